@@ -1,0 +1,2 @@
+/* scan.h: stub */
+#pragma once

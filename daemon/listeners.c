@@ -1,0 +1,2 @@
+/* listeners.c: stub, being written */
+#include "scan.h"

@@ -1,0 +1,2 @@
+/* procinfo.c: stub, being written */
+#include "scan.h"

@@ -1,0 +1,29 @@
+/* procinfo.h: reading per-task facts from /proc (status, stat, comm, exe, cmdline, fds) */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct ProcStatus {
+        pid_t tgid, ppid;
+        uid_t uid, euid;
+        gid_t gid, egid;
+        bool no_new_privs;
+        int seccomp_mode;     /* Seccomp: 0 disabled, 1 strict, 2 filter */
+        int seccomp_filters;  /* Seccomp_filters: */
+        char name[16];        /* Name: */
+} ProcStatus;
+
+/* tid may be any task; reads /proc/<tid>/status (which works for threads too). */
+int proc_read_status(pid_t tid, ProcStatus *ret);
+/* Field 22 of /proc/<tid>/stat (clock ticks since boot). -ESRCH if gone. */
+int proc_read_start_time(pid_t tid, uint64_t *ret);
+int proc_read_exe(pid_t pid, char **ret);
+int proc_read_argv(pid_t pid, char ***ret);
+/* The tids of a process (/proc/<pid>/task), malloc'ed array. */
+int proc_list_threads(pid_t pid, pid_t **ret, size_t *ret_n);
+/* All pids (/proc), malloc'ed array. */
+int proc_list_pids(pid_t **ret, size_t *ret_n);
+/* fds of pid whose link is "anon_inode:seccomp notify". */
+int proc_list_listener_fds(pid_t pid, int **ret, size_t *ret_n);

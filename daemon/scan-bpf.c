@@ -1,0 +1,2 @@
+/* scan-bpf.c: stub, being written */
+#include "scan.h"

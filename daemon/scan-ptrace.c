@@ -1,0 +1,2 @@
+/* scan-ptrace.c: stub, being written */
+#include "scan.h"

@@ -1,0 +1,2 @@
+/* scan.c: stub, being written */
+#include "scan.h"

@@ -1,0 +1,60 @@
+/* scan.h: the interface every kernel reader (bpf, ptrace) offers: one pass into a Forest */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "forest.h"
+
+typedef enum Backend {
+        BACKEND_BPF,
+        BACKEND_PTRACE,
+        _BACKEND_MAX,
+        _BACKEND_INVALID = -EINVAL,
+} Backend;
+const char *backend_to_string(Backend b);
+Backend backend_from_string(const char *s);
+
+typedef struct ScanOptions {
+        pid_t root;        /* 0 = whole machine, else this process and its descendants */
+        bool include_argv; /* read /proc/PID/cmdline for each process */
+        bool include_exe;  /* readlink /proc/PID/exe for each process */
+} ScanOptions;
+
+#define SCAN_OPTIONS_DEFAULT ((ScanOptions){ .root = 0, .include_argv = true, .include_exe = true })
+
+/* Which processes a pass reports:
+ *  - whole machine: every process with at least one thread in strict or filter mode, with all
+ *    of its threads (threads in disabled mode included);
+ *  - root given: every process of the subtree, filtered or not, so that its shape is complete.
+ * A task that vanishes during the pass is dropped. Threads appear under their process; a
+ * process whose leader exited but whose threads live is reported with those threads. */
+
+/* The bpf backend: a long-lived scanner, so that filter ids stay stable across passes. */
+typedef struct BpfScanner BpfScanner;
+int bpf_scanner_new(BpfScanner **ret);
+BpfScanner *bpf_scanner_free(BpfScanner *s);
+DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
+int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);
+
+typedef struct BpfScannerStats {
+        uint64_t passes;
+        uint64_t ids_assigned;     /* filter ids handed out so far */
+        uint64_t ids_swept;        /* ids dropped because their filter was gone */
+        uint64_t addresses_reused; /* a new filter appeared at an address that had an id: it got a new one */
+} BpfScannerStats;
+int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret);
+
+/* The ptrace backend: stateless, identity inferred. Tasks it could not read are reported in
+ * *ret_unreadable (malloc'ed array of tids with reasons) when that is not NULL. */
+typedef struct UnreadableTask {
+        pid_t tid;
+        int error; /* negative errno: -EBUSY already traced, -ESRCH vanished, -EPERM, ... */
+} UnreadableTask;
+int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unreadable, size_t *ret_n_unreadable);
+
+/* Listener fds (anon_inode "seccomp notify") of every process in the forest, grouped by
+ * kcmp(KCMP_FILE) into listeners. For the bpf backend the filter of each listener is known
+ * exactly and passed in via the forest's filters (has_listener + task_file records); for
+ * ptrace it is inferred. */
+int listeners_collect(Forest *f);

@@ -1,0 +1,2 @@
+/* tracefs.c: stub, being written */
+#include "scan.h"

@@ -1,0 +1,2 @@
+/* disasm.c: stub, being written */
+#include "util.h"

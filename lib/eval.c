@@ -1,0 +1,2 @@
+/* eval.c: stub, being written */
+#include "util.h"

@@ -1,0 +1,35 @@
+/* eval.h: run seccomp classic-BPF programs and whole chains the way the kernel does */
+#pragma once
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Run one program against data (assumed valid per prog_validate); returns the 32-bit value of
+ * the RET that ended it. A run that would fault in the kernel (cannot happen on a validated
+ * program) returns SECCOMP_RET_KILL_PROCESS. */
+uint32_t prog_run(const struct sock_filter *insns, size_t n, const struct seccomp_data *data);
+
+typedef struct ChainProgram {
+        const struct sock_filter *insns;
+        size_t len;
+} ChainProgram;
+
+typedef struct EvalResult {
+        uint32_t ret;      /* the full action value the kernel acts on (action | data) */
+        size_t decided_by; /* index into the chain array (0 = newest) of the filter whose value won */
+} EvalResult;
+
+/* Evaluate a chain, chain[0] being the newest filter (the task's head) and chain[n-1] the oldest,
+ * with the kernel's precedence (seccomp_run_filters): every filter runs, the most restrictive
+ * action wins (KILL_PROCESS > KILL_THREAD > TRAP > ERRNO > USER_NOTIF > TRACE > LOG > ALLOW),
+ * and among equal actions the first filter walked (the newest) wins, with its data.
+ * n == 0 yields ALLOW with decided_by = 0. */
+EvalResult chain_evaluate(const ChainProgram *chain, size_t n, const struct seccomp_data *data);
+
+/* Fill a seccomp_data for the native architecture from a syscall name or number and up to 6
+ * arguments. Returns 0, or -EINVAL if the syscall is unknown to libseccomp. arch is an
+ * AUDIT_ARCH_* value; 0 means the native one. */
+int seccomp_data_from_syscall(const char *syscall, uint32_t arch, const uint64_t *args, size_t n_args,
+                              struct seccomp_data *ret);

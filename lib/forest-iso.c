@@ -1,0 +1,2 @@
+/* forest-iso.c: stub, being written */
+#include "util.h"

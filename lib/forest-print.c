@@ -1,0 +1,2 @@
+/* forest-print.c: stub, being written */
+#include "util.h"

@@ -1,0 +1,2 @@
+/* forest.c: stub, being written */
+#include "util.h"

@@ -1,0 +1,164 @@
+/* forest.h: the seccomp filter forest model: filters, tasks, processes, listeners, and the
+ * operations on them (chain walk, lowest common ancestor, isomorphism) */
+#pragma once
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "prog.h"
+#include "util.h"
+
+typedef enum IdentityKind {
+        IDENTITY_EXACT,    /* ids name kernel objects: same id <=> same struct seccomp_filter */
+        IDENTITY_INFERRED, /* sharing inferred from bytes, flags, parents and task relations */
+        _IDENTITY_MAX,
+        _IDENTITY_INVALID = -EINVAL,
+} IdentityKind;
+const char *identity_kind_to_string(IdentityKind k);
+IdentityKind identity_kind_from_string(const char *s);
+
+typedef enum TaskMode {
+        TASK_MODE_DISABLED,
+        TASK_MODE_STRICT,
+        TASK_MODE_FILTER,
+        _TASK_MODE_MAX,
+        _TASK_MODE_INVALID = -EINVAL,
+} TaskMode;
+const char *task_mode_to_string(TaskMode m);
+TaskMode task_mode_from_string(const char *s);
+
+typedef struct Filter Filter;
+struct Filter {
+        uint64_t id;        /* > 0; opaque, never a kernel address */
+        uint64_t parent_id; /* 0 = a root filter (installed on a task with none) */
+        Filter *parent;     /* resolved by forest_link() */
+        struct sock_filter *insns;
+        size_t len;
+        uint8_t digest[PROG_DIGEST_SIZE];
+        bool log;
+        bool wait_killable_recv;
+        bool has_listener;    /* the kernel's filter->notif is set */
+        uint64_t listener_id; /* 0 = none known */
+        IdentityKind identity;
+        uint32_t refs, users; /* kernel reference counts when the backend can see them, else 0 */
+        /* computed by forest_link(): */
+        unsigned depth;   /* 1 for a root filter */
+        size_t n_tasks;   /* tasks whose head is this filter */
+        size_t n_children;
+};
+
+typedef struct Task {
+        pid_t tid;
+        pid_t tgid;
+        uint64_t start_time; /* /proc/TID/stat field 22, clock ticks since boot */
+        TaskMode mode;
+        uint64_t filter_id; /* head filter (newest), 0 if none */
+        Filter *filter;     /* resolved by forest_link() */
+        unsigned filter_count; /* the kernel's count when known (Seccomp_filters:), else 0 */
+} Task;
+
+typedef struct Process {
+        pid_t pid;
+        pid_t ppid; /* real parent's tgid, 0 for none */
+        uint64_t start_time;
+        char comm[16];
+        char *exe;   /* may be NULL */
+        char **argv; /* may be NULL */
+        uid_t uid;
+        gid_t gid;
+        bool no_new_privs;
+        Task *threads;
+        size_t n_threads, n_threads_allocated;
+} Process;
+
+typedef struct ListenerHolder {
+        pid_t pid;
+        int fd;
+} ListenerHolder;
+
+typedef struct Listener {
+        uint64_t id;
+        uint64_t filter_id;
+        IdentityKind identity; /* exact when the filter link came from the kernel */
+        ListenerHolder *holders;
+        size_t n_holders, n_holders_allocated;
+} Listener;
+
+typedef struct HostInfo {
+        char *kernel;
+        char *arch;
+        char *hostname;
+} HostInfo;
+
+typedef struct Forest {
+        Filter **filters; /* after forest_link(): parents before children, then by id */
+        size_t n_filters, n_filters_allocated;
+        Process **processes; /* after forest_link(): by pid */
+        size_t n_processes, n_processes_allocated;
+        Listener **listeners;
+        size_t n_listeners, n_listeners_allocated;
+        char *backend;         /* "bpf" or "ptrace" */
+        IdentityKind identity; /* of the source */
+        pid_t root;            /* 0 = whole machine */
+        uint64_t created_at_usec; /* CLOCK_REALTIME */
+        HostInfo host;
+        bool linked;
+} Forest;
+
+Forest *forest_new(void);
+Forest *forest_free(Forest *f);
+DEFINE_CLEANUP(Forest *, forest_free);
+
+/* Adding. The forest copies what it is given (insns, strings); the returned pointers stay valid
+ * until the forest is freed (arrays hold pointers). A duplicate id/pid is -EEXIST. Adding
+ * unlinks the forest until forest_link() runs again. */
+int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns, size_t len,
+                      Filter **ret);
+int forest_add_process(Forest *f, pid_t pid, Process **ret);
+int process_add_thread(Process *p, pid_t tid, Task **ret);
+int forest_add_listener(Forest *f, uint64_t id, uint64_t filter_id, Listener **ret);
+int listener_add_holder(Listener *l, pid_t pid, int fd);
+int process_set_argv(Process *p, char * const *argv);
+int process_set_exe(Process *p, const char *exe);
+int host_info_set(HostInfo *h, const char *kernel, const char *arch, const char *hostname);
+int host_info_fill_local(HostInfo *h); /* from uname(2) */
+
+/* Resolve links and check consistency: every parent and thread filter exists, no parent cycle,
+ * listeners point at existing filters. Sorts filters parents-first, processes by pid, threads by
+ * tid, listeners by id, and computes depth, n_tasks, n_children. -EINVAL with *error (malloc'ed,
+ * may be NULL) naming the offending element. */
+int forest_link(Forest *f, char **error);
+
+Filter *forest_find_filter(const Forest *f, uint64_t id);
+Process *forest_find_process(const Forest *f, pid_t pid);
+Task *forest_find_task(const Forest *f, pid_t tid, Process **ret_process);
+Listener *forest_find_listener(const Forest *f, uint64_t id);
+
+/* Chain of a filter, newest (the filter itself) first: fills up to max pointers and returns the
+ * full length (the filter's depth). */
+size_t filter_chain(const Filter *head, const Filter **ret, size_t max);
+
+/* Lowest common ancestor of two filters (either may be NULL: result NULL). */
+const Filter *filter_lca(const Filter *a, const Filter *b);
+
+/* kcmp-shaped comparison: 0 if a and b are the same filter object, otherwise 1 (a < b) or 2
+ * (a > b), ordered by id. *ret_exact says whether the answer is a fact (both exact) or inferred. */
+int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact);
+
+/* Restrict to the subtree of processes whose ancestry leads to root (root included) and the
+ * filters their chains reach and the listeners pointing at those filters or held by those
+ * processes. The forest must be linked; it is linked again afterwards. */
+int forest_restrict_to_subtree(Forest *f, pid_t root);
+
+/* Isomorphism between two linked forests: the same shape of sharing, with the same bytes and
+ * flags (log, wait_killable_recv, listener presence) at each node. task_map gives pairs
+ * (tid in a, tid in b) for n_map entries; if n_map == 0 a mapping of threads is searched for
+ * (by chain shape and comm). Returns 1 if isomorphic, 0 if not (with *why, malloc'ed, saying
+ * the first difference), negative errno on failure. */
+typedef struct TaskPair {
+        pid_t a, b;
+} TaskPair;
+int forest_isomorphic(const Forest *a, const Forest *b, const TaskPair *task_map, size_t n_map, char **why);

@@ -1,0 +1,2 @@
+/* prog.c: stub, being written */
+#include "util.h"

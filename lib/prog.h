@@ -1,0 +1,31 @@
+/* prog.h: the classic-BPF seccomp program value: validation with the kernel's rules, digest, equality */
+#pragma once
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROG_MAX_INSNS 4096 /* BPF_MAXINSNS: the kernel's limit for one seccomp filter */
+#define PROG_DIGEST_SIZE 32 /* SHA-256 */
+#define PROG_DIGEST_STRING_MAX (sizeof("sha256:") + 2 * PROG_DIGEST_SIZE)
+
+/* Check insns[0..n) with the rules seccomp_check_filter() and bpf_check_classic() apply to a
+ * seccomp filter: 1..4096 instructions, only opcodes seccomp allows, loads only from struct
+ * seccomp_data at 4-byte aligned offsets inside it, jumps in range, ends in RET, no division by
+ * a constant zero, scratch memory indices in range. Returns 0 if valid; otherwise -EINVAL and,
+ * if error is not NULL, *error is a malloc'ed message naming the instruction index and the
+ * problem (e.g. "insn 3: load from offset 66 is not 4-byte aligned"). */
+int prog_validate(const struct sock_filter *insns, size_t n, char **error);
+
+/* SHA-256 over the instructions as the kernel stores them (8 bytes each: code le16, jt, jf,
+ * k le32). */
+void prog_digest(const struct sock_filter *insns, size_t n, uint8_t out[PROG_DIGEST_SIZE]);
+
+/* "sha256:<64 lowercase hex>" into buf (at least PROG_DIGEST_STRING_MAX bytes); returns buf. */
+char *prog_digest_to_string(const uint8_t digest[PROG_DIGEST_SIZE], char *buf);
+
+/* Parse "sha256:<hex>"; -EINVAL if malformed. */
+int prog_digest_from_string(const char *s, uint8_t out[PROG_DIGEST_SIZE]);
+
+bool prog_equal(const struct sock_filter *a, size_t na, const struct sock_filter *b, size_t nb);

@@ -1,0 +1,2 @@
+/* snapshot-json.c: stub, being written */
+#include "util.h"

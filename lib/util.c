@@ -1,0 +1,108 @@
+/* util.c: cleanup helpers, logging and small parsers */
+#include "util.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+static LogLevel max_level = LOG_LEVEL_INFO;
+
+void log_set_max_level(LogLevel level) {
+        max_level = level;
+}
+
+LogLevel log_get_max_level(void) {
+        return max_level;
+}
+
+int log_internal(LogLevel level, int error, const char *format, ...) {
+        int saved = errno;
+        if (error < 0)
+                error = -error;
+        if (level <= max_level) {
+                va_list ap;
+                errno = error;
+                va_start(ap, format);
+                vfprintf(stderr, format, ap);
+                va_end(ap);
+                fputc('\n', stderr);
+        }
+        errno = error ? error : saved;
+        return -error;
+}
+
+char **strv_free(char **l) {
+        if (!l)
+                return NULL;
+        for (char **i = l; *i; i++)
+                free(*i);
+        free(l);
+        return NULL;
+}
+
+size_t strv_length(char * const *l) {
+        size_t n = 0;
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+char **strv_copy(char * const *l) {
+        size_t n = strv_length(l);
+        char **c = calloc(n + 1, sizeof(char *));
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                c[i] = strdup(l[i]);
+                if (!c[i])
+                        return strv_free(c);
+        }
+        return c;
+}
+
+int grow_array(void **array, size_t *allocated, size_t need, size_t elem) {
+        if (need <= *allocated)
+                return 0;
+        size_t n = *allocated ? *allocated : 8;
+        while (n < need) {
+                if (n > SIZE_MAX / 2 / elem)
+                        return -ENOMEM;
+                n *= 2;
+        }
+        void *p = realloc(*array, n * elem);
+        if (!p)
+                return -ENOMEM;
+        memset((char *) p + *allocated * elem, 0, (n - *allocated) * elem);
+        *array = p;
+        *allocated = n;
+        return 0;
+}
+
+int safe_atou64(const char *s, uint64_t *ret) {
+        char *end;
+        if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (*end)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int safe_atoi32(const char *s, int32_t *ret) {
+        char *end;
+        if (!s || !*s || *s == ' ')
+                return -EINVAL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
+                return -ERANGE;
+        if (*end)
+                return -EINVAL;
+        *ret = (int32_t) v;
+        return 0;
+}

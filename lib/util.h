@@ -1,0 +1,96 @@
+/* util.h: cleanup helpers, logging and small macros shared by every part of sectree */
+#pragma once
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+static inline void strv_freep(char ***p);
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+/* DEFINE_CLEANUP(Forest*, forest_free) defines forest_freep() for _cleanup_(forest_freep). */
+#define DEFINE_CLEANUP(type, func)                                      \
+        static inline void func##p(type *p) {                           \
+                if (*p)                                                 \
+                        func(*p);                                       \
+        }
+
+/* Hand ownership of a cleanup-managed pointer on: returns it and clears the variable. */
+#define TAKE_PTR(p)                                     \
+        ({                                              \
+                __typeof__(p) _p = (p);                 \
+                (p) = NULL;                             \
+                _p;                                     \
+        })
+#define TAKE_FD(fd)                                     \
+        ({                                              \
+                int _fd = (fd);                         \
+                (fd) = -1;                              \
+                _fd;                                    \
+        })
+
+static inline bool streq(const char *a, const char *b) {
+        return strcmp(a, b) == 0;
+}
+static inline bool streq_ptr(const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+        return streq(a, b);
+}
+
+char **strv_free(char **l);
+size_t strv_length(char * const *l);
+char **strv_copy(char * const *l);
+static inline void strv_freep(char ***p) {
+        strv_free(*p);
+}
+
+/* Grow *array (of *allocated elements of size elem) so that it holds at least need elements. */
+int grow_array(void **array, size_t *allocated, size_t need, size_t elem);
+#define GROW(array, allocated, need) grow_array((void **) &(array), &(allocated), (need), sizeof(*(array)))
+
+/* Logging. Messages go to stderr; log_*_errno() returns the negative errno it was given,
+ * and sets errno so that %m in the format prints it. */
+typedef enum LogLevel { LOG_LEVEL_ERR = 3, LOG_LEVEL_WARNING = 4, LOG_LEVEL_INFO = 6, LOG_LEVEL_DEBUG = 7 } LogLevel;
+void log_set_max_level(LogLevel level);
+LogLevel log_get_max_level(void);
+int log_internal(LogLevel level, int error, const char *format, ...) _printf_(3, 4);
+#define log_error_errno(e, ...) log_internal(LOG_LEVEL_ERR, (e), __VA_ARGS__)
+#define log_warning_errno(e, ...) log_internal(LOG_LEVEL_WARNING, (e), __VA_ARGS__)
+#define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
+#define log_error(...) (void) log_internal(LOG_LEVEL_ERR, 0, __VA_ARGS__)
+#define log_warning(...) (void) log_internal(LOG_LEVEL_WARNING, 0, __VA_ARGS__)
+#define log_info(...) (void) log_internal(LOG_LEVEL_INFO, 0, __VA_ARGS__)
+#define log_debug(...) (void) log_internal(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)
+#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
+
+/* Parse a decimal number into the given type; -EINVAL on junk, -ERANGE on overflow. */
+int safe_atou64(const char *s, uint64_t *ret);
+int safe_atoi32(const char *s, int32_t *ret);
