@@ -1,1 +1,177 @@
-int main(void) { return 0; }
+/* sectreed.c: the daemon binary: verbs and their options (the one-shot scan for now) */
+#include <getopt.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "forest-print.h"
+#include "scan.h"
+#include "snapshot-json.h"
+
+typedef enum OutputFormat {
+        OUTPUT_TREE,
+        OUTPUT_JSON,
+        _OUTPUT_MAX,
+        _OUTPUT_INVALID = -EINVAL,
+} OutputFormat;
+
+static const char *const output_format_table[_OUTPUT_MAX] = {
+        [OUTPUT_TREE] = "tree",
+        [OUTPUT_JSON] = "json",
+};
+
+typedef struct Args {
+        Backend backend;
+        OutputFormat format;
+        ScanOptions scan;
+} Args;
+
+#define EXIT_USAGE 2
+
+static void help(void) {
+        printf("Usage: sectreed [OPTIONS] VERB [ARGS...]\n"
+               "\n"
+               "The seccomp filter forest daemon.\n"
+               "\n"
+               "Verbs:\n"
+               "  scan                 Read the filter forest once, print it and exit\n"
+               "\n"
+               "Options for scan:\n"
+               "  -b --backend=BACKEND bpf (default: exact identity from BPF task iterators)\n"
+               "                       or ptrace (PTRACE_SECCOMP_GET_FILTER; identity inferred)\n"
+               "  -r --root=PID        Only PID and its descendants\n"
+               "  -f --format=FORMAT   tree (default) or json (the snapshot format, version 1)\n"
+               "     --no-argv         Do not read command lines\n"
+               "\n"
+               "  -h --help            Show this help\n"
+               "     --version         Show the version\n");
+}
+
+static OutputFormat output_format_from_string(const char *s) {
+        for (int i = 0; i < _OUTPUT_MAX; i++)
+                if (streq(output_format_table[i], s))
+                        return i;
+        return _OUTPUT_INVALID;
+}
+
+static int parse_root(const char *s, pid_t *ret) {
+        int32_t v;
+        if (safe_atoi32(s, &v) < 0 || v <= 0) {
+                log_error("Invalid --root=%s: expected a process id > 0.", s);
+                return -EINVAL;
+        }
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/%d", v);
+        if (access(path, F_OK) < 0) {
+                log_error("Invalid --root=%s: no such process.", s);
+                return -ESRCH;
+        }
+        *ret = v;
+        return 0;
+}
+
+enum { ARG_VERSION = 0x100, ARG_NO_ARGV };
+
+/* Returns 1 to go on, 0 to exit successfully (help, version), negative on bad usage. */
+static int parse_args(int argc, char *argv[], Args *a) {
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "backend", required_argument, NULL, 'b' },
+                { "root", required_argument, NULL, 'r' },
+                { "format", required_argument, NULL, 'f' },
+                { "no-argv", no_argument, NULL, ARG_NO_ARGV },
+                {}
+        };
+        int c;
+        while ((c = getopt_long(argc, argv, "hb:r:f:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("sectreed %s\n", PACKAGE_VERSION);
+                        return 0;
+                case 'b':
+                        a->backend = backend_from_string(optarg);
+                        if (a->backend < 0)
+                                return log_error_errno(-EINVAL, "Unknown --backend=%s: expected bpf or ptrace.", optarg);
+                        break;
+                case 'r':
+                        if (parse_root(optarg, &a->scan.root) < 0)
+                                return -EINVAL;
+                        break;
+                case 'f':
+                        a->format = output_format_from_string(optarg);
+                        if (a->format < 0)
+                                return log_error_errno(-EINVAL, "Unknown --format=%s: expected tree or json.", optarg);
+                        break;
+                case ARG_NO_ARGV:
+                        a->scan.include_argv = false;
+                        break;
+                default:
+                        return -EINVAL;
+                }
+        return 1;
+}
+
+static int scan_with_backend(const Args *a, Forest **ret) {
+        if (a->backend == BACKEND_PTRACE) {
+                _cleanup_free_ UnreadableTask *bad = NULL;
+                size_t n_bad = 0;
+                int r = ptrace_scan(&a->scan, ret, &bad, &n_bad);
+                if (r < 0)
+                        return log_error_errno(r, "ptrace scan failed: %m");
+                for (size_t i = 0; i < n_bad; i++)
+                        log_warning_errno(bad[i].error, "Could not read the filters of thread %d: %m", bad[i].tid);
+                return 0;
+        }
+        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+        int r = bpf_scanner_new(&s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the BPF scanner: %m (try --backend=ptrace)");
+        r = bpf_scanner_scan(s, &a->scan, ret);
+        if (r < 0)
+                return log_error_errno(r, "BPF scan failed: %m");
+        return 0;
+}
+
+static int verb_scan(const Args *a) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        int r = scan_with_backend(a, &f);
+        if (r < 0)
+                return r;
+        r = forest_renumber(f);
+        if (r < 0)
+                return log_error_errno(r, "Failed to number the forest: %m");
+        if (a->format == OUTPUT_JSON)
+                r = snapshot_json_write(f, stdout, isatty(STDOUT_FILENO) ? SNAPSHOT_JSON_PRETTY : 0);
+        else
+                r = forest_print_tree(f, stdout, isatty(STDOUT_FILENO) ? FOREST_PRINT_UNICODE : 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to write the output: %m");
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        Args a = { .backend = BACKEND_BPF, .format = OUTPUT_TREE, .scan = SCAN_OPTIONS_DEFAULT };
+
+        int r = parse_args(argc, argv, &a);
+        if (r <= 0)
+                return r == 0 ? EXIT_SUCCESS : EXIT_USAGE;
+        if (optind >= argc) {
+                log_error("No verb given (try --help).");
+                return EXIT_USAGE;
+        }
+        const char *verb = argv[optind];
+        if (!streq(verb, "scan")) {
+                log_error("Unknown verb '%s' (try --help).", verb);
+                return EXIT_USAGE;
+        }
+        if (optind + 1 < argc) {
+                log_error("Unexpected argument '%s' (try --help).", argv[optind + 1]);
+                return EXIT_USAGE;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        return verb_scan(&a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

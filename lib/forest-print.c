@@ -1,2 +1,221 @@
-/* forest-print.c: stub, being written */
-#include "util.h"
+/* forest-print.c: the readable forest: filters nested under their parents, tasks under each,
+ * like pstree */
+#include "forest-print.h"
+
+typedef struct TreeGlyphs {
+        const char *branch, *last, *pipe, *space;
+} TreeGlyphs;
+
+static const TreeGlyphs glyphs_unicode = { "├─ ", "└─ ", "│  ", "   " };
+static const TreeGlyphs glyphs_ascii = { "|- ", "`- ", "|  ", "   " };
+
+/* One entry under a filter: a child filter, or a process with the threads that run under it. */
+typedef struct TreeEntry {
+        const Filter *filter;
+        const Process *process;
+} TreeEntry;
+
+typedef struct TreeIndex {
+        TreeEntry *entries; /* grouped by parent filter index; roots use slot n_filters */
+        size_t *start;      /* entries of slot i: [start[i], start[i + 1]) */
+} TreeIndex;
+
+static void tree_index_free(TreeIndex *ix) {
+        free(ix->entries);
+        free(ix->start);
+}
+
+static size_t process_slot(const Forest *f, const Process *p, size_t j) {
+        const Filter *h = p->threads[j].filter;
+        return h ? h->index : f->n_filters + 1; /* n_filters + 1: not under any filter */
+}
+
+/* Does an earlier thread of p already put p into the same slot? */
+static bool process_seen_in_slot(const Forest *f, const Process *p, size_t j) {
+        for (size_t k = 0; k < j; k++)
+                if (process_slot(f, p, k) == process_slot(f, p, j))
+                        return true;
+        return false;
+}
+
+/* Two passes of a counting sort: count entries per slot, then place them. */
+static void tree_index_fill(const Forest *f, TreeIndex *ix, bool place) {
+        size_t *pos = ix->start;
+        for (size_t i = 0; i < f->n_filters; i++) {
+                const Filter *x = f->filters[i];
+                size_t slot = x->parent ? x->parent->index : f->n_filters;
+                if (place)
+                        ix->entries[pos[slot]++] = (TreeEntry) { .filter = x };
+                else
+                        pos[slot + 1]++;
+        }
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                for (size_t j = 0; j < p->n_threads; j++) {
+                        if (process_seen_in_slot(f, p, j))
+                                continue;
+                        size_t slot = process_slot(f, p, j);
+                        if (place)
+                                ix->entries[pos[slot]++] = (TreeEntry) { .process = p };
+                        else
+                                pos[slot + 1]++;
+                }
+        }
+}
+
+static int tree_index_build(const Forest *f, TreeIndex *ix) {
+        size_t slots = f->n_filters + 2, total = 0;
+        ix->start = calloc(slots + 1, sizeof(size_t));
+        if (!ix->start)
+                return -ENOMEM;
+        tree_index_fill(f, ix, false);
+        for (size_t i = 1; i <= slots; i++) {
+                total += ix->start[i];
+                ix->start[i] = total;
+        }
+        ix->entries = calloc(total + 1, sizeof(TreeEntry));
+        _cleanup_free_ size_t *cursor = malloc((slots + 1) * sizeof(size_t));
+        if (!ix->entries || !cursor)
+                return -ENOMEM;
+        memcpy(cursor, ix->start, (slots + 1) * sizeof(size_t));
+        size_t *saved = ix->start;
+        ix->start = cursor;
+        tree_index_fill(f, ix, true);
+        ix->start = saved;
+        return 0;
+}
+
+static void print_filter_line(const Filter *x, FILE *out) {
+        char digest[PROG_DIGEST_STRING_MAX];
+        prog_digest_to_string(x->digest, digest);
+        fprintf(out, "filter %" PRIu64 "  %zu insns  %.19s", x->id, x->len, digest);
+        if (x->log)
+                fputs("  log", out);
+        if (x->wait_killable_recv)
+                fputs("  wait_killable_recv", out);
+        if (x->listener_id)
+                fprintf(out, "  listener %" PRIu64, x->listener_id);
+        else if (x->has_listener)
+                fputs("  listener", out);
+        if (x->identity == IDENTITY_INFERRED)
+                fputs("  (inferred)", out);
+        fprintf(out, "  [%zu task%s]\n", x->n_tasks, x->n_tasks == 1 ? "" : "s");
+}
+
+/* "comm[pid]" and, when not every thread of the process is in this slot or there are several,
+ * the tids that are. */
+static void print_process_line(const Forest *f, const Process *p, size_t slot, FILE *out) {
+        size_t in_slot = 0;
+        for (size_t j = 0; j < p->n_threads; j++)
+                in_slot += process_slot(f, p, j) == slot;
+        fprintf(out, "%s[%d]", p->comm, p->pid);
+        if (p->n_threads > 1) {
+                fprintf(out, " %zu/%zu threads:", in_slot, p->n_threads);
+                for (size_t j = 0; j < p->n_threads; j++)
+                        if (process_slot(f, p, j) == slot)
+                                fprintf(out, " %d", p->threads[j].tid);
+        }
+        if (slot == f->n_filters + 1)
+                for (size_t j = 0; j < p->n_threads; j++)
+                        if (p->threads[j].mode == TASK_MODE_STRICT) {
+                                fputs(" (strict)", out);
+                                break;
+                        }
+        fputc('\n', out);
+}
+
+typedef struct TreePrinter {
+        const Forest *f;
+        const TreeIndex *ix;
+        const TreeGlyphs *g;
+        FILE *out;
+        char *prefix;
+        size_t prefix_len, prefix_allocated;
+} TreePrinter;
+
+static int print_slot(TreePrinter *tp, size_t slot);
+
+static int print_entry(TreePrinter *tp, const TreeEntry *e, size_t slot, bool last) {
+        fprintf(tp->out, "%.*s%s", (int) tp->prefix_len, tp->prefix, last ? tp->g->last : tp->g->branch);
+        if (e->process) {
+                print_process_line(tp->f, e->process, slot, tp->out);
+                return 0;
+        }
+        print_filter_line(e->filter, tp->out);
+        const char *extend = last ? tp->g->space : tp->g->pipe;
+        size_t saved = tp->prefix_len, l = strlen(extend);
+        if (GROW(tp->prefix, tp->prefix_allocated, tp->prefix_len + l + 1) < 0)
+                return -ENOMEM;
+        memcpy(tp->prefix + tp->prefix_len, extend, l);
+        tp->prefix_len += l;
+        int r = print_slot(tp, e->filter->index);
+        tp->prefix_len = saved;
+        return r;
+}
+
+/* The entries of one filter: its processes first, then its child filters. */
+static int print_slot(TreePrinter *tp, size_t slot) {
+        size_t a = tp->ix->start[slot], b = tp->ix->start[slot + 1];
+        size_t n_printed = 0, n = b - a;
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t i = a; i < b; i++) {
+                        const TreeEntry *e = &tp->ix->entries[i];
+                        if ((pass == 0) != (e->process != NULL))
+                                continue;
+                        int r = print_entry(tp, e, slot, ++n_printed == n);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+static void print_header(const Forest *f, FILE *out) {
+        size_t n_threads = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                n_threads += f->processes[i]->n_threads;
+        fprintf(out, "Seccomp filter forest of %s", f->host.hostname ? f->host.hostname : "?");
+        if (f->root)
+                fprintf(out, ", subtree of process %d", f->root);
+        fprintf(out, " (kernel %s, %s backend, %s identity)\n", f->host.kernel ? f->host.kernel : "?",
+                f->backend ? f->backend : "?", identity_kind_to_string(f->identity));
+        fprintf(out, "%zu filter%s, %zu process%s, %zu thread%s, %zu listener%s\n", f->n_filters,
+                f->n_filters == 1 ? "" : "s", f->n_processes, f->n_processes == 1 ? "" : "es", n_threads,
+                n_threads == 1 ? "" : "s", f->n_listeners, f->n_listeners == 1 ? "" : "s");
+}
+
+static void print_unfiltered(TreePrinter *tp) {
+        size_t slot = tp->f->n_filters + 1;
+        size_t a = tp->ix->start[slot], b = tp->ix->start[slot + 1];
+        if (a == b)
+                return;
+        fputs("\nwithout a filter:\n", tp->out);
+        for (size_t i = a; i < b; i++) {
+                fputs(i + 1 == b ? tp->g->last : tp->g->branch, tp->out);
+                print_process_line(tp->f, tp->ix->entries[i].process, slot, tp->out);
+        }
+}
+
+int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
+        if (!f->linked)
+                return -EINVAL;
+        _cleanup_(tree_index_free) TreeIndex ix = {};
+        int r = tree_index_build(f, &ix);
+        if (r < 0)
+                return r;
+        TreePrinter tp = { .f = f, .ix = &ix, .out = out,
+                           .g = (flags & FOREST_PRINT_UNICODE) ? &glyphs_unicode : &glyphs_ascii };
+        print_header(f, out);
+        /* Root filters are top-level lines, their subtrees indented below them. */
+        for (size_t i = ix.start[f->n_filters]; i < ix.start[f->n_filters + 1]; i++) {
+                const Filter *root = ix.entries[i].filter;
+                fputc('\n', out);
+                print_filter_line(root, out);
+                r = print_slot(&tp, root->index);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0)
+                print_unfiltered(&tp);
+        free(tp.prefix);
+        return fflush(out) == 0 ? r : -EIO;
+}

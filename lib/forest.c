@@ -1,2 +1,638 @@
-/* forest.c: stub, being written */
-#include "util.h"
+/* forest.c: the seccomp filter forest model: building, linking, lookups, chains, subtrees */
+#include "forest.h"
+
+#include <stdarg.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+static const char *const identity_kind_table[_IDENTITY_MAX] = {
+        [IDENTITY_EXACT] = "exact",
+        [IDENTITY_INFERRED] = "inferred",
+};
+
+static const char *const task_mode_table[_TASK_MODE_MAX] = {
+        [TASK_MODE_DISABLED] = "disabled",
+        [TASK_MODE_STRICT] = "strict",
+        [TASK_MODE_FILTER] = "filter",
+};
+
+static int table_lookup(const char *const *table, int n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (int i = 0; i < n; i++)
+                if (table[i] && streq(table[i], s))
+                        return i;
+        return -EINVAL;
+}
+
+const char *identity_kind_to_string(IdentityKind k) {
+        return k >= 0 && k < _IDENTITY_MAX ? identity_kind_table[k] : NULL;
+}
+
+IdentityKind identity_kind_from_string(const char *s) {
+        return table_lookup(identity_kind_table, _IDENTITY_MAX, s);
+}
+
+const char *task_mode_to_string(TaskMode m) {
+        return m >= 0 && m < _TASK_MODE_MAX ? task_mode_table[m] : NULL;
+}
+
+TaskMode task_mode_from_string(const char *s) {
+        return table_lookup(task_mode_table, _TASK_MODE_MAX, s);
+}
+
+Forest *forest_new(void) {
+        Forest *f = calloc(1, sizeof(Forest));
+        if (!f)
+                return NULL;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        f->created_at_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        f->identity = IDENTITY_EXACT;
+        return f;
+}
+
+static void filter_free(Filter *flt) {
+        if (!flt)
+                return;
+        free(flt->insns);
+        free(flt);
+}
+
+static void process_free(Process *p) {
+        if (!p)
+                return;
+        free(p->exe);
+        strv_free(p->argv);
+        free(p->threads);
+        free(p);
+}
+
+static void listener_free(Listener *l) {
+        if (!l)
+                return;
+        free(l->holders);
+        free(l);
+}
+
+static void host_info_deinit(HostInfo *h) {
+        free(h->kernel);
+        free(h->arch);
+        free(h->hostname);
+        *h = (HostInfo) {};
+}
+
+Forest *forest_free(Forest *f) {
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < f->n_filters; i++)
+                filter_free(f->filters[i]);
+        for (size_t i = 0; i < f->n_processes; i++)
+                process_free(f->processes[i]);
+        for (size_t i = 0; i < f->n_listeners; i++)
+                listener_free(f->listeners[i]);
+        free(f->filters);
+        free(f->processes);
+        free(f->listeners);
+        free(f->filters_by_id);
+        free(f->backend);
+        host_info_deinit(&f->host);
+        free(f);
+        return NULL;
+}
+
+/* Lookups scan linearly until the forest is linked (sorted), then use binary search. */
+static int cmp_filter_id(const void *key, const void *elem) {
+        uint64_t id = *(const uint64_t *) key, other = (*(Filter * const *) elem)->id;
+        return id < other ? -1 : id > other;
+}
+
+static Filter *find_linked_filter(const Forest *f, uint64_t id);
+
+Filter *forest_find_filter(const Forest *f, uint64_t id) {
+        if (f->linked)
+                return find_linked_filter(f, id);
+        for (size_t i = 0; i < f->n_filters; i++)
+                if (f->filters[i]->id == id)
+                        return f->filters[i];
+        return NULL;
+}
+
+static int cmp_process_pid(const void *key, const void *elem) {
+        pid_t pid = *(const pid_t *) key, other = (*(Process * const *) elem)->pid;
+        return pid < other ? -1 : pid > other;
+}
+
+Process *forest_find_process(const Forest *f, pid_t pid) {
+        if (f->linked) {
+                Process **p = bsearch(&pid, f->processes, f->n_processes, sizeof(Process *), cmp_process_pid);
+                return p ? *p : NULL;
+        }
+        for (size_t i = 0; i < f->n_processes; i++)
+                if (f->processes[i]->pid == pid)
+                        return f->processes[i];
+        return NULL;
+}
+
+Task *forest_find_task(const Forest *f, pid_t tid, Process **ret_process) {
+        for (size_t i = 0; i < f->n_processes; i++) {
+                Process *p = f->processes[i];
+                for (size_t j = 0; j < p->n_threads; j++)
+                        if (p->threads[j].tid == tid) {
+                                if (ret_process)
+                                        *ret_process = p;
+                                return &p->threads[j];
+                        }
+        }
+        return NULL;
+}
+
+Listener *forest_find_listener(const Forest *f, uint64_t id) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                if (f->listeners[i]->id == id)
+                        return f->listeners[i];
+        return NULL;
+}
+
+int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns, size_t len,
+                      Filter **ret) {
+        if (id == 0 || id == parent_id)
+                return -EINVAL;
+        if (forest_find_filter(f, id))
+                return -EEXIST;
+        if (GROW(f->filters, f->n_filters_allocated, f->n_filters + 1) < 0)
+                return -ENOMEM;
+
+        Filter *flt = calloc(1, sizeof(Filter));
+        if (!flt)
+                return -ENOMEM;
+        if (len > 0) {
+                flt->insns = malloc(len * sizeof(struct sock_filter));
+                if (!flt->insns) {
+                        free(flt);
+                        return -ENOMEM;
+                }
+                memcpy(flt->insns, insns, len * sizeof(struct sock_filter));
+        }
+        flt->id = id;
+        flt->parent_id = parent_id;
+        flt->len = len;
+        flt->identity = f->identity;
+        prog_digest(insns, len, flt->digest);
+
+        f->filters[f->n_filters++] = flt;
+        f->linked = false;
+        if (ret)
+                *ret = flt;
+        return 0;
+}
+
+int forest_add_process(Forest *f, pid_t pid, Process **ret) {
+        if (pid <= 0)
+                return -EINVAL;
+        if (forest_find_process(f, pid))
+                return -EEXIST;
+        if (GROW(f->processes, f->n_processes_allocated, f->n_processes + 1) < 0)
+                return -ENOMEM;
+        Process *p = calloc(1, sizeof(Process));
+        if (!p)
+                return -ENOMEM;
+        p->pid = pid;
+        f->processes[f->n_processes++] = p;
+        f->linked = false;
+        if (ret)
+                *ret = p;
+        return 0;
+}
+
+int process_add_thread(Process *p, pid_t tid, Task **ret) {
+        if (tid <= 0)
+                return -EINVAL;
+        for (size_t i = 0; i < p->n_threads; i++)
+                if (p->threads[i].tid == tid)
+                        return -EEXIST;
+        if (GROW(p->threads, p->n_threads_allocated, p->n_threads + 1) < 0)
+                return -ENOMEM;
+        Task *t = &p->threads[p->n_threads++];
+        *t = (Task) { .tid = tid, .tgid = p->pid, .mode = TASK_MODE_DISABLED };
+        if (ret)
+                *ret = t;
+        return 0;
+}
+
+int forest_add_listener(Forest *f, uint64_t id, uint64_t filter_id, Listener **ret) {
+        if (id == 0)
+                return -EINVAL;
+        if (forest_find_listener(f, id))
+                return -EEXIST;
+        if (GROW(f->listeners, f->n_listeners_allocated, f->n_listeners + 1) < 0)
+                return -ENOMEM;
+        Listener *l = calloc(1, sizeof(Listener));
+        if (!l)
+                return -ENOMEM;
+        l->id = id;
+        l->filter_id = filter_id;
+        l->identity = f->identity;
+        f->listeners[f->n_listeners++] = l;
+        f->linked = false;
+        if (ret)
+                *ret = l;
+        return 0;
+}
+
+int listener_add_holder(Listener *l, pid_t pid, int fd) {
+        if (pid <= 0 || fd < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < l->n_holders; i++)
+                if (l->holders[i].pid == pid && l->holders[i].fd == fd)
+                        return -EEXIST;
+        if (GROW(l->holders, l->n_holders_allocated, l->n_holders + 1) < 0)
+                return -ENOMEM;
+        l->holders[l->n_holders++] = (ListenerHolder) { .pid = pid, .fd = fd };
+        return 0;
+}
+
+int process_set_argv(Process *p, char * const *argv) {
+        char **c = NULL;
+        if (argv) {
+                c = strv_copy(argv);
+                if (!c)
+                        return -ENOMEM;
+        }
+        strv_free(p->argv);
+        p->argv = c;
+        return 0;
+}
+
+static int free_and_strdup(char **p, const char *s) {
+        char *c = NULL;
+        if (s) {
+                c = strdup(s);
+                if (!c)
+                        return -ENOMEM;
+        }
+        free(*p);
+        *p = c;
+        return 0;
+}
+
+int process_set_exe(Process *p, const char *exe) {
+        return free_and_strdup(&p->exe, exe);
+}
+
+int host_info_set(HostInfo *h, const char *kernel, const char *arch, const char *hostname) {
+        if (free_and_strdup(&h->kernel, kernel) < 0 || free_and_strdup(&h->arch, arch) < 0 ||
+            free_and_strdup(&h->hostname, hostname) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int host_info_fill_local(HostInfo *h) {
+        struct utsname u;
+        if (uname(&u) < 0)
+                return -errno;
+        return host_info_set(h, u.release, u.machine, u.nodename);
+}
+
+static int set_error(char **error, const char *fmt, ...) _printf_(2, 3);
+static int set_error(char **error, const char *fmt, ...) {
+        if (error) {
+                va_list ap;
+                va_start(ap, fmt);
+                if (vasprintf(error, fmt, ap) < 0)
+                        *error = NULL;
+                va_end(ap);
+        }
+        return -EINVAL;
+}
+
+static int cmp_filter_ptr_id(const void *a, const void *b) {
+        uint64_t x = (*(Filter * const *) a)->id, y = (*(Filter * const *) b)->id;
+        return x < y ? -1 : x > y;
+}
+
+static int cmp_filter_depth_id(const void *a, const void *b) {
+        const Filter *x = *(Filter * const *) a, *y = *(Filter * const *) b;
+        if (x->depth != y->depth)
+                return x->depth < y->depth ? -1 : 1;
+        return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static Filter *find_linked_filter(const Forest *f, uint64_t id) {
+        Filter **p = bsearch(&id, f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_id);
+        return p ? *p : NULL;
+}
+
+static int build_filter_index(Forest *f, char **error) {
+        free(f->filters_by_id);
+        f->filters_by_id = malloc((f->n_filters ? f->n_filters : 1) * sizeof(Filter *));
+        if (!f->filters_by_id)
+                return -ENOMEM;
+        memcpy(f->filters_by_id, f->filters, f->n_filters * sizeof(Filter *));
+        qsort(f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_ptr_id);
+        for (size_t i = 1; i < f->n_filters; i++)
+                if (f->filters_by_id[i]->id == f->filters_by_id[i - 1]->id)
+                        return set_error(error, "filter %" PRIu64 ": duplicate id", f->filters_by_id[i]->id);
+        return 0;
+}
+
+static int link_parents(Forest *f, char **error) {
+        for (size_t i = 0; i < f->n_filters; i++) {
+                Filter *flt = f->filters[i];
+                flt->parent = NULL;
+                flt->depth = 0;
+                flt->n_tasks = flt->n_children = 0;
+                if (flt->parent_id == 0)
+                        continue;
+                flt->parent = find_linked_filter(f, flt->parent_id);
+                if (!flt->parent)
+                        return set_error(error, "filter %" PRIu64 ": parent %" PRIu64 " does not exist", flt->id,
+                                         flt->parent_id);
+        }
+        return 0;
+}
+
+/* Depth of every filter, walking up to the nearest filter whose depth is known. A walk longer than
+ * the number of filters can only be a cycle. */
+static int compute_depths(Forest *f, char **error) {
+        for (size_t i = 0; i < f->n_filters; i++) {
+                size_t steps = 0;
+                Filter *top = f->filters[i];
+                while (top->depth == 0 && top->parent) {
+                        top = top->parent;
+                        if (++steps > f->n_filters)
+                                return set_error(error, "filter %" PRIu64 ": parent links form a cycle",
+                                                 f->filters[i]->id);
+                }
+                unsigned d = top->depth ? top->depth : 1;
+                /* Second walk: assign depths top-down by counting from the bottom. */
+                unsigned bottom = d + (unsigned) steps;
+                for (Filter *x = f->filters[i]; x != top; x = x->parent)
+                        x->depth = bottom--;
+                top->depth = d;
+        }
+        for (size_t i = 0; i < f->n_filters; i++)
+                if (f->filters[i]->parent)
+                        f->filters[i]->parent->n_children++;
+        return 0;
+}
+
+static int cmp_process(const void *a, const void *b) {
+        pid_t x = (*(Process * const *) a)->pid, y = (*(Process * const *) b)->pid;
+        return x < y ? -1 : x > y;
+}
+
+static int cmp_task(const void *a, const void *b) {
+        pid_t x = ((const Task *) a)->tid, y = ((const Task *) b)->tid;
+        return x < y ? -1 : x > y;
+}
+
+static int link_thread(Forest *f, Process *p, Task *t, char **error) {
+        t->tgid = p->pid;
+        t->filter = NULL;
+        if (t->mode < 0 || t->mode >= _TASK_MODE_MAX)
+                return set_error(error, "process %d thread %d: invalid mode", p->pid, t->tid);
+        if ((t->mode == TASK_MODE_FILTER) != (t->filter_id != 0))
+                return set_error(error, "process %d thread %d: mode %s %s a filter", p->pid, t->tid,
+                                 task_mode_to_string(t->mode), t->filter_id ? "with" : "without");
+        if (t->filter_id == 0)
+                return 0;
+        t->filter = find_linked_filter(f, t->filter_id);
+        if (!t->filter)
+                return set_error(error, "process %d thread %d: filter %" PRIu64 " does not exist", p->pid, t->tid,
+                                 t->filter_id);
+        t->filter->n_tasks++;
+        return 0;
+}
+
+static int link_processes(Forest *f, char **error) {
+        qsort(f->processes, f->n_processes, sizeof(Process *), cmp_process);
+        for (size_t i = 0; i < f->n_processes; i++) {
+                Process *p = f->processes[i];
+                if (i > 0 && f->processes[i - 1]->pid == p->pid)
+                        return set_error(error, "process %d: duplicate pid", p->pid);
+                qsort(p->threads, p->n_threads, sizeof(Task), cmp_task);
+                for (size_t j = 0; j < p->n_threads; j++) {
+                        int r = link_thread(f, p, &p->threads[j], error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int cmp_listener(const void *a, const void *b) {
+        uint64_t x = (*(Listener * const *) a)->id, y = (*(Listener * const *) b)->id;
+        return x < y ? -1 : x > y;
+}
+
+static int link_listeners(Forest *f, char **error) {
+        for (size_t i = 0; i < f->n_filters; i++)
+                f->filters[i]->listener_id = 0;
+        qsort(f->listeners, f->n_listeners, sizeof(Listener *), cmp_listener);
+        for (size_t i = 0; i < f->n_listeners; i++) {
+                Listener *l = f->listeners[i];
+                if (i > 0 && f->listeners[i - 1]->id == l->id)
+                        return set_error(error, "listener %" PRIu64 ": duplicate id", l->id);
+                Filter *flt = find_linked_filter(f, l->filter_id);
+                if (!flt)
+                        return set_error(error, "listener %" PRIu64 ": filter %" PRIu64 " does not exist", l->id,
+                                         l->filter_id);
+                if (flt->listener_id != 0)
+                        return set_error(error, "listener %" PRIu64 ": filter %" PRIu64 " already has listener %" PRIu64,
+                                         l->id, flt->id, flt->listener_id);
+                flt->listener_id = l->id;
+        }
+        return 0;
+}
+
+int forest_link(Forest *f, char **error) {
+        int r;
+
+        if (error)
+                *error = NULL;
+        f->linked = false;
+        r = build_filter_index(f, error);
+        if (r < 0)
+                return r;
+        r = link_parents(f, error);
+        if (r < 0)
+                return r;
+        r = compute_depths(f, error);
+        if (r < 0)
+                return r;
+        qsort(f->filters, f->n_filters, sizeof(Filter *), cmp_filter_depth_id);
+        for (size_t i = 0; i < f->n_filters; i++)
+                f->filters[i]->index = i;
+        r = link_processes(f, error);
+        if (r < 0)
+                return r;
+        r = link_listeners(f, error);
+        if (r < 0)
+                return r;
+        f->linked = true;
+        return 0;
+}
+
+size_t filter_chain(const Filter *head, const Filter **ret, size_t max) {
+        size_t n = 0;
+        for (const Filter *x = head; x; x = x->parent, n++)
+                if (n < max)
+                        ret[n] = x;
+        return n;
+}
+
+const Filter *filter_lca(const Filter *a, const Filter *b) {
+        if (!a || !b)
+                return NULL;
+        while (a->depth > b->depth)
+                a = a->parent;
+        while (b->depth > a->depth)
+                b = b->parent;
+        while (a != b) {
+                a = a->parent;
+                b = b->parent;
+        }
+        return a;
+}
+
+int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact) {
+        if (ret_exact)
+                *ret_exact = a->identity == IDENTITY_EXACT && b->identity == IDENTITY_EXACT;
+        if (a == b || a->id == b->id)
+                return 0;
+        return a->id < b->id ? 1 : 2;
+}
+
+/* Index of a filter in the linked by-id array. */
+static size_t filter_index(const Forest *f, const Filter *flt) {
+        Filter **p = bsearch(&flt->id, f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_id);
+        return (size_t) (p - f->filters_by_id);
+}
+
+static size_t process_index(const Forest *f, pid_t pid, bool *found) {
+        Process **p = bsearch(&pid, f->processes, f->n_processes, sizeof(Process *), cmp_process_pid);
+        *found = p != NULL;
+        return p ? (size_t) (p - f->processes) : 0;
+}
+
+/* Subtree membership by walking the ppid chain up to root, memoized (1 in, -1 out, 0 unknown). */
+static int8_t subtree_member(const Forest *f, const Process *p, pid_t root, const int8_t *memo) {
+        for (size_t steps = 0; p && steps <= f->n_processes; steps++) {
+                bool found;
+                size_t idx = process_index(f, p->pid, &found);
+                if (memo[idx])
+                        return memo[idx];
+                if (p->pid == root)
+                        return 1;
+                if (p->ppid <= 0 || p->ppid == p->pid)
+                        return -1;
+                p = forest_find_process(f, p->ppid);
+        }
+        return -1;
+}
+
+static void mark_chain(const Forest *f, const Filter *head, bool *keep) {
+        for (const Filter *x = head; x; x = x->parent) {
+                size_t i = filter_index(f, x);
+                if (keep[i])
+                        return;
+                keep[i] = true;
+        }
+}
+
+static bool listener_held_in_subtree(const Forest *f, const Listener *l, const int8_t *memo) {
+        for (size_t i = 0; i < l->n_holders; i++) {
+                bool found;
+                size_t idx = process_index(f, l->holders[i].pid, &found);
+                if (found && memo[idx] > 0)
+                        return true;
+        }
+        return false;
+}
+
+static void drop_processes(Forest *f, const int8_t *memo) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                if (memo[i] > 0)
+                        f->processes[n++] = f->processes[i];
+                else
+                        process_free(f->processes[i]);
+        f->n_processes = n;
+}
+
+static void drop_listeners(Forest *f, const bool *keep) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_listeners; i++) {
+                Filter *flt = find_linked_filter(f, f->listeners[i]->filter_id);
+                if (flt && keep[filter_index(f, flt)])
+                        f->listeners[n++] = f->listeners[i];
+                else
+                        listener_free(f->listeners[i]);
+        }
+        f->n_listeners = n;
+}
+
+static void drop_filters(Forest *f, const bool *keep) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_filters; i++) {
+                if (keep[i])
+                        f->filters_by_id[n++] = f->filters_by_id[i];
+                else
+                        filter_free(f->filters_by_id[i]);
+        }
+        memcpy(f->filters, f->filters_by_id, n * sizeof(Filter *));
+        f->n_filters = n;
+}
+
+int forest_restrict_to_subtree(Forest *f, pid_t root) {
+        if (!f->linked)
+                return -EINVAL;
+        _cleanup_free_ int8_t *memo = calloc(f->n_processes + 1, 1);
+        _cleanup_free_ bool *keep = calloc(f->n_filters + 1, sizeof(bool));
+        if (!memo || !keep)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < f->n_processes; i++) {
+                memo[i] = subtree_member(f, f->processes[i], root, memo);
+                if (memo[i] > 0)
+                        for (size_t j = 0; j < f->processes[i]->n_threads; j++)
+                                mark_chain(f, f->processes[i]->threads[j].filter, keep);
+        }
+        for (size_t i = 0; i < f->n_listeners; i++)
+                if (listener_held_in_subtree(f, f->listeners[i], memo))
+                        mark_chain(f, find_linked_filter(f, f->listeners[i]->filter_id), keep);
+
+        /* Listeners first: they look filters up in the index that drop_filters() rewrites. */
+        drop_listeners(f, keep);
+        drop_processes(f, memo);
+        drop_filters(f, keep);
+        f->root = root;
+        return forest_link(f, NULL);
+}
+
+int forest_renumber(Forest *f) {
+        if (!f->linked)
+                return -EINVAL;
+        /* Resolve listener links while the id index still matches the ids. */
+        _cleanup_free_ Filter **listener_filter = calloc(f->n_listeners + 1, sizeof(Filter *));
+        if (!listener_filter)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_listeners; i++)
+                listener_filter[i] = find_linked_filter(f, f->listeners[i]->filter_id);
+
+        for (size_t i = 0; i < f->n_filters; i++)
+                f->filters[i]->id = i + 1;
+        for (size_t i = 0; i < f->n_filters; i++)
+                f->filters[i]->parent_id = f->filters[i]->parent ? f->filters[i]->parent->id : 0;
+        for (size_t i = 0; i < f->n_listeners; i++) {
+                f->listeners[i]->id = i + 1;
+                f->listeners[i]->filter_id = listener_filter[i]->id;
+        }
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        Task *t = &f->processes[i]->threads[j];
+                        t->filter_id = t->filter ? t->filter->id : 0;
+                }
+        return forest_link(f, NULL);
+}

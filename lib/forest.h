@@ -45,6 +45,7 @@ struct Filter {
         IdentityKind identity;
         uint32_t refs, users; /* kernel reference counts when the backend can see them, else 0 */
         /* computed by forest_link(): */
+        size_t index;     /* position in Forest.filters */
         unsigned depth;   /* 1 for a root filter */
         size_t n_tasks;   /* tasks whose head is this filter */
         size_t n_children;
@@ -106,6 +107,7 @@ typedef struct Forest {
         uint64_t created_at_usec; /* CLOCK_REALTIME */
         HostInfo host;
         bool linked;
+        Filter **filters_by_id; /* private: lookup index built by forest_link() */
 } Forest;
 
 Forest *forest_new(void);
@@ -152,6 +154,10 @@ int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact);
  * filters their chains reach and the listeners pointing at those filters or held by those
  * processes. The forest must be linked; it is linked again afterwards. */
 int forest_restrict_to_subtree(Forest *f, pid_t root);
+
+/* Make ids snapshot-local: filters become 1..n in their linked (parents-first) order, listeners
+ * 1..m by their current order; every reference follows. The forest must be linked. */
+int forest_renumber(Forest *f);
 
 /* Isomorphism between two linked forests: the same shape of sharing, with the same bytes and
  * flags (log, wait_killable_recv, listener presence) at each node. task_map gives pairs
