@@ -8,6 +8,8 @@
 #include "forest.h"
 #include "scenario.h"
 
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Forest, forest_free)
+
 /* True if the test may run (root, and BPF/ptrace available). Otherwise marks the test skipped
  * with why — or failed when $CI is set, since CI must run every kernel test. */
 bool tests_require_root(void);
