@@ -95,6 +95,7 @@ Forest *forest_free(Forest *f) {
         free(f->processes);
         free(f->listeners);
         free(f->filters_by_id);
+        free(f->tasks_by_tid);
         free(f->backend);
         host_info_deinit(&f->host);
         free(f);
@@ -125,7 +126,7 @@ static int cmp_process_pid(const void *key, const void *elem) {
 
 Process *forest_find_process(const Forest *f, pid_t pid) {
         if (f->linked) {
-                Process **p = bsearch(&pid, f->processes, f->n_processes, sizeof(Process *), cmp_process_pid);
+                Process **p = bsearch_safe(&pid, f->processes, f->n_processes, sizeof(Process *), cmp_process_pid);
                 return p ? *p : NULL;
         }
         for (size_t i = 0; i < f->n_processes; i++)
@@ -134,7 +135,18 @@ Process *forest_find_process(const Forest *f, pid_t pid) {
         return NULL;
 }
 
+static int cmp_task_ptr_tid(const void *key, const void *elem) {
+        pid_t tid = *(const pid_t *) key, other = (*(Task * const *) elem)->tid;
+        return tid < other ? -1 : tid > other;
+}
+
 Task *forest_find_task(const Forest *f, pid_t tid, Process **ret_process) {
+        if (f->linked) {
+                Task **t = bsearch_safe(&tid, f->tasks_by_tid, f->n_tasks, sizeof(Task *), cmp_task_ptr_tid);
+                if (t && ret_process)
+                        *ret_process = forest_find_process(f, (*t)->tgid);
+                return t ? *t : NULL;
+        }
         for (size_t i = 0; i < f->n_processes; i++) {
                 Process *p = f->processes[i];
                 for (size_t j = 0; j < p->n_threads; j++)
@@ -319,7 +331,7 @@ static int cmp_filter_depth_id(const void *a, const void *b) {
 }
 
 static Filter *find_linked_filter(const Forest *f, uint64_t id) {
-        Filter **p = bsearch(&id, f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_id);
+        Filter **p = bsearch_safe(&id, f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_id);
         return p ? *p : NULL;
 }
 
@@ -328,8 +340,8 @@ static int build_filter_index(Forest *f, char **error) {
         f->filters_by_id = malloc((f->n_filters ? f->n_filters : 1) * sizeof(Filter *));
         if (!f->filters_by_id)
                 return -ENOMEM;
-        memcpy(f->filters_by_id, f->filters, f->n_filters * sizeof(Filter *));
-        qsort(f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_ptr_id);
+        memcpy_safe(f->filters_by_id, f->filters, f->n_filters * sizeof(Filter *));
+        qsort_safe(f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_ptr_id);
         for (size_t i = 1; i < f->n_filters; i++)
                 if (f->filters_by_id[i]->id == f->filters_by_id[i - 1]->id)
                         return set_error(error, "filter %" PRIu64 ": duplicate id", f->filters_by_id[i]->id);
@@ -406,18 +418,44 @@ static int link_thread(Forest *f, Process *p, Task *t, char **error) {
 }
 
 static int link_processes(Forest *f, char **error) {
-        qsort(f->processes, f->n_processes, sizeof(Process *), cmp_process);
+        qsort_safe(f->processes, f->n_processes, sizeof(Process *), cmp_process);
         for (size_t i = 0; i < f->n_processes; i++) {
                 Process *p = f->processes[i];
                 if (i > 0 && f->processes[i - 1]->pid == p->pid)
                         return set_error(error, "process %d: duplicate pid", p->pid);
-                qsort(p->threads, p->n_threads, sizeof(Task), cmp_task);
+                qsort_safe(p->threads, p->n_threads, sizeof(Task), cmp_task);
                 for (size_t j = 0; j < p->n_threads; j++) {
                         int r = link_thread(f, p, &p->threads[j], error);
                         if (r < 0)
                                 return r;
                 }
         }
+        return 0;
+}
+
+static int cmp_task_ptr(const void *a, const void *b) {
+        pid_t x = (*(Task * const *) a)->tid, y = (*(Task * const *) b)->tid;
+        return x < y ? -1 : x > y;
+}
+
+static int build_task_index(Forest *f, char **error) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                n += f->processes[i]->n_threads;
+        free(f->tasks_by_tid);
+        f->tasks_by_tid = malloc((n ? n : 1) * sizeof(Task *));
+        if (!f->tasks_by_tid)
+                return -ENOMEM;
+        f->n_tasks = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++)
+                        f->tasks_by_tid[f->n_tasks++] = &f->processes[i]->threads[j];
+        qsort_safe(f->tasks_by_tid, n, sizeof(Task *), cmp_task_ptr);
+        for (size_t i = 1; i < n; i++)
+                if (f->tasks_by_tid[i]->tid == f->tasks_by_tid[i - 1]->tid)
+                        return set_error(error, "thread %d: in both process %d and process %d",
+                                         f->tasks_by_tid[i]->tid, f->tasks_by_tid[i - 1]->tgid,
+                                         f->tasks_by_tid[i]->tgid);
         return 0;
 }
 
@@ -429,7 +467,7 @@ static int cmp_listener(const void *a, const void *b) {
 static int link_listeners(Forest *f, char **error) {
         for (size_t i = 0; i < f->n_filters; i++)
                 f->filters[i]->listener_id = 0;
-        qsort(f->listeners, f->n_listeners, sizeof(Listener *), cmp_listener);
+        qsort_safe(f->listeners, f->n_listeners, sizeof(Listener *), cmp_listener);
         for (size_t i = 0; i < f->n_listeners; i++) {
                 Listener *l = f->listeners[i];
                 if (i > 0 && f->listeners[i - 1]->id == l->id)
@@ -461,13 +499,16 @@ int forest_link(Forest *f, char **error) {
         r = compute_depths(f, error);
         if (r < 0)
                 return r;
-        qsort(f->filters, f->n_filters, sizeof(Filter *), cmp_filter_depth_id);
+        qsort_safe(f->filters, f->n_filters, sizeof(Filter *), cmp_filter_depth_id);
         for (size_t i = 0; i < f->n_filters; i++)
                 f->filters[i]->index = i;
         r = link_processes(f, error);
         if (r < 0)
                 return r;
         r = link_listeners(f, error);
+        if (r < 0)
+                return r;
+        r = build_task_index(f, error);
         if (r < 0)
                 return r;
         f->linked = true;
@@ -498,20 +539,22 @@ const Filter *filter_lca(const Filter *a, const Filter *b) {
 
 int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact) {
         if (ret_exact)
-                *ret_exact = a->identity == IDENTITY_EXACT && b->identity == IDENTITY_EXACT;
-        if (a == b || a->id == b->id)
+                *ret_exact = a && b && a->identity == IDENTITY_EXACT && b->identity == IDENTITY_EXACT;
+        if (a == b)
                 return 0;
+        if (!a || !b)
+                return !a ? 1 : 2;
         return a->id < b->id ? 1 : 2;
 }
 
 /* Index of a filter in the linked by-id array. */
 static size_t filter_index(const Forest *f, const Filter *flt) {
-        Filter **p = bsearch(&flt->id, f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_id);
+        Filter **p = bsearch_safe(&flt->id, f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_id);
         return (size_t) (p - f->filters_by_id);
 }
 
 static size_t process_index(const Forest *f, pid_t pid, bool *found) {
-        Process **p = bsearch(&pid, f->processes, f->n_processes, sizeof(Process *), cmp_process_pid);
+        Process **p = bsearch_safe(&pid, f->processes, f->n_processes, sizeof(Process *), cmp_process_pid);
         *found = p != NULL;
         return p ? (size_t) (p - f->processes) : 0;
 }
@@ -561,13 +604,26 @@ static void drop_processes(Forest *f, const int8_t *memo) {
         f->n_processes = n;
 }
 
-static void drop_listeners(Forest *f, const bool *keep) {
+/* Holders outside the subtree are not part of it: the snapshot would point at absent processes. */
+static void drop_outside_holders(const Forest *f, Listener *l, const int8_t *memo) {
+        size_t n = 0;
+        for (size_t i = 0; i < l->n_holders; i++) {
+                bool found;
+                size_t idx = process_index(f, l->holders[i].pid, &found);
+                if (found && memo[idx] > 0)
+                        l->holders[n++] = l->holders[i];
+        }
+        l->n_holders = n;
+}
+
+static void drop_listeners(Forest *f, const bool *keep, const int8_t *memo) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_listeners; i++) {
                 Filter *flt = find_linked_filter(f, f->listeners[i]->filter_id);
-                if (flt && keep[filter_index(f, flt)])
+                if (flt && keep[filter_index(f, flt)]) {
+                        drop_outside_holders(f, f->listeners[i], memo);
                         f->listeners[n++] = f->listeners[i];
-                else
+                } else
                         listener_free(f->listeners[i]);
         }
         f->n_listeners = n;
@@ -581,7 +637,7 @@ static void drop_filters(Forest *f, const bool *keep) {
                 else
                         filter_free(f->filters_by_id[i]);
         }
-        memcpy(f->filters, f->filters_by_id, n * sizeof(Filter *));
+        memcpy_safe(f->filters, f->filters_by_id, n * sizeof(Filter *));
         f->n_filters = n;
 }
 
@@ -604,7 +660,7 @@ int forest_restrict_to_subtree(Forest *f, pid_t root) {
                         mark_chain(f, find_linked_filter(f, f->listeners[i]->filter_id), keep);
 
         /* Listeners first: they look filters up in the index that drop_filters() rewrites. */
-        drop_listeners(f, keep);
+        drop_listeners(f, keep, memo);
         drop_processes(f, memo);
         drop_filters(f, keep);
         f->root = root;

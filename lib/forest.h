@@ -107,7 +107,9 @@ typedef struct Forest {
         uint64_t created_at_usec; /* CLOCK_REALTIME */
         HostInfo host;
         bool linked;
-        Filter **filters_by_id; /* private: lookup index built by forest_link() */
+        Filter **filters_by_id; /* private: lookup indexes built by forest_link() */
+        Task **tasks_by_tid;
+        size_t n_tasks;
 } Forest;
 
 Forest *forest_new(void);
@@ -146,8 +148,8 @@ size_t filter_chain(const Filter *head, const Filter **ret, size_t max);
 /* Lowest common ancestor of two filters (either may be NULL: result NULL). */
 const Filter *filter_lca(const Filter *a, const Filter *b);
 
-/* kcmp-shaped comparison: 0 if a and b are the same filter object, otherwise 1 (a < b) or 2
- * (a > b), ordered by id. *ret_exact says whether the answer is a fact (both exact) or inferred. */
+/* kcmp-shaped comparison of two filters of the same forest: 0 if a and b are the same filter
+ * object, otherwise 1 (a < b) or 2 (a > b), ordered by id (NULL sorts first). *ret_exact says whether the answer is a fact (both exact) or inferred. */
 int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact);
 
 /* Restrict to the subtree of processes whose ancestry leads to root (root included) and the

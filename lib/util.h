@@ -94,3 +94,16 @@ int log_internal(LogLevel level, int error, const char *format, ...) _printf_(3,
 /* Parse a decimal number into the given type; -EINVAL on junk, -ERANGE on overflow. */
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atoi32(const char *s, int32_t *ret);
+
+/* qsort() and bsearch() that accept an empty (possibly NULL) array. */
+static inline void qsort_safe(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+        if (n > 1)
+                qsort(base, n, size, cmp);
+}
+static inline void *bsearch_safe(const void *key, const void *base, size_t n, size_t size,
+                                 int (*cmp)(const void *, const void *)) {
+        return n > 0 ? bsearch(key, base, n, size, cmp) : NULL;
+}
+static inline void *memcpy_safe(void *dst, const void *src, size_t n) {
+        return n > 0 ? memcpy(dst, src, n) : dst;
+}
