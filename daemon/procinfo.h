@@ -12,13 +12,18 @@ typedef struct ProcStatus {
         bool no_new_privs;
         int seccomp_mode;     /* Seccomp: 0 disabled, 1 strict, 2 filter */
         int seccomp_filters;  /* Seccomp_filters: */
-        char name[16];        /* Name: */
+        char name[16];        /* Name: (escaped by the kernel; use proc_read_comm() for the raw one) */
+        char state;           /* first letter of State: (R, S, D, T, t, Z, X, ...) */
+        pid_t tracer_pid;     /* TracerPid: 0 if not traced */
+        unsigned threads;     /* Threads: (of the whole process) */
 } ProcStatus;
 
 /* tid may be any task; reads /proc/<tid>/status (which works for threads too). */
 int proc_read_status(pid_t tid, ProcStatus *ret);
 /* Field 22 of /proc/<tid>/stat (clock ticks since boot). -ESRCH if gone. */
 int proc_read_start_time(pid_t tid, uint64_t *ret);
+/* /proc/<tid>/comm, raw (not escaped), without the trailing newline. */
+int proc_read_comm(pid_t tid, char ret[16]);
 int proc_read_exe(pid_t pid, char **ret);
 int proc_read_argv(pid_t pid, char ***ret);
 /* The tids of a process (/proc/<pid>/task), malloc'ed array. */

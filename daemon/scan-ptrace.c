@@ -1,2 +1,820 @@
-/* scan-ptrace.c: stub, being written */
+/* scan-ptrace.c: the ptrace backend: dump every task's chain with PTRACE_SECCOMP_GET_FILTER and
+ * infer which filters are shared by hash-consing the chains of related tasks */
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "procinfo.h"
 #include "scan.h"
+
+/*
+ * How a pass goes:
+ *
+ *   1. collect: every process of /proc with its leader's status (mode, ppid, thread count), the
+ *      threads' status where there are several, and start times of what is reported (see scan.h
+ *      for which processes are).
+ *   2. dump: every thread in filter mode is seized, interrupted, dumped and detached, one at a time,
+ *      by a short-lived worker thread (see dump_worker() for why a thread).
+ *   3. place: chains are turned into filter nodes by hash-consing, in ancestry order.
+ *   4. emit: processes and threads go into the Forest; listeners are collected; the forest is linked.
+ *
+ * Identity inference (step 3). The kernel shares a filter between two tasks only through fork,
+ * clone and TSYNC, so two tasks can share a filter only if one descends from the other or they are
+ * threads of one process (ancestry as the ppid chain shows it now). A node's key is (parent node,
+ * bytes, LOG flag), and keys are only merged between related tasks:
+ *   - processes are placed parents first (by depth in the ppid tree), threads leader first;
+ *   - a task's chain shares the longest equal prefix (bytes and flags at each position, oldest
+ *     first) with the placed chains of its own process and of its nearest placed ancestor process;
+ *     the rest of its chain becomes new nodes.
+ * Siblings therefore share what their common parent still holds, but two byte-identical tops
+ * installed by two siblings stay two nodes: nothing relates them but the bytes. When the common
+ * parent is gone (orphans reparented to a subreaper or init), the siblings are unrelated as far as
+ * we can tell, and their shared base is reported as two nodes too: we would rather under-report
+ * sharing than present unrelated but byte-identical filters (every child of a container runtime
+ * installing the same profile) as one object. The walk up the ppid chain stops at a reported
+ * process that has no thread in filter mode (nothing can be shared through it) and at a process
+ * outside the report; it passes over a process whose filter threads were all unreadable.
+ * Every filter is marked IDENTITY_INFERRED; the bpf backend is the one with exact identity.
+ *
+ * What a seized task sees: PTRACE_SEIZE sets no options and PTRACE_INTERRUPT stops it for a few
+ * microseconds. A signal that arrives meanwhile is delivered as soon as we detach (we pass it back
+ * on PTRACE_DETACH). A task sleeping interruptibly in a syscall has it restarted; one waiting for
+ * a seccomp notification's answer has the notification withdrawn and the syscall restarted (its
+ * supervisor's reply gets ENOENT). A task in a group stop goes back to it. A task that cannot be
+ * stopped (a vfork parent, a notification wait with WAIT_KILLABLE_RECV, uninterruptible I/O) is
+ * given up after STOP_TIMEOUT_USEC and reported as -ETIMEDOUT. If this process dies while a tracee
+ * is stopped, the kernel detaches it and lets it run (exit_ptrace()).
+ */
+
+#define STOP_TIMEOUT_USEC (200 * 1000ULL) /* a task that does not stop in this time is given up */
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+typedef struct DumpedFilter {
+        struct sock_filter *insns;
+        size_t len;
+        bool log;
+} DumpedFilter;
+
+typedef struct ScanTask {
+        pid_t tid;
+        uint64_t start_time;
+        TaskMode mode;
+        int error;             /* < 0: could not be read; left out of the forest */
+        DumpedFilter *chain;   /* oldest first, as PTRACE_SECCOMP_GET_FILTER indexes it */
+        size_t n_chain, n_chain_allocated;
+        unsigned kernel_count; /* Seccomp_filters: as the listing or the dump saw it */
+        Filter **nodes;        /* the placed chain, oldest first, n_chain entries */
+        bool placed;
+} ScanTask;
+
+typedef struct ScanProcess {
+        pid_t pid, ppid;
+        uint64_t start_time;
+        ProcStatus status; /* of the leader (which may be a zombie whose threads live on) */
+        ScanTask *tasks;   /* live threads, leader first */
+        size_t n_tasks;
+        bool selected;
+        bool has_filter_task;
+        size_t n_placed;
+        unsigned depth; /* in the ppid tree of this pass */
+} ScanProcess;
+
+typedef struct Scan {
+        ScanOptions opts;
+        ScanProcess *procs; /* sorted by pid */
+        size_t n_procs;
+        uint64_t last_filter_id;
+} Scan;
+
+static void scan_task_clear_chain(ScanTask *t) {
+        for (size_t i = 0; i < t->n_chain; i++)
+                free(t->chain[i].insns);
+        t->n_chain = 0;
+}
+
+static void scan_done(Scan *s) {
+        for (size_t i = 0; i < s->n_procs; i++) {
+                ScanProcess *p = &s->procs[i];
+                for (size_t j = 0; j < p->n_tasks; j++) {
+                        scan_task_clear_chain(&p->tasks[j]);
+                        free(p->tasks[j].chain);
+                        free(p->tasks[j].nodes);
+                }
+                free(p->tasks);
+        }
+        free(s->procs);
+        *s = (Scan) {};
+}
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static TaskMode task_mode_from_kernel(int mode) {
+        switch (mode) {
+        case SECCOMP_MODE_DISABLED:
+                return TASK_MODE_DISABLED;
+        case SECCOMP_MODE_STRICT:
+                return TASK_MODE_STRICT;
+        case SECCOMP_MODE_FILTER:
+                return TASK_MODE_FILTER;
+        default:
+                return _TASK_MODE_INVALID;
+        }
+}
+
+/* ---- step 1: collect ---- */
+
+static int cmp_process_pid(const void *key, const void *elem) {
+        pid_t pid = *(const pid_t *) key, other = ((const ScanProcess *) elem)->pid;
+        return pid < other ? -1 : pid > other;
+}
+
+static ScanProcess *scan_find_process(const Scan *s, pid_t pid) {
+        if (pid <= 0)
+                return NULL;
+        return bsearch(&pid, s->procs, s->n_procs, sizeof(ScanProcess), cmp_process_pid);
+}
+
+static bool is_kernel_thread(const ScanProcess *p) {
+        return p->pid == 2 || p->ppid == 2;
+}
+
+static int scan_collect_processes(Scan *s) {
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n;
+        int r;
+
+        r = proc_list_pids(&pids, &n);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list /proc: %m");
+        s->procs = calloc(n ? n : 1, sizeof(ScanProcess));
+        if (!s->procs)
+                return log_oom();
+
+        /* proc_list_pids() sorts, so s->procs is sorted by pid. A process that vanishes is dropped. */
+        for (size_t i = 0; i < n; i++) {
+                ScanProcess *p = &s->procs[s->n_procs];
+                *p = (ScanProcess) { .pid = pids[i] };
+                if (proc_read_status(p->pid, &p->status) < 0)
+                        continue;
+                p->ppid = p->status.ppid;
+                s->n_procs++;
+        }
+        return 0;
+}
+
+static bool task_is_dead(char state) {
+        return state == 'Z' || state == 'X' || state == 'x';
+}
+
+static int scan_task_init(ScanTask *t, pid_t tid, const ProcStatus *st) {
+        *t = (ScanTask) { .tid = tid };
+        if (task_is_dead(st->state))
+                return -ESRCH; /* a zombie leader is not reported; its live threads are */
+        t->mode = task_mode_from_kernel(st->seccomp_mode);
+        if (t->mode < 0)
+                return -EBADMSG;
+        t->kernel_count = st->seccomp_filters;
+        return 0;
+}
+
+static void scan_process_add_task(ScanProcess *p, pid_t tid, const ProcStatus *st) {
+        ScanTask *t = &p->tasks[p->n_tasks];
+        if (scan_task_init(t, tid, st) < 0)
+                return;
+        if (t->mode == TASK_MODE_FILTER)
+                p->has_filter_task = true;
+        /* Leader first, then by tid. */
+        if (t->tid == p->pid && p->n_tasks > 0) {
+                ScanTask leader = *t;
+                memmove(p->tasks + 1, p->tasks, p->n_tasks * sizeof(ScanTask));
+                p->tasks[0] = leader;
+        }
+        p->n_tasks++;
+}
+
+/* The threads and their modes. A single-threaded process with a live leader needs nothing beyond
+ * its status (a zombie leader counts its live threads, not itself, in Threads:). */
+static int scan_collect_threads(ScanProcess *p) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n;
+        int r;
+
+        if (p->status.threads == 1 && !task_is_dead(p->status.state)) {
+                p->tasks = calloc(1, sizeof(ScanTask));
+                if (!p->tasks)
+                        return -ENOMEM;
+                scan_process_add_task(p, p->pid, &p->status);
+                return 0;
+        }
+
+        r = proc_list_threads(p->pid, &tids, &n);
+        if (r == -ESRCH)
+                return 0;
+        if (r < 0)
+                return r;
+        p->tasks = calloc(n ? n : 1, sizeof(ScanTask));
+        if (!p->tasks)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < n; i++) {
+                ProcStatus st;
+                if (tids[i] == p->pid)
+                        st = p->status;
+                else if (proc_read_status(tids[i], &st) < 0)
+                        continue; /* vanished */
+                scan_process_add_task(p, tids[i], &st);
+        }
+        return 0;
+}
+
+/* Start times, only for the processes that are reported. A task that vanished is dropped. */
+static void scan_read_start_times(ScanProcess *p) {
+        if (proc_read_start_time(p->pid, &p->start_time) < 0) {
+                p->n_tasks = 0; /* the whole process is gone */
+                return;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < p->n_tasks; i++) {
+                ScanTask *t = &p->tasks[i];
+                if (t->tid == p->pid)
+                        t->start_time = p->start_time;
+                else if (proc_read_start_time(t->tid, &t->start_time) < 0)
+                        continue;
+                p->tasks[k++] = *t;
+        }
+        p->n_tasks = k;
+}
+
+static bool process_has_seccomp(const ScanProcess *p) {
+        for (size_t i = 0; i < p->n_tasks; i++)
+                if (p->tasks[i].mode != TASK_MODE_DISABLED)
+                        return true;
+        return false;
+}
+
+static bool process_in_subtree(const Scan *s, const ScanProcess *p, pid_t root) {
+        for (size_t steps = 0; p && steps <= s->n_procs; steps++) {
+                if (p->pid == root)
+                        return true;
+                p = scan_find_process(s, p->ppid);
+        }
+        return false;
+}
+
+static int scan_select(Scan *s) {
+        int r;
+
+        if (s->opts.root > 0 && !scan_find_process(s, s->opts.root))
+                return log_error_errno(-ESRCH, "Process %d does not exist.", (int) s->opts.root);
+
+        for (size_t i = 0; i < s->n_procs; i++) {
+                ScanProcess *p = &s->procs[i];
+                bool candidate = s->opts.root > 0 ? process_in_subtree(s, p, s->opts.root) : !is_kernel_thread(p);
+                if (!candidate)
+                        continue;
+                r = scan_collect_threads(p);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to read the threads of process %d: %m", (int) p->pid);
+                if (p->n_tasks == 0 || !(s->opts.root > 0 || process_has_seccomp(p)))
+                        continue;
+                scan_read_start_times(p);
+                p->selected = p->n_tasks > 0;
+        }
+        return 0;
+}
+
+static unsigned scan_process_depth(const Scan *s, const ScanProcess *p) {
+        unsigned depth = 0;
+        for (const ScanProcess *a = scan_find_process(s, p->ppid); a && depth <= s->n_procs;
+             a = scan_find_process(s, a->ppid))
+                depth++;
+        return depth;
+}
+
+static int cmp_ancestry(const void *a, const void *b) {
+        const ScanProcess *x = *(ScanProcess * const *) a, *y = *(ScanProcess * const *) b;
+        if (x->depth != y->depth)
+                return x->depth < y->depth ? -1 : 1;
+        return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The selected processes, ancestors before descendants. */
+static int scan_ancestry_order(Scan *s, ScanProcess ***ret, size_t *ret_n) {
+        _cleanup_free_ ScanProcess **order = calloc(s->n_procs ? s->n_procs : 1, sizeof(ScanProcess *));
+        size_t n = 0;
+
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (s->procs[i].selected) {
+                        s->procs[i].depth = scan_process_depth(s, &s->procs[i]);
+                        order[n++] = &s->procs[i];
+                }
+        qsort(order, n, sizeof(ScanProcess *), cmp_ancestry);
+        *ret = TAKE_PTR(order);
+        *ret_n = n;
+        return 0;
+}
+
+/* ---- step 2: dump ---- */
+
+static void backoff(unsigned attempt) {
+        if (attempt < 32) {
+                sched_yield();
+                return;
+        }
+        unsigned shift = MIN(attempt - 32, 10u);
+        struct timespec ts = { .tv_nsec = 1000L << shift }; /* 1 µs doubling up to ~1 ms */
+        nanosleep(&ts, NULL);
+}
+
+/* Wait for the ptrace stop PTRACE_INTERRUPT asked for. Returns 0 and the signal to hand back on
+ * detach (non-zero for a signal-delivery-stop), -ESRCH if the task exited instead, -ETIMEDOUT if
+ * it did not stop in time (it sleeps uninterruptibly or killably: a vfork parent, a task blocked
+ * in a seccomp notification with WAIT_KILLABLE_RECV, ...). An exit is only peeked at (WNOWAIT),
+ * never reaped: the task may be a child of ours that someone else waits for. */
+static int wait_for_stop(pid_t tid, int *ret_sig) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+
+        for (unsigned attempt = 0;; attempt++) {
+                siginfo_t si = {};
+                if (waitid(P_PID, tid, &si, WSTOPPED | WEXITED | __WALL | WNOHANG | WNOWAIT) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (si.si_pid == tid) {
+                        if (si.si_code == CLD_EXITED || si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)
+                                return -ESRCH;
+                        if (si.si_code == CLD_TRAPPED)
+                                break;
+                }
+                if (now_usec(CLOCK_MONOTONIC) - start > STOP_TIMEOUT_USEC)
+                        return -ETIMEDOUT;
+                backoff(attempt);
+        }
+
+        /* Consume the stop (WSTOPPED only: never an exit). si_status is the tracee's exit_code:
+         * (event << 8) | signal. Event 0 is a signal-delivery-stop whose signal must be handed
+         * back; PTRACE_EVENT_STOP is our interrupt or a group stop, nothing to hand back. */
+        siginfo_t si = {};
+        if (waitid(P_PID, tid, &si, WSTOPPED | __WALL | WNOHANG) < 0)
+                return -errno;
+        if (si.si_pid != tid)
+                return -ESRCH;
+        *ret_sig = (si.si_status >> 8) == 0 ? (si.si_status & 0x7f) : 0;
+        return 0;
+}
+
+static int scan_task_append(ScanTask *t, const struct sock_filter *insns, size_t len, bool log) {
+        if (GROW(t->chain, t->n_chain_allocated, t->n_chain + 1) < 0)
+                return -ENOMEM;
+        struct sock_filter *copy = malloc(len * sizeof(struct sock_filter));
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, insns, len * sizeof(struct sock_filter));
+        t->chain[t->n_chain++] = (DumpedFilter) { .insns = copy, .len = len, .log = log };
+        return 0;
+}
+
+/* Every filter of a stopped tracee, oldest (index 0) first, until -ENOENT. buf holds
+ * PROG_MAX_INSNS instructions, so one call per filter suffices. */
+static int task_read_filters(ScanTask *t, struct sock_filter *buf) {
+        int r;
+
+        scan_task_clear_chain(t);
+        for (unsigned long i = 0;; i++) {
+                long n = ptrace(PTRACE_SECCOMP_GET_FILTER, t->tid, (void *) i, buf);
+                if (n < 0) {
+                        if (errno == ENOENT)
+                                return 0;
+                        return -errno; /* EACCES: we lack CAP_SYS_ADMIN or run under seccomp ourselves */
+                }
+                if (n == 0 || n > PROG_MAX_INSNS)
+                        return -EBADMSG;
+
+                struct __ptrace_seccomp_metadata md = { .filter_off = i };
+                if (ptrace(PTRACE_SECCOMP_GET_METADATA, t->tid, (void *) sizeof(md), &md) < 0)
+                        return -errno;
+
+                r = scan_task_append(t, buf, (size_t) n, md.flags & SECCOMP_FILTER_FLAG_LOG);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* Dump the chain. A stopped thread's chain can still grow when a sibling thread uses TSYNC, but
+ * the old chain is then a prefix of the new one and indices count from the oldest filter, so
+ * every index names the same filter before and after: reading until -ENOENT yields the chain as
+ * it is at that last call, and its length is the kernel's count (Seccomp_filters:) at that moment. */
+static int task_read_chain(ScanTask *t, struct sock_filter *buf) {
+        int r = task_read_filters(t, buf);
+        if (r < 0)
+                return r;
+        if (t->n_chain == 0)
+                return -EBADMSG; /* filter mode without a filter cannot be */
+        t->kernel_count = (unsigned) t->n_chain;
+        return 0;
+}
+
+/* The task we stopped must be the one we listed: a tid can be reused between listing and seizing. */
+static int task_check_identity(const ScanTask *t) {
+        uint64_t start_time;
+        int r = proc_read_start_time(t->tid, &start_time);
+        if (r < 0)
+                return r;
+        return start_time == t->start_time ? 0 : -ESRCH;
+}
+
+/* Seize, interrupt, dump, detach. *abandon is set when the task is left attached but not stopped
+ * (it did not stop in time, or detaching failed): only the exit of the tracer thread releases it. */
+static int task_dump(ScanTask *t, struct sock_filter *buf, bool *abandon, uint64_t *usec_stopped) {
+        int sig = 0, r;
+
+        if (ptrace(PTRACE_SEIZE, t->tid, NULL, NULL) < 0)
+                return -errno; /* EPERM: traced already (or by us); ESRCH: gone */
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        if (ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL) < 0) {
+                *abandon = true;
+                return -errno;
+        }
+        r = wait_for_stop(t->tid, &sig);
+        if (r == -ETIMEDOUT)
+                *abandon = true;
+        if (r < 0)
+                return r; /* an exited tracee needs no detach; the worker's exit releases its zombie */
+
+        r = task_check_identity(t);
+        if (r >= 0)
+                r = task_read_chain(t, buf);
+
+        if (ptrace(PTRACE_DETACH, t->tid, NULL, (void *) (long) sig) < 0 && errno != ESRCH) {
+                log_warning_errno(-errno, "Failed to detach from thread %d: %m", (int) t->tid);
+                *abandon = true;
+        }
+        *usec_stopped += now_usec(CLOCK_MONOTONIC) - start;
+        return r;
+}
+
+typedef struct DumpQueue {
+        ScanTask **tasks;
+        size_t n, next;
+        struct sock_filter *buf;
+        unsigned n_workers;
+        uint64_t usec_stopped; /* from PTRACE_INTERRUPT to PTRACE_DETACH, summed */
+} DumpQueue;
+
+/* The tracer is a short-lived thread, not the caller: when a tracee does not stop in time we
+ * cannot detach it (PTRACE_DETACH needs a stopped tracee), and leaving it attached would stop it
+ * the moment it wakes, until we detach. When the tracer thread exits, the kernel detaches all of its
+ * tracees and lets them run, and hands zombies back to their real parents. So on a timeout the
+ * worker ends, and dump_all() starts a new one for the rest of the queue. Tracees are per thread,
+ * so the caller's own tracees (if any) are not touched. */
+static void *dump_worker(void *userdata) {
+        DumpQueue *q = userdata;
+
+        while (q->next < q->n) {
+                ScanTask *t = q->tasks[q->next++];
+                bool abandon = false;
+                t->error = task_dump(t, q->buf, &abandon, &q->usec_stopped);
+                if (abandon)
+                        break;
+        }
+        return NULL;
+}
+
+static int dump_all(DumpQueue *q) {
+        while (q->next < q->n) {
+                pthread_t thread;
+                q->n_workers++;
+                int r = pthread_create(&thread, NULL, dump_worker, q);
+                if (r != 0)
+                        return log_error_errno(-r, "Failed to start the ptrace thread: %m");
+                r = pthread_join(thread, NULL);
+                if (r != 0)
+                        return log_error_errno(-r, "Failed to join the ptrace thread: %m");
+        }
+        return 0;
+}
+
+static int scan_dump(Scan *s, ScanProcess **order, size_t n_order) {
+        _cleanup_free_ ScanTask **tasks = NULL;
+        _cleanup_free_ struct sock_filter *buf = NULL;
+        size_t n = 0, allocated = 0;
+
+        for (size_t i = 0; i < n_order; i++)
+                for (size_t j = 0; j < order[i]->n_tasks; j++) {
+                        ScanTask *t = &order[i]->tasks[j];
+                        if (t->mode != TASK_MODE_FILTER)
+                                continue; /* strict and disabled tasks have no filters to read */
+                        if (GROW(tasks, allocated, n + 1) < 0)
+                                return log_oom();
+                        tasks[n++] = t;
+                }
+        if (n == 0)
+                return 0;
+
+        buf = malloc(PROG_MAX_INSNS * sizeof(struct sock_filter));
+        if (!buf)
+                return log_oom();
+
+        DumpQueue q = { .tasks = tasks, .n = n, .buf = buf };
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        int r = dump_all(&q);
+        uint64_t elapsed = now_usec(CLOCK_MONOTONIC) - start;
+        log_debug("ptrace: dumped %zu tasks in %" PRIu64 " us (%" PRIu64 " us per task, %" PRIu64
+                  " us stopped per task), %u tracer thread(s)",
+                  n, elapsed, elapsed / n, q.usec_stopped / n, q.n_workers);
+        return r;
+}
+
+/* ---- step 3: place ---- */
+
+static bool dumped_filter_equal(const DumpedFilter *a, const DumpedFilter *b) {
+        return a->log == b->log && prog_equal(a->insns, a->len, b->insns, b->len);
+}
+
+static size_t chain_common_prefix(const ScanTask *a, const ScanTask *b) {
+        size_t n = MIN(a->n_chain, b->n_chain), i;
+        for (i = 0; i < n; i++)
+                if (!dumped_filter_equal(&a->chain[i], &b->chain[i]))
+                        break;
+        return i;
+}
+
+/* The placed task of p sharing the longest prefix with t (the first one on ties). */
+static const ScanTask *best_placed_in(const ScanProcess *p, const ScanTask *t, size_t *ret_k) {
+        const ScanTask *best = NULL;
+        size_t best_k = 0;
+
+        for (size_t i = 0; i < p->n_tasks; i++) {
+                const ScanTask *o = &p->tasks[i];
+                if (!o->placed || o == t)
+                        continue;
+                size_t k = chain_common_prefix(o, t);
+                if (k > best_k) {
+                        best = o;
+                        best_k = k;
+                }
+        }
+        *ret_k = best_k;
+        return best;
+}
+
+/* The nearest ancestor of p, by the ppid chain, whose chains can be shared with p's. */
+static const ScanProcess *nearest_placed_ancestor(const Scan *s, const ScanProcess *p) {
+        const ScanProcess *a = p;
+
+        for (size_t steps = 0; steps < s->n_procs; steps++) {
+                a = scan_find_process(s, a->ppid);
+                if (!a || !a->selected)
+                        return NULL; /* outside the report */
+                if (a->n_placed > 0)
+                        return a;
+                if (!a->has_filter_task)
+                        return NULL; /* no filters: nothing can have been inherited through it */
+                /* filter threads, none readable: look further up */
+        }
+        return NULL;
+}
+
+static int scan_place_task(Scan *s, Forest *f, ScanProcess *p, ScanTask *t) {
+        const ScanTask *base;
+        size_t k;
+        int r;
+
+        base = best_placed_in(p, t, &k);
+        const ScanProcess *a = nearest_placed_ancestor(s, p);
+        if (a) {
+                size_t ka;
+                const ScanTask *b = best_placed_in(a, t, &ka);
+                if (ka > k) {
+                        base = b;
+                        k = ka;
+                }
+        }
+
+        t->nodes = calloc(t->n_chain, sizeof(Filter *));
+        if (!t->nodes)
+                return -ENOMEM;
+        for (size_t i = 0; i < k; i++)
+                t->nodes[i] = base->nodes[i];
+        for (size_t i = k; i < t->n_chain; i++) {
+                Filter *flt;
+                r = forest_add_filter(f, ++s->last_filter_id, i > 0 ? t->nodes[i - 1]->id : 0, t->chain[i].insns,
+                                      t->chain[i].len, &flt);
+                if (r < 0)
+                        return r;
+                flt->log = t->chain[i].log;
+                flt->identity = IDENTITY_INFERRED;
+                t->nodes[i] = flt;
+        }
+        t->placed = true;
+        p->n_placed++;
+        return 0;
+}
+
+static int scan_place(Scan *s, Forest *f, ScanProcess **order, size_t n_order) {
+        for (size_t i = 0; i < n_order; i++)
+                for (size_t j = 0; j < order[i]->n_tasks; j++) {
+                        ScanTask *t = &order[i]->tasks[j];
+                        if (t->mode != TASK_MODE_FILTER || t->error < 0 || t->n_chain == 0)
+                                continue;
+                        int r = scan_place_task(s, f, order[i], t);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+/* ---- step 4: emit ---- */
+
+static bool scan_task_reported(const ScanTask *t) {
+        if (t->error < 0)
+                return false;
+        return t->mode != TASK_MODE_FILTER || t->placed;
+}
+
+static int emit_details(Process *fp, const ScanProcess *p, const ScanOptions *opts) {
+        int r;
+
+        if (proc_read_comm(p->pid, fp->comm) < 0)
+                snprintf(fp->comm, sizeof(fp->comm), "%s", p->status.name);
+        if (opts->include_exe) {
+                _cleanup_free_ char *exe = NULL;
+                r = proc_read_exe(p->pid, &exe);
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0 && process_set_exe(fp, exe) < 0)
+                        return -ENOMEM;
+        }
+        if (opts->include_argv) {
+                _cleanup_strv_free_ char **argv = NULL;
+                r = proc_read_argv(p->pid, &argv);
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0 && process_set_argv(fp, argv) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int emit_process(Forest *f, const ScanProcess *p, const ScanOptions *opts) {
+        size_t n_reported = 0;
+        Process *fp;
+        int r;
+
+        for (size_t i = 0; i < p->n_tasks; i++)
+                if (scan_task_reported(&p->tasks[i]))
+                        n_reported++;
+        if (n_reported == 0)
+                return 0; /* nothing readable: its threads are in the unreadable list */
+
+        r = forest_add_process(f, p->pid, &fp);
+        if (r < 0)
+                return r;
+        fp->ppid = p->ppid;
+        fp->start_time = p->start_time;
+        fp->uid = p->status.uid;
+        fp->gid = p->status.gid;
+        fp->no_new_privs = p->status.no_new_privs;
+        r = emit_details(fp, p, opts);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < p->n_tasks; i++) {
+                const ScanTask *t = &p->tasks[i];
+                Task *ft;
+                if (!scan_task_reported(t))
+                        continue;
+                r = process_add_thread(fp, t->tid, &ft);
+                if (r < 0)
+                        return r;
+                ft->start_time = t->start_time;
+                ft->mode = t->mode;
+                ft->filter_id = t->placed ? t->nodes[t->n_chain - 1]->id : 0;
+                ft->filter_count = t->kernel_count;
+        }
+        return 0;
+}
+
+static int collect_unreadable(const Scan *s, UnreadableTask **ret, size_t *ret_n) {
+        _cleanup_free_ UnreadableTask *list = NULL;
+        size_t n = 0, allocated = 0;
+
+        for (size_t i = 0; i < s->n_procs; i++)
+                for (size_t j = 0; j < s->procs[i].n_tasks; j++) {
+                        const ScanTask *t = &s->procs[i].tasks[j];
+                        if (!s->procs[i].selected || t->error >= 0)
+                                continue;
+                        log_debug_errno(t->error, "Thread %d: filters not readable: %m", (int) t->tid);
+                        if (GROW(list, allocated, n + 1) < 0)
+                                return -ENOMEM;
+                        list[n++] = (UnreadableTask) { .tid = t->tid, .error = t->error };
+                }
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        return 0;
+}
+
+static int forest_new_ptrace(const ScanOptions *opts, Forest **ret) {
+        _cleanup_(forest_freep) Forest *f = forest_new();
+        if (!f)
+                return -ENOMEM;
+        f->backend = strdup("ptrace");
+        if (!f->backend)
+                return -ENOMEM;
+        f->identity = IDENTITY_INFERRED;
+        f->root = opts->root;
+        f->created_at_usec = now_usec(CLOCK_REALTIME);
+        int r = host_info_fill_local(&f->host);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+/* PTRACE_SECCOMP_GET_FILTER refuses a tracer that runs under seccomp itself. */
+static int check_tracer(void) {
+        ProcStatus st;
+        int r = proc_read_status(gettid(), &st);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read our own status: %m");
+        if (st.seccomp_mode != SECCOMP_MODE_DISABLED)
+                return log_error_errno(-EPERM, "The ptrace backend cannot run under seccomp.");
+        return 0;
+}
+
+static int scan_emit(Scan *s, Forest *f) {
+        char *error = NULL;
+        int r;
+
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (s->procs[i].selected) {
+                        r = emit_process(f, &s->procs[i], &s->opts);
+                        if (r < 0)
+                                return log_error_errno(r, "Failed to add process %d: %m", (int) s->procs[i].pid);
+                }
+
+        r = forest_link(f, &error);
+        if (r < 0) {
+                log_error_errno(r, "ptrace scan produced an inconsistent forest: %s", error ? error : "?");
+                free(error);
+                return r;
+        }
+        return listeners_collect(f);
+}
+
+int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unreadable, size_t *ret_n_unreadable) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_free_ ScanProcess **order = NULL;
+        _cleanup_free_ UnreadableTask *unreadable = NULL;
+        size_t n_order = 0, n_unreadable = 0;
+        Scan s = { .opts = opts ? *opts : SCAN_OPTIONS_DEFAULT };
+        int r;
+
+        r = check_tracer();
+        if (r < 0)
+                return r;
+        r = forest_new_ptrace(&s.opts, &f);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the forest: %m");
+
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        r = scan_collect_processes(&s);
+        if (r >= 0)
+                r = scan_select(&s);
+        if (r >= 0)
+                r = scan_ancestry_order(&s, &order, &n_order);
+        uint64_t t1 = now_usec(CLOCK_MONOTONIC);
+        if (r >= 0)
+                r = scan_dump(&s, order, n_order);
+        uint64_t t2 = now_usec(CLOCK_MONOTONIC);
+        if (r >= 0)
+                r = scan_place(&s, f, order, n_order);
+        if (r >= 0)
+                r = scan_emit(&s, f);
+        log_debug("ptrace scan: /proc %" PRIu64 " us, dump %" PRIu64 " us, place and emit %" PRIu64 " us",
+                  t1 - t0, t2 - t1, now_usec(CLOCK_MONOTONIC) - t2);
+        if (r >= 0)
+                r = collect_unreadable(&s, &unreadable, &n_unreadable);
+        scan_done(&s);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(f);
+        if (ret_unreadable) {
+                *ret_unreadable = TAKE_PTR(unreadable);
+                *ret_n_unreadable = n_unreadable;
+        }
+        return 0;
+}

@@ -8,7 +8,9 @@
 
 /* Run one program against data (assumed valid per prog_validate); returns the 32-bit value of
  * the RET that ended it. A run that would fault in the kernel (cannot happen on a validated
- * program) returns SECCOMP_RET_KILL_PROCESS. */
+ * program) returns SECCOMP_RET_KILL_PROCESS. As in the kernel (checked against it by
+ * test-eval): A and X start at 0, division by X == 0 ends the run returning 0 (KILL_THREAD),
+ * shifts by X use X & 31, and "ld #len" / "ldx #len" give sizeof(struct seccomp_data). */
 uint32_t prog_run(const struct sock_filter *insns, size_t n, const struct seccomp_data *data);
 
 typedef struct ChainProgram {
@@ -25,11 +27,14 @@ typedef struct EvalResult {
  * with the kernel's precedence (seccomp_run_filters): every filter runs, the most restrictive
  * action wins (KILL_PROCESS > KILL_THREAD > TRAP > ERRNO > USER_NOTIF > TRACE > LOG > ALLOW),
  * and among equal actions the first filter walked (the newest) wins, with its data.
- * n == 0 yields ALLOW with decided_by = 0. */
+ * n == 0 yields ALLOW with decided_by = 0. As in the kernel, a chain where every filter allows
+ * yields exactly SECCOMP_RET_ALLOW (any data bits dropped), decided_by = 0. */
 EvalResult chain_evaluate(const ChainProgram *chain, size_t n, const struct seccomp_data *data);
 
 /* Fill a seccomp_data for the native architecture from a syscall name or number and up to 6
  * arguments. Returns 0, or -EINVAL if the syscall is unknown to libseccomp. arch is an
- * AUDIT_ARCH_* value; 0 means the native one. */
+ * AUDIT_ARCH_* value; 0 means the native one. SCMP_ARCH_X32 selects x32: the data then says
+ * AUDIT_ARCH_X86_64, as the kernel does, with __X32_SYSCALL_BIT set in nr (also added to a
+ * decimal number given without it). */
 int seccomp_data_from_syscall(const char *syscall, uint32_t arch, const uint64_t *args, size_t n_args,
                               struct seccomp_data *ret);

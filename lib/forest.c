@@ -94,7 +94,8 @@ Forest *forest_free(Forest *f) {
         free(f->filters);
         free(f->processes);
         free(f->listeners);
-        free(f->filters_by_id);
+        hashmap_deinit(&f->filters_by_id);
+        hashmap_deinit(&f->processes_by_pid);
         free(f->tasks_by_tid);
         free(f->backend);
         host_info_deinit(&f->host);
@@ -102,37 +103,12 @@ Forest *forest_free(Forest *f) {
         return NULL;
 }
 
-/* Lookups scan linearly until the forest is linked (sorted), then use binary search. */
-static int cmp_filter_id(const void *key, const void *elem) {
-        uint64_t id = *(const uint64_t *) key, other = (*(Filter * const *) elem)->id;
-        return id < other ? -1 : id > other;
-}
-
-static Filter *find_linked_filter(const Forest *f, uint64_t id);
-
 Filter *forest_find_filter(const Forest *f, uint64_t id) {
-        if (f->linked)
-                return find_linked_filter(f, id);
-        for (size_t i = 0; i < f->n_filters; i++)
-                if (f->filters[i]->id == id)
-                        return f->filters[i];
-        return NULL;
-}
-
-static int cmp_process_pid(const void *key, const void *elem) {
-        pid_t pid = *(const pid_t *) key, other = (*(Process * const *) elem)->pid;
-        return pid < other ? -1 : pid > other;
+        return hashmap_get(&f->filters_by_id, id);
 }
 
 Process *forest_find_process(const Forest *f, pid_t pid) {
-        if (f->linked) {
-                Process **p = bsearch_safe(&pid, f->processes, f->n_processes, sizeof(Process *), cmp_process_pid);
-                return p ? *p : NULL;
-        }
-        for (size_t i = 0; i < f->n_processes; i++)
-                if (f->processes[i]->pid == pid)
-                        return f->processes[i];
-        return NULL;
+        return pid > 0 ? hashmap_get(&f->processes_by_pid, (uint64_t) pid) : NULL;
 }
 
 static int cmp_task_ptr_tid(const void *key, const void *elem) {
@@ -191,6 +167,10 @@ int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct s
         flt->len = len;
         flt->identity = f->identity;
         prog_digest(insns, len, flt->digest);
+        if (hashmap_put(&f->filters_by_id, id, flt) < 0) {
+                filter_free(flt);
+                return -ENOMEM;
+        }
 
         f->filters[f->n_filters++] = flt;
         f->linked = false;
@@ -210,6 +190,10 @@ int forest_add_process(Forest *f, pid_t pid, Process **ret) {
         if (!p)
                 return -ENOMEM;
         p->pid = pid;
+        if (hashmap_put(&f->processes_by_pid, (uint64_t) pid, p) < 0) {
+                free(p);
+                return -ENOMEM;
+        }
         f->processes[f->n_processes++] = p;
         f->linked = false;
         if (ret)
@@ -318,34 +302,11 @@ static int set_error(char **error, const char *fmt, ...) {
         return -EINVAL;
 }
 
-static int cmp_filter_ptr_id(const void *a, const void *b) {
-        uint64_t x = (*(Filter * const *) a)->id, y = (*(Filter * const *) b)->id;
-        return x < y ? -1 : x > y;
-}
-
 static int cmp_filter_depth_id(const void *a, const void *b) {
         const Filter *x = *(Filter * const *) a, *y = *(Filter * const *) b;
         if (x->depth != y->depth)
                 return x->depth < y->depth ? -1 : 1;
         return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static Filter *find_linked_filter(const Forest *f, uint64_t id) {
-        Filter **p = bsearch_safe(&id, f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_id);
-        return p ? *p : NULL;
-}
-
-static int build_filter_index(Forest *f, char **error) {
-        free(f->filters_by_id);
-        f->filters_by_id = malloc((f->n_filters ? f->n_filters : 1) * sizeof(Filter *));
-        if (!f->filters_by_id)
-                return -ENOMEM;
-        memcpy_safe(f->filters_by_id, f->filters, f->n_filters * sizeof(Filter *));
-        qsort_safe(f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_ptr_id);
-        for (size_t i = 1; i < f->n_filters; i++)
-                if (f->filters_by_id[i]->id == f->filters_by_id[i - 1]->id)
-                        return set_error(error, "filter %" PRIu64 ": duplicate id", f->filters_by_id[i]->id);
-        return 0;
 }
 
 static int link_parents(Forest *f, char **error) {
@@ -356,7 +317,7 @@ static int link_parents(Forest *f, char **error) {
                 flt->n_tasks = flt->n_children = 0;
                 if (flt->parent_id == 0)
                         continue;
-                flt->parent = find_linked_filter(f, flt->parent_id);
+                flt->parent = forest_find_filter(f, flt->parent_id);
                 if (!flt->parent)
                         return set_error(error, "filter %" PRIu64 ": parent %" PRIu64 " does not exist", flt->id,
                                          flt->parent_id);
@@ -409,7 +370,7 @@ static int link_thread(Forest *f, Process *p, Task *t, char **error) {
                                  task_mode_to_string(t->mode), t->filter_id ? "with" : "without");
         if (t->filter_id == 0)
                 return 0;
-        t->filter = find_linked_filter(f, t->filter_id);
+        t->filter = forest_find_filter(f, t->filter_id);
         if (!t->filter)
                 return set_error(error, "process %d thread %d: filter %" PRIu64 " does not exist", p->pid, t->tid,
                                  t->filter_id);
@@ -472,7 +433,7 @@ static int link_listeners(Forest *f, char **error) {
                 Listener *l = f->listeners[i];
                 if (i > 0 && f->listeners[i - 1]->id == l->id)
                         return set_error(error, "listener %" PRIu64 ": duplicate id", l->id);
-                Filter *flt = find_linked_filter(f, l->filter_id);
+                Filter *flt = forest_find_filter(f, l->filter_id);
                 if (!flt)
                         return set_error(error, "listener %" PRIu64 ": filter %" PRIu64 " does not exist", l->id,
                                          l->filter_id);
@@ -490,9 +451,6 @@ int forest_link(Forest *f, char **error) {
         if (error)
                 *error = NULL;
         f->linked = false;
-        r = build_filter_index(f, error);
-        if (r < 0)
-                return r;
         r = link_parents(f, error);
         if (r < 0)
                 return r;
@@ -547,12 +505,12 @@ int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact) {
         return a->id < b->id ? 1 : 2;
 }
 
-/* Index of a filter in the linked by-id array. */
-static size_t filter_index(const Forest *f, const Filter *flt) {
-        Filter **p = bsearch_safe(&flt->id, f->filters_by_id, f->n_filters, sizeof(Filter *), cmp_filter_id);
-        return (size_t) (p - f->filters_by_id);
+static int cmp_process_pid(const void *key, const void *elem) {
+        pid_t pid = *(const pid_t *) key, other = (*(Process * const *) elem)->pid;
+        return pid < other ? -1 : pid > other;
 }
 
+/* Position of a process in the linked (pid-sorted) array. */
 static size_t process_index(const Forest *f, pid_t pid, bool *found) {
         Process **p = bsearch_safe(&pid, f->processes, f->n_processes, sizeof(Process *), cmp_process_pid);
         *found = p != NULL;
@@ -577,7 +535,7 @@ static int8_t subtree_member(const Forest *f, const Process *p, pid_t root, cons
 
 static void mark_chain(const Forest *f, const Filter *head, bool *keep) {
         for (const Filter *x = head; x; x = x->parent) {
-                size_t i = filter_index(f, x);
+                size_t i = x->index;
                 if (keep[i])
                         return;
                 keep[i] = true;
@@ -599,8 +557,10 @@ static void drop_processes(Forest *f, const int8_t *memo) {
         for (size_t i = 0; i < f->n_processes; i++)
                 if (memo[i] > 0)
                         f->processes[n++] = f->processes[i];
-                else
+                else {
+                        hashmap_remove(&f->processes_by_pid, (uint64_t) f->processes[i]->pid);
                         process_free(f->processes[i]);
+                }
         f->n_processes = n;
 }
 
@@ -619,8 +579,8 @@ static void drop_outside_holders(const Forest *f, Listener *l, const int8_t *mem
 static void drop_listeners(Forest *f, const bool *keep, const int8_t *memo) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_listeners; i++) {
-                Filter *flt = find_linked_filter(f, f->listeners[i]->filter_id);
-                if (flt && keep[filter_index(f, flt)]) {
+                Filter *flt = forest_find_filter(f, f->listeners[i]->filter_id);
+                if (flt && keep[flt->index]) {
                         drop_outside_holders(f, f->listeners[i], memo);
                         f->listeners[n++] = f->listeners[i];
                 } else
@@ -633,11 +593,12 @@ static void drop_filters(Forest *f, const bool *keep) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_filters; i++) {
                 if (keep[i])
-                        f->filters_by_id[n++] = f->filters_by_id[i];
-                else
-                        filter_free(f->filters_by_id[i]);
+                        f->filters[n++] = f->filters[i];
+                else {
+                        hashmap_remove(&f->filters_by_id, f->filters[i]->id);
+                        filter_free(f->filters[i]);
+                }
         }
-        memcpy_safe(f->filters, f->filters_by_id, n * sizeof(Filter *));
         f->n_filters = n;
 }
 
@@ -657,7 +618,7 @@ int forest_restrict_to_subtree(Forest *f, pid_t root) {
         }
         for (size_t i = 0; i < f->n_listeners; i++)
                 if (listener_held_in_subtree(f, f->listeners[i], memo))
-                        mark_chain(f, find_linked_filter(f, f->listeners[i]->filter_id), keep);
+                        mark_chain(f, forest_find_filter(f, f->listeners[i]->filter_id), keep);
 
         /* Listeners first: they look filters up in the index that drop_filters() rewrites. */
         drop_listeners(f, keep, memo);
@@ -675,10 +636,14 @@ int forest_renumber(Forest *f) {
         if (!listener_filter)
                 return -ENOMEM;
         for (size_t i = 0; i < f->n_listeners; i++)
-                listener_filter[i] = find_linked_filter(f, f->listeners[i]->filter_id);
+                listener_filter[i] = forest_find_filter(f, f->listeners[i]->filter_id);
 
-        for (size_t i = 0; i < f->n_filters; i++)
+        hashmap_clear(&f->filters_by_id);
+        for (size_t i = 0; i < f->n_filters; i++) {
                 f->filters[i]->id = i + 1;
+                if (hashmap_put(&f->filters_by_id, i + 1, f->filters[i]) < 0)
+                        return -ENOMEM; /* cannot happen: the map only shrank or stayed */
+        }
         for (size_t i = 0; i < f->n_filters; i++)
                 f->filters[i]->parent_id = f->filters[i]->parent ? f->filters[i]->parent->id : 0;
         for (size_t i = 0; i < f->n_listeners; i++) {

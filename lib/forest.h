@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hashmap.h"
 #include "prog.h"
 #include "util.h"
 
@@ -107,7 +108,10 @@ typedef struct Forest {
         uint64_t created_at_usec; /* CLOCK_REALTIME */
         HostInfo host;
         bool linked;
-        Filter **filters_by_id; /* private: lookup indexes built by forest_link() */
+        /* private lookup indexes: kept current by every change */
+        Hashmap filters_by_id;
+        Hashmap processes_by_pid;
+        /* private: built by forest_link() */
         Task **tasks_by_tid;
         size_t n_tasks;
 } Forest;

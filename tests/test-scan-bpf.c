@@ -1,3 +1,614 @@
+/* test-scan-bpf.c: the bpf backend reports exactly the filter sharing that scenarios build */
+#include <linux/seccomp.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "procinfo.h"
+#include "scan.h"
 #include "tests-util.h"
-static void test_stub(void) { g_test_skip("not written yet"); }
-int main(int argc, char **argv) { g_test_init(&argc, &argv, NULL); g_test_add_func("/stub", test_stub); return g_test_run(); }
+
+#ifndef PTRACE_SECCOMP_GET_FILTER
+#define PTRACE_SECCOMP_GET_FILTER 0x420c
+#endif
+
+#define MAX_DEPTH 64
+
+static BpfScanner *scanner;
+
+static BpfScanner *get_scanner(void) {
+        if (!scanner)
+                g_assert_cmpint(bpf_scanner_new(&scanner), ==, 0);
+        return scanner;
+}
+
+static Forest *scan(pid_t root) {
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        Forest *f = NULL;
+
+        opts.root = root;
+        g_assert_cmpint(bpf_scanner_scan(get_scanner(), &opts, &f), ==, 0);
+        g_assert_nonnull(f);
+        g_assert_true(f->linked);
+        g_assert_cmpstr(f->backend, ==, "bpf");
+        g_assert_cmpint(f->identity, ==, IDENTITY_EXACT);
+        g_assert_cmpint(f->root, ==, root);
+        return f;
+}
+
+/* Ids are small counters, never anything that looks like a kernel address. */
+static void assert_ids_opaque(const Forest *f) {
+        for (size_t i = 0; i < f->n_filters; i++) {
+                g_assert_cmpuint(f->filters[i]->id, >, 0);
+                g_assert_cmpuint(f->filters[i]->id, <, UINT64_C(1) << 32);
+                g_assert_cmpint(f->filters[i]->identity, ==, IDENTITY_EXACT);
+        }
+}
+
+/* Chain depths and counts agree with what the kernel says in /proc. */
+static void assert_proc_agrees(const Forest *f, const Task *t, const Process *p) {
+        ProcStatus st;
+        uint64_t start;
+
+        g_assert_cmpint(proc_read_status(t->tid, &st), ==, 0);
+        g_assert_cmpint(st.seccomp_filters, ==, t->filter ? (int) t->filter->depth : 0);
+        g_assert_cmpint(st.seccomp_filters, ==, (int) t->filter_count);
+        g_assert_cmpint(st.seccomp_mode, ==, t->mode == TASK_MODE_FILTER ? SECCOMP_MODE_FILTER :
+                                             t->mode == TASK_MODE_STRICT ? SECCOMP_MODE_STRICT : SECCOMP_MODE_DISABLED);
+        g_assert_cmpint(proc_read_start_time(t->tid, &start), ==, 0);
+        g_assert_cmpuint(start, ==, t->start_time);
+
+        if (t->tid == p->pid) {
+                g_assert_cmpint(st.ppid, ==, p->ppid);
+                g_assert_cmpint(st.uid, ==, p->uid);
+                g_assert_cmpint(st.gid, ==, p->gid);
+                g_assert_cmpint(st.no_new_privs, ==, p->no_new_privs);
+                g_assert_cmpuint(start, ==, p->start_time);
+        }
+}
+
+/* The bytes of every filter of the chain agree with PTRACE_SECCOMP_GET_FILTER (index 0 = oldest). */
+static void assert_ptrace_agrees(const Task *t) {
+        const Filter *chain[MAX_DEPTH];
+        struct sock_filter buf[PROG_MAX_INSNS];
+        size_t depth;
+        int status;
+
+        if (t->mode != TASK_MODE_FILTER)
+                return;
+        depth = filter_chain(t->filter, chain, MAX_DEPTH);
+        g_assert_cmpuint(depth, <=, MAX_DEPTH);
+
+        g_assert_cmpint(ptrace(PTRACE_SEIZE, t->tid, NULL, NULL), ==, 0);
+        g_assert_cmpint(ptrace(PTRACE_INTERRUPT, t->tid, NULL, NULL), ==, 0);
+        g_assert_cmpint(waitpid(t->tid, &status, __WALL), ==, t->tid);
+        for (size_t i = 0; i < depth; i++) {
+                const Filter *flt = chain[depth - 1 - i];
+                long n = ptrace(PTRACE_SECCOMP_GET_FILTER, t->tid, (void *) i, buf);
+                g_assert_cmpint(n, ==, (long) flt->len);
+                g_assert_cmpmem(buf, n * sizeof(struct sock_filter), flt->insns, flt->len * sizeof(struct sock_filter));
+        }
+        g_assert_cmpint(ptrace(PTRACE_SECCOMP_GET_FILTER, t->tid, (void *) depth, buf), ==, -1);
+        g_assert_cmpint(errno, ==, ENOENT);
+        g_assert_cmpint(ptrace(PTRACE_DETACH, t->tid, NULL, NULL), ==, 0);
+}
+
+static void assert_kernel_agrees(const Forest *f) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        assert_proc_agrees(f, &f->processes[i]->threads[j], f->processes[i]);
+                        assert_ptrace_agrees(&f->processes[i]->threads[j]);
+                }
+}
+
+static const Task *find_task(const Forest *f, const Scenario *s, ScenarioTask t) {
+        const Task *task = forest_find_task(f, scenario_task(s, t)->tid, NULL);
+        g_assert_nonnull(task);
+        return task;
+}
+
+static uint64_t head_id(const Forest *f, const Scenario *s, ScenarioTask t) {
+        return find_task(f, s, t)->filter_id;
+}
+
+/* The filter standing for node, found through a live task whose chain contains it. */
+static const Filter *node_filter(const Forest *f, const Scenario *s, int node) {
+        for (size_t i = 0; i < scenario_n_tasks(s); i++) {
+                const ScenarioTaskInfo *info = scenario_task(s, (ScenarioTask) i);
+                if (!info->alive || info->head < 0)
+                        continue;
+                const Filter *flt = forest_find_task(f, info->tid, NULL)->filter;
+                for (int n = info->head; n >= 0; n = scenario_node(s, n)->parent, flt = flt->parent)
+                        if (n == node)
+                                return flt;
+        }
+        g_assert_not_reached();
+}
+
+/* Scan the scenario's subtree and hold it against the ground truth and the kernel's own views. */
+static Forest *scan_and_check(const Scenario *s) {
+        Forest *f = scan(scenario_root_pid(s));
+
+        tests_assert_forest_matches(f, s, true);
+        assert_ids_opaque(f);
+        assert_kernel_agrees(f);
+
+        /* Nothing outside the subtree: every process is a live scenario process. */
+        for (size_t i = 0; i < f->n_processes; i++) {
+                bool found = false;
+                for (size_t j = 0; j < scenario_n_tasks(s); j++) {
+                        const ScenarioTaskInfo *info = scenario_task(s, (ScenarioTask) j);
+                        if (info->alive && info->tgid == f->processes[i]->pid) {
+                                found = true;
+                                g_assert_cmpint(f->processes[i]->ppid, ==, info->ppid);
+                        }
+                }
+                g_assert_true(found);
+        }
+        return f;
+}
+
+typedef struct Filters {
+        struct sock_filter a[32], b[32], c[32];
+        size_t na, nb, nc;
+} Filters;
+
+static void filters_init(Filters *x) {
+        x->na = scenario_filter_errno(x->a, SYS_getpriority, 1, 0);
+        x->nb = scenario_filter_errno(x->b, SYS_acct, 2, 3);
+        x->nc = scenario_filter_errno(x->c, SYS_swapon, 3, 7);
+}
+
+static Scenario *scenario_start(void) {
+        Scenario *s = NULL;
+
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        return s;
+}
+
+static void test_single(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), ==, 0);
+
+        Forest *f = scan_and_check(s);
+        g_assert_cmpuint(f->n_filters, ==, 1);
+        g_assert_cmpuint(f->n_processes, ==, 2); /* the root agent and a */
+        g_assert_cmpuint(f->filters[0]->parent_id, ==, 0);
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_chain(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        g_assert_cmpint(scenario_install_prctl(s, a, x.b, x.nb), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x.c, x.nc, 0), >=, 0);
+
+        Forest *f = scan_and_check(s);
+        g_assert_cmpuint(f->n_filters, ==, 3);
+        g_assert_cmpuint(find_task(f, s, a)->filter->depth, ==, 3);
+
+        /* Ids stay what they were on the next pass. */
+        Forest *g = scan_and_check(s);
+        for (size_t i = 0; i < f->n_filters; i++) {
+                const Filter *again = forest_find_filter(g, f->filters[i]->id);
+                g_assert_nonnull(again);
+                g_assert_cmpuint(again->parent_id, ==, f->filters[i]->parent_id);
+                g_assert_cmpmem(again->digest, sizeof(again->digest), f->filters[i]->digest, sizeof(again->digest));
+        }
+        forest_free(g);
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_fork_shares(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        ScenarioTask b = scenario_fork(s, a);
+        ScenarioTask c = scenario_fork(s, a);
+        g_assert_cmpint(scenario_install(s, c, x.b, x.nb, 0), >=, 0);
+
+        Forest *f = scan_and_check(s);
+        g_assert_cmpuint(head_id(f, s, a), ==, head_id(f, s, b));
+        g_assert_cmpuint(find_task(f, s, c)->filter->parent_id, ==, head_id(f, s, a));
+        g_assert_cmpuint(f->n_filters, ==, 2);
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_siblings_identical(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask p = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, p, x.a, x.na, 0), >=, 0);
+        ScenarioTask b = scenario_fork(s, p);
+        ScenarioTask c = scenario_fork(s, p);
+        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, c, x.b, x.nb, 0), >=, 0);
+
+        Forest *f = scan_and_check(s);
+        const Filter *fb = find_task(f, s, b)->filter, *fc = find_task(f, s, c)->filter;
+        g_assert_cmpuint(fb->id, !=, fc->id); /* byte-identical, yet two objects */
+        g_assert_cmpmem(fb->digest, sizeof(fb->digest), fc->digest, sizeof(fc->digest));
+        g_assert_cmpuint(fb->parent_id, ==, fc->parent_id);
+        g_assert_cmpuint(fb->parent_id, ==, head_id(f, s, p));
+        bool exact;
+        g_assert_cmpint(filter_cmp(fb, fc, &exact), !=, 0);
+        g_assert_true(exact);
+        g_assert_cmpint(filter_cmp(fb->parent, fc->parent, &exact), ==, 0);
+        g_assert_true(exact);
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_child_identical_to_parent(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask p = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, p, x.a, x.na, 0), >=, 0);
+        ScenarioTask c = scenario_fork(s, p);
+        g_assert_cmpint(scenario_install(s, c, x.a, x.na, 0), >=, 0);
+
+        Forest *f = scan_and_check(s);
+        const Filter *fc = find_task(f, s, c)->filter;
+        g_assert_cmpuint(fc->depth, ==, 2);
+        g_assert_cmpuint(fc->parent_id, ==, head_id(f, s, p));
+        g_assert_cmpuint(fc->id, !=, fc->parent_id);
+        g_assert_cmpmem(fc->digest, sizeof(fc->digest), fc->parent->digest, sizeof(fc->digest));
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_tsync(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+
+        Forest *f = scan_and_check(s);
+        g_assert_cmpuint(head_id(f, s, a), ==, head_id(f, s, t1));
+        g_assert_cmpuint(head_id(f, s, a), ==, head_id(f, s, t2));
+        g_assert_cmpuint(forest_find_process(f, scenario_task(s, a)->tgid)->n_threads, ==, 3);
+        g_assert_cmpuint(find_task(f, s, t2)->filter->n_tasks, ==, 3);
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_threads_diverge(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a), t3 = scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, t2, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, t2, x.c, x.nc, 0), >=, 0);
+
+        Forest *f = scan_and_check(s);
+        g_assert_cmpuint(find_task(f, s, t1)->filter->parent_id, ==, head_id(f, s, a));
+        g_assert_cmpuint(find_task(f, s, t1)->filter->id, !=, find_task(f, s, t2)->filter->parent_id);
+        g_assert_cmpuint(head_id(f, s, t3), ==, head_id(f, s, a));
+        g_assert_cmpuint(f->n_filters, ==, 4);
+        forest_free(f);
+        scenario_free(s);
+}
+
+/* A process with a filtered thread whose leader has none is reported whole, disabled leader too. */
+static void test_disabled_leader(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        ScenarioTask t1 = scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, t1, x.a, x.na, 0), >=, 0);
+        Forest *f = scan(0); /* the whole machine: processes with at least one filtered thread */
+        const Process *p = forest_find_process(f, scenario_task(s, a)->tgid);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_threads, ==, 2);
+        g_assert_cmpint(find_task(f, s, a)->mode, ==, TASK_MODE_DISABLED);
+        g_assert_cmpint(find_task(f, s, t1)->mode, ==, TASK_MODE_FILTER);
+        g_assert_null(forest_find_process(f, scenario_root_pid(s))); /* no seccomp at all */
+        assert_ids_opaque(f);
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_log_flag(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        int n0 = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_LOG);
+        int n1 = scenario_install(s, a, x.b, x.nb, 0);
+        g_assert_cmpint(n1, >, n0);
+
+        Forest *f = scan_and_check(s);
+        g_assert_true(node_filter(f, s, n0)->log);
+        g_assert_false(node_filter(f, s, n1)->log);
+        forest_free(f);
+        scenario_free(s);
+}
+
+static bool listener_has_holder(const Listener *l, pid_t pid, int fd) {
+        for (size_t i = 0; i < l->n_holders; i++)
+                if (l->holders[i].pid == pid && l->holders[i].fd == fd)
+                        return true;
+        return false;
+}
+
+static void test_listener(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF; /* getpriority would notify; nobody calls it */
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        int n0 = scenario_install(s, a, x.b, x.nb, 0);
+        int n1 = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER |
+                                                   SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
+        g_assert_cmpint(n1, >, n0);
+        ScenarioTask child = scenario_fork(s, a); /* inherits the filter and the listener fd */
+        ScenarioTask other = scenario_fork(s, scenario_root(s));
+        int fd = scenario_share_listener(s, n1, other);
+        g_assert_cmpint(fd, >=, 0);
+
+        Forest *f = scan_and_check(s);
+        const Filter *flt = node_filter(f, s, n1);
+        g_assert_true(flt->has_listener);
+        g_assert_true(flt->wait_killable_recv);
+        g_assert_false(node_filter(f, s, n0)->has_listener);
+        g_assert_cmpuint(flt->listener_id, !=, 0);
+        g_assert_cmpuint(f->n_listeners, ==, 1);
+
+        const Listener *l = forest_find_listener(f, flt->listener_id);
+        g_assert_nonnull(l);
+        g_assert_cmpuint(l->filter_id, ==, flt->id);
+        g_assert_cmpint(l->identity, ==, IDENTITY_EXACT);
+        int lfd = scenario_node(s, n1)->listener_fd;
+        g_assert_cmpuint(l->n_holders, ==, 3);
+        g_assert_true(listener_has_holder(l, scenario_task(s, a)->tgid, lfd));
+        g_assert_true(listener_has_holder(l, scenario_task(s, child)->tgid, lfd));
+        g_assert_true(listener_has_holder(l, scenario_task(s, other)->tgid, fd));
+        g_assert_cmpuint(flt->refs, >=, 3); /* two tasks and the listener file */
+        forest_free(f);
+
+        /* The installer and its child go: the filter lives on through the other holder's fd. */
+        g_assert_cmpint(scenario_exit(s, child), ==, 0);
+        g_assert_cmpint(scenario_exit(s, a), ==, 0);
+        usleep(100 * 1000);
+        f = scan(scenario_root_pid(s));
+        g_assert_cmpuint(f->n_listeners, ==, 1);
+        l = f->listeners[0];
+        g_assert_cmpuint(l->n_holders, ==, 1);
+        g_assert_true(listener_has_holder(l, scenario_task(s, other)->tgid, fd));
+        flt = forest_find_filter(f, l->filter_id);
+        g_assert_nonnull(flt);
+        g_assert_cmpuint(flt->n_tasks, ==, 0);
+        g_assert_cmpuint(flt->depth, ==, 2);
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_strict(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        ScenarioTask b = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, b, x.a, x.na, 0), >=, 0);
+        g_assert_cmpint(scenario_strict(s, a), ==, 0);
+
+        Forest *f = scan_and_check(s);
+        const Task *t = find_task(f, s, a);
+        g_assert_cmpint(t->mode, ==, TASK_MODE_STRICT);
+        g_assert_null(t->filter);
+        forest_free(f);
+
+        f = scan(0); /* strict mode counts as seccomp for the whole machine */
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, a)->tgid));
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, b)->tgid));
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_reparent(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        ScenarioTask b = scenario_fork(s, a);
+        ScenarioTask c = scenario_fork(s, b);
+        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_exit(s, a), ==, 0);
+        g_assert_cmpint(scenario_exit(s, b), ==, 0);
+        usleep(100 * 1000);
+        g_assert_cmpint(scenario_task(s, c)->ppid, ==, scenario_root_pid(s));
+
+        Forest *f = scan_and_check(s);
+        const Process *p = forest_find_process(f, scenario_task(s, c)->tgid);
+        g_assert_cmpint(p->ppid, ==, scenario_root_pid(s));
+        g_assert_cmpuint(f->n_filters, ==, 1); /* b's filter went with b */
+        g_assert_null(forest_find_process(f, scenario_task(s, a)->tgid));
+        forest_free(f);
+        scenario_free(s);
+}
+
+static void test_root_restriction(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        ScenarioTask b = scenario_fork(s, a);
+        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, c, x.c, x.nc, 0), >=, 0);
+        ScenarioTask d = scenario_fork(s, b); /* inherits b's chain */
+        ScenarioTask e = scenario_fork(s, scenario_root(s));
+        ScenarioTask e1 = scenario_fork(s, e); /* no seccomp anywhere below e */
+
+        Forest *f = scan(scenario_task(s, a)->tgid);
+        g_assert_cmpuint(f->n_processes, ==, 3);
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, a)->tgid));
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, b)->tgid));
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, d)->tgid));
+        g_assert_cmpuint(f->n_filters, ==, 2);
+        g_assert_cmpuint(head_id(f, s, d), ==, head_id(f, s, b));
+        assert_kernel_agrees(f);
+        forest_free(f);
+
+        /* A subtree without any seccomp is reported whole, with no filters. */
+        f = scan(scenario_task(s, e)->tgid);
+        g_assert_cmpuint(f->n_processes, ==, 2);
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, e1)->tgid));
+        g_assert_cmpuint(f->n_filters, ==, 0);
+        forest_free(f);
+
+        /* The whole machine: every filtered scenario process, not the unfiltered ones. */
+        f = scan(0);
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, c)->tgid));
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, d)->tgid));
+        g_assert_null(forest_find_process(f, scenario_task(s, e)->tgid));
+        g_assert_null(forest_find_process(f, scenario_root_pid(s)));
+        assert_ids_opaque(f);
+        forest_free(f);
+
+        /* A root that does not exist is an error. */
+        ScanOptions opts = { .root = scenario_task(s, e1)->tgid };
+        g_assert_cmpint(scenario_exit(s, e1), ==, 0);
+        usleep(100 * 1000);
+        g_assert_cmpint(bpf_scanner_scan(get_scanner(), &opts, &f), ==, -ESRCH);
+        scenario_free(s);
+}
+
+static void test_exec(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        ScenarioTask b = scenario_fork(s, a);
+        g_assert_cmpint(scenario_exec_sleep(s, b), ==, 0);
+        usleep(100 * 1000);
+
+        Forest *f = scan_and_check(s);
+        const Process *p = forest_find_process(f, scenario_task(s, b)->tgid);
+        g_assert_cmpstr(p->comm, ==, "sleep");
+        g_assert_nonnull(p->exe);
+        g_assert_true(g_str_has_suffix(p->exe, "/sleep"));
+        g_assert_nonnull(p->argv);
+        g_assert_cmpstr(p->argv[0], ==, "sleep");
+        g_assert_cmpstr(p->argv[1], ==, "infinity");
+        g_assert_cmpuint(head_id(f, s, b), ==, head_id(f, s, a));
+        forest_free(f);
+        scenario_free(s);
+}
+
+/* Many tasks sharing and stacking long filters, scanned through a ring buffer far smaller than
+ * a pass: objects are retried after each drain, and nothing may be lost or doubled. */
+static void test_many_small_ring(void) {
+        if (!tests_require_root())
+                return;
+        static struct sock_filter big[PROG_MAX_INSNS];
+        BpfScanner *small = NULL;
+        Scenario *s = scenario_start();
+        ScenarioTask parent = scenario_fork(s, scenario_root(s));
+
+        for (int i = 0; i < 6; i++) {
+                size_t n = scenario_filter_errno(big, SYS_getpriority, i + 1, 3000 - 8 - i);
+                g_assert_cmpint(scenario_install(s, parent, big, n, 0), >=, 0);
+        }
+        for (int i = 0; i < 40; i++) {
+                ScenarioTask c = scenario_fork(s, parent);
+                size_t n = scenario_filter_errno(big, SYS_getpriority, 100 + i, 2000 + i);
+                g_assert_cmpint(scenario_install(s, c, big, n, 0), >=, 0);
+                if (i % 4 == 0)
+                        (void) scenario_thread(s, c);
+        }
+
+        Forest *f = scan_and_check(s);
+        g_assert_cmpuint(f->n_filters, ==, 46);
+
+        g_assert_cmpint(setenv("SECTREE_BPF_RINGBUF_SIZE", "65536", 1), ==, 0);
+        g_assert_cmpint(bpf_scanner_new(&small), ==, 0);
+        g_assert_cmpint(unsetenv("SECTREE_BPF_RINGBUF_SIZE"), ==, 0);
+        for (int pass = 0; pass < 2; pass++) {
+                ScanOptions opts = { .root = scenario_root_pid(s) };
+                Forest *g = NULL;
+                g_assert_cmpint(bpf_scanner_scan(small, &opts, &g), ==, 0);
+                tests_assert_forest_matches(g, s, true);
+                g_assert_cmpuint(g->n_filters, ==, 46);
+                g_assert_cmpuint(g->n_processes, ==, f->n_processes);
+                forest_free(g);
+        }
+        bpf_scanner_free(small);
+        forest_free(f);
+        scenario_free(s);
+}
+
+int main(int argc, char **argv) {
+        int r;
+
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/scan-bpf/single", test_single);
+        g_test_add_func("/scan-bpf/chain", test_chain);
+        g_test_add_func("/scan-bpf/fork-shares", test_fork_shares);
+        g_test_add_func("/scan-bpf/siblings-identical", test_siblings_identical);
+        g_test_add_func("/scan-bpf/child-identical-to-parent", test_child_identical_to_parent);
+        g_test_add_func("/scan-bpf/tsync", test_tsync);
+        g_test_add_func("/scan-bpf/threads-diverge", test_threads_diverge);
+        g_test_add_func("/scan-bpf/disabled-leader", test_disabled_leader);
+        g_test_add_func("/scan-bpf/log-flag", test_log_flag);
+        g_test_add_func("/scan-bpf/listener", test_listener);
+        g_test_add_func("/scan-bpf/strict", test_strict);
+        g_test_add_func("/scan-bpf/reparent", test_reparent);
+        g_test_add_func("/scan-bpf/root-restriction", test_root_restriction);
+        g_test_add_func("/scan-bpf/exec", test_exec);
+        g_test_add_func("/scan-bpf/many-small-ring", test_many_small_ring);
+        r = g_test_run();
+        bpf_scanner_free(scanner);
+        return r;
+}

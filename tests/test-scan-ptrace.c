@@ -1,3 +1,707 @@
+/* test-scan-ptrace.c: the ptrace backend on real scenarios: bytes and flags per chain position,
+ * inferred sharing, depths, tasks left running, unreadable tasks, listeners grouped by kcmp */
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "procinfo.h"
+#include "scan.h"
 #include "tests-util.h"
-static void test_stub(void) { g_test_skip("not written yet"); }
-int main(int argc, char **argv) { g_test_init(&argc, &argv, NULL); g_test_add_func("/stub", test_stub); return g_test_run(); }
+
+#define MAX_FILTER 64
+
+static void scenario_freep(Scenario **s) {
+        scenario_free(*s);
+}
+#define _cleanup_scenario_ _cleanup_(scenario_freep)
+
+static Scenario *new_scenario(void) {
+        Scenario *s = NULL;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        return s;
+}
+
+static ScenarioTask fork_task(Scenario *s, ScenarioTask parent) {
+        ScenarioTask t = scenario_fork(s, parent);
+        g_assert_cmpint(t, >=, 0);
+        return t;
+}
+
+static ScenarioTask thread_task(Scenario *s, ScenarioTask t) {
+        ScenarioTask n = scenario_thread(s, t);
+        g_assert_cmpint(n, >=, 0);
+        return n;
+}
+
+/* A filter returning ERRNO(errno_value) for nr; pad makes byte-different variants. */
+static int install_errno(Scenario *s, ScenarioTask t, int nr, int errno_value, size_t pad, unsigned flags) {
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = scenario_filter_errno(insns, nr, errno_value, pad);
+        int node = scenario_install(s, t, insns, n, flags);
+        g_assert_cmpint(node, >=, 0);
+        return node;
+}
+
+/* A filter that hands nr to the listener (nobody answers: agents never call it). */
+static size_t filter_notify(struct sock_filter *insns, int nr) {
+        size_t n = 0;
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nr, 0, 1);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        return n;
+}
+
+static pid_t tid_of(Scenario *s, ScenarioTask t) {
+        return scenario_task(s, t)->tid;
+}
+
+static Forest *scan_opts(const ScanOptions *opts, UnreadableTask **bad, size_t *n_bad) {
+        Forest *f = NULL;
+        int r = ptrace_scan(opts, &f, bad, n_bad);
+        if (r < 0)
+                g_error("ptrace_scan: %s", g_strerror(-r));
+        g_assert_nonnull(f);
+        g_assert_true(f->linked);
+        return f;
+}
+
+static Forest *scan_scenario(Scenario *s, UnreadableTask **bad, size_t *n_bad) {
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        opts.root = scenario_root_pid(s);
+        return scan_opts(&opts, bad, n_bad);
+}
+
+/* The filter at chain position depth (1 = the oldest) of tid's chain. */
+static const Filter *filter_at(const Forest *f, pid_t tid, unsigned depth) {
+        const Task *t = forest_find_task(f, tid, NULL);
+        g_assert_nonnull(t);
+        const Filter *chain[256];
+        size_t n = filter_chain(t->filter, chain, G_N_ELEMENTS(chain));
+        g_assert_cmpuint(depth, >=, 1);
+        g_assert_cmpuint(depth, <=, n);
+        return chain[n - depth];
+}
+
+static const Filter *head_of(const Forest *f, pid_t tid) {
+        const Task *t = forest_find_task(f, tid, NULL);
+        g_assert_nonnull(t);
+        return t->filter;
+}
+
+/* No task we seized is left stopped or traced. */
+static void assert_running(pid_t tid) {
+        ProcStatus st;
+        g_assert_cmpint(proc_read_status(tid, &st), ==, 0);
+        if (st.state == 't' || st.state == 'T')
+                g_error("task %d left stopped (State %c)", tid, st.state);
+        g_assert_cmpint(st.tracer_pid, ==, 0);
+}
+
+static void assert_scenario_running(const Scenario *s) {
+        for (size_t i = 0; i < scenario_n_tasks(s); i++) {
+                const ScenarioTaskInfo *info = scenario_task(s, (ScenarioTask) i);
+                if (info->alive)
+                        assert_running(info->tid);
+        }
+}
+
+/* Chain depths equal the kernel's Seccomp_filters:, now and as recorded during the scan. */
+static void assert_depths(const Forest *f) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        const Task *t = &f->processes[i]->threads[j];
+                        ProcStatus st;
+                        g_assert_cmpint(proc_read_status(t->tid, &st), ==, 0);
+                        unsigned depth = t->filter ? t->filter->depth : 0;
+                        g_assert_cmpuint(depth, ==, (unsigned) st.seccomp_filters);
+                        g_assert_cmpuint(t->filter_count, ==, (unsigned) st.seccomp_filters);
+                }
+}
+
+static void assert_inferred(const Forest *f) {
+        g_assert_cmpstr(f->backend, ==, "ptrace");
+        g_assert_cmpint(f->identity, ==, IDENTITY_INFERRED);
+        for (size_t i = 0; i < f->n_filters; i++)
+                g_assert_cmpint(f->filters[i]->identity, ==, IDENTITY_INFERRED);
+}
+
+static void assert_scan_matches(const Forest *f, const Scenario *s) {
+        tests_assert_forest_matches(f, s, false);
+        assert_inferred(f);
+        assert_depths(f);
+        assert_scenario_running(s);
+}
+
+static bool unreadable_has(const UnreadableTask *bad, size_t n, pid_t tid, int *ret_error) {
+        for (size_t i = 0; i < n; i++)
+                if (bad[i].tid == tid) {
+                        if (ret_error)
+                                *ret_error = bad[i].error;
+                        return true;
+                }
+        return false;
+}
+
+static void test_chain(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        install_errno(s, a, __NR_uname, EPERM, 0, 0);
+        install_errno(s, a, __NR_getcwd, EACCES, 1, SECCOMP_FILTER_FLAG_LOG);
+        ScenarioTask b = fork_task(s, a);
+        /* b's own filter is byte-identical to a's newest one (same bytes, same LOG flag) */
+        install_errno(s, b, __NR_getcwd, EACCES, 1, SECCOMP_FILTER_FLAG_LOG);
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = scenario_filter_errno(insns, __NR_sync, ENOSYS, 2);
+        g_assert_cmpint(scenario_install_prctl(s, b, insns, n), >=, 0);
+
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, &bad, &n_bad);
+        assert_scan_matches(f, s);
+        g_assert_cmpuint(n_bad, ==, 0);
+
+        pid_t ta = tid_of(s, a), tb = tid_of(s, b);
+        g_assert_true(filter_at(f, ta, 2)->log);
+        g_assert_false(filter_at(f, ta, 1)->log);
+        g_assert_true(filter_at(f, tb, 3)->log);
+        g_assert_false(filter_at(f, tb, 4)->log);
+        /* inherited filters are one node; b's copy of a's newest filter is not a's */
+        g_assert_true(filter_at(f, ta, 1) == filter_at(f, tb, 1));
+        g_assert_true(filter_at(f, ta, 2) == filter_at(f, tb, 2));
+        g_assert_true(filter_at(f, tb, 3) != filter_at(f, ta, 2));
+        g_assert_cmpuint(f->n_filters, ==, 4);
+        /* the scenario root and its unfiltered tasks are reported in a subtree scan */
+        const Task *root = forest_find_task(f, scenario_root_pid(s), NULL);
+        g_assert_nonnull(root);
+        g_assert_cmpint(root->mode, ==, TASK_MODE_DISABLED);
+        Process *pb = forest_find_process(f, scenario_task(s, b)->tgid);
+        g_assert_nonnull(pb);
+        g_assert_cmpint(pb->ppid, ==, scenario_task(s, a)->tgid);
+        g_assert_nonnull(pb->exe);
+        g_assert_nonnull(pb->argv);
+}
+
+static void test_siblings(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask p = fork_task(s, scenario_root(s));
+        install_errno(s, p, __NR_uname, EPERM, 0, 0);
+        ScenarioTask s1 = fork_task(s, p), s2 = fork_task(s, p);
+        install_errno(s, s1, __NR_getcwd, EPERM, 0, 0);
+        install_errno(s, s2, __NR_getcwd, EPERM, 0, 0); /* byte-identical to s1's */
+        ScenarioTask g = fork_task(s, s1);
+
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
+        assert_scan_matches(f, s);
+
+        pid_t tp = tid_of(s, p), t1 = tid_of(s, s1), t2 = tid_of(s, s2), tg = tid_of(s, g);
+        g_assert_true(filter_at(f, t1, 1) == head_of(f, tp));
+        g_assert_true(filter_at(f, t2, 1) == head_of(f, tp));
+        g_assert_true(head_of(f, t1) != head_of(f, t2)); /* siblings' private tops stay apart */
+        g_assert_true(head_of(f, tg) == head_of(f, t1)); /* but a descendant shares its ancestor's */
+        g_assert_cmpuint(f->n_filters, ==, 3);
+}
+
+static void test_threads(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        install_errno(s, a, __NR_uname, EPERM, 0, 0);
+        ScenarioTask t1 = thread_task(s, a), t2 = thread_task(s, a);
+        install_errno(s, t1, __NR_getcwd, EPERM, 0, SECCOMP_FILTER_FLAG_TSYNC);
+        install_errno(s, t2, __NR_sync, EPERM, 0, 0); /* private to t2 */
+        ScenarioTask t3 = thread_task(s, t2);           /* inherits t2's chain */
+
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
+        assert_scan_matches(f, s);
+
+        pid_t ta = tid_of(s, a);
+        const Filter *tsynced = head_of(f, ta);
+        g_assert_true(head_of(f, tid_of(s, t1)) == tsynced);
+        g_assert_true(head_of(f, tid_of(s, t2))->parent == tsynced);
+        g_assert_true(head_of(f, tid_of(s, t3)) == head_of(f, tid_of(s, t2)));
+        g_assert_cmpuint(f->n_filters, ==, 3);
+        Process *pa = forest_find_process(f, scenario_task(s, a)->tgid);
+        g_assert_cmpuint(pa->n_threads, ==, 4);
+}
+
+static void test_strict(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        ScenarioTask b = fork_task(s, scenario_root(s));
+        install_errno(s, b, __NR_uname, EPERM, 0, 0);
+        g_assert_cmpint(scenario_strict(s, a), >=, 0);
+
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, &bad, &n_bad);
+        assert_scan_matches(f, s);
+        const Task *t = forest_find_task(f, tid_of(s, a), NULL);
+        g_assert_cmpint(t->mode, ==, TASK_MODE_STRICT);
+        g_assert_null(t->filter);
+        g_assert_false(unreadable_has(bad, n_bad, tid_of(s, a), NULL));
+}
+
+static void test_exec(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        install_errno(s, a, __NR_uname, EPERM, 0, SECCOMP_FILTER_FLAG_LOG);
+        ScenarioTask b = fork_task(s, a);
+        install_errno(s, b, __NR_getcwd, EPERM, 0, 0);
+        g_assert_cmpint(scenario_exec_sleep(s, b), >=, 0);
+
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
+        assert_scan_matches(f, s);
+        g_assert_true(filter_at(f, tid_of(s, b), 1) == head_of(f, tid_of(s, a)));
+        Process *pb = forest_find_process(f, scenario_task(s, b)->tgid);
+        g_assert_cmpstr(pb->comm, ==, "sleep");
+}
+
+/* M installs a base filter, forks O1 and O2 that each add a byte-identical top, and exits: the
+ * orphans are reparented to the scenario root, which has no filters. Documented choice: with the
+ * common parent gone nothing relates O1 and O2, so their bases are two inferred nodes. */
+static void test_orphans(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask m = fork_task(s, scenario_root(s));
+        install_errno(s, m, __NR_uname, EPERM, 0, 0);
+        ScenarioTask o1 = fork_task(s, m), o2 = fork_task(s, m);
+        install_errno(s, o1, __NR_getcwd, EPERM, 0, 0);
+        install_errno(s, o2, __NR_getcwd, EPERM, 0, 0);
+        ScenarioTask c = fork_task(s, o1);
+        g_assert_cmpint(scenario_exit(s, m), ==, 0);
+
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
+        assert_scan_matches(f, s);
+
+        pid_t root = scenario_root_pid(s);
+        Process *p1 = forest_find_process(f, scenario_task(s, o1)->tgid);
+        g_assert_nonnull(p1);
+        g_assert_cmpint(p1->ppid, ==, root);
+        g_assert_null(forest_find_process(f, scenario_task(s, m)->tgid));
+        g_assert_true(filter_at(f, tid_of(s, o1), 1) != filter_at(f, tid_of(s, o2), 1));
+        g_assert_true(head_of(f, tid_of(s, c)) == head_of(f, tid_of(s, o1)));
+        g_assert_cmpuint(f->n_filters, ==, 4);
+}
+
+static int seize_and_hold(pid_t tid) {
+        if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Detach from a task we seized but never stopped: stop it, then detach. */
+static void release(pid_t tid) {
+        g_assert_cmpint(ptrace(PTRACE_INTERRUPT, tid, NULL, NULL), ==, 0);
+        siginfo_t si = {};
+        g_assert_cmpint(waitid(P_PID, tid, &si, WSTOPPED | __WALL), ==, 0);
+        g_assert_cmpint(ptrace(PTRACE_DETACH, tid, NULL, NULL), ==, 0);
+}
+
+static void test_traced(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        int node = install_errno(s, a, __NR_uname, EPERM, 0, 0);
+        ScenarioTask t = thread_task(s, a);
+        pid_t ta = tid_of(s, a), tt = tid_of(s, t);
+        g_assert_cmpint(seize_and_hold(ta), ==, 0);
+
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, &bad, &n_bad);
+
+        int error = 0;
+        g_assert_true(unreadable_has(bad, n_bad, ta, &error));
+        g_assert_true(error == -EPERM || error == -EBUSY);
+        g_assert_false(unreadable_has(bad, n_bad, tt, NULL));
+        g_assert_null(forest_find_task(f, ta, NULL)); /* not guessed */
+        const Task *other = forest_find_task(f, tt, NULL);
+        g_assert_nonnull(other);
+        g_assert_cmpuint(other->filter->depth, ==, 1);
+        g_assert_true(prog_equal(other->filter->insns, other->filter->len, scenario_node(s, node)->insns,
+                                 scenario_node(s, node)->len));
+        assert_inferred(f);
+        assert_running(tt);
+
+        /* still ours, untouched by the scan */
+        ProcStatus st;
+        g_assert_cmpint(proc_read_status(ta, &st), ==, 0);
+        g_assert_cmpint(st.tracer_pid, ==, getpid());
+        release(ta);
+        assert_running(ta);
+}
+
+static char task_state(pid_t tid, pid_t *ret_tracer) {
+        ProcStatus st;
+        if (proc_read_status(tid, &st) < 0)
+                return 0;
+        if (ret_tracer)
+                *ret_tracer = st.tracer_pid;
+        return st.state;
+}
+
+static pid_t first_child_of(pid_t pid) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", pid, pid);
+        g_autofree char *text = NULL;
+        if (!g_file_get_contents(path, &text, NULL, NULL))
+                return 0;
+        return (pid_t) strtol(text, NULL, 10);
+}
+
+/* A task in a group stop (SIGSTOP) before the scan is read, and is left in that group stop. */
+static void test_group_stopped(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        install_errno(s, a, __NR_uname, EPERM, 0, 0);
+        pid_t ta = tid_of(s, a);
+        g_assert_cmpint(kill(ta, SIGSTOP), ==, 0);
+        for (int i = 0; i < 1000 && task_state(ta, NULL) != 'T'; i++)
+                usleep(1000);
+        g_assert_cmpint(task_state(ta, NULL), ==, 'T');
+
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
+        tests_assert_forest_matches(f, s, false);
+
+        pid_t tracer = -1;
+        g_assert_cmpint(task_state(ta, &tracer), ==, 'T'); /* stopped as before, not ptrace-stopped */
+        g_assert_cmpint(tracer, ==, 0);
+        g_assert_cmpint(kill(ta, SIGCONT), ==, 0);
+        char state = 0;
+        for (int i = 0; i < 1000 && (state = task_state(ta, NULL)) == 'T'; i++)
+                usleep(1000);
+        assert_running(ta);
+}
+
+/* A vfork parent waits killably for its child and cannot be stopped by PTRACE_INTERRUPT: the scan
+ * must give it up (-ETIMEDOUT), leave it neither stopped nor traced, and go on with the others. */
+static void test_unstoppable(void) {
+        if (!tests_require_root())
+                return;
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = scenario_filter_errno(insns, __NR_uname, EPERM, 0);
+        struct sock_fprog prog = { .len = (unsigned short) n, .filter = insns };
+
+        pid_t x = fork();
+        g_assert_cmpint(x, >=, 0);
+        if (x == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                        _exit(1);
+                if (vfork() == 0) {
+                        struct timespec ts = { .tv_sec = 2 };
+                        nanosleep(&ts, NULL);
+                        _exit(0);
+                }
+                for (;;)
+                        pause();
+        }
+        pid_t child = 0;
+        for (int i = 0; i < 1000 && !(task_state(x, NULL) == 'D' && (child = first_child_of(x)) > 0); i++)
+                usleep(1000);
+        g_assert_cmpint(task_state(x, NULL), ==, 'D');
+        g_assert_cmpint(child, >, 0);
+
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        opts.root = x;
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        _cleanup_(forest_freep) Forest *f = scan_opts(&opts, &bad, &n_bad);
+
+        int error = 0;
+        g_assert_true(unreadable_has(bad, n_bad, x, &error));
+        g_assert_cmpint(error, ==, -ETIMEDOUT);
+        g_assert_null(forest_find_task(f, x, NULL));
+        const Task *c = forest_find_task(f, child, NULL); /* dumped by the next tracer thread */
+        g_assert_nonnull(c);
+        g_assert_cmpuint(c->filter->depth, ==, 1);
+        g_assert_true(prog_equal(c->filter->insns, c->filter->len, insns, n));
+        assert_running(child);
+
+        pid_t tracer = -1;
+        task_state(x, &tracer);
+        g_assert_cmpint(tracer, ==, 0);
+        char state = 0;
+        for (int i = 0; i < 5000 && (state = task_state(x, NULL)) == 'D'; i++)
+                usleep(1000);
+        g_assert_cmpint(state, ==, 'S'); /* back in pause(), not stopped */
+        assert_running(x);
+        kill(x, SIGKILL);
+        g_assert_cmpint(waitpid(x, NULL, 0), ==, x);
+}
+
+static void *pause_forever(void *arg) {
+        for (;;)
+                pause();
+        return NULL;
+}
+
+/* A process whose leader exited (a zombie) while another thread lives on is reported with the live
+ * thread only. */
+static void test_zombie_leader(void) {
+        if (!tests_require_root())
+                return;
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = scenario_filter_errno(insns, __NR_uname, EPERM, 0);
+        struct sock_fprog prog = { .len = (unsigned short) n, .filter = insns };
+
+        pid_t x = fork();
+        g_assert_cmpint(x, >=, 0);
+        if (x == 0) {
+                pthread_t thread;
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 ||
+                    pthread_create(&thread, NULL, pause_forever, NULL) != 0)
+                        _exit(1);
+                syscall(SYS_exit, 0); /* the leader alone */
+        }
+        for (int i = 0; i < 1000 && task_state(x, NULL) != 'Z'; i++)
+                usleep(1000);
+        g_assert_cmpint(task_state(x, NULL), ==, 'Z');
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n_tids = 0;
+        g_assert_cmpint(proc_list_threads(x, &tids, &n_tids), ==, 0);
+        g_assert_cmpuint(n_tids, ==, 2);
+        pid_t live = tids[0] == x ? tids[1] : tids[0];
+
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        opts.root = x;
+        _cleanup_(forest_freep) Forest *f = scan_opts(&opts, NULL, NULL);
+        const Process *p = forest_find_process(f, x);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_threads, ==, 1);
+        g_assert_cmpint(p->threads[0].tid, ==, live);
+        g_assert_cmpuint(p->threads[0].filter->depth, ==, 1);
+        g_assert_true(prog_equal(p->threads[0].filter->insns, p->threads[0].filter->len, insns, n));
+        assert_running(live);
+        kill(x, SIGKILL);
+        g_assert_cmpint(waitpid(x, NULL, 0), ==, x);
+}
+
+static const Listener *listener_held_by(const Forest *f, pid_t pid, int fd) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                for (size_t j = 0; j < f->listeners[i]->n_holders; j++)
+                        if (f->listeners[i]->holders[j].pid == pid && f->listeners[i]->holders[j].fd == fd)
+                                return f->listeners[i];
+        return NULL;
+}
+
+static void test_listeners(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = filter_notify(insns, __NR_uname);
+
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        ScenarioTask b = fork_task(s, scenario_root(s)); /* a supervisor, not under any filter */
+        ScenarioTask c = fork_task(s, scenario_root(s));
+        int na = scenario_install(s, a, insns, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(na, >=, 0);
+        install_errno(s, a, __NR_getcwd, EPERM, 0, 0); /* a newer filter that cannot notify */
+        int nc = scenario_install(s, c, insns, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(nc, >=, 0);
+        int fd_b = scenario_share_listener(s, na, b);
+        g_assert_cmpint(fd_b, >=, 0);
+
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
+        assert_scan_matches(f, s);
+
+        pid_t pa = scenario_task(s, a)->tgid, pb = scenario_task(s, b)->tgid, pc = scenario_task(s, c)->tgid;
+        const Listener *la = listener_held_by(f, pa, scenario_node(s, na)->listener_fd);
+        const Listener *lb = listener_held_by(f, pb, fd_b);
+        const Listener *lc = listener_held_by(f, pc, scenario_node(s, nc)->listener_fd);
+        g_assert_nonnull(la);
+        g_assert_nonnull(lc);
+        g_assert_true(la == lb);        /* two holders of one listener: one Listener */
+        g_assert_true(la != lc);        /* two listeners apart */
+        g_assert_cmpuint(la->n_holders, ==, 2);
+        g_assert_cmpuint(lc->n_holders, ==, 1);
+        g_assert_cmpuint(f->n_listeners, ==, 2);
+        g_assert_cmpint(la->identity, ==, IDENTITY_INFERRED);
+        g_assert_cmpuint(la->filter_id, ==, filter_at(f, tid_of(s, a), 1)->id);
+        g_assert_cmpuint(lc->filter_id, ==, head_of(f, tid_of(s, c))->id);
+        g_assert_true(filter_at(f, tid_of(s, a), 1)->has_listener);
+
+        /* a second collection finds nothing new */
+        g_assert_cmpint(listeners_collect(f), ==, 0);
+        g_assert_cmpuint(f->n_listeners, ==, 2);
+        g_assert_cmpuint(la->n_holders, ==, 2);
+}
+
+static void add_process_with_thread(Forest *f, pid_t pid, uint64_t filter_id) {
+        Process *p;
+        Task *t;
+        g_assert_cmpint(forest_add_process(f, pid, &p), ==, 0);
+        g_assert_cmpint(process_add_thread(p, pid, &t), ==, 0);
+        t->mode = filter_id ? TASK_MODE_FILTER : TASK_MODE_DISABLED;
+        t->filter_id = filter_id;
+}
+
+/* An exact forest (as the bpf backend makes it) keeps its listeners and their filters; holders
+ * kcmp finds join them, and a listener fd the backend did not report gets an inferred link. */
+static void test_listeners_exact(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = filter_notify(insns, __NR_uname);
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        ScenarioTask b = fork_task(s, scenario_root(s));
+        ScenarioTask c = fork_task(s, scenario_root(s));
+        int na = scenario_install(s, a, insns, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        int nc = scenario_install(s, c, insns, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(na, >=, 0);
+        g_assert_cmpint(nc, >=, 0);
+        int fd_b = scenario_share_listener(s, na, b);
+        g_assert_cmpint(fd_b, >=, 0);
+        pid_t pa = scenario_task(s, a)->tgid, pb = scenario_task(s, b)->tgid, pc = scenario_task(s, c)->tgid;
+
+        _cleanup_(forest_freep) Forest *f = forest_new();
+        Filter *fa, *fc;
+        Listener *l;
+        g_assert_cmpint(forest_add_filter(f, 7, 0, insns, n, &fa), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 8, 0, insns, n, &fc), ==, 0);
+        fa->has_listener = fc->has_listener = true;
+        add_process_with_thread(f, pa, 7);
+        add_process_with_thread(f, pb, 0);
+        add_process_with_thread(f, pc, 8);
+        g_assert_cmpint(forest_add_listener(f, 3, 7, &l), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, pa, scenario_node(s, na)->listener_fd), ==, 0);
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+
+        g_assert_cmpint(listeners_collect(f), ==, 0);
+        g_assert_true(f->linked);
+        g_assert_cmpuint(f->n_listeners, ==, 2);
+        const Listener *la = listener_held_by(f, pa, scenario_node(s, na)->listener_fd);
+        g_assert_nonnull(la);
+        g_assert_cmpuint(la->id, ==, 3);
+        g_assert_cmpuint(la->filter_id, ==, 7);
+        g_assert_cmpint(la->identity, ==, IDENTITY_EXACT);
+        g_assert_true(listener_held_by(f, pb, fd_b) == la);
+        const Listener *lc = listener_held_by(f, pc, scenario_node(s, nc)->listener_fd);
+        g_assert_nonnull(lc);
+        g_assert_cmpuint(lc->id, ==, 4);
+        g_assert_cmpuint(lc->filter_id, ==, 8);
+        g_assert_cmpint(lc->identity, ==, IDENTITY_INFERRED);
+}
+
+static bool forest_has_pid(const Forest *f, pid_t pid) {
+        return forest_find_process(f, pid) != NULL;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static size_t count_filter_tasks(const Forest *f) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++)
+                        n += f->processes[i]->threads[j].mode == TASK_MODE_FILTER;
+        return n;
+}
+
+/* Whole machine: filtered scenario processes are in, unfiltered ones are not. */
+static void test_machine(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        ScenarioTask b = fork_task(s, scenario_root(s));
+        install_errno(s, a, __NR_uname, EPERM, 0, 0);
+        ScenarioTask t = thread_task(s, b);
+        install_errno(s, t, __NR_uname, EPERM, 0, 0); /* b's leader stays disabled */
+
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        uint64_t start = now_usec();
+        _cleanup_(forest_freep) Forest *f = scan_opts(&opts, &bad, &n_bad);
+        uint64_t elapsed = now_usec() - start;
+        size_t n_tasks = count_filter_tasks(f);
+        g_test_message("whole machine: %zu processes, %zu filter tasks, %zu unreadable, whole pass %" PRIu64 " us",
+                       f->n_processes, n_tasks, n_bad, elapsed);
+
+        g_assert_true(forest_has_pid(f, scenario_task(s, a)->tgid));
+        g_assert_true(forest_has_pid(f, scenario_task(s, b)->tgid));
+        g_assert_false(forest_has_pid(f, scenario_root_pid(s)));
+        /* a process with one filtered thread is reported with all of its threads */
+        const Task *leader = forest_find_task(f, tid_of(s, b), NULL);
+        g_assert_nonnull(leader);
+        g_assert_cmpint(leader->mode, ==, TASK_MODE_DISABLED);
+        g_assert_nonnull(forest_find_task(f, tid_of(s, t), NULL));
+        assert_inferred(f);
+        assert_scenario_running(s);
+}
+
+/* Many tasks: the stop window per task, printed (not asserted). */
+static void test_many(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask p = fork_task(s, scenario_root(s));
+        install_errno(s, p, __NR_uname, EPERM, 0, 0);
+        for (int i = 0; i < 100; i++) {
+                ScenarioTask c = fork_task(s, p);
+                install_errno(s, c, __NR_getcwd, EPERM, (size_t) (i % 4), 0);
+                if (i % 10 == 0)
+                        thread_task(s, c);
+        }
+
+        uint64_t start = now_usec();
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
+        uint64_t elapsed = now_usec() - start;
+        size_t n_tasks = count_filter_tasks(f);
+        g_test_message("subtree: %zu filter tasks, whole pass %" PRIu64 " us (%.1f us per filter task; "
+                       "SECTREE_DEBUG=1 shows the dump phase alone)",
+                       n_tasks, elapsed, (double) elapsed / n_tasks);
+        assert_scan_matches(f, s);
+        g_assert_cmpuint(f->n_filters, ==, 101);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        if (getenv("SECTREE_DEBUG"))
+                log_set_max_level(LOG_LEVEL_DEBUG);
+        g_test_add_func("/scan-ptrace/chain", test_chain);
+        g_test_add_func("/scan-ptrace/siblings", test_siblings);
+        g_test_add_func("/scan-ptrace/threads", test_threads);
+        g_test_add_func("/scan-ptrace/strict", test_strict);
+        g_test_add_func("/scan-ptrace/exec", test_exec);
+        g_test_add_func("/scan-ptrace/orphans", test_orphans);
+        g_test_add_func("/scan-ptrace/traced", test_traced);
+        g_test_add_func("/scan-ptrace/group-stopped", test_group_stopped);
+        g_test_add_func("/scan-ptrace/unstoppable", test_unstoppable);
+        g_test_add_func("/scan-ptrace/zombie-leader", test_zombie_leader);
+        g_test_add_func("/scan-ptrace/listeners", test_listeners);
+        g_test_add_func("/scan-ptrace/listeners-exact", test_listeners_exact);
+        g_test_add_func("/scan-ptrace/machine", test_machine);
+        g_test_add_func("/scan-ptrace/many", test_many);
+        return g_test_run();
+}

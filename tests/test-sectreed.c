@@ -1,3 +1,222 @@
+/* test-sectreed.c: `sectreed scan` end to end: JSON and tree output on a real scenario, no kernel
+ * address anywhere in either, and clear errors for bad usage */
+#include <jansson.h>
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
+
 #include "tests-util.h"
-static void test_stub(void) { g_test_skip("not written yet"); }
-int main(int argc, char **argv) { g_test_init(&argc, &argv, NULL); g_test_add_func("/stub", test_stub); return g_test_run(); }
+
+#define KERNEL_SPACE_START 0xffff800000000000ULL
+
+static const char *sectreed(void) {
+        const char *p = g_getenv("SECTREED");
+        g_assert_nonnull(p);
+        return p;
+}
+
+/* root: filter A; child c1: A <- B (LOG, NEW_LISTENER, shared with c2); c1 thread; c2: A; the
+ * middle process m exits so its child o is reparented to root. */
+static Scenario *build(int *ret_b) {
+        Scenario *s;
+        struct sock_filter a[16], b[16], c[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0);
+        size_t nb = scenario_filter_errno(b, SYS_getpriority, 2, 1);
+        size_t nc = scenario_filter_errno(c, SYS_syslog, 3, 2);
+        b[nb - 3].k = SECCOMP_RET_USER_NOTIF;
+
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask root = scenario_root(s);
+        g_assert_cmpint(scenario_no_new_privs(s, root), ==, 0);
+        g_assert_cmpint(scenario_install(s, root, a, na, 0), >=, 0);
+        ScenarioTask c1 = scenario_fork(s, root), c2 = scenario_fork(s, root);
+        int nb_node = scenario_install(s, c1, b, nb, SECCOMP_FILTER_FLAG_LOG | SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(nb_node, >=, 0);
+        g_assert_cmpint(scenario_thread(s, c1), >, 0);
+        g_assert_cmpint(scenario_share_listener(s, nb_node, c2), >=, 0);
+        ScenarioTask m = scenario_fork(s, c2);
+        ScenarioTask o = scenario_fork(s, m);
+        g_assert_cmpint(scenario_install(s, o, c, nc, 0), >=, 0);
+        g_assert_cmpint(scenario_exit(s, m), ==, 0);
+        *ret_b = nb_node;
+        return s;
+}
+
+static char *run_scan(const char *backend, const char *format, pid_t root, int *ret_status, char **ret_err) {
+        g_autofree char *b = g_strdup_printf("--backend=%s", backend), *f = g_strdup_printf("--format=%s", format);
+        g_autofree char *r = g_strdup_printf("--root=%d", root);
+        char *argv[] = { (char *) sectreed(), (char *) "scan", b, f, root ? r : NULL, NULL };
+        char *out = NULL;
+        *ret_status = tests_run_capture(argv, &out, ret_err);
+        return out;
+}
+
+static void assert_no_address_in_json(json_t *v, const char *where) {
+        switch (json_typeof(v)) {
+        case JSON_OBJECT: {
+                const char *k;
+                json_t *x;
+                json_object_foreach(v, k, x) assert_no_address_in_json(x, k);
+                break;
+        }
+        case JSON_ARRAY: {
+                size_t i;
+                json_t *x;
+                json_array_foreach(v, i, x) assert_no_address_in_json(x, where);
+                break;
+        }
+        case JSON_INTEGER:
+                if ((uint64_t) json_integer_value(v) >= KERNEL_SPACE_START || json_integer_value(v) < -1)
+                        g_error("field %s holds %" JSON_INTEGER_FORMAT ", which looks like a kernel address", where,
+                                json_integer_value(v));
+                break;
+        default:
+                break;
+        }
+}
+
+/* Hex words of 12+ digits starting like a kernel address, or decimals of 17+ digits. */
+static void assert_no_address_in_text(const char *text) {
+        g_autoptr(GRegex) hex = g_regex_new("(0x)?ffff[89a-f][0-9a-f]{11}", G_REGEX_CASELESS, 0, NULL);
+        g_autoptr(GRegex) dec = g_regex_new("\\b1[0-9]{16,}\\b", 0, 0, NULL);
+        g_autoptr(GMatchInfo) mi = NULL;
+        if (g_regex_match(hex, text, 0, &mi))
+                g_error("output contains %s, which looks like a kernel address", g_match_info_fetch(mi, 0));
+        g_clear_pointer(&mi, g_match_info_free);
+        if (g_regex_match(dec, text, 0, &mi))
+                g_error("output contains %s, which looks like a kernel address", g_match_info_fetch(mi, 0));
+}
+
+static json_t *find_process(json_t *doc, pid_t pid) {
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(doc, "processes"), i, p) if (json_integer_value(json_object_get(p, "pid")) == pid) return p;
+        return NULL;
+}
+
+static void assert_json_matches(json_t *doc, const Scenario *s, int listener_node, bool exact) {
+        json_t *filters = json_object_get(doc, "filters");
+        size_t i;
+        json_t *flt;
+        /* ids 1..n, parents first */
+        json_array_foreach(filters, i, flt) {
+                g_assert_cmpint(json_integer_value(json_object_get(flt, "id")), ==, (json_int_t) i + 1);
+                json_t *parent = json_object_get(flt, "parent");
+                g_assert_true(json_is_null(parent) || json_integer_value(parent) < (json_int_t) i + 1);
+                g_assert_cmpint(json_integer_value(json_object_get(flt, "length")), ==,
+                                json_array_size(json_object_get(flt, "program")));
+                g_assert_cmpstr(json_string_value(json_object_get(flt, "identity")), ==, exact ? "exact" : "inferred");
+        }
+        /* 3 filters built, all reachable */
+        g_assert_cmpuint(json_array_size(filters), ==, 3);
+        for (size_t t = 0; t < scenario_n_tasks(s); t++) {
+                const ScenarioTaskInfo *info = scenario_task(s, (ScenarioTask) t);
+                if (!info->alive)
+                        continue;
+                json_t *p = find_process(doc, info->tgid);
+                if (!p)
+                        g_error("process %d missing from the JSON", info->tgid);
+                g_assert_cmpint(json_integer_value(json_object_get(p, "ppid")), ==, info->ppid);
+                g_assert_true(json_is_true(json_object_get(p, "no_new_privs"))); /* set on root, inherited */
+        }
+        const ScenarioNode *ln = scenario_node(s, listener_node);
+        json_t *listeners = json_object_get(doc, "listeners");
+        if (exact) {
+                g_assert_cmpuint(json_array_size(listeners), ==, 1);
+                json_t *l = json_array_get(listeners, 0);
+                /* c1 installed it, c2 was given it, and o inherited c2's fd through m */
+                g_assert_cmpuint(json_array_size(json_object_get(l, "holders")), ==, 3);
+                json_t *lf = json_array_get(filters, json_integer_value(json_object_get(l, "filter")) - 1);
+                g_assert_cmpint(json_integer_value(json_object_get(lf, "length")), ==, ln->len);
+                g_assert_true(json_is_true(json_object_get(lf, "log")));
+        }
+}
+
+static void scan_json(const char *backend, bool exact) {
+        if (!tests_require_root())
+                return;
+        tests_ensure_tracefs();
+        int listener_node, status;
+        Scenario *s = build(&listener_node);
+        g_autofree char *err = NULL;
+        g_autofree char *out = run_scan(backend, "json", scenario_root_pid(s), &status, &err);
+        if (status != 0)
+                g_error("sectreed scan --backend=%s failed (%d): %s", backend, status, err);
+        json_error_t e;
+        json_t *doc = json_loads(out, 0, &e);
+        if (!doc)
+                g_error("invalid JSON from sectreed: %s", e.text);
+        g_assert_cmpint(json_integer_value(json_object_get(doc, "root")), ==, scenario_root_pid(s));
+        g_assert_cmpstr(json_string_value(json_object_get(json_object_get(doc, "source"), "backend")), ==, backend);
+        assert_json_matches(doc, s, listener_node, exact);
+        assert_no_address_in_json(doc, "(top)");
+        assert_no_address_in_text(out);
+        json_decref(doc);
+        scenario_free(s);
+}
+
+static void test_json_bpf(void) {
+        scan_json("bpf", true);
+}
+
+static void test_json_ptrace(void) {
+        scan_json("ptrace", false);
+}
+
+static void scan_tree(const char *backend, pid_t root) {
+        int status;
+        g_autofree char *err = NULL;
+        g_autofree char *out = run_scan(backend, "tree", root, &status, &err);
+        if (status != 0)
+                g_error("sectreed scan --backend=%s --format=tree failed (%d): %s", backend, status, err);
+        g_assert_nonnull(strstr(out, "Seccomp filter forest of"));
+        assert_no_address_in_text(out);
+}
+
+static void test_tree(void) {
+        if (!tests_require_root())
+                return;
+        tests_ensure_tracefs();
+        int listener_node;
+        Scenario *s = build(&listener_node);
+        /* the scenario's subtree and the whole machine, both backends */
+        scan_tree("bpf", scenario_root_pid(s));
+        scan_tree("bpf", 0);
+        scan_tree("ptrace", scenario_root_pid(s));
+        scan_tree("ptrace", 0);
+        scenario_free(s);
+}
+
+static void assert_usage_error(char **args, int want_status, const char *want_message) {
+        g_autofree char *out = NULL, *err = NULL;
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_ptr_array_add(argv, (char *) sectreed());
+        for (char **a = args; *a; a++)
+                g_ptr_array_add(argv, *a);
+        g_ptr_array_add(argv, NULL);
+        int status = tests_run_capture((char **) argv->pdata, &out, &err);
+        g_assert_cmpint(status, ==, want_status);
+        if (!strstr(err, want_message))
+                g_error("expected '%s' in stderr, got: %s", want_message, err);
+}
+
+static void test_usage(void) {
+        assert_usage_error((char *[]) { "scan", "--backend=kcmp", NULL }, 2, "Unknown --backend=kcmp");
+        assert_usage_error((char *[]) { "scan", "--format=xml", NULL }, 2, "Unknown --format=xml");
+        assert_usage_error((char *[]) { "scan", "--root=abc", NULL }, 2, "Invalid --root=abc");
+        assert_usage_error((char *[]) { "scan", "--root=999999999", NULL }, 2, "no such process");
+        assert_usage_error((char *[]) { "frobnicate", NULL }, 2, "Unknown verb 'frobnicate'");
+        assert_usage_error((char *[]) { NULL }, 2, "No verb given");
+        g_autofree char *out = NULL;
+        char *argv[] = { (char *) sectreed(), (char *) "--help", NULL };
+        g_assert_cmpint(tests_run_capture(argv, &out, NULL), ==, 0);
+        g_assert_nonnull(strstr(out, "--backend=BACKEND"));
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/sectreed/usage", test_usage);
+        g_test_add_func("/sectreed/json-bpf", test_json_bpf);
+        g_test_add_func("/sectreed/json-ptrace", test_json_ptrace);
+        g_test_add_func("/sectreed/tree", test_tree);
+        return g_test_run();
+}

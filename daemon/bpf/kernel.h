@@ -1,1 +1,154 @@
-/* kernel.h: stub */
+/* kernel.h: the few kernel structures the BPF programs read, relocated with CO-RE (no vmlinux.h) */
+#pragma once
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <linux/filter.h>
+
+/* Only the fields that are read are declared; libbpf matches them by name against the running
+ * kernel's BTF, so their order and the missing members do not matter. */
+#define __kernel_struct __attribute__((preserve_access_index))
+
+typedef struct {
+        int counter;
+} atomic_t;
+
+struct refcount_struct {
+        atomic_t refs;
+} __kernel_struct;
+typedef struct refcount_struct refcount_t;
+
+typedef struct {
+        __u32 val;
+} kuid_t;
+
+typedef struct {
+        __u32 val;
+} kgid_t;
+
+struct cred {
+        kuid_t uid;
+        kgid_t gid;
+} __kernel_struct;
+
+struct sock_fprog_kern {
+        __u16 len;
+        struct sock_filter *filter;
+} __kernel_struct;
+
+struct bpf_prog {
+        struct sock_fprog_kern *orig_prog;
+} __kernel_struct;
+
+struct notification;
+
+struct seccomp_filter {
+        refcount_t refs;
+        refcount_t users;
+        _Bool log;
+        _Bool wait_killable_recv;
+        struct seccomp_filter *prev;
+        struct bpf_prog *prog;
+        struct notification *notif;
+} __kernel_struct;
+
+struct seccomp {
+        int mode;
+        atomic_t filter_count;
+        struct seccomp_filter *filter;
+} __kernel_struct;
+
+struct signal_struct {
+        int nr_threads;
+} __kernel_struct;
+
+struct task_struct {
+        unsigned int flags;
+        int exit_state;
+        unsigned long atomic_flags;
+        int pid;
+        int tgid;
+        struct task_struct *real_parent;
+        struct task_struct *group_leader;
+        __u64 start_boottime;
+        const struct cred *real_cred;
+        char comm[16];
+        struct signal_struct *signal;
+        struct seccomp seccomp;
+} __kernel_struct;
+
+struct qstr {
+        __u32 len;
+        const unsigned char *name;
+} __kernel_struct;
+
+struct super_block {
+        unsigned long s_magic;
+} __kernel_struct;
+
+struct dentry {
+        struct qstr d_name;
+} __kernel_struct;
+
+struct path {
+        struct dentry *dentry;
+} __kernel_struct;
+
+struct inode {
+        struct super_block *i_sb;
+} __kernel_struct;
+
+struct file {
+        struct path f_path;
+        struct inode *f_inode;
+        void *private_data;
+} __kernel_struct;
+
+/* Iterator contexts (layout fixed by the kernel's DEFINE_BPF_ITER_FUNC: one 8-byte slot each). */
+struct bpf_iter_meta;
+
+struct bpf_iter__task {
+        union {
+                struct bpf_iter_meta *meta;
+                __u64 :64;
+        };
+        union {
+                struct task_struct *task;
+                __u64 :64;
+        };
+};
+
+struct bpf_iter__task_file {
+        union {
+                struct bpf_iter_meta *meta;
+                __u64 :64;
+        };
+        union {
+                struct task_struct *task;
+                __u64 :64;
+        };
+        __u32 fd __attribute__((aligned(8)));
+        union {
+                struct file *file;
+                __u64 :64;
+        };
+};
+
+/* Tracepoint contexts of syscalls/sys_enter_* and sys_exit_* (see their tracefs "format"). */
+struct syscall_enter_ctx {
+        __u64 common;
+        __s64 syscall_nr;
+        __u64 args[6];
+};
+
+struct syscall_exit_ctx {
+        __u64 common;
+        __s64 syscall_nr;
+        __s64 ret;
+};
+
+/* Constants of the kernel this relies on. */
+#define PF_EXITING 0x00000004
+#define PFA_NO_NEW_PRIVS 0
+#define ANON_INODE_FS_MAGIC 0x09041934
+#define SECCOMP_NOTIFY_NAME "seccomp notify"

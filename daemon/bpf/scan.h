@@ -1,2 +1,87 @@
-/* scan.h: stub */
+/* scan.h: the binary records the scan BPF programs send to user space through the ring buffer */
 #pragma once
+
+#include <linux/filter.h>
+#include <linux/types.h>
+
+/* No record ever carries a kernel address: filters are named by ids handed out in the kernel. */
+
+#define SCAN_COMM_LEN 16
+#define SCAN_MAX_INSNS 4096 /* BPF_MAXINSNS: the kernel's limit for one classic filter */
+
+enum scan_rec_type {
+        SCAN_REC_TASK = 1,
+        SCAN_REC_FILTER = 2,
+        SCAN_REC_LISTENER = 3,
+        SCAN_REC_END = 4,
+};
+
+/* scan_rec_task.flags */
+enum {
+        SCAN_TASK_NO_NEW_PRIVS = 1U << 0,        /* the thread's own no_new_privs */
+        SCAN_TASK_LEADER_NO_NEW_PRIVS = 1U << 1, /* the thread group leader's */
+        SCAN_TASK_EXITING = 1U << 2,             /* PF_EXITING or a zombie: not reported */
+};
+
+/* One thread. The leader_* fields, ppid, uid and gid describe its process (thread group leader),
+ * so that any thread's record suffices to report the process. */
+struct scan_rec_task {
+        __u32 type;
+        __u32 tid;
+        __u32 tgid;
+        __u32 ppid; /* leader's real_parent->tgid */
+        __u32 mode; /* SECCOMP_MODE_DISABLED / _STRICT / _FILTER */
+        __u32 flags;
+        __u32 uid; /* leader's real_cred->uid */
+        __u32 gid;
+        __u32 filter_count; /* task->seccomp.filter_count, as in Seccomp_filters: */
+        __u32 _pad;
+        __u64 start_boottime;        /* ns since boot */
+        __u64 leader_start_boottime; /* ns since boot */
+        __u64 filter_id;             /* head of the chain (newest), 0 if none */
+        char comm[SCAN_COMM_LEN];
+        char leader_comm[SCAN_COMM_LEN];
+};
+
+/* One filter, sent the first time a pass meets it, followed by len instructions. */
+struct scan_rec_filter {
+        __u32 type;
+        __u32 len; /* instructions in insns[] (prog->orig_prog->len) */
+        __u64 id;
+        __u64 parent_id; /* 0 = a root filter */
+        __u32 refs;
+        __u32 users;
+        __u8 log;
+        __u8 wait_killable_recv;
+        __u8 has_listener; /* filter->notif != NULL */
+        __u8 has_insns;    /* 0 if the kernel kept no orig_prog (no CONFIG_CHECKPOINT_RESTORE) */
+        __u32 _pad;
+        struct sock_filter insns[];
+};
+
+/* A seccomp listener fd held by process tgid, pointing at filter_id. */
+struct scan_rec_listener {
+        __u32 type;
+        __u32 tgid;
+        __u32 fd;
+        __u32 _pad;
+        __u64 filter_id;
+};
+
+/* The last record of a pass (best effort: lost if the ring buffer is full at that moment). */
+struct scan_rec_end {
+        __u32 type;
+        __u32 _pad;
+        __u64 pass;
+        __u64 swept; /* ids dropped at the end of this pass */
+};
+
+/* Counters in the BPF program's .bss, read by user space (never addresses). */
+struct scan_stats {
+        __u64 ids_assigned;
+        __u64 ids_swept;
+        __u64 addresses_reused;
+        __u64 map_full;      /* an id could not be stored: the pass is incomplete */
+        __u64 chain_too_long; /* a chain deeper than the walk bound: the pass is incomplete */
+        __u64 retries;       /* objects retried because the ring buffer was full */
+};

@@ -1,0 +1,34 @@
+/* hashmap.h: a small open-addressing hash map from 64-bit keys to pointers */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct HashmapSlot {
+        uint64_t key;
+        void *value; /* NULL marks an empty slot: values must not be NULL */
+} HashmapSlot;
+
+typedef struct Hashmap {
+        HashmapSlot *slots;
+        size_t n_slots; /* a power of two, or 0 */
+        size_t n_items;
+} Hashmap;
+
+/* Hashmaps are embedded: zero-initialised is empty. */
+void hashmap_deinit(Hashmap *h);
+void hashmap_clear(Hashmap *h);
+/* -EEXIST if key is present (the map is unchanged), -ENOMEM, or 0. value must not be NULL. */
+int hashmap_put(Hashmap *h, uint64_t key, void *value);
+/* Insert or overwrite. */
+int hashmap_replace(Hashmap *h, uint64_t key, void *value);
+void *hashmap_get(const Hashmap *h, uint64_t key);
+/* Returns the removed value or NULL. */
+void *hashmap_remove(Hashmap *h, uint64_t key);
+static inline size_t hashmap_size(const Hashmap *h) {
+        return h->n_items;
+}
+
+/* Iteration: for (size_t i = 0; hashmap_next(h, &i, &key, &value); ) ... (no changes meanwhile) */
+bool hashmap_next(const Hashmap *h, size_t *i, uint64_t *ret_key, void **ret_value);
