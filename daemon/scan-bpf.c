@@ -9,6 +9,7 @@
 
 #include "bpf/scan.h"
 #include "procinfo.h"
+#include "scan-bpf-internal.h"
 #include "scan.h"
 #include "scan.skel.h"
 #include "tracefs.h"
@@ -17,94 +18,55 @@
 #define MAX_READ_STALLS 1000  /* -EAGAIN reads in a row that made no room in the ring buffer */
 #define MIN_RINGBUF_SIZE (64U << 10) /* holds the largest record: a FILTER of 4096 instructions */
 
-typedef struct FilterSlot {
-        uint64_t id; /* 0 = empty */
-        struct scan_rec_filter *rec;
-        bool keep;
-} FilterSlot;
-
-/* The records of one pass. Filters are deduplicated by id in an open-addressing table. */
-typedef struct PassRecords {
-        struct scan_rec_task *tasks;
-        size_t n_tasks, n_tasks_allocated;
-        struct scan_rec_listener *listeners;
-        size_t n_listeners, n_listeners_allocated;
-        FilterSlot *filters;
-        size_t n_filters, n_filter_slots; /* slots: 0 or a power of two */
-        bool end_seen;
-        uint64_t end_pass;
-        int error;
-} PassRecords;
-
-struct BpfScanner {
-        struct scan_bpf *skel;
-        struct ring_buffer *rb;
-        uint64_t pass;
-        PassRecords records;
-        long ticks_per_sec;
-};
+static PassFilter *pass_filter_free(PassFilter *pf) {
+        if (pf) {
+                free(pf->rec);
+                free(pf);
+        }
+        return NULL;
+}
+DEFINE_CLEANUP(PassFilter *, pass_filter_free);
 
 static void pass_records_clear(PassRecords *r) {
-        for (size_t i = 0; i < r->n_filter_slots; i++)
-                free(r->filters[i].rec);
-        free(r->filters);
+        uint64_t id;
+        void *pf;
+
+        for (size_t i = 0; hashmap_next(&r->filters, &i, &id, &pf);)
+                pass_filter_free(pf);
+        hashmap_deinit(&r->filters);
         free(r->tasks);
         free(r->listeners);
         *r = (PassRecords) {};
 }
 
-static size_t filter_slot_index(const PassRecords *r, uint64_t id) {
-        /* Fibonacci hashing; ids are small consecutive numbers. */
-        size_t mask = r->n_filter_slots - 1, i = (size_t) ((id * UINT64_C(0x9E3779B97F4A7C15)) >> 17) & mask;
-
-        while (r->filters[i].id != 0 && r->filters[i].id != id)
-                i = (i + 1) & mask;
-        return i;
-}
-
-static FilterSlot *filter_slot_find(const PassRecords *r, uint64_t id) {
-        if (id == 0 || r->n_filter_slots == 0)
-                return NULL;
-        FilterSlot *slot = &r->filters[filter_slot_index(r, id)];
-        return slot->id == id ? slot : NULL;
-}
-
-static int filter_slots_grow(PassRecords *r) {
-        size_t n = r->n_filter_slots ? r->n_filter_slots * 2 : 256;
-        FilterSlot *old = r->filters;
-        size_t n_old = r->n_filter_slots;
-
-        r->filters = calloc(n, sizeof(FilterSlot));
-        if (!r->filters) {
-                r->filters = old;
-                return -ENOMEM;
-        }
-        r->n_filter_slots = n;
-        for (size_t i = 0; i < n_old; i++)
-                if (old[i].id != 0)
-                        r->filters[filter_slot_index(r, old[i].id)] = old[i];
-        free(old);
-        return 0;
+static PassFilter *pass_filter_find(const PassRecords *r, uint64_t id) {
+        return id == 0 ? NULL : hashmap_get(&r->filters, id);
 }
 
 static int records_add_filter(PassRecords *r, const struct scan_rec_filter *rec, size_t size) {
+        _cleanup_(pass_filter_freep) PassFilter *pf = NULL;
+        size_t n;
+        int k;
+
         if (size < sizeof(*rec) || rec->id == 0 || rec->len > SCAN_MAX_INSNS ||
             size < sizeof(*rec) + rec->len * sizeof(struct sock_filter))
                 return -EBADMSG;
-        if (filter_slot_find(r, rec->id))
+        if (pass_filter_find(r, rec->id))
                 return 0; /* met again on a retried object */
 
-        if ((r->n_filters + 1) * 2 > r->n_filter_slots && filter_slots_grow(r) < 0)
+        n = sizeof(*rec) + rec->len * sizeof(struct sock_filter);
+        pf = calloc(1, sizeof(PassFilter));
+        if (!pf)
                 return -ENOMEM;
-
-        size_t n = sizeof(*rec) + rec->len * sizeof(struct sock_filter);
-        struct scan_rec_filter *copy = malloc(n);
-        if (!copy)
+        pf->rec = malloc(n);
+        if (!pf->rec)
                 return -ENOMEM;
-        memcpy(copy, rec, n);
+        memcpy(pf->rec, rec, n);
 
-        r->filters[filter_slot_index(r, rec->id)] = (FilterSlot) { .id = rec->id, .rec = copy };
-        r->n_filters++;
+        k = hashmap_put(&r->filters, rec->id, pf);
+        if (k < 0)
+                return k;
+        TAKE_PTR(pf);
         return 0;
 }
 
@@ -194,6 +156,7 @@ static int ringbuf_size_from_env(struct scan_bpf *skel) {
 BpfScanner *bpf_scanner_free(BpfScanner *s) {
         if (!s)
                 return NULL;
+        bpf_watch_deinit(&s->watch);
         ring_buffer__free(s->rb);
         scan_bpf__destroy(s->skel);
         pass_records_clear(&s->records);
@@ -202,6 +165,10 @@ BpfScanner *bpf_scanner_free(BpfScanner *s) {
 }
 
 int bpf_scanner_new(BpfScanner **ret) {
+        return bpf_scanner_new_with_first_id(ret, 1);
+}
+
+int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
         _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
         int r;
 
@@ -223,7 +190,13 @@ int bpf_scanner_new(BpfScanner **ret) {
         if (!s->skel)
                 return log_error_errno(-errno, "Failed to open the scan BPF programs: %m");
 
+        if (first_id == 0)
+                return -EINVAL;
+        s->skel->data->last_id = first_id - 1;
         r = ringbuf_size_from_env(s->skel);
+        if (r < 0)
+                return r;
+        r = bpf_watch_configure(s->skel);
         if (r < 0)
                 return r;
 
@@ -335,7 +308,7 @@ static int pass_run(BpfScanner *s, bool all_tasks) {
         if (!s->records.end_seen || s->records.end_pass != s->pass)
                 log_debug("Pass %" PRIu64 ": no end record (ring buffer full at the end).", s->pass);
         log_debug("Pass %" PRIu64 ": %zu task, %zu filter, %zu listener records, %" PRIu64 " objects retried.",
-                  s->pass, s->records.n_tasks, s->records.n_filters, s->records.n_listeners,
+                  s->pass, s->records.n_tasks, hashmap_size(&s->records.filters), s->records.n_listeners,
                   after.retries - before.retries);
         return 0;
 }
@@ -437,13 +410,13 @@ static int spans_build(PassRecords *r, ProcSpan **ret, size_t *ret_n) {
 /* Mark the chain from id up to its root as kept. -ENOENT if an element was not sent. */
 static int keep_chain(PassRecords *r, uint64_t id) {
         for (size_t steps = 0; id != 0; steps++) {
-                FilterSlot *slot = filter_slot_find(r, id);
-                if (!slot || steps > r->n_filters)
+                PassFilter *pf = pass_filter_find(r, id);
+                if (!pf || steps > hashmap_size(&r->filters))
                         return -ENOENT;
-                if (slot->keep)
+                if (pf->keep)
                         return 0;
-                slot->keep = true;
-                id = slot->rec->parent_id;
+                pf->keep = true;
+                id = pf->rec->parent_id;
         }
         return 0;
 }
@@ -496,30 +469,17 @@ static int select_reported(PassRecords *r, ProcSpan *spans, size_t n, pid_t root
 
 /* Building the forest. */
 
-static uint64_t ns_to_ticks(const BpfScanner *s, uint64_t ns) {
-        return ns / (UINT64_C(1000000000) / (uint64_t) s->ticks_per_sec);
-}
-
-static TaskMode task_mode_from_kernel(uint32_t mode) {
-        switch (mode) {
-        case SECCOMP_MODE_STRICT:
-                return TASK_MODE_STRICT;
-        case SECCOMP_MODE_FILTER:
-                return TASK_MODE_FILTER;
-        default:
-                return TASK_MODE_DISABLED;
-        }
-}
-
 static int forest_add_filters(Forest *f, PassRecords *r) {
+        uint64_t id;
+        void *v;
         int k;
 
-        for (size_t i = 0; i < r->n_filter_slots; i++) {
-                const FilterSlot *slot = &r->filters[i];
-                const struct scan_rec_filter *rec = slot->rec;
+        for (size_t i = 0; hashmap_next(&r->filters, &i, &id, &v);) {
+                const PassFilter *pf = v;
+                const struct scan_rec_filter *rec = pf->rec;
                 Filter *flt;
 
-                if (slot->id == 0 || !slot->keep)
+                if (!pf->keep)
                         continue;
                 k = forest_add_filter(f, rec->id, rec->parent_id, rec->insns, rec->len, &flt);
                 if (k < 0)
@@ -565,7 +525,7 @@ static int forest_add_span(Forest *f, const BpfScanner *s, const PassRecords *r,
         if (k < 0)
                 return k;
         p->ppid = leader->ppid;
-        p->start_time = ns_to_ticks(s, leader->leader_start_boottime);
+        p->start_time = bpf_scanner_ticks(s, leader->leader_start_boottime);
         memcpy(p->comm, leader->leader_comm, sizeof(p->comm));
         p->comm[sizeof(p->comm) - 1] = 0;
         p->uid = leader->uid;
@@ -583,7 +543,7 @@ static int forest_add_span(Forest *f, const BpfScanner *s, const PassRecords *r,
                         continue;
                 if (k < 0)
                         return k;
-                t->start_time = ns_to_ticks(s, rec->start_boottime);
+                t->start_time = bpf_scanner_ticks(s, rec->start_boottime);
                 t->mode = task_mode_from_kernel(rec->mode);
                 t->filter_id = rec->filter_id;
                 t->filter_count = rec->filter_count;
@@ -612,9 +572,9 @@ static int forest_add_listeners(Forest *f, PassRecords *r) {
         qsort(r->listeners, r->n_listeners, sizeof(struct scan_rec_listener), cmp_listener_rec);
         for (size_t i = 0; i < r->n_listeners; i++) {
                 const struct scan_rec_listener *rec = &r->listeners[i];
-                FilterSlot *slot = filter_slot_find(r, rec->filter_id);
+                PassFilter *pf = pass_filter_find(r, rec->filter_id);
 
-                if (!slot || !slot->keep)
+                if (!pf || !pf->keep)
                         continue;
                 if (!l || l->filter_id != rec->filter_id) {
                         k = forest_add_listener(f, next_id++, rec->filter_id, &l);
@@ -671,6 +631,102 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
         return 0;
 }
 
+/* A root no pass visits. */
+
+static bool records_have_process(const PassRecords *r, pid_t pid) {
+        for (size_t i = 0; i < r->n_tasks; i++)
+                if ((pid_t) r->tasks[i].tgid == pid)
+                        return true;
+        return false;
+}
+
+static uint64_t ticks_to_ns(const BpfScanner *s, uint64_t ticks) {
+        return ticks * (UINT64_C(1000000000) / (uint64_t) s->ticks_per_sec);
+}
+
+/* The record of thread tid of process pid as /proc has it; leader holds pid's process fields. */
+static int task_rec_from_proc(const BpfScanner *s, pid_t pid, pid_t tid, const struct scan_rec_task *leader,
+                              struct scan_rec_task *ret) {
+        ProcStatus st;
+        uint64_t start;
+        int k;
+
+        k = proc_read_status(tid, &st);
+        if (k >= 0)
+                k = proc_read_start_time(tid, &start);
+        if (k < 0)
+                return k;
+        if (st.seccomp_mode == SECCOMP_MODE_FILTER)
+                return log_error_errno(-EOPNOTSUPP, "Thread %d of process %d is hidden from the BPF iterators and runs "
+                                       "under seccomp filters, whose identity they cannot read; use the ptrace backend.",
+                                       tid, pid);
+
+        *ret = leader ? *leader : (struct scan_rec_task) { .type = SCAN_REC_TASK, .tgid = pid };
+        ret->tid = tid;
+        ret->mode = st.seccomp_mode;
+        ret->filter_count = 0;
+        ret->start_boottime = ticks_to_ns(s, start);
+        ret->flags &= ~(SCAN_TASK_NO_NEW_PRIVS | SCAN_TASK_EXITING);
+        if (st.no_new_privs)
+                ret->flags |= SCAN_TASK_NO_NEW_PRIVS;
+        if (st.state == 'Z' || st.state == 'X')
+                ret->flags |= SCAN_TASK_EXITING;
+        if (!leader) {
+                ret->ppid = st.ppid;
+                ret->uid = st.uid;
+                ret->euid = st.euid;
+                ret->gid = st.gid;
+                ret->leader_start_boottime = ret->start_boottime;
+                if (st.no_new_privs)
+                        ret->flags |= SCAN_TASK_LEADER_NO_NEW_PRIVS;
+        }
+        k = proc_read_comm(tid, ret->comm);
+        if (k < 0)
+                return k;
+        if (!leader)
+                memcpy(ret->leader_comm, ret->comm, sizeof(ret->comm));
+        return 0;
+}
+
+/* Pid 1's thread group is hidden from BPF on the project's machines (see scan_tasks() in
+ * scan.bpf.c): a subtree rooted there, or at any process the pass did not meet, gets its root's
+ * threads from /proc. That works as long as they run under no filter (their ids cannot be read);
+ * the rest of the subtree comes from the pass as usual. */
+static int records_add_unvisited_root(BpfScanner *s, pid_t pid) {
+        _cleanup_free_ pid_t *tids = NULL;
+        struct scan_rec_task leader;
+        size_t n;
+        int k;
+
+        k = task_rec_from_proc(s, pid, pid, NULL, &leader);
+        if (k == -ESRCH)
+                return log_error_errno(k, "Process %d not found.", pid);
+        if (k < 0)
+                return k;
+        k = proc_list_threads(pid, &tids, &n);
+        if (k < 0)
+                return k;
+        log_debug("Process %d was not visited by the pass: its %zu threads are read from /proc.", pid, n);
+
+        for (size_t i = 0; i < n; i++) {
+                struct scan_rec_task rec;
+
+                if (tids[i] == pid)
+                        rec = leader;
+                else {
+                        k = task_rec_from_proc(s, pid, tids[i], &leader, &rec);
+                        if (k == -ESRCH)
+                                continue; /* exited meanwhile */
+                        if (k < 0)
+                                return k;
+                }
+                if (GROW(s->records.tasks, s->records.n_tasks_allocated, s->records.n_tasks + 1) < 0)
+                        return -ENOMEM;
+                s->records.tasks[s->records.n_tasks++] = rec;
+        }
+        return 0;
+}
+
 static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         _cleanup_free_ ProcSpan *spans = NULL;
         size_t n;
@@ -679,6 +735,11 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         k = pass_run(s, opts->root > 0);
         if (k < 0)
                 return k;
+        if (opts->root > 0 && !records_have_process(&s->records, opts->root)) {
+                k = records_add_unvisited_root(s, opts->root);
+                if (k < 0)
+                        return k;
+        }
         k = spans_build(&s->records, &spans, &n);
         if (k < 0)
                 return k;

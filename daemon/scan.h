@@ -33,6 +33,8 @@ typedef struct ScanOptions {
 /* The bpf backend: a long-lived scanner, so that filter ids stay stable across passes. */
 typedef struct BpfScanner BpfScanner;
 int bpf_scanner_new(BpfScanner **ret);
+/* Hand out filter ids starting at first_id (> 0) instead of 1. */
+int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
 DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);

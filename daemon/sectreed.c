@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "forest-print.h"
+#include "manager.h"
 #include "scan.h"
 #include "snapshot-json.h"
 
@@ -24,27 +25,33 @@ typedef struct Args {
         Backend backend;
         OutputFormat format;
         ScanOptions scan;
+        const char *state_dir;
 } Args;
 
 #define EXIT_USAGE 2
 
 static void help(void) {
-        printf("Usage: sectreed [OPTIONS] VERB [ARGS...]\n"
+        printf("Usage: sectreed [OPTIONS] [VERB [ARGS...]]\n"
                "\n"
                "The seccomp filter forest daemon.\n"
                "\n"
                "Verbs:\n"
+               "  (none)               Run the service: keep the live forest in the state database\n"
+               "                       and serve it on the system bus as org.sectree1\n"
                "  scan                 Read the filter forest once, print it and exit\n"
                "\n"
-               "Options for scan:\n"
+               "Options:\n"
                "  -b --backend=BACKEND bpf (default: exact identity from BPF task iterators)\n"
                "                       or ptrace (PTRACE_SECCOMP_GET_FILTER; identity inferred)\n"
+               "     --state-dir=DIR   Where the service keeps state.db (default: %s)\n"
+               "\n"
+               "Options for scan:\n"
                "  -r --root=PID        Only PID and its descendants\n"
                "  -f --format=FORMAT   tree (default) or json (the snapshot format, version 1)\n"
                "     --no-argv         Do not read command lines\n"
                "\n"
                "  -h --help            Show this help\n"
-               "     --version         Show the version\n");
+               "     --version         Show the version\n", MANAGER_DEFAULT_STATE_DIR);
 }
 
 static OutputFormat output_format_from_string(const char *s) {
@@ -70,7 +77,7 @@ static int parse_root(const char *s, pid_t *ret) {
         return 0;
 }
 
-enum { ARG_VERSION = 0x100, ARG_NO_ARGV };
+enum { ARG_VERSION = 0x100, ARG_NO_ARGV, ARG_STATE_DIR };
 
 /* Returns 1 to go on, 0 to exit successfully (help, version), negative on bad usage. */
 static int parse_args(int argc, char *argv[], Args *a) {
@@ -81,6 +88,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
                 { "root", required_argument, NULL, 'r' },
                 { "format", required_argument, NULL, 'f' },
                 { "no-argv", no_argument, NULL, ARG_NO_ARGV },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 {}
         };
         int c;
@@ -108,6 +116,11 @@ static int parse_args(int argc, char *argv[], Args *a) {
                         break;
                 case ARG_NO_ARGV:
                         a->scan.include_argv = false;
+                        break;
+                case ARG_STATE_DIR:
+                        if (optarg[0] != '/')
+                                return log_error_errno(-EINVAL, "Invalid --state-dir=%s: expected an absolute path.", optarg);
+                        a->state_dir = optarg;
                         break;
                 default:
                         return -EINVAL;
@@ -153,16 +166,26 @@ static int verb_scan(const Args *a) {
         return 0;
 }
 
+static int run_service(const Args *a) {
+        ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir };
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r = manager_new(&opts, &m);
+        if (r >= 0)
+                r = manager_startup(m);
+        if (r >= 0)
+                r = manager_run(m);
+        return r;
+}
+
 int main(int argc, char *argv[]) {
         Args a = { .backend = BACKEND_BPF, .format = OUTPUT_TREE, .scan = SCAN_OPTIONS_DEFAULT };
 
         int r = parse_args(argc, argv, &a);
         if (r <= 0)
                 return r == 0 ? EXIT_SUCCESS : EXIT_USAGE;
-        if (optind >= argc) {
-                log_error("No verb given (try --help).");
-                return EXIT_USAGE;
-        }
+        signal(SIGPIPE, SIG_IGN);
+        if (optind >= argc)
+                return run_service(&a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         const char *verb = argv[optind];
         if (!streq(verb, "scan")) {
                 log_error("Unknown verb '%s' (try --help).", verb);
@@ -172,6 +195,5 @@ int main(int argc, char *argv[]) {
                 log_error("Unexpected argument '%s' (try --help).", argv[optind + 1]);
                 return EXIT_USAGE;
         }
-        signal(SIGPIPE, SIG_IGN);
         return verb_scan(&a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

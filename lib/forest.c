@@ -628,7 +628,7 @@ int forest_restrict_to_subtree(Forest *f, pid_t root) {
         return forest_link(f, NULL);
 }
 
-int forest_renumber(Forest *f) {
+int forest_set_ids(Forest *f, const uint64_t *new_ids) {
         if (!f->linked)
                 return -EINVAL;
         /* Resolve listener links while the id index still matches the ids. */
@@ -638,22 +638,124 @@ int forest_renumber(Forest *f) {
         for (size_t i = 0; i < f->n_listeners; i++)
                 listener_filter[i] = forest_find_filter(f, f->listeners[i]->filter_id);
 
-        hashmap_clear(&f->filters_by_id);
+        Hashmap by_id = {};
         for (size_t i = 0; i < f->n_filters; i++) {
-                f->filters[i]->id = i + 1;
-                if (hashmap_put(&f->filters_by_id, i + 1, f->filters[i]) < 0)
-                        return -ENOMEM; /* cannot happen: the map only shrank or stayed */
+                int r = new_ids[i] == 0 ? -EINVAL : hashmap_put(&by_id, new_ids[i], f->filters[i]);
+                if (r < 0) {
+                        hashmap_deinit(&by_id);
+                        return r == -EEXIST ? -EINVAL : r;
+                }
         }
+        hashmap_deinit(&f->filters_by_id);
+        f->filters_by_id = by_id;
+        for (size_t i = 0; i < f->n_filters; i++)
+                f->filters[i]->id = new_ids[i];
         for (size_t i = 0; i < f->n_filters; i++)
                 f->filters[i]->parent_id = f->filters[i]->parent ? f->filters[i]->parent->id : 0;
-        for (size_t i = 0; i < f->n_listeners; i++) {
-                f->listeners[i]->id = i + 1;
+        for (size_t i = 0; i < f->n_listeners; i++)
                 f->listeners[i]->filter_id = listener_filter[i]->id;
-        }
         for (size_t i = 0; i < f->n_processes; i++)
                 for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
                         Task *t = &f->processes[i]->threads[j];
                         t->filter_id = t->filter ? t->filter->id : 0;
                 }
+        return forest_link(f, NULL);
+}
+
+int forest_renumber(Forest *f) {
+        _cleanup_free_ uint64_t *ids = malloc((f->n_filters + 1) * sizeof(uint64_t));
+        if (!ids)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_filters; i++)
+                ids[i] = i + 1;
+        int r = forest_set_ids(f, ids);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < f->n_listeners; i++)
+                f->listeners[i]->id = i + 1;
+        return forest_link(f, NULL);
+}
+
+static void forest_remove_process_at(Forest *f, size_t i) {
+        Process *p = f->processes[i];
+        hashmap_remove(&f->processes_by_pid, (uint64_t) p->pid);
+        process_free(p);
+        memmove(f->processes + i, f->processes + i + 1, (f->n_processes - i - 1) * sizeof(Process *));
+        f->n_processes--;
+}
+
+static size_t forest_process_position(const Forest *f, const Process *p) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                if (f->processes[i] == p)
+                        return i;
+        return SIZE_MAX;
+}
+
+int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid) {
+        Process *p = forest_find_process(f, tgid);
+        if (!p)
+                return -ENOENT;
+        for (size_t j = 0; j < p->n_threads; j++) {
+                if (p->threads[j].tid != tid)
+                        continue;
+                p->threads[j] = p->threads[--p->n_threads];
+                if (p->n_threads == 0)
+                        forest_remove_process_at(f, forest_process_position(f, p));
+                f->linked = false;
+                return 0;
+        }
+        return -ENOENT;
+}
+
+void forest_drop_disabled_threads(Forest *f) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                Process *p = f->processes[i];
+                size_t m = 0;
+                for (size_t j = 0; j < p->n_threads; j++)
+                        if (p->threads[j].mode != TASK_MODE_DISABLED)
+                                p->threads[m++] = p->threads[j];
+                p->n_threads = m;
+                if (m > 0)
+                        f->processes[n++] = p;
+                else {
+                        hashmap_remove(&f->processes_by_pid, (uint64_t) p->pid);
+                        process_free(p);
+                }
+        }
+        f->n_processes = n;
+        f->linked = false;
+}
+
+int forest_drop_unreachable_filters(Forest *f, uint64_t **ret_ids, size_t *ret_n) {
+        if (!f->linked)
+                return -EINVAL;
+        _cleanup_free_ bool *keep = calloc(f->n_filters + 1, sizeof(bool));
+        if (!keep)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++)
+                        mark_chain(f, f->processes[i]->threads[j].filter, keep);
+        for (size_t i = 0; i < f->n_listeners; i++)
+                mark_chain(f, forest_find_filter(f, f->listeners[i]->filter_id), keep);
+
+        size_t n_drop = 0;
+        for (size_t i = 0; i < f->n_filters; i++)
+                n_drop += !keep[i];
+        if (ret_ids) {
+                *ret_ids = NULL;
+                *ret_n = 0;
+        }
+        if (n_drop == 0)
+                return 0;
+        if (ret_ids) {
+                *ret_ids = malloc(n_drop * sizeof(uint64_t));
+                if (!*ret_ids)
+                        return -ENOMEM;
+                for (size_t i = 0; i < f->n_filters; i++)
+                        if (!keep[i])
+                                (*ret_ids)[(*ret_n)++] = f->filters[i]->id;
+        }
+        drop_filters(f, keep);
         return forest_link(f, NULL);
 }

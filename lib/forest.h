@@ -161,9 +161,22 @@ int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact);
  * processes. The forest must be linked; it is linked again afterwards. */
 int forest_restrict_to_subtree(Forest *f, pid_t root);
 
+/* Incremental changes for a live forest (they unlink it; forest_link() again before using the
+ * linked fields). Removing a process's last thread removes the process. -ENOENT if absent. */
+int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid);
+/* Drop every thread in disabled mode, and processes left without threads. */
+void forest_drop_disabled_threads(Forest *f);
+/* Remove the filters no thread's chain and no listener reaches (they were freed by the kernel).
+ * The forest must be linked; it is linked again. The removed ids are returned in *ret_ids
+ * (malloc'ed, may be NULL when none) when ret_ids is not NULL. */
+int forest_drop_unreachable_filters(Forest *f, uint64_t **ret_ids, size_t *ret_n);
+
 /* Make ids snapshot-local: filters become 1..n in their linked (parents-first) order, listeners
  * 1..m by their current order; every reference follows. The forest must be linked. */
 int forest_renumber(Forest *f);
+/* Give f->filters[i] the id new_ids[i] (all > 0 and distinct), every reference following. The
+ * forest must be linked; it is linked again. */
+int forest_set_ids(Forest *f, const uint64_t *new_ids);
 
 /* Isomorphism between two linked forests: the same shape of sharing, with the same bytes and
  * flags (log, wait_killable_recv, listener presence) at each node. task_map gives pairs

@@ -115,7 +115,7 @@ void tests_assert_forest_matches(const Forest *f, const Scenario *s, bool exact)
 int tests_run_capture(char **argv, char **ret_out, char **ret_err) {
         g_autoptr(GError) error = NULL;
         int status;
-        if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, ret_out, ret_err, &status, &error)) {
+        if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, ret_out, ret_err, &status, &error)) {
                 g_test_message("spawning %s: %s", argv[0], error->message);
                 return -1;
         }

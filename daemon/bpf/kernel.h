@@ -29,6 +29,7 @@ typedef struct {
 struct cred {
         kuid_t uid;
         kgid_t gid;
+        kuid_t euid;
 } __kernel_struct;
 
 struct sock_fprog_kern {
@@ -60,6 +61,20 @@ struct seccomp {
 
 struct signal_struct {
         int nr_threads;
+        atomic_t live;
+} __kernel_struct;
+
+/* Since 6.18 mm->flags is a bitmap (mm_flags_t); before, an unsigned long. */
+typedef struct {
+        unsigned long __mm_flags[1];
+} mm_flags_t;
+
+struct mm_struct {
+        mm_flags_t flags;
+} __kernel_struct;
+
+struct mm_struct___ulong_flags {
+        unsigned long flags;
 } __kernel_struct;
 
 struct task_struct {
@@ -72,6 +87,7 @@ struct task_struct {
         struct task_struct *group_leader;
         __u64 start_boottime;
         const struct cred *real_cred;
+        struct mm_struct *mm;
         char comm[16];
         struct signal_struct *signal;
         struct seccomp seccomp;
@@ -147,8 +163,28 @@ struct syscall_exit_ctx {
         __s64 ret;
 };
 
+/* Tracepoint contexts of sched/sched_process_* (relocated against the kernel's own
+ * trace_event_raw_* types, which its BTF describes). */
+struct trace_event_raw_sched_process_fork {
+        int parent_pid;
+        int child_pid;
+} __kernel_struct;
+
+struct trace_event_raw_sched_process_exec {
+        int pid;
+        int old_pid;
+} __kernel_struct;
+
+struct trace_event_raw_sched_process_exit {
+        int pid;
+        _Bool group_dead; /* not in older kernels: then signal->live tells */
+} __kernel_struct;
+
 /* Constants of the kernel this relies on. */
 #define PF_EXITING 0x00000004
+#define PF_KTHREAD 0x00200000
+#define MMF_DUMPABLE_MASK 3UL /* the low bits of mm->flags */
+#define SUID_DUMP_USER 1
 #define PFA_NO_NEW_PRIVS 0
 #define ANON_INODE_FS_MAGIC 0x09041934
 #define SECCOMP_NOTIFY_NAME "seccomp notify"

@@ -1,5 +1,6 @@
 /* scan.bpf.c: task and file iterators that send the seccomp filter forest as records named by
- * in-kernel ids, and the tracepoints that give every newly created filter a fresh id */
+ * in-kernel ids, and the tracepoints that give every newly created filter a fresh id (and, with
+ * watch.bpf.h, report it) */
 #include "kernel.h"
 
 #include <linux/errno.h>
@@ -27,6 +28,9 @@ __u64 pass;
 bool emit_all_tasks; /* also tasks without seccomp in single-threaded processes */
 
 struct scan_stats stats;
+/* The last filter id handed out. User space may start it higher before load, so that ids continue
+ * above those a state database has already used. */
+__u64 last_id SEC(".data") = 0;
 
 /* struct seccomp_filter * -> its id. Only BPF programs may read it: the keys are kernel
  * addresses, and BPF_F_WRONLY keeps lookups and key walks from the syscall side out (-EPERM). */
@@ -50,10 +54,12 @@ struct {
 } filter_ids SEC(".maps");
 
 /* tid -> its head filter when it entered seccomp(SET_MODE_FILTER) or prctl(PR_SET_SECCOMP),
- * and the last id handed out by then. */
+ * the last id handed out by then, and how it asked. */
 struct pending_install {
         __u64 head;
         __u64 ids_before;
+        __u32 seccomp_flags;
+        __u32 prctl;
 };
 
 struct {
@@ -113,7 +119,8 @@ static __always_inline __u64 filter_id_new(__u64 f, const struct filter_check *c
         };
         long r;
 
-        e.id = __sync_fetch_and_add(&stats.ids_assigned, 1) + 1;
+        e.id = __sync_fetch_and_add(&last_id, 1) + 1;
+        __sync_fetch_and_add(&stats.ids_assigned, 1);
         r = bpf_map_update_elem(&filter_ids, &f, &e, replace ? BPF_EXIST : BPF_NOEXIST);
         if (r < 0 && replace && r == -ENOENT) /* the stale entry went away meanwhile */
                 r = bpf_map_update_elem(&filter_ids, &f, &e, BPF_NOEXIST);
@@ -150,6 +157,8 @@ static __u64 filter_id_get(__u64 f) {
         __sync_fetch_and_add(&stats.map_full, 1);
         return 0;
 }
+
+#include "watch.bpf.h"
 
 static __always_inline void filter_ent_mark(__u64 f, __u64 id, bool complete) {
         struct filter_ent *e = bpf_map_lookup_elem(&filter_ids, &f);
@@ -292,6 +301,12 @@ static __always_inline int retry_object(void) {
         return 1; /* the iterator calls us again with the same object on the next read() */
 }
 
+/* Every task the kernel lets BPF see. On the project's machines that is every task but those of
+ * pid 1 (the VM's init agent): its whole thread group is missing from iter/task, from a
+ * task-specific iterator (bpf_iter_link_info.task.pid, .tid or .pid_fd = pidfd_open(1)) and from
+ * bpf_task_from_pid(1) alike, while pid 2 and the rest are found — that kernel hides it from BPF,
+ * so no pass can cover it. Its children are visited (with ppid 1); a subtree rooted at a process
+ * no pass visits is completed from /proc by user space. */
 SEC("iter/task")
 int scan_tasks(struct bpf_iter__task *ctx) {
         struct task_struct *t = ctx->task, *leader;
@@ -306,6 +321,8 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
                 return 0;
+        if (mode != SECCOMP_MODE_DISABLED)
+                seccomp_proc_mark(t);
 
         head = (__u64) BPF_CORE_READ(t, seccomp.filter);
         r = chain_walk(head, &head_id);
@@ -324,7 +341,10 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 rec.flags |= SCAN_TASK_LEADER_NO_NEW_PRIVS;
         if ((t->flags & PF_EXITING) || t->exit_state)
                 rec.flags |= SCAN_TASK_EXITING;
+        if (task_dumpable(t))
+                rec.flags |= SCAN_TASK_DUMPABLE;
         rec.uid = leader->real_cred->uid.val;
+        rec.euid = leader->real_cred->euid.val;
         rec.gid = leader->real_cred->gid.val;
         rec.filter_count = t->seccomp.filter_count.counter;
         rec.start_boottime = t->start_boottime;
@@ -418,47 +438,70 @@ int scan_files(struct bpf_iter__task_file *ctx) {
 }
 
 /* New filters: remember the head at entry, and at exit name a changed head afresh. */
-static __always_inline int install_enter(void) {
+static __always_inline int install_enter(__u32 seccomp_flags, bool prctl) {
         struct task_struct *t = (void *) bpf_get_current_task();
         __u32 tid = (__u32) bpf_get_current_pid_tgid();
         struct pending_install p = {
                 .head = (__u64) BPF_CORE_READ(t, seccomp.filter),
-                .ids_before = stats.ids_assigned,
+                .ids_before = last_id,
+                .seccomp_flags = seccomp_flags,
+                .prctl = prctl,
         };
 
         bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
         return 0;
 }
 
-static __always_inline int install_exit(void) {
+/* The id of head, created by the call that is returning. An entry for its address either names
+ * an object freed before (give a new id), or was made for head itself by an iterator that met it
+ * during the call (keep it, the pass may have sent it). 0 if no id could be stored. */
+static __always_inline __u64 install_name(__u64 head, __u64 ids_before) {
+        struct filter_check c;
+        struct filter_ent *e;
+        __u64 id;
+        long r;
+
+        filter_check_read(head, &c);
+        e = bpf_map_lookup_elem(&filter_ids, &head);
+        if (e && e->id > ids_before && filter_ent_matches(e, &c))
+                return e->id;
+        id = filter_id_new(head, &c, e != NULL, &r);
+        if (id > 0)
+                return id;
+        if (r == -EEXIST) {
+                /* An iterator named it between our lookup and update. */
+                e = bpf_map_lookup_elem(&filter_ids, &head);
+                if (e && filter_ent_matches(e, &c))
+                        return e->id;
+        }
+        __sync_fetch_and_add(&stats.map_full, 1);
+        return 0;
+}
+
+static __always_inline int install_exit(long ret) {
         struct task_struct *t = (void *) bpf_get_current_task();
         __u32 tid = (__u32) bpf_get_current_pid_tgid();
         struct pending_install *p;
-        struct filter_check c;
-        struct filter_ent *e;
-        __u64 head, old_head, ids_before;
-        long r;
+        __u64 head, old_head, ids_before, id;
+        __u32 seccomp_flags;
+        bool prctl;
 
         p = bpf_map_lookup_elem(&pending, &tid);
         if (!p)
                 return 0;
         old_head = p->head;
         ids_before = p->ids_before;
+        seccomp_flags = p->seccomp_flags;
+        prctl = p->prctl;
         bpf_map_delete_elem(&pending, &tid);
 
         head = (__u64) BPF_CORE_READ(t, seccomp.filter);
         if (!head || head == old_head)
                 return 0;
 
-        /* head was created by this call. An entry for its address either names an object freed
-         * before (give a new id), or was made for head itself by an iterator that met it during
-         * the call (keep it, the pass may have sent it). */
-        filter_check_read(head, &c);
-        e = bpf_map_lookup_elem(&filter_ids, &head);
-        if (e && e->id > ids_before && filter_ent_matches(e, &c))
-                return 0;
-        if (filter_id_new(head, &c, e != NULL, &r) == 0 && r != -EEXIST)
-                __sync_fetch_and_add(&stats.map_full, 1);
+        id = install_name(head, ids_before);
+        seccomp_proc_mark(t);
+        watch_filter_attached(t, head, id, seccomp_flags, prctl, ret);
         return 0;
 }
 
@@ -466,22 +509,22 @@ SEC("tracepoint/syscalls/sys_enter_seccomp")
 int seccomp_enter(struct syscall_enter_ctx *ctx) {
         if ((__u32) ctx->args[0] != SECCOMP_SET_MODE_FILTER)
                 return 0;
-        return install_enter();
+        return install_enter((__u32) ctx->args[1], false);
 }
 
 SEC("tracepoint/syscalls/sys_exit_seccomp")
 int seccomp_exit(struct syscall_exit_ctx *ctx) {
-        return install_exit();
+        return install_exit(ctx->ret);
 }
 
 SEC("tracepoint/syscalls/sys_enter_prctl")
 int prctl_enter(struct syscall_enter_ctx *ctx) {
         if ((__u32) ctx->args[0] != PR_SET_SECCOMP || ctx->args[1] != SECCOMP_MODE_FILTER)
                 return 0;
-        return install_enter();
+        return install_enter(0, true);
 }
 
 SEC("tracepoint/syscalls/sys_exit_prctl")
 int prctl_exit(struct syscall_exit_ctx *ctx) {
-        return install_exit();
+        return install_exit(ctx->ret);
 }

@@ -21,10 +21,11 @@ enum {
         SCAN_TASK_NO_NEW_PRIVS = 1U << 0,        /* the thread's own no_new_privs */
         SCAN_TASK_LEADER_NO_NEW_PRIVS = 1U << 1, /* the thread group leader's */
         SCAN_TASK_EXITING = 1U << 2,             /* PF_EXITING or a zombie: not reported */
+        SCAN_TASK_DUMPABLE = 1U << 3,            /* the mm's dumpable setting is SUID_DUMP_USER */
 };
 
-/* One thread. The leader_* fields, ppid, uid and gid describe its process (thread group leader),
- * so that any thread's record suffices to report the process. */
+/* One thread. The leader_* fields, ppid, uid, euid and gid describe its process (thread group
+ * leader), so that any thread's record suffices to report the process. */
 struct scan_rec_task {
         __u32 type;
         __u32 tid;
@@ -35,7 +36,7 @@ struct scan_rec_task {
         __u32 uid; /* leader's real_cred->uid */
         __u32 gid;
         __u32 filter_count; /* task->seccomp.filter_count, as in Seccomp_filters: */
-        __u32 _pad;
+        __u32 euid;
         __u64 start_boottime;        /* ns since boot */
         __u64 leader_start_boottime; /* ns since boot */
         __u64 filter_id;             /* head of the chain (newest), 0 if none */

@@ -1,0 +1,222 @@
+/* bench.c: the result table, timing and machine facts every figure of sectree-bench shares */
+#include "bench.h"
+
+#include <stdarg.h>
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "workload.h"
+
+static const char *const verdict_table[_VERDICT_MAX] = {
+        [VERDICT_NONE] = "",
+        [VERDICT_PASS] = "PASS",
+        [VERDICT_MISS] = "MISS",
+        [VERDICT_PASS_INFO] = "(PASS)",
+        [VERDICT_MISS_INFO] = "(MISS)",
+};
+
+const char *verdict_to_string(Verdict v) {
+        return v >= 0 && v < _VERDICT_MAX ? verdict_table[v] : NULL;
+}
+
+void report_init(Report *r, const char *title) {
+        *r = (Report) { .title = title };
+}
+
+void report_deinit(Report *r) {
+        for (size_t i = 0; i < r->n_strings; i++)
+                free(r->strings[i]);
+        free(r->strings);
+        free(r->rows);
+        *r = (Report) {};
+}
+
+/* A copy of s owned by the report; NULL stays NULL. */
+static int report_own(Report *r, const char **s) {
+        char *copy;
+
+        if (!*s)
+                return 0;
+        if (GROW(r->strings, r->n_strings_allocated, r->n_strings + 1) < 0)
+                return -ENOMEM;
+        copy = strdup(*s);
+        if (!copy)
+                return -ENOMEM;
+        r->strings[r->n_strings++] = copy;
+        *s = copy;
+        return 0;
+}
+
+int report_add(Report *r, const BenchRow *row) {
+        BenchRow copy = *row;
+
+        if (report_own(r, &copy.figure) < 0 || report_own(r, &copy.unit) < 0 || report_own(r, &copy.ratio_to) < 0 ||
+            report_own(r, &copy.target) < 0 || report_own(r, &copy.note) < 0)
+                return log_oom();
+        if (GROW(r->rows, r->n_rows_allocated, r->n_rows + 1) < 0)
+                return log_oom();
+        r->rows[r->n_rows++] = copy;
+        if (copy.verdict == VERDICT_MISS)
+                r->n_miss++;
+        return 0;
+}
+
+void report_check_failed(Report *r, const char *format, ...) {
+        va_list ap;
+
+        r->n_check_failed++;
+        fputs("sectree-bench: CHECK FAILED: ", stderr);
+        va_start(ap, format);
+        vfprintf(stderr, format, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+Verdict verdict_for(const BenchOptions *o, size_t tasks, double value, double limit, bool at_least) {
+        bool pass = at_least ? value >= limit : value <= limit;
+
+        if (tasks != o->target_size)
+                return pass ? VERDICT_PASS_INFO : VERDICT_MISS_INFO;
+        return pass ? VERDICT_PASS : VERDICT_MISS;
+}
+
+static void format_value(char *buf, size_t size, double v) {
+        if (v >= 100)
+                snprintf(buf, size, "%.0f", v);
+        else if (v >= 10)
+                snprintf(buf, size, "%.1f", v);
+        else if (v >= 1)
+                snprintf(buf, size, "%.2f", v);
+        else
+                snprintf(buf, size, "%.3f", v);
+}
+
+/* Columns on screen: UTF-8 continuation bytes take none. */
+static size_t display_width(const char *s) {
+        size_t n = 0;
+        for (; *s; s++)
+                n += ((unsigned char) *s & 0xC0) != 0x80;
+        return n;
+}
+
+static void print_cell(FILE *f, const char *s, size_t width, bool right) {
+        size_t w = display_width(s), pad = w < width ? width - w : 0;
+
+        fprintf(f, "| %*s%s%*s ", right ? (int) pad : 0, "", s, right ? 0 : (int) pad, "");
+}
+
+typedef struct Column {
+        const char *heading;
+        size_t width;
+        bool right;
+} Column;
+
+static const Column columns[] = {
+        { "tasks", 6, true },
+        { "figure", 28, false },
+        { "value", 13, true },
+        { "ratio to floor", 22, false },
+        { "target", 24, false },
+        { "", 26, true },
+};
+
+static void print_line(FILE *f, char cells[][96]) {
+        for (size_t i = 0; i < ELEMENTSOF(columns); i++)
+                print_cell(f, cells[i], columns[i].width, columns[i].right);
+        fputs("|\n", f);
+}
+
+void report_print(const Report *r, FILE *f) {
+        char cells[ELEMENTSOF(columns)][96];
+
+        fprintf(f, "\n%s\n\n", r->title);
+        for (size_t i = 0; i < ELEMENTSOF(columns); i++)
+                snprintf(cells[i], sizeof(cells[i]), "%s", columns[i].heading);
+        print_line(f, cells);
+        for (size_t i = 0; i < ELEMENTSOF(columns); i++)
+                fprintf(f, "|%s%.*s%s", columns[i].right ? "-" : ":",
+                        (int) columns[i].width, "----------------------------------------",
+                        columns[i].right ? ":" : "-");
+        fputs("|\n", f);
+
+        for (size_t i = 0; i < r->n_rows; i++) {
+                const BenchRow *row = &r->rows[i];
+                char value[32], ratio[32];
+
+                format_value(value, sizeof(value), row->value);
+                snprintf(cells[0], sizeof(cells[0]), "%zu", row->tasks);
+                snprintf(cells[1], sizeof(cells[1]), "%s", row->figure);
+                snprintf(cells[2], sizeof(cells[2]), "%s %s", value, row->unit ?: "");
+                cells[3][0] = 0;
+                if (row->ratio > 0) {
+                        format_value(ratio, sizeof(ratio), row->ratio);
+                        snprintf(cells[3], sizeof(cells[3]), "%s× %s", ratio, row->ratio_to ?: "");
+                }
+                snprintf(cells[4], sizeof(cells[4]), "%s%s%s", row->target ?: "", row->target ? " " : "",
+                         row->target ? verdict_to_string(row->verdict) : "");
+                snprintf(cells[5], sizeof(cells[5]), "%s", row->note ?: "");
+                print_line(f, cells);
+        }
+        fputc('\n', f);
+}
+
+uint64_t now_nsec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+double median(double *samples, size_t n) {
+        if (n == 0)
+                return 0;
+        qsort(samples, n, sizeof(double), cmp_double);
+        return n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+}
+
+static void cpu_model(char *buf, size_t size) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/cpuinfo", "re");
+        char line[256];
+
+        snprintf(buf, size, "unknown CPU");
+        while (f && fgets(line, sizeof(line), f)) {
+                char *colon = strchr(line, ':');
+                if (!colon || strncmp(line, "model name", 10) != 0)
+                        continue;
+                colon += 1 + strspn(colon + 1, " \t");
+                colon[strcspn(colon, "\n")] = 0;
+                snprintf(buf, size, "%s", colon);
+                return;
+        }
+}
+
+static unsigned long read_ulong(const char *path) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        unsigned long v = 0;
+
+        if (!f || fscanf(f, "%lu", &v) != 1)
+                return 0;
+        return v;
+}
+
+void machine_facts_print(FILE *f) {
+        struct utsname u = {};
+        struct sysinfo si = {};
+        char cpu[128];
+        size_t tasks = 0;
+
+        (void) uname(&u);
+        (void) sysinfo(&si);
+        (void) count_machine_tasks(&tasks);
+        cpu_model(cpu, sizeof(cpu));
+        fprintf(f, "machine: %ld cores (%s), kernel %s %s, %.1f GiB RAM, %zu tasks before the workload "
+                "(pid_max %lu, threads-max %lu)\n",
+                sysconf(_SC_NPROCESSORS_ONLN), cpu, u.release, u.machine,
+                (double) si.totalram * si.mem_unit / (1024.0 * 1024 * 1024), tasks,
+                read_ulong("/proc/sys/kernel/pid_max"), read_ulong("/proc/sys/kernel/threads-max"));
+}

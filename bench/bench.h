@@ -1,0 +1,75 @@
+/* bench.h: what every figure of sectree-bench shares: its options, timing, and the result table */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util.h"
+
+#define BENCH_MAX_SIZES 16
+#define BENCH_MAX_PASSES 101
+
+typedef struct BenchOptions {
+        size_t sizes[BENCH_MAX_SIZES]; /* task counts, each measured in turn */
+        size_t n_sizes;
+        size_t target_size;         /* the size the targets are stated for */
+        unsigned passes;            /* measured passes per figure and size, after one warm-up */
+        size_t threads_per_process; /* workload shape */
+        size_t filter_len;
+        bool smoke;
+} BenchOptions;
+
+typedef enum Verdict {
+        VERDICT_NONE, /* no target for this row */
+        VERDICT_PASS,
+        VERDICT_MISS,
+        VERDICT_PASS_INFO, /* measured against a target stated for another size: shown, not counted */
+        VERDICT_MISS_INFO,
+        _VERDICT_MAX,
+} Verdict;
+const char *verdict_to_string(Verdict v);
+
+/* One line of the table. ratio_to names the floor (or other figure) ratio is taken against;
+ * ratio 0 prints nothing. */
+typedef struct BenchRow {
+        const char *figure;
+        size_t tasks;
+        double value;
+        const char *unit;
+        double ratio;
+        const char *ratio_to;
+        const char *target; /* e.g. "<= 3x", NULL for none */
+        Verdict verdict;
+        const char *note;   /* e.g. what a check found wrong, NULL for none */
+} BenchRow;
+
+typedef struct Report {
+        const char *title;
+        BenchRow *rows;
+        size_t n_rows, n_rows_allocated;
+        char **strings; /* owned copies of the rows' strings */
+        size_t n_strings, n_strings_allocated;
+        unsigned n_miss, n_check_failed;
+} Report;
+
+void report_init(Report *r, const char *title);
+void report_deinit(Report *r);
+/* Copies row and its strings. */
+int report_add(Report *r, const BenchRow *row);
+/* A check of a figure's result failed (wrong task or filter count, a leftover task): counted
+ * and printed, never fatal, since the figures measured are still worth showing. */
+void report_check_failed(Report *r, const char *format, ...) _printf_(2, 3);
+void report_print(const Report *r, FILE *f);
+
+/* PASS or MISS for value <= limit (or >= limit when at_least); the _INFO kinds when tasks is not the
+ * size the target is stated for. */
+Verdict verdict_for(const BenchOptions *o, size_t tasks, double value, double limit, bool at_least);
+
+/* Timing: CLOCK_MONOTONIC in nanoseconds, and the median of n samples (sorts them). */
+uint64_t now_nsec(void);
+double median(double *samples, size_t n);
+
+/* The machine a table was measured on: cores, CPU, kernel, memory, tasks and their limits. */
+void machine_facts_print(FILE *f);

@@ -1,0 +1,14 @@
+/* iter-floor.h: loads and runs the pointer-only iterator floor (bpf/floor.bpf.c) */
+#pragma once
+
+#include "bpf/floor.h"
+#include "util.h"
+
+typedef struct IterFloor IterFloor;
+
+int iter_floor_new(IterFloor **ret);
+IterFloor *iter_floor_free(IterFloor *f);
+DEFINE_CLEANUP(IterFloor *, iter_floor_free);
+
+/* One pass over every task of the machine; the counts of that pass in *ret. */
+int iter_floor_run(IterFloor *f, struct floor_counts *ret);

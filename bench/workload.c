@@ -1,0 +1,425 @@
+/* workload.c: builds the benchmark's process and thread trees under seccomp and tears them down */
+#include "workload.h"
+
+#include <dirent.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/futex.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "util.h"
+
+#if defined(__x86_64__)
+#define AUDIT_ARCH_NATIVE AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define AUDIT_ARCH_NATIVE AUDIT_ARCH_AARCH64
+#else
+#error "Unknown architecture: add its AUDIT_ARCH_*"
+#endif
+
+/* Syscall numbers the filters refuse: far above any real one, so refusing them changes nothing. */
+#define UNUSED_NR_BASE 0x10000U
+#define FILTER_FIXED_INSNS 6 /* the instructions around the comparisons, see filter_make() */
+#define MAX_FILTER_LEN (FILTER_FIXED_INSNS + UINT8_MAX) /* a jump offset is 8 bits */
+#define MAX_THREADS_PER_PROCESS 4096
+#define THREAD_STACK_SIZE (64U << 10)
+#define READY_TIMEOUT_USEC (120ULL * 1000 * 1000)
+#define REAP_TIMEOUT_USEC (30ULL * 1000 * 1000)
+
+/* What the tasks share with the benchmark: one MAP_SHARED mapping made before the root forks. */
+typedef struct Shared {
+        atomic_uint ready; /* tasks holding their filters, about to block */
+        atomic_int error;  /* the first negative errno a task met, 0 if none */
+        uint32_t block;    /* the futex word threads wait on; it never changes */
+        WorkloadTask tasks[];
+} Shared;
+
+struct Workload {
+        WorkloadOptions opts;
+        pid_t root;
+        Shared *shared;
+        size_t shared_size;
+        WorkloadTask *tasks;
+        size_t n_private;
+};
+
+/* Which task the thread functions run as. */
+typedef struct TaskArgs {
+        Shared *shared;
+        const WorkloadOptions *opts;
+        size_t index;
+} TaskArgs;
+
+static void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static bool task_has_private_filter(size_t index) {
+        return index % 2 == 1;
+}
+
+/* A filter of len instructions: allow other architectures, refuse len - 6 unused syscall numbers
+ * (chosen by salt, so that filters with different salts differ in their bytes), allow the rest. */
+static void filter_make(struct sock_filter *insns, size_t len, uint32_t salt) {
+        size_t m = len - FILTER_FIXED_INSNS, k = 0;
+
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+        insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_NATIVE, 1, 0);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t j = 0; j < m; j++)
+                /* jump over the remaining comparisons and the ALLOW to the ERRNO */
+                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+                                                           UNUSED_NR_BASE + salt * (uint32_t) m + (uint32_t) j,
+                                                           (uint8_t) (m - j), 0);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+}
+
+static int filter_install(size_t len, uint32_t salt) {
+        struct sock_filter insns[MAX_FILTER_LEN];
+        struct sock_fprog prog = { .len = (unsigned short) len, .filter = insns };
+
+        filter_make(insns, len, salt);
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                return -errno;
+        return 0;
+}
+
+static void shared_fail(Shared *s, int error) {
+        int expected = 0;
+        atomic_compare_exchange_strong(&s->error, &expected, error);
+}
+
+/* Install the private filter if this task has one, say so, and block for good. */
+_Noreturn static void task_main(const TaskArgs *a, bool leader) {
+        Shared *s = a->shared;
+        WorkloadTask *t = &s->tasks[a->index];
+
+        t->tid = gettid();
+        t->tgid = getpid();
+        t->private_filter = task_has_private_filter(a->index);
+        if (t->private_filter) {
+                /* salt 0 is the shared filter's */
+                int r = filter_install(a->opts->filter_len, (uint32_t) a->index);
+                if (r < 0)
+                        shared_fail(s, r);
+        }
+        atomic_fetch_add(&s->ready, 1);
+
+        for (;;) {
+                if (leader)
+                        pause();
+                else
+                        syscall(SYS_futex, &s->block, FUTEX_WAIT, 0, NULL, NULL, 0);
+        }
+}
+
+static void *thread_main(void *userdata) {
+        task_main(userdata, false);
+}
+
+/* A forked process: its threads first (so that they inherit only the shared filter), then the
+ * leader becomes task first. */
+_Noreturn static void process_main(Shared *s, const WorkloadOptions *o, pid_t parent, size_t first, size_t n) {
+        static TaskArgs args[MAX_THREADS_PER_PROCESS];
+        pthread_attr_t attr;
+
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(EXIT_FAILURE);
+
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        for (size_t i = 1; i < n; i++) {
+                pthread_t thread;
+                args[i] = (TaskArgs) { .shared = s, .opts = o, .index = first + i };
+                int r = pthread_create(&thread, &attr, thread_main, &args[i]);
+                if (r != 0) {
+                        shared_fail(s, -r);
+                        break;
+                }
+        }
+        args[0] = (TaskArgs) { .shared = s, .opts = o, .index = first };
+        task_main(&args[0], true);
+}
+
+/* The root: its own process group, the shared filter, then the processes. */
+_Noreturn static void root_main(Shared *s, const WorkloadOptions *o, pid_t bench) {
+        size_t k = o->threads_per_process;
+        int r;
+
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != bench)
+                _exit(EXIT_FAILURE);
+        (void) setpgid(0, 0);
+        /* The benchmark's fds (BPF maps, links) would only make every process's fd table longer. */
+        (void) close_range(3, ~0U, 0);
+
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                shared_fail(s, -errno);
+                _exit(EXIT_FAILURE);
+        }
+        r = filter_install(o->filter_len, 0);
+        if (r < 0) {
+                shared_fail(s, r);
+                _exit(EXIT_FAILURE);
+        }
+
+        pid_t self = getpid();
+        for (size_t first = 1; first < o->n_tasks; first += k) {
+                size_t n = o->n_tasks - first < k ? o->n_tasks - first : k;
+                pid_t pid = fork();
+                if (pid < 0) {
+                        shared_fail(s, -errno);
+                        break;
+                }
+                if (pid == 0)
+                        process_main(s, o, self, first, n);
+        }
+
+        TaskArgs a = { .shared = s, .opts = o, .index = 0 };
+        task_main(&a, true);
+}
+
+static int options_check(const WorkloadOptions *o) {
+        if (o->n_tasks < 1 || o->threads_per_process < 1 || o->threads_per_process > MAX_THREADS_PER_PROCESS)
+                return log_error_errno(-EINVAL, "Invalid workload: %zu tasks, %zu per process.", o->n_tasks,
+                                       o->threads_per_process);
+        if (o->filter_len < FILTER_FIXED_INSNS + 2 || o->filter_len > MAX_FILTER_LEN)
+                return log_error_errno(-EINVAL, "Invalid filter length %zu (%d..%d).", o->filter_len,
+                                       FILTER_FIXED_INSNS + 2, MAX_FILTER_LEN);
+        return 0;
+}
+
+static int read_sysctl(const char *path, uint64_t *ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char buf[64];
+
+        if (!f || !fgets(buf, sizeof(buf), f))
+                return log_error_errno(-errno, "Failed to read %s: %m", path);
+        buf[strcspn(buf, "\n")] = 0;
+        return safe_atou64(buf, ret);
+}
+
+int count_machine_tasks(size_t *ret) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/loadavg", "re");
+        unsigned running, total;
+
+        /* "0.00 0.01 0.05 1/105 4711": the fourth field counts every thread of the machine. */
+        if (!f || fscanf(f, "%*s %*s %*s %u/%u", &running, &total) != 2)
+                return log_error_errno(f ? -EBADMSG : -errno, "Failed to read /proc/loadavg: %m");
+        *ret = total;
+        return 0;
+}
+
+int workload_task_room(size_t *ret) {
+        uint64_t pid_max, threads_max, limit;
+        struct rlimit rl;
+        size_t alive;
+        int r;
+
+        r = read_sysctl("/proc/sys/kernel/pid_max", &pid_max);
+        if (r < 0)
+                return r;
+        r = read_sysctl("/proc/sys/kernel/threads-max", &threads_max);
+        if (r < 0)
+                return r;
+        r = count_machine_tasks(&alive);
+        if (r < 0)
+                return r;
+
+        /* Root is exempt from RLIMIT_NPROC, but do not rely on it. */
+        if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NPROC, &rl);
+        }
+        limit = pid_max < threads_max ? pid_max : threads_max;
+        if (getrlimit(RLIMIT_NPROC, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < limit && getuid() != 0)
+                limit = rl.rlim_cur;
+
+        *ret = limit > alive ? (size_t) (limit - alive) : 0;
+        return 0;
+}
+
+/* Wait until every task is ready, one failed, or the root died. */
+static int workload_wait_ready(Workload *w) {
+        uint64_t start = now_usec();
+        struct timespec tick = { .tv_nsec = 1000 * 1000 };
+
+        for (;;) {
+                int error = atomic_load(&w->shared->error);
+                if (error < 0)
+                        return log_error_errno(error, "A workload task failed: %m");
+                if (atomic_load(&w->shared->ready) >= w->opts.n_tasks)
+                        return 0;
+
+                siginfo_t si = {};
+                if (waitid(P_PID, w->root, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == w->root)
+                        return log_error_errno(-ECHILD, "The workload's root process died while starting.");
+                if (now_usec() - start > READY_TIMEOUT_USEC)
+                        return log_error_errno(-ETIMEDOUT, "Only %u of %zu workload tasks became ready.",
+                                               atomic_load(&w->shared->ready), w->opts.n_tasks);
+                nanosleep(&tick, NULL);
+        }
+}
+
+int workload_new(const WorkloadOptions *o, Workload **ret) {
+        Workload *w;
+        size_t room;
+        int r;
+
+        r = options_check(o);
+        if (r < 0)
+                return r;
+        r = workload_task_room(&room);
+        if (r < 0)
+                return r;
+        if (o->n_tasks > room)
+                return log_error_errno(-EAGAIN,
+                                       "%zu tasks do not fit: pid_max, threads-max and RLIMIT_NPROC leave room "
+                                       "for %zu more.", o->n_tasks, room);
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                return log_error_errno(-errno, "Failed to become a child subreaper: %m");
+
+        w = calloc(1, sizeof(Workload));
+        if (!w)
+                return log_oom();
+        w->opts = *o;
+        w->root = -1;
+        w->shared_size = sizeof(Shared) + o->n_tasks * sizeof(WorkloadTask);
+        w->shared = mmap(NULL, w->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (w->shared == MAP_FAILED) {
+                w->shared = NULL;
+                workload_free(w);
+                return log_error_errno(-errno, "Failed to map the workload's shared area: %m");
+        }
+
+        pid_t bench = getpid();
+        fflush(NULL);
+        w->root = fork();
+        if (w->root < 0) {
+                r = log_error_errno(-errno, "Failed to fork the workload's root: %m");
+                workload_free(w);
+                return r;
+        }
+        if (w->root == 0)
+                root_main(w->shared, &w->opts, bench);
+        (void) setpgid(w->root, w->root); /* also done by the child: whichever runs first */
+
+        r = workload_wait_ready(w);
+        if (r >= 0) {
+                w->tasks = malloc(o->n_tasks * sizeof(WorkloadTask));
+                r = w->tasks ? 0 : log_oom();
+        }
+        if (r < 0) {
+                workload_free(w);
+                return r;
+        }
+        memcpy(w->tasks, w->shared->tasks, o->n_tasks * sizeof(WorkloadTask));
+        for (size_t i = 0; i < o->n_tasks; i++)
+                w->n_private += w->tasks[i].private_filter;
+        *ret = w;
+        return 0;
+}
+
+/* Reap every child until none is left (the workload's processes come back to us as the
+ * subreaper when the root dies), or the deadline passes. */
+static void reap_children(void) {
+        uint64_t start = now_usec();
+        struct timespec tick = { .tv_nsec = 1000 * 1000 };
+
+        for (;;) {
+                pid_t pid = waitpid(-1, NULL, __WALL | WNOHANG);
+                if (pid > 0)
+                        continue;
+                if (pid < 0 && errno == EINTR)
+                        continue;
+                if (pid < 0) /* ECHILD: none left */
+                        return;
+                if (now_usec() - start > REAP_TIMEOUT_USEC)
+                        return;
+                nanosleep(&tick, NULL);
+        }
+}
+
+/* Processes of the process group that are still there (zombies included). */
+static size_t count_group_remains(pid_t pgid) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+        size_t n = 0;
+
+        if (kill(-pgid, 0) < 0 && errno == ESRCH)
+                return 0;
+        /* Something remains: count it from /proc (field 5 of stat is the process group). */
+        d = opendir("/proc");
+        if (!d)
+                return 1;
+        while ((de = readdir(d))) {
+                _cleanup_fclose_ FILE *f = NULL;
+                char path[300];
+                int pg;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+                f = fopen(path, "re");
+                if (f && fscanf(f, "%*d (%*[^)]) %*c %*d %d", &pg) == 1 && pg == pgid)
+                        n++;
+        }
+        return n > 0 ? n : 1;
+}
+
+Workload *workload_free(Workload *w) {
+        if (!w)
+                return NULL;
+        if (w->root > 0) {
+                (void) kill(-w->root, SIGKILL);
+                (void) kill(w->root, SIGKILL); /* in case it had not made its group yet */
+                reap_children();
+                size_t left = count_group_remains(w->root);
+                if (left > 0)
+                        log_warning("Workload teardown: %zu process(es) of process group %d remain.", left,
+                                    (int) w->root);
+        }
+        if (w->shared)
+                munmap(w->shared, w->shared_size);
+        free(w->tasks);
+        free(w);
+        return NULL;
+}
+
+pid_t workload_root(const Workload *w) {
+        return w->root;
+}
+
+size_t workload_n_tasks(const Workload *w) {
+        return w->opts.n_tasks;
+}
+
+const WorkloadTask *workload_tasks(const Workload *w) {
+        return w->tasks;
+}
+
+size_t workload_n_filters(const Workload *w) {
+        return 1 + w->n_private;
+}
+
+size_t workload_n_chain_filters(const Workload *w) {
+        return w->opts.n_tasks + w->n_private;
+}

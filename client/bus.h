@@ -1,0 +1,16 @@
+/* bus.h: the client's bus plumbing: connecting, calling the manager, reporting D-Bus errors */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+/* Log a failed call on one line: "sectreectl: NAME: message" for a D-Bus error, otherwise
+ * "sectreectl: Failed to <what>: <strerror>". Returns r (negative). */
+int bus_log_error(int r, const sd_bus_error *error, const char *what);
+
+/* Log a failure to parse a reply of method. Returns r. */
+int bus_log_parse_error(int r, const char *method);
+
+/* Call a Manager method; on failure log it and return negative errno. */
+int bus_call_manager(sd_bus *bus, const char *method, sd_bus_message **reply, const char *types, ...);
+
+int bus_open_system(sd_bus **ret);

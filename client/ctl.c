@@ -1,0 +1,46 @@
+/* ctl.c: the run context the verbs share: the lazily connected bus, usage errors, argument parsing */
+#include "ctl.h"
+
+#include <stdarg.h>
+
+#include "bus.h"
+
+void context_done(Context *c) {
+        c->bus = sd_bus_flush_close_unref(c->bus);
+}
+
+int ctl_bus(Context *c, sd_bus **ret) {
+        if (!c->bus) {
+                int r = bus_open_system(&c->bus);
+                if (r < 0)
+                        return r;
+        }
+        *ret = c->bus;
+        return 0;
+}
+
+int usage_error(const char *format, ...) {
+        va_list ap;
+        fputs("sectreectl: ", stderr);
+        va_start(ap, format);
+        vfprintf(stderr, format, ap);
+        va_end(ap);
+        fputs(" (try --help)\n", stderr);
+        return ERR_USAGE;
+}
+
+int parse_pid_arg(const char *what, const char *s, uint32_t *ret) {
+        int32_t v;
+        if (safe_atoi32(s, &v) < 0 || v <= 0)
+                return usage_error("Invalid %s '%s': expected a number > 0", what, s);
+        *ret = (uint32_t) v;
+        return 0;
+}
+
+int parse_filter_id_arg(const char *s, uint64_t *ret) {
+        uint64_t v;
+        if (safe_atou64(s, &v) < 0 || v == 0)
+                return usage_error("Invalid filter id '%s': expected a number > 0", s);
+        *ret = v;
+        return 0;
+}

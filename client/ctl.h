@@ -1,0 +1,47 @@
+/* ctl.h: what every sectreectl verb shares: the run context, the usage-error convention, the verbs */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "util.h"
+
+#define EXIT_USAGE 2
+
+/* A verb returns this (after saying why) for bad usage: main() then exits with EXIT_USAGE.
+ * It lies outside the errno range, so it never collides with a failure. */
+#define ERR_USAGE (-4096)
+
+typedef struct Context {
+        bool json;
+        bool legend;
+        bool graph_counts; /* graph: task counts in the filter nodes instead of process nodes */
+        sd_bus *bus;       /* connected on first use by ctl_bus() */
+} Context;
+
+void context_done(Context *c);
+
+/* The system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured), connected on the first call. Logs. */
+int ctl_bus(Context *c, sd_bus **ret);
+
+/* Say what is wrong with the command line and return ERR_USAGE. */
+int usage_error(const char *format, ...) _printf_(1, 2);
+
+#define ctl_error_errno(r, fmt, ...) log_error_errno((r), "sectreectl: " fmt, ##__VA_ARGS__)
+#define ctl_error(fmt, ...) log_error("sectreectl: " fmt, ##__VA_ARGS__)
+
+/* Command line values: a tid or pid (> 0, fits pid_t) and a filter id (> 0). Usage errors. */
+int parse_pid_arg(const char *what, const char *s, uint32_t *ret);
+int parse_filter_id_arg(const char *s, uint64_t *ret);
+
+typedef int (*VerbFunction)(Context *c, char **args, size_t n_args);
+
+int verb_status(Context *c, char **args, size_t n_args);
+int verb_tree(Context *c, char **args, size_t n_args);
+int verb_graph(Context *c, char **args, size_t n_args);
+int verb_ps(Context *c, char **args, size_t n_args);
+int verb_show(Context *c, char **args, size_t n_args);
+int verb_chain(Context *c, char **args, size_t n_args);
+int verb_check(Context *c, char **args, size_t n_args);
+int verb_monitor(Context *c, char **args, size_t n_args);
+int verb_rescan(Context *c, char **args, size_t n_args);
+

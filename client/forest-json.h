@@ -1,0 +1,9 @@
+/* forest-json.h: the live forest as JSON for `tree --json` and `graph --json` */
+#pragma once
+
+#include <jansson.h>
+
+#include "forest.h"
+
+/* {"backend", "identity", "root", "filters": [...], "processes": [...]}; see README-client.md. */
+json_t *forest_to_json(const Forest *f);

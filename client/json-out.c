@@ -1,0 +1,65 @@
+/* json-out.c: --json output: the records of the API as JSON values, and printing documents */
+#include "json-out.h"
+
+#include "ctl.h"
+#include "output.h"
+
+static int json_print(json_t *doc, size_t flags) {
+        if (!doc)
+                return log_oom();
+        if (json_dumpf(doc, stdout, flags) < 0 || fputc('\n', stdout) == EOF)
+                return ctl_error_errno(-EIO, "Failed to write the JSON output: %m");
+        return output_flush();
+}
+
+int json_print_document(json_t *doc) {
+        return json_print(doc, output_is_tty() ? JSON_INDENT(2) : JSON_COMPACT);
+}
+
+int json_print_line(json_t *doc) {
+        return json_print(doc, JSON_COMPACT);
+}
+
+json_t *json_id_or_null(uint64_t id) {
+        return id ? json_integer((json_int_t) id) : json_null();
+}
+
+int json_set(json_t *o, const char *key, json_t *v) {
+        return v && json_object_set_new(o, key, v) == 0 ? 0 : -ENOMEM;
+}
+
+json_t *json_task_record(const TaskRecord *t) {
+        return json_pack("{s:I, s:I, s:I, s:s, s:s, s:o, s:I}",
+                         "tid", (json_int_t) t->tid, "tgid", (json_int_t) t->tgid, "ppid", (json_int_t) t->ppid,
+                         "comm", t->comm, "mode", t->mode, "filter", json_id_or_null(t->head),
+                         "depth", (json_int_t) t->depth);
+}
+
+json_t *json_strv(char * const *l) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && l && l[i]; i++)
+                if (json_array_append_new(a, json_string(l[i])) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a;
+}
+
+json_t *json_filter_record(const FilterRecord *f) {
+        return json_pack("{s:I, s:o, s:I, s:s, s:I, s:o}",
+                         "id", (json_int_t) f->id, "parent", json_id_or_null(f->parent),
+                         "length", (json_int_t) f->length, "digest", f->digest, "tasks", (json_int_t) f->tasks,
+                         "flags", json_strv(f->flags));
+}
+
+json_t *json_program(const struct sock_filter *insns, size_t n) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++) {
+                json_t *x = json_pack("[i, i, i, I]", insns[i].code, insns[i].jt, insns[i].jf, (json_int_t) insns[i].k);
+                if (json_array_append_new(a, x) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
+        return a;
+}

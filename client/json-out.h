@@ -1,0 +1,25 @@
+/* json-out.h: --json output: the records of the API as JSON values, and printing documents */
+#pragma once
+
+#include <jansson.h>
+
+#include "manager.h"
+
+/* Documents are held in json_auto_t (jansson's cleanup attribute). */
+
+/* One document on stdout: indented on a terminal, compact otherwise; then a newline. Logs. */
+int json_print_document(json_t *doc);
+/* One compact line (for monitor), flushed. Logs. */
+int json_print_line(json_t *doc);
+
+/* null for 0 (no filter / no parent), the number otherwise. */
+json_t *json_id_or_null(uint64_t id);
+
+json_t *json_task_record(const TaskRecord *t);
+json_t *json_filter_record(const FilterRecord *f);
+json_t *json_strv(char * const *l);
+/* [[code, jt, jf, k], ...] as in the snapshot format. */
+json_t *json_program(const struct sock_filter *insns, size_t n);
+
+/* Steal v into o under key (v may be NULL: then -ENOMEM). */
+int json_set(json_t *o, const char *key, json_t *v);

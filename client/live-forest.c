@@ -1,0 +1,145 @@
+/* live-forest.c: a lib/ Forest built from the daemon's ListFilters and ListTasks replies */
+#include "live-forest.h"
+
+#include "ctl.h"
+
+static int add_filter(Forest *f, const FilterRecord *r) {
+        Filter *x;
+        int k = forest_add_filter(f, r->id, r->parent, NULL, 0, &x);
+        if (k < 0)
+                return k;
+        /* The program is not fetched: keep the daemon's length and digest for display. */
+        x->len = r->length;
+        if (prog_digest_from_string(r->digest, x->digest) < 0)
+                memset(x->digest, 0, sizeof(x->digest));
+        x->log = filter_record_has_flag(r, "log");
+        x->wait_killable_recv = filter_record_has_flag(r, "wait_killable_recv");
+        x->has_listener = filter_record_has_flag(r, "listener");
+        return 0;
+}
+
+static bool task_is_kept(const TaskRecord *t, const FilterList *filters) {
+        return t->head == 0 || filter_list_find(filters, t->head);
+}
+
+/* Does the process made of tasks[a..b) (one tgid) belong in the forest? */
+static bool process_is_kept(const TaskList *tasks, size_t a, size_t b, const FilterList *filters, bool all) {
+        bool filtered = false;
+        for (size_t i = a; i < b; i++) {
+                if (!task_is_kept(&tasks->items[i], filters))
+                        continue;
+                if (all || !streq(tasks->items[i].mode, "disabled"))
+                        filtered = true;
+        }
+        return filtered;
+}
+
+/* The leader's record if listed, else the first thread's: it names the process. */
+static const TaskRecord *process_leader(const TaskList *tasks, size_t a, size_t b) {
+        for (size_t i = a; i < b; i++)
+                if (tasks->items[i].tid == tasks->items[i].tgid)
+                        return &tasks->items[i];
+        return &tasks->items[a];
+}
+
+static TaskMode task_record_mode(const TaskRecord *t) {
+        TaskMode m = task_mode_from_string(t->mode);
+        if (m >= 0)
+                return m;
+        return t->head ? TASK_MODE_FILTER : TASK_MODE_DISABLED;
+}
+
+static int add_process(Forest *f, const TaskList *tasks, size_t a, size_t b, const FilterList *filters) {
+        const TaskRecord *leader = process_leader(tasks, a, b);
+        Process *p;
+        int r = forest_add_process(f, leader->tgid, &p);
+        if (r < 0)
+                return r;
+        p->ppid = leader->ppid;
+        snprintf(p->comm, sizeof(p->comm), "%s", leader->comm);
+        for (size_t i = a; i < b; i++) {
+                const TaskRecord *t = &tasks->items[i];
+                Task *x;
+                if (!task_is_kept(t, filters))
+                        continue;
+                r = process_add_thread(p, t->tid, &x);
+                if (r < 0)
+                        return r;
+                x->mode = task_record_mode(t);
+                x->filter_id = t->head;
+                x->filter_count = t->depth;
+        }
+        return 0;
+}
+
+static int add_processes(Forest *f, const TaskList *tasks, const FilterList *filters, bool all) {
+        for (size_t a = 0, b; a < tasks->n; a = b) {
+                for (b = a + 1; b < tasks->n && tasks->items[b].tgid == tasks->items[a].tgid; b++)
+                        ;
+                if (!process_is_kept(tasks, a, b, filters, all))
+                        continue;
+                int r = add_process(f, tasks, a, b, filters);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int forest_set_source(Forest *f, const ManagerProperties *p) {
+        IdentityKind k = p->identity ? identity_kind_from_string(p->identity) : _IDENTITY_INVALID;
+        f->identity = k >= 0 ? k : IDENTITY_INFERRED; /* never claim exactness we were not told */
+        f->backend = p->backend ? strdup(p->backend) : NULL;
+        if (p->backend && !f->backend)
+                return -ENOMEM;
+        return host_info_fill_local(&f->host);
+}
+
+int live_forest_build(const FilterList *filters, const TaskList *tasks, const ManagerProperties *p,
+                      bool all_processes, Forest **ret) {
+        _cleanup_(forest_freep) Forest *f = forest_new();
+        if (!f)
+                return -ENOMEM;
+        int r = forest_set_source(f, p);
+        for (size_t i = 0; r >= 0 && i < filters->n; i++)
+                r = add_filter(f, &filters->items[i]);
+        if (r >= 0)
+                r = add_processes(f, tasks, filters, all_processes);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to build the forest from the daemon's replies: %m");
+        _cleanup_free_ char *why = NULL;
+        r = forest_link(f, &why);
+        if (r < 0)
+                return ctl_error_errno(r, "The daemon's forest is inconsistent: %s", why ? why : "?");
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+int live_forest_fetch(sd_bus *bus, pid_t root, Forest **ret) {
+        _cleanup_(manager_properties_done) ManagerProperties p = {};
+        _cleanup_(task_list_done) TaskList tasks = {};
+        _cleanup_(filter_list_done) FilterList filters = {};
+        /* Tasks before filters: a filter only vanishes after the last task under it has, so a
+         * head listed in the first reply is missing from the second only if its task exited. */
+        int r = manager_get_properties(bus, &p);
+        if (r >= 0)
+                r = manager_list_tasks(bus, &tasks);
+        if (r >= 0)
+                r = manager_list_filters(bus, &filters);
+        if (r < 0)
+                return r;
+        if (root > 0) {
+                const TaskRecord *t = task_list_find(&tasks, (uint32_t) root);
+                if (!t)
+                        return ctl_error_errno(-ESRCH, "No process %d among the tasks the daemon lists.", root);
+                root = (pid_t) t->tgid; /* a thread's id stands for its process */
+        }
+
+        _cleanup_(forest_freep) Forest *f = NULL;
+        r = live_forest_build(&filters, &tasks, &p, root > 0, &f);
+        if (r < 0)
+                return r;
+        if (root > 0 && (r = forest_restrict_to_subtree(f, root)) < 0)
+                return ctl_error_errno(r, "Failed to restrict the forest to process %d: %m", root);
+        *ret = TAKE_PTR(f);
+        return 0;
+}

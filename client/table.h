@@ -1,0 +1,26 @@
+/* table.h: column output for list verbs: a header line, aligned cells, right-aligned numbers */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "util.h"
+
+typedef struct Table Table;
+
+#define TABLE_COLUMN(i) (1u << (i))
+
+/* A table with n_columns columns named by headers; the columns in right_aligned (a mask of
+ * TABLE_COLUMN(i)) are right-aligned, for numbers. */
+Table *table_new(const char *const *headers, size_t n_columns, unsigned right_aligned);
+Table *table_free(Table *t);
+DEFINE_CLEANUP(Table *, table_free);
+
+/* Add one row: exactly n_columns cells, copied. */
+int table_add_row(Table *t, const char *const *cells);
+size_t table_rows(const Table *t);
+
+/* Print with two spaces between columns; the header line when legend is set. The last column
+ * is not padded. */
+int table_print(const Table *t, FILE *out, bool legend);

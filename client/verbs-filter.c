@@ -1,0 +1,87 @@
+/* verbs-filter.c: `show FILTER`: one filter's metadata and its disassembly */
+#include "ctl.h"
+#include "disasm.h"
+#include "json-out.h"
+#include "manager.h"
+#include "output.h"
+#include "prog.h"
+
+/* The disassembly as an array of lines (without their newlines). */
+static json_t *disassembly_json(const char *text) {
+        json_t *a = json_array();
+        for (const char *p = text; a && *p;) {
+                size_t l = strcspn(p, "\n");
+                if (json_array_append_new(a, json_stringn(p, l)) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+                p += l + (p[l] == '\n');
+        }
+        return a;
+}
+
+static json_t *show_json(const FilterDetail *d, const char *disassembly) {
+        json_t *o = json_filter_record(&d->meta);
+        if (!o || json_set(o, "identity", json_string(d->identity)) < 0 ||
+            json_set(o, "program", json_program(d->program, d->n_program)) < 0 ||
+            json_set(o, "disassembly", disassembly_json(disassembly)) < 0) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static void print_flags(char * const *flags) {
+        if (!flags || !flags[0]) {
+                puts("none");
+                return;
+        }
+        for (size_t i = 0; flags[i]; i++)
+                printf("%s%s", i ? " " : "", flags[i]);
+        putchar('\n');
+}
+
+/* The daemon's digest, checked against the instructions it sent. */
+static const char *digest_note(const FilterDetail *d) {
+        char mine[PROG_DIGEST_STRING_MAX];
+        uint8_t raw[PROG_DIGEST_SIZE];
+        prog_digest(d->program, d->n_program, raw);
+        return streq(prog_digest_to_string(raw, mine), d->meta.digest) ? "" : " (does not match the program!)";
+}
+
+static void show_print(const FilterDetail *d, const char *disassembly) {
+        printf("Filter %" PRIu64 "\n", d->meta.id);
+        if (d->meta.parent)
+                printf("    Parent: %" PRIu64 "\n", d->meta.parent);
+        else
+                printf("    Parent: none (a first filter)\n");
+        printf("    Length: %" PRIu32 " instruction%s\n", d->meta.length, d->meta.length == 1 ? "" : "s");
+        printf("    Digest: %s%s\n", d->meta.digest, digest_note(d));
+        printf("     Flags: ");
+        print_flags(d->meta.flags);
+        printf("     Tasks: %" PRIu32 "\n", d->meta.tasks);
+        printf("  Identity: %s\n\n", d->identity);
+        fputs(disassembly, stdout);
+}
+
+int verb_show(Context *c, char **args, size_t n_args) {
+        uint64_t id;
+        sd_bus *bus;
+        _cleanup_(filter_detail_done) FilterDetail d = {};
+        int r = parse_filter_id_arg(args[0], &id);
+        if (r >= 0)
+                r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = manager_get_filter(bus, id, &d);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *text = prog_disassemble(d.program, d.n_program);
+        if (!text)
+                return log_oom();
+        if (c->json) {
+                json_auto_t *doc = show_json(&d, text);
+                return json_print_document(doc);
+        }
+        show_print(&d, text);
+        return output_flush();
+}

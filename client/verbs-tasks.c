@@ -1,0 +1,127 @@
+/* verbs-tasks.c: `ps` (every task the daemon lists) and `chain TID` (one task's filters) */
+#include "chain.h"
+#include "ctl.h"
+#include "json-out.h"
+#include "manager.h"
+#include "output.h"
+#include "table.h"
+
+#define NUM_BUF 24
+
+static char *format_u64(uint64_t v, char *buf) {
+        snprintf(buf, NUM_BUF, "%" PRIu64, v);
+        return buf;
+}
+
+static char *format_id(uint64_t id, char *buf) {
+        return id ? format_u64(id, buf) : strcpy(buf, "-");
+}
+
+static int ps_add_row(Table *t, const TaskRecord *x) {
+        char tid[NUM_BUF], tgid[NUM_BUF], ppid[NUM_BUF], depth[NUM_BUF], head[NUM_BUF];
+        const char *cells[] = { format_u64(x->tid, tid), format_u64(x->tgid, tgid), format_u64(x->ppid, ppid), x->comm,
+                                x->mode, format_u64(x->depth, depth), format_id(x->head, head) };
+        return table_add_row(t, cells);
+}
+
+static int ps_print_table(const TaskList *l, bool legend) {
+        static const char *const headers[] = { "TID", "TGID", "PPID", "COMM", "MODE", "DEPTH", "FILTER" };
+        _cleanup_(table_freep) Table *t = table_new(headers, ELEMENTSOF(headers),
+                                                 TABLE_COLUMN(0) | TABLE_COLUMN(1) | TABLE_COLUMN(2) |
+                                                 TABLE_COLUMN(5) | TABLE_COLUMN(6));
+        if (!t)
+                return log_oom();
+        for (size_t i = 0; i < l->n; i++)
+                if (ps_add_row(t, &l->items[i]) < 0)
+                        return log_oom();
+        table_print(t, stdout, legend);
+        if (legend)
+                printf("\n%zu task%s listed.\n", l->n, l->n == 1 ? "" : "s");
+        return output_flush();
+}
+
+static json_t *ps_json(const TaskList *l) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < l->n; i++)
+                if (json_array_append_new(a, json_task_record(&l->items[i])) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a ? json_pack("{s:o}", "tasks", a) : NULL;
+}
+
+int verb_ps(Context *c, char **args, size_t n_args) {
+        sd_bus *bus;
+        _cleanup_(task_list_done) TaskList l = {};
+        int r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = manager_list_tasks(bus, &l);
+        if (r < 0)
+                return r;
+        if (c->json) {
+                json_auto_t *doc = ps_json(&l);
+                return json_print_document(doc);
+        }
+        return ps_print_table(&l, c->legend);
+}
+
+static char *flags_join(char * const *flags, char *buf, size_t len) {
+        size_t k = 0;
+        buf[0] = 0;
+        for (size_t i = 0; flags && flags[i]; i++)
+                k += snprintf(buf + k, k < len ? len - k : 0, "%s%s", i ? "," : "", flags[i]);
+        if (!buf[0])
+                snprintf(buf, len, "-");
+        return buf;
+}
+
+static int chain_print_table(const Chain *ch, bool legend) {
+        static const char *const headers[] = { "POS", "ID", "LENGTH", "DIGEST", "FLAGS" };
+        _cleanup_(table_freep) Table *t = table_new(headers, ELEMENTSOF(headers),
+                                                 TABLE_COLUMN(0) | TABLE_COLUMN(1) | TABLE_COLUMN(2));
+        if (!t)
+                return log_oom();
+        for (size_t i = 0; i < ch->n; i++) {
+                const FilterRecord *f = &ch->filters[i].meta;
+                char pos[NUM_BUF], id[NUM_BUF], len[NUM_BUF], flags[128];
+                const char *cells[] = { format_u64(i, pos), format_u64(f->id, id), format_u64(f->length, len),
+                                        f->digest, flags_join(f->flags, flags, sizeof(flags)) };
+                if (table_add_row(t, cells) < 0)
+                        return log_oom();
+        }
+        table_print(t, stdout, legend);
+        if (legend)
+                printf("\n%zu filter%s, newest first.\n", ch->n, ch->n == 1 ? "" : "s");
+        return output_flush();
+}
+
+static json_t *chain_json(const Chain *ch) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < ch->n; i++) {
+                json_t *x = json_filter_record(&ch->filters[i].meta);
+                if (json_array_append_new(a, x) < 0 || json_set(x, "position", json_integer((json_int_t) i)) < 0 ||
+                    json_set(x, "identity", json_string(ch->filters[i].identity)) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
+        return a ? json_pack("{s:I, s:o}", "tid", (json_int_t) ch->tid, "filters", a) : NULL;
+}
+
+int verb_chain(Context *c, char **args, size_t n_args) {
+        uint32_t tid;
+        sd_bus *bus;
+        _cleanup_(chain_done) Chain ch = {};
+        int r = parse_pid_arg("task id", args[0], &tid);
+        if (r >= 0)
+                r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = chain_fetch(bus, tid, &ch);
+        if (r < 0)
+                return r;
+        if (c->json) {
+                json_auto_t *doc = chain_json(&ch);
+                return json_print_document(doc);
+        }
+        return chain_print_table(&ch, c->legend);
+}

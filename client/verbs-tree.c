@@ -1,0 +1,48 @@
+/* verbs-tree.c: `tree [PID]`: the forest as nested filters with their processes */
+#include "verbs-tree.h"
+#include "forest-json.h"
+#include "forest-print.h"
+#include "json-out.h"
+#include "live-forest.h"
+#include "output.h"
+
+/* The optional PID argument of tree and graph; 0 for the whole machine. */
+int parse_root_arg(char **args, size_t n_args, pid_t *ret) {
+        uint32_t pid = 0;
+        if (n_args > 0) {
+                int r = parse_pid_arg("process id", args[0], &pid);
+                if (r < 0)
+                        return r;
+        }
+        *ret = (pid_t) pid;
+        return 0;
+}
+
+int fetch_forest(Context *c, char **args, size_t n_args, Forest **ret) {
+        pid_t root;
+        sd_bus *bus;
+        int r = parse_root_arg(args, n_args, &root);
+        if (r >= 0)
+                r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = live_forest_fetch(bus, root, ret);
+        return r;
+}
+
+int print_forest_json(const Forest *f) {
+        json_auto_t *doc = forest_to_json(f);
+        return json_print_document(doc);
+}
+
+int verb_tree(Context *c, char **args, size_t n_args) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        int r = fetch_forest(c, args, n_args, &f);
+        if (r < 0)
+                return r;
+        if (c->json)
+                return print_forest_json(f);
+        r = forest_print_tree(f, stdout, output_use_unicode() ? FOREST_PRINT_UNICODE : 0);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to print the tree: %m");
+        return 0;
+}

@@ -1,0 +1,10 @@
+/* verbs-tree.h: what tree and graph share: the optional PID argument, the forest it names, --json */
+#pragma once
+
+#include "ctl.h"
+#include "forest.h"
+
+int parse_root_arg(char **args, size_t n_args, pid_t *ret);
+/* Parse [PID], connect, fetch the live forest (restricted to PID's subtree if given). Logs. */
+int fetch_forest(Context *c, char **args, size_t n_args, Forest **ret);
+int print_forest_json(const Forest *f);

@@ -1,0 +1,273 @@
+/* watch.bpf.h: the tracepoints that report tasks forking, exec'ing and exiting and filters being
+ * attached, as events in a ring buffer of their own. Included by scan.bpf.c (after its id
+ * functions): one BPF object, so that events and passes name filters through the same id map. */
+#pragma once
+
+#include "watch.h"
+
+#define EVENTS_SIZE (4U << 20) /* user space may change it before load */
+#define MAX_SECCOMP_PROCS (1U << 18)
+
+extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+
+/* Set by user space: bpf_scanner_watch_start() turns the filter events on (the install
+ * tracepoints run from bpf_scanner_new() on, to name filters). */
+bool watch_enabled;
+/* Events that could not be sent (ring buffer full, an id not stored); read by user space. */
+__u64 watch_lost;
+
+struct {
+        __uint(type, BPF_MAP_TYPE_RINGBUF);
+        __uint(max_entries, EVENTS_SIZE);
+} events SEC(".maps");
+
+/* Where FILTER events are put together. Tracepoint programs do not nest on a CPU (the kernel
+ * skips, and counts as a miss, a tracepoint program that would run while another runs on the
+ * same CPU), so one slot per CPU is enough; a per-CPU array cannot hold values this large
+ * (32 KiB at most), so this is an array indexed by CPU, sized by user space before load. */
+struct watch_filter_buf {
+        __u8 data[sizeof(struct watch_rec_filter) + WATCH_MAX_INSNS * sizeof(struct sock_filter)];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct watch_filter_buf);
+} watch_scratch SEC(".maps");
+
+/* Processes (tgid -> the leader's start_boottime, which tells a reused tgid apart) that have or
+ * had a thread in strict or filter mode. A pass reports every thread of such a process, those
+ * in disabled mode too, so their forks and exits are events as well. Marked by passes and by
+ * installs, dropped when the process's last thread exits. */
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, MAX_SECCOMP_PROCS);
+        __uint(map_flags, BPF_F_NO_PREALLOC);
+        __type(key, __u32);
+        __type(value, __u64);
+} seccomp_procs SEC(".maps");
+
+static __always_inline void watch_lose(void) {
+        __sync_fetch_and_add(&watch_lost, 1);
+}
+
+/* t: a trusted pointer (plain loads), like the task_reported() ones below. */
+static __always_inline bool seccomp_proc_marked(struct task_struct *t) {
+        __u32 tgid = t->tgid;
+        __u64 *start = bpf_map_lookup_elem(&seccomp_procs, &tgid);
+
+        return start && *start == t->group_leader->start_boottime;
+}
+
+static __always_inline void seccomp_proc_unmark(struct task_struct *t) {
+        __u32 tgid = t->tgid;
+
+        if (bpf_map_lookup_elem(&seccomp_procs, &tgid)) /* cheaper than deleting what is not there */
+                bpf_map_delete_elem(&seccomp_procs, &tgid);
+}
+
+static __always_inline void seccomp_proc_mark(struct task_struct *t) {
+        __u32 tgid = BPF_CORE_READ(t, tgid);
+        __u64 start = BPF_CORE_READ(t, group_leader, start_boottime);
+        __u64 *old = bpf_map_lookup_elem(&seccomp_procs, &tgid);
+
+        if (old && *old == start)
+                return;
+        /* Without the mark only the disabled threads of a multi-threaded process go unreported. */
+        if (bpf_map_update_elem(&seccomp_procs, &tgid, &start, BPF_ANY) < 0 && BPF_CORE_READ(t, signal, nr_threads) > 1)
+                watch_lose();
+}
+
+/* Whose fork, exec and exit are events: exactly the tasks a whole-machine pass reports — tasks
+ * in strict or filter mode, and every thread of a multi-threaded process that has one. The rest
+ * of the machine (nearly all forks and exits) is not sent: the daemon has no use for it, and it
+ * would be most of the volume. A subtree of unfiltered processes is therefore known from passes,
+ * not from events. This runs on every fork and exit of the machine: t is a trusted pointer
+ * (bpf_get_current_task_btf(), bpf_task_from_pid()), read with plain loads, not helper calls. */
+static __always_inline bool task_reported(struct task_struct *t) {
+        if (t->seccomp.mode != SECCOMP_MODE_DISABLED)
+                return true;
+        if (t->signal->nr_threads <= 1)
+                return false;
+        return seccomp_proc_marked(t);
+}
+
+/* What ptrace_may_access() would call dumpable: the mm's setting is SUID_DUMP_USER. */
+static __always_inline bool task_dumpable(struct task_struct *t) {
+        struct mm_struct *mm;
+        unsigned long flags;
+
+        if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
+                return false;
+        mm = BPF_CORE_READ(t, mm);
+        if (!mm)
+                return false;
+        if (bpf_core_type_exists(mm_flags_t))
+                flags = BPF_CORE_READ(mm, flags.__mm_flags[0]);
+        else
+                flags = BPF_CORE_READ((struct mm_struct___ulong_flags *) mm, flags);
+        return (flags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER;
+}
+
+/* Fill r from t; returns t's head filter (a kernel address: it stays here). */
+static __always_inline __u64 task_fill(struct watch_rec_task *r, struct task_struct *t) {
+        struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+        const struct cred *cred = BPF_CORE_READ(leader, real_cred);
+
+        r->tid = BPF_CORE_READ(t, pid);
+        r->tgid = BPF_CORE_READ(t, tgid);
+        r->ppid = BPF_CORE_READ(leader, real_parent, tgid);
+        r->mode = BPF_CORE_READ(t, seccomp.mode);
+        r->uid = BPF_CORE_READ(cred, uid.val);
+        r->euid = BPF_CORE_READ(cred, euid.val);
+        r->gid = BPF_CORE_READ(cred, gid.val);
+        r->flags = 0;
+        if (BPF_CORE_READ(leader, atomic_flags) & (1UL << PFA_NO_NEW_PRIVS))
+                r->flags |= WATCH_TASK_NO_NEW_PRIVS;
+        if (task_dumpable(t))
+                r->flags |= WATCH_TASK_DUMPABLE;
+        r->start_boottime = BPF_CORE_READ(t, start_boottime);
+        r->filter_id = 0;
+        BPF_CORE_READ_INTO(&r->comm, t, comm);
+        return (__u64) BPF_CORE_READ(t, seccomp.filter);
+}
+
+/* Send a task event whose record was filled from a task with head filter head. */
+static __always_inline void task_event_send(struct watch_rec *r, __u32 type, __u64 head) {
+        r->type = type;
+        r->_pad = 0;
+        r->ktime_ns = bpf_ktime_get_ns();
+        if (head) {
+                r->task.filter_id = filter_id_get(head);
+                if (!r->task.filter_id) {
+                        watch_lose();
+                        return;
+                }
+        }
+        if (bpf_ringbuf_output(&events, r, sizeof(*r), 0) < 0)
+                watch_lose();
+}
+
+/* The parent's context, after the child was made and before it first runs. The child's state is
+ * read from the child itself: the parent's head may have moved on by now (TSYNC from another
+ * thread). */
+SEC("tracepoint/sched/sched_process_fork")
+int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
+        struct task_struct *child;
+        struct watch_rec r = {};
+        __u64 head;
+        bool reported;
+
+        /* The child inherits the parent's mode and process (or makes a single-threaded one):
+         * nothing to look up for the forks of the unfiltered. */
+        if (!task_reported(bpf_get_current_task_btf()))
+                return 0;
+
+        child = bpf_task_from_pid(ctx->child_pid);
+        if (!child) {
+                watch_lose();
+                return 0;
+        }
+        reported = task_reported(child);
+        head = task_fill(&r.task, child);
+        bpf_task_release(child);
+
+        if (reported)
+                task_event_send(&r, WATCH_REC_TASK_NEW, head);
+        return 0;
+}
+
+/* After a successful exec: comm changed, the task is the only thread, its tid the tgid. */
+SEC("tracepoint/sched/sched_process_exec")
+int watch_exec(void *ctx) {
+        struct task_struct *t = bpf_get_current_task_btf();
+        struct watch_rec r = {};
+        __u64 head;
+
+        if (!task_reported(t))
+                return 0;
+        head = task_fill(&r.task, t);
+        task_event_send(&r, WATCH_REC_TASK_EXEC, head);
+        return 0;
+}
+
+static __always_inline bool exit_group_dead(struct trace_event_raw_sched_process_exit *ctx, struct task_struct *t) {
+        if (bpf_core_field_exists(ctx->group_dead))
+                return ctx->group_dead;
+        return t->signal->live.counter == 0;
+}
+
+/* Fires for every thread, in its own context. Newer kernels (6.18 here) have let go of the
+ * thread's filters by then (do_exit() releases them early): the record's head is 0 and its mode
+ * still says filter. */
+SEC("tracepoint/sched/sched_process_exit")
+int watch_exit(struct trace_event_raw_sched_process_exit *ctx) {
+        struct task_struct *t = bpf_get_current_task_btf();
+        struct watch_rec r = {};
+        bool group_dead = exit_group_dead(ctx, t);
+        bool reported = task_reported(t);
+        __u64 head;
+
+        if (group_dead)
+                seccomp_proc_unmark(t);
+        if (!reported)
+                return 0;
+        head = task_fill(&r.task, t);
+        if (group_dead)
+                r.task.flags |= WATCH_TASK_GROUP_DEAD;
+        task_event_send(&r, WATCH_REC_TASK_EXIT, head);
+        return 0;
+}
+
+/* A filter attached by t: head, named id (0 if no id could be stored). Called at the exit of
+ * seccomp(2)/prctl(2), whose return value is ret. */
+static __always_inline void watch_filter_attached(struct task_struct *t, __u64 head, __u64 id, __u32 seccomp_flags,
+                                                  bool prctl, long ret) {
+        struct seccomp_filter *sf = (void *) head;
+        struct watch_rec_filter *r;
+        struct sock_fprog_kern *orig;
+        struct sock_filter *insns;
+        __u32 cpu = bpf_get_smp_processor_id(), len;
+        __u64 prev, parent_id = 0;
+
+        if (!watch_enabled)
+                return;
+        prev = (__u64) BPF_CORE_READ(sf, prev);
+        if (prev)
+                parent_id = filter_id_get(prev);
+        r = bpf_map_lookup_elem(&watch_scratch, &cpu);
+        if (!id || (prev && !parent_id) || !r) {
+                watch_lose();
+                return;
+        }
+
+        r->hdr.type = WATCH_REC_FILTER;
+        r->hdr._pad = 0;
+        r->hdr.ktime_ns = bpf_ktime_get_ns();
+        task_fill(&r->hdr.task, t);
+        r->hdr.task.filter_id = id;
+        r->id = id;
+        r->parent_id = parent_id;
+        r->seccomp_flags = seccomp_flags;
+        r->install_flags = prctl ? WATCH_INSTALL_PRCTL : 0;
+        if ((seccomp_flags & SECCOMP_FILTER_FLAG_TSYNC) && ret >= 0)
+                r->install_flags |= WATCH_INSTALL_TSYNC;
+        r->log = BPF_CORE_READ(sf, log);
+        r->wait_killable_recv = BPF_CORE_READ(sf, wait_killable_recv);
+        r->has_listener = BPF_CORE_READ(sf, notif) != NULL;
+
+        orig = BPF_CORE_READ(sf, prog, orig_prog);
+        len = orig ? BPF_CORE_READ(orig, len) : 0;
+        insns = orig ? BPF_CORE_READ(orig, filter) : NULL;
+        if (len > WATCH_MAX_INSNS || !insns)
+                len = 0;
+        if (len > 0 && bpf_probe_read_kernel(r->insns, len * sizeof(struct sock_filter), insns) < 0)
+                len = 0;
+        r->len = len;
+        r->has_insns = len > 0;
+
+        if (bpf_ringbuf_output(&events, r, sizeof(*r) + len * sizeof(struct sock_filter), 0) < 0)
+                watch_lose();
+}

@@ -1,0 +1,268 @@
+/* live.c: applying watch events to the live forest and the store. Filters only ever grow on a
+ * task, so a head is only replaced by a deeper one: an event that a full pass already reflected,
+ * or that arrives after a newer one, changes nothing. */
+#include <time.h>
+
+#include "manager.h"
+#include "procinfo.h"
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static unsigned filter_depth(const Forest *f, uint64_t id) {
+        unsigned d = 0;
+        for (Filter *x = forest_find_filter(f, id); x && d <= f->n_filters; x = forest_find_filter(f, x->parent_id))
+                d++;
+        return d;
+}
+
+static int ensure_process(Manager *m, const WatchTask *w, Process **ret) {
+        Process *p = forest_find_process(m->live, w->tgid);
+        if (!p) {
+                int r = forest_add_process(m->live, w->tgid, &p);
+                if (r < 0)
+                        return r;
+                _cleanup_free_ char *exe = NULL;
+                if (proc_read_exe(w->tgid, &exe) >= 0)
+                        (void) process_set_exe(p, exe);
+        }
+        p->ppid = w->ppid;
+        p->uid = w->uid;
+        p->gid = w->gid;
+        p->no_new_privs = w->no_new_privs;
+        if (w->tid == w->tgid) {
+                p->start_time = w->start_time;
+                memcpy(p->comm, w->comm, sizeof(p->comm));
+        } else if (!p->comm[0])
+                memcpy(p->comm, w->comm, sizeof(p->comm));
+        *ret = p;
+        return 0;
+}
+
+static Task *find_thread(Process *p, pid_t tid) {
+        for (size_t i = 0; i < p->n_threads; i++)
+                if (p->threads[i].tid == tid)
+                        return &p->threads[i];
+        return NULL;
+}
+
+/* Bring one thread up to the state w describes, keeping a deeper head we already know. */
+static int apply_task_state(Manager *m, const WatchTask *w, bool *ret_new) {
+        Process *p;
+        int r = ensure_process(m, w, &p);
+        if (r < 0)
+                return r;
+        Task *t = find_thread(p, w->tid);
+        *ret_new = !t;
+        if (!t) {
+                r = process_add_thread(p, w->tid, &t);
+                if (r < 0)
+                        return r;
+        }
+        t->start_time = w->start_time;
+        if (w->mode > t->mode)
+                t->mode = w->mode;
+        if (w->filter_id && filter_depth(m->live, w->filter_id) >= filter_depth(m->live, t->filter_id)) {
+                t->filter_id = w->filter_id;
+                t->mode = TASK_MODE_FILTER;
+        }
+        m->live->linked = false;
+        return store_put_task(m->store, w, p->exe, now_usec());
+}
+
+static int on_task_new(Manager *m, const WatchEvent *e) {
+        if (e->task.mode == TASK_MODE_DISABLED)
+                return 0;
+        bool is_new;
+        int r = apply_task_state(m, &e->task, &is_new);
+        if (r >= 0 && is_new)
+                (void) manager_send_task_added(m, e->task.tid, e->task.tgid, e->task.comm);
+        return r;
+}
+
+/* exec ends every other thread of the process, without exit events for a thread that exec'd
+ * (it takes over the leader's tid). */
+static int drop_other_threads(Manager *m, Process *p, pid_t keep) {
+        for (size_t i = p->n_threads; i-- > 0;) {
+                pid_t tid = p->threads[i].tid;
+                if (tid == keep)
+                        continue;
+                int r = store_remove_task(m->store, tid);
+                if (r < 0)
+                        return r;
+                (void) manager_send_task_exited(m, tid);
+                p->threads[i] = p->threads[--p->n_threads];
+        }
+        m->live->linked = false;
+        m->batch_exits = true;
+        return 0;
+}
+
+static int on_task_exec(Manager *m, const WatchEvent *e) {
+        Process *p = forest_find_process(m->live, e->task.tgid);
+        if (!p)
+                return on_task_new(m, e);
+        int r = drop_other_threads(m, p, e->task.tid);
+        if (r < 0)
+                return r;
+        memcpy(p->comm, e->task.comm, sizeof(p->comm));
+        _cleanup_free_ char *exe = NULL;
+        if (proc_read_exe(e->task.tgid, &exe) >= 0)
+                (void) process_set_exe(p, exe);
+        bool is_new;
+        return apply_task_state(m, &e->task, &is_new);
+}
+
+static int on_task_exit(Manager *m, const WatchEvent *e) {
+        if (forest_remove_thread(m->live, e->task.tgid, e->task.tid) < 0)
+                return 0; /* not a task we track */
+        m->batch_exits = true;
+        (void) manager_send_task_exited(m, e->task.tid);
+        return store_remove_task(m->store, e->task.tid);
+}
+
+static int add_watch_filter(Manager *m, const WatchEvent *e) {
+        const WatchFilter *wf = &e->filter;
+        if (forest_find_filter(m->live, wf->id))
+                return 0;
+        if (wf->parent_id && !forest_find_filter(m->live, wf->parent_id))
+                return -ENOLINK; /* we missed the parent: only a full pass can fix that */
+        Filter *flt;
+        int r = forest_add_filter(m->live, wf->id, wf->parent_id, wf->insns, wf->len, &flt);
+        if (r < 0)
+                return r;
+        flt->log = wf->log;
+        flt->wait_killable_recv = wf->wait_killable_recv;
+        flt->has_listener = wf->has_listener;
+        flt->identity = IDENTITY_EXACT;
+        _cleanup_free_ char *exe = NULL;
+        (void) proc_read_exe(e->task.tgid, &exe);
+        StoreInstaller inst = { .tid = e->task.tid, .tgid = e->task.tgid, .comm = e->task.comm, .exe = exe };
+        return store_put_watch_filter(m->store, wf, &inst, now_usec());
+}
+
+/* With TSYNC every thread of the installer's process has the new filter, tracked or not. */
+static int apply_tsync(Manager *m, const WatchEvent *e) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0;
+        if (proc_list_threads(e->task.tgid, &tids, &n) < 0)
+                return 0; /* the process is gone: its exit events follow */
+        for (size_t i = 0; i < n; i++) {
+                WatchTask w = e->task;
+                w.tid = tids[i];
+                w.filter_id = e->filter.id;
+                w.mode = TASK_MODE_FILTER;
+                if (tids[i] != e->task.tid && proc_read_start_time(tids[i], &w.start_time) < 0)
+                        continue;
+                bool is_new;
+                int r = apply_task_state(m, &w, &is_new);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int on_filter_attached(Manager *m, const WatchEvent *e) {
+        int r = add_watch_filter(m, e);
+        if (r < 0)
+                return r;
+        WatchTask w = e->task;
+        w.filter_id = e->filter.id;
+        w.mode = TASK_MODE_FILTER;
+        bool is_new;
+        r = e->filter.tsync ? apply_tsync(m, e) : 0;
+        if (r >= 0)
+                r = apply_task_state(m, &w, &is_new);
+        if (r >= 0)
+                (void) manager_send_filter_attached(m, e->filter.id, e->filter.parent_id, e->task.tid);
+        return r;
+}
+
+int manager_apply_event(Manager *m, const WatchEvent *e) {
+        switch (e->type) {
+        case WATCH_TASK_NEW:
+                return on_task_new(m, e);
+        case WATCH_TASK_EXEC:
+                return on_task_exec(m, e);
+        case WATCH_TASK_EXIT:
+                return on_task_exit(m, e);
+        case WATCH_FILTER_ATTACHED:
+                return on_filter_attached(m, e);
+        default:
+                return 0;
+        }
+}
+
+/* Called inside a batch's transaction: an inconsistent forest fails the batch (which is rolled
+ * back and followed by a full pass) instead of starting a pass here. */
+int manager_retire_unreachable(Manager *m) {
+        Forest *f = m->live;
+        int r = f->linked ? 0 : forest_link(f, NULL);
+        if (r < 0)
+                return -EUCLEAN;
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t n = 0;
+        r = forest_drop_unreachable_filters(f, &ids, &n);
+        if (r < 0)
+                return r;
+        uint64_t now = now_usec();
+        /* The ids come parents first; the store wants children retired before their parents. */
+        for (size_t i = n; i-- > 0;) {
+                r = store_retire_filter(m->store, ids[i], now);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static uint64_t inferred_key(uint64_t parent_id, const uint8_t digest[PROG_DIGEST_SIZE], bool log) {
+        uint64_t d;
+        memcpy(&d, digest, sizeof(d));
+        return d ^ (parent_id * 0x9e3779b97f4a7c15ULL) ^ (uint64_t) log;
+}
+
+static bool same_filter(const Filter *old, uint64_t parent_id, const Filter *now) {
+        return old->parent_id == parent_id && old->log == now->log &&
+               memcmp(old->digest, now->digest, PROG_DIGEST_SIZE) == 0;
+}
+
+/* The previous live filters by (parent, digest, flags). */
+static int index_previous(const Forest *prev, Hashmap *ret) {
+        *ret = (Hashmap) {};
+        for (size_t i = 0; prev && i < prev->n_filters; i++) {
+                const Filter *x = prev->filters[i];
+                int r = hashmap_put(ret, inferred_key(x->parent_id, x->digest, x->log), (void *) x);
+                if (r < 0 && r != -EEXIST)
+                        return r;
+        }
+        return 0;
+}
+
+int manager_adopt_inferred_ids(Manager *m, Forest *f) {
+        uint64_t next;
+        int r = store_max_filter_id(m->store, &next);
+        if (r < 0)
+                return r;
+        if (m->live)
+                for (size_t i = 0; i < m->live->n_filters; i++)
+                        if (m->live->filters[i]->id > next)
+                                next = m->live->filters[i]->id;
+        _cleanup_(hashmap_deinit) Hashmap prev = {};
+        _cleanup_free_ uint64_t *ids = calloc(f->n_filters + 1, sizeof(uint64_t));
+        _cleanup_(hashmap_deinit) Hashmap used = {};
+        if (!ids || (r = index_previous(m->live, &prev)) < 0)
+                return -ENOMEM;
+        /* Parents come first, so a parent's new id is known when its children are matched. */
+        for (size_t i = 0; i < f->n_filters; i++) {
+                const Filter *x = f->filters[i];
+                uint64_t parent = x->parent ? ids[x->parent->index] : 0;
+                const Filter *old = hashmap_get(&prev, inferred_key(parent, x->digest, x->log));
+                ids[i] = old && same_filter(old, parent, x) && !hashmap_get(&used, old->id) ? old->id : ++next;
+                if (hashmap_put(&used, ids[i], (void *) x) < 0)
+                        return -ENOMEM;
+        }
+        return forest_set_ids(f, ids);
+}

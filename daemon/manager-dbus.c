@@ -1,0 +1,340 @@
+/* manager-dbus.c: the org.sectree1.Manager interface: handlers first, the vtable at the bottom */
+#include "access.h"
+#include "config.h"
+#include "manager.h"
+#include "procinfo.h"
+
+#define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
+#define ERROR_NO_SUCH_FILTER "org.sectree1.Error.NoSuchFilter"
+#define ERROR_SCAN_FAILED "org.sectree1.Error.ScanFailed"
+
+static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener" };
+
+static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+        bool set[] = { flt->log, flt->wait_killable_recv, flt->has_listener || flt->listener_id };
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(set); i++)
+                if (set[i])
+                        r = sd_bus_message_append(reply, "s", filter_flag_names[i]);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static size_t n_threads(const Forest *f) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                n += f->processes[i]->n_threads;
+        return n;
+}
+
+static int live_or_fail(Manager *m, Forest **ret, sd_bus_error *error) {
+        int r = manager_live(m, ret);
+        if (r < 0)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
+                                         strerror(-r));
+        return 0;
+}
+
+static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Forest *f;
+        int r = caller_from_message(msg, &c);
+        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uuusstu)");
+        for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                if (!caller_may_see_process(&c, p->pid))
+                        continue;
+                for (size_t j = 0; r >= 0 && j < p->n_threads; j++) {
+                        const Task *t = &p->threads[j];
+                        r = sd_bus_message_append(reply, "(uuusstu)", (uint32_t) t->tid, (uint32_t) p->pid,
+                                                  (uint32_t) p->ppid, p->comm, task_mode_to_string(t->mode),
+                                                  t->filter_id, (uint32_t) (t->filter ? t->filter->depth : 0));
+                }
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t tasks) {
+        char digest[PROG_DIGEST_STRING_MAX];
+        int r = sd_bus_message_open_container(reply, 'r', "ttusuas");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "ttusu", flt->id, flt->parent_id, (uint32_t) flt->len,
+                                          prog_digest_to_string(flt->digest, digest), (uint32_t) tasks);
+        if (r >= 0)
+                r = append_filter_flags(reply, flt);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* Tasks whose head is flt that the caller may see. */
+static size_t visible_task_count(Caller *c, const Forest *f, const Filter *flt) {
+        if (c->privileged)
+                return flt->n_tasks;
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                for (size_t j = 0; j < p->n_threads; j++)
+                        if (p->threads[j].filter == flt && caller_may_see_process(c, p->pid))
+                                n++;
+        }
+        return n;
+}
+
+static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(hashmap_deinit) Hashmap visible = {};
+        Forest *f;
+        int r = caller_from_message(msg, &c);
+        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+        r = caller_visible_filters(&c, f, &visible);
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ttusuas)");
+        for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
+                if (hashmap_get(&visible, f->filters[i]->id))
+                        r = append_filter_entry(reply, f->filters[i], visible_task_count(&c, f, f->filters[i]));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int append_program(sd_bus_message *reply, const Filter *flt) {
+        int r = sd_bus_message_open_container(reply, 'a', "(qyyu)");
+        for (size_t i = 0; r >= 0 && i < flt->len; i++) {
+                const struct sock_filter *x = &flt->insns[i];
+                r = sd_bus_message_append(reply, "(qyyu)", x->code, x->jt, x->jf, x->k);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* The filter with that id if the caller may see it; otherwise a named error. */
+static int find_visible_filter(Caller *c, const Forest *f, uint64_t id, const Filter **ret, sd_bus_error *error) {
+        const Filter *flt = forest_find_filter(f, id);
+        if (!flt)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_FILTER, "No filter with id %" PRIu64 ".", id);
+        if (!c->privileged) {
+                _cleanup_(hashmap_deinit) Hashmap visible = {};
+                int r = caller_visible_filters(c, f, &visible);
+                if (r < 0)
+                        return r;
+                if (!hashmap_get(&visible, id))
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                                 "Filter %" PRIu64 " runs no task you could trace.", id);
+        }
+        *ret = flt;
+        return 0;
+}
+
+static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const Filter *flt = NULL;
+        Forest *f;
+        uint64_t id;
+        char digest[PROG_DIGEST_STRING_MAX];
+        int r = sd_bus_message_read(msg, "t", &id);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0 ||
+            (r = find_visible_filter(&c, f, id, &flt, error)) < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "tus", flt->parent_id, (uint32_t) flt->len,
+                                          prog_digest_to_string(flt->digest, digest));
+        if (r >= 0)
+                r = append_filter_flags(reply, flt);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "us", (uint32_t) visible_task_count(&c, f, flt),
+                                          identity_kind_to_string(flt->identity));
+        if (r >= 0)
+                r = append_program(reply, flt);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* A live task we do not track has no filter: an empty chain, if the caller may see it. */
+static int reply_unfiltered_chain(sd_bus_message *msg, Caller *c, pid_t tid, sd_bus_error *error) {
+        ProcStatus st;
+        if (proc_read_status(tid, &st) < 0)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No task with tid %d.", tid);
+        if (!caller_may_see_process(c, st.tgid))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Task %d is not one you could trace.", tid);
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "at", 0);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Process *p;
+        Forest *f;
+        uint32_t tid;
+        int r = sd_bus_message_read(msg, "u", &tid);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+        if (tid == 0 || tid > INT32_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid tid %" PRIu32 ".", tid);
+        const Task *t = forest_find_task(f, (pid_t) tid, &p);
+        if (!t)
+                return reply_unfiltered_chain(msg, &c, (pid_t) tid, error);
+        if (!caller_may_see_process(&c, p->pid))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Task %" PRIu32 " is not one you could trace.", tid);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "t");
+        for (const Filter *x = t->filter; r >= 0 && x; x = x->parent)
+                r = sd_bus_message_append(reply, "t", x->id);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        int r = caller_from_message(msg, &c);
+        if (r < 0)
+                return r;
+        if (!c.privileged)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Only root may ask for a rescan.");
+        r = manager_full_pass(m, "rescan");
+        if (r < 0)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: %s", strerror(-r));
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int property_get_const_string(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *v = streq(property, "Version") ? PACKAGE_VERSION
+                        : streq(property, "Backend") ? backend_to_string(m->backend)
+                        : identity_kind_to_string(m->backend == BACKEND_BPF ? IDENTITY_EXACT : IDENTITY_INFERRED);
+        return sd_bus_message_append(reply, "s", v);
+}
+
+static ManagerCounts current_counts(const Manager *m) {
+        return (ManagerCounts) {
+                .tasks = (uint32_t) n_threads(m->live),
+                .filters = (uint32_t) m->live->n_filters,
+                .listeners = (uint32_t) m->live->n_listeners,
+                .last_scan_usec = m->last_scan_usec,
+        };
+}
+
+static int property_get_count(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        ManagerCounts c = current_counts(userdata);
+        uint32_t v = streq(property, "Tasks") ? c.tasks : streq(property, "Filters") ? c.filters : c.listeners;
+        return sd_bus_message_append(reply, "u", v);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_const_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Backend", "s", property_get_const_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Identity", "s", property_get_const_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Tasks", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Filters", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Listeners", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("LastScanUSec", "t", NULL, offsetof(Manager, last_scan_usec),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD_WITH_ARGS("ListTasks", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(uuusstu)", tasks),
+                                method_list_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListFilters", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttusuas)", filters),
+                                method_list_filters, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetFilter", SD_BUS_ARGS("t", id),
+                                SD_BUS_RESULT("t", parent, "u", length, "s", digest, "as", flags, "u", tasks,
+                                              "s", identity, "a(qyyu)", program),
+                                method_get_filter, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetTaskChain", SD_BUS_ARGS("u", tid), SD_BUS_RESULT("at", filters),
+                                method_get_task_chain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Rescan", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_rescan,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("FilterAttached", SD_BUS_ARGS("t", id, "t", parent, "u", tid), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("TaskAdded", SD_BUS_ARGS("u", tid, "u", tgid, "s", comm), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("TaskExited", SD_BUS_ARGS("u", tid), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("Resynced", SD_BUS_ARGS("s", reason), 0),
+        SD_BUS_VTABLE_END
+};
+
+static int emit(Manager *m, const char *member, const char *types, ...) {
+        if (!m->bus)
+                return 0;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        int r = sd_bus_message_new_signal(m->bus, &s, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, member);
+        if (r < 0)
+                return r;
+        va_list ap;
+        va_start(ap, types);
+        r = sd_bus_message_appendv(s, types, ap);
+        va_end(ap);
+        return r < 0 ? r : sd_bus_send(m->bus, s, NULL);
+}
+
+int manager_send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t tid) {
+        return emit(m, "FilterAttached", "ttu", id, parent, (uint32_t) tid);
+}
+
+int manager_send_task_added(Manager *m, pid_t tid, pid_t tgid, const char *comm) {
+        return emit(m, "TaskAdded", "uus", (uint32_t) tid, (uint32_t) tgid, comm);
+}
+
+int manager_send_task_exited(Manager *m, pid_t tid) {
+        return emit(m, "TaskExited", "u", (uint32_t) tid);
+}
+
+int manager_send_resynced(Manager *m, const char *reason) {
+        return emit(m, "Resynced", "s", reason);
+}
+
+int manager_announce_counts(Manager *m) {
+        if (!m->bus)
+                return 0;
+        ManagerCounts c = current_counts(m);
+        const char *changed[6];
+        size_t n = 0;
+        if (c.tasks != m->announced.tasks)
+                changed[n++] = "Tasks";
+        if (c.filters != m->announced.filters)
+                changed[n++] = "Filters";
+        if (c.listeners != m->announced.listeners)
+                changed[n++] = "Listeners";
+        if (c.last_scan_usec != m->announced.last_scan_usec)
+                changed[n++] = "LastScanUSec";
+        changed[n] = NULL;
+        m->announced = c;
+        if (n == 0)
+                return 0;
+        return sd_bus_emit_properties_changed_strv(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, (char **) changed);
+}
+
+int manager_bus_connect(Manager *m) {
+        int r = sd_bus_default_system(&m->bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the system bus: %m");
+        r = sd_bus_add_object_vtable(m->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the object: %m");
+        r = sd_bus_request_name(m->bus, MANAGER_BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to acquire the bus name %s: %m", MANAGER_BUS_NAME);
+        r = sd_bus_attach_event(m->bus, m->event, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        m->announced = current_counts(m);
+        return 0;
+}

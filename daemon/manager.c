@@ -1,0 +1,269 @@
+/* manager.c: the daemon's lifecycle: start-up, the event loop, full passes and shutdown */
+#include "manager.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#define REFRESH_USEC_DEFAULT (60 * 1000000ULL)      /* listeners and holders are only seen by full passes */
+#define REFRESH_USEC_PTRACE (5 * 1000000ULL)        /* the ptrace backend has no events: poll */
+#define LOST_CHECK_USEC (200 * 1000ULL)
+
+static uint64_t now_realtime_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+int manager_new(const ManagerOptions *opts, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(Manager));
+        if (!m)
+                return log_oom();
+        m->backend = opts->backend;
+        m->state_dir = strdup(opts->state_dir ? opts->state_dir : MANAGER_DEFAULT_STATE_DIR);
+        if (!m->state_dir)
+                return log_oom();
+        m->refresh_usec = opts->refresh_usec ? opts->refresh_usec
+                          : m->backend == BACKEND_PTRACE ? REFRESH_USEC_PTRACE : REFRESH_USEC_DEFAULT;
+        int r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the event loop: %m");
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        sd_event_source_disable_unref(m->watch_source);
+        sd_event_source_disable_unref(m->resync_source);
+        sd_event_source_disable_unref(m->refresh_timer);
+        sd_event_source_disable_unref(m->lost_timer);
+        sd_bus_flush_close_unref(m->bus);
+        bpf_scanner_free(m->scanner);
+        store_free(m->store);
+        forest_free(m->live);
+        sd_event_unref(m->event);
+        free(m->state_dir);
+        free(m);
+        return NULL;
+}
+
+static int scan(Manager *m, Forest **ret) {
+        ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
+        if (m->backend == BACKEND_BPF)
+                return bpf_scanner_scan(m->scanner, &opts, ret);
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        int r = ptrace_scan(&opts, ret, &bad, &n_bad);
+        for (size_t i = 0; r >= 0 && i < n_bad; i++)
+                log_debug_errno(bad[i].error, "Could not read thread %d: %m", bad[i].tid);
+        return r;
+}
+
+int manager_full_pass(Manager *m, const char *reason) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        int r;
+
+        (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ? reason : "refresh");
+        r = scan(m, &f);
+        if (r < 0)
+                return log_error_errno(r, "Full pass failed: %m");
+        forest_drop_disabled_threads(f);
+        r = forest_link(f, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Scanned forest is inconsistent: %m");
+        if (m->backend == BACKEND_PTRACE) {
+                r = manager_adopt_inferred_ids(m, f);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to number the inferred filters: %m");
+        }
+
+        uint64_t now = now_realtime_usec();
+        r = store_replace_all(m->store, f, now);
+        if (r < 0)
+                return log_error_errno(r, "Failed to store the scan: %m");
+        forest_free(m->live);
+        m->live = TAKE_PTR(f);
+        m->last_scan_usec = now;
+        if (m->scanner)
+                m->lost_seen = bpf_scanner_watch_lost(m->scanner);
+
+        (void) sd_notifyf(false, "STATUS=Watching %zu filters, %zu processes (%s backend)", m->live->n_filters,
+                          m->live->n_processes, backend_to_string(m->backend));
+        if (reason && m->bus)
+                (void) manager_send_resynced(m, reason);
+        (void) manager_announce_counts(m);
+        return 0;
+}
+
+int manager_live(Manager *m, Forest **ret) {
+        if (!m->live->linked) {
+                _cleanup_free_ char *error = NULL;
+                int r = forest_link(m->live, &error);
+                if (r < 0) {
+                        /* Events left the forest inconsistent: only a full pass can tell the truth. */
+                        log_warning("Live forest inconsistent (%s), resynchronising.", error ? error : "?");
+                        r = manager_full_pass(m, "inconsistent");
+                        if (r < 0)
+                                return r;
+                }
+        }
+        *ret = m->live;
+        return 0;
+}
+
+static int on_resync(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        return manager_full_pass(m, "lost-events") < 0 ? 0 : 0; /* logged; the next refresh retries */
+}
+
+static void schedule_resync(Manager *m) {
+        if (!m->resync_source && sd_event_add_defer(m->event, &m->resync_source, on_resync, m) < 0)
+                return (void) log_oom();
+        sd_event_source_set_enabled(m->resync_source, SD_EVENT_ONESHOT);
+}
+
+static void check_lost(Manager *m) {
+        if (bpf_scanner_watch_lost(m->scanner) != m->lost_seen) {
+                log_info("Events were lost (ring buffer full), resynchronising.");
+                schedule_resync(m);
+        }
+}
+
+static int on_lost_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        check_lost(m);
+        sd_event_source_set_time_relative(s, LOST_CHECK_USEC);
+        return sd_event_source_set_enabled(s, SD_EVENT_ON);
+}
+
+static int on_watch_event(const WatchEvent *e, void *userdata) {
+        return manager_apply_event(userdata, e);
+}
+
+/* One batch of events: one transaction. Lost events (ring buffer overflow) mean the state may be
+ * wrong: a full pass follows. */
+static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        int r = store_begin(m->store);
+        if (r < 0)
+                return 0;
+        m->batch_exits = false;
+        r = bpf_scanner_watch_dispatch(m->scanner);
+        if (r < 0) {
+                store_rollback(m->store);
+                log_warning_errno(r, "Applying events failed (%m), resynchronising.");
+                schedule_resync(m);
+                return 0;
+        }
+        if (m->batch_exits && manager_retire_unreachable(m) < 0) {
+                store_rollback(m->store);
+                schedule_resync(m);
+                return 0;
+        }
+        r = store_commit(m->store);
+        if (r < 0)
+                schedule_resync(m);
+        check_lost(m);
+        (void) manager_announce_counts(m);
+        return 0;
+}
+
+static int on_refresh(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        (void) manager_full_pass(m, "refresh");
+        sd_event_source_set_time_relative(s, m->refresh_usec);
+        sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        log_info("Received %s, exiting.", strsignal((int) si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down...");
+        return sd_event_exit(m->event, 0);
+}
+
+static int setup_signals(Manager *m) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        int r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
+        return r;
+}
+
+static int setup_watch(Manager *m) {
+        int r = bpf_scanner_watch_start(m->scanner, on_watch_event, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start watching: %m");
+        r = sd_event_add_io(m->event, &m->watch_source, bpf_scanner_watch_fd(m->scanner), EPOLLIN, on_watch_io, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the event ring buffer: %m");
+        r = sd_event_add_time_relative(m->event, &m->lost_timer, CLOCK_MONOTONIC, LOST_CHECK_USEC, 0, on_lost_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the lost-events timer: %m");
+        return 0;
+}
+
+static int open_backend(Manager *m) {
+        if (m->backend != BACKEND_BPF)
+                return 0;
+        uint64_t max_id = 0;
+        int r = store_max_filter_id(m->store, &max_id);
+        if (r < 0)
+                return r;
+        r = bpf_scanner_new_with_first_id(&m->scanner, max_id + 1);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the BPF programs: %m (--backend=ptrace works without BPF)");
+        /* Watch before the first pass, so nothing that happens during it is missed. */
+        return setup_watch(m);
+}
+
+int manager_startup(Manager *m) {
+        int r;
+
+        (void) sd_notify(false, "STATUS=Opening the state database...");
+        if (mkdir(m->state_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "Failed to create %s: %m", m->state_dir);
+        r = store_open(m->state_dir, &m->store);
+        if (r < 0)
+                return r;
+        r = open_backend(m);
+        if (r < 0)
+                return r;
+        r = manager_full_pass(m, NULL);
+        if (r < 0)
+                return r;
+        r = setup_signals(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m");
+        r = sd_event_add_time_relative(m->event, &m->refresh_timer, CLOCK_MONOTONIC, m->refresh_usec, 0,
+                                       on_refresh, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the refresh timer: %m");
+        r = manager_bus_connect(m);
+        if (r < 0)
+                return r;
+        /* The watchdog is fed by sd-event whenever the unit asks for it (WATCHDOG_USEC). */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to enable the watchdog: %m");
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Watching %zu filters, %zu processes (%s backend)",
+                          m->live->n_filters, m->live->n_processes, backend_to_string(m->backend));
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        int r = sd_event_loop(m->event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
+}

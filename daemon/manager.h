@@ -1,0 +1,81 @@
+/* manager.h: the daemon's state: event loop, bus, kernel reader, live forest and state database */
+#pragma once
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "forest.h"
+#include "scan.h"
+#include "store.h"
+#include "watch.h"
+
+#define MANAGER_DEFAULT_STATE_DIR "/var/lib/sectree"
+#define MANAGER_BUS_NAME "org.sectree1"
+#define MANAGER_OBJECT_PATH "/org/sectree1"
+#define MANAGER_INTERFACE "org.sectree1.Manager"
+
+/* Counts of the live forest that PropertiesChanged reports when they change. */
+typedef struct ManagerCounts {
+        uint32_t tasks, filters, listeners;
+        uint64_t last_scan_usec;
+} ManagerCounts;
+
+typedef struct Manager {
+        sd_event *event;
+        sd_bus *bus;
+        Backend backend;
+        char *state_dir;
+        BpfScanner *scanner;
+        Store *store;
+        Forest *live;         /* threads in strict or filter mode, their processes, filters, listeners */
+        uint64_t last_scan_usec; /* CLOCK_REALTIME of the last full pass */
+        uint64_t lost_seen;   /* bpf_scanner_watch_lost() when the last resync started */
+        ManagerCounts announced;
+        sd_event_source *watch_source;
+        sd_event_source *resync_source; /* deferred full pass after lost events */
+        sd_event_source *refresh_timer; /* periodic full pass (listeners, ptrace backend) */
+        sd_event_source *lost_timer;    /* events that could not even be queued wake nobody: poll the count */
+        uint64_t refresh_usec;
+        bool batch_exits;     /* a thread exited in the current batch: filters may have died */
+} Manager;
+
+typedef struct ManagerOptions {
+        Backend backend;
+        const char *state_dir;
+        uint64_t refresh_usec; /* 0: the default */
+} ManagerOptions;
+
+int manager_new(const ManagerOptions *opts, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_CLEANUP(Manager *, manager_free);
+
+/* Open the database, scan, store, start watching, take the bus name, tell systemd READY=1. */
+int manager_startup(Manager *m);
+/* Run the event loop until SIGTERM/SIGINT; returns 0 on a clean exit. */
+int manager_run(Manager *m);
+
+/* A full pass: scan, replace the live forest and the stored state. reason goes into the
+ * Resynced signal ("start", "lost-events", "rescan", "refresh"); NULL sends none. */
+int manager_full_pass(Manager *m, const char *reason);
+
+/* Apply one watch event to the live forest and the store, and send its signal. */
+int manager_apply_event(Manager *m, const WatchEvent *e);
+
+/* Retire the filters that no live thread or listener reaches any more (in the store too). */
+int manager_retire_unreachable(Manager *m);
+
+/* The ptrace backend numbers filters 1..n on every pass: keep the ids of the filters that match the
+ * live ones (same parent, bytes and flags) and give new ones ids above any the store has used. */
+int manager_adopt_inferred_ids(Manager *m, Forest *f);
+
+/* The live forest, linked (linking it if events changed it). */
+int manager_live(Manager *m, Forest **ret);
+
+/* manager-dbus.c */
+int manager_bus_connect(Manager *m);
+int manager_send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t tid);
+int manager_send_task_added(Manager *m, pid_t tid, pid_t tgid, const char *comm);
+int manager_send_task_exited(Manager *m, pid_t tid);
+int manager_send_resynced(Manager *m, const char *reason);
+/* PropertiesChanged for the counts that changed since the last call. */
+int manager_announce_counts(Manager *m);

@@ -1,0 +1,1167 @@
+/* store.c: the state database (SQLite): schema migrations, and the live tables kept equal to the
+ * daemon's view of the kernel with prepared statements only
+ *
+ * Errors: negative errno, logged here with SQLite's message. Besides the obvious ones:
+ *   -EMEDIUMTYPE      the file is not a sectree state database (another application_id, or not
+ *                     SQLite at all); it is left untouched;
+ *   -EPROTONOSUPPORT  its schema is newer than this build;
+ *   -ENOENT           a filter or thread names a parent or head filter the database does not
+ *                     hold (missed events: resynchronise), or store_retire_filter() of an
+ *                     unknown id;
+ *   -EBUSY            store_retire_filter() of a filter a thread or a child filter still uses,
+ *                     or a transaction is already open where one must be started
+ *                     (store_begin() twice, store_replace_all() inside a batch);
+ *   -EEXIST           a new filter took an id from history (ids are never reused).
+ * store_remove_task() returns 1 if the thread was stored, 0 if it was not. Every change made
+ * outside a batch is atomic on its own (a savepoint). */
+#include <endian.h>
+#include <sqlite3.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "prog.h"
+#include "state-migrations.h"
+#include "store.h"
+
+/* PRAGMA application_id of a state database: 0x53454354, "SECT" in ASCII (decimal for the
+ * PRAGMA). */
+#define STORE_APPLICATION_ID 1397048148
+#define STORE_BUSY_TIMEOUT_MSEC 1000
+#define STORE_CACHE_KIB 32768 /* an upper bound: pages are allocated as they are used */
+
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+
+typedef enum StoreStatement {
+        STMT_BEGIN,
+        STMT_COMMIT,
+        STMT_ROLLBACK,
+        STMT_SAVEPOINT,
+        STMT_RELEASE,
+        STMT_ROLLBACK_TO,
+        STMT_FOREIGN_KEY_CHECK,
+        STMT_MAX_FILTER_ID,
+        STMT_RAISE_MAX_FILTER_ID,
+        STMT_NEXT_GENERATION,
+        STMT_PUT_FILTER,
+        STMT_TOUCH_FILTER,
+        STMT_PUT_PROCESS,
+        STMT_PUT_PROCESS_OF_THREAD,
+        STMT_TOUCH_PROCESS,
+        STMT_PUT_TASK,
+        STMT_TOUCH_TASK,
+        STMT_DELETE_HOLDERS,
+        STMT_DELETE_LISTENERS,
+        STMT_PUT_LISTENER,
+        STMT_PUT_HOLDER,
+        STMT_SWEEP_TASKS,
+        STMT_SWEEP_PROCESSES,
+        STMT_ARCHIVE_STALE_FILTERS,
+        STMT_SWEEP_FILTERS,
+        STMT_REMOVE_TASK,
+        STMT_REMOVE_EMPTY_PROCESS,
+        STMT_FILTER_USE,
+        STMT_ARCHIVE_FILTER,
+        STMT_DELETE_FILTER,
+        _STMT_MAX,
+} StoreStatement;
+
+#define FILTER_COLUMNS                                                                      \
+        "id, parent, length, digest, program, log, wait_killable_recv, has_listener, identity, " \
+        "refs, users, first_seen_usec, last_seen_usec, installer_tid, installer_tgid, "         \
+        "installer_comm, installer_exe"
+
+/* Parameter positions of STMT_PUT_FILTER and STMT_TOUCH_FILTER. */
+enum {
+        PF_ID = 1,
+        PF_PARENT,
+        PF_LENGTH,
+        PF_DIGEST,
+        PF_PROGRAM,
+        PF_LOG,
+        PF_WAIT_KILLABLE_RECV,
+        PF_HAS_LISTENER,
+        PF_IDENTITY,
+        PF_REFS,
+        PF_USERS,
+        PF_NOW,
+        PF_INSTALLER_TID,
+        PF_INSTALLER_TGID,
+        PF_INSTALLER_COMM,
+        PF_INSTALLER_EXE,
+        PF_GENERATION,
+};
+
+/* Parameter positions of STMT_PUT_PROCESS, STMT_PUT_PROCESS_OF_THREAD and STMT_TOUCH_PROCESS. */
+enum { PP_PID = 1, PP_PPID, PP_START_TIME, PP_COMM, PP_EXE, PP_UID, PP_GID, PP_NO_NEW_PRIVS, PP_GENERATION };
+
+/* Parameter positions of STMT_PUT_TASK and STMT_TOUCH_TASK. */
+enum { PT_TID = 1, PT_TGID, PT_START_TIME, PT_MODE, PT_FILTER, PT_NOW, PT_GENERATION };
+
+static const char *const statement_sql[_STMT_MAX] = {
+        [STMT_BEGIN] = "BEGIN IMMEDIATE",
+        [STMT_COMMIT] = "COMMIT",
+        [STMT_ROLLBACK] = "ROLLBACK",
+        [STMT_SAVEPOINT] = "SAVEPOINT store_step",
+        [STMT_RELEASE] = "RELEASE store_step",
+        [STMT_ROLLBACK_TO] = "ROLLBACK TO store_step",
+        [STMT_FOREIGN_KEY_CHECK] = "PRAGMA foreign_key_check",
+        [STMT_MAX_FILTER_ID] =
+                "SELECT max(max_filter_id, coalesce((SELECT max(id) FROM filters), 0), "
+                "coalesce((SELECT max(id) FROM history), 0)) FROM meta",
+        [STMT_RAISE_MAX_FILTER_ID] = "UPDATE meta SET max_filter_id = ?1 WHERE max_filter_id < ?1",
+        [STMT_NEXT_GENERATION] =
+                "UPDATE meta SET generation = generation + 1, last_full_scan_usec = ?1 RETURNING generation",
+        /* A filter's first_seen and installer stay as they were first stored. No row is written
+         * when the id is in history (ids are never reused): the caller sees no change. */
+        [STMT_PUT_FILTER] =
+                "INSERT INTO filters (" FILTER_COLUMNS ", generation) "
+                "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14, ?15, ?16, ?17 "
+                "WHERE NOT EXISTS (SELECT 1 FROM history WHERE id = ?1) "
+                "ON CONFLICT (id) DO UPDATE SET parent = excluded.parent, length = excluded.length, "
+                "digest = excluded.digest, program = excluded.program, log = excluded.log, "
+                "wait_killable_recv = excluded.wait_killable_recv, has_listener = excluded.has_listener, "
+                "identity = excluded.identity, refs = excluded.refs, users = excluded.users, "
+                "last_seen_usec = excluded.last_seen_usec, "
+                "installer_tid = coalesce(installer_tid, excluded.installer_tid), "
+                "installer_tgid = coalesce(installer_tgid, excluded.installer_tgid), "
+                "installer_comm = coalesce(installer_comm, excluded.installer_comm), "
+                "installer_exe = coalesce(installer_exe, excluded.installer_exe), "
+                "generation = excluded.generation",
+        /* The fast path of a full scan: when the row is stored as it is, only mark it seen. */
+        [STMT_TOUCH_FILTER] =
+                "UPDATE filters SET last_seen_usec = ?12, generation = ?17, refs = ?10, users = ?11 "
+                "WHERE id = ?1 AND parent IS ?2 AND length = ?3 AND digest = ?4 AND log = ?6 "
+                "AND wait_killable_recv = ?7 AND has_listener = ?8 AND identity = ?9",
+        /* From a scan or the leader thread: the whole row. An unknown exe (NULL) keeps the stored
+         * one only if this is the same process (same start time). */
+        [STMT_PUT_PROCESS] =
+                "INSERT INTO processes (pid, ppid, start_time, comm, exe, uid, gid, no_new_privs, generation) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                "ON CONFLICT (pid) DO UPDATE SET ppid = excluded.ppid, "
+                "exe = coalesce(excluded.exe, CASE WHEN start_time IS excluded.start_time THEN exe END), "
+                "start_time = excluded.start_time, comm = excluded.comm, uid = excluded.uid, "
+                "gid = excluded.gid, no_new_privs = excluded.no_new_privs, generation = excluded.generation",
+        /* From another thread: create the row from what the thread knows, else touch only ppid. */
+        [STMT_PUT_PROCESS_OF_THREAD] =
+                "INSERT INTO processes (pid, ppid, start_time, comm, exe, uid, gid, no_new_privs, generation) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                "ON CONFLICT (pid) DO UPDATE SET ppid = excluded.ppid, exe = coalesce(exe, excluded.exe), "
+                "generation = excluded.generation",
+        [STMT_TOUCH_PROCESS] =
+                "UPDATE processes SET generation = ?9 WHERE pid = ?1 AND ppid = ?2 AND start_time IS ?3 "
+                "AND comm = ?4 AND exe IS ?5 AND uid = ?6 AND gid = ?7 AND no_new_privs = ?8",
+        [STMT_PUT_TASK] =
+                "INSERT INTO tasks (tid, tgid, start_time, mode, filter, last_seen_usec, generation) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+                "ON CONFLICT (tid) DO UPDATE SET tgid = excluded.tgid, start_time = excluded.start_time, "
+                "mode = excluded.mode, filter = excluded.filter, last_seen_usec = excluded.last_seen_usec, "
+                "generation = excluded.generation",
+        [STMT_TOUCH_TASK] =
+                "UPDATE tasks SET last_seen_usec = ?6, generation = ?7 "
+                "WHERE tid = ?1 AND tgid = ?2 AND start_time = ?3 AND mode = ?4 AND filter IS ?5",
+        [STMT_DELETE_HOLDERS] = "DELETE FROM listener_holders",
+        [STMT_DELETE_LISTENERS] = "DELETE FROM listeners",
+        [STMT_PUT_LISTENER] = "INSERT INTO listeners (id, filter, identity) VALUES (?1, ?2, ?3)",
+        [STMT_PUT_HOLDER] = "INSERT OR IGNORE INTO listener_holders (listener, pid, fd) VALUES (?1, ?2, ?3)",
+        [STMT_SWEEP_TASKS] = "DELETE FROM tasks WHERE generation <> ?1",
+        [STMT_SWEEP_PROCESSES] = "DELETE FROM processes WHERE generation <> ?1",
+        [STMT_ARCHIVE_STALE_FILTERS] =
+                "INSERT INTO history (" FILTER_COLUMNS ", gone_usec) "
+                "SELECT " FILTER_COLUMNS ", ?2 FROM filters WHERE generation <> ?1",
+        [STMT_SWEEP_FILTERS] = "DELETE FROM filters WHERE generation <> ?1",
+        [STMT_REMOVE_TASK] = "DELETE FROM tasks WHERE tid = ?1 RETURNING tgid",
+        [STMT_REMOVE_EMPTY_PROCESS] =
+                "DELETE FROM processes WHERE pid = ?1 AND NOT EXISTS (SELECT 1 FROM tasks WHERE tgid = ?1)",
+        [STMT_FILTER_USE] =
+                "SELECT EXISTS (SELECT 1 FROM filters WHERE id = ?1), "
+                "EXISTS (SELECT 1 FROM filters WHERE parent = ?1) OR EXISTS (SELECT 1 FROM tasks WHERE filter = ?1)",
+        [STMT_ARCHIVE_FILTER] =
+                "INSERT INTO history (" FILTER_COLUMNS ", gone_usec) "
+                "SELECT " FILTER_COLUMNS ", ?2 FROM filters WHERE id = ?1",
+        [STMT_DELETE_FILTER] = "DELETE FROM filters WHERE id = ?1",
+};
+
+struct Store {
+        sqlite3 *db;
+        char *path;
+        sqlite3_stmt *statements[_STMT_MAX];
+        int64_t generation; /* meta.generation: stamped on every row written */
+        uint8_t program[PROG_MAX_INSNS * 8]; /* scratch: a program in its stored encoding */
+};
+
+/* Errors */
+
+static int errno_from_sqlite(sqlite3 *db, int rc) {
+        int sys = db ? sqlite3_system_errno(db) : 0;
+
+        switch (rc & 0xff) {
+        case SQLITE_OK:
+        case SQLITE_ROW:
+        case SQLITE_DONE:
+                return 0;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_READONLY:
+                return -EROFS;
+        case SQLITE_PERM:
+        case SQLITE_AUTH:
+                return -EACCES;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_TOOBIG:
+                return -E2BIG;
+        case SQLITE_NOTADB:
+                return -EMEDIUMTYPE;
+        case SQLITE_CORRUPT:
+                return -EBADMSG;
+        case SQLITE_MISUSE:
+        case SQLITE_RANGE:
+        case SQLITE_MISMATCH:
+                return -EINVAL;
+        case SQLITE_CONSTRAINT:
+                switch (rc) {
+                case SQLITE_CONSTRAINT_FOREIGNKEY:
+                        return -ENOENT;
+                case SQLITE_CONSTRAINT_CHECK:
+                case SQLITE_CONSTRAINT_NOTNULL:
+                        return -EINVAL;
+                default: /* primary key, unique */
+                        return -EEXIST;
+                }
+        case SQLITE_IOERR:
+        case SQLITE_CANTOPEN:
+                return sys > 0 ? -sys : -EIO;
+        default:
+                return -EIO;
+        }
+}
+
+/* Log a failed SQLite call with its message and return it as a negative errno. Constraint
+ * violations are the caller's data, not the database's fault: they are warnings, and a missing
+ * referent (which the callers name) only a debug message. */
+static int store_error(Store *s, int rc, const char *what) {
+        int r = errno_from_sqlite(s->db, rc);
+
+        if (r == 0)
+                r = -EIO;
+        if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
+                return log_debug_errno(r, "Failed to %s in %s: %s", what, s->path, sqlite3_errmsg(s->db));
+        if ((rc & 0xff) == SQLITE_CONSTRAINT)
+                return log_warning_errno(r, "Failed to %s in %s: %s", what, s->path, sqlite3_errmsg(s->db));
+        return log_error_errno(r, "Failed to %s in %s: %s", what, s->path, sqlite3_errmsg(s->db));
+}
+
+/* Statements */
+
+static int store_prepare(Store *s) {
+        for (size_t i = 0; i < _STMT_MAX; i++) {
+                int rc = sqlite3_prepare_v3(s->db, statement_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                                            &s->statements[i], NULL);
+                if (rc != SQLITE_OK)
+                        return store_error(s, rc, "prepare a statement");
+        }
+        return 0;
+}
+
+static sqlite3_stmt *store_statement(Store *s, StoreStatement i) {
+        return s->statements[i];
+}
+
+/* Run a prepared statement that returns no row and reset it. */
+static int store_run(Store *s, sqlite3_stmt *st, const char *what) {
+        int rc = sqlite3_step(st);
+        int r = rc == SQLITE_DONE ? 0 : store_error(s, rc, what);
+
+        sqlite3_reset(st);
+        return r;
+}
+
+/* Step a prepared statement expected to return a row: returns 1 with one (the caller reads its
+ * columns, then resets it), 0 without (reset already). */
+static int store_step_row(Store *s, sqlite3_stmt *st, const char *what) {
+        int rc = sqlite3_step(st);
+        int r;
+
+        if (rc == SQLITE_ROW)
+                return 1;
+        r = rc == SQLITE_DONE ? 0 : store_error(s, rc, what);
+        sqlite3_reset(st);
+        return r;
+}
+
+static int store_run_plain(Store *s, StoreStatement i, const char *what) {
+        return store_run(s, store_statement(s, i), what);
+}
+
+/* Binding. Ids and times are stored as SQLite's signed 64-bit integers. */
+
+static void bind_u64(sqlite3_stmt *st, int i, uint64_t v) {
+        sqlite3_bind_int64(st, i, (sqlite3_int64) v);
+}
+
+static void bind_id_or_null(sqlite3_stmt *st, int i, uint64_t v) {
+        if (v == 0)
+                sqlite3_bind_null(st, i);
+        else
+                bind_u64(st, i, v);
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
+        if (v)
+                sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+        else
+                sqlite3_bind_null(st, i);
+}
+
+/* Open and format checks */
+
+/* Through the C API, not PRAGMA foreign_keys: a prepared PRAGMA changes the flag when it is
+ * compiled, not when it runs. Changing it expires the prepared statements, which SQLite then
+ * compiles again on their next use. */
+static int store_enforce_foreign_keys(Store *s, bool enforce) {
+        int rc = sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_FKEY, (int) enforce, NULL);
+
+        if (rc != SQLITE_OK)
+                return store_error(s, rc, enforce ? "enable foreign keys" : "disable foreign keys");
+        return 0;
+}
+
+static int store_connect(Store *s) {
+        int rc = sqlite3_open_v2(s->path, &s->db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW |
+                                         SQLITE_OPEN_EXRESCODE,
+                                 NULL);
+        if (rc != SQLITE_OK) {
+                if (!s->db)
+                        return log_oom();
+                return store_error(s, rc, "open the database");
+        }
+        sqlite3_extended_result_codes(s->db, 1);
+        rc = sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MSEC);
+        if (rc != SQLITE_OK)
+                return store_error(s, rc, "set the busy timeout");
+        return store_enforce_foreign_keys(s, true);
+}
+
+typedef struct StoreHeader {
+        int64_t application_id;
+        int64_t user_version;
+        int64_t n_objects; /* tables, indexes, views, triggers */
+} StoreHeader;
+
+static int store_header_error(Store *s, int rc) {
+        if ((rc & 0xff) == SQLITE_NOTADB)
+                return log_error_errno(-EMEDIUMTYPE, "%s is not an SQLite database, refusing to touch it.", s->path);
+        return store_error(s, rc, "read the database header");
+}
+
+/* A one-shot statement (not kept): reads the header fields without writing anything. */
+static int store_read_header(Store *s, StoreHeader *ret) {
+        static const char sql[] =
+                "SELECT (SELECT application_id FROM pragma_application_id), "
+                "(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)";
+        sqlite3_stmt *st = NULL;
+        int r, rc;
+
+        rc = sqlite3_prepare_v3(s->db, sql, -1, 0, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_header_error(s, rc);
+        rc = sqlite3_step(st);
+        r = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : store_header_error(s, rc);
+        if (r > 0) {
+                *ret = (StoreHeader) {
+                        .application_id = sqlite3_column_int64(st, 0),
+                        .user_version = sqlite3_column_int64(st, 1),
+                        .n_objects = sqlite3_column_int64(st, 2),
+                };
+                r = 0;
+        } else if (r == 0)
+                r = log_error_errno(-EIO, "Failed to read the database header of %s: no row.", s->path);
+        sqlite3_finalize(st);
+        return r;
+}
+
+static int store_check_header(Store *s, const StoreHeader *h) {
+        bool fresh = h->application_id == 0 && h->user_version == 0 && h->n_objects == 0;
+
+        if (h->application_id != STORE_APPLICATION_ID && !fresh)
+                return log_error_errno(-EMEDIUMTYPE,
+                                       "%s is not a sectree state database (application_id 0x%08" PRIx32
+                                       ", expected 0x%08x), refusing to touch it.",
+                                       s->path, (uint32_t) h->application_id, STORE_APPLICATION_ID);
+        if (h->user_version > STATE_MIGRATIONS_COUNT)
+                return log_error_errno(-EPROTONOSUPPORT,
+                                       "%s has schema version %" PRIi64 ", newer than this sectreed knows (%d).",
+                                       s->path, h->user_version, STATE_MIGRATIONS_COUNT);
+        if (h->user_version < 0)
+                return log_error_errno(-EPROTONOSUPPORT, "%s has an invalid schema version %" PRIi64 ".",
+                                       s->path, h->user_version);
+        return 0;
+}
+
+static int store_check_format(Store *s) {
+        StoreHeader h;
+        int r = store_read_header(s, &h);
+
+        if (r < 0)
+                return r;
+        return store_check_header(s, &h);
+}
+
+/* Connection settings that need no transaction: WAL (readers never block the daemon);
+ * synchronous=NORMAL, which in WAL mode keeps the file consistent across crashes and skips an
+ * fsync per commit (the next start reconciles anyway); a page cache that holds a machine's
+ * state (the default 2 MiB makes a full reconciliation re-read pages) and in-memory temporary
+ * structures. */
+static int store_set_journal(Store *s) {
+        sqlite3_stmt *st = NULL;
+        int r, rc;
+
+        rc = sqlite3_prepare_v3(s->db, "PRAGMA journal_mode = WAL", -1, 0, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_error(s, rc, "enable WAL mode");
+        r = store_step_row(s, st, "enable WAL mode");
+        if (r > 0) {
+                const char *mode = (const char *) sqlite3_column_text(st, 0);
+                if (!mode || strcasecmp(mode, "wal") != 0)
+                        log_warning("Could not put %s in WAL mode (journal mode is %s), continuing.", s->path,
+                                    mode ?: "unknown");
+                r = 0;
+        }
+        sqlite3_finalize(st);
+        if (r < 0)
+                return r;
+
+        rc = sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -" STRINGIFY(STORE_CACHE_KIB)
+                          "; PRAGMA temp_store = MEMORY", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return store_error(s, rc, "set the connection's pragmas");
+        return 0;
+}
+
+/* Migrations */
+
+static int store_exec(Store *s, const char *sql, const char *what) {
+        int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        return rc == SQLITE_OK ? 0 : store_error(s, rc, what);
+}
+
+static int store_apply_migrations(Store *s) {
+        StoreHeader h;
+        int r;
+
+        /* Read again under the write lock: another process may have migrated meanwhile. */
+        r = store_read_header(s, &h);
+        if (r < 0)
+                return r;
+        r = store_check_header(s, &h);
+        if (r < 0)
+                return r;
+        if (h.user_version == 0) {
+                r = store_exec(s, "PRAGMA application_id = " STRINGIFY(STORE_APPLICATION_ID),
+                               "set the application id");
+                if (r < 0)
+                        return r;
+        }
+        for (int64_t v = h.user_version; v < STATE_MIGRATIONS_COUNT; v++) {
+                r = store_exec(s, state_migrations[v], "apply a schema migration");
+                if (r < 0)
+                        return log_error_errno(r, "Failed to migrate %s to schema version %" PRIi64 ".", s->path,
+                                               v + 1);
+                log_debug("Migrated %s to schema version %" PRIi64 ".", s->path, v + 1);
+        }
+        return 0;
+}
+
+static int store_migrate(Store *s) {
+        StoreHeader h;
+        int r = store_read_header(s, &h);
+
+        if (r < 0)
+                return r;
+        if (h.user_version == STATE_MIGRATIONS_COUNT)
+                return 0;
+
+        r = store_exec(s, "BEGIN IMMEDIATE", "start the migration transaction");
+        if (r < 0)
+                return r;
+        r = store_apply_migrations(s);
+        if (r >= 0)
+                r = store_exec(s, "COMMIT", "commit the migrations");
+        if (r < 0)
+                (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return r;
+}
+
+static int store_load_generation(Store *s) {
+        sqlite3_stmt *st = NULL;
+        int r, rc;
+
+        rc = sqlite3_prepare_v3(s->db, "SELECT generation FROM meta", -1, 0, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_error(s, rc, "read the generation");
+        r = store_step_row(s, st, "read the generation");
+        if (r > 0)
+                s->generation = sqlite3_column_int64(st, 0);
+        else if (r == 0)
+                r = log_error_errno(-EBADMSG, "%s has no meta row.", s->path);
+        sqlite3_finalize(st);
+        return r < 0 ? r : 0;
+}
+
+int store_open(const char *state_dir, Store **ret) {
+        _cleanup_(store_freep) Store *s = NULL;
+        int r;
+
+        if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
+                return log_error_errno(-errno, "Failed to create the state directory %s: %m", state_dir);
+
+        s = calloc(1, sizeof(Store));
+        if (!s)
+                return log_oom();
+        if (asprintf(&s->path, "%s/%s", state_dir, STORE_FILE_NAME) < 0) {
+                s->path = NULL;
+                return log_oom();
+        }
+
+        r = store_connect(s);
+        if (r < 0)
+                return r;
+        r = store_check_format(s);
+        if (r < 0)
+                return r;
+        r = store_set_journal(s);
+        if (r < 0)
+                return r;
+        r = store_migrate(s);
+        if (r < 0)
+                return r;
+        r = store_prepare(s);
+        if (r < 0)
+                return r;
+        r = store_load_generation(s);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Store *store_free(Store *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < _STMT_MAX; i++)
+                sqlite3_finalize(s->statements[i]);
+        if (s->db) {
+                if (!sqlite3_get_autocommit(s->db))
+                        (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+                int rc = sqlite3_close(s->db);
+                if (rc != SQLITE_OK)
+                        (void) store_error(s, rc, "close the database");
+        }
+        free(s->path);
+        free(s);
+        return NULL;
+}
+
+int store_max_filter_id(Store *s, uint64_t *ret) {
+        sqlite3_stmt *st = store_statement(s, STMT_MAX_FILTER_ID);
+        int r = store_step_row(s, st, "read the highest filter id");
+
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
+        sqlite3_reset(st);
+        return 0;
+}
+
+/* Transactions */
+
+int store_begin(Store *s) {
+        if (!sqlite3_get_autocommit(s->db))
+                return log_error_errno(-EBUSY, "Failed to start a transaction in %s: one is already open.", s->path);
+        return store_run_plain(s, STMT_BEGIN, "start a transaction");
+}
+
+int store_commit(Store *s) {
+        return store_run_plain(s, STMT_COMMIT, "commit");
+}
+
+void store_rollback(Store *s) {
+        if (sqlite3_get_autocommit(s->db))
+                return; /* nothing open (SQLite may have rolled back by itself after an error) */
+        (void) store_run_plain(s, STMT_ROLLBACK, "roll back");
+}
+
+/* A savepoint makes a multi-statement change atomic whether or not a batch is open. */
+static int store_atomically(Store *s, int (*fn)(Store *s, const void *arg), const void *arg) {
+        int r = store_run_plain(s, STMT_SAVEPOINT, "open a savepoint");
+
+        if (r < 0)
+                return r;
+        r = fn(s, arg);
+        if (r < 0)
+                (void) store_run_plain(s, STMT_ROLLBACK_TO, "roll back to a savepoint");
+        int k = store_run_plain(s, STMT_RELEASE, "release a savepoint");
+        return r < 0 ? r : k < 0 ? k : r;
+}
+
+/* Filters */
+
+/* The stored program encoding (as prog_digest() hashes it): code le16, jt, jf, k le32. */
+static size_t program_encode(const struct sock_filter *insns, size_t len, uint8_t *out) {
+        for (size_t i = 0; i < len; i++, out += 8) {
+                uint16_t code = htole16(insns[i].code);
+                uint32_t k = htole32(insns[i].k);
+                memcpy(out, &code, 2);
+                out[2] = insns[i].jt;
+                out[3] = insns[i].jf;
+                memcpy(out + 4, &k, 4);
+        }
+        return len * 8;
+}
+
+typedef struct FilterRow {
+        uint64_t id, parent_id;
+        const struct sock_filter *insns;
+        size_t len;
+        char digest[PROG_DIGEST_STRING_MAX];
+        bool log, wait_killable_recv, has_listener;
+        const char *identity;
+        uint32_t refs, users; /* 0 = unknown */
+        const StoreInstaller *installer;
+} FilterRow;
+
+static int filter_row_init(FilterRow *row, const Filter *flt, const StoreInstaller *installer) {
+        *row = (FilterRow) {
+                .id = flt->id,
+                .parent_id = flt->parent_id,
+                .insns = flt->insns,
+                .len = flt->len,
+                .log = flt->log,
+                .wait_killable_recv = flt->wait_killable_recv,
+                .has_listener = flt->has_listener,
+                .identity = identity_kind_to_string(flt->identity),
+                .refs = flt->refs,
+                .users = flt->users,
+                .installer = installer,
+        };
+        prog_digest_to_string(flt->digest, row->digest);
+        if (row->id == 0 || row->len > PROG_MAX_INSNS || (row->len > 0 && !row->insns) || !row->identity)
+                return log_error_errno(-EINVAL, "Refusing to store filter %" PRIu64 ": invalid id, length or identity.",
+                                       row->id);
+        return 0;
+}
+
+static void bind_installer(sqlite3_stmt *st, const StoreInstaller *in) {
+        if (in && in->tid > 0)
+                sqlite3_bind_int64(st, PF_INSTALLER_TID, in->tid);
+        else
+                sqlite3_bind_null(st, PF_INSTALLER_TID);
+        if (in && in->tgid > 0)
+                sqlite3_bind_int64(st, PF_INSTALLER_TGID, in->tgid);
+        else
+                sqlite3_bind_null(st, PF_INSTALLER_TGID);
+        bind_text_or_null(st, PF_INSTALLER_COMM, in ? in->comm : NULL);
+        bind_text_or_null(st, PF_INSTALLER_EXE, in ? in->exe : NULL);
+}
+
+/* What STMT_PUT_FILTER and STMT_TOUCH_FILTER share. */
+static void bind_filter_row(Store *s, sqlite3_stmt *st, const FilterRow *f, uint64_t now_usec) {
+        bind_u64(st, PF_ID, f->id);
+        bind_id_or_null(st, PF_PARENT, f->parent_id);
+        sqlite3_bind_int64(st, PF_LENGTH, (sqlite3_int64) f->len);
+        sqlite3_bind_text(st, PF_DIGEST, f->digest, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, PF_LOG, f->log);
+        sqlite3_bind_int(st, PF_WAIT_KILLABLE_RECV, f->wait_killable_recv);
+        sqlite3_bind_int(st, PF_HAS_LISTENER, f->has_listener);
+        sqlite3_bind_text(st, PF_IDENTITY, f->identity, -1, SQLITE_STATIC);
+        bind_id_or_null(st, PF_REFS, f->refs);
+        bind_id_or_null(st, PF_USERS, f->users);
+        bind_u64(st, PF_NOW, now_usec);
+        sqlite3_bind_int64(st, PF_GENERATION, s->generation);
+}
+
+static int store_raise_max_filter_id(Store *s, uint64_t id) {
+        sqlite3_stmt *st = store_statement(s, STMT_RAISE_MAX_FILTER_ID);
+
+        bind_u64(st, 1, id);
+        return store_run(s, st, "record the highest filter id");
+}
+
+static int store_put_filter_row(Store *s, const FilterRow *f, uint64_t now_usec) {
+        sqlite3_stmt *st = store_statement(s, STMT_PUT_FILTER);
+        int r;
+
+        bind_filter_row(s, st, f, now_usec);
+        sqlite3_bind_blob(st, PF_PROGRAM, s->program, (int) program_encode(f->insns, f->len, s->program),
+                          SQLITE_STATIC);
+        bind_installer(st, f->installer);
+        r = store_run(s, st, "store a filter");
+        if (r == -ENOENT)
+                return log_warning_errno(r, "Filter %" PRIu64 " names parent %" PRIu64 ", which is not stored.", f->id,
+                                         f->parent_id);
+        if (r < 0)
+                return r;
+        if (sqlite3_changes(s->db) == 0)
+                return log_warning_errno(-EEXIST, "Refusing to store filter %" PRIu64 ": its id is in history.",
+                                         f->id);
+        return 0;
+}
+
+/* A full scan mostly finds filters that are stored already: then only mark them seen. */
+static int store_touch_or_put_filter_row(Store *s, const FilterRow *f, uint64_t now_usec) {
+        sqlite3_stmt *st = store_statement(s, STMT_TOUCH_FILTER);
+        int r;
+
+        bind_filter_row(s, st, f, now_usec);
+        r = store_run(s, st, "mark a filter seen");
+        if (r >= 0 && sqlite3_changes(s->db) == 0)
+                r = store_put_filter_row(s, f, now_usec);
+        return r;
+}
+
+int store_put_filter(Store *s, const Filter *flt, const StoreInstaller *installer, uint64_t now_usec) {
+        FilterRow row;
+        int r = filter_row_init(&row, flt, installer);
+
+        if (r < 0)
+                return r;
+        r = store_put_filter_row(s, &row, now_usec);
+        if (r < 0)
+                return r;
+        return store_raise_max_filter_id(s, row.id);
+}
+
+/* Watch events come from the BPF tracepoints, which name kernel objects: identity is exact. */
+int store_put_watch_filter(Store *s, const WatchFilter *flt, const StoreInstaller *installer, uint64_t now_usec) {
+        uint8_t digest[PROG_DIGEST_SIZE];
+        FilterRow row = {
+                .id = flt->id,
+                .parent_id = flt->parent_id,
+                .insns = flt->insns,
+                .len = flt->len,
+                .log = flt->log,
+                .wait_killable_recv = flt->wait_killable_recv,
+                .has_listener = flt->has_listener,
+                .identity = identity_kind_to_string(IDENTITY_EXACT),
+                .installer = installer,
+        };
+        int r;
+
+        if (row.id == 0 || row.len > PROG_MAX_INSNS || (row.len > 0 && !row.insns))
+                return log_error_errno(-EINVAL, "Refusing to store filter %" PRIu64 ": invalid id or length.", row.id);
+        prog_digest(flt->insns, flt->len, digest);
+        prog_digest_to_string(digest, row.digest);
+        r = store_put_filter_row(s, &row, now_usec);
+        if (r < 0)
+                return r;
+        return store_raise_max_filter_id(s, row.id);
+}
+
+typedef struct RetireArgs {
+        uint64_t id, now_usec;
+} RetireArgs;
+
+static int store_check_unused(Store *s, uint64_t id) {
+        sqlite3_stmt *st = store_statement(s, STMT_FILTER_USE);
+        bool exists, used;
+        int r;
+
+        bind_u64(st, 1, id);
+        r = store_step_row(s, st, "check whether a filter is in use");
+        if (r < 0)
+                return r;
+        exists = r > 0 && sqlite3_column_int(st, 0);
+        used = r > 0 && sqlite3_column_int(st, 1);
+        sqlite3_reset(st);
+        if (!exists)
+                return log_debug_errno(-ENOENT, "Filter %" PRIu64 " is not stored, nothing to retire.", id);
+        if (used)
+                return log_warning_errno(-EBUSY, "Not retiring filter %" PRIu64 ": a task or a child filter uses it.",
+                                         id);
+        return 0;
+}
+
+static int store_retire_filter_steps(Store *s, const void *arg) {
+        const RetireArgs *a = arg;
+        sqlite3_stmt *st = store_statement(s, STMT_ARCHIVE_FILTER);
+        int r;
+
+        bind_u64(st, 1, a->id);
+        bind_u64(st, 2, a->now_usec);
+        r = store_run(s, st, "move a filter to history");
+        if (r < 0)
+                return r;
+        st = store_statement(s, STMT_DELETE_FILTER);
+        bind_u64(st, 1, a->id);
+        return store_run(s, st, "delete a filter"); /* its listeners go with it (ON DELETE CASCADE) */
+}
+
+int store_retire_filter(Store *s, uint64_t id, uint64_t now_usec) {
+        int r = store_check_unused(s, id);
+
+        if (r < 0)
+                return r;
+        return store_atomically(s, store_retire_filter_steps, &(RetireArgs) { .id = id, .now_usec = now_usec });
+}
+
+/* Processes and tasks */
+
+typedef struct ProcessRow {
+        pid_t pid, ppid;
+        uint64_t start_time; /* 0 = unknown */
+        const char *comm, *exe;
+        uid_t uid;
+        gid_t gid;
+        bool no_new_privs;
+} ProcessRow;
+
+/* Binds every parameter of STMT_PUT_PROCESS, STMT_PUT_PROCESS_OF_THREAD and STMT_TOUCH_PROCESS. */
+static int store_run_process_row(Store *s, StoreStatement which, const ProcessRow *p) {
+        sqlite3_stmt *st = store_statement(s, which);
+
+        sqlite3_bind_int64(st, PP_PID, p->pid);
+        sqlite3_bind_int64(st, PP_PPID, p->ppid > 0 ? p->ppid : 0);
+        bind_id_or_null(st, PP_START_TIME, p->start_time);
+        sqlite3_bind_text(st, PP_COMM, p->comm, -1, SQLITE_STATIC);
+        bind_text_or_null(st, PP_EXE, p->exe);
+        sqlite3_bind_int64(st, PP_UID, p->uid);
+        sqlite3_bind_int64(st, PP_GID, p->gid);
+        sqlite3_bind_int(st, PP_NO_NEW_PRIVS, p->no_new_privs);
+        sqlite3_bind_int64(st, PP_GENERATION, s->generation);
+        return store_run(s, st, "store a process");
+}
+
+typedef struct TaskRow {
+        pid_t tid, tgid;
+        uint64_t start_time;
+        const char *mode;
+        uint64_t filter_id;
+} TaskRow;
+
+static int task_row_init(TaskRow *row, pid_t tid, pid_t tgid, uint64_t start_time, TaskMode mode, uint64_t filter_id) {
+        *row = (TaskRow) {
+                .tid = tid,
+                .tgid = tgid,
+                .start_time = start_time,
+                .mode = task_mode_to_string(mode),
+                .filter_id = filter_id,
+        };
+        if (tid <= 0 || tgid <= 0 || !row->mode)
+                return log_error_errno(-EINVAL, "Refusing to store thread %d of process %d: invalid ids or mode %d.",
+                                       tid, tgid, mode);
+        return 0;
+}
+
+/* Binds every parameter of STMT_PUT_TASK and STMT_TOUCH_TASK. */
+static int store_run_task_row(Store *s, StoreStatement which, const TaskRow *t, uint64_t now_usec) {
+        sqlite3_stmt *st = store_statement(s, which);
+        int r;
+
+        sqlite3_bind_int64(st, PT_TID, t->tid);
+        sqlite3_bind_int64(st, PT_TGID, t->tgid);
+        bind_u64(st, PT_START_TIME, t->start_time);
+        sqlite3_bind_text(st, PT_MODE, t->mode, -1, SQLITE_STATIC);
+        bind_id_or_null(st, PT_FILTER, t->filter_id);
+        bind_u64(st, PT_NOW, now_usec);
+        sqlite3_bind_int64(st, PT_GENERATION, s->generation);
+        r = store_run(s, st, "store a thread");
+        if (r == -ENOENT)
+                return log_warning_errno(r, "Thread %d names filter %" PRIu64 ", which is not stored.", t->tid,
+                                         t->filter_id);
+        return r;
+}
+
+typedef struct PutTaskArgs {
+        const WatchTask *task;
+        const TaskRow *row;
+        const char *exe;
+        uint64_t now_usec;
+} PutTaskArgs;
+
+/* The leader speaks for its process; another thread only creates the row if it is missing. */
+static int store_put_task_steps(Store *s, const void *arg) {
+        const PutTaskArgs *a = arg;
+        const WatchTask *t = a->task;
+        bool leader = t->tid == t->tgid;
+        int r;
+
+        r = store_run_process_row(s, leader ? STMT_PUT_PROCESS : STMT_PUT_PROCESS_OF_THREAD, &(ProcessRow) {
+                .pid = t->tgid,
+                .ppid = t->ppid,
+                .start_time = leader ? t->start_time : 0,
+                .comm = t->comm,
+                .exe = a->exe,
+                .uid = t->uid,
+                .gid = t->gid,
+                .no_new_privs = t->no_new_privs,
+        });
+        if (r < 0)
+                return r;
+        return store_run_task_row(s, STMT_PUT_TASK, a->row, a->now_usec);
+}
+
+int store_put_task(Store *s, const WatchTask *t, const char *exe, uint64_t now_usec) {
+        TaskRow row;
+        int r = task_row_init(&row, t->tid, t->tgid, t->start_time, t->mode, t->filter_id);
+
+        if (r < 0)
+                return r;
+        return store_atomically(s, store_put_task_steps,
+                                &(PutTaskArgs) { .task = t, .row = &row, .exe = exe, .now_usec = now_usec });
+}
+
+/* Delete the thread, and its process once no thread is left. Returns 1 if it was stored. */
+static int store_remove_task_steps(Store *s, const void *arg) {
+        pid_t tid = *(const pid_t *) arg;
+        sqlite3_stmt *st = store_statement(s, STMT_REMOVE_TASK);
+        int64_t tgid;
+        int r;
+
+        sqlite3_bind_int64(st, 1, tid);
+        r = store_step_row(s, st, "delete a thread");
+        if (r <= 0)
+                return r;
+        tgid = sqlite3_column_int64(st, 0);
+        r = store_run(s, st, "delete a thread"); /* finish the DELETE ... RETURNING */
+        if (r < 0)
+                return r;
+
+        st = store_statement(s, STMT_REMOVE_EMPTY_PROCESS);
+        sqlite3_bind_int64(st, 1, tgid);
+        r = store_run(s, st, "delete an empty process");
+        return r < 0 ? r : 1;
+}
+
+int store_remove_task(Store *s, pid_t tid) {
+        return store_atomically(s, store_remove_task_steps, &tid);
+}
+
+/* Full reconciliation: mark and sweep. Every row of the forest is stamped with a new
+ * generation, either by a cheap "touch" when the stored row is equal, or by an upsert; rows left
+ * with an older generation are gone. */
+
+static int store_next_generation(Store *s, uint64_t now_usec) {
+        sqlite3_stmt *st = store_statement(s, STMT_NEXT_GENERATION);
+        int r;
+
+        bind_u64(st, 1, now_usec);
+        r = store_step_row(s, st, "start a new generation");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return log_error_errno(-EBADMSG, "%s has no meta row.", s->path);
+        s->generation = sqlite3_column_int64(st, 0);
+        return store_run(s, st, "start a new generation");
+}
+
+static int store_reconcile_filters(Store *s, const Forest *f, uint64_t now_usec) {
+        uint64_t max_id = 0;
+
+        for (size_t i = 0; i < f->n_filters; i++) {
+                FilterRow row;
+                int r = filter_row_init(&row, f->filters[i], NULL);
+                if (r < 0)
+                        return r;
+                r = store_touch_or_put_filter_row(s, &row, now_usec);
+                if (r < 0)
+                        return r;
+                if (row.id > max_id)
+                        max_id = row.id;
+        }
+        return store_raise_max_filter_id(s, max_id);
+}
+
+static int store_reconcile_process(Store *s, const Process *p, uint64_t now_usec) {
+        const ProcessRow prow = {
+                .pid = p->pid,
+                .ppid = p->ppid,
+                .start_time = p->start_time,
+                .comm = p->comm,
+                .exe = p->exe,
+                .uid = p->uid,
+                .gid = p->gid,
+                .no_new_privs = p->no_new_privs,
+        };
+        int r;
+
+        r = store_run_process_row(s, STMT_TOUCH_PROCESS, &prow);
+        if (r >= 0 && sqlite3_changes(s->db) == 0)
+                r = store_run_process_row(s, STMT_PUT_PROCESS, &prow);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < p->n_threads; i++) {
+                const Task *t = &p->threads[i];
+                TaskRow trow;
+                r = task_row_init(&trow, t->tid, p->pid, t->start_time, t->mode, t->filter_id);
+                if (r < 0)
+                        return r;
+                r = store_run_task_row(s, STMT_TOUCH_TASK, &trow, now_usec);
+                if (r >= 0 && sqlite3_changes(s->db) == 0)
+                        r = store_run_task_row(s, STMT_PUT_TASK, &trow, now_usec);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int store_reconcile_processes(Store *s, const Forest *f, uint64_t now_usec) {
+        for (size_t i = 0; i < f->n_processes; i++) {
+                int r = store_reconcile_process(s, f->processes[i], now_usec);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int store_put_listener(Store *s, const Listener *l) {
+        sqlite3_stmt *st = store_statement(s, STMT_PUT_LISTENER);
+        const char *identity = identity_kind_to_string(l->identity);
+        int r;
+
+        if (!identity)
+                return log_error_errno(-EINVAL, "Refusing to store listener %" PRIu64 ": invalid identity.", l->id);
+        bind_u64(st, 1, l->id);
+        bind_u64(st, 2, l->filter_id);
+        sqlite3_bind_text(st, 3, identity, -1, SQLITE_STATIC);
+        r = store_run(s, st, "store a listener");
+        if (r < 0)
+                return r;
+
+        st = store_statement(s, STMT_PUT_HOLDER);
+        for (size_t i = 0; i < l->n_holders; i++) {
+                bind_u64(st, 1, l->id);
+                sqlite3_bind_int64(st, 2, l->holders[i].pid);
+                sqlite3_bind_int(st, 3, l->holders[i].fd);
+                r = store_run(s, st, "store a listener holder");
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Listener ids are local to a scan: the tables are rewritten, not merged. */
+static int store_reconcile_listeners(Store *s, const Forest *f) {
+        int r;
+
+        r = store_run_plain(s, STMT_DELETE_HOLDERS, "delete the listener holders");
+        if (r < 0)
+                return r;
+        r = store_run_plain(s, STMT_DELETE_LISTENERS, "delete the listeners");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < f->n_listeners; i++) {
+                r = store_put_listener(s, f->listeners[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int store_sweep_statement(Store *s, StoreStatement which, uint64_t now_usec, const char *what) {
+        sqlite3_stmt *st = store_statement(s, which);
+
+        sqlite3_bind_int64(st, 1, s->generation);
+        if (which == STMT_ARCHIVE_STALE_FILTERS)
+                bind_u64(st, 2, now_usec);
+        return store_run(s, st, what);
+}
+
+/* Rows the new generation did not touch are gone: threads, then processes, then filters (into
+ * history). Returns the number of filters gone. */
+static int store_sweep(Store *s, uint64_t now_usec) {
+        int r, gone;
+
+        r = store_sweep_statement(s, STMT_SWEEP_TASKS, now_usec, "delete gone threads");
+        if (r < 0)
+                return r;
+        r = store_sweep_statement(s, STMT_SWEEP_PROCESSES, now_usec, "delete gone processes");
+        if (r < 0)
+                return r;
+        r = store_sweep_statement(s, STMT_ARCHIVE_STALE_FILTERS, now_usec, "move gone filters to history");
+        if (r < 0)
+                return r;
+        gone = sqlite3_changes(s->db);
+        r = store_sweep_statement(s, STMT_SWEEP_FILTERS, now_usec, "delete gone filters");
+        return r < 0 ? r : gone;
+}
+
+/* Foreign keys are not enforced row by row during a reconciliation (that would triple its
+ * cost); instead the whole result is checked once before it is committed. */
+static int store_check_foreign_keys(Store *s) {
+        sqlite3_stmt *st = store_statement(s, STMT_FOREIGN_KEY_CHECK);
+        int r = store_step_row(s, st, "check foreign keys");
+
+        if (r <= 0)
+                return r;
+        r = log_error_errno(-ENOENT, "Refusing to store the scan: %s row %" PRIi64 " refers to a missing %s row.",
+                            (const char *) sqlite3_column_text(st, 0), (int64_t) sqlite3_column_int64(st, 1),
+                            (const char *) sqlite3_column_text(st, 2));
+        sqlite3_reset(st);
+        return r;
+}
+
+static int store_reconcile(Store *s, const Forest *f, uint64_t now_usec) {
+        int r, gone;
+
+        r = store_next_generation(s, now_usec);
+        if (r < 0)
+                return r;
+        r = store_reconcile_filters(s, f, now_usec);
+        if (r < 0)
+                return r;
+        r = store_reconcile_processes(s, f, now_usec);
+        if (r < 0)
+                return r;
+        r = store_reconcile_listeners(s, f);
+        if (r < 0)
+                return r;
+        gone = store_sweep(s, now_usec);
+        if (gone < 0)
+                return gone;
+        r = store_check_foreign_keys(s);
+        if (r < 0)
+                return r;
+        log_debug("Stored %zu filters (%d gone), %zu processes, %zu threads, %zu listeners in %s.", f->n_filters, gone,
+                  f->n_processes, f->n_tasks, f->n_listeners, s->path);
+        return 0;
+}
+
+static int store_replace_all_transaction(Store *s, const Forest *f, uint64_t now_usec) {
+        int64_t generation = s->generation;
+        int r;
+
+        r = store_begin(s);
+        if (r < 0)
+                return r;
+        r = store_reconcile(s, f, now_usec);
+        if (r >= 0)
+                r = store_commit(s);
+        if (r < 0) {
+                store_rollback(s);
+                s->generation = generation;
+        }
+        return r;
+}
+
+int store_replace_all(Store *s, const Forest *f, uint64_t now_usec) {
+        int r, k;
+
+        if (!f->linked)
+                return log_error_errno(-EINVAL, "Refusing to store a forest that is not linked.");
+        if (!sqlite3_get_autocommit(s->db))
+                return log_error_errno(-EBUSY, "Refusing to replace %s inside an open batch.", s->path);
+
+        r = store_enforce_foreign_keys(s, false);
+        if (r < 0)
+                return r;
+        r = store_replace_all_transaction(s, f, now_usec);
+        k = store_enforce_foreign_keys(s, true);
+        return r < 0 ? r : k;
+}

@@ -1,0 +1,49 @@
+/* store.h: the state database (SQLite): live filters, tasks, listeners and history, for admins */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "forest.h"
+#include "watch.h"
+
+typedef struct Store Store;
+
+#define STORE_FILE_NAME "state.db"
+
+/* Open (creating if needed) <state_dir>/state.db: WAL mode, application_id checked (a database of
+ * another application is refused with -EMEDIUMTYPE and a logged message), migrations from
+ * schema/ applied in one transaction up to the current user_version (a newer version than this
+ * build knows is refused with -EPROTONOSUPPORT), prepared statements made ready. */
+int store_open(const char *state_dir, Store **ret);
+Store *store_free(Store *s);
+DEFINE_CLEANUP(Store *, store_free);
+
+/* The highest filter id the database has ever held (live or history), 0 if none: the daemon
+ * starts handing out ids above it so ids are never reused within one database. */
+int store_max_filter_id(Store *s, uint64_t *ret);
+
+/* Make the live tables equal to the forest (a full scan), in one transaction: rows not in the
+ * forest are deleted (filters move to history with gone_usec = now), rows in it are inserted or
+ * updated (first_seen kept, last_seen = now). Used at start (a stale file is reconciled, never
+ * trusted) and after a resync. The forest must be linked; ids are taken as they are. */
+int store_replace_all(Store *s, const Forest *f, uint64_t now_usec);
+
+/* Incremental changes, grouped in one transaction per batch. */
+int store_begin(Store *s);
+int store_commit(Store *s);
+void store_rollback(Store *s);
+
+typedef struct StoreInstaller {
+        pid_t tid, tgid;
+        const char *comm;
+        const char *exe; /* may be NULL */
+} StoreInstaller;
+
+int store_put_filter(Store *s, const Filter *flt, const StoreInstaller *installer, uint64_t now_usec);
+int store_put_watch_filter(Store *s, const WatchFilter *flt, const StoreInstaller *installer, uint64_t now_usec);
+/* Insert or update a thread (and its process row: ppid, comm, exe, uid, gid, no_new_privs). */
+int store_put_task(Store *s, const WatchTask *t, const char *exe, uint64_t now_usec);
+int store_remove_task(Store *s, pid_t tid);
+/* Move a filter no task or listener reaches any more to history. */
+int store_retire_filter(Store *s, uint64_t id, uint64_t now_usec);

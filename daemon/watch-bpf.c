@@ -1,0 +1,262 @@
+/* watch-bpf.c: the bpf backend's live events: attaches the fork/exec/exit tracepoints and turns
+ * the records of the event ring buffer into WatchEvents */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/watch.h"
+#include "scan-bpf-internal.h"
+#include "scan.skel.h"
+#include "watch.h"
+
+/* The smallest ring the kernel takes is one page. Below the largest record (a FILTER event of
+ * 4096 instructions, about 33 KiB) the largest filters can never be sent: tests only. */
+#define MIN_EVENTS_SIZE 4096U
+
+/* $SECTREE_BPF_EVENTS_SIZE (bytes, a power of two) replaces the event ring buffer's size:
+ * tests make it tiny to overflow it on purpose. */
+static int events_size_from_env(struct scan_bpf *skel) {
+        const char *e = secure_getenv("SECTREE_BPF_EVENTS_SIZE");
+        uint64_t size;
+        int r;
+
+        if (!e)
+                return 0;
+        r = safe_atou64(e, &size);
+        if (r < 0 || size < MIN_EVENTS_SIZE || size > UINT32_MAX || (size & (size - 1)) != 0)
+                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $SECTREE_BPF_EVENTS_SIZE: %s", e);
+        r = bpf_map__set_max_entries(skel->maps.events, (uint32_t) size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set the event ring buffer size: %m");
+        return 0;
+}
+
+int bpf_watch_configure(struct scan_bpf *skel) {
+        int ncpus, r;
+
+        ncpus = libbpf_num_possible_cpus();
+        if (ncpus < 0)
+                return log_error_errno(ncpus, "Failed to count the possible CPUs: %m");
+        r = bpf_map__set_max_entries(skel->maps.watch_scratch, (uint32_t) ncpus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to size the event scratch space: %m");
+
+        r = events_size_from_env(skel);
+        if (r < 0)
+                return r;
+
+        /* Attached by bpf_scanner_watch_start(): until then nobody reads their events. */
+        bpf_program__set_autoattach(skel->progs.watch_fork, false);
+        bpf_program__set_autoattach(skel->progs.watch_exec, false);
+        bpf_program__set_autoattach(skel->progs.watch_exit, false);
+        return 0;
+}
+
+void bpf_watch_deinit(BpfWatch *w) {
+        ring_buffer__free(w->rb);
+        *w = (BpfWatch) {};
+}
+
+/* Records -> events. */
+
+static void watch_task_from_rec(WatchTask *w, const BpfScanner *s, const struct watch_rec_task *r) {
+        *w = (WatchTask) {
+                .tid = (pid_t) r->tid,
+                .tgid = (pid_t) r->tgid,
+                .ppid = (pid_t) r->ppid,
+                .start_time = bpf_scanner_ticks(s, r->start_boottime),
+                .mode = task_mode_from_kernel(r->mode),
+                .filter_id = r->filter_id,
+                .no_new_privs = r->flags & WATCH_TASK_NO_NEW_PRIVS,
+                .uid = r->uid,
+                .euid = r->euid,
+                .gid = r->gid,
+                .dumpable = r->flags & WATCH_TASK_DUMPABLE,
+        };
+        memcpy(w->comm, r->comm, sizeof(w->comm));
+        w->comm[sizeof(w->comm) - 1] = 0;
+}
+
+static int watch_filter_from_rec(WatchFilter *f, const struct watch_rec_filter *r, size_t size) {
+        if (size < sizeof(*r) || r->id == 0 || r->len > WATCH_MAX_INSNS ||
+            size < sizeof(*r) + r->len * sizeof(struct sock_filter))
+                return -EBADMSG;
+        *f = (WatchFilter) {
+                .id = r->id,
+                .parent_id = r->parent_id,
+                .insns = r->len > 0 ? r->insns : NULL,
+                .len = r->len,
+                .log = r->log,
+                .wait_killable_recv = r->wait_killable_recv,
+                .has_listener = r->has_listener,
+                .tsync = r->install_flags & WATCH_INSTALL_TSYNC,
+        };
+        return 0;
+}
+
+static int watch_type_from_rec(uint32_t type, WatchEventType *ret) {
+        switch (type) {
+        case WATCH_REC_TASK_NEW:
+                *ret = WATCH_TASK_NEW;
+                return 0;
+        case WATCH_REC_TASK_EXEC:
+                *ret = WATCH_TASK_EXEC;
+                return 0;
+        case WATCH_REC_TASK_EXIT:
+                *ret = WATCH_TASK_EXIT;
+                return 0;
+        case WATCH_REC_FILTER:
+                *ret = WATCH_FILTER_ATTACHED;
+                return 0;
+        default:
+                return -EBADMSG;
+        }
+}
+
+static int watch_event_from_rec(WatchEvent *e, const BpfScanner *s, const void *data, size_t size) {
+        const struct watch_rec *r = data;
+        int k;
+
+        if (size < sizeof(*r))
+                return -EBADMSG;
+        *e = (WatchEvent) { .ktime_ns = r->ktime_ns };
+        k = watch_type_from_rec(r->type, &e->type);
+        if (k < 0)
+                return k;
+        watch_task_from_rec(&e->task, s, &r->task);
+        if (e->type == WATCH_FILTER_ATTACHED)
+                return watch_filter_from_rec(&e->filter, data, size);
+        return 0;
+}
+
+static int on_event(void *userdata, void *data, size_t size) {
+        BpfScanner *s = userdata;
+        WatchEvent e;
+        int k;
+
+        k = watch_event_from_rec(&e, s, data, size);
+        if (k < 0) {
+                s->watch.error = log_error_errno(k, "Malformed event record of %zu bytes.", size);
+                return k;
+        }
+        k = s->watch.handler(&e, s->watch.userdata);
+        if (k < 0) {
+                s->watch.error = k;
+                return k; /* stops ring_buffer__consume(); this record is consumed */
+        }
+        s->watch.n_handled++;
+        return 0;
+}
+
+/* The public side. */
+
+static void watch_links_destroy(struct scan_bpf *skel) {
+        bpf_link__destroy(skel->links.watch_fork);
+        bpf_link__destroy(skel->links.watch_exec);
+        bpf_link__destroy(skel->links.watch_exit);
+        skel->links.watch_fork = skel->links.watch_exec = skel->links.watch_exit = NULL;
+}
+
+static int watch_attach(struct bpf_program *prog, struct bpf_link **ret) {
+        struct bpf_link *link = bpf_program__attach(prog);
+
+        if (!link)
+                return log_error_errno(-errno, "Failed to attach %s: %m", bpf_program__name(prog));
+        *ret = link;
+        return 0;
+}
+
+int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata) {
+        struct scan_bpf *skel = s->skel;
+        int r;
+
+        if (!handler)
+                return -EINVAL;
+        if (s->watch.rb)
+                return -EALREADY;
+
+        s->watch.rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, s, NULL);
+        if (!s->watch.rb)
+                return log_error_errno(-errno, "Failed to set up the event ring buffer: %m");
+        s->watch.handler = handler;
+        s->watch.userdata = userdata;
+
+        r = watch_attach(skel->progs.watch_exit, &skel->links.watch_exit);
+        if (r >= 0)
+                r = watch_attach(skel->progs.watch_exec, &skel->links.watch_exec);
+        if (r >= 0)
+                r = watch_attach(skel->progs.watch_fork, &skel->links.watch_fork);
+        if (r < 0) {
+                watch_links_destroy(skel);
+                bpf_watch_deinit(&s->watch);
+                return r;
+        }
+        skel->bss->watch_enabled = true;
+        return 0;
+}
+
+int bpf_scanner_watch_fd(BpfScanner *s) {
+        if (!s->watch.rb)
+                return -ENOTCONN;
+        return ring_buffer__epoll_fd(s->watch.rb);
+}
+
+int bpf_scanner_watch_dispatch(BpfScanner *s) {
+        int n;
+
+        if (!s->watch.rb)
+                return -ENOTCONN;
+        s->watch.n_handled = 0;
+        s->watch.error = 0;
+        n = ring_buffer__consume(s->watch.rb);
+        if (s->watch.error < 0)
+                return s->watch.error;
+        if (n < 0)
+                return log_error_errno(n, "Failed to read the event ring buffer: %m");
+        return s->watch.n_handled;
+}
+
+/* A tracepoint program that would have run on a CPU where another one was running was skipped by
+ * the kernel and counted in its recursion_misses: for the install and watch programs that is a
+ * lost event too. */
+static uint64_t prog_misses(const struct bpf_program *prog) {
+        struct bpf_prog_info info = {};
+        uint32_t len = sizeof(info);
+
+        if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) < 0)
+                return 0;
+        return info.recursion_misses;
+}
+
+uint64_t bpf_scanner_watch_lost(BpfScanner *s) {
+        struct scan_bpf *skel = s->skel;
+        const struct bpf_program *progs[] = {
+                skel->progs.seccomp_enter, skel->progs.seccomp_exit, skel->progs.prctl_enter,
+                skel->progs.prctl_exit,    skel->progs.watch_fork,   skel->progs.watch_exec,
+                skel->progs.watch_exit,
+        };
+        uint64_t n = skel->bss->watch_lost;
+
+        for (size_t i = 0; i < ELEMENTSOF(progs); i++)
+                n += prog_misses(progs[i]);
+        return n;
+}
+
+void watch_task_from_forest(WatchTask *w, const Process *p, const Task *t) {
+        /* A pass does not keep euid and dumpable in the forest: take the real uid for the
+         * effective one and say not dumpable, which only ever refuses more. */
+        *w = (WatchTask) {
+                .tid = t->tid,
+                .tgid = p->pid,
+                .ppid = p->ppid,
+                .start_time = t->start_time,
+                .mode = t->mode,
+                .filter_id = t->filter_id,
+                .no_new_privs = p->no_new_privs,
+                .uid = p->uid,
+                .euid = p->uid,
+                .gid = p->gid,
+                .dumpable = false,
+        };
+        memcpy(w->comm, p->comm, sizeof(w->comm));
+        w->comm[sizeof(w->comm) - 1] = 0;
+}

@@ -1,0 +1,65 @@
+/* watch.h: live events from the kernel: tasks forking, exec'ing and exiting, filters attached */
+#pragma once
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "forest.h"
+#include "scan.h"
+
+typedef enum WatchEventType {
+        WATCH_TASK_NEW,        /* a thread or process was created (fork/clone), with its state */
+        WATCH_TASK_EXEC,       /* a process exec'd: comm (and exe) changed */
+        WATCH_TASK_EXIT,       /* a thread exited */
+        WATCH_FILTER_ATTACHED, /* seccomp(2)/prctl(2) installed a filter */
+        _WATCH_EVENT_MAX,
+} WatchEventType;
+
+/* The state of one thread, as the kernel had it when the event fired. */
+typedef struct WatchTask {
+        pid_t tid, tgid;
+        pid_t ppid; /* real parent's tgid */
+        uint64_t start_time; /* clock ticks since boot, as /proc/TID/stat field 22 */
+        char comm[16];
+        TaskMode mode;
+        uint64_t filter_id; /* head, 0 if none */
+        bool no_new_privs;
+        uid_t uid, euid;
+        gid_t gid;
+        bool dumpable; /* the mm's dumpable setting is SUID_DUMP_USER */
+} WatchTask;
+
+typedef struct WatchFilter {
+        uint64_t id, parent_id;
+        const struct sock_filter *insns; /* valid during the callback only */
+        size_t len;
+        bool log, wait_killable_recv, has_listener;
+        bool tsync; /* installed with SECCOMP_FILTER_FLAG_TSYNC: every thread of task.tgid now has it */
+} WatchFilter;
+
+typedef struct WatchEvent {
+        WatchEventType type;
+        uint64_t ktime_ns; /* CLOCK_MONOTONIC of the event */
+        WatchTask task;     /* the new/exec'ing/exiting thread, or the installer */
+        WatchFilter filter; /* WATCH_FILTER_ATTACHED only */
+} WatchEvent;
+
+typedef int (*WatchHandler)(const WatchEvent *e, void *userdata);
+
+/* Attach the fork/exec/exit tracepoints (the seccomp/prctl ones are attached by
+ * bpf_scanner_new() already) and start sending events to an event ring buffer of its own
+ * (separate from the scan's). Call once. */
+int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata);
+/* An fd that becomes readable when events are waiting (for sd_event_add_io, EPOLLIN). */
+int bpf_scanner_watch_fd(BpfScanner *s);
+/* Consume every waiting event, calling the handler for each; returns the number handled, or
+ * the handler's negative return (which stops consuming), or another negative errno. */
+int bpf_scanner_watch_dispatch(BpfScanner *s);
+/* Events the kernel side could not send since the scanner was created (ring buffer full). When
+ * this grows, the stored state may be wrong: resynchronise with a full pass. */
+uint64_t bpf_scanner_watch_lost(BpfScanner *s);
+
+/* Fill a WatchTask from a scanned forest's thread (for code that treats both alike). */
+void watch_task_from_forest(WatchTask *w, const Process *p, const Task *t);

@@ -1,0 +1,191 @@
+/* bus-fixture.c: a private system-like dbus-daemon with sectree's bus policy, and the real sectreed
+ * started on it */
+#include "bus-fixture.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "tests-util.h"
+
+/* Debian's system.conf, reduced to what matters: deny by default, include our policy. */
+static const char bus_config[] =
+        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN\"\n"
+        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+        "<busconfig>\n"
+        " <type>system</type>\n"
+        " <listen>unix:path=%s/system_bus_socket</listen>\n"
+        " <auth>EXTERNAL</auth>\n"
+        " <policy context=\"default\">\n"
+        "  <allow user=\"*\"/>\n"
+        "  <deny own=\"*\"/>\n"
+        "  <deny send_type=\"method_call\"/>\n"
+        "  <allow send_type=\"signal\"/>\n"
+        "  <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
+        "  <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
+        "  <allow receive_type=\"method_call\"/>\n"
+        "  <allow receive_type=\"method_return\"/>\n"
+        "  <allow receive_type=\"error\"/>\n"
+        "  <allow receive_type=\"signal\"/>\n"
+        "  <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
+        "  <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
+        "  <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Properties\"/>\n"
+        " </policy>\n"
+        " <include>%s</include>\n"
+        "</busconfig>\n";
+
+static void wait_for_socket(const char *path) {
+        for (int i = 0; i < 5000; i++) {
+                if (g_file_test(path, G_FILE_TEST_EXISTS))
+                        return;
+                g_usleep(1000);
+        }
+        g_error("the private dbus-daemon did not create %s", path);
+}
+
+static void die_with_parent(gpointer userdata) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+void bus_fixture_start_bus(BusFixture *b) {
+        *b = (BusFixture) { .notify_fd = -1 };
+        b->dir = g_dir_make_tmp("sectree-bus-XXXXXX", NULL);
+        g_assert_nonnull(b->dir);
+        g_assert_cmpint(chmod(b->dir, 0755), ==, 0);
+        g_autofree char *policy = g_build_filename(SECTREE_SOURCE_DIR, "dbus", "org.sectree1.conf", NULL);
+        g_autofree char *config = g_strdup_printf(bus_config, b->dir, policy);
+        g_autofree char *config_path = g_build_filename(b->dir, "bus.conf", NULL);
+        g_assert_true(g_file_set_contents(config_path, config, -1, NULL));
+        g_autofree char *arg = g_strdup_printf("--config-file=%s", config_path);
+        char *argv[] = { (char *) "dbus-daemon", arg, (char *) "--nofork", (char *) "--nopidfile", NULL };
+        g_autoptr(GError) error = NULL;
+        /* Its output would keep meson's pipe open if it outlived an aborted test: it dies with us. */
+        if (!g_spawn_async(NULL, argv, NULL,
+                           G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
+                                   G_SPAWN_STDERR_TO_DEV_NULL,
+                           die_with_parent, NULL, &b->bus_pid, &error))
+                g_error("starting dbus-daemon: %s", error->message);
+        g_autofree char *sock = g_build_filename(b->dir, "system_bus_socket", NULL);
+        wait_for_socket(sock);
+        b->address = g_strdup_printf("unix:path=%s", sock);
+        g_setenv("DBUS_SYSTEM_BUS_ADDRESS", b->address, true);
+        b->state_dir = g_build_filename(b->dir, "state", NULL);
+}
+
+static void open_notify_socket(BusFixture *b) {
+        if (b->notify_fd >= 0)
+                return;
+        b->notify_path = g_build_filename(b->dir, "notify", NULL);
+        b->notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        g_assert_cmpint(b->notify_fd, >=, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        g_strlcpy(sa.sun_path, b->notify_path, sizeof(sa.sun_path));
+        g_assert_cmpint(bind(b->notify_fd, (struct sockaddr *) &sa, sizeof(sa)), ==, 0);
+}
+
+/* Read datagrams until one carries READY=1, or the daemon dies, or time runs out. */
+static bool wait_ready(BusFixture *b, unsigned timeout_sec) {
+        gint64 end = g_get_monotonic_time() + (gint64) timeout_sec * G_USEC_PER_SEC;
+        char buf[4096];
+        while (g_get_monotonic_time() < end) {
+                int status;
+                if (waitpid(b->daemon_pid, &status, WNOHANG) == b->daemon_pid) {
+                        b->daemon_pid = 0;
+                        return false;
+                }
+                struct timeval tv = { .tv_usec = 50000 };
+                setsockopt(b->notify_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+                ssize_t n = recv(b->notify_fd, buf, sizeof(buf) - 1, 0);
+                if (n <= 0)
+                        continue;
+                buf[n] = 0;
+                if (strstr(buf, "READY=1"))
+                        return true;
+        }
+        return false;
+}
+
+void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned timeout_sec) {
+        open_notify_socket(b);
+        g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+        g_ptr_array_add(argv, g_strdup(g_getenv("SECTREED")));
+        g_ptr_array_add(argv, g_strdup_printf("--state-dir=%s", b->state_dir));
+        for (char **a = args; a && *a; a++)
+                g_ptr_array_add(argv, g_strdup(*a));
+        g_ptr_array_add(argv, NULL);
+        g_auto(GStrv) envp = g_get_environ();
+        envp = g_environ_setenv(envp, "NOTIFY_SOCKET", b->notify_path, true);
+        for (char **e = env; e && *e; e++) {
+                g_auto(GStrv) kv = g_strsplit(*e, "=", 2);
+                envp = g_environ_setenv(envp, kv[0], kv[1], true);
+        }
+        g_autoptr(GError) error = NULL;
+        if (!g_spawn_async(NULL, (char **) argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
+                           &b->daemon_pid, &error))
+                g_error("starting sectreed: %s", error->message);
+        if (!wait_ready(b, timeout_sec))
+                g_error("sectreed did not send READY=1 within %u s", timeout_sec);
+}
+
+int bus_fixture_stop_daemon(BusFixture *b, int sig) {
+        if (b->daemon_pid <= 0)
+                return -1;
+        int status = 0;
+        kill(b->daemon_pid, sig);
+        g_assert_cmpint(waitpid(b->daemon_pid, &status, 0), ==, b->daemon_pid);
+        b->daemon_pid = 0;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void bus_fixture_stop(BusFixture *b) {
+        if (b->daemon_pid > 0)
+                (void) bus_fixture_stop_daemon(b, SIGKILL);
+        if (b->bus_pid > 0) {
+                kill(b->bus_pid, SIGTERM);
+                waitpid(b->bus_pid, NULL, 0);
+        }
+        if (b->notify_fd >= 0)
+                close(b->notify_fd);
+        if (b->dir) {
+                g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", b->dir);
+                (void) !system(cmd);
+        }
+        g_free(b->dir);
+        g_free(b->address);
+        g_free(b->state_dir);
+        g_free(b->notify_path);
+        g_unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
+        *b = (BusFixture) { .notify_fd = -1 };
+}
+
+int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char **err) {
+        g_autoptr(GPtrArray) full = g_ptr_array_new();
+        if (as_nobody) {
+                static char *setpriv[] = { "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", NULL };
+                for (char **a = setpriv; *a; a++)
+                        g_ptr_array_add(full, *a);
+        }
+        for (char **a = argv; *a; a++)
+                g_ptr_array_add(full, *a);
+        g_ptr_array_add(full, NULL);
+        g_auto(GStrv) envp = g_environ_setenv(g_get_environ(), "DBUS_SYSTEM_BUS_ADDRESS", b->address, true);
+        g_autoptr(GError) error = NULL;
+        int status;
+        if (!g_spawn_sync(NULL, (char **) full->pdata, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, out, err, &status,
+                          &error))
+                g_error("running %s: %s", argv[0], error->message);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool bus_fixture_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeout_ms) {
+        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        do {
+                if (cond(userdata))
+                        return true;
+                g_usleep(5000);
+        } while (g_get_monotonic_time() < end);
+        return cond(userdata);
+}

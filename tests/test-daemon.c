@@ -1,0 +1,553 @@
+/* test-daemon.c: the real sectreed on a private dbus-daemon: start-up, live updates, resync after
+ * lost events, restart against an existing database, unprivileged callers, SIGKILL under churn,
+ * and the introspection data against dbus/org.sectree1.Manager.xml */
+#include <gio/gio.h>
+#include <jansson.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <grp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-fixture.h"
+#include "tests-util.h"
+
+#define DEST "org.sectree1"
+#define PATH "/org/sectree1"
+#define IFACE "org.sectree1.Manager"
+
+
+static sd_bus *bus_open(void) {
+        sd_bus *bus = NULL;
+        int r = sd_bus_open_system(&bus);
+        if (r < 0)
+                g_error("connecting to the private bus: %s", g_strerror(-r));
+        return bus;
+}
+
+/* tid -> chain as a string of digests, newest first, from the daemon. */
+static GHashTable *daemon_chains(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *freply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        GHashTable *digests = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+        GHashTable *parents = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+        GHashTable *chains = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListFilters", &error, &freply, "") < 0)
+                g_error("ListFilters: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(freply, 'a', "(ttusuas)"), >, 0);
+        for (;;) {
+                uint64_t id, parent;
+                uint32_t len, tasks;
+                const char *digest;
+                if (sd_bus_message_enter_container(freply, 'r', "ttusuas") <= 0)
+                        break;
+                g_assert_cmpint(sd_bus_message_read(freply, "ttusu", &id, &parent, &len, &digest, &tasks), >, 0);
+                g_assert_cmpint(sd_bus_message_skip(freply, "as"), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(freply), >=, 0);
+                g_hash_table_insert(digests, g_memdup2(&id, 8), g_strdup(digest));
+                g_hash_table_insert(parents, g_memdup2(&id, 8), g_memdup2(&parent, 8));
+        }
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
+        uint32_t tid, tgid, ppid, depth;
+        const char *comm, *mode;
+        uint64_t head;
+        while (sd_bus_message_read(reply, "(uuusstu)", &tid, &tgid, &ppid, &comm, &mode, &head, &depth) > 0) {
+                GString *chain = g_string_new(mode);
+                for (uint64_t x = head; x;) {
+                        g_string_append_printf(chain, " %s", (char *) g_hash_table_lookup(digests, &x));
+                        uint64_t *p = g_hash_table_lookup(parents, &x);
+                        g_assert_nonnull(p);
+                        x = *p;
+                }
+                g_hash_table_insert(chains, GUINT_TO_POINTER(tid), g_string_free(chain, false));
+        }
+        g_hash_table_destroy(digests);
+        g_hash_table_destroy(parents);
+        return chains;
+}
+
+/* The same from a fresh `sectreed scan --format=json`, for the threads that are not disabled. */
+static GHashTable *fresh_chains(pid_t root) {
+        g_autofree char *r = g_strdup_printf("--root=%d", root), *out = NULL, *err = NULL;
+        char *argv[] = { (char *) g_getenv("SECTREED"), (char *) "scan", (char *) "--format=json", r, NULL };
+        if (tests_run_capture(argv, &out, &err) != 0)
+                g_error("sectreed scan failed: %s", err);
+        json_t *doc = json_loads(out, 0, NULL);
+        g_assert_nonnull(doc);
+        json_t *filters = json_object_get(doc, "filters");
+        GHashTable *chains = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        size_t i, j;
+        json_t *p, *t;
+        json_array_foreach(json_object_get(doc, "processes"), i, p) json_array_foreach(json_object_get(p, "threads"), j, t) {
+                const char *mode = json_string_value(json_object_get(t, "mode"));
+                if (streq(mode, "disabled"))
+                        continue;
+                GString *chain = g_string_new(mode);
+                for (json_int_t x = json_integer_value(json_object_get(t, "filter")); x;) {
+                        json_t *flt = json_array_get(filters, (size_t) x - 1);
+                        g_string_append_printf(chain, " %s", json_string_value(json_object_get(flt, "digest")));
+                        x = json_integer_value(json_object_get(flt, "parent"));
+                }
+                g_hash_table_insert(chains, GUINT_TO_POINTER(json_integer_value(json_object_get(t, "tid"))),
+                                    g_string_free(chain, false));
+        }
+        json_decref(doc);
+        return chains;
+}
+
+/* Every thread of the fresh scan (the scenario's subtree) is in the daemon with the same chain. */
+static bool chains_agree(GHashTable *fresh, GHashTable *live, GString *why) {
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, fresh);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                const char *l = g_hash_table_lookup(live, k);
+                if (!l || !streq(l, v)) {
+                        g_string_printf(why, "tid %u: daemon has '%s', a fresh scan '%s'", GPOINTER_TO_UINT(k),
+                                        l ? l : "(nothing)", (char *) v);
+                        return false;
+                }
+        }
+        return true;
+}
+
+typedef struct Converge {
+        sd_bus *bus;
+        pid_t root;
+        GString *why;
+} Converge;
+
+static bool converged(void *userdata) {
+        Converge *c = userdata;
+        g_autoptr(GHashTable) fresh = fresh_chains(c->root), live = daemon_chains(c->bus);
+        return chains_agree(fresh, live, c->why);
+}
+
+static void assert_converges(sd_bus *bus, pid_t root, unsigned timeout_ms) {
+        Converge c = { .bus = bus, .root = root, .why = g_string_new(NULL) };
+        if (!bus_fixture_wait_for(converged, &c, timeout_ms))
+                g_error("the daemon's state does not equal a fresh scan after %u ms: %s", timeout_ms, c.why->str);
+        g_string_free(c.why, true);
+}
+
+static Scenario *small_scenario(void) {
+        Scenario *s;
+        struct sock_filter a[16], b[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0), nb = scenario_filter_errno(b, SYS_getpriority, 2, 1);
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        g_assert_cmpint(scenario_install(s, scenario_root(s), a, na, 0), >=, 0);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, c, b, nb, SECCOMP_FILTER_FLAG_LOG), >=, 0);
+        g_assert_cmpint(scenario_thread(s, c), >, 0);
+        return s;
+}
+
+static bool daemon_test_start(BusFixture *b, char **env) {
+        if (!tests_require_root())
+                return false;
+        tests_ensure_tracefs();
+        bus_fixture_start_bus(b);
+        bus_fixture_start_daemon(b, NULL, env, 30);
+        return true;
+}
+
+static void test_startup(void) {
+        BusFixture b;
+        Scenario *s = NULL;
+        if (!tests_require_root())
+                return;
+        s = small_scenario(); /* before the daemon: the start-up scan must find it */
+        if (!daemon_test_start(&b, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        char *backend = NULL;
+        g_assert_cmpint(sd_bus_get_property_string(bus, DEST, PATH, IFACE, "Backend", &error, &backend), >=, 0);
+        g_assert_cmpstr(backend, ==, "bpf");
+        free(backend);
+        uint64_t last = 0;
+        g_assert_cmpint(sd_bus_get_property_trivial(bus, DEST, PATH, IFACE, "LastScanUSec", &error, 't', &last), >=, 0);
+        g_assert_cmpuint(last, >, 0);
+        assert_converges(bus, scenario_root_pid(s), 2000);
+
+        /* busctl, as an administrator would use it */
+        g_autofree char *out = NULL;
+        char *argv[] = { (char *) "busctl", (char *) "--system", (char *) "get-property", (char *) DEST, (char *) PATH,
+                         (char *) IFACE, (char *) "Identity", NULL };
+        g_assert_cmpint(bus_fixture_run(&b, false, argv, &out, NULL), ==, 0);
+        g_assert_cmpstr(out, ==, "s \"exact\"\n");
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_stop(&b);
+        scenario_free(s);
+}
+
+typedef struct SignalLog {
+        GPtrArray *lines; /* "Member arg..." */
+} SignalLog;
+
+static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        SignalLog *log = userdata;
+        const char *member = sd_bus_message_get_member(m);
+        GString *line = g_string_new(member);
+        if (streq(member, "FilterAttached")) {
+                uint64_t id, parent;
+                uint32_t tid;
+                if (sd_bus_message_read(m, "ttu", &id, &parent, &tid) > 0)
+                        g_string_append_printf(line, " %u", tid);
+        } else if (streq(member, "TaskAdded") || streq(member, "TaskExited")) {
+                uint32_t tid;
+                if (sd_bus_message_read(m, "u", &tid) > 0)
+                        g_string_append_printf(line, " %u", tid);
+        } else if (streq(member, "Resynced")) {
+                const char *reason;
+                if (sd_bus_message_read(m, "s", &reason) > 0)
+                        g_string_append_printf(line, " %s", reason);
+        }
+        g_ptr_array_add(log->lines, g_string_free(line, false));
+        return 0;
+}
+
+static void subscribe(sd_bus *bus, SignalLog *log) {
+        log->lines = g_ptr_array_new_with_free_func(g_free);
+        g_assert_cmpint(sd_bus_match_signal(bus, NULL, DEST, PATH, IFACE, NULL, on_signal, log), >=, 0);
+}
+
+/* Pump the connection until a line equal to want was logged. */
+static bool wait_signal(sd_bus *bus, SignalLog *log, const char *want, unsigned timeout_ms) {
+        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        while (g_get_monotonic_time() < end) {
+                for (guint i = 0; i < log->lines->len; i++)
+                        if (streq(g_ptr_array_index(log->lines, i), want))
+                                return true;
+                if (sd_bus_process(bus, NULL) > 0)
+                        continue;
+                sd_bus_wait(bus, 20000);
+        }
+        return false;
+}
+
+static void assert_signal(sd_bus *bus, SignalLog *log, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static void assert_signal(sd_bus *bus, SignalLog *log, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        g_autofree char *want = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+        if (!wait_signal(bus, log, want, 3000))
+                g_error("no signal '%s' within 3 s", want);
+}
+
+static void test_live_updates(void) {
+        BusFixture b;
+        if (!daemon_test_start(&b, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        SignalLog log;
+        subscribe(bus, &log);
+        sd_bus_process(bus, NULL);
+
+        struct sock_filter a[16], b2[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0), nb = scenario_filter_errno(b2, SYS_syslog, 5, 2);
+        Scenario *s;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask root = scenario_root(s);
+        g_assert_cmpint(scenario_install(s, root, a, na, 0), >=, 0);
+        assert_signal(bus, &log, "FilterAttached %d", scenario_task(s, root)->tid);
+        ScenarioTask c = scenario_fork(s, root);
+        assert_signal(bus, &log, "TaskAdded %d", scenario_task(s, c)->tid);
+        ScenarioTask t1 = scenario_thread(s, c), t2 = scenario_thread(s, c);
+        assert_signal(bus, &log, "TaskAdded %d", scenario_task(s, t2)->tid);
+        g_assert_cmpint(scenario_install(s, t1, b2, nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        assert_signal(bus, &log, "FilterAttached %d", scenario_task(s, t1)->tid);
+        assert_converges(bus, scenario_root_pid(s), 2000);
+
+        g_assert_cmpint(scenario_exit(s, t2), ==, 0);
+        assert_signal(bus, &log, "TaskExited %d", scenario_task(s, t2)->tid);
+        g_assert_cmpint(scenario_exec_sleep(s, c), ==, 0);
+        assert_converges(bus, scenario_root_pid(s), 2000);
+        g_assert_cmpint(scenario_exit(s, c), ==, 0);
+        assert_signal(bus, &log, "TaskExited %d", scenario_task(s, c)->tid);
+
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "GetTaskChain", &error, &reply, "u",
+                                           (uint32_t) scenario_task(s, c)->tid), <, 0);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.NoSuchTask");
+        sd_bus_error_free(&error);
+        assert_converges(bus, scenario_root_pid(s), 2000);
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_stop(&b);
+}
+
+/* Many installs while the daemon's event ring buffer is tiny: events are lost, the daemon
+ * resynchronises and ends equal to a fresh scan. */
+static void test_overflow_resync(void) {
+        BusFixture b;
+        char *env[] = { (char *) "SECTREE_BPF_EVENTS_SIZE=4096", NULL };
+        if (!daemon_test_start(&b, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        SignalLog log;
+        subscribe(bus, &log);
+        sd_bus_process(bus, NULL);
+
+        Scenario *s;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        struct sock_filter f[PROG_MAX_INSNS];
+        /* An event for a filter of ~500 instructions does not even fit a 4 KiB ring buffer: every
+         * one is lost. 40 of them stay within the kernel's 32768-instruction budget of a chain. */
+        for (int i = 0; i < 40; i++) {
+                size_t n = scenario_filter_errno(f, SYS_acct, 1 + i, 500);
+                g_assert_cmpint(scenario_install(s, scenario_root(s), f, n, 0), >=, 0);
+        }
+        if (!wait_signal(bus, &log, "Resynced lost-events", 5000))
+                g_error("no Resynced lost-events signal after overflowing the event ring buffer");
+        assert_converges(bus, scenario_root_pid(s), 3000);
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+static char *sqlite_query(const char *db, const char *sql) {
+        g_autofree char *out = NULL, *err = NULL;
+        char *argv[] = { (char *) "sqlite3", (char *) db, (char *) sql, NULL };
+        if (tests_run_capture(argv, &out, &err) != 0)
+                g_error("sqlite3 %s: %s", sql, err);
+        return g_strstrip(g_strdup(out));
+}
+
+static void test_restart(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = small_scenario();
+        if (!daemon_test_start(&b, NULL))
+                return;
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        g_autofree char *db = g_build_filename(b.state_dir, "state.db", NULL);
+        g_autofree char *ok = sqlite_query(db, "PRAGMA integrity_check");
+        g_assert_cmpstr(ok, ==, "ok");
+        g_autofree char *rows = sqlite_query(db, "SELECT count(*) > 0 FROM tasks");
+        g_assert_cmpstr(rows, ==, "1");
+
+        /* changes while it is down, then a restart against the stale file */
+        g_assert_cmpint(scenario_exit(s, 1), ==, 0);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        struct sock_filter f[16];
+        size_t n = scenario_filter_errno(f, SYS_syslog, 9, 3);
+        g_assert_cmpint(scenario_install(s, c, f, n, 0), >=, 0);
+        bus_fixture_start_daemon(&b, NULL, NULL, 30);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        assert_converges(bus, scenario_root_pid(s), 2000);
+        g_autofree char *gone = g_strdup_printf("SELECT count(*) FROM tasks WHERE tid = %d", scenario_task(s, 1)->tid);
+        g_autofree char *n_gone = sqlite_query(db, gone);
+        g_assert_cmpstr(n_gone, ==, "0");
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* A process of uid/gid 65534 with a filter of its own. */
+static pid_t spawn_nobody_with_filter(void) {
+        int pipefd[2];
+        g_assert_cmpint(pipe(pipefd), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                struct sock_filter f[16];
+                size_t n = scenario_filter_errno(f, SYS_acct, 3, 0);
+                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+                close(pipefd[0]);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                        _exit(1);
+                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                prctl(PR_SET_DUMPABLE, 1);
+                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(2);
+                (void) !write(pipefd[1], "x", 1);
+                pause();
+                _exit(0);
+        }
+        close(pipefd[1]);
+        char c;
+        g_assert_cmpint(read(pipefd[0], &c, 1), ==, 1);
+        close(pipefd[0]);
+        return pid;
+}
+
+static void test_unprivileged(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = small_scenario();
+        pid_t mine = spawn_nobody_with_filter();
+        if (!daemon_test_start(&b, NULL))
+                return;
+        g_autofree char *out = NULL, *err = NULL;
+        char *list[] = { (char *) "busctl", (char *) "--system", (char *) "--json=short", (char *) "call", (char *) DEST,
+                         (char *) PATH, (char *) IFACE, (char *) "ListTasks", NULL };
+        g_assert_cmpint(bus_fixture_run(&b, true, list, &out, &err), ==, 0);
+        g_autofree char *mine_s = g_strdup_printf("[%d,%d,", mine, mine);
+        g_autofree char *theirs = g_strdup_printf("[%d,%d,", scenario_root_pid(s), scenario_root_pid(s));
+        if (!strstr(out, mine_s))
+                g_error("nobody does not see its own task %d: %s", mine, out);
+        if (strstr(out, theirs))
+                g_error("nobody sees root's task %d: %s", scenario_root_pid(s), out);
+
+        g_autofree char *tid = g_strdup_printf("%d", scenario_root_pid(s));
+        g_clear_pointer(&err, g_free);
+        char *chain[] = { (char *) "busctl", (char *) "--system", (char *) "call", (char *) DEST, (char *) PATH,
+                          (char *) IFACE, (char *) "GetTaskChain", (char *) "u", tid, NULL };
+        g_assert_cmpint(bus_fixture_run(&b, true, chain, NULL, &err), !=, 0);
+        /* busctl prints the errno text of well-known error names: AccessDenied is "Access denied" */
+        if (!strstr(err, "Access denied"))
+                g_error("GetTaskChain of root's task as nobody: %s", err);
+        g_clear_pointer(&err, g_free);
+        char *rescan[] = { (char *) "busctl", (char *) "--system", (char *) "call", (char *) DEST, (char *) PATH,
+                           (char *) IFACE, (char *) "Rescan", NULL };
+        g_assert_cmpint(bus_fixture_run(&b, true, rescan, NULL, &err), !=, 0);
+        g_assert_nonnull(strstr(err, "Access denied"));
+        /* and root sees both */
+        g_clear_pointer(&out, g_free);
+        g_assert_cmpint(bus_fixture_run(&b, false, list, &out, NULL), ==, 0);
+        g_assert_nonnull(strstr(out, mine_s));
+        g_assert_nonnull(strstr(out, theirs));
+        kill(mine, SIGKILL);
+        waitpid(mine, NULL, 0);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* Forks and exits with filters as fast as it can until killed. */
+static pid_t spawn_churn(void) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                struct sock_filter f[16];
+                for (unsigned i = 0;; i++) {
+                        size_t n = scenario_filter_errno(f, SYS_acct, 1 + (int) (i % 100), i % 7);
+                        struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+                        pid_t c = fork();
+                        if (c == 0) {
+                                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                                syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+                                _exit(0);
+                        }
+                        if (c > 0)
+                                waitpid(c, NULL, 0);
+                }
+        }
+        return pid;
+}
+
+static void test_kill_during_churn(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = small_scenario();
+        if (!daemon_test_start(&b, NULL))
+                return;
+        pid_t churn = spawn_churn();
+        g_usleep(700 * 1000);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGKILL), ==, 128 + SIGKILL);
+        kill(churn, SIGKILL);
+        waitpid(churn, NULL, 0);
+        g_autofree char *db = g_build_filename(b.state_dir, "state.db", NULL);
+        g_autofree char *ok = sqlite_query(db, "PRAGMA integrity_check");
+        g_assert_cmpstr(ok, ==, "ok");
+        bus_fixture_start_daemon(&b, NULL, NULL, 30);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        assert_converges(bus, scenario_root_pid(s), 2000);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+static GDBusInterfaceInfo *parse_interface(const char *xml) {
+        g_autoptr(GError) error = NULL;
+        GDBusNodeInfo *node = g_dbus_node_info_new_for_xml(xml, &error);
+        if (!node)
+                g_error("parsing introspection XML: %s", error->message);
+        GDBusInterfaceInfo *i = g_dbus_node_info_lookup_interface(node, IFACE);
+        g_assert_nonnull(i);
+        g_dbus_interface_info_ref(i);
+        g_dbus_node_info_unref(node);
+        return i;
+}
+
+static char *args_signature(GDBusArgInfo **args) {
+        GString *s = g_string_new(NULL);
+        for (GDBusArgInfo **a = args; a && *a; a++)
+                g_string_append_printf(s, "%s:%s ", (*a)->name, (*a)->signature);
+        return g_string_free(s, false);
+}
+
+static void assert_same_interface(GDBusInterfaceInfo *want, GDBusInterfaceInfo *got) {
+        guint n = 0;
+        for (GDBusMethodInfo **m = want->methods; *m; m++, n++) {
+                GDBusMethodInfo *g = g_dbus_interface_info_lookup_method(got, (*m)->name);
+                if (!g)
+                        g_error("method %s is documented but not served", (*m)->name);
+                g_autofree char *wi = args_signature((*m)->in_args), *gi = args_signature(g->in_args);
+                g_autofree char *wo = args_signature((*m)->out_args), *go = args_signature(g->out_args);
+                g_assert_cmpstr(wi, ==, gi);
+                g_assert_cmpstr(wo, ==, go);
+        }
+        g_assert_cmpuint(n, ==, g_strv_length((char **) got->methods));
+        n = 0;
+        for (GDBusSignalInfo **s = want->signals; *s; s++, n++) {
+                GDBusSignalInfo *g = g_dbus_interface_info_lookup_signal(got, (*s)->name);
+                if (!g)
+                        g_error("signal %s is documented but not served", (*s)->name);
+                g_autofree char *wa = args_signature((*s)->args), *ga = args_signature(g->args);
+                g_assert_cmpstr(wa, ==, ga);
+        }
+        g_assert_cmpuint(n, ==, g_strv_length((char **) got->signals));
+        n = 0;
+        for (GDBusPropertyInfo **p = want->properties; *p; p++, n++) {
+                GDBusPropertyInfo *g = g_dbus_interface_info_lookup_property(got, (*p)->name);
+                if (!g)
+                        g_error("property %s is documented but not served", (*p)->name);
+                g_assert_cmpstr((*p)->signature, ==, g->signature);
+                g_assert_cmpint((*p)->flags, ==, g->flags);
+        }
+        g_assert_cmpuint(n, ==, g_strv_length((char **) got->properties));
+}
+
+static void test_introspection(void) {
+        BusFixture b;
+        if (!daemon_test_start(&b, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, "org.freedesktop.DBus.Introspectable", "Introspect",
+                                           &error, &reply, ""), >=, 0);
+        const char *xml;
+        g_assert_cmpint(sd_bus_message_read(reply, "s", &xml), >, 0);
+        g_autofree char *path = g_build_filename(SECTREE_SOURCE_DIR, "dbus", "org.sectree1.Manager.xml", NULL);
+        g_autofree char *documented = NULL;
+        g_assert_true(g_file_get_contents(path, &documented, NULL, NULL));
+        GDBusInterfaceInfo *want = parse_interface(documented), *got = parse_interface(xml);
+        assert_same_interface(want, got);
+        g_dbus_interface_info_unref(want);
+        g_dbus_interface_info_unref(got);
+        bus_fixture_stop(&b);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/daemon/startup", test_startup);
+        g_test_add_func("/daemon/introspection", test_introspection);
+        g_test_add_func("/daemon/live-updates", test_live_updates);
+        g_test_add_func("/daemon/overflow-resync", test_overflow_resync);
+        g_test_add_func("/daemon/restart", test_restart);
+        g_test_add_func("/daemon/unprivileged", test_unprivileged);
+        g_test_add_func("/daemon/kill-during-churn", test_kill_during_churn);
+        return g_test_run();
+}

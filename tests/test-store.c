@@ -1,0 +1,773 @@
+/* test-store.c: unit tests of the state database on real SQLite files: schema and format checks,
+ * full reconciliation into history, incremental batches, the admin views, and timing */
+#include <glib/gstdio.h>
+#include <linux/seccomp.h>
+#include <sqlite3.h>
+#include <time.h>
+
+#include "state-migrations.h"
+#include "store.h"
+#include "tests-util.h"
+
+#define APPLICATION_ID 0x53454354 /* "SECT", documented in schema/README-state.md */
+
+DEFINE_CLEANUP(sqlite3 *, sqlite3_close)
+
+static const struct sock_filter prog_allow[] = {
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+static const struct sock_filter prog_errno[] = {
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+};
+static const struct sock_filter prog_log[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4), /* seccomp_data.arch */
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_LOG),
+};
+
+typedef struct Fixture {
+        char *dir;
+        char *path;
+} Fixture;
+
+static void fixture_setup(Fixture *fx, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+
+        fx->dir = g_dir_make_tmp("test-store-XXXXXX", &error);
+        g_assert_no_error(error);
+        fx->path = g_build_filename(fx->dir, STORE_FILE_NAME, NULL);
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        g_autoptr(GDir) d = g_dir_open(fx->dir, 0, NULL);
+        const char *name;
+
+        while (d && (name = g_dir_read_name(d))) {
+                g_autofree char *p = g_build_filename(fx->dir, name, NULL);
+                g_assert_cmpint(g_unlink(p), ==, 0);
+        }
+        g_assert_cmpint(g_rmdir(fx->dir), ==, 0);
+        g_free(fx->path);
+        g_free(fx->dir);
+}
+
+#define TEST(name, fn) g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+
+/* Direct SQLite access, as an admin would have it. */
+
+static sqlite3 *raw_open(const char *path) {
+        sqlite3 *db = NULL;
+
+        g_assert_cmpint(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), ==, SQLITE_OK);
+        return db;
+}
+
+static void raw_exec(sqlite3 *db, const char *sql) {
+        char *err = NULL;
+
+        if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+                g_error("%s: %s", sql, err);
+}
+
+/* Every row of a query, columns joined by ',' and rows by ';' (NULL as "NULL"). */
+static char *raw_rows(sqlite3 *db, const char *sql) {
+        GString *out = g_string_new(NULL);
+        sqlite3_stmt *st = NULL;
+        int rc;
+
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                g_error("%s: %s", sql, sqlite3_errmsg(db));
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                if (out->len > 0)
+                        g_string_append_c(out, ';');
+                for (int i = 0; i < sqlite3_column_count(st); i++) {
+                        const char *v = (const char *) sqlite3_column_text(st, i);
+                        g_string_append_printf(out, "%s%s", i > 0 ? "," : "", v ?: "NULL");
+                }
+        }
+        if (rc != SQLITE_DONE)
+                g_error("%s: %s", sql, sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return g_string_free(out, false);
+}
+
+static int64_t raw_int(sqlite3 *db, const char *sql) {
+        g_autofree char *v = raw_rows(db, sql);
+        return g_ascii_strtoll(v, NULL, 10);
+}
+
+#define assert_rows(db, sql, expected)                          \
+        do {                                                    \
+                g_autofree char *_v = raw_rows((db), (sql));    \
+                g_assert_cmpstr(_v, ==, (expected));            \
+        } while (0)
+
+static Store *open_ok(const Fixture *fx) {
+        Store *s = NULL;
+
+        g_assert_cmpint(store_open(fx->dir, &s), ==, 0);
+        g_assert_nonnull(s);
+        return s;
+}
+
+static GBytes *file_bytes(const char *path) {
+        g_autoptr(GError) error = NULL;
+        char *data = NULL;
+        size_t n = 0;
+
+        g_assert_true(g_file_get_contents(path, &data, &n, &error));
+        g_assert_no_error(error);
+        return g_bytes_new_take(data, n);
+}
+
+/* Forest building */
+
+typedef struct FSpec {
+        uint64_t id, parent;
+        const struct sock_filter *insns;
+        size_t len;
+        bool log, listener;
+} FSpec;
+
+#define PROG(p) (p), ELEMENTSOF(p)
+
+typedef struct TSpec {
+        pid_t pid, tid, ppid;
+        uint64_t filter; /* 0: mode below */
+        TaskMode mode;
+        const char *comm;
+} TSpec;
+
+static void add_thread(Forest *f, const TSpec *s) {
+        Process *p = forest_find_process(f, s->pid);
+        Task *t = NULL;
+
+        if (!p) {
+                g_autofree char *exe = g_strdup_printf("/usr/bin/%s", s->comm);
+                g_assert_cmpint(forest_add_process(f, s->pid, &p), ==, 0);
+                snprintf(p->comm, sizeof(p->comm), "%s", s->comm);
+                g_assert_cmpint(process_set_exe(p, exe), ==, 0);
+                p->ppid = s->ppid;
+                p->start_time = 1000 + s->pid;
+                p->uid = 1000;
+                p->gid = 100;
+        }
+        g_assert_cmpint(process_add_thread(p, s->tid, &t), ==, 0);
+        t->filter_id = s->filter;
+        t->mode = s->filter ? TASK_MODE_FILTER : s->mode;
+        t->start_time = 1000 + s->tid;
+}
+
+static Forest *build(const FSpec *fs, size_t nf, const TSpec *ts, size_t nt) {
+        _cleanup_free_ char *error = NULL;
+        Forest *f = forest_new();
+
+        g_assert_nonnull(f);
+        f->identity = IDENTITY_EXACT;
+        for (size_t i = 0; i < nf; i++) {
+                Filter *flt = NULL;
+                g_assert_cmpint(forest_add_filter(f, fs[i].id, fs[i].parent, fs[i].insns, fs[i].len, &flt), ==, 0);
+                flt->log = fs[i].log;
+                flt->has_listener = fs[i].listener;
+        }
+        for (size_t i = 0; i < nt; i++)
+                add_thread(f, &ts[i]);
+        if (forest_link(f, &error) < 0)
+                g_error("forest_link: %s", error);
+        return f;
+}
+
+#define BUILD(fs, ts) build((fs), ELEMENTSOF(fs), (ts), ELEMENTSOF(ts))
+
+/* Forest A: two roots; 1 has children 2 and 3; 4 has a listener held by process 200. */
+static const FSpec forest_a_filters[] = {
+        { 1, 0, PROG(prog_allow), false, false },
+        { 2, 1, PROG(prog_errno), false, false },
+        { 3, 1, PROG(prog_log), true, false },
+        { 4, 0, PROG(prog_allow), false, true },
+};
+static const TSpec forest_a_tasks[] = {
+        { 100, 100, 1, 2, 0, "alpha" },
+        { 100, 101, 1, 3, 0, "alpha" },
+        { 200, 200, 100, 4, 0, "beta" },
+        { 300, 300, 200, 0, TASK_MODE_STRICT, "gamma" },
+        { 300, 301, 200, 0, TASK_MODE_DISABLED, "gamma" },
+};
+
+static Forest *forest_a(void) {
+        Forest *f = BUILD(forest_a_filters, forest_a_tasks);
+        Listener *l = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        g_assert_cmpint(forest_add_listener(f, 1, 4, &l), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 200, 7), ==, 0);
+        if (forest_link(f, &error) < 0)
+                g_error("forest_link: %s", error);
+        return f;
+}
+
+/* Forest B: A later: 3 and 4 are gone (with processes 200 and 300), 5 was stacked on 2. */
+static const FSpec forest_b_filters[] = {
+        { 1, 0, PROG(prog_allow), false, false },
+        { 2, 1, PROG(prog_errno), false, false },
+        { 5, 2, PROG(prog_allow), false, false },
+};
+static const TSpec forest_b_tasks[] = {
+        { 100, 100, 1, 5, 0, "alpha" },
+        { 100, 102, 1, 2, 0, "alpha" },
+};
+
+/* Open */
+
+static void test_open_creates_schema(Fixture *fx, gconstpointer data) {
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        uint64_t max_id = 99;
+
+        g_assert_cmpint(raw_int(db, "PRAGMA user_version"), ==, STATE_MIGRATIONS_COUNT);
+        g_assert_cmpint(raw_int(db, "PRAGMA application_id"), ==, APPLICATION_ID);
+        assert_rows(db, "PRAGMA journal_mode", "wal");
+        assert_rows(db,
+                    "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
+                    "ORDER BY type, name",
+                    "table,filters;table,history;table,listener_holders;table,listeners;table,meta;"
+                    "table,processes;table,tasks;"
+                    "view,filter_task_counts;view,filter_tree;view,process_tree;view,task_chains");
+        g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
+        g_assert_cmpuint(max_id, ==, 0);
+        assert_rows(db, "PRAGMA integrity_check", "ok");
+}
+
+static void test_open_again(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *f = forest_a();
+        g_autofree char *schema = NULL;
+        Store *s = open_ok(fx);
+
+        g_assert_cmpint(store_replace_all(s, f, 1000), ==, 0);
+        store_free(s);
+        {
+                _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+                schema = raw_rows(db, "SELECT type, name, sql FROM sqlite_master ORDER BY name");
+        }
+
+        /* Twice at once (another sectreed, or the same one restarting), then again alone. */
+        Store *s1 = open_ok(fx), *s2 = open_ok(fx);
+        store_free(s2);
+        store_free(s1);
+        s = open_ok(fx);
+
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        assert_rows(db, "SELECT type, name, sql FROM sqlite_master ORDER BY name", schema);
+        g_assert_cmpint(raw_int(db, "PRAGMA user_version"), ==, STATE_MIGRATIONS_COUNT);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM filters"), ==, 4);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM tasks"), ==, 5);
+        store_free(s);
+}
+
+static void assert_refused_untouched(const Fixture *fx, int expected) {
+        g_autoptr(GBytes) before = file_bytes(fx->path);
+        g_autofree char *wal = g_strconcat(fx->path, "-wal", NULL);
+        Store *s = NULL;
+
+        g_assert_cmpint(store_open(fx->dir, &s), ==, expected);
+        g_assert_null(s);
+        g_autoptr(GBytes) after = file_bytes(fx->path);
+        g_assert_true(g_bytes_equal(before, after));
+        g_assert_false(g_file_test(wal, G_FILE_TEST_EXISTS));
+}
+
+static void test_open_other_application(Fixture *fx, gconstpointer data) {
+        {
+                _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+                raw_exec(db, "PRAGMA application_id = 1234; CREATE TABLE mine (x); INSERT INTO mine VALUES (42);");
+        }
+        assert_refused_untouched(fx, -EMEDIUMTYPE);
+}
+
+static void test_open_no_application_id(Fixture *fx, gconstpointer data) {
+        {
+                _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+                raw_exec(db, "CREATE TABLE filters (id); INSERT INTO filters VALUES (1);");
+        }
+        assert_refused_untouched(fx, -EMEDIUMTYPE);
+}
+
+static void test_open_not_sqlite(Fixture *fx, gconstpointer data) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *junk = g_strnfill(8192, 'x');
+
+        g_assert_true(g_file_set_contents(fx->path, junk, -1, &error));
+        assert_refused_untouched(fx, -EMEDIUMTYPE);
+}
+
+static void test_open_newer_version(Fixture *fx, gconstpointer data) {
+        g_autofree char *sql = g_strdup_printf("PRAGMA user_version = %d", STATE_MIGRATIONS_COUNT + 1);
+
+        store_free(open_ok(fx));
+        {
+                _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+                raw_exec(db, sql);
+                raw_exec(db, "PRAGMA journal_mode = DELETE"); /* so the file holds everything */
+        }
+        assert_refused_untouched(fx, -EPROTONOSUPPORT);
+}
+
+/* Full reconciliation */
+
+static void test_replace_all(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks);
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        char digest[PROG_DIGEST_STRING_MAX], sql[256];
+        uint64_t max_id = 0;
+
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+        assert_rows(db,
+                    "SELECT id, parent, length, log, has_listener, identity, first_seen_usec, last_seen_usec "
+                    "FROM filters ORDER BY id",
+                    "1,NULL,1,0,0,exact,1000,1000;2,1,1,0,0,exact,1000,1000;3,1,2,1,0,exact,1000,1000;"
+                    "4,NULL,1,0,1,exact,1000,1000");
+        /* The program is stored as the kernel's 8-byte records, little endian. */
+        assert_rows(db, "SELECT hex(program) FROM filters WHERE id = 3", "2000000004000000060000000000FC7F");
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM filters WHERE id = 3 AND digest = '%s'",
+                 prog_digest_to_string(forest_find_filter(a, 3)->digest, digest));
+        g_assert_cmpint(raw_int(db, sql), ==, 1);
+        assert_rows(db, "SELECT pid, ppid, start_time, comm, exe, uid, gid FROM processes ORDER BY pid",
+                    "100,1,1100,alpha,/usr/bin/alpha,1000,100;200,100,1200,beta,/usr/bin/beta,1000,100;"
+                    "300,200,1300,gamma,/usr/bin/gamma,1000,100");
+        assert_rows(db, "SELECT tid, tgid, start_time, mode, filter FROM tasks ORDER BY tid",
+                    "100,100,1100,filter,2;101,100,1101,filter,3;200,200,1200,filter,4;"
+                    "300,300,1300,strict,NULL;301,300,1301,disabled,NULL");
+        assert_rows(db,
+                    "SELECT l.id, l.filter, l.identity, h.pid, h.fd "
+                    "FROM listeners l JOIN listener_holders h ON h.listener = l.id",
+                    "1,4,exact,200,7");
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM history"), ==, 0);
+
+        g_assert_cmpint(store_replace_all(s, b, 2000), ==, 0);
+        assert_rows(db, "SELECT id, parent, first_seen_usec, last_seen_usec FROM filters ORDER BY id",
+                    "1,NULL,1000,2000;2,1,1000,2000;5,2,2000,2000");
+        assert_rows(db,
+                    "SELECT id, parent, log, has_listener, first_seen_usec, last_seen_usec, gone_usec "
+                    "FROM history ORDER BY id",
+                    "3,1,1,0,1000,1000,2000;4,NULL,0,1,1000,1000,2000");
+        assert_rows(db, "SELECT count(*) FROM history WHERE program = (SELECT program FROM filters WHERE id = 1)",
+                    "1");
+        assert_rows(db, "SELECT pid FROM processes ORDER BY pid", "100");
+        assert_rows(db, "SELECT tid, filter, last_seen_usec FROM tasks ORDER BY tid", "100,5,2000;102,2,2000");
+        assert_rows(db, "SELECT count(*) FROM listeners", "0");
+        assert_rows(db, "SELECT count(*) FROM listener_holders", "0");
+        assert_rows(db, "SELECT generation, last_full_scan_usec FROM meta", "2,2000");
+        g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
+        g_assert_cmpuint(max_id, ==, 5);
+
+        /* The same forest again changes nothing but the times. */
+        g_assert_cmpint(store_replace_all(s, b, 3000), ==, 0);
+        assert_rows(db, "SELECT id, first_seen_usec, last_seen_usec FROM filters ORDER BY id",
+                    "1,1000,3000;2,1000,3000;5,2000,3000");
+        assert_rows(db, "SELECT count(*) FROM history", "2");
+        assert_rows(db, "PRAGMA integrity_check", "ok");
+        assert_rows(db, "PRAGMA foreign_key_check", "");
+}
+
+static void test_replace_all_refuses_reused_id(Fixture *fx, gconstpointer data) {
+        static const FSpec reuse[] = {
+                { 1, 0, PROG(prog_allow), false, false },
+                { 3, 1, PROG(prog_errno), false, false }, /* 3 went to history with forest B */
+        };
+        static const TSpec tasks[] = { { 100, 100, 1, 3, 0, "alpha" } };
+        _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks),
+                                       *c = BUILD(reuse, tasks);
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+        g_assert_cmpint(store_replace_all(s, b, 2000), ==, 0);
+        g_assert_cmpint(store_replace_all(s, c, 3000), ==, -EEXIST);
+        /* Rolled back as a whole. */
+        assert_rows(db, "SELECT id, last_seen_usec FROM filters ORDER BY id", "1,2000;2,2000;5,2000");
+        assert_rows(db, "SELECT tid FROM tasks ORDER BY tid", "100;102");
+        assert_rows(db, "SELECT generation, last_full_scan_usec FROM meta", "2,2000");
+        /* And the store still works, with the generation it had. */
+        g_assert_cmpint(store_replace_all(s, b, 4000), ==, 0);
+        assert_rows(db, "SELECT id, last_seen_usec FROM filters ORDER BY id", "1,4000;2,4000;5,4000");
+        assert_rows(db, "SELECT count(*) FROM history", "2");
+}
+
+static void test_replace_all_updates(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *a = forest_a(), *changed = forest_a();
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Process *p = NULL;
+
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+
+        /* Same ids, other facts: a new comm and exe, reference counts, a thread gone strict. */
+        p = forest_find_process(changed, 100);
+        snprintf(p->comm, sizeof(p->comm), "alpha2");
+        g_assert_cmpint(process_set_exe(p, "/usr/bin/alpha2"), ==, 0);
+        forest_find_filter(changed, 1)->refs = 7;
+        forest_find_task(changed, 301, NULL)->mode = TASK_MODE_STRICT;
+        g_assert_cmpint(store_replace_all(s, changed, 2000), ==, 0);
+
+        assert_rows(db, "SELECT comm, exe FROM processes WHERE pid = 100", "alpha2,/usr/bin/alpha2");
+        assert_rows(db, "SELECT id, refs, first_seen_usec, last_seen_usec FROM filters ORDER BY id",
+                    "1,7,1000,2000;2,NULL,1000,2000;3,NULL,1000,2000;4,NULL,1000,2000");
+        assert_rows(db, "SELECT tid, mode, last_seen_usec FROM tasks WHERE tgid = 300 ORDER BY tid",
+                    "300,strict,2000;301,strict,2000");
+        assert_rows(db, "SELECT count(*) FROM history", "0");
+        assert_rows(db, "SELECT count(*) FROM listener_holders", "1");
+}
+
+static void test_replace_all_refusals(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *a = forest_a();
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+
+        g_assert_cmpint(store_begin(s), ==, 0);
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, -EBUSY);
+        store_rollback(s);
+
+        g_assert_cmpint(forest_add_filter(a, 9, 0, PROG(prog_allow), NULL), ==, 0); /* unlinks */
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, -EINVAL);
+        assert_rows(db, "SELECT count(*) FROM filters", "0");
+        assert_rows(db, "SELECT generation FROM meta", "0");
+}
+
+/* Incremental changes */
+
+static WatchTask watch_task(pid_t tid, pid_t tgid, const char *comm, uint64_t filter) {
+        WatchTask t = {
+                .tid = tid,
+                .tgid = tgid,
+                .ppid = 1,
+                .start_time = 5000 + tid,
+                .mode = filter ? TASK_MODE_FILTER : TASK_MODE_DISABLED,
+                .filter_id = filter,
+                .uid = 0,
+                .gid = 0,
+                .no_new_privs = true,
+        };
+        snprintf(t.comm, sizeof(t.comm), "%s", comm);
+        return t;
+}
+
+static void test_incremental(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *a = forest_a();
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        const StoreInstaller installer = { .tid = 101, .tgid = 100, .comm = "alpha", .exe = "/usr/bin/alpha" };
+        WatchTask t;
+        uint64_t max_id = 0;
+
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+
+        /* A batch: thread 101 stacks filter 10 on its filter 3. */
+        g_assert_cmpint(store_begin(s), ==, 0);
+        g_assert_cmpint(store_begin(s), ==, -EBUSY);
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = prog_errno,
+                                                                   .len = 1, .log = true }, &installer, 1500), ==, 0);
+        t = watch_task(101, 100, "worker", 10);
+        g_assert_cmpint(store_put_task(s, &t, NULL, 1500), ==, 0);
+        g_assert_cmpint(store_commit(s), ==, 0);
+        assert_rows(db,
+                    "SELECT parent, log, identity, first_seen_usec, installer_tid, installer_tgid, installer_comm, "
+                    "installer_exe FROM filters WHERE id = 10",
+                    "3,1,exact,1500,101,100,alpha,/usr/bin/alpha");
+        assert_rows(db, "SELECT tgid, start_time, mode, filter, last_seen_usec FROM tasks WHERE tid = 101",
+                    "100,5101,filter,10,1500");
+        /* A thread that is not the leader does not rename its process. */
+        assert_rows(db, "SELECT comm, exe, start_time FROM processes WHERE pid = 100", "alpha,/usr/bin/alpha,1100");
+        /* Re-put of a filter keeps its installer and first_seen. */
+        g_assert_cmpint(store_put_filter(s, forest_find_filter(a, 3), NULL, 1600), ==, 0);
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = prog_errno,
+                                                                   .len = 1, .log = true }, NULL, 1700), ==, 0);
+        assert_rows(db, "SELECT first_seen_usec, last_seen_usec, installer_comm FROM filters WHERE id = 10",
+                    "1500,1700,alpha");
+
+        /* A batch rolled back leaves nothing behind. */
+        g_assert_cmpint(store_begin(s), ==, 0);
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 11, .parent_id = 10, .insns = prog_allow,
+                                                                   .len = 1 }, &installer, 1800), ==, 0);
+        t = watch_task(500, 500, "delta", 11);
+        g_assert_cmpint(store_put_task(s, &t, "/usr/bin/delta", 1800), ==, 0);
+        store_rollback(s);
+        store_rollback(s); /* nothing open: a no-op */
+        assert_rows(db, "SELECT count(*) FROM filters WHERE id = 11", "0");
+        assert_rows(db, "SELECT count(*) FROM tasks WHERE tid = 500", "0");
+        assert_rows(db, "SELECT count(*) FROM processes WHERE pid = 500", "0");
+        g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
+        g_assert_cmpuint(max_id, ==, 10);
+
+        /* A leader exec'ing renames its process; an unknown exe keeps the known one. */
+        t = watch_task(200, 200, "beta-new", 4);
+        t.start_time = 1200;
+        g_assert_cmpint(store_put_task(s, &t, NULL, 1900), ==, 0);
+        assert_rows(db, "SELECT comm, exe, uid, no_new_privs FROM processes WHERE pid = 200",
+                    "beta-new,/usr/bin/beta,0,1");
+        g_assert_cmpint(store_put_task(s, &t, "/usr/bin/beta2", 1900), ==, 0);
+        assert_rows(db, "SELECT exe FROM processes WHERE pid = 200", "/usr/bin/beta2");
+
+        /* Unknown references are refused, and nothing of the change stays. */
+        t = watch_task(600, 600, "epsilon", 999);
+        g_assert_cmpint(store_put_task(s, &t, NULL, 2000), ==, -ENOENT);
+        assert_rows(db, "SELECT count(*) FROM processes WHERE pid = 600", "0");
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 12, .parent_id = 998, .insns = prog_allow,
+                                                                   .len = 1 }, NULL, 2000), ==, -ENOENT);
+
+        /* Exits and retiring. */
+        g_assert_cmpint(store_retire_filter(s, 10, 2100), ==, -EBUSY); /* thread 101 runs under it */
+        g_assert_cmpint(store_remove_task(s, 101), ==, 1);
+        g_assert_cmpint(store_remove_task(s, 101), ==, 0);
+        assert_rows(db, "SELECT pid FROM processes WHERE pid = 100", "100"); /* 100 lives on */
+        g_assert_cmpint(store_retire_filter(s, 10, 2100), ==, 0);
+        g_assert_cmpint(store_retire_filter(s, 10, 2100), ==, -ENOENT);
+        assert_rows(db, "SELECT id, parent, installer_comm, first_seen_usec, gone_usec FROM history ORDER BY id",
+                    "10,3,alpha,1500,2100");
+        g_assert_cmpint(store_retire_filter(s, 1, 2100), ==, -EBUSY); /* children 2 and 3 */
+
+        /* The last thread takes its process, and its listener fds, along. */
+        g_assert_cmpint(store_remove_task(s, 200), ==, 1);
+        assert_rows(db, "SELECT count(*) FROM processes WHERE pid = 200", "0");
+        assert_rows(db, "SELECT count(*) FROM listener_holders", "0");
+        assert_rows(db, "SELECT count(*) FROM listeners", "1");
+        g_assert_cmpint(store_retire_filter(s, 4, 2200), ==, 0);
+        assert_rows(db, "SELECT count(*) FROM listeners", "0");
+        assert_rows(db, "SELECT id FROM history ORDER BY id", "4;10");
+
+        /* An id from history may not come back. */
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = prog_allow,
+                                                                   .len = 1 }, NULL, 2300), ==, -EEXIST);
+        g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
+        g_assert_cmpuint(max_id, ==, 10);
+
+        /* History pruned by an admin: the high-water mark stays. */
+        raw_exec(db, "DELETE FROM history");
+        g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
+        g_assert_cmpuint(max_id, ==, 10);
+
+        assert_rows(db, "PRAGMA integrity_check", "ok");
+        assert_rows(db, "PRAGMA foreign_key_check", "");
+}
+
+/* Views */
+
+static void test_views(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *a = forest_a();
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        char digest[PROG_DIGEST_STRING_MAX], sql[256];
+
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+
+        assert_rows(db, "SELECT tid, tgid, position, filter, length FROM task_chains ORDER BY tid, position",
+                    "100,100,0,2,1;100,100,1,1,1;101,100,0,3,2;101,100,1,1,1;200,200,0,4,1");
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM task_chains WHERE tid = 101 AND position = 0 AND digest = '%s'",
+                 prog_digest_to_string(forest_find_filter(a, 3)->digest, digest));
+        g_assert_cmpint(raw_int(db, sql), ==, 1);
+        assert_rows(db, "SELECT filter, head_tasks, tasks, processes FROM filter_task_counts ORDER BY filter",
+                    "1,0,2,1;2,1,1,1;3,1,1,1;4,1,1,1");
+        assert_rows(db, "SELECT id, parent, depth, path FROM filter_tree ORDER BY path",
+                    "1,NULL,1,1;2,1,2,1/2;3,1,2,1/3;4,NULL,1,4");
+        assert_rows(db, "SELECT pid, ppid, depth, path, comm FROM process_tree ORDER BY path",
+                    "100,1,0,100,alpha;200,100,1,100/200,beta;300,200,2,100/200/300,gamma");
+
+        /* Deeper: 5 on 2 on 1, run by 102. */
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 5, .parent_id = 2, .insns = prog_allow,
+                                                                   .len = 1 }, NULL, 1100), ==, 0);
+        WatchTask t = watch_task(102, 100, "alpha", 5);
+        g_assert_cmpint(store_put_task(s, &t, NULL, 1100), ==, 0);
+        assert_rows(db, "SELECT position, filter FROM task_chains WHERE tid = 102 ORDER BY position", "0,5;1,2;2,1");
+        assert_rows(db, "SELECT depth, path FROM filter_tree WHERE id = 5", "3,1/2/5");
+        assert_rows(db, "SELECT head_tasks, tasks, processes FROM filter_task_counts WHERE filter = 1", "0,3,1");
+}
+
+/* Timing: a machine-sized forest. Figures are printed, not asserted. */
+
+#define PERF_FILTERS 5000
+#define PERF_PROCESSES 2500
+#define PERF_THREADS 4
+#define PERF_PROG_MAX 64
+
+/* Filter i (1-based) of a forest in which filters from 'changed' on have ids shifted by 'shift'
+ * (new filters) and processes from 'changed_procs' on have pids shifted (new processes). */
+typedef struct PerfShape {
+        uint64_t changed, shift;
+        size_t changed_procs;
+} PerfShape;
+
+static uint64_t perf_id(const PerfShape *sh, uint64_t i) {
+        return i >= sh->changed ? i + sh->shift : i;
+}
+
+static void perf_add_filters(Forest *f, const PerfShape *sh) {
+        struct sock_filter prog[PERF_PROG_MAX];
+
+        for (uint64_t i = 1; i <= PERF_FILTERS; i++) {
+                size_t len = 8 + i % (PERF_PROG_MAX - 8);
+                for (size_t j = 0; j + 1 < len; j++)
+                        prog[j] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) (i * 100 + j),
+                                                                0, 0);
+                prog[len - 1] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+                uint64_t parent = i > 100 ? perf_id(sh, i / 2) : 0;
+                Filter *flt = NULL;
+                g_assert_cmpint(forest_add_filter(f, perf_id(sh, i), parent, prog, len, &flt), ==, 0);
+                flt->has_listener = i % 100 == 0;
+        }
+}
+
+static void perf_add_processes(Forest *f, const PerfShape *sh) {
+        for (size_t i = 0; i < PERF_PROCESSES; i++) {
+                pid_t pid = 1000 + (pid_t) (i * PERF_THREADS) + (i >= sh->changed_procs ? 100000 : 0);
+                Process *p = NULL;
+                char exe[64];
+
+                g_assert_cmpint(forest_add_process(f, pid, &p), ==, 0);
+                snprintf(p->comm, sizeof(p->comm), "proc%zu", i);
+                snprintf(exe, sizeof(exe), "/usr/bin/program-%zu", i % 50);
+                g_assert_cmpint(process_set_exe(p, exe), ==, 0);
+                p->ppid = i > 0 ? 1000 + (pid_t) ((i / 2) * PERF_THREADS) : 1;
+                p->start_time = (uint64_t) pid * 3;
+                for (pid_t k = 0; k < PERF_THREADS; k++) {
+                        Task *t = NULL;
+                        g_assert_cmpint(process_add_thread(p, pid + k, &t), ==, 0);
+                        t->mode = TASK_MODE_FILTER;
+                        t->filter_id = perf_id(sh, 1 + ((uint64_t) (pid + k) * 7919) % PERF_FILTERS);
+                        t->start_time = (uint64_t) (pid + k) * 3;
+                }
+        }
+}
+
+static Forest *perf_forest(const PerfShape *sh) {
+        _cleanup_free_ char *error = NULL;
+        Forest *f = forest_new();
+        uint64_t lid = 1;
+
+        f->identity = IDENTITY_EXACT;
+        perf_add_filters(f, sh);
+        perf_add_processes(f, sh);
+        for (uint64_t i = 100; i <= PERF_FILTERS; i += 100) {
+                Listener *l = NULL;
+                g_assert_cmpint(forest_add_listener(f, lid++, perf_id(sh, i), &l), ==, 0);
+                g_assert_cmpint(listener_add_holder(l, f->processes[i / 100]->pid, 3), ==, 0);
+        }
+        if (forest_link(f, &error) < 0)
+                g_error("forest_link: %s", error);
+        return f;
+}
+
+static double cpu_ms(void) {
+        struct timespec ts;
+
+        g_assert_cmpint(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts), ==, 0);
+        return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+/* Wall time is what the daemon's loop feels; CPU time is what the machine's load cannot inflate. */
+static double perf_replace(Store *s, const Forest *f, uint64_t now, const char *what) {
+        int64_t t0 = g_get_monotonic_time();
+        double c0 = cpu_ms();
+
+        g_assert_cmpint(store_replace_all(s, f, now), ==, 0);
+        double ms = (double) (g_get_monotonic_time() - t0) / 1000.0;
+        g_test_message("store_replace_all, %s: %zu filters, %zu threads, %zu processes: %.1f ms (CPU %.1f ms)", what,
+                       f->n_filters, f->n_tasks, f->n_processes, ms, cpu_ms() - c0);
+        return ms;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* The machine may be busy: print the best and the median of a few passes. */
+static void perf_replace_repeated(Store *s, const Forest *f, uint64_t now, const char *what) {
+        double ms[5];
+
+        for (size_t i = 0; i < ELEMENTSOF(ms); i++)
+                ms[i] = perf_replace(s, f, now + i, what);
+        qsort(ms, ELEMENTSOF(ms), sizeof(double), cmp_double);
+        g_test_message("store_replace_all, %s: best %.1f ms, median %.1f ms of %zu", what, ms[0],
+                       ms[ELEMENTSOF(ms) / 2], ELEMENTSOF(ms));
+}
+
+static void perf_incremental(Store *s, uint64_t first_filter_id, uint64_t now) {
+        int64_t t0 = g_get_monotonic_time();
+
+        g_assert_cmpint(store_begin(s), ==, 0);
+        for (pid_t i = 0; i < 1000; i++) {
+                WatchTask t = watch_task(900000 + i, 900000 + i / 4 * 4, "burst", first_filter_id + (uint64_t) i);
+                g_assert_cmpint(store_put_task(s, &t, NULL, now), ==, 0);
+        }
+        g_assert_cmpint(store_commit(s), ==, 0);
+        g_test_message("1000 store_put_task in one batch: %.1f ms", (double) (g_get_monotonic_time() - t0) / 1000.0);
+
+        t0 = g_get_monotonic_time();
+        for (pid_t i = 0; i < 1000; i++)
+                g_assert_cmpint(store_remove_task(s, 900000 + i), ==, 1);
+        g_test_message("1000 store_remove_task, one transaction each: %.1f ms",
+                       (double) (g_get_monotonic_time() - t0) / 1000.0);
+}
+
+static void test_perf(Fixture *fx, gconstpointer data) {
+        const PerfShape same = { .changed = UINT64_MAX, .changed_procs = SIZE_MAX };
+        const PerfShape changed = { .changed = PERF_FILTERS - PERF_FILTERS / 10 + 1, .shift = 10000,
+                                    .changed_procs = PERF_PROCESSES - PERF_PROCESSES / 10 };
+        /* A restarted daemon numbers every filter anew (above store_max_filter_id). */
+        const PerfShape renumbered = { .changed = 1, .shift = 20000,
+                                       .changed_procs = PERF_PROCESSES - PERF_PROCESSES / 10 };
+        _cleanup_(forest_freep) Forest *f1 = perf_forest(&same), *f2 = perf_forest(&changed),
+                                       *f3 = perf_forest(&renumbered);
+        int64_t t0 = g_get_monotonic_time();
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = NULL;
+
+        g_test_message("store_open, new database: %.1f ms", (double) (g_get_monotonic_time() - t0) / 1000.0);
+        g_assert_cmpuint(f1->n_tasks, ==, PERF_PROCESSES * PERF_THREADS);
+
+        perf_replace(s, f1, 1000, "into an empty database");
+        perf_replace_repeated(s, f1, 2000, "unchanged");
+        perf_replace(s, f2, 3000, "10% of filters and processes replaced");
+        perf_replace_repeated(s, f2, 4000, "unchanged");
+        perf_replace(s, f3, 5000, "every filter renumbered (a daemon restart)");
+        perf_incremental(s, perf_id(&renumbered, 1), 6000);
+
+        db = raw_open(fx->path);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM filters"), ==, PERF_FILTERS);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM tasks"), ==, PERF_PROCESSES * PERF_THREADS);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM processes"), ==, PERF_PROCESSES);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM history"), ==, PERF_FILTERS + PERF_FILTERS / 10);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM history WHERE first_seen_usec = 1000"), ==, PERF_FILTERS);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM listeners"), ==, PERF_FILTERS / 100);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM filters WHERE first_seen_usec = 5000"), ==, PERF_FILTERS);
+        g_assert_cmpint(raw_int(db, "SELECT max_filter_id FROM meta"), ==, PERF_FILTERS + 20000);
+
+        t0 = g_get_monotonic_time();
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM task_chains"), >, PERF_PROCESSES * PERF_THREADS);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM filter_task_counts"), ==, PERF_FILTERS);
+        g_assert_cmpint(raw_int(db, "SELECT count(*) FROM process_tree"), ==, PERF_PROCESSES);
+        g_test_message("task_chains + filter_task_counts + process_tree over the whole forest: %.1f ms",
+                       (double) (g_get_monotonic_time() - t0) / 1000.0);
+        assert_rows(db, "PRAGMA integrity_check", "ok");
+        assert_rows(db, "PRAGMA foreign_key_check", "");
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        log_set_max_level(g_test_verbose() ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERR);
+
+        TEST("/store/open/schema", test_open_creates_schema);
+        TEST("/store/open/again", test_open_again);
+        TEST("/store/open/other-application", test_open_other_application);
+        TEST("/store/open/no-application-id", test_open_no_application_id);
+        TEST("/store/open/not-sqlite", test_open_not_sqlite);
+        TEST("/store/open/newer-version", test_open_newer_version);
+        TEST("/store/replace-all", test_replace_all);
+        TEST("/store/replace-all/updates", test_replace_all_updates);
+        TEST("/store/replace-all/reused-id", test_replace_all_refuses_reused_id);
+        TEST("/store/replace-all/refusals", test_replace_all_refusals);
+        TEST("/store/incremental", test_incremental);
+        TEST("/store/views", test_views);
+        TEST("/store/perf", test_perf);
+        return g_test_run();
+}
