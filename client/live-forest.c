@@ -114,6 +114,82 @@ int live_forest_build(const FilterList *filters, const TaskList *tasks, const Ma
         return 0;
 }
 
+static int task_record_tgid_cmp(const void *key, const void *elem) {
+        uint32_t tgid = *(const uint32_t *) key, other = ((const TaskRecord *) elem)->tgid;
+        return tgid < other ? -1 : tgid > other;
+}
+
+/* Any listed thread of process tgid (they all carry the process's ppid); tasks sorted by tgid. */
+static const TaskRecord *task_list_find_process(const TaskList *tasks, uint32_t tgid) {
+        return bsearch_safe(&tgid, tasks->items, tasks->n, sizeof(TaskRecord), task_record_tgid_cmp);
+}
+
+/* Is process tgid root or a descendant of it, following the parent links the daemon gives?
+ * Only listed processes have a known parent: the walk up ends at the first unlisted one, and
+ * tgid is in the subtree only if that one is root itself (an unfiltered root process). */
+static bool process_in_subtree(const TaskList *tasks, uint32_t tgid, uint32_t root) {
+        uint32_t x = tgid;
+        for (size_t steps = 0; steps <= tasks->n; steps++) {
+                if (x == root)
+                        return true;
+                const TaskRecord *t = task_list_find_process(tasks, x);
+                if (!t || t->ppid == 0 || t->ppid == x)
+                        return false;
+                x = t->ppid;
+        }
+        return false; /* a parent cycle: only possible in inconsistent replies */
+}
+
+/* The tasks of the processes in root's subtree. The records are borrowed from tasks: free only
+ * ret->items. */
+static int task_list_subtree(const TaskList *tasks, uint32_t root, TaskList *ret) {
+        *ret = (TaskList) { .items = calloc(tasks->n + 1, sizeof(TaskRecord)) };
+        if (!ret->items)
+                return -ENOMEM;
+        for (size_t i = 0; i < tasks->n; i++)
+                if (process_in_subtree(tasks, tasks->items[i].tgid, root))
+                        ret->items[ret->n++] = tasks->items[i];
+        return 0;
+}
+
+/* The process that PID names: a listed thread stands for its process. An unlisted PID (a
+ * process without filters, e.g. the parent of filtered ones) is checked with GetTaskChain,
+ * which says NoSuchTask or AccessDenied when it must. Logs. */
+static int resolve_root(sd_bus *bus, const TaskList *tasks, pid_t pid, uint32_t *ret) {
+        const TaskRecord *t = task_list_find(tasks, (uint32_t) pid);
+        if (t) {
+                *ret = t->tgid;
+                return 0;
+        }
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t n;
+        int r = manager_get_task_chain(bus, (uint32_t) pid, &ids, &n);
+        if (r < 0)
+                return r;
+        *ret = (uint32_t) pid;
+        return 0;
+}
+
+/* The forest of root's subtree: its processes, and the filters their chains reach. */
+static int live_forest_build_subtree(const FilterList *filters, const TaskList *tasks, const ManagerProperties *p,
+                                     uint32_t root, Forest **ret) {
+        TaskList sub;
+        int r = task_list_subtree(tasks, root, &sub);
+        if (r < 0)
+                return log_oom();
+        _cleanup_(forest_freep) Forest *f = NULL;
+        r = live_forest_build(filters, &sub, p, true, &f);
+        free(sub.items);
+        if (r < 0)
+                return r;
+        r = forest_drop_unreachable_filters(f, NULL, NULL);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to restrict the forest to process %" PRIu32 ": %m", root);
+        f->root = (pid_t) root;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
 int live_forest_fetch(sd_bus *bus, pid_t root, Forest **ret) {
         _cleanup_(manager_properties_done) ManagerProperties p = {};
         _cleanup_(task_list_done) TaskList tasks = {};
@@ -127,19 +203,9 @@ int live_forest_fetch(sd_bus *bus, pid_t root, Forest **ret) {
                 r = manager_list_filters(bus, &filters);
         if (r < 0)
                 return r;
-        if (root > 0) {
-                const TaskRecord *t = task_list_find(&tasks, (uint32_t) root);
-                if (!t)
-                        return ctl_error_errno(-ESRCH, "No process %d among the tasks the daemon lists.", root);
-                root = (pid_t) t->tgid; /* a thread's id stands for its process */
-        }
-
-        _cleanup_(forest_freep) Forest *f = NULL;
-        r = live_forest_build(&filters, &tasks, &p, root > 0, &f);
-        if (r < 0)
-                return r;
-        if (root > 0 && (r = forest_restrict_to_subtree(f, root)) < 0)
-                return ctl_error_errno(r, "Failed to restrict the forest to process %d: %m", root);
-        *ret = TAKE_PTR(f);
-        return 0;
+        if (root <= 0)
+                return live_forest_build(&filters, &tasks, &p, false, ret);
+        uint32_t process;
+        r = resolve_root(bus, &tasks, root, &process);
+        return r < 0 ? r : live_forest_build_subtree(&filters, &tasks, &p, process, ret);
 }

@@ -13,5 +13,8 @@ int live_forest_build(const FilterList *filters, const TaskList *tasks, const Ma
                       bool all_processes, Forest **ret);
 
 /* Fetch properties, tasks and filters and build the forest; root > 0 restricts it to the
- * subtree of that process (which must be listed: else -ESRCH). Logs. */
+ * subtree of that process: the listed processes whose chain of listed parents leads to it (or
+ * whose unlisted parent is root itself), and the filters their chains reach. root need not be
+ * listed (an unfiltered process), but must exist and be visible to the caller: else the daemon's
+ * NoSuchTask or AccessDenied. Logs. */
 int live_forest_fetch(sd_bus *bus, pid_t root, Forest **ret);

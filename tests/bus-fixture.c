@@ -11,31 +11,16 @@
 
 #include "tests-util.h"
 
-/* Debian's system.conf, reduced to what matters: deny by default, include our policy. */
-static const char bus_config[] =
-        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN\"\n"
-        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
-        "<busconfig>\n"
-        " <type>system</type>\n"
-        " <listen>unix:path=%s/system_bus_socket</listen>\n"
-        " <auth>EXTERNAL</auth>\n"
-        " <policy context=\"default\">\n"
-        "  <allow user=\"*\"/>\n"
-        "  <deny own=\"*\"/>\n"
-        "  <deny send_type=\"method_call\"/>\n"
-        "  <allow send_type=\"signal\"/>\n"
-        "  <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
-        "  <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
-        "  <allow receive_type=\"method_call\"/>\n"
-        "  <allow receive_type=\"method_return\"/>\n"
-        "  <allow receive_type=\"error\"/>\n"
-        "  <allow receive_type=\"signal\"/>\n"
-        "  <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
-        "  <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
-        "  <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Properties\"/>\n"
-        " </policy>\n"
-        " <include>%s</include>\n"
-        "</busconfig>\n";
+/* dbus/private-system-bus.conf.in with its placeholders filled in. */
+static char *private_bus_config(const char *dir, const char *policy) {
+        g_autofree char *path = g_build_filename(SECTREE_SOURCE_DIR, "dbus", "private-system-bus.conf.in", NULL);
+        g_autofree char *template = NULL;
+        g_assert_true(g_file_get_contents(path, &template, NULL, NULL));
+        g_auto(GStrv) a = g_strsplit(template, "@DIR@", -1);
+        g_autofree char *with_dir = g_strjoinv(dir, a);
+        g_auto(GStrv) b = g_strsplit(with_dir, "@POLICY@", -1);
+        return g_strjoinv(policy, b);
+}
 
 static void wait_for_socket(const char *path) {
         for (int i = 0; i < 5000; i++) {
@@ -56,7 +41,7 @@ void bus_fixture_start_bus(BusFixture *b) {
         g_assert_nonnull(b->dir);
         g_assert_cmpint(chmod(b->dir, 0755), ==, 0);
         g_autofree char *policy = g_build_filename(SECTREE_SOURCE_DIR, "dbus", "org.sectree1.conf", NULL);
-        g_autofree char *config = g_strdup_printf(bus_config, b->dir, policy);
+        g_autofree char *config = private_bus_config(b->dir, policy);
         g_autofree char *config_path = g_build_filename(b->dir, "bus.conf", NULL);
         g_assert_true(g_file_set_contents(config_path, config, -1, NULL));
         g_autofree char *arg = g_strdup_printf("--config-file=%s", config_path);
