@@ -169,8 +169,17 @@ static int print_slot(TreePrinter *tp, size_t slot) {
         return 0;
 }
 
+/* Known listener objects, plus the filters that have one the forest holds no object for (a
+ * forest built from the daemon's D-Bus replies only has the filters' "listener" flag). */
+static size_t count_listeners(const Forest *f) {
+        size_t n = f->n_listeners;
+        for (size_t i = 0; i < f->n_filters; i++)
+                n += f->filters[i]->has_listener && !f->filters[i]->listener_id;
+        return n;
+}
+
 static void print_header(const Forest *f, FILE *out) {
-        size_t n_threads = 0;
+        size_t n_threads = 0, n_listeners = count_listeners(f);
         for (size_t i = 0; i < f->n_processes; i++)
                 n_threads += f->processes[i]->n_threads;
         fprintf(out, "Seccomp filter forest of %s", f->host.hostname ? f->host.hostname : "?");
@@ -180,7 +189,7 @@ static void print_header(const Forest *f, FILE *out) {
                 f->backend ? f->backend : "?", identity_kind_to_string(f->identity));
         fprintf(out, "%zu filter%s, %zu process%s, %zu thread%s, %zu listener%s\n", f->n_filters,
                 f->n_filters == 1 ? "" : "s", f->n_processes, f->n_processes == 1 ? "" : "es", n_threads,
-                n_threads == 1 ? "" : "s", f->n_listeners, f->n_listeners == 1 ? "" : "s");
+                n_threads == 1 ? "" : "s", n_listeners, n_listeners == 1 ? "" : "s");
 }
 
 static void print_unfiltered(TreePrinter *tp) {

@@ -144,6 +144,14 @@ Listener *forest_find_listener(const Forest *f, uint64_t id) {
 
 int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns, size_t len,
                       Filter **ret) {
+        uint8_t digest[PROG_DIGEST_SIZE];
+
+        prog_digest(insns, len, digest);
+        return forest_add_filter_with_digest(f, id, parent_id, insns, len, digest, ret);
+}
+
+int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns,
+                                  size_t len, const uint8_t digest[PROG_DIGEST_SIZE], Filter **ret) {
         if (id == 0 || id == parent_id)
                 return -EINVAL;
         if (forest_find_filter(f, id))
@@ -166,7 +174,7 @@ int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct s
         flt->parent_id = parent_id;
         flt->len = len;
         flt->identity = f->identity;
-        prog_digest(insns, len, flt->digest);
+        memcpy(flt->digest, digest, PROG_DIGEST_SIZE);
         if (hashmap_put(&f->filters_by_id, id, flt) < 0) {
                 filter_free(flt);
                 return -ENOMEM;
@@ -207,6 +215,12 @@ int process_add_thread(Process *p, pid_t tid, Task **ret) {
         for (size_t i = 0; i < p->n_threads; i++)
                 if (p->threads[i].tid == tid)
                         return -EEXIST;
+        return process_append_thread(p, tid, ret);
+}
+
+int process_append_thread(Process *p, pid_t tid, Task **ret) {
+        if (tid <= 0)
+                return -EINVAL;
         if (GROW(p->threads, p->n_threads_allocated, p->n_threads + 1) < 0)
                 return -ENOMEM;
         Task *t = &p->threads[p->n_threads++];
@@ -221,6 +235,12 @@ int forest_add_listener(Forest *f, uint64_t id, uint64_t filter_id, Listener **r
                 return -EINVAL;
         if (forest_find_listener(f, id))
                 return -EEXIST;
+        return forest_append_listener(f, id, filter_id, ret);
+}
+
+int forest_append_listener(Forest *f, uint64_t id, uint64_t filter_id, Listener **ret) {
+        if (id == 0)
+                return -EINVAL;
         if (GROW(f->listeners, f->n_listeners_allocated, f->n_listeners + 1) < 0)
                 return -ENOMEM;
         Listener *l = calloc(1, sizeof(Listener));
@@ -242,6 +262,12 @@ int listener_add_holder(Listener *l, pid_t pid, int fd) {
         for (size_t i = 0; i < l->n_holders; i++)
                 if (l->holders[i].pid == pid && l->holders[i].fd == fd)
                         return -EEXIST;
+        return listener_append_holder(l, pid, fd);
+}
+
+int listener_append_holder(Listener *l, pid_t pid, int fd) {
+        if (pid <= 0 || fd < 0)
+                return -EINVAL;
         if (GROW(l->holders, l->n_holders_allocated, l->n_holders + 1) < 0)
                 return -ENOMEM;
         l->holders[l->n_holders++] = (ListenerHolder) { .pid = pid, .fd = fd };

@@ -125,6 +125,9 @@ DEFINE_CLEANUP(Forest *, forest_free);
  * unlinks the forest until forest_link() runs again. */
 int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns, size_t len,
                       Filter **ret);
+/* The same, with the program's digest (prog_digest() of insns) known already. */
+int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns,
+                                  size_t len, const uint8_t digest[PROG_DIGEST_SIZE], Filter **ret);
 int forest_add_process(Forest *f, pid_t pid, Process **ret);
 int process_add_thread(Process *p, pid_t tid, Task **ret);
 int forest_add_listener(Forest *f, uint64_t id, uint64_t filter_id, Listener **ret);
@@ -133,6 +136,12 @@ int process_set_argv(Process *p, char * const *argv);
 int process_set_exe(Process *p, const char *exe);
 int host_info_set(HostInfo *h, const char *kernel, const char *arch, const char *hostname);
 int host_info_fill_local(HostInfo *h); /* from uname(2) */
+/* The same as forest_add_listener(), process_add_thread() and listener_add_holder() without their
+ * linear duplicate scans, for callers that keep an index of their own (the snapshot readers):
+ * adding n elements stays O(n). A duplicate makes an inconsistent forest. */
+int forest_append_listener(Forest *f, uint64_t id, uint64_t filter_id, Listener **ret);
+int process_append_thread(Process *p, pid_t tid, Task **ret);
+int listener_append_holder(Listener *l, pid_t pid, int fd);
 
 /* Resolve links and check consistency: every parent and thread filter exists, no parent cycle,
  * listeners point at existing filters. Sorts filters parents-first, processes by pid, threads by

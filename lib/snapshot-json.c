@@ -1,9 +1,14 @@
-/* snapshot-json.c: writes the snapshot JSON format, version 1 */
+/* snapshot-json.c: the snapshot JSON format, version 1: the writer, and the reader that treats
+ * every document as hostile */
 #include "snapshot-json.h"
 
 #include <jansson.h>
-#include <time.h>
+#include <malloc.h>
+#include <pthread.h>
 
+#include "snapshot-validate.h"
+
+/* Writing */
 
 /* json_object_set_new() and json_array_append_new() take the reference even on failure; an
  * allocation failure anywhere makes the whole document NULL at the end. */
@@ -15,19 +20,14 @@ static json_t *json_id_or_null(uint64_t id) {
         return id ? json_uint(id) : json_null();
 }
 
-static json_t *json_string_or_null(const char *s) {
-        return s ? json_string(s) : json_null();
-}
-
-static int format_rfc3339(uint64_t usec, char *buf, size_t len) {
-        time_t sec = (time_t) (usec / 1000000);
-        struct tm tm;
-        if (!gmtime_r(&sec, &tm))
-                return -EINVAL;
-        size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
-        if (n == 0 || (size_t) snprintf(buf + n, len - n, ".%06uZ", (unsigned) (usec % 1000000)) >= len - n)
-                return -EINVAL;
-        return 0;
+/* What the kernel reports need not be UTF-8; JSON strings must be. */
+static json_t *json_text(const char *s) {
+        if (!s)
+                return json_null();
+        if (snapshot_utf8_valid(s))
+                return json_string(s);
+        _cleanup_free_ char *clean = snapshot_utf8_sanitize(s);
+        return clean ? json_string(clean) : NULL;
 }
 
 static json_t *program_to_json(const Filter *flt) {
@@ -56,7 +56,7 @@ static json_t *filter_to_json(const Filter *flt) {
 static json_t *argv_to_json(char * const *argv) {
         json_t *a = json_array();
         for (size_t i = 0; a && argv && argv[i]; i++)
-                json_array_append_new(a, json_string(argv[i]));
+                json_array_append_new(a, json_text(argv[i]));
         return a;
 }
 
@@ -71,12 +71,12 @@ static json_t *process_to_json(const Process *p) {
         json_t *threads = json_array();
         for (size_t i = 0; threads && i < p->n_threads; i++)
                 json_array_append_new(threads, thread_to_json(&p->threads[i]));
-        return json_pack("{s:i, s:i, s:o, s:s, s:o, s:o, s:I, s:I, s:b, s:o}",
+        return json_pack("{s:i, s:i, s:o, s:o, s:o, s:o, s:I, s:I, s:b, s:o}",
                          "pid", (int) p->pid,
                          "ppid", (int) p->ppid,
                          "start_time", json_uint(p->start_time),
-                         "comm", p->comm,
-                         "exe", json_string_or_null(p->exe),
+                         "comm", json_text(p->comm),
+                         "exe", json_text(p->exe),
                          "argv", argv_to_json(p->argv),
                          "uid", (json_int_t) p->uid,
                          "gid", (json_int_t) p->gid,
@@ -102,15 +102,16 @@ static json_t *listener_to_json(const Listener *l) {
         })
 
 static json_t *forest_to_json(const Forest *f) {
-        char created[64];
-        if (format_rfc3339(f->created_at_usec, created, sizeof(created)) < 0)
+        char created[SNAPSHOT_TIME_MAX];
+        if (snapshot_format_time(f->created_at_usec, created, sizeof(created)) < 0)
                 return NULL;
-        return json_pack("{s:s, s:i, s:s, s:{s:s?, s:s?, s:s?}, s:{s:s?, s:s}, s:i, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:i, s:s, s:{s:o, s:o, s:o}, s:{s:o, s:s}, s:i, s:o, s:o, s:o}",
                          "format", SNAPSHOT_FORMAT_NAME,
                          "version", SNAPSHOT_FORMAT_VERSION,
                          "created_at", created,
-                         "host", "kernel", f->host.kernel, "arch", f->host.arch, "hostname", f->host.hostname,
-                         "source", "backend", f->backend, "identity", identity_kind_to_string(f->identity),
+                         "host", "kernel", json_text(f->host.kernel), "arch", json_text(f->host.arch),
+                         "hostname", json_text(f->host.hostname),
+                         "source", "backend", json_text(f->backend), "identity", identity_kind_to_string(f->identity),
                          "root", (int) f->root,
                          "filters", ARRAY_OF(f->filters, f->n_filters, filter_to_json),
                          "processes", ARRAY_OF(f->processes, f->n_processes, process_to_json),
@@ -139,4 +140,453 @@ int snapshot_json_write(const Forest *f, FILE *out, SnapshotJsonFlags flags) {
         if (fputs(s, out) < 0 || fputc('\n', out) < 0 || fflush(out) != 0)
                 return -EIO;
         return 0;
+}
+
+/* Reading. Every object is first checked against a table of its fields: each must be present
+ * with its type (null only where allowed) and integers in range, and nothing else may be there.
+ * Then the values are taken without further type checks. */
+
+typedef enum FieldKind {
+        FIELD_INTEGER,
+        FIELD_BOOLEAN,
+        FIELD_STRING,
+        FIELD_ARRAY,
+        FIELD_OBJECT,
+} FieldKind;
+
+typedef struct FieldSpec {
+        const char *name;
+        FieldKind kind;
+        bool nullable;
+        int64_t min, max; /* integers */
+} FieldSpec;
+
+#define INTEGER(n, lo, hi) { .name = (n), .kind = FIELD_INTEGER, .min = (lo), .max = (hi) }
+#define ID_OR_NULL(n) { .name = (n), .kind = FIELD_INTEGER, .nullable = true, .min = 1, .max = INT64_MAX }
+#define BOOLEAN(n) { .name = (n), .kind = FIELD_BOOLEAN }
+#define STRING(n) { .name = (n), .kind = FIELD_STRING }
+#define STRING_OR_NULL(n) { .name = (n), .kind = FIELD_STRING, .nullable = true }
+#define ARRAY(n) { .name = (n), .kind = FIELD_ARRAY }
+#define OBJECT(n) { .name = (n), .kind = FIELD_OBJECT }
+
+static const FieldSpec top_fields[] = {
+        STRING("format"), INTEGER("version", INT64_MIN, INT64_MAX), STRING("created_at"), OBJECT("host"),
+        OBJECT("source"), INTEGER("root", 0, SNAPSHOT_MAX_PID), ARRAY("filters"), ARRAY("processes"),
+        ARRAY("listeners"),
+};
+static const FieldSpec host_fields[] = {
+        STRING_OR_NULL("kernel"), STRING_OR_NULL("arch"), STRING_OR_NULL("hostname"),
+};
+static const FieldSpec source_fields[] = { STRING("backend"), STRING("identity") };
+static const FieldSpec filter_fields[] = {
+        INTEGER("id", 1, INT64_MAX), ID_OR_NULL("parent"), INTEGER("length", 0, INT64_MAX), ARRAY("program"),
+        STRING("digest"), BOOLEAN("log"), BOOLEAN("wait_killable_recv"), ID_OR_NULL("listener"), STRING("identity"),
+};
+static const FieldSpec process_fields[] = {
+        INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("ppid", 0, SNAPSHOT_MAX_PID), INTEGER("start_time", 0, INT64_MAX),
+        STRING("comm"), STRING_OR_NULL("exe"), ARRAY("argv"), INTEGER("uid", 0, UINT32_MAX),
+        INTEGER("gid", 0, UINT32_MAX), BOOLEAN("no_new_privs"), ARRAY("threads"),
+};
+static const FieldSpec thread_fields[] = {
+        INTEGER("tid", 1, SNAPSHOT_MAX_PID), STRING("mode"), ID_OR_NULL("filter"),
+};
+static const FieldSpec listener_fields[] = { INTEGER("id", 1, INT64_MAX), INTEGER("filter", 1, INT64_MAX), ARRAY("holders") };
+static const FieldSpec holder_fields[] = { INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("fd", 0, INT32_MAX) };
+
+static const char *json_type_name(const json_t *v) {
+        switch (json_typeof(v)) {
+        case JSON_OBJECT:
+                return "an object";
+        case JSON_ARRAY:
+                return "an array";
+        case JSON_STRING:
+                return "a string";
+        case JSON_INTEGER:
+                return "an integer";
+        case JSON_REAL:
+                return "a real number";
+        case JSON_TRUE:
+        case JSON_FALSE:
+                return "a boolean";
+        case JSON_NULL:
+        default:
+                return "null";
+        }
+}
+
+static const char *const field_kind_names[] = {
+        [FIELD_INTEGER] = "an integer",
+        [FIELD_BOOLEAN] = "a boolean",
+        [FIELD_STRING] = "a string",
+        [FIELD_ARRAY] = "an array",
+        [FIELD_OBJECT] = "an object",
+};
+
+static bool field_kind_matches(FieldKind kind, const json_t *v) {
+        switch (kind) {
+        case FIELD_INTEGER:
+                return json_is_integer(v);
+        case FIELD_BOOLEAN:
+                return json_is_boolean(v);
+        case FIELD_STRING:
+                return json_is_string(v);
+        case FIELD_ARRAY:
+                return json_is_array(v);
+        case FIELD_OBJECT:
+                return json_is_object(v);
+        }
+        return false;
+}
+
+/* "where.name", or "name" at the top. */
+#define FIELD_FMT "%s%s%s"
+#define FIELD_ARGS(where, name) (where), *(where) ? "." : "", (name)
+
+static int check_field(const char *where, const FieldSpec *spec, const json_t *v, char **error) {
+        if (!v)
+                return snapshot_error(error, FIELD_FMT ": missing", FIELD_ARGS(where, spec->name));
+        if (json_is_null(v) && spec->nullable)
+                return 0;
+        if (!field_kind_matches(spec->kind, v))
+                return snapshot_error(error, FIELD_FMT ": expected %s%s, got %s", FIELD_ARGS(where, spec->name),
+                                      field_kind_names[spec->kind], spec->nullable ? " or null" : "", json_type_name(v));
+        if (spec->kind == FIELD_INTEGER && (json_integer_value(v) < spec->min || json_integer_value(v) > spec->max))
+                return snapshot_error(error, FIELD_FMT ": %" JSON_INTEGER_FORMAT " is out of range %" PRId64 "..%" PRId64,
+                                      FIELD_ARGS(where, spec->name), json_integer_value(v), spec->min, spec->max);
+        return 0;
+}
+
+/* A key from the document, safe to print: at most 32 printable ASCII characters. */
+static void printable_key(const char *key, char out[static 40]) {
+        size_t n = 0;
+        for (; key[n] && n < 32; n++)
+                out[n] = key[n] >= 0x20 && key[n] < 0x7f ? key[n] : '?';
+        strcpy(out + n, key[n] ? "..." : "");
+}
+
+static int check_object(const char *where, const json_t *obj, const FieldSpec *specs, size_t n, char **error) {
+        const char *key;
+        json_t *v;
+        int r;
+
+        if (!json_is_object(obj))
+                return snapshot_error(error, "%s: expected an object, got %s", *where ? where : "snapshot",
+                                      json_type_name(obj));
+        for (size_t i = 0; i < n; i++)
+                if ((r = check_field(where, &specs[i], json_object_get(obj, specs[i].name), error)) < 0)
+                        return r;
+        json_object_foreach((json_t *) obj, key, v) {
+                size_t i = 0;
+                while (i < n && !streq(specs[i].name, key))
+                        i++;
+                if (i == n) {
+                        char k[40];
+                        printable_key(key, k);
+                        return snapshot_error(error, "%s: unknown field \"%s\"", *where ? where : "snapshot", k);
+                }
+        }
+        return 0;
+}
+
+#define CHECK_OBJECT(where, obj, specs, error) check_object((where), (obj), (specs), ELEMENTSOF(specs), (error))
+
+static uint64_t get_id(const json_t *obj, const char *key) {
+        const json_t *v = json_object_get(obj, key);
+        return json_is_integer(v) ? (uint64_t) json_integer_value(v) : 0;
+}
+
+static int64_t get_int(const json_t *obj, const char *key) {
+        return json_integer_value(json_object_get(obj, key));
+}
+
+static const char *get_string(const json_t *obj, const char *key) {
+        return json_string_value(json_object_get(obj, key));
+}
+
+static bool get_bool(const json_t *obj, const char *key) {
+        return json_is_true(json_object_get(obj, key));
+}
+
+static int check_array_size(const char *what, const json_t *a, size_t max, char **error) {
+        if (json_array_size(a) > max)
+                return snapshot_error(error, "%s: %zu entries, more than the limit of %zu", what, json_array_size(a), max);
+        return 0;
+}
+
+/* Format and version first, so that another document or version says so rather than what else
+ * it lacks. */
+static int read_format(const json_t *doc, char **error) {
+        if (!json_is_object(doc))
+                return snapshot_error(error, "snapshot: expected an object, got %s", json_type_name(doc));
+        const json_t *format = json_object_get(doc, "format"), *version = json_object_get(doc, "version");
+        if (!json_is_string(format) || !streq(json_string_value(format), SNAPSHOT_FORMAT_NAME))
+                return snapshot_error(error, "format: expected \"%s\": not a sectree snapshot", SNAPSHOT_FORMAT_NAME);
+        if (!json_is_integer(version))
+                return snapshot_error(error, "version: expected an integer, got %s",
+                                      version ? json_type_name(version) : "nothing");
+        if (json_integer_value(version) != SNAPSHOT_FORMAT_VERSION)
+                return snapshot_error(error, "version: %" JSON_INTEGER_FORMAT " is not supported (this reader knows "
+                                      "version %d)", json_integer_value(version), SNAPSHOT_FORMAT_VERSION);
+        return 0;
+}
+
+static int read_meta(Forest *f, const json_t *doc, char **error) {
+        const json_t *host = json_object_get(doc, "host"), *source = json_object_get(doc, "source");
+        int r;
+
+        if ((r = CHECK_OBJECT("", doc, top_fields, error)) < 0 || (r = CHECK_OBJECT("host", host, host_fields, error)) < 0 ||
+            (r = CHECK_OBJECT("source", source, source_fields, error)) < 0)
+                return r;
+        if (snapshot_parse_time(get_string(doc, "created_at"), &f->created_at_usec) < 0)
+                return snapshot_error(error, "created_at: expected an RFC 3339 UTC time like 2026-12-03T07:20:49.123456Z");
+        f->identity = identity_kind_from_string(get_string(source, "identity"));
+        if (f->identity < 0)
+                return snapshot_error(error, "source.identity: expected one of exact, inferred");
+        f->backend = strdup(get_string(source, "backend"));
+        if (!f->backend)
+                return -ENOMEM;
+        f->root = (pid_t) get_int(doc, "root");
+        return host_info_set(&f->host, get_string(host, "kernel"), get_string(host, "arch"), get_string(host, "hostname"));
+}
+
+static int read_insn(const char *where, size_t j, const json_t *v, struct sock_filter *out, char **error) {
+        static const int64_t max[4] = { UINT16_MAX, UINT8_MAX, UINT8_MAX, UINT32_MAX };
+        int64_t x[4];
+
+        if (!json_is_array(v) || json_array_size(v) != 4)
+                return snapshot_error(error, "%s.program[%zu]: expected [code, jt, jf, k], got %s", where, j,
+                                      json_is_array(v) ? "another array" : json_type_name(v));
+        for (size_t i = 0; i < 4; i++) {
+                const json_t *e = json_array_get(v, i);
+                if (!json_is_integer(e))
+                        return snapshot_error(error, "%s.program[%zu][%zu]: expected an integer, got %s", where, j, i,
+                                              json_type_name(e));
+                x[i] = json_integer_value(e);
+                if (x[i] < 0 || x[i] > max[i])
+                        return snapshot_error(error, "%s.program[%zu][%zu]: %" PRId64 " is out of range 0..%" PRId64, where,
+                                              j, i, x[i], max[i]);
+        }
+        *out = (struct sock_filter) { .code = (uint16_t) x[0], .jt = (uint8_t) x[1], .jf = (uint8_t) x[2],
+                                      .k = (uint32_t) x[3] };
+        return 0;
+}
+
+static int read_filter(SnapshotBuilder *b, size_t i, const json_t *obj, char **error) {
+        struct sock_filter insns[SNAPSHOT_MAX_FILTER_INSNS];
+        char where[64];
+        int r;
+
+        snprintf(where, sizeof(where), "filters[%zu]", i);
+        if ((r = CHECK_OBJECT(where, obj, filter_fields, error)) < 0)
+                return r;
+        const json_t *program = json_object_get(obj, "program");
+        size_t n = json_array_size(program);
+        if (n > SNAPSHOT_MAX_FILTER_INSNS)
+                return snapshot_error(error, "%s.program: %zu instructions, more than the limit of %d", where, n,
+                                      SNAPSHOT_MAX_FILTER_INSNS);
+        for (size_t j = 0; j < n; j++)
+                if ((r = read_insn(where, j, json_array_get(program, j), &insns[j], error)) < 0)
+                        return r;
+
+        SnapshotFilterFields x = {
+                .id = get_id(obj, "id"), .parent = get_id(obj, "parent"), .listener = get_id(obj, "listener"),
+                .length = (uint64_t) get_int(obj, "length"), .insns = insns, .n_insns = n,
+                .log = get_bool(obj, "log"), .wait_killable_recv = get_bool(obj, "wait_killable_recv"),
+                .identity = identity_kind_from_string(get_string(obj, "identity")),
+        };
+        if (prog_digest_from_string(get_string(obj, "digest"), x.digest) < 0)
+                return snapshot_error(error, "%s.digest: expected \"sha256:\" and 64 hex digits", where);
+        if (x.identity < 0)
+                return snapshot_error(error, "%s.identity: expected one of exact, inferred", where);
+        return snapshot_builder_add_filter(b, i, &x, error);
+}
+
+static int read_argv(Process *p, const char *where, const json_t *argv, char **error) {
+        size_t n = json_array_size(argv);
+        if (n == 0)
+                return 0;
+        if (n > SNAPSHOT_MAX_ARGV_BYTES / 2) /* every argument takes at least its NUL... and a comma */
+                return snapshot_error(error, "%s.argv: %zu entries, more than the limit of %u", where, n,
+                                      SNAPSHOT_MAX_ARGV_BYTES / 2);
+        p->argv = calloc(n + 1, sizeof(char *));
+        if (!p->argv)
+                return -ENOMEM;
+        for (size_t j = 0; j < n; j++) {
+                const json_t *s = json_array_get(argv, j);
+                if (!json_is_string(s))
+                        return snapshot_error(error, "%s.argv[%zu]: expected a string, got %s", where, j,
+                                              json_type_name(s));
+                p->argv[j] = strdup(json_string_value(s));
+                if (!p->argv[j])
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int read_threads(SnapshotBuilder *b, Process *p, size_t i, const json_t *threads, size_t *n_tasks,
+                        char **error) {
+        char where[80];
+        int r;
+
+        for (size_t j = 0; j < json_array_size(threads); j++) {
+                const json_t *obj = json_array_get(threads, j);
+                if (++*n_tasks > SNAPSHOT_MAX_TASKS)
+                        return snapshot_error(error, "processes[%zu].threads[%zu]: more than the limit of %d threads in "
+                                              "all processes", i, j, SNAPSHOT_MAX_TASKS);
+                snprintf(where, sizeof(where), "processes[%zu].threads[%zu]", i, j);
+                if ((r = CHECK_OBJECT(where, obj, thread_fields, error)) < 0)
+                        return r;
+                TaskMode mode = task_mode_from_string(get_string(obj, "mode"));
+                if (mode < 0)
+                        return snapshot_error(error, "%s.mode: expected one of disabled, strict, filter", where);
+                r = snapshot_builder_add_thread(b, p, i, j, (pid_t) get_int(obj, "tid"), mode, get_id(obj, "filter"),
+                                                error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int read_process(SnapshotBuilder *b, size_t i, const json_t *obj, size_t *n_tasks, char **error) {
+        char where[64];
+        Process *p;
+        int r;
+
+        snprintf(where, sizeof(where), "processes[%zu]", i);
+        if ((r = CHECK_OBJECT(where, obj, process_fields, error)) < 0 ||
+            (r = snapshot_builder_add_process(b, i, (pid_t) get_int(obj, "pid"), &p, error)) < 0)
+                return r;
+        p->ppid = (pid_t) get_int(obj, "ppid");
+        p->start_time = (uint64_t) get_int(obj, "start_time");
+        p->uid = (uid_t) get_int(obj, "uid");
+        p->gid = (gid_t) get_int(obj, "gid");
+        p->no_new_privs = get_bool(obj, "no_new_privs");
+        if ((r = snapshot_builder_set_comm(p, i, get_string(obj, "comm"), error)) < 0 ||
+            (r = process_set_exe(p, get_string(obj, "exe"))) < 0 ||
+            (r = read_argv(p, where, json_object_get(obj, "argv"), error)) < 0)
+                return r;
+        return read_threads(b, p, i, json_object_get(obj, "threads"), n_tasks, error);
+}
+
+static int read_listener(SnapshotBuilder *b, size_t i, const json_t *obj, size_t *n_holders, char **error) {
+        char where[80];
+        Listener *l;
+        int r;
+
+        snprintf(where, sizeof(where), "listeners[%zu]", i);
+        if ((r = CHECK_OBJECT(where, obj, listener_fields, error)) < 0 ||
+            (r = snapshot_builder_add_listener(b, i, get_id(obj, "id"), get_id(obj, "filter"), &l, error)) < 0)
+                return r;
+        const json_t *holders = json_object_get(obj, "holders");
+        for (size_t j = 0; j < json_array_size(holders); j++) {
+                const json_t *h = json_array_get(holders, j);
+                if (++*n_holders > SNAPSHOT_MAX_HOLDERS)
+                        return snapshot_error(error, "listeners[%zu].holders[%zu]: more than the limit of %d holders in "
+                                              "all listeners", i, j, SNAPSHOT_MAX_HOLDERS);
+                snprintf(where, sizeof(where), "listeners[%zu].holders[%zu]", i, j);
+                if ((r = CHECK_OBJECT(where, h, holder_fields, error)) < 0 ||
+                    (r = snapshot_builder_add_holder(b, l, i, j, (pid_t) get_int(h, "pid"), (int) get_int(h, "fd"),
+                                                     error)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int read_document(SnapshotBuilder *b, const json_t *doc, char **error) {
+        const json_t *filters = json_object_get(doc, "filters"), *processes = json_object_get(doc, "processes"),
+                     *listeners = json_object_get(doc, "listeners");
+        size_t n_tasks = 0, n_holders = 0;
+        int r;
+
+        if ((r = read_format(doc, error)) < 0 || (r = read_meta(b->forest, doc, error)) < 0 ||
+            (r = check_array_size("filters", filters, SNAPSHOT_MAX_FILTERS, error)) < 0 ||
+            (r = check_array_size("processes", processes, SNAPSHOT_MAX_PROCESSES, error)) < 0 ||
+            (r = check_array_size("listeners", listeners, SNAPSHOT_MAX_LISTENERS, error)) < 0)
+                return r;
+        for (size_t i = 0; i < json_array_size(filters); i++)
+                if ((r = read_filter(b, i, json_array_get(filters, i), error)) < 0)
+                        return r;
+        for (size_t i = 0; i < json_array_size(processes); i++)
+                if ((r = read_process(b, i, json_array_get(processes, i), &n_tasks, error)) < 0)
+                        return r;
+        for (size_t i = 0; i < json_array_size(listeners); i++)
+                if ((r = read_listener(b, i, json_array_get(listeners, i), &n_holders, error)) < 0)
+                        return r;
+        return 0;
+}
+
+/* jansson builds the whole document in memory, at up to 80 times its size ("[{},{},...]"): the
+ * allocations of one parse count against a budget, so that a hostile document costs at most
+ * SNAPSHOT_MAX_JSON_MEMORY. The budget keeps no header in the blocks (it counts
+ * malloc_usable_size()), so blocks allocated before the functions were installed, or outside a
+ * parse, are freed as they always were. */
+static _Thread_local struct {
+        bool active, exhausted;
+        size_t remaining;
+} parse_budget;
+
+static size_t max_memory = SNAPSHOT_MAX_JSON_MEMORY;
+
+void snapshot_json_set_max_memory(size_t bytes) {
+        max_memory = bytes ? bytes : SNAPSHOT_MAX_JSON_MEMORY;
+}
+
+static void *budget_malloc(size_t n) {
+        void *p = malloc(n);
+        if (!p || !parse_budget.active)
+                return p;
+        size_t used = malloc_usable_size(p);
+        if (used > parse_budget.remaining) {
+                free(p);
+                parse_budget.exhausted = true;
+                return NULL;
+        }
+        parse_budget.remaining -= used;
+        return p;
+}
+
+static void budget_free(void *p) {
+        if (p && parse_budget.active)
+                parse_budget.remaining += malloc_usable_size(p);
+        free(p);
+}
+
+static void budget_install(void) {
+        json_set_alloc_funcs(budget_malloc, budget_free);
+}
+
+static int parse(const char *data, size_t size, json_t **ret, char **error) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        json_error_t e;
+
+        if (size > SNAPSHOT_MAX_FILE_SIZE)
+                return snapshot_error(error, "snapshot: %zu bytes, more than the limit of %u (64 MiB)", size,
+                                      SNAPSHOT_MAX_FILE_SIZE);
+        pthread_once(&once, budget_install);
+        parse_budget.active = true;
+        parse_budget.exhausted = false;
+        parse_budget.remaining = max_memory;
+        *ret = json_loadb(data, size, JSON_REJECT_DUPLICATES, &e);
+        parse_budget.active = false;
+        if (*ret)
+                return 0;
+        if (parse_budget.exhausted)
+                return snapshot_error(error, "JSON: parsing needs more than the limit of %zu KiB of memory (too many "
+                                      "values for the document's size)", max_memory >> 10);
+        if (json_error_code(&e) == json_error_out_of_memory)
+                return -ENOMEM;
+        return snapshot_error(error, "JSON: line %d, column %d: %s", e.line, e.column, e.text);
+}
+
+int snapshot_json_read(const char *data, size_t size, Forest **ret, char **error) {
+        _cleanup_(snapshot_builder_deinit) SnapshotBuilder b = {};
+        _cleanup_(json_decrefp) json_t *doc = NULL;
+        int r;
+
+        if (error)
+                *error = NULL;
+        if ((r = parse(data, size, &doc, error)) < 0 || (r = snapshot_builder_init(&b)) < 0 ||
+            (r = read_document(&b, doc, error)) < 0)
+                return r;
+        return snapshot_builder_finish(&b, ret, error);
 }

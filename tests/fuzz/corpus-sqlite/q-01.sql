@@ -1,0 +1,1 @@
+QUPDATE filters SET parent = 4 WHERE position = 0

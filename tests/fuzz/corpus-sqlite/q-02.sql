@@ -1,0 +1,1 @@
+QUPDATE filters SET position = 100 WHERE position = 2; UPDATE filters SET position = 2 WHERE position = 3; UPDATE filters SET position = 3 WHERE position = 100

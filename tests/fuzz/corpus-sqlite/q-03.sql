@@ -1,0 +1,1 @@
+QUPDATE filters SET program = x'2000000042000000060000000000ff7f', length = 2 WHERE position = 0

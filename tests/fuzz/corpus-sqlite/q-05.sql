@@ -1,0 +1,1 @@
+QUPDATE listeners SET filter = 9; UPDATE filters SET listener = NULL WHERE position = 2

@@ -1,0 +1,1 @@
+QUPDATE holders SET pid = 999 WHERE position = 0

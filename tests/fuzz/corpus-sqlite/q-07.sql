@@ -1,0 +1,1 @@
+QUPDATE processes SET comm = CAST(x'78c328' AS TEXT) WHERE position = 0

@@ -1,0 +1,1 @@
+QCREATE VIEW v AS SELECT * FROM filters

@@ -1,0 +1,1 @@
+QINSERT INTO threads SELECT process, position + 10, tid + 1000, mode, filter FROM threads

@@ -1,0 +1,1 @@
+QUPDATE processes SET argv = x'610062006300' WHERE position = 1

@@ -1,0 +1,1 @@
+QPRAGMA page_size = 512; VACUUM
