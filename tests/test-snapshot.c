@@ -502,7 +502,8 @@ static void assert_rejected(int r, const char *error, const char *expect, const 
         g_assert_nonnull(error);
         if (!strstr(error, expect))
                 g_error("%s: message \"%s\" does not contain \"%s\"", what, error, expect);
-        g_test_message("%s: %s", what, error);
+        g_autofree char *w = g_strescape(what, NULL), *e = g_strescape(error, NULL);
+        g_test_message("%s: %s", w, e);
 }
 
 static void test_reject_json(const void *data) {
