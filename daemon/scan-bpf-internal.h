@@ -7,27 +7,42 @@
 
 #include "bpf/scan.h"
 #include "hashmap.h"
+#include "prog.h"
 #include "scan.h"
 #include "watch.h"
 
+struct bpf_program;
 struct scan_bpf;
 struct ring_buffer;
 
-/* A filter record of the current pass. */
-typedef struct PassFilter {
-        struct scan_rec_filter *rec; /* followed by rec->len instructions */
-        bool keep;                   /* reported */
-} PassFilter;
+/* A filter this scanner was told about. The kernel sends a filter's instructions only the first
+ * time it sends its id (filters are immutable, ids never reused): what never changes is kept
+ * here from pass to pass, next to what the last pass that met it said. Dropped once no pass has
+ * met it for a while (BPF_FILTER_KEEP_PASSES). */
+typedef struct BpfFilter {
+        uint64_t id, parent_id;
+        uint64_t seen_pass;   /* the last pass that sent its record */
+        uint32_t refs, users; /* as of seen_pass */
+        bool log, wait_killable_recv;
+        bool has_listener; /* as of seen_pass */
+        bool keep;         /* reported by the current pass */
+        uint8_t digest[PROG_DIGEST_SIZE];
+        size_t len;
+        struct sock_filter insns[];
+} BpfFilter;
 
-/* The records of one pass. Filters are deduplicated by id. */
+/* The records of one pass. The arrays are kept from pass to pass (their sizes reset). */
 typedef struct PassRecords {
         struct scan_rec_task *tasks;
         size_t n_tasks, n_tasks_allocated;
         struct scan_rec_listener *listeners;
         size_t n_listeners, n_listeners_allocated;
-        Hashmap filters; /* id -> PassFilter* */
+        BpfFilter **filters; /* met in this pass, each once */
+        size_t n_filters, n_filters_allocated;
         bool end_seen;
         uint64_t end_pass;
+        bool any_listener;  /* a filter met has a listener (filter->notif) */
+        bool insns_missing; /* a record left out instructions this scanner does not have */
         int error;
 } PassRecords;
 
@@ -36,15 +51,35 @@ typedef struct BpfWatch {
         struct ring_buffer *rb; /* NULL until started */
         WatchHandler handler;
         void *userdata;
-        int n_handled; /* by the current dispatch */
-        int error;     /* of the current dispatch: the handler's, or a malformed record */
+        /* The ring's positions, mapped read-only: events are pending while they differ. */
+        const unsigned long *consumer_pos, *producer_pos;
+        size_t page_size;
+        unsigned max_events, max_usec; /* bounds of one dispatch */
+        /* The current dispatch: */
+        uint64_t deadline_usec;
+        int n_handled;
+        int error;    /* the handler's, or a malformed record */
+        bool stopped; /* at its bounds */
 } BpfWatch;
+
+/* When the task_file iterator must run: see files_pass_needed() in scan-bpf.c. */
+typedef struct BpfFilesState {
+        bool ran;                   /* at least once */
+        size_t n_listeners;         /* listener records of the last run */
+        uint64_t created_mark;      /* listeners_created (BPF) when it started */
+        uint64_t install_misses;    /* seccomp_exit's recursion misses when it started */
+} BpfFilesState;
 
 struct BpfScanner {
         struct scan_bpf *skel;
         struct ring_buffer *rb; /* the scan's records */
         uint64_t pass;
         PassRecords records;
+        Hashmap filters; /* id -> BpfFilter*, the filters of the last passes */
+        size_t live_filters;       /* filters met by the last pass that ran to its end */
+        uint64_t last_sweep_pass;  /* the last pass that swept the kernel's id map */
+        bool force_sweep;          /* the id map was full: sweep at the end of the next pass */
+        BpfFilesState files;
         long ticks_per_sec;
         BpfWatch watch;
 };
@@ -53,6 +88,9 @@ struct BpfScanner {
  * scratch space, and keep the fork/exec/exit tracepoints from being attached with the rest. */
 int bpf_watch_configure(struct scan_bpf *skel);
 void bpf_watch_deinit(BpfWatch *w);
+
+/* Runs of prog the kernel skipped because another BPF program was running on that CPU. */
+uint64_t bpf_prog_misses(const struct bpf_program *prog);
 
 /* start_boottime (ns) -> clock ticks, as /proc/TID/stat field 22 */
 static inline uint64_t bpf_scanner_ticks(const BpfScanner *s, uint64_t ns) {

@@ -18,59 +18,152 @@
 #define MAX_READ_STALLS 1000  /* -EAGAIN reads in a row that made no room in the ring buffer */
 #define MIN_RINGBUF_SIZE (64U << 10) /* holds the largest record: a FILTER of 4096 instructions */
 
-static PassFilter *pass_filter_free(PassFilter *pf) {
-        if (pf) {
-                free(pf->rec);
-                free(pf);
-        }
-        return NULL;
-}
-DEFINE_CLEANUP(PassFilter *, pass_filter_free);
+/* A filter no pass has met for this many passes is gone (every pass meets every live filter):
+ * its instructions are dropped. Should it show up again after all, the kernel is asked for every
+ * filter's instructions once more (a new epoch). More than the kernel's SWEEP_AFTER_PASSES. */
+#define BPF_FILTER_KEEP_PASSES 8
+/* The kernel's id map keeps the ids of gone filters until a pass ends with a sweep, which visits
+ * every bucket of the map (some milliseconds, whatever the number of filters): one is asked for
+ * when ids of gone filters have been waiting this many passes, or sooner when they take up
+ * 1/SWEEP_STALE_SHARE of the map. */
+#define SWEEP_INTERVAL 16
+#define SWEEP_STALE_SHARE 16
 
-static void pass_records_clear(PassRecords *r) {
+static BpfFilter *bpf_filter_new(const struct scan_rec_filter *rec) {
+        BpfFilter *f = malloc(offsetof(BpfFilter, insns) + rec->len * sizeof(struct sock_filter));
+
+        if (!f)
+                return NULL;
+        *f = (BpfFilter) {
+                .id = rec->id,
+                .parent_id = rec->parent_id,
+                .log = rec->log,
+                .wait_killable_recv = rec->wait_killable_recv,
+                .len = rec->len,
+        };
+        memcpy(f->insns, rec->insns, rec->len * sizeof(struct sock_filter));
+        prog_digest(f->insns, f->len, f->digest);
+        return f;
+}
+
+static void filters_clear(Hashmap *filters) {
         uint64_t id;
-        void *pf;
+        void *f;
 
-        for (size_t i = 0; hashmap_next(&r->filters, &i, &id, &pf);)
-                pass_filter_free(pf);
-        hashmap_deinit(&r->filters);
-        free(r->tasks);
-        free(r->listeners);
-        *r = (PassRecords) {};
+        for (size_t i = 0; hashmap_next(filters, &i, &id, &f);)
+                free(f);
+        hashmap_deinit(filters);
 }
 
-static PassFilter *pass_filter_find(const PassRecords *r, uint64_t id) {
-        return id == 0 ? NULL : hashmap_get(&r->filters, id);
-}
+/* Forget the filters no pass has met for BPF_FILTER_KEEP_PASSES passes. */
+static int filters_evict(BpfScanner *s) {
+        _cleanup_free_ uint64_t *gone = NULL;
+        size_t n = 0, allocated = 0;
+        uint64_t id;
+        void *v;
 
-static int records_add_filter(PassRecords *r, const struct scan_rec_filter *rec, size_t size) {
-        _cleanup_(pass_filter_freep) PassFilter *pf = NULL;
-        size_t n;
-        int k;
-
-        if (size < sizeof(*rec) || rec->id == 0 || rec->len > SCAN_MAX_INSNS ||
-            size < sizeof(*rec) + rec->len * sizeof(struct sock_filter))
-                return -EBADMSG;
-        if (pass_filter_find(r, rec->id))
-                return 0; /* met again on a retried object */
-
-        n = sizeof(*rec) + rec->len * sizeof(struct sock_filter);
-        pf = calloc(1, sizeof(PassFilter));
-        if (!pf)
-                return -ENOMEM;
-        pf->rec = malloc(n);
-        if (!pf->rec)
-                return -ENOMEM;
-        memcpy(pf->rec, rec, n);
-
-        k = hashmap_put(&r->filters, rec->id, pf);
-        if (k < 0)
-                return k;
-        TAKE_PTR(pf);
+        for (size_t i = 0; hashmap_next(&s->filters, &i, &id, &v);) {
+                const BpfFilter *f = v;
+                if (f->seen_pass + BPF_FILTER_KEEP_PASSES > s->pass)
+                        continue;
+                if (GROW(gone, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                gone[n++] = id;
+        }
+        for (size_t i = 0; i < n; i++)
+                free(hashmap_remove(&s->filters, gone[i]));
         return 0;
 }
 
-static int records_add(PassRecords *r, const void *data, size_t size) {
+/* The records are kept in arrays that live as long as the scanner; a pass only resets them. */
+static void pass_records_reset(PassRecords *r) {
+        *r = (PassRecords) {
+                .tasks = r->tasks,
+                .n_tasks_allocated = r->n_tasks_allocated,
+                .listeners = r->listeners,
+                .n_listeners_allocated = r->n_listeners_allocated,
+                .filters = r->filters,
+                .n_filters_allocated = r->n_filters_allocated,
+        };
+}
+
+static void pass_records_free(PassRecords *r) {
+        free(r->tasks);
+        free(r->listeners);
+        free(r->filters);
+        *r = (PassRecords) {};
+}
+
+/* A filter of the current pass, NULL if the pass did not meet it. */
+static BpfFilter *pass_filter_find(const BpfScanner *s, uint64_t id) {
+        BpfFilter *f = id == 0 ? NULL : hashmap_get(&s->filters, id);
+
+        return f && f->seen_pass == s->pass ? f : NULL;
+}
+
+/* The filter a record names (f: what is kept under its id, or NULL), kept from an earlier pass
+ * when the record leaves the instructions out. NULL (and records.insns_missing) if they are not
+ * here: the pass is redone in a new epoch. */
+static int filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_rec_filter *rec, BpfFilter **ret) {
+        BpfFilter *fresh;
+        int k;
+
+        if (!rec->has_insns && rec->len > 0) {
+                if (!f || f->len != rec->len)
+                        s->records.insns_missing = true;
+                *ret = f && f->len == rec->len ? f : NULL;
+                return 0;
+        }
+        if (f && f->len == rec->len && memcmp(f->insns, rec->insns, rec->len * sizeof(struct sock_filter)) == 0) {
+                *ret = f;
+                return 0;
+        }
+        /* New, or sent again with other instructions than kept (the kernel could not read them
+         * before): the record's are the truth. */
+        fresh = bpf_filter_new(rec);
+        if (!fresh)
+                return -ENOMEM;
+        k = hashmap_replace(&s->filters, rec->id, fresh);
+        if (k < 0) {
+                free(fresh);
+                return k;
+        }
+        free(f);
+        *ret = fresh;
+        return 0;
+}
+
+static int records_add_filter(BpfScanner *s, const struct scan_rec_filter *rec, size_t size) {
+        PassRecords *r = &s->records;
+        BpfFilter *f;
+        int k;
+
+        if (size < sizeof(*rec) || rec->id == 0 || rec->len > SCAN_MAX_INSNS ||
+            (rec->has_insns && size < sizeof(*rec) + rec->len * sizeof(struct sock_filter)))
+                return -EBADMSG;
+        f = hashmap_get(&s->filters, rec->id);
+        if (f && f->seen_pass == s->pass)
+                return 0; /* met again on a retried object */
+
+        k = filter_from_rec(s, f, rec, &f);
+        if (k < 0 || !f)
+                return k;
+        if (GROW(r->filters, r->n_filters_allocated, r->n_filters + 1) < 0)
+                return -ENOMEM;
+        f->parent_id = rec->parent_id;
+        f->seen_pass = s->pass;
+        f->refs = rec->refs;
+        f->users = rec->users;
+        f->has_listener = rec->has_listener;
+        f->keep = false;
+        r->filters[r->n_filters++] = f;
+        if (f->has_listener)
+                r->any_listener = true;
+        return 0;
+}
+
+static int records_add(BpfScanner *s, const void *data, size_t size) {
+        PassRecords *r = &s->records;
         uint32_t type;
 
         if (size < sizeof(type))
@@ -86,7 +179,7 @@ static int records_add(PassRecords *r, const void *data, size_t size) {
                 memcpy(&r->tasks[r->n_tasks++], data, sizeof(struct scan_rec_task));
                 return 0;
         case SCAN_REC_FILTER:
-                return records_add_filter(r, data, size);
+                return records_add_filter(s, data, size);
         case SCAN_REC_LISTENER:
                 if (size < sizeof(struct scan_rec_listener))
                         return -EBADMSG;
@@ -109,12 +202,12 @@ static int records_add(PassRecords *r, const void *data, size_t size) {
 }
 
 static int on_record(void *userdata, void *data, size_t size) {
-        PassRecords *r = userdata;
+        BpfScanner *s = userdata;
         int k;
 
-        k = records_add(r, data, size);
-        if (k < 0 && r->error == 0)
-                r->error = k;
+        k = records_add(s, data, size);
+        if (k < 0 && s->records.error == 0)
+                s->records.error = k;
         return k; /* a negative value stops ring_buffer__consume() */
 }
 
@@ -159,7 +252,8 @@ BpfScanner *bpf_scanner_free(BpfScanner *s) {
         bpf_watch_deinit(&s->watch);
         ring_buffer__free(s->rb);
         scan_bpf__destroy(s->skel);
-        pass_records_clear(&s->records);
+        pass_records_free(&s->records);
+        filters_clear(&s->filters);
         free(s);
         return NULL;
 }
@@ -208,7 +302,7 @@ int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the scan BPF programs: %m");
 
-        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.records), on_record, &s->records, NULL);
+        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.records), on_record, s, NULL);
         if (!s->rb)
                 return log_error_errno(-errno, "Failed to set up the scan ring buffer: %m");
 
@@ -224,6 +318,8 @@ int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
                 .ids_assigned = k->ids_assigned,
                 .ids_swept = k->ids_swept,
                 .addresses_reused = k->addresses_reused,
+                .insns_sent = k->insns_sent,
+                .sweeps = k->sweeps,
         };
         return 0;
 }
@@ -273,43 +369,140 @@ static int iter_run(BpfScanner *s, struct bpf_link *link, const char *name) {
 }
 
 typedef struct StatsMark {
-        uint64_t map_full, chain_too_long, retries;
+        uint64_t map_full, chain_too_long, retries, insns_sent;
 } StatsMark;
 
 static StatsMark stats_mark(BpfScanner *s) {
+        const volatile struct scan_stats *k = &s->skel->bss->stats;
+
         return (StatsMark) {
-                .map_full = s->skel->bss->stats.map_full,
-                .chain_too_long = s->skel->bss->stats.chain_too_long,
-                .retries = s->skel->bss->stats.retries,
+                .map_full = k->map_full,
+                .chain_too_long = k->chain_too_long,
+                .retries = k->retries,
+                .insns_sent = k->insns_sent,
         };
 }
 
-static int pass_run(BpfScanner *s, bool all_tasks) {
-        StatsMark before, after;
+static uint64_t mono_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* Whether the task_file iterator (a second walk over every task and every open file) must run
+ * before the task iterator has. It finds the listener fds, and with them the filters that only a
+ * listener fd keeps alive: no task's chain leads to those. Every listener that exists now either
+ * existed when the last run started — that run met it, so it had listeners — or was made since
+ * by seccomp(2), which the install tracepoint counts (and a tracepoint run the kernel skipped
+ * counts as a miss). Otherwise there is no listener, and nothing for the iterator to find. */
+static bool files_pass_needed(BpfScanner *s) {
+        const BpfFilesState *f = &s->files;
+
+        return !f->ran || f->n_listeners > 0 || s->skel->bss->listeners_created != f->created_mark ||
+               bpf_prog_misses(s->skel->progs.seccomp_exit) != f->install_misses;
+}
+
+/* Whether the pass should end with a sweep of the kernel's id map. Its entries (stored minus
+ * swept) beyond the filters the last pass met belong to gone filters. */
+static bool sweep_due(BpfScanner *s) {
+        const volatile struct scan_stats *k = &s->skel->bss->stats;
+        uint64_t entries = k->ids_stored - k->ids_swept;
+        uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
+
+        if (s->force_sweep)
+                return true;
+        if (stale == 0)
+                return false;
+        return stale >= bpf_map__max_entries(s->skel->maps.filter_ids) / SWEEP_STALE_SHARE ||
+               s->pass - s->last_sweep_pass >= SWEEP_INTERVAL;
+}
+
+static int files_run(BpfScanner *s) {
         int r;
 
-        pass_records_clear(&s->records);
+        s->files.created_mark = s->skel->bss->listeners_created;
+        s->files.install_misses = bpf_prog_misses(s->skel->progs.seccomp_exit);
+        r = iter_run(s, s->skel->links.scan_files, "task_file");
+        if (r < 0)
+                return r;
+        s->files.ran = true;
+        s->files.n_listeners = s->records.n_listeners;
+        return 0;
+}
+
+/* The kernel thinks this scanner has instructions it does not have: ask for all of them again. */
+static void insns_epoch_next(BpfScanner *s) {
+        s->skel->data->insns_epoch++;
+        log_debug("Pass %" PRIu64 ": instructions of a filter were left out but are not known here; asking for all "
+                  "of them again.", s->pass);
+}
+
+static int pass_check(BpfScanner *s, const StatsMark *before) {
+        StatsMark after = stats_mark(s);
+
+        if (s->records.insns_missing) {
+                insns_epoch_next(s);
+                return -ENOENT; /* run it again */
+        }
+        if (after.map_full != before->map_full) {
+                s->force_sweep = true; /* and the pass is tried again */
+                return log_debug_errno(-ENOBUFS, "Pass %" PRIu64 ": the filter id map is full.", s->pass);
+        }
+        if (after.chain_too_long != before->chain_too_long)
+                return log_error_errno(-ELOOP, "A filter chain is deeper than the walk bound: pass incomplete.");
+        return 0;
+}
+
+static int pass_run(BpfScanner *s, bool all_tasks) {
+        uint64_t start = mono_usec(), tasks_done, files_done;
+        StatsMark before, after;
+        bool files, sweep;
+        int r;
+
+        pass_records_reset(&s->records);
         s->skel->bss->pass = ++s->pass;
         s->skel->bss->emit_all_tasks = all_tasks;
+        files = files_pass_needed(s);
+        sweep = sweep_due(s);
+        s->skel->bss->files_planned = files;
+        s->skel->bss->sweep_wanted = sweep;
         before = stats_mark(s);
 
         r = iter_run(s, s->skel->links.scan_tasks, "task");
         if (r < 0)
                 return r;
-        r = iter_run(s, s->skel->links.scan_files, "task_file");
+        tasks_done = mono_usec();
+        /* A filter with a listener that no pass knew of: its fds may be anywhere. */
+        if (!files && s->records.any_listener)
+                files = true;
+        if (files) {
+                r = files_run(s);
+                if (r < 0)
+                        return r;
+        }
+        files_done = mono_usec();
+
+        r = pass_check(s, &before);
+        if (r < 0)
+                return r;
+        if (sweep) {
+                s->last_sweep_pass = s->pass;
+                s->force_sweep = false;
+        }
+        s->live_filters = s->records.n_filters;
+        r = filters_evict(s);
         if (r < 0)
                 return r;
 
         after = stats_mark(s);
-        if (after.map_full != before.map_full)
-                return log_error_errno(-ENOBUFS, "The filter id map is full: pass incomplete.");
-        if (after.chain_too_long != before.chain_too_long)
-                return log_error_errno(-ELOOP, "A filter chain is deeper than the walk bound: pass incomplete.");
         if (!s->records.end_seen || s->records.end_pass != s->pass)
                 log_debug("Pass %" PRIu64 ": no end record (ring buffer full at the end).", s->pass);
-        log_debug("Pass %" PRIu64 ": %zu task, %zu filter, %zu listener records, %" PRIu64 " objects retried.",
-                  s->pass, s->records.n_tasks, hashmap_size(&s->records.filters), s->records.n_listeners,
-                  after.retries - before.retries);
+        log_debug("Pass %" PRIu64 ": %zu task, %zu filter (%" PRIu64 " with instructions), %zu listener records, "
+                  "%" PRIu64 " objects retried; tasks %" PRIu64 " us%s, files %s%" PRIu64 " us.",
+                  s->pass, s->records.n_tasks, s->records.n_filters, after.insns_sent - before.insns_sent,
+                  s->records.n_listeners, after.retries - before.retries, tasks_done - start,
+                  sweep ? " (with a sweep)" : "", files ? "" : "skipped, ", files_done - tasks_done);
         return 0;
 }
 
@@ -321,6 +514,15 @@ static int cmp_task_rec(const void *a, const void *b) {
         if (x->tgid != y->tgid)
                 return x->tgid < y->tgid ? -1 : 1;
         return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* The iterator goes by tid, so the records are in order whenever threads were made right after
+ * their process. */
+static bool task_recs_sorted(const PassRecords *r) {
+        for (size_t i = 1; i < r->n_tasks; i++)
+                if (cmp_task_rec(&r->tasks[i - 1], &r->tasks[i]) > 0)
+                        return false;
+        return true;
 }
 
 typedef struct ProcSpan {
@@ -387,7 +589,8 @@ static int spans_build(PassRecords *r, ProcSpan **ret, size_t *ret_n) {
         _cleanup_free_ ProcSpan *spans = NULL;
         size_t n = 0, allocated = 0;
 
-        qsort(r->tasks, r->n_tasks, sizeof(struct scan_rec_task), cmp_task_rec);
+        if (!task_recs_sorted(r))
+                qsort(r->tasks, r->n_tasks, sizeof(struct scan_rec_task), cmp_task_rec);
         for (size_t i = 0; i < r->n_tasks; i++) {
                 if (n > 0 && spans[n - 1].pid == (pid_t) r->tasks[i].tgid) {
                         spans[n - 1].n++;
@@ -408,15 +611,15 @@ static int spans_build(PassRecords *r, ProcSpan **ret, size_t *ret_n) {
 }
 
 /* Mark the chain from id up to its root as kept. -ENOENT if an element was not sent. */
-static int keep_chain(PassRecords *r, uint64_t id) {
+static int keep_chain(BpfScanner *s, uint64_t id) {
         for (size_t steps = 0; id != 0; steps++) {
-                PassFilter *pf = pass_filter_find(r, id);
-                if (!pf || steps > hashmap_size(&r->filters))
+                BpfFilter *f = pass_filter_find(s, id);
+                if (!f || steps > s->records.n_filters)
                         return -ENOENT;
-                if (pf->keep)
+                if (f->keep)
                         return 0;
-                pf->keep = true;
-                id = pf->rec->parent_id;
+                f->keep = true;
+                id = f->parent_id;
         }
         return 0;
 }
@@ -427,8 +630,10 @@ static bool listener_held_by_member(const struct scan_rec_listener *l, ProcSpan 
 }
 
 /* Decide which processes are reported (member) and which filters are kept. */
-static int select_reported(PassRecords *r, ProcSpan *spans, size_t n, pid_t root) {
+static int select_reported(BpfScanner *s, ProcSpan *spans, size_t n, pid_t root) {
+        PassRecords *r = &s->records;
         bool root_found = false;
+        uint64_t kept = 0;
         int k;
 
         for (size_t i = 0; i < n; i++) {
@@ -446,11 +651,12 @@ static int select_reported(PassRecords *r, ProcSpan *spans, size_t n, pid_t root
                         continue;
                 for (size_t j = spans[i].first; j < spans[i].first + spans[i].n; j++) {
                         const struct scan_rec_task *t = &r->tasks[j];
-                        if (!task_rec_reported(t))
-                                continue;
-                        k = keep_chain(r, t->filter_id);
+                        if (!task_rec_reported(t) || t->filter_id == kept)
+                                continue; /* threads often share their head with the one before */
+                        k = keep_chain(s, t->filter_id);
                         if (k < 0)
                                 return log_debug_errno(k, "Task %u: a filter of its chain was not sent.", t->tid);
+                        kept = t->filter_id;
                 }
         }
 
@@ -460,7 +666,7 @@ static int select_reported(PassRecords *r, ProcSpan *spans, size_t n, pid_t root
                 const struct scan_rec_listener *l = &r->listeners[i];
                 if (root > 0 && !listener_held_by_member(l, spans, n))
                         continue;
-                k = keep_chain(r, l->filter_id);
+                k = keep_chain(s, l->filter_id);
                 if (k < 0)
                         return log_debug_errno(k, "Listener fd %u of %u: its filter was not sent.", l->fd, l->tgid);
         }
@@ -469,26 +675,23 @@ static int select_reported(PassRecords *r, ProcSpan *spans, size_t n, pid_t root
 
 /* Building the forest. */
 
-static int forest_add_filters(Forest *f, PassRecords *r) {
-        uint64_t id;
-        void *v;
+static int forest_add_filters(Forest *f, const PassRecords *r) {
         int k;
 
-        for (size_t i = 0; hashmap_next(&r->filters, &i, &id, &v);) {
-                const PassFilter *pf = v;
-                const struct scan_rec_filter *rec = pf->rec;
+        for (size_t i = 0; i < r->n_filters; i++) {
+                const BpfFilter *bf = r->filters[i];
                 Filter *flt;
 
-                if (!pf->keep)
+                if (!bf->keep)
                         continue;
-                k = forest_add_filter(f, rec->id, rec->parent_id, rec->insns, rec->len, &flt);
+                k = forest_add_filter_with_digest(f, bf->id, bf->parent_id, bf->insns, bf->len, bf->digest, &flt);
                 if (k < 0)
                         return k;
-                flt->log = rec->log;
-                flt->wait_killable_recv = rec->wait_killable_recv;
-                flt->has_listener = rec->has_listener;
-                flt->refs = rec->refs;
-                flt->users = rec->users;
+                flt->log = bf->log;
+                flt->wait_killable_recv = bf->wait_killable_recv;
+                flt->has_listener = bf->has_listener;
+                flt->refs = bf->refs;
+                flt->users = bf->users;
                 flt->identity = IDENTITY_EXACT;
         }
         return 0;
@@ -564,7 +767,8 @@ static int cmp_listener_rec(const void *a, const void *b) {
 }
 
 /* One listener per filter (the kernel allows one), holding every fd that points at it. */
-static int forest_add_listeners(Forest *f, PassRecords *r) {
+static int forest_add_listeners(Forest *f, BpfScanner *s) {
+        PassRecords *r = &s->records;
         Listener *l = NULL;
         uint64_t next_id = 1;
         int k;
@@ -572,9 +776,9 @@ static int forest_add_listeners(Forest *f, PassRecords *r) {
         qsort(r->listeners, r->n_listeners, sizeof(struct scan_rec_listener), cmp_listener_rec);
         for (size_t i = 0; i < r->n_listeners; i++) {
                 const struct scan_rec_listener *rec = &r->listeners[i];
-                PassFilter *pf = pass_filter_find(r, rec->filter_id);
+                const BpfFilter *bf = pass_filter_find(s, rec->filter_id);
 
-                if (!pf || !pf->keep)
+                if (!bf || !bf->keep)
                         continue;
                 if (!l || l->filter_id != rec->filter_id) {
                         k = forest_add_listener(f, next_id++, rec->filter_id, &l);
@@ -619,7 +823,7 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
                         if (k < 0)
                                 return k;
                 }
-        k = forest_add_listeners(f, &s->records);
+        k = forest_add_listeners(f, s);
         if (k < 0)
                 return k;
 
@@ -729,12 +933,14 @@ static int records_add_unvisited_root(BpfScanner *s, pid_t pid) {
 
 static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         _cleanup_free_ ProcSpan *spans = NULL;
+        uint64_t built;
         size_t n;
         int k;
 
         k = pass_run(s, opts->root > 0);
         if (k < 0)
                 return k;
+        built = mono_usec();
         if (opts->root > 0 && !records_have_process(&s->records, opts->root)) {
                 k = records_add_unvisited_root(s, opts->root);
                 if (k < 0)
@@ -743,10 +949,14 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         k = spans_build(&s->records, &spans, &n);
         if (k < 0)
                 return k;
-        k = select_reported(&s->records, spans, n, opts->root);
+        k = select_reported(s, spans, n, opts->root);
         if (k < 0)
                 return k;
-        return forest_build(s, opts, spans, n, ret);
+        k = forest_build(s, opts, spans, n, ret);
+        if (k < 0)
+                return k;
+        log_debug("Pass %" PRIu64 ": forest built in %" PRIu64 " us.", s->pass, mono_usec() - built);
+        return 0;
 }
 
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
@@ -754,15 +964,17 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         int k = -EIO;
 
         /* A pass is not atomic: objects may be replaced while it runs. A pass whose records do
-         * not fit together (a task pointing at a filter that was not sent) is run again. */
+         * not fit together (a task pointing at a filter that was not sent) is run again, as is one
+         * that found the id map full (the next one sweeps it first). */
         for (unsigned attempt = 0; attempt < PASS_ATTEMPTS; attempt++) {
                 k = scan_once(s, &o, ret);
-                pass_records_clear(&s->records);
-                if (k != -ENOENT && k != -EINVAL)
+                if (k != -ENOENT && k != -EINVAL && k != -ENOBUFS)
                         break;
         }
         if (k == -ENOENT || k == -EINVAL)
                 return log_error_errno(k, "Failed to get a consistent pass in %d attempts.", PASS_ATTEMPTS);
+        if (k == -ENOBUFS)
+                return log_error_errno(k, "The filter id map is full: pass incomplete.");
         if (k < 0)
                 return k;
         return 0;

@@ -44,6 +44,8 @@ typedef struct BpfScannerStats {
         uint64_t ids_assigned;     /* filter ids handed out so far */
         uint64_t ids_swept;        /* ids dropped because their filter was gone */
         uint64_t addresses_reused; /* a new filter appeared at an address that had an id: it got a new one */
+        uint64_t insns_sent;       /* filter records that carried instructions (once per id, normally) */
+        uint64_t sweeps;           /* passes that swept the kernel's id map */
 } BpfScannerStats;
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret);
 

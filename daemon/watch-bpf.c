@@ -2,6 +2,9 @@
  * the records of the event ring buffer into WatchEvents */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bpf/watch.h"
 #include "scan-bpf-internal.h"
@@ -53,7 +56,34 @@ int bpf_watch_configure(struct scan_bpf *skel) {
 
 void bpf_watch_deinit(BpfWatch *w) {
         ring_buffer__free(w->rb);
+        if (w->consumer_pos)
+                munmap((void *) w->consumer_pos, w->page_size);
+        if (w->producer_pos)
+                munmap((void *) w->producer_pos, w->page_size);
         *w = (BpfWatch) {};
+}
+
+/* Page 0 of a ring buffer map holds the consumer position, page 1 the producer's. */
+static int watch_map_positions(BpfWatch *w, int map_fd) {
+        void *p;
+
+        w->page_size = (size_t) sysconf(_SC_PAGESIZE);
+        p = mmap(NULL, w->page_size, PROT_READ, MAP_SHARED, map_fd, 0);
+        if (p == MAP_FAILED)
+                return log_error_errno(-errno, "Failed to map the event ring buffer's consumer page: %m");
+        w->consumer_pos = p;
+        p = mmap(NULL, w->page_size, PROT_READ, MAP_SHARED, map_fd, (off_t) w->page_size);
+        if (p == MAP_FAILED)
+                return log_error_errno(-errno, "Failed to map the event ring buffer's producer page: %m");
+        w->producer_pos = p;
+        return 0;
+}
+
+static uint64_t now_usec_monotonic(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
 /* Records -> events. */
@@ -107,6 +137,9 @@ static int watch_type_from_rec(uint32_t type, WatchEventType *ret) {
         case WATCH_REC_FILTER:
                 *ret = WATCH_FILTER_ATTACHED;
                 return 0;
+        case WATCH_REC_TASK_MODE:
+                *ret = WATCH_TASK_MODE;
+                return 0;
         default:
                 return -EBADMSG;
         }
@@ -144,6 +177,13 @@ static int on_event(void *userdata, void *data, size_t size) {
                 return k; /* stops ring_buffer__consume(); this record is consumed */
         }
         s->watch.n_handled++;
+
+        /* At the bounds: stop ring_buffer__consume() after this record (consumed: libbpf moves
+         * the consumer position past a record before its callback runs). */
+        if ((unsigned) s->watch.n_handled >= s->watch.max_events || now_usec_monotonic() >= s->watch.deadline_usec) {
+                s->watch.stopped = true;
+                return -ECANCELED;
+        }
         return 0;
 }
 
@@ -177,8 +217,15 @@ int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata)
         s->watch.rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, s, NULL);
         if (!s->watch.rb)
                 return log_error_errno(-errno, "Failed to set up the event ring buffer: %m");
+        r = watch_map_positions(&s->watch, bpf_map__fd(skel->maps.events));
+        if (r < 0) {
+                bpf_watch_deinit(&s->watch);
+                return r;
+        }
         s->watch.handler = handler;
         s->watch.userdata = userdata;
+        s->watch.max_events = WATCH_DISPATCH_MAX_EVENTS;
+        s->watch.max_usec = WATCH_DISPATCH_MAX_USEC;
 
         r = watch_attach(skel->progs.watch_exit, &skel->links.watch_exit);
         if (r >= 0)
@@ -207,18 +254,32 @@ int bpf_scanner_watch_dispatch(BpfScanner *s) {
                 return -ENOTCONN;
         s->watch.n_handled = 0;
         s->watch.error = 0;
+        s->watch.stopped = false;
+        s->watch.deadline_usec = now_usec_monotonic() + s->watch.max_usec;
         n = ring_buffer__consume(s->watch.rb);
         if (s->watch.error < 0)
                 return s->watch.error;
-        if (n < 0)
+        if (n < 0 && !s->watch.stopped)
                 return log_error_errno(n, "Failed to read the event ring buffer: %m");
         return s->watch.n_handled;
+}
+
+void bpf_scanner_watch_set_dispatch_limits(BpfScanner *s, unsigned max_events, unsigned max_usec) {
+        s->watch.max_events = max_events > 0 ? max_events : WATCH_DISPATCH_MAX_EVENTS;
+        s->watch.max_usec = max_usec > 0 ? max_usec : WATCH_DISPATCH_MAX_USEC;
+}
+
+bool bpf_scanner_watch_pending(BpfScanner *s) {
+        if (!s->watch.rb)
+                return false;
+        return __atomic_load_n(s->watch.producer_pos, __ATOMIC_ACQUIRE) !=
+               __atomic_load_n(s->watch.consumer_pos, __ATOMIC_ACQUIRE);
 }
 
 /* A tracepoint program that would have run on a CPU where another one was running was skipped by
  * the kernel and counted in its recursion_misses: for the install and watch programs that is a
  * lost event too. */
-static uint64_t prog_misses(const struct bpf_program *prog) {
+uint64_t bpf_prog_misses(const struct bpf_program *prog) {
         struct bpf_prog_info info = {};
         uint32_t len = sizeof(info);
 
@@ -237,7 +298,7 @@ uint64_t bpf_scanner_watch_lost(BpfScanner *s) {
         uint64_t n = skel->bss->watch_lost;
 
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
-                n += prog_misses(progs[i]);
+                n += bpf_prog_misses(progs[i]);
         return n;
 }
 

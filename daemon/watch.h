@@ -14,6 +14,7 @@ typedef enum WatchEventType {
         WATCH_TASK_EXEC,       /* a process exec'd: comm (and exe) changed */
         WATCH_TASK_EXIT,       /* a thread exited */
         WATCH_FILTER_ATTACHED, /* seccomp(2)/prctl(2) installed a filter */
+        WATCH_TASK_MODE,       /* a thread's seccomp mode changed: see below */
         _WATCH_EVENT_MAX,
 } WatchEventType;
 
@@ -39,6 +40,14 @@ typedef struct WatchFilter {
         bool tsync; /* installed with SECCOMP_FILTER_FLAG_TSYNC: every thread of task.tgid now has it */
 } WatchFilter;
 
+/* WATCH_TASK_MODE: prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) or seccomp(SECCOMP_SET_MODE_STRICT)
+ * returned 0 and took the calling thread from disabled to strict mode. task is that thread's state
+ * after the call (mode TASK_MODE_STRICT, filter_id 0); no other thread changed (strict mode is
+ * per thread and has no TSYNC). It is sent whatever the thread's process, like FILTER_ATTACHED:
+ * from then on the thread and its process are reported by passes and by TASK_NEW/EXEC/EXIT (a
+ * thread in strict mode can only read, write, exit and sigreturn: it will not fork or exec).
+ * Going from disabled to filter mode is FILTER_ATTACHED, not this. */
+
 typedef struct WatchEvent {
         WatchEventType type;
         uint64_t ktime_ns; /* CLOCK_MONOTONIC of the event */
@@ -54,9 +63,21 @@ typedef int (*WatchHandler)(const WatchEvent *e, void *userdata);
 int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata);
 /* An fd that becomes readable when events are waiting (for sd_event_add_io, EPOLLIN). */
 int bpf_scanner_watch_fd(BpfScanner *s);
-/* Consume every waiting event, calling the handler for each; returns the number handled, or
- * the handler's negative return (which stops consuming), or another negative errno. */
+/* Consume waiting events, calling the handler for each, in the order they were sent — at most
+ * WATCH_DISPATCH_MAX_EVENTS of them and for about WATCH_DISPATCH_MAX_USEC (the handler's time
+ * included: the budget is checked after each event), so that a flood cannot hold the caller's
+ * event loop. Returns the number handled, or the handler's negative return (which stops
+ * consuming; that event counts as consumed), or another negative errno. Events left over stay in
+ * the ring: the fd keeps being readable (it is level-triggered), so an sd-event io source is
+ * called again on its next iteration, after the other sources had their turn; a caller that
+ * loops itself asks bpf_scanner_watch_pending(). */
 int bpf_scanner_watch_dispatch(BpfScanner *s);
+#define WATCH_DISPATCH_MAX_EVENTS 512U
+#define WATCH_DISPATCH_MAX_USEC 10000U
+/* Change the bounds of one dispatch (0 keeps the default); tests make them small. */
+void bpf_scanner_watch_set_dispatch_limits(BpfScanner *s, unsigned max_events, unsigned max_usec);
+/* Whether events are waiting in the ring buffer (sent, or being sent, and not consumed yet). */
+bool bpf_scanner_watch_pending(BpfScanner *s);
 /* Events the kernel side could not send since the scanner was created (ring buffer full). When
  * this grows, the stored state may be wrong: resynchronise with a full pass. */
 uint64_t bpf_scanner_watch_lost(BpfScanner *s);

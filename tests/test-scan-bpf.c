@@ -13,6 +13,7 @@
 #endif
 
 #define MAX_DEPTH 64
+#define INSNS_ONCE_FILTERS 30
 
 static BpfScanner *scanner;
 
@@ -423,6 +424,85 @@ static void test_listener(void) {
         scenario_free(s);
 }
 
+/* A listener whose installer went before any pass met its filter: only the fd, held by a
+ * process without filters, keeps it alive — the task_file iterator must still run and find it. */
+static void test_listener_orphaned_early(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF;
+        Scenario *s = scenario_start();
+        ScenarioTask other = scenario_fork(s, scenario_root(s));
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        Forest *f = scan_and_check(s); /* nothing of the scenario holds a listener yet */
+        g_assert_cmpuint(f->n_listeners, ==, 0);
+        forest_free(f);
+
+        int n0 = scenario_install(s, a, x.b, x.nb, 0);
+        int n1 = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(n1, >, n0);
+        int fd = scenario_share_listener(s, n1, other);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(scenario_exit(s, a), ==, 0);
+        usleep(100 * 1000);
+
+        f = scan(scenario_root_pid(s));
+        g_assert_cmpuint(f->n_listeners, ==, 1);
+        const Listener *l = f->listeners[0];
+        g_assert_true(listener_has_holder(l, scenario_task(s, other)->tgid, fd));
+        const Filter *flt = forest_find_filter(f, l->filter_id);
+        g_assert_nonnull(flt);
+        g_assert_true(flt->has_listener);
+        g_assert_cmpuint(flt->n_tasks, ==, 0);
+        g_assert_cmpuint(flt->depth, ==, 2);
+        g_assert_cmpmem(flt->insns, flt->len * sizeof(struct sock_filter), x.a, x.na * sizeof(struct sock_filter));
+        g_assert_cmpmem(flt->parent->insns, flt->parent->len * sizeof(struct sock_filter), x.b,
+                        x.nb * sizeof(struct sock_filter));
+        uint64_t id = flt->id;
+        forest_free(f);
+
+        /* The next pass knows it under the same id. */
+        f = scan(scenario_root_pid(s));
+        g_assert_cmpuint(f->n_listeners, ==, 1);
+        g_assert_cmpuint(f->listeners[0]->filter_id, ==, id);
+        forest_free(f);
+        scenario_free(s);
+}
+
+/* Filters are immutable: a pass sends a filter's instructions the first time the scanner meets
+ * it, later passes take them from what the scanner kept, and they are still the kernel's. */
+static void test_insns_once(void) {
+        if (!tests_require_root())
+                return;
+        struct sock_filter insns[32];
+        BpfScannerStats before, after;
+        Scenario *s = scenario_start();
+        ScenarioTask p = scenario_fork(s, scenario_root(s));
+        size_t n = scenario_filter_errno(insns, SYS_acct, 1, 4);
+        g_assert_cmpint(scenario_install(s, p, insns, n, 0), >=, 0);
+        for (int i = 0; i < INSNS_ONCE_FILTERS; i++) {
+                ScenarioTask c = scenario_fork(s, p);
+                n = scenario_filter_errno(insns, SYS_getpriority, 10 + i, i % 8);
+                g_assert_cmpint(scenario_install(s, c, insns, n, 0), >=, 0);
+        }
+
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &before), ==, 0);
+        Forest *f = scan_and_check(s);
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &after), ==, 0);
+        g_assert_cmpuint(f->n_filters, ==, INSNS_ONCE_FILTERS + 1);
+        g_assert_cmpuint(after.insns_sent - before.insns_sent, >=, INSNS_ONCE_FILTERS + 1);
+        forest_free(f);
+
+        /* Only filters new to the machine since then (other programs' doing) come with theirs. */
+        before = after;
+        f = scan_and_check(s); /* the bytes, held against PTRACE_SECCOMP_GET_FILTER */
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &after), ==, 0);
+        g_assert_cmpuint(after.insns_sent - before.insns_sent, <, INSNS_ONCE_FILTERS / 2);
+        forest_free(f);
+        scenario_free(s);
+}
+
 static void test_strict(void) {
         if (!tests_require_root())
                 return;
@@ -603,6 +683,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf/disabled-leader", test_disabled_leader);
         g_test_add_func("/scan-bpf/log-flag", test_log_flag);
         g_test_add_func("/scan-bpf/listener", test_listener);
+        g_test_add_func("/scan-bpf/listener-orphaned-early", test_listener_orphaned_early);
+        g_test_add_func("/scan-bpf/insns-once", test_insns_once);
         g_test_add_func("/scan-bpf/strict", test_strict);
         g_test_add_func("/scan-bpf/reparent", test_reparent);
         g_test_add_func("/scan-bpf/root-restriction", test_root_restriction);

@@ -15,6 +15,9 @@
 #define SETTLE_MS 200         /* how long to keep reading before saying an event did not come */
 #define MAX_NODES 64
 #define OVERFLOW_INSTALLS 200
+#define BOUND_INSTALLS 100
+#define BOUND_EVENTS 16
+#define BOUND_USEC 20000
 
 /* An event as the handler saw it, with its instructions copied. */
 typedef struct Seen {
@@ -104,6 +107,7 @@ static const char *type_name(WatchEventType t) {
                 [WATCH_TASK_EXEC] = "TASK_EXEC",
                 [WATCH_TASK_EXIT] = "TASK_EXIT",
                 [WATCH_FILTER_ATTACHED] = "FILTER_ATTACHED",
+                [WATCH_TASK_MODE] = "TASK_MODE",
         };
         return names[t];
 }
@@ -435,15 +439,66 @@ static void test_task_exit(void) {
         scenario_free(s);
 }
 
+/* A thread going from disabled to strict mode is an event; one going to filter mode is not (it is
+ * FILTER_ATTACHED). */
+static void test_task_mode(void) {
+        if (!tests_require_root())
+                return;
+        Watcher *w = watcher_get();
+        NodeIds ids = {};
+        Filters x;
+        filters_init(&x);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_strict(s, a), ==, 0);
+        const WatchEvent *e = wait_event(w, WATCH_TASK_MODE, tid_of(s, a));
+        const ScenarioTaskInfo *info = scenario_task(s, a);
+        uint64_t start;
+        g_assert_cmpint(e->task.tgid, ==, info->tgid);
+        g_assert_cmpint(e->task.ppid, ==, info->ppid);
+        g_assert_cmpint(e->task.mode, ==, TASK_MODE_STRICT);
+        g_assert_cmpuint(e->task.filter_id, ==, 0);
+        g_assert_cmpint(proc_read_start_time(info->tid, &start), ==, 0);
+        g_assert_cmpuint(e->task.start_time, ==, start);
+        g_assert_cmpuint(e->ktime_ns, >, 0);
+
+        /* One thread of a process: the event names it; the process's other (disabled) thread is
+         * reported by passes from now on, and its exit is an event. */
+        ScenarioTask b = scenario_fork(s, scenario_root(s));
+        ScenarioTask bt = scenario_thread(s, b), bt2 = scenario_thread(s, b);
+        g_assert_cmpint(scenario_strict(s, bt), ==, 0);
+        e = wait_event(w, WATCH_TASK_MODE, tid_of(s, bt));
+        g_assert_cmpint(e->task.tgid, ==, tid_of(s, b));
+        g_assert_cmpint(e->task.mode, ==, TASK_MODE_STRICT);
+        Forest *f = scan_subtree(w->scanner, s);
+        g_assert_cmpint(forest_find_task(f, tid_of(s, bt), NULL)->mode, ==, TASK_MODE_STRICT);
+        g_assert_cmpint(forest_find_task(f, tid_of(s, bt2), NULL)->mode, ==, TASK_MODE_DISABLED);
+        forest_free(f);
+        pid_t tid2 = tid_of(s, bt2);
+        g_assert_cmpint(scenario_exit(s, bt2), ==, 0);
+        g_assert_cmpint(wait_event(w, WATCH_TASK_EXIT, tid2)->task.mode, ==, TASK_MODE_DISABLED);
+
+        /* A filter: FILTER_ATTACHED only. */
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, c, x.a, x.na, 0), >=, 0);
+        assert_filter_events(w, s, &ids);
+        assert_no_event(w, WATCH_TASK_MODE, tid_of(s, c));
+        assert_no_event(w, WATCH_TASK_MODE, tid_of(s, a)); /* once only */
+        scenario_free(s);
+}
+
 /* Counting what a handler saw of one installer. */
 typedef struct Count {
         pid_t tid;
         unsigned filters, events;
+        unsigned delay_usec; /* a slow handler */
 } Count;
 
 static int on_count(const WatchEvent *e, void *userdata) {
         Count *c = userdata;
 
+        if (c->delay_usec > 0)
+                usleep(c->delay_usec);
         c->events++;
         if (e->type == WATCH_FILTER_ATTACHED && e->task.tid == c->tid)
                 c->filters++;
@@ -501,6 +556,67 @@ static void test_overflow(void) {
         Forest *f = scan_subtree(b, s);
         g_assert_cmpuint(f->n_filters, ==, OVERFLOW_INSTALLS + 1);
         forest_free(f);
+
+        scenario_free(s);
+        bpf_scanner_free(b);
+}
+
+/* One dispatch takes at most its bound of events and leaves the rest, readable, for the next;
+ * none is lost or seen twice. */
+static void test_dispatch_bound(void) {
+        if (!tests_require_root())
+                return;
+        struct sock_filter insns[64];
+        BpfScanner *b = NULL;
+        Count count = {};
+        int n, calls = 0;
+        unsigned total = 0;
+
+        g_assert_cmpint(bpf_scanner_new(&b), ==, 0);
+        g_assert_false(bpf_scanner_watch_pending(b));
+        g_assert_cmpint(bpf_scanner_watch_start(b, on_count, &count), ==, 0);
+        bpf_scanner_watch_set_dispatch_limits(b, BOUND_EVENTS, 0);
+        Scenario *s = scenario_start();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        count.tid = tid_of(s, a);
+        uint64_t lost_before = bpf_scanner_watch_lost(b);
+        for (int i = 0; i < BOUND_INSTALLS; i++) {
+                size_t len = scenario_filter_errno(insns, SYS_getpriority, 1 + i, i % 16);
+                g_assert_cmpint(scenario_install(s, a, insns, len, 0), >=, 0);
+        }
+        g_assert_cmpuint(bpf_scanner_watch_lost(b), ==, lost_before);
+        g_assert_true(bpf_scanner_watch_pending(b));
+
+        /* Each install returned after its event was in the ring: the first dispatch stops at its
+         * bound, with the fd still readable. */
+        struct pollfd p = { .fd = bpf_scanner_watch_fd(b), .events = POLLIN };
+        g_assert_cmpint(bpf_scanner_watch_dispatch(b), ==, BOUND_EVENTS);
+        g_assert_true(bpf_scanner_watch_pending(b));
+        g_assert_cmpint(poll(&p, 1, 0), ==, 1);
+        total = count.events;
+        for (; bpf_scanner_watch_pending(b) && calls < 10 * BOUND_INSTALLS; calls++) {
+                n = bpf_scanner_watch_dispatch(b);
+                g_assert_cmpint(n, >=, 0);
+                g_assert_cmpint(n, <=, BOUND_EVENTS);
+                total += (unsigned) n;
+        }
+        g_assert_cmpuint(total, ==, count.events);
+        g_assert_cmpuint(count.filters, ==, BOUND_INSTALLS);
+        g_assert_cmpint(calls, >=, BOUND_INSTALLS / BOUND_EVENTS - 1);
+
+        /* The time bound: a slow handler is stopped after about max_usec. */
+        bpf_scanner_watch_set_dispatch_limits(b, 0, BOUND_USEC);
+        count.delay_usec = BOUND_USEC / 2;
+        unsigned before = count.filters;
+        for (int i = 0; i < 20; i++) {
+                size_t len = scenario_filter_errno(insns, SYS_acct, 1 + i, i % 16);
+                g_assert_cmpint(scenario_install(s, a, insns, len, 0), >=, 0);
+        }
+        n = bpf_scanner_watch_dispatch(b);
+        g_assert_cmpint(n, >=, 1);
+        g_assert_cmpint(n, <=, 3);
+        drain(b);
+        g_assert_cmpuint(count.filters, ==, before + 20);
 
         scenario_free(s);
         bpf_scanner_free(b);
@@ -565,7 +681,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/watch/task-new", test_task_new);
         g_test_add_func("/watch/task-exec", test_task_exec);
         g_test_add_func("/watch/task-exit", test_task_exit);
+        g_test_add_func("/watch/task-mode", test_task_mode);
         g_test_add_func("/watch/overflow", test_overflow);
+        g_test_add_func("/watch/dispatch-bound", test_dispatch_bound);
         g_test_add_func("/watch/handler-error", test_handler_error);
         g_test_add_func("/watch/scan-root-pid1", test_scan_root_pid1);
         r = g_test_run();

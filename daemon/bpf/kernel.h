@@ -180,6 +180,11 @@ struct trace_event_raw_sched_process_exit {
         _Bool group_dead; /* not in older kernels: then signal->live tells */
 } __kernel_struct;
 
+/* The state of an open-coded number iterator (bpf_iter_num_new/next/destroy, 6.4+). */
+struct bpf_iter_num {
+        __u64 __opaque[1];
+} __attribute__((aligned(8)));
+
 /* Constants of the kernel this relies on. */
 #define PF_EXITING 0x00000004
 #define PF_KTHREAD 0x00200000

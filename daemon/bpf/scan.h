@@ -44,10 +44,13 @@ struct scan_rec_task {
         char leader_comm[SCAN_COMM_LEN];
 };
 
-/* One filter, sent the first time a pass meets it, followed by len instructions. */
+/* One filter, sent the first time a pass meets it. Its instructions follow only the first time
+ * this scanner ever sends its id (filters are immutable, ids are never reused): later passes send
+ * the record alone, and user space takes the instructions from what it kept. User space can ask
+ * for all of them again by moving to a new insns_epoch (a global of scan.bpf.c). */
 struct scan_rec_filter {
         __u32 type;
-        __u32 len; /* instructions in insns[] (prog->orig_prog->len) */
+        __u32 len; /* instructions of the program (prog->orig_prog->len); 0 if the kernel kept none */
         __u64 id;
         __u64 parent_id; /* 0 = a root filter */
         __u32 refs;
@@ -55,7 +58,7 @@ struct scan_rec_filter {
         __u8 log;
         __u8 wait_killable_recv;
         __u8 has_listener; /* filter->notif != NULL */
-        __u8 has_insns;    /* 0 if the kernel kept no orig_prog (no CONFIG_CHECKPOINT_RESTORE) */
+        __u8 has_insns;    /* insns[] holds the len instructions; 0 with len > 0: sent before */
         __u32 _pad;
         struct sock_filter insns[];
 };
@@ -85,4 +88,7 @@ struct scan_stats {
         __u64 map_full;      /* an id could not be stored: the pass is incomplete */
         __u64 chain_too_long; /* a chain deeper than the walk bound: the pass is incomplete */
         __u64 retries;       /* objects retried because the ring buffer was full */
+        __u64 ids_stored;    /* entries added to the id map (ids_stored - ids_swept are in it) */
+        __u64 sweeps;        /* passes that ended with a sweep of the id map */
+        __u64 insns_sent;    /* FILTER records that carried instructions */
 };

@@ -53,7 +53,8 @@ static __always_inline void watch_lose(void) {
         __sync_fetch_and_add(&watch_lost, 1);
 }
 
-/* t: a trusted pointer (plain loads), like the task_reported() ones below. */
+/* Every task pointer here is trusted (bpf_get_current_task_btf(), bpf_task_from_pid(), an
+ * iterator's task): plain loads, not helper calls. */
 static __always_inline bool seccomp_proc_marked(struct task_struct *t) {
         __u32 tgid = t->tgid;
         __u64 *start = bpf_map_lookup_elem(&seccomp_procs, &tgid);
@@ -68,15 +69,20 @@ static __always_inline void seccomp_proc_unmark(struct task_struct *t) {
                 bpf_map_delete_elem(&seccomp_procs, &tgid);
 }
 
+/* Only a multi-threaded process needs the mark: a single thread in strict or filter mode is
+ * reported for its mode alone, and every thread it goes on to create inherits that mode. */
 static __always_inline void seccomp_proc_mark(struct task_struct *t) {
-        __u32 tgid = BPF_CORE_READ(t, tgid);
-        __u64 start = BPF_CORE_READ(t, group_leader, start_boottime);
-        __u64 *old = bpf_map_lookup_elem(&seccomp_procs, &tgid);
+        __u32 tgid = t->tgid;
+        __u64 start = t->group_leader->start_boottime;
+        __u64 *old;
 
+        if (t->signal->nr_threads <= 1)
+                return;
+        old = bpf_map_lookup_elem(&seccomp_procs, &tgid);
         if (old && *old == start)
                 return;
         /* Without the mark only the disabled threads of a multi-threaded process go unreported. */
-        if (bpf_map_update_elem(&seccomp_procs, &tgid, &start, BPF_ANY) < 0 && BPF_CORE_READ(t, signal, nr_threads) > 1)
+        if (bpf_map_update_elem(&seccomp_procs, &tgid, &start, BPF_ANY) < 0)
                 watch_lose();
 }
 
@@ -99,43 +105,43 @@ static __always_inline bool task_dumpable(struct task_struct *t) {
         struct mm_struct *mm;
         unsigned long flags;
 
-        if (BPF_CORE_READ(t, flags) & PF_KTHREAD)
+        if (t->flags & PF_KTHREAD)
                 return false;
-        mm = BPF_CORE_READ(t, mm);
+        mm = t->mm;
         if (!mm)
                 return false;
         if (bpf_core_type_exists(mm_flags_t))
-                flags = BPF_CORE_READ(mm, flags.__mm_flags[0]);
+                flags = mm->flags.__mm_flags[0];
         else
-                flags = BPF_CORE_READ((struct mm_struct___ulong_flags *) mm, flags);
+                flags = ((struct mm_struct___ulong_flags *) mm)->flags;
         return (flags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER;
 }
 
 /* Fill r from t; returns t's head filter (a kernel address: it stays here). */
-static __always_inline __u64 task_fill(struct watch_rec_task *r, struct task_struct *t) {
-        struct task_struct *leader = BPF_CORE_READ(t, group_leader);
-        const struct cred *cred = BPF_CORE_READ(leader, real_cred);
+static __always_inline struct seccomp_filter *task_fill(struct watch_rec_task *r, struct task_struct *t) {
+        struct task_struct *leader = t->group_leader;
+        const struct cred *cred = leader->real_cred;
 
-        r->tid = BPF_CORE_READ(t, pid);
-        r->tgid = BPF_CORE_READ(t, tgid);
-        r->ppid = BPF_CORE_READ(leader, real_parent, tgid);
-        r->mode = BPF_CORE_READ(t, seccomp.mode);
-        r->uid = BPF_CORE_READ(cred, uid.val);
-        r->euid = BPF_CORE_READ(cred, euid.val);
-        r->gid = BPF_CORE_READ(cred, gid.val);
+        r->tid = t->pid;
+        r->tgid = t->tgid;
+        r->ppid = leader->real_parent->tgid;
+        r->mode = t->seccomp.mode;
+        r->uid = cred->uid.val;
+        r->euid = cred->euid.val;
+        r->gid = cred->gid.val;
         r->flags = 0;
-        if (BPF_CORE_READ(leader, atomic_flags) & (1UL << PFA_NO_NEW_PRIVS))
+        if (leader->atomic_flags & (1UL << PFA_NO_NEW_PRIVS))
                 r->flags |= WATCH_TASK_NO_NEW_PRIVS;
         if (task_dumpable(t))
                 r->flags |= WATCH_TASK_DUMPABLE;
-        r->start_boottime = BPF_CORE_READ(t, start_boottime);
+        r->start_boottime = t->start_boottime;
         r->filter_id = 0;
-        BPF_CORE_READ_INTO(&r->comm, t, comm);
-        return (__u64) BPF_CORE_READ(t, seccomp.filter);
+        __builtin_memcpy(r->comm, t->comm, sizeof(r->comm));
+        return t->seccomp.filter;
 }
 
 /* Send a task event whose record was filled from a task with head filter head. */
-static __always_inline void task_event_send(struct watch_rec *r, __u32 type, __u64 head) {
+static __always_inline void task_event_send(struct watch_rec *r, __u32 type, struct seccomp_filter *head) {
         r->type = type;
         r->_pad = 0;
         r->ktime_ns = bpf_ktime_get_ns();
@@ -155,9 +161,9 @@ static __always_inline void task_event_send(struct watch_rec *r, __u32 type, __u
  * thread). */
 SEC("tracepoint/sched/sched_process_fork")
 int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
+        struct seccomp_filter *head;
         struct task_struct *child;
         struct watch_rec r = {};
-        __u64 head;
         bool reported;
 
         /* The child inherits the parent's mode and process (or makes a single-threaded one):
@@ -183,8 +189,8 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
 SEC("tracepoint/sched/sched_process_exec")
 int watch_exec(void *ctx) {
         struct task_struct *t = bpf_get_current_task_btf();
+        struct seccomp_filter *head;
         struct watch_rec r = {};
-        __u64 head;
 
         if (!task_reported(t))
                 return 0;
@@ -208,7 +214,7 @@ int watch_exit(struct trace_event_raw_sched_process_exit *ctx) {
         struct watch_rec r = {};
         bool group_dead = exit_group_dead(ctx, t);
         bool reported = task_reported(t);
-        __u64 head;
+        struct seccomp_filter *head;
 
         if (group_dead)
                 seccomp_proc_unmark(t);
@@ -221,20 +227,29 @@ int watch_exit(struct trace_event_raw_sched_process_exit *ctx) {
         return 0;
 }
 
-/* A filter attached by t: head, named id (0 if no id could be stored). Called at the exit of
- * seccomp(2)/prctl(2), whose return value is ret. */
-static __always_inline void watch_filter_attached(struct task_struct *t, __u64 head, __u64 id, __u32 seccomp_flags,
-                                                  bool prctl, long ret) {
-        struct seccomp_filter *sf = (void *) head;
-        struct watch_rec_filter *r;
-        struct sock_fprog_kern *orig;
-        struct sock_filter *insns;
-        __u32 cpu = bpf_get_smp_processor_id(), len;
-        __u64 prev, parent_id = 0;
+/* t went from disabled to strict mode (prctl(PR_SET_SECCOMP) or seccomp(SECCOMP_SET_MODE_STRICT)
+ * returned 0). */
+static __always_inline void watch_mode_changed(struct task_struct *t) {
+        struct watch_rec r = {};
 
         if (!watch_enabled)
                 return;
-        prev = (__u64) BPF_CORE_READ(sf, prev);
+        task_event_send(&r, WATCH_REC_TASK_MODE, task_fill(&r.task, t));
+}
+
+/* A filter attached by t: head, named id (0 if no id could be stored). Called at the exit of
+ * seccomp(2)/prctl(2), whose return value is ret. */
+static __always_inline void watch_filter_attached(struct task_struct *t, struct seccomp_filter *head, __u64 id,
+                                                  __u32 seccomp_flags, bool prctl, long ret) {
+        struct seccomp_filter *prev = head->prev;
+        struct sock_fprog_kern *orig;
+        struct watch_rec_filter *r;
+        struct sock_filter *insns;
+        __u32 cpu = bpf_get_smp_processor_id(), len;
+        __u64 parent_id = 0;
+
+        if (!watch_enabled)
+                return;
         if (prev)
                 parent_id = filter_id_get(prev);
         r = bpf_map_lookup_elem(&watch_scratch, &cpu);
@@ -254,13 +269,13 @@ static __always_inline void watch_filter_attached(struct task_struct *t, __u64 h
         r->install_flags = prctl ? WATCH_INSTALL_PRCTL : 0;
         if ((seccomp_flags & SECCOMP_FILTER_FLAG_TSYNC) && ret >= 0)
                 r->install_flags |= WATCH_INSTALL_TSYNC;
-        r->log = BPF_CORE_READ(sf, log);
-        r->wait_killable_recv = BPF_CORE_READ(sf, wait_killable_recv);
-        r->has_listener = BPF_CORE_READ(sf, notif) != NULL;
+        r->log = head->log;
+        r->wait_killable_recv = head->wait_killable_recv;
+        r->has_listener = head->notif != NULL;
 
-        orig = BPF_CORE_READ(sf, prog, orig_prog);
-        len = orig ? BPF_CORE_READ(orig, len) : 0;
-        insns = orig ? BPF_CORE_READ(orig, filter) : NULL;
+        orig = head->prog->orig_prog;
+        len = orig ? orig->len : 0;
+        insns = orig ? orig->filter : NULL;
         if (len > WATCH_MAX_INSNS || !insns)
                 len = 0;
         if (len > 0 && bpf_probe_read_kernel(r->insns, len * sizeof(struct sock_filter), insns) < 0)

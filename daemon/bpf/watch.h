@@ -16,6 +16,7 @@ enum watch_rec_type {
         WATCH_REC_TASK_EXEC = 2, /* after a successful exec: the task's new state */
         WATCH_REC_TASK_EXIT = 3, /* a thread is exiting: its last state (head 0 on newer kernels) */
         WATCH_REC_FILTER = 4,    /* a filter was attached: struct watch_rec_filter */
+        WATCH_REC_TASK_MODE = 5, /* the thread went from disabled to strict mode: its new state */
 };
 
 /* watch_rec_task.flags */
