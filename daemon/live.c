@@ -83,6 +83,15 @@ static int on_task_new(Manager *m, const WatchEvent *e) {
         return r;
 }
 
+/* A thread entered strict mode: from now on it is part of the forest, like a filtered one. */
+static int on_task_mode(Manager *m, const WatchEvent *e) {
+        bool is_new;
+        int r = apply_task_state(m, &e->task, &is_new);
+        if (r >= 0 && is_new)
+                (void) manager_send_task_added(m, e->task.tid, e->task.tgid, e->task.comm);
+        return r;
+}
+
 /* exec ends every other thread of the process, without exit events for a thread that exec'd
  * (it takes over the leader's tid). */
 static int drop_other_threads(Manager *m, Process *p, pid_t keep) {
@@ -191,6 +200,8 @@ int manager_apply_event(Manager *m, const WatchEvent *e) {
                 return on_task_exit(m, e);
         case WATCH_FILTER_ATTACHED:
                 return on_filter_attached(m, e);
+        case WATCH_TASK_MODE:
+                return on_task_mode(m, e);
         default:
                 return 0;
         }
@@ -229,16 +240,95 @@ static bool same_filter(const Filter *old, uint64_t parent_id, const Filter *now
                memcmp(old->digest, now->digest, PROG_DIGEST_SIZE) == 0;
 }
 
-/* The previous live filters by (parent, digest, flags). */
-static int index_previous(const Forest *prev, Hashmap *ret) {
-        *ret = (Hashmap) {};
-        for (size_t i = 0; prev && i < prev->n_filters; i++) {
+typedef struct KeyedFilter {
+        uint64_t key;
+        const Filter *filter;
+} KeyedFilter;
+
+static int cmp_keyed(const void *a, const void *b) {
+        const KeyedFilter *x = a, *y = b;
+        if (x->key != y->key)
+                return x->key < y->key ? -1 : 1;
+        return x->filter->id < y->filter->id ? -1 : x->filter->id > y->filter->id;
+}
+
+/* The previous live filters by (parent, digest, flags), sorted: byte-identical filters of
+ * unrelated tasks share a key, so every one is kept. */
+static int index_previous(const Forest *prev, KeyedFilter **ret, size_t *ret_n) {
+        size_t n = prev ? prev->n_filters : 0;
+        KeyedFilter *idx = calloc(n + 1, sizeof(KeyedFilter));
+        if (!idx)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
                 const Filter *x = prev->filters[i];
-                int r = hashmap_put(ret, inferred_key(x->parent_id, x->digest, x->log), (void *) x);
-                if (r < 0 && r != -EEXIST)
-                        return r;
+                idx[i] = (KeyedFilter) { .key = inferred_key(x->parent_id, x->digest, x->log), .filter = x };
         }
+        qsort_safe(idx, n, sizeof(KeyedFilter), cmp_keyed);
+        *ret = idx;
+        *ret_n = n;
         return 0;
+}
+
+/* The first unused previous filter equal to now under parent_id. */
+static const Filter *previous_by_key(const KeyedFilter *idx, size_t n, uint64_t parent_id, const Filter *now,
+                                     const Hashmap *used) {
+        uint64_t key = inferred_key(parent_id, now->digest, now->log);
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (idx[mid].key < key)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (size_t i = lo; i < n && idx[i].key == key; i++)
+                if (same_filter(idx[i].filter, parent_id, now) && !hashmap_get(used, idx[i].filter->id))
+                        return idx[i].filter;
+        return NULL;
+}
+
+/* For each filter of f (linked), a thread whose chain holds it. */
+static int filter_seats(const Forest *f, const Task ***ret) {
+        const Task **seat = calloc(f->n_filters + 1, sizeof(Task *));
+        if (!seat)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        const Task *t = &f->processes[i]->threads[j];
+                        for (const Filter *x = t->filter; x && !seat[x->index]; x = x->parent)
+                                seat[x->index] = t;
+                }
+        *ret = seat;
+        return 0;
+}
+
+/* The previous filter that the same thread (tid and start time) had at depth: a chain only grows,
+ * so a thread keeps each of its filters where it was. */
+static const Filter *previous_of_thread(const Forest *prev, const Task *t, unsigned depth) {
+        Process *p = prev ? forest_find_process(prev, t->tgid) : NULL;
+        const Task *old = NULL;
+        for (size_t i = 0; p && i < p->n_threads && !old; i++)
+                if (p->threads[i].tid == t->tid && p->threads[i].start_time == t->start_time)
+                        old = &p->threads[i];
+        if (!old)
+                return NULL;
+        unsigned len = filter_depth(prev, old->filter_id);
+        if (depth == 0 || depth > len)
+                return NULL;
+        const Filter *x = forest_find_filter(prev, old->filter_id);
+        for (unsigned k = len; x && k > depth; k--)
+                x = forest_find_filter(prev, x->parent_id);
+        return x;
+}
+
+/* Which previous filter x is: the one its thread had at the same place, else any unused equal one
+ * (another thread's, under the same parent). */
+static const Filter *previous_match(Manager *m, const KeyedFilter *idx, size_t n, const Task *seat, uint64_t parent,
+                                    const Filter *x, const Hashmap *used) {
+        const Filter *old = seat ? previous_of_thread(m->live, seat, x->depth) : NULL;
+        if (old && same_filter(old, parent, x) && !hashmap_get(used, old->id))
+                return old;
+        return previous_by_key(idx, n, parent, x, used);
 }
 
 int manager_adopt_inferred_ids(Manager *m, Forest *f) {
@@ -250,17 +340,19 @@ int manager_adopt_inferred_ids(Manager *m, Forest *f) {
                 for (size_t i = 0; i < m->live->n_filters; i++)
                         if (m->live->filters[i]->id > next)
                                 next = m->live->filters[i]->id;
-        _cleanup_(hashmap_deinit) Hashmap prev = {};
+        _cleanup_free_ KeyedFilter *prev = NULL;
+        _cleanup_free_ const Task **seat = NULL;
+        size_t n_prev = 0;
         _cleanup_free_ uint64_t *ids = calloc(f->n_filters + 1, sizeof(uint64_t));
         _cleanup_(hashmap_deinit) Hashmap used = {};
-        if (!ids || (r = index_previous(m->live, &prev)) < 0)
+        if (!ids || index_previous(m->live, &prev, &n_prev) < 0 || filter_seats(f, &seat) < 0)
                 return -ENOMEM;
         /* Parents come first, so a parent's new id is known when its children are matched. */
         for (size_t i = 0; i < f->n_filters; i++) {
                 const Filter *x = f->filters[i];
                 uint64_t parent = x->parent ? ids[x->parent->index] : 0;
-                const Filter *old = hashmap_get(&prev, inferred_key(parent, x->digest, x->log));
-                ids[i] = old && same_filter(old, parent, x) && !hashmap_get(&used, old->id) ? old->id : ++next;
+                const Filter *old = previous_match(m, prev, n_prev, seat[i], parent, x, &used);
+                ids[i] = old ? old->id : ++next;
                 if (hashmap_put(&used, ids[i], (void *) x) < 0)
                         return -ENOMEM;
         }

@@ -7,13 +7,35 @@
 #include <time.h>
 
 #define REFRESH_USEC_DEFAULT (60 * 1000000ULL)      /* listeners and holders are only seen by full passes */
-#define REFRESH_USEC_PTRACE (5 * 1000000ULL)        /* the ptrace backend has no events: poll */
+/* The ptrace backend's events (the proc connector) say nothing about filters: a filter installed by
+ * a task that then neither forks nor execs is only found by this periodic full pass. */
+#define REFRESH_USEC_PTRACE (5 * 1000000ULL)
 #define LOST_CHECK_USEC (200 * 1000ULL)
+#define RESCAN_DEBOUNCE_USEC (30 * 1000ULL)         /* ptrace: collect a burst of events, rescan once */
+#define RESYNC_MIN_INTERVAL_USEC (1000 * 1000ULL)   /* ptrace: full passes after lost events, at most */
 
 static uint64_t now_realtime_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static uint64_t now_monotonic_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}
+
+/* $SECTREE_REFRESH_USEC replaces the default interval of the periodic full pass: tests make it
+ * long, so that only events can explain what the daemon sees. */
+static uint64_t refresh_usec_default(Backend backend) {
+        const char *e = secure_getenv("SECTREE_REFRESH_USEC");
+        uint64_t v;
+        if (e && safe_atou64(e, &v) >= 0 && v > 0)
+                return v;
+        if (e)
+                log_warning("Ignoring invalid $SECTREE_REFRESH_USEC: %s", e);
+        return backend == BACKEND_PTRACE ? REFRESH_USEC_PTRACE : REFRESH_USEC_DEFAULT;
 }
 
 int manager_new(const ManagerOptions *opts, Manager **ret) {
@@ -24,8 +46,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->state_dir = strdup(opts->state_dir ? opts->state_dir : MANAGER_DEFAULT_STATE_DIR);
         if (!m->state_dir)
                 return log_oom();
-        m->refresh_usec = opts->refresh_usec ? opts->refresh_usec
-                          : m->backend == BACKEND_PTRACE ? REFRESH_USEC_PTRACE : REFRESH_USEC_DEFAULT;
+        m->refresh_usec = opts->refresh_usec ? opts->refresh_usec : refresh_usec_default(m->backend);
         int r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the event loop: %m");
@@ -40,6 +61,10 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->resync_source);
         sd_event_source_disable_unref(m->refresh_timer);
         sd_event_source_disable_unref(m->lost_timer);
+        sd_event_source_disable_unref(m->proc_source);
+        sd_event_source_disable_unref(m->rescan_timer);
+        proc_watch_free(m->proc_watch);
+        free(m->pending);
         sd_bus_flush_close_unref(m->bus);
         bpf_scanner_free(m->scanner);
         store_free(m->store);
@@ -84,6 +109,15 @@ int manager_full_pass(Manager *m, const char *reason) {
         r = store_replace_all(m->store, f, now);
         if (r < 0)
                 return log_error_errno(r, "Failed to store the scan: %m");
+        if (m->backend == BACKEND_PTRACE) {
+                /* What happened before this pass is in it: queued rescans and lost events too. */
+                m->n_pending = 0;
+                m->pending_full = NULL;
+                m->proc_lost_seen = m->proc_watch ? proc_watch_lost(m->proc_watch) : 0;
+                m->last_full_pass_mono = now_monotonic_usec();
+                if (reason)
+                        manager_announce_pass(m, m->live, f);
+        }
         forest_free(m->live);
         m->live = TAKE_PTR(f);
         m->last_scan_usec = now;
@@ -213,7 +247,86 @@ static int setup_watch(Manager *m) {
         return 0;
 }
 
+/* ptrace: the next rescan after a short wait that lets a burst of events gather; no sooner after
+ * the last one than that one took (rescanning never takes more than half of the loop's time), and
+ * a full pass after lost events no sooner than RESYNC_MIN_INTERVAL_USEC after the previous pass. */
+static void schedule_rescan(Manager *m) {
+        int enabled = SD_EVENT_OFF;
+        if (m->rescan_timer && sd_event_source_get_enabled(m->rescan_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                return;
+        uint64_t now = now_monotonic_usec(), when = now + RESCAN_DEBOUNCE_USEC;
+        if (m->rescan_end_mono + m->rescan_cost_usec > when)
+                when = m->rescan_end_mono + m->rescan_cost_usec;
+        if (m->pending_full && m->last_full_pass_mono + RESYNC_MIN_INTERVAL_USEC > when)
+                when = m->last_full_pass_mono + RESYNC_MIN_INTERVAL_USEC;
+        int r = sd_event_source_set_time(m->rescan_timer, when);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->rescan_timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the rescan timer: %m");
+}
+
+static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void) manager_flush_rescans(userdata); /* logged; a failed full pass is retried by the next refresh */
+        return 0;
+}
+
+static int on_proc_event(const ProcEvent *e, void *userdata) {
+        return manager_apply_proc_event(userdata, e);
+}
+
+/* One batch of proc connector events: exits in one transaction; forks and execs are queued. */
+static int on_proc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        int r = store_begin(m->store);
+        if (r < 0)
+                return 0;
+        m->batch_exits = false;
+        r = proc_watch_dispatch(m->proc_watch);
+        if (r >= 0 && m->batch_exits)
+                r = manager_retire_unreachable(m);
+        if (r >= 0)
+                r = store_commit(m->store);
+        else
+                store_rollback(m->store);
+        if (r < 0) {
+                log_warning_errno(r, "Applying events failed (%m), resynchronising.");
+                m->pending_full = "lost-events";
+        }
+        if (proc_watch_lost(m->proc_watch) != m->proc_lost_seen) {
+                log_info("Events were lost (proc connector socket full), resynchronising.");
+                m->proc_lost_seen = proc_watch_lost(m->proc_watch);
+                m->pending_full = "lost-events";
+        }
+        if (m->n_pending > 0 || m->pending_full)
+                schedule_rescan(m);
+        (void) manager_announce_counts(m);
+        return 0;
+}
+
+/* Without the proc connector the ptrace backend still works, seeing changes only at the periodic
+ * full pass. */
+static int setup_proc_watch(Manager *m) {
+        int r = proc_watch_new(on_proc_event, m, &m->proc_watch);
+        if (r < 0) {
+                log_warning_errno(r, "Not watching processes (%m): changes are seen every %" PRIu64 " ms only.",
+                                  m->refresh_usec / 1000);
+                return 0;
+        }
+        r = sd_event_add_io(m->event, &m->proc_source, proc_watch_fd(m->proc_watch), EPOLLIN, on_proc_io, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the proc connector: %m");
+        r = sd_event_add_time(m->event, &m->rescan_timer, CLOCK_MONOTONIC, 0, 0, on_rescan_timer, m);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->rescan_timer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the rescan timer: %m");
+        return 0;
+}
+
 static int open_backend(Manager *m) {
+        if (m->backend == BACKEND_PTRACE)
+                return setup_proc_watch(m); /* before the first pass, so nothing during it is missed */
         if (m->backend != BACKEND_BPF)
                 return 0;
         uint64_t max_id = 0;

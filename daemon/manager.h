@@ -7,6 +7,7 @@
 #include "forest.h"
 #include "scan.h"
 #include "store.h"
+#include "watch-proc.h"
 #include "watch.h"
 
 #define MANAGER_DEFAULT_STATE_DIR "/var/lib/sectree"
@@ -37,6 +38,17 @@ typedef struct Manager {
         sd_event_source *lost_timer;    /* events that could not even be queued wake nobody: poll the count */
         uint64_t refresh_usec;
         bool batch_exits;     /* a thread exited in the current batch: filters may have died */
+        /* ptrace backend: proc connector events, and the subtree rescans they ask for */
+        ProcWatch *proc_watch;
+        sd_event_source *proc_source;
+        sd_event_source *rescan_timer;  /* debounce: collects events, then rescans in one go */
+        uint64_t proc_lost_seen;        /* proc_watch_lost() as of the last full pass */
+        struct PendingRescan *pending;  /* fork and exec events since the last rescan */
+        size_t n_pending, n_pending_allocated;
+        const char *pending_full;       /* not NULL: the next rescan is a full pass, for this reason */
+        uint64_t last_full_pass_mono;   /* CLOCK_MONOTONIC at the end of the last full pass */
+        uint64_t rescan_cost_usec;      /* how long the last rescan took: the next waits as long */
+        uint64_t rescan_end_mono;
 } Manager;
 
 typedef struct ManagerOptions {
@@ -55,7 +67,8 @@ int manager_startup(Manager *m);
 int manager_run(Manager *m);
 
 /* A full pass: scan, replace the live forest and the stored state. reason goes into the
- * Resynced signal ("start", "lost-events", "rescan", "refresh"); NULL sends none. */
+ * Resynced signal ("start", "lost-events", "rescan", "refresh"; the ptrace backend adds "burst":
+ * too many changes at once for subtree rescans); NULL sends none. */
 int manager_full_pass(Manager *m, const char *reason);
 
 /* Apply one watch event to the live forest and the store, and send its signal. */
@@ -67,6 +80,16 @@ int manager_retire_unreachable(Manager *m);
 /* The ptrace backend numbers filters 1..n on every pass: keep the ids of the filters that match the
  * live ones (same parent, bytes and flags) and give new ones ids above any the store has used. */
 int manager_adopt_inferred_ids(Manager *m, Forest *f);
+
+/* live-ptrace.c: the ptrace backend's live updates. Exits and comm changes apply at once (inside
+ * the caller's transaction); forks and execs are queued for manager_flush_rescans(). */
+int manager_apply_proc_event(Manager *m, const ProcEvent *e);
+/* Rescan the subtrees the queued events touched and merge them into the live forest, or do a full
+ * pass when there are too many or events were lost. */
+int manager_flush_rescans(Manager *m);
+/* After a full pass of the ptrace backend: the signals for what changed from old to new (new
+ * tasks, exited tasks, filters new to the live forest). */
+void manager_announce_pass(Manager *m, const Forest *old, const Forest *new);
 
 /* The live forest, linked (linking it if events changed it). */
 int manager_live(Manager *m, Forest **ret);

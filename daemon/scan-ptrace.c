@@ -273,8 +273,9 @@ static bool process_in_subtree(const Scan *s, const ScanProcess *p, pid_t root) 
 static int scan_select(Scan *s) {
         int r;
 
+        /* Not an error to log here: the daemon rescans processes that may have just exited. */
         if (s->opts.root > 0 && !scan_find_process(s, s->opts.root))
-                return log_error_errno(-ESRCH, "Process %d does not exist.", (int) s->opts.root);
+                return log_debug_errno(-ESRCH, "Process %d does not exist.", (int) s->opts.root);
 
         for (size_t i = 0; i < s->n_procs; i++) {
                 ScanProcess *p = &s->procs[i];

@@ -27,8 +27,8 @@ static sd_bus *bus_open(void) {
         return bus;
 }
 
-/* tid -> chain as a string of digests, newest first, from the daemon. */
-static GHashTable *daemon_chains(sd_bus *bus) {
+/* tid -> chain as a string of digests (or of filter ids), newest first, from the daemon. */
+static GHashTable *daemon_chains_as(sd_bus *bus, bool ids) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *freply = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         GHashTable *digests = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
@@ -58,7 +58,10 @@ static GHashTable *daemon_chains(sd_bus *bus) {
         while (sd_bus_message_read(reply, "(uuusstu)", &tid, &tgid, &ppid, &comm, &mode, &head, &depth) > 0) {
                 GString *chain = g_string_new(mode);
                 for (uint64_t x = head; x;) {
-                        g_string_append_printf(chain, " %s", (char *) g_hash_table_lookup(digests, &x));
+                        if (ids)
+                                g_string_append_printf(chain, " %" PRIu64, x);
+                        else
+                                g_string_append_printf(chain, " %s", (char *) g_hash_table_lookup(digests, &x));
                         uint64_t *p = g_hash_table_lookup(parents, &x);
                         g_assert_nonnull(p);
                         x = *p;
@@ -70,10 +73,16 @@ static GHashTable *daemon_chains(sd_bus *bus) {
         return chains;
 }
 
-/* The same from a fresh `sectreed scan --format=json`, for the threads that are not disabled. */
-static GHashTable *fresh_chains(pid_t root) {
+static GHashTable *daemon_chains(sd_bus *bus) {
+        return daemon_chains_as(bus, false);
+}
+
+/* The same from a fresh `sectreed scan --format=json` with the given backend (NULL: the default),
+ * for the threads that are not disabled. */
+static GHashTable *fresh_chains_as(pid_t root, const char *backend, bool ids) {
         g_autofree char *r = g_strdup_printf("--root=%d", root), *out = NULL, *err = NULL;
-        char *argv[] = { (char *) g_getenv("SECTREED"), (char *) "scan", (char *) "--format=json", r, NULL };
+        g_autofree char *b = g_strdup_printf("--backend=%s", backend ? backend : "bpf");
+        char *argv[] = { (char *) g_getenv("SECTREED"), (char *) "scan", (char *) "--format=json", r, b, NULL };
         if (tests_run_capture(argv, &out, &err) != 0)
                 g_error("sectreed scan failed: %s", err);
         json_t *doc = json_loads(out, 0, NULL);
@@ -89,7 +98,10 @@ static GHashTable *fresh_chains(pid_t root) {
                 GString *chain = g_string_new(mode);
                 for (json_int_t x = json_integer_value(json_object_get(t, "filter")); x;) {
                         json_t *flt = json_array_get(filters, (size_t) x - 1);
-                        g_string_append_printf(chain, " %s", json_string_value(json_object_get(flt, "digest")));
+                        if (ids)
+                                g_string_append_printf(chain, " %lld", (long long) x);
+                        else
+                                g_string_append_printf(chain, " %s", json_string_value(json_object_get(flt, "digest")));
                         x = json_integer_value(json_object_get(flt, "parent"));
                 }
                 g_hash_table_insert(chains, GUINT_TO_POINTER(json_integer_value(json_object_get(t, "tid"))),
@@ -98,6 +110,7 @@ static GHashTable *fresh_chains(pid_t root) {
         json_decref(doc);
         return chains;
 }
+
 
 /* Every thread of the fresh scan (the scenario's subtree) is in the daemon with the same chain. */
 static bool chains_agree(GHashTable *fresh, GHashTable *live, GString *why) {
@@ -115,23 +128,84 @@ static bool chains_agree(GHashTable *fresh, GHashTable *live, GString *why) {
         return true;
 }
 
+/* The same sharing: over every position of every chain of the fresh scan's threads, a filter of
+ * the fresh scan is one filter in the daemon and the other way round. chains are id strings. */
+static bool sharing_agrees(GHashTable *fresh, GHashTable *live, GString *why) {
+        g_autoptr(GHashTable) f2d = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_autoptr(GHashTable) d2f = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, fresh);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                const char *l = g_hash_table_lookup(live, k);
+                if (!l)
+                        continue; /* chains_agree() says so */
+                g_auto(GStrv) fs = g_strsplit(v, " ", -1), ls = g_strsplit(l, " ", -1);
+                for (guint i = 1; fs[i] && ls[i]; i++) {
+                        const char *d = g_hash_table_lookup(f2d, fs[i]), *f = g_hash_table_lookup(d2f, ls[i]);
+                        if ((d && !streq(d, ls[i])) || (f && !streq(f, fs[i]))) {
+                                g_string_printf(why, "tid %u at depth %u: fresh filter %s is daemon filter %s, but "
+                                                "elsewhere %s and %s", GPOINTER_TO_UINT(k), i, fs[i], ls[i],
+                                                d ? d : fs[i], f ? f : ls[i]);
+                                return false;
+                        }
+                        g_hash_table_replace(f2d, g_strdup(fs[i]), g_strdup(ls[i]));
+                        g_hash_table_replace(d2f, g_strdup(ls[i]), g_strdup(fs[i]));
+                }
+        }
+        return true;
+}
+
+/* Every live scenario task with seccomp is in the fresh scan (a scan racing the daemon's own
+ * ptrace can miss a task: then the comparison proves nothing and is retried). */
+static bool fresh_has_scenario(GHashTable *fresh, const Scenario *s, GString *why) {
+        for (size_t i = 0; s && i < scenario_n_tasks(s); i++) {
+                const ScenarioTaskInfo *t = scenario_task(s, (ScenarioTask) i);
+                if (t->alive && (t->head >= 0 || t->strict) && !g_hash_table_contains(fresh, GUINT_TO_POINTER(t->tid))) {
+                        g_string_printf(why, "tid %d is missing from the fresh scan", t->tid);
+                        return false;
+                }
+        }
+        return true;
+}
+
 typedef struct Converge {
         sd_bus *bus;
         pid_t root;
         GString *why;
+        const char *backend;      /* of the fresh scan; NULL: the default */
+        const Scenario *scenario; /* if set, each of its live tasks with seccomp must be compared */
+        bool sharing;             /* compare which chains share filters too */
 } Converge;
 
 static bool converged(void *userdata) {
         Converge *c = userdata;
-        g_autoptr(GHashTable) fresh = fresh_chains(c->root), live = daemon_chains(c->bus);
-        return chains_agree(fresh, live, c->why);
+        g_autoptr(GHashTable) fresh = fresh_chains_as(c->root, c->backend, false), live = daemon_chains(c->bus);
+        if (!fresh_has_scenario(fresh, c->scenario, c->why) || !chains_agree(fresh, live, c->why))
+                return false;
+        if (!c->sharing)
+                return true;
+        g_autoptr(GHashTable) fresh_ids = fresh_chains_as(c->root, c->backend, true);
+        g_autoptr(GHashTable) live_ids = daemon_chains_as(c->bus, true);
+        return fresh_has_scenario(fresh_ids, c->scenario, c->why) && sharing_agrees(fresh_ids, live_ids, c->why);
+}
+
+static void assert_converges_with(Converge *c, unsigned timeout_ms) {
+        c->why = g_string_new(NULL);
+        if (!bus_fixture_wait_for(converged, c, timeout_ms))
+                g_error("the daemon's state does not equal a fresh scan after %u ms: %s", timeout_ms, c->why->str);
+        g_string_free(c->why, true);
 }
 
 static void assert_converges(sd_bus *bus, pid_t root, unsigned timeout_ms) {
-        Converge c = { .bus = bus, .root = root, .why = g_string_new(NULL) };
-        if (!bus_fixture_wait_for(converged, &c, timeout_ms))
-                g_error("the daemon's state does not equal a fresh scan after %u ms: %s", timeout_ms, c.why->str);
-        g_string_free(c.why, true);
+        Converge c = { .bus = bus, .root = root };
+        assert_converges_with(&c, timeout_ms);
+}
+
+/* The ptrace daemon against a fresh ptrace scan: chains, and which of them share filters. */
+static void assert_converges_ptrace(sd_bus *bus, const Scenario *s, unsigned timeout_ms) {
+        Converge c = { .bus = bus, .root = scenario_root_pid(s), .backend = "ptrace", .scenario = s, .sharing = true };
+        assert_converges_with(&c, timeout_ms);
 }
 
 static Scenario *small_scenario(void) {
@@ -263,6 +337,15 @@ static void test_live_updates(void) {
         g_assert_cmpint(scenario_install(s, t1, b2, nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
         assert_signal(bus, &log, "FilterAttached %d", scenario_task(s, t1)->tid);
         assert_converges(bus, scenario_root_pid(s), 2000);
+
+        /* strict mode, entered by a thread of a process without filters, is watched too */
+        Scenario *s2;
+        g_assert_cmpint(scenario_new(&s2), ==, 0);
+        ScenarioTask strict = scenario_thread(s2, scenario_root(s2));
+        g_assert_cmpint(scenario_strict(s2, strict), ==, 0);
+        assert_signal(bus, &log, "TaskAdded %d", scenario_task(s2, strict)->tid);
+        assert_converges(bus, scenario_root_pid(s2), 2000);
+        scenario_free(s2);
 
         g_assert_cmpint(scenario_exit(s, t2), ==, 0);
         assert_signal(bus, &log, "TaskExited %d", scenario_task(s, t2)->tid);
@@ -540,6 +623,333 @@ static void test_introspection(void) {
         bus_fixture_stop(&b);
 }
 
+
+/* ---- the ptrace backend: proc connector events, subtree rescans, periodic full passes ---- */
+
+static char *ptrace_args[] = { (char *) "--backend=ptrace", NULL };
+/* No periodic full pass during a test: only events can explain what the daemon sees. */
+#define NO_REFRESH "SECTREE_REFRESH_USEC=600000000"
+
+static bool ptrace_test_start(BusFixture *b, char **env) {
+        if (!tests_require_root())
+                return false;
+        bus_fixture_start_bus(b);
+        bus_fixture_start_daemon(b, ptrace_args, env, 30);
+        return true;
+}
+
+/* The daemon's chain of tid (ids, newest first); NULL with *error_name set when it refuses. */
+static GArray *task_chain(sd_bus *bus, pid_t tid, char **error_name) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "GetTaskChain", &error, &reply, "u", (uint32_t) tid) < 0) {
+                if (error_name)
+                        *error_name = g_strdup(error.name);
+                sd_bus_error_free(&error);
+                return NULL;
+        }
+        GArray *ids = g_array_new(false, false, sizeof(uint64_t));
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "t"), >, 0);
+        uint64_t id;
+        while (sd_bus_message_read(reply, "t", &id) > 0)
+                g_array_append_val(ids, id);
+        return ids;
+}
+
+/* The comm ListTasks reports for tid, or NULL. */
+static char *task_comm(sd_bus *bus, pid_t tid) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
+        uint32_t t, tgid, ppid, depth;
+        const char *comm, *mode;
+        uint64_t head;
+        while (sd_bus_message_read(reply, "(uuusstu)", &t, &tgid, &ppid, &comm, &mode, &head, &depth) > 0)
+                if (t == (uint32_t) tid)
+                        return g_strdup(comm);
+        return NULL;
+}
+
+typedef struct ChainWait {
+        sd_bus *bus;
+        pid_t tid;
+        guint depth; /* wanted chain length */
+        const char *comm; /* wanted comm, or NULL */
+} ChainWait;
+
+static bool chain_reached(void *userdata) {
+        ChainWait *w = userdata;
+        GArray *ids = task_chain(w->bus, w->tid, NULL);
+        bool ok = ids && ids->len == w->depth;
+        if (ids)
+                g_array_unref(ids);
+        if (ok && w->comm) {
+                g_autofree char *comm = task_comm(w->bus, w->tid);
+                ok = streq_ptr(comm, w->comm);
+        }
+        return ok;
+}
+
+static void assert_chain_within(sd_bus *bus, pid_t tid, guint depth, const char *comm, unsigned timeout_ms) {
+        ChainWait w = { .bus = bus, .tid = tid, .depth = depth, .comm = comm };
+        if (!bus_fixture_wait_for(chain_reached, &w, timeout_ms)) {
+                g_autofree char *error = NULL, *got_comm = task_comm(bus, tid);
+                GArray *ids = task_chain(bus, tid, &error);
+                g_error("task %d: wanted %u filters%s%s within %u ms, the daemon has %d (%s), comm %s", tid, depth,
+                        comm ? " and comm " : "", comm ? comm : "", timeout_ms, ids ? (int) ids->len : -1,
+                        error ? error : "no error", got_comm ? got_comm : "(none)");
+        }
+}
+
+typedef struct GoneWait {
+        sd_bus *bus;
+        pid_t tid;
+} GoneWait;
+
+static bool task_gone(void *userdata) {
+        GoneWait *w = userdata;
+        g_autofree char *error = NULL;
+        GArray *ids = task_chain(w->bus, w->tid, &error);
+        if (ids)
+                g_array_unref(ids);
+        return !ids && streq_ptr(error, "org.sectree1.Error.NoSuchTask");
+}
+
+static void assert_gone_within(sd_bus *bus, pid_t tid, unsigned timeout_ms) {
+        GoneWait w = { .bus = bus, .tid = tid };
+        if (!bus_fixture_wait_for(task_gone, &w, timeout_ms))
+                g_error("task %d still known to the daemon after %u ms", tid, timeout_ms);
+}
+
+static bool log_has_prefix(SignalLog *log, const char *prefix) {
+        for (guint i = 0; i < log->lines->len; i++)
+                if (g_str_has_prefix(g_ptr_array_index(log->lines, i), prefix))
+                        return true;
+        return false;
+}
+
+static void test_ptrace_startup(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = small_scenario(); /* before the daemon: the start-up scan must find it */
+        if (!ptrace_test_start(&b, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        char *value = NULL;
+        g_assert_cmpint(sd_bus_get_property_string(bus, DEST, PATH, IFACE, "Backend", &error, &value), >=, 0);
+        g_assert_cmpstr(value, ==, "ptrace");
+        free(value);
+        g_assert_cmpint(sd_bus_get_property_string(bus, DEST, PATH, IFACE, "Identity", &error, &value), >=, 0);
+        g_assert_cmpstr(value, ==, "inferred");
+        free(value);
+        assert_converges_ptrace(bus, s, 2000);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_stop(&b);
+        scenario_free(s);
+}
+
+/* Forks, threads, exec (by a thread that is not the leader) and exits, seen through the proc
+ * connector alone: the periodic full pass is off, and no Resynced signal may come. */
+static void test_ptrace_live_updates(void) {
+        BusFixture b;
+        char *env[] = { (char *) NO_REFRESH, NULL };
+        if (!ptrace_test_start(&b, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        SignalLog log;
+        subscribe(bus, &log);
+        sd_bus_process(bus, NULL);
+
+        struct sock_filter a[16], f2[16], f3[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0), n2 = scenario_filter_errno(f2, SYS_syslog, 5, 2),
+               n3 = scenario_filter_errno(f3, SYS_getpriority, 7, 1);
+        Scenario *s;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask root = scenario_root(s);
+        /* No event tells of this filter; the fork that follows finds the forker's chain unknown
+         * and reads its whole subtree. */
+        g_assert_cmpint(scenario_install(s, root, a, na, 0), >=, 0);
+        ScenarioTask c = scenario_fork(s, root);
+        pid_t ctid = scenario_task(s, c)->tid;
+        assert_signal(bus, &log, "TaskAdded %d", ctid);
+        assert_signal(bus, &log, "FilterAttached %d", scenario_root_pid(s));
+        assert_chain_within(bus, ctid, 1, NULL, 3000);
+        assert_chain_within(bus, scenario_root_pid(s), 1, NULL, 3000);
+
+        ScenarioTask t1 = scenario_thread(s, c), t2 = scenario_thread(s, c);
+        assert_signal(bus, &log, "TaskAdded %d", scenario_task(s, t1)->tid);
+        assert_signal(bus, &log, "TaskAdded %d", scenario_task(s, t2)->tid);
+        assert_converges_ptrace(bus, s, 3000);
+
+        g_assert_cmpint(scenario_exit(s, t2), ==, 0);
+        assert_signal(bus, &log, "TaskExited %d", scenario_task(s, t2)->tid);
+        assert_gone_within(bus, scenario_task(s, t2)->tid, 3000);
+
+        /* A thread installs a filter for the whole process and execs: the exec is the event. */
+        pid_t t1tid = scenario_task(s, t1)->tid;
+        g_assert_cmpint(scenario_install(s, t1, f2, n2, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        g_assert_cmpint(scenario_exec_sleep(s, t1), ==, 0);
+        assert_signal(bus, &log, "FilterAttached %d", ctid);
+        assert_chain_within(bus, ctid, 2, "sleep", 3000);
+        assert_gone_within(bus, t1tid, 3000);
+
+        /* A child installs a filter of its own (LOG), then execs. */
+        ScenarioTask g = scenario_fork(s, root);
+        pid_t gtid = scenario_task(s, g)->tid;
+        g_assert_cmpint(scenario_install(s, g, f3, n3, SECCOMP_FILTER_FLAG_LOG), >=, 0);
+        g_assert_cmpint(scenario_exec_sleep(s, g), ==, 0);
+        assert_signal(bus, &log, "FilterAttached %d", gtid);
+        assert_chain_within(bus, gtid, 2, "sleep", 3000);
+        assert_converges_ptrace(bus, s, 3000);
+
+        g_assert_cmpint(scenario_exit(s, g), ==, 0);
+        assert_signal(bus, &log, "TaskExited %d", gtid);
+        assert_gone_within(bus, gtid, 3000);
+        assert_converges_ptrace(bus, s, 3000);
+        if (log_has_prefix(&log, "Resynced"))
+                g_error("a full pass ran during the test: events alone should have done it");
+
+        /* Full passes find the same and keep the inferred ids, even where byte-identical filters of
+         * unrelated tasks (other tests, other sandboxes) share a key. */
+        for (int pass = 0; pass < 2; pass++) {
+                g_autoptr(GHashTable) before = daemon_chains_as(bus, true);
+                sd_bus_error error = SD_BUS_ERROR_NULL;
+                g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "Rescan", &error, NULL, ""), >=, 0);
+                g_autoptr(GHashTable) after = daemon_chains_as(bus, true);
+                for (size_t i = 0; i < scenario_n_tasks(s); i++) {
+                        const ScenarioTaskInfo *t = scenario_task(s, (ScenarioTask) i);
+                        if (t->alive)
+                                g_assert_cmpstr(g_hash_table_lookup(after, GUINT_TO_POINTER(t->tid)), ==,
+                                                g_hash_table_lookup(before, GUINT_TO_POINTER(t->tid)));
+                }
+        }
+        assert_converges_ptrace(bus, s, 3000);
+
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_stop(&b);
+}
+
+/* A filter installed by a task that neither forks nor execs has no event: the periodic full pass
+ * finds it, and says what it found with the same signals. */
+static void test_ptrace_refresh(void) {
+        BusFixture b;
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=500000", NULL };
+        if (!ptrace_test_start(&b, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        SignalLog log;
+        subscribe(bus, &log);
+        sd_bus_process(bus, NULL);
+
+        struct sock_filter a[16], f2[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0), n2 = scenario_filter_errno(f2, SYS_syslog, 5, 2);
+        Scenario *s;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        pid_t ctid = scenario_task(s, c)->tid;
+        g_assert_cmpint(scenario_install(s, c, a, na, 0), >=, 0);
+        assert_signal(bus, &log, "TaskAdded %d", ctid);
+        assert_signal(bus, &log, "FilterAttached %d", ctid);
+        assert_chain_within(bus, ctid, 1, NULL, 3000);
+        g_assert_cmpint(scenario_install(s, c, f2, n2, 0), >=, 0);
+        assert_chain_within(bus, ctid, 2, NULL, 3000);
+        assert_signal(bus, &log, "Resynced refresh");
+        assert_converges_ptrace(bus, s, 3000);
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_stop(&b);
+}
+
+static void spawn_and_reap(unsigned n) {
+        for (unsigned i = 0; i < n; i++) {
+                pid_t pid = fork();
+                g_assert_cmpint(pid, >=, 0);
+                if (pid == 0)
+                        _exit(0);
+                waitpid(pid, NULL, 0);
+        }
+}
+
+/* Events the socket cannot hold (the daemon is stopped, its receive buffer tiny) are lost: the
+ * daemon notices ENOBUFS, resynchronises with a full pass and ends equal to a fresh scan. */
+static void test_ptrace_overflow_resync(void) {
+        BusFixture b;
+        char *env[] = { (char *) NO_REFRESH, (char *) "SECTREE_PROC_CN_RCVBUF=256", NULL };
+        if (!ptrace_test_start(&b, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        SignalLog log;
+        subscribe(bus, &log);
+        sd_bus_process(bus, NULL);
+
+        struct sock_filter a[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0);
+        Scenario *s;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        g_assert_cmpint(kill(b.daemon_pid, SIGSTOP), ==, 0);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, c, a, na, 0), >=, 0);
+        ScenarioTask g = scenario_fork(s, c);
+        g_assert_cmpint(scenario_thread(s, g), >, 0);
+        spawn_and_reap(200);
+        g_assert_cmpint(kill(b.daemon_pid, SIGCONT), ==, 0);
+        if (!wait_signal(bus, &log, "Resynced lost-events", 5000))
+                g_error("no Resynced lost-events signal after overflowing the proc connector socket");
+        assert_chain_within(bus, scenario_task(s, g)->tid, 1, NULL, 3000);
+        assert_converges_ptrace(bus, s, 3000);
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_stop(&b);
+}
+
+
+/* Processes that fork, install a filter and exit as fast as they can: rescanning subtrees that
+ * vanish under it never leaves the live forest inconsistent, the state ends equal to a fresh scan,
+ * and a SIGKILL in the middle leaves an intact database that the next start reconciles. */
+static void test_ptrace_churn(void) {
+        BusFixture b;
+        char *env[] = { (char *) NO_REFRESH, NULL };
+        if (!tests_require_root())
+                return;
+        Scenario *s = small_scenario();
+        if (!ptrace_test_start(&b, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        SignalLog log;
+        subscribe(bus, &log);
+        sd_bus_process(bus, NULL);
+        pid_t churn = spawn_churn();
+        (void) wait_signal(bus, &log, "(nothing: pump the signals)", 1500);
+        kill(churn, SIGKILL);
+        waitpid(churn, NULL, 0);
+        if (log_has_prefix(&log, "Resynced inconsistent"))
+                g_error("rescans under churn left the live forest inconsistent");
+        assert_converges_ptrace(bus, s, 3000);
+
+        churn = spawn_churn();
+        g_usleep(700 * 1000);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGKILL), ==, 128 + SIGKILL);
+        kill(churn, SIGKILL);
+        waitpid(churn, NULL, 0);
+        g_autofree char *db = g_build_filename(b.state_dir, "state.db", NULL);
+        g_autofree char *ok = sqlite_query(db, "PRAGMA integrity_check");
+        g_assert_cmpstr(ok, ==, "ok");
+        bus_fixture_start_daemon(&b, ptrace_args, env, 30);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus2 = bus_open();
+        assert_converges_ptrace(bus2, s, 3000);
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/daemon/startup", test_startup);
@@ -549,5 +959,10 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/restart", test_restart);
         g_test_add_func("/daemon/unprivileged", test_unprivileged);
         g_test_add_func("/daemon/kill-during-churn", test_kill_during_churn);
+        g_test_add_func("/daemon/ptrace/startup", test_ptrace_startup);
+        g_test_add_func("/daemon/ptrace/live-updates", test_ptrace_live_updates);
+        g_test_add_func("/daemon/ptrace/refresh", test_ptrace_refresh);
+        g_test_add_func("/daemon/ptrace/overflow-resync", test_ptrace_overflow_resync);
+        g_test_add_func("/daemon/ptrace/churn", test_ptrace_churn);
         return g_test_run();
 }
