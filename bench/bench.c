@@ -1,7 +1,9 @@
 /* bench.c: the result table, timing and machine facts every figure of sectree-bench shares */
 #include "bench.h"
 
+#include <ftw.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -81,6 +83,10 @@ Verdict verdict_for(const BenchOptions *o, size_t tasks, double value, double li
         return pass ? VERDICT_PASS : VERDICT_MISS;
 }
 
+Verdict verdict_info(Verdict v) {
+        return v == VERDICT_PASS ? VERDICT_PASS_INFO : v == VERDICT_MISS ? VERDICT_MISS_INFO : v;
+}
+
 static void format_value(char *buf, size_t size, double v) {
         if (v >= 100)
                 snprintf(buf, size, "%.0f", v);
@@ -115,7 +121,7 @@ typedef struct Column {
 static const Column columns[] = {
         { "tasks", 6, true },
         { "figure", 28, false },
-        { "value", 13, true },
+        { "value", 17, true },
         { "ratio to floor", 22, false },
         { "target", 24, false },
         { "", 26, true },
@@ -147,13 +153,17 @@ void report_print(const Report *r, FILE *f) {
                 format_value(value, sizeof(value), row->value);
                 snprintf(cells[0], sizeof(cells[0]), "%zu", row->tasks);
                 snprintf(cells[1], sizeof(cells[1]), "%s", row->figure);
-                snprintf(cells[2], sizeof(cells[2]), "%s %s", value, row->unit ?: "");
+                if (row->unavailable)
+                        snprintf(cells[2], sizeof(cells[2]), "not yet available");
+                else
+                        snprintf(cells[2], sizeof(cells[2]), "%s %s", value, row->unit ?: "");
                 cells[3][0] = 0;
                 if (row->ratio > 0) {
                         format_value(ratio, sizeof(ratio), row->ratio);
                         snprintf(cells[3], sizeof(cells[3]), "%s× %s", ratio, row->ratio_to ?: "");
                 }
-                snprintf(cells[4], sizeof(cells[4]), "%s%s%s", row->target ?: "", row->target ? " " : "",
+                snprintf(cells[4], sizeof(cells[4]), "%s%s%s", row->target ?: "",
+                         row->target && row->verdict != VERDICT_NONE ? " " : "",
                          row->target ? verdict_to_string(row->verdict) : "");
                 snprintf(cells[5], sizeof(cells[5]), "%s", row->note ?: "");
                 print_line(f, cells);
@@ -177,6 +187,52 @@ double median(double *samples, size_t n) {
                 return 0;
         qsort(samples, n, sizeof(double), cmp_double);
         return n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
+}
+
+double percentile(double *samples, size_t n, double p) {
+        size_t rank;
+
+        if (n == 0)
+                return 0;
+        qsort(samples, n, sizeof(double), cmp_double);
+        rank = (size_t) ((p / 100.0) * (double) n + 0.999999); /* ceil, 1-based */
+        if (rank < 1)
+                rank = 1;
+        if (rank > n)
+                rank = n;
+        return samples[rank - 1];
+}
+
+int bench_mkdtemp(const char *what, char **ret) {
+        const char *tmp = getenv("TMPDIR");
+        char *path;
+
+        if (asprintf(&path, "%s/sectree-bench-%s-XXXXXX", tmp && tmp[0] == '/' ? tmp : "/tmp", what) < 0)
+                return log_oom();
+        if (!mkdtemp(path)) {
+                int r = log_error_errno(-errno, "Failed to make a temporary directory %s: %m", path);
+                free(path);
+                return r;
+        }
+        if (chmod(path, 0755) < 0) {
+                int r = log_error_errno(-errno, "Failed to make %s reachable: %m", path);
+                bench_rm_rf(path);
+                free(path);
+                return r;
+        }
+        *ret = path;
+        return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        if (remove(path) < 0)
+                (void) log_warning_errno(-errno, "Failed to remove %s: %m", path);
+        return 0;
+}
+
+void bench_rm_rf(const char *path) {
+        if (path)
+                (void) nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 static void cpu_model(char *buf, size_t size) {

@@ -10,6 +10,7 @@
 
 #define BENCH_MAX_SIZES 16
 #define BENCH_MAX_PASSES 101
+#define BENCH_MAX_RATES 8
 
 typedef struct BenchOptions {
         size_t sizes[BENCH_MAX_SIZES]; /* task counts, each measured in turn */
@@ -18,6 +19,9 @@ typedef struct BenchOptions {
         unsigned passes;            /* measured passes per figure and size, after one warm-up */
         size_t threads_per_process; /* workload shape */
         size_t filter_len;
+        unsigned rates[BENCH_MAX_RATES]; /* watch figure: filter installs per second, each in turn */
+        size_t n_rates;
+        double watch_seconds;            /* how long each rate runs */
         bool smoke;
 } BenchOptions;
 
@@ -43,6 +47,7 @@ typedef struct BenchRow {
         const char *target; /* e.g. "<= 3x", NULL for none */
         Verdict verdict;
         const char *note;   /* e.g. what a check found wrong, NULL for none */
+        bool unavailable;   /* the capability is not there yet: "not yet available" instead of a value */
 } BenchRow;
 
 typedef struct Report {
@@ -66,10 +71,19 @@ void report_print(const Report *r, FILE *f);
 /* PASS or MISS for value <= limit (or >= limit when at_least); the _INFO kinds when tasks is not the
  * size the target is stated for. */
 Verdict verdict_for(const BenchOptions *o, size_t tasks, double value, double limit, bool at_least);
+/* The same verdict, shown for information only (the target is judged on another row). */
+Verdict verdict_info(Verdict v);
 
 /* Timing: CLOCK_MONOTONIC in nanoseconds, and the median of n samples (sorts them). */
 uint64_t now_nsec(void);
 double median(double *samples, size_t n);
+/* The nearest-rank percentile p (0 < p <= 100) of n samples (sorts them); 0 when n == 0. */
+double percentile(double *samples, size_t n, double p);
+
+/* A temporary directory for a figure (mode 0755: unprivileged clients may reach a socket in it),
+ * and its removal with everything in it. */
+int bench_mkdtemp(const char *what, char **ret);
+void bench_rm_rf(const char *path);
 
 /* The machine a table was measured on: cores, CPU, kernel, memory, tasks and their limits. */
 void machine_facts_print(FILE *f);

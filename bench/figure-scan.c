@@ -33,26 +33,11 @@ typedef struct ScanBench {
  * workload (failures go to the report). */
 typedef int (*PassFunc)(ScanBench *b, bool check, uint64_t *ret_nsec);
 
-/* Every workload task is in the forest with a chain of its expected depth, and the forest holds
- * as many filters as the workload made. */
 static void forest_check(ScanBench *b, const Forest *f, const char *backend) {
-        const WorkloadTask *tasks = workload_tasks(b->w);
-        size_t n = workload_n_tasks(b->w), wrong = 0, missing = 0;
+        char why[160];
 
-        for (size_t i = 0; i < n; i++) {
-                Task *t = forest_find_task(f, tasks[i].tid, NULL);
-                unsigned depth = tasks[i].private_filter ? 2 : 1;
-                if (!t)
-                        missing++;
-                else if (!t->filter || t->filter->depth != depth)
-                        wrong++;
-        }
-        if (missing > 0 || wrong > 0)
-                report_check_failed(b->report, "%s backend, %zu tasks: %zu missing, %zu with a wrong chain.", backend,
-                                    n, missing, wrong);
-        if (f->n_tasks != n || f->n_filters != workload_n_filters(b->w))
-                report_check_failed(b->report, "%s backend: %zu tasks and %zu filters, expected %zu and %zu.",
-                                    backend, f->n_tasks, f->n_filters, n, workload_n_filters(b->w));
+        if (!workload_matches_forest(b->w, f, why, sizeof(why)))
+                report_check_failed(b->report, "%s backend, %zu tasks: %s.", backend, workload_n_tasks(b->w), why);
 }
 
 static int pass_iter_floor(ScanBench *b, bool check, uint64_t *ret_nsec) {

@@ -5,3 +5,17 @@
 
 /* Figure 1: full scan, the bpf and ptrace backends against the iterator and /proc floors. */
 int figure_scan_run(const BenchOptions *o, Report *report);
+
+/* Figure 2: the state database (a full scan, an incremental batch, the size) against bare tables;
+ * and the daemon's full pass, scan + store. */
+int figure_store_run(const BenchOptions *o, Report *report);
+
+/* Figure 3: watch latency at fixed rates of filter installs, events lost, against a bus floor. */
+int figure_watch_run(const BenchOptions *o, Report *report);
+
+/* Figure 4: snapshots; and restore. Not yet available: rows only. */
+int figure_snapshot_run(const BenchOptions *o, Report *report);
+int figure_restore_run(const BenchOptions *o, Report *report);
+
+/* Figure 5: the daemon's peak RSS with each workload, against the idle daemon. */
+int figure_memory_run(const BenchOptions *o, Report *report);

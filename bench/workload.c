@@ -92,7 +92,7 @@ static void filter_make(struct sock_filter *insns, size_t len, uint32_t salt) {
         insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
 }
 
-static int filter_install(size_t len, uint32_t salt) {
+int workload_install_filter(size_t len, uint32_t salt) {
         struct sock_filter insns[MAX_FILTER_LEN];
         struct sock_fprog prog = { .len = (unsigned short) len, .filter = insns };
 
@@ -117,7 +117,7 @@ _Noreturn static void task_main(const TaskArgs *a, bool leader) {
         t->private_filter = task_has_private_filter(a->index);
         if (t->private_filter) {
                 /* salt 0 is the shared filter's */
-                int r = filter_install(a->opts->filter_len, (uint32_t) a->index);
+                int r = workload_install_filter(a->opts->filter_len, (uint32_t) a->index);
                 if (r < 0)
                         shared_fail(s, r);
         }
@@ -175,7 +175,7 @@ _Noreturn static void root_main(Shared *s, const WorkloadOptions *o, pid_t bench
                 shared_fail(s, -errno);
                 _exit(EXIT_FAILURE);
         }
-        r = filter_install(o->filter_len, 0);
+        r = workload_install_filter(o->filter_len, 0);
         if (r < 0) {
                 shared_fail(s, r);
                 _exit(EXIT_FAILURE);
@@ -422,4 +422,28 @@ size_t workload_n_filters(const Workload *w) {
 
 size_t workload_n_chain_filters(const Workload *w) {
         return w->opts.n_tasks + w->n_private;
+}
+
+bool workload_matches_forest(const Workload *w, const Forest *f, char *why, size_t size) {
+        size_t missing = 0, wrong = 0;
+
+        for (size_t i = 0; i < w->opts.n_tasks; i++) {
+                Task *t = forest_find_task(f, w->tasks[i].tid, NULL);
+                unsigned depth = w->tasks[i].private_filter ? 2 : 1;
+                if (!t)
+                        missing++;
+                else if (!t->filter || t->filter->depth != depth)
+                        wrong++;
+        }
+        if (missing > 0 || wrong > 0) {
+                snprintf(why, size, "%zu of %zu tasks missing, %zu with a wrong chain", missing, w->opts.n_tasks,
+                         wrong);
+                return false;
+        }
+        if (f->n_tasks != w->opts.n_tasks || f->n_filters != workload_n_filters(w)) {
+                snprintf(why, size, "%zu tasks and %zu filters, expected %zu and %zu", f->n_tasks, f->n_filters,
+                         w->opts.n_tasks, workload_n_filters(w));
+                return false;
+        }
+        return true;
 }

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "forest.h"
+
 /*
  * The shape: a root process (in its own process group, killed with the benchmark by
  * PR_SET_PDEATHSIG) installs a shared filter and forks processes of threads_per_process tasks
@@ -35,6 +37,7 @@ int workload_new(const WorkloadOptions *o, Workload **ret);
 /* Kill the whole tree (SIGKILL to its process group), reap it, and warn if any task remains.
  * Accepts NULL. */
 Workload *workload_free(Workload *w);
+DEFINE_CLEANUP(Workload *, workload_free);
 
 pid_t workload_root(const Workload *w);
 size_t workload_n_tasks(const Workload *w);
@@ -43,6 +46,14 @@ const WorkloadTask *workload_tasks(const Workload *w);
 size_t workload_n_filters(const Workload *w);
 /* Filters summed over every task's chain (what Seccomp_filters: adds up to). */
 size_t workload_n_chain_filters(const Workload *w);
+
+/* Whether a scan of the workload's subtree found it as built: every task with a chain of its
+ * expected depth, and as many tasks and filters as it made. When not, *why (size bytes) says how. */
+bool workload_matches_forest(const Workload *w, const Forest *f, char *why, size_t size);
+
+/* Install a filter of len instructions (8..261) on the calling thread; filters of different salts
+ * differ in their bytes, salt 0 is the workload's shared one. Needs no_new_privs or CAP_SYS_ADMIN. */
+int workload_install_filter(size_t len, uint32_t salt);
 
 /* Tasks the kernel can still create next to the ones that exist now: the smallest of pid_max,
  * threads-max and RLIMIT_NPROC (raised to its hard limit), minus the tasks alive. */

@@ -1,0 +1,155 @@
+/* figure-memory.c: figure 5, the daemon's peak resident memory with a workload of each size,
+ * against the same daemon with nothing to watch */
+#include <systemd/sd-bus.h>
+
+#include "daemon-fixture.h"
+#include "figures.h"
+#include "workload.h"
+
+/*
+ * For each size: the workload is built, then the real sectreed is started on a private bus (its
+ * start-up pass scans and stores the whole machine), then asked for one Rescan (a second full
+ * pass: the refresh path, during which the old live forest and the new scan are both in memory).
+ * The value is VmHWM of /proc/PID/status then: the peak resident set since it started. The floor
+ * is the same daemon started with no workload: libraries, the SQLite page cache in use, and the
+ * BPF ring buffers it maps (their pages are counted once per mapping, and the kernel maps a ring
+ * buffer's data twice).
+ */
+
+#define TARGET_MIB 64.0
+#define KIB_PER_MIB 1024.0
+
+typedef struct MemoryUse {
+        uint64_t hwm_kib, rss_kib, anon_kib;
+        uint64_t bpf_map_kib; /* resident in anon_inode:bpf-map mappings (ring buffers, mmap'ed maps) */
+        double ready_msec, rescan_msec;
+} MemoryUse;
+
+static uint64_t status_field_kib(const char *status, const char *name) {
+        const char *p = strstr(status, name);
+        unsigned long long v = 0;
+
+        if (p)
+                (void) sscanf(p + strlen(name), " %llu", &v);
+        return v;
+}
+
+static int read_status(pid_t pid, MemoryUse *m) {
+        char path[64], buf[8192];
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return log_error_errno(-errno, "Failed to open %s: %m", path);
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = 0;
+        m->hwm_kib = status_field_kib(buf, "\nVmHWM:");
+        m->rss_kib = status_field_kib(buf, "\nVmRSS:");
+        m->anon_kib = status_field_kib(buf, "\nRssAnon:");
+        return m->hwm_kib > 0 ? 0 : log_error_errno(-EBADMSG, "No VmHWM in %s.", path);
+}
+
+/* Rss: of the mappings of BPF maps, from /proc/PID/smaps. */
+static uint64_t bpf_map_rss_kib(pid_t pid) {
+        char path[64], line[512];
+        bool in_bpf = false;
+        uint64_t sum = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/smaps", (int) pid);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        while (f && fgets(line, sizeof(line), f)) {
+                unsigned long long start, end, kib;
+                /* "7f00-7f80 rw-s 00000000 00:0e 1234   anon_inode:bpf-map" opens a mapping */
+                if (sscanf(line, "%llx-%llx ", &start, &end) == 2)
+                        in_bpf = strstr(line, "anon_inode:bpf-map") != NULL;
+                else if (in_bpf && sscanf(line, "Rss: %llu kB", &kib) == 1)
+                        sum += kib;
+        }
+        return sum;
+}
+
+static int rescan(DaemonFixture *d, double *ret_msec) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = daemon_fixture_connect(d, &bus);
+
+        if (r < 0)
+                return r;
+        uint64_t start = now_nsec();
+        r = sd_bus_call_method(bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager", "Rescan", &error, NULL,
+                               "");
+        *ret_msec = (double) (now_nsec() - start) / 1e6;
+        if (r < 0)
+                log_error_errno(r, "Rescan failed: %s", error.message ?: strerror(-r));
+        sd_bus_error_free(&error);
+        return r;
+}
+
+static int measure_daemon(MemoryUse *ret) {
+        _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
+        DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
+        int r = daemon_fixture_new(&fo, &d);
+
+        if (r < 0)
+                return r;
+        *ret = (MemoryUse) { .ready_msec = (double) daemon_fixture_ready_nsec(d) / 1e6 };
+        r = rescan(d, &ret->rescan_msec);
+        if (r < 0)
+                return r;
+        pid_t pid = daemon_fixture_daemon_pid(d);
+        r = read_status(pid, ret);
+        ret->bpf_map_kib = bpf_map_rss_kib(pid);
+        return r;
+}
+
+static int add_row(Report *report, const BenchOptions *o, size_t tasks, const char *figure, const MemoryUse *m,
+                   const MemoryUse *idle) {
+        double mib = (double) m->hwm_kib / KIB_PER_MIB;
+        char note[128];
+
+        if (idle && tasks > 0)
+                snprintf(note, sizeof(note), "+%.2f MiB/1k tasks; anon %.1f, bpf maps %.1f MiB; ready %.0f, rescan %.0f ms",
+                         (double) (m->hwm_kib - (m->hwm_kib > idle->hwm_kib ? idle->hwm_kib : m->hwm_kib)) /
+                                 KIB_PER_MIB / ((double) tasks / 1000),
+                         (double) m->anon_kib / KIB_PER_MIB, (double) m->bpf_map_kib / KIB_PER_MIB, m->ready_msec,
+                         m->rescan_msec);
+        else
+                snprintf(note, sizeof(note), "anon %.1f, bpf maps %.1f MiB; ready %.0f, rescan %.0f ms",
+                         (double) m->anon_kib / KIB_PER_MIB, (double) m->bpf_map_kib / KIB_PER_MIB, m->ready_msec,
+                         m->rescan_msec);
+        return report_add(report, &(BenchRow) {
+                .figure = figure,
+                .tasks = tasks,
+                .value = mib,
+                .unit = "MiB",
+                .ratio = idle ? (double) m->hwm_kib / (double) idle->hwm_kib : 0,
+                .ratio_to = "idle daemon",
+                .target = idle ? "≤ 64 MiB" : NULL,
+                .verdict = idle ? verdict_for(o, tasks, mib, TARGET_MIB, false) : VERDICT_NONE,
+                .note = note,
+        });
+}
+
+int figure_memory_run(const BenchOptions *o, Report *report) {
+        MemoryUse idle;
+        int r = measure_daemon(&idle);
+
+        if (r < 0)
+                return r;
+        r = add_row(report, o, 0, "floor: idle daemon (VmHWM)", &idle, NULL);
+        for (size_t i = 0; r >= 0 && i < o->n_sizes; i++) {
+                _cleanup_(workload_freep) Workload *w = NULL;
+                WorkloadOptions wo = {
+                        .n_tasks = o->sizes[i],
+                        .threads_per_process = o->threads_per_process,
+                        .filter_len = o->filter_len,
+                };
+                MemoryUse m;
+                r = workload_new(&wo, &w);
+                if (r >= 0)
+                        r = measure_daemon(&m);
+                if (r >= 0)
+                        r = add_row(report, o, o->sizes[i], "daemon peak RSS (VmHWM)", &m, &idle);
+        }
+        return r;
+}
