@@ -3,6 +3,7 @@
 #include "config.h"
 #include "manager.h"
 #include "procinfo.h"
+#include "snapshot.h"
 
 #define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
 #define ERROR_NO_SUCH_FILTER "org.sectree1.Error.NoSuchFilter"
@@ -49,10 +50,14 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
                 const Process *p = f->processes[i];
                 if (!caller_may_see_process(&c, p->pid))
                         continue;
+                /* comm is whatever bytes the task set (PR_SET_NAME); D-Bus strings must be UTF-8 */
+                _cleanup_free_ char *comm = snapshot_utf8_sanitize(p->comm);
+                if (!comm)
+                        return -ENOMEM;
                 for (size_t j = 0; r >= 0 && j < p->n_threads; j++) {
                         const Task *t = &p->threads[j];
                         r = sd_bus_message_append(reply, "(uuusstu)", (uint32_t) t->tid, (uint32_t) p->pid,
-                                                  (uint32_t) p->ppid, p->comm, task_mode_to_string(t->mode),
+                                                  (uint32_t) p->ppid, comm, task_mode_to_string(t->mode),
                                                   t->filter_id, (uint32_t) (t->filter ? t->filter->depth : 0));
                 }
         }
@@ -290,7 +295,10 @@ int manager_send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t
 }
 
 int manager_send_task_added(Manager *m, pid_t tid, pid_t tgid, const char *comm) {
-        return emit(m, "TaskAdded", "uus", (uint32_t) tid, (uint32_t) tgid, comm);
+        _cleanup_free_ char *valid = snapshot_utf8_sanitize(comm);
+        if (!valid)
+                return -ENOMEM;
+        return emit(m, "TaskAdded", "uus", (uint32_t) tid, (uint32_t) tgid, valid);
 }
 
 int manager_send_task_exited(Manager *m, pid_t tid) {

@@ -41,6 +41,20 @@ TaskMode task_mode_from_string(const char *s) {
         return table_lookup(task_mode_table, _TASK_MODE_MAX, s);
 }
 
+static const char *const snapshot_consistency_table[_SNAPSHOT_CONSISTENCY_MAX] = {
+        [SNAPSHOT_CONSISTENCY_NONE] = "none",
+        [SNAPSHOT_CONSISTENCY_ITERATOR] = "iterator",
+        [SNAPSHOT_CONSISTENCY_FROZEN] = "frozen",
+};
+
+const char *snapshot_consistency_to_string(SnapshotConsistency c) {
+        return c >= 0 && c < _SNAPSHOT_CONSISTENCY_MAX ? snapshot_consistency_table[c] : NULL;
+}
+
+SnapshotConsistency snapshot_consistency_from_string(const char *s) {
+        return table_lookup(snapshot_consistency_table, _SNAPSHOT_CONSISTENCY_MAX, s);
+}
+
 Forest *forest_new(void) {
         Forest *f = calloc(1, sizeof(Forest));
         if (!f)
@@ -99,6 +113,7 @@ Forest *forest_free(Forest *f) {
         free(f->tasks_by_tid);
         free(f->backend);
         host_info_deinit(&f->host);
+        free(f->snapshot.name);
         free(f);
         return NULL;
 }
@@ -307,6 +322,10 @@ int host_info_set(HostInfo *h, const char *kernel, const char *arch, const char 
             free_and_strdup(&h->hostname, hostname) < 0)
                 return -ENOMEM;
         return 0;
+}
+
+int snapshot_info_set_name(SnapshotInfo *i, const char *name) {
+        return free_and_strdup(&i->name, name);
 }
 
 int host_info_fill_local(HostInfo *h) {

@@ -95,6 +95,23 @@ typedef struct HostInfo {
         char *hostname;
 } HostInfo;
 
+/* How a snapshot was taken. */
+typedef enum SnapshotConsistency {
+        SNAPSHOT_CONSISTENCY_NONE,     /* not said (live state, not a snapshot) */
+        SNAPSHOT_CONSISTENCY_ITERATOR, /* bpf: one BPF iterator pass saw every task */
+        SNAPSHOT_CONSISTENCY_FROZEN,   /* ptrace: every task was stopped before any was read */
+        _SNAPSHOT_CONSISTENCY_MAX,
+        _SNAPSHOT_CONSISTENCY_INVALID = -EINVAL,
+} SnapshotConsistency;
+const char *snapshot_consistency_to_string(SnapshotConsistency c);
+SnapshotConsistency snapshot_consistency_from_string(const char *s);
+
+typedef struct SnapshotInfo {
+        char *name;           /* given by who took it; NULL = none */
+        uint32_t taken_by_uid; /* the uid of the caller that took it */
+        SnapshotConsistency consistency;
+} SnapshotInfo;
+
 typedef struct Forest {
         Filter **filters; /* after forest_link(): parents before children, then by id */
         size_t n_filters, n_filters_allocated;
@@ -107,6 +124,7 @@ typedef struct Forest {
         pid_t root;            /* 0 = whole machine */
         uint64_t created_at_usec; /* CLOCK_REALTIME */
         HostInfo host;
+        SnapshotInfo snapshot; /* what makes a forest a snapshot: empty for live state */
         bool linked;
         /* private lookup indexes: kept current by every change */
         Hashmap filters_by_id;
@@ -136,6 +154,7 @@ int process_set_argv(Process *p, char * const *argv);
 int process_set_exe(Process *p, const char *exe);
 int host_info_set(HostInfo *h, const char *kernel, const char *arch, const char *hostname);
 int host_info_fill_local(HostInfo *h); /* from uname(2) */
+int snapshot_info_set_name(SnapshotInfo *i, const char *name);
 /* The same as forest_add_listener(), process_add_thread() and listener_add_holder() without their
  * linear duplicate scans, for callers that keep an index of their own (the snapshot readers):
  * adding n elements stays O(n). A duplicate makes an inconsistent forest. */

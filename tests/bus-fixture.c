@@ -113,6 +113,12 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
                 g_error("starting sectreed: %s", error->message);
         if (!wait_ready(b, timeout_sec))
                 g_error("sectreed did not send READY=1 within %u s", timeout_sec);
+        /* Nobody reads the socket from now on: a daemon sending STATUS= lines into a full queue
+         * would block in sd_notify(). Without the socket it gets an error and goes on. */
+        close(b->notify_fd);
+        b->notify_fd = -1;
+        (void) unlink(b->notify_path);
+        g_clear_pointer(&b->notify_path, g_free);
 }
 
 int bus_fixture_stop_daemon(BusFixture *b, int sig) {

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -434,25 +435,34 @@ static void test_restart(void) {
         bus_fixture_stop(&b);
 }
 
-/* A process of uid/gid 65534 with a filter of its own. */
+/* A process of uid/gid 65534 with a filter of its own, and a name that is not UTF-8
+ * (NOBODY_COMM): anyone may name their tasks so, and nobody else's listing may break on it. */
+#define NOBODY_COMM "nobody\xff\xfe"
 static pid_t spawn_nobody_with_filter(void) {
         int pipefd[2];
-        g_assert_cmpint(pipe(pipefd), ==, 0);
+        g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
         pid_t pid = fork();
         g_assert_cmpint(pid, >=, 0);
         if (pid == 0) {
                 struct sock_filter f[16];
                 size_t n = scenario_filter_errno(f, SYS_acct, 3, 0);
                 struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
-                close(pipefd[0]);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                /* keep nothing of the test's (scenario sockets, the bus): only the pipe's end */
+                if (dup2(pipefd[1], 3) < 0 || close_range(4, ~0U, 0) < 0)
+                        _exit(1);
                 if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
                         _exit(1);
+                /* after the uid change, which clears it */
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() == 1)
+                        _exit(1);
+                prctl(PR_SET_NAME, NOBODY_COMM);
                 prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
                 prctl(PR_SET_DUMPABLE, 1);
                 if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
                         _exit(2);
-                (void) !write(pipefd[1], "x", 1);
+                (void) !write(3, "x", 1);
+                close(3);
                 pause();
                 _exit(0);
         }
@@ -500,6 +510,9 @@ static void test_unprivileged(void) {
         g_assert_cmpint(bus_fixture_run(&b, false, list, &out, NULL), ==, 0);
         g_assert_nonnull(strstr(out, mine_s));
         g_assert_nonnull(strstr(out, theirs));
+        /* the name arrives with U+FFFD for each byte that is not UTF-8 */
+        if (!strstr(out, "\"nobody\xef\xbf\xbd\xef\xbf\xbd\""))
+                g_error("ListTasks does not show %d's name sanitised: %s", mine, out);
         kill(mine, SIGKILL);
         waitpid(mine, NULL, 0);
         scenario_free(s);
