@@ -19,6 +19,8 @@ typedef struct ScanOptions {
         pid_t root;        /* 0 = whole machine, else this process and its descendants */
         bool include_argv; /* read /proc/PID/cmdline for each process */
         bool include_exe;  /* readlink /proc/PID/exe for each process */
+        bool freeze;       /* ptrace: stop every task of the report before reading any, and say so
+                            * (forest->snapshot.consistency = FROZEN); for snapshots */
 } ScanOptions;
 
 #define SCAN_OPTIONS_DEFAULT ((ScanOptions){ .root = 0, .include_argv = true, .include_exe = true })
