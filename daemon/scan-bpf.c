@@ -624,16 +624,67 @@ static int keep_chain(BpfScanner *s, uint64_t id) {
         return 0;
 }
 
+static ProcSpan *span_find(ProcSpan *spans, size_t n, pid_t pid) {
+        return bsearch(&pid, spans, n, sizeof(ProcSpan), cmp_span_pid);
+}
+
 static bool listener_held_by_member(const struct scan_rec_listener *l, ProcSpan *spans, size_t n) {
-        ProcSpan *p = bsearch(&(pid_t) { l->tgid }, spans, n, sizeof(ProcSpan), cmp_span_pid);
+        ProcSpan *p = span_find(spans, n, (pid_t) l->tgid);
         return p && p->member;
+}
+
+/* Keep the chains of every reported thread of a member. */
+static int span_keep_chains(BpfScanner *s, const ProcSpan *p) {
+        const PassRecords *r = &s->records;
+        uint64_t kept = 0;
+        int k;
+
+        for (size_t j = p->first; j < p->first + p->n; j++) {
+                const struct scan_rec_task *t = &r->tasks[j];
+                if (!task_rec_reported(t) || t->filter_id == kept)
+                        continue; /* threads often share their head with the one before */
+                k = keep_chain(s, t->filter_id);
+                if (k < 0)
+                        return log_debug_errno(k, "Task %u: a filter of its chain was not sent.", t->tid);
+                kept = t->filter_id;
+        }
+        return 0;
+}
+
+/* The listeners reported, and their holders: the whole machine, every listener; a subtree, those
+ * whose filter is kept or that a member holds (forest_restrict_to_subtree() decides the same).
+ * Every holder becomes a member, wherever it is and whatever its mode, and its chains are kept,
+ * which may reach the filters of further listeners: until nothing changes. */
+static int select_listeners(BpfScanner *s, ProcSpan *spans, size_t n, pid_t root) {
+        PassRecords *r = &s->records;
+        int k;
+
+        for (bool changed = true; changed;) {
+                changed = false;
+                for (size_t i = 0; i < r->n_listeners; i++) {
+                        const struct scan_rec_listener *l = &r->listeners[i];
+                        const BpfFilter *f = pass_filter_find(s, l->filter_id);
+                        if (!(root == 0 || (f && f->keep) || listener_held_by_member(l, spans, n)))
+                                continue;
+                        k = keep_chain(s, l->filter_id);
+                        if (k < 0)
+                                return log_debug_errno(k, "Listener fd %u of %u: its filter was not sent.", l->fd, l->tgid);
+                        ProcSpan *h = span_find(spans, n, (pid_t) l->tgid);
+                        if (!h || h->member || !span_has_threads(r, h))
+                                continue; /* gone: the holder is left out */
+                        h->member = changed = true;
+                        k = span_keep_chains(s, h);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        return 0;
 }
 
 /* Decide which processes are reported (member) and which filters are kept. */
 static int select_reported(BpfScanner *s, ProcSpan *spans, size_t n, pid_t root) {
         PassRecords *r = &s->records;
         bool root_found = false;
-        uint64_t kept = 0;
         int k;
 
         for (size_t i = 0; i < n; i++) {
@@ -646,31 +697,10 @@ static int select_reported(BpfScanner *s, ProcSpan *spans, size_t n, pid_t root)
         if (root > 0 && !root_found)
                 return log_error_errno(-ESRCH, "Process %d not found.", root);
 
-        for (size_t i = 0; i < n; i++) {
-                if (!spans[i].member)
-                        continue;
-                for (size_t j = spans[i].first; j < spans[i].first + spans[i].n; j++) {
-                        const struct scan_rec_task *t = &r->tasks[j];
-                        if (!task_rec_reported(t) || t->filter_id == kept)
-                                continue; /* threads often share their head with the one before */
-                        k = keep_chain(s, t->filter_id);
-                        if (k < 0)
-                                return log_debug_errno(k, "Task %u: a filter of its chain was not sent.", t->tid);
-                        kept = t->filter_id;
-                }
-        }
-
-        /* The whole machine: every listener. A subtree: those held inside it (as
-         * forest_restrict_to_subtree() does), and with them the chains of their filters. */
-        for (size_t i = 0; i < r->n_listeners; i++) {
-                const struct scan_rec_listener *l = &r->listeners[i];
-                if (root > 0 && !listener_held_by_member(l, spans, n))
-                        continue;
-                k = keep_chain(s, l->filter_id);
-                if (k < 0)
-                        return log_debug_errno(k, "Listener fd %u of %u: its filter was not sent.", l->fd, l->tgid);
-        }
-        return 0;
+        for (size_t i = 0; i < n; i++)
+                if (spans[i].member && (k = span_keep_chains(s, &spans[i])) < 0)
+                        return k;
+        return select_listeners(s, spans, n, root);
 }
 
 /* Building the forest. */
@@ -766,8 +796,9 @@ static int cmp_listener_rec(const void *a, const void *b) {
         return x->fd < y->fd ? -1 : x->fd > y->fd;
 }
 
-/* One listener per filter (the kernel allows one), holding every fd that points at it. */
-static int forest_add_listeners(Forest *f, BpfScanner *s) {
+/* One listener per filter (the kernel allows one), holding every fd that points at it, but for
+ * those of processes that are gone (select_listeners() made every other holder a member). */
+static int forest_add_listeners(Forest *f, BpfScanner *s, ProcSpan *spans, size_t n) {
         PassRecords *r = &s->records;
         Listener *l = NULL;
         uint64_t next_id = 1;
@@ -787,6 +818,9 @@ static int forest_add_listeners(Forest *f, BpfScanner *s) {
                         l->identity = IDENTITY_EXACT;
                         forest_find_filter(f, rec->filter_id)->listener_id = l->id;
                 }
+                const ProcSpan *h = span_find(spans, n, (pid_t) rec->tgid);
+                if (!h || !h->member)
+                        continue;
                 k = listener_add_holder(l, rec->tgid, rec->fd);
                 if (k < 0 && k != -EEXIST)
                         return k;
@@ -805,6 +839,7 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
                 return -ENOMEM;
         f->identity = IDENTITY_EXACT;
         f->root = opts->root;
+        f->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR; /* one pass of the task iterator */
         f->backend = strdup("bpf");
         if (!f->backend)
                 return -ENOMEM;
@@ -823,7 +858,7 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
                         if (k < 0)
                                 return k;
                 }
-        k = forest_add_listeners(f, s);
+        k = forest_add_listeners(f, s, spans, n);
         if (k < 0)
                 return k;
 
@@ -861,9 +896,7 @@ static int task_rec_from_proc(const BpfScanner *s, pid_t pid, pid_t tid, const s
         if (k < 0)
                 return k;
         if (st.seccomp_mode == SECCOMP_MODE_FILTER)
-                return log_error_errno(-EOPNOTSUPP, "Thread %d of process %d is hidden from the BPF iterators and runs "
-                                       "under seccomp filters, whose identity they cannot read; use the ptrace backend.",
-                                       tid, pid);
+                return -EOPNOTSUPP; /* its filters' identity cannot be read from here */
 
         *ret = leader ? *leader : (struct scan_rec_task) { .type = SCAN_REC_TASK, .tgid = pid };
         ret->tid = tid;
@@ -892,43 +925,98 @@ static int task_rec_from_proc(const BpfScanner *s, pid_t pid, pid_t tid, const s
         return 0;
 }
 
-/* Pid 1's thread group is hidden from BPF on the project's machines (see scan_tasks() in
- * scan.bpf.c): a subtree rooted there, or at any process the pass did not meet, gets its root's
- * threads from /proc. That works as long as they run under no filter (their ids cannot be read);
- * the rest of the subtree comes from the pass as usual. */
-static int records_add_unvisited_root(BpfScanner *s, pid_t pid) {
+/* The threads of process pid from /proc, appended to the records; on failure the records are as
+ * they were. -EOPNOTSUPP if a thread runs under seccomp filters (their ids cannot be read). */
+static int records_add_from_proc(BpfScanner *s, pid_t pid) {
         _cleanup_free_ pid_t *tids = NULL;
         struct scan_rec_task leader;
-        size_t n;
+        size_t n, n_before = s->records.n_tasks;
         int k;
 
         k = task_rec_from_proc(s, pid, pid, NULL, &leader);
-        if (k == -ESRCH)
-                return log_error_errno(k, "Process %d not found.", pid);
         if (k < 0)
                 return k;
         k = proc_list_threads(pid, &tids, &n);
         if (k < 0)
                 return k;
-        log_debug("Process %d was not visited by the pass: its %zu threads are read from /proc.", pid, n);
 
-        for (size_t i = 0; i < n; i++) {
-                struct scan_rec_task rec;
+        for (size_t i = 0; k >= 0 && i < n; i++) {
+                struct scan_rec_task rec = leader;
 
-                if (tids[i] == pid)
-                        rec = leader;
-                else {
+                if (tids[i] != pid) {
                         k = task_rec_from_proc(s, pid, tids[i], &leader, &rec);
-                        if (k == -ESRCH)
-                                continue; /* exited meanwhile */
-                        if (k < 0)
-                                return k;
+                        if (k == -ESRCH) {
+                                k = 0; /* exited meanwhile */
+                                continue;
+                        }
                 }
-                if (GROW(s->records.tasks, s->records.n_tasks_allocated, s->records.n_tasks + 1) < 0)
-                        return -ENOMEM;
-                s->records.tasks[s->records.n_tasks++] = rec;
+                if (k >= 0 && GROW(s->records.tasks, s->records.n_tasks_allocated, s->records.n_tasks + 1) < 0)
+                        k = -ENOMEM;
+                if (k >= 0)
+                        s->records.tasks[s->records.n_tasks++] = rec;
         }
+        if (k < 0) {
+                s->records.n_tasks = n_before;
+                return k;
+        }
+        log_debug("Process %d was not visited by the pass: its %zu threads are read from /proc.", pid, n);
         return 0;
+}
+
+/* Pid 1's thread group is hidden from BPF on the project's machines (see scan_tasks() in
+ * scan.bpf.c): a subtree rooted there, or at any process the pass did not meet, gets its root's
+ * threads from /proc. That works as long as they run under no filter (their ids cannot be read);
+ * the rest of the subtree comes from the pass as usual. */
+static int records_add_unvisited_root(BpfScanner *s, pid_t pid) {
+        int k = records_add_from_proc(s, pid);
+        if (k == -ESRCH)
+                return log_error_errno(k, "Process %d not found.", pid);
+        if (k == -EOPNOTSUPP)
+                return log_error_errno(k, "Process %d is hidden from the BPF iterators and has a thread under seccomp "
+                                       "filters, whose identity they cannot read; use the ptrace backend.", pid);
+        return k;
+}
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* A whole-machine pass leaves out single-threaded processes in disabled mode, and a listener's
+ * holder is often one (a supervisor): those are read from /proc. One that runs under filters now
+ * (it installed them after the task iterator met it) or has exited is left out, and with it its
+ * holders. Returns 1 when records were added (the spans must be built again). */
+static int records_add_holders(BpfScanner *s, ProcSpan *spans, size_t n_spans) {
+        PassRecords *r = &s->records;
+        _cleanup_free_ pid_t *missing = NULL;
+        size_t n = 0, allocated = 0;
+        bool added = false;
+        int k;
+
+        for (size_t i = 0; i < r->n_listeners; i++) {
+                pid_t pid = (pid_t) r->listeners[i].tgid;
+                if (span_find(spans, n_spans, pid))
+                        continue;
+                if (GROW(missing, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                missing[n++] = pid;
+        }
+        if (n == 0)
+                return 0;
+        qsort(missing, n, sizeof(pid_t), cmp_pid);
+        for (size_t i = 0; i < n; i++) {
+                if (i > 0 && missing[i] == missing[i - 1])
+                        continue;
+                k = records_add_from_proc(s, missing[i]);
+                if (k == -ESRCH || k == -EOPNOTSUPP) {
+                        log_debug_errno(k, "Listener holder %d could not be read from /proc, left out: %m", missing[i]);
+                        continue;
+                }
+                if (k < 0)
+                        return k;
+                added = true;
+        }
+        return added;
 }
 
 static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
@@ -949,6 +1037,16 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         k = spans_build(&s->records, &spans, &n);
         if (k < 0)
                 return k;
+        if (opts->root == 0) {
+                k = records_add_holders(s, spans, n);
+                if (k > 0) {
+                        free(spans);
+                        spans = NULL;
+                        k = spans_build(&s->records, &spans, &n);
+                }
+                if (k < 0)
+                        return k;
+        }
         k = select_reported(s, spans, n, opts->root);
         if (k < 0)
                 return k;

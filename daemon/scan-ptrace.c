@@ -16,11 +16,15 @@
  *
  *   1. collect: every process of /proc with its leader's status (mode, ppid, thread count), the
  *      threads' status where there are several, and start times of what is reported (see scan.h
- *      for which processes are).
+ *      for which processes are), and every other process that holds a listener fd (a listener's
+ *      holders are part of a snapshot wherever they are: schema/snapshot-v1.md).
  *   2. dump: every thread in filter mode is seized, interrupted, dumped and detached, one at a time,
- *      by a short-lived worker thread (see dump_worker() for why a thread).
+ *      by a short-lived worker thread (see dump_worker() for why a thread). With
+ *      ScanOptions.freeze, every thread of the report is stopped first instead, and all stay
+ *      stopped until step 4 is done (see "freezing" below).
  *   3. place: chains are turned into filter nodes by hash-consing, in ancestry order.
- *   4. emit: processes and threads go into the Forest; listeners are collected; the forest is linked.
+ *   4. emit: processes and threads go into the Forest; listeners are collected; the forest is linked,
+ *      and holders that hold no listener of the report are dropped again.
  *
  * Identity inference (step 3). The kernel shares a filter between two tasks only through fork,
  * clone and TSYNC, so two tasks can share a filter only if one descends from the other or they are
@@ -79,6 +83,7 @@ typedef struct ScanProcess {
         ScanTask *tasks;   /* live threads, leader first */
         size_t n_tasks;
         bool selected;
+        bool holder; /* selected for its listener fds only: outside the subtree, or without seccomp */
         bool has_filter_task;
         size_t n_placed;
         unsigned depth; /* in the ppid tree of this pass */
@@ -97,7 +102,7 @@ static void scan_task_clear_chain(ScanTask *t) {
         t->n_chain = 0;
 }
 
-static void scan_done(Scan *s) {
+static void scan_reset(Scan *s) {
         for (size_t i = 0; i < s->n_procs; i++) {
                 ScanProcess *p = &s->procs[i];
                 for (size_t j = 0; j < p->n_tasks; j++) {
@@ -108,6 +113,12 @@ static void scan_done(Scan *s) {
                 free(p->tasks);
         }
         free(s->procs);
+        s->procs = NULL;
+        s->n_procs = 0;
+}
+
+static void scan_done(Scan *s) {
+        scan_reset(s);
         *s = (Scan) {};
 }
 
@@ -270,6 +281,54 @@ static bool process_in_subtree(const Scan *s, const ScanProcess *p, pid_t root) 
         return false;
 }
 
+static bool scan_has_filter_task(const Scan *s) {
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (s->procs[i].selected && s->procs[i].has_filter_task)
+                        return true;
+        return false;
+}
+
+/* Listener holders are part of the report wherever they are (schema/snapshot-v1.md): a
+ * supervisor without filters, outside the subtree, often holds the only other fd. Every process
+ * the report does not have yet that holds a listener fd is selected; listeners_collect() then
+ * says which fds are listeners of the report's filters, and forest_restrict_to_subtree() drops
+ * the processes that hold none of those. With no filter in the report there is no listener to
+ * hold. Our own process is left out: it cannot trace itself. */
+static int scan_select_holders(Scan *s) {
+        pid_t self = getpid();
+        int r;
+
+        if (!scan_has_filter_task(s))
+                return 0;
+        for (size_t i = 0; i < s->n_procs; i++) {
+                ScanProcess *p = &s->procs[i];
+                _cleanup_free_ int *fds = NULL;
+                size_t n = 0;
+
+                if (p->selected || is_kernel_thread(p) || p->pid == self)
+                        continue;
+                r = proc_list_listener_fds(p->pid, &fds, &n);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0 || n == 0)
+                        continue; /* gone, or no listener */
+                if (!p->tasks && (r = scan_collect_threads(p)) < 0)
+                        return log_error_errno(r, "Failed to read the threads of process %d: %m", (int) p->pid);
+                if (p->n_tasks == 0)
+                        continue;
+                scan_read_start_times(p);
+                p->selected = p->holder = p->n_tasks > 0;
+        }
+        return 0;
+}
+
+static bool scan_has_holders(const Scan *s) {
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (s->procs[i].holder)
+                        return true;
+        return false;
+}
+
 static int scan_select(Scan *s) {
         int r;
 
@@ -290,7 +349,7 @@ static int scan_select(Scan *s) {
                 scan_read_start_times(p);
                 p->selected = p->n_tasks > 0;
         }
-        return 0;
+        return scan_select_holders(s);
 }
 
 static unsigned scan_process_depth(const Scan *s, const ScanProcess *p) {
@@ -775,11 +834,297 @@ static int scan_emit(Scan *s, Forest *f) {
         return listeners_collect(f);
 }
 
+/* Processes selected for their listener fds that hold no listener of the report go again. */
+static int scan_restrict_holders(const Scan *s, Forest *f) {
+        if (!scan_has_holders(s))
+                return 0;
+        int r = forest_restrict_to_subtree(f, s->opts.root);
+        return r < 0 ? log_error_errno(r, "Failed to restrict the forest to the report: %m") : 0;
+}
+
+static int scan_collect(Scan *s) {
+        int r = scan_collect_processes(s);
+        return r < 0 ? r : scan_select(s);
+}
+
+/* The pass without freezing: tasks are stopped one at a time, each only while it is dumped. */
+static int scan_run(Scan *s, Forest *f) {
+        _cleanup_free_ ScanProcess **order = NULL;
+        size_t n_order = 0;
+
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        int r = scan_collect(s);
+        if (r >= 0)
+                r = scan_ancestry_order(s, &order, &n_order);
+        uint64_t t1 = now_usec(CLOCK_MONOTONIC);
+        if (r >= 0)
+                r = scan_dump(s, order, n_order);
+        uint64_t t2 = now_usec(CLOCK_MONOTONIC);
+        if (r >= 0)
+                r = scan_place(s, f, order, n_order);
+        if (r >= 0)
+                r = scan_emit(s, f);
+        if (r >= 0)
+                r = scan_restrict_holders(s, f);
+        log_debug("ptrace scan: /proc %" PRIu64 " us, dump %" PRIu64 " us, place and emit %" PRIu64 " us",
+                  t1 - t0, t2 - t1, now_usec(CLOCK_MONOTONIC) - t2);
+        return r;
+}
+
+/* ---- freezing ----
+ *
+ * With ScanOptions.freeze every task of the report is seized and interrupted before any is read,
+ * and stays stopped until the forest is built, listeners included: a stopped task cannot fork,
+ * exec, install a filter or pass an fd on, so what is read is one moment. Tasks that appeared
+ * while the others were being stopped are found by collecting again, until a round finds none
+ * (FREEZE_MAX_ROUNDS at most). All of it runs in one short-lived tracer thread, as dump_worker()
+ * does: every stopped task is detached (with the signal its stop intercepted, which it then
+ * takes), and a task that could not be stopped in time (attached, not stopped) is released when
+ * the thread exits; no path leaves a task stopped or traced. A task that could not be stopped
+ * (traced by someone else, unstoppable) makes the snapshot's consistency "none" rather than
+ * "frozen", and is unreadable if it runs under filters. */
+
+#define FREEZE_MAX_ROUNDS 32
+
+typedef struct FrozenTask {
+        pid_t tid;
+        uint64_t start_time;
+        int sig;    /* to hand back on detach */
+        int error;  /* < 0: not stopped: -EPERM (traced already), -ETIMEDOUT, -ESRCH, ... */
+        bool seized, stopped;
+} FrozenTask;
+
+typedef struct Freezer {
+        FrozenTask *tasks;
+        size_t n, allocated;
+        Hashmap by_tid; /* tid -> index + 1, for the tasks that are (or could not be) frozen */
+} Freezer;
+
+static void freezer_done(Freezer *fz) {
+        free(fz->tasks);
+        hashmap_deinit(&fz->by_tid);
+        *fz = (Freezer) {};
+}
+
+static FrozenTask *freezer_find(const Freezer *fz, pid_t tid) {
+        uintptr_t v = (uintptr_t) hashmap_get(&fz->by_tid, (uint64_t) tid);
+        return v ? &fz->tasks[v - 1] : NULL;
+}
+
+static int freezer_add(Freezer *fz, const ScanTask *t) {
+        if (GROW(fz->tasks, fz->allocated, fz->n + 1) < 0)
+                return -ENOMEM;
+        fz->tasks[fz->n] = (FrozenTask) { .tid = t->tid, .start_time = t->start_time };
+        int r = hashmap_replace(&fz->by_tid, (uint64_t) t->tid, (void *) (uintptr_t) (fz->n + 1));
+        if (r < 0)
+                return r;
+        fz->n++;
+        return 0;
+}
+
+/* Forget a task: it is gone, or another task now has its tid. */
+static void freezer_forget(Freezer *fz, FrozenTask *x) {
+        if (freezer_find(fz, x->tid) == x)
+                hashmap_remove(&fz->by_tid, (uint64_t) x->tid);
+}
+
+/* Seize and interrupt (the stop is waited for afterwards, all of a round together). */
+static void frozen_seize(FrozenTask *x) {
+        if (ptrace(PTRACE_SEIZE, x->tid, NULL, NULL) < 0) {
+                x->error = -errno;
+                return;
+        }
+        x->seized = true;
+        if (ptrace(PTRACE_INTERRUPT, x->tid, NULL, NULL) < 0)
+                x->error = -errno; /* attached but not stopped: released when the thread exits */
+}
+
+static void frozen_detach(FrozenTask *x) {
+        if (!x->stopped)
+                return;
+        if (ptrace(PTRACE_DETACH, x->tid, NULL, (void *) (long) x->sig) < 0 && errno != ESRCH)
+                log_warning_errno(-errno, "Failed to detach from thread %d: %m", (int) x->tid);
+        x->stopped = false;
+}
+
+/* Wait for the stop of a task seized this round, and check it is the task that was listed. */
+static void frozen_wait(Freezer *fz, FrozenTask *x) {
+        int r = wait_for_stop(x->tid, &x->sig);
+        if (r < 0) {
+                x->error = r; /* -ESRCH: it exited; -ETIMEDOUT: it does not stop */
+                return;
+        }
+        x->stopped = true;
+        uint64_t start_time;
+        if (proc_read_start_time(x->tid, &start_time) < 0 || start_time != x->start_time) {
+                frozen_detach(x); /* a new task with a reused tid: the next round takes it */
+                x->error = -ESRCH;
+        }
+}
+
+/* Freeze every task of the report that is not frozen yet. Returns how many tasks are new:
+ * stopped now, or known now to be impossible to stop (they might still fork). */
+static int freezer_round(Freezer *fz, const Scan *s) {
+        size_t first = fz->n;
+        int n_new = 0, r;
+
+        for (size_t i = 0; i < s->n_procs; i++) {
+                const ScanProcess *p = &s->procs[i];
+                for (size_t j = 0; p->selected && j < p->n_tasks; j++) {
+                        const FrozenTask *x = freezer_find(fz, p->tasks[j].tid);
+                        if (x && x->start_time == p->tasks[j].start_time)
+                                continue; /* frozen before, or known to be unstoppable */
+                        if ((r = freezer_add(fz, &p->tasks[j])) < 0)
+                                return r;
+                        frozen_seize(&fz->tasks[fz->n - 1]);
+                }
+        }
+        for (size_t i = first; i < fz->n; i++) {
+                FrozenTask *x = &fz->tasks[i];
+                if (x->seized && x->error == 0)
+                        frozen_wait(fz, x);
+                if (x->error == -ESRCH)
+                        freezer_forget(fz, x); /* gone, or not the task listed */
+                else
+                        n_new++;
+        }
+        return n_new;
+}
+
+/* Collect, freeze what is new, and again, until a round finds nothing new: then s holds the
+ * report as it is while every task of it is stopped. */
+static int freezer_freeze(Freezer *fz, Scan *s) {
+        for (unsigned round = 0; round < FREEZE_MAX_ROUNDS; round++) {
+                scan_reset(s);
+                int r = scan_collect(s);
+                if (r < 0)
+                        return r;
+                r = freezer_round(fz, s);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to freeze the tasks: %m");
+                if (r == 0)
+                        return 0;
+        }
+        return log_error_errno(-EBUSY, "Tasks kept appearing while the report was being frozen (%d rounds).",
+                               FREEZE_MAX_ROUNDS);
+}
+
+static void freezer_thaw(Freezer *fz) {
+        for (size_t i = 0; i < fz->n; i++)
+                frozen_detach(&fz->tasks[i]);
+}
+
+/* Every filter task's chain, read from the stopped task. */
+static int scan_dump_frozen(Freezer *fz, ScanProcess **order, size_t n_order) {
+        _cleanup_free_ struct sock_filter *buf = malloc(PROG_MAX_INSNS * sizeof(struct sock_filter));
+        if (!buf)
+                return log_oom();
+        for (size_t i = 0; i < n_order; i++)
+                for (size_t j = 0; j < order[i]->n_tasks; j++) {
+                        ScanTask *t = &order[i]->tasks[j];
+                        if (t->mode != TASK_MODE_FILTER)
+                                continue;
+                        const FrozenTask *x = freezer_find(fz, t->tid);
+                        if (!x)
+                                t->error = -ESRCH; /* exited before it could be stopped */
+                        else if (!x->stopped)
+                                t->error = x->error < 0 ? x->error : -EBUSY;
+                        else
+                                t->error = task_read_chain(t, buf);
+                }
+        return 0;
+}
+
+/* Whether every task of the report was stopped while it was read: the forest's threads, and the
+ * report's tasks that are not in it because they could not be stopped (a task that exited
+ * before it could be has no entry: it could not fork any more). A holder the forest dropped
+ * does not count. */
+static bool scan_all_frozen(const Scan *s, const Forest *f, const Freezer *fz) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        const FrozenTask *x = freezer_find(fz, f->processes[i]->threads[j].tid);
+                        if (!x || !x->stopped)
+                                return false;
+                }
+        for (size_t i = 0; i < s->n_procs; i++) {
+                const ScanProcess *p = &s->procs[i];
+                if (!p->selected || (p->holder && !forest_find_process(f, p->pid)))
+                        continue;
+                for (size_t j = 0; j < p->n_tasks; j++) {
+                        const FrozenTask *x = freezer_find(fz, p->tasks[j].tid);
+                        if (x && !x->stopped)
+                                return false;
+                }
+        }
+        return true;
+}
+
+typedef struct FreezeJob {
+        Scan *scan;
+        Forest *forest;
+        int r;
+        uint64_t usec_freezing, usec_frozen;
+} FreezeJob;
+
+static int scan_frozen(FreezeJob *j, Freezer *fz) {
+        _cleanup_free_ ScanProcess **order = NULL;
+        size_t n_order = 0;
+        Scan *s = j->scan;
+
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        int r = freezer_freeze(fz, s);
+        uint64_t t1 = now_usec(CLOCK_MONOTONIC);
+        if (r >= 0)
+                r = scan_ancestry_order(s, &order, &n_order);
+        if (r >= 0)
+                r = scan_dump_frozen(fz, order, n_order);
+        if (r >= 0)
+                r = scan_place(s, j->forest, order, n_order);
+        if (r >= 0)
+                r = scan_emit(s, j->forest);
+        if (r >= 0)
+                r = scan_restrict_holders(s, j->forest);
+        if (r < 0)
+                return r;
+        bool frozen = scan_all_frozen(s, j->forest, fz);
+        j->forest->snapshot.consistency = frozen ? SNAPSHOT_CONSISTENCY_FROZEN : SNAPSHOT_CONSISTENCY_NONE;
+        j->usec_freezing = t1 - t0;
+        j->usec_frozen = now_usec(CLOCK_MONOTONIC) - t0;
+        return 0;
+}
+
+static void *freeze_worker(void *userdata) {
+        FreezeJob *j = userdata;
+        Freezer fz = {};
+
+        j->r = scan_frozen(j, &fz);
+        freezer_thaw(&fz); /* on every path; what is left attached goes with this thread */
+        /* Messages only now: a frozen journald would not read them. */
+        if (j->r >= 0 && j->forest->snapshot.consistency != SNAPSHOT_CONSISTENCY_FROZEN)
+                log_warning("ptrace: not every task of the report could be stopped: the snapshot is not frozen.");
+        log_debug("ptrace: %zu tasks frozen in %" PRIu64 " us, stopped for %" PRIu64 " us in all", fz.n,
+                  j->usec_freezing, j->usec_frozen);
+        freezer_done(&fz);
+        return NULL;
+}
+
+static int scan_run_frozen(Scan *s, Forest *f) {
+        FreezeJob j = { .scan = s, .forest = f, .r = -EIO };
+        pthread_t thread;
+
+        int r = pthread_create(&thread, NULL, freeze_worker, &j);
+        if (r != 0)
+                return log_error_errno(-r, "Failed to start the ptrace thread: %m");
+        r = pthread_join(thread, NULL);
+        if (r != 0)
+                return log_error_errno(-r, "Failed to join the ptrace thread: %m");
+        return j.r;
+}
+
 int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unreadable, size_t *ret_n_unreadable) {
         _cleanup_(forest_freep) Forest *f = NULL;
-        _cleanup_free_ ScanProcess **order = NULL;
         _cleanup_free_ UnreadableTask *unreadable = NULL;
-        size_t n_order = 0, n_unreadable = 0;
+        size_t n_unreadable = 0;
         Scan s = { .opts = opts ? *opts : SCAN_OPTIONS_DEFAULT };
         int r;
 
@@ -790,22 +1135,7 @@ int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unre
         if (r < 0)
                 return log_error_errno(r, "Failed to create the forest: %m");
 
-        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
-        r = scan_collect_processes(&s);
-        if (r >= 0)
-                r = scan_select(&s);
-        if (r >= 0)
-                r = scan_ancestry_order(&s, &order, &n_order);
-        uint64_t t1 = now_usec(CLOCK_MONOTONIC);
-        if (r >= 0)
-                r = scan_dump(&s, order, n_order);
-        uint64_t t2 = now_usec(CLOCK_MONOTONIC);
-        if (r >= 0)
-                r = scan_place(&s, f, order, n_order);
-        if (r >= 0)
-                r = scan_emit(&s, f);
-        log_debug("ptrace scan: /proc %" PRIu64 " us, dump %" PRIu64 " us, place and emit %" PRIu64 " us",
-                  t1 - t0, t2 - t1, now_usec(CLOCK_MONOTONIC) - t2);
+        r = s.opts.freeze ? scan_run_frozen(&s, f) : scan_run(&s, f);
         if (r >= 0)
                 r = collect_unreadable(&s, &unreadable, &n_unreadable);
         scan_done(&s);

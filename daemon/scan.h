@@ -29,6 +29,9 @@ typedef struct ScanOptions {
  *  - whole machine: every process with at least one thread in strict or filter mode, with all
  *    of its threads (threads in disabled mode included);
  *  - root given: every process of the subtree, filtered or not, so that its shape is complete.
+ *  - and in both cases every process that holds a listener fd of a reported filter (with all of
+ *    its threads), so that the listeners' holders are part of the result; in a subtree pass such
+ *    a holder may lie outside the subtree.
  * A task that vanishes during the pass is dropped. Threads appear under their process; a
  * process whose leader exited but whose threads live is reported with those threads. */
 

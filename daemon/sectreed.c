@@ -157,6 +157,7 @@ static int verb_scan(const Args *a) {
         r = forest_renumber(f);
         if (r < 0)
                 return log_error_errno(r, "Failed to number the forest: %m");
+        f->snapshot.taken_by_uid = (uint32_t) getuid();
         if (a->format == OUTPUT_JSON)
                 r = snapshot_json_write(f, stdout, isatty(STDOUT_FILENO) ? SNAPSHOT_JSON_PRETTY : 0);
         else

@@ -587,20 +587,32 @@ static void mark_chain(const Forest *f, const Filter *head, bool *keep) {
         }
 }
 
-static bool listener_held_in_subtree(const Forest *f, const Listener *l, const int8_t *memo) {
+static bool listener_held_by_member(const Forest *f, const Listener *l, const bool *member) {
         for (size_t i = 0; i < l->n_holders; i++) {
                 bool found;
                 size_t idx = process_index(f, l->holders[i].pid, &found);
-                if (found && memo[idx] > 0)
+                if (found && member[idx])
                         return true;
         }
         return false;
 }
 
-static void drop_processes(Forest *f, const int8_t *memo) {
+static bool process_has_seccomp(const Process *p) {
+        for (size_t i = 0; i < p->n_threads; i++)
+                if (p->threads[i].mode != TASK_MODE_DISABLED)
+                        return true;
+        return false;
+}
+
+static void process_mark_chains(const Forest *f, const Process *p, bool *keep) {
+        for (size_t j = 0; j < p->n_threads; j++)
+                mark_chain(f, p->threads[j].filter, keep);
+}
+
+static void drop_processes(Forest *f, const bool *member) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_processes; i++)
-                if (memo[i] > 0)
+                if (member[i])
                         f->processes[n++] = f->processes[i];
                 else {
                         hashmap_remove(&f->processes_by_pid, (uint64_t) f->processes[i]->pid);
@@ -609,24 +621,23 @@ static void drop_processes(Forest *f, const int8_t *memo) {
         f->n_processes = n;
 }
 
-/* Holders outside the subtree are not part of it: the snapshot would point at absent processes. */
-static void drop_outside_holders(const Forest *f, Listener *l, const int8_t *memo) {
+/* Every holder of a kept listener is a member by now, but for those the forest never had. */
+static void drop_absent_holders(const Forest *f, Listener *l, const bool *member) {
         size_t n = 0;
         for (size_t i = 0; i < l->n_holders; i++) {
                 bool found;
                 size_t idx = process_index(f, l->holders[i].pid, &found);
-                if (found && memo[idx] > 0)
+                if (found && member[idx])
                         l->holders[n++] = l->holders[i];
         }
         l->n_holders = n;
 }
 
-static void drop_listeners(Forest *f, const bool *keep, const int8_t *memo) {
+static void drop_listeners(Forest *f, const bool *kept, const bool *member) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_listeners; i++) {
-                Filter *flt = forest_find_filter(f, f->listeners[i]->filter_id);
-                if (flt && keep[flt->index]) {
-                        drop_outside_holders(f, f->listeners[i], memo);
+                if (kept[i]) {
+                        drop_absent_holders(f, f->listeners[i], member);
                         f->listeners[n++] = f->listeners[i];
                 } else
                         listener_free(f->listeners[i]);
@@ -647,27 +658,59 @@ static void drop_filters(Forest *f, const bool *keep) {
         f->n_filters = n;
 }
 
+/* Keep listener l: its filter's chain, and its holders with their own chains. */
+static void keep_listener(const Forest *f, const Listener *l, bool *member, bool *keep) {
+        mark_chain(f, forest_find_filter(f, l->filter_id), keep);
+        for (size_t i = 0; i < l->n_holders; i++) {
+                bool found;
+                size_t idx = process_index(f, l->holders[i].pid, &found);
+                if (found && !member[idx]) {
+                        member[idx] = true;
+                        process_mark_chains(f, f->processes[idx], keep);
+                }
+        }
+}
+
+/* Listeners: those of the kept filters and those held by members, each with all its holders,
+ * whose chains may reach the filters of more listeners: until nothing changes. */
+static void select_listeners(const Forest *f, pid_t root, bool *member, bool *keep, bool *kept) {
+        for (bool changed = true; changed;) {
+                changed = false;
+                for (size_t i = 0; i < f->n_listeners; i++) {
+                        const Listener *l = f->listeners[i];
+                        const Filter *flt = forest_find_filter(f, l->filter_id);
+                        if (kept[i] || !(root == 0 || (flt && keep[flt->index]) || listener_held_by_member(f, l, member)))
+                                continue;
+                        kept[i] = changed = true;
+                        keep_listener(f, l, member, keep);
+                }
+        }
+}
+
 int forest_restrict_to_subtree(Forest *f, pid_t root) {
         if (!f->linked)
                 return -EINVAL;
         _cleanup_free_ int8_t *memo = calloc(f->n_processes + 1, 1);
+        _cleanup_free_ bool *member = calloc(f->n_processes + 1, sizeof(bool));
         _cleanup_free_ bool *keep = calloc(f->n_filters + 1, sizeof(bool));
-        if (!memo || !keep)
+        _cleanup_free_ bool *kept = calloc(f->n_listeners + 1, sizeof(bool));
+        if (!memo || !member || !keep || !kept)
                 return -ENOMEM;
 
         for (size_t i = 0; i < f->n_processes; i++) {
-                memo[i] = subtree_member(f, f->processes[i], root, memo);
-                if (memo[i] > 0)
-                        for (size_t j = 0; j < f->processes[i]->n_threads; j++)
-                                mark_chain(f, f->processes[i]->threads[j].filter, keep);
+                if (root > 0) {
+                        memo[i] = subtree_member(f, f->processes[i], root, memo);
+                        member[i] = memo[i] > 0;
+                } else
+                        member[i] = process_has_seccomp(f->processes[i]);
+                if (member[i])
+                        process_mark_chains(f, f->processes[i], keep);
         }
-        for (size_t i = 0; i < f->n_listeners; i++)
-                if (listener_held_in_subtree(f, f->listeners[i], memo))
-                        mark_chain(f, forest_find_filter(f, f->listeners[i]->filter_id), keep);
+        select_listeners(f, root, member, keep, kept);
 
         /* Listeners first: they look filters up in the index that drop_filters() rewrites. */
-        drop_listeners(f, keep, memo);
-        drop_processes(f, memo);
+        drop_listeners(f, kept, member);
+        drop_processes(f, member);
         drop_filters(f, keep);
         f->root = root;
         return forest_link(f, NULL);

@@ -184,9 +184,13 @@ const Filter *filter_lca(const Filter *a, const Filter *b);
  * object, otherwise 1 (a < b) or 2 (a > b), ordered by id (NULL sorts first). *ret_exact says whether the answer is a fact (both exact) or inferred. */
 int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact);
 
-/* Restrict to the subtree of processes whose ancestry leads to root (root included) and the
- * filters their chains reach and the listeners pointing at those filters or held by those
- * processes. The forest must be linked; it is linked again afterwards. */
+/* Restrict to what a snapshot of root's subtree holds (schema/snapshot-v1.md): the processes
+ * whose ancestry leads to root (root included), the listeners pointing at the filters their chains
+ * reach or held by them, every holder of those listeners (a process outside the subtree with all
+ * of its threads, disabled ones too: restoring the listener needs it), and the filters all their
+ * chains reach, repeated until nothing more is added. Holders the forest has no process for are
+ * dropped. root 0 is the whole machine: the processes with a thread in strict or filter mode and
+ * every listener with its holders. The forest must be linked; it is linked again afterwards. */
 int forest_restrict_to_subtree(Forest *f, pid_t root);
 
 /* Incremental changes for a live forest (they unlink it; forest_link() again before using the

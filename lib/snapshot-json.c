@@ -101,14 +101,25 @@ static json_t *listener_to_json(const Listener *l) {
                 _a;                                                             \
         })
 
+static json_t *snapshot_info_to_json(const SnapshotInfo *i) {
+        const char *consistency = snapshot_consistency_to_string(i->consistency);
+        if (!consistency)
+                return NULL;
+        return json_pack("{s:o, s:I, s:s}",
+                         "name", json_text(i->name),
+                         "taken_by_uid", (json_int_t) i->taken_by_uid,
+                         "consistency", consistency);
+}
+
 static json_t *forest_to_json(const Forest *f) {
         char created[SNAPSHOT_TIME_MAX];
         if (snapshot_format_time(f->created_at_usec, created, sizeof(created)) < 0)
                 return NULL;
-        return json_pack("{s:s, s:i, s:s, s:{s:o, s:o, s:o}, s:{s:o, s:s}, s:i, s:o, s:o, s:o}",
+        return json_pack("{s:s, s:i, s:s, s:o, s:{s:o, s:o, s:o}, s:{s:o, s:s}, s:i, s:o, s:o, s:o}",
                          "format", SNAPSHOT_FORMAT_NAME,
                          "version", SNAPSHOT_FORMAT_VERSION,
                          "created_at", created,
+                         "snapshot", snapshot_info_to_json(&f->snapshot),
                          "host", "kernel", json_text(f->host.kernel), "arch", json_text(f->host.arch),
                          "hostname", json_text(f->host.hostname),
                          "source", "backend", json_text(f->backend), "identity", identity_kind_to_string(f->identity),
@@ -170,14 +181,17 @@ typedef struct FieldSpec {
 #define OBJECT(n) { .name = (n), .kind = FIELD_OBJECT }
 
 static const FieldSpec top_fields[] = {
-        STRING("format"), INTEGER("version", INT64_MIN, INT64_MAX), STRING("created_at"), OBJECT("host"),
-        OBJECT("source"), INTEGER("root", 0, SNAPSHOT_MAX_PID), ARRAY("filters"), ARRAY("processes"),
+        STRING("format"), INTEGER("version", INT64_MIN, INT64_MAX), STRING("created_at"), OBJECT("snapshot"),
+        OBJECT("host"), OBJECT("source"), INTEGER("root", 0, SNAPSHOT_MAX_PID), ARRAY("filters"), ARRAY("processes"),
         ARRAY("listeners"),
 };
 static const FieldSpec host_fields[] = {
         STRING_OR_NULL("kernel"), STRING_OR_NULL("arch"), STRING_OR_NULL("hostname"),
 };
 static const FieldSpec source_fields[] = { STRING("backend"), STRING("identity") };
+static const FieldSpec snapshot_fields[] = {
+        STRING_OR_NULL("name"), INTEGER("taken_by_uid", 0, SNAPSHOT_MAX_UID), STRING("consistency"),
+};
 static const FieldSpec filter_fields[] = {
         INTEGER("id", 1, INT64_MAX), ID_OR_NULL("parent"), INTEGER("length", 0, INT64_MAX), ARRAY("program"),
         STRING("digest"), BOOLEAN("log"), BOOLEAN("wait_killable_recv"), ID_OR_NULL("listener"), STRING("identity"),
@@ -330,12 +344,24 @@ static int read_format(const json_t *doc, char **error) {
         return 0;
 }
 
+static int read_snapshot_info(Forest *f, const json_t *info, char **error) {
+        f->snapshot.consistency = snapshot_consistency_from_string(get_string(info, "consistency"));
+        if (f->snapshot.consistency < 0)
+                return snapshot_error(error, "snapshot.consistency: expected one of none, iterator, frozen");
+        f->snapshot.taken_by_uid = (uint32_t) get_int(info, "taken_by_uid");
+        return snapshot_info_set_name(&f->snapshot, get_string(info, "name"));
+}
+
 static int read_meta(Forest *f, const json_t *doc, char **error) {
-        const json_t *host = json_object_get(doc, "host"), *source = json_object_get(doc, "source");
+        const json_t *host = json_object_get(doc, "host"), *source = json_object_get(doc, "source"),
+                     *info = json_object_get(doc, "snapshot");
         int r;
 
-        if ((r = CHECK_OBJECT("", doc, top_fields, error)) < 0 || (r = CHECK_OBJECT("host", host, host_fields, error)) < 0 ||
-            (r = CHECK_OBJECT("source", source, source_fields, error)) < 0)
+        if ((r = CHECK_OBJECT("", doc, top_fields, error)) < 0 ||
+            (r = CHECK_OBJECT("snapshot", info, snapshot_fields, error)) < 0 ||
+            (r = CHECK_OBJECT("host", host, host_fields, error)) < 0 ||
+            (r = CHECK_OBJECT("source", source, source_fields, error)) < 0 ||
+            (r = read_snapshot_info(f, info, error)) < 0)
                 return r;
         if (snapshot_parse_time(get_string(doc, "created_at"), &f->created_at_usec) < 0)
                 return snapshot_error(error, "created_at: expected an RFC 3339 UTC time like 2026-12-03T07:20:49.123456Z");

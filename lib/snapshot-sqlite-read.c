@@ -505,8 +505,8 @@ static int check_counts(Reader *rd, size_t counts[static ELEMENTSOF(count_querie
 
 static int read_meta_row(Reader *rd, const Row *row) {
         Forest *f = rd->b.forest;
-        const char *format, *created, *kernel, *arch, *hostname, *backend, *identity;
-        int64_t version, root;
+        const char *format, *created, *kernel, *arch, *hostname, *backend, *identity, *name, *consistency;
+        int64_t version, root, uid;
         int r;
 
         if ((r = col_text(row, 0, SNAPSHOT_MAX_HOST_STRING, false, &format)) < 0)
@@ -524,8 +524,17 @@ static int read_meta_row(Reader *rd, const Row *row) {
             (r = col_text(row, 5, SNAPSHOT_MAX_HOST_STRING, true, &hostname)) < 0 ||
             (r = col_text(row, 6, SNAPSHOT_MAX_HOST_STRING, false, &backend)) < 0 ||
             (r = col_text(row, 7, SNAPSHOT_MAX_HOST_STRING, false, &identity)) < 0 ||
-            (r = col_int(row, 8, 0, SNAPSHOT_MAX_PID, false, &root)) < 0)
+            (r = col_int(row, 8, 0, SNAPSHOT_MAX_PID, false, &root)) < 0 ||
+            (r = col_text(row, 9, SNAPSHOT_MAX_NAME, true, &name)) < 0 ||
+            (r = col_int(row, 10, 0, SNAPSHOT_MAX_UID, false, &uid)) < 0 ||
+            (r = col_text(row, 11, 16, false, &consistency)) < 0)
                 return r;
+        f->snapshot.consistency = snapshot_consistency_from_string(consistency);
+        if (f->snapshot.consistency < 0)
+                return snapshot_error(rd->error, "meta.snapshot_consistency: expected one of none, iterator, frozen");
+        f->snapshot.taken_by_uid = (uint32_t) uid;
+        if (snapshot_info_set_name(&f->snapshot, name) < 0)
+                return -ENOMEM;
         if (snapshot_parse_time(created, &f->created_at_usec) < 0)
                 return snapshot_error(rd->error, "meta.created_at: expected an RFC 3339 UTC time like "
                                       "2026-12-03T07:20:49.123456Z");
@@ -542,7 +551,7 @@ static int read_meta_row(Reader *rd, const Row *row) {
 static int read_meta(Reader *rd) {
         _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
         int r = prepare(rd, "SELECT format, version, created_at, host_kernel, host_arch, host_hostname, source_backend, "
-                        "source_identity, root FROM meta", &st);
+                        "source_identity, root, snapshot_name, snapshot_taken_by_uid, snapshot_consistency FROM meta", &st);
         if (r < 0 || (r = step(rd, st, "meta")) < 0)
                 return r;
         if (r == 0)

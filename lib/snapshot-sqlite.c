@@ -45,7 +45,8 @@ typedef enum InsertStatement {
 
 static const char *const insert_sql[_INSERT_MAX] = {
         [INSERT_META] = "INSERT INTO meta (format, version, created_at, host_kernel, host_arch, host_hostname, "
-                        "source_backend, source_identity, root) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                        "source_backend, source_identity, root, snapshot_name, snapshot_taken_by_uid, "
+                        "snapshot_consistency) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         [INSERT_FILTER] = "INSERT INTO filters (position, id, parent, length, program, digest, log, wait_killable_recv, "
                           "listener, identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         [INSERT_PROCESS] = "INSERT INTO processes (position, pid, ppid, start_time, comm, exe, argv, uid, gid, "
@@ -97,6 +98,7 @@ static int run(sqlite3_stmt *st) {
 
 static int insert_meta(Writer *w, const Forest *f) {
         sqlite3_stmt *st = w->insert[INSERT_META];
+        const char *consistency = snapshot_consistency_to_string(f->snapshot.consistency);
         char created[SNAPSHOT_TIME_MAX];
         int rc = SQLITE_OK;
 
@@ -111,6 +113,9 @@ static int insert_meta(Writer *w, const Forest *f) {
         BIND(rc, bind_text(st, 7, f->backend));
         BIND(rc, sqlite3_bind_text(st, 8, identity_kind_to_string(f->identity), -1, SQLITE_STATIC));
         BIND(rc, sqlite3_bind_int(st, 9, f->root));
+        BIND(rc, bind_text(st, 10, f->snapshot.name));
+        BIND(rc, sqlite3_bind_int64(st, 11, (sqlite3_int64) f->snapshot.taken_by_uid));
+        BIND(rc, consistency ? sqlite3_bind_text(st, 12, consistency, -1, SQLITE_STATIC) : SQLITE_RANGE);
         return rc == SQLITE_OK ? run(st) : rc;
 }
 

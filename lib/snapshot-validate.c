@@ -122,6 +122,33 @@ static int validate_source(const Forest *f, char **error) {
         return 0;
 }
 
+/* Which backend can take a snapshot with which consistency: one iterator pass is the bpf
+ * backend's, a frozen subtree the ptrace backend's. */
+static const SnapshotBackend consistency_backend[_SNAPSHOT_CONSISTENCY_MAX] = {
+        [SNAPSHOT_CONSISTENCY_NONE] = _SNAPSHOT_BACKEND_INVALID,
+        [SNAPSHOT_CONSISTENCY_ITERATOR] = SNAPSHOT_BACKEND_BPF,
+        [SNAPSHOT_CONSISTENCY_FROZEN] = SNAPSHOT_BACKEND_PTRACE,
+};
+
+static int validate_snapshot_info(const Forest *f, char **error) {
+        const SnapshotInfo *i = &f->snapshot;
+        const char *consistency = snapshot_consistency_to_string(i->consistency);
+        int r;
+
+        if ((r = validate_string("snapshot.name", i->name, SNAPSHOT_MAX_NAME, error)) < 0)
+                return r;
+        if (i->taken_by_uid > SNAPSHOT_MAX_UID)
+                return snapshot_error(error, "snapshot.taken_by_uid: %" PRIu32 " is not a uid (0..%" PRIu32 ")",
+                                      i->taken_by_uid, (uint32_t) SNAPSHOT_MAX_UID);
+        if (!consistency)
+                return snapshot_error(error, "snapshot.consistency: expected one of none, iterator, frozen");
+        SnapshotBackend want = consistency_backend[i->consistency];
+        if (want >= 0 && snapshot_backend_from_string(f->backend) != want)
+                return snapshot_error(error, "snapshot.consistency: %s is only for source.backend %s, not %s", consistency,
+                                      snapshot_backend_to_string(want), f->backend);
+        return 0;
+}
+
 /* Filters */
 
 static int validate_program(const Filter *flt, size_t i, char **error) {
@@ -338,28 +365,50 @@ static int validate_ppid_cycles(const Forest *f, const Indexes *x, char **error)
         return 0;
 }
 
-/* A subtree snapshot holds root and processes whose ancestry leads to it. No cycles by now; every
- * process is walked once (member[] remembers the walks: a chain of 100,000 processes is fine). */
+/* The processes that hold a listener fd: position -> true. */
+static int holder_processes(const Forest *f, const Indexes *x, bool **ret) {
+        bool *holder = calloc(f->n_processes + 1, sizeof(bool));
+        if (!holder)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_listeners; i++)
+                for (size_t j = 0; j < f->listeners[i]->n_holders; j++) {
+                        size_t k = index_get(&x->processes, (uint64_t) f->listeners[i]->holders[j].pid);
+                        if (k != NONE)
+                                holder[k] = true;
+                }
+        *ret = holder;
+        return 0;
+}
+
+/* A subtree snapshot holds root, the processes whose ancestry leads to it, and the processes
+ * outside it that hold a listener of the snapshot (restoring the listener needs them). No cycles
+ * by now; every process is walked once (state[] remembers the walks, 1 in the subtree, -1 out:
+ * a chain of 100,000 processes is fine). */
 static int validate_subtree(const Forest *f, const Indexes *x, char **error) {
         if (f->root == 0)
                 return 0;
         size_t root = index_get(&x->processes, (uint64_t) f->root);
         if (root == NONE)
                 return snapshot_error(error, "root: process %d is not in the snapshot", f->root);
-        _cleanup_free_ bool *member = calloc(f->n_processes + 1, sizeof(bool));
-        if (!member)
+        _cleanup_free_ int8_t *state = calloc(f->n_processes + 1, sizeof(int8_t));
+        _cleanup_free_ bool *holder = NULL;
+        if (!state)
                 return -ENOMEM;
-        member[root] = true;
+        int r = holder_processes(f, x, &holder);
+        if (r < 0)
+                return r;
+        state[root] = 1;
         for (size_t i = 0; i < f->n_processes; i++) {
                 size_t j = i;
-                while (!member[j] && ppid_index(f, x, j) != NONE)
+                while (state[j] == 0 && ppid_index(f, x, j) != NONE)
                         j = ppid_index(f, x, j);
-                if (!member[j])
-                        return snapshot_error(error, "processes[%zu] (pid %d): not in the subtree of root %d (its ancestry "
-                                              "leaves the snapshot at ppid %d)", i, f->processes[i]->pid, f->root,
-                                              f->processes[j]->ppid);
-                for (j = i; !member[j]; j = ppid_index(f, x, j))
-                        member[j] = true;
+                int8_t verdict = state[j] != 0 ? state[j] : -1;
+                for (j = i; j != NONE && state[j] == 0; j = ppid_index(f, x, j))
+                        state[j] = verdict;
+                if (state[i] < 0 && !holder[i])
+                        return snapshot_error(error, "processes[%zu] (pid %d): not in the subtree of root %d (ppid %d) and "
+                                              "not a listener holder", i, f->processes[i]->pid, f->root,
+                                              f->processes[i]->ppid);
         }
         return 0;
 }
@@ -410,6 +459,7 @@ int snapshot_validate(const Forest *f, char **error) {
         if (error)
                 *error = NULL;
         if ((r = validate_counts(f, error)) < 0 || (r = validate_source(f, error)) < 0 ||
+            (r = validate_snapshot_info(f, error)) < 0 ||
             (r = indexes_build(f, &x, error)) < 0 || (r = validate_filters(f, &x, error)) < 0 ||
             (r = validate_processes(f, &x, error)) < 0)
                 return r;

@@ -26,6 +26,8 @@
 #define SNAPSHOT_MAX_PATH 4096                     /* bytes of exe, PATH_MAX */
 #define SNAPSHOT_MAX_HOST_STRING 256               /* bytes of host.* and source.backend */
 #define SNAPSHOT_MAX_ARGV_BYTES (2u * 1024 * 1024) /* all of one process's argv, NULs included */
+#define SNAPSHOT_MAX_NAME 256                      /* bytes of snapshot.name */
+#define SNAPSHOT_MAX_UID (UINT32_MAX - 1)          /* (uid_t) -1 is no uid */
 
 typedef enum SnapshotFormat {
         SNAPSHOT_FORMAT_JSON,

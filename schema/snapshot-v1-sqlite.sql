@@ -24,7 +24,10 @@ CREATE TABLE meta (
         host_hostname TEXT,
         source_backend TEXT NOT NULL,  -- source.backend: bpf | ptrace
         source_identity TEXT NOT NULL, -- source.identity: exact | inferred
-        root INTEGER NOT NULL          -- 0 = the whole machine
+        root INTEGER NOT NULL,         -- 0 = the whole machine
+        snapshot_name TEXT,            -- snapshot.name (NULL = null)
+        snapshot_taken_by_uid INTEGER NOT NULL, -- snapshot.taken_by_uid
+        snapshot_consistency TEXT NOT NULL      -- snapshot.consistency: none | iterator | frozen
 );
 
 -- filters[]: parents before children, as in JSON.

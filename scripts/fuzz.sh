@@ -2,19 +2,24 @@
 # scripts/fuzz.sh: build the snapshot readers' libFuzzer targets with clang, ASan and UBSan into
 # build-fuzz/ and run each for FUZZ_SECONDS (default 60) from the committed seed corpus. Exits 1
 # if a target crashed, leaked, hit undefined behaviour or broke a property (its input is kept in
-# build-fuzz/artifacts-NAME/); the last line is "N passed, N failed" over the targets.
+# build-fuzz/artifacts-NAME/); the last line is "fuzz targets: N passed, N failed".
 #
 #   scripts/fuzz.sh                       run every target
 #   scripts/fuzz.sh json|sqlite           run one
 #   scripts/fuzz.sh json|sqlite FILE...   run one target on the given inputs only (reproduce)
 #
 # Environment: FUZZ_SECONDS, FUZZ_BUILD (default build-fuzz), FUZZ_JOBS (parallel workers per
-# target, default 1).
+# target, default 1), FUZZ_QUIET=1 (one line per target; the logs' tails only for a failure, as
+# .ci/run wants it).
+#
+# Run as root on a machine without them, it installs clang and its libFuzzer and sanitizer
+# runtimes (libclang-rt-N-dev, only recommended by clang and so left out by scripts/lib.sh).
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${FUZZ_BUILD:-$SRC/build-fuzz}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-60}
 JOBS=${FUZZ_JOBS:-1}
+QUIET=${FUZZ_QUIET:-0}
 TARGETS=(json sqlite)
 
 die() {
@@ -22,7 +27,29 @@ die() {
         exit 1
 }
 
+installed() {
+        dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+apt_install() {
+        [ "$(id -u)" = 0 ] || die "$* missing: install them (apt-get install $*) or run this as root"
+        echo "Installing: $*" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq || die "apt-get update failed"
+        apt-get install -y -qq --no-install-recommends "$@" >/dev/null || die "apt-get install $* failed"
+}
+
+# clang, and the runtimes -fsanitize=fuzzer,address,undefined links (of clang's own version).
+install_clang() {
+        command -v dpkg-query >/dev/null || { command -v clang >/dev/null || die "clang is not installed"; return 0; }
+        installed clang || apt_install clang
+        local major
+        major=$(clang -dumpversion | cut -d. -f1)
+        installed "libclang-rt-$major-dev" || apt_install "libclang-rt-$major-dev"
+}
+
 setup() {
+        install_clang
         command -v clang >/dev/null || die "clang is not installed (apt-get install clang)"
         if [ ! -f "$BUILD/build.ninja" ]; then
                 CC=clang meson setup "$BUILD" "$SRC" -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
@@ -52,19 +79,34 @@ run_target() {
         mkdir -p "$corpus" "$artifacts" "$logs"
         rm -f "$logs"/fuzz-*.log
         cp -n "$SRC/tests/fuzz/corpus-$name/"* "$corpus/"
-        echo "== fuzz-snapshot-$name: ${SECONDS_PER_TARGET}s x $JOBS, $(ls "$corpus" | wc -l) inputs in the corpus =="
+        [ "$QUIET" = 1 ] ||
+                echo "== fuzz-snapshot-$name: ${SECONDS_PER_TARGET}s x $JOBS, $(ls "$corpus" | wc -l) inputs in the corpus =="
         local args=()
         [ "$JOBS" -gt 1 ] && args=(-jobs="$JOBS" -workers="$JOBS")
         # shellcheck disable=SC2046
         (cd "$logs" && "$bin" $(target_args "$name") -max_total_time="$SECONDS_PER_TARGET" "${args[@]}" \
                 -artifact_prefix="$artifacts" "$corpus") >"$logs/main.log" 2>&1
         local status=$?
-        for log in "$logs"/fuzz-*.log "$logs/main.log"; do
-                [ -f "$log" ] || continue
-                echo "-- ${log#"$BUILD"/}"
-                tail -n 12 "$log"
-        done
+        if [ "$QUIET" != 1 ] || [ $status -ne 0 ]; then
+                for log in "$logs"/fuzz-*.log "$logs/main.log"; do
+                        [ -f "$log" ] || continue
+                        echo "-- ${log#"$BUILD"/}"
+                        tail -n 12 "$log"
+                done
+        fi
+        summary "$name" $status "$logs/main.log" "$corpus"
         return $status
+}
+
+# One line per target: "fuzz-snapshot-json: ok, 123456 runs in 60 s, 812 inputs in the corpus".
+summary() {
+        local name=$1 status=$2 log=$3 corpus=$4 runs
+        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+        if [ "$status" -eq 0 ]; then
+                echo "fuzz-snapshot-$name: ok, ${runs:-?} runs in ${SECONDS_PER_TARGET} s, $(ls "$corpus" | wc -l) inputs in the corpus"
+        else
+                echo "fuzz-snapshot-$name: FAILED (exit $status) after ${runs:-?} runs"
+        fi
 }
 
 setup
@@ -86,5 +128,5 @@ for t in "${TARGETS[@]}"; do
                 echo "fuzz-snapshot-$t FAILED: inputs in $BUILD/artifacts-$t/; reproduce with scripts/fuzz.sh $t FILE"
         fi
 done
-echo "$passed passed, $failed failed"
+echo "fuzz targets: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

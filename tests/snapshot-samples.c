@@ -73,6 +73,12 @@ static int set_meta(Forest *f, const char *backend, IdentityKind identity) {
         return host_info_set(&f->host, "6.18.0-test", "x86_64", "sample-host");
 }
 
+static int set_snapshot(Forest *f, const char *name, uint32_t uid, SnapshotConsistency consistency) {
+        f->snapshot.taken_by_uid = uid;
+        f->snapshot.consistency = consistency;
+        return snapshot_info_set_name(&f->snapshot, name);
+}
+
 /* Filters 1 (allow) <- 3 (notify openat, listener) <- 4 (log), and 2 (deny getpid, LOG) alone.
  * Processes 100 (threads 100 on 3, 101 on 4), 200 child of 100 (200 on 2, 201 strict), 300 child
  * of 100 (300 disabled); listener 1 on filter 3 held by 100 (fd 3) and 200 (fd 4). */
@@ -82,7 +88,9 @@ static int build_basic(Forest *f, unsigned v) {
         Listener *l;
         int r;
 
-        if ((r = set_meta(f, "bpf", IDENTITY_EXACT)) < 0 || (r = ADD_FILTER(f, 1, 0, prog_allow, &flt)) < 0)
+        if ((r = set_meta(f, "bpf", IDENTITY_EXACT)) < 0 ||
+            (r = set_snapshot(f, "nightly", 0, SNAPSHOT_CONSISTENCY_ITERATOR)) < 0 ||
+            (r = ADD_FILTER(f, 1, 0, prog_allow, &flt)) < 0)
                 return r;
         flt->log = v & VARIANT_LOG;
         if ((r = ADD_FILTER(f, 2, 0, prog_deny_getpid, &flt)) < 0)
@@ -115,14 +123,22 @@ static int build_basic(Forest *f, unsigned v) {
         return listener_add_holder(l, 200, 4);
 }
 
+/* Root 100 (on filter 1), its child 101 (threads on 2, 1 and 3) and grandchild 103 (disabled).
+ * Filter 3 (notify openat, on 1) has a listener held by 101 (fd 5) and by the supervisor 50
+ * outside the subtree (fd 9), which runs under no filter: a holder is part of the snapshot. */
 static int build_subtree(Forest *f) {
         char *argv[] = { (char *) "/usr/sbin/sandboxed", (char *) "--config=/etc/x.conf", (char *) "", NULL };
+        Filter *flt;
+        Listener *l;
         Process *p;
         int r;
 
-        if ((r = set_meta(f, "bpf", IDENTITY_EXACT)) < 0 || (r = ADD_FILTER(f, 1, 0, prog_deny_getpid, NULL)) < 0 ||
-            (r = ADD_FILTER(f, 2, 1, prog_allow, NULL)) < 0)
+        if ((r = set_meta(f, "bpf", IDENTITY_EXACT)) < 0 ||
+            (r = set_snapshot(f, "sandbox \"x\" \u2713", 1000, SNAPSHOT_CONSISTENCY_ITERATOR)) < 0 ||
+            (r = ADD_FILTER(f, 1, 0, prog_deny_getpid, NULL)) < 0 || (r = ADD_FILTER(f, 2, 1, prog_allow, NULL)) < 0 ||
+            (r = ADD_FILTER(f, 3, 1, prog_notify_openat, &flt)) < 0)
                 return r;
+        flt->has_listener = true;
         f->root = 100;
         if ((r = add_process(f, 100, 1, 10, "sandboxed", &p)) < 0 || (r = add_thread(p, 100, TASK_MODE_FILTER, 1)) < 0 ||
             (r = process_set_exe(p, "/usr/sbin/sandboxed")) < 0 || (r = process_set_argv(p, argv)) < 0)
@@ -132,9 +148,17 @@ static int build_subtree(Forest *f) {
             (r = add_thread(p, 102, TASK_MODE_FILTER, 1)) < 0)
                 return r;
         p->uid = 4294967294u;
-        if ((r = add_process(f, 103, 101, 12, "grandchild", &p)) < 0)
+        if ((r = add_thread(p, 104, TASK_MODE_FILTER, 3)) < 0)
                 return r;
-        return add_thread(p, 103, TASK_MODE_DISABLED, 0);
+        if ((r = add_process(f, 103, 101, 12, "grandchild", &p)) < 0 || (r = add_thread(p, 103, TASK_MODE_DISABLED, 0)) < 0)
+                return r;
+        /* A holder outside the subtree, without filters: part of the snapshot all the same. */
+        if ((r = add_process(f, 50, 1, 5, "supervisor", &p)) < 0 || (r = add_thread(p, 50, TASK_MODE_DISABLED, 0)) < 0 ||
+            (r = add_thread(p, 51, TASK_MODE_DISABLED, 0)) < 0)
+                return r;
+        if ((r = forest_add_listener(f, 1, 3, &l)) < 0 || (r = listener_add_holder(l, 101, 5)) < 0)
+                return r;
+        return listener_add_holder(l, 50, 9);
 }
 
 static int build_inferred(Forest *f) {
@@ -143,7 +167,9 @@ static int build_inferred(Forest *f) {
         Listener *l;
         int r;
 
-        if ((r = set_meta(f, "ptrace", IDENTITY_INFERRED)) < 0 || (r = ADD_FILTER(f, 1, 0, prog_notify_openat, &flt)) < 0)
+        if ((r = set_meta(f, "ptrace", IDENTITY_INFERRED)) < 0 ||
+            (r = set_snapshot(f, NULL, 65534, SNAPSHOT_CONSISTENCY_FROZEN)) < 0 ||
+            (r = ADD_FILTER(f, 1, 0, prog_notify_openat, &flt)) < 0)
                 return r;
         flt->has_listener = true;
         if ((r = ADD_FILTER(f, 2, 0, prog_notify_openat, &flt)) < 0)

@@ -6,7 +6,8 @@
 
 typedef enum SampleKind {
         SAMPLE_BASIC,    /* whole machine: 4 filters (a chain of 3 and a second root), 3 processes, a listener */
-        SAMPLE_SUBTREE,  /* root 100 and its children, with exe, argv and uid set */
+        SAMPLE_SUBTREE,  /* root 100 and its children, with exe, argv and uid set, and a listener
+                          * holder (50) outside the subtree */
         SAMPLE_EMPTY,    /* nothing: no filters, no processes */
         SAMPLE_INFERRED, /* ptrace backend, inferred identity, two listeners, strict threads */
         _SAMPLE_MAX,

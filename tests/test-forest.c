@@ -3,6 +3,7 @@
 #include <linux/seccomp.h>
 
 #include "forest.h"
+#include "snapshot-validate.h"
 #include "tests-util.h"
 
 /* Tiny programs: all valid seccomp filters, pairwise different bytes. */
@@ -402,6 +403,87 @@ static void test_restrict(void) {
         g_assert_cmpuint(f->n_processes, ==, 0);
         g_assert_cmpuint(f->n_filters, ==, 0);
         g_assert_cmpuint(f->n_listeners, ==, 0);
+}
+
+/* Listener holders outside the subtree stay, with their threads and chains, and what their
+ * chains reach brings in further listeners and holders; a holder the forest does not have goes. */
+static Forest *holders_forest(void) {
+        /* 1 <- 2 (listener A); 3 (listener B); 4; 5 (listener C). Root 10 (on 2) with child 11;
+         * outside: 40 (two disabled threads) holds A; 50 (on 3) holds A; 60 (disabled) holds B;
+         * 70 (on 4) holds nothing; 80 (disabled) holds C; 999 holds A but is not in the forest. */
+        static const FSpec fs[] = {
+                { 1, 0, P_ALLOW, 0 }, { 2, 1, P_ERRNO, F_LISTENER }, { 3, 0, P_LOG, F_LISTENER },
+                { 4, 0, P_ALLOW, 0 }, { 5, 0, P_ERRNO, F_LISTENER },
+        };
+        static const TSpec ts[] = {
+                { 1, 1, 0, "init", TASK_MODE_DISABLED }, { 10, 10, 2, "root", 0 }, { 11, 11, 0, "child", TASK_MODE_DISABLED },
+                { 40, 40, 0, "super", TASK_MODE_DISABLED }, { 40, 41, 0, "super", TASK_MODE_DISABLED },
+                { 50, 50, 3, "helper", 0 }, { 60, 60, 0, "other", TASK_MODE_DISABLED }, { 70, 70, 4, "unrelated", 0 },
+                { 80, 80, 0, "c-holder", TASK_MODE_DISABLED },
+        };
+        Forest *f = forest_new();
+        Listener *l;
+
+        for (size_t i = 0; i < ELEMENTSOF(fs); i++)
+                add_filter(f, &fs[i]);
+        for (size_t i = 0; i < ELEMENTSOF(ts); i++)
+                add_thread(f, &ts[i]);
+        forest_find_process(f, 11)->ppid = 10;
+        forest_find_process(f, 10)->ppid = forest_find_process(f, 40)->ppid = 1;
+        forest_find_process(f, 50)->ppid = forest_find_process(f, 60)->ppid = 1;
+        forest_find_process(f, 70)->ppid = forest_find_process(f, 80)->ppid = 1;
+        g_assert_cmpint(forest_add_listener(f, 1, 2, &l), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 40, 7), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 50, 8), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 999, 3), ==, 0);
+        g_assert_cmpint(forest_add_listener(f, 2, 3, &l), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 60, 4), ==, 0);
+        g_assert_cmpint(forest_add_listener(f, 3, 5, &l), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 80, 4), ==, 0);
+        f->backend = g_strdup("bpf");
+        f->created_at_usec = 1764745249123456ULL;
+        link_ok(f);
+        return f;
+}
+
+static void assert_pids(const Forest *f, const pid_t *pids, size_t n) {
+        g_assert_cmpuint(f->n_processes, ==, n);
+        for (size_t i = 0; i < n; i++)
+                g_assert_cmpint(f->processes[i]->pid, ==, pids[i]);
+}
+
+static void test_restrict_holders(void) {
+        _cleanup_(forest_freep) Forest *f = holders_forest();
+        _cleanup_free_ char *error = NULL;
+
+        g_assert_cmpint(forest_restrict_to_subtree(f, 10), ==, 0);
+        assert_pids(f, (const pid_t[]) { 10, 11, 40, 50, 60 }, 5);
+        g_assert_cmpuint(forest_find_process(f, 40)->n_threads, ==, 2);
+        g_assert_cmpuint(f->n_filters, ==, 3);
+        g_assert_nonnull(forest_find_filter(f, 3));
+        g_assert_null(forest_find_filter(f, 4));
+        g_assert_null(forest_find_filter(f, 5));
+        g_assert_cmpuint(f->n_listeners, ==, 2);
+        const Listener *a = forest_find_listener(f, 1);
+        g_assert_cmpuint(a->n_holders, ==, 2); /* 999 is gone */
+        g_assert_cmpint(a->holders[0].pid, ==, 40);
+        g_assert_cmpint(a->holders[1].pid, ==, 50);
+        g_assert_cmpint(forest_find_listener(f, 2)->holders[0].pid, ==, 60);
+        g_assert_null(forest_find_listener(f, 3));
+        /* And that is a valid snapshot: holders outside the subtree are allowed, others not. */
+        if (snapshot_validate(f, &error) < 0)
+                g_error("%s", error);
+        forest_find_listener(f, 2)->n_holders = 0;
+        g_assert_cmpint(snapshot_validate(f, &error), ==, -EINVAL);
+        g_assert_cmpstr(error, ==, "processes[4] (pid 60): not in the subtree of root 10 (ppid 1) and not a listener holder");
+
+        /* The whole machine: processes with filters, and every listener with all its holders. */
+        _cleanup_(forest_freep) Forest *g = holders_forest();
+        g_assert_cmpint(forest_restrict_to_subtree(g, 0), ==, 0);
+        assert_pids(g, (const pid_t[]) { 10, 40, 50, 60, 70, 80 }, 6);
+        g_assert_cmpuint(g->n_filters, ==, 5);
+        g_assert_cmpuint(g->n_listeners, ==, 3);
+        g_assert_cmpint(g->root, ==, 0);
 }
 
 /* Isomorphism, checked both ways; why must be set iff not isomorphic. */
@@ -826,6 +908,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/forest/lca", test_lca);
         g_test_add_func("/forest/cmp", test_cmp);
         g_test_add_func("/forest/restrict", test_restrict);
+        g_test_add_func("/forest/restrict-holders", test_restrict_holders);
         g_test_add_func("/forest/iso/same-shape", test_iso_same_shape);
         g_test_add_func("/forest/iso/sharing-vs-copies", test_iso_sharing_vs_copies);
         g_test_add_func("/forest/iso/shared-parent-vs-copies", test_iso_shared_parent_vs_copies);

@@ -77,8 +77,8 @@ static void test_top_level(void) {
         g_autoptr(Forest) f = make_forest();
         g_assert_cmpint(forest_renumber(f), ==, 0);
         json_t *doc = dump(f);
-        static const char *const top[] = { "format", "version", "created_at", "host", "source", "root",
-                                           "filters", "processes", "listeners", NULL };
+        static const char *const top[] = { "format", "version", "created_at", "snapshot", "host", "source",
+                                           "root", "filters", "processes", "listeners", NULL };
         assert_keys(doc, top);
         g_assert_cmpstr(json_string_value(json_object_get(doc, "format")), ==, "sectree-snapshot");
         g_assert_cmpint(json_integer_value(json_object_get(doc, "version")), ==, 1);

@@ -6,6 +6,9 @@
 
 #include "procinfo.h"
 #include "scan.h"
+#include "snapshot-json.h"
+#include "snapshot-sqlite.h"
+#include "snapshot-validate.h"
 #include "tests-util.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER
@@ -424,6 +427,86 @@ static void test_listener(void) {
         scenario_free(s);
 }
 
+/* A scan is a valid snapshot, and reads back the same from JSON and from SQLite. */
+static void assert_valid_snapshot(const Forest *f) {
+        g_autofree char *json = NULL, *again = NULL, *error = NULL;
+        g_autofree void *image = NULL;
+        Forest *g = NULL, *h = NULL;
+        size_t size;
+
+        if (snapshot_validate(f, &error) < 0)
+                g_error("the scan is not a valid snapshot: %s", error);
+        g_assert_cmpint(snapshot_json_format(f, 0, &json), ==, 0);
+        if (snapshot_json_read(json, strlen(json), &g, &error) < 0)
+                g_error("JSON: %s", error);
+        g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
+        if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
+                g_error("SQLite: %s", error);
+        g_assert_cmpint(snapshot_json_format(h, 0, &again), ==, 0);
+        g_assert_cmpstr(json, ==, again);
+        forest_free(g);
+        forest_free(h);
+}
+
+static const Process *assert_holder_present(const Forest *f, const Listener *l, const Scenario *s, ScenarioTask t,
+                                            int fd, size_t n_threads) {
+        pid_t pid = scenario_task(s, t)->tgid;
+        const Process *p = forest_find_process(f, pid);
+        g_assert_true(listener_has_holder(l, pid, fd));
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_threads, ==, n_threads);
+        for (size_t i = 0; i < p->n_threads; i++)
+                g_assert_cmpint(p->threads[i].mode, ==, TASK_MODE_DISABLED);
+        return p;
+}
+
+/* A supervisor without filters, outside the subtree, holds the listener fd of a filter inside it:
+ * the subtree's scan includes the supervisor with all of its threads, and so does a scan of the
+ * whole machine, where a single-threaded process without filters is no member otherwise. */
+static void test_listener_holder_outside(void) {
+        if (!tests_require_root())
+                return;
+        Filters x;
+        filters_init(&x);
+        x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF;
+        Scenario *s = scenario_start();
+        ScenarioTask sandbox = scenario_fork(s, scenario_root(s));
+        ScenarioTask worker = scenario_fork(s, sandbox);
+        int n = scenario_install(s, sandbox, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(n, >=, 0);
+        ScenarioTask super = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_thread(s, super), >=, 0);
+        ScenarioTask lone = scenario_fork(s, scenario_root(s)); /* one thread, no filters */
+        int fd_super = scenario_share_listener(s, n, super), fd_lone = scenario_share_listener(s, n, lone);
+        g_assert_cmpint(fd_super, >=, 0);
+        g_assert_cmpint(fd_lone, >=, 0);
+        pid_t sandbox_pid = scenario_task(s, sandbox)->tgid;
+
+        Forest *f = scan(sandbox_pid);
+        g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_ITERATOR);
+        g_assert_nonnull(forest_find_process(f, sandbox_pid));
+        g_assert_nonnull(forest_find_process(f, scenario_task(s, worker)->tgid));
+        g_assert_null(forest_find_process(f, scenario_root_pid(s))); /* no holder: outside */
+        g_assert_cmpuint(f->n_processes, ==, 4);
+        g_assert_cmpuint(f->n_listeners, ==, 1);
+        const Listener *l = f->listeners[0];
+        g_assert_cmpuint(l->n_holders, ==, 3);
+        g_assert_true(listener_has_holder(l, sandbox_pid, scenario_node(s, n)->listener_fd));
+        assert_holder_present(f, l, s, super, fd_super, 2);
+        assert_holder_present(f, l, s, lone, fd_lone, 1);
+        assert_valid_snapshot(f);
+        forest_free(f);
+
+        f = scan(0);
+        l = forest_find_listener(f, forest_find_task(f, scenario_task(s, sandbox)->tid, NULL)->filter->listener_id);
+        g_assert_nonnull(l);
+        assert_holder_present(f, l, s, super, fd_super, 2);
+        assert_holder_present(f, l, s, lone, fd_lone, 1);
+        assert_valid_snapshot(f);
+        forest_free(f);
+        scenario_free(s);
+}
+
 /* A listener whose installer went before any pass met its filter: only the fd, held by a
  * process without filters, keeps it alive — the task_file iterator must still run and find it. */
 static void test_listener_orphaned_early(void) {
@@ -684,6 +767,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf/log-flag", test_log_flag);
         g_test_add_func("/scan-bpf/listener", test_listener);
         g_test_add_func("/scan-bpf/listener-orphaned-early", test_listener_orphaned_early);
+        g_test_add_func("/scan-bpf/listener-holder-outside", test_listener_holder_outside);
         g_test_add_func("/scan-bpf/insns-once", test_insns_once);
         g_test_add_func("/scan-bpf/strict", test_strict);
         g_test_add_func("/scan-bpf/reparent", test_reparent);

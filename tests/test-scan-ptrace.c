@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -12,6 +13,9 @@
 
 #include "procinfo.h"
 #include "scan.h"
+#include "snapshot-json.h"
+#include "snapshot-sqlite.h"
+#include "snapshot-validate.h"
 #include "tests-util.h"
 
 #define MAX_FILTER 64
@@ -102,6 +106,16 @@ static const Filter *head_of(const Forest *f, pid_t tid) {
 static void assert_running(pid_t tid) {
         ProcStatus st;
         g_assert_cmpint(proc_read_status(tid, &st), ==, 0);
+        if (st.state == 't' || st.state == 'T')
+                g_error("task %d left stopped (State %c)", tid, st.state);
+        g_assert_cmpint(st.tracer_pid, ==, 0);
+}
+
+/* The same for a task that may have exited meanwhile (a zombie is not stopped either). */
+static void assert_running_or_gone(pid_t tid) {
+        ProcStatus st;
+        if (proc_read_status(tid, &st) < 0)
+                return;
         if (st.state == 't' || st.state == 'T')
                 g_error("task %d left stopped (State %c)", tid, st.state);
         g_assert_cmpint(st.tracer_pid, ==, 0);
@@ -556,6 +570,90 @@ static void test_listeners(void) {
         g_assert_cmpuint(la->n_holders, ==, 2);
 }
 
+/* A scan is a valid snapshot, and reads back the same from JSON and from SQLite. */
+static void assert_valid_snapshot(const Forest *f) {
+        g_autofree char *json = NULL, *again = NULL, *error = NULL;
+        g_autofree void *image = NULL;
+        Forest *g = NULL, *h = NULL;
+        size_t size;
+
+        if (snapshot_validate(f, &error) < 0)
+                g_error("the scan is not a valid snapshot: %s", error);
+        g_assert_cmpint(snapshot_json_format(f, 0, &json), ==, 0);
+        if (snapshot_json_read(json, strlen(json), &g, &error) < 0)
+                g_error("JSON: %s", error);
+        g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
+        if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
+                g_error("SQLite: %s", error);
+        g_assert_cmpint(snapshot_json_format(h, 0, &again), ==, 0);
+        g_assert_cmpstr(json, ==, again);
+        forest_free(g);
+        forest_free(h);
+}
+
+static void assert_holder_present(const Forest *f, const Listener *l, Scenario *s, ScenarioTask t, int fd,
+                                  size_t n_threads) {
+        pid_t pid = scenario_task(s, t)->tgid;
+        const Process *p = forest_find_process(f, pid);
+        g_assert_true(listener_held_by(f, pid, fd) == l);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_threads, ==, n_threads);
+        for (size_t i = 0; i < p->n_threads; i++)
+                g_assert_cmpint(p->threads[i].mode, ==, TASK_MODE_DISABLED);
+}
+
+/* A supervisor without filters outside the subtree holds the listener fd of a filter inside it:
+ * the subtree's scan includes it with all of its threads, as the whole machine's does. */
+static void test_listener_holder_outside(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = filter_notify(insns, __NR_uname);
+
+        ScenarioTask sandbox = fork_task(s, scenario_root(s));
+        ScenarioTask worker = fork_task(s, sandbox);
+        int node = scenario_install(s, sandbox, insns, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(node, >=, 0);
+        ScenarioTask super = fork_task(s, scenario_root(s));
+        thread_task(s, super);
+        ScenarioTask lone = fork_task(s, scenario_root(s));
+        int fd_super = scenario_share_listener(s, node, super), fd_lone = scenario_share_listener(s, node, lone);
+        g_assert_cmpint(fd_super, >=, 0);
+        g_assert_cmpint(fd_lone, >=, 0);
+        pid_t sandbox_pid = scenario_task(s, sandbox)->tgid;
+
+        for (int freeze = 0; freeze <= 1; freeze++) {
+                ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+                opts.root = sandbox_pid;
+                opts.freeze = freeze;
+                _cleanup_(forest_freep) Forest *f = scan_opts(&opts, NULL, NULL);
+                g_assert_cmpint(f->snapshot.consistency, ==, freeze ? SNAPSHOT_CONSISTENCY_FROZEN : SNAPSHOT_CONSISTENCY_NONE);
+                g_assert_nonnull(forest_find_process(f, scenario_task(s, worker)->tgid));
+                g_assert_null(forest_find_process(f, scenario_root_pid(s)));
+                g_assert_cmpuint(f->n_processes, ==, 4);
+                g_assert_cmpuint(f->n_listeners, ==, 1);
+                const Listener *l = listener_held_by(f, sandbox_pid, scenario_node(s, node)->listener_fd);
+                g_assert_nonnull(l);
+                g_assert_cmpuint(l->n_holders, ==, 3);
+                g_assert_cmpuint(l->filter_id, ==, head_of(f, tid_of(s, sandbox))->id);
+                assert_holder_present(f, l, s, super, fd_super, 2);
+                assert_holder_present(f, l, s, lone, fd_lone, 1);
+                assert_valid_snapshot(f);
+                assert_scenario_running(s);
+        }
+
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        _cleanup_(forest_freep) Forest *f = scan_opts(&opts, NULL, NULL);
+        const Listener *l = listener_held_by(f, sandbox_pid, scenario_node(s, node)->listener_fd);
+        g_assert_nonnull(l);
+        assert_holder_present(f, l, s, super, fd_super, 2);
+        assert_holder_present(f, l, s, lone, fd_lone, 1);
+        g_assert_null(forest_find_process(f, scenario_root_pid(s)));
+        assert_valid_snapshot(f);
+        assert_scenario_running(s);
+}
+
 static void add_process_with_thread(Forest *f, pid_t pid, uint64_t filter_id) {
         Process *p;
         Task *t;
@@ -689,6 +787,235 @@ static void test_many(void) {
         g_assert_cmpuint(f->n_filters, ==, 101);
 }
 
+/* Freezing: the same forest as ground truth, every task stopped before any was read and running
+ * again afterwards, and the snapshot says it was frozen. */
+static void test_freeze(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        install_errno(s, a, __NR_uname, EPERM, 0, 0);
+        ScenarioTask t = thread_task(s, a);
+        install_errno(s, t, __NR_getcwd, EPERM, 0, 0);
+        ScenarioTask b = fork_task(s, a);
+        install_errno(s, b, __NR_acct, EPERM, 1, SECCOMP_FILTER_FLAG_LOG);
+        fork_task(s, b);
+        fork_task(s, scenario_root(s)); /* disabled: frozen too */
+        g_assert_cmpint(scenario_strict(s, fork_task(s, scenario_root(s))), ==, 0);
+
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        opts.root = scenario_root_pid(s);
+        opts.freeze = true;
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        _cleanup_(forest_freep) Forest *f = scan_opts(&opts, &bad, &n_bad);
+        g_assert_cmpuint(n_bad, ==, 0);
+        g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_FROZEN);
+        assert_scan_matches(f, s); /* ground truth, and every task runs, untraced */
+        assert_valid_snapshot(f);
+        g_assert_true(filter_at(f, tid_of(s, b), 1) == filter_at(f, tid_of(s, a), 1));
+
+        /* Without freeze the same forest, and no such claim. */
+        opts.freeze = false;
+        _cleanup_(forest_freep) Forest *g = scan_opts(&opts, NULL, NULL);
+        g_assert_cmpint(g->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_NONE);
+        g_assert_cmpint(forest_isomorphic(f, g, NULL, 0, NULL), ==, 1);
+}
+
+/* A task that cannot be stopped (we trace it already) cannot be frozen: the snapshot is not
+ * frozen, that task is unreadable, the others are read and released. */
+static void test_freeze_traced(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = new_scenario();
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        install_errno(s, a, __NR_uname, EPERM, 0, 0);
+        ScenarioTask other = fork_task(s, scenario_root(s));
+        install_errno(s, other, __NR_getcwd, EPERM, 0, 0);
+        pid_t ta = tid_of(s, a);
+        g_assert_cmpint(seize_and_hold(ta), ==, 0);
+
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        opts.root = scenario_root_pid(s);
+        opts.freeze = true;
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        _cleanup_(forest_freep) Forest *f = scan_opts(&opts, &bad, &n_bad);
+        int error = 0;
+        g_assert_true(unreadable_has(bad, n_bad, ta, &error));
+        g_assert_true(error == -EPERM || error == -EBUSY);
+        g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_NONE);
+        g_assert_nonnull(forest_find_task(f, tid_of(s, other), NULL));
+        assert_running(tid_of(s, other));
+        assert_running(scenario_root_pid(s));
+        ProcStatus st;
+        g_assert_cmpint(proc_read_status(ta, &st), ==, 0);
+        g_assert_cmpint(st.tracer_pid, ==, getpid()); /* still ours */
+        release(ta);
+        assert_running(ta);
+}
+
+/* A subtree that forks and exits as fast as it can: every frozen scan is a consistent snapshot
+ * (every task's chain complete, every filter there), the churner's children share its filter,
+ * and the churner goes on churning afterwards. */
+static void test_freeze_churn(void) {
+        if (!tests_require_root())
+                return;
+        struct sock_filter a[MAX_FILTER], b[MAX_FILTER];
+        size_t na = scenario_filter_errno(a, __NR_uname, EPERM, 0), nb = scenario_filter_errno(b, __NR_getcwd, EPERM, 2);
+        struct sock_fprog pa = { .len = (unsigned short) na, .filter = a }, pb = { .len = (unsigned short) nb, .filter = b };
+        volatile uint64_t *forks = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        g_assert_true(forks != MAP_FAILED);
+        *forks = 0;
+
+        pid_t x = fork();
+        g_assert_cmpint(x, >=, 0);
+        if (x == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &pa) < 0)
+                        _exit(1);
+                /* Up to four children at a time, each gone after 0 to 4 milliseconds. */
+                for (uint64_t i = 0, live = 0;; i++) {
+                        pid_t c = fork();
+                        if (c == 0) {
+                                if (i % 2 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &pb) < 0)
+                                        _exit(1);
+                                usleep((useconds_t) (i % 5) * 1000);
+                                _exit(0);
+                        }
+                        if (c > 0)
+                                live++;
+                        if (live >= 4 && waitpid(-1, NULL, 0) > 0)
+                                live--;
+                        __atomic_add_fetch(forks, 1, __ATOMIC_RELAXED);
+                }
+        }
+        while (__atomic_load_n(forks, __ATOMIC_RELAXED) < 100)
+                usleep(1000);
+
+        size_t with_child = 0;
+        for (int round = 0; round < 20; round++) {
+                ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+                opts.root = x;
+                opts.freeze = true;
+                _cleanup_free_ UnreadableTask *bad = NULL;
+                size_t n_bad = 0;
+                _cleanup_(forest_freep) Forest *f = scan_opts(&opts, &bad, &n_bad);
+                for (size_t i = 0; i < n_bad; i++)
+                        g_assert_cmpint(bad[i].error, ==, -ESRCH); /* exited before it could be stopped */
+                g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_FROZEN);
+                assert_valid_snapshot(f);
+                const Task *tx = forest_find_task(f, x, NULL);
+                g_assert_nonnull(tx);
+                g_assert_cmpuint(tx->filter->depth, ==, 1);
+                g_assert_true(prog_equal(tx->filter->insns, tx->filter->len, a, na));
+                for (size_t i = 0; i < f->n_processes; i++) {
+                        const Process *p = f->processes[i];
+                        if (p->pid == x)
+                                continue;
+                        with_child++;
+                        g_assert_cmpint(p->ppid, ==, x);
+                        g_assert_cmpuint(p->n_threads, ==, 1);
+                        assert_running_or_gone(p->pid);
+                        const Filter *head = p->threads[0].filter;
+                        g_assert_nonnull(head);
+                        g_assert_cmpuint(head->depth, <=, 2);
+                        const Filter *base = head->depth == 2 ? head->parent : head;
+                        g_assert_true(base == tx->filter); /* inherited: one node */
+                        if (head->depth == 2)
+                                g_assert_true(prog_equal(head->insns, head->len, b, nb));
+                }
+                assert_running(x);
+                uint64_t before = __atomic_load_n(forks, __ATOMIC_RELAXED);
+                for (int i = 0; i < 1000 && __atomic_load_n(forks, __ATOMIC_RELAXED) < before + 10; i++)
+                        usleep(1000);
+                g_assert_cmpuint(__atomic_load_n(forks, __ATOMIC_RELAXED), >=, before + 10); /* churns on */
+        }
+        g_test_message("churn: %zu children caught in 20 frozen scans", with_child);
+        g_assert_cmpuint(with_child, >, 0);
+        kill(x, SIGKILL);
+        g_assert_cmpint(waitpid(x, NULL, 0), ==, x);
+        munmap((void *) forks, sizeof(uint64_t));
+}
+
+/* Signals that arrive while a task is frozen are taken once it is released: none is lost. A
+ * real-time signal queues, so every one sent must be handled exactly once. */
+typedef struct SignalCounts {
+        uint64_t ready, handled;
+} SignalCounts;
+
+static SignalCounts *signal_counts;
+
+static void count_signal(int sig) {
+        __atomic_add_fetch(&signal_counts->handled, 1, __ATOMIC_RELAXED);
+}
+
+typedef struct Sender {
+        pid_t target;
+        bool stop;
+        uint64_t sent;
+} Sender;
+
+static void *send_signals(void *userdata) {
+        Sender *x = userdata;
+        while (!__atomic_load_n(&x->stop, __ATOMIC_RELAXED)) {
+                if (sigqueue(x->target, SIGRTMIN, (union sigval) { .sival_int = 0 }) == 0)
+                        x->sent++;
+                usleep(20);
+        }
+        return NULL;
+}
+
+static void test_freeze_signals(void) {
+        if (!tests_require_root())
+                return;
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = scenario_filter_errno(insns, __NR_uname, EPERM, 0);
+        struct sock_fprog prog = { .len = (unsigned short) n, .filter = insns };
+        signal_counts = mmap(NULL, sizeof(SignalCounts), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        g_assert_true(signal_counts != MAP_FAILED);
+        *signal_counts = (SignalCounts) {};
+
+        pid_t x = fork();
+        g_assert_cmpint(x, >=, 0);
+        if (x == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                struct sigaction sa = { .sa_handler = count_signal, .sa_flags = SA_RESTART };
+                if (sigaction(SIGRTMIN, &sa, NULL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+                    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                        _exit(1);
+                __atomic_store_n(&signal_counts->ready, 1, __ATOMIC_RELAXED);
+                for (;;)
+                        pause();
+        }
+        for (int i = 0; i < 2000 && !__atomic_load_n(&signal_counts->ready, __ATOMIC_RELAXED); i++)
+                usleep(1000);
+        g_assert_cmpuint(signal_counts->ready, ==, 1);
+
+        Sender sender = { .target = x };
+        pthread_t thread;
+        g_assert_cmpint(pthread_create(&thread, NULL, send_signals, &sender), ==, 0);
+        for (int round = 0; round < 50; round++) {
+                ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+                opts.root = x;
+                opts.freeze = true;
+                _cleanup_(forest_freep) Forest *f = scan_opts(&opts, NULL, NULL);
+                g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_FROZEN);
+                g_assert_nonnull(forest_find_task(f, x, NULL));
+        }
+        __atomic_store_n(&sender.stop, true, __ATOMIC_RELAXED);
+        g_assert_cmpint(pthread_join(thread, NULL), ==, 0);
+        for (int i = 0; i < 2000 && __atomic_load_n(&signal_counts->handled, __ATOMIC_RELAXED) < sender.sent; i++)
+                usleep(1000);
+        g_test_message("signals: %" PRIu64 " sent, %" PRIu64 " handled", sender.sent, signal_counts->handled);
+        g_assert_cmpuint(sender.sent, >, 0);
+        g_assert_cmpuint(signal_counts->handled, ==, sender.sent);
+        assert_running(x);
+        kill(x, SIGKILL);
+        g_assert_cmpint(waitpid(x, NULL, 0), ==, x);
+        munmap(signal_counts, sizeof(SignalCounts));
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         if (getenv("SECTREE_DEBUG"))
@@ -705,6 +1032,11 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-ptrace/zombie-leader", test_zombie_leader);
         g_test_add_func("/scan-ptrace/listeners", test_listeners);
         g_test_add_func("/scan-ptrace/listeners-exact", test_listeners_exact);
+        g_test_add_func("/scan-ptrace/listener-holder-outside", test_listener_holder_outside);
+        g_test_add_func("/scan-ptrace/freeze", test_freeze);
+        g_test_add_func("/scan-ptrace/freeze-traced", test_freeze_traced);
+        g_test_add_func("/scan-ptrace/freeze-churn", test_freeze_churn);
+        g_test_add_func("/scan-ptrace/freeze-signals", test_freeze_signals);
         g_test_add_func("/scan-ptrace/machine", test_machine);
         g_test_add_func("/scan-ptrace/many", test_many);
         return g_test_run();

@@ -255,6 +255,8 @@ typedef struct RejectCase {
 
 #define ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
 #define ZERO_DIGEST "\"sha256:" ZEROS "\""
+#define SNAPSHOT_NAME_100 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define SNAPSHOT_NAME_300 SNAPSHOT_NAME_100 SNAPSHOT_NAME_100 SNAPSHOT_NAME_100
 
 static void swap_filters_2_3(json_t *doc) {
         json_t *filters = json_object_get(doc, "filters"), *x = json_incref(json_array_get(filters, 2));
@@ -286,6 +288,36 @@ static const RejectCase reject_cases[] = {
         { "user-version", {}, NULL, "PRAGMA user_version = 2", NULL, "user_version 2 is not a format version" },
         { "application-id", {}, NULL, "PRAGMA application_id = 42",
           NULL, "application_id is 0x0000002a, not 0x53454353" },
+        /* snapshot metadata */
+        { "snapshot-missing", { { "snapshot", NULL } }, NULL, "ALTER TABLE meta DROP COLUMN snapshot_consistency",
+          "snapshot: missing", "table \"meta\" has 11 columns, fewer than expected" },
+        { "snapshot-type", { { "snapshot", "[]" } }, NULL, NULL, "snapshot: expected an object, got an array" },
+        { "snapshot-unknown-field", { { "snapshot.by", "\"me\"" } }, NULL, NULL, "snapshot: unknown field \"by\"" },
+        { "snapshot-name-type", { { "snapshot.name", "5" } }, NULL, "UPDATE meta SET snapshot_name = x'35'",
+          "snapshot.name: expected a string or null, got an integer",
+          "meta.snapshot_name: expected text or null, got a blob" },
+        { "snapshot-name-long", { { "snapshot.name", "\"" SNAPSHOT_NAME_300 "\"" } }, NULL,
+          "UPDATE meta SET snapshot_name = replace(hex(zeroblob(150)), '0', 'a')",
+          "snapshot.name: 300 bytes, more than the limit of 256", "meta.snapshot_name: 300 bytes, more than the limit of 256" },
+        { "snapshot-name-utf8", {}, NULL, "UPDATE meta SET snapshot_name = CAST(x'78c328' AS TEXT)", NULL,
+          "snapshot.name: not valid UTF-8" },
+        { "snapshot-name-nul", {}, NULL, "UPDATE meta SET snapshot_name = CAST(x'610062' AS TEXT)", NULL,
+          "meta.snapshot_name: contains a NUL byte" },
+        { "snapshot-uid-range", { { "snapshot.taken_by_uid", "4294967295" } }, NULL,
+          "UPDATE meta SET snapshot_taken_by_uid = 4294967295",
+          "taken_by_uid: 4294967295 is out of range 0..4294967294" },
+        { "snapshot-uid-negative", { { "snapshot.taken_by_uid", "-1" } }, NULL,
+          "UPDATE meta SET snapshot_taken_by_uid = -1", "taken_by_uid: -1 is out of range 0..4294967294" },
+        { "snapshot-uid-type", { { "snapshot.taken_by_uid", "\"root\"" } }, NULL,
+          "UPDATE meta SET snapshot_taken_by_uid = 'root'", "snapshot.taken_by_uid: expected an integer, got a string",
+          "meta.snapshot_taken_by_uid: expected an integer, got text" },
+        { "snapshot-uid-null", { { "snapshot.taken_by_uid", "null" } }, NULL, NULL,
+          "snapshot.taken_by_uid: expected an integer, got null" },
+        { "snapshot-consistency", { { "snapshot.consistency", "\"atomic\"" } }, NULL,
+          "UPDATE meta SET snapshot_consistency = 'atomic'", "consistency: expected one of none, iterator, frozen" },
+        { "snapshot-consistency-backend", { { "snapshot.consistency", "\"frozen\"" } }, NULL,
+          "UPDATE meta SET snapshot_consistency = 'frozen'",
+          "snapshot.consistency: frozen is only for source.backend ptrace, not bpf" },
         /* missing or mistyped fields */
         { "missing-digest", { { "filters[1].digest", NULL } }, NULL, "ALTER TABLE filters DROP COLUMN digest",
           "filters[1].digest: missing",
@@ -405,8 +437,9 @@ static const RejectCase reject_cases[] = {
         /* processes: tree shape */
         { "ppid-cycle", { { "processes[0].ppid", "200" } }, NULL, "UPDATE processes SET ppid = 200 WHERE position = 0",
           "ppid links form a cycle" },
+        /* 100 holds a listener: outside the subtree of 200 it stays; 300 does not */
         { "subtree-outside", { { "root", "200" } }, NULL, "UPDATE meta SET root = 200",
-          "processes[0] (pid 100): not in the subtree of root 200" },
+          "processes[2] (pid 300): not in the subtree of root 200 (ppid 100) and not a listener holder" },
         { "subtree-root-missing", { { "root", "999" } }, NULL, "UPDATE meta SET root = 999",
           "root: process 999 is not in the snapshot" },
         /* sizes */
@@ -771,6 +804,126 @@ static void test_hostile_not_snapshot(void) {
         assert_rejected(r, error2, "application_id is 0x53454354", "state db");
 }
 
+/* What makes a forest a snapshot (name, who took it, how consistent) comes back from both
+ * formats as it went in. */
+static void assert_same_info(const Forest *a, const Forest *b, const char *what) {
+        if (g_strcmp0(a->snapshot.name, b->snapshot.name) != 0 || a->snapshot.taken_by_uid != b->snapshot.taken_by_uid ||
+            a->snapshot.consistency != b->snapshot.consistency)
+                g_error("%s: snapshot info (%s, %u, %d) came back as (%s, %u, %d)", what, a->snapshot.name,
+                        a->snapshot.taken_by_uid, a->snapshot.consistency, b->snapshot.name, b->snapshot.taken_by_uid,
+                        b->snapshot.consistency);
+}
+
+static void test_snapshot_info(void) {
+        for (SampleKind k = 0; k < _SAMPLE_MAX; k++) {
+                g_autoptr(Forest) f = sample_forest(k), g = NULL, h = NULL;
+                g_autofree char *json = format_json(f);
+                g_autofree void *image = NULL;
+                size_t size;
+
+                g_assert_cmpint(snapshot_json_read(json, strlen(json), &g, NULL), ==, 0);
+                assert_same_info(f, g, "json");
+                g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
+                g_assert_cmpint(snapshot_sqlite_read_data(image, size, &h, NULL), ==, 0);
+                assert_same_info(f, h, "sqlite");
+        }
+
+        /* Every value the fields can take, in both formats. */
+        static const struct {
+                const char *name;
+                uint32_t uid;
+                SnapshotConsistency consistency;
+                const char *backend;
+        } cases[] = {
+                { NULL, 0, SNAPSHOT_CONSISTENCY_NONE, "bpf" },
+                { "", 4294967294u, SNAPSHOT_CONSISTENCY_ITERATOR, "bpf" },
+                { "nobody's \xc3\xa9t\xc3\xa9", 65534, SNAPSHOT_CONSISTENCY_FROZEN, "ptrace" },
+                { SNAPSHOT_NAME_100 SNAPSHOT_NAME_100 "1234567890123456789012345678901234567890123456789012345", 1,
+                  SNAPSHOT_CONSISTENCY_NONE, "ptrace" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autoptr(Forest) f = sample_forest(SAMPLE_EMPTY), g = NULL, h = NULL;
+                g_autofree char *json = NULL, *error = NULL;
+                g_autofree void *image = NULL;
+                size_t size;
+
+                g_assert_cmpint(snapshot_info_set_name(&f->snapshot, cases[i].name), ==, 0);
+                f->snapshot.taken_by_uid = cases[i].uid;
+                f->snapshot.consistency = cases[i].consistency;
+                g_free(f->backend);
+                f->backend = g_strdup(cases[i].backend);
+                json = format_json(f);
+                if (snapshot_json_read(json, strlen(json), &g, &error) < 0)
+                        g_error("case %zu: %s", i, error);
+                assert_same_info(f, g, "json");
+                g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
+                if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
+                        g_error("case %zu: %s", i, error);
+                assert_same_info(f, h, "sqlite");
+        }
+
+        /* A name one byte over the limit is refused, by the validator too. */
+        g_autoptr(Forest) f = sample_forest(SAMPLE_EMPTY);
+        g_autofree char *error = NULL, *name = g_strnfill(SNAPSHOT_MAX_NAME + 1, 'n');
+        g_assert_cmpint(snapshot_info_set_name(&f->snapshot, name), ==, 0);
+        g_assert_cmpint(snapshot_validate(f, &error), ==, -EINVAL);
+        g_assert_cmpstr(error, ==, "snapshot.name: 257 bytes, more than the limit of 256");
+}
+
+/* A listener holder outside the subtree is part of a subtree snapshot; a process outside that
+ * holds nothing is not, and neither is a holder that is not a process of the snapshot. */
+static void test_subtree_holders(void) {
+        static const struct {
+                const char *sql;
+                const char *expect;
+        } cases[] = {
+                { "DELETE FROM holders WHERE pid = 50",
+                  "processes[0] (pid 50): not in the subtree of root 100 (ppid 1) and not a listener holder" },
+                { "DELETE FROM threads WHERE process = 0; DELETE FROM processes WHERE position = 0; "
+                  "UPDATE processes SET position = position - 1; UPDATE threads SET process = process - 1",
+                  "listeners[0].holders[1]: pid 50 is not a process of the snapshot" },
+        };
+        g_autoptr(Forest) f = sample_forest(SAMPLE_SUBTREE);
+        g_autofree char *dir = tmp_dir();
+        g_autofree char *path = g_build_filename(dir, "s.db", NULL);
+        g_autofree char *error = NULL;
+
+        g_assert_cmpint(snapshot_validate(f, &error), ==, 0);
+        g_assert_nonnull(forest_find_process(f, 50));
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autoptr(Forest) g = NULL;
+                g_autofree char *e = NULL;
+                gchar *data;
+                gsize size;
+                sqlite3 *db;
+
+                g_assert_cmpint(snapshot_sqlite_write(f, path), ==, 0);
+                g_assert_cmpint(sqlite3_open(path, &db), ==, SQLITE_OK);
+                g_assert_cmpint(sqlite3_exec(db, cases[i].sql, NULL, NULL, NULL), ==, SQLITE_OK);
+                g_assert_cmpint(sqlite3_close(db), ==, SQLITE_OK);
+                g_assert_true(g_file_get_contents(path, &data, &size, NULL));
+                int r = snapshot_sqlite_read_data(data, size, &g, &e);
+                g_free(data);
+                assert_rejected(r, e, cases[i].expect, cases[i].sql);
+
+                /* The same change in JSON. */
+                g_autoptr(Forest) h = NULL;
+                g_autofree char *json = format_json(f), *e2 = NULL;
+                json_t *doc = json_loads(json, 0, NULL);
+                json_t *holders = json_object_get(json_array_get(json_object_get(doc, "listeners"), 0), "holders");
+                if (i == 0)
+                        json_array_remove(holders, 1);
+                else
+                        json_array_remove(json_object_get(doc, "processes"), 0);
+                g_autofree char *mutated = json_dumps(doc, JSON_COMPACT);
+                json_decref(doc);
+                r = snapshot_json_read(mutated, strlen(mutated), &h, &e2);
+                assert_rejected(r, e2, cases[i].expect, "json");
+        }
+        g_assert_cmpint(unlink(path), ==, 0);
+        rm_rf(dir);
+}
+
 /* Diff */
 
 static SnapshotDiff *diff_variant(unsigned va, unsigned vb, Forest **ret_a, Forest **ret_b) {
@@ -807,6 +960,18 @@ static void test_diff_identical(void) {
         json_t *doc = diff_json(d);
         g_assert_true(json_is_true(json_object_get(doc, "identical")));
         json_decref(doc);
+}
+
+/* Metadata is not the forest: another name, taker or consistency is no difference. */
+static void test_diff_metadata(void) {
+        g_autoptr(Forest) a = sample_forest(SAMPLE_BASIC), b = sample_forest(SAMPLE_BASIC);
+        g_autoptr(SnapshotDiff) d = NULL;
+        g_assert_cmpint(snapshot_info_set_name(&b->snapshot, "another"), ==, 0);
+        b->snapshot.taken_by_uid = 1000;
+        b->snapshot.consistency = SNAPSHOT_CONSISTENCY_NONE;
+        b->created_at_usec += 3600 * 1000000ULL;
+        g_assert_cmpint(snapshot_diff(a, b, &d), ==, 0);
+        g_assert_true(snapshot_diff_is_empty(d));
 }
 
 static void test_diff_program(void) {
@@ -972,6 +1137,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot/json/round-trip", test_json_round_trip);
         g_test_add_func("/snapshot/sqlite/round-trip", test_sqlite_round_trip);
         g_test_add_func("/snapshot/sqlite/file-header", test_sqlite_file_header);
+        g_test_add_func("/snapshot/info", test_snapshot_info);
+        g_test_add_func("/snapshot/subtree-holders", test_subtree_holders);
         g_test_add_func("/snapshot/non-utf8", test_non_utf8_strings);
         g_test_add_func("/snapshot/read-any", test_read_any);
         g_test_add_func("/snapshot/fuzz-corpus", test_fuzz_corpus);
@@ -1002,6 +1169,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot/hostile/not-snapshot", test_hostile_not_snapshot);
         g_test_add_func("/snapshot/large", test_large);
         g_test_add_func("/snapshot/diff/identical", test_diff_identical);
+        g_test_add_func("/snapshot/diff/metadata", test_diff_metadata);
         g_test_add_func("/snapshot/diff/program", test_diff_program);
         g_test_add_func("/snapshot/diff/flags", test_diff_flags);
         g_test_add_func("/snapshot/diff/processes", test_diff_processes);

@@ -1,0 +1,1 @@
+QDELETE FROM holders WHERE pid = 50

@@ -1,0 +1,1 @@
+QUPDATE meta SET root = 101
