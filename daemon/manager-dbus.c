@@ -4,10 +4,13 @@
 #include "manager.h"
 #include "procinfo.h"
 #include "snapshot.h"
+#include "snapshots.h"
 
 #define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
 #define ERROR_NO_SUCH_FILTER "org.sectree1.Error.NoSuchFilter"
 #define ERROR_SCAN_FAILED "org.sectree1.Error.ScanFailed"
+#define ERROR_NO_SUCH_SNAPSHOT "org.sectree1.Error.NoSuchSnapshot"
+#define ERROR_INVALID_SNAPSHOT "org.sectree1.Error.InvalidSnapshot"
 
 static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener" };
 
@@ -222,6 +225,201 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+/* Snapshots */
+
+/* The named error for what a snapshot call returned (message: what the call said, may be NULL). */
+static int bus_snapshot_error(sd_bus_error *error, int r, const char *message, uint64_t id) {
+        switch (r) {
+        case -ENOENT:
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot with id %" PRIu64 ".", id);
+        case -ESRCH:
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "%s", message ?: "No such process.");
+        case -EACCES:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", message ?: "Access denied.");
+        case -EDQUOT:
+        case -EBUSY:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "%s", message ?: "Limits exceeded.");
+        case -EINVAL:
+                return sd_bus_error_setf(error, ERROR_INVALID_SNAPSHOT, "%s", message ?: "The snapshot was refused.");
+        case -EOPNOTSUPP:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s", message ?: "Unsupported file.");
+        case -ETIMEDOUT:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_TIMEOUT, "%s", message ?: "Timed out.");
+        case -ENOMEM:
+                return sd_bus_error_set_errno(error, r);
+        default:
+                if (message)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
+        }
+}
+
+static int read_option_variant(sd_bus_message *msg, const char *key, const char *want, void *ret,
+                               sd_bus_error *error) {
+        const char *contents;
+        int r = sd_bus_message_peek_type(msg, NULL, &contents);
+        if (r < 0)
+                return r;
+        if (!streq(contents, want))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Option \"%s\" takes a value of type '%s', not '%s'.", key, want, contents);
+        return sd_bus_message_read(msg, "v", want, ret);
+}
+
+static int read_create_option(sd_bus_message *msg, SnapshotCreateOptions *o, sd_bus_error *error) {
+        const char *key;
+        int b = 0, r = sd_bus_message_read(msg, "s", &key);
+        if (r < 0)
+                return r;
+        if (streq(key, "name")) {
+                r = read_option_variant(msg, key, "s", &o->name, error);
+                if (r >= 0 && strlen(o->name) > SNAPSHOT_MAX_NAME)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Option \"name\" is longer than %d bytes.", SNAPSHOT_MAX_NAME);
+                return r;
+        }
+        if (streq(key, "include_argv")) {
+                r = read_option_variant(msg, key, "b", &b, error);
+                if (r >= 0)
+                        o->include_argv = b;
+                return r;
+        }
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
+}
+
+static int read_create_options(sd_bus_message *msg, SnapshotCreateOptions *o, sd_bus_error *error) {
+        *o = (SnapshotCreateOptions) { .include_argv = true };
+        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                r = read_create_option(msg, o, error);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(msg);
+        if (o->name && !*o->name)
+                o->name = NULL;
+        return r;
+}
+
+static int method_create_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        SnapshotCreateOptions o;
+        _cleanup_free_ char *message = NULL;
+        uint32_t root;
+        uint64_t id;
+        int r = sd_bus_message_read(msg, "u", &root);
+        if (r < 0 || (r = read_create_options(msg, &o, error)) < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        if (root > SNAPSHOT_MAX_PID)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process with pid %" PRIu32 ".", root);
+        r = manager_snapshot_create(m, &c, (pid_t) root, &o, &id, &message);
+        if (r == -EIO)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "%s", message ?: "The scan failed.");
+        if (r < 0)
+                return bus_snapshot_error(error, r, message, 0);
+        return sd_bus_reply_method_return(msg, "t", id);
+}
+
+static int append_snapshot_entry(sd_bus_message *reply, const StoredSnapshot *s) {
+        return sd_bus_message_append(reply, "(tstuuuuuss)", s->id, s->name ?: "", s->created_usec,
+                                     (uint32_t) s->owner_uid, (uint32_t) s->root_pid, s->processes, s->threads,
+                                     s->filters, s->backend, s->identity);
+}
+
+static int method_list_snapshots(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        StoredSnapshot *l = NULL;
+        size_t n = 0;
+        int r = caller_from_message(msg, &c);
+        if (r < 0 || (r = manager_snapshot_list(m, &c, &l, &n)) < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(tstuuuuuss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = append_snapshot_entry(reply, &l[i]);
+        stored_snapshots_free(l, n);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* The end of an export or import: the reply to the message kept for it. The message goes first: it
+ * holds a copy of the caller's fd, and the caller must see the end of its pipe before the reply. */
+static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        bool import = streq(sd_bus_message_get_member(msg), "ImportSnapshot");
+        int k;
+        if (r < 0) {
+                (void) bus_snapshot_error(&error, r, message, id);
+                k = sd_bus_message_new_method_errorf(msg, &reply, error.name, "%s", error.message);
+        } else
+                k = sd_bus_message_new_method_return(msg, &reply);
+        if (k >= 0 && r >= 0 && import)
+                k = sd_bus_message_append(reply, "t", id);
+        msg = sd_bus_message_unref(msg);
+        if (k >= 0)
+                k = sd_bus_send(m->bus, reply, NULL);
+        if (k < 0)
+                log_debug_errno(k, "Could not reply to a snapshot transfer: %m");
+}
+
+static int method_export_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_free_ char *message = NULL;
+        const char *format_name;
+        uint64_t id;
+        int fd;
+        int r = sd_bus_message_read(msg, "ths", &id, &fd, &format_name);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        SnapshotFormat format = snapshot_format_from_string(format_name);
+        if (format < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown snapshot format \"%s\" (expected \"sqlite\" or \"json\").", format_name);
+        r = manager_snapshot_export(m, &c, id, fd, format, on_transfer_done, sd_bus_message_ref(msg), &message);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                return bus_snapshot_error(error, r, message, id);
+        }
+        return 1;
+}
+
+static int method_import_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_free_ char *message = NULL;
+        int fd;
+        int r = sd_bus_message_read(msg, "h", &fd);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        r = manager_snapshot_import(m, &c, fd, on_transfer_done, sd_bus_message_ref(msg), &message);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                return bus_snapshot_error(error, r, message, 0);
+        }
+        return 1;
+}
+
+static int method_delete_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        uint64_t id;
+        int r = sd_bus_message_read(msg, "t", &id);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        r = manager_snapshot_delete(m, &c, id);
+        if (r < 0)
+                return bus_snapshot_error(error, r, NULL, id);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
 static int property_get_const_string(sd_bus *bus, const char *path, const char *interface, const char *property,
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -269,10 +467,22 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_get_task_chain, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Rescan", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_rescan,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CreateSnapshot", SD_BUS_ARGS("u", root_pid, "a{sv}", options),
+                                SD_BUS_RESULT("t", id), method_create_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListSnapshots", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(tstuuuuuss)", snapshots),
+                                method_list_snapshots, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ExportSnapshot", SD_BUS_ARGS("t", id, "h", fd, "s", format), SD_BUS_NO_RESULT,
+                                method_export_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ImportSnapshot", SD_BUS_ARGS("h", fd), SD_BUS_RESULT("t", id),
+                                method_import_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("DeleteSnapshot", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT, method_delete_snapshot,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilterAttached", SD_BUS_ARGS("t", id, "t", parent, "u", tid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskAdded", SD_BUS_ARGS("u", tid, "u", tgid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskExited", SD_BUS_ARGS("u", tid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Resynced", SD_BUS_ARGS("s", reason), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("SnapshotCreated", SD_BUS_ARGS("t", id, "s", name, "u", owner_uid), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("SnapshotDeleted", SD_BUS_ARGS("t", id), 0),
         SD_BUS_VTABLE_END
 };
 
@@ -309,6 +519,14 @@ int manager_send_resynced(Manager *m, const char *reason) {
         return emit(m, "Resynced", "s", reason);
 }
 
+int manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner) {
+        return emit(m, "SnapshotCreated", "tsu", id, name ?: "", (uint32_t) owner);
+}
+
+int manager_send_snapshot_deleted(Manager *m, uint64_t id) {
+        return emit(m, "SnapshotDeleted", "t", id);
+}
+
 int manager_announce_counts(Manager *m) {
         if (!m->bus)
                 return 0;
@@ -330,6 +548,11 @@ int manager_announce_counts(Manager *m) {
         return sd_bus_emit_properties_changed_strv(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, (char **) changed);
 }
 
+static int on_event_exit(sd_event_source *s, void *userdata) {
+        manager_snapshot_transfers_cancel(userdata);
+        return 0;
+}
+
 int manager_bus_connect(Manager *m) {
         int r = sd_bus_default_system(&m->bus);
         if (r < 0)
@@ -343,6 +566,16 @@ int manager_bus_connect(Manager *m) {
         r = sd_bus_attach_event(m->bus, m->event, 0);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        /* Snapshot transfers still waiting for their fds are answered before the bus goes away: before
+         * the exit handler of sd_bus_attach_event() (priority 0) flushes and closes it. */
+        _cleanup_(sd_event_source_unrefp) sd_event_source *exit_source = NULL;
+        r = sd_event_add_exit(m->event, &exit_source, on_event_exit, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(exit_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0)
+                r = sd_event_source_set_floating(exit_source, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the exit handler: %m");
         m->announced = current_counts(m);
         return 0;
 }

@@ -49,6 +49,22 @@ typedef struct Manager {
         uint64_t last_full_pass_mono;   /* CLOCK_MONOTONIC at the end of the last full pass */
         uint64_t rescan_cost_usec;      /* how long the last rescan took: the next waits as long */
         uint64_t rescan_end_mono;
+        /* full passes (both backends) */
+        unsigned n_full_passes;         /* done so far */
+        void (*after_scan_hook)(struct Manager *m); /* tests: runs between a full pass's scan and its store */
+        /* live.c: what keeps each live filter alive, so that retiring looks only at what changed */
+        Hashmap filter_uses;            /* filter id -> (void *) n: threads heading it, children, listeners */
+        bool uses_valid;                /* filter_uses describes the live forest (else rebuilt when needed) */
+        bool uses_broken;               /* a thread or filter names a filter the live forest lacks */
+        uint64_t *retire_candidates;    /* filters whose uses dropped to 0 (or started there) */
+        size_t n_retire_candidates, n_retire_candidates_allocated;
+        struct SnapshotTransfer *snapshot_transfers; /* snapshots.c: exports and imports in progress */
+        unsigned n_uses_rebuilds;       /* live.c: times filter_uses was counted from scratch (tests) */
+        /* manager_full_pass_split(): a scan waiting for a later loop iteration to be stored */
+        Forest *pass_forest;
+        const char *pass_reason;
+        uint64_t pass_lost_bpf, pass_lost_proc, pass_scan_usec;
+        sd_event_source *pass_store_source;
 } Manager;
 
 typedef struct ManagerOptions {
@@ -102,3 +118,20 @@ int manager_send_task_exited(Manager *m, pid_t tid);
 int manager_send_resynced(Manager *m, const char *reason);
 /* PropertiesChanged for the counts that changed since the last call. */
 int manager_announce_counts(Manager *m);
+
+/* Open the database and the kernel side, and do the first full pass: manager_startup() without
+ * the bus, signals and timers (tests drive the loop themselves). */
+int manager_open(Manager *m);
+/* live.c: m->live was replaced (a full pass) or changed wholesale (the ptrace backend's merges):
+ * what keeps its filters alive is counted again at the next manager_retire_unreachable(). */
+void manager_live_uses_invalidate(Manager *m);
+/* live.c: a tracked thread with this head left the live forest (0: it had none). */
+void manager_live_thread_gone(Manager *m, uint64_t head);
+/* A full pass after lost events starts no sooner than this after the previous full pass ended. */
+#define MANAGER_RESYNC_MIN_INTERVAL_USEC (1000 * 1000ULL)
+/* The same as manager_full_pass() in two loop iterations (bpf backend): the scan now, storing it
+ * as the live state a little later (once what the bus asked meanwhile is answered), so that the
+ * loop is held by the longer half only.
+ * Until then events wait in the ring buffer and the bus sees the previous state; a
+ * manager_full_pass() meanwhile replaces the waiting scan. The other backends pass at once. */
+int manager_full_pass_split(Manager *m, const char *reason);

@@ -1165,3 +1165,13 @@ int store_replace_all(Store *s, const Forest *f, uint64_t now_usec) {
         k = store_enforce_foreign_keys(s, true);
         return r < 0 ? r : k;
 }
+
+/* For store-snapshot.c */
+
+sqlite3 *store_database(Store *s) {
+        return s->db;
+}
+
+int store_sqlite_error(Store *s, int rc, const char *what) {
+        return store_error(s, rc, what);
+}

@@ -47,3 +47,8 @@ int store_put_task(Store *s, const WatchTask *t, const char *exe, uint64_t now_u
 int store_remove_task(Store *s, pid_t tid);
 /* Move a filter no task or listener reaches any more to history. */
 int store_retire_filter(Store *s, uint64_t id, uint64_t now_usec);
+
+/* For the other tables' code (store-snapshot.c), which keeps its statements next to it: the
+ * connection, and a failed SQLite call logged and turned into a negative errno. */
+struct sqlite3 *store_database(Store *s);
+int store_sqlite_error(Store *s, int rc, const char *what);

@@ -230,8 +230,10 @@ static void test_open_creates_schema(Fixture *fx, gconstpointer data) {
                     "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' "
                     "ORDER BY type, name",
                     "table,filters;table,history;table,listener_holders;table,listeners;table,meta;"
-                    "table,processes;table,tasks;"
-                    "view,filter_task_counts;view,filter_tree;view,process_tree;view,task_chains");
+                    "table,processes;table,snapshot_filters;table,snapshot_holders;table,snapshot_listeners;"
+                    "table,snapshot_processes;table,snapshot_threads;table,snapshots;table,tasks;"
+                    "view,filter_task_counts;view,filter_tree;view,process_tree;view,snapshot_task_chains;"
+                    "view,task_chains");
         g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
         g_assert_cmpuint(max_id, ==, 0);
         assert_rows(db, "PRAGMA integrity_check", "ok");

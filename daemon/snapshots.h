@@ -1,0 +1,69 @@
+/* snapshots.h: snapshots for bus callers: taken with one scan, stored in the state database, and
+ * exported into / imported from the callers' fds without blocking the event loop */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "access.h"
+#include "manager.h"
+#include "snapshot.h"
+#include "store-snapshot.h"
+
+/* What a non-root uid may hold (root: no limit). */
+#define SNAPSHOTS_MAX_PER_UID 32
+#define SNAPSHOTS_MAX_THREADS_PER_UID 1000000            /* threads, summed over its snapshots */
+#define SNAPSHOTS_MAX_INSNS_PER_UID (8u * 1024 * 1024)   /* filter instructions summed: 64 MiB of programs */
+
+/* Exports and imports in progress at once (each may buffer SNAPSHOT_MAX_FILE_SIZE bytes), and the
+ * deadline of each: a pipe nobody writes into (or reads from) is given up after it. */
+#define SNAPSHOT_TRANSFERS_MAX 8
+#define SNAPSHOT_TRANSFERS_MAX_PER_UID 2
+#define SNAPSHOT_TRANSFER_TIMEOUT_USEC (30 * 1000000ULL) /* $SECTREE_SNAPSHOT_TIMEOUT_USEC replaces it */
+
+typedef struct SnapshotCreateOptions {
+        const char *name; /* NULL = none */
+        bool include_argv;
+} SnapshotCreateOptions;
+
+/* Errors of every call below, besides -ENOMEM and the database's: -ENOENT no such snapshot (or
+ * not the caller's: it does not see it), -ESRCH no such process, -EACCES not allowed, -EDQUOT the
+ * caller's quota is used up, -EBUSY too many transfers in progress. *ret_message (malloc'ed, may
+ * be NULL) says more where there is more to say. */
+
+/* Scan the subtree of root (0: the whole machine, root only) in one pass and store it. A non-root
+ * caller must be able to trace every process of the subtree. Sends SnapshotCreated. A scan that
+ * fails is -EIO with a message. */
+int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o, uint64_t *ret_id,
+                            char **ret_message);
+
+/* The snapshots the caller may see (root: all; others: their own), by id. */
+int manager_snapshot_list(Manager *m, Caller *c, StoredSnapshot **ret, size_t *ret_n);
+
+/* Delete one of the caller's snapshots; sends SnapshotDeleted. */
+int manager_snapshot_delete(Manager *m, Caller *c, uint64_t id);
+
+/* A transfer ends by calling done exactly once (possibly before the call that started it returns),
+ * with 0 and, for an import, the new snapshot's id; or a negative errno: -EINVAL the file was
+ * refused (message: the validator's, naming the field and the element), -ETIMEDOUT the deadline
+ * passed, -ECANCELED the daemon is stopping, another one from reading or writing the fd. */
+typedef void (*SnapshotTransferDone)(Manager *m, int r, uint64_t id, const char *message, void *userdata);
+
+/* Write the snapshot into fd (the caller's: a file at its position, or a pipe or socket) in
+ * format. The fd is dup'ed: the caller may close its copy. Returns 0 when done will be called, or
+ * a negative errno (and done will not be). */
+int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, SnapshotFormat format,
+                            SnapshotTransferDone done, void *userdata, char **ret_message);
+
+/* Read a snapshot of either format from fd (to its end, at most SNAPSHOT_MAX_FILE_SIZE bytes),
+ * validate it and store it as the caller's; sends SnapshotCreated. Returns as
+ * manager_snapshot_export(). A refused file changes nothing. */
+int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
+                            char **ret_message);
+
+/* End every transfer in progress with -ECANCELED. */
+void manager_snapshot_transfers_cancel(Manager *m);
+
+/* manager-dbus.c */
+int manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner);
+int manager_send_snapshot_deleted(Manager *m, uint64_t id);

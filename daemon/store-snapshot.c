@@ -1,0 +1,659 @@
+/* store-snapshot.c: snapshots in the state database (schema/state-002.sql): one transaction with
+ * prepared statements to write one, and the rows read back into a forest
+ *
+ * Strings are stored as snapshot_utf8_sanitize() makes them (what every export writes anyway), so
+ * that the sqlite3 shell shows text; argv is a JSON array of strings. */
+#include <endian.h>
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "snapshot.h"
+#include "store-snapshot.h"
+
+typedef enum SnapshotStatement {
+        SS_INSERT_SNAPSHOT,
+        SS_INSERT_FILTER,
+        SS_INSERT_PROCESS,
+        SS_INSERT_THREAD,
+        SS_INSERT_LISTENER,
+        SS_INSERT_HOLDER,
+        SS_USAGE,
+        _SS_WRITE_MAX,
+} SnapshotStatement;
+
+static const char *const write_sql[_SS_WRITE_MAX] = {
+        [SS_INSERT_SNAPSHOT] =
+                "INSERT INTO snapshots (name, created_usec, stored_usec, origin, owner_uid, taken_by_uid, root_pid, "
+                "backend, identity, consistency, host_kernel, host_arch, host_hostname, processes, threads, filters, "
+                "listeners, instructions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                "?16, ?17, ?18) RETURNING id",
+        [SS_INSERT_FILTER] =
+                "INSERT INTO snapshot_filters (snapshot, id, parent, length, digest, program, log, wait_killable_recv, "
+                "listener, identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        [SS_INSERT_PROCESS] =
+                "INSERT INTO snapshot_processes (snapshot, pid, ppid, start_time, comm, exe, argv, uid, gid, "
+                "no_new_privs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        [SS_INSERT_THREAD] = "INSERT INTO snapshot_threads (snapshot, tid, pid, mode, filter) VALUES (?1, ?2, ?3, ?4, ?5)",
+        [SS_INSERT_LISTENER] = "INSERT INTO snapshot_listeners (snapshot, id, filter) VALUES (?1, ?2, ?3)",
+        [SS_INSERT_HOLDER] =
+                "INSERT INTO snapshot_holders (snapshot, listener, position, pid, fd) VALUES (?1, ?2, ?3, ?4, ?5)",
+        [SS_USAGE] =
+                "SELECT count(*), coalesce(sum(threads), 0), coalesce(sum(instructions), 0) FROM snapshots "
+                "WHERE owner_uid = ?1",
+};
+
+#define SNAPSHOT_COLUMNS                                                                                  \
+        "id, name, created_usec, stored_usec, origin, owner_uid, taken_by_uid, root_pid, backend, identity, " \
+        "consistency, processes, threads, filters, listeners, instructions"
+
+/* A set of statements prepared for one call and finalized after it. */
+typedef struct Statements {
+        Store *store;
+        sqlite3_stmt *st[_SS_WRITE_MAX];
+} Statements;
+
+static void statements_done(Statements *s) {
+        for (size_t i = 0; i < _SS_WRITE_MAX; i++)
+                sqlite3_finalize(s->st[i]);
+}
+
+static int prepare(Store *s, const char *sql, sqlite3_stmt **ret) {
+        int rc = sqlite3_prepare_v3(store_database(s), sql, -1, 0, ret, NULL);
+        return rc == SQLITE_OK ? 0 : store_sqlite_error(s, rc, "prepare a snapshot statement");
+}
+
+static int statements_prepare(Statements *s) {
+        for (size_t i = 0; i < _SS_WRITE_MAX; i++) {
+                int r = prepare(s->store, write_sql[i], &s->st[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Run a statement that returns no row, and reset it. */
+static int run(Store *s, sqlite3_stmt *st, const char *what) {
+        int rc = sqlite3_step(st);
+        int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : store_sqlite_error(s, rc, what);
+        sqlite3_reset(st);
+        return r;
+}
+
+static void bind_u64(sqlite3_stmt *st, int i, uint64_t v) {
+        sqlite3_bind_int64(st, i, (sqlite3_int64) v);
+}
+
+static void bind_id_or_null(sqlite3_stmt *st, int i, uint64_t v) {
+        if (v == 0)
+                sqlite3_bind_null(st, i);
+        else
+                bind_u64(st, i, v);
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
+        if (v)
+                sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+        else
+                sqlite3_bind_null(st, i);
+}
+
+/* A sanitized copy of a string that may be NULL: 0, or -ENOMEM. */
+static int sanitize(const char *s, char **ret) {
+        *ret = snapshot_utf8_sanitize(s);
+        return s && !*ret ? -ENOMEM : 0;
+}
+
+/* Writing */
+
+static size_t count_threads(const Forest *f) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                n += f->processes[i]->n_threads;
+        return n;
+}
+
+static uint64_t count_instructions(const Forest *f) {
+        uint64_t n = 0;
+        for (size_t i = 0; i < f->n_filters; i++)
+                n += f->filters[i]->len;
+        return n;
+}
+
+static int check_quota(Statements *s, uid_t owner, const Forest *f, const StoreSnapshotQuota *q) {
+        sqlite3_stmt *st = s->st[SS_USAGE];
+        sqlite3_bind_int64(st, 1, owner);
+        int rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW) {
+                sqlite3_reset(st);
+                return store_sqlite_error(s->store, rc, "read a snapshot owner's usage");
+        }
+        uint64_t n = (uint64_t) sqlite3_column_int64(st, 0), threads = (uint64_t) sqlite3_column_int64(st, 1),
+                 insns = (uint64_t) sqlite3_column_int64(st, 2);
+        sqlite3_reset(st);
+        if ((q->snapshots && n + 1 > q->snapshots) || (q->threads && threads + count_threads(f) > q->threads) ||
+            (q->instructions && insns + count_instructions(f) > q->instructions))
+                return -EDQUOT;
+        return 0;
+}
+
+static int put_snapshot_row(Statements *s, const Forest *f, uid_t owner, bool imported, uint64_t now_usec,
+                            uint64_t *ret_id) {
+        sqlite3_stmt *st = s->st[SS_INSERT_SNAPSHOT];
+        const HostInfo *h = &f->host;
+        _cleanup_free_ char *name = NULL, *kernel = NULL, *arch = NULL, *hostname = NULL;
+        if (sanitize(f->snapshot.name, &name) < 0 || sanitize(h->kernel, &kernel) < 0 || sanitize(h->arch, &arch) < 0 ||
+            sanitize(h->hostname, &hostname) < 0)
+                return -ENOMEM;
+        bind_text_or_null(st, 1, name);
+        bind_u64(st, 2, f->created_at_usec);
+        bind_u64(st, 3, now_usec);
+        sqlite3_bind_text(st, 4, imported ? "imported" : "created", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, owner);
+        sqlite3_bind_int64(st, 6, f->snapshot.taken_by_uid);
+        sqlite3_bind_int64(st, 7, f->root);
+        bind_text_or_null(st, 8, f->backend);
+        sqlite3_bind_text(st, 9, identity_kind_to_string(f->identity), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 10, snapshot_consistency_to_string(f->snapshot.consistency) ?: "none", -1,
+                          SQLITE_STATIC);
+        bind_text_or_null(st, 11, kernel);
+        bind_text_or_null(st, 12, arch);
+        bind_text_or_null(st, 13, hostname);
+        bind_u64(st, 14, f->n_processes);
+        bind_u64(st, 15, count_threads(f));
+        bind_u64(st, 16, f->n_filters);
+        bind_u64(st, 17, f->n_listeners);
+        bind_u64(st, 18, count_instructions(f));
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                *ret_id = (uint64_t) sqlite3_column_int64(st, 0);
+        int r = rc == SQLITE_ROW ? 0 : store_sqlite_error(s->store, rc, "store a snapshot");
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        return r;
+}
+
+/* The program as the digest covers it: code le16, jt, jf, k le32. */
+static void encode_program(const Filter *flt, uint8_t *out) {
+        for (size_t i = 0; i < flt->len; i++, out += 8) {
+                uint16_t code = htole16(flt->insns[i].code);
+                uint32_t k = htole32(flt->insns[i].k);
+                memcpy(out, &code, 2);
+                out[2] = flt->insns[i].jt;
+                out[3] = flt->insns[i].jf;
+                memcpy(out + 4, &k, 4);
+        }
+}
+
+static int put_filter(Statements *s, uint64_t id, const Filter *flt) {
+        static uint8_t program[PROG_MAX_INSNS * 8];
+        char digest[PROG_DIGEST_STRING_MAX];
+        sqlite3_stmt *st = s->st[SS_INSERT_FILTER];
+        if (flt->len > PROG_MAX_INSNS)
+                return -E2BIG;
+        encode_program(flt, program);
+        bind_u64(st, 1, id);
+        bind_u64(st, 2, flt->id);
+        bind_id_or_null(st, 3, flt->parent_id);
+        bind_u64(st, 4, flt->len);
+        sqlite3_bind_text(st, 5, prog_digest_to_string(flt->digest, digest), -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 6, program, (int) (flt->len * 8), SQLITE_STATIC);
+        sqlite3_bind_int(st, 7, flt->log);
+        sqlite3_bind_int(st, 8, flt->wait_killable_recv);
+        bind_id_or_null(st, 9, flt->listener_id);
+        sqlite3_bind_text(st, 10, identity_kind_to_string(flt->identity), -1, SQLITE_STATIC);
+        return run(s->store, st, "store a snapshot's filter");
+}
+
+/* Append s as a JSON string (s is valid UTF-8) to a growing buffer. */
+static int json_append_string(char **buf, size_t *n, size_t *allocated, const char *s) {
+        size_t len = strlen(s);
+        if (GROW(*buf, *allocated, *n + len * 6 + 4) < 0)
+                return -ENOMEM;
+        char *o = *buf + *n;
+        *o++ = '"';
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p == '"' || *p == '\\') {
+                        *o++ = '\\';
+                        *o++ = (char) *p;
+                } else if (*p < 0x20)
+                        o += sprintf(o, "\\u%04x", *p);
+                else
+                        *o++ = (char) *p;
+        }
+        *o++ = '"';
+        *n = (size_t) (o - *buf);
+        return 0;
+}
+
+/* argv as a JSON array of strings, malloc'ed. */
+static int argv_to_json(char * const *argv, char **ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, allocated = 0;
+        if (GROW(buf, allocated, 3) < 0)
+                return -ENOMEM;
+        buf[n++] = '[';
+        for (size_t i = 0; argv && argv[i]; i++) {
+                _cleanup_free_ char *valid = snapshot_utf8_sanitize(argv[i]);
+                if (!valid)
+                        return -ENOMEM;
+                if (i > 0)
+                        buf[n++] = ',';
+                if (json_append_string(&buf, &n, &allocated, valid) < 0)
+                        return -ENOMEM;
+        }
+        if (GROW(buf, allocated, n + 2) < 0)
+                return -ENOMEM;
+        buf[n++] = ']';
+        buf[n] = 0;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int put_process(Statements *s, uint64_t id, const Process *p) {
+        sqlite3_stmt *st = s->st[SS_INSERT_PROCESS];
+        char comm[sizeof(p->comm) + 1];
+        _cleanup_free_ char *valid_comm = NULL, *exe = NULL, *argv = NULL;
+        memcpy(comm, p->comm, sizeof(p->comm));
+        comm[sizeof(p->comm)] = 0;
+        if (sanitize(comm, &valid_comm) < 0 || sanitize(p->exe, &exe) < 0 || argv_to_json(p->argv, &argv) < 0)
+                return -ENOMEM;
+        bind_u64(st, 1, id);
+        sqlite3_bind_int64(st, 2, p->pid);
+        sqlite3_bind_int64(st, 3, p->ppid);
+        bind_u64(st, 4, p->start_time);
+        bind_text_or_null(st, 5, valid_comm);
+        bind_text_or_null(st, 6, exe);
+        bind_text_or_null(st, 7, argv);
+        sqlite3_bind_int64(st, 8, p->uid);
+        sqlite3_bind_int64(st, 9, p->gid);
+        sqlite3_bind_int(st, 10, p->no_new_privs);
+        int r = run(s->store, st, "store a snapshot's process");
+        sqlite3_clear_bindings(st); /* before the strings are freed */
+        return r;
+}
+
+static int put_thread(Statements *s, uint64_t id, const Process *p, const Task *t) {
+        sqlite3_stmt *st = s->st[SS_INSERT_THREAD];
+        bind_u64(st, 1, id);
+        sqlite3_bind_int64(st, 2, t->tid);
+        sqlite3_bind_int64(st, 3, p->pid);
+        sqlite3_bind_text(st, 4, task_mode_to_string(t->mode), -1, SQLITE_STATIC);
+        bind_id_or_null(st, 5, t->filter_id);
+        return run(s->store, st, "store a snapshot's thread");
+}
+
+static int put_listener(Statements *s, uint64_t id, const Listener *l) {
+        sqlite3_stmt *st = s->st[SS_INSERT_LISTENER];
+        bind_u64(st, 1, id);
+        bind_u64(st, 2, l->id);
+        bind_u64(st, 3, l->filter_id);
+        int r = run(s->store, st, "store a snapshot's listener");
+        st = s->st[SS_INSERT_HOLDER];
+        for (size_t i = 0; r >= 0 && i < l->n_holders; i++) {
+                bind_u64(st, 1, id);
+                bind_u64(st, 2, l->id);
+                bind_u64(st, 3, i);
+                sqlite3_bind_int64(st, 4, l->holders[i].pid);
+                sqlite3_bind_int64(st, 5, l->holders[i].fd);
+                r = run(s->store, st, "store a snapshot's listener holder");
+        }
+        return r;
+}
+
+static int put_elements(Statements *s, uint64_t id, const Forest *f) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
+                r = put_filter(s, id, f->filters[i]);
+        for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                r = put_process(s, id, p);
+                for (size_t j = 0; r >= 0 && j < p->n_threads; j++)
+                        r = put_thread(s, id, p, &p->threads[j]);
+        }
+        for (size_t i = 0; r >= 0 && i < f->n_listeners; i++)
+                r = put_listener(s, id, f->listeners[i]);
+        return r;
+}
+
+int store_snapshot_put(Store *store, const Forest *f, uid_t owner, bool imported, const StoreSnapshotQuota *quota,
+                       uint64_t now_usec, uint64_t *ret_id) {
+        _cleanup_(statements_done) Statements s = { .store = store };
+        uint64_t id = 0;
+        if (!f->linked)
+                return log_error_errno(-EINVAL, "Refusing to store a snapshot that is not linked.");
+        int r = statements_prepare(&s);
+        if (r < 0)
+                return r;
+        r = store_begin(store);
+        if (r < 0)
+                return r;
+        if (quota)
+                r = check_quota(&s, owner, f, quota);
+        if (r >= 0)
+                r = put_snapshot_row(&s, f, owner, imported, now_usec, &id);
+        if (r >= 0)
+                r = put_elements(&s, id, f);
+        if (r >= 0)
+                r = store_commit(store);
+        if (r < 0) {
+                store_rollback(store);
+                return r;
+        }
+        *ret_id = id;
+        return 0;
+}
+
+/* Reading */
+
+void stored_snapshot_done(StoredSnapshot *s) {
+        free(s->name);
+        free(s->backend);
+        free(s->identity);
+        free(s->consistency);
+        *s = (StoredSnapshot) {};
+}
+
+void stored_snapshots_free(StoredSnapshot *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                stored_snapshot_done(&l[i]);
+        free(l);
+}
+
+static char *column_strdup(sqlite3_stmt *st, int i) {
+        const char *v = (const char *) sqlite3_column_text(st, i);
+        return v ? strdup(v) : NULL;
+}
+
+static int read_snapshot_row(sqlite3_stmt *st, StoredSnapshot *ret) {
+        const char *origin = (const char *) sqlite3_column_text(st, 4);
+        *ret = (StoredSnapshot) {
+                .id = (uint64_t) sqlite3_column_int64(st, 0),
+                .name = column_strdup(st, 1),
+                .created_usec = (uint64_t) sqlite3_column_int64(st, 2),
+                .stored_usec = (uint64_t) sqlite3_column_int64(st, 3),
+                .imported = origin && streq(origin, "imported"),
+                .owner_uid = (uid_t) sqlite3_column_int64(st, 5),
+                .taken_by_uid = (uid_t) sqlite3_column_int64(st, 6),
+                .root_pid = (pid_t) sqlite3_column_int64(st, 7),
+                .backend = column_strdup(st, 8),
+                .identity = column_strdup(st, 9),
+                .consistency = column_strdup(st, 10),
+                .processes = (uint32_t) sqlite3_column_int64(st, 11),
+                .threads = (uint32_t) sqlite3_column_int64(st, 12),
+                .filters = (uint32_t) sqlite3_column_int64(st, 13),
+                .listeners = (uint32_t) sqlite3_column_int64(st, 14),
+                .instructions = (uint64_t) sqlite3_column_int64(st, 15),
+        };
+        if ((sqlite3_column_type(st, 1) != SQLITE_NULL && !ret->name) || !ret->backend || !ret->identity ||
+            !ret->consistency) {
+                stored_snapshot_done(ret);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void finalizep(sqlite3_stmt **st) {
+        sqlite3_finalize(*st);
+}
+#define _cleanup_finalize_ _cleanup_(finalizep)
+
+int store_snapshot_get(Store *s, uint64_t id, StoredSnapshot *ret) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r = prepare(s, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots WHERE id = ?1", &st);
+        if (r < 0)
+                return r;
+        bind_u64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return store_sqlite_error(s, rc, "read a snapshot");
+        return read_snapshot_row(st, ret);
+}
+
+int store_snapshot_list(Store *s, StoredSnapshot **ret, size_t *ret_n) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        StoredSnapshot *l = NULL;
+        size_t n = 0, allocated = 0;
+        int r = prepare(s, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots ORDER BY id", &st), rc;
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                if (GROW(l, allocated, n + 1) < 0 || read_snapshot_row(st, &l[n]) < 0) {
+                        stored_snapshots_free(l, n);
+                        return -ENOMEM;
+                }
+                n++;
+        }
+        if (rc != SQLITE_DONE) {
+                stored_snapshots_free(l, n);
+                return store_sqlite_error(s, rc, "list the snapshots");
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+int store_snapshot_delete(Store *s, uint64_t id) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r = prepare(s, "DELETE FROM snapshots WHERE id = ?1", &st);
+        if (r < 0)
+                return r;
+        bind_u64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE)
+                return store_sqlite_error(s, rc, "delete a snapshot");
+        return sqlite3_changes(store_database(s)) > 0;
+}
+
+/* Loading a snapshot into a forest */
+
+static int load_header(Store *s, uint64_t id, Forest *f) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r = prepare(s,
+                        "SELECT name, created_usec, taken_by_uid, root_pid, backend, identity, consistency, "
+                        "host_kernel, host_arch, host_hostname FROM snapshots WHERE id = ?1",
+                        &st);
+        if (r < 0)
+                return r;
+        bind_u64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return store_sqlite_error(s, rc, "read a snapshot");
+        f->created_at_usec = (uint64_t) sqlite3_column_int64(st, 1);
+        f->snapshot.taken_by_uid = (uint32_t) sqlite3_column_int64(st, 2);
+        f->root = (pid_t) sqlite3_column_int64(st, 3);
+        f->backend = column_strdup(st, 4);
+        f->identity = identity_kind_from_string((const char *) sqlite3_column_text(st, 5));
+        f->snapshot.consistency = snapshot_consistency_from_string((const char *) sqlite3_column_text(st, 6));
+        if (!f->backend)
+                return -ENOMEM;
+        if (f->identity < 0 || f->snapshot.consistency < 0)
+                return -EBADMSG;
+        r = snapshot_info_set_name(&f->snapshot, (const char *) sqlite3_column_text(st, 0));
+        if (r >= 0)
+                r = host_info_set(&f->host, (const char *) sqlite3_column_text(st, 7),
+                                  (const char *) sqlite3_column_text(st, 8), (const char *) sqlite3_column_text(st, 9));
+        return r;
+}
+
+static int decode_program(const void *blob, size_t bytes, size_t len, struct sock_filter *insns) {
+        const uint8_t *p = blob;
+        if (len > PROG_MAX_INSNS || bytes != len * 8)
+                return -EBADMSG;
+        for (size_t i = 0; i < len; i++, p += 8) {
+                uint16_t code;
+                uint32_t k;
+                memcpy(&code, p, 2);
+                memcpy(&k, p + 4, 4);
+                insns[i] = (struct sock_filter) { .code = le16toh(code), .jt = p[2], .jf = p[3], .k = le32toh(k) };
+        }
+        return 0;
+}
+
+static int load_filters(Store *s, uint64_t id, Forest *f) {
+        static struct sock_filter insns[PROG_MAX_INSNS];
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r = prepare(s,
+                        "SELECT id, parent, length, program, log, wait_killable_recv, listener, identity "
+                        "FROM snapshot_filters WHERE snapshot = ?1 ORDER BY id",
+                        &st), rc;
+        if (r < 0)
+                return r;
+        bind_u64(st, 1, id);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                Filter *flt;
+                size_t len = (size_t) sqlite3_column_int64(st, 2);
+                r = decode_program(sqlite3_column_blob(st, 3), (size_t) sqlite3_column_bytes(st, 3), len, insns);
+                if (r >= 0)
+                        r = forest_add_filter(f, (uint64_t) sqlite3_column_int64(st, 0),
+                                              (uint64_t) sqlite3_column_int64(st, 1), insns, len, &flt);
+                if (r < 0)
+                        return r == -EEXIST ? -EBADMSG : r;
+                flt->log = sqlite3_column_int(st, 4);
+                flt->wait_killable_recv = sqlite3_column_int(st, 5);
+                flt->listener_id = (uint64_t) sqlite3_column_int64(st, 6);
+                flt->has_listener = flt->listener_id != 0;
+                flt->identity = identity_kind_from_string((const char *) sqlite3_column_text(st, 7));
+                if (flt->identity < 0)
+                        return -EBADMSG;
+        }
+        return rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, "read a snapshot's filters");
+}
+
+static int argv_from_json(Process *p, const char *text) {
+        json_error_t e;
+        json_t *a = text ? json_loads(text, 0, &e) : NULL;
+        if (!a || !json_is_array(a)) {
+                json_decref(a);
+                return -EBADMSG;
+        }
+        size_t n = json_array_size(a);
+        _cleanup_strv_free_ char **argv = calloc(n + 1, sizeof(char *));
+        int r = argv ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const char *v = json_string_value(json_array_get(a, i));
+                r = !v ? -EBADMSG : !(argv[i] = strdup(v)) ? -ENOMEM : 0;
+        }
+        json_decref(a);
+        if (r >= 0 && n > 0)
+                r = process_set_argv(p, argv);
+        return r;
+}
+
+static int load_process(sqlite3_stmt *st, Forest *f) {
+        Process *p;
+        const char *comm = (const char *) sqlite3_column_text(st, 3);
+        int r = forest_add_process(f, (pid_t) sqlite3_column_int64(st, 0), &p);
+        if (r < 0)
+                return r == -EEXIST || r == -EINVAL ? -EBADMSG : r;
+        p->ppid = (pid_t) sqlite3_column_int64(st, 1);
+        p->start_time = (uint64_t) sqlite3_column_int64(st, 2);
+        snprintf(p->comm, sizeof(p->comm), "%s", comm ? comm : "");
+        p->uid = (uid_t) sqlite3_column_int64(st, 6);
+        p->gid = (gid_t) sqlite3_column_int64(st, 7);
+        p->no_new_privs = sqlite3_column_int(st, 8);
+        if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+                r = process_set_exe(p, (const char *) sqlite3_column_text(st, 4));
+                if (r < 0)
+                        return r;
+        }
+        return argv_from_json(p, (const char *) sqlite3_column_text(st, 5));
+}
+
+static int load_processes(Store *s, uint64_t id, Forest *f) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r = prepare(s,
+                        "SELECT pid, ppid, start_time, comm, exe, argv, uid, gid, no_new_privs "
+                        "FROM snapshot_processes WHERE snapshot = ?1 ORDER BY pid",
+                        &st), rc;
+        if (r < 0)
+                return r;
+        bind_u64(st, 1, id);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                if ((r = load_process(st, f)) < 0)
+                        return r;
+        return rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, "read a snapshot's processes");
+}
+
+static int load_threads(Store *s, uint64_t id, Forest *f) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r = prepare(s, "SELECT tid, pid, mode, filter FROM snapshot_threads WHERE snapshot = ?1 ORDER BY pid, tid",
+                        &st), rc;
+        if (r < 0)
+                return r;
+        bind_u64(st, 1, id);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                Process *p = forest_find_process(f, (pid_t) sqlite3_column_int64(st, 1));
+                Task *t;
+                if (!p)
+                        return -EBADMSG;
+                r = process_append_thread(p, (pid_t) sqlite3_column_int64(st, 0), &t);
+                if (r < 0)
+                        return r;
+                t->tgid = p->pid;
+                t->mode = task_mode_from_string((const char *) sqlite3_column_text(st, 2));
+                t->filter_id = (uint64_t) sqlite3_column_int64(st, 3);
+                if (t->mode < 0)
+                        return -EBADMSG;
+        }
+        return rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, "read a snapshot's threads");
+}
+
+static int load_listeners(Store *s, uint64_t id, Forest *f) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL, *hst = NULL;
+        int r = prepare(s, "SELECT id, filter FROM snapshot_listeners WHERE snapshot = ?1 ORDER BY id", &st), rc;
+        if (r >= 0)
+                r = prepare(s,
+                            "SELECT pid, fd FROM snapshot_holders WHERE snapshot = ?1 AND listener = ?2 "
+                            "ORDER BY position",
+                            &hst);
+        if (r < 0)
+                return r;
+        bind_u64(st, 1, id);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                Listener *l;
+                r = forest_append_listener(f, (uint64_t) sqlite3_column_int64(st, 0),
+                                           (uint64_t) sqlite3_column_int64(st, 1), &l);
+                if (r < 0)
+                        return r;
+                bind_u64(hst, 1, id);
+                bind_u64(hst, 2, l->id);
+                while ((rc = sqlite3_step(hst)) == SQLITE_ROW)
+                        if ((r = listener_append_holder(l, (pid_t) sqlite3_column_int64(hst, 0),
+                                                        (int) sqlite3_column_int64(hst, 1))) < 0)
+                                return r;
+                sqlite3_reset(hst);
+                if (rc != SQLITE_DONE)
+                        return store_sqlite_error(s, rc, "read a snapshot's listener holders");
+        }
+        return rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, "read a snapshot's listeners");
+}
+
+int store_snapshot_load(Store *s, uint64_t id, Forest **ret) {
+        _cleanup_(forest_freep) Forest *f = forest_new();
+        _cleanup_free_ char *error = NULL;
+        if (!f)
+                return -ENOMEM;
+        int r = load_header(s, id, f);
+        if (r >= 0)
+                r = load_filters(s, id, f);
+        if (r >= 0)
+                r = load_processes(s, id, f);
+        if (r >= 0)
+                r = load_threads(s, id, f);
+        if (r >= 0)
+                r = load_listeners(s, id, f);
+        if (r == -EBADMSG)
+                return log_error_errno(r, "Snapshot %" PRIu64 " in the state database has invalid rows.", id);
+        if (r < 0)
+                return r;
+        r = forest_link(f, &error);
+        if (r < 0)
+                return log_error_errno(-EBADMSG, "Snapshot %" PRIu64 " in the state database is inconsistent: %s", id,
+                                       error ? error : "?");
+        *ret = TAKE_PTR(f);
+        return 0;
+}

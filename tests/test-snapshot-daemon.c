@@ -1,0 +1,1064 @@
+/* test-snapshot-daemon.c: snapshots in the real sectreed on a private dbus-daemon: create, list,
+ * export (file and pipe), import, delete, signals, restarts, access as nobody, quotas, hostile
+ * imports, transfer deadlines, and consistency under churn */
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-fixture.h"
+#include "snapshot.h"
+#include "tests-util.h"
+
+#define DEST "org.sectree1"
+#define PATH "/org/sectree1"
+#define IFACE "org.sectree1.Manager"
+#define NOBODY 65534
+#define CALL_TIMEOUT_USEC (5 * 1000000ULL)
+
+static sd_bus *bus_open(void) {
+        sd_bus *bus = NULL;
+        int r = sd_bus_open_system(&bus);
+        if (r < 0)
+                g_error("connecting to the private bus: %s", g_strerror(-r));
+        return bus;
+}
+
+static bool daemon_test_start(BusFixture *b, char **args, char **env) {
+        if (!tests_require_root())
+                return false;
+        tests_ensure_tracefs();
+        bus_fixture_start_bus(b);
+        bus_fixture_start_daemon(b, args, env, 30);
+        return true;
+}
+
+/* A method call with a bounded wait: a daemon that blocks fails the test instead of hanging it. */
+static int call(sd_bus *bus, const char *member, sd_bus_error *error, sd_bus_message **reply, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_method_call(bus, &m, DEST, PATH, IFACE, member);
+        g_assert_cmpint(r, >=, 0);
+        va_list ap;
+        va_start(ap, types);
+        r = sd_bus_message_appendv(m, types, ap);
+        va_end(ap);
+        g_assert_cmpint(r, >=, 0);
+        return sd_bus_call(bus, m, CALL_TIMEOUT_USEC, error, reply);
+}
+
+/* CreateSnapshot(root, {name}); 0 on failure with *error set. */
+static uint64_t create_snapshot(sd_bus *bus, pid_t root, const char *name, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = name ? call(bus, "CreateSnapshot", error, &reply, "ua{sv}", (uint32_t) root, 1, "name", "s", name)
+                     : call(bus, "CreateSnapshot", error, &reply, "ua{sv}", (uint32_t) root, 0);
+        uint64_t id = 0;
+        if (r >= 0)
+                g_assert_cmpint(sd_bus_message_read(reply, "t", &id), >, 0);
+        return id;
+}
+
+static uint64_t create_ok(sd_bus *bus, pid_t root, const char *name) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = create_snapshot(bus, root, name, &error);
+        if (id == 0)
+                g_error("CreateSnapshot(%d): %s: %s", root, error.name, error.message);
+        return id;
+}
+
+static void assert_error(sd_bus_error *error, const char *name) {
+        if (!sd_bus_error_is_set(error))
+                g_error("expected %s, got success", name);
+        if (!streq(error->name, name))
+                g_error("expected %s, got %s: %s", name, error->name, error->message);
+        sd_bus_error_free(error);
+}
+
+typedef struct ListedSnapshot {
+        uint64_t id, created;
+        char name[300], backend[16], identity[16];
+        uint32_t owner, root, processes, threads, filters;
+} ListedSnapshot;
+
+/* ListSnapshots into an array of ListedSnapshot. */
+static GArray *list_snapshots(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (call(bus, "ListSnapshots", &error, &reply, "") < 0)
+                g_error("ListSnapshots: %s", error.message);
+        GArray *a = g_array_new(false, true, sizeof(ListedSnapshot));
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(tstuuuuuss)"), >, 0);
+        ListedSnapshot x;
+        const char *name, *backend, *identity;
+        while (sd_bus_message_read(reply, "(tstuuuuuss)", &x.id, &name, &x.created, &x.owner, &x.root, &x.processes,
+                                   &x.threads, &x.filters, &backend, &identity) > 0) {
+                g_strlcpy(x.name, name, sizeof(x.name));
+                g_strlcpy(x.backend, backend, sizeof(x.backend));
+                g_strlcpy(x.identity, identity, sizeof(x.identity));
+                g_array_append_val(a, x);
+        }
+        return a;
+}
+
+static const ListedSnapshot *find_listed(GArray *a, uint64_t id) {
+        for (guint i = 0; i < a->len; i++)
+                if (g_array_index(a, ListedSnapshot, i).id == id)
+                        return &g_array_index(a, ListedSnapshot, i);
+        return NULL;
+}
+
+/* An asynchronous call's outcome. */
+typedef struct Pending {
+        bool done;
+        sd_bus_error error;
+        uint64_t id; /* ImportSnapshot's answer */
+} Pending;
+
+static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Pending *p = userdata;
+        p->done = true;
+        if (sd_bus_message_is_method_error(m, NULL))
+                sd_bus_error_copy(&p->error, sd_bus_message_get_error(m));
+        else if (streq(sd_bus_message_get_signature(m, true), "t"))
+                g_assert_cmpint(sd_bus_message_read(m, "t", &p->id), >, 0);
+        return 0;
+}
+
+/* Wait on the bus and on fd (events) for up to 50 ms, then dispatch what came in. */
+static void pump(sd_bus *bus, int fd, short events) {
+        struct pollfd p[2] = { { .fd = sd_bus_get_fd(bus), .events = (short) sd_bus_get_events(bus) },
+                               { .fd = fd, .events = events } };
+        (void) poll(p, fd >= 0 ? 2 : 1, 50);
+        while (sd_bus_process(bus, NULL) > 0)
+                ;
+}
+
+/* ExportSnapshot into a pipe that we read as the daemon writes. Returns the bytes (NULL with
+ * *error set on failure). */
+static GBytes *export_pipe(sd_bus *bus, uint64_t id, const char *format, sd_bus_error *error) {
+        int p[2];
+        Pending pending = {};
+        g_assert_cmpint(pipe2(p, O_CLOEXEC | O_NONBLOCK), ==, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", on_reply, &pending,
+                                                 "ths", id, p[1], format), >=, 0);
+        close(p[1]);
+        GByteArray *buf = g_byte_array_new();
+        bool eof = false;
+        gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+        while (!pending.done || !eof) {
+                if (g_get_monotonic_time() > end)
+                        g_error("ExportSnapshot(%" PRIu64 ", %s) into a pipe did not finish in 20 s", id, format);
+                pump(bus, eof ? -1 : p[0], POLLIN);
+                for (;;) {
+                        uint8_t chunk[65536];
+                        ssize_t k = eof ? 0 : read(p[0], chunk, sizeof(chunk));
+                        if (k > 0)
+                                g_byte_array_append(buf, chunk, (guint) k);
+                        else {
+                                eof = eof || k == 0;
+                                break;
+                        }
+                }
+        }
+        close(p[0]);
+        if (sd_bus_error_is_set(&pending.error)) {
+                sd_bus_error_move(error, &pending.error);
+                g_byte_array_unref(buf);
+                return NULL;
+        }
+        return g_byte_array_free_to_bytes(buf);
+}
+
+static GBytes *export_pipe_ok(sd_bus *bus, uint64_t id, const char *format) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        GBytes *b = export_pipe(bus, id, format, &error);
+        if (!b)
+                g_error("ExportSnapshot(%" PRIu64 ", %s): %s: %s", id, format, error.name, error.message);
+        return b;
+}
+
+/* ExportSnapshot into a new regular file at path. */
+static int export_file(sd_bus *bus, uint64_t id, const char *format, const char *path, sd_bus_error *error) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        int r = call(bus, "ExportSnapshot", error, NULL, "ths", id, fd, format);
+        close(fd);
+        return r;
+}
+
+/* ImportSnapshot from a regular file holding data. 0 with *error set on failure. */
+static uint64_t import_file(sd_bus *bus, const char *dir, const void *data, size_t size, sd_bus_error *error) {
+        g_autofree char *path = g_build_filename(dir, "import", NULL);
+        g_assert_true(g_file_set_contents(path, data, (gssize) size, NULL));
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uint64_t id = 0;
+        if (call(bus, "ImportSnapshot", error, &reply, "h", fd) >= 0)
+                g_assert_cmpint(sd_bus_message_read(reply, "t", &id), >, 0);
+        close(fd);
+        unlink(path);
+        return id;
+}
+
+/* ImportSnapshot from a pipe that we fill as the daemon reads. */
+static uint64_t import_pipe(sd_bus *bus, const void *data, size_t size, sd_bus_error *error) {
+        int p[2];
+        Pending pending = {};
+        size_t pos = 0;
+        g_assert_cmpint(pipe2(p, O_CLOEXEC | O_NONBLOCK), ==, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply, &pending,
+                                                 "h", p[0]), >=, 0);
+        close(p[0]);
+        gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+        while (!pending.done) {
+                if (g_get_monotonic_time() > end)
+                        g_error("ImportSnapshot from a pipe did not finish in 20 s");
+                while (p[1] >= 0 && pos < size) {
+                        ssize_t k = write(p[1], (const char *) data + pos, size - pos);
+                        if (k <= 0)
+                                break;
+                        pos += (size_t) k;
+                }
+                if (p[1] >= 0 && (pos == size || errno == EPIPE)) {
+                        close(p[1]);
+                        p[1] = -1;
+                }
+                pump(bus, p[1], POLLOUT);
+        }
+        if (p[1] >= 0)
+                close(p[1]);
+        if (sd_bus_error_is_set(&pending.error))
+                sd_bus_error_move(error, &pending.error);
+        return pending.id;
+}
+
+static Forest *read_snapshot(GBytes *b) {
+        Forest *f = NULL;
+        g_autofree char *error = NULL;
+        gsize size;
+        const void *data = g_bytes_get_data(b, &size);
+        if (snapshot_read_data(data, size, &f, &error) < 0)
+                g_error("the export does not read back: %s", error ? error : "?");
+        return f;
+}
+
+static json_t *parse_json(GBytes *b) {
+        gsize size;
+        const char *data = g_bytes_get_data(b, &size);
+        json_error_t e;
+        json_t *doc = json_loadb(data, size, 0, &e);
+        if (!doc)
+                g_error("the JSON export does not parse: %s", e.text);
+        return doc;
+}
+
+/* A filter that hands nr to its listener (agents never call it): so that the ptrace backend, which
+ * sees no flags, can tell which filter a listener belongs to. */
+static size_t filter_notify(struct sock_filter *insns, int nr) {
+        size_t n = 0;
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nr, 0, 1);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        return n;
+}
+
+static Scenario *listener_scenario(void) {
+        Scenario *s;
+        struct sock_filter a[16], b[16], c[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0), nb = scenario_filter_errno(b, SYS_getpriority, 2, 1);
+        size_t nc = filter_notify(c, SYS_syslog);
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        g_assert_cmpint(scenario_install(s, scenario_root(s), a, na, 0), >=, 0);
+        ScenarioTask child = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, child, b, nb, SECCOMP_FILTER_FLAG_LOG), >=, 0);
+        g_assert_cmpint(scenario_thread(s, child), >, 0);
+        ScenarioTask other = scenario_fork(s, scenario_root(s));
+        int node = scenario_install(s, other, c, nc, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(node, >=, 0);
+        g_assert_cmpint(scenario_share_listener(s, node, scenario_root(s)), >=, 0);
+        return s;
+}
+
+static char *sqlite_query(const char *db, const char *sql) {
+        g_autofree char *out = NULL, *err = NULL;
+        g_autofree char *uri = g_strdup_printf("file:%s?mode=ro", db);
+        char *argv[] = { (char *) "sqlite3", uri, (char *) sql, NULL };
+        if (tests_run_capture(argv, &out, &err) != 0)
+                g_error("sqlite3 %s: %s", sql, err);
+        return g_strstrip(g_strdup(out));
+}
+
+static char *state_query(BusFixture *b, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static char *state_query(BusFixture *b, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        g_autofree char *sql = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+        g_autofree char *db = g_build_filename(b->state_dir, "state.db", NULL);
+        return sqlite_query(db, sql);
+}
+
+/* ---- round trip ---- */
+
+/* The live chain of a thread, as a string of ids. */
+static char *live_chain(sd_bus *bus, pid_t tid) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (call(bus, "GetTaskChain", &error, &reply, "u", (uint32_t) tid) < 0)
+                g_error("GetTaskChain(%d): %s", tid, error.message);
+        GString *chain = g_string_new(NULL);
+        uint64_t id;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "t"), >, 0);
+        while (sd_bus_message_read(reply, "t", &id) > 0)
+                g_string_append_printf(chain, " %" PRIu64, id);
+        return g_string_free(chain, false);
+}
+
+static void assert_round_trip(BusFixture *b, sd_bus *bus, Scenario *s, const char *consistency) {
+        g_autofree char *dir = g_dir_make_tmp("sectree-snap-XXXXXX", NULL);
+        pid_t child = scenario_task(s, 1)->tid;
+        g_autofree char *live_before = live_chain(bus, child);
+        uint64_t id = create_ok(bus, scenario_root_pid(s), "round trip");
+
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        const ListedSnapshot *l = find_listed(listed, id);
+        g_assert_nonnull(l);
+        g_assert_cmpstr(l->name, ==, "round trip");
+        g_assert_cmpuint(l->root, ==, (uint32_t) scenario_root_pid(s));
+        g_assert_cmpuint(l->owner, ==, 0);
+        g_assert_cmpuint(l->processes, ==, 3);
+        g_assert_cmpuint(l->threads, ==, 4);
+        g_assert_cmpuint(l->filters, ==, 3);
+        g_assert_cmpuint(l->created, >, 0);
+
+        /* the stored rows, as an administrator reads them */
+        g_autofree char *rows = state_query(b, "SELECT count(*), (SELECT consistency FROM snapshots WHERE id = %" PRIu64
+                                               ") FROM snapshot_threads WHERE snapshot = %" PRIu64, id, id);
+        g_autofree char *want_rows = g_strdup_printf("4|%s", consistency);
+        g_assert_cmpstr(rows, ==, want_rows);
+
+        /* sqlite into a file: what it holds is what was built */
+        g_autofree char *file = g_build_filename(dir, "a.sqlite", NULL);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (export_file(bus, id, "sqlite", file, &error) < 0)
+                g_error("ExportSnapshot sqlite: %s", error.message);
+        g_autoptr(Forest) f = NULL;
+        g_autofree char *why = NULL;
+        if (snapshot_read_path(file, &f, &why) < 0)
+                g_error("the sqlite export does not read back: %s", why ? why : "?");
+        tests_assert_forest_matches(f, s, streq(l->identity, "exact"));
+        g_assert_cmpuint(f->n_listeners, ==, 1);
+        g_assert_cmpuint(f->listeners[0]->n_holders, ==, 2);
+        g_assert_cmpstr(f->snapshot.name, ==, "round trip");
+        g_assert_cmpstr(snapshot_consistency_to_string(f->snapshot.consistency), ==, consistency);
+
+        /* import it (from a pipe), export both as JSON: the same document */
+        g_autofree char *image = NULL;
+        gsize size;
+        g_assert_true(g_file_get_contents(file, &image, &size, NULL));
+        uint64_t id2 = import_pipe(bus, image, size, &error);
+        if (id2 == 0)
+                g_error("ImportSnapshot: %s: %s", error.name, error.message);
+        g_assert_cmpuint(id2, >, id);
+        g_autoptr(GBytes) j1 = export_pipe_ok(bus, id, "json"), j2 = export_pipe_ok(bus, id2, "json");
+        json_t *d1 = parse_json(j1), *d2 = parse_json(j2);
+        if (!json_equal(d1, d2))
+                g_error("the JSON export of the imported snapshot differs:\n%.*s\n%.*s", (int) g_bytes_get_size(j1),
+                        (const char *) g_bytes_get_data(j1, NULL), (int) g_bytes_get_size(j2),
+                        (const char *) g_bytes_get_data(j2, NULL));
+        json_decref(d1);
+        json_decref(d2);
+        g_autofree char *origin = state_query(b, "SELECT origin FROM snapshots WHERE id = %" PRIu64, id2);
+        g_assert_cmpstr(origin, ==, "imported");
+        /* taking snapshots left the live state as it was */
+        g_autofree char *live_after = live_chain(bus, child);
+        g_assert_cmpstr(live_before, ==, live_after);
+        g_assert_cmpuint(strlen(live_after), >, 0);
+        unlink(file);
+        g_assert_cmpint(rmdir(dir), ==, 0);
+}
+
+static void test_round_trip(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = listener_scenario();
+        if (!daemon_test_start(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        assert_round_trip(&b, bus, s, "iterator");
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+static void test_ptrace_round_trip(void) {
+        BusFixture b;
+        char *args[] = { (char *) "--backend=ptrace", NULL };
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
+        if (!tests_require_root())
+                return;
+        Scenario *s = listener_scenario();
+        if (!daemon_test_start(&b, args, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        assert_round_trip(&b, bus, s, "frozen");
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* ---- arguments ---- */
+
+static void test_arguments(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = listener_scenario();
+        if (!daemon_test_start(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint32_t root = (uint32_t) scenario_root_pid(s);
+
+        g_assert_cmpint(call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "colour", "s", "red"), <, 0);
+        g_assert_nonnull(strstr(error.message, "colour"));
+        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpint(call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "include_argv", "s", "no"), <, 0);
+        g_assert_nonnull(strstr(error.message, "include_argv"));
+        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpint(call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "name", "u", 7), <, 0);
+        g_assert_nonnull(strstr(error.message, "name"));
+        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_autofree char *long_name = g_strnfill(SNAPSHOT_MAX_NAME + 1, 'x');
+        g_assert_cmpint(call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "name", "s", long_name), <, 0);
+        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpuint(list_snapshots(bus)->len, ==, 0);
+
+        /* a pid that does not exist (pid_max is at most 4194304), a thread that is not a process */
+        g_assert_cmpuint(create_snapshot(bus, 4194304 + 7, NULL, &error), ==, 0);
+        assert_error(&error, "org.sectree1.Error.NoSuchTask");
+        pid_t gone = fork();
+        if (gone == 0)
+                _exit(0);
+        waitpid(gone, NULL, 0);
+        g_assert_cmpuint(create_snapshot(bus, gone, NULL, &error), ==, 0);
+        assert_error(&error, "org.sectree1.Error.NoSuchTask");
+
+        /* include_argv: false leaves argv empty; the default keeps it */
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uint64_t bare = 0, full = create_ok(bus, (pid_t) root, NULL);
+        g_assert_cmpint(call(bus, "CreateSnapshot", &error, &reply, "ua{sv}", root, 1, "include_argv", "b", 0), >=, 0);
+        g_assert_cmpint(sd_bus_message_read(reply, "t", &bare), >, 0);
+        g_autoptr(GBytes) jf = export_pipe_ok(bus, full, "json"), jb = export_pipe_ok(bus, bare, "json");
+        g_autoptr(Forest) ff = read_snapshot(jf), fb = read_snapshot(jb);
+        Process *pf = forest_find_process(ff, (pid_t) root), *pb = forest_find_process(fb, (pid_t) root);
+        g_assert_nonnull(pf);
+        g_assert_nonnull(pb);
+        g_assert_true(pf->argv && pf->argv[0]);
+        g_assert_true(!pb->argv || !pb->argv[0]);
+        g_assert_null(ff->snapshot.name);
+
+        /* formats */
+        g_assert_null(export_pipe(bus, full, "xml", &error));
+        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_null(export_pipe(bus, 9999, "json", &error));
+        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* ---- signals, delete, restart ---- */
+
+typedef struct SignalLog {
+        GPtrArray *lines;
+} SignalLog;
+
+static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        SignalLog *log = userdata;
+        const char *member = sd_bus_message_get_member(m), *name;
+        uint64_t id;
+        uint32_t owner;
+        if (streq(member, "SnapshotCreated") && sd_bus_message_read(m, "tsu", &id, &name, &owner) > 0)
+                g_ptr_array_add(log->lines, g_strdup_printf("created %" PRIu64 " '%s' %u", id, name, owner));
+        else if (streq(member, "SnapshotDeleted") && sd_bus_message_read(m, "t", &id) > 0)
+                g_ptr_array_add(log->lines, g_strdup_printf("deleted %" PRIu64, id));
+        return 0;
+}
+
+static void assert_signal(sd_bus *bus, SignalLog *log, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static void assert_signal(sd_bus *bus, SignalLog *log, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        g_autofree char *want = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+        gint64 end = g_get_monotonic_time() + 3 * G_USEC_PER_SEC;
+        while (g_get_monotonic_time() < end) {
+                for (guint i = 0; i < log->lines->len; i++)
+                        if (streq(g_ptr_array_index(log->lines, i), want))
+                                return;
+                pump(bus, -1, 0);
+        }
+        g_error("no signal '%s' within 3 s", want);
+}
+
+static void test_lifecycle(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = listener_scenario();
+        if (!daemon_test_start(&b, NULL, NULL))
+                return;
+        sd_bus *bus = bus_open();
+        SignalLog log = { .lines = g_ptr_array_new_with_free_func(g_free) };
+        g_assert_cmpint(sd_bus_match_signal(bus, NULL, DEST, PATH, IFACE, NULL, on_signal, &log), >=, 0);
+        uint64_t a = create_ok(bus, scenario_root_pid(s), "kept"), d = create_ok(bus, scenario_root_pid(s), NULL);
+        assert_signal(bus, &log, "created %" PRIu64 " 'kept' 0", a);
+        assert_signal(bus, &log, "created %" PRIu64 " '' 0", d);
+        g_autoptr(GBytes) before = export_pipe_ok(bus, a, "json");
+        g_assert_cmpint(call(bus, "DeleteSnapshot", NULL, NULL, "t", d), >=, 0);
+        assert_signal(bus, &log, "deleted %" PRIu64, d);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(call(bus, "DeleteSnapshot", &error, NULL, "t", d), <, 0);
+        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_null(export_pipe(bus, d, "json", &error));
+        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_autofree char *left = state_query(&b, "SELECT count(*) FROM snapshot_filters WHERE snapshot = %" PRIu64, d);
+        g_assert_cmpstr(left, ==, "0");
+        sd_bus_flush_close_unref(bus);
+
+        /* a restart keeps the snapshot as it was; ids are not reused */
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_start_daemon(&b, NULL, NULL, 30);
+        bus = bus_open();
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        g_assert_nonnull(find_listed(listed, a));
+        g_autoptr(GBytes) after = export_pipe_ok(bus, a, "json");
+        g_assert_true(g_bytes_equal(before, after));
+        uint64_t c = create_ok(bus, scenario_root_pid(s), NULL);
+        g_assert_cmpuint(c, >, d);
+        g_assert_cmpint(call(bus, "DeleteSnapshot", NULL, NULL, "t", a), >=, 0);
+        g_autoptr(GArray) rest = list_snapshots(bus);
+        g_assert_cmpuint(rest->len, ==, 1);
+        g_assert_nonnull(find_listed(rest, c));
+        sd_bus_flush_close_unref(bus);
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* A state database of schema version 1 (before snapshots) is migrated at start. */
+static void test_upgrade(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = listener_scenario();
+        tests_ensure_tracefs();
+        bus_fixture_start_bus(&b);
+        g_assert_cmpint(g_mkdir_with_parents(b.state_dir, 0755), ==, 0);
+        g_autofree char *db = g_build_filename(b.state_dir, "state.db", NULL);
+        g_autofree char *v1 = g_build_filename(SECTREE_SOURCE_DIR, "schema", "state-001.sql", NULL);
+        g_autofree char *sql = NULL;
+        g_assert_true(g_file_get_contents(v1, &sql, NULL, NULL));
+        g_autofree char *script = g_strdup_printf("PRAGMA application_id = 1397048148; BEGIN; %s; PRAGMA user_version = 1; "
+                                                  "COMMIT;", sql);
+        char *argv[] = { (char *) "sqlite3", db, script, NULL };
+        g_autofree char *out = NULL, *err = NULL;
+        if (tests_run_capture(argv, &out, &err) != 0)
+                g_error("making a version 1 database: %s", err);
+        bus_fixture_start_daemon(&b, NULL, NULL, 30);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
+        g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json");
+        g_autoptr(Forest) f = read_snapshot(json);
+        tests_assert_forest_matches(f, s, true);
+        g_autofree char *version = sqlite_query(db, "PRAGMA user_version");
+        g_assert_cmpstr(version, ==, "2");
+        g_autofree char *live = sqlite_query(db, "SELECT count(*) > 0 FROM filters");
+        g_assert_cmpstr(live, ==, "1");
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* ---- hostile imports and deadlines ---- */
+
+static void assert_refused(sd_bus *bus, const char *dir, const void *data, size_t size, const char *want) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        for (int via_pipe = 0; via_pipe < 2; via_pipe++) {
+                uint64_t id = via_pipe ? import_pipe(bus, data, size, &error) : import_file(bus, dir, data, size, &error);
+                if (id != 0)
+                        g_error("a hostile import (%s) was stored as %" PRIu64, want, id);
+                if (!streq(error.name, "org.sectree1.Error.InvalidSnapshot"))
+                        g_error("hostile import (%s): %s: %s", want, error.name, error.message);
+                if (!strstr(error.message, want) || !*error.message)
+                        g_error("hostile import: the message '%s' does not say '%s'", error.message, want);
+                g_test_message("refused (%s): %s", via_pipe ? "pipe" : "file", error.message);
+                sd_bus_error_free(&error);
+        }
+}
+
+/* A JSON export with filters[0] and filters[1] each the other's parent. */
+static char *json_with_parent_cycle(GBytes *export) {
+        json_t *doc = parse_json(export), *filters = json_object_get(doc, "filters");
+        g_assert_cmpuint(json_array_size(filters), >=, 2);
+        json_t *a = json_array_get(filters, 0), *b = json_array_get(filters, 1);
+        json_object_set(a, "parent", json_object_get(b, "id"));
+        json_object_set(b, "parent", json_object_get(a, "id"));
+        char *s = json_dumps(doc, JSON_COMPACT);
+        json_decref(doc);
+        return s;
+}
+
+/* Writes 65 MiB of spaces into fd, then exits. */
+static pid_t spawn_flood(int fd) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                static char buf[1 << 16];
+                memset(buf, ' ', sizeof(buf));
+                int flags = fcntl(fd, F_GETFL);
+                fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+                for (int i = 0; i < 65 * 16; i++)
+                        if (write(fd, buf, sizeof(buf)) < 0)
+                                _exit(0);
+                _exit(0);
+        }
+        return pid;
+}
+
+static void test_hostile_import(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = listener_scenario();
+        if (!daemon_test_start(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        g_autofree char *dir = g_dir_make_tmp("sectree-snap-XXXXXX", NULL);
+        uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
+        g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json"), sqlite = export_pipe_ok(bus, id, "sqlite");
+        g_autofree char *before = state_query(&b, "SELECT count(*), (SELECT count(*) FROM snapshot_filters) FROM snapshots");
+
+        static const char garbage[] = "this is not a snapshot \x01\x02\xff";
+        assert_refused(bus, dir, garbage, sizeof(garbage), "");
+        assert_refused(bus, dir, "", 0, "");
+        gsize n;
+        const char *image = g_bytes_get_data(sqlite, &n);
+        assert_refused(bus, dir, image, n / 2, "");
+        assert_refused(bus, dir, image, 4096 + 100, "");
+        assert_refused(bus, dir, image, 2 * 4096, ""); /* whole pages, but fewer than the header says */
+        g_autofree char *cycle = json_with_parent_cycle(json);
+        assert_refused(bus, dir, cycle, strlen(cycle), "cycle");
+        /* the JSON with one byte less is cut off */
+        const char *text = g_bytes_get_data(json, &n);
+        assert_refused(bus, dir, text, n - 3, "");
+
+        /* more than 64 MiB from a pipe: refused once the limit is passed */
+        int p[2];
+        g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+        pid_t flood = spawn_flood(p[1]);
+        close(p[1]);
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(call(bus, "ImportSnapshot", &error, &reply, "h", p[0]), <, 0);
+        close(p[0]);
+        g_assert_nonnull(strstr(error.message, "64 MiB"));
+        assert_error(&error, "org.sectree1.Error.InvalidSnapshot");
+        kill(flood, SIGKILL);
+        waitpid(flood, NULL, 0);
+
+        /* nothing was stored, and the daemon still serves */
+        g_autofree char *after = state_query(&b, "SELECT count(*), (SELECT count(*) FROM snapshot_filters) FROM snapshots");
+        g_assert_cmpstr(before, ==, after);
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        g_assert_cmpint(rmdir(dir), ==, 0);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* A pipe nobody writes into and one nobody reads from: the daemon keeps serving, and gives up
+ * after its deadline. */
+static void test_deadlines(void) {
+        BusFixture b;
+        char *env[] = { (char *) "SECTREE_SNAPSHOT_TIMEOUT_USEC=1500000", NULL };
+        if (!tests_require_root())
+                return;
+        Scenario *s = listener_scenario();
+        if (!daemon_test_start(&b, NULL, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
+
+        int in[2], out[2];
+        g_assert_cmpint(pipe2(in, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(out, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(fcntl(out[1], F_SETPIPE_SZ, 4096), >=, 4096);
+        Pending import = {}, export = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply, &import,
+                                                 "h", in[0]), >=, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", on_reply, &export,
+                                                 "ths", id, out[1], "sqlite"), >=, 0);
+        /* while both wait, other calls are answered (within the call timeout) */
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        g_assert_false(import.done || export.done);
+        gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        while (!(import.done && export.done) && g_get_monotonic_time() < end)
+                pump(bus, -1, 0);
+        g_assert_true(import.done && export.done);
+        assert_error(&import.error, SD_BUS_ERROR_TIMEOUT);
+        assert_error(&export.error, SD_BUS_ERROR_TIMEOUT);
+        /* the daemon let go of the pipes: the reader sees the end, the writer a broken pipe */
+        close(in[0]);
+        close(out[1]);
+        g_assert_cmpint(fcntl(out[0], F_SETFL, O_NONBLOCK), ==, 0);
+        char buf[8192];
+        ssize_t k, total = 0;
+        while ((k = read(out[0], buf, sizeof(buf))) > 0)
+                total += k;
+        g_assert_cmpint(k, ==, 0); /* not -1 with EAGAIN: no writer is left */
+        g_assert_cmpint(total, >, 0);
+        g_assert_cmpint(fcntl(in[1], F_SETFL, O_NONBLOCK), ==, 0);
+        signal(SIGPIPE, SIG_IGN);
+        g_assert_cmpint(write(in[1], "x", 1), ==, -1);
+        g_assert_cmpint(errno, ==, EPIPE);
+        close(in[1]);
+        close(out[0]);
+        g_autoptr(GArray) still = list_snapshots(bus);
+        g_assert_cmpuint(still->len, ==, 1);
+
+        /* at most 8 transfers at once: the 9th is refused at once */
+        int silent[9][2];
+        Pending waiting[8] = {};
+        for (int i = 0; i < 9; i++)
+                g_assert_cmpint(pipe2(silent[i], O_CLOEXEC), ==, 0);
+        for (int i = 0; i < 8; i++)
+                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply,
+                                                         &waiting[i], "h", silent[i][0]), >=, 0);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(call(bus, "ImportSnapshot", &error, NULL, "h", silent[8][0]), <, 0);
+        assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        for (int i = 0; i < 8; i++) {
+                while (!waiting[i].done && g_get_monotonic_time() < end + 5 * G_USEC_PER_SEC)
+                        pump(bus, -1, 0);
+                assert_error(&waiting[i].error, SD_BUS_ERROR_TIMEOUT);
+        }
+        for (int i = 0; i < 9; i++) {
+                close(silent[i][0]);
+                close(silent[i][1]);
+        }
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* Stopping the daemon answers the transfers still waiting, and it exits cleanly. */
+static void test_stop_during_transfer(void) {
+        BusFixture b;
+        if (!daemon_test_start(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        int p[2];
+        g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+        Pending import = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply, &import,
+                                                 "h", p[0]), >=, 0);
+        g_autoptr(GArray) listed = list_snapshots(bus); /* the import is under way */
+        g_assert_cmpuint(listed->len, ==, 0);
+        g_assert_false(import.done);
+        g_assert_cmpint(kill(b.daemon_pid, SIGTERM), ==, 0);
+        gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        while (!import.done && g_get_monotonic_time() < end)
+                pump(bus, -1, 0);
+        g_assert_true(import.done);
+        if (!import.error.message || !strstr(import.error.message, "stopping"))
+                g_error("the import got %s: %s", import.error.name, import.error.message);
+        sd_bus_error_free(&import.error);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        close(p[0]);
+        close(p[1]);
+        bus_fixture_stop(&b);
+}
+
+/* ---- access ---- */
+
+#define NOBODY_COMM "nobody-snap"
+/* A process of uid/gid 65534 with a filter and a child of its own. */
+static pid_t spawn_nobody_with_filter(void) {
+        int pipefd[2];
+        g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                struct sock_filter f[16];
+                size_t n = scenario_filter_errno(f, SYS_acct, 3, 0);
+                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+                if (dup2(pipefd[1], 3) < 0 || close_range(4, ~0U, 0) < 0)
+                        _exit(1);
+                if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+                    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+                        _exit(1);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() == 1)
+                        _exit(1);
+                prctl(PR_SET_NAME, NOBODY_COMM);
+                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                prctl(PR_SET_DUMPABLE, 1);
+                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(2);
+                if (fork() == 0) {
+                        prctl(PR_SET_PDEATHSIG, SIGKILL);
+                        pause();
+                        _exit(0);
+                }
+                (void) !write(3, "x", 1);
+                close(3);
+                pause();
+                _exit(0);
+        }
+        close(pipefd[1]);
+        char c;
+        g_assert_cmpint(read(pipefd[0], &c, 1), ==, 1);
+        close(pipefd[0]);
+        return pid;
+}
+
+typedef struct NobodyCase {
+        pid_t theirs, mine;
+        uint64_t root_snapshot;
+        uint64_t mine_snapshot; /* out, through a pipe */
+} NobodyCase;
+
+/* What nobody tries, in a child with uid and gid 65534; every assertion failure makes it exit
+ * non-zero. */
+static void nobody_part(NobodyCase *c, int result_fd) {
+        sd_bus *bus = bus_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        g_assert_cmpuint(create_snapshot(bus, c->theirs, NULL, &error), ==, 0);
+        assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        g_assert_cmpuint(create_snapshot(bus, 0, NULL, &error), ==, 0);
+        assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        g_assert_cmpuint(create_snapshot(bus, 1, NULL, &error), ==, 0);
+        assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        g_autoptr(GArray) none = list_snapshots(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+        g_assert_null(export_pipe(bus, c->root_snapshot, "json", &error));
+        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_cmpint(call(bus, "DeleteSnapshot", &error, NULL, "t", c->root_snapshot), <, 0);
+        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+
+        /* its own subtree: the process and its child */
+        uint64_t id = create_ok(bus, c->mine, "mine");
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        g_assert_cmpuint(find_listed(listed, id)->owner, ==, NOBODY);
+        g_assert_cmpuint(find_listed(listed, id)->processes, ==, 2);
+        g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json");
+        g_autoptr(Forest) f = read_snapshot(json);
+        Process *p = forest_find_process(f, c->mine);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->uid, ==, NOBODY);
+        g_assert_nonnull(p->threads[0].filter);
+        g_assert_cmpuint(f->snapshot.taken_by_uid, ==, NOBODY);
+
+        /* an import becomes its own */
+        gsize n;
+        const void *data = g_bytes_get_data(json, &n);
+        uint64_t imported = import_pipe(bus, data, n, &error);
+        if (imported == 0)
+                g_error("import as nobody: %s", error.message);
+        g_autoptr(GArray) two = list_snapshots(bus);
+        g_assert_cmpuint(two->len, ==, 2);
+        g_assert_cmpuint(find_listed(two, imported)->owner, ==, NOBODY);
+
+        /* a quota: SNAPSHOTS_MAX_PER_UID (32) in all */
+        for (int i = 2; i < 32; i++)
+                (void) create_ok(bus, c->mine, NULL);
+        g_assert_cmpuint(create_snapshot(bus, c->mine, NULL, &error), ==, 0);
+        assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        g_assert_cmpuint(import_pipe(bus, data, n, &error), ==, 0);
+        assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        g_assert_cmpint(call(bus, "DeleteSnapshot", &error, NULL, "t", imported), >=, 0);
+        g_assert_cmpuint(create_snapshot(bus, c->mine, NULL, &error), >, 0);
+
+        g_assert_cmpint(write(result_fd, &id, sizeof(id)), ==, sizeof(id));
+        sd_bus_flush_close_unref(bus);
+}
+
+static void run_as_nobody(NobodyCase *c) {
+        int p[2];
+        g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+                    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+                        _exit(99);
+                alarm(60);
+                nobody_part(c, p[1]);
+                _exit(0);
+        }
+        close(p[1]);
+        int status;
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                g_error("the part run as nobody failed (status %d)", status);
+        g_assert_cmpint(read(p[0], &c->mine_snapshot, sizeof(c->mine_snapshot)), ==, sizeof(c->mine_snapshot));
+        close(p[0]);
+}
+
+static void test_access(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = listener_scenario();
+        pid_t mine = spawn_nobody_with_filter();
+        if (!daemon_test_start(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        NobodyCase c = { .theirs = scenario_root_pid(s), .mine = mine };
+        c.root_snapshot = create_ok(bus, scenario_root_pid(s), "root's");
+        run_as_nobody(&c);
+
+        /* root sees everything, nobody's included, and may export it */
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        g_assert_cmpuint(listed->len, ==, 33);
+        g_assert_nonnull(find_listed(listed, c.root_snapshot));
+        g_assert_cmpuint(find_listed(listed, c.mine_snapshot)->owner, ==, NOBODY);
+        g_autoptr(GBytes) json = export_pipe_ok(bus, c.mine_snapshot, "json");
+        g_autoptr(Forest) f = read_snapshot(json);
+        g_assert_nonnull(forest_find_process(f, mine));
+        /* and root's own quota is not nobody's */
+        for (int i = 0; i < 33; i++)
+                (void) create_ok(bus, scenario_root_pid(s), NULL);
+        kill(mine, SIGKILL);
+        waitpid(mine, NULL, 0);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* ---- consistency under churn ---- */
+
+/* A process with a filter whose children install one more and fork and exit as fast as they can. */
+static pid_t spawn_churn_root(void) {
+        int ready[2];
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                struct sock_filter f[32];
+                size_t n = scenario_filter_errno(f, SYS_acct, 1, 0);
+                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(2);
+                (void) !write(ready[1], "x", 1);
+                for (unsigned i = 0;; i++) {
+                        size_t m = scenario_filter_errno(f, SYS_syslog, 1 + (int) (i % 50), i % 5);
+                        struct sock_fprog p2 = { .len = (unsigned short) m, .filter = f };
+                        pid_t c = fork();
+                        if (c == 0) {
+                                syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p2);
+                                if (fork() == 0) {
+                                        usleep(30000);
+                                        _exit(0);
+                                }
+                                usleep(10000 * (i % 3));
+                                _exit(0);
+                        }
+                        usleep(500);
+                        while (waitpid(-1, NULL, WNOHANG) > 0)
+                                ;
+                }
+        }
+        close(ready[1]);
+        char c;
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        close(ready[0]);
+        return pid;
+}
+
+static void assert_churn_snapshot(const Forest *f, pid_t root) {
+        const Process *r = forest_find_process(f, root);
+        g_assert_nonnull(r);
+        g_assert_nonnull(r->threads[0].filter);
+        const Filter *base = r->threads[0].filter;
+        g_assert_null(base->parent);
+        /* every filtered task's chain is complete: it ends in the root process's filter */
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        const Filter *x = f->processes[i]->threads[j].filter;
+                        if (!x)
+                                continue;
+                        while (x->parent)
+                                x = x->parent;
+                        g_assert_true(x == base);
+                }
+}
+
+static void churn_with(char **args, char **env, const char *consistency) {
+        BusFixture b;
+        if (!daemon_test_start(&b, args, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        pid_t churn = spawn_churn_root();
+        size_t most = 0;
+        for (int i = 0; i < 10; i++) {
+                uint64_t id = create_ok(bus, churn, NULL);
+                /* read back through the validator: every referenced filter exists, no task half-seen */
+                g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json");
+                g_autoptr(Forest) f = read_snapshot(json);
+                assert_churn_snapshot(f, churn);
+                g_assert_cmpstr(snapshot_consistency_to_string(f->snapshot.consistency), ==, consistency);
+                g_autoptr(GBytes) image = export_pipe_ok(bus, id, "sqlite");
+                g_autoptr(Forest) g = read_snapshot(image);
+                assert_churn_snapshot(g, churn);
+                most = MAX(most, f->n_processes);
+                g_assert_cmpint(call(bus, "DeleteSnapshot", NULL, NULL, "t", id), >=, 0);
+        }
+        kill(churn, SIGKILL);
+        waitpid(churn, NULL, 0);
+        g_test_message("most processes in one churn snapshot: %zu", most);
+        bus_fixture_stop(&b);
+}
+
+static void test_churn(void) {
+        churn_with(NULL, NULL, "iterator");
+}
+
+static void test_ptrace_churn(void) {
+        char *args[] = { (char *) "--backend=ptrace", NULL };
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
+        churn_with(args, env, "frozen");
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/snapshot-daemon/round-trip", test_round_trip);
+        g_test_add_func("/snapshot-daemon/arguments", test_arguments);
+        g_test_add_func("/snapshot-daemon/lifecycle", test_lifecycle);
+        g_test_add_func("/snapshot-daemon/upgrade", test_upgrade);
+        g_test_add_func("/snapshot-daemon/hostile-import", test_hostile_import);
+        g_test_add_func("/snapshot-daemon/deadlines", test_deadlines);
+        g_test_add_func("/snapshot-daemon/stop-during-transfer", test_stop_during_transfer);
+        g_test_add_func("/snapshot-daemon/access", test_access);
+        g_test_add_func("/snapshot-daemon/churn", test_churn);
+        g_test_add_func("/snapshot-daemon/ptrace/churn", test_ptrace_churn);
+        g_test_add_func("/snapshot-daemon/ptrace/round-trip", test_ptrace_round_trip);
+        return g_test_run();
+}

@@ -1,0 +1,170 @@
+/* test-store-snapshot.c: snapshots in the state database (daemon/store-snapshot.c): every sample
+ * stored and read back equal, listing, quotas, deletes that take every row, ids never reused, and
+ * strings that are not UTF-8 */
+#include <glib/gstdio.h>
+#include <sqlite3.h>
+
+#include "snapshot-json.h"
+#include "snapshot-samples.h"
+#include "store-snapshot.h"
+#include "tests-util.h"
+
+typedef struct Fixture {
+        char *dir;
+        Store *store;
+} Fixture;
+
+static void fixture_setup(Fixture *fx, gconstpointer data) {
+        fx->dir = g_dir_make_tmp("test-store-snapshot-XXXXXX", NULL);
+        g_assert_nonnull(fx->dir);
+        g_assert_cmpint(store_open(fx->dir, &fx->store), ==, 0);
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        store_free(fx->store);
+        const char *names[] = { "state.db", "state.db-wal", "state.db-shm" };
+        for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+                g_autofree char *p = g_build_filename(fx->dir, names[i], NULL);
+                (void) g_unlink(p);
+        }
+        g_assert_cmpint(g_rmdir(fx->dir), ==, 0);
+        g_free(fx->dir);
+}
+
+#define TEST(name, fn) g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+
+static char *as_json(const Forest *f) {
+        char *s = NULL;
+        g_assert_cmpint(snapshot_json_format(f, SNAPSHOT_JSON_PRETTY, &s), ==, 0);
+        return s;
+}
+
+static uint64_t put(Fixture *fx, const Forest *f, uid_t owner, const StoreSnapshotQuota *q, int want) {
+        uint64_t id = 0;
+        g_assert_cmpint(store_snapshot_put(fx->store, f, owner, false, q, 1000, &id), ==, want);
+        return id;
+}
+
+static void test_samples(Fixture *fx, gconstpointer data) {
+        for (SampleKind k = 0; k < _SAMPLE_MAX; k++) {
+                g_autoptr(Forest) f = sample_forest(k);
+                g_assert_nonnull(f);
+                snapshot_info_set_name(&f->snapshot, "sample");
+                f->snapshot.taken_by_uid = 42;
+                f->snapshot.consistency = SNAPSHOT_CONSISTENCY_FROZEN;
+                uint64_t id = put(fx, f, 7, NULL, 0);
+                g_autoptr(Forest) back = NULL;
+                g_assert_cmpint(store_snapshot_load(fx->store, id, &back), ==, 0);
+                g_autofree char *want = as_json(f), *got = as_json(back);
+                if (!streq(want, got))
+                        g_error("sample %s read back differs:\n%s\n%s", sample_kind_to_string(k), want, got);
+
+                StoredSnapshot row;
+                g_assert_cmpint(store_snapshot_get(fx->store, id, &row), ==, 0);
+                g_assert_cmpstr(row.name, ==, "sample");
+                g_assert_cmpuint(row.owner_uid, ==, 7);
+                g_assert_cmpuint(row.taken_by_uid, ==, 42);
+                g_assert_cmpstr(row.consistency, ==, "frozen");
+                g_assert_cmpuint(row.processes, ==, f->n_processes);
+                g_assert_cmpuint(row.filters, ==, f->n_filters);
+                g_assert_cmpuint(row.listeners, ==, f->n_listeners);
+                g_assert_false(row.imported);
+                stored_snapshot_done(&row);
+        }
+        StoredSnapshot *l;
+        size_t n;
+        g_assert_cmpint(store_snapshot_list(fx->store, &l, &n), ==, 0);
+        g_assert_cmpuint(n, ==, _SAMPLE_MAX);
+        for (size_t i = 1; i < n; i++)
+                g_assert_cmpuint(l[i - 1].id, <, l[i].id);
+        stored_snapshots_free(l, n);
+}
+
+static int count_rows(Fixture *fx, uint64_t id) {
+        g_autofree char *path = g_build_filename(fx->dir, "state.db", NULL);
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        g_assert_cmpint(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+        g_autofree char *sql = g_strdup_printf(
+                "SELECT (SELECT count(*) FROM snapshots WHERE id = %1$" PRIu64 ") + "
+                "(SELECT count(*) FROM snapshot_filters WHERE snapshot = %1$" PRIu64 ") + "
+                "(SELECT count(*) FROM snapshot_processes WHERE snapshot = %1$" PRIu64 ") + "
+                "(SELECT count(*) FROM snapshot_threads WHERE snapshot = %1$" PRIu64 ") + "
+                "(SELECT count(*) FROM snapshot_listeners WHERE snapshot = %1$" PRIu64 ") + "
+                "(SELECT count(*) FROM snapshot_holders WHERE snapshot = %1$" PRIu64 ")",
+                id);
+        g_assert_cmpint(sqlite3_prepare_v2(db, sql, -1, &st, NULL), ==, SQLITE_OK);
+        g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
+        int n = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+}
+
+static void test_delete(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        uint64_t a = put(fx, f, 0, NULL, 0), b = put(fx, f, 0, NULL, 0);
+        g_assert_cmpint(count_rows(fx, a), >, 10);
+        g_assert_cmpint(store_snapshot_delete(fx->store, a), ==, 1);
+        g_assert_cmpint(store_snapshot_delete(fx->store, a), ==, 0);
+        g_assert_cmpint(count_rows(fx, a), ==, 0);
+        g_assert_cmpint(count_rows(fx, b), >, 10);
+        g_autoptr(Forest) gone = NULL;
+        g_assert_cmpint(store_snapshot_load(fx->store, a, &gone), ==, -ENOENT);
+        StoredSnapshot row;
+        g_assert_cmpint(store_snapshot_get(fx->store, a, &row), ==, -ENOENT);
+        /* the highest id deleted is not handed out again */
+        g_assert_cmpint(store_snapshot_delete(fx->store, b), ==, 1);
+        g_assert_cmpuint(put(fx, f, 0, NULL, 0), >, b);
+}
+
+static void test_quota(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        StoreSnapshotQuota two = { .snapshots = 2 };
+        put(fx, f, 5, &two, 0);
+        put(fx, f, 5, &two, 0);
+        put(fx, f, 5, &two, -EDQUOT);
+        put(fx, f, 6, &two, 0); /* per owner */
+        size_t insns = 0;
+        for (size_t i = 0; i < f->n_filters; i++)
+                insns += f->filters[i]->len;
+        StoreSnapshotQuota small = { .instructions = insns * 2 + insns / 2 };
+        put(fx, f, 6, &small, 0);
+        put(fx, f, 6, &small, -EDQUOT);
+        StoreSnapshotQuota threads = { .threads = 1 };
+        put(fx, f, 8, &threads, -EDQUOT);
+        StoredSnapshot *l;
+        size_t n;
+        g_assert_cmpint(store_snapshot_list(fx->store, &l, &n), ==, 0);
+        g_assert_cmpuint(n, ==, 4); /* refused ones left nothing */
+        stored_snapshots_free(l, n);
+}
+
+static void test_strings(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_SUBTREE);
+        Process *p = f->processes[0];
+        memcpy(p->comm, "a\xff" "b", 4);
+        char *argv[] = { (char *) "x\"y\\z\n", (char *) "\xc3(", (char *) "", NULL };
+        g_assert_cmpint(process_set_argv(p, argv), ==, 0);
+        uint64_t id = put(fx, f, 0, NULL, 0);
+        g_autoptr(Forest) back = NULL;
+        g_assert_cmpint(store_snapshot_load(fx->store, id, &back), ==, 0);
+        Process *q = forest_find_process(back, p->pid);
+        g_assert_cmpstr(q->comm, ==, "a\xef\xbf\xbd" "b");
+        g_assert_cmpstr(q->argv[0], ==, "x\"y\\z\n");
+        g_assert_cmpstr(q->argv[1], ==, "\xef\xbf\xbd(");
+        g_assert_cmpstr(q->argv[2], ==, "");
+        g_assert_null(q->argv[3]);
+        /* and what the JSON writer makes of both is the same */
+        g_autofree char *want = as_json(f), *got = as_json(back);
+        g_assert_cmpstr(want, ==, got);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        TEST("/store-snapshot/samples", test_samples);
+        TEST("/store-snapshot/delete", test_delete);
+        TEST("/store-snapshot/quota", test_quota);
+        TEST("/store-snapshot/strings", test_strings);
+        return g_test_run();
+}
