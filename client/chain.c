@@ -1,6 +1,8 @@
-/* chain.c: one task's filter chain fetched in full (GetTaskChain, then GetFilter for each) */
+/* chain.c: one task's filter chain in full: fetched from the daemon (GetTaskChain, then GetFilter
+ * for each), or taken from a snapshot's forest */
 #include "chain.h"
 
+#include "ctl.h"
 #include "util.h"
 
 void chain_done(Chain *ch) {
@@ -25,5 +27,55 @@ int chain_fetch(sd_bus *bus, uint32_t tid, Chain *ret) {
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+static char **filter_flags_strv(const Filter *x) {
+        const char *flags[4];
+        size_t n = 0;
+        if (x->log)
+                flags[n++] = "log";
+        if (x->wait_killable_recv)
+                flags[n++] = "wait_killable_recv";
+        if (x->has_listener || x->listener_id)
+                flags[n++] = "listener";
+        flags[n] = NULL;
+        return strv_copy((char **) flags);
+}
+
+int filter_detail_from_filter(const Filter *x, FilterDetail *ret) {
+        char digest[PROG_DIGEST_STRING_MAX];
+        _cleanup_(filter_detail_done) FilterDetail d = {
+                .meta = { .id = x->id, .parent = x->parent_id, .length = (uint32_t) x->len,
+                          .tasks = (uint32_t) x->n_tasks },
+        };
+        d.meta.digest = strdup(prog_digest_to_string(x->digest, digest));
+        d.meta.flags = filter_flags_strv(x);
+        d.identity = strdup(identity_kind_to_string(x->identity));
+        d.program = malloc((x->len + 1) * sizeof(struct sock_filter));
+        if (!d.meta.digest || !d.meta.flags || !d.identity || !d.program)
+                return -ENOMEM;
+        memcpy_safe(d.program, x->insns, x->len * sizeof(struct sock_filter));
+        d.n_program = x->len;
+        *ret = d;
+        d = (FilterDetail) {};
+        return 0;
+}
+
+int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode) {
+        const Task *t = forest_find_task(f, tid, NULL);
+        if (!t)
+                return -ENOENT;
+        size_t n = t->filter ? t->filter->depth : 0;
+        _cleanup_free_ const Filter **chain = calloc(n + 1, sizeof(Filter *));
+        ret->tid = (uint32_t) tid;
+        ret->filters = calloc(n + 1, sizeof(FilterDetail));
+        if (!chain || !ret->filters)
+                return log_oom();
+        filter_chain(t->filter, chain, n);
+        for (; ret->n < n; ret->n++)
+                if (filter_detail_from_filter(chain[ret->n], &ret->filters[ret->n]) < 0)
+                        return log_oom();
+        *ret_mode = t->mode;
         return 0;
 }

@@ -1,6 +1,8 @@
-/* chain.h: one task's filter chain fetched in full (GetTaskChain, then GetFilter for each) */
+/* chain.h: one task's filter chain in full: fetched from the daemon (GetTaskChain, then GetFilter
+ * for each), or taken from a snapshot's forest */
 #pragma once
 
+#include "forest.h"
 #include "manager.h"
 
 typedef struct Chain {
@@ -13,3 +15,11 @@ void chain_done(Chain *ch);
 
 /* Logs. */
 int chain_fetch(sd_bus *bus, uint32_t tid, Chain *ret);
+
+/* A filter of a forest as GetFilter would describe it: tasks counts the threads whose head it is
+ * (in that forest), flags are "log", "wait_killable_recv", "listener". -ENOMEM. */
+int filter_detail_from_filter(const Filter *x, FilterDetail *ret);
+
+/* The chain of thread tid of a linked forest, and its mode. -ENOENT (not logged) when the forest
+ * has no such thread; other failures are logged. */
+int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode);

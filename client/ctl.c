@@ -44,3 +44,11 @@ int parse_filter_id_arg(const char *s, uint64_t *ret) {
         *ret = v;
         return 0;
 }
+
+int parse_snapshot_id_arg(const char *s, uint64_t *ret) {
+        uint64_t v;
+        if (safe_atou64(s, &v) < 0 || v == 0)
+                return usage_error("Invalid snapshot id '%s': expected a number > 0", s);
+        *ret = v;
+        return 0;
+}

@@ -15,6 +15,10 @@ typedef struct Context {
         bool json;
         bool legend;
         bool graph_counts; /* graph: task counts in the filter nodes instead of process nodes */
+        const char *file;  /* --file: tree, graph, show, chain, check read this snapshot file, no daemon */
+        const char *snapshot_name; /* snapshot --name */
+        bool no_argv;      /* snapshot --no-argv */
+        const char *format; /* export --format: "sqlite" or "json"; NULL: from the file name */
         sd_bus *bus;       /* connected on first use by ctl_bus() */
 } Context;
 
@@ -32,6 +36,7 @@ int usage_error(const char *format, ...) _printf_(1, 2);
 /* Command line values: a tid or pid (> 0, fits pid_t) and a filter id (> 0). Usage errors. */
 int parse_pid_arg(const char *what, const char *s, uint32_t *ret);
 int parse_filter_id_arg(const char *s, uint64_t *ret);
+int parse_snapshot_id_arg(const char *s, uint64_t *ret);
 
 typedef int (*VerbFunction)(Context *c, char **args, size_t n_args);
 
@@ -44,4 +49,11 @@ int verb_chain(Context *c, char **args, size_t n_args);
 int verb_check(Context *c, char **args, size_t n_args);
 int verb_monitor(Context *c, char **args, size_t n_args);
 int verb_rescan(Context *c, char **args, size_t n_args);
+int verb_snapshot(Context *c, char **args, size_t n_args);
+int verb_snapshots(Context *c, char **args, size_t n_args);
+int verb_export(Context *c, char **args, size_t n_args);
+int verb_import(Context *c, char **args, size_t n_args);
+int verb_rm(Context *c, char **args, size_t n_args);
+int verb_validate(Context *c, char **args, size_t n_args);
+int verb_diff(Context *c, char **args, size_t n_args);
 

@@ -22,6 +22,8 @@ static const SignalSpec signal_specs[] = {
         { "TaskAdded", "uus", { { "tid", 'u' }, { "tgid", 'u' }, { "comm", 's' } } },
         { "TaskExited", "u", { { "tid", 'u' } } },
         { "Resynced", "s", { { "reason", 's' } } },
+        { "SnapshotCreated", "tsu", { { "id", 't' }, { "name", 's' }, { "owner_uid", 'u' } } },
+        { "SnapshotDeleted", "t", { { "id", 't' } } },
 };
 
 static const SignalSpec *signal_spec_find(const char *member) {

@@ -1,4 +1,5 @@
-/* verbs-check.c: `check TID SYSCALL [ARG...]`: what the task's chain would do with that call */
+/* verbs-check.c: `check TID SYSCALL [ARG...]`: what the task's chain would do with that call, live
+ * or (with --file) in a snapshot */
 #include <ctype.h>
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
@@ -10,6 +11,7 @@
 #include "json-out.h"
 #include "output.h"
 #include "prog.h"
+#include "snapshot-load.h"
 
 #define CHECK_ARGS_MAX 6
 
@@ -56,7 +58,7 @@ static int check_parse(char **args, size_t n_args, CheckRequest *req) {
         return 0;
 }
 
-/* The instructions come from the daemon: check them before running them. */
+/* The instructions come from the daemon or a file: check them before running them. */
 static int chain_programs(const Chain *ch, ChainProgram *progs) {
         for (size_t i = 0; i < ch->n; i++) {
                 _cleanup_free_ char *why = NULL;
@@ -79,17 +81,41 @@ static uint32_t strict_mode_verdict(const struct seccomp_data *d) {
         return SECCOMP_RET_KILL_THREAD;
 }
 
-/* A task without filters: its mode (from ListTasks) decides between ALLOW and strict mode. */
-static int check_unfiltered(sd_bus *bus, const CheckRequest *req, CheckResult *res) {
+/* A task without filters: its mode decides between ALLOW and strict mode. */
+static void check_unfiltered(bool strict, const CheckRequest *req, CheckResult *res) {
+        res->mode = strict ? "strict" : "disabled";
+        res->eval = (EvalResult) { .ret = strict ? strict_mode_verdict(&req->data) : SECCOMP_RET_ALLOW };
+}
+
+/* The live task's chain, and (when it has none) whether ListTasks says it is in strict mode. */
+static int check_fetch(Context *c, const CheckRequest *req, Chain *ch, bool *ret_strict) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = chain_fetch(bus, req->tid, ch);
+        if (r < 0 || ch->n > 0)
+                return r;
         _cleanup_(task_list_done) TaskList tasks = {};
-        int r = manager_list_tasks(bus, &tasks);
+        r = manager_list_tasks(bus, &tasks);
         if (r < 0)
                 return r;
         const TaskRecord *t = task_list_find(&tasks, req->tid);
-        bool strict = t && streq(t->mode, "strict");
-        res->mode = strict ? "strict" : "disabled";
-        res->eval = (EvalResult) { .ret = strict ? strict_mode_verdict(&req->data) : SECCOMP_RET_ALLOW };
+        *ret_strict = t && streq(t->mode, "strict");
         return 0;
+}
+
+/* The task's chain and mode in the snapshot file of --file. */
+static int check_load(Context *c, const CheckRequest *req, Chain *ch, bool *ret_strict) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        TaskMode mode;
+        int r = snapshot_file_load(c->file, &f, NULL);
+        if (r < 0)
+                return r;
+        r = chain_from_forest(f, (pid_t) req->tid, ch, &mode);
+        if (r == -ENOENT)
+                return ctl_error_errno(r, "No task %" PRIu32 " in snapshot %s", req->tid, c->file);
+        *ret_strict = mode == TASK_MODE_STRICT;
+        return r;
 }
 
 static int check_evaluate(const Chain *ch, const CheckRequest *req, CheckResult *res) {
@@ -165,14 +191,14 @@ int verb_check(Context *c, char **args, size_t n_args) {
         _cleanup_(chain_done) Chain ch = {};
         _cleanup_free_ uint32_t *verdicts = NULL;
         CheckResult res = {};
-        sd_bus *bus;
+        bool strict = false;
         int r = check_parse(args, n_args, &req);
         if (r >= 0)
-                r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = chain_fetch(bus, req.tid, &ch);
-        if (r >= 0)
-                r = ch.n > 0 ? check_evaluate(&ch, &req, &res) : check_unfiltered(bus, &req, &res);
+                r = c->file ? check_load(c, &req, &ch, &strict) : check_fetch(c, &req, &ch, &strict);
+        if (r >= 0 && ch.n > 0)
+                r = check_evaluate(&ch, &req, &res);
+        else if (r >= 0)
+                check_unfiltered(strict, &req, &res);
         verdicts = res.verdicts;
         if (r < 0)
                 return r;

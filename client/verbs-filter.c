@@ -1,10 +1,14 @@
-/* verbs-filter.c: `show FILTER`: one filter's metadata and its disassembly */
+/* verbs-filter.c: `show FILTER`: one filter's metadata and its disassembly, live or (with --file)
+ * in a snapshot; `show --file F` alone: the snapshot's metadata */
+#include "chain.h"
 #include "ctl.h"
 #include "disasm.h"
 #include "json-out.h"
 #include "manager.h"
 #include "output.h"
 #include "prog.h"
+#include "snapshot-load.h"
+#include "verbs-snapshot-file.h"
 
 /* The disassembly as an array of lines (without their newlines). */
 static json_t *disassembly_json(const char *text) {
@@ -64,15 +68,31 @@ static void show_print(const FilterDetail *d, const char *disassembly) {
         fputs(disassembly, stdout);
 }
 
+static int show_fetch(Context *c, uint64_t id, FilterDetail *ret) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : manager_get_filter(bus, id, ret);
+}
+
+static int show_load(Context *c, uint64_t id, FilterDetail *ret) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        int r = snapshot_file_load(c->file, &f, NULL);
+        if (r < 0)
+                return r;
+        const Filter *x = forest_find_filter(f, id);
+        if (!x)
+                return ctl_error_errno(-ENOENT, "No filter %" PRIu64 " in snapshot %s", id, c->file);
+        return filter_detail_from_filter(x, ret) < 0 ? log_oom() : 0;
+}
+
 int verb_show(Context *c, char **args, size_t n_args) {
         uint64_t id;
-        sd_bus *bus;
         _cleanup_(filter_detail_done) FilterDetail d = {};
+        if (n_args == 0) /* only with --file */
+                return show_snapshot_file(c);
         int r = parse_filter_id_arg(args[0], &id);
         if (r >= 0)
-                r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_get_filter(bus, id, &d);
+                r = c->file ? show_load(c, id, &d) : show_fetch(c, id, &d);
         if (r < 0)
                 return r;
         _cleanup_free_ char *text = prog_disassemble(d.program, d.n_program);

@@ -1,10 +1,12 @@
-/* verbs-tree.c: `tree [PID]`: the forest as nested filters with their processes */
+/* verbs-tree.c: `tree [PID]`: the forest as nested filters with their processes, live or (with
+ * --file) in a snapshot */
 #include "verbs-tree.h"
 #include "forest-json.h"
 #include "forest-print.h"
 #include "json-out.h"
 #include "live-forest.h"
 #include "output.h"
+#include "snapshot-load.h"
 
 /* The optional PID argument of tree and graph; 0 for the whole machine. */
 int parse_root_arg(char **args, size_t n_args, pid_t *ret) {
@@ -18,10 +20,31 @@ int parse_root_arg(char **args, size_t n_args, pid_t *ret) {
         return 0;
 }
 
+/* The snapshot of --file, restricted to root's subtree when root > 0 (a thread id stands for its
+ * process, as for the daemon). */
+static int load_forest(const char *path, pid_t root, Forest **ret) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        Process *p = NULL;
+        int r = snapshot_file_load(path, &f, NULL);
+        if (r < 0 || root == 0) {
+                *ret = TAKE_PTR(f);
+                return r;
+        }
+        if (!forest_find_task(f, root, &p) && !(p = forest_find_process(f, root)))
+                return ctl_error_errno(-ENOENT, "No process %d in snapshot %s", root, path);
+        r = forest_restrict_to_subtree(f, p->pid);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to restrict the snapshot to process %d: %m", p->pid);
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
 int fetch_forest(Context *c, char **args, size_t n_args, Forest **ret) {
         pid_t root;
         sd_bus *bus;
         int r = parse_root_arg(args, n_args, &root);
+        if (r >= 0 && c->file)
+                return load_forest(c->file, root, ret);
         if (r >= 0)
                 r = ctl_bus(c, &bus);
         if (r >= 0)

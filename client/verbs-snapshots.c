@@ -1,0 +1,287 @@
+/* verbs-snapshots.c: the daemon's stored snapshots: `snapshot [PID]`, `snapshots`, `export ID FILE`,
+ * `import FILE`, `rm ID` */
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/stat.h>
+
+#include "json-out.h"
+#include "manager-snapshots.h"
+#include "output.h"
+#include "snapshot-load.h"
+#include "table.h"
+#include "verbs-tree.h"
+
+#define NUM_BUF 24
+
+/* The new id alone on stdout (scripts capture it), or {"id": N}. */
+static int print_new_id(Context *c, uint64_t id) {
+        if (c->json) {
+                json_auto_t *doc = json_pack("{s:I}", "id", (json_int_t) id);
+                return json_print_document(doc);
+        }
+        printf("%" PRIu64 "\n", id);
+        return output_flush();
+}
+
+/* ---- snapshot [PID] ---- */
+
+int verb_snapshot(Context *c, char **args, size_t n_args) {
+        pid_t root;
+        sd_bus *bus;
+        uint64_t id;
+        int r = parse_root_arg(args, n_args, &root);
+        if (r >= 0)
+                r = ctl_bus(c, &bus);
+        if (r < 0)
+                return r;
+        SnapshotOptions o = { .root_pid = (uint32_t) root, .name = c->snapshot_name, .include_argv = !c->no_argv };
+        r = manager_create_snapshot(bus, &o, &id);
+        if (r < 0)
+                return r;
+        return print_new_id(c, id);
+}
+
+/* ---- snapshots ---- */
+
+static char *format_u64(uint64_t v, char *buf) {
+        snprintf(buf, NUM_BUF, "%" PRIu64, v);
+        return buf;
+}
+
+static int snapshots_add_row(Table *t, const SnapshotRecord *s) {
+        char id[NUM_BUF], owner[NUM_BUF], root[NUM_BUF], procs[NUM_BUF], threads[NUM_BUF], filters[NUM_BUF];
+        char created[TIMESTAMP_MAX];
+        const char *cells[] = {
+                format_u64(s->id, id), s->name[0] ? s->name : "-",
+                format_timestamp(s->created_usec, created, sizeof(created)), format_u64(s->owner_uid, owner),
+                s->root_pid ? format_u64(s->root_pid, root) : "-", format_u64(s->processes, procs),
+                format_u64(s->threads, threads), format_u64(s->filters, filters), s->backend, s->identity,
+        };
+        return table_add_row(t, cells);
+}
+
+static int snapshots_print_table(const SnapshotList *l, bool legend) {
+        static const char *const headers[] = { "ID", "NAME", "CREATED", "OWNER", "ROOT", "PROCS", "THREADS",
+                                               "FILTERS", "BACKEND", "IDENTITY" };
+        _cleanup_(table_freep) Table *t = table_new(headers, ELEMENTSOF(headers),
+                                                 TABLE_COLUMN(0) | TABLE_COLUMN(3) | TABLE_COLUMN(4) |
+                                                 TABLE_COLUMN(5) | TABLE_COLUMN(6) | TABLE_COLUMN(7));
+        if (!t)
+                return log_oom();
+        for (size_t i = 0; i < l->n; i++)
+                if (snapshots_add_row(t, &l->items[i]) < 0)
+                        return log_oom();
+        table_print(t, stdout, legend);
+        if (legend)
+                printf("\n%zu snapshot%s listed.\n", l->n, l->n == 1 ? "" : "s");
+        return output_flush();
+}
+
+static json_t *snapshot_record_json(const SnapshotRecord *s) {
+        char ts[TIMESTAMP_MAX];
+        return json_pack("{s:I, s:s?, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:s}",
+                         "id", (json_int_t) s->id, "name", s->name[0] ? s->name : NULL,
+                         "created", format_timestamp_rfc3339(s->created_usec, ts, sizeof(ts)),
+                         "created_usec", (json_int_t) s->created_usec, "owner_uid", (json_int_t) s->owner_uid,
+                         "root", (json_int_t) s->root_pid, "processes", (json_int_t) s->processes,
+                         "threads", (json_int_t) s->threads, "filters", (json_int_t) s->filters,
+                         "backend", s->backend, "identity", s->identity);
+}
+
+static json_t *snapshots_json(const SnapshotList *l) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < l->n; i++)
+                if (json_array_append_new(a, snapshot_record_json(&l->items[i])) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a ? json_pack("{s:o}", "snapshots", a) : NULL;
+}
+
+int verb_snapshots(Context *c, char **args, size_t n_args) {
+        sd_bus *bus;
+        _cleanup_(snapshot_list_done) SnapshotList l = {};
+        int r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = manager_list_snapshots(bus, &l);
+        if (r < 0)
+                return r;
+        if (c->json) {
+                json_auto_t *doc = snapshots_json(&l);
+                return json_print_document(doc);
+        }
+        return snapshots_print_table(&l, c->legend);
+}
+
+/* ---- export ID FILE ---- */
+
+static bool has_suffix(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+        return a >= b && strcasecmp(s + a - b, suffix) == 0;
+}
+
+/* --format, else from the name: .json is JSON, anything else (.sqlite, .db, -) SQLite. */
+static int export_format(const Context *c, const char *file, SnapshotFormat *ret) {
+        if (c->format) {
+                *ret = snapshot_format_from_string(c->format);
+                if (*ret < 0)
+                        return usage_error("Invalid format '%s': expected sqlite or json", c->format);
+        } else
+                *ret = has_suffix(file, ".json") ? SNAPSHOT_FORMAT_JSON : SNAPSHOT_FORMAT_SQLITE;
+        return 0;
+}
+
+/* A file being written next to its final name, invisible under that name until it is complete. */
+typedef struct ExportFile {
+        const char *path;  /* the final name */
+        char *dir;         /* its directory */
+        char *temp;        /* the temporary name, for files not made with O_TMPFILE */
+        int fd;
+} ExportFile;
+
+static void export_file_done(ExportFile *x) {
+        if (x->fd >= 0)
+                close(x->fd);
+        if (x->temp)
+                (void) unlink(x->temp); /* still set: not renamed, the export failed */
+        free(x->temp);
+        free(x->dir);
+}
+
+/* An unnamed file in the directory (O_TMPFILE), or a hidden ".NAME.XXXXXX" next to it where the
+ * file system has no O_TMPFILE. Mode 0666 & ~umask, as any new file. */
+static int export_file_open(ExportFile *x) {
+        _cleanup_free_ char *copy = strdup(x->path), *base_copy = strdup(x->path);
+        if (!copy || !base_copy)
+                return log_oom();
+        x->dir = strdup(dirname(copy));
+        if (!x->dir)
+                return log_oom();
+        x->fd = open(x->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+        if (x->fd >= 0)
+                return 0;
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+                return ctl_error_errno(-errno, "Failed to create a file in %s: %m", x->dir);
+        if (asprintf(&x->temp, "%s/.%s.XXXXXX", x->dir, basename(base_copy)) < 0) {
+                x->temp = NULL;
+                return log_oom();
+        }
+        mode_t mask = umask(0);
+        umask(mask);
+        x->fd = mkostemp(x->temp, O_CLOEXEC);
+        if (x->fd < 0) {
+                int r = ctl_error_errno(-errno, "Failed to create %s: %m", x->temp);
+                x->temp = (free(x->temp), NULL);
+                return r;
+        }
+        if (fchmod(x->fd, 0666 & ~mask) < 0)
+                return ctl_error_errno(-errno, "Failed to set the mode of %s: %m", x->temp);
+        return 0;
+}
+
+/* Check what the daemon wrote before it gets the final name: it must be a valid snapshot of the
+ * requested format, complete. */
+static int export_file_check(ExportFile *x, SnapshotFormat want) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_free_ char *data = NULL, *error = NULL;
+        size_t size;
+        if (lseek(x->fd, 0, SEEK_SET) < 0)
+                return ctl_error_errno(-errno, "Failed to read back the export: %m");
+        int r = read_full_fd(x->fd, SNAPSHOT_MAX_FILE_SIZE, &data, &size);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to read back the export: %m");
+        if (snapshot_detect_format(data, size) != want)
+                return ctl_error_errno(-EBADMSG, "The daemon wrote a snapshot in another format than %s.",
+                                       snapshot_format_to_string(want));
+        r = snapshot_read_data(data, size, &f, &error);
+        if (r < 0)
+                return ctl_error_errno(r, "The daemon wrote an invalid snapshot: %s", error ? error : "?");
+        return 0;
+}
+
+/* Give the complete file its name, replacing what was there. */
+static int export_file_commit(ExportFile *x) {
+        if (fsync(x->fd) < 0)
+                return ctl_error_errno(-errno, "Failed to sync %s: %m", x->path);
+        if (!x->temp) {
+                char proc[64];
+                snprintf(proc, sizeof(proc), "/proc/self/fd/%d", x->fd);
+                for (unsigned attempt = 0; !x->temp; attempt++) {
+                        if (asprintf(&x->temp, "%s/.sectree-export.%d.%u", x->dir, (int) getpid(), attempt) < 0) {
+                                x->temp = NULL;
+                                return log_oom();
+                        }
+                        if (linkat(AT_FDCWD, proc, AT_FDCWD, x->temp, AT_SYMLINK_FOLLOW) == 0)
+                                break;
+                        int r = -errno;
+                        x->temp = (free(x->temp), NULL);
+                        if (r != -EEXIST || attempt >= 16)
+                                return ctl_error_errno(r, "Failed to link the export into %s: %m", x->dir);
+                }
+        }
+        if (rename(x->temp, x->path) < 0)
+                return ctl_error_errno(-errno, "Failed to rename %s to %s: %m", x->temp, x->path);
+        x->temp = (free(x->temp), NULL);
+        return 0;
+}
+
+static int export_to_file(sd_bus *bus, uint64_t id, SnapshotFormat format, const char *path) {
+        _cleanup_(export_file_done) ExportFile x = { .path = path, .fd = -1 };
+        int r = export_file_open(&x);
+        if (r >= 0)
+                r = manager_export_snapshot(bus, id, x.fd, snapshot_format_to_string(format));
+        if (r >= 0)
+                r = export_file_check(&x, format);
+        if (r >= 0)
+                r = export_file_commit(&x);
+        return r;
+}
+
+int verb_export(Context *c, char **args, size_t n_args) {
+        uint64_t id;
+        SnapshotFormat format;
+        sd_bus *bus;
+        const char *file = args[1];
+        int r = parse_snapshot_id_arg(args[0], &id);
+        if (r >= 0)
+                r = export_format(c, file, &format);
+        if (r < 0)
+                return r;
+        if (streq(file, "-") && format == SNAPSHOT_FORMAT_SQLITE && isatty(STDOUT_FILENO))
+                return usage_error("Refusing to write an SQLite file to a terminal: redirect stdout or use --format json");
+        r = ctl_bus(c, &bus);
+        if (r < 0)
+                return r;
+        if (streq(file, "-"))
+                return manager_export_snapshot_to(bus, id, snapshot_format_to_string(format), STDOUT_FILENO);
+        return export_to_file(bus, id, format, file);
+}
+
+/* ---- import FILE ---- */
+
+int verb_import(Context *c, char **args, size_t n_args) {
+        sd_bus *bus;
+        uint64_t id;
+        const char *file = args[0];
+        _cleanup_close_ int fd = streq(file, "-") ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3)
+                                                  : open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return ctl_error_errno(-errno, "Failed to open %s: %m", streq(file, "-") ? "stdin" : file);
+        int r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = manager_import_snapshot(bus, fd, &id);
+        if (r < 0)
+                return r;
+        return print_new_id(c, id);
+}
+
+/* ---- rm ID ---- */
+
+int verb_rm(Context *c, char **args, size_t n_args) {
+        uint64_t id;
+        sd_bus *bus;
+        int r = parse_snapshot_id_arg(args[0], &id);
+        if (r >= 0)
+                r = ctl_bus(c, &bus);
+        return r < 0 ? r : manager_delete_snapshot(bus, id);
+}
