@@ -59,8 +59,11 @@ static int store_thread(Manager *m, const Process *p, const Task *t) {
 /* ---- events ---- */
 
 static int on_task_exit(Manager *m, const ProcEvent *e) {
+        const Task *t = process_find_thread(forest_find_process(m->live, e->tgid), e->tid);
+        uint64_t head = t ? t->filter_id : 0;
         if (forest_remove_thread(m->live, e->tgid, e->tid) < 0)
                 return 0; /* not a task we track */
+        manager_live_thread_gone(m, head);
         m->batch_exits = true;
         (void) manager_send_task_exited(m, e->tid);
         return store_remove_task(m->store, e->tid);
@@ -553,6 +556,7 @@ static int merge_subtree(Manager *m, const Forest *scan, const UnreadableTask *b
 
         if (!order)
                 return -ENOMEM;
+        manager_live_uses_invalidate(m); /* chains change wholesale: counted again when retiring */
         for (size_t i = 0; i < n_bad; i++)
                 if ((r = hashmap_replace(&g.unreadable, (uint64_t) bad[i].tid, (void *) 1)) < 0)
                         return r;

@@ -19,6 +19,113 @@ static unsigned filter_depth(const Forest *f, uint64_t id) {
         return d;
 }
 
+/* ---- what keeps a live filter alive ----
+ * A filter stays while a thread has it as its head, a filter has it as its parent or a listener
+ * names it: m->filter_uses counts these. A filter whose count drops to 0 (or starts there) is a
+ * candidate, and manager_retire_unreachable() retires the candidates still at 0, which drops
+ * their parents' counts in turn. That is the set a walk of every chain would find (a filter is
+ * reachable when its subtree holds a head or a listener's filter), at the cost of what changed.
+ * The counts are rebuilt from the forest after a full pass or a ptrace merge, or when keeping
+ * them failed (no memory). */
+
+static size_t uses_get(const Manager *m, uint64_t id) {
+        return (size_t) (uintptr_t) hashmap_get(&m->filter_uses, id);
+}
+
+static int push_candidate(Manager *m, uint64_t id) {
+        if (GROW(m->retire_candidates, m->n_retire_candidates_allocated, m->n_retire_candidates + 1) < 0)
+                return -ENOMEM;
+        m->retire_candidates[m->n_retire_candidates++] = id;
+        return 0;
+}
+
+static void uses_add(Manager *m, uint64_t id) {
+        if (!m->uses_valid || id == 0)
+                return;
+        if (!forest_find_filter(m->live, id))
+                m->uses_broken = true; /* forest_link() would fail: the next retire asks for a pass */
+        if (hashmap_replace(&m->filter_uses, id, (void *) (uintptr_t) (uses_get(m, id) + 1)) < 0)
+                m->uses_valid = false;
+}
+
+static void uses_drop(Manager *m, uint64_t id) {
+        if (!m->uses_valid || id == 0)
+                return;
+        size_t n = uses_get(m, id);
+        if (n == 0) {
+                m->uses_valid = false; /* cannot happen: count again rather than trust it */
+                return;
+        }
+        if (n == 1) {
+                (void) hashmap_remove(&m->filter_uses, id);
+                if (push_candidate(m, id) < 0)
+                        m->uses_valid = false;
+        } else if (hashmap_replace(&m->filter_uses, id, (void *) (uintptr_t) (n - 1)) < 0)
+                m->uses_valid = false;
+}
+
+/* A filter new to the live forest: its parent has one more child, and nothing uses it yet. */
+static void uses_new_filter(Manager *m, const Filter *x) {
+        uses_add(m, x->parent_id);
+        if (m->uses_valid && push_candidate(m, x->id) < 0)
+                m->uses_valid = false;
+}
+
+void manager_live_uses_invalidate(Manager *m) {
+        m->uses_valid = false;
+}
+
+static int uses_rebuild(Manager *m) {
+        const Forest *f = m->live;
+
+        m->n_uses_rebuilds++;
+        hashmap_clear(&m->filter_uses);
+        m->n_retire_candidates = 0;
+        m->uses_broken = false;
+        m->uses_valid = true;
+        for (size_t i = 0; i < f->n_filters; i++)
+                uses_add(m, f->filters[i]->parent_id);
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++)
+                        uses_add(m, f->processes[i]->threads[j].filter_id);
+        for (size_t i = 0; i < f->n_listeners; i++)
+                uses_add(m, f->listeners[i]->filter_id);
+        for (size_t i = 0; m->uses_valid && i < f->n_filters; i++)
+                if (uses_get(m, f->filters[i]->id) == 0 && push_candidate(m, f->filters[i]->id) < 0)
+                        m->uses_valid = false;
+        return m->uses_valid ? 0 : -ENOMEM;
+}
+
+/* Take one filter out of the live forest, as forest_drop_unreachable_filters() does for many
+ * (lib/forest.c has no call for one filter). */
+static void live_remove_filter(Forest *f, Filter *x) {
+        for (size_t i = f->n_filters; i-- > 0;)
+                if (f->filters[i] == x) {
+                        memmove(f->filters + i, f->filters + i + 1, (f->n_filters - i - 1) * sizeof(Filter *));
+                        f->n_filters--;
+                        break;
+                }
+        (void) hashmap_remove(&f->filters_by_id, x->id);
+        free(x->insns);
+        free(x);
+        f->linked = false;
+}
+
+/* The head of a tracked thread, 0 if it has none or is not tracked. */
+static uint64_t thread_head(const Forest *f, pid_t tgid, pid_t tid) {
+        const Process *p = forest_find_process(f, tgid);
+        for (size_t i = 0; p && i < p->n_threads; i++)
+                if (p->threads[i].tid == tid)
+                        return p->threads[i].filter_id;
+        return 0;
+}
+
+void manager_live_thread_gone(Manager *m, uint64_t head) {
+        uses_drop(m, head);
+}
+
+/* ---- events ---- */
+
 static int ensure_process(Manager *m, const WatchTask *w, Process **ret) {
         Process *p = forest_find_process(m->live, w->tgid);
         if (!p) {
@@ -56,6 +163,7 @@ static int apply_task_state(Manager *m, const WatchTask *w, bool *ret_new) {
         if (r < 0)
                 return r;
         Task *t = find_thread(p, w->tid);
+        uint64_t old_head = t ? t->filter_id : 0;
         *ret_new = !t;
         if (!t) {
                 r = process_add_thread(p, w->tid, &t);
@@ -68,6 +176,10 @@ static int apply_task_state(Manager *m, const WatchTask *w, bool *ret_new) {
         if (w->filter_id && filter_depth(m->live, w->filter_id) >= filter_depth(m->live, t->filter_id)) {
                 t->filter_id = w->filter_id;
                 t->mode = TASK_MODE_FILTER;
+        }
+        if (t->filter_id != old_head) {
+                uses_add(m, t->filter_id);
+                uses_drop(m, old_head);
         }
         m->live->linked = false;
         return store_put_task(m->store, w, p->exe, now_usec());
@@ -103,6 +215,7 @@ static int drop_other_threads(Manager *m, Process *p, pid_t keep) {
                 if (r < 0)
                         return r;
                 (void) manager_send_task_exited(m, tid);
+                uses_drop(m, p->threads[i].filter_id);
                 p->threads[i] = p->threads[--p->n_threads];
         }
         m->live->linked = false;
@@ -126,8 +239,10 @@ static int on_task_exec(Manager *m, const WatchEvent *e) {
 }
 
 static int on_task_exit(Manager *m, const WatchEvent *e) {
+        uint64_t head = thread_head(m->live, e->task.tgid, e->task.tid);
         if (forest_remove_thread(m->live, e->task.tgid, e->task.tid) < 0)
                 return 0; /* not a task we track */
+        uses_drop(m, head);
         m->batch_exits = true;
         (void) manager_send_task_exited(m, e->task.tid);
         return store_remove_task(m->store, e->task.tid);
@@ -147,6 +262,7 @@ static int add_watch_filter(Manager *m, const WatchEvent *e) {
         flt->wait_killable_recv = wf->wait_killable_recv;
         flt->has_listener = wf->has_listener;
         flt->identity = IDENTITY_EXACT;
+        uses_new_filter(m, flt);
         _cleanup_free_ char *exe = NULL;
         (void) proc_read_exe(e->task.tgid, &exe);
         StoreInstaller inst = { .tid = e->task.tid, .tgid = e->task.tgid, .comm = e->task.comm, .exe = exe };
@@ -208,22 +324,29 @@ int manager_apply_event(Manager *m, const WatchEvent *e) {
 }
 
 /* Called inside a batch's transaction: an inconsistent forest fails the batch (which is rolled
- * back and followed by a full pass) instead of starting a pass here. */
+ * back and followed by a full pass) instead of starting a pass here. Children are retired before
+ * their parents, as the store wants. */
 int manager_retire_unreachable(Manager *m) {
-        Forest *f = m->live;
-        int r = f->linked ? 0 : forest_link(f, NULL);
-        if (r < 0)
-                return -EUCLEAN;
-        _cleanup_free_ uint64_t *ids = NULL;
-        size_t n = 0;
-        r = forest_drop_unreachable_filters(f, &ids, &n);
-        if (r < 0)
+        int r;
+
+        /* A filter named before it was known may be known by now: count again to be sure. */
+        if ((!m->uses_valid || m->uses_broken) && (r = uses_rebuild(m)) < 0)
                 return r;
+        if (m->uses_broken)
+                return -EUCLEAN;
         uint64_t now = now_usec();
-        /* The ids come parents first; the store wants children retired before their parents. */
-        for (size_t i = n; i-- > 0;) {
-                r = store_retire_filter(m->store, ids[i], now);
+        while (m->n_retire_candidates > 0) {
+                uint64_t id = m->retire_candidates[--m->n_retire_candidates];
+                Filter *x = forest_find_filter(m->live, id);
+                if (!x || uses_get(m, id) > 0)
+                        continue; /* retired already, or used again */
+                r = store_retire_filter(m->store, id, now);
                 if (r < 0)
+                        return r;
+                uint64_t parent = x->parent_id;
+                live_remove_filter(m->live, x);
+                uses_drop(m, parent); /* the parent is the next candidate if this was its last use */
+                if (!m->uses_valid && (r = uses_rebuild(m)) < 0)
                         return r;
         }
         return 0;

@@ -12,7 +12,12 @@
 #define REFRESH_USEC_PTRACE (5 * 1000000ULL)
 #define LOST_CHECK_USEC (200 * 1000ULL)
 #define RESCAN_DEBOUNCE_USEC (30 * 1000ULL)         /* ptrace: collect a burst of events, rescan once */
-#define RESYNC_MIN_INTERVAL_USEC (1000 * 1000ULL)   /* ptrace: full passes after lost events, at most */
+#define RESYNC_MIN_INTERVAL_USEC MANAGER_RESYNC_MIN_INTERVAL_USEC
+#define RESYNC_ACCURACY_USEC (10 * 1000ULL)         /* not sd-event's default of 250 ms */
+/* A split pass stores its scan this long after the scan: what the bus asked meanwhile is answered
+ * first (a timer that is due is served before sources that became ready after it, so a busy bus
+ * cannot put the store off). */
+#define PASS_STORE_DELAY_USEC (2 * 1000ULL)
 
 static uint64_t now_realtime_usec(void) {
         struct timespec ts;
@@ -63,8 +68,12 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->lost_timer);
         sd_event_source_disable_unref(m->proc_source);
         sd_event_source_disable_unref(m->rescan_timer);
+        sd_event_source_disable_unref(m->pass_store_source);
+        forest_free(m->pass_forest);
         proc_watch_free(m->proc_watch);
         free(m->pending);
+        hashmap_deinit(&m->filter_uses);
+        free(m->retire_candidates);
         sd_bus_flush_close_unref(m->bus);
         bpf_scanner_free(m->scanner);
         store_free(m->store);
@@ -87,14 +96,26 @@ static int scan(Manager *m, Forest **ret) {
         return r;
 }
 
-int manager_full_pass(Manager *m, const char *reason) {
+/* What the event sources have lost so far. Taken before a pass scans: whatever is lost while it
+ * runs is then newer than the snapshot and asks for another pass. */
+static void lost_snapshot(Manager *m, uint64_t *ret_bpf, uint64_t *ret_proc) {
+        *ret_bpf = m->scanner ? bpf_scanner_watch_lost(m->scanner) : 0;
+        *ret_proc = m->proc_watch ? proc_watch_lost(m->proc_watch) : 0;
+}
+
+static void check_lost(Manager *m);
+
+/* A full pass in two halves: the scan, and storing it as the live state. */
+static int pass_scan(Manager *m, Forest **ret, uint64_t *ret_lost_bpf, uint64_t *ret_lost_proc) {
         _cleanup_(forest_freep) Forest *f = NULL;
         int r;
 
-        (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ? reason : "refresh");
+        lost_snapshot(m, ret_lost_bpf, ret_lost_proc);
         r = scan(m, &f);
         if (r < 0)
                 return log_error_errno(r, "Full pass failed: %m");
+        if (m->after_scan_hook)
+                m->after_scan_hook(m);
         forest_drop_disabled_threads(f);
         r = forest_link(f, NULL);
         if (r < 0)
@@ -104,31 +125,120 @@ int manager_full_pass(Manager *m, const char *reason) {
                 if (r < 0)
                         return log_error_errno(r, "Failed to number the inferred filters: %m");
         }
+        *ret = TAKE_PTR(f);
+        return 0;
+}
 
-        uint64_t now = now_realtime_usec();
+static int pass_store(Manager *m, Forest *scanned, const char *reason, uint64_t lost_bpf, uint64_t lost_proc,
+                      uint64_t scan_usec) {
+        _cleanup_(forest_freep) Forest *f = scanned;
+        uint64_t now = now_realtime_usec(), t0 = now_monotonic_usec();
+        int r;
+
         r = store_replace_all(m->store, f, now);
         if (r < 0)
                 return log_error_errno(r, "Failed to store the scan: %m");
+        uint64_t t1 = now_monotonic_usec();
         if (m->backend == BACKEND_PTRACE) {
                 /* What happened before this pass is in it: queued rescans and lost events too. */
                 m->n_pending = 0;
                 m->pending_full = NULL;
-                m->proc_lost_seen = m->proc_watch ? proc_watch_lost(m->proc_watch) : 0;
-                m->last_full_pass_mono = now_monotonic_usec();
+                m->proc_lost_seen = lost_proc;
                 if (reason)
                         manager_announce_pass(m, m->live, f);
         }
         forest_free(m->live);
         m->live = TAKE_PTR(f);
+        manager_live_uses_invalidate(m);
         m->last_scan_usec = now;
+        m->last_full_pass_mono = now_monotonic_usec();
+        m->n_full_passes++;
+        /* Losses before the scan are in it: a resync asked for them is done. Those during it are
+         * not: check_lost() asks for the next one. */
+        m->lost_seen = lost_bpf;
+        if (m->resync_source)
+                (void) sd_event_source_set_enabled(m->resync_source, SD_EVENT_OFF);
         if (m->scanner)
-                m->lost_seen = bpf_scanner_watch_lost(m->scanner);
+                check_lost(m);
 
         (void) sd_notifyf(false, "STATUS=Watching %zu filters, %zu processes (%s backend)", m->live->n_filters,
                           m->live->n_processes, backend_to_string(m->backend));
         if (reason && m->bus)
                 (void) manager_send_resynced(m, reason);
         (void) manager_announce_counts(m);
+        log_debug("Full pass (%s): %zu processes, %zu filters; scan %" PRIu64 " us, store %" PRIu64
+                  " us, signals %" PRIu64 " us.", reason ? reason : "start", m->live->n_processes, m->live->n_filters,
+                  scan_usec, t1 - t0, now_monotonic_usec() - t1);
+        return 0;
+}
+
+/* A scan waiting to be stored (manager_full_pass_split()) is dropped: a newer pass replaces it. */
+static void pass_cancel(Manager *m) {
+        if (!m->pass_forest)
+                return;
+        m->pass_forest = forest_free(m->pass_forest);
+        (void) sd_event_source_set_enabled(m->pass_store_source, SD_EVENT_OFF);
+        if (m->watch_source)
+                (void) sd_event_source_set_enabled(m->watch_source, SD_EVENT_ON);
+}
+
+int manager_full_pass(Manager *m, const char *reason) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        uint64_t lost_bpf, lost_proc;
+
+        pass_cancel(m);
+        (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ? reason : "refresh");
+        uint64_t t0 = now_monotonic_usec();
+        int r = pass_scan(m, &f, &lost_bpf, &lost_proc);
+        if (r < 0)
+                return r;
+        return pass_store(m, TAKE_PTR(f), reason, lost_bpf, lost_proc, now_monotonic_usec() - t0);
+}
+
+static int on_pass_store(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        Forest *f = TAKE_PTR(m->pass_forest);
+
+        sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        if (m->watch_source)
+                (void) sd_event_source_set_enabled(m->watch_source, SD_EVENT_ON);
+        if (f)
+                (void) pass_store(m, f, m->pass_reason, m->pass_lost_bpf, m->pass_lost_proc, m->pass_scan_usec);
+        return 0; /* a failure is logged; the next refresh retries */
+}
+
+int manager_full_pass_split(Manager *m, const char *reason) {
+        int r;
+
+        if (m->backend != BACKEND_BPF || !m->watch_source)
+                return manager_full_pass(m, reason);
+        if (m->pass_forest)
+                return 0; /* one is under way */
+        if (!m->pass_store_source) {
+                r = sd_event_add_time(m->event, &m->pass_store_source, CLOCK_MONOTONIC, 0, 1, on_pass_store, m);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->pass_store_source, SD_EVENT_OFF);
+                if (r < 0)
+                        return manager_full_pass(m, reason);
+        }
+        (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ? reason : "refresh");
+        uint64_t t0 = now_monotonic_usec();
+        r = pass_scan(m, &m->pass_forest, &m->pass_lost_bpf, &m->pass_lost_proc);
+        if (r < 0)
+                return r;
+        m->pass_scan_usec = now_monotonic_usec() - t0;
+        m->pass_reason = reason;
+        /* Events wait in the ring buffer until the scan is the live state: applied to the previous
+         * one they would be lost with it. */
+        r = sd_event_source_set_enabled(m->watch_source, SD_EVENT_OFF);
+        if (r >= 0)
+                r = sd_event_source_set_time(m->pass_store_source, now_monotonic_usec() + PASS_STORE_DELAY_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->pass_store_source, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                pass_cancel(m);
+                return manager_full_pass(m, reason);
+        }
         return 0;
 }
 
@@ -148,21 +258,41 @@ int manager_live(Manager *m, Forest **ret) {
         return 0;
 }
 
-static int on_resync(sd_event_source *s, void *userdata) {
+static int on_resync(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         sd_event_source_set_enabled(s, SD_EVENT_OFF);
-        return manager_full_pass(m, "lost-events") < 0 ? 0 : 0; /* logged; the next refresh retries */
+        return manager_full_pass_split(m, "lost-events") < 0 ? 0 : 0; /* logged; the next refresh retries */
 }
 
+/* A full pass after lost events starts no sooner than RESYNC_MIN_INTERVAL_USEC after the end of
+ * the previous full pass, whatever started that one; asking again while one is due changes
+ * nothing (they are coalesced). So under a flood that overflows the ring buffer all the time, the
+ * loop still spends most of its time on events and the bus, and once the flood ends the pass
+ * that follows the last loss brings the state back. */
 static void schedule_resync(Manager *m) {
-        if (!m->resync_source && sd_event_add_defer(m->event, &m->resync_source, on_resync, m) < 0)
-                return (void) log_oom();
-        sd_event_source_set_enabled(m->resync_source, SD_EVENT_ONESHOT);
+        int enabled = SD_EVENT_OFF, r;
+        uint64_t when = m->last_full_pass_mono + RESYNC_MIN_INTERVAL_USEC;
+
+        if (m->resync_source && sd_event_source_get_enabled(m->resync_source, &enabled) >= 0 &&
+            enabled != SD_EVENT_OFF)
+                return;
+        if (!m->resync_source)
+                r = sd_event_add_time(m->event, &m->resync_source, CLOCK_MONOTONIC, when, RESYNC_ACCURACY_USEC,
+                                      on_resync, m);
+        else
+                r = sd_event_source_set_time(m->resync_source, when);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->resync_source, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the resync timer: %m");
 }
 
 static void check_lost(Manager *m) {
         if (bpf_scanner_watch_lost(m->scanner) != m->lost_seen) {
-                log_info("Events were lost (ring buffer full), resynchronising.");
+                int enabled = SD_EVENT_OFF;
+                if (!m->resync_source || sd_event_source_get_enabled(m->resync_source, &enabled) < 0 ||
+                    enabled == SD_EVENT_OFF)
+                        log_info("Events were lost (ring buffer full), resynchronising.");
                 schedule_resync(m);
         }
 }
@@ -208,7 +338,7 @@ static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 static int on_refresh(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        (void) manager_full_pass(m, "refresh");
+        (void) manager_full_pass_split(m, "refresh");
         sd_event_source_set_time_relative(s, m->refresh_usec);
         sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
@@ -340,7 +470,7 @@ static int open_backend(Manager *m) {
         return setup_watch(m);
 }
 
-int manager_startup(Manager *m) {
+int manager_open(Manager *m) {
         int r;
 
         (void) sd_notify(false, "STATUS=Opening the state database...");
@@ -352,7 +482,11 @@ int manager_startup(Manager *m) {
         r = open_backend(m);
         if (r < 0)
                 return r;
-        r = manager_full_pass(m, NULL);
+        return manager_full_pass(m, NULL);
+}
+
+int manager_startup(Manager *m) {
+        int r = manager_open(m);
         if (r < 0)
                 return r;
         r = setup_signals(m);

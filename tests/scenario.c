@@ -2,6 +2,7 @@
  * points, keeps them alive, and reports the ground truth of what was built */
 #include "scenario.h"
 
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -272,12 +273,20 @@ int scenario_new(Scenario **ret) {
                 return r;
         }
         if (pid == 0) {
-                close(pair[0]);
+                /* Keep nothing of the test's: agents that outlive an aborted test (descendants are
+                 * not killed with it, so that they can be reparented) must not hold its output pipe
+                 * open, or its runner waits for them. The channel becomes fd 3, stdio /dev/null. */
+                int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 ||
+                    (pair[1] != 3 && dup3(pair[1], 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
+                        _exit(EXIT_FAILURE);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() == 1)
+                        _exit(EXIT_FAILURE);
                 prctl(PR_SET_CHILD_SUBREAPER, 1);
                 signal(SIGCHLD, SIG_IGN); /* exited agents are reaped at once: no zombies holding filters */
-                agent_reply(pair[1], 0);
-                agent_loop(pair[1]);
+                agent_reply(3, 0);
+                agent_loop(3);
         }
         close(pair[1]);
         Reply hello;

@@ -1,6 +1,8 @@
 /* test-daemon.c: the real sectreed on a private dbus-daemon: start-up, live updates, resync after
  * lost events, restart against an existing database, unprivileged callers, SIGKILL under churn,
- * and the introspection data against dbus/org.sectree1.Manager.xml */
+ * and the introspection data against dbus/org.sectree1.Manager.xml; and, in this process without a
+ * bus, the Manager's resync rules (losses during a pass, one resync per interval), split passes
+ * and the incremental retiring of filters */
 #include <gio/gio.h>
 #include <jansson.h>
 #include <linux/seccomp.h>
@@ -13,6 +15,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-fixture.h"
+#include "manager.h"
 #include "tests-util.h"
 
 #define DEST "org.sectree1"
@@ -963,6 +966,266 @@ static void test_ptrace_churn(void) {
         bus_fixture_stop(&b);
 }
 
+/* ---- the Manager in this process, without a bus: the test drives its loop ---- */
+
+typedef struct InProc {
+        char *dir;
+        Manager *m;
+} InProc;
+
+static bool inproc_start(InProc *ip, const char *events_size) {
+        if (!tests_require_root())
+                return false;
+        tests_ensure_tracefs();
+        if (events_size)
+                g_assert_cmpint(setenv("SECTREE_BPF_EVENTS_SIZE", events_size, 1), ==, 0);
+        else
+                g_assert_cmpint(unsetenv("SECTREE_BPF_EVENTS_SIZE"), ==, 0);
+        g_assert_cmpint(setenv("SECTREE_REFRESH_USEC", "600000000", 1), ==, 0);
+        ip->dir = g_dir_make_tmp("sectree-inproc-XXXXXX", NULL);
+        g_assert_nonnull(ip->dir);
+        ManagerOptions o = { .backend = BACKEND_BPF, .state_dir = ip->dir };
+        g_assert_cmpint(manager_new(&o, &ip->m), ==, 0);
+        g_assert_cmpint(manager_open(ip->m), ==, 0);
+        return true;
+}
+
+static void inproc_stop(InProc *ip) {
+        manager_free(ip->m);
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", ip->dir);
+        g_assert_cmpint(system(cmd), ==, 0);
+        g_free(ip->dir);
+        (void) unsetenv("SECTREE_BPF_EVENTS_SIZE");
+        (void) unsetenv("SECTREE_REFRESH_USEC");
+}
+
+/* Run the manager's loop for timeout_ms, or until stop (if not NULL) says so. */
+static bool inproc_run(InProc *ip, bool (*stop)(InProc *ip, void *userdata), void *userdata, unsigned timeout_ms) {
+        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        while (g_get_monotonic_time() < end) {
+                if (stop && stop(ip, userdata))
+                        return true;
+                g_assert_cmpint(sd_event_run(ip->m->event, 20000), >=, 0);
+        }
+        return stop && stop(ip, userdata);
+}
+
+static bool watch_drained(InProc *ip, void *userdata) {
+        return !bpf_scanner_watch_pending(ip->m->scanner);
+}
+
+static bool passes_above(InProc *ip, void *userdata) {
+        return ip->m->n_full_passes > GPOINTER_TO_UINT(userdata);
+}
+
+/* The head of tid in the live forest has depth chain filters (0: untracked or none). */
+static unsigned live_depth(const Manager *m, pid_t tid) {
+        const Task *t = forest_find_task(m->live, tid, NULL);
+        unsigned d = 0;
+        for (const Filter *x = t ? forest_find_filter(m->live, t->filter_id) : NULL; x && d < 64;
+             x = forest_find_filter(m->live, x->parent_id))
+                d++;
+        return d;
+}
+
+/* A filter whose event does not fit a 4 KiB ring buffer: installing it is always a lost event. */
+static void install_unsendable(Scenario *s, ScenarioTask t, int salt) {
+        struct sock_filter f[PROG_MAX_INSNS];
+        size_t n = scenario_filter_errno(f, SYS_acct, 1 + salt, 500);
+        g_assert_cmpint(scenario_install(s, t, f, n, 0), >=, 0);
+}
+
+static Scenario *hook_scenario;
+
+static void install_after_scan(Manager *m) {
+        install_unsendable(hook_scenario, scenario_root(hook_scenario), 0);
+        m->after_scan_hook = NULL;
+}
+
+/* An event lost while a full pass runs, after its scan: the pass cannot have seen it, so another
+ * pass must follow, and the state must end with the filter. */
+static void test_lost_during_pass(void) {
+        InProc ip;
+        if (!inproc_start(&ip, "4096"))
+                return;
+        g_assert_cmpint(scenario_new(&hook_scenario), ==, 0);
+        pid_t root = scenario_task(hook_scenario, scenario_root(hook_scenario))->tid;
+        inproc_run(&ip, watch_drained, NULL, 2000);
+        unsigned passes = ip.m->n_full_passes;
+        ip.m->after_scan_hook = install_after_scan;
+        g_assert_cmpint(manager_full_pass(ip.m, "test"), ==, 0);
+        g_assert_null(ip.m->after_scan_hook); /* it ran */
+        g_assert_cmpuint(live_depth(ip.m, root), ==, 0); /* installed after the scan, its event lost */
+        if (!inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes + 1), 5000))
+                g_error("no full pass followed an event lost during a pass");
+        g_assert_cmpuint(live_depth(ip.m, root), ==, 1);
+        scenario_free(hook_scenario);
+        hook_scenario = NULL;
+        inproc_stop(&ip);
+}
+
+static bool before_resync_allowed(InProc *ip, void *userdata) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        return now + 100000 >= ip->m->last_full_pass_mono + MANAGER_RESYNC_MIN_INTERVAL_USEC;
+}
+
+/* Losses come faster than full passes may: they are coalesced into one pass no sooner than
+ * MANAGER_RESYNC_MIN_INTERVAL_USEC after the previous one, and that pass brings the state back. */
+static void test_resync_rate_limit(void) {
+        InProc ip;
+        Scenario *s;
+        if (!inproc_start(&ip, "4096"))
+                return;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(c, >=, 0);
+        pid_t root = scenario_task(s, scenario_root(s))->tid, child = scenario_task(s, c)->tid;
+        g_assert_cmpint(manager_full_pass(ip.m, "test"), ==, 0);
+        unsigned passes = ip.m->n_full_passes;
+
+        install_unsendable(s, scenario_root(s), 0);
+        g_assert_false(inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes), 100));
+        install_unsendable(s, c, 1);
+        /* Until the interval is over, no pass, however many losses. */
+        g_assert_true(inproc_run(&ip, before_resync_allowed, NULL, 5000));
+        g_assert_cmpuint(ip.m->n_full_passes, ==, passes);
+        g_assert_cmpuint(live_depth(ip.m, root), ==, 0);
+        g_assert_cmpuint(live_depth(ip.m, child), ==, 0);
+        /* Then one pass for both. */
+        g_assert_true(inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes), 3000));
+        g_assert_cmpuint(ip.m->n_full_passes, ==, passes + 1);
+        g_assert_cmpuint(live_depth(ip.m, root), ==, 1);
+        g_assert_cmpuint(live_depth(ip.m, child), ==, 1);
+        /* Nothing lost since: no more passes. */
+        g_assert_false(inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes + 1), 1500));
+        scenario_free(s);
+        inproc_stop(&ip);
+}
+
+static void install_small_after_scan(Manager *m) {
+        struct sock_filter f[16];
+        size_t n = scenario_filter_errno(f, SYS_acct, 7, 0);
+        g_assert_cmpint(scenario_install(hook_scenario, scenario_root(hook_scenario), f, n, 0), >=, 0);
+        m->after_scan_hook = NULL;
+}
+
+static bool split_done(InProc *ip, void *userdata) {
+        return ip->m->n_full_passes > GPOINTER_TO_UINT(userdata) && !bpf_scanner_watch_pending(ip->m->scanner);
+}
+
+/* A pass split over two loop iterations: an event that came after its scan waits until the scan
+ * is the live state and is then applied to it, in memory and in the database. */
+static void test_pass_split(void) {
+        InProc ip;
+        if (!inproc_start(&ip, NULL))
+                return;
+        g_assert_cmpint(scenario_new(&hook_scenario), ==, 0);
+        pid_t root = scenario_task(hook_scenario, scenario_root(hook_scenario))->tid;
+        inproc_run(&ip, watch_drained, NULL, 2000);
+        unsigned passes = ip.m->n_full_passes;
+        ip.m->after_scan_hook = install_small_after_scan;
+        g_assert_cmpint(manager_full_pass_split(ip.m, "test"), ==, 0);
+        g_assert_null(ip.m->after_scan_hook);
+        g_assert_nonnull(ip.m->pass_forest); /* scanned, not stored yet */
+        g_assert_cmpuint(ip.m->n_full_passes, ==, passes);
+        int enabled = -1;
+        g_assert_cmpint(sd_event_source_get_enabled(ip.m->watch_source, &enabled), >=, 0);
+        g_assert_cmpint(enabled, ==, SD_EVENT_OFF);
+        g_assert_true(bpf_scanner_watch_pending(ip.m->scanner));
+        g_assert_true(inproc_run(&ip, split_done, GUINT_TO_POINTER(passes), 3000));
+        g_assert_null(ip.m->pass_forest);
+        g_assert_cmpuint(live_depth(ip.m, root), ==, 1);
+        g_autofree char *db = g_build_filename(ip.dir, "state.db", NULL);
+        g_autofree char *sql = g_strdup_printf("SELECT count(*) FROM tasks WHERE tid = %d AND filter IS NOT NULL", root);
+        g_autofree char *n = sqlite_query(db, sql);
+        g_assert_cmpstr(n, ==, "1");
+        /* A pass at once, while a split one waits, replaces it. */
+        g_assert_cmpint(manager_full_pass_split(ip.m, "test"), ==, 0);
+        g_assert_nonnull(ip.m->pass_forest);
+        g_assert_cmpint(manager_full_pass(ip.m, "test"), ==, 0);
+        g_assert_null(ip.m->pass_forest);
+        g_assert_cmpuint(ip.m->n_full_passes, ==, passes + 2);
+        g_assert_cmpint(sd_event_source_get_enabled(ip.m->watch_source, &enabled), >=, 0);
+        g_assert_cmpint(enabled, ==, SD_EVENT_ON);
+        inproc_run(&ip, NULL, NULL, 100);
+        g_assert_cmpuint(ip.m->n_full_passes, ==, passes + 2);
+        scenario_free(hook_scenario);
+        hook_scenario = NULL;
+        inproc_stop(&ip);
+}
+
+/* Once the events are in: nothing unreachable is left, and nothing reachable went. */
+static void assert_retired_exactly(InProc *ip, Scenario *s, const char *after) {
+        inproc_run(ip, watch_drained, NULL, 2000);
+        inproc_run(ip, NULL, NULL, 50);
+        g_assert_cmpint(forest_link(ip->m->live, NULL), ==, 0);
+        uint64_t *ids = NULL;
+        size_t n = 0;
+        g_assert_cmpint(forest_drop_unreachable_filters(ip->m->live, &ids, &n), ==, 0);
+        if (n > 0)
+                g_error("after %s: filter %" PRIu64 " (and %zu more) left unreachable", after, ids[0], n - 1);
+        free(ids);
+        tests_assert_forest_matches(ip->m->live, s, true);
+        /* Counted once after the pass, then kept up to date by the events. */
+        g_assert_cmpuint(ip->m->n_uses_rebuilds, ==, 1);
+}
+
+/* Filters retired as their last users exit are exactly those a walk of every chain finds
+ * unreachable: nested chains, shared parents, TSYNC threads, exec, a whole process tree leaving. */
+static void test_retire_incremental(void) {
+        InProc ip;
+        Scenario *s;
+        struct sock_filter a[16], b[16], c[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0), nb = scenario_filter_errno(b, SYS_syslog, 2, 1),
+               nc = scenario_filter_errno(c, SYS_getpriority, 3, 2);
+        if (!inproc_start(&ip, NULL))
+                return;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask root = scenario_root(s);
+        g_assert_cmpint(scenario_install(s, root, a, na, 0), >=, 0);
+        /* A first exit makes the daemon count the uses after its pass; from then on, events keep
+         * the counts. */
+        ScenarioTask p0 = scenario_fork(s, root);
+        inproc_run(&ip, watch_drained, NULL, 2000);
+        g_assert_cmpint(scenario_exit(s, p0), ==, 0);
+        inproc_run(&ip, watch_drained, NULL, 2000);
+        inproc_run(&ip, NULL, NULL, 50);
+        g_assert_cmpuint(ip.m->n_uses_rebuilds, ==, 1);
+        ScenarioTask p1 = scenario_fork(s, root), p2 = scenario_fork(s, root);
+        g_assert_cmpint(scenario_install(s, p1, b, nb, 0), >=, 0);
+        ScenarioTask p3 = scenario_fork(s, p1);
+        g_assert_cmpint(scenario_install(s, p3, c, nc, 0), >=, 0);
+        ScenarioTask t1 = scenario_thread(s, p2), t2 = scenario_thread(s, p2);
+        g_assert_cmpint(scenario_install(s, t1, b, nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        g_assert_cmpint(scenario_install(s, t2, c, nc, 0), >=, 0);
+        ScenarioTask p4 = scenario_fork(s, p3);
+        g_assert_cmpint(scenario_install(s, p4, a, na, 0), >=, 0);
+        inproc_run(&ip, watch_drained, NULL, 2000);
+        inproc_run(&ip, NULL, NULL, 100);
+        size_t n_before = ip.m->live->n_filters;
+
+        /* exec ends the other threads of a process without their exits */
+        ScenarioTask p5 = scenario_fork(s, root), t5 = scenario_thread(s, p5);
+        g_assert_cmpint(scenario_install(s, t5, c, nc, 0), >=, 0);
+        inproc_run(&ip, watch_drained, NULL, 2000);
+        g_assert_cmpint(scenario_exec_sleep(s, t5), ==, 0); /* a thread: it takes the leader's tid */
+        assert_retired_exactly(&ip, s, "exec");
+
+        const ScenarioTask gone[] = { t2, p4, p3, t1, p2, p1, t5 };
+        for (size_t i = 0; i < ELEMENTSOF(gone); i++) {
+                g_assert_cmpint(scenario_exit(s, gone[i]), ==, 0);
+                g_autofree char *what = g_strdup_printf("exit %zu", i);
+                assert_retired_exactly(&ip, s, what);
+        }
+        g_assert_cmpuint(ip.m->live->n_filters, <, n_before);
+        g_assert_cmpuint(live_depth(ip.m, scenario_task(s, root)->tid), ==, 1);
+        g_assert_cmpuint(ip.m->n_full_passes, ==, 1);
+        scenario_free(s);
+        inproc_stop(&ip);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/daemon/startup", test_startup);
@@ -977,5 +1240,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/ptrace/refresh", test_ptrace_refresh);
         g_test_add_func("/daemon/ptrace/overflow-resync", test_ptrace_overflow_resync);
         g_test_add_func("/daemon/ptrace/churn", test_ptrace_churn);
+        g_test_add_func("/daemon/inproc/lost-during-pass", test_lost_during_pass);
+        g_test_add_func("/daemon/inproc/resync-rate-limit", test_resync_rate_limit);
+        g_test_add_func("/daemon/inproc/retire-incremental", test_retire_incremental);
+        g_test_add_func("/daemon/inproc/pass-split", test_pass_split);
         return g_test_run();
 }
