@@ -1,11 +1,10 @@
-/* figure-pending.c: the figures whose capability does not exist yet (snapshot, restore): their
+/* figure-pending.c: the figures whose capability does not exist yet (restore): their
  * rows, printed as "not yet available", so that the table shows what is still to be measured */
 #include "figures.h"
 
 /*
- * Replace a row here with a measurement when its capability lands: figure 4 needs the daemon's
- * CreateSnapshot and ExportSnapshot methods (lib/snapshot*), restore needs the planner and the
- * executor. The sizes are those the targets are stated for.
+ * Replace a row here with a measurement when its capability lands: restore needs the planner and
+ * the executor. The sizes are those the targets are stated for.
  */
 
 typedef struct PendingRow {
@@ -28,15 +27,6 @@ static int add_pending(const BenchOptions *o, Report *report, const PendingRow *
                         return r;
         }
         return 0;
-}
-
-int figure_snapshot_run(const BenchOptions *o, Report *report) {
-        static const PendingRow rows[] = {
-                { "CreateSnapshot, call to reply", "≤ 150 ms", "needs the snapshot API" },
-                { "ExportSnapshot json", NULL, "time and bytes" },
-                { "ExportSnapshot sqlite", NULL, "time and bytes" },
-        };
-        return add_pending(o, report, rows, ELEMENTSOF(rows));
 }
 
 int figure_restore_run(const BenchOptions *o, Report *report) {

@@ -13,8 +13,10 @@ int figure_store_run(const BenchOptions *o, Report *report);
 /* Figure 3: watch latency at fixed rates of filter installs, events lost, against a bus floor. */
 int figure_watch_run(const BenchOptions *o, Report *report);
 
-/* Figure 4: snapshots; and restore. Not yet available: rows only. */
+/* Figure 4: CreateSnapshot of a subtree, ExportSnapshot in both formats, against a scan of it. */
 int figure_snapshot_run(const BenchOptions *o, Report *report);
+
+/* Restore: not yet available, rows only. */
 int figure_restore_run(const BenchOptions *o, Report *report);
 
 /* Figure 5: the daemon's peak RSS with each workload, against the idle daemon. */

@@ -1,0 +1,220 @@
+/* figure-snapshot.c: figure 4, snapshots of a subtree through the daemon: CreateSnapshot from call
+ * to reply against the scan it is made of, and ExportSnapshot in both formats (time and bytes) */
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <systemd/sd-bus.h>
+
+#include "daemon-fixture.h"
+#include "figures.h"
+#include "scan.h"
+#include "snapshot.h"
+#include "workload.h"
+
+/*
+ * For each size: the workload is built, the real sectreed is started on a private bus, and then,
+ * after one warm-up call whose result is checked:
+ *   - CreateSnapshot(root of the workload, {"name"}) is timed from sending the call to its reply,
+ *     each snapshot deleted again (not timed) so that the database does not grow between passes;
+ *   - ExportSnapshot(id, fd, "json" | "sqlite") of one snapshot into a fresh temporary file, from
+ *     call to reply; the bytes are the file's size afterwards;
+ *   - the floor: a bpf scan of the same subtree in this process with the options a snapshot uses
+ *     (argv and exe read), linked — what a snapshot has to read from the kernel and /proc before
+ *     it can store anything; the ratio shows what storing and the bus add.
+ * The median of the measured passes is reported.
+ */
+
+#define CREATE_TARGET_MSEC 150.0
+#define DEST "org.sectree1"
+#define PATH "/org/sectree1"
+#define IFACE "org.sectree1.Manager"
+
+typedef struct SnapshotBench {
+        const BenchOptions *opts;
+        Report *report;
+        Workload *w;
+        sd_bus *bus;
+        BpfScanner *bpf;
+} SnapshotBench;
+
+static double msec_since(uint64_t start) {
+        return (double) (now_nsec() - start) / 1e6;
+}
+
+static int call_failed(const char *method, int r, const sd_bus_error *error) {
+        return log_error_errno(r, "%s failed: %s%s%s", method, error->name ?: "", error->name ? ": " : "",
+                               error->message ?: strerror(-r));
+}
+
+static int create_snapshot(SnapshotBench *b, uint64_t *ret_id, double *ret_msec) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = sd_bus_message_new_method_call(b->bus, &call, DEST, PATH, IFACE, "CreateSnapshot");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "ua{sv}", (uint32_t) workload_root(b->w), 1, "name", "s", "bench");
+        if (r < 0)
+                return log_error_errno(r, "Failed to build CreateSnapshot: %m");
+        uint64_t start = now_nsec();
+        r = sd_bus_call(b->bus, call, 0, &error, &reply);
+        *ret_msec = msec_since(start);
+        if (r < 0) {
+                r = call_failed("CreateSnapshot", r, &error);
+                sd_bus_error_free(&error);
+                return r;
+        }
+        r = sd_bus_message_read(reply, "t", ret_id);
+        return r < 0 ? log_error_errno(r, "Failed to parse the CreateSnapshot reply: %m") : 0;
+}
+
+static int delete_snapshot(SnapshotBench *b, uint64_t id) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = sd_bus_call_method(b->bus, DEST, PATH, IFACE, "DeleteSnapshot", &error, NULL, "t", id);
+        if (r < 0)
+                r = call_failed("DeleteSnapshot", r, &error);
+        sd_bus_error_free(&error);
+        return r;
+}
+
+/* Export into a new unlinked temporary file; the fd is returned at offset 0 for checking. */
+static int export_snapshot(SnapshotBench *b, uint64_t id, const char *format, int *ret_fd, double *ret_msec,
+                           uint64_t *ret_bytes) {
+        _cleanup_close_ int fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to create a temporary file: %m");
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t start = now_nsec();
+        int r = sd_bus_call_method(b->bus, DEST, PATH, IFACE, "ExportSnapshot", &error, NULL, "ths", id, fd, format);
+        *ret_msec = msec_since(start);
+        if (r < 0) {
+                r = call_failed("ExportSnapshot", r, &error);
+                sd_bus_error_free(&error);
+                return r;
+        }
+        struct stat st;
+        if (fstat(fd, &st) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+                return log_error_errno(-errno, "Failed to inspect the exported file: %m");
+        *ret_bytes = (uint64_t) st.st_size;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int floor_scan(SnapshotBench *b, double *ret_msec) {
+        ScanOptions so = SCAN_OPTIONS_DEFAULT;
+        so.root = workload_root(b->w);
+        _cleanup_(forest_freep) Forest *f = NULL;
+        uint64_t start = now_nsec();
+        int r = bpf_scanner_scan(b->bpf, &so, &f);
+        if (r >= 0)
+                r = forest_link(f, NULL);
+        *ret_msec = msec_since(start);
+        return r < 0 ? log_error_errno(r, "The floor's scan failed: %m") : 0;
+}
+
+/* The warm-up: the snapshot, exported, read back and validated, holds the workload as built. */
+static int check_snapshot(SnapshotBench *b, uint64_t id) {
+        static const char *const formats[] = { "json", "sqlite" };
+        for (size_t i = 0; i < ELEMENTSOF(formats); i++) {
+                _cleanup_close_ int fd = -EBADF;
+                double msec;
+                uint64_t bytes;
+                int r = export_snapshot(b, id, formats[i], &fd, &msec, &bytes);
+                if (r < 0)
+                        return r;
+                _cleanup_(forest_freep) Forest *f = NULL;
+                _cleanup_free_ char *error = NULL;
+                r = snapshot_read_any(fd, &f, &error);
+                if (r < 0) {
+                        report_check_failed(b->report, "the %s export does not read back: %s", formats[i],
+                                            error ?: strerror(-r));
+                        continue;
+                }
+                char buf[256];
+                if (!workload_matches_forest(b->w, f, buf, sizeof(buf)))
+                        report_check_failed(b->report, "the %s export is not the workload: %s", formats[i], buf);
+        }
+        return 0;
+}
+
+static int add_ms_row(SnapshotBench *b, size_t n, const char *figure, double msec, double floor_msec,
+                      const char *target, double limit, const char *note) {
+        return report_add(b->report, &(BenchRow) {
+                .figure = figure,
+                .tasks = n,
+                .value = msec,
+                .unit = "ms",
+                .ratio = floor_msec > 0 ? msec / floor_msec : 0,
+                .ratio_to = floor_msec > 0 ? "floor" : NULL,
+                .target = target,
+                .verdict = target ? verdict_for(b->opts, n, msec, limit, false) : VERDICT_NONE,
+                .note = note,
+        });
+}
+
+static int measure_size(SnapshotBench *b, size_t n) {
+        unsigned passes = b->opts->passes;
+        double create[BENCH_MAX_PASSES], floor[BENCH_MAX_PASSES], json[BENCH_MAX_PASSES], sqlite[BENCH_MAX_PASSES];
+        uint64_t json_bytes = 0, sqlite_bytes = 0, id;
+        double msec;
+
+        /* warm-up, checked */
+        int r = create_snapshot(b, &id, &msec);
+        if (r < 0)
+                return r;
+        r = check_snapshot(b, id);
+        if (r >= 0)
+                r = delete_snapshot(b, id);
+        if (r < 0 || (r = floor_scan(b, &msec)) < 0)
+                return r;
+
+        for (unsigned i = 0; i < passes; i++) {
+                if ((r = floor_scan(b, &floor[i])) < 0 || (r = create_snapshot(b, &id, &create[i])) < 0)
+                        return r;
+                _cleanup_close_ int fj = -EBADF, fs = -EBADF;
+                if ((r = export_snapshot(b, id, "json", &fj, &json[i], &json_bytes)) < 0 ||
+                    (r = export_snapshot(b, id, "sqlite", &fs, &sqlite[i], &sqlite_bytes)) < 0 ||
+                    (r = delete_snapshot(b, id)) < 0)
+                        return r;
+        }
+        double floor_msec = median(floor, passes);
+        char note[128];
+        r = add_ms_row(b, n, "floor: bpf scan, argv + exe", floor_msec, 0, NULL, 0, NULL);
+        if (r >= 0)
+                r = add_ms_row(b, n, "CreateSnapshot, call to reply", median(create, passes), floor_msec, "≤ 150 ms",
+                               CREATE_TARGET_MSEC, NULL);
+        snprintf(note, sizeof(note), "%" PRIu64 " bytes, %.1f KiB/1k tasks", json_bytes,
+                 (double) json_bytes / 1024.0 / ((double) n / 1000));
+        if (r >= 0)
+                r = add_ms_row(b, n, "ExportSnapshot json", median(json, passes), 0, NULL, 0, note);
+        snprintf(note, sizeof(note), "%" PRIu64 " bytes, %.1f KiB/1k tasks", sqlite_bytes,
+                 (double) sqlite_bytes / 1024.0 / ((double) n / 1000));
+        if (r >= 0)
+                r = add_ms_row(b, n, "ExportSnapshot sqlite", median(sqlite, passes), 0, NULL, 0, note);
+        return r;
+}
+
+int figure_snapshot_run(const BenchOptions *o, Report *report) {
+        _cleanup_(bpf_scanner_freep) BpfScanner *bpf = NULL;
+        int r = bpf_scanner_new(&bpf);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the bpf scanner: %m");
+        for (size_t i = 0; r >= 0 && i < o->n_sizes; i++) {
+                _cleanup_(workload_freep) Workload *w = NULL;
+                _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
+                _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+                WorkloadOptions wo = {
+                        .n_tasks = o->sizes[i],
+                        .threads_per_process = o->threads_per_process,
+                        .filter_len = o->filter_len,
+                };
+                DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
+                r = workload_new(&wo, &w);
+                if (r >= 0)
+                        r = daemon_fixture_new(&fo, &d);
+                if (r >= 0)
+                        r = daemon_fixture_connect(d, &bus);
+                if (r < 0)
+                        break;
+                SnapshotBench b = { .opts = o, .report = report, .w = w, .bus = bus, .bpf = bpf };
+                r = measure_size(&b, o->sizes[i]);
+        }
+        return r;
+}
