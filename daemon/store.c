@@ -63,6 +63,8 @@ typedef enum StoreStatement {
         STMT_FILTER_USE,
         STMT_ARCHIVE_FILTER,
         STMT_DELETE_FILTER,
+        STMT_REMEMBER_HISTORY_IDS,
+        STMT_PRUNE_HISTORY,
         _STMT_MAX,
 } StoreStatement;
 
@@ -180,6 +182,14 @@ static const char *const statement_sql[_STMT_MAX] = {
                 "INSERT INTO history (" FILTER_COLUMNS ", gone_usec) "
                 "SELECT " FILTER_COLUMNS ", ?2 FROM filters WHERE id = ?1",
         [STMT_DELETE_FILTER] = "DELETE FROM filters WHERE id = ?1",
+        /* History is bounded: the rows gone longest ago go first (index history_by_gone), once
+         * max_filter_id remembers that their ids were used. */
+        [STMT_REMEMBER_HISTORY_IDS] =
+                "UPDATE meta SET max_filter_id = (SELECT max(id) FROM history) "
+                "WHERE max_filter_id < (SELECT coalesce(max(id), 0) FROM history)",
+        [STMT_PRUNE_HISTORY] =
+                "DELETE FROM history WHERE id IN (SELECT id FROM history ORDER BY gone_usec, id "
+                "LIMIT max(0, (SELECT count(*) FROM history) - ?1))",
 };
 
 struct Store {
@@ -187,6 +197,7 @@ struct Store {
         char *path;
         sqlite3_stmt *statements[_STMT_MAX];
         int64_t generation; /* meta.generation: stamped on every row written */
+        uint64_t history_limit; /* rows kept in history */
         uint8_t program[PROG_MAX_INSNS * 8]; /* scratch: a program in its stored encoding */
 };
 
@@ -523,6 +534,7 @@ int store_open(const char *state_dir, Store **ret) {
         s = calloc(1, sizeof(Store));
         if (!s)
                 return log_oom();
+        s->history_limit = STORE_HISTORY_LIMIT_DEFAULT;
         if (asprintf(&s->path, "%s/%s", state_dir, STORE_FILE_NAME) < 0) {
                 s->path = NULL;
                 return log_oom();
@@ -1107,6 +1119,26 @@ static int store_check_foreign_keys(Store *s) {
         return r;
 }
 
+/* Keep the newest history_limit rows of history. */
+static int store_prune_history(Store *s) {
+        int r = store_run_plain(s, STMT_REMEMBER_HISTORY_IDS, "remember the ids in history");
+        if (r < 0)
+                return r;
+        sqlite3_stmt *st = store_statement(s, STMT_PRUNE_HISTORY);
+        bind_u64(st, 1, s->history_limit);
+        r = store_run(s, st, "prune history");
+        if (r < 0)
+                return r;
+        int n = sqlite3_changes(s->db);
+        if (n > 0)
+                log_debug("Pruned %d filters from history (it keeps %" PRIu64 ").", n, s->history_limit);
+        return 0;
+}
+
+void store_set_history_limit(Store *s, uint64_t rows) {
+        s->history_limit = rows;
+}
+
 static int store_reconcile(Store *s, const Forest *f, uint64_t now_usec) {
         int r, gone;
 
@@ -1125,6 +1157,9 @@ static int store_reconcile(Store *s, const Forest *f, uint64_t now_usec) {
         gone = store_sweep(s, now_usec);
         if (gone < 0)
                 return gone;
+        r = store_prune_history(s);
+        if (r < 0)
+                return r;
         r = store_check_foreign_keys(s);
         if (r < 0)
                 return r;

@@ -29,6 +29,11 @@ int store_max_filter_id(Store *s, uint64_t *ret);
  * trusted) and after a resync. The forest must be linked; ids are taken as they are. */
 int store_replace_all(Store *s, const Forest *f, uint64_t now_usec);
 
+/* history keeps the filters that are gone, newest first, up to a limit: every full pass
+ * (store_replace_all) drops the oldest rows beyond it. Ids stay unused after their rows go. */
+#define STORE_HISTORY_LIMIT_DEFAULT 50000U /* about 30 MB at ~600 bytes per row */
+void store_set_history_limit(Store *s, uint64_t rows);
+
 /* Incremental changes, grouped in one transaction per batch. */
 int store_begin(Store *s);
 int store_commit(Store *s);

@@ -395,6 +395,30 @@ static void test_replace_all_refuses_reused_id(Fixture *fx, gconstpointer data) 
         assert_rows(db, "SELECT count(*) FROM history", "2");
 }
 
+/* history keeps only its newest rows; the ids of the dropped ones stay used. */
+static void test_history_limit(Fixture *fx, gconstpointer data) {
+        static const FSpec only_root[] = { { 1, 0, PROG(prog_allow), false, false } };
+        static const TSpec tasks[] = { { 100, 100, 1, 1, 0, "alpha" } };
+        _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks),
+                                       *c = BUILD(only_root, tasks);
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        uint64_t max_id = 0;
+
+        store_set_history_limit(s, 2);
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+        g_assert_cmpint(store_replace_all(s, b, 2000), ==, 0); /* 3 and 4 gone */
+        assert_rows(db, "SELECT id FROM history ORDER BY id", "3;4");
+        g_assert_cmpint(store_replace_all(s, c, 3000), ==, 0); /* 2 and 5 gone: 3 and 4 are dropped */
+        assert_rows(db, "SELECT id, gone_usec FROM history ORDER BY id", "2,3000;5,3000");
+        store_set_history_limit(s, 0);
+        g_assert_cmpint(store_replace_all(s, c, 4000), ==, 0);
+        assert_rows(db, "SELECT count(*) FROM history", "0");
+        g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
+        g_assert_cmpuint(max_id, ==, 5);
+        assert_rows(db, "SELECT max_filter_id FROM meta", "5");
+}
+
 static void test_replace_all_updates(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a(), *changed = forest_a();
         _cleanup_(store_freep) Store *s = open_ok(fx);
@@ -768,6 +792,7 @@ int main(int argc, char **argv) {
         TEST("/store/replace-all/updates", test_replace_all_updates);
         TEST("/store/replace-all/reused-id", test_replace_all_refuses_reused_id);
         TEST("/store/replace-all/refusals", test_replace_all_refusals);
+        TEST("/store/history-limit", test_history_limit);
         TEST("/store/incremental", test_incremental);
         TEST("/store/views", test_views);
         TEST("/store/perf", test_perf);
