@@ -64,12 +64,6 @@ static void closedirp(DIR **d) {
                 closedir(*d);
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static bool task_has_private_filter(size_t index) {
         return index % 2 == 1;
 }
@@ -259,7 +253,7 @@ int workload_task_room(size_t *ret) {
 
 /* Wait until every task is ready, one failed, or the root died. */
 static int workload_wait_ready(Workload *w) {
-        uint64_t start = now_usec();
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
         struct timespec tick = { .tv_nsec = 1000 * 1000 };
 
         for (;;) {
@@ -272,7 +266,7 @@ static int workload_wait_ready(Workload *w) {
                 siginfo_t si = {};
                 if (waitid(P_PID, w->root, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == w->root)
                         return log_error_errno(-ECHILD, "The workload's root process died while starting.");
-                if (now_usec() - start > READY_TIMEOUT_USEC)
+                if (now_usec(CLOCK_MONOTONIC) - start > READY_TIMEOUT_USEC)
                         return log_error_errno(-ETIMEDOUT, "Only %u of %zu workload tasks became ready.",
                                                atomic_load(&w->shared->ready), w->opts.n_tasks);
                 nanosleep(&tick, NULL);
@@ -341,7 +335,7 @@ int workload_new(const WorkloadOptions *o, Workload **ret) {
 /* Reap every child until none is left (the workload's processes come back to us as the
  * subreaper when the root dies), or the deadline passes. */
 static void reap_children(void) {
-        uint64_t start = now_usec();
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
         struct timespec tick = { .tv_nsec = 1000 * 1000 };
 
         for (;;) {
@@ -352,7 +346,7 @@ static void reap_children(void) {
                         continue;
                 if (pid < 0) /* ECHILD: none left */
                         return;
-                if (now_usec() - start > REAP_TIMEOUT_USEC)
+                if (now_usec(CLOCK_MONOTONIC) - start > REAP_TIMEOUT_USEC)
                         return;
                 nanosleep(&tick, NULL);
         }

@@ -181,17 +181,11 @@ typedef struct ExportPipe {
         uint64_t eof_deadline_usec; /* CLOCK_MONOTONIC, once replied */
 } ExportPipe;
 
-static uint64_t now_monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static int on_export_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         ExportPipe *p = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(m);
         p->replied = true;
-        p->eof_deadline_usec = now_monotonic_usec() + EXPORT_EOF_TIMEOUT_MSEC * UINT64_C(1000);
+        p->eof_deadline_usec = now_usec(CLOCK_MONOTONIC) + EXPORT_EOF_TIMEOUT_MSEC * UINT64_C(1000);
         if (e)
                 p->result = sd_bus_error_copy(&p->error, e);
         return 0;
@@ -212,7 +206,7 @@ static int pipe_copy_some(ExportPipe *p) {
 
 /* How long to poll: until the bus's next timeout, or the end-of-file deadline once replied. */
 static int export_poll_timeout(sd_bus *bus, const ExportPipe *p) {
-        uint64_t until = UINT64_MAX, now = now_monotonic_usec();
+        uint64_t until = UINT64_MAX, now = now_usec(CLOCK_MONOTONIC);
         if (sd_bus_get_timeout(bus, &until) < 0)
                 until = UINT64_MAX;
         if (p->replied && p->eof_deadline_usec < until)
@@ -241,7 +235,7 @@ static int export_loop(sd_bus *bus, ExportPipe *p) {
                         return ctl_error_errno(r, "Failed to process the bus: %m");
                 if (r > 0)
                         continue;
-                if (p->replied && now_monotonic_usec() >= p->eof_deadline_usec)
+                if (p->replied && now_usec(CLOCK_MONOTONIC) >= p->eof_deadline_usec)
                         return ctl_error_errno(-ETIMEDOUT, "The daemon did not close the export pipe.");
                 r = export_wait(bus, p);
                 if (r < 0)

@@ -77,22 +77,16 @@ static void format_span(uint64_t d, char *buf, size_t len) {
         }
 }
 
-char *format_timestamp_relative(uint64_t usec, uint64_t now_usec, char *buf, size_t len) {
+char *format_timestamp_relative(uint64_t usec, uint64_t now, char *buf, size_t len) {
         char span[32];
         if (usec == 0) {
                 snprintf(buf, len, "%s", "");
                 return buf;
         }
-        bool past = usec <= now_usec;
-        format_span((past ? now_usec - usec : usec - now_usec) / USEC_PER_SEC, span, sizeof(span));
+        bool past = usec <= now;
+        format_span((past ? now - usec : usec - now) / USEC_PER_SEC, span, sizeof(span));
         snprintf(buf, len, past ? "%s ago" : "in %s", span);
         return buf;
-}
-
-uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
 int output_flush(void) {

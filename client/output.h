@@ -19,10 +19,8 @@ char *format_timestamp(uint64_t usec, char *buf, size_t len);
 char *format_timestamp_us(uint64_t usec, char *buf, size_t len);
 /* RFC 3339 in UTC with microseconds, "2026-12-03T06:20:49.123456Z" (as the snapshot format). */
 char *format_timestamp_rfc3339(uint64_t usec, char *buf, size_t len);
-/* "3min 12s ago", "in 2s" relative to now_usec; "" for 0. */
-char *format_timestamp_relative(uint64_t usec, uint64_t now_usec, char *buf, size_t len);
-
-uint64_t now_realtime_usec(void);
+/* "3min 12s ago", "in 2s" relative to now (CLOCK_REALTIME µs); "" for 0. */
+char *format_timestamp_relative(uint64_t usec, uint64_t now, char *buf, size_t len);
 
 /* Flush stdout; -EIO (logged) if it failed, e.g. a closed pipe. */
 int output_flush(void);

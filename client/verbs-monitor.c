@@ -31,7 +31,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Context *c = userdata;
         _cleanup_free_ char *text = NULL;
         json_auto_t *o = NULL;
-        uint64_t usec = now_realtime_usec();
+        uint64_t usec = now_usec(CLOCK_REALTIME);
         int r = monitor_decode(m, &text, &o);
         if (r < 0) {
                 log_warning_errno(r, "sectreectl: Ignoring a %s signal that does not parse: %m",

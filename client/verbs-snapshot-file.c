@@ -61,7 +61,7 @@ static void metadata_print(const char *path, const Forest *f, const SnapshotFile
         printf("       Name: %s\n", f->snapshot.name ? f->snapshot.name : "(none)");
         printf("      Taken: %s", format_timestamp(f->created_at_usec, ts, sizeof(ts)));
         if (f->created_at_usec)
-                printf(" (%s)", format_timestamp_relative(f->created_at_usec, now_realtime_usec(), rel, sizeof(rel)));
+                printf(" (%s)", format_timestamp_relative(f->created_at_usec, now_usec(CLOCK_REALTIME), rel, sizeof(rel)));
         printf("\n   Taken by: uid %" PRIu32 "\n", f->snapshot.taken_by_uid);
         printf("       Host: %s (kernel %s, %s)\n", or_unknown(f->host.hostname), or_unknown(f->host.kernel),
                or_unknown(f->host.arch));

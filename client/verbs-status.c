@@ -31,7 +31,7 @@ static void status_print(const ManagerProperties *p) {
         printf("Listeners: %" PRIu32 "\n", p->listeners);
         printf("Last scan: %s", format_timestamp(p->last_scan_usec, ts, sizeof(ts)));
         if (p->last_scan_usec)
-                printf(" (%s)", format_timestamp_relative(p->last_scan_usec, now_realtime_usec(), rel, sizeof(rel)));
+                printf(" (%s)", format_timestamp_relative(p->last_scan_usec, now_usec(CLOCK_REALTIME), rel, sizeof(rel)));
         putchar('\n');
 }
 

@@ -37,12 +37,6 @@ typedef struct PendingRescan {
         pid_t tid, tgid, parent_tid, parent_tgid;
 } PendingRescan;
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static Task *process_find_thread(const Process *p, pid_t tid) {
         for (size_t i = 0; p && i < p->n_threads; i++)
                 if (p->threads[i].tid == tid)

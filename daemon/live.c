@@ -6,12 +6,6 @@
 #include "manager.h"
 #include "procinfo.h"
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static unsigned filter_depth(const Forest *f, uint64_t id) {
         unsigned d = 0;
         for (Filter *x = forest_find_filter(f, id); x && d <= f->n_filters; x = forest_find_filter(f, x->parent_id))
@@ -182,7 +176,7 @@ static int apply_task_state(Manager *m, const WatchTask *w, bool *ret_new) {
                 uses_drop(m, old_head);
         }
         m->live->linked = false;
-        return store_put_task(m->store, w, p->exe, now_usec());
+        return store_put_task(m->store, w, p->exe, now_usec(CLOCK_REALTIME));
 }
 
 static int on_task_new(Manager *m, const WatchEvent *e) {
@@ -266,7 +260,7 @@ static int add_watch_filter(Manager *m, const WatchEvent *e) {
         _cleanup_free_ char *exe = NULL;
         (void) proc_read_exe(e->task.tgid, &exe);
         StoreInstaller inst = { .tid = e->task.tid, .tgid = e->task.tgid, .comm = e->task.comm, .exe = exe };
-        return store_put_watch_filter(m->store, wf, &inst, now_usec());
+        return store_put_watch_filter(m->store, wf, &inst, now_usec(CLOCK_REALTIME));
 }
 
 /* With TSYNC every thread of the installer's process has the new filter, tracked or not. */
@@ -334,7 +328,7 @@ int manager_retire_unreachable(Manager *m) {
                 return r;
         if (m->uses_broken)
                 return -EUCLEAN;
-        uint64_t now = now_usec();
+        uint64_t now = now_usec(CLOCK_REALTIME);
         while (m->n_retire_candidates > 0) {
                 uint64_t id = m->retire_candidates[--m->n_retire_candidates];
                 Filter *x = forest_find_filter(m->live, id);

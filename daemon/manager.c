@@ -19,18 +19,6 @@
  * cannot put the store off). */
 #define PASS_STORE_DELAY_USEC (2 * 1000ULL)
 
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static uint64_t now_monotonic_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* $SECTREE_REFRESH_USEC replaces the default interval of the periodic full pass: tests make it
  * long, so that only events can explain what the daemon sees. */
 static uint64_t refresh_usec_default(Backend backend) {
@@ -132,13 +120,13 @@ static int pass_scan(Manager *m, Forest **ret, uint64_t *ret_lost_bpf, uint64_t 
 static int pass_store(Manager *m, Forest *scanned, const char *reason, uint64_t lost_bpf, uint64_t lost_proc,
                       uint64_t scan_usec) {
         _cleanup_(forest_freep) Forest *f = scanned;
-        uint64_t now = now_realtime_usec(), t0 = now_monotonic_usec();
+        uint64_t now = now_usec(CLOCK_REALTIME), t0 = now_usec(CLOCK_MONOTONIC);
         int r;
 
         r = store_replace_all(m->store, f, now);
         if (r < 0)
                 return log_error_errno(r, "Failed to store the scan: %m");
-        uint64_t t1 = now_monotonic_usec();
+        uint64_t t1 = now_usec(CLOCK_MONOTONIC);
         if (m->backend == BACKEND_PTRACE) {
                 /* What happened before this pass is in it: queued rescans and lost events too. */
                 m->n_pending = 0;
@@ -151,7 +139,7 @@ static int pass_store(Manager *m, Forest *scanned, const char *reason, uint64_t 
         m->live = TAKE_PTR(f);
         manager_live_uses_invalidate(m);
         m->last_scan_usec = now;
-        m->last_full_pass_mono = now_monotonic_usec();
+        m->last_full_pass_mono = now_usec(CLOCK_MONOTONIC);
         m->n_full_passes++;
         /* Losses before the scan are in it: a resync asked for them is done. Those during it are
          * not: check_lost() asks for the next one. */
@@ -168,7 +156,7 @@ static int pass_store(Manager *m, Forest *scanned, const char *reason, uint64_t 
         (void) manager_announce_counts(m);
         log_debug("Full pass (%s): %zu processes, %zu filters; scan %" PRIu64 " us, store %" PRIu64
                   " us, signals %" PRIu64 " us.", reason ? reason : "start", m->live->n_processes, m->live->n_filters,
-                  scan_usec, t1 - t0, now_monotonic_usec() - t1);
+                  scan_usec, t1 - t0, now_usec(CLOCK_MONOTONIC) - t1);
         return 0;
 }
 
@@ -188,11 +176,11 @@ int manager_full_pass(Manager *m, const char *reason) {
 
         pass_cancel(m);
         (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ? reason : "refresh");
-        uint64_t t0 = now_monotonic_usec();
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
         int r = pass_scan(m, &f, &lost_bpf, &lost_proc);
         if (r < 0)
                 return r;
-        return pass_store(m, TAKE_PTR(f), reason, lost_bpf, lost_proc, now_monotonic_usec() - t0);
+        return pass_store(m, TAKE_PTR(f), reason, lost_bpf, lost_proc, now_usec(CLOCK_MONOTONIC) - t0);
 }
 
 static int on_pass_store(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -222,17 +210,17 @@ int manager_full_pass_split(Manager *m, const char *reason) {
                         return manager_full_pass(m, reason);
         }
         (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ? reason : "refresh");
-        uint64_t t0 = now_monotonic_usec();
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
         r = pass_scan(m, &m->pass_forest, &m->pass_lost_bpf, &m->pass_lost_proc);
         if (r < 0)
                 return r;
-        m->pass_scan_usec = now_monotonic_usec() - t0;
+        m->pass_scan_usec = now_usec(CLOCK_MONOTONIC) - t0;
         m->pass_reason = reason;
         /* Events wait in the ring buffer until the scan is the live state: applied to the previous
          * one they would be lost with it. */
         r = sd_event_source_set_enabled(m->watch_source, SD_EVENT_OFF);
         if (r >= 0)
-                r = sd_event_source_set_time(m->pass_store_source, now_monotonic_usec() + PASS_STORE_DELAY_USEC);
+                r = sd_event_source_set_time(m->pass_store_source, now_usec(CLOCK_MONOTONIC) + PASS_STORE_DELAY_USEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(m->pass_store_source, SD_EVENT_ONESHOT);
         if (r < 0) {
@@ -384,7 +372,7 @@ static void schedule_rescan(Manager *m) {
         int enabled = SD_EVENT_OFF;
         if (m->rescan_timer && sd_event_source_get_enabled(m->rescan_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
                 return;
-        uint64_t now = now_monotonic_usec(), when = now + RESCAN_DEBOUNCE_USEC;
+        uint64_t now = now_usec(CLOCK_MONOTONIC), when = now + RESCAN_DEBOUNCE_USEC;
         if (m->rescan_end_mono + m->rescan_cost_usec > when)
                 when = m->rescan_end_mono + m->rescan_cost_usec;
         if (m->pending_full && m->last_full_pass_mono + RESYNC_MIN_INTERVAL_USEC > when)

@@ -383,13 +383,6 @@ static StatsMark stats_mark(BpfScanner *s) {
         };
 }
 
-static uint64_t mono_usec(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* Whether the task_file iterator (a second walk over every task and every open file) must run
  * before the task iterator has. It finds the listener fds, and with them the filters that only a
  * listener fd keeps alive: no task's chain leads to those. Every listener that exists now either
@@ -455,7 +448,7 @@ static int pass_check(BpfScanner *s, const StatsMark *before) {
 }
 
 static int pass_run(BpfScanner *s, bool all_tasks) {
-        uint64_t start = mono_usec(), tasks_done, files_done;
+        uint64_t start = now_usec(CLOCK_MONOTONIC), tasks_done, files_done;
         StatsMark before, after;
         bool files, sweep;
         int r;
@@ -472,7 +465,7 @@ static int pass_run(BpfScanner *s, bool all_tasks) {
         r = iter_run(s, s->skel->links.scan_tasks, "task");
         if (r < 0)
                 return r;
-        tasks_done = mono_usec();
+        tasks_done = now_usec(CLOCK_MONOTONIC);
         /* A filter with a listener that no pass knew of: its fds may be anywhere. */
         if (!files && s->records.any_listener)
                 files = true;
@@ -481,7 +474,7 @@ static int pass_run(BpfScanner *s, bool all_tasks) {
                 if (r < 0)
                         return r;
         }
-        files_done = mono_usec();
+        files_done = now_usec(CLOCK_MONOTONIC);
 
         r = pass_check(s, &before);
         if (r < 0)
@@ -831,7 +824,6 @@ static int forest_add_listeners(Forest *f, BpfScanner *s, ProcSpan *spans, size_
 static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans, size_t n, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_free_ char *error = NULL;
-        struct timespec ts;
         int k;
 
         f = forest_new();
@@ -843,8 +835,7 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
         f->backend = strdup("bpf");
         if (!f->backend)
                 return -ENOMEM;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        f->created_at_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        f->created_at_usec = now_usec(CLOCK_REALTIME);
         k = host_info_fill_local(&f->host);
         if (k < 0)
                 return k;
@@ -1028,7 +1019,7 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         k = pass_run(s, opts->root > 0);
         if (k < 0)
                 return k;
-        built = mono_usec();
+        built = now_usec(CLOCK_MONOTONIC);
         if (opts->root > 0 && !records_have_process(&s->records, opts->root)) {
                 k = records_add_unvisited_root(s, opts->root);
                 if (k < 0)
@@ -1053,7 +1044,7 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         k = forest_build(s, opts, spans, n, ret);
         if (k < 0)
                 return k;
-        log_debug("Pass %" PRIu64 ": forest built in %" PRIu64 " us.", s->pass, mono_usec() - built);
+        log_debug("Pass %" PRIu64 ": forest built in %" PRIu64 " us.", s->pass, now_usec(CLOCK_MONOTONIC) - built);
         return 0;
 }
 

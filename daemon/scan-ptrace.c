@@ -122,12 +122,6 @@ static void scan_done(Scan *s) {
         *s = (Scan) {};
 }
 
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-        clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static TaskMode task_mode_from_kernel(int mode) {
         switch (mode) {
         case SECCOMP_MODE_DISABLED:

@@ -39,12 +39,6 @@ struct SnapshotTransfer {
         void *userdata;
 };
 
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static int set_message(char **ret_message, const char *format, ...) _printf_(2, 3);
 static int set_message(char **ret_message, const char *format, ...) {
         if (!ret_message)
@@ -187,7 +181,7 @@ static int take_snapshot(Manager *m, Caller *c, pid_t root, const SnapshotCreate
                 return r;
         f->snapshot.taken_by_uid = c->uid;
         if (f->created_at_usec == 0)
-                f->created_at_usec = now_realtime_usec();
+                f->created_at_usec = now_usec(CLOCK_REALTIME);
         *ret = TAKE_PTR(f);
         return 0;
 }
@@ -204,7 +198,7 @@ int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCre
         r = take_snapshot(m, c, root, o, &f, ret_message);
         if (r < 0)
                 return r;
-        r = store_snapshot_put(m->store, f, c->uid, false, quota_for(c), now_realtime_usec(), &id);
+        r = store_snapshot_put(m->store, f, c->uid, false, quota_for(c), now_usec(CLOCK_REALTIME), &id);
         if (r == -EDQUOT)
                 quota_message(ret_message);
         if (r < 0)
@@ -369,7 +363,7 @@ static int import_store(SnapshotTransfer *t, uint64_t *ret_id, char **ret_messag
         if (r >= 0)
                 r = forest_renumber(f);
         if (r >= 0)
-                r = store_snapshot_put(m->store, f, t->uid, true, quota_for(&owner), now_realtime_usec(), ret_id);
+                r = store_snapshot_put(m->store, f, t->uid, true, quota_for(&owner), now_usec(CLOCK_REALTIME), ret_id);
         if (r == -EDQUOT)
                 quota_message(ret_message);
         if (r < 0)

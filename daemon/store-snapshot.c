@@ -3,11 +3,11 @@
  *
  * Strings are stored as snapshot_utf8_sanitize() makes them (what every export writes anyway), so
  * that the sqlite3 shell shows text; argv is a JSON array of strings. */
-#include <endian.h>
 #include <jansson.h>
 #include <sqlite3.h>
 
 #include "snapshot.h"
+#include "sqlite-util.h"
 #include "store-snapshot.h"
 
 typedef enum SnapshotStatement {
@@ -77,24 +77,6 @@ static int run(Store *s, sqlite3_stmt *st, const char *what) {
         int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : store_sqlite_error(s, rc, what);
         sqlite3_reset(st);
         return r;
-}
-
-static void bind_u64(sqlite3_stmt *st, int i, uint64_t v) {
-        sqlite3_bind_int64(st, i, (sqlite3_int64) v);
-}
-
-static void bind_id_or_null(sqlite3_stmt *st, int i, uint64_t v) {
-        if (v == 0)
-                sqlite3_bind_null(st, i);
-        else
-                bind_u64(st, i, v);
-}
-
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
-        if (v)
-                sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-        else
-                sqlite3_bind_null(st, i);
 }
 
 /* A sanitized copy of a string that may be NULL: 0, or -ENOMEM. */
@@ -173,24 +155,13 @@ static int put_snapshot_row(Statements *s, const Forest *f, uid_t owner, bool im
 }
 
 /* The program as the digest covers it: code le16, jt, jf, k le32. */
-static void encode_program(const Filter *flt, uint8_t *out) {
-        for (size_t i = 0; i < flt->len; i++, out += 8) {
-                uint16_t code = htole16(flt->insns[i].code);
-                uint32_t k = htole32(flt->insns[i].k);
-                memcpy(out, &code, 2);
-                out[2] = flt->insns[i].jt;
-                out[3] = flt->insns[i].jf;
-                memcpy(out + 4, &k, 4);
-        }
-}
-
 static int put_filter(Statements *s, uint64_t id, const Filter *flt) {
         static uint8_t program[PROG_MAX_INSNS * 8];
         char digest[PROG_DIGEST_STRING_MAX];
         sqlite3_stmt *st = s->st[SS_INSERT_FILTER];
         if (flt->len > PROG_MAX_INSNS)
                 return -E2BIG;
-        encode_program(flt, program);
+        prog_to_wire(flt->insns, flt->len, program);
         bind_u64(st, 1, id);
         bind_u64(st, 2, flt->id);
         bind_id_or_null(st, 3, flt->parent_id);
@@ -204,48 +175,20 @@ static int put_filter(Statements *s, uint64_t id, const Filter *flt) {
         return run(s->store, st, "store a snapshot's filter");
 }
 
-/* Append s as a JSON string (s is valid UTF-8) to a growing buffer. */
-static int json_append_string(char **buf, size_t *n, size_t *allocated, const char *s) {
-        size_t len = strlen(s);
-        if (GROW(*buf, *allocated, *n + len * 6 + 4) < 0)
-                return -ENOMEM;
-        char *o = *buf + *n;
-        *o++ = '"';
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (*p == '"' || *p == '\\') {
-                        *o++ = '\\';
-                        *o++ = (char) *p;
-                } else if (*p < 0x20)
-                        o += sprintf(o, "\\u%04x", *p);
-                else
-                        *o++ = (char) *p;
-        }
-        *o++ = '"';
-        *n = (size_t) (o - *buf);
-        return 0;
-}
-
 /* argv as a JSON array of strings, malloc'ed. */
 static int argv_to_json(char * const *argv, char **ret) {
-        _cleanup_free_ char *buf = NULL;
-        size_t n = 0, allocated = 0;
-        if (GROW(buf, allocated, 3) < 0)
-                return -ENOMEM;
-        buf[n++] = '[';
-        for (size_t i = 0; argv && argv[i]; i++) {
+        json_t *a = json_array();
+        int r = a ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && argv && argv[i]; i++) {
                 _cleanup_free_ char *valid = snapshot_utf8_sanitize(argv[i]);
-                if (!valid)
-                        return -ENOMEM;
-                if (i > 0)
-                        buf[n++] = ',';
-                if (json_append_string(&buf, &n, &allocated, valid) < 0)
-                        return -ENOMEM;
+                if (!valid || json_array_append_new(a, json_string(valid)) < 0)
+                        r = -ENOMEM;
         }
-        if (GROW(buf, allocated, n + 2) < 0)
+        char *text = r >= 0 ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        if (!text)
                 return -ENOMEM;
-        buf[n++] = ']';
-        buf[n] = 0;
-        *ret = TAKE_PTR(buf);
+        *ret = text;
         return 0;
 }
 
@@ -480,16 +423,9 @@ static int load_header(Store *s, uint64_t id, Forest *f) {
 }
 
 static int decode_program(const void *blob, size_t bytes, size_t len, struct sock_filter *insns) {
-        const uint8_t *p = blob;
-        if (len > PROG_MAX_INSNS || bytes != len * 8)
+        if (len > PROG_MAX_INSNS || bytes != len * PROG_INSN_WIRE_SIZE)
                 return -EBADMSG;
-        for (size_t i = 0; i < len; i++, p += 8) {
-                uint16_t code;
-                uint32_t k;
-                memcpy(&code, p, 2);
-                memcpy(&k, p + 4, 4);
-                insns[i] = (struct sock_filter) { .code = le16toh(code), .jt = p[2], .jf = p[3], .k = le32toh(k) };
-        }
+        prog_from_wire(blob, len, insns);
         return 0;
 }
 

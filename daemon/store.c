@@ -14,12 +14,12 @@
  *   -EEXIST           a new filter took an id from history (ids are never reused).
  * store_remove_task() returns 1 if the thread was stored, 0 if it was not. Every change made
  * outside a batch is atomic on its own (a savepoint). */
-#include <endian.h>
 #include <sqlite3.h>
 #include <strings.h>
 #include <sys/stat.h>
 
 #include "prog.h"
+#include "sqlite-util.h"
 #include "state-migrations.h"
 #include "store.h"
 
@@ -306,26 +306,6 @@ static int store_step_row(Store *s, sqlite3_stmt *st, const char *what) {
 
 static int store_run_plain(Store *s, StoreStatement i, const char *what) {
         return store_run(s, store_statement(s, i), what);
-}
-
-/* Binding. Ids and times are stored as SQLite's signed 64-bit integers. */
-
-static void bind_u64(sqlite3_stmt *st, int i, uint64_t v) {
-        sqlite3_bind_int64(st, i, (sqlite3_int64) v);
-}
-
-static void bind_id_or_null(sqlite3_stmt *st, int i, uint64_t v) {
-        if (v == 0)
-                sqlite3_bind_null(st, i);
-        else
-                bind_u64(st, i, v);
-}
-
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
-        if (v)
-                sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-        else
-                sqlite3_bind_null(st, i);
 }
 
 /* Open and format checks */
@@ -624,19 +604,6 @@ static int store_atomically(Store *s, int (*fn)(Store *s, const void *arg), cons
 
 /* Filters */
 
-/* The stored program encoding (as prog_digest() hashes it): code le16, jt, jf, k le32. */
-static size_t program_encode(const struct sock_filter *insns, size_t len, uint8_t *out) {
-        for (size_t i = 0; i < len; i++, out += 8) {
-                uint16_t code = htole16(insns[i].code);
-                uint32_t k = htole32(insns[i].k);
-                memcpy(out, &code, 2);
-                out[2] = insns[i].jt;
-                out[3] = insns[i].jf;
-                memcpy(out + 4, &k, 4);
-        }
-        return len * 8;
-}
-
 typedef struct FilterRow {
         uint64_t id, parent_id;
         const struct sock_filter *insns;
@@ -710,7 +677,7 @@ static int store_put_filter_row(Store *s, const FilterRow *f, uint64_t now_usec)
         int r;
 
         bind_filter_row(s, st, f, now_usec);
-        sqlite3_bind_blob(st, PF_PROGRAM, s->program, (int) program_encode(f->insns, f->len, s->program),
+        sqlite3_bind_blob(st, PF_PROGRAM, s->program, (int) prog_to_wire(f->insns, f->len, s->program),
                           SQLITE_STATIC);
         bind_installer(st, f->installer);
         r = store_run(s, st, "store a filter");

@@ -79,13 +79,6 @@ static int watch_map_positions(BpfWatch *w, int map_fd) {
         return 0;
 }
 
-static uint64_t now_usec_monotonic(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 /* Records -> events. */
 
 static void watch_task_from_rec(WatchTask *w, const BpfScanner *s, const struct watch_rec_task *r) {
@@ -180,7 +173,7 @@ static int on_event(void *userdata, void *data, size_t size) {
 
         /* At the bounds: stop ring_buffer__consume() after this record (consumed: libbpf moves
          * the consumer position past a record before its callback runs). */
-        if ((unsigned) s->watch.n_handled >= s->watch.max_events || now_usec_monotonic() >= s->watch.deadline_usec) {
+        if ((unsigned) s->watch.n_handled >= s->watch.max_events || now_usec(CLOCK_MONOTONIC) >= s->watch.deadline_usec) {
                 s->watch.stopped = true;
                 return -ECANCELED;
         }
@@ -255,7 +248,7 @@ int bpf_scanner_watch_dispatch(BpfScanner *s) {
         s->watch.n_handled = 0;
         s->watch.error = 0;
         s->watch.stopped = false;
-        s->watch.deadline_usec = now_usec_monotonic() + s->watch.max_usec;
+        s->watch.deadline_usec = now_usec(CLOCK_MONOTONIC) + s->watch.max_usec;
         n = ring_buffer__consume(s->watch.rb);
         if (s->watch.error < 0)
                 return s->watch.error;

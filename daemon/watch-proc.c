@@ -44,12 +44,6 @@ struct ProcWatch {
         void *userdata;
 };
 
-static uint64_t now_msec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
 /* $SECTREE_PROC_CN_RCVBUF (bytes) replaces the socket's receive buffer size: tests make it tiny to
  * overflow it on purpose. */
 static int set_rcvbuf(int fd) {
@@ -130,10 +124,10 @@ static void copy_event(struct proc_event *ev, const struct cn_msg *cn, size_t si
 }
 
 static int wait_for_ack(ProcWatch *w, uint32_t sent_ack) {
-        uint64_t deadline = now_msec() + ACK_TIMEOUT_MSEC;
+        uint64_t deadline = (now_usec(CLOCK_MONOTONIC) / 1000) + ACK_TIMEOUT_MSEC;
         uint8_t buf[4096] __attribute__((aligned(8)));
 
-        for (uint64_t now; (now = now_msec()) < deadline;) {
+        for (uint64_t now; (now = (now_usec(CLOCK_MONOTONIC) / 1000)) < deadline;) {
                 ssize_t n = receive(w, buf, sizeof(buf));
                 if (n == -EAGAIN) {
                         struct pollfd p = { .fd = w->fd, .events = POLLIN };

@@ -59,9 +59,7 @@ Forest *forest_new(void) {
         Forest *f = calloc(1, sizeof(Forest));
         if (!f)
                 return NULL;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        f->created_at_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        f->created_at_usec = now_usec(CLOCK_REALTIME);
         f->identity = IDENTITY_EXACT;
         return f;
 }

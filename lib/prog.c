@@ -263,9 +263,7 @@ int prog_validate(const struct sock_filter *insns, size_t n, char **error) {
         return 0;
 }
 
-#define INSN_WIRE_SIZE 8
-
-static void insn_to_wire(const struct sock_filter *f, uint8_t out[INSN_WIRE_SIZE]) {
+static void insn_to_wire(const struct sock_filter *f, uint8_t out[PROG_INSN_WIRE_SIZE]) {
         out[0] = f->code & 0xff;
         out[1] = f->code >> 8;
         out[2] = f->jt;
@@ -274,10 +272,27 @@ static void insn_to_wire(const struct sock_filter *f, uint8_t out[INSN_WIRE_SIZE
                 out[4 + i] = (f->k >> (8 * i)) & 0xff;
 }
 
+size_t prog_to_wire(const struct sock_filter *insns, size_t n, uint8_t *out) {
+        for (size_t i = 0; i < n; i++)
+                insn_to_wire(insns + i, out + i * PROG_INSN_WIRE_SIZE);
+        return n * PROG_INSN_WIRE_SIZE;
+}
+
+void prog_from_wire(const uint8_t *wire, size_t n, struct sock_filter *out) {
+        for (size_t i = 0; i < n; i++, wire += PROG_INSN_WIRE_SIZE)
+                out[i] = (struct sock_filter) {
+                        .code = (uint16_t) (wire[0] | wire[1] << 8),
+                        .jt = wire[2],
+                        .jf = wire[3],
+                        .k = (uint32_t) wire[4] | (uint32_t) wire[5] << 8 | (uint32_t) wire[6] << 16 |
+                             (uint32_t) wire[7] << 24,
+                };
+}
+
 /* EVP only fails on allocation failure; the digest of a filter is not optional anywhere it is
  * used, so that is treated like any other out-of-memory abort. */
 void prog_digest(const struct sock_filter *insns, size_t n, uint8_t out[PROG_DIGEST_SIZE]) {
-        uint8_t chunk[64 * INSN_WIRE_SIZE];
+        uint8_t chunk[64 * PROG_INSN_WIRE_SIZE];
         unsigned len = 0;
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 
@@ -286,7 +301,7 @@ void prog_digest(const struct sock_filter *insns, size_t n, uint8_t out[PROG_DIG
 
         for (size_t i = 0; i < n;) {
                 size_t m = 0;
-                for (; i < n && m < sizeof(chunk); i++, m += INSN_WIRE_SIZE)
+                for (; i < n && m < sizeof(chunk); i++, m += PROG_INSN_WIRE_SIZE)
                         insn_to_wire(insns + i, chunk + m);
                 if (EVP_DigestUpdate(ctx, chunk, m) != 1)
                         abort();

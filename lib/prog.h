@@ -18,6 +18,14 @@
  * problem (e.g. "insn 3: load from offset 66 is not 4-byte aligned"). */
 int prog_validate(const struct sock_filter *insns, size_t n, char **error);
 
+/* The instructions as the kernel stores them and the digest covers them, 8 bytes each (code
+ * le16, jt, jf, k le32): n instructions into out (n * PROG_INSN_WIRE_SIZE bytes), returning the
+ * bytes written; and n instructions back from wire. The state database and the SQLite snapshot
+ * file store programs so. */
+#define PROG_INSN_WIRE_SIZE 8
+size_t prog_to_wire(const struct sock_filter *insns, size_t n, uint8_t *out);
+void prog_from_wire(const uint8_t *wire, size_t n, struct sock_filter *out);
+
 /* SHA-256 over the instructions as the kernel stores them (8 bytes each: code le16, jt, jf,
  * k le32). */
 void prog_digest(const struct sock_filter *insns, size_t n, uint8_t out[PROG_DIGEST_SIZE]);

@@ -563,14 +563,6 @@ static int read_meta(Reader *rd) {
         return 0;
 }
 
-static void decode_program(const uint8_t *p, size_t n, struct sock_filter *out) {
-        for (size_t i = 0; i < n; i++, p += 8)
-                out[i] = (struct sock_filter) {
-                        .code = (uint16_t) (p[0] | p[1] << 8), .jt = p[2], .jf = p[3],
-                        .k = (uint32_t) p[4] | (uint32_t) p[5] << 8 | (uint32_t) p[6] << 16 | (uint32_t) p[7] << 24,
-                };
-}
-
 static int read_filter_row(Reader *rd, const Row *row, size_t i) {
         struct sock_filter insns[SNAPSHOT_MAX_FILTER_INSNS];
         SnapshotFilterFields x = {};
@@ -595,7 +587,7 @@ static int read_filter_row(Reader *rd, const Row *row, size_t i) {
         x.identity = identity_kind_from_string(identity);
         if (x.identity < 0)
                 return snapshot_error(rd->error, "%s.identity: expected one of exact, inferred", row->where);
-        decode_program(program, size / 8, insns);
+        prog_from_wire(program, size / PROG_INSN_WIRE_SIZE, insns);
         x.length = (uint64_t) length;
         x.insns = insns;
         x.n_insns = size / 8;

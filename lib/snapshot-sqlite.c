@@ -119,16 +119,6 @@ static int insert_meta(Writer *w, const Forest *f) {
         return rc == SQLITE_OK ? run(st) : rc;
 }
 
-/* The instructions as the digest covers them: code le16, jt, jf, k le32. */
-static void encode_program(const Filter *flt, uint8_t *out) {
-        for (size_t i = 0; i < flt->len; i++, out += 8) {
-                const struct sock_filter *x = &flt->insns[i];
-                out[0] = x->code & 0xff, out[1] = x->code >> 8, out[2] = x->jt, out[3] = x->jf;
-                for (int b = 0; b < 4; b++)
-                        out[4 + b] = (x->k >> (8 * b)) & 0xff;
-        }
-}
-
 static int insert_filter(Writer *w, const Filter *flt, size_t position) {
         sqlite3_stmt *st = w->insert[INSERT_FILTER];
         char digest[PROG_DIGEST_STRING_MAX];
@@ -137,7 +127,7 @@ static int insert_filter(Writer *w, const Filter *flt, size_t position) {
 
         if (!program)
                 return SQLITE_NOMEM;
-        encode_program(flt, program);
+        prog_to_wire(flt->insns, flt->len, program);
         BIND(rc, sqlite3_bind_int64(st, 1, (sqlite3_int64) position));
         BIND(rc, sqlite3_bind_int64(st, 2, (sqlite3_int64) flt->id));
         BIND(rc, bind_id_or_null(st, 3, flt->parent_id));

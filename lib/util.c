@@ -106,3 +106,9 @@ int safe_atoi32(const char *s, int32_t *ret) {
         *ret = (int32_t) v;
         return 0;
 }
+
+uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
@@ -107,3 +108,6 @@ static inline void *bsearch_safe(const void *key, const void *base, size_t n, si
 static inline void *memcpy_safe(void *dst, const void *src, size_t n) {
         return n > 0 ? memcpy(dst, src, n) : dst;
 }
+
+/* The clock (CLOCK_REALTIME, CLOCK_MONOTONIC, ...) in microseconds. */
+uint64_t now_usec(clockid_t clock);

@@ -715,12 +715,6 @@ static bool forest_has_pid(const Forest *f, pid_t pid) {
         return forest_find_process(f, pid) != NULL;
 }
 
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
 static size_t count_filter_tasks(const Forest *f) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_processes; i++)
@@ -743,9 +737,9 @@ static void test_machine(void) {
         ScanOptions opts = SCAN_OPTIONS_DEFAULT;
         _cleanup_free_ UnreadableTask *bad = NULL;
         size_t n_bad = 0;
-        uint64_t start = now_usec();
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
         _cleanup_(forest_freep) Forest *f = scan_opts(&opts, &bad, &n_bad);
-        uint64_t elapsed = now_usec() - start;
+        uint64_t elapsed = now_usec(CLOCK_MONOTONIC) - start;
         size_t n_tasks = count_filter_tasks(f);
         g_test_message("whole machine: %zu processes, %zu filter tasks, %zu unreadable, whole pass %" PRIu64 " us",
                        f->n_processes, n_tasks, n_bad, elapsed);
@@ -776,9 +770,9 @@ static void test_many(void) {
                         thread_task(s, c);
         }
 
-        uint64_t start = now_usec();
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
         _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
-        uint64_t elapsed = now_usec() - start;
+        uint64_t elapsed = now_usec(CLOCK_MONOTONIC) - start;
         size_t n_tasks = count_filter_tasks(f);
         g_test_message("subtree: %zu filter tasks, whole pass %" PRIu64 " us (%.1f us per filter task; "
                        "SECTREE_DEBUG=1 shows the dump phase alone)",
