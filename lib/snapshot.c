@@ -144,12 +144,11 @@ int snapshot_write_fd(const Forest *f, SnapshotFormat format, int fd) {
 
         switch (format) {
         case SNAPSHOT_FORMAT_JSON:
-                r = snapshot_json_format(f, 0, &data);
+                r = snapshot_json_format_buffer(f, 0, &data, &size);
                 if (r < 0)
                         return r;
-                size = strlen(data);
-                r = write_full_fd(fd, data, size);
-                return r < 0 ? r : write_full_fd(fd, "\n", 1);
+                data[size++] = '\n'; /* the buffer has room for it */
+                return write_full_fd(fd, data, size);
         case SNAPSHOT_FORMAT_SQLITE:
                 r = snapshot_sqlite_format(f, (void **) &data, &size);
                 return r < 0 ? r : write_full_fd(fd, data, size);

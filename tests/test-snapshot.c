@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 
 #include "snapshot-diff.h"
@@ -1132,12 +1133,49 @@ static void test_large(void) {
         assert_rejected(r, error2, "more than the kernel's 32768", "budget");
 }
 
+/* The compact writer joins pieces that jansson dumped, and writes the programs itself: its
+ * output is exactly jansson's dump of the whole document, and the pretty form is the same one. */
+static void test_json_compact(void) {
+        for (SampleKind k = 0; k < _SAMPLE_MAX; k++) {
+                g_autoptr(Forest) f = sample_forest(k);
+                g_autofree char *compact = NULL, *pretty = NULL;
+                g_assert_cmpint(snapshot_json_format(f, 0, &compact), ==, 0);
+                g_assert_cmpint(snapshot_json_format(f, SNAPSHOT_JSON_PRETTY, &pretty), ==, 0);
+                for (int i = 0; i < 2; i++) {
+                        json_error_t e;
+                        json_t *doc = json_loads(i ? pretty : compact, 0, &e);
+                        if (!doc)
+                                g_error("%s: %s", sample_kind_to_string(k), e.text);
+                        g_autofree char *again = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII);
+                        json_decref(doc);
+                        g_assert_cmpstr(compact, ==, again);
+                }
+        }
+}
+
+/* What an import's worker uses when its transfer is gone: a JSON read gives up. */
+static void test_json_cancel(void) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC), g = NULL;
+        g_autofree char *json = NULL, *error = NULL;
+        g_assert_cmpint(snapshot_json_format(f, 0, &json), ==, 0);
+        atomic_bool cancel = true;
+        snapshot_json_set_cancel(&cancel);
+        g_assert_cmpint(snapshot_json_read(json, strlen(json), &g, &error), ==, -ECANCELED);
+        g_assert_null(g);
+        atomic_store(&cancel, false);
+        g_assert_cmpint(snapshot_json_read(json, strlen(json), &g, &error), ==, 0);
+        snapshot_json_set_cancel(NULL);
+        g_assert_cmpint(forest_isomorphic(f, g, NULL, 0, NULL), ==, 1);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/snapshot/json/round-trip", test_json_round_trip);
         g_test_add_func("/snapshot/sqlite/round-trip", test_sqlite_round_trip);
         g_test_add_func("/snapshot/sqlite/file-header", test_sqlite_file_header);
         g_test_add_func("/snapshot/info", test_snapshot_info);
+        g_test_add_func("/snapshot/json/compact", test_json_compact);
+        g_test_add_func("/snapshot/json/cancel", test_json_cancel);
         g_test_add_func("/snapshot/subtree-holders", test_subtree_holders);
         g_test_add_func("/snapshot/non-utf8", test_non_utf8_strings);
         g_test_add_func("/snapshot/read-any", test_read_any);
