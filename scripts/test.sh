@@ -40,6 +40,8 @@ for line in open(sys.argv[1]):
             failed += 1
     if t["result"] not in ("OK", "SKIP", "EXPECTEDFAIL") and not re.search(r"^not ok", out, re.M):
         failed += 1  # crashed or timed out after its last TAP line
-print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+if skipped:
+    print(f"({skipped} skipped)")
+print(f"{passed} passed, {failed} failed")
 PY
 exit $status

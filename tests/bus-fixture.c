@@ -3,7 +3,6 @@
 #include "bus-fixture.h"
 
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -31,10 +30,6 @@ static void wait_for_socket(const char *path) {
         g_error("the private dbus-daemon did not create %s", path);
 }
 
-static void die_with_parent(gpointer userdata) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
 void bus_fixture_start_bus(BusFixture *b) {
         *b = (BusFixture) { .notify_fd = -1 };
         b->dir = g_dir_make_tmp("sectree-bus-XXXXXX", NULL);
@@ -51,7 +46,7 @@ void bus_fixture_start_bus(BusFixture *b) {
         if (!g_spawn_async(NULL, argv, NULL,
                            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
                                    G_SPAWN_STDERR_TO_DEV_NULL,
-                           die_with_parent, NULL, &b->bus_pid, &error))
+                           tests_die_with_parent, NULL, &b->bus_pid, &error))
                 g_error("starting dbus-daemon: %s", error->message);
         g_autofree char *sock = g_build_filename(b->dir, "system_bus_socket", NULL);
         wait_for_socket(sock);
@@ -108,7 +103,7 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
                 envp = g_environ_setenv(envp, kv[0], kv[1], true);
         }
         g_autoptr(GError) error = NULL;
-        if (!g_spawn_async(NULL, (char **) argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL,
+        if (!g_spawn_async(NULL, (char **) argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, tests_die_with_parent, NULL,
                            &b->daemon_pid, &error))
                 g_error("starting sectreed: %s", error->message);
         if (!wait_ready(b, timeout_sec))
@@ -119,6 +114,23 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
         b->notify_fd = -1;
         (void) unlink(b->notify_path);
         g_clear_pointer(&b->notify_path, g_free);
+}
+
+bool bus_fixture_start_all(BusFixture *b, char **args, char **env) {
+        if (!tests_require_root())
+                return false;
+        tests_ensure_tracefs();
+        bus_fixture_start_bus(b);
+        bus_fixture_start_daemon(b, args, env, 30);
+        return true;
+}
+
+Scenario *bus_fixture_start_with_scenario(BusFixture *b, Scenario *(*build)(void), char **args, char **env) {
+        if (!tests_require_root())
+                return NULL;
+        Scenario *s = build();
+        g_assert_true(bus_fixture_start_all(b, args, env));
+        return s;
 }
 
 int bus_fixture_stop_daemon(BusFixture *b, int sig) {
@@ -150,6 +162,11 @@ void bus_fixture_stop(BusFixture *b) {
         g_free(b->notify_path);
         g_unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
         *b = (BusFixture) { .notify_fd = -1 };
+}
+
+void bus_fixture_finish(BusFixture *b) {
+        g_assert_cmpint(bus_fixture_stop_daemon(b, SIGTERM), ==, 0);
+        bus_fixture_stop(b);
 }
 
 int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char **err) {

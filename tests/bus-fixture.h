@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "scenario.h"
+
 typedef struct BusFixture {
         char *dir;       /* temporary directory (0755: unprivileged clients must reach the socket) */
         char *address;   /* unix:path=... of the private bus */
@@ -22,10 +24,20 @@ void bus_fixture_start_bus(BusFixture *b);
  * extra environment entries ("NAME=value", NULL-terminated, may be NULL); waits for READY=1 on
  * NOTIFY_SOCKET (fails the test after timeout_sec). */
 void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned timeout_sec);
+/* For a daemon test: if it may run (tests_require_root()), mount tracefs if needed, start the bus
+ * and start sectreed on it with args and env as bus_fixture_start_daemon() does (30 s to get
+ * ready), and return true; otherwise return false with b untouched (nothing to stop). */
+bool bus_fixture_start_all(BusFixture *b, char **args, char **env);
+/* The same with a scenario made by build() before the daemon starts (its start-up scan must find
+ * it). Returns the scenario, or NULL if the test may not run. */
+Scenario *bus_fixture_start_with_scenario(BusFixture *b, Scenario *(*build)(void), char **args, char **env);
 /* Send sig to the daemon and reap it; returns its exit status (128 + signal when killed). */
 int bus_fixture_stop_daemon(BusFixture *b, int sig);
 /* Stop everything and remove the directory. */
 void bus_fixture_stop(BusFixture *b);
+/* The end of a daemon test: SIGTERM must make the daemon exit 0 (else the test fails); then
+ * bus_fixture_stop(). */
+void bus_fixture_finish(BusFixture *b);
 /* Run a command against the bus; as_nobody runs it with uid/gid 65534 (setpriv). Returns the exit
  * status; *out and *err get what it printed (may be NULL). */
 int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char **err);

@@ -18,11 +18,7 @@ static const char *sectreectl(void) {
 
 /* Run sectreectl with args (NULL-terminated) in the current environment. */
 static int run(const char *const *args, char **ret_out, char **ret_err) {
-        g_autoptr(GPtrArray) argv = g_ptr_array_new();
-        g_ptr_array_add(argv, (char *) sectreectl());
-        for (const char *const *a = args; *a; a++)
-                g_ptr_array_add(argv, (char *) *a);
-        g_ptr_array_add(argv, NULL);
+        g_autoptr(GPtrArray) argv = tests_argv_new(sectreectl(), args);
         return tests_run_capture((char **) argv->pdata, ret_out, ret_err);
 }
 

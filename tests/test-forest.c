@@ -6,27 +6,15 @@
 #include "snapshot-validate.h"
 #include "tests-util.h"
 
-/* Tiny programs: all valid seccomp filters, pairwise different bytes. */
-static const struct sock_filter prog_allow[] = {
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-};
-static const struct sock_filter prog_errno[] = {
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
-};
-static const struct sock_filter prog_log[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4), /* seccomp_data.arch */
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_LOG),
-};
-
 typedef struct Prog {
         const struct sock_filter *insns;
         size_t len;
 } Prog;
 
 static const Prog progs[] = {
-        { prog_allow, ELEMENTSOF(prog_allow) },
-        { prog_errno, ELEMENTSOF(prog_errno) },
-        { prog_log, ELEMENTSOF(prog_log) },
+        { tests_prog_allow, ELEMENTSOF(tests_prog_allow) },
+        { tests_prog_errno, ELEMENTSOF(tests_prog_errno) },
+        { tests_prog_log, ELEMENTSOF(tests_prog_log) },
 };
 
 enum { P_ALLOW, P_ERRNO, P_LOG };
@@ -135,15 +123,15 @@ static void test_add(void) {
         insns[0].k = SECCOMP_RET_KILL_PROCESS; /* the forest holds its own copy */
         g_assert_cmpuint(flt->insns[0].k, ==, SECCOMP_RET_ALLOW);
         g_assert_true(flt->insns != insns);
-        prog_digest(prog_allow, 1, digest);
+        prog_digest(tests_prog_allow, 1, digest);
         g_assert_cmpmem(flt->digest, sizeof(digest), digest, sizeof(digest));
         g_assert_cmpuint(flt->id, ==, 1);
         g_assert_cmpuint(flt->parent_id, ==, 0);
         g_assert_cmpuint(flt->len, ==, 1);
 
-        g_assert_cmpint(forest_add_filter(f, 1, 0, prog_errno, 1, NULL), ==, -EEXIST);
-        g_assert_cmpint(forest_add_filter(f, 0, 0, prog_errno, 1, NULL), ==, -EINVAL);
-        g_assert_cmpint(forest_add_filter(f, 2, 1, prog_errno, 1, NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 1, 0, tests_prog_errno, 1, NULL), ==, -EEXIST);
+        g_assert_cmpint(forest_add_filter(f, 0, 0, tests_prog_errno, 1, NULL), ==, -EINVAL);
+        g_assert_cmpint(forest_add_filter(f, 2, 1, tests_prog_errno, 1, NULL), ==, 0);
         g_assert_cmpuint(f->n_filters, ==, 2);
         g_assert_true(forest_find_filter(f, 1) == flt);
         g_assert_null(forest_find_filter(f, 3));
@@ -178,10 +166,10 @@ static void test_add(void) {
         g_assert_cmpuint(forest_find_filter(f, 2)->listener_id, ==, 5);
 
         /* Adding unlinks until forest_link() runs again. */
-        g_assert_cmpint(forest_add_filter(f, 3, 2, prog_allow, 1, NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 3, 2, tests_prog_allow, 1, NULL), ==, 0);
         g_assert_false(f->linked);
         g_assert_nonnull(forest_find_filter(f, 3));
-        g_assert_cmpint(forest_add_filter(f, 3, 0, prog_allow, 1, NULL), ==, -EEXIST);
+        g_assert_cmpint(forest_add_filter(f, 3, 0, tests_prog_allow, 1, NULL), ==, -EEXIST);
         link_ok(f);
         g_assert_cmpuint(forest_find_filter(f, 3)->depth, ==, 3);
 }
@@ -208,7 +196,7 @@ static void test_link_cycle(void) {
 static void test_link_self_parent(void) {
         _cleanup_(forest_freep) Forest *f = forest_new();
 
-        g_assert_cmpint(forest_add_filter(f, 7, 7, prog_allow, 1, NULL), ==, -EINVAL);
+        g_assert_cmpint(forest_add_filter(f, 7, 7, tests_prog_allow, 1, NULL), ==, -EINVAL);
 }
 
 static void test_link_thread_missing_filter(void) {

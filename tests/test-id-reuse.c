@@ -19,12 +19,6 @@ static Forest *scan_subtree(BpfScanner *b, const Scenario *s) {
         return f;
 }
 
-static const Task *task_of(const Forest *f, const Scenario *s, ScenarioTask t) {
-        const Task *task = forest_find_task(f, scenario_task(s, t)->tid, NULL);
-        g_assert_nonnull(task);
-        return task;
-}
-
 static void wait_gone(pid_t pid) {
         for (int i = 0; i < 2000 && kill(pid, 0) == 0; i++)
                 usleep(1000);
@@ -71,7 +65,7 @@ static void test_churn(void) {
         size_t nk = scenario_filter_errno(keep, SYS_acct, 1, 5);
         g_assert_cmpint(scenario_install(s, keeper, keep, nk, 0), >=, 0);
         Forest *f = scan_subtree(b, s);
-        uint64_t keeper_id = task_of(f, s, keeper)->filter_id;
+        uint64_t keeper_id = tests_find_task(f, s, keeper)->filter_id;
         forest_free(f);
 
         BpfScannerStats start = stats_of(b);
@@ -86,7 +80,7 @@ static void test_churn(void) {
 
                 /* The new filter: its own bytes, an id never handed out before. */
                 f = scan_subtree(b, s);
-                const Task *t = task_of(f, s, c);
+                const Task *t = tests_find_task(f, s, c);
                 g_assert_nonnull(t->filter);
                 g_assert_cmpuint(t->filter->len, ==, n);
                 g_assert_cmpmem(t->filter->insns, n * sizeof(struct sock_filter), insns, n * sizeof(struct sock_filter));
@@ -94,7 +88,7 @@ static void test_churn(void) {
                 if (g_hash_table_contains(seen, &id))
                         g_error("round %d: the new filter got id %" PRIu64 ", which an earlier filter had", rounds, id);
                 g_hash_table_add(seen, g_memdup2(&id, sizeof(id)));
-                g_assert_cmpuint(task_of(f, s, keeper)->filter_id, ==, keeper_id);
+                g_assert_cmpuint(tests_find_task(f, s, keeper)->filter_id, ==, keeper_id);
                 forest_free(f);
 
                 /* It goes away; the next pass does not report it, the keeper is unchanged. */
@@ -104,7 +98,7 @@ static void test_churn(void) {
                 f = scan_subtree(b, s);
                 g_assert_null(forest_find_filter(f, id));
                 g_assert_null(forest_find_process(f, pid));
-                g_assert_cmpuint(task_of(f, s, keeper)->filter_id, ==, keeper_id);
+                g_assert_cmpuint(tests_find_task(f, s, keeper)->filter_id, ==, keeper_id);
                 forest_free(f);
                 done++;
 

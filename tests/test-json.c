@@ -3,6 +3,7 @@
 #include <linux/seccomp.h>
 
 #include "snapshot-json.h"
+#include "tests-json.h"
 #include "tests-util.h"
 
 static const struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
@@ -65,21 +66,13 @@ static json_t *dump(Forest *f) {
         return doc;
 }
 
-static void assert_keys(json_t *obj, const char *const *keys) {
-        size_t n = 0;
-        for (; keys[n]; n++)
-                if (!json_object_get(obj, keys[n]))
-                        g_error("missing key %s", keys[n]);
-        g_assert_cmpuint(json_object_size(obj), ==, n);
-}
-
 static void test_top_level(void) {
         g_autoptr(Forest) f = make_forest();
         g_assert_cmpint(forest_renumber(f), ==, 0);
         json_t *doc = dump(f);
         static const char *const top[] = { "format", "version", "created_at", "snapshot", "host", "source",
                                            "root", "filters", "processes", "listeners", NULL };
-        assert_keys(doc, top);
+        tests_json_assert_keys(doc, top);
         g_assert_cmpstr(json_string_value(json_object_get(doc, "format")), ==, "sectree-snapshot");
         g_assert_cmpint(json_integer_value(json_object_get(doc, "version")), ==, 1);
         g_assert_cmpstr(json_string_value(json_object_get(doc, "created_at")), ==, "2025-12-03T07:00:49.123456Z");
@@ -100,7 +93,7 @@ static void test_filters(void) {
                                             "wait_killable_recv", "listener", "identity", NULL };
         g_assert_cmpuint(json_array_size(filters), ==, 2);
         json_t *root = json_array_get(filters, 0), *child = json_array_get(filters, 1);
-        assert_keys(root, keys);
+        tests_json_assert_keys(root, keys);
         /* renumbered parents-first: the old 7 is 1, the old 9 is 2 */
         g_assert_cmpint(json_integer_value(json_object_get(root, "id")), ==, 1);
         g_assert_true(json_is_null(json_object_get(root, "parent")));
@@ -130,7 +123,7 @@ static void test_processes_and_listeners(void) {
                                             "no_new_privs", "threads", NULL };
         g_assert_cmpuint(json_array_size(procs), ==, 2);
         json_t *p = json_array_get(procs, 0), *q = json_array_get(procs, 1);
-        assert_keys(p, keys);
+        tests_json_assert_keys(p, keys);
         g_assert_cmpint(json_integer_value(json_object_get(p, "pid")), ==, 100);
         g_assert_cmpint(json_integer_value(json_object_get(p, "start_time")), ==, 4242);
         g_assert_cmpstr(json_string_value(json_object_get(p, "exe")), ==, "/usr/bin/parent");

@@ -6,9 +6,6 @@
 
 #include "procinfo.h"
 #include "scan.h"
-#include "snapshot-json.h"
-#include "snapshot-sqlite.h"
-#include "snapshot-validate.h"
 #include "tests-util.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER
@@ -105,14 +102,8 @@ static void assert_kernel_agrees(const Forest *f) {
                 }
 }
 
-static const Task *find_task(const Forest *f, const Scenario *s, ScenarioTask t) {
-        const Task *task = forest_find_task(f, scenario_task(s, t)->tid, NULL);
-        g_assert_nonnull(task);
-        return task;
-}
-
 static uint64_t head_id(const Forest *f, const Scenario *s, ScenarioTask t) {
-        return find_task(f, s, t)->filter_id;
+        return tests_find_task(f, s, t)->filter_id;
 }
 
 /* The filter standing for node, found through a live task whose chain contains it. */
@@ -152,30 +143,11 @@ static Forest *scan_and_check(const Scenario *s) {
         return f;
 }
 
-typedef struct Filters {
-        struct sock_filter a[32], b[32], c[32];
-        size_t na, nb, nc;
-} Filters;
-
-static void filters_init(Filters *x) {
-        x->na = scenario_filter_errno(x->a, SYS_getpriority, 1, 0);
-        x->nb = scenario_filter_errno(x->b, SYS_acct, 2, 3);
-        x->nc = scenario_filter_errno(x->c, SYS_swapon, 3, 7);
-}
-
-static Scenario *scenario_start(void) {
-        Scenario *s = NULL;
-
-        g_assert_cmpint(scenario_new(&s), ==, 0);
-        return s;
-}
-
 static void test_single(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), ==, 0);
 
@@ -190,17 +162,15 @@ static void test_single(void) {
 static void test_chain(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         g_assert_cmpint(scenario_install_prctl(s, a, x.b, x.nb), >=, 0);
         g_assert_cmpint(scenario_install(s, a, x.c, x.nc, 0), >=, 0);
 
         Forest *f = scan_and_check(s);
         g_assert_cmpuint(f->n_filters, ==, 3);
-        g_assert_cmpuint(find_task(f, s, a)->filter->depth, ==, 3);
+        g_assert_cmpuint(tests_find_task(f, s, a)->filter->depth, ==, 3);
 
         /* Ids stay what they were on the next pass. */
         Forest *g = scan_and_check(s);
@@ -218,18 +188,15 @@ static void test_chain(void) {
 static void test_fork_shares(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask b = scenario_fork(s, a);
-        ScenarioTask c = scenario_fork(s, a);
-        g_assert_cmpint(scenario_install(s, c, x.b, x.nb, 0), >=, 0);
+        ScenarioTask c = tests_fork_install(s, a, x.b, x.nb, 0);
 
         Forest *f = scan_and_check(s);
         g_assert_cmpuint(head_id(f, s, a), ==, head_id(f, s, b));
-        g_assert_cmpuint(find_task(f, s, c)->filter->parent_id, ==, head_id(f, s, a));
+        g_assert_cmpuint(tests_find_task(f, s, c)->filter->parent_id, ==, head_id(f, s, a));
         g_assert_cmpuint(f->n_filters, ==, 2);
         forest_free(f);
         scenario_free(s);
@@ -238,18 +205,16 @@ static void test_fork_shares(void) {
 static void test_siblings_identical(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask p = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, p, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask p = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask b = scenario_fork(s, p);
         ScenarioTask c = scenario_fork(s, p);
         g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
         g_assert_cmpint(scenario_install(s, c, x.b, x.nb, 0), >=, 0);
 
         Forest *f = scan_and_check(s);
-        const Filter *fb = find_task(f, s, b)->filter, *fc = find_task(f, s, c)->filter;
+        const Filter *fb = tests_find_task(f, s, b)->filter, *fc = tests_find_task(f, s, c)->filter;
         g_assert_cmpuint(fb->id, !=, fc->id); /* byte-identical, yet two objects */
         g_assert_cmpmem(fb->digest, sizeof(fb->digest), fc->digest, sizeof(fc->digest));
         g_assert_cmpuint(fb->parent_id, ==, fc->parent_id);
@@ -266,16 +231,13 @@ static void test_siblings_identical(void) {
 static void test_child_identical_to_parent(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask p = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, p, x.a, x.na, 0), >=, 0);
-        ScenarioTask c = scenario_fork(s, p);
-        g_assert_cmpint(scenario_install(s, c, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask p = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask c = tests_fork_install(s, p, x.a, x.na, 0);
 
         Forest *f = scan_and_check(s);
-        const Filter *fc = find_task(f, s, c)->filter;
+        const Filter *fc = tests_find_task(f, s, c)->filter;
         g_assert_cmpuint(fc->depth, ==, 2);
         g_assert_cmpuint(fc->parent_id, ==, head_id(f, s, p));
         g_assert_cmpuint(fc->id, !=, fc->parent_id);
@@ -287,11 +249,9 @@ static void test_child_identical_to_parent(void) {
 static void test_tsync(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
         g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
 
@@ -299,7 +259,7 @@ static void test_tsync(void) {
         g_assert_cmpuint(head_id(f, s, a), ==, head_id(f, s, t1));
         g_assert_cmpuint(head_id(f, s, a), ==, head_id(f, s, t2));
         g_assert_cmpuint(forest_find_process(f, scenario_task(s, a)->tgid)->n_threads, ==, 3);
-        g_assert_cmpuint(find_task(f, s, t2)->filter->n_tasks, ==, 3);
+        g_assert_cmpuint(tests_find_task(f, s, t2)->filter->n_tasks, ==, 3);
         forest_free(f);
         scenario_free(s);
 }
@@ -307,19 +267,17 @@ static void test_tsync(void) {
 static void test_threads_diverge(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a), t3 = scenario_thread(s, a);
         g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, 0), >=, 0);
         g_assert_cmpint(scenario_install(s, t2, x.b, x.nb, 0), >=, 0);
         g_assert_cmpint(scenario_install(s, t2, x.c, x.nc, 0), >=, 0);
 
         Forest *f = scan_and_check(s);
-        g_assert_cmpuint(find_task(f, s, t1)->filter->parent_id, ==, head_id(f, s, a));
-        g_assert_cmpuint(find_task(f, s, t1)->filter->id, !=, find_task(f, s, t2)->filter->parent_id);
+        g_assert_cmpuint(tests_find_task(f, s, t1)->filter->parent_id, ==, head_id(f, s, a));
+        g_assert_cmpuint(tests_find_task(f, s, t1)->filter->id, !=, tests_find_task(f, s, t2)->filter->parent_id);
         g_assert_cmpuint(head_id(f, s, t3), ==, head_id(f, s, a));
         g_assert_cmpuint(f->n_filters, ==, 4);
         forest_free(f);
@@ -330,9 +288,8 @@ static void test_threads_diverge(void) {
 static void test_disabled_leader(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         ScenarioTask t1 = scenario_thread(s, a);
         g_assert_cmpint(scenario_install(s, t1, x.a, x.na, 0), >=, 0);
@@ -340,8 +297,8 @@ static void test_disabled_leader(void) {
         const Process *p = forest_find_process(f, scenario_task(s, a)->tgid);
         g_assert_nonnull(p);
         g_assert_cmpuint(p->n_threads, ==, 2);
-        g_assert_cmpint(find_task(f, s, a)->mode, ==, TASK_MODE_DISABLED);
-        g_assert_cmpint(find_task(f, s, t1)->mode, ==, TASK_MODE_FILTER);
+        g_assert_cmpint(tests_find_task(f, s, a)->mode, ==, TASK_MODE_DISABLED);
+        g_assert_cmpint(tests_find_task(f, s, t1)->mode, ==, TASK_MODE_FILTER);
         g_assert_null(forest_find_process(f, scenario_root_pid(s))); /* no seccomp at all */
         assert_ids_opaque(f);
         forest_free(f);
@@ -351,9 +308,8 @@ static void test_disabled_leader(void) {
 static void test_log_flag(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         int n0 = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_LOG);
         int n1 = scenario_install(s, a, x.b, x.nb, 0);
@@ -366,20 +322,13 @@ static void test_log_flag(void) {
         scenario_free(s);
 }
 
-static bool listener_has_holder(const Listener *l, pid_t pid, int fd) {
-        for (size_t i = 0; i < l->n_holders; i++)
-                if (l->holders[i].pid == pid && l->holders[i].fd == fd)
-                        return true;
-        return false;
-}
-
 static void test_listener(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
+        TestFilters x;
+        tests_filters_init(&x);
         x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF; /* getpriority would notify; nobody calls it */
-        Scenario *s = scenario_start();
+        Scenario *s = tests_scenario_new();
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         int n0 = scenario_install(s, a, x.b, x.nb, 0);
         int n1 = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER |
@@ -404,9 +353,9 @@ static void test_listener(void) {
         g_assert_cmpint(l->identity, ==, IDENTITY_EXACT);
         int lfd = scenario_node(s, n1)->listener_fd;
         g_assert_cmpuint(l->n_holders, ==, 3);
-        g_assert_true(listener_has_holder(l, scenario_task(s, a)->tgid, lfd));
-        g_assert_true(listener_has_holder(l, scenario_task(s, child)->tgid, lfd));
-        g_assert_true(listener_has_holder(l, scenario_task(s, other)->tgid, fd));
+        g_assert_true(tests_listener_has_holder(l, scenario_task(s, a)->tgid, lfd));
+        g_assert_true(tests_listener_has_holder(l, scenario_task(s, child)->tgid, lfd));
+        g_assert_true(tests_listener_has_holder(l, scenario_task(s, other)->tgid, fd));
         g_assert_cmpuint(flt->refs, >=, 3); /* two tasks and the listener file */
         forest_free(f);
 
@@ -418,7 +367,7 @@ static void test_listener(void) {
         g_assert_cmpuint(f->n_listeners, ==, 1);
         l = f->listeners[0];
         g_assert_cmpuint(l->n_holders, ==, 1);
-        g_assert_true(listener_has_holder(l, scenario_task(s, other)->tgid, fd));
+        g_assert_true(tests_listener_has_holder(l, scenario_task(s, other)->tgid, fd));
         flt = forest_find_filter(f, l->filter_id);
         g_assert_nonnull(flt);
         g_assert_cmpuint(flt->n_tasks, ==, 0);
@@ -427,49 +376,15 @@ static void test_listener(void) {
         scenario_free(s);
 }
 
-/* A scan is a valid snapshot, and reads back the same from JSON and from SQLite. */
-static void assert_valid_snapshot(const Forest *f) {
-        g_autofree char *json = NULL, *again = NULL, *error = NULL;
-        g_autofree void *image = NULL;
-        Forest *g = NULL, *h = NULL;
-        size_t size;
-
-        if (snapshot_validate(f, &error) < 0)
-                g_error("the scan is not a valid snapshot: %s", error);
-        g_assert_cmpint(snapshot_json_format(f, 0, &json), ==, 0);
-        if (snapshot_json_read(json, strlen(json), &g, &error) < 0)
-                g_error("JSON: %s", error);
-        g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
-        if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
-                g_error("SQLite: %s", error);
-        g_assert_cmpint(snapshot_json_format(h, 0, &again), ==, 0);
-        g_assert_cmpstr(json, ==, again);
-        forest_free(g);
-        forest_free(h);
-}
-
-static const Process *assert_holder_present(const Forest *f, const Listener *l, const Scenario *s, ScenarioTask t,
-                                            int fd, size_t n_threads) {
-        pid_t pid = scenario_task(s, t)->tgid;
-        const Process *p = forest_find_process(f, pid);
-        g_assert_true(listener_has_holder(l, pid, fd));
-        g_assert_nonnull(p);
-        g_assert_cmpuint(p->n_threads, ==, n_threads);
-        for (size_t i = 0; i < p->n_threads; i++)
-                g_assert_cmpint(p->threads[i].mode, ==, TASK_MODE_DISABLED);
-        return p;
-}
-
 /* A supervisor without filters, outside the subtree, holds the listener fd of a filter inside it:
  * the subtree's scan includes the supervisor with all of its threads, and so does a scan of the
  * whole machine, where a single-threaded process without filters is no member otherwise. */
 static void test_listener_holder_outside(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
         x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF;
-        Scenario *s = scenario_start();
         ScenarioTask sandbox = scenario_fork(s, scenario_root(s));
         ScenarioTask worker = scenario_fork(s, sandbox);
         int n = scenario_install(s, sandbox, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
@@ -491,18 +406,18 @@ static void test_listener_holder_outside(void) {
         g_assert_cmpuint(f->n_listeners, ==, 1);
         const Listener *l = f->listeners[0];
         g_assert_cmpuint(l->n_holders, ==, 3);
-        g_assert_true(listener_has_holder(l, sandbox_pid, scenario_node(s, n)->listener_fd));
-        assert_holder_present(f, l, s, super, fd_super, 2);
-        assert_holder_present(f, l, s, lone, fd_lone, 1);
-        assert_valid_snapshot(f);
+        g_assert_true(tests_listener_has_holder(l, sandbox_pid, scenario_node(s, n)->listener_fd));
+        tests_assert_holder_present(f, l, s, super, fd_super, 2);
+        tests_assert_holder_present(f, l, s, lone, fd_lone, 1);
+        tests_assert_valid_snapshot(f);
         forest_free(f);
 
         f = scan(0);
         l = forest_find_listener(f, forest_find_task(f, scenario_task(s, sandbox)->tid, NULL)->filter->listener_id);
         g_assert_nonnull(l);
-        assert_holder_present(f, l, s, super, fd_super, 2);
-        assert_holder_present(f, l, s, lone, fd_lone, 1);
-        assert_valid_snapshot(f);
+        tests_assert_holder_present(f, l, s, super, fd_super, 2);
+        tests_assert_holder_present(f, l, s, lone, fd_lone, 1);
+        tests_assert_valid_snapshot(f);
         forest_free(f);
         scenario_free(s);
 }
@@ -512,10 +427,9 @@ static void test_listener_holder_outside(void) {
 static void test_listener_orphaned_early(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
         x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF;
-        Scenario *s = scenario_start();
         ScenarioTask other = scenario_fork(s, scenario_root(s));
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         Forest *f = scan_and_check(s); /* nothing of the scenario holds a listener yet */
@@ -533,7 +447,7 @@ static void test_listener_orphaned_early(void) {
         f = scan(scenario_root_pid(s));
         g_assert_cmpuint(f->n_listeners, ==, 1);
         const Listener *l = f->listeners[0];
-        g_assert_true(listener_has_holder(l, scenario_task(s, other)->tgid, fd));
+        g_assert_true(tests_listener_has_holder(l, scenario_task(s, other)->tgid, fd));
         const Filter *flt = forest_find_filter(f, l->filter_id);
         g_assert_nonnull(flt);
         g_assert_true(flt->has_listener);
@@ -553,14 +467,14 @@ static void test_listener_orphaned_early(void) {
         scenario_free(s);
 }
 
-/* Filters are immutable: a pass sends a filter's instructions the first time the scanner meets
+/* TestFilters are immutable: a pass sends a filter's instructions the first time the scanner meets
  * it, later passes take them from what the scanner kept, and they are still the kernel's. */
 static void test_insns_once(void) {
         if (!tests_require_root())
                 return;
         struct sock_filter insns[32];
         BpfScannerStats before, after;
-        Scenario *s = scenario_start();
+        Scenario *s = tests_scenario_new();
         ScenarioTask p = scenario_fork(s, scenario_root(s));
         size_t n = scenario_filter_errno(insns, SYS_acct, 1, 4);
         g_assert_cmpint(scenario_install(s, p, insns, n, 0), >=, 0);
@@ -589,16 +503,14 @@ static void test_insns_once(void) {
 static void test_strict(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
         ScenarioTask a = scenario_fork(s, scenario_root(s));
-        ScenarioTask b = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, b, x.a, x.na, 0), >=, 0);
+        ScenarioTask b = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         g_assert_cmpint(scenario_strict(s, a), ==, 0);
 
         Forest *f = scan_and_check(s);
-        const Task *t = find_task(f, s, a);
+        const Task *t = tests_find_task(f, s, a);
         g_assert_cmpint(t->mode, ==, TASK_MODE_STRICT);
         g_assert_null(t->filter);
         forest_free(f);
@@ -613,11 +525,9 @@ static void test_strict(void) {
 static void test_reparent(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask b = scenario_fork(s, a);
         ScenarioTask c = scenario_fork(s, b);
         g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
@@ -638,15 +548,11 @@ static void test_reparent(void) {
 static void test_root_restriction(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
-        ScenarioTask b = scenario_fork(s, a);
-        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
-        ScenarioTask c = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, c, x.c, x.nc, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask b = tests_fork_install(s, a, x.b, x.nb, 0);
+        ScenarioTask c = tests_fork_install(s, scenario_root(s), x.c, x.nc, 0);
         ScenarioTask d = scenario_fork(s, b); /* inherits b's chain */
         ScenarioTask e = scenario_fork(s, scenario_root(s));
         ScenarioTask e1 = scenario_fork(s, e); /* no seccomp anywhere below e */
@@ -688,11 +594,9 @@ static void test_root_restriction(void) {
 static void test_exec(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask b = scenario_fork(s, a);
         g_assert_cmpint(scenario_exec_sleep(s, b), ==, 0);
         usleep(100 * 1000);
@@ -717,7 +621,7 @@ static void test_many_small_ring(void) {
                 return;
         static struct sock_filter big[PROG_MAX_INSNS];
         BpfScanner *small = NULL;
-        Scenario *s = scenario_start();
+        Scenario *s = tests_scenario_new();
         ScenarioTask parent = scenario_fork(s, scenario_root(s));
 
         for (int i = 0; i < 6; i++) {

@@ -1,9 +1,7 @@
 /* test-scan-ptrace.c: the ptrace backend on real scenarios: bytes and flags per chain position,
  * inferred sharing, depths, tasks left running, unreadable tasks, listeners grouped by kcmp */
-#include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
@@ -13,9 +11,6 @@
 
 #include "procinfo.h"
 #include "scan.h"
-#include "snapshot-json.h"
-#include "snapshot-sqlite.h"
-#include "snapshot-validate.h"
 #include "tests-util.h"
 
 #define MAX_FILTER 64
@@ -24,12 +19,6 @@ static void scenario_freep(Scenario **s) {
         scenario_free(*s);
 }
 #define _cleanup_scenario_ _cleanup_(scenario_freep)
-
-static Scenario *new_scenario(void) {
-        Scenario *s = NULL;
-        g_assert_cmpint(scenario_new(&s), ==, 0);
-        return s;
-}
 
 static ScenarioTask fork_task(Scenario *s, ScenarioTask parent) {
         ScenarioTask t = scenario_fork(s, parent);
@@ -52,19 +41,6 @@ static int install_errno(Scenario *s, ScenarioTask t, int nr, int errno_value, s
         return node;
 }
 
-/* A filter that hands nr to the listener (nobody answers: agents never call it). */
-static size_t filter_notify(struct sock_filter *insns, int nr) {
-        size_t n = 0;
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nr, 0, 1);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-        return n;
-}
-
 static pid_t tid_of(Scenario *s, ScenarioTask t) {
         return scenario_task(s, t)->tid;
 }
@@ -79,10 +55,39 @@ static Forest *scan_opts(const ScanOptions *opts, UnreadableTask **bad, size_t *
         return f;
 }
 
-static Forest *scan_scenario(Scenario *s, UnreadableTask **bad, size_t *n_bad) {
+/* A scan of root's subtree with the default options. */
+static Forest *scan_root(pid_t root, UnreadableTask **bad, size_t *n_bad) {
         ScanOptions opts = SCAN_OPTIONS_DEFAULT;
-        opts.root = scenario_root_pid(s);
+        opts.root = root;
         return scan_opts(&opts, bad, n_bad);
+}
+
+static Forest *scan_scenario(Scenario *s, UnreadableTask **bad, size_t *n_bad) {
+        return scan_root(scenario_root_pid(s), bad, n_bad);
+}
+
+static void kill_and_reap(pid_t pid) {
+        kill(pid, SIGKILL);
+        g_assert_cmpint(waitpid(pid, NULL, 0), ==, pid);
+}
+
+/* ERRNO(EPERM) for uname, which no agent calls: the filter of processes forked here by hand. */
+typedef struct UnameFilter {
+        struct sock_filter insns[MAX_FILTER];
+        size_t n;
+        struct sock_fprog prog;
+} UnameFilter;
+
+static void uname_filter_init(UnameFilter *u) {
+        u->n = scenario_filter_errno(u->insns, __NR_uname, EPERM, 0);
+        u->prog = (struct sock_fprog) { .len = (unsigned short) u->n, .filter = u->insns };
+}
+
+/* In a process forked here by hand: die with the test, set no_new_privs and install prog. False if
+ * any of that failed. */
+static bool child_install(const struct sock_fprog *prog) {
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog) == 0;
 }
 
 /* The filter at chain position depth (1 = the oldest) of tid's chain. */
@@ -169,7 +174,7 @@ static bool unreadable_has(const UnreadableTask *bad, size_t n, pid_t tid, int *
 static void test_chain(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         install_errno(s, a, __NR_uname, EPERM, 0, 0);
         install_errno(s, a, __NR_getcwd, EACCES, 1, SECCOMP_FILTER_FLAG_LOG);
@@ -210,7 +215,7 @@ static void test_chain(void) {
 static void test_siblings(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask p = fork_task(s, scenario_root(s));
         install_errno(s, p, __NR_uname, EPERM, 0, 0);
         ScenarioTask s1 = fork_task(s, p), s2 = fork_task(s, p);
@@ -232,7 +237,7 @@ static void test_siblings(void) {
 static void test_threads(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         install_errno(s, a, __NR_uname, EPERM, 0, 0);
         ScenarioTask t1 = thread_task(s, a), t2 = thread_task(s, a);
@@ -256,7 +261,7 @@ static void test_threads(void) {
 static void test_strict(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         ScenarioTask b = fork_task(s, scenario_root(s));
         install_errno(s, b, __NR_uname, EPERM, 0, 0);
@@ -275,7 +280,7 @@ static void test_strict(void) {
 static void test_exec(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         install_errno(s, a, __NR_uname, EPERM, 0, SECCOMP_FILTER_FLAG_LOG);
         ScenarioTask b = fork_task(s, a);
@@ -295,7 +300,7 @@ static void test_exec(void) {
 static void test_orphans(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask m = fork_task(s, scenario_root(s));
         install_errno(s, m, __NR_uname, EPERM, 0, 0);
         ScenarioTask o1 = fork_task(s, m), o2 = fork_task(s, m);
@@ -334,7 +339,7 @@ static void release(pid_t tid) {
 static void test_traced(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         int node = install_errno(s, a, __NR_uname, EPERM, 0, 0);
         ScenarioTask t = thread_task(s, a);
@@ -388,7 +393,7 @@ static pid_t first_child_of(pid_t pid) {
 static void test_group_stopped(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         install_errno(s, a, __NR_uname, EPERM, 0, 0);
         pid_t ta = tid_of(s, a);
@@ -419,18 +424,17 @@ static void test_group_stopped(void) {
 static void test_unstoppable(void) {
         if (!tests_require_root())
                 return;
-        struct sock_filter insns[MAX_FILTER];
-        size_t n = scenario_filter_errno(insns, __NR_uname, EPERM, 0);
-        struct sock_fprog prog = { .len = (unsigned short) n, .filter = insns };
+        UnameFilter u;
+        uname_filter_init(&u);
 
         pid_t x = fork();
         g_assert_cmpint(x, >=, 0);
         if (x == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                if (!child_install(&u.prog))
                         _exit(1);
                 if (vfork() == 0) {
-                        struct timespec ts = { .tv_sec = 2 };
+                        /* long enough for the scan's stop timeout on x, even on a loaded machine */
+                        struct timespec ts = { .tv_sec = 5 };
                         nanosleep(&ts, NULL);
                         _exit(0);
                 }
@@ -443,11 +447,9 @@ static void test_unstoppable(void) {
         g_assert_cmpint(task_state(x, NULL), ==, 'D');
         g_assert_cmpint(child, >, 0);
 
-        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
-        opts.root = x;
         _cleanup_free_ UnreadableTask *bad = NULL;
         size_t n_bad = 0;
-        _cleanup_(forest_freep) Forest *f = scan_opts(&opts, &bad, &n_bad);
+        _cleanup_(forest_freep) Forest *f = scan_root(x, &bad, &n_bad);
 
         int error = 0;
         g_assert_true(unreadable_has(bad, n_bad, x, &error));
@@ -456,19 +458,18 @@ static void test_unstoppable(void) {
         const Task *c = forest_find_task(f, child, NULL); /* dumped by the next tracer thread */
         g_assert_nonnull(c);
         g_assert_cmpuint(c->filter->depth, ==, 1);
-        g_assert_true(prog_equal(c->filter->insns, c->filter->len, insns, n));
+        g_assert_true(prog_equal(c->filter->insns, c->filter->len, u.insns, u.n));
         assert_running(child);
 
         pid_t tracer = -1;
         task_state(x, &tracer);
         g_assert_cmpint(tracer, ==, 0);
         char state = 0;
-        for (int i = 0; i < 5000 && (state = task_state(x, NULL)) != 'S'; i++)
+        for (int i = 0; i < 10000 && (state = task_state(x, NULL)) != 'S'; i++)
                 usleep(1000);
         g_assert_cmpint(state, ==, 'S'); /* the vfork child exited: x is back in pause(), not stopped */
         assert_running(x);
-        kill(x, SIGKILL);
-        g_assert_cmpint(waitpid(x, NULL, 0), ==, x);
+        kill_and_reap(x);
 }
 
 static void *pause_forever(void *arg) {
@@ -482,17 +483,14 @@ static void *pause_forever(void *arg) {
 static void test_zombie_leader(void) {
         if (!tests_require_root())
                 return;
-        struct sock_filter insns[MAX_FILTER];
-        size_t n = scenario_filter_errno(insns, __NR_uname, EPERM, 0);
-        struct sock_fprog prog = { .len = (unsigned short) n, .filter = insns };
+        UnameFilter u;
+        uname_filter_init(&u);
 
         pid_t x = fork();
         g_assert_cmpint(x, >=, 0);
         if (x == 0) {
                 pthread_t thread;
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0 ||
-                    pthread_create(&thread, NULL, pause_forever, NULL) != 0)
+                if (!child_install(&u.prog) || pthread_create(&thread, NULL, pause_forever, NULL) != 0)
                         _exit(1);
                 syscall(SYS_exit, 0); /* the leader alone */
         }
@@ -505,34 +503,23 @@ static void test_zombie_leader(void) {
         g_assert_cmpuint(n_tids, ==, 2);
         pid_t live = tids[0] == x ? tids[1] : tids[0];
 
-        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
-        opts.root = x;
-        _cleanup_(forest_freep) Forest *f = scan_opts(&opts, NULL, NULL);
+        _cleanup_(forest_freep) Forest *f = scan_root(x, NULL, NULL);
         const Process *p = forest_find_process(f, x);
         g_assert_nonnull(p);
         g_assert_cmpuint(p->n_threads, ==, 1);
         g_assert_cmpint(p->threads[0].tid, ==, live);
         g_assert_cmpuint(p->threads[0].filter->depth, ==, 1);
-        g_assert_true(prog_equal(p->threads[0].filter->insns, p->threads[0].filter->len, insns, n));
+        g_assert_true(prog_equal(p->threads[0].filter->insns, p->threads[0].filter->len, u.insns, u.n));
         assert_running(live);
-        kill(x, SIGKILL);
-        g_assert_cmpint(waitpid(x, NULL, 0), ==, x);
-}
-
-static const Listener *listener_held_by(const Forest *f, pid_t pid, int fd) {
-        for (size_t i = 0; i < f->n_listeners; i++)
-                for (size_t j = 0; j < f->listeners[i]->n_holders; j++)
-                        if (f->listeners[i]->holders[j].pid == pid && f->listeners[i]->holders[j].fd == fd)
-                                return f->listeners[i];
-        return NULL;
+        kill_and_reap(x);
 }
 
 static void test_listeners(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         struct sock_filter insns[MAX_FILTER];
-        size_t n = filter_notify(insns, __NR_uname);
+        size_t n = tests_filter_notify(insns, __NR_uname);
 
         ScenarioTask a = fork_task(s, scenario_root(s));
         ScenarioTask b = fork_task(s, scenario_root(s)); /* a supervisor, not under any filter */
@@ -549,9 +536,9 @@ static void test_listeners(void) {
         assert_scan_matches(f, s);
 
         pid_t pa = scenario_task(s, a)->tgid, pb = scenario_task(s, b)->tgid, pc = scenario_task(s, c)->tgid;
-        const Listener *la = listener_held_by(f, pa, scenario_node(s, na)->listener_fd);
-        const Listener *lb = listener_held_by(f, pb, fd_b);
-        const Listener *lc = listener_held_by(f, pc, scenario_node(s, nc)->listener_fd);
+        const Listener *la = tests_listener_held_by(f, pa, scenario_node(s, na)->listener_fd);
+        const Listener *lb = tests_listener_held_by(f, pb, fd_b);
+        const Listener *lc = tests_listener_held_by(f, pc, scenario_node(s, nc)->listener_fd);
         g_assert_nonnull(la);
         g_assert_nonnull(lc);
         g_assert_true(la == lb);        /* two holders of one listener: one Listener */
@@ -570,46 +557,14 @@ static void test_listeners(void) {
         g_assert_cmpuint(la->n_holders, ==, 2);
 }
 
-/* A scan is a valid snapshot, and reads back the same from JSON and from SQLite. */
-static void assert_valid_snapshot(const Forest *f) {
-        g_autofree char *json = NULL, *again = NULL, *error = NULL;
-        g_autofree void *image = NULL;
-        Forest *g = NULL, *h = NULL;
-        size_t size;
-
-        if (snapshot_validate(f, &error) < 0)
-                g_error("the scan is not a valid snapshot: %s", error);
-        g_assert_cmpint(snapshot_json_format(f, 0, &json), ==, 0);
-        if (snapshot_json_read(json, strlen(json), &g, &error) < 0)
-                g_error("JSON: %s", error);
-        g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
-        if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
-                g_error("SQLite: %s", error);
-        g_assert_cmpint(snapshot_json_format(h, 0, &again), ==, 0);
-        g_assert_cmpstr(json, ==, again);
-        forest_free(g);
-        forest_free(h);
-}
-
-static void assert_holder_present(const Forest *f, const Listener *l, Scenario *s, ScenarioTask t, int fd,
-                                  size_t n_threads) {
-        pid_t pid = scenario_task(s, t)->tgid;
-        const Process *p = forest_find_process(f, pid);
-        g_assert_true(listener_held_by(f, pid, fd) == l);
-        g_assert_nonnull(p);
-        g_assert_cmpuint(p->n_threads, ==, n_threads);
-        for (size_t i = 0; i < p->n_threads; i++)
-                g_assert_cmpint(p->threads[i].mode, ==, TASK_MODE_DISABLED);
-}
-
 /* A supervisor without filters outside the subtree holds the listener fd of a filter inside it:
  * the subtree's scan includes it with all of its threads, as the whole machine's does. */
 static void test_listener_holder_outside(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         struct sock_filter insns[MAX_FILTER];
-        size_t n = filter_notify(insns, __NR_uname);
+        size_t n = tests_filter_notify(insns, __NR_uname);
 
         ScenarioTask sandbox = fork_task(s, scenario_root(s));
         ScenarioTask worker = fork_task(s, sandbox);
@@ -633,24 +588,24 @@ static void test_listener_holder_outside(void) {
                 g_assert_null(forest_find_process(f, scenario_root_pid(s)));
                 g_assert_cmpuint(f->n_processes, ==, 4);
                 g_assert_cmpuint(f->n_listeners, ==, 1);
-                const Listener *l = listener_held_by(f, sandbox_pid, scenario_node(s, node)->listener_fd);
+                const Listener *l = tests_listener_held_by(f, sandbox_pid, scenario_node(s, node)->listener_fd);
                 g_assert_nonnull(l);
                 g_assert_cmpuint(l->n_holders, ==, 3);
                 g_assert_cmpuint(l->filter_id, ==, head_of(f, tid_of(s, sandbox))->id);
-                assert_holder_present(f, l, s, super, fd_super, 2);
-                assert_holder_present(f, l, s, lone, fd_lone, 1);
-                assert_valid_snapshot(f);
+                tests_assert_holder_present(f, l, s, super, fd_super, 2);
+                tests_assert_holder_present(f, l, s, lone, fd_lone, 1);
+                tests_assert_valid_snapshot(f);
                 assert_scenario_running(s);
         }
 
         ScanOptions opts = SCAN_OPTIONS_DEFAULT;
         _cleanup_(forest_freep) Forest *f = scan_opts(&opts, NULL, NULL);
-        const Listener *l = listener_held_by(f, sandbox_pid, scenario_node(s, node)->listener_fd);
+        const Listener *l = tests_listener_held_by(f, sandbox_pid, scenario_node(s, node)->listener_fd);
         g_assert_nonnull(l);
-        assert_holder_present(f, l, s, super, fd_super, 2);
-        assert_holder_present(f, l, s, lone, fd_lone, 1);
+        tests_assert_holder_present(f, l, s, super, fd_super, 2);
+        tests_assert_holder_present(f, l, s, lone, fd_lone, 1);
         g_assert_null(forest_find_process(f, scenario_root_pid(s)));
-        assert_valid_snapshot(f);
+        tests_assert_valid_snapshot(f);
         assert_scenario_running(s);
 }
 
@@ -668,9 +623,9 @@ static void add_process_with_thread(Forest *f, pid_t pid, uint64_t filter_id) {
 static void test_listeners_exact(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         struct sock_filter insns[MAX_FILTER];
-        size_t n = filter_notify(insns, __NR_uname);
+        size_t n = tests_filter_notify(insns, __NR_uname);
         ScenarioTask a = fork_task(s, scenario_root(s));
         ScenarioTask b = fork_task(s, scenario_root(s));
         ScenarioTask c = fork_task(s, scenario_root(s));
@@ -698,13 +653,13 @@ static void test_listeners_exact(void) {
         g_assert_cmpint(listeners_collect(f), ==, 0);
         g_assert_true(f->linked);
         g_assert_cmpuint(f->n_listeners, ==, 2);
-        const Listener *la = listener_held_by(f, pa, scenario_node(s, na)->listener_fd);
+        const Listener *la = tests_listener_held_by(f, pa, scenario_node(s, na)->listener_fd);
         g_assert_nonnull(la);
         g_assert_cmpuint(la->id, ==, 3);
         g_assert_cmpuint(la->filter_id, ==, 7);
         g_assert_cmpint(la->identity, ==, IDENTITY_EXACT);
-        g_assert_true(listener_held_by(f, pb, fd_b) == la);
-        const Listener *lc = listener_held_by(f, pc, scenario_node(s, nc)->listener_fd);
+        g_assert_true(tests_listener_held_by(f, pb, fd_b) == la);
+        const Listener *lc = tests_listener_held_by(f, pc, scenario_node(s, nc)->listener_fd);
         g_assert_nonnull(lc);
         g_assert_cmpuint(lc->id, ==, 4);
         g_assert_cmpuint(lc->filter_id, ==, 8);
@@ -727,7 +682,7 @@ static size_t count_filter_tasks(const Forest *f) {
 static void test_machine(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         ScenarioTask b = fork_task(s, scenario_root(s));
         install_errno(s, a, __NR_uname, EPERM, 0, 0);
@@ -760,7 +715,7 @@ static void test_machine(void) {
 static void test_many(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask p = fork_task(s, scenario_root(s));
         install_errno(s, p, __NR_uname, EPERM, 0, 0);
         for (int i = 0; i < 100; i++) {
@@ -786,7 +741,7 @@ static void test_many(void) {
 static void test_freeze(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         install_errno(s, a, __NR_uname, EPERM, 0, 0);
         ScenarioTask t = thread_task(s, a);
@@ -806,7 +761,7 @@ static void test_freeze(void) {
         g_assert_cmpuint(n_bad, ==, 0);
         g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_FROZEN);
         assert_scan_matches(f, s); /* ground truth, and every task runs, untraced */
-        assert_valid_snapshot(f);
+        tests_assert_valid_snapshot(f);
         g_assert_true(filter_at(f, tid_of(s, b), 1) == filter_at(f, tid_of(s, a), 1));
 
         /* Without freeze the same forest, and no such claim. */
@@ -821,7 +776,7 @@ static void test_freeze(void) {
 static void test_freeze_traced(void) {
         if (!tests_require_root())
                 return;
-        _cleanup_scenario_ Scenario *s = new_scenario();
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
         ScenarioTask a = fork_task(s, scenario_root(s));
         install_errno(s, a, __NR_uname, EPERM, 0, 0);
         ScenarioTask other = fork_task(s, scenario_root(s));
@@ -865,8 +820,7 @@ static void test_freeze_churn(void) {
         pid_t x = fork();
         g_assert_cmpint(x, >=, 0);
         if (x == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &pa) < 0)
+                if (!child_install(&pa))
                         _exit(1);
                 /* Up to four children at a time, each gone after 0 to 4 milliseconds. */
                 for (uint64_t i = 0, live = 0;; i++) {
@@ -898,7 +852,7 @@ static void test_freeze_churn(void) {
                 for (size_t i = 0; i < n_bad; i++)
                         g_assert_cmpint(bad[i].error, ==, -ESRCH); /* exited before it could be stopped */
                 g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_FROZEN);
-                assert_valid_snapshot(f);
+                tests_assert_valid_snapshot(f);
                 const Task *tx = forest_find_task(f, x, NULL);
                 g_assert_nonnull(tx);
                 g_assert_cmpuint(tx->filter->depth, ==, 1);
@@ -927,8 +881,7 @@ static void test_freeze_churn(void) {
         }
         g_test_message("churn: %zu children caught in 20 frozen scans", with_child);
         g_assert_cmpuint(with_child, >, 0);
-        kill(x, SIGKILL);
-        g_assert_cmpint(waitpid(x, NULL, 0), ==, x);
+        kill_and_reap(x);
         munmap((void *) forks, sizeof(uint64_t));
 }
 
@@ -963,9 +916,8 @@ static void *send_signals(void *userdata) {
 static void test_freeze_signals(void) {
         if (!tests_require_root())
                 return;
-        struct sock_filter insns[MAX_FILTER];
-        size_t n = scenario_filter_errno(insns, __NR_uname, EPERM, 0);
-        struct sock_fprog prog = { .len = (unsigned short) n, .filter = insns };
+        UnameFilter u;
+        uname_filter_init(&u);
         signal_counts = mmap(NULL, sizeof(SignalCounts), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         g_assert_true(signal_counts != MAP_FAILED);
         *signal_counts = (SignalCounts) {};
@@ -973,10 +925,8 @@ static void test_freeze_signals(void) {
         pid_t x = fork();
         g_assert_cmpint(x, >=, 0);
         if (x == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
                 struct sigaction sa = { .sa_handler = count_signal, .sa_flags = SA_RESTART };
-                if (sigaction(SIGRTMIN, &sa, NULL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-                    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                if (sigaction(SIGRTMIN, &sa, NULL) < 0 || !child_install(&u.prog))
                         _exit(1);
                 __atomic_store_n(&signal_counts->ready, 1, __ATOMIC_RELAXED);
                 for (;;)
@@ -1005,8 +955,7 @@ static void test_freeze_signals(void) {
         g_assert_cmpuint(sender.sent, >, 0);
         g_assert_cmpuint(signal_counts->handled, ==, sender.sent);
         assert_running(x);
-        kill(x, SIGKILL);
-        g_assert_cmpint(waitpid(x, NULL, 0), ==, x);
+        kill_and_reap(x);
         munmap(signal_counts, sizeof(SignalCounts));
 }
 

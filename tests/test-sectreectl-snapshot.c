@@ -5,12 +5,9 @@
  * an id with a file, rm, and the snapshot signals of monitor. */
 #include <jansson.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/seccomp.h>
-#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -23,6 +20,7 @@
 #include "snapshot-json.h"
 #include "snapshot-samples.h"
 #include "snapshot.h"
+#include "tests-json.h"
 #include "tests-util.h"
 
 #define NO_BUS_ADDRESS "unix:path=/nonexistent/sectree-test/system_bus_socket"
@@ -105,11 +103,7 @@ static Forest *read_reference(const char *path) {
 
 /* sectreectl ARGS... in this process's environment; returns the exit status. */
 static int ctlv(char **out, char **err, const char *const *args) {
-        g_autoptr(GPtrArray) argv = g_ptr_array_new();
-        g_ptr_array_add(argv, (char *) g_getenv("SECTREECTL"));
-        for (const char *const *a = args; *a; a++)
-                g_ptr_array_add(argv, (char *) *a);
-        g_ptr_array_add(argv, NULL);
+        g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), args);
         g_autofree char *o = NULL, *e = NULL;
         int status = tests_run_capture((char **) argv->pdata, &o, &e);
         g_assert_cmpint(status, >=, 0);
@@ -132,20 +126,10 @@ static char *ctl_ok(const char *const *args) {
         return g_steal_pointer(&out);
 }
 
-static json_t *parse_document(const char *out, const char *what) {
-        json_error_t error;
-        g_assert_true(g_str_has_suffix(out, "\n"));
-        json_t *doc = json_loads(out, 0, &error);
-        if (!doc)
-                g_error("%s: not one JSON document (%s at %d): %s", what, error.text, error.position, out);
-        g_assert_true(json_is_object(doc));
-        return doc;
-}
-
 #define CTL_JSON(...) ctl_json(ARGS("--json", __VA_ARGS__))
 static json_t *ctl_json(const char *const *args) {
         g_autofree char *out = ctl_ok(args), *cmd = g_strjoinv(" ", (char **) args);
-        return parse_document(out, cmd);
+        return tests_json_parse_document(out, cmd);
 }
 
 /* Exits with status, nothing on stdout, and exactly one line on stderr that starts with
@@ -162,46 +146,6 @@ static char *ctl_fails(int want, const char *prefix, const char *const *args) {
         err[strlen(err) - 1] = 0;
         return g_steal_pointer(&err);
 }
-
-/* JSON accessors that fail the test on a missing field or a wrong type. */
-static json_t *jget(json_t *o, const char *key) {
-        json_t *v = json_object_get(o, key);
-        if (!v) {
-                g_autofree char *dump = json_dumps(o, JSON_COMPACT);
-                g_error("no field '%s' in %s", key, dump);
-        }
-        return v;
-}
-
-static json_int_t jint(json_t *o, const char *key) {
-        json_t *v = jget(o, key);
-        g_assert_true(json_is_integer(v));
-        return json_integer_value(v);
-}
-
-static const char *jstr(json_t *o, const char *key) {
-        json_t *v = jget(o, key);
-        g_assert_true(json_is_string(v));
-        return json_string_value(v);
-}
-
-static json_t *jarr(json_t *o, const char *key) {
-        json_t *v = jget(o, key);
-        g_assert_true(json_is_array(v));
-        return v;
-}
-
-static void assert_keys(json_t *o, const char *const *keys) {
-        size_t n = 0;
-        g_assert_true(json_is_object(o));
-        for (; keys[n]; n++)
-                jget(o, keys[n]);
-        if (json_object_size(o) != n) {
-                g_autofree char *dump = json_dumps(o, JSON_COMPACT);
-                g_error("expected %zu fields, got %zu: %s", n, json_object_size(o), dump);
-        }
-}
-#define ASSERT_KEYS(o, ...) assert_keys((o), ARGS(__VA_ARGS__))
 
 /* ---- what lib/ says about a forest ---- */
 
@@ -339,7 +283,7 @@ static void assert_invalid(const char *path, const char *const *mentions) {
 
         g_autofree char *out = NULL, *err = NULL;
         g_assert_cmpint(ctlv(&out, &err, ARGS("--json", "validate", path)), ==, 1);
-        json_auto_t *doc = parse_document(out, "validate --json");
+        json_auto_t *doc = tests_json_parse_document(out, "validate --json");
         ASSERT_KEYS(doc, "file", "valid", "error");
         g_assert_true(json_is_false(jget(doc, "valid")));
         g_assert_cmpstr(jstr(doc, "error"), ==, line + strlen("sectreectl: ") + strlen(prefix));
@@ -727,7 +671,7 @@ static void test_diff_files(void) {
 
         g_autofree char *jout = NULL;
         g_assert_cmpint(ctlv(&jout, NULL, ARGS("--json", "diff", a_json, b_sqlite)), ==, 1);
-        json_auto_t *doc = parse_document(jout, "diff --json");
+        json_auto_t *doc = tests_json_parse_document(jout, "diff --json");
         ASSERT_KEYS(doc, "identical", "filters", "processes", "tasks");
         g_assert_true(json_is_false(jget(doc, "identical")));
         g_assert_nonnull(find_change(jarr(doc, "processes"), "added", "pid", 400));
@@ -744,7 +688,7 @@ static void test_diff_files(void) {
         g_assert_true(g_str_has_prefix(cout, "filters: 0 added, 0 removed, 1 changed\n"));
         g_autofree char *cjout = NULL;
         g_assert_cmpint(ctlv(&cjout, NULL, ARGS("--json", "diff", a_sqlite, c_json)), ==, 1);
-        json_auto_t *cdoc = parse_document(cjout, "diff --json");
+        json_auto_t *cdoc = tests_json_parse_document(cjout, "diff --json");
         json_t *changed = json_array_get(jarr(cdoc, "filters"), 0);
         g_assert_cmpuint(json_array_size(jarr(cdoc, "filters")), ==, 1);
         g_assert_cmpstr(jstr(changed, "change"), ==, "changed");
@@ -936,7 +880,7 @@ static json_t *exported_argv(Fixture *fx, uint64_t id, pid_t pid) {
         snprintf(ids, sizeof(ids), "%" PRIu64, id);
         g_autofree char *out = CTL_OK("export", "--format", "json", ids, "-");
         json_decref(doc);
-        doc = parse_document(out, "export -");
+        doc = tests_json_parse_document(out, "export -");
         size_t i;
         json_t *x;
         json_array_foreach(jarr(doc, "processes"), i, x)
@@ -1056,7 +1000,7 @@ static void test_export_import(Fixture *fx, gconstpointer data) {
         g_assert_cmpuint(strlen(stdout_json), >, 65536);
         g_autofree char *file_json = NULL;
         g_assert_true(g_file_get_contents(json, &file_json, NULL, NULL));
-        json_auto_t *from_pipe = parse_document(stdout_json, "export -");
+        json_auto_t *from_pipe = tests_json_parse_document(stdout_json, "export -");
         json_auto_t *from_file = json_loads(file_json, 0, NULL);
         g_assert_true(json_equal(from_pipe, from_file));
         g_autofree char *piped = g_build_filename(fx->t.path, "piped.sqlite", NULL);
@@ -1123,7 +1067,7 @@ static void test_export_import(Fixture *fx, gconstpointer data) {
         snprintf(laters, sizeof(laters), "%" PRIu64, ctl_snapshot(ARGS("snapshot", a)));
         g_autofree char *dout = NULL;
         g_assert_cmpint(ctlv(&dout, NULL, ARGS("--json", "diff", befores, laters)), ==, 1);
-        json_auto_t *ddoc = parse_document(dout, "diff --json");
+        json_auto_t *ddoc = tests_json_parse_document(dout, "diff --json");
         g_assert_true(json_is_false(jget(ddoc, "identical")));
         g_assert_nonnull(find_change(jarr(ddoc, "tasks"), "changed", "tid", pid_of(fx, fx->a1)));
         json_t *added = json_array_get(jarr(ddoc, "filters"), 0);
@@ -1144,37 +1088,11 @@ static void test_export_import(Fixture *fx, gconstpointer data) {
 }
 
 /* monitor prints SnapshotCreated and SnapshotDeleted. */
-static void die_with_parent(gpointer userdata) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
-static char *read_line(int fd, GString *buf, gint64 deadline) {
-        for (;;) {
-                char *nl = memchr(buf->str, '\n', buf->len);
-                if (nl) {
-                        char *line = g_strndup(buf->str, (gsize) (nl - buf->str));
-                        g_string_erase(buf, 0, nl - buf->str + 1);
-                        return line;
-                }
-                gint64 left = deadline - g_get_monotonic_time();
-                if (left <= 0)
-                        return NULL;
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                if (poll(&p, 1, (int) (left / 1000) + 1) <= 0)
-                        continue;
-                char chunk[4096];
-                ssize_t n = read(fd, chunk, sizeof(chunk));
-                if (n <= 0)
-                        return NULL;
-                g_string_append_len(buf, chunk, n);
-        }
-}
-
 /* The next line of out that decodes as the signal named, within the bound; NULL if none. */
 static json_t *next_signal(int fd, GString *buf, const char *signal) {
         gint64 deadline = g_get_monotonic_time() + WAIT_MS * 1000;
         for (;;) {
-                g_autofree char *line = read_line(fd, buf, deadline);
+                g_autofree char *line = tests_read_line(fd, buf, deadline);
                 if (!line)
                         return NULL;
                 json_t *o = json_loads(line, 0, NULL);
@@ -1192,11 +1110,11 @@ static void test_monitor(Fixture *fx, gconstpointer data) {
         g_autoptr(GError) error = NULL;
         GPid pid;
         int out, err;
-        if (!g_spawn_async_with_pipes(NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, die_with_parent, NULL, &pid,
+        if (!g_spawn_async_with_pipes(NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, tests_die_with_parent, NULL, &pid,
                                       NULL, &out, &err, &error))
                 g_error("starting sectreectl monitor: %s", error->message);
         g_autoptr(GString) errbuf = g_string_new(NULL), outbuf = g_string_new(NULL);
-        g_autofree char *first = read_line(err, errbuf, g_get_monotonic_time() + WAIT_MS * 1000);
+        g_autofree char *first = tests_read_line(err, errbuf, g_get_monotonic_time() + WAIT_MS * 1000);
         g_assert_nonnull(first);
         g_assert_true(g_str_has_prefix(first, "Monitoring org.sectree1; "));
 
@@ -1250,37 +1168,6 @@ static void assert_nobody_refused(Fixture *fx, int want, const char *const *args
                 g_error("sectreectl %s as nobody: exit %d, stdout '%s', stderr '%s'", cmd, status, out, err);
 }
 
-/* A process of uid/gid 65534 with a filter of its own (ERRNO 3 for acct); it dies with us. */
-static pid_t spawn_nobody_with_filter(void) {
-        int pipefd[2];
-        pid_t parent = getpid();
-        g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
-        pid_t pid = fork();
-        g_assert_cmpint(pid, >=, 0);
-        if (pid == 0) {
-                struct sock_filter f[8];
-                size_t n = scenario_filter_errno(f, SYS_acct, 3, 0);
-                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
-                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
-                        _exit(1);
-                /* after the change of credentials, which clears the parent-death signal */
-                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-                        _exit(1);
-                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                prctl(PR_SET_DUMPABLE, 1);
-                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-                        _exit(2);
-                (void) !write(pipefd[1], "x", 1);
-                pause();
-                _exit(0);
-        }
-        close(pipefd[1]);
-        char c;
-        g_assert_cmpint(read(pipefd[0], &c, 1), ==, 1);
-        close(pipefd[0]);
-        return pid;
-}
-
 static bool chain_listed(void *userdata) {
         g_autofree char *out = NULL;
         return ctlv(&out, NULL, ARGS("chain", "--no-legend", (const char *) userdata)) == 0 && out && *out;
@@ -1303,7 +1190,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
         g_assert_false(g_file_test(file, G_FILE_TEST_EXISTS));
         g_autofree char *out = NULL, *err = NULL;
         g_assert_cmpint(ctl_as_nobody(fx, &out, &err, ARGS("--json", "snapshots")), ==, 0);
-        json_auto_t *doc = parse_document(out, "snapshots as nobody");
+        json_auto_t *doc = tests_json_parse_document(out, "snapshots as nobody");
         size_t i;
         json_t *x;
         json_array_foreach(jarr(doc, "snapshots"), i, x)
@@ -1312,7 +1199,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
         g_assert_nonnull(still);
 
         /* Its own process: snapshot, list, export, check offline, delete. */
-        pid_t mine = spawn_nobody_with_filter();
+        pid_t mine = tests_spawn_nobody(NULL, false);
         char pid[16];
         snprintf(pid, sizeof(pid), "%d", mine);
         if (!bus_fixture_wait_for(chain_listed, pid, WAIT_MS))
@@ -1325,7 +1212,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
         snprintf(owns, sizeof(owns), "%" PRIu64, own);
         g_autofree char *lout = NULL;
         g_assert_cmpint(ctl_as_nobody(fx, &lout, NULL, ARGS("--json", "snapshots")), ==, 0);
-        json_auto_t *listed = parse_document(lout, "snapshots as nobody");
+        json_auto_t *listed = tests_json_parse_document(lout, "snapshots as nobody");
         g_assert_cmpuint(json_array_size(jarr(listed, "snapshots")), ==, 1);
         g_assert_cmpint(jint(json_array_get(jarr(listed, "snapshots"), 0), "id"), ==, (json_int_t) own);
         g_assert_cmpint(ctl_as_nobody(fx, NULL, NULL, ARGS("export", owns, file)), ==, 0);

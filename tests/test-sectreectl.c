@@ -4,8 +4,6 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -13,7 +11,9 @@
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-client.h"
 #include "bus-fixture.h"
+#include "tests-json.h"
 #include "tests-util.h"
 
 #define DEST "org.sectree1"
@@ -65,14 +65,6 @@ typedef struct Fixture {
         int n_a, n_a1, n_u, n_t, n_l, n_m1, n_m2;
         uint64_t id[MAX_NODES]; /* scenario node -> the daemon's filter id */
 } Fixture;
-
-static sd_bus *bus_open(void) {
-        sd_bus *bus = NULL;
-        int r = sd_bus_open_system(&bus);
-        if (r < 0)
-                g_error("connecting to the private bus: %s", g_strerror(-r));
-        return bus;
-}
 
 static pid_t tid_of(const Fixture *fx, ScenarioTask t) {
         return scenario_task(fx->s, t)->tid;
@@ -261,7 +253,7 @@ static void fixture_setup(Fixture *fx, gconstpointer data) {
         build_scenario(fx); /* before the daemon: its start-up scan must find everything */
         bus_fixture_start_bus(&fx->b);
         bus_fixture_start_daemon(&fx->b, NULL, NULL, 30);
-        fx->bus = bus_open();
+        fx->bus = bus_client_open();
         if (!bus_fixture_wait_for(scenario_listed, fx, WAIT_MS))
                 g_error("the daemon does not list the scenario's tasks as built within %d ms", WAIT_MS);
         map_node_ids(fx);
@@ -278,11 +270,7 @@ static void fixture_teardown(Fixture *fx, gconstpointer data) {
 /* ---- running the client ---- */
 
 static int ctlv(Fixture *fx, bool as_nobody, char **out, char **err, const char *const *args) {
-        g_autoptr(GPtrArray) argv = g_ptr_array_new();
-        g_ptr_array_add(argv, (char *) g_getenv("SECTREECTL"));
-        for (const char *const *a = args; *a; a++)
-                g_ptr_array_add(argv, (char *) *a);
-        g_ptr_array_add(argv, NULL);
+        g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), args);
         g_autofree char *o = NULL, *e = NULL;
         int status = bus_fixture_run(&fx->b, as_nobody, (char **) argv->pdata, &o, &e);
         if (out)
@@ -304,24 +292,13 @@ static char *ctl_ok(Fixture *fx, bool as_nobody, const char *const *args) {
         return g_steal_pointer(&out);
 }
 
-/* The output is one JSON document (and a newline): jansson rejects anything after it. */
-static json_t *parse_document(const char *out, const char *what) {
-        json_error_t error;
-        g_assert_true(g_str_has_suffix(out, "\n"));
-        json_t *doc = json_loads(out, 0, &error);
-        if (!doc)
-                g_error("%s: not one JSON document (%s at %d): %s", what, error.text, error.position, out);
-        g_assert_true(json_is_object(doc));
-        return doc;
-}
-
 #define CTL_JSON(fx, ...) ctl_json((fx), false, (const char *const[]) { "--json", __VA_ARGS__, NULL })
 #define CTL_JSON_AS_NOBODY(fx, ...) ctl_json((fx), true, (const char *const[]) { "--json", __VA_ARGS__, NULL })
 
 static json_t *ctl_json(Fixture *fx, bool as_nobody, const char *const *args) {
         g_autofree char *out = ctl_ok(fx, as_nobody, args);
         g_autofree char *cmd = g_strjoinv(" ", (char **) args);
-        return parse_document(out, cmd);
+        return tests_json_parse_document(out, cmd);
 }
 
 /* Fails with exit 1, nothing on stdout, and exactly one line "sectreectl: NAME: message". */
@@ -336,57 +313,6 @@ static void ctl_fails(Fixture *fx, bool as_nobody, const char *name, const char 
                 g_error("sectreectl %s%s: expected exit 1 and one line '%s...', got exit %d, stdout '%s', stderr '%s'",
                         cmd, as_nobody ? " (as nobody)" : "", prefix, status, out, err);
 }
-
-/* JSON accessors that fail the test on a missing field or wrong type. */
-static json_t *jget(json_t *o, const char *key) {
-        json_t *v = json_object_get(o, key);
-        if (!v) {
-                g_autofree char *dump = json_dumps(o, JSON_COMPACT);
-                g_error("no field '%s' in %s", key, dump);
-        }
-        return v;
-}
-
-static json_int_t jint(json_t *o, const char *key) {
-        json_t *v = jget(o, key);
-        g_assert_true(json_is_integer(v));
-        return json_integer_value(v);
-}
-
-/* An id field: null (0) or a positive integer. */
-static json_int_t jid(json_t *o, const char *key) {
-        json_t *v = jget(o, key);
-        if (json_is_null(v))
-                return 0;
-        g_assert_true(json_is_integer(v));
-        g_assert_cmpint(json_integer_value(v), >, 0);
-        return json_integer_value(v);
-}
-
-static const char *jstr(json_t *o, const char *key) {
-        json_t *v = jget(o, key);
-        g_assert_true(json_is_string(v));
-        return json_string_value(v);
-}
-
-static json_t *jarr(json_t *o, const char *key) {
-        json_t *v = jget(o, key);
-        g_assert_true(json_is_array(v));
-        return v;
-}
-
-/* o has exactly these keys (NULL-terminated). */
-static void assert_keys(json_t *o, const char *const *keys) {
-        size_t n = 0;
-        g_assert_true(json_is_object(o));
-        for (; keys[n]; n++)
-                jget(o, keys[n]);
-        if (json_object_size(o) != n) {
-                g_autofree char *dump = json_dumps(o, JSON_COMPACT);
-                g_error("expected %zu fields, got %zu: %s", n, json_object_size(o), dump);
-        }
-}
-#define ASSERT_KEYS(o, ...) assert_keys((o), (const char *const[]) { __VA_ARGS__, NULL })
 
 static void assert_digest(const char *d) {
         g_assert_true(g_str_has_prefix(d, "sha256:"));
@@ -1253,7 +1179,7 @@ static void run_check_case(Fixture *fx, const CheckCase *c, const char *const *a
 
         g_ptr_array_insert(argv, 0, (char *) "--json");
         g_autofree char *json = ctl_ok(fx, false, (const char *const *) argv->pdata);
-        json_t *doc = parse_document(json, "check --json");
+        json_t *doc = tests_json_parse_document(json, "check --json");
         assert_check_json(fx, c, doc, args, n_args);
         json_int_t nr = jint(doc, "nr");
         json_decref(doc);
@@ -1491,43 +1417,16 @@ typedef struct Monitor {
         bool json;
 } Monitor;
 
-/* The next line of fd before deadline (monotonic µs), without its newline; NULL on timeout/EOF. */
-static char *read_line(int fd, GString *buf, gint64 deadline) {
-        for (;;) {
-                char *nl = memchr(buf->str, '\n', buf->len);
-                if (nl) {
-                        char *line = g_strndup(buf->str, (gsize) (nl - buf->str));
-                        g_string_erase(buf, 0, nl - buf->str + 1);
-                        return line;
-                }
-                gint64 left = deadline - g_get_monotonic_time();
-                if (left <= 0)
-                        return NULL;
-                struct pollfd p = { .fd = fd, .events = POLLIN };
-                if (poll(&p, 1, (int) (left / 1000) + 1) <= 0)
-                        continue;
-                char chunk[4096];
-                ssize_t n = read(fd, chunk, sizeof(chunk));
-                if (n <= 0)
-                        return NULL;
-                g_string_append_len(buf, chunk, n);
-        }
-}
-
-static void die_with_parent(gpointer userdata) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
 static void monitor_start(Monitor *m, bool json) {
         const char *argv_json[] = { g_getenv("SECTREECTL"), "--json", "monitor", NULL };
         const char *argv_text[] = { g_getenv("SECTREECTL"), "monitor", NULL };
         g_autoptr(GError) error = NULL;
         *m = (Monitor) { .buf = g_string_new(NULL), .json = json };
         if (!g_spawn_async_with_pipes(NULL, (char **) (json ? argv_json : argv_text), NULL, G_SPAWN_DO_NOT_REAP_CHILD,
-                                      die_with_parent, NULL, &m->pid, NULL, &m->out, &m->err, &error))
+                                      tests_die_with_parent, NULL, &m->pid, NULL, &m->out, &m->err, &error))
                 g_error("starting sectreectl monitor: %s", error->message);
         g_autoptr(GString) errbuf = g_string_new(NULL);
-        g_autofree char *line = read_line(m->err, errbuf, g_get_monotonic_time() + WAIT_MS * 1000);
+        g_autofree char *line = tests_read_line(m->err, errbuf, g_get_monotonic_time() + WAIT_MS * 1000);
         if (!line || !g_str_has_prefix(line, "Monitoring org.sectree1; "))
                 g_error("sectreectl monitor did not say it is subscribed: %s", line ? line : "(nothing)");
 }
@@ -1611,7 +1510,7 @@ static bool all_seen(const Expected *want, size_t n) {
 static void monitor_expect(const Fixture *fx, Monitor *m, Expected *want, size_t n, uint64_t parent) {
         gint64 end = g_get_monotonic_time() + WAIT_MS * 1000;
         while (!all_seen(want, n)) {
-                g_autofree char *line = read_line(m->out, m->buf, end);
+                g_autofree char *line = tests_read_line(m->out, m->buf, end);
                 if (!line)
                         break;
                 if (m->json) {
@@ -1710,45 +1609,12 @@ static void test_tty(Fixture *fx, gconstpointer data) {
 
         g_autofree char *json = ctl_on_tty(fx, "C.UTF-8", "--json status");
         g_assert_true(g_str_has_prefix(json, "{\n  \""));
-        json_t *doc = parse_document(json, "status --json on a terminal");
+        json_t *doc = tests_json_parse_document(json, "status --json on a terminal");
         g_assert_cmpstr(jstr(doc, "backend"), ==, "bpf");
         json_decref(doc);
 }
 
 /* ---- an unprivileged caller ---- */
-
-/* A process of uid/gid 65534 with a filter of its own; it dies with us. */
-static pid_t spawn_nobody_with_filter(void) {
-        int pipefd[2];
-        pid_t parent = getpid();
-        g_assert_cmpint(pipe(pipefd), ==, 0);
-        pid_t pid = fork();
-        g_assert_cmpint(pid, >=, 0);
-        if (pid == 0) {
-                struct sock_filter f[16];
-                const Rule r[] = { { SYS_acct, ERRNO(3) } };
-                size_t n = build_filter(f, r, G_N_ELEMENTS(r));
-                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
-                keep_only_fd(pipefd[1]);
-                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
-                        _exit(1);
-                /* after the change of credentials, which clears the parent-death signal */
-                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-                        _exit(1);
-                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                prctl(PR_SET_DUMPABLE, 1);
-                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-                        _exit(2);
-                (void) !write(3, "x", 1);
-                pause();
-                _exit(0);
-        }
-        close(pipefd[1]);
-        char c;
-        g_assert_cmpint(read(pipefd[0], &c, 1), ==, 1);
-        close(pipefd[0]);
-        return pid;
-}
 
 static bool owned_by_nobody(pid_t pid) {
         g_autofree char *path = g_strdup_printf("/proc/%d/status", pid), *status = NULL;
@@ -1767,7 +1633,7 @@ static bool nobody_task_listed(void *userdata) {
 static void test_unprivileged(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
-        pid_t mine = spawn_nobody_with_filter();
+        pid_t mine = tests_spawn_nobody(NULL, false);
         void *arg[] = { fx, GINT_TO_POINTER(mine) };
         if (!bus_fixture_wait_for(nobody_task_listed, arg, WAIT_MS))
                 g_error("the daemon does not list nobody's filtered task %d", mine);

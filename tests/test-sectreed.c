@@ -34,8 +34,7 @@ static Scenario *build(int *ret_b) {
         g_assert_cmpint(scenario_thread(s, c1), >, 0);
         g_assert_cmpint(scenario_share_listener(s, nb_node, c2), >=, 0);
         ScenarioTask m = scenario_fork(s, c2);
-        ScenarioTask o = scenario_fork(s, m);
-        g_assert_cmpint(scenario_install(s, o, c, nc, 0), >=, 0);
+        tests_fork_install(s, m, c, nc, 0);
         g_assert_cmpint(scenario_exit(s, m), ==, 0);
         *ret_b = nb_node;
         return s;

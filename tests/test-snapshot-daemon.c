@@ -4,18 +4,21 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
-#include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
 
+#include "bus-client.h"
 #include "bus-fixture.h"
 #include "snapshot.h"
+#include "snapshot-json.h"
+#include "snapshot-samples.h"
 #include "state-migrations.h"
 #include "tests-util.h"
 
@@ -24,23 +27,6 @@
 #define IFACE "org.sectree1.Manager"
 #define NOBODY 65534
 #define CALL_TIMEOUT_USEC (5 * 1000000ULL)
-
-static sd_bus *bus_open(void) {
-        sd_bus *bus = NULL;
-        int r = sd_bus_open_system(&bus);
-        if (r < 0)
-                g_error("connecting to the private bus: %s", g_strerror(-r));
-        return bus;
-}
-
-static bool daemon_test_start(BusFixture *b, char **args, char **env) {
-        if (!tests_require_root())
-                return false;
-        tests_ensure_tracefs();
-        bus_fixture_start_bus(b);
-        bus_fixture_start_daemon(b, args, env, 30);
-        return true;
-}
 
 /* A method call with a bounded wait: a daemon that blocks fails the test instead of hanging it. */
 static int call(sd_bus *bus, const char *member, sd_bus_error *error, sd_bus_message **reply, const char *types, ...) {
@@ -261,44 +247,20 @@ static json_t *parse_json(GBytes *b) {
         return doc;
 }
 
-/* A filter that hands nr to its listener (agents never call it): so that the ptrace backend, which
- * sees no flags, can tell which filter a listener belongs to. */
-static size_t filter_notify(struct sock_filter *insns, int nr) {
-        size_t n = 0;
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
-        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nr, 0, 1);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-        return n;
-}
-
 static Scenario *listener_scenario(void) {
         Scenario *s;
         struct sock_filter a[16], b[16], c[16];
         size_t na = scenario_filter_errno(a, SYS_acct, 1, 0), nb = scenario_filter_errno(b, SYS_getpriority, 2, 1);
-        size_t nc = filter_notify(c, SYS_syslog);
+        size_t nc = tests_filter_notify(c, SYS_syslog);
         g_assert_cmpint(scenario_new(&s), ==, 0);
         g_assert_cmpint(scenario_install(s, scenario_root(s), a, na, 0), >=, 0);
-        ScenarioTask child = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, child, b, nb, SECCOMP_FILTER_FLAG_LOG), >=, 0);
+        ScenarioTask child = tests_fork_install(s, scenario_root(s), b, nb, SECCOMP_FILTER_FLAG_LOG);
         g_assert_cmpint(scenario_thread(s, child), >, 0);
         ScenarioTask other = scenario_fork(s, scenario_root(s));
         int node = scenario_install(s, other, c, nc, SECCOMP_FILTER_FLAG_NEW_LISTENER);
         g_assert_cmpint(node, >=, 0);
         g_assert_cmpint(scenario_share_listener(s, node, scenario_root(s)), >=, 0);
         return s;
-}
-
-static char *sqlite_query(const char *db, const char *sql) {
-        g_autofree char *out = NULL, *err = NULL;
-        g_autofree char *uri = g_strdup_printf("file:%s?mode=ro", db);
-        char *argv[] = { (char *) "sqlite3", uri, (char *) sql, NULL };
-        if (tests_run_capture(argv, &out, &err) != 0)
-                g_error("sqlite3 %s: %s", sql, err);
-        return g_strstrip(g_strdup(out));
 }
 
 static char *state_query(BusFixture *b, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
@@ -308,7 +270,7 @@ static char *state_query(BusFixture *b, const char *fmt, ...) {
         g_autofree char *sql = g_strdup_vprintf(fmt, ap);
         va_end(ap);
         g_autofree char *db = g_build_filename(b->state_dir, "state.db", NULL);
-        return sqlite_query(db, sql);
+        return tests_sqlite_query(db, sql);
 }
 
 /* ---- round trip ---- */
@@ -391,44 +353,35 @@ static void assert_round_trip(BusFixture *b, sd_bus *bus, Scenario *s, const cha
         g_assert_cmpint(rmdir(dir), ==, 0);
 }
 
-static void test_round_trip(void) {
+static void round_trip_with(char **args, char **env, const char *consistency) {
         BusFixture b;
-        if (!tests_require_root())
+        Scenario *s = bus_fixture_start_with_scenario(&b, listener_scenario, args, env);
+        if (!s)
                 return;
-        Scenario *s = listener_scenario();
-        if (!daemon_test_start(&b, NULL, NULL))
-                return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
-        assert_round_trip(&b, bus, s, "iterator");
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        assert_round_trip(&b, bus, s, consistency);
         scenario_free(s);
         bus_fixture_stop(&b);
 }
 
+static void test_round_trip(void) {
+        round_trip_with(NULL, NULL, "iterator");
+}
+
 static void test_ptrace_round_trip(void) {
-        BusFixture b;
         char *args[] = { (char *) "--backend=ptrace", NULL };
         char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
-        if (!tests_require_root())
-                return;
-        Scenario *s = listener_scenario();
-        if (!daemon_test_start(&b, args, env))
-                return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
-        assert_round_trip(&b, bus, s, "frozen");
-        scenario_free(s);
-        bus_fixture_stop(&b);
+        round_trip_with(args, env, "frozen");
 }
 
 /* ---- arguments ---- */
 
 static void test_arguments(void) {
         BusFixture b;
-        if (!tests_require_root())
+        Scenario *s = bus_fixture_start_with_scenario(&b, listener_scenario, NULL, NULL);
+        if (!s)
                 return;
-        Scenario *s = listener_scenario();
-        if (!daemon_test_start(&b, NULL, NULL))
-                return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         sd_bus_error error = SD_BUS_ERROR_NULL;
         uint32_t root = (uint32_t) scenario_root_pid(s);
 
@@ -481,54 +434,32 @@ static void test_arguments(void) {
 
 /* ---- signals, delete, restart ---- */
 
-typedef struct SignalLog {
-        GPtrArray *lines;
-} SignalLog;
-
-static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        SignalLog *log = userdata;
+/* SnapshotCreated and SnapshotDeleted as lines "created ID 'NAME' OWNER" and "deleted ID". */
+static char *signal_line(sd_bus_message *m) {
         const char *member = sd_bus_message_get_member(m), *name;
         uint64_t id;
         uint32_t owner;
         if (streq(member, "SnapshotCreated") && sd_bus_message_read(m, "tsu", &id, &name, &owner) > 0)
-                g_ptr_array_add(log->lines, g_strdup_printf("created %" PRIu64 " '%s' %u", id, name, owner));
-        else if (streq(member, "SnapshotDeleted") && sd_bus_message_read(m, "t", &id) > 0)
-                g_ptr_array_add(log->lines, g_strdup_printf("deleted %" PRIu64, id));
-        return 0;
-}
-
-static void assert_signal(sd_bus *bus, SignalLog *log, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-static void assert_signal(sd_bus *bus, SignalLog *log, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        g_autofree char *want = g_strdup_vprintf(fmt, ap);
-        va_end(ap);
-        gint64 end = g_get_monotonic_time() + 3 * G_USEC_PER_SEC;
-        while (g_get_monotonic_time() < end) {
-                for (guint i = 0; i < log->lines->len; i++)
-                        if (streq(g_ptr_array_index(log->lines, i), want))
-                                return;
-                pump(bus, -1, 0);
-        }
-        g_error("no signal '%s' within 3 s", want);
+                return g_strdup_printf("created %" PRIu64 " '%s' %u", id, name, owner);
+        if (streq(member, "SnapshotDeleted") && sd_bus_message_read(m, "t", &id) > 0)
+                return g_strdup_printf("deleted %" PRIu64, id);
+        return NULL;
 }
 
 static void test_lifecycle(void) {
         BusFixture b;
-        if (!tests_require_root())
+        Scenario *s = bus_fixture_start_with_scenario(&b, listener_scenario, NULL, NULL);
+        if (!s)
                 return;
-        Scenario *s = listener_scenario();
-        if (!daemon_test_start(&b, NULL, NULL))
-                return;
-        sd_bus *bus = bus_open();
-        SignalLog log = { .lines = g_ptr_array_new_with_free_func(g_free) };
-        g_assert_cmpint(sd_bus_match_signal(bus, NULL, DEST, PATH, IFACE, NULL, on_signal, &log), >=, 0);
+        sd_bus *bus = bus_client_open();
+        BusSignalLog log;
+        bus_signal_log_start(&log, bus, signal_line);
         uint64_t a = create_ok(bus, scenario_root_pid(s), "kept"), d = create_ok(bus, scenario_root_pid(s), NULL);
-        assert_signal(bus, &log, "created %" PRIu64 " 'kept' 0", a);
-        assert_signal(bus, &log, "created %" PRIu64 " '' 0", d);
+        bus_signal_log_assert(&log, bus, "created %" PRIu64 " 'kept' 0", a);
+        bus_signal_log_assert(&log, bus, "created %" PRIu64 " '' 0", d);
         g_autoptr(GBytes) before = export_pipe_ok(bus, a, "json");
         g_assert_cmpint(call(bus, "DeleteSnapshot", NULL, NULL, "t", d), >=, 0);
-        assert_signal(bus, &log, "deleted %" PRIu64, d);
+        bus_signal_log_assert(&log, bus, "deleted %" PRIu64, d);
         sd_bus_error error = SD_BUS_ERROR_NULL;
         g_assert_cmpint(call(bus, "DeleteSnapshot", &error, NULL, "t", d), <, 0);
         assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
@@ -541,7 +472,7 @@ static void test_lifecycle(void) {
         /* a restart keeps the snapshot as it was; ids are not reused */
         g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
         bus_fixture_start_daemon(&b, NULL, NULL, 30);
-        bus = bus_open();
+        bus = bus_client_open();
         g_autoptr(GArray) listed = list_snapshots(bus);
         g_assert_cmpuint(listed->len, ==, 1);
         g_assert_nonnull(find_listed(listed, a));
@@ -579,14 +510,14 @@ static void test_upgrade(void) {
         if (tests_run_capture(argv, &out, &err) != 0)
                 g_error("making a version 1 database: %s", err);
         bus_fixture_start_daemon(&b, NULL, NULL, 30);
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
         g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json");
         g_autoptr(Forest) f = read_snapshot(json);
         tests_assert_forest_matches(f, s, true);
-        g_autofree char *version = sqlite_query(db, "PRAGMA user_version");
+        g_autofree char *version = tests_sqlite_query(db, "PRAGMA user_version");
         g_assert_cmpint(atoi(version), ==, STATE_MIGRATIONS_COUNT);
-        g_autofree char *live = sqlite_query(db, "SELECT count(*) > 0 FROM filters");
+        g_autofree char *live = tests_sqlite_query(db, "SELECT count(*) > 0 FROM filters");
         g_assert_cmpstr(live, ==, "1");
         scenario_free(s);
         bus_fixture_stop(&b);
@@ -641,12 +572,10 @@ static pid_t spawn_flood(int fd) {
 
 static void test_hostile_import(void) {
         BusFixture b;
-        if (!tests_require_root())
+        Scenario *s = bus_fixture_start_with_scenario(&b, listener_scenario, NULL, NULL);
+        if (!s)
                 return;
-        Scenario *s = listener_scenario();
-        if (!daemon_test_start(&b, NULL, NULL))
-                return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         g_autofree char *dir = g_dir_make_tmp("sectree-snap-XXXXXX", NULL);
         uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
         g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json"), sqlite = export_pipe_ok(bus, id, "sqlite");
@@ -695,12 +624,10 @@ static void test_hostile_import(void) {
 static void test_deadlines(void) {
         BusFixture b;
         char *env[] = { (char *) "SECTREE_SNAPSHOT_TIMEOUT_USEC=1500000", NULL };
-        if (!tests_require_root())
+        Scenario *s = bus_fixture_start_with_scenario(&b, listener_scenario, NULL, env);
+        if (!s)
                 return;
-        Scenario *s = listener_scenario();
-        if (!daemon_test_start(&b, NULL, env))
-                return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
 
         int in[2], out[2];
@@ -768,9 +695,9 @@ static void test_deadlines(void) {
 /* Stopping the daemon answers the transfers still waiting, and it exits cleanly. */
 static void test_stop_during_transfer(void) {
         BusFixture b;
-        if (!daemon_test_start(&b, NULL, NULL))
+        if (!bus_fixture_start_all(&b, NULL, NULL))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         int p[2];
         g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
         Pending import = {};
@@ -793,49 +720,91 @@ static void test_stop_during_transfer(void) {
         bus_fixture_stop(&b);
 }
 
-/* ---- access ---- */
-
-#define NOBODY_COMM "nobody-snap"
-/* A process of uid/gid 65534 with a filter and a child of its own. */
-static pid_t spawn_nobody_with_filter(void) {
-        int pipefd[2];
-        g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
-        pid_t pid = fork();
-        g_assert_cmpint(pid, >=, 0);
-        if (pid == 0) {
-                struct sock_filter f[16];
-                size_t n = scenario_filter_errno(f, SYS_acct, 3, 0);
-                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
-                if (dup2(pipefd[1], 3) < 0 || close_range(4, ~0U, 0) < 0)
-                        _exit(1);
-                if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
-                    setresuid(NOBODY, NOBODY, NOBODY) < 0)
-                        _exit(1);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() == 1)
-                        _exit(1);
-                prctl(PR_SET_NAME, NOBODY_COMM);
-                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                prctl(PR_SET_DUMPABLE, 1);
-                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-                        _exit(2);
-                if (fork() == 0) {
-                        prctl(PR_SET_PDEATHSIG, SIGKILL);
-                        pause();
-                        _exit(0);
-                }
-                (void) !write(3, "x", 1);
-                close(3);
-                pause();
-                _exit(0);
-        }
-        close(pipefd[1]);
-        char c;
-        g_assert_cmpint(read(pipefd[0], &c, 1), ==, 1);
-        close(pipefd[0]);
-        return pid;
+/* Dispatch what has come in, without waiting. */
+static void drain(sd_bus *bus) {
+        while (sd_bus_process(bus, NULL) > 0)
+                ;
 }
 
+/* Formatting and parsing run in a worker thread, not on the loop: with the daemon's workers held
+ * ($SECTREE_TEST_SNAPSHOT_GATE), an export into a file and an import from one are still under
+ * way while other calls are answered, and stopping the daemon cancels a held one. */
+static void test_worker(void) {
+        BusFixture b;
+        g_autofree char *dir = g_dir_make_tmp("sectree-snap-XXXXXX", NULL);
+        g_autofree char *gate = g_build_filename(dir, "go", NULL), *path = g_build_filename(dir, "export", NULL);
+        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_SNAPSHOT_GATE=", gate, NULL);
+        char *env[] = { gate_env, NULL };
+        Scenario *s = bus_fixture_start_with_scenario(&b, listener_scenario, NULL, env);
+        if (!s)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
+
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        Pending export = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", on_reply, &export,
+                                                 "ths", id, fd, "json"), >=, 0);
+        /* and a second one, which waits for the first one's worker */
+        g_autofree char *path2 = g_build_filename(dir, "export2", NULL);
+        int fd2 = open(path2, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd2, >=, 0);
+        Pending export2 = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", on_reply, &export2,
+                                                 "ths", id, fd2, "sqlite"), >=, 0);
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        drain(bus); /* a reply sent before ListSnapshots' would be here now */
+        g_assert_false(export.done || export2.done);
+        struct stat st;
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(st.st_size, ==, 0);
+
+        g_assert_true(g_file_set_contents(gate, "", 0, NULL));
+        gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        while (!(export.done && export2.done) && g_get_monotonic_time() < end)
+                pump(bus, -1, 0);
+        g_assert_true(export.done && export2.done);
+        g_assert_false(sd_bus_error_is_set(&export.error) || sd_bus_error_is_set(&export2.error));
+        g_autoptr(Forest) f = NULL, f2 = NULL;
+        g_autofree char *error = NULL;
+        if (snapshot_read_path(path, &f, &error) < 0 || snapshot_read_path(path2, &f2, &error) < 0)
+                g_error("an export does not read back: %s", error);
+        g_assert_cmpuint(f->n_processes, >, 0);
+        g_assert_cmpint(forest_isomorphic(f, f2, NULL, 0, NULL), ==, 1);
+        close(fd2);
+        g_assert_cmpint(unlink(path2), ==, 0);
+
+        /* held in its worker, an import is cancelled when the daemon stops */
+        g_assert_cmpint(unlink(gate), ==, 0);
+        g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+        Pending import = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply, &import,
+                                                 "h", fd), >=, 0);
+        g_autoptr(GArray) still = list_snapshots(bus);
+        g_assert_cmpuint(still->len, ==, 1);
+        drain(bus);
+        g_assert_false(import.done);
+        g_assert_cmpint(kill(b.daemon_pid, SIGTERM), ==, 0);
+        end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        while (!import.done && g_get_monotonic_time() < end)
+                pump(bus, -1, 0);
+        g_assert_true(import.done);
+        if (!import.error.message || !strstr(import.error.message, "stopping"))
+                g_error("the import got %s: %s", import.error.name, import.error.message);
+        sd_bus_error_free(&import.error);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        close(fd);
+        g_assert_cmpint(unlink(path), ==, 0);
+        g_assert_cmpint(rmdir(dir), ==, 0);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* ---- access ---- */
+
+#define NOBODY_COMM "nobody-snap" /* of the process of nobody (tests_spawn_nobody(), with a child) */
 typedef struct NobodyCase {
         pid_t theirs, mine;
         uint64_t root_snapshot;
@@ -845,7 +814,7 @@ typedef struct NobodyCase {
 /* What nobody tries, in a child with uid and gid 65534; every assertion failure makes it exit
  * non-zero. */
 static void nobody_part(NobodyCase *c, int result_fd) {
-        sd_bus *bus = bus_open();
+        sd_bus *bus = bus_client_open();
         sd_bus_error error = SD_BUS_ERROR_NULL;
 
         g_assert_cmpuint(create_snapshot(bus, c->theirs, NULL, &error), ==, 0);
@@ -927,10 +896,10 @@ static void test_access(void) {
         if (!tests_require_root())
                 return;
         Scenario *s = listener_scenario();
-        pid_t mine = spawn_nobody_with_filter();
-        if (!daemon_test_start(&b, NULL, NULL))
+        pid_t mine = tests_spawn_nobody(NOBODY_COMM, true);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         NobodyCase c = { .theirs = scenario_root_pid(s), .mine = mine };
         c.root_snapshot = create_ok(bus, scenario_root_pid(s), "root's");
         run_as_nobody(&c);
@@ -1014,9 +983,9 @@ static void assert_churn_snapshot(const Forest *f, pid_t root) {
 
 static void churn_with(char **args, char **env, const char *consistency) {
         BusFixture b;
-        if (!daemon_test_start(&b, args, env))
+        if (!bus_fixture_start_all(&b, args, env))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_open();
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         pid_t churn = spawn_churn_root();
         size_t most = 0;
         for (int i = 0; i < 10; i++) {
@@ -1057,6 +1026,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot-daemon/hostile-import", test_hostile_import);
         g_test_add_func("/snapshot-daemon/deadlines", test_deadlines);
         g_test_add_func("/snapshot-daemon/stop-during-transfer", test_stop_during_transfer);
+        g_test_add_func("/snapshot-daemon/worker", test_worker);
         g_test_add_func("/snapshot-daemon/access", test_access);
         g_test_add_func("/snapshot-daemon/churn", test_churn);
         g_test_add_func("/snapshot-daemon/ptrace/churn", test_ptrace_churn);

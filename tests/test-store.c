@@ -13,17 +13,6 @@
 
 DEFINE_CLEANUP(sqlite3 *, sqlite3_close)
 
-static const struct sock_filter prog_allow[] = {
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-};
-static const struct sock_filter prog_errno[] = {
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
-};
-static const struct sock_filter prog_log[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 4), /* seccomp_data.arch */
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_LOG),
-};
-
 typedef struct Fixture {
         char *dir;
         char *path;
@@ -180,10 +169,10 @@ static Forest *build(const FSpec *fs, size_t nf, const TSpec *ts, size_t nt) {
 
 /* Forest A: two roots; 1 has children 2 and 3; 4 has a listener held by process 200. */
 static const FSpec forest_a_filters[] = {
-        { 1, 0, PROG(prog_allow), false, false },
-        { 2, 1, PROG(prog_errno), false, false },
-        { 3, 1, PROG(prog_log), true, false },
-        { 4, 0, PROG(prog_allow), false, true },
+        { 1, 0, PROG(tests_prog_allow), false, false },
+        { 2, 1, PROG(tests_prog_errno), false, false },
+        { 3, 1, PROG(tests_prog_log), true, false },
+        { 4, 0, PROG(tests_prog_allow), false, true },
 };
 static const TSpec forest_a_tasks[] = {
         { 100, 100, 1, 2, 0, "alpha" },
@@ -207,9 +196,9 @@ static Forest *forest_a(void) {
 
 /* Forest B: A later: 3 and 4 are gone (with processes 200 and 300), 5 was stacked on 2. */
 static const FSpec forest_b_filters[] = {
-        { 1, 0, PROG(prog_allow), false, false },
-        { 2, 1, PROG(prog_errno), false, false },
-        { 5, 2, PROG(prog_allow), false, false },
+        { 1, 0, PROG(tests_prog_allow), false, false },
+        { 2, 1, PROG(tests_prog_errno), false, false },
+        { 5, 2, PROG(tests_prog_allow), false, false },
 };
 static const TSpec forest_b_tasks[] = {
         { 100, 100, 1, 5, 0, "alpha" },
@@ -373,8 +362,8 @@ static void test_replace_all(Fixture *fx, gconstpointer data) {
 
 static void test_replace_all_refuses_reused_id(Fixture *fx, gconstpointer data) {
         static const FSpec reuse[] = {
-                { 1, 0, PROG(prog_allow), false, false },
-                { 3, 1, PROG(prog_errno), false, false }, /* 3 went to history with forest B */
+                { 1, 0, PROG(tests_prog_allow), false, false },
+                { 3, 1, PROG(tests_prog_errno), false, false }, /* 3 went to history with forest B */
         };
         static const TSpec tasks[] = { { 100, 100, 1, 3, 0, "alpha" } };
         _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks),
@@ -397,7 +386,7 @@ static void test_replace_all_refuses_reused_id(Fixture *fx, gconstpointer data) 
 
 /* history keeps only its newest rows; the ids of the dropped ones stay used. */
 static void test_history_limit(Fixture *fx, gconstpointer data) {
-        static const FSpec only_root[] = { { 1, 0, PROG(prog_allow), false, false } };
+        static const FSpec only_root[] = { { 1, 0, PROG(tests_prog_allow), false, false } };
         static const TSpec tasks[] = { { 100, 100, 1, 1, 0, "alpha" } };
         _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks),
                                        *c = BUILD(only_root, tasks);
@@ -453,7 +442,7 @@ static void test_replace_all_refusals(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, -EBUSY);
         store_rollback(s);
 
-        g_assert_cmpint(forest_add_filter(a, 9, 0, PROG(prog_allow), NULL), ==, 0); /* unlinks */
+        g_assert_cmpint(forest_add_filter(a, 9, 0, PROG(tests_prog_allow), NULL), ==, 0); /* unlinks */
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, -EINVAL);
         assert_rows(db, "SELECT count(*) FROM filters", "0");
         assert_rows(db, "SELECT generation FROM meta", "0");
@@ -490,7 +479,7 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         /* A batch: thread 101 stacks filter 10 on its filter 3. */
         g_assert_cmpint(store_begin(s), ==, 0);
         g_assert_cmpint(store_begin(s), ==, -EBUSY);
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = prog_errno,
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = tests_prog_errno,
                                                                    .len = 1, .log = true }, &installer, 1500), ==, 0);
         t = watch_task(101, 100, "worker", 10);
         g_assert_cmpint(store_put_task(s, &t, NULL, 1500), ==, 0);
@@ -505,14 +494,14 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         assert_rows(db, "SELECT comm, exe, start_time FROM processes WHERE pid = 100", "alpha,/usr/bin/alpha,1100");
         /* Re-put of a filter keeps its installer and first_seen. */
         g_assert_cmpint(store_put_filter(s, forest_find_filter(a, 3), NULL, 1600), ==, 0);
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = prog_errno,
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = tests_prog_errno,
                                                                    .len = 1, .log = true }, NULL, 1700), ==, 0);
         assert_rows(db, "SELECT first_seen_usec, last_seen_usec, installer_comm FROM filters WHERE id = 10",
                     "1500,1700,alpha");
 
         /* A batch rolled back leaves nothing behind. */
         g_assert_cmpint(store_begin(s), ==, 0);
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 11, .parent_id = 10, .insns = prog_allow,
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 11, .parent_id = 10, .insns = tests_prog_allow,
                                                                    .len = 1 }, &installer, 1800), ==, 0);
         t = watch_task(500, 500, "delta", 11);
         g_assert_cmpint(store_put_task(s, &t, "/usr/bin/delta", 1800), ==, 0);
@@ -537,7 +526,7 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         t = watch_task(600, 600, "epsilon", 999);
         g_assert_cmpint(store_put_task(s, &t, NULL, 2000), ==, -ENOENT);
         assert_rows(db, "SELECT count(*) FROM processes WHERE pid = 600", "0");
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 12, .parent_id = 998, .insns = prog_allow,
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 12, .parent_id = 998, .insns = tests_prog_allow,
                                                                    .len = 1 }, NULL, 2000), ==, -ENOENT);
 
         /* Exits and retiring. */
@@ -561,7 +550,7 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         assert_rows(db, "SELECT id FROM history ORDER BY id", "4;10");
 
         /* An id from history may not come back. */
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = prog_allow,
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = tests_prog_allow,
                                                                    .len = 1 }, NULL, 2300), ==, -EEXIST);
         g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
         g_assert_cmpuint(max_id, ==, 10);
@@ -599,7 +588,7 @@ static void test_views(Fixture *fx, gconstpointer data) {
                     "100,1,0,100,alpha;200,100,1,100/200,beta;300,200,2,100/200/300,gamma");
 
         /* Deeper: 5 on 2 on 1, run by 102. */
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 5, .parent_id = 2, .insns = prog_allow,
+        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 5, .parent_id = 2, .insns = tests_prog_allow,
                                                                    .len = 1 }, NULL, 1100), ==, 0);
         WatchTask t = watch_task(102, 100, "alpha", 5);
         g_assert_cmpint(store_put_task(s, &t, NULL, 1100), ==, 0);

@@ -134,25 +134,6 @@ static void assert_no_event(Watcher *w, WatchEventType type, pid_t tid) {
                 g_error("unexpected %s event for thread %d", type_name(type), tid);
 }
 
-/* The filters a test uses. */
-typedef struct Filters {
-        struct sock_filter a[32], b[32], c[32];
-        size_t na, nb, nc;
-} Filters;
-
-static void filters_init(Filters *x) {
-        x->na = scenario_filter_errno(x->a, SYS_getpriority, 1, 0);
-        x->nb = scenario_filter_errno(x->b, SYS_acct, 2, 3);
-        x->nc = scenario_filter_errno(x->c, SYS_swapon, 3, 7);
-}
-
-static Scenario *scenario_start(void) {
-        Scenario *s = NULL;
-
-        g_assert_cmpint(scenario_new(&s), ==, 0);
-        return s;
-}
-
 static Forest *scan_subtree(BpfScanner *b, const Scenario *s) {
         ScanOptions opts = { .root = scenario_root_pid(s) };
         Forest *f = NULL;
@@ -260,11 +241,9 @@ static void test_filter_attached(void) {
                 return;
         Watcher *w = watcher_get();
         NodeIds ids = {};
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_LOG), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, SECCOMP_FILTER_FLAG_LOG);
         g_assert_cmpint(scenario_install_prctl(s, a, x.b, x.nb), >=, 0);
         ScenarioTask b = scenario_fork(s, a);
         ScenarioTask c = scenario_fork(s, a);
@@ -292,11 +271,9 @@ static void test_tsync(void) {
                 return;
         Watcher *w = watcher_get();
         NodeIds ids = {};
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
         g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
         g_assert_cmpint(scenario_install(s, t2, x.c, x.nc, 0), >=, 0); /* t2 alone */
@@ -317,11 +294,9 @@ static void test_task_new(void) {
                 return;
         Watcher *w = watcher_get();
         NodeIds ids = {};
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         assert_filter_events(w, s, &ids);
 
         /* A filtered task's child process and thread: with the parent's head. */
@@ -362,11 +337,9 @@ static void test_task_exec(void) {
                 return;
         Watcher *w = watcher_get();
         NodeIds ids = {};
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask b = scenario_fork(s, a);
         assert_filter_events(w, s, &ids);
         g_assert_cmpint(scenario_exec_sleep(s, b), ==, 0);
@@ -408,11 +381,9 @@ static void test_task_exit(void) {
                 return;
         Watcher *w = watcher_get();
         NodeIds ids = {};
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a), t3 = scenario_thread(s, a);
         g_assert_cmpint(scenario_install(s, t3, x.b, x.nb, 0), >=, 0);
         ScenarioTask u = scenario_fork(s, scenario_root(s));
@@ -446,9 +417,8 @@ static void test_task_mode(void) {
                 return;
         Watcher *w = watcher_get();
         NodeIds ids = {};
-        Filters x;
-        filters_init(&x);
-        Scenario *s = scenario_start();
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         g_assert_cmpint(scenario_strict(s, a), ==, 0);
         const WatchEvent *e = wait_event(w, WATCH_TASK_MODE, tid_of(s, a));
@@ -479,8 +449,7 @@ static void test_task_mode(void) {
         g_assert_cmpint(wait_event(w, WATCH_TASK_EXIT, tid2)->task.mode, ==, TASK_MODE_DISABLED);
 
         /* A filter: FILTER_ATTACHED only. */
-        ScenarioTask c = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, c, x.a, x.na, 0), >=, 0);
+        ScenarioTask c = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
         assert_filter_events(w, s, &ids);
         assert_no_event(w, WATCH_TASK_MODE, tid_of(s, c));
         assert_no_event(w, WATCH_TASK_MODE, tid_of(s, a)); /* once only */
@@ -527,7 +496,7 @@ static void test_overflow(void) {
         g_assert_cmpint(bpf_scanner_new(&b), ==, 0);
         g_assert_cmpint(unsetenv("SECTREE_BPF_EVENTS_SIZE"), ==, 0);
         g_assert_cmpint(bpf_scanner_watch_start(b, on_count, &count), ==, 0);
-        Scenario *s = scenario_start();
+        Scenario *s = tests_scenario_new();
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         count.tid = tid_of(s, a);
         uint64_t lost_before = bpf_scanner_watch_lost(b);
@@ -576,7 +545,7 @@ static void test_dispatch_bound(void) {
         g_assert_false(bpf_scanner_watch_pending(b));
         g_assert_cmpint(bpf_scanner_watch_start(b, on_count, &count), ==, 0);
         bpf_scanner_watch_set_dispatch_limits(b, BOUND_EVENTS, 0);
-        Scenario *s = scenario_start();
+        Scenario *s = tests_scenario_new();
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         count.tid = tid_of(s, a);
         uint64_t lost_before = bpf_scanner_watch_lost(b);
@@ -630,16 +599,15 @@ static int on_fail(const WatchEvent *e, void *userdata) {
 static void test_handler_error(void) {
         if (!tests_require_root())
                 return;
-        Filters x;
-        filters_init(&x);
+        TestFilters x;
+        tests_filters_init(&x);
         BpfScanner *b = NULL;
         g_assert_cmpint(bpf_scanner_new(&b), ==, 0);
         g_assert_cmpint(bpf_scanner_watch_fd(b), ==, -ENOTCONN);
         g_assert_cmpint(bpf_scanner_watch_dispatch(b), ==, -ENOTCONN);
         g_assert_cmpint(bpf_scanner_watch_start(b, on_fail, NULL), ==, 0);
-        Scenario *s = scenario_start();
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        Scenario *s = tests_scenario_new();
+        tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
 
         struct pollfd p = { .fd = bpf_scanner_watch_fd(b), .events = POLLIN };
         g_assert_cmpint(poll(&p, 1, EVENT_TIMEOUT_MS), ==, 1);

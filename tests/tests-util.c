@@ -1,14 +1,37 @@
-/* tests-util.c: privilege checks that turn skips into failures in CI, and comparisons of a
- * scanned Forest with a scenario's ground truth */
+/* tests-util.c: privilege checks that turn skips into failures in CI, comparisons of a scanned
+ * Forest with a scenario's ground truth, and running, spawning and reading child processes */
 #include "tests-util.h"
 
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/audit.h>
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 
+#include "snapshot-json.h"
+#include "snapshot-sqlite.h"
+#include "snapshot-validate.h"
+
 #define TRACEFS_MAGIC_ 0x74726163
+
+const struct sock_filter tests_prog_allow[1] = {
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+const struct sock_filter tests_prog_errno[1] = {
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+};
+const struct sock_filter tests_prog_log[2] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_LOG),
+};
 
 bool tests_require(bool condition, const char *why) {
         if (condition)
@@ -122,4 +145,189 @@ int tests_run_capture(char **argv, char **ret_out, char **ret_err) {
         if (WIFEXITED(status))
                 return WEXITSTATUS(status);
         return 128 + WTERMSIG(status);
+}
+
+GPtrArray *tests_argv_new(const char *program, const char *const *args) {
+        GPtrArray *argv = g_ptr_array_new();
+        g_ptr_array_add(argv, (char *) program);
+        for (const char *const *a = args; *a; a++)
+                g_ptr_array_add(argv, (char *) *a);
+        g_ptr_array_add(argv, NULL);
+        return argv;
+}
+
+char *tests_sqlite_query(const char *db, const char *sql) {
+        g_autofree char *out = NULL, *err = NULL;
+        g_autofree char *uri = g_strdup_printf("file:%s?mode=ro", db);
+        char *argv[] = { (char *) "sqlite3", uri, (char *) sql, NULL };
+        if (tests_run_capture(argv, &out, &err) != 0)
+                g_error("sqlite3 %s: %s", sql, err);
+        return g_strstrip(g_strdup(out));
+}
+
+void tests_die_with_parent(gpointer userdata) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+char *tests_read_line(int fd, GString *buf, gint64 deadline) {
+        for (;;) {
+                char *nl = memchr(buf->str, '\n', buf->len);
+                if (nl) {
+                        char *line = g_strndup(buf->str, (gsize) (nl - buf->str));
+                        g_string_erase(buf, 0, nl - buf->str + 1);
+                        return line;
+                }
+                gint64 left = deadline - g_get_monotonic_time();
+                if (left <= 0)
+                        return NULL;
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                if (poll(&p, 1, (int) (left / 1000) + 1) <= 0)
+                        continue;
+                char chunk[4096];
+                ssize_t n = read(fd, chunk, sizeof(chunk));
+                if (n <= 0)
+                        return NULL;
+                g_string_append_len(buf, chunk, n);
+        }
+}
+
+/* The child of tests_spawn_nobody(): exits 1 if it cannot become nobody, 2 if the filter is refused. */
+static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock_filter *insns, size_t n,
+                                   const char *comm, bool with_child) {
+        struct sock_fprog prog = { .len = (unsigned short) n, .filter = (struct sock_filter *) insns };
+        /* keep nothing of the test's (scenario sockets, the bus): only the pipe's end */
+        if (dup2(ready_fd, 3) < 0 || close_range(4, ~0U, 0) < 0)
+                _exit(1);
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+                _exit(1);
+        /* after the change of credentials, which clears the parent-death signal */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+                _exit(1);
+        if (comm)
+                prctl(PR_SET_NAME, comm);
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        prctl(PR_SET_DUMPABLE, 1);
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(2);
+        if (with_child && fork() == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                pause();
+                _exit(0);
+        }
+        (void) !write(3, "x", 1);
+        close(3);
+        pause();
+        _exit(0);
+}
+
+pid_t tests_spawn_nobody(const char *comm, bool with_child) {
+        struct sock_filter insns[16];
+        size_t n = scenario_filter_errno(insns, SYS_acct, 3, 0);
+        int pipefd[2];
+        pid_t parent = getpid();
+        g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0)
+                nobody_child(pipefd[1], parent, insns, n, comm, with_child);
+        close(pipefd[1]);
+        char c;
+        ssize_t r = read(pipefd[0], &c, 1);
+        close(pipefd[0]);
+        if (r != 1) {
+                int status = 0;
+                (void) waitpid(pid, &status, 0);
+                g_error("the process of nobody did not get ready (exit status %d)",
+                        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+        }
+        return pid;
+}
+
+size_t tests_filter_notify(struct sock_filter *insns, int nr) {
+        size_t n = 0;
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nr, 0, 1);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        return n;
+}
+
+void tests_filters_init(TestFilters *x) {
+        x->na = scenario_filter_errno(x->a, SYS_getpriority, 1, 0);
+        x->nb = scenario_filter_errno(x->b, SYS_acct, 2, 3);
+        x->nc = scenario_filter_errno(x->c, SYS_swapon, 3, 7);
+}
+
+Scenario *tests_scenario_new(void) {
+        Scenario *s = NULL;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        return s;
+}
+
+Scenario *tests_scenario_with_filters(TestFilters *x) {
+        tests_filters_init(x);
+        return tests_scenario_new();
+}
+
+ScenarioTask tests_fork_install(Scenario *s, ScenarioTask parent, const struct sock_filter *insns, size_t n,
+                                unsigned flags) {
+        ScenarioTask t = scenario_fork(s, parent);
+        g_assert_cmpint(t, >=, 0);
+        g_assert_cmpint(scenario_install(s, t, insns, n, flags), >=, 0);
+        return t;
+}
+
+const Task *tests_find_task(const Forest *f, const Scenario *s, ScenarioTask t) {
+        const Task *task = forest_find_task(f, scenario_task(s, t)->tid, NULL);
+        g_assert_nonnull(task);
+        return task;
+}
+
+void tests_assert_valid_snapshot(const Forest *f) {
+        g_autofree char *json = NULL, *again = NULL, *error = NULL;
+        g_autofree void *image = NULL;
+        g_autoptr(Forest) g = NULL;
+        g_autoptr(Forest) h = NULL;
+        size_t size;
+
+        if (snapshot_validate(f, &error) < 0)
+                g_error("the scan is not a valid snapshot: %s", error);
+        g_assert_cmpint(snapshot_json_format(f, 0, &json), ==, 0);
+        if (snapshot_json_read(json, strlen(json), &g, &error) < 0)
+                g_error("JSON: %s", error);
+        g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
+        if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
+                g_error("SQLite: %s", error);
+        g_assert_cmpint(snapshot_json_format(h, 0, &again), ==, 0);
+        g_assert_cmpstr(json, ==, again);
+}
+
+bool tests_listener_has_holder(const Listener *l, pid_t pid, int fd) {
+        for (size_t i = 0; i < l->n_holders; i++)
+                if (l->holders[i].pid == pid && l->holders[i].fd == fd)
+                        return true;
+        return false;
+}
+
+const Listener *tests_listener_held_by(const Forest *f, pid_t pid, int fd) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                if (tests_listener_has_holder(f->listeners[i], pid, fd))
+                        return f->listeners[i];
+        return NULL;
+}
+
+const Process *tests_assert_holder_present(const Forest *f, const Listener *l, const Scenario *s, ScenarioTask t,
+                                           int fd, size_t n_threads) {
+        pid_t pid = scenario_task(s, t)->tgid;
+        const Process *p = forest_find_process(f, pid);
+        g_assert_true(tests_listener_has_holder(l, pid, fd));
+        g_assert_true(tests_listener_held_by(f, pid, fd) == l);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_threads, ==, n_threads);
+        for (size_t i = 0; i < p->n_threads; i++)
+                g_assert_cmpint(p->threads[i].mode, ==, TASK_MODE_DISABLED);
+        return p;
 }

@@ -1,9 +1,12 @@
 /* tests-util.h: what every test program shares: privilege checks that turn skips into failures
- * in CI, and comparisons of a scanned Forest with a scenario's ground truth */
+ * in CI, comparisons of a scanned Forest with a scenario's ground truth, and running, spawning
+ * and reading child processes */
 #pragma once
 
 #include <glib.h>
+#include <linux/filter.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "forest.h"
 #include "scenario.h"
@@ -27,3 +30,67 @@ void tests_assert_forest_matches(const Forest *f, const Scenario *s, bool exact)
 
 /* Run argv, capture stdout (and stderr if ret_err), return exit status (or -1 on spawn failure). */
 int tests_run_capture(char **argv, char **ret_out, char **ret_err);
+
+/* A NULL-terminated argv: program, then args (NULL-terminated); the strings are not copied. */
+GPtrArray *tests_argv_new(const char *program, const char *const *args);
+
+/* sqlite3 on db opened read-only (file:DB?mode=ro): the output of sql, stripped of white space at
+ * both ends. Fails the test if sqlite3 fails. */
+char *tests_sqlite_query(const char *db, const char *sql);
+
+/* A GSpawnChildSetupFunc: the child gets SIGKILL when the test process dies. */
+void tests_die_with_parent(gpointer userdata);
+
+/* The next line of fd before deadline (monotonic µs), without its newline; buf keeps what was read
+ * beyond it for the next call. NULL on timeout or end of file. */
+char *tests_read_line(int fd, GString *buf, gint64 deadline);
+
+/* Fork a process of uid/gid 65534 with no supplementary groups that dies with the test process
+ * (SIGKILL, set after the change of credentials) and keeps no descriptor above 2. It sets
+ * no_new_privs, is dumpable, takes the name comm (unless NULL), installs a filter of its own with
+ * seccomp(2) (ERRNO(3) for acct: scenario_filter_errno(SYS_acct, 3, 0)), forks a child that only
+ * pauses if with_child, and pauses. Returns its pid once all of that is done; fails the test if any
+ * step failed. */
+pid_t tests_spawn_nobody(const char *comm, bool with_child);
+
+/* A filter that hands syscall nr on x86-64 to its listener (SECCOMP_RET_USER_NOTIF) and allows the
+ * rest; insns must hold 7 entries. Returns the length. Give it a syscall nobody calls: nothing
+ * answers the notification. */
+size_t tests_filter_notify(struct sock_filter *insns, int nr);
+
+/* Three byte-different filters (ERRNO for getpriority, acct and swapon) for scenarios to install. */
+typedef struct TestFilters {
+        struct sock_filter a[32], b[32], c[32];
+        size_t na, nb, nc;
+} TestFilters;
+void tests_filters_init(TestFilters *x);
+
+/* scenario_new(), failing the test if it fails. */
+Scenario *tests_scenario_new(void);
+/* The start of most kernel tests: x filled in by tests_filters_init(), and tests_scenario_new(). */
+Scenario *tests_scenario_with_filters(TestFilters *x);
+/* parent forks a process that installs insns[0..n) with flags (scenario_fork(), then
+ * scenario_install()); fails the test if either fails. Returns the new process. */
+ScenarioTask tests_fork_install(Scenario *s, ScenarioTask parent, const struct sock_filter *insns, size_t n,
+                                unsigned flags);
+
+/* The task of f that is scenario task t; fails the test if f does not have it. */
+const Task *tests_find_task(const Forest *f, const Scenario *s, ScenarioTask t);
+
+/* f is a valid snapshot (snapshot_validate()), and reads back from JSON and from SQLite to the
+ * same JSON. */
+void tests_assert_valid_snapshot(const Forest *f);
+
+/* Does listener l list (pid, fd) among its holders? */
+bool tests_listener_has_holder(const Listener *l, pid_t pid, int fd);
+/* The listener of f held by pid at fd, NULL if none. */
+const Listener *tests_listener_held_by(const Forest *f, pid_t pid, int fd);
+/* Scenario task t's process is in f with n_threads threads, none of them with seccomp, and holds
+ * listener l at fd (l lists the holder, and it is the listener tests_listener_held_by() finds
+ * there). Returns the process. */
+const Process *tests_assert_holder_present(const Forest *f, const Listener *l, const Scenario *s, ScenarioTask t,
+                                           int fd, size_t n_threads);
+
+/* Tiny programs for forests built by hand: valid seccomp filters with pairwise different bytes
+ * (RET ALLOW; RET ERRNO(1); load arch, RET LOG). */
+extern const struct sock_filter tests_prog_allow[1], tests_prog_errno[1], tests_prog_log[2];
