@@ -207,6 +207,7 @@ static void test_monitor_bus_gone(void) {
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
         g_test_add_func("/client/help", test_help);
         g_test_add_func("/client/usage", test_usage);
         g_test_add_func("/client/no-bus", test_no_bus);

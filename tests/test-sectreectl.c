@@ -1702,6 +1702,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
 #define ADD(name, fn) g_test_add("/sectreectl/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
         ADD("status", test_status);
         ADD("ps", test_ps);

@@ -331,3 +331,19 @@ const Process *tests_assert_holder_present(const Forest *f, const Listener *l, c
                 g_assert_cmpint(p->threads[i].mode, ==, TASK_MODE_DISABLED);
         return p;
 }
+
+static void on_sigterm(int sig) {
+        /* Diagnostics on the way out: g_test_get_path() only reads a string GLib keeps. */
+        const char *path = g_test_get_path();
+        static const char pre[] = "\nkilled (SIGTERM, the runner's timeout?) while running ";
+        (void) !write(STDERR_FILENO, pre, sizeof(pre) - 1);
+        if (path)
+                (void) !write(STDERR_FILENO, path, strlen(path));
+        (void) !write(STDERR_FILENO, "\n", 1);
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+void tests_name_hangs(void) {
+        signal(SIGTERM, on_sigterm);
+}

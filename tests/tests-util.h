@@ -15,6 +15,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(Forest, forest_free)
 
 /* True if the test may run (root, and BPF/ptrace available). Otherwise marks the test skipped
  * with why — or failed when $CI is set, since CI must run every kernel test. */
+/* When the test runner's timeout kills the program (SIGTERM), say which test was running on
+ * stderr before dying: a hang is then named in the log. Call once, after g_test_init(). */
+void tests_name_hangs(void);
+
 bool tests_require_root(void);
 bool tests_require(bool condition, const char *why);
 
