@@ -76,6 +76,13 @@ Verdict verdict_info(Verdict v);
 
 /* Timing: CLOCK_MONOTONIC in nanoseconds, and the median of n samples (sorts them). */
 uint64_t now_nsec(void);
+/* Time since start (a now_nsec() value), in µs and in ms. */
+static inline double usec_since(uint64_t start) {
+        return (double) (now_nsec() - start) / 1e3;
+}
+static inline double msec_since(uint64_t start) {
+        return (double) (now_nsec() - start) / 1e6;
+}
 double median(double *samples, size_t n);
 /* The nearest-rank percentile p (0 < p <= 100) of n samples (sorts them); 0 when n == 0. */
 double percentile(double *samples, size_t n, double p);

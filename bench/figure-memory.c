@@ -78,7 +78,7 @@ static int rescan(DaemonFixture *d, double *ret_msec) {
         uint64_t start = now_nsec();
         r = sd_bus_call_method(bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager", "Rescan", &error, NULL,
                                "");
-        *ret_msec = (double) (now_nsec() - start) / 1e6;
+        *ret_msec = msec_since(start);
         if (r < 0)
                 log_error_errno(r, "Rescan failed: %s", error.message ?: strerror(-r));
         sd_bus_error_free(&error);

@@ -233,7 +233,7 @@ static int scan_size(ScanBench *b, size_t n) {
         r = workload_new(&wo, &b->w);
         if (r < 0)
                 return r;
-        log_info("%zu tasks ready in %.0f ms.", n, (double) (now_nsec() - start) / 1e6);
+        log_info("%zu tasks ready in %.0f ms.", n, msec_since(start));
         b->scan = (ScanOptions) { .root = workload_root(b->w), .include_argv = false, .include_exe = false };
 
         r = measure_all(b, t);

@@ -36,10 +36,6 @@ typedef struct SnapshotBench {
         BpfScanner *bpf;
 } SnapshotBench;
 
-static double msec_since(uint64_t start) {
-        return (double) (now_nsec() - start) / 1e6;
-}
-
 static int call_failed(const char *method, int r, const sd_bus_error *error) {
         return log_error_errno(r, "%s failed: %s%s%s", method, error->name ?: "", error->name ? ": " : "",
                                error->message ?: strerror(-r));

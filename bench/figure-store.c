@@ -64,16 +64,6 @@ typedef struct StoreBench {
         unsigned next_synthetic;
 } StoreBench;
 
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static double usec_since(uint64_t start) {
-        return (double) (now_nsec() - start) / 1000;
-}
-
 /* Where the bytes of a state database are, from the dbstat table (when SQLite has it). */
 static void store_size_breakdown(sqlite3 *db, char *buf, size_t size) {
         static const char sql[] =
@@ -165,9 +155,9 @@ static int batch_attach(StoreBench *b, Store *s, const Forest *f, WatchTask *tas
         uint64_t start = now_nsec();
         r = store_begin(s);
         if (r >= 0)
-                r = store_put_watch_filter(s, &wf, &inst, now_realtime_usec());
+                r = store_put_watch_filter(s, &wf, &inst, now_usec(CLOCK_REALTIME));
         if (r >= 0)
-                r = store_put_task(s, task, NULL, now_realtime_usec());
+                r = store_put_task(s, task, NULL, now_usec(CLOCK_REALTIME));
         if (r >= 0)
                 r = store_commit(s);
         if (r < 0) {
@@ -188,7 +178,7 @@ static int batch_exit(StoreBench *b, Store *s, const WatchTask *task, uint64_t i
         if (r == 0)
                 r = log_error_errno(-ENOENT, "Thread %d was not stored.", task->tid);
         if (r > 0)
-                r = store_retire_filter(s, id, now_realtime_usec());
+                r = store_retire_filter(s, id, now_usec(CLOCK_REALTIME));
         if (r >= 0)
                 r = store_commit(s);
         if (r < 0) {
@@ -233,7 +223,7 @@ static int pass_store(StoreBench *b, const Forest *f, bool check, double *ret_fi
         r = path ? store_open(dir, &s) : log_oom();
         if (r >= 0) {
                 uint64_t start = now_nsec();
-                r = store_replace_all(s, f, now_realtime_usec());
+                r = store_replace_all(s, f, now_usec(CLOCK_REALTIME));
                 *ret_first = usec_since(start);
         }
         if (r >= 0 && check) {
@@ -248,7 +238,7 @@ static int pass_store(StoreBench *b, const Forest *f, bool check, double *ret_fi
         }
         if (r >= 0) {
                 uint64_t start = now_nsec();
-                r = store_replace_all(s, f, now_realtime_usec() + 1);
+                r = store_replace_all(s, f, now_usec(CLOCK_REALTIME) + 1);
                 *ret_refresh = usec_since(start);
         }
         if (r >= 0)

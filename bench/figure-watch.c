@@ -147,7 +147,7 @@ static int on_ping(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         uint64_t sent;
 
         if (sd_bus_message_read(m, "t", &sent) > 0)
-                *ret = (double) (now_nsec() - sent) / 1e6;
+                *ret = msec_since(sent);
         return 0;
 }
 
@@ -509,7 +509,7 @@ static int measure_rescan(WatchBench *b) {
                 uint64_t start = now_nsec();
                 int r = sd_bus_call_method(b->client.bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager",
                                            "Rescan", &error, NULL, "");
-                samples[i] = (double) (now_nsec() - start) / 1e6;
+                samples[i] = msec_since(start);
                 if (r < 0) {
                         r = log_error_errno(r, "Rescan() failed: %s", error.message ?: error.name ?: "?");
                         sd_bus_error_free(&error);
@@ -555,7 +555,7 @@ static int measure_refresh_hold(WatchBench *b) {
                 uint64_t scan = 0, start = now_nsec();
                 r = sd_bus_get_property_trivial(bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager",
                                                 "LastScanUSec", &error, 't', &scan);
-                double ms = (double) (now_nsec() - start) / 1e6;
+                double ms = msec_since(start);
                 sd_bus_error_free(&error);
                 if (r < 0)
                         return log_error_errno(r, "Reading LastScanUSec failed: %m");

@@ -37,16 +37,6 @@ typedef struct FloorRows {
         size_t n_filters;
 } FloorRows;
 
-static uint64_t now_realtime_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-static double usec_since(uint64_t start) {
-        return (double) (now_nsec() - start) / 1000;
-}
-
 static void floor_rows_free(FloorRows *rows) {
         for (size_t i = 0; i < rows->n_filters; i++)
                 free(rows->filters[i].program);
@@ -171,7 +161,7 @@ static int floor_batches(sqlite3 *db, sqlite3_stmt *tst, StoreFloorResult *res) 
 
 static int floor_fill(const FloorRows *rows, sqlite3 *db, const Forest *f, StoreFloorResult *res) {
         _cleanup_(bench_sqlite_finalizep) sqlite3_stmt *fst = NULL, *pst = NULL, *tst = NULL;
-        uint64_t now = now_realtime_usec(), start;
+        uint64_t now = now_usec(CLOCK_REALTIME), start;
         int rc, r;
 
         rc = sqlite3_exec(db, floor_schema, NULL, NULL, NULL);
