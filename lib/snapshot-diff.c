@@ -421,8 +421,8 @@ static void print_tasks(const SnapshotDiff *d, FILE *out) {
         size_t n[_DIFF_KIND_MAX] = {};
         for (size_t i = 0; i < d->n_tasks; i++)
                 n[d->tasks[i].kind]++;
-        fprintf(out, "tasks: %zu added, %zu removed, %zu changed chains\n", n[DIFF_ADDED], n[DIFF_REMOVED],
-                n[DIFF_CHANGED]);
+        fprintf(out, "threads of processes in both: %zu added, %zu removed, %zu changed chains\n",
+                n[DIFF_ADDED], n[DIFF_REMOVED], n[DIFF_CHANGED]);
         for (size_t i = 0; i < d->n_tasks; i++) {
                 const TaskDiff *x = &d->tasks[i];
                 fprintf(out, "  %c thread %d of ", x->kind == DIFF_ADDED ? '+' : x->kind == DIFF_REMOVED ? '-' : '~',
