@@ -114,40 +114,19 @@ int live_forest_build(const FilterList *filters, const TaskList *tasks, const Ma
         return 0;
 }
 
-static int task_record_tgid_cmp(const void *key, const void *elem) {
-        uint32_t tgid = *(const uint32_t *) key, other = ((const TaskRecord *) elem)->tgid;
-        return tgid < other ? -1 : tgid > other;
+static int cmp_u32(const void *a, const void *b) {
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+        return x < y ? -1 : x > y;
 }
 
-/* Any listed thread of process tgid (they all carry the process's ppid); tasks sorted by tgid. */
-static const TaskRecord *task_list_find_process(const TaskList *tasks, uint32_t tgid) {
-        return bsearch_safe(&tgid, tasks->items, tasks->n, sizeof(TaskRecord), task_record_tgid_cmp);
-}
-
-/* Is process tgid root or a descendant of it, following the parent links the daemon gives?
- * Only listed processes have a known parent: the walk up ends at the first unlisted one, and
- * tgid is in the subtree only if that one is root itself (an unfiltered root process). */
-static bool process_in_subtree(const TaskList *tasks, uint32_t tgid, uint32_t root) {
-        uint32_t x = tgid;
-        for (size_t steps = 0; steps <= tasks->n; steps++) {
-                if (x == root)
-                        return true;
-                const TaskRecord *t = task_list_find_process(tasks, x);
-                if (!t || t->ppid == 0 || t->ppid == x)
-                        return false;
-                x = t->ppid;
-        }
-        return false; /* a parent cycle: only possible in inconsistent replies */
-}
-
-/* The tasks of the processes in root's subtree. The records are borrowed from tasks: free only
- * ret->items. */
-static int task_list_subtree(const TaskList *tasks, uint32_t root, TaskList *ret) {
+/* The tasks of the processes in members (sorted). The records are borrowed from tasks: free
+ * only ret->items. */
+static int task_list_subtree(const TaskList *tasks, const uint32_t *members, size_t n_members, TaskList *ret) {
         *ret = (TaskList) { .items = calloc(tasks->n + 1, sizeof(TaskRecord)) };
         if (!ret->items)
                 return -ENOMEM;
         for (size_t i = 0; i < tasks->n; i++)
-                if (process_in_subtree(tasks, tasks->items[i].tgid, root))
+                if (bsearch_safe(&tasks->items[i].tgid, members, n_members, sizeof(uint32_t), cmp_u32))
                         ret->items[ret->n++] = tasks->items[i];
         return 0;
 }
@@ -170,11 +149,13 @@ static int resolve_root(sd_bus *bus, const TaskList *tasks, pid_t pid, uint32_t 
         return 0;
 }
 
-/* The forest of root's subtree: its processes, and the filters their chains reach. */
+/* The forest of root's subtree: its processes (members, as ListSubtree named them), and the
+ * filters their chains reach. */
 static int live_forest_build_subtree(const FilterList *filters, const TaskList *tasks, const ManagerProperties *p,
-                                     uint32_t root, Forest **ret) {
+                                     uint32_t root, uint32_t *members, size_t n_members, Forest **ret) {
         TaskList sub;
-        int r = task_list_subtree(tasks, root, &sub);
+        qsort_safe(members, n_members, sizeof(uint32_t), cmp_u32);
+        int r = task_list_subtree(tasks, members, n_members, &sub);
         if (r < 0)
                 return log_oom();
         _cleanup_(forest_freep) Forest *f = NULL;
@@ -206,6 +187,10 @@ int live_forest_fetch(sd_bus *bus, pid_t root, Forest **ret) {
         if (root <= 0)
                 return live_forest_build(&filters, &tasks, &p, false, ret);
         uint32_t process;
+        _cleanup_free_ uint32_t *members = NULL;
+        size_t n_members = 0;
         r = resolve_root(bus, &tasks, root, &process);
-        return r < 0 ? r : live_forest_build_subtree(&filters, &tasks, &p, process, ret);
+        if (r >= 0)
+                r = manager_list_subtree(bus, process, &members, &n_members);
+        return r < 0 ? r : live_forest_build_subtree(&filters, &tasks, &p, process, members, n_members, ret);
 }

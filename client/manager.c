@@ -251,6 +251,25 @@ int manager_get_task_chain(sd_bus *bus, uint32_t tid, uint64_t **ret, size_t *re
         return 0;
 }
 
+int manager_list_subtree(sd_bus *bus, uint32_t pid, uint32_t **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = bus_call_manager(bus, "ListSubtree", &reply, "u", pid);
+        if (r < 0)
+                return r;
+        const void *pids;
+        size_t size;
+        r = sd_bus_message_read_array(reply, 'u', &pids, &size);
+        if (r < 0)
+                return bus_log_parse_error(r, "ListSubtree");
+        _cleanup_free_ uint32_t *copy = malloc(size + 1);
+        if (!copy)
+                return log_oom();
+        memcpy_safe(copy, pids, size);
+        *ret = TAKE_PTR(copy);
+        *ret_n = size / sizeof(uint32_t);
+        return 0;
+}
+
 int manager_rescan(sd_bus *bus) {
         return bus_call_manager(bus, "Rescan", NULL, "");
 }

@@ -211,6 +211,66 @@ static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_err
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
+/* Whether tgid descends from root, by the parents /proc shows now; memo holds what earlier walks
+ * found (pid -> 1 in, 2 out). */
+static int descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret) {
+        pid_t path[64];
+        size_t n = 0;
+        bool in = false;
+        for (pid_t x = tgid;; n++) {
+                void *known = hashmap_get(memo, (uint64_t) x);
+                if (x == root || known) {
+                        in = x == root || known == (void *) 1;
+                        break;
+                }
+                ProcStatus st;
+                if (x <= 1 || n == ELEMENTSOF(path) || proc_read_status(x, &st) < 0 || st.ppid == x)
+                        break; /* init, gone, or too deep to memoise: not (provably) below root */
+                path[n] = x;
+                x = st.ppid;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (hashmap_put(memo, (uint64_t) path[i], in ? (void *) 1 : (void *) 2) < 0)
+                        return -ENOMEM;
+        *ret = in;
+        return 0;
+}
+
+static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(hashmap_deinit) Hashmap memo = {};
+        Forest *f;
+        uint32_t pid;
+        int r = sd_bus_message_read(msg, "u", &pid);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+        if (pid == 0 || pid > INT32_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %" PRIu32 ".", pid);
+        ProcStatus st;
+        if (proc_read_status((pid_t) pid, &st) < 0 || st.tgid != (pid_t) pid)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process with pid %" PRIu32 ".", pid);
+        if (!caller_may_see_process(&c, (pid_t) pid))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Process %" PRIu32 " is not one you could trace.", pid);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "u");
+        for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                bool in;
+                if (!caller_may_see_process(&c, p->pid))
+                        continue;
+                r = descends_from(p->pid, (pid_t) pid, &memo, &in);
+                if (r >= 0 && in)
+                        r = sd_bus_message_append(reply, "u", (uint32_t) p->pid);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
 static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
@@ -465,6 +525,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_get_filter, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetTaskChain", SD_BUS_ARGS("u", tid), SD_BUS_RESULT("at", filters),
                                 method_get_task_chain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListSubtree", SD_BUS_ARGS("u", pid), SD_BUS_RESULT("au", processes),
+                                method_list_subtree, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Rescan", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_rescan,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("CreateSnapshot", SD_BUS_ARGS("u", root_pid, "a{sv}", options),

@@ -777,15 +777,15 @@ static void test_tree(Fixture *fx, gconstpointer data) {
         g_assert_cmpstr(tm.counts, ==, "2 filters, 3 processes, 3 threads, 0 listeners");
         tree_text_free(&tm);
 
-        /* the unfiltered scenario root: every process whose listed parents lead to it. m1, m1c and
-         * m2 hang below mid, which the daemon does not list: README-client.md says why they
-         * cannot be placed, and this test does not pin that limitation down. */
+        /* the unfiltered scenario root: every listed process below it, m1, m1c and m2 too, which
+         * hang below mid, a process the daemon does not list (ListSubtree follows /proc) */
         g_autofree char *root = g_strdup_printf("%d", scenario_root_pid(fx->s));
         TreeText tr = tree_of(fx, root);
-        const ScenarioTask in_root[] = { fx->a, fx->a1, fx->a2, fx->u, fx->t, fx->strict, fx->l };
+        const ScenarioTask in_root[] = { fx->a, fx->a1, fx->a2, fx->u,  fx->t,
+                                         fx->strict, fx->l, fx->m1, fx->m1c, fx->m2 };
         for (size_t i = 0; i < G_N_ELEMENTS(in_root); i++)
                 assert_tree_process(fx, &tr, in_root[i]);
-        const int filters_root[] = { fx->n_a, fx->n_a1, fx->n_u, fx->n_t, fx->n_l };
+        const int filters_root[] = { fx->n_a, fx->n_a1, fx->n_u, fx->n_t, fx->n_l, fx->n_m1, fx->n_m2 };
         for (size_t i = 0; i < G_N_ELEMENTS(filters_root); i++)
                 assert_tree_filter(fx, &tr, filters_root[i]);
         GHashTableIter it;
