@@ -90,30 +90,6 @@ static int uses_rebuild(Manager *m) {
         return m->uses_valid ? 0 : -ENOMEM;
 }
 
-/* Take one filter out of the live forest, as forest_drop_unreachable_filters() does for many
- * (lib/forest.c has no call for one filter). */
-static void live_remove_filter(Forest *f, Filter *x) {
-        for (size_t i = f->n_filters; i-- > 0;)
-                if (f->filters[i] == x) {
-                        memmove(f->filters + i, f->filters + i + 1, (f->n_filters - i - 1) * sizeof(Filter *));
-                        f->n_filters--;
-                        break;
-                }
-        (void) hashmap_remove(&f->filters_by_id, x->id);
-        free(x->insns);
-        free(x);
-        f->linked = false;
-}
-
-/* The head of a tracked thread, 0 if it has none or is not tracked. */
-static uint64_t thread_head(const Forest *f, pid_t tgid, pid_t tid) {
-        const Process *p = forest_find_process(f, tgid);
-        for (size_t i = 0; p && i < p->n_threads; i++)
-                if (p->threads[i].tid == tid)
-                        return p->threads[i].filter_id;
-        return 0;
-}
-
 void manager_live_thread_gone(Manager *m, uint64_t head) {
         uses_drop(m, head);
 }
@@ -148,6 +124,13 @@ static Task *find_thread(Process *p, pid_t tid) {
                 if (p->threads[i].tid == tid)
                         return &p->threads[i];
         return NULL;
+}
+
+/* The head of a tracked thread, 0 if it has none or is not tracked. */
+static uint64_t thread_head(const Forest *f, pid_t tgid, pid_t tid) {
+        Process *p = forest_find_process(f, tgid);
+        const Task *t = p ? find_thread(p, tid) : NULL;
+        return t ? t->filter_id : 0;
 }
 
 /* Bring one thread up to the state w describes, keeping a deeper head we already know. */
@@ -338,7 +321,7 @@ int manager_retire_unreachable(Manager *m) {
                 if (r < 0)
                         return r;
                 uint64_t parent = x->parent_id;
-                live_remove_filter(m->live, x);
+                (void) forest_remove_filter(m->live, id);
                 uses_drop(m, parent); /* the parent is the next candidate if this was its last use */
                 if (!m->uses_valid && (r = uses_rebuild(m)) < 0)
                         return r;

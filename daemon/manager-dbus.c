@@ -212,20 +212,23 @@ static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_err
 }
 
 /* Whether tgid descends from root, by the parents /proc shows now; memo holds what earlier walks
- * found (pid -> 1 in, 2 out). */
+ * found (pid -> 1 in, 2 out), so every process is read once per call. */
 static int descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret) {
-        pid_t path[64];
-        size_t n = 0;
+        _cleanup_free_ pid_t *path = NULL;
+        size_t n = 0, allocated = 0;
         bool in = false;
-        for (pid_t x = tgid;; n++) {
+        /* /proc parents form a tree; the bound only stops a walk that races with reparenting */
+        for (pid_t x = tgid; n <= SNAPSHOT_MAX_PID; n++) {
                 void *known = hashmap_get(memo, (uint64_t) x);
                 if (x == root || known) {
                         in = x == root || known == (void *) 1;
                         break;
                 }
                 ProcStatus st;
-                if (x <= 1 || n == ELEMENTSOF(path) || proc_read_status(x, &st) < 0 || st.ppid == x)
-                        break; /* init, gone, or too deep to memoise: not (provably) below root */
+                if (x <= 1 || proc_read_status(x, &st) < 0 || st.ppid == x)
+                        break; /* init, or gone: not below root */
+                if (GROW(path, allocated, n + 1) < 0)
+                        return -ENOMEM;
                 path[n] = x;
                 x = st.ppid;
         }

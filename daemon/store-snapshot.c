@@ -340,18 +340,23 @@ static void finalizep(sqlite3_stmt **st) {
 }
 #define _cleanup_finalize_ _cleanup_(finalizep)
 
-int store_snapshot_get(Store *s, uint64_t id, StoredSnapshot *ret) {
-        _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = prepare(s, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots WHERE id = ?1", &st);
+/* Prepare sql (a SELECT of the snapshots row ?1) and step to that row: 0 with *st on it,
+ * -ENOENT if there is no snapshot id. */
+static int select_snapshot_row(Store *s, const char *sql, uint64_t id, sqlite3_stmt **st) {
+        int r = prepare(s, sql, st);
         if (r < 0)
                 return r;
-        bind_u64(st, 1, id);
-        int rc = sqlite3_step(st);
+        bind_u64(*st, 1, id);
+        int rc = sqlite3_step(*st);
         if (rc == SQLITE_DONE)
                 return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return store_sqlite_error(s, rc, "read a snapshot");
-        return read_snapshot_row(st, ret);
+        return rc == SQLITE_ROW ? 0 : store_sqlite_error(s, rc, "read a snapshot");
+}
+
+int store_snapshot_get(Store *s, uint64_t id, StoredSnapshot *ret) {
+        _cleanup_finalize_ sqlite3_stmt *st = NULL;
+        int r = select_snapshot_row(s, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots WHERE id = ?1", id, &st);
+        return r < 0 ? r : read_snapshot_row(st, ret);
 }
 
 int store_snapshot_list(Store *s, StoredSnapshot **ret, size_t *ret_n) {
@@ -393,18 +398,12 @@ int store_snapshot_delete(Store *s, uint64_t id) {
 
 static int load_header(Store *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = prepare(s,
-                        "SELECT name, created_usec, taken_by_uid, root_pid, backend, identity, consistency, "
-                        "host_kernel, host_arch, host_hostname FROM snapshots WHERE id = ?1",
-                        &st);
+        int r = select_snapshot_row(s,
+                                    "SELECT name, created_usec, taken_by_uid, root_pid, backend, identity, "
+                                    "consistency, host_kernel, host_arch, host_hostname FROM snapshots WHERE id = ?1",
+                                    id, &st);
         if (r < 0)
                 return r;
-        bind_u64(st, 1, id);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return store_sqlite_error(s, rc, "read a snapshot");
         f->created_at_usec = (uint64_t) sqlite3_column_int64(st, 1);
         f->snapshot.taken_by_uid = (uint32_t) sqlite3_column_int64(st, 2);
         f->root = (pid_t) sqlite3_column_int64(st, 3);

@@ -793,6 +793,22 @@ int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid) {
         return -ENOENT;
 }
 
+int forest_remove_filter(Forest *f, uint64_t id) {
+        Filter *x = forest_find_filter(f, id);
+        if (!x)
+                return -ENOENT;
+        for (size_t i = f->n_filters; i-- > 0;)
+                if (f->filters[i] == x) {
+                        memmove(f->filters + i, f->filters + i + 1, (f->n_filters - i - 1) * sizeof(Filter *));
+                        f->n_filters--;
+                        break;
+                }
+        hashmap_remove(&f->filters_by_id, id);
+        filter_free(x);
+        f->linked = false;
+        return 0;
+}
+
 void forest_drop_disabled_threads(Forest *f) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_processes; i++) {

@@ -196,6 +196,9 @@ int forest_restrict_to_subtree(Forest *f, pid_t root);
 /* Incremental changes for a live forest (they unlink it; forest_link() again before using the
  * linked fields). Removing a process's last thread removes the process. -ENOENT if absent. */
 int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid);
+/* Remove filter id, keeping the order of the others. Nothing may refer to it any more (no
+ * thread's head, no child filter, no listener): the caller knows, forest_link() would say. */
+int forest_remove_filter(Forest *f, uint64_t id);
 /* Drop every thread in disabled mode, and processes left without threads. */
 void forest_drop_disabled_threads(Forest *f);
 /* Remove the filters no thread's chain and no listener reaches (they were freed by the kernel).
