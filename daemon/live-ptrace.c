@@ -37,13 +37,6 @@ typedef struct PendingRescan {
         pid_t tid, tgid, parent_tid, parent_tgid;
 } PendingRescan;
 
-static Task *process_find_thread(const Process *p, pid_t tid) {
-        for (size_t i = 0; p && i < p->n_threads; i++)
-                if (p->threads[i].tid == tid)
-                        return &p->threads[i];
-        return NULL;
-}
-
 static int store_thread(Manager *m, const Process *p, const Task *t) {
         WatchTask w;
         watch_task_from_forest(&w, p, t);
@@ -102,13 +95,6 @@ int manager_apply_proc_event(Manager *m, const ProcEvent *e) {
 
 /* ---- which subtrees to rescan ---- */
 
-static size_t chain_length(const Forest *f, uint64_t head) {
-        size_t n = 0;
-        for (const Filter *x = forest_find_filter(f, head); x && n <= f->n_filters; x = forest_find_filter(f, x->parent_id))
-                n++;
-        return n;
-}
-
 /* The kernel's seccomp mode of a task (0 when it is gone), and its filter count. */
 static int task_seccomp(pid_t tid, unsigned *ret_filters) {
         ProcStatus st;
@@ -127,7 +113,7 @@ static bool live_thread_current(Manager *m, pid_t tgid, pid_t tid) {
                 return false;
         unsigned count = 0;
         int mode = task_seccomp(tid, &count);
-        return mode == 0 || count == chain_length(m->live, t->filter_id); /* gone: nothing better to read */
+        return mode == 0 || count == forest_chain_length(m->live, t->filter_id); /* gone: nothing better to read */
 }
 
 /* The process whose subtree holds what the event changed, or 0 when nothing of interest did: a
@@ -201,7 +187,7 @@ static uint64_t adopt_key(uint64_t parent_id, const Filter *x) {
 
 /* The chain of head in f, oldest first. */
 static int chain_of(const Forest *f, uint64_t head, Filter ***ret, size_t *ret_n) {
-        size_t n = chain_length(f, head);
+        size_t n = forest_chain_length(f, head);
         Filter **chain = calloc(n + 1, sizeof(Filter *));
         if (!chain)
                 return -ENOMEM;

@@ -6,13 +6,6 @@
 #include "manager.h"
 #include "procinfo.h"
 
-static unsigned filter_depth(const Forest *f, uint64_t id) {
-        unsigned d = 0;
-        for (Filter *x = forest_find_filter(f, id); x && d <= f->n_filters; x = forest_find_filter(f, x->parent_id))
-                d++;
-        return d;
-}
-
 /* ---- what keeps a live filter alive ----
  * A filter stays while a thread has it as its head, a filter has it as its parent or a listener
  * names it: m->filter_uses counts these. A filter whose count drops to 0 (or starts there) is a
@@ -119,17 +112,10 @@ static int ensure_process(Manager *m, const WatchTask *w, Process **ret) {
         return 0;
 }
 
-static Task *find_thread(Process *p, pid_t tid) {
-        for (size_t i = 0; i < p->n_threads; i++)
-                if (p->threads[i].tid == tid)
-                        return &p->threads[i];
-        return NULL;
-}
-
 /* The head of a tracked thread, 0 if it has none or is not tracked. */
 static uint64_t thread_head(const Forest *f, pid_t tgid, pid_t tid) {
         Process *p = forest_find_process(f, tgid);
-        const Task *t = p ? find_thread(p, tid) : NULL;
+        const Task *t = p ? process_find_thread(p, tid) : NULL;
         return t ? t->filter_id : 0;
 }
 
@@ -139,7 +125,7 @@ static int apply_task_state(Manager *m, const WatchTask *w, bool *ret_new) {
         int r = ensure_process(m, w, &p);
         if (r < 0)
                 return r;
-        Task *t = find_thread(p, w->tid);
+        Task *t = process_find_thread(p, w->tid);
         uint64_t old_head = t ? t->filter_id : 0;
         *ret_new = !t;
         if (!t) {
@@ -150,7 +136,7 @@ static int apply_task_state(Manager *m, const WatchTask *w, bool *ret_new) {
         t->start_time = w->start_time;
         if (w->mode > t->mode)
                 t->mode = w->mode;
-        if (w->filter_id && filter_depth(m->live, w->filter_id) >= filter_depth(m->live, t->filter_id)) {
+        if (w->filter_id && forest_chain_length(m->live, w->filter_id) >= forest_chain_length(m->live, t->filter_id)) {
                 t->filter_id = w->filter_id;
                 t->mode = TASK_MODE_FILTER;
         }
@@ -412,7 +398,7 @@ static const Filter *previous_of_thread(const Forest *prev, const Task *t, unsig
                         old = &p->threads[i];
         if (!old)
                 return NULL;
-        unsigned len = filter_depth(prev, old->filter_id);
+        unsigned len = forest_chain_length(prev, old->filter_id);
         if (depth == 0 || depth > len)
                 return NULL;
         const Filter *x = forest_find_filter(prev, old->filter_id);

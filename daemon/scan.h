@@ -6,15 +6,6 @@
 
 #include "forest.h"
 
-typedef enum Backend {
-        BACKEND_BPF,
-        BACKEND_PTRACE,
-        _BACKEND_MAX,
-        _BACKEND_INVALID = -EINVAL,
-} Backend;
-const char *backend_to_string(Backend b);
-Backend backend_from_string(const char *s);
-
 typedef struct ScanOptions {
         pid_t root;        /* 0 = whole machine, else this process and its descendants */
         bool include_argv; /* read /proc/PID/cmdline for each process */

@@ -55,10 +55,7 @@ static void help(void) {
 }
 
 static OutputFormat output_format_from_string(const char *s) {
-        for (int i = 0; i < _OUTPUT_MAX; i++)
-                if (streq(output_format_table[i], s))
-                        return i;
-        return _OUTPUT_INVALID;
+        return (OutputFormat) string_table_lookup(output_format_table, _OUTPUT_MAX, s);
 }
 
 static int parse_root(const char *s, pid_t *ret) {

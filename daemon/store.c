@@ -203,59 +203,11 @@ struct Store {
 
 /* Errors */
 
-static int errno_from_sqlite(sqlite3 *db, int rc) {
-        int sys = db ? sqlite3_system_errno(db) : 0;
-
-        switch (rc & 0xff) {
-        case SQLITE_OK:
-        case SQLITE_ROW:
-        case SQLITE_DONE:
-                return 0;
-        case SQLITE_NOMEM:
-                return -ENOMEM;
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-                return -EBUSY;
-        case SQLITE_READONLY:
-                return -EROFS;
-        case SQLITE_PERM:
-        case SQLITE_AUTH:
-                return -EACCES;
-        case SQLITE_FULL:
-                return -ENOSPC;
-        case SQLITE_TOOBIG:
-                return -E2BIG;
-        case SQLITE_NOTADB:
-                return -EMEDIUMTYPE;
-        case SQLITE_CORRUPT:
-                return -EBADMSG;
-        case SQLITE_MISUSE:
-        case SQLITE_RANGE:
-        case SQLITE_MISMATCH:
-                return -EINVAL;
-        case SQLITE_CONSTRAINT:
-                switch (rc) {
-                case SQLITE_CONSTRAINT_FOREIGNKEY:
-                        return -ENOENT;
-                case SQLITE_CONSTRAINT_CHECK:
-                case SQLITE_CONSTRAINT_NOTNULL:
-                        return -EINVAL;
-                default: /* primary key, unique */
-                        return -EEXIST;
-                }
-        case SQLITE_IOERR:
-        case SQLITE_CANTOPEN:
-                return sys > 0 ? -sys : -EIO;
-        default:
-                return -EIO;
-        }
-}
-
 /* Log a failed SQLite call with its message and return it as a negative errno. Constraint
  * violations are the caller's data, not the database's fault: they are warnings, and a missing
  * referent (which the callers name) only a debug message. */
 static int store_error(Store *s, int rc, const char *what) {
-        int r = errno_from_sqlite(s->db, rc);
+        int r = sqlite_errno(s->db, rc);
 
         if (r == 0)
                 r = -EIO;

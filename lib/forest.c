@@ -9,51 +9,27 @@ static const char *const identity_kind_table[_IDENTITY_MAX] = {
         [IDENTITY_EXACT] = "exact",
         [IDENTITY_INFERRED] = "inferred",
 };
+DEFINE_STRING_TABLE_LOOKUP(identity_kind, IdentityKind, _IDENTITY_MAX);
 
 static const char *const task_mode_table[_TASK_MODE_MAX] = {
         [TASK_MODE_DISABLED] = "disabled",
         [TASK_MODE_STRICT] = "strict",
         [TASK_MODE_FILTER] = "filter",
 };
-
-static int table_lookup(const char *const *table, int n, const char *s) {
-        if (!s)
-                return -EINVAL;
-        for (int i = 0; i < n; i++)
-                if (table[i] && streq(table[i], s))
-                        return i;
-        return -EINVAL;
-}
-
-const char *identity_kind_to_string(IdentityKind k) {
-        return k >= 0 && k < _IDENTITY_MAX ? identity_kind_table[k] : NULL;
-}
-
-IdentityKind identity_kind_from_string(const char *s) {
-        return table_lookup(identity_kind_table, _IDENTITY_MAX, s);
-}
-
-const char *task_mode_to_string(TaskMode m) {
-        return m >= 0 && m < _TASK_MODE_MAX ? task_mode_table[m] : NULL;
-}
-
-TaskMode task_mode_from_string(const char *s) {
-        return table_lookup(task_mode_table, _TASK_MODE_MAX, s);
-}
+DEFINE_STRING_TABLE_LOOKUP(task_mode, TaskMode, _TASK_MODE_MAX);
 
 static const char *const snapshot_consistency_table[_SNAPSHOT_CONSISTENCY_MAX] = {
         [SNAPSHOT_CONSISTENCY_NONE] = "none",
         [SNAPSHOT_CONSISTENCY_ITERATOR] = "iterator",
         [SNAPSHOT_CONSISTENCY_FROZEN] = "frozen",
 };
+DEFINE_STRING_TABLE_LOOKUP(snapshot_consistency, SnapshotConsistency, _SNAPSHOT_CONSISTENCY_MAX);
 
-const char *snapshot_consistency_to_string(SnapshotConsistency c) {
-        return c >= 0 && c < _SNAPSHOT_CONSISTENCY_MAX ? snapshot_consistency_table[c] : NULL;
-}
-
-SnapshotConsistency snapshot_consistency_from_string(const char *s) {
-        return table_lookup(snapshot_consistency_table, _SNAPSHOT_CONSISTENCY_MAX, s);
-}
+static const char *const backend_table[_BACKEND_MAX] = {
+        [BACKEND_BPF] = "bpf",
+        [BACKEND_PTRACE] = "ptrace",
+};
+DEFINE_STRING_TABLE_LOOKUP(backend, Backend, _BACKEND_MAX);
 
 Forest *forest_new(void) {
         Forest *f = calloc(1, sizeof(Forest));
@@ -64,20 +40,22 @@ Forest *forest_new(void) {
         return f;
 }
 
-static void filter_free(Filter *flt) {
+Filter *filter_free(Filter *flt) {
         if (!flt)
-                return;
+                return NULL;
         free(flt->insns);
         free(flt);
+        return NULL;
 }
 
-static void process_free(Process *p) {
+Process *process_free(Process *p) {
         if (!p)
-                return;
+                return NULL;
         free(p->exe);
         strv_free(p->argv);
         free(p->threads);
         free(p);
+        return NULL;
 }
 
 static void listener_free(Listener *l) {
@@ -122,6 +100,13 @@ Filter *forest_find_filter(const Forest *f, uint64_t id) {
 
 Process *forest_find_process(const Forest *f, pid_t pid) {
         return pid > 0 ? hashmap_get(&f->processes_by_pid, (uint64_t) pid) : NULL;
+}
+
+Task *process_find_thread(const Process *p, pid_t tid) {
+        for (size_t i = 0; p && i < p->n_threads; i++)
+                if (p->threads[i].tid == tid)
+                        return &p->threads[i];
+        return NULL;
 }
 
 static int cmp_task_ptr_tid(const void *key, const void *elem) {
@@ -169,18 +154,14 @@ int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, co
                 return -EINVAL;
         if (forest_find_filter(f, id))
                 return -EEXIST;
-        if (GROW(f->filters, f->n_filters_allocated, f->n_filters + 1) < 0)
-                return -ENOMEM;
 
-        Filter *flt = calloc(1, sizeof(Filter));
+        _cleanup_(filter_freep) Filter *flt = calloc(1, sizeof(Filter));
         if (!flt)
                 return -ENOMEM;
         if (len > 0) {
                 flt->insns = malloc(len * sizeof(struct sock_filter));
-                if (!flt->insns) {
-                        free(flt);
+                if (!flt->insns)
                         return -ENOMEM;
-                }
                 memcpy(flt->insns, insns, len * sizeof(struct sock_filter));
         }
         flt->id = id;
@@ -188,16 +169,39 @@ int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, co
         flt->len = len;
         flt->identity = f->identity;
         memcpy(flt->digest, digest, PROG_DIGEST_SIZE);
-        if (hashmap_put(&f->filters_by_id, id, flt) < 0) {
-                filter_free(flt);
-                return -ENOMEM;
-        }
-
-        f->filters[f->n_filters++] = flt;
-        f->linked = false;
+        int r = forest_put_filter(f, flt);
+        if (r < 0)
+                return r;
         if (ret)
                 *ret = flt;
+        TAKE_PTR(flt);
         return 0;
+}
+
+int forest_put_filter(Forest *f, Filter *flt) {
+        if (flt->id == 0)
+                return -EINVAL;
+        if (GROW(f->filters, f->n_filters_allocated, f->n_filters + 1) < 0)
+                return -ENOMEM;
+        int r = hashmap_put(&f->filters_by_id, flt->id, flt);
+        if (r < 0)
+                return r;
+        flt->index = f->n_filters;
+        f->filters[f->n_filters++] = flt;
+        f->linked = false;
+        return 0;
+}
+
+Filter *forest_take_filter(Forest *f, uint64_t id) {
+        Filter *x = forest_find_filter(f, id);
+        if (!x)
+                return NULL;
+        Filter *last = f->filters[--f->n_filters];
+        f->filters[x->index] = last;
+        last->index = x->index;
+        hashmap_remove(&f->filters_by_id, id);
+        f->linked = false;
+        return x;
 }
 
 int forest_add_process(Forest *f, pid_t pid, Process **ret) {
@@ -205,21 +209,46 @@ int forest_add_process(Forest *f, pid_t pid, Process **ret) {
                 return -EINVAL;
         if (forest_find_process(f, pid))
                 return -EEXIST;
-        if (GROW(f->processes, f->n_processes_allocated, f->n_processes + 1) < 0)
-                return -ENOMEM;
         Process *p = calloc(1, sizeof(Process));
         if (!p)
                 return -ENOMEM;
         p->pid = pid;
-        if (hashmap_put(&f->processes_by_pid, (uint64_t) pid, p) < 0) {
+        int r = forest_put_process(f, p);
+        if (r < 0) {
                 free(p);
-                return -ENOMEM;
+                return r;
         }
-        f->processes[f->n_processes++] = p;
-        f->linked = false;
         if (ret)
                 *ret = p;
         return 0;
+}
+
+int forest_put_process(Forest *f, Process *p) {
+        if (p->pid <= 0)
+                return -EINVAL;
+        if (GROW(f->processes, f->n_processes_allocated, f->n_processes + 1) < 0)
+                return -ENOMEM;
+        int r = hashmap_put(&f->processes_by_pid, (uint64_t) p->pid, p);
+        if (r < 0)
+                return r;
+        p->forest = f;
+        p->index = f->n_processes;
+        f->processes[f->n_processes++] = p;
+        f->linked = false;
+        return 0;
+}
+
+Process *forest_take_process(Forest *f, pid_t pid) {
+        Process *p = forest_find_process(f, pid);
+        if (!p)
+                return NULL;
+        Process *last = f->processes[--f->n_processes];
+        f->processes[p->index] = last;
+        last->index = p->index;
+        hashmap_remove(&f->processes_by_pid, (uint64_t) pid);
+        p->forest = NULL;
+        f->linked = false;
+        return p;
 }
 
 int process_add_thread(Process *p, pid_t tid, Task **ret) {
@@ -238,6 +267,9 @@ int process_append_thread(Process *p, pid_t tid, Task **ret) {
                 return -ENOMEM;
         Task *t = &p->threads[p->n_threads++];
         *t = (Task) { .tid = tid, .tgid = p->pid, .mode = TASK_MODE_DISABLED };
+        /* The array may have moved: the forest's index of tasks points into it. */
+        if (p->forest)
+                p->forest->linked = false;
         if (ret)
                 *ret = t;
         return 0;
@@ -259,6 +291,7 @@ int forest_append_listener(Forest *f, uint64_t id, uint64_t filter_id, Listener 
         Listener *l = calloc(1, sizeof(Listener));
         if (!l)
                 return -ENOMEM;
+        l->forest = f;
         l->id = id;
         l->filter_id = filter_id;
         l->identity = f->identity;
@@ -284,6 +317,8 @@ int listener_append_holder(Listener *l, pid_t pid, int fd) {
         if (GROW(l->holders, l->n_holders_allocated, l->n_holders + 1) < 0)
                 return -ENOMEM;
         l->holders[l->n_holders++] = (ListenerHolder) { .pid = pid, .fd = fd };
+        if (l->forest)
+                l->forest->linked = false;
         return 0;
 }
 
@@ -425,6 +460,7 @@ static int link_processes(Forest *f, char **error) {
         qsort_safe(f->processes, f->n_processes, sizeof(Process *), cmp_process);
         for (size_t i = 0; i < f->n_processes; i++) {
                 Process *p = f->processes[i];
+                p->index = i;
                 if (i > 0 && f->processes[i - 1]->pid == p->pid)
                         return set_error(error, "process %d: duplicate pid", p->pid);
                 qsort_safe(p->threads, p->n_threads, sizeof(Task), cmp_task);
@@ -514,6 +550,13 @@ int forest_link(Forest *f, char **error) {
                 return r;
         f->linked = true;
         return 0;
+}
+
+size_t forest_chain_length(const Forest *f, uint64_t head) {
+        size_t n = 0;
+        for (const Filter *x = forest_find_filter(f, head); x && n <= f->n_filters; x = forest_find_filter(f, x->parent_id))
+                n++;
+        return n;
 }
 
 size_t filter_chain(const Filter *head, const Filter **ret, size_t max) {
@@ -610,9 +653,10 @@ static void process_mark_chains(const Forest *f, const Process *p, bool *keep) {
 static void drop_processes(Forest *f, const bool *member) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_processes; i++)
-                if (member[i])
+                if (member[i]) {
+                        f->processes[i]->index = n;
                         f->processes[n++] = f->processes[i];
-                else {
+                } else {
                         hashmap_remove(&f->processes_by_pid, (uint64_t) f->processes[i]->pid);
                         process_free(f->processes[i]);
                 }
@@ -646,9 +690,10 @@ static void drop_listeners(Forest *f, const bool *kept, const bool *member) {
 static void drop_filters(Forest *f, const bool *keep) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_filters; i++) {
-                if (keep[i])
+                if (keep[i]) {
+                        f->filters[i]->index = n;
                         f->filters[n++] = f->filters[i];
-                else {
+                } else {
                         hashmap_remove(&f->filters_by_id, f->filters[i]->id);
                         filter_free(f->filters[i]);
                 }
@@ -762,50 +807,23 @@ int forest_renumber(Forest *f) {
         return forest_link(f, NULL);
 }
 
-static void forest_remove_process_at(Forest *f, size_t i) {
-        Process *p = f->processes[i];
-        hashmap_remove(&f->processes_by_pid, (uint64_t) p->pid);
-        process_free(p);
-        memmove(f->processes + i, f->processes + i + 1, (f->n_processes - i - 1) * sizeof(Process *));
-        f->n_processes--;
-}
-
-static size_t forest_process_position(const Forest *f, const Process *p) {
-        for (size_t i = 0; i < f->n_processes; i++)
-                if (f->processes[i] == p)
-                        return i;
-        return SIZE_MAX;
-}
-
 int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid) {
         Process *p = forest_find_process(f, tgid);
-        if (!p)
+        Task *t = process_find_thread(p, tid);
+        if (!t)
                 return -ENOENT;
-        for (size_t j = 0; j < p->n_threads; j++) {
-                if (p->threads[j].tid != tid)
-                        continue;
-                p->threads[j] = p->threads[--p->n_threads];
-                if (p->n_threads == 0)
-                        forest_remove_process_at(f, forest_process_position(f, p));
-                f->linked = false;
-                return 0;
-        }
-        return -ENOENT;
+        *t = p->threads[--p->n_threads];
+        if (p->n_threads == 0)
+                process_free(forest_take_process(f, tgid));
+        f->linked = false;
+        return 0;
 }
 
 int forest_remove_filter(Forest *f, uint64_t id) {
-        Filter *x = forest_find_filter(f, id);
+        Filter *x = forest_take_filter(f, id);
         if (!x)
                 return -ENOENT;
-        for (size_t i = f->n_filters; i-- > 0;)
-                if (f->filters[i] == x) {
-                        memmove(f->filters + i, f->filters + i + 1, (f->n_filters - i - 1) * sizeof(Filter *));
-                        f->n_filters--;
-                        break;
-                }
-        hashmap_remove(&f->filters_by_id, id);
         filter_free(x);
-        f->linked = false;
         return 0;
 }
 
@@ -818,9 +836,10 @@ void forest_drop_disabled_threads(Forest *f) {
                         if (p->threads[j].mode != TASK_MODE_DISABLED)
                                 p->threads[m++] = p->threads[j];
                 p->n_threads = m;
-                if (m > 0)
+                if (m > 0) {
+                        p->index = n;
                         f->processes[n++] = p;
-                else {
+                } else {
                         hashmap_remove(&f->processes_by_pid, (uint64_t) p->pid);
                         process_free(p);
                 }

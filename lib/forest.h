@@ -31,6 +31,17 @@ typedef enum TaskMode {
 const char *task_mode_to_string(TaskMode m);
 TaskMode task_mode_from_string(const char *s);
 
+/* The kernel readers: which one produced a forest (Forest.backend, snapshots' source.backend)
+ * and which one the daemon runs. */
+typedef enum Backend {
+        BACKEND_BPF,    /* BPF task iterators and tracepoints: exact identity */
+        BACKEND_PTRACE, /* PTRACE_SECCOMP_GET_FILTER: identity inferred */
+        _BACKEND_MAX,
+        _BACKEND_INVALID = -EINVAL,
+} Backend;
+const char *backend_to_string(Backend b);
+Backend backend_from_string(const char *s);
+
 typedef struct Filter Filter;
 struct Filter {
         uint64_t id;        /* > 0; opaque, never a kernel address */
@@ -45,8 +56,8 @@ struct Filter {
         uint64_t listener_id; /* 0 = none known */
         IdentityKind identity;
         uint32_t refs, users; /* kernel reference counts when the backend can see them, else 0 */
+        size_t index;     /* position in Forest.filters (kept by every change) */
         /* computed by forest_link(): */
-        size_t index;     /* position in Forest.filters */
         unsigned depth;   /* 1 for a root filter */
         size_t n_tasks;   /* tasks whose head is this filter */
         size_t n_children;
@@ -62,7 +73,11 @@ typedef struct Task {
         unsigned filter_count; /* the kernel's count when known (Seccomp_filters:), else 0 */
 } Task;
 
+typedef struct Forest Forest;
+
 typedef struct Process {
+        Forest *forest; /* the forest it is in (NULL: none): adding a thread unlinks it */
+        size_t index;   /* position in Forest.processes */
         pid_t pid;
         pid_t ppid; /* real parent's tgid, 0 for none */
         uint64_t start_time;
@@ -82,6 +97,7 @@ typedef struct ListenerHolder {
 } ListenerHolder;
 
 typedef struct Listener {
+        Forest *forest; /* the forest it is in: adding a holder unlinks it */
         uint64_t id;
         uint64_t filter_id;
         IdentityKind identity; /* exact when the filter link came from the kernel */
@@ -112,7 +128,7 @@ typedef struct SnapshotInfo {
         SnapshotConsistency consistency;
 } SnapshotInfo;
 
-typedef struct Forest {
+struct Forest {
         Filter **filters; /* after forest_link(): parents before children, then by id */
         size_t n_filters, n_filters_allocated;
         Process **processes; /* after forest_link(): by pid */
@@ -132,7 +148,7 @@ typedef struct Forest {
         /* private: built by forest_link() */
         Task **tasks_by_tid;
         size_t n_tasks;
-} Forest;
+};
 
 Forest *forest_new(void);
 Forest *forest_free(Forest *f);
@@ -170,12 +186,17 @@ int forest_link(Forest *f, char **error);
 
 Filter *forest_find_filter(const Forest *f, uint64_t id);
 Process *forest_find_process(const Forest *f, pid_t pid);
+Task *process_find_thread(const Process *p, pid_t tid);
 Task *forest_find_task(const Forest *f, pid_t tid, Process **ret_process);
 Listener *forest_find_listener(const Forest *f, uint64_t id);
 
 /* Chain of a filter, newest (the filter itself) first: fills up to max pointers and returns the
  * full length (the filter's depth). */
 size_t filter_chain(const Filter *head, const Filter **ret, size_t max);
+
+/* The length of the chain of the filter with id head (0: none), by ids: the forest need not be
+ * linked. A parent the forest lacks ends the chain; a cycle ends it after n_filters steps. */
+size_t forest_chain_length(const Forest *f, uint64_t head);
 
 /* Lowest common ancestor of two filters (either may be NULL: result NULL). */
 const Filter *filter_lca(const Filter *a, const Filter *b);
@@ -196,9 +217,21 @@ int forest_restrict_to_subtree(Forest *f, pid_t root);
 /* Incremental changes for a live forest (they unlink it; forest_link() again before using the
  * linked fields). Removing a process's last thread removes the process. -ENOENT if absent. */
 int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid);
-/* Remove filter id, keeping the order of the others. Nothing may refer to it any more (no
- * thread's head, no child filter, no listener): the caller knows, forest_link() would say. */
+/* Remove filter id. Nothing may refer to it any more (no thread's head, no child filter, no
+ * listener): the caller knows, forest_link() would say. */
 int forest_remove_filter(Forest *f, uint64_t id);
+/* Take a filter or a process out of the forest without freeing it (NULL if absent), and put one
+ * taken out back in (-EEXIST if its id or pid is taken meanwhile): for changes that may have to be
+ * undone. Both are O(1); they unlink the forest. */
+Filter *forest_take_filter(Forest *f, uint64_t id);
+int forest_put_filter(Forest *f, Filter *flt);
+Process *forest_take_process(Forest *f, pid_t pid);
+int forest_put_process(Forest *f, Process *p);
+/* Free what was taken out (NULL is fine). */
+Filter *filter_free(Filter *flt);
+Process *process_free(Process *p);
+DEFINE_CLEANUP(Filter *, filter_free);
+DEFINE_CLEANUP(Process *, process_free);
 /* Drop every thread in disabled mode, and processes left without threads. */
 void forest_drop_disabled_threads(Forest *f);
 /* Remove the filters no thread's chain and no listener reaches (they were freed by the kernel).

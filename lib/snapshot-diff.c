@@ -12,16 +12,7 @@ static const char *const diff_kind_table[_DIFF_KIND_MAX] = {
         [DIFF_CHANGED] = "changed",
 };
 
-const char *diff_kind_to_string(DiffKind k) {
-        return k >= 0 && k < _DIFF_KIND_MAX ? diff_kind_table[k] : NULL;
-}
-
-DiffKind diff_kind_from_string(const char *s) {
-        for (int i = 0; s && i < _DIFF_KIND_MAX; i++)
-                if (streq(diff_kind_table[i], s))
-                        return i;
-        return -EINVAL;
-}
+DEFINE_STRING_TABLE_LOOKUP(diff_kind, DiffKind, _DIFF_KIND_MAX);
 
 static const char *const filter_change_table[] = {
         "program", "log", "wait_killable_recv", "listener", "identity",

@@ -9,17 +9,13 @@
 
 #include "snapshot-sqlite-schema.h"
 #include "snapshot-validate.h"
+#include "sqlite-util.h"
 
 #define NONE SIZE_MAX
 
 static void sqlite3_closep(sqlite3 **db) {
         if (*db)
                 sqlite3_close_v2(*db);
-}
-
-static void sqlite3_finalizep(sqlite3_stmt **st) {
-        if (*st)
-                sqlite3_finalize(*st);
 }
 
 /* Text from the file (or from SQLite about the file), safe to print in a message: printable

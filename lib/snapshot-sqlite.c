@@ -8,30 +8,7 @@
 #include <sys/random.h>
 
 #include "snapshot-sqlite-schema.h"
-
-static void sqlite3_finalizep(sqlite3_stmt **st) {
-        if (*st)
-                sqlite3_finalize(*st);
-}
-
-static int errno_from_sqlite(int rc) {
-        switch (rc & 0xff) {
-        case SQLITE_OK:
-        case SQLITE_DONE:
-        case SQLITE_ROW:
-                return 0;
-        case SQLITE_NOMEM:
-                return -ENOMEM;
-        case SQLITE_FULL:
-                return -ENOSPC;
-        case SQLITE_PERM:
-        case SQLITE_READONLY:
-        case SQLITE_CANTOPEN:
-                return -EACCES;
-        default:
-                return -EIO;
-        }
-}
+#include "sqlite-util.h"
 
 typedef enum InsertStatement {
         INSERT_META,
@@ -76,10 +53,6 @@ static int bind_text(sqlite3_stmt *st, int i, const char *s) {
         if (!clean)
                 return SQLITE_NOMEM;
         return sqlite3_bind_text(st, i, clean, -1, SQLITE_TRANSIENT);
-}
-
-static int bind_id_or_null(sqlite3_stmt *st, int i, uint64_t id) {
-        return id ? sqlite3_bind_int64(st, i, (sqlite3_int64) id) : sqlite3_bind_null(st, i);
 }
 
 static int run(sqlite3_stmt *st) {
@@ -250,7 +223,7 @@ static int writer_build(Writer *w, const Forest *f) {
                 rc = sqlite3_exec(w->db, "COMMIT", NULL, NULL, NULL);
         if (rc != SQLITE_OK && w->db)
                 log_debug("Failed to build the snapshot database: %s", sqlite3_errmsg(w->db));
-        return errno_from_sqlite(rc);
+        return sqlite_errno(w->db, rc);
 }
 
 int snapshot_sqlite_format(const Forest *f, void **ret, size_t *ret_size) {
@@ -312,7 +285,7 @@ static int vacuum_into(sqlite3 *db, const char *path) {
                 rc = sqlite3_step(st);
         if (rc != SQLITE_DONE) {
                 log_debug("VACUUM INTO %s failed: %s", path, sqlite3_errmsg(db));
-                return errno_from_sqlite(rc) ?: -EIO;
+                return sqlite_errno(db, rc) ?: -EIO;
         }
         return 0;
 }

@@ -109,7 +109,7 @@ static int validate_source(const Forest *f, char **error) {
         if (snapshot_format_time(f->created_at_usec, created, sizeof(created)) < 0)
                 return snapshot_error(error, "created_at: %" PRIu64 " µs is not a time between 1970 and 9999",
                                       f->created_at_usec);
-        if (snapshot_backend_from_string(f->backend) < 0)
+        if (backend_from_string(f->backend) < 0)
                 return snapshot_error(error, "source.backend: expected one of bpf, ptrace");
         if (!identity_kind_to_string(f->identity))
                 return snapshot_error(error, "source.identity: expected one of exact, inferred");
@@ -124,10 +124,10 @@ static int validate_source(const Forest *f, char **error) {
 
 /* Which backend can take a snapshot with which consistency: one iterator pass is the bpf
  * backend's, a frozen subtree the ptrace backend's. */
-static const SnapshotBackend consistency_backend[_SNAPSHOT_CONSISTENCY_MAX] = {
-        [SNAPSHOT_CONSISTENCY_NONE] = _SNAPSHOT_BACKEND_INVALID,
-        [SNAPSHOT_CONSISTENCY_ITERATOR] = SNAPSHOT_BACKEND_BPF,
-        [SNAPSHOT_CONSISTENCY_FROZEN] = SNAPSHOT_BACKEND_PTRACE,
+static const Backend consistency_backend[_SNAPSHOT_CONSISTENCY_MAX] = {
+        [SNAPSHOT_CONSISTENCY_NONE] = _BACKEND_INVALID,
+        [SNAPSHOT_CONSISTENCY_ITERATOR] = BACKEND_BPF,
+        [SNAPSHOT_CONSISTENCY_FROZEN] = BACKEND_PTRACE,
 };
 
 static int validate_snapshot_info(const Forest *f, char **error) {
@@ -142,10 +142,10 @@ static int validate_snapshot_info(const Forest *f, char **error) {
                                       i->taken_by_uid, (uint32_t) SNAPSHOT_MAX_UID);
         if (!consistency)
                 return snapshot_error(error, "snapshot.consistency: expected one of none, iterator, frozen");
-        SnapshotBackend want = consistency_backend[i->consistency];
-        if (want >= 0 && snapshot_backend_from_string(f->backend) != want)
+        Backend want = consistency_backend[i->consistency];
+        if (want >= 0 && backend_from_string(f->backend) != want)
                 return snapshot_error(error, "snapshot.consistency: %s is only for source.backend %s, not %s", consistency,
-                                      snapshot_backend_to_string(want), f->backend);
+                                      backend_to_string(want), f->backend);
         return 0;
 }
 

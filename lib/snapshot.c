@@ -14,34 +14,7 @@ static const char *const snapshot_format_table[_SNAPSHOT_FORMAT_MAX] = {
         [SNAPSHOT_FORMAT_JSON] = "json",
         [SNAPSHOT_FORMAT_SQLITE] = "sqlite",
 };
-
-static const char *const snapshot_backend_table[_SNAPSHOT_BACKEND_MAX] = {
-        [SNAPSHOT_BACKEND_BPF] = "bpf",
-        [SNAPSHOT_BACKEND_PTRACE] = "ptrace",
-};
-
-static int table_lookup(const char *const *table, int n, const char *s) {
-        for (int i = 0; s && i < n; i++)
-                if (streq(table[i], s))
-                        return i;
-        return -EINVAL;
-}
-
-const char *snapshot_format_to_string(SnapshotFormat f) {
-        return f >= 0 && f < _SNAPSHOT_FORMAT_MAX ? snapshot_format_table[f] : NULL;
-}
-
-SnapshotFormat snapshot_format_from_string(const char *s) {
-        return table_lookup(snapshot_format_table, _SNAPSHOT_FORMAT_MAX, s);
-}
-
-const char *snapshot_backend_to_string(SnapshotBackend b) {
-        return b >= 0 && b < _SNAPSHOT_BACKEND_MAX ? snapshot_backend_table[b] : NULL;
-}
-
-SnapshotBackend snapshot_backend_from_string(const char *s) {
-        return table_lookup(snapshot_backend_table, _SNAPSHOT_BACKEND_MAX, s);
-}
+DEFINE_STRING_TABLE_LOOKUP(snapshot_format, SnapshotFormat, _SNAPSHOT_FORMAT_MAX);
 
 SnapshotFormat snapshot_detect_format(const void *data, size_t size) {
         static const char magic[] = SNAPSHOT_SQLITE_MAGIC; /* 16 bytes with its NUL */

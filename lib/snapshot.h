@@ -38,15 +38,6 @@ typedef enum SnapshotFormat {
 const char *snapshot_format_to_string(SnapshotFormat f);
 SnapshotFormat snapshot_format_from_string(const char *s);
 
-/* The scanners that can have taken a snapshot (source.backend). */
-typedef enum SnapshotBackend {
-        SNAPSHOT_BACKEND_BPF,
-        SNAPSHOT_BACKEND_PTRACE,
-        _SNAPSHOT_BACKEND_MAX,
-        _SNAPSHOT_BACKEND_INVALID = -EINVAL,
-} SnapshotBackend;
-const char *snapshot_backend_to_string(SnapshotBackend b);
-SnapshotBackend snapshot_backend_from_string(const char *s);
 
 /* Which format the bytes are in: SQLite when they start with the SQLite magic
  * "SQLite format 3\0", JSON otherwise (the JSON reader then says what is wrong). */

@@ -31,6 +31,15 @@ int log_internal(LogLevel level, int error, const char *format, ...) {
         return -error;
 }
 
+int string_table_lookup(const char *const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (table[i] && streq(table[i], s))
+                        return (int) i;
+        return -EINVAL;
+}
+
 char **strv_free(char **l) {
         if (!l)
                 return NULL;

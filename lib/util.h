@@ -73,6 +73,18 @@ static inline void strv_freep(char ***p) {
         strv_free(*p);
 }
 
+/* Enum <-> string tables, as systemd has them: given `static const char *const foo_table[_FOO_MAX]`,
+ * DEFINE_STRING_TABLE_LOOKUP(foo, Foo, _FOO_MAX) defines foo_to_string() (NULL when out of range)
+ * and foo_from_string() (-EINVAL when unknown). */
+int string_table_lookup(const char *const *table, size_t n, const char *s);
+#define DEFINE_STRING_TABLE_LOOKUP(name, type, max)                                             \
+        const char *name##_to_string(type i) {                                                  \
+                return (int) i >= 0 && (size_t) i < (size_t) (max) ? name##_table[i] : NULL;    \
+        }                                                                                       \
+        type name##_from_string(const char *s) {                                                \
+                return (type) string_table_lookup(name##_table, (size_t) (max), s);             \
+        }
+
 /* Grow *array (of *allocated elements of size elem) so that it holds at least need elements. */
 int grow_array(void **array, size_t *allocated, size_t need, size_t elem);
 #define GROW(array, allocated, need) grow_array((void **) &(array), &(allocated), (need), sizeof(*(array)))

@@ -299,6 +299,77 @@ static void test_chain(void) {
         g_assert_cmpuint(filter_chain(NULL, chain, ELEMENTSOF(chain)), ==, 0);
 }
 
+static void test_chain_length(void) {
+        _cleanup_(forest_freep) Forest *f = BUILD(order_fs, order_ts);
+
+        g_assert_cmpuint(forest_chain_length(f, 5), ==, 3);
+        g_assert_cmpuint(forest_chain_length(f, 8), ==, 1);
+        g_assert_cmpuint(forest_chain_length(f, 0), ==, 0);
+        g_assert_cmpuint(forest_chain_length(f, 999), ==, 0);
+        /* By ids: an unlinked forest answers the same. */
+        Task *t = add_thread(f, &(TSpec) { .pid = 900, .tid = 900, .filter = 5 });
+        g_assert_false(f->linked);
+        g_assert_cmpuint(forest_chain_length(f, t->filter_id), ==, 3);
+        g_assert_true(process_find_thread(forest_find_process(f, 900), 900) == t);
+        g_assert_null(process_find_thread(forest_find_process(f, 900), 901));
+        g_assert_null(process_find_thread(NULL, 900));
+}
+
+/* Adding a thread may move the process's array of threads, into which a linked forest's task index
+ * points: the forest must say it is no longer linked (and answer from the threads themselves). The
+ * same for a listener's holders. */
+static void test_add_unlinks(void) {
+        _cleanup_(forest_freep) Forest *f = BUILD(order_fs, order_ts);
+        Process *p = forest_find_process(f, order_ts[0].pid);
+        pid_t tid = order_ts[0].tid;
+
+        g_assert_nonnull(forest_find_task(f, tid, NULL));
+        for (pid_t extra = 5000; extra < 5100; extra++)
+                g_assert_cmpint(process_add_thread(p, extra, NULL), ==, 0);
+        g_assert_false(f->linked);
+        Task *t = forest_find_task(f, tid, NULL);
+        g_assert_nonnull(t);
+        g_assert_cmpint(t->tid, ==, tid);
+        g_assert_nonnull(forest_find_task(f, 5099, NULL));
+        link_ok(f);
+
+        Listener *l;
+        g_assert_cmpint(forest_add_listener(f, 1, 5, &l), ==, 0);
+        link_ok(f);
+        g_assert_cmpint(listener_add_holder(l, order_ts[0].pid, 3), ==, 0);
+        g_assert_false(f->linked);
+        link_ok(f);
+}
+
+/* Taking out and putting back: O(1), the others keep their positions right, the forest links the
+ * same as before. */
+static void test_take_put(void) {
+        _cleanup_(forest_freep) Forest *f = BUILD(order_fs, order_ts);
+        size_t nf = f->n_filters, np = f->n_processes;
+
+        _cleanup_(filter_freep) Filter *x = forest_take_filter(f, 5);
+        g_assert_nonnull(x);
+        g_assert_null(forest_take_filter(f, 5));
+        g_assert_null(forest_find_filter(f, 5));
+        g_assert_cmpuint(f->n_filters, ==, nf - 1);
+        for (size_t i = 0; i < f->n_filters; i++)
+                g_assert_cmpuint(f->filters[i]->index, ==, i);
+        g_assert_cmpint(forest_put_filter(f, TAKE_PTR(x)), ==, 0);
+
+        _cleanup_(process_freep) Process *p = forest_take_process(f, order_ts[0].pid);
+        g_assert_nonnull(p);
+        g_assert_null(p->forest);
+        g_assert_null(forest_find_process(f, order_ts[0].pid));
+        for (size_t i = 0; i < f->n_processes; i++)
+                g_assert_cmpuint(f->processes[i]->index, ==, i);
+        g_assert_cmpint(forest_put_process(f, p), ==, 0);
+        g_assert_true(TAKE_PTR(p)->forest == f);
+        link_ok(f);
+        g_assert_cmpuint(f->n_filters, ==, nf);
+        g_assert_cmpuint(f->n_processes, ==, np);
+        g_assert_cmpuint(forest_find_filter(f, 5)->n_tasks, >, 0);
+}
+
 static uint64_t lca_id(const Forest *f, uint64_t a, uint64_t b) {
         const Filter *l = filter_lca(forest_find_filter(f, a), forest_find_filter(f, b));
         return l ? l->id : 0;
@@ -894,6 +965,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/forest/link/order", test_link_order);
         g_test_add_func("/forest/link/counts", test_link_counts);
         g_test_add_func("/forest/chain", test_chain);
+        g_test_add_func("/forest/chain-length", test_chain_length);
+        g_test_add_func("/forest/add-unlinks", test_add_unlinks);
+        g_test_add_func("/forest/take-put", test_take_put);
         g_test_add_func("/forest/lca", test_lca);
         g_test_add_func("/forest/cmp", test_cmp);
         g_test_add_func("/forest/restrict", test_restrict);
