@@ -1,0 +1,553 @@
+/* test-live.c: unit tests of the live forest model: events in, changes out, in order; the head
+ * rule; retiring what nothing uses; the children index; full passes; and rollback, which must put
+ * the forest back exactly as it was, whatever the batch did before it failed */
+#include <linux/seccomp.h>
+
+#include "live.h"
+#include "tests-util.h"
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Live, live_free)
+
+/* ---- a canonical text of a forest, to compare two of them ---- */
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static char *forest_canon(const Forest *f) {
+        GString *s = g_string_new(NULL);
+        g_autofree uint64_t *ids = g_new0(uint64_t, f->n_filters + 1);
+        for (size_t i = 0; i < f->n_filters; i++)
+                ids[i] = f->filters[i]->id;
+        qsort(ids, f->n_filters, sizeof(uint64_t), cmp_u64);
+        for (size_t i = 0; i < f->n_filters; i++) {
+                const Filter *x = forest_find_filter(f, ids[i]);
+                char d[PROG_DIGEST_STRING_MAX];
+                g_string_append_printf(s, "filter %" PRIu64 " parent %" PRIu64 " %s log %d wkr %d listener %d %s\n",
+                                       x->id, x->parent_id, prog_digest_to_string(x->digest, d), x->log,
+                                       x->wait_killable_recv, x->has_listener, identity_kind_to_string(x->identity));
+        }
+        g_autofree uint64_t *pids = g_new0(uint64_t, f->n_processes + 1);
+        for (size_t i = 0; i < f->n_processes; i++)
+                pids[i] = (uint64_t) f->processes[i]->pid;
+        qsort(pids, f->n_processes, sizeof(uint64_t), cmp_u64);
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = forest_find_process(f, (pid_t) pids[i]);
+                g_string_append_printf(s, "process %d ppid %d start %" PRIu64 " comm %.16s exe %s uid %u gid %u nnp %d\n",
+                                       p->pid, p->ppid, p->start_time, p->comm, p->exe ?: "-", p->uid, p->gid,
+                                       p->no_new_privs);
+                g_autofree uint64_t *tids = g_new0(uint64_t, p->n_threads + 1);
+                for (size_t j = 0; j < p->n_threads; j++)
+                        tids[j] = (uint64_t) p->threads[j].tid;
+                qsort(tids, p->n_threads, sizeof(uint64_t), cmp_u64);
+                for (size_t j = 0; j < p->n_threads; j++) {
+                        const Task *t = process_find_thread(p, (pid_t) tids[j]);
+                        g_string_append_printf(s, "  thread %d start %" PRIu64 " %s head %" PRIu64 "\n", t->tid,
+                                               t->start_time, task_mode_to_string(t->mode), t->filter_id);
+                }
+        }
+        return g_string_free(s, false);
+}
+
+/* The counts, the children index and the uses agree with the forest itself. */
+static void assert_consistent(Live *l) {
+        const Forest *f;
+        _cleanup_free_ char *error = NULL;
+        if (live_linked(l, &f, &error) < 0)
+                g_error("the live forest does not link: %s", error ?: "?");
+        LiveCounts n = live_counts(l);
+        g_assert_cmpuint(n.tasks, ==, f->n_tasks);
+        g_assert_cmpuint(n.filters, ==, f->n_filters);
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                g_assert_cmpuint(p->n_threads, >, 0);
+                size_t nc;
+                const pid_t *kids = live_children(l, p->ppid, &nc);
+                bool found = p->ppid <= 0;
+                for (size_t j = 0; j < nc; j++)
+                        found = found || kids[j] == p->pid;
+                g_assert_true(found);
+        }
+        size_t it = 0, total = 0;
+        pid_t ppid;
+        while (live_next_parent(l, &it, &ppid)) {
+                size_t nc;
+                const pid_t *kids = live_children(l, ppid, &nc);
+                g_assert_cmpuint(nc, >, 0);
+                for (size_t j = 0; j < nc; j++)
+                        g_assert_cmpint(forest_find_process(f, kids[j])->ppid, ==, ppid);
+                total += nc;
+        }
+        size_t with_parent = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                with_parent += f->processes[i]->ppid > 0;
+        g_assert_cmpuint(total, ==, with_parent);
+        /* Nothing is left that no thread or listener reaches. */
+        for (size_t i = 0; i < f->n_filters; i++)
+                g_assert_true(f->filters[i]->n_tasks > 0 || f->filters[i]->n_children > 0 || f->filters[i]->listener_id);
+}
+
+/* ---- building events ---- */
+
+static const struct sock_filter prog_a[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+static const struct sock_filter prog_b[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1) };
+
+static LiveEvent task_event(LiveEventType type, pid_t tid, pid_t tgid, pid_t ppid, uint64_t head) {
+        LiveEvent e = {
+                .type = type,
+                .task = {
+                        .tid = tid, .tgid = tgid, .ppid = ppid, .start_time = 1000 + (uint64_t) tid,
+                        .mode = head ? TASK_MODE_FILTER : TASK_MODE_DISABLED, .filter_id = head,
+                        .uid = 1000, .gid = 1000,
+                },
+        };
+        snprintf(e.task.comm, sizeof(e.task.comm), "t%d", tgid);
+        return e;
+}
+
+static LiveEvent filter_event(pid_t tid, pid_t tgid, pid_t ppid, uint64_t id, uint64_t parent, bool b) {
+        LiveEvent e = task_event(LIVE_EVENT_FILTER, tid, tgid, ppid, 0);
+        e.filter = (LiveFilter) {
+                .id = id, .parent_id = parent, .insns = b ? prog_b : prog_a, .len = 1, .identity = IDENTITY_EXACT,
+        };
+        return e;
+}
+
+static Live *new_live(void) {
+        Live *l;
+        g_assert_cmpint(live_new(NULL, &l), ==, 0);
+        return l;
+}
+
+static void apply_ok(Live *l, const LiveEvent *e, size_t n, LiveChanges *c) {
+        int r = live_apply(l, e, n, c);
+        if (r < 0)
+                g_error("live_apply: %s", strerror(-r));
+}
+
+/* The types of c's changes, as one string. */
+static char *change_types(const LiveChanges *c) {
+        GString *s = g_string_new(NULL);
+        for (size_t i = 0; i < c->n; i++)
+                g_string_append_printf(s, "%s%s", i ? " " : "", live_change_type_to_string(c->changes[i].type));
+        return g_string_free(s, false);
+}
+
+#define ASSERT_TYPES(c, want)                                   \
+        do {                                                    \
+                g_autofree char *_t = change_types(c);          \
+                g_assert_cmpstr(_t, ==, want);                  \
+        } while (0)
+
+/* ---- tests ---- */
+
+/* A filtered process forks a thread and a child: what comes out, in order. */
+static void test_fork_and_install(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent e[] = {
+                filter_event(100, 100, 1, 7, 0, false),
+                task_event(LIVE_EVENT_TASK, 101, 100, 1, 7),
+                task_event(LIVE_EVENT_TASK, 200, 200, 100, 7),
+        };
+        apply_ok(l, e, ELEMENTSOF(e), &c);
+        ASSERT_TYPES(&c, "filter-attached process-added task-added task-added process-added task-added");
+        g_assert_true(c.changes[0].new_filter);
+        g_assert_cmpuint(c.changes[0].filter_id, ==, 7);
+        g_assert_cmpint(c.changes[0].tid, ==, 100);
+        g_assert_cmpstr(c.changes[2].comm, ==, "t100");
+        LiveCounts n = live_counts(l);
+        g_assert_cmpuint(n.tasks, ==, 3);
+        g_assert_cmpuint(n.filters, ==, 1);
+        size_t nc;
+        const pid_t *kids = live_children(l, 100, &nc);
+        g_assert_cmpuint(nc, ==, 1);
+        g_assert_cmpint(kids[0], ==, 200);
+        assert_consistent(l);
+        g_assert_cmpuint(live_uses_rebuilds(l), ==, 1);
+        live_changes_done(&c);
+}
+
+/* An event older than what we know (its head an ancestor of ours) keeps ours; a head on another
+ * branch (the thread that exec'd had its own chain) replaces it. */
+static void test_head_rule(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent setup[] = {
+                filter_event(100, 100, 1, 1, 0, false),
+                filter_event(100, 100, 1, 2, 1, true),
+                task_event(LIVE_EVENT_TASK, 101, 100, 1, 1),
+                filter_event(101, 100, 1, 3, 1, false),
+        };
+        apply_ok(l, setup, ELEMENTSOF(setup), &c);
+        live_changes_clear(&c);
+        LiveEvent stale = task_event(LIVE_EVENT_TASK, 100, 100, 1, 1);
+        apply_ok(l, &stale, 1, &c);
+        g_assert_cmpuint(c.n, ==, 0);
+        g_assert_cmpuint(process_find_thread(forest_find_process(live_forest(l), 100), 100)->filter_id, ==, 2);
+        LiveEvent other = task_event(LIVE_EVENT_TASK, 100, 100, 1, 3);
+        apply_ok(l, &other, 1, &c);
+        ASSERT_TYPES(&c, "task-updated filter-retired");
+        g_assert_cmpuint(c.changes[1].filter_id, ==, 2);
+        assert_consistent(l);
+        live_changes_done(&c);
+}
+
+/* TSYNC: every thread named gets the filter, those we did not track too. */
+static void test_tsync(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveThread threads[] = { { 100, 1100 }, { 101, 1101 }, { 102, 1102 } };
+        LiveEvent e = filter_event(101, 100, 1, 5, 0, false);
+        e.filter.tsync = threads;
+        e.filter.n_tsync = ELEMENTSOF(threads);
+        apply_ok(l, &e, 1, &c);
+        ASSERT_TYPES(&c, "filter-attached process-added task-added task-added task-added");
+        const Process *p = forest_find_process(live_forest(l), 100);
+        g_assert_cmpuint(p->n_threads, ==, 3);
+        for (size_t i = 0; i < p->n_threads; i++)
+                g_assert_cmpuint(p->threads[i].filter_id, ==, 5);
+        g_assert_cmpuint(process_find_thread(p, 102)->start_time, ==, 1102);
+        /* the process's start time comes from its leader's thread */
+        g_assert_cmpuint(p->start_time, ==, 1100);
+        live_changes_done(&c);
+}
+
+/* A process leaves thread by thread: its private filters are retired after the last one, children
+ * before parents; the shared one stays. */
+static void test_exit_retires(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent e[] = {
+                filter_event(100, 100, 1, 1, 0, false),
+                task_event(LIVE_EVENT_TASK, 200, 200, 100, 1),
+                filter_event(200, 200, 100, 2, 1, true),
+                filter_event(200, 200, 100, 3, 2, false),
+                task_event(LIVE_EVENT_TASK, 201, 200, 100, 3),
+        };
+        apply_ok(l, e, ELEMENTSOF(e), &c);
+        live_changes_clear(&c);
+        LiveEvent x = task_event(LIVE_EVENT_EXIT, 201, 200, 100, 0);
+        apply_ok(l, &x, 1, &c);
+        ASSERT_TYPES(&c, "task-exited");
+        live_changes_clear(&c);
+        x = task_event(LIVE_EVENT_EXIT, 200, 200, 100, 0);
+        apply_ok(l, &x, 1, &c);
+        ASSERT_TYPES(&c, "task-exited process-removed filter-retired filter-retired");
+        g_assert_cmpuint(c.changes[2].filter_id, ==, 3);
+        g_assert_cmpuint(c.changes[3].filter_id, ==, 2);
+        g_assert_nonnull(forest_find_filter(live_forest(l), 1));
+        g_assert_null(forest_find_process(live_forest(l), 200));
+        size_t nc;
+        live_children(l, 100, &nc);
+        g_assert_cmpuint(nc, ==, 0);
+        assert_consistent(l);
+        /* Counted once, then kept by the events. */
+        g_assert_cmpuint(live_uses_rebuilds(l), ==, 1);
+        live_changes_done(&c);
+}
+
+/* exec: the other threads are gone without their exits; comm and exe change. */
+static void test_exec(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent e[] = {
+                filter_event(100, 100, 1, 1, 0, false),
+                task_event(LIVE_EVENT_TASK, 101, 100, 1, 1),
+                task_event(LIVE_EVENT_TASK, 102, 100, 1, 1),
+        };
+        apply_ok(l, e, ELEMENTSOF(e), &c);
+        live_changes_clear(&c);
+        LiveEvent x = task_event(LIVE_EVENT_EXEC, 100, 100, 1, 1);
+        snprintf(x.task.comm, sizeof(x.task.comm), "new");
+        x.task.exe = "/usr/bin/new";
+        apply_ok(l, &x, 1, &c);
+        ASSERT_TYPES(&c, "task-exited task-exited process-updated");
+        const Process *p = forest_find_process(live_forest(l), 100);
+        g_assert_cmpuint(p->n_threads, ==, 1);
+        g_assert_cmpstr(p->comm, ==, "new");
+        g_assert_cmpstr(p->exe, ==, "/usr/bin/new");
+        live_changes_done(&c);
+}
+
+/* A process's parent exits: the process follows its new parent, and so does the index. */
+static void test_parent(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent e[] = {
+                filter_event(200, 200, 100, 1, 0, false),
+                task_event(LIVE_EVENT_TASK, 300, 300, 200, 1),
+        };
+        apply_ok(l, e, ELEMENTSOF(e), &c);
+        live_changes_clear(&c);
+        LiveEvent x = { .type = LIVE_EVENT_PARENT, .task = { .tgid = 300, .ppid = 1, .process_start_time = 1300 } };
+        apply_ok(l, &x, 1, &c);
+        ASSERT_TYPES(&c, "process-updated");
+        g_assert_cmpint(c.changes[0].old.ppid, ==, 200);
+        g_assert_cmpint(forest_find_process(live_forest(l), 300)->ppid, ==, 1);
+        size_t nc;
+        live_children(l, 200, &nc);
+        g_assert_cmpuint(nc, ==, 0);
+        live_children(l, 1, &nc);
+        g_assert_cmpuint(nc, ==, 1);
+        /* another process under that pid (start time): nothing */
+        live_changes_clear(&c);
+        x.task.process_start_time = 5;
+        x.task.ppid = 77;
+        apply_ok(l, &x, 1, &c);
+        g_assert_cmpuint(c.n, ==, 0);
+        assert_consistent(l);
+        live_changes_done(&c);
+}
+
+/* A pid or a tid reused while we missed the exit: the old one goes first. */
+static void test_reused_ids(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent e[] = { filter_event(100, 100, 1, 1, 0, false), task_event(LIVE_EVENT_TASK, 101, 100, 1, 1) };
+        apply_ok(l, e, ELEMENTSOF(e), &c);
+        live_changes_clear(&c);
+        LiveEvent x = filter_event(100, 100, 1, 2, 0, true);
+        x.task.start_time = 9999;
+        apply_ok(l, &x, 1, &c);
+        ASSERT_TYPES(&c, "filter-attached task-exited task-exited process-removed process-added task-added "
+                         "filter-retired");
+        g_assert_cmpuint(forest_find_process(live_forest(l), 100)->n_threads, ==, 1);
+        assert_consistent(l);
+        live_changes_done(&c);
+}
+
+/* A filter whose parent we never heard of fails the batch; rolling back restores what the batch
+ * changed before it. */
+static void test_missing_parent_rolls_back(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent setup[] = { filter_event(100, 100, 1, 1, 0, false) };
+        apply_ok(l, setup, 1, &c);
+        live_changes_clear(&c);
+        g_autofree char *before = forest_canon(live_forest(l));
+        LiveEvent e[] = {
+                task_event(LIVE_EVENT_TASK, 200, 200, 100, 1),
+                filter_event(200, 200, 100, 2, 1, true),
+                task_event(LIVE_EVENT_EXIT, 100, 100, 1, 0),
+                filter_event(200, 200, 100, 9, 8, false),
+        };
+        g_assert_cmpint(live_apply(l, e, ELEMENTSOF(e), &c), ==, -ENOLINK);
+        g_assert_cmpuint(c.n, >, 3);
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        g_assert_cmpuint(c.n, ==, 0);
+        g_autofree char *after = forest_canon(live_forest(l));
+        g_assert_cmpstr(after, ==, before);
+        assert_consistent(l);
+        g_assert_cmpuint(live_counts(l).tasks, ==, 1);
+        live_changes_done(&c);
+}
+
+/* A thread whose head the forest does not have: the batch fails (retiring finds it). */
+static void test_unknown_head(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent e = task_event(LIVE_EVENT_TASK, 100, 100, 1, 42);
+        g_assert_cmpint(live_apply(l, &e, 1, &c), ==, -EUCLEAN);
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        g_assert_cmpuint(live_forest(l)->n_processes, ==, 0);
+        live_changes_done(&c);
+}
+
+static Forest *scan_forest(uint64_t root_id, pid_t extra) {
+        Forest *f = forest_new();
+        Filter *x;
+        Process *p;
+        Task *t;
+        g_assert_cmpint(forest_add_filter(f, root_id, 0, prog_a, 1, &x), ==, 0);
+        g_assert_cmpint(forest_add_process(f, 100, &p), ==, 0);
+        g_assert_cmpint(process_add_thread(p, 100, &t), ==, 0);
+        *t = (Task) { .tid = 100, .start_time = 1100, .mode = TASK_MODE_FILTER, .filter_id = root_id };
+        if (extra) {
+                g_assert_cmpint(forest_add_process(f, extra, &p), ==, 0);
+                p->ppid = 100;
+                g_assert_cmpint(process_add_thread(p, extra, &t), ==, 0);
+                *t = (Task) { .tid = extra, .start_time = 1000 + (uint64_t) extra, .mode = TASK_MODE_STRICT };
+        }
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        return f;
+}
+
+/* A full pass: the differences are announced after LIVE_REPLACED, and rolling back puts the old
+ * forest back. */
+static void test_replace(void) {
+        g_autoptr(Live) l = NULL;
+        g_assert_cmpint(live_new(scan_forest(1, 200), &l), ==, 0);
+        g_autofree char *before = forest_canon(live_forest(l));
+        LiveChanges c = {};
+        g_assert_cmpint(live_replace(l, scan_forest(2, 300), true, &c), ==, 0);
+        g_assert_true(c.replaced);
+        /* thread 100 is the same thread (tid and start time): it stays, under a new filter */
+        ASSERT_TYPES(&c, "replaced task-exited filter-attached task-added");
+        g_assert_true(c.changes[1].announce_only);
+        g_assert_cmpint(c.changes[1].tid, ==, 200);
+        g_assert_cmpuint(c.changes[2].filter_id, ==, 2);
+        g_assert_cmpint(c.changes[2].tid, ==, 100);
+        g_assert_cmpint(c.changes[3].tid, ==, 300);
+        g_assert_cmpuint(live_counts(l).tasks, ==, 2);
+        size_t nc;
+        live_children(l, 100, &nc);
+        g_assert_cmpuint(nc, ==, 1);
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        g_autofree char *after = forest_canon(live_forest(l));
+        g_assert_cmpstr(after, ==, before);
+        assert_consistent(l);
+        /* without announcing: only the replacement */
+        g_assert_cmpint(live_replace(l, scan_forest(2, 300), false, &c), ==, 0);
+        ASSERT_TYPES(&c, "replaced");
+        live_changes_done(&c);
+}
+
+/* A batch owns copies of what its events point to. */
+static void test_batch_copies(void) {
+        LiveBatch b = {};
+        struct sock_filter insns[1] = { prog_b[0] };
+        char exe[] = "/bin/x";
+        LiveThread th[] = { { 5, 6 } };
+        LiveEvent e = filter_event(100, 100, 1, 1, 0, false);
+        e.filter.insns = insns;
+        e.filter.tsync = th;
+        e.filter.n_tsync = 1;
+        e.task.exe = exe;
+        g_assert_cmpint(live_batch_add(&b, &e), ==, 0);
+        insns[0].k = 0;
+        exe[1] = 'X';
+        th[0].tid = 0;
+        g_assert_cmpuint(b.events[0].filter.insns[0].k, ==, prog_b[0].k);
+        g_assert_cmpstr(b.events[0].task.exe, ==, "/bin/x");
+        g_assert_cmpint(b.events[0].filter.tsync[0].tid, ==, 5);
+        live_batch_clear(&b);
+        g_assert_cmpuint(b.n, ==, 0);
+        live_batch_done(&b);
+}
+
+/* ---- random batches: applied and committed, or failed and rolled back ---- */
+
+typedef struct World {
+        GRand *rand;
+        uint64_t next_id;
+        pid_t next_pid;
+} World;
+
+static pid_t pick_pid(World *w, const Forest *f) {
+        if (f->n_processes == 0 || g_rand_int_range(w->rand, 0, 4) == 0)
+                return w->next_pid++;
+        return f->processes[g_rand_int_range(w->rand, 0, (gint32) f->n_processes)]->pid;
+}
+
+static uint64_t pick_filter(World *w, const Forest *f) {
+        if (f->n_filters == 0 || g_rand_int_range(w->rand, 0, 5) == 0)
+                return 0;
+        return f->filters[g_rand_int_range(w->rand, 0, (gint32) f->n_filters)]->id;
+}
+
+/* A thread of process pid: one it has, or a new one. */
+static pid_t pick_tid(World *w, const Forest *f, pid_t pid) {
+        const Process *p = forest_find_process(f, pid);
+        if (!p || p->n_threads == 0)
+                return pid;
+        if (g_rand_int_range(w->rand, 0, 3) == 0)
+                return w->next_pid++;
+        return p->threads[g_rand_int_range(w->rand, 0, (gint32) p->n_threads)].tid;
+}
+
+static LiveEvent random_event(World *w, const Forest *f, bool may_fail) {
+        pid_t pid = pick_pid(w, f), tid = pick_tid(w, f, pid);
+        const Process *p = forest_find_process(f, pid);
+        const Task *t = process_find_thread(p, tid);
+        uint64_t head = t ? t->filter_id : pick_filter(w, f);
+        pid_t ppid = p ? p->ppid : (pid_t) g_rand_int_range(w->rand, 1, 60);
+        LiveEvent e;
+        switch (g_rand_int_range(w->rand, 0, may_fail ? 8 : 7)) {
+        case 0:
+        case 1:
+                e = filter_event(tid, pid, ppid, w->next_id++, head, g_rand_boolean(w->rand));
+                break;
+        case 2:
+                e = task_event(LIVE_EVENT_TASK, tid, pid, ppid, head ? head : pick_filter(w, f));
+                if (!e.task.filter_id)
+                        e.task.mode = TASK_MODE_STRICT;
+                break;
+        case 3:
+                e = task_event(LIVE_EVENT_EXIT, tid, pid, ppid, 0);
+                break;
+        case 4:
+                e = task_event(LIVE_EVENT_EXEC, pid, pid, ppid, head);
+                e.task.mode = head ? TASK_MODE_FILTER : TASK_MODE_STRICT;
+                e.task.exe = g_rand_boolean(w->rand) ? "/bin/a" : "/bin/b";
+                break;
+        case 5:
+                e = task_event(LIVE_EVENT_COMM, pid, pid, ppid, 0);
+                snprintf(e.task.comm, sizeof(e.task.comm), "c%u", g_rand_int_range(w->rand, 0, 3));
+                break;
+        case 6:
+                e = (LiveEvent) { .type = LIVE_EVENT_PARENT, .task = { .tgid = pid, .ppid = g_rand_int_range(w->rand, 1, 60) } };
+                break;
+        default: /* a parent nobody has: the batch fails */
+                e = filter_event(tid, pid, ppid, w->next_id++, 1000000, false);
+                break;
+        }
+        if (t && e.type != LIVE_EVENT_PARENT)
+                e.task.start_time = t->start_time;
+        return e;
+}
+
+static void test_random_rollback(void) {
+        World w = { .rand = g_rand_new_with_seed(20240611), .next_id = 1, .next_pid = 10 };
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        unsigned rolled_back = 0, committed = 0;
+
+        for (unsigned round = 0; round < 2000; round++) {
+                g_autofree char *before = forest_canon(live_forest(l));
+                LiveCounts n_before = live_counts(l);
+                bool fail = g_rand_int_range(w.rand, 0, 3) == 0;
+                size_t n = (size_t) g_rand_int_range(w.rand, 1, 12);
+                LiveEvent e[12];
+                for (size_t i = 0; i < n; i++)
+                        e[i] = random_event(&w, live_forest(l), fail && i == n - 1);
+                int r = live_apply(l, e, n, &c);
+                if (r < 0 || fail) {
+                        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+                        g_autofree char *after = forest_canon(live_forest(l));
+                        g_assert_cmpstr(after, ==, before);
+                        LiveCounts n_after = live_counts(l);
+                        g_assert_cmpuint(n_after.tasks, ==, n_before.tasks);
+                        g_assert_cmpuint(n_after.filters, ==, n_before.filters);
+                        rolled_back++;
+                } else {
+                        live_changes_clear(&c);
+                        committed++;
+                }
+                assert_consistent(l);
+        }
+        g_test_message("%u batches committed, %u rolled back; %zu processes, %zu filters at the end", committed,
+                       rolled_back, live_forest(l)->n_processes, live_forest(l)->n_filters);
+        g_assert_cmpuint(committed, >, 100);
+        g_assert_cmpuint(rolled_back, >, 100);
+        live_changes_done(&c);
+        g_rand_free(w.rand);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/live/fork-and-install", test_fork_and_install);
+        g_test_add_func("/live/head-rule", test_head_rule);
+        g_test_add_func("/live/tsync", test_tsync);
+        g_test_add_func("/live/exit-retires", test_exit_retires);
+        g_test_add_func("/live/exec", test_exec);
+        g_test_add_func("/live/parent", test_parent);
+        g_test_add_func("/live/reused-ids", test_reused_ids);
+        g_test_add_func("/live/missing-parent-rolls-back", test_missing_parent_rolls_back);
+        g_test_add_func("/live/unknown-head", test_unknown_head);
+        g_test_add_func("/live/replace", test_replace);
+        g_test_add_func("/live/batch-copies", test_batch_copies);
+        g_test_add_func("/live/random-rollback", test_random_rollback);
+        return g_test_run();
+}
