@@ -20,7 +20,8 @@
  *     directory, not timed): the daemon's first pass; and again with the same forest: a refresh,
  *     where every row is found as it is;
  *   - incremental batches as the daemon makes them for one watch event: store_begin(),
- *     store_put_watch_filter() + store_put_task() (a thread attached a filter), store_commit();
+ *     store_put_filter() + store_put_process() + store_put_thread() (a thread attached a filter: what
+ *     store_write_changes() writes for it), store_commit();
  *     and store_begin(), store_remove_task() + store_retire_filter() (it exited), store_commit();
  *   - the floor: the same rows (values prepared beforehand) inserted into bare tables of the same
  *     columns (no index besides the rowid, no constraint, no upsert) with one prepared INSERT per
@@ -45,7 +46,7 @@ typedef enum StoreFigure {
 } StoreFigure;
 
 typedef enum StoreBatch {
-        BATCH_ATTACH,       /* put_watch_filter + put_task */
+        BATCH_ATTACH,       /* put_filter + put_process + put_thread */
         BATCH_EXIT,         /* remove_task + retire_filter */
         BATCH_FLOOR,        /* one bare INSERT */
         _BATCH_MAX,
@@ -135,7 +136,7 @@ static int batch_record(StoreBench *b, StoreBatch kind, double usec) {
 }
 
 /* A thread of a workload process attaches a filter on top of the shared one: one batch. */
-static int batch_attach(StoreBench *b, Store *s, const Forest *f, WatchTask *task, uint64_t *ret_id) {
+static int batch_attach(StoreBench *b, Store *s, const Forest *f, const Process *p, Task *task, uint64_t *ret_id) {
         const Filter *shared = f->filters[0]; /* parents first: the shared root */
         uint64_t id;
         int r = store_max_filter_id(s, &id);
@@ -143,21 +144,20 @@ static int batch_attach(StoreBench *b, Store *s, const Forest *f, WatchTask *tas
         if (r < 0)
                 return r;
         id++;
-        WatchFilter wf = {
-                .id = id,
-                .parent_id = shared->id,
-                .insns = shared->insns,
-                .len = shared->len,
-        };
-        StoreInstaller inst = { .tid = task->tid, .tgid = task->tgid, .comm = task->comm };
+        Filter flt = { .id = id, .parent_id = shared->id, .insns = shared->insns, .len = shared->len,
+                       .identity = IDENTITY_EXACT };
+        memcpy(flt.digest, shared->digest, PROG_DIGEST_SIZE);
+        StoreInstaller inst = { .tid = task->tid, .tgid = p->pid, .comm = p->comm };
         task->filter_id = id;
 
         uint64_t start = now_nsec();
         r = store_begin(s);
         if (r >= 0)
-                r = store_put_watch_filter(s, &wf, &inst, now_usec(CLOCK_REALTIME));
+                r = store_put_filter(s, &flt, &inst, now_usec(CLOCK_REALTIME));
         if (r >= 0)
-                r = store_put_task(s, task, NULL, now_usec(CLOCK_REALTIME));
+                r = store_put_process(s, p);
+        if (r >= 0)
+                r = store_put_thread(s, p, task, now_usec(CLOCK_REALTIME));
         if (r >= 0)
                 r = store_commit(s);
         if (r < 0) {
@@ -169,7 +169,7 @@ static int batch_attach(StoreBench *b, Store *s, const Forest *f, WatchTask *tas
 }
 
 /* The thread exits: its row goes, and the filter nobody holds any more moves to history. */
-static int batch_exit(StoreBench *b, Store *s, const WatchTask *task, uint64_t id) {
+static int batch_exit(StoreBench *b, Store *s, const Task *task, uint64_t id) {
         uint64_t start = now_nsec();
         int r = store_begin(s);
 
@@ -191,18 +191,18 @@ static int batch_exit(StoreBench *b, Store *s, const WatchTask *task, uint64_t i
 static int measure_batches(StoreBench *b, Store *s, const Forest *f) {
         const WorkloadTask *wt = &workload_tasks(b->w)[workload_n_tasks(b->w) > 1 ? 1 : 0];
 
+        const Process *p = forest_find_process(f, wt->tgid);
+        if (!p)
+                return log_error_errno(-ESRCH, "Process %d is not in the scan.", wt->tgid);
         for (unsigned i = 0; i < INCREMENTAL_BATCHES; i++) {
-                WatchTask task = {
+                Task task = {
                         .tid = SYNTHETIC_TID_BASE + (pid_t) b->next_synthetic++,
                         .tgid = wt->tgid,
-                        .ppid = workload_root(b->w),
                         .start_time = 1,
                         .mode = TASK_MODE_FILTER,
-                        .no_new_privs = true,
                 };
                 uint64_t id = 0;
-                snprintf(task.comm, sizeof(task.comm), "bench-thread");
-                int r = batch_attach(b, s, f, &task, &id);
+                int r = batch_attach(b, s, f, p, &task, &id);
                 if (r >= 0)
                         r = batch_exit(b, s, &task, id);
                 if (r < 0)

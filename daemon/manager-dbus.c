@@ -1,7 +1,8 @@
 /* manager-dbus.c: the org.sectree1.Manager interface: handlers first, the vtable at the bottom */
+#include "manager-dbus.h"
+
 #include "access.h"
 #include "config.h"
-#include "manager.h"
 #include "procinfo.h"
 #include "snapshot.h"
 #include "snapshots.h"
@@ -23,14 +24,7 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-static size_t n_threads(const Forest *f) {
-        size_t n = 0;
-        for (size_t i = 0; i < f->n_processes; i++)
-                n += f->processes[i]->n_threads;
-        return n;
-}
-
-static int live_or_fail(Manager *m, Forest **ret, sd_bus_error *error) {
+static int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
         int r = manager_live(m, ret);
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
@@ -42,7 +36,7 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Forest *f;
+        const Forest *f;
         int r = caller_from_message(msg, &c);
         if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
                 return r;
@@ -99,7 +93,7 @@ static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
-        Forest *f;
+        const Forest *f;
         int r = caller_from_message(msg, &c);
         if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
                 return r;
@@ -148,7 +142,7 @@ static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const Filter *flt = NULL;
-        Forest *f;
+        const Forest *f;
         uint64_t id;
         char digest[PROG_DIGEST_STRING_MAX];
         int r = sd_bus_message_read(msg, "t", &id);
@@ -188,7 +182,7 @@ static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_err
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Process *p;
-        Forest *f;
+        const Forest *f;
         uint32_t tid;
         int r = sd_bus_message_read(msg, "u", &tid);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
@@ -244,7 +238,7 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap memo = {};
-        Forest *f;
+        const Forest *f;
         uint32_t pid;
         int r = sd_bus_message_read(msg, "u", &pid);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
@@ -487,16 +481,17 @@ static int property_get_const_string(sd_bus *bus, const char *path, const char *
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         const char *v = streq(property, "Version") ? PACKAGE_VERSION
-                        : streq(property, "Backend") ? backend_to_string(m->backend)
-                        : identity_kind_to_string(m->backend == BACKEND_BPF ? IDENTITY_EXACT : IDENTITY_INFERRED);
+                        : streq(property, "Backend") ? backend_to_string(source_backend(m->source))
+                        : identity_kind_to_string(source_identity(m->source));
         return sd_bus_message_append(reply, "s", v);
 }
 
 static ManagerCounts current_counts(const Manager *m) {
+        LiveCounts n = live_counts(m->live);
         return (ManagerCounts) {
-                .tasks = (uint32_t) n_threads(m->live),
-                .filters = (uint32_t) m->live->n_filters,
-                .listeners = (uint32_t) m->live->n_listeners,
+                .tasks = (uint32_t) n.tasks,
+                .filters = (uint32_t) n.filters,
+                .listeners = (uint32_t) n.listeners,
                 .last_scan_usec = m->last_scan_usec,
         };
 }
@@ -565,23 +560,21 @@ static int emit(Manager *m, const char *member, const char *types, ...) {
         return r < 0 ? r : sd_bus_send(m->bus, s, NULL);
 }
 
-int manager_send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t tid) {
+static int send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t tid) {
         return emit(m, "FilterAttached", "ttu", id, parent, (uint32_t) tid);
 }
 
-int manager_send_task_added(Manager *m, pid_t tid, pid_t tgid, const char *comm) {
-        _cleanup_free_ char *valid = snapshot_utf8_sanitize(comm);
+static int send_task_added(Manager *m, pid_t tid, pid_t tgid, const char *comm) {
+        char c[sizeof(((LiveChange *) NULL)->comm) + 1] = {};
+        memcpy(c, comm, sizeof(c) - 1);
+        _cleanup_free_ char *valid = snapshot_utf8_sanitize(c);
         if (!valid)
                 return -ENOMEM;
         return emit(m, "TaskAdded", "uus", (uint32_t) tid, (uint32_t) tgid, valid);
 }
 
-int manager_send_task_exited(Manager *m, pid_t tid) {
+static int send_task_exited(Manager *m, pid_t tid) {
         return emit(m, "TaskExited", "u", (uint32_t) tid);
-}
-
-int manager_send_resynced(Manager *m, const char *reason) {
-        return emit(m, "Resynced", "s", reason);
 }
 
 int manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner) {
@@ -592,7 +585,8 @@ int manager_send_snapshot_deleted(Manager *m, uint64_t id) {
         return emit(m, "SnapshotDeleted", "t", id);
 }
 
-int manager_announce_counts(Manager *m) {
+/* PropertiesChanged for the counts that changed since the last call. */
+static int announce_counts(Manager *m) {
         if (!m->bus)
                 return 0;
         ManagerCounts c = current_counts(m);
@@ -611,6 +605,29 @@ int manager_announce_counts(Manager *m) {
         if (n == 0)
                 return 0;
         return sd_bus_emit_properties_changed_strv(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, (char **) changed);
+}
+
+static int announce_change(Manager *m, const LiveChange *x) {
+        switch (x->type) {
+        case LIVE_TASK_ADDED:
+                return send_task_added(m, x->tid, x->tgid, x->comm);
+        case LIVE_TASK_EXITED:
+                return send_task_exited(m, x->tid);
+        case LIVE_FILTER_ATTACHED:
+                return send_filter_attached(m, x->filter_id, x->parent_id, x->tid);
+        default:
+                return 0;
+        }
+}
+
+void manager_bus_announce(Manager *m, const LiveChanges *c, const char *reason) {
+        if (!m->bus)
+                return;
+        for (size_t i = 0; i < c->n; i++)
+                (void) announce_change(m, &c->changes[i]);
+        if (c->replaced && reason)
+                (void) emit(m, "Resynced", "s", reason);
+        (void) announce_counts(m);
 }
 
 static int on_event_exit(sd_event_source *s, void *userdata) {

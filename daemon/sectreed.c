@@ -1,4 +1,4 @@
-/* sectreed.c: the daemon binary: verbs and their options (the one-shot scan for now) */
+/* sectreed.c: the daemon binary: its verbs and their options; the service itself is manager.c */
 #include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -6,8 +6,8 @@
 #include "config.h"
 #include "forest-print.h"
 #include "manager.h"
-#include "scan.h"
 #include "snapshot-json.h"
+#include "source.h"
 
 typedef enum OutputFormat {
         OUTPUT_TREE,
@@ -125,30 +125,12 @@ static int parse_args(int argc, char *argv[], Args *a) {
         return 1;
 }
 
-static int scan_with_backend(const Args *a, Forest **ret) {
-        if (a->backend == BACKEND_PTRACE) {
-                _cleanup_free_ UnreadableTask *bad = NULL;
-                size_t n_bad = 0;
-                int r = ptrace_scan(&a->scan, ret, &bad, &n_bad);
-                if (r < 0)
-                        return log_error_errno(r, "ptrace scan failed: %m");
-                for (size_t i = 0; i < n_bad; i++)
-                        log_warning_errno(bad[i].error, "Could not read the filters of thread %d: %m", bad[i].tid);
-                return 0;
-        }
-        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
-        int r = bpf_scanner_new(&s);
-        if (r < 0)
-                return log_error_errno(r, "Failed to load the BPF scanner: %m (try --backend=ptrace)");
-        r = bpf_scanner_scan(s, &a->scan, ret);
-        if (r < 0)
-                return log_error_errno(r, "BPF scan failed: %m");
-        return 0;
-}
-
 static int verb_scan(const Args *a) {
+        _cleanup_(source_freep) Source *s = NULL;
         _cleanup_(forest_freep) Forest *f = NULL;
-        int r = scan_with_backend(a, &f);
+        int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true }, &s);
+        if (r >= 0)
+                r = source_scan(s, &a->scan, &f);
         if (r < 0)
                 return r;
         r = forest_renumber(f);

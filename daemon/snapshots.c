@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "manager-dbus.h"
 #include "procinfo.h"
 #include "snapshot-json.h"
 #include "snapshot-sqlite.h"
@@ -97,19 +98,7 @@ static int quota_message(char **ret_message) {
 /* Creating */
 
 static int scan_subtree(Manager *m, const ScanOptions *opts, Forest **ret) {
-        if (m->backend == BACKEND_BPF) {
-                int r = bpf_scanner_scan(m->scanner, opts, ret);
-                if (r >= 0)
-                        (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
-                return r;
-        }
-        /* The scanner says FROZEN when it could stop every task first. */
-        _cleanup_free_ UnreadableTask *bad = NULL;
-        size_t n_bad = 0;
-        int r = ptrace_scan(opts, ret, &bad, &n_bad);
-        for (size_t i = 0; r >= 0 && i < n_bad; i++)
-                log_debug_errno(bad[i].error, "Snapshot: could not read thread %d: %m", bad[i].tid);
-        return r;
+        return source_scan(m->source, opts, ret); /* says how consistent: an iterator pass, or frozen */
 }
 
 /* The first process of the snapshot the caller could not trace, or 0. */

@@ -63,7 +63,3 @@ int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone 
 
 /* End every transfer in progress with -ECANCELED. */
 void manager_snapshot_transfers_cancel(Manager *m);
-
-/* manager-dbus.c */
-int manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner);
-int manager_send_snapshot_deleted(Manager *m, uint64_t id);

@@ -46,7 +46,6 @@ typedef enum StoreStatement {
         STMT_PUT_FILTER,
         STMT_TOUCH_FILTER,
         STMT_PUT_PROCESS,
-        STMT_PUT_PROCESS_OF_THREAD,
         STMT_TOUCH_PROCESS,
         STMT_PUT_TASK,
         STMT_TOUCH_TASK,
@@ -94,7 +93,7 @@ enum {
         PF_GENERATION,
 };
 
-/* Parameter positions of STMT_PUT_PROCESS, STMT_PUT_PROCESS_OF_THREAD and STMT_TOUCH_PROCESS. */
+/* Parameter positions of STMT_PUT_PROCESS and STMT_TOUCH_PROCESS. */
 enum { PP_PID = 1, PP_PPID, PP_START_TIME, PP_COMM, PP_EXE, PP_UID, PP_GID, PP_NO_NEW_PRIVS, PP_GENERATION };
 
 /* Parameter positions of STMT_PUT_TASK and STMT_TOUCH_TASK. */
@@ -135,8 +134,8 @@ static const char *const statement_sql[_STMT_MAX] = {
                 "UPDATE filters SET last_seen_usec = ?12, generation = ?17, refs = ?10, users = ?11 "
                 "WHERE id = ?1 AND parent IS ?2 AND length = ?3 AND digest = ?4 AND log = ?6 "
                 "AND wait_killable_recv = ?7 AND has_listener = ?8 AND identity = ?9",
-        /* From a scan or the leader thread: the whole row. An unknown exe (NULL) keeps the stored
-         * one only if this is the same process (same start time). */
+        /* The whole row, as the live forest has it. An unknown exe (NULL) keeps the stored one only
+         * if this is the same process (same start time). */
         [STMT_PUT_PROCESS] =
                 "INSERT INTO processes (pid, ppid, start_time, comm, exe, uid, gid, no_new_privs, generation) "
                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
@@ -144,12 +143,6 @@ static const char *const statement_sql[_STMT_MAX] = {
                 "exe = coalesce(excluded.exe, CASE WHEN start_time IS excluded.start_time THEN exe END), "
                 "start_time = excluded.start_time, comm = excluded.comm, uid = excluded.uid, "
                 "gid = excluded.gid, no_new_privs = excluded.no_new_privs, generation = excluded.generation",
-        /* From another thread: create the row from what the thread knows, else touch only ppid. */
-        [STMT_PUT_PROCESS_OF_THREAD] =
-                "INSERT INTO processes (pid, ppid, start_time, comm, exe, uid, gid, no_new_privs, generation) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
-                "ON CONFLICT (pid) DO UPDATE SET ppid = excluded.ppid, exe = coalesce(exe, excluded.exe), "
-                "generation = excluded.generation",
         [STMT_TOUCH_PROCESS] =
                 "UPDATE processes SET generation = ?9 WHERE pid = ?1 AND ppid = ?2 AND start_time IS ?3 "
                 "AND comm = ?4 AND exe IS ?5 AND uid = ?6 AND gid = ?7 AND no_new_privs = ?8",
@@ -668,32 +661,6 @@ int store_put_filter(Store *s, const Filter *flt, const StoreInstaller *installe
         return store_raise_max_filter_id(s, row.id);
 }
 
-/* Watch events come from the BPF tracepoints, which name kernel objects: identity is exact. */
-int store_put_watch_filter(Store *s, const WatchFilter *flt, const StoreInstaller *installer, uint64_t now_usec) {
-        uint8_t digest[PROG_DIGEST_SIZE];
-        FilterRow row = {
-                .id = flt->id,
-                .parent_id = flt->parent_id,
-                .insns = flt->insns,
-                .len = flt->len,
-                .log = flt->log,
-                .wait_killable_recv = flt->wait_killable_recv,
-                .has_listener = flt->has_listener,
-                .identity = identity_kind_to_string(IDENTITY_EXACT),
-                .installer = installer,
-        };
-        int r;
-
-        if (row.id == 0 || row.len > PROG_MAX_INSNS || (row.len > 0 && !row.insns))
-                return log_error_errno(-EINVAL, "Refusing to store filter %" PRIu64 ": invalid id or length.", row.id);
-        prog_digest(flt->insns, flt->len, digest);
-        prog_digest_to_string(digest, row.digest);
-        r = store_put_filter_row(s, &row, now_usec);
-        if (r < 0)
-                return r;
-        return store_raise_max_filter_id(s, row.id);
-}
-
 typedef struct RetireArgs {
         uint64_t id, now_usec;
 } RetireArgs;
@@ -752,7 +719,7 @@ typedef struct ProcessRow {
         bool no_new_privs;
 } ProcessRow;
 
-/* Binds every parameter of STMT_PUT_PROCESS, STMT_PUT_PROCESS_OF_THREAD and STMT_TOUCH_PROCESS. */
+/* Binds every parameter of STMT_PUT_PROCESS and STMT_TOUCH_PROCESS. */
 static int store_run_process_row(Store *s, StoreStatement which, const ProcessRow *p) {
         sqlite3_stmt *st = store_statement(s, which);
 
@@ -808,43 +775,33 @@ static int store_run_task_row(Store *s, StoreStatement which, const TaskRow *t, 
         return r;
 }
 
-typedef struct PutTaskArgs {
-        const WatchTask *task;
-        const TaskRow *row;
-        const char *exe;
-        uint64_t now_usec;
-} PutTaskArgs;
-
-/* The leader speaks for its process; another thread only creates the row if it is missing. */
-static int store_put_task_steps(Store *s, const void *arg) {
-        const PutTaskArgs *a = arg;
-        const WatchTask *t = a->task;
-        bool leader = t->tid == t->tgid;
-        int r;
-
-        r = store_run_process_row(s, leader ? STMT_PUT_PROCESS : STMT_PUT_PROCESS_OF_THREAD, &(ProcessRow) {
-                .pid = t->tgid,
-                .ppid = t->ppid,
-                .start_time = leader ? t->start_time : 0,
-                .comm = t->comm,
-                .exe = a->exe,
-                .uid = t->uid,
-                .gid = t->gid,
-                .no_new_privs = t->no_new_privs,
-        });
-        if (r < 0)
-                return r;
-        return store_run_task_row(s, STMT_PUT_TASK, a->row, a->now_usec);
+static void process_row_init(ProcessRow *row, const Process *p) {
+        *row = (ProcessRow) {
+                .pid = p->pid,
+                .ppid = p->ppid,
+                .start_time = p->start_time,
+                .comm = p->comm,
+                .exe = p->exe,
+                .uid = p->uid,
+                .gid = p->gid,
+                .no_new_privs = p->no_new_privs,
+        };
 }
 
-int store_put_task(Store *s, const WatchTask *t, const char *exe, uint64_t now_usec) {
+int store_put_process(Store *s, const Process *p) {
+        ProcessRow row;
+
+        process_row_init(&row, p);
+        return store_run_process_row(s, STMT_PUT_PROCESS, &row);
+}
+
+int store_put_thread(Store *s, const Process *p, const Task *t, uint64_t now_usec) {
         TaskRow row;
-        int r = task_row_init(&row, t->tid, t->tgid, t->start_time, t->mode, t->filter_id);
+        int r = task_row_init(&row, t->tid, p->pid, t->start_time, t->mode, t->filter_id);
 
         if (r < 0)
                 return r;
-        return store_atomically(s, store_put_task_steps,
-                                &(PutTaskArgs) { .task = t, .row = &row, .exe = exe, .now_usec = now_usec });
+        return store_run_task_row(s, STMT_PUT_TASK, &row, now_usec);
 }
 
 /* Delete the thread, and its process once no thread is left. Returns 1 if it was stored. */
@@ -909,18 +866,10 @@ static int store_reconcile_filters(Store *s, const Forest *f, uint64_t now_usec)
 }
 
 static int store_reconcile_process(Store *s, const Process *p, uint64_t now_usec) {
-        const ProcessRow prow = {
-                .pid = p->pid,
-                .ppid = p->ppid,
-                .start_time = p->start_time,
-                .comm = p->comm,
-                .exe = p->exe,
-                .uid = p->uid,
-                .gid = p->gid,
-                .no_new_privs = p->no_new_privs,
-        };
+        ProcessRow prow;
         int r;
 
+        process_row_init(&prow, p);
         r = store_run_process_row(s, STMT_TOUCH_PROCESS, &prow);
         if (r >= 0 && sqlite3_changes(s->db) == 0)
                 r = store_run_process_row(s, STMT_PUT_PROCESS, &prow);
@@ -1118,6 +1067,235 @@ int store_replace_all(Store *s, const Forest *f, uint64_t now_usec) {
         r = store_replace_all_transaction(s, f, now_usec);
         k = store_enforce_foreign_keys(s, true);
         return r < 0 ? r : k;
+}
+
+/* Batches: what a live batch changed, net of what it changed back */
+
+/* The installer the kernel named; an inferred filter's is not known. */
+static int store_put_attached(Store *s, const LiveChange *x, uint64_t now_usec) {
+        StoreInstaller in = { .tid = x->tid, .tgid = x->tgid, .comm = x->comm, .exe = x->installer_exe };
+        bool exact = x->filter->identity == IDENTITY_EXACT;
+
+        return store_put_filter(s, x->filter, exact ? &in : NULL, now_usec);
+}
+
+typedef struct Touched {
+        Hashmap threads;   /* tid -> (void *) tgid of its last change */
+        Hashmap processes; /* tgid -> (void *) 1 */
+} Touched;
+
+static void touched_deinit(Touched *t) {
+        hashmap_deinit(&t->threads);
+        hashmap_deinit(&t->processes);
+}
+
+static int touched_collect(Touched *t, const LiveChanges *c) {
+        for (size_t i = 0; i < c->n; i++) {
+                const LiveChange *x = &c->changes[i];
+                int r = 0;
+                switch (x->type) {
+                case LIVE_TASK_ADDED:
+                case LIVE_TASK_UPDATED:
+                case LIVE_TASK_EXITED:
+                        r = hashmap_replace(&t->threads, (uint64_t) x->tid, (void *) (uintptr_t) x->tgid);
+                        break;
+                case LIVE_PROCESS_ADDED:
+                case LIVE_PROCESS_UPDATED:
+                case LIVE_PROCESS_REMOVED:
+                        r = hashmap_replace(&t->processes, (uint64_t) x->tgid, (void *) 1);
+                        break;
+                default:
+                        break;
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static const Task *live_thread(const Forest *live, pid_t tgid, pid_t tid) {
+        return process_find_thread(forest_find_process(live, tgid), tid);
+}
+
+/* Threads gone: their rows, and their process's once it has none left. */
+static int store_write_removals(Store *s, const Forest *live, const Touched *t) {
+        uint64_t tid;
+        void *tgid;
+        for (size_t i = 0; hashmap_next(&t->threads, &i, &tid, &tgid);)
+                if (!live_thread(live, (pid_t) (uintptr_t) tgid, (pid_t) tid)) {
+                        int r = store_remove_task(s, (pid_t) tid);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+/* Processes, then threads, as the live forest has them now. A thread's process row is written too:
+ * removing another thread may have taken it. */
+static int store_write_puts(Store *s, const Forest *live, Touched *t, uint64_t now_usec) {
+        uint64_t key;
+        void *value;
+        int r;
+
+        for (size_t i = 0; hashmap_next(&t->threads, &i, &key, &value);)
+                if (live_thread(live, (pid_t) (uintptr_t) value, (pid_t) key) &&
+                    (r = hashmap_replace(&t->processes, (uint64_t) (uintptr_t) value, (void *) 1)) < 0)
+                        return r;
+        for (size_t i = 0; hashmap_next(&t->processes, &i, &key, NULL);) {
+                const Process *p = forest_find_process(live, (pid_t) key);
+                if (p && (r = store_put_process(s, p)) < 0)
+                        return r;
+        }
+        for (size_t i = 0; hashmap_next(&t->threads, &i, &key, &value);) {
+                const Process *p = forest_find_process(live, (pid_t) (uintptr_t) value);
+                const Task *th = process_find_thread(p, (pid_t) key);
+                if (th && (r = store_put_thread(s, p, th, now_usec)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Filters first (a thread's row names its head), then threads gone, then what is, then the
+ * filters retired (children before parents, as the changes have them). */
+static int store_write_batch(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+        _cleanup_(touched_deinit) Touched t = {};
+        int r = touched_collect(&t, c);
+
+        for (size_t i = 0; r >= 0 && i < c->n; i++)
+                if (c->changes[i].type == LIVE_FILTER_ATTACHED && c->changes[i].new_filter)
+                        r = store_put_attached(s, &c->changes[i], now_usec);
+        if (r >= 0)
+                r = store_write_removals(s, live, &t);
+        if (r >= 0)
+                r = store_write_puts(s, live, &t, now_usec);
+        for (size_t i = 0; r >= 0 && i < c->n; i++)
+                if (c->changes[i].type == LIVE_FILTER_RETIRED)
+                        r = store_retire_filter(s, c->changes[i].filter_id, now_usec);
+        return r;
+}
+
+int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+        if (c->replaced)
+                return store_replace_all(s, live, now_usec);
+        if (c->n == 0)
+                return 0;
+        int r = store_begin(s);
+        if (r < 0)
+                return r;
+        r = store_write_batch(s, live, c, now_usec);
+        if (r >= 0)
+                r = store_commit(s);
+        if (r < 0)
+                store_rollback(s);
+        return r;
+}
+
+/* Reading the live tables back */
+
+static int store_query(Store *s, const char *sql, sqlite3_stmt **ret) {
+        int rc = sqlite3_prepare_v3(s->db, sql, -1, 0, ret, NULL);
+        return rc == SQLITE_OK ? 0 : store_error(s, rc, "prepare a query");
+}
+
+static const char *column_text(sqlite3_stmt *st, int i) {
+        return (const char *) sqlite3_column_text(st, i);
+}
+
+static int load_filter(Forest *f, sqlite3_stmt *st) {
+        uint8_t digest[PROG_DIGEST_SIZE];
+        int n = sqlite3_column_bytes(st, 2);
+        size_t len = (size_t) n / PROG_INSN_WIRE_SIZE;
+        _cleanup_free_ struct sock_filter *insns = calloc(len + 1, sizeof(struct sock_filter));
+        Filter *x;
+
+        if (!insns)
+                return -ENOMEM;
+        if (len > PROG_MAX_INSNS || prog_digest_from_string(column_text(st, 7), digest) < 0)
+                return -EBADMSG;
+        prog_from_wire(sqlite3_column_blob(st, 2), len, insns);
+        int r = forest_add_filter_with_digest(f, (uint64_t) sqlite3_column_int64(st, 0),
+                                              (uint64_t) sqlite3_column_int64(st, 1), insns, len, digest, &x);
+        if (r < 0)
+                return r;
+        x->log = sqlite3_column_int(st, 3);
+        x->wait_killable_recv = sqlite3_column_int(st, 4);
+        x->has_listener = sqlite3_column_int(st, 5);
+        x->identity = identity_kind_from_string(column_text(st, 6));
+        return x->identity < 0 ? -EBADMSG : 0;
+}
+
+static int load_process(Forest *f, sqlite3_stmt *st) {
+        Process *p;
+        int r = forest_add_process(f, (pid_t) sqlite3_column_int64(st, 0), &p);
+        if (r < 0)
+                return r;
+        p->ppid = (pid_t) sqlite3_column_int64(st, 1);
+        p->start_time = (uint64_t) sqlite3_column_int64(st, 2);
+        snprintf(p->comm, sizeof(p->comm), "%s", column_text(st, 3) ?: "");
+        p->uid = (uid_t) sqlite3_column_int64(st, 5);
+        p->gid = (gid_t) sqlite3_column_int64(st, 6);
+        p->no_new_privs = sqlite3_column_int(st, 7);
+        return process_set_exe(p, column_text(st, 4));
+}
+
+static int load_task(Forest *f, sqlite3_stmt *st) {
+        Process *p = forest_find_process(f, (pid_t) sqlite3_column_int64(st, 1));
+        Task *t;
+        if (!p)
+                return -EBADMSG;
+        int r = process_append_thread(p, (pid_t) sqlite3_column_int64(st, 0), &t);
+        if (r < 0)
+                return r;
+        t->start_time = (uint64_t) sqlite3_column_int64(st, 2);
+        t->mode = task_mode_from_string(column_text(st, 3));
+        t->filter_id = (uint64_t) sqlite3_column_int64(st, 4);
+        return t->mode < 0 ? -EBADMSG : 0;
+}
+
+static int load_listener(Forest *f, sqlite3_stmt *st) {
+        Listener *l;
+        int r = forest_append_listener(f, (uint64_t) sqlite3_column_int64(st, 0), (uint64_t) sqlite3_column_int64(st, 1), &l);
+        if (r < 0)
+                return r;
+        l->identity = identity_kind_from_string(column_text(st, 2));
+        return l->identity < 0 ? -EBADMSG : 0;
+}
+
+static int load_holder(Forest *f, sqlite3_stmt *st) {
+        Listener *l = forest_find_listener(f, (uint64_t) sqlite3_column_int64(st, 0));
+        return l ? listener_append_holder(l, (pid_t) sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2)) : -EBADMSG;
+}
+
+static int store_load_rows(Store *s, Forest *f, const char *sql, int (*load)(Forest *f, sqlite3_stmt *st)) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int r = store_query(s, sql, &st);
+        while (r >= 0 && (r = store_step_row(s, st, "read the live state")) > 0)
+                if ((r = load(f, st)) < 0)
+                        return log_error_errno(r, "Failed to read the live state of %s: a row is invalid: %m", s->path);
+        return r;
+}
+
+int store_load_live(Store *s, Forest **ret) {
+        _cleanup_(forest_freep) Forest *f = forest_new();
+        int r;
+
+        if (!f)
+                return log_oom();
+        r = store_load_rows(s, f, "SELECT id, coalesce(parent, 0), program, log, wait_killable_recv, has_listener, "
+                                  "identity, digest FROM filters", load_filter);
+        if (r >= 0)
+                r = store_load_rows(s, f, "SELECT pid, ppid, coalesce(start_time, 0), comm, exe, uid, gid, no_new_privs "
+                                          "FROM processes", load_process);
+        if (r >= 0)
+                r = store_load_rows(s, f, "SELECT tid, tgid, start_time, mode, coalesce(filter, 0) FROM tasks", load_task);
+        if (r >= 0)
+                r = store_load_rows(s, f, "SELECT id, filter, identity FROM listeners", load_listener);
+        if (r >= 0)
+                r = store_load_rows(s, f, "SELECT listener, pid, fd FROM listener_holders", load_holder);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(f);
+        return 0;
 }
 
 /* For store-snapshot.c */

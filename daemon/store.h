@@ -5,7 +5,7 @@
 #include <sys/types.h>
 
 #include "forest.h"
-#include "watch.h"
+#include "live.h"
 
 typedef struct Store Store;
 
@@ -45,13 +45,24 @@ typedef struct StoreInstaller {
         const char *exe; /* may be NULL */
 } StoreInstaller;
 
+/* The filter's digest is taken as it is (computed where the filter entered the model). */
 int store_put_filter(Store *s, const Filter *flt, const StoreInstaller *installer, uint64_t now_usec);
-int store_put_watch_filter(Store *s, const WatchFilter *flt, const StoreInstaller *installer, uint64_t now_usec);
-/* Insert or update a thread (and its process row: ppid, comm, exe, uid, gid, no_new_privs). */
-int store_put_task(Store *s, const WatchTask *t, const char *exe, uint64_t now_usec);
+/* Insert or update a process's row; a thread's (its process's row must be there). */
+int store_put_process(Store *s, const Process *p);
+int store_put_thread(Store *s, const Process *p, const Task *t, uint64_t now_usec);
 int store_remove_task(Store *s, pid_t tid);
 /* Move a filter no task or listener reaches any more to history. */
 int store_retire_filter(Store *s, uint64_t id, uint64_t now_usec);
+
+/* Store what a live batch changed (lib/live.h), in one transaction: the filters attached, the
+ * rows of the threads and processes it touched as live (the live forest after the batch) has them
+ * now, the threads gone, the filters retired. A full pass (c->replaced) is store_replace_all() of
+ * live. Nothing is written when it fails. */
+int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec);
+
+/* The live tables read back as a forest (not linked): what the daemon stored last, for the next
+ * start to keep the ids of the filters that are still there. */
+int store_load_live(Store *s, Forest **ret);
 
 /* For the other tables' code (store-snapshot.c), which keeps its statements next to it: the
  * connection, and a failed SQLite call logged and turned into a negative errno. */

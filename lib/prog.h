@@ -29,6 +29,9 @@ void prog_from_wire(const uint8_t *wire, size_t n, struct sock_filter *out);
 /* SHA-256 over the instructions as the kernel stores them (8 bytes each: code le16, jt, jf,
  * k le32). */
 void prog_digest(const struct sock_filter *insns, size_t n, uint8_t out[PROG_DIGEST_SIZE]);
+/* How many programs prog_digest() hashed in this process so far: a filter's digest is computed
+ * once, where it enters the model, and carried from there (tests check it). */
+uint64_t prog_digest_count(void);
 
 /* "sha256:<64 lowercase hex>" into buf (at least PROG_DIGEST_STRING_MAX bytes); returns buf. */
 char *prog_digest_to_string(const uint8_t digest[PROG_DIGEST_SIZE], char *buf);

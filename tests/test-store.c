@@ -450,20 +450,23 @@ static void test_replace_all_refusals(Fixture *fx, gconstpointer data) {
 
 /* Incremental changes */
 
-static WatchTask watch_task(pid_t tid, pid_t tgid, const char *comm, uint64_t filter) {
-        WatchTask t = {
-                .tid = tid,
-                .tgid = tgid,
-                .ppid = 1,
-                .start_time = 5000 + tid,
-                .mode = filter ? TASK_MODE_FILTER : TASK_MODE_DISABLED,
-                .filter_id = filter,
-                .uid = 0,
-                .gid = 0,
-                .no_new_privs = true,
-        };
-        snprintf(t.comm, sizeof(t.comm), "%s", comm);
-        return t;
+/* A filter as the live forest hands it to the store (its digest computed where it came in). */
+static Filter filter_of(uint64_t id, uint64_t parent, const struct sock_filter *insns, size_t len, bool log) {
+        Filter f = { .id = id, .parent_id = parent, .insns = (struct sock_filter *) insns, .len = len, .log = log,
+                     .identity = IDENTITY_EXACT };
+        prog_digest(insns, len, f.digest);
+        return f;
+}
+
+static Process process_of(pid_t pid, const char *comm, const char *exe, uint64_t start_time) {
+        Process p = { .pid = pid, .ppid = 1, .start_time = start_time, .exe = (char *) exe, .no_new_privs = true };
+        snprintf(p.comm, sizeof(p.comm), "%s", comm);
+        return p;
+}
+
+static Task thread_of(pid_t tid, uint64_t filter) {
+        return (Task) { .tid = tid, .start_time = 5000 + (uint64_t) tid,
+                        .mode = filter ? TASK_MODE_FILTER : TASK_MODE_STRICT, .filter_id = filter };
 }
 
 static void test_incremental(Fixture *fx, gconstpointer data) {
@@ -471,7 +474,9 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         _cleanup_(store_freep) Store *s = open_ok(fx);
         _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
         const StoreInstaller installer = { .tid = 101, .tgid = 100, .comm = "alpha", .exe = "/usr/bin/alpha" };
-        WatchTask t;
+        Filter f10 = filter_of(10, 3, PROG(tests_prog_errno), true), f11 = filter_of(11, 10, PROG(tests_prog_allow), false);
+        Process p100 = process_of(100, "alpha", "/usr/bin/alpha", 1100);
+        Task t;
         uint64_t max_id = 0;
 
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
@@ -479,10 +484,9 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         /* A batch: thread 101 stacks filter 10 on its filter 3. */
         g_assert_cmpint(store_begin(s), ==, 0);
         g_assert_cmpint(store_begin(s), ==, -EBUSY);
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = tests_prog_errno,
-                                                                   .len = 1, .log = true }, &installer, 1500), ==, 0);
-        t = watch_task(101, 100, "worker", 10);
-        g_assert_cmpint(store_put_task(s, &t, NULL, 1500), ==, 0);
+        g_assert_cmpint(store_put_filter(s, &f10, &installer, 1500), ==, 0);
+        t = thread_of(101, 10);
+        g_assert_cmpint(store_put_thread(s, &p100, &t, 1500), ==, 0);
         g_assert_cmpint(store_commit(s), ==, 0);
         assert_rows(db,
                     "SELECT parent, log, identity, first_seen_usec, installer_tid, installer_tgid, installer_comm, "
@@ -490,21 +494,24 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
                     "3,1,exact,1500,101,100,alpha,/usr/bin/alpha");
         assert_rows(db, "SELECT tgid, start_time, mode, filter, last_seen_usec FROM tasks WHERE tid = 101",
                     "100,5101,filter,10,1500");
-        /* A thread that is not the leader does not rename its process. */
-        assert_rows(db, "SELECT comm, exe, start_time FROM processes WHERE pid = 100", "alpha,/usr/bin/alpha,1100");
+        /* The digest is the one the filter came with: the store does not hash programs again. */
+        char digest[PROG_DIGEST_STRING_MAX], sql[128];
+        snprintf(sql, sizeof(sql), "SELECT digest = '%s' FROM filters WHERE id = 10",
+                 prog_digest_to_string(f10.digest, digest));
+        g_assert_cmpint(raw_int(db, sql), ==, 1);
         /* Re-put of a filter keeps its installer and first_seen. */
         g_assert_cmpint(store_put_filter(s, forest_find_filter(a, 3), NULL, 1600), ==, 0);
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = tests_prog_errno,
-                                                                   .len = 1, .log = true }, NULL, 1700), ==, 0);
+        g_assert_cmpint(store_put_filter(s, &f10, NULL, 1700), ==, 0);
         assert_rows(db, "SELECT first_seen_usec, last_seen_usec, installer_comm FROM filters WHERE id = 10",
                     "1500,1700,alpha");
 
         /* A batch rolled back leaves nothing behind. */
         g_assert_cmpint(store_begin(s), ==, 0);
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 11, .parent_id = 10, .insns = tests_prog_allow,
-                                                                   .len = 1 }, &installer, 1800), ==, 0);
-        t = watch_task(500, 500, "delta", 11);
-        g_assert_cmpint(store_put_task(s, &t, "/usr/bin/delta", 1800), ==, 0);
+        g_assert_cmpint(store_put_filter(s, &f11, &installer, 1800), ==, 0);
+        Process p500 = process_of(500, "delta", "/usr/bin/delta", 1500);
+        t = thread_of(500, 11);
+        g_assert_cmpint(store_put_process(s, &p500), ==, 0);
+        g_assert_cmpint(store_put_thread(s, &p500, &t, 1800), ==, 0);
         store_rollback(s);
         store_rollback(s); /* nothing open: a no-op */
         assert_rows(db, "SELECT count(*) FROM filters WHERE id = 11", "0");
@@ -513,21 +520,20 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
         g_assert_cmpuint(max_id, ==, 10);
 
-        /* A leader exec'ing renames its process; an unknown exe keeps the known one. */
-        t = watch_task(200, 200, "beta-new", 4);
-        t.start_time = 1200;
-        g_assert_cmpint(store_put_task(s, &t, NULL, 1900), ==, 0);
+        /* A process renamed (exec); an unknown exe keeps the known one of the same process. */
+        Process p200 = process_of(200, "beta-new", NULL, 1200);
+        g_assert_cmpint(store_put_process(s, &p200), ==, 0);
         assert_rows(db, "SELECT comm, exe, uid, no_new_privs FROM processes WHERE pid = 200",
                     "beta-new,/usr/bin/beta,0,1");
-        g_assert_cmpint(store_put_task(s, &t, "/usr/bin/beta2", 1900), ==, 0);
+        p200.exe = (char *) "/usr/bin/beta2";
+        g_assert_cmpint(store_put_process(s, &p200), ==, 0);
         assert_rows(db, "SELECT exe FROM processes WHERE pid = 200", "/usr/bin/beta2");
 
-        /* Unknown references are refused, and nothing of the change stays. */
-        t = watch_task(600, 600, "epsilon", 999);
-        g_assert_cmpint(store_put_task(s, &t, NULL, 2000), ==, -ENOENT);
-        assert_rows(db, "SELECT count(*) FROM processes WHERE pid = 600", "0");
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 12, .parent_id = 998, .insns = tests_prog_allow,
-                                                                   .len = 1 }, NULL, 2000), ==, -ENOENT);
+        /* Unknown references are refused. */
+        t = thread_of(101, 999);
+        g_assert_cmpint(store_put_thread(s, &p100, &t, 2000), ==, -ENOENT);
+        Filter f12 = filter_of(12, 998, PROG(tests_prog_allow), false);
+        g_assert_cmpint(store_put_filter(s, &f12, NULL, 2000), ==, -ENOENT);
 
         /* Exits and retiring. */
         g_assert_cmpint(store_retire_filter(s, 10, 2100), ==, -EBUSY); /* thread 101 runs under it */
@@ -550,8 +556,8 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         assert_rows(db, "SELECT id FROM history ORDER BY id", "4;10");
 
         /* An id from history may not come back. */
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 10, .parent_id = 3, .insns = tests_prog_allow,
-                                                                   .len = 1 }, NULL, 2300), ==, -EEXIST);
+        Filter again = filter_of(10, 3, PROG(tests_prog_allow), false);
+        g_assert_cmpint(store_put_filter(s, &again, NULL, 2300), ==, -EEXIST);
         g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
         g_assert_cmpuint(max_id, ==, 10);
 
@@ -562,6 +568,130 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
 
         assert_rows(db, "PRAGMA integrity_check", "ok");
         assert_rows(db, "PRAGMA foreign_key_check", "");
+}
+
+/* What the stored live tables hold, as text: filters, processes, threads (ids sorted). */
+static char *stored_state(sqlite3 *db) {
+        g_autofree char *f = raw_rows(db, "SELECT id, coalesce(parent, 0), digest, log FROM filters ORDER BY id");
+        g_autofree char *p = raw_rows(db, "SELECT pid, ppid, comm, coalesce(exe, '-') FROM processes ORDER BY pid");
+        g_autofree char *t = raw_rows(db, "SELECT tid, tgid, mode, coalesce(filter, 0) FROM tasks ORDER BY tid");
+        return g_strdup_printf("filters %s\nprocesses %s\ntasks %s", f, p, t);
+}
+
+/* The same of a forest. */
+static char *forest_state(const Forest *f) {
+        g_autoptr(GString) fl = g_string_new(NULL), pl = g_string_new(NULL), tl = g_string_new(NULL);
+        for (uint64_t id = 1; id < 1000; id++) {
+                const Filter *x = forest_find_filter(f, id);
+                char d[PROG_DIGEST_STRING_MAX];
+                if (x)
+                        g_string_append_printf(fl, "%s%" PRIu64 ",%" PRIu64 ",%s,%d", fl->len ? ";" : "", x->id,
+                                               x->parent_id, prog_digest_to_string(x->digest, d), x->log);
+        }
+        for (pid_t pid = 1; pid < 1000; pid++) {
+                const Process *p = forest_find_process(f, pid);
+                if (p)
+                        g_string_append_printf(pl, "%s%d,%d,%.16s,%s", pl->len ? ";" : "", p->pid, p->ppid, p->comm,
+                                               p->exe ?: "-");
+        }
+        for (pid_t tid = 1; tid < 1000; tid++) {
+                Process *p = NULL;
+                const Task *t = forest_find_task(f, tid, &p);
+                if (t)
+                        g_string_append_printf(tl, "%s%d,%d,%s,%" PRIu64, tl->len ? ";" : "", t->tid, p->pid,
+                                               task_mode_to_string(t->mode), t->filter_id);
+        }
+        return g_strdup_printf("filters %s\nprocesses %s\ntasks %s", fl->str, pl->str, tl->str);
+}
+
+static LiveEvent event_of(LiveEventType type, pid_t tid, pid_t tgid, uint64_t head) {
+        LiveEvent e = { .type = type, .task = { .tid = tid, .tgid = tgid, .ppid = 1, .start_time = 1000 + (uint64_t) tid,
+                                                .mode = head ? TASK_MODE_FILTER : TASK_MODE_STRICT, .filter_id = head } };
+        snprintf(e.task.comm, sizeof(e.task.comm), "p%d", tgid);
+        return e;
+}
+
+static LiveEvent filter_event(pid_t tid, pid_t tgid, uint64_t id, uint64_t parent, const struct sock_filter *insns,
+                              size_t len) {
+        LiveEvent e = event_of(LIVE_EVENT_FILTER, tid, tgid, 0);
+        e.filter = (LiveFilter) { .id = id, .parent_id = parent, .insns = insns, .len = len, .identity = IDENTITY_EXACT };
+        return e;
+}
+
+/* A batch's changes written as the live forest has them after it; and when the database refuses
+ * one of them, nothing of the batch is written, and rolling the live forest back makes the two
+ * agree again. */
+static void test_write_changes(Fixture *fx, gconstpointer data) {
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        _cleanup_(live_freep) Live *l = NULL;
+        LiveChanges c = {};
+
+        g_assert_cmpint(live_new(forest_a(), &l), ==, 0);
+        g_assert_cmpint(store_replace_all(s, live_forest(l), 1000), ==, 0);
+        LiveEvent batch[] = {
+                filter_event(101, 100, 10, 3, PROG(tests_prog_errno)), /* 101 stacks a filter */
+                event_of(LIVE_EVENT_TASK, 102, 100, 10),                /* a thread of its own chain */
+                event_of(LIVE_EVENT_TASK, 400, 400, 2),                 /* a new process */
+                event_of(LIVE_EVENT_EXIT, 200, 200, 0),                 /* 200 leaves: its listener keeps 4 */
+                event_of(LIVE_EVENT_EXIT, 101, 100, 0),
+        };
+        g_assert_cmpint(live_apply(l, batch, ELEMENTSOF(batch), &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 2000), ==, 0);
+        live_changes_clear(&c);
+        g_autofree char *want = forest_state(live_forest(l)), *got = stored_state(db);
+        g_assert_cmpstr(got, ==, want);
+        assert_rows(db, "SELECT count(*) FROM history", "0");
+        assert_rows(db, "SELECT count(*) FROM processes WHERE pid = 200", "0");
+
+        /* The database refuses filters of 2 instructions from now on. */
+        raw_exec(db, "CREATE TRIGGER refuse BEFORE INSERT ON filters WHEN NEW.length = 2 "
+                     "BEGIN SELECT RAISE(ABORT, 'refused'); END");
+        LiveEvent refused[] = {
+                event_of(LIVE_EVENT_TASK, 103, 100, 10),
+                event_of(LIVE_EVENT_EXIT, 400, 400, 0),
+                filter_event(103, 100, 11, 10, PROG(tests_prog_log)),
+        };
+        g_autofree char *before = stored_state(db);
+        g_assert_cmpint(live_apply(l, refused, ELEMENTSOF(refused), &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 3000), <, 0);
+        g_autofree char *after = stored_state(db);
+        g_assert_cmpstr(after, ==, before);
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        g_autofree char *live_after = forest_state(live_forest(l));
+        g_assert_cmpstr(live_after, ==, after);
+        /* A full pass that holds the refused filter is refused as a whole too. */
+        _cleanup_(forest_freep) Forest *pass = forest_a();
+        g_assert_cmpint(forest_add_filter(pass, 20, 1, PROG(tests_prog_log), NULL), ==, 0);
+        process_find_thread(forest_find_process(pass, 100), 100)->filter_id = 20;
+        g_assert_cmpint(forest_link(pass, NULL), ==, 0);
+        g_assert_cmpint(live_replace(l, TAKE_PTR(pass), false, &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 4000), <, 0);
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        g_autofree char *after_pass = stored_state(db), *live_after_pass = forest_state(live_forest(l));
+        g_assert_cmpstr(after_pass, ==, before);
+        g_assert_cmpstr(live_after_pass, ==, before);
+        live_changes_done(&c);
+        assert_rows(db, "PRAGMA foreign_key_check", "");
+}
+
+/* What was stored reads back as the forest it was. */
+static void test_load_live(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *a = forest_a(), *back = NULL;
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+        g_assert_cmpint(store_load_live(s, &back), ==, 0);
+        g_assert_cmpint(forest_link(back, NULL), ==, 0);
+        g_autofree char *want = forest_state(a), *got = forest_state(back);
+        g_assert_cmpstr(got, ==, want);
+        g_assert_cmpuint(back->n_listeners, ==, 1);
+        g_assert_cmpuint(back->listeners[0]->filter_id, ==, 4);
+        g_assert_cmpuint(back->listeners[0]->n_holders, ==, 1);
+        g_assert_cmpint(forest_find_process(back, 100)->start_time, ==, 1100);
+        g_assert_cmpuint(forest_find_task(back, 101, NULL)->start_time, ==, 1101);
+        g_assert_true(forest_find_filter(back, 3)->log);
+        g_assert_cmpint(memcmp(forest_find_filter(back, 3)->digest, forest_find_filter(a, 3)->digest, PROG_DIGEST_SIZE), ==, 0);
 }
 
 /* Views */
@@ -588,10 +718,10 @@ static void test_views(Fixture *fx, gconstpointer data) {
                     "100,1,0,100,alpha;200,100,1,100/200,beta;300,200,2,100/200/300,gamma");
 
         /* Deeper: 5 on 2 on 1, run by 102. */
-        g_assert_cmpint(store_put_watch_filter(s, &(WatchFilter) { .id = 5, .parent_id = 2, .insns = tests_prog_allow,
-                                                                   .len = 1 }, NULL, 1100), ==, 0);
-        WatchTask t = watch_task(102, 100, "alpha", 5);
-        g_assert_cmpint(store_put_task(s, &t, NULL, 1100), ==, 0);
+        Filter f5 = filter_of(5, 2, PROG(tests_prog_allow), false);
+        g_assert_cmpint(store_put_filter(s, &f5, NULL, 1100), ==, 0);
+        Task t = thread_of(102, 5);
+        g_assert_cmpint(store_put_thread(s, forest_find_process(a, 100), &t, 1100), ==, 0);
         assert_rows(db, "SELECT position, filter FROM task_chains WHERE tid = 102 ORDER BY position", "0,5;1,2;2,1");
         assert_rows(db, "SELECT depth, path FROM filter_tree WHERE id = 5", "3,1/2/5");
         assert_rows(db, "SELECT head_tasks, tasks, processes FROM filter_task_counts WHERE filter = 1", "0,3,1");
@@ -711,11 +841,14 @@ static void perf_incremental(Store *s, uint64_t first_filter_id, uint64_t now) {
 
         g_assert_cmpint(store_begin(s), ==, 0);
         for (pid_t i = 0; i < 1000; i++) {
-                WatchTask t = watch_task(900000 + i, 900000 + i / 4 * 4, "burst", first_filter_id + (uint64_t) i);
-                g_assert_cmpint(store_put_task(s, &t, NULL, now), ==, 0);
+                Process p = process_of(900000 + i / 4 * 4, "burst", NULL, 1);
+                Task t = thread_of(900000 + i, first_filter_id + (uint64_t) i);
+                g_assert_cmpint(store_put_process(s, &p), ==, 0);
+                g_assert_cmpint(store_put_thread(s, &p, &t, now), ==, 0);
         }
         g_assert_cmpint(store_commit(s), ==, 0);
-        g_test_message("1000 store_put_task in one batch: %.1f ms", (double) (g_get_monotonic_time() - t0) / 1000.0);
+        g_test_message("1000 threads (and their processes) put in one batch: %.1f ms",
+                       (double) (g_get_monotonic_time() - t0) / 1000.0);
 
         t0 = g_get_monotonic_time();
         for (pid_t i = 0; i < 1000; i++)
@@ -784,6 +917,8 @@ int main(int argc, char **argv) {
         TEST("/store/replace-all/refusals", test_replace_all_refusals);
         TEST("/store/history-limit", test_history_limit);
         TEST("/store/incremental", test_incremental);
+        TEST("/store/write-changes", test_write_changes);
+        TEST("/store/load-live", test_load_live);
         TEST("/store/views", test_views);
         TEST("/store/perf", test_perf);
         return g_test_run();

@@ -1,0 +1,36 @@
+/* source-internal.h: what the sources share: the object every backend's source starts with, and
+ * the table of what each backend does */
+#pragma once
+
+#include "source.h"
+
+typedef struct SourceVTable {
+        void (*free)(Source *s);
+        int (*scan)(Source *s, const ScanOptions *opts, Forest **ret);
+        int (*start)(Source *s);
+        int (*full_pass)(Source *s, const char *reason, bool split);
+        bool (*pass_waiting)(const Source *s);
+        bool (*events_pending)(Source *s);
+        uint64_t (*lost)(Source *s);
+        IdentityKind identity;
+        uint64_t refresh_usec;
+        bool announces_passes;
+} SourceVTable;
+
+struct Source {
+        const SourceVTable *vtable;
+        Backend backend;
+        bool oneshot;
+        uint64_t first_id;
+        sd_event *event; /* once started */
+        SourceSink sink;
+        void (*after_scan_hook)(void *userdata);
+        void *after_scan_userdata;
+};
+
+int source_bpf_new(const SourceOptions *o, Source **ret);
+int source_ptrace_new(const SourceOptions *o, Source **ret);
+
+/* A full pass's scan made ready for the live state: disabled threads dropped, linked, the test
+ * hook run. */
+int source_pass_prepare(Source *s, Forest *f);

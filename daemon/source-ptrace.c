@@ -1,0 +1,375 @@
+/* source-ptrace.c: the ptrace backend as a source: passes with PTRACE_SECCOMP_GET_FILTER, the proc
+ * connector for events, and the subtree rescans those events ask for
+ *
+ * There is no BPF here, so nothing sees a filter being installed: the proc connector only says
+ * that a task forked, exec'd, exited or renamed itself.
+ *   - exit, comm: an event at once.
+ *   - fork, exec: queued. The source waits a little (RESCAN_DEBOUNCE_USEC) so that a burst of them
+ *     costs one rescan, then picks the processes whose subtrees need reading, dumps each subtree
+ *     with ptrace_scan(root = pid), and hands on the events that make the live forest hold it
+ *     (infer_merge(): the full pass's inference, keeping the ids of unchanged filters).
+ * More than MAX_SUBTREE_RESCANS subtrees at once, or events lost because the socket overflowed,
+ * ask for a full pass instead. A filter installed by a task that then neither forks nor execs
+ * produces no event at all: the periodic full pass (REFRESH_USEC) is what finds it.
+ *
+ * What this does not see: a task that lives less than the debounce (it is gone when its subtree
+ * is read); sharing that a full pass would no longer infer because a process's parent died (the
+ * live forest keeps what it knew until the next full pass); listeners, which only full passes
+ * collect. */
+#include <time.h>
+
+#include "infer.h"
+#include "procinfo.h"
+#include "source-internal.h"
+#include "watch-proc.h"
+
+#define REFRESH_USEC (5 * 1000000ULL)
+#define RESCAN_DEBOUNCE_USEC (30 * 1000ULL) /* collect a burst of events, rescan once */
+#define MAX_PENDING 4096                     /* more events than this between two rescans: a full pass */
+#define MAX_SUBTREE_RESCANS 8                /* each one reads all of /proc: beyond this a full pass is cheaper */
+
+typedef struct PendingRescan {
+        ProcEventType type;
+        pid_t tid, tgid, parent_tid, parent_tgid;
+} PendingRescan;
+
+typedef struct PtraceSource {
+        Source source;
+        ProcWatch *watch; /* NULL: not watching (changes are seen by the periodic pass only) */
+        sd_event_source *io, *rescan_timer;
+        uint64_t lost_seen; /* proc_watch_lost() as of the last stored pass */
+        PendingRescan *pending;
+        size_t n_pending, n_pending_allocated;
+        bool pending_burst;  /* too many to remember: the next flush asks for a full pass */
+        uint64_t rescan_cost_usec, rescan_end_mono; /* the next rescan waits as long as the last took */
+        uint64_t last_id;    /* the last filter id handed out */
+        LiveBatch batch;
+} PtraceSource;
+
+static PtraceSource *ptrace_source(Source *s) {
+        return (PtraceSource *) s;
+}
+
+static const Forest *live_now(PtraceSource *p) {
+        return live_forest(p->source.sink.live(p->source.sink.userdata));
+}
+
+static int ptrace_scan_logged(Source *s, const ScanOptions *opts, Forest **ret) {
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        int r = ptrace_scan(opts, ret, &bad, &n_bad);
+        if (r < 0)
+                return log_error_errno(r, "ptrace scan failed: %m");
+        for (size_t i = 0; i < n_bad; i++)
+                log_internal(s->oneshot ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG, bad[i].error,
+                             "Could not read the filters of thread %d: %m", bad[i].tid);
+        return 0;
+}
+
+/* ---- passes ---- */
+
+static int pass_hand_on(PtraceSource *p, Forest *f, const char *reason, uint64_t lost) {
+        int r = p->source.sink.replace(p->source.sink.userdata, f, reason);
+        if (r >= 0) {
+                /* What happened before this pass is in it: queued rescans and lost events too. */
+                p->n_pending = 0;
+                p->pending_burst = false;
+                p->lost_seen = lost;
+        }
+        return r;
+}
+
+static int ptrace_full_pass(Source *s, const char *reason, bool split) {
+        PtraceSource *p = ptrace_source(s);
+        ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
+        _cleanup_(forest_freep) Forest *f = NULL;
+        uint64_t lost = p->watch ? proc_watch_lost(p->watch) : 0;
+
+        int r = ptrace_scan_logged(s, &opts, &f);
+        if (r >= 0)
+                r = source_pass_prepare(s, f);
+        if (r >= 0)
+                r = infer_adopt_ids(live_now(p), f, true, &p->last_id, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Full pass failed: %m");
+        return pass_hand_on(p, TAKE_PTR(f), reason, lost);
+}
+
+/* ---- events ---- */
+
+static void queue_rescan(PtraceSource *p, const ProcEvent *e) {
+        if (p->pending_burst)
+                return;
+        if (p->n_pending >= MAX_PENDING || GROW(p->pending, p->n_pending_allocated, p->n_pending + 1) < 0) {
+                p->pending_burst = true;
+                return;
+        }
+        p->pending[p->n_pending++] = (PendingRescan) {
+                .type = e->type, .tid = e->tid, .tgid = e->tgid, .parent_tid = e->parent_tid, .parent_tgid = e->parent_tgid,
+        };
+}
+
+static int on_proc_event(const ProcEvent *e, void *userdata) {
+        PtraceSource *p = userdata;
+        LiveEvent x = { .task = { .tid = e->tid, .tgid = e->tgid } };
+        switch (e->type) {
+        case PROC_EVENT_TYPE_EXIT:
+                x.type = LIVE_EVENT_EXIT;
+                break;
+        case PROC_EVENT_TYPE_COMM:
+                x.type = LIVE_EVENT_COMM;
+                memcpy(x.task.comm, e->comm, sizeof(x.task.comm));
+                break;
+        case PROC_EVENT_TYPE_FORK:
+        case PROC_EVENT_TYPE_EXEC:
+                queue_rescan(p, e);
+                return 0;
+        default:
+                return 0;
+        }
+        return live_batch_add(&p->batch, &x);
+}
+
+/* ---- which subtrees to rescan ---- */
+
+/* The kernel's seccomp mode of a task (0 when it is gone), and its filter count. */
+static int task_seccomp(pid_t tid, unsigned *ret_filters) {
+        ProcStatus st;
+        if (proc_read_status(tid, &st) < 0)
+                return 0;
+        if (ret_filters)
+                *ret_filters = (unsigned) st.seccomp_filters;
+        return st.seccomp_mode;
+}
+
+/* Filters only ever grow on a task, so a thread whose kernel filter count equals its live chain's
+ * length has the chain the live forest says. */
+static bool live_thread_current(const Forest *live, pid_t tgid, pid_t tid) {
+        const Task *t = process_find_thread(forest_find_process(live, tgid), tid);
+        if (!t)
+                return false;
+        unsigned count = 0;
+        int mode = task_seccomp(tid, &count);
+        return mode == 0 || count == forest_chain_length(live, t->filter_id); /* gone: nothing better to read */
+}
+
+/* The process whose subtree holds what the event changed, or 0 when nothing of interest did: a
+ * task without seccomp that forked or exec'd a task without seccomp. */
+static pid_t rescan_root(const Forest *live, const PendingRescan *p) {
+        bool tracked = forest_find_process(live, p->tgid);
+
+        if (p->type == PROC_EVENT_TYPE_EXEC || p->tgid == p->parent_tgid) /* exec, or a new thread */
+                return tracked || task_seccomp(p->tid, NULL) > 0 ? p->tgid : 0;
+        /* A new process has its forker's chain: read the child alone when the forker's is known. */
+        if (live_thread_current(live, p->parent_tgid, p->parent_tid))
+                return p->tgid;
+        if (task_seccomp(p->parent_tid, NULL) > 0)
+                return p->parent_tgid; /* the forker has filters the live forest does not know */
+        return task_seccomp(p->tid, NULL) > 0 ? p->tgid : 0;
+}
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* The distinct roots of the pending events, sorted. */
+static int pending_roots(PtraceSource *p, pid_t **ret, size_t *ret_n) {
+        _cleanup_free_ pid_t *roots = calloc(p->n_pending + 1, sizeof(pid_t));
+        const Forest *live = live_now(p);
+        size_t n = 0;
+        if (!roots)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->n_pending; i++) {
+                pid_t root = rescan_root(live, &p->pending[i]);
+                if (root > 0 && root != getpid())
+                        roots[n++] = root;
+        }
+        qsort_safe(roots, n, sizeof(pid_t), cmp_pid);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (k == 0 || roots[k - 1] != roots[i])
+                        roots[k++] = roots[i];
+        *ret = TAKE_PTR(roots);
+        *ret_n = k;
+        return 0;
+}
+
+/* ---- the rescan ---- */
+
+/* One subtree read and handed on as one batch (unless read already, inside another). */
+static int rescan_subtree(PtraceSource *p, pid_t root, Hashmap *covered) {
+        ScanOptions opts = { .root = root, .include_argv = false, .include_exe = true };
+        _cleanup_(forest_freep) Forest *scan = NULL;
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        _cleanup_free_ pid_t *unreadable = NULL;
+        size_t n_bad = 0;
+        ProcStatus st;
+
+        if (hashmap_get(covered, (uint64_t) root))
+                return 0;
+        if (proc_read_status(root, &st) < 0 || st.state == 'Z' || st.state == 'X')
+                return 0; /* gone: its exit events say the rest */
+        int r = ptrace_scan(&opts, &scan, &bad, &n_bad);
+        if (r == -ESRCH)
+                return 0;
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < scan->n_processes; i++)
+                if ((r = hashmap_replace(covered, (uint64_t) scan->processes[i]->pid, (void *) 1)) < 0)
+                        return r;
+        if (!(unreadable = calloc(n_bad + 1, sizeof(pid_t))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n_bad; i++)
+                unreadable[i] = bad[i].tid;
+        live_batch_clear(&p->batch);
+        r = infer_merge(live_now(p), scan, unreadable, n_bad, &p->last_id, &p->batch);
+        if (r >= 0 && p->batch.n > 0)
+                r = p->source.sink.apply(p->source.sink.userdata, &p->batch);
+        live_batch_clear(&p->batch);
+        return r;
+}
+
+static int flush_rescans(PtraceSource *p) {
+        _cleanup_(hashmap_deinit) Hashmap covered = {};
+        _cleanup_free_ pid_t *roots = NULL;
+        size_t n_roots = 0;
+        int r = 0;
+
+        if (!p->pending_burst)
+                r = pending_roots(p, &roots, &n_roots);
+        bool burst = p->pending_burst || r < 0 || n_roots > MAX_SUBTREE_RESCANS;
+        p->n_pending = 0;
+        p->pending_burst = false;
+        if (burst) {
+                p->source.sink.resync(p->source.sink.userdata, "burst");
+                return 0;
+        }
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        for (size_t i = 0; r >= 0 && i < n_roots; i++)
+                r = rescan_subtree(p, roots[i], &covered);
+        p->rescan_end_mono = now_usec(CLOCK_MONOTONIC);
+        p->rescan_cost_usec = p->rescan_end_mono - start;
+        log_debug("Rescanned %zu subtree(s) in %" PRIu64 " us.", n_roots, p->rescan_cost_usec);
+        if (r < 0) {
+                log_warning_errno(r, "Rescanning after events failed (%m), resynchronising.");
+                p->source.sink.resync(p->source.sink.userdata, "inconsistent");
+        }
+        return 0;
+}
+
+static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        return flush_rescans(userdata);
+}
+
+/* The next rescan after a short wait that lets a burst of events gather, and no sooner after the
+ * last one than that one took (rescanning never takes more than half of the loop's time). */
+static void schedule_rescan(PtraceSource *p) {
+        int enabled = SD_EVENT_OFF;
+        if (sd_event_source_get_enabled(p->rescan_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                return;
+        uint64_t when = now_usec(CLOCK_MONOTONIC) + RESCAN_DEBOUNCE_USEC;
+        if (p->rescan_end_mono + p->rescan_cost_usec > when)
+                when = p->rescan_end_mono + p->rescan_cost_usec;
+        int r = sd_event_source_set_time(p->rescan_timer, when);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(p->rescan_timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the rescan timer: %m");
+}
+
+/* One read of the proc connector: its exits and renames are one batch; forks and execs wait for
+ * the rescan. */
+static int on_proc_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        PtraceSource *p = userdata;
+        live_batch_clear(&p->batch);
+        int r = proc_watch_dispatch(p->watch);
+        if (r < 0) {
+                log_warning_errno(r, "Reading process events failed (%m), resynchronising.");
+                p->source.sink.resync(p->source.sink.userdata, "lost-events");
+        } else if (p->batch.n > 0)
+                (void) p->source.sink.apply(p->source.sink.userdata, &p->batch); /* the manager handles failures */
+        live_batch_clear(&p->batch);
+        if (proc_watch_lost(p->watch) != p->lost_seen) {
+                log_info("Events were lost (proc connector socket full), resynchronising.");
+                p->lost_seen = proc_watch_lost(p->watch);
+                p->source.sink.resync(p->source.sink.userdata, "lost-events");
+        }
+        if (p->n_pending > 0 || p->pending_burst)
+                schedule_rescan(p);
+        return 0;
+}
+
+/* ---- the object ---- */
+
+/* Without the proc connector the source still works, seeing changes at the periodic pass only. */
+static int ptrace_start(Source *s) {
+        PtraceSource *p = ptrace_source(s);
+        int r = proc_watch_new(on_proc_event, p, &p->watch);
+        if (r < 0) {
+                log_warning_errno(r, "Not watching processes (%m): changes are seen by full passes only.");
+                return 0;
+        }
+        r = sd_event_add_io(s->event, &p->io, proc_watch_fd(p->watch), EPOLLIN, on_proc_io, p);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the proc connector: %m");
+        r = sd_event_add_time(s->event, &p->rescan_timer, CLOCK_MONOTONIC, 0, 0, on_rescan_timer, p);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(p->rescan_timer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the rescan timer: %m");
+        p->lost_seen = proc_watch_lost(p->watch);
+        return 0;
+}
+
+static int ptrace_scan_source(Source *s, const ScanOptions *opts, Forest **ret) {
+        return ptrace_scan_logged(s, opts, ret); /* FROZEN when the scanner could stop every task first */
+}
+
+static bool ptrace_pass_waiting(const Source *s) {
+        return false;
+}
+
+static bool ptrace_events_pending(Source *s) {
+        return ptrace_source(s)->n_pending > 0;
+}
+
+static uint64_t ptrace_lost(Source *s) {
+        PtraceSource *p = ptrace_source(s);
+        return p->watch ? proc_watch_lost(p->watch) : 0;
+}
+
+static void ptrace_free(Source *s) {
+        PtraceSource *p = ptrace_source(s);
+        sd_event_source_disable_unref(p->io);
+        sd_event_source_disable_unref(p->rescan_timer);
+        proc_watch_free(p->watch);
+        free(p->pending);
+        live_batch_done(&p->batch);
+        sd_event_unref(s->event);
+        free(p);
+}
+
+static const SourceVTable ptrace_vtable = {
+        .free = ptrace_free,
+        .scan = ptrace_scan_source,
+        .start = ptrace_start,
+        .full_pass = ptrace_full_pass,
+        .pass_waiting = ptrace_pass_waiting,
+        .events_pending = ptrace_events_pending,
+        .lost = ptrace_lost,
+        .identity = IDENTITY_INFERRED,
+        .refresh_usec = REFRESH_USEC,
+        .announces_passes = true,
+};
+
+int source_ptrace_new(const SourceOptions *o, Source **ret) {
+        PtraceSource *p = calloc(1, sizeof(PtraceSource));
+        if (!p)
+                return log_oom();
+        p->source = (Source) { .vtable = &ptrace_vtable, .backend = BACKEND_PTRACE, .oneshot = o->oneshot,
+                               .first_id = o->first_id };
+        p->last_id = o->first_id > 0 ? o->first_id - 1 : 0;
+        *ret = &p->source;
+        return 0;
+}
