@@ -577,12 +577,12 @@ static int send_task_exited(Manager *m, pid_t tid) {
         return emit(m, "TaskExited", "u", (uint32_t) tid);
 }
 
-int manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner) {
-        return emit(m, "SnapshotCreated", "tsu", id, name ?: "", (uint32_t) owner);
+static void on_snapshot_created(void *userdata, uint64_t id, const char *name, uid_t owner) {
+        (void) emit(userdata, "SnapshotCreated", "tsu", id, name ?: "", (uint32_t) owner);
 }
 
-int manager_send_snapshot_deleted(Manager *m, uint64_t id) {
-        return emit(m, "SnapshotDeleted", "t", id);
+static void on_snapshot_deleted(void *userdata, uint64_t id) {
+        (void) emit(userdata, "SnapshotDeleted", "t", id);
 }
 
 /* PropertiesChanged for the counts that changed since the last call. */
@@ -620,7 +620,8 @@ static int announce_change(Manager *m, const LiveChange *x) {
         }
 }
 
-void manager_bus_announce(Manager *m, const LiveChanges *c, const char *reason) {
+static void on_changes(void *userdata, const LiveChanges *c, const char *reason) {
+        Manager *m = userdata;
         if (!m->bus)
                 return;
         for (size_t i = 0; i < c->n; i++)
@@ -659,5 +660,11 @@ int manager_bus_connect(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add the exit handler: %m");
         m->announced = current_counts(m);
+        manager_set_listener(m, &(ManagerListener) {
+                .changes = on_changes,
+                .snapshot_created = on_snapshot_created,
+                .snapshot_deleted = on_snapshot_deleted,
+                .userdata = m,
+        });
         return 0;
 }

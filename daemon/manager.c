@@ -4,7 +4,7 @@
  * The data path runs one way: the source (source-bpf.c, source-ptrace.c) observes the kernel and
  * hands on batches of events or full passes; the live forest (lib/live.c) applies them and says
  * what changed; the store writes that in one transaction and commits; only then does the bus
- * (manager-dbus.c) announce it. When the store fails, the live forest is rolled back, nothing is
+ * (manager-dbus.c, the listener) announce it. When the store fails, the live forest is rolled back, nothing is
  * announced, and a full pass is asked for: bus, database and live forest always agree. */
 #include "manager.h"
 
@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
-
-#include "manager-dbus.h"
 
 #define RESYNC_ACCURACY_USEC (10 * 1000ULL) /* not sd-event's default of 250 ms */
 #define RESYNC_BACKOFF_MAX_SHIFT 6          /* 1 s, 2 s, ... 64 s between passes that keep failing */
@@ -145,7 +143,8 @@ static int manager_commit(Manager *m, const char *reason) {
         for (size_t i = 0; !m->changes.replaced && i < m->changes.n; i++)
                 m->stats.filters_stored += m->changes.changes[i].type == LIVE_FILTER_ATTACHED &&
                                            m->changes.changes[i].new_filter;
-        manager_bus_announce(m, &m->changes, reason);
+        if (m->listener.changes)
+                m->listener.changes(m->listener.userdata, &m->changes, reason);
         live_changes_clear(&m->changes);
         return 0;
 }
@@ -219,6 +218,20 @@ int manager_full_pass(Manager *m, const char *reason) {
 
 int manager_full_pass_split(Manager *m, const char *reason) {
         return full_pass(m, reason, true);
+}
+
+void manager_set_listener(Manager *m, const ManagerListener *l) {
+        m->listener = *l;
+}
+
+void manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner) {
+        if (m->listener.snapshot_created)
+                m->listener.snapshot_created(m->listener.userdata, id, name, owner);
+}
+
+void manager_send_snapshot_deleted(Manager *m, uint64_t id) {
+        if (m->listener.snapshot_deleted)
+                m->listener.snapshot_deleted(m->listener.userdata, id);
 }
 
 int manager_live(Manager *m, const Forest **ret) {
@@ -313,20 +326,20 @@ int manager_startup(Manager *m) {
         r = sd_event_add_time_relative(m->event, &m->refresh_timer, CLOCK_MONOTONIC, m->refresh_usec, 0, on_refresh, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the refresh timer: %m");
-        r = manager_bus_connect(m);
-        if (r < 0)
-                return r;
         /* The watchdog is fed by sd-event whenever the unit asks for it (WATCHDOG_USEC). */
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the watchdog: %m");
+        return 0;
+}
+
+void manager_ready(Manager *m) {
         LiveCounts n = live_counts(m->live);
         const char *backend = backend_to_string(source_backend(m->source));
         (void) sd_notifyf(false, "READY=1\nSTATUS=Watching %zu filters, %zu tasks (%s backend)", n.filters, n.tasks,
                           backend);
         log_info("Ready: %s backend, %zu tasks, %zu filters, in %" PRIu64 " ms.", backend, n.tasks, n.filters,
                  (now_usec(CLOCK_MONOTONIC) - m->started_mono) / 1000);
-        return 0;
 }
 
 int manager_run(Manager *m) {

@@ -30,6 +30,15 @@ typedef struct ManagerStats {
         unsigned filters_stored;  /* new filters that events attached, stored */
 } ManagerStats;
 
+/* Who hears of what the service stored, once it is committed: the bus layer (manager-dbus.c). */
+typedef struct ManagerListener {
+        /* What a batch or a full pass changed (reason: the full pass's, NULL for none). */
+        void (*changes)(void *userdata, const LiveChanges *c, const char *reason);
+        void (*snapshot_created)(void *userdata, uint64_t id, const char *name, uid_t owner);
+        void (*snapshot_deleted)(void *userdata, uint64_t id);
+        void *userdata;
+} ManagerListener;
+
 typedef struct Manager {
         sd_event *event;
         char *state_dir;
@@ -48,6 +57,8 @@ typedef struct Manager {
         uint64_t last_scan_usec;    /* CLOCK_REALTIME of the last stored full pass */
         uint64_t last_pass_mono;    /* CLOCK_MONOTONIC at the end of the last full pass, stored or not */
         unsigned failures_in_a_row; /* passes not stored since the last that was */
+
+        ManagerListener listener;
 
         /* the bus: manager-dbus.c */
         sd_bus *bus;
@@ -71,8 +82,10 @@ DEFINE_CLEANUP(Manager *, manager_free);
  * and make the first full pass: manager_startup() without the bus, signals and timers (tests drive
  * the loop themselves). */
 int manager_open(Manager *m);
-/* manager_open(), then signals, the refresh timer, the bus name, the watchdog and READY=1. */
+/* manager_open(), then signals, the refresh timer and the watchdog. */
 int manager_startup(Manager *m);
+/* Tell systemd READY=1 (the bus is connected), and log how long it took. */
+void manager_ready(Manager *m);
 /* Run the event loop until SIGTERM/SIGINT; returns 0 on a clean exit. */
 int manager_run(Manager *m);
 
@@ -81,6 +94,12 @@ int manager_run(Manager *m);
 int manager_full_pass(Manager *m, const char *reason);
 /* The same in two loop iterations where the backend can (bpf): see source_full_pass(). */
 int manager_full_pass_split(Manager *m, const char *reason);
+
+/* Hear of what is stored from now on (one listener: it replaces the previous one). */
+void manager_set_listener(Manager *m, const ManagerListener *l);
+/* snapshots.c: a snapshot was stored, or deleted: tell the listener. */
+void manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner);
+void manager_send_snapshot_deleted(Manager *m, uint64_t id);
 
 /* The live forest, linked, for bus readers: a forest that cannot be linked (events left it
  * inconsistent) is replaced by a full pass first. */

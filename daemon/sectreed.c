@@ -5,7 +5,7 @@
 
 #include "config.h"
 #include "forest-print.h"
-#include "manager.h"
+#include "manager-dbus.h"
 #include "snapshot-json.h"
 #include "source.h"
 
@@ -153,7 +153,11 @@ static int run_service(const Args *a) {
         if (r >= 0)
                 r = manager_startup(m);
         if (r >= 0)
+                r = manager_bus_connect(m);
+        if (r >= 0) {
+                manager_ready(m);
                 r = manager_run(m);
+        }
         return r;
 }
 

@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "manager-dbus.h"
 #include "procinfo.h"
 #include "snapshot-json.h"
 #include "snapshot-sqlite.h"

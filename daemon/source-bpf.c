@@ -12,7 +12,7 @@
 
 #include "infer.h"
 #include "procinfo.h"
-#include "source-internal.h"
+#include "source-backend.h"
 #include "watch.h"
 
 #define LOST_CHECK_USEC (200 * 1000ULL) /* events that could not even be queued wake nobody: poll */

@@ -20,7 +20,7 @@
 
 #include "infer.h"
 #include "procinfo.h"
-#include "source-internal.h"
+#include "source-backend.h"
 #include "watch-proc.h"
 
 #define REFRESH_USEC (5 * 1000000ULL)

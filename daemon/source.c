@@ -1,16 +1,5 @@
 /* source.c: the one interface of the kernel readers, over each backend's source */
-#include "source-internal.h"
-
-int source_new(const SourceOptions *o, Source **ret) {
-        switch (o->backend) {
-        case BACKEND_BPF:
-                return source_bpf_new(o, ret);
-        case BACKEND_PTRACE:
-                return source_ptrace_new(o, ret);
-        default:
-                return -EINVAL;
-        }
-}
+#include "source-backend.h"
 
 Source *source_free(Source *s) {
         if (s)
@@ -67,15 +56,4 @@ uint64_t source_lost(Source *s) {
 void source_set_after_scan_hook(Source *s, void (*hook)(void *userdata), void *userdata) {
         s->after_scan_hook = hook;
         s->after_scan_userdata = userdata;
-}
-
-int source_pass_prepare(Source *s, Forest *f) {
-        if (s->after_scan_hook)
-                s->after_scan_hook(s->after_scan_userdata);
-        forest_drop_disabled_threads(f);
-        _cleanup_free_ char *error = NULL;
-        int r = forest_link(f, &error);
-        if (r < 0)
-                return log_error_errno(r, "Scanned forest is inconsistent (%s): %m", error ?: "?");
-        return 0;
 }

@@ -1,5 +1,5 @@
-/* source-internal.h: what the sources share: the object every backend's source starts with, and
- * the table of what each backend does */
+/* source-backend.h: what a backend implements to be a source: the object each backend's source
+ * starts with, and the table of what the backend does */
 #pragma once
 
 #include "source.h"
@@ -31,6 +31,15 @@ struct Source {
 int source_bpf_new(const SourceOptions *o, Source **ret);
 int source_ptrace_new(const SourceOptions *o, Source **ret);
 
-/* A full pass's scan made ready for the live state: disabled threads dropped, linked, the test
- * hook run. */
-int source_pass_prepare(Source *s, Forest *f);
+/* A full pass's scan made ready for the live state: the test hook run, disabled threads dropped,
+ * linked. */
+static inline int source_pass_prepare(Source *s, Forest *f) {
+        if (s->after_scan_hook)
+                s->after_scan_hook(s->after_scan_userdata);
+        forest_drop_disabled_threads(f);
+        _cleanup_free_ char *error = NULL;
+        int r = forest_link(f, &error);
+        if (r < 0)
+                return log_error_errno(r, "Scanned forest is inconsistent (%s): %m", error ?: "?");
+        return 0;
+}
