@@ -43,6 +43,7 @@ typedef struct PtraceSource {
         bool pending_burst;  /* too many to remember: the next flush asks for a full pass */
         uint64_t rescan_cost_usec, rescan_end_mono; /* the next rescan waits as long as the last took */
         uint64_t last_id;    /* the last filter id handed out */
+        bool passed;         /* a full pass was stored: the ids of equal filters may be kept by bytes */
         LiveBatch batch;
 } PtraceSource;
 
@@ -88,11 +89,16 @@ static int ptrace_full_pass(Source *s, const char *reason, bool split) {
         int r = ptrace_scan_logged(s, &opts, &f);
         if (r >= 0)
                 r = source_pass_prepare(s, f);
+        /* The first pass after start takes over the stored ids exactly (by thread): a filter of a task
+         * that died while the daemon was down is not given to another by its bytes. */
         if (r >= 0)
-                r = infer_adopt_ids(live_now(p), f, true, &p->last_id, NULL);
+                r = infer_adopt_ids(live_now(p), f, p->passed, &p->last_id, NULL);
         if (r < 0)
                 return log_error_errno(r, "Full pass failed: %m");
-        return pass_hand_on(p, TAKE_PTR(f), reason, lost);
+        r = pass_hand_on(p, TAKE_PTR(f), reason, lost);
+        if (r >= 0)
+                p->passed = true;
+        return r;
 }
 
 /* ---- events ---- */

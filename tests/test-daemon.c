@@ -990,6 +990,153 @@ static void test_ptrace_churn(void) {
         bus_fixture_stop(&b);
 }
 
+/* ---- ids that survive restarts ---- */
+
+/* tid -> its chain of ids oldest first ("5 7 9"), for the scenario's live tasks with seccomp. */
+static GHashTable *scenario_id_chains(sd_bus *bus, const Scenario *s) {
+        g_autoptr(GHashTable) all = daemon_chains_as(bus, true);
+        GHashTable *chains = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        for (size_t i = 0; i < scenario_n_tasks(s); i++) {
+                const ScenarioTaskInfo *t = scenario_task(s, (ScenarioTask) i);
+                const char *c = t->alive ? g_hash_table_lookup(all, GUINT_TO_POINTER(t->tid)) : NULL;
+                if (!c)
+                        continue;
+                g_auto(GStrv) ids = g_strsplit(c, " ", -1); /* mode, then newest first */
+                GString *oldest_first = g_string_new(NULL);
+                for (guint k = g_strv_length(ids); k-- > 1;)
+                        g_string_append_printf(oldest_first, "%s%s", oldest_first->len ? " " : "", ids[k]);
+                g_hash_table_insert(chains, GUINT_TO_POINTER(t->tid), g_string_free(oldest_first, false));
+        }
+        return chains;
+}
+
+static uint64_t stored_max_id(const char *state_dir) {
+        g_autofree char *v = db_query(state_dir, "SELECT max(max_filter_id, coalesce((SELECT max(id) FROM filters), 0), "
+                                      "coalesce((SELECT max(id) FROM history), 0)) FROM meta");
+        return g_ascii_strtoull(v, NULL, 10);
+}
+
+/* Every task that lived through the restart holds at each depth the id it held before (its chain
+ * only grew); every id that was not held before is above any the database ever had. */
+static void assert_ids_kept(GHashTable *before, GHashTable *after, uint64_t old_max) {
+        g_autoptr(GHashTable) old_ids = g_hash_table_new(g_str_hash, g_str_equal);
+        GHashTableIter it;
+        gpointer k, v;
+        unsigned kept = 0;
+        g_hash_table_iter_init(&it, before);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                const char *now = g_hash_table_lookup(after, k);
+                if (!now)
+                        continue; /* gone meanwhile */
+                if (!g_str_has_prefix(now, v) || (now[strlen(v)] != 0 && now[strlen(v)] != ' '))
+                        g_error("tid %u held filters %s before the restart and %s after", GPOINTER_TO_UINT(k),
+                                (char *) v, now);
+                kept++;
+        }
+        g_assert_cmpuint(kept, >, 0);
+        g_hash_table_iter_init(&it, before);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                g_auto(GStrv) ids = g_strsplit(v, " ", -1);
+                for (guint i = 0; ids[i]; i++)
+                        g_hash_table_add(old_ids, g_strdup(ids[i]));
+        }
+        g_hash_table_iter_init(&it, after);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                g_auto(GStrv) ids = g_strsplit(v, " ", -1);
+                for (guint i = 0; ids[i]; i++)
+                        if (ids[i][0] && !g_hash_table_contains(old_ids, ids[i]) &&
+                            g_ascii_strtoull(ids[i], NULL, 10) <= old_max)
+                                g_error("tid %u holds filter %s after the restart: an id the database had used (up to "
+                                        "%" PRIu64 ") for another filter", GPOINTER_TO_UINT(k), ids[i], old_max);
+        }
+        GHashTableIter it2;
+        g_hash_table_iter_init(&it2, old_ids);
+        while (g_hash_table_iter_next(&it2, &k, NULL))
+                g_free(k);
+}
+
+/* Shared filters, private ones, threads, TSYNC, a grandchild. */
+static Scenario *restart_scenario(void) {
+        Scenario *s;
+        TestFilters x;
+        tests_filters_init(&x);
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask root = scenario_root(s);
+        g_assert_cmpint(scenario_install(s, root, x.a, x.na, 0), >=, 0);
+        ScenarioTask c1 = tests_fork_install(s, root, x.b, x.nb, 0);
+        ScenarioTask t1 = scenario_thread(s, c1);
+        g_assert_cmpint(scenario_install(s, t1, x.c, x.nc, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        ScenarioTask c2 = tests_fork_install(s, root, x.b, x.nb, 0);
+        g_assert_cmpint(tests_fork_install(s, c2, x.c, x.nc, 0), >=, 0);
+        g_assert_cmpint(scenario_fork(s, c1), >=, 0);
+        return s;
+}
+
+/* While the daemon is down: a process exits, a thread stacks a filter, a new process installs. */
+static void restart_changes(Scenario *s) {
+        TestFilters x;
+        tests_filters_init(&x);
+        g_assert_cmpint(scenario_exit(s, 3), ==, 0); /* c2's first thread: c2 goes, its child lives on */
+        g_assert_cmpint(scenario_install(s, 2, x.a, x.na, 0), >=, 0); /* t1 stacks one more */
+        g_assert_cmpint(tests_fork_install(s, scenario_root(s), x.b, x.nb, 0), >=, 0);
+}
+
+static void restart_keeps_ids(char **args, bool churn) {
+        BusFixture b;
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
+        Scenario *s = bus_fixture_start_with_scenario(&b, restart_scenario, args, env);
+        if (!s)
+                return;
+        g_assert_cmpstr(scenario_task(s, 3)->alive ? "alive" : "gone", ==, "alive");
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        Converge conv = { .bus = bus, .root = scenario_root_pid(s), .scenario = s, .sharing = true,
+                          .backend = args ? "ptrace" : NULL };
+        assert_converges_with(&conv, 5000);
+        g_autoptr(GHashTable) before = scenario_id_chains(bus, s);
+        pid_t churner = churn ? spawn_churn() : 0;
+        if (churn)
+                g_usleep(300 * 1000);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        uint64_t old_max = stored_max_id(b.state_dir);
+        restart_changes(s);
+        bus_fixture_start_daemon(&b, args, env, 30);
+        sd_bus_flush_close_unref(bus);
+        bus = conv.bus = bus_client_open();
+        assert_converges_with(&conv, 5000);
+        g_autoptr(GHashTable) after = scenario_id_chains(bus, s);
+        assert_ids_kept(before, after, old_max);
+        /* and once more, with nothing changed while it was down: every id stays */
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_start_daemon(&b, args, env, 30);
+        sd_bus_flush_close_unref(bus);
+        bus = conv.bus = bus_client_open();
+        assert_converges_with(&conv, 5000);
+        g_autoptr(GHashTable) again = scenario_id_chains(bus, s);
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, after);
+        while (g_hash_table_iter_next(&it, &k, &v))
+                g_assert_cmpstr(g_hash_table_lookup(again, k), ==, v);
+        if (churner) {
+                kill(churner, SIGKILL);
+                waitpid(churner, NULL, 0);
+        }
+        scenario_free(s);
+        bus_fixture_finish(&b);
+}
+
+static void test_restart_keeps_ids(void) {
+        restart_keeps_ids(NULL, false);
+}
+
+static void test_restart_keeps_ids_churn(void) {
+        restart_keeps_ids(NULL, true);
+}
+
+static void test_ptrace_restart_keeps_ids(void) {
+        restart_keeps_ids(ptrace_args, false);
+}
+
 /* ---- the Manager in this process, without a bus: the test drives its loop ---- */
 
 typedef struct InProc {
@@ -1340,6 +1487,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/store-fails-mid-batch", test_store_fails_mid_batch);
         g_test_add_func("/daemon/overflow-resync", test_overflow_resync);
         g_test_add_func("/daemon/restart", test_restart);
+        g_test_add_func("/daemon/restart/keeps-ids", test_restart_keeps_ids);
+        g_test_add_func("/daemon/restart/keeps-ids-under-churn", test_restart_keeps_ids_churn);
+        g_test_add_func("/daemon/ptrace/restart-keeps-ids", test_ptrace_restart_keeps_ids);
         g_test_add_func("/daemon/unprivileged", test_unprivileged);
         g_test_add_func("/daemon/kill-during-churn", test_kill_during_churn);
         g_test_add_func("/daemon/ptrace/startup", test_ptrace_startup);
