@@ -51,6 +51,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->refresh_timer);
         sd_event_source_disable_unref(m->resync_timer);
         sd_bus_flush_close_unref(m->bus);
+        parents_free(m->parents);
         source_free(m->source);
         live_changes_done(&m->changes);
         live_free(m->live);
@@ -145,6 +146,8 @@ static int manager_commit(Manager *m, const char *reason) {
                                            m->changes.changes[i].new_filter;
         if (m->listener.changes)
                 m->listener.changes(m->listener.userdata, &m->changes, reason);
+        if (m->parents)
+                parents_follow(m->parents, &m->changes);
         live_changes_clear(&m->changes);
         return 0;
 }
@@ -308,9 +311,12 @@ int manager_open(Manager *m) {
         if (m->refresh_usec == 0)
                 m->refresh_usec = refresh_usec_from_env(source_refresh_usec(m->source));
         /* Watching starts before the first pass, so that nothing that happens during it is missed. */
-        r = source_start(m->source, m->event, &(SourceSink) {
+        SourceSink sink = {
                 .apply = sink_apply, .replace = sink_replace, .resync = sink_resync, .live = sink_live, .userdata = m,
-        });
+        };
+        r = source_start(m->source, m->event, &sink);
+        if (r >= 0)
+                r = parents_new(m->event, &sink, &m->parents);
         if (r < 0)
                 return r;
         return manager_full_pass(m, NULL);

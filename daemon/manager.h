@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 
 #include "live.h"
+#include "parents.h"
 #include "source.h"
 #include "store.h"
 
@@ -46,6 +47,7 @@ typedef struct Manager {
         Store *store;
         Live *live;
         Source *source;
+        Parents *parents;    /* the parents of live processes, watched for their exits */
         LiveChanges changes; /* of the batch being stored (kept for its memory) */
         ManagerStats stats;
         uint64_t started_mono;

@@ -97,6 +97,7 @@ LogLevel log_get_max_level(void);
 int log_internal(LogLevel level, int error, const char *format, ...) _printf_(3, 4);
 #define log_error_errno(e, ...) log_internal(LOG_LEVEL_ERR, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_internal(LOG_LEVEL_WARNING, (e), __VA_ARGS__)
+#define log_info_errno(e, ...) log_internal(LOG_LEVEL_INFO, (e), __VA_ARGS__)
 #define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
 #define log_error(...) (void) log_internal(LOG_LEVEL_ERR, 0, __VA_ARGS__)
 #define log_warning(...) (void) log_internal(LOG_LEVEL_WARNING, 0, __VA_ARGS__)

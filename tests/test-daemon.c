@@ -990,6 +990,100 @@ static void test_ptrace_churn(void) {
         bus_fixture_stop(&b);
 }
 
+/* ---- a process's parent exits ---- */
+
+/* The ppid ListTasks reports for tid, or -1. */
+static pid_t task_ppid(sd_bus *bus, pid_t tid) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
+        uint32_t t, tgid, ppid, depth;
+        const char *comm, *mode;
+        uint64_t head;
+        while (sd_bus_message_read(reply, "(uuusstu)", &t, &tgid, &ppid, &comm, &mode, &head, &depth) > 0)
+                if (t == (uint32_t) tid)
+                        return (pid_t) ppid;
+        return -1;
+}
+
+typedef struct PpidWait {
+        sd_bus *bus;
+        pid_t tid, ppid;
+} PpidWait;
+
+static bool ppid_is(void *userdata) {
+        PpidWait *w = userdata;
+        return task_ppid(w->bus, w->tid) == w->ppid;
+}
+
+static void assert_ppid_within(sd_bus *bus, pid_t tid, pid_t ppid, unsigned timeout_ms) {
+        PpidWait w = { .bus = bus, .tid = tid, .ppid = ppid };
+        if (!bus_fixture_wait_for(ppid_is, &w, timeout_ms))
+                g_error("ListTasks says thread %d has parent %d, not %d, %u ms on", tid, task_ppid(bus, tid), ppid, timeout_ms);
+}
+
+/* A filtered process under a parent without filters, and one under a parent with some. */
+static Scenario *reparent_scenario(void) {
+        Scenario *s;
+        TestFilters x;
+        tests_filters_init(&x);
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask plain = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(tests_fork_install(s, plain, x.a, x.na, 0), >=, 0);
+        ScenarioTask filtered = tests_fork_install(s, scenario_root(s), x.b, x.nb, 0);
+        g_assert_cmpint(scenario_fork(s, filtered), >=, 0);
+        return s;
+}
+
+/* When a process's parent exits, its ppid follows the reparenting at once (within the time the
+ * events take), in ListTasks, in `sectreectl tree --json` and in the database: not at the next
+ * full pass (60 s away; here 10 minutes). */
+static void reparent(char **args) {
+        BusFixture b;
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
+        Scenario *s = bus_fixture_start_with_scenario(&b, reparent_scenario, args, env);
+        if (!s)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        pid_t root = scenario_root_pid(s);
+        const ScenarioTask parents[] = { 1, 3 }, children[] = { 2, 4 };
+        for (size_t i = 0; i < ELEMENTSOF(parents); i++) {
+                pid_t child = scenario_task(s, children[i])->tid, parent = scenario_task(s, parents[i])->tid;
+                assert_ppid_within(bus, child, parent, 3000);
+                g_assert_cmpint(scenario_exit(s, parents[i]), ==, 0);
+                assert_ppid_within(bus, child, root, 3000);
+                g_autofree char *stored = db_query(b.state_dir, "SELECT ppid FROM processes WHERE pid = %d", child);
+                g_assert_cmpint(atoi(stored), ==, root);
+        }
+        g_autofree char *out = NULL;
+        char *argv[] = { (char *) g_getenv("SECTREECTL"), (char *) "--json", (char *) "tree", NULL };
+        g_assert_cmpint(bus_fixture_run(&b, false, argv, &out, NULL), ==, 0);
+        json_t *doc = json_loads(out, 0, NULL), *p;
+        g_assert_nonnull(doc);
+        size_t i, seen = 0;
+        json_array_foreach(json_object_get(doc, "processes"), i, p) {
+                json_int_t pid = json_integer_value(json_object_get(p, "pid"));
+                if (pid == scenario_task(s, children[0])->tid || pid == scenario_task(s, children[1])->tid) {
+                        g_assert_cmpint(json_integer_value(json_object_get(p, "ppid")), ==, root);
+                        seen++;
+                }
+        }
+        g_assert_cmpuint(seen, ==, 2);
+        json_decref(doc);
+        scenario_free(s);
+        bus_fixture_finish(&b);
+}
+
+static void test_reparent(void) {
+        reparent(NULL);
+}
+
+static void test_ptrace_reparent(void) {
+        reparent(ptrace_args);
+}
+
 /* ---- ids that survive restarts ---- */
 
 /* tid -> its chain of ids oldest first ("5 7 9"), for the scenario's live tasks with seccomp. */
@@ -1487,6 +1581,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/store-fails-mid-batch", test_store_fails_mid_batch);
         g_test_add_func("/daemon/overflow-resync", test_overflow_resync);
         g_test_add_func("/daemon/restart", test_restart);
+        g_test_add_func("/daemon/reparent", test_reparent);
+        g_test_add_func("/daemon/ptrace/reparent", test_ptrace_reparent);
         g_test_add_func("/daemon/restart/keeps-ids", test_restart_keeps_ids);
         g_test_add_func("/daemon/restart/keeps-ids-under-churn", test_restart_keeps_ids_churn);
         g_test_add_func("/daemon/ptrace/restart-keeps-ids", test_ptrace_restart_keeps_ids);

@@ -1,0 +1,23 @@
+/* parents.h: the parents of the live forest's processes, watched with pidfds: when one exits, its
+ * children have a new parent, and the live state says so at once */
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include "live.h"
+#include "source.h"
+
+typedef struct Parents Parents;
+
+/* Events go to sink->apply() (LIVE_EVENT_PARENT, with the new parent read from /proc); which
+ * processes have which parent, from sink->live(). */
+int parents_new(sd_event *e, const SourceSink *sink, Parents **ret);
+Parents *parents_free(Parents *p);
+DEFINE_CLEANUP(Parents *, parents_free);
+
+/* Follow what was committed: watch the parents that processes gained, let go of those that have
+ * no child left. After a full pass (c->replaced), every parent of the live forest is looked at. */
+void parents_follow(Parents *p, const LiveChanges *c);
+
+/* How many parents are watched (tests). */
+size_t parents_watched(const Parents *p);
