@@ -1572,6 +1572,22 @@ static void test_filter_hashed_once(void) {
         inproc_stop(&ip);
 }
 
+/* The daemon says once that it is ready, with its backend, what it found and how long it took. */
+static void test_ready_line(void) {
+        if (!tests_require_root())
+                return;
+        if (g_test_subprocess()) {
+                InProc ip;
+                g_assert_true(inproc_start(&ip, NULL));
+                manager_ready(ip.m);
+                inproc_stop(&ip);
+                return;
+        }
+        g_test_trap_subprocess(NULL, 120 * G_USEC_PER_SEC, 0);
+        g_test_trap_assert_passed();
+        g_test_trap_assert_stderr("*Ready: bpf backend, * tasks, * filters, in * ms.*");
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -1600,5 +1616,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/inproc/store-busy-drains", test_store_busy_drains);
         g_test_add_func("/daemon/inproc/failed-pass-paces", test_failed_pass_paces);
         g_test_add_func("/daemon/inproc/filter-hashed-once", test_filter_hashed_once);
+        g_test_add_func("/daemon/inproc/ready-line", test_ready_line);
         return g_test_run();
 }
