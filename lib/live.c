@@ -452,6 +452,14 @@ static int thread_add(Live *l, LiveChanges *c, Process *p, const Task *t, const 
         return 0;
 }
 
+/* Records a change to thread t of p, with t as it was. */
+static void task_change_push(LiveChanges *c, LiveChangeType type, const Process *p, const Task *t) {
+        LiveChange *x = change_push(c, type);
+        x->tid = t->tid;
+        x->tgid = p->pid;
+        x->old_task = *t;
+}
+
 static int thread_update(Live *l, LiveChanges *c, Process *p, Task *t, const Task *want) {
         if (t->start_time == want->start_time && t->mode == want->mode && t->filter_id == want->filter_id &&
             t->filter_count == want->filter_count)
@@ -459,10 +467,7 @@ static int thread_update(Live *l, LiveChanges *c, Process *p, Task *t, const Tas
         int r = changes_reserve(c);
         if (r < 0)
                 return r;
-        LiveChange *x = change_push(c, LIVE_TASK_UPDATED);
-        x->tid = t->tid;
-        x->tgid = p->pid;
-        x->old_task = *t;
+        task_change_push(c, LIVE_TASK_UPDATED, p, t);
         if (want->filter_id != t->filter_id) {
                 uses_add(l, want->filter_id);
                 uses_drop(l, t->filter_id);
@@ -481,10 +486,7 @@ static int thread_exit(Live *l, LiveChanges *c, Process *p, Task *t, bool keep_p
         int r = changes_reserve(c);
         if (r < 0)
                 return r;
-        LiveChange *x = change_push(c, LIVE_TASK_EXITED);
-        x->tid = t->tid;
-        x->tgid = p->pid;
-        x->old_task = *t;
+        task_change_push(c, LIVE_TASK_EXITED, p, t);
         uses_drop(l, t->filter_id);
         *t = p->threads[--p->n_threads];
         l->n_threads--;

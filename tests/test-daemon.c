@@ -705,8 +705,8 @@ static GArray *task_chain(sd_bus *bus, pid_t tid, char **error_name) {
         return ids;
 }
 
-/* The comm ListTasks reports for tid, or NULL. */
-static char *task_comm(sd_bus *bus, pid_t tid) {
+/* What ListTasks says of tid: false if it does not list it. */
+static bool list_task(sd_bus *bus, pid_t tid, pid_t *ret_ppid, char **ret_comm) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
@@ -716,9 +716,20 @@ static char *task_comm(sd_bus *bus, pid_t tid) {
         const char *comm, *mode;
         uint64_t head;
         while (sd_bus_message_read(reply, "(uuusstu)", &t, &tgid, &ppid, &comm, &mode, &head, &depth) > 0)
-                if (t == (uint32_t) tid)
-                        return g_strdup(comm);
-        return NULL;
+                if (t == (uint32_t) tid) {
+                        if (ret_ppid)
+                                *ret_ppid = (pid_t) ppid;
+                        if (ret_comm)
+                                *ret_comm = g_strdup(comm);
+                        return true;
+                }
+        return false;
+}
+
+/* The comm ListTasks reports for tid, or NULL. */
+static char *task_comm(sd_bus *bus, pid_t tid) {
+        char *comm = NULL;
+        return list_task(bus, tid, NULL, &comm) ? comm : NULL;
 }
 
 typedef struct ChainWait {
@@ -994,18 +1005,8 @@ static void test_ptrace_churn(void) {
 
 /* The ppid ListTasks reports for tid, or -1. */
 static pid_t task_ppid(sd_bus *bus, pid_t tid) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
-                g_error("ListTasks: %s", error.message);
-        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
-        uint32_t t, tgid, ppid, depth;
-        const char *comm, *mode;
-        uint64_t head;
-        while (sd_bus_message_read(reply, "(uuusstu)", &t, &tgid, &ppid, &comm, &mode, &head, &depth) > 0)
-                if (t == (uint32_t) tid)
-                        return (pid_t) ppid;
-        return -1;
+        pid_t ppid = -1;
+        return list_task(bus, tid, &ppid, NULL) ? ppid : -1;
 }
 
 typedef struct PpidWait {
@@ -1255,6 +1256,18 @@ static bool inproc_start(InProc *ip, const char *events_size) {
         return true;
 }
 
+static bool watch_drained(InProc *ip, void *userdata);
+static bool inproc_run(InProc *ip, bool (*stop)(InProc *ip, void *userdata), void *userdata, unsigned timeout_ms);
+
+/* inproc_start() with a scenario whose creation the daemon has seen already. */
+static Scenario *inproc_start_scenario(InProc *ip, const char *events_size) {
+        if (!inproc_start(ip, events_size))
+                return NULL;
+        Scenario *s = tests_scenario_new();
+        inproc_run(ip, watch_drained, NULL, 2000);
+        return s;
+}
+
 static void inproc_stop(InProc *ip) {
         manager_free(ip->m);
         g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", ip->dir);
@@ -1496,10 +1509,9 @@ static void test_retire_incremental(void) {
  * at once (a loop that starved the bus and the watchdog). */
 static void test_store_busy_drains(void) {
         InProc ip;
-        if (!inproc_start(&ip, NULL))
+        Scenario *s = inproc_start_scenario(&ip, NULL);
+        if (!s)
                 return;
-        Scenario *s = tests_scenario_new();
-        inproc_run(&ip, watch_drained, NULL, 2000);
         g_autofree char *path = g_build_filename(ip.dir, "state.db", NULL);
         sqlite3 *locker = NULL;
         g_assert_cmpint(sqlite3_open_v2(path, &locker, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
@@ -1526,10 +1538,9 @@ static void test_store_busy_drains(void) {
  * pass followed at once (every 200 ms). Passes that keep failing are spaced 1 s, 2 s, 4 s ... */
 static void test_failed_pass_paces(void) {
         InProc ip;
-        if (!inproc_start(&ip, "4096"))
+        Scenario *s = inproc_start_scenario(&ip, "4096");
+        if (!s)
                 return;
-        Scenario *s = tests_scenario_new();
-        inproc_run(&ip, watch_drained, NULL, 2000);
         db_exec(ip.dir, "CREATE TRIGGER refuse BEFORE UPDATE ON meta BEGIN SELECT RAISE(ABORT, 'refused'); END");
         unsigned failed = ip.m->stats.failed_passes, passes = ip.m->stats.full_passes;
         install_unsendable(s, scenario_root(s), 0); /* lost: a resync follows, and fails */
@@ -1550,10 +1561,9 @@ static void test_failed_pass_paces(void) {
  * digests as new filters stored, whatever else the machine installs meanwhile. */
 static void test_filter_hashed_once(void) {
         InProc ip;
-        if (!inproc_start(&ip, NULL))
+        Scenario *s = inproc_start_scenario(&ip, NULL);
+        if (!s)
                 return;
-        Scenario *s = tests_scenario_new();
-        inproc_run(&ip, watch_drained, NULL, 2000);
         for (int attempt = 0;; attempt++) {
                 unsigned passes = ip.m->stats.full_passes, stored = ip.m->stats.filters_stored;
                 uint64_t digests = prog_digest_count();

@@ -126,6 +126,13 @@ static void apply_ok(Live *l, const LiveEvent *e, size_t n, LiveChanges *c) {
                 g_error("live_apply: %s", strerror(-r));
 }
 
+/* A batch applied and stored: the changes are let go. */
+static void apply_committed(Live *l, const LiveEvent *e, size_t n) {
+        LiveChanges c = {};
+        apply_ok(l, e, n, &c);
+        live_changes_done(&c);
+}
+
 /* The types of c's changes, as one string. */
 static char *change_types(const LiveChanges *c) {
         GString *s = g_string_new(NULL);
@@ -180,8 +187,7 @@ static void test_head_rule(void) {
                 task_event(LIVE_EVENT_TASK, 101, 100, 1, 1),
                 filter_event(101, 100, 1, 3, 1, false),
         };
-        apply_ok(l, setup, ELEMENTSOF(setup), &c);
-        live_changes_clear(&c);
+        apply_committed(l, setup, ELEMENTSOF(setup));
         LiveEvent stale = task_event(LIVE_EVENT_TASK, 100, 100, 1, 1);
         apply_ok(l, &stale, 1, &c);
         g_assert_cmpuint(c.n, ==, 0);
@@ -226,8 +232,7 @@ static void test_exit_retires(void) {
                 filter_event(200, 200, 100, 3, 2, false),
                 task_event(LIVE_EVENT_TASK, 201, 200, 100, 3),
         };
-        apply_ok(l, e, ELEMENTSOF(e), &c);
-        live_changes_clear(&c);
+        apply_committed(l, e, ELEMENTSOF(e));
         LiveEvent x = task_event(LIVE_EVENT_EXIT, 201, 200, 100, 0);
         apply_ok(l, &x, 1, &c);
         ASSERT_TYPES(&c, "task-exited");
@@ -257,8 +262,7 @@ static void test_exec(void) {
                 task_event(LIVE_EVENT_TASK, 101, 100, 1, 1),
                 task_event(LIVE_EVENT_TASK, 102, 100, 1, 1),
         };
-        apply_ok(l, e, ELEMENTSOF(e), &c);
-        live_changes_clear(&c);
+        apply_committed(l, e, ELEMENTSOF(e));
         LiveEvent x = task_event(LIVE_EVENT_EXEC, 100, 100, 1, 1);
         snprintf(x.task.comm, sizeof(x.task.comm), "new");
         x.task.exe = "/usr/bin/new";
@@ -279,8 +283,7 @@ static void test_parent(void) {
                 filter_event(200, 200, 100, 1, 0, false),
                 task_event(LIVE_EVENT_TASK, 300, 300, 200, 1),
         };
-        apply_ok(l, e, ELEMENTSOF(e), &c);
-        live_changes_clear(&c);
+        apply_committed(l, e, ELEMENTSOF(e));
         LiveEvent x = { .type = LIVE_EVENT_PARENT, .task = { .tgid = 300, .ppid = 1, .process_start_time = 1300 } };
         apply_ok(l, &x, 1, &c);
         ASSERT_TYPES(&c, "process-updated");
@@ -306,8 +309,7 @@ static void test_reused_ids(void) {
         g_autoptr(Live) l = new_live();
         LiveChanges c = {};
         LiveEvent e[] = { filter_event(100, 100, 1, 1, 0, false), task_event(LIVE_EVENT_TASK, 101, 100, 1, 1) };
-        apply_ok(l, e, ELEMENTSOF(e), &c);
-        live_changes_clear(&c);
+        apply_committed(l, e, ELEMENTSOF(e));
         LiveEvent x = filter_event(100, 100, 1, 2, 0, true);
         x.task.start_time = 9999;
         apply_ok(l, &x, 1, &c);
@@ -324,8 +326,7 @@ static void test_missing_parent_rolls_back(void) {
         g_autoptr(Live) l = new_live();
         LiveChanges c = {};
         LiveEvent setup[] = { filter_event(100, 100, 1, 1, 0, false) };
-        apply_ok(l, setup, 1, &c);
-        live_changes_clear(&c);
+        apply_committed(l, setup, 1);
         g_autofree char *before = forest_canon(live_forest(l));
         LiveEvent e[] = {
                 task_event(LIVE_EVENT_TASK, 200, 200, 100, 1),
