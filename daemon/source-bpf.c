@@ -44,6 +44,10 @@ static BpfSource *bpf_source(Source *s) {
 
 /* ---- ids ---- */
 
+static const Forest *live_now(BpfSource *b) {
+        return live_forest(b->source.sink.live(b->source.sink.userdata));
+}
+
 static uint64_t public_id(const BpfSource *b, uint64_t kernel_id) {
         void *v = kernel_id ? hashmap_get(&b->public_ids, kernel_id) : NULL;
         return v ? (uint64_t) (uintptr_t) v : kernel_id;
@@ -53,10 +57,8 @@ static uint64_t public_id(const BpfSource *b, uint64_t kernel_id) {
  * at start) has for the same filters; later ones translate as that pass decided, forgetting the
  * filters that are gone (a kernel id is never reused). */
 static int pass_make_ids_public(BpfSource *b, Forest *f) {
-        const Forest *prev = b->source.sink.live(b->source.sink.userdata) ?
-                                     live_forest(b->source.sink.live(b->source.sink.userdata)) : NULL;
         if (!b->ids_kept) {
-                int r = infer_adopt_ids(prev, f, false, NULL, &b->public_ids);
+                int r = infer_adopt_ids(live_now(b), f, false, NULL, &b->public_ids);
                 if (r < 0)
                         return log_error_errno(r, "Failed to keep the stored filter ids: %m");
                 b->ids_kept = true;
@@ -82,10 +84,6 @@ static int pass_make_ids_public(BpfSource *b, Forest *f) {
 }
 
 /* ---- events ---- */
-
-static const Forest *live_now(BpfSource *b) {
-        return live_forest(b->source.sink.live(b->source.sink.userdata));
-}
 
 static LiveTask task_from_watch(const BpfSource *b, const WatchTask *w) {
         LiveTask t = {

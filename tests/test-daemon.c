@@ -783,11 +783,12 @@ static void assert_gone_within(sd_bus *bus, pid_t tid, unsigned timeout_ms) {
                 g_error("task %d still known to the daemon after %u ms", tid, timeout_ms);
 }
 
-static bool log_has_prefix(BusSignalLog *log, const char *prefix) {
+/* The first line of the log that starts with prefix, or NULL. */
+static const char *log_find_prefix(BusSignalLog *log, const char *prefix) {
         for (guint i = 0; i < log->lines->len; i++)
                 if (g_str_has_prefix(g_ptr_array_index(log->lines, i), prefix))
-                        return true;
-        return false;
+                        return g_ptr_array_index(log->lines, i);
+        return NULL;
 }
 
 static void test_ptrace_startup(void) {
@@ -867,8 +868,9 @@ static void test_ptrace_live_updates(void) {
         bus_signal_log_assert(&log, bus, "TaskExited %d", gtid);
         assert_gone_within(bus, gtid, 3000);
         assert_converges_ptrace(bus, s, 3000);
-        if (log_has_prefix(&log, "Resynced"))
-                g_error("a full pass ran during the test: events alone should have done it");
+        const char *resynced = log_find_prefix(&log, "Resynced");
+        if (resynced)
+                g_error("a full pass ran during the test (%s): events alone should have done it", resynced);
 
         /* Full passes find the same and keep the inferred ids, even where byte-identical filters of
          * unrelated tasks (other tests, other sandboxes) share a key. */
@@ -981,7 +983,7 @@ static void test_ptrace_churn(void) {
         (void) bus_signal_log_wait(&log, bus, "(nothing: pump the signals)", 1500);
         kill(churn, SIGKILL);
         waitpid(churn, NULL, 0);
-        if (log_has_prefix(&log, "Resynced inconsistent"))
+        if (log_find_prefix(&log, "Resynced inconsistent"))
                 g_error("rescans under churn left the live forest inconsistent");
         assert_converges_ptrace(bus, s, 3000);
 
