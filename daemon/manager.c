@@ -462,8 +462,6 @@ int manager_open(Manager *m) {
         int r;
 
         (void) sd_notify(false, "STATUS=Opening the state database...");
-        if (mkdir(m->state_dir, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(-errno, "Failed to create %s: %m", m->state_dir);
         r = store_open(m->state_dir, &m->store);
         if (r < 0)
                 return r;

@@ -243,6 +243,23 @@ pid_t tests_spawn_nobody(const char *comm, bool with_child) {
         return pid;
 }
 
+int tests_as_nobody(void (*fn)(void *userdata), void *userdata) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+                    setresuid(65534, 65534, 65534) < 0)
+                        _exit(99);
+                prctl(PR_SET_PDEATHSIG, SIGKILL); /* after the change of credentials, which clears it */
+                alarm(60);
+                fn(userdata);
+                _exit(0);
+        }
+        int status;
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 size_t tests_filter_notify(struct sock_filter *insns, int nr) {
         size_t n = 0;
         insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));

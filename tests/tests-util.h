@@ -57,6 +57,11 @@ char *tests_read_line(int fd, GString *buf, gint64 deadline);
  * step failed. */
 pid_t tests_spawn_nobody(const char *comm, bool with_child);
 
+/* Run fn(userdata) in a forked child with uid and gid 65534 and no supplementary groups (it dies
+ * with the test process, and has 60 s at most). Returns its exit status: 0 when fn returned, else
+ * what an assertion failure in it made of it. */
+int tests_as_nobody(void (*fn)(void *userdata), void *userdata);
+
 /* A filter that hands syscall nr on x86-64 to its listener (SECCOMP_RET_USER_NOTIF) and allows the
  * rest; insns must hold 7 entries. Returns the length. Give it a syscall nobody calls: nothing
  * answers the notification. */
