@@ -115,7 +115,7 @@ static int scan_subtree(Manager *m, const ScanOptions *opts, Forest **ret) {
 /* The first process of the snapshot the caller could not trace, or 0. */
 static pid_t first_hidden_process(Caller *c, const Forest *f) {
         for (size_t i = 0; i < f->n_processes; i++)
-                if (!caller_may_see_process(c, f->processes[i]->pid))
+                if (!caller_may_see(c, f->processes[i]))
                         return f->processes[i]->pid;
         return 0;
 }
@@ -172,6 +172,8 @@ static int scan_consistent(Manager *m, const ScanOptions *opts, Forest **ret, ch
         for (unsigned attempt = 1;; attempt++) {
                 _cleanup_free_ char *error = NULL;
                 int r = scan_once(m, opts, ret, &error);
+                if (r == -EACCES)
+                        return r; /* a process the caller may not see: take_snapshot() says which */
                 if (r != -EAGAIN || attempt == SNAPSHOT_SCAN_ATTEMPTS) {
                         if (r == -EAGAIN)
                                 set_message(ret_message, "The subtree changed too fast for a consistent snapshot "
@@ -185,12 +187,35 @@ static int scan_consistent(Manager *m, const ScanOptions *opts, Forest **ret, ch
         }
 }
 
+/* The ptrace backend stops every task of a snapshot: only those of processes the caller may see. */
+typedef struct StopCheck {
+        Caller *caller;
+        pid_t refused; /* the first process it may not see */
+} StopCheck;
+
+static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata) {
+        StopCheck *k = userdata;
+        int r = caller_check_proc(k->caller, proc_fd, start_time);
+        if (r == 0 && k->refused == 0)
+                k->refused = pid;
+        return r;
+}
+
 /* Scan, check that the caller may see all of it, and make it a snapshot. */
 static int take_snapshot(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o, Forest **ret,
                          char **ret_message) {
         _cleanup_(forest_freep) Forest *f = NULL;
-        ScanOptions opts = { .root = root, .include_argv = o->include_argv, .include_exe = true, .freeze = true };
+        StopCheck check = { .caller = c };
+        ScanOptions opts = {
+                .root = root, .include_argv = o->include_argv, .include_exe = true, .freeze = true,
+                .may_stop = c->privileged ? NULL : may_stop, .userdata = &check,
+        };
         int r = scan_consistent(m, &opts, &f, ret_message);
+        if (r == -EACCES) {
+                set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", check.refused,
+                            root);
+                return r;
+        }
         if (r < 0)
                 return r;
         if (root > 0 && !forest_find_process(f, root)) {

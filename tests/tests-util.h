@@ -56,6 +56,17 @@ char *tests_read_line(int fd, GString *buf, gint64 deadline);
  * pauses if with_child, and pauses. Returns its pid once all of that is done; fails the test if any
  * step failed. */
 pid_t tests_spawn_nobody(const char *comm, bool with_child);
+/* The same with credentials a caller of uid 65534 may not see (or may, for new_userns): */
+typedef struct TestsNobodyOptions {
+        const char *comm;
+        bool with_child;
+        uid_t saved_uid;   /* 0: 65534 */
+        gid_t saved_gid;   /* 0: 65534 */
+        bool keep_caps;    /* keep root's permitted capabilities (PR_SET_KEEPCAPS) */
+        bool not_dumpable; /* PR_SET_DUMPABLE 0 */
+        bool new_userns;   /* enter a user namespace of its own (owned by 65534) before the filter */
+} TestsNobodyOptions;
+pid_t tests_spawn_nobody_with(const TestsNobodyOptions *o);
 
 /* Run fn(userdata) in a forked child with uid and gid 65534 and no supplementary groups (it dies
  * with the test process, and has 60 s at most). Returns its exit status: 0 when fn returned, else
