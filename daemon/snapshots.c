@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <linux/magic.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -708,36 +709,98 @@ static int on_transfer_timeout(sd_event_source *s, uint64_t usec, void *userdata
         return 0;
 }
 
-/* A file whose reads and writes may block for as long as someone else wants: FUSE, whose server
- * any user may run. Such a file cannot be waited for either, so it is refused. */
-static int check_filesystem(int fd, char **ret_message) {
+/* File systems whose files are not plain data: what reading or writing them does depends on who
+ * does it (a file of /proc checks the reader's credentials when it is read, not when it was opened:
+ * /proc/PID/timerslack_ns of root's process opens for anyone), or it changes the kernel's state. The
+ * daemon would read and write them as root for the caller. */
+static const struct {
+        unsigned long magic;
+        const char *name;
+} kernel_filesystems[] = {
+        { PROC_SUPER_MAGIC, "/proc" },     { SYSFS_MAGIC, "sysfs" },
+        { DEBUGFS_MAGIC, "debugfs" },      { TRACEFS_MAGIC, "tracefs" },
+        { SECURITYFS_MAGIC, "securityfs" }, { SELINUX_MAGIC, "selinuxfs" },
+        { SMACK_MAGIC, "smackfs" },        { CGROUP_SUPER_MAGIC, "cgroupfs" },
+        { CGROUP2_SUPER_MAGIC, "cgroup2" }, { BPF_FS_MAGIC, "the BPF file system" },
+        { EFIVARFS_MAGIC, "efivarfs" },    { PSTOREFS_MAGIC, "pstore" },
+        { BINFMTFS_MAGIC, "binfmt_misc" }, { NSFS_MAGIC, "nsfs" },
+};
+
+/* A regular file: refused on a kernel file system (see above), and on FUSE, whose reads and writes
+ * may block for as long as the FUSE server (any user may run one) wishes. */
+static int check_filesystem(int fd, const char *verb, char **ret_message) {
         struct statfs sf;
         if (fstatfs(fd, &sf) < 0)
                 return -errno;
-        if (sf.f_type != FUSE_SUPER_MAGIC)
-                return 0;
-        set_message(ret_message, "The file is on a FUSE file system, which could block sectreed: pass a pipe instead.");
-        return -EOPNOTSUPP;
+        if ((unsigned long) sf.f_type == FUSE_SUPER_MAGIC) {
+                set_message(ret_message, "The file is on a FUSE file system, which could block sectreed: pass a pipe "
+                                         "instead.");
+                return -EOPNOTSUPP;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(kernel_filesystems); i++)
+                if ((unsigned long) sf.f_type == kernel_filesystems[i].magic) {
+                        set_message(ret_message, "%s needs a regular file, a pipe or a stream socket, not a file of %s.",
+                                    verb, kernel_filesystems[i].name);
+                        return -EOPNOTSUPP;
+                }
+        return 0;
 }
 
-/* Make the transfer wait for its fd if it can be waited for (a pipe, socket, tty...); leave it to
- * be served at once if not (a regular file, or anything epoll refuses). */
+static const char *socket_kind(int type) {
+        switch (type) {
+        case SOCK_DGRAM:
+                return "a datagram socket";
+        case SOCK_SEQPACKET:
+                return "a seqpacket socket";
+        case SOCK_RAW:
+                return "a raw socket";
+        default:
+                return "a socket that is not a stream";
+        }
+}
+
+/* What the fd is, when it is not what a transfer takes (NULL: a pipe or a stream socket). */
+static const char *unfit_kind(int fd, const struct stat *st) {
+        if (S_ISFIFO(st->st_mode))
+                return NULL;
+        if (S_ISSOCK(st->st_mode)) {
+                int type = 0;
+                socklen_t len = sizeof(type);
+                if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+                        return "a socket of unknown type";
+                return type == SOCK_STREAM ? NULL : socket_kind(type);
+        }
+        if (S_ISCHR(st->st_mode))
+                return isatty(fd) ? "a terminal" : "a character device";
+        if (S_ISBLK(st->st_mode))
+                return "a block device";
+        if (S_ISDIR(st->st_mode))
+                return "a directory";
+        return "an fd that is no file (an eventfd, a pidfd or another anonymous inode)";
+}
+
+/* The daemon reads and writes the caller's fd with its own credentials, so it takes only what is
+ * plainly data: a regular file (see check_filesystem()), a pipe or a stream socket (a datagram
+ * socket with SO_PASSCRED would tag the bytes with uid 0). A regular file is served by the worker;
+ * a pipe or socket is made non-blocking and served from the event loop as it becomes ready. */
 static int transfer_watch(SnapshotTransfer *t, char **ret_message) {
+        const char *verb = t->import ? "ImportSnapshot" : "ExportSnapshot";
         struct stat st;
         if (fstat(t->fd, &st) < 0)
                 return -errno;
-        if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+        if (S_ISREG(st.st_mode)) {
                 t->direct = true;
-                return check_filesystem(t->fd, ret_message);
+                return check_filesystem(t->fd, verb, ret_message);
+        }
+        const char *unfit = unfit_kind(t->fd, &st);
+        if (unfit) {
+                set_message(ret_message, "%s needs a regular file, a pipe or a stream socket, not %s.", verb, unfit);
+                return -EOPNOTSUPP;
         }
         int flags = fcntl(t->fd, F_GETFL);
         if (flags < 0)
                 return -errno;
         int r = sd_event_add_io(t->manager->event, &t->io, t->fd, t->import ? EPOLLIN : EPOLLOUT, on_transfer_io, t);
-        if (r == -EPERM) {
-                t->direct = true; /* epoll does not support it: it never blocks either */
-                return 0;
-        }
         if (r < 0)
                 return r;
         /* An export waits for its worker's file image. */
