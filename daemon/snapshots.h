@@ -64,6 +64,15 @@ int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone 
 /* End every transfer in progress with -ECANCELED. */
 void manager_snapshot_transfers_cancel(Manager *m);
 
+/* Shared by snapshots.c and snapshot-transfers.c: the quota of the caller (NULL: none, for root)
+ * and the message for -EDQUOT; *ret_message set to a malloc'ed message (ret_message may be NULL;
+ * NULL on allocation failure). Returns 0. */
+const StoreSnapshotQuota *snapshot_quota_for(const Caller *c);
+int snapshot_quota_message(char **ret_message);
+int snapshot_set_message(char **ret_message, const char *format, ...) _printf_(2, 3);
+/* The row of a snapshot the caller may see; another's is -ENOENT, as one that does not exist. */
+int snapshot_find(Manager *m, Caller *c, uint64_t id, StoredSnapshot *ret);
+
 /* manager-dbus.c */
 int manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner);
 int manager_send_snapshot_deleted(Manager *m, uint64_t id);
