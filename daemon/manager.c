@@ -6,6 +6,8 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
+#include "store-snapshot.h"
+
 #define REFRESH_USEC_DEFAULT (60 * 1000000ULL)      /* listeners and holders are only seen by full passes */
 /* The ptrace backend's events (the proc connector) say nothing about filters: a filter installed by
  * a task that then neither forks nor execs is only found by this periodic full pass. */
@@ -463,6 +465,8 @@ int manager_open(Manager *m) {
 
         (void) sd_notify(false, "STATUS=Opening the state database...");
         r = store_open(m->state_dir, &m->store);
+        if (r >= 0)
+                r = store_snapshot_discard_incomplete(m->store); /* imports a stopped daemon left half-way */
         if (r < 0)
                 return r;
         r = open_backend(m);

@@ -1,19 +1,27 @@
-/* snapshot-transfers.c: snapshots exported into and imported from bus callers' fds
+/* snapshot-transfers.c: snapshots exported into and imported from bus callers' fds, without ever
+ * holding the event loop for long
  *
  * A transfer to or from a pipe or socket never blocks the event loop: the fd is made non-blocking
  * and served from sd-event as it becomes ready, with a deadline (SNAPSHOT_TRANSFER_TIMEOUT_USEC).
- * Formatting and parsing a file (up to 64 MiB of JSON, seconds of work) run in a worker thread of
- * the transfer, which hands its result back to the loop through an eventfd; only the state
- * database is touched on the loop. One worker runs at a time, the others wait in turn: a JSON
- * parse may take SNAPSHOT_MAX_JSON_MEMORY, and so at most that is taken at once, as when the
- * loop parsed. The worker also reads or writes a regular file itself (FUSE is
- * refused, so it cannot block for long), and an export that fails half-way truncates the file back
- * to where it started, so no partial file looks complete. A transfer that ends early (its
- * deadline, sectreed stopping) waits for its worker first. */
+ * What takes time runs in a worker thread of the transfer, which hands its result back to the loop
+ * through an eventfd: reading a stored snapshot for an export (through a read-only connection of
+ * its own) and formatting it; parsing, validating and renumbering an import. The worker also
+ * reads or writes a regular file itself (FUSE and kernel file systems are refused, so it cannot
+ * block for long), and an export that fails half-way truncates the file back to where it started,
+ * so no partial file looks complete. Storing an import happens on the loop, a few thousand rows at
+ * a time at idle priority, so that other calls and kernel events are served in between.
+ *
+ * Workers run in two lanes of one worker each, root's and everyone else's (a JSON parse may take
+ * SNAPSHOT_MAX_JSON_MEMORY, so at most one per lane at once); the others wait their turn. So
+ * another user's transfers never make root's wait, and non-root users together may have only
+ * SNAPSHOT_TRANSFERS_MAX_USERS transfers, so that root always has room. A transfer that ends early
+ * (its deadline, sectreed stopping) waits for its worker first; when the last transfer ends, the
+ * memory it used is given back to the system (malloc_trim()). */
 #include "snapshots.h"
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -41,12 +49,16 @@ struct SnapshotTransfer {
         sd_event_source *io, *timer;
         SnapshotTransferDone done;
         void *userdata;
+        uint64_t id;         /* export: the snapshot */
+        char *db_path;       /* export: the state database, for the worker's own connection */
+        StoreSnapshotWriter *writer; /* import: storing it, step by step */
+        sd_event_source *store_source;
 
         /* The worker thread. While it runs it alone touches fd (when direct), data, size, forest,
          * worker_r and worker_message; the loop waits for it (pthread_join()) before it does. */
         bool direct;          /* a regular file: the worker reads or writes it */
         SnapshotFormat format; /* export */
-        Forest *forest;       /* export: to format (the worker frees it); import: what was read */
+        Forest *forest;       /* export: read and formatted (the worker frees it); import: what was read */
         bool worker_pending;  /* waiting for its turn */
         bool worker_running;
         void *(*worker_fn)(void *);
@@ -60,6 +72,7 @@ struct SnapshotTransfer {
         const char *gate;     /* $SECTREE_TEST_SNAPSHOT_GATE, see worker_gate() */
 };
 
+
 static uint64_t transfer_timeout_usec(void) {
         const char *e = secure_getenv("SECTREE_SNAPSHOT_TIMEOUT_USEC");
         uint64_t v;
@@ -68,15 +81,22 @@ static uint64_t transfer_timeout_usec(void) {
         return SNAPSHOT_TRANSFER_TIMEOUT_USEC;
 }
 
+/* Root may use every slot; other users together leave SNAPSHOT_TRANSFERS_MAX -
+ * SNAPSHOT_TRANSFERS_MAX_USERS of them to root. */
 static int check_transfer_limits(Manager *m, const Caller *c, char **ret_message) {
-        size_t all = 0, mine = 0;
+        size_t all = 0, users = 0, mine = 0;
         for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next) {
                 all++;
+                users += !t->privileged;
                 mine += t->uid == c->uid;
         }
-        if (all >= SNAPSHOT_TRANSFERS_MAX || (!c->privileged && mine >= SNAPSHOT_TRANSFERS_MAX_PER_UID)) {
-                snapshot_set_message(ret_message, "Too many snapshot exports and imports in progress (at most %d, %d per user).",
-                            SNAPSHOT_TRANSFERS_MAX, SNAPSHOT_TRANSFERS_MAX_PER_UID);
+        if (all >= SNAPSHOT_TRANSFERS_MAX || (!c->privileged && (users >= SNAPSHOT_TRANSFERS_MAX_USERS ||
+                                                                 mine >= SNAPSHOT_TRANSFERS_MAX_PER_UID))) {
+                snapshot_set_message(ret_message,
+                                     "Too many snapshot exports and imports in progress (at most %d; %d for all "
+                                     "users but root together, %d per user).",
+                                     SNAPSHOT_TRANSFERS_MAX, SNAPSHOT_TRANSFERS_MAX_USERS,
+                                     SNAPSHOT_TRANSFERS_MAX_PER_UID);
                 return -EBUSY;
         }
         return 0;
@@ -137,36 +157,69 @@ static int worker_launch(SnapshotTransfer *t) {
         return 0;
 }
 
-static bool worker_busy(Manager *m) {
+/* Is the lane of root's (privileged) or of everyone else's transfers taken? */
+static bool worker_busy(Manager *m, bool privileged) {
         for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
-                if (t->worker_running)
+                if (t->worker_running && t->privileged == privileged)
                         return true;
         return false;
 }
 
 static void transfer_finish_errno(SnapshotTransfer *t, int r);
 
-/* When no worker runs, start the one that has waited longest (the list is newest first). */
+/* In each lane where no worker runs, start the one that has waited longest (the list is newest
+ * first). */
 static void worker_schedule(Manager *m) {
-        SnapshotTransfer *next = NULL;
-        if (worker_busy(m))
-                return;
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
-                if (t->worker_pending)
-                        next = t;
-        if (!next)
-                return;
-        int r = worker_launch(next);
-        if (r < 0)
-                transfer_finish_errno(next, r); /* and that schedules the next one */
+        for (int lane = 0; lane < 2; lane++) {
+                SnapshotTransfer *next = NULL;
+                if (worker_busy(m, lane))
+                        continue;
+                for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
+                        if (t->worker_pending && t->privileged == lane)
+                                next = t;
+                if (!next)
+                        continue;
+                int r = worker_launch(next);
+                if (r < 0) {
+                        transfer_finish_errno(next, r); /* and that schedules the next one */
+                        return;
+                }
+        }
+}
+
+/* Freeing a forest of hundreds of thousands of filters takes tens of ms: a large one is freed by
+ * a thread of its own, which then gives the memory back to the system. */
+#define FOREST_FREE_IN_BACKGROUND 10000 /* filters and processes */
+
+static void *forest_free_thread(void *userdata) {
+        forest_free(userdata);
+        (void) malloc_trim(0);
+        return NULL;
+}
+
+static void forest_release(Forest *f) {
+        pthread_attr_t attr;
+        pthread_t thread;
+        if (f && f->n_filters + f->n_processes >= FOREST_FREE_IN_BACKGROUND && pthread_attr_init(&attr) == 0) {
+                int k = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+                if (k == 0)
+                        k = pthread_create(&thread, &attr, forest_free_thread, f);
+                pthread_attr_destroy(&attr);
+                if (k == 0)
+                        return;
+        }
+        forest_free(f);
 }
 
 static SnapshotTransfer *transfer_free(SnapshotTransfer *t) {
         if (!t)
                 return NULL;
         worker_cancel(t);
-        forest_free(t->forest);
+        sd_event_source_disable_unref(t->store_source);
+        store_snapshot_writer_free(t->writer); /* an unfinished import: what it stored goes */
+        forest_release(t->forest);
         free(t->worker_message);
+        free(t->db_path);
         sd_event_source_disable_unref(t->io);
         sd_event_source_disable_unref(t->timer);
         if (t->fd >= 0) {
@@ -216,6 +269,8 @@ static void transfer_finish(SnapshotTransfer *t, int r, uint64_t id, const char 
         t->done(m, r, id, message, t->userdata);
         transfer_free(t);
         worker_schedule(m);
+        if (!m->snapshot_transfers)
+                (void) malloc_trim(0); /* what a large import or export took, back to the system */
 }
 
 static void transfer_finish_errno(SnapshotTransfer *t, int r) {
@@ -231,35 +286,70 @@ static void transfer_finish_errno(SnapshotTransfer *t, int r) {
 
 /* Importing */
 
-/* Validate, store, and say so; message: why it failed (malloc'ed), or NULL. */
-static int import_store(SnapshotTransfer *t, uint64_t *ret_id, char **ret_message) {
-        Manager *m = t->manager;
-        _cleanup_(forest_freep) Forest *f = TAKE_PTR(t->forest);
-        Caller owner = { .uid = t->uid, .privileged = t->privileged };
-        int r = t->worker_r;
-        if (r == -EINVAL) {
-                *ret_message = TAKE_PTR(t->worker_message);
-                log_debug("Refused a snapshot import of uid %u: %s", t->uid, *ret_message ? *ret_message : "?");
-                return r;
-        }
-        if (r >= 0)
-                r = store_snapshot_put(m->store, f, t->uid, true, snapshot_quota_for(&owner), now_usec(CLOCK_REALTIME), ret_id);
+/* Rows per transaction, and how long one turn of the loop may write them. */
+#define SNAPSHOT_STORE_STEP_ROWS 256
+#define SNAPSHOT_STORE_TURN_USEC 4000
+
+static void import_store_failed(SnapshotTransfer *t, int r) {
+        _cleanup_free_ char *message = NULL;
         if (r == -EDQUOT)
-                snapshot_quota_message(ret_message);
-        if (r < 0)
-                return r;
-        log_debug("Snapshot %" PRIu64 " imported for uid %u.", *ret_id, t->uid);
-        (void) manager_send_snapshot_created(m, *ret_id, f->snapshot.name, t->uid);
+                snapshot_quota_message(&message);
+        else
+                snapshot_set_message(&message, "Storing the snapshot failed: %s", strerror(-r));
+        transfer_finish(t, r, 0, message);
+}
+
+/* At idle priority: a step of the writer whenever nothing else is pending; the last one makes
+ * the snapshot complete and says so. */
+static int on_store_step(sd_event_source *s, void *userdata) {
+        SnapshotTransfer *t = userdata;
+        uint64_t id = 0, end = now_usec(CLOCK_MONOTONIC) + SNAPSHOT_STORE_TURN_USEC;
+        int r;
+        do
+                r = store_snapshot_writer_step(t->writer, SNAPSHOT_STORE_STEP_ROWS);
+        while (r == 0 && now_usec(CLOCK_MONOTONIC) < end);
+        if (r == 0)
+                return 0;
+        if (r > 0)
+                r = store_snapshot_writer_finish(t->writer, &id);
+        if (r < 0) {
+                import_store_failed(t, r);
+                return 0;
+        }
+        log_debug("Snapshot %" PRIu64 " imported for uid %u.", id, t->uid);
+        (void) manager_send_snapshot_created(t->manager, id, t->forest->snapshot.name, t->uid);
+        transfer_finish(t, 0, id, NULL);
         return 0;
 }
 
+/* Back on the loop with a valid forest: reserve its place within the owner's quota, then store
+ * it in steps. */
+static int import_store_start(SnapshotTransfer *t) {
+        Manager *m = t->manager;
+        Caller owner = { .uid = t->uid, .privileged = t->privileged };
+        int r = store_snapshot_writer_new(m->store, t->forest, t->uid, true, snapshot_quota_for(&owner),
+                                          now_usec(CLOCK_REALTIME), &t->writer);
+        if (r < 0)
+                return r;
+        t->timer = sd_event_source_disable_unref(t->timer); /* all is read: no deadline any more */
+        r = sd_event_add_defer(m->event, &t->store_source, on_store_step, t);
+        if (r >= 0)
+                r = sd_event_source_set_priority(t->store_source, SD_EVENT_PRIORITY_IDLE);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(t->store_source, SD_EVENT_ON);
+        return r;
+}
+
 static void import_data(SnapshotTransfer *t) {
-        _cleanup_free_ char *message = NULL;
-        uint64_t id = 0;
-        int r = import_store(t, &id, &message);
-        if (r < 0 && !message && asprintf(&message, "Storing the snapshot failed: %s", strerror(-r)) < 0)
-                message = NULL;
-        transfer_finish(t, r, id, message);
+        if (t->worker_r == -EINVAL) {
+                _cleanup_free_ char *message = TAKE_PTR(t->worker_message);
+                log_debug("Refused a snapshot import of uid %u: %s", t->uid, message ? message : "?");
+                transfer_finish(t, -EINVAL, 0, message);
+                return;
+        }
+        int r = t->worker_r < 0 ? t->worker_r : import_store_start(t);
+        if (r < 0)
+                import_store_failed(t, r);
 }
 
 static void import_too_big(SnapshotTransfer *t) {
@@ -401,11 +491,13 @@ static int format_snapshot(const Forest *f, SnapshotFormat format, char **ret, s
         return 0;
 }
 
-/* In the worker: format, and write a regular file. */
+/* In the worker: read the snapshot from the database, format it, and write a regular file. */
 static void *export_worker(void *userdata) {
         SnapshotTransfer *t = userdata;
         worker_gate(t);
-        int r = format_snapshot(t->forest, t->format, &t->data, &t->size);
+        int r = store_snapshot_load_path(t->db_path, t->id, &t->forest);
+        if (r >= 0)
+                r = format_snapshot(t->forest, t->format, &t->data, &t->size);
         t->forest = forest_free(t->forest);
         if (r >= 0 && t->direct)
                 r = atomic_load(&t->cancelled) ? -ECANCELED : export_to_file(t);
@@ -569,7 +661,7 @@ static int transfer_start(SnapshotTransfer *t, SnapshotTransferDone done, void *
                 return r;
         if (!t->import || t->direct) {
                 t->worker_fn = t->import ? import_worker : export_worker;
-                if (worker_busy(t->manager))
+                if (worker_busy(t->manager, t->privileged))
                         t->worker_pending = true;
                 else if ((r = worker_launch(t)) < 0)
                         return r;
@@ -594,10 +686,12 @@ int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, Snapshot
         r = transfer_new(m, c, fd, false, ret_message, &t);
         if (r < 0)
                 return r;
-        r = store_snapshot_load(m->store, id, &t->forest);
-        if (r < 0)
-                return r;
+        t->id = id;
         t->format = format;
+        if (asprintf(&t->db_path, "%s/%s", m->state_dir, STORE_FILE_NAME) < 0) {
+                t->db_path = NULL;
+                return -ENOMEM;
+        }
         r = transfer_start(t, done, userdata, ret_message);
         if (r < 0)
                 return r;

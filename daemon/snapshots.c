@@ -27,15 +27,17 @@ const StoreSnapshotQuota *snapshot_quota_for(const Caller *c) {
                 .snapshots = SNAPSHOTS_MAX_PER_UID,
                 .threads = SNAPSHOTS_MAX_THREADS_PER_UID,
                 .instructions = SNAPSHOTS_MAX_INSNS_PER_UID,
+                .bytes = SNAPSHOTS_MAX_BYTES_PER_UID,
         };
         return c->privileged ? NULL : &user_quota;
 }
 
 int snapshot_quota_message(char **ret_message) {
         return snapshot_set_message(ret_message,
-                           "You hold as many snapshots as you may (at most %d, %d threads and %u filter instructions "
-                           "in all): delete some first.",
-                           SNAPSHOTS_MAX_PER_UID, SNAPSHOTS_MAX_THREADS_PER_UID, SNAPSHOTS_MAX_INSNS_PER_UID);
+                                    "You hold as many snapshots as you may (at most %d, with %d threads, %u filter "
+                                    "instructions and %llu MiB stored in all): delete some first.",
+                                    SNAPSHOTS_MAX_PER_UID, SNAPSHOTS_MAX_THREADS_PER_UID, SNAPSHOTS_MAX_INSNS_PER_UID,
+                                    SNAPSHOTS_MAX_BYTES_PER_UID >> 20);
 }
 
 /* Creating */

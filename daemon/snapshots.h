@@ -14,10 +14,13 @@
 #define SNAPSHOTS_MAX_PER_UID 32
 #define SNAPSHOTS_MAX_THREADS_PER_UID 1000000            /* threads, summed over its snapshots */
 #define SNAPSHOTS_MAX_INSNS_PER_UID (8u * 1024 * 1024)   /* filter instructions summed: 64 MiB of programs */
+#define SNAPSHOTS_MAX_BYTES_PER_UID (64ull * 1024 * 1024) /* store_snapshot_bytes() summed */
 
-/* Exports and imports in progress at once (each may buffer SNAPSHOT_MAX_FILE_SIZE bytes), and the
- * deadline of each: a pipe nobody writes into (or reads from) is given up after it. */
+/* Exports and imports in progress at once (each may buffer SNAPSHOT_MAX_FILE_SIZE bytes): in all,
+ * of all non-root users together (the rest is root's), and of one non-root uid; and the deadline
+ * of each: a pipe nobody writes into (or reads from) is given up after it. */
 #define SNAPSHOT_TRANSFERS_MAX 8
+#define SNAPSHOT_TRANSFERS_MAX_USERS 6
 #define SNAPSHOT_TRANSFERS_MAX_PER_UID 2
 #define SNAPSHOT_TRANSFER_TIMEOUT_USEC (30 * 1000000ULL) /* $SECTREE_SNAPSHOT_TIMEOUT_USEC replaces it */
 

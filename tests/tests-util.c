@@ -255,21 +255,32 @@ pid_t tests_spawn_nobody(const char *comm, bool with_child) {
         return tests_spawn_nobody_with(&(TestsNobodyOptions) { .comm = comm, .with_child = with_child });
 }
 
-int tests_as_nobody(void (*fn)(void *userdata), void *userdata) {
+pid_t tests_as_uid_start(uid_t uid, void (*fn)(void *userdata), void *userdata) {
         pid_t pid = fork();
         g_assert_cmpint(pid, >=, 0);
         if (pid == 0) {
-                if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
-                    setresuid(65534, 65534, 65534) < 0)
+                if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
                         _exit(99);
                 prctl(PR_SET_PDEATHSIG, SIGKILL); /* after the change of credentials, which clears it */
-                alarm(60);
+                alarm(120);
                 fn(userdata);
                 _exit(0);
         }
+        return pid;
+}
+
+pid_t tests_as_nobody_start(void (*fn)(void *userdata), void *userdata) {
+        return tests_as_uid_start(65534, fn, userdata);
+}
+
+int tests_wait_status(pid_t pid) {
         int status;
         g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int tests_as_nobody(void (*fn)(void *userdata), void *userdata) {
+        return tests_wait_status(tests_as_nobody_start(fn, userdata));
 }
 
 size_t tests_filter_notify(struct sock_filter *insns, int nr) {

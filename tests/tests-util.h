@@ -69,9 +69,15 @@ typedef struct TestsNobodyOptions {
 pid_t tests_spawn_nobody_with(const TestsNobodyOptions *o);
 
 /* Run fn(userdata) in a forked child with uid and gid 65534 and no supplementary groups (it dies
- * with the test process, and has 60 s at most). Returns its exit status: 0 when fn returned, else
+ * with the test process, and has 120 s at most). Returns its exit status: 0 when fn returned, else
  * what an assertion failure in it made of it. */
 int tests_as_nobody(void (*fn)(void *userdata), void *userdata);
+/* The same without waiting: the child's pid (tests_wait_status() waits for it). */
+pid_t tests_as_nobody_start(void (*fn)(void *userdata), void *userdata);
+/* The same as another uid (and gid), without waiting. */
+pid_t tests_as_uid_start(uid_t uid, void (*fn)(void *userdata), void *userdata);
+/* waitpid() for pid: its exit status as tests_as_nobody() gives it. */
+int tests_wait_status(pid_t pid);
 
 /* A filter that hands syscall nr on x86-64 to its listener (SECCOMP_RET_USER_NOTIF) and allows the
  * rest; insns must hold 7 entries. Returns the length. Give it a syscall nobody calls: nothing
