@@ -129,9 +129,7 @@ static unsigned interruptions(const Observed *o) {
 }
 
 static void become_nobody(void) {
-        if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
-                _exit(1);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        tests_become(NOBODY);
         prctl(PR_SET_DUMPABLE, 1);
 }
 
@@ -145,10 +143,33 @@ static void install_filter(const struct sock_filter *insns, size_t n, unsigned f
                 *ret_fd = (int) fd;
 }
 
-static int32_t read_int(int fd) {
+/* Fork a child that dies with the test. */
+static pid_t fork_child(void) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0)
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+        return pid;
+}
+
+/* In the parent: what the child wrote on ready once it was, as an int32. */
+static int32_t wait_ready(int ready[2]) {
         int32_t v = 0;
-        g_assert_cmpint(read(fd, &v, sizeof(v)), ==, sizeof(v));
+        close(ready[1]);
+        g_assert_cmpint(read(ready[0], &v, sizeof(v)), ==, sizeof(v));
+        close(ready[0]);
         return v;
+}
+
+static void say_ready(int fd, int32_t v) {
+        (void) !write(fd, &v, sizeof(v));
+}
+
+/* In the parent: pid counts its interruptions into counter. */
+static void observe(Observed *o, pid_t pid, int counter[2]) {
+        close(counter[1]);
+        *o = (Observed) { .pid = pid, .counter = counter[0] };
+        g_assert_cmpint(fcntl(o->counter, F_SETFL, O_NONBLOCK), ==, 0);
 }
 
 /* nobody's process under a filter, with a child forked before the filter that is nobody's too but
@@ -157,30 +178,21 @@ static pid_t spawn_parent_of_hidden(Observed *child) {
         int ready[2], counter[2];
         g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
         g_assert_cmpint(pipe2(counter, O_CLOEXEC), ==, 0);
-        pid_t pid = fork();
-        g_assert_cmpint(pid, >=, 0);
+        pid_t pid = fork_child();
         if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 become_nobody();
-                pid_t c = fork();
+                pid_t c = fork_child();
                 if (c == 0) {
-                        prctl(PR_SET_PDEATHSIG, SIGKILL);
                         prctl(PR_SET_DUMPABLE, 0);
                         count_interruptions(counter[1]);
                 }
                 struct sock_filter insns[16];
                 install_filter(insns, scenario_filter_errno(insns, SYS_acct, 3, 0), 0, NULL);
-                int32_t v = c;
-                (void) !write(ready[1], &v, sizeof(v));
+                say_ready(ready[1], c);
                 for (;;)
                         pause();
         }
-        close(ready[1]);
-        close(counter[1]);
-        child->pid = read_int(ready[0]);
-        child->counter = counter[0];
-        g_assert_cmpint(fcntl(child->counter, F_SETFL, O_NONBLOCK), ==, 0);
-        close(ready[0]);
+        observe(child, wait_ready(ready), counter);
         return pid;
 }
 
@@ -189,23 +201,18 @@ static pid_t spawn_parent_of_hidden(Observed *child) {
 static pid_t spawn_with_listener(uid_t uid, int *ret_fd) {
         int ready[2];
         g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
-        pid_t pid = fork();
-        g_assert_cmpint(pid, >=, 0);
+        pid_t pid = fork_child();
         if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 if (uid != 0)
                         become_nobody();
                 struct sock_filter insns[8];
                 int fd;
                 install_filter(insns, tests_filter_notify(insns, SYS_acct), SECCOMP_FILTER_FLAG_NEW_LISTENER, &fd);
-                int32_t v = fd;
-                (void) !write(ready[1], &v, sizeof(v));
+                say_ready(ready[1], fd);
                 for (;;)
                         pause();
         }
-        close(ready[1]);
-        *ret_fd = read_int(ready[0]);
-        close(ready[0]);
+        *ret_fd = wait_ready(ready);
         return pid;
 }
 
@@ -215,23 +222,16 @@ static void spawn_holder(pid_t from, int fd, Observed *o) {
         int ready[2], counter[2];
         g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
         g_assert_cmpint(pipe2(counter, O_CLOEXEC), ==, 0);
-        pid_t pid = fork();
-        g_assert_cmpint(pid, >=, 0);
+        pid_t pid = fork_child();
         if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
                 int pidfd = (int) syscall(SYS_pidfd_open, from, 0);
                 if (pidfd < 0 || syscall(SYS_pidfd_getfd, pidfd, fd, 0) < 0)
                         _exit(3);
-                (void) !write(ready[1], "x", 1);
+                say_ready(ready[1], 0);
                 count_interruptions(counter[1]);
         }
-        close(ready[1]);
-        close(counter[1]);
-        char c;
-        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
-        close(ready[0]);
-        *o = (Observed) { .pid = pid, .counter = counter[0] };
-        g_assert_cmpint(fcntl(o->counter, F_SETFL, O_NONBLOCK), ==, 0);
+        (void) wait_ready(ready);
+        observe(o, pid, counter);
 }
 
 static void assert_denied_naming(sd_bus_error *error, pid_t pid) {

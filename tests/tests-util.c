@@ -255,13 +255,17 @@ pid_t tests_spawn_nobody(const char *comm, bool with_child) {
         return tests_spawn_nobody_with(&(TestsNobodyOptions) { .comm = comm, .with_child = with_child });
 }
 
+void tests_become(uid_t uid) {
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0 ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                _exit(99);
+}
+
 pid_t tests_as_uid_start(uid_t uid, void (*fn)(void *userdata), void *userdata) {
         pid_t pid = fork();
         g_assert_cmpint(pid, >=, 0);
         if (pid == 0) {
-                if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-                        _exit(99);
-                prctl(PR_SET_PDEATHSIG, SIGKILL); /* after the change of credentials, which clears it */
+                tests_become(uid);
                 alarm(120);
                 fn(userdata);
                 _exit(0);

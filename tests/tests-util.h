@@ -74,6 +74,9 @@ pid_t tests_spawn_nobody_with(const TestsNobodyOptions *o);
 int tests_as_nobody(void (*fn)(void *userdata), void *userdata);
 /* The same without waiting: the child's pid (tests_wait_status() waits for it). */
 pid_t tests_as_nobody_start(void (*fn)(void *userdata), void *userdata);
+/* In a forked child: become uid (and gid uid, no supplementary groups) and die with the parent
+ * (SIGKILL, set after the change of credentials, which clears it); _exit(99) if that fails. */
+void tests_become(uid_t uid);
 /* The same as another uid (and gid), without waiting. */
 pid_t tests_as_uid_start(uid_t uid, void (*fn)(void *userdata), void *userdata);
 /* waitpid() for pid: its exit status as tests_as_nobody() gives it. */
