@@ -45,7 +45,7 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
                 r = sd_bus_message_open_container(reply, 'a', "(uuusstu)");
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
-                if (!caller_may_see_process(&c, p->pid))
+                if (!caller_may_see(&c, p))
                         continue;
                 /* comm is whatever bytes the task set (PR_SET_NAME); D-Bus strings must be UTF-8 */
                 _cleanup_free_ char *comm = snapshot_utf8_sanitize(p->comm);
@@ -82,7 +82,7 @@ static size_t visible_task_count(Caller *c, const Forest *f, const Filter *flt) 
         for (size_t i = 0; i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
                 for (size_t j = 0; j < p->n_threads; j++)
-                        if (p->threads[j].filter == flt && caller_may_see_process(c, p->pid))
+                        if (p->threads[j].filter == flt && caller_may_see(c, p))
                                 n++;
         }
         return n;
@@ -192,7 +192,7 @@ static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_err
         const Task *t = forest_find_task(f, (pid_t) tid, &p);
         if (!t)
                 return reply_unfiltered_chain(msg, &c, (pid_t) tid, error);
-        if (!caller_may_see_process(&c, p->pid))
+        if (!caller_may_see(&c, p))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "Task %" PRIu32 " is not one you could trace.", tid);
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -257,7 +257,7 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
                 bool in;
-                if (!caller_may_see_process(&c, p->pid))
+                if (!caller_may_see(&c, p))
                         continue;
                 r = descends_from(p->pid, (pid_t) pid, &memo, &in);
                 if (r >= 0 && in)

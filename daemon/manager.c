@@ -13,6 +13,8 @@
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
+#include "store-snapshot.h"
+
 #define RESYNC_ACCURACY_USEC (10 * 1000ULL) /* not sd-event's default of 250 ms */
 #define RESYNC_BACKOFF_MAX_SHIFT 6          /* 1 s, 2 s, ... 64 s between passes that keep failing */
 
@@ -297,9 +299,9 @@ int manager_open(Manager *m) {
         int r;
 
         (void) sd_notify(false, "STATUS=Opening the state database...");
-        if (mkdir(m->state_dir, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(-errno, "Failed to create %s: %m", m->state_dir);
         r = store_open(m->state_dir, &m->store);
+        if (r >= 0)
+                r = store_snapshot_discard_incomplete(m->store); /* imports a stopped daemon left half-way */
         if (r >= 0)
                 r = open_live(m);
         if (r >= 0)

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "procfd.h"
 #include "procinfo.h"
 #include "scan.h"
 
@@ -922,15 +923,32 @@ static void freezer_forget(Freezer *fz, FrozenTask *x) {
                 hashmap_remove(&fz->by_tid, (uint64_t) x->tid);
 }
 
-/* Seize and interrupt (the stop is waited for afterwards, all of a round together). */
-static void frozen_seize(FrozenTask *x) {
+/* Is the task with x's tid a thread of the process proc_fd is bound to, started when the pass saw
+ * it? Then x's tid names the task that was checked, and not one that took its tid since. */
+static bool frozen_is_listed(const FrozenTask *x, int proc_fd) {
+        char name[32];
+        uint64_t start_time;
+        snprintf(name, sizeof(name), "task/%d/stat", (int) x->tid);
+        return procfd_start_time(proc_fd, name, &start_time) >= 0 && start_time == x->start_time;
+}
+
+/* Seize and interrupt (the stop is waited for afterwards, all of a round together). The task is
+ * checked to be the thread listed of the process checked, before it is seized and again once it is
+ * (a seized task keeps its tid): a task that took the tid meanwhile is never interrupted. */
+static void frozen_seize(FrozenTask *x, int proc_fd) {
+        if (!frozen_is_listed(x, proc_fd)) {
+                x->error = -ESRCH;
+                return;
+        }
         if (ptrace(PTRACE_SEIZE, x->tid, NULL, NULL) < 0) {
                 x->error = -errno;
                 return;
         }
         x->seized = true;
-        if (ptrace(PTRACE_INTERRUPT, x->tid, NULL, NULL) < 0)
-                x->error = -errno; /* attached but not stopped: released when the thread exits */
+        if (!frozen_is_listed(x, proc_fd))
+                x->error = -ESRCH; /* attached but not stopped: released when the thread exits */
+        else if (ptrace(PTRACE_INTERRUPT, x->tid, NULL, NULL) < 0)
+                x->error = -errno; /* the same */
 }
 
 static void frozen_detach(FrozenTask *x) {
@@ -941,42 +959,95 @@ static void frozen_detach(FrozenTask *x) {
         x->stopped = false;
 }
 
-/* Wait for the stop of a task seized this round, and check it is the task that was listed. */
-static void frozen_wait(Freezer *fz, FrozenTask *x) {
+/* Wait for the stop of a task seized this round. */
+static void frozen_wait(FrozenTask *x) {
         int r = wait_for_stop(x->tid, &x->sig);
-        if (r < 0) {
+        if (r < 0)
                 x->error = r; /* -ESRCH: it exited; -ETIMEDOUT: it does not stop */
-                return;
-        }
-        x->stopped = true;
-        uint64_t start_time;
-        if (proc_read_start_time(x->tid, &start_time) < 0 || start_time != x->start_time) {
-                frozen_detach(x); /* a new task with a reused tid: the next round takes it */
-                x->error = -ESRCH;
-        }
+        else
+                x->stopped = true;
 }
 
-/* Freeze every task of the report that is not frozen yet. Returns how many tasks are new:
- * stopped now, or known now to be impossible to stop (they might still fork). */
+static bool freezer_knows(const Freezer *fz, const ScanTask *t) {
+        const FrozenTask *x = freezer_find(fz, t->tid);
+        return x && x->start_time == t->start_time; /* frozen before, or known to be unstoppable */
+}
+
+static bool freezer_knows_all(const Freezer *fz, const ScanProcess *p) {
+        for (size_t j = 0; j < p->n_tasks; j++)
+                if (!freezer_knows(fz, &p->tasks[j]))
+                        return false;
+        return true;
+}
+
+#define PROC_FD_REFUSED (-2) /* may_stop said no: a holder left running */
+
+/* Before anything of this round is stopped: an fd of /proc/PID for every process of the report with
+ * tasks to freeze (-1 where there is none to freeze, or it is gone), and may_stop's answer for it.
+ * A process of the subtree that may not be stopped ends the pass: -EACCES. */
+static int freezer_check(const Freezer *fz, const Scan *s, int *proc_fds) {
+        for (size_t i = 0; i < s->n_procs; i++) {
+                const ScanProcess *p = &s->procs[i];
+                proc_fds[i] = -1;
+                if (!p->selected || freezer_knows_all(fz, p))
+                        continue;
+                int fd = procfd_open(p->pid);
+                if (fd < 0 || !s->opts.may_stop)
+                        goto next;
+                int r = s->opts.may_stop(fd, p->pid, p->start_time, s->opts.userdata);
+                if (r == 0 && !p->holder) {
+                        close(fd);
+                        return log_debug_errno(-EACCES, "ptrace: process %d may not be stopped for this caller.",
+                                               (int) p->pid);
+                }
+                if (r <= 0) {
+                        close(fd);
+                        fd = r == 0 ? PROC_FD_REFUSED : -1;
+                }
+        next:
+                proc_fds[i] = fd;
+        }
+        return 0;
+}
+
+static void close_proc_fds(int *proc_fds, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (proc_fds[i] >= 0)
+                        close(proc_fds[i]);
+}
+
+/* Freeze every task of the report that is not frozen yet, once every process it belongs to has
+ * been found one that may be stopped. Returns how many tasks are new: stopped now, or known now to
+ * be impossible (or not allowed) to stop (they might still fork). */
 static int freezer_round(Freezer *fz, const Scan *s) {
+        _cleanup_free_ int *proc_fds = calloc(s->n_procs ? s->n_procs : 1, sizeof(int));
         size_t first = fz->n;
         int n_new = 0, r;
 
-        for (size_t i = 0; i < s->n_procs; i++) {
+        if (!proc_fds)
+                return -ENOMEM;
+        r = freezer_check(fz, s, proc_fds);
+        for (size_t i = 0; r >= 0 && i < s->n_procs; i++) {
                 const ScanProcess *p = &s->procs[i];
-                for (size_t j = 0; p->selected && j < p->n_tasks; j++) {
-                        const FrozenTask *x = freezer_find(fz, p->tasks[j].tid);
-                        if (x && x->start_time == p->tasks[j].start_time)
-                                continue; /* frozen before, or known to be unstoppable */
+                for (size_t j = 0; proc_fds[i] != -1 && j < p->n_tasks && r >= 0; j++) {
+                        if (freezer_knows(fz, &p->tasks[j]))
+                                continue;
                         if ((r = freezer_add(fz, &p->tasks[j])) < 0)
-                                return r;
-                        frozen_seize(&fz->tasks[fz->n - 1]);
+                                break;
+                        FrozenTask *x = &fz->tasks[fz->n - 1];
+                        if (proc_fds[i] == PROC_FD_REFUSED)
+                                x->error = -EACCES;
+                        else
+                                frozen_seize(x, proc_fds[i]);
                 }
         }
+        close_proc_fds(proc_fds, s->n_procs);
+        if (r < 0)
+                return r;
         for (size_t i = first; i < fz->n; i++) {
                 FrozenTask *x = &fz->tasks[i];
                 if (x->seized && x->error == 0)
-                        frozen_wait(fz, x);
+                        frozen_wait(x);
                 if (x->error == -ESRCH)
                         freezer_forget(fz, x); /* gone, or not the task listed */
                 else
@@ -994,6 +1065,8 @@ static int freezer_freeze(Freezer *fz, Scan *s) {
                 if (r < 0)
                         return r;
                 r = freezer_round(fz, s);
+                if (r == -EACCES)
+                        return r; /* said by freezer_check() */
                 if (r < 0)
                         return log_error_errno(r, "Failed to freeze the tasks: %m");
                 if (r == 0)

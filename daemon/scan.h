@@ -12,6 +12,14 @@ typedef struct ScanOptions {
         bool include_exe;  /* readlink /proc/PID/exe for each process */
         bool freeze;       /* ptrace: stop every task of the report before reading any, and say so
                             * (forest->snapshot.consistency = FROZEN); for snapshots */
+        /* ptrace with freeze: asked about every process of the report before any of its threads is
+         * stopped, with an fd of its /proc/PID directory (bound to that process) and the start time
+         * the pass read. 1: it may be stopped. 0: it may not: a process of the subtree ends the
+         * pass with -EACCES at once, before anything more is stopped (everything stopped so far is
+         * released); a listener holder is left running and unread, which the caller finds in the
+         * result. Negative: the process is gone. NULL: every process may be stopped. */
+        int (*may_stop)(int proc_fd, pid_t pid, uint64_t start_time, void *userdata);
+        void *userdata;
 } ScanOptions;
 
 #define SCAN_OPTIONS_DEFAULT ((ScanOptions){ .root = 0, .include_argv = true, .include_exe = true })

@@ -1,72 +1,16 @@
-/* snapshots.c: snapshots for bus callers: taken with one scan, stored in the state database, and
- * exported into / imported from the callers' fds
- *
- * A transfer to or from a pipe or socket never blocks the event loop: the fd is made non-blocking
- * and served from sd-event as it becomes ready, with a deadline (SNAPSHOT_TRANSFER_TIMEOUT_USEC).
- * Formatting and parsing a file (up to 64 MiB of JSON, seconds of work) run in a worker thread of
- * the transfer, which hands its result back to the loop through an eventfd; only the state
- * database is touched on the loop. One worker runs at a time, the others wait in turn: a JSON
- * parse may take SNAPSHOT_MAX_JSON_MEMORY, and so at most that is taken at once, as when the
- * loop parsed. The worker also reads or writes a regular file itself (FUSE is
- * refused, so it cannot block for long), and an export that fails half-way truncates the file back
- * to where it started, so no partial file looks complete. A transfer that ends early (its
- * deadline, sectreed stopping) waits for its worker first. */
+/* snapshots.c: snapshots for bus callers: taken with one scan and stored in the state database,
+ * listed and deleted, within each user's quota (exports and imports: snapshot-transfers.c) */
 #include "snapshots.h"
 
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
-#include <linux/magic.h>
-#include <sys/eventfd.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "procinfo.h"
-#include "snapshot-json.h"
-#include "snapshot-sqlite.h"
 #include "snapshot-validate.h"
 
 #define SNAPSHOT_SCAN_ATTEMPTS 3
 
-typedef struct SnapshotTransfer SnapshotTransfer;
-struct SnapshotTransfer {
-        Manager *manager;
-        SnapshotTransfer *next;
-        uid_t uid;
-        bool privileged;
-        bool import;
-        int fd;          /* our dup of the caller's */
-        int saved_flags; /* the fd's status flags before O_NONBLOCK, or -1 */
-        char *data;      /* import: what was read; export: the file image */
-        size_t size, pos, allocated;
-        sd_event_source *io, *timer;
-        SnapshotTransferDone done;
-        void *userdata;
-
-        /* The worker thread. While it runs it alone touches fd (when direct), data, size, forest,
-         * worker_r and worker_message; the loop waits for it (pthread_join()) before it does. */
-        bool direct;          /* a regular file: the worker reads or writes it */
-        SnapshotFormat format; /* export */
-        Forest *forest;       /* export: to format (the worker frees it); import: what was read */
-        bool worker_pending;  /* waiting for its turn */
-        bool worker_running;
-        void *(*worker_fn)(void *);
-        atomic_bool cancelled; /* set by the loop: skip what is left to do */
-        pthread_t thread;
-        int event_fd;         /* the worker's "done" */
-        sd_event_source *worker_source;
-        int worker_r;
-        bool read_failed;     /* import: worker_r is from reading the fd, not from parsing */
-        char *worker_message; /* import: why the file was refused */
-        const char *gate;     /* $SECTREE_TEST_SNAPSHOT_GATE, see worker_gate() */
-};
-
-static int set_message(char **ret_message, const char *format, ...) _printf_(2, 3);
-static int set_message(char **ret_message, const char *format, ...) {
+int snapshot_set_message(char **ret_message, const char *format, ...) {
         if (!ret_message)
                 return 0;
         va_list ap;
@@ -78,20 +22,22 @@ static int set_message(char **ret_message, const char *format, ...) {
         return 0;
 }
 
-static const StoreSnapshotQuota *quota_for(const Caller *c) {
+const StoreSnapshotQuota *snapshot_quota_for(const Caller *c) {
         static const StoreSnapshotQuota user_quota = {
                 .snapshots = SNAPSHOTS_MAX_PER_UID,
                 .threads = SNAPSHOTS_MAX_THREADS_PER_UID,
                 .instructions = SNAPSHOTS_MAX_INSNS_PER_UID,
+                .bytes = SNAPSHOTS_MAX_BYTES_PER_UID,
         };
         return c->privileged ? NULL : &user_quota;
 }
 
-static int quota_message(char **ret_message) {
-        return set_message(ret_message,
-                           "You hold as many snapshots as you may (at most %d, %d threads and %u filter instructions "
-                           "in all): delete some first.",
-                           SNAPSHOTS_MAX_PER_UID, SNAPSHOTS_MAX_THREADS_PER_UID, SNAPSHOTS_MAX_INSNS_PER_UID);
+int snapshot_quota_message(char **ret_message) {
+        return snapshot_set_message(ret_message,
+                                    "You hold as many snapshots as you may (at most %d, with %d threads, %u filter "
+                                    "instructions and %llu MiB stored in all): delete some first.",
+                                    SNAPSHOTS_MAX_PER_UID, SNAPSHOTS_MAX_THREADS_PER_UID, SNAPSHOTS_MAX_INSNS_PER_UID,
+                                    SNAPSHOTS_MAX_BYTES_PER_UID >> 20);
 }
 
 /* Creating */
@@ -103,7 +49,7 @@ static int scan_subtree(Manager *m, const ScanOptions *opts, Forest **ret) {
 /* The first process of the snapshot the caller could not trace, or 0. */
 static pid_t first_hidden_process(Caller *c, const Forest *f) {
         for (size_t i = 0; i < f->n_processes; i++)
-                if (!caller_may_see_process(c, f->processes[i]->pid))
+                if (!caller_may_see(c, f->processes[i]))
                         return f->processes[i]->pid;
         return 0;
 }
@@ -113,15 +59,15 @@ static int check_root(Caller *c, pid_t root, char **ret_message) {
         if (root == 0) {
                 if (c->privileged)
                         return 0;
-                set_message(ret_message, "Only root may snapshot the whole machine.");
+                snapshot_set_message(ret_message, "Only root may snapshot the whole machine.");
                 return -EACCES;
         }
         if (root < 0 || root > SNAPSHOT_MAX_PID || proc_read_status(root, &st) < 0 || st.tgid != root) {
-                set_message(ret_message, "No process with pid %d.", root);
+                snapshot_set_message(ret_message, "No process with pid %d.", root);
                 return -ESRCH;
         }
         if (!caller_may_see_process(c, root)) {
-                set_message(ret_message, "Process %d is not one you could trace.", root);
+                snapshot_set_message(ret_message, "Process %d is not one you could trace.", root);
                 return -EACCES;
         }
         return 0;
@@ -160,12 +106,14 @@ static int scan_consistent(Manager *m, const ScanOptions *opts, Forest **ret, ch
         for (unsigned attempt = 1;; attempt++) {
                 _cleanup_free_ char *error = NULL;
                 int r = scan_once(m, opts, ret, &error);
+                if (r == -EACCES)
+                        return r; /* a process the caller may not see: take_snapshot() says which */
                 if (r != -EAGAIN || attempt == SNAPSHOT_SCAN_ATTEMPTS) {
                         if (r == -EAGAIN)
-                                set_message(ret_message, "The subtree changed too fast for a consistent snapshot "
+                                snapshot_set_message(ret_message, "The subtree changed too fast for a consistent snapshot "
                                             "(%u scans): %s", attempt, error ? error : "?");
                         else if (r < 0)
-                                set_message(ret_message, "The scan failed: %s", strerror(-r));
+                                snapshot_set_message(ret_message, "The scan failed: %s", strerror(-r));
                         return r < 0 ? -EIO : 0;
                 }
                 log_debug("Snapshot scan %u of %d was not consistent (%s), scanning again.", attempt, opts->root,
@@ -173,21 +121,44 @@ static int scan_consistent(Manager *m, const ScanOptions *opts, Forest **ret, ch
         }
 }
 
+/* The ptrace backend stops every task of a snapshot: only those of processes the caller may see. */
+typedef struct StopCheck {
+        Caller *caller;
+        pid_t refused; /* the first process it may not see */
+} StopCheck;
+
+static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata) {
+        StopCheck *k = userdata;
+        int r = caller_check_proc(k->caller, proc_fd, start_time);
+        if (r == 0 && k->refused == 0)
+                k->refused = pid;
+        return r;
+}
+
 /* Scan, check that the caller may see all of it, and make it a snapshot. */
 static int take_snapshot(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o, Forest **ret,
                          char **ret_message) {
         _cleanup_(forest_freep) Forest *f = NULL;
-        ScanOptions opts = { .root = root, .include_argv = o->include_argv, .include_exe = true, .freeze = true };
+        StopCheck check = { .caller = c };
+        ScanOptions opts = {
+                .root = root, .include_argv = o->include_argv, .include_exe = true, .freeze = true,
+                .may_stop = c->privileged ? NULL : may_stop, .userdata = &check,
+        };
         int r = scan_consistent(m, &opts, &f, ret_message);
+        if (r == -EACCES) {
+                snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", check.refused,
+                            root);
+                return r;
+        }
         if (r < 0)
                 return r;
         if (root > 0 && !forest_find_process(f, root)) {
-                set_message(ret_message, "Process %d exited before it could be scanned.", root);
+                snapshot_set_message(ret_message, "Process %d exited before it could be scanned.", root);
                 return -ESRCH;
         }
         pid_t hidden = first_hidden_process(c, f);
         if (hidden > 0) {
-                set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", hidden, root);
+                snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", hidden, root);
                 return -EACCES;
         }
         r = snapshot_info_set_name(&f->snapshot, o->name);
@@ -212,9 +183,9 @@ int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCre
         r = take_snapshot(m, c, root, o, &f, ret_message);
         if (r < 0)
                 return r;
-        r = store_snapshot_put(m->store, f, c->uid, false, quota_for(c), now_usec(CLOCK_REALTIME), &id);
+        r = store_snapshot_put(m->store, f, c->uid, false, snapshot_quota_for(c), now_usec(CLOCK_REALTIME), &id);
         if (r == -EDQUOT)
-                quota_message(ret_message);
+                snapshot_quota_message(ret_message);
         if (r < 0)
                 return r;
         log_debug("Snapshot %" PRIu64 " of %d taken for uid %u: %zu processes, %zu filters.", id, root, c->uid,
@@ -248,7 +219,7 @@ int manager_snapshot_list(Manager *m, Caller *c, StoredSnapshot **ret, size_t *r
 }
 
 /* The row of a snapshot the caller may see; another's is -ENOENT too. */
-static int find_snapshot(Manager *m, Caller *c, uint64_t id, StoredSnapshot *ret) {
+int snapshot_find(Manager *m, Caller *c, uint64_t id, StoredSnapshot *ret) {
         int r = store_snapshot_get(m->store, id, ret);
         if (r < 0)
                 return r;
@@ -261,7 +232,7 @@ static int find_snapshot(Manager *m, Caller *c, uint64_t id, StoredSnapshot *ret
 
 int manager_snapshot_delete(Manager *m, Caller *c, uint64_t id) {
         StoredSnapshot s;
-        int r = find_snapshot(m, c, id, &s);
+        int r = snapshot_find(m, c, id, &s);
         if (r < 0)
                 return r;
         stored_snapshot_done(&s);
@@ -272,514 +243,4 @@ int manager_snapshot_delete(Manager *m, Caller *c, uint64_t id) {
                 return -ENOENT;
         (void) manager_send_snapshot_deleted(m, id);
         return 0;
-}
-
-/* Transfers */
-
-static uint64_t transfer_timeout_usec(void) {
-        const char *e = secure_getenv("SECTREE_SNAPSHOT_TIMEOUT_USEC");
-        uint64_t v;
-        if (e && safe_atou64(e, &v) >= 0 && v > 0)
-                return v;
-        return SNAPSHOT_TRANSFER_TIMEOUT_USEC;
-}
-
-static int check_transfer_limits(Manager *m, const Caller *c, char **ret_message) {
-        size_t all = 0, mine = 0;
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next) {
-                all++;
-                mine += t->uid == c->uid;
-        }
-        if (all >= SNAPSHOT_TRANSFERS_MAX || (!c->privileged && mine >= SNAPSHOT_TRANSFERS_MAX_PER_UID)) {
-                set_message(ret_message, "Too many snapshot exports and imports in progress (at most %d, %d per user).",
-                            SNAPSHOT_TRANSFERS_MAX, SNAPSHOT_TRANSFERS_MAX_PER_UID);
-                return -EBUSY;
-        }
-        return 0;
-}
-
-/* The worker threads */
-
-static void worker_join(SnapshotTransfer *t) {
-        if (t->worker_running) {
-                int k = pthread_join(t->thread, NULL);
-                if (k != 0)
-                        log_error_errno(k, "Could not wait for a snapshot worker: %m");
-                t->worker_running = false;
-        }
-        t->worker_source = sd_event_source_disable_unref(t->worker_source);
-        if (t->event_fd >= 0)
-                close(TAKE_FD(t->event_fd));
-}
-
-/* A transfer that ends before its worker is done: what is left is skipped, and what runs (one
- * parse or format) is waited for. */
-static void worker_cancel(SnapshotTransfer *t) {
-        if (t->worker_running)
-                atomic_store(&t->cancelled, true);
-        worker_join(t);
-}
-
-/* For the tests only: with $SECTREE_TEST_SNAPSHOT_GATE set to a path, a worker waits until that
- * file exists (at most 30 s) or its transfer is cancelled before it starts, so that a test can
- * hold a transfer in its worker for as long as it likes. */
-static void worker_gate(SnapshotTransfer *t) {
-        for (unsigned i = 0; t->gate && i < 3000 && !atomic_load(&t->cancelled) && access(t->gate, F_OK) < 0; i++)
-                (void) usleep(10 * 1000);
-}
-
-static void worker_signal(SnapshotTransfer *t) {
-        uint64_t one = 1;
-        /* An eventfd write of 1 fails only on overflow, which one write cannot cause. */
-        while (write(t->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
-                ;
-}
-
-static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
-
-/* Run t->worker_fn(t) in a new thread; on_worker_done() goes on on the loop when it returns. */
-static int worker_launch(SnapshotTransfer *t) {
-        t->worker_pending = false;
-        t->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (t->event_fd < 0)
-                return -errno;
-        int r = sd_event_add_io(t->manager->event, &t->worker_source, t->event_fd, EPOLLIN, on_worker_done, t);
-        if (r < 0)
-                return r;
-        r = pthread_create(&t->thread, NULL, t->worker_fn, t);
-        if (r != 0)
-                return -r;
-        t->worker_running = true;
-        return 0;
-}
-
-static bool worker_busy(Manager *m) {
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
-                if (t->worker_running)
-                        return true;
-        return false;
-}
-
-static void transfer_finish_errno(SnapshotTransfer *t, int r);
-
-/* When no worker runs, start the one that has waited longest (the list is newest first). */
-static void worker_schedule(Manager *m) {
-        SnapshotTransfer *next = NULL;
-        if (worker_busy(m))
-                return;
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
-                if (t->worker_pending)
-                        next = t;
-        if (!next)
-                return;
-        int r = worker_launch(next);
-        if (r < 0)
-                transfer_finish_errno(next, r); /* and that schedules the next one */
-}
-
-static SnapshotTransfer *transfer_free(SnapshotTransfer *t) {
-        if (!t)
-                return NULL;
-        worker_cancel(t);
-        forest_free(t->forest);
-        free(t->worker_message);
-        sd_event_source_disable_unref(t->io);
-        sd_event_source_disable_unref(t->timer);
-        if (t->fd >= 0) {
-                if (t->saved_flags >= 0)
-                        (void) fcntl(t->fd, F_SETFL, t->saved_flags);
-                close(t->fd);
-        }
-        free(t->data);
-        free(t);
-        return NULL;
-}
-DEFINE_CLEANUP(SnapshotTransfer *, transfer_free);
-
-static int transfer_new(Manager *m, Caller *c, int fd, bool import, char **ret_message, SnapshotTransfer **ret) {
-        int r = check_transfer_limits(m, c, ret_message);
-        if (r < 0)
-                return r;
-        _cleanup_(transfer_freep) SnapshotTransfer *t = calloc(1, sizeof(SnapshotTransfer));
-        if (!t)
-                return -ENOMEM;
-        *t = (SnapshotTransfer) {
-                .manager = m, .uid = c->uid, .privileged = c->privileged, .import = import, .saved_flags = -1,
-                .event_fd = -1, .gate = secure_getenv("SECTREE_TEST_SNAPSHOT_GATE"),
-        };
-        t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (t->fd < 0)
-                return -errno;
-        *ret = TAKE_PTR(t);
-        return 0;
-}
-
-/* Unlink, call done, free. */
-static void transfer_finish(SnapshotTransfer *t, int r, uint64_t id, const char *message) {
-        Manager *m = t->manager;
-        worker_cancel(t); /* before the fd is closed, and the data freed */
-        for (SnapshotTransfer **p = &m->snapshot_transfers; *p; p = &(*p)->next)
-                if (*p == t) {
-                        *p = t->next;
-                        break;
-                }
-        /* the fd first: an export's reader sees EOF before the reply */
-        sd_event_source_disable_unref(TAKE_PTR(t->io));
-        if (t->saved_flags >= 0)
-                (void) fcntl(t->fd, F_SETFL, t->saved_flags);
-        t->saved_flags = -1;
-        close(TAKE_FD(t->fd));
-        t->done(m, r, id, message, t->userdata);
-        transfer_free(t);
-        worker_schedule(m);
-}
-
-static void transfer_finish_errno(SnapshotTransfer *t, int r) {
-        _cleanup_free_ char *message = NULL;
-        if (r == -ETIMEDOUT)
-                (void) asprintf(&message, "The %s did not finish within %" PRIu64 " ms.",
-                                t->import ? "import" : "export", transfer_timeout_usec() / 1000);
-        else
-                (void) asprintf(&message, "%s the snapshot failed: %s", t->import ? "Reading" : "Writing",
-                                strerror(-r));
-        transfer_finish(t, r, 0, message);
-}
-
-/* Importing */
-
-/* Validate, store, and say so; message: why it failed (malloc'ed), or NULL. */
-static int import_store(SnapshotTransfer *t, uint64_t *ret_id, char **ret_message) {
-        Manager *m = t->manager;
-        _cleanup_(forest_freep) Forest *f = TAKE_PTR(t->forest);
-        Caller owner = { .uid = t->uid, .privileged = t->privileged };
-        int r = t->worker_r;
-        if (r == -EINVAL) {
-                *ret_message = TAKE_PTR(t->worker_message);
-                log_debug("Refused a snapshot import of uid %u: %s", t->uid, *ret_message ? *ret_message : "?");
-                return r;
-        }
-        if (r >= 0)
-                r = store_snapshot_put(m->store, f, t->uid, true, quota_for(&owner), now_usec(CLOCK_REALTIME), ret_id);
-        if (r == -EDQUOT)
-                quota_message(ret_message);
-        if (r < 0)
-                return r;
-        log_debug("Snapshot %" PRIu64 " imported for uid %u.", *ret_id, t->uid);
-        (void) manager_send_snapshot_created(m, *ret_id, f->snapshot.name, t->uid);
-        return 0;
-}
-
-static void import_data(SnapshotTransfer *t) {
-        _cleanup_free_ char *message = NULL;
-        uint64_t id = 0;
-        int r = import_store(t, &id, &message);
-        if (r < 0 && !message && asprintf(&message, "Storing the snapshot failed: %s", strerror(-r)) < 0)
-                message = NULL;
-        transfer_finish(t, r, id, message);
-}
-
-static void import_too_big(SnapshotTransfer *t) {
-        _cleanup_free_ char *message = NULL;
-        (void) asprintf(&message, "snapshot: more than the limit of %u bytes (64 MiB)", SNAPSHOT_MAX_FILE_SIZE);
-        transfer_finish(t, -EINVAL, 0, message);
-}
-
-/* In the worker: read a regular file, parse, make the ids snapshot-local. */
-static void *import_worker(void *userdata) {
-        SnapshotTransfer *t = userdata;
-        int r = 0;
-        worker_gate(t);
-        if (t->direct) {
-                r = read_full_fd(t->fd, SNAPSHOT_MAX_FILE_SIZE, &t->data, &t->size);
-                t->read_failed = r < 0;
-        }
-        if (r >= 0 && atomic_load(&t->cancelled))
-                r = -ECANCELED;
-        if (r >= 0) {
-                snapshot_json_set_cancel(&t->cancelled);
-                r = snapshot_read_data(t->data, t->size, &t->forest, &t->worker_message);
-                snapshot_json_set_cancel(NULL);
-                free(TAKE_PTR(t->data));
-                if (r != -EINVAL)
-                        free(TAKE_PTR(t->worker_message));
-        }
-        if (r >= 0)
-                r = forest_renumber(t->forest);
-        t->worker_r = r;
-        worker_signal(t);
-        return NULL;
-}
-
-/* Back on the loop: store it. */
-static void import_worker_done(SnapshotTransfer *t) {
-        if (t->read_failed && t->worker_r == -EFBIG)
-                import_too_big(t);
-        else if (t->read_failed)
-                transfer_finish_errno(t, t->worker_r);
-        else
-                import_data(t);
-}
-
-static void import_parse(SnapshotTransfer *t) {
-        if (t->io)
-                (void) sd_event_source_set_enabled(t->io, SD_EVENT_OFF); /* at EOF: readable for ever */
-        t->worker_fn = import_worker;
-        t->worker_pending = true;
-        worker_schedule(t->manager);
-}
-
-/* Read what is there; 1 at the end of the input, 0 when it would block. */
-static int import_read_some(SnapshotTransfer *t) {
-        for (;;) {
-                if (t->size + 1 >= t->allocated) {
-                        size_t want = t->allocated ? t->allocated * 2 : 64 * 1024;
-                        if (want > (size_t) SNAPSHOT_MAX_FILE_SIZE + 2)
-                                want = (size_t) SNAPSHOT_MAX_FILE_SIZE + 2; /* one byte too many, and a NUL */
-                        if (want <= t->size + 1)
-                                return -EFBIG;
-                        char *p = realloc(t->data, want);
-                        if (!p)
-                                return -ENOMEM;
-                        t->data = p;
-                        t->allocated = want;
-                }
-                ssize_t k = read(t->fd, t->data + t->size, t->allocated - t->size - 1);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0 && errno == EAGAIN)
-                        return 0;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        break;
-                t->size += (size_t) k;
-                if (t->size > SNAPSHOT_MAX_FILE_SIZE)
-                        return -EFBIG;
-        }
-        t->data[t->size] = 0;
-        return 1;
-}
-
-static void import_step(SnapshotTransfer *t) {
-        int r = import_read_some(t);
-        if (r == -EFBIG)
-                import_too_big(t);
-        else if (r < 0)
-                transfer_finish_errno(t, r);
-        else if (r > 0)
-                import_parse(t);
-}
-
-/* Exporting */
-
-/* Write what the fd takes; 1 when all is written, 0 when it would block. */
-static int export_write_some(SnapshotTransfer *t) {
-        while (t->pos < t->size) {
-                ssize_t k = write(t->fd, t->data + t->pos, t->size - t->pos);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0 && errno == EAGAIN)
-                        return 0;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return -EIO;
-                t->pos += (size_t) k;
-        }
-        return 1;
-}
-
-static void export_step(SnapshotTransfer *t) {
-        int r = export_write_some(t);
-        if (r < 0)
-                transfer_finish_errno(t, r);
-        else if (r > 0)
-                transfer_finish(t, 0, 0, NULL);
-}
-
-/* A regular file, in the worker. On failure the file is cut back to where the export started. */
-static int export_to_file(SnapshotTransfer *t) {
-        off_t start = lseek(t->fd, 0, SEEK_CUR);
-        int r = write_full_fd(t->fd, t->data, t->size);
-        if (r < 0 && start >= 0 && ftruncate(t->fd, start) < 0)
-                log_warning_errno(-errno, "Could not cut a failed snapshot export back: %m");
-        return r;
-}
-
-static int format_snapshot(const Forest *f, SnapshotFormat format, char **ret, size_t *ret_size) {
-        if (format == SNAPSHOT_FORMAT_SQLITE)
-                return snapshot_sqlite_format(f, (void **) ret, ret_size);
-        int r = snapshot_json_format_buffer(f, 0, ret, ret_size);
-        if (r < 0)
-                return r;
-        (*ret)[(*ret_size)++] = '\n'; /* as snapshot_write_fd() writes it; the buffer has room */
-        (*ret)[*ret_size] = 0;
-        return 0;
-}
-
-/* In the worker: format, and write a regular file. */
-static void *export_worker(void *userdata) {
-        SnapshotTransfer *t = userdata;
-        worker_gate(t);
-        int r = format_snapshot(t->forest, t->format, &t->data, &t->size);
-        t->forest = forest_free(t->forest);
-        if (r >= 0 && t->direct)
-                r = atomic_load(&t->cancelled) ? -ECANCELED : export_to_file(t);
-        t->worker_r = r;
-        worker_signal(t);
-        return NULL;
-}
-
-/* Back on the loop: done with a file, or write to the pipe as it takes it. */
-static void export_worker_done(SnapshotTransfer *t) {
-        if (t->worker_r < 0)
-                transfer_finish_errno(t, t->worker_r);
-        else if (t->direct)
-                transfer_finish(t, 0, 0, NULL);
-        else {
-                int r = sd_event_source_set_enabled(t->io, SD_EVENT_ON);
-                if (r < 0)
-                        transfer_finish_errno(t, r);
-        }
-}
-
-static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        SnapshotTransfer *t = userdata;
-        Manager *m = t->manager;
-        worker_join(t);
-        if (t->import)
-                import_worker_done(t);
-        else
-                export_worker_done(t);
-        worker_schedule(m); /* t may be gone */
-        return 0;
-}
-
-/* Driving a transfer from the event loop */
-
-static int on_transfer_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        SnapshotTransfer *t = userdata;
-        if (t->import)
-                import_step(t);
-        else
-                export_step(t);
-        return 0;
-}
-
-static int on_transfer_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
-        transfer_finish_errno(userdata, -ETIMEDOUT);
-        return 0;
-}
-
-/* A file whose reads and writes may block for as long as someone else wants: FUSE, whose server
- * any user may run. Such a file cannot be waited for either, so it is refused. */
-static int check_filesystem(int fd, char **ret_message) {
-        struct statfs sf;
-        if (fstatfs(fd, &sf) < 0)
-                return -errno;
-        if (sf.f_type != FUSE_SUPER_MAGIC)
-                return 0;
-        set_message(ret_message, "The file is on a FUSE file system, which could block sectreed: pass a pipe instead.");
-        return -EOPNOTSUPP;
-}
-
-/* Make the transfer wait for its fd if it can be waited for (a pipe, socket, tty...); leave it to
- * be served at once if not (a regular file, or anything epoll refuses). */
-static int transfer_watch(SnapshotTransfer *t, char **ret_message) {
-        struct stat st;
-        if (fstat(t->fd, &st) < 0)
-                return -errno;
-        if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
-                t->direct = true;
-                return check_filesystem(t->fd, ret_message);
-        }
-        int flags = fcntl(t->fd, F_GETFL);
-        if (flags < 0)
-                return -errno;
-        int r = sd_event_add_io(t->manager->event, &t->io, t->fd, t->import ? EPOLLIN : EPOLLOUT, on_transfer_io, t);
-        if (r == -EPERM) {
-                t->direct = true; /* epoll does not support it: it never blocks either */
-                return 0;
-        }
-        if (r < 0)
-                return r;
-        /* An export waits for its worker's file image. */
-        if (!t->import && (r = sd_event_source_set_enabled(t->io, SD_EVENT_OFF)) < 0)
-                return r;
-        if (!(flags & O_NONBLOCK)) {
-                if (fcntl(t->fd, F_SETFL, flags | O_NONBLOCK) < 0)
-                        return -errno;
-                t->saved_flags = flags;
-        }
-        return sd_event_add_time_relative(t->manager->event, &t->timer, CLOCK_MONOTONIC, transfer_timeout_usec(), 0,
-                                          on_transfer_timeout, t);
-}
-
-/* Hand the transfer to the event loop and its worker: an export's worker starts at once, as does
- * an import's from a file; an import from a pipe reads it first. */
-static int transfer_start(SnapshotTransfer *t, SnapshotTransferDone done, void *userdata, char **ret_message) {
-        int r = transfer_watch(t, ret_message);
-        if (r < 0)
-                return r;
-        if (!t->import || t->direct) {
-                t->worker_fn = t->import ? import_worker : export_worker;
-                if (worker_busy(t->manager))
-                        t->worker_pending = true;
-                else if ((r = worker_launch(t)) < 0)
-                        return r;
-        }
-        t->done = done;
-        t->userdata = userdata;
-        t->next = t->manager->snapshot_transfers;
-        t->manager->snapshot_transfers = t;
-        return 0;
-}
-
-int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, SnapshotFormat format,
-                            SnapshotTransferDone done, void *userdata, char **ret_message) {
-        _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
-        StoredSnapshot s;
-        if (ret_message)
-                *ret_message = NULL;
-        int r = find_snapshot(m, c, id, &s);
-        if (r < 0)
-                return r;
-        stored_snapshot_done(&s);
-        r = transfer_new(m, c, fd, false, ret_message, &t);
-        if (r < 0)
-                return r;
-        r = store_snapshot_load(m->store, id, &t->forest);
-        if (r < 0)
-                return r;
-        t->format = format;
-        r = transfer_start(t, done, userdata, ret_message);
-        if (r < 0)
-                return r;
-        TAKE_PTR(t);
-        return 0;
-}
-
-int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
-                            char **ret_message) {
-        _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
-        if (ret_message)
-                *ret_message = NULL;
-        int r = transfer_new(m, c, fd, true, ret_message, &t);
-        if (r < 0)
-                return r;
-        r = transfer_start(t, done, userdata, ret_message);
-        if (r < 0)
-                return r;
-        TAKE_PTR(t);
-        return 0;
-}
-
-void manager_snapshot_transfers_cancel(Manager *m) {
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
-                t->worker_pending = false; /* none is started to be cancelled */
-        while (m->snapshot_transfers) {
-                _cleanup_free_ char *message = NULL;
-                (void) asprintf(&message, "sectreed is stopping.");
-                transfer_finish(m->snapshot_transfers, -ECANCELED, 0, message);
-        }
 }

@@ -14,10 +14,13 @@
 #define SNAPSHOTS_MAX_PER_UID 32
 #define SNAPSHOTS_MAX_THREADS_PER_UID 1000000            /* threads, summed over its snapshots */
 #define SNAPSHOTS_MAX_INSNS_PER_UID (8u * 1024 * 1024)   /* filter instructions summed: 64 MiB of programs */
+#define SNAPSHOTS_MAX_BYTES_PER_UID (64ull * 1024 * 1024) /* store_snapshot_bytes() summed */
 
-/* Exports and imports in progress at once (each may buffer SNAPSHOT_MAX_FILE_SIZE bytes), and the
- * deadline of each: a pipe nobody writes into (or reads from) is given up after it. */
+/* Exports and imports in progress at once (each may buffer SNAPSHOT_MAX_FILE_SIZE bytes): in all,
+ * of all non-root users together (the rest is root's), and of one non-root uid; and the deadline
+ * of each: a pipe nobody writes into (or reads from) is given up after it. */
 #define SNAPSHOT_TRANSFERS_MAX 8
+#define SNAPSHOT_TRANSFERS_MAX_USERS 6
 #define SNAPSHOT_TRANSFERS_MAX_PER_UID 2
 #define SNAPSHOT_TRANSFER_TIMEOUT_USEC (30 * 1000000ULL) /* $SECTREE_SNAPSHOT_TIMEOUT_USEC replaces it */
 
@@ -63,3 +66,13 @@ int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone 
 
 /* End every transfer in progress with -ECANCELED. */
 void manager_snapshot_transfers_cancel(Manager *m);
+
+/* Shared by snapshots.c and snapshot-transfers.c: the quota of the caller (NULL: none, for root)
+ * and the message for -EDQUOT; *ret_message set to a malloc'ed message (ret_message may be NULL;
+ * NULL on allocation failure). Returns 0. */
+const StoreSnapshotQuota *snapshot_quota_for(const Caller *c);
+int snapshot_quota_message(char **ret_message);
+int snapshot_set_message(char **ret_message, const char *format, ...) _printf_(2, 3);
+/* The row of a snapshot the caller may see; another's is -ENOENT, as one that does not exist. */
+int snapshot_find(Manager *m, Caller *c, uint64_t id, StoredSnapshot *ret);
+

@@ -1,5 +1,5 @@
-/* store-snapshot.c: snapshots in the state database (schema/state-002.sql): one transaction with
- * prepared statements to write one, and the rows read back into a forest
+/* store-snapshot.c: snapshots in the state database (schema/state-002.sql, state-004.sql): written
+ * in steps of one transaction each with prepared statements, and the rows read back into a forest
  *
  * Strings are stored as snapshot_utf8_sanitize() makes them (what every export writes anyway), so
  * that the sqlite3 shell shows text; argv is a JSON array of strings. */
@@ -18,6 +18,8 @@ typedef enum SnapshotStatement {
         SS_INSERT_LISTENER,
         SS_INSERT_HOLDER,
         SS_USAGE,
+        SS_COMPLETE,
+        SS_DELETE,
         _SS_WRITE_MAX,
 } SnapshotStatement;
 
@@ -25,8 +27,8 @@ static const char *const write_sql[_SS_WRITE_MAX] = {
         [SS_INSERT_SNAPSHOT] =
                 "INSERT INTO snapshots (name, created_usec, stored_usec, origin, owner_uid, taken_by_uid, root_pid, "
                 "backend, identity, consistency, host_kernel, host_arch, host_hostname, processes, threads, filters, "
-                "listeners, instructions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                "?16, ?17, ?18) RETURNING id",
+                "listeners, instructions, bytes, complete) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                "?13, ?14, ?15, ?16, ?17, ?18, ?19, 0) RETURNING id",
         [SS_INSERT_FILTER] =
                 "INSERT INTO snapshot_filters (snapshot, id, parent, length, digest, program, log, wait_killable_recv, "
                 "listener, identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -37,9 +39,12 @@ static const char *const write_sql[_SS_WRITE_MAX] = {
         [SS_INSERT_LISTENER] = "INSERT INTO snapshot_listeners (snapshot, id, filter) VALUES (?1, ?2, ?3)",
         [SS_INSERT_HOLDER] =
                 "INSERT INTO snapshot_holders (snapshot, listener, position, pid, fd) VALUES (?1, ?2, ?3, ?4, ?5)",
+        /* incomplete snapshots count: what is being written is reserved */
         [SS_USAGE] =
-                "SELECT count(*), coalesce(sum(threads), 0), coalesce(sum(instructions), 0) FROM snapshots "
-                "WHERE owner_uid = ?1",
+                "SELECT count(*), coalesce(sum(threads), 0), coalesce(sum(instructions), 0), coalesce(sum(bytes), 0) "
+                "FROM snapshots WHERE owner_uid = ?1",
+        [SS_COMPLETE] = "UPDATE snapshots SET complete = 1, stored_usec = ?2 WHERE id = ?1",
+        [SS_DELETE] = "DELETE FROM snapshots WHERE id = ?1",
 };
 
 #define SNAPSHOT_COLUMNS                                                                                  \
@@ -101,6 +106,33 @@ static uint64_t count_instructions(const Forest *f) {
         return n;
 }
 
+/* Strings count with what their encoding adds: argv is stored as a JSON array. */
+static uint64_t argv_bytes(char * const *argv) {
+        uint64_t n = 2;
+        for (size_t i = 0; argv && argv[i]; i++)
+                n += strlen(argv[i]) + 3;
+        return n;
+}
+
+static uint64_t strlen_or_0(const char *s) {
+        return s ? strlen(s) : 0;
+}
+
+#define SNAPSHOT_ROW_BYTES 128
+
+uint64_t store_snapshot_bytes(const Forest *f) {
+        uint64_t rows = 1 + f->n_filters + f->n_processes + count_threads(f) + f->n_listeners;
+        uint64_t n = 8 * count_instructions(f) + strlen_or_0(f->snapshot.name) + strlen_or_0(f->host.kernel) +
+                     strlen_or_0(f->host.arch) + strlen_or_0(f->host.hostname);
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                n += strnlen(p->comm, sizeof(p->comm)) + strlen_or_0(p->exe) + argv_bytes(p->argv);
+        }
+        for (size_t i = 0; i < f->n_listeners; i++)
+                rows += f->listeners[i]->n_holders;
+        return n + SNAPSHOT_ROW_BYTES * rows;
+}
+
 static int check_quota(Statements *s, uid_t owner, const Forest *f, const StoreSnapshotQuota *q) {
         sqlite3_stmt *st = s->st[SS_USAGE];
         sqlite3_bind_int64(st, 1, owner);
@@ -110,10 +142,11 @@ static int check_quota(Statements *s, uid_t owner, const Forest *f, const StoreS
                 return store_sqlite_error(s->store, rc, "read a snapshot owner's usage");
         }
         uint64_t n = (uint64_t) sqlite3_column_int64(st, 0), threads = (uint64_t) sqlite3_column_int64(st, 1),
-                 insns = (uint64_t) sqlite3_column_int64(st, 2);
+                 insns = (uint64_t) sqlite3_column_int64(st, 2), bytes = (uint64_t) sqlite3_column_int64(st, 3);
         sqlite3_reset(st);
         if ((q->snapshots && n + 1 > q->snapshots) || (q->threads && threads + count_threads(f) > q->threads) ||
-            (q->instructions && insns + count_instructions(f) > q->instructions))
+            (q->instructions && insns + count_instructions(f) > q->instructions) ||
+            (q->bytes && bytes + store_snapshot_bytes(f) > q->bytes))
                 return -EDQUOT;
         return 0;
 }
@@ -145,6 +178,7 @@ static int put_snapshot_row(Statements *s, const Forest *f, uid_t owner, bool im
         bind_u64(st, 16, f->n_filters);
         bind_u64(st, 17, f->n_listeners);
         bind_u64(st, 18, count_instructions(f));
+        bind_u64(st, 19, store_snapshot_bytes(f));
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 *ret_id = (uint64_t) sqlite3_column_int64(st, 0);
@@ -230,59 +264,166 @@ static int put_listener(Statements *s, uint64_t id, const Listener *l) {
         bind_u64(st, 1, id);
         bind_u64(st, 2, l->id);
         bind_u64(st, 3, l->filter_id);
-        int r = run(s->store, st, "store a snapshot's listener");
-        st = s->st[SS_INSERT_HOLDER];
-        for (size_t i = 0; r >= 0 && i < l->n_holders; i++) {
-                bind_u64(st, 1, id);
-                bind_u64(st, 2, l->id);
-                bind_u64(st, 3, i);
-                sqlite3_bind_int64(st, 4, l->holders[i].pid);
-                sqlite3_bind_int64(st, 5, l->holders[i].fd);
-                r = run(s->store, st, "store a snapshot's listener holder");
-        }
-        return r;
+        return run(s->store, st, "store a snapshot's listener");
 }
 
-static int put_elements(Statements *s, uint64_t id, const Forest *f) {
-        int r = 0;
-        for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
-                r = put_filter(s, id, f->filters[i]);
-        for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
-                const Process *p = f->processes[i];
-                r = put_process(s, id, p);
-                for (size_t j = 0; r >= 0 && j < p->n_threads; j++)
-                        r = put_thread(s, id, p, &p->threads[j]);
-        }
-        for (size_t i = 0; r >= 0 && i < f->n_listeners; i++)
-                r = put_listener(s, id, f->listeners[i]);
-        return r;
+static int put_holder(Statements *s, uint64_t id, const Listener *l, size_t i) {
+        sqlite3_stmt *st = s->st[SS_INSERT_HOLDER];
+        bind_u64(st, 1, id);
+        bind_u64(st, 2, l->id);
+        bind_u64(st, 3, i);
+        sqlite3_bind_int64(st, 4, l->holders[i].pid);
+        sqlite3_bind_int64(st, 5, l->holders[i].fd);
+        return run(s->store, st, "store a snapshot's listener holder");
 }
 
-int store_snapshot_put(Store *store, const Forest *f, uid_t owner, bool imported, const StoreSnapshotQuota *quota,
-                       uint64_t now_usec, uint64_t *ret_id) {
-        _cleanup_(statements_done) Statements s = { .store = store };
-        uint64_t id = 0;
+/* Writing in steps */
+
+typedef enum WriterPhase {
+        WRITE_FILTERS,
+        WRITE_PROCESSES, /* each process's row, then its threads' */
+        WRITE_LISTENERS, /* each listener's row, then its holders' */
+        WRITE_DONE,
+} WriterPhase;
+
+struct StoreSnapshotWriter {
+        Statements s;
+        const Forest *forest;
+        uint64_t id;
+        WriterPhase phase;
+        size_t i, j; /* the element of the phase; the row within it (0: the element's own) */
+        bool finished;
+};
+
+/* The next row; moves the cursor on. */
+static int writer_put_row(StoreSnapshotWriter *w) {
+        const Forest *f = w->forest;
+        switch (w->phase) {
+        case WRITE_FILTERS:
+                return put_filter(&w->s, w->id, f->filters[w->i++]);
+        case WRITE_PROCESSES: {
+                const Process *p = f->processes[w->i];
+                size_t j = w->j++;
+                if (w->j > p->n_threads)
+                        w->i++, w->j = 0;
+                return j == 0 ? put_process(&w->s, w->id, p) : put_thread(&w->s, w->id, p, &p->threads[j - 1]);
+        }
+        case WRITE_LISTENERS: {
+                const Listener *l = f->listeners[w->i];
+                size_t j = w->j++;
+                if (w->j > l->n_holders)
+                        w->i++, w->j = 0;
+                return j == 0 ? put_listener(&w->s, w->id, l) : put_holder(&w->s, w->id, l, j - 1);
+        }
+        default:
+                return -EINVAL;
+        }
+}
+
+/* Past the end of its phase: on to the next one that has elements. */
+static void writer_advance(StoreSnapshotWriter *w) {
+        const Forest *f = w->forest;
+        for (;;) {
+                size_t n = w->phase == WRITE_FILTERS     ? f->n_filters
+                           : w->phase == WRITE_PROCESSES ? f->n_processes
+                           : w->phase == WRITE_LISTENERS ? f->n_listeners
+                                                         : SIZE_MAX;
+                if (w->i < n)
+                        return;
+                w->phase++;
+                w->i = w->j = 0;
+        }
+}
+
+StoreSnapshotWriter *store_snapshot_writer_free(StoreSnapshotWriter *w) {
+        if (!w)
+                return NULL;
+        if (!w->finished && w->id != 0) {
+                sqlite3_stmt *st = w->s.st[SS_DELETE];
+                bind_u64(st, 1, w->id);
+                (void) run(w->s.store, st, "delete an unfinished snapshot");
+        }
+        statements_done(&w->s);
+        free(w);
+        return NULL;
+}
+
+int store_snapshot_writer_new(Store *store, const Forest *f, uid_t owner, bool imported,
+                              const StoreSnapshotQuota *quota, uint64_t now_usec, StoreSnapshotWriter **ret) {
         if (!f->linked)
                 return log_error_errno(-EINVAL, "Refusing to store a snapshot that is not linked.");
-        int r = statements_prepare(&s);
-        if (r < 0)
-                return r;
-        r = store_begin(store);
+        _cleanup_(store_snapshot_writer_freep) StoreSnapshotWriter *w = calloc(1, sizeof(StoreSnapshotWriter));
+        if (!w)
+                return -ENOMEM;
+        *w = (StoreSnapshotWriter) { .s = { .store = store }, .forest = f };
+        int r = statements_prepare(&w->s);
+        if (r >= 0)
+                r = store_begin(store);
         if (r < 0)
                 return r;
         if (quota)
-                r = check_quota(&s, owner, f, quota);
+                r = check_quota(&w->s, owner, f, quota);
         if (r >= 0)
-                r = put_snapshot_row(&s, f, owner, imported, now_usec, &id);
-        if (r >= 0)
-                r = put_elements(&s, id, f);
+                r = put_snapshot_row(&w->s, f, owner, imported, now_usec, &w->id);
         if (r >= 0)
                 r = store_commit(store);
         if (r < 0) {
                 store_rollback(store);
+                w->id = 0;
                 return r;
         }
-        *ret_id = id;
+        writer_advance(w);
+        *ret = TAKE_PTR(w);
+        return 0;
+}
+
+int store_snapshot_writer_step(StoreSnapshotWriter *w, size_t max_rows) {
+        int r = store_begin(w->s.store);
+        for (size_t n = 0; r >= 0 && n < max_rows && w->phase != WRITE_DONE; n++) {
+                r = writer_put_row(w);
+                writer_advance(w);
+        }
+        if (r >= 0)
+                r = store_commit(w->s.store);
+        if (r < 0) {
+                store_rollback(w->s.store);
+                return r;
+        }
+        return w->phase == WRITE_DONE;
+}
+
+int store_snapshot_writer_finish(StoreSnapshotWriter *w, uint64_t *ret_id) {
+        if (w->phase != WRITE_DONE)
+                return -EBUSY;
+        sqlite3_stmt *st = w->s.st[SS_COMPLETE];
+        bind_u64(st, 1, w->id);
+        bind_u64(st, 2, now_usec(CLOCK_REALTIME));
+        int r = run(w->s.store, st, "complete a snapshot");
+        if (r < 0)
+                return r;
+        w->finished = true;
+        *ret_id = w->id;
+        return 0;
+}
+
+int store_snapshot_put(Store *store, const Forest *f, uid_t owner, bool imported, const StoreSnapshotQuota *quota,
+                       uint64_t now_usec, uint64_t *ret_id) {
+        _cleanup_(store_snapshot_writer_freep) StoreSnapshotWriter *w = NULL;
+        int r = store_snapshot_writer_new(store, f, owner, imported, quota, now_usec, &w);
+        if (r >= 0)
+                r = store_snapshot_writer_step(w, SIZE_MAX);
+        return r < 0 ? r : store_snapshot_writer_finish(w, ret_id);
+}
+
+int store_snapshot_discard_incomplete(Store *s) {
+        char *error = NULL;
+        int rc = sqlite3_exec(store_database(s), "DELETE FROM snapshots WHERE NOT complete", NULL, NULL, &error);
+        sqlite3_free(error);
+        if (rc != SQLITE_OK)
+                return store_sqlite_error(s, rc, "delete incomplete snapshots");
+        int n = sqlite3_changes(store_database(s));
+        if (n > 0)
+                log_info("Deleted %d snapshots whose import had not finished when sectreed stopped.", n);
         return 0;
 }
 
@@ -355,7 +496,7 @@ static int select_snapshot_row(Store *s, const char *sql, uint64_t id, sqlite3_s
 
 int store_snapshot_get(Store *s, uint64_t id, StoredSnapshot *ret) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = select_snapshot_row(s, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots WHERE id = ?1", id, &st);
+        int r = select_snapshot_row(s, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots WHERE id = ?1 AND complete", id, &st);
         return r < 0 ? r : read_snapshot_row(st, ret);
 }
 
@@ -363,7 +504,7 @@ int store_snapshot_list(Store *s, StoredSnapshot **ret, size_t *ret_n) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         StoredSnapshot *l = NULL;
         size_t n = 0, allocated = 0;
-        int r = prepare(s, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots ORDER BY id", &st), rc;
+        int r = prepare(s, "SELECT " SNAPSHOT_COLUMNS " FROM snapshots WHERE complete ORDER BY id", &st), rc;
         if (r < 0)
                 return r;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -384,7 +525,7 @@ int store_snapshot_list(Store *s, StoredSnapshot **ret, size_t *ret_n) {
 
 int store_snapshot_delete(Store *s, uint64_t id) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = prepare(s, "DELETE FROM snapshots WHERE id = ?1", &st);
+        int r = prepare(s, "DELETE FROM snapshots WHERE id = ?1 AND complete", &st);
         if (r < 0)
                 return r;
         bind_u64(st, 1, id);
@@ -396,14 +537,42 @@ int store_snapshot_delete(Store *s, uint64_t id) {
 
 /* Loading a snapshot into a forest */
 
-static int load_header(Store *s, uint64_t id, Forest *f) {
+/* The connection it is read through: the Store's, or one of a worker's own. */
+typedef struct Db {
+        sqlite3 *db;
+        Store *store;     /* NULL for a connection of our own */
+        const char *path; /* of that one */
+} Db;
+
+static int db_error(Db *d, int rc, const char *what) {
+        if (d->store)
+                return store_sqlite_error(d->store, rc, what);
+        if ((rc & 0xff) == SQLITE_NOMEM)
+                return -ENOMEM;
+        return log_error_errno(-EIO, "Failed to %s in %s: %s", what, d->path, sqlite3_errmsg(d->db));
+}
+
+static int db_prepare(Db *d, const char *sql, sqlite3_stmt **ret) {
+        if (d->store)
+                return prepare(d->store, sql, ret);
+        int rc = sqlite3_prepare_v3(d->db, sql, -1, 0, ret, NULL);
+        return rc == SQLITE_OK ? 0 : db_error(d, rc, "prepare a snapshot statement");
+}
+
+static int load_header(Db *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = select_snapshot_row(s,
-                                    "SELECT name, created_usec, taken_by_uid, root_pid, backend, identity, "
-                                    "consistency, host_kernel, host_arch, host_hostname FROM snapshots WHERE id = ?1",
-                                    id, &st);
+        int r = db_prepare(s,
+                           "SELECT name, created_usec, taken_by_uid, root_pid, backend, identity, consistency, "
+                           "host_kernel, host_arch, host_hostname FROM snapshots WHERE id = ?1 AND complete",
+                           &st);
         if (r < 0)
                 return r;
+        bind_u64(st, 1, id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return -ENOENT;
+        if (rc != SQLITE_ROW)
+                return db_error(s, rc, "read a snapshot");
         f->created_at_usec = (uint64_t) sqlite3_column_int64(st, 1);
         f->snapshot.taken_by_uid = (uint32_t) sqlite3_column_int64(st, 2);
         f->root = (pid_t) sqlite3_column_int64(st, 3);
@@ -428,10 +597,12 @@ static int decode_program(const void *blob, size_t bytes, size_t len, struct soc
         return 0;
 }
 
-static int load_filters(Store *s, uint64_t id, Forest *f) {
-        static struct sock_filter insns[PROG_MAX_INSNS];
+static int load_filters(Db *s, uint64_t id, Forest *f) {
+        _cleanup_free_ struct sock_filter *insns = malloc(PROG_MAX_INSNS * sizeof(struct sock_filter));
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = prepare(s,
+        if (!insns)
+                return -ENOMEM;
+        int r = db_prepare(s,
                         "SELECT id, parent, length, program, log, wait_killable_recv, listener, identity "
                         "FROM snapshot_filters WHERE snapshot = ?1 ORDER BY id",
                         &st), rc;
@@ -455,7 +626,7 @@ static int load_filters(Store *s, uint64_t id, Forest *f) {
                 if (flt->identity < 0)
                         return -EBADMSG;
         }
-        return rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, "read a snapshot's filters");
+        return rc == SQLITE_DONE ? 0 : db_error(s, rc, "read a snapshot's filters");
 }
 
 static int argv_from_json(Process *p, const char *text) {
@@ -498,9 +669,9 @@ static int load_process(sqlite3_stmt *st, Forest *f) {
         return argv_from_json(p, (const char *) sqlite3_column_text(st, 5));
 }
 
-static int load_processes(Store *s, uint64_t id, Forest *f) {
+static int load_processes(Db *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = prepare(s,
+        int r = db_prepare(s,
                         "SELECT pid, ppid, start_time, comm, exe, argv, uid, gid, no_new_privs "
                         "FROM snapshot_processes WHERE snapshot = ?1 ORDER BY pid",
                         &st), rc;
@@ -510,12 +681,12 @@ static int load_processes(Store *s, uint64_t id, Forest *f) {
         while ((rc = sqlite3_step(st)) == SQLITE_ROW)
                 if ((r = load_process(st, f)) < 0)
                         return r;
-        return rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, "read a snapshot's processes");
+        return rc == SQLITE_DONE ? 0 : db_error(s, rc, "read a snapshot's processes");
 }
 
-static int load_threads(Store *s, uint64_t id, Forest *f) {
+static int load_threads(Db *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = prepare(s, "SELECT tid, pid, mode, filter FROM snapshot_threads WHERE snapshot = ?1 ORDER BY pid, tid",
+        int r = db_prepare(s, "SELECT tid, pid, mode, filter FROM snapshot_threads WHERE snapshot = ?1 ORDER BY pid, tid",
                         &st), rc;
         if (r < 0)
                 return r;
@@ -534,14 +705,14 @@ static int load_threads(Store *s, uint64_t id, Forest *f) {
                 if (t->mode < 0)
                         return -EBADMSG;
         }
-        return rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, "read a snapshot's threads");
+        return rc == SQLITE_DONE ? 0 : db_error(s, rc, "read a snapshot's threads");
 }
 
-static int load_listeners(Store *s, uint64_t id, Forest *f) {
+static int load_listeners(Db *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL, *hst = NULL;
-        int r = prepare(s, "SELECT id, filter FROM snapshot_listeners WHERE snapshot = ?1 ORDER BY id", &st), rc;
+        int r = db_prepare(s, "SELECT id, filter FROM snapshot_listeners WHERE snapshot = ?1 ORDER BY id", &st), rc;
         if (r >= 0)
-                r = prepare(s,
+                r = db_prepare(s,
                             "SELECT pid, fd FROM snapshot_holders WHERE snapshot = ?1 AND listener = ?2 "
                             "ORDER BY position",
                             &hst);
@@ -562,12 +733,12 @@ static int load_listeners(Store *s, uint64_t id, Forest *f) {
                                 return r;
                 sqlite3_reset(hst);
                 if (rc != SQLITE_DONE)
-                        return store_sqlite_error(s, rc, "read a snapshot's listener holders");
+                        return db_error(s, rc, "read a snapshot's listener holders");
         }
-        return rc == SQLITE_DONE ? 0 : store_sqlite_error(s, rc, "read a snapshot's listeners");
+        return rc == SQLITE_DONE ? 0 : db_error(s, rc, "read a snapshot's listeners");
 }
 
-int store_snapshot_load(Store *s, uint64_t id, Forest **ret) {
+static int load(Db *s, uint64_t id, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = forest_new();
         _cleanup_free_ char *error = NULL;
         if (!f)
@@ -591,4 +762,29 @@ int store_snapshot_load(Store *s, uint64_t id, Forest **ret) {
                                        error ? error : "?");
         *ret = TAKE_PTR(f);
         return 0;
+}
+
+int store_snapshot_load(Store *s, uint64_t id, Forest **ret) {
+        Db d = { .db = store_database(s), .store = s };
+        return load(&d, id, ret);
+}
+
+static void sqlite3_closep(sqlite3 **db) {
+        sqlite3_close(*db);
+}
+
+int store_snapshot_load_path(const char *path, uint64_t id, Forest **ret) {
+        _cleanup_(sqlite3_closep) sqlite3 *db = NULL;
+        Db d = { .path = path };
+        int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE, NULL);
+        d.db = db;
+        if (rc == SQLITE_OK)
+                rc = sqlite3_busy_timeout(db, 1000);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL); /* one read transaction: one state of the file */
+        if (rc != SQLITE_OK)
+                return db ? db_error(&d, rc, "open the database for reading") : -ENOMEM;
+        int r = load(&d, id, ret);
+        (void) sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+        return r;
 }

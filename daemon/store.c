@@ -20,6 +20,7 @@
 
 #include "prog.h"
 #include "sqlite-util.h"
+#include "state-dir.h"
 #include "state-migrations.h"
 #include "store.h"
 
@@ -453,8 +454,9 @@ int store_open(const char *state_dir, Store **ret) {
         _cleanup_(store_freep) Store *s = NULL;
         int r;
 
-        if (mkdir(state_dir, 0755) < 0 && errno != EEXIST)
-                return log_error_errno(-errno, "Failed to create the state directory %s: %m", state_dir);
+        r = state_dir_secure(state_dir, STORE_FILE_NAME);
+        if (r < 0)
+                return r;
 
         s = calloc(1, sizeof(Store));
         if (!s)

@@ -506,13 +506,6 @@ static int check_field(const char *where, const FieldSpec *spec, const json_t *v
 }
 
 /* A key from the document, safe to print: at most 32 printable ASCII characters. */
-static void printable_key(const char *key, char out[static 40]) {
-        size_t n = 0;
-        for (; key[n] && n < 32; n++)
-                out[n] = key[n] >= 0x20 && key[n] < 0x7f ? key[n] : '?';
-        strcpy(out + n, key[n] ? "..." : "");
-}
-
 static int check_object(const char *where, const json_t *obj, const FieldSpec *specs, size_t n, char **error) {
         const char *key;
         json_t *v;
@@ -529,9 +522,9 @@ static int check_object(const char *where, const json_t *obj, const FieldSpec *s
                 while (i < n && !streq(specs[i].name, key))
                         i++;
                 if (i == n) {
-                        char k[40];
-                        printable_key(key, k);
-                        return snapshot_error(error, "%s: unknown field \"%s\"", *where ? where : "snapshot", k);
+                        char k[SNAPSHOT_ERROR_NAME_MAX];
+                        return snapshot_error(error, "%s: unknown field %s", *where ? where : "snapshot",
+                                              snapshot_error_name(key, k));
                 }
         }
         return 0;
@@ -895,6 +888,29 @@ static void arena_end(void) {
         }
 }
 
+/* What is wrong, without jansson's text: it quotes the input near the error. */
+static const char *json_error_what(const json_error_t *e) {
+        switch (json_error_code(e)) {
+        case json_error_premature_end_of_input:
+                return "the document ends too early";
+        case json_error_end_of_input_expected:
+                return "more after the end of the document";
+        case json_error_invalid_utf8:
+                return "not valid UTF-8";
+        case json_error_null_character:
+        case json_error_null_byte_in_key:
+                return "a NUL character";
+        case json_error_duplicate_key:
+                return "a key that appears twice in one object";
+        case json_error_numeric_overflow:
+                return "a number out of range";
+        case json_error_stack_overflow:
+                return "nested too deeply";
+        default:
+                return "not JSON, or a JSON syntax error";
+        }
+}
+
 /* In the window of arena_begin()..arena_end(). */
 static int parse(const char *data, size_t size, json_t **ret, char **error) {
         json_error_t e;
@@ -912,7 +928,7 @@ static int parse(const char *data, size_t size, json_t **ret, char **error) {
                                       "values for the document's size)", max_memory >> 10);
         if (json_error_code(&e) == json_error_out_of_memory)
                 return -ENOMEM;
-        return snapshot_error(error, "JSON: line %d, column %d: %s", e.line, e.column, e.text);
+        return snapshot_error(error, "JSON: line %d, column %d: %s", e.line, e.column, json_error_what(&e));
 }
 
 int snapshot_json_read(const char *data, size_t size, Forest **ret, char **error) {

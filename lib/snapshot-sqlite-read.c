@@ -18,8 +18,8 @@ static void sqlite3_closep(sqlite3 **db) {
                 sqlite3_close_v2(*db);
 }
 
-/* Text from the file (or from SQLite about the file), safe to print in a message: printable
- * ASCII, at most size - 4 characters. */
+/* Text from the file, safe to compare and print: printable ASCII, at most size - 4 characters.
+ * Only our own schema's text is printed (see check_columns()). */
 static const char *printable_n(const char *s, char *buf, size_t size) {
         size_t n = 0;
         for (; s && s[n] && n + 4 < size; n++)
@@ -35,8 +35,8 @@ static const char *printable(const char *s, char buf[static 48]) {
 static int sqlite_error(sqlite3 *db, int rc, char **error, const char *what) {
         if ((rc & 0xff) == SQLITE_NOMEM)
                 return -ENOMEM;
-        char buf[48];
-        return snapshot_error(error, "SQLite: %s: %s", what, printable(db ? sqlite3_errmsg(db) : sqlite3_errstr(rc), buf));
+        /* sqlite3_errstr(), not sqlite3_errmsg(): the latter may quote names from the file */
+        return snapshot_error(error, "SQLite: %s: %s", what, sqlite3_errstr(rc));
 }
 
 /* The header (https://sqlite.org/fileformat.html), checked before SQLite sees the bytes. */
@@ -161,7 +161,6 @@ static int open_memory(const void *data, size_t size, sqlite3 **ret, char **erro
 
 static int quick_check(sqlite3 *db, char **error) {
         _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-        char buf[160];
 
         int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL);
         if (rc == SQLITE_OK)
@@ -169,12 +168,8 @@ static int quick_check(sqlite3 *db, char **error) {
         if (rc != SQLITE_ROW)
                 return sqlite_error(db, rc, error, "quick_check failed");
         const char *result = (const char *) sqlite3_column_text(st, 0);
-        if (!result || !streq(result, "ok")) {
-                static const char prefix[] = "*** in database main ***\n";
-                if (result && strncmp(result, prefix, strlen(prefix)) == 0)
-                        result += strlen(prefix);
-                return snapshot_error(error, "SQLite: quick_check failed: %s", printable_n(result, buf, sizeof(buf)));
-        }
+        if (!result || !streq(result, "ok")) /* what it found names pages and indexes of the file: not shown */
+                return snapshot_error(error, "SQLite: quick_check failed: the file is damaged");
         return 0;
 }
 
@@ -243,11 +238,15 @@ static SchemaObject *schema_find(Schema *s, const char *type, const char *name) 
 static int check_object(Schema *ref, sqlite3_stmt *st, char **error) {
         const char *type = (const char *) sqlite3_column_text(st, 0), *name = (const char *) sqlite3_column_text(st, 1),
                    *tbl_name = (const char *) sqlite3_column_text(st, 2), *sql = (const char *) sqlite3_column_text(st, 3);
-        char t[48], n[48];
+        char n[SNAPSHOT_ERROR_NAME_MAX];
 
         SchemaObject *o = schema_find(ref, type, name);
-        if (!o)
-                return snapshot_error(error, "SQLite schema: unexpected %s \"%s\"", printable(type, t), printable(name, n));
+        if (!o) {
+                bool known = type && (streq(type, "table") || streq(type, "index") || streq(type, "view") ||
+                                      streq(type, "trigger"));
+                return snapshot_error(error, "SQLite schema: unexpected %s %s", known ? type : "object",
+                                      snapshot_error_name(name, n));
+        }
         if (o->seen)
                 return snapshot_error(error, "SQLite schema: %s \"%s\" appears twice", o->type, o->name);
         o->seen = true;
@@ -321,8 +320,8 @@ static int check_columns(sqlite3 *db, Schema *ref, const char *table, char **err
                         describe_column(mine, want, sizeof(want));
                         describe_column(theirs, have, sizeof(have));
                         if (!streq(want, have))
-                                return snapshot_error(error, "SQLite schema: table \"%s\" column %d is \"%s\", expected "
-                                                      "\"%s\"", table, i, have, want);
+                                return snapshot_error(error, "SQLite schema: table \"%s\" column %d is not \"%s\"",
+                                                      table, i, want);
                 }
         }
         return sqlite_error(db, rc, error, "reading the schema");

@@ -22,6 +22,13 @@ int snapshot_validate(const Forest *f, char **error);
  * allocated). error may be NULL. */
 int snapshot_error(char **error, const char *format, ...) _printf_(2, 3);
 
+/* A name taken from a file (a JSON key, an SQLite object's name) as an error message may show it:
+ * quoted when it is an identifier of at most 32 bytes ([A-Za-z_][A-Za-z0-9_]*), else a phrase
+ * saying it is not. Messages never echo other bytes of a file: the daemon reads callers' files
+ * with its own credentials, and its errors go back to the caller. */
+#define SNAPSHOT_ERROR_NAME_MAX 48
+const char *snapshot_error_name(const char *s, char buf[static SNAPSHOT_ERROR_NAME_MAX]);
+
 /* What a reader found for one filter, before it becomes a Filter. */
 typedef struct SnapshotFilterFields {
         uint64_t id;

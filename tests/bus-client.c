@@ -1,6 +1,9 @@
 /* bus-client.c: sd-bus helpers for tests that talk to sectreed on the private bus */
 #include "bus-client.h"
 
+#include <fcntl.h>
+#include <poll.h>
+
 #include "util.h"
 
 sd_bus *bus_client_open(void) {
@@ -52,4 +55,139 @@ void bus_signal_log_assert(BusSignalLog *log, sd_bus *bus, const char *fmt, ...)
         va_end(ap);
         if (!bus_signal_log_wait(log, bus, want, 3000))
                 g_error("no signal '%s' within 3 s", want);
+}
+
+int bus_client_call(sd_bus *bus, const char *member, sd_bus_error *error, sd_bus_message **reply, const char *types,
+                    ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_method_call(bus, &m, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE, member);
+        g_assert_cmpint(r, >=, 0);
+        va_list ap;
+        va_start(ap, types);
+        r = sd_bus_message_appendv(m, types, ap);
+        va_end(ap);
+        g_assert_cmpint(r, >=, 0);
+        return sd_bus_call(bus, m, BUS_CLIENT_CALL_TIMEOUT_USEC, error, reply);
+}
+
+uint64_t bus_client_create_snapshot(sd_bus *bus, pid_t root, const char *name, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = name ? bus_client_call(bus, "CreateSnapshot", error, &reply, "ua{sv}", (uint32_t) root, 1, "name", "s",
+                                       name)
+                     : bus_client_call(bus, "CreateSnapshot", error, &reply, "ua{sv}", (uint32_t) root, 0);
+        uint64_t id = 0;
+        if (r >= 0)
+                g_assert_cmpint(sd_bus_message_read(reply, "t", &id), >, 0);
+        return id;
+}
+
+uint64_t bus_client_create_ok(sd_bus *bus, pid_t root, const char *name) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_snapshot(bus, root, name, &error);
+        if (id == 0)
+                g_error("CreateSnapshot(%d): %s: %s", root, error.name, error.message);
+        return id;
+}
+
+void bus_client_assert_error(sd_bus_error *error, const char *name) {
+        if (!sd_bus_error_is_set(error))
+                g_error("expected %s, got success", name);
+        if (!streq(error->name, name))
+                g_error("expected %s, got %s: %s", name, error->name, error->message);
+        sd_bus_error_free(error);
+}
+
+int bus_client_on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        BusPending *p = userdata;
+        p->done = true;
+        if (sd_bus_message_is_method_error(m, NULL))
+                sd_bus_error_copy(&p->error, sd_bus_message_get_error(m));
+        else if (streq(sd_bus_message_get_signature(m, true), "t"))
+                g_assert_cmpint(sd_bus_message_read(m, "t", &p->id), >, 0);
+        return 0;
+}
+
+void bus_client_pump(sd_bus *bus, int fd, short events) {
+        struct pollfd p[2] = { { .fd = sd_bus_get_fd(bus), .events = (short) sd_bus_get_events(bus) },
+                               { .fd = fd, .events = events } };
+        (void) poll(p, fd >= 0 ? 2 : 1, 50);
+        while (sd_bus_process(bus, NULL) > 0)
+                ;
+}
+
+void bus_client_wait(sd_bus *bus, BusPending *p, unsigned timeout_ms, const char *what) {
+        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        while (!p->done) {
+                if (g_get_monotonic_time() > end)
+                        g_error("%s did not answer within %u ms", what, timeout_ms);
+                bus_client_pump(bus, -1, 0);
+        }
+}
+
+GBytes *bus_client_export_pipe(sd_bus *bus, uint64_t id, const char *format, sd_bus_error *error) {
+        int p[2];
+        BusPending pending = {};
+        g_assert_cmpint(pipe2(p, O_CLOEXEC | O_NONBLOCK), ==, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "ExportSnapshot", bus_client_on_reply, &pending, "ths", id, p[1],
+                                                 format),
+                        >=, 0);
+        close(p[1]);
+        GByteArray *buf = g_byte_array_new();
+        bool eof = false;
+        gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+        while (!pending.done || !eof) {
+                if (g_get_monotonic_time() > end)
+                        g_error("ExportSnapshot(%" PRIu64 ", %s) into a pipe did not finish in 30 s", id, format);
+                bus_client_pump(bus, eof ? -1 : p[0], POLLIN);
+                for (;;) {
+                        uint8_t chunk[65536];
+                        ssize_t k = eof ? 0 : read(p[0], chunk, sizeof(chunk));
+                        if (k > 0)
+                                g_byte_array_append(buf, chunk, (guint) k);
+                        else {
+                                eof = eof || k == 0;
+                                break;
+                        }
+                }
+        }
+        close(p[0]);
+        if (sd_bus_error_is_set(&pending.error)) {
+                sd_bus_error_move(error, &pending.error);
+                g_byte_array_unref(buf);
+                return NULL;
+        }
+        return g_byte_array_free_to_bytes(buf);
+}
+
+uint64_t bus_client_import_pipe(sd_bus *bus, const void *data, size_t size, sd_bus_error *error) {
+        int p[2];
+        BusPending pending = {};
+        size_t pos = 0;
+        g_assert_cmpint(pipe2(p, O_CLOEXEC | O_NONBLOCK), ==, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "ImportSnapshot", bus_client_on_reply, &pending, "h", p[0]),
+                        >=, 0);
+        close(p[0]);
+        gint64 end = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+        while (!pending.done) {
+                if (g_get_monotonic_time() > end)
+                        g_error("ImportSnapshot from a pipe did not finish in 30 s");
+                while (p[1] >= 0 && pos < size) {
+                        ssize_t k = write(p[1], (const char *) data + pos, size - pos);
+                        if (k <= 0)
+                                break;
+                        pos += (size_t) k;
+                }
+                if (p[1] >= 0 && (pos == size || errno == EPIPE)) {
+                        close(p[1]);
+                        p[1] = -1;
+                }
+                bus_client_pump(bus, p[1], POLLOUT);
+        }
+        if (p[1] >= 0)
+                close(p[1]);
+        if (sd_bus_error_is_set(&pending.error))
+                sd_bus_error_move(error, &pending.error);
+        return pending.id;
 }

@@ -223,3 +223,55 @@ Forest *sample_forest(SampleKind kind) {
         }
         return finish(f, r);
 }
+
+/* n_filters root filters of one instruction each, RET ERRNO(i) (all different), and one process
+ * with one thread on filter 1. */
+static int build_many_filters(Forest *f, size_t n_filters) {
+        Process *p;
+        int r = set_meta(f, "bpf", IDENTITY_EXACT);
+        if (r >= 0)
+                r = set_snapshot(f, "many filters", 65534, SNAPSHOT_CONSISTENCY_ITERATOR);
+        for (size_t i = 1; r >= 0 && i <= n_filters; i++) {
+                struct sock_filter ret = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t) (i & 0xffff));
+                ret.k = i <= 0xffff ? ret.k : SECCOMP_RET_TRACE | (uint32_t) (i & 0xffff);
+                r = forest_add_filter(f, i, 0, &ret, 1, NULL);
+        }
+        if (r >= 0)
+                r = add_process(f, 100, 1, 4242, "many", &p);
+        if (r >= 0)
+                r = add_thread(p, 100, TASK_MODE_FILTER, 1);
+        return r;
+}
+
+/* n_processes processes, each with argv_bytes of command line in 64-byte arguments. */
+static int build_long_argv(Forest *f, size_t n_processes, size_t argv_bytes) {
+        size_t n_args = argv_bytes / 64;
+        _cleanup_free_ char **argv = calloc(n_args + 1, sizeof(char *));
+        char arg[64];
+        Process *p;
+        int r = argv ? set_meta(f, "bpf", IDENTITY_EXACT) : -ENOMEM;
+        memset(arg, 'a', sizeof(arg) - 1);
+        arg[sizeof(arg) - 1] = 0;
+        for (size_t i = 0; argv && i < n_args; i++)
+                argv[i] = arg;
+        if (r >= 0)
+                r = set_snapshot(f, "long argv", 65534, SNAPSHOT_CONSISTENCY_ITERATOR);
+        for (size_t i = 0; r >= 0 && i < n_processes; i++) {
+                r = add_process(f, 100 + (pid_t) i, 1, 4242, "argv", &p);
+                if (r >= 0)
+                        r = add_thread(p, 100 + (pid_t) i, TASK_MODE_DISABLED, 0);
+                if (r >= 0)
+                        r = process_set_argv(p, argv);
+        }
+        return r;
+}
+
+Forest *sample_forest_many_filters(size_t n_filters) {
+        Forest *f = forest_new();
+        return f ? finish(f, build_many_filters(f, n_filters)) : NULL;
+}
+
+Forest *sample_forest_long_argv(size_t n_processes, size_t argv_bytes) {
+        Forest *f = forest_new();
+        return f ? finish(f, build_long_argv(f, n_processes, argv_bytes)) : NULL;
+}

@@ -29,3 +29,8 @@ typedef enum SampleVariant {
 /* A linked forest with snapshot-local ids (1..n, parents first). NULL on allocation failure. */
 Forest *sample_forest(SampleKind kind);
 Forest *sample_forest_variant(unsigned variants);
+
+/* Large valid snapshots, for loads: n_filters root filters of one instruction and one process
+ * (about 226 bytes of JSON per filter); n_processes processes with argv_bytes of argv each. */
+Forest *sample_forest_many_filters(size_t n_filters);
+Forest *sample_forest_long_argv(size_t n_processes, size_t argv_bytes);

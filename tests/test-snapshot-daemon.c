@@ -26,47 +26,6 @@
 #define PATH "/org/sectree1"
 #define IFACE "org.sectree1.Manager"
 #define NOBODY 65534
-#define CALL_TIMEOUT_USEC (5 * 1000000ULL)
-
-/* A method call with a bounded wait: a daemon that blocks fails the test instead of hanging it. */
-static int call(sd_bus *bus, const char *member, sd_bus_error *error, sd_bus_message **reply, const char *types, ...) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        int r = sd_bus_message_new_method_call(bus, &m, DEST, PATH, IFACE, member);
-        g_assert_cmpint(r, >=, 0);
-        va_list ap;
-        va_start(ap, types);
-        r = sd_bus_message_appendv(m, types, ap);
-        va_end(ap);
-        g_assert_cmpint(r, >=, 0);
-        return sd_bus_call(bus, m, CALL_TIMEOUT_USEC, error, reply);
-}
-
-/* CreateSnapshot(root, {name}); 0 on failure with *error set. */
-static uint64_t create_snapshot(sd_bus *bus, pid_t root, const char *name, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r = name ? call(bus, "CreateSnapshot", error, &reply, "ua{sv}", (uint32_t) root, 1, "name", "s", name)
-                     : call(bus, "CreateSnapshot", error, &reply, "ua{sv}", (uint32_t) root, 0);
-        uint64_t id = 0;
-        if (r >= 0)
-                g_assert_cmpint(sd_bus_message_read(reply, "t", &id), >, 0);
-        return id;
-}
-
-static uint64_t create_ok(sd_bus *bus, pid_t root, const char *name) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t id = create_snapshot(bus, root, name, &error);
-        if (id == 0)
-                g_error("CreateSnapshot(%d): %s: %s", root, error.name, error.message);
-        return id;
-}
-
-static void assert_error(sd_bus_error *error, const char *name) {
-        if (!sd_bus_error_is_set(error))
-                g_error("expected %s, got success", name);
-        if (!streq(error->name, name))
-                g_error("expected %s, got %s: %s", name, error->name, error->message);
-        sd_bus_error_free(error);
-}
 
 typedef struct ListedSnapshot {
         uint64_t id, created;
@@ -78,7 +37,7 @@ typedef struct ListedSnapshot {
 static GArray *list_snapshots(sd_bus *bus) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        if (call(bus, "ListSnapshots", &error, &reply, "") < 0)
+        if (bus_client_call(bus, "ListSnapshots", &error, &reply, "") < 0)
                 g_error("ListSnapshots: %s", error.message);
         GArray *a = g_array_new(false, true, sizeof(ListedSnapshot));
         g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(tstuuuuuss)"), >, 0);
@@ -101,71 +60,9 @@ static const ListedSnapshot *find_listed(GArray *a, uint64_t id) {
         return NULL;
 }
 
-/* An asynchronous call's outcome. */
-typedef struct Pending {
-        bool done;
-        sd_bus_error error;
-        uint64_t id; /* ImportSnapshot's answer */
-} Pending;
-
-static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
-        Pending *p = userdata;
-        p->done = true;
-        if (sd_bus_message_is_method_error(m, NULL))
-                sd_bus_error_copy(&p->error, sd_bus_message_get_error(m));
-        else if (streq(sd_bus_message_get_signature(m, true), "t"))
-                g_assert_cmpint(sd_bus_message_read(m, "t", &p->id), >, 0);
-        return 0;
-}
-
-/* Wait on the bus and on fd (events) for up to 50 ms, then dispatch what came in. */
-static void pump(sd_bus *bus, int fd, short events) {
-        struct pollfd p[2] = { { .fd = sd_bus_get_fd(bus), .events = (short) sd_bus_get_events(bus) },
-                               { .fd = fd, .events = events } };
-        (void) poll(p, fd >= 0 ? 2 : 1, 50);
-        while (sd_bus_process(bus, NULL) > 0)
-                ;
-}
-
-/* ExportSnapshot into a pipe that we read as the daemon writes. Returns the bytes (NULL with
- * *error set on failure). */
-static GBytes *export_pipe(sd_bus *bus, uint64_t id, const char *format, sd_bus_error *error) {
-        int p[2];
-        Pending pending = {};
-        g_assert_cmpint(pipe2(p, O_CLOEXEC | O_NONBLOCK), ==, 0);
-        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", on_reply, &pending,
-                                                 "ths", id, p[1], format), >=, 0);
-        close(p[1]);
-        GByteArray *buf = g_byte_array_new();
-        bool eof = false;
-        gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
-        while (!pending.done || !eof) {
-                if (g_get_monotonic_time() > end)
-                        g_error("ExportSnapshot(%" PRIu64 ", %s) into a pipe did not finish in 20 s", id, format);
-                pump(bus, eof ? -1 : p[0], POLLIN);
-                for (;;) {
-                        uint8_t chunk[65536];
-                        ssize_t k = eof ? 0 : read(p[0], chunk, sizeof(chunk));
-                        if (k > 0)
-                                g_byte_array_append(buf, chunk, (guint) k);
-                        else {
-                                eof = eof || k == 0;
-                                break;
-                        }
-                }
-        }
-        close(p[0]);
-        if (sd_bus_error_is_set(&pending.error)) {
-                sd_bus_error_move(error, &pending.error);
-                g_byte_array_unref(buf);
-                return NULL;
-        }
-        return g_byte_array_free_to_bytes(buf);
-}
-
 static GBytes *export_pipe_ok(sd_bus *bus, uint64_t id, const char *format) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        GBytes *b = export_pipe(bus, id, format, &error);
+        GBytes *b = bus_client_export_pipe(bus, id, format, &error);
         if (!b)
                 g_error("ExportSnapshot(%" PRIu64 ", %s): %s: %s", id, format, error.name, error.message);
         return b;
@@ -175,7 +72,7 @@ static GBytes *export_pipe_ok(sd_bus *bus, uint64_t id, const char *format) {
 static int export_file(sd_bus *bus, uint64_t id, const char *format, const char *path, sd_bus_error *error) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         g_assert_cmpint(fd, >=, 0);
-        int r = call(bus, "ExportSnapshot", error, NULL, "ths", id, fd, format);
+        int r = bus_client_call(bus, "ExportSnapshot", error, NULL, "ths", id, fd, format);
         close(fd);
         return r;
 }
@@ -188,43 +85,11 @@ static uint64_t import_file(sd_bus *bus, const char *dir, const void *data, size
         g_assert_cmpint(fd, >=, 0);
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         uint64_t id = 0;
-        if (call(bus, "ImportSnapshot", error, &reply, "h", fd) >= 0)
+        if (bus_client_call(bus, "ImportSnapshot", error, &reply, "h", fd) >= 0)
                 g_assert_cmpint(sd_bus_message_read(reply, "t", &id), >, 0);
         close(fd);
         unlink(path);
         return id;
-}
-
-/* ImportSnapshot from a pipe that we fill as the daemon reads. */
-static uint64_t import_pipe(sd_bus *bus, const void *data, size_t size, sd_bus_error *error) {
-        int p[2];
-        Pending pending = {};
-        size_t pos = 0;
-        g_assert_cmpint(pipe2(p, O_CLOEXEC | O_NONBLOCK), ==, 0);
-        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply, &pending,
-                                                 "h", p[0]), >=, 0);
-        close(p[0]);
-        gint64 end = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
-        while (!pending.done) {
-                if (g_get_monotonic_time() > end)
-                        g_error("ImportSnapshot from a pipe did not finish in 20 s");
-                while (p[1] >= 0 && pos < size) {
-                        ssize_t k = write(p[1], (const char *) data + pos, size - pos);
-                        if (k <= 0)
-                                break;
-                        pos += (size_t) k;
-                }
-                if (p[1] >= 0 && (pos == size || errno == EPIPE)) {
-                        close(p[1]);
-                        p[1] = -1;
-                }
-                pump(bus, p[1], POLLOUT);
-        }
-        if (p[1] >= 0)
-                close(p[1]);
-        if (sd_bus_error_is_set(&pending.error))
-                sd_bus_error_move(error, &pending.error);
-        return pending.id;
 }
 
 static Forest *read_snapshot(GBytes *b) {
@@ -279,7 +144,7 @@ static char *state_query(BusFixture *b, const char *fmt, ...) {
 static char *live_chain(sd_bus *bus, pid_t tid) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        if (call(bus, "GetTaskChain", &error, &reply, "u", (uint32_t) tid) < 0)
+        if (bus_client_call(bus, "GetTaskChain", &error, &reply, "u", (uint32_t) tid) < 0)
                 g_error("GetTaskChain(%d): %s", tid, error.message);
         GString *chain = g_string_new(NULL);
         uint64_t id;
@@ -293,7 +158,7 @@ static void assert_round_trip(BusFixture *b, sd_bus *bus, Scenario *s, const cha
         g_autofree char *dir = g_dir_make_tmp("sectree-snap-XXXXXX", NULL);
         pid_t child = scenario_task(s, 1)->tid;
         g_autofree char *live_before = live_chain(bus, child);
-        uint64_t id = create_ok(bus, scenario_root_pid(s), "round trip");
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), "round trip");
 
         g_autoptr(GArray) listed = list_snapshots(bus);
         const ListedSnapshot *l = find_listed(listed, id);
@@ -331,7 +196,7 @@ static void assert_round_trip(BusFixture *b, sd_bus *bus, Scenario *s, const cha
         g_autofree char *image = NULL;
         gsize size;
         g_assert_true(g_file_get_contents(file, &image, &size, NULL));
-        uint64_t id2 = import_pipe(bus, image, size, &error);
+        uint64_t id2 = bus_client_import_pipe(bus, image, size, &error);
         if (id2 == 0)
                 g_error("ImportSnapshot: %s: %s", error.name, error.message);
         g_assert_cmpuint(id2, >, id);
@@ -385,34 +250,34 @@ static void test_arguments(void) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         uint32_t root = (uint32_t) scenario_root_pid(s);
 
-        g_assert_cmpint(call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "colour", "s", "red"), <, 0);
+        g_assert_cmpint(bus_client_call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "colour", "s", "red"), <, 0);
         g_assert_nonnull(strstr(error.message, "colour"));
-        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
-        g_assert_cmpint(call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "include_argv", "s", "no"), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpint(bus_client_call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "include_argv", "s", "no"), <, 0);
         g_assert_nonnull(strstr(error.message, "include_argv"));
-        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
-        g_assert_cmpint(call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "name", "u", 7), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpint(bus_client_call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "name", "u", 7), <, 0);
         g_assert_nonnull(strstr(error.message, "name"));
-        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
         g_autofree char *long_name = g_strnfill(SNAPSHOT_MAX_NAME + 1, 'x');
-        g_assert_cmpint(call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "name", "s", long_name), <, 0);
-        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpint(bus_client_call(bus, "CreateSnapshot", &error, NULL, "ua{sv}", root, 1, "name", "s", long_name), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
         g_assert_cmpuint(list_snapshots(bus)->len, ==, 0);
 
         /* a pid that does not exist (pid_max is at most 4194304), a thread that is not a process */
-        g_assert_cmpuint(create_snapshot(bus, 4194304 + 7, NULL, &error), ==, 0);
-        assert_error(&error, "org.sectree1.Error.NoSuchTask");
+        g_assert_cmpuint(bus_client_create_snapshot(bus, 4194304 + 7, NULL, &error), ==, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchTask");
         pid_t gone = fork();
         if (gone == 0)
                 _exit(0);
         waitpid(gone, NULL, 0);
-        g_assert_cmpuint(create_snapshot(bus, gone, NULL, &error), ==, 0);
-        assert_error(&error, "org.sectree1.Error.NoSuchTask");
+        g_assert_cmpuint(bus_client_create_snapshot(bus, gone, NULL, &error), ==, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchTask");
 
         /* include_argv: false leaves argv empty; the default keeps it */
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        uint64_t bare = 0, full = create_ok(bus, (pid_t) root, NULL);
-        g_assert_cmpint(call(bus, "CreateSnapshot", &error, &reply, "ua{sv}", root, 1, "include_argv", "b", 0), >=, 0);
+        uint64_t bare = 0, full = bus_client_create_ok(bus, (pid_t) root, NULL);
+        g_assert_cmpint(bus_client_call(bus, "CreateSnapshot", &error, &reply, "ua{sv}", root, 1, "include_argv", "b", 0), >=, 0);
         g_assert_cmpint(sd_bus_message_read(reply, "t", &bare), >, 0);
         g_autoptr(GBytes) jf = export_pipe_ok(bus, full, "json"), jb = export_pipe_ok(bus, bare, "json");
         g_autoptr(Forest) ff = read_snapshot(jf), fb = read_snapshot(jb);
@@ -424,10 +289,10 @@ static void test_arguments(void) {
         g_assert_null(ff->snapshot.name);
 
         /* formats */
-        g_assert_null(export_pipe(bus, full, "xml", &error));
-        assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
-        g_assert_null(export_pipe(bus, 9999, "json", &error));
-        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_null(bus_client_export_pipe(bus, full, "xml", &error));
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_null(bus_client_export_pipe(bus, 9999, "json", &error));
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
         scenario_free(s);
         bus_fixture_stop(&b);
 }
@@ -454,17 +319,17 @@ static void test_lifecycle(void) {
         sd_bus *bus = bus_client_open();
         BusSignalLog log;
         bus_signal_log_start(&log, bus, signal_line);
-        uint64_t a = create_ok(bus, scenario_root_pid(s), "kept"), d = create_ok(bus, scenario_root_pid(s), NULL);
+        uint64_t a = bus_client_create_ok(bus, scenario_root_pid(s), "kept"), d = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
         bus_signal_log_assert(&log, bus, "created %" PRIu64 " 'kept' 0", a);
         bus_signal_log_assert(&log, bus, "created %" PRIu64 " '' 0", d);
         g_autoptr(GBytes) before = export_pipe_ok(bus, a, "json");
-        g_assert_cmpint(call(bus, "DeleteSnapshot", NULL, NULL, "t", d), >=, 0);
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", NULL, NULL, "t", d), >=, 0);
         bus_signal_log_assert(&log, bus, "deleted %" PRIu64, d);
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        g_assert_cmpint(call(bus, "DeleteSnapshot", &error, NULL, "t", d), <, 0);
-        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
-        g_assert_null(export_pipe(bus, d, "json", &error));
-        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", d), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_null(bus_client_export_pipe(bus, d, "json", &error));
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
         g_autofree char *left = state_query(&b, "SELECT count(*) FROM snapshot_filters WHERE snapshot = %" PRIu64, d);
         g_assert_cmpstr(left, ==, "0");
         sd_bus_flush_close_unref(bus);
@@ -478,9 +343,9 @@ static void test_lifecycle(void) {
         g_assert_nonnull(find_listed(listed, a));
         g_autoptr(GBytes) after = export_pipe_ok(bus, a, "json");
         g_assert_true(g_bytes_equal(before, after));
-        uint64_t c = create_ok(bus, scenario_root_pid(s), NULL);
+        uint64_t c = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
         g_assert_cmpuint(c, >, d);
-        g_assert_cmpint(call(bus, "DeleteSnapshot", NULL, NULL, "t", a), >=, 0);
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", NULL, NULL, "t", a), >=, 0);
         g_autoptr(GArray) rest = list_snapshots(bus);
         g_assert_cmpuint(rest->len, ==, 1);
         g_assert_nonnull(find_listed(rest, c));
@@ -511,7 +376,7 @@ static void test_upgrade(void) {
                 g_error("making a version 1 database: %s", err);
         bus_fixture_start_daemon(&b, NULL, NULL, 30);
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
         g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json");
         g_autoptr(Forest) f = read_snapshot(json);
         tests_assert_forest_matches(f, s, true);
@@ -528,7 +393,7 @@ static void test_upgrade(void) {
 static void assert_refused(sd_bus *bus, const char *dir, const void *data, size_t size, const char *want) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         for (int via_pipe = 0; via_pipe < 2; via_pipe++) {
-                uint64_t id = via_pipe ? import_pipe(bus, data, size, &error) : import_file(bus, dir, data, size, &error);
+                uint64_t id = via_pipe ? bus_client_import_pipe(bus, data, size, &error) : import_file(bus, dir, data, size, &error);
                 if (id != 0)
                         g_error("a hostile import (%s) was stored as %" PRIu64, want, id);
                 if (!streq(error.name, "org.sectree1.Error.InvalidSnapshot"))
@@ -577,7 +442,7 @@ static void test_hostile_import(void) {
                 return;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         g_autofree char *dir = g_dir_make_tmp("sectree-snap-XXXXXX", NULL);
-        uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
         g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json"), sqlite = export_pipe_ok(bus, id, "sqlite");
         g_autofree char *before = state_query(&b, "SELECT count(*), (SELECT count(*) FROM snapshot_filters) FROM snapshots");
 
@@ -602,10 +467,10 @@ static void test_hostile_import(void) {
         close(p[1]);
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        g_assert_cmpint(call(bus, "ImportSnapshot", &error, &reply, "h", p[0]), <, 0);
+        g_assert_cmpint(bus_client_call(bus, "ImportSnapshot", &error, &reply, "h", p[0]), <, 0);
         close(p[0]);
         g_assert_nonnull(strstr(error.message, "64 MiB"));
-        assert_error(&error, "org.sectree1.Error.InvalidSnapshot");
+        bus_client_assert_error(&error, "org.sectree1.Error.InvalidSnapshot");
         kill(flood, SIGKILL);
         waitpid(flood, NULL, 0);
 
@@ -628,16 +493,16 @@ static void test_deadlines(void) {
         if (!s)
                 return;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
 
         int in[2], out[2];
         g_assert_cmpint(pipe2(in, O_CLOEXEC), ==, 0);
         g_assert_cmpint(pipe2(out, O_CLOEXEC), ==, 0);
         g_assert_cmpint(fcntl(out[1], F_SETPIPE_SZ, 4096), >=, 4096);
-        Pending import = {}, export = {};
-        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply, &import,
+        BusPending import = {}, export = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", bus_client_on_reply, &import,
                                                  "h", in[0]), >=, 0);
-        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", on_reply, &export,
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", bus_client_on_reply, &export,
                                                  "ths", id, out[1], "sqlite"), >=, 0);
         /* while both wait, other calls are answered (within the call timeout) */
         g_autoptr(GArray) listed = list_snapshots(bus);
@@ -645,10 +510,10 @@ static void test_deadlines(void) {
         g_assert_false(import.done || export.done);
         gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
         while (!(import.done && export.done) && g_get_monotonic_time() < end)
-                pump(bus, -1, 0);
+                bus_client_pump(bus, -1, 0);
         g_assert_true(import.done && export.done);
-        assert_error(&import.error, SD_BUS_ERROR_TIMEOUT);
-        assert_error(&export.error, SD_BUS_ERROR_TIMEOUT);
+        bus_client_assert_error(&import.error, SD_BUS_ERROR_TIMEOUT);
+        bus_client_assert_error(&export.error, SD_BUS_ERROR_TIMEOUT);
         /* the daemon let go of the pipes: the reader sees the end, the writer a broken pipe */
         close(in[0]);
         close(out[1]);
@@ -670,19 +535,19 @@ static void test_deadlines(void) {
 
         /* at most 8 transfers at once: the 9th is refused at once */
         int silent[9][2];
-        Pending waiting[8] = {};
+        BusPending waiting[8] = {};
         for (int i = 0; i < 9; i++)
                 g_assert_cmpint(pipe2(silent[i], O_CLOEXEC), ==, 0);
         for (int i = 0; i < 8; i++)
-                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply,
+                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", bus_client_on_reply,
                                                          &waiting[i], "h", silent[i][0]), >=, 0);
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        g_assert_cmpint(call(bus, "ImportSnapshot", &error, NULL, "h", silent[8][0]), <, 0);
-        assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        g_assert_cmpint(bus_client_call(bus, "ImportSnapshot", &error, NULL, "h", silent[8][0]), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
         for (int i = 0; i < 8; i++) {
                 while (!waiting[i].done && g_get_monotonic_time() < end + 5 * G_USEC_PER_SEC)
-                        pump(bus, -1, 0);
-                assert_error(&waiting[i].error, SD_BUS_ERROR_TIMEOUT);
+                        bus_client_pump(bus, -1, 0);
+                bus_client_assert_error(&waiting[i].error, SD_BUS_ERROR_TIMEOUT);
         }
         for (int i = 0; i < 9; i++) {
                 close(silent[i][0]);
@@ -700,8 +565,8 @@ static void test_stop_during_transfer(void) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         int p[2];
         g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-        Pending import = {};
-        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply, &import,
+        BusPending import = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", bus_client_on_reply, &import,
                                                  "h", p[0]), >=, 0);
         g_autoptr(GArray) listed = list_snapshots(bus); /* the import is under way */
         g_assert_cmpuint(listed->len, ==, 0);
@@ -709,7 +574,7 @@ static void test_stop_during_transfer(void) {
         g_assert_cmpint(kill(b.daemon_pid, SIGTERM), ==, 0);
         gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
         while (!import.done && g_get_monotonic_time() < end)
-                pump(bus, -1, 0);
+                bus_client_pump(bus, -1, 0);
         g_assert_true(import.done);
         if (!import.error.message || !strstr(import.error.message, "stopping"))
                 g_error("the import got %s: %s", import.error.name, import.error.message);
@@ -739,19 +604,19 @@ static void test_worker(void) {
         if (!s)
                 return;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        uint64_t id = create_ok(bus, scenario_root_pid(s), NULL);
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
 
         int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         g_assert_cmpint(fd, >=, 0);
-        Pending export = {};
-        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", on_reply, &export,
+        BusPending export = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", bus_client_on_reply, &export,
                                                  "ths", id, fd, "json"), >=, 0);
         /* and a second one, which waits for the first one's worker */
         g_autofree char *path2 = g_build_filename(dir, "export2", NULL);
         int fd2 = open(path2, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         g_assert_cmpint(fd2, >=, 0);
-        Pending export2 = {};
-        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", on_reply, &export2,
+        BusPending export2 = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ExportSnapshot", bus_client_on_reply, &export2,
                                                  "ths", id, fd2, "sqlite"), >=, 0);
         g_autoptr(GArray) listed = list_snapshots(bus);
         g_assert_cmpuint(listed->len, ==, 1);
@@ -764,7 +629,7 @@ static void test_worker(void) {
         g_assert_true(g_file_set_contents(gate, "", 0, NULL));
         gint64 end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
         while (!(export.done && export2.done) && g_get_monotonic_time() < end)
-                pump(bus, -1, 0);
+                bus_client_pump(bus, -1, 0);
         g_assert_true(export.done && export2.done);
         g_assert_false(sd_bus_error_is_set(&export.error) || sd_bus_error_is_set(&export2.error));
         g_autoptr(Forest) f = NULL, f2 = NULL;
@@ -779,8 +644,8 @@ static void test_worker(void) {
         /* held in its worker, an import is cancelled when the daemon stops */
         g_assert_cmpint(unlink(gate), ==, 0);
         g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
-        Pending import = {};
-        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", on_reply, &import,
+        BusPending import = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "ImportSnapshot", bus_client_on_reply, &import,
                                                  "h", fd), >=, 0);
         g_autoptr(GArray) still = list_snapshots(bus);
         g_assert_cmpuint(still->len, ==, 1);
@@ -789,7 +654,7 @@ static void test_worker(void) {
         g_assert_cmpint(kill(b.daemon_pid, SIGTERM), ==, 0);
         end = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
         while (!import.done && g_get_monotonic_time() < end)
-                pump(bus, -1, 0);
+                bus_client_pump(bus, -1, 0);
         g_assert_true(import.done);
         if (!import.error.message || !strstr(import.error.message, "stopping"))
                 g_error("the import got %s: %s", import.error.name, import.error.message);
@@ -809,6 +674,7 @@ typedef struct NobodyCase {
         pid_t theirs, mine;
         uint64_t root_snapshot;
         uint64_t mine_snapshot; /* out, through a pipe */
+        int result_fd;          /* its write end */
 } NobodyCase;
 
 /* What nobody tries, in a child with uid and gid 65534; every assertion failure makes it exit
@@ -817,21 +683,21 @@ static void nobody_part(NobodyCase *c, int result_fd) {
         sd_bus *bus = bus_client_open();
         sd_bus_error error = SD_BUS_ERROR_NULL;
 
-        g_assert_cmpuint(create_snapshot(bus, c->theirs, NULL, &error), ==, 0);
-        assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
-        g_assert_cmpuint(create_snapshot(bus, 0, NULL, &error), ==, 0);
-        assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
-        g_assert_cmpuint(create_snapshot(bus, 1, NULL, &error), ==, 0);
-        assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        g_assert_cmpuint(bus_client_create_snapshot(bus, c->theirs, NULL, &error), ==, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        g_assert_cmpuint(bus_client_create_snapshot(bus, 0, NULL, &error), ==, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        g_assert_cmpuint(bus_client_create_snapshot(bus, 1, NULL, &error), ==, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
         g_autoptr(GArray) none = list_snapshots(bus);
         g_assert_cmpuint(none->len, ==, 0);
-        g_assert_null(export_pipe(bus, c->root_snapshot, "json", &error));
-        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
-        g_assert_cmpint(call(bus, "DeleteSnapshot", &error, NULL, "t", c->root_snapshot), <, 0);
-        assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_null(bus_client_export_pipe(bus, c->root_snapshot, "json", &error));
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", c->root_snapshot), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
 
         /* its own subtree: the process and its child */
-        uint64_t id = create_ok(bus, c->mine, "mine");
+        uint64_t id = bus_client_create_ok(bus, c->mine, "mine");
         g_autoptr(GArray) listed = list_snapshots(bus);
         g_assert_cmpuint(listed->len, ==, 1);
         g_assert_cmpuint(find_listed(listed, id)->owner, ==, NOBODY);
@@ -847,7 +713,7 @@ static void nobody_part(NobodyCase *c, int result_fd) {
         /* an import becomes its own */
         gsize n;
         const void *data = g_bytes_get_data(json, &n);
-        uint64_t imported = import_pipe(bus, data, n, &error);
+        uint64_t imported = bus_client_import_pipe(bus, data, n, &error);
         if (imported == 0)
                 g_error("import as nobody: %s", error.message);
         g_autoptr(GArray) two = list_snapshots(bus);
@@ -856,36 +722,30 @@ static void nobody_part(NobodyCase *c, int result_fd) {
 
         /* a quota: SNAPSHOTS_MAX_PER_UID (32) in all */
         for (int i = 2; i < 32; i++)
-                (void) create_ok(bus, c->mine, NULL);
-        g_assert_cmpuint(create_snapshot(bus, c->mine, NULL, &error), ==, 0);
-        assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
-        g_assert_cmpuint(import_pipe(bus, data, n, &error), ==, 0);
-        assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
-        g_assert_cmpint(call(bus, "DeleteSnapshot", &error, NULL, "t", imported), >=, 0);
-        g_assert_cmpuint(create_snapshot(bus, c->mine, NULL, &error), >, 0);
+                (void) bus_client_create_ok(bus, c->mine, NULL);
+        g_assert_cmpuint(bus_client_create_snapshot(bus, c->mine, NULL, &error), ==, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        g_assert_cmpuint(bus_client_import_pipe(bus, data, n, &error), ==, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", imported), >=, 0);
+        g_assert_cmpuint(bus_client_create_snapshot(bus, c->mine, NULL, &error), >, 0);
 
         g_assert_cmpint(write(result_fd, &id, sizeof(id)), ==, sizeof(id));
         sd_bus_flush_close_unref(bus);
 }
 
+static void nobody_part_run(void *userdata) {
+        NobodyCase *c = userdata;
+        nobody_part(c, c->result_fd);
+}
+
 static void run_as_nobody(NobodyCase *c) {
         int p[2];
         g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-        pid_t pid = fork();
-        g_assert_cmpint(pid, >=, 0);
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
-                    setresuid(NOBODY, NOBODY, NOBODY) < 0)
-                        _exit(99);
-                alarm(60);
-                nobody_part(c, p[1]);
-                _exit(0);
-        }
+        c->result_fd = p[1];
+        int status = tests_as_nobody(nobody_part_run, c);
         close(p[1]);
-        int status;
-        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        if (status != 0)
                 g_error("the part run as nobody failed (status %d)", status);
         g_assert_cmpint(read(p[0], &c->mine_snapshot, sizeof(c->mine_snapshot)), ==, sizeof(c->mine_snapshot));
         close(p[0]);
@@ -901,7 +761,7 @@ static void test_access(void) {
                 return;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         NobodyCase c = { .theirs = scenario_root_pid(s), .mine = mine };
-        c.root_snapshot = create_ok(bus, scenario_root_pid(s), "root's");
+        c.root_snapshot = bus_client_create_ok(bus, scenario_root_pid(s), "root's");
         run_as_nobody(&c);
 
         /* root sees everything, nobody's included, and may export it */
@@ -914,7 +774,7 @@ static void test_access(void) {
         g_assert_nonnull(forest_find_process(f, mine));
         /* and root's own quota is not nobody's */
         for (int i = 0; i < 33; i++)
-                (void) create_ok(bus, scenario_root_pid(s), NULL);
+                (void) bus_client_create_ok(bus, scenario_root_pid(s), NULL);
         kill(mine, SIGKILL);
         waitpid(mine, NULL, 0);
         scenario_free(s);
@@ -989,7 +849,7 @@ static void churn_with(char **args, char **env, const char *consistency) {
         pid_t churn = spawn_churn_root();
         size_t most = 0;
         for (int i = 0; i < 10; i++) {
-                uint64_t id = create_ok(bus, churn, NULL);
+                uint64_t id = bus_client_create_ok(bus, churn, NULL);
                 /* read back through the validator: every referenced filter exists, no task half-seen */
                 g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json");
                 g_autoptr(Forest) f = read_snapshot(json);
@@ -999,7 +859,7 @@ static void churn_with(char **args, char **env, const char *consistency) {
                 g_autoptr(Forest) g = read_snapshot(image);
                 assert_churn_snapshot(g, churn);
                 most = MAX(most, f->n_processes);
-                g_assert_cmpint(call(bus, "DeleteSnapshot", NULL, NULL, "t", id), >=, 0);
+                g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", NULL, NULL, "t", id), >=, 0);
         }
         kill(churn, SIGKILL);
         waitpid(churn, NULL, 0);

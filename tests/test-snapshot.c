@@ -338,7 +338,7 @@ static const RejectCase reject_cases[] = {
         /* missing or mistyped fields */
         { "missing-digest", { { "filters[1].digest", NULL } }, NULL, "ALTER TABLE filters DROP COLUMN digest",
           "filters[1].digest: missing",
-          "table \"filters\" column 5 is \"log INTEGER NOT NULL\", expected \"digest TEXT NOT NULL\"" },
+          "table \"filters\" column 5 is not \"digest TEXT NOT NULL\"" },
         { "missing-threads", { { "processes[0].threads", NULL } }, NULL, NULL, "processes[0].threads: missing" },
         { "unknown-field", { { "filters[0].extra", "1" } }, NULL, "ALTER TABLE filters ADD COLUMN extra INTEGER",
           "filters[0]: unknown field \"extra\"", "table \"filters\" has more columns than the 10 expected" },
@@ -421,8 +421,7 @@ static const RejectCase reject_cases[] = {
           "filters[1] (id 2): length 5 but the program has 4 instructions" },
         { "digest-mismatch", { { "filters[1].digest", ZERO_DIGEST } }, NULL,
           "UPDATE filters SET digest = 'sha256:" ZEROS "' WHERE position = 1",
-          "filters[1] (id 2): digest sha256:0000000000000000000000000000000000000000000000000000000000000000 does not "
-          "match the program (sha256:" },
+          "filters[1] (id 2): the digest does not match the program" },
         { "digest-malformed", { { "filters[1].digest", "\"sha256:xyz\"" } }, NULL,
           "UPDATE filters SET digest = 'md5:0' WHERE position = 1",
           "filters[1].digest: expected \"sha256:\" and 64 hex digits" },
@@ -674,13 +673,13 @@ static void test_reject_json_syntax(void) {
         static const struct {
                 const char *text, *expect;
         } cases[] = {
-                { "{\"format\": \"sectree-snapshot\", \"format\": \"sectree-snapshot\"}", "duplicate object key" },
+                { "{\"format\": \"sectree-snapshot\", \"format\": \"sectree-snapshot\"}", "a key that appears twice in one object" },
                 { "{\"format\": \"sectree-snapshot\", \"version\": 1", "JSON: line 1" },
                 { "[]", "snapshot: expected an object, got an array" },
                 { "", "JSON: line 1" },
-                { "{\"format\": \"sectree-snapshot\", \"version\": 1, \"x\": \"\\u0000\"}", "\\u0000 is not allowed" },
-                { "{\"format\": \"sectree-\xff\"}", "unable to decode byte" },
-                { "{\"format\": \"sectree-snapshot\", \"version\": 99999999999999999999}", "too big integer" },
+                { "{\"format\": \"sectree-snapshot\", \"version\": 1, \"x\": \"\\u0000\"}", "a NUL character" },
+                { "{\"format\": \"sectree-\xff\"}", "not valid UTF-8" },
+                { "{\"format\": \"sectree-snapshot\", \"version\": 99999999999999999999}", "a number out of range" },
         };
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
                 g_autofree char *error = NULL;
@@ -704,7 +703,7 @@ static const HostileCase hostile_cases[] = {
         { "index", "CREATE INDEX i ON filters (id)", "SQLite schema: unexpected index \"i\"" },
         { "missing-table", "DROP TABLE holders", "SQLite schema: missing table \"holders\"" },
         { "column-type", "ALTER TABLE listeners RENAME COLUMN filter TO f",
-          "table \"listeners\" column 2 is \"f INTEGER NOT NULL\", expected \"filter INTEGER NOT NULL\"" },
+          "table \"listeners\" column 2 is not \"filter INTEGER NOT NULL\"" },
         { "generated-column", "ALTER TABLE listeners ADD COLUMN g INTEGER GENERATED ALWAYS AS (id + 1)",
           "table \"listeners\" has more columns than the 3 expected" },
         { "wal", "PRAGMA journal_mode = WAL", "not WAL" },
@@ -754,6 +753,47 @@ static void test_hostile_corrupt_page(void) {
         memset(image + (size_t) (page - 1) * page_size, 0xff, 8);
         int r = snapshot_sqlite_read_data(image, size, &f, &error);
         assert_rejected(r, error, "SQLite: quick_check failed", "corrupt page");
+}
+
+/* The daemon reads a caller's file with its own credentials and sends the message back: no message
+ * quotes the file's bytes (a value, a token near a syntax error, a name that is not an identifier),
+ * only field names and positions. Every input below carries the marker. */
+#define MARKER "s3cr3t-50000"
+static void assert_no_echo(int r, const char *error, const char *what) {
+        if (r != -EINVAL || !error)
+                g_error("%s: not refused with a message (%d)", what, r);
+        if (strstr(error, "s3cr3t") || strstr(error, "50000"))
+                g_error("%s: the message quotes the file: %s", what, error);
+}
+
+static void test_errors_echo_nothing(void) {
+        g_autoptr(Forest) g = sample_forest(SAMPLE_BASIC);
+        g_autofree char *json = format_json(g);
+        g_autofree char *extra_key = g_strdup_printf("{\"" MARKER "\": 1, %s", json + 1);
+        g_autofree char *dup_key = g_strdup_printf("{\"" MARKER "\": 1, \"" MARKER "\": 2, %s", json + 1);
+        const char *const texts[] = {
+                "50000\n", MARKER "\n", "\"" MARKER "\"", "[\"" MARKER "\"]", "{\"format\": \"" MARKER "\"}",
+                "{\"format\": \"sectree-snapshot\", \"version\": \"" MARKER "\"}",
+                "{\"format\": \"sectree-snapshot\", \"version\": 1, " MARKER "}", extra_key, dup_key,
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(texts); i++) {
+                g_autofree char *error = NULL;
+                Forest *f = NULL;
+                int r = snapshot_read_data(texts[i], strlen(texts[i]), &f, &error);
+                assert_no_echo(r, error, texts[i]);
+        }
+        static const char *const sql[] = {
+                "CREATE TABLE \"" MARKER "\" (x)", "ALTER TABLE listeners RENAME COLUMN filter TO \"" MARKER "\"",
+                "CREATE INDEX \"" MARKER "\" ON filters (id)",
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(sql); i++) {
+                g_autofree char *error = NULL;
+                g_autoptr(Forest) h = NULL;
+                size_t size;
+                g_autofree void *image = sqlite_mutate(sql[i], &size);
+                int r = snapshot_sqlite_read_data(image, size, &h, &error);
+                assert_no_echo(r, error, sql[i]);
+        }
 }
 
 /* Flip bytes all over the file, one position at a time: refused or (for bytes nothing reads)
@@ -1219,6 +1259,7 @@ int main(int argc, char **argv) {
                 g_test_add_data_func(name, &hostile_cases[i], test_hostile_schema);
         }
         g_test_add_func("/snapshot/hostile/corrupt-page", test_hostile_corrupt_page);
+        g_test_add_func("/snapshot/hostile/errors-echo-nothing", test_errors_echo_nothing);
         g_test_add_func("/snapshot/hostile/flips", test_hostile_flips);
         g_test_add_func("/snapshot/hostile/truncated", test_hostile_truncated);
         g_test_add_func("/snapshot/hostile/not-snapshot", test_hostile_not_snapshot);

@@ -7,6 +7,7 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/mount.h>
@@ -191,25 +192,32 @@ char *tests_read_line(int fd, GString *buf, gint64 deadline) {
         }
 }
 
-/* The child of tests_spawn_nobody(): exits 1 if it cannot become nobody, 2 if the filter is refused. */
+/* The child of tests_spawn_nobody_with(): exits 1 if it cannot become nobody as asked, 2 if the
+ * filter is refused, 3 if it cannot enter a user namespace. */
 static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock_filter *insns, size_t n,
-                                   const char *comm, bool with_child) {
+                                   const TestsNobodyOptions *o) {
         struct sock_fprog prog = { .len = (unsigned short) n, .filter = (struct sock_filter *) insns };
+        uid_t suid = o->saved_uid ? o->saved_uid : 65534;
+        gid_t sgid = o->saved_gid ? o->saved_gid : 65534;
         /* keep nothing of the test's (scenario sockets, the bus): only the pipe's end */
         if (dup2(ready_fd, 3) < 0 || close_range(4, ~0U, 0) < 0)
                 _exit(1);
-        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0)
+        if (o->keep_caps && prctl(PR_SET_KEEPCAPS, 1) < 0)
+                _exit(1);
+        if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, sgid) < 0 || setresuid(65534, 65534, suid) < 0)
                 _exit(1);
         /* after the change of credentials, which clears the parent-death signal */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                 _exit(1);
-        if (comm)
-                prctl(PR_SET_NAME, comm);
+        if (o->comm)
+                prctl(PR_SET_NAME, o->comm);
         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        prctl(PR_SET_DUMPABLE, 1);
+        prctl(PR_SET_DUMPABLE, o->not_dumpable ? 0 : 1);
+        if (o->new_userns && unshare(CLONE_NEWUSER) < 0)
+                _exit(3);
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
                 _exit(2);
-        if (with_child && fork() == 0) {
+        if (o->with_child && fork() == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 pause();
                 _exit(0);
@@ -220,7 +228,7 @@ static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock
         _exit(0);
 }
 
-pid_t tests_spawn_nobody(const char *comm, bool with_child) {
+pid_t tests_spawn_nobody_with(const TestsNobodyOptions *o) {
         struct sock_filter insns[16];
         size_t n = scenario_filter_errno(insns, SYS_acct, 3, 0);
         int pipefd[2];
@@ -229,7 +237,7 @@ pid_t tests_spawn_nobody(const char *comm, bool with_child) {
         pid_t pid = fork();
         g_assert_cmpint(pid, >=, 0);
         if (pid == 0)
-                nobody_child(pipefd[1], parent, insns, n, comm, with_child);
+                nobody_child(pipefd[1], parent, insns, n, o);
         close(pipefd[1]);
         char c;
         ssize_t r = read(pipefd[0], &c, 1);
@@ -241,6 +249,42 @@ pid_t tests_spawn_nobody(const char *comm, bool with_child) {
                         WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
         }
         return pid;
+}
+
+pid_t tests_spawn_nobody(const char *comm, bool with_child) {
+        return tests_spawn_nobody_with(&(TestsNobodyOptions) { .comm = comm, .with_child = with_child });
+}
+
+void tests_become(uid_t uid) {
+        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0 ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                _exit(99);
+}
+
+pid_t tests_as_uid_start(uid_t uid, void (*fn)(void *userdata), void *userdata) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                tests_become(uid);
+                alarm(120);
+                fn(userdata);
+                _exit(0);
+        }
+        return pid;
+}
+
+pid_t tests_as_nobody_start(void (*fn)(void *userdata), void *userdata) {
+        return tests_as_uid_start(65534, fn, userdata);
+}
+
+int tests_wait_status(pid_t pid) {
+        int status;
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int tests_as_nobody(void (*fn)(void *userdata), void *userdata) {
+        return tests_wait_status(tests_as_nobody_start(fn, userdata));
 }
 
 size_t tests_filter_notify(struct sock_filter *insns, int nr) {

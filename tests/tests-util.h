@@ -56,6 +56,31 @@ char *tests_read_line(int fd, GString *buf, gint64 deadline);
  * pauses if with_child, and pauses. Returns its pid once all of that is done; fails the test if any
  * step failed. */
 pid_t tests_spawn_nobody(const char *comm, bool with_child);
+/* The same with credentials a caller of uid 65534 may not see (or may, for new_userns): */
+typedef struct TestsNobodyOptions {
+        const char *comm;
+        bool with_child;
+        uid_t saved_uid;   /* 0: 65534 */
+        gid_t saved_gid;   /* 0: 65534 */
+        bool keep_caps;    /* keep root's permitted capabilities (PR_SET_KEEPCAPS) */
+        bool not_dumpable; /* PR_SET_DUMPABLE 0 */
+        bool new_userns;   /* enter a user namespace of its own (owned by 65534) before the filter */
+} TestsNobodyOptions;
+pid_t tests_spawn_nobody_with(const TestsNobodyOptions *o);
+
+/* Run fn(userdata) in a forked child with uid and gid 65534 and no supplementary groups (it dies
+ * with the test process, and has 120 s at most). Returns its exit status: 0 when fn returned, else
+ * what an assertion failure in it made of it. */
+int tests_as_nobody(void (*fn)(void *userdata), void *userdata);
+/* The same without waiting: the child's pid (tests_wait_status() waits for it). */
+pid_t tests_as_nobody_start(void (*fn)(void *userdata), void *userdata);
+/* In a forked child: become uid (and gid uid, no supplementary groups) and die with the parent
+ * (SIGKILL, set after the change of credentials, which clears it); _exit(99) if that fails. */
+void tests_become(uid_t uid);
+/* The same as another uid (and gid), without waiting. */
+pid_t tests_as_uid_start(uid_t uid, void (*fn)(void *userdata), void *userdata);
+/* waitpid() for pid: its exit status as tests_as_nobody() gives it. */
+int tests_wait_status(pid_t pid);
 
 /* A filter that hands syscall nr on x86-64 to its listener (SECCOMP_RET_USER_NOTIF) and allows the
  * rest; insns must hold 7 entries. Returns the length. Give it a syscall nobody calls: nothing

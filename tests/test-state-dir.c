@@ -1,0 +1,180 @@
+/* test-state-dir.c: the state directory and its database are root's alone: sectreed makes them
+ * 0700 and 0600 whatever its umask, tightens what an older install left open (and says so), and
+ * refuses a directory that is not its own; nobody cannot read a byte of them */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "state-dir.h"
+#include "store.h"
+#include "tests-util.h"
+
+static mode_t mode_of(const char *dir, const char *name) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                g_error("%s: %s", path, g_strerror(errno));
+        return st.st_mode & 07777;
+}
+
+static void set_mode(const char *dir, const char *name, mode_t mode) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_assert_cmpint(chmod(path, mode), ==, 0);
+}
+
+static void assert_private(const char *state_dir) {
+        g_assert_cmpint(mode_of(state_dir, "."), ==, 0700);
+        g_assert_cmpint(mode_of(state_dir, "state.db"), ==, 0600);
+        g_assert_cmpint(mode_of(state_dir, "state.db-wal"), ==, 0600);
+        g_assert_cmpint(mode_of(state_dir, "state.db-shm"), ==, 0600);
+}
+
+/* In a child as nobody: neither the directory nor any file of the database opens. */
+static void nobody_reads_nothing(void *userdata) {
+        const char *state_dir = userdata;
+        static const char *const names[] = { "state.db", "state.db-wal", "state.db-shm" };
+        g_autoptr(GDir) d = g_dir_open(state_dir, 0, NULL);
+        if (d)
+                _exit(10);
+        for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+                g_autofree char *path = g_build_filename(state_dir, names[i], NULL);
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0 || errno != EACCES)
+                        _exit(11 + (int) i);
+        }
+}
+
+/* Let nobody reach state_dir's parent, then check that it reads nothing in state_dir. */
+static void assert_nobody_reads_nothing(const char *state_dir) {
+        g_autofree char *parent = g_path_get_dirname(state_dir);
+        g_assert_cmpint(chmod(parent, 0755), ==, 0);
+        g_assert_cmpint(tests_as_nobody(nobody_reads_nothing, (void *) state_dir), ==, 0);
+}
+
+/* Something stored, so that the WAL and its index exist. */
+static void store_something(void) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "Rescan", &error, NULL, "") < 0)
+                g_error("Rescan: %s", error.message);
+}
+
+/* Start the daemon with its stderr in a file (returned, to read once it is stopped). */
+static char *start_daemon_logging(BusFixture *b) {
+        g_autofree char *log = g_build_filename(b->dir, "daemon.log", NULL);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        int saved = dup(STDERR_FILENO);
+        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
+        bus_fixture_start_daemon(b, NULL, NULL, 30);
+        g_assert_cmpint(dup2(saved, STDERR_FILENO), ==, STDERR_FILENO);
+        close(saved);
+        close(fd);
+        return g_steal_pointer(&log);
+}
+
+static char *read_log(const char *path) {
+        char *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        return text;
+}
+
+/* A daemon started by hand with a umask that would make files world-readable. */
+static void test_created_private(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        tests_ensure_tracefs();
+        bus_fixture_start_bus(&b);
+        mode_t old = umask(0022);
+        bus_fixture_start_daemon(&b, NULL, NULL, 30);
+        umask(old);
+        store_something();
+        assert_private(b.state_dir);
+        assert_nobody_reads_nothing(b.state_dir);
+        bus_fixture_finish(&b);
+}
+
+/* What an older install left: directory 0755, files 0644. The next start tightens them, and the
+ * log says so for each. */
+static void test_repaired(void) {
+        BusFixture b;
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        store_something();
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGKILL), ==, 128 + SIGKILL); /* keeps -wal and -shm */
+        set_mode(b.state_dir, ".", 0755);
+        set_mode(b.state_dir, "state.db", 0644);
+        set_mode(b.state_dir, "state.db-wal", 0644);
+        set_mode(b.state_dir, "state.db-shm", 0644);
+
+        g_autofree char *log = start_daemon_logging(&b);
+        assert_private(b.state_dir);
+        store_something();
+        assert_private(b.state_dir);
+        assert_nobody_reads_nothing(b.state_dir);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        g_autofree char *text = read_log(log);
+        g_autofree char *dir_line = g_strdup_printf("The state directory %s was open to other users (mode 0755); "
+                                                    "made it 0700.", b.state_dir);
+        if (!strstr(text, dir_line))
+                g_error("the log does not say '%s':\n%s", dir_line, text);
+        static const char *const files[] = { "state.db", "state.db-wal", "state.db-shm" };
+        for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+                g_autofree char *line = g_strdup_printf("The database file %s/%s was open to other users (mode 0644); "
+                                                        "made it 0600.", b.state_dir, files[i]);
+                if (!strstr(text, line))
+                        g_error("the log does not say '%s':\n%s", line, text);
+        }
+        bus_fixture_stop(&b);
+}
+
+/* A directory open to others that holds other files is not sectreed's own: refused, untouched. A
+ * database file that is a link, or owned by someone else, is refused too. */
+static void test_refused(void) {
+        g_autofree char *dir = g_dir_make_tmp("sectree-state-XXXXXX", NULL);
+        g_autofree char *other = g_build_filename(dir, "notes.txt", NULL);
+        g_autofree char *db = g_build_filename(dir, "state.db", NULL);
+        g_assert_true(g_file_set_contents(other, "mine", -1, NULL));
+        g_assert_cmpint(chmod(dir, 0755), ==, 0);
+        Store *s = NULL;
+        g_assert_cmpint(store_open(dir, &s), ==, -ENOTEMPTY);
+        g_assert_cmpint(mode_of(dir, "."), ==, 0755);
+        g_assert_false(g_file_test(db, G_FILE_TEST_EXISTS));
+
+        /* its own directory (0700) with other files is fine */
+        g_assert_cmpint(chmod(dir, 0700), ==, 0);
+        g_assert_cmpint(store_open(dir, &s), ==, 0);
+        s = store_free(s);
+        g_assert_cmpint(mode_of(dir, "state.db"), ==, 0600);
+
+        /* a link in place of the database */
+        g_autofree char *sub = g_build_filename(dir, "sub", NULL);
+        g_assert_cmpint(mkdir(sub, 0700), ==, 0);
+        g_autofree char *link = g_build_filename(sub, "state.db", NULL);
+        g_assert_cmpint(symlink(other, link), ==, 0);
+        g_assert_cmpint(state_dir_secure(sub, "state.db"), ==, -ELOOP);
+        g_assert_cmpint(unlink(link), ==, 0);
+
+        /* a file of someone else's */
+        if (geteuid() == 0) {
+                g_assert_true(g_file_set_contents(link, "", 0, NULL));
+                g_assert_cmpint(chown(link, 65534, 65534), ==, 0);
+                g_assert_cmpint(state_dir_secure(sub, "state.db"), ==, -EPERM);
+        }
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+        g_assert_cmpint(system(cmd), ==, 0);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
+        g_test_add_func("/state-dir/created-private", test_created_private);
+        g_test_add_func("/state-dir/repaired", test_repaired);
+        g_test_add_func("/state-dir/refused", test_refused);
+        return g_test_run();
+}
