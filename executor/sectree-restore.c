@@ -54,6 +54,8 @@ static int send_json(RestoreFrameType type, json_t *doc) {
         if (!s)
                 return log_oom();
         r = restore_frame_send(SOCKET_FD, type, s, strlen(s), NULL, 0);
+        if (r == -EPIPE || r == -ECONNRESET) /* the caller left: nobody to tell */
+                return log_debug_errno(r, "Caller gone, %s reply not sent: %m", restore_frame_type_to_string(type));
         if (r < 0)
                 return log_error_errno(r, "Failed to send the %s reply: %m", restore_frame_type_to_string(type));
         return 0;
@@ -79,6 +81,8 @@ static int send_error(const char *stage, const char *message, const Controller *
         }
         if (c && c->failed_call != RUNTIME_CALL_NONE)
                 json_object_set_new(doc, "call", json_string(runtime_call_to_string(c->failed_call)));
+        if (c && c->pids && c->pids[0] > 0)
+                json_object_set_new(doc, "restore_root", json_integer(c->pids[0]));
         log_error("Restore failed (%s): %s", stage, message ?: "failed");
         return send_json(RESTORE_FRAME_ERROR, doc);
 }

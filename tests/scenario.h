@@ -68,6 +68,11 @@ int scenario_share_listener(Scenario *s, int node, ScenarioTask t);
  * agent: only scenario_exit()/scenario_free() may follow. */
 int scenario_exec_sleep(Scenario *s, ScenarioTask t);
 
+/* Execs t's process into argv (argv[0] a path; at most 63 arguments), keeping its filters; as
+ * scenario_exec_sleep(), only scenario_exit()/scenario_free() may follow. A failing exec is seen
+ * only by its effect: the process exits. */
+int scenario_exec(Scenario *s, ScenarioTask t, char * const *argv);
+
 size_t scenario_n_tasks(const Scenario *s);
 const ScenarioTaskInfo *scenario_task(const Scenario *s, ScenarioTask t);
 size_t scenario_n_nodes(const Scenario *s);

@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -448,9 +449,468 @@ static void test_no_new_privs(void) {
         scenario_free(s);
 }
 
+/* ---- behaviour kept: probes exec'd in original and restored tasks ---- */
+
+/* A filter that kills the process on syscall nr and allows the rest. */
+static size_t filter_kill(struct sock_filter *insns, int nr) {
+        size_t n = 0;
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nr, 0, 1);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        return n;
+}
+
+#define NOTIFY_ANSWER 4242
+
+/* The system calls the probes make, one per process: ERRNO, USER_NOTIF, KILL, ALLOW. */
+static const int probe_calls[] = { SYS_getpriority, SYS_sysinfo, SYS_personality, SYS_sched_yield };
+
+static void wait_readable(int fd, const char *what) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        if (poll(&pfd, 1, 20000) != 1)
+                g_error("timed out waiting for %s", what);
+}
+
+/* Answer the one notification coming on listener: the call returns NOTIFY_ANSWER. */
+static void answer_notification(int listener, int nr) {
+        struct seccomp_notif req = {};
+        struct seccomp_notif_resp resp = {};
+
+        wait_readable(listener, "a notification");
+        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), ==, 0);
+        g_assert_cmpint(req.data.nr, ==, nr);
+        resp.id = req.id;
+        resp.val = NOTIFY_ANSWER;
+        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), ==, 0);
+}
+
+static char *probe_path(const char *dir, const char *side, size_t i) {
+        return g_strdup_printf("%s/%s-%zu", dir, side, i);
+}
+
+static char *probe_exec_options(const char *dir, const Scenario *s, const ScenarioTask *c) {
+        GString *o = g_string_new("\"exec\":[");
+
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                g_autofree char *path = probe_path(dir, "restored", i);
+                g_string_append_printf(o, "%s{\"pid\":%d,\"argv\":[\"%s\",\"%s\",\"%d\"]}", i ? "," : "",
+                                       scenario_task(s, c[i])->tgid, g_getenv("SECTREE_RESTORE_PROBE"), path,
+                                       probe_calls[i]);
+        }
+        g_string_append(o, "]");
+        return g_string_free(o, false);
+}
+
+/* The fd index READY gives for a restored process (by its snapshot pid) or listener. */
+static int ready_fd(const RestoreRun *r, const char *array, const char *key, json_int_t value) {
+        json_t *x;
+        size_t i;
+
+        json_array_foreach(json_object_get(r->ready, array), i, x)
+                if (json_integer_value(json_object_get(x, key)) == value)
+                        return r->fds[json_integer_value(json_object_get(x, "fd"))];
+        g_error("READY has no %s with %s %lld", array, key, (long long) value);
+}
+
+static void start_restored(RestoreRun *r) {
+        RestoreFrame f;
+
+        g_assert_cmpint(restore_frame_send(r->sock, RESTORE_FRAME_START, NULL, 0, NULL, 0), ==, 0);
+        f = recv_frame(r);
+        if (f.type != RESTORE_FRAME_STARTED)
+                g_error("START answered %s: %s", restore_frame_type_to_string(f.type), f.payload ?: "");
+        restore_frame_done(&f);
+}
+
+static void run_original_probes(Scenario *s, const ScenarioTask *c, int node, ScenarioTask installer, const char *dir) {
+        _cleanup_close_ int installer_fd = pidfd_open(scenario_task(s, installer)->tgid, 0), listener = -1;
+
+        g_assert_cmpint(installer_fd, >=, 0);
+        listener = (int) syscall(SYS_pidfd_getfd, installer_fd, scenario_node(s, node)->listener_fd, 0);
+        g_assert_cmpint(listener, >=, 0);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                g_autofree char *path = probe_path(dir, "original", i), *nr = g_strdup_printf("%d", probe_calls[i]);
+                _cleanup_close_ int pidfd = pidfd_open(scenario_task(s, c[i])->tgid, 0);
+                char *argv[] = { (char *) g_getenv("SECTREE_RESTORE_PROBE"), path, nr, NULL };
+
+                g_assert_cmpint(scenario_exec(s, c[i], argv), ==, 0);
+                if (probe_calls[i] == SYS_sysinfo)
+                        answer_notification(listener, SYS_sysinfo);
+                wait_readable(pidfd, "an original probe to end");
+        }
+}
+
+static void run_restored_probes(RestoreRun *r, const Scenario *s, const ScenarioTask *c, uint64_t listener_id) {
+        start_restored(r);
+        answer_notification(ready_fd(r, "listeners", "snapshot_listener", (json_int_t) listener_id), SYS_sysinfo);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+                wait_readable(ready_fd(r, "processes", "snapshot_pid", scenario_task(s, c[i])->tgid),
+                              "a restored probe to end");
+}
+
+/* ERRNO, USER_NOTIF (answered through the listener copy the restore returns), KILL and ALLOW
+ * come out the same in the restored tasks as in the originals: the probe's log says so. */
+static void test_behaviour_kept(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        struct sock_filter notify[8], kill_insns[4];
+        size_t nn = tests_filter_notify(notify, SYS_sysinfo), nk = filter_kill(kill_insns, SYS_personality);
+        g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL), *options = NULL;
+        g_autoptr(Forest) snapshot = NULL;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(probe_calls)];
+        int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        RestoreRun r;
+
+        g_assert_cmpint(node, >=, 0);
+        g_assert_cmpint(scenario_install(s, a, kill_insns, nk, 0), >=, 0);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+                c[i] = scenario_fork(s, a);
+        snapshot = scan(scenario_root_pid(s));
+        g_assert_cmpuint(snapshot->n_listeners, ==, 1);
+        options = probe_exec_options(dir, s, c);
+        restore_start(snapshot, 0, options, &r);
+        g_assert_null(r.error);
+        assert_restored(snapshot, &r);
+        run_restored_probes(&r, s, c, snapshot->listeners[0]->id);
+        run_original_probes(s, c, node, a, dir);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                g_autofree char *po = probe_path(dir, "original", i), *pr = probe_path(dir, "restored", i);
+                g_autofree char *o = NULL, *rr = NULL;
+                g_assert_true(g_file_get_contents(po, &o, NULL, NULL));
+                g_assert_true(g_file_get_contents(pr, &rr, NULL, NULL));
+                g_test_message("syscall %d: original \"%s\", restored \"%s\"", probe_calls[i], o, rr);
+                g_assert_cmpstr(o, ==, rr);
+                g_assert_nonnull(strstr(o, "call"));
+                (void) unlink(po);
+                (void) unlink(pr);
+        }
+        restore_release(&r);
+        scenario_free(s);
+        (void) rmdir(dir);
+}
+
+/* ---- failures, releases, hostile requests ---- */
+
+/* The test is a child subreaper: anything a restore left behind would become its child. Only the
+ * scenario's root agent may be one. */
+static void assert_nothing_left(pid_t allowed) {
+        g_autofree char *path = g_strdup_printf("/proc/self/task/%d/children", (int) gettid()), *text = NULL;
+        g_auto(GStrv) pids = NULL;
+
+        /* agents killed by earlier scenario_free() calls come here too: reap what is dead */
+        while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+                ;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        pids = g_strsplit(g_strstrip(text), " ", -1);
+        for (size_t i = 0; pids[i]; i++)
+                if (*pids[i] && atoi(pids[i]) != allowed)
+                        g_error("process %s is left over from a restore", pids[i]);
+}
+
+static const struct sock_filter prog_no_clone[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fork, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_vfork, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+};
+
+/* A thread put under a filter that forbids clone by TSYNC: the planner refuses (no task could
+ * create that thread under it); told not to check, the executor's clone fails, and it reports the
+ * step, the call and the errno, and leaves nothing behind. */
+static void test_failing_step(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask t1 = scenario_thread(s, a);
+        g_autoptr(Forest) snapshot = NULL;
+        RestoreRun r;
+
+        g_assert_cmpint(scenario_install(s, t1, prog_no_clone, ELEMENTSOF(prog_no_clone), SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        snapshot = scan(scenario_root_pid(s));
+
+        restore_start(snapshot, 0, NULL, &r);
+        g_assert_nonnull(r.error);
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "stage")), ==, "plan");
+        g_assert_nonnull(strstr(json_string_value(json_object_get(r.error, "message")), "clone(2) gets ERRNO(1)"));
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+
+        restore_start(snapshot, 0, "\"check_syscalls\":false", &r);
+        g_assert_nonnull(r.error);
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "stage")), ==, "execute");
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "op")), ==, "spawn-thread");
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "call")), ==, "clone");
+        g_assert_cmpint(json_integer_value(json_object_get(r.error, "errno")), ==, EPERM);
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "error")), ==, "EPERM");
+        g_assert_true(json_is_integer(json_object_get(r.error, "step")));
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        g_assert_cmpint(kill((pid_t) json_integer_value(json_object_get(r.error, "restore_root")), 0), <, 0);
+        assert_nothing_left(scenario_root_pid(s));
+        restore_done(&r);
+        scenario_free(s);
+}
+
+/* Closing the socket ends every stub, as RELEASE does; so does SIGTERM. */
+static void test_release_by_close_and_signal(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_autoptr(Forest) snapshot = NULL;
+        RestoreRun r;
+        pid_t root;
+
+        scenario_thread(s, a);
+        g_assert_cmpint(scenario_strict(s, scenario_fork(s, scenario_root(s))), ==, 0);
+        snapshot = scan(scenario_root_pid(s));
+
+        restore_start(snapshot, 0, NULL, &r);
+        g_assert_nonnull(r.ready);
+        root = r.root_pid;
+        close(r.sock);
+        r.sock = -1;
+        g_assert_cmpint(wait_executor(&r), ==, 0);
+        g_assert_cmpint(kill(root, 0), <, 0);
+        assert_nothing_left(scenario_root_pid(s));
+        restore_done(&r);
+
+        restore_start(snapshot, NOBODY, NULL, &r);
+        g_assert_nonnull(r.ready);
+        root = r.root_pid;
+        g_assert_cmpint(kill(r.executor, SIGTERM), ==, 0);
+        g_assert_cmpint(wait_executor(&r), ==, 0);
+        g_assert_cmpint(kill(root, 0), <, 0);
+        assert_nothing_left(scenario_root_pid(s));
+        restore_done(&r);
+        scenario_free(s);
+}
+
+static void send_raw_request(RestoreRun *r, const char *payload, int fd) {
+        g_assert_cmpint(restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, payload, payload ? strlen(payload) : 0,
+                                           fd >= 0 ? &fd : NULL, fd >= 0), ==, 0);
+}
+
+/* Start the executor without sending anything. */
+static void spawn_executor(RestoreRun *r) {
+        int pair[2];
+
+        *r = (RestoreRun) { .sock = -1 };
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
+        fflush(NULL);
+        r->executor = fork();
+        g_assert_cmpint(r->executor, >=, 0);
+        if (r->executor == 0)
+                executor_child(pair[1], 0);
+        close(pair[1]);
+        r->sock = pair[0];
+}
+
+static void assert_refused_request(const char *payload, int fd, const char *stage, const char *expect) {
+        RestoreRun r;
+        RestoreFrame f;
+        json_auto_t *doc = NULL;
+
+        spawn_executor(&r);
+        send_raw_request(&r, payload, fd);
+        f = recv_frame(&r);
+        g_assert_cmpint(f.type, ==, RESTORE_FRAME_ERROR);
+        doc = json_loads(f.payload, 0, NULL);
+        g_assert_nonnull(doc);
+        g_test_message("refused: %s", f.payload);
+        g_assert_cmpstr(json_string_value(json_object_get(doc, "stage")), ==, stage);
+        if (!strstr(json_string_value(json_object_get(doc, "message")), expect))
+                g_error("expected \"%s\" in %s", expect, f.payload);
+        restore_frame_done(&f);
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+}
+
+static void test_hostile_requests(void) {
+        if (!tests_require_root())
+                return;
+        g_autoptr(Forest) snapshot = scan(getpid());
+        _cleanup_close_ int good = snapshot_memfd(snapshot), junk = memfd_create("junk", MFD_CLOEXEC);
+        _cleanup_close_ int cycle = memfd_create("cycle", MFD_CLOEXEC);
+        const char *bad_cycle = "{\"format\":\"sectree-snapshot\",\"version\":1}";
+
+        g_assert_cmpint(write(junk, "not a snapshot", 14), ==, 14);
+        g_assert_cmpint(lseek(junk, 0, SEEK_SET), ==, 0);
+        g_assert_cmpint(write(cycle, bad_cycle, strlen(bad_cycle)), ==, (ssize_t) strlen(bad_cycle));
+        g_assert_cmpint(lseek(cycle, 0, SEEK_SET), ==, 0);
+
+        assert_refused_request("{\"version\":1}", -1, "request", "one fd");
+        assert_refused_request("{\"version\":", good, "request", "request:");
+        assert_refused_request("{\"version\":2}", good, "request", "version 2 is not 1");
+        assert_refused_request("{\"version\":1,\"frobnicate\":true}", good, "request", "request:");
+        assert_refused_request("{\"version\":1,\"exec\":[{\"pid\":1}]}", good, "request", "exec[0]");
+        assert_refused_request("{\"version\":1}", junk, "snapshot", "");
+        assert_refused_request("{\"version\":1}", cycle, "snapshot", "");
+        assert_refused_request("{\"version\":1,\"exec\":[{\"pid\":4194304,\"argv\":[\"/bin/true\"]}]}",
+                               good, "plan", "exec: 4194304 is not a process of the snapshot");
+
+        /* garbage instead of a frame: the executor says nothing and exits 1 */
+        RestoreRun r;
+        spawn_executor(&r);
+        g_assert_cmpint(write(r.sock, "GET / HTTP/1.0\r\n\r\n", 18), ==, 18);
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+}
+
+/* ---- random histories on the kernel ---- */
+
+typedef struct Rng {
+        uint64_t s;
+} Rng;
+
+static uint32_t rng_next(Rng *r) {
+        r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
+        return (uint32_t) (r->s >> 33);
+}
+
+static size_t rng_below(Rng *r, size_t n) {
+        return n ? rng_next(r) % n : 0;
+}
+
+#define HISTORY_MAX_TASKS 24
+#define HISTORY_PROGS 6
+
+typedef struct History {
+        Scenario *s;
+        Rng rng;
+        struct sock_filter progs[HISTORY_PROGS][16];
+        size_t prog_len[HISTORY_PROGS];
+        struct sock_filter notify[8];
+        size_t notify_len;
+        bool strict[256];
+} History;
+
+/* A living agent that still takes commands (not in strict mode), or -1. */
+static ScenarioTask random_agent(History *h) {
+        size_t n = scenario_n_tasks(h->s);
+
+        for (int tries = 0; tries < 64; tries++) {
+                ScenarioTask t = (ScenarioTask) rng_below(&h->rng, n);
+                if (scenario_task(h->s, t)->alive && !h->strict[t])
+                        return t;
+        }
+        return -1;
+}
+
+static size_t alive_tasks(History *h) {
+        size_t n = 0;
+        for (size_t t = 0; t < scenario_n_tasks(h->s); t++)
+                n += scenario_task(h->s, (ScenarioTask) t)->alive;
+        return n;
+}
+
+/* Install a filter from the pool (byte-identical ones make distinct objects), with random flags;
+ * sometimes a listener filter whose fd then goes to another process. */
+static void history_install(History *h, ScenarioTask t) {
+        unsigned flags = rng_below(&h->rng, 4) == 0 ? SECCOMP_FILTER_FLAG_LOG : 0;
+        int node;
+
+        if (rng_below(&h->rng, 6) == 0) {
+                flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | (rng_below(&h->rng, 2) ? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV : 0);
+                node = scenario_install(h->s, t, h->notify, h->notify_len, flags);
+                if (node >= 0 && rng_below(&h->rng, 2)) {
+                        ScenarioTask to = random_agent(h);
+                        if (to >= 0)
+                                (void) scenario_share_listener(h->s, node, to);
+                }
+                return;
+        }
+        if (rng_below(&h->rng, 3) == 0)
+                flags |= SECCOMP_FILTER_FLAG_TSYNC; /* may fail, as in the kernel: EBUSY */
+        size_t k = rng_below(&h->rng, HISTORY_PROGS);
+        (void) scenario_install(h->s, t, h->progs[k], h->prog_len[k], flags);
+}
+
+static void history_step(History *h) {
+        ScenarioTask t = random_agent(h);
+        const ScenarioTaskInfo *info;
+        bool room = alive_tasks(h) < HISTORY_MAX_TASKS && scenario_n_tasks(h->s) < ELEMENTSOF(h->strict);
+
+        if (t < 0)
+                return;
+        info = scenario_task(h->s, t);
+        switch (rng_below(&h->rng, 12)) {
+        case 0 ... 2:
+                if (room)
+                        (void) scenario_fork(h->s, t);
+                break;
+        case 3 ... 4:
+                if (room)
+                        (void) scenario_thread(h->s, t);
+                break;
+        case 5 ... 8:
+                history_install(h, t);
+                break;
+        case 9: /* a middle process exits: its children go to the root agent */
+        case 10: /* or a thread */
+                if (t != scenario_root(h->s) && info->tgid != scenario_root_pid(h->s))
+                        (void) scenario_exit(h->s, t);
+                break;
+        default:
+                if (info->head < 0 && info->is_thread && rng_below(&h->rng, 2)) {
+                        if (scenario_strict(h->s, t) == 0)
+                                h->strict[t] = true;
+                } else
+                        (void) scenario_no_new_privs(h->s, t);
+        }
+}
+
+static void run_history(uint64_t seed, bool as_nobody) {
+        g_autoptr(Forest) snapshot = NULL;
+        History h = { .rng = { seed * 2654435761ULL + 7 } };
+        size_t n_steps = 10 + seed % 30;
+
+        for (int k = 0; k < HISTORY_PROGS; k++)
+                h.prog_len[k] = scenario_filter_errno(h.progs[k], SYS_getpriority, k % 3 + 1, (size_t) (k % 3));
+        h.notify_len = tests_filter_notify(h.notify, SYS_sysinfo);
+        h.s = tests_scenario_new();
+        for (size_t i = 0; i < n_steps; i++)
+                history_step(&h);
+        snapshot = scan(scenario_root_pid(h.s));
+        tests_assert_forest_matches(snapshot, h.s, true);
+        g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, snapshot->n_processes,
+                       snapshot->n_filters, snapshot->n_listeners);
+        restore_and_check_as(snapshot, as_nobody ? NOBODY : 0);
+        scenario_free(h.s);
+}
+
+/* Hundreds of histories per run (SECTREE_RESTORE_SEEDS), each restored and compared; one seed
+ * again with SECTREE_RESTORE_SEED. */
+static void test_random_histories(void) {
+        if (!tests_require_root())
+                return;
+        const char *one = g_getenv("SECTREE_RESTORE_SEED"), *count = g_getenv("SECTREE_RESTORE_SEEDS");
+        uint64_t n = count ? g_ascii_strtoull(count, NULL, 10) : 200;
+
+        if (one) {
+                uint64_t seed = g_ascii_strtoull(one, NULL, 10);
+                run_history(seed, seed % 4 == 0);
+                return;
+        }
+        for (uint64_t seed = 1; seed <= n; seed++) {
+                g_test_message("seed %" PRIu64 " (replay: SECTREE_RESTORE_SEED=%" PRIu64 ")", seed, seed);
+                run_history(seed, seed % 4 == 0);
+        }
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
+        /* whatever a restore leaves behind becomes the test's child: assert_nothing_left() sees it */
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
         tests_ensure_tracefs();
         g_test_add_func("/restore/fork-shares", test_fork_shares);
         g_test_add_func("/restore/identical-siblings", test_identical_siblings);
@@ -464,6 +924,11 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore/log-and-wait-killable", test_log_and_wait_killable);
         g_test_add_func("/restore/strict", test_strict);
         g_test_add_func("/restore/no-new-privs", test_no_new_privs);
+        g_test_add_func("/restore/behaviour-kept", test_behaviour_kept);
+        g_test_add_func("/restore/failing-step", test_failing_step);
+        g_test_add_func("/restore/release-by-close-and-signal", test_release_by_close_and_signal);
+        g_test_add_func("/restore/hostile-requests", test_hostile_requests);
+        g_test_add_func("/restore/random-histories", test_random_histories);
         int r = g_test_run();
         bpf_scanner_free(scanner);
         return r;
