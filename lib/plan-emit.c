@@ -57,8 +57,9 @@ static int new_task(Planner *p, PlanTaskKind kind, size_t process, const Task *s
         plan->tasks[plan->n_tasks] = (PlanTask) { .kind = kind, .process = process, .snapshot = snap };
         if (plan->processes[process].leader == PLAN_NONE)
                 plan->processes[process].leader = plan->n_tasks;
-        if (kind == PLAN_TASK_HELPER && plan->processes[process].kind != PLAN_PROCESS_HELPER)
-                plan->n_helper_threads++;
+        if (kind == PLAN_TASK_HELPER && plan->processes[process].kind != PLAN_PROCESS_HELPER &&
+            !(plan->processes[process].kind == PLAN_PROCESS_ROOT && plan->processes[process].leader == plan->n_tasks))
+                plan->n_helper_threads++; /* the restore root's own thread is no helper */
         *ret = plan->n_tasks++;
         return 0;
 }

@@ -6,10 +6,13 @@
 #include <stddef.h>
 #include <sys/syscall.h>
 
+#include <jansson.h>
+
 #include "plan-kmodel.h"
 #include "plan-verify.h"
 #include "plan.h"
 #include "snapshot-validate.h"
+#include "snapshot.h"
 #include "tests-util.h"
 
 #define N_PROGS 16
@@ -541,6 +544,99 @@ static void test_exec_planned(void) {
         kmodel_deinit(&h.km);
 }
 
+/* ---- sectreectl plan FILE ---- */
+
+/* Write f as a snapshot file (JSON) into a new temporary file; returns its path. */
+static char *write_snapshot_file(const Forest *f) {
+        g_autofree char *path = NULL;
+        int fd = g_file_open_tmp("sectree-plan-XXXXXX.json", &path, NULL);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(snapshot_write_fd(f, SNAPSHOT_FORMAT_JSON, fd), ==, 0);
+        close(fd);
+        return g_steal_pointer(&path);
+}
+
+static int run_sectreectl(const char *const *args, char **out, char **err) {
+        g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), args);
+        return tests_run_capture((char **) argv->pdata, out, err);
+}
+
+/* The verb prints the steps plan_build() makes, one per line, numbered; --json the same as data;
+ * a snapshot the planner refuses is exit 1 with the reason on one line. */
+static void test_sectreectl_plan(void) {
+        g_autofree char *out = NULL, *err = NULL, *path = NULL, *bad = NULL;
+        g_autoptr(Forest) s = NULL;
+        PlanOptions o = PLAN_OPTIONS_DEFAULT;
+        json_error_t je;
+        Plan *p = NULL;
+        Hist h;
+
+        if (!tests_require(g_getenv("SECTREECTL") != NULL, "SECTREECTL is not set (run through meson)"))
+                return;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        h_install(&h, a, 0, SECCOMP_FILTER_FLAG_LOG);
+        h_fork(&h, h_thread(&h, a));
+        s = hist_snapshot(&h);
+        path = write_snapshot_file(s);
+        o.unprivileged = geteuid() != 0;
+        g_assert_cmpint(plan_build(s, &o, &p, NULL), ==, 0);
+
+        g_assert_cmpint(run_sectreectl((const char *[]) { "plan", path, NULL }, &out, &err), ==, 0);
+        g_assert_nonnull(strstr(out, "Restore plan for "));
+        g_assert_nonnull(strstr(out, "install filter 1 (7 insns, log) with seccomp(2)"));
+        for (size_t i = 0; i < p->n_steps; i++) {
+                g_autofree char *step = plan_step_describe(p, i), *line = g_strdup_printf("%4zu  %s\n", i, step);
+                g_assert_nonnull(strstr(out, line));
+        }
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+
+        g_assert_cmpint(run_sectreectl((const char *[]) { "plan", "--no-legend", path, NULL }, &out, &err), ==, 0);
+        g_assert_true(g_str_has_prefix(out, "   0  restore root: fork pid"));
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+
+        g_assert_cmpint(run_sectreectl((const char *[]) { "--json", "plan", path, NULL }, &out, &err), ==, 0);
+        json_t *doc = json_loads(out, 0, &je);
+        g_assert_nonnull(doc);
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "steps")), ==, p->n_steps);
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "processes")), ==, p->n_processes);
+        g_assert_cmpstr(json_string_value(json_object_get(doc, "file")), ==, path);
+        g_assert_cmpint(json_integer_value(json_object_get(json_object_get(doc, "snapshot"), "processes")), ==, 3);
+        json_decref(doc);
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+
+        /* refused */
+        g_autoptr(Forest) f = forest_new();
+        Filter *x;
+        for (pid_t pid = 100; pid <= 200; pid += 100) {
+                Process *proc;
+                Task *t;
+                if (pid == 100)
+                        g_assert_cmpint(forest_add_filter(f, 1, 0, progs[0], prog_len[0], &x), ==, 0);
+                g_assert_cmpint(forest_add_process(f, pid, &proc), ==, 0);
+                strcpy(proc->comm, "p");
+                g_assert_cmpint(process_add_thread(proc, pid, &t), ==, 0);
+                t->mode = TASK_MODE_FILTER;
+                t->filter_id = 1;
+                g_assert_cmpint(process_add_thread(proc, pid + 1, &t), ==, 0);
+        }
+        f->backend = strdup("bpf");
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        bad = write_snapshot_file(f);
+        g_assert_cmpint(run_sectreectl((const char *[]) { "plan", bad, NULL }, &out, &err), ==, 1);
+        g_assert_nonnull(strstr(err, "exactly: filter 1 would have to be installed twice"));
+        g_assert_cmpstr(out, ==, "");
+
+        (void) unlink(path);
+        (void) unlink(bad);
+        plan_free(p);
+        kmodel_deinit(&h.km);
+}
+
 /* ---- random histories ---- */
 
 typedef struct Rng {
@@ -692,6 +788,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/shared-by-orphans", test_shared_by_orphans);
         g_test_add_func("/plan/no-new-privs", test_no_new_privs);
         g_test_add_func("/plan/exec", test_exec_planned);
+        g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);
         g_test_add_func("/plan/refuse/cousins", test_refuse_cousins);
         g_test_add_func("/plan/refuse/clone-stopped", test_refuse_clone_stopped);
