@@ -223,35 +223,6 @@ static bool step_done(const RuntimeSlot *s, uint32_t seq) {
         return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) == seq;
 }
 
-/* Wait until the task says the step ran, its process dies, or the deadline passes. */
-static int wait_done(Controller *c, size_t i, uint32_t seq) {
-        const PlanStep *st = &c->plan->steps[i];
-        RuntimeSlot *s = &c->shared->slots[st->task];
-        int pidfd = c->pidfds[c->plan->tasks[st->task].process];
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + c->step_timeout_usec;
-
-        for (;;) {
-                struct pollfd pfd[2] = { { .fd = c->report_fd, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
-                uint64_t v;
-
-                if (step_done(s, seq))
-                        return 0;
-                if (poll(pfd, 2, POLL_MSEC) < 0 && errno != EINTR)
-                        return fail(c, i, -errno, "poll() failed");
-                (void) !read(c->report_fd, &v, sizeof(v));
-                controller_heartbeat(c);
-                if (step_done(s, seq))
-                        return 0;
-                if (pfd[1].revents & POLLIN)
-                        return task_died(c, i);
-                if (now_usec(CLOCK_MONOTONIC) > deadline) {
-                        _cleanup_free_ char *what = plan_step_describe(c->plan, i);
-                        return fail(c, i, -ETIMEDOUT, "step %zu (%s) did not finish within %" PRIu64 " ms", i,
-                                    what ?: "?", c->step_timeout_usec / 1000);
-                }
-        }
-}
-
 /* Hand the listener copy over the handoff socket, for the receive step that follows. */
 static int send_listener(Controller *c, size_t i) {
         const PlanStep *st = &c->plan->steps[i];
@@ -398,23 +369,171 @@ static int step_failed(Controller *c, size_t i) {
                     runtime_call_to_string(s->call) ?: "?", strerror(-s->result));
 }
 
-static int run_step(Controller *c, size_t i) {
-        uint32_t seq;
-        int r;
+/* ---- running the steps, many at once ---- */
 
-        r = before_step(c, i);
-        if (r < 0)
+/* Steps of different processes commute, except those that change or use what processes share:
+ * reparenting (subreaper bits, helper processes and their reaping) and the handoff socket. The
+ * scheduler runs the steps of one process in the plan's order, a task's first step after the step
+ * that made it, and a barrier step alone, after every step before it. */
+#define MAX_IN_FLIGHT 128
+#define WINDOW 1024
+
+typedef struct Schedule {
+        size_t *prev;     /* per step: the step before it in the same process, SIZE_MAX */
+        size_t *made_by;  /* per task: the step that creates it, SIZE_MAX for the restore root's */
+        bool *issued, *done;
+        uint32_t *seq;    /* per step: its sequence number in its task's slot */
+        uint64_t *started; /* per step: when it was issued (CLOCK_MONOTONIC µs) */
+        size_t in_flight[MAX_IN_FLIGHT];
+        size_t n_in_flight;
+        size_t lo;        /* every step before it is done */
+} Schedule;
+
+static void schedule_done(Schedule *sc) {
+        free(sc->prev);
+        free(sc->made_by);
+        free(sc->issued);
+        free(sc->done);
+        free(sc->seq);
+        free(sc->started);
+}
+
+static bool is_barrier(const Plan *p, const PlanStep *st) {
+        size_t target_process = st->op == PLAN_OP_SPAWN_PROCESS ? p->tasks[st->target].process : PLAN_NONE;
+
+        return st->op == PLAN_OP_SET_SUBREAPER || st->op == PLAN_OP_REAP || st->op == PLAN_OP_RECEIVE_LISTENER ||
+               p->processes[p->tasks[st->task].process].kind == PLAN_PROCESS_HELPER ||
+               (target_process != PLAN_NONE && p->processes[target_process].kind == PLAN_PROCESS_HELPER);
+}
+
+static int schedule_init(Schedule *sc, const Plan *p) {
+        _cleanup_free_ size_t *last = calloc(p->n_processes ?: 1, sizeof(size_t));
+
+        *sc = (Schedule) {};
+        sc->prev = calloc(p->n_steps ?: 1, sizeof(size_t));
+        sc->made_by = calloc(p->n_tasks ?: 1, sizeof(size_t));
+        sc->issued = calloc(p->n_steps ?: 1, sizeof(bool));
+        sc->done = calloc(p->n_steps ?: 1, sizeof(bool));
+        sc->seq = calloc(p->n_steps ?: 1, sizeof(uint32_t));
+        sc->started = calloc(p->n_steps ?: 1, sizeof(uint64_t));
+        if (!last || !sc->prev || !sc->made_by || !sc->issued || !sc->done || !sc->seq || !sc->started)
+                return log_oom();
+        for (size_t i = 0; i < p->n_processes; i++)
+                last[i] = SIZE_MAX;
+        for (size_t t = 0; t < p->n_tasks; t++)
+                sc->made_by[t] = SIZE_MAX;
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const PlanStep *st = &p->steps[i];
+                size_t pp = p->tasks[st->task].process;
+                sc->prev[i] = last[pp];
+                last[pp] = i;
+                if (st->op == PLAN_OP_SPAWN_THREAD || st->op == PLAN_OP_SPAWN_PROCESS)
+                        sc->made_by[st->target] = i;
+        }
+        return 0;
+}
+
+static bool dep_done(const Schedule *sc, size_t dep) {
+        return dep == SIZE_MAX || sc->done[dep];
+}
+
+/* Issue every step that may run now, in the plan's order, up to a barrier that may not. */
+static int issue_ready(Controller *c, Schedule *sc, size_t end) {
+        const Plan *p = c->plan;
+
+        for (size_t i = sc->lo; i < end && i < sc->lo + WINDOW && sc->n_in_flight < MAX_IN_FLIGHT; i++) {
+                const PlanStep *st = &p->steps[i];
+                bool barrier;
+                int r;
+
+                if (sc->issued[i])
+                        continue;
+                barrier = is_barrier(p, st);
+                if (barrier && (i != sc->lo || sc->n_in_flight > 0))
+                        return 0; /* it runs alone, after everything before it */
+                if (!dep_done(sc, sc->prev[i]) || !dep_done(sc, sc->made_by[st->task]))
+                        continue;
+                r = before_step(c, i);
+                if (r < 0)
+                        return r;
+                sc->issued[i] = true;
+                sc->seq[i] = issue(c, i);
+                sc->started[i] = now_usec(CLOCK_MONOTONIC);
+                sc->in_flight[sc->n_in_flight++] = i;
+                if (barrier)
+                        return 0;
+        }
+        return 0;
+}
+
+/* A step in flight that has not finished: did its process die, or its time run out? */
+static int check_stalled(Controller *c, Schedule *sc, size_t i) {
+        int pidfd = c->pidfds[c->plan->tasks[c->plan->steps[i].task].process];
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+        if (pidfd >= 0 && poll(&pfd, 1, 0) > 0 && !step_done(&c->shared->slots[c->plan->steps[i].task], sc->seq[i]))
+                return task_died(c, i);
+        if (now_usec(CLOCK_MONOTONIC) - sc->started[i] > c->step_timeout_usec) {
+                _cleanup_free_ char *what = plan_step_describe(c->plan, i);
+                return fail(c, i, -ETIMEDOUT, "step %zu (%s) did not finish within %" PRIu64 " ms", i, what ?: "?",
+                            c->step_timeout_usec / 1000);
+        }
+        return 0;
+}
+
+/* Take in the steps that finished; -errno on a failure. */
+static int collect(Controller *c, Schedule *sc, bool check) {
+        for (size_t k = 0; k < sc->n_in_flight;) {
+                size_t i = sc->in_flight[k];
+                int r;
+
+                if (!step_done(&c->shared->slots[c->plan->steps[i].task], sc->seq[i])) {
+                        if (check && (r = check_stalled(c, sc, i)) < 0)
+                                return r;
+                        k++;
+                        continue;
+                }
+                sc->in_flight[k] = sc->in_flight[--sc->n_in_flight];
+                if (c->shared->slots[c->plan->steps[i].task].result < 0)
+                        return step_failed(c, i);
+                r = after_step(c, i);
+                if (r < 0)
+                        return r;
+                sc->done[i] = true;
+        }
+        while (sc->lo < c->plan->n_steps && sc->done[sc->lo])
+                sc->lo++;
+        return 0;
+}
+
+/* Every step before end, as many at a time as the dependencies allow. */
+static int run_steps(Controller *c, size_t end) {
+        _cleanup_(schedule_done) Schedule sc = {};
+        int r = schedule_init(&sc, c->plan);
+
+        while (r >= 0 && sc.lo < end) {
+                struct pollfd pfd = { .fd = c->report_fd, .events = POLLIN };
+                uint64_t v;
+                int n;
+
+                r = issue_ready(c, &sc, end);
+                if (r < 0)
+                        break;
+                n = poll(&pfd, 1, POLL_MSEC);
+                if (n < 0 && errno != EINTR)
+                        return fail(c, SIZE_MAX, -errno, "poll() failed");
+                (void) !read(c->report_fd, &v, sizeof(v));
+                controller_heartbeat(c);
+                r = collect(c, &sc, n == 0);
+        }
+        if (r < 0) /* let what is in flight end before the caller kills everything */
                 return r;
-        seq = issue(c, i);
-        r = wait_done(c, i, seq);
-        if (r < 0)
-                return r;
-        if (c->shared->slots[c->plan->steps[i].task].result < 0)
-                return step_failed(c, i);
-        return after_step(c, i);
+        c->next_step = end;
+        return 0;
 }
 
 int controller_run(Controller *c) {
+        size_t end = 0;
         int r;
 
         runtime = (Runtime) {
@@ -427,12 +546,13 @@ int controller_run(Controller *c) {
                 .exec_path = runtime.exec_path,
                 .envp = runtime.envp,
         };
+        while (end < c->plan->n_steps && !c->plan->steps[end].after_start)
+                end++;
         r = fork_root(c);
         close_fd(&c->control_r);
         close_fd(&c->handoff_t);
-        for (c->next_step = 0; r >= 0 && c->next_step < c->plan->n_steps && !c->plan->steps[c->next_step].after_start;
-             c->next_step++)
-                r = run_step(c, c->next_step);
+        if (r >= 0)
+                r = run_steps(c, end);
         if (r < 0)
                 controller_kill_all(c);
         return r;
