@@ -35,9 +35,7 @@ static int push(JobStack *s, Job j) {
 
 static int new_process(Planner *p, PlanProcessKind kind, const Process *snap, size_t parent, size_t *ret) {
         Plan *plan = p->plan;
-        size_t allocated = plan->n_processes;
-
-        if (GROW(plan->processes, allocated, plan->n_processes + 1) < 0)
+        if (GROW(plan->processes, p->n_processes_allocated, plan->n_processes + 1) < 0)
                 return -ENOMEM;
         plan->processes[plan->n_processes] = (PlanProcess) {
                 .kind = kind, .snapshot = snap, .parent = parent, .leader = PLAN_NONE, .exec = PLAN_NONE,
@@ -50,9 +48,7 @@ static int new_process(Planner *p, PlanProcessKind kind, const Process *snap, si
 
 static int new_task(Planner *p, PlanTaskKind kind, size_t process, const Task *snap, size_t *ret) {
         Plan *plan = p->plan;
-        size_t allocated = plan->n_tasks;
-
-        if (GROW(plan->tasks, allocated, plan->n_tasks + 1) < 0)
+        if (GROW(plan->tasks, p->n_tasks_allocated, plan->n_tasks + 1) < 0)
                 return -ENOMEM;
         plan->tasks[plan->n_tasks] = (PlanTask) { .kind = kind, .process = process, .snapshot = snap };
         if (plan->processes[process].leader == PLAN_NONE)
@@ -83,10 +79,10 @@ static int new_thread_task(Planner *p, size_t g, size_t pp, size_t *ret) {
 
 static int emit(Planner *p, PlanStep st) {
         Plan *plan = p->plan;
-        size_t allocated = plan->n_steps, i;
+        size_t i;
         int r;
 
-        if (GROW(plan->steps, allocated, plan->n_steps + 1) < 0)
+        if (GROW(plan->steps, p->n_steps_allocated, plan->n_steps + 1) < 0)
                 return -ENOMEM;
         i = plan->n_steps++;
         plan->steps[i] = st;
@@ -120,21 +116,19 @@ static size_t kprocess_of(const Planner *p, size_t task) {
         return p->km.tasks[task].process;
 }
 
+static uint64_t holder_key(pid_t pid, int fd) {
+        return (uint64_t) (uint32_t) pid << 32 | (uint32_t) fd;
+}
+
 /* Is process pp (plan) a holder of listener object l at fd in the snapshot? */
 static bool holds_at(const Planner *p, size_t pp, size_t l, int fd) {
         const PlanProcess *x = &p->plan->processes[pp];
+        uintptr_t li;
 
         if (x->kind != PLAN_PROCESS_RESTORED)
                 return false;
-        for (size_t i = 0; i < p->s->n_listeners; i++) {
-                const Listener *sl = p->s->listeners[i];
-                if (p->sim.listener_object[i] != l)
-                        continue;
-                for (size_t j = 0; j < sl->n_holders; j++)
-                        if (sl->holders[j].pid == x->snapshot->pid && sl->holders[j].fd == fd)
-                                return true;
-        }
-        return false;
+        li = (uintptr_t) hashmap_get(&p->listener_by_holder, holder_key(x->snapshot->pid, fd));
+        return li && p->sim.listener_object[li - 1] == l;
 }
 
 /* A new process starts with its creator's fd table: close what it must not hold. */
@@ -236,12 +230,10 @@ static size_t some_task_of(const Planner *p, size_t pp) {
 
 static int note_subreaper(Planner *p, size_t i) {
         Plan *plan = p->plan;
-        size_t allocated = plan->n_subreapers;
-
         for (size_t k = 0; k < plan->n_subreapers; k++)
                 if (plan->subreapers[k] == p->s->processes[i]->pid)
                         return 0;
-        if (GROW(plan->subreapers, allocated, plan->n_subreapers + 1) < 0)
+        if (GROW(plan->subreapers, p->n_subreapers_allocated, plan->n_subreapers + 1) < 0)
                 return -ENOMEM;
         plan->subreapers[plan->n_subreapers++] = p->s->processes[i]->pid;
         return 0;
@@ -530,10 +522,9 @@ static int note_nnp_added(Planner *p) {
 
         for (size_t pp = 0; pp < plan->n_processes; pp++) {
                 const PlanProcess *x = &plan->processes[pp];
-                size_t allocated = plan->n_nnp_added;
                 if (x->kind != PLAN_PROCESS_RESTORED || x->snapshot->no_new_privs || !p->km.tasks[x->leader].nnp)
                         continue;
-                if (GROW(plan->nnp_added, allocated, plan->n_nnp_added + 1) < 0)
+                if (GROW(plan->nnp_added, p->n_nnp_added_allocated, plan->n_nnp_added + 1) < 0)
                         return -ENOMEM;
                 plan->nnp_added[plan->n_nnp_added++] = x->snapshot->pid;
         }
@@ -573,9 +564,16 @@ static int alloc_emitter(Planner *p) {
         for (size_t j = 0; j < p->nf; j++)
                 p->listener_of_filter[j] = PLAN_NONE;
         for (size_t li = 0; li < p->s->n_listeners; li++) {
-                const Filter *f = forest_find_filter(p->s, p->s->listeners[li]->filter_id);
+                const Listener *l = p->s->listeners[li];
+                const Filter *f = forest_find_filter(p->s, l->filter_id);
                 if (f)
                         p->listener_of_filter[f->index] = li;
+                for (size_t j = 0; j < l->n_holders; j++) {
+                        int r = hashmap_replace(&p->listener_by_holder, holder_key(l->holders[j].pid, l->holders[j].fd),
+                                                (void *) (uintptr_t) (li + 1));
+                        if (r < 0)
+                                return r;
+                }
         }
         return plan_sim_state_init(&p->sim, p->s);
 }

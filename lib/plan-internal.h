@@ -74,12 +74,16 @@ typedef struct Planner {
 
         /* the emitter */
         Plan *plan;
+        size_t n_processes_allocated, n_tasks_allocated, n_steps_allocated, n_subreapers_allocated,
+                n_nnp_added_allocated; /* of plan's arrays */
         KModel km;
         PlanSimState sim;        /* what running the steps on km keeps */
         size_t *thread_task;     /* [n_threads]: the plan task of each snapshot thread, PLAN_NONE */
         size_t *process_plan;    /* [np + 1]: the plan process of each snapshot process */
         size_t *listener_of_filter; /* [nf]: the snapshot listener of each filter, PLAN_NONE */
         Hashmap process_by_pid;  /* pid -> snapshot process index + 1 */
+        Hashmap listener_by_holder; /* pid << 32 | fd -> snapshot listener index + 1 */
+        Hashmap verdicts;        /* cached system call verdicts, see plan-syscalls.c */
 } Planner;
 
 /* Set *p->error and return -EINVAL ("Cannot restore: " is not added: say what and where). */
@@ -103,5 +107,7 @@ int plan_emit(Planner *p);
 int plan_check_step(Planner *p, size_t i);
 /* After step i was applied: the task reports and waits for its next step. */
 int plan_check_after_step(Planner *p, size_t i);
+/* Free the cache of system call verdicts. */
+void plan_verdict_cache_free(Planner *p);
 /* Would step s (not yet emitted) pass both checks? Sets s->syscall. */
 bool plan_step_possible(Planner *p, PlanStep *s);

@@ -161,10 +161,10 @@ static bool verdict_allows(const Verdict *v) {
         return action == SECCOMP_RET_ALLOW || action == SECCOMP_RET_LOG;
 }
 
-/* Run call c through the chain task t runs under in the model. */
-static int evaluate(const Planner *p, size_t t, const Call *c, Verdict *ret) {
+/* Run call c through the chain that starts at model filter head. */
+static int evaluate_chain(const Planner *p, size_t head, const Call *c, Verdict *ret) {
         const KModel *km = &p->km;
-        size_t head = km->tasks[t].head, n = head == KMODEL_NONE ? 0 : km->filters[head].depth, i = 0;
+        size_t n = head == KMODEL_NONE ? 0 : km->filters[head].depth, i = 0;
         _cleanup_free_ ChainProgram *chain = calloc(n ?: 1, sizeof(ChainProgram));
         _cleanup_free_ size_t *objects = calloc(n ?: 1, sizeof(size_t));
         struct seccomp_data d = { .nr = c->nr, .arch = seccomp_arch_native() };
@@ -184,8 +184,68 @@ static int evaluate(const Planner *p, size_t t, const Call *c, Verdict *ret) {
         return 0;
 }
 
+/* Many tasks run under one chain and make the same calls: verdicts are kept per (head, call). */
+typedef struct CachedVerdict {
+        size_t head;
+        int nr;
+        uint64_t args[6];
+        Verdict verdict;
+        struct CachedVerdict *next;
+} CachedVerdict;
+
+static uint64_t verdict_key(size_t head, const Call *c) {
+        uint64_t h = 14695981039346656037ULL;
+        uint64_t words[8] = { head, (uint64_t) c->nr, c->args[0], c->args[1], c->args[2], c->args[3], c->args[4], c->args[5] };
+
+        for (size_t i = 0; i < ELEMENTSOF(words); i++)
+                h = (h ^ words[i]) * 1099511628211ULL;
+        return h;
+}
+
+void plan_verdict_cache_free(Planner *p) {
+        uint64_t key;
+        void *value;
+
+        for (size_t i = 0; hashmap_next(&p->verdicts, &i, &key, &value);)
+                for (CachedVerdict *e = value, *next; e; e = next) {
+                        next = e->next;
+                        free(e);
+                }
+        hashmap_deinit(&p->verdicts);
+}
+
+/* Run call c through the chain task t runs under in the model. */
+static int evaluate(Planner *p, size_t t, const Call *c, Verdict *ret) {
+        size_t head = p->km.tasks[t].head;
+        uint64_t key = verdict_key(head, c);
+        CachedVerdict *first = hashmap_get(&p->verdicts, key), *e;
+        int r;
+
+        if (head == KMODEL_NONE) {
+                *ret = (Verdict) { .ret = SECCOMP_RET_ALLOW };
+                return 0;
+        }
+        for (e = first; e; e = e->next)
+                if (e->head == head && e->nr == c->nr && memcmp(e->args, c->args, sizeof(e->args)) == 0) {
+                        *ret = e->verdict;
+                        return 0;
+                }
+        r = evaluate_chain(p, head, c, ret);
+        if (r < 0)
+                return r;
+        e = malloc(sizeof(CachedVerdict));
+        if (!e)
+                return -ENOMEM;
+        *e = (CachedVerdict) { .head = head, .nr = c->nr, .verdict = *ret, .next = first };
+        memcpy(e->args, c->args, sizeof(e->args));
+        r = hashmap_replace(&p->verdicts, key, e);
+        if (r < 0)
+                free(e);
+        return r;
+}
+
 /* The first call of c the chain stops, or -1: 0 / 1 with *ret_call and *ret_verdict. */
-static int first_stopped(const Planner *p, size_t t, const Calls *c, size_t *ret_call, Verdict *ret_verdict) {
+static int first_stopped(Planner *p, size_t t, const Calls *c, size_t *ret_call, Verdict *ret_verdict) {
         for (size_t k = 0; k < c->n; k++) {
                 int r = evaluate(p, t, &c->v[k], ret_verdict);
                 if (r < 0)

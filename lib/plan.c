@@ -80,6 +80,8 @@ static void planner_done(Planner *p) {
         free(p->listener_of_filter);
         plan_sim_state_done(&p->sim);
         kmodel_deinit(&p->km);
+        hashmap_deinit(&p->listener_by_holder);
+        plan_verdict_cache_free(p);
 }
 
 int plan_build(const Forest *snapshot, const PlanOptions *options, Plan **ret, char **error) {
