@@ -15,12 +15,6 @@
 
 #include "raw.h"
 
-#ifndef PR_SET_CHILD_SUBREAPER
-#define PR_SET_CHILD_SUBREAPER 36
-#endif
-#ifndef __WALL
-#define __WALL 0x40000000
-#endif
 
 Runtime runtime;
 

@@ -95,16 +95,14 @@ static json_t *pid_array(const pid_t *v, size_t n) {
         return a;
 }
 
+/* The fds READY indexes, in the order they will be sent. */
 typedef struct FdList {
         int *v;
-        size_t n, allocated;
+        size_t n;
 } FdList;
 
-static int fd_list_push(FdList *l, int fd) {
-        if (GROW(l->v, l->allocated, l->n + 1) < 0)
-                return -ENOMEM;
-        l->v[l->n++] = fd;
-        return 0;
+static void fd_list_push(FdList *l, int fd) {
+        l->v[l->n++] = fd; /* sized for every process and filter */
 }
 
 static json_t *ready_processes(const Controller *c, FdList *fds) {
@@ -116,8 +114,7 @@ static json_t *ready_processes(const Controller *c, FdList *fds) {
                         continue;
                 json_array_append_new(a, json_pack("{s:i, s:i, s:i}", "snapshot_pid", p->processes[pp].snapshot->pid,
                                                    "pid", c->pids[pp], "fd", (int) fds->n));
-                if (fd_list_push(fds, c->pidfds[pp]) < 0)
-                        return json_decref(a), NULL;
+                fd_list_push(fds, c->pidfds[pp]);
         }
         return a;
 }
@@ -142,16 +139,14 @@ static json_t *ready_listeners(const Controller *c, FdList *fds) {
                         continue;
                 json_array_append_new(a, json_pack("{s:I, s:I, s:i}", "snapshot_listener", (json_int_t) s->listeners[i]->id,
                                                    "filter", (json_int_t) s->listeners[i]->filter_id, "fd", (int) fds->n));
-                if (fd_list_push(fds, c->listener_fds[i]) < 0)
-                        return json_decref(a), NULL;
+                fd_list_push(fds, c->listener_fds[i]);
         }
         for (size_t j = 0; a && j < s->n_filters; j++) {
                 if (c->filter_listener_fds[j] < 0)
                         continue;
                 json_array_append_new(a, json_pack("{s:n, s:I, s:i}", "snapshot_listener", "filter",
                                                    (json_int_t) s->filters[j]->id, "fd", (int) fds->n));
-                if (fd_list_push(fds, c->filter_listener_fds[j]) < 0)
-                        return json_decref(a), NULL;
+                fd_list_push(fds, c->filter_listener_fds[j]);
         }
         return a;
 }
@@ -159,18 +154,19 @@ static json_t *ready_listeners(const Controller *c, FdList *fds) {
 /* READY, then the fds it indexes in FDS frames. */
 static int send_ready(const Controller *c, bool unprivileged) {
         const Plan *p = c->plan;
-        _cleanup_free_ int *fdv = NULL;
-        FdList fds = {};
+        _cleanup_free_ int *fdv = calloc(p->n_processes + p->snapshot->n_listeners + p->snapshot->n_filters + 1, sizeof(int));
+        FdList fds = { .v = fdv };
         json_auto_t *doc = NULL;
         int r;
 
+        if (!fdv)
+                return log_oom();
         doc = json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:I, s:b}", "restore_root", c->pids[0],
                         "processes", ready_processes(c, &fds), "threads", ready_threads(c), "listeners",
                         ready_listeners(c, &fds), "no_new_privs_added", pid_array(p->nnp_added, p->n_nnp_added),
                         "subreapers", pid_array(p->subreapers, p->n_subreapers), "helpers", "processes",
                         (json_int_t) p->n_helper_processes, "threads", (json_int_t) p->n_helper_threads, "steps",
                         (json_int_t) p->n_steps, "unprivileged", unprivileged);
-        fdv = fds.v;
         if (!doc)
                 return log_oom();
         json_object_set_new(doc, "n_fds", json_integer((json_int_t) fds.n));

@@ -19,22 +19,27 @@ void idxvec_array_free(IdxVec *a, size_t n) {
         free(a);
 }
 
+int plan_verror(char **error, int r, const char *format, va_list ap) {
+        char *s;
+
+        if (vasprintf(&s, format, ap) < 0)
+                return -ENOMEM;
+        if (error) {
+                free(*error);
+                *error = s;
+        } else
+                free(s);
+        return r;
+}
+
 int plan_refuse(Planner *p, const char *format, ...) {
         va_list ap;
-        char *s;
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&s, format, ap);
+        r = plan_verror(p->error, -EINVAL, format, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        if (p->error) {
-                free(*p->error);
-                *p->error = s;
-        } else
-                free(s);
-        return -EINVAL;
+        return r;
 }
 
 const char *plan_process_name(const Planner *p, size_t process, char *buf, size_t size) {

@@ -2,6 +2,8 @@
  * filter, what each process inherits, where each process is created) and the emitter's state */
 #pragma once
 
+#include <stdarg.h>
+
 #include "plan-kmodel.h"
 #include "plan.h"
 
@@ -86,6 +88,8 @@ typedef struct Planner {
         Hashmap verdicts;        /* cached system call verdicts, see plan-syscalls.c */
 } Planner;
 
+/* Set *error (if not NULL) to the message and return r (-ENOMEM when it cannot be made). */
+int plan_verror(char **error, int r, const char *format, va_list ap) _printf_(3, 0);
 /* Set *p->error and return -EINVAL ("Cannot restore: " is not added: say what and where). */
 int plan_refuse(Planner *p, const char *format, ...) _printf_(2, 3);
 

@@ -28,14 +28,10 @@ void plan_sim_state_done(PlanSimState *st) {
 _printf_(3, 4) static int sim_fail(char **error, int r, const char *format, ...) {
         va_list ap;
 
-        if (error) {
-                free(*error);
-                va_start(ap, format);
-                if (vasprintf(error, format, ap) < 0)
-                        *error = NULL;
-                va_end(ap);
-        }
-        return r == -ENOMEM ? r : -EPROTO;
+        va_start(ap, format);
+        r = plan_verror(error, r == -ENOMEM ? r : -EPROTO, format, ap);
+        va_end(ap);
+        return r;
 }
 
 static int set_last_install_fd(PlanSimState *st, size_t t, int fd) {

@@ -12,12 +12,6 @@
 #include "eval.h"
 #include "plan-internal.h"
 
-#ifndef PR_SET_CHILD_SUBREAPER
-#define PR_SET_CHILD_SUBREAPER 36
-#endif
-#ifndef __WALL
-#define __WALL 0x40000000
-#endif
 #define FUTEX_WAIT_ 0
 
 /* A pointer argument: filters see an address, not what it points to. */

@@ -639,21 +639,13 @@ static void test_sectreectl_plan(void) {
 
 /* ---- random histories ---- */
 
-typedef struct Rng {
-        uint64_t s;
-} Rng;
-
-static uint32_t rng_next(Rng *r) {
-        r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
-        return (uint32_t) (r->s >> 33);
-}
-
-static size_t rng_below(Rng *r, size_t n) {
-        return n ? rng_next(r) % n : 0;
+/* A number in [0, n). */
+static size_t rng_below(GRand *r, size_t n) {
+        return n ? (size_t) g_rand_int_range(r, 0, (gint32) n) : 0;
 }
 
 /* A living task (optionally not in strict mode), or KMODEL_NONE. */
-static size_t random_task(Hist *h, Rng *r, bool not_strict) {
+static size_t random_task(Hist *h, GRand *r, bool not_strict) {
         for (int tries = 0; tries < 64; tries++) {
                 size_t t = rng_below(r, h->km.n_tasks);
                 if (h->km.tasks[t].alive && (!not_strict || h->km.tasks[t].mode != TASK_MODE_STRICT))
@@ -662,12 +654,12 @@ static size_t random_task(Hist *h, Rng *r, bool not_strict) {
         return KMODEL_NONE;
 }
 
-static size_t random_process(Hist *h, Rng *r) {
+static size_t random_process(Hist *h, GRand *r) {
         size_t t = random_task(h, r, false);
         return t == KMODEL_NONE ? KMODEL_NONE : h->km.tasks[t].process;
 }
 
-static void random_install(Hist *h, Rng *r, size_t t) {
+static void random_install(Hist *h, GRand *r, size_t t) {
         unsigned flags = 0;
         int k = (int) rng_below(r, N_PROGS), fd;
 
@@ -689,7 +681,7 @@ static void random_install(Hist *h, Rng *r, size_t t) {
         }
 }
 
-static void random_step(Hist *h, Rng *r) {
+static void random_step(Hist *h, GRand *r) {
         size_t t = random_task(h, r, true), p;
 
         if (t == KMODEL_NONE)
@@ -728,15 +720,15 @@ static void random_step(Hist *h, Rng *r) {
 }
 
 static void run_seed(uint64_t seed, size_t n_steps) {
-        Rng r = { .s = seed * 2654435761ULL + 1 };
+        g_autoptr(GRand) r = g_rand_new_with_seed((guint32) seed);
         g_autoptr(Forest) s = NULL;
         Hist h;
 
         hist_init(&h);
-        if (rng_below(&r, 2)) /* orphans leave the tree: several top processes, as in a whole-machine snapshot */
+        if (rng_below(r, 2)) /* orphans leave the tree: several top processes, as in a whole-machine snapshot */
                 g_assert_cmpint(kmodel_set_subreaper(&h.km, h.km.tasks[h.root].process, false), ==, 0);
         for (size_t i = 0; i < n_steps; i++)
-                random_step(&h, &r);
+                random_step(&h, r);
         s = hist_snapshot(&h);
         g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, s->n_processes,
                        s->n_filters, s->n_listeners);

@@ -123,23 +123,29 @@ static void read_outcome(RestoreRun *r) {
         mapping_from_ready(r);
 }
 
+/* Start sectree-restore as uid, without sending anything yet. */
+static void spawn_executor_as(RestoreRun *r, uid_t uid) {
+        int pair[2];
+
+        *r = (RestoreRun) { .sock = -1 };
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
+        fflush(NULL);
+        r->executor = fork();
+        g_assert_cmpint(r->executor, >=, 0);
+        if (r->executor == 0)
+                executor_child(pair[1], uid);
+        close(pair[1]);
+        r->sock = pair[0];
+}
+
 /* Start sectree-restore as uid with the snapshot and the request's options (a JSON object text
  * without its braces, e.g. "\"exec\":[...]"). */
 static void restore_start(const Forest *snapshot, uid_t uid, const char *options, RestoreRun *ret) {
         _cleanup_close_ int memfd = snapshot_memfd(snapshot);
         g_autofree char *request = g_strdup_printf("{\"version\":%d%s%s}", RESTORE_PROTOCOL_VERSION,
                                                    options ? "," : "", options ?: "");
-        int pair[2];
 
-        *ret = (RestoreRun) { .sock = -1 };
-        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
-        fflush(NULL);
-        ret->executor = fork();
-        g_assert_cmpint(ret->executor, >=, 0);
-        if (ret->executor == 0)
-                executor_child(pair[1], uid);
-        close(pair[1]);
-        ret->sock = pair[0];
+        spawn_executor_as(ret, uid);
         g_assert_cmpint(restore_frame_send(ret->sock, RESTORE_FRAME_REQUEST, request, strlen(request), &memfd, 1), ==, 0);
         read_outcome(ret);
 }
@@ -700,27 +706,12 @@ static void send_raw_request(RestoreRun *r, const char *payload, int fd) {
                                            fd >= 0 ? &fd : NULL, fd >= 0), ==, 0);
 }
 
-/* Start the executor without sending anything. */
-static void spawn_executor(RestoreRun *r) {
-        int pair[2];
-
-        *r = (RestoreRun) { .sock = -1 };
-        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
-        fflush(NULL);
-        r->executor = fork();
-        g_assert_cmpint(r->executor, >=, 0);
-        if (r->executor == 0)
-                executor_child(pair[1], 0);
-        close(pair[1]);
-        r->sock = pair[0];
-}
-
 static void assert_refused_request(const char *payload, int fd, const char *stage, const char *expect) {
         RestoreRun r;
         RestoreFrame f;
         json_auto_t *doc = NULL;
 
-        spawn_executor(&r);
+        spawn_executor_as(&r, 0);
         send_raw_request(&r, payload, fd);
         f = recv_frame(&r);
         g_assert_cmpint(f.type, ==, RESTORE_FRAME_ERROR);
@@ -760,7 +751,7 @@ static void test_hostile_requests(void) {
 
         /* garbage instead of a frame: the executor says nothing and exits 1 */
         RestoreRun r;
-        spawn_executor(&r);
+        spawn_executor_as(&r, 0);
         g_assert_cmpint(write(r.sock, "GET / HTTP/1.0\r\n\r\n", 18), ==, 18);
         g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
         restore_done(&r);
@@ -768,25 +759,12 @@ static void test_hostile_requests(void) {
 
 /* ---- random histories on the kernel ---- */
 
-typedef struct Rng {
-        uint64_t s;
-} Rng;
-
-static uint32_t rng_next(Rng *r) {
-        r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
-        return (uint32_t) (r->s >> 33);
-}
-
-static size_t rng_below(Rng *r, size_t n) {
-        return n ? rng_next(r) % n : 0;
-}
-
 #define HISTORY_MAX_TASKS 24
 #define HISTORY_PROGS 6
 
 typedef struct History {
         Scenario *s;
-        Rng rng;
+        GRand *rng;
         struct sock_filter progs[HISTORY_PROGS][16];
         size_t prog_len[HISTORY_PROGS];
         struct sock_filter notify[8];
@@ -799,7 +777,7 @@ static ScenarioTask random_agent(History *h) {
         size_t n = scenario_n_tasks(h->s);
 
         for (int tries = 0; tries < 64; tries++) {
-                ScenarioTask t = (ScenarioTask) rng_below(&h->rng, n);
+                ScenarioTask t = (ScenarioTask) g_rand_int_range(h->rng, 0, (gint32) n);
                 if (scenario_task(h->s, t)->alive && !h->strict[t])
                         return t;
         }
@@ -816,22 +794,22 @@ static size_t alive_tasks(History *h) {
 /* Install a filter from the pool (byte-identical ones make distinct objects), with random flags;
  * sometimes a listener filter whose fd then goes to another process. */
 static void history_install(History *h, ScenarioTask t) {
-        unsigned flags = rng_below(&h->rng, 4) == 0 ? SECCOMP_FILTER_FLAG_LOG : 0;
+        unsigned flags = g_rand_int_range(h->rng, 0, 4) == 0 ? SECCOMP_FILTER_FLAG_LOG : 0;
         int node;
 
-        if (rng_below(&h->rng, 6) == 0) {
-                flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | (rng_below(&h->rng, 2) ? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV : 0);
+        if (g_rand_int_range(h->rng, 0, 6) == 0) {
+                flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | (g_rand_int_range(h->rng, 0, 2) ? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV : 0);
                 node = scenario_install(h->s, t, h->notify, h->notify_len, flags);
-                if (node >= 0 && rng_below(&h->rng, 2)) {
+                if (node >= 0 && g_rand_int_range(h->rng, 0, 2)) {
                         ScenarioTask to = random_agent(h);
                         if (to >= 0)
                                 (void) scenario_share_listener(h->s, node, to);
                 }
                 return;
         }
-        if (rng_below(&h->rng, 3) == 0)
+        if (g_rand_int_range(h->rng, 0, 3) == 0)
                 flags |= SECCOMP_FILTER_FLAG_TSYNC; /* may fail, as in the kernel: EBUSY */
-        size_t k = rng_below(&h->rng, HISTORY_PROGS);
+        size_t k = g_rand_int_range(h->rng, 0, HISTORY_PROGS);
         (void) scenario_install(h->s, t, h->progs[k], h->prog_len[k], flags);
 }
 
@@ -843,7 +821,7 @@ static void history_step(History *h) {
         if (t < 0)
                 return;
         info = scenario_task(h->s, t);
-        switch (rng_below(&h->rng, 12)) {
+        switch (g_rand_int_range(h->rng, 0, 12)) {
         case 0 ... 2:
                 if (room)
                         (void) scenario_fork(h->s, t);
@@ -861,7 +839,7 @@ static void history_step(History *h) {
                         (void) scenario_exit(h->s, t);
                 break;
         default:
-                if (info->head < 0 && info->is_thread && rng_below(&h->rng, 2)) {
+                if (info->head < 0 && info->is_thread && g_rand_int_range(h->rng, 0, 2)) {
                         if (scenario_strict(h->s, t) == 0)
                                 h->strict[t] = true;
                 } else
@@ -871,7 +849,7 @@ static void history_step(History *h) {
 
 static void run_history(uint64_t seed, bool as_nobody) {
         g_autoptr(Forest) snapshot = NULL;
-        History h = { .rng = { seed * 2654435761ULL + 7 } };
+        History h = { .rng = g_rand_new_with_seed((guint32) seed) };
         size_t n_steps = 10 + seed % 30;
 
         for (int k = 0; k < HISTORY_PROGS; k++)
@@ -886,6 +864,7 @@ static void run_history(uint64_t seed, bool as_nobody) {
                        snapshot->n_filters, snapshot->n_listeners);
         restore_and_check_as(snapshot, as_nobody ? NOBODY : 0);
         scenario_free(h.s);
+        g_rand_free(h.rng);
 }
 
 /* Hundreds of histories per run (SECTREE_RESTORE_SEEDS), each restored and compared; one seed
