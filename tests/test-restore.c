@@ -21,6 +21,8 @@
 #include "tests-util.h"
 
 #define NOBODY 65534
+
+extern char **environ;
 #define FRAME_TIMEOUT_USEC (60 * 1000 * 1000ULL)
 
 static BpfScanner *scanner;
@@ -49,16 +51,19 @@ typedef struct RestoreRun {
         pid_t root_pid;
 } RestoreRun;
 
+/* The executor is opened before the change of credentials and exec'd through that fd, so that
+ * nobody needs no access to the directories of the build tree (a CI clone may sit in /root). */
 static void executor_child(int sock, uid_t uid) {
         const char *path = g_getenv("SECTREE_RESTORE");
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        char *argv[] = { (char *) "sectree-restore", NULL };
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC), exe = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 
-        if (!path || null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
-            close_range(3, ~0U, 0) < 0)
+        if (exe < 0 || null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+            (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
                 _exit(126);
         if (uid != 0 && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0))
                 _exit(125);
-        execl(path, "sectree-restore", (char *) NULL);
+        fexecve(3, argv, environ);
         _exit(127);
 }
 
