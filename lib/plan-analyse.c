@@ -312,6 +312,27 @@ static int check_owned_parents(Planner *p) {
         return 0;
 }
 
+/* The kernel refuses a new listener below a filter whose listener is open (has_duplicate_listener():
+ * EBUSY), and a listener, once closed, never comes back: a filter installed with a listener (it has
+ * one, or the wait_killable_recv flag that needs one) below a filter with an open listener cannot
+ * exist. */
+static int check_listeners(Planner *p) {
+        for (size_t j = 0; j < p->nf; j++) {
+                const Filter *f = p->s->filters[j];
+
+                if (!f->has_listener && !f->listener_id && !f->wait_killable_recv)
+                        continue;
+                for (const Filter *g = f->parent; g; g = g->parent)
+                        if (g->has_listener || g->listener_id)
+                                return plan_refuse(p, "filter %" PRIu64 " has %s but is stacked on filter %" PRIu64
+                                                   ", whose listener is open: the kernel refuses a new listener below an "
+                                                   "open one (EBUSY), so it cannot have been installed",
+                                                   f->id, f->has_listener || f->listener_id ? "a listener" : "wait_killable_recv",
+                                                   g->id);
+        }
+        return 0;
+}
+
 /* ---- where each process is created ---- */
 
 static int add_site(Planner *p, size_t i, size_t creator, const Filter *node, SiteKind kind) {
@@ -426,7 +447,7 @@ int plan_analyse(Planner *p) {
         if (r < 0)
                 return r;
         compute_common(p);
-        if ((r = compute_forced(p)) < 0 || (r = compute_tops(p)) < 0 || (r = compute_owners(p)) < 0 ||
+        if ((r = check_listeners(p)) < 0 || (r = compute_forced(p)) < 0 || (r = compute_tops(p)) < 0 || (r = compute_owners(p)) < 0 ||
             (r = compute_bases(p)) < 0 || (r = check_owned_parents(p)) < 0 || (r = compute_sites(p)) < 0 ||
             (r = build_filter_children(p)) < 0 || (r = place_threads(p)) < 0)
                 return r;

@@ -231,6 +231,14 @@ static void apply_install(KModel *m, size_t t, size_t f, bool tsync) {
         }
 }
 
+/* has_duplicate_listener(): no filter of the chain may have a listener open already. */
+static bool chain_has_listener(const KModel *m, size_t head) {
+        for (size_t f = head; f != KMODEL_NONE; f = m->filters[f].parent)
+                if (m->filters[f].listener != KMODEL_NONE)
+                        return true;
+        return false;
+}
+
 int kmodel_install(KModel *m, size_t t, const struct sock_filter *insns, size_t len, unsigned flags, uint64_t tag,
                    size_t *ret_filter, int *ret_fd, size_t *ret_busy_task) {
         size_t f, busy;
@@ -245,6 +253,8 @@ int kmodel_install(KModel *m, size_t t, const struct sock_filter *insns, size_t 
                 return -EINVAL;
         if (!m->privileged && !m->tasks[t].nnp)
                 return -EACCES;
+        if ((flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) && chain_has_listener(m, m->tasks[t].head))
+                return -EBUSY;
         if (flags & SECCOMP_FILTER_FLAG_TSYNC) {
                 busy = tsync_blocker(m, t);
                 if (busy != KMODEL_NONE) {

@@ -92,7 +92,8 @@ int kmodel_thread(KModel *m, size_t t, size_t *ret_task);
 /* Task t installs a filter with SECCOMP_FILTER_FLAG_* flags (TSYNC, LOG, NEW_LISTENER,
  * WAIT_KILLABLE_RECV) as seccomp(2) does: -EACCES without no_new_privs unless privileged,
  * -EINVAL in strict mode or for a flag combination the kernel refuses, -EBUSY when TSYNC finds a
- * thread it cannot synchronise (*ret_busy_task says which). On success *ret_filter is the new
+ * thread it cannot synchronise (*ret_busy_task says which) or NEW_LISTENER finds a filter of the
+ * chain whose listener is still open. On success *ret_filter is the new
  * object (tag given), and with NEW_LISTENER *ret_fd the listener fd in t's process. */
 int kmodel_install(KModel *m, size_t t, const struct sock_filter *insns, size_t len, unsigned flags, uint64_t tag,
                    size_t *ret_filter, int *ret_fd, size_t *ret_busy_task);

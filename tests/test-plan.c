@@ -478,6 +478,39 @@ static void test_refuse_cousins(void) {
         assert_refused(f, "not on one line of descent");
 }
 
+/* Hand-made: a filter with wait_killable_recv (installed with a listener) below one whose listener
+ * is open; the kernel refuses that install (EBUSY), and so does the model. */
+static void test_refuse_listener_below_listener(void) {
+        g_autoptr(Forest) f = forest_new();
+        Filter *x, *y;
+        Listener *l;
+        Process *p;
+        Task *t;
+        Hist h;
+
+        g_assert_cmpint(forest_add_filter(f, 1, 0, progs[0], prog_len[0], &x), ==, 0);
+        x->has_listener = true;
+        x->listener_id = 1;
+        g_assert_cmpint(forest_add_filter(f, 2, 1, progs[1], prog_len[1], &y), ==, 0);
+        y->wait_killable_recv = true;
+        g_assert_cmpint(forest_add_process(f, 100, &p), ==, 0);
+        strcpy(p->comm, "p");
+        g_assert_cmpint(process_add_thread(p, 100, &t), ==, 0);
+        t->mode = TASK_MODE_FILTER;
+        t->filter_id = 2;
+        g_assert_cmpint(forest_add_listener(f, 1, 1, &l), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 100, 3), ==, 0);
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        assert_refused(f, "filter 2 has wait_killable_recv but is stacked on filter 1, whose listener is open");
+
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        h_install(&h, a, 0, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(kmodel_install(&h.km, a, progs[1], prog_len[1], SECCOMP_FILTER_FLAG_NEW_LISTENER, 0, NULL, NULL,
+                                       NULL), ==, -EBUSY);
+        kmodel_deinit(&h.km);
+}
+
 /* A filter that stops clone, installed before the children that share it are forked: the
  * original forked them through a call the planner's executor does not make; refused, naming it. */
 static void test_refuse_clone_stopped(void) {
@@ -783,6 +816,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);
         g_test_add_func("/plan/refuse/cousins", test_refuse_cousins);
+        g_test_add_func("/plan/refuse/listener-below-listener", test_refuse_listener_below_listener);
         g_test_add_func("/plan/refuse/clone-stopped", test_refuse_clone_stopped);
         g_test_add_func("/plan/refuse/exec-stopped", test_refuse_exec_stopped);
         g_test_add_func("/plan/random", test_random);
