@@ -21,6 +21,9 @@
 
 #include "util.h"
 
+struct rlimit controller_nofile;
+bool controller_nofile_saved;
+
 #define POLL_MSEC 100
 #define EXEC_SETTLE_USEC (200 * 1000)
 #define RELEASE_GRACE_USEC (2 * 1000 * 1000)
@@ -136,7 +139,8 @@ _printf_(4, 5) static int fail(Controller *c, size_t step, int error, const char
 /* ---- the restore root ---- */
 
 /* In the restore root, before any step: a clean signal state, stdin /dev/null, the runtime's fds at
- * their fixed numbers and nothing else above stderr, its own session, a subreaper. */
+ * their fixed numbers and nothing else above stderr, its own session, a subreaper, the executor's
+ * original limit of open files. */
 static void root_setup(Controller *c) {
         int base = c->plan->runtime_fd, null, tmp[PLAN_RUNTIME_N_FDS];
         int src[PLAN_RUNTIME_N_FDS] = { c->report_fd, c->control_r, c->handoff_t };
@@ -160,6 +164,8 @@ static void root_setup(Controller *c) {
         if (close_range(3, (unsigned) base - 1, 0) < 0 || close_range((unsigned) base + PLAN_RUNTIME_N_FDS, ~0U, 0) < 0)
                 _exit(EXIT_FAILURE);
         if (setsid() < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                _exit(EXIT_FAILURE);
+        if (controller_nofile_saved && setrlimit(RLIMIT_NOFILE, &controller_nofile) < 0)
                 _exit(EXIT_FAILURE);
 }
 

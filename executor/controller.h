@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "plan.h"
 #include "runtime.h"
@@ -36,6 +37,10 @@ typedef struct Controller {
         RuntimeCall failed_call;
         char *failure;       /* what happened, a sentence */
 } Controller;
+
+/* The RLIMIT_NOFILE the executor was started with, put back in the restore root. */
+extern struct rlimit controller_nofile;
+extern bool controller_nofile_saved;
 
 int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec);
 void controller_done(Controller *c);

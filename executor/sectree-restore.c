@@ -429,11 +429,16 @@ static int check_socket(void) {
         return 0;
 }
 
-/* The executor keeps a pidfd per restored process: allow as many as the hard limit lets. */
+/* The executor keeps a pidfd per restored process: allow as many as the hard limit lets (the
+ * restore root puts the limit it was started with back for the restored tasks). */
 static void raise_nofile(void) {
         struct rlimit rl;
 
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        controller_nofile = rl;
+        controller_nofile_saved = true;
+        if (rl.rlim_cur < rl.rlim_max) {
                 rl.rlim_cur = rl.rlim_max;
                 (void) setrlimit(RLIMIT_NOFILE, &rl);
         }
