@@ -636,3 +636,24 @@ int scenario_exec(Scenario *s, ScenarioTask t, char * const *argv) {
         note_exec(s, t);
         return 0;
 }
+
+int scenario_exit_leader(Scenario *s, ScenarioTask t) {
+        if (t < 0 || (size_t) t >= s->n_tasks || !s->tasks[t].info.alive || s->tasks[t].info.is_thread)
+                return -EINVAL;
+        ScenarioTaskInfo info = s->tasks[t].info;
+        int r = simple_call(s, t, OP_EXIT_THREAD);
+        if (r < 0 && r != -EPIPE)
+                return r;
+        mark_gone(s, t, false);
+        /* the leader stays a zombie while its process lives: wait for that state */
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", info.tgid, info.tid);
+        for (int i = 0; i < 5000; i++) {
+                _cleanup_fclose_ FILE *f = fopen(path, "re");
+                char *p = f && fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+                if (!p || (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')))
+                        break;
+                usleep(1000);
+        }
+        return 0;
+}

@@ -61,6 +61,9 @@ int scenario_no_new_privs(Scenario *s, ScenarioTask t);
 /* A thread exits (SYS_exit) or a process exits with all its threads (exit_group); its children
  * are reparented to the root agent. */
 int scenario_exit(Scenario *s, ScenarioTask t);
+/* A process's leader thread exits alone (SYS_exit): the process lives on with its other threads
+ * and a zombie leader, which scans leave out. */
+int scenario_exit_leader(Scenario *s, ScenarioTask t);
 /* Copy listener fd of node from its installer's process into process of t (SCM_RIGHTS);
  * returns the fd number in t's process. */
 int scenario_share_listener(Scenario *s, int node, ScenarioTask t);

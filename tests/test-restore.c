@@ -67,13 +67,17 @@ static void executor_child(int sock, uid_t uid) {
         _exit(127);
 }
 
-static int snapshot_memfd(const Forest *f) {
+static int snapshot_memfd_as(const Forest *f, SnapshotFormat format) {
         int fd = memfd_create("snapshot", MFD_CLOEXEC);
 
         g_assert_cmpint(fd, >=, 0);
-        g_assert_cmpint(snapshot_write_fd(f, SNAPSHOT_FORMAT_JSON, fd), ==, 0);
+        g_assert_cmpint(snapshot_write_fd(f, format, fd), ==, 0);
         g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
         return fd;
+}
+
+static int snapshot_memfd(const Forest *f) {
+        return snapshot_memfd_as(f, SNAPSHOT_FORMAT_JSON);
 }
 
 static RestoreFrame recv_frame(RestoreRun *r) {
@@ -143,16 +147,21 @@ static void spawn_executor_as(RestoreRun *r, uid_t uid) {
         r->sock = pair[0];
 }
 
-/* Start sectree-restore as uid with the snapshot and the request's options (a JSON object text
- * without its braces, e.g. "\"exec\":[...]"). */
-static void restore_start(const Forest *snapshot, uid_t uid, const char *options, RestoreRun *ret) {
-        _cleanup_close_ int memfd = snapshot_memfd(snapshot);
+/* Start sectree-restore as uid with the snapshot (as a file of the given format) and the request's
+ * options (a JSON object text without its braces, e.g. "\"exec\":[...]"). */
+static void restore_start_with(const Forest *snapshot, SnapshotFormat format, uid_t uid, const char *options,
+                               RestoreRun *ret) {
+        _cleanup_close_ int memfd = snapshot_memfd_as(snapshot, format);
         g_autofree char *request = g_strdup_printf("{\"version\":%d%s%s}", RESTORE_PROTOCOL_VERSION,
                                                    options ? "," : "", options ?: "");
 
         spawn_executor_as(ret, uid);
         g_assert_cmpint(restore_frame_send(ret->sock, RESTORE_FRAME_REQUEST, request, strlen(request), &memfd, 1), ==, 0);
         read_outcome(ret);
+}
+
+static void restore_start(const Forest *snapshot, uid_t uid, const char *options, RestoreRun *ret) {
+        restore_start_with(snapshot, SNAPSHOT_FORMAT_JSON, uid, options, ret);
 }
 
 /* Wait for the executor's exit; returns its status. */
@@ -246,10 +255,11 @@ static void assert_restored(const Forest *snapshot, RestoreRun *r) {
         assert_same_sharing(snapshot, restored, &r->map);
 }
 
+/* Restore as uid (from a JSON file as root, from an SQLite file as anyone else) and compare. */
 static void restore_and_check_as(const Forest *snapshot, uid_t uid) {
         RestoreRun r;
 
-        restore_start(snapshot, uid, NULL, &r);
+        restore_start_with(snapshot, uid == 0 ? SNAPSHOT_FORMAT_JSON : SNAPSHOT_FORMAT_SQLITE, uid, NULL, &r);
         if (r.error) {
                 g_autofree char *s = json_dumps(r.error, 0);
                 g_error("restore as uid %u refused: %s", uid, s);
@@ -457,6 +467,50 @@ static void test_no_new_privs(void) {
         g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
         g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
         check_scenario(s);
+        scenario_free(s);
+}
+
+/* A process whose leader exited: its threads live on under a zombie leader. */
+static void test_leader_exited(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, 0), >=, 0);
+        scenario_fork(s, t2);
+        g_assert_cmpint(scenario_exit_leader(s, a), ==, 0);
+        g_autoptr(Forest) f = scan(scenario_root_pid(s));
+        const Process *p = forest_find_process(f, scenario_task(s, a)->tgid);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_threads, ==, 2);
+        g_assert_null(forest_find_task(f, p->pid, NULL)); /* scans leave the zombie leader out */
+        check_scenario(s);
+        scenario_free(s);
+}
+
+/* A snapshot the ptrace backend took (identity inferred from bytes, flags, parents and tasks)
+ * restores to the same shape. */
+static void test_ptrace_snapshot(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask b = scenario_fork(s, a), t = scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, SECCOMP_FILTER_FLAG_LOG), >=, 0);
+        g_assert_cmpint(scenario_install(s, t, x.c, x.nc, 0), >=, 0);
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        g_autoptr(Forest) snapshot = NULL;
+
+        opts.root = scenario_root_pid(s);
+        opts.freeze = true;
+        g_assert_cmpint(ptrace_scan(&opts, &snapshot, NULL, NULL), ==, 0);
+        g_assert_cmpint(snapshot->identity, ==, IDENTITY_INFERRED);
+        tests_assert_forest_matches(snapshot, s, false);
+        restore_and_check_as(snapshot, 0);
+        restore_and_check_as(snapshot, NOBODY);
         scenario_free(s);
 }
 
@@ -909,6 +963,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore/log-and-wait-killable", test_log_and_wait_killable);
         g_test_add_func("/restore/strict", test_strict);
         g_test_add_func("/restore/no-new-privs", test_no_new_privs);
+        g_test_add_func("/restore/leader-exited", test_leader_exited);
+        g_test_add_func("/restore/ptrace-snapshot", test_ptrace_snapshot);
         g_test_add_func("/restore/behaviour-kept", test_behaviour_kept);
         g_test_add_func("/restore/failing-step", test_failing_step);
         g_test_add_func("/restore/release-by-close-and-signal", test_release_by_close_and_signal);
