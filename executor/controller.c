@@ -190,6 +190,21 @@ static int fork_root(Controller *c) {
 
 /* ---- one step ---- */
 
+/* The state letter of /proc/PID/task/TID/stat, 0 if it is gone. */
+static char thread_state(pid_t pid, pid_t tid) {
+        char path[64], buf[512], *p;
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+                return 0;
+        buf[n] = 0;
+        p = strrchr(buf, ')');
+        return p && p[1] == ' ' ? p[2] : 0;
+}
+
 /* "exited with status 3" / "was killed by SIGSYS" from /proc/PID/stat (field 52, exit_code) of a
  * process that is a zombie, or NULL. */
 static char *death_of(pid_t pid) {
@@ -294,21 +309,6 @@ static int after_install(Controller *c, size_t i, int fd) {
         close_fd(slot);
         *slot = copy;
         return 0;
-}
-
-/* The state letter of /proc/PID/task/TID/stat, 0 if it is gone. */
-static char thread_state(pid_t pid, pid_t tid) {
-        char path[64], buf[512], *p;
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
-
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
-                return 0;
-        buf[n] = 0;
-        p = strrchr(buf, ')');
-        return p && p[1] == ' ' ? p[2] : 0;
 }
 
 /* A helper thread has reported its exit: wait until the kernel has dropped it (a leader stays as
@@ -472,13 +472,23 @@ static int issue_ready(Controller *c, Schedule *sc, size_t end) {
         return 0;
 }
 
-/* A step in flight that has not finished: did its process die, or its time run out? */
+/* A step in flight that has not finished: did its process or its thread die, or its time run out? */
 static int check_stalled(Controller *c, Schedule *sc, size_t i) {
-        int pidfd = c->pidfds[c->plan->tasks[c->plan->steps[i].task].process];
+        size_t t = c->plan->steps[i].task, pp = c->plan->tasks[t].process;
+        int pidfd = c->pidfds[pp];
         struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        char state;
 
-        if (pidfd >= 0 && poll(&pfd, 1, 0) > 0 && !step_done(&c->shared->slots[c->plan->steps[i].task], sc->seq[i]))
+        if (step_done(&c->shared->slots[t], sc->seq[i]))
+                return 0;
+        if (pidfd >= 0 && poll(&pfd, 1, 0) > 0)
                 return task_died(c, i);
+        state = thread_state(c->pids[pp], c->tids[t]);
+        if (c->tids[t] != c->pids[pp] && (state == 0 || state == 'Z' || state == 'X')) {
+                _cleanup_free_ char *what = plan_step_describe(c->plan, i);
+                return fail(c, i, -ESRCH, "step %zu (%s): its thread %d ended (a filter's KILL_THREAD action?)", i,
+                            what ?: "?", c->tids[t]);
+        }
         if (now_usec(CLOCK_MONOTONIC) - sc->started[i] > c->step_timeout_usec) {
                 _cleanup_free_ char *what = plan_step_describe(c->plan, i);
                 return fail(c, i, -ETIMEDOUT, "step %zu (%s) did not finish within %" PRIu64 " ms", i, what ?: "?",

@@ -16,6 +16,7 @@
 
 #include "plan-protocol.h"
 #include "plan-verify.h"
+#include "plan.h"
 #include "scan.h"
 #include "snapshot.h"
 #include "tests-util.h"
@@ -724,6 +725,46 @@ static void test_failing_step(void) {
         scenario_free(s);
 }
 
+/* A filter that kills the thread on write(2) to fd 64, the executor's report fd (agents never
+ * write there): the planner refuses; told not to check, the executor sees the thread die. */
+static void test_killed_thread(void) {
+        if (!tests_require_root())
+                return;
+        const struct sock_filter kill_report[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PLAN_RUNTIME_FD_MIN, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask t1 = scenario_thread(s, a);
+        g_autoptr(Forest) snapshot = NULL;
+        RestoreRun r;
+
+        g_assert_cmpint(scenario_install(s, t1, kill_report, ELEMENTSOF(kill_report), 0), >=, 0);
+        snapshot = scan(scenario_root_pid(s));
+
+        restore_start(snapshot, 0, NULL, &r);
+        g_assert_nonnull(r.error);
+        g_assert_nonnull(strstr(json_string_value(json_object_get(r.error, "message")),
+                                "cannot report and wait for its next step: write(2) gets KILL_THREAD"));
+        wait_executor(&r);
+        restore_done(&r);
+
+        restore_start(snapshot, 0, "\"check_syscalls\":false,\"step_timeout_usec\":20000000", &r);
+        g_assert_nonnull(r.error);
+        g_test_message("error: %s", json_string_value(json_object_get(r.error, "message")));
+        g_assert_nonnull(strstr(json_string_value(json_object_get(r.error, "message")), "ended (a filter's KILL_THREAD"));
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        assert_nothing_left(scenario_root_pid(s));
+        restore_done(&r);
+        scenario_free(s);
+}
+
 /* Closing the socket ends every stub, as RELEASE does; so does SIGTERM. */
 static void test_release_by_close_and_signal(void) {
         if (!tests_require_root())
@@ -967,6 +1008,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore/ptrace-snapshot", test_ptrace_snapshot);
         g_test_add_func("/restore/behaviour-kept", test_behaviour_kept);
         g_test_add_func("/restore/failing-step", test_failing_step);
+        g_test_add_func("/restore/killed-thread", test_killed_thread);
         g_test_add_func("/restore/release-by-close-and-signal", test_release_by_close_and_signal);
         g_test_add_func("/restore/hostile-requests", test_hostile_requests);
         g_test_add_func("/restore/random-histories", test_random_histories);
