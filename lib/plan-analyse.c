@@ -333,6 +333,29 @@ static int check_listeners(Planner *p) {
         return 0;
 }
 
+/* A filter lives while a task runs under it (or under a filter stacked on it) or a listener fd
+ * holds it: the kernel frees any other, so a snapshot cannot have one, and a restore cannot keep
+ * one. */
+static int check_reachable(Planner *p) {
+        _cleanup_free_ bool *live = calloc(p->nf ?: 1, sizeof(bool));
+
+        if (!live)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->np; i++)
+                for (size_t j = 0; j < p->s->processes[i]->n_threads; j++)
+                        for (const Filter *f = p->s->processes[i]->threads[j].filter; f && !live[f->index]; f = f->parent)
+                                live[f->index] = true;
+        for (size_t j = 0; j < p->nf; j++)
+                if (p->s->filters[j]->has_listener || p->s->filters[j]->listener_id)
+                        for (const Filter *f = p->s->filters[j]; f && !live[f->index]; f = f->parent)
+                                live[f->index] = true;
+        for (size_t j = 0; j < p->nf; j++)
+                if (!live[j])
+                        return plan_refuse(p, "filter %" PRIu64 " is held by no task and no listener: the kernel frees "
+                                           "such a filter, so no restore can keep it", p->s->filters[j]->id);
+        return 0;
+}
+
 /* ---- where each process is created ---- */
 
 static int add_site(Planner *p, size_t i, size_t creator, const Filter *node, SiteKind kind) {
@@ -447,7 +470,7 @@ int plan_analyse(Planner *p) {
         if (r < 0)
                 return r;
         compute_common(p);
-        if ((r = check_listeners(p)) < 0 || (r = compute_forced(p)) < 0 || (r = compute_tops(p)) < 0 || (r = compute_owners(p)) < 0 ||
+        if ((r = check_reachable(p)) < 0 || (r = check_listeners(p)) < 0 || (r = compute_forced(p)) < 0 || (r = compute_tops(p)) < 0 || (r = compute_owners(p)) < 0 ||
             (r = compute_bases(p)) < 0 || (r = check_owned_parents(p)) < 0 || (r = compute_sites(p)) < 0 ||
             (r = build_filter_children(p)) < 0 || (r = place_threads(p)) < 0)
                 return r;

@@ -793,6 +793,81 @@ static void test_random(void) {
         }
 }
 
+/* ---- arbitrary snapshots ---- */
+
+/* A valid snapshot of no particular history: random filter forest, process tree, thread heads
+ * and listeners. */
+static Forest *arbitrary_snapshot(GRand *r) {
+        Forest *f = forest_new();
+        size_t nf = rng_below(r, 16), np = 1 + rng_below(r, 10);
+
+        g_assert_nonnull(f);
+        f->backend = strdup("bpf");
+        for (size_t i = 1; i <= nf; i++) {
+                Filter *x;
+                int k = (int) rng_below(r, N_PROGS);
+                g_assert_cmpint(forest_add_filter(f, i, rng_below(r, i), progs[k], prog_len[k], &x), ==, 0);
+                x->log = rng_below(r, 4) == 0;
+                x->wait_killable_recv = rng_below(r, 8) == 0;
+        }
+        for (size_t i = 0; i < np; i++) {
+                Process *p;
+                pid_t pid = (pid_t) (100 + i);
+                g_assert_cmpint(forest_add_process(f, pid, &p), ==, 0);
+                p->ppid = i > 0 && rng_below(r, 4) ? (pid_t) (100 + rng_below(r, i)) : 1;
+                p->no_new_privs = rng_below(r, 2);
+                strcpy(p->comm, "p");
+                for (size_t j = 0, n = 1 + rng_below(r, 3); j < n; j++) {
+                        Task *t;
+                        g_assert_cmpint(process_add_thread(p, j ? (pid_t) (1000 + 10 * i + j) : pid, &t), ==, 0);
+                        t->filter_id = rng_below(r, nf + 1);
+                        t->mode = t->filter_id ? TASK_MODE_FILTER : rng_below(r, 4) ? TASK_MODE_DISABLED : TASK_MODE_STRICT;
+                }
+        }
+        for (size_t i = 1; i <= nf; i++)
+                if (rng_below(r, 5) == 0) {
+                        Listener *l;
+                        Filter *x = forest_find_filter(f, i);
+                        g_assert_cmpint(forest_add_listener(f, i, i, &l), ==, 0);
+                        x->has_listener = true;
+                        x->listener_id = i;
+                        g_assert_cmpint(listener_add_holder(l, (pid_t) (100 + rng_below(r, np)), 3 + (int) i), ==, 0);
+                }
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        return f;
+}
+
+/* The planner either makes a plan (and then it reproduces the snapshot: plan_build() checks) or
+ * refuses saying why; never crashes, and never "a planner bug". */
+static void test_arbitrary(void) {
+        size_t made = 0, refused = 0;
+
+        for (uint64_t seed = 1; seed <= (g_test_slow() ? 20000 : 2000); seed++) {
+                g_autoptr(GRand) r = g_rand_new_with_seed((guint32) seed);
+                g_autoptr(Forest) f = arbitrary_snapshot(r);
+                g_autofree char *error = NULL;
+                PlanOptions o = PLAN_OPTIONS_DEFAULT;
+                Plan *p = NULL;
+                int k;
+
+                o.unprivileged = seed % 2;
+                k = plan_build(f, &o, &p, &error);
+                if (k == 0) {
+                        made++;
+                        plan_free(p);
+                        continue;
+                }
+                g_assert_cmpint(k, ==, -EINVAL);
+                g_assert_nonnull(error);
+                if (strstr(error, "planner bug") || strstr(error, "in the model"))
+                        g_error("seed %" PRIu64 ": %s", seed, error);
+                refused++;
+        }
+        g_test_message("%zu arbitrary snapshots planned, %zu refused", made, refused);
+        g_assert_cmpuint(made, >, 0);
+        g_assert_cmpuint(refused, >, 0);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         progs_init();
@@ -820,5 +895,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/refuse/clone-stopped", test_refuse_clone_stopped);
         g_test_add_func("/plan/refuse/exec-stopped", test_refuse_exec_stopped);
         g_test_add_func("/plan/random", test_random);
+        g_test_add_func("/plan/arbitrary", test_arbitrary);
         return g_test_run();
 }
