@@ -3,6 +3,7 @@
  * locks or allocates: every system call is one the planner checked (lib/plan-syscalls.c) */
 #include "runtime.h"
 
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
@@ -26,6 +27,7 @@ static const char *const call_table[_RUNTIME_CALL_MAX] = {
         [RUNTIME_CALL_CLONE3] = "clone3",
         [RUNTIME_CALL_FORK] = "fork",
         [RUNTIME_CALL_DUP3] = "dup3",
+        [RUNTIME_CALL_FCNTL] = "fcntl",
         [RUNTIME_CALL_CLOSE] = "close",
         [RUNTIME_CALL_WAIT4] = "wait4",
         [RUNTIME_CALL_WAITID] = "waitid",
@@ -127,12 +129,13 @@ static Outcome do_install(const PlanStep *st) {
         return check(raw_syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, st->flags, &prog), RUNTIME_CALL_SECCOMP);
 }
 
-/* Move fd from to to (dup3 + close), or close it when to < 0. */
+/* Move fd from to to (dup3 + close), or close it when to < 0. The fd a holder ends with is not
+ * close-on-exec (seccomp(2) makes a new listener's fd so): an exec'd holder keeps its listener. */
 static Outcome move_fd(int from, int to) {
         long r;
 
         if (to == from)
-                return ok(to);
+                return check(raw_syscall3(SYS_fcntl, to, F_SETFD, 0), RUNTIME_CALL_FCNTL);
         if (to >= 0) {
                 r = raw_syscall3(SYS_dup3, from, to, 0);
                 if (r < 0)

@@ -20,6 +20,7 @@ typedef enum RuntimeCall {
         RUNTIME_CALL_CLONE3,
         RUNTIME_CALL_FORK,
         RUNTIME_CALL_DUP3,
+        RUNTIME_CALL_FCNTL,
         RUNTIME_CALL_CLOSE,
         RUNTIME_CALL_WAIT4,
         RUNTIME_CALL_WAITID,

@@ -1,6 +1,7 @@
 /* plan-syscalls.c: every system call the executor makes in a restored task, checked against the
  * chain that task runs under at that point (the kernel's precedence, lib/eval.c), so that a plan
  * a filter would stop is refused with the filter named, or another system call is chosen */
+#include <fcntl.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -53,10 +54,13 @@ static int lowest_free(const Planner *p, size_t kp) {
         return fd;
 }
 
+/* What executor/runtime.c's move_fd() calls. */
 static void add_move_fd(Calls *c, int from, int to) {
         if (to < 0)
                 add(c, CALL(close, (uint64_t) from));
-        else if (from != to) {
+        else if (from == to)
+                add(c, CALL(fcntl, (uint64_t) to, F_SETFD, 0));
+        else {
                 add(c, CALL(dup3, (uint64_t) from, (uint64_t) to, 0));
                 add(c, CALL(close, (uint64_t) from));
         }
