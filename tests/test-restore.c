@@ -280,140 +280,91 @@ static void check_scenario(Scenario *s) {
 
 /* ---- the scenarios ---- */
 
-static void test_fork_shares(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+/* Every scenario test: build the tree (filters from tests_filters_init()), then check_scenario(). */
+typedef void (*BuildScenario)(Scenario *s, const TestFilters *x);
+
+static void build_fork_shares(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
         scenario_fork(s, a);
-        tests_fork_install(s, a, x.b, x.nb, 0);
-        check_scenario(s);
-        scenario_free(s);
+        tests_fork_install(s, a, x->b, x->nb, 0);
 }
 
 /* Byte-identical filters in siblings are distinct objects, and stay so. */
-static void test_identical_siblings(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
+static void build_identical_siblings(Scenario *s, const TestFilters *x) {
         for (int i = 0; i < 3; i++)
-                tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
-        check_scenario(s);
-        scenario_free(s);
+                tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
 }
 
-static void test_deep_chain(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
+static void build_deep_chain(Scenario *s, const TestFilters *x) {
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         for (int i = 0; i < 40; i++) {
-                g_assert_cmpint(i % 3 ? scenario_install(s, a, i % 2 ? x.b : x.c, i % 2 ? x.nb : x.nc, 0)
-                                      : scenario_install_prctl(s, a, x.a, x.na), >=, 0);
+                g_assert_cmpint(i % 3 ? scenario_install(s, a, i % 2 ? x->b : x->c, i % 2 ? x->nb : x->nc, 0)
+                                      : scenario_install_prctl(s, a, x->a, x->na), >=, 0);
                 if (i % 10 == 9)
                         scenario_fork(s, a); /* children at depths 10, 20, 30, 40 */
         }
-        check_scenario(s);
-        scenario_free(s);
 }
 
 /* A filter of 4096 instructions, the kernel's maximum, below and above smaller ones. */
-static void test_4096_instructions(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
+static void build_4096_instructions(Scenario *s, const TestFilters *x) {
         g_autofree struct sock_filter *big = g_new0(struct sock_filter, PROG_MAX_INSNS);
         size_t n = scenario_filter_errno(big, SYS_getpriority, 5, PROG_MAX_INSNS - 7);
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
 
         g_assert_cmpuint(n, ==, PROG_MAX_INSNS);
         g_assert_cmpint(scenario_install(s, a, big, n, 0), >=, 0);
         scenario_fork(s, a);
-        g_assert_cmpint(scenario_install(s, a, x.b, x.nb, 0), >=, 0);
-        check_scenario(s);
-        scenario_free(s);
+        g_assert_cmpint(scenario_install(s, a, x->b, x->nb, 0), >=, 0);
 }
 
 /* Threads synchronised with TSYNC, then one diverges. */
-static void test_tsync(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
+static void build_tsync(Scenario *s, const TestFilters *x) {
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x.a, x.na, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x.b, x.nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        g_assert_cmpint(scenario_install(s, t2, x.c, x.nc, 0), >=, 0);
-        check_scenario(s);
-        scenario_free(s);
+        g_assert_cmpint(scenario_install(s, t1, x->a, x->na, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x->b, x->nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        g_assert_cmpint(scenario_install(s, t2, x->c, x->nc, 0), >=, 0);
 }
 
-static void test_divergent_threads(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+static void build_divergent_threads(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
         scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, t2, x.b, x.nb, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x.c, x.nc, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, t2, x->b, x->nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x->c, x->nc, 0), >=, 0);
         scenario_fork(s, t1); /* a child of t1's chain */
-        check_scenario(s);
-        scenario_free(s);
 }
 
 /* A middle process exits: its children, sharing its filter, are reparented to the root agent
  * (a subreaper) and one of them goes on with a filter of its own. */
-static void test_orphans_under_subreaper(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+static void build_orphans_under_subreaper(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
         ScenarioTask b = scenario_fork(s, a), c = scenario_fork(s, a);
         scenario_fork(s, c);
-        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
         g_assert_cmpint(scenario_exit(s, a), ==, 0);
-        check_scenario(s);
-        scenario_free(s);
 }
 
 /* Orphans whose chains come from a thread of a process that lives on without that filter: one
  * lands beside that process (CLONE_PARENT), one two levels above it (reparenting). */
-static void test_orphans_of_a_thread(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
+static void build_orphans_of_a_thread(Scenario *s, const TestFilters *x) {
         ScenarioTask y = scenario_fork(s, scenario_root(s));
         ScenarioTask p = scenario_fork(s, scenario_root(s)), q = scenario_fork(s, y);
         ScenarioTask p1 = scenario_thread(s, p), q1 = scenario_thread(s, q);
-        g_assert_cmpint(scenario_install(s, p1, x.a, x.na, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, q1, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, p1, x->a, x->na, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, q1, x->b, x->nb, 0), >=, 0);
         ScenarioTask dp = scenario_fork(s, p1), dq = scenario_fork(s, q1);
         scenario_fork(s, dp);
         scenario_fork(s, dq);
         g_assert_cmpint(scenario_exit(s, dp), ==, 0); /* to the root agent, p's parent */
         g_assert_cmpint(scenario_exit(s, dq), ==, 0); /* to the root agent, q's grandparent */
-        check_scenario(s);
-        scenario_free(s);
 }
 
 /* Listener fds held by the installer, by its parent and by an unrelated process. */
-static void test_listeners(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
+static void build_listeners(Scenario *s, const TestFilters *x) {
         struct sock_filter notify[8];
         size_t n = tests_filter_notify(notify, SYS_sysinfo);
-        Scenario *s = tests_scenario_with_filters(&x);
         ScenarioTask sup = scenario_fork(s, scenario_root(s));
         ScenarioTask other = scenario_fork(s, scenario_root(s));
         ScenarioTask a = scenario_fork(s, sup);
@@ -423,63 +374,39 @@ static void test_listeners(void) {
         g_assert_cmpint(scenario_share_listener(s, node, sup), >=, 0);
         g_assert_cmpint(scenario_share_listener(s, node, other), >=, 0);
         scenario_fork(s, a);
-        check_scenario(s);
-        scenario_free(s);
 }
 
-static void test_log_and_wait_killable(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, SECCOMP_FILTER_FLAG_LOG);
+static void build_log_and_wait_killable(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, SECCOMP_FILTER_FLAG_LOG);
         ScenarioTask b = scenario_fork(s, a);
-        g_assert_cmpint(scenario_install(s, b, x.b, x.nb,
+        g_assert_cmpint(scenario_install(s, b, x->b, x->nb,
                                          SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x.c, x.nc, SECCOMP_FILTER_FLAG_LOG), >=, 0);
-        check_scenario(s);
-        scenario_free(s);
+        g_assert_cmpint(scenario_install(s, a, x->c, x->nc, SECCOMP_FILTER_FLAG_LOG), >=, 0);
 }
 
 /* Threads and processes in strict mode, beside filtered ones. */
-static void test_strict(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
+static void build_strict(Scenario *s, const TestFilters *x) {
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         ScenarioTask t1 = scenario_thread(s, a);
         g_assert_cmpint(scenario_strict(s, t1), ==, 0);
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
         ScenarioTask b = scenario_fork(s, scenario_root(s));
         g_assert_cmpint(scenario_strict(s, b), ==, 0);
-        check_scenario(s);
-        scenario_free(s);
 }
 
-static void test_no_new_privs(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
+static void build_no_new_privs(Scenario *s, const TestFilters *x) {
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         ScenarioTask b = scenario_fork(s, a);
         g_assert_cmpint(scenario_no_new_privs(s, a), ==, 0);
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
-        check_scenario(s);
-        scenario_free(s);
+        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
 }
 
 /* A process whose leader exited: its threads live on under a zombie leader. */
-static void test_leader_exited(void) {
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+static void build_leader_exited(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
         scenario_fork(s, t2);
         g_assert_cmpint(scenario_exit_leader(s, a), ==, 0);
         g_autoptr(Forest) f = scan(scenario_root_pid(s));
@@ -487,8 +414,6 @@ static void test_leader_exited(void) {
         g_assert_nonnull(p);
         g_assert_cmpuint(p->n_threads, ==, 2);
         g_assert_null(forest_find_task(f, p->pid, NULL)); /* scans leave the zombie leader out */
-        check_scenario(s);
-        scenario_free(s);
 }
 
 /* A snapshot the ptrace backend took (identity inferred from bytes, flags, parents and tasks)
@@ -517,14 +442,17 @@ static void test_ptrace_snapshot(void) {
 
 /* ---- behaviour kept: probes exec'd in original and restored tasks ---- */
 
-/* A filter that kills the process on syscall nr and allows the rest. */
-static size_t filter_kill(struct sock_filter *insns, int nr) {
-        size_t n = 0;
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-        insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nr, 0, 1);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-        return n;
+/* A filter returning action for each of the given system calls and allowing the rest. */
+static size_t filter_for_calls(struct sock_filter *insns, const int *nrs, size_t n, uint32_t action) {
+        size_t k = 0;
+
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t i = 0; i < n; i++)
+                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nrs[i],
+                                                           (uint8_t) (n - i), 0);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, action);
+        return k;
 }
 
 #define NOTIFY_ANSWER 4242
@@ -621,8 +549,10 @@ static void test_behaviour_kept(void) {
         if (!tests_require_root())
                 return;
         TestFilters x;
+        const int killed[] = { SYS_personality };
         struct sock_filter notify[8], kill_insns[4];
-        size_t nn = tests_filter_notify(notify, SYS_sysinfo), nk = filter_kill(kill_insns, SYS_personality);
+        size_t nn = tests_filter_notify(notify, SYS_sysinfo);
+        size_t nk = filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
         g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL), *options = NULL;
         g_autoptr(Forest) snapshot = NULL;
         Scenario *s = tests_scenario_with_filters(&x);
@@ -677,51 +607,54 @@ static void assert_nothing_left(pid_t allowed) {
                         g_error("process %s is left over from a restore", pids[i]);
 }
 
-static const struct sock_filter prog_no_clone[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 4, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 3, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fork, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_vfork, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-};
+/* A process a with a second thread that runs under insns (with flags): its snapshot. */
+static Forest *thread_under(Scenario *s, const TestFilters *x, const struct sock_filter *insns, size_t n,
+                            unsigned flags) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+        g_assert_cmpint(scenario_install(s, scenario_thread(s, a), insns, n, flags), >=, 0);
+        return scan(scenario_root_pid(s));
+}
 
-/* A thread put under a filter that forbids clone by TSYNC: the planner refuses (no task could
- * create that thread under it); told not to check, the executor's clone fails, and it reports the
- * step, the call and the errno, and leaves nothing behind. */
+/* Restore as root with options: it fails at stage with expect in its message, the executor
+ * exits 1 and nothing is left. Returns the ERROR document. */
+static json_t *expect_error(const Forest *snapshot, const Scenario *s, const char *options, const char *stage,
+                            const char *expect) {
+        RestoreRun r;
+        json_t *error;
+
+        restore_start(snapshot, 0, options, &r);
+        g_assert_nonnull(r.error);
+        g_test_message("error: %s", json_string_value(json_object_get(r.error, "message")));
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "stage")), ==, stage);
+        g_assert_nonnull(strstr(json_string_value(json_object_get(r.error, "message")), expect));
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        assert_nothing_left(scenario_root_pid(s));
+        error = json_incref(r.error);
+        restore_done(&r);
+        return error;
+}
+
+/* A thread put under a filter that forbids every way to clone, by TSYNC: the planner refuses (no
+ * task could create that thread under it); told not to check, the executor's clone fails, and it
+ * reports the step, the call and the errno, and leaves nothing behind. */
 static void test_failing_step(void) {
         if (!tests_require_root())
                 return;
+        const int clones[] = { SYS_clone, SYS_clone3, SYS_fork, SYS_vfork };
+        struct sock_filter no_clone[8];
+        size_t n = filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
         TestFilters x;
         Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
-        ScenarioTask t1 = scenario_thread(s, a);
-        g_autoptr(Forest) snapshot = NULL;
-        RestoreRun r;
+        g_autoptr(Forest) snapshot = thread_under(s, &x, no_clone, n, SECCOMP_FILTER_FLAG_TSYNC);
+        json_auto_t *planned = expect_error(snapshot, s, NULL, "plan", "clone(2) gets ERRNO(1)");
+        json_auto_t *e = expect_error(snapshot, s, "\"check_syscalls\":false", "execute", "clone(2)");
 
-        g_assert_cmpint(scenario_install(s, t1, prog_no_clone, ELEMENTSOF(prog_no_clone), SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        snapshot = scan(scenario_root_pid(s));
-
-        restore_start(snapshot, 0, NULL, &r);
-        g_assert_nonnull(r.error);
-        g_assert_cmpstr(json_string_value(json_object_get(r.error, "stage")), ==, "plan");
-        g_assert_nonnull(strstr(json_string_value(json_object_get(r.error, "message")), "clone(2) gets ERRNO(1)"));
-        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
-        restore_done(&r);
-
-        restore_start(snapshot, 0, "\"check_syscalls\":false", &r);
-        g_assert_nonnull(r.error);
-        g_assert_cmpstr(json_string_value(json_object_get(r.error, "stage")), ==, "execute");
-        g_assert_cmpstr(json_string_value(json_object_get(r.error, "op")), ==, "spawn-thread");
-        g_assert_cmpstr(json_string_value(json_object_get(r.error, "call")), ==, "clone");
-        g_assert_cmpint(json_integer_value(json_object_get(r.error, "errno")), ==, EPERM);
-        g_assert_cmpstr(json_string_value(json_object_get(r.error, "error")), ==, "EPERM");
-        g_assert_true(json_is_integer(json_object_get(r.error, "step")));
-        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
-        g_assert_cmpint(kill((pid_t) json_integer_value(json_object_get(r.error, "restore_root")), 0), <, 0);
-        assert_nothing_left(scenario_root_pid(s));
-        restore_done(&r);
+        g_assert_cmpstr(json_string_value(json_object_get(e, "op")), ==, "spawn-thread");
+        g_assert_cmpstr(json_string_value(json_object_get(e, "call")), ==, "clone");
+        g_assert_cmpint(json_integer_value(json_object_get(e, "errno")), ==, EPERM);
+        g_assert_cmpstr(json_string_value(json_object_get(e, "error")), ==, "EPERM");
+        g_assert_true(json_is_integer(json_object_get(e, "step")));
+        g_assert_cmpint(kill((pid_t) json_integer_value(json_object_get(e, "restore_root")), 0), <, 0);
         scenario_free(s);
 }
 
@@ -740,28 +673,11 @@ static void test_killed_thread(void) {
         };
         TestFilters x;
         Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
-        ScenarioTask t1 = scenario_thread(s, a);
-        g_autoptr(Forest) snapshot = NULL;
-        RestoreRun r;
-
-        g_assert_cmpint(scenario_install(s, t1, kill_report, ELEMENTSOF(kill_report), 0), >=, 0);
-        snapshot = scan(scenario_root_pid(s));
-
-        restore_start(snapshot, 0, NULL, &r);
-        g_assert_nonnull(r.error);
-        g_assert_nonnull(strstr(json_string_value(json_object_get(r.error, "message")),
-                                "cannot report and wait for its next step: write(2) gets KILL_THREAD"));
-        wait_executor(&r);
-        restore_done(&r);
-
-        restore_start(snapshot, 0, "\"check_syscalls\":false,\"step_timeout_usec\":20000000", &r);
-        g_assert_nonnull(r.error);
-        g_test_message("error: %s", json_string_value(json_object_get(r.error, "message")));
-        g_assert_nonnull(strstr(json_string_value(json_object_get(r.error, "message")), "ended (a filter's KILL_THREAD"));
-        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
-        assert_nothing_left(scenario_root_pid(s));
-        restore_done(&r);
+        g_autoptr(Forest) snapshot = thread_under(s, &x, kill_report, ELEMENTSOF(kill_report), 0);
+        json_auto_t *planned = expect_error(snapshot, s, NULL, "plan",
+                                            "cannot report and wait for its next step: write(2) gets KILL_THREAD");
+        json_auto_t *e = expect_error(snapshot, s, "\"check_syscalls\":false,\"step_timeout_usec\":20000000", "execute",
+                                      "ended (a filter's KILL_THREAD");
         scenario_free(s);
 }
 
@@ -986,25 +902,46 @@ static void test_random_histories(void) {
         }
 }
 
+static const struct {
+        const char *path;
+        BuildScenario build;
+} scenario_tests[] = {
+        { "/restore/fork-shares", build_fork_shares },
+        { "/restore/identical-siblings", build_identical_siblings },
+        { "/restore/deep-chain", build_deep_chain },
+        { "/restore/4096-instructions", build_4096_instructions },
+        { "/restore/tsync", build_tsync },
+        { "/restore/divergent-threads", build_divergent_threads },
+        { "/restore/orphans-under-subreaper", build_orphans_under_subreaper },
+        { "/restore/orphans-of-a-thread", build_orphans_of_a_thread },
+        { "/restore/listeners", build_listeners },
+        { "/restore/log-and-wait-killable", build_log_and_wait_killable },
+        { "/restore/strict", build_strict },
+        { "/restore/no-new-privs", build_no_new_privs },
+        { "/restore/leader-exited", build_leader_exited },
+};
+
+static void run_scenario_test(gconstpointer data) {
+        size_t i = GPOINTER_TO_SIZE(data);
+        TestFilters x;
+        Scenario *s;
+
+        if (!tests_require_root())
+                return;
+        s = tests_scenario_with_filters(&x);
+        scenario_tests[i].build(s, &x);
+        check_scenario(s);
+        scenario_free(s);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
         /* whatever a restore leaves behind becomes the test's child: assert_nothing_left() sees it */
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+        for (size_t i = 0; i < ELEMENTSOF(scenario_tests); i++)
+                g_test_add_data_func(scenario_tests[i].path, GSIZE_TO_POINTER(i), run_scenario_test);
         tests_ensure_tracefs();
-        g_test_add_func("/restore/fork-shares", test_fork_shares);
-        g_test_add_func("/restore/identical-siblings", test_identical_siblings);
-        g_test_add_func("/restore/deep-chain", test_deep_chain);
-        g_test_add_func("/restore/4096-instructions", test_4096_instructions);
-        g_test_add_func("/restore/tsync", test_tsync);
-        g_test_add_func("/restore/divergent-threads", test_divergent_threads);
-        g_test_add_func("/restore/orphans-under-subreaper", test_orphans_under_subreaper);
-        g_test_add_func("/restore/orphans-of-a-thread", test_orphans_of_a_thread);
-        g_test_add_func("/restore/listeners", test_listeners);
-        g_test_add_func("/restore/log-and-wait-killable", test_log_and_wait_killable);
-        g_test_add_func("/restore/strict", test_strict);
-        g_test_add_func("/restore/no-new-privs", test_no_new_privs);
-        g_test_add_func("/restore/leader-exited", test_leader_exited);
         g_test_add_func("/restore/ptrace-snapshot", test_ptrace_snapshot);
         g_test_add_func("/restore/behaviour-kept", test_behaviour_kept);
         g_test_add_func("/restore/failing-step", test_failing_step);
