@@ -56,4 +56,5 @@ int verb_import(Context *c, char **args, size_t n_args);
 int verb_rm(Context *c, char **args, size_t n_args);
 int verb_validate(Context *c, char **args, size_t n_args);
 int verb_diff(Context *c, char **args, size_t n_args);
+int verb_plan(Context *c, char **args, size_t n_args);
 

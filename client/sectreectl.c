@@ -40,6 +40,7 @@ static const Verb verbs[] = {
         { "rm", 1, 1, .run = verb_rm },
         { "validate", 1, 1, .run = verb_validate },
         { "diff", 2, 2, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_diff },
+        { "plan", 1, 1, .run = verb_plan },
 };
 
 static void help(void) {
@@ -76,6 +77,7 @@ static void help(void) {
                "  validate F              Check F as an import would: \"valid: ...\" or why not\n"
                "  diff A B                What changed between two snapshots (files, or stored ids);\n"
                "                          exit 0 same, 1 different, 2 trouble\n"
+               "  plan F                  What a restore of F will do, step by step (or why it cannot)\n"
                "\n"
                "Options:\n"
                "     --json               Print one JSON document (monitor: one object per line)\n"

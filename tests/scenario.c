@@ -29,6 +29,7 @@ enum {
         OP_SEND_FD,
         OP_RECV_FD,
         OP_EXEC_SLEEP,
+        OP_EXEC_ARGV,
 };
 
 typedef struct Command {
@@ -149,6 +150,20 @@ static int agent_exec_sleep(void) {
         return -errno;
 }
 
+/* argv packed by scenario_exec(): argc strings, each ending in NUL, in the command's buffer. */
+static int agent_exec_argv(const Command *c) {
+        char *argv[64];
+        const char *p = (const char *) c->insns;
+        int argc = c->arg < 63 ? c->arg : 63;
+
+        for (int i = 0; i < argc; i++, p += strlen(p) + 1)
+                argv[i] = (char *) p;
+        argv[argc] = NULL;
+        execv(argv[0], argv);
+        syscall(SYS_exit_group, 127); /* the builder sees the channel end either way */
+        return -errno;
+}
+
 static void agent_loop(int sock) {
         for (;;) {
                 static __thread Command c;
@@ -204,6 +219,10 @@ static void agent_loop(int sock) {
                 case OP_EXEC_SLEEP:
                         agent_reply(sock, 0);
                         r = agent_exec_sleep();
+                        break;
+                case OP_EXEC_ARGV:
+                        agent_reply(sock, 0);
+                        r = agent_exec_argv(&c);
                         break;
                 default:
                         r = -EINVAL;
@@ -573,4 +592,68 @@ size_t scenario_filter_errno(struct sock_filter *insns, int nr, int errno_value,
         insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (errno_value & SECCOMP_RET_DATA));
         insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
         return n;
+}
+
+/* After an exec of t's process: its channel ends, the other threads are gone, and t is the
+ * leader. */
+static void note_exec(Scenario *s, ScenarioTask t) {
+        char buf[sizeof(Reply)];
+        pid_t tgid = s->tasks[t].info.tgid;
+
+        while (read(s->tasks[t].sock, buf, sizeof(buf)) > 0)
+                ;
+        for (size_t i = 0; i < s->n_tasks; i++)
+                if (s->tasks[i].info.tgid == tgid) {
+                        if ((ScenarioTask) i != t)
+                                s->tasks[i].info.alive = false;
+                        if (s->tasks[i].sock >= 0)
+                                close(s->tasks[i].sock);
+                        s->tasks[i].sock = -1;
+                }
+        s->tasks[t].info.tid = tgid;
+        s->tasks[t].info.is_thread = false;
+}
+
+int scenario_exec(Scenario *s, ScenarioTask t, char * const *argv) {
+        _cleanup_free_ Command *c = calloc(1, sizeof(Command));
+        size_t used = 0;
+        int argc = 0;
+
+        if (!c)
+                return -ENOMEM;
+        for (; argv[argc]; argc++) {
+                size_t n = strlen(argv[argc]) + 1;
+                if (argc >= 63 || used + n > sizeof(c->insns))
+                        return -E2BIG;
+                memcpy((char *) c->insns + used, argv[argc], n);
+                used += n;
+        }
+        c->op = OP_EXEC_ARGV;
+        c->arg = argc;
+        int r = call_agent(s, t, c, offsetof(Command, insns) + used, -1, NULL);
+        if (r < 0)
+                return r;
+        note_exec(s, t);
+        return 0;
+}
+
+int scenario_exit_leader(Scenario *s, ScenarioTask t) {
+        if (t < 0 || (size_t) t >= s->n_tasks || !s->tasks[t].info.alive || s->tasks[t].info.is_thread)
+                return -EINVAL;
+        ScenarioTaskInfo info = s->tasks[t].info;
+        int r = simple_call(s, t, OP_EXIT_THREAD);
+        if (r < 0 && r != -EPIPE)
+                return r;
+        mark_gone(s, t, false);
+        /* the leader stays a zombie while its process lives: wait for that state */
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", info.tgid, info.tid);
+        for (int i = 0; i < 5000; i++) {
+                _cleanup_fclose_ FILE *f = fopen(path, "re");
+                char *p = f && fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+                if (!p || (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')))
+                        break;
+                usleep(1000);
+        }
+        return 0;
 }

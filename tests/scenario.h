@@ -61,12 +61,20 @@ int scenario_no_new_privs(Scenario *s, ScenarioTask t);
 /* A thread exits (SYS_exit) or a process exits with all its threads (exit_group); its children
  * are reparented to the root agent. */
 int scenario_exit(Scenario *s, ScenarioTask t);
+/* A process's leader thread exits alone (SYS_exit): the process lives on with its other threads
+ * and a zombie leader, which scans leave out. */
+int scenario_exit_leader(Scenario *s, ScenarioTask t);
 /* Copy listener fd of node from its installer's process into process of t (SCM_RIGHTS);
  * returns the fd number in t's process. */
 int scenario_share_listener(Scenario *s, int node, ScenarioTask t);
 /* Execs t's process into /bin/sleep (keeping its filters); it stays alive but is no longer an
  * agent: only scenario_exit()/scenario_free() may follow. */
 int scenario_exec_sleep(Scenario *s, ScenarioTask t);
+
+/* Execs t's process into argv (argv[0] a path; at most 63 arguments), keeping its filters; as
+ * scenario_exec_sleep(), only scenario_exit()/scenario_free() may follow. A failing exec is seen
+ * only by its effect: the process exits. */
+int scenario_exec(Scenario *s, ScenarioTask t, char * const *argv);
 
 size_t scenario_n_tasks(const Scenario *s);
 const ScenarioTaskInfo *scenario_task(const Scenario *s, ScenarioTask t);

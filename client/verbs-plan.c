@@ -1,0 +1,93 @@
+/* verbs-plan.c: sectreectl plan FILE: what a restore of the snapshot in FILE will do, step by
+ * step, made offline by the same planner the executor runs */
+#include "ctl.h"
+#include "json-out.h"
+#include "output.h"
+#include "plan-json.h"
+#include "plan.h"
+#include "snapshot-load.h"
+
+static const char *plural(size_t n, const char *one, const char *many) {
+        return n == 1 ? one : many;
+}
+
+static size_t count_threads(const Forest *f) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < f->n_processes; i++)
+                n += f->processes[i]->n_threads;
+        return n;
+}
+
+static void print_pids(const char *what, const pid_t *v, size_t n) {
+        if (n == 0)
+                return;
+        printf("%s:", what);
+        for (size_t i = 0; i < n; i++)
+                printf(" %d", v[i]);
+        printf("\n");
+}
+
+static void print_summary(const char *path, const Forest *f, const Plan *p) {
+        size_t threads = count_threads(f);
+
+        printf("Restore plan for %s: %zu %s, %zu %s, %zu %s, %zu %s\n", path, f->n_processes,
+               plural(f->n_processes, "process", "processes"), threads, plural(threads, "thread", "threads"),
+               f->n_filters, plural(f->n_filters, "filter", "filters"), f->n_listeners,
+               plural(f->n_listeners, "listener", "listeners"));
+        if (p->options.unprivileged)
+                printf("As uid %u, without CAP_SYS_ADMIN: no_new_privs is set before the first install of every task.\n",
+                       (unsigned) geteuid());
+        else
+                printf("As root: no_new_privs only where the snapshot has it.\n");
+        printf("Helpers: %zu %s, %zu %s; %zu %s reparented through a subreaper, %zu forked with CLONE_PARENT.\n",
+               p->n_helper_processes, plural(p->n_helper_processes, "process", "processes"), p->n_helper_threads,
+               plural(p->n_helper_threads, "thread", "threads"), p->n_moves, plural(p->n_moves, "process", "processes"),
+               p->n_clone_parent);
+        print_pids("Child subreapers for a moment (none stays one)", p->subreapers, p->n_subreapers);
+        print_pids("no_new_privs added (installs need it)", p->nnp_added, p->n_nnp_added);
+        printf("Every system call checked against the filters in force; the plan rebuilds the snapshot on a model "
+               "of the kernel.\n\n");
+}
+
+static int print_json(const char *path, const Forest *f, const Plan *p) {
+        json_auto_t *doc = plan_to_json(p);
+
+        if (!doc)
+                return log_oom();
+        json_object_set_new(doc, "file", json_string(path));
+        json_object_set_new(doc, "snapshot", json_pack("{s:I, s:I, s:I, s:I}", "processes", (json_int_t) f->n_processes,
+                                                       "threads", (json_int_t) count_threads(f), "filters",
+                                                       (json_int_t) f->n_filters, "listeners", (json_int_t) f->n_listeners));
+        return json_print_document(doc);
+}
+
+int verb_plan(Context *c, char **args, size_t n_args) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_(plan_freep) Plan *p = NULL;
+        _cleanup_free_ char *error = NULL;
+        PlanOptions o = PLAN_OPTIONS_DEFAULT;
+        const char *path = args[0];
+        int r;
+
+        r = snapshot_file_load(path, &f, NULL);
+        if (r < 0)
+                return r;
+        o.unprivileged = geteuid() != 0;
+        r = plan_build(f, &o, &p, &error);
+        if (r == -EINVAL && error)
+                return ctl_error_errno(r, "Cannot restore %s exactly: %s", streq(path, "-") ? "(stdin)" : path, error);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to plan the restore of %s: %m", path);
+        if (c->json)
+                return print_json(path, f, p);
+        if (c->legend)
+                print_summary(streq(path, "-") ? "(stdin)" : path, f, p);
+        for (size_t i = 0; i < p->n_steps; i++) {
+                _cleanup_free_ char *s = plan_step_describe(p, i);
+                if (!s)
+                        return log_oom();
+                printf("%4zu  %s\n", i, s);
+        }
+        return output_flush();
+}

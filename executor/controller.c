@@ -1,0 +1,702 @@
+/* controller.c: the executor's side of a restore: fork the restore root, hand every task its
+ * steps one at a time through the shared memory, take pidfds and listener copies as the tasks
+ * appear, and end them all on a failure or a release */
+#include "controller.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "util.h"
+
+struct rlimit controller_nofile;
+bool controller_nofile_saved;
+
+#define POLL_MSEC 100
+#define EXEC_SETTLE_USEC (200 * 1000)
+#define RELEASE_GRACE_USEC (2 * 1000 * 1000)
+#define REAP_DEADLINE_USEC (10 * 1000 * 1000)
+
+static void close_fd(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+static int *new_fd_array(size_t n) {
+        int *v = calloc(n ?: 1, sizeof(int));
+
+        for (size_t i = 0; v && i < n; i++)
+                v[i] = -1;
+        return v;
+}
+
+int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec) {
+        const Plan *p = plan;
+        int pair[2], pipefd[2];
+
+        *c = (Controller) { .plan = plan, .step_timeout_usec = step_timeout_usec, .report_fd = -1, .control_w = -1,
+                            .control_r = -1, .handoff_e = -1, .handoff_t = -1, .failed_step = SIZE_MAX };
+        c->pids = calloc(p->n_processes, sizeof(pid_t));
+        c->gone = calloc(p->n_processes, sizeof(bool));
+        c->tids = calloc(p->n_tasks, sizeof(pid_t));
+        c->pidfds = new_fd_array(p->n_processes);
+        c->install_fd = new_fd_array(p->n_tasks);
+        c->listener_fds = new_fd_array(p->snapshot->n_listeners);
+        c->filter_listener_fds = new_fd_array(p->snapshot->n_filters);
+        if (!c->pids || !c->gone || !c->tids || !c->pidfds || !c->install_fd || !c->listener_fds ||
+            !c->filter_listener_fds)
+                return log_oom();
+
+        c->shared_size = sizeof(RuntimeShared) + p->n_tasks * sizeof(RuntimeSlot);
+        c->shared = mmap(NULL, c->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (c->shared == MAP_FAILED) {
+                c->shared = NULL;
+                return log_error_errno(-errno, "Failed to map the memory shared with the tasks: %m");
+        }
+        c->shared->n_slots = (uint32_t) p->n_tasks;
+        c->stacks_size = p->n_tasks * RUNTIME_STACK_SIZE;
+        c->stacks = mmap(NULL, c->stacks_size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+        if (c->stacks == MAP_FAILED) {
+                c->stacks = NULL;
+                return log_error_errno(-errno, "Failed to map %zu thread stacks: %m", p->n_tasks);
+        }
+        c->report_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->report_fd < 0)
+                return log_error_errno(-errno, "Failed to create the report eventfd: %m");
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return log_error_errno(-errno, "Failed to create the control pipe: %m");
+        c->control_r = pipefd[0];
+        c->control_w = pipefd[1];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+                return log_error_errno(-errno, "Failed to create the handoff socket: %m");
+        c->handoff_e = pair[0];
+        c->handoff_t = pair[1];
+        return 0;
+}
+
+void controller_done(Controller *c) {
+        const Plan *p = c->plan;
+
+        for (size_t i = 0; c->pidfds && i < p->n_processes; i++)
+                close_fd(&c->pidfds[i]);
+        for (size_t i = 0; c->listener_fds && i < p->snapshot->n_listeners; i++)
+                close_fd(&c->listener_fds[i]);
+        for (size_t i = 0; c->filter_listener_fds && i < p->snapshot->n_filters; i++)
+                close_fd(&c->filter_listener_fds[i]);
+        close_fd(&c->report_fd);
+        close_fd(&c->control_w);
+        close_fd(&c->control_r);
+        close_fd(&c->handoff_e);
+        close_fd(&c->handoff_t);
+        if (c->shared)
+                munmap(c->shared, c->shared_size);
+        if (c->stacks)
+                munmap(c->stacks, c->stacks_size);
+        free(c->pids);
+        free(c->gone);
+        free(c->tids);
+        free(c->pidfds);
+        free(c->install_fd);
+        free(c->listener_fds);
+        free(c->filter_listener_fds);
+        free(c->failure);
+        c->shared = NULL;
+        c->stacks = NULL;
+}
+
+void controller_heartbeat(Controller *c) {
+        if (c->shared)
+                __atomic_add_fetch(&c->shared->heartbeat, 1, __ATOMIC_RELAXED);
+}
+
+_printf_(4, 5) static int fail(Controller *c, size_t step, int error, const char *format, ...) {
+        va_list ap;
+
+        c->failed_step = step;
+        c->failed_errno = error < 0 ? -error : error;
+        free(c->failure);
+        va_start(ap, format);
+        if (vasprintf(&c->failure, format, ap) < 0)
+                c->failure = NULL;
+        va_end(ap);
+        return error < 0 ? error : -error;
+}
+
+/* ---- the restore root ---- */
+
+/* In the restore root, before any step: a clean signal state, stdin /dev/null, the runtime's fds at
+ * their fixed numbers and nothing else above stderr, its own session, a subreaper, the executor's
+ * original limit of open files. */
+static void root_setup(Controller *c) {
+        int base = c->plan->runtime_fd, null, tmp[PLAN_RUNTIME_N_FDS];
+        int src[PLAN_RUNTIME_N_FDS] = { c->report_fd, c->control_r, c->handoff_t };
+        sigset_t none;
+
+        sigemptyset(&none);
+        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+                _exit(EXIT_FAILURE);
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void) signal(sig, SIG_DFL);
+        null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || dup2(null, STDIN_FILENO) < 0)
+                _exit(EXIT_FAILURE);
+        for (int i = 0; i < PLAN_RUNTIME_N_FDS; i++)
+                if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, base + PLAN_RUNTIME_N_FDS)) < 0)
+                        _exit(EXIT_FAILURE);
+        for (int i = 0; i < PLAN_RUNTIME_N_FDS; i++)
+                if (dup3(tmp[i], base + i, O_CLOEXEC) < 0)
+                        _exit(EXIT_FAILURE);
+        if (close_range(3, (unsigned) base - 1, 0) < 0 || close_range((unsigned) base + PLAN_RUNTIME_N_FDS, ~0U, 0) < 0)
+                _exit(EXIT_FAILURE);
+        if (setsid() < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                _exit(EXIT_FAILURE);
+        if (controller_nofile_saved && setrlimit(RLIMIT_NOFILE, &controller_nofile) < 0)
+                _exit(EXIT_FAILURE);
+}
+
+static int fork_root(Controller *c) {
+        pid_t pid;
+
+        fflush(NULL);
+        pid = fork();
+        if (pid < 0)
+                return fail(c, SIZE_MAX, -errno, "forking the restore root failed");
+        if (pid == 0) {
+                root_setup(c);
+                runtime_task_main((void *) (uintptr_t) c->plan->processes[0].leader);
+        }
+        c->pids[0] = pid;
+        c->tids[c->plan->processes[0].leader] = pid;
+        c->pidfds[0] = pidfd_open(pid, 0);
+        if (c->pidfds[0] < 0)
+                return fail(c, SIZE_MAX, -errno, "pidfd_open() of the restore root failed");
+        return 0;
+}
+
+/* ---- one step ---- */
+
+/* The state letter of /proc/PID/task/TID/stat, 0 if it is gone. */
+static char thread_state(pid_t pid, pid_t tid) {
+        char path[64], buf[512], *p;
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+                return 0;
+        buf[n] = 0;
+        p = strrchr(buf, ')');
+        return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* "exited with status 3" / "was killed by SIGSYS" from /proc/PID/stat (field 52, exit_code) of a
+ * process that is a zombie, or NULL. */
+static char *death_of(pid_t pid) {
+        char path[64], buf[2048], *p, *out = NULL;
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+        int field = 2, code;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+                return NULL;
+        buf[n] = 0;
+        p = strrchr(buf, ')');
+        for (; p && field < 52; field++)
+                p = strchr(p + 1, ' ');
+        if (!p || sscanf(p + 1, "%d", &code) != 1)
+                return NULL;
+        if (WIFSIGNALED(code))
+                (void) !asprintf(&out, "was killed by SIG%s%s", sigabbrev_np(WTERMSIG(code)) ?: "?",
+                                 WTERMSIG(code) == SIGSYS ? " (a filter's KILL action)" : "");
+        else
+                (void) !asprintf(&out, "exited with status %d", WEXITSTATUS(code));
+        return out;
+}
+
+static int task_died(Controller *c, size_t i) {
+        const PlanStep *st = &c->plan->steps[i];
+        size_t pp = c->plan->tasks[st->task].process;
+        _cleanup_free_ char *what = plan_step_describe(c->plan, i), *how = death_of(c->pids[pp]);
+
+        return fail(c, i, -ESRCH, "step %zu (%s): its process %d %s", i, what ?: "?", c->pids[pp],
+                    how ?: "ended");
+}
+
+static bool step_done(const RuntimeSlot *s, uint32_t seq) {
+        return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) == seq;
+}
+
+/* Hand the listener copy over the handoff socket, for the receive step that follows. */
+static int send_listener(Controller *c, size_t i) {
+        const PlanStep *st = &c->plan->steps[i];
+        int fd = c->listener_fds[st->listener];
+        char control[CMSG_SPACE(sizeof(int))] = {}, byte = 'L';
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+        if (fd < 0)
+                return fail(c, i, -EBADF, "step %zu: the executor holds no copy of listener %" PRIu64, i,
+                            c->plan->snapshot->listeners[st->listener]->id);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        if (sendmsg(c->handoff_e, &mh, MSG_NOSIGNAL) < 0)
+                return fail(c, i, -errno, "step %zu: sending the listener fd failed", i);
+        return 0;
+}
+
+static int before_step(Controller *c, size_t i) {
+        const PlanStep *st = &c->plan->steps[i];
+        RuntimeSlot *s = &c->shared->slots[st->task];
+
+        switch (st->op) {
+        case PLAN_OP_KEEP_LISTENER:
+                s->arg = c->install_fd[st->task];
+                return 0;
+        case PLAN_OP_REAP:
+                s->arg = c->pids[st->target];
+                return 0;
+        case PLAN_OP_RECEIVE_LISTENER:
+                return send_listener(c, i);
+        default:
+                return 0;
+        }
+}
+
+static int after_spawn_process(Controller *c, size_t i, pid_t pid) {
+        size_t t = c->plan->steps[i].target, pp = c->plan->tasks[t].process;
+
+        c->pids[pp] = pid;
+        c->tids[t] = pid;
+        c->pidfds[pp] = pidfd_open(pid, 0);
+        if (c->pidfds[pp] < 0)
+                return fail(c, i, -errno, "step %zu: pidfd_open(%d) failed", i, pid);
+        return 0;
+}
+
+/* The executor's own copy of a new listener, taken before the installer moves or closes its fd. */
+static int after_install(Controller *c, size_t i, int fd) {
+        const PlanStep *st = &c->plan->steps[i];
+        int copy, *slot;
+
+        c->install_fd[st->task] = fd;
+        if (!(st->flags & PLAN_INSTALL_NEW_LISTENER) || !st->filter->has_listener)
+                return 0;
+        copy = (int) syscall(SYS_pidfd_getfd, c->pidfds[c->plan->tasks[st->task].process], fd, 0);
+        if (copy < 0)
+                return fail(c, i, -errno, "step %zu: pidfd_getfd() of the new listener fd %d failed", i, fd);
+        slot = st->listener != PLAN_NONE ? &c->listener_fds[st->listener] : &c->filter_listener_fds[st->filter->index];
+        close_fd(slot);
+        *slot = copy;
+        return 0;
+}
+
+/* A helper thread has reported its exit: wait until the kernel has dropped it (a leader stays as
+ * a zombie while its process lives on; scans leave those out). */
+static int after_thread_exit(Controller *c, size_t i) {
+        size_t t = c->plan->steps[i].task;
+        pid_t pid = c->pids[c->plan->tasks[t].process], tid = c->tids[t];
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + c->step_timeout_usec;
+
+        for (;;) {
+                char state = thread_state(pid, tid);
+                if (state == 0 || state == 'Z' || state == 'X')
+                        return 0;
+                if (now_usec(CLOCK_MONOTONIC) > deadline)
+                        return fail(c, i, -ETIMEDOUT, "step %zu: helper thread %d did not go away", i, tid);
+                usleep(100);
+                controller_heartbeat(c);
+        }
+}
+
+static int after_step(Controller *c, size_t i) {
+        const PlanStep *st = &c->plan->steps[i];
+        const RuntimeSlot *s = &c->shared->slots[st->task];
+        const PlanProcess *proc = &c->plan->processes[c->plan->tasks[st->task].process];
+
+        switch (st->op) {
+        case PLAN_OP_SPAWN_PROCESS:
+                return after_spawn_process(c, i, s->value);
+        case PLAN_OP_SPAWN_THREAD:
+                c->tids[st->target] = s->value;
+                return 0;
+        case PLAN_OP_INSTALL:
+                return after_install(c, i, s->value);
+        case PLAN_OP_EXIT:
+                if (proc->kind != PLAN_PROCESS_HELPER)
+                        return after_thread_exit(c, i);
+                return 0;
+        case PLAN_OP_REAP:
+                c->gone[st->target] = true;
+                close_fd(&c->pidfds[st->target]);
+                return 0;
+        default:
+                return 0;
+        }
+}
+
+/* Start step i in its task. */
+static uint32_t issue(Controller *c, size_t i) {
+        RuntimeSlot *s = &c->shared->slots[c->plan->steps[i].task];
+        uint32_t seq = __atomic_load_n(&s->go, __ATOMIC_RELAXED) + 1;
+
+        s->step = (uint32_t) i;
+        __atomic_store_n(&s->go, seq, __ATOMIC_RELEASE);
+        (void) syscall(SYS_futex, &s->go, FUTEX_WAKE, 1, NULL, NULL, 0);
+        return seq;
+}
+
+static int step_failed(Controller *c, size_t i) {
+        const RuntimeSlot *s = &c->shared->slots[c->plan->steps[i].task];
+        _cleanup_free_ char *what = plan_step_describe(c->plan, i);
+
+        c->failed_call = s->call;
+        return fail(c, i, s->result, "step %zu (%s) failed: %s(2): %s", i, what ?: "?",
+                    runtime_call_to_string(s->call) ?: "?", strerror(-s->result));
+}
+
+/* ---- running the steps, many at once ---- */
+
+/* Steps of different processes commute, except those that change or use what processes share:
+ * reparenting (subreaper bits, helper processes and their reaping) and the handoff socket. The
+ * scheduler runs the steps of one process in the plan's order, a task's first step after the step
+ * that made it, and a barrier step alone, after every step before it. */
+#define MAX_IN_FLIGHT 128
+#define WINDOW 1024
+
+typedef struct Schedule {
+        size_t *prev;     /* per step: the step before it in the same process, SIZE_MAX */
+        size_t *made_by;  /* per task: the step that creates it, SIZE_MAX for the restore root's */
+        bool *issued, *done;
+        uint32_t *seq;    /* per step: its sequence number in its task's slot */
+        uint64_t *started; /* per step: when it was issued (CLOCK_MONOTONIC µs) */
+        size_t in_flight[MAX_IN_FLIGHT];
+        size_t n_in_flight;
+        size_t lo;        /* every step before it is done */
+} Schedule;
+
+static void schedule_done(Schedule *sc) {
+        free(sc->prev);
+        free(sc->made_by);
+        free(sc->issued);
+        free(sc->done);
+        free(sc->seq);
+        free(sc->started);
+}
+
+static bool is_barrier(const Plan *p, const PlanStep *st) {
+        size_t target_process = st->op == PLAN_OP_SPAWN_PROCESS ? p->tasks[st->target].process : PLAN_NONE;
+
+        return st->op == PLAN_OP_SET_SUBREAPER || st->op == PLAN_OP_REAP || st->op == PLAN_OP_RECEIVE_LISTENER ||
+               p->processes[p->tasks[st->task].process].kind == PLAN_PROCESS_HELPER ||
+               (target_process != PLAN_NONE && p->processes[target_process].kind == PLAN_PROCESS_HELPER);
+}
+
+static int schedule_init(Schedule *sc, const Plan *p) {
+        _cleanup_free_ size_t *last = calloc(p->n_processes ?: 1, sizeof(size_t));
+
+        *sc = (Schedule) {};
+        sc->prev = calloc(p->n_steps ?: 1, sizeof(size_t));
+        sc->made_by = calloc(p->n_tasks ?: 1, sizeof(size_t));
+        sc->issued = calloc(p->n_steps ?: 1, sizeof(bool));
+        sc->done = calloc(p->n_steps ?: 1, sizeof(bool));
+        sc->seq = calloc(p->n_steps ?: 1, sizeof(uint32_t));
+        sc->started = calloc(p->n_steps ?: 1, sizeof(uint64_t));
+        if (!last || !sc->prev || !sc->made_by || !sc->issued || !sc->done || !sc->seq || !sc->started)
+                return log_oom();
+        for (size_t i = 0; i < p->n_processes; i++)
+                last[i] = SIZE_MAX;
+        for (size_t t = 0; t < p->n_tasks; t++)
+                sc->made_by[t] = SIZE_MAX;
+        for (size_t i = 0; i < p->n_steps; i++) {
+                const PlanStep *st = &p->steps[i];
+                size_t pp = p->tasks[st->task].process;
+                sc->prev[i] = last[pp];
+                last[pp] = i;
+                if (st->op == PLAN_OP_SPAWN_THREAD || st->op == PLAN_OP_SPAWN_PROCESS)
+                        sc->made_by[st->target] = i;
+        }
+        return 0;
+}
+
+static bool dep_done(const Schedule *sc, size_t dep) {
+        return dep == SIZE_MAX || sc->done[dep];
+}
+
+/* Issue every step that may run now, in the plan's order, up to a barrier that may not. */
+static int issue_ready(Controller *c, Schedule *sc, size_t end) {
+        const Plan *p = c->plan;
+
+        for (size_t i = sc->lo; i < end && i < sc->lo + WINDOW && sc->n_in_flight < MAX_IN_FLIGHT; i++) {
+                const PlanStep *st = &p->steps[i];
+                bool barrier;
+                int r;
+
+                if (sc->issued[i])
+                        continue;
+                barrier = is_barrier(p, st);
+                if (barrier && (i != sc->lo || sc->n_in_flight > 0))
+                        return 0; /* it runs alone, after everything before it */
+                if (!dep_done(sc, sc->prev[i]) || !dep_done(sc, sc->made_by[st->task]))
+                        continue;
+                r = before_step(c, i);
+                if (r < 0)
+                        return r;
+                sc->issued[i] = true;
+                sc->seq[i] = issue(c, i);
+                sc->started[i] = now_usec(CLOCK_MONOTONIC);
+                sc->in_flight[sc->n_in_flight++] = i;
+                if (barrier)
+                        return 0;
+        }
+        return 0;
+}
+
+/* A step in flight that has not finished: did its process or its thread die, or its time run out? */
+static int check_stalled(Controller *c, Schedule *sc, size_t i) {
+        size_t t = c->plan->steps[i].task, pp = c->plan->tasks[t].process;
+        int pidfd = c->pidfds[pp];
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        char state;
+
+        if (step_done(&c->shared->slots[t], sc->seq[i]))
+                return 0;
+        if (pidfd >= 0 && poll(&pfd, 1, 0) > 0)
+                return task_died(c, i);
+        state = thread_state(c->pids[pp], c->tids[t]);
+        if (c->tids[t] != c->pids[pp] && (state == 0 || state == 'Z' || state == 'X')) {
+                _cleanup_free_ char *what = plan_step_describe(c->plan, i);
+                return fail(c, i, -ESRCH, "step %zu (%s): its thread %d ended (a filter's KILL_THREAD action?)", i,
+                            what ?: "?", c->tids[t]);
+        }
+        if (now_usec(CLOCK_MONOTONIC) - sc->started[i] > c->step_timeout_usec) {
+                _cleanup_free_ char *what = plan_step_describe(c->plan, i);
+                return fail(c, i, -ETIMEDOUT, "step %zu (%s) did not finish within %" PRIu64 " ms", i, what ?: "?",
+                            c->step_timeout_usec / 1000);
+        }
+        return 0;
+}
+
+/* Take in the steps that finished; -errno on a failure. */
+static int collect(Controller *c, Schedule *sc, bool check) {
+        for (size_t k = 0; k < sc->n_in_flight;) {
+                size_t i = sc->in_flight[k];
+                int r;
+
+                if (!step_done(&c->shared->slots[c->plan->steps[i].task], sc->seq[i])) {
+                        if (check && (r = check_stalled(c, sc, i)) < 0)
+                                return r;
+                        k++;
+                        continue;
+                }
+                sc->in_flight[k] = sc->in_flight[--sc->n_in_flight];
+                if (c->shared->slots[c->plan->steps[i].task].result < 0)
+                        return step_failed(c, i);
+                r = after_step(c, i);
+                if (r < 0)
+                        return r;
+                sc->done[i] = true;
+        }
+        while (sc->lo < c->plan->n_steps && sc->done[sc->lo])
+                sc->lo++;
+        return 0;
+}
+
+/* Every step before end, as many at a time as the dependencies allow. */
+static int run_steps(Controller *c, size_t end) {
+        _cleanup_(schedule_done) Schedule sc = {};
+        int r = schedule_init(&sc, c->plan);
+
+        while (r >= 0 && sc.lo < end) {
+                struct pollfd pfd = { .fd = c->report_fd, .events = POLLIN };
+                uint64_t v;
+                int n;
+
+                r = issue_ready(c, &sc, end);
+                if (r < 0)
+                        break;
+                n = poll(&pfd, 1, POLL_MSEC);
+                if (n < 0 && errno != EINTR)
+                        return fail(c, SIZE_MAX, -errno, "poll() failed");
+                (void) !read(c->report_fd, &v, sizeof(v));
+                controller_heartbeat(c);
+                r = collect(c, &sc, n == 0);
+        }
+        if (r < 0) /* let what is in flight end before the caller kills everything */
+                return r;
+        c->next_step = end;
+        return 0;
+}
+
+int controller_run(Controller *c) {
+        size_t end = 0;
+        int r;
+
+        runtime = (Runtime) {
+                .plan = c->plan,
+                .shared = c->shared,
+                .stacks = c->stacks,
+                .fd_report = c->plan->runtime_fd + PLAN_RUNTIME_FD_REPORT,
+                .fd_control = c->plan->runtime_fd + PLAN_RUNTIME_FD_CONTROL,
+                .fd_handoff = c->plan->runtime_fd + PLAN_RUNTIME_FD_HANDOFF,
+                .exec_path = runtime.exec_path,
+                .envp = runtime.envp,
+        };
+        while (end < c->plan->n_steps && !c->plan->steps[end].after_start)
+                end++;
+        r = fork_root(c);
+        close_fd(&c->control_r);
+        close_fd(&c->handoff_t);
+        if (r >= 0)
+                r = run_steps(c, end);
+        if (r < 0)
+                controller_kill_all(c);
+        return r;
+}
+
+/* ---- exec ---- */
+
+static bool same_file(const char *a, const char *b) {
+        struct stat sa, sb;
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The exec step ran when the process's executable is no longer the executor's, or when the task
+ * said it was about to exec and no failure came back for a while. */
+static int wait_exec(Controller *c, size_t i, uint32_t seq) {
+        const PlanStep *st = &c->plan->steps[i];
+        RuntimeSlot *s = &c->shared->slots[st->task];
+        pid_t pid = c->pids[c->plan->tasks[st->task].process];
+        uint64_t start = now_usec(CLOCK_MONOTONIC), execing_since = 0;
+        char exe[64];
+
+        snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+        for (;;) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+
+                if (step_done(s, seq))
+                        return step_failed(c, i);
+                if (__atomic_load_n(&s->execing, __ATOMIC_ACQUIRE) && !execing_since)
+                        execing_since = now;
+                if (execing_since && (!same_file(exe, "/proc/self/exe") || now - execing_since > EXEC_SETTLE_USEC))
+                        return 0;
+                if (now - start > c->step_timeout_usec)
+                        return fail(c, i, -ETIMEDOUT, "step %zu: pid %d did not exec", i, pid);
+                usleep(500);
+                controller_heartbeat(c);
+        }
+}
+
+int controller_start(Controller *c) {
+        for (; c->next_step < c->plan->n_steps; c->next_step++) {
+                size_t i = c->next_step;
+                uint32_t seq = issue(c, i);
+                int r = wait_exec(c, i, seq);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- the end ---- */
+
+/* Kill every child of this process (they are the restore's: it is a subreaper) and reap them,
+ * until there are none. */
+static void kill_and_reap_children(void) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + REAP_DEADLINE_USEC;
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int) gettid());
+        while (now_usec(CLOCK_MONOTONIC) < deadline) {
+                _cleanup_fclose_ FILE *f = fopen(path, "re");
+                int pid;
+
+                while (f && fscanf(f, "%d", &pid) == 1)
+                        (void) kill(pid, SIGKILL);
+                while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+                        ;
+                if (waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD)
+                        return;
+                usleep(1000);
+        }
+        log_warning("Some processes of the restore could not be reaped.");
+}
+
+void controller_kill_all(Controller *c) {
+        for (size_t pp = 0; pp < c->plan->n_processes; pp++)
+                if (c->pidfds[pp] >= 0 && !c->gone[pp])
+                        (void) pidfd_send_signal(c->pidfds[pp], SIGKILL, NULL, 0);
+        kill_and_reap_children();
+        for (size_t pp = 0; pp < c->plan->n_processes; pp++) {
+                c->gone[pp] = true;
+                close_fd(&c->pidfds[pp]);
+        }
+}
+
+static bool execed(const Controller *c, size_t pp) {
+        const PlanProcess *x = &c->plan->processes[pp];
+        return x->exec != PLAN_NONE && c->next_step >= c->plan->n_steps;
+}
+
+/* Wait until every stub is dead (its pidfd says so), killing what is left after a grace time. */
+static void wait_stubs(Controller *c) {
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + RELEASE_GRACE_USEC;
+        bool killed = false;
+
+        for (;;) {
+                bool left = false;
+
+                for (size_t pp = 0; pp < c->plan->n_processes; pp++) {
+                        struct pollfd pfd = { .fd = c->pidfds[pp], .events = POLLIN };
+                        if (c->pidfds[pp] < 0 || c->gone[pp] || execed(c, pp))
+                                continue;
+                        if (poll(&pfd, 1, 0) > 0)
+                                c->gone[pp] = true;
+                        else
+                                left = true;
+                }
+                if (!left)
+                        return;
+                if (now_usec(CLOCK_MONOTONIC) > deadline) {
+                        if (killed) {
+                                log_warning("Some parked tasks of the restore did not end.");
+                                return;
+                        }
+                        for (size_t pp = 0; pp < c->plan->n_processes; pp++)
+                                if (c->pidfds[pp] >= 0 && !c->gone[pp] && !execed(c, pp))
+                                        (void) pidfd_send_signal(c->pidfds[pp], SIGKILL, NULL, 0);
+                        killed = true;
+                        deadline = now_usec(CLOCK_MONOTONIC) + REAP_DEADLINE_USEC;
+                }
+                usleep(1000);
+        }
+}
+
+void controller_release(Controller *c) {
+        close_fd(&c->control_w);
+        wait_stubs(c);
+        while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+                ;
+        for (size_t pp = 0; pp < c->plan->n_processes; pp++)
+                close_fd(&c->pidfds[pp]);
+}

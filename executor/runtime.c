@@ -1,0 +1,304 @@
+/* runtime.c: what every restored task runs until it parks or execs. Tasks are made with raw
+ * clone(2) and share their creator's TLS, so this file calls no libc function that touches errno,
+ * locks or allocates: every system call is one the planner checked (lib/plan-syscalls.c) */
+#include "runtime.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "raw.h"
+
+
+Runtime runtime;
+
+static const char *const call_table[_RUNTIME_CALL_MAX] = {
+        [RUNTIME_CALL_NONE] = "none",
+        [RUNTIME_CALL_PRCTL] = "prctl",
+        [RUNTIME_CALL_SECCOMP] = "seccomp",
+        [RUNTIME_CALL_CLONE] = "clone",
+        [RUNTIME_CALL_CLONE3] = "clone3",
+        [RUNTIME_CALL_FORK] = "fork",
+        [RUNTIME_CALL_DUP3] = "dup3",
+        [RUNTIME_CALL_FCNTL] = "fcntl",
+        [RUNTIME_CALL_CLOSE] = "close",
+        [RUNTIME_CALL_WAIT4] = "wait4",
+        [RUNTIME_CALL_WAITID] = "waitid",
+        [RUNTIME_CALL_RECVMSG] = "recvmsg",
+        [RUNTIME_CALL_EXECVE] = "execve",
+        [RUNTIME_CALL_EXIT] = "exit",
+};
+
+const char *runtime_call_to_string(RuntimeCall c) {
+        return c < _RUNTIME_CALL_MAX ? call_table[c] : NULL;
+}
+
+/* clone_args as clone3(2) takes it (CLONE_ARGS_SIZE_VER2). */
+typedef struct CloneArgs {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size,
+                cgroup;
+} CloneArgs;
+
+/* What running a step produced. */
+typedef struct Outcome {
+        long result;
+        long value;
+        RuntimeCall call;
+} Outcome;
+
+static Outcome ok(long value) {
+        return (Outcome) { .value = value };
+}
+
+static Outcome check(long r, RuntimeCall call) {
+        return r < 0 ? (Outcome) { .result = r, .call = call } : ok(r);
+}
+
+static RuntimeSlot *slot_of(size_t i) {
+        return &runtime.shared->slots[i];
+}
+
+static __attribute__((noreturn)) void die(int status) {
+        raw_syscall1(SYS_exit_group, status);
+        for (;;)
+                raw_syscall1(SYS_exit, status);
+}
+
+/* ---- waiting and reporting ---- */
+
+static void wait_for_go(RuntimeSlot *s, uint32_t seen) {
+        uint32_t beat = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED);
+        unsigned idle = 0;
+
+        while (__atomic_load_n(&s->go, __ATOMIC_ACQUIRE) == seen) {
+                struct timespec ts = { .tv_sec = 1 };
+                long r = raw_syscall4(SYS_futex, &s->go, FUTEX_WAIT, seen, &ts);
+                uint32_t now = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED);
+
+                if (now != beat) {
+                        beat = now;
+                        idle = 0;
+                } else if (r == -ETIMEDOUT && ++idle >= RUNTIME_ORPHAN_SECONDS)
+                        die(EXIT_FAILURE); /* the executor is gone */
+        }
+}
+
+static void report(RuntimeSlot *s, uint32_t seq, const Outcome *o) {
+        uint64_t one = 1;
+
+        s->result = (int32_t) o->result;
+        s->value = (int32_t) o->value;
+        s->call = o->call;
+        __atomic_store_n(&s->done, seq, __ATOMIC_RELEASE);
+        raw_syscall3(SYS_write, runtime.fd_report, &one, sizeof(one));
+}
+
+/* Block on the control fd until the executor closes it (or is gone), then end. */
+static __attribute__((noreturn)) void park(void) {
+        char c;
+
+        for (;;) {
+                long r = raw_syscall3(SYS_read, runtime.fd_control, &c, 1);
+                if (r == 0 || (r < 0 && r != -EINTR && r != -EAGAIN))
+                        break; /* end of file: released; an error: nothing to wait on */
+        }
+        for (;;) {
+                raw_syscall1(SYS_exit, 0); /* strict mode allows exit(2) but not exit_group(2) */
+                raw_syscall1(SYS_exit_group, 0);
+        }
+}
+
+/* ---- steps ---- */
+
+static const PlanProcess *process_of_task(size_t t) {
+        return &runtime.plan->processes[runtime.plan->tasks[t].process];
+}
+
+static Outcome do_install(const PlanStep *st) {
+        struct sock_fprog prog = { .len = (unsigned short) st->filter->len, .filter = st->filter->insns };
+
+        if (st->syscall == PLAN_SYSCALL_PRCTL)
+                return check(raw_syscall5(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0), RUNTIME_CALL_PRCTL);
+        return check(raw_syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, st->flags, &prog), RUNTIME_CALL_SECCOMP);
+}
+
+/* Move fd from to to (dup3 + close), or close it when to < 0. The fd a holder ends with is not
+ * close-on-exec (seccomp(2) makes a new listener's fd so): an exec'd holder keeps its listener. */
+static Outcome move_fd(int from, int to) {
+        long r;
+
+        if (to == from)
+                return check(raw_syscall3(SYS_fcntl, to, F_SETFD, 0), RUNTIME_CALL_FCNTL);
+        if (to >= 0) {
+                r = raw_syscall3(SYS_dup3, from, to, 0);
+                if (r < 0)
+                        return check(r, RUNTIME_CALL_DUP3);
+        }
+        return check(raw_syscall1(SYS_close, from), RUNTIME_CALL_CLOSE);
+}
+
+static Outcome do_spawn_thread(const PlanStep *st) {
+        RuntimeSlot *target = slot_of(st->target);
+        uint8_t *stack = runtime.stacks + st->target * RUNTIME_STACK_SIZE;
+        void *arg = (void *) (uintptr_t) st->target;
+        long r;
+
+        if (st->syscall == PLAN_SYSCALL_CLONE3) {
+                CloneArgs a = {
+                        .flags = PLAN_CLONE_THREAD_FLAGS,
+                        .child_tid = (uintptr_t) &target->ctid,
+                        .parent_tid = (uintptr_t) &target->ctid,
+                        .stack = (uintptr_t) stack,
+                        .stack_size = RUNTIME_STACK_SIZE,
+                        .tls = raw_thread_pointer(),
+                };
+                r = raw_clone3_thread(&a, sizeof(a), runtime_task_main, arg);
+                return check(r, RUNTIME_CALL_CLONE3);
+        }
+        r = raw_clone_thread(PLAN_CLONE_THREAD_FLAGS, stack + RUNTIME_STACK_SIZE, &target->ctid, &target->ctid,
+                             raw_thread_pointer(), runtime_task_main, arg);
+        return check(r, RUNTIME_CALL_CLONE);
+}
+
+/* The child goes on here as the new process's first task. */
+static Outcome do_spawn_process(const PlanStep *st) {
+        RuntimeSlot *target = slot_of(st->target);
+        unsigned long flags = PLAN_CLONE_PROCESS_FLAGS | (st->arg ? PLAN_CLONE_PARENT : 0);
+        RuntimeCall call;
+        long r;
+
+        if (st->syscall == PLAN_SYSCALL_CLONE3) {
+                CloneArgs a = {
+                        .flags = flags & ~0xffUL,
+                        .child_tid = (uintptr_t) &target->tid,
+                        .exit_signal = SIGCHLD,
+                };
+                r = raw_syscall2(SYS_clone3, &a, sizeof(a));
+                call = RUNTIME_CALL_CLONE3;
+        } else if (st->syscall == PLAN_SYSCALL_FORK) {
+                r = raw_syscall0(SYS_fork);
+                call = RUNTIME_CALL_FORK;
+        } else {
+                r = raw_syscall5(SYS_clone, flags, 0, 0, &target->tid, 0);
+                call = RUNTIME_CALL_CLONE;
+        }
+        if (r == 0)
+                runtime_task_main((void *) (uintptr_t) st->target);
+        return check(r, call);
+}
+
+static Outcome do_reap(const RuntimeSlot *s, const PlanStep *st) {
+        int status;
+        siginfo_t info;
+
+        if (st->syscall == PLAN_SYSCALL_WAITID)
+                return check(raw_syscall5(SYS_waitid, P_PID, s->arg, &info, WEXITED | __WALL, 0), RUNTIME_CALL_WAITID);
+        return check(raw_syscall4(SYS_wait4, s->arg, &status, __WALL, 0), RUNTIME_CALL_WAIT4);
+}
+
+/* One fd arrives on the handoff socket (the executor sent it just before this step). */
+static Outcome do_receive(const PlanStep *st) {
+        char control[CMSG_SPACE(sizeof(int))] __attribute__((aligned(8))) = {};
+        char byte;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control) };
+        struct cmsghdr *cm;
+        int fd;
+        long r;
+
+        r = raw_syscall3(SYS_recvmsg, runtime.fd_handoff, &mh, 0);
+        if (r < 0)
+                return check(r, RUNTIME_CALL_RECVMSG);
+        cm = CMSG_FIRSTHDR(&mh);
+        if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                return (Outcome) { .result = -EBADMSG, .call = RUNTIME_CALL_RECVMSG };
+        __builtin_memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+        return move_fd(fd, st->fd);
+}
+
+static Outcome do_exec(RuntimeSlot *s, size_t t) {
+        const PlanProcess *p = process_of_task(t);
+
+        __atomic_store_n(&s->execing, 1, __ATOMIC_RELEASE);
+        return check(raw_syscall3(SYS_execve, runtime.exec_path[runtime.plan->tasks[t].process],
+                                  runtime.plan->options.exec[p->exec].argv, runtime.envp),
+                     RUNTIME_CALL_EXECVE);
+}
+
+static Outcome run_step(RuntimeSlot *s, size_t t, const PlanStep *st) {
+        switch (st->op) {
+        case PLAN_OP_SET_COMM:
+                return check(raw_syscall5(SYS_prctl, PR_SET_NAME, process_of_task(t)->snapshot->comm, 0, 0, 0),
+                             RUNTIME_CALL_PRCTL);
+        case PLAN_OP_CLOSE_FD:
+                return check(raw_syscall1(SYS_close, st->fd), RUNTIME_CALL_CLOSE);
+        case PLAN_OP_SET_NO_NEW_PRIVS:
+                return check(raw_syscall5(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), RUNTIME_CALL_PRCTL);
+        case PLAN_OP_SET_SUBREAPER:
+                return check(raw_syscall5(SYS_prctl, PR_SET_CHILD_SUBREAPER, st->arg, 0, 0, 0), RUNTIME_CALL_PRCTL);
+        case PLAN_OP_INSTALL:
+                return do_install(st);
+        case PLAN_OP_KEEP_LISTENER:
+                return move_fd(s->arg, st->fd);
+        case PLAN_OP_SPAWN_THREAD:
+                return do_spawn_thread(st);
+        case PLAN_OP_SPAWN_PROCESS:
+                return do_spawn_process(st);
+        case PLAN_OP_REAP:
+                return do_reap(s, st);
+        case PLAN_OP_RECEIVE_LISTENER:
+                return do_receive(st);
+        case PLAN_OP_STRICT:
+                return check(raw_syscall2(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_STRICT), RUNTIME_CALL_PRCTL);
+        case PLAN_OP_EXEC:
+                return do_exec(s, t);
+        case PLAN_OP_EXIT:
+        case PLAN_OP_PARK:
+        default:
+                return ok(0);
+        }
+}
+
+/* After reporting a step that ends the task. */
+static void end_task(const PlanStep *st, const Outcome *o) {
+        switch (st->op) {
+        case PLAN_OP_EXIT:
+                if (st->syscall == PLAN_SYSCALL_EXIT_GROUP)
+                        raw_syscall1(SYS_exit_group, 0);
+                raw_syscall1(SYS_exit, 0);
+                break;
+        case PLAN_OP_STRICT:
+                if (o->result >= 0)
+                        park();
+                break;
+        case PLAN_OP_PARK:
+                park();
+        default:
+                break;
+        }
+}
+
+void runtime_task_main(void *index) {
+        size_t t = (size_t) (uintptr_t) index;
+        RuntimeSlot *s = slot_of(t);
+        uint32_t seen = 0;
+
+        for (;;) {
+                const PlanStep *st;
+                Outcome o;
+
+                wait_for_go(s, seen);
+                seen = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE);
+                st = &runtime.plan->steps[s->step];
+                o = run_step(s, t, st);
+                report(s, seen, &o);
+                end_task(st, &o);
+        }
+}

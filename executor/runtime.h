@@ -1,0 +1,67 @@
+/* runtime.h: what every restored task runs until it parks or execs: wait in its slot of the
+ * memory it shares with the executor for the next step, run it with raw system calls, report */
+#pragma once
+
+#include <stdint.h>
+
+#include "plan.h"
+
+#define RUNTIME_STACK_SIZE (64 * 1024)
+/* A task waiting for a step gives up (exit_group) when the executor's heartbeat stood still for
+ * this long: the executor died without telling it. */
+#define RUNTIME_ORPHAN_SECONDS 30
+
+/* Which system call of a step failed, for the error the executor reports. */
+typedef enum RuntimeCall {
+        RUNTIME_CALL_NONE,
+        RUNTIME_CALL_PRCTL,
+        RUNTIME_CALL_SECCOMP,
+        RUNTIME_CALL_CLONE,
+        RUNTIME_CALL_CLONE3,
+        RUNTIME_CALL_FORK,
+        RUNTIME_CALL_DUP3,
+        RUNTIME_CALL_FCNTL,
+        RUNTIME_CALL_CLOSE,
+        RUNTIME_CALL_WAIT4,
+        RUNTIME_CALL_WAITID,
+        RUNTIME_CALL_RECVMSG,
+        RUNTIME_CALL_EXECVE,
+        RUNTIME_CALL_EXIT,
+        _RUNTIME_CALL_MAX,
+} RuntimeCall;
+const char *runtime_call_to_string(RuntimeCall c);
+
+typedef struct RuntimeSlot {
+        uint32_t go;     /* futex: the executor bumps it once step and arg are set */
+        uint32_t done;   /* the task copies go here when the step has run */
+        uint32_t step;
+        int32_t arg;     /* from the executor: the fd to move (keep-listener), the pid to reap */
+        int32_t result;  /* >= 0, or -errno of the call that failed */
+        int32_t value;   /* spawn: the new tid; install: the listener fd */
+        uint32_t call;   /* RuntimeCall that failed */
+        int32_t tid;     /* written by the kernel: CLONE_PARENT_SETTID / CLONE_CHILD_SETTID */
+        int32_t ctid;    /* threads: CLONE_CHILD_CLEARTID, 0 once the thread is gone */
+        uint32_t execing; /* set just before execve() */
+} RuntimeSlot;
+
+typedef struct RuntimeShared {
+        uint32_t heartbeat; /* bumped by the executor at least every 200 ms while tasks wait */
+        uint32_t n_slots;
+        RuntimeSlot slots[];
+} RuntimeShared;
+
+/* Set up by the executor before it forks the restore root, read-only afterwards (every task has
+ * its own copy of it, made by fork). */
+typedef struct Runtime {
+        const Plan *plan;
+        RuntimeShared *shared;
+        uint8_t *stacks;    /* a stack per task, RUNTIME_STACK_SIZE each */
+        int fd_report, fd_control, fd_handoff;
+        char **exec_path;   /* per plan process: what execve() gets as its path, NULL if it parks */
+        char **envp;
+} Runtime;
+
+extern Runtime runtime;
+
+/* The life of task index (a plan task) after it was created. Never returns. */
+void runtime_task_main(void *index) __attribute__((noreturn));

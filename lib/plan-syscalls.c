@@ -1,0 +1,354 @@
+/* plan-syscalls.c: every system call the executor makes in a restored task, checked against the
+ * chain that task runs under at that point (the kernel's precedence, lib/eval.c), so that a plan
+ * a filter would stop is refused with the filter named, or another system call is chosen */
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "disasm.h"
+#include "eval.h"
+#include "plan-internal.h"
+
+#define FUTEX_WAIT_ 0
+
+/* A pointer argument: filters see an address, not what it points to. */
+#define PTR UINT64_C(0x7f0000001000)
+#define CLONE_ARGS_SIZE 88 /* sizeof(struct clone_args), CLONE_ARGS_SIZE_VER2 */
+
+typedef struct Call {
+        const char *name;
+        int nr;
+        uint64_t args[6];
+} Call;
+
+#define CALL(n, ...) ((Call) { .name = #n, .nr = SYS_##n, .args = { __VA_ARGS__ } })
+
+typedef struct Calls {
+        Call v[3];
+        size_t n;
+} Calls;
+
+static void add(Calls *c, Call x) {
+        c->v[c->n++] = x;
+}
+
+static int runtime_fd(const Planner *p, int which) {
+        return p->plan->runtime_fd + which;
+}
+
+/* The model's pid of the process made by plan process pp (for wait4). */
+static uint64_t model_pid(const Planner *p, size_t pp) {
+        return pp < p->km.n_processes ? (uint64_t) p->km.processes[pp].pid : 0;
+}
+
+/* The fd a received or installed listener lands on before it is moved: the lowest free one. */
+static int lowest_free(const Planner *p, size_t kp) {
+        int fd = KMODEL_FIRST_FD;
+
+        while (kmodel_fd_listener(&p->km, kp, fd) != KMODEL_NONE)
+                fd++;
+        return fd;
+}
+
+/* What executor/runtime.c's move_fd() calls. */
+static void add_move_fd(Calls *c, int from, int to) {
+        if (to < 0)
+                add(c, CALL(close, (uint64_t) from));
+        else if (from == to)
+                add(c, CALL(fcntl, (uint64_t) to, F_SETFD, 0));
+        else {
+                add(c, CALL(dup3, (uint64_t) from, (uint64_t) to, 0));
+                add(c, CALL(close, (uint64_t) from));
+        }
+}
+
+/* The system calls step s makes with variant v; false if v does not apply to it. */
+static bool calls_of(const Planner *p, const PlanStep *s, PlanSyscall v, Calls *c) {
+        size_t kp = p->km.tasks[s->task].process;
+        bool helper_process = p->plan->processes[p->plan->tasks[s->task].process].kind == PLAN_PROCESS_HELPER;
+        int k;
+
+        *c = (Calls) {};
+        switch (s->op) {
+        case PLAN_OP_SET_COMM:
+                add(c, CALL(prctl, PR_SET_NAME, PTR, 0, 0, 0));
+                return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_CLOSE_FD:
+                add(c, CALL(close, (uint64_t) s->fd));
+                return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_SET_NO_NEW_PRIVS:
+                add(c, CALL(prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+                return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_SET_SUBREAPER:
+                add(c, CALL(prctl, PR_SET_CHILD_SUBREAPER, (uint64_t) s->arg, 0, 0, 0));
+                return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_INSTALL:
+                if (v == PLAN_SYSCALL_SECCOMP)
+                        add(c, CALL(seccomp, SECCOMP_SET_MODE_FILTER, s->flags, PTR));
+                else if (v == PLAN_SYSCALL_PRCTL && s->flags == 0)
+                        add(c, CALL(prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PTR, 0, 0));
+                return c->n > 0;
+        case PLAN_OP_KEEP_LISTENER:
+                k = s->task < p->sim.n_last_install_fd_allocated ? p->sim.last_install_fd[s->task] : KMODEL_FIRST_FD;
+                add_move_fd(c, k, s->fd);
+                return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_SPAWN_THREAD:
+                if (v == PLAN_SYSCALL_CLONE)
+                        add(c, CALL(clone, PLAN_CLONE_THREAD_FLAGS, PTR, PTR, PTR, PTR));
+                else if (v == PLAN_SYSCALL_CLONE3)
+                        add(c, CALL(clone3, PTR, CLONE_ARGS_SIZE));
+                return c->n > 0;
+        case PLAN_OP_SPAWN_PROCESS:
+                if (v == PLAN_SYSCALL_CLONE)
+                        add(c, CALL(clone, PLAN_CLONE_PROCESS_FLAGS | (s->arg ? PLAN_CLONE_PARENT : 0), 0, 0, PTR, 0));
+                else if (v == PLAN_SYSCALL_CLONE3)
+                        add(c, CALL(clone3, PTR, CLONE_ARGS_SIZE));
+                else if (v == PLAN_SYSCALL_FORK && !s->arg)
+                        add(c, CALL(fork));
+                return c->n > 0;
+        case PLAN_OP_EXIT:
+                if (v == PLAN_SYSCALL_EXIT_GROUP && helper_process)
+                        add(c, CALL(exit_group, 0));
+                else if (v == PLAN_SYSCALL_EXIT)
+                        add(c, CALL(exit, 0));
+                return c->n > 0;
+        case PLAN_OP_REAP:
+                if (v == PLAN_SYSCALL_WAIT4)
+                        add(c, CALL(wait4, model_pid(p, s->target), PTR, __WALL, 0));
+                else if (v == PLAN_SYSCALL_WAITID)
+                        add(c, CALL(waitid, P_PID, model_pid(p, s->target), PTR, WEXITED | __WALL, 0));
+                return c->n > 0;
+        case PLAN_OP_RECEIVE_LISTENER:
+                add(c, CALL(recvmsg, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_HANDOFF), PTR, 0));
+                add_move_fd(c, lowest_free(p, kp), s->fd);
+                return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_STRICT: /* a strict task has no filter: nothing can stop it */
+                return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_PARK:
+                add(c, CALL(write, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_REPORT), PTR, 8));
+                add(c, CALL(read, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_CONTROL), PTR, 1));
+                return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_EXEC:
+                add(c, CALL(execve, PTR, PTR, PTR));
+                return v == PLAN_SYSCALL_DEFAULT;
+        default:
+                return false;
+        }
+}
+
+/* What every task does between two steps: report, then wait for the next one. */
+static void calls_between(const Planner *p, Calls *c) {
+        *c = (Calls) {};
+        add(c, CALL(write, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_REPORT), PTR, 8));
+        add(c, CALL(futex, PTR, FUTEX_WAIT_, 0, PTR, 0, 0));
+}
+
+/* ---- evaluation ---- */
+
+typedef struct Verdict {
+        uint32_t ret;
+        uint64_t filter_id; /* the snapshot's id of the filter that decided, 0: none */
+} Verdict;
+
+static bool verdict_allows(const Verdict *v) {
+        uint32_t action = v->ret & SECCOMP_RET_ACTION_FULL;
+        return action == SECCOMP_RET_ALLOW || action == SECCOMP_RET_LOG;
+}
+
+/* Run call c through the chain that starts at model filter head. */
+static int evaluate_chain(const Planner *p, size_t head, const Call *c, Verdict *ret) {
+        const KModel *km = &p->km;
+        size_t n = head == KMODEL_NONE ? 0 : km->filters[head].depth, i = 0;
+        _cleanup_free_ ChainProgram *chain = calloc(n ?: 1, sizeof(ChainProgram));
+        _cleanup_free_ size_t *objects = calloc(n ?: 1, sizeof(size_t));
+        struct seccomp_data d = { .nr = c->nr, .arch = seccomp_arch_native() };
+        EvalResult r;
+
+        if (!chain || !objects)
+                return -ENOMEM;
+        for (size_t f = head; f != KMODEL_NONE && i < n; f = km->filters[f].parent, i++) {
+                chain[i] = (ChainProgram) { .insns = km->filters[f].insns, .len = km->filters[f].len };
+                objects[i] = f;
+        }
+        memcpy(d.args, c->args, sizeof(d.args));
+        r = chain_evaluate(chain, n, &d);
+        *ret = (Verdict) { .ret = r.ret };
+        if (n > 0 && !verdict_allows(ret))
+                ret->filter_id = p->s->filters[km->filters[objects[r.decided_by]].tag]->id;
+        return 0;
+}
+
+/* Many tasks run under one chain and make the same calls: verdicts are kept per (head, call). */
+typedef struct CachedVerdict {
+        size_t head;
+        int nr;
+        uint64_t args[6];
+        Verdict verdict;
+        struct CachedVerdict *next;
+} CachedVerdict;
+
+static uint64_t verdict_key(size_t head, const Call *c) {
+        uint64_t h = 14695981039346656037ULL;
+        uint64_t words[8] = { head, (uint64_t) c->nr, c->args[0], c->args[1], c->args[2], c->args[3], c->args[4], c->args[5] };
+
+        for (size_t i = 0; i < ELEMENTSOF(words); i++)
+                h = (h ^ words[i]) * 1099511628211ULL;
+        return h;
+}
+
+void plan_verdict_cache_free(Planner *p) {
+        uint64_t key;
+        void *value;
+
+        for (size_t i = 0; hashmap_next(&p->verdicts, &i, &key, &value);)
+                for (CachedVerdict *e = value, *next; e; e = next) {
+                        next = e->next;
+                        free(e);
+                }
+        hashmap_deinit(&p->verdicts);
+}
+
+/* Run call c through the chain task t runs under in the model. */
+static int evaluate(Planner *p, size_t t, const Call *c, Verdict *ret) {
+        size_t head = p->km.tasks[t].head;
+        uint64_t key = verdict_key(head, c);
+        CachedVerdict *first = hashmap_get(&p->verdicts, key), *e;
+        int r;
+
+        if (head == KMODEL_NONE) {
+                *ret = (Verdict) { .ret = SECCOMP_RET_ALLOW };
+                return 0;
+        }
+        for (e = first; e; e = e->next)
+                if (e->head == head && e->nr == c->nr && memcmp(e->args, c->args, sizeof(e->args)) == 0) {
+                        *ret = e->verdict;
+                        return 0;
+                }
+        r = evaluate_chain(p, head, c, ret);
+        if (r < 0)
+                return r;
+        e = malloc(sizeof(CachedVerdict));
+        if (!e)
+                return -ENOMEM;
+        *e = (CachedVerdict) { .head = head, .nr = c->nr, .verdict = *ret, .next = first };
+        memcpy(e->args, c->args, sizeof(e->args));
+        r = hashmap_replace(&p->verdicts, key, e);
+        if (r < 0)
+                free(e);
+        return r;
+}
+
+/* The first call of c the chain stops, or -1: 0 / 1 with *ret_call and *ret_verdict. */
+static int first_stopped(Planner *p, size_t t, const Calls *c, size_t *ret_call, Verdict *ret_verdict) {
+        for (size_t k = 0; k < c->n; k++) {
+                int r = evaluate(p, t, &c->v[k], ret_verdict);
+                if (r < 0)
+                        return r;
+                if (!verdict_allows(ret_verdict)) {
+                        *ret_call = k;
+                        return 1;
+                }
+        }
+        return 0;
+}
+
+static const char *task_name(const Planner *p, size_t t, char *buf, size_t size) {
+        const PlanTask *task = &p->plan->tasks[t];
+        const PlanProcess *proc = &p->plan->processes[task->process];
+
+        if (task->kind == PLAN_TASK_RESTORED)
+                snprintf(buf, size, "thread %d of process %d", task->snapshot->tid, proc->snapshot->pid);
+        else if (proc->kind == PLAN_PROCESS_RESTORED)
+                snprintf(buf, size, "a helper thread of process %d", proc->snapshot->pid);
+        else
+                snprintf(buf, size, "a helper %s", proc->kind == PLAN_PROCESS_ROOT ? "thread of the restore root" : "process");
+        return buf;
+}
+
+/* Append "NAME(2) gets ACTION from filter N" to a message being built. */
+static int append_verdict(char **msg, const Call *c, const Verdict *v) {
+        char action[ACTION_STRING_MAX];
+        char *s;
+
+        action_to_string(v->ret, action, sizeof(action));
+        if (asprintf(&s, "%s%s%s(2) gets %s from filter %" PRIu64, *msg ?: "", *msg ? ", " : "", c->name, action,
+                     v->filter_id) < 0)
+                return -ENOMEM;
+        free(*msg);
+        *msg = s;
+        return 0;
+}
+
+/* Pick the first variant of step s whose calls the chain lets through. With say, refuse naming
+ * what stops each variant. */
+static int choose(Planner *p, PlanStep *s, size_t i, bool say) {
+        _cleanup_free_ char *why = NULL;
+        Calls c;
+
+        for (PlanSyscall v = 0; v < _PLAN_SYSCALL_MAX; v++) {
+                size_t k;
+                Verdict verdict;
+                int r;
+
+                if (!calls_of(p, s, v, &c))
+                        continue;
+                r = first_stopped(p, s->task, &c, &k, &verdict);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
+                        s->syscall = v;
+                        return 0;
+                }
+                if (say && append_verdict(&why, &c.v[k], &verdict) < 0)
+                        return -ENOMEM;
+        }
+        if (!say)
+                return -EINVAL;
+        return plan_refuse(p, "step %zu: %s cannot %s: %s", i, task_name(p, s->task, (char[96]) {}, 96),
+                           plan_op_to_string(s->op), why ?: "no system call for it");
+}
+
+int plan_check_step(Planner *p, size_t i) {
+        return choose(p, &p->plan->steps[i], i, true);
+}
+
+static bool op_ends_task(PlanOp op) {
+        return op == PLAN_OP_EXIT || op == PLAN_OP_STRICT || op == PLAN_OP_PARK || op == PLAN_OP_EXEC;
+}
+
+int plan_check_after_step(Planner *p, size_t i) {
+        const PlanStep *s = &p->plan->steps[i];
+        _cleanup_free_ char *why = NULL;
+        Verdict verdict;
+        size_t k;
+        Calls c;
+        int r;
+
+        if (op_ends_task(s->op))
+                return 0;
+        calls_between(p, &c);
+        r = first_stopped(p, s->task, &c, &k, &verdict);
+        if (r <= 0)
+                return r;
+        if (append_verdict(&why, &c.v[k], &verdict) < 0)
+                return -ENOMEM;
+        return plan_refuse(p, "step %zu: after it, %s cannot report and wait for its next step: %s", i,
+                           task_name(p, s->task, (char[96]) {}, 96), why);
+}
+
+bool plan_step_possible(Planner *p, PlanStep *s) {
+        Calls c;
+        Verdict verdict;
+        size_t k;
+
+        if (choose(p, s, 0, false) < 0)
+                return false;
+        if (op_ends_task(s->op))
+                return true;
+        calls_between(p, &c);
+        return first_stopped(p, s->task, &c, &k, &verdict) == 0;
+}

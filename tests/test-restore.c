@@ -1,0 +1,955 @@
+/* test-restore.c: restores on the real kernel: every scenario the scenario builder makes is
+ * scanned (bpf), planned, rebuilt by sectree-restore (as root and as nobody), scanned again and
+ * compared; random histories played on the kernel by the hundred; exec'd probes behave alike */
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "plan-protocol.h"
+#include "plan-verify.h"
+#include "plan.h"
+#include "scan.h"
+#include "snapshot.h"
+#include "tests-util.h"
+
+#define NOBODY 65534
+
+extern char **environ;
+#define FRAME_TIMEOUT_USEC (60 * 1000 * 1000ULL)
+
+static BpfScanner *scanner;
+
+static Forest *scan(pid_t root) {
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        Forest *f = NULL;
+
+        if (!scanner)
+                g_assert_cmpint(bpf_scanner_new(&scanner), ==, 0);
+        opts.root = root;
+        g_assert_cmpint(bpf_scanner_scan(scanner, &opts, &f), ==, 0);
+        return f;
+}
+
+/* ---- talking to sectree-restore ---- */
+
+typedef struct RestoreRun {
+        pid_t executor;
+        int sock;
+        json_t *ready;    /* the READY document, or NULL */
+        json_t *error;    /* the ERROR document, or NULL */
+        int *fds;
+        size_t n_fds;
+        PlanMapping map;
+        pid_t root_pid;
+} RestoreRun;
+
+/* The executor is opened before the change of credentials and exec'd through that fd, so that
+ * nobody needs no access to the directories of the build tree (a CI clone may sit in /root). */
+static void executor_child(int sock, uid_t uid) {
+        const char *path = g_getenv("SECTREE_RESTORE");
+        char *argv[] = { (char *) "sectree-restore", NULL };
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC), exe = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+
+        if (exe < 0 || null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+            (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
+                _exit(126);
+        if (uid != 0 && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0))
+                _exit(125);
+        fexecve(3, argv, environ);
+        _exit(127);
+}
+
+static int snapshot_memfd_as(const Forest *f, SnapshotFormat format) {
+        int fd = memfd_create("snapshot", MFD_CLOEXEC);
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(snapshot_write_fd(f, format, fd), ==, 0);
+        g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+        return fd;
+}
+
+static int snapshot_memfd(const Forest *f) {
+        return snapshot_memfd_as(f, SNAPSHOT_FORMAT_JSON);
+}
+
+static RestoreFrame recv_frame(RestoreRun *r) {
+        RestoreFrame f = {};
+        int k = restore_frame_recv(r->sock, FRAME_TIMEOUT_USEC, &f);
+
+        if (k < 0)
+                g_error("no answer from sectree-restore: %s", g_strerror(-k));
+        return f;
+}
+
+static void mapping_from_ready(RestoreRun *r) {
+        json_t *x;
+        size_t i;
+
+        r->root_pid = (pid_t) json_integer_value(json_object_get(r->ready, "restore_root"));
+        r->map.root_pid = r->root_pid;
+        json_array_foreach(json_object_get(r->ready, "processes"), i, x)
+                g_assert_cmpint(plan_mapping_add_process(&r->map, (pid_t) json_integer_value(json_object_get(x, "snapshot_pid")),
+                                                         (pid_t) json_integer_value(json_object_get(x, "pid"))), ==, 0);
+        json_array_foreach(json_object_get(r->ready, "threads"), i, x)
+                g_assert_cmpint(plan_mapping_add_thread(&r->map, (pid_t) json_integer_value(json_object_get(x, "snapshot_tid")),
+                                                        (pid_t) json_integer_value(json_object_get(x, "tid"))), ==, 0);
+}
+
+/* READY and the fds after it, or ERROR. */
+static void read_outcome(RestoreRun *r) {
+        RestoreFrame f = recv_frame(r);
+        json_error_t je;
+        size_t n;
+
+        if (f.type == RESTORE_FRAME_ERROR) {
+                r->error = json_loads(f.payload, 0, &je);
+                g_assert_nonnull(r->error);
+                restore_frame_done(&f);
+                return;
+        }
+        g_assert_cmpint(f.type, ==, RESTORE_FRAME_READY);
+        r->ready = json_loads(f.payload, 0, &je);
+        g_assert_nonnull(r->ready);
+        restore_frame_done(&f);
+        n = (size_t) json_integer_value(json_object_get(r->ready, "n_fds"));
+        r->fds = g_new0(int, n + 1);
+        while (r->n_fds < n) {
+                f = recv_frame(r);
+                g_assert_cmpint(f.type, ==, RESTORE_FRAME_FDS);
+                memcpy(r->fds + r->n_fds, f.fds, f.n_fds * sizeof(int));
+                r->n_fds += f.n_fds;
+                f.n_fds = 0; /* kept */
+                restore_frame_done(&f);
+        }
+        mapping_from_ready(r);
+}
+
+/* Start sectree-restore as uid, without sending anything yet. */
+static void spawn_executor_as(RestoreRun *r, uid_t uid) {
+        int pair[2];
+
+        *r = (RestoreRun) { .sock = -1 };
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), ==, 0);
+        fflush(NULL);
+        r->executor = fork();
+        g_assert_cmpint(r->executor, >=, 0);
+        if (r->executor == 0)
+                executor_child(pair[1], uid);
+        close(pair[1]);
+        r->sock = pair[0];
+}
+
+/* Start sectree-restore as uid with the snapshot (as a file of the given format) and the request's
+ * options (a JSON object text without its braces, e.g. "\"exec\":[...]"). */
+static void restore_start_with(const Forest *snapshot, SnapshotFormat format, uid_t uid, const char *options,
+                               RestoreRun *ret) {
+        _cleanup_close_ int memfd = snapshot_memfd_as(snapshot, format);
+        g_autofree char *request = g_strdup_printf("{\"version\":%d%s%s}", RESTORE_PROTOCOL_VERSION,
+                                                   options ? "," : "", options ?: "");
+
+        spawn_executor_as(ret, uid);
+        g_assert_cmpint(restore_frame_send(ret->sock, RESTORE_FRAME_REQUEST, request, strlen(request), &memfd, 1), ==, 0);
+        read_outcome(ret);
+}
+
+static void restore_start(const Forest *snapshot, uid_t uid, const char *options, RestoreRun *ret) {
+        restore_start_with(snapshot, SNAPSHOT_FORMAT_JSON, uid, options, ret);
+}
+
+/* Wait for the executor's exit; returns its status. */
+static int wait_executor(RestoreRun *r) {
+        int status = 0;
+
+        g_assert_cmpint(waitpid(r->executor, &status, 0), ==, r->executor);
+        r->executor = 0;
+        return status;
+}
+
+static void restore_done(RestoreRun *r) {
+        for (size_t i = 0; i < r->n_fds; i++)
+                close(r->fds[i]);
+        g_free(r->fds);
+        json_decref(r->ready);
+        json_decref(r->error);
+        plan_mapping_done(&r->map);
+        if (r->sock >= 0)
+                close(r->sock);
+        *r = (RestoreRun) { .sock = -1 };
+}
+
+/* RELEASE: the executor ends every stub and says RELEASED, then exits 0. */
+static void restore_release(RestoreRun *r) {
+        RestoreFrame f;
+
+        g_assert_cmpint(restore_frame_send(r->sock, RESTORE_FRAME_RELEASE, NULL, 0, NULL, 0), ==, 0);
+        f = recv_frame(r);
+        g_assert_cmpint(f.type, ==, RESTORE_FRAME_RELEASED);
+        restore_frame_done(&f);
+        g_assert_cmpint(wait_executor(r), ==, 0);
+        /* nothing of the restore is left: its root is gone */
+        g_assert_cmpint(kill(r->root_pid, 0), <, 0);
+        restore_done(r);
+}
+
+/* ---- comparing ---- */
+
+/* Independent of forest_isomorphic(): through the mapping, every restored thread's chain has the
+ * original's bytes and flags at every depth, and (original filter <-> restored filter) is a
+ * bijection: two threads share a filter iff their originals did. */
+static void assert_same_sharing(const Forest *a, const Forest *b, const PlanMapping *map) {
+        g_autoptr(GHashTable) ab = g_hash_table_new(g_int64_hash, g_int64_equal);
+        g_autoptr(GHashTable) ba = g_hash_table_new(g_int64_hash, g_int64_equal);
+
+        for (size_t i = 0; i < map->n_threads; i++) {
+                const Task *ta = forest_find_task(a, map->threads[i].a, NULL), *tb = forest_find_task(b, map->threads[i].b, NULL);
+                const Filter *fa, *fb;
+
+                g_assert_nonnull(ta);
+                g_assert_nonnull(tb);
+                g_assert_cmpint(ta->mode, ==, tb->mode);
+                for (fa = ta->filter, fb = tb->filter; fa && fb; fa = fa->parent, fb = fb->parent) {
+                        gpointer x;
+                        g_assert_cmpuint(fa->len, ==, fb->len);
+                        g_assert_cmpmem(fa->insns, fa->len * sizeof(struct sock_filter), fb->insns, fb->len * sizeof(struct sock_filter));
+                        g_assert_cmpint(fa->log, ==, fb->log);
+                        g_assert_cmpint(fa->wait_killable_recv, ==, fb->wait_killable_recv);
+                        g_assert_cmpint(fa->has_listener, ==, fb->has_listener);
+                        if (g_hash_table_lookup_extended(ab, &fa->id, NULL, &x))
+                                g_assert_true(x == &fb->id);
+                        else
+                                g_hash_table_insert(ab, (gpointer) &fa->id, (gpointer) &fb->id);
+                        if (g_hash_table_lookup_extended(ba, &fb->id, NULL, &x))
+                                g_assert_true(x == &fa->id);
+                        else
+                                g_hash_table_insert(ba, (gpointer) &fb->id, (gpointer) &fa->id);
+                }
+                g_assert_true(!fa && !fb);
+        }
+}
+
+/* Scan the restored tree and compare it with the snapshot, with the verification the daemon
+ * will make (plan_verify) and the independent one above. */
+static void assert_restored(const Forest *snapshot, RestoreRun *r) {
+        g_autoptr(Forest) restored = scan(r->root_pid);
+        g_auto(GStrv) diffs = NULL;
+        json_t *nnp = json_object_get(r->ready, "no_new_privs_added");
+        g_autofree pid_t *added = g_new0(pid_t, json_array_size(nnp) + 1);
+        PlanVerifyOptions vo = { .nnp_added = added, .n_nnp_added = json_array_size(nnp) };
+        bool ok = false;
+
+        for (size_t i = 0; i < json_array_size(nnp); i++)
+                added[i] = (pid_t) json_integer_value(json_array_get(nnp, i));
+        g_assert_cmpuint(r->map.n_processes, ==, snapshot->n_processes);
+        g_assert_cmpint(plan_verify(snapshot, restored, &r->map, &vo, &ok, &diffs), ==, 0);
+        for (size_t i = 0; diffs[i]; i++)
+                g_test_message("difference: %s", diffs[i]);
+        g_assert_true(ok);
+        assert_same_sharing(snapshot, restored, &r->map);
+}
+
+/* Restore as uid (from a JSON file as root, from an SQLite file as anyone else) and compare. */
+static void restore_and_check_as(const Forest *snapshot, uid_t uid) {
+        RestoreRun r;
+
+        restore_start_with(snapshot, uid == 0 ? SNAPSHOT_FORMAT_JSON : SNAPSHOT_FORMAT_SQLITE, uid, NULL, &r);
+        if (r.error) {
+                g_autofree char *s = json_dumps(r.error, 0);
+                g_error("restore as uid %u refused: %s", uid, s);
+        }
+        assert_restored(snapshot, &r);
+        restore_release(&r);
+}
+
+/* Snapshot the scenario's subtree, restore it as root and as nobody, compare each. */
+static void check_scenario(Scenario *s) {
+        g_autoptr(Forest) snapshot = scan(scenario_root_pid(s));
+
+        tests_assert_forest_matches(snapshot, s, true);
+        restore_and_check_as(snapshot, 0);
+        restore_and_check_as(snapshot, NOBODY);
+}
+
+/* ---- the scenarios ---- */
+
+/* Every scenario test: build the tree (filters from tests_filters_init()), then check_scenario(). */
+typedef void (*BuildScenario)(Scenario *s, const TestFilters *x);
+
+static void build_fork_shares(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+        scenario_fork(s, a);
+        tests_fork_install(s, a, x->b, x->nb, 0);
+}
+
+/* Byte-identical filters in siblings are distinct objects, and stay so. */
+static void build_identical_siblings(Scenario *s, const TestFilters *x) {
+        for (int i = 0; i < 3; i++)
+                tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+}
+
+static void build_deep_chain(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        for (int i = 0; i < 40; i++) {
+                g_assert_cmpint(i % 3 ? scenario_install(s, a, i % 2 ? x->b : x->c, i % 2 ? x->nb : x->nc, 0)
+                                      : scenario_install_prctl(s, a, x->a, x->na), >=, 0);
+                if (i % 10 == 9)
+                        scenario_fork(s, a); /* children at depths 10, 20, 30, 40 */
+        }
+}
+
+/* A filter of 4096 instructions, the kernel's maximum, below and above smaller ones. */
+static void build_4096_instructions(Scenario *s, const TestFilters *x) {
+        g_autofree struct sock_filter *big = g_new0(struct sock_filter, PROG_MAX_INSNS);
+        size_t n = scenario_filter_errno(big, SYS_getpriority, 5, PROG_MAX_INSNS - 7);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+
+        g_assert_cmpuint(n, ==, PROG_MAX_INSNS);
+        g_assert_cmpint(scenario_install(s, a, big, n, 0), >=, 0);
+        scenario_fork(s, a);
+        g_assert_cmpint(scenario_install(s, a, x->b, x->nb, 0), >=, 0);
+}
+
+/* Threads synchronised with TSYNC, then one diverges. */
+static void build_tsync(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, t1, x->a, x->na, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x->b, x->nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        g_assert_cmpint(scenario_install(s, t2, x->c, x->nc, 0), >=, 0);
+}
+
+static void build_divergent_threads(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
+        scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, t2, x->b, x->nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x->c, x->nc, 0), >=, 0);
+        scenario_fork(s, t1); /* a child of t1's chain */
+}
+
+/* A middle process exits: its children, sharing its filter, are reparented to the root agent
+ * (a subreaper) and one of them goes on with a filter of its own. */
+static void build_orphans_under_subreaper(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+        ScenarioTask b = scenario_fork(s, a), c = scenario_fork(s, a);
+        scenario_fork(s, c);
+        g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
+        g_assert_cmpint(scenario_exit(s, a), ==, 0);
+}
+
+/* Orphans whose chains come from a thread of a process that lives on without that filter: one
+ * lands beside that process (CLONE_PARENT), one two levels above it (reparenting). */
+static void build_orphans_of_a_thread(Scenario *s, const TestFilters *x) {
+        ScenarioTask y = scenario_fork(s, scenario_root(s));
+        ScenarioTask p = scenario_fork(s, scenario_root(s)), q = scenario_fork(s, y);
+        ScenarioTask p1 = scenario_thread(s, p), q1 = scenario_thread(s, q);
+        g_assert_cmpint(scenario_install(s, p1, x->a, x->na, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, q1, x->b, x->nb, 0), >=, 0);
+        ScenarioTask dp = scenario_fork(s, p1), dq = scenario_fork(s, q1);
+        scenario_fork(s, dp);
+        scenario_fork(s, dq);
+        g_assert_cmpint(scenario_exit(s, dp), ==, 0); /* to the root agent, p's parent */
+        g_assert_cmpint(scenario_exit(s, dq), ==, 0); /* to the root agent, q's grandparent */
+}
+
+/* Listener fds held by the installer, by its parent and by an unrelated process. */
+static void build_listeners(Scenario *s, const TestFilters *x) {
+        struct sock_filter notify[8];
+        size_t n = tests_filter_notify(notify, SYS_sysinfo);
+        ScenarioTask sup = scenario_fork(s, scenario_root(s));
+        ScenarioTask other = scenario_fork(s, scenario_root(s));
+        ScenarioTask a = scenario_fork(s, sup);
+        int node = scenario_install(s, a, notify, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+
+        g_assert_cmpint(node, >=, 0);
+        g_assert_cmpint(scenario_share_listener(s, node, sup), >=, 0);
+        g_assert_cmpint(scenario_share_listener(s, node, other), >=, 0);
+        scenario_fork(s, a);
+}
+
+static void build_log_and_wait_killable(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, SECCOMP_FILTER_FLAG_LOG);
+        ScenarioTask b = scenario_fork(s, a);
+        g_assert_cmpint(scenario_install(s, b, x->b, x->nb,
+                                         SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x->c, x->nc, SECCOMP_FILTER_FLAG_LOG), >=, 0);
+}
+
+/* Threads and processes in strict mode, beside filtered ones. */
+static void build_strict(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        ScenarioTask t1 = scenario_thread(s, a);
+        g_assert_cmpint(scenario_strict(s, t1), ==, 0);
+        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
+        ScenarioTask b = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_strict(s, b), ==, 0);
+}
+
+static void build_no_new_privs(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        ScenarioTask b = scenario_fork(s, a);
+        g_assert_cmpint(scenario_no_new_privs(s, a), ==, 0);
+        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
+}
+
+/* A process whose leader exited: its threads live on under a zombie leader. */
+static void build_leader_exited(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
+        scenario_fork(s, t2);
+        g_assert_cmpint(scenario_exit_leader(s, a), ==, 0);
+        g_autoptr(Forest) f = scan(scenario_root_pid(s));
+        const Process *p = forest_find_process(f, scenario_task(s, a)->tgid);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_threads, ==, 2);
+        g_assert_null(forest_find_task(f, p->pid, NULL)); /* scans leave the zombie leader out */
+}
+
+/* A snapshot the ptrace backend took (identity inferred from bytes, flags, parents and tasks)
+ * restores to the same shape. */
+static void test_ptrace_snapshot(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask b = scenario_fork(s, a), t = scenario_thread(s, a);
+        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, SECCOMP_FILTER_FLAG_LOG), >=, 0);
+        g_assert_cmpint(scenario_install(s, t, x.c, x.nc, 0), >=, 0);
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        g_autoptr(Forest) snapshot = NULL;
+
+        opts.root = scenario_root_pid(s);
+        opts.freeze = true;
+        g_assert_cmpint(ptrace_scan(&opts, &snapshot, NULL, NULL), ==, 0);
+        g_assert_cmpint(snapshot->identity, ==, IDENTITY_INFERRED);
+        tests_assert_forest_matches(snapshot, s, false);
+        restore_and_check_as(snapshot, 0);
+        restore_and_check_as(snapshot, NOBODY);
+        scenario_free(s);
+}
+
+/* ---- behaviour kept: probes exec'd in original and restored tasks ---- */
+
+/* A filter returning action for each of the given system calls and allowing the rest. */
+static size_t filter_for_calls(struct sock_filter *insns, const int *nrs, size_t n, uint32_t action) {
+        size_t k = 0;
+
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t i = 0; i < n; i++)
+                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nrs[i],
+                                                           (uint8_t) (n - i), 0);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, action);
+        return k;
+}
+
+#define NOTIFY_ANSWER 4242
+
+/* The system calls the probes make, one per process: ERRNO, USER_NOTIF, KILL, ALLOW. */
+static const int probe_calls[] = { SYS_getpriority, SYS_sysinfo, SYS_personality, SYS_sched_yield };
+
+static void wait_readable(int fd, const char *what) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        if (poll(&pfd, 1, 20000) != 1)
+                g_error("timed out waiting for %s", what);
+}
+
+/* Answer the one notification coming on listener: the call returns NOTIFY_ANSWER. */
+static void answer_notification(int listener, int nr) {
+        struct seccomp_notif req = {};
+        struct seccomp_notif_resp resp = {};
+
+        wait_readable(listener, "a notification");
+        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), ==, 0);
+        g_assert_cmpint(req.data.nr, ==, nr);
+        resp.id = req.id;
+        resp.val = NOTIFY_ANSWER;
+        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), ==, 0);
+}
+
+static char *probe_path(const char *dir, const char *side, size_t i) {
+        return g_strdup_printf("%s/%s-%zu", dir, side, i);
+}
+
+static char *probe_exec_options(const char *dir, const Scenario *s, const ScenarioTask *c) {
+        GString *o = g_string_new("\"exec\":[");
+
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                g_autofree char *path = probe_path(dir, "restored", i);
+                g_string_append_printf(o, "%s{\"pid\":%d,\"argv\":[\"%s\",\"%s\",\"%d\"]}", i ? "," : "",
+                                       scenario_task(s, c[i])->tgid, g_getenv("SECTREE_RESTORE_PROBE"), path,
+                                       probe_calls[i]);
+        }
+        g_string_append(o, "]");
+        return g_string_free(o, false);
+}
+
+/* The fd index READY gives for a restored process (by its snapshot pid) or listener. */
+static int ready_fd(const RestoreRun *r, const char *array, const char *key, json_int_t value) {
+        json_t *x;
+        size_t i;
+
+        json_array_foreach(json_object_get(r->ready, array), i, x)
+                if (json_integer_value(json_object_get(x, key)) == value)
+                        return r->fds[json_integer_value(json_object_get(x, "fd"))];
+        g_error("READY has no %s with %s %lld", array, key, (long long) value);
+}
+
+static void start_restored(RestoreRun *r) {
+        RestoreFrame f;
+
+        g_assert_cmpint(restore_frame_send(r->sock, RESTORE_FRAME_START, NULL, 0, NULL, 0), ==, 0);
+        f = recv_frame(r);
+        if (f.type != RESTORE_FRAME_STARTED)
+                g_error("START answered %s: %s", restore_frame_type_to_string(f.type), f.payload ?: "");
+        restore_frame_done(&f);
+}
+
+static void run_original_probes(Scenario *s, const ScenarioTask *c, int node, ScenarioTask installer, const char *dir) {
+        _cleanup_close_ int installer_fd = pidfd_open(scenario_task(s, installer)->tgid, 0), listener = -1;
+
+        g_assert_cmpint(installer_fd, >=, 0);
+        listener = (int) syscall(SYS_pidfd_getfd, installer_fd, scenario_node(s, node)->listener_fd, 0);
+        g_assert_cmpint(listener, >=, 0);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                g_autofree char *path = probe_path(dir, "original", i), *nr = g_strdup_printf("%d", probe_calls[i]);
+                _cleanup_close_ int pidfd = pidfd_open(scenario_task(s, c[i])->tgid, 0);
+                char *argv[] = { (char *) g_getenv("SECTREE_RESTORE_PROBE"), path, nr, NULL };
+
+                g_assert_cmpint(scenario_exec(s, c[i], argv), ==, 0);
+                if (probe_calls[i] == SYS_sysinfo)
+                        answer_notification(listener, SYS_sysinfo);
+                wait_readable(pidfd, "an original probe to end");
+        }
+}
+
+static void run_restored_probes(RestoreRun *r, const Scenario *s, const ScenarioTask *c, uint64_t listener_id) {
+        start_restored(r);
+        answer_notification(ready_fd(r, "listeners", "snapshot_listener", (json_int_t) listener_id), SYS_sysinfo);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+                wait_readable(ready_fd(r, "processes", "snapshot_pid", scenario_task(s, c[i])->tgid),
+                              "a restored probe to end");
+}
+
+/* ERRNO, USER_NOTIF (answered through the listener copy the restore returns), KILL and ALLOW
+ * come out the same in the restored tasks as in the originals: the probe's log says so. */
+static void test_behaviour_kept(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        const int killed[] = { SYS_personality };
+        struct sock_filter notify[8], kill_insns[4];
+        size_t nn = tests_filter_notify(notify, SYS_sysinfo);
+        size_t nk = filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
+        g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL), *options = NULL;
+        g_autoptr(Forest) snapshot = NULL;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(probe_calls)];
+        int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        RestoreRun r;
+
+        g_assert_cmpint(node, >=, 0);
+        g_assert_cmpint(scenario_install(s, a, kill_insns, nk, 0), >=, 0);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+                c[i] = scenario_fork(s, a);
+        snapshot = scan(scenario_root_pid(s));
+        g_assert_cmpuint(snapshot->n_listeners, ==, 1);
+        options = probe_exec_options(dir, s, c);
+        restore_start(snapshot, 0, options, &r);
+        g_assert_null(r.error);
+        assert_restored(snapshot, &r);
+        run_restored_probes(&r, s, c, snapshot->listeners[0]->id);
+        run_original_probes(s, c, node, a, dir);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                g_autofree char *po = probe_path(dir, "original", i), *pr = probe_path(dir, "restored", i);
+                g_autofree char *o = NULL, *rr = NULL;
+                g_assert_true(g_file_get_contents(po, &o, NULL, NULL));
+                g_assert_true(g_file_get_contents(pr, &rr, NULL, NULL));
+                g_autofree char *flat = g_strdelimit(g_strdup(o), "\n", '|');
+                g_test_message("syscall %d: original and restored: \"%s\"", probe_calls[i], flat);
+                g_assert_cmpstr(o, ==, rr);
+                g_assert_true(g_str_has_prefix(o, "call "));
+                (void) unlink(po);
+                (void) unlink(pr);
+        }
+        restore_release(&r);
+        scenario_free(s);
+        (void) rmdir(dir);
+}
+
+/* ---- failures, releases, hostile requests ---- */
+
+/* The test is a child subreaper: anything a restore left behind would become its child. Only the
+ * scenario's root agent may be one. */
+static void assert_nothing_left(pid_t allowed) {
+        g_autofree char *path = g_strdup_printf("/proc/self/task/%d/children", (int) gettid()), *text = NULL;
+        g_auto(GStrv) pids = NULL;
+
+        /* agents killed by earlier scenario_free() calls come here too: reap what is dead */
+        while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+                ;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        pids = g_strsplit(g_strstrip(text), " ", -1);
+        for (size_t i = 0; pids[i]; i++)
+                if (*pids[i] && atoi(pids[i]) != allowed)
+                        g_error("process %s is left over from a restore", pids[i]);
+}
+
+/* A process a with a second thread that runs under insns (with flags): its snapshot. */
+static Forest *thread_under(Scenario *s, const TestFilters *x, const struct sock_filter *insns, size_t n,
+                            unsigned flags) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+        g_assert_cmpint(scenario_install(s, scenario_thread(s, a), insns, n, flags), >=, 0);
+        return scan(scenario_root_pid(s));
+}
+
+/* Restore as root with options: it fails at stage with expect in its message, the executor
+ * exits 1 and nothing is left. Returns the ERROR document. */
+static json_t *expect_error(const Forest *snapshot, const Scenario *s, const char *options, const char *stage,
+                            const char *expect) {
+        RestoreRun r;
+        json_t *error;
+
+        restore_start(snapshot, 0, options, &r);
+        g_assert_nonnull(r.error);
+        g_test_message("error: %s", json_string_value(json_object_get(r.error, "message")));
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "stage")), ==, stage);
+        g_assert_nonnull(strstr(json_string_value(json_object_get(r.error, "message")), expect));
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        assert_nothing_left(scenario_root_pid(s));
+        error = json_incref(r.error);
+        restore_done(&r);
+        return error;
+}
+
+/* A thread put under a filter that forbids every way to clone, by TSYNC: the planner refuses (no
+ * task could create that thread under it); told not to check, the executor's clone fails, and it
+ * reports the step, the call and the errno, and leaves nothing behind. */
+static void test_failing_step(void) {
+        if (!tests_require_root())
+                return;
+        const int clones[] = { SYS_clone, SYS_clone3, SYS_fork, SYS_vfork };
+        struct sock_filter no_clone[8];
+        size_t n = filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        g_autoptr(Forest) snapshot = thread_under(s, &x, no_clone, n, SECCOMP_FILTER_FLAG_TSYNC);
+        json_auto_t *planned = expect_error(snapshot, s, NULL, "plan", "clone(2) gets ERRNO(1)");
+        json_auto_t *e = expect_error(snapshot, s, "\"check_syscalls\":false", "execute", "clone(2)");
+
+        g_assert_cmpstr(json_string_value(json_object_get(e, "op")), ==, "spawn-thread");
+        g_assert_cmpstr(json_string_value(json_object_get(e, "call")), ==, "clone");
+        g_assert_cmpint(json_integer_value(json_object_get(e, "errno")), ==, EPERM);
+        g_assert_cmpstr(json_string_value(json_object_get(e, "error")), ==, "EPERM");
+        g_assert_true(json_is_integer(json_object_get(e, "step")));
+        g_assert_cmpint(kill((pid_t) json_integer_value(json_object_get(e, "restore_root")), 0), <, 0);
+        scenario_free(s);
+}
+
+/* A filter that kills the thread on write(2) to fd 64, the executor's report fd (agents never
+ * write there): the planner refuses; told not to check, the executor sees the thread die. */
+static void test_killed_thread(void) {
+        if (!tests_require_root())
+                return;
+        const struct sock_filter kill_report[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PLAN_RUNTIME_FD_MIN, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        g_autoptr(Forest) snapshot = thread_under(s, &x, kill_report, ELEMENTSOF(kill_report), 0);
+        json_auto_t *planned = expect_error(snapshot, s, NULL, "plan",
+                                            "cannot report and wait for its next step: write(2) gets KILL_THREAD");
+        json_auto_t *e = expect_error(snapshot, s, "\"check_syscalls\":false,\"step_timeout_usec\":20000000", "execute",
+                                      "ended (a filter's KILL_THREAD");
+        scenario_free(s);
+}
+
+/* Closing the socket ends every stub, as RELEASE does; so does SIGTERM. */
+static void test_release_by_close_and_signal(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_autoptr(Forest) snapshot = NULL;
+        RestoreRun r;
+        pid_t root;
+
+        scenario_thread(s, a);
+        g_assert_cmpint(scenario_strict(s, scenario_fork(s, scenario_root(s))), ==, 0);
+        snapshot = scan(scenario_root_pid(s));
+
+        restore_start(snapshot, 0, NULL, &r);
+        g_assert_nonnull(r.ready);
+        root = r.root_pid;
+        close(r.sock);
+        r.sock = -1;
+        g_assert_cmpint(wait_executor(&r), ==, 0);
+        g_assert_cmpint(kill(root, 0), <, 0);
+        assert_nothing_left(scenario_root_pid(s));
+        restore_done(&r);
+
+        restore_start(snapshot, NOBODY, NULL, &r);
+        g_assert_nonnull(r.ready);
+        root = r.root_pid;
+        g_assert_cmpint(kill(r.executor, SIGTERM), ==, 0);
+        g_assert_cmpint(wait_executor(&r), ==, 0);
+        g_assert_cmpint(kill(root, 0), <, 0);
+        assert_nothing_left(scenario_root_pid(s));
+        restore_done(&r);
+        scenario_free(s);
+}
+
+static void send_raw_request(RestoreRun *r, const char *payload, int fd) {
+        g_assert_cmpint(restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, payload, payload ? strlen(payload) : 0,
+                                           fd >= 0 ? &fd : NULL, fd >= 0), ==, 0);
+}
+
+static void assert_refused_request(const char *payload, int fd, const char *stage, const char *expect) {
+        RestoreRun r;
+        RestoreFrame f;
+        json_auto_t *doc = NULL;
+
+        spawn_executor_as(&r, 0);
+        send_raw_request(&r, payload, fd);
+        f = recv_frame(&r);
+        g_assert_cmpint(f.type, ==, RESTORE_FRAME_ERROR);
+        doc = json_loads(f.payload, 0, NULL);
+        g_assert_nonnull(doc);
+        g_test_message("refused: %s", f.payload);
+        g_assert_cmpstr(json_string_value(json_object_get(doc, "stage")), ==, stage);
+        if (!strstr(json_string_value(json_object_get(doc, "message")), expect))
+                g_error("expected \"%s\" in %s", expect, f.payload);
+        restore_frame_done(&f);
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+}
+
+static void test_hostile_requests(void) {
+        if (!tests_require_root())
+                return;
+        g_autoptr(Forest) snapshot = scan(getpid());
+        _cleanup_close_ int good = snapshot_memfd(snapshot), junk = memfd_create("junk", MFD_CLOEXEC);
+        _cleanup_close_ int cycle = memfd_create("cycle", MFD_CLOEXEC);
+        const char *bad_cycle = "{\"format\":\"sectree-snapshot\",\"version\":1}";
+
+        g_assert_cmpint(write(junk, "not a snapshot", 14), ==, 14);
+        g_assert_cmpint(lseek(junk, 0, SEEK_SET), ==, 0);
+        g_assert_cmpint(write(cycle, bad_cycle, strlen(bad_cycle)), ==, (ssize_t) strlen(bad_cycle));
+        g_assert_cmpint(lseek(cycle, 0, SEEK_SET), ==, 0);
+
+        assert_refused_request("{\"version\":1}", -1, "request", "one fd");
+        assert_refused_request("{\"version\":", good, "request", "request:");
+        assert_refused_request("{\"version\":2}", good, "request", "version 2 is not 1");
+        assert_refused_request("{\"version\":1,\"frobnicate\":true}", good, "request", "request:");
+        assert_refused_request("{\"version\":1,\"exec\":[{\"pid\":1}]}", good, "request", "exec[0]");
+        assert_refused_request("{\"version\":1}", junk, "snapshot", "");
+        assert_refused_request("{\"version\":1}", cycle, "snapshot", "");
+        assert_refused_request("{\"version\":1,\"exec\":[{\"pid\":4194304,\"argv\":[\"/bin/true\"]}]}",
+                               good, "plan", "exec: 4194304 is not a process of the snapshot");
+
+        /* garbage instead of a frame: the executor says nothing and exits 1 */
+        RestoreRun r;
+        spawn_executor_as(&r, 0);
+        g_assert_cmpint(write(r.sock, "GET / HTTP/1.0\r\n\r\n", 18), ==, 18);
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+}
+
+/* ---- random histories on the kernel ---- */
+
+#define HISTORY_MAX_TASKS 24
+#define HISTORY_PROGS 6
+
+typedef struct History {
+        Scenario *s;
+        GRand *rng;
+        struct sock_filter progs[HISTORY_PROGS][16];
+        size_t prog_len[HISTORY_PROGS];
+        struct sock_filter notify[8];
+        size_t notify_len;
+        bool strict[256];
+} History;
+
+/* A living agent that still takes commands (not in strict mode), or -1. */
+static ScenarioTask random_agent(History *h) {
+        size_t n = scenario_n_tasks(h->s);
+
+        for (int tries = 0; tries < 64; tries++) {
+                ScenarioTask t = (ScenarioTask) g_rand_int_range(h->rng, 0, (gint32) n);
+                if (scenario_task(h->s, t)->alive && !h->strict[t])
+                        return t;
+        }
+        return -1;
+}
+
+static size_t alive_tasks(History *h) {
+        size_t n = 0;
+        for (size_t t = 0; t < scenario_n_tasks(h->s); t++)
+                n += scenario_task(h->s, (ScenarioTask) t)->alive;
+        return n;
+}
+
+/* Install a filter from the pool (byte-identical ones make distinct objects), with random flags;
+ * sometimes a listener filter whose fd then goes to another process. */
+static void history_install(History *h, ScenarioTask t) {
+        unsigned flags = g_rand_int_range(h->rng, 0, 4) == 0 ? SECCOMP_FILTER_FLAG_LOG : 0;
+        int node;
+
+        if (g_rand_int_range(h->rng, 0, 6) == 0) {
+                flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | (g_rand_int_range(h->rng, 0, 2) ? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV : 0);
+                node = scenario_install(h->s, t, h->notify, h->notify_len, flags);
+                if (node >= 0 && g_rand_int_range(h->rng, 0, 2)) {
+                        ScenarioTask to = random_agent(h);
+                        if (to >= 0)
+                                (void) scenario_share_listener(h->s, node, to);
+                }
+                return;
+        }
+        if (g_rand_int_range(h->rng, 0, 3) == 0)
+                flags |= SECCOMP_FILTER_FLAG_TSYNC; /* may fail, as in the kernel: EBUSY */
+        size_t k = g_rand_int_range(h->rng, 0, HISTORY_PROGS);
+        (void) scenario_install(h->s, t, h->progs[k], h->prog_len[k], flags);
+}
+
+static void history_step(History *h) {
+        ScenarioTask t = random_agent(h);
+        const ScenarioTaskInfo *info;
+        bool room = alive_tasks(h) < HISTORY_MAX_TASKS && scenario_n_tasks(h->s) < ELEMENTSOF(h->strict);
+
+        if (t < 0)
+                return;
+        info = scenario_task(h->s, t);
+        switch (g_rand_int_range(h->rng, 0, 12)) {
+        case 0 ... 2:
+                if (room)
+                        (void) scenario_fork(h->s, t);
+                break;
+        case 3 ... 4:
+                if (room)
+                        (void) scenario_thread(h->s, t);
+                break;
+        case 5 ... 8:
+                history_install(h, t);
+                break;
+        case 9: /* a middle process exits: its children go to the root agent */
+        case 10: /* or a thread */
+                if (t != scenario_root(h->s) && info->tgid != scenario_root_pid(h->s))
+                        (void) scenario_exit(h->s, t);
+                break;
+        default:
+                if (info->head < 0 && info->is_thread && g_rand_int_range(h->rng, 0, 2)) {
+                        if (scenario_strict(h->s, t) == 0)
+                                h->strict[t] = true;
+                } else
+                        (void) scenario_no_new_privs(h->s, t);
+        }
+}
+
+static void run_history(uint64_t seed, bool as_nobody) {
+        g_autoptr(Forest) snapshot = NULL;
+        History h = { .rng = g_rand_new_with_seed((guint32) seed) };
+        size_t n_steps = 10 + seed % 30;
+
+        for (int k = 0; k < HISTORY_PROGS; k++)
+                h.prog_len[k] = scenario_filter_errno(h.progs[k], SYS_getpriority, k % 3 + 1, (size_t) (k % 3));
+        h.notify_len = tests_filter_notify(h.notify, SYS_sysinfo);
+        h.s = tests_scenario_new();
+        for (size_t i = 0; i < n_steps; i++)
+                history_step(&h);
+        snapshot = scan(scenario_root_pid(h.s));
+        tests_assert_forest_matches(snapshot, h.s, true);
+        g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, snapshot->n_processes,
+                       snapshot->n_filters, snapshot->n_listeners);
+        restore_and_check_as(snapshot, as_nobody ? NOBODY : 0);
+        scenario_free(h.s);
+        g_rand_free(h.rng);
+}
+
+/* Hundreds of histories per run (SECTREE_RESTORE_SEEDS), each restored and compared; one seed
+ * again with SECTREE_RESTORE_SEED. */
+static void test_random_histories(void) {
+        if (!tests_require_root())
+                return;
+        const char *one = g_getenv("SECTREE_RESTORE_SEED"), *count = g_getenv("SECTREE_RESTORE_SEEDS");
+        uint64_t n = count ? g_ascii_strtoull(count, NULL, 10) : 200;
+
+        if (one) {
+                uint64_t seed = g_ascii_strtoull(one, NULL, 10);
+                run_history(seed, seed % 4 == 0);
+                return;
+        }
+        for (uint64_t seed = 1; seed <= n; seed++) {
+                g_test_message("seed %" PRIu64 " (replay: SECTREE_RESTORE_SEED=%" PRIu64 ")", seed, seed);
+                run_history(seed, seed % 4 == 0);
+        }
+}
+
+static const struct {
+        const char *path;
+        BuildScenario build;
+} scenario_tests[] = {
+        { "/restore/fork-shares", build_fork_shares },
+        { "/restore/identical-siblings", build_identical_siblings },
+        { "/restore/deep-chain", build_deep_chain },
+        { "/restore/4096-instructions", build_4096_instructions },
+        { "/restore/tsync", build_tsync },
+        { "/restore/divergent-threads", build_divergent_threads },
+        { "/restore/orphans-under-subreaper", build_orphans_under_subreaper },
+        { "/restore/orphans-of-a-thread", build_orphans_of_a_thread },
+        { "/restore/listeners", build_listeners },
+        { "/restore/log-and-wait-killable", build_log_and_wait_killable },
+        { "/restore/strict", build_strict },
+        { "/restore/no-new-privs", build_no_new_privs },
+        { "/restore/leader-exited", build_leader_exited },
+};
+
+static void run_scenario_test(gconstpointer data) {
+        size_t i = GPOINTER_TO_SIZE(data);
+        TestFilters x;
+        Scenario *s;
+
+        if (!tests_require_root())
+                return;
+        s = tests_scenario_with_filters(&x);
+        scenario_tests[i].build(s, &x);
+        check_scenario(s);
+        scenario_free(s);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
+        /* whatever a restore leaves behind becomes the test's child: assert_nothing_left() sees it */
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+        for (size_t i = 0; i < ELEMENTSOF(scenario_tests); i++)
+                g_test_add_data_func(scenario_tests[i].path, GSIZE_TO_POINTER(i), run_scenario_test);
+        tests_ensure_tracefs();
+        g_test_add_func("/restore/ptrace-snapshot", test_ptrace_snapshot);
+        g_test_add_func("/restore/behaviour-kept", test_behaviour_kept);
+        g_test_add_func("/restore/failing-step", test_failing_step);
+        g_test_add_func("/restore/killed-thread", test_killed_thread);
+        g_test_add_func("/restore/release-by-close-and-signal", test_release_by_close_and_signal);
+        g_test_add_func("/restore/hostile-requests", test_hostile_requests);
+        g_test_add_func("/restore/random-histories", test_random_histories);
+        int r = g_test_run();
+        bpf_scanner_free(scanner);
+        return r;
+}
