@@ -1,0 +1,180 @@
+/* policy-arch.c: the architectures a seccomp filter can tell apart, and the system calls
+ * libseccomp names for each */
+#include "policy-arch.h"
+
+#include <errno.h>
+#include <linux/audit.h>
+#include <pthread.h>
+#include <seccomp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define X32_SYSCALL_BIT 0x40000000U
+
+/* Where each architecture's numbers lie, for asking libseccomp which it names: a window above a
+ * base (the kernel's syscall tables are below 1024 entries), plus ARM's private calls. */
+#define NR_WINDOW 1024
+#define ARM_PRIVATE_BASE 0x0f0000
+#define ARM_PRIVATE_COUNT 16
+
+static const PolicyArch arch_table[] = {
+        { SCMP_ARCH_X86_64, "x86_64", AUDIT_ARCH_X86_64, 0, X32_SYSCALL_BIT - 1 },
+        { SCMP_ARCH_X86, "x86", AUDIT_ARCH_I386, 0, UINT32_MAX },
+        { SCMP_ARCH_X32, "x32", AUDIT_ARCH_X86_64, X32_SYSCALL_BIT, UINT32_MAX },
+        { SCMP_ARCH_AARCH64, "aarch64", AUDIT_ARCH_AARCH64, 0, UINT32_MAX },
+        { SCMP_ARCH_ARM, "arm", AUDIT_ARCH_ARM, 0, UINT32_MAX },
+        { SCMP_ARCH_RISCV64, "riscv64", AUDIT_ARCH_RISCV64, 0, UINT32_MAX },
+        { SCMP_ARCH_PPC64LE, "ppc64le", AUDIT_ARCH_PPC64LE, 0, UINT32_MAX },
+        { SCMP_ARCH_PPC64, "ppc64", AUDIT_ARCH_PPC64, 0, UINT32_MAX },
+        { SCMP_ARCH_PPC, "ppc", AUDIT_ARCH_PPC, 0, UINT32_MAX },
+        { SCMP_ARCH_S390X, "s390x", AUDIT_ARCH_S390X, 0, UINT32_MAX },
+        { SCMP_ARCH_S390, "s390", AUDIT_ARCH_S390, 0, UINT32_MAX },
+        { SCMP_ARCH_MIPS, "mips", AUDIT_ARCH_MIPS, 0, UINT32_MAX },
+        { SCMP_ARCH_MIPSEL, "mipsel", AUDIT_ARCH_MIPSEL, 0, UINT32_MAX },
+        { SCMP_ARCH_MIPS64, "mips64", AUDIT_ARCH_MIPS64, 0, UINT32_MAX },
+        { SCMP_ARCH_MIPSEL64, "mipsel64", AUDIT_ARCH_MIPSEL64, 0, UINT32_MAX },
+        { SCMP_ARCH_MIPS64N32, "mips64n32", AUDIT_ARCH_MIPS64N32, 0, UINT32_MAX },
+        { SCMP_ARCH_MIPSEL64N32, "mipsel64n32", AUDIT_ARCH_MIPSEL64N32, 0, UINT32_MAX },
+        { SCMP_ARCH_PARISC, "parisc", AUDIT_ARCH_PARISC, 0, UINT32_MAX },
+        { SCMP_ARCH_PARISC64, "parisc64", AUDIT_ARCH_PARISC64, 0, UINT32_MAX },
+};
+
+_Static_assert(ELEMENTSOF(arch_table) <= POLICY_ARCH_MAX, "POLICY_ARCH_MAX too small");
+
+const PolicyArch *policy_arch_lookup(uint32_t arch) {
+        for (size_t i = 0; i < ELEMENTSOF(arch_table); i++)
+                if (arch_table[i].arch == arch)
+                        return &arch_table[i];
+        return NULL;
+}
+
+const PolicyArch *policy_arch_from_name(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(arch_table); i++)
+                if (streq(arch_table[i].name, name))
+                        return &arch_table[i];
+        /* the kernel's and Debian's spellings */
+        if (streq(name, "i386") || streq(name, "i686"))
+                return policy_arch_lookup(SCMP_ARCH_X86);
+        if (streq(name, "amd64"))
+                return policy_arch_lookup(SCMP_ARCH_X86_64);
+        if (streq(name, "arm64"))
+                return policy_arch_lookup(SCMP_ARCH_AARCH64);
+        return NULL;
+}
+
+const PolicyArch *policy_arch_native(void) {
+        return policy_arch_lookup(seccomp_arch_native());
+}
+
+/* ---- names ---- */
+
+typedef struct NameList {
+        PolicySyscallName *items;
+        size_t n, allocated;
+        bool done;
+} NameList;
+
+static NameList name_lists[ELEMENTSOF(arch_table)];
+static pthread_mutex_t name_lists_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t nr_base(uint32_t arch) {
+        switch (arch) {
+        case SCMP_ARCH_X32: return X32_SYSCALL_BIT;
+        case SCMP_ARCH_MIPS:
+        case SCMP_ARCH_MIPSEL: return 4000;
+        case SCMP_ARCH_MIPS64:
+        case SCMP_ARCH_MIPSEL64: return 5000;
+        case SCMP_ARCH_MIPS64N32:
+        case SCMP_ARCH_MIPSEL64N32: return 6000;
+        default: return 0;
+        }
+}
+
+static int name_list_add(NameList *l, uint32_t arch, uint32_t nr) {
+        char *name = seccomp_syscall_resolve_num_arch(arch, (int) nr);
+        if (!name)
+                return 0;
+        if (GROW(l->items, l->allocated, l->n + 1) < 0) {
+                free(name);
+                return -ENOMEM;
+        }
+        l->items[l->n++] = (PolicySyscallName) { .name = name, .nr = (int32_t) nr };
+        return 0;
+}
+
+static int name_list_build(NameList *l, uint32_t arch) {
+        uint32_t base = nr_base(arch);
+        int r = 0;
+        for (uint32_t i = 0; r >= 0 && i < NR_WINDOW; i++)
+                r = name_list_add(l, arch, base + i);
+        for (uint32_t i = 0; r >= 0 && arch == SCMP_ARCH_ARM && i < ARM_PRIVATE_COUNT; i++)
+                r = name_list_add(l, arch, ARM_PRIVATE_BASE + i);
+        return r;
+}
+
+int policy_arch_syscalls(const PolicyArch *a, const PolicySyscallName **ret, size_t *ret_n) {
+        NameList *l = &name_lists[a - arch_table];
+        int r = 0;
+
+        pthread_mutex_lock(&name_lists_lock);
+        if (!l->done) {
+                r = name_list_build(l, a->arch);
+                l->done = r >= 0;
+        }
+        pthread_mutex_unlock(&name_lists_lock);
+        if (r < 0)
+                return r;
+        *ret = l->items;
+        *ret_n = l->n;
+        return 0;
+}
+
+static int cmp_name_nr(const void *key, const void *item) {
+        int32_t nr = *(const int32_t *) key, other = ((const PolicySyscallName *) item)->nr;
+        return nr < other ? -1 : nr > other;
+}
+
+const PolicySyscallName *policy_arch_find_syscall(const PolicyArch *a, int32_t nr) {
+        const PolicySyscallName *names;
+        size_t n;
+        if (policy_arch_syscalls(a, &names, &n) < 0)
+                return NULL;
+        return bsearch_safe(&nr, names, n, sizeof(*names), cmp_name_nr);
+}
+
+/* ---- the architectures of a chain ---- */
+
+static bool insn_compares_with(const struct sock_filter *f, uint32_t k) {
+        return BPF_CLASS(f->code) == BPF_JMP && BPF_OP(f->code) != BPF_JA && BPF_SRC(f->code) == BPF_K && f->k == k;
+}
+
+static bool chain_mentions(const ChainProgram *chain, size_t n, uint32_t token) {
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < chain[i].len; j++)
+                        if (insn_compares_with(&chain[i].insns[j], token))
+                                return true;
+        return false;
+}
+
+static size_t arch_list_add(const PolicyArch **list, size_t n, size_t max, const PolicyArch *a) {
+        for (size_t i = 0; i < n; i++)
+                if (list[i] == a)
+                        return n;
+        if (n < max)
+                list[n++] = a;
+        return n;
+}
+
+size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch **ret, size_t max) {
+        const PolicyArch *native = policy_arch_native();
+        size_t count = 0;
+
+        if (native)
+                count = arch_list_add(ret, count, max, native);
+        for (size_t i = 0; i < ELEMENTSOF(arch_table); i++)
+                if (chain_mentions(chain, n, arch_table[i].token))
+                        count = arch_list_add(ret, count, max, &arch_table[i]);
+        return count;
+}

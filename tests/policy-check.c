@@ -1,0 +1,347 @@
+/* policy-check.c: filters built with libseccomp, seccomp.json profiles loaded as runtimes load
+ * them, and decisions checked against the concrete evaluator at the boundaries of every case */
+#include "policy-check.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "policy-arch.h"
+#include "policy-format.h"
+#include "policy-internal.h"
+#include "policy-summary.h"
+#include "prog.h"
+#include "util.h"
+
+void test_prog_clear(TestProg *p) {
+        g_free(p->name);
+        g_free(p->insns);
+        *p = (TestProg) {};
+}
+
+TestProg test_prog_copy(const char *name, const struct sock_filter *insns, size_t len) {
+        return (TestProg) { .name = g_strdup(name), .insns = g_memdup2(insns, len * sizeof(*insns)), .len = len };
+}
+
+TestProg test_prog_from_ctx(const char *name, scmp_filter_ctx ctx) {
+        _cleanup_close_ int fd = memfd_create("sectree-test-policy", MFD_CLOEXEC);
+        TestProg p = { .name = g_strdup(name) };
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(seccomp_export_bpf(ctx, fd), ==, 0);
+        off_t size = lseek(fd, 0, SEEK_CUR);
+        g_assert_cmpint(size, >, 0);
+        p.len = (size_t) size / sizeof(struct sock_filter);
+        p.insns = g_malloc(size);
+        g_assert_cmpint(pread(fd, p.insns, size, 0), ==, size);
+        g_assert_cmpint(prog_validate(p.insns, p.len, NULL), ==, 0);
+        seccomp_release(ctx);
+        return p;
+}
+
+void test_chain_init(TestChain *c, const char *name, const TestProg *const *oldest_first, size_t n) {
+        g_assert_cmpuint(n, <=, ELEMENTSOF(c->progs));
+        *c = (TestChain) { .n = n, .name = name };
+        for (size_t i = 0; i < n; i++)
+                c->progs[i] = (ChainProgram) { .insns = oldest_first[n - 1 - i]->insns, .len = oldest_first[n - 1 - i]->len };
+}
+
+/* ---- seccomp.json ---- */
+
+typedef struct NamedAction {
+        const char *name;
+        uint32_t action;
+        bool takes_errno;
+} NamedAction;
+
+static const NamedAction profile_actions[] = {
+        { "SCMP_ACT_KILL", SCMP_ACT_KILL, false },
+        { "SCMP_ACT_KILL_THREAD", SCMP_ACT_KILL_THREAD, false },
+        { "SCMP_ACT_KILL_PROCESS", SCMP_ACT_KILL_PROCESS, false },
+        { "SCMP_ACT_TRAP", SCMP_ACT_TRAP, false },
+        { "SCMP_ACT_ERRNO", SCMP_ACT_ERRNO(0), true },
+        { "SCMP_ACT_TRACE", SCMP_ACT_TRACE(0), true },
+        { "SCMP_ACT_ALLOW", SCMP_ACT_ALLOW, false },
+        { "SCMP_ACT_LOG", SCMP_ACT_LOG, false },
+        { "SCMP_ACT_NOTIFY", SCMP_ACT_NOTIFY, false },
+};
+
+static uint32_t profile_action(const char *name, const json_t *errno_ret) {
+        for (size_t i = 0; i < ELEMENTSOF(profile_actions); i++)
+                if (streq(profile_actions[i].name, name)) {
+                        uint32_t data = json_is_integer(errno_ret) ? (uint32_t) json_integer_value(errno_ret) : EPERM;
+                        return profile_actions[i].action | (profile_actions[i].takes_errno ? (data & 0xffff) : 0);
+                }
+        g_error("unknown action %s", name);
+}
+
+static const struct {
+        const char *name;
+        enum scmp_compare op;
+} profile_ops[] = {
+        { "SCMP_CMP_NE", SCMP_CMP_NE }, { "SCMP_CMP_LT", SCMP_CMP_LT }, { "SCMP_CMP_LE", SCMP_CMP_LE },
+        { "SCMP_CMP_EQ", SCMP_CMP_EQ }, { "SCMP_CMP_GE", SCMP_CMP_GE }, { "SCMP_CMP_GT", SCMP_CMP_GT },
+        { "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
+};
+
+static struct scmp_arg_cmp profile_arg(const json_t *a) {
+        const char *op = json_string_value(json_object_get(a, "op"));
+        g_assert_nonnull(op);
+        for (size_t i = 0; i < ELEMENTSOF(profile_ops); i++)
+                if (streq(profile_ops[i].name, op))
+                        return (struct scmp_arg_cmp) {
+                                .arg = (unsigned) json_integer_value(json_object_get(a, "index")),
+                                .op = profile_ops[i].op,
+                                .datum_a = (scmp_datum_t) json_integer_value(json_object_get(a, "value")),
+                                .datum_b = (scmp_datum_t) json_integer_value(json_object_get(a, "valueTwo")),
+                        };
+        g_error("unknown operator %s", op);
+}
+
+/* Go's names for the architectures, as containers-common's includes.arches uses them. */
+static const char *native_go_arch(void) {
+        switch (seccomp_arch_native()) {
+        case SCMP_ARCH_X86_64: return "amd64";
+        case SCMP_ARCH_AARCH64: return "arm64";
+        case SCMP_ARCH_X86: return "386";
+        default: return "?";
+        }
+}
+
+static bool strv_json_has(const json_t *list, const char *s) {
+        size_t i;
+        const json_t *v;
+        json_array_foreach(list, i, v)
+                if (json_is_string(v) && streq(json_string_value(v), s))
+                        return true;
+        return false;
+}
+
+static bool caps_meet(const json_t *list, const char *const *caps, bool all) {
+        size_t i;
+        const json_t *v;
+        json_array_foreach(list, i, v) {
+                bool have = g_strv_contains((const char *const *) caps, json_string_value(v));
+                if (all != have)
+                        return !all;
+        }
+        return all;
+}
+
+/* includes: every cap held, the native arch listed; excludes: none of the caps, arch not listed. */
+static bool rule_applies(const json_t *rule, const char *const *caps) {
+        const json_t *inc = json_object_get(rule, "includes"), *exc = json_object_get(rule, "excludes");
+        const json_t *l;
+        if ((l = json_object_get(inc, "arches")) && json_array_size(l) && !strv_json_has(l, native_go_arch()))
+                return false;
+        if ((l = json_object_get(inc, "caps")) && json_array_size(l) && !caps_meet(l, caps, true))
+                return false;
+        if ((l = json_object_get(exc, "arches")) && json_array_size(l) && strv_json_has(l, native_go_arch()))
+                return false;
+        if ((l = json_object_get(exc, "caps")) && json_array_size(l) && !caps_meet(l, caps, false))
+                return false;
+        return true;
+}
+
+static void profile_add_arches(scmp_filter_ctx ctx, const json_t *profile) {
+        const json_t *map = json_object_get(profile, "archMap"), *e, *list = NULL;
+        size_t i;
+        json_array_foreach(map, i, e) {
+                uint32_t a = seccomp_arch_resolve_name(json_string_value(json_object_get(e, "architecture")) + strlen("SCMP_ARCH_"));
+                if (a == seccomp_arch_native()) {
+                        list = json_object_get(e, "subArchitectures");
+                        break;
+                }
+        }
+        if (!map)
+                list = json_object_get(profile, "architectures");
+        json_array_foreach(list, i, e) {
+                const char *name = json_string_value(e);
+                g_assert_true(g_str_has_prefix(name, "SCMP_ARCH_"));
+                g_autofree char *lower = g_ascii_strdown(name + strlen("SCMP_ARCH_"), -1);
+                uint32_t a = seccomp_arch_resolve_name(lower);
+                g_assert_cmpuint(a, !=, 0);
+                int r = seccomp_arch_add(ctx, a);
+                g_assert_true(r == 0 || r == -EEXIST);
+        }
+}
+
+static void profile_add_rule(scmp_filter_ctx ctx, const json_t *rule) {
+        const json_t *names = json_object_get(rule, "names"), *args = json_object_get(rule, "args"), *v;
+        uint32_t action = profile_action(json_string_value(json_object_get(rule, "action")),
+                                         json_object_get(rule, "errnoRet"));
+        struct scmp_arg_cmp cmp[6];
+        size_t n_args = json_array_size(args), i;
+
+        g_assert_cmpuint(n_args, <=, ELEMENTSOF(cmp));
+        json_array_foreach(args, i, v)
+                cmp[i] = profile_arg(v);
+        json_array_foreach(names, i, v) {
+                int nr = seccomp_syscall_resolve_name(json_string_value(v));
+                if (nr == __NR_SCMP_ERROR)
+                        continue; /* as runtimes do: a name this libseccomp does not know */
+                int r = seccomp_rule_add_array(ctx, action, nr, (unsigned) n_args, cmp);
+                if (r < 0)
+                        g_error("libseccomp refused rule %s for %s: %s", json_string_value(json_object_get(rule, "action")),
+                                json_string_value(v), strerror(-r));
+        }
+}
+
+scmp_filter_ctx tests_profile_load(const json_t *profile, const char *const *caps) {
+        static const char *const no_caps[] = { NULL };
+        const json_t *rules = json_object_get(profile, "syscalls"), *rule;
+        uint32_t def = profile_action(json_string_value(json_object_get(profile, "defaultAction")),
+                                      json_object_get(profile, "defaultErrnoRet"));
+        scmp_filter_ctx ctx = seccomp_init(def);
+        size_t i;
+
+        g_assert_nonnull(ctx);
+        profile_add_arches(ctx, profile);
+        json_array_foreach(rules, i, rule)
+                if (rule_applies(rule, caps ? caps : no_caps))
+                        profile_add_rule(ctx, rule);
+        return ctx;
+}
+
+scmp_filter_ctx tests_profile_load_file(const char *path, const char *const *caps) {
+        json_error_t error;
+        json_t *j = json_load_file(path, 0, &error);
+        if (!j)
+                g_error("%s: %s", path, error.text);
+        scmp_filter_ctx ctx = tests_profile_load(j, caps);
+        json_decref(j);
+        return ctx;
+}
+
+/* ---- checking decisions ---- */
+
+typedef struct Checker {
+        const TestChain *chain;
+        const PolicyDecision *dec;
+        size_t n_samples, n_failed;
+        PolicySampleFunc sample;
+        void *userdata;
+} Checker;
+
+#define MAX_REPORTED 20
+
+static void checker_fail(Checker *c, const struct seccomp_data *d, const char *what) {
+        if (c->n_failed++ >= MAX_REPORTED)
+                return;
+        Arena arena = {};
+        _cleanup_free_ char *s = policy_decision_string(&arena, c->dec);
+        g_test_message("MISMATCH in %s, nr %d arch %#x args %#llx %#llx %#llx %#llx %#llx %#llx ip %#llx: %s; decision: %s",
+                       c->chain->name, d->nr, d->arch, (unsigned long long) d->args[0], (unsigned long long) d->args[1],
+                       (unsigned long long) d->args[2], (unsigned long long) d->args[3],
+                       (unsigned long long) d->args[4], (unsigned long long) d->args[5],
+                       (unsigned long long) d->instruction_pointer, what, s ? s : "?");
+        arena_done(&arena);
+        g_test_fail();
+}
+
+static void check_sample(Checker *c, const struct seccomp_data *d) {
+        EvalResult ev = chain_evaluate(c->chain->progs, c->chain->n, d);
+        size_t matches = 0;
+        uint32_t got = 0;
+
+        c->n_samples++;
+        for (size_t i = 0; i < c->dec->n_cases; i++)
+                for (size_t j = 0; j < c->dec->cases[i].n_terms; j++)
+                        matches += policy_term_holds(&c->dec->cases[i].terms[j], d);
+        /* a sample outside the question (another nr or arch) belongs to no case */
+        if (!policy_term_holds(&c->dec->base, d)) {
+                if (matches)
+                        checker_fail(c, d, "a value outside the question matches a term");
+                return;
+        }
+        if (matches != 1) {
+                g_autofree char *what = g_strdup_printf("%zu terms match", matches);
+                checker_fail(c, d, what);
+                return;
+        }
+        policy_decision_match(c->dec, d, &got);
+        if (got != ev.ret) {
+                g_autofree char *what = g_strdup_printf("decision says %#x, evaluator %#x", got, ev.ret);
+                checker_fail(c, d, what);
+                return;
+        }
+        if (c->sample)
+                c->sample(d, got, c->userdata);
+}
+
+static void set_word(struct seccomp_data *d, unsigned w, uint32_t v) {
+        memcpy((uint8_t *) d + 4 * w, &v, sizeof(v));
+}
+
+#define BOUNDARIES_MAX 48
+
+/* The witness of t, with each word (and each pair of halves of a field) moved through its
+ * boundaries. */
+static void check_term(Checker *c, const PolicyTerm *t) {
+        struct seccomp_data base;
+        uint32_t b[BOUNDARIES_MAX], b2[BOUNDARIES_MAX];
+
+        policy_term_witness(t, &base);
+        check_sample(c, &base);
+        for (unsigned w = 0; w < POLICY_WORDS; w++) {
+                size_t n = word_domain_boundaries(&t->words[w], b, ELEMENTSOF(b));
+                for (size_t i = 0; i < n; i++) {
+                        struct seccomp_data d = base;
+                        set_word(&d, w, b[i]);
+                        check_sample(c, &d);
+                }
+        }
+        for (unsigned f = 0; f < POLICY_FIELDS; f++) {
+                unsigned lo = policy_field_word(f, false), hi = policy_field_word(f, true);
+                size_t nl = word_domain_boundaries(&t->words[lo], b, 8), nh = word_domain_boundaries(&t->words[hi], b2, 8);
+                for (size_t i = 0; i < nl; i++)
+                        for (size_t j = 0; j < nh; j++) {
+                                struct seccomp_data d = base;
+                                set_word(&d, lo, b[i]);
+                                set_word(&d, hi, b2[j]);
+                                check_sample(c, &d);
+                        }
+        }
+}
+
+static uint32_t random_word(GRand *rand) {
+        static const uint32_t special[] = { 0, 1, 2, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff };
+        switch (g_rand_int_range(rand, 0, 4)) {
+        case 0: return special[g_rand_int_range(rand, 0, ELEMENTSOF(special))];
+        case 1: return (uint32_t) g_rand_int_range(rand, 0, 64);
+        default: return g_rand_int(rand);
+        }
+}
+
+size_t policy_check_decision(const TestChain *chain, const PolicyDecision *dec, GRand *rand,
+                             PolicySampleFunc sample, void *userdata) {
+        Checker c = { .chain = chain, .dec = dec, .sample = sample, .userdata = userdata };
+
+        for (size_t i = 0; i < dec->n_cases; i++)
+                for (size_t j = 0; j < dec->cases[i].n_terms; j++)
+                        check_term(&c, &dec->cases[i].terms[j]);
+        for (unsigned k = 0; rand && k < 32; k++) {
+                struct seccomp_data d;
+                policy_query_data(dec, &d);
+                for (unsigned w = POLICY_WORD_ARCH + 1; w < POLICY_WORDS; w++)
+                        set_word(&d, w, random_word(rand));
+                check_sample(&c, &d);
+        }
+        if (c.n_failed > MAX_REPORTED)
+                g_test_message("... %zu mismatches in all", c.n_failed);
+        return c.n_samples;
+}
+
+size_t policy_check_chain(const TestChain *chain, GRand *rand) {
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        size_t n = 0;
+
+        g_assert_cmpint(policy_summarize(chain->progs, chain->n, NULL, &s), ==, 0);
+        for (size_t a = 0; a < s->n_arches; a++) {
+                const PolicyArchSummary *as = &s->arches[a];
+                for (size_t i = 0; i < as->n_entries; i++)
+                        n += policy_check_decision(chain, as->entries[i].decision, rand, NULL, NULL);
+                n += policy_check_decision(chain, as->other, rand, NULL, NULL);
+        }
+        return n;
+}

@@ -1,0 +1,54 @@
+/* policy-check.h: what the policy tests share: filters built with libseccomp, profiles in the
+ * seccomp.json format loaded through libseccomp as container runtimes load them, and the check
+ * that a decision agrees with the concrete evaluator at the boundaries of every case */
+#pragma once
+
+#include <glib.h>
+#include <jansson.h>
+#include <linux/filter.h>
+#include <seccomp.h>
+
+#include "eval.h"
+#include "policy.h"
+
+typedef struct TestProg {
+        char *name;
+        struct sock_filter *insns;
+        size_t len;
+} TestProg;
+
+void test_prog_clear(TestProg *p);
+/* The program ctx exports (seccomp_export_bpf), named; releases ctx. */
+TestProg test_prog_from_ctx(const char *name, scmp_filter_ctx ctx);
+TestProg test_prog_copy(const char *name, const struct sock_filter *insns, size_t len);
+
+/* A chain of test programs, newest first, as the evaluators take it. progs[] are borrowed. */
+typedef struct TestChain {
+        ChainProgram progs[16];
+        size_t n;
+        const char *name;
+} TestChain;
+/* chain from programs given oldest first (the order they are installed in). */
+void test_chain_init(TestChain *c, const char *name, const TestProg *const *oldest_first, size_t n);
+
+/* Load a profile in the seccomp.json format into a libseccomp context as runc does: defaultAction
+ * (with defaultErrnoRet), the architectures of the native archMap entry (or "architectures"), and
+ * every rule whose includes and excludes match the native architecture and caps (capability
+ * names, NULL-terminated); errnoRet defaults to EPERM; names libseccomp does not know are
+ * skipped. Fails the test when libseccomp refuses a rule. */
+scmp_filter_ctx tests_profile_load(const json_t *profile, const char *const *caps);
+/* The same, from the JSON text of a file. */
+scmp_filter_ctx tests_profile_load_file(const char *path, const char *const *caps);
+
+/* Every case of dec against chain_evaluate(): the witness of every term, each word moved through
+ * the boundaries of its domain (inside and just outside), and random values. Every sample must
+ * fall in exactly one term, and that term's case must give the value the concrete evaluator
+ * gives. Fails the test (goes on, listing each mismatch). Returns how many samples it checked;
+ * calls sample(data, value, userdata) for each when not NULL. */
+typedef void (*PolicySampleFunc)(const struct seccomp_data *d, uint32_t ret, void *userdata);
+size_t policy_check_decision(const TestChain *chain, const PolicyDecision *dec, GRand *rand,
+                             PolicySampleFunc sample, void *userdata);
+
+/* policy_check_decision() for every syscall of every architecture of the chain's summary, and
+ * for the other numbers. Returns the samples checked. */
+size_t policy_check_chain(const TestChain *chain, GRand *rand);
