@@ -107,6 +107,32 @@ static bool opaque_all_hold(const Opaque *o, const struct seccomp_data *d) {
 
 #define SETTLE_SAMPLES 64
 
+/* Every word the conditions read set to the same value, taken from the boundaries of the first:
+ * finds members of conditions that compare words with each other. */
+static bool term_find_member_alike(PolicyTerm *t, uint16_t words, struct seccomp_data *d) {
+        uint32_t samples[SETTLE_SAMPLES];
+        unsigned first = (unsigned) __builtin_ctz(words);
+        size_t n = word_domain_boundaries(&t->words[first], samples, ELEMENTSOF(samples));
+        struct seccomp_data saved = *d;
+
+        for (size_t i = 0; i < n; i++) {
+                bool members = true;
+                for (unsigned w = 0; w < POLICY_WORDS; w++)
+                        if (words & (1U << w)) {
+                                members = members && word_domain_contains(&t->words[w], samples[i]);
+                                memcpy((uint8_t *) d + 4 * w, &samples[i], sizeof(uint32_t));
+                        }
+                if (members && opaque_all_hold(t->opaque, d)) {
+                        for (unsigned w = 0; w < POLICY_WORDS; w++)
+                                if (words & (1U << w))
+                                        t->words[w].witness = samples[i];
+                        return true;
+                }
+        }
+        *d = saved;
+        return false;
+}
+
 /* A member of a term with opaque conditions: the witnesses, then each word the conditions read
  * moved through its boundaries. */
 static bool term_find_member(PolicyTerm *t) {
@@ -118,6 +144,8 @@ static bool term_find_member(PolicyTerm *t) {
                 return true;
         for (const Opaque *o = t->opaque; o; o = o->next)
                 words |= sym_words(o->l) | sym_words(o->r);
+        if (term_find_member_alike(t, words, &d))
+                return true;
         for (unsigned w = 0; w < POLICY_WORDS; w++) {
                 uint32_t samples[SETTLE_SAMPLES], saved;
                 if (!(words & (1U << w)))

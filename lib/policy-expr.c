@@ -174,9 +174,18 @@ static const char *const op_symbols[_EXPR_OP_MAX] = {
         [EXPR_OR] = "|", [EXPR_XOR] = "^", [EXPR_LSH] = "<<", [EXPR_RSH] = ">>",
 };
 
+static bool op_is_bitwise(ExprOp op) {
+        return op == EXPR_AND || op == EXPR_OR || op == EXPR_XOR;
+}
+
+/* Constants in hex as operands of bit operations (masks), else decimal below 65536. */
+static void sym_print_const(FILE *f, uint32_t k, bool hex) {
+        fprintf(f, (hex && k >= 10) || k >= 65536 ? "0x%" PRIx32 : "%" PRIu32, k);
+}
+
 static void sym_print(FILE *f, SymVal v, bool top) {
         if (sym_is_const(v)) {
-                fprintf(f, v.k < 10 ? "%" PRIu32 : "0x%" PRIx32, v.k);
+                sym_print_const(f, v.k, false);
                 return;
         }
         if (v.e->op == EXPR_WORD) {
@@ -192,7 +201,10 @@ static void sym_print(FILE *f, SymVal v, bool top) {
                 fputs("(", f);
         sym_print(f, v.e->l, false);
         fprintf(f, " %s ", op_symbols[v.e->op]);
-        sym_print(f, v.e->r, false);
+        if (sym_is_const(v.e->r))
+                sym_print_const(f, v.e->r.k, op_is_bitwise(v.e->op));
+        else
+                sym_print(f, v.e->r, false);
         if (!top)
                 fputs(")", f);
 }

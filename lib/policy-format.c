@@ -80,6 +80,22 @@ static bool domain_is_full(const WordDomain *d, const WordDomain *base) {
         return word_domain_is_unconstrained(d, base);
 }
 
+/* One word alone: RANGES where it is an interval list, else WORD. */
+static int word_constraint(Arena *arena, const PolicyTerm *t, const PolicyTerm *base, unsigned w, bool half_alone,
+                           ConstraintList *l) {
+        PolicyConstraint c = { .kind = CONSTRAINT_RANGES, .word = w };
+        if (domain_is_interval_list(&t->words[w], base->words[w].excl)) {
+                int r = domain_intervals(arena, &t->words[w], base->words[w].excl, false, 0, &c);
+                if (r >= 0)
+                        return constraint_add(l, &c);
+                if (r != -E2BIG)
+                        return r;
+        }
+        c = (PolicyConstraint) { .kind = CONSTRAINT_WORD, .word = w, .domain = t->words[w],
+                                 .excl_base = base->words[w].excl, .half_alone = half_alone };
+        return constraint_add(l, &c);
+}
+
 /* One field of a term: a FIELD constraint when its halves combine, else a WORD one per half. */
 static int term_field(Arena *arena, const PolicyTerm *t, const PolicyTerm *base, unsigned field, ConstraintList *l) {
         unsigned wl = policy_field_word(field, false), wh = policy_field_word(field, true);
@@ -102,13 +118,9 @@ static int term_field(Arena *arena, const PolicyTerm *t, const PolicyTerm *base,
         if (r != -E2BIG)
                 return r;
         /* the halves, each where it is constrained */
-        if (!hi_full && (r = constraint_add(l, &(PolicyConstraint) { .kind = CONSTRAINT_WORD, .word = wh, .domain = *hi,
-                                                                     .excl_base = base->words[wh].excl,
-                                                                     .half_alone = lo_full })) < 0)
+        if (!hi_full && (r = word_constraint(arena, t, base, wh, lo_full, l)) < 0)
                 return r;
-        if (!lo_full && (r = constraint_add(l, &(PolicyConstraint) { .kind = CONSTRAINT_WORD, .word = wl, .domain = *lo,
-                                                                     .excl_base = base->words[wl].excl,
-                                                                     .half_alone = hi_full })) < 0)
+        if (!lo_full && (r = word_constraint(arena, t, base, wl, hi_full, l)) < 0)
                 return r;
         return 0;
 }
@@ -120,8 +132,7 @@ static int term_condition(Arena *arena, const PolicyTerm *t, const PolicyTerm *b
 
         for (unsigned w = POLICY_WORD_NR; r >= 0 && w <= POLICY_WORD_ARCH; w++)
                 if (!domain_is_full(&t->words[w], &base->words[w]))
-                        r = constraint_add(&l, &(PolicyConstraint) { .kind = CONSTRAINT_WORD, .word = w, .domain = t->words[w],
-                                                                     .excl_base = base->words[w].excl });
+                        r = word_constraint(arena, t, base, w, false, &l);
         for (unsigned f = 0; r >= 0 && f < POLICY_FIELDS; f++)
                 r = term_field(arena, t, base, f, &l);
         for (const Opaque *o = t->opaque; r >= 0 && o; o = o->next)
@@ -153,6 +164,8 @@ static bool constraint_equal(const PolicyConstraint *a, const PolicyConstraint *
         switch (a->kind) {
         case CONSTRAINT_FIELD:
                 return a->field == b->field && intervals_equal(a, b);
+        case CONSTRAINT_RANGES:
+                return a->word == b->word && intervals_equal(a, b);
         case CONSTRAINT_WORD:
                 return a->word == b->word && word_domain_equal(&a->domain, &b->domain, base->words[a->word].excl);
         case CONSTRAINT_OPAQUE:
@@ -162,7 +175,15 @@ static bool constraint_equal(const PolicyConstraint *a, const PolicyConstraint *
         return false;
 }
 
-/* Two conditions alike but for the intervals of one field: its position, or -1. */
+static bool constraint_has_intervals(const PolicyConstraint *c) {
+        return c->kind == CONSTRAINT_FIELD || c->kind == CONSTRAINT_RANGES;
+}
+
+static uint64_t constraint_max(const PolicyConstraint *c) {
+        return c->kind == CONSTRAINT_FIELD ? UINT64_MAX : UINT32_MAX;
+}
+
+/* Two conditions alike but for the intervals of one field or word: its position, or -1. */
 static ssize_t conditions_differ_in_field(const PolicyCondition *a, const PolicyCondition *b, const PolicyTerm *base) {
         ssize_t diff = -1;
         if (a->n_constraints != b->n_constraints || a->maybe_empty != b->maybe_empty)
@@ -171,7 +192,8 @@ static ssize_t conditions_differ_in_field(const PolicyCondition *a, const Policy
                 const PolicyConstraint *x = &a->constraints[i], *y = &b->constraints[i];
                 if (constraint_equal(x, y, base))
                         continue;
-                if (diff >= 0 || x->kind != CONSTRAINT_FIELD || y->kind != CONSTRAINT_FIELD || x->field != y->field)
+                if (diff >= 0 || x->kind != y->kind || !constraint_has_intervals(x) || x->field != y->field ||
+                    x->word != y->word)
                         return -1;
                 diff = (ssize_t) i;
         }
@@ -205,8 +227,8 @@ static int intervals_union(Arena *arena, const PolicyConstraint *a, const Policy
 }
 
 static bool constraint_is_everything(const PolicyConstraint *c) {
-        return c->kind == CONSTRAINT_FIELD && c->n_intervals == 1 && c->intervals[0].lo == 0 &&
-               c->intervals[0].hi == UINT64_MAX;
+        return constraint_has_intervals(c) && c->n_intervals == 1 && c->intervals[0].lo == 0 &&
+               c->intervals[0].hi == constraint_max(c);
 }
 
 /* a := a | b, for conditions that differ in the field at position i only. */
@@ -371,7 +393,7 @@ static void print_mask(FILE *f, const PolicyConstraint *c, const char *sep, uint
                 fprintf(f, "%s%s", sep, policy_field_name((unsigned) field));
         } else
                 fprintf(f, "%s%s", sep, policy_word_name(c->word));
-        fprintf(f, " & 0x%" PRIx64 " %s 0x%" PRIx64, m, equal ? "==" : "!=", v);
+        fprintf(f, v ? " & 0x%" PRIx64 " %s 0x%" PRIx64 : " & 0x%" PRIx64 " %s %" PRIu64, m, equal ? "==" : "!=", v);
 }
 
 static void print_word(FILE *f, const PolicyConstraint *c) {
@@ -400,6 +422,9 @@ static void print_constraint(FILE *f, const PolicyConstraint *c) {
         switch (c->kind) {
         case CONSTRAINT_FIELD:
                 print_intervals(f, policy_field_name(c->field), c->intervals, c->n_intervals, UINT64_MAX);
+                return;
+        case CONSTRAINT_RANGES:
+                print_intervals(f, policy_word_name(c->word), c->intervals, c->n_intervals, UINT32_MAX);
                 return;
         case CONSTRAINT_WORD:
                 print_word(f, c);
@@ -506,7 +531,8 @@ static json_t *json_u64(uint64_t v) {
 
 static json_t *constraint_json(const PolicyConstraint *c) {
         switch (c->kind) {
-        case CONSTRAINT_FIELD: {
+        case CONSTRAINT_FIELD:
+        case CONSTRAINT_RANGES: {
                 json_t *a = json_array();
                 for (size_t i = 0; a && i < c->n_intervals; i++)
                         if (json_array_append_new(a, json_pack("[o, o]", json_u64(c->intervals[i].lo),
@@ -514,6 +540,8 @@ static json_t *constraint_json(const PolicyConstraint *c) {
                                 json_decref(a);
                                 return NULL;
                         }
+                if (c->kind == CONSTRAINT_RANGES)
+                        return json_pack("{s:s, s:o}", "word", policy_word_name(c->word), "intervals", a);
                 return json_pack("{s:s, s:o}", "field", policy_field_name(c->field), "intervals", a);
         }
         case CONSTRAINT_WORD: {

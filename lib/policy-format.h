@@ -13,16 +13,18 @@ typedef struct PolicyInterval {
 
 typedef enum PolicyConstraintKind {
         CONSTRAINT_FIELD,  /* a 64-bit field (argument, ip) in a union of intervals */
-        CONSTRAINT_WORD,   /* one 32-bit word in a domain, where its halves do not combine */
+        CONSTRAINT_RANGES, /* one 32-bit word in a union of intervals (of one half where the halves
+                            * do not combine) */
+        CONSTRAINT_WORD,   /* one 32-bit word in a domain with known bits or masked exclusions */
         CONSTRAINT_OPAQUE, /* an opaque condition */
 } PolicyConstraintKind;
 
 typedef struct PolicyConstraint {
         PolicyConstraintKind kind;
         unsigned field;                 /* FIELD */
-        const PolicyInterval *intervals; /* FIELD: sorted, disjoint, not adjacent */
+        const PolicyInterval *intervals; /* FIELD, RANGES: sorted, disjoint, not adjacent */
         size_t n_intervals;
-        unsigned word;                  /* WORD */
+        unsigned word;                  /* RANGES, WORD */
         WordDomain domain;              /* WORD */
         const WordExcl *excl_base;      /* WORD: where the question's own exclusions start */
         bool half_alone;                /* WORD: half of a field whose other half is free */

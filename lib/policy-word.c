@@ -120,6 +120,15 @@ static const WordExcl *excl_matching(const WordExcl *e, uint32_t v) {
         return NULL;
 }
 
+bool word_domain_contains_beyond(const WordDomain *d, uint32_t v, const WordExcl *base) {
+        if (v < d->lo || v > d->hi || (v & d->known_mask) != d->known_value)
+                return false;
+        for (const WordExcl *e = d->excl; e && e != base; e = e->next)
+                if ((v & e->mask) == e->value)
+                        return false;
+        return true;
+}
+
 bool word_domain_contains(const WordDomain *d, uint32_t v) {
         return v >= d->lo && v <= d->hi && (v & d->known_mask) == d->known_value && !excl_matching(d->excl, v);
 }

@@ -53,6 +53,9 @@ typedef enum Sat {
 } Sat;
 
 bool word_domain_contains(const WordDomain *d, uint32_t v);
+/* The same for a v already known to be in a domain whose exclusions are base: only the
+ * exclusions before base are looked at. */
+bool word_domain_contains_beyond(const WordDomain *d, uint32_t v, const WordExcl *base);
 /* The smallest member >= from, or the largest member <= from. */
 Sat word_domain_first(const WordDomain *d, uint32_t from, uint32_t *ret);
 Sat word_domain_last(const WordDomain *d, uint32_t from, uint32_t *ret);

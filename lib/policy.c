@@ -271,10 +271,22 @@ bool policy_term_holds(const PolicyTerm *t, const struct seccomp_data *d) {
         return true;
 }
 
+bool policy_term_holds_within(const PolicyTerm *t, const PolicyTerm *base, const struct seccomp_data *d) {
+        for (unsigned w = 0; w < POLICY_WORDS; w++)
+                if (!word_domain_contains_beyond(&t->words[w], policy_word_value(d, w), base->words[w].excl))
+                        return false;
+        for (const Opaque *o = t->opaque; o; o = o->next)
+                if (!opaque_holds(o, d))
+                        return false;
+        return true;
+}
+
 const PolicyCase *policy_decision_match(const PolicyDecision *dec, const struct seccomp_data *d, uint32_t *ret) {
+        if (!policy_term_holds(&dec->base, d))
+                return NULL;
         for (size_t i = 0; i < dec->n_cases; i++)
                 for (size_t j = 0; j < dec->cases[i].n_terms; j++)
-                        if (policy_term_holds(&dec->cases[i].terms[j], d)) {
+                        if (policy_term_holds_within(&dec->cases[i].terms[j], &dec->base, d)) {
                                 if (ret)
                                         *ret = ret_eval(&dec->cases[i].ret, d);
                                 return &dec->cases[i];

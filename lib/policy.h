@@ -56,8 +56,10 @@ typedef struct PolicyDecision {
  * 65,536 paths for the question, -EINVAL for an unknown architecture, -ENOMEM. */
 int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q, PolicyDecision **ret);
 
-/* Whether the term holds for d. */
+/* Whether the term holds for d; the second for a d already known to be in the question's base
+ * (faster where the question excludes many numbers). */
 bool policy_term_holds(const PolicyTerm *t, const struct seccomp_data *d);
+bool policy_term_holds_within(const PolicyTerm *t, const PolicyTerm *base, const struct seccomp_data *d);
 /* The case whose terms hold for d (NULL: none, which a correct decision never gives), and the
  * value the kernel acts on. */
 const PolicyCase *policy_decision_match(const PolicyDecision *dec, const struct seccomp_data *d, uint32_t *ret);

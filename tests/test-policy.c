@@ -10,6 +10,7 @@
 #include "policy-check.h"
 #include "policy-format.h"
 #include "policy-summary.h"
+#include "disasm.h"
 #include "prog.h"
 #include "tests-util.h"
 #include "util.h"
@@ -150,11 +151,220 @@ static void test_decide_libseccomp(void) {
         assert_decision(&c, "getsid", "LOG if arg0 <= 4; ALLOW if arg0 >= 5");
 }
 
+/* Bit operations, shifts and additions on one word: exact conditions. */
+static const struct sock_filter prog_bits[] = {
+        LD_NR,
+        IF_NR(SYS_getpid, 14),
+        LD_ARG_LO(0), JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x4, 0, 1), RET(SECCOMP_RET_ERRNO | 1),
+        LD_ARG_LO(1), STMT(BPF_ALU | BPF_RSH | BPF_K, 4), JUMP(BPF_JMP | BPF_JGT | BPF_K, 9, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 2),
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_ADD | BPF_K, 5), JUMP(BPF_JMP | BPF_JGE | BPF_K, 10, 1, 0),
+        RET(SECCOMP_RET_ERRNO | 3),
+        LD_ARG_LO(3), STMT(BPF_ALU | BPF_AND | BPF_K, 0xff), STMT(BPF_ALU | BPF_XOR | BPF_K, 0x0f),
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xf0, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 4),
+        RET(SECCOMP_RET_ALLOW),
+};
+
+/* Scratch memory, X, division by X, RET A, and a comparison of two words. */
+static const struct sock_filter prog_machine[] = {
+        LD_NR,
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 2, 0), JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpid, 15, 0),
+        RET(SECCOMP_RET_ALLOW),
+        /* getppid: 100 / arg0.lo > 10 (arg0.lo == 0: the kernel returns 0, KILL_THREAD) */
+        LD_ARG_LO(0), STMT(BPF_MISC | BPF_TAX, 0), STMT(BPF_LD | BPF_IMM, 100),
+        STMT(BPF_ALU | BPF_DIV | BPF_X, 0), JUMP(BPF_JMP | BPF_JGT | BPF_K, 10, 0, 1), RET(SECCOMP_RET_ERRNO | 6),
+        /* through scratch memory: arg1 must equal arg0 in the low halves */
+        LD_ARG_LO(1), STMT(BPF_ST, 3), LD_ARG_LO(0), STMT(BPF_MISC | BPF_TAX, 0), STMT(BPF_LD | BPF_MEM, 3),
+        JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 1, 0), RET(SECCOMP_RET_ERRNO | 5),
+        RET(SECCOMP_RET_ALLOW),
+        /* getpid: the errno is computed from arg2 */
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_AND | BPF_K, 0xfff), STMT(BPF_ALU | BPF_OR | BPF_K, SECCOMP_RET_ERRNO),
+        STMT(BPF_RET | BPF_A, 0),
+};
+
+static void test_decide_bits(void) {
+        _cleanup_(test_prog_clear) TestProg p = test_prog_copy("bits", prog_bits, ELEMENTSOF(prog_bits));
+        const TestProg *progs[] = { &p };
+        TestChain c;
+
+        g_assert_cmpint(prog_validate(p.insns, p.len, NULL), ==, 0);
+        test_chain_init(&c, "bits", progs, 1);
+        assert_decision(&c, "getppid", "ALLOW");
+        assert_decision(&c, "getpid",
+                        "ERRNO(1) if arg0 & 0x4 != 0; "
+                        "ERRNO(2) if arg0 & 0x4 == 0 and arg1.lo >= 160; "
+                        "ERRNO(3) if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo not in {5..0xfffffffa}; "
+                        "ERRNO(4) if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo in [5, 0xfffffffa] and arg3 & 0xff == 0xff; "
+                        "ALLOW if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo in [5, 0xfffffffa] and arg3 & 0xff != 0xff");
+}
+
+static void test_decide_machine(void) {
+        _cleanup_(test_prog_clear) TestProg p = test_prog_copy("machine", prog_machine, ELEMENTSOF(prog_machine));
+        const TestProg *progs[] = { &p };
+        TestChain c;
+
+        g_assert_cmpint(prog_validate(p.insns, p.len, NULL), ==, 0);
+        test_chain_init(&c, "machine", progs, 1);
+        assert_decision(&c, "getppid",
+                        "KILL_THREAD if arg0.lo == 0; "
+                        "ERRNO(5) if arg0.lo != 0 and depends on arg0.lo through (100 / arg0.lo) <= 10 and "
+                        "depends on arg0.lo and arg1.lo through arg1.lo != arg0.lo; "
+                        "ERRNO(6) if arg0.lo != 0 and depends on arg0.lo through (100 / arg0.lo) > 10; "
+                        "ALLOW if arg0.lo != 0 and depends on arg0.lo through (100 / arg0.lo) <= 10 and "
+                        "depends on arg0.lo and arg1.lo through arg1.lo == arg0.lo");
+        assert_decision(&c, "getpid", "ERRNO(computed: (arg2.lo & 0xfff) | 0x50000)");
+}
+
+/* ---- random programs ---- */
+
+typedef struct RandomProg {
+        struct sock_filter insns[48];
+        size_t len;
+} RandomProg;
+
+static uint32_t random_constant(GRand *r, const uint32_t *pool, size_t n_pool) {
+        static const uint32_t special[] = { 0, 1, 2, 3, 4, 7, 8, 0xff, 0x100, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff };
+        if (n_pool && g_rand_boolean(r))
+                return pool[g_rand_int_range(r, 0, (int) n_pool)];
+        if (g_rand_int_range(r, 0, 4) == 0)
+                return g_rand_int(r);
+        return special[g_rand_int_range(r, 0, ELEMENTSOF(special))];
+}
+
+static uint32_t random_action(GRand *r) {
+        static const uint32_t actions[] = {
+                SECCOMP_RET_ALLOW, SECCOMP_RET_ALLOW, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | 1, SECCOMP_RET_ERRNO | 13,
+                SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_KILL_THREAD, SECCOMP_RET_TRAP | 5, SECCOMP_RET_LOG,
+                SECCOMP_RET_TRACE | 2, SECCOMP_RET_USER_NOTIF, 0x00010000 /* unknown: kills the process */,
+                SECCOMP_RET_ALLOW | 7 /* data the kernel drops */,
+        };
+        return actions[g_rand_int_range(r, 0, ELEMENTSOF(actions))];
+}
+
+/* A word of seccomp_data to load: nr and arch sometimes, the arguments mostly. */
+static uint32_t random_offset(GRand *r, bool with_ip) {
+        switch (g_rand_int_range(r, 0, 8)) {
+        case 0: return offsetof(struct seccomp_data, nr);
+        case 1: return offsetof(struct seccomp_data, arch);
+        case 2:
+                if (with_ip)
+                        return offsetof(struct seccomp_data, instruction_pointer) + 4 * (uint32_t) g_rand_int_range(r, 0, 2);
+                __attribute__((fallthrough));
+        default: return offsetof(struct seccomp_data, args) + 4 * (uint32_t) g_rand_int_range(r, 0, 6);
+        }
+}
+
+static struct sock_filter random_alu(GRand *r, const uint32_t *pool, size_t n_pool) {
+        static const uint16_t ops[] = { BPF_ADD, BPF_SUB, BPF_MUL, BPF_DIV, BPF_AND, BPF_OR, BPF_XOR, BPF_LSH, BPF_RSH, BPF_NEG,
+                                        BPF_AND, BPF_AND, BPF_RSH, BPF_ADD };
+        uint16_t op = ops[g_rand_int_range(r, 0, ELEMENTSOF(ops))];
+        if (op == BPF_NEG)
+                return (struct sock_filter) BPF_STMT(BPF_ALU | BPF_NEG, 0);
+        if (g_rand_int_range(r, 0, 4) == 0)
+                return (struct sock_filter) BPF_STMT(BPF_ALU | op | BPF_X, 0);
+        uint32_t k = op == BPF_LSH || op == BPF_RSH ? (uint32_t) g_rand_int_range(r, 0, 32) : random_constant(r, pool, n_pool);
+        if (op == BPF_DIV && k == 0)
+                k = 3;
+        return (struct sock_filter) BPF_STMT(BPF_ALU | op | BPF_K, k);
+}
+
+static struct sock_filter random_jump(GRand *r, size_t pc, size_t n, const uint32_t *pool, size_t n_pool) {
+        static const uint16_t ops[] = { BPF_JEQ, BPF_JEQ, BPF_JGT, BPF_JGE, BPF_JSET };
+        size_t room = n - 1 - (pc + 1); /* jumps may land anywhere up to the final RET */
+        uint8_t jt = (uint8_t) g_rand_int_range(r, 0, (int) MIN(room, 8) + 1);
+        uint8_t jf = (uint8_t) g_rand_int_range(r, 0, (int) MIN(room, 8) + 1);
+        uint16_t op = ops[g_rand_int_range(r, 0, ELEMENTSOF(ops))];
+        if (g_rand_int_range(r, 0, 5) == 0)
+                return (struct sock_filter) BPF_JUMP(BPF_JMP | op | BPF_X, 0, jt, jf);
+        return (struct sock_filter) BPF_JUMP(BPF_JMP | op | BPF_K, random_constant(r, pool, n_pool), jt, jf);
+}
+
+static struct sock_filter random_insn(GRand *r, size_t pc, size_t n, bool with_ip, const uint32_t *pool, size_t n_pool) {
+        switch (g_rand_int_range(r, 0, 16)) {
+        case 0:
+        case 1:
+        case 2: return (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, random_offset(r, with_ip));
+        case 3: return (struct sock_filter) BPF_STMT(BPF_LD | BPF_IMM, random_constant(r, pool, n_pool));
+        case 4: return (struct sock_filter) BPF_STMT(BPF_LDX | BPF_IMM, random_constant(r, pool, n_pool));
+        case 5: return (struct sock_filter) BPF_STMT((g_rand_boolean(r) ? BPF_LD : BPF_LDX) | BPF_MEM, g_rand_int_range(r, 0, 2));
+        case 6: return (struct sock_filter) BPF_STMT(g_rand_boolean(r) ? BPF_ST : BPF_STX, g_rand_int_range(r, 0, 2));
+        case 7: return (struct sock_filter) BPF_STMT(BPF_MISC | (g_rand_boolean(r) ? BPF_TAX : BPF_TXA), 0);
+        case 8:
+        case 9: return random_alu(r, pool, n_pool);
+        case 10: return (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, random_action(r));
+        default: return random_jump(r, pc, n, pool, n_pool);
+        }
+}
+
+/* A valid program of up to 40 instructions: M[0] and M[1] set first, forward jumps, a final RET. */
+static void random_prog(GRand *r, bool with_ip, const uint32_t *pool, size_t n_pool, RandomProg *ret) {
+        for (;;) {
+                size_t n = (size_t) g_rand_int_range(r, 6, 40), pc = 0;
+                ret->insns[pc++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, random_offset(r, with_ip));
+                ret->insns[pc++] = (struct sock_filter) BPF_STMT(BPF_ST, 0);
+                ret->insns[pc++] = (struct sock_filter) BPF_STMT(BPF_ST, 1);
+                for (; pc < n - 1; pc++)
+                        ret->insns[pc] = random_insn(r, pc, n, with_ip, pool, n_pool);
+                ret->insns[pc++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, random_action(r));
+                ret->len = pc;
+                if (prog_validate(ret->insns, ret->len, NULL) == 0)
+                        return;
+        }
+}
+
+#define RANDOM_CHAINS 300
+
+static void test_random_programs(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        const uint32_t pool[] = { SYS_getpid, SYS_getppid, AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, 0x40000000 };
+        size_t samples = 0, conditional = 0, opaque = 0;
+
+        for (unsigned i = 0; i < RANDOM_CHAINS; i++) {
+                RandomProg progs[3];
+                TestChain c = { .name = "random" };
+                c.n = (size_t) g_rand_int_range(r, 1, 4);
+                for (size_t k = 0; k < c.n; k++) {
+                        random_prog(r, g_rand_boolean(r), pool, ELEMENTSOF(pool), &progs[k]);
+                        c.progs[k] = (ChainProgram) { .insns = progs[k].insns, .len = progs[k].len };
+                }
+                const PolicyQuery queries[] = {
+                        { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid },
+                        { .arch = SCMP_ARCH_X86_64, .nr = SYS_getppid },
+                        { .arch = SCMP_ARCH_X86, .nr = SYS_getpid },
+                        { .arch = SCMP_ARCH_X86_64, .other = true },
+                        { .arch = SCMP_ARCH_X32, .other = true },
+                };
+                for (size_t q = 0; q < ELEMENTSOF(queries); q++) {
+                        Arena arena = {};
+                        PolicyDecision *dec;
+                        g_assert_cmpint(policy_decide(&arena, c.progs, c.n, &queries[q], &dec), ==, 0);
+                        samples += policy_check_decision(&c, dec, r, NULL, NULL);
+                        conditional += dec->n_cases > 1;
+                        for (size_t k = 0; k < dec->n_cases; k++)
+                                opaque += !policy_case_exact(&dec->cases[k]);
+                        arena_done(&arena);
+                }
+                if (g_test_failed()) {
+                        for (size_t k = 0; k < c.n; k++) {
+                                _cleanup_free_ char *d = prog_disassemble(c.progs[k].insns, c.progs[k].len);
+                                g_test_message("filter %zu (newest first):\n%s", k, d);
+                        }
+                        return;
+                }
+        }
+        g_test_message("%zu samples, %zu conditional decisions, %zu cases not in the simple forms", samples, conditional, opaque);
+        g_assert_cmpuint(conditional, >, RANDOM_CHAINS / 4);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
         g_test_add_func("/policy/word/search", test_word_search);
         g_test_add_func("/policy/word/normalize", test_word_normalize);
         g_test_add_func("/policy/decide/libseccomp", test_decide_libseccomp);
+        g_test_add_func("/policy/decide/bits", test_decide_bits);
+        g_test_add_func("/policy/decide/machine", test_decide_machine);
+        g_test_add_func("/policy/random", test_random_programs);
         return g_test_run();
 }
