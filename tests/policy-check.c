@@ -117,15 +117,13 @@ static bool strv_json_has(const json_t *list, const char *s) {
         return false;
 }
 
-static bool caps_meet(const json_t *list, const char *const *caps, bool all) {
-        size_t i;
+/* How many of the capabilities named in list are held (in caps). */
+static size_t caps_held(const json_t *list, const char *const *caps) {
+        size_t i, n = 0;
         const json_t *v;
-        json_array_foreach(list, i, v) {
-                bool have = g_strv_contains((const char *const *) caps, json_string_value(v));
-                if (all != have)
-                        return !all;
-        }
-        return all;
+        json_array_foreach(list, i, v)
+                n += g_strv_contains((const char *const *) caps, json_string_value(v));
+        return n;
 }
 
 /* includes: every cap held, the native arch listed; excludes: none of the caps, arch not listed. */
@@ -134,34 +132,37 @@ static bool rule_applies(const json_t *rule, const char *const *caps) {
         const json_t *l;
         if ((l = json_object_get(inc, "arches")) && json_array_size(l) && !strv_json_has(l, native_go_arch()))
                 return false;
-        if ((l = json_object_get(inc, "caps")) && json_array_size(l) && !caps_meet(l, caps, true))
+        if ((l = json_object_get(inc, "caps")) && caps_held(l, caps) < json_array_size(l))
                 return false;
         if ((l = json_object_get(exc, "arches")) && json_array_size(l) && strv_json_has(l, native_go_arch()))
                 return false;
-        if ((l = json_object_get(exc, "caps")) && json_array_size(l) && !caps_meet(l, caps, false))
+        if ((l = json_object_get(exc, "caps")) && caps_held(l, caps) > 0)
                 return false;
         return true;
+}
+
+/* "SCMP_ARCH_X86_64" as libseccomp knows it. */
+static uint32_t profile_arch(const json_t *name) {
+        const char *s = json_string_value(name);
+        g_assert_true(s && g_str_has_prefix(s, "SCMP_ARCH_"));
+        g_autofree char *lower = g_ascii_strdown(s + strlen("SCMP_ARCH_"), -1);
+        uint32_t a = seccomp_arch_resolve_name(lower);
+        g_assert_cmpuint(a, !=, 0);
+        return a;
 }
 
 static void profile_add_arches(scmp_filter_ctx ctx, const json_t *profile) {
         const json_t *map = json_object_get(profile, "archMap"), *e, *list = NULL;
         size_t i;
-        json_array_foreach(map, i, e) {
-                uint32_t a = seccomp_arch_resolve_name(json_string_value(json_object_get(e, "architecture")) + strlen("SCMP_ARCH_"));
-                if (a == seccomp_arch_native()) {
+        json_array_foreach(map, i, e)
+                if (profile_arch(json_object_get(e, "architecture")) == seccomp_arch_native()) {
                         list = json_object_get(e, "subArchitectures");
                         break;
                 }
-        }
         if (!map)
                 list = json_object_get(profile, "architectures");
         json_array_foreach(list, i, e) {
-                const char *name = json_string_value(e);
-                g_assert_true(g_str_has_prefix(name, "SCMP_ARCH_"));
-                g_autofree char *lower = g_ascii_strdown(name + strlen("SCMP_ARCH_"), -1);
-                uint32_t a = seccomp_arch_resolve_name(lower);
-                g_assert_cmpuint(a, !=, 0);
-                int r = seccomp_arch_add(ctx, a);
+                int r = seccomp_arch_add(ctx, profile_arch(e));
                 g_assert_true(r == 0 || r == -EEXIST);
         }
 }

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 
 #include "policy-check.h"
+#include "policy-filters.h"
 #include "policy-format.h"
 #include "policy-summary.h"
 #include "disasm.h"
@@ -357,6 +358,72 @@ static void test_random_programs(void) {
         g_assert_cmpuint(conditional, >, RANDOM_CHAINS / 4);
 }
 
+/* ---- real filters ---- */
+
+static size_t check_summary(const TestChain *c, GRand *r) {
+        size_t n = policy_check_chain(c, r);
+        g_test_message("%s: %zu samples agree with the concrete evaluator", c->name, n);
+        return n;
+}
+
+static void test_container_profile(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        _cleanup_(test_prog_clear) TestProg p = tests_prog_container_profile();
+        const TestProg *progs[] = { &p };
+        TestChain c;
+
+        g_test_message("%s: %zu instructions", p.name, p.len);
+        g_assert_cmpuint(p.len, >, 800);
+        test_chain_init(&c, "container profile", progs, 1);
+        check_summary(&c, r);
+        assert_decision(&c, "read", "ALLOW");
+        assert_decision(&c, "ptrace", "ALLOW");
+        assert_decision(&c, "kexec_load", "ERRNO(1)");
+        assert_decision(&c, "bpf", "ERRNO(1)"); /* CAP_SYS_ADMIN is not among podman's */
+        assert_decision(&c, "chroot", "ALLOW"); /* CAP_SYS_CHROOT is */
+        /* AF_NETLINK (16) with NETLINK_AUDIT (9) without CAP_AUDIT_WRITE */
+        assert_decision(&c, "socket", "ERRNO(22) if arg0 == 16 and arg2 == 9; ALLOW if arg2 != 9 or (arg0 != 16 and arg2 == 9)");
+        /* the profile's default, ENOSYS, for the personalities it does not list */
+        assert_decision(&c, "personality", "ERRNO(38) if arg0 not in {0, 8, 0x20000, 0x20008, 0xffffffff}; "
+                                           "ALLOW if arg0 in {0, 8, 0x20000, 0x20008, 0xffffffff}");
+}
+
+static void test_systemd_sets(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        static const char *const mount[] = { "@mount", NULL };
+        static const char *const service[] = { "@system-service", NULL };
+        TestProg deny[3], allow[3];
+        const TestProg *pd[3], *pa[3];
+        TestChain cd, ca;
+
+        size_t nd = tests_progs_systemd(mount, true, deny, 3), na = tests_progs_systemd(service, false, allow, 3);
+        g_assert_cmpuint(nd, ==, 3);
+        g_assert_cmpuint(na, ==, 3);
+        for (size_t i = 0; i < 3; i++) {
+                pd[i] = &deny[i];
+                pa[i] = &allow[i];
+        }
+        test_chain_init(&cd, "SystemCallFilter=~@mount", pd, nd);
+        test_chain_init(&ca, "SystemCallFilter=@system-service", pa, na);
+        check_summary(&cd, r);
+        check_summary(&ca, r);
+
+        assert_decision(&cd, "mount", "KILL_PROCESS");
+        assert_decision(&cd, "read", "ALLOW");
+        assert_decision(&ca, "read", "ALLOW");
+        assert_decision(&ca, "mount", "KILL_PROCESS");
+        assert_decision(&ca, "reboot", "KILL_PROCESS");
+        /* the filters of the other architectures are stacked too */
+        g_autofree char *x86 = decide_string(&ca, SCMP_ARCH_X86, "socketcall");
+        g_autofree char *x32 = decide_string(&ca, SCMP_ARCH_X32, "reboot");
+        g_assert_cmpstr(x86, ==, "ALLOW");
+        g_assert_cmpstr(x32, ==, "KILL_PROCESS");
+        for (size_t i = 0; i < 3; i++) {
+                test_prog_clear(&deny[i]);
+                test_prog_clear(&allow[i]);
+        }
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -366,5 +433,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/decide/bits", test_decide_bits);
         g_test_add_func("/policy/decide/machine", test_decide_machine);
         g_test_add_func("/policy/random", test_random_programs);
+        g_test_add_func("/policy/real/container-profile", test_container_profile);
+        g_test_add_func("/policy/real/systemd", test_systemd_sets);
         return g_test_run();
 }
