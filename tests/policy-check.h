@@ -40,6 +40,15 @@ scmp_filter_ctx tests_profile_load(const json_t *profile, const char *const *cap
 /* The same, from the JSON text of a file. */
 scmp_filter_ctx tests_profile_load_file(const char *path, const char *const *caps);
 
+/* A valid program of up to 40 instructions: M[0] and M[1] set first, loads of nr, arch, the
+ * arguments and (with_ip) the instruction pointer, every ALU operation, scratch memory, X, forward
+ * jumps with constants from pool and others, RETs of every action, and a final RET. */
+typedef struct TestRandomProg {
+        struct sock_filter insns[48];
+        size_t len;
+} TestRandomProg;
+void tests_random_prog(GRand *r, bool with_ip, const uint32_t *pool, size_t n_pool, TestRandomProg *ret);
+
 /* Every case of dec against chain_evaluate(): the witness of every term, each word moved through
  * the boundaries of its domain (inside and just outside), and random values. Every sample must
  * fall in exactly one term, and that term's case must give the value the concrete evaluator

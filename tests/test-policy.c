@@ -219,101 +219,6 @@ static void test_decide_machine(void) {
 
 /* ---- random programs ---- */
 
-typedef struct RandomProg {
-        struct sock_filter insns[48];
-        size_t len;
-} RandomProg;
-
-static uint32_t random_constant(GRand *r, const uint32_t *pool, size_t n_pool) {
-        static const uint32_t special[] = { 0, 1, 2, 3, 4, 7, 8, 0xff, 0x100, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff };
-        if (n_pool && g_rand_boolean(r))
-                return pool[g_rand_int_range(r, 0, (int) n_pool)];
-        if (g_rand_int_range(r, 0, 4) == 0)
-                return g_rand_int(r);
-        return special[g_rand_int_range(r, 0, ELEMENTSOF(special))];
-}
-
-static uint32_t random_action(GRand *r) {
-        static const uint32_t actions[] = {
-                SECCOMP_RET_ALLOW, SECCOMP_RET_ALLOW, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | 1, SECCOMP_RET_ERRNO | 13,
-                SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_KILL_THREAD, SECCOMP_RET_TRAP | 5, SECCOMP_RET_LOG,
-                SECCOMP_RET_TRACE | 2, SECCOMP_RET_USER_NOTIF, 0x00010000 /* unknown: kills the process */,
-                SECCOMP_RET_ALLOW | 7 /* data the kernel drops */,
-        };
-        return actions[g_rand_int_range(r, 0, ELEMENTSOF(actions))];
-}
-
-/* A word of seccomp_data to load: nr and arch sometimes, the arguments mostly. */
-static uint32_t random_offset(GRand *r, bool with_ip) {
-        switch (g_rand_int_range(r, 0, 8)) {
-        case 0: return offsetof(struct seccomp_data, nr);
-        case 1: return offsetof(struct seccomp_data, arch);
-        case 2:
-                if (with_ip)
-                        return offsetof(struct seccomp_data, instruction_pointer) + 4 * (uint32_t) g_rand_int_range(r, 0, 2);
-                __attribute__((fallthrough));
-        default: return offsetof(struct seccomp_data, args) + 4 * (uint32_t) g_rand_int_range(r, 0, 6);
-        }
-}
-
-static struct sock_filter random_alu(GRand *r, const uint32_t *pool, size_t n_pool) {
-        static const uint16_t ops[] = { BPF_ADD, BPF_SUB, BPF_MUL, BPF_DIV, BPF_AND, BPF_OR, BPF_XOR, BPF_LSH, BPF_RSH, BPF_NEG,
-                                        BPF_AND, BPF_AND, BPF_RSH, BPF_ADD };
-        uint16_t op = ops[g_rand_int_range(r, 0, ELEMENTSOF(ops))];
-        if (op == BPF_NEG)
-                return (struct sock_filter) BPF_STMT(BPF_ALU | BPF_NEG, 0);
-        if (g_rand_int_range(r, 0, 4) == 0)
-                return (struct sock_filter) BPF_STMT(BPF_ALU | op | BPF_X, 0);
-        uint32_t k = op == BPF_LSH || op == BPF_RSH ? (uint32_t) g_rand_int_range(r, 0, 32) : random_constant(r, pool, n_pool);
-        if (op == BPF_DIV && k == 0)
-                k = 3;
-        return (struct sock_filter) BPF_STMT(BPF_ALU | op | BPF_K, k);
-}
-
-static struct sock_filter random_jump(GRand *r, size_t pc, size_t n, const uint32_t *pool, size_t n_pool) {
-        static const uint16_t ops[] = { BPF_JEQ, BPF_JEQ, BPF_JGT, BPF_JGE, BPF_JSET };
-        size_t room = n - 1 - (pc + 1); /* jumps may land anywhere up to the final RET */
-        uint8_t jt = (uint8_t) g_rand_int_range(r, 0, (int) MIN(room, 8) + 1);
-        uint8_t jf = (uint8_t) g_rand_int_range(r, 0, (int) MIN(room, 8) + 1);
-        uint16_t op = ops[g_rand_int_range(r, 0, ELEMENTSOF(ops))];
-        if (g_rand_int_range(r, 0, 5) == 0)
-                return (struct sock_filter) BPF_JUMP(BPF_JMP | op | BPF_X, 0, jt, jf);
-        return (struct sock_filter) BPF_JUMP(BPF_JMP | op | BPF_K, random_constant(r, pool, n_pool), jt, jf);
-}
-
-static struct sock_filter random_insn(GRand *r, size_t pc, size_t n, bool with_ip, const uint32_t *pool, size_t n_pool) {
-        switch (g_rand_int_range(r, 0, 16)) {
-        case 0:
-        case 1:
-        case 2: return (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, random_offset(r, with_ip));
-        case 3: return (struct sock_filter) BPF_STMT(BPF_LD | BPF_IMM, random_constant(r, pool, n_pool));
-        case 4: return (struct sock_filter) BPF_STMT(BPF_LDX | BPF_IMM, random_constant(r, pool, n_pool));
-        case 5: return (struct sock_filter) BPF_STMT((g_rand_boolean(r) ? BPF_LD : BPF_LDX) | BPF_MEM, g_rand_int_range(r, 0, 2));
-        case 6: return (struct sock_filter) BPF_STMT(g_rand_boolean(r) ? BPF_ST : BPF_STX, g_rand_int_range(r, 0, 2));
-        case 7: return (struct sock_filter) BPF_STMT(BPF_MISC | (g_rand_boolean(r) ? BPF_TAX : BPF_TXA), 0);
-        case 8:
-        case 9: return random_alu(r, pool, n_pool);
-        case 10: return (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, random_action(r));
-        default: return random_jump(r, pc, n, pool, n_pool);
-        }
-}
-
-/* A valid program of up to 40 instructions: M[0] and M[1] set first, forward jumps, a final RET. */
-static void random_prog(GRand *r, bool with_ip, const uint32_t *pool, size_t n_pool, RandomProg *ret) {
-        for (;;) {
-                size_t n = (size_t) g_rand_int_range(r, 6, 40), pc = 0;
-                ret->insns[pc++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, random_offset(r, with_ip));
-                ret->insns[pc++] = (struct sock_filter) BPF_STMT(BPF_ST, 0);
-                ret->insns[pc++] = (struct sock_filter) BPF_STMT(BPF_ST, 1);
-                for (; pc < n - 1; pc++)
-                        ret->insns[pc] = random_insn(r, pc, n, with_ip, pool, n_pool);
-                ret->insns[pc++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, random_action(r));
-                ret->len = pc;
-                if (prog_validate(ret->insns, ret->len, NULL) == 0)
-                        return;
-        }
-}
-
 #define RANDOM_CHAINS 300
 
 static void test_random_programs(void) {
@@ -322,11 +227,11 @@ static void test_random_programs(void) {
         size_t samples = 0, conditional = 0, opaque = 0;
 
         for (unsigned i = 0; i < RANDOM_CHAINS; i++) {
-                RandomProg progs[3];
+                TestRandomProg progs[3];
                 TestChain c = { .name = "random" };
                 c.n = (size_t) g_rand_int_range(r, 1, 4);
                 for (size_t k = 0; k < c.n; k++) {
-                        random_prog(r, g_rand_boolean(r), pool, ELEMENTSOF(pool), &progs[k]);
+                        tests_random_prog(r, g_rand_boolean(r), pool, ELEMENTSOF(pool), &progs[k]);
                         c.progs[k] = (ChainProgram) { .insns = progs[k].insns, .len = progs[k].len };
                 }
                 const PolicyQuery queries[] = {
