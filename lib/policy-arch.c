@@ -3,6 +3,8 @@
 #include "policy-arch.h"
 
 #include <errno.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <linux/audit.h>
 #include <pthread.h>
 #include <seccomp.h>
@@ -146,15 +148,48 @@ const PolicySyscallName *policy_arch_find_syscall(const PolicyArch *a, int32_t n
 
 /* ---- the architectures of a chain ---- */
 
-static bool insn_compares_with(const struct sock_filter *f, uint32_t k) {
-        return BPF_CLASS(f->code) == BPF_JMP && BPF_OP(f->code) != BPF_JA && BPF_SRC(f->code) == BPF_K && f->k == k;
+/* Does the program compare the architecture word with token? A forward pass over the loop-free
+ * program knows where A holds seccomp_data.arch: after "ld [4]", until A changes, and at a jump
+ * target when it does on every path there. */
+static bool prog_compares_arch(const struct sock_filter *insns, size_t n, uint32_t token) {
+        const uint32_t arch_offset = offsetof(struct seccomp_data, arch);
+        _cleanup_free_ uint8_t *in = calloc(n + 1, 1); /* bit 0: reached, bit 1: A is not the arch on some path */
+        if (!in)
+                return true; /* cannot tell: say yes, an extra architecture in a summary is harmless */
+        in[0] = 1 | 2;
+        for (size_t pc = 0; pc < n; pc++) {
+                const struct sock_filter *f = &insns[pc];
+                if (!(in[pc] & 1))
+                        continue;
+                bool arch = !(in[pc] & 2);
+                uint16_t cls = BPF_CLASS(f->code);
+                if (cls == BPF_RET)
+                        continue;
+                if (cls == BPF_JMP) {
+                        if (BPF_OP(f->code) != BPF_JA && BPF_SRC(f->code) == BPF_K && arch && f->k == token)
+                                return true;
+                        size_t t = pc + 1 + (BPF_OP(f->code) == BPF_JA ? f->k : f->jt), e = pc + 1 + f->jf;
+                        uint8_t out = 1 | (arch ? 0 : 2);
+                        if (t < n)
+                                in[t] |= out;
+                        if (BPF_OP(f->code) != BPF_JA && e < n)
+                                in[e] |= out;
+                        continue;
+                }
+                if (cls == BPF_LD)
+                        arch = f->code == (BPF_LD | BPF_W | BPF_ABS) && f->k == arch_offset;
+                else if (cls == BPF_ALU || (cls == BPF_MISC && BPF_MISCOP(f->code) == BPF_TXA))
+                        arch = false;
+                if (pc + 1 < n)
+                        in[pc + 1] |= 1 | (arch ? 0 : 2);
+        }
+        return false;
 }
 
 static bool chain_mentions(const ChainProgram *chain, size_t n, uint32_t token) {
         for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < chain[i].len; j++)
-                        if (insn_compares_with(&chain[i].insns[j], token))
-                                return true;
+                if (prog_compares_arch(chain[i].insns, chain[i].len, token))
+                        return true;
         return false;
 }
 
@@ -167,12 +202,27 @@ static size_t arch_list_add(const PolicyArch **list, size_t n, size_t max, const
         return n;
 }
 
+/* (native, compat): the system call ABIs a kernel of the first architecture also runs. */
+static const uint32_t compat_arches[][2] = {
+        { SCMP_ARCH_X86_64, SCMP_ARCH_X86 },
+        { SCMP_ARCH_X86_64, SCMP_ARCH_X32 },
+        { SCMP_ARCH_AARCH64, SCMP_ARCH_ARM },
+        { SCMP_ARCH_PPC64, SCMP_ARCH_PPC },
+        { SCMP_ARCH_S390X, SCMP_ARCH_S390 },
+        { SCMP_ARCH_MIPS64, SCMP_ARCH_MIPS },
+        { SCMP_ARCH_MIPSEL64, SCMP_ARCH_MIPSEL },
+};
+
 size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch **ret, size_t max) {
         const PolicyArch *native = policy_arch_native();
         size_t count = 0;
 
         if (native)
                 count = arch_list_add(ret, count, max, native);
+        /* the other ABIs the kernel runs on this machine (its compat ones) reach the filters too */
+        for (size_t i = 0; native && i < ELEMENTSOF(compat_arches); i++)
+                if (compat_arches[i][0] == native->arch)
+                        count = arch_list_add(ret, count, max, policy_arch_lookup(compat_arches[i][1]));
         for (size_t i = 0; i < ELEMENTSOF(arch_table); i++)
                 if (chain_mentions(chain, n, arch_table[i].token))
                         count = arch_list_add(ret, count, max, &arch_table[i]);

@@ -31,8 +31,9 @@ int policy_arch_syscalls(const PolicyArch *a, const PolicySyscallName **ret, siz
 /* The named number's entry, or NULL. */
 const PolicySyscallName *policy_arch_find_syscall(const PolicyArch *a, int32_t nr);
 
-/* The architectures the programs tell apart: every one whose token they compare anything with,
- * x32 with x86_64, and the native one, native first. Into ret (room for all known ones), returns
- * the count. */
+/* The architectures whose calls reach the chain: the native one first, the ABIs a kernel of the
+ * native architecture also runs (x86 and x32 on x86_64, arm on aarch64, ...), and every one whose
+ * token the programs compare anything with. Into ret (room for all known ones), returns the
+ * count. */
 size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch **ret, size_t max);
 #define POLICY_ARCH_MAX 20

@@ -265,7 +265,8 @@ static int conditions_merge_all(Arena *arena, PolicyCondition *conds, size_t *n,
         return 0;
 }
 
-int policy_case_view(Arena *arena, const PolicyDecision *dec, const PolicyCase *c, PolicyCaseView *ret) {
+/* The terms of a case as conditions, merged where they differ in one argument. */
+static int case_conditions(Arena *arena, const PolicyDecision *dec, const PolicyCase *c, PolicyCondition **ret, size_t *ret_n) {
         PolicyCondition *conds = arena_alloc(arena, (c->n_terms + 1) * sizeof(PolicyCondition));
         size_t n = 0;
         if (!conds)
@@ -279,11 +280,224 @@ int policy_case_view(Arena *arena, const PolicyDecision *dec, const PolicyCase *
         int r = conditions_merge_all(arena, conds, &n, &dec->base);
         if (r < 0)
                 return r;
-        /* a case that holds always (its only condition is empty) has none */
-        if (n == 1 && conds[0].n_constraints == 0 && !conds[0].maybe_empty)
-                n = 0;
+        *ret = conds;
+        *ret_n = n;
+        return 0;
+}
+
+/* ---- relaxing: dropping what the other cases do not need ---- */
+
+/* The values one constraint allows for one word: intervals, a domain, or anything (not known). */
+typedef struct WordSet {
+        const PolicyInterval *intervals; /* sorted */
+        size_t n_intervals;
+        PolicyInterval storage[8];
+        const WordDomain *domain;
+        bool any;
+} WordSet;
+
+static bool intervals_disjoint(const PolicyInterval *a, size_t na, const PolicyInterval *b, size_t nb) {
+        for (size_t i = 0, j = 0; i < na && j < nb;) {
+                if (a[i].hi < b[j].lo)
+                        i++;
+                else if (b[j].hi < a[i].lo)
+                        j++;
+                else
+                        return false;
+        }
+        return true;
+}
+
+static bool domain_misses_intervals(const WordDomain *d, const PolicyInterval *in, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                WordDomain t = *d;
+                if (word_domain_restrict_range(&t, (uint32_t) in[i].lo, (uint32_t) in[i].hi) != SAT_NO)
+                        return false;
+        }
+        return true;
+}
+
+/* The set of word w a constraint allows (FIELD constraints projected onto their halves). */
+static void constraint_word_set(const PolicyConstraint *k, unsigned w, WordSet *ret) {
+        bool high;
+        *ret = (WordSet) { .any = true };
+        if (k->kind == CONSTRAINT_RANGES && k->word == w)
+                *ret = (WordSet) { .intervals = k->intervals, .n_intervals = k->n_intervals };
+        else if (k->kind == CONSTRAINT_WORD && k->word == w)
+                *ret = (WordSet) { .domain = &k->domain };
+        else if (k->kind == CONSTRAINT_FIELD && policy_word_field(w, &high) == (int) k->field && k->n_intervals <= 8) {
+                /* the halves of each interval: the high one always, the low one when the high is fixed */
+                uint64_t h = k->intervals[0].lo >> 32;
+                bool one_high = true;
+                for (size_t i = 0; i < k->n_intervals; i++)
+                        one_high = one_high && k->intervals[i].lo >> 32 == h && k->intervals[i].hi >> 32 == h;
+                if (!high && !one_high)
+                        return;
+                ret->any = false;
+                for (size_t i = 0; i < k->n_intervals; i++)
+                        ret->storage[i] = high ? (PolicyInterval) { k->intervals[i].lo >> 32, k->intervals[i].hi >> 32 }
+                                               : (PolicyInterval) { k->intervals[i].lo & UINT32_MAX, k->intervals[i].hi & UINT32_MAX };
+                ret->intervals = ret->storage;
+                ret->n_intervals = k->n_intervals;
+        }
+}
+
+static bool word_sets_disjoint(const WordSet *a, const WordSet *b) {
+        if (a->any || b->any)
+                return false;
+        if (a->intervals && b->intervals)
+                return intervals_disjoint(a->intervals, a->n_intervals, b->intervals, b->n_intervals);
+        if (a->domain && b->intervals)
+                return domain_misses_intervals(a->domain, b->intervals, b->n_intervals);
+        if (a->intervals && b->domain)
+                return domain_misses_intervals(b->domain, a->intervals, a->n_intervals);
+        /* two domains: their ranges and known bits (exclusions are not looked at) */
+        WordDomain t = *a->domain;
+        t.excl = NULL;
+        return word_domain_restrict_range(&t, b->domain->lo, b->domain->hi) == SAT_NO ||
+               word_domain_restrict_mask_eq(&t, b->domain->known_mask, b->domain->known_value) == SAT_NO;
+}
+
+/* Provably no value meets both constraints. */
+static bool constraints_disjoint(const PolicyConstraint *x, const PolicyConstraint *y) {
+        if (x->kind == CONSTRAINT_OPAQUE || y->kind == CONSTRAINT_OPAQUE)
+                return false;
+        if (x->kind == CONSTRAINT_FIELD && y->kind == CONSTRAINT_FIELD)
+                return x->field == y->field && intervals_disjoint(x->intervals, x->n_intervals, y->intervals, y->n_intervals);
+        for (unsigned w = 0; w < POLICY_WORDS; w++) {
+                WordSet a, b;
+                constraint_word_set(x, w, &a);
+                constraint_word_set(y, w, &b);
+                if (word_sets_disjoint(&a, &b))
+                        return true;
+        }
+        return false;
+}
+
+static bool conditions_disjoint(const PolicyCondition *a, size_t skip, const PolicyCondition *b) {
+        for (size_t i = 0; i < a->n_constraints; i++)
+                for (size_t j = 0; i != skip && j < b->n_constraints; j++)
+                        if (constraints_disjoint(&a->constraints[i], &b->constraints[j]))
+                                return true;
+        return false;
+}
+
+/* Drop from cond each constraint the other cases' conditions do not need: without it, it still
+ * meets none of them. */
+static int condition_relax(Arena *arena, PolicyCondition *cond, const PolicyCondition *others, size_t n_others) {
+        for (size_t k = 0; k < cond->n_constraints;) {
+                bool needed = false;
+                for (size_t j = 0; j < n_others && !needed; j++)
+                        needed = !conditions_disjoint(cond, k, &others[j]);
+                if (needed) {
+                        k++;
+                        continue;
+                }
+                PolicyConstraint *items = arena_memdup(arena, cond->constraints, cond->n_constraints * sizeof(PolicyConstraint));
+                if (!items)
+                        return -ENOMEM;
+                memmove(items + k, items + k + 1, (cond->n_constraints - k - 1) * sizeof(PolicyConstraint));
+                cond->constraints = items;
+                cond->n_constraints--;
+        }
+        return 0;
+}
+
+/* Is every constraint of b also in a (so a's set lies within b's)? */
+static bool condition_within(const PolicyCondition *a, const PolicyCondition *b, const PolicyTerm *base) {
+        for (size_t j = 0; j < b->n_constraints; j++) {
+                bool found = false;
+                for (size_t i = 0; i < a->n_constraints && !found; i++)
+                        found = constraint_equal(&a->constraints[i], &b->constraints[j], base);
+                if (!found)
+                        return false;
+        }
+        return !b->maybe_empty || a->maybe_empty;
+}
+
+static void conditions_drop_within(PolicyCondition *conds, size_t *n, const PolicyTerm *base) {
+        for (size_t i = 0; i < *n; i++)
+                for (size_t j = 0; j < *n; j++)
+                        if (i != j && condition_within(&conds[i], &conds[j], base)) {
+                                conds[i--] = conds[--*n];
+                                break;
+                        }
+}
+
+int policy_case_view(Arena *arena, const PolicyDecision *dec, const PolicyCase *c, PolicyCaseView *ret) {
+        PolicyCondition *conds, *others = NULL;
+        size_t n, n_others = 0;
+        int r = case_conditions(arena, dec, c, &conds, &n);
+        if (r < 0)
+                return r;
+        /* the other cases' conditions, to see what this one's need */
+        for (size_t i = 0; i < dec->n_cases; i++) {
+                PolicyCondition *x;
+                size_t nx;
+                if (&dec->cases[i] == c)
+                        continue;
+                if ((r = case_conditions(arena, dec, &dec->cases[i], &x, &nx)) < 0)
+                        return r;
+                PolicyCondition *all = arena_alloc(arena, (n_others + nx + 1) * sizeof(PolicyCondition));
+                if (!all)
+                        return -ENOMEM;
+                memcpy_safe(all, others, n_others * sizeof(PolicyCondition));
+                memcpy_safe(all + n_others, x, nx * sizeof(PolicyCondition));
+                others = all;
+                n_others += nx;
+        }
+        for (size_t i = 0; i < n; i++)
+                if ((r = condition_relax(arena, &conds[i], others, n_others)) < 0)
+                        return r;
+        conditions_drop_within(conds, &n, &dec->base);
+        if ((r = conditions_merge_all(arena, conds, &n, &dec->base)) < 0)
+                return r;
+        /* a case that holds always (a condition without constraints) has none */
+        for (size_t i = 0; i < n; i++)
+                if (conds[i].n_constraints == 0 && !conds[i].maybe_empty)
+                        n = 0;
         *ret = (PolicyCaseView) { .c = c, .conditions = conds, .n_conditions = n, .exact = policy_case_exact(c) };
         return 0;
+}
+
+static bool in_intervals(const PolicyInterval *in, size_t n, uint64_t v) {
+        for (size_t i = 0; i < n; i++)
+                if (v >= in[i].lo && v <= in[i].hi)
+                        return true;
+        return false;
+}
+
+static bool constraint_holds(const PolicyConstraint *k, const struct seccomp_data *d) {
+        switch (k->kind) {
+        case CONSTRAINT_FIELD: {
+                uint64_t v = (uint64_t) policy_word_value(d, policy_field_word(k->field, true)) << 32 |
+                             policy_word_value(d, policy_field_word(k->field, false));
+                return in_intervals(k->intervals, k->n_intervals, v);
+        }
+        case CONSTRAINT_RANGES:
+                return in_intervals(k->intervals, k->n_intervals, policy_word_value(d, k->word));
+        case CONSTRAINT_WORD:
+                return word_domain_contains_beyond(&k->domain, policy_word_value(d, k->word), k->excl_base);
+        case CONSTRAINT_OPAQUE:
+                return opaque_holds(k->opaque, d);
+        }
+        return false;
+}
+
+bool policy_condition_holds(const PolicyCondition *c, const struct seccomp_data *d) {
+        for (size_t i = 0; i < c->n_constraints; i++)
+                if (!constraint_holds(&c->constraints[i], d))
+                        return false;
+        return true;
+}
+
+bool policy_case_view_holds(const PolicyCaseView *v, const struct seccomp_data *d) {
+        if (v->n_conditions == 0)
+                return true;
+        for (size_t i = 0; i < v->n_conditions; i++)
+                if (policy_condition_holds(&v->conditions[i], d))
+                        return true;
+        return false;
 }
 
 /* ---- text ---- */

@@ -38,7 +38,10 @@ typedef struct PolicyCondition {
         bool maybe_empty;
 } PolicyCondition;
 
-/* A case as a disjunction of conditions, merged where two terms differ in one argument only. */
+/* A case as a disjunction of conditions: its terms merged where two differ in one argument only,
+ * each relaxed by what no other case needs (so that "arg0 != 16 or arg2 != 9" reads as such), and
+ * those within another dropped. The conditions of one case may overlap; no condition meets a
+ * term of another case. */
 typedef struct PolicyCaseView {
         const PolicyCase *c;
         const PolicyCondition *conditions; /* none: the case holds always */
@@ -47,6 +50,10 @@ typedef struct PolicyCaseView {
 } PolicyCaseView;
 
 int policy_case_view(Arena *arena, const PolicyDecision *dec, const PolicyCase *c, PolicyCaseView *ret);
+/* Whether the condition holds for d (d within the decision's question). */
+bool policy_condition_holds(const PolicyCondition *c, const struct seccomp_data *d);
+/* Whether some condition of the view holds for d (always, for a view without conditions). */
+bool policy_case_view_holds(const PolicyCaseView *v, const struct seccomp_data *d);
 
 /* A 64-bit value as the conditions print it: decimal below 65536, hex above. buf: 24 bytes. */
 #define POLICY_VALUE_MAX 24

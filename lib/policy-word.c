@@ -9,9 +9,6 @@
 
 #include "util.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-
 /* How many blocks of excluded values one search may skip before it gives up. Filters produce a
  * handful; only crafted exclusions come near this. */
 #define SEARCH_BUDGET 65536
@@ -133,44 +130,150 @@ bool word_domain_contains(const WordDomain *d, uint32_t v) {
         return v >= d->lo && v <= d->hi && (v & d->known_mask) == d->known_value && !excl_matching(d->excl, v);
 }
 
-/* Every value that shares with y the bits from the lowest bit of e's mask up is excluded by e,
- * so the search skips that whole block. */
-Sat word_domain_first(const WordDomain *d, uint32_t from, uint32_t *ret) {
-        uint32_t x = MAX(from, d->lo), y;
+/* The search has two parts. Exclusions of whole values (and known bits, and the range) are
+ * skipped block by block in the order of the values: skip_search(). Exclusions of bit patterns
+ * are clauses on the bits: a depth-first search assigns the bits from the top, drops the
+ * patterns a bit already differs from, prunes where one is met in full, and hands each subtree
+ * where no pattern is left to skip_search(). */
 
-        for (unsigned i = 0; i < SEARCH_BUDGET; i++) {
-                if (x > d->hi || !next_fit(x, d->known_mask, d->known_value, &y) || y > d->hi)
+static const WordExcl *point_matching(const WordExcl *e, uint32_t v) {
+        for (; e; e = e->next)
+                if (e->mask == UINT32_MAX && e->value == v)
+                        return e;
+        return NULL;
+}
+
+/* The member of [lo, hi] of d, the known bits and d's whole-value exclusions closest to the start
+ * (lo when up, hi when down). */
+static Sat skip_search(const WordDomain *d, uint32_t lo, uint32_t hi, bool up, unsigned *budget, uint32_t *ret) {
+        uint32_t x = up ? lo : hi, y;
+        for (; *budget > 0; (*budget)--) {
+                if (up ? (x > hi || !next_fit(x, d->known_mask, d->known_value, &y) || y > hi)
+                       : (x < lo || !prev_fit(x, d->known_mask, d->known_value, &y) || y < lo))
                         return SAT_NO;
-                const WordExcl *e = excl_matching(d->excl, y);
-                if (!e) {
+                if (!point_matching(d->excl, y)) {
                         *ret = y;
                         return SAT_YES;
                 }
-                uint32_t low = e->mask ? bits_below((unsigned) __builtin_ctz(e->mask)) : UINT32_MAX;
-                if ((y | low) == UINT32_MAX)
+                if (up ? y == UINT32_MAX : y == 0)
                         return SAT_NO;
-                x = (y | low) + 1;
+                x = up ? y + 1 : y - 1;
         }
         return SAT_UNKNOWN;
 }
 
-Sat word_domain_last(const WordDomain *d, uint32_t from, uint32_t *ret) {
-        uint32_t x = MIN(from, d->hi), y;
+#define PATTERNS_MAX 256
 
-        for (unsigned i = 0; i < SEARCH_BUDGET; i++) {
-                if (x < d->lo || !prev_fit(x, d->known_mask, d->known_value, &y) || y < d->lo)
-                        return SAT_NO;
-                const WordExcl *e = excl_matching(d->excl, y);
-                if (!e) {
-                        *ret = y;
-                        return SAT_YES;
+typedef struct Search {
+        const WordDomain *d;
+        uint32_t lo, hi;
+        bool up;
+        bool points; /* d excludes whole values too */
+        unsigned budget;
+        const WordExcl *patterns[PATTERNS_MAX];
+        uint16_t *alive; /* 33 levels of n_patterns indices */
+        size_t n_patterns;
+} Search;
+
+static Sat dfs(Search *s, int b, uint32_t prefix, const uint16_t *alive, size_t n_alive, uint32_t *ret) {
+        uint32_t below = b >= 0 ? (uint32_t) ((UINT64_C(2) << b) - 1) : 0; /* bits b..0 */
+        uint32_t lo = MAX(s->lo, prefix), hi = MIN(s->hi, prefix | below);
+        bool patterns_below = false;
+        Sat result = SAT_NO;
+
+        if (lo > hi)
+                return SAT_NO;
+        if (s->budget == 0)
+                return SAT_UNKNOWN;
+        s->budget--;
+        for (size_t i = 0; i < n_alive && !patterns_below; i++)
+                patterns_below = s->patterns[alive[i]]->mask & below;
+        if (!patterns_below) /* no pattern can be met below: only values are left to skip */
+                return skip_search(s->d, lo, hi, s->up, &s->budget, ret);
+        uint32_t bit = 1U << b;
+        bool relevant = false;
+        for (size_t i = 0; i < n_alive && !relevant; i++)
+                relevant = s->patterns[alive[i]]->mask & bit;
+        bool tried_first = false;
+        for (unsigned k = 0; k < 2; k++) {
+                uint32_t v = s->up ? k : 1 - k;
+                if ((s->d->known_mask & bit) && ((s->d->known_value & bit) != 0) != v)
+                        continue;
+                /* A bit no pattern looks at: if the first value's subtree lay wholly in the range
+                 * and failed on the patterns alone, the other's fails the same way. */
+                if (k == 1 && tried_first && !relevant && !s->points && result == SAT_NO) {
+                        uint32_t first = prefix | ((1 - v) << b);
+                        if (first >= s->lo && (first | (below >> 1)) <= s->hi)
+                                break;
                 }
-                uint32_t low = e->mask ? bits_below((unsigned) __builtin_ctz(e->mask)) : UINT32_MAX;
-                if ((y & ~low) == 0)
-                        return SAT_NO;
-                x = (y & ~low) - 1;
+                uint16_t *next = s->alive + (size_t) (32 - b) * s->n_patterns;
+                size_t n_next = 0;
+                bool met = false;
+                for (size_t i = 0; i < n_alive && !met; i++) {
+                        const WordExcl *e = s->patterns[alive[i]];
+                        if ((e->mask & bit) && ((e->value & bit) != 0) != v)
+                                continue; /* differs: this pattern is avoided */
+                        met = !(e->mask & (below >> 1)); /* every bit of it agrees */
+                        next[n_next++] = alive[i];
+                }
+                if (met)
+                        continue;
+                tried_first = k == 0;
+                Sat r = dfs(s, b - 1, prefix | (v << b), next, n_next, ret);
+                if (r == SAT_YES)
+                        return r;
+                if (r == SAT_UNKNOWN)
+                        result = SAT_UNKNOWN;
         }
-        return SAT_UNKNOWN;
+        return result;
+}
+
+static Sat domain_search(const WordDomain *d, uint32_t from, bool up, uint32_t *ret) {
+        unsigned budget = SEARCH_BUDGET;
+        uint32_t lo = up ? MAX(from, d->lo) : d->lo, hi = up ? d->hi : MIN(from, d->hi);
+        Search *s = NULL;
+        size_t n = 0;
+        bool points = false;
+
+        for (const WordExcl *e = d->excl; e; e = e->next) {
+                points = points || e->mask == UINT32_MAX;
+                if (e->mask != UINT32_MAX) {
+                        if (!s && !(s = calloc(1, sizeof(Search))))
+                                return SAT_UNKNOWN;
+                        if (n == PATTERNS_MAX) {
+                                free(s);
+                                return SAT_UNKNOWN;
+                        }
+                        s->patterns[n++] = e;
+                }
+        }
+        if (!s)
+                return skip_search(d, lo, hi, up, &budget, ret);
+        *s = (Search) { .d = d, .lo = lo, .hi = hi, .up = up, .points = points, .budget = budget, .n_patterns = n,
+                        .alive = malloc(33 * n * sizeof(uint16_t)) };
+        Sat r = SAT_UNKNOWN;
+        if (s->alive) {
+                /* the patterns again: *s was overwritten */
+                size_t k = 0;
+                for (const WordExcl *e = d->excl; e; e = e->next)
+                        if (e->mask != UINT32_MAX) {
+                                s->patterns[k] = e;
+                                s->alive[k] = (uint16_t) k;
+                                k++;
+                        }
+                r = dfs(s, 31, 0, s->alive, n, ret);
+                free(s->alive);
+        }
+        free(s);
+        return r;
+}
+
+Sat word_domain_first(const WordDomain *d, uint32_t from, uint32_t *ret) {
+        return domain_search(d, from, true, ret);
+}
+
+Sat word_domain_last(const WordDomain *d, uint32_t from, uint32_t *ret) {
+        return domain_search(d, from, false, ret);
 }
 
 /* After a restriction: is there still a member? The witness answers at once when it survived. */

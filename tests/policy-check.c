@@ -9,6 +9,7 @@
 #include "policy-arch.h"
 #include "policy-format.h"
 #include "policy-internal.h"
+#include "policy-oci.h"
 #include "policy-summary.h"
 #include "prog.h"
 #include "util.h"
@@ -85,6 +86,45 @@ static const struct {
         { "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
 };
 
+/* An integer, or a big one tests_json_loads_u64() made a string. */
+static uint64_t json_u64_value(const json_t *v) {
+        if (json_is_string(v))
+                return g_ascii_strtoull(json_string_value(v), NULL, 10);
+        return (uint64_t) json_integer_value(v);
+}
+
+json_t *tests_json_loads_u64(const char *text) {
+        GString *s = g_string_new(NULL);
+        bool in_string = false;
+        for (const char *p = text; *p; p++) {
+                if (in_string) {
+                        g_string_append_c(s, *p);
+                        if (*p == '\\' && p[1])
+                                g_string_append_c(s, *++p);
+                        else if (*p == '"')
+                                in_string = false;
+                        continue;
+                }
+                if (*p == '"')
+                        in_string = true;
+                if (g_ascii_isdigit(*p) && (p == text || !g_ascii_isalnum(p[-1]))) {
+                        size_t n = strspn(p, "0123456789");
+                        g_autofree char *digits = g_strndup(p, n);
+                        bool big = n > 18 && g_ascii_strtoull(digits, NULL, 10) > INT64_MAX;
+                        g_string_append_printf(s, big ? "\"%s\"" : "%s", digits);
+                        p += n - 1;
+                        continue;
+                }
+                g_string_append_c(s, *p);
+        }
+        json_error_t error;
+        json_t *j = json_loads(s->str, 0, &error);
+        if (!j)
+                g_error("invalid JSON: %s at line %d: %s", error.text, error.line, s->str);
+        g_string_free(s, TRUE);
+        return j;
+}
+
 static struct scmp_arg_cmp profile_arg(const json_t *a) {
         const char *op = json_string_value(json_object_get(a, "op"));
         g_assert_nonnull(op);
@@ -93,8 +133,8 @@ static struct scmp_arg_cmp profile_arg(const json_t *a) {
                         return (struct scmp_arg_cmp) {
                                 .arg = (unsigned) json_integer_value(json_object_get(a, "index")),
                                 .op = profile_ops[i].op,
-                                .datum_a = (scmp_datum_t) json_integer_value(json_object_get(a, "value")),
-                                .datum_b = (scmp_datum_t) json_integer_value(json_object_get(a, "valueTwo")),
+                                .datum_a = json_u64_value(json_object_get(a, "value")),
+                                .datum_b = json_u64_value(json_object_get(a, "valueTwo")),
                         };
         g_error("unknown operator %s", op);
 }
@@ -311,6 +351,7 @@ void tests_random_prog(GRand *r, bool with_ip, const uint32_t *pool, size_t n_po
 typedef struct Checker {
         const TestChain *chain;
         const PolicyDecision *dec;
+        PolicyCaseView *views; /* of each case */
         size_t n_samples, n_failed;
         PolicySampleFunc sample;
         void *userdata;
@@ -358,7 +399,16 @@ static void check_sample(Checker *c, const struct seccomp_data *d) {
                 checker_fail(c, d, what);
                 return;
         }
-        policy_decision_match(c->dec, d, &got);
+        const PolicyCase *m = policy_decision_match(c->dec, d, &got);
+        /* the conditions as printed: the matching case's hold, no other's */
+        for (size_t i = 0; i < c->dec->n_cases; i++)
+                if (policy_case_view_holds(&c->views[i], d) != (m == &c->dec->cases[i])) {
+                        _cleanup_free_ char *text = policy_case_view_string(&c->views[i]);
+                        g_autofree char *what = g_strdup_printf("the printed condition of case %zu (%s) %s", i, text,
+                                                                m == &c->dec->cases[i] ? "does not hold" : "holds");
+                        checker_fail(c, d, what);
+                        return;
+                }
         if (got != ev.ret) {
                 g_autofree char *what = g_strdup_printf("decision says %#x, evaluator %#x", got, ev.ret);
                 checker_fail(c, d, what);
@@ -423,6 +473,11 @@ static uint32_t random_word(GRand *rand) {
 size_t policy_check_decision(const TestChain *chain, const PolicyDecision *dec, GRand *rand,
                              PolicySampleFunc sample, void *userdata) {
         Checker c = { .chain = chain, .dec = dec, .sample = sample, .userdata = userdata };
+        Arena arena = {};
+
+        c.views = g_new0(PolicyCaseView, dec->n_cases + 1);
+        for (size_t i = 0; i < dec->n_cases; i++)
+                g_assert_cmpint(policy_case_view(&arena, dec, &dec->cases[i], &c.views[i]), ==, 0);
 
         for (size_t i = 0; i < dec->n_cases; i++)
                 for (size_t j = 0; j < dec->cases[i].n_terms; j++)
@@ -436,6 +491,8 @@ size_t policy_check_decision(const TestChain *chain, const PolicyDecision *dec, 
         }
         if (c.n_failed > MAX_REPORTED)
                 g_test_message("... %zu mismatches in all", c.n_failed);
+        g_free(c.views);
+        arena_done(&arena);
         return c.n_samples;
 }
 
@@ -451,4 +508,102 @@ size_t policy_check_chain(const TestChain *chain, GRand *rand) {
                 n += policy_check_decision(chain, as->other, rand, NULL, NULL);
         }
         return n;
+}
+
+/* ---- OCI profiles ---- */
+
+typedef struct OciCheck {
+        const TestChain *oci;
+        const char *what;
+        size_t n, n_failed;
+} OciCheck;
+
+static void oci_sample(const struct seccomp_data *d, uint32_t ret, void *userdata) {
+        OciCheck *c = userdata;
+        EvalResult ev = chain_evaluate(c->oci->progs, c->oci->n, d);
+        c->n++;
+        if (policy_ret_effective(ev.ret) == policy_ret_effective(ret))
+                return;
+        if (c->n_failed++ < MAX_REPORTED)
+                g_test_message("MISMATCH of the OCI profile, %s: nr %d arch %#x args %#llx %#llx %#llx: chain %#x, profile %#x",
+                               c->what, d->nr, d->arch, (unsigned long long) d->args[0], (unsigned long long) d->args[1],
+                               (unsigned long long) d->args[2], ret, ev.ret);
+        g_test_fail();
+}
+
+/* Does some problem name this syscall or architecture? */
+static bool problem_names(char **problems, const char *name, bool arch) {
+        g_autofree char *prefix = g_strdup_printf(arch ? "architecture %s:" : "%s:", name);
+        for (char **p = problems; p && *p; p++)
+                if (g_str_has_prefix(*p, prefix))
+                        return true;
+        return false;
+}
+
+static bool profile_lists(const json_t *profile, const PolicyArch *a) {
+        const json_t *v;
+        size_t i;
+        g_autofree char *name = g_ascii_strup(a->name, -1);
+        g_autofree char *scmp = g_strdup_printf("SCMP_ARCH_%s", name);
+        json_array_foreach(json_object_get(profile, "architectures"), i, v)
+                if (streq(json_string_value(v), scmp))
+                        return true;
+        return false;
+}
+
+size_t policy_check_oci(const TestChain *chain, GRand *rand, char ***ret_problems) {
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        _cleanup_strv_free_ char **problems = NULL;
+        json_t *profile = NULL;
+
+        g_assert_cmpint(policy_summarize(chain->progs, chain->n, NULL, &s), ==, 0);
+        int r = policy_oci_profile(s, false, &profile, &problems);
+        if (r == -EDOM) {
+                g_assert_null(profile);
+                g_assert_nonnull(problems);
+                for (char **p = problems; *p; p++)
+                        g_test_message("%s: not exact: %s", chain->name, *p);
+                strv_free(problems);
+                problems = NULL;
+                r = policy_oci_profile(s, true, &profile, &problems);
+        }
+        g_assert_cmpint(r, ==, 0);
+        g_assert_nonnull(profile);
+
+        /* as text, as a runtime reads it */
+        _cleanup_free_ char *text = policy_oci_dumps(profile, JSON_COMPACT);
+        json_decref(profile);
+        g_assert_nonnull(text);
+        json_t *parsed = tests_json_loads_u64(text);
+        TestProg loaded = test_prog_from_ctx("OCI profile", tests_profile_load(parsed, NULL));
+        const TestProg *lp[] = { &loaded };
+        TestChain oci;
+        test_chain_init(&oci, "OCI profile", lp, 1);
+        g_test_message("%s: OCI profile of %zu bytes, %zu rules, loaded: %zu instructions", chain->name, strlen(text),
+                       json_array_size(json_object_get(parsed, "syscalls")), loaded.len);
+
+        OciCheck c = { .oci = &oci };
+        for (size_t a = 0; a < s->n_arches; a++) {
+                const PolicyArchSummary *as = &s->arches[a];
+                if (problem_names(problems, as->arch->name, true))
+                        continue;
+                if (!profile_lists(parsed, as->arch)) { /* left out: refused as a whole, with KILL_THREAD */
+                        g_assert_true(as->uniform);
+                        g_assert_cmpuint(policy_ret_effective(as->uniform_ret), ==, SECCOMP_RET_KILL_THREAD);
+                }
+                for (size_t i = 0; i < as->n_entries; i++) {
+                        if (problem_names(problems, as->entries[i].syscall->name, false))
+                                continue;
+                        c.what = as->entries[i].syscall->name;
+                        policy_check_decision(chain, as->entries[i].decision, rand, oci_sample, &c);
+                }
+                c.what = "the numbers libseccomp does not name";
+                policy_check_decision(chain, as->other, rand, oci_sample, &c);
+        }
+        json_decref(parsed);
+        test_prog_clear(&loaded);
+        g_test_message("%s: %zu samples decided alike by the chain and its OCI profile", chain->name, c.n);
+        if (ret_problems)
+                *ret_problems = TAKE_PTR(problems);
+        return c.n;
 }

@@ -39,6 +39,9 @@ void test_chain_init(TestChain *c, const char *name, const TestProg *const *olde
 scmp_filter_ctx tests_profile_load(const json_t *profile, const char *const *caps);
 /* The same, from the JSON text of a file. */
 scmp_filter_ctx tests_profile_load_file(const char *path, const char *const *caps);
+/* JSON text whose numbers may exceed INT64_MAX (as OCI profiles' may): those become strings,
+ * which the loader reads as unsigned 64-bit numbers. */
+json_t *tests_json_loads_u64(const char *text);
 
 /* A valid program of up to 40 instructions: M[0] and M[1] set first, loads of nr, arch, the
  * arguments and (with_ip) the instruction pointer, every ALU operation, scratch memory, X, forward
@@ -57,6 +60,14 @@ void tests_random_prog(GRand *r, bool with_ip, const uint32_t *pool, size_t n_po
 typedef void (*PolicySampleFunc)(const struct seccomp_data *d, uint32_t ret, void *userdata);
 size_t policy_check_decision(const TestChain *chain, const PolicyDecision *dec, GRand *rand,
                              PolicySampleFunc sample, void *userdata);
+
+/* The chain's OCI profile (policy_oci_profile()) as text, loaded through libseccomp as runc loads
+ * it, against the chain: every syscall of every listed architecture at the boundaries of every
+ * case of the chain's decision, and the numbers libseccomp does not name, must get the same
+ * effective value (policy_ret_effective()). When the exact profile is refused, *ret_problems
+ * says why, and the approximate one is checked on the syscalls and architectures no problem
+ * names. Returns the samples compared. */
+size_t policy_check_oci(const TestChain *chain, GRand *rand, char ***ret_problems);
 
 /* policy_check_decision() for every syscall of every architecture of the chain's summary, and
  * for the other numbers. Returns the samples checked. */

@@ -119,8 +119,21 @@ static void check_sandbox(const char *name, void (*start)(TestSandbox *s)) {
         for (size_t i = 0; i < n; i++) {
                 p[i] = &progs[i];
                 g_test_message("%s filter %zu: %zu instructions", name, i, progs[i].len);
+                if (getenv("SECTREE_TEST_DUMP_FILTERS")) {
+                        g_autofree char *path = g_strdup_printf("%s/%s-%zu.bpf", getenv("SECTREE_TEST_DUMP_FILTERS"), name, i);
+                        g_assert_true(g_file_set_contents(path, (const char *) progs[i].insns, progs[i].len * 8, NULL));
+                }
         }
         check_chain_in_kernel(name, p, n);
+
+        /* its OCI profile, loaded through libseccomp, decides alike */
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        _cleanup_strv_free_ char **problems = NULL;
+        TestChain c;
+        test_chain_init(&c, name, p, n);
+        g_assert_cmpuint(policy_check_oci(&c, r, &problems), >, 1000);
+        for (char **x = problems; x && *x; x++)
+                g_test_message("%s: the OCI profile is not exact: %s", name, *x);
         for (size_t i = 0; i < n; i++)
                 test_prog_clear(&progs[i]);
 }
