@@ -54,19 +54,26 @@ static int base_other_numbers(Arena *arena, const PolicyArch *a, WordDomain *d) 
         return r < 0 ? r : 0;
 }
 
+static WordDomain word_point(uint32_t v) {
+        return (WordDomain) { .lo = v, .hi = v, .known_mask = UINT32_MAX, .known_value = v, .witness = v };
+}
+
 static int query_base(Arena *arena, const PolicyQuery *q, PolicyTerm *base) {
         const PolicyArch *a = policy_arch_lookup(q->arch);
         if (!a)
                 return -EINVAL;
         for (unsigned w = 0; w < POLICY_WORDS; w++)
                 base->words[w] = WORD_DOMAIN_FULL;
-        base->words[POLICY_WORD_ARCH] = (WordDomain) { .lo = a->token, .hi = a->token, .known_mask = UINT32_MAX,
-                                                       .known_value = a->token, .witness = a->token };
+        base->words[POLICY_WORD_ARCH] = word_point(a->token);
+        if (q->n_args > ELEMENTSOF(q->args))
+                return -EINVAL;
+        for (size_t i = 0; i < q->n_args; i++) {
+                base->words[policy_field_word((unsigned) i, false)] = word_point((uint32_t) q->args[i]);
+                base->words[policy_field_word((unsigned) i, true)] = word_point((uint32_t) (q->args[i] >> 32));
+        }
         if (q->other)
                 return base_other_numbers(arena, a, &base->words[POLICY_WORD_NR]);
-        uint32_t nr = (uint32_t) q->nr;
-        base->words[POLICY_WORD_NR] = (WordDomain) { .lo = nr, .hi = nr, .known_mask = UINT32_MAX, .known_value = nr,
-                                                     .witness = nr };
+        base->words[POLICY_WORD_NR] = word_point((uint32_t) q->nr);
         return 0;
 }
 

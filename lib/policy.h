@@ -41,6 +41,8 @@ typedef struct PolicyQuery {
         uint32_t arch;  /* SCMP_ARCH_* (AUDIT_ARCH_* values, and SCMP_ARCH_X32) */
         bool other;     /* every number not named for arch (nr is ignored) */
         int32_t nr;     /* for x32 with __X32_SYSCALL_BIT, as libseccomp resolves it */
+        uint64_t args[6]; /* args[0..n_args) fixed to these values; the others free */
+        size_t n_args;
 } PolicyQuery;
 
 /* The complete decision: the cases cover every value of the words, each exactly once. */

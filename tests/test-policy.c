@@ -11,6 +11,7 @@
 #include "policy-filters.h"
 #include "policy-format.h"
 #include "policy-summary.h"
+#include "policy-who.h"
 #include "disasm.h"
 #include "prog.h"
 #include "tests-util.h"
@@ -384,6 +385,88 @@ static void test_oci_real(void) {
         }
 }
 
+/* ---- who can ---- */
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(WhoCan, who_can_free)
+
+/* ERRNO(1) for ptrace, the rest allowed; and one that allows ptrace for PTRACE_TRACEME only. */
+static const struct sock_filter prog_no_ptrace[] = {
+        LD_NR, IF_NR(SYS_ptrace, 1), RET(SECCOMP_RET_ERRNO | 1), RET(SECCOMP_RET_ALLOW),
+};
+static const struct sock_filter prog_traceme[] = {
+        LD_NR, IF_NR(SYS_ptrace, 5), LD_ARG_HI(0), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2), LD_ARG_LO(0),
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0 /* PTRACE_TRACEME */, 1, 0), RET(SECCOMP_RET_KILL_PROCESS),
+        RET(SECCOMP_RET_ALLOW),
+};
+
+static void add_task(Forest *f, pid_t pid, pid_t tid, const char *comm, TaskMode mode, uint64_t head) {
+        Process *p = forest_find_process(f, pid);
+        Task *t;
+        if (!p) {
+                g_assert_cmpint(forest_add_process(f, pid, &p), ==, 0);
+                snprintf(p->comm, sizeof(p->comm), "%s", comm);
+        }
+        g_assert_cmpint(process_add_thread(p, tid, &t), ==, 0);
+        t->mode = mode;
+        t->filter_id = head;
+}
+
+static void test_who_can(void) {
+        g_autoptr(Forest) f = forest_new();
+        g_autoptr(WhoCan) w = NULL;
+        _cleanup_free_ char *why = NULL;
+
+        /* 1: allow all; 2 (on 1): no ptrace; 3 (on 1): traceme only; 4 (on 1): a copy of 2 */
+        g_assert_cmpint(forest_add_filter(f, 1, 0, tests_prog_allow, 1, NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 2, 1, prog_no_ptrace, ELEMENTSOF(prog_no_ptrace), NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 3, 1, prog_traceme, ELEMENTSOF(prog_traceme), NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 4, 1, prog_no_ptrace, ELEMENTSOF(prog_no_ptrace), NULL), ==, 0);
+        add_task(f, 100, 100, "plain", TASK_MODE_FILTER, 1);
+        add_task(f, 100, 101, "plain", TASK_MODE_DISABLED, 0);
+        add_task(f, 200, 200, "jailed", TASK_MODE_FILTER, 2);
+        add_task(f, 200, 201, "jailed", TASK_MODE_FILTER, 2);
+        add_task(f, 300, 300, "debuggee", TASK_MODE_FILTER, 3);
+        add_task(f, 400, 400, "strict", TASK_MODE_STRICT, 0);
+        add_task(f, 500, 500, "copy", TASK_MODE_FILTER, 4);
+        g_assert_cmpint(forest_link(f, &why), ==, 0);
+
+        WhoCanQuery q = { .nr = SYS_ptrace, .allowed = true };
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_tasks, ==, 7);
+        g_assert_cmpuint(w->n_unfiltered, ==, 1);
+        g_assert_cmpint(w->unfiltered[0].tid, ==, 101);
+        g_assert_cmpuint(w->n_decisions, ==, 3); /* 2 and 4 have the same bytes: decided once */
+        g_assert_cmpuint(w->n_chains, ==, 2);
+        g_assert_true(w->chains[0].head->id == 1 && w->chains[0].always && w->chains[0].n_tasks == 1);
+        g_assert_true(w->chains[1].head->id == 3 && !w->chains[1].always && w->chains[1].n_cases == 1);
+        g_assert_cmpuint(w->n_others, ==, 2); /* ERRNO(1): 3 tasks in 2 chains; strict: KILL_THREAD */
+        for (size_t i = 0; i < w->n_others; i++)
+                if (w->others[i].ret == (SECCOMP_RET_ERRNO | 1))
+                        g_assert_true(w->others[i].n_tasks == 3 && w->others[i].n_chains == 2);
+                else
+                        g_assert_true(w->others[i].ret == SECCOMP_RET_KILL_THREAD && w->others[i].n_tasks == 1);
+        w = who_can_free(w);
+
+        /* with the argument given: PTRACE_ATTACH (16) is killed under 3 */
+        q.n_args = 1;
+        q.args[0] = 16;
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_chains, ==, 1);
+        g_assert_cmpuint(w->chains[0].head->id, ==, 1);
+        w = who_can_free(w);
+
+        /* another action; read is allowed in strict mode */
+        q = (WhoCanQuery) { .nr = SYS_ptrace, .action = SECCOMP_RET_ERRNO, .any_data = true };
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_chains, ==, 2);
+        g_assert_cmpuint(w->chains[0].n_tasks + w->chains[1].n_tasks, ==, 3);
+        w = who_can_free(w);
+        q = (WhoCanQuery) { .nr = SYS_read, .allowed = true };
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_chains, ==, 5);
+        g_assert_null(w->chains[0].head); /* strict mode first */
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -397,5 +480,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/real/container-profile", test_container_profile);
         g_test_add_func("/policy/real/systemd", test_systemd_sets);
         g_test_add_func("/policy/oci/real", test_oci_real);
+        g_test_add_func("/policy/who-can", test_who_can);
         return g_test_run();
 }
