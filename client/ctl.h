@@ -37,6 +37,8 @@ int usage_error(const char *format, ...) _printf_(1, 2);
 int parse_pid_arg(const char *what, const char *s, uint32_t *ret);
 int parse_filter_id_arg(const char *s, uint64_t *ret);
 int parse_snapshot_id_arg(const char *s, uint64_t *ret);
+/* A system call argument: decimal, hex with 0x, or negative decimal (a 64-bit two's complement). */
+int parse_syscall_arg(const char *s, uint64_t *ret);
 
 typedef int (*VerbFunction)(Context *c, char **args, size_t n_args);
 

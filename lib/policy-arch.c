@@ -228,3 +228,13 @@ size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch
                         count = arch_list_add(ret, count, max, &arch_table[i]);
         return count;
 }
+
+uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr) {
+        /* the kernel's mode1_syscalls, and mode1_syscalls_32 for the compat ABIs */
+        bool compat = a && (a->arch == SCMP_ARCH_X86 || a->arch == SCMP_ARCH_ARM);
+        const char *const allowed[] = { "read", "write", "exit", compat ? "sigreturn" : "rt_sigreturn" };
+        for (size_t i = 0; a && i < ELEMENTSOF(allowed); i++)
+                if (seccomp_syscall_resolve_name_arch(a->arch, allowed[i]) == nr)
+                        return SECCOMP_RET_ALLOW;
+        return SECCOMP_RET_KILL_THREAD;
+}

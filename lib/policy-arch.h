@@ -37,3 +37,8 @@ const PolicySyscallName *policy_arch_find_syscall(const PolicyArch *a, int32_t n
  * count. */
 size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch **ret, size_t max);
 #define POLICY_ARCH_MAX 20
+
+/* Strict mode (SECCOMP_SET_MODE_STRICT): ALLOW for read, write, exit and rt_sigreturn (sigreturn
+ * on the compat ABIs x86 and arm) in the ABI's numbers, KILL_THREAD for anything else (the
+ * kernel's __secure_computing_strict()). */
+uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr);

@@ -2,7 +2,6 @@
 #include "policy-who.h"
 
 #include <errno.h>
-#include <seccomp.h>
 
 #include "util.h"
 
@@ -139,15 +138,6 @@ static int decide_groups(WhoCan *w, Grouping *g, const PolicyQuery *pq) {
 
 /* ---- what each chain answers ---- */
 
-/* Strict mode (SECCOMP_SET_MODE_STRICT): read, write, exit and sigreturn, in the ABI's numbers. */
-static uint32_t strict_verdict(const PolicyArch *a, int32_t nr) {
-        static const char *const allowed[] = { "read", "write", "exit", "rt_sigreturn", "sigreturn" };
-        for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
-                if (seccomp_syscall_resolve_name_arch(a->arch, allowed[i]) == nr)
-                        return SECCOMP_RET_ALLOW;
-        return SECCOMP_RET_KILL_THREAD;
-}
-
 static bool case_matches(const WhoCanQuery *q, const PolicyCase *c) {
         uint32_t v;
         if (policy_case_constant(c, &v))
@@ -205,7 +195,7 @@ static int group_answer(WhoCan *w, const WhoCanQuery *q, const PolicyArch *a, co
         uint32_t strict = 0, v;
 
         if (!x->head) {
-                strict = strict_verdict(a, q->nr);
+                strict = policy_arch_strict_verdict(a, q->nr);
                 if (!who_can_query_matches(q, strict))
                         return other_add(w, strict, false, x->n_tasks);
                 c.always = true;
