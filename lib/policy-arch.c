@@ -238,3 +238,35 @@ uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr) {
                         return SECCOMP_RET_ALLOW;
         return SECCOMP_RET_KILL_THREAD;
 }
+
+size_t policy_strict_program(struct sock_filter *out) {
+        static const char *const calls[] = { "read", "write", "exit", "rt_sigreturn", "sigreturn" };
+        const PolicyArch *arches[POLICY_ARCH_MAX];
+        size_t n_arches = policy_chain_arches(NULL, 0, arches, ELEMENTSOF(arches)), n = 0;
+
+        /* per architecture: "ld arch; jne token, next; ld nr; jeq allowed... ; ret KILL_THREAD" */
+        for (size_t i = 0; i < n_arches; i++) {
+                int32_t allowed[ELEMENTSOF(calls)];
+                size_t k = 0;
+                for (size_t j = 0; j < ELEMENTSOF(calls); j++) {
+                        int nr = seccomp_syscall_resolve_name_arch(arches[i]->arch, calls[j]);
+                        if (nr >= 0 && policy_arch_strict_verdict(arches[i], nr) == SECCOMP_RET_ALLOW)
+                                allowed[k++] = nr;
+                }
+                bool split = arches[i]->nr_lo || arches[i]->nr_hi != UINT32_MAX; /* x86_64 and x32 share a token */
+                uint8_t len = (uint8_t) (3 + split + k + 2), next = (uint8_t) (len - 4);
+                out[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+                out[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arches[i]->token, 0, (uint8_t) (len - 2));
+                out[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+                if (split)
+                        out[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_SYSCALL_BIT,
+                                                                 arches[i]->nr_lo ? 0 : next, arches[i]->nr_lo ? next : 0);
+                for (size_t j = 0; j < k; j++)
+                        out[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) allowed[j],
+                                                                 (uint8_t) (k - j), 0);
+                out[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD);
+                out[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        }
+        out[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD);
+        return n;
+}

@@ -42,3 +42,9 @@ size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch
  * on the compat ABIs x86 and arm) in the ABI's numbers, KILL_THREAD for anything else (the
  * kernel's __secure_computing_strict()). */
 uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr);
+
+/* Strict mode as a classic-BPF program, for the native architecture and its compat ABIs (what
+ * policy_arch_strict_verdict() says for each), so that it can be summarized as a chain. At most
+ * POLICY_STRICT_PROGRAM_MAX instructions into out; returns the count. */
+#define POLICY_STRICT_PROGRAM_MAX 64
+size_t policy_strict_program(struct sock_filter *out);
