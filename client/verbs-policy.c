@@ -136,6 +136,7 @@ static size_t otherwise_case(const PolicyCaseView *views, size_t n) {
         return best;
 }
 
+/* A row of the table: SYSCALL ACTION, and CONDITION in the table of the conditional ones. */
 static int add_case_row(Table *t, const char *name, const PolicyCaseView *v, bool otherwise) {
         _cleanup_free_ char *action = policy_case_action_string(v->c);
         _cleanup_free_ char *cond = otherwise || v->n_conditions == 0 ? NULL : policy_case_view_string(v);
@@ -184,7 +185,8 @@ static int cmp_names(const void *a, const void *b) {
 static int print_group(const PolicyArchSummary *a, Group g, bool legend) {
         static const char *const headers[] = { "SYSCALL", "ACTION", "CONDITION" };
         _cleanup_free_ const PolicyEntry **entries = calloc(a->n_entries + 1, sizeof(PolicyEntry *));
-        _cleanup_(table_freep) Table *t = table_new(headers, ELEMENTSOF(headers), 0);
+        /* the groups of one action per syscall have no CONDITION column */
+        _cleanup_(table_freep) Table *t = table_new(headers, g == GROUP_CONDITIONAL ? 3 : 2, 0);
         Arena arena = {};
         size_t n = 0;
         int r = 0;

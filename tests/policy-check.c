@@ -551,6 +551,41 @@ static bool profile_lists(const json_t *profile, const PolicyArch *a) {
         return false;
 }
 
+size_t policy_check_profile(const TestChain *chain, const char *text, char *const *problems, GRand *rand) {
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        g_assert_cmpint(policy_summarize(chain->progs, chain->n, NULL, &s), ==, 0);
+        json_t *parsed = tests_json_loads_u64(text);
+        TestProg loaded = test_prog_from_ctx("OCI profile", tests_profile_load(parsed, NULL));
+        const TestProg *lp[] = { &loaded };
+        TestChain oci;
+        test_chain_init(&oci, "OCI profile", lp, 1);
+        g_test_message("%s: OCI profile of %zu bytes, %zu rules, loaded: %zu instructions", chain->name, strlen(text),
+                       json_array_size(json_object_get(parsed, "syscalls")), loaded.len);
+
+        OciCheck c = { .oci = &oci };
+        for (size_t a = 0; a < s->n_arches; a++) {
+                const PolicyArchSummary *as = &s->arches[a];
+                if (problem_names((char **) problems, as->arch->name, true))
+                        continue;
+                if (!profile_lists(parsed, as->arch)) { /* left out: refused as a whole, with KILL_THREAD */
+                        g_assert_true(as->uniform);
+                        g_assert_cmpuint(policy_ret_effective(as->uniform_ret), ==, SECCOMP_RET_KILL_THREAD);
+                }
+                for (size_t i = 0; i < as->n_entries; i++) {
+                        if (problem_names((char **) problems, as->entries[i].syscall->name, false))
+                                continue;
+                        c.what = as->entries[i].syscall->name;
+                        policy_check_decision(chain, as->entries[i].decision, rand, oci_sample, &c);
+                }
+                c.what = "the numbers libseccomp does not name";
+                policy_check_decision(chain, as->other, rand, oci_sample, &c);
+        }
+        json_decref(parsed);
+        test_prog_clear(&loaded);
+        g_test_message("%s: %zu samples decided alike by the chain and its OCI profile", chain->name, c.n);
+        return c.n;
+}
+
 size_t policy_check_oci(const TestChain *chain, GRand *rand, char ***ret_problems) {
         _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
         _cleanup_strv_free_ char **problems = NULL;
@@ -574,36 +609,8 @@ size_t policy_check_oci(const TestChain *chain, GRand *rand, char ***ret_problem
         _cleanup_free_ char *text = policy_oci_dumps(profile, JSON_COMPACT);
         json_decref(profile);
         g_assert_nonnull(text);
-        json_t *parsed = tests_json_loads_u64(text);
-        TestProg loaded = test_prog_from_ctx("OCI profile", tests_profile_load(parsed, NULL));
-        const TestProg *lp[] = { &loaded };
-        TestChain oci;
-        test_chain_init(&oci, "OCI profile", lp, 1);
-        g_test_message("%s: OCI profile of %zu bytes, %zu rules, loaded: %zu instructions", chain->name, strlen(text),
-                       json_array_size(json_object_get(parsed, "syscalls")), loaded.len);
-
-        OciCheck c = { .oci = &oci };
-        for (size_t a = 0; a < s->n_arches; a++) {
-                const PolicyArchSummary *as = &s->arches[a];
-                if (problem_names(problems, as->arch->name, true))
-                        continue;
-                if (!profile_lists(parsed, as->arch)) { /* left out: refused as a whole, with KILL_THREAD */
-                        g_assert_true(as->uniform);
-                        g_assert_cmpuint(policy_ret_effective(as->uniform_ret), ==, SECCOMP_RET_KILL_THREAD);
-                }
-                for (size_t i = 0; i < as->n_entries; i++) {
-                        if (problem_names(problems, as->entries[i].syscall->name, false))
-                                continue;
-                        c.what = as->entries[i].syscall->name;
-                        policy_check_decision(chain, as->entries[i].decision, rand, oci_sample, &c);
-                }
-                c.what = "the numbers libseccomp does not name";
-                policy_check_decision(chain, as->other, rand, oci_sample, &c);
-        }
-        json_decref(parsed);
-        test_prog_clear(&loaded);
-        g_test_message("%s: %zu samples decided alike by the chain and its OCI profile", chain->name, c.n);
+        size_t n = policy_check_profile(chain, text, problems, rand);
         if (ret_problems)
                 *ret_problems = TAKE_PTR(problems);
-        return c.n;
+        return n;
 }

@@ -68,6 +68,9 @@ size_t policy_check_decision(const TestChain *chain, const PolicyDecision *dec, 
  * says why, and the approximate one is checked on the syscalls and architectures no problem
  * names. Returns the samples compared. */
 size_t policy_check_oci(const TestChain *chain, GRand *rand, char ***ret_problems);
+/* The same for a profile given as text (problems: the syscalls and architectures to leave out,
+ * as policy_oci_profile() names them; may be NULL). */
+size_t policy_check_profile(const TestChain *chain, const char *text, char *const *problems, GRand *rand);
 
 /* policy_check_decision() for every syscall of every architecture of the chain's summary, and
  * for the other numbers. Returns the samples checked. */

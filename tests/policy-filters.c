@@ -4,12 +4,35 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "tests-util.h"
 #include "util.h"
+
+#define LD_WORD(offset) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (offset))
+
+const struct sock_filter tests_prog_no_ptrace[4] = {
+        LD_WORD(offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ptrace, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+
+const struct sock_filter tests_prog_traceme_only[8] = {
+        LD_WORD(offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ptrace, 0, 5),
+        LD_WORD(offsetof(struct seccomp_data, args[0]) + 4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2),
+        LD_WORD(offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0 /* PTRACE_TRACEME */, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
 
 const char *const tests_podman_caps[] = {
         "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_NET_BIND_SERVICE",

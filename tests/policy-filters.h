@@ -11,6 +11,11 @@
 #define CONTAINERS_SECCOMP_JSON "/usr/share/containers/seccomp.json"
 #define BWRAP_EXAMPLE_FILTER "/usr/share/doc/bubblewrap/examples/flatpak.bpf"
 
+/* ERRNO(1) for ptrace, everything else allowed; and ptrace allowed for PTRACE_TRACEME (arg0 == 0)
+ * only, killed otherwise (x86_64 numbers, no architecture check). */
+extern const struct sock_filter tests_prog_no_ptrace[4];
+extern const struct sock_filter tests_prog_traceme_only[8];
+
 /* The capabilities podman gives a container by default. */
 extern const char *const tests_podman_caps[];
 

@@ -389,16 +389,6 @@ static void test_oci_real(void) {
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WhoCan, who_can_free)
 
-/* ERRNO(1) for ptrace, the rest allowed; and one that allows ptrace for PTRACE_TRACEME only. */
-static const struct sock_filter prog_no_ptrace[] = {
-        LD_NR, IF_NR(SYS_ptrace, 1), RET(SECCOMP_RET_ERRNO | 1), RET(SECCOMP_RET_ALLOW),
-};
-static const struct sock_filter prog_traceme[] = {
-        LD_NR, IF_NR(SYS_ptrace, 5), LD_ARG_HI(0), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 2), LD_ARG_LO(0),
-        JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0 /* PTRACE_TRACEME */, 1, 0), RET(SECCOMP_RET_KILL_PROCESS),
-        RET(SECCOMP_RET_ALLOW),
-};
-
 static void add_task(Forest *f, pid_t pid, pid_t tid, const char *comm, TaskMode mode, uint64_t head) {
         Process *p = forest_find_process(f, pid);
         Task *t;
@@ -418,9 +408,9 @@ static void test_who_can(void) {
 
         /* 1: allow all; 2 (on 1): no ptrace; 3 (on 1): traceme only; 4 (on 1): a copy of 2 */
         g_assert_cmpint(forest_add_filter(f, 1, 0, tests_prog_allow, 1, NULL), ==, 0);
-        g_assert_cmpint(forest_add_filter(f, 2, 1, prog_no_ptrace, ELEMENTSOF(prog_no_ptrace), NULL), ==, 0);
-        g_assert_cmpint(forest_add_filter(f, 3, 1, prog_traceme, ELEMENTSOF(prog_traceme), NULL), ==, 0);
-        g_assert_cmpint(forest_add_filter(f, 4, 1, prog_no_ptrace, ELEMENTSOF(prog_no_ptrace), NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 2, 1, tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace), NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 3, 1, tests_prog_traceme_only, ELEMENTSOF(tests_prog_traceme_only), NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 4, 1, tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace), NULL), ==, 0);
         add_task(f, 100, 100, "plain", TASK_MODE_FILTER, 1);
         add_task(f, 100, 101, "plain", TASK_MODE_DISABLED, 0);
         add_task(f, 200, 200, "jailed", TASK_MODE_FILTER, 2);
