@@ -584,6 +584,12 @@ static void print_intervals(FILE *f, const char *name, const PolicyInterval *in,
                 fputs(", ", f);
                 print_value(f, in[0].hi);
                 fputs("]", f);
+        } else if (n_gaps == 1 && gaps[0].hi - gaps[0].lo >= 2) {
+                fputs("not in [", f);
+                print_value(f, gaps[0].lo);
+                fputs(", ", f);
+                print_value(f, gaps[0].hi);
+                fputs("]", f);
         } else if (n_gaps != SIZE_MAX && (n_gaps < n || (all_points(gaps, n_gaps) && !all_points(in, n)))) {
                 fputs("not in ", f);
                 print_pieces(f, gaps, n_gaps, max);

@@ -2,14 +2,12 @@
 #include "policy-oci.h"
 
 #include <errno.h>
-#include <seccomp.h>
 #include <stdio.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "disasm.h"
 #include "policy-diff.h"
 #include "policy-format.h"
+#include "policy-profile.h"
 #include "util.h"
 
 #define OCI_PIECES_MAX 256  /* single comparisons one argument's set may take */
@@ -560,101 +558,6 @@ static int oci_syscalls(Oci *o, const PolicyArchSummary *const *listed, size_t n
         return 0;
 }
 
-/* ---- the profile through libseccomp ---- */
-
-static int scmp_op(const char *op, enum scmp_compare *ret) {
-        static const struct {
-                const char *name;
-                enum scmp_compare op;
-        } table[] = {
-                { "SCMP_CMP_NE", SCMP_CMP_NE }, { "SCMP_CMP_LT", SCMP_CMP_LT }, { "SCMP_CMP_LE", SCMP_CMP_LE },
-                { "SCMP_CMP_EQ", SCMP_CMP_EQ }, { "SCMP_CMP_GE", SCMP_CMP_GE }, { "SCMP_CMP_GT", SCMP_CMP_GT },
-                { "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (streq(table[i].name, op)) {
-                        *ret = table[i].op;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
-static int oci_ctx_add_rule(Oci *o, scmp_filter_ctx ctx, const OciRule *rule) {
-        struct scmp_arg_cmp cmp[OCI_ARGS];
-        unsigned n = 0;
-        for (unsigned a = 0; a < OCI_ARGS; a++) {
-                if (!rule->args[a].op)
-                        continue;
-                cmp[n] = (struct scmp_arg_cmp) { .arg = a, .datum_a = rule->args[a].value, .datum_b = rule->args[a].value_two };
-                if (scmp_op(rule->args[a].op, &cmp[n].op) < 0)
-                        return -EINVAL;
-                n++;
-        }
-        for (size_t i = 0; i < rule->n_names; i++) {
-                int nr = seccomp_syscall_resolve_name(rule->names[i]);
-                if (nr == __NR_SCMP_ERROR)
-                        continue;
-                int r = seccomp_rule_add_array(ctx, rule->ret, nr, n, cmp);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0 && oci_problem(o, "%s: libseccomp refuses a rule of the profile: %s", rule->names[i], strerror(-r)) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
-static int ctx_export(scmp_filter_ctx ctx, struct sock_filter **ret, size_t *ret_n) {
-        _cleanup_close_ int fd = memfd_create("sectree-oci", MFD_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        int r = seccomp_export_bpf(ctx, fd);
-        if (r < 0)
-                return r;
-        off_t size = lseek(fd, 0, SEEK_CUR);
-        if (size <= 0 || size % sizeof(struct sock_filter))
-                return -EIO;
-        _cleanup_free_ struct sock_filter *insns = malloc(size);
-        if (!insns)
-                return -ENOMEM;
-        if (pread(fd, insns, size, 0) != size)
-                return -EIO;
-        *ret = TAKE_PTR(insns);
-        *ret_n = (size_t) size / sizeof(struct sock_filter);
-        return 0;
-}
-
-/* The most restrictive first: libseccomp (2.5) can lose a more restrictive rule added after a
- * more permissive one that overlaps it on some arguments; in this order it keeps them. */
-static int cmp_rules(const void *a, const void *b) {
-        const OciRule *x = a, *y = b;
-        int32_t rx = (int32_t) (x->ret & SECCOMP_RET_ACTION_FULL), ry = (int32_t) (y->ret & SECCOMP_RET_ACTION_FULL);
-        if (rx != ry)
-                return rx < ry ? -1 : 1;
-        if (x->ret != y->ret)
-                return x->ret < y->ret ? -1 : 1;
-        return strcmp(x->names[0], y->names[0]);
-}
-
-/* The filter a runtime builds from the profile. */
-static int oci_build(Oci *o, const PolicyArchSummary *const *listed, size_t n_listed, struct sock_filter **ret,
-                     size_t *ret_n) {
-        scmp_filter_ctx ctx = seccomp_init(o->default_ret);
-        qsort_safe(o->rules, o->n_rules, sizeof(OciRule), cmp_rules); /* the order of the profile */
-        int r = ctx ? 0 : -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < n_listed; i++) {
-                r = seccomp_arch_add(ctx, listed[i]->arch->arch);
-                if (r == -EEXIST)
-                        r = 0;
-        }
-        for (size_t i = 0; r >= 0 && i < o->n_rules; i++)
-                r = oci_ctx_add_rule(o, ctx, &o->rules[i]);
-        if (r >= 0)
-                r = ctx_export(ctx, ret, ret_n);
-        if (ctx)
-                seccomp_release(ctx);
-        return r;
-}
-
 #define OCI_DIFFERENCES_LISTED 8
 
 static uint64_t term_field_witness(const PolicyTerm *t, unsigned field) {
@@ -678,12 +581,16 @@ static int oci_compare_decisions(Oci *o, const char *name, const char *arch, con
                            term_field_witness(&d.term, 1), term_field_witness(&d.term, 2));
 }
 
-/* The profile built through libseccomp must decide every syscall of every architecture the
- * chain's summary covers as the chain does; what it does not is a problem. */
-static int oci_verify(Oci *o, const PolicyArchSummary *const *listed, size_t n_listed) {
+/* The profile built through libseccomp, as a runtime builds it, must decide every syscall of
+ * every architecture the chain's summary covers as the chain does; what it does not is a
+ * problem. */
+static int oci_verify(Oci *o, const json_t *profile) {
         _cleanup_free_ struct sock_filter *insns = NULL;
+        _cleanup_free_ char *error = NULL;
         size_t n_insns = 0;
-        int r = oci_build(o, listed, n_listed, &insns, &n_insns);
+        int r = policy_profile_build(profile, NULL, &insns, &n_insns, &error);
+        if (r == -EINVAL)
+                return oci_problem(o, "libseccomp refuses the profile: %s", error ? error : "?");
         if (r < 0)
                 return r;
         ChainProgram prog = { .insns = insns, .len = n_insns };
@@ -712,9 +619,9 @@ static int oci_verify(Oci *o, const PolicyArchSummary *const *listed, size_t n_l
 
 /* ---- JSON ---- */
 
-/* Values above INT64_MAX do not fit jansson's integers: they are written as a marked string
- * that policy_oci_dumps() turns back into a plain number. */
-#define U64_MARK "\x01u64:"
+/* Values above INT64_MAX do not fit jansson's integers: they are held as a marked string that
+ * policy_oci_dumps() turns back into a plain number. */
+#define U64_MARK POLICY_PROFILE_U64_MARK
 
 static json_t *json_u64(uint64_t v) {
         if (v <= INT64_MAX)
@@ -756,6 +663,19 @@ fail:
         return NULL;
 }
 
+/* The most restrictive first: libseccomp (2.5) can lose a more restrictive rule added after a
+ * more permissive one that overlaps it on some arguments; in this order it keeps them. Runtimes
+ * add the rules in the order of the profile. */
+static int cmp_rules(const void *a, const void *b) {
+        const OciRule *x = a, *y = b;
+        int32_t rx = (int32_t) (x->ret & SECCOMP_RET_ACTION_FULL), ry = (int32_t) (y->ret & SECCOMP_RET_ACTION_FULL);
+        if (rx != ry)
+                return rx < ry ? -1 : 1;
+        if (x->ret != y->ret)
+                return x->ret < y->ret ? -1 : 1;
+        return strcmp(x->names[0], y->names[0]);
+}
+
 static json_t *oci_json(Oci *o, const PolicyArchSummary *const *listed, size_t n_listed) {
         const OciActionName *d = oci_action(o->default_ret);
         json_t *arches = json_array(), *syscalls = json_array();
@@ -764,6 +684,7 @@ static json_t *oci_json(Oci *o, const PolicyArchSummary *const *listed, size_t n
                 if (name && json_array_append_new(arches, json_string(name)) < 0)
                         goto fail;
         }
+        qsort_safe(o->rules, o->n_rules, sizeof(OciRule), cmp_rules);
         for (size_t i = 0; syscalls && i < o->n_rules; i++)
                 if (json_array_append_new(syscalls, rule_json(&o->rules[i])) < 0)
                         goto fail;
@@ -796,21 +717,24 @@ int policy_oci_profile(const PolicySummary *s, bool approximate, json_t **ret, c
         const PolicyArchSummary *listed[POLICY_ARCH_MAX];
         size_t n_listed;
 
+        json_t *profile = NULL;
         int r = oci_arches(&o, listed, &n_listed);
         if (r >= 0)
                 r = oci_default(&o, listed, n_listed);
         if (r >= 0)
                 r = oci_syscalls(&o, listed, n_listed);
+        if (r >= 0 && !(profile = oci_json(&o, listed, n_listed)))
+                r = -ENOMEM;
         if (r >= 0)
-                r = oci_verify(&o, listed, n_listed);
-        if (r < 0)
+                r = oci_verify(&o, profile);
+        if (r < 0) {
+                json_decref(profile);
                 return r;
-        *ret = NULL;
-        if (o.n_problems == 0 || approximate) {
-                *ret = oci_json(&o, listed, n_listed);
-                if (!*ret)
-                        return -ENOMEM;
         }
+        *ret = NULL;
+        if (o.n_problems == 0 || approximate)
+                *ret = TAKE_PTR(profile);
+        json_decref(profile);
         if (ret_problems)
                 *ret_problems = TAKE_PTR(o.problems);
         return o.n_problems && !approximate ? -EDOM : 0;

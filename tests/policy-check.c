@@ -10,6 +10,7 @@
 #include "policy-format.h"
 #include "policy-internal.h"
 #include "policy-oci.h"
+#include "policy-profile.h"
 #include "policy-summary.h"
 #include "prog.h"
 #include "util.h"
@@ -50,209 +51,22 @@ void test_chain_init(TestChain *c, const char *name, const TestProg *const *olde
 
 /* ---- seccomp.json ---- */
 
-typedef struct NamedAction {
-        const char *name;
-        uint32_t action;
-        bool takes_errno;
-} NamedAction;
-
-static const NamedAction profile_actions[] = {
-        { "SCMP_ACT_KILL", SCMP_ACT_KILL, false },
-        { "SCMP_ACT_KILL_THREAD", SCMP_ACT_KILL_THREAD, false },
-        { "SCMP_ACT_KILL_PROCESS", SCMP_ACT_KILL_PROCESS, false },
-        { "SCMP_ACT_TRAP", SCMP_ACT_TRAP, false },
-        { "SCMP_ACT_ERRNO", SCMP_ACT_ERRNO(0), true },
-        { "SCMP_ACT_TRACE", SCMP_ACT_TRACE(0), true },
-        { "SCMP_ACT_ALLOW", SCMP_ACT_ALLOW, false },
-        { "SCMP_ACT_LOG", SCMP_ACT_LOG, false },
-        { "SCMP_ACT_NOTIFY", SCMP_ACT_NOTIFY, false },
-};
-
-static uint32_t profile_action(const char *name, const json_t *errno_ret) {
-        for (size_t i = 0; i < ELEMENTSOF(profile_actions); i++)
-                if (streq(profile_actions[i].name, name)) {
-                        uint32_t data = json_is_integer(errno_ret) ? (uint32_t) json_integer_value(errno_ret) : EPERM;
-                        return profile_actions[i].action | (profile_actions[i].takes_errno ? (data & 0xffff) : 0);
-                }
-        g_error("unknown action %s", name);
-}
-
-static const struct {
-        const char *name;
-        enum scmp_compare op;
-} profile_ops[] = {
-        { "SCMP_CMP_NE", SCMP_CMP_NE }, { "SCMP_CMP_LT", SCMP_CMP_LT }, { "SCMP_CMP_LE", SCMP_CMP_LE },
-        { "SCMP_CMP_EQ", SCMP_CMP_EQ }, { "SCMP_CMP_GE", SCMP_CMP_GE }, { "SCMP_CMP_GT", SCMP_CMP_GT },
-        { "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
-};
-
-/* An integer, or a big one tests_json_loads_u64() made a string. */
-static uint64_t json_u64_value(const json_t *v) {
-        if (json_is_string(v))
-                return g_ascii_strtoull(json_string_value(v), NULL, 10);
-        return (uint64_t) json_integer_value(v);
+TestProg tests_profile_prog(const char *name, const json_t *profile, const char *const *caps) {
+        _cleanup_free_ char *error = NULL;
+        TestProg p = { .name = g_strdup(name) };
+        int r = policy_profile_build(profile, caps, &p.insns, &p.len, &error);
+        if (r < 0)
+                g_error("%s: %s", name, error ? error : strerror(-r));
+        g_assert_cmpint(prog_validate(p.insns, p.len, NULL), ==, 0);
+        return p;
 }
 
 json_t *tests_json_loads_u64(const char *text) {
-        GString *s = g_string_new(NULL);
-        bool in_string = false;
-        for (const char *p = text; *p; p++) {
-                if (in_string) {
-                        g_string_append_c(s, *p);
-                        if (*p == '\\' && p[1])
-                                g_string_append_c(s, *++p);
-                        else if (*p == '"')
-                                in_string = false;
-                        continue;
-                }
-                if (*p == '"')
-                        in_string = true;
-                if (g_ascii_isdigit(*p) && (p == text || !g_ascii_isalnum(p[-1]))) {
-                        size_t n = strspn(p, "0123456789");
-                        g_autofree char *digits = g_strndup(p, n);
-                        bool big = n > 18 && g_ascii_strtoull(digits, NULL, 10) > INT64_MAX;
-                        g_string_append_printf(s, big ? "\"%s\"" : "%s", digits);
-                        p += n - 1;
-                        continue;
-                }
-                g_string_append_c(s, *p);
-        }
-        json_error_t error;
-        json_t *j = json_loads(s->str, 0, &error);
-        if (!j)
-                g_error("invalid JSON: %s at line %d: %s", error.text, error.line, s->str);
-        g_string_free(s, TRUE);
+        _cleanup_free_ char *error = NULL;
+        json_t *j = NULL;
+        if (policy_profile_parse(text, &j, &error) < 0)
+                g_error("invalid JSON: %s: %s", error ? error : "?", text);
         return j;
-}
-
-static struct scmp_arg_cmp profile_arg(const json_t *a) {
-        const char *op = json_string_value(json_object_get(a, "op"));
-        g_assert_nonnull(op);
-        for (size_t i = 0; i < ELEMENTSOF(profile_ops); i++)
-                if (streq(profile_ops[i].name, op))
-                        return (struct scmp_arg_cmp) {
-                                .arg = (unsigned) json_integer_value(json_object_get(a, "index")),
-                                .op = profile_ops[i].op,
-                                .datum_a = json_u64_value(json_object_get(a, "value")),
-                                .datum_b = json_u64_value(json_object_get(a, "valueTwo")),
-                        };
-        g_error("unknown operator %s", op);
-}
-
-/* Go's names for the architectures, as containers-common's includes.arches uses them. */
-static const char *native_go_arch(void) {
-        switch (seccomp_arch_native()) {
-        case SCMP_ARCH_X86_64: return "amd64";
-        case SCMP_ARCH_AARCH64: return "arm64";
-        case SCMP_ARCH_X86: return "386";
-        default: return "?";
-        }
-}
-
-static bool strv_json_has(const json_t *list, const char *s) {
-        size_t i;
-        const json_t *v;
-        json_array_foreach(list, i, v)
-                if (json_is_string(v) && streq(json_string_value(v), s))
-                        return true;
-        return false;
-}
-
-/* How many of the capabilities named in list are held (in caps). */
-static size_t caps_held(const json_t *list, const char *const *caps) {
-        size_t i, n = 0;
-        const json_t *v;
-        json_array_foreach(list, i, v)
-                n += g_strv_contains((const char *const *) caps, json_string_value(v));
-        return n;
-}
-
-/* includes: every cap held, the native arch listed; excludes: none of the caps, arch not listed. */
-static bool rule_applies(const json_t *rule, const char *const *caps) {
-        const json_t *inc = json_object_get(rule, "includes"), *exc = json_object_get(rule, "excludes");
-        const json_t *l;
-        if ((l = json_object_get(inc, "arches")) && json_array_size(l) && !strv_json_has(l, native_go_arch()))
-                return false;
-        if ((l = json_object_get(inc, "caps")) && caps_held(l, caps) < json_array_size(l))
-                return false;
-        if ((l = json_object_get(exc, "arches")) && json_array_size(l) && strv_json_has(l, native_go_arch()))
-                return false;
-        if ((l = json_object_get(exc, "caps")) && caps_held(l, caps) > 0)
-                return false;
-        return true;
-}
-
-/* "SCMP_ARCH_X86_64" as libseccomp knows it. */
-static uint32_t profile_arch(const json_t *name) {
-        const char *s = json_string_value(name);
-        g_assert_true(s && g_str_has_prefix(s, "SCMP_ARCH_"));
-        g_autofree char *lower = g_ascii_strdown(s + strlen("SCMP_ARCH_"), -1);
-        uint32_t a = seccomp_arch_resolve_name(lower);
-        g_assert_cmpuint(a, !=, 0);
-        return a;
-}
-
-static void profile_add_arches(scmp_filter_ctx ctx, const json_t *profile) {
-        const json_t *map = json_object_get(profile, "archMap"), *e, *list = NULL;
-        size_t i;
-        json_array_foreach(map, i, e)
-                if (profile_arch(json_object_get(e, "architecture")) == seccomp_arch_native()) {
-                        list = json_object_get(e, "subArchitectures");
-                        break;
-                }
-        if (!map)
-                list = json_object_get(profile, "architectures");
-        json_array_foreach(list, i, e) {
-                int r = seccomp_arch_add(ctx, profile_arch(e));
-                g_assert_true(r == 0 || r == -EEXIST);
-        }
-}
-
-static void profile_add_rule(scmp_filter_ctx ctx, const json_t *rule) {
-        const json_t *names = json_object_get(rule, "names"), *args = json_object_get(rule, "args"), *v;
-        uint32_t action = profile_action(json_string_value(json_object_get(rule, "action")),
-                                         json_object_get(rule, "errnoRet"));
-        struct scmp_arg_cmp cmp[6];
-        size_t n_args = json_array_size(args), i;
-
-        g_assert_cmpuint(n_args, <=, ELEMENTSOF(cmp));
-        json_array_foreach(args, i, v)
-                cmp[i] = profile_arg(v);
-        json_array_foreach(names, i, v) {
-                int nr = seccomp_syscall_resolve_name(json_string_value(v));
-                if (nr == __NR_SCMP_ERROR)
-                        continue; /* as runtimes do: a name this libseccomp does not know */
-                int r = seccomp_rule_add_array(ctx, action, nr, (unsigned) n_args, cmp);
-                if (r < 0)
-                        g_error("libseccomp refused rule %s for %s: %s", json_string_value(json_object_get(rule, "action")),
-                                json_string_value(v), strerror(-r));
-        }
-}
-
-scmp_filter_ctx tests_profile_load(const json_t *profile, const char *const *caps) {
-        static const char *const no_caps[] = { NULL };
-        const json_t *rules = json_object_get(profile, "syscalls"), *rule;
-        uint32_t def = profile_action(json_string_value(json_object_get(profile, "defaultAction")),
-                                      json_object_get(profile, "defaultErrnoRet"));
-        scmp_filter_ctx ctx = seccomp_init(def);
-        size_t i;
-
-        g_assert_nonnull(ctx);
-        profile_add_arches(ctx, profile);
-        json_array_foreach(rules, i, rule)
-                if (rule_applies(rule, caps ? caps : no_caps))
-                        profile_add_rule(ctx, rule);
-        return ctx;
-}
-
-scmp_filter_ctx tests_profile_load_file(const char *path, const char *const *caps) {
-        json_error_t error;
-        json_t *j = json_load_file(path, 0, &error);
-        if (!j)
-                g_error("%s: %s", path, error.text);
-        scmp_filter_ctx ctx = tests_profile_load(j, caps);
-        json_decref(j);
-        return ctx;
 }
 
 /* ---- random programs ---- */
@@ -555,7 +369,7 @@ size_t policy_check_profile(const TestChain *chain, const char *text, char *cons
         _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
         g_assert_cmpint(policy_summarize(chain->progs, chain->n, NULL, &s), ==, 0);
         json_t *parsed = tests_json_loads_u64(text);
-        TestProg loaded = test_prog_from_ctx("OCI profile", tests_profile_load(parsed, NULL));
+        TestProg loaded = tests_profile_prog("OCI profile", parsed, NULL);
         const TestProg *lp[] = { &loaded };
         TestChain oci;
         test_chain_init(&oci, "OCI profile", lp, 1);

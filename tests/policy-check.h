@@ -31,16 +31,10 @@ typedef struct TestChain {
 /* chain from programs given oldest first (the order they are installed in). */
 void test_chain_init(TestChain *c, const char *name, const TestProg *const *oldest_first, size_t n);
 
-/* Load a profile in the seccomp.json format into a libseccomp context as runc does: defaultAction
- * (with defaultErrnoRet), the architectures of the native archMap entry (or "architectures"), and
- * every rule whose includes and excludes match the native architecture and caps (capability
- * names, NULL-terminated); errnoRet defaults to EPERM; names libseccomp does not know are
- * skipped. Fails the test when libseccomp refuses a rule. */
-scmp_filter_ctx tests_profile_load(const json_t *profile, const char *const *caps);
-/* The same, from the JSON text of a file. */
-scmp_filter_ctx tests_profile_load_file(const char *path, const char *const *caps);
-/* JSON text whose numbers may exceed INT64_MAX (as OCI profiles' may): those become strings,
- * which the loader reads as unsigned 64-bit numbers. */
+/* The filter of a profile in the seccomp.json format as runc builds it
+ * (policy_profile_build()), for capabilities caps; fails the test if it is refused. */
+TestProg tests_profile_prog(const char *name, const json_t *profile, const char *const *caps);
+/* JSON text whose numbers may exceed INT64_MAX (policy_profile_parse()); fails the test on junk. */
 json_t *tests_json_loads_u64(const char *text);
 
 /* A valid program of up to 40 instructions: M[0] and M[1] set first, loads of nr, arch, the

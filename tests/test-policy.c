@@ -10,6 +10,8 @@
 #include "policy-check.h"
 #include "policy-filters.h"
 #include "policy-format.h"
+#include "policy-oci.h"
+#include "policy-profile.h"
 #include "policy-summary.h"
 #include "policy-who.h"
 #include "disasm.h"
@@ -217,7 +219,7 @@ static void test_decide_bits(void) {
         assert_decision(&c, "getpid",
                         "ERRNO(1) if arg0 & 0x4 != 0; "
                         "ERRNO(2) if arg0 & 0x4 == 0 and arg1.lo >= 160; "
-                        "ERRNO(3) if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo not in {5..0xfffffffa}; "
+                        "ERRNO(3) if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo not in [5, 0xfffffffa]; "
                         "ERRNO(4) if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo in [5, 0xfffffffa] and arg3 & 0xff == 0xff; "
                         "ALLOW if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo in [5, 0xfffffffa] and arg3 & 0xff != 0xff");
 }
@@ -385,6 +387,48 @@ static void test_oci_real(void) {
         }
 }
 
+/* ---- profiles ---- */
+
+static void assert_profile_refused(const char *text, const char *want) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ struct sock_filter *insns = NULL;
+        json_t *j = tests_json_loads_u64(text);
+        size_t n;
+        g_assert_cmpint(policy_profile_build(j, NULL, &insns, &n, &error), ==, -EINVAL);
+        g_assert_cmpstr(error, ==, want);
+        json_decref(j);
+}
+
+static void test_profile_parse(void) {
+        /* 64-bit values beyond INT64_MAX, as OCI profiles may have them */
+        const char *text = "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": [\"SCMP_ARCH_X86_64\"],"
+                           " \"syscalls\": [{\"names\": [\"getpid\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 5,"
+                           " \"args\": [{\"index\": 0, \"value\": 18446744069414584320, \"valueTwo\": 9223372036854775808,"
+                           " \"op\": \"SCMP_CMP_MASKED_EQ\"}]}]}";
+        json_t *j = tests_json_loads_u64(text);
+        _cleanup_(test_prog_clear) TestProg p = tests_profile_prog("big values", j, NULL);
+        const TestProg *progs[] = { &p };
+        TestChain c;
+        test_chain_init(&c, "big values", progs, 1);
+        assert_decision(&c, "getpid", "ERRNO(5) if arg0 in [0x8000000000000000, 0x80000000ffffffff]; "
+                                      "ALLOW if arg0 not in [0x8000000000000000, 0x80000000ffffffff]");
+        /* and back to text as runtimes read it */
+        _cleanup_free_ char *dumped = policy_oci_dumps(j, JSON_COMPACT);
+        g_assert_nonnull(strstr(dumped, "\"value\":18446744069414584320"));
+        json_decref(j);
+
+        assert_profile_refused("[]", "the profile is not a JSON object");
+        assert_profile_refused("{\"defaultAction\": \"SCMP_ACT_NOPE\"}", "defaultAction: unknown action SCMP_ACT_NOPE");
+        assert_profile_refused("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"read\"], "
+                               "\"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 7, \"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}]}",
+                               "syscalls[0].args[0]: index is not a number in 0..5");
+        assert_profile_refused("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"read\"], "
+                               "\"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 0, \"value\": 1, \"op\": \"SCMP_CMP_ABOUT\"}]}]}",
+                               "syscalls[0].args[0]: unknown operator SCMP_CMP_ABOUT");
+        assert_profile_refused("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": -1}",
+                               "defaultAction: errnoRet is not a number in 0..65535");
+}
+
 /* ---- who can ---- */
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(WhoCan, who_can_free)
@@ -471,5 +515,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/real/systemd", test_systemd_sets);
         g_test_add_func("/policy/oci/real", test_oci_real);
         g_test_add_func("/policy/who-can", test_who_can);
+        g_test_add_func("/policy/profile/parse", test_profile_parse);
         return g_test_run();
 }
