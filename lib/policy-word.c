@@ -126,8 +126,18 @@ bool word_domain_contains_beyond(const WordDomain *d, uint32_t v, const WordExcl
         return true;
 }
 
+static int cmp_u32(const void *a, const void *b) {
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+bool word_points_has(const WordPoints *p, uint32_t v) {
+        return p && bsearch_safe(&v, p->values, p->n, sizeof(uint32_t), cmp_u32);
+}
+
 bool word_domain_contains(const WordDomain *d, uint32_t v) {
-        return v >= d->lo && v <= d->hi && (v & d->known_mask) == d->known_value && !excl_matching(d->excl, v);
+        return v >= d->lo && v <= d->hi && (v & d->known_mask) == d->known_value && !excl_matching(d->excl, v) &&
+               !word_points_has(d->points, v);
 }
 
 /* The search has two parts. Exclusions of whole values (and known bits, and the range) are
@@ -151,7 +161,7 @@ static Sat skip_search(const WordDomain *d, uint32_t lo, uint32_t hi, bool up, u
                 if (up ? (x > hi || !next_fit(x, d->known_mask, d->known_value, &y) || y > hi)
                        : (x < lo || !prev_fit(x, d->known_mask, d->known_value, &y) || y < lo))
                         return SAT_NO;
-                if (!point_matching(d->excl, y)) {
+                if (!point_matching(d->excl, y) && !word_points_has(d->points, y)) {
                         *ret = y;
                         return SAT_YES;
                 }
@@ -233,7 +243,7 @@ static Sat domain_search(const WordDomain *d, uint32_t from, bool up, uint32_t *
         uint32_t lo = up ? MAX(from, d->lo) : d->lo, hi = up ? d->hi : MIN(from, d->hi);
         Search *s = NULL;
         size_t n = 0;
-        bool points = false;
+        bool points = d->points && d->points->n > 0;
 
         for (const WordExcl *e = d->excl; e; e = e->next) {
                 points = points || e->mask == UINT32_MAX;
@@ -318,7 +328,7 @@ int word_domain_restrict_mask_ne(WordDomain *d, Arena *arena, uint32_t mask, uin
                 return SAT_NO;
         if (d->known_mask & mask & (d->known_value ^ value))
                 return domain_recheck(d); /* the known bits exclude it already */
-        if (mask == UINT32_MAX && (value < d->lo || value > d->hi))
+        if (mask == UINT32_MAX && (value < d->lo || value > d->hi || word_points_has(d->points, value)))
                 return domain_recheck(d);
         int r = excl_push(&d->excl, arena, mask, value);
         return r < 0 ? r : domain_recheck(d);
@@ -331,6 +341,8 @@ int word_domain_intersect(WordDomain *d, const WordDomain *other, const WordExcl
         d->hi = MIN(d->hi, other->hi);
         d->known_mask |= other->known_mask;
         d->known_value |= other->known_value;
+        if (!d->points)
+                d->points = other->points;
         for (const WordExcl *e = other->excl; e && e != base; e = e->next)
                 if (!excl_matching(d->excl, e->value) || (e->mask != UINT32_MAX)) {
                         int r = excl_push(&d->excl, arena, e->mask, e->value);
@@ -471,7 +483,7 @@ bool word_domain_equal(const WordDomain *a, const WordDomain *b, const WordExcl 
 
 bool word_domain_is_unconstrained(const WordDomain *d, const WordDomain *base) {
         return d->lo == base->lo && d->hi == base->hi && d->known_mask == base->known_mask &&
-               d->known_value == base->known_value && d->excl == base->excl;
+               d->known_value == base->known_value && d->excl == base->excl && d->points == base->points;
 }
 
 bool word_domain_is_point(const WordDomain *d, uint32_t *ret) {

@@ -36,11 +36,21 @@ typedef struct WordExcl {
         const struct WordExcl *next;
 } WordExcl;
 
+/* Values excluded all at once, sorted: the many numbers of a question ("every syscall number
+ * libseccomp does not name"), shared by every domain narrowed from it. */
+typedef struct WordPoints {
+        const uint32_t *values;
+        size_t n;
+} WordPoints;
+
+bool word_points_has(const WordPoints *p, uint32_t v);
+
 typedef struct WordDomain {
         uint32_t lo, hi;                  /* lo <= v <= hi */
         uint32_t known_mask, known_value; /* (v & known_mask) == known_value */
         uint32_t witness;                 /* a member, when the domain is known to have one */
         const WordExcl *excl;             /* and none of these */
+        const WordPoints *points;         /* nor these (may be NULL) */
 } WordDomain;
 
 #define WORD_DOMAIN_FULL ((WordDomain) { .lo = 0, .hi = UINT32_MAX })
@@ -54,7 +64,7 @@ typedef enum Sat {
 
 bool word_domain_contains(const WordDomain *d, uint32_t v);
 /* The same for a v already known to be in a domain whose exclusions are base: only the
- * exclusions before base are looked at. */
+ * exclusions before base are looked at (and not the points, which are the question's). */
 bool word_domain_contains_beyond(const WordDomain *d, uint32_t v, const WordExcl *base);
 /* The smallest member >= from, or the largest member <= from. */
 Sat word_domain_first(const WordDomain *d, uint32_t from, uint32_t *ret);

@@ -41,17 +41,24 @@ static int base_other_numbers(Arena *arena, const PolicyArch *a, WordDomain *d) 
         int r = policy_arch_syscalls(a, &names, &n);
         if (r < 0)
                 return r;
-        *d = (WordDomain) { .lo = a->nr_lo, .hi = a->nr_hi, .witness = a->nr_lo };
-        for (size_t i = 0; i < n; i++) {
-                r = word_domain_restrict_mask_ne(d, arena, UINT32_MAX, (uint32_t) names[i].nr);
-                if (r < 0)
-                        return r;
-                if (r == SAT_NO)
-                        return -EINVAL; /* an architecture that names every number: cannot happen */
-        }
-        /* tight bounds, so that terms do not repeat them */
-        r = word_domain_normalize(d, NULL, arena);
-        return r < 0 ? r : 0;
+        /* the names are sorted by number */
+        WordPoints *p = arena_alloc(arena, sizeof(WordPoints));
+        uint32_t *values = arena_alloc(arena, (n + 1) * sizeof(uint32_t));
+        if (!p || !values)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                values[i] = (uint32_t) names[i].nr;
+        *p = (WordPoints) { .values = values, .n = n };
+        *d = (WordDomain) { .lo = a->nr_lo, .hi = a->nr_hi, .witness = a->nr_lo, .points = p };
+        /* tight bounds, so that terms do not repeat them (the exclusions stay as they are: each
+         * names a number, none is redundant) */
+        uint32_t lo, hi;
+        if (word_domain_first(d, d->lo, &lo) != SAT_YES || word_domain_last(d, d->hi, &hi) != SAT_YES)
+                return -EINVAL;
+        d->lo = lo;
+        d->hi = hi;
+        d->witness = lo;
+        return 0;
 }
 
 static WordDomain word_point(uint32_t v) {
