@@ -398,6 +398,16 @@ static void cond_masks(Cond *c, unsigned w, uint32_t mask, uint32_t value, bool 
         branch_add(&c->f, equal_when_taken ? ne : eq);
 }
 
+/* Bit j of the word must be v (the pair mask, value collects them); false when it must be the
+ * other value already. */
+static bool bits_require(uint32_t *mask, uint32_t *value, unsigned j, uint32_t v) {
+        if ((*mask & (1U << j)) && ((*value >> j) & 1) != v)
+                return false;
+        *mask |= 1U << j;
+        *value |= v << j;
+        return true;
+}
+
 /* The value of m == k: a set of bits of the word must have given values. */
 static void cond_bitmap_eq(const BitMap *m, uint32_t k, Cond *c) {
         uint32_t mask = 0, value = 0;
@@ -410,14 +420,10 @@ static void cond_bitmap_eq(const BitMap *m, uint32_t k, Cond *c) {
                         }
                         continue;
                 }
-                unsigned j = (m->src[i] - 2) / 2;
-                uint32_t need = want ^ (m->src[i] & 1);
-                if ((mask & (1U << j)) && ((value >> j) & 1) != need) {
+                if (!bits_require(&mask, &value, (m->src[i] - 2) / 2, want ^ (m->src[i] & 1))) {
                         c->kind = COND_FALSE;
                         return;
                 }
-                mask |= 1U << j;
-                value |= need << j;
         }
         if (!mask)
                 c->kind = COND_TRUE;
@@ -435,14 +441,11 @@ static void cond_bitmap_set(const BitMap *m, uint32_t k, Cond *c) {
                         c->kind = COND_TRUE;
                         return;
                 }
-                unsigned j = (m->src[i] - 2) / 2;
-                uint32_t off = m->src[i] & 1; /* the word's bit value that makes this bit 0 */
-                if ((mask & (1U << j)) && ((zero >> j) & 1) != off) {
-                        c->kind = COND_TRUE; /* b | !b */
+                /* the word's bit value that makes this bit 0; both values needed: b | !b */
+                if (!bits_require(&mask, &zero, (m->src[i] - 2) / 2, m->src[i] & 1)) {
+                        c->kind = COND_TRUE;
                         return;
                 }
-                mask |= 1U << j;
-                zero |= off << j;
         }
         if (!mask)
                 c->kind = COND_FALSE;
