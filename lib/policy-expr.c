@@ -453,6 +453,15 @@ static void cond_bitmap_set(const BitMap *m, uint32_t k, Cond *c) {
                 cond_masks(c, (unsigned) m->word, mask, zero, false);
 }
 
+/* "v > k" (BPF_JGT) or "v >= k" (BPF_JGE) for a v of 0..top: the smallest v that passes into
+ * *ret_lo (COND_SPLIT), or COND_TRUE / COND_FALSE when none or every v passes. */
+static CondKind ordered_bound(uint16_t op, uint32_t k, uint32_t top, uint32_t *ret_lo) {
+        if ((op == BPF_JGT && k >= top) || (op == BPF_JGE && k > top))
+                return COND_FALSE;
+        *ret_lo = op == BPF_JGT ? k + 1 : k;
+        return *ret_lo == 0 ? COND_TRUE : COND_SPLIT;
+}
+
 /* (word + c) op k for the ordered and equality jumps. */
 static void cond_affine(uint16_t op, unsigned w, uint32_t add, uint32_t k, Cond *c) {
         uint32_t lo; /* taken when word + add is in [lo, UINT32_MAX] */
@@ -460,16 +469,8 @@ static void cond_affine(uint16_t op, unsigned w, uint32_t add, uint32_t k, Cond 
                 cond_masks(c, w, UINT32_MAX, k - add, true);
                 return;
         }
-        if (op == BPF_JGT && k == UINT32_MAX) {
-                c->kind = COND_FALSE;
+        if ((c->kind = ordered_bound(op, k, UINT32_MAX, &lo)) != COND_SPLIT)
                 return;
-        }
-        lo = op == BPF_JGT ? k + 1 : k;
-        if (lo == 0) {
-                c->kind = COND_TRUE;
-                return;
-        }
-        c->kind = COND_SPLIT;
         branch_shifted_range(&c->t, w, add, lo, UINT32_MAX);
         branch_shifted_range(&c->f, w, add, 0, lo - 1);
 }
@@ -486,16 +487,8 @@ static void cond_shifted(uint16_t op, unsigned w, unsigned s, uint32_t k, Cond *
                 cond_masks(c, w, UINT32_MAX << s, k << s, true);
                 return;
         }
-        if ((op == BPF_JGT && k >= top) || (op == BPF_JGE && k > top)) {
-                c->kind = COND_FALSE;
+        if ((c->kind = ordered_bound(op, k, top, &lo)) != COND_SPLIT)
                 return;
-        }
-        lo = op == BPF_JGT ? k + 1 : k;
-        if (lo == 0) {
-                c->kind = COND_TRUE;
-                return;
-        }
-        c->kind = COND_SPLIT;
         branch_add(&c->t, atom_range(w, lo << s, UINT32_MAX));
         branch_add(&c->f, atom_range(w, 0, (lo << s) - 1));
 }
