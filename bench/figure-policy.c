@@ -203,7 +203,7 @@ static int measure_policy(const BenchOptions *o, const struct sock_filter *insns
                         .ratio = t / fl, .ratio_to = "floor",
                         .target = "≤ 20 ms",
                         .verdict = verdict_for(o, o->target_size, t, POLICY_TARGET_MSEC, false),
-                        .note = "every syscall, every argument",
+                        .note = "one chain (no tasks): every syscall, every argument",
                 });
         return r;
 }

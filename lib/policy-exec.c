@@ -6,7 +6,7 @@
 #include "policy-internal.h"
 #include "util.h"
 
-#define EXEC_MAX_STEPS (1U << 24)
+#define EXEC_MAX_STEPS (1U << 20) /* per program and question: real filters take a few thousand */
 
 typedef struct SymState {
         size_t pc;
