@@ -72,7 +72,7 @@ static void help(void) {
                "                          The tasks whose chain lets that call run (for these arguments,\n"
                "                          or with the condition on them), grouped by chain\n"
                "  policy-diff A B         The system calls two tasks' chains decide differently (A, B: a\n"
-               "                          live TID, or FILE:TID of a snapshot); exit 0 same, 1 different"
+               "                          live TID, or FILE:TID of a snapshot); exit 0 same, 1 different\n"
                "\n"
                "Snapshots stored by the daemon:\n"
                "  snapshot [PID]          Take a snapshot of PID's subtree (default: the whole machine);\n"
