@@ -114,17 +114,26 @@ static void print_others(const WhoCan *w) {
         }
 }
 
-static int who_can_print(const Context *c, const WhoCanRequest *req, const WhoCan *w) {
-        Arena arena = {};
+static void print_header(const WhoCanRequest *req, const WhoCan *w) {
         size_t n_can = 0;
         for (size_t i = 0; i < w->n_chains; i++)
                 n_can += w->chains[i].n_tasks;
+        printf("%s (%s %" PRIi32 ")%s: ", req->syscall, req->query.arch->name, req->query.nr,
+               req->query.n_args ? " with the arguments given" : "");
+        if (req->query.allowed)
+                printf("%zu of %zu task%s may make it (ALLOW or LOG): %zu under %zu chain%s, %zu without filters",
+                       n_can + w->n_unfiltered, w->n_tasks, w->n_tasks == 1 ? "" : "s", n_can, w->n_chains,
+                       w->n_chains == 1 ? "" : "s", w->n_unfiltered);
+        else
+                printf("%zu of %zu task%s get %s, under %zu chain%s", n_can, w->n_tasks, w->n_tasks == 1 ? "" : "s",
+                       req->looked_for, w->n_chains, w->n_chains == 1 ? "" : "s");
+        printf("; %zu distinct chain%s decided.\n", w->n_decisions, w->n_decisions == 1 ? "" : "s");
+}
+
+static int who_can_print(const Context *c, const WhoCanRequest *req, const WhoCan *w) {
+        Arena arena = {};
         if (c->legend)
-                printf("%s (%s %" PRIi32 ")%s: %zu of %zu task%s %s%s, under %zu chain%s (%zu decided).\n", req->syscall,
-                       req->query.arch->name, req->query.nr, req->query.n_args ? " with the arguments given" : "",
-                       n_can, w->n_tasks, w->n_tasks == 1 ? "" : "s",
-                       req->query.allowed ? "may make it (ALLOW or LOG)" : "get", req->query.allowed ? "" : req->looked_for, w->n_chains,
-                       w->n_chains == 1 ? "" : "s", w->n_decisions);
+                print_header(req, w);
         for (size_t i = 0; i < w->n_chains; i++) {
                 const WhoCanChain *ch = &w->chains[i];
                 _cleanup_free_ char *cond = chain_condition(&arena, ch);
@@ -139,16 +148,18 @@ static int who_can_print(const Context *c, const WhoCanRequest *req, const WhoCa
                 print_tasks(ch->tasks, ch->n_tasks, c->legend);
         }
         arena_done(&arena);
-        if (w->n_unfiltered > 0) {
+        if (req->query.allowed && w->n_unfiltered > 0) {
                 printf("\nunfiltered (may call anything): %zu task%s\n", w->n_unfiltered, w->n_unfiltered == 1 ? "" : "s");
                 print_tasks(w->unfiltered, w->n_unfiltered, c->legend);
         }
-        if (c->legend && !c->file)
+        if (c->legend && !c->file && req->query.allowed)
                 printf("\nThe daemon lists the tasks under seccomp only: every task it does not list runs without "
                        "filters and may make the call too.\n");
-        if (c->legend && w->n_others > 0) {
+        if (c->legend && (w->n_others > 0 || (!req->query.allowed && w->n_unfiltered > 0))) {
                 printf("\nThe others:\n");
                 print_others(w);
+                if (!req->query.allowed && w->n_unfiltered > 0)
+                        printf("%zu task%s without filters: ALLOW\n", w->n_unfiltered, w->n_unfiltered == 1 ? "" : "s");
         }
         return output_flush();
 }
