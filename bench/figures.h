@@ -16,6 +16,9 @@ int figure_watch_run(const BenchOptions *o, Report *report);
 /* Figure 4: CreateSnapshot of a subtree, ExportSnapshot in both formats, against a scan of it. */
 int figure_snapshot_run(const BenchOptions *o, Report *report);
 
+/* Figure 6: policy analysis: who-can across tasks of 100 chains, and a container profile's policy. */
+int figure_policy_run(const BenchOptions *o, Report *report);
+
 /* Restore: not yet available, rows only. */
 int figure_restore_run(const BenchOptions *o, Report *report);
 

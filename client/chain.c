@@ -3,6 +3,7 @@
 #include "chain.h"
 
 #include "ctl.h"
+#include "snapshot-load.h"
 #include "util.h"
 
 void chain_done(Chain *ch) {
@@ -77,5 +78,53 @@ int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode
                 if (filter_detail_from_filter(chain[ret->n], &ret->filters[ret->n]) < 0)
                         return log_oom();
         *ret_mode = t->mode;
+        return 0;
+}
+
+/* The live task's chain, and (when it has none) its mode as ListTasks says it. */
+static int chain_fetch_task(Context *c, uint32_t tid, Chain *ch, TaskMode *ret_mode) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = chain_fetch(bus, tid, ch);
+        if (r < 0)
+                return r;
+        *ret_mode = ch->n > 0 ? TASK_MODE_FILTER : TASK_MODE_DISABLED;
+        if (ch->n > 0)
+                return 0;
+        _cleanup_(task_list_done) TaskList tasks = {};
+        r = manager_list_tasks(bus, &tasks);
+        if (r < 0)
+                return r;
+        const TaskRecord *t = task_list_find(&tasks, tid);
+        if (t && streq(t->mode, "strict"))
+                *ret_mode = TASK_MODE_STRICT;
+        return 0;
+}
+
+static int chain_read_task(Context *c, uint32_t tid, Chain *ch, TaskMode *ret_mode) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        int r = snapshot_file_load(c->file, &f, NULL);
+        if (r < 0)
+                return r;
+        r = chain_from_forest(f, (pid_t) tid, ch, ret_mode);
+        if (r == -ENOENT)
+                return ctl_error_errno(r, "No task %" PRIu32 " in snapshot %s", tid, c->file);
+        return r;
+}
+
+int chain_load_task(Context *c, uint32_t tid, Chain *ret, TaskMode *ret_mode) {
+        return c->file ? chain_read_task(c, tid, ret, ret_mode) : chain_fetch_task(c, tid, ret, ret_mode);
+}
+
+int chain_programs(const Chain *ch, ChainProgram *progs) {
+        for (size_t i = 0; i < ch->n; i++) {
+                _cleanup_free_ char *why = NULL;
+                const FilterDetail *d = &ch->filters[i];
+                if (prog_validate(d->program, d->n_program, &why) < 0)
+                        return ctl_error_errno(-EBADMSG, "The program of filter %" PRIu64 " is not valid: %s",
+                                               d->meta.id, why ? why : "?");
+                progs[i] = (ChainProgram) { .insns = d->program, .len = d->n_program };
+        }
         return 0;
 }

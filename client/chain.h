@@ -2,6 +2,8 @@
  * for each), or taken from a snapshot's forest */
 #pragma once
 
+#include "ctl.h"
+#include "eval.h"
 #include "forest.h"
 #include "manager.h"
 
@@ -23,3 +25,12 @@ int filter_detail_from_filter(const Filter *x, FilterDetail *ret);
 /* The chain of thread tid of a linked forest, and its mode. -ENOENT (not logged) when the forest
  * has no such thread; other failures are logged. */
 int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode);
+
+/* The chain of task tid and its mode: from the snapshot file of --file, or live (GetTaskChain and
+ * GetFilter, and ListTasks for the mode of a task without filters: strict or disabled). Logs; a
+ * task the file lacks is "No task N in snapshot F". */
+int chain_load_task(Context *c, uint32_t tid, Chain *ret, TaskMode *ret_mode);
+
+/* The chain's programs, newest first, into progs (ch->n entries), each checked with
+ * prog_validate() first: they come from the daemon or a file. Logs. */
+int chain_programs(const Chain *ch, ChainProgram *progs);

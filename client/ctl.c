@@ -1,6 +1,7 @@
 /* ctl.c: the run context the verbs share: the lazily connected bus, usage errors, argument parsing */
 #include "ctl.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 
 #include "bus.h"
@@ -34,6 +35,21 @@ int parse_pid_arg(const char *what, const char *s, uint32_t *ret) {
         if (safe_atoi32(s, &v) < 0 || v <= 0)
                 return usage_error("Invalid %s '%s': expected a number > 0", what, s);
         *ret = (uint32_t) v;
+        return 0;
+}
+
+/* A syscall argument: decimal, hex with 0x, or negative decimal (taken as a 64-bit two's complement). */
+int parse_syscall_arg(const char *s, uint64_t *ret) {
+        bool neg = s[0] == '-', hex = !neg && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+        const char *digits = s + neg + 2 * hex;
+        char *end;
+        if (!(hex ? isxdigit((unsigned char) *digits) : isdigit((unsigned char) *digits)))
+                return usage_error("Invalid system call argument '%s'", s);
+        errno = 0;
+        unsigned long long v = strtoull(digits, &end, hex ? 16 : 10);
+        if (errno != 0 || *end || (neg && v > (unsigned long long) INT64_MAX + 1))
+                return usage_error("Invalid system call argument '%s'", s);
+        *ret = neg ? -(uint64_t) v : v;
         return 0;
 }
 

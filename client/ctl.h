@@ -18,7 +18,10 @@ typedef struct Context {
         const char *file;  /* --file: tree, graph, show, chain, check read this snapshot file, no daemon */
         const char *snapshot_name; /* snapshot --name */
         bool no_argv;      /* snapshot --no-argv */
-        const char *format; /* export --format: "sqlite" or "json"; NULL: from the file name */
+        const char *format; /* export --format: "sqlite" or "json"; NULL: from the file name; policy: "oci" */
+        const char *action; /* who-can --action: the action looked for; NULL: the call runs */
+        const char *arch;   /* policy, who-can --arch: the architecture; NULL: all (policy), native (who-can) */
+        bool approximate;   /* policy --format=oci --approximate: give a profile that is not exact */
         sd_bus *bus;       /* connected on first use by ctl_bus() */
 } Context;
 
@@ -37,6 +40,8 @@ int usage_error(const char *format, ...) _printf_(1, 2);
 int parse_pid_arg(const char *what, const char *s, uint32_t *ret);
 int parse_filter_id_arg(const char *s, uint64_t *ret);
 int parse_snapshot_id_arg(const char *s, uint64_t *ret);
+/* A system call argument: decimal, hex with 0x, or negative decimal (a 64-bit two's complement). */
+int parse_syscall_arg(const char *s, uint64_t *ret);
 
 typedef int (*VerbFunction)(Context *c, char **args, size_t n_args);
 
@@ -57,4 +62,7 @@ int verb_rm(Context *c, char **args, size_t n_args);
 int verb_validate(Context *c, char **args, size_t n_args);
 int verb_diff(Context *c, char **args, size_t n_args);
 int verb_plan(Context *c, char **args, size_t n_args);
+int verb_policy(Context *c, char **args, size_t n_args);
+int verb_who_can(Context *c, char **args, size_t n_args);
+int verb_policy_diff(Context *c, char **args, size_t n_args);
 

@@ -10,6 +10,9 @@ typedef enum VerbOptions {
         VERB_FILE = 1 << 0,     /* --file */
         VERB_SNAPSHOT = 1 << 1, /* --name, --no-argv */
         VERB_FORMAT = 1 << 2,   /* --format */
+        VERB_ARCH = 1 << 3,     /* --arch */
+        VERB_APPROXIMATE = 1 << 4, /* --approximate */
+        VERB_ACTION = 1 << 5,   /* --action */
 } VerbOptions;
 
 typedef struct Verb {
@@ -41,6 +44,9 @@ static const Verb verbs[] = {
         { "validate", 1, 1, .run = verb_validate },
         { "diff", 2, 2, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_diff },
         { "plan", 1, 1, .run = verb_plan },
+        { "policy", 1, 1, 1, VERB_FILE | VERB_FORMAT | VERB_ARCH | VERB_APPROXIMATE, .run = verb_policy },
+        { "who-can", 1, 1 + 6, 1, VERB_FILE | VERB_ARCH | VERB_ACTION, .run = verb_who_can },
+        { "policy-diff", 2, 2, 0, VERB_ARCH, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_policy_diff },
 };
 
 static void help(void) {
@@ -61,6 +67,13 @@ static void help(void) {
                "  monitor                 Print the daemon's signals as they come, until interrupted\n"
                "  graph [PID]             The forest as a Graphviz digraph (edges child -> parent)\n"
                "  rescan                  Make the daemon re-read everything now (root only)\n"
+               "  policy TID              Everything the task's chain decides, for all arguments: each\n"
+               "                          system call always allowed, always denied, or by condition\n"
+               "  who-can SYSCALL [ARG...]\n"
+               "                          The tasks whose chain lets that call run (for these arguments,\n"
+               "                          or with the condition on them), grouped by chain\n"
+               "  policy-diff A B         The system calls two tasks' chains decide differently (A, B: a\n"
+               "                          live TID, or FILE:TID of a snapshot); exit 0 same, 1 different\n"
                "\n"
                "Snapshots stored by the daemon:\n"
                "  snapshot [PID]          Take a snapshot of PID's subtree (default: the whole machine);\n"
@@ -72,7 +85,8 @@ static void help(void) {
                "\n"
                "Snapshot files, without the daemon:\n"
                "  show --file F [FILTER]  The snapshot's metadata, or one of its filters\n"
-               "  tree|graph --file F [PID], chain --file F TID, check --file F TID SYSCALL [ARG...]\n"
+               "  tree|graph --file F [PID], chain --file F TID, check --file F TID SYSCALL [ARG...],\n"
+               "  policy --file F TID, who-can --file F SYSCALL [ARG...]\n"
                "                          As above, on the snapshot in F\n"
                "  validate F              Check F as an import would: \"valid: ...\" or why not\n"
                "  diff A B                What changed between two snapshots (files, or stored ids);\n"
@@ -88,14 +102,22 @@ static void help(void) {
                "     --name N             snapshot: give it a name\n"
                "     --no-argv            snapshot: leave out the processes' command lines\n"
                "     --format FMT         export: sqlite or json (default: from FILE's name, .json\n"
-               "                          for JSON, else SQLite)\n"
+               "                          for JSON, else SQLite); policy: oci, an OCI runtime-spec\n"
+               "                          linux.seccomp profile\n"
+               "     --approximate        policy --format=oci: give the profile even where it cannot be\n"
+               "                          exact (what is not is said on stderr)\n"
+               "     --action ACTION      who-can: the tasks that get ACTION (e.g. USER_NOTIF, ERRNO,\n"
+               "                          ERRNO(1)) instead of those whose call runs (ALLOW or LOG)\n"
+               "     --arch ARCH          policy, who-can, policy-diff: this architecture (x86_64, x86,\n"
+               "                          x32, ...) only\n"
                "  -h --help               Show this help\n"
                "     --version            Show the version\n"
                "\n"
                "Exit status: 0 success, 1 failure, 2 bad usage (diff: 0 same, 1 different, 2 trouble).\n");
 }
 
-enum { ARG_VERSION = 0x100, ARG_JSON, ARG_NO_LEGEND, ARG_NO_PAGER, ARG_COUNTS, ARG_FILE, ARG_NAME, ARG_NO_ARGV, ARG_FORMAT };
+enum { ARG_VERSION = 0x100, ARG_JSON, ARG_NO_LEGEND, ARG_NO_PAGER, ARG_COUNTS, ARG_APPROXIMATE, ARG_FILE, ARG_NAME,
+       ARG_NO_ARGV, ARG_FORMAT, ARG_ACTION, ARG_ARCH };
 
 /* Returns 1 to go on, 0 to exit successfully (help, version), ERR_USAGE on bad usage. */
 static int parse_args(int argc, char *argv[], Context *c) {
@@ -110,6 +132,9 @@ static int parse_args(int argc, char *argv[], Context *c) {
                 { "name", required_argument, NULL, ARG_NAME },
                 { "no-argv", no_argument, NULL, ARG_NO_ARGV },
                 { "format", required_argument, NULL, ARG_FORMAT },
+                { "approximate", no_argument, NULL, ARG_APPROXIMATE },
+                { "action", required_argument, NULL, ARG_ACTION },
+                { "arch", required_argument, NULL, ARG_ARCH },
                 {}
         };
         int o;
@@ -145,8 +170,17 @@ static int parse_args(int argc, char *argv[], Context *c) {
                 case ARG_FORMAT:
                         c->format = optarg;
                         break;
+                case ARG_APPROXIMATE:
+                        c->approximate = true;
+                        break;
+                case ARG_ACTION:
+                        c->action = optarg;
+                        break;
+                case ARG_ARCH:
+                        c->arch = optarg;
+                        break;
                 case '?':
-                        if (optopt >= ARG_FILE && optopt <= ARG_FORMAT)
+                        if (optopt >= ARG_FILE && optopt <= ARG_ARCH)
                                 return usage_error("Option '%s' needs an argument", argv[optind - 1]);
                         __attribute__((fallthrough));
                 default:
@@ -167,6 +201,15 @@ static bool given_no_argv(const Context *c) {
 static bool given_format(const Context *c) {
         return c->format;
 }
+static bool given_approximate(const Context *c) {
+        return c->approximate;
+}
+static bool given_action(const Context *c) {
+        return c->action;
+}
+static bool given_arch(const Context *c) {
+        return c->arch;
+}
 
 static const Verb *verb_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
@@ -186,6 +229,9 @@ static int check_verb_options(const Context *c, const Verb *v) {
                 { VERB_SNAPSHOT, "--name", given_name },
                 { VERB_SNAPSHOT, "--no-argv", given_no_argv },
                 { VERB_FORMAT, "--format", given_format },
+                { VERB_APPROXIMATE, "--approximate", given_approximate },
+                { VERB_ARCH, "--arch", given_arch },
+                { VERB_ACTION, "--action", given_action },
         };
         for (size_t i = 0; i < ELEMENTSOF(table); i++)
                 if (!(v->options & table[i].option) && table[i].given(c))

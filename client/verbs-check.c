@@ -10,8 +10,7 @@
 #include "eval.h"
 #include "json-out.h"
 #include "output.h"
-#include "prog.h"
-#include "snapshot-load.h"
+#include "policy-arch.h"
 
 #define CHECK_ARGS_MAX 6
 
@@ -29,21 +28,6 @@ typedef struct CheckResult {
         uint32_t *verdicts; /* each filter's own return value, newest first */
 } CheckResult;
 
-/* A syscall argument: decimal, hex with 0x, or negative decimal (taken as a 64-bit two's complement). */
-static int parse_syscall_arg(const char *s, uint64_t *ret) {
-        bool neg = s[0] == '-', hex = !neg && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-        const char *digits = s + neg + 2 * hex;
-        char *end;
-        if (!(hex ? isxdigit((unsigned char) *digits) : isdigit((unsigned char) *digits)))
-                return usage_error("Invalid system call argument '%s'", s);
-        errno = 0;
-        unsigned long long v = strtoull(digits, &end, hex ? 16 : 10);
-        if (errno != 0 || *end || (neg && v > (unsigned long long) INT64_MAX + 1))
-                return usage_error("Invalid system call argument '%s'", s);
-        *ret = neg ? -(uint64_t) v : v;
-        return 0;
-}
-
 static int check_parse(char **args, size_t n_args, CheckRequest *req) {
         int r = parse_pid_arg("task id", args[0], &req->tid);
         if (r < 0)
@@ -58,64 +42,11 @@ static int check_parse(char **args, size_t n_args, CheckRequest *req) {
         return 0;
 }
 
-/* The instructions come from the daemon or a file: check them before running them. */
-static int chain_programs(const Chain *ch, ChainProgram *progs) {
-        for (size_t i = 0; i < ch->n; i++) {
-                _cleanup_free_ char *why = NULL;
-                const FilterDetail *d = &ch->filters[i];
-                if (prog_validate(d->program, d->n_program, &why) < 0)
-                        return ctl_error_errno(-EBADMSG, "The program of filter %" PRIu64 " is not valid: %s",
-                                               d->meta.id, why ? why : "?");
-                progs[i] = (ChainProgram) { .insns = d->program, .len = d->n_program };
-        }
-        return 0;
-}
-
-/* Strict mode (SECCOMP_SET_MODE_STRICT) allows read, write, exit and sigreturn, and kills the
- * thread on anything else (the kernel's __secure_computing_strict). */
-static uint32_t strict_mode_verdict(const struct seccomp_data *d) {
-        static const int allowed[] = { SYS_read, SYS_write, SYS_exit, SYS_rt_sigreturn };
-        for (size_t i = 0; i < ELEMENTSOF(allowed); i++)
-                if (d->nr == allowed[i])
-                        return SECCOMP_RET_ALLOW;
-        return SECCOMP_RET_KILL_THREAD;
-}
-
 /* A task without filters: its mode decides between ALLOW and strict mode. */
 static void check_unfiltered(bool strict, const CheckRequest *req, CheckResult *res) {
         res->mode = strict ? "strict" : "disabled";
-        res->eval = (EvalResult) { .ret = strict ? strict_mode_verdict(&req->data) : SECCOMP_RET_ALLOW };
-}
-
-/* The live task's chain, and (when it has none) whether ListTasks says it is in strict mode. */
-static int check_fetch(Context *c, const CheckRequest *req, Chain *ch, bool *ret_strict) {
-        sd_bus *bus;
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = chain_fetch(bus, req->tid, ch);
-        if (r < 0 || ch->n > 0)
-                return r;
-        _cleanup_(task_list_done) TaskList tasks = {};
-        r = manager_list_tasks(bus, &tasks);
-        if (r < 0)
-                return r;
-        const TaskRecord *t = task_list_find(&tasks, req->tid);
-        *ret_strict = t && streq(t->mode, "strict");
-        return 0;
-}
-
-/* The task's chain and mode in the snapshot file of --file. */
-static int check_load(Context *c, const CheckRequest *req, Chain *ch, bool *ret_strict) {
-        _cleanup_(forest_freep) Forest *f = NULL;
-        TaskMode mode;
-        int r = snapshot_file_load(c->file, &f, NULL);
-        if (r < 0)
-                return r;
-        r = chain_from_forest(f, (pid_t) req->tid, ch, &mode);
-        if (r == -ENOENT)
-                return ctl_error_errno(r, "No task %" PRIu32 " in snapshot %s", req->tid, c->file);
-        *ret_strict = mode == TASK_MODE_STRICT;
-        return r;
+        res->eval = (EvalResult) { .ret = strict ? policy_arch_strict_verdict(policy_arch_native(), req->data.nr)
+                                                 : SECCOMP_RET_ALLOW };
 }
 
 static int check_evaluate(const Chain *ch, const CheckRequest *req, CheckResult *res) {
@@ -191,14 +122,14 @@ int verb_check(Context *c, char **args, size_t n_args) {
         _cleanup_(chain_done) Chain ch = {};
         _cleanup_free_ uint32_t *verdicts = NULL;
         CheckResult res = {};
-        bool strict = false;
+        TaskMode mode = TASK_MODE_DISABLED;
         int r = check_parse(args, n_args, &req);
         if (r >= 0)
-                r = c->file ? check_load(c, &req, &ch, &strict) : check_fetch(c, &req, &ch, &strict);
+                r = chain_load_task(c, req.tid, &ch, &mode);
         if (r >= 0 && ch.n > 0)
                 r = check_evaluate(&ch, &req, &res);
         else if (r >= 0)
-                check_unfiltered(strict, &req, &res);
+                check_unfiltered(mode == TASK_MODE_STRICT, &req, &res);
         verdicts = res.verdicts;
         if (r < 0)
                 return r;

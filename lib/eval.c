@@ -175,13 +175,17 @@ static int32_t action_only(uint32_t ret) {
         return (int32_t) (ret & SECCOMP_RET_ACTION_FULL);
 }
 
+bool action_outranks(uint32_t cur, uint32_t best) {
+        return action_only(cur) < action_only(best);
+}
+
 EvalResult chain_evaluate(const ChainProgram *chain, size_t n, const struct seccomp_data *data) {
         EvalResult r = { .ret = SECCOMP_RET_ALLOW, .decided_by = 0 };
 
         for (size_t i = 0; i < n; i++) {
                 uint32_t cur = prog_run(chain[i].insns, chain[i].len, data);
 
-                if (action_only(cur) < action_only(r.ret)) {
+                if (action_outranks(cur, r.ret)) {
                         r.ret = cur;
                         r.decided_by = i;
                 }

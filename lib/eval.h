@@ -3,6 +3,7 @@
 
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +23,11 @@ typedef struct EvalResult {
         uint32_t ret;      /* the full action value the kernel acts on (action | data) */
         size_t decided_by; /* index into the chain array (0 = newest) of the filter whose value won */
 } EvalResult;
+
+/* The kernel's precedence between the values of two filters of a chain: does cur, returned by a
+ * filter walked after the one that returned best (walking goes newest first), replace it? Only a
+ * strictly more restrictive action does (see chain_evaluate()). */
+bool action_outranks(uint32_t cur, uint32_t best);
 
 /* Evaluate a chain, chain[0] being the newest filter (the task's head) and chain[n-1] the oldest,
  * with the kernel's precedence (seccomp_run_filters): every filter runs, the most restrictive

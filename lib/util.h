@@ -11,6 +11,10 @@
 #include <unistd.h>
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#ifndef MIN /* glib has them too */
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 

@@ -20,16 +20,10 @@
 #include "disasm.h"
 #include "eval.h"
 #include "prog.h"
+#include "bpf-build.h"
 #include "tests-util.h"
 #include "util.h"
 
-#define STMT(code, k) BPF_STMT((code), (k))
-#define JUMP(code, k, jt, jf) BPF_JUMP((code), (k), (jt), (jf))
-#define RET(v) STMT(BPF_RET | BPF_K, (v))
-#define LD_NR STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
-#define LD_ARCH STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch))
-#define LD_ARG_LO(i) STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[i]))
-#define IF_NR(nr, skip) JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), 0, (skip))
 #define MAX_ERRNO 4095 /* the kernel caps SECCOMP_RET_ERRNO data to this */
 #define SIGSYS_CODE_SECCOMP 1 /* SYS_SECCOMP, only in the kernel's asm-generic/siginfo.h */
 

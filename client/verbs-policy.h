@@ -1,0 +1,33 @@
+/* verbs-policy.h: what the policy verbs (policy, who-can, policy-diff) share: the architecture
+ * option, a task's policy, and a forest with its filters' instructions, live or from a file */
+#pragma once
+
+#include "chain.h"
+#include "ctl.h"
+#include "policy-arch.h"
+#include "policy-summary.h"
+
+/* --arch, or NULL when not given. Usage error for an architecture libseccomp does not know. */
+int policy_arch_option(const Context *c, const PolicyArch **ret);
+
+/* One task's effective policy: its chain (or strict mode, or nothing) summarized. */
+typedef struct TaskPolicy {
+        uint32_t tid;
+        TaskMode mode;
+        Chain chain;
+        PolicySummary *summary;
+        const char *source; /* NULL: live; else the snapshot file */
+} TaskPolicy;
+
+void task_policy_done(TaskPolicy *p);
+
+/* Task tid's policy, live or from the snapshot file file (NULL: live), for every architecture of
+ * its chain or (only) one. Logs. */
+int task_policy_load(Context *c, const char *file, uint32_t tid, const PolicyArch *only, TaskPolicy *ret);
+
+/* "task 4711", "task 4711 in F" */
+char *task_policy_name(const TaskPolicy *p);
+
+/* A forest whose filters carry their instructions: the daemon's (ListTasks, ListFilters and
+ * GetFilter for each filter), or the snapshot file of --file. Logs. */
+int policy_forest_load(Context *c, Forest **ret);

@@ -1,0 +1,258 @@
+/* test-policy-kernel.c: decisions of real filters against the running kernel: the filters
+ * firejail and bubblewrap install, captured from sandboxes with the daemon library's ptrace
+ * scanner, the container profile, systemd's sets and random programs, each checked case by case
+ * against the concrete evaluator, and a subset of the calls made for real in a child */
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+
+#include "policy-check.h"
+#include "policy-filters.h"
+#include "policy-format.h"
+#include "policy-summary.h"
+#include "disasm.h"
+#include "prog.h"
+#include "scan.h"
+#include "seccomp-child.h"
+#include "tests-util.h"
+#include "util.h"
+
+/* Calls that may run for real in the child whatever their arguments: they read, or change only
+ * the child itself. Anything else is made only where the decision says it does not run. */
+static const char *const harmless[] = {
+        "getpid", "getppid", "gettid", "getuid", "geteuid", "getgid", "getegid", "getpgrp", "getsid", "getpgid",
+        "sched_yield", "umask", "personality", "getpriority", "socket", "dup", "sched_getscheduler", "ioprio_get",
+        NULL,
+};
+
+/* Calls the child needs for itself: its reports and its end. */
+static const char *const needed[] = { "write", "exit_group", "rt_sigreturn", "seccomp", NULL };
+
+#define FATAL_CALLS_MAX 48
+#define CALLS_MAX 4096
+
+typedef struct CallSet {
+        ChildCall *calls;
+        size_t n, n_fatal;
+        const char *name; /* the syscall being collected */
+        size_t per_syscall;
+} CallSet;
+
+static void call_set_add(CallSet *s, const struct seccomp_data *d, uint32_t ret) {
+        Outcome o = outcome_from_ret(ret);
+        if (s->n >= CALLS_MAX || s->per_syscall >= 8 || g_strv_contains(needed, s->name))
+                return;
+        if (o.kind == OUTCOME_RAN && !g_strv_contains(harmless, s->name))
+                return;
+        if (outcome_is_fatal(&o) && s->n_fatal >= FATAL_CALLS_MAX)
+                return;
+        s->calls[s->n++] = (ChildCall) { .data = *d, .predicted = o };
+        s->n_fatal += outcome_is_fatal(&o);
+        s->per_syscall++;
+}
+
+static void on_sample(const struct seccomp_data *d, uint32_t ret, void *userdata) {
+        call_set_add(userdata, d, ret);
+}
+
+/* Every decision of the native architecture checked against the concrete evaluator, and a subset
+ * of its samples made for real. */
+static void check_chain_in_kernel(const char *name, const TestProg *const *oldest_first, size_t n) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        CallSet set = { .calls = g_new0(ChildCall, CALLS_MAX) };
+        TestChain c;
+        size_t samples = 0;
+
+        test_chain_init(&c, name, oldest_first, n);
+        samples = policy_check_chain(&c, r);
+        g_assert_cmpint(policy_summarize(c.progs, c.n, policy_arch_native(), &s), ==, 0);
+        const PolicyArchSummary *a = &s->arches[0];
+        for (size_t i = 0; i < a->n_entries; i++) {
+                set.name = a->entries[i].syscall->name;
+                set.per_syscall = 0;
+                policy_check_decision(&c, a->entries[i].decision, NULL, on_sample, &set);
+        }
+        size_t ran = tests_child_check_calls(name, oldest_first, n, set.calls, set.n);
+        g_test_message("%s: %zu filters, %zu samples agree with the concrete evaluator, %zu calls (%zu fatal) with the kernel",
+                       name, n, samples, ran, set.n_fatal);
+        g_assert_cmpuint(ran, >, 20);
+        g_free(set.calls);
+}
+
+/* ---- captured sandboxes ---- */
+
+/* The chain of tid as the daemon library's ptrace scanner reads it, oldest first. */
+static size_t capture_chain(pid_t pid, TestProg *out, size_t max) {
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        g_autoptr(Forest) f = NULL;
+        const Filter *chain[16];
+
+        opts.root = pid;
+        opts.include_argv = opts.include_exe = false;
+        g_assert_cmpint(ptrace_scan(&opts, &f, NULL, NULL), ==, 0);
+        const Task *t = forest_find_task(f, pid, NULL);
+        g_assert_nonnull(t);
+        g_assert_nonnull(t->filter);
+        size_t n = filter_chain(t->filter, chain, ELEMENTSOF(chain));
+        g_assert_cmpuint(n, <=, max);
+        for (size_t i = 0; i < n; i++) {
+                g_autofree char *label = g_strdup_printf("filter %zu of %zu", i + 1, n);
+                out[i] = test_prog_copy(label, chain[n - 1 - i]->insns, chain[n - 1 - i]->len);
+        }
+        return n;
+}
+
+static void check_sandbox(const char *name, void (*start)(TestSandbox *s)) {
+        TestSandbox box;
+        TestProg progs[16];
+        const TestProg *p[16];
+
+        if (!tests_require_root())
+                return;
+        start(&box);
+        size_t n = capture_chain(box.sleeper, progs, ELEMENTSOF(progs));
+        tests_sandbox_stop(&box);
+        g_assert_cmpuint(n, >, 0);
+        for (size_t i = 0; i < n; i++) {
+                p[i] = &progs[i];
+                g_test_message("%s filter %zu: %zu instructions", name, i, progs[i].len);
+                if (getenv("SECTREE_TEST_DUMP_FILTERS")) {
+                        g_autofree char *path = g_strdup_printf("%s/%s-%zu.bpf", getenv("SECTREE_TEST_DUMP_FILTERS"), name, i);
+                        g_assert_true(g_file_set_contents(path, (const char *) progs[i].insns, progs[i].len * 8, NULL));
+                }
+        }
+        check_chain_in_kernel(name, p, n);
+
+        /* its OCI profile, loaded through libseccomp, decides alike */
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        _cleanup_strv_free_ char **problems = NULL;
+        TestChain c;
+        test_chain_init(&c, name, p, n);
+        g_assert_cmpuint(policy_check_oci(&c, r, &problems), >, 1000);
+        for (char **x = problems; x && *x; x++)
+                g_test_message("%s: the OCI profile is not exact: %s", name, *x);
+        for (size_t i = 0; i < n; i++)
+                test_prog_clear(&progs[i]);
+}
+
+static void test_bwrap(void) {
+        check_sandbox("bwrap", tests_sandbox_start_bwrap);
+}
+
+static void test_firejail(void) {
+        check_sandbox("firejail", tests_sandbox_start_firejail);
+}
+
+static void test_container_profile(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_(test_prog_clear) TestProg p = tests_prog_container_profile();
+        const TestProg *progs[] = { &p };
+        check_chain_in_kernel("container profile", progs, 1);
+}
+
+static void test_systemd(void) {
+        static const char *const service[] = { "@system-service", NULL };
+        static const char *const mount[] = { "@mount", NULL };
+        TestProg a[3], d[3];
+        const TestProg *pa[3], *pd[3];
+
+        if (!tests_require_root())
+                return;
+        size_t na = tests_progs_systemd(service, false, a, 3), nd = tests_progs_systemd(mount, true, d, 3);
+        for (size_t i = 0; i < 3; i++) {
+                pa[i] = &a[i];
+                pd[i] = &d[i];
+        }
+        check_chain_in_kernel("SystemCallFilter=@system-service", pa, na);
+        check_chain_in_kernel("SystemCallFilter=~@mount", pd, nd);
+        for (size_t i = 0; i < 3; i++) {
+                test_prog_clear(&a[i]);
+                test_prog_clear(&d[i]);
+        }
+}
+
+/* ---- random programs ---- */
+
+/* A random program behind a guard that lets the child report and exit. */
+static void guarded_random_prog(GRand *r, TestProg *ret) {
+        static const uint32_t pool[] = { SYS_getpid, SYS_getppid, AUDIT_ARCH_X86_64, 0x40000000 };
+        const struct sock_filter guard[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 4, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_exit_group, 3, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigreturn, 2, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_seccomp, 1, 0),
+                BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        TestRandomProg p;
+        struct sock_filter all[ELEMENTSOF(guard) + ELEMENTSOF(p.insns)];
+
+        /* the instruction pointer depends on where libc's syscall() is: not for the kernel runs */
+        tests_random_prog(r, false, pool, ELEMENTSOF(pool), &p);
+        memcpy(all, guard, sizeof(guard));
+        memcpy(all + ELEMENTSOF(guard), p.insns, p.len * sizeof(struct sock_filter));
+        *ret = test_prog_copy("random", all, ELEMENTSOF(guard) + p.len);
+        g_assert_cmpint(prog_validate(ret->insns, ret->len, NULL), ==, 0);
+}
+
+#define RANDOM_KERNEL_CHAINS 40
+
+static void test_random(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        size_t calls = 0, fatal = 0;
+
+        if (!tests_require_root())
+                return;
+        for (unsigned i = 0; i < RANDOM_KERNEL_CHAINS; i++) {
+                TestProg progs[3];
+                const TestProg *p[3];
+                size_t n = (size_t) g_rand_int_range(r, 1, 4);
+                TestChain c;
+                CallSet set = { .calls = g_new0(ChildCall, CALLS_MAX), .name = "getpid" };
+
+                for (size_t k = 0; k < n; k++) {
+                        guarded_random_prog(r, &progs[k]);
+                        p[k] = &progs[k];
+                }
+                test_chain_init(&c, "random", p, n);
+                for (int nr = SYS_getpid; nr != -1; nr = nr == SYS_getpid ? SYS_getppid : -1) {
+                        Arena arena = {};
+                        PolicyDecision *dec;
+                        g_assert_cmpint(policy_decide(&arena, c.progs, c.n, &(PolicyQuery) { .arch = SCMP_ARCH_X86_64, .nr = nr },
+                                                      &dec), ==, 0);
+                        set.per_syscall = 0;
+                        policy_check_decision(&c, dec, NULL, on_sample, &set);
+                        arena_done(&arena);
+                }
+                calls += tests_child_check_calls("random chain", p, n, set.calls, set.n);
+                fatal += set.n_fatal;
+                g_free(set.calls);
+                for (size_t k = 0; k < n; k++) {
+                        if (g_test_failed()) {
+                                _cleanup_free_ char *d = prog_disassemble(progs[k].insns, progs[k].len);
+                                g_test_message("filter %zu (oldest first):\n%s", k, d);
+                        }
+                        test_prog_clear(&progs[k]);
+                }
+                if (g_test_failed())
+                        return;
+        }
+        g_test_message("%zu calls made for real (%zu fatal), each as the decision predicted", calls, fatal);
+        g_assert_cmpuint(fatal, >, 10);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
+        g_test_add_func("/policy/kernel/container-profile", test_container_profile);
+        g_test_add_func("/policy/kernel/systemd", test_systemd);
+        g_test_add_func("/policy/kernel/bwrap", test_bwrap);
+        g_test_add_func("/policy/kernel/firejail", test_firejail);
+        g_test_add_func("/policy/kernel/random", test_random);
+        return g_test_run();
+}

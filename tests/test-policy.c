@@ -1,0 +1,513 @@
+/* test-policy.c: the symbolic evaluator of lib/policy: word domains, conditions, decisions of
+ * hand-written and libseccomp-built filters, and every case checked against the concrete
+ * evaluator at its boundaries (random programs included) */
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+
+#include "policy-check.h"
+#include "policy-filters.h"
+#include "policy-format.h"
+#include "policy-oci.h"
+#include "policy-profile.h"
+#include "policy-summary.h"
+#include "policy-who.h"
+#include "disasm.h"
+#include "prog.h"
+#include "bpf-build.h"
+#include "tests-util.h"
+#include "util.h"
+
+
+/* ---- word domains ---- */
+
+static void test_word_search(void) {
+        Arena arena = {};
+        WordDomain d = WORD_DOMAIN_FULL;
+        uint32_t v;
+
+        g_assert_cmpint(word_domain_restrict_range(&d, 10, 100), ==, SAT_YES);
+        g_assert_cmpint(word_domain_restrict_mask_eq(&d, 0x3, 0x2), ==, SAT_YES);
+        g_assert_cmpint(word_domain_first(&d, 0, &v), ==, SAT_YES);
+        g_assert_cmpuint(v, ==, 10);
+        g_assert_cmpint(word_domain_last(&d, UINT32_MAX, &v), ==, SAT_YES);
+        g_assert_cmpuint(v, ==, 98);
+        g_assert_cmpint(word_domain_restrict_mask_ne(&d, &arena, UINT32_MAX, 10), ==, SAT_YES);
+        g_assert_cmpint(word_domain_first(&d, 0, &v), ==, SAT_YES);
+        g_assert_cmpuint(v, ==, 14);
+        /* bit 4 clear excludes 14, 34, ...: next is 18 */
+        g_assert_cmpint(word_domain_restrict_mask_ne(&d, &arena, 0x10, 0), ==, SAT_YES);
+        g_assert_cmpint(word_domain_first(&d, 0, &v), ==, SAT_YES);
+        g_assert_cmpuint(v, ==, 18);
+        g_assert_cmpint(word_domain_last(&d, UINT32_MAX, &v), ==, SAT_YES);
+        g_assert_cmpuint(v, ==, 94);
+        g_assert_true(word_domain_contains(&d, 22));
+        g_assert_false(word_domain_contains(&d, 34));
+        g_assert_false(word_domain_contains(&d, 23));
+        /* nothing left */
+        g_assert_cmpint(word_domain_restrict_range(&d, 19, 21), ==, SAT_NO);
+
+        d = WORD_DOMAIN_FULL;
+        for (uint32_t x = 0; x < 300; x++)
+                g_assert_cmpint(word_domain_restrict_mask_ne(&d, &arena, UINT32_MAX, x), ==, SAT_YES);
+        g_assert_cmpint(word_domain_first(&d, 0, &v), ==, SAT_YES);
+        g_assert_cmpuint(v, ==, 300);
+        g_assert_cmpint(word_domain_restrict_range(&d, 0, 299), ==, SAT_NO);
+        arena_done(&arena);
+}
+
+/* Bit patterns that cover every value between them: the search must prove the set empty, not
+ * give up (it walks the bits, skipping those no pattern looks at). */
+static void test_word_patterns(void) {
+        Arena arena = {};
+        const uint32_t m = 0x7e020080;
+        WordDomain d = WORD_DOMAIN_FULL;
+        uint32_t v, fixed = 0;
+
+        g_assert_cmpint(word_domain_restrict_mask_ne(&d, &arena, m, 0), ==, SAT_YES);
+        /* (v & m) has some bit set: exclude each "lowest set bit of m is b" block */
+        for (uint32_t free_bits = m; free_bits; free_bits &= free_bits - 1) {
+                uint32_t b = free_bits & -free_bits;
+                int r = word_domain_restrict_mask_ne(&d, &arena, fixed | b, b);
+                g_assert_cmpint(r, ==, (free_bits & (free_bits - 1)) ? SAT_YES : SAT_NO);
+                fixed |= b;
+        }
+        g_assert_cmpint(word_domain_first(&d, 0, &v), ==, SAT_NO);
+        g_assert_cmpint(word_domain_last(&d, UINT32_MAX, &v), ==, SAT_NO);
+        arena_done(&arena);
+}
+
+static void test_word_normalize(void) {
+        Arena arena = {};
+        WordDomain d = WORD_DOMAIN_FULL;
+
+        /* > 5, != 6, != 100 above the range: [7, 50] */
+        g_assert_cmpint(word_domain_restrict_range(&d, 6, UINT32_MAX), ==, SAT_YES);
+        g_assert_cmpint(word_domain_restrict_mask_ne(&d, &arena, UINT32_MAX, 6), ==, SAT_YES);
+        g_assert_cmpint(word_domain_restrict_mask_ne(&d, &arena, UINT32_MAX, 20), ==, SAT_YES);
+        g_assert_cmpint(word_domain_restrict_range(&d, 0, 50), ==, SAT_YES);
+        g_assert_cmpint(word_domain_restrict_mask_ne(&d, &arena, UINT32_MAX, 20), ==, SAT_YES);
+        g_assert_cmpint(word_domain_normalize(&d, &WORD_DOMAIN_FULL, &arena), ==, SAT_YES);
+        g_assert_cmpuint(d.lo, ==, 7);
+        g_assert_cmpuint(d.hi, ==, 50);
+        g_assert_nonnull(d.excl); /* 20, once */
+        g_assert_cmpuint(d.excl->value, ==, 20);
+        g_assert_null(d.excl->next);
+
+        /* upper bits known zero: a range, which the known bits imply */
+        d = WORD_DOMAIN_FULL;
+        g_assert_cmpint(word_domain_restrict_mask_eq(&d, 0xffff0000, 0), ==, SAT_YES);
+        g_assert_cmpint(word_domain_normalize(&d, &WORD_DOMAIN_FULL, &arena), ==, SAT_YES);
+        g_assert_cmpuint(d.hi, ==, UINT32_MAX);
+        g_assert_cmpuint(d.known_mask, ==, 0xffff0000);
+        /* with no question to start from, the tight range */
+        g_assert_cmpint(word_domain_normalize(&d, NULL, &arena), ==, SAT_YES);
+        g_assert_cmpuint(d.hi, ==, 0xffff);
+        g_assert_cmpuint(d.known_mask, ==, 0);
+        arena_done(&arena);
+}
+
+/* ---- decisions ---- */
+
+static char *decide_string(const TestChain *c, uint32_t arch, const char *syscall) {
+        Arena arena = {};
+        PolicyDecision *dec;
+        PolicyQuery q = { .arch = arch };
+        q.nr = seccomp_syscall_resolve_name_arch(arch, syscall);
+        g_assert_cmpint(q.nr, !=, __NR_SCMP_ERROR);
+        g_assert_cmpint(policy_decide(&arena, c->progs, c->n, &q, &dec), ==, 0);
+        policy_check_decision(c, dec, NULL, NULL, NULL);
+        char *s = policy_decision_string(&arena, dec);
+        g_assert_nonnull(s);
+        arena_done(&arena);
+        return s;
+}
+
+#define assert_decision(chain, syscall, expected)                                                   \
+        do {                                                                                         \
+                g_autofree char *_s = decide_string((chain), SCMP_ARCH_X86_64, (syscall));          \
+                g_test_message("%s: %s", (syscall), _s);                                             \
+                g_assert_cmpstr(_s, ==, (expected));                                                 \
+        } while (0)
+
+#define RULE(ctx, action, name, ...) \
+        g_assert_cmpint(seccomp_rule_add((ctx), (action), SCMP_SYS(name), __VA_ARGS__), ==, 0)
+
+static TestProg prog_libseccomp_args(void) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        g_assert_nonnull(ctx);
+        RULE(ctx, SCMP_ACT_ERRNO(EACCES), getpriority, 1, SCMP_A0(SCMP_CMP_EQ, 1));
+        RULE(ctx, SCMP_ACT_ERRNO(EPERM), getpriority, 1, SCMP_A0(SCMP_CMP_EQ, 2));
+        RULE(ctx, SCMP_ACT_ERRNO(EINVAL), umask, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 022, 022));
+        RULE(ctx, SCMP_ACT_ERRNO(EBADF), dup, 1, SCMP_A0(SCMP_CMP_LE, 2));
+        RULE(ctx, SCMP_ACT_KILL_PROCESS, dup3, 1, SCMP_A1(SCMP_CMP_GT, 100));
+        RULE(ctx, SCMP_ACT_ERRNO(ERANGE), getpgid, 1, SCMP_A1(SCMP_CMP_GE, 0x100000000ULL));
+        RULE(ctx, SCMP_ACT_ERRNO(EPERM), personality, 1, SCMP_A0(SCMP_CMP_NE, 0xffffffff));
+        RULE(ctx, SCMP_ACT_LOG, getsid, 1, SCMP_A0(SCMP_CMP_LT, 5));
+        RULE(ctx, SCMP_ACT_TRACE(1), getpid, 1, SCMP_A5(SCMP_CMP_EQ, 6));
+        RULE(ctx, SCMP_ACT_ERRNO(ENOSPC), getpid, 1, SCMP_A0(SCMP_CMP_EQ, 0x100000001ULL));
+        RULE(ctx, SCMP_ACT_KILL_THREAD, ptrace, 0);
+        return test_prog_from_ctx("libseccomp-args", ctx);
+}
+
+static void test_decide_libseccomp(void) {
+        _cleanup_(test_prog_clear) TestProg p = prog_libseccomp_args();
+        const TestProg *progs[] = { &p };
+        TestChain c;
+
+        test_chain_init(&c, "libseccomp-args", progs, 1);
+        assert_decision(&c, "read", "ALLOW");
+        assert_decision(&c, "ptrace", "KILL_THREAD");
+        assert_decision(&c, "getpriority", "ERRNO(1) if arg0 == 2; ERRNO(13) if arg0 == 1; ALLOW if arg0 not in {1, 2}");
+        assert_decision(&c, "umask", "ERRNO(22) if arg0 & 0x12 == 0x12; ALLOW if arg0 & 0x12 != 0x12");
+        assert_decision(&c, "dup", "ERRNO(9) if arg0 <= 2; ALLOW if arg0 >= 3");
+        assert_decision(&c, "dup3", "KILL_PROCESS if arg1 >= 101; ALLOW if arg1 <= 100");
+        assert_decision(&c, "getpgid", "ERRNO(34) if arg1 >= 0x100000000; ALLOW if arg1 <= 0xffffffff");
+        assert_decision(&c, "personality", "ERRNO(1) if arg0 != 0xffffffff; ALLOW if arg0 == 0xffffffff");
+        assert_decision(&c, "getsid", "LOG if arg0 <= 4; ALLOW if arg0 >= 5");
+}
+
+/* Bit operations, shifts and additions on one word: exact conditions. */
+static const struct sock_filter prog_bits[] = {
+        LD_NR,
+        IF_NR(SYS_getpid, 14),
+        LD_ARG_LO(0), JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x4, 0, 1), RET(SECCOMP_RET_ERRNO | 1),
+        LD_ARG_LO(1), STMT(BPF_ALU | BPF_RSH | BPF_K, 4), JUMP(BPF_JMP | BPF_JGT | BPF_K, 9, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 2),
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_ADD | BPF_K, 5), JUMP(BPF_JMP | BPF_JGE | BPF_K, 10, 1, 0),
+        RET(SECCOMP_RET_ERRNO | 3),
+        LD_ARG_LO(3), STMT(BPF_ALU | BPF_AND | BPF_K, 0xff), STMT(BPF_ALU | BPF_XOR | BPF_K, 0x0f),
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xf0, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 4),
+        RET(SECCOMP_RET_ALLOW),
+};
+
+/* Scratch memory, X, division by X, RET A, and a comparison of two words. */
+static const struct sock_filter prog_machine[] = {
+        LD_NR,
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 2, 0), JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpid, 15, 0),
+        RET(SECCOMP_RET_ALLOW),
+        /* getppid: 100 / arg0.lo > 10 (arg0.lo == 0: the kernel returns 0, KILL_THREAD) */
+        LD_ARG_LO(0), STMT(BPF_MISC | BPF_TAX, 0), STMT(BPF_LD | BPF_IMM, 100),
+        STMT(BPF_ALU | BPF_DIV | BPF_X, 0), JUMP(BPF_JMP | BPF_JGT | BPF_K, 10, 0, 1), RET(SECCOMP_RET_ERRNO | 6),
+        /* through scratch memory: arg1 must equal arg0 in the low halves */
+        LD_ARG_LO(1), STMT(BPF_ST, 3), LD_ARG_LO(0), STMT(BPF_MISC | BPF_TAX, 0), STMT(BPF_LD | BPF_MEM, 3),
+        JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 1, 0), RET(SECCOMP_RET_ERRNO | 5),
+        RET(SECCOMP_RET_ALLOW),
+        /* getpid: the errno is computed from arg2 */
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_AND | BPF_K, 0xfff), STMT(BPF_ALU | BPF_OR | BPF_K, SECCOMP_RET_ERRNO),
+        STMT(BPF_RET | BPF_A, 0),
+};
+
+static void test_decide_bits(void) {
+        _cleanup_(test_prog_clear) TestProg p = test_prog_copy("bits", prog_bits, ELEMENTSOF(prog_bits));
+        const TestProg *progs[] = { &p };
+        TestChain c;
+
+        g_assert_cmpint(prog_validate(p.insns, p.len, NULL), ==, 0);
+        test_chain_init(&c, "bits", progs, 1);
+        assert_decision(&c, "getppid", "ALLOW");
+        assert_decision(&c, "getpid",
+                        "ERRNO(1) if arg0 & 0x4 != 0; "
+                        "ERRNO(2) if arg0 & 0x4 == 0 and arg1.lo >= 160; "
+                        "ERRNO(3) if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo not in [5, 0xfffffffa]; "
+                        "ERRNO(4) if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo in [5, 0xfffffffa] and arg3 & 0xff == 0xff; "
+                        "ALLOW if arg0 & 0x4 == 0 and arg1.lo <= 159 and arg2.lo in [5, 0xfffffffa] and arg3 & 0xff != 0xff");
+}
+
+static void test_decide_machine(void) {
+        _cleanup_(test_prog_clear) TestProg p = test_prog_copy("machine", prog_machine, ELEMENTSOF(prog_machine));
+        const TestProg *progs[] = { &p };
+        TestChain c;
+
+        g_assert_cmpint(prog_validate(p.insns, p.len, NULL), ==, 0);
+        test_chain_init(&c, "machine", progs, 1);
+        assert_decision(&c, "getppid",
+                        "KILL_THREAD if arg0.lo == 0; "
+                        "ERRNO(5) if arg0.lo != 0 and depends on arg0.lo through (100 / arg0.lo) <= 10 and "
+                        "depends on arg0.lo and arg1.lo through arg1.lo != arg0.lo; "
+                        "ERRNO(6) if arg0.lo != 0 and depends on arg0.lo through (100 / arg0.lo) > 10; "
+                        "ALLOW if arg0.lo != 0 and depends on arg0.lo through (100 / arg0.lo) <= 10 and "
+                        "depends on arg0.lo and arg1.lo through arg1.lo == arg0.lo");
+        assert_decision(&c, "getpid", "ERRNO(computed: (arg2.lo & 0xfff) | 0x50000)");
+}
+
+/* ---- random programs ---- */
+
+#define RANDOM_CHAINS 300
+
+static void test_random_programs(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        const uint32_t pool[] = { SYS_getpid, SYS_getppid, AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, 0x40000000 };
+        size_t samples = 0, conditional = 0, opaque = 0;
+
+        for (unsigned i = 0; i < RANDOM_CHAINS; i++) {
+                TestRandomProg progs[3];
+                TestChain c = { .name = "random" };
+                c.n = (size_t) g_rand_int_range(r, 1, 4);
+                for (size_t k = 0; k < c.n; k++) {
+                        tests_random_prog(r, g_rand_boolean(r), pool, ELEMENTSOF(pool), &progs[k]);
+                        c.progs[k] = (ChainProgram) { .insns = progs[k].insns, .len = progs[k].len };
+                }
+                const PolicyQuery queries[] = {
+                        { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid },
+                        { .arch = SCMP_ARCH_X86_64, .nr = SYS_getppid },
+                        { .arch = SCMP_ARCH_X86, .nr = SYS_getpid },
+                        { .arch = SCMP_ARCH_X86_64, .other = true },
+                        { .arch = SCMP_ARCH_X32, .other = true },
+                };
+                for (size_t q = 0; q < ELEMENTSOF(queries); q++) {
+                        Arena arena = {};
+                        PolicyDecision *dec;
+                        g_assert_cmpint(policy_decide(&arena, c.progs, c.n, &queries[q], &dec), ==, 0);
+                        samples += policy_check_decision(&c, dec, r, NULL, NULL);
+                        conditional += dec->n_cases > 1;
+                        for (size_t k = 0; k < dec->n_cases; k++)
+                                opaque += !policy_case_exact(&dec->cases[k]);
+                        arena_done(&arena);
+                }
+                if (g_test_failed()) {
+                        for (size_t k = 0; k < c.n; k++) {
+                                _cleanup_free_ char *d = prog_disassemble(c.progs[k].insns, c.progs[k].len);
+                                g_test_message("filter %zu (newest first):\n%s", k, d);
+                        }
+                        return;
+                }
+        }
+        g_test_message("%zu samples, %zu conditional decisions, %zu cases not in the simple forms", samples, conditional, opaque);
+        g_assert_cmpuint(conditional, >, RANDOM_CHAINS / 4);
+}
+
+/* ---- real filters ---- */
+
+static size_t check_summary(const TestChain *c, GRand *r) {
+        size_t n = policy_check_chain(c, r);
+        g_test_message("%s: %zu samples agree with the concrete evaluator", c->name, n);
+        return n;
+}
+
+static void test_container_profile(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        _cleanup_(test_prog_clear) TestProg p = tests_prog_container_profile();
+        const TestProg *progs[] = { &p };
+        TestChain c;
+
+        g_test_message("%s: %zu instructions", p.name, p.len);
+        g_assert_cmpuint(p.len, >, 800);
+        test_chain_init(&c, "container profile", progs, 1);
+        check_summary(&c, r);
+        assert_decision(&c, "read", "ALLOW");
+        assert_decision(&c, "ptrace", "ALLOW");
+        assert_decision(&c, "kexec_load", "ERRNO(1)");
+        assert_decision(&c, "bpf", "ERRNO(1)"); /* CAP_SYS_ADMIN is not among podman's */
+        assert_decision(&c, "chroot", "ALLOW"); /* CAP_SYS_CHROOT is */
+        /* AF_NETLINK (16) with NETLINK_AUDIT (9) without CAP_AUDIT_WRITE */
+        assert_decision(&c, "socket", "ERRNO(22) if arg0 == 16 and arg2 == 9; ALLOW if arg2 != 9 or arg0 != 16");
+        /* the profile's default, ENOSYS, for the personalities it does not list */
+        assert_decision(&c, "personality", "ERRNO(38) if arg0 not in {0, 8, 0x20000, 0x20008, 0xffffffff}; "
+                                           "ALLOW if arg0 in {0, 8, 0x20000, 0x20008, 0xffffffff}");
+}
+
+static void test_systemd_sets(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        static const char *const mount[] = { "@mount", NULL };
+        static const char *const service[] = { "@system-service", NULL };
+        TestProg deny[3], allow[3];
+        const TestProg *pd[3], *pa[3];
+        TestChain cd, ca;
+
+        size_t nd = tests_progs_systemd(mount, true, deny, 3), na = tests_progs_systemd(service, false, allow, 3);
+        g_assert_cmpuint(nd, ==, 3);
+        g_assert_cmpuint(na, ==, 3);
+        for (size_t i = 0; i < 3; i++) {
+                pd[i] = &deny[i];
+                pa[i] = &allow[i];
+        }
+        test_chain_init(&cd, "SystemCallFilter=~@mount", pd, nd);
+        test_chain_init(&ca, "SystemCallFilter=@system-service", pa, na);
+        check_summary(&cd, r);
+        check_summary(&ca, r);
+
+        assert_decision(&cd, "mount", "KILL_PROCESS");
+        assert_decision(&cd, "read", "ALLOW");
+        assert_decision(&ca, "read", "ALLOW");
+        assert_decision(&ca, "mount", "KILL_PROCESS");
+        assert_decision(&ca, "reboot", "KILL_PROCESS");
+        /* the filters of the other architectures are stacked too */
+        g_autofree char *x86 = decide_string(&ca, SCMP_ARCH_X86, "socketcall");
+        g_autofree char *x32 = decide_string(&ca, SCMP_ARCH_X32, "reboot");
+        g_assert_cmpstr(x86, ==, "ALLOW");
+        g_assert_cmpstr(x32, ==, "KILL_PROCESS");
+        for (size_t i = 0; i < 3; i++) {
+                test_prog_clear(&deny[i]);
+                test_prog_clear(&allow[i]);
+        }
+}
+
+/* ---- OCI profiles ---- */
+
+static void test_oci_real(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        static const char *const mount[] = { "@mount", NULL };
+        static const char *const service[] = { "@system-service", NULL };
+        _cleanup_(test_prog_clear) TestProg p = tests_prog_container_profile();
+        const TestProg *progs[] = { &p };
+        TestProg deny[3], allow[3];
+        const TestProg *pd[3], *pa[3];
+        TestChain c;
+
+        test_chain_init(&c, "container profile", progs, 1);
+        char **problems = NULL;
+        g_assert_cmpuint(policy_check_oci(&c, r, &problems), >, 10000);
+        g_assert_null(problems);
+
+        size_t nd = tests_progs_systemd(mount, true, deny, 3), na = tests_progs_systemd(service, false, allow, 3);
+        for (size_t i = 0; i < 3; i++) {
+                pd[i] = &deny[i];
+                pa[i] = &allow[i];
+        }
+        test_chain_init(&c, "SystemCallFilter=~@mount", pd, nd);
+        g_assert_cmpuint(policy_check_oci(&c, r, &problems), >, 10000);
+        g_assert_null(problems);
+        test_chain_init(&c, "SystemCallFilter=@system-service", pa, na);
+        g_assert_cmpuint(policy_check_oci(&c, r, &problems), >, 10000);
+        g_assert_null(problems);
+        for (size_t i = 0; i < 3; i++) {
+                test_prog_clear(&deny[i]);
+                test_prog_clear(&allow[i]);
+        }
+}
+
+/* ---- profiles ---- */
+
+static void assert_profile_refused(const char *text, const char *want) {
+        _cleanup_free_ char *error = NULL;
+        _cleanup_free_ struct sock_filter *insns = NULL;
+        json_t *j = tests_json_loads_u64(text);
+        size_t n;
+        g_assert_cmpint(policy_profile_build(j, NULL, &insns, &n, &error), ==, -EINVAL);
+        g_assert_cmpstr(error, ==, want);
+        json_decref(j);
+}
+
+static void test_profile_parse(void) {
+        /* 64-bit values beyond INT64_MAX, as OCI profiles may have them */
+        const char *text = "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": [\"SCMP_ARCH_X86_64\"],"
+                           " \"syscalls\": [{\"names\": [\"getpid\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 5,"
+                           " \"args\": [{\"index\": 0, \"value\": 18446744069414584320, \"valueTwo\": 9223372036854775808,"
+                           " \"op\": \"SCMP_CMP_MASKED_EQ\"}]}]}";
+        json_t *j = tests_json_loads_u64(text);
+        _cleanup_(test_prog_clear) TestProg p = tests_profile_prog("big values", j, NULL);
+        const TestProg *progs[] = { &p };
+        TestChain c;
+        test_chain_init(&c, "big values", progs, 1);
+        assert_decision(&c, "getpid", "ERRNO(5) if arg0 in [0x8000000000000000, 0x80000000ffffffff]; "
+                                      "ALLOW if arg0 not in [0x8000000000000000, 0x80000000ffffffff]");
+        /* and back to text as runtimes read it */
+        _cleanup_free_ char *dumped = policy_oci_dumps(j, JSON_COMPACT);
+        g_assert_nonnull(strstr(dumped, "\"value\":18446744069414584320"));
+        json_decref(j);
+
+        assert_profile_refused("[]", "the profile is not a JSON object");
+        assert_profile_refused("{\"defaultAction\": \"SCMP_ACT_NOPE\"}", "defaultAction: unknown action SCMP_ACT_NOPE");
+        assert_profile_refused("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"read\"], "
+                               "\"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 7, \"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}]}",
+                               "syscalls[0].args[0]: index is not a number in 0..5");
+        assert_profile_refused("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"read\"], "
+                               "\"action\": \"SCMP_ACT_ERRNO\", \"args\": [{\"index\": 0, \"value\": 1, \"op\": \"SCMP_CMP_ABOUT\"}]}]}",
+                               "syscalls[0].args[0]: unknown operator SCMP_CMP_ABOUT");
+        assert_profile_refused("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": -1}",
+                               "defaultAction: errnoRet is not a number in 0..65535");
+}
+
+/* ---- who can ---- */
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(WhoCan, who_can_free)
+
+static void add_task(Forest *f, pid_t pid, pid_t tid, const char *comm, TaskMode mode, uint64_t head) {
+        Process *p = forest_find_process(f, pid);
+        Task *t;
+        if (!p) {
+                g_assert_cmpint(forest_add_process(f, pid, &p), ==, 0);
+                snprintf(p->comm, sizeof(p->comm), "%s", comm);
+        }
+        g_assert_cmpint(process_add_thread(p, tid, &t), ==, 0);
+        t->mode = mode;
+        t->filter_id = head;
+}
+
+static void test_who_can(void) {
+        g_autoptr(Forest) f = forest_new();
+        g_autoptr(WhoCan) w = NULL;
+        _cleanup_free_ char *why = NULL;
+
+        /* 1: allow all; 2 (on 1): no ptrace; 3 (on 1): traceme only; 4 (on 1): a copy of 2 */
+        g_assert_cmpint(forest_add_filter(f, 1, 0, tests_prog_allow, 1, NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 2, 1, tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace), NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 3, 1, tests_prog_traceme_only, ELEMENTSOF(tests_prog_traceme_only), NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 4, 1, tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace), NULL), ==, 0);
+        add_task(f, 100, 100, "plain", TASK_MODE_FILTER, 1);
+        add_task(f, 100, 101, "plain", TASK_MODE_DISABLED, 0);
+        add_task(f, 200, 200, "jailed", TASK_MODE_FILTER, 2);
+        add_task(f, 200, 201, "jailed", TASK_MODE_FILTER, 2);
+        add_task(f, 300, 300, "debuggee", TASK_MODE_FILTER, 3);
+        add_task(f, 400, 400, "strict", TASK_MODE_STRICT, 0);
+        add_task(f, 500, 500, "copy", TASK_MODE_FILTER, 4);
+        g_assert_cmpint(forest_link(f, &why), ==, 0);
+
+        WhoCanQuery q = { .nr = SYS_ptrace, .allowed = true };
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_tasks, ==, 7);
+        g_assert_cmpuint(w->n_unfiltered, ==, 1);
+        g_assert_cmpint(w->unfiltered[0].tid, ==, 101);
+        g_assert_cmpuint(w->n_decisions, ==, 3); /* 2 and 4 have the same bytes: decided once */
+        g_assert_cmpuint(w->n_chains, ==, 2);
+        g_assert_true(w->chains[0].head->id == 1 && w->chains[0].always && w->chains[0].n_tasks == 1);
+        g_assert_true(w->chains[1].head->id == 3 && !w->chains[1].always && w->chains[1].n_cases == 1);
+        g_assert_cmpuint(w->n_others, ==, 2); /* ERRNO(1): 3 tasks in 2 chains; strict: KILL_THREAD */
+        for (size_t i = 0; i < w->n_others; i++)
+                if (w->others[i].ret == (SECCOMP_RET_ERRNO | 1))
+                        g_assert_true(w->others[i].n_tasks == 3 && w->others[i].n_chains == 2);
+                else
+                        g_assert_true(w->others[i].ret == SECCOMP_RET_KILL_THREAD && w->others[i].n_tasks == 1);
+        w = who_can_free(w);
+
+        /* with the argument given: PTRACE_ATTACH (16) is killed under 3 */
+        q.n_args = 1;
+        q.args[0] = 16;
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_chains, ==, 1);
+        g_assert_cmpuint(w->chains[0].head->id, ==, 1);
+        w = who_can_free(w);
+
+        /* another action; read is allowed in strict mode */
+        q = (WhoCanQuery) { .nr = SYS_ptrace, .action = SECCOMP_RET_ERRNO, .any_data = true };
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_chains, ==, 2);
+        g_assert_cmpuint(w->chains[0].n_tasks + w->chains[1].n_tasks, ==, 3);
+        w = who_can_free(w);
+        q = (WhoCanQuery) { .nr = SYS_read, .allowed = true };
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_chains, ==, 5);
+        g_assert_null(w->chains[0].head); /* strict mode first */
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
+        g_test_add_func("/policy/word/search", test_word_search);
+        g_test_add_func("/policy/word/normalize", test_word_normalize);
+        g_test_add_func("/policy/word/patterns", test_word_patterns);
+        g_test_add_func("/policy/decide/libseccomp", test_decide_libseccomp);
+        g_test_add_func("/policy/decide/bits", test_decide_bits);
+        g_test_add_func("/policy/decide/machine", test_decide_machine);
+        g_test_add_func("/policy/random", test_random_programs);
+        g_test_add_func("/policy/real/container-profile", test_container_profile);
+        g_test_add_func("/policy/real/systemd", test_systemd_sets);
+        g_test_add_func("/policy/oci/real", test_oci_real);
+        g_test_add_func("/policy/who-can", test_who_can);
+        g_test_add_func("/policy/profile/parse", test_profile_parse);
+        return g_test_run();
+}

@@ -1,0 +1,436 @@
+/* test-sectreectl-policy.c: `policy`, `who-can` and `policy-diff` against the real sectreed on a
+ * private bus, with scenario tasks and real bwrap and firejail sandboxes, live and on a snapshot
+ * file; what the client prints is held to lib/'s decisions of the chains the daemon serves, and
+ * its OCI profiles are loaded through libseccomp and compared with the chains */
+#include <jansson.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "ctl-run.h"
+#include "policy-check.h"
+#include "policy-filters.h"
+#include "policy-format.h"
+#include "policy-summary.h"
+#include "tests-util.h"
+
+#define WAIT_MS 10000
+
+typedef struct Fixture {
+        bool ok;
+        BusFixture b;
+        sd_bus *bus;
+        Scenario *s;
+        TestSandbox bwrap, firejail;
+        ScenarioTask allow, traceme, twin1, twin1t, twin2, strict, notify, container;
+        TestProg container_prog;
+        char pid[8][16]; /* the tasks' tids as strings, by the indexes below */
+} Fixture;
+
+enum { T_ALLOW, T_TRACEME, T_TWIN1, T_STRICT, T_NOTIFY, T_CONTAINER, T_BWRAP, T_FIREJAIL };
+
+static pid_t tid_of(const Fixture *fx, ScenarioTask t) {
+        return scenario_task(fx->s, t)->tid;
+}
+
+static ScenarioTask fork_install(Scenario *s, const struct sock_filter *insns, size_t n, unsigned flags) {
+        ScenarioTask t = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(t, >=, 0);
+        g_assert_cmpint(scenario_install(s, t, insns, n, flags), >=, 0);
+        return t;
+}
+
+static void build_scenario(Fixture *fx) {
+        struct sock_filter notify[8];
+        Scenario *s;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        fx->s = s;
+        fx->allow = fork_install(s, tests_prog_allow, ELEMENTSOF(tests_prog_allow), 0);
+        fx->traceme = fork_install(s, tests_prog_traceme_only, ELEMENTSOF(tests_prog_traceme_only), 0);
+        /* two processes with byte-identical chains, one with two threads */
+        fx->twin1 = scenario_fork(s, scenario_root(s));
+        fx->twin1t = scenario_thread(s, fx->twin1);
+        g_assert_cmpint(scenario_install(s, fx->twin1, tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace),
+                                         SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        fx->twin2 = fork_install(s, tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace), 0);
+        fx->strict = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_strict(s, fx->strict), ==, 0);
+        size_t n = tests_filter_notify(notify, SYS_acct);
+        fx->notify = fork_install(s, notify, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        fx->container_prog = tests_prog_container_profile();
+        fx->container = fork_install(s, fx->container_prog.insns, fx->container_prog.len, 0);
+}
+
+/* Does the daemon list every task of the test? */
+static bool tasks_listed(void *userdata) {
+        Fixture *fx = userdata;
+        g_autofree char *out = NULL;
+        if (ctl_run(&fx->b, false, CTL_ARGS("--json", "ps"), &out, NULL) != 0)
+                return false;
+        json_t *doc = tests_json_loads_u64(out);
+        size_t found = 0, i;
+        const json_t *t;
+        json_array_foreach(json_object_get(doc, "tasks"), i, t)
+                for (size_t k = 0; k < ELEMENTSOF(fx->pid); k++)
+                        found += json_integer_value(json_object_get(t, "tid")) == atoi(fx->pid[k]);
+        json_decref(doc);
+        return found == ELEMENTSOF(fx->pid);
+}
+
+static void fixture_setup(Fixture *fx, gconstpointer data) {
+        *fx = (Fixture) {};
+        if (!tests_require_root())
+                return;
+        tests_ensure_tracefs();
+        build_scenario(fx);
+        tests_sandbox_start_bwrap(&fx->bwrap);
+        tests_sandbox_start_firejail(&fx->firejail);
+        const pid_t tids[] = { tid_of(fx, fx->allow), tid_of(fx, fx->traceme), tid_of(fx, fx->twin1), tid_of(fx, fx->strict),
+                               tid_of(fx, fx->notify), tid_of(fx, fx->container), fx->bwrap.sleeper, fx->firejail.sleeper };
+        for (size_t i = 0; i < ELEMENTSOF(tids); i++)
+                snprintf(fx->pid[i], sizeof(fx->pid[i]), "%d", (int) tids[i]);
+        bus_fixture_start_bus(&fx->b);
+        bus_fixture_start_daemon(&fx->b, NULL, NULL, 30);
+        fx->bus = bus_client_open();
+        if (!bus_fixture_wait_for(tasks_listed, fx, WAIT_MS))
+                g_error("the daemon does not list the test's tasks within %d ms", WAIT_MS);
+        fx->ok = true;
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        fx->bus = sd_bus_flush_close_unref(fx->bus);
+        tests_sandbox_stop(&fx->bwrap);
+        tests_sandbox_stop(&fx->firejail);
+        scenario_free(fx->s);
+        test_prog_clear(&fx->container_prog);
+        if (fx->b.dir)
+                bus_fixture_stop(&fx->b);
+}
+
+/* ---- the reference: the daemon's chain of a task, decided with lib/ ---- */
+
+typedef struct DaemonChain {
+        TestProg progs[16]; /* oldest first */
+        const TestProg *p[16];
+        size_t n;
+        TestChain chain;
+} DaemonChain;
+
+static void daemon_filter(sd_bus *bus, uint64_t id, TestProg *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (sd_bus_call_method(bus, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE, "GetFilter", &error, &reply, "t",
+                               id) < 0)
+                g_error("GetFilter %" PRIu64 ": %s", id, error.message);
+        g_assert_cmpint(sd_bus_message_skip(reply, "tusasus"), >=, 0);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(qyyu)"), >, 0);
+        GArray *insns = g_array_new(false, false, sizeof(struct sock_filter));
+        struct sock_filter f;
+        while (sd_bus_message_read(reply, "(qyyu)", &f.code, &f.jt, &f.jf, &f.k) > 0)
+                g_array_append_val(insns, f);
+        *ret = test_prog_copy("daemon's", (struct sock_filter *) insns->data, insns->len);
+        g_array_unref(insns);
+}
+
+static void daemon_chain(Fixture *fx, const char *tid, DaemonChain *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        const uint64_t *ids;
+        size_t size;
+        *ret = (DaemonChain) {};
+        if (sd_bus_call_method(fx->bus, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE, "GetTaskChain", &error, &reply,
+                               "u", (uint32_t) atoi(tid)) < 0)
+                g_error("GetTaskChain %s: %s", tid, error.message);
+        g_assert_cmpint(sd_bus_message_read_array(reply, 't', (const void **) &ids, &size), >=, 0);
+        ret->n = size / sizeof(uint64_t);
+        g_assert_cmpuint(ret->n, <=, ELEMENTSOF(ret->progs));
+        for (size_t i = 0; i < ret->n; i++) { /* ids newest first; progs oldest first */
+                daemon_filter(fx->bus, ids[i], &ret->progs[ret->n - 1 - i]);
+                ret->p[ret->n - 1 - i] = &ret->progs[ret->n - 1 - i];
+        }
+        test_chain_init(&ret->chain, tid, ret->p, ret->n);
+}
+
+static void daemon_chain_done(DaemonChain *c) {
+        for (size_t i = 0; i < c->n; i++)
+                test_prog_clear(&c->progs[i]);
+}
+
+/* "ACTION if CONDITION; ..." of a syscall's JSON, as policy_decision_string() writes it. */
+static char *json_decision_string(const json_t *syscall) {
+        GString *s = g_string_new(NULL);
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(syscall, "cases"), i, c) {
+                const json_t *cond = json_object_get(c, "condition");
+                g_string_append_printf(s, "%s%s", i ? "; " : "", json_string_value(json_object_get(c, "action")));
+                if (json_is_string(cond))
+                        g_string_append_printf(s, " if %s", json_string_value(cond));
+        }
+        return g_string_free(s, FALSE);
+}
+
+/* `policy --json TID` says for every syscall of every architecture what lib/ says of the chain
+ * the daemon serves. */
+static void assert_policy_json(Fixture *fx, const char *tid, const json_t *doc, const ChainProgram *progs, size_t n) {
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        g_assert_cmpint(policy_summarize(progs, n, NULL, &s), ==, 0);
+        const json_t *arches = json_object_get(doc, "architectures");
+        g_assert_cmpuint(json_array_size(arches), ==, s->n_arches);
+        for (size_t a = 0; a < s->n_arches; a++) {
+                const json_t *ja = json_array_get(arches, a), *syscalls = json_object_get(ja, "syscalls");
+                g_assert_cmpstr(json_string_value(json_object_get(ja, "architecture")), ==, s->arches[a].arch->name);
+                g_assert_cmpuint(json_array_size(syscalls), ==, s->arches[a].n_entries);
+                for (size_t i = 0; i < s->arches[a].n_entries; i++) {
+                        Arena arena = {};
+                        const json_t *x = json_array_get(syscalls, i);
+                        _cleanup_free_ char *want = policy_decision_string(&arena, s->arches[a].entries[i].decision);
+                        g_autofree char *got = json_decision_string(x);
+                        arena_done(&arena);
+                        g_assert_cmpstr(json_string_value(json_object_get(x, "name")), ==,
+                                        s->arches[a].entries[i].syscall->name);
+                        if (!streq(want, got))
+                                g_error("policy %s, %s on %s: sectreectl says %s, lib/ %s", tid,
+                                        s->arches[a].entries[i].syscall->name, s->arches[a].arch->name, got, want);
+                }
+        }
+}
+
+/* ---- policy ---- */
+
+static void test_policy(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        const int targets[] = { T_ALLOW, T_TRACEME, T_TWIN1, T_NOTIFY, T_CONTAINER, T_BWRAP, T_FIREJAIL };
+        for (size_t i = 0; i < ELEMENTSOF(targets); i++) {
+                const char *tid = fx->pid[targets[i]];
+                DaemonChain dc;
+                daemon_chain(fx, tid, &dc);
+                g_assert_cmpuint(dc.n, >, 0);
+                json_t *doc = ctl_run_json(&fx->b, CTL_ARGS("policy", tid));
+                g_assert_cmpstr(json_string_value(json_object_get(doc, "mode")), ==, "filter");
+                g_assert_cmpuint(json_array_size(json_object_get(doc, "filters")), ==, dc.n);
+                assert_policy_json(fx, tid, doc, dc.chain.progs, dc.chain.n);
+                json_decref(doc);
+                daemon_chain_done(&dc);
+        }
+
+        /* the table: groups, "otherwise", the task line */
+        g_autofree char *out = ctl_run_ok(&fx->b, CTL_ARGS("policy", fx->pid[T_CONTAINER]));
+        g_assert_nonnull(strstr(out, "runs under 1 filter"));
+        g_assert_nonnull(strstr(out, "Always allowed ("));
+        g_assert_nonnull(strstr(out, "Always denied ("));
+        g_assert_nonnull(strstr(out, "Depending on the arguments ("));
+        g_assert_true(g_regex_match_simple("\\npersonality +ERRNO\\(38\\) +arg0 not in \\{0, 8, 0x20000, 0x20008, "
+                                           "0xffffffff\\}\\n +ALLOW +otherwise\\n", out, 0, 0));
+        g_assert_true(g_regex_match_simple("\\nkexec_load +ERRNO\\(1\\)\\n", out, 0, 0));
+        g_assert_nonnull(strstr(out, "Architecture x86:"));
+        g_autofree char *bare = ctl_run_ok(&fx->b, CTL_ARGS("--no-legend", "policy", fx->pid[T_CONTAINER]));
+        g_assert_null(strstr(bare, "SYSCALL"));
+        g_assert_null(strstr(bare, "Always allowed"));
+
+        /* strict mode, and a task without filters */
+        json_t *doc = ctl_run_json(&fx->b, CTL_ARGS("policy", "--arch=x86_64", fx->pid[T_STRICT]));
+        g_assert_cmpstr(json_string_value(json_object_get(doc, "mode")), ==, "strict");
+        const json_t *syscalls = json_object_get(json_array_get(json_object_get(doc, "architectures"), 0), "syscalls");
+        size_t i;
+        const json_t *x;
+        json_array_foreach(syscalls, i, x) {
+                const char *name = json_string_value(json_object_get(x, "name"));
+                bool allowed = streq(name, "read") || streq(name, "write") || streq(name, "exit") || streq(name, "rt_sigreturn");
+                g_assert_cmpstr(json_string_value(json_object_get(x, "action")), ==, allowed ? "ALLOW" : "KILL_THREAD");
+        }
+        json_decref(doc);
+        g_autofree char *root = g_strdup_printf("%d", (int) scenario_root_pid(fx->s));
+        g_autofree char *unfiltered = ctl_run_ok(&fx->b, CTL_ARGS("policy", "--arch=x86_64", root));
+        g_assert_nonnull(strstr(unfiltered, "runs under no filter"));
+        g_assert_nonnull(strstr(unfiltered, "Architecture x86_64 (native): ALLOW for every system call."));
+}
+
+/* ---- policy --format=oci ---- */
+
+static void test_policy_oci(Fixture *fx, gconstpointer data) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        if (!fx->ok)
+                return;
+        /* exact: loaded through libseccomp as runc does, it decides as the chain */
+        DaemonChain dc;
+        daemon_chain(fx, fx->pid[T_CONTAINER], &dc);
+        g_autofree char *profile = ctl_run_ok(&fx->b, CTL_ARGS("policy", "--format=oci", fx->pid[T_CONTAINER]));
+        g_assert_cmpuint(policy_check_profile(&dc.chain, profile, NULL, r), >, 10000);
+        daemon_chain_done(&dc);
+
+        /* not exact: refused with the reasons, unless --approximate */
+        g_autofree char *err = ctl_run_fails(&fx->b, 1, "sectreectl: The policy of task ",
+                                             CTL_ARGS("policy", "--format=oci", fx->pid[T_BWRAP]));
+        g_assert_nonnull(strstr(err, "cannot be written as an OCI profile exactly"));
+        g_assert_nonnull(strstr(err, "\n  socket: on x86 the profile gives"));
+        g_autofree char *out = NULL, *warnings = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("policy", "--format=oci", "--approximate", fx->pid[T_BWRAP]), &out,
+                                &warnings), ==, 0);
+        g_assert_true(g_str_has_prefix(warnings, "sectreectl: Not exact: "));
+        json_t *p = tests_json_loads_u64(out);
+        g_assert_cmpstr(json_string_value(json_object_get(p, "defaultAction")), ==, "SCMP_ACT_ALLOW");
+        json_decref(p);
+}
+
+/* ---- who-can ---- */
+
+static const json_t *who_chain_of(const json_t *doc, const char *tid) {
+        size_t i, j;
+        const json_t *c, *t;
+        json_array_foreach(json_object_get(doc, "chains"), i, c)
+                json_array_foreach(json_object_get(c, "tasks"), j, t)
+                        if (json_integer_value(json_object_get(t, "tid")) == atoi(tid))
+                                return c;
+        return NULL;
+}
+
+static void test_who_can(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        json_t *doc = ctl_run_json(&fx->b, CTL_ARGS("who-can", "ptrace"));
+        const json_t *c = who_chain_of(doc, fx->pid[T_ALLOW]);
+        g_assert_nonnull(c);
+        g_assert_true(json_is_true(json_object_get(c, "always")));
+        c = who_chain_of(doc, fx->pid[T_TRACEME]);
+        g_assert_nonnull(c);
+        g_assert_false(json_is_true(json_object_get(c, "always")));
+        g_assert_cmpstr(json_string_value(json_object_get(json_array_get(json_object_get(c, "cases"), 0), "condition")), ==,
+                        "arg0 == 0");
+        /* the container profile allows ptrace (it leaves it to capabilities) */
+        g_assert_nonnull(who_chain_of(doc, fx->pid[T_CONTAINER]));
+        /* the sandboxes, the twins and strict mode may not: they are counted among the others */
+        const int denied[] = { T_TWIN1, T_STRICT, T_BWRAP, T_FIREJAIL };
+        for (size_t i = 0; i < ELEMENTSOF(denied); i++)
+                g_assert_null(who_chain_of(doc, fx->pid[denied[i]]));
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "others")), >, 0);
+        /* decided once per byte-distinct chain: the twins' two chains count once */
+        size_t chains = json_array_size(json_object_get(doc, "chains"));
+        size_t others = 0, i;
+        const json_t *o;
+        json_array_foreach(json_object_get(doc, "others"), i, o)
+                others += (size_t) json_integer_value(json_object_get(o, "chains"));
+        g_assert_cmpuint((size_t) json_integer_value(json_object_get(doc, "chains_decided")), <, chains + others);
+        json_decref(doc);
+
+        /* with the argument given: PTRACE_ATTACH is killed under the TRACEME-only chain */
+        doc = ctl_run_json(&fx->b, CTL_ARGS("who-can", "ptrace", "16"));
+        g_assert_nonnull(who_chain_of(doc, fx->pid[T_ALLOW]));
+        g_assert_null(who_chain_of(doc, fx->pid[T_TRACEME]));
+        json_decref(doc);
+
+        /* another action: who hands acct to a supervisor; and the twins grouped by chain */
+        doc = ctl_run_json(&fx->b, CTL_ARGS("who-can", "--action=USER_NOTIF", "acct"));
+        g_assert_nonnull(who_chain_of(doc, fx->pid[T_NOTIFY]));
+        g_assert_null(who_chain_of(doc, fx->pid[T_ALLOW]));
+        json_decref(doc);
+        doc = ctl_run_json(&fx->b, CTL_ARGS("who-can", "--action=ERRNO(1)", "ptrace"));
+        c = who_chain_of(doc, fx->pid[T_TWIN1]);
+        g_assert_nonnull(c);
+        g_assert_cmpuint(json_array_size(json_object_get(c, "tasks")), ==, 2); /* the two threads of twin1 */
+        g_assert_nonnull(who_chain_of(doc, fx->pid[T_BWRAP]));
+        g_assert_nonnull(who_chain_of(doc, fx->pid[T_FIREJAIL]));
+        json_decref(doc);
+
+        /* the text */
+        g_autofree char *out = ctl_run_ok(&fx->b, CTL_ARGS("who-can", "ptrace"));
+        g_assert_true(g_str_has_prefix(out, "ptrace (x86_64 101): "));
+        g_assert_nonnull(strstr(out, "): always\n"));
+        g_assert_nonnull(strstr(out, "): if arg0 == 0\n"));
+        g_assert_nonnull(strstr(out, "The daemon lists the tasks under seccomp only"));
+}
+
+/* ---- snapshot files, policy-diff ---- */
+
+static void test_files_and_diff(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *id = ctl_run_ok(&fx->b, CTL_ARGS("snapshot"));
+        g_autofree char *file = g_build_filename(fx->b.dir, "policy.sectree", NULL);
+        g_strstrip(id);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", id, file)));
+
+        /* the file answers as the live daemon did */
+        json_t *live = ctl_run_json(&fx->b, CTL_ARGS("policy", fx->pid[T_FIREJAIL]));
+        json_t *offline = ctl_run_json(&fx->b, CTL_ARGS("policy", "--file", file, fx->pid[T_FIREJAIL]));
+        json_object_del(live, "filters"); /* ids are the snapshot's own */
+        json_object_del(offline, "filters");
+        g_assert_true(json_equal(live, offline));
+        json_decref(live);
+        json_decref(offline);
+        json_t *who = ctl_run_json(&fx->b, CTL_ARGS("who-can", "--file", file, "ptrace"));
+        g_assert_nonnull(who_chain_of(who, fx->pid[T_ALLOW]));
+        g_assert_null(who_chain_of(who, fx->pid[T_BWRAP]));
+        json_decref(who);
+
+        /* policy-diff: a task against itself in the file, and two sandboxes */
+        g_autofree char *same_operand = g_strdup_printf("%s:%s", file, fx->pid[T_BWRAP]);
+        g_autofree char *same = ctl_run_ok(&fx->b, CTL_ARGS("policy-diff", fx->pid[T_BWRAP], same_operand));
+        g_assert_nonnull(strstr(same, "0 system calls decided differently."));
+        g_autofree char *out = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("policy-diff", fx->pid[T_BWRAP], fx->pid[T_FIREJAIL]), &out, NULL),
+                        ==, 1);
+        g_assert_nonnull(strstr(out, "\nclone\n  A: ERRNO(1) if arg0 & 0x10000000 == 0x10000000; ALLOW if "));
+        json_t *diff = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "policy-diff", fx->pid[T_ALLOW], fx->pid[T_TWIN1]), &out,
+                                NULL), ==, 1);
+        diff = tests_json_loads_u64(out);
+        const json_t *d = json_object_get(diff, "differences");
+        g_assert_cmpuint(json_array_size(d), >=, 1);
+        g_assert_cmpstr(json_string_value(json_object_get(json_array_get(d, 0), "syscall")), ==, "ptrace");
+        json_decref(diff);
+}
+
+/* ---- errors, and who sees what ---- */
+
+static void test_errors(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Unknown system call 'nosuchcall'", CTL_ARGS("who-can", "nosuchcall")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Unknown action 'FOO'", CTL_ARGS("who-can", "--action=FOO", "ptrace")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Invalid task id 'abc'", CTL_ARGS("policy", "abc")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Unknown format 'xml'", CTL_ARGS("policy", "--format=xml", "1")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: --approximate goes with --format=oci", CTL_ARGS("policy", "--approximate", "1")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Unknown architecture 'vax'", CTL_ARGS("policy", "--arch=vax", "1")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Missing snapshot file in ':2'", CTL_ARGS("policy-diff", "1", ":2")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: 'policy-diff' does not take --file",
+                             CTL_ARGS("policy-diff", "--file", "x", "1", "2")));
+        g_free(ctl_run_fails(&fx->b, 1, "sectreectl: org.sectree1.Error.NoSuchTask", CTL_ARGS("policy", "999999999")));
+        g_free(ctl_run_fails(&fx->b, 1, "sectreectl: Failed to read /nonexistent", CTL_ARGS("policy", "--file", "/nonexistent", "1")));
+
+        /* nobody sees its own tasks only */
+        pid_t mine = tests_spawn_nobody("policy-nobody", false);
+        g_autofree char *mine_s = g_strdup_printf("%d", (int) mine);
+        g_autofree char *out = NULL, *err = NULL;
+        for (unsigned i = 0; i < 200; i++) { /* until the daemon has it */
+                g_free(out);
+                out = NULL;
+                g_assert_cmpint(ctl_run(&fx->b, true, CTL_ARGS("--json", "who-can", "--action=ERRNO(3)", "acct"), &out, NULL), ==, 0);
+                if (strstr(out, mine_s))
+                        break;
+                g_usleep(20000);
+        }
+        json_t *doc = tests_json_loads_u64(out);
+        g_assert_nonnull(who_chain_of(doc, mine_s));
+        g_assert_cmpint(json_integer_value(json_object_get(doc, "tasks")), ==, 1); /* nothing of root's */
+        json_decref(doc);
+        g_assert_cmpint(ctl_run(&fx->b, true, CTL_ARGS("policy", fx->pid[T_BWRAP]), NULL, &err), ==, 1);
+        g_assert_true(g_str_has_prefix(err, "sectreectl: org.freedesktop.DBus.Error.AccessDenied"));
+        (void) kill(mine, SIGKILL);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
+        g_test_add("/sectreectl-policy/policy", Fixture, NULL, fixture_setup, test_policy, fixture_teardown);
+        g_test_add("/sectreectl-policy/oci", Fixture, NULL, fixture_setup, test_policy_oci, fixture_teardown);
+        g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);
+        g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
+        g_test_add("/sectreectl-policy/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
+        return g_test_run();
+}
