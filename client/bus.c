@@ -4,12 +4,18 @@
 #include <stdarg.h>
 
 #include "ctl.h"
+#include "escape.h"
 #include "manager.h"
 
 int bus_log_error(int r, const sd_bus_error *error, const char *what) {
-        if (sd_bus_error_is_set(error))
-                return log_error_errno(r, "sectreectl: %s: %s", error->name,
-                                       error->message ? error->message : "(no message)");
+        if (sd_bus_error_is_set(error)) {
+                /* the message may quote a process's name */
+                _cleanup_free_ char *name = str_escape(error->name),
+                                    *message = str_escape(error->message ? error->message : "(no message)");
+                if (!name || !message)
+                        return log_oom();
+                return log_error_errno(r, "sectreectl: %s: %s", name, message);
+        }
         return ctl_error_errno(r, "Failed to %s: %m", what);
 }
 

@@ -3,6 +3,7 @@
 #include "chain.h"
 #include "ctl.h"
 #include "disasm.h"
+#include "escape.h"
 #include "json-out.h"
 #include "manager.h"
 #include "output.h"
@@ -40,8 +41,11 @@ static void print_flags(char * const *flags) {
                 puts("none");
                 return;
         }
-        for (size_t i = 0; flags[i]; i++)
-                printf("%s%s", i ? " " : "", flags[i]);
+        for (size_t i = 0; flags[i]; i++) {
+                if (i)
+                        putchar(' ');
+                fputs_escaped(flags[i], stdout);
+        }
         putchar('\n');
 }
 
@@ -60,11 +64,15 @@ static void show_print(const FilterDetail *d, const char *disassembly) {
         else
                 printf("    Parent: none (a first filter)\n");
         printf("    Length: %" PRIu32 " instruction%s\n", d->meta.length, d->meta.length == 1 ? "" : "s");
-        printf("    Digest: %s%s\n", d->meta.digest, digest_note(d));
+        fputs("    Digest: ", stdout);
+        fputs_escaped(d->meta.digest, stdout);
+        printf("%s\n", digest_note(d));
         printf("     Flags: ");
         print_flags(d->meta.flags);
         printf("     Tasks: %" PRIu32 "\n", d->meta.tasks);
-        printf("  Identity: %s\n\n", d->identity);
+        fputs("  Identity: ", stdout);
+        fputs_escaped(d->identity, stdout);
+        fputs("\n\n", stdout);
         fputs(disassembly, stdout);
 }
 

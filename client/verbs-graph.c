@@ -1,16 +1,22 @@
 /* verbs-graph.c: `graph [PID]`: the forest as a Graphviz digraph, edges from child to parent */
 #include "verbs-tree.h"
+#include "escape.h"
 #include "forest-json.h"
 #include "live-forest.h"
 #include "output.h"
 
-/* Write s as the inside of a DOT double-quoted string. */
-static void dot_escape(const char *s, FILE *out) {
-        for (; *s; s++) {
-                if (*s == '"' || *s == '\\')
+/* Write s as the inside of a DOT double-quoted string: control characters escaped as in text
+ * output (escape.h), and those escapes' backslashes and quotes escaped for DOT. */
+static int dot_escape(const char *s, FILE *out) {
+        _cleanup_free_ char *text = str_escape(s);
+        if (!text)
+                return -ENOMEM;
+        for (const char *p = text; *p; p++) {
+                if (*p == '"' || *p == '\\')
                         fputc('\\', out);
-                fputc((unsigned char) *s < ' ' ? '?' : *s, out);
+                fputc(*p, out);
         }
+        return 0;
 }
 
 static void graph_filter(const Filter *x, bool counts, FILE *out) {

@@ -2,6 +2,8 @@
  * like pstree */
 #include "forest-print.h"
 
+#include "escape.h"
+
 typedef struct TreeGlyphs {
         const char *branch, *last, *pipe, *space;
 } TreeGlyphs;
@@ -108,7 +110,8 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, F
         size_t in_slot = 0;
         for (size_t j = 0; j < p->n_threads; j++)
                 in_slot += process_slot(f, p, j) == slot;
-        fprintf(out, "%s[%d]", p->comm, p->pid);
+        fputs_escaped(p->comm, out);
+        fprintf(out, "[%d]", p->pid);
         if (p->n_threads > 1) {
                 fprintf(out, " %zu/%zu threads:", in_slot, p->n_threads);
                 for (size_t j = 0; j < p->n_threads; j++)
@@ -182,11 +185,15 @@ static void print_header(const Forest *f, FILE *out) {
         size_t n_threads = 0, n_listeners = count_listeners(f);
         for (size_t i = 0; i < f->n_processes; i++)
                 n_threads += f->processes[i]->n_threads;
-        fprintf(out, "Seccomp filter forest of %s", f->host.hostname ? f->host.hostname : "?");
+        fputs("Seccomp filter forest of ", out);
+        fputs_escaped(f->host.hostname ? f->host.hostname : "?", out);
         if (f->root)
                 fprintf(out, ", subtree of process %d", f->root);
-        fprintf(out, " (kernel %s, %s backend, %s identity)\n", f->host.kernel ? f->host.kernel : "?",
-                f->backend ? f->backend : "?", identity_kind_to_string(f->identity));
+        fputs(" (kernel ", out);
+        fputs_escaped(f->host.kernel ? f->host.kernel : "?", out);
+        fputs(", ", out);
+        fputs_escaped(f->backend ? f->backend : "?", out);
+        fprintf(out, " backend, %s identity)\n", identity_kind_to_string(f->identity));
         fprintf(out, "%zu filter%s, %zu process%s, %zu thread%s, %zu listener%s\n", f->n_filters,
                 f->n_filters == 1 ? "" : "s", f->n_processes, f->n_processes == 1 ? "" : "es", n_threads,
                 n_threads == 1 ? "" : "s", n_listeners, n_listeners == 1 ? "" : "s");

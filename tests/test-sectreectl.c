@@ -1700,6 +1700,80 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
         waitpid(mine, NULL, 0);
 }
 
+/* ---- a process that names itself with terminal escapes ---- */
+
+/* ESC ] 0 ; PWN BEL (set the window title) ESC [ 2 J (clear the screen) */
+#define EVIL "\033]0;PWN\a\033[2J"
+#define EVIL_ESCAPED "\\e]0;PWN\\x07\\e[2J"
+
+static void assert_no_control(const char *out, const char *what) {
+        for (const char *p = out; *p; p++)
+                if (((unsigned char) *p < 0x20 && *p != '\n') || *p == 0x7f)
+                        g_error("%s: byte 0x%02x reaches the terminal:\n%s", what, (unsigned char) *p, out);
+}
+
+static void test_escapes(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        Monitor text;
+        monitor_start(&text, false);
+        pid_t evil = tests_spawn_nobody(EVIL, true); /* its child, forked under its filter, is a TaskAdded */
+        void *arg[] = { fx, GINT_TO_POINTER(evil) };
+        if (!bus_fixture_wait_for(nobody_task_listed, arg, WAIT_MS))
+                g_error("the daemon does not list the task %d", evil);
+        g_autofree char *pid = g_strdup_printf("%d", evil);
+        g_autofree char *line = g_strdup_printf(EVIL_ESCAPED "[%d]", evil);
+
+        g_autofree char *ps = CTL_OK(fx, "ps");
+        assert_no_control(ps, "ps");
+        g_assert_nonnull(strstr(ps, EVIL_ESCAPED));
+        g_autofree char *tree = CTL_OK(fx, "tree");
+        assert_no_control(tree, "tree");
+        g_assert_nonnull(strstr(tree, line));
+        g_autofree char *sub = CTL_OK(fx, "tree", pid);
+        assert_no_control(sub, "tree PID");
+        g_assert_nonnull(strstr(sub, line));
+        g_autofree char *graph = CTL_OK(fx, "graph", pid);
+        assert_no_control(graph, "graph PID");
+
+        /* the daemon's signal names it too */
+        gint64 end = g_get_monotonic_time() + WAIT_MS * 1000;
+        g_autofree char *want = g_strdup("comm=" EVIL_ESCAPED);
+        for (;;) {
+                g_autofree char *l = tests_read_line(text.out, text.buf, end);
+                if (!l)
+                        g_error("monitor: no '%s' within %d ms", want, WAIT_MS);
+                assert_no_control(l, "monitor");
+                if (strstr(l, " TaskAdded ") && strstr(l, want))
+                        break;
+        }
+        monitor_stop(&text);
+
+        /* a snapshot named with escapes */
+        g_autofree char *id = CTL_OK(fx, "snapshot", pid, "--name", "snap" EVIL);
+        g_autofree char *list = CTL_OK(fx, "snapshots");
+        assert_no_control(list, "snapshots");
+        g_assert_nonnull(strstr(list, "snap" EVIL_ESCAPED));
+
+        /* JSON keeps the exact strings */
+        json_t *doc = CTL_JSON(fx, "ps");
+        json_t *t;
+        size_t i;
+        bool seen = false;
+        json_array_foreach(jarr(doc, "tasks"), i, t)
+                if (jint(t, "tid") == evil) {
+                        g_assert_cmpstr(jstr(t, "comm"), ==, EVIL);
+                        seen = true;
+                }
+        g_assert_true(seen);
+        json_decref(doc);
+        doc = CTL_JSON(fx, "snapshots");
+        g_assert_cmpstr(jstr(json_array_get(jarr(doc, "snapshots"), 0), "name"), ==, "snap" EVIL);
+        json_decref(doc);
+        kill(evil, SIGKILL);
+        waitpid(evil, NULL, 0);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -1715,5 +1789,6 @@ int main(int argc, char **argv) {
         ADD("monitor", test_monitor);
         ADD("tty", test_tty);
         ADD("unprivileged", test_unprivileged);
+        ADD("escapes", test_escapes);
         return g_test_run();
 }
