@@ -19,14 +19,27 @@ int ctl_bus(Context *c, sd_bus **ret) {
         return 0;
 }
 
+static int usage_errorv(const char *hint, const char *format, va_list ap) {
+        fputs("sectreectl: ", stderr);
+        vfprintf(stderr, format, ap);
+        fprintf(stderr, "%s\n", hint);
+        return ERR_USAGE;
+}
+
 int usage_error(const char *format, ...) {
         va_list ap;
-        fputs("sectreectl: ", stderr);
         va_start(ap, format);
-        vfprintf(stderr, format, ap);
+        int r = usage_errorv(" (try --help)", format, ap);
         va_end(ap);
-        fputs(" (try --help)\n", stderr);
-        return ERR_USAGE;
+        return r;
+}
+
+int usage_error_full(const char *format, ...) {
+        va_list ap;
+        va_start(ap, format);
+        int r = usage_errorv("", format, ap);
+        va_end(ap);
+        return r;
 }
 
 int parse_pid_arg(const char *what, const char *s, uint32_t *ret) {

@@ -12,13 +12,17 @@
 #define ERR_USAGE (-4096)
 
 typedef struct Context {
-        bool json;
+        bool json;         /* --json (any mode but off): print JSON; json-out.c knows pretty from short */
         bool legend;
         bool graph_counts; /* graph: task counts in the filter nodes instead of process nodes */
         const char *file;  /* --file: tree, graph, show, chain, check read this snapshot file, no daemon */
         const char *snapshot_name; /* snapshot --name */
         bool no_argv;      /* snapshot --no-argv */
         const char *format; /* export --format: "sqlite" or "json"; NULL: from the file name */
+        uint32_t pid;      /* show --pid: the chain of this task; monitor --pid: only its events */
+        const char *comm;  /* monitor --comm: only the events of tasks with this name (a glob) */
+        bool raw;          /* show --raw: CODE JT JF K columns besides the disassembly */
+        const char *arch;  /* check --arch: the architecture of the call (libseccomp's name) */
         sd_bus *bus;       /* connected on first use by ctl_bus() */
 } Context;
 
@@ -27,8 +31,10 @@ void context_done(Context *c);
 /* The system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured), connected on the first call. Logs. */
 int ctl_bus(Context *c, sd_bus **ret);
 
-/* Say what is wrong with the command line and return ERR_USAGE. */
+/* Say what is wrong with the command line, followed by "(try --help)", and return ERR_USAGE. */
 int usage_error(const char *format, ...) _printf_(1, 2);
+/* The same for a message that says itself what to do (a suggestion, the usage): no hint added. */
+int usage_error_full(const char *format, ...) _printf_(1, 2);
 
 #define ctl_error_errno(r, fmt, ...) log_error_errno((r), "sectreectl: " fmt, ##__VA_ARGS__)
 #define ctl_error(fmt, ...) log_error("sectreectl: " fmt, ##__VA_ARGS__)

@@ -751,11 +751,19 @@ static void test_usage(void) {
 
         g_autofree char *help = CTL_OK("--help");
         static const char *const verbs[] = { "snapshot [PID]", "snapshots", "export ID FILE", "import FILE",
-                                             "rm ID", "show --file F", "validate F", "diff A B", "--file F",
-                                             "--name N", "--no-argv", "--format" };
+                                             "rm ID", "validate FILE", "diff A B", "show|", "tree|", "--file=FILE" };
         for (size_t i = 0; i < G_N_ELEMENTS(verbs); i++)
                 if (!strstr(help, verbs[i]))
                         g_error("--help does not mention '%s'", verbs[i]);
+        static const char *const options[][2] = {
+                { "snapshot", "--name=NAME" }, { "snapshot", "--no-argv" }, { "export", "--format=FORMAT" },
+                { "show", "--file=FILE" }, { "tree", "--file=FILE" }, { "chain", "--file=FILE" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(options); i++) {
+                g_autofree char *verb_help = CTL_OK("help", options[i][0]);
+                if (!strstr(verb_help, options[i][1]))
+                        g_error("help %s does not mention '%s'", options[i][0], options[i][1]);
+        }
 
         /* Valid bus verbs get as far as connecting (exit 1, one line). */
         static const char *const bus_cases[][6] = {

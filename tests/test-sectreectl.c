@@ -426,6 +426,28 @@ static void test_status(Fixture *fx, gconstpointer data) {
         g_assert_nonnull(strstr(text, "Last scan: "));
         g_assert_null(strstr(text, "Last scan: never"));
         json_decref(doc);
+
+        /* no verb is status, as systemctl without one lists units */
+        g_autofree char *bare = CTL_OK(fx, "--no-pager");
+        g_assert_true(g_str_has_prefix(bare, "  Version: "));
+        g_assert_nonnull(strstr(bare, "  Backend: bpf\n"));
+
+        /* --json=MODE as systemd spells it: pretty is indented even into a pipe, short is one line,
+         * off is the text; --json alone into a pipe is short */
+        g_autofree char *pretty = CTL_OK(fx, "--json=pretty", "status");
+        g_assert_true(g_str_has_prefix(pretty, "{\n  \""));
+        json_decref(tests_json_parse_document(pretty, "status --json=pretty"));
+        static const char *const one_line[] = { "--json=short", "--json" };
+        for (size_t i = 0; i < G_N_ELEMENTS(one_line); i++) {
+                g_autofree char *out = CTL_OK(fx, one_line[i], "status");
+                g_assert_true(g_str_has_prefix(out, "{\""));
+                g_assert_cmpint(strchr(out, '\n') - out, ==, strlen(out) - 1);
+                json_decref(tests_json_parse_document(out, one_line[i]));
+        }
+        g_autofree char *off = CTL_OK(fx, "--json=off", "status");
+        g_assert_true(g_str_has_prefix(off, "  Version: "));
+        g_autofree char *last_wins = CTL_OK(fx, "--json", "status", "--json=off");
+        g_assert_true(g_str_has_prefix(last_wins, "  Version: "));
 }
 
 /* ---- ps ---- */
