@@ -51,17 +51,21 @@ static const Verb verbs[] = {
                   "\n"
                   "Options:\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
-        { "check", 2, 2 + 6, 2, VERB_FILE, .run = verb_check, .group = VERB_GROUP_LIVE,
+        { "check", 2, 2 + 6, 2, VERB_FILE | VERB_ARCH, .run = verb_check, .group = VERB_GROUP_LIVE,
           .usage = "TID SYSCALL [ARG...]\n--file=FILE TID SYSCALL [ARG...]",
           .summary = "What a task's filters do with a system call",
-          .help = "SYSCALL is a name or a number (decimal or 0x hex) of the native architecture;\n"
-                  "up to six arguments, decimal, 0x hex or negative (put -- before negative\n"
-                  "arguments: sectreectl check 4711 openat -- -100 0). Every filter of the chain\n"
-                  "runs, and the kernel's precedence picks the result: \"ERRNO(1: EPERM) - decided\n"
-                  "by filter 12 (position 0 of 3)\". A task without filters is ALLOW, or in strict\n"
-                  "mode KILL_THREAD for anything but read, write, exit and rt_sigreturn.\n"
+          .help = "SYSCALL is a name or a number (decimal or 0x hex); up to six arguments,\n"
+                  "decimal, 0x hex or negative (put -- before negative arguments: sectreectl check\n"
+                  "4711 openat -- -100 0). Every filter of the chain runs, and the kernel's\n"
+                  "precedence picks the result: \"ERRNO(1: EPERM) - decided by filter 12 (position\n"
+                  "0 of 3)\". A task without filters is ALLOW, or in strict mode KILL_THREAD for\n"
+                  "anything but read, write, exit and rt_sigreturn.\n"
                   "\n"
                   "Options:\n"
+                  "     --arch=ARCH          The call's architecture, as libseccomp names it\n"
+                  "                          (x86_64,\n"
+                  "                          x86 or i386, x32, aarch64, ...); default: the native\n"
+                  "                          one\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
         { "monitor", 0, 0, .run = verb_monitor, .group = VERB_GROUP_LIVE,
           .summary = "The daemon's signals as they come",
@@ -159,6 +163,7 @@ enum {
         ARG_NAME,
         ARG_NO_ARGV,
         ARG_FORMAT,
+        ARG_ARCH,
 };
 
 static const struct option options[] = {
@@ -172,6 +177,7 @@ static const struct option options[] = {
         { "name", required_argument, NULL, ARG_NAME },
         { "no-argv", no_argument, NULL, ARG_NO_ARGV },
         { "format", required_argument, NULL, ARG_FORMAT },
+        { "arch", required_argument, NULL, ARG_ARCH },
         {}
 };
 
@@ -197,6 +203,9 @@ static bool given_format(const Context *c) {
 static bool given_counts(const Context *c) {
         return c->graph_counts;
 }
+static bool given_arch(const Context *c) {
+        return c->arch;
+}
 
 static const VerbOptionSpec verb_option_specs[] = {
         { VERB_FILE, "--file", given_file },
@@ -204,6 +213,7 @@ static const VerbOptionSpec verb_option_specs[] = {
         { VERB_SNAPSHOT, "--no-argv", given_no_argv },
         { VERB_FORMAT, "--format", given_format },
         { VERB_COUNTS, "--counts", given_counts },
+        { VERB_ARCH, "--arch", given_arch },
 };
 
 /* Say what is wrong with an unknown option, suggesting the nearest one. */
@@ -289,6 +299,9 @@ static int parse_option(int o, const char *arg, Context *c, Args *a) {
                 return 0;
         case ARG_FORMAT:
                 c->format = arg;
+                return 0;
+        case ARG_ARCH:
+                c->arch = arg;
                 return 0;
         }
         return -EINVAL;

@@ -165,6 +165,11 @@ static void test_usage(void) {
                 { { "--json=yes", "status", NULL }, "Invalid --json=yes: expected pretty, short or off" },
                 { { "--json=auto", "status", NULL }, "Invalid --json=auto" },
                 { { "export", "1", "--format", NULL }, "Option '--format' needs an argument" },
+                { { "check", "1", "0xg", NULL }, "Invalid system call number '0xg'" },
+                { { "check", "1", "0x80000000", NULL }, "Invalid system call number '0x80000000'" },
+                { { "check", "--arch=vax", "1", "read", NULL }, "Unknown architecture 'vax'" },
+                { { "check", "--arch=x86", "1", "openat2x", NULL }, "Unknown system call 'openat2x' on x86" },
+                { { "tree", "--arch=x86", NULL }, "'tree' does not take --arch" },
         };
         g_setenv("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS_ADDRESS, true);
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -186,6 +191,7 @@ static void test_no_bus(void) {
                 { "status" }, { "--no-pager" }, { "ps", "--no-legend", "--no-pager" }, { "--json=pretty", "status" }, { "tree", "1" }, { "graph", "--counts" },
                 { "show", "18446744073709551615" }, { "chain", "2147483647" }, { "monitor" },
                 { "check", "1", "257" }, { "check", "1", "openat", "--", "-100", "0x10", "18446744073709551615" },
+                { "check", "1", "0x101" }, { "check", "--arch=i386", "1", "socketcall" },
                 { "--json", "rescan" },
         };
         g_setenv("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS_ADDRESS, true);

@@ -557,13 +557,18 @@ typedef struct CheckCase {
 } CheckCase;
 
 static char *check_expected_text(const Forest *ref, const CheckCase *c) {
+        /* the text names the errno: ERRNO(1: EPERM) */
+        int e;
+        g_autofree char *action = sscanf(c->action, "ERRNO(%d)", &e) == 1
+                                          ? g_strdup_printf("ERRNO(%d: %s)", e, strerrorname_np(e))
+                                          : g_strdup(c->action);
         if (c->chain_length == 0)
-                return g_strdup_printf("%s - task %d has no filter%s\n", c->action, c->tid,
+                return g_strdup_printf("%s - task %d has no filter%s\n", action, c->tid,
                                        streq(c->mode, "strict") ? " (strict mode)" : "");
         if (c->decided_pos < 0)
-                return g_strdup_printf("%s - every filter allows it (%zu filter%s)\n", c->action, c->chain_length,
+                return g_strdup_printf("%s - every filter allows it (%zu filter%s)\n", action, c->chain_length,
                                        c->chain_length == 1 ? "" : "s");
-        return g_strdup_printf("%s - decided by filter %" PRIu64 " (position %d of %zu)\n", c->action,
+        return g_strdup_printf("%s - decided by filter %" PRIu64 " (position %d of %zu)\n", action,
                                chain_id(ref, c->tid, (size_t) c->decided_pos), c->decided_pos, c->chain_length);
 }
 
@@ -1000,7 +1005,7 @@ static void test_export_import(Fixture *fx, gconstpointer data) {
         char c[16];
         snprintf(c, sizeof(c), "%d", pid_of(fx, fx->c));
         g_autofree char *chk = CTL_OK("check", "--file", sqlite, c, "getpriority");
-        g_assert_true(g_str_has_prefix(chk, "ERRNO(1) - decided by filter "));
+        g_assert_true(g_str_has_prefix(chk, "ERRNO(1: EPERM) - decided by filter "));
         g_assert_nonnull(strstr(chk, "(position 1 of 2)"));
 
         /* Export to stdout through a pipe: the same document as the file, more than a pipe holds. */
@@ -1228,7 +1233,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(stat(file, &st), ==, 0);
         g_assert_cmpint(st.st_uid, ==, 65534);
         g_autofree char *chk = CTL_OK("check", "--file", file, pid, "acct");
-        g_assert_true(g_str_has_prefix(chk, "ERRNO(3) - decided by filter "));
+        g_assert_true(g_str_has_prefix(chk, "ERRNO(3: ESRCH) - decided by filter "));
         g_assert_cmpint(ctl_as_nobody(fx, NULL, NULL, ARGS("rm", owns)), ==, 0);
         json_auto_t *gone = listed_snapshot(own);
         g_assert_null(gone);

@@ -1120,10 +1120,18 @@ typedef struct CheckCase {
         int value;
 } CheckCase;
 
+/* The text spelling of an action: the errno's name with its number, "ERRNO(2: ENOENT)". */
+static char *action_text(const char *action) {
+        int e;
+        if (sscanf(action, "ERRNO(%d)", &e) == 1 && strerrorname_np(e))
+                return g_strdup_printf("ERRNO(%d: %s)", e, strerrorname_np(e));
+        return g_strdup(action);
+}
+
 static void assert_check_text(Fixture *fx, const CheckCase *c, const char *out) {
         const ScenarioTaskInfo *i = scenario_task(fx->s, c->task);
         int depth = i->head < 0 ? 0 : scenario_node_depth(fx->s, i->head);
-        g_autofree char *want = NULL;
+        g_autofree char *want = NULL, *action = action_text(c->action);
         /* "—" in a UTF-8 locale, "-" otherwise: accept either */
         g_autofree char *got = g_strdup(out);
         char *dash = strstr(got, "\xe2\x80\x94");
@@ -1132,14 +1140,14 @@ static void assert_check_text(Fixture *fx, const CheckCase *c, const char *out) 
                 memmove(dash + 1, dash + 3, strlen(dash + 3) + 1);
         }
         if (depth == 0)
-                want = g_strdup_printf("%s - task %d has no filter%s\n", c->action, i->tid, i->strict ? " (strict mode)" : "");
+                want = g_strdup_printf("%s - task %d has no filter%s\n", action, i->tid, i->strict ? " (strict mode)" : "");
         else if (c->decided_by < 0)
-                want = g_strdup_printf("%s - every filter allows it (%d filter%s)\n", c->action, depth, depth == 1 ? "" : "s");
+                want = g_strdup_printf("%s - every filter allows it (%d filter%s)\n", action, depth, depth == 1 ? "" : "s");
         else {
                 int pos = 0;
                 for (int x = i->head; x != c->decided_by; x = scenario_node(fx->s, x)->parent)
                         pos++;
-                want = g_strdup_printf("%s - decided by filter %" PRIu64 " (position %d of %d)\n", c->action,
+                want = g_strdup_printf("%s - decided by filter %" PRIu64 " (position %d of %d)\n", action,
                                        fx->id[c->decided_by], pos, depth);
         }
         g_assert_cmpstr(got, ==, want);
@@ -1148,13 +1156,17 @@ static void assert_check_text(Fixture *fx, const CheckCase *c, const char *out) 
 static void assert_check_json(Fixture *fx, const CheckCase *c, json_t *doc, const char *const *args, size_t n_args) {
         const ScenarioTaskInfo *i = scenario_task(fx->s, c->task);
         int depth = i->head < 0 ? 0 : scenario_node_depth(fx->s, i->head);
-        ASSERT_KEYS(doc, "tid", "syscall", "nr", "arch", "args", "mode", "action", "ret", "decided_by", "chain_length",
-                    "filters");
+        ASSERT_KEYS(doc, "tid", "syscall", "nr", "arch", "args", "mode", "action", "errno", "ret", "decided_by",
+                    "chain_length", "filters");
         g_assert_cmpint(jint(doc, "tid"), ==, i->tid);
         g_assert_cmpstr(jstr(doc, "syscall"), ==, c->syscall);
         g_assert_cmpint(jint(doc, "arch"), ==, AUDIT_ARCH_X86_64);
         g_assert_cmpstr(jstr(doc, "mode"), ==, depth ? "filter" : i->strict ? "strict" : "disabled");
         g_assert_cmpstr(jstr(doc, "action"), ==, c->action);
+        if (c->outcome == FAILS)
+                g_assert_cmpstr(jstr(doc, "errno"), ==, strerrorname_np(c->value));
+        else
+                g_assert_true(json_is_null(jget(doc, "errno")));
         g_assert_cmpint(jint(doc, "chain_length"), ==, depth);
         json_t *a = jarr(doc, "args");
         g_assert_cmpuint(json_array_size(a), ==, n_args);
@@ -1166,7 +1178,7 @@ static void assert_check_json(Fixture *fx, const CheckCase *c, json_t *doc, cons
         size_t k;
         int node = i->head, pos = -1;
         json_array_foreach(filters, k, f) {
-                ASSERT_KEYS(f, "position", "id", "action", "ret");
+                ASSERT_KEYS(f, "position", "id", "action", "errno", "ret");
                 g_assert_cmpint(jint(f, "position"), ==, k);
                 g_assert_cmpuint(jid(f, "id"), ==, fx->id[node]);
                 if (node == c->decided_by) {
@@ -1256,6 +1268,25 @@ static void test_check(Fixture *fx, gconstpointer data) {
         g_autofree char *nr = g_strdup_printf("%d", SYS_getpriority);
         const CheckCase by_number = { fx->a1, nr, "ERRNO(2)", fx->n_a1, FAILS, 2 };
         run_check_case(fx, &by_number, NULL, 0);
+        g_autofree char *hex = g_strdup_printf("0x%x", SYS_getpriority);
+        const CheckCase by_hex = { fx->a1, hex, "ERRNO(2)", fx->n_a1, FAILS, 2 };
+        run_check_case(fx, &by_hex, NULL, 0);
+        g_autofree char *a1 = g_strdup_printf("%d", tid_of(fx, fx->a1));
+        g_autofree char *text = CTL_OK(fx, "check", a1, "getpriority");
+        g_assert_true(g_str_has_prefix(text, "ERRNO(2: ENOENT) "));
+
+        /* another architecture: the scenario's filters allow every call that is not x86-64's */
+        json_t *doc = CTL_JSON(fx, "check", "--arch=i386", a1, "getpriority");
+        g_assert_cmpint(jint(doc, "arch"), ==, AUDIT_ARCH_I386);
+        g_assert_cmpint(jint(doc, "nr"), ==, 96); /* getpriority on i386 */
+        g_assert_cmpstr(jstr(doc, "action"), ==, "ALLOW");
+        json_decref(doc);
+        doc = CTL_JSON(fx, "check", "--arch=x86_64", a1, "getpriority");
+        g_assert_cmpint(jint(doc, "arch"), ==, AUDIT_ARCH_X86_64);
+        g_assert_cmpstr(jstr(doc, "action"), ==, "ERRNO(2)");
+        json_decref(doc);
+        g_autofree char *x86 = CTL_OK(fx, "check", a1, "socketcall", "--arch", "x86");
+        g_assert_true(g_str_has_prefix(x86, "ALLOW "));
 
         CTL_FAILS(fx, false, "org.sectree1.Error.NoSuchTask", "check", "999999999", "getpid");
 }
@@ -1699,7 +1730,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
         g_autofree char *own = CTL_OK_AS_NOBODY(fx, "show", own_id);
         g_assert_true(g_str_has_prefix(own, "Filter "));
         g_autofree char *check = CTL_OK_AS_NOBODY(fx, "check", me, "acct");
-        g_assert_true(g_str_has_prefix(check, "ERRNO(3) "));
+        g_assert_true(g_str_has_prefix(check, "ERRNO(3: ESRCH) "));
         g_autofree char *tree = CTL_OK_AS_NOBODY(fx, "tree");
         g_autofree char *mine_line = g_strdup_printf(COMM "[%d]", mine);
         g_assert_nonnull(strstr(tree, mine_line));
