@@ -8,7 +8,8 @@
 typedef struct SignalField {
         const char *name;
         char type;          /* 't', 'u' or 's' */
-        bool zero_is_null;  /* a filter id where 0 means none */
+        bool zero_is_null;  /* a filter id where 0 means none, a name where "" does: null in JSON,
+                             * "none" (ids) or "(none)" (names) in text */
 } SignalField;
 
 typedef struct SignalSpec {
@@ -23,7 +24,7 @@ static const SignalSpec signal_specs[] = {
         { "TaskAdded", "uus", { { "tid", 'u' }, { "tgid", 'u' }, { "comm", 's' } } },
         { "TaskExited", "u", { { "tid", 'u' } } },
         { "Resynced", "s", { { "reason", 's' } } },
-        { "SnapshotCreated", "tsu", { { "id", 't' }, { "name", 's' }, { "owner_uid", 'u' } } },
+        { "SnapshotCreated", "tsu", { { "id", 't' }, { "name", 's', true }, { "owner_uid", 'u' } } },
         { "SnapshotDeleted", "t", { { "id", 't' } } },
 };
 
@@ -47,12 +48,18 @@ static int read_value(sd_bus_message *m, char type, bool zero_is_null, FILE *tex
         int r = sd_bus_message_read_basic(m, type, &v);
         if (r < 0)
                 return r;
-        if (type == 's') {
+        if (type == 's' && zero_is_null && !v.s[0]) {
+                fputs("(none)", text);
+                *ret = json_null();
+        } else if (type == 's') {
                 fputs_escaped(v.s, text);
                 *ret = json_string(v.s);
         } else if (type == 'u' || type == 't') {
                 uint64_t n = type == 'u' ? v.u : v.t;
-                fprintf(text, "%" PRIu64, n);
+                if (zero_is_null && n == 0)
+                        fputs("none", text);
+                else
+                        fprintf(text, "%" PRIu64, n);
                 *ret = zero_is_null ? json_id_or_null(n) : json_integer((json_int_t) n);
         } else if (type == 'i' || type == 'x') {
                 int64_t n = type == 'i' ? v.i : v.x;

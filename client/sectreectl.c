@@ -29,11 +29,14 @@ static const Verb verbs[] = {
                   "\n"
                   "Options:\n"
                   "     --file=FILE          The forest of the snapshot in FILE (- for stdin)\n" },
-        { "ps", 0, 0, .run = verb_ps, .group = VERB_GROUP_LIVE,
+        { "ps", 0, VERB_ARGS_ANY, .run = verb_ps, .group = VERB_GROUP_LIVE,
+          .usage = "[PID|COMM...]",
           .summary = "The tasks under filters: tid, comm, mode, head filter",
           .help = "Columns: TID TGID PPID COMM MODE DEPTH FILTER. FILTER is the head of the task's\n"
                   "chain (the newest filter, the first one evaluated), - for none; DEPTH the\n"
-                  "chain's length.\n" },
+                  "chain's length. Arguments choose the tasks shown: a number is a process (all of\n"
+                  "its listed threads) or a thread, anything else a shell glob on the task's name\n"
+                  "(sectreectl ps 'chrom*' 4711); a task is shown when it matches any of them.\n" },
         { "show", 1, 1, 0, VERB_FILE, .run = verb_show, .group = VERB_GROUP_LIVE,
           .usage = "FILTER\n--file=FILE [FILTER]",
           .summary = "A filter's metadata and disassembly",
@@ -67,12 +70,22 @@ static const Verb verbs[] = {
                   "                          x86 or i386, x32, aarch64, ...); default: the native\n"
                   "                          one\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
-        { "monitor", 0, 0, .run = verb_monitor, .group = VERB_GROUP_LIVE,
+        { "monitor", 0, 0, 0, VERB_PID | VERB_COMM, .run = verb_monitor, .group = VERB_GROUP_LIVE,
+          .usage = "[--pid=PID] [--comm=NAME]",
           .summary = "The daemon's signals as they come",
           .help = "One line per signal, with a local timestamp: FilterAttached, TaskAdded,\n"
                   "TaskExited, Resynced, PropertiesChanged, SnapshotCreated, SnapshotDeleted, and\n"
                   "DaemonAppeared or DaemonVanished when org.sectree1 gets or loses its owner.\n"
-                  "SIGINT or SIGTERM end it (exit 0); losing the bus ends it with exit 1.\n" },
+                  "FilterAttached and TaskExited also say the task's process and name\n"
+                  "(\"FilterAttached id=12 parent=none tid=4711 pid=4711 comm=worker\"). SIGINT or\n"
+                  "SIGTERM end it (exit 0); losing the bus ends it with exit 1.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --pid=PID            Only the events of the tasks of process PID (or of\n"
+                  "                          thread PID), and Resynced, DaemonAppeared,\n"
+                  "                          DaemonVanished\n"
+                  "     --comm=NAME          Only the events of tasks whose name matches NAME, a\n"
+                  "                          shell glob; with --pid, both must match\n" },
         { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS, .run = verb_graph, .group = VERB_GROUP_LIVE,
           .usage = "[PID]\n--file=FILE [PID]",
           .summary = "The forest as a Graphviz graph (| dot -Tsvg)",
@@ -164,6 +177,8 @@ enum {
         ARG_NO_ARGV,
         ARG_FORMAT,
         ARG_ARCH,
+        ARG_PID,
+        ARG_COMM,
 };
 
 static const struct option options[] = {
@@ -178,6 +193,8 @@ static const struct option options[] = {
         { "no-argv", no_argument, NULL, ARG_NO_ARGV },
         { "format", required_argument, NULL, ARG_FORMAT },
         { "arch", required_argument, NULL, ARG_ARCH },
+        { "pid", required_argument, NULL, ARG_PID },
+        { "comm", required_argument, NULL, ARG_COMM },
         {}
 };
 
@@ -206,6 +223,12 @@ static bool given_counts(const Context *c) {
 static bool given_arch(const Context *c) {
         return c->arch;
 }
+static bool given_pid(const Context *c) {
+        return c->pid;
+}
+static bool given_comm(const Context *c) {
+        return c->comm;
+}
 
 static const VerbOptionSpec verb_option_specs[] = {
         { VERB_FILE, "--file", given_file },
@@ -214,6 +237,8 @@ static const VerbOptionSpec verb_option_specs[] = {
         { VERB_FORMAT, "--format", given_format },
         { VERB_COUNTS, "--counts", given_counts },
         { VERB_ARCH, "--arch", given_arch },
+        { VERB_PID, "--pid", given_pid },
+        { VERB_COMM, "--comm", given_comm },
 };
 
 /* Say what is wrong with an unknown option, suggesting the nearest one. */
@@ -302,6 +327,11 @@ static int parse_option(int o, const char *arg, Context *c, Args *a) {
                 return 0;
         case ARG_ARCH:
                 c->arch = arg;
+                return 0;
+        case ARG_PID:
+                return parse_pid_arg("process id", arg, &c->pid);
+        case ARG_COMM:
+                c->comm = arg;
                 return 0;
         }
         return -EINVAL;

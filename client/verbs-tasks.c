@@ -1,5 +1,7 @@
-/* verbs-tasks.c: `ps` (every task the daemon lists) and `chain TID` (one task's filters, live or
+/* verbs-tasks.c: `ps [PID|COMM...]` (the tasks the daemon lists) and `chain TID` (one task's filters, live or
  * with --file in a snapshot) */
+#include <fnmatch.h>
+
 #include "chain.h"
 #include "ctl.h"
 #include "json-out.h"
@@ -52,6 +54,34 @@ static json_t *ps_json(const TaskList *l) {
         return a ? json_pack("{s:o}", "tasks", a) : NULL;
 }
 
+/* ps's arguments: a number names a process (its tasks) or a thread; anything else is a glob on the
+ * task's name. A task is shown when it matches one of them, or when there are none. */
+static bool task_matches(const TaskRecord *t, char **args, size_t n_args) {
+        for (size_t i = 0; i < n_args; i++) {
+                uint64_t pid;
+                if (safe_atou64(args[i], &pid) >= 0) {
+                        if (t->tgid == pid || t->tid == pid)
+                                return true;
+                } else if (fnmatch(args[i], t->comm, 0) == 0)
+                        return true;
+        }
+        return n_args == 0;
+}
+
+/* Keep only the tasks the arguments name. */
+static void task_list_filter(TaskList *l, char **args, size_t n_args) {
+        size_t k = 0;
+        for (size_t i = 0; i < l->n; i++) {
+                if (task_matches(&l->items[i], args, n_args)) {
+                        l->items[k++] = l->items[i];
+                        continue;
+                }
+                free(l->items[i].comm);
+                free(l->items[i].mode);
+        }
+        l->n = k;
+}
+
 int verb_ps(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
         _cleanup_(task_list_done) TaskList l = {};
@@ -60,6 +90,7 @@ int verb_ps(Context *c, char **args, size_t n_args) {
                 r = manager_list_tasks(bus, &l);
         if (r < 0)
                 return r;
+        task_list_filter(&l, args, n_args);
         if (c->json) {
                 json_auto_t *doc = ps_json(&l);
                 return json_print_document(doc);

@@ -140,7 +140,10 @@ static void test_usage(void) {
                 { { "frobnicate", NULL }, "Unknown verb 'frobnicate'" },
                 { { "--frobnicate", "status", NULL }, "Unknown option '--frobnicate'" },
                 { { "status", "extra", NULL }, "Too many arguments" },
-                { { "ps", "1", NULL }, "Too many arguments" },
+                { { "monitor", "--pid=x", NULL }, "Invalid process id 'x'" },
+                { { "monitor", "--pid", "0", NULL }, "Invalid process id '0'" },
+                { { "ps", "--comm=x", NULL }, "'ps' does not take --comm" },
+                { { "monitor", "1", NULL }, "Too many arguments" },
                 { { "tree", "1", "2", NULL }, "Too many arguments" },
                 { { "show", NULL }, "Too few arguments" },
                 { { "chain", NULL }, "Too few arguments" },
@@ -188,7 +191,8 @@ static void test_usage(void) {
 /* Valid command lines get as far as connecting: with no bus there, exit 1 and one line. */
 static void test_no_bus(void) {
         static const char *const cases[][8] = {
-                { "status" }, { "--no-pager" }, { "ps", "--no-legend", "--no-pager" }, { "--json=pretty", "status" }, { "tree", "1" }, { "graph", "--counts" },
+                { "status" }, { "--no-pager" }, { "ps", "--no-legend", "--no-pager" }, { "ps", "1", "sh*", "x" },
+                { "monitor", "--pid=1", "--comm=sh*" }, { "--json=pretty", "status" }, { "tree", "1" }, { "graph", "--counts" },
                 { "show", "18446744073709551615" }, { "chain", "2147483647" }, { "monitor" },
                 { "check", "1", "257" }, { "check", "1", "openat", "--", "-100", "0x10", "18446744073709551615" },
                 { "check", "1", "0x101" }, { "check", "--arch=i386", "1", "socketcall" },

@@ -1143,6 +1143,12 @@ static void test_monitor(Fixture *fx, gconstpointer data) {
         json_auto_t *deleted = next_signal(out, outbuf, "SnapshotDeleted");
         g_assert_nonnull(deleted);
         g_assert_cmpint(jint(deleted, "id"), ==, (json_int_t) id);
+        /* without a name: null, as everywhere "none" is */
+        uint64_t unnamed = ctl_snapshot(ARGS("snapshot"));
+        json_auto_t *created2 = next_signal(out, outbuf, "SnapshotCreated");
+        g_assert_nonnull(created2);
+        g_assert_cmpint(jint(created2, "id"), ==, (json_int_t) unnamed);
+        g_assert_true(json_is_null(json_object_get(created2, "name")));
 
         kill(pid, SIGTERM);
         int status;

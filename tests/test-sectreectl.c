@@ -461,6 +461,54 @@ static bool is_listed(const Fixture *fx, ScenarioTask x) {
         return i->alive && (i->strict || i->head >= 0);
 }
 
+/* The tids ps --json lists for args (NULL-terminated), sorted. */
+static char *ps_tids(Fixture *fx, const char *const *args) {
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_ptr_array_add(argv, (char *) "--json");
+        g_ptr_array_add(argv, (char *) "ps");
+        for (; *args; args++)
+                g_ptr_array_add(argv, (char *) *args);
+        g_ptr_array_add(argv, NULL);
+        json_t *doc = ctl_json(fx, false, (const char *const *) argv->pdata);
+        g_autoptr(GString) tids = g_string_new(NULL);
+        json_t *t;
+        size_t i;
+        json_array_foreach(jarr(doc, "tasks"), i, t)
+                g_string_append_printf(tids, "%s%" JSON_INTEGER_FORMAT, i ? " " : "", jint(t, "tid"));
+        json_decref(doc);
+        return g_string_free(g_steal_pointer(&tids), false);
+}
+
+/* ps PID|COMM...: a number is a process or a thread, anything else a glob on the name. */
+static void assert_ps_filters(Fixture *fx) {
+        g_autofree char *t = g_strdup_printf("%d", tgid_of(fx, fx->t)), *t1 = g_strdup_printf("%d", tid_of(fx, fx->t1));
+        g_autofree char *m1 = g_strdup_printf("%d", tgid_of(fx, fx->m1));
+        g_autofree char *process = g_strdup_printf("%d %d %d", tid_of(fx, fx->t), tid_of(fx, fx->t1), tid_of(fx, fx->t2));
+        g_autofree char *by_pid = ps_tids(fx, (const char *const[]) { t, NULL });
+        g_assert_cmpstr(by_pid, ==, process);
+        g_autofree char *by_tid = ps_tids(fx, (const char *const[]) { t1, NULL });
+        g_assert_cmpstr(by_tid, ==, t1);
+        g_autofree char *both = ps_tids(fx, (const char *const[]) { m1, t1, NULL });
+        g_autofree char *want_both = g_strdup_printf("%s %s", t1, m1); /* ordered by tgid: t before m1 */
+        g_assert_cmpstr(both, ==, want_both);
+        g_autofree char *none = ps_tids(fx, (const char *const[]) { "no-such-name*", NULL });
+        g_assert_cmpstr(none, ==, "");
+        /* a glob on the name: every listed scenario task, and those only among the scenario's */
+        g_autofree char *glob = ps_tids(fx, (const char *const[]) { "test-sectree*", NULL });
+        g_autofree char *exact = ps_tids(fx, (const char *const[]) { COMM, NULL });
+        g_assert_cmpstr(glob, ==, exact);
+        g_auto(GStrv) listed = g_strsplit(glob, " ", -1);
+        for (ScenarioTask x = 0; (size_t) x < scenario_n_tasks(fx->s); x++) {
+                g_autofree char *tid = g_strdup_printf("%d", tid_of(fx, x));
+                g_assert_cmpint(g_strv_contains((const char *const *) listed, tid), ==, is_listed(fx, x));
+        }
+        /* the table says how many */
+        g_autofree char *text = CTL_OK(fx, "ps", t);
+        g_assert_true(g_str_has_suffix(text, "\n3 tasks listed.\n"));
+        g_autofree char *empty = CTL_OK(fx, "ps", "no-such-name");
+        g_assert_true(g_str_has_suffix(empty, "\n0 tasks listed.\n"));
+}
+
 static void test_ps(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
@@ -561,6 +609,7 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                 g_assert_cmpuint(jid(o, "filter"), ==, i->head < 0 ? 0 : fx->id[i->head]);
         }
         json_decref(doc);
+        assert_ps_filters(fx);
 }
 
 /* ---- tree ---- */
@@ -1523,11 +1572,11 @@ static void monitor_json_line(const Fixture *fx, const char *line, Expected *wan
         g_assert_cmpint(g_date_time_to_unix(dt) * G_USEC_PER_SEC + g_date_time_get_microsecond(dt), ==,
                         jint(o, "time_usec"));
         if (streq(signal, "FilterAttached"))
-                ASSERT_KEYS(o, "signal", "id", "parent", "tid", "time", "time_usec");
+                ASSERT_KEYS(o, "signal", "id", "parent", "tid", "pid", "comm", "time", "time_usec");
         else if (streq(signal, "TaskAdded"))
                 ASSERT_KEYS(o, "signal", "tid", "tgid", "comm", "time", "time_usec");
         else if (streq(signal, "TaskExited"))
-                ASSERT_KEYS(o, "signal", "tid", "time", "time_usec");
+                ASSERT_KEYS(o, "signal", "tid", "pid", "comm", "time", "time_usec");
         else if (streq(signal, "Resynced"))
                 ASSERT_KEYS(o, "signal", "reason", "time", "time_usec");
         else if (streq(signal, "PropertiesChanged"))
@@ -1590,6 +1639,125 @@ static void monitor_expect(const Fixture *fx, Monitor *m, Expected *want, size_t
                 if (!want[k].seen)
                         g_error("monitor%s: no %s for tid %d within %d ms", m->json ? " --json" : "", want[k].signal,
                                 want[k].tid, WAIT_MS);
+}
+
+/* Read the monitor's lines up to the first that holds until (included); NULL-terminated. */
+static GStrv monitor_lines_until(Monitor *m, const char *until) {
+        gint64 end = g_get_monotonic_time() + WAIT_MS * 1000;
+        g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+        for (;;) {
+                char *l = tests_read_line(m->out, m->buf, end);
+                if (!l)
+                        g_error("monitor: no line with '%s' within %d ms", until, WAIT_MS);
+                g_ptr_array_add(lines, l);
+                if (strstr(l, until))
+                        break;
+        }
+        g_ptr_array_add(lines, NULL);
+        return (GStrv) g_ptr_array_free(g_steal_pointer(&lines), false);
+}
+
+static Monitor monitor_start_args(const char *const *extra) {
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_ptr_array_add(argv, (char *) g_getenv("SECTREECTL"));
+        for (; *extra; extra++)
+                g_ptr_array_add(argv, (char *) *extra);
+        g_ptr_array_add(argv, NULL);
+        Monitor m = { .buf = g_string_new(NULL), .json = g_strv_contains((const char *const *) argv->pdata, "--json") };
+        g_autoptr(GError) error = NULL;
+        if (!g_spawn_async_with_pipes(NULL, (char **) argv->pdata, NULL, G_SPAWN_DO_NOT_REAP_CHILD, tests_die_with_parent,
+                                      NULL, &m.pid, NULL, &m.out, &m.err, &error))
+                g_error("starting sectreectl monitor: %s", error->message);
+        g_autoptr(GString) errbuf = g_string_new(NULL);
+        g_autofree char *line = tests_read_line(m.err, errbuf, g_get_monotonic_time() + WAIT_MS * 1000);
+        if (!line || !g_str_has_prefix(line, "Monitoring org.sectree1; "))
+                g_error("sectreectl monitor did not say it is subscribed: %s", line ? line : "(nothing)");
+        return m;
+}
+
+/* FilterAttached and TaskExited name the task's process and name; a first filter has parent
+ * "none" in text as null in JSON; --pid and --comm keep one process's events (and Resynced). */
+static void test_monitor_filters(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        Monitor all = monitor_start_args((const char *const[]) { "monitor", NULL });
+        Monitor json = monitor_start_args((const char *const[]) { "--json", "monitor", NULL });
+        /* x: a first filter on an unfiltered task; y: another process's events */
+        ScenarioTask x = scenario_fork(fx->s, fx->root), y = scenario_fork(fx->s, fx->a);
+        g_assert_cmpint(x, >=, 0);
+        g_assert_cmpint(y, >=, 0);
+        g_autofree char *xpid = g_strdup_printf("%d", tid_of(fx, x));
+        Monitor by_pid = monitor_start_args((const char *const[]) { "monitor", "--pid", xpid, NULL });
+        Monitor by_comm = monitor_start_args((const char *const[]) { "monitor", "--comm=no-such-*", NULL });
+        Monitor by_glob = monitor_start_args((const char *const[]) { "monitor", "--comm=test-sectree*", "--pid", xpid, NULL });
+
+        struct sock_filter f[16];
+        const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
+        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
+        g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
+        g_assert_cmpint(scenario_install(fx->s, y, f, n, 0), >=, 0);
+        /* The signal carries the tid only: monitor asks ListTasks who it is, so x must still be
+         * there when each monitor sees its FilterAttached. */
+        g_autofree char *x_attached = g_strdup_printf("parent=none tid=%s pid=%s comm=" COMM, xpid, xpid);
+        g_auto(GStrv) all1 = monitor_lines_until(&all, x_attached);
+        g_auto(GStrv) mine1 = monitor_lines_until(&by_pid, x_attached);
+        g_auto(GStrv) globbed1 = monitor_lines_until(&by_glob, x_attached);
+        g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
+        g_assert_cmpint(scenario_exit(fx->s, y), ==, 0);
+        g_autofree char *rescan = CTL_OK(fx, "rescan"); /* Resynced ends every monitor's part */
+
+        g_autofree char *x_exited = g_strdup_printf("TaskExited tid=%s pid=%s comm=" COMM, xpid, xpid);
+        g_autofree char *y_tid = g_strdup_printf("tid=%d ", tid_of(fx, y));
+        g_auto(GStrv) all2 = monitor_lines_until(&all, "Resynced reason=rescan");
+        bool seen_exited = false;
+        for (char **l = all2; *l; l++)
+                seen_exited |= g_str_has_suffix(*l, x_exited);
+        if (!seen_exited)
+                g_error("monitor does not name x's process and comm:\n%s\n%s", g_strjoinv("\n", all1),
+                        g_strjoinv("\n", all2));
+        g_auto(GStrv) mine2 = monitor_lines_until(&by_pid, "Resynced reason=rescan");
+        g_autofree char *mine = g_strconcat(g_strjoinv("\n", mine1), "\n", g_strjoinv("\n", mine2), NULL);
+        g_auto(GStrv) mine_lines = g_strsplit(mine, "\n", -1);
+        bool x_seen = false;
+        for (char **l = mine_lines; *l; l++) {
+                if (strstr(*l, y_tid) || strstr(*l, "PropertiesChanged"))
+                        g_error("monitor --pid %s shows '%s'", xpid, *l);
+                x_seen |= g_str_has_suffix(*l, x_exited);
+        }
+        g_assert_true(x_seen);
+        g_auto(GStrv) globbed2 = monitor_lines_until(&by_glob, "Resynced reason=rescan");
+        g_autofree char *globbed = g_strconcat(g_strjoinv("\n", globbed1), "\n", g_strjoinv("\n", globbed2), NULL);
+        /* the same events, told apart only by the local time each monitor saw them */
+        g_autoptr(GRegex) time = g_regex_new("^[0-9-]+ [0-9:.]+ ", G_REGEX_MULTILINE, 0, NULL);
+        g_autofree char *globbed_events = g_regex_replace_literal(time, globbed, -1, 0, "", 0, NULL);
+        g_autofree char *mine_events = g_regex_replace_literal(time, mine, -1, 0, "", 0, NULL);
+        g_assert_cmpstr(globbed_events, ==, mine_events);
+        g_auto(GStrv) nothing = monitor_lines_until(&by_comm, "Resynced reason=rescan");
+        g_assert_cmpuint(g_strv_length(nothing), ==, 1); /* the Resynced line alone */
+
+        /* JSON: the same, with null for none */
+        gint64 end = g_get_monotonic_time() + WAIT_MS * 1000;
+        bool json_seen = false;
+        while (!json_seen) {
+                g_autofree char *l = tests_read_line(json.out, json.buf, end);
+                if (!l)
+                        g_error("monitor --json: no FilterAttached for %s", xpid);
+                json_t *o = json_loads(l, 0, NULL);
+                g_assert_nonnull(o);
+                if (streq(jstr(o, "signal"), "FilterAttached") && jint(o, "tid") == tid_of(fx, x)) {
+                        ASSERT_KEYS(o, "signal", "id", "parent", "tid", "pid", "comm", "time", "time_usec");
+                        g_assert_true(json_is_null(jget(o, "parent")));
+                        g_assert_cmpint(jint(o, "pid"), ==, tid_of(fx, x));
+                        g_assert_cmpstr(jstr(o, "comm"), ==, COMM);
+                        json_seen = true;
+                }
+                json_decref(o);
+        }
+        monitor_stop(&all);
+        monitor_stop(&json);
+        monitor_stop(&by_pid);
+        monitor_stop(&by_comm);
+        monitor_stop(&by_glob);
 }
 
 static void test_monitor(Fixture *fx, gconstpointer data) {
@@ -1840,6 +2008,7 @@ int main(int argc, char **argv) {
         ADD("check", test_check);
         ADD("graph", test_graph);
         ADD("monitor", test_monitor);
+        ADD("monitor-filters", test_monitor_filters);
         ADD("tty", test_tty);
         ADD("unprivileged", test_unprivileged);
         ADD("escapes", test_escapes);
