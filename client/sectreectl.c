@@ -25,7 +25,12 @@ static const Verb verbs[] = {
           .summary = "Filters nested under their parents, with processes",
           .help = "Without PID: every process with a thread in filter or strict mode. With PID (a\n"
                   "thread id stands for its process): that process and its filtered descendants,\n"
-                  "also below processes without filters, and every filter their chains reach.\n"
+                  "also below processes without filters, and every filter their chains reach. Each\n"
+                  "filter says how many threads have it as their head (the newest filter,\n"
+                  "evaluated first) and how many have it anywhere in their chain: \"[head of 0, in\n"
+                  "the chains of 3 tasks]\". A snapshot also names who holds each listener\n"
+                  "(\"listener 1 held by supervisor[812] fd 5\"), and lists the processes of the\n"
+                  "subtree that run under no filter.\n"
                   "\n"
                   "Options:\n"
                   "     --file=FILE          The forest of the snapshot in FILE (- for stdin)\n" },
@@ -102,9 +107,10 @@ static const Verb verbs[] = {
         { "snapshot", 0, 1, 0, VERB_SNAPSHOT, .run = verb_snapshot, .group = VERB_GROUP_SNAPSHOT,
           .usage = "[PID]",
           .summary = "Take and store a snapshot; prints its id",
-          .help = "A snapshot of PID's subtree, or of the whole machine without PID; the daemon\n"
-                  "stores it. The new id alone is printed, so that id=$(sectreectl snapshot 4711)\n"
-                  "works. Anyone may snapshot the processes they could ptrace themselves.\n"
+          .help = "A snapshot of PID's subtree (a thread id stands for its process), or of the\n"
+                  "whole machine without PID; the daemon stores it. The new id alone is printed,\n"
+                  "so that id=$(sectreectl snapshot 4711) works. Anyone may snapshot the processes\n"
+                  "they could ptrace themselves.\n"
                   "\n"
                   "Options:\n"
                   "     --name=NAME          Name the snapshot (at most 256 bytes)\n"

@@ -20,11 +20,23 @@ typedef struct TreeEntry {
 typedef struct TreeIndex {
         TreeEntry *entries; /* grouped by parent filter index; roots use slot n_filters */
         size_t *start;      /* entries of slot i: [start[i], start[i + 1]) */
+        size_t *chain_tasks; /* by filter index: the threads whose chain holds it */
 } TreeIndex;
 
 static void tree_index_free(TreeIndex *ix) {
         free(ix->entries);
         free(ix->start);
+        free(ix->chain_tasks);
+}
+
+void forest_count_chain_tasks(const Forest *f, size_t *ret) {
+        for (size_t i = 0; i < f->n_filters; i++)
+                ret[i] = f->filters[i]->n_tasks;
+        /* parents come before children: walking backwards, a filter's count is complete before it
+         * is added to its parent's */
+        for (size_t i = f->n_filters; i-- > 0;)
+                if (f->filters[i]->parent)
+                        ret[f->filters[i]->parent->index] += ret[i];
 }
 
 static size_t process_slot(const Forest *f, const Process *p, size_t j) {
@@ -76,9 +88,11 @@ static int tree_index_build(const Forest *f, TreeIndex *ix) {
                 ix->start[i] = total;
         }
         ix->entries = calloc(total + 1, sizeof(TreeEntry));
+        ix->chain_tasks = calloc(f->n_filters + 1, sizeof(size_t));
         _cleanup_free_ size_t *cursor = malloc((slots + 1) * sizeof(size_t));
-        if (!ix->entries || !cursor)
+        if (!ix->entries || !ix->chain_tasks || !cursor)
                 return -ENOMEM;
+        forest_count_chain_tasks(f, ix->chain_tasks);
         memcpy(cursor, ix->start, (slots + 1) * sizeof(size_t));
         size_t *saved = ix->start;
         ix->start = cursor;
@@ -87,7 +101,7 @@ static int tree_index_build(const Forest *f, TreeIndex *ix) {
         return 0;
 }
 
-static void print_filter_line(const Filter *x, FILE *out) {
+static void print_filter_line(const Filter *x, size_t chain_tasks, FILE *out) {
         char digest[PROG_DIGEST_STRING_MAX];
         prog_digest_to_string(x->digest, digest);
         fprintf(out, "filter %" PRIu64 "  %zu insns  %.19s", x->id, x->len, digest);
@@ -101,7 +115,23 @@ static void print_filter_line(const Filter *x, FILE *out) {
                 fputs("  listener", out);
         if (x->identity == IDENTITY_INFERRED)
                 fputs("  (inferred)", out);
-        fprintf(out, "  [%zu task%s]\n", x->n_tasks, x->n_tasks == 1 ? "" : "s");
+        fprintf(out, "  [head of %zu, in the chains of %zu task%s]\n", x->n_tasks, chain_tasks,
+                chain_tasks == 1 ? "" : "s");
+}
+
+/* "listener 1 held by supervisor[812] fd 5, worker[700] fd 3" */
+static void print_listener_holders(const Forest *f, const Listener *l, FILE *out) {
+        fprintf(out, "listener %" PRIu64 " held by", l->id);
+        for (size_t i = 0; i < l->n_holders; i++) {
+                const Process *p = forest_find_process(f, l->holders[i].pid);
+                fputs(i ? ", " : " ", out);
+                if (p)
+                        fputs_escaped(p->comm, out);
+                fprintf(out, "[%d] fd %d", l->holders[i].pid, l->holders[i].fd);
+        }
+        if (l->n_holders == 0)
+                fputs(" nobody", out);
+        fputc('\n', out);
 }
 
 /* "comm[pid]" and, when not every thread of the process is in this slot or there are several,
@@ -138,19 +168,31 @@ typedef struct TreePrinter {
 
 static int print_slot(TreePrinter *tp, size_t slot);
 
+/* The filter's line, then the holders of its listener on a line of their own under it (the
+ * prefix is already the one of the filter's entries). */
+static void print_filter(TreePrinter *tp, const Filter *x) {
+        print_filter_line(x, tp->ix->chain_tasks[x->index], tp->out);
+        const Listener *l = x->listener_id ? forest_find_listener(tp->f, x->listener_id) : NULL;
+        if (!l)
+                return;
+        bool more = tp->ix->start[x->index + 1] > tp->ix->start[x->index];
+        fprintf(tp->out, "%.*s%s", (int) tp->prefix_len, tp->prefix, more ? tp->g->pipe : tp->g->space);
+        print_listener_holders(tp->f, l, tp->out);
+}
+
 static int print_entry(TreePrinter *tp, const TreeEntry *e, size_t slot, bool last) {
         fprintf(tp->out, "%.*s%s", (int) tp->prefix_len, tp->prefix, last ? tp->g->last : tp->g->branch);
         if (e->process) {
                 print_process_line(tp->f, e->process, slot, tp->out);
                 return 0;
         }
-        print_filter_line(e->filter, tp->out);
         const char *extend = last ? tp->g->space : tp->g->pipe;
         size_t saved = tp->prefix_len, l = strlen(extend);
         if (GROW(tp->prefix, tp->prefix_allocated, tp->prefix_len + l + 1) < 0)
                 return -ENOMEM;
         memcpy(tp->prefix + tp->prefix_len, extend, l);
         tp->prefix_len += l;
+        print_filter(tp, e->filter);
         int r = print_slot(tp, e->filter->index);
         tp->prefix_len = saved;
         return r;
@@ -225,7 +267,8 @@ int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
         for (size_t i = ix.start[f->n_filters]; i < ix.start[f->n_filters + 1]; i++) {
                 const Filter *root = ix.entries[i].filter;
                 fputc('\n', out);
-                print_filter_line(root, out);
+                tp.prefix_len = 0;
+                print_filter(&tp, root);
                 r = print_slot(&tp, root->index);
                 if (r < 0)
                         break;

@@ -506,7 +506,8 @@ static void test_tree_file(void) {
                         g_assert_cmpstr(out, ==, want);
 
                         json_auto_t *doc = CTL_JSON("tree", "--file", path);
-                        ASSERT_KEYS(doc, "backend", "identity", "root", "filters", "processes");
+                        ASSERT_KEYS(doc, "backend", "identity", "root", "filters", "processes", "listeners");
+                        g_assert_cmpuint(json_array_size(jarr(doc, "listeners")), ==, ref->n_listeners);
                         g_assert_cmpuint(json_array_size(jarr(doc, "filters")), ==, ref->n_filters);
                         g_assert_cmpuint(json_array_size(jarr(doc, "processes")), ==, ref->n_processes);
                         for (size_t i = 0; i < ref->n_processes; i++)
@@ -516,6 +517,21 @@ static void test_tree_file(void) {
                         g_autofree char *dot = CTL_OK("graph", "--file", path);
                         g_assert_true(g_str_has_prefix(dot, "digraph"));
                 }
+
+        /* The listener's holders, by name, pid and fd, under its filter; and in JSON. */
+        g_autofree char *subtree = write_sample(&t, "holders.json", SAMPLE_SUBTREE, SNAPSHOT_FORMAT_JSON);
+        g_autofree char *holders = CTL_OK("tree", "--file", subtree);
+        g_assert_nonnull(strstr(holders, "  listener 1  [head of 1, in the chains of 1 task]\n"
+                                         "   |  listener 1 held by worker \"1\"[101] fd 5, supervisor[50] fd 9\n"));
+        g_assert_nonnull(strstr(holders, "filter 1  4 insns  sha256:8b076e6cbdab  [head of 2, in the chains of 4 tasks]\n"));
+        json_auto_t *hdoc = CTL_JSON("tree", "--file", subtree);
+        json_t *l = json_array_get(jarr(hdoc, "listeners"), 0);
+        g_assert_cmpint(jint(l, "id"), ==, 1);
+        g_assert_cmpint(jint(l, "filter"), ==, 3);
+        g_assert_cmpint(jint(json_array_get(jarr(l, "holders"), 1), "pid"), ==, 50);
+        g_assert_cmpint(jint(json_array_get(jarr(l, "holders"), 1), "fd"), ==, 9);
+        g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "chain_tasks"), ==, 4);
+        g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "tasks"), ==, 2);
 
         /* A subtree: the same as lib/'s restriction; a thread id stands for its process. */
         g_autofree char *path = write_sample(&t, "basic.sqlite", SAMPLE_BASIC, SNAPSHOT_FORMAT_SQLITE);
@@ -915,6 +931,24 @@ static void test_snapshot_list(Fixture *fx, gconstpointer data) {
         g_assert_cmpuint(third, >, whole);
         uint64_t sub = ctl_snapshot(ARGS("snapshot", root, "--no-argv"));
         g_assert_cmpuint(whole, !=, sub);
+
+        /* a thread id stands for its process, as for tree */
+        ScenarioTask thread = scenario_thread(fx->s, fx->a);
+        g_assert_cmpint(thread, >=, 0);
+        char tid[16];
+        snprintf(tid, sizeof(tid), "%d", scenario_task(fx->s, thread)->tid);
+        for (int i = 0; i < 500; i++) { /* until the daemon lists the thread */
+                json_auto_t *ps = CTL_JSON("ps", tid);
+                if (json_array_size(jarr(ps, "tasks")) == 1)
+                        break;
+                g_usleep(10000);
+        }
+        uint64_t by_tid = ctl_snapshot(ARGS("snapshot", tid));
+        json_auto_t *t = listed_snapshot(by_tid);
+        g_assert_cmpint(jint(t, "root"), ==, pid_of(fx, fx->a));
+        g_assert_cmpint(jint(t, "threads"), ==, 4); /* a and its thread, a1, c */
+        snprintf(tid, sizeof(tid), "%" PRIu64, by_tid);
+        g_autofree char *rm_tid = CTL_OK("rm", tid);
 
         json_auto_t *w = listed_snapshot(whole), *s = listed_snapshot(sub);
         g_assert_nonnull(w);

@@ -618,7 +618,8 @@ static void test_ps(Fixture *fx, gconstpointer data) {
  * for each process the filters it is printed under (0: "without a filter") with its line. */
 typedef struct TreeText {
         GHashTable *filter_parent; /* id -> parent id */
-        GHashTable *filter_tasks;  /* id -> "[N tasks]" count */
+        GHashTable *filter_tasks;  /* id -> N of "[head of N, in the chains of M tasks]" */
+        GHashTable *chain_tasks;   /* id -> M */
         GHashTable *process_under; /* pid -> GPtrArray of "filter-id\tline" */
         char *header;
         char *counts; /* the second line: "N filters, N processes, N threads, N listeners" */
@@ -627,6 +628,7 @@ typedef struct TreeText {
 static void tree_text_free(TreeText *t) {
         g_hash_table_destroy(t->filter_parent);
         g_hash_table_destroy(t->filter_tasks);
+        g_hash_table_destroy(t->chain_tasks);
         g_hash_table_destroy(t->process_under);
         g_free(t->header);
         g_free(t->counts);
@@ -641,6 +643,7 @@ static void tree_text_parse(const char *out, TreeText *t) {
         *t = (TreeText) {
                 .filter_parent = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .filter_tasks = g_hash_table_new(g_direct_hash, g_direct_equal),
+                .chain_tasks = g_hash_table_new(g_direct_hash, g_direct_equal),
                 .process_under = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, (GDestroyNotify) g_ptr_array_unref),
         };
         g_auto(GStrv) lines = lines_of(out);
@@ -666,15 +669,16 @@ static void tree_text_parse(const char *out, TreeText *t) {
                         g_assert_true(strncmp(line + off - 2, "- ", 2) == 0);
                 const char *body = line + off;
                 uint64_t id;
-                unsigned tasks;
+                unsigned tasks, chain;
                 if (!unfiltered && sscanf(body, "filter %" SCNu64, &id) == 1) {
                         g_assert_true(level == 0 || stack[level - 1] != 0);
                         stack[level] = id;
                         g_hash_table_insert(t->filter_parent, id_key(id), id_key(level ? stack[level - 1] : 0));
                         const char *count = strrchr(body, '[');
                         g_assert_nonnull(count);
-                        g_assert_cmpint(sscanf(count, "[%u task", &tasks), ==, 1);
+                        g_assert_cmpint(sscanf(count, "[head of %u, in the chains of %u task", &tasks, &chain), ==, 2);
                         g_hash_table_insert(t->filter_tasks, id_key(id), GUINT_TO_POINTER(tasks));
+                        g_hash_table_insert(t->chain_tasks, id_key(id), GUINT_TO_POINTER(chain));
                         continue;
                 }
                 const char *bracket = strchr(body, '[');
@@ -755,6 +759,15 @@ static unsigned node_head_count(const Fixture *fx, int node) {
         return n;
 }
 
+/* The live tasks whose chain holds node, anywhere. */
+static unsigned node_chain_count(const Fixture *fx, int node) {
+        unsigned n = 0;
+        for (ScenarioTask x = 0; (size_t) x < scenario_n_tasks(fx->s); x++)
+                for (int h = head_of(fx, x); scenario_task(fx->s, x)->alive && h >= 0; h = scenario_node(fx->s, h)->parent)
+                        n += h == node;
+        return n;
+}
+
 static TreeText tree_of(Fixture *fx, const char *pid) {
         g_autofree char *out = pid ? CTL_OK(fx, "tree", pid) : CTL_OK(fx, "tree");
         assert_ascii(out, "tree");
@@ -790,6 +803,8 @@ static void test_tree(Fixture *fx, gconstpointer data) {
                 assert_tree_filter(fx, &all, (int) node);
                 unsigned tasks = GPOINTER_TO_UINT(g_hash_table_lookup(all.filter_tasks, id_key(fx->id[node])));
                 g_assert_cmpuint(tasks, ==, node_head_count(fx, (int) node));
+                unsigned chain = GPOINTER_TO_UINT(g_hash_table_lookup(all.chain_tasks, id_key(fx->id[node])));
+                g_assert_cmpuint(chain, ==, node_chain_count(fx, (int) node));
         }
         for (ScenarioTask x = 0; (size_t) x < scenario_n_tasks(fx->s); x++) {
                 if (!is_process(fx, x))
@@ -823,7 +838,7 @@ static void test_tree(Fixture *fx, gconstpointer data) {
                                                   scenario_node(fx->s, fx->n_l)->len);
         g_autofree char *l_out = CTL_OK(fx, "tree", l);
         g_assert_nonnull(strstr(l_out, l_line));
-        g_assert_nonnull(strstr(l_out, "  listener  [1 task]\n"));
+        g_assert_nonnull(strstr(l_out, "  listener  [head of 1, in the chains of 1 task]\n"));
         tree_text_free(&tl);
 
         /* a thread's id stands for its process */
@@ -878,7 +893,8 @@ static void test_tree(Fixture *fx, gconstpointer data) {
 /* tree --json (and graph --json, the same document) of process a. */
 static void assert_forest_json(Fixture *fx, json_t *doc, pid_t root, const ScenarioTask *procs, size_t n_procs,
                                const int *nodes, size_t n_nodes) {
-        ASSERT_KEYS(doc, "backend", "identity", "root", "filters", "processes");
+        ASSERT_KEYS(doc, "backend", "identity", "root", "filters", "processes", "listeners");
+        g_assert_cmpuint(json_array_size(jarr(doc, "listeners")), ==, 0); /* the daemon does not say who holds them */
         g_assert_cmpstr(jstr(doc, "backend"), ==, "bpf");
         g_assert_cmpstr(jstr(doc, "identity"), ==, "exact");
         g_assert_cmpint(jint(doc, "root"), ==, root);
@@ -887,7 +903,7 @@ static void assert_forest_json(Fixture *fx, json_t *doc, pid_t root, const Scena
         g_assert_cmpuint(json_array_size(filters), ==, n_nodes);
         g_autoptr(GHashTable) position = g_hash_table_new(g_direct_hash, g_direct_equal);
         json_array_foreach(filters, i, x) {
-                ASSERT_KEYS(x, "id", "parent", "length", "digest", "depth", "tasks", "flags");
+                ASSERT_KEYS(x, "id", "parent", "length", "digest", "depth", "tasks", "chain_tasks", "flags", "listener");
                 uint64_t id = (uint64_t) jid(x, "id"), parent = (uint64_t) jid(x, "parent");
                 g_assert_cmpuint(id, >, 0);
                 /* parents first */
@@ -903,6 +919,7 @@ static void assert_forest_json(Fixture *fx, json_t *doc, pid_t root, const Scena
                 g_assert_cmpint(jint(f, "length"), ==, scenario_node(fx->s, node)->len);
                 g_assert_cmpint(jint(f, "depth"), ==, scenario_node_depth(fx->s, node));
                 g_assert_cmpint(jint(f, "tasks"), ==, node_head_count(fx, node));
+                g_assert_cmpint(jint(f, "chain_tasks"), ==, node_chain_count(fx, node));
                 assert_flags(jget(f, "flags"), node_log(fx, node), node_listener(fx, node));
         }
         g_assert_cmpuint(json_array_size(processes), ==, n_procs);
