@@ -3,6 +3,7 @@
 #include "chain.h"
 
 #include "ctl.h"
+#include "snapshot-load.h"
 #include "util.h"
 
 void chain_done(Chain *ch) {
@@ -78,4 +79,24 @@ int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode
                         return log_oom();
         *ret_mode = t->mode;
         return 0;
+}
+
+static int chain_load(const char *path, uint32_t tid, Chain *ret) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        TaskMode mode;
+        int r = snapshot_file_load(path, &f, NULL);
+        if (r < 0)
+                return r;
+        r = chain_from_forest(f, (pid_t) tid, ret, &mode);
+        if (r == -ENOENT)
+                return ctl_error_errno(r, "No task %" PRIu32 " in snapshot %s", tid, path);
+        return r;
+}
+
+int chain_get(Context *c, uint32_t tid, Chain *ret) {
+        sd_bus *bus;
+        if (c->file)
+                return chain_load(c->file, tid, ret);
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : chain_fetch(bus, tid, ret);
 }

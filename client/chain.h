@@ -2,6 +2,7 @@
  * for each), or taken from a snapshot's forest */
 #pragma once
 
+#include "ctl.h"
 #include "forest.h"
 #include "manager.h"
 
@@ -23,3 +24,7 @@ int filter_detail_from_filter(const Filter *x, FilterDetail *ret);
 /* The chain of thread tid of a linked forest, and its mode. -ENOENT (not logged) when the forest
  * has no such thread; other failures are logged. */
 int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode);
+
+/* The chain of thread tid, from the snapshot of --file or from the daemon. Logs, also "No task
+ * TID in snapshot F". */
+int chain_get(Context *c, uint32_t tid, Chain *ret);

@@ -42,16 +42,21 @@ static const Verb verbs[] = {
                   "chain's length. Arguments choose the tasks shown: a number is a process (all of\n"
                   "its listed threads) or a thread, anything else a shell glob on the task's name\n"
                   "(sectreectl ps 'chrom*' 4711); a task is shown when it matches any of them.\n" },
-        { "show", 1, 1, 0, VERB_FILE, .run = verb_show, .group = VERB_GROUP_LIVE,
-          .usage = "FILTER\n--file=FILE [FILTER]",
+        { "show", 0, 1, 0, VERB_FILE | VERB_PID | VERB_RAW, .run = verb_show, .group = VERB_GROUP_LIVE,
+          .usage = "FILTER\n--pid=TID\n--file=FILE [FILTER | --pid=TID]",
           .summary = "A filter's metadata and disassembly",
           .help = "Prints the filter's parent, length, digest (checked against the instructions),\n"
-                  "flags, task count and identity, then its disassembly. With --file and no\n"
-                  "FILTER: the snapshot's own metadata (name, when and by whom it was taken, host,\n"
-                  "counts).\n"
+                  "flags, task count and identity, then its disassembly. With --pid: every filter\n"
+                  "of the task's chain so, the head (evaluated first) first, as seccomp-tools dump\n"
+                  "does. With --file and neither: the snapshot's own metadata (name, when and by\n"
+                  "whom it was taken, host, counts).\n"
                   "\n"
                   "Options:\n"
-                  "     --file=FILE          A filter of the snapshot in FILE (- for stdin)\n" },
+                  "     --pid=TID            The whole chain of task TID\n"
+                  "     --raw                Each instruction's CODE JT JF K before its\n"
+                  "                          disassembly\n"
+                  "     --file=FILE          A filter or task of the snapshot in FILE (- for\n"
+                  "                          stdin)\n" },
         { "chain", 1, 1, 1, VERB_FILE, .run = verb_chain, .group = VERB_GROUP_LIVE,
           .usage = "TID\n--file=FILE TID",
           .summary = "A task's filters, newest (its head) first",
@@ -185,6 +190,7 @@ enum {
         ARG_ARCH,
         ARG_PID,
         ARG_COMM,
+        ARG_RAW,
 };
 
 static const struct option options[] = {
@@ -201,6 +207,7 @@ static const struct option options[] = {
         { "arch", required_argument, NULL, ARG_ARCH },
         { "pid", required_argument, NULL, ARG_PID },
         { "comm", required_argument, NULL, ARG_COMM },
+        { "raw", no_argument, NULL, ARG_RAW },
         {}
 };
 
@@ -235,6 +242,9 @@ static bool given_pid(const Context *c) {
 static bool given_comm(const Context *c) {
         return c->comm;
 }
+static bool given_raw(const Context *c) {
+        return c->raw;
+}
 
 static const VerbOptionSpec verb_option_specs[] = {
         { VERB_FILE, "--file", given_file },
@@ -245,6 +255,7 @@ static const VerbOptionSpec verb_option_specs[] = {
         { VERB_ARCH, "--arch", given_arch },
         { VERB_PID, "--pid", given_pid },
         { VERB_COMM, "--comm", given_comm },
+        { VERB_RAW, "--raw", given_raw },
 };
 
 /* Say what is wrong with an unknown option, suggesting the nearest one. */
@@ -338,6 +349,9 @@ static int parse_option(int o, const char *arg, Context *c, Args *a) {
                 return parse_pid_arg("process id", arg, &c->pid);
         case ARG_COMM:
                 c->comm = arg;
+                return 0;
+        case ARG_RAW:
+                c->raw = true;
                 return 0;
         }
         return -EINVAL;

@@ -7,7 +7,6 @@
 #include "json-out.h"
 #include "manager.h"
 #include "output.h"
-#include "snapshot-load.h"
 #include "table.h"
 
 #define NUM_BUF 24
@@ -141,30 +140,12 @@ static json_t *chain_json(const Chain *ch) {
         return a ? json_pack("{s:I, s:o}", "tid", (json_int_t) ch->tid, "filters", a) : NULL;
 }
 
-static int chain_fetch_live(Context *c, uint32_t tid, Chain *ret) {
-        sd_bus *bus;
-        int r = ctl_bus(c, &bus);
-        return r < 0 ? r : chain_fetch(bus, tid, ret);
-}
-
-static int chain_load(Context *c, uint32_t tid, Chain *ret) {
-        _cleanup_(forest_freep) Forest *f = NULL;
-        TaskMode mode;
-        int r = snapshot_file_load(c->file, &f, NULL);
-        if (r < 0)
-                return r;
-        r = chain_from_forest(f, (pid_t) tid, ret, &mode);
-        if (r == -ENOENT)
-                return ctl_error_errno(r, "No task %" PRIu32 " in snapshot %s", tid, c->file);
-        return r;
-}
-
 int verb_chain(Context *c, char **args, size_t n_args) {
         uint32_t tid;
         _cleanup_(chain_done) Chain ch = {};
         int r = parse_pid_arg("task id", args[0], &tid);
         if (r >= 0)
-                r = c->file ? chain_load(c, tid, &ch) : chain_fetch_live(c, tid, &ch);
+                r = chain_get(c, tid, &ch);
         if (r < 0)
                 return r;
         if (c->json) {

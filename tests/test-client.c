@@ -173,6 +173,9 @@ static void test_usage(void) {
                 { { "check", "--arch=vax", "1", "read", NULL }, "Unknown architecture 'vax'" },
                 { { "check", "--arch=x86", "1", "openat2x", NULL }, "Unknown system call 'openat2x' on x86" },
                 { { "tree", "--arch=x86", NULL }, "'tree' does not take --arch" },
+                { { "show", "--pid=1", "2", NULL }, "Give FILTER or --pid=TID, not both" },
+                { { "show", "--pid=0", NULL }, "Invalid process id '0'" },
+                { { "chain", "--raw", "1", NULL }, "'chain' does not take --raw" },
         };
         g_setenv("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS_ADDRESS, true);
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -193,7 +196,7 @@ static void test_no_bus(void) {
         static const char *const cases[][8] = {
                 { "status" }, { "--no-pager" }, { "ps", "--no-legend", "--no-pager" }, { "ps", "1", "sh*", "x" },
                 { "monitor", "--pid=1", "--comm=sh*" }, { "--json=pretty", "status" }, { "tree", "1" }, { "graph", "--counts" },
-                { "show", "18446744073709551615" }, { "chain", "2147483647" }, { "monitor" },
+                { "show", "18446744073709551615" }, { "show", "--pid=1" }, { "show", "--raw", "1" }, { "chain", "2147483647" }, { "monitor" },
                 { "check", "1", "257" }, { "check", "1", "openat", "--", "-100", "0x10", "18446744073709551615" },
                 { "check", "1", "0x101" }, { "check", "--arch=i386", "1", "socketcall" },
                 { "--json", "rescan" },

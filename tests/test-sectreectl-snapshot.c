@@ -480,6 +480,17 @@ static void test_show_file(void) {
         g_autofree char *line = CTL_FAILS(1, "No filter 99 in snapshot ", "show", "--file", path, "99");
         g_autofree char *usage = CTL_FAILS(2, "Invalid filter id 'x'", "show", "--file", path, "x");
 
+        /* --pid: thread 101's chain 4 <- 3 <- 1, head first, each filter as show prints it */
+        g_autofree char *chain = CTL_OK("show", "--file", path, "--pid=101");
+        g_autofree char *f4 = CTL_OK("show", "--file", path, "4"), *f3 = CTL_OK("show", "--file", path, "3"),
+                        *f1 = CTL_OK("show", "--file", path, "1");
+        g_autofree char *want = g_strdup_printf("Task 101: 3 filters, the head (evaluated first) first\n"
+                                                "\n--- position 0 of 3 (the head) ---\n%s"
+                                                "\n--- position 1 of 3 ---\n%s"
+                                                "\n--- position 2 of 3 ---\n%s", f4, f3, f1);
+        g_assert_cmpstr(chain, ==, want);
+        g_autofree char *no_task = CTL_FAILS(1, "No task 999 in snapshot ", "show", "--file", path, "--pid=999");
+
         /* The subtree sample names its root; stdin works as a file. */
         g_autofree char *sub = write_sample(&t, "subtree.sqlite", SAMPLE_SUBTREE, SNAPSHOT_FORMAT_SQLITE);
         char *argv[] = { "/bin/sh", "-c", "exec \"$0\" show --file - < \"$1\"", (char *) g_getenv("SECTREECTL"), sub,

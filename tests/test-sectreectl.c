@@ -989,6 +989,31 @@ static void test_tree_json(Fixture *fx, gconstpointer data) {
 
 /* ---- show ---- */
 
+/* show --pid: every filter of the task's chain, head first, each as `show ID` prints it. */
+static void assert_show_chain(Fixture *fx, ScenarioTask x) {
+        g_autofree char *tid = g_strdup_printf("--pid=%d", tid_of(fx, x));
+        int depth = scenario_node_depth(fx->s, head_of(fx, x));
+        g_autofree char *out = CTL_OK(fx, "show", tid);
+        g_autoptr(GString) want = g_string_new(NULL);
+        g_string_append_printf(want, "Task %d: %d filter%s, the head (evaluated first) first\n", tid_of(fx, x), depth,
+                               depth == 1 ? "" : "s");
+        json_t *doc = CTL_JSON(fx, "show", tid);
+        ASSERT_KEYS(doc, "tid", "filters");
+        g_assert_cmpint(jint(doc, "tid"), ==, tid_of(fx, x));
+        g_assert_cmpuint(json_array_size(jarr(doc, "filters")), ==, depth);
+        int node = head_of(fx, x);
+        for (int i = 0; i < depth; i++, node = scenario_node(fx->s, node)->parent) {
+                g_autofree char *id = g_strdup_printf("%" PRIu64, fx->id[node]);
+                g_autofree char *one = CTL_OK(fx, "show", id);
+                g_string_append_printf(want, "\n--- position %d of %d%s ---\n%s", i, depth, i == 0 ? " (the head)" : "", one);
+                json_t *alone = CTL_JSON(fx, "show", id);
+                g_assert_true(json_equal(alone, json_array_get(jarr(doc, "filters"), (size_t) i)));
+                json_decref(alone);
+        }
+        g_assert_cmpstr(out, ==, want->str);
+        json_decref(doc);
+}
+
 static void test_show(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
@@ -1048,8 +1073,23 @@ static void test_show(Fixture *fx, gconstpointer data) {
                         g_assert_cmpstr(json_string_value(json_array_get(disasm, k)), ==, lines[8 + k]);
                 }
                 json_decref(doc);
+
+                /* --raw: CODE JT JF K before each line of the disassembly */
+                g_autofree char *raw = CTL_OK(fx, "show", "--raw", id);
+                g_auto(GStrv) raw_lines = lines_of(raw);
+                g_assert_cmpuint(g_strv_length(raw_lines), ==, 8 + 1 + sn->len);
+                g_assert_true(g_str_has_prefix(raw_lines[8], "CODE "));
+                for (guint i = 0; i < sn->len; i++) {
+                        g_autofree char *want = g_strdup_printf("0x%04x  %3u  %3u  0x%08x  %s", sn->insns[i].code,
+                                                                sn->insns[i].jt, sn->insns[i].jf, sn->insns[i].k,
+                                                                lines[8 + i]);
+                        g_assert_cmpstr(raw_lines[9 + i], ==, want);
+                }
         }
         CTL_FAILS(fx, false, "org.sectree1.Error.NoSuchFilter", "show", "999999");
+        assert_show_chain(fx, fx->a1);
+        assert_show_chain(fx, fx->m1c);
+        CTL_FAILS(fx, false, "org.sectree1.Error.NoSuchTask", "show", "--pid=999999999");
 }
 
 /* ---- chain ---- */
