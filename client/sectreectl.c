@@ -99,9 +99,13 @@ static const Verb verbs[] = {
         { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS, .run = verb_graph, .group = VERB_GROUP_LIVE,
           .usage = "[PID]\n--file=FILE [PID]",
           .summary = "The forest as a Graphviz graph (| dot -Tsvg)",
-          .help = "A box per filter (id, length, digest, flags; dashed when identity is inferred),\n"
-                  "an edge from each filter to its parent, and an ellipse per process with an edge\n"
-                  "to the head filter of its threads. PID restricts it as for tree.\n"
+          .help = "Drawn left to right: root filters on the left, each filter with an arrow to the\n"
+                  "filter it was stacked on (id, length, digest, flags; dashed when identity is\n"
+                  "inferred), the processes on the right with an arrow to the head filter of their\n"
+                  "threads. Byte-identical filters that are distinct kernel objects (copies) are\n"
+                  "filled with one colour, so copies stand out from shared objects. A snapshot's\n"
+                  "listeners are drawn with their holders. PID restricts it as for tree.\n"
+                  "sectreectl graph | dot -Tsvg > forest.svg draws it.\n"
                   "\n"
                   "Options:\n"
                   "     --counts             No processes: task counts in the filter boxes instead\n"

@@ -543,6 +543,20 @@ static void test_tree_file(void) {
         g_assert_cmpint(jint(json_array_get(jarr(l, "holders"), 1), "fd"), ==, 9);
         g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "chain_tasks"), ==, 4);
         g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "tasks"), ==, 2);
+        /* the graph draws the listener, its filter and its holders, the one without filters too;
+         * Graphviz reads it */
+        g_autofree char *dot = CTL_OK("graph", "--file", subtree);
+        g_assert_nonnull(strstr(dot, "        l1 [shape=diamond, label=\"listener 1\"];\n"));
+        g_assert_nonnull(strstr(dot, "        l1 -> f3 [style=dashed];\n"));
+        g_assert_nonnull(strstr(dot, "        p50 [shape=ellipse, label=\"supervisor[50]\"];\n"));
+        g_assert_nonnull(strstr(dot, "        p50 -> l1 [label=\"fd 9\", style=dashed];\n"));
+        g_assert_nonnull(strstr(dot, "        p101 -> l1 [label=\"fd 5\", style=dashed];\n"));
+        char *dot_argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) "\"$0\" graph --file \"$1\" | dot -Tsvg",
+                             (char *) g_getenv("SECTREECTL"), subtree, NULL };
+        g_autofree char *svg = NULL, *dot_err = NULL;
+        g_assert_cmpint(tests_run_capture(dot_argv, &svg, &dot_err), ==, 0);
+        g_assert_cmpstr(dot_err, ==, "");
+        g_assert_nonnull(strstr(svg, "<svg"));
 
         /* A subtree: the same as lib/'s restriction; a thread id stands for its process. */
         g_autofree char *path = write_sample(&t, "basic.sqlite", SAMPLE_BASIC, SNAPSHOT_FORMAT_SQLITE);

@@ -1414,7 +1414,8 @@ static void dot_free(Dot *d) {
 static Dot dot_parse(const char *out) {
         Dot d = { g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free), g_ptr_array_new_with_free_func(g_free) };
         g_autoptr(GRegex) node = g_regex_new("^([A-Za-z_][A-Za-z0-9_]*) \\[(.*)\\];$", 0, 0, NULL);
-        g_autoptr(GRegex) edge = g_regex_new("^([A-Za-z_][A-Za-z0-9_]*) -> ([A-Za-z_][A-Za-z0-9_]*)( \\[label=\"[^\"]*\"\\])?;$", 0, 0, NULL);
+        g_autoptr(GRegex) edge = g_regex_new("^([A-Za-z_][A-Za-z0-9_]*) -> ([A-Za-z_][A-Za-z0-9_]*)( \\[[^]]*\\])?;$", 0, 0, NULL);
+        g_autoptr(GRegex) attribute = g_regex_new("^[a-z]+=(\"[^\"]*\"|[A-Za-z]+);$", 0, 0, NULL);
         g_auto(GStrv) lines = lines_of(out);
         guint n = g_strv_length(lines);
         g_assert_cmpuint(n, >=, 2);
@@ -1423,8 +1424,11 @@ static Dot dot_parse(const char *out) {
         for (guint i = 1; i + 1 < n; i++) {
                 const char *l = g_strstrip(lines[i]);
                 g_autoptr(GMatchInfo) m = NULL;
-                if (streq(l, "rankdir=BT;") || g_str_has_prefix(l, "node [")) {
-                        g_assert_true(g_str_has_suffix(l, "];") || streq(l, "rankdir=BT;"));
+                /* the graph's own attributes, and the defaults of nodes and edges: one font for all */
+                if (g_regex_match(attribute, l, 0, NULL) || g_str_has_prefix(l, "node [") || g_str_has_prefix(l, "edge [")) {
+                        g_assert_true(g_str_has_suffix(l, ";"));
+                        if (strstr(l, "fontname="))
+                                g_assert_nonnull(strstr(l, "fontname=\"monospace\""));
                         continue;
                 }
                 if (g_regex_match(edge, l, 0, &m)) {
@@ -1531,9 +1535,50 @@ static bool graph_counts_quiet(void *userdata) {
         return before == c->bus_filters && c->dot_filters == c->bus_filters;
 }
 
+/* Two processes with byte-identical filters of their own (copies, distinct objects) are filled
+ * with one colour; a filter whose bytes are its own is not filled. Left to right. */
+static void assert_graph_copies(Fixture *fx) {
+        ScenarioTask x = scenario_fork(fx->s, fx->root), y = scenario_fork(fx->s, fx->root);
+        struct sock_filter f[16];
+        const Rule r[] = { { SYS_getpriority, ERRNO(11) } };
+        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
+        int nx = scenario_install(fx->s, x, f, n, 0), ny = scenario_install(fx->s, y, f, n, 0);
+        g_assert_cmpint(nx, >=, 0);
+        g_assert_cmpint(ny, >=, 0);
+
+        uint64_t ix = 0, iy = 0;
+        for (int i = 0; i < 500 && (!ix || !iy); i++) {
+                g_autoptr(GArray) cx = bus_chain(fx->bus, tid_of(fx, x), NULL), cy = bus_chain(fx->bus, tid_of(fx, y), NULL);
+                ix = cx && cx->len ? g_array_index(cx, uint64_t, 0) : 0;
+                iy = cy && cy->len ? g_array_index(cy, uint64_t, 0) : 0;
+                g_usleep(10000);
+        }
+        g_assert_cmpuint(ix, !=, iy);
+        g_autofree char *root = g_strdup_printf("%d", tgid_of(fx, fx->root));
+        g_autofree char *all = CTL_OK(fx, "graph", root);
+        g_assert_nonnull(strstr(all, "rankdir=RL;"));
+        Dot d = dot_parse(all);
+        g_autofree char *fx_name = g_strdup_printf("f%" PRIu64, ix), *fy_name = g_strdup_printf("f%" PRIu64, iy);
+        g_autofree char *fa_name = g_strdup_printf("f%" PRIu64, fx->id[fx->n_a]);
+        const char *ax = g_hash_table_lookup(d.nodes, fx_name), *ay = g_hash_table_lookup(d.nodes, fy_name),
+                   *aa = g_hash_table_lookup(d.nodes, fa_name);
+        g_assert_nonnull(ax);
+        g_assert_nonnull(ay);
+        g_assert_nonnull(aa);
+        const char *cx = strstr(ax, "fillcolor="), *cy = strstr(ay, "fillcolor=");
+        g_assert_nonnull(cx);
+        g_assert_nonnull(cy);
+        g_assert_cmpstr(cx, ==, cy);
+        g_assert_null(strstr(aa, "fillcolor="));
+        dot_free(&d);
+        scenario_exit(fx->s, x);
+        scenario_exit(fx->s, y);
+}
+
 static void test_graph(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
+        assert_graph_copies(fx);
         const int all_nodes[] = { fx->n_a, fx->n_a1, fx->n_u, fx->n_t, fx->n_l, fx->n_m1, fx->n_m2 };
         const ScenarioTask all_procs[] = { fx->a, fx->a1, fx->a2, fx->u, fx->t, fx->strict, fx->l, fx->m1, fx->m1c, fx->m2 };
         g_autofree char *out = CTL_OK(fx, "graph");
