@@ -209,6 +209,7 @@ static void test_no_bus(void) {
                 g_assert_cmpint(status, ==, 1);
                 g_assert_cmpstr(out, ==, "");
                 g_assert_true(g_str_has_prefix(err, "sectreectl: Failed to connect to the system bus: "));
+                g_assert_nonnull(strstr(err, "(is dbus running? DBUS_SYSTEM_BUS_ADDRESS names another bus)"));
                 g_assert_cmpuint(count_lines(err), ==, 1);
         }
         g_unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
@@ -231,6 +232,7 @@ static void test_service_unknown(void) {
                 g_assert_cmpint(status, ==, 1);
                 g_assert_cmpstr(out, ==, "");
                 g_assert_true(g_str_has_prefix(err, "sectreectl: org.freedesktop.DBus.Error.ServiceUnknown: "));
+                g_assert_true(g_str_has_suffix(err, " (is sectreed running? systemctl start sectreed)\n"));
                 g_assert_cmpuint(count_lines(err), ==, 1);
         }
         bus_fixture_stop(&b);
