@@ -63,3 +63,8 @@ int verb_rm(Context *c, char **args, size_t n_args);
 int verb_validate(Context *c, char **args, size_t n_args);
 int verb_diff(Context *c, char **args, size_t n_args);
 
+/* The completions' words (verbs-complete.c): "WORD<TAB>DESCRIPTION" lines of pids, tids, filters,
+ * snapshots or syscalls (arg: an architecture); a usage error for another kind. */
+int complete_words(Context *c, const char *kind, const char *arg);
+void complete_print_word(const char *word, const char *description);
+

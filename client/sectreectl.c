@@ -10,6 +10,7 @@
 #define DIFF_EXIT_TROUBLE 2 /* as diff(1) */
 
 static int verb_help(Context *c, char **args, size_t n_args);
+static int verb_complete(Context *c, char **args, size_t n_args);
 
 /* One row per verb: name, arguments (min, max, min with --file), the options it takes, its
  * failure status, what runs it; then its help. A row without help is listed under "Other verbs". */
@@ -159,6 +160,9 @@ static const Verb verbs[] = {
         { "help", 0, 1, .run = verb_help, .group = VERB_GROUP_OTHER,
           .usage = "[VERB]",
           .summary = "This help, or a verb's" },
+        /* the words the shell completions offer: verbs, options VERB, pids, tids, filters, snapshots,
+         * syscalls [ARCH] */
+        { "__complete", 1, 2, .run = verb_complete, .group = VERB_GROUP_HIDDEN, .usage = "KIND [ARG]" },
 };
 
 static const VerbTable verb_table = { verbs, ELEMENTSOF(verbs) };
@@ -220,6 +224,7 @@ typedef struct VerbOptionSpec {
         unsigned option;
         const char *name;
         bool (*given)(const Context *c);
+        const char *description; /* for the completions */
 } VerbOptionSpec;
 
 static bool given_file(const Context *c) {
@@ -251,16 +256,56 @@ static bool given_raw(const Context *c) {
 }
 
 static const VerbOptionSpec verb_option_specs[] = {
-        { VERB_FILE, "--file", given_file },
-        { VERB_SNAPSHOT, "--name", given_name },
-        { VERB_SNAPSHOT, "--no-argv", given_no_argv },
-        { VERB_FORMAT, "--format", given_format },
-        { VERB_COUNTS, "--counts", given_counts },
-        { VERB_ARCH, "--arch", given_arch },
-        { VERB_PID, "--pid", given_pid },
-        { VERB_COMM, "--comm", given_comm },
-        { VERB_RAW, "--raw", given_raw },
+        { VERB_FILE, "--file", given_file, "read a snapshot file" },
+        { VERB_SNAPSHOT, "--name", given_name, "name the snapshot" },
+        { VERB_SNAPSHOT, "--no-argv", given_no_argv, "leave command lines out" },
+        { VERB_FORMAT, "--format", given_format, "sqlite or json" },
+        { VERB_COUNTS, "--counts", given_counts, "task counts instead of processes" },
+        { VERB_ARCH, "--arch", given_arch, "the call's architecture" },
+        { VERB_PID, "--pid", given_pid, "a process or task" },
+        { VERB_COMM, "--comm", given_comm, "a task name (glob)" },
+        { VERB_RAW, "--raw", given_raw, "CODE JT JF K columns" },
 };
+
+/* The options every verb takes, for the completions. */
+static const struct {
+        const char *name, *description;
+} common_option_words[] = {
+        { "--json", "print JSON" },       { "--json=", "pretty, short or off" }, { "--no-legend", "no headers" },
+        { "--no-pager", "accepted" },     { "--help", "this verb's help" },
+};
+
+/* "--name=" for an option that takes an argument, "--name" otherwise. */
+static void print_option_word(const char *name, const char *description) {
+        char word[64];
+        bool arg = false;
+        for (size_t i = 0; options[i].name; i++)
+                if (streq(options[i].name, name + 2))
+                        arg = options[i].has_arg == required_argument;
+        snprintf(word, sizeof(word), "%s%s", name, arg ? "=" : "");
+        complete_print_word(word, description);
+}
+
+static int verb_complete(Context *c, char **args, size_t n_args) {
+        const char *kind = args[0], *arg = n_args > 1 ? args[1] : NULL;
+        if (streq(kind, "verbs")) {
+                for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                        if (verbs[i].group != VERB_GROUP_HIDDEN)
+                                complete_print_word(verbs[i].name, verbs[i].summary);
+                return 0;
+        }
+        if (!streq(kind, "options"))
+                return complete_words(c, kind, arg);
+        const Verb *v = arg ? verb_table_find(&verb_table, arg) : NULL;
+        for (size_t i = 0; i < ELEMENTSOF(common_option_words); i++)
+                complete_print_word(common_option_words[i].name, common_option_words[i].description);
+        if (!v)
+                complete_print_word("--version", "the version");
+        for (size_t i = 0; v && i < ELEMENTSOF(verb_option_specs); i++)
+                if (v->options & verb_option_specs[i].option)
+                        print_option_word(verb_option_specs[i].name, verb_option_specs[i].description);
+        return 0;
+}
 
 /* Say what is wrong with an unknown option, suggesting the nearest one. */
 static int unknown_option(const char *arg) {
