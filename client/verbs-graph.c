@@ -5,6 +5,7 @@
 #include "verbs-tree.h"
 #include "escape.h"
 #include "forest-json.h"
+#include "forest-print.h"
 #include "live-forest.h"
 #include "output.h"
 
@@ -24,19 +25,20 @@ static void dot_escape(const char *s, FILE *out) {
 }
 
 /* For each filter (by index), 0 when its bytes are its own, or 1 + the number of the group of
- * byte-identical filters (same digest, other objects) it belongs to, numbered in order. */
-static int copy_groups(const Forest *f, unsigned **ret) {
+ * byte-identical filters (same digest, other objects) it belongs to, numbered in display order. */
+static int copy_groups(const Forest *f, const Filter *const *order, unsigned **ret) {
         _cleanup_free_ unsigned *group = calloc(f->n_filters + 1, sizeof(unsigned));
         if (!group)
                 return -ENOMEM;
         unsigned n = 0;
         for (size_t i = 0; i < f->n_filters; i++) {
-                if (group[i])
+                const Filter *x = order[i];
+                if (group[x->index])
                         continue;
                 for (size_t j = i + 1; j < f->n_filters; j++)
-                        if (!group[j] && memcmp(f->filters[i]->digest, f->filters[j]->digest, PROG_DIGEST_SIZE) == 0)
-                                group[i] = group[j] = n + 1;
-                n += group[i] != 0;
+                        if (!group[order[j]->index] && memcmp(x->digest, order[j]->digest, PROG_DIGEST_SIZE) == 0)
+                                group[x->index] = group[order[j]->index] = n + 1;
+                n += group[x->index] != 0;
         }
         *ret = TAKE_PTR(group);
         return 0;
@@ -123,7 +125,8 @@ static void graph_listener(const Listener *l, FILE *out) {
 
 static int graph_print(const Forest *f, bool counts, FILE *out) {
         _cleanup_free_ unsigned *groups = NULL;
-        if (copy_groups(f, &groups) < 0)
+        _cleanup_free_ const Filter **order = calloc(f->n_filters + 1, sizeof(Filter *));
+        if (!order || forest_display_order(f, order) < 0 || copy_groups(f, order, &groups) < 0)
                 return log_oom();
         /* rankdir=RL with edges from child to parent: roots on the left, processes on the right */
         fputs("digraph sectree {\n"
@@ -136,8 +139,9 @@ static int graph_print(const Forest *f, bool counts, FILE *out) {
               "        node [shape=box, fontname=\"monospace\"];\n"
               "        edge [fontname=\"monospace\"];\n",
               out);
+        /* in the tree's order, so that the drawing does not depend on the order of the ids */
         for (size_t i = 0; i < f->n_filters; i++)
-                graph_filter(f->filters[i], groups[i], counts, out);
+                graph_filter(order[i], groups[order[i]->index], counts, out);
         for (size_t i = 0; !counts && i < f->n_processes; i++)
                 graph_process(f, f->processes[i], out);
         for (size_t i = 0; !counts && i < f->n_listeners; i++)

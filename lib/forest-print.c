@@ -21,12 +21,46 @@ typedef struct TreeIndex {
         TreeEntry *entries; /* grouped by parent filter index; roots use slot n_filters */
         size_t *start;      /* entries of slot i: [start[i], start[i + 1]) */
         size_t *chain_tasks; /* by filter index: the threads whose chain holds it */
+        pid_t *first_pid;   /* by filter index: the lowest pid of a process running under it, 0: none */
 } TreeIndex;
 
 static void tree_index_free(TreeIndex *ix) {
         free(ix->entries);
         free(ix->start);
         free(ix->chain_tasks);
+        free(ix->first_pid);
+}
+
+/* For each filter, the lowest pid of a process with a thread whose chain holds it (0: none). The
+ * tree shows sibling filters in that order, so that it reads as the process tree does and does
+ * not depend on the order in which the filters got their ids. */
+static void count_first_pids(const Forest *f, pid_t *ret) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        const Filter *h = f->processes[i]->threads[j].filter;
+                        if (h && (!ret[h->index] || f->processes[i]->pid < ret[h->index]))
+                                ret[h->index] = f->processes[i]->pid;
+                }
+        for (size_t i = f->n_filters; i-- > 0;) {
+                const Filter *p = f->filters[i]->parent;
+                if (p && ret[i] && (!ret[p->index] || ret[i] < ret[p->index]))
+                        ret[p->index] = ret[i];
+        }
+}
+
+/* Processes first, by pid; then filters by their first pid (filters nobody runs under last),
+ * then by id. */
+static int entry_cmp(const void *a, const void *b, void *userdata) {
+        const TreeEntry *x = a, *y = b;
+        const pid_t *first = userdata;
+        if (!x->filter != !y->filter)
+                return x->filter ? 1 : -1;
+        if (!x->filter)
+                return x->process->pid < y->process->pid ? -1 : x->process->pid > y->process->pid;
+        pid_t px = first[x->filter->index], py = first[y->filter->index];
+        if (px != py)
+                return !px ? 1 : !py ? -1 : px < py ? -1 : 1;
+        return x->filter->id < y->filter->id ? -1 : x->filter->id > y->filter->id;
 }
 
 void forest_count_chain_tasks(const Forest *f, size_t *ret) {
@@ -89,15 +123,41 @@ static int tree_index_build(const Forest *f, TreeIndex *ix) {
         }
         ix->entries = calloc(total + 1, sizeof(TreeEntry));
         ix->chain_tasks = calloc(f->n_filters + 1, sizeof(size_t));
+        ix->first_pid = calloc(f->n_filters + 1, sizeof(pid_t));
         _cleanup_free_ size_t *cursor = malloc((slots + 1) * sizeof(size_t));
-        if (!ix->entries || !ix->chain_tasks || !cursor)
+        if (!ix->entries || !ix->chain_tasks || !ix->first_pid || !cursor)
                 return -ENOMEM;
         forest_count_chain_tasks(f, ix->chain_tasks);
+        count_first_pids(f, ix->first_pid);
         memcpy(cursor, ix->start, (slots + 1) * sizeof(size_t));
         size_t *saved = ix->start;
         ix->start = cursor;
         tree_index_fill(f, ix, true);
         ix->start = saved;
+        for (size_t i = 0; i < slots; i++)
+                if (ix->start[i + 1] - ix->start[i] > 1)
+                        qsort_r(ix->entries + ix->start[i], ix->start[i + 1] - ix->start[i], sizeof(TreeEntry),
+                                entry_cmp, ix->first_pid);
+        return 0;
+}
+
+static void display_order_collect(const TreeIndex *ix, size_t slot, const Filter **ret, size_t *n) {
+        for (size_t i = ix->start[slot]; i < ix->start[slot + 1]; i++)
+                if (ix->entries[i].filter) {
+                        ret[(*n)++] = ix->entries[i].filter;
+                        display_order_collect(ix, ix->entries[i].filter->index, ret, n);
+                }
+}
+
+int forest_display_order(const Forest *f, const Filter **ret) {
+        if (!f->linked)
+                return -EINVAL;
+        _cleanup_(tree_index_free) TreeIndex ix = {};
+        int r = tree_index_build(f, &ix);
+        if (r < 0)
+                return r;
+        size_t n = 0;
+        display_order_collect(&ix, f->n_filters, ret, &n);
         return 0;
 }
 

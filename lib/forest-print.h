@@ -19,3 +19,8 @@ int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags);
  * those of every filter stacked on it, directly or not. ret has f->n_filters entries; the forest
  * must be linked. */
 void forest_count_chain_tasks(const Forest *f, size_t *ret);
+
+/* The filters in the order the tree prints them (a root, then what was stacked on it, depth
+ * first; siblings by the lowest pid running under them, then by id). ret has f->n_filters
+ * entries. -ENOMEM, or -EINVAL for a forest that is not linked. */
+int forest_display_order(const Forest *f, const Filter **ret);
