@@ -4,6 +4,8 @@
 #include <stdarg.h>
 
 #include "bus.h"
+#include "manager-snapshots.h"
+#include "manager.h"
 
 void context_done(Context *c) {
         c->bus = sd_bus_flush_close_unref(c->bus);
@@ -24,6 +26,24 @@ static int usage_errorv(const char *hint, const char *format, va_list ap) {
         vfprintf(stderr, format, ap);
         fprintf(stderr, "%s\n", hint);
         return ERR_USAGE;
+}
+
+int ctl_list_tasks(Context *c, TaskList *ret) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : manager_list_tasks(bus, ret);
+}
+
+int ctl_list_filters(Context *c, FilterList *ret) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : manager_list_filters(bus, ret);
+}
+
+int ctl_list_snapshots(Context *c, SnapshotList *ret) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : manager_list_snapshots(bus, ret);
 }
 
 int usage_error(const char *format, ...) {

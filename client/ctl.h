@@ -31,6 +31,14 @@ void context_done(Context *c);
 /* The system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured), connected on the first call. Logs. */
 int ctl_bus(Context *c, sd_bus **ret);
 
+/* ListTasks, ListFilters and ListSnapshots on the system bus (connected on first use). Log. */
+typedef struct TaskList TaskList;
+typedef struct FilterList FilterList;
+typedef struct SnapshotList SnapshotList;
+int ctl_list_tasks(Context *c, TaskList *ret);
+int ctl_list_filters(Context *c, FilterList *ret);
+int ctl_list_snapshots(Context *c, SnapshotList *ret);
+
 /* Say what is wrong with the command line, followed by "(try --help)", and return ERR_USAGE. */
 int usage_error(const char *format, ...) _printf_(1, 2);
 /* The same for a message that says itself what to do (a suggestion, the usage): no hint added. */

@@ -17,11 +17,8 @@ void complete_print_word(const char *word, const char *description) {
 
 /* The processes the daemon lists (their threads are in filter or strict mode), by pid. */
 static int complete_pids(Context *c, bool threads) {
-        sd_bus *bus;
         _cleanup_(task_list_done) TaskList l = {};
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_list_tasks(bus, &l);
+        int r = ctl_list_tasks(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {
@@ -36,11 +33,8 @@ static int complete_pids(Context *c, bool threads) {
 }
 
 static int complete_filters(Context *c) {
-        sd_bus *bus;
         _cleanup_(filter_list_done) FilterList l = {};
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_list_filters(bus, &l);
+        int r = ctl_list_filters(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {
@@ -54,11 +48,8 @@ static int complete_filters(Context *c) {
 }
 
 static int complete_snapshots(Context *c) {
-        sd_bus *bus;
         _cleanup_(snapshot_list_done) SnapshotList l = {};
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_list_snapshots(bus, &l);
+        int r = ctl_list_snapshots(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {

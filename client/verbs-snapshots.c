@@ -117,11 +117,8 @@ static json_t *snapshots_json(const SnapshotList *l) {
 }
 
 int verb_snapshots(Context *c, char **args, size_t n_args) {
-        sd_bus *bus;
         _cleanup_(snapshot_list_done) SnapshotList l = {};
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_list_snapshots(bus, &l);
+        int r = ctl_list_snapshots(c, &l);
         if (r < 0)
                 return r;
         if (c->json) {

@@ -82,11 +82,8 @@ static void task_list_filter(TaskList *l, char **args, size_t n_args) {
 }
 
 int verb_ps(Context *c, char **args, size_t n_args) {
-        sd_bus *bus;
         _cleanup_(task_list_done) TaskList l = {};
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_list_tasks(bus, &l);
+        int r = ctl_list_tasks(c, &l);
         if (r < 0)
                 return r;
         task_list_filter(&l, args, n_args);

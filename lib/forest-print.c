@@ -141,6 +141,11 @@ static int tree_index_build(const Forest *f, TreeIndex *ix) {
         return 0;
 }
 
+/* The index of a linked forest: -EINVAL for one that is not. */
+static int tree_index_build_linked(const Forest *f, TreeIndex *ix) {
+        return f->linked ? tree_index_build(f, ix) : -EINVAL;
+}
+
 static void display_order_collect(const TreeIndex *ix, size_t slot, const Filter **ret, size_t *n) {
         for (size_t i = ix->start[slot]; i < ix->start[slot + 1]; i++)
                 if (ix->entries[i].filter) {
@@ -150,10 +155,8 @@ static void display_order_collect(const TreeIndex *ix, size_t slot, const Filter
 }
 
 int forest_display_order(const Forest *f, const Filter **ret) {
-        if (!f->linked)
-                return -EINVAL;
         _cleanup_(tree_index_free) TreeIndex ix = {};
-        int r = tree_index_build(f, &ix);
+        int r = tree_index_build_linked(f, &ix);
         if (r < 0)
                 return r;
         size_t n = 0;
@@ -314,10 +317,8 @@ static void print_unfiltered(TreePrinter *tp) {
 }
 
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
-        if (!f->linked)
-                return -EINVAL;
         _cleanup_(tree_index_free) TreeIndex ix = {};
-        int r = tree_index_build(f, &ix);
+        int r = tree_index_build_linked(f, &ix);
         if (r < 0)
                 return r;
         TreePrinter tp = { .f = f, .ix = &ix, .out = out,

@@ -158,13 +158,7 @@ static void test_snapshot_file_views(void) {
         g_assert_nonnull(strstr(diff, "comm \"" EVIL_ESCAPED "\""));
         g_assert_nonnull(strstr(diff, "comm \"o" EVIL_ESCAPED "\""));
 
-        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-        const char *n;
-        while ((n = g_dir_read_name(d))) {
-                g_autofree char *path = g_build_filename(dir, n, NULL);
-                unlink(path);
-        }
-        rmdir(dir);
+        tests_remove_dir(dir);
 }
 
 int main(int argc, char **argv) {

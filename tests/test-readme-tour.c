@@ -361,8 +361,7 @@ static char *render(const char *dot) {
         char *argv[] = { (char *) "dot", (char *) "-Tsvg", in, NULL };
         char *svg = NULL;
         g_assert_cmpint(tests_run_capture(argv, &svg, NULL), ==, 0);
-        unlink(in);
-        rmdir(dir);
+        tests_remove_dir(dir);
         return svg;
 }
 

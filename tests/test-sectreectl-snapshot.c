@@ -56,15 +56,7 @@ static char *temp_dir_list(const TempDir *t) {
 }
 
 static void temp_dir_done(TempDir *t) {
-        if (!t->path)
-                return;
-        g_autoptr(GDir) d = g_dir_open(t->path, 0, NULL);
-        const char *n;
-        while (d && (n = g_dir_read_name(d))) {
-                g_autofree char *p = g_build_filename(t->path, n, NULL);
-                unlink(p);
-        }
-        rmdir(t->path);
+        tests_remove_dir(t->path);
         g_clear_pointer(&t->path, g_free);
 }
 

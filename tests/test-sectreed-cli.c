@@ -170,12 +170,7 @@ static void test_tracefs_said(void) {
                                        "tracepoints need it).\n"));
         g_assert_cmpint(r.status, !=, 0);
         run_done(&r);
-        g_autofree char *db = g_build_filename(dir, "state.db", NULL);
-        unlink(db);
-        g_autofree char *wal = g_strdup_printf("%s-wal", db), *shm = g_strdup_printf("%s-shm", db);
-        unlink(wal);
-        unlink(shm);
-        rmdir(dir);
+        tests_remove_dir(dir);
 }
 
 int main(int argc, char **argv) {
