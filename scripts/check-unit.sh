@@ -11,7 +11,15 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 sed "s|^ExecStart=.*|ExecStart=$SECTREE_BUILD/daemon/sectreed|" "$unit" > "$dir/sectreed.service"
 
-out=$(systemd-analyze verify "$dir/sectreed.service" 2>&1)
+# Documentation= names the man pages: verify runs man for each, so let it find the built ones.
+man=(--man=no)
+if [ -d "$SECTREE_BUILD/man" ]; then
+        for page in "$SECTREE_BUILD"/man/*.[0-9]; do
+                mkdir -p "$dir/man/man${page##*.}" && ln -s "$page" "$dir/man/man${page##*.}/"
+        done
+        man=()
+fi
+out=$(MANPATH="$dir/man" systemd-analyze verify "${man[@]}" "$dir/sectreed.service" 2>&1)
 status=$?
 # Without systemd as PID 1 there is no dbus.socket unit to resolve; that is the machine, not the unit.
 out=$(grep -v "dbus.socket" <<<"$out")
