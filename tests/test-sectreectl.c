@@ -21,6 +21,7 @@
 #define IFACE "org.sectree1.Manager"
 #define COMM "test-sectreectl" /* the comm of every scenario task: this program's name */
 #define WAIT_MS 5000           /* the bound of every wait */
+#define QUIET_WAIT_MS 30000    /* ... but of a moment when no other work on the machine changes the forest */
 #define MAX_NODES 16
 
 /* ---- filters: (syscall, return value) pairs on the native arch, everything else allowed ---- */
@@ -395,7 +396,7 @@ static void test_status(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
         StableCounts c = { .fx = fx };
-        if (!bus_fixture_wait_for(status_in_quiet_moment, &c, WAIT_MS))
+        if (!bus_fixture_wait_for(status_in_quiet_moment, &c, QUIET_WAIT_MS))
                 g_error("status --json says %" JSON_INTEGER_FORMAT " tasks and %" JSON_INTEGER_FORMAT
                         " filters; ListTasks has %u, ListFilters %u", jint(c.doc, "tasks"), jint(c.doc, "filters"),
                         c.tasks, c.filters);
