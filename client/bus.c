@@ -4,12 +4,25 @@
 #include <stdarg.h>
 
 #include "ctl.h"
+#include "escape.h"
 #include "manager.h"
 
+/* What to do about an error a user meets: the daemon is not there. */
+static const char *error_hint(const sd_bus_error *error) {
+        if (sd_bus_error_has_names(error, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
+                return " (is sectreed running? systemctl start sectreed)";
+        return "";
+}
+
 int bus_log_error(int r, const sd_bus_error *error, const char *what) {
-        if (sd_bus_error_is_set(error))
-                return log_error_errno(r, "sectreectl: %s: %s", error->name,
-                                       error->message ? error->message : "(no message)");
+        if (sd_bus_error_is_set(error)) {
+                /* the message may quote a process's name */
+                _cleanup_free_ char *name = str_escape(error->name),
+                                    *message = str_escape(error->message ? error->message : "(no message)");
+                if (!name || !message)
+                        return log_oom();
+                return log_error_errno(r, "sectreectl: %s: %s%s", name, message, error_hint(error));
+        }
         return ctl_error_errno(r, "Failed to %s: %m", what);
 }
 
@@ -35,6 +48,7 @@ int bus_call_manager(sd_bus *bus, const char *method, sd_bus_message **reply, co
 int bus_open_system(sd_bus **ret) {
         int r = sd_bus_open_system(ret);
         if (r < 0)
-                return ctl_error_errno(r, "Failed to connect to the system bus: %m");
+                return ctl_error_errno(r, "Failed to connect to the system bus: %m (is dbus running? "
+                                          "DBUS_SYSTEM_BUS_ADDRESS names another bus)");
         return 0;
 }

@@ -113,6 +113,15 @@ static int chain_read_task(Context *c, uint32_t tid, Chain *ch, TaskMode *ret_mo
         return r;
 }
 
+int chain_get(Context *c, uint32_t tid, Chain *ret) {
+        TaskMode mode;
+        sd_bus *bus;
+        if (c->file)
+                return chain_read_task(c, tid, ret, &mode);
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : chain_fetch(bus, tid, ret);
+}
+
 int chain_load_task(Context *c, uint32_t tid, Chain *ret, TaskMode *ret_mode) {
         return c->file ? chain_read_task(c, tid, ret, ret_mode) : chain_fetch_task(c, tid, ret, ret_mode);
 }

@@ -31,6 +31,10 @@ int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode
  * task the file lacks is "No task N in snapshot F". */
 int chain_load_task(Context *c, uint32_t tid, Chain *ret, TaskMode *ret_mode);
 
+/* The chain of thread tid, from the snapshot of --file or from the daemon, without its mode.
+ * Logs, also "No task TID in snapshot F". */
+int chain_get(Context *c, uint32_t tid, Chain *ret);
+
 /* The chain's programs, newest first, into progs (ch->n entries), each checked with
  * prog_validate() first: they come from the daemon or a file. Logs. */
 int chain_programs(const Chain *ch, ChainProgram *progs);

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 
 #include "bus.h"
+#include "manager-snapshots.h"
+#include "manager.h"
 
 void context_done(Context *c) {
         c->bus = sd_bus_flush_close_unref(c->bus);
@@ -20,14 +22,45 @@ int ctl_bus(Context *c, sd_bus **ret) {
         return 0;
 }
 
+static int usage_errorv(const char *hint, const char *format, va_list ap) {
+        fputs("sectreectl: ", stderr);
+        vfprintf(stderr, format, ap);
+        fprintf(stderr, "%s\n", hint);
+        return ERR_USAGE;
+}
+
+int ctl_list_tasks(Context *c, TaskList *ret) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : manager_list_tasks(bus, ret);
+}
+
+int ctl_list_filters(Context *c, FilterList *ret) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : manager_list_filters(bus, ret);
+}
+
+int ctl_list_snapshots(Context *c, SnapshotList *ret) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        return r < 0 ? r : manager_list_snapshots(bus, ret);
+}
+
 int usage_error(const char *format, ...) {
         va_list ap;
-        fputs("sectreectl: ", stderr);
         va_start(ap, format);
-        vfprintf(stderr, format, ap);
+        int r = usage_errorv(" (try --help)", format, ap);
         va_end(ap);
-        fputs(" (try --help)\n", stderr);
-        return ERR_USAGE;
+        return r;
+}
+
+int usage_error_full(const char *format, ...) {
+        va_list ap;
+        va_start(ap, format);
+        int r = usage_errorv("", format, ap);
+        va_end(ap);
+        return r;
 }
 
 int parse_pid_arg(const char *what, const char *s, uint32_t *ret) {

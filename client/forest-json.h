@@ -5,5 +5,5 @@
 
 #include "forest.h"
 
-/* {"backend", "identity", "root", "filters": [...], "processes": [...]}; see README-client.md. */
+/* {"backend", "identity", "root", "filters": [...], "processes": [...]}; see docs/json.md. */
 json_t *forest_to_json(const Forest *f);

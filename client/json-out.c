@@ -4,6 +4,26 @@
 #include "ctl.h"
 #include "output.h"
 
+static JsonMode json_mode = JSON_MODE_AUTO;
+
+static const char *const json_mode_table[_JSON_MODE_MAX] = {
+        [JSON_MODE_OFF] = "off",
+        [JSON_MODE_AUTO] = "auto",
+        [JSON_MODE_PRETTY] = "pretty",
+        [JSON_MODE_SHORT] = "short",
+};
+
+JsonMode json_mode_from_string(const char *s) {
+        for (JsonMode m = 0; m < _JSON_MODE_MAX; m++)
+                if (streq(json_mode_table[m], s))
+                        return m;
+        return _JSON_MODE_INVALID;
+}
+
+void json_output_set_mode(JsonMode m) {
+        json_mode = m;
+}
+
 static int json_print(json_t *doc, size_t flags) {
         if (!doc)
                 return log_oom();
@@ -13,11 +33,12 @@ static int json_print(json_t *doc, size_t flags) {
 }
 
 int json_print_document(json_t *doc) {
-        return json_print(doc, output_is_tty() ? JSON_INDENT(2) : JSON_COMPACT);
+        bool pretty = json_mode == JSON_MODE_PRETTY || (json_mode == JSON_MODE_AUTO && output_is_tty());
+        return json_print(doc, pretty ? JSON_INDENT(2) : JSON_COMPACT);
 }
 
 int json_print_line(json_t *doc) {
-        return json_print(doc, JSON_COMPACT);
+        return json_print(doc, json_mode == JSON_MODE_PRETTY ? JSON_INDENT(2) : JSON_COMPACT);
 }
 
 json_t *json_id_or_null(uint64_t id) {

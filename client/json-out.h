@@ -7,9 +7,22 @@
 
 /* Documents are held in json_auto_t (jansson's cleanup attribute). */
 
-/* One document on stdout: indented on a terminal, compact otherwise; then a newline. Logs. */
+/* --json=MODE, as systemd spells it. */
+typedef enum JsonMode {
+        JSON_MODE_OFF,
+        JSON_MODE_AUTO,   /* --json alone: pretty on a terminal, short otherwise */
+        JSON_MODE_PRETTY, /* indented */
+        JSON_MODE_SHORT,  /* one line */
+        _JSON_MODE_MAX,
+        _JSON_MODE_INVALID = -EINVAL,
+} JsonMode;
+JsonMode json_mode_from_string(const char *s);
+/* How documents are printed from now on (JSON_MODE_AUTO unless set). */
+void json_output_set_mode(JsonMode m);
+
+/* One document on stdout, indented or on one line as the mode says; then a newline. Logs. */
 int json_print_document(json_t *doc);
-/* One compact line (for monitor), flushed. Logs. */
+/* One record of a stream (monitor), flushed: on one line unless --json=pretty. Logs. */
 int json_print_line(json_t *doc);
 
 /* null for 0 (no filter / no parent), the number otherwise. */

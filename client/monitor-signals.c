@@ -1,13 +1,15 @@
 /* monitor-signals.c: the Manager's signals as data: decoding one message into text and JSON */
 #include "monitor-signals.h"
 
+#include "escape.h"
 #include "json-out.h"
 #include "util.h"
 
 typedef struct SignalField {
         const char *name;
         char type;          /* 't', 'u' or 's' */
-        bool zero_is_null;  /* a filter id where 0 means none */
+        bool zero_is_null;  /* a filter id where 0 means none, a name where "" does: null in JSON,
+                             * "none" (ids) or "(none)" (names) in text */
 } SignalField;
 
 typedef struct SignalSpec {
@@ -22,7 +24,7 @@ static const SignalSpec signal_specs[] = {
         { "TaskAdded", "uus", { { "tid", 'u' }, { "tgid", 'u' }, { "comm", 's' } } },
         { "TaskExited", "u", { { "tid", 'u' } } },
         { "Resynced", "s", { { "reason", 's' } } },
-        { "SnapshotCreated", "tsu", { { "id", 't' }, { "name", 's' }, { "owner_uid", 'u' } } },
+        { "SnapshotCreated", "tsu", { { "id", 't' }, { "name", 's', true }, { "owner_uid", 'u' } } },
         { "SnapshotDeleted", "t", { { "id", 't' } } },
 };
 
@@ -46,12 +48,18 @@ static int read_value(sd_bus_message *m, char type, bool zero_is_null, FILE *tex
         int r = sd_bus_message_read_basic(m, type, &v);
         if (r < 0)
                 return r;
-        if (type == 's') {
-                fputs(v.s, text);
+        if (type == 's' && zero_is_null && !v.s[0]) {
+                fputs("(none)", text);
+                *ret = json_null();
+        } else if (type == 's') {
+                fputs_escaped(v.s, text);
                 *ret = json_string(v.s);
         } else if (type == 'u' || type == 't') {
                 uint64_t n = type == 'u' ? v.u : v.t;
-                fprintf(text, "%" PRIu64, n);
+                if (zero_is_null && n == 0)
+                        fputs("none", text);
+                else
+                        fprintf(text, "%" PRIu64, n);
                 *ret = zero_is_null ? json_id_or_null(n) : json_integer((json_int_t) n);
         } else if (type == 'i' || type == 'x') {
                 int64_t n = type == 'i' ? v.i : v.x;
@@ -94,7 +102,9 @@ static int decode_changed_property(sd_bus_message *m, FILE *text, json_t *change
         r = sd_bus_message_enter_container(m, 'v', contents);
         if (r < 0)
                 return r;
-        fprintf(text, " %s=", name);
+        fputc(' ', text);
+        fputs_escaped(name, text);
+        fputc('=', text);
         r = read_value(m, contents[0], false, text, &v);
         if (r < 0 || (r = json_set(changed, name, v)) < 0)
                 return r;
@@ -121,8 +131,11 @@ static int decode_properties_changed(sd_bus_message *m, FILE *text, json_t *o) {
                 r = sd_bus_message_read_strv(m, &invalidated);
         if (r < 0)
                 return r;
-        for (char **i = invalidated; i && *i; i++)
-                fprintf(text, " %s=(invalidated)", *i);
+        for (char **i = invalidated; i && *i; i++) {
+                fputc(' ', text);
+                fputs_escaped(*i, text);
+                fputs("=(invalidated)", text);
+        }
         return json_set(o, "invalidated", json_strv(invalidated));
 }
 
@@ -136,7 +149,8 @@ static int decode_owner_changed(sd_bus_message *m, FILE *text, json_t *o) {
         if (json_set(o, "signal", json_string(appeared ? "DaemonAppeared" : "DaemonVanished")) < 0 ||
             json_set(o, "owner", json_string(appeared ? new_owner : old_owner)) < 0)
                 return -ENOMEM;
-        fprintf(text, "%s owner=%s", appeared ? "DaemonAppeared" : "DaemonVanished", appeared ? new_owner : old_owner);
+        fprintf(text, "%s owner=", appeared ? "DaemonAppeared" : "DaemonVanished");
+        fputs_escaped(appeared ? new_owner : old_owner, text);
         return 0;
 }
 
@@ -152,7 +166,10 @@ static int decode_into(sd_bus_message *m, FILE *text, json_t *o) {
         if (spec)
                 return decode_manager_signal(m, spec, text, o);
         /* A signal newer than this client: name it, with its signature. */
-        fprintf(text, "%s (signature '%s')", member ? member : "?", sd_bus_message_get_signature(m, true));
+        fputs_escaped(member ? member : "?", text);
+        fputs(" (signature '", text);
+        fputs_escaped(sd_bus_message_get_signature(m, true), text);
+        fputs("')", text);
         return 0;
 }
 

@@ -1,193 +1,280 @@
-/* sectreectl.c: the client's entry point: options, the verb table and exit codes */
+/* sectreectl.c: the client's entry point: the verb table (each row with its help), options and
+ * exit codes */
 #include <getopt.h>
 #include <locale.h>
 
 #include "config.h"
-#include "ctl.h"
-
-/* Which of the verb-specific options a verb takes; the others are refused as bad usage. */
-typedef enum VerbOptions {
-        VERB_FILE = 1 << 0,     /* --file */
-        VERB_SNAPSHOT = 1 << 1, /* --name, --no-argv */
-        VERB_FORMAT = 1 << 2,   /* --format */
-        VERB_ARCH = 1 << 3,     /* --arch */
-        VERB_APPROXIMATE = 1 << 4, /* --approximate */
-        VERB_ACTION = 1 << 5,   /* --action */
-} VerbOptions;
-
-typedef struct Verb {
-        const char *name;
-        size_t min_args, max_args;
-        size_t min_args_file; /* with --file */
-        unsigned options;     /* VerbOptions */
-        int failure_status;   /* the exit status of a failure: EXIT_FAILURE unless set */
-        VerbFunction run;
-} Verb;
+#include "json-out.h"
+#include "verb-table.h"
 
 #define DIFF_EXIT_TROUBLE 2 /* as diff(1) */
 
+static int verb_help(Context *c, char **args, size_t n_args);
+static int verb_complete(Context *c, char **args, size_t n_args);
+
+/* One row per verb: name, arguments (min, max, min with --file), the options it takes, its
+ * failure status, what runs it; then its help. A row without help is listed under "Other verbs". */
 static const Verb verbs[] = {
-        { "status", 0, 0, .run = verb_status },
-        { "tree", 0, 1, 0, VERB_FILE, .run = verb_tree },
-        { "ps", 0, 0, .run = verb_ps },
-        { "show", 1, 1, 0, VERB_FILE, .run = verb_show },
-        { "chain", 1, 1, 1, VERB_FILE, .run = verb_chain },
-        { "check", 2, 2 + 6, 2, VERB_FILE, .run = verb_check },
-        { "monitor", 0, 0, .run = verb_monitor },
-        { "graph", 0, 1, 0, VERB_FILE, .run = verb_graph },
-        { "rescan", 0, 0, .run = verb_rescan },
-        { "snapshot", 0, 1, 0, VERB_SNAPSHOT, .run = verb_snapshot },
-        { "snapshots", 0, 0, .run = verb_snapshots },
-        { "export", 2, 2, 0, VERB_FORMAT, .run = verb_export },
-        { "import", 1, 1, .run = verb_import },
-        { "rm", 1, 1, .run = verb_rm },
-        { "validate", 1, 1, .run = verb_validate },
-        { "diff", 2, 2, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_diff },
-        { "plan", 1, 1, .run = verb_plan },
-        { "policy", 1, 1, 1, VERB_FILE | VERB_FORMAT | VERB_ARCH | VERB_APPROXIMATE, .run = verb_policy },
-        { "who-can", 1, 1 + 6, 1, VERB_FILE | VERB_ARCH | VERB_ACTION, .run = verb_who_can },
-        { "policy-diff", 2, 2, 0, VERB_ARCH, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_policy_diff },
+        { "status", 0, 0, .run = verb_status, .group = VERB_GROUP_LIVE,
+          .summary = "The daemon's version, backend and counts (the default)",
+          .help = "Prints the daemon's properties: its version, backend (bpf or ptrace), identity\n"
+                  "(exact or inferred), the numbers of tasks, filters and listeners in the whole\n"
+                  "forest, and when the last full scan ended. `sectreectl` without a verb does the\n"
+                  "same.\n" },
+        { "tree", 0, 1, 0, VERB_FILE, .run = verb_tree, .group = VERB_GROUP_LIVE,
+          .usage = "[PID]\n--file=FILE [PID]",
+          .summary = "Filters nested under their parents, with processes",
+          .help = "Without PID: every process with a thread in filter or strict mode. With PID (a\n"
+                  "thread id stands for its process): that process and its filtered descendants,\n"
+                  "also below processes without filters, and every filter their chains reach. Each\n"
+                  "filter says how many threads have it as their head (the newest filter,\n"
+                  "evaluated first) and how many have it anywhere in their chain: \"[head of 0, in\n"
+                  "the chains of 3 tasks]\". A snapshot also names who holds each listener\n"
+                  "(\"listener 1 held by supervisor[812] fd 5\"), and lists the processes of the\n"
+                  "subtree that run under no filter.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --file=FILE          The forest of the snapshot in FILE (- for stdin)\n" },
+        { "ps", 0, VERB_ARGS_ANY, .run = verb_ps, .group = VERB_GROUP_LIVE,
+          .usage = "[PID|COMM...]",
+          .summary = "The tasks under filters: tid, comm, mode, head filter",
+          .help = "Columns: TID TGID PPID COMM MODE DEPTH FILTER. FILTER is the head of the task's\n"
+                  "chain (the newest filter, the first one evaluated), - for none; DEPTH the\n"
+                  "chain's length. Arguments choose the tasks shown: a number is a process (all of\n"
+                  "its listed threads) or a thread, anything else a shell glob on the task's name\n"
+                  "(sectreectl ps 'chrom*' 4711); a task is shown when it matches any of them.\n" },
+        { "show", 0, 1, 0, VERB_FILE | VERB_PID | VERB_RAW, .run = verb_show, .group = VERB_GROUP_LIVE,
+          .usage = "FILTER\n--pid=TID\n--file=FILE [FILTER | --pid=TID]",
+          .summary = "A filter's metadata and disassembly",
+          .help = "Prints the filter's parent, length, digest (checked against the instructions),\n"
+                  "flags, task count and identity, then its disassembly. With --pid: every filter\n"
+                  "of the task's chain so, the head (evaluated first) first, as seccomp-tools dump\n"
+                  "does. With --file and neither: the snapshot's own metadata (name, when and by\n"
+                  "whom it was taken, host, counts).\n"
+                  "\n"
+                  "Options:\n"
+                  "     --pid=TID            The whole chain of task TID\n"
+                  "     --raw                Each instruction's CODE JT JF K before its\n"
+                  "                          disassembly\n"
+                  "     --file=FILE          A filter or task of the snapshot in FILE (- for\n"
+                  "                          stdin)\n" },
+        { "chain", 1, 1, 1, VERB_FILE, .run = verb_chain, .group = VERB_GROUP_LIVE,
+          .usage = "TID\n--file=FILE TID",
+          .summary = "A task's filters, newest (its head) first",
+          .help = "Columns: POS ID LENGTH DIGEST FLAGS; position 0 is the head, evaluated first.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
+        { "check", 2, 2 + 6, 2, VERB_FILE | VERB_ARCH, .run = verb_check, .group = VERB_GROUP_LIVE,
+          .usage = "TID SYSCALL [ARG...]\n--file=FILE TID SYSCALL [ARG...]",
+          .summary = "What a task's filters do with a system call",
+          .help = "SYSCALL is a name or a number (decimal or 0x hex); up to six arguments,\n"
+                  "decimal, 0x hex or negative (put -- before negative arguments: sectreectl check\n"
+                  "4711 openat -- -100 0). Every filter of the chain runs, and the kernel's\n"
+                  "precedence picks the result: \"ERRNO(1: EPERM) - decided by filter 12 (position\n"
+                  "0 of 3)\". A task without filters is ALLOW, or in strict mode KILL_THREAD for\n"
+                  "anything but read, write, exit and rt_sigreturn.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --arch=ARCH          The call's architecture, as libseccomp names it\n"
+                  "                          (x86_64,\n"
+                  "                          x86 or i386, x32, aarch64, ...); default: the native\n"
+                  "                          one\n"
+                  "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
+        { "monitor", 0, 0, 0, VERB_PID | VERB_COMM, .run = verb_monitor, .group = VERB_GROUP_LIVE,
+          .usage = "[--pid=PID] [--comm=NAME]",
+          .summary = "The daemon's signals as they come",
+          .help = "One line per signal, with a local timestamp: FilterAttached, TaskAdded,\n"
+                  "TaskExited, Resynced, PropertiesChanged, SnapshotCreated, SnapshotDeleted, and\n"
+                  "DaemonAppeared or DaemonVanished when org.sectree1 gets or loses its owner.\n"
+                  "FilterAttached and TaskExited also say the task's process and name\n"
+                  "(\"FilterAttached id=12 parent=none tid=4711 pid=4711 comm=worker\"). SIGINT or\n"
+                  "SIGTERM end it (exit 0); losing the bus ends it with exit 1.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --pid=PID            Only the events of the tasks of process PID (or of\n"
+                  "                          thread PID), and Resynced, DaemonAppeared,\n"
+                  "                          DaemonVanished\n"
+                  "     --comm=NAME          Only the events of tasks whose name matches NAME, a\n"
+                  "                          shell glob; with --pid, both must match\n" },
+        { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS, .run = verb_graph, .group = VERB_GROUP_LIVE,
+          .usage = "[PID]\n--file=FILE [PID]",
+          .summary = "The forest as a Graphviz graph (| dot -Tsvg)",
+          .help = "Drawn left to right: root filters on the left, each filter with an arrow to the\n"
+                  "filter it was stacked on (id, length, digest, flags; dashed when identity is\n"
+                  "inferred), the processes on the right with an arrow to the head filter of their\n"
+                  "threads. Byte-identical filters that are distinct kernel objects (copies) are\n"
+                  "filled with one colour, so copies stand out from shared objects. A snapshot's\n"
+                  "listeners are drawn with their holders. PID restricts it as for tree.\n"
+                  "sectreectl graph | dot -Tsvg > forest.svg draws it.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --counts             No processes: task counts in the filter boxes instead\n"
+                  "     --file=FILE          The forest of the snapshot in FILE (- for stdin)\n" },
+        { "rescan", 0, 0, .run = verb_rescan, .group = VERB_GROUP_LIVE,
+          .summary = "Re-read everything now (root only)",
+          .help = "Returns when the full pass is stored.\n" },
+        { "policy", 1, 1, 1, VERB_FILE | VERB_FORMAT | VERB_ARCH | VERB_APPROXIMATE, .run = verb_policy,
+          .group = VERB_GROUP_LIVE,
+          .usage = "TID\n--file=FILE TID\n--format=oci [--approximate] TID",
+          .summary = "Everything a task's chain decides, for all arguments",
+          .help = "For every system call of every architecture the chain tells apart: always\n"
+                  "allowed, always denied (with the action), or conditional, with the condition on\n"
+                  "the arguments under which each action is taken. Exact for all arguments: a\n"
+                  "condition that cannot be said in that form is named (\"depends on arg2 through\n"
+                  "...\").\n"
+                  "\n"
+                  "Options:\n"
+                  "     --arch=ARCH          Only this architecture (x86_64, x86 or i386, x32, ...)\n"
+                  "     --format=oci         The policy as an OCI runtime-spec linux.seccomp object;\n"
+                  "                          refused where it cannot be exact\n"
+                  "     --approximate        With --format=oci: give the profile even where it cannot\n"
+                  "                          be exact (what is not is said on stderr)\n"
+                  "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
+        { "who-can", 1, 1 + 6, 1, VERB_FILE | VERB_ARCH | VERB_ACTION, .run = verb_who_can,
+          .group = VERB_GROUP_LIVE,
+          .usage = "SYSCALL [ARG...]\n--file=FILE SYSCALL [ARG...]",
+          .summary = "The tasks whose chain lets a system call run",
+          .help = "Every visible task whose chain allows SYSCALL: for the given arguments, or, with\n"
+                  "none given, for some arguments (the condition is shown). Each distinct chain is\n"
+                  "evaluated once; tasks are grouped by chain.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --action=ACTION      The tasks that get ACTION (e.g. USER_NOTIF, ERRNO,\n"
+                  "                          ERRNO(1)) instead of those whose call runs (ALLOW, LOG)\n"
+                  "     --arch=ARCH          The call's architecture; default: the native one\n"
+                  "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
+        { "policy-diff", 2, 2, 0, VERB_ARCH, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_policy_diff,
+          .group = VERB_GROUP_LIVE,
+          .usage = "A B",
+          .summary = "The system calls two tasks' chains decide differently",
+          .help = "A and B are live task ids or FILE:TID of a snapshot file. Each difference shows\n"
+                  "both sides' cases. Exit status as diff(1): 0 same, 1 different, 2 trouble.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --arch=ARCH          Only this architecture\n" },
+        { "snapshot", 0, 1, 0, VERB_SNAPSHOT, .run = verb_snapshot, .group = VERB_GROUP_SNAPSHOT,
+          .usage = "[PID]",
+          .summary = "Take and store a snapshot; prints its id",
+          .help = "A snapshot of PID's subtree (a thread id stands for its process), or of the\n"
+                  "whole machine without PID; the daemon stores it. The new id alone is printed,\n"
+                  "so that id=$(sectreectl snapshot 4711) works. Anyone may snapshot the processes\n"
+                  "they could ptrace themselves.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --name=NAME          Name the snapshot (at most 256 bytes)\n"
+                  "     --no-argv            Leave the processes' command lines out\n" },
+        { "snapshots", 0, 0, .run = verb_snapshots, .group = VERB_GROUP_SNAPSHOT,
+          .summary = "The stored snapshots",
+          .help = "Columns: ID NAME CREATED OWNER ROOT PROCS THREADS FILTERS BACKEND IDENTITY.\n"
+                  "Root sees every snapshot, anyone else their own.\n" },
+        { "export", 2, 2, 0, VERB_FORMAT, .run = verb_export, .group = VERB_GROUP_SNAPSHOT,
+          .usage = "ID FILE",
+          .summary = "Write a stored snapshot to FILE, SQLite or JSON",
+          .help = "FILE (- for stdout) is replaced only once the export is complete and valid.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --format=FORMAT      sqlite or json (default: json for a FILE ending in\n"
+                  "                          .json,\n"
+                  "                          sqlite otherwise)\n" },
+        { "import", 1, 1, .run = verb_import, .group = VERB_GROUP_SNAPSHOT,
+          .usage = "FILE",
+          .summary = "Store the snapshot in FILE; prints its id",
+          .help = "FILE (- for stdin) may be in either format; the daemon validates it and stores\n"
+                  "it as the caller's.\n" },
+        { "rm", 1, 1, .run = verb_rm, .group = VERB_GROUP_SNAPSHOT,
+          .usage = "ID",
+          .summary = "Delete a stored snapshot" },
+        { "validate", 1, 1, .run = verb_validate, .group = VERB_GROUP_FILE,
+          .usage = "FILE",
+          .summary = "Check FILE as an import would",
+          .help = "Exit 0 and \"valid: N processes, N threads, N filters\", or exit 1 with the\n"
+                  "reason, which names the field and the element.\n" },
+        { "diff", 2, 2, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_diff, .group = VERB_GROUP_FILE,
+          .usage = "A B",
+          .summary = "What changed between two snapshots",
+          .help = "A and B are files (- for stdin, for one of them) or stored snapshots' ids.\n"
+                  "Filters are matched by digest and place in the forest, processes by pid and\n"
+                  "start time. Exit status as diff(1): 0 no differences, 1 different, 2 trouble.\n" },
+        { "plan", 1, 1, .run = verb_plan, .group = VERB_GROUP_FILE,
+          .usage = "FILE",
+          .summary = "What a restore of FILE will do, step by step",
+          .help = "The ordered steps a restore of the snapshot in FILE (- for stdin) would run:\n"
+                  "which task installs which filter, forks which child, creates which thread, or\n"
+                  "why the snapshot cannot be restored exactly (naming the element).\n" },
+        { "help", 0, 1, .run = verb_help, .group = VERB_GROUP_OTHER,
+          .usage = "[VERB]",
+          .summary = "This help, or a verb's" },
+        /* the words the shell completions offer: verbs, options VERB, pids, tids, filters, snapshots,
+         * syscalls [ARCH] */
+        { "__complete", 1, 2, .run = verb_complete, .group = VERB_GROUP_HIDDEN, .usage = "KIND [ARG]" },
 };
 
-static void help(void) {
-        printf("Usage: sectreectl [OPTIONS] VERB [ARGS...]\n"
-               "\n"
-               "Ask sectreed (org.sectree1 on the system bus) about the seccomp filter forest.\n"
-               "\n"
-               "Verbs:\n"
-               "  status                  The daemon: version, backend, identity, counts, last scan\n"
-               "  tree [PID]              Filters nested under their parents, with their processes;\n"
-               "                          PID: only that process and its descendants\n"
-               "  ps                      Every task: tid, tgid, ppid, comm, mode, depth, head filter\n"
-               "  show FILTER             A filter's metadata and disassembly\n"
-               "  chain TID               A task's filters, newest first\n"
-               "  check TID SYSCALL [ARG...]\n"
-               "                          What the task's chain does with that system call (name or\n"
-               "                          number, up to 6 arguments), and which filter decides\n"
-               "  monitor                 Print the daemon's signals as they come, until interrupted\n"
-               "  graph [PID]             The forest as a Graphviz digraph (edges child -> parent)\n"
-               "  rescan                  Make the daemon re-read everything now (root only)\n"
-               "  policy TID              Everything the task's chain decides, for all arguments: each\n"
-               "                          system call always allowed, always denied, or by condition\n"
-               "  who-can SYSCALL [ARG...]\n"
-               "                          The tasks whose chain lets that call run (for these arguments,\n"
-               "                          or with the condition on them), grouped by chain\n"
-               "  policy-diff A B         The system calls two tasks' chains decide differently (A, B: a\n"
-               "                          live TID, or FILE:TID of a snapshot); exit 0 same, 1 different\n"
-               "\n"
-               "Snapshots stored by the daemon:\n"
-               "  snapshot [PID]          Take a snapshot of PID's subtree (default: the whole machine);\n"
-               "                          prints its id\n"
-               "  snapshots               The stored snapshots: id, name, when, owner, root, counts\n"
-               "  export ID FILE          Write snapshot ID to FILE (- for stdout), SQLite or JSON\n"
-               "  import FILE             Store the snapshot in FILE (- for stdin); prints its id\n"
-               "  rm ID                   Delete snapshot ID\n"
-               "\n"
-               "Snapshot files, without the daemon:\n"
-               "  show --file F [FILTER]  The snapshot's metadata, or one of its filters\n"
-               "  tree|graph --file F [PID], chain --file F TID, check --file F TID SYSCALL [ARG...],\n"
-               "  policy --file F TID, who-can --file F SYSCALL [ARG...]\n"
-               "                          As above, on the snapshot in F\n"
-               "  validate F              Check F as an import would: \"valid: ...\" or why not\n"
-               "  diff A B                What changed between two snapshots (files, or stored ids);\n"
-               "                          exit 0 same, 1 different, 2 trouble\n"
-               "  plan F                  What a restore of F will do, step by step (or why it cannot)\n"
-               "\n"
-               "Options:\n"
-               "     --json               Print one JSON document (monitor: one object per line)\n"
-               "     --no-legend          Leave out column headers and footers\n"
-               "     --no-pager           Accepted; sectreectl never pages\n"
-               "     --counts             graph: task counts in filter nodes, no process nodes\n"
-               "     --file F             tree, graph, show, chain, check: read snapshot file F (- stdin)\n"
-               "     --name N             snapshot: give it a name\n"
-               "     --no-argv            snapshot: leave out the processes' command lines\n"
-               "     --format FMT         export: sqlite or json (default: from FILE's name, .json\n"
-               "                          for JSON, else SQLite); policy: oci, an OCI runtime-spec\n"
-               "                          linux.seccomp profile\n"
-               "     --approximate        policy --format=oci: give the profile even where it cannot be\n"
-               "                          exact (what is not is said on stderr)\n"
-               "     --action ACTION      who-can: the tasks that get ACTION (e.g. USER_NOTIF, ERRNO,\n"
-               "                          ERRNO(1)) instead of those whose call runs (ALLOW or LOG)\n"
-               "     --arch ARCH          policy, who-can, policy-diff: this architecture (x86_64, x86,\n"
-               "                          x32, ...) only\n"
-               "  -h --help               Show this help\n"
-               "     --version            Show the version\n"
-               "\n"
-               "Exit status: 0 success, 1 failure, 2 bad usage (diff: 0 same, 1 different, 2 trouble).\n");
+static const VerbTable verb_table = { verbs, ELEMENTSOF(verbs) };
+
+static int verb_help(Context *c, char **args, size_t n_args) {
+        if (n_args == 0) {
+                help_print_overview(&verb_table, stdout);
+                return 0;
+        }
+        const Verb *v = verb_table_find(&verb_table, args[0]);
+        if (!v) {
+                const Verb *near = verb_table_suggest(&verb_table, args[0]);
+                if (near)
+                        return usage_error_full("Unknown verb '%s'; did you mean '%s'?", args[0], near->name);
+                return usage_error("Unknown verb '%s'", args[0]);
+        }
+        help_print_verb(v, stdout);
+        return 0;
 }
 
-enum { ARG_VERSION = 0x100, ARG_JSON, ARG_NO_LEGEND, ARG_NO_PAGER, ARG_COUNTS, ARG_APPROXIMATE, ARG_FILE, ARG_NAME,
-       ARG_NO_ARGV, ARG_FORMAT, ARG_ACTION, ARG_ARCH };
+/* ---- options ---- */
 
-/* Returns 1 to go on, 0 to exit successfully (help, version), ERR_USAGE on bad usage. */
-static int parse_args(int argc, char *argv[], Context *c) {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "json", no_argument, NULL, ARG_JSON },
-                { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
-                { "no-pager", no_argument, NULL, ARG_NO_PAGER },
-                { "counts", no_argument, NULL, ARG_COUNTS },
-                { "file", required_argument, NULL, ARG_FILE },
-                { "name", required_argument, NULL, ARG_NAME },
-                { "no-argv", no_argument, NULL, ARG_NO_ARGV },
-                { "format", required_argument, NULL, ARG_FORMAT },
-                { "approximate", no_argument, NULL, ARG_APPROXIMATE },
-                { "action", required_argument, NULL, ARG_ACTION },
-                { "arch", required_argument, NULL, ARG_ARCH },
-                {}
-        };
-        int o;
-        opterr = 0;
-        while ((o = getopt_long(argc, argv, "h", options, NULL)) >= 0)
-                switch (o) {
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("sectreectl %s\n", PACKAGE_VERSION);
-                        return 0;
-                case ARG_JSON:
-                        c->json = true;
-                        break;
-                case ARG_NO_LEGEND:
-                        c->legend = false;
-                        break;
-                case ARG_NO_PAGER:
-                        break;
-                case ARG_COUNTS:
-                        c->graph_counts = true;
-                        break;
-                case ARG_FILE:
-                        c->file = optarg;
-                        break;
-                case ARG_NAME:
-                        c->snapshot_name = optarg;
-                        break;
-                case ARG_NO_ARGV:
-                        c->no_argv = true;
-                        break;
-                case ARG_FORMAT:
-                        c->format = optarg;
-                        break;
-                case ARG_APPROXIMATE:
-                        c->approximate = true;
-                        break;
-                case ARG_ACTION:
-                        c->action = optarg;
-                        break;
-                case ARG_ARCH:
-                        c->arch = optarg;
-                        break;
-                case '?':
-                        if (optopt >= ARG_FILE && optopt <= ARG_ARCH)
-                                return usage_error("Option '%s' needs an argument", argv[optind - 1]);
-                        __attribute__((fallthrough));
-                default:
-                        return usage_error("Unknown option '%s'", argv[optind - 1]);
-                }
-        return 1;
-}
+enum {
+        ARG_VERSION = 0x100,
+        ARG_JSON,
+        ARG_NO_LEGEND,
+        ARG_NO_PAGER,
+        ARG_COUNTS,
+        ARG_FILE,
+        ARG_NAME,
+        ARG_NO_ARGV,
+        ARG_FORMAT,
+        ARG_ARCH,
+        ARG_PID,
+        ARG_COMM,
+        ARG_RAW,
+        ARG_APPROXIMATE,
+        ARG_ACTION,
+};
+
+static const struct option options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        { "json", optional_argument, NULL, ARG_JSON },
+        { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
+        { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+        { "counts", no_argument, NULL, ARG_COUNTS },
+        { "file", required_argument, NULL, ARG_FILE },
+        { "name", required_argument, NULL, ARG_NAME },
+        { "no-argv", no_argument, NULL, ARG_NO_ARGV },
+        { "format", required_argument, NULL, ARG_FORMAT },
+        { "arch", required_argument, NULL, ARG_ARCH },
+        { "pid", required_argument, NULL, ARG_PID },
+        { "comm", required_argument, NULL, ARG_COMM },
+        { "raw", no_argument, NULL, ARG_RAW },
+        { "approximate", no_argument, NULL, ARG_APPROXIMATE },
+        { "action", required_argument, NULL, ARG_ACTION },
+        {}
+};
+
+/* Which verb-specific option each VerbOptions bit stands for, and whether it was given. */
+typedef struct VerbOptionSpec {
+        unsigned option;
+        const char *name;
+        bool (*given)(const Context *c);
+        const char *description; /* for the completions */
+} VerbOptionSpec;
 
 static bool given_file(const Context *c) {
         return c->file;
@@ -201,70 +288,267 @@ static bool given_no_argv(const Context *c) {
 static bool given_format(const Context *c) {
         return c->format;
 }
+static bool given_counts(const Context *c) {
+        return c->graph_counts;
+}
+static bool given_arch(const Context *c) {
+        return c->arch;
+}
+static bool given_pid(const Context *c) {
+        return c->pid;
+}
+static bool given_comm(const Context *c) {
+        return c->comm;
+}
+static bool given_raw(const Context *c) {
+        return c->raw;
+}
 static bool given_approximate(const Context *c) {
         return c->approximate;
 }
 static bool given_action(const Context *c) {
         return c->action;
 }
-static bool given_arch(const Context *c) {
-        return c->arch;
+
+static const VerbOptionSpec verb_option_specs[] = {
+        { VERB_FILE, "--file", given_file, "read a snapshot file" },
+        { VERB_SNAPSHOT, "--name", given_name, "name the snapshot" },
+        { VERB_SNAPSHOT, "--no-argv", given_no_argv, "leave command lines out" },
+        { VERB_FORMAT, "--format", given_format, "sqlite or json (export), oci (policy)" },
+        { VERB_COUNTS, "--counts", given_counts, "task counts instead of processes" },
+        { VERB_ARCH, "--arch", given_arch, "the call's architecture" },
+        { VERB_PID, "--pid", given_pid, "a process or task" },
+        { VERB_COMM, "--comm", given_comm, "a task name (glob)" },
+        { VERB_RAW, "--raw", given_raw, "CODE JT JF K columns" },
+        { VERB_APPROXIMATE, "--approximate", given_approximate, "a profile even where not exact" },
+        { VERB_ACTION, "--action", given_action, "the action looked for" },
+};
+
+/* The options every verb takes, for the completions. */
+static const struct {
+        const char *name, *description;
+} common_option_words[] = {
+        { "--json", "print JSON" },       { "--json=", "pretty, short or off" }, { "--no-legend", "no headers" },
+        { "--no-pager", "accepted" },     { "--help", "this verb's help" },
+};
+
+/* "--name=" for an option that takes an argument, "--name" otherwise. */
+static void print_option_word(const char *name, const char *description) {
+        char word[64];
+        bool arg = false;
+        for (size_t i = 0; options[i].name; i++)
+                if (streq(options[i].name, name + 2))
+                        arg = options[i].has_arg == required_argument;
+        snprintf(word, sizeof(word), "%s%s", name, arg ? "=" : "");
+        complete_print_word(word, description);
 }
 
-static const Verb *verb_find(const char *name) {
-        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                if (streq(verbs[i].name, name))
-                        return &verbs[i];
+static int verb_complete(Context *c, char **args, size_t n_args) {
+        const char *kind = args[0], *arg = n_args > 1 ? args[1] : NULL;
+        if (streq(kind, "verbs")) {
+                for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                        if (verbs[i].group != VERB_GROUP_HIDDEN)
+                                complete_print_word(verbs[i].name, verbs[i].summary);
+                return 0;
+        }
+        if (!streq(kind, "options"))
+                return complete_words(c, kind, arg);
+        const Verb *v = arg ? verb_table_find(&verb_table, arg) : NULL;
+        for (size_t i = 0; i < ELEMENTSOF(common_option_words); i++)
+                complete_print_word(common_option_words[i].name, common_option_words[i].description);
+        if (!v)
+                complete_print_word("--version", "the version");
+        for (size_t i = 0; v && i < ELEMENTSOF(verb_option_specs); i++)
+                if (v->options & verb_option_specs[i].option)
+                        print_option_word(verb_option_specs[i].name, verb_option_specs[i].description);
+        return 0;
+}
+
+/* Say what is wrong with an unknown option, suggesting the nearest one. */
+static int unknown_option(const char *arg) {
+        if (arg[0] == '-' && arg[1] >= '0' && arg[1] <= '9')
+                return usage_error_full("Negative number '%s' taken for an option: put -- before negative arguments, "
+                                   "e.g. sectreectl check PID SYSCALL -- -100 0",
+                                   arg);
+        if (strncmp(arg, "--", 2) == 0) {
+                const char *names[ELEMENTSOF(options)];
+                size_t n = 0;
+                char name[64];
+                snprintf(name, sizeof(name), "%.*s", (int) strcspn(arg + 2, "="), arg + 2);
+                for (size_t i = 0; options[i].name; i++)
+                        names[n++] = options[i].name;
+                names[n] = NULL;
+                const char *near = word_suggest(names, name);
+                if (near)
+                        return usage_error_full("Unknown option '%s'; did you mean '--%s'?", arg, near);
+        }
+        return usage_error("Unknown option '%s'", arg);
+}
+
+/* The argument getopt complained about: the first argument before "--" that is an option
+ * getopt_long does not know (it does not say which element it was for a short option). */
+static const char *find_unknown_option(int argc, char *argv[]) {
+        for (int i = 1; i < argc && !streq(argv[i], "--"); i++) {
+                const char *a = argv[i];
+                if (a[0] != '-' || a[1] == 0)
+                        continue;
+                if (a[1] == '-') {
+                        size_t l = strcspn(a + 2, "=");
+                        bool known = false;
+                        for (size_t k = 0; options[k].name && !known; k++)
+                                known = strlen(options[k].name) == l && strncmp(options[k].name, a + 2, l) == 0;
+                        if (!known)
+                                return a;
+                } else if (strspn(a + 1, "h") != strlen(a + 1))
+                        return a;
+        }
         return NULL;
+}
+
+static int parse_json_mode(const char *arg, Context *c) {
+        JsonMode m = arg ? json_mode_from_string(arg) : JSON_MODE_AUTO;
+        if (m < 0 || (arg && m == JSON_MODE_AUTO))
+                return usage_error("Invalid --json=%s: expected pretty, short or off", arg);
+        json_output_set_mode(m);
+        c->json = m != JSON_MODE_OFF;
+        return 0;
+}
+
+typedef struct Args {
+        bool help, version;
+} Args;
+
+static int parse_option(int o, const char *arg, Context *c, Args *a) {
+        switch (o) {
+        case 'h':
+                a->help = true;
+                return 0;
+        case ARG_VERSION:
+                a->version = true;
+                return 0;
+        case ARG_JSON:
+                return parse_json_mode(arg, c);
+        case ARG_NO_LEGEND:
+                c->legend = false;
+                return 0;
+        case ARG_NO_PAGER:
+                return 0;
+        case ARG_COUNTS:
+                c->graph_counts = true;
+                return 0;
+        case ARG_FILE:
+                c->file = arg;
+                return 0;
+        case ARG_NAME:
+                c->snapshot_name = arg;
+                return 0;
+        case ARG_NO_ARGV:
+                c->no_argv = true;
+                return 0;
+        case ARG_FORMAT:
+                c->format = arg;
+                return 0;
+        case ARG_ARCH:
+                c->arch = arg;
+                return 0;
+        case ARG_PID:
+                return parse_pid_arg("process id", arg, &c->pid);
+        case ARG_COMM:
+                c->comm = arg;
+                return 0;
+        case ARG_RAW:
+                c->raw = true;
+                return 0;
+        case ARG_APPROXIMATE:
+                c->approximate = true;
+                return 0;
+        case ARG_ACTION:
+                c->action = arg;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+/* Returns 0 or ERR_USAGE. */
+static int parse_args(int argc, char *argv[], Context *c, Args *a) {
+        int o;
+        opterr = 0;
+        while ((o = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                if (o == '?' || o == ':') {
+                        const char *bad = find_unknown_option(argc, argv);
+                        if (bad)
+                                return unknown_option(bad);
+                        return usage_error("Option '%s' needs an argument", argv[optind - 1]);
+                }
+                int r = parse_option(o, optarg, c, a);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* The verb-specific options given that v does not take. */
 static int check_verb_options(const Context *c, const Verb *v) {
-        static const struct {
-                unsigned option;
-                const char *name;
-                bool (*given)(const Context *c);
-        } table[] = {
-                { VERB_FILE, "--file", given_file },
-                { VERB_SNAPSHOT, "--name", given_name },
-                { VERB_SNAPSHOT, "--no-argv", given_no_argv },
-                { VERB_FORMAT, "--format", given_format },
-                { VERB_APPROXIMATE, "--approximate", given_approximate },
-                { VERB_ARCH, "--arch", given_arch },
-                { VERB_ACTION, "--action", given_action },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(table); i++)
-                if (!(v->options & table[i].option) && table[i].given(c))
-                        return usage_error("'%s' does not take %s", v->name, table[i].name);
+        for (size_t i = 0; i < ELEMENTSOF(verb_option_specs); i++)
+                if (!(v->options & verb_option_specs[i].option) && verb_option_specs[i].given(c))
+                        return usage_error_full("'%s' does not take %s (see sectreectl help %s)", v->name,
+                                           verb_option_specs[i].name, v->name);
         return 0;
 }
 
-static int dispatch(Context *c, char **args, size_t n, const Verb **ret_verb) {
-        if (n == 0)
-                return usage_error("No verb given");
-        const Verb *v = verb_find(args[0]);
-        if (!v)
-                return usage_error("Unknown verb '%s'", args[0]);
+static int find_verb(const char *name, const Verb **ret) {
+        const Verb *v = verb_table_find(&verb_table, name);
+        if (v) {
+                *ret = v;
+                return 0;
+        }
+        const Verb *near = verb_table_suggest(&verb_table, name);
+        if (near)
+                return usage_error_full("Unknown verb '%s'; did you mean '%s'?", name, near->name);
+        return usage_error("Unknown verb '%s'", name);
+}
+
+static int dispatch(Context *c, const Args *a, char **args, size_t n, const Verb **ret_verb) {
+        const Verb *v = NULL;
+        if (n > 0 && find_verb(args[0], &v) < 0)
+                return ERR_USAGE;
+        if (a->help) {
+                if (v)
+                        help_print_verb(v, stdout);
+                else
+                        help_print_overview(&verb_table, stdout);
+                return 0;
+        }
+        if (v)
+                args++, n--;
+        else /* no verb: status, as systemctl without one lists units */
+                v = verb_table_find(&verb_table, "status");
         *ret_verb = v;
         int r = check_verb_options(c, v);
         if (r < 0)
                 return r;
-        if (n - 1 < (c->file ? v->min_args_file : v->min_args))
-                return usage_error("Too few arguments for '%s'", v->name);
-        if (n - 1 > v->max_args)
+        if (n < (c->file ? v->min_args_file : v->min_args))
+                return usage_error_full("Too few arguments for '%s' (usage: sectreectl %s %.*s)", v->name, v->name,
+                                   (int) strcspn(v->usage ? v->usage : "", "\n"), v->usage ? v->usage : "");
+        if (v->max_args != VERB_ARGS_ANY && n > v->max_args)
                 return usage_error("Too many arguments for '%s'", v->name);
-        return v->run(c, args + 1, n - 1);
+        return v->run(c, args, n);
 }
 
 int main(int argc, char *argv[]) {
         _cleanup_(context_done) Context c = { .legend = true };
+        Args a = {};
         const Verb *v = NULL;
         setlocale(LC_ALL, "");
 
-        int r = parse_args(argc, argv, &c);
-        if (r <= 0)
-                return r == 0 ? EXIT_SUCCESS : EXIT_USAGE;
-        r = dispatch(&c, argv + optind, (size_t) (argc - optind), &v);
+        int r = parse_args(argc, argv, &c, &a);
+        if (r < 0)
+                return EXIT_USAGE;
+        if (a.version) {
+                printf("sectreectl %s\n", PACKAGE_VERSION);
+                return EXIT_SUCCESS;
+        }
+        r = dispatch(&c, &a, argv + optind, (size_t) (argc - optind), &v);
         if (r == ERR_USAGE)
                 return EXIT_USAGE;
         if (r < 0)

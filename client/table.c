@@ -1,6 +1,8 @@
 /* table.c: column output for list verbs: a header line, aligned cells, right-aligned numbers */
 #include "table.h"
 
+#include "escape.h"
+
 struct Table {
         size_t n_columns;
         unsigned right_aligned;
@@ -44,7 +46,7 @@ int table_add_row(Table *t, const char *const *cells) {
         if (GROW(t->cells, t->n_cells_allocated, t->n_cells + t->n_columns) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < t->n_columns; i++) {
-                char *c = strdup(cells[i] ? cells[i] : "");
+                char *c = str_escape(cells[i] ? cells[i] : ""); /* cells may hold what a process chose */
                 if (!c)
                         return -ENOMEM; /* the row stays partial; the table is only freed after this */
                 t->cells[t->n_cells++] = c;

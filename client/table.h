@@ -17,7 +17,7 @@ Table *table_new(const char *const *headers, size_t n_columns, unsigned right_al
 Table *table_free(Table *t);
 DEFINE_CLEANUP(Table *, table_free);
 
-/* Add one row: exactly n_columns cells, copied. */
+/* Add one row: exactly n_columns cells, copied with control characters escaped (escape.h). */
 int table_add_row(Table *t, const char *const *cells);
 size_t table_rows(const Table *t);
 

@@ -2,6 +2,7 @@
  * or (with --file) in a snapshot */
 #include <ctype.h>
 #include <linux/seccomp.h>
+#include <seccomp.h>
 #include <sys/syscall.h>
 
 #include "chain.h"
@@ -10,13 +11,19 @@
 #include "eval.h"
 #include "json-out.h"
 #include "output.h"
+#include "prog.h"
 #include "policy-arch.h"
+#include "snapshot-load.h"
+#include "verbs-policy.h"
 
 #define CHECK_ARGS_MAX 6
 
 typedef struct CheckRequest {
         uint32_t tid;
-        const char *syscall;
+        const char *given;       /* the syscall as given */
+        const char *syscall;     /* ... as libseccomp is asked: a name or a decimal number */
+        char syscall_number[24]; /* a number given in hex, in decimal */
+        uint32_t arch;           /* SCMP_ARCH_* (an AUDIT_ARCH_* value); 0: native */
         uint64_t args[CHECK_ARGS_MAX];
         size_t n_args;
         struct seccomp_data data;
@@ -28,24 +35,82 @@ typedef struct CheckResult {
         uint32_t *verdicts; /* each filter's own return value, newest first */
 } CheckResult;
 
-static int check_parse(char **args, size_t n_args, CheckRequest *req) {
+/* A number: decimal, hex with 0x, or negative decimal (taken as a 64-bit two's complement).
+ * -EINVAL, without a word, for anything else. */
+static int parse_number(const char *s, uint64_t *ret) {
+        bool neg = s[0] == '-', hex = !neg && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+        const char *digits = s + neg + 2 * hex;
+        char *end;
+        if (!(hex ? isxdigit((unsigned char) *digits) : isdigit((unsigned char) *digits)))
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(digits, &end, hex ? 16 : 10);
+        if (errno != 0 || *end || (neg && v > (unsigned long long) INT64_MAX + 1))
+                return -EINVAL;
+        *ret = neg ? -(uint64_t) v : v;
+        return 0;
+}
+
+/* The syscall: a name, or a number in decimal or 0x hex. */
+static int parse_syscall(const char *s, CheckRequest *req) {
+        req->given = req->syscall = s;
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+                uint64_t nr;
+                if (parse_number(s, &nr) < 0 || nr > INT32_MAX)
+                        return usage_error("Invalid system call number '%s'", s);
+                snprintf(req->syscall_number, sizeof(req->syscall_number), "%" PRIu64, nr);
+                req->syscall = req->syscall_number;
+        }
+        return 0;
+}
+
+static int check_parse(Context *c, char **args, size_t n_args, CheckRequest *req) {
         int r = parse_pid_arg("task id", args[0], &req->tid);
+        const PolicyArch *arch = NULL;
+        if (r >= 0)
+                r = policy_arch_option(c, &arch);
+        req->arch = arch ? arch->arch : 0;
+        if (r >= 0)
+                r = parse_syscall(args[1], req);
         if (r < 0)
                 return r;
-        req->syscall = args[1];
         req->n_args = n_args - 2;
         for (size_t i = 0; i < req->n_args; i++)
                 if ((r = parse_syscall_arg(args[2 + i], &req->args[i])) < 0)
                         return r;
-        if (seccomp_data_from_syscall(req->syscall, 0, req->args, req->n_args, &req->data) < 0)
-                return usage_error("Unknown system call '%s'", req->syscall);
+        if (seccomp_data_from_syscall(req->syscall, req->arch, req->args, req->n_args, &req->data) < 0)
+                return usage_error("Unknown system call '%s'%s%s", args[1], c->arch ? " on " : "", c->arch ?: "");
         return 0;
+}
+
+/* The action as the kernel spells it, with the errno's name: "ERRNO(38: ENOSYS)". */
+static char *action_describe(uint32_t ret, char *buf, size_t len) {
+        const char *name = NULL;
+        action_to_string(ret, buf, len);
+        if ((ret & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO)
+                name = strerrorname_np((int) (ret & SECCOMP_RET_DATA));
+        size_t l = strlen(buf);
+        if (name && l > 0 && buf[l - 1] == ')')
+                snprintf(buf + l - 1, len - (l - 1), ": %s)", name);
+        return buf;
+}
+
+static const char *errno_name(uint32_t ret) {
+        if ((ret & SECCOMP_RET_ACTION_FULL) != SECCOMP_RET_ERRNO)
+                return NULL;
+        return strerrorname_np((int) (ret & SECCOMP_RET_DATA));
+}
+
+/* The architecture of the call: --arch, else the native one. */
+static const PolicyArch *req_arch(const CheckRequest *req) {
+        const PolicyArch *a = req->arch ? policy_arch_lookup(req->arch) : NULL;
+        return a ? a : policy_arch_native();
 }
 
 /* A task without filters: its mode decides between ALLOW and strict mode. */
 static void check_unfiltered(bool strict, const CheckRequest *req, CheckResult *res) {
         res->mode = strict ? "strict" : "disabled";
-        res->eval = (EvalResult) { .ret = strict ? policy_arch_strict_verdict(policy_arch_native(), req->data.nr)
+        res->eval = (EvalResult) { .ret = strict ? policy_arch_strict_verdict(req_arch(req), req->data.nr)
                                                  : SECCOMP_RET_ALLOW };
 }
 
@@ -65,9 +130,9 @@ static int check_evaluate(const Chain *ch, const CheckRequest *req, CheckResult 
 }
 
 static void check_print(const Chain *ch, const CheckRequest *req, const CheckResult *res) {
-        char action[ACTION_STRING_MAX];
+        char action[ACTION_STRING_MAX + 32];
         const char *dash = output_dash();
-        action_to_string(res->eval.ret, action, sizeof(action));
+        action_describe(res->eval.ret, action, sizeof(action));
         if (ch->n == 0)
                 printf("%s %s task %" PRIu32 " has no filter%s\n", action, dash, req->tid,
                        streq(res->mode, "strict") ? " (strict mode)" : "");
@@ -82,10 +147,10 @@ static json_t *verdicts_json(const Chain *ch, const CheckResult *res) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < ch->n; i++) {
                 char action[ACTION_STRING_MAX];
-                json_t *x = json_pack("{s:I, s:I, s:s, s:I}", "position", (json_int_t) i, "id",
+                json_t *x = json_pack("{s:I, s:I, s:s, s:s?, s:I}", "position", (json_int_t) i, "id",
                                       (json_int_t) ch->filters[i].meta.id, "action",
-                                      action_to_string(res->verdicts[i], action, sizeof(action)), "ret",
-                                      (json_int_t) res->verdicts[i]);
+                                      action_to_string(res->verdicts[i], action, sizeof(action)), "errno",
+                                      errno_name(res->verdicts[i]), "ret", (json_int_t) res->verdicts[i]);
                 if (json_array_append_new(a, x) < 0) {
                         json_decref(a);
                         return NULL;
@@ -109,10 +174,11 @@ static json_t *check_json(const Chain *ch, const CheckRequest *req, const CheckR
                         json_decref(args);
                         return NULL;
                 }
-        return json_pack("{s:I, s:s, s:I, s:I, s:o, s:s, s:s, s:I, s:o, s:I, s:o}",
-                         "tid", (json_int_t) req->tid, "syscall", req->syscall, "nr", (json_int_t) req->data.nr,
-                         "arch", (json_int_t) req->data.arch, "args", args, "mode", res->mode,
-                         "action", action_to_string(res->eval.ret, action, sizeof(action)),
+        return json_pack("{s:I, s:s, s:I, s:I, s:o, s:s, s:s, s:s?, s:I, s:o, s:I, s:o}",
+                         "tid", (json_int_t) req->tid, "syscall", req->given, "nr", (json_int_t) req->data.nr,
+                         "arch", (json_int_t) req->data.arch, "args", args,
+                         "mode", res->mode, "action", action_to_string(res->eval.ret, action, sizeof(action)),
+                         "errno", errno_name(res->eval.ret),
                          "ret", (json_int_t) res->eval.ret, "decided_by", decided_by_json(ch, res),
                          "chain_length", (json_int_t) ch->n, "filters", verdicts_json(ch, res));
 }
@@ -123,7 +189,7 @@ int verb_check(Context *c, char **args, size_t n_args) {
         _cleanup_free_ uint32_t *verdicts = NULL;
         CheckResult res = {};
         TaskMode mode = TASK_MODE_DISABLED;
-        int r = check_parse(args, n_args, &req);
+        int r = check_parse(c, args, n_args, &req);
         if (r >= 0)
                 r = chain_load_task(c, req.tid, &ch, &mode);
         if (r >= 0 && ch.n > 0)

@@ -1,8 +1,10 @@
 /* verbs-filter.c: `show FILTER`: one filter's metadata and its disassembly, live or (with --file)
- * in a snapshot; `show --file F` alone: the snapshot's metadata */
+ * in a snapshot; `show --pid=TID`: every filter of a task's chain so; `show --file F` alone: the
+ * snapshot's metadata */
 #include "chain.h"
 #include "ctl.h"
 #include "disasm.h"
+#include "escape.h"
 #include "json-out.h"
 #include "manager.h"
 #include "output.h"
@@ -40,8 +42,11 @@ static void print_flags(char * const *flags) {
                 puts("none");
                 return;
         }
-        for (size_t i = 0; flags[i]; i++)
-                printf("%s%s", i ? " " : "", flags[i]);
+        for (size_t i = 0; flags[i]; i++) {
+                if (i)
+                        putchar(' ');
+                fputs_escaped(flags[i], stdout);
+        }
         putchar('\n');
 }
 
@@ -53,19 +58,77 @@ static const char *digest_note(const FilterDetail *d) {
         return streq(prog_digest_to_string(raw, mine), d->meta.digest) ? "" : " (does not match the program!)";
 }
 
-static void show_print(const FilterDetail *d, const char *disassembly) {
+/* --raw: each instruction's CODE JT JF K before its disassembly, for cross-checking with other
+ * tools. The disassembly has one line per instruction. */
+static void print_raw(const FilterDetail *d, const char *disassembly) {
+        printf("%-6s  %3s  %3s  %-10s  %s\n", "CODE", "JT", "JF", "K", "INSTRUCTION");
+        const char *p = disassembly;
+        for (size_t i = 0; i < d->n_program; i++) {
+                const struct sock_filter *x = &d->program[i];
+                size_t l = strcspn(p, "\n");
+                printf("0x%04x  %3u  %3u  0x%08" PRIx32 "  %.*s\n", x->code, x->jt, x->jf, x->k, (int) l, p);
+                p += l + (p[l] == '\n');
+        }
+}
+
+static void show_print(const FilterDetail *d, const char *disassembly, bool raw) {
         printf("Filter %" PRIu64 "\n", d->meta.id);
         if (d->meta.parent)
                 printf("    Parent: %" PRIu64 "\n", d->meta.parent);
         else
                 printf("    Parent: none (a first filter)\n");
         printf("    Length: %" PRIu32 " instruction%s\n", d->meta.length, d->meta.length == 1 ? "" : "s");
-        printf("    Digest: %s%s\n", d->meta.digest, digest_note(d));
+        fputs("    Digest: ", stdout);
+        fputs_escaped(d->meta.digest, stdout);
+        printf("%s\n", digest_note(d));
         printf("     Flags: ");
         print_flags(d->meta.flags);
         printf("     Tasks: %" PRIu32 "\n", d->meta.tasks);
-        printf("  Identity: %s\n\n", d->identity);
-        fputs(disassembly, stdout);
+        fputs("  Identity: ", stdout);
+        fputs_escaped(d->identity, stdout);
+        fputs("\n\n", stdout);
+        if (raw)
+                print_raw(d, disassembly);
+        else
+                fputs(disassembly, stdout);
+}
+
+/* One filter, in text or as JSON. */
+static int show_filter(Context *c, const FilterDetail *d, json_t *json_array) {
+        _cleanup_free_ char *text = prog_disassemble(d->program, d->n_program);
+        if (!text)
+                return log_oom();
+        if (json_array)
+                return json_array_append_new(json_array, show_json(d, text)) < 0 ? log_oom() : 0;
+        show_print(d, text, c->raw);
+        return 0;
+}
+
+/* --pid: the task's chain, head first, each filter as show prints one, as seccomp-tools dump
+ * does. */
+static int show_chain(Context *c) {
+        _cleanup_(chain_done) Chain ch = {};
+        int r = chain_get(c, c->pid, &ch);
+        if (r < 0)
+                return r;
+        json_auto_t *filters = c->json ? json_array() : NULL;
+        if (c->json && !filters)
+                return log_oom();
+        if (!c->json)
+                printf("Task %" PRIu32 ": %zu filter%s, the head (evaluated first) first\n", c->pid, ch.n,
+                       ch.n == 1 ? "" : "s");
+        for (size_t i = 0; i < ch.n; i++) {
+                if (!c->json)
+                        printf("\n--- position %zu of %zu%s ---\n", i, ch.n, i == 0 ? " (the head)" : "");
+                r = show_filter(c, &ch.filters[i], filters);
+                if (r < 0)
+                        return r;
+        }
+        if (c->json) {
+                json_auto_t *doc = json_pack("{s:I, s:O}", "tid", (json_int_t) c->pid, "filters", filters);
+                return json_print_document(doc);
+        }
+        return output_flush();
 }
 
 static int show_fetch(Context *c, uint64_t id, FilterDetail *ret) {
@@ -88,20 +151,25 @@ static int show_load(Context *c, uint64_t id, FilterDetail *ret) {
 int verb_show(Context *c, char **args, size_t n_args) {
         uint64_t id;
         _cleanup_(filter_detail_done) FilterDetail d = {};
-        if (n_args == 0) /* only with --file */
+        if (c->pid && n_args > 0)
+                return usage_error("Give FILTER or --pid=TID, not both");
+        if (c->pid)
+                return show_chain(c);
+        if (n_args == 0 && !c->file)
+                return usage_error_full("Too few arguments for 'show': give FILTER, or --pid=TID for a task's "
+                                        "whole chain");
+        if (n_args == 0)
                 return show_snapshot_file(c);
         int r = parse_filter_id_arg(args[0], &id);
         if (r >= 0)
                 r = c->file ? show_load(c, id, &d) : show_fetch(c, id, &d);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *text = prog_disassemble(d.program, d.n_program);
-        if (!text)
-                return log_oom();
         if (c->json) {
-                json_auto_t *doc = show_json(&d, text);
+                _cleanup_free_ char *text = prog_disassemble(d.program, d.n_program);
+                json_auto_t *doc = text ? show_json(&d, text) : NULL;
                 return json_print_document(doc);
         }
-        show_print(&d, text);
-        return output_flush();
+        r = show_filter(c, &d, NULL);
+        return r < 0 ? r : output_flush();
 }

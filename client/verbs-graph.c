@@ -1,19 +1,50 @@
-/* verbs-graph.c: `graph [PID]`: the forest as a Graphviz digraph, edges from child to parent */
+/* verbs-graph.c: `graph [PID]`: the forest as a Graphviz digraph drawn left to right: root filters
+ * on the left, the filters stacked on them to their right (each with an edge to its parent), the
+ * processes on the right (an edge to each head filter of their threads), listeners and their
+ * holders; byte-identical filters that are distinct objects share a fill colour */
 #include "verbs-tree.h"
+#include "escape.h"
 #include "forest-json.h"
+#include "forest-print.h"
 #include "live-forest.h"
 #include "output.h"
 
-/* Write s as the inside of a DOT double-quoted string. */
+/* Graphviz's colour schemes of light colours: copies take them in turn. */
+#define COPY_COLOURS 9
+#define COPY_COLOUR_SCHEME "pastel19"
+
+/* Write s as the inside of a DOT double-quoted string: control characters escaped as in text
+ * output (escape.h), and those escapes' backslashes and quotes escaped for DOT. */
 static void dot_escape(const char *s, FILE *out) {
-        for (; *s; s++) {
-                if (*s == '"' || *s == '\\')
+        char buf[COMM_ESCAPED_MAX];
+        for (const char *p = str_escape_buf(s, buf, sizeof(buf)); *p; p++) {
+                if (*p == '"' || *p == '\\')
                         fputc('\\', out);
-                fputc((unsigned char) *s < ' ' ? '?' : *s, out);
+                fputc(*p, out);
         }
 }
 
-static void graph_filter(const Filter *x, bool counts, FILE *out) {
+/* For each filter (by index), 0 when its bytes are its own, or 1 + the number of the group of
+ * byte-identical filters (same digest, other objects) it belongs to, numbered in display order. */
+static int copy_groups(const Forest *f, const Filter *const *order, unsigned **ret) {
+        _cleanup_free_ unsigned *group = calloc(f->n_filters + 1, sizeof(unsigned));
+        if (!group)
+                return -ENOMEM;
+        unsigned n = 0;
+        for (size_t i = 0; i < f->n_filters; i++) {
+                const Filter *x = order[i];
+                if (group[x->index])
+                        continue;
+                for (size_t j = i + 1; j < f->n_filters; j++)
+                        if (!group[order[j]->index] && memcmp(x->digest, order[j]->digest, PROG_DIGEST_SIZE) == 0)
+                                group[x->index] = group[order[j]->index] = n + 1;
+                n += group[x->index] != 0;
+        }
+        *ret = TAKE_PTR(group);
+        return 0;
+}
+
+static void graph_filter(const Filter *x, unsigned group, bool counts, FILE *out) {
         char digest[PROG_DIGEST_STRING_MAX];
         prog_digest_to_string(x->digest, digest);
         fprintf(out, "        f%" PRIu64 " [label=\"filter %" PRIu64 "\\n%zu insns\\n%.19s", x->id, x->id, x->len,
@@ -25,7 +56,10 @@ static void graph_filter(const Filter *x, bool counts, FILE *out) {
         if (counts)
                 fprintf(out, "\\n%zu task%s", x->n_tasks, x->n_tasks == 1 ? "" : "s");
         fputs("\"", out);
-        if (x->identity == IDENTITY_INFERRED)
+        if (group)
+                fprintf(out, ", style=\"filled%s\", fillcolor=\"/" COPY_COLOUR_SCHEME "/%u\"",
+                        x->identity == IDENTITY_INFERRED ? ",dashed" : "", (group - 1) % COPY_COLOURS + 1);
+        else if (x->identity == IDENTITY_INFERRED)
                 fputs(", style=dashed", out);
         fputs("];\n", out);
         if (x->parent)
@@ -44,35 +78,74 @@ static size_t threads_under(const Process *p, size_t j, bool *ret_seen) {
         return n;
 }
 
-/* One node per filtered process, one edge to each distinct head filter of its threads. */
-static void graph_process(const Process *p, FILE *out) {
+static void graph_process_node(const Process *p, FILE *out) {
+        fprintf(out, "        p%d [shape=ellipse, label=\"", p->pid);
+        dot_escape(p->comm, out);
+        fprintf(out, "[%d]\"];\n", p->pid);
+}
+
+static bool process_holds_listener(const Forest *f, pid_t pid) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                for (size_t j = 0; j < f->listeners[i]->n_holders; j++)
+                        if (f->listeners[i]->holders[j].pid == pid)
+                                return true;
+        return false;
+}
+
+/* One node per filtered process (or listener holder), one edge to each distinct head filter of
+ * its threads. */
+static void graph_process(const Forest *f, const Process *p, FILE *out) {
         bool node = false;
         for (size_t j = 0; j < p->n_threads; j++) {
                 bool seen;
                 size_t n = threads_under(p, j, &seen);
                 if (!p->threads[j].filter || seen)
                         continue;
-                if (!node) {
-                        fprintf(out, "        p%d [shape=ellipse, label=\"", p->pid);
-                        dot_escape(p->comm, out);
-                        fprintf(out, "[%d]\"];\n", p->pid);
-                        node = true;
-                }
+                if (!node)
+                        graph_process_node(p, out);
+                node = true;
                 fprintf(out, "        p%d -> f%" PRIu64, p->pid, p->threads[j].filter->id);
                 if (p->n_threads > 1)
                         fprintf(out, " [label=\"%zu/%zu threads\"]", n, p->n_threads);
                 fputs(";\n", out);
         }
+        if (!node && process_holds_listener(f, p->pid))
+                graph_process_node(p, out);
+}
+
+/* A snapshot knows who holds each listener: a node for the listener, a dashed edge to its filter,
+ * and one from each holder, labelled with its fd. */
+static void graph_listener(const Listener *l, FILE *out) {
+        fprintf(out, "        l%" PRIu64 " [shape=diamond, label=\"listener %" PRIu64 "\"];\n", l->id, l->id);
+        fprintf(out, "        l%" PRIu64 " -> f%" PRIu64 " [style=dashed];\n", l->id, l->filter_id);
+        for (size_t i = 0; i < l->n_holders; i++)
+                fprintf(out, "        p%d -> l%" PRIu64 " [label=\"fd %d\", style=dashed];\n", l->holders[i].pid, l->id,
+                        l->holders[i].fd);
 }
 
 static int graph_print(const Forest *f, bool counts, FILE *out) {
+        _cleanup_free_ unsigned *groups = NULL;
+        _cleanup_free_ const Filter **order = calloc(f->n_filters + 1, sizeof(Filter *));
+        if (!order || forest_display_order(f, order) < 0 || copy_groups(f, order, &groups) < 0)
+                return log_oom();
+        /* rankdir=RL with edges from child to parent: roots on the left, processes on the right */
         fputs("digraph sectree {\n"
-              "        rankdir=BT;\n"
-              "        node [shape=box, fontname=\"monospace\"];\n", out);
+              "        rankdir=RL;\n"
+              "        fontname=\"monospace\";\n"
+              "        labelloc=b;\n"
+              "        label=\"Arrows lead to the filter each filter was stacked on, and from each process to the "
+              "head filter of its threads.\\lBoxes of one colour: byte-identical filters that are distinct "
+              "kernel objects (copies).\\l\";\n"
+              "        node [shape=box, fontname=\"monospace\"];\n"
+              "        edge [fontname=\"monospace\"];\n",
+              out);
+        /* in the tree's order, so that the drawing does not depend on the order of the ids */
         for (size_t i = 0; i < f->n_filters; i++)
-                graph_filter(f->filters[i], counts, out);
+                graph_filter(order[i], groups[order[i]->index], counts, out);
         for (size_t i = 0; !counts && i < f->n_processes; i++)
-                graph_process(f->processes[i], out);
+                graph_process(f, f->processes[i], out);
+        for (size_t i = 0; !counts && i < f->n_listeners; i++)
+                graph_listener(f->listeners[i], out);
         fputs("}\n", out);
         return output_flush();
 }

@@ -2,12 +2,26 @@
 #include <signal.h>
 #include <systemd/sd-event.h>
 
+#include <fnmatch.h>
+
 #include "bus.h"
 #include "ctl.h"
+#include "escape.h"
 #include "json-out.h"
 #include "manager.h"
 #include "monitor-signals.h"
 #include "output.h"
+#include "task-names.h"
+
+typedef struct Monitor {
+        Context *c;
+        sd_bus *bus;
+        TaskNames names; /* tid -> process and name, to say whose events these are and to filter */
+} Monitor;
+
+static void monitor_done(Monitor *m) {
+        task_names_done(&m->names);
+}
 
 /* The daemon's appearance and disappearance: NameOwnerChanged for our name only. */
 #define OWNER_MATCH                                                                                 \
@@ -27,31 +41,100 @@ static int print_event(Context *c, uint64_t usec, const char *text, json_t *o) {
         return output_flush();
 }
 
-static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        Context *c = userdata;
-        _cleanup_free_ char *text = NULL;
-        json_auto_t *o = NULL;
-        uint64_t usec = now_usec(CLOCK_REALTIME);
-        int r = monitor_decode(m, &text, &o);
-        if (r < 0) {
-                log_warning_errno(r, "sectreectl: Ignoring a %s signal that does not parse: %m",
-                                  sd_bus_message_get_member(m) ?: "?");
-                return 0;
+/* The task an event is about (TaskAdded names it; FilterAttached and TaskExited give only its
+ * tid: the names say which process it is in and what it is called). ListTasks is asked again
+ * for a tid not known yet; NULL if the daemon does not list it either. */
+static const TaskName *event_task(Monitor *m, const char *signal, json_t *o) {
+        uint32_t tid = (uint32_t) json_integer_value(json_object_get(o, "tid"));
+        if (streq(signal, "TaskAdded")) {
+                const char *comm = json_string_value(json_object_get(o, "comm"));
+                uint32_t tgid = (uint32_t) json_integer_value(json_object_get(o, "tgid"));
+                if (task_names_add(&m->names, tid, tgid, comm ?: "") < 0)
+                        return NULL;
         }
-        r = print_event(c, usec, text, o);
-        if (r < 0) /* e.g. the reader of our pipe went away: stop */
-                return sd_event_exit(sd_bus_get_event(sd_bus_message_get_bus(m)), r);
+        const TaskName *t = task_names_get(&m->names, tid);
+        if (!t && task_names_load(&m->names, m->bus) >= 0) {
+                t = task_names_get(&m->names, tid);
+                if (!t) /* not listed (gone, or not ours to see): do not ask again for it */
+                        (void) task_names_add(&m->names, tid, 0, NULL);
+        }
+        return t && t->comm ? t : NULL;
+}
+
+/* FilterAttached and TaskExited: add the task's process and name, " pid=4711 comm=worker" and
+ * "pid", "comm" (null when the daemon no longer lists it). */
+static int add_task_fields(const TaskName *t, char **text, json_t *o) {
+        if (json_set(o, "pid", t ? json_integer(t->pid) : json_null()) < 0 ||
+            json_set(o, "comm", t ? json_string(t->comm) : json_null()) < 0)
+                return -ENOMEM;
+        if (!t)
+                return 0;
+        _cleanup_free_ char *comm = str_escape(t->comm);
+        char *longer = NULL;
+        if (!comm || asprintf(&longer, "%s pid=%" PRIu32 " comm=%s", *text, t->pid, comm) < 0)
+                return -ENOMEM;
+        free(*text);
+        *text = longer;
         return 0;
 }
 
-static int subscribe(Context *c, sd_bus *bus) {
+/* --pid and --comm: is this event about a task in that process, or of that name? Events about no
+ * task pass when they concern every view (Resynced, the daemon's appearance), not otherwise
+ * (PropertiesChanged counts, snapshots). */
+static bool event_wanted(const Context *c, const char *signal, const TaskName *t, bool about_task) {
+        if (!c->pid && !c->comm)
+                return true;
+        if (!about_task)
+                return streq(signal, "Resynced") || streq(signal, "DaemonAppeared") || streq(signal, "DaemonVanished");
+        if (!t)
+                return false;
+        if (c->pid && t->pid != c->pid && t->tid != c->pid)
+                return false;
+        return !c->comm || fnmatch(c->comm, t->comm, 0) == 0;
+}
+
+/* Annotate the event with its task, say whether it passes the filters, and keep the names
+ * current. */
+static int event_task_step(Monitor *m, char **text, json_t *o, bool *ret_wanted) {
+        const char *signal = json_string_value(json_object_get(o, "signal")) ?: "";
+        bool about_task = streq(signal, "TaskAdded") || streq(signal, "FilterAttached") || streq(signal, "TaskExited");
+        const TaskName *t = about_task ? event_task(m, signal, o) : NULL;
+        if (!streq(signal, "TaskAdded") && about_task && add_task_fields(t, text, o) < 0)
+                return log_oom();
+        *ret_wanted = event_wanted(m->c, signal, t, about_task);
+        if (streq(signal, "TaskExited"))
+                task_names_remove(&m->names, (uint32_t) json_integer_value(json_object_get(o, "tid")));
+        return 0;
+}
+
+static int on_signal(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Monitor *m = userdata;
+        _cleanup_free_ char *text = NULL;
+        json_auto_t *o = NULL;
+        uint64_t usec = now_usec(CLOCK_REALTIME);
+        bool wanted = true;
+        int r = monitor_decode(msg, &text, &o);
+        if (r < 0) {
+                log_warning_errno(r, "sectreectl: Ignoring a %s signal that does not parse: %m",
+                                  sd_bus_message_get_member(msg) ?: "?");
+                return 0;
+        }
+        r = event_task_step(m, &text, o, &wanted);
+        if (r >= 0 && wanted)
+                r = print_event(m->c, usec, text, o);
+        if (r < 0) /* e.g. the reader of our pipe went away: stop */
+                return sd_event_exit(sd_bus_get_event(sd_bus_message_get_bus(msg)), r);
+        return 0;
+}
+
+static int subscribe(Monitor *m, sd_bus *bus) {
         int r = sd_bus_match_signal(bus, NULL, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE, NULL,
-                                    on_signal, c);
+                                    on_signal, m);
         if (r >= 0)
                 r = sd_bus_match_signal(bus, NULL, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH,
-                                        "org.freedesktop.DBus.Properties", "PropertiesChanged", on_signal, c);
+                                        "org.freedesktop.DBus.Properties", "PropertiesChanged", on_signal, m);
         if (r >= 0)
-                r = sd_bus_add_match(bus, NULL, OWNER_MATCH, on_signal, c);
+                r = sd_bus_add_match(bus, NULL, OWNER_MATCH, on_signal, m);
         if (r < 0)
                 return ctl_error_errno(r, "Failed to subscribe to the daemon's signals: %m");
         return 0;
@@ -96,21 +179,25 @@ static bool daemon_is_running(sd_bus *bus) {
 }
 
 int verb_monitor(Context *c, char **args, size_t n_args) {
-        sd_bus *bus;
+        _cleanup_(monitor_done) Monitor m = { .c = c };
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
-        int r = ctl_bus(c, &bus);
+        int r = ctl_bus(c, &m.bus);
         if (r >= 0)
-                r = event_setup(bus, &e);
+                r = event_setup(m.bus, &e);
         if (r >= 0)
-                r = subscribe(c, bus);
+                r = subscribe(&m, m.bus);
         if (r < 0)
                 return r;
+        bool running = daemon_is_running(m.bus);
+        /* The tasks there are now: events about them name their process. Subscribed first, so
+         * that a task appearing meanwhile is in one or the other. */
+        if (running)
+                (void) task_names_load(&m.names, m.bus);
         /* Subscribed: signals from now on are seen. Tests wait for this line. */
-        fprintf(stderr, "Monitoring %s%s; press Ctrl+C to stop.\n", SECTREE_BUS_NAME,
-                daemon_is_running(bus) ? "" : " (not running yet)");
+        fprintf(stderr, "Monitoring %s%s; press Ctrl+C to stop.\n", SECTREE_BUS_NAME, running ? "" : " (not running yet)");
 
         r = sd_event_loop(e);
-        sd_bus_detach_event(bus);
+        sd_bus_detach_event(m.bus);
         if (r < 0)
                 return r == -EIO ? r : ctl_error_errno(r, "Event loop failed: %m");
         if (r != 0) /* sd-bus ends the loop with EXIT_FAILURE when the bus goes away */

@@ -2,6 +2,7 @@
  * and `diff A B`; no daemon is needed unless diff is given a stored snapshot's id */
 #include "verbs-snapshot-file.h"
 
+#include "escape.h"
 #include "json-out.h"
 #include "output.h"
 #include "snapshot-diff.h"
@@ -40,40 +41,48 @@ static const char *consistency_note(SnapshotConsistency c) {
         }
 }
 
-static const char *or_unknown(const char *s) {
-        return s ? s : "(unknown)";
+/* A string of the file, escaped for the terminal (escape.h); "(unknown)" for none. */
+static char *text_or_unknown(const char *s) {
+        return str_escape(s ? s : "(unknown)");
 }
 
 static void print_root(const Forest *f) {
         const Process *p = f->root ? forest_find_process(f, f->root) : NULL;
         if (!f->root)
                 puts("       Root: the whole machine");
-        else if (p)
-                printf("       Root: process %d (%s)\n", f->root, p->comm);
+        else if (p) {
+                char comm[COMM_ESCAPED_MAX];
+                printf("       Root: process %d (%s)\n", f->root, str_escape_buf(p->comm, comm, sizeof(comm)));
+        }
         else
                 printf("       Root: process %d\n", f->root);
 }
 
-static void metadata_print(const char *path, const Forest *f, const SnapshotFileInfo *info) {
+static int metadata_print(const char *path, const Forest *f, const SnapshotFileInfo *info) {
         char ts[TIMESTAMP_MAX], rel[TIMESTAMP_MAX];
         SnapshotCounts n = snapshot_counts(f);
-        printf("       File: %s (%s, %zu bytes)\n", input_name(path), snapshot_format_to_string(info->format), info->size);
-        printf("       Name: %s\n", f->snapshot.name ? f->snapshot.name : "(none)");
+        _cleanup_free_ char *file = str_escape(input_name(path)), *name = str_escape(f->snapshot.name ?: "(none)"),
+                            *host = text_or_unknown(f->host.hostname), *kernel = text_or_unknown(f->host.kernel),
+                            *arch = text_or_unknown(f->host.arch), *backend = text_or_unknown(f->backend);
+        if (!file || !name || !host || !kernel || !arch || !backend)
+                return log_oom();
+        printf("       File: %s (%s, %zu bytes)\n", file, snapshot_format_to_string(info->format), info->size);
+        printf("       Name: %s\n", name);
         printf("      Taken: %s", format_timestamp(f->created_at_usec, ts, sizeof(ts)));
         if (f->created_at_usec)
                 printf(" (%s)", format_timestamp_relative(f->created_at_usec, now_usec(CLOCK_REALTIME), rel, sizeof(rel)));
         printf("\n   Taken by: uid %" PRIu32 "\n", f->snapshot.taken_by_uid);
-        printf("       Host: %s (kernel %s, %s)\n", or_unknown(f->host.hostname), or_unknown(f->host.kernel),
-               or_unknown(f->host.arch));
-        printf("    Backend: %s\n", or_unknown(f->backend));
+        printf("       Host: %s (kernel %s, %s)\n", host, kernel, arch);
+        printf("    Backend: %s\n", backend);
         printf("   Identity: %s\n", identity_kind_to_string(f->identity));
-        printf("Consistency: %s%s\n", or_unknown(snapshot_consistency_to_string(f->snapshot.consistency)),
+        printf("Consistency: %s%s\n", snapshot_consistency_to_string(f->snapshot.consistency) ?: "(unknown)",
                consistency_note(f->snapshot.consistency));
         print_root(f);
         printf("  Processes: %zu\n", n.processes);
         printf("    Threads: %zu\n", n.threads);
         printf("    Filters: %zu\n", n.filters);
         printf("  Listeners: %zu (%zu holder%s)\n", n.listeners, n.holders, n.holders == 1 ? "" : "s");
+        return 0;
 }
 
 static json_t *metadata_json(const char *path, const Forest *f, const SnapshotFileInfo *info) {
@@ -104,8 +113,8 @@ int show_snapshot_file(Context *c) {
                 json_auto_t *doc = metadata_json(c->file, f, &info);
                 return json_print_document(doc);
         }
-        metadata_print(c->file, f, &info);
-        return output_flush();
+        r = metadata_print(c->file, f, &info);
+        return r < 0 ? r : output_flush();
 }
 
 /* ---- validate F ---- */

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "json-out.h"
+#include "manager.h"
 #include "manager-snapshots.h"
 #include "output.h"
 #include "snapshot-load.h"
@@ -25,17 +26,34 @@ static int print_new_id(Context *c, uint64_t id) {
 
 /* ---- snapshot [PID] ---- */
 
-int verb_snapshot(Context *c, char **args, size_t n_args) {
-        pid_t root;
-        sd_bus *bus;
-        uint64_t id;
-        int r = parse_root_arg(args, n_args, &root);
-        if (r >= 0)
-                r = ctl_bus(c, &bus);
+/* The process a PID argument names: a thread the daemon lists stands for its process, as for
+ * tree (the daemon takes only processes). A tid it does not list goes as it is. */
+static int snapshot_root(sd_bus *bus, pid_t pid, uint32_t *ret) {
+        _cleanup_(task_list_done) TaskList tasks = {};
+        *ret = (uint32_t) pid;
+        if (pid <= 0)
+                return 0;
+        int r = manager_list_tasks(bus, &tasks);
         if (r < 0)
                 return r;
-        SnapshotOptions o = { .root_pid = (uint32_t) root, .name = c->snapshot_name, .include_argv = !c->no_argv };
-        r = manager_create_snapshot(bus, &o, &id);
+        const TaskRecord *t = task_list_find(&tasks, (uint32_t) pid);
+        if (t)
+                *ret = t->tgid;
+        return 0;
+}
+
+int verb_snapshot(Context *c, char **args, size_t n_args) {
+        pid_t pid;
+        sd_bus *bus;
+        uint64_t id;
+        SnapshotOptions o = { .name = c->snapshot_name, .include_argv = !c->no_argv };
+        int r = parse_root_arg(args, n_args, &pid);
+        if (r >= 0)
+                r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = snapshot_root(bus, pid, &o.root_pid);
+        if (r >= 0)
+                r = manager_create_snapshot(bus, &o, &id);
         if (r < 0)
                 return r;
         return print_new_id(c, id);
@@ -99,11 +117,8 @@ static json_t *snapshots_json(const SnapshotList *l) {
 }
 
 int verb_snapshots(Context *c, char **args, size_t n_args) {
-        sd_bus *bus;
         _cleanup_(snapshot_list_done) SnapshotList l = {};
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_list_snapshots(bus, &l);
+        int r = ctl_list_snapshots(c, &l);
         if (r < 0)
                 return r;
         if (c->json) {

@@ -1,5 +1,6 @@
 /* verbs-status.c: `status` (the daemon's properties) and `rescan` */
 #include "ctl.h"
+#include "escape.h"
 #include "json-out.h"
 #include "manager.h"
 #include "output.h"
@@ -17,15 +18,20 @@ static json_t *status_json(const ManagerProperties *p) {
                          "last_scan", timestamp_json(p->last_scan_usec));
 }
 
-static const char *or_unknown(const char *s) {
-        return s ? s : "(unknown)";
+/* A property's string, escaped for the terminal (escape.h); "(unknown)" for none. */
+static char *text_or_unknown(const char *s) {
+        return str_escape(s ? s : "(unknown)");
 }
 
-static void status_print(const ManagerProperties *p) {
+static int status_print(const ManagerProperties *p) {
         char ts[TIMESTAMP_MAX], rel[TIMESTAMP_MAX];
-        printf("  Version: %s\n", or_unknown(p->version));
-        printf("  Backend: %s\n", or_unknown(p->backend));
-        printf(" Identity: %s\n", or_unknown(p->identity));
+        _cleanup_free_ char *version = text_or_unknown(p->version), *backend = text_or_unknown(p->backend),
+                            *identity = text_or_unknown(p->identity);
+        if (!version || !backend || !identity)
+                return log_oom();
+        printf("  Version: %s\n", version);
+        printf("  Backend: %s\n", backend);
+        printf(" Identity: %s\n", identity);
         printf("    Tasks: %" PRIu32 "\n", p->tasks);
         printf("  Filters: %" PRIu32 "\n", p->filters);
         printf("Listeners: %" PRIu32 "\n", p->listeners);
@@ -33,6 +39,7 @@ static void status_print(const ManagerProperties *p) {
         if (p->last_scan_usec)
                 printf(" (%s)", format_timestamp_relative(p->last_scan_usec, now_usec(CLOCK_REALTIME), rel, sizeof(rel)));
         putchar('\n');
+        return 0;
 }
 
 int verb_status(Context *c, char **args, size_t n_args) {
@@ -47,8 +54,8 @@ int verb_status(Context *c, char **args, size_t n_args) {
                 json_auto_t *doc = status_json(&p);
                 return json_print_document(doc);
         }
-        status_print(&p);
-        return output_flush();
+        r = status_print(&p);
+        return r < 0 ? r : output_flush();
 }
 
 int verb_rescan(Context *c, char **args, size_t n_args) {

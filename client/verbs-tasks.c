@@ -1,11 +1,12 @@
-/* verbs-tasks.c: `ps` (every task the daemon lists) and `chain TID` (one task's filters, live or
+/* verbs-tasks.c: `ps [PID|COMM...]` (the tasks the daemon lists) and `chain TID` (one task's filters, live or
  * with --file in a snapshot) */
+#include <fnmatch.h>
+
 #include "chain.h"
 #include "ctl.h"
 #include "json-out.h"
 #include "manager.h"
 #include "output.h"
-#include "snapshot-load.h"
 #include "table.h"
 
 #define NUM_BUF 24
@@ -52,14 +53,40 @@ static json_t *ps_json(const TaskList *l) {
         return a ? json_pack("{s:o}", "tasks", a) : NULL;
 }
 
+/* ps's arguments: a number names a process (its tasks) or a thread; anything else is a glob on the
+ * task's name. A task is shown when it matches one of them, or when there are none. */
+static bool task_matches(const TaskRecord *t, char **args, size_t n_args) {
+        for (size_t i = 0; i < n_args; i++) {
+                uint64_t pid;
+                if (safe_atou64(args[i], &pid) >= 0) {
+                        if (t->tgid == pid || t->tid == pid)
+                                return true;
+                } else if (fnmatch(args[i], t->comm, 0) == 0)
+                        return true;
+        }
+        return n_args == 0;
+}
+
+/* Keep only the tasks the arguments name. */
+static void task_list_filter(TaskList *l, char **args, size_t n_args) {
+        size_t k = 0;
+        for (size_t i = 0; i < l->n; i++) {
+                if (task_matches(&l->items[i], args, n_args)) {
+                        l->items[k++] = l->items[i];
+                        continue;
+                }
+                free(l->items[i].comm);
+                free(l->items[i].mode);
+        }
+        l->n = k;
+}
+
 int verb_ps(Context *c, char **args, size_t n_args) {
-        sd_bus *bus;
         _cleanup_(task_list_done) TaskList l = {};
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_list_tasks(bus, &l);
+        int r = ctl_list_tasks(c, &l);
         if (r < 0)
                 return r;
+        task_list_filter(&l, args, n_args);
         if (c->json) {
                 json_auto_t *doc = ps_json(&l);
                 return json_print_document(doc);
@@ -110,30 +137,12 @@ static json_t *chain_json(const Chain *ch) {
         return a ? json_pack("{s:I, s:o}", "tid", (json_int_t) ch->tid, "filters", a) : NULL;
 }
 
-static int chain_fetch_live(Context *c, uint32_t tid, Chain *ret) {
-        sd_bus *bus;
-        int r = ctl_bus(c, &bus);
-        return r < 0 ? r : chain_fetch(bus, tid, ret);
-}
-
-static int chain_load(Context *c, uint32_t tid, Chain *ret) {
-        _cleanup_(forest_freep) Forest *f = NULL;
-        TaskMode mode;
-        int r = snapshot_file_load(c->file, &f, NULL);
-        if (r < 0)
-                return r;
-        r = chain_from_forest(f, (pid_t) tid, ret, &mode);
-        if (r == -ENOENT)
-                return ctl_error_errno(r, "No task %" PRIu32 " in snapshot %s", tid, c->file);
-        return r;
-}
-
 int verb_chain(Context *c, char **args, size_t n_args) {
         uint32_t tid;
         _cleanup_(chain_done) Chain ch = {};
         int r = parse_pid_arg("task id", args[0], &tid);
         if (r >= 0)
-                r = c->file ? chain_load(c, tid, &ch) : chain_fetch_live(c, tid, &ch);
+                r = chain_get(c, tid, &ch);
         if (r < 0)
                 return r;
         if (c->json) {

@@ -6,6 +6,9 @@
 #include "config.h"
 #include "forest-print.h"
 #include "manager-dbus.h"
+#include "manager.h"
+#include "privileges.h"
+#include "scan.h"
 #include "snapshot-json.h"
 #include "source.h"
 
@@ -44,6 +47,8 @@ static void help(void) {
                "  -b --backend=BACKEND bpf (default: exact identity from BPF task iterators)\n"
                "                       or ptrace (PTRACE_SECCOMP_GET_FILTER; identity inferred)\n"
                "     --state-dir=DIR   Where the service keeps state.db (default: %s)\n"
+               "     --log-level=LEVEL emerg, alert, crit, err, warning, notice, info (default) or\n"
+               "                       debug; SYSTEMD_LOG_LEVEL does the same\n"
                "\n"
                "Options for scan:\n"
                "  -r --root=PID        Only PID and its descendants\n"
@@ -74,7 +79,7 @@ static int parse_root(const char *s, pid_t *ret) {
         return 0;
 }
 
-enum { ARG_VERSION = 0x100, ARG_NO_ARGV, ARG_STATE_DIR };
+enum { ARG_VERSION = 0x100, ARG_NO_ARGV, ARG_STATE_DIR, ARG_LOG_LEVEL };
 
 /* Returns 1 to go on, 0 to exit successfully (help, version), negative on bad usage. */
 static int parse_args(int argc, char *argv[], Args *a) {
@@ -86,6 +91,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
                 { "format", required_argument, NULL, 'f' },
                 { "no-argv", no_argument, NULL, ARG_NO_ARGV },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 {}
         };
         int c;
@@ -119,6 +125,14 @@ static int parse_args(int argc, char *argv[], Args *a) {
                                 return log_error_errno(-EINVAL, "Invalid --state-dir=%s: expected an absolute path.", optarg);
                         a->state_dir = optarg;
                         break;
+                case ARG_LOG_LEVEL: {
+                        LogLevel l = log_level_from_string(optarg);
+                        if (l < 0)
+                                return log_error_errno(-EINVAL, "Invalid --log-level=%s: expected emerg, alert, crit, "
+                                                       "err, warning, notice, info, debug or 0-7.", optarg);
+                        log_set_max_level(l);
+                        break;
+                }
                 default:
                         return -EINVAL;
                 }
@@ -164,10 +178,13 @@ static int run_service(const Args *a) {
 int main(int argc, char *argv[]) {
         Args a = { .backend = BACKEND_BPF, .format = OUTPUT_TREE, .scan = SCAN_OPTIONS_DEFAULT };
 
+        log_parse_environment();
         int r = parse_args(argc, argv, &a);
         if (r <= 0)
                 return r == 0 ? EXIT_SUCCESS : EXIT_USAGE;
         signal(SIGPIPE, SIG_IGN);
+        if (privileges_check(a.backend) < 0)
+                return EXIT_FAILURE;
         if (optind >= argc)
                 return run_service(&a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         const char *verb = argv[optind];

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "infer.h"
+#include "privileges.h"
 #include "procinfo.h"
 #include "source-backend.h"
 #include "watch-proc.h"
@@ -61,9 +62,14 @@ static int ptrace_scan_logged(Source *s, const ScanOptions *opts, Forest **ret) 
         int r = ptrace_scan(opts, ret, &bad, &n_bad);
         if (r < 0)
                 return log_error_errno(r, "ptrace scan failed: %m");
-        for (size_t i = 0; i < n_bad; i++)
-                log_internal(s->oneshot ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG, bad[i].error,
-                             "Could not read the filters of thread %d: %m", bad[i].tid);
+        if (!s->oneshot) {
+                for (size_t i = 0; i < n_bad; i++)
+                        log_debug_errno(bad[i].error, "Could not read the filters of thread %d: %m", bad[i].tid);
+                return 0;
+        }
+        unreadable_report(bad, n_bad);
+        if (n_bad > 0 && (*ret)->n_filters == 0)
+                return -EPERM; /* it read nothing it was asked to */
         return 0;
 }
 

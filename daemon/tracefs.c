@@ -36,6 +36,6 @@ int tracefs_ensure_mounted(void) {
                 return log_error_errno(r, "Failed to mount tracefs on " TRACEFS_PATH ": %m");
         }
 
-        log_debug("Mounted tracefs on " TRACEFS_PATH ".");
+        log_info("Mounted tracefs on " TRACEFS_PATH " (it was not mounted; the BPF tracepoints need it).");
         return 0;
 }

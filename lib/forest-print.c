@@ -2,6 +2,8 @@
  * like pstree */
 #include "forest-print.h"
 
+#include "escape.h"
+
 typedef struct TreeGlyphs {
         const char *branch, *last, *pipe, *space;
 } TreeGlyphs;
@@ -18,11 +20,57 @@ typedef struct TreeEntry {
 typedef struct TreeIndex {
         TreeEntry *entries; /* grouped by parent filter index; roots use slot n_filters */
         size_t *start;      /* entries of slot i: [start[i], start[i + 1]) */
+        size_t *chain_tasks; /* by filter index: the threads whose chain holds it */
+        pid_t *first_pid;   /* by filter index: the lowest pid of a process running under it, 0: none */
 } TreeIndex;
 
 static void tree_index_free(TreeIndex *ix) {
         free(ix->entries);
         free(ix->start);
+        free(ix->chain_tasks);
+        free(ix->first_pid);
+}
+
+/* For each filter, the lowest pid of a process with a thread whose chain holds it (0: none). The
+ * tree shows sibling filters in that order, so that it reads as the process tree does and does
+ * not depend on the order in which the filters got their ids. */
+static void count_first_pids(const Forest *f, pid_t *ret) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        const Filter *h = f->processes[i]->threads[j].filter;
+                        if (h && (!ret[h->index] || f->processes[i]->pid < ret[h->index]))
+                                ret[h->index] = f->processes[i]->pid;
+                }
+        for (size_t i = f->n_filters; i-- > 0;) {
+                const Filter *p = f->filters[i]->parent;
+                if (p && ret[i] && (!ret[p->index] || ret[i] < ret[p->index]))
+                        ret[p->index] = ret[i];
+        }
+}
+
+/* Processes first, by pid; then filters by their first pid (filters nobody runs under last),
+ * then by id. */
+static int entry_cmp(const void *a, const void *b, void *userdata) {
+        const TreeEntry *x = a, *y = b;
+        const pid_t *first = userdata;
+        if (!x->filter != !y->filter)
+                return x->filter ? 1 : -1;
+        if (!x->filter)
+                return x->process->pid < y->process->pid ? -1 : x->process->pid > y->process->pid;
+        pid_t px = first[x->filter->index], py = first[y->filter->index];
+        if (px != py)
+                return !px ? 1 : !py ? -1 : px < py ? -1 : 1;
+        return x->filter->id < y->filter->id ? -1 : x->filter->id > y->filter->id;
+}
+
+void forest_count_chain_tasks(const Forest *f, size_t *ret) {
+        for (size_t i = 0; i < f->n_filters; i++)
+                ret[i] = f->filters[i]->n_tasks;
+        /* parents come before children: walking backwards, a filter's count is complete before it
+         * is added to its parent's */
+        for (size_t i = f->n_filters; i-- > 0;)
+                if (f->filters[i]->parent)
+                        ret[f->filters[i]->parent->index] += ret[i];
 }
 
 static size_t process_slot(const Forest *f, const Process *p, size_t j) {
@@ -74,18 +122,49 @@ static int tree_index_build(const Forest *f, TreeIndex *ix) {
                 ix->start[i] = total;
         }
         ix->entries = calloc(total + 1, sizeof(TreeEntry));
+        ix->chain_tasks = calloc(f->n_filters + 1, sizeof(size_t));
+        ix->first_pid = calloc(f->n_filters + 1, sizeof(pid_t));
         _cleanup_free_ size_t *cursor = malloc((slots + 1) * sizeof(size_t));
-        if (!ix->entries || !cursor)
+        if (!ix->entries || !ix->chain_tasks || !ix->first_pid || !cursor)
                 return -ENOMEM;
+        forest_count_chain_tasks(f, ix->chain_tasks);
+        count_first_pids(f, ix->first_pid);
         memcpy(cursor, ix->start, (slots + 1) * sizeof(size_t));
         size_t *saved = ix->start;
         ix->start = cursor;
         tree_index_fill(f, ix, true);
         ix->start = saved;
+        for (size_t i = 0; i < slots; i++)
+                if (ix->start[i + 1] - ix->start[i] > 1)
+                        qsort_r(ix->entries + ix->start[i], ix->start[i + 1] - ix->start[i], sizeof(TreeEntry),
+                                entry_cmp, ix->first_pid);
         return 0;
 }
 
-static void print_filter_line(const Filter *x, FILE *out) {
+/* The index of a linked forest: -EINVAL for one that is not. */
+static int tree_index_build_linked(const Forest *f, TreeIndex *ix) {
+        return f->linked ? tree_index_build(f, ix) : -EINVAL;
+}
+
+static void display_order_collect(const TreeIndex *ix, size_t slot, const Filter **ret, size_t *n) {
+        for (size_t i = ix->start[slot]; i < ix->start[slot + 1]; i++)
+                if (ix->entries[i].filter) {
+                        ret[(*n)++] = ix->entries[i].filter;
+                        display_order_collect(ix, ix->entries[i].filter->index, ret, n);
+                }
+}
+
+int forest_display_order(const Forest *f, const Filter **ret) {
+        _cleanup_(tree_index_free) TreeIndex ix = {};
+        int r = tree_index_build_linked(f, &ix);
+        if (r < 0)
+                return r;
+        size_t n = 0;
+        display_order_collect(&ix, f->n_filters, ret, &n);
+        return 0;
+}
+
+static void print_filter_line(const Filter *x, size_t chain_tasks, FILE *out) {
         char digest[PROG_DIGEST_STRING_MAX];
         prog_digest_to_string(x->digest, digest);
         fprintf(out, "filter %" PRIu64 "  %zu insns  %.19s", x->id, x->len, digest);
@@ -99,7 +178,23 @@ static void print_filter_line(const Filter *x, FILE *out) {
                 fputs("  listener", out);
         if (x->identity == IDENTITY_INFERRED)
                 fputs("  (inferred)", out);
-        fprintf(out, "  [%zu task%s]\n", x->n_tasks, x->n_tasks == 1 ? "" : "s");
+        fprintf(out, "  [head of %zu, in the chains of %zu task%s]\n", x->n_tasks, chain_tasks,
+                chain_tasks == 1 ? "" : "s");
+}
+
+/* "listener 1 held by supervisor[812] fd 5, worker[700] fd 3" */
+static void print_listener_holders(const Forest *f, const Listener *l, FILE *out) {
+        fprintf(out, "listener %" PRIu64 " held by", l->id);
+        for (size_t i = 0; i < l->n_holders; i++) {
+                const Process *p = forest_find_process(f, l->holders[i].pid);
+                fputs(i ? ", " : " ", out);
+                if (p)
+                        fputs_escaped(p->comm, out);
+                fprintf(out, "[%d] fd %d", l->holders[i].pid, l->holders[i].fd);
+        }
+        if (l->n_holders == 0)
+                fputs(" nobody", out);
+        fputc('\n', out);
 }
 
 /* "comm[pid]" and, when not every thread of the process is in this slot or there are several,
@@ -108,7 +203,8 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, F
         size_t in_slot = 0;
         for (size_t j = 0; j < p->n_threads; j++)
                 in_slot += process_slot(f, p, j) == slot;
-        fprintf(out, "%s[%d]", p->comm, p->pid);
+        fputs_escaped(p->comm, out);
+        fprintf(out, "[%d]", p->pid);
         if (p->n_threads > 1) {
                 fprintf(out, " %zu/%zu threads:", in_slot, p->n_threads);
                 for (size_t j = 0; j < p->n_threads; j++)
@@ -135,19 +231,31 @@ typedef struct TreePrinter {
 
 static int print_slot(TreePrinter *tp, size_t slot);
 
+/* The filter's line, then the holders of its listener on a line of their own under it (the
+ * prefix is already the one of the filter's entries). */
+static void print_filter(TreePrinter *tp, const Filter *x) {
+        print_filter_line(x, tp->ix->chain_tasks[x->index], tp->out);
+        const Listener *l = x->listener_id ? forest_find_listener(tp->f, x->listener_id) : NULL;
+        if (!l)
+                return;
+        bool more = tp->ix->start[x->index + 1] > tp->ix->start[x->index];
+        fprintf(tp->out, "%.*s%s", (int) tp->prefix_len, tp->prefix, more ? tp->g->pipe : tp->g->space);
+        print_listener_holders(tp->f, l, tp->out);
+}
+
 static int print_entry(TreePrinter *tp, const TreeEntry *e, size_t slot, bool last) {
         fprintf(tp->out, "%.*s%s", (int) tp->prefix_len, tp->prefix, last ? tp->g->last : tp->g->branch);
         if (e->process) {
                 print_process_line(tp->f, e->process, slot, tp->out);
                 return 0;
         }
-        print_filter_line(e->filter, tp->out);
         const char *extend = last ? tp->g->space : tp->g->pipe;
         size_t saved = tp->prefix_len, l = strlen(extend);
         if (GROW(tp->prefix, tp->prefix_allocated, tp->prefix_len + l + 1) < 0)
                 return -ENOMEM;
         memcpy(tp->prefix + tp->prefix_len, extend, l);
         tp->prefix_len += l;
+        print_filter(tp, e->filter);
         int r = print_slot(tp, e->filter->index);
         tp->prefix_len = saved;
         return r;
@@ -182,11 +290,15 @@ static void print_header(const Forest *f, FILE *out) {
         size_t n_threads = 0, n_listeners = count_listeners(f);
         for (size_t i = 0; i < f->n_processes; i++)
                 n_threads += f->processes[i]->n_threads;
-        fprintf(out, "Seccomp filter forest of %s", f->host.hostname ? f->host.hostname : "?");
+        fputs("Seccomp filter forest of ", out);
+        fputs_escaped(f->host.hostname ? f->host.hostname : "?", out);
         if (f->root)
                 fprintf(out, ", subtree of process %d", f->root);
-        fprintf(out, " (kernel %s, %s backend, %s identity)\n", f->host.kernel ? f->host.kernel : "?",
-                f->backend ? f->backend : "?", identity_kind_to_string(f->identity));
+        fputs(" (kernel ", out);
+        fputs_escaped(f->host.kernel ? f->host.kernel : "?", out);
+        fputs(", ", out);
+        fputs_escaped(f->backend ? f->backend : "?", out);
+        fprintf(out, " backend, %s identity)\n", identity_kind_to_string(f->identity));
         fprintf(out, "%zu filter%s, %zu process%s, %zu thread%s, %zu listener%s\n", f->n_filters,
                 f->n_filters == 1 ? "" : "s", f->n_processes, f->n_processes == 1 ? "" : "es", n_threads,
                 n_threads == 1 ? "" : "s", n_listeners, n_listeners == 1 ? "" : "s");
@@ -205,10 +317,8 @@ static void print_unfiltered(TreePrinter *tp) {
 }
 
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
-        if (!f->linked)
-                return -EINVAL;
         _cleanup_(tree_index_free) TreeIndex ix = {};
-        int r = tree_index_build(f, &ix);
+        int r = tree_index_build_linked(f, &ix);
         if (r < 0)
                 return r;
         TreePrinter tp = { .f = f, .ix = &ix, .out = out,
@@ -218,7 +328,8 @@ int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
         for (size_t i = ix.start[f->n_filters]; i < ix.start[f->n_filters + 1]; i++) {
                 const Filter *root = ix.entries[i].filter;
                 fputc('\n', out);
-                print_filter_line(root, out);
+                tp.prefix_len = 0;
+                print_filter(&tp, root);
                 r = print_slot(&tp, root->index);
                 if (r < 0)
                         break;

@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "escape.h"
 #include "snapshot.h"
 
 static const char *const diff_kind_table[_DIFF_KIND_MAX] = {
@@ -391,9 +392,10 @@ static void print_filters(const SnapshotDiff *d, FILE *out) {
 }
 
 static void print_process(const Process *p, FILE *out) {
+        char comm[COMM_ESCAPED_MAX];
         fprintf(out, "process %d (start time %" PRIu64 ", comm \"", p->pid, p->start_time);
-        for (const char *c = p->comm; *c; c++)
-                fputc((unsigned char) *c >= 0x20 && *c != 0x7f && *c != '"' ? *c : '?', out);
+        for (const char *c = str_escape_buf(p->comm, comm, sizeof(comm)); *c; c++)
+                fprintf(out, *c == '"' ? "\\%c" : "%c", *c);
         fputs("\")", out);
 }
 

@@ -15,6 +15,36 @@ LogLevel log_get_max_level(void) {
         return max_level;
 }
 
+static const char *const log_level_table[] = {
+        [LOG_LEVEL_EMERG] = "emerg", [LOG_LEVEL_ALERT] = "alert", [LOG_LEVEL_CRIT] = "crit",
+        [LOG_LEVEL_ERR] = "err",     [LOG_LEVEL_WARNING] = "warning", [LOG_LEVEL_NOTICE] = "notice",
+        [LOG_LEVEL_INFO] = "info",   [LOG_LEVEL_DEBUG] = "debug",
+};
+
+LogLevel log_level_from_string(const char *s) {
+        int32_t n;
+        if (!s)
+                return _LOG_LEVEL_INVALID;
+        for (size_t i = 0; i < ELEMENTSOF(log_level_table); i++)
+                if (streq(log_level_table[i], s))
+                        return (LogLevel) i;
+        if (safe_atoi32(s, &n) >= 0 && n >= LOG_LEVEL_EMERG && n <= LOG_LEVEL_DEBUG)
+                return (LogLevel) n;
+        return _LOG_LEVEL_INVALID;
+}
+
+void log_parse_environment(void) {
+        const char *e = secure_getenv("SYSTEMD_LOG_LEVEL");
+        if (!e)
+                return;
+        LogLevel l = log_level_from_string(e);
+        if (l < 0)
+                log_warning("Ignoring SYSTEMD_LOG_LEVEL=%s: expected a level (emerg, alert, crit, err, warning, "
+                            "notice, info, debug) or 0-7.", e);
+        else
+                log_set_max_level(l);
+}
+
 int log_internal(LogLevel level, int error, const char *format, ...) {
         int saved = errno;
         if (error < 0)

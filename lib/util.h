@@ -95,9 +95,24 @@ int grow_array(void **array, size_t *allocated, size_t need, size_t elem);
 
 /* Logging. Messages go to stderr; log_*_errno() returns the negative errno it was given,
  * and sets errno so that %m in the format prints it. */
-typedef enum LogLevel { LOG_LEVEL_ERR = 3, LOG_LEVEL_WARNING = 4, LOG_LEVEL_INFO = 6, LOG_LEVEL_DEBUG = 7 } LogLevel;
+typedef enum LogLevel {
+        LOG_LEVEL_EMERG = 0,
+        LOG_LEVEL_ALERT = 1,
+        LOG_LEVEL_CRIT = 2,
+        LOG_LEVEL_ERR = 3,
+        LOG_LEVEL_WARNING = 4,
+        LOG_LEVEL_NOTICE = 5,
+        LOG_LEVEL_INFO = 6,
+        LOG_LEVEL_DEBUG = 7,
+        _LOG_LEVEL_INVALID = -EINVAL,
+} LogLevel;
 void log_set_max_level(LogLevel level);
 LogLevel log_get_max_level(void);
+/* A syslog level by name ("emerg" ... "debug", as systemd spells them) or number (0-7). */
+LogLevel log_level_from_string(const char *s);
+/* $SYSTEMD_LOG_LEVEL sets the maximum level, as for systemd's own programs; an invalid value is
+ * said once and ignored. */
+void log_parse_environment(void);
 int log_internal(LogLevel level, int error, const char *format, ...) _printf_(3, 4);
 #define log_error_errno(e, ...) log_internal(LOG_LEVEL_ERR, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_internal(LOG_LEVEL_WARNING, (e), __VA_ARGS__)

@@ -12,10 +12,19 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 sed "s|^ExecStart=.*|ExecStart=$SECTREE_BUILD/daemon/sectreed|" "$unit" > "$dir/sectreed.service"
 
+# Documentation= names the man pages: verify runs man for each, so let it find the built ones.
+man=(--man=no)
+if [ -d "$SECTREE_BUILD/man" ]; then
+        for page in "$SECTREE_BUILD"/man/*.[0-9]; do
+                mkdir -p "$dir/man/man${page##*.}" && ln -s "$page" "$dir/man/man${page##*.}/"
+        done
+        man=()
+fi
+
 # verify UNIT-DIR: systemd-analyze verify of the unit there (and of its drop-ins, if any)
 verify() {
         local out status
-        out=$(cd "$1" && SYSTEMD_UNIT_PATH="$1:" systemd-analyze verify sectreed.service 2>&1)
+        out=$(cd "$1" && MANPATH="$dir/man" SYSTEMD_UNIT_PATH="$1:" systemd-analyze verify "${man[@]}" sectreed.service 2>&1)
         status=$?
         # Without systemd as PID 1 there is no dbus.socket unit to resolve; that is the machine, not the unit.
         out=$(grep -v "dbus.socket" <<<"$out")

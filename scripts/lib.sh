@@ -10,6 +10,7 @@ SECTREE_PACKAGES=(
         libbpf-dev libsystemd-dev libsqlite3-dev sqlite3 libseccomp-dev libssl-dev libjansson-dev
         libglib2.0-dev libdbus-1-dev dbus util-linux procps
         systemd golang-github-containers-common firejail bubblewrap
+        graphviz bash-completion zsh scdoc man-db
 )
 
 die() {
@@ -21,16 +22,50 @@ require_root() {
         [ "$(id -u)" = 0 ] || die "run this as root (it installs packages, loads BPF programs and uses ptrace)"
 }
 
-install_packages() {
-        local missing=()
+# The packages of SECTREE_PACKAGES that are not installed. dpkg counts a package whose triggers
+# are still to run (triggers-pending, triggers-awaiting: another apt is finishing its work) as
+# installed, and so do we; anything else (not installed, half-configured, unpacked) is missing.
+missing_packages() {
+        local installed
+        installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${SECTREE_PACKAGES[@]}" 2>/dev/null |
+                awk '$2 == "installed" || $2 == "triggers-pending" || $2 == "triggers-awaiting" { print $1 }')
         for p in "${SECTREE_PACKAGES[@]}"; do
-                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+                grep -qxF "$p" <<<"$installed" || echo "$p"
         done
+}
+
+# How long apt waits for another apt or dpkg to finish (SECTREE_APT_LOCK_TIMEOUT seconds).
+APT_LOCK_TIMEOUT=${SECTREE_APT_LOCK_TIMEOUT:-600}
+
+# apt-get with the dpkg lock waited for. `apt-get update` takes the lists lock, which that option
+# does not cover: it is retried while another apt holds it.
+apt_get() {
+        local deadline=$((SECONDS + APT_LOCK_TIMEOUT)) err
+        err=$(mktemp)
+        while :; do
+                if apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT" "$@" 2>"$err"; then
+                        rm -f "$err"
+                        return 0
+                fi
+                if grep -q "Could not get lock" "$err" && [ $SECONDS -lt $deadline ]; then
+                        echo "Waiting for another apt to finish..." >&2
+                        sleep 5
+                        continue
+                fi
+                cat "$err" >&2
+                rm -f "$err"
+                return 1
+        done
+}
+
+install_packages() {
+        local missing
+        mapfile -t missing < <(missing_packages)
         [ ${#missing[@]} -eq 0 ] && return 0
         echo "Installing: ${missing[*]}" >&2
         export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq || die "apt-get update failed"
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install failed"
+        apt_get update -qq || die "apt-get update failed"
+        apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || die "apt-get install failed"
 }
 
 build() {

@@ -5,36 +5,72 @@
 #   ./scripts/run.sh                 the forest, as `sectreectl tree`
 #   ./scripts/run.sh ps              any other sectreectl verb and options
 #   ./scripts/run.sh --scan [ARGS]   no daemon: one `sectreed scan` (e.g. --scan --format=json)
+#   ./scripts/run.sh --stop          stop the private bus and daemon that earlier calls left running
 #
 # With a systemd system and a system bus it installs sectree (meson install) and starts
-# sectreed.service. Without one (containers, CI) it starts a private dbus-daemon configured like
-# the system bus, runs sectreed on it, shows the forest, and stops both again.
+# sectreed.service. Without one (containers, CI), or with SECTREE_PRIVATE_BUS=1, it starts a private
+# dbus-daemon configured like the system bus and sectreed on it, and leaves both running for the
+# next call (restarting the daemon when the build has a newer one), so that only the first call
+# waits for them. Environment: SECTREE_STATE_DIR (the daemon's --state-dir, default
+# /var/lib/sectree), SECTREE_RUN_DIR (where the private bus lives), SECTREE_BUILD (the build
+# directory, default build/).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+
+SECTREED="$SECTREE_BUILD/daemon/sectreed"
+SECTREECTL="$SECTREE_BUILD/client/sectreectl"
+# One private bus per build directory: several clones or worktrees may run side by side.
+RUN_DIR=${SECTREE_RUN_DIR:-/run/sectree-run.$(printf %s "$SECTREE_BUILD" | md5sum | cut -c1-8)}
+BUS_SOCKET=$RUN_DIR/system_bus_socket
+
+# Is the process of pid file $1 alive and running program $2 (or an older build of it)?
+running() {
+        local pid exe
+        pid=$(cat "$1" 2>/dev/null) || return 1
+        exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || return 1
+        [ "${exe% (deleted)}" = "$(readlink -f "$2")" ]
+}
+
+# Send SIGTERM to the process of pid file $1 (running $2) and wait up to 10 s for it to go.
+stop_process() {
+        running "$1" "$2" || return 0
+        local pid
+        pid=$(cat "$1")
+        kill "$pid" 2>/dev/null || return 0
+        for _ in $(seq 1 200); do
+                kill -0 "$pid" 2>/dev/null || return 0
+                sleep 0.05
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+}
+
+stop_private() {
+        if [ ! -d "$RUN_DIR" ]; then
+                echo "Nothing to stop: no private bus at $RUN_DIR." >&2
+                return 0
+        fi
+        stop_process "$RUN_DIR/sectreed.pid" "$SECTREED"
+        stop_process "$RUN_DIR/dbus-daemon.pid" "$(command -v dbus-daemon)"
+        rm -rf "$RUN_DIR"
+        echo "Stopped the private bus and sectreed at $RUN_DIR." >&2
+}
+
+if [ "${1:-}" = "--stop" ]; then
+        require_root
+        stop_private
+        exit 0
+fi
 
 require_root
 install_packages
 build
 mount_tracefs
 
-SECTREED="$SECTREE_BUILD/daemon/sectreed"
-SECTREECTL="$SECTREE_BUILD/client/sectreectl"
-
 if [ "${1:-}" = "--scan" ]; then
         shift
         exec "$SECTREED" scan "$@"
 fi
 [ $# -gt 0 ] || set -- tree
-
-# Wait until the daemon answers on the bus (it sends READY=1 once the first scan is stored).
-wait_for_daemon() {
-        for _ in $(seq 1 200); do
-                "$SECTREECTL" status >/dev/null 2>&1 && return 0
-                kill -0 "$1" 2>/dev/null || die "sectreed exited; see the messages above"
-                sleep 0.05
-        done
-        die "sectreed did not come up within 10 s"
-}
 
 run_with_systemd() {
         meson install -C "$SECTREE_BUILD" --quiet >/dev/null || die "meson install failed"
@@ -44,34 +80,57 @@ run_with_systemd() {
         exec "$SECTREECTL" "$@"
 }
 
-BUS_DIR= BUS_PID= DAEMON_PID=
-stop_private_bus() {
-        [ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
-        [ -n "$BUS_PID" ] && kill "$BUS_PID" 2>/dev/null && wait "$BUS_PID" 2>/dev/null
-        [ -n "$BUS_DIR" ] && rm -rf "$BUS_DIR"
-        return 0
+start_bus() {
+        rm -rf "$RUN_DIR"
+        mkdir -p "$RUN_DIR"
+        chmod 0755 "$RUN_DIR" # unprivileged clients must reach the socket
+        sed -e "s|@DIR@|$RUN_DIR|g" -e "s|@POLICY@|$SECTREE_SRC/dbus/org.sectree1.conf|g" \
+                "$SECTREE_SRC/dbus/private-system-bus.conf.in" > "$RUN_DIR/bus.conf"
+        dbus-daemon --config-file="$RUN_DIR/bus.conf" --fork --print-pid=3 3>"$RUN_DIR/dbus-daemon.pid" 2>/dev/null ||
+                die "dbus-daemon did not start"
+        for _ in $(seq 1 200); do [ -S "$BUS_SOCKET" ] && return 0; sleep 0.01; done
+        die "dbus-daemon did not create $BUS_SOCKET"
+}
+
+# Wait until the daemon answers on the bus (it sends READY=1 once the first scan is stored).
+wait_for_daemon() {
+        for _ in $(seq 1 400); do
+                "$SECTREECTL" status >/dev/null 2>&1 && return 0
+                running "$RUN_DIR/sectreed.pid" "$SECTREED" ||
+                        die "sectreed exited: $(tail -n 5 "$RUN_DIR/sectreed.log" 2>/dev/null)"
+                sleep 0.05
+        done
+        die "sectreed did not come up within 20 s (see $RUN_DIR/sectreed.log)"
+}
+
+start_daemon() {
+        stop_process "$RUN_DIR/sectreed.pid" "$SECTREED"
+        # its own session: it outlives this script, and a Ctrl+C here does not reach it
+        setsid "$SECTREED" --state-dir="${SECTREE_STATE_DIR:-/var/lib/sectree}" \
+                </dev/null >>"$RUN_DIR/sectreed.log" 2>&1 &
+        echo $! >"$RUN_DIR/sectreed.pid"
+        # the build it runs: a newer build restarts it
+        touch -r "$SECTREED" "$RUN_DIR/sectreed.stamp"
+        wait_for_daemon
 }
 
 run_on_private_bus() {
-        local dir
-        dir=$(mktemp -d /run/sectree-bus.XXXXXX)
-        BUS_DIR=$dir
-        trap stop_private_bus EXIT
-        chmod 0755 "$dir"
-        sed -e "s|@DIR@|$dir|g" -e "s|@POLICY@|$SECTREE_SRC/dbus/org.sectree1.conf|g" \
-                "$SECTREE_SRC/dbus/private-system-bus.conf.in" > "$dir/bus.conf"
-        dbus-daemon --config-file="$dir/bus.conf" --nofork --nopidfile 2>/dev/null &
-        BUS_PID=$!
-        for _ in $(seq 1 200); do [ -S "$dir/system_bus_socket" ] && break; sleep 0.01; done
-        export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$dir/system_bus_socket"
-        echo "No system bus here: using a private one at $dir (stopped again on exit)." >&2
-        "$SECTREED" --state-dir="${SECTREE_STATE_DIR:-/var/lib/sectree}" 2> >(grep -v "^Received Terminated" >&2) &
-        DAEMON_PID=$!
-        wait_for_daemon "$DAEMON_PID"
-        "$SECTREECTL" "$@"
+        export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$BUS_SOCKET"
+        if ! running "$RUN_DIR/dbus-daemon.pid" "$(command -v dbus-daemon)" || [ ! -S "$BUS_SOCKET" ]; then
+                start_bus
+                cat >&2 <<EOF
+No system bus here: started a private one at $RUN_DIR, and sectreed on it.
+Both keep running for the next call; ./scripts/run.sh --stop stops them. To use the client directly:
+    export DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS
+EOF
+        fi
+        if ! running "$RUN_DIR/sectreed.pid" "$SECTREED" || [ "$SECTREED" -nt "$RUN_DIR/sectreed.stamp" ]; then
+                start_daemon
+        fi
+        exec "$SECTREECTL" "$@"
 }
 
-if [ -d /run/systemd/system ] && [ -S /run/dbus/system_bus_socket ]; then
+if [ -z "${SECTREE_PRIVATE_BUS:-}" ] && [ -d /run/systemd/system ] && [ -S /run/dbus/system_bus_socket ]; then
         run_with_systemd "$@"
 else
         run_on_private_bus "$@"

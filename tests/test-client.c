@@ -1,6 +1,7 @@
 /* test-client.c: sectreectl without a daemon: help, bad usage (exit 2, before any connection),
  * no bus, a bus without org.sectree1 (exit 1, the D-Bus error on one line), and monitor's
- * lifecycle (SIGTERM ends it with 0, losing the bus with 1) */
+ * lifecycle (SIGTERM ends it with 0, losing the bus with 1); help for each verb and suggestions
+ * for misspelt verbs and options */
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,6 +23,14 @@ static int run(const char *const *args, char **ret_out, char **ret_err) {
         return tests_run_capture((char **) argv->pdata, ret_out, ret_err);
 }
 
+/* No line of help is wider than 79 columns. */
+static void assert_fits_80(const char *out, const char *what) {
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+        for (char **l = lines; *l; l++)
+                if (g_utf8_strlen(*l, -1) > 79)
+                        g_error("help of %s: a line of %ld columns: '%s'", what, g_utf8_strlen(*l, -1), *l);
+}
+
 static size_t count_lines(const char *s) {
         size_t n = 0;
         for (; *s; s++)
@@ -40,11 +49,85 @@ static void test_help(void) {
                 if (!strstr(out, verbs[i]))
                         g_error("--help does not mention '%s'", verbs[i]);
         g_assert_cmpstr(err, ==, "");
+        assert_fits_80(out, "--help");
+        const char *help_verb[] = { "help", NULL };
+        g_autofree char *out2 = NULL;
+        g_assert_cmpint(run(help_verb, &out2, NULL), ==, 0);
+        g_assert_cmpstr(out2, ==, out);
 
         g_autofree char *vout = NULL;
         const char *version[] = { "--version", NULL };
         g_assert_cmpint(run(version, &vout, NULL), ==, 0);
         g_assert_true(g_str_has_prefix(vout, "sectreectl "));
+}
+
+/* Every verb --help lists has its own help: the same from `help VERB`, `VERB --help` and
+ * `--help VERB` (also with other arguments, before any connection), starting with its usage. */
+static void test_verb_help(void) {
+        g_autofree char *overview = NULL;
+        const char *args[] = { "--help", NULL };
+        g_assert_cmpint(run(args, &overview, NULL), ==, 0);
+        g_setenv("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS_ADDRESS, true);
+        g_auto(GStrv) lines = g_strsplit(overview, "\n", -1);
+        size_t n_verbs = 0;
+        for (char **l = lines; *l; l++) {
+                /* "  VERB ARGS   summary": the verb rows are indented by two, options by more */
+                if (!g_str_has_prefix(*l, "  ") || (*l)[2] == ' ' || (*l)[2] == '-')
+                        continue;
+                g_autofree char *verb = g_strndup(*l + 2, strcspn(*l + 2, " "));
+                if (strchr(verb, '|')) /* "tree|show|... --file=FILE": the offline forms */
+                        continue;
+                g_autofree char *usage = g_strdup_printf("Usage: sectreectl %s", verb);
+                const char *forms[][5] = {
+                        { "help", verb, NULL }, { verb, "--help", NULL }, { "--help", verb, NULL },
+                        { verb, "1", "2", "--help", NULL }, { "-h", verb, NULL },
+                };
+                g_autofree char *first = NULL;
+                for (size_t i = 0; i < G_N_ELEMENTS(forms); i++) {
+                        g_autofree char *out = NULL, *err = NULL;
+                        g_assert_cmpint(run(forms[i], &out, &err), ==, 0);
+                        g_assert_cmpstr(err, ==, "");
+                        if (!g_str_has_prefix(out, usage))
+                                g_error("help %s does not start with '%s': %s", verb, usage, out);
+                        assert_fits_80(out, verb);
+                        if (first)
+                                g_assert_cmpstr(out, ==, first);
+                        else
+                                first = g_steal_pointer(&out);
+                }
+                n_verbs++;
+        }
+        g_assert_cmpuint(n_verbs, >=, 17);
+        g_unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
+}
+
+/* A misspelt verb or option is met with the nearest one; nothing near: no suggestion. */
+static void test_suggestions(void) {
+        static const struct {
+                const char *args[4];
+                const char *says;
+        } cases[] = {
+                { { "stauts", NULL }, "Unknown verb 'stauts'; did you mean 'status'?" },
+                { { "tre", NULL }, "Unknown verb 'tre'; did you mean 'tree'?" },
+                { { "chian", "1", NULL }, "Unknown verb 'chian'; did you mean 'chain'?" },
+                { { "snapshto", NULL }, "Unknown verb 'snapshto'; did you mean 'snapshot'?" },
+                { { "snapshts", NULL }, "Unknown verb 'snapshts'; did you mean 'snapshots'?" },
+                { { "valid", "x", NULL }, "Unknown verb 'valid'; did you mean 'validate'?" },
+                { { "help", "grpah", NULL }, "Unknown verb 'grpah'; did you mean 'graph'?" },
+                { { "--jsno", "status", NULL }, "Unknown option '--jsno'; did you mean '--json'?" },
+                { { "tree", "--no-legnd", NULL }, "Unknown option '--no-legnd'; did you mean '--no-legend'?" },
+                { { "frobnicate", NULL }, "Unknown verb 'frobnicate' (try --help)" },
+                { { "--frobnicate", NULL }, "Unknown option '--frobnicate' (try --help)" },
+        };
+        g_setenv("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS_ADDRESS, true);
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autofree char *out = NULL, *err = NULL;
+                g_assert_cmpint(run(cases[i].args, &out, &err), ==, 2);
+                g_autofree char *want = g_strdup_printf("sectreectl: %s\n", cases[i].says);
+                g_assert_cmpstr(err, ==, want);
+                g_assert_cmpstr(out, ==, "");
+        }
+        g_unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
 }
 
 /* Bad usage exits 2 with one line naming the problem, and is found before connecting: the bus
@@ -54,11 +137,13 @@ static void test_usage(void) {
                 const char *args[12];
                 const char *says;
         } cases[] = {
-                { { NULL }, "No verb" },
                 { { "frobnicate", NULL }, "Unknown verb 'frobnicate'" },
                 { { "--frobnicate", "status", NULL }, "Unknown option '--frobnicate'" },
                 { { "status", "extra", NULL }, "Too many arguments" },
-                { { "ps", "1", NULL }, "Too many arguments" },
+                { { "monitor", "--pid=x", NULL }, "Invalid process id 'x'" },
+                { { "monitor", "--pid", "0", NULL }, "Invalid process id '0'" },
+                { { "ps", "--comm=x", NULL }, "'ps' does not take --comm" },
+                { { "monitor", "1", NULL }, "Too many arguments" },
                 { { "tree", "1", "2", NULL }, "Too many arguments" },
                 { { "show", NULL }, "Too few arguments" },
                 { { "chain", NULL }, "Too few arguments" },
@@ -76,6 +161,21 @@ static void test_usage(void) {
                 { { "check", "1", "no_such_syscall", NULL }, "Unknown system call 'no_such_syscall'" },
                 { { "check", "1", "openat", "0xzz", NULL }, "Invalid system call argument '0xzz'" },
                 { { "check", "1", "openat", "--", "-", NULL }, "Invalid system call argument '-'" },
+                { { "check", "1", "openat", "-100", "0", NULL }, "put -- before negative arguments" },
+                { { "check", "-1", "openat", NULL }, "Negative number '-1' taken for an option" },
+                { { "tree", "--counts", NULL }, "'tree' does not take --counts" },
+                { { "ps", "--file=x", NULL }, "'ps' does not take --file" },
+                { { "--json=yes", "status", NULL }, "Invalid --json=yes: expected pretty, short or off" },
+                { { "--json=auto", "status", NULL }, "Invalid --json=auto" },
+                { { "export", "1", "--format", NULL }, "Option '--format' needs an argument" },
+                { { "check", "1", "0xg", NULL }, "Invalid system call number '0xg'" },
+                { { "check", "1", "0x80000000", NULL }, "Invalid system call number '0x80000000'" },
+                { { "check", "--arch=vax", "1", "read", NULL }, "Unknown architecture 'vax'" },
+                { { "check", "--arch=x86", "1", "openat2x", NULL }, "Unknown system call 'openat2x' on x86" },
+                { { "tree", "--arch=x86", NULL }, "'tree' does not take --arch" },
+                { { "show", "--pid=1", "2", NULL }, "Give FILTER or --pid=TID, not both" },
+                { { "show", "--pid=0", NULL }, "Invalid process id '0'" },
+                { { "chain", "--raw", "1", NULL }, "'chain' does not take --raw" },
         };
         g_setenv("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS_ADDRESS, true);
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -94,9 +194,11 @@ static void test_usage(void) {
 /* Valid command lines get as far as connecting: with no bus there, exit 1 and one line. */
 static void test_no_bus(void) {
         static const char *const cases[][8] = {
-                { "status" }, { "ps", "--no-legend", "--no-pager" }, { "tree", "1" }, { "graph", "--counts" },
-                { "show", "18446744073709551615" }, { "chain", "2147483647" }, { "monitor" },
+                { "status" }, { "--no-pager" }, { "ps", "--no-legend", "--no-pager" }, { "ps", "1", "sh*", "x" },
+                { "monitor", "--pid=1", "--comm=sh*" }, { "--json=pretty", "status" }, { "tree", "1" }, { "graph", "--counts" },
+                { "show", "18446744073709551615" }, { "show", "--pid=1" }, { "show", "--raw", "1" }, { "chain", "2147483647" }, { "monitor" },
                 { "check", "1", "257" }, { "check", "1", "openat", "--", "-100", "0x10", "18446744073709551615" },
+                { "check", "1", "0x101" }, { "check", "--arch=i386", "1", "socketcall" },
                 { "--json", "rescan" },
         };
         g_setenv("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS_ADDRESS, true);
@@ -107,6 +209,7 @@ static void test_no_bus(void) {
                 g_assert_cmpint(status, ==, 1);
                 g_assert_cmpstr(out, ==, "");
                 g_assert_true(g_str_has_prefix(err, "sectreectl: Failed to connect to the system bus: "));
+                g_assert_nonnull(strstr(err, "(is dbus running? DBUS_SYSTEM_BUS_ADDRESS names another bus)"));
                 g_assert_cmpuint(count_lines(err), ==, 1);
         }
         g_unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
@@ -115,7 +218,7 @@ static void test_no_bus(void) {
 /* Every verb that calls the daemon, on a bus where nobody owns org.sectree1. */
 static void test_service_unknown(void) {
         static const char *const cases[][8] = {
-                { "status" }, { "status", "--json" }, { "ps" }, { "ps", "--json" }, { "tree" }, { "tree", "1" },
+                { "status" }, { "status", "--json" }, { NULL }, { "--json=short" }, { "ps" }, { "ps", "--json" }, { "tree" }, { "tree", "1" },
                 { "tree", "--json" }, { "show", "1" }, { "show", "--json", "1" }, { "chain", "1" },
                 { "check", "1", "openat", "--", "-100", "0" }, { "check", "--json", "1", "read" },
                 { "graph" }, { "graph", "--counts", "1" }, { "rescan" },
@@ -129,6 +232,7 @@ static void test_service_unknown(void) {
                 g_assert_cmpint(status, ==, 1);
                 g_assert_cmpstr(out, ==, "");
                 g_assert_true(g_str_has_prefix(err, "sectreectl: org.freedesktop.DBus.Error.ServiceUnknown: "));
+                g_assert_true(g_str_has_suffix(err, " (is sectreed running? systemctl start sectreed)\n"));
                 g_assert_cmpuint(count_lines(err), ==, 1);
         }
         bus_fixture_stop(&b);
@@ -209,6 +313,8 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
         g_test_add_func("/client/help", test_help);
+        g_test_add_func("/client/verb-help", test_verb_help);
+        g_test_add_func("/client/suggestions", test_suggestions);
         g_test_add_func("/client/usage", test_usage);
         g_test_add_func("/client/no-bus", test_no_bus);
         g_test_add_func("/client/service-unknown", test_service_unknown);

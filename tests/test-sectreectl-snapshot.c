@@ -56,15 +56,7 @@ static char *temp_dir_list(const TempDir *t) {
 }
 
 static void temp_dir_done(TempDir *t) {
-        if (!t->path)
-                return;
-        g_autoptr(GDir) d = g_dir_open(t->path, 0, NULL);
-        const char *n;
-        while (d && (n = g_dir_read_name(d))) {
-                g_autofree char *p = g_build_filename(t->path, n, NULL);
-                unlink(p);
-        }
-        rmdir(t->path);
+        tests_remove_dir(t->path);
         g_clear_pointer(&t->path, g_free);
 }
 
@@ -480,6 +472,17 @@ static void test_show_file(void) {
         g_autofree char *line = CTL_FAILS(1, "No filter 99 in snapshot ", "show", "--file", path, "99");
         g_autofree char *usage = CTL_FAILS(2, "Invalid filter id 'x'", "show", "--file", path, "x");
 
+        /* --pid: thread 101's chain 4 <- 3 <- 1, head first, each filter as show prints it */
+        g_autofree char *chain = CTL_OK("show", "--file", path, "--pid=101");
+        g_autofree char *f4 = CTL_OK("show", "--file", path, "4"), *f3 = CTL_OK("show", "--file", path, "3"),
+                        *f1 = CTL_OK("show", "--file", path, "1");
+        g_autofree char *want = g_strdup_printf("Task 101: 3 filters, the head (evaluated first) first\n"
+                                                "\n--- position 0 of 3 (the head) ---\n%s"
+                                                "\n--- position 1 of 3 ---\n%s"
+                                                "\n--- position 2 of 3 ---\n%s", f4, f3, f1);
+        g_assert_cmpstr(chain, ==, want);
+        g_autofree char *no_task = CTL_FAILS(1, "No task 999 in snapshot ", "show", "--file", path, "--pid=999");
+
         /* The subtree sample names its root; stdin works as a file. */
         g_autofree char *sub = write_sample(&t, "subtree.sqlite", SAMPLE_SUBTREE, SNAPSHOT_FORMAT_SQLITE);
         char *argv[] = { "/bin/sh", "-c", "exec \"$0\" show --file - < \"$1\"", (char *) g_getenv("SECTREECTL"), sub,
@@ -506,7 +509,8 @@ static void test_tree_file(void) {
                         g_assert_cmpstr(out, ==, want);
 
                         json_auto_t *doc = CTL_JSON("tree", "--file", path);
-                        ASSERT_KEYS(doc, "backend", "identity", "root", "filters", "processes");
+                        ASSERT_KEYS(doc, "backend", "identity", "root", "filters", "processes", "listeners");
+                        g_assert_cmpuint(json_array_size(jarr(doc, "listeners")), ==, ref->n_listeners);
                         g_assert_cmpuint(json_array_size(jarr(doc, "filters")), ==, ref->n_filters);
                         g_assert_cmpuint(json_array_size(jarr(doc, "processes")), ==, ref->n_processes);
                         for (size_t i = 0; i < ref->n_processes; i++)
@@ -516,6 +520,35 @@ static void test_tree_file(void) {
                         g_autofree char *dot = CTL_OK("graph", "--file", path);
                         g_assert_true(g_str_has_prefix(dot, "digraph"));
                 }
+
+        /* The listener's holders, by name, pid and fd, under its filter; and in JSON. */
+        g_autofree char *subtree = write_sample(&t, "holders.json", SAMPLE_SUBTREE, SNAPSHOT_FORMAT_JSON);
+        g_autofree char *holders = CTL_OK("tree", "--file", subtree);
+        g_assert_nonnull(strstr(holders, "  listener 1  [head of 1, in the chains of 1 task]\n"
+                                         "   |  listener 1 held by worker \"1\"[101] fd 5, supervisor[50] fd 9\n"));
+        g_assert_nonnull(strstr(holders, "filter 1  4 insns  sha256:8b076e6cbdab  [head of 2, in the chains of 4 tasks]\n"));
+        json_auto_t *hdoc = CTL_JSON("tree", "--file", subtree);
+        json_t *l = json_array_get(jarr(hdoc, "listeners"), 0);
+        g_assert_cmpint(jint(l, "id"), ==, 1);
+        g_assert_cmpint(jint(l, "filter"), ==, 3);
+        g_assert_cmpint(jint(json_array_get(jarr(l, "holders"), 1), "pid"), ==, 50);
+        g_assert_cmpint(jint(json_array_get(jarr(l, "holders"), 1), "fd"), ==, 9);
+        g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "chain_tasks"), ==, 4);
+        g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "tasks"), ==, 2);
+        /* the graph draws the listener, its filter and its holders, the one without filters too;
+         * Graphviz reads it */
+        g_autofree char *dot = CTL_OK("graph", "--file", subtree);
+        g_assert_nonnull(strstr(dot, "        l1 [shape=diamond, label=\"listener 1\"];\n"));
+        g_assert_nonnull(strstr(dot, "        l1 -> f3 [style=dashed];\n"));
+        g_assert_nonnull(strstr(dot, "        p50 [shape=ellipse, label=\"supervisor[50]\"];\n"));
+        g_assert_nonnull(strstr(dot, "        p50 -> l1 [label=\"fd 9\", style=dashed];\n"));
+        g_assert_nonnull(strstr(dot, "        p101 -> l1 [label=\"fd 5\", style=dashed];\n"));
+        char *dot_argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) "\"$0\" graph --file \"$1\" | dot -Tsvg",
+                             (char *) g_getenv("SECTREECTL"), subtree, NULL };
+        g_autofree char *svg = NULL, *dot_err = NULL;
+        g_assert_cmpint(tests_run_capture(dot_argv, &svg, &dot_err), ==, 0);
+        g_assert_cmpstr(dot_err, ==, "");
+        g_assert_nonnull(strstr(svg, "<svg"));
 
         /* A subtree: the same as lib/'s restriction; a thread id stands for its process. */
         g_autofree char *path = write_sample(&t, "basic.sqlite", SAMPLE_BASIC, SNAPSHOT_FORMAT_SQLITE);
@@ -557,13 +590,18 @@ typedef struct CheckCase {
 } CheckCase;
 
 static char *check_expected_text(const Forest *ref, const CheckCase *c) {
+        /* the text names the errno: ERRNO(1: EPERM) */
+        int e;
+        g_autofree char *action = sscanf(c->action, "ERRNO(%d)", &e) == 1
+                                          ? g_strdup_printf("ERRNO(%d: %s)", e, strerrorname_np(e))
+                                          : g_strdup(c->action);
         if (c->chain_length == 0)
-                return g_strdup_printf("%s - task %d has no filter%s\n", c->action, c->tid,
+                return g_strdup_printf("%s - task %d has no filter%s\n", action, c->tid,
                                        streq(c->mode, "strict") ? " (strict mode)" : "");
         if (c->decided_pos < 0)
-                return g_strdup_printf("%s - every filter allows it (%zu filter%s)\n", c->action, c->chain_length,
+                return g_strdup_printf("%s - every filter allows it (%zu filter%s)\n", action, c->chain_length,
                                        c->chain_length == 1 ? "" : "s");
-        return g_strdup_printf("%s - decided by filter %" PRIu64 " (position %d of %zu)\n", c->action,
+        return g_strdup_printf("%s - decided by filter %" PRIu64 " (position %d of %zu)\n", action,
                                chain_id(ref, c->tid, (size_t) c->decided_pos), c->decided_pos, c->chain_length);
 }
 
@@ -751,11 +789,19 @@ static void test_usage(void) {
 
         g_autofree char *help = CTL_OK("--help");
         static const char *const verbs[] = { "snapshot [PID]", "snapshots", "export ID FILE", "import FILE",
-                                             "rm ID", "show --file F", "validate F", "diff A B", "--file F",
-                                             "--name N", "--no-argv", "--format" };
+                                             "rm ID", "validate FILE", "diff A B", "show|", "tree|", "--file=FILE" };
         for (size_t i = 0; i < G_N_ELEMENTS(verbs); i++)
                 if (!strstr(help, verbs[i]))
                         g_error("--help does not mention '%s'", verbs[i]);
+        static const char *const options[][2] = {
+                { "snapshot", "--name=NAME" }, { "snapshot", "--no-argv" }, { "export", "--format=FORMAT" },
+                { "show", "--file=FILE" }, { "tree", "--file=FILE" }, { "chain", "--file=FILE" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(options); i++) {
+                g_autofree char *verb_help = CTL_OK("help", options[i][0]);
+                if (!strstr(verb_help, options[i][1]))
+                        g_error("help %s does not mention '%s'", options[i][0], options[i][1]);
+        }
 
         /* Valid bus verbs get as far as connecting (exit 1, one line). */
         static const char *const bus_cases[][6] = {
@@ -903,6 +949,24 @@ static void test_snapshot_list(Fixture *fx, gconstpointer data) {
         uint64_t sub = ctl_snapshot(ARGS("snapshot", root, "--no-argv"));
         g_assert_cmpuint(whole, !=, sub);
 
+        /* a thread id stands for its process, as for tree */
+        ScenarioTask thread = scenario_thread(fx->s, fx->a);
+        g_assert_cmpint(thread, >=, 0);
+        char tid[16];
+        snprintf(tid, sizeof(tid), "%d", scenario_task(fx->s, thread)->tid);
+        for (int i = 0; i < 500; i++) { /* until the daemon lists the thread */
+                json_auto_t *ps = CTL_JSON("ps", tid);
+                if (json_array_size(jarr(ps, "tasks")) == 1)
+                        break;
+                g_usleep(10000);
+        }
+        uint64_t by_tid = ctl_snapshot(ARGS("snapshot", tid));
+        json_auto_t *t = listed_snapshot(by_tid);
+        g_assert_cmpint(jint(t, "root"), ==, pid_of(fx, fx->a));
+        g_assert_cmpint(jint(t, "threads"), ==, 4); /* a and its thread, a1, c */
+        snprintf(tid, sizeof(tid), "%" PRIu64, by_tid);
+        g_autofree char *rm_tid = CTL_OK("rm", tid);
+
         json_auto_t *w = listed_snapshot(whole), *s = listed_snapshot(sub);
         g_assert_nonnull(w);
         g_assert_nonnull(s);
@@ -992,7 +1056,7 @@ static void test_export_import(Fixture *fx, gconstpointer data) {
         char c[16];
         snprintf(c, sizeof(c), "%d", pid_of(fx, fx->c));
         g_autofree char *chk = CTL_OK("check", "--file", sqlite, c, "getpriority");
-        g_assert_true(g_str_has_prefix(chk, "ERRNO(1) - decided by filter "));
+        g_assert_true(g_str_has_prefix(chk, "ERRNO(1: EPERM) - decided by filter "));
         g_assert_nonnull(strstr(chk, "(position 1 of 2)"));
 
         /* Export to stdout through a pipe: the same document as the file, more than a pipe holds. */
@@ -1130,6 +1194,12 @@ static void test_monitor(Fixture *fx, gconstpointer data) {
         json_auto_t *deleted = next_signal(out, outbuf, "SnapshotDeleted");
         g_assert_nonnull(deleted);
         g_assert_cmpint(jint(deleted, "id"), ==, (json_int_t) id);
+        /* without a name: null, as everywhere "none" is */
+        uint64_t unnamed = ctl_snapshot(ARGS("snapshot"));
+        json_auto_t *created2 = next_signal(out, outbuf, "SnapshotCreated");
+        g_assert_nonnull(created2);
+        g_assert_cmpint(jint(created2, "id"), ==, (json_int_t) unnamed);
+        g_assert_true(json_is_null(json_object_get(created2, "name")));
 
         kill(pid, SIGTERM);
         int status;
@@ -1220,7 +1290,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(stat(file, &st), ==, 0);
         g_assert_cmpint(st.st_uid, ==, 65534);
         g_autofree char *chk = CTL_OK("check", "--file", file, pid, "acct");
-        g_assert_true(g_str_has_prefix(chk, "ERRNO(3) - decided by filter "));
+        g_assert_true(g_str_has_prefix(chk, "ERRNO(3: ESRCH) - decided by filter "));
         g_assert_cmpint(ctl_as_nobody(fx, NULL, NULL, ARGS("rm", owns)), ==, 0);
         json_auto_t *gone = listed_snapshot(own);
         g_assert_null(gone);

@@ -9,7 +9,7 @@
 #include "store.h"
 #include "tests-util.h"
 
-#define APPLICATION_ID 0x53454354 /* "SECT", documented in schema/README-state.md */
+#define APPLICATION_ID 0x53454354 /* "SECT", documented in docs/database.md */
 
 DEFINE_CLEANUP(sqlite3 *, sqlite3_close)
 

@@ -282,11 +282,12 @@ daemon=$(head -n1 "$cg/system.slice/sectreed.service/cgroup.procs" 2>/dev/null)
 # RestrictNamespaces=.
 wrong=
 for sc in "bpf=ALLOW" "perf_event_open=ALLOW" "ptrace=ALLOW" "kcmp=ALLOW" "pidfd_getfd=ALLOW" \
-        "fchown=ALLOW" "socket 1 1 0=ALLOW" "socket 16 3 11=ERRNO(97)" \
-        "setrlimit=ERRNO(1)" "sched_setaffinity=ERRNO(1)" "setresuid=ERRNO(1)" "setgroups=ERRNO(1)" \
-        "mount=ERRNO(1)" "reboot=ERRNO(1)" "init_module=ERRNO(1)" "settimeofday=ERRNO(1)" \
-        "socket 2 1 0=ERRNO(97)" "socket 10 2 0=ERRNO(97)" "mprotect 0 4096 4=ERRNO(1)" \
-        "unshare 268435456=ERRNO(1)"; do
+        "fchown=ALLOW" "socket 1 1 0=ALLOW" "socket 16 3 11=ERRNO(97: EAFNOSUPPORT)" \
+        "setrlimit=ERRNO(1: EPERM)" "sched_setaffinity=ERRNO(1: EPERM)" "setresuid=ERRNO(1: EPERM)" \
+        "setgroups=ERRNO(1: EPERM)" "mount=ERRNO(1: EPERM)" "reboot=ERRNO(1: EPERM)" \
+        "init_module=ERRNO(1: EPERM)" "settimeofday=ERRNO(1: EPERM)" "socket 2 1 0=ERRNO(97: EAFNOSUPPORT)" \
+        "socket 10 2 0=ERRNO(97: EAFNOSUPPORT)" "mprotect 0 4096 4=ERRNO(1: EPERM)" \
+        "unshare 268435456=ERRNO(1: EPERM)"; do
         # shellcheck disable=SC2086 # the arguments are words
         out=$(inside sectreectl check "$daemon" ${sc%%=*} 2>&1)
         [[ $out == "${sc#*=} "* ]] || wrong+=" ${sc%%=*}: $out;"

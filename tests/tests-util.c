@@ -166,6 +166,18 @@ char *tests_sqlite_query(const char *db, const char *sql) {
         return g_strstrip(g_strdup(out));
 }
 
+void tests_remove_dir(const char *dir) {
+        if (!dir)
+                return;
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *n;
+        while (d && (n = g_dir_read_name(d))) {
+                g_autofree char *path = g_build_filename(dir, n, NULL);
+                unlink(path);
+        }
+        rmdir(dir);
+}
+
 void tests_die_with_parent(gpointer userdata) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
 }

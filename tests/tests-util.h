@@ -42,6 +42,9 @@ GPtrArray *tests_argv_new(const char *program, const char *const *args);
  * both ends. Fails the test if sqlite3 fails. */
 char *tests_sqlite_query(const char *db, const char *sql);
 
+/* Remove dir and the files in it (not below: it has no subdirectories). NULL is nothing. */
+void tests_remove_dir(const char *dir);
+
 /* A GSpawnChildSetupFunc: the child gets SIGKILL when the test process dies. */
 void tests_die_with_parent(gpointer userdata);
 

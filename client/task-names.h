@@ -1,0 +1,27 @@
+/* task-names.h: what monitor knows of each task: its process and name, from ListTasks and the
+ * daemon's TaskAdded and TaskExited signals */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "hashmap.h"
+#include "util.h"
+
+typedef struct TaskName {
+        uint32_t tid, pid;
+        char *comm; /* NULL: a tid known not to be listed */
+} TaskName;
+
+typedef struct TaskNames {
+        Hashmap by_tid; /* tid -> TaskName */
+} TaskNames;
+
+void task_names_done(TaskNames *t);
+
+/* Every task ListTasks lists (adding to what is known). Logs. */
+int task_names_load(TaskNames *t, sd_bus *bus);
+/* A task that appeared (replacing what was known of that tid); comm NULL marks a tid the daemon
+ * does not list. -ENOMEM. */
+int task_names_add(TaskNames *t, uint32_t tid, uint32_t pid, const char *comm);
+void task_names_remove(TaskNames *t, uint32_t tid);
+const TaskName *task_names_get(const TaskNames *t, uint32_t tid);

@@ -1,0 +1,60 @@
+/* verb-table.h: what a row of sectreectl's verb table says: arguments, options, and its help */
+#pragma once
+
+#include "ctl.h"
+
+/* The verb-specific options; a verb refuses, as bad usage, those it does not list. */
+typedef enum VerbOptions {
+        VERB_FILE = 1 << 0,    /* --file=FILE */
+        VERB_SNAPSHOT = 1 << 1, /* --name=NAME, --no-argv */
+        VERB_FORMAT = 1 << 2,  /* --format=FORMAT */
+        VERB_COUNTS = 1 << 3,  /* --counts */
+        VERB_PID = 1 << 4,     /* --pid=PID */
+        VERB_COMM = 1 << 5,    /* --comm=NAME */
+        VERB_RAW = 1 << 6,     /* --raw */
+        VERB_ARCH = 1 << 7,    /* --arch=ARCH */
+        VERB_APPROXIMATE = 1 << 8, /* --approximate */
+        VERB_ACTION = 1 << 9,  /* --action=ACTION */
+} VerbOptions;
+
+/* Where `sectreectl --help` lists a verb. */
+typedef enum VerbGroup {
+        VERB_GROUP_OTHER,    /* a row that does not say */
+        VERB_GROUP_LIVE,     /* the live forest, from the daemon */
+        VERB_GROUP_SNAPSHOT, /* snapshots the daemon stores */
+        VERB_GROUP_FILE,     /* snapshot files, without the daemon */
+        VERB_GROUP_HIDDEN,   /* not listed (the shell completion's helper) */
+        _VERB_GROUP_MAX,
+} VerbGroup;
+
+#define VERB_ARGS_ANY SIZE_MAX
+
+typedef struct Verb {
+        const char *name;
+        size_t min_args, max_args;
+        size_t min_args_file; /* with --file */
+        unsigned options;     /* VerbOptions */
+        int failure_status;   /* the exit status of a failure: EXIT_FAILURE unless set */
+        VerbFunction run;
+        /* Its help, next to its row: */
+        VerbGroup group;
+        const char *usage;    /* the arguments, one form per line: "[PID]\n--file=FILE [PID]" */
+        const char *summary;  /* one line for `sectreectl --help` */
+        const char *help;     /* `sectreectl help VERB`, `VERB --help`: what it prints, its options */
+} Verb;
+
+typedef struct VerbTable {
+        const Verb *verbs;
+        size_t n;
+} VerbTable;
+
+const Verb *verb_table_find(const VerbTable *t, const char *name);
+/* The verb nearest to a misspelt name (edit distance, or a unique prefix); NULL if none is close. */
+const Verb *verb_table_suggest(const VerbTable *t, const char *name);
+/* The nearest of a NULL-terminated list of words, as above. */
+const char *word_suggest(const char *const *words, const char *word);
+
+/* `sectreectl --help`: every listed verb, by group, with its summary; then the common options. */
+void help_print_overview(const VerbTable *t, FILE *out);
+/* `sectreectl help VERB`: its usage forms, help and options. */
+void help_print_verb(const Verb *v, FILE *out);

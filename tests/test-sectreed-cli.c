@@ -1,0 +1,195 @@
+/* test-sectreed-cli.c: what sectreed says to whoever runs it without what it needs: one line
+ * naming the capabilities, no libbpf noise, one summary of the threads a ptrace scan could not
+ * read (and exit 1 when it read nothing); --log-level and SYSTEMD_LOG_LEVEL; tracefs mounted by
+ * the daemon itself is said */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "tests-util.h"
+
+#define NOBODY "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"
+
+typedef struct Run {
+        int status;
+        char *out, *err;
+} Run;
+
+static void run_done(Run *r) {
+        g_free(r->out);
+        g_free(r->err);
+}
+
+/* Run argv (NULL-terminated) with extra environment entries (may be NULL). */
+static Run run(const char *const *argv, const char *const *env) {
+        Run r = {};
+        g_auto(GStrv) envp = g_get_environ();
+        for (; env && *env; env++) {
+                g_auto(GStrv) kv = g_strsplit(*env, "=", 2);
+                envp = g_environ_setenv(envp, kv[0], kv[1], true);
+        }
+        g_autoptr(GError) error = NULL;
+        int status;
+        if (!g_spawn_sync(NULL, (char **) argv, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &r.out, &r.err, &status, &error))
+                g_error("running %s: %s", argv[0], error->message);
+        r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return r;
+}
+
+static guint count_lines(const char *s) {
+        guint n = 0;
+        for (; *s; s++)
+                n += *s == '\n';
+        return n;
+}
+
+/* A process of root's under a filter: something a ptrace scan by nobody cannot read. */
+static Scenario *filtered_scenario(pid_t *ret_pid) {
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask t = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        if (ret_pid)
+                *ret_pid = scenario_task(s, t)->tid;
+        return s;
+}
+
+static void test_not_root(void) {
+        if (!tests_require_root())
+                return;
+        const char *sectreed = g_getenv("SECTREED");
+        pid_t filtered;
+        Scenario *s = filtered_scenario(&filtered);
+
+        /* the bpf backend, one-shot and as the service: one line naming what is missing */
+        const char *bpf_scan[] = { NOBODY, sectreed, "scan", NULL };
+        const char *service[] = { NOBODY, sectreed, "--state-dir=/nonexistent/sectree-test", NULL };
+        const char *const *bpf_cases[] = { bpf_scan, service };
+        for (size_t i = 0; i < G_N_ELEMENTS(bpf_cases); i++) {
+                Run r = run(bpf_cases[i], NULL);
+                g_test_message("exit %d, stderr: %s", r.status, r.err);
+                g_assert_cmpint(r.status, ==, 1);
+                g_assert_cmpstr(r.out, ==, "");
+                g_assert_cmpuint(count_lines(r.err), ==, 1);
+                g_assert_true(g_str_has_prefix(r.err, "The bpf backend needs CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN"));
+                g_assert_nonnull(strstr(r.err, "lacks CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN: run sectreed as root"));
+                g_assert_null(strstr(r.err, "libbpf"));
+                run_done(&r);
+        }
+
+        /* ptrace without CAP_SYS_ADMIN reads nothing: one line */
+        const char *ptrace_scan[] = { NOBODY, sectreed, "scan", "--backend=ptrace", NULL };
+        Run r = run(ptrace_scan, NULL);
+        g_assert_cmpint(r.status, ==, 1);
+        g_assert_cmpstr(r.out, ==, "");
+        g_assert_cmpstr(r.err, ==, "The ptrace backend needs CAP_SYS_ADMIN to read filters (PTRACE_SECCOMP_GET_FILTER), "
+                                   "and this process lacks it: run sectreed as root.\n");
+        run_done(&r);
+
+        /* with CAP_SYS_ADMIN but not CAP_SYS_PTRACE, root's filtered processes stay unreadable: a
+         * warning, one summary of them, and exit 1 since it read nothing */
+        const char *admin_scan[] = { NOBODY, "--inh-caps=+sys_admin", "--ambient-caps=+sys_admin", sectreed, "scan",
+                                     "--backend=ptrace", NULL };
+        r = run(admin_scan, NULL);
+        g_test_message("exit %d, stderr: %s", r.status, r.err);
+        g_assert_cmpint(r.status, ==, 1);
+        g_assert_cmpstr(r.out, ==, "");
+        g_assert_cmpuint(count_lines(r.err), ==, 2);
+        g_assert_true(g_str_has_prefix(r.err, "Without CAP_SYS_PTRACE only this user's own processes can be read.\n"
+                                              "Could not read the filters of "));
+        g_assert_nonnull(strstr(r.err, " (Operation not permitted: "));
+        g_assert_true(g_str_has_suffix(r.err, "); the log at debug level names them.\n"));
+        run_done(&r);
+
+        /* ... and at debug level each of them, as many as the summary counts (root's scenario
+         * process among them, unless the machine's churn made the scan give up on it) */
+        const char *debug_env[] = { "SYSTEMD_LOG_LEVEL=debug", NULL };
+        r = run(admin_scan, debug_env);
+        g_test_message("%.300s", r.err);
+        g_autoptr(GRegex) re = g_regex_new("^Could not read the filters of ([0-9]+) threads? \\(", G_REGEX_MULTILINE, 0, NULL);
+        g_autoptr(GMatchInfo) m = NULL;
+        g_assert_true(g_regex_match(re, r.err, 0, &m));
+        g_autofree char *count = g_match_info_fetch(m, 1);
+        guint n = (guint) g_ascii_strtoull(count, NULL, 10);
+        guint named = 0;
+        g_auto(GStrv) lines = g_strsplit(r.err, "\n", -1);
+        for (char **l = lines; *l; l++)
+                named += g_str_has_prefix(*l, "Could not read the filters of thread ");
+        g_assert_cmpuint(n, >, 0);
+        g_assert_cmpuint(named, ==, n);
+        g_autofree char *ours = g_strdup_printf("Could not read the filters of thread %d: ", filtered);
+        if (!strstr(r.err, ours))
+                g_test_message("thread %d is not named (the scan did not get to it)", filtered);
+        run_done(&r);
+        scenario_free(s);
+}
+
+static void test_log_level(void) {
+        if (!tests_require_root())
+                return;
+        const char *sectreed = g_getenv("SECTREED");
+        Scenario *s = filtered_scenario(NULL);
+        const char *admin_scan_err[] = { NOBODY, "--inh-caps=+sys_admin", "--ambient-caps=+sys_admin", sectreed, "scan",
+                                         "--backend=ptrace", "--log-level=err", NULL };
+        Run r = run(admin_scan_err, NULL);
+        g_assert_cmpint(r.status, ==, 1);
+        g_assert_cmpstr(r.err, ==, ""); /* the warnings are below err */
+        run_done(&r);
+        const char *env_err[] = { "SYSTEMD_LOG_LEVEL=3", NULL };
+        const char *admin_scan[] = { NOBODY, "--inh-caps=+sys_admin", "--ambient-caps=+sys_admin", sectreed, "scan",
+                                     "--backend=ptrace", NULL };
+        r = run(admin_scan, env_err);
+        g_assert_cmpstr(r.err, ==, "");
+        run_done(&r);
+        /* the option wins over the environment */
+        const char *env_debug[] = { "SYSTEMD_LOG_LEVEL=debug", NULL };
+        r = run(admin_scan_err, env_debug);
+        g_assert_cmpstr(r.err, ==, "");
+        run_done(&r);
+
+        const char *bad_option[] = { sectreed, "--log-level=loud", "scan", NULL };
+        r = run(bad_option, NULL);
+        g_assert_cmpint(r.status, ==, 2);
+        g_assert_true(g_str_has_prefix(r.err, "Invalid --log-level=loud: expected emerg, alert, crit, err, warning, "));
+        g_assert_cmpuint(count_lines(r.err), ==, 1);
+        run_done(&r);
+        const char *env_bad[] = { "SYSTEMD_LOG_LEVEL=loud", NULL };
+        const char *help[] = { sectreed, "--help", NULL };
+        r = run(help, env_bad);
+        g_assert_cmpint(r.status, ==, 0);
+        g_assert_true(g_str_has_prefix(r.err, "Ignoring SYSTEMD_LOG_LEVEL=loud: expected a level"));
+        g_assert_nonnull(strstr(r.out, "--log-level=LEVEL"));
+        run_done(&r);
+        scenario_free(s);
+}
+
+/* In a mount namespace of its own where tracefs is not mounted, the daemon mounts it and says so. */
+static void test_tracefs_said(void) {
+        if (!tests_require_root())
+                return;
+        g_autofree char *dir = g_dir_make_tmp("sectreed-cli-XXXXXX", NULL);
+        g_autofree char *state = g_strdup_printf("--state-dir=%s", dir);
+        const char *argv[] = { "unshare", "--mount", "--propagation=private", "sh", "-c",
+                               "umount -R /sys/kernel/tracing 2>/dev/null; umount -R /sys/kernel/debug 2>/dev/null; "
+                               "if mountpoint -q /sys/kernel/tracing; then echo 'tracefs stays mounted' >&2; exit 77; fi; "
+                               "exec \"$0\" \"$1\"",
+                               g_getenv("SECTREED"), state, NULL };
+        /* no bus at that address: it gets as far as its BPF programs (tracefs first), then fails */
+        const char *env[] = { "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/sectree-test/bus", NULL };
+        Run r = run(argv, env);
+        g_test_message("exit %d, stderr: %s", r.status, r.err);
+        if (!tests_require(r.status != 77, "tracefs cannot be unmounted in a mount namespace here"))
+                return;
+        g_assert_nonnull(strstr(r.err, "Mounted tracefs on /sys/kernel/tracing (it was not mounted; the BPF "
+                                       "tracepoints need it).\n"));
+        g_assert_cmpint(r.status, !=, 0);
+        run_done(&r);
+        tests_remove_dir(dir);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
+        g_test_add_func("/sectreed-cli/not-root", test_not_root);
+        g_test_add_func("/sectreed-cli/log-level", test_log_level);
+        g_test_add_func("/sectreed-cli/tracefs-said", test_tracefs_said);
+        return g_test_run();
+}
