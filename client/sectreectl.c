@@ -125,23 +125,24 @@ static const Verb verbs[] = {
                   "...\").\n"
                   "\n"
                   "Options:\n"
-                  "     --arch=ARCH          Only this architecture (x86_64, x86 or i386, x32, ...)\n"
-                  "     --format=oci         The policy as an OCI runtime-spec linux.seccomp object;\n"
-                  "                          refused where it cannot be exact\n"
-                  "     --approximate        With --format=oci: give the profile even where it cannot\n"
-                  "                          be exact (what is not is said on stderr)\n"
+                  "     --arch=ARCH          Only this architecture (x86_64, x86 or i386, x32)\n"
+                  "     --format=oci         The policy as an OCI runtime-spec linux.seccomp\n"
+                  "                          object; refused where it cannot be exact\n"
+                  "     --approximate        With --format=oci: give the profile even where it\n"
+                  "                          cannot be exact (what is not is said on stderr)\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
         { "who-can", 1, 1 + 6, 1, VERB_FILE | VERB_ARCH | VERB_ACTION, .run = verb_who_can,
           .group = VERB_GROUP_LIVE,
           .usage = "SYSCALL [ARG...]\n--file=FILE SYSCALL [ARG...]",
           .summary = "The tasks whose chain lets a system call run",
-          .help = "Every visible task whose chain allows SYSCALL: for the given arguments, or, with\n"
-                  "none given, for some arguments (the condition is shown). Each distinct chain is\n"
-                  "evaluated once; tasks are grouped by chain.\n"
+          .help = "Every visible task whose chain allows SYSCALL: for the given arguments,\n"
+                  "or, with none given, for some arguments (the condition is shown). Each\n"
+                  "distinct chain is evaluated once; tasks are grouped by chain.\n"
                   "\n"
                   "Options:\n"
                   "     --action=ACTION      The tasks that get ACTION (e.g. USER_NOTIF, ERRNO,\n"
-                  "                          ERRNO(1)) instead of those whose call runs (ALLOW, LOG)\n"
+                  "                          ERRNO(1)) instead of those whose call runs\n"
+                  "                          (ALLOW, LOG)\n"
                   "     --arch=ARCH          The call's architecture; default: the native one\n"
                   "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
         { "policy-diff", 2, 2, 0, VERB_ARCH, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_policy_diff,
