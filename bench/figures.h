@@ -21,3 +21,7 @@ int figure_restore_run(const BenchOptions *o, Report *report);
 
 /* Figure 5: the daemon's peak RSS with each workload, against the idle daemon. */
 int figure_memory_run(const BenchOptions *o, Report *report);
+
+/* Figure 6: `sectreed scan` as a whole process, both backends, against a process that only runs
+ * the pointer-only iterator. */
+int figure_oneshot_run(const BenchOptions *o, Report *report);

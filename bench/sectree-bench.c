@@ -33,6 +33,8 @@ static const Figure figures[] = {
         { "snapshot", "Figure 4: snapshot of a subtree (CreateSnapshot, ExportSnapshot)", figure_snapshot_run },
         { "memory", "Figure 5: the daemon's peak resident memory (VmHWM after start and one Rescan)",
           figure_memory_run },
+        { "oneshot", "Figure 6: `sectreed scan` from start to exit, both backends, against a process that only loads and "
+          "runs the pointer-only iterator", figure_oneshot_run },
         { "restore", "Restore: a snapshot rebuilt as a new process tree", figure_restore_run },
 };
 
