@@ -5,14 +5,15 @@
 #include <linux/seccomp.h>
 #include <stdint.h>
 
+#include "bpf/ids.h"
 #include "bpf/scan.h"
 #include "hashmap.h"
 #include "prog.h"
 #include "scan.h"
 #include "watch.h"
 
-struct bpf_program;
 struct scan_bpf;
+struct watch_bpf;
 struct ring_buffer;
 
 /* A filter this scanner was told about. The kernel sends a filter's instructions only the first
@@ -46,8 +47,10 @@ typedef struct PassRecords {
         int error;
 } PassRecords;
 
-/* The event half: started by bpf_scanner_watch_start(). */
+/* The event half (watch-bpf.c): the tracepoint unit, loaded with a long-lived scanner; its ring
+ * buffer is read from bpf_scanner_watch_start() on. */
 typedef struct BpfWatch {
+        struct watch_bpf *skel; /* NULL for a one-shot scanner */
         struct ring_buffer *rb; /* NULL until started */
         WatchHandler handler;
         void *userdata;
@@ -73,6 +76,8 @@ typedef struct BpfFilesState {
 struct BpfScanner {
         struct scan_bpf *skel;
         struct ring_buffer *rb; /* the scan's records */
+        bool oneshot;
+        uint32_t id_map_size; /* entries of the kernel's id map */
         uint64_t pass;
         PassRecords records;
         Hashmap filters; /* id -> BpfFilter*, the filters of the last passes */
@@ -84,13 +89,19 @@ struct BpfScanner {
         BpfWatch watch;
 };
 
-/* Before the object is loaded: size the event ring buffer ($SECTREE_BPF_EVENTS_SIZE) and the
- * scratch space, and keep the fork/exec/exit tracepoints from being attached with the rest. */
-int bpf_watch_configure(struct scan_bpf *skel);
-void bpf_watch_deinit(BpfWatch *w);
+/* The maps of the scan unit that the watch unit shares (ids.bpf.h), by fd. */
+typedef struct BpfIdMaps {
+        int filter_ids, seccomp_procs, data_ids;
+} BpfIdMaps;
 
-/* Runs of prog the kernel skipped because another BPF program was running on that CPU. */
-uint64_t bpf_prog_misses(const struct bpf_program *prog);
+/* Load the watch unit on the scan unit's id maps and attach the seccomp(2)/prctl(2) tracepoints
+ * (not yet the fork/exec/exit ones: bpf_scanner_watch_start() does). The event ring buffer's size
+ * comes from $SECTREE_BPF_EVENTS_SIZE when set. */
+int bpf_watch_load(BpfWatch *w, const BpfIdMaps *maps);
+void bpf_watch_deinit(BpfWatch *w);
+/* Runs of the seccomp(2) exit tracepoint the kernel skipped (another BPF program was running on
+ * that CPU): a listener made then was not counted. 0 without the watch unit. */
+uint64_t bpf_watch_install_misses(const BpfWatch *w);
 
 /* start_boottime (ns) -> clock ticks, as /proc/TID/stat field 22 */
 static inline uint64_t bpf_scanner_ticks(const BpfScanner *s, uint64_t ns) {

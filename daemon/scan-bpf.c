@@ -5,8 +5,10 @@
 #include <limits.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 
+#include "bpf/ids.h"
 #include "bpf/scan.h"
 #include "procinfo.h"
 #include "scan-bpf-internal.h"
@@ -17,6 +19,8 @@
 #define PASS_ATTEMPTS 3       /* passes tried before an inconsistent one is an error */
 #define MAX_READ_STALLS 1000  /* -EAGAIN reads in a row that made no room in the ring buffer */
 #define MIN_RINGBUF_SIZE (64U << 10) /* holds the largest record: a FILTER of 4096 instructions */
+#define MAX_FILTER_IDS (1U << 18)    /* as in bpf/ids.bpf.h */
+#define ONESHOT_MIN_IDS 4096U
 
 /* A filter no pass has met for this many passes is gone (every pass meets every live filter):
  * its instructions are dropped. Should it show up again after all, the kernel is asked for every
@@ -258,46 +262,40 @@ BpfScanner *bpf_scanner_free(BpfScanner *s) {
         return NULL;
 }
 
-int bpf_scanner_new(BpfScanner **ret) {
-        return bpf_scanner_new_with_first_id(ret, 1);
+/* The id map of a one-shot scanner: room for twice the tasks that exist (a filter is held by at
+ * least one task, or a listener fd), within [ONESHOT_MIN_IDS, MAX_FILTER_IDS]. */
+static uint32_t oneshot_id_map_size(void) {
+        struct sysinfo si;
+        uint32_t size = ONESHOT_MIN_IDS;
+
+        if (sysinfo(&si) == 0)
+                while (size < MAX_FILTER_IDS && size < 2U * si.procs)
+                        size <<= 1;
+        return size;
 }
 
-int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
-        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+/* Open, size and load the scan unit into s->skel (and its ring buffer reader), continuing the ids
+ * after last_id. */
+static int scanner_load(BpfScanner *s, uint64_t last_id) {
         int r;
-
-        /* The tracepoints that name new filters must be in place before the first pass. */
-        r = tracefs_ensure_mounted();
-        if (r < 0)
-                return r;
-
-        s = calloc(1, sizeof(BpfScanner));
-        if (!s)
-                return log_oom();
-        s->ticks_per_sec = sysconf(_SC_CLK_TCK);
-        if (s->ticks_per_sec <= 0)
-                s->ticks_per_sec = 100;
-
-        libbpf_set_print(libbpf_log);
 
         s->skel = scan_bpf__open();
         if (!s->skel)
                 return log_error_errno(-errno, "Failed to open the scan BPF programs: %m");
-
-        if (first_id == 0)
-                return -EINVAL;
-        s->skel->data->last_id = first_id - 1;
-        r = ringbuf_size_from_env(s->skel);
+        s->skel->data_ids->last_id = last_id;
+        s->skel->rodata->mark_procs = !s->oneshot;
+        r = bpf_map__set_max_entries(s->skel->maps.filter_ids, s->id_map_size);
+        if (r >= 0 && s->oneshot) /* nothing reads the marks */
+                r = bpf_map__set_max_entries(s->skel->maps.seccomp_procs, 1);
         if (r < 0)
-                return r;
-        r = bpf_watch_configure(s->skel);
+                return log_error_errno(r, "Failed to size the filter id maps: %m");
+        r = ringbuf_size_from_env(s->skel);
         if (r < 0)
                 return r;
 
         r = scan_bpf__load(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the scan BPF programs: %m");
-
         r = scan_bpf__attach(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the scan BPF programs: %m");
@@ -305,19 +303,100 @@ int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
         s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.records), on_record, s, NULL);
         if (!s->rb)
                 return log_error_errno(-errno, "Failed to set up the scan ring buffer: %m");
+        return 0;
+}
+
+static void scanner_unload(BpfScanner *s) {
+        ring_buffer__free(s->rb);
+        s->rb = NULL;
+        scan_bpf__destroy(s->skel);
+        s->skel = NULL;
+}
+
+/* A one-shot scanner whose id map was too small: load it again with one four times as large.
+ * Nothing of the old map is kept (ids continue above its last one). */
+static int oneshot_grow(BpfScanner *s) {
+        uint64_t last_id = s->skel->data_ids->last_id;
+
+        if (s->id_map_size >= MAX_FILTER_IDS)
+                return -ENOBUFS;
+        log_debug("The filter id map of %" PRIu32 " entries is full: loading one four times as large.", s->id_map_size);
+        s->id_map_size = s->id_map_size * 4 < MAX_FILTER_IDS ? s->id_map_size * 4 : MAX_FILTER_IDS;
+        scanner_unload(s);
+        filters_clear(&s->filters);
+        s->files = (BpfFilesState) {};
+        return scanner_load(s, last_id);
+}
+
+static int watch_load(BpfScanner *s) {
+        BpfIdMaps maps = {
+                .filter_ids = bpf_map__fd(s->skel->maps.filter_ids),
+                .seccomp_procs = bpf_map__fd(s->skel->maps.seccomp_procs),
+                .data_ids = bpf_map__fd(s->skel->maps.data_ids),
+        };
+
+        return bpf_watch_load(&s->watch, &maps);
+}
+
+int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
+        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+        uint64_t first_id = o->first_id > 0 ? o->first_id : 1;
+        int r;
+
+        /* The tracepoints that name new filters must be in place before the first pass. */
+        if (!o->oneshot) {
+                r = tracefs_ensure_mounted();
+                if (r < 0)
+                        return r;
+        }
+
+        s = calloc(1, sizeof(BpfScanner));
+        if (!s)
+                return log_oom();
+        s->oneshot = o->oneshot;
+        s->id_map_size = o->oneshot ? oneshot_id_map_size() : MAX_FILTER_IDS;
+        s->ticks_per_sec = sysconf(_SC_CLK_TCK);
+        if (s->ticks_per_sec <= 0)
+                s->ticks_per_sec = 100;
+
+        libbpf_set_print(libbpf_log);
+
+        r = scanner_load(s, first_id - 1);
+        if (r < 0)
+                return r;
+        if (!o->oneshot) {
+                r = watch_load(s);
+                if (r < 0)
+                        return r;
+        }
 
         *ret = TAKE_PTR(s);
         return 0;
 }
 
+int bpf_scanner_new(BpfScanner **ret) {
+        return bpf_scanner_new_with_options(&(BpfScannerOptions) {}, ret);
+}
+
+int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
+        if (first_id == 0)
+                return -EINVAL;
+        return bpf_scanner_new_with_options(&(BpfScannerOptions) { .first_id = first_id }, ret);
+}
+
+int bpf_scanner_new_oneshot(BpfScanner **ret) {
+        return bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, ret);
+}
+
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
         const volatile struct scan_stats *k = &s->skel->bss->stats;
+        const volatile struct ids_stats *ids = &s->skel->data_ids->ids_stats;
 
         *ret = (BpfScannerStats) {
                 .passes = s->pass,
-                .ids_assigned = k->ids_assigned,
+                .ids_assigned = ids->ids_assigned,
                 .ids_swept = k->ids_swept,
-                .addresses_reused = k->addresses_reused,
+                .addresses_reused = ids->addresses_reused,
                 .insns_sent = k->insns_sent,
                 .sweeps = k->sweeps,
         };
@@ -376,7 +455,7 @@ static StatsMark stats_mark(BpfScanner *s) {
         const volatile struct scan_stats *k = &s->skel->bss->stats;
 
         return (StatsMark) {
-                .map_full = k->map_full,
+                .map_full = s->skel->data_ids->ids_stats.map_full,
                 .chain_too_long = k->chain_too_long,
                 .retries = k->retries,
                 .insns_sent = k->insns_sent,
@@ -392,15 +471,16 @@ static StatsMark stats_mark(BpfScanner *s) {
 static bool files_pass_needed(BpfScanner *s) {
         const BpfFilesState *f = &s->files;
 
-        return !f->ran || f->n_listeners > 0 || s->skel->bss->listeners_created != f->created_mark ||
-               bpf_prog_misses(s->skel->progs.seccomp_exit) != f->install_misses;
+        if (!s->watch.skel)
+                return true; /* nothing counts the listeners made */
+        return !f->ran || f->n_listeners > 0 || s->skel->data_ids->listeners_created != f->created_mark ||
+               bpf_watch_install_misses(&s->watch) != f->install_misses;
 }
 
 /* Whether the pass should end with a sweep of the kernel's id map. Its entries (stored minus
  * swept) beyond the filters the last pass met belong to gone filters. */
 static bool sweep_due(BpfScanner *s) {
-        const volatile struct scan_stats *k = &s->skel->bss->stats;
-        uint64_t entries = k->ids_stored - k->ids_swept;
+        uint64_t entries = s->skel->data_ids->ids_stats.ids_stored - s->skel->bss->stats.ids_swept;
         uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
 
         if (s->force_sweep)
@@ -414,8 +494,8 @@ static bool sweep_due(BpfScanner *s) {
 static int files_run(BpfScanner *s) {
         int r;
 
-        s->files.created_mark = s->skel->bss->listeners_created;
-        s->files.install_misses = bpf_prog_misses(s->skel->progs.seccomp_exit);
+        s->files.created_mark = s->skel->data_ids->listeners_created;
+        s->files.install_misses = bpf_watch_install_misses(&s->watch);
         r = iter_run(s, s->skel->links.scan_files, "task_file");
         if (r < 0)
                 return r;
@@ -454,7 +534,7 @@ static int pass_run(BpfScanner *s, bool all_tasks) {
         int r;
 
         pass_records_reset(&s->records);
-        s->skel->bss->pass = ++s->pass;
+        s->skel->data_ids->pass = ++s->pass;
         s->skel->bss->emit_all_tasks = all_tasks;
         files = files_pass_needed(s);
         sweep = sweep_due(s);
@@ -1054,11 +1134,19 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
 
         /* A pass is not atomic: objects may be replaced while it runs. A pass whose records do
          * not fit together (a task pointing at a filter that was not sent) is run again, as is one
-         * that found the id map full (the next one sweeps it first). */
-        for (unsigned attempt = 0; attempt < PASS_ATTEMPTS; attempt++) {
+         * that found the id map full (the next one sweeps it first, or a one-shot scanner loads a
+         * larger one: that does not count as an attempt). */
+        for (unsigned attempt = 0; attempt < PASS_ATTEMPTS;) {
                 k = scan_once(s, &o, ret);
+                if (k == -ENOBUFS && s->oneshot) {
+                        k = oneshot_grow(s);
+                        if (k < 0)
+                                break;
+                        continue;
+                }
                 if (k != -ENOENT && k != -EINVAL && k != -ENOBUFS)
                         break;
+                attempt++;
         }
         if (k == -ENOENT || k == -EINVAL)
                 return log_error_errno(k, "Failed to get a consistent pass in %d attempts.", PASS_ATTEMPTS);

@@ -35,11 +35,25 @@ typedef struct ScanOptions {
  * A task that vanishes during the pass is dropped. Threads appear under their process; a
  * process whose leader exited but whose threads live is reported with those threads. */
 
-/* The bpf backend: a long-lived scanner, so that filter ids stay stable across passes. */
+/* The bpf backend: a long-lived scanner, so that filter ids stay stable across passes. It loads
+ * the iterators and the tracepoints on seccomp(2) and prctl(2) that give every new filter a fresh
+ * id (and, once watched, report it: watch.h). */
 typedef struct BpfScanner BpfScanner;
 int bpf_scanner_new(BpfScanner **ret);
 /* Hand out filter ids starting at first_id (> 0) instead of 1. */
 int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id);
+
+typedef struct BpfScannerOptions {
+        uint64_t first_id; /* the first filter id handed out; 0 means 1 */
+        /* For one pass and gone (`sectreed scan`): loads the iterators only, with an id map sized
+         * for the machine as it is (grown if a pass finds it full), and attaches no tracepoint,
+         * so it costs little to make and to free. Its ids hold within a pass, not across passes
+         * (an address freed and reused between two passes may keep its id); it cannot watch. */
+        bool oneshot;
+} BpfScannerOptions;
+int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret);
+/* bpf_scanner_new_with_options() with .oneshot = true. */
+int bpf_scanner_new_oneshot(BpfScanner **ret);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
 DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);

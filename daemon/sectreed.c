@@ -140,7 +140,7 @@ static int scan_with_backend(const Args *a, Forest **ret) {
                 return 0;
         }
         _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
-        int r = bpf_scanner_new(&s);
+        int r = bpf_scanner_new_oneshot(&s);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the BPF scanner: %m (try --backend=ptrace)");
         r = bpf_scanner_scan(s, &a->scan, ret);

@@ -1,4 +1,5 @@
-/* scan.h: the binary records the scan BPF programs send to user space through the ring buffer */
+/* scan.h: the binary records the scan BPF programs (iterators) send to user space through the ring
+ * buffer */
 #pragma once
 
 #include <linux/filter.h>
@@ -80,15 +81,12 @@ struct scan_rec_end {
         __u64 swept; /* ids dropped at the end of this pass */
 };
 
-/* Counters in the BPF program's .bss, read by user space (never addresses). */
+/* Counters of the iterators in their .bss, read by user space (never addresses); those of the id
+ * map itself are struct ids_stats (ids.h). */
 struct scan_stats {
-        __u64 ids_assigned;
-        __u64 ids_swept;
-        __u64 addresses_reused;
-        __u64 map_full;      /* an id could not be stored: the pass is incomplete */
+        __u64 ids_swept;      /* ids dropped by sweeps */
         __u64 chain_too_long; /* a chain deeper than the walk bound: the pass is incomplete */
-        __u64 retries;       /* objects retried because the ring buffer was full */
-        __u64 ids_stored;    /* entries added to the id map (ids_stored - ids_swept are in it) */
-        __u64 sweeps;        /* passes that ended with a sweep of the id map */
-        __u64 insns_sent;    /* FILTER records that carried instructions */
+        __u64 retries;        /* objects retried because the ring buffer was full */
+        __u64 sweeps;         /* passes that ended with a sweep of the id map */
+        __u64 insns_sent;     /* FILTER records that carried instructions */
 };
