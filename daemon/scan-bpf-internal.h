@@ -32,6 +32,13 @@ typedef struct BpfFilter {
         struct sock_filter insns[];
 } BpfFilter;
 
+/* An executable a pass sent: its path is pool[off, off + len). */
+typedef struct ExeRec {
+        pid_t tgid;
+        uint32_t flags; /* SCAN_EXE_* */
+        size_t off, len;
+} ExeRec;
+
 /* The records of one pass. The arrays are kept from pass to pass (their sizes reset). */
 typedef struct PassRecords {
         struct scan_rec_task *tasks;
@@ -40,6 +47,10 @@ typedef struct PassRecords {
         size_t n_listeners, n_listeners_allocated;
         BpfFilter **filters; /* met in this pass, each once */
         size_t n_filters, n_filters_allocated;
+        ExeRec *exes; /* sorted by tgid once the pass is done */
+        size_t n_exes, n_exes_allocated;
+        char *pool;
+        size_t pool_len, pool_allocated;
         bool end_seen;
         uint64_t end_pass;
         bool any_listener;  /* a filter met has a listener (filter->notif) */
@@ -85,6 +96,7 @@ struct BpfScanner {
         uint64_t last_sweep_pass;  /* the last pass that swept the kernel's id map */
         bool force_sweep;          /* the id map was full: sweep at the end of the next pass */
         BpfFilesState files;
+        uint64_t exe_proc_reads; /* executables read from /proc, not from a pass */
         long ticks_per_sec;
         BpfWatch watch;
 };

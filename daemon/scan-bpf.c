@@ -88,6 +88,10 @@ static void pass_records_reset(PassRecords *r) {
                 .n_listeners_allocated = r->n_listeners_allocated,
                 .filters = r->filters,
                 .n_filters_allocated = r->n_filters_allocated,
+                .exes = r->exes,
+                .n_exes_allocated = r->n_exes_allocated,
+                .pool = r->pool,
+                .pool_allocated = r->pool_allocated,
         };
 }
 
@@ -95,6 +99,8 @@ static void pass_records_free(PassRecords *r) {
         free(r->tasks);
         free(r->listeners);
         free(r->filters);
+        free(r->exes);
+        free(r->pool);
         *r = (PassRecords) {};
 }
 
@@ -166,6 +172,24 @@ static int records_add_filter(BpfScanner *s, const struct scan_rec_filter *rec, 
         return 0;
 }
 
+static int records_add_exe(PassRecords *r, const struct scan_rec_exe *rec, size_t size) {
+        if (size < sizeof(*rec) || rec->len >= SCAN_PATH_MAX || size < sizeof(*rec) + rec->len ||
+            memchr(rec->path, 0, rec->len))
+                return -EBADMSG;
+        if (GROW(r->exes, r->n_exes_allocated, r->n_exes + 1) < 0 ||
+            GROW(r->pool, r->pool_allocated, r->pool_len + rec->len) < 0)
+                return -ENOMEM;
+        r->exes[r->n_exes++] = (ExeRec) {
+                .tgid = (pid_t) rec->tgid,
+                .flags = rec->flags,
+                .off = r->pool_len,
+                .len = rec->len,
+        };
+        memcpy(r->pool + r->pool_len, rec->path, rec->len);
+        r->pool_len += rec->len;
+        return 0;
+}
+
 static int records_add(BpfScanner *s, const void *data, size_t size) {
         PassRecords *r = &s->records;
         uint32_t type;
@@ -191,6 +215,8 @@ static int records_add(BpfScanner *s, const void *data, size_t size) {
                         return -ENOMEM;
                 memcpy(&r->listeners[r->n_listeners++], data, sizeof(struct scan_rec_listener));
                 return 0;
+        case SCAN_REC_EXE:
+                return records_add_exe(r, data, size);
         case SCAN_REC_END: {
                 struct scan_rec_end end;
                 if (size < sizeof(end))
@@ -399,6 +425,7 @@ int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
                 .addresses_reused = ids->addresses_reused,
                 .insns_sent = k->insns_sent,
                 .sweeps = k->sweeps,
+                .exe_proc_reads = s->exe_proc_reads,
         };
         return 0;
 }
@@ -527,7 +554,29 @@ static int pass_check(BpfScanner *s, const StatsMark *before) {
         return 0;
 }
 
-static int pass_run(BpfScanner *s, bool all_tasks) {
+static int cmp_exe_rec(const void *a, const void *b) {
+        const ExeRec *x = a, *y = b;
+
+        if (x->tgid != y->tgid)
+                return x->tgid < y->tgid ? -1 : 1;
+        return x->off < y->off ? -1 : x->off > y->off; /* sent again on a retry: the last one counts */
+}
+
+static const ExeRec *exe_rec_find(const PassRecords *r, pid_t tgid) {
+        size_t lo = 0, hi = r->n_exes;
+
+        /* The last record of tgid. */
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (r->exes[mid].tgid <= tgid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo > 0 && r->exes[lo - 1].tgid == tgid ? &r->exes[lo - 1] : NULL;
+}
+
+static int pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         uint64_t start = now_usec(CLOCK_MONOTONIC), tasks_done, files_done;
         StatsMark before, after;
         bool files, sweep;
@@ -536,6 +585,7 @@ static int pass_run(BpfScanner *s, bool all_tasks) {
         pass_records_reset(&s->records);
         s->skel->data_ids->pass = ++s->pass;
         s->skel->bss->emit_all_tasks = all_tasks;
+        s->skel->bss->want_exe = want_exe;
         files = files_pass_needed(s);
         sweep = sweep_due(s);
         s->skel->bss->files_planned = files;
@@ -564,6 +614,7 @@ static int pass_run(BpfScanner *s, bool all_tasks) {
                 s->force_sweep = false;
         }
         s->live_filters = s->records.n_filters;
+        qsort(s->records.exes, s->records.n_exes, sizeof(ExeRec), cmp_exe_rec);
         r = filters_evict(s);
         if (r < 0)
                 return r;
@@ -800,13 +851,30 @@ static int forest_add_filters(Forest *f, const PassRecords *r) {
         return 0;
 }
 
-static void process_fill_proc(Process *p, const ScanOptions *opts) {
-        /* exe and argv come from /proc: a process that is gone meanwhile simply has none. */
-        if (opts->include_exe) {
-                _cleanup_free_ char *exe = NULL;
-                if (proc_read_exe(p->pid, &exe) >= 0)
-                        (void) process_set_exe(p, exe);
+/* The executable as the pass sent it, or from /proc when it could not say (or did not visit the
+ * leader: a process read from /proc). */
+static void process_fill_exe(Process *p, BpfScanner *s) {
+        const ExeRec *e = exe_rec_find(&s->records, p->pid);
+        _cleanup_free_ char *exe = NULL;
+
+        if (e && (e->flags & SCAN_EXE_NONE))
+                return;
+        if (e && !(e->flags & SCAN_EXE_UNKNOWN)) {
+                const char *suffix = e->flags & SCAN_EXE_DELETED ? " (deleted)" : "";
+                if (asprintf(&exe, "%.*s%s", (int) e->len, s->records.pool + e->off, suffix) < 0)
+                        return;
+        } else {
+                s->exe_proc_reads++;
+                if (proc_read_exe(p->pid, &exe) < 0)
+                        return; /* gone meanwhile: it simply has none */
         }
+        (void) process_set_exe(p, exe);
+}
+
+static void process_fill_proc(Process *p, BpfScanner *s, const ScanOptions *opts) {
+        if (opts->include_exe)
+                process_fill_exe(p, s);
+        /* argv comes from /proc: a process that is gone meanwhile simply has none. */
         if (opts->include_argv) {
                 _cleanup_strv_free_ char **argv = NULL;
                 if (proc_read_argv(p->pid, &argv) >= 0)
@@ -821,7 +889,7 @@ static const struct scan_rec_task *span_leader(const PassRecords *r, const ProcS
         return &r->tasks[span->first];
 }
 
-static int forest_add_span(Forest *f, const BpfScanner *s, const PassRecords *r, const ProcSpan *span,
+static int forest_add_span(Forest *f, BpfScanner *s, const PassRecords *r, const ProcSpan *span,
                            const ScanOptions *opts) {
         const struct scan_rec_task *leader = span_leader(r, span);
         Process *p;
@@ -855,7 +923,7 @@ static int forest_add_span(Forest *f, const BpfScanner *s, const PassRecords *r,
                 t->filter_count = rec->filter_count;
         }
 
-        process_fill_proc(p, opts);
+        process_fill_proc(p, s, opts);
         return 0;
 }
 
@@ -1096,7 +1164,7 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         size_t n;
         int k;
 
-        k = pass_run(s, opts->root > 0);
+        k = pass_run(s, opts->root > 0, opts->include_exe);
         if (k < 0)
                 return k;
         built = now_usec(CLOCK_MONOTONIC);

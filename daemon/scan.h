@@ -65,6 +65,7 @@ typedef struct BpfScannerStats {
         uint64_t addresses_reused; /* a new filter appeared at an address that had an id: it got a new one */
         uint64_t insns_sent;       /* filter records that carried instructions (once per id, normally) */
         uint64_t sweeps;           /* passes that swept the kernel's id map */
+        uint64_t exe_proc_reads;   /* executables read from /proc/PID/exe: the pass could not say */
 } BpfScannerStats;
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret);
 

@@ -15,6 +15,7 @@ enum scan_rec_type {
         SCAN_REC_FILTER = 2,
         SCAN_REC_LISTENER = 3,
         SCAN_REC_END = 4,
+        SCAN_REC_EXE = 5,
 };
 
 /* scan_rec_task.flags */
@@ -62,6 +63,27 @@ struct scan_rec_filter {
         __u8 has_insns;    /* insns[] holds the len instructions; 0 with len > 0: sent before */
         __u32 _pad;
         struct sock_filter insns[];
+};
+
+/* scan_rec_exe.flags */
+enum {
+        SCAN_EXE_NONE = 1U << 0,    /* no executable: no mm (a kernel thread, a leader that exited) */
+        SCAN_EXE_DELETED = 1U << 1, /* the file is deleted: readlink(2) shows path + " (deleted)" */
+        SCAN_EXE_UNKNOWN = 1U << 2, /* not worked out here (a pseudo file system names it itself, or
+                                     * the walk did not end): ask /proc/PID/exe */
+};
+
+#define SCAN_PATH_MAX 4096 /* PATH_MAX: readlink of /proc/PID/exe fails above it */
+
+/* The executable of process tgid as readlink(2) of /proc/PID/exe shows it to the reading process
+ * (the path below its root, without " (deleted)"). Sent for each thread group leader a pass
+ * reports, when asked for (want_exe). */
+struct scan_rec_exe {
+        __u32 type;
+        __u32 tgid;
+        __u32 flags;
+        __u32 len; /* bytes of path[], no NUL */
+        char path[];
 };
 
 /* A seccomp listener fd held by process tgid, pointing at filter_id. */
