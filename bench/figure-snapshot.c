@@ -34,6 +34,7 @@ typedef struct SnapshotBench {
         Workload *w;
         sd_bus *bus;
         BpfScanner *bpf;
+        const char *shape; /* NULL: the default shape, else a note on each row */
 } SnapshotBench;
 
 static int call_failed(const char *method, int r, const sd_bus_error *error) {
@@ -132,8 +133,11 @@ static int check_snapshot(SnapshotBench *b, uint64_t id) {
 
 static int add_ms_row(SnapshotBench *b, size_t n, const char *figure, double msec, double floor_msec,
                       const char *target, double limit, const char *note) {
+        char name[128];
+
+        snprintf(name, sizeof(name), "%s%s%s", figure, b->shape ? ", " : "", b->shape ?: "");
         return report_add(b->report, &(BenchRow) {
-                .figure = figure,
+                .figure = name,
                 .tasks = n,
                 .value = msec,
                 .unit = "ms",
@@ -187,30 +191,43 @@ static int measure_size(SnapshotBench *b, size_t n) {
         return r;
 }
 
+/* A workload of n tasks in processes of threads_per_process, the daemon on it, and its rows. */
+static int measure_workload(SnapshotBench *b, size_t n, size_t threads_per_process) {
+        _cleanup_(workload_freep) Workload *w = NULL;
+        _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        WorkloadOptions wo = {
+                .n_tasks = n,
+                .threads_per_process = threads_per_process,
+                .filter_len = b->opts->filter_len,
+        };
+        DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
+        int r = workload_new(&wo, &w);
+        if (r >= 0)
+                r = daemon_fixture_new(&fo, &d);
+        if (r >= 0)
+                r = daemon_fixture_connect(d, &bus);
+        if (r < 0)
+                return r;
+        b->w = w;
+        b->bus = bus;
+        r = measure_size(b, n);
+        b->w = NULL;
+        b->bus = NULL;
+        return r;
+}
+
 int figure_snapshot_run(const BenchOptions *o, Report *report) {
         _cleanup_(bpf_scanner_freep) BpfScanner *bpf = NULL;
         int r = bpf_scanner_new(&bpf);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the bpf scanner: %m");
-        for (size_t i = 0; r >= 0 && i < o->n_sizes; i++) {
-                _cleanup_(workload_freep) Workload *w = NULL;
-                _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
-                _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-                WorkloadOptions wo = {
-                        .n_tasks = o->sizes[i],
-                        .threads_per_process = o->threads_per_process,
-                        .filter_len = o->filter_len,
-                };
-                DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
-                r = workload_new(&wo, &w);
-                if (r >= 0)
-                        r = daemon_fixture_new(&fo, &d);
-                if (r >= 0)
-                        r = daemon_fixture_connect(d, &bus);
-                if (r < 0)
-                        break;
-                SnapshotBench b = { .opts = o, .report = report, .w = w, .bus = bus, .bpf = bpf };
-                r = measure_size(&b, o->sizes[i]);
-        }
+        SnapshotBench b = { .opts = o, .report = report, .bpf = bpf };
+        for (size_t i = 0; r >= 0 && i < o->n_sizes; i++)
+                r = measure_workload(&b, o->sizes[i], o->threads_per_process);
+        /* Processes of one thread each: where the per-process work (argv, exe, a row each) shows. */
+        b.shape = "1-thread processes";
+        if (r >= 0 && o->threads_per_process != 1)
+                r = measure_workload(&b, o->smoke ? o->sizes[0] : o->target_size, 1);
         return r;
 }
