@@ -231,19 +231,9 @@ int proc_read_exe(pid_t pid, char **ret) {
         }
 }
 
-int proc_read_argv(pid_t pid, char ***ret) {
-        _cleanup_free_ char *buf = NULL;
+int argv_parse(const char *buf, size_t len, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
-        char path[64];
-        size_t len, n = 0;
-        int r;
-
-        r = pid_path(path, sizeof(path), pid, "cmdline");
-        if (r < 0)
-                return r;
-        r = read_proc_file(path, false, &buf, &len);
-        if (r < 0)
-                return r;
+        size_t n = 0;
 
         for (size_t i = 0; i < len; i++)
                 if (buf[i] == 0)
@@ -255,14 +245,30 @@ int proc_read_argv(pid_t pid, char ***ret) {
         if (!argv)
                 return -ENOMEM;
         for (size_t i = 0, off = 0; i < n; i++) {
-                argv[i] = strdup(buf + off);
+                size_t l = strnlen(buf + off, len - off);
+                argv[i] = strndup(buf + off, l);
                 if (!argv[i])
                         return -ENOMEM;
-                off += strlen(buf + off) + 1;
+                off += l + 1;
         }
 
         *ret = TAKE_PTR(argv);
         return 0;
+}
+
+int proc_read_argv(pid_t pid, char ***ret) {
+        _cleanup_free_ char *buf = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        r = pid_path(path, sizeof(path), pid, "cmdline");
+        if (r < 0)
+                return r;
+        r = read_proc_file(path, false, &buf, &len);
+        if (r < 0)
+                return r;
+        return argv_parse(buf, len, ret);
 }
 
 static int cmp_int(const void *a, const void *b) {

@@ -32,12 +32,13 @@ typedef struct BpfFilter {
         struct sock_filter insns[];
 } BpfFilter;
 
-/* An executable a pass sent: its path is pool[off, off + len). */
-typedef struct ExeRec {
+/* An executable or a command line a pass sent for process tgid: its bytes are pool[off, off + len). */
+typedef struct ProcRec {
         pid_t tgid;
-        uint32_t flags; /* SCAN_EXE_* */
+        uint32_t flags;          /* SCAN_EXE_* or SCAN_ARGV_* */
+        uint64_t start_boottime; /* the leader's (command lines only) */
         size_t off, len;
-} ExeRec;
+} ProcRec;
 
 /* The records of one pass. The arrays are kept from pass to pass (their sizes reset). */
 typedef struct PassRecords {
@@ -47,8 +48,10 @@ typedef struct PassRecords {
         size_t n_listeners, n_listeners_allocated;
         BpfFilter **filters; /* met in this pass, each once */
         size_t n_filters, n_filters_allocated;
-        ExeRec *exes; /* sorted by tgid once the pass is done */
+        ProcRec *exes; /* sorted by tgid once the pass is done */
         size_t n_exes, n_exes_allocated;
+        ProcRec *argvs; /* sorted by tgid once the argv pass is done */
+        size_t n_argvs, n_argvs_allocated;
         char *pool;
         size_t pool_len, pool_allocated;
         bool end_seen;
@@ -97,6 +100,10 @@ struct BpfScanner {
         bool force_sweep;          /* the id map was full: sweep at the end of the next pass */
         BpfFilesState files;
         uint64_t exe_proc_reads; /* executables read from /proc, not from a pass */
+        uint64_t argv_proc_reads; /* command lines read from /proc, not from the argv pass */
+        uint64_t argv_passes;
+        uint64_t *argv_want;     /* the argv_want map, mapped; NULL without the argv iterator */
+        bool no_argv;            /* the argv iterator is not loaded */
         long ticks_per_sec;
         BpfWatch watch;
 };

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 
@@ -90,6 +91,8 @@ static void pass_records_reset(PassRecords *r) {
                 .n_filters_allocated = r->n_filters_allocated,
                 .exes = r->exes,
                 .n_exes_allocated = r->n_exes_allocated,
+                .argvs = r->argvs,
+                .n_argvs_allocated = r->n_argvs_allocated,
                 .pool = r->pool,
                 .pool_allocated = r->pool_allocated,
         };
@@ -100,6 +103,7 @@ static void pass_records_free(PassRecords *r) {
         free(r->listeners);
         free(r->filters);
         free(r->exes);
+        free(r->argvs);
         free(r->pool);
         *r = (PassRecords) {};
 }
@@ -172,21 +176,43 @@ static int records_add_filter(BpfScanner *s, const struct scan_rec_filter *rec, 
         return 0;
 }
 
+/* Keep len bytes of a record in the pass's string pool; their offset in *ret_off. */
+static int records_keep_bytes(PassRecords *r, const void *data, size_t len, size_t *ret_off) {
+        if (GROW(r->pool, r->pool_allocated, r->pool_len + len) < 0)
+                return -ENOMEM;
+        memcpy(r->pool + r->pool_len, data, len);
+        *ret_off = r->pool_len;
+        r->pool_len += len;
+        return 0;
+}
+
 static int records_add_exe(PassRecords *r, const struct scan_rec_exe *rec, size_t size) {
+        ProcRec e;
+
         if (size < sizeof(*rec) || rec->len >= SCAN_PATH_MAX || size < sizeof(*rec) + rec->len ||
             memchr(rec->path, 0, rec->len))
                 return -EBADMSG;
-        if (GROW(r->exes, r->n_exes_allocated, r->n_exes + 1) < 0 ||
-            GROW(r->pool, r->pool_allocated, r->pool_len + rec->len) < 0)
+        e = (ProcRec) { .tgid = (pid_t) rec->tgid, .flags = rec->flags, .len = rec->len };
+        if (GROW(r->exes, r->n_exes_allocated, r->n_exes + 1) < 0 || records_keep_bytes(r, rec->path, rec->len, &e.off) < 0)
                 return -ENOMEM;
-        r->exes[r->n_exes++] = (ExeRec) {
+        r->exes[r->n_exes++] = e;
+        return 0;
+}
+
+static int records_add_argv(PassRecords *r, const struct scan_rec_argv *rec, size_t size) {
+        ProcRec a;
+
+        if (size < sizeof(*rec) || rec->len >= SCAN_ARGV_MAX || size < sizeof(*rec) + rec->len)
+                return -EBADMSG;
+        a = (ProcRec) {
                 .tgid = (pid_t) rec->tgid,
                 .flags = rec->flags,
-                .off = r->pool_len,
+                .start_boottime = rec->start_boottime,
                 .len = rec->len,
         };
-        memcpy(r->pool + r->pool_len, rec->path, rec->len);
-        r->pool_len += rec->len;
+        if (GROW(r->argvs, r->n_argvs_allocated, r->n_argvs + 1) < 0 || records_keep_bytes(r, rec->args, rec->len, &a.off) < 0)
+                return -ENOMEM;
+        r->argvs[r->n_argvs++] = a;
         return 0;
 }
 
@@ -217,6 +243,8 @@ static int records_add(BpfScanner *s, const void *data, size_t size) {
                 return 0;
         case SCAN_REC_EXE:
                 return records_add_exe(r, data, size);
+        case SCAN_REC_ARGV:
+                return records_add_argv(r, data, size);
         case SCAN_REC_END: {
                 struct scan_rec_end end;
                 if (size < sizeof(end))
@@ -276,12 +304,23 @@ static int ringbuf_size_from_env(struct scan_bpf *skel) {
         return 0;
 }
 
+#define ARGV_WANT_BYTES (SCAN_ARGV_WORDS * sizeof(uint64_t))
+
+static void scanner_unload(BpfScanner *s) {
+        if (s->argv_want)
+                munmap(s->argv_want, ARGV_WANT_BYTES);
+        s->argv_want = NULL;
+        ring_buffer__free(s->rb);
+        s->rb = NULL;
+        scan_bpf__destroy(s->skel);
+        s->skel = NULL;
+}
+
 BpfScanner *bpf_scanner_free(BpfScanner *s) {
         if (!s)
                 return NULL;
         bpf_watch_deinit(&s->watch);
-        ring_buffer__free(s->rb);
-        scan_bpf__destroy(s->skel);
+        scanner_unload(s);
         pass_records_free(&s->records);
         filters_clear(&s->filters);
         free(s);
@@ -313,8 +352,12 @@ static int scanner_load(BpfScanner *s, uint64_t last_id) {
         r = bpf_map__set_max_entries(s->skel->maps.filter_ids, s->id_map_size);
         if (r >= 0 && s->oneshot) /* nothing reads the marks */
                 r = bpf_map__set_max_entries(s->skel->maps.seccomp_procs, 1);
+        if (r >= 0 && s->no_argv) {
+                bpf_program__set_autoload(s->skel->progs.scan_argv, false);
+                r = bpf_map__set_max_entries(s->skel->maps.argv_want, 1);
+        }
         if (r < 0)
-                return log_error_errno(r, "Failed to size the filter id maps: %m");
+                return log_error_errno(r, "Failed to size the scan's maps: %m");
         r = ringbuf_size_from_env(s->skel);
         if (r < 0)
                 return r;
@@ -329,14 +372,14 @@ static int scanner_load(BpfScanner *s, uint64_t last_id) {
         s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.records), on_record, s, NULL);
         if (!s->rb)
                 return log_error_errno(-errno, "Failed to set up the scan ring buffer: %m");
+        if (!s->no_argv) {
+                void *p = mmap(NULL, ARGV_WANT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+                               bpf_map__fd(s->skel->maps.argv_want), 0);
+                if (p == MAP_FAILED)
+                        return log_error_errno(-errno, "Failed to map the argv_want map: %m");
+                s->argv_want = p;
+        }
         return 0;
-}
-
-static void scanner_unload(BpfScanner *s) {
-        ring_buffer__free(s->rb);
-        s->rb = NULL;
-        scan_bpf__destroy(s->skel);
-        s->skel = NULL;
 }
 
 /* A one-shot scanner whose id map was too small: load it again with one four times as large.
@@ -380,6 +423,7 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
         if (!s)
                 return log_oom();
         s->oneshot = o->oneshot;
+        s->no_argv = o->no_argv;
         s->id_map_size = o->oneshot ? oneshot_id_map_size() : MAX_FILTER_IDS;
         s->ticks_per_sec = sysconf(_SC_CLK_TCK);
         if (s->ticks_per_sec <= 0)
@@ -426,6 +470,8 @@ int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
                 .insns_sent = k->insns_sent,
                 .sweeps = k->sweeps,
                 .exe_proc_reads = s->exe_proc_reads,
+                .argv_passes = s->argv_passes,
+                .argv_proc_reads = s->argv_proc_reads,
         };
         return 0;
 }
@@ -554,26 +600,26 @@ static int pass_check(BpfScanner *s, const StatsMark *before) {
         return 0;
 }
 
-static int cmp_exe_rec(const void *a, const void *b) {
-        const ExeRec *x = a, *y = b;
+static int cmp_proc_rec(const void *a, const void *b) {
+        const ProcRec *x = a, *y = b;
 
         if (x->tgid != y->tgid)
                 return x->tgid < y->tgid ? -1 : 1;
         return x->off < y->off ? -1 : x->off > y->off; /* sent again on a retry: the last one counts */
 }
 
-static const ExeRec *exe_rec_find(const PassRecords *r, pid_t tgid) {
-        size_t lo = 0, hi = r->n_exes;
+/* The last record of tgid in recs (sorted with cmp_proc_rec), or NULL. */
+static const ProcRec *proc_rec_find(const ProcRec *recs, size_t n, pid_t tgid) {
+        size_t lo = 0, hi = n;
 
-        /* The last record of tgid. */
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (r->exes[mid].tgid <= tgid)
+                if (recs[mid].tgid <= tgid)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        return lo > 0 && r->exes[lo - 1].tgid == tgid ? &r->exes[lo - 1] : NULL;
+        return lo > 0 && recs[lo - 1].tgid == tgid ? &recs[lo - 1] : NULL;
 }
 
 static int pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
@@ -614,7 +660,7 @@ static int pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
                 s->force_sweep = false;
         }
         s->live_filters = s->records.n_filters;
-        qsort(s->records.exes, s->records.n_exes, sizeof(ExeRec), cmp_exe_rec);
+        qsort(s->records.exes, s->records.n_exes, sizeof(ProcRec), cmp_proc_rec);
         r = filters_evict(s);
         if (r < 0)
                 return r;
@@ -854,7 +900,7 @@ static int forest_add_filters(Forest *f, const PassRecords *r) {
 /* The executable as the pass sent it, or from /proc when it could not say (or did not visit the
  * leader: a process read from /proc). */
 static void process_fill_exe(Process *p, BpfScanner *s) {
-        const ExeRec *e = exe_rec_find(&s->records, p->pid);
+        const ProcRec *e = proc_rec_find(s->records.exes, s->records.n_exes, p->pid);
         _cleanup_free_ char *exe = NULL;
 
         if (e && (e->flags & SCAN_EXE_NONE))
@@ -871,15 +917,27 @@ static void process_fill_exe(Process *p, BpfScanner *s) {
         (void) process_set_exe(p, exe);
 }
 
+/* The command line as the argv pass read it, or from /proc when it could not. */
+static void process_fill_argv(Process *p, BpfScanner *s) {
+        const ProcRec *a = proc_rec_find(s->records.argvs, s->records.n_argvs, p->pid);
+        _cleanup_strv_free_ char **argv = NULL;
+        int k;
+
+        if (a && !(a->flags & SCAN_ARGV_UNKNOWN) && bpf_scanner_ticks(s, a->start_boottime) == p->start_time)
+                k = argv_parse(s->records.pool + a->off, a->len, &argv);
+        else {
+                s->argv_proc_reads++;
+                k = proc_read_argv(p->pid, &argv);
+        }
+        if (k >= 0) /* else gone meanwhile: it simply has none */
+                (void) process_set_argv(p, argv);
+}
+
 static void process_fill_proc(Process *p, BpfScanner *s, const ScanOptions *opts) {
         if (opts->include_exe)
                 process_fill_exe(p, s);
-        /* argv comes from /proc: a process that is gone meanwhile simply has none. */
-        if (opts->include_argv) {
-                _cleanup_strv_free_ char **argv = NULL;
-                if (proc_read_argv(p->pid, &argv) >= 0)
-                        (void) process_set_argv(p, argv);
-        }
+        if (opts->include_argv)
+                process_fill_argv(p, s);
 }
 
 static const struct scan_rec_task *span_leader(const PassRecords *r, const ProcSpan *span) {
@@ -1158,6 +1216,34 @@ static int records_add_holders(BpfScanner *s, ProcSpan *spans, size_t n_spans) {
         return added;
 }
 
+static void argv_want_mark(BpfScanner *s, const ProcSpan *spans, size_t n, bool on) {
+        for (size_t i = 0; i < n; i++) {
+                pid_t pid = spans[i].pid;
+                uint64_t bit = UINT64_C(1) << (pid % 64);
+
+                if (!spans[i].member || pid <= 0 || (size_t) pid / 64 >= SCAN_ARGV_WORDS)
+                        continue;
+                if (on)
+                        s->argv_want[pid / 64] |= bit;
+                else
+                        s->argv_want[pid / 64] &= ~bit;
+        }
+}
+
+/* The command lines of the reported processes: the argv iterator reads them from their memory. */
+static int argv_pass(BpfScanner *s, const ProcSpan *spans, size_t n) {
+        int k;
+
+        argv_want_mark(s, spans, n, true);
+        k = iter_run(s, s->skel->links.scan_argv, "argv");
+        argv_want_mark(s, spans, n, false);
+        if (k < 0)
+                return k;
+        s->argv_passes++;
+        qsort(s->records.argvs, s->records.n_argvs, sizeof(ProcRec), cmp_proc_rec);
+        return 0;
+}
+
 static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         _cleanup_free_ ProcSpan *spans = NULL;
         uint64_t built;
@@ -1189,6 +1275,11 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         k = select_reported(s, spans, n, opts->root);
         if (k < 0)
                 return k;
+        if (opts->include_argv && s->argv_want) {
+                k = argv_pass(s, spans, n);
+                if (k < 0)
+                        return k;
+        }
         k = forest_build(s, opts, spans, n, ret);
         if (k < 0)
                 return k;

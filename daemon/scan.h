@@ -50,6 +50,9 @@ typedef struct BpfScannerOptions {
          * so it costs little to make and to free. Its ids hold within a pass, not across passes
          * (an address freed and reused between two passes may keep its id); it cannot watch. */
         bool oneshot;
+        /* Scans will not ask for argv (ScanOptions.include_argv): the iterator that reads command
+         * lines is not loaded (one that asks anyway reads /proc/PID/cmdline). */
+        bool no_argv;
 } BpfScannerOptions;
 int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret);
 /* bpf_scanner_new_with_options() with .oneshot = true. */
@@ -66,6 +69,8 @@ typedef struct BpfScannerStats {
         uint64_t insns_sent;       /* filter records that carried instructions (once per id, normally) */
         uint64_t sweeps;           /* passes that swept the kernel's id map */
         uint64_t exe_proc_reads;   /* executables read from /proc/PID/exe: the pass could not say */
+        uint64_t argv_passes;      /* passes of the argv iterator (scans that asked for argv) */
+        uint64_t argv_proc_reads;  /* command lines read from /proc/PID/cmdline: the iterator could not */
 } BpfScannerStats;
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret);
 

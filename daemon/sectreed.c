@@ -140,7 +140,8 @@ static int scan_with_backend(const Args *a, Forest **ret) {
                 return 0;
         }
         _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
-        int r = bpf_scanner_new_oneshot(&s);
+        BpfScannerOptions o = { .oneshot = true, .no_argv = !a->scan.include_argv };
+        int r = bpf_scanner_new_with_options(&o, &s);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the BPF scanner: %m (try --backend=ptrace)");
         r = bpf_scanner_scan(s, &a->scan, ret);

@@ -703,6 +703,61 @@ static void test_exe(void) {
         g_assert_cmpint(rmdir(tmp), ==, 0);
 }
 
+/* /proc/PID/cmdline of pid as a strv. */
+static char **proc_cmdline(pid_t pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", (int) pid), *data = NULL;
+        GPtrArray *a = g_ptr_array_new();
+        gsize len;
+
+        g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+        for (gsize off = 0; off < len; off += strlen(data + off) + 1)
+                g_ptr_array_add(a, g_strdup(data + off));
+        g_ptr_array_add(a, NULL);
+        return (char **) g_ptr_array_free(a, FALSE);
+}
+
+/* argv is there only when asked for, and then read by the argv iterator (no /proc read) as
+ * /proc/PID/cmdline has it: agents (the test binary's own arguments) and exec'd sleeps. */
+static void test_argv(void) {
+        if (!tests_require_root())
+                return;
+        BpfScannerStats before, after;
+        ScanOptions opts = { .root = 0, .include_exe = true };
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask b = scenario_fork(s, a);
+        Forest *f = NULL;
+
+        (void) scenario_thread(s, a);
+        g_assert_cmpint(scenario_exec_sleep(s, b), ==, 0);
+        opts.root = scenario_root_pid(s);
+
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &before), ==, 0);
+        g_assert_cmpint(bpf_scanner_scan(get_scanner(), &opts, &f), ==, 0);
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &after), ==, 0);
+        g_assert_cmpuint(f->n_processes, ==, 3);
+        for (size_t i = 0; i < f->n_processes; i++)
+                g_assert_null(f->processes[i]->argv);
+        g_assert_cmpuint(after.argv_passes, ==, before.argv_passes);
+        g_assert_cmpuint(after.argv_proc_reads, ==, before.argv_proc_reads);
+        forest_free(f);
+
+        opts.include_argv = true;
+        g_assert_cmpint(bpf_scanner_scan(get_scanner(), &opts, &f), ==, 0);
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &before), ==, 0);
+        g_assert_cmpuint(before.argv_passes, ==, after.argv_passes + 1);
+        g_assert_cmpuint(before.argv_proc_reads, ==, after.argv_proc_reads);
+        for (size_t i = 0; i < f->n_processes; i++) {
+                g_auto(GStrv) want = proc_cmdline(f->processes[i]->pid);
+                g_assert_nonnull(f->processes[i]->argv);
+                g_assert_cmpstrv(f->processes[i]->argv, want);
+        }
+        g_assert_cmpstr(forest_find_process(f, scenario_task(s, b)->tgid)->argv[1], ==, "infinity");
+        forest_free(f);
+        scenario_free(s);
+}
+
 /* Many tasks sharing and stacking long filters, scanned through a ring buffer far smaller than
  * a pass: objects are retried after each drain, and nothing may be lost or doubled. */
 static void test_many_small_ring(void) {
@@ -768,6 +823,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf/root-restriction", test_root_restriction);
         g_test_add_func("/scan-bpf/exec", test_exec);
         g_test_add_func("/scan-bpf/exe", test_exe);
+        g_test_add_func("/scan-bpf/argv", test_argv);
         g_test_add_func("/scan-bpf/many-small-ring", test_many_small_ring);
         r = g_test_run();
         bpf_scanner_free(scanner);

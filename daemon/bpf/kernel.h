@@ -74,6 +74,7 @@ struct file;
 struct mm_struct {
         mm_flags_t flags;
         struct file *exe_file;
+        unsigned long arg_start, arg_end;
 } __kernel_struct;
 
 struct mm_struct___ulong_flags {

@@ -85,6 +85,27 @@ struct {
         __type(value, struct exe_scratch);
 } exe_scratch SEC(".maps");
 
+/* One bit per pid (PID_MAX_LIMIT of them): the processes the argv iterator reads the command line
+ * of. Set and cleared by user space, through its mapping of the map. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, SCAN_ARGV_WORDS);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __type(key, __u32);
+        __type(value, __u64);
+} argv_want SEC(".maps");
+
+struct argv_buf {
+        __u8 out[sizeof(struct scan_rec_argv) + SCAN_ARGV_MAX]; /* the record */
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct argv_buf);
+} argv_scratch SEC(".maps");
+
 /* The record of f, e when its instructions go along: put together in the scratch buffer. */
 static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, const struct scan_rec_filter *hdr) {
         struct sock_fprog_kern *orig = f->prog->orig_prog;
@@ -513,6 +534,52 @@ int scan_files(struct bpf_iter__task_file *ctx) {
         rec.fd = ctx->fd;
         rec.filter_id = filter_id;
         if (bpf_ringbuf_output(&records, &rec, sizeof(rec), BPF_RB_NO_WAKEUP) < 0)
+                return retry_object();
+        return 0;
+}
+
+/* The command lines user space asks for (argv_want), read from the processes' memory as
+ * /proc/PID/cmdline does. Sleepable, to read another process's memory; a pass of its own, after
+ * the task iterator's has said which processes are reported. */
+SEC("iter.s/task")
+int scan_argv(struct bpf_iter__task *ctx) {
+        struct task_struct *t = ctx->task;
+        struct scan_rec_argv *rec;
+        struct argv_buf *b;
+        struct mm_struct *mm;
+        __u64 *word, start, end;
+        __u32 tgid, idx, zero = 0, len = 0, flags = 0;
+
+        if (!t || t->pid != t->tgid)
+                return 0;
+        tgid = t->tgid;
+        idx = tgid / 64;
+        word = bpf_map_lookup_elem(&argv_want, &idx);
+        if (!word || !(*word & (1ULL << (tgid % 64))))
+                return 0;
+        b = bpf_map_lookup_elem(&argv_scratch, &zero);
+        if (!b)
+                return 0; /* user space reads /proc */
+        rec = (struct scan_rec_argv *) b->out;
+
+        mm = t->mm;
+        start = mm ? mm->arg_start : 0;
+        end = mm ? mm->arg_end : 0;
+        if (end > start) {
+                len = end - start;
+                if (len >= SCAN_ARGV_MAX ||
+                    bpf_copy_from_user_task(rec->args, len & (SCAN_ARGV_MAX - 1), (void *) start, t, 0) < 0 ||
+                    rec->args[(len - 1) & (SCAN_ARGV_MAX - 1)] != 0) /* setproctitle(3): /proc knows how */
+                        flags = SCAN_ARGV_UNKNOWN;
+        }
+        if (flags)
+                len = 0;
+        rec->type = SCAN_REC_ARGV;
+        rec->tgid = tgid;
+        rec->flags = flags;
+        rec->len = len;
+        rec->start_boottime = t->start_boottime;
+        if (bpf_ringbuf_output(&records, rec, sizeof(*rec) + (len & (SCAN_ARGV_MAX - 1)), BPF_RB_NO_WAKEUP) < 0)
                 return retry_object();
         return 0;
 }

@@ -16,6 +16,7 @@ enum scan_rec_type {
         SCAN_REC_LISTENER = 3,
         SCAN_REC_END = 4,
         SCAN_REC_EXE = 5,
+        SCAN_REC_ARGV = 6,
 };
 
 /* scan_rec_task.flags */
@@ -84,6 +85,26 @@ struct scan_rec_exe {
         __u32 flags;
         __u32 len; /* bytes of path[], no NUL */
         char path[];
+};
+
+/* scan_rec_argv.flags */
+enum {
+        SCAN_ARGV_UNKNOWN = 1U << 0, /* not read here (longer than SCAN_ARGV_MAX, rewritten by
+                                      * setproctitle(3), not readable now): ask /proc/PID/cmdline */
+};
+
+#define SCAN_ARGV_MAX 16384 /* bytes of a command line read by the iterator; longer ones by /proc */
+#define SCAN_ARGV_WORDS (4194304 / 64) /* PID_MAX_LIMIT bits: the processes argv is wanted of */
+
+/* The command line of process tgid, as /proc/PID/cmdline has it: the arguments, each ended by a
+ * NUL. Sent by the argv iterator for each process whose bit user space set in argv_want. */
+struct scan_rec_argv {
+        __u32 type;
+        __u32 tgid;
+        __u32 flags;
+        __u32 len; /* bytes of args[] */
+        __u64 start_boottime; /* the leader's, to tell a reused tgid apart */
+        char args[];
 };
 
 /* A seccomp listener fd held by process tgid, pointing at filter_id. */
