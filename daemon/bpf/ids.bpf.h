@@ -14,6 +14,8 @@
 
 #include "ids.h"
 
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
 /* One id per filter object: at most this many filters (the map allocates its buckets up front but
  * its entries on demand, BPF_F_NO_PREALLOC). A one-shot scanner sizes it for the machine instead. */
 #define MAX_FILTER_IDS (1U << 18)
@@ -61,6 +63,15 @@ struct {
         __type(key, __u32);
         __type(value, __u64);
 } seccomp_procs SEC(".maps");
+
+/* t as a pointer the verifier does not hold trusted. Loads through it are the same exception-handled
+ * loads, but the verifier no longer asks, for each pointer read through a trusted one, whether the
+ * kernel declares that field trusted too (each time a search of the kernel's whole BTF, three
+ * times over): the programs load several times faster. Helpers and kfuncs that take a task want
+ * the trusted original. */
+static __always_inline struct task_struct *task_plain(struct task_struct *t) {
+        return bpf_rdonly_cast(t, bpf_core_type_id_kernel(struct task_struct));
+}
 
 /* Every struct seccomp_filter * here is a BTF pointer (from a trusted task, a field of one, or
  * bpf_rdonly_cast()), read with plain loads: the verifier turns them into exception-handled loads,
@@ -153,8 +164,7 @@ static __always_inline __u64 filter_id_get(struct seccomp_filter *f) {
 }
 
 /* Marks of processes with threads in strict or filter mode (seccomp_procs). Every task pointer
- * here is trusted (bpf_get_current_task_btf(), bpf_task_from_pid(), an iterator's task): plain
- * loads, not helper calls. */
+ * here comes from task_plain(): plain loads, not helper calls. */
 
 static __always_inline bool seccomp_proc_marked(struct task_struct *t) {
         __u32 tgid = t->tgid;

@@ -9,7 +9,6 @@ char LICENSE[] SEC("license") = "GPL";
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 /* The kernel caps the instructions of a chain at 32768 with a penalty of 4 per filter, so no
  * chain is deeper than 32768 / 5 filters. */
@@ -347,7 +346,7 @@ static long exe_step(__u32 i, void *unused) {
 static __always_inline __u32 exe_path(struct exe_scratch *x, struct scan_rec_exe *rec, struct file *file) {
         struct dentry *d = file->f_path.dentry;
         struct vfsmount *mnt = file->f_path.mnt;
-        struct path *root = &bpf_get_current_task_btf()->fs->root;
+        struct path *root = &task_plain(bpf_get_current_task_btf())->fs->root;
         __u32 flags = 0, n, budget;
 
         /* A pseudo file system that names its files itself (memfd, anonymous inodes) */
@@ -440,7 +439,8 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 return 0;
         }
 
-        /* t is a trusted pointer: plain loads (relocated by CO-RE) are the fast way to read it. */
+        /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
+        t = task_plain(t);
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
                 return 0;
@@ -491,7 +491,7 @@ static __always_inline bool file_is_listener(struct file *file) {
         char buf[sizeof(name)] = {};
         const unsigned char *p;
 
-        /* file is a trusted pointer: plain loads. */
+        /* Plain loads. */
         if (file->f_inode->i_sb->s_magic != ANON_INODE_FS_MAGIC)
                 return false;
         if (file->f_path.dentry->d_name.len != sizeof(name) - 1)
@@ -518,6 +518,8 @@ int scan_files(struct bpf_iter__task_file *ctx) {
                 pass_end();
                 return 0;
         }
+        t = task_plain(t);
+        file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
         if (!file_is_listener(file))
                 return 0;
 

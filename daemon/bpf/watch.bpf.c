@@ -70,8 +70,8 @@ static __always_inline void watch_lose(void) {
  * in strict or filter mode, and every thread of a multi-threaded process that has one. The rest
  * of the machine (nearly all forks and exits) is not sent: the daemon has no use for it, and it
  * would be most of the volume. A subtree of unfiltered processes is therefore known from passes,
- * not from events. This runs on every fork and exit of the machine: t is a trusted pointer
- * (bpf_get_current_task_btf(), bpf_task_from_pid()), read with plain loads, not helper calls. */
+ * not from events. This runs on every fork and exit of the machine: t (task_plain() of the
+ * current task or of one held by bpf_task_from_pid()) is read with plain loads, not helper calls. */
 static __always_inline bool task_reported(struct task_struct *t) {
         if (t->seccomp.mode != SECCOMP_MODE_DISABLED)
                 return true;
@@ -131,7 +131,7 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
 
         /* The child inherits the parent's mode and process (or makes a single-threaded one):
          * nothing to look up for the forks of the unfiltered. */
-        if (!task_reported(bpf_get_current_task_btf()))
+        if (!task_reported(task_plain(bpf_get_current_task_btf())))
                 return 0;
 
         child = bpf_task_from_pid(ctx->child_pid);
@@ -139,8 +139,8 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
                 watch_lose();
                 return 0;
         }
-        reported = task_reported(child);
-        head = task_fill(&r.task, child);
+        reported = task_reported(task_plain(child));
+        head = task_fill(&r.task, task_plain(child));
         bpf_task_release(child);
 
         if (reported)
@@ -151,7 +151,7 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
 /* After a successful exec: comm changed, the task is the only thread, its tid the tgid. */
 SEC("tracepoint/sched/sched_process_exec")
 int watch_exec(void *ctx) {
-        struct task_struct *t = bpf_get_current_task_btf();
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
         struct seccomp_filter *head;
         struct watch_rec r = {};
 
@@ -173,7 +173,7 @@ static __always_inline bool exit_group_dead(struct trace_event_raw_sched_process
  * still says filter. */
 SEC("tracepoint/sched/sched_process_exit")
 int watch_exit(struct trace_event_raw_sched_process_exit *ctx) {
-        struct task_struct *t = bpf_get_current_task_btf();
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
         struct watch_rec r = {};
         bool group_dead = exit_group_dead(ctx, t);
         bool reported = task_reported(t);
@@ -253,7 +253,7 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
 /* New filters and strict mode: remember the head and mode at entry; at exit name a changed head
  * afresh, or report the mode change. */
 static __always_inline int install_enter(__u32 seccomp_flags, bool prctl, bool strict) {
-        struct task_struct *t = bpf_get_current_task_btf();
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
         __u32 tid = (__u32) bpf_get_current_pid_tgid();
         struct pending_install p = {
                 .head = (__u64) t->seccomp.filter,
@@ -304,7 +304,7 @@ static __always_inline void strict_exit(struct task_struct *t, const struct pend
 }
 
 static __always_inline int install_exit(long ret) {
-        struct task_struct *t = bpf_get_current_task_btf();
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
         __u32 tid = (__u32) bpf_get_current_pid_tgid();
         struct pending_install *p, saved;
         struct seccomp_filter *head;
@@ -343,7 +343,7 @@ int seccomp_enter(struct syscall_enter_ctx *ctx) {
 
 SEC("tracepoint/syscalls/sys_exit_seccomp")
 int seccomp_exit(struct syscall_exit_ctx *ctx) {
-        struct seccomp_filter *head = bpf_get_current_task_btf()->seccomp.filter;
+        struct seccomp_filter *head = task_plain(bpf_get_current_task_btf())->seccomp.filter;
 
         /* Counted before anything can fail: a listener nobody counts might never be looked for. */
         if (ctx->ret >= 0 && head && head->notif)
