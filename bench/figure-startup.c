@@ -36,7 +36,20 @@ typedef struct StartupBench {
         const BenchOptions *opts;
         Report *report;
         double samples[_PART_MAX][BENCH_MAX_PASSES];
+        double ready_faults[BENCH_MAX_PASSES]; /* the daemon's minor page faults until READY=1 */
 } StartupBench;
+
+/* Field 10 of /proc/PID/stat: minor page faults so far. */
+static double minor_faults(pid_t pid) {
+        char path[64];
+        unsigned long v = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f || fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %lu", &v) != 1)
+                return 0;
+        return (double) v;
+}
 
 static int full_pass(BpfScanner *s, Forest **ret, double *ret_msec) {
         ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
@@ -113,6 +126,7 @@ static int measure_ready(StartupBench *b, unsigned i) {
         if (r < 0)
                 return r;
         b->samples[PART_READY][i] = (double) daemon_fixture_ready_nsec(d) / 1e6;
+        b->ready_faults[i] = minor_faults(daemon_fixture_daemon_pid(d));
         return 0;
 }
 
@@ -139,8 +153,8 @@ static int report_size(StartupBench *b, size_t tasks) {
 
         for (StartupPart p = 0; p < _PART_MAX; p++)
                 m[p] = median(b->samples[p], n);
-        snprintf(note, sizeof(note), "rest (exec, bus, watch): %.0f ms",
-                 m[PART_READY] - m[PART_LOAD] - m[PART_FIRST] - m[PART_WRITE]);
+        snprintf(note, sizeof(note), "rest (exec, bus, watch): %.0f ms; %.0f page faults",
+                 m[PART_READY] - m[PART_LOAD] - m[PART_FIRST] - m[PART_WRITE], median(b->ready_faults, n));
         r = add_row(b, tasks, "load BPF units", m[PART_LOAD], 0, NULL, NULL, VERDICT_NONE, NULL);
         if (r >= 0)
                 r = add_row(b, tasks, "warm pass", m[PART_WARM], 0, NULL, NULL, VERDICT_NONE, NULL);

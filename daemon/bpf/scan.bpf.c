@@ -13,7 +13,7 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 /* The kernel caps the instructions of a chain at 32768 with a penalty of 4 per filter, so no
  * chain is deeper than 32768 / 5 filters. */
 #define MAX_CHAIN_WALK 8192
-#define RINGBUF_SIZE (8U << 20)
+#define RINGBUF_SIZE (256U << 10) /* a pass that overflows it is drained and goes on (retry_object) */
 
 #define SWEEP_AFTER_PASSES 2
 /* Steps of the walk from an executable up to the root: a path component or a mount crossed each.
