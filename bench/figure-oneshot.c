@@ -160,20 +160,13 @@ static int report_times(OneshotBench *b, size_t tasks, const char *shape, const 
 
         (void) count_machine_tasks(&machine);
         snprintf(note, sizeof(note), "%s; %zu tasks on the machine", shape, machine);
-        r = report_add(b->report, &(BenchRow) { .figure = "floor: iterator process", .tasks = tasks, .value = floor,
-                                                 .unit = "ms", .note = note });
+        r = report_add_ms(b->report, tasks, "floor: iterator process", floor, 0, NULL, NULL, VERDICT_NONE, note);
         if (r >= 0)
-                r = report_add(b->report, &(BenchRow) {
-                        .figure = "sectreed scan --no-argv (bpf)", .tasks = tasks, .value = bpf, .unit = "ms",
-                        .ratio = bpf / floor, .ratio_to = "floor",
-                        .target = "≤ 1.5× floor (idle machine)",
-                        .verdict = verdict(judge_floor, bpf / floor <= FLOOR_TARGET),
-                });
+                r = report_add_ms(b->report, tasks, "sectreed scan --no-argv (bpf)", bpf, bpf / floor, "floor",
+                                  "≤ 1.5× floor (idle machine)", verdict(judge_floor, bpf / floor <= FLOOR_TARGET), NULL);
         if (r >= 0)
-                r = report_add(b->report, &(BenchRow) {
-                        .figure = "sectreed scan --no-argv --backend=ptrace", .tasks = tasks, .value = ptrace,
-                        .unit = "ms", .ratio = ptrace / floor, .ratio_to = "floor",
-                });
+                r = report_add_ms(b->report, tasks, "sectreed scan --no-argv --backend=ptrace", ptrace, ptrace / floor,
+                                  "floor", NULL, VERDICT_NONE, NULL);
         if (r >= 0)
                 r = report_add(b->report, &(BenchRow) {
                         .figure = "ptrace / bpf", .tasks = tasks, .value = ptrace / bpf, .unit = "×",

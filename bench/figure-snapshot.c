@@ -136,17 +136,9 @@ static int add_ms_row(SnapshotBench *b, size_t n, const char *figure, double mse
         char name[128];
 
         snprintf(name, sizeof(name), "%s%s%s", figure, b->shape ? ", " : "", b->shape ?: "");
-        return report_add(b->report, &(BenchRow) {
-                .figure = name,
-                .tasks = n,
-                .value = msec,
-                .unit = "ms",
-                .ratio = floor_msec > 0 ? msec / floor_msec : 0,
-                .ratio_to = floor_msec > 0 ? "floor" : NULL,
-                .target = target,
-                .verdict = target ? verdict_for(b->opts, n, msec, limit, false) : VERDICT_NONE,
-                .note = note,
-        });
+        return report_add_ms(b->report, n, name, msec, floor_msec > 0 ? msec / floor_msec : 0,
+                             floor_msec > 0 ? "floor" : NULL, target,
+                             target ? verdict_for(b->opts, n, msec, limit, false) : VERDICT_NONE, note);
 }
 
 static int measure_size(SnapshotBench *b, size_t n) {

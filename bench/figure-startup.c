@@ -130,21 +130,6 @@ static int measure_ready(StartupBench *b, unsigned i) {
         return 0;
 }
 
-static int add_row(StartupBench *b, size_t tasks, const char *figure, double msec, double ratio, const char *ratio_to,
-                   const char *target, Verdict verdict, const char *note) {
-        return report_add(b->report, &(BenchRow) {
-                .figure = figure,
-                .tasks = tasks,
-                .value = msec,
-                .unit = "ms",
-                .ratio = ratio,
-                .ratio_to = ratio_to,
-                .target = target,
-                .verdict = verdict,
-                .note = note,
-        });
-}
-
 static int report_size(StartupBench *b, size_t tasks) {
         unsigned n = b->opts->passes;
         double m[_PART_MAX];
@@ -155,16 +140,16 @@ static int report_size(StartupBench *b, size_t tasks) {
                 m[p] = median(b->samples[p], n);
         snprintf(note, sizeof(note), "rest (exec, bus, watch): %.0f ms; %.0f page faults",
                  m[PART_READY] - m[PART_LOAD] - m[PART_FIRST] - m[PART_WRITE], median(b->ready_faults, n));
-        r = add_row(b, tasks, "load BPF units", m[PART_LOAD], 0, NULL, NULL, VERDICT_NONE, NULL);
+        r = report_add_ms(b->report, tasks, "load BPF units", m[PART_LOAD], 0, NULL, NULL, VERDICT_NONE, NULL);
         if (r >= 0)
-                r = add_row(b, tasks, "warm pass", m[PART_WARM], 0, NULL, NULL, VERDICT_NONE, NULL);
+                r = report_add_ms(b->report, tasks, "warm pass", m[PART_WARM], 0, NULL, NULL, VERDICT_NONE, NULL);
         if (r >= 0)
-                r = add_row(b, tasks, "first pass", m[PART_FIRST], m[PART_FIRST] / m[PART_WARM], "warm pass", NULL,
+                r = report_add_ms(b->report, tasks, "first pass", m[PART_FIRST], m[PART_FIRST] / m[PART_WARM], "warm pass", NULL,
                             VERDICT_NONE, NULL);
         if (r >= 0)
-                r = add_row(b, tasks, "store: first write", m[PART_WRITE], 0, NULL, NULL, VERDICT_NONE, NULL);
+                r = report_add_ms(b->report, tasks, "store: first write", m[PART_WRITE], 0, NULL, NULL, VERDICT_NONE, NULL);
         if (r >= 0)
-                r = add_row(b, tasks, "sectreed: spawn to READY=1", m[PART_READY], 0, NULL, "≤ 400 ms",
+                r = report_add_ms(b->report, tasks, "sectreed: spawn to READY=1", m[PART_READY], 0, NULL, "≤ 400 ms",
                             verdict_for(b->opts, tasks, m[PART_READY], READY_TARGET_MSEC, false), note);
         return r;
 }

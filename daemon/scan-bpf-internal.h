@@ -12,6 +12,7 @@
 #include "scan.h"
 #include "watch.h"
 
+struct bpf_map;
 struct scan_bpf;
 struct watch_bpf;
 struct ring_buffer;
@@ -107,6 +108,10 @@ struct BpfScanner {
         long ticks_per_sec;
         BpfWatch watch;
 };
+
+/* $name (bytes, a power of two, at least min_size), when set, replaces the size of ring before
+ * load. */
+int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size);
 
 /* The maps of the scan unit that the watch unit shares (ids.bpf.h), by fd. */
 typedef struct BpfIdMaps {

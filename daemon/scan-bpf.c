@@ -288,21 +288,20 @@ static int libbpf_log(enum libbpf_print_level level, const char *format, va_list
         return 0;
 }
 
-/* $SECTREE_BPF_RINGBUF_SIZE (bytes, a power of two) replaces the ring buffer's size: tests make it
- * small so that passes overflow it and objects are retried. */
-static int ringbuf_size_from_env(struct scan_bpf *skel) {
-        const char *e = secure_getenv("SECTREE_BPF_RINGBUF_SIZE");
+int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size) {
+        const char *e = secure_getenv(name);
         uint64_t size;
         int r;
 
         if (!e)
                 return 0;
         r = safe_atou64(e, &size);
-        if (r < 0 || size < MIN_RINGBUF_SIZE || size > UINT32_MAX || (size & (size - 1)) != 0)
-                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $SECTREE_BPF_RINGBUF_SIZE: %s", e);
-        r = bpf_map__set_max_entries(skel->maps.records, (uint32_t) size);
+        if (r < 0 || size < min_size || size > UINT32_MAX || (size & (size - 1)) != 0)
+                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $%s: %s (a power of two, at least %" PRIu64 ")",
+                                       name, e, min_size);
+        r = bpf_map__set_max_entries(ring, (uint32_t) size);
         if (r < 0)
-                return log_error_errno(r, "Failed to set the ring buffer size: %m");
+                return log_error_errno(r, "Failed to size the ring buffer %s: %m", bpf_map__name(ring));
         return 0;
 }
 
@@ -389,7 +388,8 @@ static int scanner_load(BpfScanner *s, uint64_t last_id) {
         }
         if (r < 0)
                 return log_error_errno(r, "Failed to size the scan's maps: %m");
-        r = ringbuf_size_from_env(s->skel);
+        /* Tests make it small, so that passes overflow it and objects are retried. */
+        r = bpf_ring_size_from_env(s->skel->maps.records, "SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE);
         if (r < 0)
                 return r;
 

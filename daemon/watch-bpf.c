@@ -17,24 +17,6 @@
  * 4096 instructions, about 33 KiB) the largest filters can never be sent: tests only. */
 #define MIN_EVENTS_SIZE 4096U
 
-/* $SECTREE_BPF_EVENTS_SIZE (bytes, a power of two) replaces the event ring buffer's size:
- * tests make it tiny to overflow it on purpose. */
-static int events_size_from_env(struct watch_bpf *skel) {
-        const char *e = secure_getenv("SECTREE_BPF_EVENTS_SIZE");
-        uint64_t size;
-        int r;
-
-        if (!e)
-                return 0;
-        r = safe_atou64(e, &size);
-        if (r < 0 || size < MIN_EVENTS_SIZE || size > UINT32_MAX || (size & (size - 1)) != 0)
-                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $SECTREE_BPF_EVENTS_SIZE: %s", e);
-        r = bpf_map__set_max_entries(skel->maps.events, (uint32_t) size);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set the event ring buffer size: %m");
-        return 0;
-}
-
 /* Before load: size the event ring buffer and the scratch space, share the id maps, and keep the
  * fork/exec/exit tracepoints from being attached with the rest. */
 static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
@@ -47,7 +29,8 @@ static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         if (r < 0)
                 return log_error_errno(r, "Failed to size the event scratch space: %m");
 
-        r = events_size_from_env(skel);
+        /* Tests make it tiny to overflow it on purpose. */
+        r = bpf_ring_size_from_env(skel->maps.events, "SECTREE_BPF_EVENTS_SIZE", MIN_EVENTS_SIZE);
         if (r < 0)
                 return r;
 
