@@ -45,6 +45,8 @@ typedef struct ProcRec {
 typedef struct PassRecords {
         struct scan_rec_task *tasks;
         size_t n_tasks, n_tasks_allocated;
+        struct scan_rec_task *tasks_spare; /* where sorting puts them, then swapped with tasks */
+        size_t n_tasks_spare_allocated;
         struct scan_rec_listener *listeners;
         size_t n_listeners, n_listeners_allocated;
         BpfFilter **filters; /* met in this pass, each once */

@@ -87,6 +87,8 @@ static void pass_records_reset(PassRecords *r) {
         *r = (PassRecords) {
                 .tasks = r->tasks,
                 .n_tasks_allocated = r->n_tasks_allocated,
+                .tasks_spare = r->tasks_spare,
+                .n_tasks_spare_allocated = r->n_tasks_spare_allocated,
                 .listeners = r->listeners,
                 .n_listeners_allocated = r->n_listeners_allocated,
                 .filters = r->filters,
@@ -102,6 +104,7 @@ static void pass_records_reset(PassRecords *r) {
 
 static void pass_records_free(PassRecords *r) {
         free(r->tasks);
+        free(r->tasks_spare);
         free(r->listeners);
         free(r->filters);
         free(r->exes);
@@ -787,12 +790,47 @@ static int8_t span_subtree(ProcSpan *spans, size_t n, ProcSpan *p, pid_t root) {
         return verdict;
 }
 
+typedef struct TaskKey {
+        uint32_t tgid, tid, index;
+} TaskKey;
+
+static int cmp_task_key(const void *a, const void *b) {
+        const TaskKey *x = a, *y = b;
+
+        if (x->tgid != y->tgid)
+                return x->tgid < y->tgid ? -1 : 1;
+        return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Sort the task records by process and thread. Once pids have wrapped around (on any machine that
+ * has run long enough) the iterator's tid order is not that: small keys are sorted, and each
+ * record (over 100 bytes) moved once, into the spare array that then takes the records' place. */
+static int task_recs_sort(PassRecords *r) {
+        _cleanup_free_ TaskKey *keys = NULL;
+        struct scan_rec_task *t;
+        size_t n = r->n_tasks, a;
+
+        if (task_recs_sorted(r))
+                return 0;
+        keys = malloc(n * sizeof(TaskKey));
+        if (!keys || GROW(r->tasks_spare, r->n_tasks_spare_allocated, n) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                keys[i] = (TaskKey) { .tgid = r->tasks[i].tgid, .tid = r->tasks[i].tid, .index = (uint32_t) i };
+        qsort(keys, n, sizeof(TaskKey), cmp_task_key);
+        for (size_t i = 0; i < n; i++)
+                r->tasks_spare[i] = r->tasks[keys[i].index];
+        t = r->tasks, r->tasks = r->tasks_spare, r->tasks_spare = t;
+        a = r->n_tasks_allocated, r->n_tasks_allocated = r->n_tasks_spare_allocated, r->n_tasks_spare_allocated = a;
+        return 0;
+}
+
 static int spans_build(PassRecords *r, ProcSpan **ret, size_t *ret_n) {
         _cleanup_free_ ProcSpan *spans = NULL;
         size_t n = 0, allocated = 0;
 
-        if (!task_recs_sorted(r))
-                qsort(r->tasks, r->n_tasks, sizeof(struct scan_rec_task), cmp_task_rec);
+        if (task_recs_sort(r) < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < r->n_tasks; i++) {
                 if (n > 0 && spans[n - 1].pid == (pid_t) r->tasks[i].tgid) {
                         spans[n - 1].n++;
