@@ -38,6 +38,7 @@ typedef struct ProcRec {
         pid_t tgid;
         uint32_t flags;          /* SCAN_EXE_* or SCAN_ARGV_* */
         uint64_t start_boottime; /* the leader's (command lines only) */
+        pid_t same_tgid;         /* SCAN_EXE_SAME: the process whose record has the path */
         size_t off, len;
 } ProcRec;
 

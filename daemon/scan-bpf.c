@@ -197,7 +197,7 @@ static int records_add_exe(PassRecords *r, const struct scan_rec_exe *rec, size_
         if (size < sizeof(*rec) || rec->len >= SCAN_PATH_MAX || size < sizeof(*rec) + rec->len ||
             memchr(rec->path, 0, rec->len))
                 return -EBADMSG;
-        e = (ProcRec) { .tgid = (pid_t) rec->tgid, .flags = rec->flags, .len = rec->len };
+        e = (ProcRec) { .tgid = (pid_t) rec->tgid, .flags = rec->flags, .same_tgid = (pid_t) rec->same_tgid, .len = rec->len };
         if (GROW(r->exes, r->n_exes_allocated, r->n_exes + 1) < 0 || records_keep_bytes(r, rec->path, rec->len, &e.off) < 0)
                 return -ENOMEM;
         r->exes[r->n_exes++] = e;
@@ -973,6 +973,11 @@ static void process_fill_exe(Process *p, BpfScanner *s) {
         const ProcRec *e = proc_rec_find(s->records.exes, s->records.n_exes, p->pid);
         _cleanup_free_ char *exe = NULL;
 
+        if (e && (e->flags & SCAN_EXE_SAME)) {
+                e = proc_rec_find(s->records.exes, s->records.n_exes, e->same_tgid);
+                if (e && (e->flags & (SCAN_EXE_NONE | SCAN_EXE_SAME)))
+                        e = NULL; /* only records with a path are referred to: ask /proc */
+        }
         if (e && (e->flags & SCAN_EXE_NONE))
                 return;
         if (e && !(e->flags & SCAN_EXE_UNKNOWN)) {

@@ -19,6 +19,7 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 /* Steps of the walk from an executable up to the root: a path component or a mount crossed each.
  * More than a path of PATH_MAX bytes can have. */
 #define EXE_MAX_STEPS 4096
+#define EXE_SEEN_MAX 4096 /* distinct executables remembered in a pass; more are walked again */
 #define NAME_MAX 255
 
 /* Set by user space before load: a one-shot scanner has no watch, and nobody reads the marks. */
@@ -83,6 +84,27 @@ struct {
         __type(key, __u32);
         __type(value, struct exe_scratch);
 } exe_scratch SEC(".maps");
+
+/* The executables this pass has sent, by file (the dentry and mount: addresses, so only BPF may
+ * read it): a process running one of them is sent a reference to the first one's record, not the
+ * path again. Most processes of a machine run a few executables. */
+struct exe_key {
+        __u64 dentry, mnt;
+};
+
+struct exe_seen {
+        __u64 pass;
+        __u32 tgid; /* whose record carries the path */
+        __u32 _pad;
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, EXE_SEEN_MAX);
+        __uint(map_flags, BPF_F_WRONLY);
+        __type(key, struct exe_key);
+        __type(value, struct exe_seen);
+} exe_seen SEC(".maps");
 
 /* One bit per pid (PID_MAX_LIMIT of them): the processes the argv iterator reads the command line
  * of. Set and cleared by user space, through its mapping of the map. */
@@ -395,10 +417,27 @@ static __always_inline int exe_send(struct task_struct *t) {
         rec->type = SCAN_REC_EXE;
         rec->tgid = t->tgid;
         rec->len = 0;
+        rec->same_tgid = 0;
         mm = t->mm;
         file = mm ? mm->exe_file : NULL;
-        rec->flags = file ? exe_path(x, rec, file) : SCAN_EXE_NONE;
-        if (rec->flags & (SCAN_EXE_NONE | SCAN_EXE_UNKNOWN))
+        if (!file)
+                rec->flags = SCAN_EXE_NONE;
+        else {
+                struct exe_key key = { .dentry = (__u64) file->f_path.dentry, .mnt = (__u64) file->f_path.mnt };
+                struct exe_seen *seen = bpf_map_lookup_elem(&exe_seen, &key);
+
+                if (seen && seen->pass == pass) {
+                        rec->flags = SCAN_EXE_SAME;
+                        rec->same_tgid = seen->tgid;
+                } else {
+                        rec->flags = exe_path(x, rec, file);
+                        if (!(rec->flags & SCAN_EXE_UNKNOWN)) {
+                                struct exe_seen now = { .pass = pass, .tgid = rec->tgid };
+                                bpf_map_update_elem(&exe_seen, &key, &now, BPF_ANY); /* full: walked again */
+                        }
+                }
+        }
+        if (rec->flags & (SCAN_EXE_NONE | SCAN_EXE_UNKNOWN | SCAN_EXE_SAME))
                 rec->len = 0;
         if (bpf_ringbuf_output(&records, rec, sizeof(*rec) + (rec->len & (SCAN_PATH_MAX - 1)), BPF_RB_NO_WAKEUP) < 0)
                 return -ENOSPC;

@@ -72,6 +72,8 @@ enum {
         SCAN_EXE_DELETED = 1U << 1, /* the file is deleted: readlink(2) shows path + " (deleted)" */
         SCAN_EXE_UNKNOWN = 1U << 2, /* not worked out here (a pseudo file system names it itself, or
                                      * the walk did not end): ask /proc/PID/exe */
+        SCAN_EXE_SAME = 1U << 3,    /* the same file as the executable of same_tgid, whose record
+                                     * this pass sent before with its path */
 };
 
 #define SCAN_PATH_MAX 4096 /* PATH_MAX: readlink of /proc/PID/exe fails above it */
@@ -83,7 +85,9 @@ struct scan_rec_exe {
         __u32 type;
         __u32 tgid;
         __u32 flags;
-        __u32 len; /* bytes of path[], no NUL */
+        __u32 len;       /* bytes of path[], no NUL */
+        __u32 same_tgid; /* SCAN_EXE_SAME */
+        __u32 _pad;
         char path[];
 };
 
