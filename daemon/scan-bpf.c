@@ -333,11 +333,12 @@ BpfScanner *bpf_scanner_free(BpfScanner *s) {
 
 /* Loading a BPF unit makes libbpf read the kernel's BTF (/sys/kernel/btf/vmlinux, about 5 MiB)
  * into fresh memory, and copy it once more; a scanner loads one or two units, then its first pass
- * builds everything anew. Where a page fault traps to the hypervisor (30-45 us each on the
- * project's virtual machines, against 1-2 us per page populated in one call) those first touches
- * were most of the time to load. So the heap keeps what it frees (large blocks come from it, and
- * are not given back while less than HEAP_KEEP is free at its top) and is populated in one call
- * up to that size: both units' BTF and the first pass reuse the same pages. */
+ * builds everything anew. Where a page fault traps to the hypervisor (20-45 us each on the
+ * project's virtual machines, against about 1 us per page populated in one call: the machine
+ * facts of sectree-bench) those first touches were most of the time to load. So the heap keeps
+ * what it frees (blocks up to 32 MiB come from it, and it is trimmed only when twice `keep` is
+ * free at its top), and `keep` bytes of it (twice the BTF and some) are populated in one call:
+ * both units' BTF and the first pass reuse those pages. */
 #define HEAP_KEEP_SLACK (4U << 20)
 #define HEAP_MMAP_THRESHOLD (32U << 20) /* glibc's largest: blocks below it come from the heap */
 
