@@ -468,6 +468,15 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
         heap_prepare();
 
         r = scanner_load(s, first_id - 1);
+        if (r < 0 && !s->no_argv) {
+                /* The command-line iterator needs sleepable iterators and bpf_copy_from_user_task()
+                 * (Linux 5.18): without them, command lines come from /proc. */
+                log_warning_errno(r, "Loading the BPF programs with the command-line iterator failed: %m; "
+                                  "trying without it (command lines will be read from /proc).");
+                scanner_unload(s);
+                s->no_argv = true;
+                r = scanner_load(s, first_id - 1);
+        }
         if (r < 0)
                 return r;
         if (!o->oneshot) {
