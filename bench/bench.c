@@ -65,19 +65,24 @@ int report_add(Report *r, const BenchRow *row) {
         return 0;
 }
 
-int report_add_ms(Report *r, size_t tasks, const char *figure, double msec, double ratio, const char *ratio_to,
-                  const char *target, Verdict verdict, const char *note) {
+int report_add_value(Report *r, size_t tasks, const char *figure, double value, const char *unit, double ratio,
+                     const char *ratio_to, const char *target, Verdict verdict, const char *note) {
         return report_add(r, &(BenchRow) {
                 .figure = figure,
                 .tasks = tasks,
-                .value = msec,
-                .unit = "ms",
+                .value = value,
+                .unit = unit,
                 .ratio = ratio,
                 .ratio_to = ratio_to,
                 .target = target,
                 .verdict = verdict,
                 .note = note,
         });
+}
+
+int report_add_ms(Report *r, size_t tasks, const char *figure, double msec, double ratio, const char *ratio_to,
+                  const char *target, Verdict verdict, const char *note) {
+        return report_add_value(r, tasks, figure, msec, "ms", ratio, ratio_to, target, verdict, note);
 }
 
 void report_check_failed(Report *r, const char *format, ...) {
