@@ -1,4 +1,4 @@
-/* figure-oneshot.c: figure 6, `sectreed scan` as a user runs it: a whole process, from start to
+/* figure-oneshot.c: figure 7, `sectreed scan` as a user runs it: a whole process, from start to
  * exit, with both backends, against a process that only loads and runs the pointer-only iterator */
 #include <fcntl.h>
 #include <spawn.h>

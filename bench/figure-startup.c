@@ -1,4 +1,4 @@
-/* figure-startup.c: figure 7, the daemon's start-up: from exec to READY=1, and its parts measured
+/* figure-startup.c: figure 8, the daemon's start-up: from exec to READY=1, and its parts measured
  * in this process (loading the BPF units, the first full pass against a warm one, the first write
  * of the state database) */
 #include "daemon-fixture.h"

@@ -33,9 +33,9 @@ static const Figure figures[] = {
         { "snapshot", "Figure 4: snapshot of a subtree (CreateSnapshot, ExportSnapshot)", figure_snapshot_run },
         { "memory", "Figure 5: the daemon's peak resident memory (VmHWM after start and one Rescan)",
           figure_memory_run },
-        { "oneshot", "Figure 6: `sectreed scan` from start to exit, both backends, against a process that only loads and "
+        { "oneshot", "Figure 7: `sectreed scan` from start to exit, both backends, against a process that only loads and "
           "runs the pointer-only iterator", figure_oneshot_run },
-        { "startup", "Figure 7: the daemon from spawn to READY=1, and its parts (loading, first and warm pass, first "
+        { "startup", "Figure 8: the daemon from spawn to READY=1, and its parts (loading, first and warm pass, first "
           "write)", figure_startup_run },
         { "restore", "Restore: a snapshot rebuilt as a new process tree", figure_restore_run },
 };
