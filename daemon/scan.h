@@ -17,8 +17,8 @@ Backend backend_from_string(const char *s);
 
 typedef struct ScanOptions {
         pid_t root;        /* 0 = whole machine, else this process and its descendants */
-        bool include_argv; /* read /proc/PID/cmdline for each process */
-        bool include_exe;  /* readlink /proc/PID/exe for each process */
+        bool include_argv; /* each process's command line (as /proc/PID/cmdline has it) */
+        bool include_exe;  /* each process's executable (as readlink of /proc/PID/exe says) */
         bool freeze;       /* ptrace: stop every task of the report before reading any, and say so
                             * (forest->snapshot.consistency = FROZEN); for snapshots */
 } ScanOptions;
