@@ -3,6 +3,7 @@
 
 #include <ftw.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
@@ -62,6 +63,26 @@ int report_add(Report *r, const BenchRow *row) {
         if (copy.verdict == VERDICT_MISS)
                 r->n_miss++;
         return 0;
+}
+
+int report_add_value(Report *r, size_t tasks, const char *figure, double value, const char *unit, double ratio,
+                     const char *ratio_to, const char *target, Verdict verdict, const char *note) {
+        return report_add(r, &(BenchRow) {
+                .figure = figure,
+                .tasks = tasks,
+                .value = value,
+                .unit = unit,
+                .ratio = ratio,
+                .ratio_to = ratio_to,
+                .target = target,
+                .verdict = verdict,
+                .note = note,
+        });
+}
+
+int report_add_ms(Report *r, size_t tasks, const char *figure, double msec, double ratio, const char *ratio_to,
+                  const char *target, Verdict verdict, const char *note) {
+        return report_add_value(r, tasks, figure, msec, "ms", ratio, ratio_to, target, verdict, note);
 }
 
 void report_check_failed(Report *r, const char *format, ...) {
@@ -260,6 +281,35 @@ static unsigned long read_ulong(const char *path) {
         return v;
 }
 
+#define FAULT_PROBE_BYTES (16U << 20)
+
+/* µs per 4 KiB page: the first touch of fresh anonymous memory (a page fault each), and the same
+ * populated in one call (MADV_POPULATE_WRITE); 0 when it cannot be measured. On virtual machines
+ * where a fault traps to the hypervisor the first is many times the second. */
+static void page_costs(double *ret_fault_usec, double *ret_populate_usec) {
+        size_t page = (size_t) sysconf(_SC_PAGESIZE), pages = FAULT_PROBE_BYTES / page;
+        char *p;
+        uint64_t start;
+
+        *ret_fault_usec = *ret_populate_usec = 0;
+        p = mmap(NULL, FAULT_PROBE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return;
+        start = now_nsec();
+        for (size_t i = 0; i < FAULT_PROBE_BYTES; i += page)
+                p[i] = 1;
+        *ret_fault_usec = usec_since(start) / (double) pages;
+        munmap(p, FAULT_PROBE_BYTES);
+
+        p = mmap(NULL, FAULT_PROBE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+                return;
+        start = now_nsec();
+        if (madvise(p, FAULT_PROBE_BYTES, MADV_POPULATE_WRITE) == 0)
+                *ret_populate_usec = usec_since(start) / (double) pages;
+        munmap(p, FAULT_PROBE_BYTES);
+}
+
 void machine_facts_print(FILE *f) {
         struct utsname u = {};
         struct sysinfo si = {};
@@ -275,4 +325,8 @@ void machine_facts_print(FILE *f) {
                 sysconf(_SC_NPROCESSORS_ONLN), cpu, u.release, u.machine,
                 (double) si.totalram * si.mem_unit / (1024.0 * 1024 * 1024), tasks,
                 read_ulong("/proc/sys/kernel/pid_max"), read_ulong("/proc/sys/kernel/threads-max"));
+        double fault, populate;
+        page_costs(&fault, &populate);
+        fprintf(f, "memory: %.2f µs per page faulted in on first touch, %.2f µs per page populated in one call\n",
+                fault, populate);
 }

@@ -63,6 +63,12 @@ void report_init(Report *r, const char *title);
 void report_deinit(Report *r);
 /* Copies row and its strings. */
 int report_add(Report *r, const BenchRow *row);
+/* A row of value in unit; ratio 0, ratio_to, target and note NULL when there is none. */
+int report_add_value(Report *r, size_t tasks, const char *figure, double value, const char *unit, double ratio,
+                     const char *ratio_to, const char *target, Verdict verdict, const char *note);
+/* The same in milliseconds. */
+int report_add_ms(Report *r, size_t tasks, const char *figure, double msec, double ratio, const char *ratio_to,
+                  const char *target, Verdict verdict, const char *note);
 /* A check of a figure's result failed (wrong task or filter count, a leftover task): counted
  * and printed, never fatal, since the figures measured are still worth showing. */
 void report_check_failed(Report *r, const char *format, ...) _printf_(2, 3);

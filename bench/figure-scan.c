@@ -181,17 +181,8 @@ static int add_row(ScanBench *b, size_t tasks, const char *figure, const Timing 
 
         snprintf(note, sizeof(note), t->median < 10000 ? "%.2f ms/pass (min %.2f)" : "%.1f ms/pass (min %.1f)",
                  t->median / 1000, t->min / 1000);
-        return report_add(b->report, &(BenchRow) {
-                .figure = figure,
-                .tasks = tasks,
-                .value = t->median / (double) tasks,
-                .unit = "µs/task",
-                .ratio = ratio,
-                .ratio_to = ratio_to,
-                .target = target,
-                .verdict = verdict,
-                .note = note,
-        });
+        return report_add_value(b->report, tasks, figure, t->median / (double) tasks, "µs/task", ratio, ratio_to,
+                                target, verdict, note);
 }
 
 static int report_size(ScanBench *b, size_t n, const Timing t[_SCAN_FIGURE_MAX]) {

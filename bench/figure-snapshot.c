@@ -7,7 +7,9 @@
 #include "daemon-fixture.h"
 #include "figures.h"
 #include "scan.h"
+#include "snapshot-validate.h"
 #include "snapshot.h"
+#include "store-snapshot.h"
 #include "workload.h"
 
 /*
@@ -19,7 +21,10 @@
  *     call to reply; the bytes are the file's size afterwards;
  *   - the floor: a bpf scan of the same subtree in this process with the options a snapshot uses
  *     (argv and exe read), linked — what a snapshot has to read from the kernel and /proc before
- *     it can store anything; the ratio shows what storing and the bus add.
+ *     it can store anything; the ratio shows what storing and the bus add;
+ *   - what the daemon does next, in this process, with that scan: cut to the subtree, renumbered
+ *     and checked by snapshot_validate(), then store_snapshot_put() into a state database of its
+ *     own (and deleted again, not timed): where the rest of CreateSnapshot goes.
  * The median of the measured passes is reported.
  */
 
@@ -34,7 +39,14 @@ typedef struct SnapshotBench {
         Workload *w;
         sd_bus *bus;
         BpfScanner *bpf;
+        Store *store;      /* of this process: the parts measured here store into it */
+        const char *shape; /* NULL: the default shape, else a note on each row */
 } SnapshotBench;
+
+/* One pass of the parts measured in this process, ms each. */
+typedef struct SnapshotParts {
+        double scan, validate, store;
+} SnapshotParts;
 
 static int call_failed(const char *method, int r, const sd_bus_error *error) {
         return log_error_errno(r, "%s failed: %s%s%s", method, error->name ?: "", error->name ? ": " : "",
@@ -93,16 +105,39 @@ static int export_snapshot(SnapshotBench *b, uint64_t id, const char *format, in
         return 0;
 }
 
-static int floor_scan(SnapshotBench *b, double *ret_msec) {
+/* The scan a snapshot is made of (the floor), then the daemon's next steps with it. */
+static int snapshot_parts(SnapshotBench *b, SnapshotParts *ret) {
         ScanOptions so = SCAN_OPTIONS_DEFAULT;
-        so.root = workload_root(b->w);
         _cleanup_(forest_freep) Forest *f = NULL;
-        uint64_t start = now_nsec();
-        int r = bpf_scanner_scan(b->bpf, &so, &f);
+        _cleanup_free_ char *error = NULL;
+        uint64_t start = now_nsec(), id = 0;
+        int r;
+
+        so.root = workload_root(b->w);
+        r = bpf_scanner_scan(b->bpf, &so, &f);
         if (r >= 0)
                 r = forest_link(f, NULL);
-        *ret_msec = msec_since(start);
-        return r < 0 ? log_error_errno(r, "The floor's scan failed: %m") : 0;
+        ret->scan = msec_since(start);
+        if (r < 0)
+                return log_error_errno(r, "The floor's scan failed: %m");
+
+        start = now_nsec();
+        r = forest_restrict_to_subtree(f, so.root);
+        if (r >= 0)
+                r = forest_renumber(f);
+        if (r >= 0)
+                r = snapshot_validate(f, &error);
+        ret->validate = msec_since(start);
+        if (r < 0)
+                return log_error_errno(r, "The scan is no valid snapshot: %s", error ?: strerror(-r));
+
+        start = now_nsec();
+        r = store_snapshot_put(b->store, f, 0, false, NULL, now_usec(CLOCK_REALTIME), &id);
+        ret->store = msec_since(start);
+        if (r < 0)
+                return log_error_errno(r, "Failed to store the snapshot: %m");
+        r = store_snapshot_delete(b->store, id);
+        return r < 0 ? log_error_errno(r, "Failed to delete the snapshot: %m") : 0;
 }
 
 /* The warm-up: the snapshot, exported, read back and validated, holds the workload as built. */
@@ -132,23 +167,20 @@ static int check_snapshot(SnapshotBench *b, uint64_t id) {
 
 static int add_ms_row(SnapshotBench *b, size_t n, const char *figure, double msec, double floor_msec,
                       const char *target, double limit, const char *note) {
-        return report_add(b->report, &(BenchRow) {
-                .figure = figure,
-                .tasks = n,
-                .value = msec,
-                .unit = "ms",
-                .ratio = floor_msec > 0 ? msec / floor_msec : 0,
-                .ratio_to = floor_msec > 0 ? "floor" : NULL,
-                .target = target,
-                .verdict = target ? verdict_for(b->opts, n, msec, limit, false) : VERDICT_NONE,
-                .note = note,
-        });
+        char name[128];
+
+        snprintf(name, sizeof(name), "%s%s%s", figure, b->shape ? ", " : "", b->shape ?: "");
+        return report_add_ms(b->report, n, name, msec, floor_msec > 0 ? msec / floor_msec : 0,
+                             floor_msec > 0 ? "floor" : NULL, target,
+                             target ? verdict_for(b->opts, n, msec, limit, false) : VERDICT_NONE, note);
 }
 
 static int measure_size(SnapshotBench *b, size_t n) {
         unsigned passes = b->opts->passes;
         double create[BENCH_MAX_PASSES], floor[BENCH_MAX_PASSES], json[BENCH_MAX_PASSES], sqlite[BENCH_MAX_PASSES];
+        double validate[BENCH_MAX_PASSES], store[BENCH_MAX_PASSES];
         uint64_t json_bytes = 0, sqlite_bytes = 0, id;
+        SnapshotParts parts;
         double msec;
 
         /* warm-up, checked */
@@ -158,12 +190,15 @@ static int measure_size(SnapshotBench *b, size_t n) {
         r = check_snapshot(b, id);
         if (r >= 0)
                 r = delete_snapshot(b, id);
-        if (r < 0 || (r = floor_scan(b, &msec)) < 0)
+        if (r < 0 || (r = snapshot_parts(b, &parts)) < 0)
                 return r;
 
         for (unsigned i = 0; i < passes; i++) {
-                if ((r = floor_scan(b, &floor[i])) < 0 || (r = create_snapshot(b, &id, &create[i])) < 0)
+                if ((r = snapshot_parts(b, &parts)) < 0 || (r = create_snapshot(b, &id, &create[i])) < 0)
                         return r;
+                floor[i] = parts.scan;
+                validate[i] = parts.validate;
+                store[i] = parts.store;
                 _cleanup_close_ int fj = -EBADF, fs = -EBADF;
                 if ((r = export_snapshot(b, id, "json", &fj, &json[i], &json_bytes)) < 0 ||
                     (r = export_snapshot(b, id, "sqlite", &fs, &sqlite[i], &sqlite_bytes)) < 0 ||
@@ -173,6 +208,10 @@ static int measure_size(SnapshotBench *b, size_t n) {
         double floor_msec = median(floor, passes);
         char note[128];
         r = add_ms_row(b, n, "floor: bpf scan, argv + exe", floor_msec, 0, NULL, 0, NULL);
+        if (r >= 0)
+                r = add_ms_row(b, n, "here: restrict, renumber, validate", median(validate, passes), 0, NULL, 0, NULL);
+        if (r >= 0)
+                r = add_ms_row(b, n, "here: store_snapshot_put", median(store, passes), 0, NULL, 0, NULL);
         if (r >= 0)
                 r = add_ms_row(b, n, "CreateSnapshot, call to reply", median(create, passes), floor_msec, "≤ 150 ms",
                                CREATE_TARGET_MSEC, NULL);
@@ -187,30 +226,55 @@ static int measure_size(SnapshotBench *b, size_t n) {
         return r;
 }
 
+/* A workload of n tasks in processes of threads_per_process, the daemon on it, and its rows. */
+static int measure_workload(SnapshotBench *b, size_t n, size_t threads_per_process) {
+        _cleanup_(workload_freep) Workload *w = NULL;
+        _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        WorkloadOptions wo = {
+                .n_tasks = n,
+                .threads_per_process = threads_per_process,
+                .filter_len = b->opts->filter_len,
+        };
+        DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
+        _cleanup_(store_freep) Store *store = NULL;
+        _cleanup_free_ char *dir = NULL;
+        int r = workload_new(&wo, &w);
+        if (r >= 0)
+                r = daemon_fixture_new(&fo, &d);
+        if (r >= 0)
+                r = daemon_fixture_connect(d, &bus);
+        if (r >= 0)
+                r = bench_mkdtemp("snapshot", &dir);
+        if (r >= 0)
+                r = store_open(dir, &store);
+        if (r < 0) {
+                bench_rm_rf(dir);
+                return r;
+        }
+        b->w = w;
+        b->bus = bus;
+        b->store = store;
+        r = measure_size(b, n);
+        b->w = NULL;
+        b->bus = NULL;
+        b->store = NULL;
+        store = store_free(store);
+        bench_rm_rf(dir);
+        return r;
+}
+
 int figure_snapshot_run(const BenchOptions *o, Report *report) {
         _cleanup_(bpf_scanner_freep) BpfScanner *bpf = NULL;
         int r = bpf_scanner_new(&bpf);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the bpf scanner: %m");
-        for (size_t i = 0; r >= 0 && i < o->n_sizes; i++) {
-                _cleanup_(workload_freep) Workload *w = NULL;
-                _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
-                _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-                WorkloadOptions wo = {
-                        .n_tasks = o->sizes[i],
-                        .threads_per_process = o->threads_per_process,
-                        .filter_len = o->filter_len,
-                };
-                DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
-                r = workload_new(&wo, &w);
-                if (r >= 0)
-                        r = daemon_fixture_new(&fo, &d);
-                if (r >= 0)
-                        r = daemon_fixture_connect(d, &bus);
-                if (r < 0)
-                        break;
-                SnapshotBench b = { .opts = o, .report = report, .w = w, .bus = bus, .bpf = bpf };
-                r = measure_size(&b, o->sizes[i]);
-        }
+        SnapshotBench b = { .opts = o, .report = report, .bpf = bpf };
+        for (size_t i = 0; r >= 0 && i < o->n_sizes; i++)
+                r = measure_workload(&b, o->sizes[i], o->threads_per_process);
+        /* Processes of one thread each: where the per-process work (argv, exe, a row each) shows. */
+        b.shape = "1-thread processes";
+        if (r >= 0 && o->threads_per_process != 1)
+                r = measure_workload(&b, o->smoke ? o->sizes[0] : o->target_size, 1);
         return r;
 }

@@ -294,17 +294,7 @@ static int add_ms_row(StoreBench *b, size_t n, const char *figure, double usec, 
         char note[64];
 
         snprintf(note, sizeof(note), "%.2f µs/task", usec / (double) n);
-        return report_add(b->report, &(BenchRow) {
-                .figure = figure,
-                .tasks = n,
-                .value = usec / 1000,
-                .unit = "ms",
-                .ratio = ratio,
-                .ratio_to = ratio_to,
-                .target = target,
-                .verdict = verdict,
-                .note = note,
-        });
+        return report_add_ms(b->report, n, figure, usec / 1000, ratio, ratio_to, target, verdict, note);
 }
 
 static int add_batch_row(StoreBench *b, size_t n, const char *figure, StoreBatch kind, double floor_usec) {

@@ -24,3 +24,11 @@ int figure_restore_run(const BenchOptions *o, Report *report);
 
 /* Figure 5: the daemon's peak RSS with each workload, against the idle daemon. */
 int figure_memory_run(const BenchOptions *o, Report *report);
+
+/* Figure 7: `sectreed scan` as a whole process, both backends, against a process that only runs
+ * the pointer-only iterator. */
+int figure_oneshot_run(const BenchOptions *o, Report *report);
+
+/* Figure 8: the daemon's start-up to READY=1, and its parts: loading, the first pass against a warm
+ * one, the first write of the state database. */
+int figure_startup_run(const BenchOptions *o, Report *report);

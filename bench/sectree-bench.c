@@ -35,6 +35,10 @@ static const Figure figures[] = {
           figure_memory_run },
         { "policy", "Figure 6: policy analysis: who-can over tasks of 100 distinct chains, and the policy of "
           "a container profile", figure_policy_run },
+        { "oneshot", "Figure 7: `sectreed scan` from start to exit, both backends, against a process that only loads and "
+          "runs the pointer-only iterator", figure_oneshot_run },
+        { "startup", "Figure 8: the daemon from spawn to READY=1, and its parts (loading, first and warm pass, first "
+          "write)", figure_startup_run },
         { "restore", "Restore: a snapshot rebuilt as a new process tree", figure_restore_run },
 };
 

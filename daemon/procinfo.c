@@ -63,6 +63,14 @@ static int pid_path(char *buf, size_t size, pid_t pid, const char *file) {
         return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* read_proc_file() of /proc/<pid>/<file>. */
+static int read_pid_file(pid_t pid, const char *file, bool single_record, char **ret, size_t *ret_len) {
+        char path[64];
+        int r = pid_path(path, sizeof(path), pid, file);
+
+        return r < 0 ? r : read_proc_file(path, single_record, ret, ret_len);
+}
+
 static int parse_id(const char *s, uint32_t *ret) {
         char *end;
         errno = 0;
@@ -127,13 +135,9 @@ static int status_field(ProcStatus *st, const char *key, const char *value) {
 
 int proc_read_status(pid_t tid, ProcStatus *ret) {
         _cleanup_free_ char *buf = NULL;
-        char path[64];
         int r;
 
-        r = pid_path(path, sizeof(path), tid, "status");
-        if (r < 0)
-                return r;
-        r = read_proc_file(path, true, &buf, NULL);
+        r = read_pid_file(tid, "status", true, &buf, NULL);
         if (r < 0)
                 return r;
 
@@ -161,13 +165,9 @@ int proc_read_status(pid_t tid, ProcStatus *ret) {
 
 int proc_read_start_time(pid_t tid, uint64_t *ret) {
         _cleanup_free_ char *buf = NULL;
-        char path[64];
         int r;
 
-        r = pid_path(path, sizeof(path), tid, "stat");
-        if (r < 0)
-                return r;
-        r = read_proc_file(path, true, &buf, NULL);
+        r = read_pid_file(tid, "stat", true, &buf, NULL);
         if (r < 0)
                 return r;
 
@@ -190,14 +190,10 @@ int proc_read_start_time(pid_t tid, uint64_t *ret) {
 
 int proc_read_comm(pid_t tid, char ret[16]) {
         _cleanup_free_ char *buf = NULL;
-        char path[64];
         size_t len;
         int r;
 
-        r = pid_path(path, sizeof(path), tid, "comm");
-        if (r < 0)
-                return r;
-        r = read_proc_file(path, true, &buf, &len);
+        r = read_pid_file(tid, "comm", true, &buf, &len);
         if (r < 0)
                 return r;
         if (len > 0 && buf[len - 1] == '\n')
@@ -231,19 +227,9 @@ int proc_read_exe(pid_t pid, char **ret) {
         }
 }
 
-int proc_read_argv(pid_t pid, char ***ret) {
-        _cleanup_free_ char *buf = NULL;
+int argv_parse(const char *buf, size_t len, char ***ret) {
         _cleanup_strv_free_ char **argv = NULL;
-        char path[64];
-        size_t len, n = 0;
-        int r;
-
-        r = pid_path(path, sizeof(path), pid, "cmdline");
-        if (r < 0)
-                return r;
-        r = read_proc_file(path, false, &buf, &len);
-        if (r < 0)
-                return r;
+        size_t n = 0;
 
         for (size_t i = 0; i < len; i++)
                 if (buf[i] == 0)
@@ -255,14 +241,26 @@ int proc_read_argv(pid_t pid, char ***ret) {
         if (!argv)
                 return -ENOMEM;
         for (size_t i = 0, off = 0; i < n; i++) {
-                argv[i] = strdup(buf + off);
+                size_t l = strnlen(buf + off, len - off);
+                argv[i] = strndup(buf + off, l);
                 if (!argv[i])
                         return -ENOMEM;
-                off += strlen(buf + off) + 1;
+                off += l + 1;
         }
 
         *ret = TAKE_PTR(argv);
         return 0;
+}
+
+int proc_read_argv(pid_t pid, char ***ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        int r;
+
+        r = read_pid_file(pid, "cmdline", false, &buf, &len);
+        if (r < 0)
+                return r;
+        return argv_parse(buf, len, ret);
 }
 
 static int cmp_int(const void *a, const void *b) {

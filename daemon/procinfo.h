@@ -26,6 +26,9 @@ int proc_read_start_time(pid_t tid, uint64_t *ret);
 int proc_read_comm(pid_t tid, char ret[16]);
 int proc_read_exe(pid_t pid, char **ret);
 int proc_read_argv(pid_t pid, char ***ret);
+/* A command line as /proc/PID/cmdline has it (each argument ended by a NUL; the last one may be
+ * unterminated) -> a NULL-terminated strv. */
+int argv_parse(const char *buf, size_t len, char ***ret);
 /* The tids of a process (/proc/<pid>/task), malloc'ed array. */
 int proc_list_threads(pid_t pid, pid_t **ret, size_t *ret_n);
 /* All pids (/proc), malloc'ed array. */

@@ -5,14 +5,16 @@
 #include <linux/seccomp.h>
 #include <stdint.h>
 
+#include "bpf/ids.h"
 #include "bpf/scan.h"
 #include "hashmap.h"
 #include "prog.h"
 #include "scan.h"
 #include "watch.h"
 
-struct bpf_program;
+struct bpf_map;
 struct scan_bpf;
+struct watch_bpf;
 struct ring_buffer;
 
 /* A filter this scanner was told about. The kernel sends a filter's instructions only the first
@@ -31,14 +33,31 @@ typedef struct BpfFilter {
         struct sock_filter insns[];
 } BpfFilter;
 
+/* An executable or a command line a pass sent for process tgid: its bytes are pool[off, off + len). */
+typedef struct ProcRec {
+        pid_t tgid;
+        uint32_t flags;          /* SCAN_EXE_* or SCAN_ARGV_* */
+        uint64_t start_boottime; /* the leader's (command lines only) */
+        pid_t same_tgid;         /* SCAN_EXE_SAME: the process whose record has the path */
+        size_t off, len;
+} ProcRec;
+
 /* The records of one pass. The arrays are kept from pass to pass (their sizes reset). */
 typedef struct PassRecords {
         struct scan_rec_task *tasks;
         size_t n_tasks, n_tasks_allocated;
+        struct scan_rec_task *tasks_spare; /* where sorting puts them, then swapped with tasks */
+        size_t n_tasks_spare_allocated;
         struct scan_rec_listener *listeners;
         size_t n_listeners, n_listeners_allocated;
         BpfFilter **filters; /* met in this pass, each once */
         size_t n_filters, n_filters_allocated;
+        ProcRec *exes; /* sorted by tgid once the pass is done */
+        size_t n_exes, n_exes_allocated;
+        ProcRec *argvs; /* sorted by tgid once the argv pass is done */
+        size_t n_argvs, n_argvs_allocated;
+        char *pool;
+        size_t pool_len, pool_allocated;
         bool end_seen;
         uint64_t end_pass;
         bool any_listener;  /* a filter met has a listener (filter->notif) */
@@ -46,8 +65,10 @@ typedef struct PassRecords {
         int error;
 } PassRecords;
 
-/* The event half: started by bpf_scanner_watch_start(). */
+/* The event half (watch-bpf.c): the tracepoint unit, loaded with a long-lived scanner; its ring
+ * buffer is read from bpf_scanner_watch_start() on. */
 typedef struct BpfWatch {
+        struct watch_bpf *skel; /* NULL for a one-shot scanner */
         struct ring_buffer *rb; /* NULL until started */
         WatchHandler handler;
         void *userdata;
@@ -73,6 +94,8 @@ typedef struct BpfFilesState {
 struct BpfScanner {
         struct scan_bpf *skel;
         struct ring_buffer *rb; /* the scan's records */
+        bool oneshot;
+        uint32_t id_map_size; /* entries of the kernel's id map */
         uint64_t pass;
         PassRecords records;
         Hashmap filters; /* id -> BpfFilter*, the filters of the last passes */
@@ -80,17 +103,32 @@ struct BpfScanner {
         uint64_t last_sweep_pass;  /* the last pass that swept the kernel's id map */
         bool force_sweep;          /* the id map was full: sweep at the end of the next pass */
         BpfFilesState files;
+        uint64_t exe_proc_reads; /* executables read from /proc, not from a pass */
+        uint64_t argv_proc_reads; /* command lines read from /proc, not from the argv pass */
+        uint64_t argv_passes;
+        uint64_t *argv_want;     /* the argv_want map, mapped; NULL without the argv iterator */
+        bool no_argv;            /* the argv iterator is not loaded */
         long ticks_per_sec;
         BpfWatch watch;
 };
 
-/* Before the object is loaded: size the event ring buffer ($SECTREE_BPF_EVENTS_SIZE) and the
- * scratch space, and keep the fork/exec/exit tracepoints from being attached with the rest. */
-int bpf_watch_configure(struct scan_bpf *skel);
-void bpf_watch_deinit(BpfWatch *w);
+/* $name (bytes, a power of two, at least min_size), when set, replaces the size of ring before
+ * load. */
+int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size);
 
-/* Runs of prog the kernel skipped because another BPF program was running on that CPU. */
-uint64_t bpf_prog_misses(const struct bpf_program *prog);
+/* The maps of the scan unit that the watch unit shares (ids.bpf.h), by fd. */
+typedef struct BpfIdMaps {
+        int filter_ids, seccomp_procs, data_ids;
+} BpfIdMaps;
+
+/* Load the watch unit on the scan unit's id maps and attach the seccomp(2)/prctl(2) tracepoints
+ * (not yet the fork/exec/exit ones: bpf_scanner_watch_start() does). The event ring buffer's size
+ * comes from $SECTREE_BPF_EVENTS_SIZE when set. */
+int bpf_watch_load(BpfWatch *w, const BpfIdMaps *maps);
+void bpf_watch_deinit(BpfWatch *w);
+/* Runs of the seccomp(2) exit tracepoint the kernel skipped (another BPF program was running on
+ * that CPU): a listener made then was not counted. 0 without the watch unit. */
+uint64_t bpf_watch_install_misses(const BpfWatch *w);
 
 /* start_boottime (ns) -> clock ticks, as /proc/TID/stat field 22 */
 static inline uint64_t bpf_scanner_ticks(const BpfScanner *s, uint64_t ns) {

@@ -3,10 +3,15 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <limits.h>
+#include <malloc.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 
+#include "bpf/ids.h"
 #include "bpf/scan.h"
 #include "procinfo.h"
 #include "scan-bpf-internal.h"
@@ -17,6 +22,8 @@
 #define PASS_ATTEMPTS 3       /* passes tried before an inconsistent one is an error */
 #define MAX_READ_STALLS 1000  /* -EAGAIN reads in a row that made no room in the ring buffer */
 #define MIN_RINGBUF_SIZE (64U << 10) /* holds the largest record: a FILTER of 4096 instructions */
+#define MAX_FILTER_IDS (1U << 18)    /* as in bpf/ids.bpf.h */
+#define ONESHOT_MIN_IDS 4096U
 
 /* A filter no pass has met for this many passes is gone (every pass meets every live filter):
  * its instructions are dropped. Should it show up again after all, the kernel is asked for every
@@ -80,17 +87,29 @@ static void pass_records_reset(PassRecords *r) {
         *r = (PassRecords) {
                 .tasks = r->tasks,
                 .n_tasks_allocated = r->n_tasks_allocated,
+                .tasks_spare = r->tasks_spare,
+                .n_tasks_spare_allocated = r->n_tasks_spare_allocated,
                 .listeners = r->listeners,
                 .n_listeners_allocated = r->n_listeners_allocated,
                 .filters = r->filters,
                 .n_filters_allocated = r->n_filters_allocated,
+                .exes = r->exes,
+                .n_exes_allocated = r->n_exes_allocated,
+                .argvs = r->argvs,
+                .n_argvs_allocated = r->n_argvs_allocated,
+                .pool = r->pool,
+                .pool_allocated = r->pool_allocated,
         };
 }
 
 static void pass_records_free(PassRecords *r) {
         free(r->tasks);
+        free(r->tasks_spare);
         free(r->listeners);
         free(r->filters);
+        free(r->exes);
+        free(r->argvs);
+        free(r->pool);
         *r = (PassRecords) {};
 }
 
@@ -162,6 +181,46 @@ static int records_add_filter(BpfScanner *s, const struct scan_rec_filter *rec, 
         return 0;
 }
 
+/* Keep len bytes of a record in the pass's string pool; their offset in *ret_off. */
+static int records_keep_bytes(PassRecords *r, const void *data, size_t len, size_t *ret_off) {
+        if (GROW(r->pool, r->pool_allocated, r->pool_len + len) < 0)
+                return -ENOMEM;
+        memcpy(r->pool + r->pool_len, data, len);
+        *ret_off = r->pool_len;
+        r->pool_len += len;
+        return 0;
+}
+
+static int records_add_exe(PassRecords *r, const struct scan_rec_exe *rec, size_t size) {
+        ProcRec e;
+
+        if (size < sizeof(*rec) || rec->len >= SCAN_PATH_MAX || size < sizeof(*rec) + rec->len ||
+            memchr(rec->path, 0, rec->len))
+                return -EBADMSG;
+        e = (ProcRec) { .tgid = (pid_t) rec->tgid, .flags = rec->flags, .same_tgid = (pid_t) rec->same_tgid, .len = rec->len };
+        if (GROW(r->exes, r->n_exes_allocated, r->n_exes + 1) < 0 || records_keep_bytes(r, rec->path, rec->len, &e.off) < 0)
+                return -ENOMEM;
+        r->exes[r->n_exes++] = e;
+        return 0;
+}
+
+static int records_add_argv(PassRecords *r, const struct scan_rec_argv *rec, size_t size) {
+        ProcRec a;
+
+        if (size < sizeof(*rec) || rec->len >= SCAN_ARGV_MAX || size < sizeof(*rec) + rec->len)
+                return -EBADMSG;
+        a = (ProcRec) {
+                .tgid = (pid_t) rec->tgid,
+                .flags = rec->flags,
+                .start_boottime = rec->start_boottime,
+                .len = rec->len,
+        };
+        if (GROW(r->argvs, r->n_argvs_allocated, r->n_argvs + 1) < 0 || records_keep_bytes(r, rec->args, rec->len, &a.off) < 0)
+                return -ENOMEM;
+        r->argvs[r->n_argvs++] = a;
+        return 0;
+}
+
 static int records_add(BpfScanner *s, const void *data, size_t size) {
         PassRecords *r = &s->records;
         uint32_t type;
@@ -187,6 +246,10 @@ static int records_add(BpfScanner *s, const void *data, size_t size) {
                         return -ENOMEM;
                 memcpy(&r->listeners[r->n_listeners++], data, sizeof(struct scan_rec_listener));
                 return 0;
+        case SCAN_REC_EXE:
+                return records_add_exe(r, data, size);
+        case SCAN_REC_ARGV:
+                return records_add_argv(r, data, size);
         case SCAN_REC_END: {
                 struct scan_rec_end end;
                 if (size < sizeof(end))
@@ -228,76 +291,115 @@ static int libbpf_log(enum libbpf_print_level level, const char *format, va_list
         return 0;
 }
 
-/* $SECTREE_BPF_RINGBUF_SIZE (bytes, a power of two) replaces the ring buffer's size: tests make it
- * small so that passes overflow it and objects are retried. */
-static int ringbuf_size_from_env(struct scan_bpf *skel) {
-        const char *e = secure_getenv("SECTREE_BPF_RINGBUF_SIZE");
+int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size) {
+        const char *e = secure_getenv(name);
         uint64_t size;
         int r;
 
         if (!e)
                 return 0;
         r = safe_atou64(e, &size);
-        if (r < 0 || size < MIN_RINGBUF_SIZE || size > UINT32_MAX || (size & (size - 1)) != 0)
-                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $SECTREE_BPF_RINGBUF_SIZE: %s", e);
-        r = bpf_map__set_max_entries(skel->maps.records, (uint32_t) size);
+        if (r < 0 || size < min_size || size > UINT32_MAX || (size & (size - 1)) != 0)
+                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $%s: %s (a power of two, at least %" PRIu64 ")",
+                                       name, e, min_size);
+        r = bpf_map__set_max_entries(ring, (uint32_t) size);
         if (r < 0)
-                return log_error_errno(r, "Failed to set the ring buffer size: %m");
+                return log_error_errno(r, "Failed to size the ring buffer %s: %m", bpf_map__name(ring));
         return 0;
+}
+
+#define ARGV_WANT_BYTES (SCAN_ARGV_WORDS * sizeof(uint64_t))
+
+static void scanner_unload(BpfScanner *s) {
+        if (s->argv_want)
+                munmap(s->argv_want, ARGV_WANT_BYTES);
+        s->argv_want = NULL;
+        ring_buffer__free(s->rb);
+        s->rb = NULL;
+        scan_bpf__destroy(s->skel);
+        s->skel = NULL;
 }
 
 BpfScanner *bpf_scanner_free(BpfScanner *s) {
         if (!s)
                 return NULL;
         bpf_watch_deinit(&s->watch);
-        ring_buffer__free(s->rb);
-        scan_bpf__destroy(s->skel);
+        scanner_unload(s);
         pass_records_free(&s->records);
         filters_clear(&s->filters);
         free(s);
         return NULL;
 }
 
-int bpf_scanner_new(BpfScanner **ret) {
-        return bpf_scanner_new_with_first_id(ret, 1);
+/* Loading a BPF unit makes libbpf read the kernel's BTF (/sys/kernel/btf/vmlinux, about 5 MiB)
+ * into fresh memory, and copy it once more; a scanner loads one or two units, then its first pass
+ * builds everything anew. Where a page fault traps to the hypervisor (20-45 us each on the
+ * project's virtual machines, against about 1 us per page populated in one call: the machine
+ * facts of sectree-bench) those first touches were most of the time to load. So the heap keeps
+ * what it frees (blocks up to 32 MiB come from it, and it is trimmed only when twice `keep` is
+ * free at its top), and `keep` bytes of it (twice the BTF and some) are populated in one call:
+ * both units' BTF and the first pass reuse those pages. */
+#define HEAP_KEEP_SLACK (4U << 20)
+#define HEAP_MMAP_THRESHOLD (32U << 20) /* glibc's largest: blocks below it come from the heap */
+
+static void heap_prepare(void) {
+        struct stat st;
+        size_t keep;
+        char *p;
+
+        if (stat("/sys/kernel/btf/vmlinux", &st) < 0 || st.st_size <= 0)
+                return;
+        keep = 2 * (size_t) st.st_size + HEAP_KEEP_SLACK;
+        if (keep >= HEAP_MMAP_THRESHOLD || mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD) != 1 ||
+            mallopt(M_TRIM_THRESHOLD, (int) (2 * keep)) != 1)
+                return;
+        p = malloc(keep);
+        if (!p)
+                return;
+        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
+        (void) madvise((void *) start, ((uintptr_t) p + keep - start) & ~(page - 1), MADV_POPULATE_WRITE);
+        free(p);
 }
 
-int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
-        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+/* The id map of a one-shot scanner: room for twice the tasks that exist (a filter is held by at
+ * least one task, or a listener fd), within [ONESHOT_MIN_IDS, MAX_FILTER_IDS]. */
+static uint32_t oneshot_id_map_size(void) {
+        struct sysinfo si;
+        uint32_t size = ONESHOT_MIN_IDS;
+
+        if (sysinfo(&si) == 0)
+                while (size < MAX_FILTER_IDS && size < 2U * si.procs)
+                        size <<= 1;
+        return size;
+}
+
+/* Open, size and load the scan unit into s->skel (and its ring buffer reader), continuing the ids
+ * after last_id. */
+static int scanner_load(BpfScanner *s, uint64_t last_id) {
         int r;
-
-        /* The tracepoints that name new filters must be in place before the first pass. */
-        r = tracefs_ensure_mounted();
-        if (r < 0)
-                return r;
-
-        s = calloc(1, sizeof(BpfScanner));
-        if (!s)
-                return log_oom();
-        s->ticks_per_sec = sysconf(_SC_CLK_TCK);
-        if (s->ticks_per_sec <= 0)
-                s->ticks_per_sec = 100;
-
-        libbpf_set_print(libbpf_log);
 
         s->skel = scan_bpf__open();
         if (!s->skel)
                 return log_error_errno(-errno, "Failed to open the scan BPF programs: %m");
-
-        if (first_id == 0)
-                return -EINVAL;
-        s->skel->data->last_id = first_id - 1;
-        r = ringbuf_size_from_env(s->skel);
+        s->skel->data_ids->last_id = last_id;
+        s->skel->rodata->mark_procs = !s->oneshot;
+        r = bpf_map__set_max_entries(s->skel->maps.filter_ids, s->id_map_size);
+        if (r >= 0 && s->oneshot) /* nothing reads the marks */
+                r = bpf_map__set_max_entries(s->skel->maps.seccomp_procs, 1);
+        if (r >= 0 && s->no_argv) {
+                bpf_program__set_autoload(s->skel->progs.scan_argv, false);
+                r = bpf_map__set_max_entries(s->skel->maps.argv_want, 1);
+        }
         if (r < 0)
-                return r;
-        r = bpf_watch_configure(s->skel);
+                return log_error_errno(r, "Failed to size the scan's maps: %m");
+        /* Tests make it small, so that passes overflow it and objects are retried. */
+        r = bpf_ring_size_from_env(s->skel->maps.records, "SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE);
         if (r < 0)
                 return r;
 
         r = scan_bpf__load(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the scan BPF programs: %m");
-
         r = scan_bpf__attach(s->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the scan BPF programs: %m");
@@ -305,21 +407,116 @@ int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
         s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.records), on_record, s, NULL);
         if (!s->rb)
                 return log_error_errno(-errno, "Failed to set up the scan ring buffer: %m");
+        if (!s->no_argv) {
+                void *p = mmap(NULL, ARGV_WANT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+                               bpf_map__fd(s->skel->maps.argv_want), 0);
+                if (p == MAP_FAILED)
+                        return log_error_errno(-errno, "Failed to map the argv_want map: %m");
+                s->argv_want = p;
+        }
+        return 0;
+}
+
+/* A one-shot scanner whose id map was too small: load it again with one four times as large.
+ * Nothing of the old map is kept (ids continue above its last one). */
+static int oneshot_grow(BpfScanner *s) {
+        uint64_t last_id = s->skel->data_ids->last_id;
+
+        if (s->id_map_size >= MAX_FILTER_IDS)
+                return -ENOBUFS;
+        log_debug("The filter id map of %" PRIu32 " entries is full: loading one four times as large.", s->id_map_size);
+        s->id_map_size = s->id_map_size * 4 < MAX_FILTER_IDS ? s->id_map_size * 4 : MAX_FILTER_IDS;
+        scanner_unload(s);
+        filters_clear(&s->filters);
+        s->files = (BpfFilesState) {};
+        return scanner_load(s, last_id);
+}
+
+static int watch_load(BpfScanner *s) {
+        BpfIdMaps maps = {
+                .filter_ids = bpf_map__fd(s->skel->maps.filter_ids),
+                .seccomp_procs = bpf_map__fd(s->skel->maps.seccomp_procs),
+                .data_ids = bpf_map__fd(s->skel->maps.data_ids),
+        };
+
+        return bpf_watch_load(&s->watch, &maps);
+}
+
+int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
+        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+        uint64_t first_id = o->first_id > 0 ? o->first_id : 1;
+        int r;
+
+        /* The tracepoints that name new filters must be in place before the first pass. */
+        if (!o->oneshot) {
+                r = tracefs_ensure_mounted();
+                if (r < 0)
+                        return r;
+        }
+
+        s = calloc(1, sizeof(BpfScanner));
+        if (!s)
+                return log_oom();
+        s->oneshot = o->oneshot;
+        s->no_argv = o->no_argv;
+        s->id_map_size = o->oneshot ? oneshot_id_map_size() : MAX_FILTER_IDS;
+        s->ticks_per_sec = sysconf(_SC_CLK_TCK);
+        if (s->ticks_per_sec <= 0)
+                s->ticks_per_sec = 100;
+
+        libbpf_set_print(libbpf_log);
+        heap_prepare();
+
+        r = scanner_load(s, first_id - 1);
+        if (r < 0 && !s->no_argv) {
+                /* The command-line iterator needs sleepable iterators and bpf_copy_from_user_task()
+                 * (Linux 5.18): without them, command lines come from /proc. */
+                log_warning_errno(r, "Loading the BPF programs with the command-line iterator failed: %m; "
+                                  "trying without it (command lines will be read from /proc).");
+                scanner_unload(s);
+                s->no_argv = true;
+                r = scanner_load(s, first_id - 1);
+        }
+        if (r < 0)
+                return r;
+        if (!o->oneshot) {
+                r = watch_load(s);
+                if (r < 0)
+                        return r;
+        }
 
         *ret = TAKE_PTR(s);
         return 0;
 }
 
+int bpf_scanner_new(BpfScanner **ret) {
+        return bpf_scanner_new_with_options(&(BpfScannerOptions) {}, ret);
+}
+
+int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
+        if (first_id == 0)
+                return -EINVAL;
+        return bpf_scanner_new_with_options(&(BpfScannerOptions) { .first_id = first_id }, ret);
+}
+
+int bpf_scanner_new_oneshot(BpfScanner **ret) {
+        return bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, ret);
+}
+
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
         const volatile struct scan_stats *k = &s->skel->bss->stats;
+        const volatile struct ids_stats *ids = &s->skel->data_ids->ids_stats;
 
         *ret = (BpfScannerStats) {
                 .passes = s->pass,
-                .ids_assigned = k->ids_assigned,
+                .ids_assigned = ids->ids_assigned,
                 .ids_swept = k->ids_swept,
-                .addresses_reused = k->addresses_reused,
+                .addresses_reused = ids->addresses_reused,
                 .insns_sent = k->insns_sent,
                 .sweeps = k->sweeps,
+                .exe_proc_reads = s->exe_proc_reads,
+                .argv_passes = s->argv_passes,
+                .argv_proc_reads = s->argv_proc_reads,
         };
         return 0;
 }
@@ -376,7 +573,7 @@ static StatsMark stats_mark(BpfScanner *s) {
         const volatile struct scan_stats *k = &s->skel->bss->stats;
 
         return (StatsMark) {
-                .map_full = k->map_full,
+                .map_full = s->skel->data_ids->ids_stats.map_full,
                 .chain_too_long = k->chain_too_long,
                 .retries = k->retries,
                 .insns_sent = k->insns_sent,
@@ -392,15 +589,16 @@ static StatsMark stats_mark(BpfScanner *s) {
 static bool files_pass_needed(BpfScanner *s) {
         const BpfFilesState *f = &s->files;
 
-        return !f->ran || f->n_listeners > 0 || s->skel->bss->listeners_created != f->created_mark ||
-               bpf_prog_misses(s->skel->progs.seccomp_exit) != f->install_misses;
+        if (!s->watch.skel)
+                return true; /* nothing counts the listeners made */
+        return !f->ran || f->n_listeners > 0 || s->skel->data_ids->listeners_created != f->created_mark ||
+               bpf_watch_install_misses(&s->watch) != f->install_misses;
 }
 
 /* Whether the pass should end with a sweep of the kernel's id map. Its entries (stored minus
  * swept) beyond the filters the last pass met belong to gone filters. */
 static bool sweep_due(BpfScanner *s) {
-        const volatile struct scan_stats *k = &s->skel->bss->stats;
-        uint64_t entries = k->ids_stored - k->ids_swept;
+        uint64_t entries = s->skel->data_ids->ids_stats.ids_stored - s->skel->bss->stats.ids_swept;
         uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
 
         if (s->force_sweep)
@@ -414,8 +612,8 @@ static bool sweep_due(BpfScanner *s) {
 static int files_run(BpfScanner *s) {
         int r;
 
-        s->files.created_mark = s->skel->bss->listeners_created;
-        s->files.install_misses = bpf_prog_misses(s->skel->progs.seccomp_exit);
+        s->files.created_mark = s->skel->data_ids->listeners_created;
+        s->files.install_misses = bpf_watch_install_misses(&s->watch);
         r = iter_run(s, s->skel->links.scan_files, "task_file");
         if (r < 0)
                 return r;
@@ -447,15 +645,38 @@ static int pass_check(BpfScanner *s, const StatsMark *before) {
         return 0;
 }
 
-static int pass_run(BpfScanner *s, bool all_tasks) {
+static int cmp_proc_rec(const void *a, const void *b) {
+        const ProcRec *x = a, *y = b;
+
+        if (x->tgid != y->tgid)
+                return x->tgid < y->tgid ? -1 : 1;
+        return x->off < y->off ? -1 : x->off > y->off; /* sent again on a retry: the last one counts */
+}
+
+/* The last record of tgid in recs (sorted with cmp_proc_rec), or NULL. */
+static const ProcRec *proc_rec_find(const ProcRec *recs, size_t n, pid_t tgid) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (recs[mid].tgid <= tgid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo > 0 && recs[lo - 1].tgid == tgid ? &recs[lo - 1] : NULL;
+}
+
+static int pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         uint64_t start = now_usec(CLOCK_MONOTONIC), tasks_done, files_done;
         StatsMark before, after;
         bool files, sweep;
         int r;
 
         pass_records_reset(&s->records);
-        s->skel->bss->pass = ++s->pass;
+        s->skel->data_ids->pass = ++s->pass;
         s->skel->bss->emit_all_tasks = all_tasks;
+        s->skel->bss->want_exe = want_exe;
         files = files_pass_needed(s);
         sweep = sweep_due(s);
         s->skel->bss->files_planned = files;
@@ -484,6 +705,7 @@ static int pass_run(BpfScanner *s, bool all_tasks) {
                 s->force_sweep = false;
         }
         s->live_filters = s->records.n_filters;
+        qsort(s->records.exes, s->records.n_exes, sizeof(ProcRec), cmp_proc_rec);
         r = filters_evict(s);
         if (r < 0)
                 return r;
@@ -578,12 +800,47 @@ static int8_t span_subtree(ProcSpan *spans, size_t n, ProcSpan *p, pid_t root) {
         return verdict;
 }
 
+typedef struct TaskKey {
+        uint32_t tgid, tid, index;
+} TaskKey;
+
+static int cmp_task_key(const void *a, const void *b) {
+        const TaskKey *x = a, *y = b;
+
+        if (x->tgid != y->tgid)
+                return x->tgid < y->tgid ? -1 : 1;
+        return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Sort the task records by process and thread. Once pids have wrapped around (on any machine that
+ * has run long enough) the iterator's tid order is not that: small keys are sorted, and each
+ * record (over 100 bytes) moved once, into the spare array that then takes the records' place. */
+static int task_recs_sort(PassRecords *r) {
+        _cleanup_free_ TaskKey *keys = NULL;
+        struct scan_rec_task *t;
+        size_t n = r->n_tasks, a;
+
+        if (task_recs_sorted(r))
+                return 0;
+        keys = malloc(n * sizeof(TaskKey));
+        if (!keys || GROW(r->tasks_spare, r->n_tasks_spare_allocated, n) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                keys[i] = (TaskKey) { .tgid = r->tasks[i].tgid, .tid = r->tasks[i].tid, .index = (uint32_t) i };
+        qsort(keys, n, sizeof(TaskKey), cmp_task_key);
+        for (size_t i = 0; i < n; i++)
+                r->tasks_spare[i] = r->tasks[keys[i].index];
+        t = r->tasks, r->tasks = r->tasks_spare, r->tasks_spare = t;
+        a = r->n_tasks_allocated, r->n_tasks_allocated = r->n_tasks_spare_allocated, r->n_tasks_spare_allocated = a;
+        return 0;
+}
+
 static int spans_build(PassRecords *r, ProcSpan **ret, size_t *ret_n) {
         _cleanup_free_ ProcSpan *spans = NULL;
         size_t n = 0, allocated = 0;
 
-        if (!task_recs_sorted(r))
-                qsort(r->tasks, r->n_tasks, sizeof(struct scan_rec_task), cmp_task_rec);
+        if (task_recs_sort(r) < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < r->n_tasks; i++) {
                 if (n > 0 && spans[n - 1].pid == (pid_t) r->tasks[i].tgid) {
                         spans[n - 1].n++;
@@ -720,18 +977,52 @@ static int forest_add_filters(Forest *f, const PassRecords *r) {
         return 0;
 }
 
-static void process_fill_proc(Process *p, const ScanOptions *opts) {
-        /* exe and argv come from /proc: a process that is gone meanwhile simply has none. */
-        if (opts->include_exe) {
-                _cleanup_free_ char *exe = NULL;
-                if (proc_read_exe(p->pid, &exe) >= 0)
-                        (void) process_set_exe(p, exe);
+/* The executable as the pass sent it, or from /proc when it could not say (or did not visit the
+ * leader: a process read from /proc). */
+static void process_fill_exe(Process *p, BpfScanner *s) {
+        const ProcRec *e = proc_rec_find(s->records.exes, s->records.n_exes, p->pid);
+        _cleanup_free_ char *exe = NULL;
+
+        if (e && (e->flags & SCAN_EXE_SAME)) {
+                e = proc_rec_find(s->records.exes, s->records.n_exes, e->same_tgid);
+                if (e && (e->flags & (SCAN_EXE_NONE | SCAN_EXE_SAME)))
+                        e = NULL; /* only records with a path are referred to: ask /proc */
         }
-        if (opts->include_argv) {
-                _cleanup_strv_free_ char **argv = NULL;
-                if (proc_read_argv(p->pid, &argv) >= 0)
-                        (void) process_set_argv(p, argv);
+        if (e && (e->flags & SCAN_EXE_NONE))
+                return;
+        if (e && !(e->flags & SCAN_EXE_UNKNOWN)) {
+                const char *suffix = e->flags & SCAN_EXE_DELETED ? " (deleted)" : "";
+                if (asprintf(&exe, "%.*s%s", (int) e->len, s->records.pool + e->off, suffix) < 0)
+                        return;
+        } else {
+                s->exe_proc_reads++;
+                if (proc_read_exe(p->pid, &exe) < 0)
+                        return; /* gone meanwhile: it simply has none */
         }
+        (void) process_set_exe(p, exe);
+}
+
+/* The command line as the argv pass read it, or from /proc when it could not. */
+static void process_fill_argv(Process *p, BpfScanner *s) {
+        const ProcRec *a = proc_rec_find(s->records.argvs, s->records.n_argvs, p->pid);
+        _cleanup_strv_free_ char **argv = NULL;
+        int k;
+
+        if (a && !(a->flags & SCAN_ARGV_UNKNOWN) && bpf_scanner_ticks(s, a->start_boottime) == p->start_time)
+                k = argv_parse(s->records.pool + a->off, a->len, &argv);
+        else {
+                s->argv_proc_reads++;
+                k = proc_read_argv(p->pid, &argv);
+        }
+        if (k >= 0) /* else gone meanwhile: it simply has none */
+                (void) process_set_argv(p, argv);
+}
+
+static void process_fill_proc(Process *p, BpfScanner *s, const ScanOptions *opts) {
+        if (opts->include_exe)
+                process_fill_exe(p, s);
+        if (opts->include_argv)
+                process_fill_argv(p, s);
 }
 
 static const struct scan_rec_task *span_leader(const PassRecords *r, const ProcSpan *span) {
@@ -741,7 +1032,7 @@ static const struct scan_rec_task *span_leader(const PassRecords *r, const ProcS
         return &r->tasks[span->first];
 }
 
-static int forest_add_span(Forest *f, const BpfScanner *s, const PassRecords *r, const ProcSpan *span,
+static int forest_add_span(Forest *f, BpfScanner *s, const PassRecords *r, const ProcSpan *span,
                            const ScanOptions *opts) {
         const struct scan_rec_task *leader = span_leader(r, span);
         Process *p;
@@ -775,7 +1066,7 @@ static int forest_add_span(Forest *f, const BpfScanner *s, const PassRecords *r,
                 t->filter_count = rec->filter_count;
         }
 
-        process_fill_proc(p, opts);
+        process_fill_proc(p, s, opts);
         return 0;
 }
 
@@ -1010,13 +1301,41 @@ static int records_add_holders(BpfScanner *s, ProcSpan *spans, size_t n_spans) {
         return added;
 }
 
+static void argv_want_mark(BpfScanner *s, const ProcSpan *spans, size_t n, bool on) {
+        for (size_t i = 0; i < n; i++) {
+                pid_t pid = spans[i].pid;
+                uint64_t bit = UINT64_C(1) << (pid % 64);
+
+                if (!spans[i].member || pid <= 0 || (size_t) pid / 64 >= SCAN_ARGV_WORDS)
+                        continue;
+                if (on)
+                        s->argv_want[pid / 64] |= bit;
+                else
+                        s->argv_want[pid / 64] &= ~bit;
+        }
+}
+
+/* The command lines of the reported processes: the argv iterator reads them from their memory. */
+static int argv_pass(BpfScanner *s, const ProcSpan *spans, size_t n) {
+        int k;
+
+        argv_want_mark(s, spans, n, true);
+        k = iter_run(s, s->skel->links.scan_argv, "argv");
+        argv_want_mark(s, spans, n, false);
+        if (k < 0)
+                return k;
+        s->argv_passes++;
+        qsort(s->records.argvs, s->records.n_argvs, sizeof(ProcRec), cmp_proc_rec);
+        return 0;
+}
+
 static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         _cleanup_free_ ProcSpan *spans = NULL;
         uint64_t built;
         size_t n;
         int k;
 
-        k = pass_run(s, opts->root > 0);
+        k = pass_run(s, opts->root > 0, opts->include_exe);
         if (k < 0)
                 return k;
         built = now_usec(CLOCK_MONOTONIC);
@@ -1041,6 +1360,11 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         k = select_reported(s, spans, n, opts->root);
         if (k < 0)
                 return k;
+        if (opts->include_argv && s->argv_want) {
+                k = argv_pass(s, spans, n);
+                if (k < 0)
+                        return k;
+        }
         k = forest_build(s, opts, spans, n, ret);
         if (k < 0)
                 return k;
@@ -1054,11 +1378,19 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
 
         /* A pass is not atomic: objects may be replaced while it runs. A pass whose records do
          * not fit together (a task pointing at a filter that was not sent) is run again, as is one
-         * that found the id map full (the next one sweeps it first). */
-        for (unsigned attempt = 0; attempt < PASS_ATTEMPTS; attempt++) {
+         * that found the id map full (the next one sweeps it first, or a one-shot scanner loads a
+         * larger one: that does not count as an attempt). */
+        for (unsigned attempt = 0; attempt < PASS_ATTEMPTS;) {
                 k = scan_once(s, &o, ret);
+                if (k == -ENOBUFS && s->oneshot) {
+                        k = oneshot_grow(s);
+                        if (k < 0)
+                                break;
+                        continue;
+                }
                 if (k != -ENOENT && k != -EINVAL && k != -ENOBUFS)
                         break;
+                attempt++;
         }
         if (k == -ENOENT || k == -EINVAL)
                 return log_error_errno(k, "Failed to get a consistent pass in %d attempts.", PASS_ATTEMPTS);

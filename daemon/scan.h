@@ -8,8 +8,8 @@
 
 typedef struct ScanOptions {
         pid_t root;        /* 0 = whole machine, else this process and its descendants */
-        bool include_argv; /* read /proc/PID/cmdline for each process */
-        bool include_exe;  /* readlink /proc/PID/exe for each process */
+        bool include_argv; /* each process's command line (as /proc/PID/cmdline has it) */
+        bool include_exe;  /* each process's executable (as readlink of /proc/PID/exe says) */
         bool freeze;       /* ptrace: stop every task of the report before reading any, and say so
                             * (forest->snapshot.consistency = FROZEN); for snapshots */
         /* ptrace with freeze: asked about every process of the report before any of its threads is
@@ -34,11 +34,28 @@ typedef struct ScanOptions {
  * A task that vanishes during the pass is dropped. Threads appear under their process; a
  * process whose leader exited but whose threads live is reported with those threads. */
 
-/* The bpf backend: a long-lived scanner, so that filter ids stay stable across passes. */
+/* The bpf backend: a long-lived scanner, so that filter ids stay stable across passes. It loads
+ * the iterators and the tracepoints on seccomp(2) and prctl(2) that give every new filter a fresh
+ * id (and, once watched, report it: watch.h). */
 typedef struct BpfScanner BpfScanner;
 int bpf_scanner_new(BpfScanner **ret);
 /* Hand out filter ids starting at first_id (> 0) instead of 1. */
 int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id);
+
+typedef struct BpfScannerOptions {
+        uint64_t first_id; /* the first filter id handed out; 0 means 1 */
+        /* For one pass and gone (`sectreed scan`): loads the iterators only, with an id map sized
+         * for the machine as it is (grown if a pass finds it full), and attaches no tracepoint,
+         * so it costs little to make and to free. Its ids hold within a pass, not across passes
+         * (an address freed and reused between two passes may keep its id); it cannot watch. */
+        bool oneshot;
+        /* Scans will not ask for argv (ScanOptions.include_argv): the iterator that reads command
+         * lines is not loaded (one that asks anyway reads /proc/PID/cmdline). */
+        bool no_argv;
+} BpfScannerOptions;
+int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret);
+/* bpf_scanner_new_with_options() with .oneshot = true. */
+int bpf_scanner_new_oneshot(BpfScanner **ret);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
 DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);
@@ -50,6 +67,9 @@ typedef struct BpfScannerStats {
         uint64_t addresses_reused; /* a new filter appeared at an address that had an id: it got a new one */
         uint64_t insns_sent;       /* filter records that carried instructions (once per id, normally) */
         uint64_t sweeps;           /* passes that swept the kernel's id map */
+        uint64_t exe_proc_reads;   /* executables read from /proc/PID/exe: the pass could not say */
+        uint64_t argv_passes;      /* passes of the argv iterator (scans that asked for argv) */
+        uint64_t argv_proc_reads;  /* command lines read from /proc/PID/cmdline: the iterator could not */
 } BpfScannerStats;
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret);
 

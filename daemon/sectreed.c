@@ -142,7 +142,8 @@ static int parse_args(int argc, char *argv[], Args *a) {
 static int verb_scan(const Args *a) {
         _cleanup_(source_freep) Source *s = NULL;
         _cleanup_(forest_freep) Forest *f = NULL;
-        int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true }, &s);
+        int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true, .no_argv = !a->scan.include_argv },
+                           &s);
         if (r >= 0)
                 r = source_scan(s, &a->scan, &f);
         if (r < 0)

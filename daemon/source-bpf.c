@@ -354,7 +354,8 @@ int source_bpf_new(const SourceOptions *o, Source **ret) {
         if (!b)
                 return log_oom();
         b->source = (Source) { .vtable = &bpf_vtable, .backend = BACKEND_BPF, .oneshot = o->oneshot, .first_id = o->first_id };
-        int r = bpf_scanner_new_with_first_id(&b->scanner, o->first_id ? o->first_id : 1);
+        BpfScannerOptions so = { .first_id = o->first_id, .oneshot = o->oneshot, .no_argv = o->no_argv };
+        int r = bpf_scanner_new_with_options(&so, &b->scanner);
         if (r < 0) {
                 bpf_free(&b->source);
                 return log_error_errno(r, "Failed to load the BPF programs: %m (--backend=ptrace works without BPF)");

@@ -34,6 +34,7 @@ typedef struct SourceOptions {
         Backend backend;
         bool oneshot;      /* scans only, never watching: `sectreed scan` (what cannot be read is a warning) */
         uint64_t first_id; /* filter ids handed out start here: above any the state database used */
+        bool no_argv;      /* no scan will ask for command lines: what reads them is not loaded */
 } SourceOptions;
 
 /* Load the backend: -errno with a logged message when it cannot run here. */

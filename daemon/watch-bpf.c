@@ -1,39 +1,25 @@
-/* watch-bpf.c: the bpf backend's live events: attaches the fork/exec/exit tracepoints and turns
- * the records of the event ring buffer into WatchEvents */
+/* watch-bpf.c: the bpf backend's tracepoint unit (bpf/watch.bpf.c): loads it on the scan unit's id
+ * maps, attaches the seccomp/prctl tracepoints that name new filters and, when watched, the
+ * fork/exec/exit ones, and turns the records of its event ring buffer into WatchEvents */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf/ids.h"
 #include "bpf/watch.h"
 #include "scan-bpf-internal.h"
-#include "scan.skel.h"
 #include "watch.h"
+#include "watch.skel.h"
 
 /* The smallest ring the kernel takes is one page. Below the largest record (a FILTER event of
  * 4096 instructions, about 33 KiB) the largest filters can never be sent: tests only. */
 #define MIN_EVENTS_SIZE 4096U
 
-/* $SECTREE_BPF_EVENTS_SIZE (bytes, a power of two) replaces the event ring buffer's size:
- * tests make it tiny to overflow it on purpose. */
-static int events_size_from_env(struct scan_bpf *skel) {
-        const char *e = secure_getenv("SECTREE_BPF_EVENTS_SIZE");
-        uint64_t size;
-        int r;
-
-        if (!e)
-                return 0;
-        r = safe_atou64(e, &size);
-        if (r < 0 || size < MIN_EVENTS_SIZE || size > UINT32_MAX || (size & (size - 1)) != 0)
-                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $SECTREE_BPF_EVENTS_SIZE: %s", e);
-        r = bpf_map__set_max_entries(skel->maps.events, (uint32_t) size);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set the event ring buffer size: %m");
-        return 0;
-}
-
-int bpf_watch_configure(struct scan_bpf *skel) {
+/* Before load: size the event ring buffer and the scratch space, share the id maps, and keep the
+ * fork/exec/exit tracepoints from being attached with the rest. */
+static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         int ncpus, r;
 
         ncpus = libbpf_num_possible_cpus();
@@ -43,9 +29,18 @@ int bpf_watch_configure(struct scan_bpf *skel) {
         if (r < 0)
                 return log_error_errno(r, "Failed to size the event scratch space: %m");
 
-        r = events_size_from_env(skel);
+        /* Tests make it tiny to overflow it on purpose. */
+        r = bpf_ring_size_from_env(skel->maps.events, "SECTREE_BPF_EVENTS_SIZE", MIN_EVENTS_SIZE);
         if (r < 0)
                 return r;
+
+        r = bpf_map__reuse_fd(skel->maps.filter_ids, maps->filter_ids);
+        if (r >= 0)
+                r = bpf_map__reuse_fd(skel->maps.seccomp_procs, maps->seccomp_procs);
+        if (r >= 0)
+                r = bpf_map__reuse_fd(skel->maps.data_ids, maps->data_ids);
+        if (r < 0)
+                return log_error_errno(r, "Failed to share the filter id maps with the watch programs: %m");
 
         /* Attached by bpf_scanner_watch_start(): until then nobody reads their events. */
         bpf_program__set_autoattach(skel->progs.watch_fork, false);
@@ -54,12 +49,38 @@ int bpf_watch_configure(struct scan_bpf *skel) {
         return 0;
 }
 
-void bpf_watch_deinit(BpfWatch *w) {
+int bpf_watch_load(BpfWatch *w, const BpfIdMaps *maps) {
+        int r;
+
+        w->skel = watch_bpf__open();
+        if (!w->skel)
+                return log_error_errno(-errno, "Failed to open the watch BPF programs: %m");
+        r = watch_configure(w->skel, maps);
+        if (r < 0)
+                return r;
+        r = watch_bpf__load(w->skel);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the watch BPF programs: %m");
+        r = watch_bpf__attach(w->skel);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the seccomp and prctl tracepoints: %m");
+        return 0;
+}
+
+/* The reader of the event ring buffer, and its mapped positions. */
+static void watch_reader_free(BpfWatch *w) {
         ring_buffer__free(w->rb);
+        w->rb = NULL;
         if (w->consumer_pos)
                 munmap((void *) w->consumer_pos, w->page_size);
         if (w->producer_pos)
                 munmap((void *) w->producer_pos, w->page_size);
+        w->consumer_pos = w->producer_pos = NULL;
+}
+
+void bpf_watch_deinit(BpfWatch *w) {
+        watch_reader_free(w);
+        watch_bpf__destroy(w->skel);
         *w = (BpfWatch) {};
 }
 
@@ -182,7 +203,7 @@ static int on_event(void *userdata, void *data, size_t size) {
 
 /* The public side. */
 
-static void watch_links_destroy(struct scan_bpf *skel) {
+static void watch_links_destroy(struct watch_bpf *skel) {
         bpf_link__destroy(skel->links.watch_fork);
         bpf_link__destroy(skel->links.watch_exec);
         bpf_link__destroy(skel->links.watch_exit);
@@ -199,11 +220,13 @@ static int watch_attach(struct bpf_program *prog, struct bpf_link **ret) {
 }
 
 int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata) {
-        struct scan_bpf *skel = s->skel;
+        struct watch_bpf *skel = s->watch.skel;
         int r;
 
         if (!handler)
                 return -EINVAL;
+        if (!skel)
+                return -EOPNOTSUPP;
         if (s->watch.rb)
                 return -EALREADY;
 
@@ -212,7 +235,7 @@ int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata)
                 return log_error_errno(-errno, "Failed to set up the event ring buffer: %m");
         r = watch_map_positions(&s->watch, bpf_map__fd(skel->maps.events));
         if (r < 0) {
-                bpf_watch_deinit(&s->watch);
+                watch_reader_free(&s->watch);
                 return r;
         }
         s->watch.handler = handler;
@@ -227,7 +250,7 @@ int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata)
                 r = watch_attach(skel->progs.watch_fork, &skel->links.watch_fork);
         if (r < 0) {
                 watch_links_destroy(skel);
-                bpf_watch_deinit(&s->watch);
+                watch_reader_free(&s->watch);
                 return r;
         }
         skel->bss->watch_enabled = true;
@@ -272,7 +295,7 @@ bool bpf_scanner_watch_pending(BpfScanner *s) {
 /* A tracepoint program that would have run on a CPU where another one was running was skipped by
  * the kernel and counted in its recursion_misses: for the install and watch programs that is a
  * lost event too. */
-uint64_t bpf_prog_misses(const struct bpf_program *prog) {
+static uint64_t prog_misses(const struct bpf_program *prog) {
         struct bpf_prog_info info = {};
         uint32_t len = sizeof(info);
 
@@ -281,17 +304,24 @@ uint64_t bpf_prog_misses(const struct bpf_program *prog) {
         return info.recursion_misses;
 }
 
+uint64_t bpf_watch_install_misses(const BpfWatch *w) {
+        return w->skel ? prog_misses(w->skel->progs.seccomp_exit) : 0;
+}
+
 uint64_t bpf_scanner_watch_lost(BpfScanner *s) {
-        struct scan_bpf *skel = s->skel;
+        struct watch_bpf *skel = s->watch.skel;
+
+        if (!skel)
+                return 0;
         const struct bpf_program *progs[] = {
                 skel->progs.seccomp_enter, skel->progs.seccomp_exit, skel->progs.prctl_enter,
                 skel->progs.prctl_exit,    skel->progs.watch_fork,   skel->progs.watch_exec,
                 skel->progs.watch_exit,
         };
-        uint64_t n = skel->bss->watch_lost;
+        uint64_t n = skel->bss->watch_lost + skel->data_ids->ids_stats.marks_lost;
 
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
-                n += bpf_prog_misses(progs[i]);
+                n += prog_misses(progs[i]);
         return n;
 }
 

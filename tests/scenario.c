@@ -28,7 +28,7 @@ enum {
         OP_EXIT_PROCESS,
         OP_SEND_FD,
         OP_RECV_FD,
-        OP_EXEC_SLEEP,
+        OP_EXEC_SLEEP, /* the path to execute is in insns, NUL-terminated */
         OP_EXEC_ARGV,
 };
 
@@ -144,9 +144,9 @@ static void agent_strict_loop(int sock) {
         }
 }
 
-static int agent_exec_sleep(void) {
+static int agent_exec_sleep(const char *path) {
         char *argv[] = { (char *) "sleep", (char *) "infinity", NULL };
-        execv("/bin/sleep", argv);
+        execv(path, argv);
         return -errno;
 }
 
@@ -218,7 +218,7 @@ static void agent_loop(int sock) {
                         break;
                 case OP_EXEC_SLEEP:
                         agent_reply(sock, 0);
-                        r = agent_exec_sleep();
+                        r = agent_exec_sleep((const char *) c.insns);
                         break;
                 case OP_EXEC_ARGV:
                         agent_reply(sock, 0);
@@ -517,14 +517,22 @@ int scenario_share_listener(Scenario *s, int node, ScenarioTask t) {
         return r;
 }
 
-int scenario_exec_sleep(Scenario *s, ScenarioTask t) {
-        int r = simple_call(s, t, OP_EXEC_SLEEP);
+int scenario_exec_sleep_at(Scenario *s, ScenarioTask t, const char *path) {
+        static Command c = { .op = OP_EXEC_SLEEP };
+        size_t len = strlen(path) + 1;
+        if (len > sizeof(c.insns))
+                return -ENAMETOOLONG;
+        memcpy(c.insns, path, len);
+        int r = call_agent(s, t, &c, offsetof(Command, insns) + len, -1, NULL);
         if (r < 0)
                 return r;
-        /* The channel is close-on-exec: EOF on it means the exec happened. */
-        char buf[sizeof(Reply)];
-        while (read(s->tasks[t].sock, buf, sizeof(buf)) > 0)
+        /* The channel is close-on-exec: EOF on it means the exec happened; a reply, that it failed. */
+        Reply rep;
+        ssize_t n;
+        while ((n = read(s->tasks[t].sock, &rep, sizeof(rep))) < 0 && errno == EINTR)
                 ;
+        if (n == sizeof(rep))
+                return rep.result < 0 ? rep.result : -EIO;
         pid_t tgid = s->tasks[t].info.tgid;
         for (size_t i = 0; i < s->n_tasks; i++)
                 if (s->tasks[i].info.tgid == tgid) {
@@ -538,6 +546,10 @@ int scenario_exec_sleep(Scenario *s, ScenarioTask t) {
         s->tasks[t].info.tid = tgid;
         s->tasks[t].info.is_thread = false;
         return 0;
+}
+
+int scenario_exec_sleep(Scenario *s, ScenarioTask t) {
+        return scenario_exec_sleep_at(s, t, "/bin/sleep");
 }
 
 size_t scenario_n_tasks(const Scenario *s) {

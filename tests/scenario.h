@@ -70,6 +70,8 @@ int scenario_share_listener(Scenario *s, int node, ScenarioTask t);
 /* Execs t's process into /bin/sleep (keeping its filters); it stays alive but is no longer an
  * agent: only scenario_exit()/scenario_free() may follow. */
 int scenario_exec_sleep(Scenario *s, ScenarioTask t);
+/* The same with the sleep(1) binary at path (a copy of it, e.g.); the exec's error if it failed. */
+int scenario_exec_sleep_at(Scenario *s, ScenarioTask t, const char *path);
 
 /* Execs t's process into argv (argv[0] a path; at most 63 arguments), keeping its filters; as
  * scenario_exec_sleep(), only scenario_exit()/scenario_free() may follow. A failing exec is seen

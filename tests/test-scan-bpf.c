@@ -1,6 +1,8 @@
 /* test-scan-bpf.c: the bpf backend reports exactly the filter sharing that scenarios build */
 #include <linux/seccomp.h>
+#include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -614,6 +616,148 @@ static void test_exec(void) {
         scenario_free(s);
 }
 
+/* A copy of /bin/sleep at path, executable. */
+static void copy_sleep(const char *path) {
+        g_autofree char *data = NULL;
+        gsize len;
+
+        g_assert_true(g_file_get_contents("/bin/sleep", &data, &len, NULL));
+        g_assert_true(g_file_set_contents(path, data, (gssize) len, NULL));
+        g_assert_cmpint(chmod(path, 0755), ==, 0);
+}
+
+/* dir/ddd.../ddd... (components of 250 bytes) until the path is at least len bytes long. */
+static char *make_long_dir(const char *dir, size_t len) {
+        GString *p = g_string_new(dir);
+        char name[251];
+
+        memset(name, 'd', sizeof(name) - 1);
+        name[sizeof(name) - 1] = 0;
+        while (p->len < len) {
+                g_string_append_printf(p, "/%s", name);
+                g_assert_cmpint(mkdir(p->str, 0755), ==, 0);
+        }
+        return g_string_free(p, FALSE);
+}
+
+/* The executable a pass reads in the kernel is what readlink(2) of /proc/PID/exe says, for a plain
+ * one, one 3,500 bytes deep in 14 directories, one deleted after the exec and one on a file system
+ * mounted for the test — and none of them is read from /proc. */
+static void test_exe(void) {
+        if (!tests_require_root())
+                return;
+        g_autofree char *tmp = g_dir_make_tmp("sectree-exe-XXXXXX", NULL);
+        g_autofree char *deep = make_long_dir(tmp, 3500);
+        g_autofree char *long_exe = g_strdup_printf("%s/sleep-deep", deep);
+        g_autofree char *gone_exe = g_strdup_printf("%s/sleep-gone", tmp);
+        g_autofree char *mnt = g_strdup_printf("%s/mnt", tmp);
+        g_autofree char *mnt_exe = g_strdup_printf("%s/sleep-mounted", mnt);
+        BpfScannerStats before, after;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask plain = scenario_fork(s, a), deep_task = scenario_fork(s, a), gone = scenario_fork(s, a);
+        ScenarioTask mounted = scenario_fork(s, a);
+
+        copy_sleep(long_exe);
+        copy_sleep(gone_exe);
+        g_assert_cmpint(mkdir(mnt, 0755), ==, 0);
+        g_assert_cmpint(mount("sectree-test", mnt, "tmpfs", 0, "size=64m"), ==, 0);
+        copy_sleep(mnt_exe);
+        g_assert_cmpint(scenario_exec_sleep_at(s, mounted, mnt_exe), ==, 0);
+        g_assert_cmpint(scenario_exec_sleep(s, plain), ==, 0);
+        g_assert_cmpint(scenario_exec_sleep_at(s, deep_task, long_exe), ==, 0);
+        g_assert_cmpint(scenario_exec_sleep_at(s, gone, gone_exe), ==, 0);
+        g_assert_cmpint(unlink(gone_exe), ==, 0);
+
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &before), ==, 0);
+        Forest *f = scan_and_check(s);
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &after), ==, 0);
+        g_assert_cmpuint(after.exe_proc_reads, ==, before.exe_proc_reads);
+
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                char path[64], link[2 * PATH_MAX];
+                snprintf(path, sizeof(path), "/proc/%d/exe", (int) p->pid);
+                ssize_t n = readlink(path, link, sizeof(link) - 1);
+                g_assert_cmpint(n, >, 0);
+                link[n] = 0;
+                g_assert_cmpstr(p->exe, ==, link);
+        }
+        const Process *p = forest_find_process(f, scenario_task(s, deep_task)->tgid);
+        g_assert_cmpstr(p->exe, ==, long_exe);
+        g_assert_cmpuint(strlen(p->exe), >, 3500);
+        p = forest_find_process(f, scenario_task(s, gone)->tgid);
+        g_autofree char *gone_shown = g_strdup_printf("%s (deleted)", gone_exe);
+        g_assert_cmpstr(p->exe, ==, gone_shown);
+        p = forest_find_process(f, scenario_task(s, mounted)->tgid);
+        g_assert_cmpstr(p->exe, ==, mnt_exe);
+
+        forest_free(f);
+        scenario_free(s);
+        g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
+        g_assert_cmpint(rmdir(mnt), ==, 0);
+        g_assert_cmpint(unlink(long_exe), ==, 0);
+        for (char *slash; (slash = strrchr(deep, '/')) && strlen(deep) > strlen(tmp); *slash = 0)
+                g_assert_cmpint(rmdir(deep), ==, 0);
+        g_assert_cmpint(rmdir(tmp), ==, 0);
+}
+
+/* /proc/PID/cmdline of pid as a strv. */
+static char **proc_cmdline(pid_t pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", (int) pid), *data = NULL;
+        GPtrArray *a = g_ptr_array_new();
+        gsize len;
+
+        g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+        for (gsize off = 0; off < len; off += strlen(data + off) + 1)
+                g_ptr_array_add(a, g_strdup(data + off));
+        g_ptr_array_add(a, NULL);
+        return (char **) g_ptr_array_free(a, FALSE);
+}
+
+/* argv is there only when asked for, and then read by the argv iterator (no /proc read) as
+ * /proc/PID/cmdline has it: agents (the test binary's own arguments) and exec'd sleeps. */
+static void test_argv(void) {
+        if (!tests_require_root())
+                return;
+        BpfScannerStats before, after;
+        ScanOptions opts = { .root = 0, .include_exe = true };
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask b = scenario_fork(s, a);
+        Forest *f = NULL;
+
+        (void) scenario_thread(s, a);
+        g_assert_cmpint(scenario_exec_sleep(s, b), ==, 0);
+        opts.root = scenario_root_pid(s);
+
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &before), ==, 0);
+        g_assert_cmpint(bpf_scanner_scan(get_scanner(), &opts, &f), ==, 0);
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &after), ==, 0);
+        g_assert_cmpuint(f->n_processes, ==, 3);
+        for (size_t i = 0; i < f->n_processes; i++)
+                g_assert_null(f->processes[i]->argv);
+        g_assert_cmpuint(after.argv_passes, ==, before.argv_passes);
+        g_assert_cmpuint(after.argv_proc_reads, ==, before.argv_proc_reads);
+        forest_free(f);
+
+        opts.include_argv = true;
+        g_assert_cmpint(bpf_scanner_scan(get_scanner(), &opts, &f), ==, 0);
+        g_assert_cmpint(bpf_scanner_get_stats(get_scanner(), &before), ==, 0);
+        g_assert_cmpuint(before.argv_passes, ==, after.argv_passes + 1);
+        g_assert_cmpuint(before.argv_proc_reads, ==, after.argv_proc_reads);
+        for (size_t i = 0; i < f->n_processes; i++) {
+                g_auto(GStrv) want = proc_cmdline(f->processes[i]->pid);
+                g_assert_nonnull(f->processes[i]->argv);
+                g_assert_cmpstrv(f->processes[i]->argv, want);
+        }
+        g_assert_cmpstr(forest_find_process(f, scenario_task(s, b)->tgid)->argv[1], ==, "infinity");
+        forest_free(f);
+        scenario_free(s);
+}
+
 /* Many tasks sharing and stacking long filters, scanned through a ring buffer far smaller than
  * a pass: objects are retried after each drain, and nothing may be lost or doubled. */
 static void test_many_small_ring(void) {
@@ -678,6 +822,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf/reparent", test_reparent);
         g_test_add_func("/scan-bpf/root-restriction", test_root_restriction);
         g_test_add_func("/scan-bpf/exec", test_exec);
+        g_test_add_func("/scan-bpf/exe", test_exe);
+        g_test_add_func("/scan-bpf/argv", test_argv);
         g_test_add_func("/scan-bpf/many-small-ring", test_many_small_ring);
         r = g_test_run();
         bpf_scanner_free(scanner);

@@ -1,9 +1,14 @@
 /* test-sectreed.c: `sectreed scan` end to end: JSON and tree output on a real scenario, no kernel
  * address anywhere in either, and clear errors for bad usage */
+#include <fcntl.h>
 #include <jansson.h>
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
+#include <systemd/sd-bus.h>
 
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "tests-json.h"
 #include "tests-util.h"
 
 #define KERNEL_SPACE_START 0xffff800000000000ULL
@@ -211,6 +216,121 @@ static void test_usage(void) {
         g_assert_nonnull(strstr(out, "--backend=BACKEND"));
 }
 
+static gint cmp_strp(gconstpointer a, gconstpointer b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The chain of filter id as the digests of its filters, newest first. */
+static void append_chain(GString *out, json_t *filters, json_int_t id) {
+        for (unsigned steps = 0; id > 0 && steps <= json_array_size(filters); steps++) {
+                json_t *flt = json_array_get(filters, (size_t) id - 1);
+                g_assert_nonnull(flt);
+                g_string_append_printf(out, " %s%s", json_string_value(json_object_get(flt, "digest")),
+                                       json_is_true(json_object_get(flt, "log")) ? "+log" : "");
+                id = json_is_null(json_object_get(flt, "parent")) ? 0 : json_integer_value(json_object_get(flt, "parent"));
+        }
+}
+
+/* A snapshot document as sorted lines that do not depend on its local ids: each process with
+ * everything said of it, each thread with its chain, each listener with its filter's chain and its
+ * holders. */
+static char *snapshot_canonical(json_t *doc) {
+        json_t *filters = json_object_get(doc, "filters");
+        g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+        size_t i, j;
+        json_t *p, *t, *l, *h;
+
+        json_array_foreach(json_object_get(doc, "processes"), i, p) {
+                g_autofree char *argv = json_dumps(json_object_get(p, "argv"), JSON_COMPACT);
+                g_ptr_array_add(lines, g_strdup_printf("process %lld ppid %lld start %lld comm %s exe %s argv %s uid %lld "
+                                                       "gid %lld nnp %d", (long long) jint(p, "pid"),
+                                                       (long long) jint(p, "ppid"), (long long) jint(p, "start_time"),
+                                                       jstr(p, "comm"), json_string_value(json_object_get(p, "exe")),
+                                                       argv, (long long) jint(p, "uid"), (long long) jint(p, "gid"),
+                                                       json_is_true(json_object_get(p, "no_new_privs"))));
+                json_array_foreach(jarr(p, "threads"), j, t) {
+                        GString *line = g_string_new(NULL);
+                        g_string_printf(line, "thread %lld of %lld %s:", (long long) jint(t, "tid"),
+                                        (long long) jint(p, "pid"), jstr(t, "mode"));
+                        append_chain(line, filters, jid(t, "filter"));
+                        g_ptr_array_add(lines, g_string_free(line, false));
+                }
+        }
+        json_array_foreach(json_object_get(doc, "listeners"), i, l) {
+                GString *line = g_string_new("listener of");
+                append_chain(line, filters, jid(l, "filter"));
+                g_autoptr(GPtrArray) holders = g_ptr_array_new_with_free_func(g_free);
+                json_array_foreach(jarr(l, "holders"), j, h)
+                        g_ptr_array_add(holders, g_strdup_printf("%lld/%lld", (long long) jint(h, "pid"),
+                                                                 (long long) jint(h, "fd")));
+                g_ptr_array_sort(holders, cmp_strp);
+                for (guint k = 0; k < holders->len; k++)
+                        g_string_append_printf(line, " %s", (char *) holders->pdata[k]);
+                g_ptr_array_add(lines, g_string_free(line, false));
+        }
+        g_ptr_array_sort(lines, cmp_strp);
+        g_ptr_array_add(lines, NULL);
+        return g_strjoinv("\n", (char **) lines->pdata);
+}
+
+/* ExportSnapshot(CreateSnapshot(root)) of the daemon, as JSON. */
+static json_t *daemon_snapshot(sd_bus *bus, pid_t root) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = 0;
+
+        if (sd_bus_call_method(bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager", "CreateSnapshot", &error,
+                               &reply, "ua{sv}", (uint32_t) root, 0) < 0)
+                g_error("CreateSnapshot(%d): %s", (int) root, error.message);
+        g_assert_cmpint(sd_bus_message_read(reply, "t", &id), >, 0);
+        int fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        if (sd_bus_call_method(bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager", "ExportSnapshot", &error,
+                               NULL, "ths", id, fd, "json") < 0)
+                g_error("ExportSnapshot: %s", error.message);
+        g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+        json_error_t e;
+        json_t *doc = json_loadfd(fd, 0, &e);
+        if (!doc)
+                g_error("the export is not JSON: %s", e.text);
+        close(fd);
+        return doc;
+}
+
+static Scenario *build_for_daemon(void) {
+        int listener_node;
+        Scenario *s = build(&listener_node);
+        ScenarioTask t = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_exec_sleep(s, t), ==, 0);
+        return s;
+}
+
+/* `sectreed scan` (the one-shot scanner: the iterators alone, exe and argv from them) says of a
+ * subtree what the long-lived daemon says of it: every process with comm, exe, argv, parent and
+ * ids, every thread with its chain, every listener with its holders. */
+static void test_same_as_daemon(void) {
+        BusFixture b;
+        Scenario *s = bus_fixture_start_with_scenario(&b, build_for_daemon, NULL, NULL);
+        if (!s)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        int status;
+        g_autofree char *err = NULL;
+        g_autofree char *out = run_scan("bpf", "json", scenario_root_pid(s), &status, &err);
+        if (status != 0)
+                g_error("sectreed scan failed (%d): %s", status, err);
+        json_t *oneshot = tests_json_parse_document(out, "sectreed scan --format=json");
+        json_t *daemon = daemon_snapshot(bus, scenario_root_pid(s));
+        g_autofree char *want = snapshot_canonical(daemon), *got = snapshot_canonical(oneshot);
+
+        g_assert_cmpstr(got, ==, want);
+        g_assert_nonnull(strstr(got, "exe /usr/bin/sleep argv [\"sleep\",\"infinity\"]"));
+        json_decref(oneshot);
+        json_decref(daemon);
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -218,5 +338,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/sectreed/json-bpf", test_json_bpf);
         g_test_add_func("/sectreed/json-ptrace", test_json_ptrace);
         g_test_add_func("/sectreed/tree", test_tree);
+        g_test_add_func("/sectreed/same-as-daemon", test_same_as_daemon);
         return g_test_run();
 }

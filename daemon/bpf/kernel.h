@@ -69,13 +69,19 @@ typedef struct {
         unsigned long __mm_flags[1];
 } mm_flags_t;
 
+struct file;
+
 struct mm_struct {
         mm_flags_t flags;
+        struct file *exe_file;
+        unsigned long arg_start, arg_end;
 } __kernel_struct;
 
 struct mm_struct___ulong_flags {
         unsigned long flags;
 } __kernel_struct;
+
+struct fs_struct;
 
 struct task_struct {
         unsigned int flags;
@@ -90,6 +96,7 @@ struct task_struct {
         struct mm_struct *mm;
         char comm[16];
         struct signal_struct *signal;
+        struct fs_struct *fs;
         struct seccomp seccomp;
 } __kernel_struct;
 
@@ -102,12 +109,41 @@ struct super_block {
         unsigned long s_magic;
 } __kernel_struct;
 
+struct hlist_bl_node {
+        struct hlist_bl_node *next, **pprev;
+} __kernel_struct;
+
+struct dentry;
+
+struct dentry_operations {
+        char *(*d_dname)(struct dentry *, char *, int);
+} __kernel_struct;
+
 struct dentry {
+        struct hlist_bl_node d_hash; /* unhashed (pprev NULL): deleted, unless a root */
+        struct dentry *d_parent;
         struct qstr d_name;
+        const struct dentry_operations *d_op;
+} __kernel_struct;
+
+struct vfsmount {
+        struct dentry *mnt_root;
+} __kernel_struct;
+
+/* fs/mount.h: a vfsmount is the mnt member of its struct mount. */
+struct mount {
+        struct mount *mnt_parent;
+        struct dentry *mnt_mountpoint;
+        struct vfsmount mnt;
 } __kernel_struct;
 
 struct path {
+        struct vfsmount *mnt;
         struct dentry *dentry;
+} __kernel_struct;
+
+struct fs_struct {
+        struct path root;
 } __kernel_struct;
 
 struct inode {

@@ -1,14 +1,6 @@
 /* scan.bpf.c: task and file iterators that send the seccomp filter forest as records named by
- * in-kernel ids, and the tracepoints that give every newly created filter a fresh id (and, with
- * watch.bpf.h, report it) */
-#include "kernel.h"
-
-#include <linux/errno.h>
-#include <linux/prctl.h>
-#include <linux/seccomp.h>
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_helpers.h>
-#include <stdbool.h>
+ * in-kernel ids (ids.bpf.h: the id map, shared with the watch unit's tracepoints) */
+#include "ids.bpf.h"
 
 #include "scan.h"
 
@@ -17,81 +9,37 @@ char LICENSE[] SEC("license") = "GPL";
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 /* The kernel caps the instructions of a chain at 32768 with a penalty of 4 per filter, so no
  * chain is deeper than 32768 / 5 filters. */
 #define MAX_CHAIN_WALK 8192
-#define MAX_FILTER_IDS (1U << 18) /* allocated on demand (BPF_F_NO_PREALLOC) */
-#define MAX_PENDING 4096
-#define RINGBUF_SIZE (8U << 20)
+#define RINGBUF_SIZE (256U << 10) /* a pass that overflows it is drained and goes on (retry_object) */
 
 #define SWEEP_AFTER_PASSES 2
+/* Steps of the walk from an executable up to the root: a path component or a mount crossed each.
+ * More than a path of PATH_MAX bytes can have. */
+#define EXE_MAX_STEPS 4096
+#define EXE_SEEN_MAX 4096 /* distinct executables remembered in a pass; more are walked again */
+#define NAME_MAX 255
 
-/* Set by user space before each pass. */
-__u64 pass;
+/* Set by user space before load: a one-shot scanner has no watch, and nobody reads the marks. */
+const volatile bool mark_procs = true;
+
+/* Set by user space before each pass (and pass, in ids.bpf.h). */
 bool emit_all_tasks; /* also tasks without seccomp in single-threaded processes */
 bool files_planned;  /* the task_file iterator follows the task iterator: the pass ends there */
 bool sweep_wanted;   /* end this pass with a sweep of the id map (it visits every bucket) */
+bool want_exe;       /* send the executable of each thread group leader reported */
 /* A filter's instructions are sent once per id and epoch. User space starts a new epoch when it
  * no longer has instructions the kernel thinks it sent. */
 __u64 insns_epoch SEC(".data") = 1;
 
 struct scan_stats stats;
-/* The last filter id handed out. User space may start it higher before load, so that ids continue
- * above those a state database has already used. */
-__u64 last_id SEC(".data") = 0;
-/* seccomp(2) calls that returned with a listener on the caller's head filter: user space runs
- * the task_file iterator when this moved (a listener fd may be all that keeps a filter alive). */
-__u64 listeners_created;
-
 /* The iterators' own state (one pass runs at a time); user space leaves it alone. */
 __u64 iter_ended_pass;
 __u64 iter_marked_pass; /* the process last marked in seccomp_procs, to mark each once a pass */
 __u64 iter_marked_start;
 __u32 iter_marked_tgid;
-
-/* struct seccomp_filter * -> its id. Only BPF programs may read it: the keys are kernel
- * addresses, and BPF_F_WRONLY keeps lookups and key walks from the syscall side out (-EPERM). */
-struct filter_ent {
-        __u64 id;
-        __u64 prog; /* the filter's struct bpf_prog * and parent when the id was given: an address */
-        __u64 prev; /* reused by a new filter almost surely differs in these (see filter_check) */
-        __u32 len;  /* instructions of its program */
-        __u32 _pad;
-        __u64 created_pass;
-        __u64 seen_pass;     /* sent (as a FILTER record) in this pass */
-        __u64 complete_pass; /* it and all its ancestors were sent in this pass */
-        __u64 insns_epoch;   /* its instructions were sent in this epoch (0: never) */
-};
-
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, MAX_FILTER_IDS);
-        __uint(map_flags, BPF_F_WRONLY | BPF_F_NO_PREALLOC);
-        __type(key, __u64);
-        __type(value, struct filter_ent);
-} filter_ids SEC(".maps");
-
-/* tid -> its head filter and mode when it entered seccomp(2) or prctl(PR_SET_SECCOMP), the last
- * id handed out by then, and how it asked. */
-struct pending_install {
-        __u64 head;
-        __u64 ids_before;
-        __u32 seccomp_flags;
-        __u8 prctl;
-        __u8 strict; /* SECCOMP_MODE_STRICT was asked for, not a filter */
-        __u8 mode_before;
-        __u8 _pad;
-};
-
-struct {
-        __uint(type, BPF_MAP_TYPE_LRU_HASH);
-        __uint(max_entries, MAX_PENDING);
-        __uint(map_flags, BPF_F_WRONLY);
-        __type(key, __u32);
-        __type(value, struct pending_install);
-} pending SEC(".maps");
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -111,97 +59,73 @@ struct {
         __type(value, struct filter_buf);
 } scratch SEC(".maps");
 
-/* Every struct seccomp_filter * here is a BTF pointer (from a trusted task, a field of one, or
- * bpf_rdonly_cast()), read with plain loads: the verifier turns them into exception-handled loads,
- * far cheaper than bpf_probe_read_kernel() calls. */
-
-/* What tells two objects that lived at the same address apart: the program, a vmalloc()ed
- * object whose addresses come back only after a lazy purge of many frees (unlike the slab objects
- * around it, reused first-in last-out), and the parent. Both sit on the cache line of the filter
- * that a walk up the chain reads anyway (->prev); the program is not touched. The tracepoint on
- * seccomp(2)/prctl(2) renames a reused address when the new filter's call returns, so this only
- * has to tell them apart in that window, or when a tracepoint run was missed. */
-struct filter_check {
-        __u64 prog;
-        __u64 prev;
+/* Where the path of an executable is put together, backwards from the end of build[] (as the
+ * kernel's d_path() does), then copied behind its record's header. The walk's state is kept here
+ * too, so that bpf_loop()'s step reads it back as plain numbers. */
+enum {
+        EXE_WALKING,
+        EXE_DONE,    /* reached the reader's root, or the root of the mount tree */
+        EXE_ESCAPED, /* a dentry that is its own parent but not a mount's root: d_path() says "/" */
+        EXE_UNKNOWN,
 };
 
-static __always_inline void filter_check_read(struct seccomp_filter *f, struct filter_check *c) {
-        c->prog = (__u64) f->prog;
-        c->prev = (__u64) f->prev;
-}
+struct exe_scratch {
+        __u64 dentry, mount;           /* the walk: addresses, never sent */
+        __u64 root_dentry, root_mount; /* the reader's root (current->fs->root) */
+        __u32 pos;                     /* the path so far is build[pos, SCAN_PATH_MAX) */
+        __u32 status;
+        __u8 out[sizeof(struct scan_rec_exe) + SCAN_PATH_MAX]; /* the record */
+        char build[SCAN_PATH_MAX + NAME_MAX + 1];
+};
 
-static __always_inline bool filter_ent_matches(const struct filter_ent *e, const struct filter_check *c) {
-        return e->prog == c->prog && e->prev == c->prev;
-}
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct exe_scratch);
+} exe_scratch SEC(".maps");
 
-static __always_inline __u32 filter_len(struct seccomp_filter *f) {
-        struct sock_fprog_kern *orig = f->prog->orig_prog;
+/* The executables this pass has sent, by file (the dentry and mount: addresses, so only BPF may
+ * read it): a process running one of them is sent a reference to the first one's record, not the
+ * path again. Most processes of a machine run a few executables. */
+struct exe_key {
+        __u64 dentry, mnt;
+};
 
-        return orig ? orig->len : 0;
-}
+struct exe_seen {
+        __u64 pass;
+        __u32 tgid; /* whose record carries the path */
+        __u32 _pad;
+};
 
-/* Give the filter at address f a new id. replace: an entry for this address exists and names
- * another object. Returns the id, 0 if it could not be stored (-EEXIST in *ret_error: somebody
- * else stored one first). */
-static __always_inline __u64 filter_id_new(struct seccomp_filter *f, const struct filter_check *c, bool replace,
-                                           long *ret_error) {
-        __u64 key = (__u64) f;
-        struct filter_ent e = {
-                .prog = c->prog,
-                .prev = c->prev,
-                .len = filter_len(f),
-                .created_pass = pass,
-        };
-        long r;
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, EXE_SEEN_MAX);
+        __uint(map_flags, BPF_F_WRONLY);
+        __type(key, struct exe_key);
+        __type(value, struct exe_seen);
+} exe_seen SEC(".maps");
 
-        e.id = __sync_fetch_and_add(&last_id, 1) + 1;
-        __sync_fetch_and_add(&stats.ids_assigned, 1);
-        r = bpf_map_update_elem(&filter_ids, &key, &e, replace ? BPF_EXIST : BPF_NOEXIST);
-        if (r < 0 && replace && r == -ENOENT) { /* the stale entry went away meanwhile */
-                replace = false;
-                r = bpf_map_update_elem(&filter_ids, &key, &e, BPF_NOEXIST);
-        }
-        *ret_error = r;
-        if (r < 0)
-                return 0;
-        if (replace)
-                __sync_fetch_and_add(&stats.addresses_reused, 1);
-        else
-                __sync_fetch_and_add(&stats.ids_stored, 1);
-        return e.id;
-}
+/* One bit per pid (PID_MAX_LIMIT of them): the processes the argv iterator reads the command line
+ * of. Set and cleared by user space, through its mapping of the map. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, SCAN_ARGV_WORDS);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __type(key, __u32);
+        __type(value, __u64);
+} argv_want SEC(".maps");
 
-/* The entry of filter f, with a new id if it has none yet. NULL if the id map is full. */
-static struct filter_ent *filter_ent_get(struct seccomp_filter *f) {
-        __u64 key = (__u64) f;
-        struct filter_check c;
-        struct filter_ent *e;
-        long r;
+struct argv_buf {
+        __u8 out[sizeof(struct scan_rec_argv) + SCAN_ARGV_MAX]; /* the record */
+};
 
-        filter_check_read(f, &c);
-        e = bpf_map_lookup_elem(&filter_ids, &key);
-        if (e && filter_ent_matches(e, &c))
-                return e;
-
-        if (filter_id_new(f, &c, e != NULL, &r) > 0 || r == -EEXIST) {
-                /* Ours, or one a tracepoint or another walker stored between lookup and update. */
-                e = bpf_map_lookup_elem(&filter_ids, &key);
-                if (e && filter_ent_matches(e, &c))
-                        return e;
-        }
-        __sync_fetch_and_add(&stats.map_full, 1);
-        return NULL;
-}
-
-/* The id of filter f, given now if it has none yet. 0 if the id map is full. */
-static __always_inline __u64 filter_id_get(struct seccomp_filter *f) {
-        struct filter_ent *e = filter_ent_get(f);
-
-        return e ? e->id : 0;
-}
-
-#include "watch.bpf.h"
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct argv_buf);
+} argv_scratch SEC(".maps");
 
 /* The record of f, e when its instructions go along: put together in the scratch buffer. */
 static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, const struct scan_rec_filter *hdr) {
@@ -385,6 +309,141 @@ static __always_inline void pass_end(void) {
         bpf_ringbuf_output(&records, &end, sizeof(end), BPF_RB_NO_WAKEUP);
 }
 
+/* Executables. */
+
+static __always_inline __u64 real_mount(struct vfsmount *mnt) {
+        return (__u64) mnt - bpf_core_field_offset(struct mount, mnt);
+}
+
+/* One step up from the dentry and mount in x, as the kernel's __prepend_path() takes it: cross
+ * to the mount point when at the root of a mount, else put the name in front of the path. */
+static long exe_step(__u32 i, void *unused) {
+        struct exe_scratch *x;
+        struct dentry *d, *parent;
+        struct mount *m, *up;
+        __u32 zero = 0, len, pos;
+
+        x = bpf_map_lookup_elem(&exe_scratch, &zero);
+        if (!x)
+                return 1;
+        if (x->dentry == x->root_dentry && x->mount == x->root_mount) {
+                x->status = EXE_DONE;
+                return 1;
+        }
+        d = bpf_rdonly_cast((void *) x->dentry, bpf_core_type_id_kernel(struct dentry));
+        m = bpf_rdonly_cast((void *) x->mount, bpf_core_type_id_kernel(struct mount));
+        if (x->dentry == (__u64) m->mnt.mnt_root) {
+                up = m->mnt_parent;
+                if ((__u64) up == x->mount) {
+                        x->status = EXE_DONE; /* the root of its mount tree */
+                        return 1;
+                }
+                x->dentry = (__u64) m->mnt_mountpoint;
+                x->mount = (__u64) up;
+                return 0;
+        }
+        parent = d->d_parent;
+        if ((__u64) parent == x->dentry) {
+                x->status = EXE_ESCAPED;
+                return 1;
+        }
+        len = d->d_name.len;
+        pos = x->pos;
+        if (len > NAME_MAX || pos > SCAN_PATH_MAX || pos < len + 1) {
+                x->status = EXE_UNKNOWN; /* longer than any path readlink(2) returns */
+                return 1;
+        }
+        pos = (pos - len - 1) & (SCAN_PATH_MAX - 1);
+        x->build[pos] = '/';
+        if (bpf_probe_read_kernel(&x->build[pos + 1], len & NAME_MAX, d->d_name.name) < 0) {
+                x->status = EXE_UNKNOWN;
+                return 1;
+        }
+        x->pos = pos;
+        x->dentry = (__u64) parent;
+        return 0;
+}
+
+/* The path of file below the reader's root, into rec; 0 or SCAN_EXE_* flags. */
+static __always_inline __u32 exe_path(struct exe_scratch *x, struct scan_rec_exe *rec, struct file *file) {
+        struct dentry *d = file->f_path.dentry;
+        struct vfsmount *mnt = file->f_path.mnt;
+        struct path *root = &task_plain(bpf_get_current_task_btf())->fs->root;
+        __u32 flags = 0, n, budget;
+
+        /* A pseudo file system that names its files itself (memfd, anonymous inodes) */
+        if (d->d_op && d->d_op->d_dname && (d != d->d_parent || d != mnt->mnt_root))
+                return SCAN_EXE_UNKNOWN;
+        if (!d->d_hash.pprev && d != d->d_parent)
+                flags |= SCAN_EXE_DELETED;
+
+        x->dentry = (__u64) d;
+        x->mount = real_mount(mnt);
+        x->root_dentry = (__u64) root->dentry;
+        x->root_mount = real_mount(root->mnt);
+        x->pos = SCAN_PATH_MAX;
+        x->status = EXE_WALKING;
+        bpf_loop(EXE_MAX_STEPS, exe_step, NULL, 0);
+        if (x->status == EXE_ESCAPED)
+                x->pos = SCAN_PATH_MAX;
+        else if (x->status != EXE_DONE)
+                return SCAN_EXE_UNKNOWN;
+        if (x->pos == SCAN_PATH_MAX)
+                x->build[--x->pos & (SCAN_PATH_MAX - 1)] = '/';
+
+        /* d_path() has PATH_MAX bytes for the path and " (deleted)" or the NUL. */
+        n = SCAN_PATH_MAX - x->pos;
+        budget = SCAN_PATH_MAX - (flags & SCAN_EXE_DELETED ? sizeof(" (deleted)") : 1);
+        if (x->pos > SCAN_PATH_MAX || n > budget)
+                return SCAN_EXE_UNKNOWN;
+        if (bpf_probe_read_kernel(rec->path, n & (SCAN_PATH_MAX - 1), &x->build[x->pos & (SCAN_PATH_MAX - 1)]) < 0)
+                return SCAN_EXE_UNKNOWN;
+        rec->len = n;
+        return flags;
+}
+
+/* The executable of t's process (t is its leader). 0, or -ENOSPC (ring buffer full: retry). */
+static __always_inline int exe_send(struct task_struct *t) {
+        struct scan_rec_exe *rec;
+        struct exe_scratch *x;
+        struct mm_struct *mm;
+        struct file *file;
+        __u32 zero = 0;
+
+        x = bpf_map_lookup_elem(&exe_scratch, &zero);
+        if (!x)
+                return 0; /* user space reads /proc */
+        rec = (struct scan_rec_exe *) x->out;
+        rec->type = SCAN_REC_EXE;
+        rec->tgid = t->tgid;
+        rec->len = 0;
+        rec->same_tgid = 0;
+        mm = t->mm;
+        file = mm ? mm->exe_file : NULL;
+        if (!file)
+                rec->flags = SCAN_EXE_NONE;
+        else {
+                struct exe_key key = { .dentry = (__u64) file->f_path.dentry, .mnt = (__u64) file->f_path.mnt };
+                struct exe_seen *seen = bpf_map_lookup_elem(&exe_seen, &key);
+
+                if (seen && seen->pass == pass) {
+                        rec->flags = SCAN_EXE_SAME;
+                        rec->same_tgid = seen->tgid;
+                } else {
+                        rec->flags = exe_path(x, rec, file);
+                        if (!(rec->flags & SCAN_EXE_UNKNOWN)) {
+                                struct exe_seen now = { .pass = pass, .tgid = rec->tgid };
+                                bpf_map_update_elem(&exe_seen, &key, &now, BPF_ANY); /* full: walked again */
+                        }
+                }
+        }
+        if (rec->flags & (SCAN_EXE_NONE | SCAN_EXE_UNKNOWN | SCAN_EXE_SAME))
+                rec->len = 0;
+        if (bpf_ringbuf_output(&records, rec, sizeof(*rec) + (rec->len & (SCAN_PATH_MAX - 1)), BPF_RB_NO_WAKEUP) < 0)
+                return -ENOSPC;
+        return 0;
+}
+
 /* Mark t's process in seccomp_procs once a pass: its threads are usually met one after another. */
 static __always_inline void scan_proc_mark(struct task_struct *t) {
         __u32 tgid = t->tgid;
@@ -419,15 +478,18 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 return 0;
         }
 
-        /* t is a trusted pointer: plain loads (relocated by CO-RE) are the fast way to read it. */
+        /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
+        t = task_plain(t);
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
                 return 0;
-        if (mode != SECCOMP_MODE_DISABLED)
+        if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
 
         r = chain_walk(t->seccomp.filter, &head_id);
         if (r == -ENOSPC)
+                return retry_object();
+        if (want_exe && t->pid == t->tgid && exe_send(t) < 0)
                 return retry_object();
 
         leader = t->group_leader;
@@ -468,7 +530,7 @@ static __always_inline bool file_is_listener(struct file *file) {
         char buf[sizeof(name)] = {};
         const unsigned char *p;
 
-        /* file is a trusted pointer: plain loads. */
+        /* Plain loads. */
         if (file->f_inode->i_sb->s_magic != ANON_INODE_FS_MAGIC)
                 return false;
         if (file->f_path.dentry->d_name.len != sizeof(name) - 1)
@@ -495,6 +557,8 @@ int scan_files(struct bpf_iter__task_file *ctx) {
                 pass_end();
                 return 0;
         }
+        t = task_plain(t);
+        file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
         if (!file_is_listener(file))
                 return 0;
 
@@ -515,119 +579,48 @@ int scan_files(struct bpf_iter__task_file *ctx) {
         return 0;
 }
 
-/* New filters and strict mode: remember the head and mode at entry; at exit name a changed head
- * afresh, or report the mode change. */
-static __always_inline int install_enter(__u32 seccomp_flags, bool prctl, bool strict) {
-        struct task_struct *t = bpf_get_current_task_btf();
-        __u32 tid = (__u32) bpf_get_current_pid_tgid();
-        struct pending_install p = {
-                .head = (__u64) t->seccomp.filter,
-                .ids_before = last_id,
-                .seccomp_flags = seccomp_flags,
-                .prctl = prctl,
-                .strict = strict,
-                .mode_before = (__u8) t->seccomp.mode,
-        };
+/* The command lines user space asks for (argv_want), read from the processes' memory as
+ * /proc/PID/cmdline does. Sleepable, to read another process's memory; a pass of its own, after
+ * the task iterator's has said which processes are reported. */
+SEC("iter.s/task")
+int scan_argv(struct bpf_iter__task *ctx) {
+        struct task_struct *t = ctx->task;
+        struct scan_rec_argv *rec;
+        struct argv_buf *b;
+        struct mm_struct *mm;
+        __u64 *word, start, end;
+        __u32 tgid, idx, zero = 0, len = 0, flags = 0;
 
-        bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
-        return 0;
-}
+        if (!t || t->pid != t->tgid)
+                return 0;
+        tgid = t->tgid;
+        idx = tgid / 64;
+        word = bpf_map_lookup_elem(&argv_want, &idx);
+        if (!word || !(*word & (1ULL << (tgid % 64))))
+                return 0;
+        b = bpf_map_lookup_elem(&argv_scratch, &zero);
+        if (!b)
+                return 0; /* user space reads /proc */
+        rec = (struct scan_rec_argv *) b->out;
 
-/* The id of head, created by the call that is returning. An entry for its address either names
- * an object freed before (give a new id), or was made for head itself by an iterator that met it
- * during the call (keep it, the pass may have sent it). 0 if no id could be stored. */
-static __always_inline __u64 install_name(struct seccomp_filter *head, __u64 ids_before) {
-        __u64 key = (__u64) head;
-        struct filter_check c;
-        struct filter_ent *e;
-        __u64 id;
-        long r;
-
-        filter_check_read(head, &c);
-        e = bpf_map_lookup_elem(&filter_ids, &key);
-        if (e && e->id > ids_before && filter_ent_matches(e, &c))
-                return e->id;
-        id = filter_id_new(head, &c, e != NULL, &r);
-        if (id > 0)
-                return id;
-        if (r == -EEXIST) {
-                /* An iterator named it between our lookup and update. */
-                e = bpf_map_lookup_elem(&filter_ids, &key);
-                if (e && filter_ent_matches(e, &c))
-                        return e->id;
+        mm = t->mm;
+        start = mm ? mm->arg_start : 0;
+        end = mm ? mm->arg_end : 0;
+        if (end > start) {
+                len = end - start;
+                if (len >= SCAN_ARGV_MAX ||
+                    bpf_copy_from_user_task(rec->args, len & (SCAN_ARGV_MAX - 1), (void *) start, t, 0) < 0 ||
+                    rec->args[(len - 1) & (SCAN_ARGV_MAX - 1)] != 0) /* setproctitle(3): /proc knows how */
+                        flags = SCAN_ARGV_UNKNOWN;
         }
-        __sync_fetch_and_add(&stats.map_full, 1);
+        if (flags)
+                len = 0;
+        rec->type = SCAN_REC_ARGV;
+        rec->tgid = tgid;
+        rec->flags = flags;
+        rec->len = len;
+        rec->start_boottime = t->start_boottime;
+        if (bpf_ringbuf_output(&records, rec, sizeof(*rec) + (len & (SCAN_ARGV_MAX - 1)), BPF_RB_NO_WAKEUP) < 0)
+                return retry_object();
         return 0;
-}
-
-/* SECCOMP_MODE_STRICT was asked for: if the thread went from disabled to strict, say so. */
-static __always_inline void strict_exit(struct task_struct *t, const struct pending_install *p, long ret) {
-        if (ret != 0 || p->mode_before != SECCOMP_MODE_DISABLED || t->seccomp.mode != SECCOMP_MODE_STRICT)
-                return;
-        seccomp_proc_mark(t);
-        watch_mode_changed(t);
-}
-
-static __always_inline int install_exit(long ret) {
-        struct task_struct *t = bpf_get_current_task_btf();
-        __u32 tid = (__u32) bpf_get_current_pid_tgid();
-        struct pending_install *p, saved;
-        struct seccomp_filter *head;
-        __u64 id;
-
-        p = bpf_map_lookup_elem(&pending, &tid);
-        if (!p)
-                return 0;
-        saved = *p;
-        bpf_map_delete_elem(&pending, &tid);
-
-        if (saved.strict) {
-                strict_exit(t, &saved, ret);
-                return 0;
-        }
-        head = t->seccomp.filter;
-        if (!head || (__u64) head == saved.head)
-                return 0;
-
-        id = install_name(head, saved.ids_before);
-        seccomp_proc_mark(t);
-        watch_filter_attached(t, head, id, saved.seccomp_flags, saved.prctl, ret);
-        return 0;
-}
-
-SEC("tracepoint/syscalls/sys_enter_seccomp")
-int seccomp_enter(struct syscall_enter_ctx *ctx) {
-        __u32 op = (__u32) ctx->args[0];
-
-        if (op == SECCOMP_SET_MODE_FILTER)
-                return install_enter((__u32) ctx->args[1], false, false);
-        if (op == SECCOMP_SET_MODE_STRICT)
-                return install_enter(0, false, true);
-        return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_seccomp")
-int seccomp_exit(struct syscall_exit_ctx *ctx) {
-        struct seccomp_filter *head = bpf_get_current_task_btf()->seccomp.filter;
-
-        /* Counted before anything can fail: a listener nobody counts might never be looked for. */
-        if (ctx->ret >= 0 && head && head->notif)
-                __sync_fetch_and_add(&listeners_created, 1);
-        return install_exit(ctx->ret);
-}
-
-SEC("tracepoint/syscalls/sys_enter_prctl")
-int prctl_enter(struct syscall_enter_ctx *ctx) {
-        if ((__u32) ctx->args[0] != PR_SET_SECCOMP)
-                return 0;
-        if (ctx->args[1] == SECCOMP_MODE_FILTER)
-                return install_enter(0, true, false);
-        if (ctx->args[1] == SECCOMP_MODE_STRICT)
-                return install_enter(0, true, true);
-        return 0;
-}
-
-SEC("tracepoint/syscalls/sys_exit_prctl")
-int prctl_exit(struct syscall_exit_ctx *ctx) {
-        return install_exit(ctx->ret);
 }

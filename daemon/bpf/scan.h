@@ -1,4 +1,5 @@
-/* scan.h: the binary records the scan BPF programs send to user space through the ring buffer */
+/* scan.h: the binary records the scan BPF programs (iterators) send to user space through the ring
+ * buffer */
 #pragma once
 
 #include <linux/filter.h>
@@ -14,6 +15,8 @@ enum scan_rec_type {
         SCAN_REC_FILTER = 2,
         SCAN_REC_LISTENER = 3,
         SCAN_REC_END = 4,
+        SCAN_REC_EXE = 5,
+        SCAN_REC_ARGV = 6,
 };
 
 /* scan_rec_task.flags */
@@ -63,6 +66,51 @@ struct scan_rec_filter {
         struct sock_filter insns[];
 };
 
+/* scan_rec_exe.flags */
+enum {
+        SCAN_EXE_NONE = 1U << 0,    /* no executable: no mm (a kernel thread, a leader that exited) */
+        SCAN_EXE_DELETED = 1U << 1, /* the file is deleted: readlink(2) shows path + " (deleted)" */
+        SCAN_EXE_UNKNOWN = 1U << 2, /* not worked out here (a pseudo file system names it itself, or
+                                     * the walk did not end): ask /proc/PID/exe */
+        SCAN_EXE_SAME = 1U << 3,    /* the same file as the executable of same_tgid, whose record
+                                     * this pass sent before with its path */
+};
+
+#define SCAN_PATH_MAX 4096 /* PATH_MAX: readlink of /proc/PID/exe fails above it */
+
+/* The executable of process tgid as readlink(2) of /proc/PID/exe shows it to the reading process
+ * (the path below its root, without " (deleted)"). Sent for each thread group leader a pass
+ * reports, when asked for (want_exe). */
+struct scan_rec_exe {
+        __u32 type;
+        __u32 tgid;
+        __u32 flags;
+        __u32 len;       /* bytes of path[], no NUL */
+        __u32 same_tgid; /* SCAN_EXE_SAME */
+        __u32 _pad;
+        char path[];
+};
+
+/* scan_rec_argv.flags */
+enum {
+        SCAN_ARGV_UNKNOWN = 1U << 0, /* not read here (longer than SCAN_ARGV_MAX, rewritten by
+                                      * setproctitle(3), not readable now): ask /proc/PID/cmdline */
+};
+
+#define SCAN_ARGV_MAX 16384 /* bytes of a command line read by the iterator; longer ones by /proc */
+#define SCAN_ARGV_WORDS (4194304 / 64) /* PID_MAX_LIMIT bits: the processes argv is wanted of */
+
+/* The command line of process tgid, as /proc/PID/cmdline has it: the arguments, each ended by a
+ * NUL. Sent by the argv iterator for each process whose bit user space set in argv_want. */
+struct scan_rec_argv {
+        __u32 type;
+        __u32 tgid;
+        __u32 flags;
+        __u32 len; /* bytes of args[] */
+        __u64 start_boottime; /* the leader's, to tell a reused tgid apart */
+        char args[];
+};
+
 /* A seccomp listener fd held by process tgid, pointing at filter_id. */
 struct scan_rec_listener {
         __u32 type;
@@ -80,15 +128,12 @@ struct scan_rec_end {
         __u64 swept; /* ids dropped at the end of this pass */
 };
 
-/* Counters in the BPF program's .bss, read by user space (never addresses). */
+/* Counters of the iterators in their .bss, read by user space (never addresses); those of the id
+ * map itself are struct ids_stats (ids.h). */
 struct scan_stats {
-        __u64 ids_assigned;
-        __u64 ids_swept;
-        __u64 addresses_reused;
-        __u64 map_full;      /* an id could not be stored: the pass is incomplete */
+        __u64 ids_swept;      /* ids dropped by sweeps */
         __u64 chain_too_long; /* a chain deeper than the walk bound: the pass is incomplete */
-        __u64 retries;       /* objects retried because the ring buffer was full */
-        __u64 ids_stored;    /* entries added to the id map (ids_stored - ids_swept are in it) */
-        __u64 sweeps;        /* passes that ended with a sweep of the id map */
-        __u64 insns_sent;    /* FILTER records that carried instructions */
+        __u64 retries;        /* objects retried because the ring buffer was full */
+        __u64 sweeps;         /* passes that ended with a sweep of the id map */
+        __u64 insns_sent;     /* FILTER records that carried instructions */
 };

@@ -1,18 +1,23 @@
-/* watch.bpf.h: the tracepoints that report tasks forking, exec'ing and exiting and filters being
- * attached, as events in a ring buffer of their own. Included by scan.bpf.c (after its id
- * functions): one BPF object, so that events and passes name filters through the same id map. */
-#pragma once
+/* watch.bpf.c: the tracepoints: seccomp(2) and prctl(2) give every newly created filter a fresh id
+ * (from before the first pass on, so that an address reused by a new filter never keeps an old
+ * id) and, once user space watches, report it; fork, exec and exit of the tasks a pass reports
+ * are events too. Records go to a ring buffer of their own. */
+#include "ids.bpf.h"
+
+#include <linux/prctl.h>
 
 #include "watch.h"
 
+char LICENSE[] SEC("license") = "GPL";
+
 #define EVENTS_SIZE (4U << 20) /* user space may change it before load */
-#define MAX_SECCOMP_PROCS (1U << 18)
+#define MAX_PENDING 4096
 
 extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
 
-/* Set by user space: bpf_scanner_watch_start() turns the filter events on (the install
- * tracepoints run from bpf_scanner_new() on, to name filters). */
+/* Set by user space: bpf_scanner_watch_start() turns the events on (the install tracepoints run
+ * from bpf_scanner_new() on, to name filters). */
 bool watch_enabled;
 /* Events that could not be sent (ring buffer full, an id not stored); read by user space. */
 __u64 watch_lost;
@@ -21,6 +26,26 @@ struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
         __uint(max_entries, EVENTS_SIZE);
 } events SEC(".maps");
+
+/* tid -> its head filter and mode when it entered seccomp(2) or prctl(PR_SET_SECCOMP), the last
+ * id handed out by then, and how it asked. */
+struct pending_install {
+        __u64 head;
+        __u64 ids_before;
+        __u32 seccomp_flags;
+        __u8 prctl;
+        __u8 strict; /* SECCOMP_MODE_STRICT was asked for, not a filter */
+        __u8 mode_before;
+        __u8 _pad;
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_LRU_HASH);
+        __uint(max_entries, MAX_PENDING);
+        __uint(map_flags, BPF_F_WRONLY);
+        __type(key, __u32);
+        __type(value, struct pending_install);
+} pending SEC(".maps");
 
 /* Where FILTER events are put together. Tracepoint programs do not nest on a CPU (the kernel
  * skips, and counts as a miss, a tracepoint program that would run while another runs on the
@@ -37,84 +62,22 @@ struct {
         __type(value, struct watch_filter_buf);
 } watch_scratch SEC(".maps");
 
-/* Processes (tgid -> the leader's start_boottime, which tells a reused tgid apart) that have or
- * had a thread in strict or filter mode. A pass reports every thread of such a process, those
- * in disabled mode too, so their forks and exits are events as well. Marked by passes and by
- * installs, dropped when the process's last thread exits. */
-struct {
-        __uint(type, BPF_MAP_TYPE_HASH);
-        __uint(max_entries, MAX_SECCOMP_PROCS);
-        __uint(map_flags, BPF_F_NO_PREALLOC);
-        __type(key, __u32);
-        __type(value, __u64);
-} seccomp_procs SEC(".maps");
-
 static __always_inline void watch_lose(void) {
         __sync_fetch_and_add(&watch_lost, 1);
-}
-
-/* Every task pointer here is trusted (bpf_get_current_task_btf(), bpf_task_from_pid(), an
- * iterator's task): plain loads, not helper calls. */
-static __always_inline bool seccomp_proc_marked(struct task_struct *t) {
-        __u32 tgid = t->tgid;
-        __u64 *start = bpf_map_lookup_elem(&seccomp_procs, &tgid);
-
-        return start && *start == t->group_leader->start_boottime;
-}
-
-static __always_inline void seccomp_proc_unmark(struct task_struct *t) {
-        __u32 tgid = t->tgid;
-
-        if (bpf_map_lookup_elem(&seccomp_procs, &tgid)) /* cheaper than deleting what is not there */
-                bpf_map_delete_elem(&seccomp_procs, &tgid);
-}
-
-/* Only a multi-threaded process needs the mark: a single thread in strict or filter mode is
- * reported for its mode alone, and every thread it goes on to create inherits that mode. */
-static __always_inline void seccomp_proc_mark(struct task_struct *t) {
-        __u32 tgid = t->tgid;
-        __u64 start = t->group_leader->start_boottime;
-        __u64 *old;
-
-        if (t->signal->nr_threads <= 1)
-                return;
-        old = bpf_map_lookup_elem(&seccomp_procs, &tgid);
-        if (old && *old == start)
-                return;
-        /* Without the mark only the disabled threads of a multi-threaded process go unreported. */
-        if (bpf_map_update_elem(&seccomp_procs, &tgid, &start, BPF_ANY) < 0)
-                watch_lose();
 }
 
 /* Whose fork, exec and exit are events: exactly the tasks a whole-machine pass reports — tasks
  * in strict or filter mode, and every thread of a multi-threaded process that has one. The rest
  * of the machine (nearly all forks and exits) is not sent: the daemon has no use for it, and it
  * would be most of the volume. A subtree of unfiltered processes is therefore known from passes,
- * not from events. This runs on every fork and exit of the machine: t is a trusted pointer
- * (bpf_get_current_task_btf(), bpf_task_from_pid()), read with plain loads, not helper calls. */
+ * not from events. This runs on every fork and exit of the machine: t (task_plain() of the
+ * current task or of one held by bpf_task_from_pid()) is read with plain loads, not helper calls. */
 static __always_inline bool task_reported(struct task_struct *t) {
         if (t->seccomp.mode != SECCOMP_MODE_DISABLED)
                 return true;
         if (t->signal->nr_threads <= 1)
                 return false;
         return seccomp_proc_marked(t);
-}
-
-/* What ptrace_may_access() would call dumpable: the mm's setting is SUID_DUMP_USER. */
-static __always_inline bool task_dumpable(struct task_struct *t) {
-        struct mm_struct *mm;
-        unsigned long flags;
-
-        if (t->flags & PF_KTHREAD)
-                return false;
-        mm = t->mm;
-        if (!mm)
-                return false;
-        if (bpf_core_type_exists(mm_flags_t))
-                flags = mm->flags.__mm_flags[0];
-        else
-                flags = ((struct mm_struct___ulong_flags *) mm)->flags;
-        return (flags & MMF_DUMPABLE_MASK) == SUID_DUMP_USER;
 }
 
 /* Fill r from t; returns t's head filter (a kernel address: it stays here). */
@@ -168,7 +131,7 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
 
         /* The child inherits the parent's mode and process (or makes a single-threaded one):
          * nothing to look up for the forks of the unfiltered. */
-        if (!task_reported(bpf_get_current_task_btf()))
+        if (!task_reported(task_plain(bpf_get_current_task_btf())))
                 return 0;
 
         child = bpf_task_from_pid(ctx->child_pid);
@@ -176,8 +139,8 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
                 watch_lose();
                 return 0;
         }
-        reported = task_reported(child);
-        head = task_fill(&r.task, child);
+        reported = task_reported(task_plain(child));
+        head = task_fill(&r.task, task_plain(child));
         bpf_task_release(child);
 
         if (reported)
@@ -188,7 +151,7 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
 /* After a successful exec: comm changed, the task is the only thread, its tid the tgid. */
 SEC("tracepoint/sched/sched_process_exec")
 int watch_exec(void *ctx) {
-        struct task_struct *t = bpf_get_current_task_btf();
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
         struct seccomp_filter *head;
         struct watch_rec r = {};
 
@@ -210,7 +173,7 @@ static __always_inline bool exit_group_dead(struct trace_event_raw_sched_process
  * still says filter. */
 SEC("tracepoint/sched/sched_process_exit")
 int watch_exit(struct trace_event_raw_sched_process_exit *ctx) {
-        struct task_struct *t = bpf_get_current_task_btf();
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
         struct watch_rec r = {};
         bool group_dead = exit_group_dead(ctx, t);
         bool reported = task_reported(t);
@@ -285,4 +248,121 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
 
         if (bpf_ringbuf_output(&events, r, sizeof(*r) + len * sizeof(struct sock_filter), 0) < 0)
                 watch_lose();
+}
+
+/* New filters and strict mode: remember the head and mode at entry; at exit name a changed head
+ * afresh, or report the mode change. */
+static __always_inline int install_enter(__u32 seccomp_flags, bool prctl, bool strict) {
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
+        __u32 tid = (__u32) bpf_get_current_pid_tgid();
+        struct pending_install p = {
+                .head = (__u64) t->seccomp.filter,
+                .ids_before = last_id,
+                .seccomp_flags = seccomp_flags,
+                .prctl = prctl,
+                .strict = strict,
+                .mode_before = (__u8) t->seccomp.mode,
+        };
+
+        bpf_map_update_elem(&pending, &tid, &p, BPF_ANY);
+        return 0;
+}
+
+/* The id of head, created by the call that is returning. An entry for its address either names
+ * an object freed before (give a new id), or was made for head itself by an iterator that met it
+ * during the call (keep it, the pass may have sent it). 0 if no id could be stored. */
+static __always_inline __u64 install_name(struct seccomp_filter *head, __u64 ids_before) {
+        __u64 key = (__u64) head;
+        struct filter_check c;
+        struct filter_ent *e;
+        __u64 id;
+        long r;
+
+        filter_check_read(head, &c);
+        e = bpf_map_lookup_elem(&filter_ids, &key);
+        if (e && e->id > ids_before && filter_ent_matches(e, &c))
+                return e->id;
+        id = filter_id_new(head, &c, e != NULL, &r);
+        if (id > 0)
+                return id;
+        if (r == -EEXIST) {
+                /* An iterator named it between our lookup and update. */
+                e = bpf_map_lookup_elem(&filter_ids, &key);
+                if (e && filter_ent_matches(e, &c))
+                        return e->id;
+        }
+        __sync_fetch_and_add(&ids_stats.map_full, 1);
+        return 0;
+}
+
+/* SECCOMP_MODE_STRICT was asked for: if the thread went from disabled to strict, say so. */
+static __always_inline void strict_exit(struct task_struct *t, const struct pending_install *p, long ret) {
+        if (ret != 0 || p->mode_before != SECCOMP_MODE_DISABLED || t->seccomp.mode != SECCOMP_MODE_STRICT)
+                return;
+        seccomp_proc_mark(t);
+        watch_mode_changed(t);
+}
+
+static __always_inline int install_exit(long ret) {
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
+        __u32 tid = (__u32) bpf_get_current_pid_tgid();
+        struct pending_install *p, saved;
+        struct seccomp_filter *head;
+        __u64 id;
+
+        p = bpf_map_lookup_elem(&pending, &tid);
+        if (!p)
+                return 0;
+        saved = *p;
+        bpf_map_delete_elem(&pending, &tid);
+
+        if (saved.strict) {
+                strict_exit(t, &saved, ret);
+                return 0;
+        }
+        head = t->seccomp.filter;
+        if (!head || (__u64) head == saved.head)
+                return 0;
+
+        id = install_name(head, saved.ids_before);
+        seccomp_proc_mark(t);
+        watch_filter_attached(t, head, id, saved.seccomp_flags, saved.prctl, ret);
+        return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_seccomp")
+int seccomp_enter(struct syscall_enter_ctx *ctx) {
+        __u32 op = (__u32) ctx->args[0];
+
+        if (op == SECCOMP_SET_MODE_FILTER)
+                return install_enter((__u32) ctx->args[1], false, false);
+        if (op == SECCOMP_SET_MODE_STRICT)
+                return install_enter(0, false, true);
+        return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_seccomp")
+int seccomp_exit(struct syscall_exit_ctx *ctx) {
+        struct seccomp_filter *head = task_plain(bpf_get_current_task_btf())->seccomp.filter;
+
+        /* Counted before anything can fail: a listener nobody counts might never be looked for. */
+        if (ctx->ret >= 0 && head && head->notif)
+                __sync_fetch_and_add(&listeners_created, 1);
+        return install_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_enter_prctl")
+int prctl_enter(struct syscall_enter_ctx *ctx) {
+        if ((__u32) ctx->args[0] != PR_SET_SECCOMP)
+                return 0;
+        if (ctx->args[1] == SECCOMP_MODE_FILTER)
+                return install_enter(0, true, false);
+        if (ctx->args[1] == SECCOMP_MODE_STRICT)
+                return install_enter(0, true, true);
+        return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_prctl")
+int prctl_exit(struct syscall_exit_ctx *ctx) {
+        return install_exit(ctx->ret);
 }

@@ -1,0 +1,236 @@
+/* figure-oneshot.c: figure 7, `sectreed scan` as a user runs it: a whole process, from start to
+ * exit, with both backends, against a process that only loads and runs the pointer-only iterator */
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include "figures.h"
+#include "snapshot.h"
+#include "workload.h"
+
+/*
+ * Each measurement is a process, timed from posix_spawn() to its exit status, stdout and stderr
+ * to /dev/null:
+ *   - floor: sectree-iter-floor (bench/floor-oneshot.c), which loads bpf/floor.bpf.c, runs one
+ *     pass of it over every task and exits: what any one-shot BPF scanner pays to exist at all
+ *     (exec, libraries, the kernel's BTF for CO-RE, loading a program, one pass, exit);
+ *   - `sectreed scan --no-argv`, the bpf backend, whole machine, tree output;
+ *   - `sectreed scan --backend=ptrace --no-argv`, the same with the ptrace backend.
+ * First with no workload at all (the machine's own tasks: the "idle machine" the one-shot target
+ * is stated for), then with each workload size, then with single-thread processes (the shape where
+ * per-process costs show). A checked warm-up of each comes first: both backends scan the
+ * workload's subtree (--root, --format=json) and the file must read back as the workload. Then
+ * rounds of one run of each; the median is reported.
+ */
+
+#define FLOOR_TARGET 1.5   /* bpf one-shot ≤ 1.5× the floor process, on an idle machine */
+#define PTRACE_TARGET 4.0  /* ptrace one-shot ≥ 4× the bpf one, at ONESHOT_PROCESSES processes */
+#define ONESHOT_PROCESSES 5000
+#define RUN_TIMEOUT_SEC 300
+
+typedef enum OneshotKind {
+        ONESHOT_FLOOR,
+        ONESHOT_BPF,
+        ONESHOT_PTRACE,
+        _ONESHOT_KIND_MAX,
+} OneshotKind;
+
+typedef struct OneshotBench {
+        const BenchOptions *opts;
+        Report *report;
+        const char *sectreed, *floor;
+} OneshotBench;
+
+/* Run argv to its end with stdout into out_fd (-1: /dev/null); the time from spawn to exit. */
+static int run_process(char *const argv[], int out_fd, double *ret_msec) {
+        posix_spawn_file_actions_t fa;
+        int status, r;
+        pid_t pid;
+
+        r = posix_spawn_file_actions_init(&fa);
+        if (r != 0)
+                return -r;
+        if (out_fd >= 0)
+                r = posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+        else
+                r = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        if (r == 0)
+                r = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+        if (r != 0) {
+                posix_spawn_file_actions_destroy(&fa);
+                return -r;
+        }
+        uint64_t start = now_nsec();
+        r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r != 0)
+                return log_error_errno(-r, "Failed to start %s: %m", argv[0]);
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return log_error_errno(-errno, "Failed to wait for %s: %m", argv[0]);
+        *ret_msec = msec_since(start);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return log_error_errno(-EPROTO, "%s %s failed (status 0x%x).", argv[0], argv[1] ?: "", status);
+        return 0;
+}
+
+static int run_kind(OneshotBench *b, OneshotKind kind, double *ret_msec) {
+        char *floor[] = { (char *) b->floor, NULL };
+        char *bpf[] = { (char *) b->sectreed, (char *) "scan", (char *) "--no-argv", NULL };
+        char *ptrace[] = { (char *) b->sectreed, (char *) "scan", (char *) "--backend=ptrace", (char *) "--no-argv",
+                           NULL };
+        char *const *table[_ONESHOT_KIND_MAX] = { [ONESHOT_FLOOR] = floor, [ONESHOT_BPF] = bpf, [ONESHOT_PTRACE] = ptrace };
+
+        return run_process(table[kind], -1, ret_msec);
+}
+
+#define CHECK_ATTEMPTS 3
+
+/* The workload's subtree as backend scans it, read back from the JSON it prints: 1 if it matches
+ * the workload, 0 if not (why says how). */
+static int scan_matches(OneshotBench *b, Workload *w, const char *backend, char *why, size_t size) {
+        _cleanup_free_ char *root = NULL, *be = NULL;
+        _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_free_ char *error = NULL;
+        _cleanup_close_ int fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        double msec;
+        int r;
+
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to create a temporary file: %m");
+        if (asprintf(&root, "--root=%d", (int) workload_root(w)) < 0 || asprintf(&be, "--backend=%s", backend) < 0)
+                return log_oom();
+        char *argv[] = { (char *) b->sectreed, (char *) "scan", be, root, (char *) "--format=json", (char *) "--no-argv",
+                         NULL };
+        r = run_process(argv, fd, &msec);
+        if (r < 0)
+                return r;
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        r = snapshot_read_any(fd, &f, &error);
+        if (r < 0) {
+                snprintf(why, size, "its JSON does not read back: %s", error ?: strerror(-r));
+                return 0;
+        }
+        return workload_matches_forest(w, f, why, size);
+}
+
+/* A task another tracer holds for a moment (another ptrace scanner on a shared machine) cannot be
+ * read by the ptrace backend: a mismatch is checked again before it counts. */
+static int check_backend(OneshotBench *b, Workload *w, const char *backend) {
+        char why[160];
+        int r = 0;
+
+        for (unsigned i = 0; i < CHECK_ATTEMPTS && r == 0; i++)
+                r = scan_matches(b, w, backend, why, sizeof(why));
+        if (r == 0)
+                report_check_failed(b->report, "sectreed scan --backend=%s, %zu tasks: %s.", backend,
+                                    workload_n_tasks(w), why);
+        return r < 0 ? r : 0;
+}
+
+typedef struct OneshotTimes {
+        double msec[_ONESHOT_KIND_MAX];
+} OneshotTimes;
+
+static int measure(OneshotBench *b, Workload *w, OneshotTimes *ret) {
+        static double samples[_ONESHOT_KIND_MAX][BENCH_MAX_PASSES];
+        unsigned n = b->opts->passes;
+        double msec;
+        int r;
+
+        if (w) {
+                r = check_backend(b, w, "bpf");
+                if (r >= 0)
+                        r = check_backend(b, w, "ptrace");
+                if (r < 0)
+                        return r;
+        }
+        for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
+                if ((r = run_kind(b, k, &msec)) < 0)
+                        return r;
+        for (unsigned i = 0; i < n; i++)
+                for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
+                        if ((r = run_kind(b, k, &samples[k][i])) < 0)
+                                return r;
+        for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
+                ret->msec[k] = median(samples[k], n);
+        return 0;
+}
+
+static Verdict verdict(bool judged, bool pass) {
+        Verdict v = pass ? VERDICT_PASS : VERDICT_MISS;
+        return judged ? v : verdict_info(v);
+}
+
+/* Rows of one workload: tasks (0: none), shape names it; judge_floor / judge_ptrace: the target
+ * is judged on this row. */
+static int report_times(OneshotBench *b, size_t tasks, const char *shape, const OneshotTimes *t, bool judge_floor,
+                        bool judge_ptrace) {
+        double floor = t->msec[ONESHOT_FLOOR], bpf = t->msec[ONESHOT_BPF], ptrace = t->msec[ONESHOT_PTRACE];
+        size_t machine = 0;
+        char note[96];
+        int r;
+
+        (void) count_machine_tasks(&machine);
+        snprintf(note, sizeof(note), "%s; %zu tasks on the machine", shape, machine);
+        r = report_add_ms(b->report, tasks, "floor: iterator process", floor, 0, NULL, NULL, VERDICT_NONE, note);
+        if (r >= 0)
+                r = report_add_ms(b->report, tasks, "sectreed scan --no-argv (bpf)", bpf, bpf / floor, "floor",
+                                  "≤ 1.5× floor (idle machine)", verdict(judge_floor, bpf / floor <= FLOOR_TARGET), NULL);
+        if (r >= 0)
+                r = report_add_ms(b->report, tasks, "sectreed scan --no-argv --backend=ptrace", ptrace, ptrace / floor,
+                                  "floor", NULL, VERDICT_NONE, NULL);
+        if (r >= 0)
+                r = report_add(b->report, &(BenchRow) {
+                        .figure = "ptrace / bpf", .tasks = tasks, .value = ptrace / bpf, .unit = "×",
+                        .target = "ptrace ≥ 4× bpf (5000 processes)",
+                        .verdict = verdict(judge_ptrace, ptrace / bpf >= PTRACE_TARGET),
+                });
+        return r;
+}
+
+static int measure_workload(OneshotBench *b, size_t n_tasks, size_t threads_per_process, bool judge_ptrace) {
+        _cleanup_(workload_freep) Workload *w = NULL;
+        WorkloadOptions wo = {
+                .n_tasks = n_tasks,
+                .threads_per_process = threads_per_process,
+                .filter_len = b->opts->filter_len,
+        };
+        OneshotTimes t;
+        char shape[64];
+        int r;
+
+        r = workload_new(&wo, &w);
+        if (r >= 0)
+                r = measure(b, w, &t);
+        if (r < 0)
+                return r;
+        snprintf(shape, sizeof(shape), "%zu processes of %zu tasks", (n_tasks + threads_per_process - 1) /
+                 threads_per_process, threads_per_process);
+        return report_times(b, n_tasks, shape, &t, false, judge_ptrace);
+}
+
+int figure_oneshot_run(const BenchOptions *o, Report *report) {
+        OneshotBench b = {
+                .opts = o,
+                .report = report,
+                .sectreed = getenv("SECTREED") ?: SECTREED_PATH,
+                .floor = getenv("SECTREE_ITER_FLOOR") ?: ITER_FLOOR_PATH,
+        };
+        size_t single = o->smoke ? o->sizes[0] : ONESHOT_PROCESSES;
+        OneshotTimes t;
+        int r;
+
+        if (access(b.sectreed, X_OK) < 0 || access(b.floor, X_OK) < 0)
+                return log_error_errno(-errno, "Cannot run %s or %s (build them: ninja -C build): %m", b.sectreed,
+                                       b.floor);
+        r = measure(&b, NULL, &t);
+        if (r >= 0)
+                r = report_times(&b, 0, "no workload", &t, true, false);
+        for (size_t i = 0; r >= 0 && i < o->n_sizes; i++)
+                r = measure_workload(&b, o->sizes[i], o->threads_per_process, false);
+        if (r >= 0)
+                r = measure_workload(&b, single, 1, single == ONESHOT_PROCESSES);
+        return r;
+}

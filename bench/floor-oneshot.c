@@ -1,0 +1,18 @@
+/* floor-oneshot.c: sectree-iter-floor, the whole-process floor of a one-shot scan: a process that
+ * loads the pointer-only iterator (bpf/floor.bpf.c), runs one pass over every task and exits */
+#include "iter-floor.h"
+
+int main(int argc, char *argv[]) {
+        _cleanup_(iter_floor_freep) IterFloor *f = NULL;
+        struct floor_counts c;
+
+        if (argc > 1) {
+                fprintf(stderr, "Usage: %s\n\nLoad the pointer-only task iterator, run one pass, print what it "
+                        "counted and exit.\n", argv[0]);
+                return argc == 2 && streq(argv[1], "--help") ? EXIT_SUCCESS : 2;
+        }
+        if (iter_floor_new(&f) < 0 || iter_floor_run(f, &c) < 0)
+                return EXIT_FAILURE;
+        printf("%llu tasks, %llu filters\n", (unsigned long long) c.tasks, (unsigned long long) c.filters);
+        return EXIT_SUCCESS;
+}
