@@ -27,7 +27,7 @@ static json_t *json_uint(uint64_t v) {
         return json_integer((json_int_t) v);
 }
 
-static json_t *json_id_or_null(uint64_t id) {
+static json_t *json_id_or_none(uint64_t id) {
         return id ? json_uint(id) : json_null();
 }
 
@@ -81,12 +81,12 @@ static json_t *program_to_json(const Filter *flt) {
 static json_t *filter_to_json(const Filter *flt) {
         char digest[PROG_DIGEST_STRING_MAX];
         json_t *o = json_object();
-        bool ok = set(o, "id", json_uint(flt->id)) && set(o, "parent", json_id_or_null(flt->parent_id)) &&
+        bool ok = set(o, "id", json_uint(flt->id)) && set(o, "parent", json_id_or_none(flt->parent_id)) &&
                   set(o, "length", json_integer((json_int_t) flt->len)) && set(o, "program", program_to_json(flt)) &&
                   set(o, "digest", json_ascii(prog_digest_to_string(flt->digest, digest))) &&
                   set(o, "log", json_boolean(flt->log)) &&
                   set(o, "wait_killable_recv", json_boolean(flt->wait_killable_recv)) &&
-                  set(o, "listener", json_id_or_null(flt->listener_id)) &&
+                  set(o, "listener", json_id_or_none(flt->listener_id)) &&
                   set(o, "identity", json_ascii(identity_kind_to_string(flt->identity)));
         return object_or_null(o, ok);
 }
@@ -102,7 +102,7 @@ static json_t *argv_to_json(char * const *argv) {
 static json_t *thread_to_json(const Task *t) {
         json_t *o = json_object();
         bool ok = set(o, "tid", json_integer(t->tid)) && set(o, "mode", json_ascii(task_mode_to_string(t->mode))) &&
-                  set(o, "filter", json_id_or_null(t->filter_id));
+                  set(o, "filter", json_id_or_none(t->filter_id));
         return object_or_null(o, ok);
 }
 
@@ -184,7 +184,7 @@ static json_t *head_to_json(const Forest *f) {
         return object_or_null(o, ok);
 }
 
-static json_t *forest_to_json(const Forest *f) {
+static json_t *snapshot_document_json(const Forest *f) {
         json_t *o = head_to_json(f);
         bool ok = set(o, "filters", ARRAY_OF(f->filters, f->n_filters, filter_to_json)) &&
                   set(o, "processes", ARRAY_OF(f->processes, f->n_processes, process_to_json)) &&
@@ -281,13 +281,13 @@ static int buffer_program(JsonBuffer *b, const Filter *flt) {
 static int buffer_filter(JsonBuffer *b, const Filter *flt) {
         char digest[PROG_DIGEST_STRING_MAX];
         json_t *before = json_object(), *after = json_object();
-        bool ok = set(before, "id", json_uint(flt->id)) && set(before, "parent", json_id_or_null(flt->parent_id)) &&
+        bool ok = set(before, "id", json_uint(flt->id)) && set(before, "parent", json_id_or_none(flt->parent_id)) &&
                   set(before, "length", json_integer((json_int_t) flt->len));
         before = object_or_null(before, ok);
         ok = set(after, "digest", json_ascii(prog_digest_to_string(flt->digest, digest))) &&
              set(after, "log", json_boolean(flt->log)) &&
              set(after, "wait_killable_recv", json_boolean(flt->wait_killable_recv)) &&
-             set(after, "listener", json_id_or_null(flt->listener_id)) &&
+             set(after, "listener", json_id_or_none(flt->listener_id)) &&
              set(after, "identity", json_ascii(identity_kind_to_string(flt->identity)));
         after = object_or_null(after, ok);
         if (!before || !after) {
@@ -346,7 +346,7 @@ int snapshot_json_format_buffer(const Forest *f, SnapshotJsonFlags flags, char *
         if (!f->linked)
                 return -EINVAL;
         if (flags & SNAPSHOT_JSON_PRETTY) {
-                _cleanup_(json_decrefp) json_t *doc = forest_to_json(f);
+                _cleanup_(json_decrefp) json_t *doc = snapshot_document_json(f);
                 if (!doc || !(data = json_dumps(doc, JSON_INDENT(2) | JSON_ENSURE_ASCII)))
                         return -ENOMEM;
                 size_t n = strlen(data);
