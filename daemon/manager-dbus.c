@@ -13,11 +13,11 @@
 #define ERROR_NO_SUCH_SNAPSHOT "org.sectree1.Error.NoSuchSnapshot"
 #define ERROR_INVALID_SNAPSHOT "org.sectree1.Error.InvalidSnapshot"
 
-static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener" };
+static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener", "over-budget" };
 
 static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
         int r = sd_bus_message_open_container(reply, 'a', "s");
-        bool set[] = { flt->log, flt->wait_killable_recv, flt->has_listener || flt->listener_id };
+        bool set[] = { flt->log, flt->wait_killable_recv, flt->has_listener || flt->listener_id, flt->over_budget };
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(set); i++)
                 if (set[i])
                         r = sd_bus_message_append(reply, "s", filter_flag_names[i]);
@@ -110,9 +110,10 @@ static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
+/* Empty for a filter over budget: its flags say so. */
 static int append_program(sd_bus_message *reply, const Filter *flt) {
         int r = sd_bus_message_open_container(reply, 'a', "(qyyu)");
-        for (size_t i = 0; r >= 0 && i < flt->len; i++) {
+        for (size_t i = 0; r >= 0 && flt->insns && i < flt->len; i++) {
                 const struct sock_filter *x = &flt->insns[i];
                 r = sd_bus_message_append(reply, "(qyyu)", x->code, x->jt, x->jf, x->k);
         }

@@ -40,6 +40,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                 return log_oom();
         m->backend = opts->backend;
         m->refresh_usec = opts->refresh_usec;
+        m->budget_insns = opts->budget_insns;
         int r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the event loop: %m");
@@ -291,7 +292,14 @@ static int open_live(Manager *m) {
                 stored = NULL;
         }
         r = live_new(TAKE_PTR(stored), &m->live);
-        return r < 0 ? log_oom() : 0;
+        if (r < 0)
+                return log_oom();
+        r = live_set_budget(m->live, m->budget_insns);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) /* the stored state does not link: the first pass replaces it, and counts it */
+                log_debug_errno(r, "Not counting the stored filters against their budgets: %m");
+        return 0;
 }
 
 int manager_open(Manager *m) {

@@ -54,6 +54,7 @@ typedef struct Manager {
 
         /* full passes: manager.c */
         uint64_t refresh_usec;
+        uint64_t budget_insns;
         sd_event_source *refresh_timer, *resync_timer;
         const char *resync_reason;  /* of the pass resync_timer will start */
         uint64_t last_scan_usec;    /* CLOCK_REALTIME of the last stored full pass */
@@ -74,6 +75,7 @@ typedef struct ManagerOptions {
         Backend backend;
         const char *state_dir;
         uint64_t refresh_usec; /* 0: the backend's default, or $SECTREE_REFRESH_USEC */
+        uint64_t budget_insns; /* instructions of filters kept per uid (lib/budget.h); 0: none */
 } ManagerOptions;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);

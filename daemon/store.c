@@ -92,6 +92,7 @@ enum {
         PF_INSTALLER_COMM,
         PF_INSTALLER_EXE,
         PF_GENERATION,
+        PF_PROGRAM_SIZE, /* STMT_TOUCH_FILTER only */
 };
 
 /* Parameter positions of STMT_PUT_PROCESS and STMT_TOUCH_PROCESS. */
@@ -134,7 +135,7 @@ static const char *const statement_sql[_STMT_MAX] = {
         [STMT_TOUCH_FILTER] =
                 "UPDATE filters SET last_seen_usec = ?12, generation = ?17, refs = ?10, users = ?11 "
                 "WHERE id = ?1 AND parent IS ?2 AND length = ?3 AND digest = ?4 AND log = ?6 "
-                "AND wait_killable_recv = ?7 AND has_listener = ?8 AND identity = ?9",
+                "AND wait_killable_recv = ?7 AND has_listener = ?8 AND identity = ?9 AND length(program) = ?18",
         /* The whole row, as the live forest has it. An unknown exe (NULL) keeps the stored one only
          * if this is the same process (same start time). */
         [STMT_PUT_PROCESS] =
@@ -557,6 +558,7 @@ typedef struct FilterRow {
         size_t len;
         char digest[PROG_DIGEST_STRING_MAX];
         bool log, wait_killable_recv, has_listener;
+        bool over_budget; /* its instructions were not kept: an empty program is stored */
         const char *identity;
         uint32_t refs, users; /* 0 = unknown */
         const StoreInstaller *installer;
@@ -571,13 +573,15 @@ static int filter_row_init(FilterRow *row, const Filter *flt, const StoreInstall
                 .log = flt->log,
                 .wait_killable_recv = flt->wait_killable_recv,
                 .has_listener = flt->has_listener,
+                .over_budget = flt->over_budget && !flt->insns,
                 .identity = identity_kind_to_string(flt->identity),
                 .refs = flt->refs,
                 .users = flt->users,
                 .installer = installer,
         };
         prog_digest_to_string(flt->digest, row->digest);
-        if (row->id == 0 || row->len > PROG_MAX_INSNS || (row->len > 0 && !row->insns) || !row->identity)
+        if (row->id == 0 || row->len > PROG_MAX_INSNS || (row->len > 0 && !row->insns && !row->over_budget) ||
+            !row->identity)
                 return log_error_errno(-EINVAL, "Refusing to store filter %" PRIu64 ": invalid id, length or identity.",
                                        row->id);
         return 0;
@@ -619,13 +623,17 @@ static int store_raise_max_filter_id(Store *s, uint64_t id) {
         return store_run(s, st, "record the highest filter id");
 }
 
+/* The program in its stored encoding, in s->program: empty for a filter over budget. */
+static size_t program_wire_size(Store *s, const FilterRow *f) {
+        return f->over_budget ? 0 : prog_to_wire(f->insns, f->len, s->program);
+}
+
 static int store_put_filter_row(Store *s, const FilterRow *f, uint64_t now_usec) {
         sqlite3_stmt *st = store_statement(s, STMT_PUT_FILTER);
         int r;
 
         bind_filter_row(s, st, f, now_usec);
-        sqlite3_bind_blob(st, PF_PROGRAM, s->program, (int) prog_to_wire(f->insns, f->len, s->program),
-                          SQLITE_STATIC);
+        sqlite3_bind_blob(st, PF_PROGRAM, s->program, (int) program_wire_size(s, f), SQLITE_STATIC);
         bind_installer(st, f->installer);
         r = store_run(s, st, "store a filter");
         if (r == -ENOENT)
@@ -645,6 +653,7 @@ static int store_touch_or_put_filter_row(Store *s, const FilterRow *f, uint64_t 
         int r;
 
         bind_filter_row(s, st, f, now_usec);
+        sqlite3_bind_int64(st, PF_PROGRAM_SIZE, (sqlite3_int64) (f->over_budget ? 0 : f->len * PROG_INSN_WIRE_SIZE));
         r = store_run(s, st, "mark a filter seen");
         if (r >= 0 && sqlite3_changes(s->db) == 0)
                 r = store_put_filter_row(s, f, now_usec);
@@ -1207,18 +1216,25 @@ static int load_filter(Forest *f, sqlite3_stmt *st) {
         uint8_t digest[PROG_DIGEST_SIZE];
         int n = sqlite3_column_bytes(st, 2);
         size_t len = (size_t) n / PROG_INSN_WIRE_SIZE;
+        /* An empty program of a filter with instructions: they were over budget, not kept. */
+        bool over_budget = n == 0 && sqlite3_column_int64(st, 8) > 0;
         _cleanup_free_ struct sock_filter *insns = calloc(len + 1, sizeof(struct sock_filter));
         Filter *x;
 
+        if (over_budget)
+                len = (size_t) sqlite3_column_int64(st, 8);
         if (!insns)
                 return -ENOMEM;
         if (len > PROG_MAX_INSNS || prog_digest_from_string(column_text(st, 7), digest) < 0)
                 return -EBADMSG;
-        prog_from_wire(sqlite3_column_blob(st, 2), len, insns);
+        if (!over_budget)
+                prog_from_wire(sqlite3_column_blob(st, 2), len, insns);
         int r = forest_add_filter_with_digest(f, (uint64_t) sqlite3_column_int64(st, 0),
-                                              (uint64_t) sqlite3_column_int64(st, 1), insns, len, digest, &x);
+                                              (uint64_t) sqlite3_column_int64(st, 1), over_budget ? NULL : insns,
+                                              len, digest, &x);
         if (r < 0)
                 return r;
+        x->over_budget = over_budget;
         x->log = sqlite3_column_int(st, 3);
         x->wait_killable_recv = sqlite3_column_int(st, 4);
         x->has_listener = sqlite3_column_int(st, 5);
@@ -1284,7 +1300,7 @@ int store_load_live(Store *s, Forest **ret) {
         if (!f)
                 return log_oom();
         r = store_load_rows(s, f, "SELECT id, coalesce(parent, 0), program, log, wait_killable_recv, has_listener, "
-                                  "identity, digest FROM filters", load_filter);
+                                  "identity, digest, length FROM filters", load_filter);
         if (r >= 0)
                 r = store_load_rows(s, f, "SELECT pid, ppid, coalesce(start_time, 0), comm, exe, uid, gid, no_new_privs "
                                           "FROM processes", load_process);
