@@ -8,6 +8,7 @@
  * announced, and a full pass is asked for: bus, database and live forest always agree. */
 #include "manager.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -103,6 +104,21 @@ static void manager_resync(Manager *m, const char *reason) {
                 log_warning_errno(r, "Failed to arm the resync timer: %m");
 }
 
+static int on_trim(sd_event_source *s, void *userdata) {
+        (void) malloc_trim(0);
+        return 0;
+}
+
+/* A pass frees the forest it replaced (and the source what it no longer keeps) in many small
+ * blocks, which malloc keeps in the heap unless asked: give them back once the loop is done with
+ * the pass, or one pass over a big forest (one user's flood of filters, long gone) leaves the
+ * daemon's resident set at its peak. */
+static void trim_soon(Manager *m) {
+        int r = sd_event_add_defer(m->event, NULL, on_trim, m);
+        if (r < 0)
+                log_debug_errno(r, "Could not schedule giving memory back: %m");
+}
+
 /* The end of a full pass, stored or not: the clock the next resync waits for starts here (a
  * pass that failed must not leave it in the past, or the next would start at once). */
 static void pass_ended(Manager *m, bool stored) {
@@ -110,6 +126,7 @@ static void pass_ended(Manager *m, bool stored) {
         if (stored) {
                 m->failures_in_a_row = 0;
                 m->stats.full_passes++;
+                trim_soon(m);
                 /* A pass covers a resync that waited when it started; losses during it ask again. */
                 if (m->resync_timer)
                         (void) sd_event_source_set_enabled(m->resync_timer, SD_EVENT_OFF);

@@ -36,6 +36,23 @@
 #define SWEEP_INTERVAL 16
 #define SWEEP_STALE_SHARE 16
 
+/* f without its instructions, in place of f (freed) where ref points, and in the map if in_map. */
+static int filter_drop_insns(BpfScanner *s, BpfFilter **ref, bool in_map) {
+        BpfFilter *f = *ref, *small = malloc(sizeof(BpfFilter));
+        if (!small)
+                return -ENOMEM;
+        *small = *f;
+        small->dropped = true;
+        int k = in_map ? hashmap_replace(&s->filters, f->id, small) : 0;
+        if (k < 0) {
+                free(small);
+                return k;
+        }
+        free(f);
+        *ref = small;
+        return 0;
+}
+
 static BpfFilter *bpf_filter_new(const struct scan_rec_filter *rec) {
         BpfFilter *f = malloc(offsetof(BpfFilter, insns) + rec->len * sizeof(struct sock_filter));
 
@@ -127,21 +144,36 @@ static int filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_rec_fi
         BpfFilter *fresh;
         int k;
 
+        bool allow_dropped = s->opts && s->opts->allow_dropped;
+        bool usable = f && f->len == rec->len && (!f->dropped || allow_dropped);
         if (!rec->has_insns && rec->len > 0) {
-                if (!f || f->len != rec->len)
+                if (!usable)
                         s->records.insns_missing = true;
-                *ret = f && f->len == rec->len ? f : NULL;
+                *ret = usable ? f : NULL;
                 return 0;
         }
-        if (f && f->len == rec->len && memcmp(f->insns, rec->insns, rec->len * sizeof(struct sock_filter)) == 0) {
+        if (usable && !f->dropped && memcmp(f->insns, rec->insns, rec->len * sizeof(struct sock_filter)) == 0) {
                 *ret = f;
                 return 0;
+        }
+        if (usable && f->dropped) { /* sent again: the same program stays dropped */
+                uint8_t digest[PROG_DIGEST_SIZE];
+                prog_digest(rec->insns, rec->len, digest);
+                if (memcmp(digest, f->digest, sizeof(digest)) == 0) {
+                        *ret = f;
+                        return 0;
+                }
         }
         /* New, or sent again with other instructions than kept (the kernel could not read them
          * before): the record's are the truth. */
         fresh = bpf_filter_new(rec);
         if (!fresh)
                 return -ENOMEM;
+        if (allow_dropped && s->opts->dropped && s->opts->dropped(rec->id, s->opts->dropped_userdata) &&
+            (k = filter_drop_insns(s, &fresh, false)) < 0) {
+                free(fresh);
+                return k;
+        }
         k = hashmap_replace(&s->filters, rec->id, fresh);
         if (k < 0) {
                 free(fresh);
@@ -964,9 +996,11 @@ static int forest_add_filters(Forest *f, const PassRecords *r) {
 
                 if (!bf->keep)
                         continue;
-                k = forest_add_filter_with_digest(f, bf->id, bf->parent_id, bf->insns, bf->len, bf->digest, &flt);
+                k = forest_add_filter_with_digest(f, bf->id, bf->parent_id, bf->dropped ? NULL : bf->insns, bf->len,
+                                                  bf->digest, &flt);
                 if (k < 0)
                         return k;
+                flt->over_budget = bf->dropped;
                 flt->log = bf->log;
                 flt->wait_killable_recv = bf->wait_killable_recv;
                 flt->has_listener = bf->has_listener;
@@ -1335,7 +1369,9 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         size_t n;
         int k;
 
+        s->opts = opts;
         k = pass_run(s, opts->root > 0, opts->include_exe);
+        s->opts = NULL;
         if (k < 0)
                 return k;
         built = now_usec(CLOCK_MONOTONIC);
@@ -1369,6 +1405,39 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         if (k < 0)
                 return k;
         log_debug("Pass %" PRIu64 ": forest built in %" PRIu64 " us.", s->pass, now_usec(CLOCK_MONOTONIC) - built);
+        return 0;
+}
+
+
+int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata) {
+        uint64_t id;
+        void *v;
+        int k;
+
+        /* The last pass's records point at what they met: those first, through the records. */
+        for (size_t i = 0; i < s->records.n_filters; i++) {
+                BpfFilter **ref = &s->records.filters[i];
+                if (!(*ref)->dropped && (*ref)->len > 0 && drop((*ref)->id, userdata) &&
+                    (k = filter_drop_insns(s, ref, true)) < 0)
+                        return k;
+        }
+        /* Then the others the scanner keeps (the map may grow while a value is replaced: not
+         * while it is walked). */
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t n = 0, allocated = 0;
+        for (size_t i = 0; hashmap_next(&s->filters, &i, &id, &v);) {
+                const BpfFilter *f = v;
+                if (f->dropped || f->len == 0 || f->seen_pass == s->pass || !drop(id, userdata))
+                        continue;
+                if (GROW(ids, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                ids[n++] = id;
+        }
+        for (size_t i = 0; i < n; i++) {
+                BpfFilter *f = hashmap_get(&s->filters, ids[i]);
+                if ((k = filter_drop_insns(s, &f, true)) < 0)
+                        return k;
+        }
         return 0;
 }
 
