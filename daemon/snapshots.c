@@ -171,10 +171,9 @@ static int take_snapshot(Manager *m, Caller *c, pid_t root, const SnapshotCreate
         return 0;
 }
 
-int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o, uint64_t *ret_id,
-                            char **ret_message) {
+int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
+                            SnapshotTransferDone done, void *userdata, char **ret_message) {
         _cleanup_(forest_freep) Forest *f = NULL;
-        uint64_t id;
         if (ret_message)
                 *ret_message = NULL;
         int r = check_root(c, root, ret_message);
@@ -183,16 +182,8 @@ int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCre
         r = take_snapshot(m, c, root, o, &f, ret_message);
         if (r < 0)
                 return r;
-        r = store_snapshot_put(m->store, f, c->uid, false, snapshot_quota_for(c), now_usec(CLOCK_REALTIME), &id);
-        if (r == -EDQUOT)
-                snapshot_quota_message(ret_message);
-        if (r < 0)
-                return r;
-        log_debug("Snapshot %" PRIu64 " of %d taken for uid %u: %zu processes, %zu filters.", id, root, c->uid,
-                  f->n_processes, f->n_filters);
-        (void) manager_send_snapshot_created(m, id, o->name, c->uid);
-        *ret_id = id;
-        return 0;
+        /* Storing a large snapshot takes longer than the scan: it goes on between other calls. */
+        return snapshot_store_in_steps(m, c, TAKE_PTR(f), done, userdata, ret_message);
 }
 
 /* Listing and deleting */

@@ -877,6 +877,49 @@ static void test_ptrace_churn(void) {
         churn_with(args, env, "frozen");
 }
 
+
+/* CreateSnapshot stores in steps between other calls: with the store held
+ * ($SECTREE_TEST_SNAPSHOT_STORE_GATE), a ListSnapshots sent after it is answered first, and does
+ * not list the half-stored snapshot; once let go, the snapshot is there, complete. */
+static void test_create_off_loop(void) {
+        BusFixture b;
+        g_autofree char *dir = g_dir_make_tmp("sectree-snap-XXXXXX", NULL);
+        g_autofree char *gate = g_build_filename(dir, "go", NULL);
+        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_SNAPSHOT_STORE_GATE=", gate, NULL);
+        char *env[] = { gate_env, NULL };
+        Scenario *s = bus_fixture_start_with_scenario(&b, listener_scenario, NULL, env);
+        if (!s)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        BusPending create = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "CreateSnapshot", bus_client_on_reply,
+                                                 &create, "ua{sv}", (uint32_t) scenario_root_pid(s), 0), >=, 0);
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        g_assert_cmpuint(listed->len, ==, 0);
+        drain(bus);
+        g_assert_false(create.done);
+
+        g_assert_true(g_file_set_contents(gate, "", 0, NULL));
+        bus_client_wait(bus, &create, 10000, "CreateSnapshot");
+        g_assert_false(sd_bus_error_is_set(&create.error));
+        g_assert_cmpuint(create.id, >, 0);
+        g_autoptr(GArray) after = list_snapshots(bus);
+        g_assert_cmpuint(after->len, ==, 1);
+        g_autoptr(Forest) f = NULL;
+        g_autofree char *error = NULL;
+        g_autoptr(GBytes) data = bus_client_export_pipe(bus, create.id, "json", NULL);
+        g_assert_nonnull(data);
+        gsize size;
+        const void *bytes = g_bytes_get_data(data, &size);
+        if (snapshot_read_data(bytes, size, &f, &error) < 0)
+                g_error("the snapshot does not read back: %s", error);
+        tests_assert_forest_matches(f, s, true);
+        unlink(gate);
+        rmdir(dir);
+        scenario_free(s);
+        bus_fixture_finish(&b);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -888,6 +931,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot-daemon/deadlines", test_deadlines);
         g_test_add_func("/snapshot-daemon/stop-during-transfer", test_stop_during_transfer);
         g_test_add_func("/snapshot-daemon/worker", test_worker);
+        g_test_add_func("/snapshot-daemon/create-off-loop", test_create_off_loop);
         g_test_add_func("/snapshot-daemon/access", test_access);
         g_test_add_func("/snapshot-daemon/churn", test_churn);
         g_test_add_func("/snapshot-daemon/ptrace/churn", test_ptrace_churn);
