@@ -105,15 +105,14 @@ static void manager_resync(Manager *m, const char *reason) {
 }
 
 static int on_trim(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        if (m->store)
+                store_release_memory(m->store);
         (void) malloc_trim(0);
         return 0;
 }
 
-/* A pass frees the forest it replaced (and the source what it no longer keeps) in many small
- * blocks, which malloc keeps in the heap unless asked: give them back once the loop is done with
- * the pass, or one pass over a big forest (one user's flood of filters, long gone) leaves the
- * daemon's resident set at its peak. */
-static void trim_soon(Manager *m) {
+void manager_trim_soon(Manager *m) {
         int r = sd_event_add_defer(m->event, NULL, on_trim, m);
         if (r < 0)
                 log_debug_errno(r, "Could not schedule giving memory back: %m");
@@ -126,7 +125,7 @@ static void pass_ended(Manager *m, bool stored) {
         if (stored) {
                 m->failures_in_a_row = 0;
                 m->stats.full_passes++;
-                trim_soon(m);
+                manager_trim_soon(m);
                 /* A pass covers a resync that waited when it started; losses during it ask again. */
                 if (m->resync_timer)
                         (void) sd_event_source_set_enabled(m->resync_timer, SD_EVENT_OFF);

@@ -79,6 +79,13 @@ typedef struct ManagerOptions {
 } ManagerOptions;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
+
+/* Give back what the daemon holds and no longer uses, once the loop is done with what it is doing:
+ * a full pass frees the forest it replaced (and the source what it no longer keeps), a snapshot
+ * transfer its forest, in many small blocks that malloc keeps in the heap unless asked, and the
+ * database's page cache keeps the pages they touched. Else one pass over a big forest (one user's
+ * flood of filters, long gone) or one large snapshot leaves the resident set at its peak. */
+void manager_trim_soon(Manager *m);
 Manager *manager_free(Manager *m);
 DEFINE_CLEANUP(Manager *, manager_free);
 

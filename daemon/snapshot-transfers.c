@@ -274,7 +274,7 @@ static void transfer_finish(SnapshotTransfer *t, int r, uint64_t id, const char 
         transfer_free(t);
         worker_schedule(m);
         if (!m->snapshot_transfers)
-                (void) malloc_trim(0); /* what a large import or export took, back to the system */
+                manager_trim_soon(m); /* what a large import or export took, back to the system */
 }
 
 static void transfer_finish_errno(SnapshotTransfer *t, int r) {

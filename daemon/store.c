@@ -1318,6 +1318,10 @@ int store_load_live(Store *s, Forest **ret) {
 
 /* For store-snapshot.c */
 
+void store_release_memory(Store *s) {
+        (void) sqlite3_db_release_memory(s->db);
+}
+
 sqlite3 *store_database(Store *s) {
         return s->db;
 }
