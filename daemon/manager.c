@@ -194,11 +194,12 @@ static int sink_apply(void *userdata, const LiveBatch *batch) {
 /* A full pass from the source: the whole live state replaced and stored. */
 static int sink_replace(void *userdata, Forest *pass, const char *reason) {
         Manager *m = userdata;
-        uint64_t now = now_usec(CLOCK_REALTIME);
+        uint64_t now = now_usec(CLOCK_REALTIME), start = now_usec(CLOCK_MONOTONIC), replaced = 0;
         int r = live_replace(m->live, pass, reason && source_announces_passes(m->source), &m->changes);
         if (r >= 0) {
                 uint64_t previous = m->last_scan_usec;
                 m->last_scan_usec = now; /* announced with the pass */
+                replaced = now_usec(CLOCK_MONOTONIC);
                 r = manager_commit(m, reason);
                 if (r < 0)
                         m->last_scan_usec = previous;
@@ -210,7 +211,8 @@ static int sink_replace(void *userdata, Forest *pass, const char *reason) {
         LiveCounts n = live_counts(m->live);
         (void) sd_notifyf(false, "STATUS=Watching %zu filters, %zu tasks (%s backend)", n.filters, n.tasks,
                           backend_to_string(source_backend(m->source)));
-        log_debug("Full pass (%s): %zu tasks, %zu filters.", reason ?: "start", n.tasks, n.filters);
+        log_debug("Full pass (%s): %zu tasks, %zu filters; replaced in %" PRIu64 " us, stored and announced in %" PRIu64
+                  " us.", reason ?: "start", n.tasks, n.filters, replaced - start, now_usec(CLOCK_MONOTONIC) - replaced);
         return 0;
 }
 
