@@ -1057,14 +1057,17 @@ static int store_reconcile(Store *s, const Forest *f, uint64_t now_usec) {
         return 0;
 }
 
-static int store_replace_all_transaction(Store *s, const Forest *f, uint64_t now_usec) {
-        int64_t generation = s->generation;
-        int r;
+typedef int (*PassSteps)(Store *s, const Forest *old, const Forest *f, uint64_t now_usec);
 
-        r = store_begin(s);
+/* A full pass's writes in one transaction: rolled back on failure, with the generation it started
+ * as it was. */
+static int store_pass_transaction(Store *s, PassSteps steps, const Forest *old, const Forest *f, uint64_t now_usec) {
+        int64_t generation = s->generation;
+        int r = store_begin(s);
+
         if (r < 0)
                 return r;
-        r = store_reconcile(s, f, now_usec);
+        r = steps(s, old, f, now_usec);
         if (r >= 0)
                 r = store_commit(s);
         if (r < 0) {
@@ -1072,6 +1075,14 @@ static int store_replace_all_transaction(Store *s, const Forest *f, uint64_t now
                 s->generation = generation;
         }
         return r;
+}
+
+static int store_reconcile_steps(Store *s, const Forest *old, const Forest *f, uint64_t now_usec) {
+        return store_reconcile(s, f, now_usec);
+}
+
+static int store_replace_all_transaction(Store *s, const Forest *f, uint64_t now_usec) {
+        return store_pass_transaction(s, store_reconcile_steps, NULL, f, now_usec);
 }
 
 int store_replace_all(Store *s, const Forest *f, uint64_t now_usec) {
@@ -1289,21 +1300,9 @@ static int store_replace_diff_steps(Store *s, const Forest *old, const Forest *n
 }
 
 static int store_replace_diff(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
-        int64_t generation = s->generation;
-
         if (!new->linked)
                 return log_error_errno(-EINVAL, "Refusing to store a forest that is not linked.");
-        int r = store_begin(s);
-        if (r < 0)
-                return r;
-        r = store_replace_diff_steps(s, old, new, now_usec);
-        if (r >= 0)
-                r = store_commit(s);
-        if (r < 0) {
-                store_rollback(s);
-                s->generation = generation;
-        }
-        return r;
+        return store_pass_transaction(s, store_replace_diff_steps, old, new, now_usec);
 }
 
 int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
