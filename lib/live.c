@@ -333,10 +333,10 @@ LiveCounts live_counts(const Live *l) {
 
 int live_set_budget(Live *l, uint64_t insns_per_uid) {
         const Forest *f;
+        l->budget.insns_per_uid = insns_per_uid; /* for what comes in, even if what is here cannot be counted */
         int r = live_linked(l, &f, NULL);
         if (r < 0)
                 return r;
-        l->budget.insns_per_uid = insns_per_uid;
         return budget_apply(&l->budget, l->forest);
 }
 

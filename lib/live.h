@@ -162,7 +162,8 @@ int live_rollback(Live *l, LiveChanges *c);
 
 /* Keep the instructions of a uid's filters only up to insns_per_uid instructions (0: all of them;
  * uid 0 is never counted), as lib/budget.h says: the filters the live forest holds now are counted
- * afresh, and every filter that comes in after. An event's filter counts against the uid of the
+ * afresh (-EINVAL when it does not link: then the next live_replace() counts them), and every
+ * filter that comes in after. An event's filter counts against the uid of the
  * task that installed it (LiveTask.uid); a full pass's, the lowest uid of the processes it runs. */
 int live_set_budget(Live *l, uint64_t insns_per_uid);
 /* Instructions kept for uid (tests). */
