@@ -920,6 +920,33 @@ static void test_create_off_loop(void) {
         bus_fixture_finish(&b);
 }
 
+
+/* Anyone may give their process a name that is not UTF-8: root's snapshots of it (and of the
+ * whole machine) still succeed, with U+FFFD for each invalid byte and the name cut to what fits. */
+static void test_bad_comm(void) {
+        BusFixture b;
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        pid_t bad = tests_spawn_nobody("ab\xff\xfe\xfd\xfc\xfb\xfa\xf9", false);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        uint64_t id = bus_client_create_ok(bus, bad, NULL);
+        g_autoptr(GBytes) data = bus_client_export_pipe(bus, id, "json", NULL);
+        g_assert_nonnull(data);
+        gsize size;
+        const void *bytes = g_bytes_get_data(data, &size);
+        g_autoptr(Forest) f = NULL;
+        g_autofree char *error = NULL;
+        if (snapshot_read_data(bytes, size, &f, &error) < 0)
+                g_error("the snapshot does not read back: %s", error);
+        const Process *p = forest_find_process(f, bad);
+        g_assert_nonnull(p);
+        g_assert_cmpstr(p->comm, ==, "ab\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* 14 bytes of 15 */
+        g_assert_cmpuint(bus_client_create_ok(bus, 0, NULL), >, 0); /* the whole machine, which holds it too */
+        kill(bad, SIGKILL);
+        waitpid(bad, NULL, 0);
+        bus_fixture_finish(&b);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -932,6 +959,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot-daemon/stop-during-transfer", test_stop_during_transfer);
         g_test_add_func("/snapshot-daemon/worker", test_worker);
         g_test_add_func("/snapshot-daemon/create-off-loop", test_create_off_loop);
+        g_test_add_func("/snapshot-daemon/bad-comm", test_bad_comm);
         g_test_add_func("/snapshot-daemon/access", test_access);
         g_test_add_func("/snapshot-daemon/churn", test_churn);
         g_test_add_func("/snapshot-daemon/ptrace/churn", test_ptrace_churn);
