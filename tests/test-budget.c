@@ -13,6 +13,7 @@
 #include "bus-client.h"
 #include "bus-fixture.h"
 #include "prog.h"
+#include "snapshot.h"
 #include "tests-util.h"
 
 #define N_FILTERS 20
@@ -146,6 +147,30 @@ static void test_over_budget(void) {
 
         /* a full pass keeps it so (and the scanner keeps no program the live forest does not) */
         rescan(bus);
+        rescan(bus);
+        assert_budget(bus, nobody, root);
+
+        /* a snapshot holds every program: the scanner asks the kernel again for those it dropped */
+        uint64_t snap = bus_client_create_ok(bus, nobody, NULL);
+        g_autoptr(GBytes) data = bus_client_export_pipe(bus, snap, "json", NULL);
+        g_assert_nonnull(data);
+        gsize size;
+        const void *bytes = g_bytes_get_data(data, &size);
+        g_autoptr(Forest) f = NULL;
+        g_autofree char *snap_error = NULL;
+        if (snapshot_read_data(bytes, size, &f, &snap_error) < 0)
+                g_error("the snapshot does not read back: %s", snap_error);
+        const Task *t = forest_find_task(f, nobody, NULL);
+        g_assert_nonnull(t);
+        g_assert_cmpuint(t->filter->depth, ==, N_FILTERS);
+        unsigned i = N_FILTERS;
+        for (const Filter *x = t->filter; x; x = x->parent) {
+                struct sock_filter want[FILTER_LEN];
+                size_t n = test_filter(want, --i);
+                g_assert_nonnull(x->insns);
+                g_assert_cmpmem(x->insns, x->len * sizeof(struct sock_filter), want, n * sizeof(struct sock_filter));
+        }
+        /* and the live state is as it was */
         rescan(bus);
         assert_budget(bus, nobody, root);
 
