@@ -11,6 +11,7 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 
+#include "budget.h"
 #include "bpf/ids.h"
 #include "bpf/scan.h"
 #include "procinfo.h"
@@ -987,7 +988,8 @@ static int select_reported(BpfScanner *s, ProcSpan *spans, size_t n, pid_t root)
 
 /* Building the forest. */
 
-static int forest_add_filters(Forest *f, const PassRecords *r) {
+/* programs: each filter's (else none yet: forest_fill_programs() adds those within budget). */
+static int forest_add_filters(Forest *f, const PassRecords *r, bool programs) {
         int k;
 
         for (size_t i = 0; i < r->n_filters; i++) {
@@ -996,8 +998,8 @@ static int forest_add_filters(Forest *f, const PassRecords *r) {
 
                 if (!bf->keep)
                         continue;
-                k = forest_add_filter_with_digest(f, bf->id, bf->parent_id, bf->dropped ? NULL : bf->insns, bf->len,
-                                                  bf->digest, &flt);
+                k = forest_add_filter_with_digest(f, bf->id, bf->parent_id, bf->dropped || !programs ? NULL : bf->insns,
+                                                  bf->len, bf->digest, &flt);
                 if (k < 0)
                         return k;
                 flt->over_budget = bf->dropped;
@@ -1146,6 +1148,36 @@ static int forest_add_listeners(Forest *f, BpfScanner *s, ProcSpan *spans, size_
         return 0;
 }
 
+static bool forest_over_budget(uint64_t id, void *userdata) {
+        const Filter *x = forest_find_filter(userdata, id);
+        return x && x->over_budget;
+}
+
+/* The programs of the filters within their uid's budget, copied; the others' dropped here too. */
+static int forest_fill_programs(BpfScanner *s, Forest *f, uint64_t insns_per_uid) {
+        Budget b;
+        budget_init(&b, insns_per_uid);
+        int k = budget_apply(&b, f); /* no program to drop yet: it marks those over budget */
+        budget_deinit(&b);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < f->n_filters; i++) {
+                Filter *x = f->filters[i];
+                const BpfFilter *bf = hashmap_get(&s->filters, x->id);
+                if (x->over_budget || x->len == 0)
+                        continue;
+                if (!bf || bf->dropped) {
+                        x->over_budget = true; /* within budget now, but its program is gone */
+                        continue;
+                }
+                x->insns = malloc(x->len * sizeof(struct sock_filter));
+                if (!x->insns)
+                        return -ENOMEM;
+                memcpy(x->insns, bf->insns, x->len * sizeof(struct sock_filter));
+        }
+        return bpf_scanner_drop_programs(s, forest_over_budget, f);
+}
+
 static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans, size_t n, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_free_ char *error = NULL;
@@ -1165,7 +1197,8 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
         if (k < 0)
                 return k;
 
-        k = forest_add_filters(f, &s->records);
+        bool budget = opts->allow_dropped && opts->budget_insns_per_uid > 0;
+        k = forest_add_filters(f, &s->records, !budget);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < n; i++)
@@ -1181,6 +1214,8 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
         k = forest_link(f, &error);
         if (k < 0)
                 return log_debug_errno(k, "Pass %" PRIu64 " is inconsistent: %s", s->pass, error ?: "?");
+        if (budget && (k = forest_fill_programs(s, f, opts->budget_insns_per_uid)) < 0)
+                return k;
 
         *ret = TAKE_PTR(f);
         return 0;

@@ -26,6 +26,10 @@ typedef struct ScanOptions {
         bool allow_dropped;
         bool (*dropped)(uint64_t id, void *userdata);
         void *dropped_userdata;
+        /* bpf, with allow_dropped: the filters over a uid's budget (lib/budget.h; 0: none) come
+         * without their programs, which the scanner drops too; the pass's forest never holds more
+         * programs than the live forest keeps. */
+        uint64_t budget_insns_per_uid;
 } ScanOptions;
 
 #define SCAN_OPTIONS_DEFAULT ((ScanOptions){ .root = 0, .include_argv = true, .include_exe = true })

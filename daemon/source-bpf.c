@@ -218,7 +218,8 @@ static bool live_dropped(uint64_t kernel_id, void *userdata) {
  * whatever is lost while it runs comes after, and asks for another pass. */
 static int pass_scan(BpfSource *b, Forest **ret, uint64_t *ret_lost) {
         ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true, .allow_dropped = true,
-                             .dropped = live_dropped, .dropped_userdata = b };
+                             .dropped = live_dropped, .dropped_userdata = b,
+                             .budget_insns_per_uid = live_budget_insns(b->source.sink.live(b->source.sink.userdata)) };
         _cleanup_(forest_freep) Forest *f = NULL;
 
         *ret_lost = bpf_scanner_watch_lost(b->scanner);

@@ -65,9 +65,13 @@ int budget_recount(Budget *b, const Forest *f) {
         return 0;
 }
 
-static int by_id(const void *a, const void *b) {
-        uint64_t x = (*(Filter *const *) a)->id, y = (*(Filter *const *) b)->id;
-        return x < y ? -1 : x > y;
+/* Roots first, then their children, ...: a filter is always older than the filters stacked on it,
+ * which ids do not say of filters a first pass numbered (it meets a chain from its head). */
+static int by_depth_then_id(const void *a, const void *b) {
+        const Filter *x = *(Filter *const *) a, *y = *(Filter *const *) b;
+        if (x->depth != y->depth)
+                return x->depth < y->depth ? -1 : 1;
+        return x->id < y->id ? -1 : x->id > y->id;
 }
 
 int budget_apply(Budget *b, Forest *f) {
@@ -86,7 +90,7 @@ int budget_apply(Budget *b, Forest *f) {
                                 owner[x->index] = p->uid;
         }
         memcpy(order, f->filters, f->n_filters * sizeof(Filter *));
-        qsort(order, f->n_filters, sizeof(Filter *), by_id);
+        qsort(order, f->n_filters, sizeof(Filter *), by_depth_then_id);
 
         Budget fresh = { .insns_per_uid = b->insns_per_uid };
         for (size_t i = 0; i < f->n_filters; i++) {

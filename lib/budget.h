@@ -8,7 +8,8 @@
  * root's processes run under too counts against root. Filters of uid 0 are never counted. Over
  * budget, a filter keeps its id, parent, length, digest and flags; its instructions are dropped
  * (Filter.insns NULL) and Filter.over_budget says so, to every reader. A full pass applies the
- * budget afresh: the oldest filters (lowest ids) of each uid keep their instructions. */
+ * budget afresh: each uid's filters nearest the roots of their chains (then the lowest ids) keep
+ * their instructions, as events keep the first that come. */
 #pragma once
 
 #include "forest.h"

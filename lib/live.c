@@ -340,6 +340,10 @@ int live_set_budget(Live *l, uint64_t insns_per_uid) {
         return budget_apply(&l->budget, l->forest);
 }
 
+uint64_t live_budget_insns(const Live *l) {
+        return l->budget.insns_per_uid;
+}
+
 uint64_t live_budget_kept(const Live *l, uid_t uid) {
         return budget_kept(&l->budget, uid);
 }

@@ -166,6 +166,8 @@ int live_rollback(Live *l, LiveChanges *c);
  * filter that comes in after. An event's filter counts against the uid of the
  * task that installed it (LiveTask.uid); a full pass's, the lowest uid of the processes it runs. */
 int live_set_budget(Live *l, uint64_t insns_per_uid);
+/* The budget live_set_budget() set. */
+uint64_t live_budget_insns(const Live *l);
 /* Instructions kept for uid (tests). */
 uint64_t live_budget_kept(const Live *l, uid_t uid);
 

@@ -212,8 +212,32 @@ static void test_over_budget(void) {
         bus_fixture_finish(&b);
 }
 
+
+/* Filters that were there before the daemon started: its first full pass meets them all at once,
+ * and keeps to the budget as events do. */
+static void test_before_start(void) {
+        BusFixture b;
+        char *args[] = { (char *) "--filter-budget=" G_STRINGIFY(BUDGET), NULL };
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=3600000000", NULL };
+        if (!tests_require_root())
+                return;
+        pid_t nobody = spawn_installer(65534), root = spawn_installer(0);
+        if (!bus_fixture_start_all(&b, args, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        assert_budget(bus, nobody, root);
+        rescan(bus);
+        assert_budget(bus, nobody, root);
+        kill(nobody, SIGKILL);
+        kill(root, SIGKILL);
+        waitpid(nobody, NULL, 0);
+        waitpid(root, NULL, 0);
+        bus_fixture_finish(&b);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/budget/over-budget", test_over_budget);
+        g_test_add_func("/budget/before-start", test_before_start);
         return g_test_run();
 }

@@ -613,7 +613,7 @@ static void test_budget_events(void) {
 }
 
 /* A full pass is counted afresh: a filter counts against the lowest uid whose processes run it,
- * and each uid's oldest filters (lowest ids) keep their instructions. */
+ * and each uid's filters nearest the roots (then the lowest ids) keep their instructions. */
 static void test_budget_replace(void) {
         g_autoptr(Live) l = new_live();
         g_assert_cmpint(live_set_budget(l, 2), ==, 0);
