@@ -56,6 +56,13 @@ static pid_t spawn_installer(uid_t uid) {
         return pid;
 }
 
+static void stop_installers(pid_t nobody, pid_t root) {
+        kill(nobody, SIGKILL);
+        kill(root, SIGKILL);
+        waitpid(nobody, NULL, 0);
+        waitpid(root, NULL, 0);
+}
+
 /* The task's chain from the daemon, oldest first; waits until it has N_FILTERS filters. */
 static void chain_of(sd_bus *bus, pid_t tid, uint64_t ids[N_FILTERS]) {
         for (int attempt = 0; attempt < 500; attempt++) {
@@ -151,15 +158,7 @@ static void test_over_budget(void) {
         assert_budget(bus, nobody, root);
 
         /* a snapshot holds every program: the scanner asks the kernel again for those it dropped */
-        uint64_t snap = bus_client_create_ok(bus, nobody, NULL);
-        g_autoptr(GBytes) data = bus_client_export_pipe(bus, snap, "json", NULL);
-        g_assert_nonnull(data);
-        gsize size;
-        const void *bytes = g_bytes_get_data(data, &size);
-        g_autoptr(Forest) f = NULL;
-        g_autofree char *snap_error = NULL;
-        if (snapshot_read_data(bytes, size, &f, &snap_error) < 0)
-                g_error("the snapshot does not read back: %s", snap_error);
+        g_autoptr(Forest) f = bus_client_export_forest(bus, bus_client_create_ok(bus, nobody, NULL));
         const Task *t = forest_find_task(f, nobody, NULL);
         g_assert_nonnull(t);
         g_assert_cmpuint(t->filter->depth, ==, N_FILTERS);
@@ -204,11 +203,7 @@ static void test_over_budget(void) {
         sd_bus_flush_close_unref(bus);
         bus = bus_client_open();
         assert_budget(bus, nobody, root);
-
-        kill(nobody, SIGKILL);
-        kill(root, SIGKILL);
-        waitpid(nobody, NULL, 0);
-        waitpid(root, NULL, 0);
+        stop_installers(nobody, root);
         bus_fixture_finish(&b);
 }
 
@@ -228,10 +223,7 @@ static void test_before_start(void) {
         assert_budget(bus, nobody, root);
         rescan(bus);
         assert_budget(bus, nobody, root);
-        kill(nobody, SIGKILL);
-        kill(root, SIGKILL);
-        waitpid(nobody, NULL, 0);
-        waitpid(root, NULL, 0);
+        stop_installers(nobody, root);
         bus_fixture_finish(&b);
 }
 

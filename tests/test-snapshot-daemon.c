@@ -905,14 +905,7 @@ static void test_create_off_loop(void) {
         g_assert_cmpuint(create.id, >, 0);
         g_autoptr(GArray) after = list_snapshots(bus);
         g_assert_cmpuint(after->len, ==, 1);
-        g_autoptr(Forest) f = NULL;
-        g_autofree char *error = NULL;
-        g_autoptr(GBytes) data = bus_client_export_pipe(bus, create.id, "json", NULL);
-        g_assert_nonnull(data);
-        gsize size;
-        const void *bytes = g_bytes_get_data(data, &size);
-        if (snapshot_read_data(bytes, size, &f, &error) < 0)
-                g_error("the snapshot does not read back: %s", error);
+        g_autoptr(Forest) f = bus_client_export_forest(bus, create.id);
         tests_assert_forest_matches(f, s, true);
         unlink(gate);
         rmdir(dir);
@@ -929,15 +922,7 @@ static void test_bad_comm(void) {
                 return;
         pid_t bad = tests_spawn_nobody("ab\xff\xfe\xfd\xfc\xfb\xfa\xf9", false);
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        uint64_t id = bus_client_create_ok(bus, bad, NULL);
-        g_autoptr(GBytes) data = bus_client_export_pipe(bus, id, "json", NULL);
-        g_assert_nonnull(data);
-        gsize size;
-        const void *bytes = g_bytes_get_data(data, &size);
-        g_autoptr(Forest) f = NULL;
-        g_autofree char *error = NULL;
-        if (snapshot_read_data(bytes, size, &f, &error) < 0)
-                g_error("the snapshot does not read back: %s", error);
+        g_autoptr(Forest) f = bus_client_export_forest(bus, bus_client_create_ok(bus, bad, NULL));
         const Process *p = forest_find_process(f, bad);
         g_assert_nonnull(p);
         g_assert_cmpstr(p->comm, ==, "ab\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* 14 bytes of 15 */
