@@ -280,7 +280,7 @@ static int start_daemon(DaemonFixture *f, const DaemonFixtureOptions *o) {
         env = daemon_environment(f, notify, o->env);
         if (!env)
                 return log_oom();
-        char *argv[] = { (char *) sectreed, state, NULL };
+        char *argv[] = { (char *) sectreed, state, (char *) o->arg, NULL };
         uint64_t start = now_nsec();
         r = spawn(argv, env, log, &f->daemon_pid);
         if (r < 0)

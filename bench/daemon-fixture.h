@@ -21,6 +21,7 @@ typedef struct DaemonFixture DaemonFixture;
 
 typedef struct DaemonFixtureOptions {
         char **env;                 /* extra "NAME=value" entries for sectreed, NULL-terminated; may be NULL */
+        const char *arg;            /* one more option for sectreed (e.g. "--filter-budget=0"); may be NULL */
         unsigned ready_timeout_sec; /* 0: 60 */
 } DaemonFixtureOptions;
 

@@ -1,9 +1,11 @@
 /* figure-memory.c: figure 5, the daemon's peak resident memory with a workload of each size,
  * against the same daemon with nothing to watch */
+#include <fcntl.h>
 #include <systemd/sd-bus.h>
 
 #include "daemon-fixture.h"
 #include "figures.h"
+#include "loadgen.h"
 #include "workload.h"
 
 /*
@@ -14,15 +16,25 @@
  * is the same daemon started with no workload: libraries, the SQLite page cache in use, and the
  * BPF ring buffers it maps (their pages are counted once per mapping, and the kernel maps a ring
  * buffer's data twice).
+ *
+ * Then the same daemon goes on: CHURN_SECONDS of churn (a child process installing a filter and
+ * exiting, CHURN_RATE times a second), then SNAPSHOTS snapshots of the whole machine, each exported
+ * as JSON into a pipe that is read to its end and deleted, then one more Rescan. The second row is
+ * VmRSS then (what it holds after all of that, not its peak), and the note its VmHWM.
  */
 
 #define TARGET_MIB 64.0
+#define CHURN_RATE 1000
+#define CHURN_SECONDS 3.0
+#define SMOKE_CHURN_SECONDS 0.5
+#define SNAPSHOTS 3
 #define KIB_PER_MIB 1024.0
 
 typedef struct MemoryUse {
         uint64_t hwm_kib, rss_kib, anon_kib;
         uint64_t bpf_map_kib; /* resident in anon_inode:bpf-map mappings (ring buffers, mmap'ed maps) */
         double ready_msec, rescan_msec;
+        uint64_t after_rss_kib, after_hwm_kib; /* after churn and snapshots */
 } MemoryUse;
 
 static uint64_t status_field_kib(const char *status, const char *name) {
@@ -85,7 +97,62 @@ static int rescan(DaemonFixture *d, double *ret_msec) {
         return r;
 }
 
-static int measure_daemon(MemoryUse *ret) {
+static int churn(const BenchOptions *o) {
+        _cleanup_(loadgen_freep) LoadGen *g = NULL;
+        LoadGenOptions lo = { .rate = CHURN_RATE, .seconds = o->smoke ? SMOKE_CHURN_SECONDS : CHURN_SECONDS,
+                              .filter_len = o->filter_len };
+        int r = loadgen_start(&lo, &g);
+        if (r < 0)
+                return r;
+        while (!loadgen_done(g))
+                usleep(10 * 1000);
+        return 0;
+}
+
+/* CreateSnapshot of the whole machine, ExportSnapshot as JSON into a pipe read to its end,
+ * DeleteSnapshot. */
+static int snapshot_round(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *export = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = 0;
+        int p[2], r;
+
+        r = sd_bus_call_method(bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager", "CreateSnapshot", &error,
+                               &reply, "ua{sv}", 0, 1, "include_argv", "b", 1);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "t", &id);
+        if (r < 0) {
+                log_error_errno(r, "CreateSnapshot failed: %s", error.message ?: strerror(-r));
+                sd_bus_error_free(&error);
+                return r;
+        }
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        r = sd_bus_call_method_async(bus, NULL, "org.sectree1", "/org/sectree1", "org.sectree1.Manager",
+                                     "ExportSnapshot", NULL, NULL, "ths", id, p[1], "json");
+        close(p[1]);
+        if (r >= 0)
+                r = sd_bus_flush(bus); /* the call (and our end's copy) is with the daemon */
+        char buf[65536];
+        while (r >= 0) {
+                ssize_t k = read(p[0], buf, sizeof(buf));
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+        }
+        close(p[0]);
+        if (r >= 0)
+                r = sd_bus_call_method(bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager", "DeleteSnapshot",
+                                       &error, NULL, "t", id);
+        if (r < 0)
+                log_error_errno(r, "Exporting or deleting snapshot %" PRIu64 " failed: %s", id,
+                                error.message ?: strerror(-r));
+        sd_bus_error_free(&error);
+        return r;
+}
+
+static int measure_daemon(const BenchOptions *o, bool go_on, MemoryUse *ret) {
         _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
         DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
         int r = daemon_fixture_new(&fo, &d);
@@ -99,6 +166,23 @@ static int measure_daemon(MemoryUse *ret) {
         pid_t pid = daemon_fixture_daemon_pid(d);
         r = read_status(pid, ret);
         ret->bpf_map_kib = bpf_map_rss_kib(pid);
+        if (r < 0 || !go_on)
+                return r;
+
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        double msec;
+        r = churn(o);
+        if (r >= 0)
+                r = daemon_fixture_connect(d, &bus);
+        for (int i = 0; r >= 0 && i < SNAPSHOTS; i++)
+                r = snapshot_round(bus);
+        if (r >= 0)
+                r = rescan(d, &msec);
+        MemoryUse after = {};
+        if (r >= 0)
+                r = read_status(pid, &after);
+        ret->after_rss_kib = after.rss_kib;
+        ret->after_hwm_kib = after.hwm_kib;
         return r;
 }
 
@@ -130,9 +214,27 @@ static int add_row(Report *report, const BenchOptions *o, size_t tasks, const ch
         });
 }
 
+static int add_after_row(Report *report, const BenchOptions *o, size_t tasks, const MemoryUse *m) {
+        double mib = (double) m->after_rss_kib / KIB_PER_MIB;
+        char note[128];
+
+        snprintf(note, sizeof(note), "%.1f s of churn at %d/s, %d snapshots exported; VmHWM %.1f MiB",
+                 o->smoke ? SMOKE_CHURN_SECONDS : CHURN_SECONDS, CHURN_RATE, SNAPSHOTS,
+                 (double) m->after_hwm_kib / KIB_PER_MIB);
+        return report_add(report, &(BenchRow) {
+                .figure = "daemon RSS after churn and snapshots (VmRSS)",
+                .tasks = tasks,
+                .value = mib,
+                .unit = "MiB",
+                .target = "≤ 64 MiB",
+                .verdict = verdict_for(o, tasks, mib, TARGET_MIB, false),
+                .note = note,
+        });
+}
+
 int figure_memory_run(const BenchOptions *o, Report *report) {
         MemoryUse idle;
-        int r = measure_daemon(&idle);
+        int r = measure_daemon(o, false, &idle);
 
         if (r < 0)
                 return r;
@@ -147,9 +249,11 @@ int figure_memory_run(const BenchOptions *o, Report *report) {
                 MemoryUse m;
                 r = workload_new(&wo, &w);
                 if (r >= 0)
-                        r = measure_daemon(&m);
+                        r = measure_daemon(o, true, &m);
                 if (r >= 0)
                         r = add_row(report, o, o->sizes[i], "daemon peak RSS (VmHWM)", &m, &idle);
+                if (r >= 0)
+                        r = add_after_row(report, o, o->sizes[i], &m);
         }
         return r;
 }

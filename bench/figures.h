@@ -25,6 +25,10 @@ int figure_restore_run(const BenchOptions *o, Report *report);
 /* Figure 5: the daemon's peak RSS with each workload, against the idle daemon. */
 int figure_memory_run(const BenchOptions *o, Report *report);
 
+/* Figure 9: root's calls and the daemon's memory while nobody holds tens of thousands of
+ * filters, with the per-uid filter budget and without it. */
+int figure_flood_run(const BenchOptions *o, Report *report);
+
 /* Figure 7: `sectreed scan` as a whole process, both backends, against a process that only runs
  * the pointer-only iterator. */
 int figure_oneshot_run(const BenchOptions *o, Report *report);

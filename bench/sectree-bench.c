@@ -39,6 +39,8 @@ static const Figure figures[] = {
           "runs the pointer-only iterator", figure_oneshot_run },
         { "startup", "Figure 8: the daemon from spawn to READY=1, and its parts (loading, first and warm pass, first "
           "write)", figure_startup_run },
+        { "flood", "Figure 9: root's calls and the daemon's memory while nobody holds tens of thousands of filters, "
+          "with the per-uid filter budget against --filter-budget=0", figure_flood_run },
         { "restore", "Restore: a snapshot rebuilt as a new process tree", figure_restore_run },
 };
 

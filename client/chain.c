@@ -130,6 +130,9 @@ int chain_programs(const Chain *ch, ChainProgram *progs) {
         for (size_t i = 0; i < ch->n; i++) {
                 _cleanup_free_ char *why = NULL;
                 const FilterDetail *d = &ch->filters[i];
+                if (filter_detail_lacks_program(d))
+                        return ctl_error_errno(-ENODATA, "The program of filter %" PRIu64 " was not kept: the uid that "
+                                               "installed it is over sectreed's filter budget.", d->meta.id);
                 if (prog_validate(d->program, d->n_program, &why) < 0)
                         return ctl_error_errno(-EBADMSG, "The program of filter %" PRIu64 " is not valid: %s",
                                                d->meta.id, why ? why : "?");

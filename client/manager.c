@@ -70,6 +70,10 @@ bool filter_record_has_flag(const FilterRecord *f, const char *flag) {
         return false;
 }
 
+bool filter_detail_lacks_program(const FilterDetail *d) {
+        return d->n_program < d->meta.length && filter_record_has_flag(&d->meta, FILTER_FLAG_OVER_BUDGET);
+}
+
 static int read_task_record(sd_bus_message *m, TaskRecord *t) {
         const char *comm, *mode;
         int r = sd_bus_message_read(m, "(uuusstu)", &t->tid, &t->tgid, &t->ppid, &comm, &mode, &t->head, &t->depth);

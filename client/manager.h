@@ -60,6 +60,10 @@ void manager_properties_done(ManagerProperties *p);
 const TaskRecord *task_list_find(const TaskList *l, uint32_t tid);
 const FilterRecord *filter_list_find(const FilterList *l, uint64_t id);
 bool filter_record_has_flag(const FilterRecord *f, const char *flag);
+/* The daemon did not keep the program: the uid it counts against was over its filter budget
+ * (sectreed --filter-budget). Length and digest are still right. */
+#define FILTER_FLAG_OVER_BUDGET "over-budget"
+bool filter_detail_lacks_program(const FilterDetail *d);
 
 /* Each call logs its failure once (D-Bus errors as "NAME: message") and returns negative errno. */
 int manager_list_tasks(sd_bus *bus, TaskList *ret);

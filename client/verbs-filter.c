@@ -52,6 +52,8 @@ static void print_flags(char * const *flags) {
 
 /* The daemon's digest, checked against the instructions it sent. */
 static const char *digest_note(const FilterDetail *d) {
+        if (filter_detail_lacks_program(d))
+                return "";
         char mine[PROG_DIGEST_STRING_MAX];
         uint8_t raw[PROG_DIGEST_SIZE];
         prog_digest(d->program, d->n_program, raw);
@@ -87,7 +89,9 @@ static void show_print(const FilterDetail *d, const char *disassembly, bool raw)
         fputs("  Identity: ", stdout);
         fputs_escaped(d->identity, stdout);
         fputs("\n\n", stdout);
-        if (raw)
+        if (filter_detail_lacks_program(d))
+                fputs("(program not kept: the uid that installed it is over sectreed's filter budget)\n", stdout);
+        else if (raw)
                 print_raw(d, disassembly);
         else
                 fputs(disassembly, stdout);

@@ -76,6 +76,9 @@ static int forest_fetch_programs(sd_bus *bus, Forest *f) {
                 int r = manager_get_filter(bus, x->id, &d);
                 if (r < 0)
                         return r;
+                if (filter_detail_lacks_program(&d))
+                        return ctl_error_errno(-ENODATA, "The program of filter %" PRIu64 " was not kept: the uid "
+                                               "that installed it is over sectreed's filter budget.", x->id);
                 prog_digest(d.program, d.n_program, digest);
                 if (memcmp(digest, x->digest, sizeof(digest)) != 0)
                         return ctl_error_errno(-EBADMSG, "Filter %" PRIu64 " changed while it was read.", x->id);

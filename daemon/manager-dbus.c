@@ -13,11 +13,11 @@
 #define ERROR_NO_SUCH_SNAPSHOT "org.sectree1.Error.NoSuchSnapshot"
 #define ERROR_INVALID_SNAPSHOT "org.sectree1.Error.InvalidSnapshot"
 
-static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener" };
+static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener", "over-budget" };
 
 static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
         int r = sd_bus_message_open_container(reply, 'a', "s");
-        bool set[] = { flt->log, flt->wait_killable_recv, flt->has_listener || flt->listener_id };
+        bool set[] = { flt->log, flt->wait_killable_recv, flt->has_listener || flt->listener_id, flt->over_budget };
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(set); i++)
                 if (set[i])
                         r = sd_bus_message_append(reply, "s", filter_flag_names[i]);
@@ -110,9 +110,10 @@ static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
+/* Empty for a filter over budget: its flags say so. */
 static int append_program(sd_bus_message *reply, const Filter *flt) {
         int r = sd_bus_message_open_container(reply, 'a', "(qyyu)");
-        for (size_t i = 0; r >= 0 && i < flt->len; i++) {
+        for (size_t i = 0; r >= 0 && flt->insns && i < flt->len; i++) {
                 const struct sock_filter *x = &flt->insns[i];
                 r = sd_bus_message_append(reply, "(qyyu)", x->code, x->jt, x->jf, x->k);
         }
@@ -359,24 +360,27 @@ static int read_create_options(sd_bus_message *msg, SnapshotCreateOptions *o, sd
         return r;
 }
 
+static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata);
+
 static int method_create_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
         SnapshotCreateOptions o;
         _cleanup_free_ char *message = NULL;
         uint32_t root;
-        uint64_t id;
         int r = sd_bus_message_read(msg, "u", &root);
         if (r < 0 || (r = read_create_options(msg, &o, error)) < 0 || (r = caller_from_message(msg, &c)) < 0)
                 return r;
         if (root > SNAPSHOT_MAX_PID)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process with pid %" PRIu32 ".", root);
-        r = manager_snapshot_create(m, &c, (pid_t) root, &o, &id, &message);
+        r = manager_snapshot_create(m, &c, (pid_t) root, &o, on_transfer_done, sd_bus_message_ref(msg), &message);
+        if (r < 0)
+                sd_bus_message_unref(msg);
         if (r == -EIO)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "%s", message ?: "The scan failed.");
         if (r < 0)
                 return bus_snapshot_error(error, r, message, 0);
-        return sd_bus_reply_method_return(msg, "t", id);
+        return 1;
 }
 
 static int append_snapshot_entry(sd_bus_message *reply, const StoredSnapshot *s) {
@@ -405,19 +409,19 @@ static int method_list_snapshots(sd_bus_message *msg, void *userdata, sd_bus_err
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
-/* The end of an export or import: the reply to the message kept for it. The message goes first: it
+/* The end of a snapshot's storing, export or import: the reply to the message kept for it. The message goes first: it
  * holds a copy of the caller's fd, and the caller must see the end of its pipe before the reply. */
 static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        bool import = streq(sd_bus_message_get_member(msg), "ImportSnapshot");
+        bool with_id = !streq(sd_bus_message_get_member(msg), "ExportSnapshot"); /* Create, Import */
         int k;
         if (r < 0) {
                 (void) bus_snapshot_error(&error, r, message, id);
                 k = sd_bus_message_new_method_errorf(msg, &reply, error.name, "%s", error.message);
         } else
                 k = sd_bus_message_new_method_return(msg, &reply);
-        if (k >= 0 && r >= 0 && import)
+        if (k >= 0 && r >= 0 && with_id)
                 k = sd_bus_message_append(reply, "t", id);
         msg = sd_bus_message_unref(msg);
         if (k >= 0)

@@ -8,6 +8,7 @@
  * announced, and a full pass is asked for: bus, database and live forest always agree. */
 #include "manager.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -40,6 +41,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
                 return log_oom();
         m->backend = opts->backend;
         m->refresh_usec = opts->refresh_usec;
+        m->budget_insns = opts->budget_insns;
         int r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the event loop: %m");
@@ -102,6 +104,20 @@ static void manager_resync(Manager *m, const char *reason) {
                 log_warning_errno(r, "Failed to arm the resync timer: %m");
 }
 
+static int on_trim(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        if (m->store)
+                store_release_memory(m->store);
+        (void) malloc_trim(0);
+        return 0;
+}
+
+void manager_trim_soon(Manager *m) {
+        int r = sd_event_add_defer(m->event, NULL, on_trim, m);
+        if (r < 0)
+                log_debug_errno(r, "Could not schedule giving memory back: %m");
+}
+
 /* The end of a full pass, stored or not: the clock the next resync waits for starts here (a
  * pass that failed must not leave it in the past, or the next would start at once). */
 static void pass_ended(Manager *m, bool stored) {
@@ -109,6 +125,7 @@ static void pass_ended(Manager *m, bool stored) {
         if (stored) {
                 m->failures_in_a_row = 0;
                 m->stats.full_passes++;
+                manager_trim_soon(m);
                 /* A pass covers a resync that waited when it started; losses during it ask again. */
                 if (m->resync_timer)
                         (void) sd_event_source_set_enabled(m->resync_timer, SD_EVENT_OFF);
@@ -177,11 +194,12 @@ static int sink_apply(void *userdata, const LiveBatch *batch) {
 /* A full pass from the source: the whole live state replaced and stored. */
 static int sink_replace(void *userdata, Forest *pass, const char *reason) {
         Manager *m = userdata;
-        uint64_t now = now_usec(CLOCK_REALTIME);
+        uint64_t now = now_usec(CLOCK_REALTIME), start = now_usec(CLOCK_MONOTONIC), replaced = 0;
         int r = live_replace(m->live, pass, reason && source_announces_passes(m->source), &m->changes);
         if (r >= 0) {
                 uint64_t previous = m->last_scan_usec;
                 m->last_scan_usec = now; /* announced with the pass */
+                replaced = now_usec(CLOCK_MONOTONIC);
                 r = manager_commit(m, reason);
                 if (r < 0)
                         m->last_scan_usec = previous;
@@ -193,7 +211,8 @@ static int sink_replace(void *userdata, Forest *pass, const char *reason) {
         LiveCounts n = live_counts(m->live);
         (void) sd_notifyf(false, "STATUS=Watching %zu filters, %zu tasks (%s backend)", n.filters, n.tasks,
                           backend_to_string(source_backend(m->source)));
-        log_debug("Full pass (%s): %zu tasks, %zu filters.", reason ?: "start", n.tasks, n.filters);
+        log_debug("Full pass (%s): %zu tasks, %zu filters; replaced in %" PRIu64 " us, stored and announced in %" PRIu64
+                  " us.", reason ?: "start", n.tasks, n.filters, replaced - start, now_usec(CLOCK_MONOTONIC) - replaced);
         return 0;
 }
 
@@ -291,7 +310,14 @@ static int open_live(Manager *m) {
                 stored = NULL;
         }
         r = live_new(TAKE_PTR(stored), &m->live);
-        return r < 0 ? log_oom() : 0;
+        if (r < 0)
+                return log_oom();
+        r = live_set_budget(m->live, m->budget_insns);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) /* the stored state does not link: the first pass replaces it, and counts it */
+                log_debug_errno(r, "Not counting the stored filters against their budgets: %m");
+        return 0;
 }
 
 int manager_open(Manager *m) {

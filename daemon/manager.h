@@ -54,6 +54,7 @@ typedef struct Manager {
 
         /* full passes: manager.c */
         uint64_t refresh_usec;
+        uint64_t budget_insns;
         sd_event_source *refresh_timer, *resync_timer;
         const char *resync_reason;  /* of the pass resync_timer will start */
         uint64_t last_scan_usec;    /* CLOCK_REALTIME of the last stored full pass */
@@ -74,9 +75,17 @@ typedef struct ManagerOptions {
         Backend backend;
         const char *state_dir;
         uint64_t refresh_usec; /* 0: the backend's default, or $SECTREE_REFRESH_USEC */
+        uint64_t budget_insns; /* instructions of filters kept per uid (lib/budget.h); 0: none */
 } ManagerOptions;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
+
+/* Give back what the daemon holds and no longer uses, once the loop is done with what it is doing:
+ * a full pass frees the forest it replaced (and the source what it no longer keeps), a snapshot
+ * transfer its forest, in many small blocks that malloc keeps in the heap unless asked, and the
+ * database's page cache keeps the pages they touched. Else one pass over a big forest (one user's
+ * flood of filters, long gone) or one large snapshot leaves the resident set at its peak. */
+void manager_trim_soon(Manager *m);
 Manager *manager_free(Manager *m);
 DEFINE_CLEANUP(Manager *, manager_free);
 

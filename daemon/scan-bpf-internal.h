@@ -28,6 +28,7 @@ typedef struct BpfFilter {
         bool log, wait_killable_recv;
         bool has_listener; /* as of seen_pass */
         bool keep;         /* reported by the current pass */
+        bool dropped;      /* insns dropped (bpf_scanner_drop_programs()): only len and digest */
         uint8_t digest[PROG_DIGEST_SIZE];
         size_t len;
         struct sock_filter insns[];
@@ -97,6 +98,7 @@ struct BpfScanner {
         bool oneshot;
         uint32_t id_map_size; /* entries of the kernel's id map */
         uint64_t pass;
+        const ScanOptions *opts; /* of the current pass */
         PassRecords records;
         Hashmap filters; /* id -> BpfFilter*, the filters of the last passes */
         size_t live_filters;       /* filters met by the last pass that ran to its end */

@@ -11,6 +11,7 @@
 #include <sys/sysinfo.h>
 #include <time.h>
 
+#include "budget.h"
 #include "bpf/ids.h"
 #include "bpf/scan.h"
 #include "procinfo.h"
@@ -35,6 +36,23 @@
  * 1/SWEEP_STALE_SHARE of the map. */
 #define SWEEP_INTERVAL 16
 #define SWEEP_STALE_SHARE 16
+
+/* f without its instructions, in place of f (freed) where ref points, and in the map if in_map. */
+static int filter_drop_insns(BpfScanner *s, BpfFilter **ref, bool in_map) {
+        BpfFilter *f = *ref, *small = malloc(sizeof(BpfFilter));
+        if (!small)
+                return -ENOMEM;
+        *small = *f;
+        small->dropped = true;
+        int k = in_map ? hashmap_replace(&s->filters, f->id, small) : 0;
+        if (k < 0) {
+                free(small);
+                return k;
+        }
+        free(f);
+        *ref = small;
+        return 0;
+}
 
 static BpfFilter *bpf_filter_new(const struct scan_rec_filter *rec) {
         BpfFilter *f = malloc(offsetof(BpfFilter, insns) + rec->len * sizeof(struct sock_filter));
@@ -127,21 +145,36 @@ static int filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_rec_fi
         BpfFilter *fresh;
         int k;
 
+        bool allow_dropped = s->opts && s->opts->allow_dropped;
+        bool usable = f && f->len == rec->len && (!f->dropped || allow_dropped);
         if (!rec->has_insns && rec->len > 0) {
-                if (!f || f->len != rec->len)
+                if (!usable)
                         s->records.insns_missing = true;
-                *ret = f && f->len == rec->len ? f : NULL;
+                *ret = usable ? f : NULL;
                 return 0;
         }
-        if (f && f->len == rec->len && memcmp(f->insns, rec->insns, rec->len * sizeof(struct sock_filter)) == 0) {
+        if (usable && !f->dropped && memcmp(f->insns, rec->insns, rec->len * sizeof(struct sock_filter)) == 0) {
                 *ret = f;
                 return 0;
+        }
+        if (usable && f->dropped) { /* sent again: the same program stays dropped */
+                uint8_t digest[PROG_DIGEST_SIZE];
+                prog_digest(rec->insns, rec->len, digest);
+                if (memcmp(digest, f->digest, sizeof(digest)) == 0) {
+                        *ret = f;
+                        return 0;
+                }
         }
         /* New, or sent again with other instructions than kept (the kernel could not read them
          * before): the record's are the truth. */
         fresh = bpf_filter_new(rec);
         if (!fresh)
                 return -ENOMEM;
+        if (allow_dropped && s->opts->dropped && s->opts->dropped(rec->id, s->opts->dropped_userdata) &&
+            (k = filter_drop_insns(s, &fresh, false)) < 0) {
+                free(fresh);
+                return k;
+        }
         k = hashmap_replace(&s->filters, rec->id, fresh);
         if (k < 0) {
                 free(fresh);
@@ -955,7 +988,8 @@ static int select_reported(BpfScanner *s, ProcSpan *spans, size_t n, pid_t root)
 
 /* Building the forest. */
 
-static int forest_add_filters(Forest *f, const PassRecords *r) {
+/* programs: each filter's (else none yet: forest_fill_programs() adds those within budget). */
+static int forest_add_filters(Forest *f, const PassRecords *r, bool programs) {
         int k;
 
         for (size_t i = 0; i < r->n_filters; i++) {
@@ -964,9 +998,11 @@ static int forest_add_filters(Forest *f, const PassRecords *r) {
 
                 if (!bf->keep)
                         continue;
-                k = forest_add_filter_with_digest(f, bf->id, bf->parent_id, bf->insns, bf->len, bf->digest, &flt);
+                k = forest_add_filter_with_digest(f, bf->id, bf->parent_id, bf->dropped || !programs ? NULL : bf->insns,
+                                                  bf->len, bf->digest, &flt);
                 if (k < 0)
                         return k;
+                flt->over_budget = bf->dropped;
                 flt->log = bf->log;
                 flt->wait_killable_recv = bf->wait_killable_recv;
                 flt->has_listener = bf->has_listener;
@@ -1112,6 +1148,36 @@ static int forest_add_listeners(Forest *f, BpfScanner *s, ProcSpan *spans, size_
         return 0;
 }
 
+static bool forest_over_budget(uint64_t id, void *userdata) {
+        const Filter *x = forest_find_filter(userdata, id);
+        return x && x->over_budget;
+}
+
+/* The programs of the filters within their uid's budget, copied; the others' dropped here too. */
+static int forest_fill_programs(BpfScanner *s, Forest *f, uint64_t insns_per_uid) {
+        Budget b;
+        budget_init(&b, insns_per_uid);
+        int k = budget_apply(&b, f); /* no program to drop yet: it marks those over budget */
+        budget_deinit(&b);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < f->n_filters; i++) {
+                Filter *x = f->filters[i];
+                const BpfFilter *bf = hashmap_get(&s->filters, x->id);
+                if (x->over_budget || x->len == 0)
+                        continue;
+                if (!bf || bf->dropped) {
+                        x->over_budget = true; /* within budget now, but its program is gone */
+                        continue;
+                }
+                x->insns = malloc(x->len * sizeof(struct sock_filter));
+                if (!x->insns)
+                        return -ENOMEM;
+                memcpy(x->insns, bf->insns, x->len * sizeof(struct sock_filter));
+        }
+        return bpf_scanner_drop_programs(s, forest_over_budget, f);
+}
+
 static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans, size_t n, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_free_ char *error = NULL;
@@ -1131,7 +1197,8 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
         if (k < 0)
                 return k;
 
-        k = forest_add_filters(f, &s->records);
+        bool budget = opts->allow_dropped && opts->budget_insns_per_uid > 0;
+        k = forest_add_filters(f, &s->records, !budget);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < n; i++)
@@ -1147,6 +1214,8 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
         k = forest_link(f, &error);
         if (k < 0)
                 return log_debug_errno(k, "Pass %" PRIu64 " is inconsistent: %s", s->pass, error ?: "?");
+        if (budget && (k = forest_fill_programs(s, f, opts->budget_insns_per_uid)) < 0)
+                return k;
 
         *ret = TAKE_PTR(f);
         return 0;
@@ -1335,7 +1404,9 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         size_t n;
         int k;
 
+        s->opts = opts;
         k = pass_run(s, opts->root > 0, opts->include_exe);
+        s->opts = NULL;
         if (k < 0)
                 return k;
         built = now_usec(CLOCK_MONOTONIC);
@@ -1369,6 +1440,39 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         if (k < 0)
                 return k;
         log_debug("Pass %" PRIu64 ": forest built in %" PRIu64 " us.", s->pass, now_usec(CLOCK_MONOTONIC) - built);
+        return 0;
+}
+
+
+int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata) {
+        uint64_t id;
+        void *v;
+        int k;
+
+        /* The last pass's records point at what they met: those first, through the records. */
+        for (size_t i = 0; i < s->records.n_filters; i++) {
+                BpfFilter **ref = &s->records.filters[i];
+                if (!(*ref)->dropped && (*ref)->len > 0 && drop((*ref)->id, userdata) &&
+                    (k = filter_drop_insns(s, ref, true)) < 0)
+                        return k;
+        }
+        /* Then the others the scanner keeps (the map may grow while a value is replaced: not
+         * while it is walked). */
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t n = 0, allocated = 0;
+        for (size_t i = 0; hashmap_next(&s->filters, &i, &id, &v);) {
+                const BpfFilter *f = v;
+                if (f->dropped || f->len == 0 || f->seen_pass == s->pass || !drop(id, userdata))
+                        continue;
+                if (GROW(ids, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                ids[n++] = id;
+        }
+        for (size_t i = 0; i < n; i++) {
+                BpfFilter *f = hashmap_get(&s->filters, ids[i]);
+                if ((k = filter_drop_insns(s, &f, true)) < 0)
+                        return k;
+        }
         return 0;
 }
 

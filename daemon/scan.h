@@ -20,6 +20,16 @@ typedef struct ScanOptions {
          * result. Negative: the process is gone. NULL: every process may be stopped. */
         int (*may_stop)(int proc_fd, pid_t pid, uint64_t start_time, void *userdata);
         void *userdata;
+        /* bpf: a filter whose program the scanner dropped (bpf_scanner_drop_programs()) comes
+         * without it (Filter.over_budget), rather than being asked of the kernel again; and so does
+         * one met for the first time for which dropped(id, dropped_userdata) says so. */
+        bool allow_dropped;
+        bool (*dropped)(uint64_t id, void *userdata);
+        void *dropped_userdata;
+        /* bpf, with allow_dropped: the filters over a uid's budget (lib/budget.h; 0: none) come
+         * without their programs, which the scanner drops too; the pass's forest never holds more
+         * programs than the live forest keeps. */
+        uint64_t budget_insns_per_uid;
 } ScanOptions;
 
 #define SCAN_OPTIONS_DEFAULT ((ScanOptions){ .root = 0, .include_argv = true, .include_exe = true })
@@ -59,6 +69,11 @@ int bpf_scanner_new_oneshot(BpfScanner **ret);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
 DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);
+/* Let go of the program of every filter id the scanner keeps for which drop(id, userdata) says so
+ * (the live forest keeps it over budget): only its length and digest stay. A pass that does not
+ * allow that (ScanOptions.allow_dropped) asks the kernel for the program again. -ENOMEM: some
+ * were kept. */
+int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata);
 
 typedef struct BpfScannerStats {
         uint64_t passes;

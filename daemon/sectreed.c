@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include "budget.h"
 #include "config.h"
 #include "forest-print.h"
 #include "manager-dbus.h"
@@ -29,6 +30,7 @@ typedef struct Args {
         OutputFormat format;
         ScanOptions scan;
         const char *state_dir;
+        uint64_t budget_insns;
 } Args;
 
 #define EXIT_USAGE 2
@@ -49,6 +51,9 @@ static void help(void) {
                "     --state-dir=DIR   Where the service keeps state.db (default: %s)\n"
                "     --log-level=LEVEL emerg, alert, crit, err, warning, notice, info (default) or\n"
                "                       debug; SYSTEMD_LOG_LEVEL does the same\n"
+               "     --filter-budget=N Keep the instructions of at most N instructions' worth of\n"
+               "                       filters per uid other than root (default: %" PRIu64 ", 0: no\n"
+               "                       limit); beyond it only their length and digest\n"
                "\n"
                "Options for scan:\n"
                "  -r --root=PID        Only PID and its descendants\n"
@@ -56,7 +61,7 @@ static void help(void) {
                "     --no-argv         Do not read command lines\n"
                "\n"
                "  -h --help            Show this help\n"
-               "     --version         Show the version\n", MANAGER_DEFAULT_STATE_DIR);
+               "     --version         Show the version\n", MANAGER_DEFAULT_STATE_DIR, BUDGET_DEFAULT_INSNS_PER_UID);
 }
 
 static OutputFormat output_format_from_string(const char *s) {
@@ -79,7 +84,7 @@ static int parse_root(const char *s, pid_t *ret) {
         return 0;
 }
 
-enum { ARG_VERSION = 0x100, ARG_NO_ARGV, ARG_STATE_DIR, ARG_LOG_LEVEL };
+enum { ARG_VERSION = 0x100, ARG_NO_ARGV, ARG_STATE_DIR, ARG_LOG_LEVEL, ARG_FILTER_BUDGET };
 
 /* Returns 1 to go on, 0 to exit successfully (help, version), negative on bad usage. */
 static int parse_args(int argc, char *argv[], Args *a) {
@@ -92,6 +97,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
                 { "no-argv", no_argument, NULL, ARG_NO_ARGV },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "filter-budget", required_argument, NULL, ARG_FILTER_BUDGET },
                 {}
         };
         int c;
@@ -124,6 +130,11 @@ static int parse_args(int argc, char *argv[], Args *a) {
                         if (optarg[0] != '/')
                                 return log_error_errno(-EINVAL, "Invalid --state-dir=%s: expected an absolute path.", optarg);
                         a->state_dir = optarg;
+                        break;
+                case ARG_FILTER_BUDGET:
+                        if (safe_atou64(optarg, &a->budget_insns) < 0)
+                                return log_error_errno(-EINVAL, "Invalid --filter-budget=%s: expected a number of "
+                                                       "instructions (0: no limit).", optarg);
                         break;
                 case ARG_LOG_LEVEL: {
                         LogLevel l = log_level_from_string(optarg);
@@ -162,7 +173,7 @@ static int verb_scan(const Args *a) {
 }
 
 static int run_service(const Args *a) {
-        ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir };
+        ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns };
         _cleanup_(manager_freep) Manager *m = NULL;
         int r = manager_new(&opts, &m);
         if (r >= 0)
@@ -177,7 +188,8 @@ static int run_service(const Args *a) {
 }
 
 int main(int argc, char *argv[]) {
-        Args a = { .backend = BACKEND_BPF, .format = OUTPUT_TREE, .scan = SCAN_OPTIONS_DEFAULT };
+        Args a = { .backend = BACKEND_BPF, .format = OUTPUT_TREE, .scan = SCAN_OPTIONS_DEFAULT,
+                   .budget_insns = BUDGET_DEFAULT_INSNS_PER_UID };
 
         log_parse_environment();
         int r = parse_args(argc, argv, &a);

@@ -42,7 +42,8 @@ struct SnapshotTransfer {
         uid_t uid;
         bool privileged;
         bool import;
-        int fd;          /* our dup of the caller's */
+        bool created;    /* CreateSnapshot: no fd, a forest scanned already, stored in steps as imports are */
+        int fd;          /* our dup of the caller's; -1 for a created one */
         int saved_flags; /* the fd's status flags before O_NONBLOCK, or -1 */
         char *data;      /* import: what was read; export: the file image */
         size_t size, pos, allocated;
@@ -70,6 +71,7 @@ struct SnapshotTransfer {
         bool read_failed;     /* import: worker_r is from reading the fd, not from parsing */
         char *worker_message; /* import: why the file was refused */
         const char *gate;     /* $SECTREE_TEST_SNAPSHOT_GATE, see worker_gate() */
+        const char *store_gate; /* $SECTREE_TEST_SNAPSHOT_STORE_GATE, see on_store_step() */
 };
 
 
@@ -243,9 +245,10 @@ static int transfer_new(Manager *m, Caller *c, int fd, bool import, char **ret_m
         *t = (SnapshotTransfer) {
                 .manager = m, .uid = c->uid, .privileged = c->privileged, .import = import, .saved_flags = -1,
                 .event_fd = -1, .gate = secure_getenv("SECTREE_TEST_SNAPSHOT_GATE"),
+                .store_gate = secure_getenv("SECTREE_TEST_SNAPSHOT_STORE_GATE"),
         };
-        t->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (t->fd < 0)
+        t->fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0 && t->fd < 0)
                 return -errno;
         *ret = TAKE_PTR(t);
         return 0;
@@ -265,12 +268,13 @@ static void transfer_finish(SnapshotTransfer *t, int r, uint64_t id, const char 
         if (t->saved_flags >= 0)
                 (void) fcntl(t->fd, F_SETFL, t->saved_flags);
         t->saved_flags = -1;
-        close(TAKE_FD(t->fd));
+        if (t->fd >= 0)
+                close(TAKE_FD(t->fd));
         t->done(m, r, id, message, t->userdata);
         transfer_free(t);
         worker_schedule(m);
         if (!m->snapshot_transfers)
-                (void) malloc_trim(0); /* what a large import or export took, back to the system */
+                manager_trim_soon(m); /* what a large import or export took, back to the system */
 }
 
 static void transfer_finish_errno(SnapshotTransfer *t, int r) {
@@ -305,6 +309,10 @@ static int on_store_step(sd_event_source *s, void *userdata) {
         SnapshotTransfer *t = userdata;
         uint64_t id = 0, end = now_usec(CLOCK_MONOTONIC) + SNAPSHOT_STORE_TURN_USEC;
         int r;
+        /* For the tests only: no step until that file exists, so that a test can hold a snapshot
+         * half-stored for as long as it likes (the loop goes round meanwhile). */
+        if (t->store_gate && access(t->store_gate, F_OK) < 0)
+                return 0;
         do
                 r = store_snapshot_writer_step(t->writer, SNAPSHOT_STORE_STEP_ROWS);
         while (r == 0 && now_usec(CLOCK_MONOTONIC) < end);
@@ -316,7 +324,8 @@ static int on_store_step(sd_event_source *s, void *userdata) {
                 import_store_failed(t, r);
                 return 0;
         }
-        log_debug("Snapshot %" PRIu64 " imported for uid %u.", id, t->uid);
+        log_debug("Snapshot %" PRIu64 " %s for uid %u: %zu processes, %zu filters.", id,
+                  t->created ? "taken" : "imported", t->uid, t->forest->n_processes, t->forest->n_filters);
         (void) manager_send_snapshot_created(t->manager, id, t->forest->snapshot.name, t->uid);
         transfer_finish(t, 0, id, NULL);
         return 0;
@@ -327,7 +336,7 @@ static int on_store_step(sd_event_source *s, void *userdata) {
 static int import_store_start(SnapshotTransfer *t) {
         Manager *m = t->manager;
         Caller owner = { .uid = t->uid, .privileged = t->privileged };
-        int r = store_snapshot_writer_new(m->store, t->forest, t->uid, true, snapshot_quota_for(&owner),
+        int r = store_snapshot_writer_new(m->store, t->forest, t->uid, !t->created, snapshot_quota_for(&owner),
                                           now_usec(CLOCK_REALTIME), &t->writer);
         if (r < 0)
                 return r;
@@ -711,6 +720,27 @@ int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone 
         if (r < 0)
                 return r;
         TAKE_PTR(t);
+        return 0;
+}
+
+int snapshot_store_in_steps(Manager *m, Caller *c, Forest *f, SnapshotTransferDone done, void *userdata,
+                            char **ret_message) {
+        _cleanup_(forest_freep) Forest *forest = f;
+        _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
+        int r = transfer_new(m, c, -1, true, ret_message, &t);
+        if (r < 0)
+                return r;
+        t->created = true;
+        t->forest = TAKE_PTR(forest);
+        r = import_store_start(t);
+        if (r == -EDQUOT)
+                snapshot_quota_message(ret_message);
+        if (r < 0)
+                return r;
+        t->done = done;
+        t->userdata = userdata;
+        t->next = m->snapshot_transfers;
+        m->snapshot_transfers = TAKE_PTR(t);
         return 0;
 }
 

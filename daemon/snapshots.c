@@ -73,6 +73,39 @@ static int check_root(Caller *c, pid_t root, char **ret_message) {
         return 0;
 }
 
+/* s, or a copy in which every invalid UTF-8 sequence is U+FFFD, in place of *s. */
+static int utf8_in_place(char **s) {
+        if (!*s || snapshot_utf8_valid(*s))
+                return 0;
+        char *clean = snapshot_utf8_sanitize(*s);
+        if (!clean)
+                return -ENOMEM;
+        free(*s);
+        *s = clean;
+        return 0;
+}
+
+/* What the kernel reports of a process (comm, exe, argv) is any bytes, and anyone may name their
+ * process so; a snapshot holds UTF-8: invalid sequences become U+FFFD, as every export writes them,
+ * and comm is cut to what fits, at the end of a character. */
+static int process_make_utf8(Process *p) {
+        if (!snapshot_utf8_valid(p->comm)) {
+                _cleanup_free_ char *clean = snapshot_utf8_sanitize(p->comm);
+                if (!clean)
+                        return -ENOMEM;
+                size_t n = strlen(clean);
+                if (n >= sizeof(p->comm))
+                        for (n = sizeof(p->comm) - 1; n > 0 && ((unsigned char) clean[n] & 0xC0) == 0x80; n--)
+                                ;
+                memset(p->comm, 0, sizeof(p->comm));
+                memcpy(p->comm, clean, n);
+        }
+        int r = utf8_in_place(&p->exe);
+        for (size_t j = 0; r >= 0 && p->argv && p->argv[j]; j++)
+                r = utf8_in_place(&p->argv[j]);
+        return r;
+}
+
 /* One scan, linked and cut to the subtree (a process whose parent exited during the pass cannot be
  * placed in it), then made snapshot-local and checked with the validator every import goes through.
  * -EAGAIN (with *ret_error) when the result is not consistent: the caller scans again. */
@@ -90,6 +123,8 @@ static int scan_once(Manager *m, const ScanOptions *opts, Forest **ret, char **r
                 r = forest_renumber(f);
         if (r >= 0 && !f->host.kernel)
                 r = host_info_fill_local(&f->host);
+        for (size_t i = 0; r >= 0 && i < f->n_processes; i++)
+                r = process_make_utf8(f->processes[i]);
         if (r < 0)
                 return r;
         f->root = opts->root;
@@ -171,10 +206,9 @@ static int take_snapshot(Manager *m, Caller *c, pid_t root, const SnapshotCreate
         return 0;
 }
 
-int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o, uint64_t *ret_id,
-                            char **ret_message) {
+int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
+                            SnapshotTransferDone done, void *userdata, char **ret_message) {
         _cleanup_(forest_freep) Forest *f = NULL;
-        uint64_t id;
         if (ret_message)
                 *ret_message = NULL;
         int r = check_root(c, root, ret_message);
@@ -183,16 +217,8 @@ int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCre
         r = take_snapshot(m, c, root, o, &f, ret_message);
         if (r < 0)
                 return r;
-        r = store_snapshot_put(m->store, f, c->uid, false, snapshot_quota_for(c), now_usec(CLOCK_REALTIME), &id);
-        if (r == -EDQUOT)
-                snapshot_quota_message(ret_message);
-        if (r < 0)
-                return r;
-        log_debug("Snapshot %" PRIu64 " of %d taken for uid %u: %zu processes, %zu filters.", id, root, c->uid,
-                  f->n_processes, f->n_filters);
-        (void) manager_send_snapshot_created(m, id, o->name, c->uid);
-        *ret_id = id;
-        return 0;
+        /* Storing a large snapshot takes longer than the scan: it goes on between other calls. */
+        return snapshot_store_in_steps(m, c, TAKE_PTR(f), done, userdata, ret_message);
 }
 
 /* Listing and deleting */

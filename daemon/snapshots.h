@@ -34,11 +34,15 @@ typedef struct SnapshotCreateOptions {
  * caller's quota is used up, -EBUSY too many transfers in progress. *ret_message (malloc'ed, may
  * be NULL) says more where there is more to say. */
 
-/* Scan the subtree of root (0: the whole machine, root only) in one pass and store it. A non-root
- * caller must be able to trace every process of the subtree. Sends SnapshotCreated. A scan that
- * fails is -EIO with a message. */
-int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o, uint64_t *ret_id,
-                            char **ret_message);
+/* Scan the subtree of root (0: the whole machine, root only) in one pass, then store it in steps
+ * between the loop's other work (as imports are stored), and call done with its id, or with an
+ * error of storing it (-EDQUOT, the database's), or -ECANCELED when the daemon stops first; sends
+ * SnapshotCreated before done. A non-root caller must be able to trace every process of the
+ * subtree. Returns 0 when done will be called; else a negative errno (done will not be), a scan
+ * that failed is -EIO with a message. A snapshot being stored counts as a transfer. */
+typedef void (*SnapshotTransferDone)(Manager *m, int r, uint64_t id, const char *message, void *userdata);
+int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
+                            SnapshotTransferDone done, void *userdata, char **ret_message);
 
 /* The snapshots the caller may see (root: all; others: their own), by id. */
 int manager_snapshot_list(Manager *m, Caller *c, StoredSnapshot **ret, size_t *ret_n);
@@ -50,8 +54,6 @@ int manager_snapshot_delete(Manager *m, Caller *c, uint64_t id);
  * with 0 and, for an import, the new snapshot's id; or a negative errno: -EINVAL the file was
  * refused (message: the validator's, naming the field and the element), -ETIMEDOUT the deadline
  * passed, -ECANCELED the daemon is stopping, another one from reading or writing the fd. */
-typedef void (*SnapshotTransferDone)(Manager *m, int r, uint64_t id, const char *message, void *userdata);
-
 /* Write the snapshot into fd (the caller's: a file at its position, or a pipe or socket) in
  * format. The fd is dup'ed: the caller may close its copy. Returns 0 when done will be called, or
  * a negative errno (and done will not be). */
@@ -62,6 +64,10 @@ int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, Snapshot
  * validate it and store it as the caller's; sends SnapshotCreated. Returns as
  * manager_snapshot_export(). A refused file changes nothing. */
 int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
+                            char **ret_message);
+
+/* snapshots.c's second half: f (taken) stored as the caller's new snapshot, in steps. */
+int snapshot_store_in_steps(Manager *m, Caller *c, Forest *f, SnapshotTransferDone done, void *userdata,
                             char **ret_message);
 
 /* End every transfer in progress with -ECANCELED. */

@@ -206,10 +206,20 @@ static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
         return 0;
 }
 
+/* Whether the live forest keeps the filter of that kernel id without its program (known only once
+ * the first pass has made its ids public). */
+static bool live_dropped(uint64_t kernel_id, void *userdata) {
+        BpfSource *b = userdata;
+        const Filter *x = b->ids_kept ? forest_find_filter(live_now(b), public_id(b, kernel_id)) : NULL;
+        return x && x->over_budget;
+}
+
 /* The whole machine, ready for the live state; *ret_lost is what was lost before it started:
  * whatever is lost while it runs comes after, and asks for another pass. */
 static int pass_scan(BpfSource *b, Forest **ret, uint64_t *ret_lost) {
-        ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
+        ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true, .allow_dropped = true,
+                             .dropped = live_dropped, .dropped_userdata = b,
+                             .budget_insns_per_uid = live_budget_insns(b->source.sink.live(b->source.sink.userdata)) };
         _cleanup_(forest_freep) Forest *f = NULL;
 
         *ret_lost = bpf_scanner_watch_lost(b->scanner);
@@ -230,6 +240,10 @@ static int pass_hand_on(BpfSource *b, Forest *f, const char *reason, uint64_t lo
         if (r >= 0) {
                 b->lost_seen = lost; /* what was lost before the scan is in it */
                 b->lost_logged = false;
+                /* The scanner keeps no program the live forest does not (its uid is over budget). */
+                int k = bpf_scanner_drop_programs(b->scanner, live_dropped, b);
+                if (k < 0)
+                        log_debug_errno(k, "Could not drop the programs of filters over budget: %m");
         }
         check_lost(b);
         return r;

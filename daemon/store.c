@@ -65,6 +65,8 @@ typedef enum StoreStatement {
         STMT_DELETE_FILTER,
         STMT_REMEMBER_HISTORY_IDS,
         STMT_PRUNE_HISTORY,
+        STMT_DELETE_TASK,
+        STMT_DELETE_PROCESS,
         _STMT_MAX,
 } StoreStatement;
 
@@ -92,6 +94,7 @@ enum {
         PF_INSTALLER_COMM,
         PF_INSTALLER_EXE,
         PF_GENERATION,
+        PF_PROGRAM_SIZE, /* STMT_TOUCH_FILTER only */
 };
 
 /* Parameter positions of STMT_PUT_PROCESS and STMT_TOUCH_PROCESS. */
@@ -134,7 +137,7 @@ static const char *const statement_sql[_STMT_MAX] = {
         [STMT_TOUCH_FILTER] =
                 "UPDATE filters SET last_seen_usec = ?12, generation = ?17, refs = ?10, users = ?11 "
                 "WHERE id = ?1 AND parent IS ?2 AND length = ?3 AND digest = ?4 AND log = ?6 "
-                "AND wait_killable_recv = ?7 AND has_listener = ?8 AND identity = ?9",
+                "AND wait_killable_recv = ?7 AND has_listener = ?8 AND identity = ?9 AND length(program) = ?18",
         /* The whole row, as the live forest has it. An unknown exe (NULL) keeps the stored one only
          * if this is the same process (same start time). */
         [STMT_PUT_PROCESS] =
@@ -181,6 +184,8 @@ static const char *const statement_sql[_STMT_MAX] = {
         [STMT_REMEMBER_HISTORY_IDS] =
                 "UPDATE meta SET max_filter_id = (SELECT max(id) FROM history) "
                 "WHERE max_filter_id < (SELECT coalesce(max(id), 0) FROM history)",
+        [STMT_DELETE_TASK] = "DELETE FROM tasks WHERE tid = ?1",
+        [STMT_DELETE_PROCESS] = "DELETE FROM processes WHERE pid = ?1",
         [STMT_PRUNE_HISTORY] =
                 "DELETE FROM history WHERE id IN (SELECT id FROM history ORDER BY gone_usec, id "
                 "LIMIT max(0, (SELECT count(*) FROM history) - ?1))",
@@ -191,6 +196,10 @@ struct Store {
         char *path;
         sqlite3_stmt *statements[_STMT_MAX];
         int64_t generation; /* meta.generation: stamped on every row written */
+        bool mirrors_live;  /* the live tables are what the last full pass and the batches after it
+                             * wrote, all committed: the next full pass may write only its
+                             * differences */
+        uint64_t archived; /* filters moved to history since it was last pruned */
         uint64_t history_limit; /* rows kept in history */
         uint8_t program[PROG_MAX_INSNS * 8]; /* scratch: a program in its stored encoding */
 };
@@ -557,6 +566,7 @@ typedef struct FilterRow {
         size_t len;
         char digest[PROG_DIGEST_STRING_MAX];
         bool log, wait_killable_recv, has_listener;
+        bool over_budget; /* its instructions were not kept: an empty program is stored */
         const char *identity;
         uint32_t refs, users; /* 0 = unknown */
         const StoreInstaller *installer;
@@ -571,13 +581,15 @@ static int filter_row_init(FilterRow *row, const Filter *flt, const StoreInstall
                 .log = flt->log,
                 .wait_killable_recv = flt->wait_killable_recv,
                 .has_listener = flt->has_listener,
+                .over_budget = flt->over_budget && !flt->insns,
                 .identity = identity_kind_to_string(flt->identity),
                 .refs = flt->refs,
                 .users = flt->users,
                 .installer = installer,
         };
         prog_digest_to_string(flt->digest, row->digest);
-        if (row->id == 0 || row->len > PROG_MAX_INSNS || (row->len > 0 && !row->insns) || !row->identity)
+        if (row->id == 0 || row->len > PROG_MAX_INSNS || (row->len > 0 && !row->insns && !row->over_budget) ||
+            !row->identity)
                 return log_error_errno(-EINVAL, "Refusing to store filter %" PRIu64 ": invalid id, length or identity.",
                                        row->id);
         return 0;
@@ -619,13 +631,17 @@ static int store_raise_max_filter_id(Store *s, uint64_t id) {
         return store_run(s, st, "record the highest filter id");
 }
 
+/* The program in its stored encoding, in s->program: empty for a filter over budget. */
+static size_t program_wire_size(Store *s, const FilterRow *f) {
+        return f->over_budget ? 0 : prog_to_wire(f->insns, f->len, s->program);
+}
+
 static int store_put_filter_row(Store *s, const FilterRow *f, uint64_t now_usec) {
         sqlite3_stmt *st = store_statement(s, STMT_PUT_FILTER);
         int r;
 
         bind_filter_row(s, st, f, now_usec);
-        sqlite3_bind_blob(st, PF_PROGRAM, s->program, (int) prog_to_wire(f->insns, f->len, s->program),
-                          SQLITE_STATIC);
+        sqlite3_bind_blob(st, PF_PROGRAM, s->program, (int) program_wire_size(s, f), SQLITE_STATIC);
         bind_installer(st, f->installer);
         r = store_run(s, st, "store a filter");
         if (r == -ENOENT)
@@ -645,6 +661,7 @@ static int store_touch_or_put_filter_row(Store *s, const FilterRow *f, uint64_t 
         int r;
 
         bind_filter_row(s, st, f, now_usec);
+        sqlite3_bind_int64(st, PF_PROGRAM_SIZE, (sqlite3_int64) (f->over_budget ? 0 : f->len * PROG_INSN_WIRE_SIZE));
         r = store_run(s, st, "mark a filter seen");
         if (r >= 0 && sqlite3_changes(s->db) == 0)
                 r = store_put_filter_row(s, f, now_usec);
@@ -697,6 +714,7 @@ static int store_retire_filter_steps(Store *s, const void *arg) {
         r = store_run(s, st, "move a filter to history");
         if (r < 0)
                 return r;
+        s->archived++; /* an overcount when rolled back: one prune too many */
         st = store_statement(s, STMT_DELETE_FILTER);
         bind_u64(st, 1, a->id);
         return store_run(s, st, "delete a filter"); /* its listeners go with it (ON DELETE CASCADE) */
@@ -1002,6 +1020,7 @@ static int store_prune_history(Store *s) {
         int n = sqlite3_changes(s->db);
         if (n > 0)
                 log_debug("Pruned %d filters from history (it keeps %" PRIu64 ").", n, s->history_limit);
+        s->archived = 0;
         return 0;
 }
 
@@ -1038,14 +1057,17 @@ static int store_reconcile(Store *s, const Forest *f, uint64_t now_usec) {
         return 0;
 }
 
-static int store_replace_all_transaction(Store *s, const Forest *f, uint64_t now_usec) {
-        int64_t generation = s->generation;
-        int r;
+typedef int (*PassSteps)(Store *s, const Forest *old, const Forest *f, uint64_t now_usec);
 
-        r = store_begin(s);
+/* A full pass's writes in one transaction: rolled back on failure, with the generation it started
+ * as it was. */
+static int store_pass_transaction(Store *s, PassSteps steps, const Forest *old, const Forest *f, uint64_t now_usec) {
+        int64_t generation = s->generation;
+        int r = store_begin(s);
+
         if (r < 0)
                 return r;
-        r = store_reconcile(s, f, now_usec);
+        r = steps(s, old, f, now_usec);
         if (r >= 0)
                 r = store_commit(s);
         if (r < 0) {
@@ -1053,6 +1075,14 @@ static int store_replace_all_transaction(Store *s, const Forest *f, uint64_t now
                 s->generation = generation;
         }
         return r;
+}
+
+static int store_reconcile_steps(Store *s, const Forest *old, const Forest *f, uint64_t now_usec) {
+        return store_reconcile(s, f, now_usec);
+}
+
+static int store_replace_all_transaction(Store *s, const Forest *f, uint64_t now_usec) {
+        return store_pass_transaction(s, store_reconcile_steps, NULL, f, now_usec);
 }
 
 int store_replace_all(Store *s, const Forest *f, uint64_t now_usec) {
@@ -1176,12 +1206,123 @@ static int store_write_batch(Store *s, const Forest *live, const LiveChanges *c,
         return r;
 }
 
+/* A full pass when the live tables hold the forest it replaced: only what differs is written. */
+
+static bool filter_row_same(const Filter *a, const Filter *b) {
+        return a->parent_id == b->parent_id && a->len == b->len && memcmp(a->digest, b->digest, sizeof(a->digest)) == 0 &&
+               a->log == b->log && a->wait_killable_recv == b->wait_killable_recv &&
+               a->has_listener == b->has_listener && a->identity == b->identity && a->refs == b->refs &&
+               a->users == b->users && (a->over_budget && !a->insns) == (b->over_budget && !b->insns);
+}
+
+static bool process_row_same(const Process *a, const Process *b) {
+        return a->ppid == b->ppid && a->start_time == b->start_time && memcmp(a->comm, b->comm, sizeof(a->comm)) == 0 &&
+               streq_ptr(a->exe, b->exe) && a->uid == b->uid && a->gid == b->gid && a->no_new_privs == b->no_new_privs;
+}
+
+static bool task_row_same(const Task *a, const Task *b) {
+        return a->start_time == b->start_time && a->mode == b->mode && a->filter_id == b->filter_id;
+}
+
+static int store_delete_by_id(Store *s, StoreStatement which, int64_t id, const char *what) {
+        sqlite3_stmt *st = store_statement(s, which);
+        sqlite3_bind_int64(st, 1, id);
+        return store_run(s, st, what);
+}
+
+static int store_diff_filters(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
+        uint64_t max_id = 0;
+        int r;
+
+        for (size_t i = 0; i < new->n_filters; i++) {
+                const Filter *x = new->filters[i], *was = forest_find_filter(old, x->id);
+                FilterRow row;
+                if (x->id > max_id)
+                        max_id = x->id;
+                if (was && filter_row_same(was, x))
+                        continue;
+                r = filter_row_init(&row, x, NULL);
+                if (r >= 0)
+                        r = store_put_filter_row(s, &row, now_usec);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < old->n_filters; i++)
+                if (!forest_find_filter(new, old->filters[i]->id) &&
+                    (r = store_retire_filter_steps(s, &(RetireArgs) { .id = old->filters[i]->id, .now_usec = now_usec })) < 0)
+                        return r;
+        return store_raise_max_filter_id(s, max_id);
+}
+
+static int store_diff_tasks(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
+        int r;
+
+        /* gone first: a pid or tid may be another process's or thread's now */
+        for (size_t i = 0; i < old->n_processes; i++) {
+                const Process *p = old->processes[i], *now = forest_find_process(new, p->pid);
+                for (size_t j = 0; j < p->n_threads; j++) {
+                        const Task *t = &p->threads[j], *still = now ? process_find_thread(now, t->tid) : NULL;
+                        if (!still && (r = store_delete_by_id(s, STMT_DELETE_TASK, t->tid, "delete a thread")) < 0)
+                                return r;
+                }
+                if (!now && (r = store_delete_by_id(s, STMT_DELETE_PROCESS, p->pid, "delete a process")) < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < new->n_processes; i++) {
+                const Process *p = new->processes[i], *was = forest_find_process(old, p->pid);
+                if ((!was || !process_row_same(was, p)) && (r = store_put_process(s, p)) < 0)
+                        return r;
+                for (size_t j = 0; j < p->n_threads; j++) {
+                        const Task *t = &p->threads[j], *before = was ? process_find_thread(was, t->tid) : NULL;
+                        if ((!before || !task_row_same(before, t)) && (r = store_put_thread(s, p, t, now_usec)) < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+/* Foreign keys are enforced for the rows written, at the commit (deferred: the order of the
+ * writes does not matter), instead of checked over all rows; history is pruned only when filters
+ * went to it. */
+static int store_replace_diff_steps(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
+        int r = store_exec(s, "PRAGMA defer_foreign_keys = ON", "defer foreign key checks");
+        if (r >= 0)
+                r = store_next_generation(s, now_usec);
+        if (r >= 0)
+                r = store_diff_filters(s, old, new, now_usec);
+        if (r >= 0)
+                r = store_diff_tasks(s, old, new, now_usec);
+        if (r >= 0)
+                r = store_reconcile_listeners(s, new);
+        if (r >= 0 && s->archived > 0)
+                r = store_prune_history(s);
+        return r;
+}
+
+static int store_replace_diff(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
+        if (!new->linked)
+                return log_error_errno(-EINVAL, "Refusing to store a forest that is not linked.");
+        return store_pass_transaction(s, store_replace_diff_steps, old, new, now_usec);
+}
+
 int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
-        if (c->replaced)
-                return store_replace_all(s, live, now_usec);
+        int r;
+
+        if (c->replaced) {
+                /* The first change holds the forest the pass replaced: when the tables hold it
+                 * too, its differences are all there is to write. */
+                const Forest *old = c->n > 0 && c->changes[0].type == LIVE_REPLACED ? c->changes[0].old_forest : NULL;
+                bool mirrors = s->mirrors_live && old;
+                s->mirrors_live = false;
+                r = mirrors ? store_replace_diff(s, old, live, now_usec) : store_replace_all(s, live, now_usec);
+                s->mirrors_live = r >= 0;
+                return r;
+        }
         if (c->n == 0)
                 return 0;
-        int r = store_begin(s);
+        bool mirrors = s->mirrors_live;
+        s->mirrors_live = false; /* until it is committed */
+        r = store_begin(s);
         if (r < 0)
                 return r;
         r = store_write_batch(s, live, c, now_usec);
@@ -1189,6 +1330,8 @@ int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint
                 r = store_commit(s);
         if (r < 0)
                 store_rollback(s);
+        else
+                s->mirrors_live = mirrors;
         return r;
 }
 
@@ -1207,18 +1350,25 @@ static int load_filter(Forest *f, sqlite3_stmt *st) {
         uint8_t digest[PROG_DIGEST_SIZE];
         int n = sqlite3_column_bytes(st, 2);
         size_t len = (size_t) n / PROG_INSN_WIRE_SIZE;
+        /* An empty program of a filter with instructions: they were over budget, not kept. */
+        bool over_budget = n == 0 && sqlite3_column_int64(st, 8) > 0;
         _cleanup_free_ struct sock_filter *insns = calloc(len + 1, sizeof(struct sock_filter));
         Filter *x;
 
+        if (over_budget)
+                len = (size_t) sqlite3_column_int64(st, 8);
         if (!insns)
                 return -ENOMEM;
         if (len > PROG_MAX_INSNS || prog_digest_from_string(column_text(st, 7), digest) < 0)
                 return -EBADMSG;
-        prog_from_wire(sqlite3_column_blob(st, 2), len, insns);
+        if (!over_budget)
+                prog_from_wire(sqlite3_column_blob(st, 2), len, insns);
         int r = forest_add_filter_with_digest(f, (uint64_t) sqlite3_column_int64(st, 0),
-                                              (uint64_t) sqlite3_column_int64(st, 1), insns, len, digest, &x);
+                                              (uint64_t) sqlite3_column_int64(st, 1), over_budget ? NULL : insns,
+                                              len, digest, &x);
         if (r < 0)
                 return r;
+        x->over_budget = over_budget;
         x->log = sqlite3_column_int(st, 3);
         x->wait_killable_recv = sqlite3_column_int(st, 4);
         x->has_listener = sqlite3_column_int(st, 5);
@@ -1284,7 +1434,7 @@ int store_load_live(Store *s, Forest **ret) {
         if (!f)
                 return log_oom();
         r = store_load_rows(s, f, "SELECT id, coalesce(parent, 0), program, log, wait_killable_recv, has_listener, "
-                                  "identity, digest FROM filters", load_filter);
+                                  "identity, digest, length FROM filters", load_filter);
         if (r >= 0)
                 r = store_load_rows(s, f, "SELECT pid, ppid, coalesce(start_time, 0), comm, exe, uid, gid, no_new_privs "
                                           "FROM processes", load_process);
@@ -1301,6 +1451,10 @@ int store_load_live(Store *s, Forest **ret) {
 }
 
 /* For store-snapshot.c */
+
+void store_release_memory(Store *s) {
+        (void) sqlite3_db_release_memory(s->db);
+}
 
 sqlite3 *store_database(Store *s) {
         return s->db;

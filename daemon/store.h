@@ -17,6 +17,8 @@ typedef struct Store Store;
  * build knows is refused with -EPROTONOSUPPORT), prepared statements made ready. */
 int store_open(const char *state_dir, Store **ret);
 Store *store_free(Store *s);
+/* Let go of the page cache's unused pages (sqlite3_db_release_memory()). */
+void store_release_memory(Store *s);
 DEFINE_CLEANUP(Store *, store_free);
 
 /* The highest filter id the database has ever held (live or history), 0 if none: the daemon

@@ -158,7 +158,7 @@ int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, co
         _cleanup_(filter_freep) Filter *flt = calloc(1, sizeof(Filter));
         if (!flt)
                 return -ENOMEM;
-        if (len > 0) {
+        if (len > 0 && insns) { /* NULL: its instructions are not kept (over budget) */
                 flt->insns = malloc(len * sizeof(struct sock_filter));
                 if (!flt->insns)
                         return -ENOMEM;

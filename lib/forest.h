@@ -56,6 +56,11 @@ struct Filter {
         uint64_t listener_id; /* 0 = none known */
         IdentityKind identity;
         uint32_t refs, users; /* kernel reference counts when the backend can see them, else 0 */
+        /* The live forest's per-uid budget (lib/budget.h): the uid it counts against, and whether
+         * its instructions were dropped (insns NULL, len and digest kept) because that uid was over
+         * budget when it came in. */
+        uid_t budget_uid;
+        bool over_budget;
         size_t index;     /* position in Forest.filters (kept by every change) */
         /* computed by forest_link(): */
         unsigned depth;   /* 1 for a root filter */
@@ -159,7 +164,8 @@ DEFINE_CLEANUP(Forest *, forest_free);
  * unlinks the forest until forest_link() runs again. */
 int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns, size_t len,
                       Filter **ret);
-/* The same, with the program's digest (prog_digest() of insns) known already. */
+/* The same, with the program's digest (prog_digest() of insns) known already. insns NULL with
+ * len > 0: a filter whose instructions are not kept, only their number and digest. */
 int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns,
                                   size_t len, const uint8_t digest[PROG_DIGEST_SIZE], Filter **ret);
 int forest_add_process(Forest *f, pid_t pid, Process **ret);

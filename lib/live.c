@@ -10,6 +10,8 @@
  * pass already showed us. */
 #include "live.h"
 
+#include "budget.h"
+
 #include <time.h>
 
 static const char *const live_change_type_table[_LIVE_CHANGE_TYPE_MAX] = {
@@ -45,6 +47,7 @@ struct Live {
         uint64_t *candidates;
         size_t n_candidates, n_candidates_allocated;
         unsigned n_uses_rebuilds;
+        Budget budget; /* whose filters keep their instructions */
 };
 
 /* ---- batches ---- */
@@ -296,6 +299,7 @@ Live *live_free(Live *l) {
         children_reset(l);
         hashmap_deinit(&l->children);
         hashmap_deinit(&l->uses);
+        budget_deinit(&l->budget);
         free(l->candidates);
         forest_free(l->forest);
         free(l);
@@ -323,7 +327,25 @@ LiveCounts live_counts(const Live *l) {
                 .tasks = l->n_threads,
                 .filters = l->forest->n_filters,
                 .listeners = l->forest->n_listeners,
+                .over_budget = l->budget.n_over,
         };
+}
+
+int live_set_budget(Live *l, uint64_t insns_per_uid) {
+        const Forest *f;
+        l->budget.insns_per_uid = insns_per_uid; /* for what comes in, even if what is here cannot be counted */
+        int r = live_linked(l, &f, NULL);
+        if (r < 0)
+                return r;
+        return budget_apply(&l->budget, l->forest);
+}
+
+uint64_t live_budget_insns(const Live *l) {
+        return l->budget.insns_per_uid;
+}
+
+uint64_t live_budget_kept(const Live *l, uid_t uid) {
+        return budget_kept(&l->budget, uid);
 }
 
 /* ---- primitives: each changes one thing and records it ---- */
@@ -509,9 +531,19 @@ static int filter_attach(Live *l, LiveChanges *c, const LiveEvent *e) {
         if (is_new) {
                 if (wf->parent_id && !forest_find_filter(l->forest, wf->parent_id))
                         return -ENOLINK; /* we missed the parent: only a full pass can tell */
-                r = forest_add_filter(l->forest, wf->id, wf->parent_id, wf->insns, wf->len, &flt);
-                if (r < 0)
+                /* Beyond its installer's budget, only the digest of its instructions is kept. */
+                bool keep = budget_take(&l->budget, e->task.uid, wf->len);
+                uint8_t digest[PROG_DIGEST_SIZE];
+                prog_digest(wf->insns, wf->len, digest);
+                r = forest_add_filter_with_digest(l->forest, wf->id, wf->parent_id, keep ? wf->insns : NULL, wf->len,
+                                                  digest, &flt);
+                if (r < 0) {
+                        budget_release(&l->budget, &(Filter) { .budget_uid = e->task.uid, .len = wf->len,
+                                                                .over_budget = !keep });
                         return r;
+                }
+                flt->budget_uid = e->task.uid;
+                flt->over_budget = !keep;
                 flt->log = wf->log;
                 flt->wait_killable_recv = wf->wait_killable_recv;
                 flt->has_listener = wf->has_listener;
@@ -540,6 +572,7 @@ static int filter_retire(Live *l, LiveChanges *c, Filter *x) {
         ch->filter_id = x->id;
         ch->parent_id = parent;
         ch->filter = forest_take_filter(l->forest, x->id);
+        budget_release(&l->budget, ch->filter);
         uses_drop(l, parent); /* the parent is the next candidate if this was its last use */
         return 0;
 }
@@ -840,6 +873,10 @@ int live_replace(Live *l, Forest *f, bool announce_them, LiveChanges *c) {
         int r = changes_reserve(c);
         if (r < 0)
                 return r;
+        /* Counted afresh; undoing it counts the old forest again (live_rollback()). */
+        r = budget_apply(&l->budget, f);
+        if (r < 0)
+                return r;
         Forest *old = l->forest;
         r = live_adopt(l, TAKE_PTR(mine));
         if (r < 0) {
@@ -944,5 +981,6 @@ int live_rollback(Live *l, LiveChanges *c) {
         }
         c->replaced = false;
         l->uses_valid = false; /* counted again at the next retire */
-        return r;
+        int k = budget_recount(&l->budget, l->forest);
+        return r < 0 ? r : k;
 }

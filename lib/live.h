@@ -141,6 +141,7 @@ int live_linked(Live *l, const Forest **ret, char **error);
 
 typedef struct LiveCounts {
         size_t tasks, filters, listeners;
+        size_t over_budget; /* filters whose instructions were dropped */
 } LiveCounts;
 /* O(1): kept up to date by every change. */
 LiveCounts live_counts(const Live *l);
@@ -158,6 +159,17 @@ int live_replace(Live *l, Forest *f, bool announce, LiveChanges *c);
 /* Undo c, newest first, and empty it. -ENOMEM if a step could not be undone: the forest is then
  * not what it was, and only a full pass (live_replace()) can be trusted. */
 int live_rollback(Live *l, LiveChanges *c);
+
+/* Keep the instructions of a uid's filters only up to insns_per_uid instructions (0: all of them;
+ * uid 0 is never counted), as lib/budget.h says: the filters the live forest holds now are counted
+ * afresh (-EINVAL when it does not link: then the next live_replace() counts them), and every
+ * filter that comes in after. An event's filter counts against the uid of the
+ * task that installed it (LiveTask.uid); a full pass's, the lowest uid of the processes it runs. */
+int live_set_budget(Live *l, uint64_t insns_per_uid);
+/* The budget live_set_budget() set. */
+uint64_t live_budget_insns(const Live *l);
+/* Instructions kept for uid (tests). */
+uint64_t live_budget_kept(const Live *l, uid_t uid);
 
 /* The processes of the live forest whose parent is ppid (not linked: valid until the next change). */
 const pid_t *live_children(const Live *l, pid_t ppid, size_t *ret_n);

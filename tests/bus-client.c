@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 
+#include "forest.h"
+#include "snapshot.h"
 #include "util.h"
 
 sd_bus *bus_client_open(void) {
@@ -190,4 +192,18 @@ uint64_t bus_client_import_pipe(sd_bus *bus, const void *data, size_t size, sd_b
         if (sd_bus_error_is_set(&pending.error))
                 sd_bus_error_move(error, &pending.error);
         return pending.id;
+}
+
+Forest *bus_client_export_forest(sd_bus *bus, uint64_t id) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GBytes) data = bus_client_export_pipe(bus, id, "json", &error);
+        if (!data)
+                g_error("ExportSnapshot %" PRIu64 ": %s", id, error.message);
+        gsize size;
+        const void *bytes = g_bytes_get_data(data, &size);
+        Forest *f = NULL;
+        g_autofree char *message = NULL;
+        if (snapshot_read_data(bytes, size, &f, &message) < 0)
+                g_error("snapshot %" PRIu64 " does not read back: %s", id, message);
+        return f;
 }

@@ -57,5 +57,7 @@ void bus_client_wait(sd_bus *bus, BusPending *p, unsigned timeout_ms, const char
 
 /* ExportSnapshot into a pipe that is read as the daemon writes: the bytes, or NULL with *error. */
 GBytes *bus_client_export_pipe(sd_bus *bus, uint64_t id, const char *format, sd_bus_error *error);
+/* The snapshot exported as JSON and read back; fails the test if either fails. */
+struct Forest *bus_client_export_forest(sd_bus *bus, uint64_t id);
 /* ImportSnapshot from a pipe that is filled as the daemon reads: the new id, or 0 with *error. */
 uint64_t bus_client_import_pipe(sd_bus *bus, const void *data, size_t size, sd_bus_error *error);

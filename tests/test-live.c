@@ -536,6 +536,124 @@ static void test_random_rollback(void) {
         g_rand_free(w.rand);
 }
 
+
+/* ---- the per-uid budget ---- */
+
+/* Filter id of uid's process pid, stacked on parent: 1-instruction programs, each of its own bytes. */
+static LiveEvent budget_filter_event(pid_t pid, uid_t uid, uint64_t id, uint64_t parent, struct sock_filter *prog) {
+        LiveEvent e = filter_event(pid, pid, 1, id, parent, false);
+        *prog = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t) id);
+        e.filter.insns = prog;
+        e.task.uid = uid;
+        return e;
+}
+
+static void assert_over_budget(const Live *l, uint64_t id, bool over) {
+        const Filter *x = forest_find_filter(live_forest(l), id);
+        g_assert_nonnull(x);
+        g_assert_cmpint(x->over_budget, ==, over);
+        g_assert_cmpuint(x->len, ==, 1); /* the length stays */
+        g_assert_true((x->insns == NULL) == over);
+        /* so does the digest of what was installed */
+        struct sock_filter prog = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t) id);
+        uint8_t digest[PROG_DIGEST_SIZE];
+        prog_digest(&prog, 1, digest);
+        g_assert_cmpmem(x->digest, sizeof(digest), digest, sizeof(digest));
+}
+
+/* A uid's filters keep their instructions up to its budget; beyond it they are flagged and keep
+ * length and digest; root is never counted; a retired filter gives its share back. */
+static void test_budget_events(void) {
+        g_autoptr(Live) l = new_live();
+        struct sock_filter progs[16];
+        g_assert_cmpint(live_set_budget(l, 3), ==, 0);
+        LiveEvent e[] = {
+                budget_filter_event(100, 1000, 1, 0, &progs[0]), budget_filter_event(100, 1000, 2, 1, &progs[1]),
+                budget_filter_event(100, 1000, 3, 2, &progs[2]), budget_filter_event(100, 1000, 4, 3, &progs[3]),
+                budget_filter_event(100, 1000, 5, 4, &progs[4]),
+                /* another uid has a budget of its own; root has none */
+                budget_filter_event(200, 1001, 6, 0, &progs[5]), budget_filter_event(300, 0, 7, 0, &progs[6]),
+                budget_filter_event(300, 0, 8, 7, &progs[7]), budget_filter_event(300, 0, 9, 8, &progs[8]),
+                budget_filter_event(300, 0, 10, 9, &progs[9]),
+        };
+        apply_committed(l, e, ELEMENTSOF(e));
+        for (uint64_t id = 1; id <= 10; id++)
+                assert_over_budget(l, id, id == 4 || id == 5);
+        g_assert_cmpuint(live_budget_kept(l, 1000), ==, 3);
+        g_assert_cmpuint(live_budget_kept(l, 1001), ==, 1);
+        g_assert_cmpuint(live_budget_kept(l, 0), ==, 0);
+        g_assert_cmpuint(live_counts(l).over_budget, ==, 2);
+
+        /* 100 exits: its five filters retire, and uid 1000 may keep three again */
+        LiveEvent x = task_event(LIVE_EVENT_EXIT, 100, 100, 1, 0);
+        x.task.uid = 1000;
+        apply_committed(l, &x, 1);
+        g_assert_null(forest_find_filter(live_forest(l), 1));
+        g_assert_cmpuint(live_budget_kept(l, 1000), ==, 0);
+        g_assert_cmpuint(live_counts(l).over_budget, ==, 0);
+        LiveEvent again[] = { budget_filter_event(400, 1000, 11, 0, &progs[10]),
+                              budget_filter_event(400, 1000, 12, 11, &progs[11]) };
+        apply_committed(l, again, ELEMENTSOF(again));
+        assert_over_budget(l, 11, false);
+        assert_over_budget(l, 12, false);
+        g_assert_cmpuint(live_budget_kept(l, 1000), ==, 2);
+
+        /* a batch undone gives back what it took */
+        LiveChanges c = {};
+        LiveEvent more[] = { budget_filter_event(400, 1000, 13, 12, &progs[12]),
+                             budget_filter_event(400, 1000, 14, 13, &progs[13]) };
+        apply_ok(l, more, ELEMENTSOF(more), &c);
+        assert_over_budget(l, 13, false);
+        assert_over_budget(l, 14, true);
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        g_assert_cmpuint(live_budget_kept(l, 1000), ==, 2);
+        g_assert_cmpuint(live_counts(l).over_budget, ==, 0);
+        assert_consistent(l);
+        live_changes_done(&c);
+}
+
+/* A full pass is counted afresh: a filter counts against the lowest uid whose processes run it,
+ * and each uid's filters nearest the roots (then the lowest ids) keep their instructions. */
+static void test_budget_replace(void) {
+        g_autoptr(Live) l = new_live();
+        g_assert_cmpint(live_set_budget(l, 2), ==, 0);
+        Forest *f = forest_new();
+        Process *p;
+        Task *t;
+        /* chain 1 <- 2 <- 3 <- 4 run by uid 1000's process 100; 1 and 2 also by root's 50 */
+        for (uint64_t id = 1; id <= 4; id++) {
+                struct sock_filter prog = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t) id);
+                g_assert_cmpint(forest_add_filter(f, id, id - 1, &prog, 1, NULL), ==, 0);
+        }
+        const struct { pid_t pid; uid_t uid; uint64_t head; } procs[] = { { 100, 1000, 4 }, { 50, 0, 2 } };
+        for (size_t i = 0; i < ELEMENTSOF(procs); i++) {
+                g_assert_cmpint(forest_add_process(f, procs[i].pid, &p), ==, 0);
+                p->uid = procs[i].uid;
+                g_assert_cmpint(process_add_thread(p, procs[i].pid, &t), ==, 0);
+                *t = (Task) { .tid = procs[i].pid, .start_time = 1, .mode = TASK_MODE_FILTER, .filter_id = procs[i].head };
+        }
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        LiveChanges c = {};
+        g_assert_cmpint(live_replace(l, f, false, &c), ==, 0);
+        live_changes_done(&c);
+        const Forest *lf = live_forest(l);
+        g_assert_cmpuint(forest_find_filter(lf, 1)->budget_uid, ==, 0);
+        g_assert_cmpuint(forest_find_filter(lf, 2)->budget_uid, ==, 0);
+        g_assert_cmpuint(forest_find_filter(lf, 3)->budget_uid, ==, 1000);
+        for (uint64_t id = 1; id <= 4; id++)
+                assert_over_budget(l, id, false);
+        g_assert_cmpuint(live_budget_kept(l, 1000), ==, 2);
+
+        /* a smaller budget, counted afresh: 3 keeps (the older), 4 not */
+        g_assert_cmpint(live_set_budget(l, 1), ==, 0);
+        assert_over_budget(l, 3, false);
+        assert_over_budget(l, 4, true);
+        g_assert_cmpuint(live_counts(l).over_budget, ==, 1);
+        /* none: nothing dropped from now on, but what was dropped stays flagged */
+        g_assert_cmpint(live_set_budget(l, 0), ==, 0);
+        assert_over_budget(l, 4, true);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/live/fork-and-install", test_fork_and_install);
@@ -550,5 +668,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/live/replace", test_replace);
         g_test_add_func("/live/batch-copies", test_batch_copies);
         g_test_add_func("/live/random-rollback", test_random_rollback);
+        g_test_add_func("/live/budget-events", test_budget_events);
+        g_test_add_func("/live/budget-replace", test_budget_replace);
         return g_test_run();
 }

@@ -877,6 +877,61 @@ static void test_ptrace_churn(void) {
         churn_with(args, env, "frozen");
 }
 
+
+/* CreateSnapshot stores in steps between other calls: with the store held
+ * ($SECTREE_TEST_SNAPSHOT_STORE_GATE), a ListSnapshots sent after it is answered first, and does
+ * not list the half-stored snapshot; once let go, the snapshot is there, complete. */
+static void test_create_off_loop(void) {
+        BusFixture b;
+        g_autofree char *dir = g_dir_make_tmp("sectree-snap-XXXXXX", NULL);
+        g_autofree char *gate = g_build_filename(dir, "go", NULL);
+        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_SNAPSHOT_STORE_GATE=", gate, NULL);
+        char *env[] = { gate_env, NULL };
+        Scenario *s = bus_fixture_start_with_scenario(&b, listener_scenario, NULL, env);
+        if (!s)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        BusPending create = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "CreateSnapshot", bus_client_on_reply,
+                                                 &create, "ua{sv}", (uint32_t) scenario_root_pid(s), 0), >=, 0);
+        g_autoptr(GArray) listed = list_snapshots(bus);
+        g_assert_cmpuint(listed->len, ==, 0);
+        drain(bus);
+        g_assert_false(create.done);
+
+        g_assert_true(g_file_set_contents(gate, "", 0, NULL));
+        bus_client_wait(bus, &create, 10000, "CreateSnapshot");
+        g_assert_false(sd_bus_error_is_set(&create.error));
+        g_assert_cmpuint(create.id, >, 0);
+        g_autoptr(GArray) after = list_snapshots(bus);
+        g_assert_cmpuint(after->len, ==, 1);
+        g_autoptr(Forest) f = bus_client_export_forest(bus, create.id);
+        tests_assert_forest_matches(f, s, true);
+        unlink(gate);
+        rmdir(dir);
+        scenario_free(s);
+        bus_fixture_finish(&b);
+}
+
+
+/* Anyone may give their process a name that is not UTF-8: root's snapshots of it (and of the
+ * whole machine) still succeed, with U+FFFD for each invalid byte and the name cut to what fits. */
+static void test_bad_comm(void) {
+        BusFixture b;
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        pid_t bad = tests_spawn_nobody("ab\xff\xfe\xfd\xfc\xfb\xfa\xf9", false);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_autoptr(Forest) f = bus_client_export_forest(bus, bus_client_create_ok(bus, bad, NULL));
+        const Process *p = forest_find_process(f, bad);
+        g_assert_nonnull(p);
+        g_assert_cmpstr(p->comm, ==, "ab\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* 14 bytes of 15 */
+        g_assert_cmpuint(bus_client_create_ok(bus, 0, NULL), >, 0); /* the whole machine, which holds it too */
+        kill(bad, SIGKILL);
+        waitpid(bad, NULL, 0);
+        bus_fixture_finish(&b);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -888,6 +943,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot-daemon/deadlines", test_deadlines);
         g_test_add_func("/snapshot-daemon/stop-during-transfer", test_stop_during_transfer);
         g_test_add_func("/snapshot-daemon/worker", test_worker);
+        g_test_add_func("/snapshot-daemon/create-off-loop", test_create_off_loop);
+        g_test_add_func("/snapshot-daemon/bad-comm", test_bad_comm);
         g_test_add_func("/snapshot-daemon/access", test_access);
         g_test_add_func("/snapshot-daemon/churn", test_churn);
         g_test_add_func("/snapshot-daemon/ptrace/churn", test_ptrace_churn);

@@ -675,6 +675,56 @@ static void test_write_changes(Fixture *fx, gconstpointer data) {
         assert_rows(db, "PRAGMA foreign_key_check", "");
 }
 
+
+/* A full pass after a full pass and batches writes only what differs, and leaves the tables as a
+ * full reconciliation would: the rows it did not change keep their last_seen, the filters gone go
+ * to history, and a pass whose store failed is followed by a full reconciliation. */
+static void test_pass_writes_differences(Fixture *fx, gconstpointer data) {
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        _cleanup_(live_freep) Live *l = NULL;
+        LiveChanges c = {};
+
+        g_assert_cmpint(live_new(NULL, &l), ==, 0);
+        g_assert_cmpint(live_replace(l, forest_a(), false, &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 1000), ==, 0); /* reconciled in full */
+        live_changes_clear(&c);
+        LiveEvent batch[] = { filter_event(101, 100, 10, 3, PROG(tests_prog_errno)) };
+        g_assert_cmpint(live_apply(l, batch, ELEMENTSOF(batch), &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 1500), ==, 0);
+        live_changes_clear(&c);
+
+        /* b: 1 and 2 stay as they are, 5 is new, 3, 4 and 10 are gone; so are processes 200, 300 */
+        _cleanup_(forest_freep) Forest *b = BUILD(forest_b_filters, forest_b_tasks);
+        g_assert_cmpint(live_replace(l, BUILD(forest_b_filters, forest_b_tasks), false, &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 2000), ==, 0);
+        live_changes_clear(&c);
+        g_autofree char *want = forest_state(b), *got = stored_state(db);
+        g_assert_cmpstr(got, ==, want);
+        /* unchanged rows were not written: they keep the time they were last written */
+        assert_rows(db, "SELECT id, last_seen_usec FROM filters ORDER BY id", "1,1000;2,1000;5,2000");
+        assert_rows(db, "SELECT id, gone_usec FROM history ORDER BY id", "3,2000;4,2000;10,2000");
+        assert_rows(db, "PRAGMA foreign_key_check", "");
+
+        /* a pass that fails to be stored: the next one reconciles in full (it touches every row) */
+        raw_exec(db, "CREATE TRIGGER refuse BEFORE INSERT ON filters WHEN NEW.id = 20 "
+                     "BEGIN SELECT RAISE(ABORT, 'refused'); END");
+        Forest *pass = BUILD(forest_b_filters, forest_b_tasks);
+        g_assert_cmpint(forest_add_filter(pass, 20, 1, PROG(tests_prog_log), NULL), ==, 0);
+        process_find_thread(forest_find_process(pass, 100), 100)->filter_id = 20;
+        g_assert_cmpint(forest_link(pass, NULL), ==, 0);
+        g_assert_cmpint(live_replace(l, pass, false, &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 3000), <, 0);
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        raw_exec(db, "DROP TRIGGER refuse");
+        g_assert_cmpint(live_replace(l, BUILD(forest_b_filters, forest_b_tasks), false, &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 4000), ==, 0);
+        live_changes_done(&c);
+        assert_rows(db, "SELECT id, last_seen_usec FROM filters ORDER BY id", "1,4000;2,4000;5,4000");
+        g_autofree char *again = stored_state(db);
+        g_assert_cmpstr(again, ==, want);
+}
+
 /* What was stored reads back as the forest it was. */
 static void test_load_live(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a(), *back = NULL;
@@ -918,6 +968,7 @@ int main(int argc, char **argv) {
         TEST("/store/history-limit", test_history_limit);
         TEST("/store/incremental", test_incremental);
         TEST("/store/write-changes", test_write_changes);
+        TEST("/store/pass-writes-differences", test_pass_writes_differences);
         TEST("/store/load-live", test_load_live);
         TEST("/store/views", test_views);
         TEST("/store/perf", test_perf);

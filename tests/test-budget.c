@@ -1,0 +1,235 @@
+/* test-budget.c: the real sectreed on a private bus with a small per-uid filter budget: a user's
+ * filters beyond it keep id, parent, length and digest but no program, flagged "over-budget" on
+ * the bus, with an empty program in the database and a note in sectreectl show, through events, a
+ * full pass and a restart; root's filters are never counted */
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "prog.h"
+#include "snapshot.h"
+#include "tests-util.h"
+
+#define N_FILTERS 20
+#define FILTER_LEN 7 /* scenario_filter_errno() with no padding */
+#define BUDGET 56    /* instructions: the 8 oldest filters of a uid */
+#define N_KEPT (BUDGET / FILTER_LEN)
+
+/* Filter i of every chain: its errno tells them apart. */
+static size_t test_filter(struct sock_filter *f, unsigned i) {
+        size_t n = scenario_filter_errno(f, SYS_acct, 1 + (int) i, 0);
+        g_assert_cmpuint(n, ==, FILTER_LEN);
+        return n;
+}
+
+/* In the child of a uid: stack N_FILTERS filters, say so on the pipe, and wait to be killed. */
+static void install_and_wait(void *userdata) {
+        int fd = GPOINTER_TO_INT(userdata);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                _exit(2);
+        for (unsigned i = 0; i < N_FILTERS; i++) {
+                struct sock_filter f[FILTER_LEN];
+                struct sock_fprog prog = { .len = (unsigned short) test_filter(f, i), .filter = f };
+                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(3);
+        }
+        if (write(fd, "x", 1) != 1)
+                _exit(4);
+        for (;;)
+                pause();
+}
+
+static pid_t spawn_installer(uid_t uid) {
+        int p[2];
+        char c;
+        g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+        pid_t pid = tests_as_uid_start(uid, install_and_wait, GINT_TO_POINTER(p[1]));
+        close(p[1]);
+        g_assert_cmpint(read(p[0], &c, 1), ==, 1);
+        close(p[0]);
+        return pid;
+}
+
+static void stop_installers(pid_t nobody, pid_t root) {
+        kill(nobody, SIGKILL);
+        kill(root, SIGKILL);
+        waitpid(nobody, NULL, 0);
+        waitpid(root, NULL, 0);
+}
+
+/* The task's chain from the daemon, oldest first; waits until it has N_FILTERS filters. */
+static void chain_of(sd_bus *bus, pid_t tid, uint64_t ids[N_FILTERS]) {
+        for (int attempt = 0; attempt < 500; attempt++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+                sd_bus_error error = SD_BUS_ERROR_NULL;
+                const uint64_t *chain;
+                size_t size;
+                if (bus_client_call(bus, "GetTaskChain", &error, &reply, "u", (uint32_t) tid) >= 0 &&
+                    sd_bus_message_read_array(reply, 't', (const void **) &chain, &size) >= 0 &&
+                    size == N_FILTERS * sizeof(uint64_t)) {
+                        for (size_t i = 0; i < N_FILTERS; i++)
+                                ids[i] = chain[N_FILTERS - 1 - i];
+                        return;
+                }
+                sd_bus_error_free(&error);
+                g_usleep(20 * 1000);
+        }
+        g_error("The daemon never showed the %d filters of task %d", N_FILTERS, tid);
+}
+
+/* GetFilter of filter i of a chain: length and digest always those of the program installed; the
+ * program itself and no flag when kept, else empty and "over-budget". */
+static void assert_filter(sd_bus *bus, uint64_t id, unsigned i, bool kept) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t parent;
+        uint32_t len, tasks;
+        const char *digest, *identity;
+        char **flags = NULL;
+        if (bus_client_call(bus, "GetFilter", &error, &reply, "t", id) < 0)
+                g_error("GetFilter %" PRIu64 ": %s", id, error.message);
+        g_assert_cmpint(sd_bus_message_read(reply, "tus", &parent, &len, &digest), >, 0);
+        g_assert_cmpint(sd_bus_message_read_strv(reply, &flags), >=, 0);
+        g_assert_cmpint(sd_bus_message_read(reply, "us", &tasks, &identity), >, 0);
+
+        struct sock_filter want[FILTER_LEN];
+        uint8_t raw[PROG_DIGEST_SIZE];
+        char want_digest[PROG_DIGEST_STRING_MAX];
+        size_t n = test_filter(want, i);
+        prog_digest(want, n, raw);
+        g_assert_cmpuint(len, ==, n);
+        g_assert_cmpstr(digest, ==, prog_digest_to_string(raw, want_digest));
+        bool flagged = flags && g_strv_contains((const char *const *) flags, "over-budget");
+        if (flagged == kept)
+                g_error("Filter %" PRIu64 " (%u of its chain) is %s but %s flagged over-budget", id, i,
+                        kept ? "within the budget" : "over it", flagged ? "is" : "is not");
+        g_strfreev(flags);
+
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(qyyu)"), >, 0);
+        size_t got = 0;
+        struct sock_filter x;
+        while (sd_bus_message_read(reply, "(qyyu)", &x.code, &x.jt, &x.jf, &x.k) > 0) {
+                g_assert_cmpuint(got, <, n);
+                g_assert_cmpmem(&x, sizeof(x), &want[got], sizeof(x));
+                got++;
+        }
+        g_assert_cmpuint(got, ==, kept ? n : 0);
+}
+
+/* Nobody's oldest N_KEPT filters keep their programs, the rest only their length and digest;
+ * root's all of theirs. */
+static void assert_budget(sd_bus *bus, pid_t nobody, pid_t root) {
+        uint64_t ids[N_FILTERS];
+        chain_of(bus, nobody, ids);
+        for (unsigned i = 0; i < N_FILTERS; i++)
+                assert_filter(bus, ids[i], i, i < N_KEPT);
+        chain_of(bus, root, ids);
+        for (unsigned i = 0; i < N_FILTERS; i++)
+                assert_filter(bus, ids[i], i, true);
+}
+
+static void rescan(sd_bus *bus) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "Rescan", &error, NULL, "") < 0)
+                g_error("Rescan: %s", error.message);
+}
+
+static void test_over_budget(void) {
+        BusFixture b;
+        char *args[] = { (char *) "--filter-budget=" G_STRINGIFY(BUDGET), NULL };
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=3600000000", NULL };
+        if (!bus_fixture_start_all(&b, args, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+
+        /* installed while the daemon watches: events */
+        pid_t nobody = spawn_installer(65534), root = spawn_installer(0);
+        assert_budget(bus, nobody, root);
+
+        /* a full pass keeps it so (and the scanner keeps no program the live forest does not) */
+        rescan(bus);
+        rescan(bus);
+        assert_budget(bus, nobody, root);
+
+        /* a snapshot holds every program: the scanner asks the kernel again for those it dropped */
+        g_autoptr(Forest) f = bus_client_export_forest(bus, bus_client_create_ok(bus, nobody, NULL));
+        const Task *t = forest_find_task(f, nobody, NULL);
+        g_assert_nonnull(t);
+        g_assert_cmpuint(t->filter->depth, ==, N_FILTERS);
+        unsigned i = N_FILTERS;
+        for (const Filter *x = t->filter; x; x = x->parent) {
+                struct sock_filter want[FILTER_LEN];
+                size_t n = test_filter(want, --i);
+                g_assert_nonnull(x->insns);
+                g_assert_cmpmem(x->insns, x->len * sizeof(struct sock_filter), want, n * sizeof(struct sock_filter));
+        }
+        /* and the live state is as it was */
+        rescan(bus);
+        assert_budget(bus, nobody, root);
+
+        /* the database: an empty program, the length kept */
+        g_autofree char *db = g_build_filename(b.state_dir, "state.db", NULL);
+        g_autofree char *over = tests_sqlite_query(db, "SELECT count(*) FROM filters WHERE length = "
+                                                       G_STRINGIFY(FILTER_LEN) " AND length(program) = 0");
+        g_autofree char *want = g_strdup_printf("%d", N_FILTERS - N_KEPT);
+        g_assert_cmpstr(g_strstrip(over), ==, want);
+
+        /* sectreectl show says so instead of disassembling nothing */
+        uint64_t ids[N_FILTERS];
+        chain_of(bus, nobody, ids);
+        g_autofree char *id = g_strdup_printf("%" PRIu64, ids[N_FILTERS - 1]), *out = NULL, *err = NULL;
+        char *show[] = { (char *) g_getenv("SECTREECTL"), (char *) "show", id, NULL };
+        g_assert_cmpint(bus_fixture_run(&b, false, show, &out, &err), ==, 0);
+        if (!strstr(out, "program not kept"))
+                g_error("sectreectl show %s of a filter over budget:\n%s", id, out);
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+        g_autofree char *pid_arg = g_strdup_printf("%d", nobody);
+        char *policy[] = { (char *) g_getenv("SECTREECTL"), (char *) "check", pid_arg, (char *) "acct", NULL };
+        if (bus_fixture_run(&b, false, policy, &out, &err) == 0)
+                g_error("sectreectl check of a chain without programs succeeded:\n%s", out);
+        if (!strstr(err, "not kept"))
+                g_error("sectreectl check of a chain without programs: %s", err);
+
+        /* a restart finds it so in the database, and its first pass keeps it so */
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_start_daemon(&b, args, env, 30);
+        sd_bus_flush_close_unref(bus);
+        bus = bus_client_open();
+        assert_budget(bus, nobody, root);
+        stop_installers(nobody, root);
+        bus_fixture_finish(&b);
+}
+
+
+/* Filters that were there before the daemon started: its first full pass meets them all at once,
+ * and keeps to the budget as events do. */
+static void test_before_start(void) {
+        BusFixture b;
+        char *args[] = { (char *) "--filter-budget=" G_STRINGIFY(BUDGET), NULL };
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=3600000000", NULL };
+        if (!tests_require_root())
+                return;
+        pid_t nobody = spawn_installer(65534), root = spawn_installer(0);
+        if (!bus_fixture_start_all(&b, args, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        assert_budget(bus, nobody, root);
+        rescan(bus);
+        assert_budget(bus, nobody, root);
+        stop_installers(nobody, root);
+        bus_fixture_finish(&b);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/budget/over-budget", test_over_budget);
+        g_test_add_func("/budget/before-start", test_before_start);
+        return g_test_run();
+}
