@@ -521,6 +521,84 @@ static void test_restart(void) {
         bus_fixture_stop(&b);
 }
 
+/* ListTasks's mode of tid, NULL when it does not list tid. */
+static char *bus_task_mode(sd_bus *bus, pid_t tid) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        uint32_t t, tgid, ppid, depth;
+        const char *comm, *mode;
+        uint64_t head;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
+        while (sd_bus_message_read(reply, "(uuusstu)", &t, &tgid, &ppid, &comm, &mode, &head, &depth) > 0)
+                if (t == (uint32_t) tid)
+                        return g_strdup(mode);
+        return NULL;
+}
+
+typedef struct WantMode {
+        sd_bus *bus;
+        pid_t tid;
+        const char *mode; /* NULL: not listed */
+} WantMode;
+
+static bool task_mode_is(void *userdata) {
+        WantMode *x = userdata;
+        g_autofree char *mode = bus_task_mode(x->bus, x->tid);
+        return g_strcmp0(mode, x->mode) == 0;
+}
+
+static void assert_task_mode(sd_bus *bus, pid_t tid, const char *mode) {
+        WantMode x = { bus, tid, mode };
+        if (!bus_fixture_wait_for(task_mode_is, &x, 2000)) {
+                g_autofree char *now = bus_task_mode(bus, tid);
+                g_error("ListTasks says tid %d is %s, not %s", tid, now ?: "not listed", mode ?: "not listed");
+        }
+}
+
+/* A thread made before its process installed a filter without TSYNC escaped the filter: ListTasks
+ * lists it as "disabled", from the first pass and from events (a thread it makes escapes too), and
+ * drops it with its process's last filtered thread. */
+static Scenario *escaped_scenario(void) {
+        Scenario *s;
+        struct sock_filter a[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0);
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_thread(s, c), >, 0);
+        g_assert_cmpint(scenario_install(s, c, a, na, 0), >=, 0);
+        return s;
+}
+
+static void test_escaped_threads(void) {
+        BusFixture b;
+        Scenario *s = bus_fixture_start_with_scenario(&b, escaped_scenario, NULL, NULL);
+        if (!s)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        ScenarioTask c = 1, escaped = 2;
+        g_assert_false(scenario_task(s, escaped)->head >= 0);
+        assert_task_mode(bus, scenario_task(s, c)->tid, "filter");
+        assert_task_mode(bus, scenario_task(s, escaped)->tid, "disabled");
+        assert_task_mode(bus, scenario_root_pid(s), NULL); /* a process without filters is not listed */
+
+        ScenarioTask again = scenario_thread(s, escaped);
+        g_assert_cmpint(again, >, 0);
+        assert_task_mode(bus, scenario_task(s, again)->tid, "disabled");
+        g_assert_cmpint(scenario_exit(s, again), ==, 0);
+        assert_task_mode(bus, scenario_task(s, again)->tid, NULL);
+
+        /* the filtered thread leaves alone: its escaped thread goes with it from the list */
+        g_assert_cmpint(scenario_exit_leader(s, c), ==, 0);
+        assert_task_mode(bus, scenario_task(s, escaped)->tid, NULL);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "Rescan", &error, NULL, ""), >=, 0);
+        g_assert_null(bus_task_mode(bus, scenario_task(s, escaped)->tid));
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
 /* The name of nobody's process (tests_spawn_nobody()), not UTF-8: anyone may name their tasks so,
  * and nobody else's listing may break on it. */
 #define NOBODY_COMM "nobody\xff\xfe"
@@ -1615,6 +1693,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/store-fails-mid-batch", test_store_fails_mid_batch);
         g_test_add_func("/daemon/overflow-resync", test_overflow_resync);
         g_test_add_func("/daemon/restart", test_restart);
+        g_test_add_func("/daemon/escaped-threads", test_escaped_threads);
         g_test_add_func("/daemon/reparent", test_reparent);
         g_test_add_func("/daemon/ptrace/reparent", test_ptrace_reparent);
         g_test_add_func("/daemon/restart/keeps-ids", test_restart_keeps_ids);
