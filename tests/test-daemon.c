@@ -599,6 +599,150 @@ static void test_escaped_threads(void) {
         bus_fixture_stop(&b);
 }
 
+/* FilterAttached as "FilterAttached tid pid comm". */
+static char *signal_line_installer(sd_bus_message *m) {
+        if (!streq(sd_bus_message_get_member(m), "FilterAttached"))
+                return signal_line(m);
+        uint64_t id, parent;
+        uint32_t tid, pid;
+        const char *comm;
+        if (sd_bus_message_read(m, "ttuus", &id, &parent, &tid, &pid, &comm) <= 0)
+                return g_strdup("FilterAttached ?");
+        return g_strdup_printf("FilterAttached %u %u %s", tid, pid, comm);
+}
+
+static char *proc_comm(pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/comm", tid), *comm = NULL;
+        g_assert_true(g_file_get_contents(path, &comm, NULL, NULL));
+        return g_strdup(g_strstrip(comm));
+}
+
+/* The installer's tid, pid, comm and exe, and whether the time is set, as GetFilter says. */
+static char *bus_installer(sd_bus *bus, uint64_t id) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "GetFilter", &error, &reply, "t", id) < 0)
+                g_error("GetFilter %" PRIu64 ": %s", id, error.message);
+        g_assert_cmpint(sd_bus_message_skip(reply, "tusasusa(qyyu)"), >=, 0);
+        uint32_t tid, pid;
+        const char *comm, *exe;
+        uint64_t usec;
+        g_assert_cmpint(sd_bus_message_read(reply, "uusst", &tid, &pid, &comm, &exe, &usec), >, 0);
+        return g_strdup_printf("%u %u %s %s %s", tid, pid, comm, exe, usec > 0 ? "set" : "unset");
+}
+
+/* ListListeners as "filter: comm[pid]/fd comm[pid]/fd ..." lines. */
+static char *bus_listeners(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListListeners", &error, &reply, "") < 0)
+                g_error("ListListeners: %s", error.message);
+        GString *out = g_string_new(NULL);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(tta(uis))"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "tta(uis)") > 0) {
+                uint64_t id, filter;
+                g_assert_cmpint(sd_bus_message_read(reply, "tt", &id, &filter), >, 0);
+                g_string_append_printf(out, "%" PRIu64 ":", filter);
+                uint32_t pid;
+                int32_t fd;
+                const char *comm;
+                g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uis)"), >, 0);
+                while (sd_bus_message_read(reply, "(uis)", &pid, &fd, &comm) > 0)
+                        g_string_append_printf(out, " %s[%u]/%d", comm, pid, fd);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_string_append_c(out, '\n');
+        }
+        return g_string_free(out, false);
+}
+
+/* What a client needs beside the forest: the installer of a filter (GetFilter, FilterAttached),
+ * the holders of listeners (ListListeners), and a thread id standing for its process
+ * (ListSubtree, CreateSnapshot). */
+static void test_client_data(void) {
+        BusFixture b;
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        BusSignalLog log;
+        bus_signal_log_start(&log, bus, signal_line_installer);
+        sd_bus_process(bus, NULL);
+
+        struct sock_filter a[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0);
+        a[na - 3].k = SECCOMP_RET_USER_NOTIF;
+        Scenario *s;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask sandbox = scenario_fork(s, scenario_root(s));
+        int node = scenario_install(s, sandbox, a, na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(node, >=, 0);
+        pid_t pid = scenario_task(s, sandbox)->tid;
+        g_autofree char *comm = proc_comm(pid);
+        bus_signal_log_assert(&log, bus, "FilterAttached %d %d %s", pid, pid, comm);
+        ScenarioTask thread = scenario_thread(s, sandbox);
+        g_assert_cmpint(thread, >, 0);
+        pid_t tid = scenario_task(s, thread)->tid;
+
+        g_autofree char *chain = bus_chain(bus, tid);
+        uint64_t id = g_ascii_strtoull(chain, NULL, 10);
+        g_assert_cmpuint(id, >, 0);
+        g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", pid);
+        g_autofree char *exe = g_file_read_link(exe_link, NULL);
+        g_autofree char *want = g_strdup_printf("%d %d %s %s set", pid, pid, comm, exe);
+        g_autofree char *installer = bus_installer(bus, id);
+        g_assert_cmpstr(installer, ==, want);
+
+        /* a holder outside the sandbox, seen by the next full pass */
+        ScenarioTask super = scenario_fork(s, scenario_root(s));
+        int fd = scenario_share_listener(s, node, super);
+        g_assert_cmpint(fd, >=, 0);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "Rescan", &error, NULL, ""), >=, 0);
+        g_autofree char *listeners = bus_listeners(bus);
+        const ScenarioNode *n = scenario_node(s, node);
+        g_autofree char *line = g_strdup_printf("%" PRIu64 ":", id);
+        const char *at = strstr(listeners, line);
+        g_assert_nonnull(at);
+        g_autofree char *mine = g_strndup(at, strcspn(at, "\n"));
+        g_autofree char *h1 = g_strdup_printf(" %s[%d]/%d", comm, pid, n->listener_fd);
+        g_autofree char *h2 = g_strdup_printf(" %s[%d]/%d", comm, scenario_task(s, super)->tid, fd);
+        if (!strstr(mine, h1) || !strstr(mine, h2))
+                g_error("ListListeners: '%s' lacks%s or%s", mine, h1, h2);
+        /* a filter found by a pass keeps the installer the daemon saw */
+        g_free(installer);
+        installer = bus_installer(bus, id);
+        g_assert_cmpstr(installer, ==, want);
+
+        /* a thread id stands for its process */
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "ListSubtree", &error, &reply, "u", (uint32_t) tid), >=, 0);
+        const uint32_t *pids;
+        size_t size;
+        g_assert_cmpint(sd_bus_message_read_array(reply, 'u', (const void **) &pids, &size), >=, 0);
+        g_assert_cmpuint(size, ==, sizeof(uint32_t));
+        g_assert_cmpuint(pids[0], ==, (uint32_t) pid);
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "CreateSnapshot", &error, &reply, "ua{sv}",
+                                           (uint32_t) tid, 0), >=, 0);
+        uint64_t snap;
+        g_assert_cmpint(sd_bus_message_read(reply, "t", &snap), >, 0);
+        g_autofree char *root = db_query(b.state_dir, "SELECT root_pid FROM snapshots WHERE id = %" PRIu64, snap);
+        g_autofree char *want_root = g_strdup_printf("%d", pid);
+        g_assert_cmpstr(root, ==, want_root);
+        /* no such task at all */
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "ListSubtree", &error, &reply, "u",
+                                           (uint32_t) INT32_MAX), <, 0);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.NoSuchTask");
+        sd_bus_error_free(&error);
+
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        bus_fixture_finish(&b);
+}
+
 /* The name of nobody's process (tests_spawn_nobody()), not UTF-8: anyone may name their tasks so,
  * and nobody else's listing may break on it. */
 #define NOBODY_COMM "nobody\xff\xfe"
@@ -1694,6 +1838,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/overflow-resync", test_overflow_resync);
         g_test_add_func("/daemon/restart", test_restart);
         g_test_add_func("/daemon/escaped-threads", test_escaped_threads);
+        g_test_add_func("/daemon/client-data", test_client_data);
         g_test_add_func("/daemon/reparent", test_reparent);
         g_test_add_func("/daemon/ptrace/reparent", test_ptrace_reparent);
         g_test_add_func("/daemon/restart/keeps-ids", test_restart_keeps_ids);
