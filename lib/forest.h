@@ -94,6 +94,7 @@ typedef struct Process {
 typedef struct ListenerHolder {
         pid_t pid;
         int fd;
+        char comm[16]; /* the holder's name when the forest has no process for it ("" if unknown) */
 } ListenerHolder;
 
 typedef struct Listener {
