@@ -324,23 +324,3 @@ uint64_t bpf_scanner_watch_lost(BpfScanner *s) {
                 n += prog_misses(progs[i]);
         return n;
 }
-
-void watch_task_from_forest(WatchTask *w, const Process *p, const Task *t) {
-        /* A pass does not keep euid and dumpable in the forest: take the real uid for the
-         * effective one and say not dumpable, which only ever refuses more. */
-        *w = (WatchTask) {
-                .tid = t->tid,
-                .tgid = p->pid,
-                .ppid = p->ppid,
-                .start_time = t->start_time,
-                .mode = t->mode,
-                .filter_id = t->filter_id,
-                .no_new_privs = p->no_new_privs,
-                .uid = p->uid,
-                .euid = p->uid,
-                .gid = p->gid,
-                .dumpable = false,
-        };
-        memcpy(w->comm, p->comm, sizeof(w->comm));
-        w->comm[sizeof(w->comm) - 1] = 0;
-}

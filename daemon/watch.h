@@ -82,5 +82,3 @@ bool bpf_scanner_watch_pending(BpfScanner *s);
  * this grows, the stored state may be wrong: resynchronise with a full pass. */
 uint64_t bpf_scanner_watch_lost(BpfScanner *s);
 
-/* Fill a WatchTask from a scanned forest's thread (for code that treats both alike). */
-void watch_task_from_forest(WatchTask *w, const Process *p, const Task *t);
