@@ -10,6 +10,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
@@ -1813,6 +1814,14 @@ static void test_filter_hashed_once(void) {
 }
 
 /* The daemon says once that it is ready, with its backend, what it found and how long it took. */
+/* The parents' pidfds take the open file limit the unit sets, less a reserve; a small limit is
+ * shared half and half. */
+static void test_parents_cap(void) {
+        g_assert_cmpuint(parents_max_watched(65536), ==, 65536 - PARENTS_FD_RESERVE);
+        g_assert_cmpuint(parents_max_watched(1024), ==, 512);
+        g_assert_cmpuint(parents_max_watched(RLIM_INFINITY), ==, SIZE_MAX);
+}
+
 static void test_ready_line(void) {
         if (!tests_require_root())
                 return;
@@ -1859,5 +1868,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/inproc/failed-pass-paces", test_failed_pass_paces);
         g_test_add_func("/daemon/inproc/filter-hashed-once", test_filter_hashed_once);
         g_test_add_func("/daemon/inproc/ready-line", test_ready_line);
+        g_test_add_func("/daemon/parents-cap", test_parents_cap);
         return g_test_run();
 }
