@@ -1576,11 +1576,11 @@ static bool before_resync_allowed(InProc *ip, void *userdata) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         uint64_t now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-        return now + 100000 >= ip->m->last_pass_mono + MANAGER_RESYNC_MIN_INTERVAL_USEC;
+        return now + 100000 >= pacing_last_pass_end(ip->m->pacing) + PACING_RESYNC_MIN_INTERVAL_USEC;
 }
 
 /* Losses come faster than full passes may: they are coalesced into one pass no sooner than
- * MANAGER_RESYNC_MIN_INTERVAL_USEC after the previous one, and that pass brings the state back. */
+ * PACING_RESYNC_MIN_INTERVAL_USEC after the previous one, and that pass brings the state back. */
 static void test_resync_rate_limit(void) {
         InProc ip;
         Scenario *s;
