@@ -88,20 +88,25 @@ static size_t visible_task_count(Caller *c, const Forest *f, const Filter *flt) 
         return n;
 }
 
+/* The start of a reply that lists what the caller may see: the caller, the live forest, the ids
+ * of the filters it may see, and the reply with its array (of contents) opened. */
+static int visible_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
+                              Hashmap *visible, sd_bus_message **reply, sd_bus_error *error) {
+        int r = caller_from_message(msg, c);
+        if (r < 0 || (r = live_or_fail(m, f, error)) < 0)
+                return r;
+        r = caller_visible_filters(c, *f, visible);
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(msg, reply);
+        return r < 0 ? r : sd_bus_message_open_container(*reply, 'a', contents);
+}
+
 static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
         const Forest *f;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
-                return r;
-        r = caller_visible_filters(&c, f, &visible);
-        if (r >= 0)
-                r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ttusuas)");
+        int r = visible_list_begin(msg, userdata, "(ttusuas)", &c, &f, &visible, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
                 if (hashmap_get(&visible, f->filters[i]->id))
                         r = append_filter_entry(reply, f->filters[i], visible_task_count(&c, f, f->filters[i]));
@@ -128,19 +133,11 @@ static int append_holder(sd_bus_message *reply, const Forest *f, const ListenerH
 /* Every listener of a filter the caller may see, with the holders the caller may see: who holds
  * a file descriptor of it, and which, and the holder's name. */
 static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
         const Forest *f;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
-                return r;
-        r = caller_visible_filters(&c, f, &visible);
-        if (r >= 0)
-                r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(tta(uis))");
+        int r = visible_list_begin(msg, userdata, "(tta(uis))", &c, &f, &visible, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_listeners; i++) {
                 const Listener *l = f->listeners[i];
                 if (!hashmap_get(&visible, l->filter_id))
