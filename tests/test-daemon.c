@@ -574,7 +574,8 @@ static Scenario *escaped_scenario(void) {
 
 static void test_escaped_threads(void) {
         BusFixture b;
-        Scenario *s = bus_fixture_start_with_scenario(&b, escaped_scenario, NULL, NULL);
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL }; /* no pass but those asked for */
+        Scenario *s = bus_fixture_start_with_scenario(&b, escaped_scenario, NULL, env);
         if (!s)
                 return;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
@@ -589,6 +590,17 @@ static void test_escaped_threads(void) {
         assert_task_mode(bus, scenario_task(s, again)->tid, "disabled");
         g_assert_cmpint(scenario_exit(s, again), ==, 0);
         assert_task_mode(bus, scenario_task(s, again)->tid, NULL);
+
+        /* a process that installs its first filter while the daemon watches: the thread it had
+         * before is listed at once, not at the next full pass */
+        ScenarioTask c2 = scenario_fork(s, scenario_root(s));
+        ScenarioTask escaped2 = scenario_thread(s, c2);
+        g_assert_cmpint(escaped2, >, 0);
+        struct sock_filter a[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0);
+        g_assert_cmpint(scenario_install(s, c2, a, na, 0), >=, 0);
+        assert_task_mode(bus, scenario_task(s, c2)->tid, "filter");
+        assert_task_mode(bus, scenario_task(s, escaped2)->tid, "disabled");
 
         /* the filtered thread leaves alone: its escaped thread goes with it from the list */
         g_assert_cmpint(scenario_exit_leader(s, c), ==, 0);
