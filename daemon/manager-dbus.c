@@ -188,13 +188,16 @@ static int find_visible_filter(Caller *c, const Forest *f, uint64_t id, const Fi
 }
 
 /* Who installed the filter, as the state database recorded it when the daemon saw it happen: tid,
- * pid, comm, exe and when; zeros and "" when it was found by a full pass. */
-static int append_installer(sd_bus_message *reply, Store *store, uint64_t id) {
+ * pid, comm, exe and when; zeros and "" when it was found by a full pass. The executable is a
+ * process's private fact (/proc/PID/exe): said only to a caller who could trace the installer now. */
+static int append_installer(sd_bus_message *reply, Store *store, Caller *c, uint64_t id) {
         StoreInstalled x = {};
         int r = store_get_installer(store, id, &x);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *comm = snapshot_utf8_sanitize(x.comm ?: ""), *exe = snapshot_utf8_sanitize(x.exe ?: "");
+        bool exe_visible = c->privileged || (r > 0 && caller_may_see_process(c, x.tgid));
+        _cleanup_free_ char *comm = snapshot_utf8_sanitize(x.comm ?: ""),
+                            *exe = snapshot_utf8_sanitize(exe_visible && x.exe ? x.exe : "");
         if (comm && exe)
                 r = sd_bus_message_append(reply, "uusst", (uint32_t) x.tid, (uint32_t) x.tgid, comm, exe, x.usec);
         else
@@ -227,7 +230,7 @@ static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *
         if (r >= 0)
                 r = append_program(reply, flt);
         if (r >= 0)
-                r = append_installer(reply, m->store, flt->id);
+                r = append_installer(reply, m->store, &c, flt->id);
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 

@@ -3,6 +3,7 @@
  * and the introspection data against dbus/org.sectree1.Manager.xml; and, in this process without a
  * bus, the Manager's resync rules (losses during a pass, one resync per interval), split passes
  * and the incremental retiring of filters */
+#include <fcntl.h>
 #include <gio/gio.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -754,6 +755,74 @@ static void test_client_data(void) {
         g_ptr_array_unref(log.lines);
         scenario_free(s);
         bus_fixture_finish(&b);
+}
+
+/* A root process installs a filter while the daemon watches and forks a child that becomes
+ * nobody: nobody may see the filter (it runs its task) and who installed it, but not the
+ * installer's executable, a fact of root's process; root sees it all. */
+static void test_installer_private(void) {
+        BusFixture b;
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        struct sock_filter f[16];
+        size_t n = scenario_filter_errno(f, SYS_acct, 4, 0);
+        int ready[2];
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        pid_t installer = fork();
+        g_assert_cmpint(installer, >=, 0);
+        if (installer == 0) {
+                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+                    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(1);
+                pid_t child = fork();
+                if (child == 0) {
+                        tests_become(65534);
+                        if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) /* a change of uid cleared it */
+                                _exit(1);
+                        (void) write(ready[1], "x", 1);
+                        for (;;)
+                                pause();
+                }
+                for (;;)
+                        pause();
+        }
+        close(ready[1]);
+        char c;
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        close(ready[0]);
+        g_autofree char *comm = proc_comm(installer);
+        uint64_t id = 0;
+        for (int tries = 0; tries < 200 && id == 0; tries++) {
+                g_autofree char *chain = bus_chain(bus, installer);
+                id = g_ascii_strtoull(chain, NULL, 10);
+                if (id == 0)
+                        g_usleep(10 * 1000);
+        }
+        g_assert_cmpuint(id, >, 0);
+        g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", installer);
+        g_autofree char *exe = g_file_read_link(exe_link, NULL);
+        g_autofree char *as_root = bus_installer(bus, id);
+        g_autofree char *want_root = g_strdup_printf("%d %d %s %s set", installer, installer, comm, exe);
+        g_assert_cmpstr(as_root, ==, want_root);
+
+        g_autofree char *sid = g_strdup_printf("%" PRIu64, id), *out = NULL, *err = NULL;
+        char *get[] = { (char *) "busctl", (char *) "--system", (char *) "--json=short", (char *) "call", (char *) DEST,
+                        (char *) PATH, (char *) IFACE, (char *) "GetFilter", (char *) "t", sid, NULL };
+        if (bus_fixture_run(&b, true, get, &out, &err) != 0)
+                g_error("GetFilter %s as nobody: %s", sid, err);
+        json_t *doc = json_loads(out, 0, NULL);
+        g_assert_nonnull(doc);
+        json_t *data = json_object_get(doc, "data");
+        g_assert_cmpuint(json_array_size(data), ==, 12);
+        g_assert_cmpint(json_integer_value(json_array_get(data, 8)), ==, installer);
+        g_assert_cmpstr(json_string_value(json_array_get(data, 9)), ==, comm);
+        g_assert_cmpstr(json_string_value(json_array_get(data, 10)), ==, "");
+        json_decref(doc);
+        kill(installer, SIGKILL);
+        waitpid(installer, NULL, 0);
+        bus_fixture_stop(&b);
 }
 
 /* The name of nobody's process (tests_spawn_nobody()), not UTF-8: anyone may name their tasks so,
@@ -1860,6 +1929,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/restart", test_restart);
         g_test_add_func("/daemon/escaped-threads", test_escaped_threads);
         g_test_add_func("/daemon/client-data", test_client_data);
+        g_test_add_func("/daemon/installer-private", test_installer_private);
         g_test_add_func("/daemon/reparent", test_reparent);
         g_test_add_func("/daemon/ptrace/reparent", test_ptrace_reparent);
         g_test_add_func("/daemon/restart/keeps-ids", test_restart_keeps_ids);
