@@ -140,6 +140,20 @@ static int add_escaped_threads(BpfSource *b, const WatchEvent *w) {
         return 0;
 }
 
+/* The installer's executable, read from /proc after the fact: the process may have exec'd since
+ * (bwrap installs filters, then execs the sandbox's command). exec changes the executable before
+ * the name: a name still as the event had it says no exec came before the read. Otherwise (or a
+ * rename) the executable is left unknown rather than wrong. */
+static void installer_read_exe(const WatchTask *t, char **ret) {
+        char comm[16];
+        if (proc_read_exe(t->tgid, ret) < 0)
+                return;
+        if (proc_read_comm(t->tid, comm) < 0 || strncmp(comm, t->comm, sizeof(comm)) != 0) {
+                free(*ret);
+                *ret = NULL;
+        }
+}
+
 /* One watch event, with what it needs from /proc, into the batch. */
 static int on_watch_event(const WatchEvent *w, void *userdata) {
         BpfSource *b = userdata;
@@ -175,7 +189,7 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                         return b->batch_error = r;
                 e.filter.tsync = tsync;
                 if (!known)
-                        (void) proc_read_exe(w->task.tgid, &exe);
+                        installer_read_exe(&w->task, &exe);
                 break;
         default:
                 return 0;
@@ -186,6 +200,22 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                 r = add_escaped_threads(b, w);
         if (r < 0)
                 return b->batch_error = r;
+        return 0;
+}
+
+/* The installer's executable was read from /proc when its event was handled, which can be after
+ * the process exec'd (bwrap installs filters, then execs the sandbox's command): when an exec of
+ * the same process follows in the batch, what was read is the new program's, not the installer's,
+ * and is left out. The exec event brings the process's new executable itself. */
+static int drop_stale_installer_exes(LiveBatch *batch) {
+        _cleanup_(hashmap_deinit) Hashmap exec_later = {}; /* tgid -> 1: an exec follows */
+        for (size_t i = batch->n; i-- > 0;) {
+                LiveEvent *e = &batch->events[i];
+                if (e->type == LIVE_EVENT_EXEC && hashmap_replace(&exec_later, (uint64_t) e->task.tgid, (void *) 1) < 0)
+                        return -ENOMEM;
+                if (e->type == LIVE_EVENT_FILTER && e->task.exe && hashmap_get(&exec_later, (uint64_t) e->task.tgid))
+                        e->task.exe = NULL; /* its copy is freed with the batch */
+        }
         return 0;
 }
 
@@ -214,6 +244,9 @@ static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userd
         int r = bpf_scanner_watch_dispatch(b->scanner);
         if (r < 0) {
                 log_warning_errno(r, "Reading events failed (%m), resynchronising.");
+                b->source.sink.resync(b->source.sink.userdata, "lost-events");
+        } else if (b->batch.n > 0 && drop_stale_installer_exes(&b->batch) < 0) {
+                log_oom();
                 b->source.sink.resync(b->source.sink.userdata, "lost-events");
         } else if (b->batch.n > 0)
                 (void) b->source.sink.apply(b->source.sink.userdata, &b->batch); /* the manager handles failures */

@@ -727,6 +727,25 @@ static void test_client_data(void) {
         installer = bus_installer(bus, id);
         g_assert_cmpstr(installer, ==, want);
 
+        /* an installer that execs before the daemon gets to its event (stopped meanwhile): its
+         * executable is unknown, never the program it exec'd, which /proc shows by then */
+        ScenarioTask quick = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(kill(b.daemon_pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(scenario_install(s, quick, a, na, 0), >=, 0);
+        g_assert_cmpint(scenario_exec_sleep(s, quick), ==, 0);
+        g_assert_cmpint(kill(b.daemon_pid, SIGCONT), ==, 0);
+        pid_t qpid = scenario_task(s, quick)->tid;
+        uint64_t qid = 0;
+        for (int tries = 0; tries < 200 && qid == 0; tries++) {
+                g_autofree char *qchain = bus_chain(bus, qpid);
+                qid = g_ascii_strtoull(qchain, NULL, 10);
+                if (qid == 0)
+                        g_usleep(10 * 1000);
+        }
+        g_autofree char *qinstaller = bus_installer(bus, qid);
+        g_autofree char *qunknown = g_strdup_printf("%d %d %s  set", qpid, qpid, comm);
+        g_assert_cmpstr(qinstaller, ==, qunknown);
+
         /* a thread id stands for its process */
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "ListSubtree", &error, &reply, "u", (uint32_t) tid), >=, 0);
