@@ -196,7 +196,7 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
         }
         e.task.exe = exe;
         r = live_batch_add(&b->batch, &e);
-        if (r >= 0 && w->type == WATCH_FILTER_ATTACHED && !known && !w->filter.tsync)
+        if (r >= 0 && w->type == WATCH_FILTER_ATTACHED && !known && !w->filter.tsync && w->task.threaded)
                 r = add_escaped_threads(b, w);
         if (r < 0)
                 return b->batch_error = r;

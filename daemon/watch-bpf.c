@@ -117,6 +117,7 @@ static void watch_task_from_rec(WatchTask *w, const BpfWatch *watch, const struc
                 .euid = r->euid,
                 .gid = r->gid,
                 .dumpable = r->flags & WATCH_TASK_DUMPABLE,
+                .threaded = r->flags & WATCH_TASK_THREADED,
         };
         memcpy(w->comm, r->comm, sizeof(w->comm));
         w->comm[sizeof(w->comm) - 1] = 0;

@@ -30,6 +30,7 @@ typedef struct WatchTask {
         uid_t uid, euid;
         gid_t gid;
         bool dumpable; /* the mm's dumpable setting is SUID_DUMP_USER */
+        bool threaded; /* its process had other threads when the event was sent */
 } WatchTask;
 
 typedef struct WatchFilter {
