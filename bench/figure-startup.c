@@ -58,7 +58,7 @@ static int full_pass(BpfScanner *s, Forest **ret, double *ret_msec) {
         int r = bpf_scanner_scan(s, &opts, &f);
 
         if (r >= 0) {
-                forest_drop_disabled_threads(f);
+                forest_drop_unfiltered_processes(f);
                 r = forest_link(f, NULL);
         }
         *ret_msec = msec_since(start);

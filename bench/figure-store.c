@@ -14,7 +14,7 @@
  * What is timed, on one live workload per size, a checked warm-up pass first and then the median
  * of the measured passes:
  *   - the daemon's scan: bpf_scanner_scan() of the workload's subtree with the options the daemon
- *     uses (exe, no argv), forest_drop_disabled_threads() and forest_link(), as in
+ *     uses (exe, no argv), forest_drop_unfiltered_processes() and forest_link(), as in
  *     manager_full_pass();
  *   - store_replace_all() of that forest into a fresh state database (store_open() in a new
  *     directory, not timed): the daemon's first pass; and again with the same forest: a refresh,
@@ -111,7 +111,7 @@ static int pass_scan(StoreBench *b, Forest **ret, double *ret_usec) {
 
         if (r < 0)
                 return log_error_errno(r, "bpf scan failed: %m");
-        forest_drop_disabled_threads(f);
+        forest_drop_unfiltered_processes(f);
         r = forest_link(f, NULL);
         if (r < 0)
                 return log_error_errno(r, "The scanned forest is inconsistent: %m");

@@ -171,7 +171,50 @@ static int live_forest_build_subtree(const FilterList *filters, const TaskList *
         return 0;
 }
 
+/* The listeners of the forest's filters, with their holders as ListListeners names them (a
+ * holder may be a process the forest does not have: its name comes with it). */
+static int add_listeners(Forest *f, const ListenerList *listeners) {
+        for (size_t i = 0; i < listeners->n; i++) {
+                const ListenerRecord *x = &listeners->items[i];
+                Listener *l;
+                if (!forest_find_filter(f, x->filter))
+                        continue; /* outside the subtree */
+                int r = forest_add_listener(f, x->id, x->filter, &l);
+                if (r < 0)
+                        return r;
+                for (size_t j = 0; j < x->n_holders; j++) {
+                        r = listener_add_holder(l, x->holders[j].pid, x->holders[j].fd);
+                        if (r == -EEXIST)
+                                continue;
+                        if (r < 0)
+                                return r;
+                        memcpy(l->holders[l->n_holders - 1].comm, x->holders[j].comm, sizeof(x->holders[j].comm));
+                }
+        }
+        _cleanup_free_ char *why = NULL;
+        int r = forest_link(f, &why);
+        if (r < 0)
+                return ctl_error_errno(r, "The daemon's listeners are inconsistent: %s", why ? why : "?");
+        return 0;
+}
+
+static int live_forest_fetch_tasks(sd_bus *bus, pid_t root, Forest **ret);
+
 int live_forest_fetch(sd_bus *bus, pid_t root, Forest **ret) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_(listener_list_done) ListenerList listeners = {};
+        int r = live_forest_fetch_tasks(bus, root, &f);
+        if (r >= 0)
+                r = manager_list_listeners(bus, &listeners);
+        if (r >= 0)
+                r = add_listeners(f, &listeners);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+static int live_forest_fetch_tasks(sd_bus *bus, pid_t root, Forest **ret) {
         _cleanup_(manager_properties_done) ManagerProperties p = {};
         _cleanup_(task_list_done) TaskList tasks = {};
         _cleanup_(filter_list_done) FilterList filters = {};

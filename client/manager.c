@@ -29,7 +29,16 @@ void filter_detail_done(FilterDetail *d) {
         filter_record_done(&d->meta);
         free(d->identity);
         free(d->program);
+        free(d->installer.comm);
+        free(d->installer.exe);
         *d = (FilterDetail) {};
+}
+
+void listener_list_done(ListenerList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                free(l->items[i].holders);
+        free(l->items);
+        *l = (ListenerList) {};
 }
 
 void manager_properties_done(ManagerProperties *p) {
@@ -219,7 +228,18 @@ static int read_filter_detail(sd_bus_message *m, FilterDetail *d) {
         d->identity = strdup(identity);
         if (!d->identity)
                 return -ENOMEM;
-        return read_program(m, d);
+        r = read_program(m, d);
+        if (r < 0)
+                return r;
+        FilterInstaller *x = &d->installer;
+        const char *comm, *exe;
+        r = sd_bus_message_read(m, "uusst", &x->tid, &x->pid, &comm, &exe, &x->usec);
+        if (r < 0)
+                return r;
+        x->comm = strdup(comm);
+        x->exe = strdup(exe);
+        d->live = true;
+        return x->comm && x->exe ? 0 : -ENOMEM;
 }
 
 int manager_get_filter(sd_bus *bus, uint64_t id, FilterDetail *ret) {
@@ -233,6 +253,51 @@ int manager_get_filter(sd_bus *bus, uint64_t id, FilterDetail *ret) {
                 return bus_log_parse_error(r, "GetFilter");
         *ret = d;
         d = (FilterDetail) {};
+        return 0;
+}
+
+static int read_listener(sd_bus_message *m, ListenerRecord *x) {
+        size_t allocated = 0;
+        int r = sd_bus_message_read(m, "tt", &x->id, &x->filter);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(m, 'a', "(uis)");
+        while (r >= 0) {
+                uint32_t pid;
+                int32_t fd;
+                const char *comm;
+                r = sd_bus_message_read(m, "(uis)", &pid, &fd, &comm);
+                if (r <= 0)
+                        break;
+                if (GROW(x->holders, allocated, x->n_holders + 1) < 0)
+                        return -ENOMEM;
+                ListenerHolder *h = &x->holders[x->n_holders++];
+                *h = (ListenerHolder) { .pid = (pid_t) pid, .fd = fd };
+                snprintf(h->comm, sizeof(h->comm), "%s", comm);
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
+int manager_list_listeners(sd_bus *bus, ListenerList *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = bus_call_manager(bus, "ListListeners", &reply, "");
+        if (r < 0)
+                return r;
+        _cleanup_(listener_list_done) ListenerList l = {};
+        r = sd_bus_message_enter_container(reply, 'a', "(tta(uis))");
+        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'r', "tta(uis)")) > 0) {
+                if (GROW(l.items, l.allocated, l.n + 1) < 0)
+                        return log_oom();
+                l.items[l.n] = (ListenerRecord) {};
+                r = read_listener(reply, &l.items[l.n++]);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                return bus_log_parse_error(r, "ListListeners");
+        *ret = l;
+        l = (ListenerList) {};
         return 0;
 }
 

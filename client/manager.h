@@ -4,6 +4,7 @@
 #include <linux/filter.h>
 #include <systemd/sd-bus.h>
 
+#include "forest.h"
 #include "util.h"
 
 #define SECTREE_BUS_NAME "org.sectree1"
@@ -39,12 +40,33 @@ typedef struct FilterList {
 } FilterList;
 
 /* GetFilter's reply. */
+/* Who installed a filter, when the daemon saw it happen (tid 0: it did not). */
+typedef struct FilterInstaller {
+        uint32_t tid, pid;
+        char *comm, *exe; /* exe "" when not known */
+        uint64_t usec;    /* CLOCK_REALTIME */
+} FilterInstaller;
+
 typedef struct FilterDetail {
         FilterRecord meta;
         char *identity; /* "exact" or "inferred" */
+        bool live;                 /* from the daemon (a snapshot file records no installer) */
+        FilterInstaller installer; /* live only */
         struct sock_filter *program;
         size_t n_program;
 } FilterDetail;
+
+/* ListListeners: a listener, its filter, and who holds it. */
+typedef struct ListenerRecord {
+        uint64_t id, filter;
+        ListenerHolder *holders; /* comm set */
+        size_t n_holders;
+} ListenerRecord;
+
+typedef struct ListenerList {
+        ListenerRecord *items;
+        size_t n, allocated;
+} ListenerList;
 
 typedef struct ManagerProperties {
         char *version, *backend, *identity;
@@ -56,6 +78,7 @@ void task_list_done(TaskList *l);
 void filter_list_done(FilterList *l);
 void filter_detail_done(FilterDetail *d);
 void manager_properties_done(ManagerProperties *p);
+void listener_list_done(ListenerList *l);
 
 const TaskRecord *task_list_find(const TaskList *l, uint32_t tid);
 const FilterRecord *filter_list_find(const FilterList *l, uint64_t id);
@@ -73,4 +96,5 @@ int manager_get_task_chain(sd_bus *bus, uint32_t tid, uint64_t **ret, size_t *re
 /* The listed processes in pid's subtree (through unlisted processes too), pid included. */
 int manager_list_subtree(sd_bus *bus, uint32_t pid, uint32_t **ret, size_t *ret_n);
 int manager_get_properties(sd_bus *bus, ManagerProperties *ret);
+int manager_list_listeners(sd_bus *bus, ListenerList *ret);
 int manager_rescan(sd_bus *bus);

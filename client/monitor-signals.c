@@ -15,12 +15,13 @@ typedef struct SignalField {
 typedef struct SignalSpec {
         const char *member;
         const char *signature;
-        SignalField fields[3];
+        SignalField fields[5];
 } SignalSpec;
 
 /* As in dbus/org.sectree1.Manager.xml. */
 static const SignalSpec signal_specs[] = {
-        { "FilterAttached", "ttu", { { "id", 't' }, { "parent", 't', true }, { "tid", 'u' } } },
+        { "FilterAttached", "ttuus",
+          { { "id", 't' }, { "parent", 't', true }, { "tid", 'u' }, { "pid", 'u' }, { "comm", 's' } } },
         { "TaskAdded", "uus", { { "tid", 'u' }, { "tgid", 'u' }, { "comm", 's' } } },
         { "TaskExited", "u", { { "tid", 'u' } } },
         { "Resynced", "s", { { "reason", 's' } } },

@@ -26,8 +26,23 @@ static json_t *disassembly_json(const char *text) {
         return a;
 }
 
+/* {"tid", "pid", "comm", "exe" (null when not known), "time", "time_usec"}, null when the daemon
+ * did not see the install. */
+static json_t *installer_json(const FilterInstaller *x) {
+        if (x->tid == 0)
+                return json_null();
+        char ts[TIMESTAMP_MAX];
+        return json_pack("{s:I, s:I, s:s, s:o, s:s, s:I}", "tid", (json_int_t) x->tid, "pid", (json_int_t) x->pid,
+                         "comm", x->comm, "exe", x->exe[0] ? json_string(x->exe) : json_null(), "time",
+                         format_timestamp_rfc3339(x->usec, ts, sizeof(ts)), "time_usec", (json_int_t) x->usec);
+}
+
 static json_t *show_json(const FilterDetail *d, const char *disassembly) {
         json_t *o = json_filter_record(&d->meta);
+        if (o && d->live && json_set(o, "installer", installer_json(&d->installer)) < 0) {
+                json_decref(o);
+                return NULL;
+        }
         if (!o || json_set(o, "identity", json_string(d->identity)) < 0 ||
             json_set(o, "program", json_program(d->program, d->n_program)) < 0 ||
             json_set(o, "disassembly", disassembly_json(disassembly)) < 0) {
@@ -73,6 +88,25 @@ static void print_raw(const FilterDetail *d, const char *disassembly) {
         }
 }
 
+/* "worker[4711] thread 4712, /usr/bin/worker, at 2026-12-03 07:20:49 CET" */
+static void print_installer(const FilterInstaller *x) {
+        fputs(" Installer: ", stdout);
+        if (x->tid == 0) {
+                puts("not seen (installed before sectreed watched, or found by a full pass)");
+                return;
+        }
+        char ts[TIMESTAMP_MAX];
+        fputs_escaped(x->comm, stdout);
+        printf("[%" PRIu32 "]", x->pid);
+        if (x->tid != x->pid)
+                printf(" thread %" PRIu32, x->tid);
+        if (x->exe[0]) {
+                fputs(", ", stdout);
+                fputs_escaped(x->exe, stdout);
+        }
+        printf(", at %s\n", format_timestamp(x->usec, ts, sizeof(ts)));
+}
+
 static void show_print(const FilterDetail *d, const char *disassembly, bool raw) {
         printf("Filter %" PRIu64 "\n", d->meta.id);
         if (d->meta.parent)
@@ -88,7 +122,10 @@ static void show_print(const FilterDetail *d, const char *disassembly, bool raw)
         printf("     Tasks: %" PRIu32 "\n", d->meta.tasks);
         fputs("  Identity: ", stdout);
         fputs_escaped(d->identity, stdout);
-        fputs("\n\n", stdout);
+        fputc('\n', stdout);
+        if (d->live)
+                print_installer(&d->installer);
+        fputc('\n', stdout);
         if (filter_detail_lacks_program(d))
                 fputs("(program not kept: the uid that installed it is over sectreed's filter budget)\n", stdout);
         else if (raw)

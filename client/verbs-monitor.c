@@ -41,14 +41,20 @@ static int print_event(Context *c, uint64_t usec, const char *text, json_t *o) {
         return output_flush();
 }
 
-/* The task an event is about (TaskAdded names it; FilterAttached and TaskExited give only its
- * tid: the names say which process it is in and what it is called). ListTasks is asked again
- * for a tid not known yet; NULL if the daemon does not list it either. */
+/* Whether the signal names its task's process and name itself (TaskAdded, and FilterAttached
+ * with its installer, which may have exited at once); TaskExited gives only the tid. */
+static bool signal_names_task(const char *signal) {
+        return streq(signal, "TaskAdded") || streq(signal, "FilterAttached");
+}
+
+/* The task an event is about: as the signal names it, or as the names say for a TaskExited.
+ * ListTasks is asked again for a tid not known yet; NULL if the daemon does not list it either. */
 static const TaskName *event_task(Monitor *m, const char *signal, json_t *o) {
         uint32_t tid = (uint32_t) json_integer_value(json_object_get(o, "tid"));
-        if (streq(signal, "TaskAdded")) {
+        if (signal_names_task(signal)) {
                 const char *comm = json_string_value(json_object_get(o, "comm"));
-                uint32_t tgid = (uint32_t) json_integer_value(json_object_get(o, "tgid"));
+                json_t *pid = json_object_get(o, streq(signal, "TaskAdded") ? "tgid" : "pid");
+                uint32_t tgid = (uint32_t) json_integer_value(pid);
                 if (task_names_add(&m->names, tid, tgid, comm ?: "") < 0)
                         return NULL;
         }
@@ -61,7 +67,7 @@ static const TaskName *event_task(Monitor *m, const char *signal, json_t *o) {
         return t && t->comm ? t : NULL;
 }
 
-/* FilterAttached and TaskExited: add the task's process and name, " pid=4711 comm=worker" and
+/* TaskExited: add the task's process and name, " pid=4711 comm=worker" and
  * "pid", "comm" (null when the daemon no longer lists it). */
 static int add_task_fields(const TaskName *t, char **text, json_t *o) {
         if (json_set(o, "pid", t ? json_integer(t->pid) : json_null()) < 0 ||
@@ -99,7 +105,7 @@ static int event_task_step(Monitor *m, char **text, json_t *o, bool *ret_wanted)
         const char *signal = json_string_value(json_object_get(o, "signal")) ?: "";
         bool about_task = streq(signal, "TaskAdded") || streq(signal, "FilterAttached") || streq(signal, "TaskExited");
         const TaskName *t = about_task ? event_task(m, signal, o) : NULL;
-        if (!streq(signal, "TaskAdded") && about_task && add_task_fields(t, text, o) < 0)
+        if (!signal_names_task(signal) && about_task && add_task_fields(t, text, o) < 0)
                 return log_oom();
         *ret_wanted = event_wanted(m->c, signal, t, about_task);
         if (streq(signal, "TaskExited"))

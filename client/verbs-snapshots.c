@@ -26,32 +26,15 @@ static int print_new_id(Context *c, uint64_t id) {
 
 /* ---- snapshot [PID] ---- */
 
-/* The process a PID argument names: a thread the daemon lists stands for its process, as for
- * tree (the daemon takes only processes). A tid it does not list goes as it is. */
-static int snapshot_root(sd_bus *bus, pid_t pid, uint32_t *ret) {
-        _cleanup_(task_list_done) TaskList tasks = {};
-        *ret = (uint32_t) pid;
-        if (pid <= 0)
-                return 0;
-        int r = manager_list_tasks(bus, &tasks);
-        if (r < 0)
-                return r;
-        const TaskRecord *t = task_list_find(&tasks, (uint32_t) pid);
-        if (t)
-                *ret = t->tgid;
-        return 0;
-}
-
 int verb_snapshot(Context *c, char **args, size_t n_args) {
-        pid_t pid;
+        pid_t pid = 0;
         sd_bus *bus;
         uint64_t id;
         SnapshotOptions o = { .name = c->snapshot_name, .include_argv = !c->no_argv };
         int r = parse_root_arg(args, n_args, &pid);
+        o.root_pid = (uint32_t) pid; /* any thread id: the daemon takes it for its process */
         if (r >= 0)
                 r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = snapshot_root(bus, pid, &o.root_pid);
         if (r >= 0)
                 r = manager_create_snapshot(bus, &o, &id);
         if (r < 0)

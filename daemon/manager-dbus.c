@@ -88,23 +88,73 @@ static size_t visible_task_count(Caller *c, const Forest *f, const Filter *flt) 
         return n;
 }
 
+/* The start of a reply that lists what the caller may see: the caller, the live forest, the ids
+ * of the filters it may see, and the reply with its array (of contents) opened. */
+static int visible_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
+                              Hashmap *visible, sd_bus_message **reply, sd_bus_error *error) {
+        int r = caller_from_message(msg, c);
+        if (r < 0 || (r = live_or_fail(m, f, error)) < 0)
+                return r;
+        r = caller_visible_filters(c, *f, visible);
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(msg, reply);
+        return r < 0 ? r : sd_bus_message_open_container(*reply, 'a', contents);
+}
+
 static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
         const Forest *f;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
-                return r;
-        r = caller_visible_filters(&c, f, &visible);
-        if (r >= 0)
-                r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ttusuas)");
+        int r = visible_list_begin(msg, userdata, "(ttusuas)", &c, &f, &visible, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
                 if (hashmap_get(&visible, f->filters[i]->id))
                         r = append_filter_entry(reply, f->filters[i], visible_task_count(&c, f, f->filters[i]));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* (pid, fd, comm): comm as the forest has the process, or /proc now ("" when it is gone). */
+static int append_holder(sd_bus_message *reply, const Forest *f, const ListenerHolder *h) {
+        char comm[16] = "";
+        const Process *p = forest_find_process(f, h->pid);
+        if (p)
+                memcpy(comm, p->comm, sizeof(comm));
+        else
+                (void) proc_read_comm(h->pid, comm);
+        comm[sizeof(comm) - 1] = 0;
+        _cleanup_free_ char *valid = snapshot_utf8_sanitize(comm);
+        if (!valid)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(uis)", (uint32_t) h->pid, (int32_t) h->fd, valid);
+}
+
+/* Every listener of a filter the caller may see, with the holders the caller may see: who holds
+ * a file descriptor of it, and which, and the holder's name. */
+static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(hashmap_deinit) Hashmap visible = {};
+        const Forest *f;
+        int r = visible_list_begin(msg, userdata, "(tta(uis))", &c, &f, &visible, &reply, error);
+        for (size_t i = 0; r >= 0 && i < f->n_listeners; i++) {
+                const Listener *l = f->listeners[i];
+                if (!hashmap_get(&visible, l->filter_id))
+                        continue;
+                r = sd_bus_message_open_container(reply, 'r', "tta(uis)");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "tt", l->id, l->filter_id);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'a', "(uis)");
+                for (size_t j = 0; r >= 0 && j < l->n_holders; j++)
+                        if (c.privileged || caller_may_see_process(&c, l->holders[j].pid))
+                                r = append_holder(reply, f, &l->holders[j]);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
@@ -138,6 +188,25 @@ static int find_visible_filter(Caller *c, const Forest *f, uint64_t id, const Fi
         return 0;
 }
 
+/* Who installed the filter, as the state database recorded it when the daemon saw it happen: tid,
+ * pid, comm, exe and when; zeros and "" when it was found by a full pass. The executable is a
+ * process's private fact (/proc/PID/exe): said only to a caller who could trace the installer now. */
+static int append_installer(sd_bus_message *reply, Store *store, Caller *c, uint64_t id) {
+        StoreInstalled x = {};
+        int r = store_get_installer(store, id, &x);
+        if (r < 0)
+                return r;
+        bool exe_visible = c->privileged || (r > 0 && caller_may_see_process(c, x.tgid));
+        _cleanup_free_ char *comm = snapshot_utf8_sanitize(x.comm ?: ""),
+                            *exe = snapshot_utf8_sanitize(exe_visible && x.exe ? x.exe : "");
+        if (comm && exe)
+                r = sd_bus_message_append(reply, "uusst", (uint32_t) x.tid, (uint32_t) x.tgid, comm, exe, x.usec);
+        else
+                r = -ENOMEM;
+        store_installed_done(&x);
+        return r;
+}
+
 static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
@@ -161,6 +230,8 @@ static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *
                                           identity_kind_to_string(flt->identity));
         if (r >= 0)
                 r = append_program(reply, flt);
+        if (r >= 0)
+                r = append_installer(reply, m->store, &c, flt->id);
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
@@ -234,6 +305,15 @@ static int descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret) {
         return 0;
 }
 
+/* The process (tgid) of thread tid, which the daemon may not list (a thread stands for its
+ * process); 0 when there is no such task. */
+static pid_t process_of(uint32_t tid) {
+        ProcStatus st;
+        if (tid == 0 || tid > INT32_MAX || proc_read_status((pid_t) tid, &st) < 0 || st.tgid <= 0)
+                return 0;
+        return st.tgid;
+}
+
 static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
@@ -246,9 +326,10 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
                 return r;
         if (pid == 0 || pid > INT32_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %" PRIu32 ".", pid);
-        ProcStatus st;
-        if (proc_read_status((pid_t) pid, &st) < 0 || st.tgid != (pid_t) pid)
-                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process with pid %" PRIu32 ".", pid);
+        pid_t tgid = process_of(pid);
+        if (tgid == 0)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process or thread with id %" PRIu32 ".", pid);
+        pid = (uint32_t) tgid;
         if (!caller_may_see_process(&c, (pid_t) pid))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
                                          "Process %" PRIu32 " is not one you could trace.", pid);
@@ -373,6 +454,9 @@ static int method_create_snapshot(sd_bus_message *msg, void *userdata, sd_bus_er
                 return r;
         if (root > SNAPSHOT_MAX_PID)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process with pid %" PRIu32 ".", root);
+        pid_t tgid = root > 0 ? process_of(root) : 0;
+        if (tgid > 0)
+                root = (uint32_t) tgid; /* a thread stands for its process */
         r = manager_snapshot_create(m, &c, (pid_t) root, &o, on_transfer_done, sd_bus_message_ref(msg), &message);
         if (r < 0)
                 sd_bus_message_unref(msg);
@@ -521,9 +605,13 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_list_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListFilters", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttusuas)", filters),
                                 method_list_filters, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListListeners", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(tta(uis))", listeners),
+                                method_list_listeners, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetFilter", SD_BUS_ARGS("t", id),
                                 SD_BUS_RESULT("t", parent, "u", length, "s", digest, "as", flags, "u", tasks,
-                                              "s", identity, "a(qyyu)", program),
+                                              "s", identity, "a(qyyu)", program, "u", installer_tid,
+                                              "u", installer_pid, "s", installer_comm, "s", installer_exe,
+                                              "t", installed_usec),
                                 method_get_filter, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetTaskChain", SD_BUS_ARGS("u", tid), SD_BUS_RESULT("at", filters),
                                 method_get_task_chain, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -541,7 +629,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_import_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("DeleteSnapshot", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT, method_delete_snapshot,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_SIGNAL_WITH_ARGS("FilterAttached", SD_BUS_ARGS("t", id, "t", parent, "u", tid), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("FilterAttached",
+                                SD_BUS_ARGS("t", id, "t", parent, "u", tid, "u", pid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskAdded", SD_BUS_ARGS("u", tid, "u", tgid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskExited", SD_BUS_ARGS("u", tid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Resynced", SD_BUS_ARGS("s", reason), 0),
@@ -564,14 +653,22 @@ static int emit(Manager *m, const char *member, const char *types, ...) {
         return r < 0 ? r : sd_bus_send(m->bus, s, NULL);
 }
 
-static int send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t tid) {
-        return emit(m, "FilterAttached", "ttu", id, parent, (uint32_t) tid);
+/* comm: LiveChange.comm, not NUL-terminated when it fills it; D-Bus strings must be UTF-8. */
+static char *comm_for_bus(const char *comm) {
+        char c[sizeof(((LiveChange *) NULL)->comm) + 1] = {};
+        memcpy(c, comm, sizeof(c) - 1);
+        return snapshot_utf8_sanitize(c);
+}
+
+static int send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t tid, pid_t pid, const char *comm) {
+        _cleanup_free_ char *valid = comm_for_bus(comm);
+        if (!valid)
+                return -ENOMEM;
+        return emit(m, "FilterAttached", "ttuus", id, parent, (uint32_t) tid, (uint32_t) pid, valid);
 }
 
 static int send_task_added(Manager *m, pid_t tid, pid_t tgid, const char *comm) {
-        char c[sizeof(((LiveChange *) NULL)->comm) + 1] = {};
-        memcpy(c, comm, sizeof(c) - 1);
-        _cleanup_free_ char *valid = snapshot_utf8_sanitize(c);
+        _cleanup_free_ char *valid = comm_for_bus(comm);
         if (!valid)
                 return -ENOMEM;
         return emit(m, "TaskAdded", "uus", (uint32_t) tid, (uint32_t) tgid, valid);
@@ -618,7 +715,7 @@ static int announce_change(Manager *m, const LiveChange *x) {
         case LIVE_TASK_EXITED:
                 return send_task_exited(m, x->tid);
         case LIVE_FILTER_ATTACHED:
-                return send_filter_attached(m, x->filter_id, x->parent_id, x->tid);
+                return send_filter_attached(m, x->filter_id, x->parent_id, x->tid, x->tgid, x->comm);
         default:
                 return 0;
         }

@@ -16,9 +16,6 @@
 
 #include "store-snapshot.h"
 
-#define RESYNC_ACCURACY_USEC (10 * 1000ULL) /* not sd-event's default of 250 ms */
-#define RESYNC_BACKOFF_MAX_SHIFT 6          /* 1 s, 2 s, ... 64 s between passes that keep failing */
-
 /* $SECTREE_REFRESH_USEC replaces the default interval of the periodic full pass: tests make it
  * long, so that only events can explain what the daemon sees. */
 static uint64_t refresh_usec_from_env(uint64_t fallback) {
@@ -52,8 +49,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        sd_event_source_disable_unref(m->refresh_timer);
-        sd_event_source_disable_unref(m->resync_timer);
+        pacing_free(m->pacing);
         sd_bus_flush_close_unref(m->bus);
         parents_free(m->parents);
         source_free(m->source);
@@ -66,42 +62,10 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
-/* ---- pacing full passes ---- */
+/* ---- pacing full passes (pacing.c decides when) ---- */
 
-static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        (void) manager_full_pass_split(m, m->resync_reason); /* a failure asks for the next one itself */
-        return 0;
-}
-
-/* How long after the end of the last full pass the next resync may start: 1 s, doubling with
- * every pass in a row that could not be stored, up to the refresh interval. */
-static uint64_t resync_interval(const Manager *m) {
-        unsigned shift = m->failures_in_a_row < RESYNC_BACKOFF_MAX_SHIFT ? m->failures_in_a_row : RESYNC_BACKOFF_MAX_SHIFT;
-        uint64_t v = MANAGER_RESYNC_MIN_INTERVAL_USEC << shift;
-        return v < m->refresh_usec || v == MANAGER_RESYNC_MIN_INTERVAL_USEC ? v : m->refresh_usec;
-}
-
-/* A full pass no sooner than resync_interval() after the end of the previous one, whatever started
- * that; asking again while one is due changes nothing (they are merged). So under a flood of lost
- * events the loop still spends most of its time on events and the bus, and once the flood ends the
- * pass that follows the last loss brings the state back. */
 static void manager_resync(Manager *m, const char *reason) {
-        int enabled = SD_EVENT_OFF, r;
-        uint64_t when = m->last_pass_mono + resync_interval(m);
-
-        if (m->resync_timer && sd_event_source_get_enabled(m->resync_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
-                return;
-        m->resync_reason = reason;
-        if (!m->resync_timer)
-                r = sd_event_add_time(m->event, &m->resync_timer, CLOCK_MONOTONIC, when, RESYNC_ACCURACY_USEC,
-                                      on_resync_timer, m);
-        else
-                r = sd_event_source_set_time(m->resync_timer, when);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(m->resync_timer, SD_EVENT_ONESHOT);
-        if (r < 0)
-                log_warning_errno(r, "Failed to arm the resync timer: %m");
+        pacing_request(m->pacing, reason);
 }
 
 static int on_trim(sd_event_source *s, void *userdata) {
@@ -118,22 +82,14 @@ void manager_trim_soon(Manager *m) {
                 log_debug_errno(r, "Could not schedule giving memory back: %m");
 }
 
-/* The end of a full pass, stored or not: the clock the next resync waits for starts here (a
- * pass that failed must not leave it in the past, or the next would start at once). */
+/* The end of a full pass, stored or not. */
 static void pass_ended(Manager *m, bool stored) {
-        m->last_pass_mono = now_usec(CLOCK_MONOTONIC);
+        pacing_pass_ended(m->pacing, stored);
         if (stored) {
-                m->failures_in_a_row = 0;
                 m->stats.full_passes++;
                 manager_trim_soon(m);
-                /* A pass covers a resync that waited when it started; losses during it ask again. */
-                if (m->resync_timer)
-                        (void) sd_event_source_set_enabled(m->resync_timer, SD_EVENT_OFF);
-                return;
-        }
-        m->failures_in_a_row++;
-        m->stats.failed_passes++;
-        manager_resync(m, "inconsistent");
+        } else
+                m->stats.failed_passes++;
 }
 
 /* ---- the path of every change ---- */
@@ -228,10 +184,10 @@ static const Live *sink_live(void *userdata) {
 /* ---- full passes ---- */
 
 static int full_pass(Manager *m, const char *reason, bool split) {
-        uint64_t before = m->last_pass_mono;
+        unsigned before = m->stats.full_passes + m->stats.failed_passes;
         (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ?: "start");
         int r = source_full_pass(m->source, reason, split);
-        if (r < 0 && m->last_pass_mono == before)
+        if (r < 0 && m->stats.full_passes + m->stats.failed_passes == before)
                 pass_ended(m, false); /* the scan failed: it never got to be stored */
         return r;
 }
@@ -271,11 +227,8 @@ int manager_live(Manager *m, const Forest **ret) {
         return live_linked(m->live, ret, NULL);
 }
 
-static int on_refresh(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-        (void) manager_full_pass_split(m, "refresh");
-        (void) sd_event_source_set_time_relative(s, m->refresh_usec);
-        return sd_event_source_set_enabled(s, SD_EVENT_ON);
+static void on_pacing(void *userdata, const char *reason) {
+        (void) manager_full_pass_split(userdata, reason); /* a failure asks for the next one itself */
 }
 
 /* ---- start and stop ---- */
@@ -334,10 +287,11 @@ int manager_open(Manager *m) {
                 r = store_max_filter_id(m->store, &max_id);
         if (r >= 0)
                 r = source_new(&(SourceOptions) { .backend = m->backend, .first_id = max_id + 1 }, &m->source);
+        if (r >= 0)
+                r = pacing_new(m->event, m->refresh_usec ?: refresh_usec_from_env(source_refresh_usec(m->source)),
+                               on_pacing, m, &m->pacing);
         if (r < 0)
                 return r;
-        if (m->refresh_usec == 0)
-                m->refresh_usec = refresh_usec_from_env(source_refresh_usec(m->source));
         /* Watching starts before the first pass, so that nothing that happens during it is missed. */
         SourceSink sink = {
                 .apply = sink_apply, .replace = sink_replace, .resync = sink_resync, .live = sink_live, .userdata = m,
@@ -357,9 +311,9 @@ int manager_startup(Manager *m) {
         r = setup_signals(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up signal handling: %m");
-        r = sd_event_add_time_relative(m->event, &m->refresh_timer, CLOCK_MONOTONIC, m->refresh_usec, 0, on_refresh, m);
+        r = pacing_start_refresh(m->pacing);
         if (r < 0)
-                return log_error_errno(r, "Failed to arm the refresh timer: %m");
+                return r;
         /* The watchdog is fed by sd-event whenever the unit asks for it (WATCHDOG_USEC). */
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)

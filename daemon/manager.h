@@ -7,15 +7,12 @@
 #include <systemd/sd-event.h>
 
 #include "live.h"
+#include "pacing.h"
 #include "parents.h"
 #include "source.h"
 #include "store.h"
 
 #define MANAGER_DEFAULT_STATE_DIR "/var/lib/sectree"
-
-/* A full pass after lost events starts no sooner than this after the previous full pass ended;
- * after a pass that could not be stored, the wait doubles each time, up to the refresh interval. */
-#define MANAGER_RESYNC_MIN_INTERVAL_USEC (1000 * 1000ULL)
 
 /* Counts of the live forest that PropertiesChanged reports when they change. */
 typedef struct ManagerCounts {
@@ -52,14 +49,11 @@ typedef struct Manager {
         ManagerStats stats;
         uint64_t started_mono;
 
-        /* full passes: manager.c */
-        uint64_t refresh_usec;
-        uint64_t budget_insns;
-        sd_event_source *refresh_timer, *resync_timer;
-        const char *resync_reason;  /* of the pass resync_timer will start */
-        uint64_t last_scan_usec;    /* CLOCK_REALTIME of the last stored full pass */
-        uint64_t last_pass_mono;    /* CLOCK_MONOTONIC at the end of the last full pass, stored or not */
-        unsigned failures_in_a_row; /* passes not stored since the last that was */
+        /* full passes: manager.c; when they run: pacing.c */
+        uint64_t budget_insns;   /* per-uid filter budget, instructions (0: none) */
+        uint64_t refresh_usec;   /* as asked (0: the backend's default, or $SECTREE_REFRESH_USEC) */
+        Pacing *pacing;          /* once opened */
+        uint64_t last_scan_usec; /* CLOCK_REALTIME of the last stored full pass */
 
         ManagerListener listener;
 

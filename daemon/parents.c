@@ -8,8 +8,10 @@
  * new parents are read from /proc and handed on as events. A parent that is gone before it could be
  * watched is handled as one that just exited.
  *
- * At most half of the open files the daemon may have are spent on this (the unit's LimitNOFILE=
- * raises it); the parents beyond are seen to change at the next full pass. */
+ * The pidfds may take the open files the daemon may have (RLIMIT_NOFILE, which the unit's
+ * LimitNOFILE= sets) less a reserve for everything else it opens (the database, the bus, BPF
+ * objects, /proc files, snapshot transfers): parents_max_watched(). The parents beyond are seen to
+ * change at the next full pass. */
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -34,7 +36,7 @@ struct Parents {
         Hashmap gone;           /* ppid -> (void *) 1: exited before it was watched, handled next iteration */
         sd_event_source *defer; /* handles gone */
         LiveBatch batch;
-        size_t max_watched;     /* half of RLIMIT_NOFILE */
+        size_t max_watched;     /* parents_max_watched() of RLIMIT_NOFILE */
         bool refused;           /* pidfd_open() is not allowed or not there: logged once */
         bool full;              /* max_watched or the fd limit was reached: logged once */
 };
@@ -225,6 +227,14 @@ size_t parents_watched(const Parents *p) {
         return hashmap_size(&p->watched);
 }
 
+size_t parents_max_watched(uint64_t nofile) {
+        if (nofile == RLIM_INFINITY)
+                return SIZE_MAX;
+        if (nofile >= 2 * PARENTS_FD_RESERVE)
+                return (size_t) (nofile - PARENTS_FD_RESERVE);
+        return (size_t) nofile / 2; /* a small limit: share it */
+}
+
 int parents_new(sd_event *e, const SourceSink *sink, Parents **ret) {
         _cleanup_(parents_freep) Parents *p = calloc(1, sizeof(Parents));
         if (!p)
@@ -233,7 +243,9 @@ int parents_new(sd_event *e, const SourceSink *sink, Parents **ret) {
         p->sink = *sink;
         struct rlimit rl = { .rlim_cur = 1024 };
         (void) getrlimit(RLIMIT_NOFILE, &rl);
-        p->max_watched = rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : (size_t) rl.rlim_cur / 2;
+        p->max_watched = parents_max_watched(rl.rlim_cur);
+        log_debug("Watching at most %zu parents (open file limit %" PRIu64 ").", p->max_watched,
+                  (uint64_t) rl.rlim_cur);
         int r = sd_event_add_defer(e, &p->defer, on_defer, p);
         if (r >= 0)
                 r = sd_event_source_set_enabled(p->defer, SD_EVENT_OFF);

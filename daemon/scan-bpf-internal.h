@@ -1,5 +1,5 @@
-/* scan-bpf-internal.h: the bpf backend's scanner object, shared by its pass half (scan-bpf.c) and
- * its event half (watch-bpf.c) */
+/* scan-bpf-internal.h: the bpf backend's scanner object (scan-bpf.c), which owns the event half
+ * (watch-bpf.h) and hands it the id maps: the flow goes one way, the watch sees no scanner */
 #pragma once
 
 #include <linux/seccomp.h>
@@ -9,12 +9,12 @@
 #include "bpf/scan.h"
 #include "hashmap.h"
 #include "prog.h"
+#include "bpf-util.h"
 #include "scan.h"
-#include "watch.h"
+#include "watch-bpf.h"
 
 struct bpf_map;
 struct scan_bpf;
-struct watch_bpf;
 struct ring_buffer;
 
 /* A filter this scanner was told about. The kernel sends a filter's instructions only the first
@@ -66,24 +66,6 @@ typedef struct PassRecords {
         int error;
 } PassRecords;
 
-/* The event half (watch-bpf.c): the tracepoint unit, loaded with a long-lived scanner; its ring
- * buffer is read from bpf_scanner_watch_start() on. */
-typedef struct BpfWatch {
-        struct watch_bpf *skel; /* NULL for a one-shot scanner */
-        struct ring_buffer *rb; /* NULL until started */
-        WatchHandler handler;
-        void *userdata;
-        /* The ring's positions, mapped read-only: events are pending while they differ. */
-        const unsigned long *consumer_pos, *producer_pos;
-        size_t page_size;
-        unsigned max_events, max_usec; /* bounds of one dispatch */
-        /* The current dispatch: */
-        uint64_t deadline_usec;
-        int n_handled;
-        int error;    /* the handler's, or a malformed record */
-        bool stopped; /* at its bounds */
-} BpfWatch;
-
 /* When the task_file iterator must run: see files_pass_needed() in scan-bpf.c. */
 typedef struct BpfFilesState {
         bool ran;                   /* at least once */
@@ -114,36 +96,7 @@ struct BpfScanner {
         BpfWatch watch;
 };
 
-/* $name (bytes, a power of two, at least min_size), when set, replaces the size of ring before
- * load. */
-int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size);
-
-/* The maps of the scan unit that the watch unit shares (ids.bpf.h), by fd. */
-typedef struct BpfIdMaps {
-        int filter_ids, seccomp_procs, data_ids;
-} BpfIdMaps;
-
-/* Load the watch unit on the scan unit's id maps and attach the seccomp(2)/prctl(2) tracepoints
- * (not yet the fork/exec/exit ones: bpf_scanner_watch_start() does). The event ring buffer's size
- * comes from $SECTREE_BPF_EVENTS_SIZE when set. */
-int bpf_watch_load(BpfWatch *w, const BpfIdMaps *maps);
-void bpf_watch_deinit(BpfWatch *w);
-/* Runs of the seccomp(2) exit tracepoint the kernel skipped (another BPF program was running on
- * that CPU): a listener made then was not counted. 0 without the watch unit. */
-uint64_t bpf_watch_install_misses(const BpfWatch *w);
-
 /* start_boottime (ns) -> clock ticks, as /proc/TID/stat field 22 */
 static inline uint64_t bpf_scanner_ticks(const BpfScanner *s, uint64_t ns) {
-        return ns / (UINT64_C(1000000000) / (uint64_t) s->ticks_per_sec);
-}
-
-static inline TaskMode task_mode_from_kernel(uint32_t mode) {
-        switch (mode) {
-        case SECCOMP_MODE_STRICT:
-                return TASK_MODE_STRICT;
-        case SECCOMP_MODE_FILTER:
-                return TASK_MODE_FILTER;
-        default:
-                return TASK_MODE_DISABLED;
-        }
+        return bpf_boottime_to_ticks(ns, s->ticks_per_sec);
 }

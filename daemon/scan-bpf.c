@@ -324,23 +324,6 @@ static int libbpf_log(enum libbpf_print_level level, const char *format, va_list
         return 0;
 }
 
-int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size) {
-        const char *e = secure_getenv(name);
-        uint64_t size;
-        int r;
-
-        if (!e)
-                return 0;
-        r = safe_atou64(e, &size);
-        if (r < 0 || size < min_size || size > UINT32_MAX || (size & (size - 1)) != 0)
-                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $%s: %s (a power of two, at least %" PRIu64 ")",
-                                       name, e, min_size);
-        r = bpf_map__set_max_entries(ring, (uint32_t) size);
-        if (r < 0)
-                return log_error_errno(r, "Failed to size the ring buffer %s: %m", bpf_map__name(ring));
-        return 0;
-}
-
 #define ARGV_WANT_BYTES (SCAN_ARGV_WORDS * sizeof(uint64_t))
 
 static void scanner_unload(BpfScanner *s) {
@@ -493,9 +476,7 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
         s->oneshot = o->oneshot;
         s->no_argv = o->no_argv;
         s->id_map_size = o->oneshot ? oneshot_id_map_size() : MAX_FILTER_IDS;
-        s->ticks_per_sec = sysconf(_SC_CLK_TCK);
-        if (s->ticks_per_sec <= 0)
-                s->ticks_per_sec = 100;
+        s->ticks_per_sec = bpf_clock_ticks_per_sec();
 
         libbpf_set_print(libbpf_log);
         heap_prepare();
@@ -1503,4 +1484,30 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         if (k < 0)
                 return k;
         return 0;
+}
+
+/* The event half: the scanner's watch (watch-bpf.c), which it loaded on its id maps. */
+
+int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata) {
+        return bpf_watch_start(&s->watch, handler, userdata);
+}
+
+int bpf_scanner_watch_fd(BpfScanner *s) {
+        return bpf_watch_fd(&s->watch);
+}
+
+int bpf_scanner_watch_dispatch(BpfScanner *s) {
+        return bpf_watch_dispatch(&s->watch);
+}
+
+void bpf_scanner_watch_set_dispatch_limits(BpfScanner *s, unsigned max_events, unsigned max_usec) {
+        bpf_watch_set_dispatch_limits(&s->watch, max_events, max_usec);
+}
+
+bool bpf_scanner_watch_pending(BpfScanner *s) {
+        return bpf_watch_pending(&s->watch);
+}
+
+uint64_t bpf_scanner_watch_lost(BpfScanner *s) {
+        return bpf_watch_lost(&s->watch);
 }

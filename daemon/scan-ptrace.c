@@ -260,7 +260,7 @@ static void scan_read_start_times(ScanProcess *p) {
         p->n_tasks = k;
 }
 
-static bool process_has_seccomp(const ScanProcess *p) {
+static bool scan_process_has_seccomp(const ScanProcess *p) {
         for (size_t i = 0; i < p->n_tasks; i++)
                 if (p->tasks[i].mode != TASK_MODE_DISABLED)
                         return true;
@@ -339,7 +339,7 @@ static int scan_select(Scan *s) {
                 r = scan_collect_threads(p);
                 if (r < 0)
                         return log_error_errno(r, "Failed to read the threads of process %d: %m", (int) p->pid);
-                if (p->n_tasks == 0 || !(s->opts.root > 0 || process_has_seccomp(p)))
+                if (p->n_tasks == 0 || !(s->opts.root > 0 || scan_process_has_seccomp(p)))
                         continue;
                 scan_read_start_times(p);
                 p->selected = p->n_tasks > 0;

@@ -31,12 +31,12 @@ struct Source {
 int source_bpf_new(const SourceOptions *o, Source **ret);
 int source_ptrace_new(const SourceOptions *o, Source **ret);
 
-/* A full pass's scan made ready for the live state: the test hook run, disabled threads dropped,
+/* A full pass's scan made ready for the live state: the test hook run, unfiltered processes dropped,
  * linked. */
 static inline int source_pass_prepare(Source *s, Forest *f) {
         if (s->after_scan_hook)
                 s->after_scan_hook(s->after_scan_userdata);
-        forest_drop_disabled_threads(f);
+        forest_drop_unfiltered_processes(f);
         _cleanup_free_ char *error = NULL;
         int r = forest_link(f, &error);
         if (r < 0)

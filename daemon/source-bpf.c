@@ -116,6 +116,44 @@ static int tsync_threads(const WatchEvent *e, LiveThread **ret, size_t *ret_n) {
         return 0;
 }
 
+/* A filter installed without TSYNC on a process the live forest did not have: its other threads
+ * (in disabled mode; one that installs a filter of its own sends its own event) escaped it. They
+ * go into the batch after the filter, as /proc has them now. */
+static int add_escaped_threads(BpfSource *b, const WatchEvent *w) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0;
+        if (proc_list_threads(w->task.tgid, &tids, &n) < 0)
+                return 0; /* the process is gone: its exit events follow */
+        for (size_t i = 0; i < n; i++) {
+                LiveEvent e = { .type = LIVE_EVENT_TASK, .task = task_from_watch(b, &w->task) };
+                ProcStatus st;
+                e.task.tid = tids[i];
+                e.task.mode = TASK_MODE_DISABLED;
+                e.task.filter_id = 0;
+                if (tids[i] == w->task.tid || proc_read_status(tids[i], &st) < 0 || st.seccomp_mode != 0 ||
+                    proc_read_start_time(tids[i], &e.task.start_time) < 0 || proc_read_comm(tids[i], e.task.comm) < 0)
+                        continue; /* the installer, gone, or not disabled */
+                int r = live_batch_add(&b->batch, &e);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The installer's executable, read from /proc after the fact: the process may have exec'd since
+ * (bwrap installs filters, then execs the sandbox's command). exec changes the executable before
+ * the name: a name still as the event had it says no exec came before the read. Otherwise (or a
+ * rename) the executable is left unknown rather than wrong. */
+static void installer_read_exe(const WatchTask *t, char **ret) {
+        char comm[16];
+        if (proc_read_exe(t->tgid, ret) < 0)
+                return;
+        if (proc_read_comm(t->tid, comm) < 0 || strncmp(comm, t->comm, sizeof(comm)) != 0) {
+                free(*ret);
+                *ret = NULL;
+        }
+}
+
 /* One watch event, with what it needs from /proc, into the batch. */
 static int on_watch_event(const WatchEvent *w, void *userdata) {
         BpfSource *b = userdata;
@@ -151,15 +189,33 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                         return b->batch_error = r;
                 e.filter.tsync = tsync;
                 if (!known)
-                        (void) proc_read_exe(w->task.tgid, &exe);
+                        installer_read_exe(&w->task, &exe);
                 break;
         default:
                 return 0;
         }
         e.task.exe = exe;
         r = live_batch_add(&b->batch, &e);
+        if (r >= 0 && w->type == WATCH_FILTER_ATTACHED && !known && !w->filter.tsync && w->task.threaded)
+                r = add_escaped_threads(b, w);
         if (r < 0)
                 return b->batch_error = r;
+        return 0;
+}
+
+/* The installer's executable was read from /proc when its event was handled, which can be after
+ * the process exec'd (bwrap installs filters, then execs the sandbox's command): when an exec of
+ * the same process follows in the batch, what was read is the new program's, not the installer's,
+ * and is left out. The exec event brings the process's new executable itself. */
+static int drop_stale_installer_exes(LiveBatch *batch) {
+        _cleanup_(hashmap_deinit) Hashmap exec_later = {}; /* tgid -> 1: an exec follows */
+        for (size_t i = batch->n; i-- > 0;) {
+                LiveEvent *e = &batch->events[i];
+                if (e->type == LIVE_EVENT_EXEC && hashmap_replace(&exec_later, (uint64_t) e->task.tgid, (void *) 1) < 0)
+                        return -ENOMEM;
+                if (e->type == LIVE_EVENT_FILTER && e->task.exe && hashmap_get(&exec_later, (uint64_t) e->task.tgid))
+                        e->task.exe = NULL; /* its copy is freed with the batch */
+        }
         return 0;
 }
 
@@ -188,6 +244,9 @@ static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userd
         int r = bpf_scanner_watch_dispatch(b->scanner);
         if (r < 0) {
                 log_warning_errno(r, "Reading events failed (%m), resynchronising.");
+                b->source.sink.resync(b->source.sink.userdata, "lost-events");
+        } else if (b->batch.n > 0 && drop_stale_installer_exes(&b->batch) < 0) {
+                log_oom();
                 b->source.sink.resync(b->source.sink.userdata, "lost-events");
         } else if (b->batch.n > 0)
                 (void) b->source.sink.apply(b->source.sink.userdata, &b->batch); /* the manager handles failures */

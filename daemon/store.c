@@ -42,6 +42,7 @@ typedef enum StoreStatement {
         STMT_ROLLBACK_TO,
         STMT_FOREIGN_KEY_CHECK,
         STMT_MAX_FILTER_ID,
+        STMT_GET_INSTALLER,
         STMT_RAISE_MAX_FILTER_ID,
         STMT_NEXT_GENERATION,
         STMT_PUT_FILTER,
@@ -114,6 +115,9 @@ static const char *const statement_sql[_STMT_MAX] = {
         [STMT_MAX_FILTER_ID] =
                 "SELECT max(max_filter_id, coalesce((SELECT max(id) FROM filters), 0), "
                 "coalesce((SELECT max(id) FROM history), 0)) FROM meta",
+        [STMT_GET_INSTALLER] =
+                "SELECT installer_tid, installer_tgid, installer_comm, installer_exe, first_seen_usec "
+                "FROM filters WHERE id = ?1 AND installer_tid IS NOT NULL",
         [STMT_RAISE_MAX_FILTER_ID] = "UPDATE meta SET max_filter_id = ?1 WHERE max_filter_id < ?1",
         [STMT_NEXT_GENERATION] =
                 "UPDATE meta SET generation = generation + 1, last_full_scan_usec = ?1 RETURNING generation",
@@ -525,6 +529,34 @@ int store_max_filter_id(Store *s, uint64_t *ret) {
         *ret = r > 0 ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
         sqlite3_reset(st);
         return 0;
+}
+
+int store_get_installer(Store *s, uint64_t id, StoreInstalled *ret) {
+        sqlite3_stmt *st = store_statement(s, STMT_GET_INSTALLER);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64) id);
+        int r = store_step_row(s, st, "read a filter's installer");
+        if (r <= 0)
+                return r;
+        const char *comm = (const char *) sqlite3_column_text(st, 2), *exe = (const char *) sqlite3_column_text(st, 3);
+        *ret = (StoreInstalled) {
+                .tid = (pid_t) sqlite3_column_int64(st, 0),
+                .tgid = (pid_t) sqlite3_column_int64(st, 1),
+                .comm = strdup(comm ?: ""),
+                .exe = strdup(exe ?: ""),
+                .usec = (uint64_t) sqlite3_column_int64(st, 4),
+        };
+        sqlite3_reset(st);
+        if (!ret->comm || !ret->exe) {
+                store_installed_done(ret);
+                return -ENOMEM;
+        }
+        return 1;
+}
+
+void store_installed_done(StoreInstalled *x) {
+        free(x->comm);
+        free(x->exe);
+        x->comm = x->exe = NULL;
 }
 
 /* Transactions */

@@ -25,6 +25,17 @@ DEFINE_CLEANUP(Store *, store_free);
  * starts handing out ids above it so ids are never reused within one database. */
 int store_max_filter_id(Store *s, uint64_t *ret);
 
+/* Who installed a filter, as the daemon saw it happen (filters found by a full pass have no
+ * installer): the thread, its process, comm and exe ("" when unknown) and when (CLOCK_REALTIME). */
+typedef struct StoreInstalled {
+        pid_t tid, tgid;
+        char *comm, *exe;
+        uint64_t usec;
+} StoreInstalled;
+/* 1 and *ret filled when the installer of live filter id is known, 0 when it is not. */
+int store_get_installer(Store *s, uint64_t id, StoreInstalled *ret);
+void store_installed_done(StoreInstalled *x);
+
 /* Make the live tables equal to the forest (a full scan), in one transaction: rows not in the
  * forest are deleted (filters move to history with gone_usec = now), rows in it are inserted or
  * updated (first_seen kept, last_seen = now). Used at start (a stale file is reconciled, never

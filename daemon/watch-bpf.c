@@ -1,16 +1,17 @@
 /* watch-bpf.c: the bpf backend's tracepoint unit (bpf/watch.bpf.c): loads it on the scan unit's id
  * maps, attaches the seccomp/prctl tracepoints that name new filters and, when watched, the
- * fork/exec/exit ones, and turns the records of its event ring buffer into WatchEvents */
+ * fork/exec/exit ones, and turns the records of its event ring buffer into WatchEvents. It uses
+ * nothing of the scanner: the scanner uses it (watch-bpf.h). */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bpf-util.h"
 #include "bpf/ids.h"
 #include "bpf/watch.h"
-#include "scan-bpf-internal.h"
-#include "watch.h"
+#include "watch-bpf.h"
 #include "watch.skel.h"
 
 /* The smallest ring the kernel takes is one page. Below the largest record (a FILTER event of
@@ -52,6 +53,7 @@ static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
 int bpf_watch_load(BpfWatch *w, const BpfIdMaps *maps) {
         int r;
 
+        w->ticks_per_sec = bpf_clock_ticks_per_sec();
         w->skel = watch_bpf__open();
         if (!w->skel)
                 return log_error_errno(-errno, "Failed to open the watch BPF programs: %m");
@@ -102,12 +104,12 @@ static int watch_map_positions(BpfWatch *w, int map_fd) {
 
 /* Records -> events. */
 
-static void watch_task_from_rec(WatchTask *w, const BpfScanner *s, const struct watch_rec_task *r) {
+static void watch_task_from_rec(WatchTask *w, const BpfWatch *watch, const struct watch_rec_task *r) {
         *w = (WatchTask) {
                 .tid = (pid_t) r->tid,
                 .tgid = (pid_t) r->tgid,
                 .ppid = (pid_t) r->ppid,
-                .start_time = bpf_scanner_ticks(s, r->start_boottime),
+                .start_time = bpf_boottime_to_ticks(r->start_boottime, watch->ticks_per_sec),
                 .mode = task_mode_from_kernel(r->mode),
                 .filter_id = r->filter_id,
                 .no_new_privs = r->flags & WATCH_TASK_NO_NEW_PRIVS,
@@ -115,6 +117,7 @@ static void watch_task_from_rec(WatchTask *w, const BpfScanner *s, const struct 
                 .euid = r->euid,
                 .gid = r->gid,
                 .dumpable = r->flags & WATCH_TASK_DUMPABLE,
+                .threaded = r->flags & WATCH_TASK_THREADED,
         };
         memcpy(w->comm, r->comm, sizeof(w->comm));
         w->comm[sizeof(w->comm) - 1] = 0;
@@ -159,7 +162,7 @@ static int watch_type_from_rec(uint32_t type, WatchEventType *ret) {
         }
 }
 
-static int watch_event_from_rec(WatchEvent *e, const BpfScanner *s, const void *data, size_t size) {
+static int watch_event_from_rec(WatchEvent *e, const BpfWatch *w, const void *data, size_t size) {
         const struct watch_rec *r = data;
         int k;
 
@@ -169,33 +172,33 @@ static int watch_event_from_rec(WatchEvent *e, const BpfScanner *s, const void *
         k = watch_type_from_rec(r->type, &e->type);
         if (k < 0)
                 return k;
-        watch_task_from_rec(&e->task, s, &r->task);
+        watch_task_from_rec(&e->task, w, &r->task);
         if (e->type == WATCH_FILTER_ATTACHED)
                 return watch_filter_from_rec(&e->filter, data, size);
         return 0;
 }
 
 static int on_event(void *userdata, void *data, size_t size) {
-        BpfScanner *s = userdata;
+        BpfWatch *w = userdata;
         WatchEvent e;
         int k;
 
-        k = watch_event_from_rec(&e, s, data, size);
+        k = watch_event_from_rec(&e, w, data, size);
         if (k < 0) {
-                s->watch.error = log_error_errno(k, "Malformed event record of %zu bytes.", size);
+                w->error = log_error_errno(k, "Malformed event record of %zu bytes.", size);
                 return k;
         }
-        k = s->watch.handler(&e, s->watch.userdata);
+        k = w->handler(&e, w->userdata);
         if (k < 0) {
-                s->watch.error = k;
+                w->error = k;
                 return k; /* stops ring_buffer__consume(); this record is consumed */
         }
-        s->watch.n_handled++;
+        w->n_handled++;
 
         /* At the bounds: stop ring_buffer__consume() after this record (consumed: libbpf moves
          * the consumer position past a record before its callback runs). */
-        if ((unsigned) s->watch.n_handled >= s->watch.max_events || now_usec(CLOCK_MONOTONIC) >= s->watch.deadline_usec) {
-                s->watch.stopped = true;
+        if ((unsigned) w->n_handled >= w->max_events || now_usec(CLOCK_MONOTONIC) >= w->deadline_usec) {
+                w->stopped = true;
                 return -ECANCELED;
         }
         return 0;
@@ -219,29 +222,29 @@ static int watch_attach(struct bpf_program *prog, struct bpf_link **ret) {
         return 0;
 }
 
-int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata) {
-        struct watch_bpf *skel = s->watch.skel;
+int bpf_watch_start(BpfWatch *w, WatchHandler handler, void *userdata) {
+        struct watch_bpf *skel = w->skel;
         int r;
 
         if (!handler)
                 return -EINVAL;
         if (!skel)
                 return -EOPNOTSUPP;
-        if (s->watch.rb)
+        if (w->rb)
                 return -EALREADY;
 
-        s->watch.rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, s, NULL);
-        if (!s->watch.rb)
+        w->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, w, NULL);
+        if (!w->rb)
                 return log_error_errno(-errno, "Failed to set up the event ring buffer: %m");
-        r = watch_map_positions(&s->watch, bpf_map__fd(skel->maps.events));
+        r = watch_map_positions(w, bpf_map__fd(skel->maps.events));
         if (r < 0) {
-                watch_reader_free(&s->watch);
+                watch_reader_free(w);
                 return r;
         }
-        s->watch.handler = handler;
-        s->watch.userdata = userdata;
-        s->watch.max_events = WATCH_DISPATCH_MAX_EVENTS;
-        s->watch.max_usec = WATCH_DISPATCH_MAX_USEC;
+        w->handler = handler;
+        w->userdata = userdata;
+        w->max_events = WATCH_DISPATCH_MAX_EVENTS;
+        w->max_usec = WATCH_DISPATCH_MAX_USEC;
 
         r = watch_attach(skel->progs.watch_exit, &skel->links.watch_exit);
         if (r >= 0)
@@ -250,46 +253,46 @@ int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata)
                 r = watch_attach(skel->progs.watch_fork, &skel->links.watch_fork);
         if (r < 0) {
                 watch_links_destroy(skel);
-                watch_reader_free(&s->watch);
+                watch_reader_free(w);
                 return r;
         }
         skel->bss->watch_enabled = true;
         return 0;
 }
 
-int bpf_scanner_watch_fd(BpfScanner *s) {
-        if (!s->watch.rb)
+int bpf_watch_fd(BpfWatch *w) {
+        if (!w->rb)
                 return -ENOTCONN;
-        return ring_buffer__epoll_fd(s->watch.rb);
+        return ring_buffer__epoll_fd(w->rb);
 }
 
-int bpf_scanner_watch_dispatch(BpfScanner *s) {
+int bpf_watch_dispatch(BpfWatch *w) {
         int n;
 
-        if (!s->watch.rb)
+        if (!w->rb)
                 return -ENOTCONN;
-        s->watch.n_handled = 0;
-        s->watch.error = 0;
-        s->watch.stopped = false;
-        s->watch.deadline_usec = now_usec(CLOCK_MONOTONIC) + s->watch.max_usec;
-        n = ring_buffer__consume(s->watch.rb);
-        if (s->watch.error < 0)
-                return s->watch.error;
-        if (n < 0 && !s->watch.stopped)
+        w->n_handled = 0;
+        w->error = 0;
+        w->stopped = false;
+        w->deadline_usec = now_usec(CLOCK_MONOTONIC) + w->max_usec;
+        n = ring_buffer__consume(w->rb);
+        if (w->error < 0)
+                return w->error;
+        if (n < 0 && !w->stopped)
                 return log_error_errno(n, "Failed to read the event ring buffer: %m");
-        return s->watch.n_handled;
+        return w->n_handled;
 }
 
-void bpf_scanner_watch_set_dispatch_limits(BpfScanner *s, unsigned max_events, unsigned max_usec) {
-        s->watch.max_events = max_events > 0 ? max_events : WATCH_DISPATCH_MAX_EVENTS;
-        s->watch.max_usec = max_usec > 0 ? max_usec : WATCH_DISPATCH_MAX_USEC;
+void bpf_watch_set_dispatch_limits(BpfWatch *w, unsigned max_events, unsigned max_usec) {
+        w->max_events = max_events > 0 ? max_events : WATCH_DISPATCH_MAX_EVENTS;
+        w->max_usec = max_usec > 0 ? max_usec : WATCH_DISPATCH_MAX_USEC;
 }
 
-bool bpf_scanner_watch_pending(BpfScanner *s) {
-        if (!s->watch.rb)
+bool bpf_watch_pending(BpfWatch *w) {
+        if (!w->rb)
                 return false;
-        return __atomic_load_n(s->watch.producer_pos, __ATOMIC_ACQUIRE) !=
-               __atomic_load_n(s->watch.consumer_pos, __ATOMIC_ACQUIRE);
+        return __atomic_load_n(w->producer_pos, __ATOMIC_ACQUIRE) !=
+               __atomic_load_n(w->consumer_pos, __ATOMIC_ACQUIRE);
 }
 
 /* A tracepoint program that would have run on a CPU where another one was running was skipped by
@@ -308,8 +311,8 @@ uint64_t bpf_watch_install_misses(const BpfWatch *w) {
         return w->skel ? prog_misses(w->skel->progs.seccomp_exit) : 0;
 }
 
-uint64_t bpf_scanner_watch_lost(BpfScanner *s) {
-        struct watch_bpf *skel = s->watch.skel;
+uint64_t bpf_watch_lost(BpfWatch *w) {
+        struct watch_bpf *skel = w->skel;
 
         if (!skel)
                 return 0;
@@ -323,24 +326,4 @@ uint64_t bpf_scanner_watch_lost(BpfScanner *s) {
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
                 n += prog_misses(progs[i]);
         return n;
-}
-
-void watch_task_from_forest(WatchTask *w, const Process *p, const Task *t) {
-        /* A pass does not keep euid and dumpable in the forest: take the real uid for the
-         * effective one and say not dumpable, which only ever refuses more. */
-        *w = (WatchTask) {
-                .tid = t->tid,
-                .tgid = p->pid,
-                .ppid = p->ppid,
-                .start_time = t->start_time,
-                .mode = t->mode,
-                .filter_id = t->filter_id,
-                .no_new_privs = p->no_new_privs,
-                .uid = p->uid,
-                .euid = p->uid,
-                .gid = p->gid,
-                .dumpable = false,
-        };
-        memcpy(w->comm, p->comm, sizeof(w->comm));
-        w->comm[sizeof(w->comm) - 1] = 0;
 }

@@ -30,6 +30,7 @@ typedef struct WatchTask {
         uid_t uid, euid;
         gid_t gid;
         bool dumpable; /* the mm's dumpable setting is SUID_DUMP_USER */
+        bool threaded; /* its process had other threads when the event was sent */
 } WatchTask;
 
 typedef struct WatchFilter {
@@ -82,5 +83,3 @@ bool bpf_scanner_watch_pending(BpfScanner *s);
  * this grows, the stored state may be wrong: resynchronise with a full pass. */
 uint64_t bpf_scanner_watch_lost(BpfScanner *s);
 
-/* Fill a WatchTask from a scanned forest's thread (for code that treats both alike). */
-void watch_task_from_forest(WatchTask *w, const Process *p, const Task *t);

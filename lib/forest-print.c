@@ -188,8 +188,8 @@ static void print_listener_holders(const Forest *f, const Listener *l, FILE *out
         for (size_t i = 0; i < l->n_holders; i++) {
                 const Process *p = forest_find_process(f, l->holders[i].pid);
                 fputs(i ? ", " : " ", out);
-                if (p)
-                        fputs_escaped(p->comm, out);
+                if (p || l->holders[i].comm[0])
+                        fputs_escaped(p ? p->comm : l->holders[i].comm, out);
                 fprintf(out, "[%d] fd %d", l->holders[i].pid, l->holders[i].fd);
         }
         if (l->n_holders == 0)

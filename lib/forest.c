@@ -638,8 +638,8 @@ static bool listener_held_by_member(const Forest *f, const Listener *l, const bo
         return false;
 }
 
-static bool process_has_seccomp(const Process *p) {
-        for (size_t i = 0; i < p->n_threads; i++)
+bool process_has_seccomp(const Process *p) {
+        for (size_t i = 0; p && i < p->n_threads; i++)
                 if (p->threads[i].mode != TASK_MODE_DISABLED)
                         return true;
         return false;
@@ -827,16 +827,11 @@ int forest_remove_filter(Forest *f, uint64_t id) {
         return 0;
 }
 
-void forest_drop_disabled_threads(Forest *f) {
+void forest_drop_unfiltered_processes(Forest *f) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_processes; i++) {
                 Process *p = f->processes[i];
-                size_t m = 0;
-                for (size_t j = 0; j < p->n_threads; j++)
-                        if (p->threads[j].mode != TASK_MODE_DISABLED)
-                                p->threads[m++] = p->threads[j];
-                p->n_threads = m;
-                if (m > 0) {
+                if (process_has_seccomp(p)) {
                         p->index = n;
                         f->processes[n++] = p;
                 } else {

@@ -99,6 +99,7 @@ typedef struct Process {
 typedef struct ListenerHolder {
         pid_t pid;
         int fd;
+        char comm[16]; /* the holder's name when the forest has no process for it ("" if unknown) */
 } ListenerHolder;
 
 typedef struct Listener {
@@ -238,8 +239,12 @@ Filter *filter_free(Filter *flt);
 Process *process_free(Process *p);
 DEFINE_CLEANUP(Filter *, filter_free);
 DEFINE_CLEANUP(Process *, process_free);
-/* Drop every thread in disabled mode, and processes left without threads. */
-void forest_drop_disabled_threads(Forest *f);
+/* Whether a thread of p is in strict or filter mode (false for NULL). */
+bool process_has_seccomp(const Process *p);
+/* Drop every process that has no thread in strict or filter mode. A thread in disabled mode of a
+ * process that has one stays: it escaped the filters of its process (it was made before they
+ * were installed without TSYNC), and is listed as such. */
+void forest_drop_unfiltered_processes(Forest *f);
 /* Remove the filters no thread's chain and no listener reaches (they were freed by the kernel).
  * The forest must be linked; it is linked again. The removed ids are returned in *ret_ids
  * (malloc'ed, may be NULL when none) when ret_ids is not NULL. */

@@ -503,7 +503,10 @@ static int thread_update(Live *l, LiveChanges *c, Process *p, Task *t, const Tas
         return 0;
 }
 
-/* The thread leaves; its process too when it was the last one, unless keep_process. */
+static int drop_process(Live *l, LiveChanges *c, Process *p);
+
+/* The thread leaves; unless keep_process, its process too when no thread in strict or filter mode
+ * is left (its escaped threads, in disabled mode, go with it). */
 static int thread_exit(Live *l, LiveChanges *c, Process *p, Task *t, bool keep_process) {
         int r = changes_reserve(c);
         if (r < 0)
@@ -513,8 +516,8 @@ static int thread_exit(Live *l, LiveChanges *c, Process *p, Task *t, bool keep_p
         *t = p->threads[--p->n_threads];
         l->n_threads--;
         l->forest->linked = false;
-        if (p->n_threads == 0 && !keep_process)
-                return process_remove(l, c, p);
+        if (!keep_process && !process_has_seccomp(p))
+                return drop_process(l, c, p);
         return 0;
 }
 
@@ -610,15 +613,14 @@ static void fields_from_task(const Process *p, const LiveTask *w, LiveProcessFie
                 ret->exe = (char *) w->exe;
 }
 
+/* Every thread of p leaves, then p. */
 static int drop_process(Live *l, LiveChanges *c, Process *p) {
-        if (p->n_threads == 0)
-                return process_remove(l, c, p);
         while (p->n_threads > 0) {
-                int r = thread_exit(l, c, p, &p->threads[p->n_threads - 1], false);
+                int r = thread_exit(l, c, p, &p->threads[p->n_threads - 1], true);
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return process_remove(l, c, p);
 }
 
 /* The process of w, added or brought up to date. A process we have under the same pid but another
@@ -668,24 +670,28 @@ static int task_state(Live *l, LiveChanges *c, const LiveTask *w) {
                 want.mode = TASK_MODE_FILTER;
         }
         if (!t) {
-                if (want.mode == TASK_MODE_DISABLED)
+                if (want.mode == TASK_MODE_DISABLED && !process_has_seccomp(p))
                         return 0; /* nothing to track: an empty new process goes again below */
-                return thread_add(l, c, p, &want, w->comm, &t);
+                return thread_add(l, c, p, &want, w->comm, &t); /* an escaped thread, if disabled */
         }
         return thread_update(l, c, p, t, &want);
 }
 
-/* A process event made a process but no thread came of it. */
-static int process_drop_if_empty(Live *l, LiveChanges *c, pid_t tgid) {
+/* A process event made a process but no thread in strict or filter mode came of it (or exec left
+ * only an escaped thread): it leaves. */
+static int process_drop_if_unfiltered(Live *l, LiveChanges *c, pid_t tgid) {
         Process *p = forest_find_process(l->forest, tgid);
-        return p && p->n_threads == 0 ? process_remove(l, c, p) : 0;
+        return p && !process_has_seccomp(p) ? drop_process(l, c, p) : 0;
 }
 
+/* A disabled thread is tracked only in a process that has a thread in strict or filter mode: it
+ * escaped that process's filters (it was created before they were installed without TSYNC). */
 static int on_task_state(Live *l, LiveChanges *c, const LiveTask *w) {
-        if (w->mode == TASK_MODE_DISABLED && !process_find_thread(forest_find_process(l->forest, w->tgid), w->tid))
+        const Process *p = forest_find_process(l->forest, w->tgid);
+        if (w->mode == TASK_MODE_DISABLED && !process_find_thread(p, w->tid) && !process_has_seccomp(p))
                 return 0; /* not a thread of the forest */
         int r = task_state(l, c, w);
-        return r < 0 ? r : process_drop_if_empty(l, c, w->tgid);
+        return r < 0 ? r : process_drop_if_unfiltered(l, c, w->tgid);
 }
 
 /* exec ends every other thread of the process, without exit events for them; the thread that
@@ -699,7 +705,8 @@ static int on_task_exec(Live *l, LiveChanges *c, const LiveTask *w) {
                 if (r < 0)
                         return r;
         }
-        return on_task_state(l, c, w);
+        int r = on_task_state(l, c, w);
+        return r < 0 ? r : process_drop_if_unfiltered(l, c, w->tgid);
 }
 
 static int on_task_exit(Live *l, LiveChanges *c, const LiveTask *w) {

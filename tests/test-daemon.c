@@ -3,6 +3,7 @@
  * and the introspection data against dbus/org.sectree1.Manager.xml; and, in this process without a
  * bus, the Manager's resync rules (losses during a pass, one resync per interval), split passes
  * and the incremental retiring of filters */
+#include <fcntl.h>
 #include <gio/gio.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
@@ -518,6 +520,327 @@ static void test_restart(void) {
         g_autofree char *n_gone = tests_sqlite_query(db, gone);
         g_assert_cmpstr(n_gone, ==, "0");
         scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* ListTasks's mode of tid, NULL when it does not list tid. */
+static char *bus_task_mode(sd_bus *bus, pid_t tid) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        uint32_t t, tgid, ppid, depth;
+        const char *comm, *mode;
+        uint64_t head;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
+        while (sd_bus_message_read(reply, "(uuusstu)", &t, &tgid, &ppid, &comm, &mode, &head, &depth) > 0)
+                if (t == (uint32_t) tid)
+                        return g_strdup(mode);
+        return NULL;
+}
+
+typedef struct WantMode {
+        sd_bus *bus;
+        pid_t tid;
+        const char *mode; /* NULL: not listed */
+} WantMode;
+
+static bool task_mode_is(void *userdata) {
+        WantMode *x = userdata;
+        g_autofree char *mode = bus_task_mode(x->bus, x->tid);
+        return g_strcmp0(mode, x->mode) == 0;
+}
+
+static void assert_task_mode(sd_bus *bus, pid_t tid, const char *mode) {
+        WantMode x = { bus, tid, mode };
+        if (!bus_fixture_wait_for(task_mode_is, &x, 2000)) {
+                g_autofree char *now = bus_task_mode(bus, tid);
+                g_error("ListTasks says tid %d is %s, not %s", tid, now ?: "not listed", mode ?: "not listed");
+        }
+}
+
+/* A thread made before its process installed a filter without TSYNC escaped the filter: ListTasks
+ * lists it as "disabled", from the first pass and from events (a thread it makes escapes too), and
+ * drops it with its process's last filtered thread. */
+static Scenario *escaped_scenario(void) {
+        Scenario *s;
+        struct sock_filter a[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0);
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_thread(s, c), >, 0);
+        g_assert_cmpint(scenario_install(s, c, a, na, 0), >=, 0);
+        return s;
+}
+
+static void test_escaped_threads(void) {
+        BusFixture b;
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL }; /* no pass but those asked for */
+        Scenario *s = bus_fixture_start_with_scenario(&b, escaped_scenario, NULL, env);
+        if (!s)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        ScenarioTask c = 1, escaped = 2;
+        g_assert_false(scenario_task(s, escaped)->head >= 0);
+        assert_task_mode(bus, scenario_task(s, c)->tid, "filter");
+        assert_task_mode(bus, scenario_task(s, escaped)->tid, "disabled");
+        assert_task_mode(bus, scenario_root_pid(s), NULL); /* a process without filters is not listed */
+
+        ScenarioTask again = scenario_thread(s, escaped);
+        g_assert_cmpint(again, >, 0);
+        assert_task_mode(bus, scenario_task(s, again)->tid, "disabled");
+        g_assert_cmpint(scenario_exit(s, again), ==, 0);
+        assert_task_mode(bus, scenario_task(s, again)->tid, NULL);
+
+        /* a process that installs its first filter while the daemon watches: the thread it had
+         * before is listed at once, not at the next full pass */
+        ScenarioTask c2 = scenario_fork(s, scenario_root(s));
+        ScenarioTask escaped2 = scenario_thread(s, c2);
+        g_assert_cmpint(escaped2, >, 0);
+        struct sock_filter a[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0);
+        g_assert_cmpint(scenario_install(s, c2, a, na, 0), >=, 0);
+        assert_task_mode(bus, scenario_task(s, c2)->tid, "filter");
+        assert_task_mode(bus, scenario_task(s, escaped2)->tid, "disabled");
+
+        /* the filtered thread leaves alone: its escaped thread goes with it from the list */
+        g_assert_cmpint(scenario_exit_leader(s, c), ==, 0);
+        assert_task_mode(bus, scenario_task(s, escaped)->tid, NULL);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "Rescan", &error, NULL, ""), >=, 0);
+        g_assert_null(bus_task_mode(bus, scenario_task(s, escaped)->tid));
+        scenario_free(s);
+        bus_fixture_stop(&b);
+}
+
+/* FilterAttached as "FilterAttached tid pid comm". */
+static char *signal_line_installer(sd_bus_message *m) {
+        if (!streq(sd_bus_message_get_member(m), "FilterAttached"))
+                return signal_line(m);
+        uint64_t id, parent;
+        uint32_t tid, pid;
+        const char *comm;
+        if (sd_bus_message_read(m, "ttuus", &id, &parent, &tid, &pid, &comm) <= 0)
+                return g_strdup("FilterAttached ?");
+        return g_strdup_printf("FilterAttached %u %u %s", tid, pid, comm);
+}
+
+static char *proc_comm(pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/comm", tid), *comm = NULL;
+        g_assert_true(g_file_get_contents(path, &comm, NULL, NULL));
+        return g_strdup(g_strstrip(comm));
+}
+
+/* The installer's tid, pid, comm and exe, and whether the time is set, as GetFilter says. */
+static char *bus_installer(sd_bus *bus, uint64_t id) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "GetFilter", &error, &reply, "t", id) < 0)
+                g_error("GetFilter %" PRIu64 ": %s", id, error.message);
+        g_assert_cmpint(sd_bus_message_skip(reply, "tusasusa(qyyu)"), >=, 0);
+        uint32_t tid, pid;
+        const char *comm, *exe;
+        uint64_t usec;
+        g_assert_cmpint(sd_bus_message_read(reply, "uusst", &tid, &pid, &comm, &exe, &usec), >, 0);
+        return g_strdup_printf("%u %u %s %s %s", tid, pid, comm, exe, usec > 0 ? "set" : "unset");
+}
+
+/* ListListeners as "filter: comm[pid]/fd comm[pid]/fd ..." lines. */
+static char *bus_listeners(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListListeners", &error, &reply, "") < 0)
+                g_error("ListListeners: %s", error.message);
+        GString *out = g_string_new(NULL);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(tta(uis))"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "tta(uis)") > 0) {
+                uint64_t id, filter;
+                g_assert_cmpint(sd_bus_message_read(reply, "tt", &id, &filter), >, 0);
+                g_string_append_printf(out, "%" PRIu64 ":", filter);
+                uint32_t pid;
+                int32_t fd;
+                const char *comm;
+                g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uis)"), >, 0);
+                while (sd_bus_message_read(reply, "(uis)", &pid, &fd, &comm) > 0)
+                        g_string_append_printf(out, " %s[%u]/%d", comm, pid, fd);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_string_append_c(out, '\n');
+        }
+        return g_string_free(out, false);
+}
+
+/* What a client needs beside the forest: the installer of a filter (GetFilter, FilterAttached),
+ * the holders of listeners (ListListeners), and a thread id standing for its process
+ * (ListSubtree, CreateSnapshot). */
+static void test_client_data(void) {
+        BusFixture b;
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        BusSignalLog log;
+        bus_signal_log_start(&log, bus, signal_line_installer);
+        sd_bus_process(bus, NULL);
+
+        struct sock_filter a[16];
+        size_t na = scenario_filter_errno(a, SYS_acct, 1, 0);
+        a[na - 3].k = SECCOMP_RET_USER_NOTIF;
+        Scenario *s;
+        g_assert_cmpint(scenario_new(&s), ==, 0);
+        ScenarioTask sandbox = scenario_fork(s, scenario_root(s));
+        int node = scenario_install(s, sandbox, a, na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(node, >=, 0);
+        pid_t pid = scenario_task(s, sandbox)->tid;
+        g_autofree char *comm = proc_comm(pid);
+        bus_signal_log_assert(&log, bus, "FilterAttached %d %d %s", pid, pid, comm);
+        ScenarioTask thread = scenario_thread(s, sandbox);
+        g_assert_cmpint(thread, >, 0);
+        pid_t tid = scenario_task(s, thread)->tid;
+
+        g_autofree char *chain = bus_chain(bus, tid);
+        uint64_t id = g_ascii_strtoull(chain, NULL, 10);
+        g_assert_cmpuint(id, >, 0);
+        g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", pid);
+        g_autofree char *exe = g_file_read_link(exe_link, NULL);
+        g_autofree char *want = g_strdup_printf("%d %d %s %s set", pid, pid, comm, exe);
+        g_autofree char *installer = bus_installer(bus, id);
+        g_assert_cmpstr(installer, ==, want);
+
+        /* a holder outside the sandbox, seen by the next full pass */
+        ScenarioTask super = scenario_fork(s, scenario_root(s));
+        int fd = scenario_share_listener(s, node, super);
+        g_assert_cmpint(fd, >=, 0);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "Rescan", &error, NULL, ""), >=, 0);
+        g_autofree char *listeners = bus_listeners(bus);
+        const ScenarioNode *n = scenario_node(s, node);
+        g_autofree char *line = g_strdup_printf("%" PRIu64 ":", id);
+        const char *at = strstr(listeners, line);
+        g_assert_nonnull(at);
+        g_autofree char *mine = g_strndup(at, strcspn(at, "\n"));
+        g_autofree char *h1 = g_strdup_printf(" %s[%d]/%d", comm, pid, n->listener_fd);
+        g_autofree char *h2 = g_strdup_printf(" %s[%d]/%d", comm, scenario_task(s, super)->tid, fd);
+        if (!strstr(mine, h1) || !strstr(mine, h2))
+                g_error("ListListeners: '%s' lacks%s or%s", mine, h1, h2);
+        /* a filter found by a pass keeps the installer the daemon saw */
+        g_free(installer);
+        installer = bus_installer(bus, id);
+        g_assert_cmpstr(installer, ==, want);
+
+        /* an installer that execs before the daemon gets to its event (stopped meanwhile): its
+         * executable is unknown, never the program it exec'd, which /proc shows by then */
+        ScenarioTask quick = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(kill(b.daemon_pid, SIGSTOP), ==, 0);
+        g_assert_cmpint(scenario_install(s, quick, a, na, 0), >=, 0);
+        g_assert_cmpint(scenario_exec_sleep(s, quick), ==, 0);
+        g_assert_cmpint(kill(b.daemon_pid, SIGCONT), ==, 0);
+        pid_t qpid = scenario_task(s, quick)->tid;
+        uint64_t qid = 0;
+        for (int tries = 0; tries < 200 && qid == 0; tries++) {
+                g_autofree char *qchain = bus_chain(bus, qpid);
+                qid = g_ascii_strtoull(qchain, NULL, 10);
+                if (qid == 0)
+                        g_usleep(10 * 1000);
+        }
+        g_autofree char *qinstaller = bus_installer(bus, qid);
+        g_autofree char *qunknown = g_strdup_printf("%d %d %s  set", qpid, qpid, comm);
+        g_assert_cmpstr(qinstaller, ==, qunknown);
+
+        /* a thread id stands for its process */
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "ListSubtree", &error, &reply, "u", (uint32_t) tid), >=, 0);
+        const uint32_t *pids;
+        size_t size;
+        g_assert_cmpint(sd_bus_message_read_array(reply, 'u', (const void **) &pids, &size), >=, 0);
+        g_assert_cmpuint(size, ==, sizeof(uint32_t));
+        g_assert_cmpuint(pids[0], ==, (uint32_t) pid);
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "CreateSnapshot", &error, &reply, "ua{sv}",
+                                           (uint32_t) tid, 0), >=, 0);
+        uint64_t snap;
+        g_assert_cmpint(sd_bus_message_read(reply, "t", &snap), >, 0);
+        g_autofree char *root = db_query(b.state_dir, "SELECT root_pid FROM snapshots WHERE id = %" PRIu64, snap);
+        g_autofree char *want_root = g_strdup_printf("%d", pid);
+        g_assert_cmpstr(root, ==, want_root);
+        /* no such task at all */
+        sd_bus_message_unref(reply);
+        reply = NULL;
+        g_assert_cmpint(sd_bus_call_method(bus, DEST, PATH, IFACE, "ListSubtree", &error, &reply, "u",
+                                           (uint32_t) INT32_MAX), <, 0);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.NoSuchTask");
+        sd_bus_error_free(&error);
+
+        g_ptr_array_unref(log.lines);
+        scenario_free(s);
+        bus_fixture_finish(&b);
+}
+
+/* A root process installs a filter while the daemon watches and forks a child that becomes
+ * nobody: nobody may see the filter (it runs its task) and who installed it, but not the
+ * installer's executable, a fact of root's process; root sees it all. */
+static void test_installer_private(void) {
+        BusFixture b;
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        struct sock_filter f[16];
+        size_t n = scenario_filter_errno(f, SYS_acct, 4, 0);
+        int ready[2];
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        pid_t installer = fork();
+        g_assert_cmpint(installer, >=, 0);
+        if (installer == 0) {
+                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+                    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(1);
+                pid_t child = fork();
+                if (child == 0) {
+                        tests_become(65534);
+                        if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) /* a change of uid cleared it */
+                                _exit(1);
+                        (void) write(ready[1], "x", 1);
+                        for (;;)
+                                pause();
+                }
+                for (;;)
+                        pause();
+        }
+        close(ready[1]);
+        char c;
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        close(ready[0]);
+        g_autofree char *comm = proc_comm(installer);
+        uint64_t id = 0;
+        for (int tries = 0; tries < 200 && id == 0; tries++) {
+                g_autofree char *chain = bus_chain(bus, installer);
+                id = g_ascii_strtoull(chain, NULL, 10);
+                if (id == 0)
+                        g_usleep(10 * 1000);
+        }
+        g_assert_cmpuint(id, >, 0);
+        g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", installer);
+        g_autofree char *exe = g_file_read_link(exe_link, NULL);
+        g_autofree char *as_root = bus_installer(bus, id);
+        g_autofree char *want_root = g_strdup_printf("%d %d %s %s set", installer, installer, comm, exe);
+        g_assert_cmpstr(as_root, ==, want_root);
+
+        g_autofree char *sid = g_strdup_printf("%" PRIu64, id), *out = NULL, *err = NULL;
+        char *get[] = { (char *) "busctl", (char *) "--system", (char *) "--json=short", (char *) "call", (char *) DEST,
+                        (char *) PATH, (char *) IFACE, (char *) "GetFilter", (char *) "t", sid, NULL };
+        if (bus_fixture_run(&b, true, get, &out, &err) != 0)
+                g_error("GetFilter %s as nobody: %s", sid, err);
+        json_t *doc = json_loads(out, 0, NULL);
+        g_assert_nonnull(doc);
+        json_t *data = json_object_get(doc, "data");
+        g_assert_cmpuint(json_array_size(data), ==, 12);
+        g_assert_cmpint(json_integer_value(json_array_get(data, 8)), ==, installer);
+        g_assert_cmpstr(json_string_value(json_array_get(data, 9)), ==, comm);
+        g_assert_cmpstr(json_string_value(json_array_get(data, 10)), ==, "");
+        json_decref(doc);
+        kill(installer, SIGKILL);
+        waitpid(installer, NULL, 0);
         bus_fixture_stop(&b);
 }
 
@@ -1353,11 +1676,11 @@ static bool before_resync_allowed(InProc *ip, void *userdata) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         uint64_t now = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-        return now + 100000 >= ip->m->last_pass_mono + MANAGER_RESYNC_MIN_INTERVAL_USEC;
+        return now + 100000 >= pacing_last_pass_end(ip->m->pacing) + PACING_RESYNC_MIN_INTERVAL_USEC;
 }
 
 /* Losses come faster than full passes may: they are coalesced into one pass no sooner than
- * MANAGER_RESYNC_MIN_INTERVAL_USEC after the previous one, and that pass brings the state back. */
+ * PACING_RESYNC_MIN_INTERVAL_USEC after the previous one, and that pass brings the state back. */
 static void test_resync_rate_limit(void) {
         InProc ip;
         Scenario *s;
@@ -1591,6 +1914,14 @@ static void test_filter_hashed_once(void) {
 }
 
 /* The daemon says once that it is ready, with its backend, what it found and how long it took. */
+/* The parents' pidfds take the open file limit the unit sets, less a reserve; a small limit is
+ * shared half and half. */
+static void test_parents_cap(void) {
+        g_assert_cmpuint(parents_max_watched(65536), ==, 65536 - PARENTS_FD_RESERVE);
+        g_assert_cmpuint(parents_max_watched(1024), ==, 512);
+        g_assert_cmpuint(parents_max_watched(RLIM_INFINITY), ==, SIZE_MAX);
+}
+
 static void test_ready_line(void) {
         if (!tests_require_root())
                 return;
@@ -1615,6 +1946,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/store-fails-mid-batch", test_store_fails_mid_batch);
         g_test_add_func("/daemon/overflow-resync", test_overflow_resync);
         g_test_add_func("/daemon/restart", test_restart);
+        g_test_add_func("/daemon/escaped-threads", test_escaped_threads);
+        g_test_add_func("/daemon/client-data", test_client_data);
+        g_test_add_func("/daemon/installer-private", test_installer_private);
         g_test_add_func("/daemon/reparent", test_reparent);
         g_test_add_func("/daemon/ptrace/reparent", test_ptrace_reparent);
         g_test_add_func("/daemon/restart/keeps-ids", test_restart_keeps_ids);
@@ -1635,5 +1969,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/inproc/failed-pass-paces", test_failed_pass_paces);
         g_test_add_func("/daemon/inproc/filter-hashed-once", test_filter_hashed_once);
         g_test_add_func("/daemon/inproc/ready-line", test_ready_line);
+        g_test_add_func("/daemon/parents-cap", test_parents_cap);
         return g_test_run();
 }

@@ -61,7 +61,10 @@ static void assert_consistent(Live *l) {
         g_assert_cmpuint(n.filters, ==, f->n_filters);
         for (size_t i = 0; i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
-                g_assert_cmpuint(p->n_threads, >, 0);
+                bool seccomp = false;
+                for (size_t j = 0; j < p->n_threads; j++)
+                        seccomp = seccomp || p->threads[j].mode != TASK_MODE_DISABLED;
+                g_assert_true(seccomp); /* disabled threads only beside one in strict or filter mode */
                 size_t nc;
                 const pid_t *kids = live_children(l, p->ppid, &nc);
                 bool found = p->ppid <= 0;
@@ -250,6 +253,45 @@ static void test_exit_retires(void) {
         assert_consistent(l);
         /* Counted once, then kept by the events. */
         g_assert_cmpuint(live_uses_rebuilds(l), ==, 1);
+        live_changes_done(&c);
+}
+
+/* A thread created before its process installed a filter without TSYNC escaped it: it is listed
+ * (disabled) while the process has a filtered thread, and leaves with the last one, or when it
+ * exec's alone. A disabled thread of a process the forest does not have is nothing. */
+static void test_escaped_threads(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent alone = task_event(LIVE_EVENT_TASK, 301, 300, 1, 0);
+        apply_ok(l, &alone, 1, &c);
+        g_assert_cmpuint(c.n, ==, 0);
+        LiveEvent e[] = {
+                filter_event(100, 100, 1, 7, 0, false),
+                task_event(LIVE_EVENT_TASK, 102, 100, 1, 0),
+        };
+        apply_ok(l, e, ELEMENTSOF(e), &c);
+        ASSERT_TYPES(&c, "filter-attached process-added task-added task-added");
+        live_changes_clear(&c);
+        const Task *t = process_find_thread(forest_find_process(live_forest(l), 100), 102);
+        g_assert_nonnull(t);
+        g_assert_cmpint(t->mode, ==, TASK_MODE_DISABLED);
+        g_assert_cmpuint(live_counts(l).tasks, ==, 2);
+        assert_consistent(l);
+
+        LiveEvent x = task_event(LIVE_EVENT_EXIT, 100, 100, 1, 0);
+        apply_ok(l, &x, 1, &c);
+        ASSERT_TYPES(&c, "task-exited task-exited process-removed filter-retired");
+        g_assert_cmpint(c.changes[1].tid, ==, 102);
+        g_assert_null(forest_find_process(live_forest(l), 100));
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        g_assert_nonnull(process_find_thread(forest_find_process(live_forest(l), 100), 102));
+        assert_consistent(l);
+
+        x = task_event(LIVE_EVENT_EXEC, 102, 100, 1, 0);
+        apply_ok(l, &x, 1, &c);
+        ASSERT_TYPES(&c, "task-exited task-exited process-removed filter-retired");
+        g_assert_null(forest_find_process(live_forest(l), 100));
+        assert_consistent(l);
         live_changes_done(&c);
 }
 
@@ -472,8 +514,8 @@ static LiveEvent random_event(World *w, const Forest *f, bool may_fail) {
                 break;
         case 2:
                 e = task_event(LIVE_EVENT_TASK, tid, pid, ppid, head ? head : pick_filter(w, f));
-                if (!e.task.filter_id)
-                        e.task.mode = TASK_MODE_STRICT;
+                if (!e.task.filter_id) /* strict, or an escaped thread */
+                        e.task.mode = g_rand_boolean(w->rand) ? TASK_MODE_STRICT : TASK_MODE_DISABLED;
                 break;
         case 3:
                 e = task_event(LIVE_EVENT_EXIT, tid, pid, ppid, 0);
@@ -661,6 +703,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/live/tsync", test_tsync);
         g_test_add_func("/live/exit-retires", test_exit_retires);
         g_test_add_func("/live/exec", test_exec);
+        g_test_add_func("/live/escaped-threads", test_escaped_threads);
         g_test_add_func("/live/parent", test_parent);
         g_test_add_func("/live/reused-ids", test_reused_ids);
         g_test_add_func("/live/missing-parent-rolls-back", test_missing_parent_rolls_back);

@@ -225,8 +225,10 @@ static void record_values(Session *s, GHashTable *now) {
 
 /* ---- comparing ---- */
 
-/* Times, relative times, sizes and start times are not the tour's to keep; the strings of this
- * machine (host, kernel, directory) stand for themselves. */
+/* Times, relative times, sizes and start times are not the tour's to keep, nor what `show` says of
+ * an installer (whether the daemon saw the install happen, and whether bwrap had exec'd before its
+ * executable was read, is a race); the strings of this machine (host, kernel, directory) stand for
+ * themselves. */
 static char *normalise(const char *text, GHashTable *values) {
         static const struct {
                 const char *pattern, *replacement;
@@ -235,6 +237,7 @@ static char *normalise(const char *text, GHashTable *values) {
                 { "[0-9]+(d|h|min|s)( [0-9]+(h|min|s))? ago", "<ago>" },
                 { "[0-9]+ bytes", "<size>" },
                 { "start time [0-9]+", "start time <ticks>" },
+                { "(?m)^ Installer: .*$", " Installer: <installer>" },
         };
         char *s = g_strdup(text);
         static const char *const strings[] = { "tour", "kernel", "host" };

@@ -199,7 +199,18 @@ static GArray *bus_chain(sd_bus *bus, pid_t tid, char **ret_error) {
         return a;
 }
 
-/* Has the daemon every scenario task with the mode and depth that were built? */
+/* Does a live task of tgid run under seccomp? Then its unfiltered threads escaped its filters. */
+static bool process_filtered(const Scenario *s, pid_t tgid) {
+        for (ScenarioTask x = 0; (size_t) x < scenario_n_tasks(s); x++) {
+                const ScenarioTaskInfo *i = scenario_task(s, x);
+                if (i->alive && i->tgid == tgid && (i->head >= 0 || i->strict))
+                        return true;
+        }
+        return false;
+}
+
+/* Has the daemon every scenario task with the mode and depth that were built (a thread that
+ * escaped its process's filters as "disabled")? */
 static bool scenario_listed(void *userdata) {
         Fixture *fx = userdata;
         g_autoptr(GHashTable) tasks = bus_tasks(fx->bus);
@@ -209,7 +220,7 @@ static bool scenario_listed(void *userdata) {
                 if (!i->alive)
                         continue;
                 if (i->head < 0 && !i->strict) {
-                        if (row)
+                        if (process_filtered(fx->s, i->tgid) ? !row || !streq(row->mode, "disabled") : row != NULL)
                                 return false;
                         continue;
                 }
@@ -454,12 +465,14 @@ static void test_status(Fixture *fx, gconstpointer data) {
 /* ---- ps ---- */
 
 static const char *expected_mode(const Fixture *fx, ScenarioTask x) {
-        return scenario_task(fx->s, x)->strict ? "strict" : "filter";
+        const ScenarioTaskInfo *i = scenario_task(fx->s, x);
+        return i->strict ? "strict" : i->head >= 0 ? "filter" : "disabled";
 }
 
+/* Listed: a task in strict or filter mode, and a thread that escaped its process's filters. */
 static bool is_listed(const Fixture *fx, ScenarioTask x) {
         const ScenarioTaskInfo *i = scenario_task(fx->s, x);
-        return i->alive && (i->strict || i->head >= 0);
+        return i->alive && (i->strict || i->head >= 0 || process_filtered(fx->s, i->tgid));
 }
 
 /* The tids ps --json lists for args (NULL-terminated), sorted. */
@@ -593,8 +606,8 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                 last_tid = tid;
                 g_hash_table_insert(seen, GINT_TO_POINTER((int) tid), t);
                 const char *mode = jstr(t, "mode");
-                g_assert_true(streq(mode, "filter") || streq(mode, "strict"));
-                g_assert_cmpint(jid(t, "filter") == 0, ==, streq(mode, "strict"));
+                g_assert_true(streq(mode, "filter") || streq(mode, "strict") || streq(mode, "disabled"));
+                g_assert_cmpint(jid(t, "filter") == 0, ==, !streq(mode, "filter"));
         }
         for (ScenarioTask x = 0; (size_t) x < scenario_n_tasks(fx->s); x++) {
                 const ScenarioTaskInfo *i = scenario_task(fx->s, x);
@@ -663,6 +676,8 @@ static void tree_text_parse(const char *out, TreeText *t) {
                         continue;
                 }
                 size_t off = strspn(line, "|` -");
+                if (g_str_has_prefix(line + off, "listener ")) /* a filter's listener and its holders */
+                        continue;
                 g_assert_cmpuint(off % 3, ==, 0);
                 size_t level = off / 3;
                 g_assert_cmpuint(level, <, G_N_ELEMENTS(stack));
@@ -713,36 +728,42 @@ static guint tree_process_places(const TreeText *t, pid_t pid) {
         return a ? a->len : 0;
 }
 
-/* Number of listed threads of process x's tgid in the scenario, and their tids as "a b c". A
- * thread without filter (ut) is not listed by the daemon, so the client cannot count it. */
+/* Number of listed threads of process x's tgid in the scenario, and their tids as "a b c" (a
+ * thread that escaped its process's filters, ut, among them). */
 static gint cmp_pid(gconstpointer a, gconstpointer b) {
         pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
         return x < y ? -1 : x > y;
 }
 
-static guint scenario_threads(const Fixture *fx, ScenarioTask x, GString *tids) {
+/* head: only the threads whose head is that node (-1: without a filter); -2: all of them. */
+static guint scenario_threads_under(const Fixture *fx, ScenarioTask x, int head, GString *tids) {
         g_autoptr(GArray) a = g_array_new(false, false, sizeof(pid_t));
         for (ScenarioTask y = 0; (size_t) y < scenario_n_tasks(fx->s); y++)
-                if (is_listed(fx, y) && scenario_task(fx->s, y)->tgid == tgid_of(fx, x))
+                if (is_listed(fx, y) && scenario_task(fx->s, y)->tgid == tgid_of(fx, x) && (head == -2 || head_of(fx, y) == head))
                         g_array_append_val(a, scenario_task(fx->s, y)->tid);
         g_array_sort(a, cmp_pid); /* the client prints them by tid, which may have wrapped */
-        for (guint k = 0; k < a->len; k++)
+        for (guint k = 0; tids && k < a->len; k++)
                 g_string_append_printf(tids, "%s%d", k ? " " : "", g_array_index(a, pid_t, k));
         return a->len;
 }
 
-/* Process x is printed exactly once, under its head filter (or without a filter when strict),
- * with every thread: the scenario's threads share their process's head. */
+static guint scenario_threads(const Fixture *fx, ScenarioTask x, GString *tids) {
+        return scenario_threads_under(fx, x, -2, tids);
+}
+
+/* Process x is printed under its head filter (or without a filter when strict), with the threads
+ * that share its head, and once more without a filter when threads of it escaped its filters. */
 static void assert_tree_process(const Fixture *fx, const TreeText *t, ScenarioTask x) {
         int head = head_of(fx, x);
         uint64_t under = head < 0 ? 0 : fx->id[head];
         const char *line = tree_process_line(t, tgid_of(fx, x), under);
-        if (!line || tree_process_places(t, tgid_of(fx, x)) != 1)
-                g_error("process %d is not printed once under filter %" PRIu64, tgid_of(fx, x), under);
+        guint escaped = head >= 0 && !scenario_task(fx->s, x)->strict ? scenario_threads_under(fx, x, -1, NULL) : 0;
+        if (!line || tree_process_places(t, tgid_of(fx, x)) != 1 + (escaped > 0))
+                g_error("process %d is not printed %s under filter %" PRIu64, tgid_of(fx, x), escaped ? "twice" : "once", under);
         g_autoptr(GString) tids = g_string_new(NULL);
-        guint n = scenario_threads(fx, x, tids);
-        g_autofree char *want = n > 1 ? g_strdup_printf(COMM "[%d] %u/%u threads: %s", tgid_of(fx, x), n, n, tids->str)
-                                      : g_strdup_printf(COMM "[%d]%s", tgid_of(fx, x), head < 0 ? " (strict)" : "");
+        guint all = scenario_threads(fx, x, NULL), n = scenario_threads_under(fx, x, head, tids);
+        g_autofree char *want = all > 1 ? g_strdup_printf(COMM "[%d] %u/%u threads: %s", tgid_of(fx, x), n, all, tids->str)
+                                        : g_strdup_printf(COMM "[%d]%s", tgid_of(fx, x), head < 0 ? " (strict)" : "");
         g_assert_cmpstr(line, ==, want);
 }
 
@@ -839,7 +860,12 @@ static void test_tree(Fixture *fx, gconstpointer data) {
                                                   scenario_node(fx->s, fx->n_l)->len);
         g_autofree char *l_out = CTL_OK(fx, "tree", l);
         g_assert_nonnull(strstr(l_out, l_line));
-        g_assert_nonnull(strstr(l_out, "  listener  [head of 1, in the chains of 1 task]\n"));
+        g_assert_true(g_regex_match_simple("  listener [0-9]+  \\[head of 1, in the chains of 1 task\\]\n", l_out, 0, 0));
+        /* its holder, as snapshot files show it */
+        g_autofree char *held = g_strdup_printf(" held by " COMM "[%d] fd %d\n", tgid_of(fx, fx->l),
+                                                scenario_node(fx->s, fx->n_l)->listener_fd);
+        if (!strstr(l_out, held))
+                g_error("tree %s does not say '%s':\n%s", l, held, l_out);
         tree_text_free(&tl);
 
         /* a thread's id stands for its process */
@@ -1040,19 +1066,20 @@ static void test_show(Fixture *fx, gconstpointer data) {
                 g_autofree char *tasks = g_strdup_printf("     Tasks: %u", node_head_count(fx, (int) node));
                 g_assert_cmpstr(lines[5], ==, tasks);
                 g_assert_cmpstr(lines[6], ==, "  Identity: exact");
-                g_assert_cmpstr(lines[7], ==, "");
+                g_assert_true(g_str_has_prefix(lines[7], " Installer: "));
+                g_assert_cmpstr(lines[8], ==, "");
                 /* the disassembly: one numbered line per instruction */
-                guint n = g_strv_length(lines) - 8;
+                guint n = g_strv_length(lines) - 9;
                 g_assert_cmpuint(n, ==, sn->len);
                 for (guint k = 0; k < n; k++) {
                         g_autofree char *num = g_strdup_printf("%04u: ", k);
-                        g_assert_true(g_str_has_prefix(lines[8 + k], num));
+                        g_assert_true(g_str_has_prefix(lines[9 + k], num));
                 }
-                g_assert_nonnull(strstr(lines[8 + n - 1], "ret"));
+                g_assert_nonnull(strstr(lines[9 + n - 1], "ret"));
 
                 json_t *doc = CTL_JSON(fx, "show", id);
-                ASSERT_KEYS(doc, "id", "parent", "length", "digest", "tasks", "flags", "identity", "program",
-                            "disassembly");
+                ASSERT_KEYS(doc, "id", "parent", "length", "digest", "tasks", "flags", "installer", "identity",
+                            "program", "disassembly");
                 g_assert_cmpuint(jid(doc, "id"), ==, fx->id[node]);
                 g_assert_cmpuint(jid(doc, "parent"), ==, parent_id(fx, (int) node));
                 g_assert_cmpint(jint(doc, "length"), ==, sn->len);
@@ -1071,23 +1098,58 @@ static void test_show(Fixture *fx, gconstpointer data) {
                         g_assert_cmpint(json_integer_value(json_array_get(insn, 1)), ==, sn->insns[k].jt);
                         g_assert_cmpint(json_integer_value(json_array_get(insn, 2)), ==, sn->insns[k].jf);
                         g_assert_cmpint(json_integer_value(json_array_get(insn, 3)), ==, sn->insns[k].k);
-                        g_assert_cmpstr(json_string_value(json_array_get(disasm, k)), ==, lines[8 + k]);
+                        g_assert_cmpstr(json_string_value(json_array_get(disasm, k)), ==, lines[9 + k]);
                 }
                 json_decref(doc);
 
                 /* --raw: CODE JT JF K before each line of the disassembly */
                 g_autofree char *raw = CTL_OK(fx, "show", "--raw", id);
                 g_auto(GStrv) raw_lines = lines_of(raw);
-                g_assert_cmpuint(g_strv_length(raw_lines), ==, 8 + 1 + sn->len);
-                g_assert_true(g_str_has_prefix(raw_lines[8], "CODE "));
+                g_assert_cmpuint(g_strv_length(raw_lines), ==, 9 + 1 + sn->len);
+                g_assert_true(g_str_has_prefix(raw_lines[9], "CODE "));
                 for (guint i = 0; i < sn->len; i++) {
                         g_autofree char *want = g_strdup_printf("0x%04x  %3u  %3u  0x%08x  %s", sn->insns[i].code,
                                                                 sn->insns[i].jt, sn->insns[i].jf, sn->insns[i].k,
-                                                                lines[8 + i]);
-                        g_assert_cmpstr(raw_lines[9 + i], ==, want);
+                                                                lines[9 + i]);
+                        g_assert_cmpstr(raw_lines[10 + i], ==, want);
                 }
         }
         CTL_FAILS(fx, false, "org.sectree1.Error.NoSuchFilter", "show", "999999");
+
+        /* a filter installed while the daemon watches: show names its installer, who exits */
+        ScenarioTask x = scenario_fork(fx->s, fx->root);
+        g_assert_cmpint(x, >=, 0);
+        struct sock_filter f[16];
+        const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
+        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
+        g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
+        pid_t pid = tid_of(fx, x);
+        g_autofree char *exe_link = g_strdup_printf("/proc/%d/exe", pid);
+        g_autofree char *exe = g_file_read_link(exe_link, NULL);
+        g_assert_nonnull(exe);
+        g_autoptr(GArray) ids = NULL;
+        for (int tries = 0; tries < 200 && (!ids || ids->len == 0); tries++) {
+                g_clear_pointer(&ids, g_array_unref);
+                ids = bus_chain(fx->bus, pid, NULL);
+                if (!ids || ids->len == 0)
+                        g_usleep(10 * 1000);
+        }
+        g_assert_true(ids && ids->len == 1);
+        g_autofree char *xid = g_strdup_printf("%" PRIu64, g_array_index(ids, uint64_t, 0));
+        g_autofree char *shown = CTL_OK(fx, "show", xid);
+        g_autofree char *installer = g_strdup_printf(" Installer: " COMM "[%d], %s, at ", pid, exe);
+        g_auto(GStrv) xlines = lines_of(shown);
+        g_assert_true(g_str_has_prefix(xlines[7], installer));
+        json_t *doc = CTL_JSON(fx, "show", xid);
+        json_t *who = jget(doc, "installer");
+        ASSERT_KEYS(who, "tid", "pid", "comm", "exe", "time", "time_usec");
+        g_assert_cmpint(jint(who, "tid"), ==, pid);
+        g_assert_cmpint(jint(who, "pid"), ==, pid);
+        g_assert_cmpstr(jstr(who, "comm"), ==, COMM);
+        g_assert_cmpstr(jstr(who, "exe"), ==, exe);
+        g_assert_cmpint(jint(who, "time_usec"), >, 0);
+        json_decref(doc);
+        g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
         assert_show_chain(fx, fx->a1);
         assert_show_chain(fx, fx->m1c);
         CTL_FAILS(fx, false, "org.sectree1.Error.NoSuchTask", "show", "--pid=999999999");
@@ -1783,8 +1845,6 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         size_t n = build_filter(f, r, G_N_ELEMENTS(r));
         g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
         g_assert_cmpint(scenario_install(fx->s, y, f, n, 0), >=, 0);
-        /* The signal carries the tid only: monitor asks ListTasks who it is, so x must still be
-         * there when each monitor sees its FilterAttached. */
         g_autofree char *x_attached = g_strdup_printf("parent=none tid=%s pid=%s comm=" COMM, xpid, xpid);
         g_auto(GStrv) all1 = monitor_lines_until(&all, x_attached);
         g_auto(GStrv) mine1 = monitor_lines_until(&by_pid, x_attached);
@@ -1845,6 +1905,28 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         monitor_stop(&by_pid);
         monitor_stop(&by_comm);
         monitor_stop(&by_glob);
+}
+
+/* FilterAttached names its installer itself: a monitor that reads it only after the installer
+ * exited (and the daemon stopped listing it) still says who it was. */
+static void test_monitor_installer_gone(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        Monitor m = monitor_start_args((const char *const[]) { "monitor", NULL });
+        g_assert_cmpint(kill(m.pid, SIGSTOP), ==, 0);
+        ScenarioTask x = scenario_fork(fx->s, fx->root);
+        g_assert_cmpint(x, >=, 0);
+        g_autofree char *xpid = g_strdup_printf("%d", tid_of(fx, x));
+        struct sock_filter f[16];
+        const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
+        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
+        g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
+        g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
+        g_autofree char *rescan = CTL_OK(fx, "rescan"); /* the exit is stored: ListTasks no longer lists x */
+        g_assert_cmpint(kill(m.pid, SIGCONT), ==, 0);
+        g_autofree char *attached = g_strdup_printf("parent=none tid=%s pid=%s comm=" COMM, xpid, xpid);
+        g_auto(GStrv) lines = monitor_lines_until(&m, attached);
+        monitor_stop(&m);
 }
 
 static void test_monitor(Fixture *fx, gconstpointer data) {
@@ -2096,6 +2178,7 @@ int main(int argc, char **argv) {
         ADD("graph", test_graph);
         ADD("monitor", test_monitor);
         ADD("monitor-filters", test_monitor_filters);
+        ADD("monitor-installer-gone", test_monitor_installer_gone);
         ADD("tty", test_tty);
         ADD("unprivileged", test_unprivileged);
         ADD("escapes", test_escapes);

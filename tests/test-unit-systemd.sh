@@ -261,6 +261,15 @@ else
         [ "${memlock#*/}" = "$hard" ]
         ok $? "the daemon runs with the highest memlock limit this machine allows ($memlock; no CAP_SYS_RESOURCE for LimitMEMLOCK=infinity)"
 fi
+nofile=$(inside cat "/proc/$mainpid/limits" 2>/dev/null | awk '/^Max open files/ {print $4}')
+hard=$(awk '/^Max open files/ {print $5}' /proc/self/limits)
+want_nofile=65536
+if (( (0x$(awk '/^CapBnd:/ {print $2}' /proc/self/status) >> 24) & 1 )) || (( hard >= want_nofile )); then
+        [ "$nofile" = "$want_nofile" ]
+else
+        [ "$nofile" = "$hard" ] # the closest systemd may apply without CAP_SYS_RESOURCE
+fi
+ok $? "the daemon runs with the unit's LimitNOFILE=$want_nofile (soft limit $nofile), which watching parents needs"
 mounts=$(inside cat "/proc/$mainpid/mountinfo" 2>/dev/null)
 awk '$5 == "/" && $6 ~ /^ro/ {f = 1} END {exit !f}' <<<"$mounts" &&
         awk '$5 == "/var/lib/sectree" && $6 ~ /^rw/ {f = 1} END {exit !f}' <<<"$mounts"

@@ -97,6 +97,8 @@ static __always_inline struct seccomp_filter *task_fill(struct watch_rec_task *r
                 r->flags |= WATCH_TASK_NO_NEW_PRIVS;
         if (task_dumpable(t))
                 r->flags |= WATCH_TASK_DUMPABLE;
+        if (t->signal->nr_threads > 1)
+                r->flags |= WATCH_TASK_THREADED;
         r->start_boottime = t->start_boottime;
         r->filter_id = 0;
         __builtin_memcpy(r->comm, t->comm, sizeof(r->comm));

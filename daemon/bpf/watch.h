@@ -24,6 +24,7 @@ enum {
         WATCH_TASK_NO_NEW_PRIVS = 1U << 0, /* the thread group leader's no_new_privs */
         WATCH_TASK_DUMPABLE = 1U << 1,     /* the mm's dumpable setting is SUID_DUMP_USER */
         WATCH_TASK_GROUP_DEAD = 1U << 2,   /* TASK_EXIT: the last thread of its process */
+        WATCH_TASK_THREADED = 1U << 3,     /* its process has other threads */
 };
 
 /* One thread. ppid, uid, euid, gid and no_new_privs describe its process (the thread group

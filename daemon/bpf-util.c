@@ -1,0 +1,29 @@
+/* bpf-util.c: see bpf-util.h */
+#include <bpf/libbpf.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "bpf-util.h"
+#include "util.h"
+
+int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size) {
+        const char *e = secure_getenv(name);
+        uint64_t size;
+        int r;
+
+        if (!e)
+                return 0;
+        r = safe_atou64(e, &size);
+        if (r < 0 || size < min_size || size > UINT32_MAX || (size & (size - 1)) != 0)
+                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $%s: %s (a power of two, at least %" PRIu64 ")",
+                                       name, e, min_size);
+        r = bpf_map__set_max_entries(ring, (uint32_t) size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to size the ring buffer %s: %m", bpf_map__name(ring));
+        return 0;
+}
+
+long bpf_clock_ticks_per_sec(void) {
+        long t = sysconf(_SC_CLK_TCK);
+        return t > 0 ? t : 100;
+}
