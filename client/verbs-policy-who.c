@@ -18,45 +18,22 @@ typedef struct WhoCanRequest {
         const char *looked_for; /* "run" or the action as given */
 } WhoCanRequest;
 
-static int parse_syscall(const PolicyArch *a, const char *s, int32_t *ret) {
-        int32_t nr;
-        if (safe_atoi32(s, &nr) >= 0 && nr >= 0) {
-                *ret = nr;
-                return 0;
-        }
-        nr = seccomp_syscall_resolve_name_arch(a->arch, s);
-        if (nr < 0)
-                return usage_error("Unknown system call '%s' on %s", s, a->name);
-        *ret = nr;
-        return 0;
-}
-
-/* --action: "ERRNO" any errno, "ERRNO(1)" that one. */
-static int parse_action(const char *s, WhoCanQuery *q) {
-        uint32_t v;
-        if (action_from_string(s, &v) < 0)
-                return usage_error("Unknown action '%s' (ALLOW, LOG, ERRNO, ERRNO(1), USER_NOTIF, TRACE, TRAP, "
-                                   "KILL_THREAD, KILL_PROCESS)", s);
-        q->allowed = false;
-        q->action = v;
-        q->any_data = !strchr(s, '(');
-        return 0;
-}
-
 static int who_can_parse(Context *c, char **args, size_t n_args, WhoCanRequest *req) {
-        const PolicyArch *a;
-        int r = policy_arch_option(c, &a);
-        if (r < 0)
-                return r;
-        req->query = (WhoCanQuery) { .arch = a ? a : policy_arch_native(), .allowed = true, .n_args = n_args - 1 };
+        uint64_t values[WHO_CAN_ARGS_MAX];
+        _cleanup_free_ char *why = NULL;
+        if (n_args - 1 > WHO_CAN_ARGS_MAX)
+                return usage_error("At most %d arguments after the system call", WHO_CAN_ARGS_MAX);
+        for (size_t i = 0; i + 1 < n_args; i++) {
+                int r = parse_syscall_arg(args[1 + i], &values[i]);
+                if (r < 0)
+                        return r;
+        }
         req->syscall = args[0];
         req->looked_for = c->action ? c->action : "run";
-        if ((r = parse_syscall(req->query.arch, args[0], &req->query.nr)) < 0)
-                return r;
-        for (size_t i = 0; i < req->query.n_args; i++)
-                if ((r = parse_syscall_arg(args[1 + i], &req->query.args[i])) < 0)
-                        return r;
-        return c->action ? parse_action(c->action, &req->query) : 0;
+        int r = who_can_query_parse(c->arch, args[0], values, n_args - 1, c->action, &req->query, &why);
+        if (r == -EINVAL)
+                return usage_error("%s", why);
+        return r < 0 ? log_oom() : 0;
 }
 
 /* ---- text ---- */
@@ -142,7 +119,7 @@ static int who_can_print(const Context *c, const WhoCanRequest *req, const WhoCa
                         return log_oom();
                 }
                 if (ch->head)
-                        printf("\nfilter %" PRIu64 " (chain of %zu): %s\n", ch->head->id, ch->depth, cond);
+                        printf("\nfilter %" PRIu64 " (chain of %zu): %s\n", ch->head, ch->depth, cond);
                 else
                         printf("\nstrict mode: %s\n", cond);
                 print_tasks(ch->tasks, ch->n_tasks, c->legend);
@@ -187,7 +164,7 @@ static json_t *chain_json(Arena *arena, const WhoCanChain *ch) {
                         return NULL;
                 }
         }
-        return json_pack("{s:o, s:s, s:I, s:b, s:o, s:o}", "filter", json_id_or_null(ch->head ? ch->head->id : 0),
+        return json_pack("{s:o, s:s, s:I, s:b, s:o, s:o}", "filter", json_id_or_null(ch->head),
                          "mode", ch->head ? "filter" : "strict", "depth", (json_int_t) ch->depth, "always", ch->always,
                          "cases", cases, "tasks", tasks_json(ch->tasks, ch->n_tasks));
 }

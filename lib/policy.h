@@ -58,6 +58,22 @@ typedef struct PolicyDecision {
  * 65,536 paths for the question, -EINVAL for an unknown architecture, -ENOMEM. */
 int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q, PolicyDecision **ret);
 
+/* A way to end an analysis early (a deadline, a request cancelled): asked every few thousand
+ * steps; once it returns true, the analysis ends with -ECANCELED. The callback may run in any
+ * thread the analysis runs in. */
+typedef struct PolicyStop {
+        bool (*check)(void *userdata);
+        void *userdata;
+} PolicyStop;
+
+static inline bool policy_stop_now(const PolicyStop *s) {
+        return s && s->check(s->userdata);
+}
+
+/* policy_decide() that asks stop (may be NULL) as it goes. */
+int policy_decide_stoppable(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q,
+                            const PolicyStop *stop, PolicyDecision **ret);
+
 /* Whether the term holds for d; the second for a d already known to be in the question's base
  * (faster where the question excludes many numbers). */
 bool policy_term_holds(const PolicyTerm *t, const struct seccomp_data *d);
