@@ -30,6 +30,7 @@ typedef struct WhoCanChain {
         const PolicyDecision *decision; /* NULL for strict mode */
         const PolicyCase **cases; /* those that match: all of them when always */
         size_t n_cases;
+        struct PolicyReportCase *report; /* the n_cases rendered (who_can_report()), or received */
         bool always; /* for every value of the free arguments */
         WhoCanTask *tasks;
         size_t n_tasks;

@@ -1,0 +1,20 @@
+/* policy-dbus.h: the policy methods of org.sectree1.Manager: GetPolicy and WhoCan */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+/* An analysis that takes longer than this is stopped: the request fails with LimitsExceeded
+ * rather than hold the event loop. */
+#define POLICY_DBUS_DEADLINE_USEC (2 * 1000 * 1000ULL)
+
+/* GetPolicy(u tid) -> (s mode, at filters, a(sbbua(si(bua(ssuubs)))(bua(ssuubs))) architectures) */
+int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* WhoCan(s syscall, at args, a{sv} options) -> (s architecture, i nr, u tasks, u decided,
+ * a(tuba(ssuubs)a(uus)) chains, u unfiltered, a(buuu) others) */
+int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+
+#define POLICY_CASE_TYPE "(ssuubs)"
+#define POLICY_DECISION_TYPE "(bua" POLICY_CASE_TYPE ")"
+#define POLICY_ARCH_TYPE "(sbbua(si" POLICY_DECISION_TYPE ")" POLICY_DECISION_TYPE ")"
+#define WHO_CAN_CHAIN_TYPE "(tuba" POLICY_CASE_TYPE "a(uus))"
+#define WHO_CAN_OTHER_TYPE "(buuu)"
