@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "hashmap.h"
 #include "policy-format.h"
 
 /* s (malloc'ed, may be NULL) moved into the arena. */
@@ -122,13 +123,22 @@ char *policy_report_decision_string(const PolicyReportDecision *d) {
 }
 
 int who_can_report(WhoCan *w) {
+        /* chains of the same bytes share their decision: each case is rendered once */
+        _cleanup_(hashmap_deinit) Hashmap done = {}; /* case -> its rendering */
         for (size_t i = 0; i < w->n_chains; i++) {
                 WhoCanChain *c = &w->chains[i];
                 c->report = arena_alloc(&w->arena, (c->n_cases + 1) * sizeof(PolicyReportCase));
                 if (!c->report)
                         return -ENOMEM;
                 for (size_t j = 0; j < c->n_cases; j++) {
+                        PolicyReportCase *x = hashmap_get(&done, (uint64_t) (uintptr_t) c->cases[j]);
+                        if (x) {
+                                c->report[j] = *x;
+                                continue;
+                        }
                         int r = policy_report_case(&w->arena, c->decision, c->cases[j], &c->report[j]);
+                        if (r >= 0)
+                                r = hashmap_put(&done, (uint64_t) (uintptr_t) c->cases[j], &c->report[j]);
                         if (r < 0)
                                 return r;
                 }
