@@ -354,3 +354,20 @@ void policy_query_data(const PolicyDecision *dec, struct seccomp_data *ret) {
                 .arch = dec->base.words[POLICY_WORD_ARCH].witness,
         };
 }
+
+uint32_t policy_ret_effective(uint32_t ret) {
+        switch (ret & SECCOMP_RET_ACTION_FULL) {
+        case SECCOMP_RET_KILL_PROCESS:
+        case SECCOMP_RET_KILL_THREAD:
+        case SECCOMP_RET_USER_NOTIF:
+        case SECCOMP_RET_LOG:
+        case SECCOMP_RET_ALLOW:
+                return ret & SECCOMP_RET_ACTION_FULL;
+        case SECCOMP_RET_TRAP:
+        case SECCOMP_RET_ERRNO:
+        case SECCOMP_RET_TRACE:
+                return ret;
+        default:
+                return SECCOMP_RET_KILL_PROCESS;
+        }
+}
