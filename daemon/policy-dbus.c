@@ -245,7 +245,7 @@ static int count_all_threads(Caller *c, size_t *ret) {
 }
 
 static int count_unfiltered(Caller *c, const Forest *f, size_t *ret) {
-        size_t all, filtered = 0;
+        size_t all = 0, filtered = 0;
         int r = count_all_threads(c, &all);
         if (r < 0)
                 return r;
