@@ -642,6 +642,7 @@ static void on_changes(void *userdata, const LiveChanges *c, const char *reason)
 
 static int on_event_exit(sd_event_source *s, void *userdata) {
         manager_snapshot_transfers_cancel(userdata);
+        manager_policy_jobs_cancel(userdata);
         return 0;
 }
 

@@ -4,7 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "access.h"
 #include "manager.h"
@@ -14,10 +19,6 @@
 
 #define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
 #define ERROR_SCAN_FAILED "org.sectree1.Error.ScanFailed"
-
-static bool past_deadline(void *userdata) {
-        return now_usec(CLOCK_MONOTONIC) >= *(const uint64_t *) userdata;
-}
 
 /* The named error for an analysis that failed. */
 static int analysis_error(sd_bus_error *error, int r, const char *what) {
@@ -38,6 +39,210 @@ static int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
                                          strerror(-r));
         return 0;
+}
+
+/* ---- jobs: the analyses run in a worker thread, one per lane ---- */
+
+typedef enum PolicyJobKind {
+        JOB_GET_POLICY,
+        JOB_WHO_CAN,
+} PolicyJobKind;
+
+struct PolicyJob {
+        Manager *manager;
+        PolicyJob *next;
+        sd_bus_message *msg; /* answered when the worker is done */
+        bool privileged;     /* its lane: root's, or everyone else's */
+        PolicyJobKind kind;
+        char what[64];       /* for errors: "the chain of task 4711" */
+
+        /* the question, copied out of the live forest */
+        Arena arena;            /* GetPolicy's programs */
+        ChainProgram *chain;    /* GetPolicy */
+        size_t n_chain;
+        TaskMode mode;
+        uint64_t *filter_ids;
+        size_t n_filter_ids;
+        WhoCanPlan *plan;       /* WhoCan */
+        WhoCanQuery query;
+        size_t unfiltered;
+
+        /* the worker: while it runs it alone touches what follows, and the loop waits for it
+         * (pthread_join()) before it reads them */
+        bool pending, running;
+        pthread_t thread;
+        int event_fd;
+        sd_event_source *event_source;
+        atomic_bool cancelled;
+        uint64_t deadline; /* CLOCK_MONOTONIC */
+        int r;
+        PolicyReport *report; /* GetPolicy */
+        WhoCan *who;          /* WhoCan */
+};
+
+static unsigned lane_count(Manager *m, bool privileged) {
+        unsigned n = 0;
+        for (PolicyJob *j = m->policy_jobs; j; j = j->next)
+                n += j->privileged == privileged;
+        return n;
+}
+
+static void job_free(PolicyJob *j) {
+        if (!j)
+                return;
+        sd_event_source_disable_unref(j->event_source);
+        if (j->event_fd >= 0)
+                close(j->event_fd);
+        sd_bus_message_unref(j->msg);
+        arena_done(&j->arena);
+        free(j->chain);
+        free(j->filter_ids);
+        who_can_plan_free(j->plan);
+        policy_report_free(j->report);
+        who_can_free(j->who);
+        free(j);
+}
+
+static void job_unlink(PolicyJob *j) {
+        for (PolicyJob **p = &j->manager->policy_jobs; *p; p = &(*p)->next)
+                if (*p == j) {
+                        *p = j->next;
+                        return;
+                }
+}
+
+static bool job_stop(void *userdata) {
+        PolicyJob *j = userdata;
+        return atomic_load(&j->cancelled) || now_usec(CLOCK_MONOTONIC) >= j->deadline;
+}
+
+static void *job_worker(void *userdata) {
+        PolicyJob *j = userdata;
+        PolicyStop stop = { .check = job_stop, .userdata = j };
+        if (j->kind == JOB_GET_POLICY) {
+                _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+                j->r = policy_summarize_stoppable(j->chain, j->n_chain, NULL, &stop, &s);
+                if (j->r >= 0)
+                        j->r = policy_report_new(s, &j->report);
+        } else {
+                j->r = who_can_plan_decide(TAKE_PTR(j->plan), &j->query, &stop, &j->who);
+                if (j->r >= 0)
+                        j->r = who_can_report(j->who);
+        }
+        uint64_t one = 1;
+        /* an eventfd write of 1 fails only on overflow, which one write cannot cause */
+        while (write(j->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+                ;
+        return NULL;
+}
+
+static int reply_get_policy(PolicyJob *j, sd_bus_message **ret);
+static int reply_who_can(PolicyJob *j, sd_bus_message **ret);
+static void jobs_schedule(Manager *m);
+
+static int on_job_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        PolicyJob *j = userdata;
+        Manager *m = j->manager;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        (void) pthread_join(j->thread, NULL);
+        j->running = false;
+        int r = j->r;
+        if (r >= 0)
+                r = j->kind == JOB_GET_POLICY ? reply_get_policy(j, &reply) : reply_who_can(j, &reply);
+        else {
+                (void) analysis_error(&error, r, j->what);
+                r = sd_bus_message_new_method_errorf(j->msg, &reply, error.name, "%s", error.message);
+        }
+        if (r < 0)
+                r = sd_bus_message_new_method_errno(j->msg, &reply, r, NULL);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Could not answer a policy call: %m");
+        job_unlink(j);
+        job_free(j);
+        jobs_schedule(m);
+        return 0;
+}
+
+static int job_launch(PolicyJob *j) {
+        j->pending = false;
+        j->deadline = now_usec(CLOCK_MONOTONIC) + POLICY_DBUS_DEADLINE_USEC;
+        j->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (j->event_fd < 0)
+                return -errno;
+        int r = sd_event_add_io(j->manager->event, &j->event_source, j->event_fd, EPOLLIN, on_job_done, j);
+        if (r < 0)
+                return r;
+        r = pthread_create(&j->thread, NULL, job_worker, j);
+        if (r != 0)
+                return -r;
+        j->running = true;
+        return 0;
+}
+
+/* In each lane where no worker runs, start the job that has waited longest (the list is newest
+ * first). */
+static void jobs_schedule(Manager *m) {
+        for (int lane = 0; lane < 2; lane++) {
+                PolicyJob *next = NULL;
+                bool busy = false;
+                for (PolicyJob *j = m->policy_jobs; j; j = j->next)
+                        if (j->privileged == lane) {
+                                busy = busy || j->running;
+                                if (j->pending)
+                                        next = j;
+                        }
+                if (busy || !next)
+                        continue;
+                int r = job_launch(next);
+                if (r < 0) {
+                        log_warning_errno(r, "Could not start a policy analysis: %m");
+                        (void) sd_bus_reply_method_errno(next->msg, r, NULL);
+                        job_unlink(next);
+                        job_free(next);
+                        lane--; /* the next one of this lane, then */
+                }
+        }
+}
+
+/* Queue j (taken) for its lane, or refuse it when the lane is full. */
+static int job_submit(PolicyJob *j, sd_bus_error *error) {
+        Manager *m = j->manager;
+        if (lane_count(m, j->privileged) >= (j->privileged ? POLICY_JOBS_MAX_ROOT : POLICY_JOBS_MAX_USERS)) {
+                job_free(j);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Too many policy analyses are waiting; try again later.");
+        }
+        j->pending = true;
+        j->next = m->policy_jobs;
+        m->policy_jobs = j;
+        jobs_schedule(m);
+        return 1; /* answered when done */
+}
+
+static PolicyJob *job_new(Manager *m, sd_bus_message *msg, const Caller *c, PolicyJobKind kind) {
+        PolicyJob *j = calloc(1, sizeof(PolicyJob));
+        if (!j)
+                return NULL;
+        *j = (PolicyJob) { .manager = m, .msg = sd_bus_message_ref(msg), .privileged = c->privileged, .kind = kind,
+                           .event_fd = -EBADF };
+        atomic_init(&j->cancelled, false);
+        return j;
+}
+
+void manager_policy_jobs_cancel(Manager *m) {
+        for (PolicyJob *j = m->policy_jobs; j; j = j->next)
+                atomic_store(&j->cancelled, true);
+        while (m->policy_jobs) {
+                PolicyJob *j = m->policy_jobs;
+                if (j->running)
+                        (void) pthread_join(j->thread, NULL);
+                m->policy_jobs = j->next;
+                job_free(j);
+        }
 }
 
 /* ---- the reply's parts ---- */
@@ -105,34 +310,37 @@ static int find_task(Caller *c, const Forest *f, uint32_t tid, const Task **ret,
         return 0;
 }
 
-static int chain_of(const Task *t, struct sock_filter *strict, ChainProgram **ret, size_t *ret_n) {
+/* The task's chain, newest first, its programs copied (strict mode as its program). */
+static int job_chain(PolicyJob *j, const Task *t) {
         size_t n = t && t->mode == TASK_MODE_FILTER && t->filter ? t->filter->depth : 1;
-        _cleanup_free_ ChainProgram *c = calloc(n, sizeof(ChainProgram));
-        size_t k = 0;
-        if (!c)
+        j->chain = calloc(n, sizeof(ChainProgram));
+        j->filter_ids = calloc(n, sizeof(uint64_t));
+        if (!j->chain || !j->filter_ids)
                 return -ENOMEM;
-        if (t && t->mode == TASK_MODE_STRICT)
-                c[k++] = (ChainProgram) { .insns = strict, .len = policy_strict_program(strict) };
-        else if (t && t->mode == TASK_MODE_FILTER)
-                for (const Filter *x = t->filter; x && k < n; x = x->parent)
-                        c[k++] = (ChainProgram) { .insns = x->insns, .len = x->len };
-        *ret = TAKE_PTR(c);
-        *ret_n = k;
+        j->mode = t ? t->mode : TASK_MODE_DISABLED;
+        if (j->mode == TASK_MODE_STRICT) {
+                struct sock_filter *strict = arena_alloc(&j->arena, POLICY_STRICT_PROGRAM_MAX * sizeof(struct sock_filter));
+                if (!strict)
+                        return -ENOMEM;
+                j->chain[j->n_chain++] = (ChainProgram) { .insns = strict, .len = policy_strict_program(strict) };
+        } else if (j->mode == TASK_MODE_FILTER)
+                for (const Filter *x = t->filter; x && j->n_chain < n; x = x->parent) {
+                        const struct sock_filter *insns = arena_memdup(&j->arena, x->insns ?: (void *) "",
+                                                                       x->len * sizeof(struct sock_filter));
+                        if (!insns)
+                                return -ENOMEM;
+                        j->filter_ids[j->n_filter_ids++] = x->id;
+                        j->chain[j->n_chain++] = (ChainProgram) { .insns = insns, .len = x->len };
+                }
         return 0;
 }
 
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
-        _cleanup_(policy_report_freep) PolicyReport *rep = NULL;
-        _cleanup_free_ ChainProgram *chain = NULL;
-        struct sock_filter strict[POLICY_STRICT_PROGRAM_MAX];
         const Forest *f;
         const Task *t = NULL;
         uint32_t tid;
-        size_t n;
         int r = sd_bus_message_read(msg, "u", &tid);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
                 return r;
@@ -140,37 +348,37 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid tid %" PRIu32 ".", tid);
         if ((r = live_or_fail(m, &f, error)) < 0 || (r = find_task(&c, f, tid, &t, error)) < 0)
                 return r;
-        if (t && t->mode == TASK_MODE_FILTER && !t->filter)
+        if (t && t->mode == TASK_MODE_FILTER && (!t->filter || !t->filter->insns))
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The chain of task %" PRIu32 " is not known.", tid);
-        if ((r = chain_of(t, strict, &chain, &n)) < 0)
+        PolicyJob *j = job_new(m, msg, &c, JOB_GET_POLICY);
+        if (!j)
+                return -ENOMEM;
+        snprintf(j->what, sizeof(j->what), "the chain of task %" PRIu32, tid);
+        r = job_chain(j, t);
+        if (r < 0) {
+                job_free(j);
                 return r;
+        }
+        return job_submit(j, error);
+}
 
-        char what[64];
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + POLICY_DBUS_DEADLINE_USEC;
-        snprintf(what, sizeof(what), "the chain of task %" PRIu32, tid);
-        r = policy_summarize_stoppable(chain, n, NULL, &(PolicyStop) { .check = past_deadline, .userdata = &deadline },
-                                       &s);
+static int reply_get_policy(PolicyJob *j, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(j->msg, &reply);
         if (r >= 0)
-                r = policy_report_new(s, &rep);
-        if (r < 0)
-                return analysis_error(error, r, what);
-
-        r = sd_bus_message_new_method_return(msg, &reply);
+                r = sd_bus_message_append(reply, "s", task_mode_to_string(j->mode));
         if (r >= 0)
-                r = sd_bus_message_append(reply, "s", task_mode_to_string(t ? t->mode : TASK_MODE_DISABLED));
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "t");
-        for (const Filter *x = t && t->mode == TASK_MODE_FILTER ? t->filter : NULL; r >= 0 && x; x = x->parent)
-                r = sd_bus_message_append(reply, "t", x->id);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = sd_bus_message_append_array(reply, 't', j->filter_ids, j->n_filter_ids * sizeof(uint64_t));
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', POLICY_ARCH_TYPE);
-        for (size_t i = 0; r >= 0 && i < rep->n_arches; i++)
-                r = append_arch(reply, &rep->arches[i]);
+        for (size_t i = 0; r >= 0 && i < j->report->n_arches; i++)
+                r = append_arch(reply, &j->report->arches[i]);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(reply);
+        return 0;
 }
 
 /* ---- WhoCan ---- */
@@ -304,15 +512,12 @@ static int append_who_can(sd_bus_message *reply, const WhoCanQuery *q, const Who
 int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(who_can_freep) WhoCan *w = NULL;
         _cleanup_free_ char *why = NULL;
         WhoCanOptions o = {};
         WhoCanQuery q;
-        WhoCanPlan *plan;
         const char *syscall;
         const void *args;
-        size_t size, unfiltered;
+        size_t size;
         const Forest *f;
         int r = sd_bus_message_read(msg, "s", &syscall);
         if (r >= 0)
@@ -325,25 +530,33 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
                 return r;
 
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + POLICY_DBUS_DEADLINE_USEC;
-        r = who_can_plan_new(f, c.privileged ? NULL : plan_visible, &c, &plan);
+        PolicyJob *j = job_new(m, msg, &c, JOB_WHO_CAN);
+        if (!j)
+                return -ENOMEM;
+        snprintf(j->what, sizeof(j->what), "the chains");
+        j->query = q;
+        r = who_can_plan_new(f, c.privileged ? NULL : plan_visible, &c, &j->plan);
         if (r >= 0)
-                r = who_can_plan_decide(plan, &q, &(PolicyStop) { .check = past_deadline, .userdata = &deadline }, &w);
-        if (r >= 0)
-                r = who_can_report(w);
-        if (r < 0)
-                return analysis_error(error, r, "the chains");
-        r = count_unfiltered(&c, f, &unfiltered);
+                r = count_unfiltered(&c, f, &j->unfiltered);
         if (r < 0) {
-                log_warning_errno(r, "Could not count the tasks without filters: %m");
+                job_free(j);
+                log_warning_errno(r, "Could not plan a who-can question: %m");
                 return sd_bus_error_set_errno(error, r);
         }
-        /* the live forest holds the filtered threads (and perhaps a few others of their processes) */
-        w->n_tasks += unfiltered > w->n_unfiltered ? unfiltered - w->n_unfiltered : 0;
-        w->n_unfiltered = MAX(unfiltered, w->n_unfiltered);
+        return job_submit(j, error);
+}
 
-        r = sd_bus_message_new_method_return(msg, &reply);
+static int reply_who_can(PolicyJob *j, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        WhoCan *w = j->who;
+        /* the live forest holds the filtered threads (and perhaps a few others of their processes) */
+        w->n_tasks += j->unfiltered > w->n_unfiltered ? j->unfiltered - w->n_unfiltered : 0;
+        w->n_unfiltered = MAX(j->unfiltered, w->n_unfiltered);
+        int r = sd_bus_message_new_method_return(j->msg, &reply);
         if (r >= 0)
-                r = append_who_can(reply, &q, w);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+                r = append_who_can(reply, &j->query, w);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(reply);
+        return 0;
 }

@@ -3,9 +3,25 @@
 
 #include <systemd/sd-bus.h>
 
-/* An analysis that takes longer than this is stopped: the request fails with LimitsExceeded
- * rather than hold the event loop. */
+#include "manager.h"
+
+/*
+ * The analyses run in a worker thread each, off the event loop, in two lanes of one worker each:
+ * root's calls and everyone else's, so that other users' questions never make root's wait. What
+ * the worker needs is copied out of the live forest first (the programs, the tasks the caller may
+ * see), so the forest goes on changing meanwhile. An analysis longer than
+ * POLICY_DBUS_DEADLINE_USEC is stopped (LimitsExceeded); at most POLICY_JOBS_MAX_* calls of a lane
+ * wait at once (LimitsExceeded beyond). When sectreed stops, the workers are stopped and waited
+ * for, and their calls get no answer.
+ */
 #define POLICY_DBUS_DEADLINE_USEC (2 * 1000 * 1000ULL)
+#define POLICY_JOBS_MAX_ROOT 64
+#define POLICY_JOBS_MAX_USERS 16
+
+typedef struct PolicyJob PolicyJob;
+
+/* Stop the workers, wait for them, and drop their calls (sectreed is stopping). */
+void manager_policy_jobs_cancel(Manager *m);
 
 /* GetPolicy(u tid) -> (s mode, at filters, a(sbbua(si(bua(ssuubs)))(bua(ssuubs))) architectures) */
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);

@@ -606,6 +606,21 @@ static void test_methods(Fixture *fx, gconstpointer data) {
         g_assert_cmpuint(w.unfiltered, >=, 1); /* counted, whatever the action asked for */
         who_can_reply_done(&w);
 
+        /* calls at once: queued in the lane, each answered */
+        BusPending pending[8] = {};
+        for (size_t i = 0; i < ELEMENTSOF(pending); i++) {
+                int k = i % 2 ? sd_bus_call_method_async(fx->bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "WhoCan", bus_client_on_reply, &pending[i], "sata{sv}",
+                                                         "ptrace", 0, 0)
+                              : sd_bus_call_method_async(fx->bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "GetPolicy", bus_client_on_reply, &pending[i], "u",
+                                                         (uint32_t) tid_of(fx, fx->container));
+                g_assert_cmpint(k, >=, 0);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(pending); i++) {
+                bus_client_wait(fx->bus, &pending[i], WAIT_MS, "a policy call among several");
+                g_assert_false(sd_bus_error_is_set(&pending[i].error));
+        }
         const uint64_t seven[7] = {};
         const uint32_t one = 1;
         g_assert_cmpstr(who_can(fx->bus, "nosuchcall", NULL, 0, NULL, NULL, NULL, &w), ==, SD_BUS_ERROR_INVALID_ARGS);
