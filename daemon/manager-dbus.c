@@ -25,7 +25,7 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-static int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
+int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
         int r = manager_live(m, ret);
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",

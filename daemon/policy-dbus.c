@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "access.h"
-#include "manager.h"
+#include "manager-dbus.h"
 #include "policy-report.h"
 #include "procinfo.h"
 #include "snapshot.h"
@@ -31,14 +31,6 @@ static int analysis_error(sd_bus_error *error, int r, const char *what) {
                                          "A chain of %s has too many paths to analyse.", what);
         log_error_errno(r, "Failed to analyse %s: %m", what);
         return sd_bus_error_set_errno(error, r);
-}
-
-static int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
-        int r = manager_live(m, ret);
-        if (r < 0)
-                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
-                                         strerror(-r));
-        return 0;
 }
 
 /* ---- jobs: the analyses run in a worker thread, one per lane ---- */

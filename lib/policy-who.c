@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <seccomp.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "disasm.h"
@@ -336,18 +335,6 @@ WhoCan *who_can_free(WhoCan *w) {
 
 /* ---- questions as people and callers spell them ---- */
 
-_printf_(2, 3) static int query_error(char **ret_error, const char *format, ...) {
-        va_list ap;
-        va_start(ap, format);
-        int k = vasprintf(ret_error, format, ap);
-        va_end(ap);
-        if (k < 0) {
-                *ret_error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
-}
-
 int who_can_query_parse(const char *arch, const char *syscall, const uint64_t *args, size_t n_args,
                         const char *action, WhoCanQuery *ret, char **ret_error) {
         const PolicyArch *a = arch ? policy_arch_from_name(arch) : policy_arch_native();
@@ -355,18 +342,18 @@ int who_can_query_parse(const char *arch, const char *syscall, const uint64_t *a
 
         *ret_error = NULL;
         if (!a)
-                return query_error(ret_error, "Unknown architecture '%s' (x86_64, x86, x32, aarch64, arm, ...)", arch);
+                return error_message(ret_error, "Unknown architecture '%s' (x86_64, x86, x32, aarch64, arm, ...)", arch);
         if (n_args > ELEMENTSOF(q.args))
-                return query_error(ret_error, "%zu arguments given: a system call has at most %zu", n_args,
+                return error_message(ret_error, "%zu arguments given: a system call has at most %zu", n_args,
                                    ELEMENTSOF(q.args));
         if (safe_atoi32(syscall, &q.nr) >= 0) {
                 if (q.nr < 0)
-                        return query_error(ret_error, "Invalid system call number %" PRIi32, q.nr);
+                        return error_message(ret_error, "Invalid system call number %" PRIi32, q.nr);
         } else if ((q.nr = seccomp_syscall_resolve_name_arch(a->arch, syscall)) < 0)
-                return query_error(ret_error, "Unknown system call '%s' on %s", syscall, a->name);
+                return error_message(ret_error, "Unknown system call '%s' on %s", syscall, a->name);
         if (action) {
                 if (action_from_string(action, &q.action) < 0)
-                        return query_error(ret_error, "Unknown action '%s' (ALLOW, LOG, ERRNO, ERRNO(1), USER_NOTIF, "
+                        return error_message(ret_error, "Unknown action '%s' (ALLOW, LOG, ERRNO, ERRNO(1), USER_NOTIF, "
                                            "TRACE, TRAP, KILL_THREAD, KILL_PROCESS)", action);
                 q.allowed = false;
                 q.any_data = !strchr(action, '(');
