@@ -7,6 +7,7 @@
 #include "output.h"
 #include "policy-format.h"
 #include "policy-report.h"
+#include "snapshot-load.h"
 #include "table.h"
 #include "verbs-policy.h"
 
@@ -190,7 +191,7 @@ fail:
 /* From the snapshot file of --file: the forest analysed here. */
 static int who_can_file(Context *c, const WhoCanRequest *req, WhoCan **ret) {
         _cleanup_(forest_freep) Forest *f = NULL;
-        int r = policy_forest_load(c, &f);
+        int r = snapshot_file_load(c->file, &f, NULL);
         if (r < 0)
                 return r;
         r = policy_who_can(f, &req->query, ret);

@@ -4,11 +4,9 @@
 
 #include "disasm.h"
 #include "json-out.h"
-#include "live-forest.h"
 #include "output.h"
 #include "policy-format.h"
 #include "policy-oci.h"
-#include "snapshot-load.h"
 #include "table.h"
 
 /* ---- shared ---- */
@@ -64,44 +62,6 @@ int task_policy_load(Context *c, const char *file, uint32_t tid, const PolicyArc
         int r = chain_load_task(&tc, tid, &ret->chain, &ret->mode);
         c->bus = tc.bus; /* connected on first use: kept for the next call */
         return r < 0 ? r : task_policy_summarize(ret, only);
-}
-
-/* Every filter of f gets its instructions from the daemon, checked against its digest. */
-static int forest_fetch_programs(sd_bus *bus, Forest *f) {
-        for (size_t i = 0; i < f->n_filters; i++) {
-                Filter *x = f->filters[i];
-                _cleanup_(filter_detail_done) FilterDetail d = {};
-                uint8_t digest[PROG_DIGEST_SIZE];
-                _cleanup_free_ char *why = NULL;
-                int r = manager_get_filter(bus, x->id, &d);
-                if (r < 0)
-                        return r;
-                prog_digest(d.program, d.n_program, digest);
-                if (memcmp(digest, x->digest, sizeof(digest)) != 0)
-                        return ctl_error_errno(-EBADMSG, "Filter %" PRIu64 " changed while it was read.", x->id);
-                if (prog_validate(d.program, d.n_program, &why) < 0)
-                        return ctl_error_errno(-EBADMSG, "The program of filter %" PRIu64 " is not valid: %s", x->id,
-                                               why ? why : "?");
-                x->insns = TAKE_PTR(d.program);
-                x->len = d.n_program;
-        }
-        return 0;
-}
-
-int policy_forest_load(Context *c, Forest **ret) {
-        _cleanup_(forest_freep) Forest *f = NULL;
-        sd_bus *bus;
-        if (c->file)
-                return snapshot_file_load(c->file, ret, NULL);
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = live_forest_fetch(bus, 0, &f);
-        if (r >= 0)
-                r = forest_fetch_programs(bus, f);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(f);
-        return 0;
 }
 
 /* ---- policy TID: the table ---- */

@@ -29,10 +29,6 @@ int task_policy_load(Context *c, const char *file, uint32_t tid, const PolicyArc
 /* "task 4711", "task 4711 in F" */
 char *task_policy_name(const TaskPolicy *p);
 
-/* A forest whose filters carry their instructions: the daemon's (ListTasks, ListFilters and
- * GetFilter for each filter), or the snapshot file of --file. Logs. */
-int policy_forest_load(Context *c, Forest **ret);
-
 /* The daemon's answers (GetPolicy, WhoCan), read into the structures the output prints. Log. */
 typedef struct TaskPolicyReply {
         TaskMode mode;
