@@ -317,7 +317,9 @@ static int job_chain(PolicyJob *j, const Task *t) {
                 j->chain[j->n_chain++] = (ChainProgram) { .insns = strict, .len = policy_strict_program(strict) };
         } else if (j->mode == TASK_MODE_FILTER)
                 for (const Filter *x = t->filter; x && j->n_chain < n; x = x->parent) {
-                        const struct sock_filter *insns = arena_memdup(&j->arena, x->insns ?: (void *) "",
+                        if (!x->insns || x->len == 0)
+                                return -ENODATA; /* a filter whose program is not known */
+                        const struct sock_filter *insns = arena_memdup(&j->arena, x->insns,
                                                                        x->len * sizeof(struct sock_filter));
                         if (!insns)
                                 return -ENOMEM;
@@ -340,7 +342,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid tid %" PRIu32 ".", tid);
         if ((r = live_or_fail(m, &f, error)) < 0 || (r = find_task(&c, f, tid, &t, error)) < 0)
                 return r;
-        if (t && t->mode == TASK_MODE_FILTER && (!t->filter || !t->filter->insns))
+        if (t && t->mode == TASK_MODE_FILTER && !t->filter)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The chain of task %" PRIu32 " is not known.", tid);
         PolicyJob *j = job_new(m, msg, &c, JOB_GET_POLICY);
         if (!j)
@@ -349,6 +351,9 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         r = job_chain(j, t);
         if (r < 0) {
                 job_free(j);
+                if (r == -ENODATA)
+                        return sd_bus_error_setf(error, ERROR_SCAN_FAILED,
+                                                 "The chain of task %" PRIu32 " is not known.", tid);
                 return r;
         }
         return job_submit(j, error);
@@ -532,8 +537,11 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                 r = count_unfiltered(&c, f, &j->unfiltered);
         if (r < 0) {
                 job_free(j);
+                if (r == -ENOMEM)
+                        return r;
                 log_warning_errno(r, "Could not plan a who-can question: %m");
-                return sd_bus_error_set_errno(error, r);
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be read: %s",
+                                         strerror(-r));
         }
         return job_submit(j, error);
 }
