@@ -57,7 +57,8 @@ struct PolicyJob {
         size_t n_filter_ids;
         WhoCanPlan *plan;       /* WhoCan */
         WhoCanQuery query;
-        size_t unfiltered;
+        Caller caller;          /* WhoCan: the worker counts the threads it may see */
+        size_t filtered;        /* WhoCan: the visible threads of the forest in filter or strict mode */
 
         /* the worker: while it runs it alone touches what follows, and the loop waits for it
          * (pthread_join()) before it reads them */
@@ -70,7 +71,10 @@ struct PolicyJob {
         int r;
         PolicyReport *report; /* GetPolicy */
         WhoCan *who;          /* WhoCan */
+        size_t all;           /* WhoCan: every visible thread of the machine */
 };
+
+static int count_all_threads(Caller *c, size_t *ret);
 
 static unsigned lane_count(Manager *m, bool privileged) {
         unsigned n = 0;
@@ -92,6 +96,7 @@ static void job_free(PolicyJob *j) {
         who_can_plan_free(j->plan);
         policy_report_free(j->report);
         who_can_free(j->who);
+        caller_deinit(&j->caller);
         free(j);
 }
 
@@ -120,6 +125,8 @@ static void *job_worker(void *userdata) {
                 j->r = who_can_plan_decide(TAKE_PTR(j->plan), &j->query, &stop, &j->who);
                 if (j->r >= 0)
                         j->r = who_can_report(j->who);
+                if (j->r >= 0)
+                        j->r = count_all_threads(&j->caller, &j->all);
         }
         uint64_t one = 1;
         /* an eventfd write of 1 fails only on overflow, which one write cannot cause */
@@ -419,10 +426,10 @@ static bool plan_visible(const Process *p, void *userdata) {
         return caller_may_see(userdata, p);
 }
 
-/* The visible threads of the machine without filters, which the live forest does not hold: for
- * root, the kernel's count of every thread (the fourth field of /proc/loadavg, nr_threads: one
- * read) less the filtered ones; for others, the Threads: of each process the caller may see, less
- * its filtered threads. */
+/* The visible threads of the machine without filters, which the live forest does not hold, are
+ * every visible thread less the filtered ones. Every visible thread (in the worker): for root, the
+ * kernel's count of every thread (the fourth field of /proc/loadavg, nr_threads: one read); for
+ * others, the Threads: of each process the caller may see. */
 static int count_all_threads(Caller *c, size_t *ret) {
         if (c->privileged) {
                 _cleanup_fclose_ FILE *f = fopen("/proc/loadavg", "re");
@@ -449,20 +456,17 @@ static int count_all_threads(Caller *c, size_t *ret) {
         return 0;
 }
 
-static int count_unfiltered(Caller *c, const Forest *f, size_t *ret) {
-        size_t all = 0, filtered = 0;
-        int r = count_all_threads(c, &all);
-        if (r < 0)
-                return r;
+/* The filtered ones (on the loop: the live forest). */
+static size_t count_filtered(Caller *c, const Forest *f) {
+        size_t n = 0;
         for (size_t i = 0; i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
                 if (!c->privileged && !caller_may_see(c, p))
                         continue;
                 for (size_t j = 0; j < p->n_threads; j++)
-                        filtered += p->threads[j].mode != TASK_MODE_DISABLED;
+                        n += p->threads[j].mode != TASK_MODE_DISABLED;
         }
-        *ret = all > filtered ? all - filtered : 0;
-        return 0;
+        return n;
 }
 
 static int append_tasks(sd_bus_message *reply, const WhoCanTask *tasks, size_t n) {
@@ -533,8 +537,9 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         snprintf(j->what, sizeof(j->what), "the chains");
         j->query = q;
         r = who_can_plan_new(f, c.privileged ? NULL : plan_visible, &c, &j->plan);
-        if (r >= 0)
-                r = count_unfiltered(&c, f, &j->unfiltered);
+        j->filtered = count_filtered(&c, f);
+        j->caller = c; /* the worker's now */
+        c = (Caller) {};
         if (r < 0) {
                 job_free(j);
                 if (r == -ENOMEM)
@@ -550,8 +555,9 @@ static int reply_who_can(PolicyJob *j, sd_bus_message **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         WhoCan *w = j->who;
         /* the live forest holds the filtered threads (and perhaps a few others of their processes) */
-        w->n_tasks += j->unfiltered > w->n_unfiltered ? j->unfiltered - w->n_unfiltered : 0;
-        w->n_unfiltered = MAX(j->unfiltered, w->n_unfiltered);
+        size_t unfiltered = j->all > j->filtered ? j->all - j->filtered : 0;
+        w->n_tasks += unfiltered > w->n_unfiltered ? unfiltered - w->n_unfiltered : 0;
+        w->n_unfiltered = MAX(unfiltered, w->n_unfiltered);
         int r = sd_bus_message_new_method_return(j->msg, &reply);
         if (r >= 0)
                 r = append_who_can(reply, &j->query, w);
