@@ -6,12 +6,15 @@
 #include <seccomp.h>
 #include <stddef.h>
 #include <sys/syscall.h>
+#include <systemd/sd-bus.h>
 
+#include "daemon-fixture.h"
 #include "eval.h"
 #include "figures.h"
 #include "policy-profile.h"
 #include "policy-summary.h"
 #include "policy-who.h"
+#include "workload.h"
 
 /*
  * who-can: a forest in memory of size tasks (processes of threads_per_process threads), whose
@@ -20,6 +23,12 @@
  * argument). That is the work of the analysis itself, what a WhoCan method of the daemon does;
  * sectreectl who-can adds fetching the forest over D-Bus. The floor evaluates the same 100 chains
  * once each, concretely, for one set of arguments.
+ *
+ * who-can through the daemon: a real workload of size tasks whose private filters come in 100
+ * kinds (101 distinct chains with the shared one), the real sectreed on a private bus, and the
+ * time from the WhoCan call to its reply, ptrace with its arguments free, as root. The daemon
+ * answers for the whole machine: the other tasks of the machine are in its forest too, and the
+ * row says how many tasks and chains it decided.
  *
  * policy: policy_summarize() of the container profile: every syscall libseccomp names on x86_64,
  * x86 and x32, and the numbers it does not name. Its floor evaluates every one of those syscalls
@@ -120,7 +129,8 @@ static double floor_who_can(const Forest *f) {
         return t;
 }
 
-static int measure_who_can(const BenchOptions *o, const Forest *f, size_t n_tasks, Report *report) {
+static int measure_who_can(const BenchOptions *o, const Forest *f, size_t n_tasks, Report *report, double *ret_floor,
+                           double *ret_msec) {
         double samples[BENCH_MAX_PASSES], floors[BENCH_MAX_PASSES];
         WhoCanQuery q = { .nr = SYS_ptrace, .allowed = true };
         int r = 0;
@@ -140,6 +150,8 @@ static int measure_who_can(const BenchOptions *o, const Forest *f, size_t n_task
         if (r < 0)
                 return log_error_errno(r, "who-can failed: %m");
         double t = median(samples, o->passes), fl = median(floors, o->passes);
+        *ret_floor = fl;
+        *ret_msec = t;
         r = report_add(report, &(BenchRow) {
                 .figure = "floor: 100 chains evaluated once",
                 .tasks = n_tasks, .value = fl, .unit = "ms",
@@ -155,6 +167,66 @@ static int measure_who_can(const BenchOptions *o, const Forest *f, size_t n_task
                         .note = "lib/ over the forest, every argument",
                 });
         return r;
+}
+
+/* One WhoCan(ptrace) call, timed from the call to the reply; its task and chain counts. */
+static int who_can_call(sd_bus *bus, double *ret_msec, uint32_t *ret_tasks, uint32_t *ret_decided) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const char *arch;
+        int32_t nr;
+        uint64_t start = now_nsec();
+        int r = sd_bus_call_method(bus, "org.sectree1", "/org/sectree1", "org.sectree1.Manager", "WhoCan", &error,
+                                   &reply, "sata{sv}", "ptrace", 0, 0);
+        *ret_msec = msec_since(start);
+        if (r < 0)
+                return log_error_errno(r, "WhoCan failed: %s", error.message ?: strerror(-r));
+        r = sd_bus_message_read(reply, "siuu", &arch, &nr, ret_tasks, ret_decided);
+        return r < 0 ? log_error_errno(r, "WhoCan's reply: %m") : 0;
+}
+
+static int measure_who_can_daemon(const BenchOptions *o, size_t n_tasks, double floor_msec, double lib_msec,
+                                  Report *report) {
+        _cleanup_(workload_freep) Workload *w = NULL;
+        _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        WorkloadOptions wo = {
+                .n_tasks = n_tasks,
+                .threads_per_process = o->threads_per_process,
+                .filter_len = o->filter_len,
+                .private_kinds = DISTINCT_CHAINS,
+        };
+        DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
+        double samples[BENCH_MAX_PASSES];
+        uint32_t tasks = 0, decided = 0;
+        char note[128];
+        int r = workload_new(&wo, &w);
+        if (r >= 0)
+                r = daemon_fixture_new(&fo, &d); /* its first pass finds the workload */
+        if (r >= 0)
+                r = daemon_fixture_connect(d, &bus);
+        for (unsigned pass = 0; r >= 0 && pass <= o->passes; pass++) { /* pass 0: warm-up */
+                double t;
+                r = who_can_call(bus, &t, &tasks, &decided);
+                if (pass > 0)
+                        samples[pass - 1] = t;
+        }
+        if (r < 0)
+                return r;
+        if (tasks < n_tasks || decided < DISTINCT_CHAINS)
+                report_check_failed(report, "WhoCan looked at %" PRIu32 " tasks and %" PRIu32 " chains, fewer than the "
+                                    "workload's %zu and %d", tasks, decided, n_tasks, DISTINCT_CHAINS + 1);
+        double t = median(samples, o->passes);
+        snprintf(note, sizeof(note), "%" PRIu32 " tasks, %" PRIu32 " chains decided; %.1f× lib/", tasks, decided,
+                 t / lib_msec);
+        return report_add(report, &(BenchRow) {
+                .figure = "WhoCan ptrace over D-Bus (101 chains)",
+                .tasks = n_tasks, .value = t, .unit = "ms",
+                .ratio = t / floor_msec, .ratio_to = "floor",
+                .target = "≤ 50 ms",
+                .verdict = verdict_for(o, n_tasks, t, WHO_CAN_TARGET_MSEC, false),
+                .note = note,
+        });
 }
 
 /* Every named syscall of the profile's architectures, and one unnamed number, evaluated once. */
@@ -216,9 +288,12 @@ int figure_policy_run(const BenchOptions *o, Report *report) {
                 return r;
         for (size_t i = 0; i < o->n_sizes; i++) {
                 _cleanup_(forest_freep) Forest *f = NULL;
+                double fl = 0, t = 0;
                 r = forest_build(base, n_base, o->sizes[i], o->threads_per_process, &f);
                 if (r >= 0)
-                        r = measure_who_can(o, f, o->sizes[i], report);
+                        r = measure_who_can(o, f, o->sizes[i], report, &fl, &t);
+                if (r >= 0)
+                        r = measure_who_can_daemon(o, o->sizes[i], fl, t, report);
                 if (r < 0)
                         return r;
         }

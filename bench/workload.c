@@ -111,7 +111,9 @@ _Noreturn static void task_main(const TaskArgs *a, bool leader) {
         t->private_filter = task_has_private_filter(a->index);
         if (t->private_filter) {
                 /* salt 0 is the shared filter's */
-                int r = workload_install_filter(a->opts->filter_len, (uint32_t) a->index);
+                uint32_t salt = a->opts->private_kinds ? 1 + (uint32_t) (a->index / 2 % a->opts->private_kinds)
+                                                       : (uint32_t) a->index;
+                int r = workload_install_filter(a->opts->filter_len, salt);
                 if (r < 0)
                         shared_fail(s, r);
         }

@@ -23,6 +23,7 @@ typedef struct WorkloadOptions {
         size_t n_tasks;             /* >= 1, the root included */
         size_t threads_per_process; /* tasks per forked process, its leader included; >= 1 */
         size_t filter_len;          /* instructions per filter (shared and private); >= 8 */
+        size_t private_kinds;       /* 0: every private filter has bytes of its own; k: k kinds, in turn */
 } WorkloadOptions;
 
 typedef struct WorkloadTask {

@@ -6,7 +6,8 @@
 #include "json-out.h"
 #include "output.h"
 #include "policy-format.h"
-#include "policy-who.h"
+#include "policy-report.h"
+#include "snapshot-load.h"
 #include "table.h"
 #include "verbs-policy.h"
 
@@ -18,52 +19,29 @@ typedef struct WhoCanRequest {
         const char *looked_for; /* "run" or the action as given */
 } WhoCanRequest;
 
-static int parse_syscall(const PolicyArch *a, const char *s, int32_t *ret) {
-        int32_t nr;
-        if (safe_atoi32(s, &nr) >= 0 && nr >= 0) {
-                *ret = nr;
-                return 0;
-        }
-        nr = seccomp_syscall_resolve_name_arch(a->arch, s);
-        if (nr < 0)
-                return usage_error("Unknown system call '%s' on %s", s, a->name);
-        *ret = nr;
-        return 0;
-}
-
-/* --action: "ERRNO" any errno, "ERRNO(1)" that one. */
-static int parse_action(const char *s, WhoCanQuery *q) {
-        uint32_t v;
-        if (action_from_string(s, &v) < 0)
-                return usage_error("Unknown action '%s' (ALLOW, LOG, ERRNO, ERRNO(1), USER_NOTIF, TRACE, TRAP, "
-                                   "KILL_THREAD, KILL_PROCESS)", s);
-        q->allowed = false;
-        q->action = v;
-        q->any_data = !strchr(s, '(');
-        return 0;
-}
-
 static int who_can_parse(Context *c, char **args, size_t n_args, WhoCanRequest *req) {
-        const PolicyArch *a;
-        int r = policy_arch_option(c, &a);
-        if (r < 0)
-                return r;
-        req->query = (WhoCanQuery) { .arch = a ? a : policy_arch_native(), .allowed = true, .n_args = n_args - 1 };
+        uint64_t values[WHO_CAN_ARGS_MAX];
+        _cleanup_free_ char *why = NULL;
+        if (n_args - 1 > WHO_CAN_ARGS_MAX)
+                return usage_error("At most %d arguments after the system call", WHO_CAN_ARGS_MAX);
+        for (size_t i = 0; i + 1 < n_args; i++) {
+                int r = parse_syscall_arg(args[1 + i], &values[i]);
+                if (r < 0)
+                        return r;
+        }
         req->syscall = args[0];
         req->looked_for = c->action ? c->action : "run";
-        if ((r = parse_syscall(req->query.arch, args[0], &req->query.nr)) < 0)
-                return r;
-        for (size_t i = 0; i < req->query.n_args; i++)
-                if ((r = parse_syscall_arg(args[1 + i], &req->query.args[i])) < 0)
-                        return r;
-        return c->action ? parse_action(c->action, &req->query) : 0;
+        int r = who_can_query_parse(c->arch, args[0], values, n_args - 1, c->action, &req->query, &why);
+        if (r == -EINVAL)
+                return usage_error("%s", why);
+        return r < 0 ? log_oom() : 0;
 }
 
 /* ---- text ---- */
 
 /* "always", or the conditions of the cases that give it, with their actions where there are
  * several. */
-static char *chain_condition(Arena *arena, const WhoCanChain *ch) {
+static char *chain_condition(const WhoCanChain *ch) {
         if (ch->always)
                 return strdup("always");
         char *buf = NULL;
@@ -72,13 +50,10 @@ static char *chain_condition(Arena *arena, const WhoCanChain *ch) {
         if (!f)
                 return NULL;
         for (size_t i = 0; i < ch->n_cases; i++) {
-                PolicyCaseView v;
-                _cleanup_free_ char *cond = NULL, *action = policy_case_action_string(ch->cases[i]);
-                if (policy_case_view(arena, ch->decision, ch->cases[i], &v) >= 0)
-                        cond = policy_case_view_string(&v);
-                fprintf(f, "%s%s", i > 0 ? "; or " : "if ", cond ? cond : "?");
-                if (ch->n_cases > 1 || (ch->cases[i]->ret.value.k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_LOG)
-                        fprintf(f, " (%s)", action ? action : "?");
+                const PolicyReportCase *c = &ch->report[i];
+                fprintf(f, "%s%s", i > 0 ? "; or " : "if ", c->condition ? c->condition : "always");
+                if (ch->n_cases > 1 || (c->constant && (c->ret & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_LOG))
+                        fprintf(f, " (%s)", c->action);
         }
         if (fclose(f) != 0) {
                 free(buf);
@@ -131,30 +106,24 @@ static void print_header(const WhoCanRequest *req, const WhoCan *w) {
 }
 
 static int who_can_print(const Context *c, const WhoCanRequest *req, const WhoCan *w) {
-        Arena arena = {};
         if (c->legend)
                 print_header(req, w);
         for (size_t i = 0; i < w->n_chains; i++) {
                 const WhoCanChain *ch = &w->chains[i];
-                _cleanup_free_ char *cond = chain_condition(&arena, ch);
-                if (!cond) {
-                        arena_done(&arena);
+                _cleanup_free_ char *cond = chain_condition(ch);
+                if (!cond)
                         return log_oom();
-                }
                 if (ch->head)
-                        printf("\nfilter %" PRIu64 " (chain of %zu): %s\n", ch->head->id, ch->depth, cond);
+                        printf("\nfilter %" PRIu64 " (chain of %zu): %s\n", ch->head, ch->depth, cond);
                 else
                         printf("\nstrict mode: %s\n", cond);
                 print_tasks(ch->tasks, ch->n_tasks, c->legend);
         }
-        arena_done(&arena);
         if (req->query.allowed && w->n_unfiltered > 0) {
                 printf("\nunfiltered (may call anything): %zu task%s\n", w->n_unfiltered, w->n_unfiltered == 1 ? "" : "s");
-                print_tasks(w->unfiltered, w->n_unfiltered, c->legend);
+                if (w->plan) /* a snapshot lists them; the daemon counts them */
+                        print_tasks(w->unfiltered, w->n_unfiltered, c->legend);
         }
-        if (c->legend && !c->file && req->query.allowed)
-                printf("\nThe daemon lists the tasks under seccomp only: every task it does not list runs without "
-                       "filters and may make the call too.\n");
         if (c->legend && (w->n_others > 0 || (!req->query.allowed && w->n_unfiltered > 0))) {
                 printf("\nThe others:\n");
                 print_others(w);
@@ -177,27 +146,23 @@ static json_t *tasks_json(const WhoCanTask *tasks, size_t n) {
         return a;
 }
 
-static json_t *chain_json(Arena *arena, const WhoCanChain *ch) {
+static json_t *chain_json(const WhoCanChain *ch) {
         json_t *cases = json_array();
-        for (size_t i = 0; cases && i < ch->n_cases; i++) {
-                PolicyCaseView v;
-                if (policy_case_view(arena, ch->decision, ch->cases[i], &v) < 0 ||
-                    json_array_append_new(cases, policy_case_view_json(&v)) < 0) {
+        for (size_t i = 0; cases && i < ch->n_cases; i++)
+                if (json_array_append_new(cases, json_loads(ch->report[i].json, JSON_DECODE_ANY, NULL)) < 0) {
                         json_decref(cases);
                         return NULL;
                 }
-        }
-        return json_pack("{s:o, s:s, s:I, s:b, s:o, s:o}", "filter", json_id_or_null(ch->head ? ch->head->id : 0),
-                         "mode", ch->head ? "filter" : "strict", "depth", (json_int_t) ch->depth, "always", ch->always,
-                         "cases", cases, "tasks", tasks_json(ch->tasks, ch->n_tasks));
+        return json_pack("{s:o, s:s, s:I, s:b, s:o, s:o}", "filter", json_id_or_null(ch->head), "mode",
+                         ch->head ? "filter" : "strict", "depth", (json_int_t) ch->depth, "always", ch->always, "cases",
+                         cases, "tasks", tasks_json(ch->tasks, ch->n_tasks));
 }
 
 static json_t *who_can_json(const WhoCanRequest *req, const WhoCan *w) {
-        Arena arena = {};
         char action[ACTION_STRING_MAX];
         json_t *chains = json_array(), *others = json_array(), *args = json_array();
         for (size_t i = 0; chains && i < w->n_chains; i++)
-                if (json_array_append_new(chains, chain_json(&arena, &w->chains[i])) < 0)
+                if (json_array_append_new(chains, chain_json(&w->chains[i])) < 0)
                         goto fail;
         for (size_t i = 0; others && i < w->n_others; i++)
                 if (json_array_append_new(others, json_pack("{s:o, s:I, s:I}", "action",
@@ -210,34 +175,48 @@ static json_t *who_can_json(const WhoCanRequest *req, const WhoCan *w) {
         for (size_t i = 0; args && i < req->query.n_args; i++)
                 if (json_array_append_new(args, json_integer((json_int_t) req->query.args[i])) < 0)
                         goto fail;
-        arena_done(&arena);
-        return json_pack("{s:s, s:I, s:s, s:o, s:s, s:I, s:I, s:o, s:o, s:o}", "syscall", req->syscall, "nr",
+        return json_pack("{s:s, s:I, s:s, s:o, s:s, s:I, s:I, s:o, s:o, s:I, s:o}", "syscall", req->syscall, "nr",
                          (json_int_t) req->query.nr, "architecture", req->query.arch->name, "args", args, "looked_for",
                          req->looked_for, "tasks", (json_int_t) w->n_tasks, "chains_decided",
                          (json_int_t) w->n_decisions, "chains", chains, "unfiltered",
-                         tasks_json(w->unfiltered, w->n_unfiltered), "others", others);
+                         w->plan ? tasks_json(w->unfiltered, w->n_unfiltered) : json_null(), "unfiltered_count",
+                         (json_int_t) w->n_unfiltered, "others", others);
 fail:
-        arena_done(&arena);
         json_decref(chains);
         json_decref(others);
         json_decref(args);
         return NULL;
 }
 
-int verb_who_can(Context *c, char **args, size_t n_args) {
+/* From the snapshot file of --file: the forest analysed here. */
+static int who_can_file(Context *c, const WhoCanRequest *req, WhoCan **ret) {
         _cleanup_(forest_freep) Forest *f = NULL;
-        _cleanup_(who_can_freep) WhoCan *w = NULL;
-        WhoCanRequest req = {};
-        int r = who_can_parse(c, args, n_args, &req);
-        if (r >= 0)
-                r = policy_forest_load(c, &f);
+        int r = snapshot_file_load(c->file, &f, NULL);
         if (r < 0)
                 return r;
-        r = policy_who_can(f, &req.query, &w);
+        r = policy_who_can(f, &req->query, ret);
+        if (r >= 0)
+                r = who_can_report(*ret);
         if (r == -E2BIG)
-                return ctl_error_errno(r, "A chain has too many paths to analyse for %s.", req.syscall);
+                return ctl_error_errno(r, "A chain has too many paths to analyse for %s.", req->syscall);
         if (r < 0)
                 return ctl_error_errno(r, "Failed to analyse the chains: %m");
+        return 0;
+}
+
+int verb_who_can(Context *c, char **args, size_t n_args) {
+        _cleanup_(who_can_freep) WhoCan *w = NULL;
+        WhoCanRequest req = {};
+        sd_bus *bus;
+        int r = who_can_parse(c, args, n_args, &req);
+        if (r < 0)
+                return r;
+        if (c->file)
+                r = who_can_file(c, &req, &w);
+        else if ((r = ctl_bus(c, &bus)) >= 0)
+                r = policy_bus_who_can(bus, args[0], req.query.args, req.query.n_args, c->arch, c->action, &w);
+        if (r < 0)
+                return r;
         if (c->json) {
                 json_auto_t *doc = who_can_json(&req, w);
                 return json_print_document(doc);

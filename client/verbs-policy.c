@@ -4,11 +4,9 @@
 
 #include "disasm.h"
 #include "json-out.h"
-#include "live-forest.h"
 #include "output.h"
 #include "policy-format.h"
 #include "policy-oci.h"
-#include "snapshot-load.h"
 #include "table.h"
 
 /* ---- shared ---- */
@@ -66,48 +64,17 @@ int task_policy_load(Context *c, const char *file, uint32_t tid, const PolicyArc
         return r < 0 ? r : task_policy_summarize(ret, only);
 }
 
-/* Every filter of f gets its instructions from the daemon, checked against its digest. */
-static int forest_fetch_programs(sd_bus *bus, Forest *f) {
-        for (size_t i = 0; i < f->n_filters; i++) {
-                Filter *x = f->filters[i];
-                _cleanup_(filter_detail_done) FilterDetail d = {};
-                uint8_t digest[PROG_DIGEST_SIZE];
-                _cleanup_free_ char *why = NULL;
-                int r = manager_get_filter(bus, x->id, &d);
-                if (r < 0)
-                        return r;
-                if (filter_detail_lacks_program(&d))
-                        return ctl_error_errno(-ENODATA, "The program of filter %" PRIu64 " was not kept: the uid "
-                                               "that installed it is over sectreed's filter budget.", x->id);
-                prog_digest(d.program, d.n_program, digest);
-                if (memcmp(digest, x->digest, sizeof(digest)) != 0)
-                        return ctl_error_errno(-EBADMSG, "Filter %" PRIu64 " changed while it was read.", x->id);
-                if (prog_validate(d.program, d.n_program, &why) < 0)
-                        return ctl_error_errno(-EBADMSG, "The program of filter %" PRIu64 " is not valid: %s", x->id,
-                                               why ? why : "?");
-                x->insns = TAKE_PTR(d.program);
-                x->len = d.n_program;
-        }
-        return 0;
-}
-
-int policy_forest_load(Context *c, Forest **ret) {
-        _cleanup_(forest_freep) Forest *f = NULL;
-        sd_bus *bus;
-        if (c->file)
-                return snapshot_file_load(c->file, ret, NULL);
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = live_forest_fetch(bus, 0, &f);
-        if (r >= 0)
-                r = forest_fetch_programs(bus, f);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(f);
-        return 0;
-}
-
 /* ---- policy TID: the table ---- */
+
+/* What the table and JSON print: the daemon's GetPolicy, or a summary computed here. */
+typedef struct PolicyView {
+        uint32_t tid;
+        TaskMode mode;
+        const uint64_t *filters;
+        size_t n_filters;
+        const PolicyReport *report;
+        const char *source; /* NULL: live; else the snapshot file */
+} PolicyView;
 
 typedef enum Group {
         GROUP_ALLOWED,
@@ -122,89 +89,72 @@ static const char *const group_titles[_GROUP_MAX] = {
         [GROUP_CONDITIONAL] = "Depending on the arguments",
 };
 
-static Group entry_group(const PolicyDecision *d) {
-        uint32_t v;
-        if (!policy_decision_unconditional(d, &v))
+static Group entry_group(const PolicyReportDecision *d) {
+        if (!d->unconditional)
                 return GROUP_CONDITIONAL;
-        v &= SECCOMP_RET_ACTION_FULL;
+        uint32_t v = d->ret & SECCOMP_RET_ACTION_FULL;
         return v == SECCOMP_RET_ALLOW || v == SECCOMP_RET_LOG ? GROUP_ALLOWED : GROUP_DENIED;
 }
 
 /* The case shown as "otherwise": the one with the most conditions (exact: the cases partition). */
-static size_t otherwise_case(const PolicyCaseView *views, size_t n) {
+static size_t otherwise_case(const PolicyReportCase *cases, size_t n) {
         size_t best = 0;
         for (size_t i = 1; i < n; i++)
-                if (views[i].n_conditions >= views[best].n_conditions)
+                if (cases[i].n_conditions >= cases[best].n_conditions)
                         best = i;
         return best;
 }
 
 /* A row of the table: SYSCALL ACTION, and CONDITION in the table of the conditional ones. */
-static int add_case_row(Table *t, const char *name, const PolicyCaseView *v, bool otherwise) {
-        _cleanup_free_ char *action = policy_case_action_string(v->c);
-        _cleanup_free_ char *cond = otherwise || v->n_conditions == 0 ? NULL : policy_case_view_string(v);
-        if (!action || (!otherwise && v->n_conditions && !cond))
-                return -ENOMEM;
-        const char *cells[] = { name, action, otherwise ? "otherwise" : cond ? cond : "" };
+static int add_case_row(Table *t, const char *name, const PolicyReportCase *c, bool otherwise) {
+        const char *cells[] = { name, c->action, otherwise ? "otherwise" : c->condition ? c->condition : "" };
         return table_add_row(t, cells);
 }
 
 /* One syscall's rows: its action, or each case (the "otherwise" one last). */
-static int add_decision_rows(Arena *arena, Table *t, const char *name, const PolicyDecision *d) {
-        PolicyCaseView *v = arena_alloc(arena, (d->n_cases + 1) * sizeof(PolicyCaseView));
-        if (!v)
-                return -ENOMEM;
-        for (size_t i = 0; i < d->n_cases; i++) {
-                int r = policy_case_view(arena, d, &d->cases[i], &v[i]);
-                if (r < 0)
-                        return r;
-        }
-        size_t last = d->n_cases > 1 ? otherwise_case(v, d->n_cases) : SIZE_MAX;
+static int add_decision_rows(Table *t, const char *name, const PolicyReportDecision *d) {
+        size_t last = d->n_cases > 1 ? otherwise_case(d->cases, d->n_cases) : SIZE_MAX;
         for (size_t i = 0, row = 0; i < d->n_cases; i++) {
                 if (i == last)
                         continue;
-                int r = add_case_row(t, row++ == 0 ? name : "", &v[i], false);
+                int r = add_case_row(t, row++ == 0 ? name : "", &d->cases[i], false);
                 if (r < 0)
                         return r;
         }
-        return last == SIZE_MAX ? 0 : add_case_row(t, d->n_cases == 1 ? name : "", &v[last], true);
+        return last == SIZE_MAX ? 0 : add_case_row(t, d->n_cases == 1 ? name : "", &d->cases[last], true);
 }
 
 static int cmp_denied(const void *a, const void *b) {
-        const PolicyEntry *x = *(const PolicyEntry *const *) a, *y = *(const PolicyEntry *const *) b;
-        uint32_t vx = 0, vy = 0;
-        (void) policy_decision_unconditional(x->decision, &vx);
-        (void) policy_decision_unconditional(y->decision, &vy);
+        const PolicyReportSyscall *x = *(const PolicyReportSyscall *const *) a, *y = *(const PolicyReportSyscall *const *) b;
+        uint32_t vx = x->decision.ret, vy = y->decision.ret;
         if (vx != vy) /* by action, the most restrictive first */
                 return (int32_t) vx < (int32_t) vy ? -1 : 1;
-        return strcmp(x->syscall->name, y->syscall->name);
+        return strcmp(x->name, y->name);
 }
 
 static int cmp_names(const void *a, const void *b) {
-        const PolicyEntry *x = *(const PolicyEntry *const *) a, *y = *(const PolicyEntry *const *) b;
-        return strcmp(x->syscall->name, y->syscall->name);
+        const PolicyReportSyscall *x = *(const PolicyReportSyscall *const *) a, *y = *(const PolicyReportSyscall *const *) b;
+        return strcmp(x->name, y->name);
 }
 
-static int print_group(const PolicyArchSummary *a, Group g, bool legend) {
+static int print_group(const PolicyReportArch *a, Group g, bool legend) {
         static const char *const headers[] = { "SYSCALL", "ACTION", "CONDITION" };
-        _cleanup_free_ const PolicyEntry **entries = calloc(a->n_entries + 1, sizeof(PolicyEntry *));
+        _cleanup_free_ const PolicyReportSyscall **entries = calloc(a->n_syscalls + 1, sizeof(PolicyReportSyscall *));
         /* the groups of one action per syscall have no CONDITION column */
         _cleanup_(table_freep) Table *t = table_new(headers, g == GROUP_CONDITIONAL ? 3 : 2, 0);
-        Arena arena = {};
         size_t n = 0;
         int r = 0;
 
         if (!entries || !t)
                 return log_oom();
-        for (size_t i = 0; i < a->n_entries; i++)
-                if (entry_group(a->entries[i].decision) == g)
-                        entries[n++] = &a->entries[i];
+        for (size_t i = 0; i < a->n_syscalls; i++)
+                if (entry_group(&a->syscalls[i].decision) == g)
+                        entries[n++] = &a->syscalls[i];
         if (n == 0)
                 return 0;
         qsort(entries, n, sizeof(*entries), g == GROUP_DENIED ? cmp_denied : cmp_names);
         for (size_t i = 0; r >= 0 && i < n; i++)
-                r = add_decision_rows(&arena, t, entries[i]->syscall->name, entries[i]->decision);
-        arena_done(&arena);
+                r = add_decision_rows(t, entries[i]->name, &entries[i]->decision);
         if (r < 0)
                 return log_oom();
         if (legend)
@@ -213,24 +163,22 @@ static int print_group(const PolicyArchSummary *a, Group g, bool legend) {
         return 0;
 }
 
-static int print_other(const PolicyArchSummary *a) {
-        Arena arena = {};
-        _cleanup_free_ char *s = policy_decision_string(&arena, a->other);
-        arena_done(&arena);
+static int print_other(const PolicyReportArch *a) {
+        _cleanup_free_ char *s = policy_report_decision_string(&a->other);
         if (!s)
                 return log_oom();
-        printf("\nOther system call numbers (those libseccomp does not name for %s): %s\n", a->arch->name, s);
+        printf("\nOther system call numbers (those libseccomp does not name for %s): %s\n", a->name, s);
         return 0;
 }
 
-static int print_arch(const PolicyArchSummary *a, bool native, bool legend) {
+static int print_arch(const PolicyReportArch *a, bool legend) {
         char action[ACTION_STRING_MAX];
         if (a->uniform) {
-                printf("%sArchitecture %s%s: %s for every system call.\n", native ? "" : "\n", a->arch->name,
-                       native ? " (native)" : "", action_to_string(a->uniform_ret, action, sizeof(action)));
+                printf("%sArchitecture %s%s: %s for every system call.\n", a->native ? "" : "\n", a->name,
+                       a->native ? " (native)" : "", action_to_string(a->uniform_ret, action, sizeof(action)));
                 return 0;
         }
-        printf("%sArchitecture %s%s:\n", native ? "" : "\n", a->arch->name, native ? " (native)" : "");
+        printf("%sArchitecture %s%s:\n", a->native ? "" : "\n", a->name, a->native ? " (native)" : "");
         for (Group g = 0; g < _GROUP_MAX; g++) {
                 int r = print_group(a, g, legend);
                 if (r < 0)
@@ -239,26 +187,26 @@ static int print_arch(const PolicyArchSummary *a, bool native, bool legend) {
         return print_other(a);
 }
 
-static void print_task_line(const TaskPolicy *p) {
-        _cleanup_free_ char *name = task_policy_name(p);
+static void print_task_line(const PolicyView *p) {
+        _cleanup_free_ char *name = task_policy_name(&(TaskPolicy) { .tid = p->tid, .source = p->source });
         if (p->mode == TASK_MODE_STRICT)
                 printf("The %s is in strict mode: read, write, exit and sigreturn only.\n\n", name ? name : "task");
-        else if (p->chain.n == 0)
+        else if (p->n_filters == 0)
                 printf("The %s runs under no filter: every system call is allowed.\n\n", name ? name : "task");
         else {
-                printf("The %s runs under %zu filter%s (newest first):", name ? name : "task", p->chain.n,
-                       p->chain.n == 1 ? "" : "s");
-                for (size_t i = 0; i < p->chain.n; i++)
-                        printf(" %" PRIu64, p->chain.filters[i].meta.id);
+                printf("The %s runs under %zu filter%s (newest first):", name ? name : "task", p->n_filters,
+                       p->n_filters == 1 ? "" : "s");
+                for (size_t i = 0; i < p->n_filters; i++)
+                        printf(" %" PRIu64, p->filters[i]);
                 printf("\n\n");
         }
 }
 
-static int policy_print_table(const TaskPolicy *p, bool legend) {
+static int policy_print_table(const PolicyView *p, bool legend) {
         if (legend)
                 print_task_line(p);
-        for (size_t i = 0; i < p->summary->n_arches; i++) {
-                int r = print_arch(&p->summary->arches[i], p->summary->arches[i].arch == policy_arch_native(), legend);
+        for (size_t i = 0; i < p->report->n_arches; i++) {
+                int r = print_arch(&p->report->arches[i], legend);
                 if (r < 0)
                         return r;
         }
@@ -267,46 +215,46 @@ static int policy_print_table(const TaskPolicy *p, bool legend) {
 
 /* ---- policy TID: JSON ---- */
 
-static json_t *decision_json(Arena *arena, const PolicyDecision *d) {
-        uint32_t v;
-        bool unconditional = policy_decision_unconditional(d, &v);
+static json_t *decision_json(const PolicyReportDecision *d) {
         char action[ACTION_STRING_MAX];
+        json_t *cases = json_array();
+        for (size_t i = 0; cases && i < d->n_cases; i++)
+                if (json_array_append_new(cases, json_loads(d->cases[i].json, JSON_DECODE_ANY, NULL)) < 0) {
+                        json_decref(cases);
+                        return NULL;
+                }
         return json_pack("{s:o, s:o}", "action",
-                         unconditional ? json_string(action_to_string(v, action, sizeof(action))) : json_null(),
-                         "cases", policy_decision_json(arena, d));
+                         d->unconditional ? json_string(action_to_string(d->ret, action, sizeof(action))) : json_null(),
+                         "cases", cases);
 }
 
-static json_t *arch_json(Arena *arena, const PolicyArchSummary *a) {
+static json_t *arch_json(const PolicyReportArch *a) {
         json_t *syscalls = json_array();
         char action[ACTION_STRING_MAX];
-        for (size_t i = 0; syscalls && i < a->n_entries; i++) {
-                json_t *x = decision_json(arena, a->entries[i].decision);
-                if (json_set(x, "name", json_string(a->entries[i].syscall->name)) < 0 ||
-                    json_set(x, "nr", json_integer(a->entries[i].syscall->nr)) < 0 ||
-                    json_array_append_new(syscalls, x) < 0) {
+        for (size_t i = 0; syscalls && i < a->n_syscalls; i++) {
+                json_t *x = decision_json(&a->syscalls[i].decision);
+                if (json_set(x, "name", json_string(a->syscalls[i].name)) < 0 ||
+                    json_set(x, "nr", json_integer(a->syscalls[i].nr)) < 0 || json_array_append_new(syscalls, x) < 0) {
                         json_decref(syscalls);
                         return NULL;
                 }
         }
-        return json_pack("{s:s, s:o, s:o, s:o}", "architecture", a->arch->name, "uniform",
+        return json_pack("{s:s, s:o, s:o, s:o}", "architecture", a->name, "uniform",
                          a->uniform ? json_string(action_to_string(a->uniform_ret, action, sizeof(action))) : json_null(),
-                         "other", decision_json(arena, a->other), "syscalls", syscalls);
+                         "other", decision_json(&a->other), "syscalls", syscalls);
 }
 
-static json_t *policy_json(const TaskPolicy *p) {
-        Arena arena = {};
+static json_t *policy_json(const PolicyView *p) {
         json_t *ids = json_array(), *arches = json_array();
-        for (size_t i = 0; ids && i < p->chain.n; i++)
-                if (json_array_append_new(ids, json_integer((json_int_t) p->chain.filters[i].meta.id)) < 0)
+        for (size_t i = 0; ids && i < p->n_filters; i++)
+                if (json_array_append_new(ids, json_integer((json_int_t) p->filters[i])) < 0)
                         goto fail;
-        for (size_t i = 0; arches && i < p->summary->n_arches; i++)
-                if (json_array_append_new(arches, arch_json(&arena, &p->summary->arches[i])) < 0)
+        for (size_t i = 0; arches && i < p->report->n_arches; i++)
+                if (json_array_append_new(arches, arch_json(&p->report->arches[i])) < 0)
                         goto fail;
-        arena_done(&arena);
         return json_pack("{s:I, s:s, s:o, s:o}", "tid", (json_int_t) p->tid, "mode", task_mode_to_string(p->mode),
                          "filters", ids, "architectures", arches);
 fail:
-        arena_done(&arena);
         json_decref(ids);
         json_decref(arches);
         return NULL;
@@ -339,8 +287,44 @@ static int policy_print_oci(const Context *c, const TaskPolicy *p) {
         return output_flush();
 }
 
+/* The daemon's answer, for the one architecture of only (NULL: all of them). 0 with *ret NULL when
+ * the chain does not tell only apart: the caller then summarizes that architecture itself. */
+static int policy_view_live(Context *c, uint32_t tid, const PolicyArch *only, TaskPolicyReply *ret) {
+        sd_bus *bus;
+        int r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = policy_bus_get_policy(bus, tid, ret);
+        if (r < 0 || !only)
+                return r;
+        PolicyReport *rep = ret->report;
+        for (size_t i = 0; i < rep->n_arches; i++)
+                if (streq(rep->arches[i].name, only->name)) {
+                        rep->arches[0] = rep->arches[i];
+                        rep->n_arches = 1;
+                        return 0;
+                }
+        task_policy_reply_done(ret);
+        return 0;
+}
+
+/* The chain summarized here (a snapshot file, --format=oci, an architecture the daemon did not
+ * list). */
+static int policy_view_local(Context *c, uint32_t tid, const PolicyArch *only, TaskPolicy *p, TaskPolicyReply *ret) {
+        int r = task_policy_load(c, c->file, tid, only, p);
+        if (r >= 0 && p->chain.n > 0 && !(ret->filters = calloc(p->chain.n, sizeof(uint64_t))))
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < p->chain.n; i++)
+                ret->filters[i] = p->chain.filters[i].meta.id;
+        ret->n_filters = p->chain.n;
+        ret->mode = p->mode;
+        if (r >= 0)
+                r = policy_report_new(p->summary, &ret->report);
+        return r == -ENOMEM ? log_oom() : r;
+}
+
 int verb_policy(Context *c, char **args, size_t n_args) {
         _cleanup_(task_policy_done) TaskPolicy p = {};
+        _cleanup_(task_policy_reply_done) TaskPolicyReply reply = {};
         const PolicyArch *only;
         uint32_t tid;
         bool oci = c->format && streq(c->format, "oci");
@@ -356,14 +340,19 @@ int verb_policy(Context *c, char **args, size_t n_args) {
                 return usage_error("--approximate goes with --format=oci");
         if (oci && only)
                 return usage_error("--format=oci takes every architecture: leave out --arch");
-        r = task_policy_load(c, c->file, tid, only, &p);
-        if (r < 0)
+        if (oci) {
+                r = task_policy_load(c, c->file, tid, NULL, &p);
+                return r < 0 ? r : policy_print_oci(c, &p);
+        }
+        if (!c->file && (r = policy_view_live(c, tid, only, &reply)) < 0)
                 return r;
-        if (oci)
-                return policy_print_oci(c, &p);
+        if (!reply.report && (r = policy_view_local(c, tid, only, &p, &reply)) < 0)
+                return r;
+        PolicyView v = { .tid = tid, .mode = reply.mode, .filters = reply.filters, .n_filters = reply.n_filters,
+                         .report = reply.report, .source = c->file };
         if (c->json) {
-                json_auto_t *doc = policy_json(&p);
+                json_auto_t *doc = policy_json(&v);
                 return json_print_document(doc);
         }
-        return policy_print_table(&p, c->legend);
+        return policy_print_table(&v, c->legend);
 }

@@ -5,6 +5,7 @@
 #include "chain.h"
 #include "ctl.h"
 #include "policy-arch.h"
+#include "policy-report.h"
 #include "policy-summary.h"
 
 /* --arch, or NULL when not given. Usage error for an architecture libseccomp does not know. */
@@ -28,6 +29,16 @@ int task_policy_load(Context *c, const char *file, uint32_t tid, const PolicyArc
 /* "task 4711", "task 4711 in F" */
 char *task_policy_name(const TaskPolicy *p);
 
-/* A forest whose filters carry their instructions: the daemon's (ListTasks, ListFilters and
- * GetFilter for each filter), or the snapshot file of --file. Logs. */
-int policy_forest_load(Context *c, Forest **ret);
+/* The daemon's answers (GetPolicy, WhoCan), read into the structures the output prints. Log. */
+typedef struct TaskPolicyReply {
+        TaskMode mode;
+        uint64_t *filters; /* the chain, newest first */
+        size_t n_filters;
+        PolicyReport *report;
+} TaskPolicyReply;
+void task_policy_reply_done(TaskPolicyReply *r);
+int policy_bus_get_policy(sd_bus *bus, uint32_t tid, TaskPolicyReply *ret);
+/* w's chains carry their cases as report only (no decisions); w->unfiltered is NULL: the daemon
+ * counts the tasks without filters, it does not list them. */
+int policy_bus_who_can(sd_bus *bus, const char *syscall, const uint64_t *args, size_t n_args, const char *arch,
+                       const char *action, WhoCan **ret);

@@ -3,6 +3,7 @@
 
 #include "access.h"
 #include "config.h"
+#include "policy-dbus.h"
 #include "procinfo.h"
 #include "snapshot.h"
 #include "snapshots.h"
@@ -24,7 +25,7 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-static int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
+int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
         int r = manager_live(m, ret);
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
@@ -629,6 +630,14 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_import_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("DeleteSnapshot", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT, method_delete_snapshot,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPolicy", SD_BUS_ARGS("u", tid),
+                                SD_BUS_RESULT("s", mode, "at", filters, "a" POLICY_ARCH_TYPE, architectures),
+                                method_get_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("WhoCan", SD_BUS_ARGS("s", syscall, "at", args, "a{sv}", options),
+                                SD_BUS_RESULT("s", architecture, "i", nr, "u", tasks, "u", decided,
+                                              "a" WHO_CAN_CHAIN_TYPE, chains, "u", unfiltered,
+                                              "a" WHO_CAN_OTHER_TYPE, others),
+                                method_who_can, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilterAttached",
                                 SD_BUS_ARGS("t", id, "t", parent, "u", tid, "u", pid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskAdded", SD_BUS_ARGS("u", tid, "u", tgid, "s", comm), 0),
@@ -734,6 +743,7 @@ static void on_changes(void *userdata, const LiveChanges *c, const char *reason)
 
 static int on_event_exit(sd_event_source *s, void *userdata) {
         manager_snapshot_transfers_cancel(userdata);
+        manager_policy_jobs_cancel(userdata);
         return 0;
 }
 

@@ -12,3 +12,6 @@
  * what the manager stores (manager_set_listener()): the signals for what a batch changed, in order
  * (after a full pass: Resynced last), then PropertiesChanged for the counts that changed. */
 int manager_bus_connect(Manager *m);
+
+/* The live forest for a method (manager_live()), or ScanFailed set in error. */
+int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);

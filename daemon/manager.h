@@ -63,6 +63,9 @@ typedef struct Manager {
 
         /* snapshots.c: exports and imports in progress */
         struct SnapshotTransfer *snapshot_transfers;
+
+        /* policy-dbus.c: GetPolicy and WhoCan calls being analysed */
+        struct PolicyJob *policy_jobs;
 } Manager;
 
 typedef struct ManagerOptions {

@@ -391,7 +391,8 @@ static int exec_step(Exec *x, SymState *s) {
         return 1;
 }
 
-int policy_exec(Arena *arena, const struct sock_filter *insns, size_t n, const PolicyTerm *base, PolicyLeaves *ret) {
+int policy_exec(Arena *arena, const struct sock_filter *insns, size_t n, const PolicyTerm *base,
+                const PolicyStop *stop, PolicyLeaves *ret) {
         Exec x = { .arena = arena, .insns = insns, .n = n, .leaves = ret };
         SymState s = { .a = SYM_CONST(0), .x = SYM_CONST(0), .term = *base };
         int r = exec_push(&x, &s); /* A, X and M[] start at 0 (M[] is only read after a store) */
@@ -401,6 +402,10 @@ int policy_exec(Arena *arena, const struct sock_filter *insns, size_t n, const P
                 do {
                         if (s.pc >= n || ++x.steps > EXEC_MAX_STEPS) {
                                 r = s.pc >= n ? -EINVAL : -E2BIG;
+                                break;
+                        }
+                        if (x.steps % POLICY_STOP_EVERY == 0 && policy_stop_now(stop)) {
+                                r = -ECANCELED;
                                 break;
                         }
                         r = exec_step(&x, &s);

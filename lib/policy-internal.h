@@ -20,8 +20,14 @@ void policy_leaves_done(PolicyLeaves *l);
 #define POLICY_MAX_PATHS 65536
 
 /* Every path of the program (valid per prog_validate()) from base: the leaves partition base.
- * -E2BIG beyond POLICY_MAX_PATHS paths (or an absurd number of steps), -ENOMEM. */
-int policy_exec(Arena *arena, const struct sock_filter *insns, size_t n, const PolicyTerm *base, PolicyLeaves *ret);
+ * -E2BIG beyond POLICY_MAX_PATHS paths (or an absurd number of steps), -ECANCELED when stop (may
+ * be NULL) says so, -ENOMEM. */
+int policy_exec(Arena *arena, const struct sock_filter *insns, size_t n, const PolicyTerm *base,
+                const PolicyStop *stop, PolicyLeaves *ret);
+
+/* How many steps (of a program, or pairs of terms combined) go by between two questions to a
+ * PolicyStop. */
+#define POLICY_STOP_EVERY 4096
 
 /* Narrow t by an atom: SAT_NO when nothing is left, SAT_UNKNOWN for an opaque one that cannot be
  * decided yet. Negative errno on failure. */

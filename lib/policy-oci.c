@@ -18,23 +18,6 @@
  * does with an architecture the profile does not list. */
 #define OCI_BADARCH_RET SECCOMP_RET_KILL_THREAD
 
-uint32_t policy_ret_effective(uint32_t ret) {
-        switch (ret & SECCOMP_RET_ACTION_FULL) {
-        case SECCOMP_RET_KILL_PROCESS:
-        case SECCOMP_RET_KILL_THREAD:
-        case SECCOMP_RET_USER_NOTIF:
-        case SECCOMP_RET_LOG:
-        case SECCOMP_RET_ALLOW:
-                return ret & SECCOMP_RET_ACTION_FULL;
-        case SECCOMP_RET_TRAP:
-        case SECCOMP_RET_ERRNO:
-        case SECCOMP_RET_TRACE:
-                return ret;
-        default:
-                return SECCOMP_RET_KILL_PROCESS;
-        }
-}
-
 /* ---- problems ---- */
 
 typedef struct Oci {

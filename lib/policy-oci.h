@@ -26,7 +26,3 @@ int policy_oci_profile(const PolicySummary *s, bool approximate, json_t **ret, c
 /* The profile as JSON text (json_dumps() flags): numbers above INT64_MAX, which jansson's integers
  * cannot hold, written as the plain numbers OCI runtimes read. malloc'ed; NULL on OOM. */
 char *policy_oci_dumps(const json_t *profile, size_t flags);
-
-/* The value as the kernel acts on it: the data of actions that ignore it cleared, unknown
- * actions as KILL_PROCESS. Two chains with equal effective values behave alike. */
-uint32_t policy_ret_effective(uint32_t ret);

@@ -32,6 +32,9 @@ typedef struct PolicySummary {
 /* Decide every system call for the architectures the chain tells apart (policy_chain_arches()), or
  * for only. Errors as policy_decide(). */
 int policy_summarize(const ChainProgram *chain, size_t n, const PolicyArch *only, PolicySummary **ret);
+/* The same, asking stop (may be NULL) as it goes: -ECANCELED once it says so. */
+int policy_summarize_stoppable(const ChainProgram *chain, size_t n, const PolicyArch *only, const PolicyStop *stop,
+                               PolicySummary **ret);
 PolicySummary *policy_summary_free(PolicySummary *s);
 DEFINE_CLEANUP(PolicySummary *, policy_summary_free);
 

@@ -2,7 +2,10 @@
 #include "policy-who.h"
 
 #include <errno.h>
+#include <seccomp.h>
+#include <stdio.h>
 
+#include "disasm.h"
 #include "util.h"
 
 bool who_can_query_matches(const WhoCanQuery *q, uint32_t v) {
@@ -12,125 +15,188 @@ bool who_can_query_matches(const WhoCanQuery *q, uint32_t v) {
         return q->any_data ? action == (q->action & SECCOMP_RET_ACTION_FULL) : v == q->action;
 }
 
-/* ---- grouping the tasks by chain ---- */
+/* ---- the plan: tasks grouped by head filter, everything copied out of the forest ---- */
 
 typedef struct Group {
-        const Filter *head; /* NULL: strict mode */
+        uint64_t head; /* 0: strict mode */
+        size_t depth;
+        ChainProgram *programs; /* newest first; into the plan's arena */
+        const uint8_t **digests;
         WhoCanTask *tasks;
         size_t n_tasks, allocated;
-        const PolicyDecision *decision;
+        size_t same_as; /* SIZE_MAX, or an earlier group with a byte-identical chain */
 } Group;
 
-typedef struct Grouping {
+struct WhoCanPlan {
+        Arena arena; /* programs, digests, comms */
         Group *groups;
         size_t n, allocated;
-        Hashmap by_head; /* head filter id -> group index + 1 */
+        Hashmap by_head;     /* head filter id -> group index + 1 */
+        Hashmap programs;    /* filter id -> its copied instructions (each filter once) */
         WhoCanTask *unfiltered;
         size_t n_unfiltered, allocated_unfiltered;
-        size_t n_tasks;
-} Grouping;
+        size_t n_tasks, n_distinct;
+};
 
-static void grouping_done(Grouping *g) {
-        for (size_t i = 0; i < g->n; i++)
-                free(g->groups[i].tasks);
-        free(g->groups);
-        free(g->unfiltered);
-        hashmap_deinit(&g->by_head);
+WhoCanPlan *who_can_plan_free(WhoCanPlan *p) {
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n; i++)
+                free(p->groups[i].tasks);
+        free(p->groups);
+        free(p->unfiltered);
+        hashmap_deinit(&p->by_head);
+        hashmap_deinit(&p->programs);
+        arena_done(&p->arena);
+        free(p);
+        return NULL;
 }
 
-static int group_of(Grouping *g, const Filter *head, Group **ret) {
-        uint64_t key = head ? head->id : 0; /* 0: strict mode */
-        uintptr_t i = (uintptr_t) hashmap_get(&g->by_head, key);
-        if (i == 0) {
-                if (GROW(g->groups, g->allocated, g->n + 1) < 0)
+size_t who_can_plan_tasks(const WhoCanPlan *p) {
+        return p->n_tasks;
+}
+
+size_t who_can_plan_chains(const WhoCanPlan *p) {
+        return p->n_distinct;
+}
+
+static int program_copy(WhoCanPlan *p, const Filter *x, const struct sock_filter **ret) {
+        if (!x->insns && x->len > 0)
+                return -EINVAL; /* a forest without instructions */
+        const struct sock_filter *c = hashmap_get(&p->programs, x->id);
+        if (!c) {
+                c = arena_memdup(&p->arena, x->insns, x->len * sizeof(struct sock_filter));
+                if (!c)
                         return -ENOMEM;
-                g->groups[g->n] = (Group) { .head = head };
-                i = ++g->n;
-                int r = hashmap_put(&g->by_head, key, (void *) i);
+                int r = hashmap_put(&p->programs, x->id, (void *) c);
                 if (r < 0)
                         return r;
         }
-        *ret = &g->groups[i - 1];
+        *ret = c;
         return 0;
 }
 
-static int task_add(WhoCanTask **list, size_t *n, size_t *allocated, const Process *p, const Task *t) {
-        if (GROW(*list, *allocated, *n + 1) < 0)
-                return -ENOMEM;
-        (*list)[(*n)++] = (WhoCanTask) { .tid = t->tid, .pid = p->pid, .comm = p->comm };
-        return 0;
+static bool groups_same_bytes(const Group *a, const Group *b) {
+        if (a->depth != b->depth)
+                return false;
+        for (size_t i = 0; i < a->depth; i++)
+                if (a->programs[i].insns != b->programs[i].insns &&
+                    memcmp(a->digests[i], b->digests[i], PROG_DIGEST_SIZE) != 0)
+                        return false;
+        return true;
 }
 
-static int grouping_build(const Forest *f, Grouping *g) {
-        for (size_t i = 0; i < f->n_processes; i++) {
-                const Process *p = f->processes[i];
-                for (size_t j = 0; j < p->n_threads; j++) {
-                        const Task *t = &p->threads[j];
-                        Group *x;
-                        int r;
-                        g->n_tasks++;
-                        if (t->mode == TASK_MODE_FILTER && !t->filter)
-                                return -EINVAL; /* not linked */
-                        if (t->mode == TASK_MODE_DISABLED) {
-                                r = task_add(&g->unfiltered, &g->n_unfiltered, &g->allocated_unfiltered, p, t);
-                                if (r < 0)
-                                        return r;
-                                continue;
-                        }
-                        r = group_of(g, t->mode == TASK_MODE_FILTER ? t->filter : NULL, &x);
-                        if (r >= 0)
-                                r = task_add(&x->tasks, &x->n_tasks, &x->allocated, p, t);
+/* A new group for head (NULL: strict mode): its chain copied, and which earlier one it equals. */
+static int group_new(WhoCanPlan *p, const Filter *head, Group **ret) {
+        Group g = { .head = head ? head->id : 0, .depth = head ? head->depth : 0, .same_as = SIZE_MAX };
+        if (head) {
+                g.programs = arena_alloc(&p->arena, (g.depth + 1) * sizeof(ChainProgram));
+                g.digests = arena_alloc(&p->arena, (g.depth + 1) * sizeof(uint8_t *));
+                if (!g.programs || !g.digests)
+                        return -ENOMEM;
+                size_t k = 0;
+                for (const Filter *x = head; x && k < g.depth; x = x->parent, k++) {
+                        const struct sock_filter *insns;
+                        int r = program_copy(p, x, &insns);
                         if (r < 0)
                                 return r;
+                        g.programs[k] = (ChainProgram) { .insns = insns, .len = x->len };
+                        g.digests[k] = x->digest;
                 }
+                g.depth = k;
+                for (size_t i = 0; i < p->n && g.same_as == SIZE_MAX; i++)
+                        if (p->groups[i].head && p->groups[i].same_as == SIZE_MAX && groups_same_bytes(&p->groups[i], &g))
+                                g.same_as = i;
+                if (g.same_as == SIZE_MAX)
+                        p->n_distinct++;
         }
+        if (GROW(p->groups, p->allocated, p->n + 1) < 0)
+                return -ENOMEM;
+        p->groups[p->n++] = g;
+        int r = hashmap_put(&p->by_head, g.head, (void *) (uintptr_t) p->n);
+        if (r < 0)
+                return r;
+        *ret = &p->groups[p->n - 1];
+        return 0;
+}
+
+static int group_of(WhoCanPlan *p, const Filter *head, Group **ret) {
+        uintptr_t i = (uintptr_t) hashmap_get(&p->by_head, head ? head->id : 0);
+        if (i == 0)
+                return group_new(p, head, ret);
+        *ret = &p->groups[i - 1];
+        return 0;
+}
+
+static int task_add(WhoCanTask **list, size_t *n, size_t *allocated, const char *comm, const Process *p,
+                    const Task *t) {
+        if (GROW(*list, *allocated, *n + 1) < 0)
+                return -ENOMEM;
+        (*list)[(*n)++] = (WhoCanTask) { .tid = t->tid, .pid = p->pid, .comm = comm };
+        return 0;
+}
+
+static int plan_process(WhoCanPlan *plan, const Process *p) {
+        const char *comm = arena_strdup(&plan->arena, p->comm);
+        if (!comm)
+                return -ENOMEM;
+        for (size_t j = 0; j < p->n_threads; j++) {
+                const Task *t = &p->threads[j];
+                Group *x;
+                int r;
+                plan->n_tasks++;
+                if (t->mode == TASK_MODE_FILTER && !t->filter)
+                        return -EINVAL; /* not linked */
+                if (t->mode == TASK_MODE_DISABLED) {
+                        r = task_add(&plan->unfiltered, &plan->n_unfiltered, &plan->allocated_unfiltered, comm, p, t);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                r = group_of(plan, t->mode == TASK_MODE_FILTER ? t->filter : NULL, &x);
+                if (r >= 0)
+                        r = task_add(&x->tasks, &x->n_tasks, &x->allocated, comm, p, t);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int who_can_plan_new(const Forest *f, bool (*visible)(const Process *p, void *userdata), void *userdata,
+                     WhoCanPlan **ret) {
+        _cleanup_(who_can_plan_freep) WhoCanPlan *plan = calloc(1, sizeof(WhoCanPlan));
+        if (!plan)
+                return -ENOMEM;
+        if (!f->linked)
+                return -EINVAL;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                if (visible && !visible(f->processes[i], userdata))
+                        continue;
+                int r = plan_process(plan, f->processes[i]);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(plan);
         return 0;
 }
 
 /* ---- deciding each distinct chain once ---- */
 
-static bool chains_same_bytes(const Filter *a, const Filter *b) {
-        for (; a && b; a = a->parent, b = b->parent)
-                if (a != b && memcmp(a->digest, b->digest, PROG_DIGEST_SIZE) != 0)
-                        return false;
-        return !a && !b;
-}
-
-static int chain_programs(Arena *arena, const Filter *head, ChainProgram **ret, size_t *ret_n) {
-        size_t n = head->depth;
-        ChainProgram *c = arena_alloc(arena, (n + 1) * sizeof(ChainProgram));
-        if (!c)
-                return -ENOMEM;
-        size_t k = 0;
-        for (const Filter *x = head; x && k < n; x = x->parent, k++) {
-                if (!x->insns && x->len > 0)
-                        return -EINVAL; /* a forest without instructions */
-                c[k] = (ChainProgram) { .insns = x->insns, .len = x->len };
-        }
-        *ret = c;
-        *ret_n = k;
-        return 0;
-}
-
-static int decide_groups(WhoCan *w, Grouping *g, const PolicyQuery *pq) {
-        for (size_t i = 0; i < g->n; i++) {
-                Group *x = &g->groups[i];
+static int decide_groups(WhoCan *w, const WhoCanPlan *plan, const PolicyQuery *pq, const PolicyStop *stop,
+                         const PolicyDecision **decisions) {
+        for (size_t i = 0; i < plan->n; i++) {
+                const Group *x = &plan->groups[i];
                 if (!x->head)
                         continue;
-                for (size_t j = 0; j < i && !x->decision; j++)
-                        if (g->groups[j].head && chains_same_bytes(g->groups[j].head, x->head))
-                                x->decision = g->groups[j].decision;
-                if (x->decision)
+                if (x->same_as != SIZE_MAX) {
+                        decisions[i] = decisions[x->same_as];
                         continue;
-                ChainProgram *c;
-                size_t n;
+                }
                 PolicyDecision *d;
-                int r = chain_programs(&w->arena, x->head, &c, &n);
-                if (r >= 0)
-                        r = policy_decide(&w->arena, c, n, pq, &d);
+                int r = policy_decide_stoppable(&w->arena, x->programs, x->depth, pq, stop, &d);
                 if (r < 0)
                         return r;
-                x->decision = d;
+                decisions[i] = d;
                 w->n_decisions++;
         }
         return 0;
@@ -178,8 +244,7 @@ static int cmp_tasks(const void *a, const void *b) {
 
 static int cmp_chains(const void *a, const void *b) {
         const WhoCanChain *x = a, *y = b;
-        uint64_t ix = x->head ? x->head->id : 0, iy = y->head ? y->head->id : 0;
-        return ix < iy ? -1 : ix > iy;
+        return x->head < y->head ? -1 : x->head > y->head;
 }
 
 static WhoCanTask *tasks_copy(Arena *arena, const WhoCanTask *tasks, size_t n) {
@@ -190,8 +255,9 @@ static WhoCanTask *tasks_copy(Arena *arena, const WhoCanTask *tasks, size_t n) {
 }
 
 /* One group: a chain that can (with the cases that give it), or an "other". */
-static int group_answer(WhoCan *w, const WhoCanQuery *q, const PolicyArch *a, const Group *x) {
-        WhoCanChain c = { .head = x->head, .depth = x->head ? x->head->depth : 0, .decision = x->decision };
+static int group_answer(WhoCan *w, const WhoCanQuery *q, const PolicyArch *a, const Group *x,
+                        const PolicyDecision *decision) {
+        WhoCanChain c = { .head = x->head, .depth = x->depth, .decision = decision };
         uint32_t strict = 0, v;
 
         if (!x->head) {
@@ -200,17 +266,17 @@ static int group_answer(WhoCan *w, const WhoCanQuery *q, const PolicyArch *a, co
                         return other_add(w, strict, false, x->n_tasks);
                 c.always = true;
         } else {
-                c.cases = arena_alloc(&w->arena, (x->decision->n_cases + 1) * sizeof(PolicyCase *));
+                c.cases = arena_alloc(&w->arena, (decision->n_cases + 1) * sizeof(PolicyCase *));
                 if (!c.cases)
                         return -ENOMEM;
-                for (size_t i = 0; i < x->decision->n_cases; i++)
-                        if (case_matches(q, &x->decision->cases[i]))
-                                c.cases[c.n_cases++] = &x->decision->cases[i];
+                for (size_t i = 0; i < decision->n_cases; i++)
+                        if (case_matches(q, &decision->cases[i]))
+                                c.cases[c.n_cases++] = &decision->cases[i];
                 if (c.n_cases == 0) {
-                        bool unconditional = policy_decision_unconditional(x->decision, &v);
+                        bool unconditional = policy_decision_unconditional(decision, &v);
                         return other_add(w, unconditional ? v : 0, !unconditional, x->n_tasks);
                 }
-                c.always = c.n_cases == x->decision->n_cases;
+                c.always = c.n_cases == decision->n_cases;
         }
         c.tasks = tasks_copy(&w->arena, x->tasks, x->n_tasks);
         if (!c.tasks)
@@ -220,42 +286,79 @@ static int group_answer(WhoCan *w, const WhoCanQuery *q, const PolicyArch *a, co
         return 0;
 }
 
-int policy_who_can(const Forest *f, const WhoCanQuery *q, WhoCan **ret) {
+int who_can_plan_decide(WhoCanPlan *plan, const WhoCanQuery *q, const PolicyStop *stop, WhoCan **ret) {
+        _cleanup_(who_can_plan_freep) WhoCanPlan *p = plan;
         const PolicyArch *a = q->arch ? q->arch : policy_arch_native();
-        _cleanup_(grouping_done) Grouping g = {};
         _cleanup_(who_can_freep) WhoCan *w = calloc(1, sizeof(WhoCan));
         if (!w)
                 return -ENOMEM;
-        if (!a || !f->linked || q->n_args > ELEMENTSOF(q->args))
+        w->plan = TAKE_PTR(p);
+        if (!a || q->n_args > ELEMENTSOF(q->args))
                 return -EINVAL;
         PolicyQuery pq = { .arch = a->arch, .nr = q->nr, .n_args = q->n_args };
         memcpy(pq.args, q->args, sizeof(pq.args));
 
-        int r = grouping_build(f, &g);
-        if (r >= 0)
-                r = decide_groups(w, &g, &pq);
+        const PolicyDecision **decisions = arena_alloc(&w->arena, (plan->n + 1) * sizeof(PolicyDecision *));
+        w->chains = arena_alloc(&w->arena, (plan->n + 1) * sizeof(WhoCanChain));
+        if (!decisions || !w->chains)
+                return -ENOMEM;
+        int r = decide_groups(w, plan, &pq, stop, decisions);
         if (r < 0)
                 return r;
-        w->chains = arena_alloc(&w->arena, (g.n + 1) * sizeof(WhoCanChain));
-        if (!w->chains)
-                return -ENOMEM;
-        for (size_t i = 0; i < g.n; i++)
-                if ((r = group_answer(w, q, a, &g.groups[i])) < 0)
+        for (size_t i = 0; i < plan->n; i++)
+                if ((r = group_answer(w, q, a, &plan->groups[i], decisions[i])) < 0)
                         return r;
         qsort_safe(w->chains, w->n_chains, sizeof(WhoCanChain), cmp_chains);
-        w->unfiltered = tasks_copy(&w->arena, g.unfiltered, g.n_unfiltered);
-        if (!w->unfiltered && g.n_unfiltered)
+        w->unfiltered = tasks_copy(&w->arena, plan->unfiltered, plan->n_unfiltered);
+        if (!w->unfiltered && plan->n_unfiltered)
                 return -ENOMEM;
-        w->n_unfiltered = g.n_unfiltered;
-        w->n_tasks = g.n_tasks;
+        w->n_unfiltered = plan->n_unfiltered;
+        w->n_tasks = plan->n_tasks;
         *ret = TAKE_PTR(w);
         return 0;
+}
+
+int policy_who_can(const Forest *f, const WhoCanQuery *q, WhoCan **ret) {
+        WhoCanPlan *plan;
+        int r = who_can_plan_new(f, NULL, NULL, &plan);
+        return r < 0 ? r : who_can_plan_decide(plan, q, NULL, ret);
 }
 
 WhoCan *who_can_free(WhoCan *w) {
         if (!w)
                 return NULL;
         arena_done(&w->arena);
+        who_can_plan_free(w->plan);
         free(w);
         return NULL;
+}
+
+/* ---- questions as people and callers spell them ---- */
+
+int who_can_query_parse(const char *arch, const char *syscall, const uint64_t *args, size_t n_args,
+                        const char *action, WhoCanQuery *ret, char **ret_error) {
+        const PolicyArch *a = arch ? policy_arch_from_name(arch) : policy_arch_native();
+        WhoCanQuery q = { .arch = a, .allowed = true, .n_args = n_args };
+
+        *ret_error = NULL;
+        if (!a)
+                return error_message(ret_error, "Unknown architecture '%s' (x86_64, x86, x32, aarch64, arm, ...)", arch);
+        if (n_args > ELEMENTSOF(q.args))
+                return error_message(ret_error, "%zu arguments given: a system call has at most %zu", n_args,
+                                   ELEMENTSOF(q.args));
+        if (safe_atoi32(syscall, &q.nr) >= 0) {
+                if (q.nr < 0)
+                        return error_message(ret_error, "Invalid system call number %" PRIi32, q.nr);
+        } else if ((q.nr = seccomp_syscall_resolve_name_arch(a->arch, syscall)) < 0)
+                return error_message(ret_error, "Unknown system call '%s' on %s", syscall, a->name);
+        if (action) {
+                if (action_from_string(action, &q.action) < 0)
+                        return error_message(ret_error, "Unknown action '%s' (ALLOW, LOG, ERRNO, ERRNO(1), USER_NOTIF, "
+                                           "TRACE, TRAP, KILL_THREAD, KILL_PROCESS)", action);
+                q.allowed = false;
+                q.any_data = !strchr(action, '(');
+        }
+        memcpy_safe(q.args, args, n_args * sizeof(uint64_t));
+        *ret = q;
+        return 0;
 }

@@ -25,11 +25,12 @@ typedef struct WhoCanTask {
 
 /* The tasks of one chain that can: the cases of its decision that give the action. */
 typedef struct WhoCanChain {
-        const Filter *head; /* NULL: strict mode (read, write, exit, rt_sigreturn only) */
+        uint64_t head; /* the head filter's id; 0: strict mode (read, write, exit, rt_sigreturn only) */
         size_t depth;
-        const PolicyDecision *decision;
+        const PolicyDecision *decision; /* NULL for strict mode */
         const PolicyCase **cases; /* those that match: all of them when always */
         size_t n_cases;
+        struct PolicyReportCase *report; /* the n_cases rendered (who_can_report()), or received */
         bool always; /* for every value of the free arguments */
         WhoCanTask *tasks;
         size_t n_tasks;
@@ -42,8 +43,25 @@ typedef struct WhoCanOther {
         size_t n_tasks, n_chains;
 } WhoCanOther;
 
+/* The tasks of a forest made ready for who-can questions: grouped by head filter, the heads by
+ * byte-identical chain, with everything the questions need (the programs, the tasks' names)
+ * copied out of the forest, so that the forest may change, or be freed, while the plan is decided
+ * (in another thread, say). */
+typedef struct WhoCanPlan WhoCanPlan;
+
+/* The plan of the threads of a linked forest whose filters have instructions, of the processes
+ * visible() says yes to (NULL: every process). */
+int who_can_plan_new(const Forest *f, bool (*visible)(const Process *p, void *userdata), void *userdata,
+                     WhoCanPlan **ret);
+WhoCanPlan *who_can_plan_free(WhoCanPlan *p);
+DEFINE_CLEANUP(WhoCanPlan *, who_can_plan_free);
+/* Tasks in the plan, and byte-distinct chains (what a question decides). */
+size_t who_can_plan_tasks(const WhoCanPlan *p);
+size_t who_can_plan_chains(const WhoCanPlan *p);
+
 typedef struct WhoCan {
         Arena arena;
+        WhoCanPlan *plan;    /* what the tasks point into */
         WhoCanChain *chains; /* by head filter id */
         size_t n_chains;
         WhoCanTask *unfiltered; /* tasks without filters in the forest: they may call anything */
@@ -54,11 +72,22 @@ typedef struct WhoCan {
         size_t n_decisions;  /* chains decided (byte-identical chains once) */
 } WhoCan;
 
-/* Decide q for every thread of a linked forest whose filters have instructions. -EINVAL for a
- * query outside the architecture, errors of policy_decide(). */
+/* Decide q for every task of the plan (taken, whatever the outcome), each byte-distinct chain
+ * once, asking stop (may be NULL) as it goes. -EINVAL for a query outside the architecture,
+ * -ECANCELED, errors of policy_decide(). */
+int who_can_plan_decide(WhoCanPlan *plan, const WhoCanQuery *q, const PolicyStop *stop, WhoCan **ret);
+
+/* who_can_plan_new() of every process of f, decided. */
 int policy_who_can(const Forest *f, const WhoCanQuery *q, WhoCan **ret);
 WhoCan *who_can_free(WhoCan *w);
 DEFINE_CLEANUP(WhoCan *, who_can_free);
 
 /* Does value v answer q? */
 bool who_can_query_matches(const WhoCanQuery *q, uint32_t v);
+
+/* A question as people and callers spell it: syscall a name of arch (NULL: the native one;
+ * libseccomp's names: "x86_64", "x86", ...) or a number, the first n_args arguments fixed, and
+ * action NULL (the call runs: ALLOW or LOG), an action ("ERRNO": any errno) or an action with its
+ * data ("ERRNO(1)"). -EINVAL with *ret_error (malloc'ed) saying which part is wrong. */
+int who_can_query_parse(const char *arch, const char *syscall, const uint64_t *args, size_t n_args,
+                        const char *action, WhoCanQuery *ret, char **ret_error);

@@ -147,9 +147,12 @@ static bool term_is_base(const PolicyTerm *t, const PolicyTerm *base) {
 
 /* acc x the leaves of one more (older) filter. */
 static int fold_filter(Arena *arena, const PolicyTerm *base, const Partials *acc, const PolicyLeaves *leaves,
-                       Partials *ret) {
+                       const PolicyStop *stop, Partials *ret) {
+        uint64_t pairs = 0;
         for (size_t i = 0; i < acc->n; i++)
                 for (size_t j = 0; j < leaves->n; j++) {
+                        if (++pairs % POLICY_STOP_EVERY == 0 && policy_stop_now(stop))
+                                return -ECANCELED;
                         const PolicyLeaf *l = &leaves->items[j];
                         const PolicyTerm *a = &acc->items[i].term;
                         Partial p = { .term = term_is_base(a, base) ? l->term : *a };
@@ -169,16 +172,18 @@ static int fold_filter(Arena *arena, const PolicyTerm *base, const Partials *acc
         return 0;
 }
 
-static int fold_chain(Arena *arena, const ChainProgram *chain, size_t n, const PolicyTerm *base, Partials *ret) {
+static int fold_chain(Arena *arena, const ChainProgram *chain, size_t n, const PolicyTerm *base,
+                      const PolicyStop *stop, Partials *ret) {
         Partial start = { .term = *base, .ret = { .value = SYM_CONST(SECCOMP_RET_ALLOW) } };
         int r = partials_add(ret, &start);
 
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 _cleanup_(policy_leaves_done) PolicyLeaves leaves = {};
                 Partials next = {};
-                r = policy_exec(arena, chain[i].insns, chain[i].len, base, &leaves);
+                r = policy_stop_now(stop) ? -ECANCELED
+                                          : policy_exec(arena, chain[i].insns, chain[i].len, base, stop, &leaves);
                 if (r >= 0)
-                        r = fold_filter(arena, base, ret, &leaves, &next);
+                        r = fold_filter(arena, base, ret, &leaves, stop, &next);
                 partials_done(ret);
                 *ret = next;
         }
@@ -255,6 +260,11 @@ static int partials_settle(Arena *arena, Partials *parts, const PolicyTerm *base
 }
 
 int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q, PolicyDecision **ret) {
+        return policy_decide_stoppable(arena, chain, n, q, NULL, ret);
+}
+
+int policy_decide_stoppable(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q,
+                            const PolicyStop *stop, PolicyDecision **ret) {
         PolicyDecision *dec = arena_alloc(arena, sizeof(PolicyDecision));
         _cleanup_(partials_done) Partials parts = {};
         if (!dec)
@@ -262,7 +272,7 @@ int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const Polic
         dec->query = *q;
         int r = query_base(arena, q, &dec->base);
         if (r >= 0)
-                r = fold_chain(arena, chain, n, &dec->base, &parts);
+                r = fold_chain(arena, chain, n, &dec->base, stop, &parts);
         if (r >= 0)
                 r = partials_settle(arena, &parts, &dec->base);
         if (r >= 0)
@@ -343,4 +353,21 @@ void policy_query_data(const PolicyDecision *dec, struct seccomp_data *ret) {
                 .nr = (int) dec->base.words[POLICY_WORD_NR].witness,
                 .arch = dec->base.words[POLICY_WORD_ARCH].witness,
         };
+}
+
+uint32_t policy_ret_effective(uint32_t ret) {
+        switch (ret & SECCOMP_RET_ACTION_FULL) {
+        case SECCOMP_RET_KILL_PROCESS:
+        case SECCOMP_RET_KILL_THREAD:
+        case SECCOMP_RET_USER_NOTIF:
+        case SECCOMP_RET_LOG:
+        case SECCOMP_RET_ALLOW:
+                return ret & SECCOMP_RET_ACTION_FULL;
+        case SECCOMP_RET_TRAP:
+        case SECCOMP_RET_ERRNO:
+        case SECCOMP_RET_TRACE:
+                return ret;
+        default:
+                return SECCOMP_RET_KILL_PROCESS;
+        }
 }

@@ -58,6 +58,22 @@ typedef struct PolicyDecision {
  * 65,536 paths for the question, -EINVAL for an unknown architecture, -ENOMEM. */
 int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q, PolicyDecision **ret);
 
+/* A way to end an analysis early (a deadline, a request cancelled): asked every few thousand
+ * steps; once it returns true, the analysis ends with -ECANCELED. The callback may run in any
+ * thread the analysis runs in. */
+typedef struct PolicyStop {
+        bool (*check)(void *userdata);
+        void *userdata;
+} PolicyStop;
+
+static inline bool policy_stop_now(const PolicyStop *s) {
+        return s && s->check(s->userdata);
+}
+
+/* policy_decide() that asks stop (may be NULL) as it goes. */
+int policy_decide_stoppable(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q,
+                            const PolicyStop *stop, PolicyDecision **ret);
+
 /* Whether the term holds for d; the second for a d already known to be in the question's base
  * (faster where the question excludes many numbers). */
 bool policy_term_holds(const PolicyTerm *t, const struct seccomp_data *d);
@@ -68,6 +84,10 @@ const PolicyCase *policy_decision_match(const PolicyDecision *dec, const struct 
 
 /* The action when the decision does not depend on the arguments at all: true and *ret. */
 bool policy_decision_unconditional(const PolicyDecision *dec, uint32_t *ret);
+/* The value as the kernel acts on it: the data of actions that ignore it cleared, unknown
+ * actions as KILL_PROCESS. Two chains with equal effective values behave alike (what the
+ * differences and the OCI profiles compare). */
+uint32_t policy_ret_effective(uint32_t ret);
 /* The case's value when it is a constant: true and *ret (false when computed from the words). */
 bool policy_case_constant(const PolicyCase *c, uint32_t *ret);
 /* Whether the case can be described without opaque conditions, computed values or terms that

@@ -10,13 +10,9 @@ int snapshot_error(char **error, const char *format, ...) {
                 return -EINVAL;
         va_list ap;
         va_start(ap, format);
-        int k = vasprintf(error, format, ap);
+        int r = error_messagev(error, format, ap);
         va_end(ap);
-        if (k < 0) {
-                *error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
+        return r;
 }
 
 static bool is_identifier(const char *s) {

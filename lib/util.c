@@ -151,3 +151,19 @@ uint64_t now_usec(clockid_t clock) {
         clock_gettime(clock, &ts);
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
+
+int error_messagev(char **ret, const char *format, va_list ap) {
+        if (vasprintf(ret, format, ap) < 0) {
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+int error_message(char **ret, const char *format, ...) {
+        va_list ap;
+        va_start(ap, format);
+        int r = error_messagev(ret, format, ap);
+        va_end(ap);
+        return r;
+}

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,11 @@ int log_internal(LogLevel level, int error, const char *format, ...) _printf_(3,
 #define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
 
 /* Parse a decimal number into the given type; -EINVAL on junk, -ERANGE on overflow. */
+/* *ret = the message (malloc'ed), for an error of bad input: returns -EINVAL, or -ENOMEM with
+ * *ret NULL. */
+int error_message(char **ret, const char *format, ...) _printf_(2, 3);
+int error_messagev(char **ret, const char *format, va_list ap);
+
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atoi32(const char *s, int32_t *ret);
 

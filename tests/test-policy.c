@@ -438,12 +438,11 @@ static void add_task(Forest *f, pid_t pid, pid_t tid, const char *comm, TaskMode
         t->filter_id = head;
 }
 
-static void test_who_can(void) {
-        g_autoptr(Forest) f = forest_new();
-        g_autoptr(WhoCan) w = NULL;
+/* 1: allow all; 2 (on 1): no ptrace; 3 (on 1): traceme only; 4 (on 1): a copy of 2; tasks under
+ * each, strict mode and one without filters. */
+static Forest *who_can_forest(void) {
+        Forest *f = forest_new();
         _cleanup_free_ char *why = NULL;
-
-        /* 1: allow all; 2 (on 1): no ptrace; 3 (on 1): traceme only; 4 (on 1): a copy of 2 */
         g_assert_cmpint(forest_add_filter(f, 1, 0, tests_prog_allow, 1, NULL), ==, 0);
         g_assert_cmpint(forest_add_filter(f, 2, 1, tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace), NULL), ==, 0);
         g_assert_cmpint(forest_add_filter(f, 3, 1, tests_prog_traceme_only, ELEMENTSOF(tests_prog_traceme_only), NULL), ==, 0);
@@ -456,6 +455,12 @@ static void test_who_can(void) {
         add_task(f, 400, 400, "strict", TASK_MODE_STRICT, 0);
         add_task(f, 500, 500, "copy", TASK_MODE_FILTER, 4);
         g_assert_cmpint(forest_link(f, &why), ==, 0);
+        return f;
+}
+
+static void test_who_can(void) {
+        g_autoptr(Forest) f = who_can_forest();
+        g_autoptr(WhoCan) w = NULL;
 
         WhoCanQuery q = { .nr = SYS_ptrace, .allowed = true };
         g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
@@ -464,8 +469,8 @@ static void test_who_can(void) {
         g_assert_cmpint(w->unfiltered[0].tid, ==, 101);
         g_assert_cmpuint(w->n_decisions, ==, 3); /* 2 and 4 have the same bytes: decided once */
         g_assert_cmpuint(w->n_chains, ==, 2);
-        g_assert_true(w->chains[0].head->id == 1 && w->chains[0].always && w->chains[0].n_tasks == 1);
-        g_assert_true(w->chains[1].head->id == 3 && !w->chains[1].always && w->chains[1].n_cases == 1);
+        g_assert_true(w->chains[0].head == 1 && w->chains[0].always && w->chains[0].n_tasks == 1);
+        g_assert_true(w->chains[1].head == 3 && !w->chains[1].always && w->chains[1].n_cases == 1);
         g_assert_cmpuint(w->n_others, ==, 2); /* ERRNO(1): 3 tasks in 2 chains; strict: KILL_THREAD */
         for (size_t i = 0; i < w->n_others; i++)
                 if (w->others[i].ret == (SECCOMP_RET_ERRNO | 1))
@@ -479,7 +484,7 @@ static void test_who_can(void) {
         q.args[0] = 16;
         g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
         g_assert_cmpuint(w->n_chains, ==, 1);
-        g_assert_cmpuint(w->chains[0].head->id, ==, 1);
+        g_assert_cmpuint(w->chains[0].head, ==, 1);
         w = who_can_free(w);
 
         /* another action; read is allowed in strict mode */
@@ -491,7 +496,69 @@ static void test_who_can(void) {
         q = (WhoCanQuery) { .nr = SYS_read, .allowed = true };
         g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
         g_assert_cmpuint(w->n_chains, ==, 5);
-        g_assert_null(w->chains[0].head); /* strict mode first */
+        g_assert_cmpuint(w->chains[0].head, ==, 0); /* strict mode first */
+}
+
+static bool only_pid_100_and_300(const Process *p, void *userdata) {
+        return p->pid == 100 || p->pid == 300;
+}
+
+static bool stop_always(void *userdata) {
+        return true;
+}
+
+/* A plan keeps what it needs when the forest goes; it holds the visible processes only; a stop
+ * ends the analysis. */
+static void test_who_can_plan(void) {
+        g_autoptr(Forest) f = who_can_forest();
+        g_autoptr(WhoCan) w = NULL;
+        WhoCanPlan *plan = NULL;
+
+        g_assert_cmpint(who_can_plan_new(f, only_pid_100_and_300, NULL, &plan), ==, 0);
+        g_assert_cmpuint(who_can_plan_tasks(plan), ==, 3);
+        g_assert_cmpuint(who_can_plan_chains(plan), ==, 2);
+        g_clear_pointer(&f, forest_free);
+        WhoCanQuery q = { .nr = SYS_ptrace, .allowed = true };
+        g_assert_cmpint(who_can_plan_decide(plan, &q, NULL, &w), ==, 0);
+        g_assert_cmpuint(w->n_tasks, ==, 3);
+        g_assert_cmpuint(w->n_unfiltered, ==, 1);
+        g_assert_cmpuint(w->n_chains, ==, 2);
+        g_assert_cmpuint(w->chains[0].head, ==, 1);
+        g_assert_cmpuint(w->chains[1].head, ==, 3);
+        g_assert_cmpstr(w->chains[1].tasks[0].comm, ==, "debuggee");
+
+        /* stopped: -ECANCELED, and the plan is freed all the same */
+        f = who_can_forest();
+        g_assert_cmpint(who_can_plan_new(f, NULL, NULL, &plan), ==, 0);
+        w = who_can_free(w);
+        g_assert_cmpint(who_can_plan_decide(plan, &q, &(PolicyStop) { .check = stop_always }, &w), ==, -ECANCELED);
+        g_assert_null(w);
+}
+
+static void test_who_can_query_parse(void) {
+        WhoCanQuery q;
+        uint64_t args[7] = { 16 };
+        _cleanup_free_ char *why = NULL;
+
+        g_assert_cmpint(who_can_query_parse(NULL, "ptrace", args, 1, NULL, &q, &why), ==, 0);
+        g_assert_true(q.allowed && q.nr == SYS_ptrace && q.n_args == 1 && q.args[0] == 16);
+        g_assert_cmpint(who_can_query_parse("x86", "ptrace", NULL, 0, "ERRNO", &q, &why), ==, 0);
+        g_assert_true(!q.allowed && q.any_data && q.action == SECCOMP_RET_ERRNO && q.nr == 26);
+        g_assert_cmpint(who_can_query_parse(NULL, "101", NULL, 0, "ERRNO(1)", &q, &why), ==, 0);
+        g_assert_true(!q.any_data && q.action == (SECCOMP_RET_ERRNO | 1) && q.nr == 101);
+
+        g_assert_cmpint(who_can_query_parse("vax", "ptrace", NULL, 0, NULL, &q, &why), ==, -EINVAL);
+        g_assert_nonnull(strstr(why, "'vax'"));
+        g_clear_pointer(&why, free);
+        g_assert_cmpint(who_can_query_parse(NULL, "no_such_call", NULL, 0, NULL, &q, &why), ==, -EINVAL);
+        g_assert_nonnull(strstr(why, "'no_such_call'"));
+        g_clear_pointer(&why, free);
+        g_assert_cmpint(who_can_query_parse(NULL, "ptrace", NULL, 0, "SOMETIMES", &q, &why), ==, -EINVAL);
+        g_assert_nonnull(strstr(why, "'SOMETIMES'"));
+        g_clear_pointer(&why, free);
+        g_assert_cmpint(who_can_query_parse(NULL, "ptrace", args, 7, NULL, &q, &why), ==, -EINVAL);
+        g_clear_pointer(&why, free);
+        g_assert_cmpint(who_can_query_parse(NULL, "-1", NULL, 0, NULL, &q, &why), ==, -EINVAL);
 }
 
 int main(int argc, char **argv) {
@@ -508,6 +575,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/real/systemd", test_systemd_sets);
         g_test_add_func("/policy/oci/real", test_oci_real);
         g_test_add_func("/policy/who-can", test_who_can);
+        g_test_add_func("/policy/who-can/plan", test_who_can_plan);
+        g_test_add_func("/policy/who-can/parse", test_who_can_query_parse);
         g_test_add_func("/policy/profile/parse", test_profile_parse);
         return g_test_run();
 }

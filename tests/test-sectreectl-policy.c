@@ -6,6 +6,7 @@
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <systemd/sd-bus.h>
 
@@ -342,7 +343,8 @@ static void test_who_can(Fixture *fx, gconstpointer data) {
         g_assert_true(g_str_has_prefix(out, "ptrace (x86_64 101): "));
         g_assert_nonnull(strstr(out, "): always\n"));
         g_assert_nonnull(strstr(out, "): if arg0 == 0\n"));
-        g_assert_nonnull(strstr(out, "The daemon lists the tasks under seccomp only"));
+        /* the daemon counts the tasks without filters (this test itself is one) */
+        g_assert_nonnull(strstr(out, "\nunfiltered (may call anything): "));
 }
 
 /* ---- snapshot files, policy-diff ---- */
@@ -417,11 +419,272 @@ static void test_errors(Fixture *fx, gconstpointer data) {
         }
         json_t *doc = tests_json_loads_u64(out);
         g_assert_nonnull(who_chain_of(doc, mine_s));
-        g_assert_cmpint(json_integer_value(json_object_get(doc, "tasks")), ==, 1); /* nothing of root's */
+        for (size_t i = 0; i < ELEMENTSOF(fx->pid); i++) /* nothing of root's */
+                g_assert_null(who_chain_of(doc, fx->pid[i]));
+        g_assert_cmpint(json_integer_value(json_object_get(doc, "unfiltered_count")), >=, 1); /* sectreectl itself */
         json_decref(doc);
+        /* a task nobody may not see is one that does not exist */
         g_assert_cmpint(ctl_run(&fx->b, true, CTL_ARGS("policy", fx->pid[T_BWRAP]), NULL, &err), ==, 1);
-        g_assert_true(g_str_has_prefix(err, "sectreectl: org.freedesktop.DBus.Error.AccessDenied"));
+        g_assert_true(g_str_has_prefix(err, "sectreectl: org.sectree1.Error.NoSuchTask"));
         (void) kill(mine, SIGKILL);
+}
+
+/* ---- the methods themselves ---- */
+
+/* A decision of a reply (bua(ssuubs)) as "ACTION if CONDITION; ...". */
+static char *read_decision_string(sd_bus_message *m) {
+        GString *s = g_string_new(NULL);
+        const char *action, *condition, *json;
+        uint32_t n_conditions, value;
+        int unconditional, constant;
+        g_assert_cmpint(sd_bus_message_enter_container(m, 'r', "bua(ssuubs)"), >, 0);
+        g_assert_cmpint(sd_bus_message_read(m, "bu", &unconditional, &value), >, 0);
+        g_assert_cmpint(sd_bus_message_enter_container(m, 'a', "(ssuubs)"), >, 0);
+        while (sd_bus_message_read(m, "(ssuubs)", &action, &condition, &n_conditions, &value, &constant, &json) > 0) {
+                g_string_append_printf(s, "%s%s", s->len ? "; " : "", action);
+                if (*condition)
+                        g_string_append_printf(s, " if %s", condition);
+                json_t *doc = json_loads(json, 0, NULL); /* the case as `policy --json` prints it */
+                g_assert_nonnull(doc);
+                g_assert_cmpstr(json_string_value(json_object_get(doc, "action")), ==, action);
+                json_decref(doc);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(m), >=, 0);
+        g_assert_cmpint(sd_bus_message_exit_container(m), >=, 0);
+        return g_string_free(s, FALSE);
+}
+
+/* GetPolicy(tid): its mode and chain length, and the decision of syscall on the native
+ * architecture as "ACTION if CONDITION; ..." (g_free()). */
+static char *get_policy(sd_bus *bus, pid_t tid, const char *mode, size_t n_filters, const char *syscall) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        const char *got_mode, *name, *arch;
+        const void *ids;
+        size_t size;
+        int32_t nr;
+        int native, uniform;
+        uint32_t uniform_ret;
+        char *found = NULL;
+        if (bus_client_call(bus, "GetPolicy", &error, &reply, "u", (uint32_t) tid) < 0)
+                g_error("GetPolicy %d: %s", (int) tid, error.message);
+        g_assert_cmpint(sd_bus_message_read(reply, "s", &got_mode), >, 0);
+        g_assert_cmpstr(got_mode, ==, mode);
+        g_assert_cmpint(sd_bus_message_read_array(reply, 't', &ids, &size), >=, 0);
+        g_assert_cmpuint(size / sizeof(uint64_t), ==, n_filters);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(sbbua(si(bua(ssuubs)))(bua(ssuubs)))"), >, 0);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'r', "sbbua(si(bua(ssuubs)))(bua(ssuubs))"), >, 0);
+        g_assert_cmpint(sd_bus_message_read(reply, "sbbu", &arch, &native, &uniform, &uniform_ret), >, 0);
+        g_assert_true(native); /* the native architecture first */
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(si(bua(ssuubs)))"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "si(bua(ssuubs))") > 0) {
+                g_assert_cmpint(sd_bus_message_read(reply, "si", &name, &nr), >, 0);
+                char *d = read_decision_string(reply);
+                if (streq(name, syscall) && !found)
+                        found = d;
+                else
+                        g_free(d);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        g_free(read_decision_string(reply)); /* the other numbers */
+        return found;
+}
+
+typedef struct WhoCanReply {
+        char *arch;
+        int32_t nr;
+        uint32_t tasks, decided, unfiltered;
+        GHashTable *always, *conditional; /* tids under chains that always / conditionally can */
+        GPtrArray *conditions;            /* of the conditional chains' cases */
+        uint32_t other_tasks;
+} WhoCanReply;
+
+static void who_can_reply_done(WhoCanReply *w) {
+        g_free(w->arch);
+        g_clear_pointer(&w->always, g_hash_table_unref);
+        g_clear_pointer(&w->conditional, g_hash_table_unref);
+        g_clear_pointer(&w->conditions, g_ptr_array_unref);
+}
+
+/* WhoCan(syscall, args, options): 0 and *ret, or the error's name (static). */
+static const char *who_can(sd_bus *bus, const char *syscall, const uint64_t *args, size_t n_args, const char *option,
+                           const char *type, const void *option_value, WhoCanReply *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(sd_bus_message_new_method_call(bus, &call, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                       "WhoCan"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(call, "s", syscall), >=, 0);
+        g_assert_cmpint(sd_bus_message_append_array(call, 't', args, n_args * sizeof(uint64_t)), >=, 0);
+        g_assert_cmpint(sd_bus_message_open_container(call, 'a', "{sv}"), >=, 0);
+        if (option) {
+                g_assert_cmpint(sd_bus_message_open_container(call, 'e', "sv"), >=, 0);
+                g_assert_cmpint(sd_bus_message_append(call, "s", option), >=, 0);
+                g_assert_cmpint(sd_bus_message_open_container(call, 'v', type), >=, 0);
+                g_assert_cmpint(sd_bus_message_append_basic(call, type[0], option_value), >=, 0);
+                g_assert_cmpint(sd_bus_message_close_container(call), >=, 0);
+                g_assert_cmpint(sd_bus_message_close_container(call), >=, 0);
+        }
+        g_assert_cmpint(sd_bus_message_close_container(call), >=, 0);
+        if (sd_bus_call(bus, call, BUS_CLIENT_CALL_TIMEOUT_USEC, &error, &reply) < 0) {
+                g_assert_nonnull(error.name);
+                return g_intern_string(error.name);
+        }
+        const char *arch, *action, *condition, *json, *comm;
+        uint32_t depth, n_conditions, value, pid, tid, tasks, chains;
+        uint64_t head;
+        int always, constant, conditional;
+        *ret = (WhoCanReply) { .always = g_hash_table_new(NULL, NULL), .conditional = g_hash_table_new(NULL, NULL),
+                               .conditions = g_ptr_array_new_with_free_func(g_free) };
+        g_assert_cmpint(sd_bus_message_read(reply, "siuu", &arch, &ret->nr, &ret->tasks, &ret->decided), >, 0);
+        ret->arch = g_strdup(arch);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(tuba(ssuubs)a(uus))"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "tuba(ssuubs)a(uus)") > 0) {
+                g_assert_cmpint(sd_bus_message_read(reply, "tub", &head, &depth, &always), >, 0);
+                g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(ssuubs)"), >, 0);
+                while (sd_bus_message_read(reply, "(ssuubs)", &action, &condition, &n_conditions, &value, &constant,
+                                           &json) > 0)
+                        if (!always)
+                                g_ptr_array_add(ret->conditions, g_strdup(condition));
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uus)"), >, 0);
+                while (sd_bus_message_read(reply, "(uus)", &pid, &tid, &comm) > 0)
+                        g_hash_table_add(always ? ret->always : ret->conditional, GUINT_TO_POINTER(tid));
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        g_assert_cmpint(sd_bus_message_read(reply, "u", &ret->unfiltered), >, 0);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(buuu)"), >, 0);
+        while (sd_bus_message_read(reply, "(buuu)", &conditional, &value, &tasks, &chains) > 0)
+                ret->other_tasks += tasks;
+        return NULL;
+}
+
+static bool who_can_has(const WhoCanReply *w, const char *tid) {
+        gpointer key = GUINT_TO_POINTER((guint) atoi(tid));
+        return g_hash_table_contains(w->always, key) || g_hash_table_contains(w->conditional, key);
+}
+
+/* As root: GetPolicy of filtered, strict and unfiltered tasks; WhoCan's groups, counts and errors. */
+static void test_methods(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *traceme = get_policy(fx->bus, tid_of(fx, fx->traceme), "filter", 1, "ptrace");
+        g_assert_cmpstr(traceme, ==, "KILL_PROCESS if arg0 != 0; ALLOW if arg0 == 0");
+        g_autofree char *strict = get_policy(fx->bus, tid_of(fx, fx->strict), "strict", 0, "read");
+        g_assert_cmpstr(strict, ==, "ALLOW");
+        g_autofree char *unfiltered = get_policy(fx->bus, getpid(), "disabled", 0, "ptrace");
+        g_assert_cmpstr(unfiltered, ==, "ALLOW");
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(bus_client_call(fx->bus, "GetPolicy", &error, NULL, "u", (uint32_t) 0), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpint(bus_client_call(fx->bus, "GetPolicy", &error, NULL, "u", (uint32_t) INT32_MAX), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchTask");
+
+        WhoCanReply w;
+        g_assert_null(who_can(fx->bus, "ptrace", NULL, 0, NULL, NULL, NULL, &w));
+        g_assert_cmpstr(w.arch, ==, "x86_64");
+        g_assert_cmpint(w.nr, ==, SYS_ptrace);
+        g_assert_true(g_hash_table_contains(w.always, GUINT_TO_POINTER(tid_of(fx, fx->allow))));
+        g_assert_true(g_hash_table_contains(w.conditional, GUINT_TO_POINTER(tid_of(fx, fx->traceme))));
+        g_assert_false(who_can_has(&w, fx->pid[T_BWRAP]));
+        g_assert_cmpuint(w.unfiltered, >=, 1); /* this test, at least */
+        g_assert_cmpuint(w.tasks, >=, g_hash_table_size(w.always) + g_hash_table_size(w.conditional) + w.other_tasks +
+                                          w.unfiltered);
+        g_assert_cmpuint(w.decided, >=, 1);
+        who_can_reply_done(&w);
+
+        const uint64_t attach = 16;
+        g_assert_null(who_can(fx->bus, "101", &attach, 1, "arch", "s", "x86_64", &w));
+        g_assert_true(who_can_has(&w, fx->pid[T_ALLOW]));
+        g_assert_false(who_can_has(&w, fx->pid[T_TRACEME]));
+        who_can_reply_done(&w);
+        g_assert_null(who_can(fx->bus, "ptrace", NULL, 0, "action", "s", "ERRNO", &w));
+        g_assert_true(who_can_has(&w, fx->pid[T_BWRAP]) && who_can_has(&w, fx->pid[T_FIREJAIL]));
+        g_assert_false(who_can_has(&w, fx->pid[T_ALLOW]));
+        g_assert_cmpuint(w.unfiltered, >=, 1); /* counted, whatever the action asked for */
+        who_can_reply_done(&w);
+
+        /* calls at once: queued in the lane, each answered */
+        BusPending pending[8] = {};
+        for (size_t i = 0; i < ELEMENTSOF(pending); i++) {
+                int k = i % 2 ? sd_bus_call_method_async(fx->bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "WhoCan", bus_client_on_reply, &pending[i], "sata{sv}",
+                                                         "ptrace", 0, 0)
+                              : sd_bus_call_method_async(fx->bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "GetPolicy", bus_client_on_reply, &pending[i], "u",
+                                                         (uint32_t) tid_of(fx, fx->container));
+                g_assert_cmpint(k, >=, 0);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(pending); i++) {
+                bus_client_wait(fx->bus, &pending[i], WAIT_MS, "a policy call among several");
+                g_assert_false(sd_bus_error_is_set(&pending[i].error));
+        }
+        const uint64_t seven[7] = {};
+        const uint32_t one = 1;
+        g_assert_cmpstr(who_can(fx->bus, "nosuchcall", NULL, 0, NULL, NULL, NULL, &w), ==, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpstr(who_can(fx->bus, "ptrace", seven, 7, NULL, NULL, NULL, &w), ==, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpstr(who_can(fx->bus, "ptrace", NULL, 0, "colour", "s", "red", &w), ==, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpstr(who_can(fx->bus, "ptrace", NULL, 0, "action", "u", &one, &w), ==, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpstr(who_can(fx->bus, "ptrace", NULL, 0, "action", "s", "SOMETIMES", &w), ==, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpstr(who_can(fx->bus, "ptrace", NULL, 0, "arch", "s", "vax", &w), ==, SD_BUS_ERROR_INVALID_ARGS);
+}
+
+typedef struct NobodyCheck {
+        Fixture *fx;
+        pid_t mine;
+} NobodyCheck;
+
+/* As nobody: WhoCan lists nobody's tasks only, and GetPolicy of a hidden task fails as that of a
+ * missing one. */
+static void nobody_methods(void *userdata) {
+        NobodyCheck *n = userdata;
+        /* dumpable again after the change of uid: this process, without filters, is visible to
+         * itself and counted among the unfiltered */
+        g_assert_cmpint(prctl(PR_SET_DUMPABLE, 1), ==, 0);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_autofree char *mine_s = g_strdup_printf("%d", (int) n->mine);
+        WhoCanReply w;
+        /* the test's tasks are root's: none of them is listed, visible or counted */
+        g_assert_null(who_can(bus, "acct", NULL, 0, NULL, NULL, NULL, &w));
+        for (size_t i = 0; i < ELEMENTSOF(n->fx->pid); i++)
+                g_assert_false(who_can_has(&w, n->fx->pid[i]));
+        who_can_reply_done(&w);
+        g_assert_null(who_can(bus, "acct", NULL, 0, "action", "s", "ERRNO(3)", &w));
+        g_assert_true(who_can_has(&w, mine_s));
+        g_assert_cmpuint(w.unfiltered, >=, 1); /* this process, at least */
+        who_can_reply_done(&w);
+
+        g_autofree char *d = get_policy(bus, n->mine, "filter", 1, "acct");
+        g_assert_cmpstr(d, ==, "ERRNO(3)");
+        sd_bus_error hidden = SD_BUS_ERROR_NULL, missing = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &hidden, NULL, "u", (uint32_t) atoi(n->fx->pid[T_BWRAP])), <, 0);
+        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &missing, NULL, "u", (uint32_t) INT32_MAX), <, 0);
+        g_assert_cmpstr(hidden.name, ==, "org.sectree1.Error.NoSuchTask");
+        g_assert_cmpstr(hidden.name, ==, missing.name);
+        sd_bus_error_free(&hidden);
+        sd_bus_error_free(&missing);
+}
+
+static bool nobody_listed(void *userdata) {
+        NobodyCheck *n = userdata;
+        WhoCanReply w;
+        g_autofree char *mine_s = g_strdup_printf("%d", (int) n->mine);
+        g_assert_null(who_can(n->fx->bus, "acct", NULL, 0, "action", "s", "ERRNO(3)", &w));
+        bool listed = who_can_has(&w, mine_s);
+        who_can_reply_done(&w);
+        return listed;
+}
+
+static void test_methods_nobody(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        NobodyCheck n = { .fx = fx, .mine = tests_spawn_nobody("policy-methods", false) };
+        if (!bus_fixture_wait_for(nobody_listed, &n, WAIT_MS))
+                g_error("the daemon does not list nobody's task within %d ms", WAIT_MS);
+        g_assert_cmpint(tests_as_nobody(nobody_methods, &n), ==, 0);
+        (void) kill(n.mine, SIGKILL);
 }
 
 int main(int argc, char **argv) {
@@ -432,5 +695,8 @@ int main(int argc, char **argv) {
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);
         g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
         g_test_add("/sectreectl-policy/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
+        g_test_add("/sectreectl-policy/methods", Fixture, NULL, fixture_setup, test_methods, fixture_teardown);
+        g_test_add("/sectreectl-policy/methods-nobody", Fixture, NULL, fixture_setup, test_methods_nobody,
+                   fixture_teardown);
         return g_test_run();
 }

@@ -1,0 +1,568 @@
+/* policy-dbus.c: GetPolicy and WhoCan: the analysis of lib/policy* over the live forest, for the
+ * tasks the caller may see */
+#include "policy-dbus.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "access.h"
+#include "manager-dbus.h"
+#include "policy-report.h"
+#include "procinfo.h"
+#include "snapshot.h"
+
+#define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
+#define ERROR_SCAN_FAILED "org.sectree1.Error.ScanFailed"
+
+/* The named error for an analysis that failed. */
+static int analysis_error(sd_bus_error *error, int r, const char *what) {
+        if (r == -ECANCELED)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "The analysis of %s took longer than %llu s and was stopped.", what,
+                                         POLICY_DBUS_DEADLINE_USEC / 1000000ULL);
+        if (r == -E2BIG)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "A chain of %s has too many paths to analyse.", what);
+        log_error_errno(r, "Failed to analyse %s: %m", what);
+        return sd_bus_error_set_errno(error, r);
+}
+
+/* ---- jobs: the analyses run in a worker thread, one per lane ---- */
+
+typedef enum PolicyJobKind {
+        JOB_GET_POLICY,
+        JOB_WHO_CAN,
+} PolicyJobKind;
+
+struct PolicyJob {
+        Manager *manager;
+        PolicyJob *next;
+        sd_bus_message *msg; /* answered when the worker is done */
+        bool privileged;     /* its lane: root's, or everyone else's */
+        PolicyJobKind kind;
+        char what[64];       /* for errors: "the chain of task 4711" */
+
+        /* the question, copied out of the live forest */
+        Arena arena;            /* GetPolicy's programs */
+        ChainProgram *chain;    /* GetPolicy */
+        size_t n_chain;
+        TaskMode mode;
+        uint64_t *filter_ids;
+        size_t n_filter_ids;
+        WhoCanPlan *plan;       /* WhoCan */
+        WhoCanQuery query;
+        Caller caller;          /* WhoCan: the worker counts the threads it may see */
+        size_t filtered;        /* WhoCan: the visible threads of the forest in filter or strict mode */
+
+        /* the worker: while it runs it alone touches what follows, and the loop waits for it
+         * (pthread_join()) before it reads them */
+        bool pending, running;
+        pthread_t thread;
+        int event_fd;
+        sd_event_source *event_source;
+        atomic_bool cancelled;
+        uint64_t deadline; /* CLOCK_MONOTONIC */
+        int r;
+        PolicyReport *report; /* GetPolicy */
+        WhoCan *who;          /* WhoCan */
+        size_t all;           /* WhoCan: every visible thread of the machine */
+};
+
+static int count_all_threads(Caller *c, size_t *ret);
+
+static unsigned lane_count(Manager *m, bool privileged) {
+        unsigned n = 0;
+        for (PolicyJob *j = m->policy_jobs; j; j = j->next)
+                n += j->privileged == privileged;
+        return n;
+}
+
+static void job_free(PolicyJob *j) {
+        if (!j)
+                return;
+        sd_event_source_disable_unref(j->event_source);
+        if (j->event_fd >= 0)
+                close(j->event_fd);
+        sd_bus_message_unref(j->msg);
+        arena_done(&j->arena);
+        free(j->chain);
+        free(j->filter_ids);
+        who_can_plan_free(j->plan);
+        policy_report_free(j->report);
+        who_can_free(j->who);
+        caller_deinit(&j->caller);
+        free(j);
+}
+
+static void job_unlink(PolicyJob *j) {
+        for (PolicyJob **p = &j->manager->policy_jobs; *p; p = &(*p)->next)
+                if (*p == j) {
+                        *p = j->next;
+                        return;
+                }
+}
+
+static bool job_stop(void *userdata) {
+        PolicyJob *j = userdata;
+        return atomic_load(&j->cancelled) || now_usec(CLOCK_MONOTONIC) >= j->deadline;
+}
+
+static void *job_worker(void *userdata) {
+        PolicyJob *j = userdata;
+        PolicyStop stop = { .check = job_stop, .userdata = j };
+        if (j->kind == JOB_GET_POLICY) {
+                _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+                j->r = policy_summarize_stoppable(j->chain, j->n_chain, NULL, &stop, &s);
+                if (j->r >= 0)
+                        j->r = policy_report_new(s, &j->report);
+        } else {
+                j->r = who_can_plan_decide(TAKE_PTR(j->plan), &j->query, &stop, &j->who);
+                if (j->r >= 0)
+                        j->r = who_can_report(j->who);
+                if (j->r >= 0)
+                        j->r = count_all_threads(&j->caller, &j->all);
+        }
+        uint64_t one = 1;
+        /* an eventfd write of 1 fails only on overflow, which one write cannot cause */
+        while (write(j->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+                ;
+        return NULL;
+}
+
+static int reply_get_policy(PolicyJob *j, sd_bus_message **ret);
+static int reply_who_can(PolicyJob *j, sd_bus_message **ret);
+static void jobs_schedule(Manager *m);
+
+static int on_job_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        PolicyJob *j = userdata;
+        Manager *m = j->manager;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        (void) pthread_join(j->thread, NULL);
+        j->running = false;
+        int r = j->r;
+        if (r >= 0)
+                r = j->kind == JOB_GET_POLICY ? reply_get_policy(j, &reply) : reply_who_can(j, &reply);
+        else {
+                (void) analysis_error(&error, r, j->what);
+                r = sd_bus_message_new_method_errorf(j->msg, &reply, error.name, "%s", error.message);
+        }
+        if (r < 0)
+                r = sd_bus_message_new_method_errno(j->msg, &reply, r, NULL);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Could not answer a policy call: %m");
+        job_unlink(j);
+        job_free(j);
+        jobs_schedule(m);
+        return 0;
+}
+
+static int job_launch(PolicyJob *j) {
+        j->pending = false;
+        j->deadline = now_usec(CLOCK_MONOTONIC) + POLICY_DBUS_DEADLINE_USEC;
+        j->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (j->event_fd < 0)
+                return -errno;
+        int r = sd_event_add_io(j->manager->event, &j->event_source, j->event_fd, EPOLLIN, on_job_done, j);
+        if (r < 0)
+                return r;
+        r = pthread_create(&j->thread, NULL, job_worker, j);
+        if (r != 0)
+                return -r;
+        j->running = true;
+        return 0;
+}
+
+/* In each lane where no worker runs, start the job that has waited longest (the list is newest
+ * first). */
+static void jobs_schedule(Manager *m) {
+        for (int lane = 0; lane < 2; lane++) {
+                PolicyJob *next = NULL;
+                bool busy = false;
+                for (PolicyJob *j = m->policy_jobs; j; j = j->next)
+                        if (j->privileged == lane) {
+                                busy = busy || j->running;
+                                if (j->pending)
+                                        next = j;
+                        }
+                if (busy || !next)
+                        continue;
+                int r = job_launch(next);
+                if (r < 0) {
+                        log_warning_errno(r, "Could not start a policy analysis: %m");
+                        (void) sd_bus_reply_method_errno(next->msg, r, NULL);
+                        job_unlink(next);
+                        job_free(next);
+                        lane--; /* the next one of this lane, then */
+                }
+        }
+}
+
+/* Queue j (taken) for its lane, or refuse it when the lane is full. */
+static int job_submit(PolicyJob *j, sd_bus_error *error) {
+        Manager *m = j->manager;
+        if (lane_count(m, j->privileged) >= (j->privileged ? POLICY_JOBS_MAX_ROOT : POLICY_JOBS_MAX_USERS)) {
+                job_free(j);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Too many policy analyses are waiting; try again later.");
+        }
+        j->pending = true;
+        j->next = m->policy_jobs;
+        m->policy_jobs = j;
+        jobs_schedule(m);
+        return 1; /* answered when done */
+}
+
+static PolicyJob *job_new(Manager *m, sd_bus_message *msg, const Caller *c, PolicyJobKind kind) {
+        PolicyJob *j = calloc(1, sizeof(PolicyJob));
+        if (!j)
+                return NULL;
+        *j = (PolicyJob) { .manager = m, .msg = sd_bus_message_ref(msg), .privileged = c->privileged, .kind = kind,
+                           .event_fd = -EBADF };
+        atomic_init(&j->cancelled, false);
+        return j;
+}
+
+void manager_policy_jobs_cancel(Manager *m) {
+        for (PolicyJob *j = m->policy_jobs; j; j = j->next)
+                atomic_store(&j->cancelled, true);
+        while (m->policy_jobs) {
+                PolicyJob *j = m->policy_jobs;
+                if (j->running)
+                        (void) pthread_join(j->thread, NULL);
+                m->policy_jobs = j->next;
+                job_free(j);
+        }
+}
+
+/* ---- the reply's parts ---- */
+
+static int append_case(sd_bus_message *reply, const PolicyReportCase *c) {
+        return sd_bus_message_append(reply, POLICY_CASE_TYPE, c->action, c->condition ?: "",
+                                     (uint32_t) c->n_conditions, c->ret, c->constant, c->json);
+}
+
+static int append_cases(sd_bus_message *reply, const PolicyReportCase *cases, size_t n) {
+        int r = sd_bus_message_open_container(reply, 'a', POLICY_CASE_TYPE);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = append_case(reply, &cases[i]);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int append_decision(sd_bus_message *reply, const PolicyReportDecision *d) {
+        int r = sd_bus_message_open_container(reply, 'r', "bua" POLICY_CASE_TYPE);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "bu", d->unconditional, d->ret);
+        if (r >= 0)
+                r = append_cases(reply, d->cases, d->n_cases);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int append_arch(sd_bus_message *reply, const PolicyReportArch *a) {
+        int r = sd_bus_message_open_container(reply, 'r', "sbbua(si" POLICY_DECISION_TYPE ")" POLICY_DECISION_TYPE);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "sbbu", a->name, a->native, a->uniform, a->uniform_ret);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(si" POLICY_DECISION_TYPE ")");
+        for (size_t i = 0; r >= 0 && i < a->n_syscalls; i++) {
+                r = sd_bus_message_open_container(reply, 'r', "si" POLICY_DECISION_TYPE);
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "si", a->syscalls[i].name, a->syscalls[i].nr);
+                if (r >= 0)
+                        r = append_decision(reply, &a->syscalls[i].decision);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = append_decision(reply, &a->other);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* ---- GetPolicy ---- */
+
+/* The task's mode and chain, if the caller may see it: a task the daemon does not track runs
+ * without filters. A hidden task and a missing one get the same error. */
+static int find_task(Caller *c, const Forest *f, uint32_t tid, const Task **ret, sd_bus_error *error) {
+        Process *p;
+        const Task *t = forest_find_task(f, (pid_t) tid, &p);
+        bool visible;
+        if (t)
+                visible = caller_may_see(c, p);
+        else {
+                ProcStatus st;
+                visible = proc_read_status((pid_t) tid, &st) >= 0 && caller_may_see_process(c, st.tgid);
+        }
+        if (!visible)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No task with tid %" PRIu32 ".", tid);
+        *ret = t;
+        return 0;
+}
+
+/* The task's chain, newest first, its programs copied (strict mode as its program). */
+static int job_chain(PolicyJob *j, const Task *t) {
+        size_t n = t && t->mode == TASK_MODE_FILTER && t->filter ? t->filter->depth : 1;
+        j->chain = calloc(n, sizeof(ChainProgram));
+        j->filter_ids = calloc(n, sizeof(uint64_t));
+        if (!j->chain || !j->filter_ids)
+                return -ENOMEM;
+        j->mode = t ? t->mode : TASK_MODE_DISABLED;
+        if (j->mode == TASK_MODE_STRICT) {
+                struct sock_filter *strict = arena_alloc(&j->arena, POLICY_STRICT_PROGRAM_MAX * sizeof(struct sock_filter));
+                if (!strict)
+                        return -ENOMEM;
+                j->chain[j->n_chain++] = (ChainProgram) { .insns = strict, .len = policy_strict_program(strict) };
+        } else if (j->mode == TASK_MODE_FILTER)
+                for (const Filter *x = t->filter; x && j->n_chain < n; x = x->parent) {
+                        if (!x->insns || x->len == 0)
+                                return -ENODATA; /* a filter whose program is not known */
+                        const struct sock_filter *insns = arena_memdup(&j->arena, x->insns,
+                                                                       x->len * sizeof(struct sock_filter));
+                        if (!insns)
+                                return -ENOMEM;
+                        j->filter_ids[j->n_filter_ids++] = x->id;
+                        j->chain[j->n_chain++] = (ChainProgram) { .insns = insns, .len = x->len };
+                }
+        return 0;
+}
+
+int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        const Forest *f;
+        const Task *t = NULL;
+        uint32_t tid;
+        int r = sd_bus_message_read(msg, "u", &tid);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        if (tid == 0 || tid > INT32_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid tid %" PRIu32 ".", tid);
+        if ((r = live_or_fail(m, &f, error)) < 0 || (r = find_task(&c, f, tid, &t, error)) < 0)
+                return r;
+        if (t && t->mode == TASK_MODE_FILTER && !t->filter)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The chain of task %" PRIu32 " is not known.", tid);
+        PolicyJob *j = job_new(m, msg, &c, JOB_GET_POLICY);
+        if (!j)
+                return -ENOMEM;
+        snprintf(j->what, sizeof(j->what), "the chain of task %" PRIu32, tid);
+        r = job_chain(j, t);
+        if (r < 0) {
+                job_free(j);
+                if (r == -ENODATA)
+                        return sd_bus_error_setf(error, ERROR_SCAN_FAILED,
+                                                 "The chain of task %" PRIu32 " is not known.", tid);
+                return r;
+        }
+        return job_submit(j, error);
+}
+
+static int reply_get_policy(PolicyJob *j, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(j->msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", task_mode_to_string(j->mode));
+        if (r >= 0)
+                r = sd_bus_message_append_array(reply, 't', j->filter_ids, j->n_filter_ids * sizeof(uint64_t));
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', POLICY_ARCH_TYPE);
+        for (size_t i = 0; r >= 0 && i < j->report->n_arches; i++)
+                r = append_arch(reply, &j->report->arches[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(reply);
+        return 0;
+}
+
+/* ---- WhoCan ---- */
+
+typedef struct WhoCanOptions {
+        const char *action, *arch;
+} WhoCanOptions;
+
+static int read_string_option(sd_bus_message *msg, const char *key, const char **ret, sd_bus_error *error) {
+        const char *contents;
+        int r = sd_bus_message_peek_type(msg, NULL, &contents);
+        if (r < 0)
+                return r;
+        if (!streq(contents, "s"))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Option \"%s\" takes a value of type 's', not '%s'.", key, contents);
+        return sd_bus_message_read(msg, "v", "s", ret);
+}
+
+static int read_who_can_options(sd_bus_message *msg, WhoCanOptions *o, sd_bus_error *error) {
+        const char *key;
+        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(msg, "s", &key);
+                if (r >= 0) {
+                        if (streq(key, "action"))
+                                r = read_string_option(msg, key, &o->action, error);
+                        else if (streq(key, "arch"))
+                                r = read_string_option(msg, key, &o->arch, error);
+                        else
+                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".",
+                                                         key);
+                }
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(msg);
+}
+
+static bool plan_visible(const Process *p, void *userdata) {
+        return caller_may_see(userdata, p);
+}
+
+/* The visible threads of the machine without filters, which the live forest does not hold, are
+ * every visible thread less the filtered ones. Every visible thread (in the worker): for root, the
+ * kernel's count of every thread (the fourth field of /proc/loadavg, nr_threads: one read); for
+ * others, the Threads: of each process the caller may see. */
+static int count_all_threads(Caller *c, size_t *ret) {
+        if (c->privileged) {
+                _cleanup_fclose_ FILE *f = fopen("/proc/loadavg", "re");
+                unsigned long running, total;
+                if (!f)
+                        return -errno;
+                if (fscanf(f, "%*s %*s %*s %lu/%lu", &running, &total) != 2)
+                        return -EBADMSG;
+                *ret = total;
+                return 0;
+        }
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n_pids, n = 0;
+        int r = proc_list_pids(&pids, &n_pids);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_pids; i++) {
+                ProcStatus st;
+                if (!caller_may_see_process(c, pids[i]) || proc_read_status(pids[i], &st) < 0)
+                        continue; /* hidden, or gone */
+                n += st.threads;
+        }
+        *ret = n;
+        return 0;
+}
+
+/* The filtered ones (on the loop: the live forest). */
+static size_t count_filtered(Caller *c, const Forest *f) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                if (!c->privileged && !caller_may_see(c, p))
+                        continue;
+                for (size_t j = 0; j < p->n_threads; j++)
+                        n += p->threads[j].mode != TASK_MODE_DISABLED;
+        }
+        return n;
+}
+
+static int append_tasks(sd_bus_message *reply, const WhoCanTask *tasks, size_t n) {
+        int r = sd_bus_message_open_container(reply, 'a', "(uus)");
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                /* comm is whatever bytes the task set (PR_SET_NAME); D-Bus strings must be UTF-8 */
+                _cleanup_free_ char *comm = snapshot_utf8_sanitize(tasks[i].comm);
+                if (!comm)
+                        return -ENOMEM;
+                r = sd_bus_message_append(reply, "(uus)", (uint32_t) tasks[i].pid, (uint32_t) tasks[i].tid, comm);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int append_who_can(sd_bus_message *reply, const WhoCanQuery *q, const WhoCan *w) {
+        int r = sd_bus_message_append(reply, "siuu", q->arch->name, q->nr, (uint32_t) w->n_tasks,
+                                      (uint32_t) w->n_decisions);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', WHO_CAN_CHAIN_TYPE);
+        for (size_t i = 0; r >= 0 && i < w->n_chains; i++) {
+                const WhoCanChain *ch = &w->chains[i];
+                r = sd_bus_message_open_container(reply, 'r', "tuba" POLICY_CASE_TYPE "a(uus)");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "tub", ch->head, (uint32_t) ch->depth, ch->always);
+                if (r >= 0)
+                        r = append_cases(reply, ch->report, ch->n_cases);
+                if (r >= 0)
+                        r = append_tasks(reply, ch->tasks, ch->n_tasks);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "u", (uint32_t) w->n_unfiltered);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', WHO_CAN_OTHER_TYPE);
+        for (size_t i = 0; r >= 0 && i < w->n_others; i++)
+                r = sd_bus_message_append(reply, WHO_CAN_OTHER_TYPE, w->others[i].conditional, w->others[i].ret,
+                                          (uint32_t) w->others[i].n_tasks, (uint32_t) w->others[i].n_chains);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_free_ char *why = NULL;
+        WhoCanOptions o = {};
+        WhoCanQuery q;
+        const char *syscall;
+        const void *args;
+        size_t size;
+        const Forest *f;
+        int r = sd_bus_message_read(msg, "s", &syscall);
+        if (r >= 0)
+                r = sd_bus_message_read_array(msg, 't', &args, &size);
+        if (r < 0 || (r = read_who_can_options(msg, &o, error)) < 0)
+                return r;
+        r = who_can_query_parse(o.arch, syscall, args, size / sizeof(uint64_t), o.action, &q, &why);
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s.", why);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+
+        PolicyJob *j = job_new(m, msg, &c, JOB_WHO_CAN);
+        if (!j)
+                return -ENOMEM;
+        snprintf(j->what, sizeof(j->what), "the chains");
+        j->query = q;
+        r = who_can_plan_new(f, c.privileged ? NULL : plan_visible, &c, &j->plan);
+        j->filtered = count_filtered(&c, f);
+        j->caller = c; /* the worker's now */
+        c = (Caller) {};
+        if (r < 0) {
+                job_free(j);
+                if (r == -ENOMEM)
+                        return r;
+                log_warning_errno(r, "Could not plan a who-can question: %m");
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be read: %s",
+                                         strerror(-r));
+        }
+        return job_submit(j, error);
+}
+
+static int reply_who_can(PolicyJob *j, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        WhoCan *w = j->who;
+        /* the live forest holds the filtered threads (and perhaps a few others of their processes) */
+        size_t unfiltered = j->all > j->filtered ? j->all - j->filtered : 0;
+        w->n_tasks += unfiltered > w->n_unfiltered ? unfiltered - w->n_unfiltered : 0;
+        w->n_unfiltered = MAX(unfiltered, w->n_unfiltered);
+        int r = sd_bus_message_new_method_return(j->msg, &reply);
+        if (r >= 0)
+                r = append_who_can(reply, &j->query, w);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(reply);
+        return 0;
+}

@@ -1,0 +1,36 @@
+/* policy-dbus.h: the policy methods of org.sectree1.Manager: GetPolicy and WhoCan */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+
+/*
+ * The analyses run in a worker thread each, off the event loop, in two lanes of one worker each:
+ * root's calls and everyone else's, so that other users' questions never make root's wait. What
+ * the worker needs is copied out of the live forest first (the programs, the tasks the caller may
+ * see), so the forest goes on changing meanwhile. An analysis longer than
+ * POLICY_DBUS_DEADLINE_USEC is stopped (LimitsExceeded); at most POLICY_JOBS_MAX_* calls of a lane
+ * wait at once (LimitsExceeded beyond). When sectreed stops, the workers are stopped and waited
+ * for, and their calls get no answer.
+ */
+#define POLICY_DBUS_DEADLINE_USEC (2 * 1000 * 1000ULL)
+#define POLICY_JOBS_MAX_ROOT 64
+#define POLICY_JOBS_MAX_USERS 16
+
+typedef struct PolicyJob PolicyJob;
+
+/* Stop the workers, wait for them, and drop their calls (sectreed is stopping). */
+void manager_policy_jobs_cancel(Manager *m);
+
+/* GetPolicy(u tid) -> (s mode, at filters, a(sbbua(si(bua(ssuubs)))(bua(ssuubs))) architectures) */
+int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+/* WhoCan(s syscall, at args, a{sv} options) -> (s architecture, i nr, u tasks, u decided,
+ * a(tuba(ssuubs)a(uus)) chains, u unfiltered, a(buuu) others) */
+int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error);
+
+#define POLICY_CASE_TYPE "(ssuubs)"
+#define POLICY_DECISION_TYPE "(bua" POLICY_CASE_TYPE ")"
+#define POLICY_ARCH_TYPE "(sbbua(si" POLICY_DECISION_TYPE ")" POLICY_DECISION_TYPE ")"
+#define WHO_CAN_CHAIN_TYPE "(tuba" POLICY_CASE_TYPE "a(uus))"
+#define WHO_CAN_OTHER_TYPE "(buuu)"
