@@ -717,6 +717,64 @@ static void test_release_by_close_and_signal(void) {
         scenario_free(s);
 }
 
+/* The innermost number of the NSpid: line of /proc/TID/status: the tid in the task's own pid
+ * namespace. */
+static pid_t ns_tid_of(pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int) tid), *text = NULL;
+        g_auto(GStrv) lines = NULL;
+
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        lines = g_strsplit(text, "\n", -1);
+        for (size_t i = 0; lines[i]; i++)
+                if (g_str_has_prefix(lines[i], "NSpid:"))
+                        return (pid_t) atoi(strrchr(lines[i], '\t') + 1);
+        g_error("no NSpid: in %s", path);
+}
+
+/* Root may ask for a new pid namespace, where every restored task gets its snapshot tid, and for
+ * the snapshot's uids; the restore verifies as any other. An executor that is not root refuses
+ * both. */
+static void test_pid_namespace_and_original_ids(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_autoptr(Forest) snapshot = NULL;
+        RestoreRun r;
+        json_t *t;
+        size_t i;
+
+        g_assert_cmpint(scenario_install(s, scenario_thread(s, a), x.b, x.nb, 0), >=, 0);
+        scenario_fork(s, a);
+        snapshot = scan(scenario_root_pid(s));
+
+        restore_start(snapshot, 0, "\"pid_namespace\":true,\"original_ids\":true", &r);
+        if (r.error)
+                g_error("refused: %s", json_string_value(json_object_get(r.error, "message")));
+        g_assert_cmpint(ns_tid_of(r.root_pid), ==, 1);
+        json_array_foreach(json_object_get(r.ready, "threads"), i, t) {
+                pid_t want = (pid_t) json_integer_value(json_object_get(t, "snapshot_tid"));
+                pid_t tid = (pid_t) json_integer_value(json_object_get(t, "tid"));
+                g_assert_cmpint(tid, !=, want); /* a host tid, not the snapshot's */
+                g_assert_cmpint(ns_tid_of(tid), ==, want);
+        }
+        assert_restored(snapshot, &r);
+        restore_release(&r);
+
+        restore_start(snapshot, NOBODY, "\"pid_namespace\":true", &r);
+        g_assert_nonnull(r.error);
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "stage")), ==, "request");
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+        restore_start(snapshot, NOBODY, "\"original_ids\":true", &r);
+        g_assert_nonnull(r.error);
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+        assert_nothing_left(scenario_root_pid(s));
+        scenario_free(s);
+}
+
 static void send_raw_request(RestoreRun *r, const char *payload, int fd) {
         g_assert_cmpint(restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, payload, payload ? strlen(payload) : 0,
                                            fd >= 0 ? &fd : NULL, fd >= 0), ==, 0);
@@ -948,6 +1006,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore/killed-thread", test_killed_thread);
         g_test_add_func("/restore/release-by-close-and-signal", test_release_by_close_and_signal);
         g_test_add_func("/restore/hostile-requests", test_hostile_requests);
+        g_test_add_func("/restore/pid-namespace-and-original-ids", test_pid_namespace_and_original_ids);
         g_test_add_func("/restore/random-histories", test_random_histories);
         int r = g_test_run();
         bpf_scanner_free(scanner);
