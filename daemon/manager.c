@@ -7,6 +7,7 @@
  * (manager-dbus.c, the listener) announce it. When the store fails, the live forest is rolled back, nothing is
  * announced, and a full pass is asked for: bus, database and live forest always agree. */
 #include "manager.h"
+#include "restores.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -50,6 +51,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        manager_restores_free(m);
         sd_event_source_disable_unref(m->refresh_timer);
         sd_event_source_disable_unref(m->resync_timer);
         sd_bus_flush_close_unref(m->bus);

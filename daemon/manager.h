@@ -68,6 +68,9 @@ typedef struct Manager {
 
         /* snapshots.c: exports and imports in progress */
         struct SnapshotTransfer *snapshot_transfers;
+
+        /* restores.c: restores in progress and alive */
+        struct Restores *restores;
 } Manager;
 
 typedef struct ManagerOptions {

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "plan-protocol.h"
+#include "restore-scenarios.h"
 #include "plan-verify.h"
 #include "plan.h"
 #include "scan.h"
@@ -202,40 +203,6 @@ static void restore_release(RestoreRun *r) {
 
 /* ---- comparing ---- */
 
-/* Independent of forest_isomorphic(): through the mapping, every restored thread's chain has the
- * original's bytes and flags at every depth, and (original filter <-> restored filter) is a
- * bijection: two threads share a filter iff their originals did. */
-static void assert_same_sharing(const Forest *a, const Forest *b, const PlanMapping *map) {
-        g_autoptr(GHashTable) ab = g_hash_table_new(g_int64_hash, g_int64_equal);
-        g_autoptr(GHashTable) ba = g_hash_table_new(g_int64_hash, g_int64_equal);
-
-        for (size_t i = 0; i < map->n_threads; i++) {
-                const Task *ta = forest_find_task(a, map->threads[i].a, NULL), *tb = forest_find_task(b, map->threads[i].b, NULL);
-                const Filter *fa, *fb;
-
-                g_assert_nonnull(ta);
-                g_assert_nonnull(tb);
-                g_assert_cmpint(ta->mode, ==, tb->mode);
-                for (fa = ta->filter, fb = tb->filter; fa && fb; fa = fa->parent, fb = fb->parent) {
-                        gpointer x;
-                        g_assert_cmpuint(fa->len, ==, fb->len);
-                        g_assert_cmpmem(fa->insns, fa->len * sizeof(struct sock_filter), fb->insns, fb->len * sizeof(struct sock_filter));
-                        g_assert_cmpint(fa->log, ==, fb->log);
-                        g_assert_cmpint(fa->wait_killable_recv, ==, fb->wait_killable_recv);
-                        g_assert_cmpint(fa->has_listener, ==, fb->has_listener);
-                        if (g_hash_table_lookup_extended(ab, &fa->id, NULL, &x))
-                                g_assert_true(x == &fb->id);
-                        else
-                                g_hash_table_insert(ab, (gpointer) &fa->id, (gpointer) &fb->id);
-                        if (g_hash_table_lookup_extended(ba, &fb->id, NULL, &x))
-                                g_assert_true(x == &fa->id);
-                        else
-                                g_hash_table_insert(ba, (gpointer) &fb->id, (gpointer) &fa->id);
-                }
-                g_assert_true(!fa && !fb);
-        }
-}
-
 /* Scan the restored tree and compare it with the snapshot, with the verification the daemon
  * will make (plan_verify) and the independent one above. */
 static void assert_restored(const Forest *snapshot, RestoreRun *r) {
@@ -253,7 +220,7 @@ static void assert_restored(const Forest *snapshot, RestoreRun *r) {
         for (size_t i = 0; diffs[i]; i++)
                 g_test_message("difference: %s", diffs[i]);
         g_assert_true(ok);
-        assert_same_sharing(snapshot, restored, &r->map);
+        restore_assert_same_sharing(snapshot, restored, &r->map);
 }
 
 /* Restore as uid (from a JSON file as root, from an SQLite file as anyone else) and compare. */
@@ -276,144 +243,6 @@ static void check_scenario(Scenario *s) {
         tests_assert_forest_matches(snapshot, s, true);
         restore_and_check_as(snapshot, 0);
         restore_and_check_as(snapshot, NOBODY);
-}
-
-/* ---- the scenarios ---- */
-
-/* Every scenario test: build the tree (filters from tests_filters_init()), then check_scenario(). */
-typedef void (*BuildScenario)(Scenario *s, const TestFilters *x);
-
-static void build_fork_shares(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-        scenario_fork(s, a);
-        tests_fork_install(s, a, x->b, x->nb, 0);
-}
-
-/* Byte-identical filters in siblings are distinct objects, and stay so. */
-static void build_identical_siblings(Scenario *s, const TestFilters *x) {
-        for (int i = 0; i < 3; i++)
-                tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-}
-
-static void build_deep_chain(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        for (int i = 0; i < 40; i++) {
-                g_assert_cmpint(i % 3 ? scenario_install(s, a, i % 2 ? x->b : x->c, i % 2 ? x->nb : x->nc, 0)
-                                      : scenario_install_prctl(s, a, x->a, x->na), >=, 0);
-                if (i % 10 == 9)
-                        scenario_fork(s, a); /* children at depths 10, 20, 30, 40 */
-        }
-}
-
-/* A filter of 4096 instructions, the kernel's maximum, below and above smaller ones. */
-static void build_4096_instructions(Scenario *s, const TestFilters *x) {
-        g_autofree struct sock_filter *big = g_new0(struct sock_filter, PROG_MAX_INSNS);
-        size_t n = scenario_filter_errno(big, SYS_getpriority, 5, PROG_MAX_INSNS - 7);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-
-        g_assert_cmpuint(n, ==, PROG_MAX_INSNS);
-        g_assert_cmpint(scenario_install(s, a, big, n, 0), >=, 0);
-        scenario_fork(s, a);
-        g_assert_cmpint(scenario_install(s, a, x->b, x->nb, 0), >=, 0);
-}
-
-/* Threads synchronised with TSYNC, then one diverges. */
-static void build_tsync(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x->a, x->na, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x->b, x->nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        g_assert_cmpint(scenario_install(s, t2, x->c, x->nc, 0), >=, 0);
-}
-
-static void build_divergent_threads(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
-        scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, t2, x->b, x->nb, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x->c, x->nc, 0), >=, 0);
-        scenario_fork(s, t1); /* a child of t1's chain */
-}
-
-/* A middle process exits: its children, sharing its filter, are reparented to the root agent
- * (a subreaper) and one of them goes on with a filter of its own. */
-static void build_orphans_under_subreaper(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-        ScenarioTask b = scenario_fork(s, a), c = scenario_fork(s, a);
-        scenario_fork(s, c);
-        g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
-        g_assert_cmpint(scenario_exit(s, a), ==, 0);
-}
-
-/* Orphans whose chains come from a thread of a process that lives on without that filter: one
- * lands beside that process (CLONE_PARENT), one two levels above it (reparenting). */
-static void build_orphans_of_a_thread(Scenario *s, const TestFilters *x) {
-        ScenarioTask y = scenario_fork(s, scenario_root(s));
-        ScenarioTask p = scenario_fork(s, scenario_root(s)), q = scenario_fork(s, y);
-        ScenarioTask p1 = scenario_thread(s, p), q1 = scenario_thread(s, q);
-        g_assert_cmpint(scenario_install(s, p1, x->a, x->na, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, q1, x->b, x->nb, 0), >=, 0);
-        ScenarioTask dp = scenario_fork(s, p1), dq = scenario_fork(s, q1);
-        scenario_fork(s, dp);
-        scenario_fork(s, dq);
-        g_assert_cmpint(scenario_exit(s, dp), ==, 0); /* to the root agent, p's parent */
-        g_assert_cmpint(scenario_exit(s, dq), ==, 0); /* to the root agent, q's grandparent */
-}
-
-/* Listener fds held by the installer, by its parent and by an unrelated process. */
-static void build_listeners(Scenario *s, const TestFilters *x) {
-        struct sock_filter notify[8];
-        size_t n = tests_filter_notify(notify, SYS_sysinfo);
-        ScenarioTask sup = scenario_fork(s, scenario_root(s));
-        ScenarioTask other = scenario_fork(s, scenario_root(s));
-        ScenarioTask a = scenario_fork(s, sup);
-        int node = scenario_install(s, a, notify, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
-
-        g_assert_cmpint(node, >=, 0);
-        g_assert_cmpint(scenario_share_listener(s, node, sup), >=, 0);
-        g_assert_cmpint(scenario_share_listener(s, node, other), >=, 0);
-        scenario_fork(s, a);
-}
-
-static void build_log_and_wait_killable(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, SECCOMP_FILTER_FLAG_LOG);
-        ScenarioTask b = scenario_fork(s, a);
-        g_assert_cmpint(scenario_install(s, b, x->b, x->nb,
-                                         SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x->c, x->nc, SECCOMP_FILTER_FLAG_LOG), >=, 0);
-}
-
-/* Threads and processes in strict mode, beside filtered ones. */
-static void build_strict(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        ScenarioTask t1 = scenario_thread(s, a);
-        g_assert_cmpint(scenario_strict(s, t1), ==, 0);
-        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
-        ScenarioTask b = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_strict(s, b), ==, 0);
-}
-
-static void build_no_new_privs(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        ScenarioTask b = scenario_fork(s, a);
-        g_assert_cmpint(scenario_no_new_privs(s, a), ==, 0);
-        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
-}
-
-/* A process whose leader exited: its threads live on under a zombie leader. */
-static void build_leader_exited(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
-        scenario_fork(s, t2);
-        g_assert_cmpint(scenario_exit_leader(s, a), ==, 0);
-        g_autoptr(Forest) f = scan(scenario_root_pid(s));
-        const Process *p = forest_find_process(f, scenario_task(s, a)->tgid);
-        g_assert_nonnull(p);
-        g_assert_cmpuint(p->n_threads, ==, 2);
-        g_assert_null(forest_find_task(f, p->pid, NULL)); /* scans leave the zombie leader out */
 }
 
 /* A snapshot the ptrace backend took (identity inferred from bytes, flags, parents and tasks)
@@ -443,18 +272,6 @@ static void test_ptrace_snapshot(void) {
 /* ---- behaviour kept: probes exec'd in original and restored tasks ---- */
 
 /* A filter returning action for each of the given system calls and allowing the rest. */
-static size_t filter_for_calls(struct sock_filter *insns, const int *nrs, size_t n, uint32_t action) {
-        size_t k = 0;
-
-        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-        for (size_t i = 0; i < n; i++)
-                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nrs[i],
-                                                           (uint8_t) (n - i), 0);
-        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, action);
-        return k;
-}
-
 #define NOTIFY_ANSWER 4242
 
 /* The system calls the probes make, one per process: ERRNO, USER_NOTIF, KILL, ALLOW. */
@@ -552,7 +369,7 @@ static void test_behaviour_kept(void) {
         const int killed[] = { SYS_personality };
         struct sock_filter notify[8], kill_insns[4];
         size_t nn = tests_filter_notify(notify, SYS_sysinfo);
-        size_t nk = filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
+        size_t nk = restore_filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
         g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL), *options = NULL;
         g_autoptr(Forest) snapshot = NULL;
         Scenario *s = tests_scenario_with_filters(&x);
@@ -642,7 +459,7 @@ static void test_failing_step(void) {
                 return;
         const int clones[] = { SYS_clone, SYS_clone3, SYS_fork, SYS_vfork };
         struct sock_filter no_clone[8];
-        size_t n = filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
+        size_t n = restore_filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
         TestFilters x;
         Scenario *s = tests_scenario_with_filters(&x);
         g_autoptr(Forest) snapshot = thread_under(s, &x, no_clone, n, SECCOMP_FILTER_FLAG_TSYNC);
@@ -960,25 +777,6 @@ static void test_random_histories(void) {
         }
 }
 
-static const struct {
-        const char *path;
-        BuildScenario build;
-} scenario_tests[] = {
-        { "/restore/fork-shares", build_fork_shares },
-        { "/restore/identical-siblings", build_identical_siblings },
-        { "/restore/deep-chain", build_deep_chain },
-        { "/restore/4096-instructions", build_4096_instructions },
-        { "/restore/tsync", build_tsync },
-        { "/restore/divergent-threads", build_divergent_threads },
-        { "/restore/orphans-under-subreaper", build_orphans_under_subreaper },
-        { "/restore/orphans-of-a-thread", build_orphans_of_a_thread },
-        { "/restore/listeners", build_listeners },
-        { "/restore/log-and-wait-killable", build_log_and_wait_killable },
-        { "/restore/strict", build_strict },
-        { "/restore/no-new-privs", build_no_new_privs },
-        { "/restore/leader-exited", build_leader_exited },
-};
-
 static void run_scenario_test(gconstpointer data) {
         size_t i = GPOINTER_TO_SIZE(data);
         TestFilters x;
@@ -987,7 +785,7 @@ static void run_scenario_test(gconstpointer data) {
         if (!tests_require_root())
                 return;
         s = tests_scenario_with_filters(&x);
-        scenario_tests[i].build(s, &x);
+        restore_scenarios[i].build(s, &x);
         check_scenario(s);
         scenario_free(s);
 }
@@ -997,9 +795,12 @@ int main(int argc, char *argv[]) {
         tests_name_hangs();
         /* whatever a restore leaves behind becomes the test's child: assert_nothing_left() sees it */
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
-        for (size_t i = 0; i < ELEMENTSOF(scenario_tests); i++)
-                g_test_add_data_func(scenario_tests[i].path, GSIZE_TO_POINTER(i), run_scenario_test);
+        for (size_t i = 0; i < restore_scenarios_n; i++) {
+                g_autofree char *path = g_strconcat("/restore/", restore_scenarios[i].name, NULL);
+                g_test_add_data_func(path, GSIZE_TO_POINTER(i), run_scenario_test);
+        }
         tests_ensure_tracefs();
+        restore_scenarios_scan = scan;
         g_test_add_func("/restore/ptrace-snapshot", test_ptrace_snapshot);
         g_test_add_func("/restore/behaviour-kept", test_behaviour_kept);
         g_test_add_func("/restore/failing-step", test_failing_step);

@@ -1,0 +1,34 @@
+/* restore-scenarios.h: the scenarios every restore test rebuilds, by name, and an independent
+ * comparison of a restored tree with its snapshot */
+#pragma once
+
+#include <linux/filter.h>
+
+#include "forest.h"
+#include "plan-verify.h"
+#include "scenario.h"
+#include "tests-util.h"
+
+typedef void (*BuildScenario)(Scenario *s, const TestFilters *x);
+
+typedef struct RestoreScenario {
+        const char *name;
+        BuildScenario build;
+} RestoreScenario;
+
+extern const RestoreScenario restore_scenarios[];
+extern const size_t restore_scenarios_n;
+/* How a builder may scan to check what it built (NULL: it does not check). */
+extern Forest *(*restore_scenarios_scan)(pid_t root);
+
+/* Independent of forest_isomorphic(): through the mapping, every restored thread of b has the
+ * chain of its original in a, byte for byte and flag for flag, and two threads share a filter iff
+ * their originals did. Fails the test otherwise. */
+void restore_assert_same_sharing(const Forest *a, const Forest *b, const PlanMapping *map);
+
+/* A filter: calls nrs[0..n) get action, everything else ALLOW. Returns its length (n + 3). */
+size_t restore_filter_for_calls(struct sock_filter *insns, const int *nrs, size_t n, uint32_t action);
+/* Whether pid is a live process (not gone, not a zombie). */
+bool restore_process_alive(pid_t pid);
+/* The real uid and gid of process pid. */
+void restore_process_ids(pid_t pid, uid_t *ret_uid, gid_t *ret_gid);

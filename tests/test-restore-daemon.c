@@ -1,0 +1,510 @@
+/* test-restore-daemon.c: Restore(), ListRestores(), ReleaseRestore() and RestoreFinished in the real
+ * sectreed on a private dbus-daemon, on the real kernel: every scenario restored as root and as
+ * nobody, verified by the daemon and compared by the test; access, limits, failures, and what
+ * happens when the caller leaves the bus. No stub survives any of them. */
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "plan-verify.h"
+#include "restore-scenarios.h"
+#include "scan.h"
+#include "snapshot.h"
+#include "tests-util.h"
+
+#define NOBODY 65534
+#define RESTORE_CALL_TIMEOUT_USEC (120 * 1000000ULL)
+
+static BpfScanner *scanner;
+
+static Forest *scan(pid_t root) {
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        Forest *f = NULL;
+
+        if (!scanner)
+                g_assert_cmpint(bpf_scanner_new(&scanner), ==, 0);
+        opts.root = root;
+        g_assert_cmpint(bpf_scanner_scan(scanner, &opts, &f), ==, 0);
+        return f;
+}
+
+/* ---- the calls ---- */
+
+typedef struct Restored {
+        uint64_t id;
+        bool verified;
+        char **differences;
+        PlanMapping map;
+        GArray *pidfds;       /* int */
+        GArray *listener_fds; /* int */
+        GArray *listener_ids; /* guint64 */
+} Restored;
+
+static void restored_done(Restored *r) {
+        for (guint i = 0; r->pidfds && i < r->pidfds->len; i++)
+                close(g_array_index(r->pidfds, int, i));
+        for (guint i = 0; r->listener_fds && i < r->listener_fds->len; i++)
+                close(g_array_index(r->listener_fds, int, i));
+        if (r->pidfds)
+                g_array_unref(r->pidfds);
+        if (r->listener_fds)
+                g_array_unref(r->listener_fds);
+        if (r->listener_ids)
+                g_array_unref(r->listener_ids);
+        g_strfreev(r->differences);
+        plan_mapping_done(&r->map);
+        *r = (Restored) {};
+}
+
+static void read_pairs(sd_bus_message *reply, bool threads, PlanMapping *map) {
+        uint32_t a, b;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uu)"), >, 0);
+        while (sd_bus_message_read(reply, "(uu)", &a, &b) > 0)
+                g_assert_cmpint(threads ? plan_mapping_add_thread(map, (pid_t) a, (pid_t) b)
+                                        : plan_mapping_add_process(map, (pid_t) a, (pid_t) b), ==, 0);
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+}
+
+static void read_reply(sd_bus_message *reply, Restored *r) {
+        int fd, v;
+        uint64_t lid;
+
+        *r = (Restored) { .pidfds = g_array_new(false, false, sizeof(int)),
+                          .listener_fds = g_array_new(false, false, sizeof(int)),
+                          .listener_ids = g_array_new(false, false, sizeof(guint64)) };
+        g_assert_cmpint(sd_bus_message_read(reply, "tb", &r->id, &v), >, 0);
+        r->verified = v;
+        g_assert_cmpint(sd_bus_message_read_strv(reply, &r->differences), >=, 0);
+        if (!r->differences)
+                r->differences = g_new0(char *, 1);
+        read_pairs(reply, false, &r->map);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "h"), >, 0);
+        while (sd_bus_message_read(reply, "h", &fd) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                g_assert_cmpint(copy, >=, 0);
+                g_array_append_val(r->pidfds, copy);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        read_pairs(reply, true, &r->map);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(th)"), >, 0);
+        while (sd_bus_message_read(reply, "(th)", &lid, &fd) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                g_assert_cmpint(copy, >=, 0);
+                g_array_append_val(r->listener_fds, copy);
+                g_array_append_val(r->listener_ids, lid);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+}
+
+/* Restore(id, options): options is a list of (key, type, value) triples ended by NULL, with
+ * "exec" taking (pid, argv). 0 with *r filled, or a negative errno with *error set. */
+static int call_restore(sd_bus *bus, uint64_t id, Restored *r, sd_bus_error *error, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        const char *key;
+        va_list ap;
+        int k;
+
+        g_assert_cmpint(sd_bus_message_new_method_call(bus, &m, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                       "Restore"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(m, "t", id), >=, 0);
+        g_assert_cmpint(sd_bus_message_open_container(m, 'a', "{sv}"), >=, 0);
+        va_start(ap, error);
+        while ((key = va_arg(ap, const char *))) {
+                if (streq(key, "exec")) {
+                        uint32_t pid = va_arg(ap, uint32_t);
+                        char **argv = va_arg(ap, char **);
+                        g_assert_cmpint(sd_bus_message_open_container(m, 'e', "sv"), >=, 0);
+                        g_assert_cmpint(sd_bus_message_append(m, "s", key), >=, 0);
+                        g_assert_cmpint(sd_bus_message_open_container(m, 'v', "a{uas}"), >=, 0);
+                        g_assert_cmpint(sd_bus_message_open_container(m, 'a', "{uas}"), >=, 0);
+                        g_assert_cmpint(sd_bus_message_open_container(m, 'e', "uas"), >=, 0);
+                        g_assert_cmpint(sd_bus_message_append(m, "u", pid), >=, 0);
+                        g_assert_cmpint(sd_bus_message_append_strv(m, argv), >=, 0);
+                        for (int i = 0; i < 4; i++)
+                                g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
+                } else if (streq(key, "uids"))
+                        g_assert_cmpint(sd_bus_message_append(m, "{sv}", key, "s", va_arg(ap, const char *)), >=, 0);
+                else
+                        g_assert_cmpint(sd_bus_message_append(m, "{sv}", key, "b", va_arg(ap, int)), >=, 0);
+        }
+        va_end(ap);
+        g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
+        k = sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, error, &reply);
+        if (k >= 0)
+                read_reply(reply, r);
+        return k;
+}
+
+typedef struct ListedRestore {
+        uint64_t id, snapshot;
+        uint32_t owner, root, processes;
+        bool verified;
+        char state[32];
+} ListedRestore;
+
+static GArray *list_restores(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        GArray *a = g_array_new(false, true, sizeof(ListedRestore));
+        ListedRestore x = {};
+        const char *state;
+        int v;
+
+        if (bus_client_call(bus, "ListRestores", &error, &reply, "") < 0)
+                g_error("ListRestores: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(ttuuubs)"), >, 0);
+        while (sd_bus_message_read(reply, "(ttuuubs)", &x.id, &x.snapshot, &x.owner, &x.root, &x.processes, &v,
+                                   &state) > 0) {
+                x.verified = v;
+                g_strlcpy(x.state, state, sizeof(x.state));
+                g_array_append_val(a, x);
+        }
+        return a;
+}
+
+static const ListedRestore *find_listed(GArray *a, uint64_t id) {
+        for (guint i = 0; i < a->len; i++)
+                if (g_array_index(a, ListedRestore, i).id == id)
+                        return &g_array_index(a, ListedRestore, i);
+        return NULL;
+}
+
+static void release_ok(sd_bus *bus, uint64_t id) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "ReleaseRestore", &error, NULL, "t", id) < 0)
+                g_error("ReleaseRestore(%" PRIu64 "): %s: %s", id, error.name, error.message);
+}
+
+/* Every restored process (and the restore root) is gone: no stub survived. */
+static void assert_gone(const Restored *r, pid_t root) {
+        for (size_t i = 0; i < r->map.n_processes; i++)
+                if (restore_process_alive(r->map.processes[i].b))
+                        g_error("restored process %d (snapshot %d) survived", r->map.processes[i].b,
+                                r->map.processes[i].a);
+        if (root > 0)
+                g_assert_false(restore_process_alive(root));
+}
+
+static void assert_verified(const Restored *r) {
+        for (size_t i = 0; r->differences[i]; i++)
+                g_test_message("difference: %s", r->differences[i]);
+        g_assert_true(r->verified);
+        g_assert_null(r->differences[0]);
+}
+
+static Forest *read_snapshot(GBytes *b) {
+        gsize n;
+        const void *data = g_bytes_get_data(b, &n);
+        Forest *f = NULL;
+        g_autofree char *error = NULL;
+        if (snapshot_read_data(data, n, &f, &error) < 0)
+                g_error("the exported snapshot cannot be read: %s", error);
+        return f;
+}
+
+/* ---- every scenario, as root and as nobody ---- */
+
+/* What nobody does with its own import of a scenario's snapshot: restore it, see it verified and
+ * owned by nobody, release it; and what it may not do. */
+typedef struct NobodyRestore {
+        GBytes *json;
+        uint64_t roots_snapshot;
+} NobodyRestore;
+
+static void nobody_restores(void *userdata) {
+        NobodyRestore *c = userdata;
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        gsize n;
+        const void *data = g_bytes_get_data(c->json, &n);
+        uint64_t mine = bus_client_import_pipe(bus, data, n, &error);
+        Restored r;
+
+        if (mine == 0)
+                g_error("import as nobody: %s", error.message);
+        /* root's snapshot is not there for nobody; nor are original uids or a pid namespace */
+        g_assert_cmpint(call_restore(bus, c->roots_snapshot, &r, &error, NULL), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_cmpint(call_restore(bus, mine, &r, &error, "uids", "original", NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        g_assert_cmpint(call_restore(bus, mine, &r, &error, "pid_namespace", true, NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+
+        if (call_restore(bus, mine, &r, &error, NULL) < 0)
+                g_error("Restore as nobody: %s: %s", error.name, error.message);
+        assert_verified(&r);
+        for (size_t i = 0; i < r.map.n_processes; i++) {
+                uid_t uid;
+                gid_t gid;
+                restore_process_ids(r.map.processes[i].b, &uid, &gid);
+                g_assert_cmpuint(uid, ==, NOBODY);
+                g_assert_cmpuint(gid, ==, NOBODY);
+        }
+        g_autoptr(GArray) listed = list_restores(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        g_assert_cmpuint(find_listed(listed, r.id)->owner, ==, NOBODY);
+        release_ok(bus, r.id);
+        assert_gone(&r, 0);
+        restored_done(&r);
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", mine), >=, 0);
+        sd_bus_flush_close_unref(bus);
+}
+
+static void restore_scenario_as_root(sd_bus *bus, Scenario *s, const char *name) {
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), name);
+        g_autoptr(GBytes) json = NULL;
+        g_autoptr(Forest) snapshot = NULL, restored = NULL;
+        g_auto(GStrv) diffs = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Restored r;
+        pid_t root;
+        bool ok = false;
+
+        json = bus_client_export_pipe(bus, id, "json", &error);
+        g_assert_nonnull(json);
+        snapshot = read_snapshot(json);
+        tests_assert_forest_matches(snapshot, s, true);
+
+        if (call_restore(bus, id, &r, &error, NULL) < 0)
+                g_error("Restore of %s: %s: %s", name, error.name, error.message);
+        assert_verified(&r);
+        g_assert_cmpuint(r.map.n_processes, ==, snapshot->n_processes);
+        g_assert_cmpuint(r.pidfds->len, ==, snapshot->n_processes);
+        g_autoptr(GArray) listed = list_restores(bus);
+        g_assert_nonnull(find_listed(listed, r.id));
+        g_assert_cmpstr(find_listed(listed, r.id)->state, ==, "ready");
+        g_assert_true(find_listed(listed, r.id)->verified);
+        root = (pid_t) find_listed(listed, r.id)->root;
+        r.map.root_pid = root;
+
+        /* the test's own comparison: a fresh scan of the restored tree */
+        restored = scan(root);
+        g_assert_cmpint(plan_verify(snapshot, restored, &r.map, NULL, &ok, &diffs), ==, 0);
+        for (size_t i = 0; diffs[i]; i++)
+                g_test_message("difference (test's scan): %s", diffs[i]);
+        g_assert_true(ok);
+        restore_assert_same_sharing(snapshot, restored, &r.map);
+
+        release_ok(bus, r.id);
+        assert_gone(&r, root);
+        restored_done(&r);
+
+        NobodyRestore c = { .json = json, .roots_snapshot = id };
+        int status = tests_as_nobody(nobody_restores, &c);
+        if (status != 0)
+                g_error("the part of %s run as nobody failed (status %d)", name, status);
+}
+
+static void test_scenarios(void) {
+        BusFixture b;
+        if (!tests_require_root() || !bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+
+        for (size_t i = 0; i < restore_scenarios_n; i++) {
+                TestFilters x;
+                Scenario *s = tests_scenario_with_filters(&x);
+                g_test_message("scenario %s", restore_scenarios[i].name);
+                restore_scenarios[i].build(s, &x);
+                restore_scenario_as_root(bus, s, restore_scenarios[i].name);
+                scenario_free(s);
+        }
+        g_autoptr(GArray) none = list_restores(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+        bus_fixture_finish(&b);
+}
+
+/* ---- leaving the bus, releasing, failing, limits ---- */
+
+static char *format_finished(sd_bus_message *m) {
+        uint64_t id;
+        uint32_t owner;
+        const char *reason;
+        if (!sd_bus_message_is_signal(m, BUS_CLIENT_IFACE, "RestoreFinished") ||
+            sd_bus_message_read(m, "tus", &id, &owner, &reason) < 0)
+                return NULL;
+        return g_strdup_printf("RestoreFinished %" PRIu64 " %u %s", id, owner, reason);
+}
+
+/* A restore ends with its caller's connection, unless it asked to be kept: then ReleaseRestore ends
+ * it. RestoreFinished says why each time. */
+static void test_caller_leaves(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        scenario_thread(s, a);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        BusSignalLog log;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        Restored r;
+
+        bus_signal_log_start(&log, bus, format_finished);
+
+        /* released when the caller leaves */
+        sd_bus *caller = bus_client_open();
+        if (call_restore(caller, id, &r, &error, NULL) < 0)
+                g_error("Restore: %s", error.message);
+        g_autoptr(GArray) one = list_restores(bus);
+        g_assert_cmpuint(one->len, ==, 1);
+        pid_t root = (pid_t) g_array_index(one, ListedRestore, 0).root;
+        sd_bus_flush_close_unref(caller);
+        bus_signal_log_assert(&log, bus, "RestoreFinished %" PRIu64 " 0 caller-left", r.id);
+        assert_gone(&r, root);
+        restored_done(&r);
+
+        /* kept: it outlives its caller, until ReleaseRestore */
+        caller = bus_client_open();
+        if (call_restore(caller, id, &r, &error, "keep", true, NULL) < 0)
+                g_error("Restore: %s", error.message);
+        sd_bus_flush_close_unref(caller);
+        g_autoptr(GArray) kept = list_restores(bus);
+        g_assert_nonnull(find_listed(kept, r.id));
+        root = (pid_t) find_listed(kept, r.id)->root;
+        g_assert_true(restore_process_alive(root));
+        for (size_t i = 0; i < r.map.n_processes; i++)
+                g_assert_true(restore_process_alive(r.map.processes[i].b));
+        release_ok(bus, r.id);
+        assert_gone(&r, root);
+        bus_signal_log_assert(&log, bus, "RestoreFinished %" PRIu64 " 0 released", r.id);
+        g_assert_cmpint(bus_client_call(bus, "ReleaseRestore", &error, NULL, "t", r.id), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchRestore");
+        restored_done(&r);
+
+        /* a kept restore ends with the daemon too */
+        if (call_restore(bus, id, &r, &error, "keep", true, NULL) < 0)
+                g_error("Restore: %s", error.message);
+        g_autoptr(GArray) last = list_restores(bus);
+        root = (pid_t) find_listed(last, r.id)->root;
+        g_ptr_array_unref(log.lines);
+        bus_fixture_finish(&b);
+        for (int i = 0; i < 500 && restore_process_alive(root); i++)
+                g_usleep(10000);
+        assert_gone(&r, root);
+        restored_done(&r);
+        scenario_free(s);
+}
+
+/* A snapshot the planner refuses (a thread put by TSYNC under a filter that forbids every way to
+ * clone): RestoreFailed names the stage and the step, and nothing is left. An exec of a command
+ * that does not exist fails at its start. Options of the wrong type or unknown are refused. */
+static void test_failures(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        const int clones[] = { SYS_clone, SYS_clone3, SYS_fork, SYS_vfork };
+        struct sock_filter no_clone[8];
+        size_t n = restore_filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_assert_cmpint(scenario_install(s, scenario_thread(s, a), no_clone, n, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        Restored r;
+
+        g_assert_cmpint(call_restore(bus, id, &r, &error, NULL), <, 0);
+        g_test_message("%s: %s", error.name, error.message);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.RestoreFailed");
+        g_assert_nonnull(strstr(error.message, "plan: "));
+        g_assert_nonnull(strstr(error.message, "clone(2) gets ERRNO(1)"));
+        sd_bus_error_free(&error);
+        g_autoptr(GArray) none = list_restores(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+
+        g_assert_cmpint(call_restore(bus, 999, &r, &error, NULL), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "colour", true, NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "uids", "someone", NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        char *argv[] = { (char *) "true", NULL };
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", (uint32_t) 1, argv, NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
+/* nobody may hold RESTORES_MAX_PER_UID (4) restores at once. */
+static void nobody_limits(void *userdata) {
+        GBytes *json = userdata;
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        gsize n;
+        const void *data = g_bytes_get_data(json, &n);
+        uint64_t mine = bus_client_import_pipe(bus, data, n, &error);
+        Restored r[5];
+
+        g_assert_cmpuint(mine, >, 0);
+        for (int i = 0; i < 4; i++)
+                if (call_restore(bus, mine, &r[i], &error, "verify", false, NULL) < 0)
+                        g_error("Restore %d: %s", i, error.message);
+        g_assert_cmpint(call_restore(bus, mine, &r[4], &error, NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        g_assert_false(r[0].verified); /* not asked for */
+        release_ok(bus, r[0].id);
+        assert_gone(&r[0], 0);
+        if (call_restore(bus, mine, &r[4], &error, NULL) < 0)
+                g_error("Restore after a release: %s", error.message);
+        for (int i = 0; i < 5; i++)
+                restored_done(&r[i]);
+        sd_bus_flush_close_unref(bus); /* leaving releases the others */
+}
+
+static void test_limits(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+
+        g_assert_cmpint(tests_as_nobody(nobody_limits, json), ==, 0);
+        for (int i = 0; i < 500; i++) {
+                g_autoptr(GArray) l = list_restores(bus);
+                if (l->len == 0)
+                        break;
+                g_usleep(10000);
+        }
+        g_autoptr(GArray) none = list_restores(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
+        /* whatever a restore leaves behind comes here */
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+        tests_ensure_tracefs();
+        restore_scenarios_scan = scan;
+        g_test_add_func("/restore-daemon/scenarios", test_scenarios);
+        g_test_add_func("/restore-daemon/caller-leaves", test_caller_leaves);
+        g_test_add_func("/restore-daemon/failures", test_failures);
+        g_test_add_func("/restore-daemon/limits", test_limits);
+        int r = g_test_run();
+        bpf_scanner_free(scanner);
+        return r;
+}
