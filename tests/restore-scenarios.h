@@ -32,3 +32,8 @@ size_t restore_filter_for_calls(struct sock_filter *insns, const int *nrs, size_
 bool restore_process_alive(pid_t pid);
 /* The real uid and gid of process pid. */
 void restore_process_ids(pid_t pid, uid_t *ret_uid, gid_t *ret_gid);
+
+/* A random history played on the real kernel from seed: fork, thread creation, installs (with
+ * and without TSYNC, LOG, NEW_LISTENER), exits of middle processes and threads, strict mode,
+ * no_new_privs. The same seed plays the same history. */
+Scenario *restore_history_play(uint64_t seed);

@@ -3,6 +3,9 @@
  * nobody, verified by the daemon and compared by the test; access, limits, failures, and what
  * happens when the caller leaves the bus. No stub survives any of them. */
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/pidfd.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -102,8 +105,8 @@ static void read_reply(sd_bus_message *reply, Restored *r) {
         g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
 }
 
-/* Restore(id, options): options is a list of (key, type, value) triples ended by NULL, with
- * "exec" taking (pid, argv). 0 with *r filled, or a negative errno with *error set. */
+/* Restore(id, options): options is a list of keys each followed by its value, ended by NULL:
+ * "exec" takes (size_t n, const uint32_t *pids, char ***argvs), "uids" a string, others an int. 0 with *r filled, or a negative errno with *error set. */
 static int call_restore(sd_bus *bus, uint64_t id, Restored *r, sd_bus_error *error, ...) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         const char *key;
@@ -117,16 +120,20 @@ static int call_restore(sd_bus *bus, uint64_t id, Restored *r, sd_bus_error *err
         va_start(ap, error);
         while ((key = va_arg(ap, const char *))) {
                 if (streq(key, "exec")) {
-                        uint32_t pid = va_arg(ap, uint32_t);
-                        char **argv = va_arg(ap, char **);
+                        size_t n = va_arg(ap, size_t);
+                        const uint32_t *pids = va_arg(ap, const uint32_t *);
+                        char ***argvs = va_arg(ap, char ***);
                         g_assert_cmpint(sd_bus_message_open_container(m, 'e', "sv"), >=, 0);
                         g_assert_cmpint(sd_bus_message_append(m, "s", key), >=, 0);
                         g_assert_cmpint(sd_bus_message_open_container(m, 'v', "a{uas}"), >=, 0);
                         g_assert_cmpint(sd_bus_message_open_container(m, 'a', "{uas}"), >=, 0);
-                        g_assert_cmpint(sd_bus_message_open_container(m, 'e', "uas"), >=, 0);
-                        g_assert_cmpint(sd_bus_message_append(m, "u", pid), >=, 0);
-                        g_assert_cmpint(sd_bus_message_append_strv(m, argv), >=, 0);
-                        for (int i = 0; i < 4; i++)
+                        for (size_t i = 0; i < n; i++) {
+                                g_assert_cmpint(sd_bus_message_open_container(m, 'e', "uas"), >=, 0);
+                                g_assert_cmpint(sd_bus_message_append(m, "u", pids[i]), >=, 0);
+                                g_assert_cmpint(sd_bus_message_append_strv(m, argvs[i]), >=, 0);
+                                g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
+                        }
+                        for (int i = 0; i < 3; i++)
                                 g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
                 } else if (streq(key, "uids"))
                         g_assert_cmpint(sd_bus_message_append(m, "{sv}", key, "s", va_arg(ap, const char *)), >=, 0);
@@ -432,8 +439,9 @@ static void test_failures(void) {
         bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
         g_assert_cmpint(call_restore(bus, id, &r, &error, "uids", "someone", NULL), <, 0);
         bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
-        char *argv[] = { (char *) "true", NULL };
-        g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", (uint32_t) 1, argv, NULL), <, 0);
+        char *argv[] = { (char *) "true", NULL }, **argvs[] = { argv };
+        const uint32_t pids[] = { 1 };
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", (size_t) 1, pids, argvs, NULL), <, 0);
         bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
 
         bus_fixture_finish(&b);
@@ -493,6 +501,172 @@ static void test_limits(void) {
         scenario_free(s);
 }
 
+/* ---- random histories ---- */
+
+/* Snapshot, restore through the daemon, compare (the daemon's verification and the test's own),
+ * release: for one history played from seed. */
+static void restore_history(sd_bus *bus, uint64_t seed) {
+        Scenario *s = restore_history_play(seed);
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+        g_autoptr(Forest) snapshot = NULL, restored = NULL;
+        g_auto(GStrv) diffs = NULL;
+        Restored r;
+        bool ok = false;
+
+        g_assert_nonnull(json);
+        snapshot = read_snapshot(json);
+        g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, snapshot->n_processes,
+                       snapshot->n_filters, snapshot->n_listeners);
+        if (call_restore(bus, id, &r, &error, NULL) < 0)
+                g_error("seed %" PRIu64 ": Restore: %s: %s", seed, error.name, error.message);
+        assert_verified(&r);
+        g_autoptr(GArray) listed = list_restores(bus);
+        r.map.root_pid = (pid_t) find_listed(listed, r.id)->root;
+        restored = scan(r.map.root_pid);
+        g_assert_cmpint(plan_verify(snapshot, restored, &r.map, NULL, &ok, &diffs), ==, 0);
+        g_assert_true(ok);
+        restore_assert_same_sharing(snapshot, restored, &r.map);
+        release_ok(bus, r.id);
+        assert_gone(&r, r.map.root_pid);
+        restored_done(&r);
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", id), >=, 0);
+        scenario_free(s);
+}
+
+/* A bounded number of random histories per run ($SECTREE_RESTORE_DAEMON_SEEDS, default 40; one
+ * again with SECTREE_RESTORE_SEED), each seed printed before it is played. */
+static void test_random_histories(void) {
+        BusFixture b;
+        if (!tests_require_root() || !bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        const char *one = g_getenv("SECTREE_RESTORE_SEED"), *count = g_getenv("SECTREE_RESTORE_DAEMON_SEEDS");
+        uint64_t first = one ? g_ascii_strtoull(one, NULL, 10) : 1;
+        uint64_t n = one ? 1 : count ? g_ascii_strtoull(count, NULL, 10) : 40;
+
+        for (uint64_t seed = first; seed < first + n; seed++) {
+                g_test_message("seed %" PRIu64 " (replay: SECTREE_RESTORE_SEED=%" PRIu64 ")", seed, seed);
+                restore_history(bus, seed);
+        }
+        bus_fixture_finish(&b);
+}
+
+/* ---- behaviour kept ---- */
+
+#define NOTIFY_ANSWER 4242
+
+/* The system calls the probes make, one per process: ERRNO, USER_NOTIF, KILL, ALLOW. */
+static const int probe_calls[] = { SYS_getpriority, SYS_sysinfo, SYS_personality, SYS_sched_yield };
+
+static void wait_readable(int fd, const char *what) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        if (poll(&pfd, 1, 20000) != 1)
+                g_error("timed out waiting for %s", what);
+}
+
+/* Answer the one notification coming on listener: the call returns NOTIFY_ANSWER. */
+static void answer_notification(int listener, int nr) {
+        struct seccomp_notif req = {};
+        struct seccomp_notif_resp resp = {};
+
+        wait_readable(listener, "a notification");
+        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), ==, 0);
+        g_assert_cmpint(req.data.nr, ==, nr);
+        resp.id = req.id;
+        resp.val = NOTIFY_ANSWER;
+        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), ==, 0);
+}
+
+static char *probe_path(const char *dir, const char *side, size_t i) {
+        return g_strdup_printf("%s/%s-%zu", dir, side, i);
+}
+
+/* The pidfd the reply gives for snapshot process pid. */
+static int reply_pidfd(const Restored *r, pid_t pid) {
+        for (size_t i = 0; i < r->map.n_processes; i++)
+                if (r->map.processes[i].a == pid)
+                        return g_array_index(r->pidfds, int, i);
+        g_error("the reply has no process %d", pid);
+}
+
+/* ERRNO, USER_NOTIF (answered through the listener fd Restore returns), KILL and ALLOW come out
+ * the same in the restored tasks, exec'd by the daemon's restore, as in the originals. */
+static void test_behaviour_kept(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        const int killed[] = { SYS_personality };
+        struct sock_filter notify[8], kill_insns[4];
+        size_t nn = tests_filter_notify(notify, SYS_sysinfo);
+        size_t nk = restore_filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
+        g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL);
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(probe_calls)];
+        int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        uint32_t pids[ELEMENTSOF(probe_calls)];
+        char **argvs[ELEMENTSOF(probe_calls)];
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Restored r;
+
+        g_assert_cmpint(node, >=, 0);
+        g_assert_cmpint(scenario_install(s, a, kill_insns, nk, 0), >=, 0);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+                c[i] = scenario_fork(s, a);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                pids[i] = (uint32_t) scenario_task(s, c[i])->tgid;
+                argvs[i] = g_new0(char *, 4);
+                argvs[i][0] = g_strdup(g_getenv("SECTREE_RESTORE_PROBE"));
+                argvs[i][1] = probe_path(dir, "restored", i);
+                argvs[i][2] = g_strdup_printf("%d", probe_calls[i]);
+        }
+        if (call_restore(bus, id, &r, &error, "exec", ELEMENTSOF(probe_calls), pids, argvs, NULL) < 0)
+                g_error("Restore: %s: %s", error.name, error.message);
+        assert_verified(&r);
+        g_assert_cmpuint(r.listener_fds->len, ==, 1);
+        answer_notification(g_array_index(r.listener_fds, int, 0), SYS_sysinfo);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+                wait_readable(reply_pidfd(&r, (pid_t) pids[i]), "a restored probe to end");
+
+        /* the originals, under the original listener */
+        _cleanup_close_ int installer_fd = pidfd_open(scenario_task(s, a)->tgid, 0);
+        _cleanup_close_ int listener = (int) syscall(SYS_pidfd_getfd, installer_fd, scenario_node(s, node)->listener_fd, 0);
+        g_assert_cmpint(listener, >=, 0);
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                g_autofree char *path = probe_path(dir, "original", i), *nr = g_strdup_printf("%d", probe_calls[i]);
+                _cleanup_close_ int pidfd = pidfd_open(scenario_task(s, c[i])->tgid, 0);
+                char *argv[] = { (char *) g_getenv("SECTREE_RESTORE_PROBE"), path, nr, NULL };
+                g_assert_cmpint(scenario_exec(s, c[i], argv), ==, 0);
+                if (probe_calls[i] == SYS_sysinfo)
+                        answer_notification(listener, SYS_sysinfo);
+                wait_readable(pidfd, "an original probe to end");
+        }
+        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+                g_autofree char *po = probe_path(dir, "original", i), *pr = probe_path(dir, "restored", i);
+                g_autofree char *o = NULL, *rr = NULL;
+                g_assert_true(g_file_get_contents(po, &o, NULL, NULL));
+                g_assert_true(g_file_get_contents(pr, &rr, NULL, NULL));
+                g_test_message("syscall %d: original \"%s\", restored \"%s\"", probe_calls[i], o, rr);
+                g_assert_cmpstr(o, ==, rr);
+                g_assert_true(g_str_has_prefix(o, "call "));
+                (void) unlink(po);
+                (void) unlink(pr);
+                g_strfreev(argvs[i]);
+        }
+        release_ok(bus, r.id);
+        restored_done(&r);
+        bus_fixture_finish(&b);
+        scenario_free(s);
+        (void) rmdir(dir);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -504,6 +678,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore-daemon/caller-leaves", test_caller_leaves);
         g_test_add_func("/restore-daemon/failures", test_failures);
         g_test_add_func("/restore-daemon/limits", test_limits);
+        g_test_add_func("/restore-daemon/random-histories", test_random_histories);
+        g_test_add_func("/restore-daemon/behaviour-kept", test_behaviour_kept);
         int r = g_test_run();
         bpf_scanner_free(scanner);
         return r;

@@ -650,112 +650,16 @@ static void test_hostile_requests(void) {
 
 /* ---- random histories on the kernel ---- */
 
-#define HISTORY_MAX_TASKS 24
-#define HISTORY_PROGS 6
-
-typedef struct History {
-        Scenario *s;
-        GRand *rng;
-        struct sock_filter progs[HISTORY_PROGS][16];
-        size_t prog_len[HISTORY_PROGS];
-        struct sock_filter notify[8];
-        size_t notify_len;
-        bool strict[256];
-} History;
-
-/* A living agent that still takes commands (not in strict mode), or -1. */
-static ScenarioTask random_agent(History *h) {
-        size_t n = scenario_n_tasks(h->s);
-
-        for (int tries = 0; tries < 64; tries++) {
-                ScenarioTask t = (ScenarioTask) g_rand_int_range(h->rng, 0, (gint32) n);
-                if (scenario_task(h->s, t)->alive && !h->strict[t])
-                        return t;
-        }
-        return -1;
-}
-
-static size_t alive_tasks(History *h) {
-        size_t n = 0;
-        for (size_t t = 0; t < scenario_n_tasks(h->s); t++)
-                n += scenario_task(h->s, (ScenarioTask) t)->alive;
-        return n;
-}
-
-/* Install a filter from the pool (byte-identical ones make distinct objects), with random flags;
- * sometimes a listener filter whose fd then goes to another process. */
-static void history_install(History *h, ScenarioTask t) {
-        unsigned flags = g_rand_int_range(h->rng, 0, 4) == 0 ? SECCOMP_FILTER_FLAG_LOG : 0;
-        int node;
-
-        if (g_rand_int_range(h->rng, 0, 6) == 0) {
-                flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | (g_rand_int_range(h->rng, 0, 2) ? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV : 0);
-                node = scenario_install(h->s, t, h->notify, h->notify_len, flags);
-                if (node >= 0 && g_rand_int_range(h->rng, 0, 2)) {
-                        ScenarioTask to = random_agent(h);
-                        if (to >= 0)
-                                (void) scenario_share_listener(h->s, node, to);
-                }
-                return;
-        }
-        if (g_rand_int_range(h->rng, 0, 3) == 0)
-                flags |= SECCOMP_FILTER_FLAG_TSYNC; /* may fail, as in the kernel: EBUSY */
-        size_t k = g_rand_int_range(h->rng, 0, HISTORY_PROGS);
-        (void) scenario_install(h->s, t, h->progs[k], h->prog_len[k], flags);
-}
-
-static void history_step(History *h) {
-        ScenarioTask t = random_agent(h);
-        const ScenarioTaskInfo *info;
-        bool room = alive_tasks(h) < HISTORY_MAX_TASKS && scenario_n_tasks(h->s) < ELEMENTSOF(h->strict);
-
-        if (t < 0)
-                return;
-        info = scenario_task(h->s, t);
-        switch (g_rand_int_range(h->rng, 0, 12)) {
-        case 0 ... 2:
-                if (room)
-                        (void) scenario_fork(h->s, t);
-                break;
-        case 3 ... 4:
-                if (room)
-                        (void) scenario_thread(h->s, t);
-                break;
-        case 5 ... 8:
-                history_install(h, t);
-                break;
-        case 9: /* a middle process exits: its children go to the root agent */
-        case 10: /* or a thread */
-                if (t != scenario_root(h->s) && info->tgid != scenario_root_pid(h->s))
-                        (void) scenario_exit(h->s, t);
-                break;
-        default:
-                if (info->head < 0 && info->is_thread && g_rand_int_range(h->rng, 0, 2)) {
-                        if (scenario_strict(h->s, t) == 0)
-                                h->strict[t] = true;
-                } else
-                        (void) scenario_no_new_privs(h->s, t);
-        }
-}
-
 static void run_history(uint64_t seed, bool as_nobody) {
         g_autoptr(Forest) snapshot = NULL;
-        History h = { .rng = g_rand_new_with_seed((guint32) seed) };
-        size_t n_steps = 10 + seed % 30;
+        Scenario *s = restore_history_play(seed);
 
-        for (int k = 0; k < HISTORY_PROGS; k++)
-                h.prog_len[k] = scenario_filter_errno(h.progs[k], SYS_getpriority, k % 3 + 1, (size_t) (k % 3));
-        h.notify_len = tests_filter_notify(h.notify, SYS_sysinfo);
-        h.s = tests_scenario_new();
-        for (size_t i = 0; i < n_steps; i++)
-                history_step(&h);
-        snapshot = scan(scenario_root_pid(h.s));
-        tests_assert_forest_matches(snapshot, h.s, true);
+        snapshot = scan(scenario_root_pid(s));
+        tests_assert_forest_matches(snapshot, s, true);
         g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, snapshot->n_processes,
                        snapshot->n_filters, snapshot->n_listeners);
         restore_and_check_as(snapshot, as_nobody ? NOBODY : 0);
-        scenario_free(h.s);
-        g_rand_free(h.rng);
+        scenario_free(s);
 }
 
 /* Hundreds of histories per run (SECTREE_RESTORE_SEEDS), each restored and compared; one seed
