@@ -62,6 +62,8 @@ struct Restore {
         RestoreReleased released;
         void *released_userdata;
         const char *end_reason;
+        int end_error;     /* for done, once the executor is gone */
+        char *end_message;
 };
 
 typedef struct Restores {
@@ -150,6 +152,7 @@ static void restore_free(Restore *r) {
         free(r->listener_id);
         free(r->listener_fd);
         strv_free(r->differences);
+        free(r->end_message);
         forest_free(r->snapshot);
         restore_options_done(&r->o);
         free(r->creds.groups);
@@ -183,7 +186,8 @@ static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* Ending: close the socket (the executor ends every stub, or it already did after an ERROR), and
  * wait for the executor's exit; it is killed if it does not exit in time (its stubs end then too:
- * their control pipe closes). */
+ * their control pipe closes). A pending Restore() hears of the error once the executor is gone,
+ * so that no task of the restore is left when the caller reads it. */
 static void restore_end(Restore *r, const char *reason, int k, const char *message) {
         if (r->state == RESTORE_ENDING)
                 return;
@@ -203,7 +207,8 @@ static void restore_end(Restore *r, const char *reason, int k, const char *messa
         if (sd_event_add_time_relative(r->m->event, &r->timer, CLOCK_MONOTONIC, RESTORE_KILL_TIMEOUT_USEC, 0,
                                        on_kill_timer, r) < 0)
                 (void) pidfd_send_signal(r->executor_pidfd, SIGKILL, NULL, 0);
-        call_done(r, k, message);
+        r->end_error = k;
+        r->end_message = message ? strdup(message) : NULL;
 }
 
 /* The executor exited: the restore is over. */
@@ -224,6 +229,7 @@ static int on_executor_exit(sd_event_source *s, int fd, uint32_t revents, void *
         }
         log_debug("Restore %" PRIu64 " ended (%s).", r->id, r->end_reason);
         unlink_restore(r);
+        call_done(r, r->end_error < 0 ? r->end_error : -ECANCELED, r->end_message);
         if (rs->finished)
                 rs->finished(r->m, r->id, r->owner, r->end_reason, rs->userdata);
         if (r->released)
