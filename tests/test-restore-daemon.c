@@ -667,6 +667,127 @@ static void test_behaviour_kept(void) {
         (void) rmdir(dir);
 }
 
+/* ---- real software ---- */
+
+/* A filter file for bwrap's --add-seccomp-fd: calls nr get ERRNO(err). */
+static char *write_errno_filter(const char *dir, const char *name, int nr, int err) {
+        struct sock_filter insns[4];
+        size_t n = restore_filter_for_calls(insns, &nr, 1, SECCOMP_RET_ERRNO | (uint32_t) err);
+        char *path = g_build_filename(dir, name, NULL);
+        g_assert_true(g_file_set_contents(path, (const char *) insns, (gssize) (n * sizeof(insns[0])), NULL));
+        return path;
+}
+
+/* The deepest chain in the subtree of root, and how many processes of it have one. */
+static unsigned deepest_chain(pid_t root, size_t *ret_filtered) {
+        g_autoptr(Forest) f = scan(root);
+        unsigned deepest = 0;
+        *ret_filtered = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                bool filtered = false;
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        const Filter *x = f->processes[i]->threads[j].filter;
+                        if (x) {
+                                deepest = MAX(deepest, x->depth);
+                                filtered = true;
+                        }
+                }
+                *ret_filtered += filtered;
+        }
+        return deepest;
+}
+
+static void sandbox_setup(gpointer userdata) {
+        (void) setsid(); /* its own process group: stop_sandbox() kills all of it */
+        tests_die_with_parent(userdata);
+}
+
+/* Start sh -c script in its own session and wait until its subtree has a chain of depth want (at
+ * least) in want_filtered processes. */
+static pid_t start_sandbox(const char *script, unsigned want, size_t want_filtered) {
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
+        GPid pid;
+        g_autoptr(GError) error = NULL;
+        size_t filtered = 0;
+
+        if (!g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, sandbox_setup, NULL, &pid, &error))
+                g_error("cannot start %s: %s", script, error->message);
+        for (int i = 0; i < 1000; i++) {
+                if (deepest_chain(pid, &filtered) >= want && filtered >= want_filtered)
+                        return pid;
+                g_usleep(10000);
+        }
+        g_error("the sandbox of \"%s\" never had %zu processes under %u filters", script, want_filtered, want);
+}
+
+static void stop_sandbox(pid_t pid) {
+        (void) kill(-pid, SIGKILL);
+        (void) kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+}
+
+/* Snapshot of the sandbox through the daemon, restored and verified by it and by the test. */
+static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
+        uint64_t id = bus_client_create_ok(bus, pid, what);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+        g_autoptr(Forest) snapshot = read_snapshot(json), restored = NULL;
+        g_auto(GStrv) diffs = NULL;
+        Restored r;
+        bool ok = false;
+
+        g_test_message("%s: %zu processes, %zu filters", what, snapshot->n_processes, snapshot->n_filters);
+        if (call_restore(bus, id, &r, &error, NULL) < 0)
+                g_error("Restore of %s: %s: %s", what, error.name, error.message);
+        assert_verified(&r);
+        g_autoptr(GArray) listed = list_restores(bus);
+        r.map.root_pid = (pid_t) find_listed(listed, r.id)->root;
+        restored = scan(r.map.root_pid);
+        g_assert_cmpint(plan_verify(snapshot, restored, &r.map, NULL, &ok, &diffs), ==, 0);
+        g_assert_true(ok);
+        restore_assert_same_sharing(snapshot, restored, &r.map);
+        release_ok(bus, r.id);
+        assert_gone(&r, r.map.root_pid);
+        restored_done(&r);
+}
+
+/* bubblewrap with two --add-seccomp-fd filters, and inside it, on one branch, a nested bwrap
+ * adding a third; and a firejail sandbox with its own filters. */
+static void test_real_sandboxes(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        g_autofree char *dir = g_dir_make_tmp("sectree-sandbox-XXXXXX", NULL);
+        g_autofree char *f1 = write_errno_filter(dir, "f1", SYS_getpriority, EPERM);
+        g_autofree char *f2 = write_errno_filter(dir, "f2", SYS_sysinfo, ENOENT);
+        g_autofree char *f3 = write_errno_filter(dir, "f3", SYS_personality, ESRCH);
+        g_autofree char *bwrap = g_strdup_printf(
+                "exec bwrap --dev-bind / / --die-with-parent --add-seccomp-fd 7 --add-seccomp-fd 8 "
+                "/bin/sh -c 'sleep 1000 & bwrap --dev-bind / / --die-with-parent --add-seccomp-fd 9 sleep 1000 9<%s & wait' "
+                "7<%s 8<%s",
+                f3, f1, f2);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+
+        pid_t sandbox = start_sandbox(bwrap, 3, 4);
+        restore_sandbox(bus, sandbox, "bubblewrap");
+        stop_sandbox(sandbox);
+
+        if (g_find_program_in_path("firejail")) {
+                sandbox = start_sandbox("exec firejail --quiet --noprofile --seccomp=getpriority sleep 1000", 1, 1);
+                g_usleep(300000); /* firejail's last exec */
+                restore_sandbox(bus, sandbox, "firejail");
+                stop_sandbox(sandbox);
+        } else
+                g_test_message("firejail is not installed (scripts/lib.sh installs it)");
+        bus_fixture_finish(&b);
+        (void) unlink(f1);
+        (void) unlink(f2);
+        (void) unlink(f3);
+        (void) rmdir(dir);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -680,6 +801,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore-daemon/limits", test_limits);
         g_test_add_func("/restore-daemon/random-histories", test_random_histories);
         g_test_add_func("/restore-daemon/behaviour-kept", test_behaviour_kept);
+        g_test_add_func("/restore-daemon/real-sandboxes", test_real_sandboxes);
         int r = g_test_run();
         bpf_scanner_free(scanner);
         return r;
