@@ -1,5 +1,5 @@
-/* verbs-plan.c: sectreectl plan FILE: what a restore of the snapshot in FILE will do, step by
- * step, made offline by the same planner the executor runs */
+/* verbs-plan.c: sectreectl plan ID|FILE: what a restore of a snapshot (a file, read offline, or a
+ * stored one, fetched from the daemon) will do, step by step, made by the planner the executor runs */
 #include "ctl.h"
 #include "json-out.h"
 #include "output.h"
@@ -70,7 +70,7 @@ int verb_plan(Context *c, char **args, size_t n_args) {
         const char *path = args[0];
         int r;
 
-        r = snapshot_file_load(path, &f, NULL);
+        r = snapshot_load_operand(c, path, &f);
         if (r < 0)
                 return r;
         o.unprivileged = geteuid() != 0;

@@ -3,11 +3,13 @@
  * nobody, verified by the daemon and compared by the test; access, limits, failures, and what
  * happens when the caller leaves the bus. No stub survives any of them. */
 #include <fcntl.h>
+#include <jansson.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/pidfd.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -788,6 +790,124 @@ static void test_real_sandboxes(void) {
         (void) rmdir(dir);
 }
 
+/* ---- sectreectl ---- */
+
+/* sectreectl ARGS... (as nobody when asked); returns the exit status. */
+static int ctl(BusFixture *b, bool as_nobody, char **out, char **err, const char *const *args) {
+        g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), args);
+        return bus_fixture_run(b, as_nobody, (char **) argv->pdata, out, err);
+}
+
+#define ARGS(...) ((const char *const[]) { __VA_ARGS__, NULL })
+
+static bool json_has_exactly(json_t *o, const char *const *keys) {
+        size_t n = 0;
+        for (; keys[n]; n++)
+                if (!json_object_get(o, keys[n]))
+                        return false;
+        return json_object_size(o) == n;
+}
+
+/* plan ID, restore ID|FILE (--json exactly as documented, --exec), restores, release: the restore
+ * outlives sectreectl until it is released. */
+static void test_sectreectl(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        struct sock_filter notify[8];
+        size_t nn = tests_filter_notify(notify, SYS_sysinfo);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_assert_cmpint(scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER), >=, 0);
+        ScenarioTask child = scenario_fork(s, a);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        g_autofree char *ids = g_strdup_printf("%" PRIu64, id), *out = NULL, *err = NULL;
+        g_autofree char *child_pid = g_strdup_printf("%d", scenario_task(s, child)->tgid);
+        g_autofree char *exec = g_strdup_printf("--exec=%s=sleep 100", child_pid);
+        json_error_t je;
+
+        /* plan of a stored snapshot */
+        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("plan", ids)), ==, 0);
+        g_assert_nonnull(strstr(out, "install filter"));
+        g_clear_pointer(&out, g_free);
+
+        /* restore --json: exactly the documented keys */
+        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("--json=short", "restore", ids)), ==, 0);
+        json_auto_t *doc = json_loads(out, 0, &je);
+        g_assert_nonnull(doc);
+        g_assert_true(json_has_exactly(doc, ARGS("restore_id", "verified", "differences", "processes", "threads",
+                                                 "listeners")));
+        g_assert_true(json_is_true(json_object_get(doc, "verified")));
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "processes")), ==, 3);
+        g_assert_true(json_has_exactly(json_array_get(json_object_get(doc, "processes"), 0), ARGS("snapshot_pid", "pid")));
+        g_assert_true(json_has_exactly(json_array_get(json_object_get(doc, "threads"), 0), ARGS("snapshot_tid", "tid")));
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "listeners")), ==, 1);
+        g_assert_true(json_has_exactly(json_array_get(json_object_get(doc, "listeners"), 0),
+                                       ARGS("snapshot_listener", "fd")));
+        uint64_t rid = (uint64_t) json_integer_value(json_object_get(doc, "restore_id"));
+        pid_t restored = (pid_t) json_integer_value(json_object_get(json_array_get(json_object_get(doc, "processes"), 0), "pid"));
+        g_assert_true(restore_process_alive(restored)); /* it outlived sectreectl */
+        g_clear_pointer(&out, g_free);
+
+        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("restores")), ==, 0);
+        g_assert_nonnull(strstr(out, "ready"));
+        g_clear_pointer(&out, g_free);
+        g_autofree char *rids = g_strdup_printf("%" PRIu64, rid);
+        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("release", rids)), ==, 0);
+        g_assert_false(restore_process_alive(restored));
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("release", rids)), ==, 1);
+        g_assert_nonnull(strstr(err, "NoSuchRestore"));
+        g_clear_pointer(&err, g_free);
+
+        /* a file is imported first; --exec */
+        g_autofree char *dir = g_dir_make_tmp("sectree-ctl-XXXXXX", NULL);
+        g_autofree char *file = g_build_filename(dir, "s.json", NULL);
+        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("export", ids, file)), ==, 0);
+        g_assert_cmpint(chmod(dir, 0755), ==, 0);
+        g_assert_cmpint(chmod(file, 0644), ==, 0);
+        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("restore", exec, file)), ==, 0);
+        g_assert_nonnull(strstr(out, "; verified"));
+        g_assert_nonnull(strstr(err, "Imported"));
+        g_autoptr(GArray) listed = list_restores(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        g_autofree char *rel = g_strdup_printf("%" PRIu64, g_array_index(listed, ListedRestore, 0).id);
+        /* the line of the mapping for the child: "  SNAPSHOT-PID  PID" */
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+        pid_t sleeper = 0;
+        for (size_t i = 0; lines[i] && !sleeper; i++) {
+                int sp, np;
+                if (sscanf(lines[i], " %d %d", &sp, &np) == 2 && sp == scenario_task(s, child)->tgid)
+                        sleeper = np;
+        }
+        g_assert_cmpint(sleeper, >, 0);
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+        g_autofree char *comm_path = g_strdup_printf("/proc/%d/comm", sleeper), *comm = NULL;
+        g_assert_true(g_file_get_contents(comm_path, &comm, NULL, NULL));
+        g_assert_cmpstr(comm, ==, "sleep\n");
+        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("release", rel)), ==, 0);
+        g_assert_true(restore_process_alive(sleeper)); /* exec'd: left alone */
+        g_assert_cmpint(kill(sleeper, SIGKILL), ==, 0);
+
+        /* nobody: not root's snapshot, no original uids */
+        g_assert_cmpint(ctl(&b, true, NULL, &err, ARGS("restore", ids)), ==, 1);
+        g_assert_nonnull(strstr(err, "NoSuchSnapshot"));
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(ctl(&b, true, NULL, &err, ARGS("restore", "--original-uids", file)), ==, 1);
+        g_assert_nonnull(strstr(err, "AccessDenied"));
+        g_clear_pointer(&err, g_free);
+
+        (void) unlink(file);
+        (void) rmdir(dir);
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -802,6 +922,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore-daemon/random-histories", test_random_histories);
         g_test_add_func("/restore-daemon/behaviour-kept", test_behaviour_kept);
         g_test_add_func("/restore-daemon/real-sandboxes", test_real_sandboxes);
+        g_test_add_func("/restore-daemon/sectreectl", test_sectreectl);
         int r = g_test_run();
         bpf_scanner_free(scanner);
         return r;
