@@ -234,6 +234,16 @@ static const Verb verbs[] = {
           .summary = "End a restore's parked tasks",
           .help = "Returns once every parked task of restore ID is gone; processes that exec'd a\n"
                   "command are left alone.\n" },
+        { "run", 1, VERB_ARGS_ANY, 0, VERB_LIKE, .run = verb_run, .group = VERB_GROUP_SNAPSHOT,
+          .usage = "--like=TID -- COMMAND [ARGS]...",
+          .summary = "Run a command under a copy of a task's chain",
+          .help = "A one-task snapshot of TID restored with an exec: COMMAND runs under copies of\n"
+                  "exactly the filters TID runs under now, to see what a program would do in that\n"
+                  "sandbox. Its stdin, stdout and stderr are the daemon's (output goes to the\n"
+                  "daemon's log). Waits for COMMAND to end, then releases the restore.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --like=TID           The task whose chain to copy\n" },
         { "help", 0, 1, .run = verb_help, .group = VERB_GROUP_OTHER,
           .usage = "[VERB]",
           .summary = "This help, or a verb's" },

@@ -1,6 +1,8 @@
 /* verbs-restore.c: sectreectl restore ID|FILE, restores, release ID, and run --like PID -- CMD:
  * restores the daemon makes (Restore, ListRestores, ReleaseRestore) */
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 #include <wordexp.h>
@@ -11,6 +13,7 @@
 #include "manager-snapshots.h"
 #include "manager.h"
 #include "output.h"
+#include "plan.h"
 #include "snapshot-load.h"
 #include "table.h"
 #include "verbs-restore.h"
@@ -31,6 +34,8 @@ typedef struct RestoreReply {
         uint64_t *listener_ids;
         int *listener_fds;
         size_t n_listeners;
+        int *pidfds; /* copies, when asked for */
+        size_t n_pidfds;
 } RestoreReply;
 
 static void restore_reply_done(RestoreReply *r) {
@@ -39,6 +44,9 @@ static void restore_reply_done(RestoreReply *r) {
         free(r->threads);
         free(r->listener_ids);
         free(r->listener_fds);
+        for (size_t i = 0; i < r->n_pidfds; i++)
+                close(r->pidfds[i]);
+        free(r->pidfds);
 }
 
 /* ---- options ---- */
@@ -68,8 +76,43 @@ static int append_exec(sd_bus_message *m, const char *spec) {
         return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
 }
 
-static int append_restore_options(sd_bus_message *m, const Context *c) {
+/* What a restore of run --like asks for besides: the command, and the restore's life tied to this
+ * process (it waits). */
+typedef struct RunExec {
+        uint32_t pid;
+        char **argv;
+} RunExec;
+
+static int append_run_exec(sd_bus_message *m, const RunExec *run) {
+        int r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 1);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "exec");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "a{uas}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "{uas}");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'e', "uas");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "u", run->pid);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, run->argv);
+        for (int i = 0; r >= 0 && i < 4; i++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+static int append_restore_options(sd_bus_message *m, const Context *c, const RunExec *run) {
         int r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (run) {
+                if (r >= 0)
+                        r = append_run_exec(m, run);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
+        }
         /* sectreectl leaves the bus when it returns: the restore must outlive it */
         if (r >= 0)
                 r = sd_bus_message_append(m, "{sv}", "keep", "b", 1);
@@ -116,7 +159,7 @@ static int read_pairs(sd_bus_message *reply, Pair **ret, size_t *ret_n) {
 }
 
 static int read_restore_reply(sd_bus_message *reply, RestoreReply *ret) {
-        size_t allocated = 0, fds_allocated = 0;
+        size_t allocated = 0, fds_allocated = 0, pidfds_allocated = 0;
         uint64_t lid;
         int v, fd;
         int r = sd_bus_message_read(reply, "tb", &ret->id, &v);
@@ -126,7 +169,19 @@ static int read_restore_reply(sd_bus_message *reply, RestoreReply *ret) {
         if (r >= 0)
                 r = read_pairs(reply, &ret->processes, &ret->n_processes);
         if (r >= 0)
-                r = sd_bus_message_skip(reply, "ah");
+                r = sd_bus_message_enter_container(reply, 'a', "h");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "h", &fd)) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (copy < 0)
+                        return ctl_error_errno(-errno, "Failed to keep a pidfd of the reply: %m");
+                if (GROW(ret->pidfds, pidfds_allocated, ret->n_pidfds + 1) < 0) {
+                        close(copy);
+                        return -ENOMEM;
+                }
+                ret->pidfds[ret->n_pidfds++] = copy;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
         if (r >= 0)
                 r = read_pairs(reply, &ret->threads, &ret->n_threads);
         if (r >= 0)
@@ -215,7 +270,7 @@ static int snapshot_id_or_import(sd_bus *bus, const char *arg, uint64_t *ret) {
         return r;
 }
 
-static int call_restore(sd_bus *bus, const Context *c, uint64_t id, RestoreReply *ret) {
+static int call_restore(sd_bus *bus, const Context *c, uint64_t id, const RunExec *run, RestoreReply *ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r = sd_bus_message_new_method_call(bus, &m, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE,
@@ -225,7 +280,7 @@ static int call_restore(sd_bus *bus, const Context *c, uint64_t id, RestoreReply
         r = sd_bus_message_append(m, "t", id);
         if (r < 0)
                 return ctl_error_errno(r, "Failed to build a Restore call: %m");
-        r = append_restore_options(m, c);
+        r = append_restore_options(m, c, run);
         if (r < 0)
                 return r;
         r = sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, &error, &reply);
@@ -236,7 +291,7 @@ static int call_restore(sd_bus *bus, const Context *c, uint64_t id, RestoreReply
 
 static int restore_and_print(Context *c, sd_bus *bus, uint64_t id) {
         RestoreReply reply = {};
-        int r = call_restore(bus, c, id, &reply);
+        int r = call_restore(bus, c, id, NULL, &reply);
         if (r >= 0)
                 r = c->json ? print_restore_json(&reply) : print_restore(c, id, &reply);
         if (r >= 0 && !reply.verified)
@@ -312,5 +367,88 @@ int verb_release(Context *c, char **args, size_t n_args) {
                 r = ctl_bus(c, &bus);
         if (r >= 0)
                 r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", id);
+        return r;
+}
+
+/* ---- run --like TID -- COMMAND [ARGS] ---- */
+
+/* The process of a task the daemon lists. */
+static int tgid_of(sd_bus *bus, uint32_t tid, uint32_t *ret) {
+        _cleanup_(task_list_done) TaskList tasks = {};
+        int r = manager_list_tasks(bus, &tasks);
+        if (r < 0)
+                return r;
+        const TaskRecord *t = task_list_find(&tasks, tid);
+        if (!t)
+                return ctl_error_errno(-ESRCH, "Task %" PRIu32 " runs no seccomp filter the daemon knows of (or is not "
+                                               "one you could trace).", tid);
+        *ret = t->tgid;
+        return 0;
+}
+
+/* A snapshot of tid's process, cut down to that one thread's chain, stored as the caller's. */
+static int store_one_task_snapshot(sd_bus *bus, uint32_t tid, uint32_t tgid, uint64_t *ret_id) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_free_ char *error = NULL;
+        _cleanup_close_ int memfd = -1;
+        SnapshotOptions o = { .root_pid = tgid, .include_argv = false };
+        uint64_t whole;
+        int r = manager_create_snapshot(bus, &o, &whole);
+        if (r < 0)
+                return r;
+        r = snapshot_fetch(bus, whole, &f);
+        (void) manager_delete_snapshot(bus, whole);
+        if (r < 0)
+                return r;
+        r = plan_snapshot_keep_task(f, (pid_t) tid, &error);
+        if (r < 0)
+                return ctl_error_errno(r, "Cannot copy the chain of task %" PRIu32 ": %s", tid, error ?: strerror(-r));
+        memfd = memfd_create("sectree-run-like", MFD_CLOEXEC);
+        if (memfd < 0)
+                return ctl_error_errno(-errno, "Failed to create a memfd: %m");
+        r = snapshot_write_fd(f, SNAPSHOT_FORMAT_JSON, memfd);
+        if (r >= 0 && lseek(memfd, 0, SEEK_SET) < 0)
+                r = -errno;
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to write the one-task snapshot: %m");
+        return manager_import_snapshot(bus, memfd, ret_id);
+}
+
+int verb_run(Context *c, char **args, size_t n_args) {
+        RestoreReply reply = {};
+        uint32_t tgid = 0;
+        uint64_t snapshot;
+        sd_bus *bus;
+        int r;
+
+        if (c->like == 0)
+                return usage_error("run needs --like=TID: the task whose chain the command runs under");
+        r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = tgid_of(bus, c->like, &tgid);
+        if (r >= 0)
+                r = store_one_task_snapshot(bus, c->like, tgid, &snapshot);
+        if (r < 0)
+                return r;
+        RunExec run = { .pid = tgid, .argv = args };
+        r = call_restore(bus, c, snapshot, &run, &reply);
+        (void) manager_delete_snapshot(bus, snapshot);
+        if (r < 0)
+                return r;
+        if (!reply.verified || reply.n_pidfds != 1) {
+                for (char **d = reply.differences; d && *d; d++)
+                        log_error("sectreectl: difference: %s", *d);
+                (void) bus_call_manager(bus, "ReleaseRestore", NULL, "t", reply.id);
+                restore_reply_done(&reply);
+                return ctl_error_errno(-EPROTO, "The copy of the chain of task %" PRIu32 " was not verified.", c->like);
+        }
+        log_info("Running %s as pid %" PRIu32 " under a verified copy of the chain of task %" PRIu32 " (restore %" PRIu64
+                 ").",
+                 args[0], reply.processes[0].b, c->like, reply.id);
+        struct pollfd pfd = { .fd = reply.pidfds[0], .events = POLLIN };
+        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+                ;
+        r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", reply.id);
+        restore_reply_done(&reply);
         return r;
 }

@@ -181,3 +181,11 @@ pid_t plan_process_snapshot_pid(const Plan *p, size_t process);
 /* One line saying what step i does, e.g.
  * "pid 412 tid 413: install filter 3 (log, listener) with seccomp(2)". malloc'ed, NULL on OOM. */
 char *plan_step_describe(const Plan *p, size_t i);
+
+/* Cut a snapshot down to thread tid alone, for a restore that runs a command under a copy of
+ * exactly its chain (sectreectl run --like): its process keeps only that thread (which becomes
+ * the leader, so that it can exec) and becomes a top process; every other process goes, and
+ * every filter and listener not on that chain (the chain's listeners stay, held only by that
+ * process if it held them). -EINVAL with *error when tid is not in the snapshot or runs no
+ * filter. The forest is linked afterwards. */
+int plan_snapshot_keep_task(Forest *f, pid_t tid, char **error);
