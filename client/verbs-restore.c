@@ -51,6 +51,33 @@ static void restore_reply_done(RestoreReply *r) {
 
 /* ---- options ---- */
 
+/* One entry of the exec option: snapshot pid -> argv. */
+static int append_exec_entry(sd_bus_message *m, uint32_t pid, char **argv) {
+        int r = sd_bus_message_open_container(m, 'e', "uas");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "u", pid);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, argv);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+/* The exec option's key and its containers, down to the map of entries; and back up. */
+static int open_exec_option(sd_bus_message *m) {
+        int r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "exec");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "a{uas}");
+        return r < 0 ? r : sd_bus_message_open_container(m, 'a', "{uas}");
+}
+
+static int close_exec_option(sd_bus_message *m) {
+        int r = 0;
+        for (int i = 0; r >= 0 && i < 3; i++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
 /* --exec PID=CMD: CMD split into words as a shell would, without running anything. */
 static int append_exec(sd_bus_message *m, const char *spec) {
         const char *eq = strchr(spec, '=');
@@ -65,13 +92,7 @@ static int append_exec(sd_bus_message *m, const char *spec) {
                 wordfree(&w);
                 return usage_error("Invalid --exec '%s': the command is empty or cannot be split into words", spec);
         }
-        r = sd_bus_message_open_container(m, 'e', "uas");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "u", pid);
-        if (r >= 0)
-                r = sd_bus_message_append_strv(m, w.we_wordv);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
+        r = append_exec_entry(m, pid, w.we_wordv);
         wordfree(&w);
         return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
 }
@@ -86,22 +107,10 @@ typedef struct RunExec {
 static int append_run_exec(sd_bus_message *m, const RunExec *run) {
         int r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 1);
         if (r >= 0)
-                r = sd_bus_message_open_container(m, 'e', "sv");
+                r = open_exec_option(m);
         if (r >= 0)
-                r = sd_bus_message_append(m, "s", "exec");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "a{uas}");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "{uas}");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'e', "uas");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "u", run->pid);
-        if (r >= 0)
-                r = sd_bus_message_append_strv(m, run->argv);
-        for (int i = 0; r >= 0 && i < 4; i++)
-                r = sd_bus_message_close_container(m);
-        return r;
+                r = append_exec_entry(m, run->pid, run->argv);
+        return r < 0 ? r : close_exec_option(m);
 }
 
 static int append_restore_options(sd_bus_message *m, const Context *c, const RunExec *run) {
@@ -124,20 +133,14 @@ static int append_restore_options(sd_bus_message *m, const Context *c, const Run
         if (r >= 0)
                 r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 0);
         if (r >= 0 && c->exec && c->exec[0]) {
-                r = sd_bus_message_open_container(m, 'e', "sv");
-                if (r >= 0)
-                        r = sd_bus_message_append(m, "s", "exec");
-                if (r >= 0)
-                        r = sd_bus_message_open_container(m, 'v', "a{uas}");
-                if (r >= 0)
-                        r = sd_bus_message_open_container(m, 'a', "{uas}");
+                r = open_exec_option(m);
                 for (char **e = c->exec; r >= 0 && *e; e++) {
                         r = append_exec(m, *e);
                         if (r < 0)
                                 return r;
                 }
-                for (int i = 0; r >= 0 && i < 3; i++)
-                        r = sd_bus_message_close_container(m);
+                if (r >= 0)
+                        r = close_exec_option(m);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(m);

@@ -110,18 +110,6 @@ void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata)
         }
 }
 
-static int set_message(char **ret_message, const char *format, ...) _printf_(2, 3);
-static int set_message(char **ret_message, const char *format, ...) {
-        va_list ap;
-        if (!ret_message)
-                return 0;
-        va_start(ap, format);
-        if (vasprintf(ret_message, format, ap) < 0)
-                *ret_message = NULL;
-        va_end(ap);
-        return 0;
-}
-
 /* ---- the life of one restore ---- */
 
 static void close_fds(Restore *r) {
@@ -221,7 +209,7 @@ static int on_executor_exit(sd_event_source *s, int fd, uint32_t revents, void *
                 return 0;
         if (r->state != RESTORE_ENDING) {
                 _cleanup_free_ char *message = NULL;
-                set_message(&message, "execute: the executor %s %d before the restore was %s",
+                snapshot_set_message(&message, "execute: the executor %s %d before the restore was %s",
                             si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal", si.si_status,
                             r->state == RESTORE_READY ? "released" : "ready");
                 log_warning("Restore %" PRIu64 ": %s.", r->id, message ?: "the executor ended");
@@ -241,7 +229,7 @@ static int on_executor_exit(sd_event_source *s, int fd, uint32_t revents, void *
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
         Restore *r = userdata;
         _cleanup_free_ char *message = NULL;
-        set_message(&message, "execute: the executor was not done after %llu s",
+        snapshot_set_message(&message, "execute: the executor was not done after %llu s",
                     (unsigned long long) (usec / 1000000));
         restore_end(r, "failed", -ETIMEDOUT, message);
         return 0;
@@ -254,7 +242,7 @@ static void on_error_frame(Restore *r, const RestoreFrame *f) {
         const char *what = json_string_value(json_object_get(doc, "message"));
         _cleanup_free_ char *message = NULL;
 
-        set_message(&message, "%s: %s", stage ?: "execute", what ?: "the executor failed without saying why");
+        snapshot_set_message(&message, "%s: %s", stage ?: "execute", what ?: "the executor failed without saying why");
         log_info("Restore %" PRIu64 " of snapshot %" PRIu64 " failed: %s", r->id, r->snapshot_id,
                  message ?: "?");
         restore_end(r, "failed", -EPROTO, message);
@@ -423,7 +411,7 @@ static int on_verify(sd_event_source *s, void *userdata) {
                 k = verify(r);
                 if (k < 0) {
                         _cleanup_free_ char *message = NULL;
-                        set_message(&message, "verify: the scan of the restored tree failed: %s", strerror(-k));
+                        snapshot_set_message(&message, "verify: the scan of the restored tree failed: %s", strerror(-k));
                         restore_end(r, "failed", -EIO, message);
                         return 0;
                 }
@@ -475,7 +463,7 @@ static int on_socket(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 r->sock_source = sd_event_source_disable_unref(r->sock_source);
                 return 0;
         }
-        set_message(&message, "%s: %s",
+        snapshot_set_message(&message, "%s: %s",
                     k == -E2BIG ? "reply" : "protocol",
                     k == -E2BIG ? "the restore needs more fds than one reply may carry (pass pidfds=false)"
                                 : strerror(-k));
@@ -509,7 +497,7 @@ static int check_unconfined(char **ret_message) {
                         confined = true;
         if (!confined)
                 return 0;
-        set_message(ret_message, "sectreed runs under seccomp or with no_new_privs, which every task it starts "
+        snapshot_set_message(ret_message, "sectreed runs under seccomp or with no_new_privs, which every task it starts "
                                  "would inherit; starting the restore executor as a transient unit of the service "
                                  "manager is not available in this build");
         return -EOPNOTSUPP;
@@ -547,7 +535,7 @@ static int spawn_executor(Restore *r, int *ret_sock, char **ret_message) {
 
         if (exe < 0) {
                 int k = -errno;
-                set_message(ret_message, "The restore executor %s cannot be opened: %s", executor_path(), strerror(-k));
+                snapshot_set_message(ret_message, "The restore executor %s cannot be opened: %s", executor_path(), strerror(-k));
                 return log_error_errno(k, "Cannot open the restore executor %s: %m", executor_path());
         }
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
@@ -646,12 +634,12 @@ static int check_limits(Manager *m, Caller *c, const Forest *f, char **ret_messa
                 if (x->owner == c->uid)
                         mine++;
         if (mine >= RESTORES_MAX_PER_UID) {
-                set_message(ret_message, "You have %zu restores already (at most %d): release one first.", mine,
+                snapshot_set_message(ret_message, "You have %zu restores already (at most %d): release one first.", mine,
                             RESTORES_MAX_PER_UID);
                 return -EUSERS;
         }
         if (count_threads(f) > RESTORE_MAX_TASKS_PER_UID) {
-                set_message(ret_message, "The snapshot has %zu threads; a restore may have at most %d.", count_threads(f),
+                snapshot_set_message(ret_message, "The snapshot has %zu threads; a restore may have at most %d.", count_threads(f),
                             RESTORE_MAX_TASKS_PER_UID);
                 return -EUSERS;
         }
@@ -660,13 +648,13 @@ static int check_limits(Manager *m, Caller *c, const Forest *f, char **ret_messa
 
 static int check_options(Caller *c, const RestoreOptions *o, const Forest *f, char **ret_message) {
         if (!c->privileged && (o->original_uids || o->pid_namespace)) {
-                set_message(ret_message, "Only root may restore %s.",
+                snapshot_set_message(ret_message, "Only root may restore %s.",
                             o->original_uids ? "with the snapshot's original uids" : "into a new pid namespace");
                 return -EACCES;
         }
         for (size_t i = 0; i < o->n_exec; i++)
                 if (!forest_find_process(f, o->exec[i].pid)) {
-                        set_message(ret_message, "exec: the snapshot has no process %d.", o->exec[i].pid);
+                        snapshot_set_message(ret_message, "exec: the snapshot has no process %d.", o->exec[i].pid);
                         return -EINVAL;
                 }
         return 0;
@@ -685,12 +673,12 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
                 return -ENOMEM;
         k = snapshot_find(m, c, snapshot_id, &row);
         if (k == -ENOENT)
-                set_message(ret_message, "No snapshot %" PRIu64 ".", snapshot_id);
+                snapshot_set_message(ret_message, "No snapshot %" PRIu64 ".", snapshot_id);
         if (k < 0)
                 return k;
         stored_snapshot_done(&row);
         if (!c->privileged && !c->known) {
-                set_message(ret_message, "Your credentials could not be read.");
+                snapshot_set_message(ret_message, "Your credentials could not be read.");
                 return -EACCES;
         }
         k = check_unconfined(ret_message);

@@ -3,6 +3,8 @@
 #include "restore-scenarios.h"
 
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -336,4 +338,32 @@ Scenario *restore_history_play(uint64_t seed) {
                 history_step(&h);
         g_rand_free(h.rng);
         return h.s;
+}
+
+/* ---- probes ---- */
+
+#define NOTIFY_ANSWER 4242
+
+const int restore_probe_calls[RESTORE_N_PROBE_CALLS] = { SYS_getpriority, SYS_sysinfo, SYS_personality, SYS_sched_yield };
+
+void restore_wait_readable(int fd, const char *what) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        if (poll(&pfd, 1, 20000) != 1)
+                g_error("timed out waiting for %s", what);
+}
+
+void restore_answer_notification(int listener, int nr) {
+        struct seccomp_notif req = {};
+        struct seccomp_notif_resp resp = {};
+
+        restore_wait_readable(listener, "a notification");
+        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), ==, 0);
+        g_assert_cmpint(req.data.nr, ==, nr);
+        resp.id = req.id;
+        resp.val = NOTIFY_ANSWER;
+        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), ==, 0);
+}
+
+char *restore_probe_path(const char *dir, const char *side, size_t i) {
+        return g_strdup_printf("%s/%s-%zu", dir, side, i);
 }

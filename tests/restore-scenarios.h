@@ -37,3 +37,14 @@ void restore_process_ids(pid_t pid, uid_t *ret_uid, gid_t *ret_gid);
  * and without TSYNC, LOG, NEW_LISTENER), exits of middle processes and threads, strict mode,
  * no_new_privs. The same seed plays the same history. */
 Scenario *restore_history_play(uint64_t seed);
+
+/* The system calls the probes (test-restore-probe) make, one per process: ERRNO, USER_NOTIF, KILL,
+ * ALLOW under the behaviour tests' filters. */
+#define RESTORE_N_PROBE_CALLS 4
+extern const int restore_probe_calls[RESTORE_N_PROBE_CALLS];
+/* Wait up to 20 s for fd to be readable; fails the test otherwise. */
+void restore_wait_readable(int fd, const char *what);
+/* Answer the one notification coming on listener (for system call nr): the call returns 4242. */
+void restore_answer_notification(int listener, int nr);
+/* DIR/SIDE-I: where a probe writes what it saw. */
+char *restore_probe_path(const char *dir, const char *side, size_t i);

@@ -217,6 +217,35 @@ static Forest *read_snapshot(GBytes *b) {
         return f;
 }
 
+/* Restore snapshot id (its file read back as snapshot) through the daemon, see it verified by the
+ * daemon and by a scan of the test's own, then release it and see no stub left. */
+static void restore_compare_release(sd_bus *bus, uint64_t id, const Forest *snapshot, const char *what) {
+        _cleanup_(forest_freep) Forest *restored = NULL;
+        g_auto(GStrv) diffs = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Restored r;
+        bool ok = false;
+
+        if (call_restore(bus, id, &r, &error, NULL) < 0)
+                g_error("Restore of %s: %s: %s", what, error.name, error.message);
+        assert_verified(&r);
+        g_assert_cmpuint(r.map.n_processes, ==, snapshot->n_processes);
+        g_autoptr(GArray) listed = list_restores(bus);
+        g_assert_nonnull(find_listed(listed, r.id));
+        g_assert_cmpstr(find_listed(listed, r.id)->state, ==, "ready");
+        g_assert_true(find_listed(listed, r.id)->verified);
+        r.map.root_pid = (pid_t) find_listed(listed, r.id)->root;
+        restored = scan(r.map.root_pid);
+        g_assert_cmpint(plan_verify(snapshot, restored, &r.map, NULL, &ok, &diffs), ==, 0);
+        for (size_t i = 0; diffs[i]; i++)
+                g_test_message("difference (test's scan): %s", diffs[i]);
+        g_assert_true(ok);
+        restore_assert_same_sharing(snapshot, restored, &r.map);
+        release_ok(bus, r.id);
+        assert_gone(&r, r.map.root_pid);
+        restored_done(&r);
+}
+
 /* ---- every scenario, as root and as nobody ---- */
 
 /* What nobody does with its own import of a scenario's snapshot: restore it, see it verified and
@@ -267,42 +296,13 @@ static void nobody_restores(void *userdata) {
 
 static void restore_scenario_as_root(sd_bus *bus, Scenario *s, const char *name) {
         uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), name);
-        g_autoptr(GBytes) json = NULL;
-        g_autoptr(Forest) snapshot = NULL, restored = NULL;
-        g_auto(GStrv) diffs = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        Restored r;
-        pid_t root;
-        bool ok = false;
-
-        json = bus_client_export_pipe(bus, id, "json", &error);
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
         g_assert_nonnull(json);
-        snapshot = read_snapshot(json);
+        g_autoptr(Forest) snapshot = read_snapshot(json);
+
         tests_assert_forest_matches(snapshot, s, true);
-
-        if (call_restore(bus, id, &r, &error, NULL) < 0)
-                g_error("Restore of %s: %s: %s", name, error.name, error.message);
-        assert_verified(&r);
-        g_assert_cmpuint(r.map.n_processes, ==, snapshot->n_processes);
-        g_assert_cmpuint(r.pidfds->len, ==, snapshot->n_processes);
-        g_autoptr(GArray) listed = list_restores(bus);
-        g_assert_nonnull(find_listed(listed, r.id));
-        g_assert_cmpstr(find_listed(listed, r.id)->state, ==, "ready");
-        g_assert_true(find_listed(listed, r.id)->verified);
-        root = (pid_t) find_listed(listed, r.id)->root;
-        r.map.root_pid = root;
-
-        /* the test's own comparison: a fresh scan of the restored tree */
-        restored = scan(root);
-        g_assert_cmpint(plan_verify(snapshot, restored, &r.map, NULL, &ok, &diffs), ==, 0);
-        for (size_t i = 0; diffs[i]; i++)
-                g_test_message("difference (test's scan): %s", diffs[i]);
-        g_assert_true(ok);
-        restore_assert_same_sharing(snapshot, restored, &r.map);
-
-        release_ok(bus, r.id);
-        assert_gone(&r, root);
-        restored_done(&r);
+        restore_compare_release(bus, id, snapshot, name);
 
         NobodyRestore c = { .json = json, .roots_snapshot = id };
         int status = tests_as_nobody(nobody_restores, &c);
@@ -512,27 +512,13 @@ static void restore_history(sd_bus *bus, uint64_t seed) {
         uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
         sd_bus_error error = SD_BUS_ERROR_NULL;
         g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
-        g_autoptr(Forest) snapshot = NULL, restored = NULL;
-        g_auto(GStrv) diffs = NULL;
-        Restored r;
-        bool ok = false;
-
         g_assert_nonnull(json);
-        snapshot = read_snapshot(json);
+        g_autoptr(Forest) snapshot = read_snapshot(json);
+        g_autofree char *what = g_strdup_printf("seed %" PRIu64, seed);
+
         g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, snapshot->n_processes,
                        snapshot->n_filters, snapshot->n_listeners);
-        if (call_restore(bus, id, &r, &error, NULL) < 0)
-                g_error("seed %" PRIu64 ": Restore: %s: %s", seed, error.name, error.message);
-        assert_verified(&r);
-        g_autoptr(GArray) listed = list_restores(bus);
-        r.map.root_pid = (pid_t) find_listed(listed, r.id)->root;
-        restored = scan(r.map.root_pid);
-        g_assert_cmpint(plan_verify(snapshot, restored, &r.map, NULL, &ok, &diffs), ==, 0);
-        g_assert_true(ok);
-        restore_assert_same_sharing(snapshot, restored, &r.map);
-        release_ok(bus, r.id);
-        assert_gone(&r, r.map.root_pid);
-        restored_done(&r);
+        restore_compare_release(bus, id, snapshot, what);
         g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", id), >=, 0);
         scenario_free(s);
 }
@@ -557,34 +543,6 @@ static void test_random_histories(void) {
 
 /* ---- behaviour kept ---- */
 
-#define NOTIFY_ANSWER 4242
-
-/* The system calls the probes make, one per process: ERRNO, USER_NOTIF, KILL, ALLOW. */
-static const int probe_calls[] = { SYS_getpriority, SYS_sysinfo, SYS_personality, SYS_sched_yield };
-
-static void wait_readable(int fd, const char *what) {
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        if (poll(&pfd, 1, 20000) != 1)
-                g_error("timed out waiting for %s", what);
-}
-
-/* Answer the one notification coming on listener: the call returns NOTIFY_ANSWER. */
-static void answer_notification(int listener, int nr) {
-        struct seccomp_notif req = {};
-        struct seccomp_notif_resp resp = {};
-
-        wait_readable(listener, "a notification");
-        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), ==, 0);
-        g_assert_cmpint(req.data.nr, ==, nr);
-        resp.id = req.id;
-        resp.val = NOTIFY_ANSWER;
-        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), ==, 0);
-}
-
-static char *probe_path(const char *dir, const char *side, size_t i) {
-        return g_strdup_printf("%s/%s-%zu", dir, side, i);
-}
-
 /* The pidfd the reply gives for snapshot process pid. */
 static int reply_pidfd(const Restored *r, pid_t pid) {
         for (size_t i = 0; i < r->map.n_processes; i++)
@@ -606,56 +564,56 @@ static void test_behaviour_kept(void) {
         size_t nk = restore_filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
         g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL);
         Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(probe_calls)];
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(restore_probe_calls)];
         int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
-        uint32_t pids[ELEMENTSOF(probe_calls)];
-        char **argvs[ELEMENTSOF(probe_calls)];
+        uint32_t pids[ELEMENTSOF(restore_probe_calls)];
+        char **argvs[ELEMENTSOF(restore_probe_calls)];
         sd_bus_error error = SD_BUS_ERROR_NULL;
         Restored r;
 
         g_assert_cmpint(node, >=, 0);
         g_assert_cmpint(scenario_install(s, a, kill_insns, nk, 0), >=, 0);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
                 c[i] = scenario_fork(s, a);
         if (!bus_fixture_start_all(&b, NULL, NULL))
                 return;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
 
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
                 pids[i] = (uint32_t) scenario_task(s, c[i])->tgid;
                 argvs[i] = g_new0(char *, 4);
                 argvs[i][0] = g_strdup(g_getenv("SECTREE_RESTORE_PROBE"));
-                argvs[i][1] = probe_path(dir, "restored", i);
-                argvs[i][2] = g_strdup_printf("%d", probe_calls[i]);
+                argvs[i][1] = restore_probe_path(dir, "restored", i);
+                argvs[i][2] = g_strdup_printf("%d", restore_probe_calls[i]);
         }
-        if (call_restore(bus, id, &r, &error, "exec", ELEMENTSOF(probe_calls), pids, argvs, NULL) < 0)
+        if (call_restore(bus, id, &r, &error, "exec", ELEMENTSOF(restore_probe_calls), pids, argvs, NULL) < 0)
                 g_error("Restore: %s: %s", error.name, error.message);
         assert_verified(&r);
         g_assert_cmpuint(r.listener_fds->len, ==, 1);
-        answer_notification(g_array_index(r.listener_fds, int, 0), SYS_sysinfo);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
-                wait_readable(reply_pidfd(&r, (pid_t) pids[i]), "a restored probe to end");
+        restore_answer_notification(g_array_index(r.listener_fds, int, 0), SYS_sysinfo);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
+                restore_wait_readable(reply_pidfd(&r, (pid_t) pids[i]), "a restored probe to end");
 
         /* the originals, under the original listener */
         _cleanup_close_ int installer_fd = pidfd_open(scenario_task(s, a)->tgid, 0);
         _cleanup_close_ int listener = (int) syscall(SYS_pidfd_getfd, installer_fd, scenario_node(s, node)->listener_fd, 0);
         g_assert_cmpint(listener, >=, 0);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
-                g_autofree char *path = probe_path(dir, "original", i), *nr = g_strdup_printf("%d", probe_calls[i]);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *path = restore_probe_path(dir, "original", i), *nr = g_strdup_printf("%d", restore_probe_calls[i]);
                 _cleanup_close_ int pidfd = pidfd_open(scenario_task(s, c[i])->tgid, 0);
                 char *argv[] = { (char *) g_getenv("SECTREE_RESTORE_PROBE"), path, nr, NULL };
                 g_assert_cmpint(scenario_exec(s, c[i], argv), ==, 0);
-                if (probe_calls[i] == SYS_sysinfo)
-                        answer_notification(listener, SYS_sysinfo);
-                wait_readable(pidfd, "an original probe to end");
+                if (restore_probe_calls[i] == SYS_sysinfo)
+                        restore_answer_notification(listener, SYS_sysinfo);
+                restore_wait_readable(pidfd, "an original probe to end");
         }
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
-                g_autofree char *po = probe_path(dir, "original", i), *pr = probe_path(dir, "restored", i);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *po = restore_probe_path(dir, "original", i), *pr = restore_probe_path(dir, "restored", i);
                 g_autofree char *o = NULL, *rr = NULL;
                 g_assert_true(g_file_get_contents(po, &o, NULL, NULL));
                 g_assert_true(g_file_get_contents(pr, &rr, NULL, NULL));
-                g_test_message("syscall %d: original \"%s\", restored \"%s\"", probe_calls[i], o, rr);
+                g_test_message("syscall %d: original \"%s\", restored \"%s\"", restore_probe_calls[i], o, rr);
                 g_assert_cmpstr(o, ==, rr);
                 g_assert_true(g_str_has_prefix(o, "call "));
                 (void) unlink(po);
@@ -733,24 +691,11 @@ static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
         uint64_t id = bus_client_create_ok(bus, pid, what);
         sd_bus_error error = SD_BUS_ERROR_NULL;
         g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
-        g_autoptr(Forest) snapshot = read_snapshot(json), restored = NULL;
-        g_auto(GStrv) diffs = NULL;
-        Restored r;
-        bool ok = false;
+        g_assert_nonnull(json);
+        g_autoptr(Forest) snapshot = read_snapshot(json);
 
         g_test_message("%s: %zu processes, %zu filters", what, snapshot->n_processes, snapshot->n_filters);
-        if (call_restore(bus, id, &r, &error, NULL) < 0)
-                g_error("Restore of %s: %s: %s", what, error.name, error.message);
-        assert_verified(&r);
-        g_autoptr(GArray) listed = list_restores(bus);
-        r.map.root_pid = (pid_t) find_listed(listed, r.id)->root;
-        restored = scan(r.map.root_pid);
-        g_assert_cmpint(plan_verify(snapshot, restored, &r.map, NULL, &ok, &diffs), ==, 0);
-        g_assert_true(ok);
-        restore_assert_same_sharing(snapshot, restored, &r.map);
-        release_ok(bus, r.id);
-        assert_gone(&r, r.map.root_pid);
-        restored_done(&r);
+        restore_compare_release(bus, id, snapshot, what);
 }
 
 /* bubblewrap with two --add-seccomp-fd filters, and inside it, on one branch, a nested bwrap

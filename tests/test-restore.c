@@ -272,42 +272,14 @@ static void test_ptrace_snapshot(void) {
 /* ---- behaviour kept: probes exec'd in original and restored tasks ---- */
 
 /* A filter returning action for each of the given system calls and allowing the rest. */
-#define NOTIFY_ANSWER 4242
-
-/* The system calls the probes make, one per process: ERRNO, USER_NOTIF, KILL, ALLOW. */
-static const int probe_calls[] = { SYS_getpriority, SYS_sysinfo, SYS_personality, SYS_sched_yield };
-
-static void wait_readable(int fd, const char *what) {
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        if (poll(&pfd, 1, 20000) != 1)
-                g_error("timed out waiting for %s", what);
-}
-
-/* Answer the one notification coming on listener: the call returns NOTIFY_ANSWER. */
-static void answer_notification(int listener, int nr) {
-        struct seccomp_notif req = {};
-        struct seccomp_notif_resp resp = {};
-
-        wait_readable(listener, "a notification");
-        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), ==, 0);
-        g_assert_cmpint(req.data.nr, ==, nr);
-        resp.id = req.id;
-        resp.val = NOTIFY_ANSWER;
-        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), ==, 0);
-}
-
-static char *probe_path(const char *dir, const char *side, size_t i) {
-        return g_strdup_printf("%s/%s-%zu", dir, side, i);
-}
-
 static char *probe_exec_options(const char *dir, const Scenario *s, const ScenarioTask *c) {
         GString *o = g_string_new("\"exec\":[");
 
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
-                g_autofree char *path = probe_path(dir, "restored", i);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *path = restore_probe_path(dir, "restored", i);
                 g_string_append_printf(o, "%s{\"pid\":%d,\"argv\":[\"%s\",\"%s\",\"%d\"]}", i ? "," : "",
                                        scenario_task(s, c[i])->tgid, g_getenv("SECTREE_RESTORE_PROBE"), path,
-                                       probe_calls[i]);
+                                       restore_probe_calls[i]);
         }
         g_string_append(o, "]");
         return g_string_free(o, false);
@@ -340,23 +312,23 @@ static void run_original_probes(Scenario *s, const ScenarioTask *c, int node, Sc
         g_assert_cmpint(installer_fd, >=, 0);
         listener = (int) syscall(SYS_pidfd_getfd, installer_fd, scenario_node(s, node)->listener_fd, 0);
         g_assert_cmpint(listener, >=, 0);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
-                g_autofree char *path = probe_path(dir, "original", i), *nr = g_strdup_printf("%d", probe_calls[i]);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *path = restore_probe_path(dir, "original", i), *nr = g_strdup_printf("%d", restore_probe_calls[i]);
                 _cleanup_close_ int pidfd = pidfd_open(scenario_task(s, c[i])->tgid, 0);
                 char *argv[] = { (char *) g_getenv("SECTREE_RESTORE_PROBE"), path, nr, NULL };
 
                 g_assert_cmpint(scenario_exec(s, c[i], argv), ==, 0);
-                if (probe_calls[i] == SYS_sysinfo)
-                        answer_notification(listener, SYS_sysinfo);
-                wait_readable(pidfd, "an original probe to end");
+                if (restore_probe_calls[i] == SYS_sysinfo)
+                        restore_answer_notification(listener, SYS_sysinfo);
+                restore_wait_readable(pidfd, "an original probe to end");
         }
 }
 
 static void run_restored_probes(RestoreRun *r, const Scenario *s, const ScenarioTask *c, uint64_t listener_id) {
         start_restored(r);
-        answer_notification(ready_fd(r, "listeners", "snapshot_listener", (json_int_t) listener_id), SYS_sysinfo);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
-                wait_readable(ready_fd(r, "processes", "snapshot_pid", scenario_task(s, c[i])->tgid),
+        restore_answer_notification(ready_fd(r, "listeners", "snapshot_listener", (json_int_t) listener_id), SYS_sysinfo);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
+                restore_wait_readable(ready_fd(r, "processes", "snapshot_pid", scenario_task(s, c[i])->tgid),
                               "a restored probe to end");
 }
 
@@ -373,13 +345,13 @@ static void test_behaviour_kept(void) {
         g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL), *options = NULL;
         g_autoptr(Forest) snapshot = NULL;
         Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(probe_calls)];
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(restore_probe_calls)];
         int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
         RestoreRun r;
 
         g_assert_cmpint(node, >=, 0);
         g_assert_cmpint(scenario_install(s, a, kill_insns, nk, 0), >=, 0);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
                 c[i] = scenario_fork(s, a);
         snapshot = scan(scenario_root_pid(s));
         g_assert_cmpuint(snapshot->n_listeners, ==, 1);
@@ -389,13 +361,13 @@ static void test_behaviour_kept(void) {
         assert_restored(snapshot, &r);
         run_restored_probes(&r, s, c, snapshot->listeners[0]->id);
         run_original_probes(s, c, node, a, dir);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
-                g_autofree char *po = probe_path(dir, "original", i), *pr = probe_path(dir, "restored", i);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *po = restore_probe_path(dir, "original", i), *pr = restore_probe_path(dir, "restored", i);
                 g_autofree char *o = NULL, *rr = NULL;
                 g_assert_true(g_file_get_contents(po, &o, NULL, NULL));
                 g_assert_true(g_file_get_contents(pr, &rr, NULL, NULL));
                 g_autofree char *flat = g_strdelimit(g_strdup(o), "\n", '|');
-                g_test_message("syscall %d: original and restored: \"%s\"", probe_calls[i], flat);
+                g_test_message("syscall %d: original and restored: \"%s\"", restore_probe_calls[i], flat);
                 g_assert_cmpstr(o, ==, rr);
                 g_assert_true(g_str_has_prefix(o, "call "));
                 (void) unlink(po);
