@@ -10,6 +10,8 @@
 
 void context_done(Context *c) {
         c->bus = sd_bus_flush_close_unref(c->bus);
+        free(c->exec);
+        c->exec = NULL;
 }
 
 int ctl_bus(Context *c, sd_bus **ret) {

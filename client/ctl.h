@@ -25,6 +25,10 @@ typedef struct Context {
         const char *action; /* who-can --action: the action looked for; NULL: the call runs */
         const char *arch;   /* check, policy, who-can --arch: libseccomp's name; NULL: native (check, who-can), all (policy) */
         bool approximate;   /* policy --format=oci --approximate: give a profile that is not exact */
+        char **exec;        /* restore --exec PID=CMD, in order (NULL-terminated; the strings are argv's) */
+        bool original_uids; /* restore --original-uids */
+        bool pid_namespace; /* restore --pid-namespace */
+        uint32_t like;      /* run --like PID */
         sd_bus *bus;       /* connected on first use by ctl_bus() */
 } Context;
 

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "json-out.h"
 #include "verb-table.h"
+#include "verbs-restore.h"
 
 #define DIFF_EXIT_TROUBLE 2 /* as diff(1) */
 
@@ -199,11 +200,51 @@ static const Verb verbs[] = {
                   "Filters are matched by digest and place in the forest, processes by pid and\n"
                   "start time. Exit status as diff(1): 0 no differences, 1 different, 2 trouble.\n" },
         { "plan", 1, 1, .run = verb_plan, .group = VERB_GROUP_FILE,
-          .usage = "FILE",
-          .summary = "What a restore of FILE will do, step by step",
-          .help = "The ordered steps a restore of the snapshot in FILE (- for stdin) would run:\n"
-                  "which task installs which filter, forks which child, creates which thread, or\n"
-                  "why the snapshot cannot be restored exactly (naming the element).\n" },
+          .usage = "ID|FILE",
+          .summary = "What a restore of a snapshot will do, step by step",
+          .help = "The ordered steps a restore of the snapshot would run: which task installs\n"
+                  "which filter, forks which child, creates which thread, or why the snapshot\n"
+                  "cannot be restored exactly (naming the element). FILE (- for stdin) is read\n"
+                  "offline; an ID (digits that name no file) is fetched from the daemon. The plan\n"
+                  "is made as the caller: unprivileged, no_new_privs precedes installs.\n" },
+        { "restore", 1, 1, 0, VERB_RESTORE, .run = verb_restore, .group = VERB_GROUP_SNAPSHOT,
+          .usage = "ID|FILE",
+          .summary = "Rebuild a snapshot, its filters shared as before",
+          .help = "The daemon rebuilds the stored snapshot ID (a FILE, - for stdin, is imported\n"
+                  "first) as a new process tree: every chain byte- and flag-identical, and two\n"
+                  "tasks share a filter if and only if the originals did, which a scan of the\n"
+                  "result verifies. The tasks run as you and park until `sectreectl release ID`\n"
+                  "(the restore outlives this command). Prints the restore id, the verification\n"
+                  "and which pid and tid each snapshot process and thread became. Exit status 1\n"
+                  "when the restore is not verified (it is kept, to look at).\n"
+                  "\n"
+                  "Options:\n"
+                  "     --exec=PID=COMMAND   The restored process of snapshot pid PID execs\n"
+                  "                          COMMAND (split into words as a shell would;\n"
+                  "                          repeatable)\n"
+                  "     --original-uids      The snapshot's uids and gids (root only)\n"
+                  "     --pid-namespace      A new pid namespace where tasks get their snapshot\n"
+                  "                          tids (root only)\n" },
+        { "restores", 0, 0, .run = verb_restores, .group = VERB_GROUP_SNAPSHOT,
+          .summary = "The restores alive",
+          .help = "Columns: ID SNAPSHOT OWNER ROOT PROCS VERIFIED STATE. ROOT is the restore root,\n"
+                  "the parent of the restored top processes. Root sees every restore, anyone else\n"
+                  "their own.\n" },
+        { "release", 1, 1, .run = verb_release, .group = VERB_GROUP_SNAPSHOT,
+          .usage = "ID",
+          .summary = "End a restore's parked tasks",
+          .help = "Returns once every parked task of restore ID is gone; processes that exec'd a\n"
+                  "command are left alone.\n" },
+        { "run", 1, VERB_ARGS_ANY, 0, VERB_LIKE, .run = verb_run, .group = VERB_GROUP_SNAPSHOT,
+          .usage = "--like=TID -- COMMAND [ARGS]...",
+          .summary = "Run a command under a copy of a task's chain",
+          .help = "A one-task snapshot of TID restored with an exec: COMMAND runs under copies of\n"
+                  "exactly the filters TID runs under now, to see what a program would do in that\n"
+                  "sandbox. Its stdin, stdout and stderr are the daemon's (output goes to the\n"
+                  "daemon's log). Waits for COMMAND to end, then releases the restore.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --like=TID           The task whose chain to copy\n" },
         { "help", 0, 1, .run = verb_help, .group = VERB_GROUP_OTHER,
           .usage = "[VERB]",
           .summary = "This help, or a verb's" },
@@ -248,6 +289,10 @@ enum {
         ARG_RAW,
         ARG_APPROXIMATE,
         ARG_ACTION,
+        ARG_EXEC,
+        ARG_ORIGINAL_UIDS,
+        ARG_PID_NAMESPACE,
+        ARG_LIKE,
 };
 
 static const struct option options[] = {
@@ -267,6 +312,10 @@ static const struct option options[] = {
         { "raw", no_argument, NULL, ARG_RAW },
         { "approximate", no_argument, NULL, ARG_APPROXIMATE },
         { "action", required_argument, NULL, ARG_ACTION },
+        { "exec", required_argument, NULL, ARG_EXEC },
+        { "original-uids", no_argument, NULL, ARG_ORIGINAL_UIDS },
+        { "pid-namespace", no_argument, NULL, ARG_PID_NAMESPACE },
+        { "like", required_argument, NULL, ARG_LIKE },
         {}
 };
 
@@ -311,6 +360,18 @@ static bool given_approximate(const Context *c) {
 static bool given_action(const Context *c) {
         return c->action;
 }
+static bool given_exec(const Context *c) {
+        return c->exec;
+}
+static bool given_original_uids(const Context *c) {
+        return c->original_uids;
+}
+static bool given_pid_namespace(const Context *c) {
+        return c->pid_namespace;
+}
+static bool given_like(const Context *c) {
+        return c->like;
+}
 
 static const VerbOptionSpec verb_option_specs[] = {
         { VERB_FILE, "--file", given_file, "read a snapshot file" },
@@ -324,6 +385,10 @@ static const VerbOptionSpec verb_option_specs[] = {
         { VERB_RAW, "--raw", given_raw, "CODE JT JF K columns" },
         { VERB_APPROXIMATE, "--approximate", given_approximate, "a profile even where not exact" },
         { VERB_ACTION, "--action", given_action, "the action looked for" },
+        { VERB_RESTORE, "--exec", given_exec, "PID=COMMAND: what a process execs" },
+        { VERB_RESTORE, "--original-uids", given_original_uids, "the snapshot's uids (root)" },
+        { VERB_RESTORE, "--pid-namespace", given_pid_namespace, "snapshot tids in a new pid namespace (root)" },
+        { VERB_LIKE, "--like", given_like, "the task whose chain to copy" },
 };
 
 /* The options every verb takes, for the completions. */
@@ -467,6 +532,24 @@ static int parse_option(int o, const char *arg, Context *c, Args *a) {
         case ARG_ACTION:
                 c->action = arg;
                 return 0;
+        case ARG_EXEC: {
+                size_t n = c->exec ? strv_length(c->exec) : 0;
+                char **l = realloc(c->exec, (n + 2) * sizeof(char *));
+                if (!l)
+                        return log_oom();
+                l[n] = (char *) arg;
+                l[n + 1] = NULL;
+                c->exec = l;
+                return 0;
+        }
+        case ARG_ORIGINAL_UIDS:
+                c->original_uids = true;
+                return 0;
+        case ARG_PID_NAMESPACE:
+                c->pid_namespace = true;
+                return 0;
+        case ARG_LIKE:
+                return parse_pid_arg("task id", arg, &c->like);
         }
         return -EINVAL;
 }

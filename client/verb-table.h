@@ -15,6 +15,8 @@ typedef enum VerbOptions {
         VERB_ARCH = 1 << 7,    /* --arch=ARCH */
         VERB_APPROXIMATE = 1 << 8, /* --approximate */
         VERB_ACTION = 1 << 9,  /* --action=ACTION */
+        VERB_RESTORE = 1 << 10, /* --exec=PID=CMD, --original-uids, --pid-namespace */
+        VERB_LIKE = 1 << 11,   /* --like=PID */
 } VerbOptions;
 
 /* Where `sectreectl --help` lists a verb. */

@@ -2,6 +2,7 @@
  * words: one per line, "WORD<TAB>DESCRIPTION", descriptions escaped for the terminal */
 #include <seccomp.h>
 
+#include "bus.h"
 #include "ctl.h"
 #include "escape.h"
 #include "manager-snapshots.h"
@@ -62,6 +63,29 @@ static int complete_snapshots(Context *c) {
         return 0;
 }
 
+/* The restores alive the caller may see. */
+static int complete_restores(Context *c) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uint64_t id, snapshot;
+        uint32_t owner, root, procs;
+        const char *state;
+        sd_bus *bus;
+        int v, r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = bus_call_manager(bus, "ListRestores", &reply, "");
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "(ttuuubs)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(ttuuubs)", &id, &snapshot, &owner, &root, &procs, &v,
+                                                  &state)) > 0) {
+                char word[24], description[96];
+                snprintf(word, sizeof(word), "%" PRIu64, id);
+                snprintf(description, sizeof(description), "snapshot %" PRIu64 ", %" PRIu32 " processes, %s", snapshot,
+                         procs, state);
+                complete_print_word(word, description);
+        }
+        return r < 0 ? bus_log_parse_error(r, "ListRestores") : 0;
+}
+
 /* The system calls of an architecture (native unless given), by name. */
 static int complete_syscalls(const char *arch_name) {
         uint32_t arch = arch_name ? seccomp_arch_resolve_name(arch_name) : seccomp_arch_native();
@@ -87,10 +111,12 @@ int complete_words(Context *c, const char *kind, const char *arg) {
                 r = complete_filters(c);
         else if (streq(kind, "snapshots"))
                 r = complete_snapshots(c);
+        else if (streq(kind, "restores"))
+                r = complete_restores(c);
         else if (streq(kind, "syscalls"))
                 r = complete_syscalls(arg);
         else
                 return usage_error("Unknown kind of word '%s': expected verbs, options, pids, tids, filters, "
-                                   "snapshots or syscalls", kind);
+                                   "snapshots, restores or syscalls", kind);
         return r < 0 ? r : output_flush();
 }

@@ -1,5 +1,7 @@
-/* verbs-plan.c: sectreectl plan FILE: what a restore of the snapshot in FILE will do, step by
- * step, made offline by the same planner the executor runs */
+/* verbs-plan.c: sectreectl plan ID|FILE: what a restore of a snapshot (a file, read offline, or a
+ * stored one, fetched from the daemon) will do, step by step, made by the planner the executor runs */
+#include <sys/stat.h>
+
 #include "ctl.h"
 #include "json-out.h"
 #include "output.h"
@@ -17,6 +19,12 @@ static size_t count_threads(const Forest *f) {
         for (size_t i = 0; i < f->n_processes; i++)
                 n += f->processes[i]->n_threads;
         return n;
+}
+
+/* "snapshot ID", for a stored snapshot's id. */
+static char *strjoin_snapshot(const char *id) {
+        char *s = NULL;
+        return asprintf(&s, "snapshot %s", id) < 0 ? NULL : s;
 }
 
 static void print_pids(const char *what, const pid_t *v, size_t n) {
@@ -70,7 +78,7 @@ int verb_plan(Context *c, char **args, size_t n_args) {
         const char *path = args[0];
         int r;
 
-        r = snapshot_file_load(path, &f, NULL);
+        r = snapshot_load_operand(c, path, &f);
         if (r < 0)
                 return r;
         o.unprivileged = geteuid() != 0;
@@ -81,8 +89,12 @@ int verb_plan(Context *c, char **args, size_t n_args) {
                 return ctl_error_errno(r, "Failed to plan the restore of %s: %m", path);
         if (c->json)
                 return print_json(path, f, p);
-        if (c->legend)
-                print_summary(streq(path, "-") ? "(stdin)" : path, f, p);
+        if (c->legend) {
+                struct stat st;
+                bool id = path[0] && strspn(path, "0123456789") == strlen(path) && stat(path, &st) < 0;
+                _cleanup_free_ char *what = id ? strjoin_snapshot(path) : NULL;
+                print_summary(streq(path, "-") ? "(stdin)" : what ?: path, f, p);
+        }
         for (size_t i = 0; i < p->n_steps; i++) {
                 _cleanup_free_ char *s = plan_step_describe(p, i);
                 if (!s)

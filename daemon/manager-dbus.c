@@ -5,6 +5,7 @@
 #include "config.h"
 #include "policy-dbus.h"
 #include "procinfo.h"
+#include "restores-dbus.h"
 #include "snapshot.h"
 #include "snapshots.h"
 
@@ -640,11 +641,20 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_who_can, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilterAttached",
                                 SD_BUS_ARGS("t", id, "t", parent, "u", tid, "u", pid, "s", comm), 0),
+        SD_BUS_METHOD_WITH_ARGS("Restore", SD_BUS_ARGS("t", snapshot_id, "a{sv}", options),
+                                SD_BUS_RESULT("t", id, "b", verified, "as", differences, "a(uu)", processes, "ah",
+                                              pidfds, "a(uu)", threads, "a(th)", listeners),
+                                method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListRestores", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttuuubs)", restores),
+                                method_list_restores, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ReleaseRestore", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT, method_release_restore,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("TaskAdded", SD_BUS_ARGS("u", tid, "u", tgid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskExited", SD_BUS_ARGS("u", tid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Resynced", SD_BUS_ARGS("s", reason), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SnapshotCreated", SD_BUS_ARGS("t", id, "s", name, "u", owner_uid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SnapshotDeleted", SD_BUS_ARGS("t", id), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("RestoreFinished", SD_BUS_ARGS("t", id, "u", owner_uid, "s", reason), 0),
         SD_BUS_VTABLE_END
 };
 
@@ -771,6 +781,7 @@ int manager_bus_connect(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add the exit handler: %m");
         m->announced = current_counts(m);
+        restores_bus_connect(m);
         manager_set_listener(m, &(ManagerListener) {
                 .changes = on_changes,
                 .snapshot_created = on_snapshot_created,

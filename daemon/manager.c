@@ -7,6 +7,7 @@
  * (manager-dbus.c, the listener) announce it. When the store fails, the live forest is rolled back, nothing is
  * announced, and a full pass is asked for: bus, database and live forest always agree. */
 #include "manager.h"
+#include "restores.h"
 
 #include <malloc.h>
 #include <signal.h>
@@ -50,6 +51,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         pacing_free(m->pacing);
+        manager_restores_free(m);
         sd_bus_flush_close_unref(m->bus);
         parents_free(m->parents);
         source_free(m->source);

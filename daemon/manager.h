@@ -66,6 +66,8 @@ typedef struct Manager {
 
         /* policy-dbus.c: GetPolicy and WhoCan calls being analysed */
         struct PolicyJob *policy_jobs;
+        /* restores.c: restores in progress and alive */
+        struct Restores *restores;
 } Manager;
 
 typedef struct ManagerOptions {

@@ -8,6 +8,7 @@
 #include <linux/futex.h>
 #include <stdarg.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -20,6 +21,11 @@
 #include <sys/wait.h>
 
 #include "util.h"
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
 
 struct rlimit controller_nofile;
 bool controller_nofile_saved;
@@ -173,6 +179,9 @@ static int fork_root(Controller *c) {
         pid_t pid;
 
         fflush(NULL);
+        /* the next child, the restore root, is init of a new pid namespace */
+        if (c->plan->options.pid_namespace && unshare(CLONE_NEWPID) < 0)
+                return fail(c, SIZE_MAX, -errno, "unshare(CLONE_NEWPID) for the restore's pid namespace failed");
         pid = fork();
         if (pid < 0)
                 return fail(c, SIZE_MAX, -errno, "forking the restore root failed");
@@ -273,8 +282,9 @@ static int before_step(Controller *c, size_t i) {
         case PLAN_OP_KEEP_LISTENER:
                 s->arg = c->install_fd[st->task];
                 return 0;
-        case PLAN_OP_REAP:
-                s->arg = c->pids[st->target];
+        case PLAN_OP_REAP: /* the task waits for it by its pid in its own namespace */
+                s->arg = c->plan->options.pid_namespace ? c->plan->tasks[c->plan->processes[st->target].leader].ns_tid
+                                                         : c->pids[st->target];
                 return 0;
         case PLAN_OP_RECEIVE_LISTENER:
                 return send_listener(c, i);
@@ -283,9 +293,98 @@ static int before_step(Controller *c, size_t i) {
         }
 }
 
-static int after_spawn_process(Controller *c, size_t i, pid_t pid) {
-        size_t t = c->plan->steps[i].target, pp = c->plan->tasks[t].process;
+/* ---- the restore's own pid namespace ---- */
 
+/* The last number of the NSpid: line of a /proc status file: the tid in the innermost namespace. */
+static pid_t innermost_tid(const char *status_path) {
+        _cleanup_fclose_ FILE *f = fopen(status_path, "re");
+        char line[256];
+
+        while (f && fgets(line, sizeof(line), f))
+                if (strncmp(line, "NSpid:", 6) == 0) {
+                        char *last = strrchr(line, '\t');
+                        return last ? (pid_t) atoi(last + 1) : 0;
+                }
+        return 0;
+}
+
+/* The thread of process pid whose tid in the restore's namespace is ns_tid, as the executor
+ * names it; 0 if none. */
+static pid_t find_thread(pid_t pid, pid_t ns_tid) {
+        char path[64];
+        _cleanup_(closedirp) DIR *d = NULL;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", pid);
+        d = opendir(path);
+        for (struct dirent *e = d ? readdir(d) : NULL; e; e = readdir(d)) {
+                char status[320];
+                if (e->d_name[0] == '.')
+                        continue;
+                snprintf(status, sizeof(status), "/proc/%d/task/%s/status", pid, e->d_name);
+                if (innermost_tid(status) == ns_tid)
+                        return (pid_t) atoi(e->d_name);
+        }
+        return 0;
+}
+
+/* The child of process pid (of any of its threads) whose pid in the restore's namespace is
+ * ns_pid; 0 if none. */
+static pid_t find_child(pid_t pid, pid_t ns_pid) {
+        char path[64];
+        _cleanup_(closedirp) DIR *d = NULL;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", pid);
+        d = opendir(path);
+        for (struct dirent *e = d ? readdir(d) : NULL; e; e = readdir(d)) {
+                char children[320];
+                _cleanup_fclose_ FILE *f = NULL;
+                int child;
+                if (e->d_name[0] == '.')
+                        continue;
+                snprintf(children, sizeof(children), "/proc/%d/task/%s/children", pid, e->d_name);
+                f = fopen(children, "re");
+                while (f && fscanf(f, "%d", &child) == 1) {
+                        char status[64];
+                        snprintf(status, sizeof(status), "/proc/%d/status", child);
+                        if (innermost_tid(status) == ns_pid)
+                                return child;
+                }
+        }
+        return 0;
+}
+
+/* What a spawn step made, as the executor names it: in the restore's pid namespace the task
+ * reports the new task's tid there, and the executor finds it by its NSpid. */
+static int spawned_tid(Controller *c, size_t i, pid_t value, pid_t *ret) {
+        const PlanStep *st = &c->plan->steps[i];
+        size_t spawner = c->plan->tasks[st->task].process, parent = spawner;
+        pid_t tid;
+
+        if (!c->plan->options.pid_namespace) {
+                *ret = value;
+                return 0;
+        }
+        if (st->op == PLAN_OP_SPAWN_THREAD)
+                tid = find_thread(c->pids[spawner], value);
+        else {
+                if (st->arg) /* CLONE_PARENT: a child of the spawner's parent */
+                        parent = c->plan->processes[spawner].parent;
+                tid = parent == PLAN_NONE ? 0 : find_child(c->pids[parent], value);
+        }
+        if (tid <= 0)
+                return fail(c, i, -ESRCH, "step %zu: the new task with tid %d in the restore's pid namespace was not found",
+                            i, value);
+        *ret = tid;
+        return 0;
+}
+
+static int after_spawn_process(Controller *c, size_t i, pid_t value) {
+        size_t t = c->plan->steps[i].target, pp = c->plan->tasks[t].process;
+        pid_t pid;
+        int r = spawned_tid(c, i, value, &pid);
+
+        if (r < 0)
+                return r;
         c->pids[pp] = pid;
         c->tids[t] = pid;
         c->pidfds[pp] = pidfd_open(pid, 0);
@@ -338,8 +437,7 @@ static int after_step(Controller *c, size_t i) {
         case PLAN_OP_SPAWN_PROCESS:
                 return after_spawn_process(c, i, s->value);
         case PLAN_OP_SPAWN_THREAD:
-                c->tids[st->target] = s->value;
-                return 0;
+                return spawned_tid(c, i, s->value, &c->tids[st->target]);
         case PLAN_OP_INSTALL:
                 return after_install(c, i, s->value);
         case PLAN_OP_EXIT:

@@ -34,6 +34,9 @@ static const char *const call_table[_RUNTIME_CALL_MAX] = {
         [RUNTIME_CALL_RECVMSG] = "recvmsg",
         [RUNTIME_CALL_EXECVE] = "execve",
         [RUNTIME_CALL_EXIT] = "exit",
+        [RUNTIME_CALL_SETGROUPS] = "setgroups",
+        [RUNTIME_CALL_SETRESGID] = "setresgid",
+        [RUNTIME_CALL_SETRESUID] = "setresuid",
 };
 
 const char *runtime_call_to_string(RuntimeCall c) {
@@ -144,13 +147,27 @@ static Outcome move_fd(int from, int to) {
         return check(raw_syscall1(SYS_close, from), RUNTIME_CALL_CLOSE);
 }
 
+/* In a new pid namespace every task is made with clone3(2), at the tid the plan gives it there. */
+static bool use_clone3(const PlanStep *st) {
+        return st->syscall == PLAN_SYSCALL_CLONE3 || runtime.plan->options.pid_namespace;
+}
+
+static void set_tid_of(CloneArgs *a, const PlanStep *st) {
+        const PlanTask *t = &runtime.plan->tasks[st->target];
+
+        if (t->ns_tid > 0) {
+                a->set_tid = (uintptr_t) &t->ns_tid;
+                a->set_tid_size = 1;
+        }
+}
+
 static Outcome do_spawn_thread(const PlanStep *st) {
         RuntimeSlot *target = slot_of(st->target);
         uint8_t *stack = runtime.stacks + st->target * RUNTIME_STACK_SIZE;
         void *arg = (void *) (uintptr_t) st->target;
         long r;
 
-        if (st->syscall == PLAN_SYSCALL_CLONE3) {
+        if (use_clone3(st)) {
                 CloneArgs a = {
                         .flags = PLAN_CLONE_THREAD_FLAGS,
                         .child_tid = (uintptr_t) &target->ctid,
@@ -159,6 +176,7 @@ static Outcome do_spawn_thread(const PlanStep *st) {
                         .stack_size = RUNTIME_STACK_SIZE,
                         .tls = raw_thread_pointer(),
                 };
+                set_tid_of(&a, st);
                 r = raw_clone3_thread(&a, sizeof(a), runtime_task_main, arg);
                 return check(r, RUNTIME_CALL_CLONE3);
         }
@@ -174,12 +192,13 @@ static Outcome do_spawn_process(const PlanStep *st) {
         RuntimeCall call;
         long r;
 
-        if (st->syscall == PLAN_SYSCALL_CLONE3) {
+        if (use_clone3(st)) {
                 CloneArgs a = {
                         .flags = flags & ~0xffUL,
                         .child_tid = (uintptr_t) &target->tid,
                         .exit_signal = SIGCHLD,
                 };
+                set_tid_of(&a, st);
                 r = raw_syscall2(SYS_clone3, &a, sizeof(a));
                 call = RUNTIME_CALL_CLONE3;
         } else if (st->syscall == PLAN_SYSCALL_FORK) {
@@ -232,6 +251,24 @@ static Outcome do_exec(RuntimeSlot *s, size_t t) {
                      RUNTIME_CALL_EXECVE);
 }
 
+/* The snapshot's uid and gid, with no supplementary groups (the snapshot has none); the uid last,
+ * while the task may still change the others. A change of uid makes the process undumpable:
+ * the original was not, so that is undone. */
+static Outcome do_set_creds(size_t t) {
+        const Process *sp = process_of_task(t)->snapshot;
+        long r = raw_syscall2(SYS_setgroups, 0, 0);
+
+        if (r < 0)
+                return check(r, RUNTIME_CALL_SETGROUPS);
+        r = raw_syscall3(SYS_setresgid, sp->gid, sp->gid, sp->gid);
+        if (r < 0)
+                return check(r, RUNTIME_CALL_SETRESGID);
+        r = raw_syscall3(SYS_setresuid, sp->uid, sp->uid, sp->uid);
+        if (r < 0)
+                return check(r, RUNTIME_CALL_SETRESUID);
+        return check(raw_syscall5(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), RUNTIME_CALL_PRCTL);
+}
+
 static Outcome run_step(RuntimeSlot *s, size_t t, const PlanStep *st) {
         switch (st->op) {
         case PLAN_OP_SET_COMM:
@@ -255,6 +292,8 @@ static Outcome run_step(RuntimeSlot *s, size_t t, const PlanStep *st) {
                 return do_reap(s, st);
         case PLAN_OP_RECEIVE_LISTENER:
                 return do_receive(st);
+        case PLAN_OP_SET_CREDS:
+                return do_set_creds(t);
         case PLAN_OP_STRICT:
                 return check(raw_syscall2(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_STRICT), RUNTIME_CALL_PRCTL);
         case PLAN_OP_EXEC:

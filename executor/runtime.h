@@ -27,6 +27,9 @@ typedef enum RuntimeCall {
         RUNTIME_CALL_RECVMSG,
         RUNTIME_CALL_EXECVE,
         RUNTIME_CALL_EXIT,
+        RUNTIME_CALL_SETGROUPS,
+        RUNTIME_CALL_SETRESGID,
+        RUNTIME_CALL_SETRESUID,
         _RUNTIME_CALL_MAX,
 } RuntimeCall;
 const char *runtime_call_to_string(RuntimeCall c);

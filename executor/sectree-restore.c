@@ -34,6 +34,8 @@ typedef struct Request {
         size_t n_exec;
         uint64_t step_timeout_usec;
         bool check_syscalls;
+        bool original_ids;
+        bool pid_namespace;
         int snapshot_fd;
 } Request;
 
@@ -207,7 +209,7 @@ static int parse_request(const RestoreFrame *f, Request *r, char **error) {
         json_auto_t *doc = NULL;
         json_t *exec = NULL, *e;
         json_int_t version = 0, timeout = 0;
-        int check = 1;
+        int check = 1, original_ids = 0, pid_namespace = 0;
         size_t i;
 
         if (f->type != RESTORE_FRAME_REQUEST || f->n_fds != 1 || !f->payload)
@@ -215,8 +217,9 @@ static int parse_request(const RestoreFrame *f, Request *r, char **error) {
         doc = json_loads(f->payload, 0, &je);
         if (!doc)
                 return asprintf(error, "request: %s", je.text) < 0 ? -ENOMEM : -EINVAL;
-        if (json_unpack_ex(doc, &je, JSON_STRICT, "{s:I, s?o, s?I, s?b}", "version", &version, "exec", &exec,
-                           "step_timeout_usec", &timeout, "check_syscalls", &check) < 0)
+        if (json_unpack_ex(doc, &je, JSON_STRICT, "{s:I, s?o, s?I, s?b, s?b, s?b}", "version", &version, "exec", &exec,
+                           "step_timeout_usec", &timeout, "check_syscalls", &check, "original_ids", &original_ids,
+                           "pid_namespace", &pid_namespace) < 0)
                 return asprintf(error, "request: %s", je.text) < 0 ? -ENOMEM : -EINVAL;
         if (version != RESTORE_PROTOCOL_VERSION)
                 return asprintf(error, "request: version %lld is not %d", (long long) version, RESTORE_PROTOCOL_VERSION) < 0
@@ -225,6 +228,11 @@ static int parse_request(const RestoreFrame *f, Request *r, char **error) {
                 return asprintf(error, "request: step_timeout_usec must not be negative") < 0 ? -ENOMEM : -EINVAL;
         r->step_timeout_usec = timeout ? (uint64_t) timeout : DEFAULT_STEP_TIMEOUT_USEC;
         r->check_syscalls = check;
+        r->original_ids = original_ids;
+        r->pid_namespace = pid_namespace;
+        if ((original_ids || pid_namespace) && geteuid() != 0)
+                return asprintf(error, "request: %s needs an executor running as root",
+                                original_ids ? "original_ids" : "pid_namespace") < 0 ? -ENOMEM : -EINVAL;
         if (exec && !json_is_array(exec))
                 return asprintf(error, "request: exec must be an array") < 0 ? -ENOMEM : -EINVAL;
         r->exec = calloc(json_array_size(exec) ?: 1, sizeof(PlanExec));
@@ -390,6 +398,8 @@ static int run_restore(const Forest *snapshot, Request *req, int sfd) {
         o.check_syscalls = req->check_syscalls;
         o.exec = req->exec;
         o.n_exec = req->n_exec;
+        o.original_ids = req->original_ids;
+        o.pid_namespace = req->pid_namespace;
         r = plan_build(snapshot, &o, &plan, &error);
         if (r < 0)
                 return send_error("plan", error ?: strerror(-r), NULL), r;

@@ -51,6 +51,12 @@ static int new_task(Planner *p, PlanTaskKind kind, size_t process, const Task *s
         if (GROW(plan->tasks, p->n_tasks_allocated, plan->n_tasks + 1) < 0)
                 return -ENOMEM;
         plan->tasks[plan->n_tasks] = (PlanTask) { .kind = kind, .process = process, .snapshot = snap };
+        if (p->o->pid_namespace)
+                plan->tasks[plan->n_tasks].ns_tid = snap ? snap->tid
+                                                   : plan->processes[process].kind == PLAN_PROCESS_ROOT &&
+                                                                     plan->processes[process].leader == PLAN_NONE
+                                                           ? 1
+                                                           : p->next_helper_ns_tid++;
         if (plan->processes[process].leader == PLAN_NONE)
                 plan->processes[process].leader = plan->n_tasks;
         if (kind == PLAN_TASK_HELPER && plan->processes[process].kind != PLAN_PROCESS_HELPER &&
@@ -468,6 +474,8 @@ static int emit_task_end(Planner *p, size_t t, bool *exec_later) {
 
         if (task->kind == PLAN_TASK_RESTORED && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp)
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
+        if (r >= 0 && task->kind == PLAN_TASK_RESTORED && p->o->original_ids)
+                r = emit(p, STEP(.op = PLAN_OP_SET_CREDS, .task = t));
         if (r < 0)
                 return r;
         if (task->kind == PLAN_TASK_RESTORED && task->snapshot->mode == TASK_MODE_STRICT)
@@ -514,6 +522,25 @@ static int check_exec_options(Planner *p) {
                                 return plan_refuse(p, "exec: the leader of %s is in strict mode, which forbids execve()",
                                                    PROCESS_NAME(p, x - 1));
         }
+        return 0;
+}
+
+/* In a new pid namespace the restore root is pid 1, and helpers take the tids above the snapshot's. */
+static int check_pid_namespace(Planner *p) {
+        pid_t max = 1;
+
+        if (!p->o->pid_namespace)
+                return 0;
+        for (size_t i = 0; i < p->np; i++) {
+                const Process *sp = p->s->processes[i];
+                if (sp->pid == 1)
+                        return plan_refuse(p, "pid_namespace: %s cannot be pid 1 there, which the restore root is",
+                                           PROCESS_NAME(p, i));
+                for (size_t j = 0; j < sp->n_threads; j++)
+                        max = MAX(max, sp->threads[j].tid);
+                max = MAX(max, sp->pid);
+        }
+        p->next_helper_ns_tid = max + 1;
         return 0;
 }
 
@@ -585,6 +612,8 @@ int plan_emit(Planner *p) {
         int r;
 
         r = check_exec_options(p);
+        if (r >= 0)
+                r = check_pid_namespace(p);
         if (r >= 0)
                 r = alloc_emitter(p);
         if (r < 0)

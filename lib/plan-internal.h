@@ -86,6 +86,7 @@ typedef struct Planner {
         Hashmap process_by_pid;  /* pid -> snapshot process index + 1 */
         Hashmap listener_by_holder; /* pid << 32 | fd -> snapshot listener index + 1 */
         Hashmap verdicts;        /* cached system call verdicts, see plan-syscalls.c */
+        pid_t next_helper_ns_tid; /* pid_namespace: the tid the next helper task gets there */
 } Planner;
 
 /* Set *error (if not NULL) to the message and return r (-ENOMEM when it cannot be made). */

@@ -38,6 +38,8 @@ static json_t *task_json(const Plan *p, size_t t) {
 
         if (o && x->snapshot)
                 json_object_set_new(o, "snapshot_tid", json_integer(x->snapshot->tid));
+        if (o && x->ns_tid > 0)
+                json_object_set_new(o, "ns_tid", json_integer(x->ns_tid));
         return o;
 }
 
@@ -120,8 +122,9 @@ static json_t *array_of(const Plan *p, size_t n, json_t *(*one)(const Plan *p, s
 }
 
 json_t *plan_to_json(const Plan *p) {
-        return json_pack("{s:b, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:I, s:I}", "unprivileged",
-                         p->options.unprivileged, "processes", array_of(p, p->n_processes, process_json), "tasks",
+        return json_pack("{s:b, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:{s:I, s:I}, s:I, s:I}", "unprivileged",
+                         p->options.unprivileged, "original_ids", p->options.original_ids, "pid_namespace",
+                         p->options.pid_namespace, "processes", array_of(p, p->n_processes, process_json), "tasks",
                          array_of(p, p->n_tasks, task_json), "steps", array_of(p, p->n_steps, step_json),
                          "no_new_privs_added", pids_json(p->nnp_added, p->n_nnp_added), "subreapers",
                          pids_json(p->subreapers, p->n_subreapers), "helpers", "processes",

@@ -122,6 +122,7 @@ static int apply_one(const Plan *plan, const PlanStep *s, KModel *km, PlanSimSta
                 return kmodel_fd_receive(km, proc, st->listener_object[s->listener], s->fd);
         case PLAN_OP_STRICT:
                 return kmodel_strict(km, s->task);
+        case PLAN_OP_SET_CREDS: /* credentials are not part of the model */
         case PLAN_OP_PARK:
         case PLAN_OP_EXEC:
                 return 0;

@@ -28,7 +28,7 @@ typedef struct Call {
 #define CALL(n, ...) ((Call) { .name = #n, .nr = SYS_##n, .args = { __VA_ARGS__ } })
 
 typedef struct Calls {
-        Call v[3];
+        Call v[4];
         size_t n;
 } Calls;
 
@@ -97,12 +97,16 @@ static bool calls_of(const Planner *p, const PlanStep *s, PlanSyscall v, Calls *
                 add_move_fd(c, k, s->fd);
                 return v == PLAN_SYSCALL_DEFAULT;
         case PLAN_OP_SPAWN_THREAD:
+                if (p->o->pid_namespace) /* only clone3(2) takes set_tid */
+                        v = v == PLAN_SYSCALL_CLONE3 ? v : PLAN_SYSCALL_DEFAULT;
                 if (v == PLAN_SYSCALL_CLONE)
                         add(c, CALL(clone, PLAN_CLONE_THREAD_FLAGS, PTR, PTR, PTR, PTR));
                 else if (v == PLAN_SYSCALL_CLONE3)
                         add(c, CALL(clone3, PTR, CLONE_ARGS_SIZE));
                 return c->n > 0;
         case PLAN_OP_SPAWN_PROCESS:
+                if (p->o->pid_namespace)
+                        v = v == PLAN_SYSCALL_CLONE3 ? v : PLAN_SYSCALL_DEFAULT;
                 if (v == PLAN_SYSCALL_CLONE)
                         add(c, CALL(clone, PLAN_CLONE_PROCESS_FLAGS | (s->arg ? PLAN_CLONE_PARENT : 0), 0, 0, PTR, 0));
                 else if (v == PLAN_SYSCALL_CLONE3)
@@ -126,6 +130,14 @@ static bool calls_of(const Planner *p, const PlanStep *s, PlanSyscall v, Calls *
                 add(c, CALL(recvmsg, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_HANDOFF), PTR, 0));
                 add_move_fd(c, lowest_free(p, kp), s->fd);
                 return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_SET_CREDS: {
+                const Process *sp = p->plan->processes[p->plan->tasks[s->task].process].snapshot;
+                add(c, CALL(setgroups, 0, 0));
+                add(c, CALL(setresgid, sp->gid, sp->gid, sp->gid));
+                add(c, CALL(setresuid, sp->uid, sp->uid, sp->uid));
+                add(c, CALL(prctl, PR_SET_DUMPABLE, 1, 0, 0, 0));
+                return v == PLAN_SYSCALL_DEFAULT;
+        }
         case PLAN_OP_STRICT: /* a strict task has no filter: nothing can stop it */
                 return v == PLAN_SYSCALL_DEFAULT;
         case PLAN_OP_PARK:

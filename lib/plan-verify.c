@@ -116,6 +116,17 @@ static int verify_thread(Verifier *v, const Process *sp, const Task *st, const P
         return 0;
 }
 
+static int verify_ids(Verifier *v, const Process *sp, const Process *rp) {
+        PlanVerifyIds ids = v->o ? v->o->ids : PLAN_VERIFY_IDS_ANY;
+        uid_t uid = ids == PLAN_VERIFY_IDS_ORIGINAL ? sp->uid : ids == PLAN_VERIFY_IDS_GIVEN ? v->o->uid : 0;
+        gid_t gid = ids == PLAN_VERIFY_IDS_ORIGINAL ? sp->gid : ids == PLAN_VERIFY_IDS_GIVEN ? v->o->gid : 0;
+
+        if (ids == PLAN_VERIFY_IDS_ANY || (rp->uid == uid && rp->gid == gid))
+                return 0;
+        return differ(v, "process %d (restored as %d) runs as uid %u gid %u, expected uid %u gid %u", sp->pid, rp->pid,
+                      (unsigned) rp->uid, (unsigned) rp->gid, (unsigned) uid, (unsigned) gid);
+}
+
 static int verify_process_fields(Verifier *v, const Process *sp, const Process *rp) {
         pid_t ppid = expected_ppid(v, sp);
         int r = 0;
@@ -128,6 +139,8 @@ static int verify_process_fields(Verifier *v, const Process *sp, const Process *
         if (r >= 0 && sp->no_new_privs != rp->no_new_privs && !(rp->no_new_privs && nnp_announced(v, sp->pid)))
                 r = differ(v, "process %d (restored as %d): no_new_privs %s, expected %s", sp->pid, rp->pid,
                            rp->no_new_privs ? "set" : "unset", sp->no_new_privs ? "set" : "unset");
+        if (r >= 0)
+                r = verify_ids(v, sp, rp);
         if (r >= 0 && rp->n_threads != sp->n_threads) {
                 v->threads_differ = true;
                 r = differ(v, "process %d (restored as %d) has %zu threads, expected %zu", sp->pid, rp->pid,

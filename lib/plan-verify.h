@@ -21,11 +21,22 @@ void plan_mapping_done(PlanMapping *m);
 int plan_mapping_add_process(PlanMapping *m, pid_t snapshot_pid, pid_t pid);
 int plan_mapping_add_thread(PlanMapping *m, pid_t snapshot_tid, pid_t tid);
 
+typedef enum PlanVerifyIds {
+        PLAN_VERIFY_IDS_ANY,
+        PLAN_VERIFY_IDS_ORIGINAL,
+        PLAN_VERIFY_IDS_GIVEN,
+} PlanVerifyIds;
+
 typedef struct PlanVerifyOptions {
         /* Snapshot pids whose restored process may have no_new_privs without the snapshot saying
          * so (the plan's nnp_added): announced, so not a difference. */
         const pid_t *nnp_added;
         size_t n_nnp_added;
+        /* What the restored processes' uid and gid must be: not checked, the snapshot's, or the
+         * given ones (the caller's, whom the restored tasks run as). */
+        PlanVerifyIds ids;
+        uid_t uid;
+        gid_t gid;
 } PlanVerifyOptions;
 
 /* Compare snapshot with restored (e.g. a scan of the restored tree; it may hold more processes

@@ -20,6 +20,7 @@ static const char *const op_table[_PLAN_OP_MAX] = {
         [PLAN_OP_EXIT] = "exit",
         [PLAN_OP_REAP] = "reap",
         [PLAN_OP_RECEIVE_LISTENER] = "receive-listener",
+        [PLAN_OP_SET_CREDS] = "set-creds",
         [PLAN_OP_STRICT] = "strict",
         [PLAN_OP_PARK] = "park",
         [PLAN_OP_EXEC] = "exec",
@@ -168,6 +169,8 @@ static char *spawn_what(const Plan *p, const PlanStep *s, char *buf, size_t size
         if (t->kind == PLAN_TASK_RESTORED)
                 snprintf(buf + strlen(buf), size - strlen(buf), " %s%d", s->op == PLAN_OP_SPAWN_THREAD ? "tid " : "as tid ",
                          t->snapshot->tid);
+        else if (t->ns_tid > 0)
+                snprintf(buf + strlen(buf), size - strlen(buf), " as tid %d", t->ns_tid);
         snprintf(buf + strlen(buf), size - strlen(buf), " (task %zu)", s->target);
         return buf;
 }
@@ -214,6 +217,11 @@ static char *what_of(const Plan *p, const PlanStep *s, char *buf, size_t size) {
         case PLAN_OP_RECEIVE_LISTENER:
                 snprintf(buf, size, "receive %s at fd %d", listener_name(p, s, x, sizeof(x)), s->fd);
                 break;
+        case PLAN_OP_SET_CREDS: {
+                const Process *sp = p->processes[p->tasks[s->task].process].snapshot;
+                snprintf(buf, size, "become uid %u gid %u, no supplementary groups", (unsigned) sp->uid, (unsigned) sp->gid);
+                break;
+        }
         case PLAN_OP_STRICT:
                 snprintf(buf, size, "enter strict mode and park");
                 break;

@@ -41,6 +41,9 @@ typedef struct PlanTask {
         PlanTaskKind kind;
         size_t process;
         const Task *snapshot; /* RESTORED: the snapshot's thread */
+        pid_t ns_tid;         /* with PlanOptions.pid_namespace: its tid in the new pid namespace (the
+                               * snapshot's for a restored thread, 1 for the restore root, above every
+                               * snapshot tid for a helper); 0 otherwise */
 } PlanTask;
 
 typedef enum PlanOp {
@@ -57,6 +60,8 @@ typedef enum PlanOp {
         PLAN_OP_EXIT,             /* a helper task exits (a helper process's leader: the process) */
         PLAN_OP_REAP,             /* wait for helper process `target`, a child of the task's process */
         PLAN_OP_RECEIVE_LISTENER, /* receive listener `listener` from the executor, at fd `fd` */
+        PLAN_OP_SET_CREDS,        /* become the snapshot process's uid and gid (no supplementary groups):
+                                   * setgroups, setresgid, setresuid, then PR_SET_DUMPABLE 1 */
         PLAN_OP_STRICT,           /* enter SECCOMP_MODE_STRICT */
         PLAN_OP_PARK,             /* block on the control fd until the restore is released */
         PLAN_OP_EXEC,             /* execve() the command given for the process (after the start) */
@@ -131,6 +136,12 @@ typedef struct PlanOptions {
         bool check_syscalls;
         const PlanExec *exec;
         size_t n_exec;
+        /* Every restored task ends as the uid and gid its process has in the snapshot (the executor
+         * runs as root): a SET_CREDS step after its last other step. */
+        bool original_ids;
+        /* The restore root is init of a new pid namespace and every task is created with clone3(2)
+         * and set_tid: restored tasks get their snapshot tids there. */
+        bool pid_namespace;
 } PlanOptions;
 
 #define PLAN_OPTIONS_DEFAULT ((PlanOptions) { .check_syscalls = true })
@@ -170,3 +181,11 @@ pid_t plan_process_snapshot_pid(const Plan *p, size_t process);
 /* One line saying what step i does, e.g.
  * "pid 412 tid 413: install filter 3 (log, listener) with seccomp(2)". malloc'ed, NULL on OOM. */
 char *plan_step_describe(const Plan *p, size_t i);
+
+/* Cut a snapshot down to thread tid alone, for a restore that runs a command under a copy of
+ * exactly its chain (sectreectl run --like): its process keeps only that thread (which becomes
+ * the leader, so that it can exec) and becomes a top process; every other process goes, and
+ * every filter and listener not on that chain (the chain's listeners stay, held only by that
+ * process if it held them). -EINVAL with *error when tid is not in the snapshot or runs no
+ * filter. The forest is linked afterwards. */
+int plan_snapshot_keep_task(Forest *f, pid_t tid, char **error);

@@ -1,6 +1,8 @@
 #!/bin/bash
 # scripts/fuzz.sh: build the snapshot readers' libFuzzer targets with clang, ASan and UBSan into
-# build-fuzz/ and run each for FUZZ_SECONDS (default 60) from the committed seed corpus. Exits 1
+# build-fuzz/ and run each for FUZZ_SECONDS (default 60) from the committed seed corpus. Every
+# snapshot a reader accepts is also planned for a restore (plan_build(), as root and unprivileged):
+# planned or refused with a reason, never a crash. Exits 1
 # if a target crashed, leaked, hit undefined behaviour or broke a property (its input is kept in
 # build-fuzz/artifacts-NAME/); the last line is "fuzz targets: N passed, N failed".
 #

@@ -105,8 +105,9 @@ wait_for_daemon() {
 
 start_daemon() {
         stop_process "$RUN_DIR/sectreed.pid" "$SECTREED"
-        # its own session: it outlives this script, and a Ctrl+C here does not reach it
-        setsid "$SECTREED" --state-dir="${SECTREE_STATE_DIR:-/var/lib/sectree}" \
+        # its own session: it outlives this script, and a Ctrl+C here does not reach it; restores
+        # run the executor of this build
+        SECTREE_RESTORE="$SECTREE_BUILD/executor/sectree-restore" setsid "$SECTREED" --state-dir="${SECTREE_STATE_DIR:-/var/lib/sectree}" \
                 </dev/null >>"$RUN_DIR/sectreed.log" 2>&1 &
         echo $! >"$RUN_DIR/sectreed.pid"
         # the build it runs: a newer build restarts it

@@ -79,7 +79,8 @@ static int set_snapshot(Forest *f, const char *name, uint32_t uid, SnapshotConsi
         return snapshot_info_set_name(&f->snapshot, name);
 }
 
-/* Filters 1 (allow) <- 3 (notify openat, listener) <- 4 (log), and 2 (deny getpid, LOG) alone.
+/* Filters 1 (allow) <- 3 (notify openat, listener) <- 4 (log), and 2 (deny getpid, LOG,
+ * WAIT_KILLABLE_RECV whose listener is closed) alone.
  * Processes 100 (threads 100 on 3, 101 on 4), 200 child of 100 (200 on 2, 201 strict), 300 child
  * of 100 (300 disabled); listener 1 on filter 3 held by 100 (fd 3) and 200 (fd 4). */
 static int build_basic(Forest *f, unsigned v) {
@@ -96,13 +97,15 @@ static int build_basic(Forest *f, unsigned v) {
         if ((r = ADD_FILTER(f, 2, 0, prog_deny_getpid, &flt)) < 0)
                 return r;
         flt->log = true;
+        /* the flag needs a listener at the install; one below filter 3, whose listener is open,
+         * the kernel refuses (EBUSY): so it is on this root filter, its listener closed since */
+        flt->wait_killable_recv = true;
         if ((r = ADD_FILTER(f, 3, 1, prog_notify_openat, &flt)) < 0)
                 return r;
         flt->has_listener = true;
         r = v & VARIANT_PROGRAM ? ADD_FILTER(f, 4, 3, prog_trap, &flt) : ADD_FILTER(f, 4, 3, prog_log, &flt);
         if (r < 0)
                 return r;
-        flt->wait_killable_recv = true;
 
         if ((r = add_process(f, 100, 1, 4242, "parent", &p)) < 0 || (r = add_thread(p, 100, TASK_MODE_FILTER, 3)) < 0 ||
             (r = (v & VARIANT_STRICT_101) ? add_thread(p, 101, TASK_MODE_STRICT, 0) : add_thread(p, 101, TASK_MODE_FILTER, 4)) < 0)
@@ -123,7 +126,8 @@ static int build_basic(Forest *f, unsigned v) {
         return listener_add_holder(l, 200, 4);
 }
 
-/* Root 100 (on filter 1), its child 101 (threads on 2, 1 and 3) and grandchild 103 (disabled).
+/* Root 100 (on filter 1), its child 101 (threads on 2, 1 and 3) and grandchild 103 (on 1: forked
+ * by thread 102; a grandchild without filter 1 could not exist, since 101 inherited it).
  * Filter 3 (notify openat, on 1) has a listener held by 101 (fd 5) and by the supervisor 50
  * outside the subtree (fd 9), which runs under no filter: a holder is part of the snapshot. */
 static int build_subtree(Forest *f) {
@@ -150,7 +154,7 @@ static int build_subtree(Forest *f) {
         p->uid = 4294967294u;
         if ((r = add_thread(p, 104, TASK_MODE_FILTER, 3)) < 0)
                 return r;
-        if ((r = add_process(f, 103, 101, 12, "grandchild", &p)) < 0 || (r = add_thread(p, 103, TASK_MODE_DISABLED, 0)) < 0)
+        if ((r = add_process(f, 103, 101, 12, "grandchild", &p)) < 0 || (r = add_thread(p, 103, TASK_MODE_FILTER, 1)) < 0)
                 return r;
         /* A holder outside the subtree, without filters: part of the snapshot all the same. */
         if ((r = add_process(f, 50, 1, 5, "supervisor", &p)) < 0 || (r = add_thread(p, 50, TASK_MODE_DISABLED, 0)) < 0 ||

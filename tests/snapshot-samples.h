@@ -5,6 +5,7 @@
 #include "forest.h"
 
 typedef enum SampleKind {
+        /* Every sample is a shape the kernel can produce: a restore plans and rebuilds it. */
         SAMPLE_BASIC,    /* whole machine: 4 filters (a chain of 3 and a second root), 3 processes, a listener */
         SAMPLE_SUBTREE,  /* root 100 and its children, with exe, argv and uid set, and a listener
                           * holder (50) outside the subtree */
@@ -23,7 +24,8 @@ typedef enum SampleVariant {
         VARIANT_NEW_PROCESS = 1 << 2, /* process 400 with a new filter on filter 3 */
         VARIANT_NO_300 = 1 << 3,      /* process 300 is gone */
         VARIANT_RESTART_200 = 1 << 4, /* process 200 has another start time */
-        VARIANT_STRICT_101 = 1 << 5,  /* thread 101 in strict mode instead of on filter 4 */
+        VARIANT_STRICT_101 = 1 << 5,  /* thread 101 in strict mode instead of on filter 4: deliberately
+                                       * not a kernel state (filter 4 is held by nobody), for diffs */
 } SampleVariant;
 
 /* A linked forest with snapshot-local ids (1..n, parents first). NULL on allocation failure. */

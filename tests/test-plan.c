@@ -11,6 +11,7 @@
 #include "plan-kmodel.h"
 #include "plan-verify.h"
 #include "plan.h"
+#include "snapshot-samples.h"
 #include "snapshot-validate.h"
 #include "snapshot.h"
 #include "tests-util.h"
@@ -170,6 +171,26 @@ static void check_hist(Hist *h, void (*extra)(const Forest *s, const Plan *p)) {
                 extra(s, p);
         plan_free(p);
         kmodel_deinit(&h->km);
+}
+
+/* Every sample snapshot the other tests use is a shape the kernel can produce: each plans and
+ * rebuilds on the model, privileged or not. */
+static void test_samples(void) {
+        for (SampleKind k = 0; k < _SAMPLE_MAX; k++) {
+                g_autoptr(Forest) f = sample_forest(k);
+                g_assert_nonnull(f);
+                g_test_message("sample %s", sample_kind_to_string(k));
+                plan_free(assert_restores_with(f, true));
+                plan_free(assert_restores_with(f, false));
+        }
+        /* VARIANT_STRICT_101 leaves filter 4 to no task: a diff case, not a kernel state */
+        for (unsigned v = 0; v < 64; v++) {
+                if (v & VARIANT_STRICT_101)
+                        continue;
+                g_autoptr(Forest) f = sample_forest_variant(v);
+                g_assert_nonnull(f);
+                plan_free(assert_restores_with(f, true));
+        }
 }
 
 /* ---- table: shapes the kernel makes ---- */
@@ -871,6 +892,7 @@ static void test_arbitrary(void) {
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         progs_init();
+        g_test_add_func("/plan/samples", test_samples);
         g_test_add_func("/plan/single", test_single);
         g_test_add_func("/plan/identical-siblings", test_identical_siblings);
         g_test_add_func("/plan/deep-chain", test_deep_chain);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "plan-protocol.h"
+#include "restore-scenarios.h"
 #include "plan-verify.h"
 #include "plan.h"
 #include "scan.h"
@@ -202,40 +203,6 @@ static void restore_release(RestoreRun *r) {
 
 /* ---- comparing ---- */
 
-/* Independent of forest_isomorphic(): through the mapping, every restored thread's chain has the
- * original's bytes and flags at every depth, and (original filter <-> restored filter) is a
- * bijection: two threads share a filter iff their originals did. */
-static void assert_same_sharing(const Forest *a, const Forest *b, const PlanMapping *map) {
-        g_autoptr(GHashTable) ab = g_hash_table_new(g_int64_hash, g_int64_equal);
-        g_autoptr(GHashTable) ba = g_hash_table_new(g_int64_hash, g_int64_equal);
-
-        for (size_t i = 0; i < map->n_threads; i++) {
-                const Task *ta = forest_find_task(a, map->threads[i].a, NULL), *tb = forest_find_task(b, map->threads[i].b, NULL);
-                const Filter *fa, *fb;
-
-                g_assert_nonnull(ta);
-                g_assert_nonnull(tb);
-                g_assert_cmpint(ta->mode, ==, tb->mode);
-                for (fa = ta->filter, fb = tb->filter; fa && fb; fa = fa->parent, fb = fb->parent) {
-                        gpointer x;
-                        g_assert_cmpuint(fa->len, ==, fb->len);
-                        g_assert_cmpmem(fa->insns, fa->len * sizeof(struct sock_filter), fb->insns, fb->len * sizeof(struct sock_filter));
-                        g_assert_cmpint(fa->log, ==, fb->log);
-                        g_assert_cmpint(fa->wait_killable_recv, ==, fb->wait_killable_recv);
-                        g_assert_cmpint(fa->has_listener, ==, fb->has_listener);
-                        if (g_hash_table_lookup_extended(ab, &fa->id, NULL, &x))
-                                g_assert_true(x == &fb->id);
-                        else
-                                g_hash_table_insert(ab, (gpointer) &fa->id, (gpointer) &fb->id);
-                        if (g_hash_table_lookup_extended(ba, &fb->id, NULL, &x))
-                                g_assert_true(x == &fa->id);
-                        else
-                                g_hash_table_insert(ba, (gpointer) &fb->id, (gpointer) &fa->id);
-                }
-                g_assert_true(!fa && !fb);
-        }
-}
-
 /* Scan the restored tree and compare it with the snapshot, with the verification the daemon
  * will make (plan_verify) and the independent one above. */
 static void assert_restored(const Forest *snapshot, RestoreRun *r) {
@@ -253,7 +220,7 @@ static void assert_restored(const Forest *snapshot, RestoreRun *r) {
         for (size_t i = 0; diffs[i]; i++)
                 g_test_message("difference: %s", diffs[i]);
         g_assert_true(ok);
-        assert_same_sharing(snapshot, restored, &r->map);
+        restore_assert_same_sharing(snapshot, restored, &r->map);
 }
 
 /* Restore as uid (from a JSON file as root, from an SQLite file as anyone else) and compare. */
@@ -276,144 +243,6 @@ static void check_scenario(Scenario *s) {
         tests_assert_forest_matches(snapshot, s, true);
         restore_and_check_as(snapshot, 0);
         restore_and_check_as(snapshot, NOBODY);
-}
-
-/* ---- the scenarios ---- */
-
-/* Every scenario test: build the tree (filters from tests_filters_init()), then check_scenario(). */
-typedef void (*BuildScenario)(Scenario *s, const TestFilters *x);
-
-static void build_fork_shares(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-        scenario_fork(s, a);
-        tests_fork_install(s, a, x->b, x->nb, 0);
-}
-
-/* Byte-identical filters in siblings are distinct objects, and stay so. */
-static void build_identical_siblings(Scenario *s, const TestFilters *x) {
-        for (int i = 0; i < 3; i++)
-                tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-}
-
-static void build_deep_chain(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        for (int i = 0; i < 40; i++) {
-                g_assert_cmpint(i % 3 ? scenario_install(s, a, i % 2 ? x->b : x->c, i % 2 ? x->nb : x->nc, 0)
-                                      : scenario_install_prctl(s, a, x->a, x->na), >=, 0);
-                if (i % 10 == 9)
-                        scenario_fork(s, a); /* children at depths 10, 20, 30, 40 */
-        }
-}
-
-/* A filter of 4096 instructions, the kernel's maximum, below and above smaller ones. */
-static void build_4096_instructions(Scenario *s, const TestFilters *x) {
-        g_autofree struct sock_filter *big = g_new0(struct sock_filter, PROG_MAX_INSNS);
-        size_t n = scenario_filter_errno(big, SYS_getpriority, 5, PROG_MAX_INSNS - 7);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-
-        g_assert_cmpuint(n, ==, PROG_MAX_INSNS);
-        g_assert_cmpint(scenario_install(s, a, big, n, 0), >=, 0);
-        scenario_fork(s, a);
-        g_assert_cmpint(scenario_install(s, a, x->b, x->nb, 0), >=, 0);
-}
-
-/* Threads synchronised with TSYNC, then one diverges. */
-static void build_tsync(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x->a, x->na, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x->b, x->nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        g_assert_cmpint(scenario_install(s, t2, x->c, x->nc, 0), >=, 0);
-}
-
-static void build_divergent_threads(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
-        scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, t2, x->b, x->nb, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x->c, x->nc, 0), >=, 0);
-        scenario_fork(s, t1); /* a child of t1's chain */
-}
-
-/* A middle process exits: its children, sharing its filter, are reparented to the root agent
- * (a subreaper) and one of them goes on with a filter of its own. */
-static void build_orphans_under_subreaper(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-        ScenarioTask b = scenario_fork(s, a), c = scenario_fork(s, a);
-        scenario_fork(s, c);
-        g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
-        g_assert_cmpint(scenario_exit(s, a), ==, 0);
-}
-
-/* Orphans whose chains come from a thread of a process that lives on without that filter: one
- * lands beside that process (CLONE_PARENT), one two levels above it (reparenting). */
-static void build_orphans_of_a_thread(Scenario *s, const TestFilters *x) {
-        ScenarioTask y = scenario_fork(s, scenario_root(s));
-        ScenarioTask p = scenario_fork(s, scenario_root(s)), q = scenario_fork(s, y);
-        ScenarioTask p1 = scenario_thread(s, p), q1 = scenario_thread(s, q);
-        g_assert_cmpint(scenario_install(s, p1, x->a, x->na, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, q1, x->b, x->nb, 0), >=, 0);
-        ScenarioTask dp = scenario_fork(s, p1), dq = scenario_fork(s, q1);
-        scenario_fork(s, dp);
-        scenario_fork(s, dq);
-        g_assert_cmpint(scenario_exit(s, dp), ==, 0); /* to the root agent, p's parent */
-        g_assert_cmpint(scenario_exit(s, dq), ==, 0); /* to the root agent, q's grandparent */
-}
-
-/* Listener fds held by the installer, by its parent and by an unrelated process. */
-static void build_listeners(Scenario *s, const TestFilters *x) {
-        struct sock_filter notify[8];
-        size_t n = tests_filter_notify(notify, SYS_sysinfo);
-        ScenarioTask sup = scenario_fork(s, scenario_root(s));
-        ScenarioTask other = scenario_fork(s, scenario_root(s));
-        ScenarioTask a = scenario_fork(s, sup);
-        int node = scenario_install(s, a, notify, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
-
-        g_assert_cmpint(node, >=, 0);
-        g_assert_cmpint(scenario_share_listener(s, node, sup), >=, 0);
-        g_assert_cmpint(scenario_share_listener(s, node, other), >=, 0);
-        scenario_fork(s, a);
-}
-
-static void build_log_and_wait_killable(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, SECCOMP_FILTER_FLAG_LOG);
-        ScenarioTask b = scenario_fork(s, a);
-        g_assert_cmpint(scenario_install(s, b, x->b, x->nb,
-                                         SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x->c, x->nc, SECCOMP_FILTER_FLAG_LOG), >=, 0);
-}
-
-/* Threads and processes in strict mode, beside filtered ones. */
-static void build_strict(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        ScenarioTask t1 = scenario_thread(s, a);
-        g_assert_cmpint(scenario_strict(s, t1), ==, 0);
-        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
-        ScenarioTask b = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_strict(s, b), ==, 0);
-}
-
-static void build_no_new_privs(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        ScenarioTask b = scenario_fork(s, a);
-        g_assert_cmpint(scenario_no_new_privs(s, a), ==, 0);
-        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
-}
-
-/* A process whose leader exited: its threads live on under a zombie leader. */
-static void build_leader_exited(Scenario *s, const TestFilters *x) {
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
-        ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
-        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
-        scenario_fork(s, t2);
-        g_assert_cmpint(scenario_exit_leader(s, a), ==, 0);
-        g_autoptr(Forest) f = scan(scenario_root_pid(s));
-        const Process *p = forest_find_process(f, scenario_task(s, a)->tgid);
-        g_assert_nonnull(p);
-        g_assert_cmpuint(p->n_threads, ==, 2);
-        g_assert_null(forest_find_task(f, p->pid, NULL)); /* scans leave the zombie leader out */
 }
 
 /* A snapshot the ptrace backend took (identity inferred from bytes, flags, parents and tasks)
@@ -443,54 +272,14 @@ static void test_ptrace_snapshot(void) {
 /* ---- behaviour kept: probes exec'd in original and restored tasks ---- */
 
 /* A filter returning action for each of the given system calls and allowing the rest. */
-static size_t filter_for_calls(struct sock_filter *insns, const int *nrs, size_t n, uint32_t action) {
-        size_t k = 0;
-
-        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-        for (size_t i = 0; i < n; i++)
-                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nrs[i],
-                                                           (uint8_t) (n - i), 0);
-        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, action);
-        return k;
-}
-
-#define NOTIFY_ANSWER 4242
-
-/* The system calls the probes make, one per process: ERRNO, USER_NOTIF, KILL, ALLOW. */
-static const int probe_calls[] = { SYS_getpriority, SYS_sysinfo, SYS_personality, SYS_sched_yield };
-
-static void wait_readable(int fd, const char *what) {
-        struct pollfd pfd = { .fd = fd, .events = POLLIN };
-        if (poll(&pfd, 1, 20000) != 1)
-                g_error("timed out waiting for %s", what);
-}
-
-/* Answer the one notification coming on listener: the call returns NOTIFY_ANSWER. */
-static void answer_notification(int listener, int nr) {
-        struct seccomp_notif req = {};
-        struct seccomp_notif_resp resp = {};
-
-        wait_readable(listener, "a notification");
-        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req), ==, 0);
-        g_assert_cmpint(req.data.nr, ==, nr);
-        resp.id = req.id;
-        resp.val = NOTIFY_ANSWER;
-        g_assert_cmpint(ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp), ==, 0);
-}
-
-static char *probe_path(const char *dir, const char *side, size_t i) {
-        return g_strdup_printf("%s/%s-%zu", dir, side, i);
-}
-
 static char *probe_exec_options(const char *dir, const Scenario *s, const ScenarioTask *c) {
         GString *o = g_string_new("\"exec\":[");
 
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
-                g_autofree char *path = probe_path(dir, "restored", i);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *path = restore_probe_path(dir, "restored", i);
                 g_string_append_printf(o, "%s{\"pid\":%d,\"argv\":[\"%s\",\"%s\",\"%d\"]}", i ? "," : "",
                                        scenario_task(s, c[i])->tgid, g_getenv("SECTREE_RESTORE_PROBE"), path,
-                                       probe_calls[i]);
+                                       restore_probe_calls[i]);
         }
         g_string_append(o, "]");
         return g_string_free(o, false);
@@ -523,23 +312,23 @@ static void run_original_probes(Scenario *s, const ScenarioTask *c, int node, Sc
         g_assert_cmpint(installer_fd, >=, 0);
         listener = (int) syscall(SYS_pidfd_getfd, installer_fd, scenario_node(s, node)->listener_fd, 0);
         g_assert_cmpint(listener, >=, 0);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
-                g_autofree char *path = probe_path(dir, "original", i), *nr = g_strdup_printf("%d", probe_calls[i]);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *path = restore_probe_path(dir, "original", i), *nr = g_strdup_printf("%d", restore_probe_calls[i]);
                 _cleanup_close_ int pidfd = pidfd_open(scenario_task(s, c[i])->tgid, 0);
                 char *argv[] = { (char *) g_getenv("SECTREE_RESTORE_PROBE"), path, nr, NULL };
 
                 g_assert_cmpint(scenario_exec(s, c[i], argv), ==, 0);
-                if (probe_calls[i] == SYS_sysinfo)
-                        answer_notification(listener, SYS_sysinfo);
-                wait_readable(pidfd, "an original probe to end");
+                if (restore_probe_calls[i] == SYS_sysinfo)
+                        restore_answer_notification(listener, SYS_sysinfo);
+                restore_wait_readable(pidfd, "an original probe to end");
         }
 }
 
 static void run_restored_probes(RestoreRun *r, const Scenario *s, const ScenarioTask *c, uint64_t listener_id) {
         start_restored(r);
-        answer_notification(ready_fd(r, "listeners", "snapshot_listener", (json_int_t) listener_id), SYS_sysinfo);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
-                wait_readable(ready_fd(r, "processes", "snapshot_pid", scenario_task(s, c[i])->tgid),
+        restore_answer_notification(ready_fd(r, "listeners", "snapshot_listener", (json_int_t) listener_id), SYS_sysinfo);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
+                restore_wait_readable(ready_fd(r, "processes", "snapshot_pid", scenario_task(s, c[i])->tgid),
                               "a restored probe to end");
 }
 
@@ -552,17 +341,17 @@ static void test_behaviour_kept(void) {
         const int killed[] = { SYS_personality };
         struct sock_filter notify[8], kill_insns[4];
         size_t nn = tests_filter_notify(notify, SYS_sysinfo);
-        size_t nk = filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
+        size_t nk = restore_filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
         g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL), *options = NULL;
         g_autoptr(Forest) snapshot = NULL;
         Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(probe_calls)];
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(restore_probe_calls)];
         int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
         RestoreRun r;
 
         g_assert_cmpint(node, >=, 0);
         g_assert_cmpint(scenario_install(s, a, kill_insns, nk, 0), >=, 0);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++)
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
                 c[i] = scenario_fork(s, a);
         snapshot = scan(scenario_root_pid(s));
         g_assert_cmpuint(snapshot->n_listeners, ==, 1);
@@ -572,13 +361,13 @@ static void test_behaviour_kept(void) {
         assert_restored(snapshot, &r);
         run_restored_probes(&r, s, c, snapshot->listeners[0]->id);
         run_original_probes(s, c, node, a, dir);
-        for (size_t i = 0; i < ELEMENTSOF(probe_calls); i++) {
-                g_autofree char *po = probe_path(dir, "original", i), *pr = probe_path(dir, "restored", i);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *po = restore_probe_path(dir, "original", i), *pr = restore_probe_path(dir, "restored", i);
                 g_autofree char *o = NULL, *rr = NULL;
                 g_assert_true(g_file_get_contents(po, &o, NULL, NULL));
                 g_assert_true(g_file_get_contents(pr, &rr, NULL, NULL));
                 g_autofree char *flat = g_strdelimit(g_strdup(o), "\n", '|');
-                g_test_message("syscall %d: original and restored: \"%s\"", probe_calls[i], flat);
+                g_test_message("syscall %d: original and restored: \"%s\"", restore_probe_calls[i], flat);
                 g_assert_cmpstr(o, ==, rr);
                 g_assert_true(g_str_has_prefix(o, "call "));
                 (void) unlink(po);
@@ -642,7 +431,7 @@ static void test_failing_step(void) {
                 return;
         const int clones[] = { SYS_clone, SYS_clone3, SYS_fork, SYS_vfork };
         struct sock_filter no_clone[8];
-        size_t n = filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
+        size_t n = restore_filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
         TestFilters x;
         Scenario *s = tests_scenario_with_filters(&x);
         g_autoptr(Forest) snapshot = thread_under(s, &x, no_clone, n, SECCOMP_FILTER_FLAG_TSYNC);
@@ -717,6 +506,64 @@ static void test_release_by_close_and_signal(void) {
         scenario_free(s);
 }
 
+/* The innermost number of the NSpid: line of /proc/TID/status: the tid in the task's own pid
+ * namespace. */
+static pid_t ns_tid_of(pid_t tid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int) tid), *text = NULL;
+        g_auto(GStrv) lines = NULL;
+
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        lines = g_strsplit(text, "\n", -1);
+        for (size_t i = 0; lines[i]; i++)
+                if (g_str_has_prefix(lines[i], "NSpid:"))
+                        return (pid_t) atoi(strrchr(lines[i], '\t') + 1);
+        g_error("no NSpid: in %s", path);
+}
+
+/* Root may ask for a new pid namespace, where every restored task gets its snapshot tid, and for
+ * the snapshot's uids; the restore verifies as any other. An executor that is not root refuses
+ * both. */
+static void test_pid_namespace_and_original_ids(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_autoptr(Forest) snapshot = NULL;
+        RestoreRun r;
+        json_t *t;
+        size_t i;
+
+        g_assert_cmpint(scenario_install(s, scenario_thread(s, a), x.b, x.nb, 0), >=, 0);
+        scenario_fork(s, a);
+        snapshot = scan(scenario_root_pid(s));
+
+        restore_start(snapshot, 0, "\"pid_namespace\":true,\"original_ids\":true", &r);
+        if (r.error)
+                g_error("refused: %s", json_string_value(json_object_get(r.error, "message")));
+        g_assert_cmpint(ns_tid_of(r.root_pid), ==, 1);
+        json_array_foreach(json_object_get(r.ready, "threads"), i, t) {
+                pid_t want = (pid_t) json_integer_value(json_object_get(t, "snapshot_tid"));
+                pid_t tid = (pid_t) json_integer_value(json_object_get(t, "tid"));
+                g_assert_cmpint(tid, !=, want); /* a host tid, not the snapshot's */
+                g_assert_cmpint(ns_tid_of(tid), ==, want);
+        }
+        assert_restored(snapshot, &r);
+        restore_release(&r);
+
+        restore_start(snapshot, NOBODY, "\"pid_namespace\":true", &r);
+        g_assert_nonnull(r.error);
+        g_assert_cmpstr(json_string_value(json_object_get(r.error, "stage")), ==, "request");
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+        restore_start(snapshot, NOBODY, "\"original_ids\":true", &r);
+        g_assert_nonnull(r.error);
+        g_assert_cmpint(WEXITSTATUS(wait_executor(&r)), ==, 1);
+        restore_done(&r);
+        assert_nothing_left(scenario_root_pid(s));
+        scenario_free(s);
+}
+
 static void send_raw_request(RestoreRun *r, const char *payload, int fd) {
         g_assert_cmpint(restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, payload, payload ? strlen(payload) : 0,
                                            fd >= 0 ? &fd : NULL, fd >= 0), ==, 0);
@@ -775,112 +622,16 @@ static void test_hostile_requests(void) {
 
 /* ---- random histories on the kernel ---- */
 
-#define HISTORY_MAX_TASKS 24
-#define HISTORY_PROGS 6
-
-typedef struct History {
-        Scenario *s;
-        GRand *rng;
-        struct sock_filter progs[HISTORY_PROGS][16];
-        size_t prog_len[HISTORY_PROGS];
-        struct sock_filter notify[8];
-        size_t notify_len;
-        bool strict[256];
-} History;
-
-/* A living agent that still takes commands (not in strict mode), or -1. */
-static ScenarioTask random_agent(History *h) {
-        size_t n = scenario_n_tasks(h->s);
-
-        for (int tries = 0; tries < 64; tries++) {
-                ScenarioTask t = (ScenarioTask) g_rand_int_range(h->rng, 0, (gint32) n);
-                if (scenario_task(h->s, t)->alive && !h->strict[t])
-                        return t;
-        }
-        return -1;
-}
-
-static size_t alive_tasks(History *h) {
-        size_t n = 0;
-        for (size_t t = 0; t < scenario_n_tasks(h->s); t++)
-                n += scenario_task(h->s, (ScenarioTask) t)->alive;
-        return n;
-}
-
-/* Install a filter from the pool (byte-identical ones make distinct objects), with random flags;
- * sometimes a listener filter whose fd then goes to another process. */
-static void history_install(History *h, ScenarioTask t) {
-        unsigned flags = g_rand_int_range(h->rng, 0, 4) == 0 ? SECCOMP_FILTER_FLAG_LOG : 0;
-        int node;
-
-        if (g_rand_int_range(h->rng, 0, 6) == 0) {
-                flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | (g_rand_int_range(h->rng, 0, 2) ? SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV : 0);
-                node = scenario_install(h->s, t, h->notify, h->notify_len, flags);
-                if (node >= 0 && g_rand_int_range(h->rng, 0, 2)) {
-                        ScenarioTask to = random_agent(h);
-                        if (to >= 0)
-                                (void) scenario_share_listener(h->s, node, to);
-                }
-                return;
-        }
-        if (g_rand_int_range(h->rng, 0, 3) == 0)
-                flags |= SECCOMP_FILTER_FLAG_TSYNC; /* may fail, as in the kernel: EBUSY */
-        size_t k = g_rand_int_range(h->rng, 0, HISTORY_PROGS);
-        (void) scenario_install(h->s, t, h->progs[k], h->prog_len[k], flags);
-}
-
-static void history_step(History *h) {
-        ScenarioTask t = random_agent(h);
-        const ScenarioTaskInfo *info;
-        bool room = alive_tasks(h) < HISTORY_MAX_TASKS && scenario_n_tasks(h->s) < ELEMENTSOF(h->strict);
-
-        if (t < 0)
-                return;
-        info = scenario_task(h->s, t);
-        switch (g_rand_int_range(h->rng, 0, 12)) {
-        case 0 ... 2:
-                if (room)
-                        (void) scenario_fork(h->s, t);
-                break;
-        case 3 ... 4:
-                if (room)
-                        (void) scenario_thread(h->s, t);
-                break;
-        case 5 ... 8:
-                history_install(h, t);
-                break;
-        case 9: /* a middle process exits: its children go to the root agent */
-        case 10: /* or a thread */
-                if (t != scenario_root(h->s) && info->tgid != scenario_root_pid(h->s))
-                        (void) scenario_exit(h->s, t);
-                break;
-        default:
-                if (info->head < 0 && info->is_thread && g_rand_int_range(h->rng, 0, 2)) {
-                        if (scenario_strict(h->s, t) == 0)
-                                h->strict[t] = true;
-                } else
-                        (void) scenario_no_new_privs(h->s, t);
-        }
-}
-
 static void run_history(uint64_t seed, bool as_nobody) {
         g_autoptr(Forest) snapshot = NULL;
-        History h = { .rng = g_rand_new_with_seed((guint32) seed) };
-        size_t n_steps = 10 + seed % 30;
+        Scenario *s = restore_history_play(seed);
 
-        for (int k = 0; k < HISTORY_PROGS; k++)
-                h.prog_len[k] = scenario_filter_errno(h.progs[k], SYS_getpriority, k % 3 + 1, (size_t) (k % 3));
-        h.notify_len = tests_filter_notify(h.notify, SYS_sysinfo);
-        h.s = tests_scenario_new();
-        for (size_t i = 0; i < n_steps; i++)
-                history_step(&h);
-        snapshot = scan(scenario_root_pid(h.s));
-        tests_assert_forest_matches(snapshot, h.s, true);
+        snapshot = scan(scenario_root_pid(s));
+        tests_assert_forest_matches(snapshot, s, true);
         g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, snapshot->n_processes,
                        snapshot->n_filters, snapshot->n_listeners);
         restore_and_check_as(snapshot, as_nobody ? NOBODY : 0);
-        scenario_free(h.s);
-        g_rand_free(h.rng);
+        scenario_free(s);
 }
 
 /* Hundreds of histories per run (SECTREE_RESTORE_SEEDS), each restored and compared; one seed
@@ -902,25 +653,6 @@ static void test_random_histories(void) {
         }
 }
 
-static const struct {
-        const char *path;
-        BuildScenario build;
-} scenario_tests[] = {
-        { "/restore/fork-shares", build_fork_shares },
-        { "/restore/identical-siblings", build_identical_siblings },
-        { "/restore/deep-chain", build_deep_chain },
-        { "/restore/4096-instructions", build_4096_instructions },
-        { "/restore/tsync", build_tsync },
-        { "/restore/divergent-threads", build_divergent_threads },
-        { "/restore/orphans-under-subreaper", build_orphans_under_subreaper },
-        { "/restore/orphans-of-a-thread", build_orphans_of_a_thread },
-        { "/restore/listeners", build_listeners },
-        { "/restore/log-and-wait-killable", build_log_and_wait_killable },
-        { "/restore/strict", build_strict },
-        { "/restore/no-new-privs", build_no_new_privs },
-        { "/restore/leader-exited", build_leader_exited },
-};
-
 static void run_scenario_test(gconstpointer data) {
         size_t i = GPOINTER_TO_SIZE(data);
         TestFilters x;
@@ -929,7 +661,7 @@ static void run_scenario_test(gconstpointer data) {
         if (!tests_require_root())
                 return;
         s = tests_scenario_with_filters(&x);
-        scenario_tests[i].build(s, &x);
+        restore_scenarios[i].build(s, &x);
         check_scenario(s);
         scenario_free(s);
 }
@@ -939,15 +671,19 @@ int main(int argc, char *argv[]) {
         tests_name_hangs();
         /* whatever a restore leaves behind becomes the test's child: assert_nothing_left() sees it */
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
-        for (size_t i = 0; i < ELEMENTSOF(scenario_tests); i++)
-                g_test_add_data_func(scenario_tests[i].path, GSIZE_TO_POINTER(i), run_scenario_test);
+        for (size_t i = 0; i < restore_scenarios_n; i++) {
+                g_autofree char *path = g_strconcat("/restore/", restore_scenarios[i].name, NULL);
+                g_test_add_data_func(path, GSIZE_TO_POINTER(i), run_scenario_test);
+        }
         tests_ensure_tracefs();
+        restore_scenarios_scan = scan;
         g_test_add_func("/restore/ptrace-snapshot", test_ptrace_snapshot);
         g_test_add_func("/restore/behaviour-kept", test_behaviour_kept);
         g_test_add_func("/restore/failing-step", test_failing_step);
         g_test_add_func("/restore/killed-thread", test_killed_thread);
         g_test_add_func("/restore/release-by-close-and-signal", test_release_by_close_and_signal);
         g_test_add_func("/restore/hostile-requests", test_hostile_requests);
+        g_test_add_func("/restore/pid-namespace-and-original-ids", test_pid_namespace_and_original_ids);
         g_test_add_func("/restore/random-histories", test_random_histories);
         int r = g_test_run();
         bpf_scanner_free(scanner);

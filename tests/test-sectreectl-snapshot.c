@@ -526,15 +526,15 @@ static void test_tree_file(void) {
         g_autofree char *holders = CTL_OK("tree", "--file", subtree);
         g_assert_nonnull(strstr(holders, "  listener 1  [head of 1, in the chains of 1 task]\n"
                                          "   |  listener 1 held by worker \"1\"[101] fd 5, supervisor[50] fd 9\n"));
-        g_assert_nonnull(strstr(holders, "filter 1  4 insns  sha256:8b076e6cbdab  [head of 2, in the chains of 4 tasks]\n"));
+        g_assert_nonnull(strstr(holders, "filter 1  4 insns  sha256:8b076e6cbdab  [head of 3, in the chains of 5 tasks]\n"));
         json_auto_t *hdoc = CTL_JSON("tree", "--file", subtree);
         json_t *l = json_array_get(jarr(hdoc, "listeners"), 0);
         g_assert_cmpint(jint(l, "id"), ==, 1);
         g_assert_cmpint(jint(l, "filter"), ==, 3);
         g_assert_cmpint(jint(json_array_get(jarr(l, "holders"), 1), "pid"), ==, 50);
         g_assert_cmpint(jint(json_array_get(jarr(l, "holders"), 1), "fd"), ==, 9);
-        g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "chain_tasks"), ==, 4);
-        g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "tasks"), ==, 2);
+        g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "chain_tasks"), ==, 5);
+        g_assert_cmpint(jint(json_array_get(jarr(hdoc, "filters"), 0), "tasks"), ==, 3);
         /* the graph draws the listener, its filter and its holders, the one without filters too;
          * Graphviz reads it */
         g_autofree char *dot = CTL_OK("graph", "--file", subtree);

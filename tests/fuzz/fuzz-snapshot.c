@@ -3,7 +3,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "plan.h"
 #include "snapshot-diff.h"
 #include "snapshot-json.h"
 #include "snapshot-sqlite.h"
@@ -36,6 +38,27 @@ static void check_same_json(const char *want, const Forest *g) {
         free(again);
 }
 
+/* A hostile snapshot is planned or refused with a reason, never a crash: as an unprivileged
+ * executor would plan it, and as root. */
+static void check_plan(const Forest *f, bool unprivileged) {
+        PlanOptions o = PLAN_OPTIONS_DEFAULT;
+        Plan *p = NULL;
+        char *error = NULL;
+        o.unprivileged = unprivileged;
+        int r = plan_build(f, &o, &p, &error);
+        if (r == 0)
+                fuzz_assert(p && !error);
+        else if (r == -EINVAL)
+                fuzz_assert(!p && error && *error);
+        else {
+                if (r != -ENOMEM)
+                        fprintf(stderr, "plan_build: %s: %s\n", strerror(-r), error ? error : "(no message)");
+                fuzz_assert(r == -ENOMEM && !p);
+        }
+        plan_free(p);
+        free(error);
+}
+
 void fuzz_check_forest(const Forest *f) {
         char *json = NULL, *error = NULL;
         void *image = NULL;
@@ -61,6 +84,8 @@ void fuzz_check_forest(const Forest *f) {
         fuzz_assert(snapshot_diff(f, g, &d) == 0);
         fuzz_assert(snapshot_diff_is_empty(d));
         snapshot_diff_free(d);
+        check_plan(f, true);
+        check_plan(f, false);
         forest_free(g);
         forest_free(h);
         free(image);

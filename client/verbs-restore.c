@@ -1,0 +1,457 @@
+/* verbs-restore.c: sectreectl restore ID|FILE, restores, release ID, and run --like PID -- CMD:
+ * restores the daemon makes (Restore, ListRestores, ReleaseRestore) */
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <inttypes.h>
+#include <sys/stat.h>
+#include <wordexp.h>
+
+#include "bus.h"
+#include "ctl.h"
+#include "json-out.h"
+#include "manager-snapshots.h"
+#include "manager.h"
+#include "output.h"
+#include "plan.h"
+#include "snapshot-load.h"
+#include "table.h"
+#include "verbs-restore.h"
+
+/* The executor runs the plan, and the daemon scans the result: longer than other calls. */
+#define RESTORE_CALL_TIMEOUT_USEC (300 * 1000000ULL)
+
+typedef struct Pair {
+        uint32_t a, b;
+} Pair;
+
+typedef struct RestoreReply {
+        uint64_t id;
+        bool verified;
+        char **differences;
+        Pair *processes, *threads;
+        size_t n_processes, n_threads;
+        uint64_t *listener_ids;
+        int *listener_fds;
+        size_t n_listeners;
+        int *pidfds; /* copies, when asked for */
+        size_t n_pidfds;
+} RestoreReply;
+
+static void restore_reply_done(RestoreReply *r) {
+        strv_free(r->differences);
+        free(r->processes);
+        free(r->threads);
+        free(r->listener_ids);
+        free(r->listener_fds);
+        for (size_t i = 0; i < r->n_pidfds; i++)
+                close(r->pidfds[i]);
+        free(r->pidfds);
+}
+
+/* ---- options ---- */
+
+/* One entry of the exec option: snapshot pid -> argv. */
+static int append_exec_entry(sd_bus_message *m, uint32_t pid, char **argv) {
+        int r = sd_bus_message_open_container(m, 'e', "uas");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "u", pid);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(m, argv);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+/* The exec option's key and its containers, down to the map of entries; and back up. */
+static int open_exec_option(sd_bus_message *m) {
+        int r = sd_bus_message_open_container(m, 'e', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", "exec");
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'v', "a{uas}");
+        return r < 0 ? r : sd_bus_message_open_container(m, 'a', "{uas}");
+}
+
+static int close_exec_option(sd_bus_message *m) {
+        int r = 0;
+        for (int i = 0; r >= 0 && i < 3; i++)
+                r = sd_bus_message_close_container(m);
+        return r;
+}
+
+/* --exec PID=CMD: CMD split into words as a shell would, without running anything. */
+static int append_exec(sd_bus_message *m, const char *spec) {
+        const char *eq = strchr(spec, '=');
+        _cleanup_free_ char *pid_text = eq ? strndup(spec, (size_t) (eq - spec)) : NULL;
+        uint32_t pid;
+        wordexp_t w = {};
+        int r;
+
+        if (!eq || !pid_text || parse_pid_arg("snapshot pid", pid_text, &pid) < 0)
+                return usage_error("Invalid --exec '%s': expected PID=COMMAND, PID a process of the snapshot", spec);
+        if (wordexp(eq + 1, &w, WRDE_NOCMD | WRDE_UNDEF) != 0 || w.we_wordc == 0) {
+                wordfree(&w);
+                return usage_error("Invalid --exec '%s': the command is empty or cannot be split into words", spec);
+        }
+        r = append_exec_entry(m, pid, w.we_wordv);
+        wordfree(&w);
+        return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
+}
+
+/* What a restore of run --like asks for besides: the command, and the restore's life tied to this
+ * process (it waits). */
+typedef struct RunExec {
+        uint32_t pid;
+        char **argv;
+} RunExec;
+
+static int append_run_exec(sd_bus_message *m, const RunExec *run) {
+        int r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 1);
+        if (r >= 0)
+                r = open_exec_option(m);
+        if (r >= 0)
+                r = append_exec_entry(m, run->pid, run->argv);
+        return r < 0 ? r : close_exec_option(m);
+}
+
+static int append_restore_options(sd_bus_message *m, const Context *c, const RunExec *run) {
+        int r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (run) {
+                if (r >= 0)
+                        r = append_run_exec(m, run);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(m);
+                return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
+        }
+        /* sectreectl leaves the bus when it returns: the restore must outlive it */
+        if (r >= 0)
+                r = sd_bus_message_append(m, "{sv}", "keep", "b", 1);
+        if (r >= 0 && c->original_uids)
+                r = sd_bus_message_append(m, "{sv}", "uids", "s", "original");
+        if (r >= 0 && c->pid_namespace)
+                r = sd_bus_message_append(m, "{sv}", "pid_namespace", "b", 1);
+        /* the fds of the reply mean nothing once sectreectl exits */
+        if (r >= 0)
+                r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 0);
+        if (r >= 0 && c->exec && c->exec[0]) {
+                r = open_exec_option(m);
+                for (char **e = c->exec; r >= 0 && *e; e++) {
+                        r = append_exec(m, *e);
+                        if (r < 0)
+                                return r;
+                }
+                if (r >= 0)
+                        r = close_exec_option(m);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(m);
+        return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
+}
+
+/* ---- the reply ---- */
+
+static int read_pairs(sd_bus_message *reply, Pair **ret, size_t *ret_n) {
+        size_t allocated = 0;
+        Pair p;
+        int r = sd_bus_message_enter_container(reply, 'a', "(uu)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(uu)", &p.a, &p.b)) > 0) {
+                if (GROW(*ret, allocated, *ret_n + 1) < 0)
+                        return -ENOMEM;
+                (*ret)[(*ret_n)++] = p;
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(reply);
+}
+
+static int read_restore_reply(sd_bus_message *reply, RestoreReply *ret) {
+        size_t allocated = 0, fds_allocated = 0, pidfds_allocated = 0;
+        uint64_t lid;
+        int v, fd;
+        int r = sd_bus_message_read(reply, "tb", &ret->id, &v);
+        ret->verified = v;
+        if (r >= 0)
+                r = sd_bus_message_read_strv(reply, &ret->differences);
+        if (r >= 0)
+                r = read_pairs(reply, &ret->processes, &ret->n_processes);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "h");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "h", &fd)) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (copy < 0)
+                        return ctl_error_errno(-errno, "Failed to keep a pidfd of the reply: %m");
+                if (GROW(ret->pidfds, pidfds_allocated, ret->n_pidfds + 1) < 0) {
+                        close(copy);
+                        return -ENOMEM;
+                }
+                ret->pidfds[ret->n_pidfds++] = copy;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        if (r >= 0)
+                r = read_pairs(reply, &ret->threads, &ret->n_threads);
+        if (r >= 0)
+                r = sd_bus_message_enter_container(reply, 'a', "(th)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(th)", &lid, &fd)) > 0) {
+                if (GROW(ret->listener_ids, allocated, ret->n_listeners + 1) < 0 ||
+                    GROW(ret->listener_fds, fds_allocated, ret->n_listeners + 1) < 0)
+                        return -ENOMEM;
+                ret->listener_ids[ret->n_listeners] = lid;
+                ret->listener_fds[ret->n_listeners++] = fd;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(reply);
+        return r < 0 ? bus_log_parse_error(r, "Restore") : 0;
+}
+
+static json_t *pairs_json(const Pair *p, size_t n, const char *a, const char *b) {
+        json_t *l = json_array();
+        for (size_t i = 0; l && i < n; i++)
+                json_array_append_new(l, json_pack("{s:I, s:I}", a, (json_int_t) p[i].a, b, (json_int_t) p[i].b));
+        return l;
+}
+
+static int print_restore_json(const RestoreReply *r) {
+        json_auto_t *doc = NULL;
+        json_t *diffs = json_array(), *listeners = json_array();
+        for (char **d = r->differences; diffs && d && *d; d++)
+                json_array_append_new(diffs, json_string(*d));
+        for (size_t i = 0; listeners && i < r->n_listeners; i++)
+                json_array_append_new(listeners, json_pack("{s:I, s:i}", "snapshot_listener",
+                                                           (json_int_t) r->listener_ids[i], "fd", r->listener_fds[i]));
+        doc = json_pack("{s:I, s:b, s:o*, s:o*, s:o*, s:o*}", "restore_id", (json_int_t) r->id, "verified", r->verified,
+                        "differences", diffs, "processes",
+                        pairs_json(r->processes, r->n_processes, "snapshot_pid", "pid"), "threads",
+                        pairs_json(r->threads, r->n_threads, "snapshot_tid", "tid"), "listeners", listeners);
+        if (!doc)
+                return log_oom();
+        return json_print_document(doc);
+}
+
+static int print_pairs(const char *a, const char *b, const Pair *p, size_t n, bool legend) {
+        const char *headers[] = { a, b };
+        _cleanup_(table_freep) Table *t = table_new(headers, 2, TABLE_COLUMN(0) | TABLE_COLUMN(1));
+        char x[16], y[16];
+        int r = t ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                snprintf(x, sizeof(x), "%" PRIu32, p[i].a);
+                snprintf(y, sizeof(y), "%" PRIu32, p[i].b);
+                r = table_add_row(t, (const char *const[]) { x, y });
+        }
+        return r < 0 ? log_oom() : table_print(t, stdout, legend);
+}
+
+static int print_restore(const Context *c, uint64_t snapshot, const RestoreReply *r) {
+        printf("Restore %" PRIu64 " of snapshot %" PRIu64 ": %zu %s, %zu %s, %zu %s; %s\n", r->id, snapshot,
+               r->n_processes, r->n_processes == 1 ? "process" : "processes", r->n_threads,
+               r->n_threads == 1 ? "thread" : "threads", r->n_listeners,
+               r->n_listeners == 1 ? "listener" : "listeners", r->verified ? "verified" : "NOT verified");
+        for (char **d = r->differences; d && *d; d++)
+                printf("  difference: %s\n", *d);
+        printf("\n");
+        print_pairs("SNAPSHOT-PID", "PID", r->processes, r->n_processes, c->legend);
+        printf("\n");
+        print_pairs("SNAPSHOT-TID", "TID", r->threads, r->n_threads, c->legend);
+        if (c->legend)
+                printf("\nRelease it with: sectreectl release %" PRIu64 "\n", r->id);
+        return output_flush();
+}
+
+/* ---- restore ID|FILE ---- */
+
+/* An argument of only digits that names no existing file is a stored snapshot's id; anything
+ * else is a file, imported first. */
+static int snapshot_id_or_import(sd_bus *bus, const char *arg, uint64_t *ret) {
+        struct stat st;
+        _cleanup_close_ int fd = -1;
+
+        if (arg[0] && strspn(arg, "0123456789") == strlen(arg) && stat(arg, &st) < 0)
+                return parse_snapshot_id_arg(arg, ret);
+        fd = streq(arg, "-") ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3) : open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return ctl_error_errno(-errno, "Failed to open %s: %m", streq(arg, "-") ? "stdin" : arg);
+        int r = manager_import_snapshot(bus, fd, ret);
+        if (r >= 0)
+                log_info("Imported %s as snapshot %" PRIu64 ".", streq(arg, "-") ? "stdin" : arg, *ret);
+        return r;
+}
+
+static int call_restore(sd_bus *bus, const Context *c, uint64_t id, const RunExec *run, RestoreReply *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = sd_bus_message_new_method_call(bus, &m, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE,
+                                               "Restore");
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to build a Restore call: %m");
+        r = sd_bus_message_append(m, "t", id);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to build a Restore call: %m");
+        r = append_restore_options(m, c, run);
+        if (r < 0)
+                return r;
+        r = sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, &error, &reply);
+        if (r < 0)
+                return bus_log_error(r, &error, "call Restore");
+        return read_restore_reply(reply, ret);
+}
+
+static int restore_and_print(Context *c, sd_bus *bus, uint64_t id) {
+        RestoreReply reply = {};
+        int r = call_restore(bus, c, id, NULL, &reply);
+        if (r >= 0)
+                r = c->json ? print_restore_json(&reply) : print_restore(c, id, &reply);
+        if (r >= 0 && !reply.verified)
+                r = -EPROTO; /* kept: its id and differences are printed */
+        restore_reply_done(&reply);
+        return r;
+}
+
+int verb_restore(Context *c, char **args, size_t n_args) {
+        sd_bus *bus;
+        uint64_t id;
+        int r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = snapshot_id_or_import(bus, args[0], &id);
+        if (r < 0)
+                return r;
+        return restore_and_print(c, bus, id);
+}
+
+/* ---- restores ---- */
+
+int verb_restores(Context *c, char **args, size_t n_args) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        static const char *const headers[] = { "ID", "SNAPSHOT", "OWNER", "ROOT", "PROCS", "VERIFIED", "STATE" };
+        _cleanup_(table_freep) Table *t = table_new(headers, ELEMENTSOF(headers),
+                                                     TABLE_COLUMN(0) | TABLE_COLUMN(1) | TABLE_COLUMN(2) |
+                                                             TABLE_COLUMN(3) | TABLE_COLUMN(4));
+        json_auto_t *list = json_array();
+        uint64_t id, snapshot;
+        uint32_t owner, root, procs;
+        const char *state;
+        sd_bus *bus;
+        int v, r = ctl_bus(c, &bus);
+
+        if (!t || !list)
+                return log_oom();
+        if (r >= 0)
+                r = bus_call_manager(bus, "ListRestores", &reply, "");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(ttuuubs)");
+        while (r >= 0 && (r = sd_bus_message_read(reply, "(ttuuubs)", &id, &snapshot, &owner, &root, &procs, &v,
+                                                  &state)) > 0) {
+                char a[24], b[24], o[16], p[16], n[16];
+                snprintf(a, sizeof(a), "%" PRIu64, id);
+                snprintf(b, sizeof(b), "%" PRIu64, snapshot);
+                snprintf(o, sizeof(o), "%" PRIu32, owner);
+                snprintf(p, sizeof(p), "%" PRIu32, root);
+                snprintf(n, sizeof(n), "%" PRIu32, procs);
+                if (table_add_row(t, (const char *const[]) { a, b, o, p, n, v ? "yes" : "no", state }) < 0 ||
+                    json_array_append_new(list, json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:s}", "id", (json_int_t) id,
+                                                          "snapshot_id", (json_int_t) snapshot, "owner_uid",
+                                                          (json_int_t) owner, "root_pid", (json_int_t) root,
+                                                          "processes", (json_int_t) procs, "verified", v, "state",
+                                                          state)) < 0)
+                        return log_oom();
+        }
+        if (r < 0)
+                return bus_log_parse_error(r, "ListRestores");
+        if (c->json)
+                return json_print_document(list);
+        r = table_print(t, stdout, c->legend);
+        return r < 0 ? r : output_flush();
+}
+
+/* ---- release ID ---- */
+
+int verb_release(Context *c, char **args, size_t n_args) {
+        uint64_t id;
+        sd_bus *bus;
+        int r = safe_atou64(args[0], &id) < 0 || id == 0 ? usage_error("Invalid restore id '%s': expected a number > 0", args[0]) : 0;
+        if (r >= 0)
+                r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", id);
+        return r;
+}
+
+/* ---- run --like TID -- COMMAND [ARGS] ---- */
+
+/* The process of a task the daemon lists. */
+static int tgid_of(sd_bus *bus, uint32_t tid, uint32_t *ret) {
+        _cleanup_(task_list_done) TaskList tasks = {};
+        int r = manager_list_tasks(bus, &tasks);
+        if (r < 0)
+                return r;
+        const TaskRecord *t = task_list_find(&tasks, tid);
+        if (!t)
+                return ctl_error_errno(-ESRCH, "Task %" PRIu32 " runs no seccomp filter the daemon knows of (or is not "
+                                               "one you could trace).", tid);
+        *ret = t->tgid;
+        return 0;
+}
+
+/* A snapshot of tid's process, cut down to that one thread's chain, stored as the caller's. */
+static int store_one_task_snapshot(sd_bus *bus, uint32_t tid, uint32_t tgid, uint64_t *ret_id) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_free_ char *error = NULL;
+        _cleanup_close_ int memfd = -1;
+        SnapshotOptions o = { .root_pid = tgid, .include_argv = false };
+        uint64_t whole;
+        int r = manager_create_snapshot(bus, &o, &whole);
+        if (r < 0)
+                return r;
+        r = snapshot_fetch(bus, whole, &f);
+        (void) manager_delete_snapshot(bus, whole);
+        if (r < 0)
+                return r;
+        r = plan_snapshot_keep_task(f, (pid_t) tid, &error);
+        if (r < 0)
+                return ctl_error_errno(r, "Cannot copy the chain of task %" PRIu32 ": %s", tid, error ?: strerror(-r));
+        memfd = memfd_create("sectree-run-like", MFD_CLOEXEC);
+        if (memfd < 0)
+                return ctl_error_errno(-errno, "Failed to create a memfd: %m");
+        r = snapshot_write_fd(f, SNAPSHOT_FORMAT_JSON, memfd);
+        if (r >= 0 && lseek(memfd, 0, SEEK_SET) < 0)
+                r = -errno;
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to write the one-task snapshot: %m");
+        return manager_import_snapshot(bus, memfd, ret_id);
+}
+
+int verb_run(Context *c, char **args, size_t n_args) {
+        RestoreReply reply = {};
+        uint32_t tgid = 0;
+        uint64_t snapshot;
+        sd_bus *bus;
+        int r;
+
+        if (c->like == 0)
+                return usage_error("run needs --like=TID: the task whose chain the command runs under");
+        r = ctl_bus(c, &bus);
+        if (r >= 0)
+                r = tgid_of(bus, c->like, &tgid);
+        if (r >= 0)
+                r = store_one_task_snapshot(bus, c->like, tgid, &snapshot);
+        if (r < 0)
+                return r;
+        RunExec run = { .pid = tgid, .argv = args };
+        r = call_restore(bus, c, snapshot, &run, &reply);
+        (void) manager_delete_snapshot(bus, snapshot);
+        if (r < 0)
+                return r;
+        if (!reply.verified || reply.n_pidfds != 1) {
+                for (char **d = reply.differences; d && *d; d++)
+                        log_error("sectreectl: difference: %s", *d);
+                (void) bus_call_manager(bus, "ReleaseRestore", NULL, "t", reply.id);
+                restore_reply_done(&reply);
+                return ctl_error_errno(-EPROTO, "The copy of the chain of task %" PRIu32 " was not verified.", c->like);
+        }
+        log_info("Running %s as pid %" PRIu32 " under a verified copy of the chain of task %" PRIu32 " (restore %" PRIu64
+                 ").",
+                 args[0], reply.processes[0].b, c->like, reply.id);
+        struct pollfd pfd = { .fd = reply.pidfds[0], .events = POLLIN };
+        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
+                ;
+        r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", reply.id);
+        restore_reply_done(&reply);
+        return r;
+}

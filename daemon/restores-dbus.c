@@ -1,0 +1,318 @@
+/* restores-dbus.c: Restore(), ListRestores(), ReleaseRestore() and RestoreFinished: reading the
+ * caller's options and identity, answering from what restores.c reports */
+#include "restores-dbus.h"
+
+#include "access.h"
+#include "manager-dbus.h"
+#include "restores.h"
+
+#define ERROR_NO_SUCH_SNAPSHOT "org.sectree1.Error.NoSuchSnapshot"
+
+static int restore_error(sd_bus_error *error, int r, const char *message, uint64_t id) {
+        switch (r) {
+        case -ENOENT:
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "%s", message ?: "No such snapshot.");
+        case -EACCES:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", message ?: "Access denied.");
+        case -EUSERS:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "%s", message ?: "Limits exceeded.");
+        case -EINVAL:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s", message ?: "Invalid argument.");
+        case -EOPNOTSUPP:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED, "%s", message ?: "Not supported here.");
+        case -ETIMEDOUT:
+                return sd_bus_error_setf(error, SD_BUS_ERROR_TIMEOUT, "%s", message ?: "Timed out.");
+        case -ENOMEM:
+                return sd_bus_error_set_errno(error, r);
+        default:
+                return sd_bus_error_setf(error, ERROR_RESTORE_FAILED, "Restore failed: %s", message ?: strerror(-r));
+        }
+}
+
+/* ---- options ---- */
+
+static int invalid(sd_bus_error *error, const char *format, const char *key) {
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, format, key);
+}
+
+static int read_bool_option(sd_bus_message *msg, const char *key, bool *ret, sd_bus_error *error) {
+        int b, r = sd_bus_message_enter_container(msg, 'v', "b");
+        if (r == -ENXIO)
+                return invalid(error, "Option \"%s\" takes a boolean (b).", key);
+        if (r >= 0)
+                r = sd_bus_message_read(msg, "b", &b);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(msg);
+        if (r >= 0)
+                *ret = b;
+        return r;
+}
+
+/* exec: a{uas}, snapshot pid -> argv */
+static int read_exec_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
+        int r = sd_bus_message_enter_container(msg, 'v', "a{uas}");
+        if (r == -ENXIO)
+                return invalid(error, "Option \"%s\" takes a map of snapshot pids to command lines (a{uas}).", "exec");
+        if (r >= 0)
+                r = sd_bus_message_enter_container(msg, 'a', "{uas}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "uas")) > 0) {
+                uint32_t pid;
+                char **argv = NULL;
+                r = sd_bus_message_read(msg, "u", &pid);
+                if (r >= 0)
+                        r = sd_bus_message_read_strv(msg, &argv);
+                if (r >= 0 && (pid == 0 || pid > INT32_MAX || !argv || !argv[0] || !*argv[0])) {
+                        strv_free(argv);
+                        return invalid(error, "Option \"%s\": every entry needs a snapshot pid and a non-empty command.",
+                                       "exec");
+                }
+                for (size_t i = 0; r >= 0 && i < o->n_exec; i++)
+                        if (o->exec[i].pid == (pid_t) pid) {
+                                strv_free(argv);
+                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                         "Option \"exec\" names process %u twice.", pid);
+                        }
+                if (r >= 0) {
+                        RestoreExec *n = realloc(o->exec, (o->n_exec + 1) * sizeof(RestoreExec));
+                        if (!n)
+                                r = -ENOMEM;
+                        else {
+                                o->exec = n;
+                                o->exec[o->n_exec++] = (RestoreExec) { .pid = (pid_t) pid, .argv = TAKE_PTR(argv) };
+                        }
+                }
+                strv_free(argv);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(msg);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(msg);
+        return r;
+}
+
+static int read_uids_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
+        const char *v;
+        int r = sd_bus_message_read(msg, "v", "s", &v);
+        if (r == -ENXIO)
+                return invalid(error, "Option \"%s\" takes a string (s): \"caller\" or \"original\".", "uids");
+        if (r < 0)
+                return r;
+        if (!streq(v, "caller") && !streq(v, "original"))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Option \"uids\" is \"caller\" or \"original\", not \"%s\".", v);
+        o->original_uids = streq(v, "original");
+        return 0;
+}
+
+static int read_restore_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
+        const char *key;
+        int r = sd_bus_message_read(msg, "s", &key);
+        if (r < 0)
+                return r;
+        if (streq(key, "exec"))
+                return read_exec_option(msg, o, error);
+        if (streq(key, "uids"))
+                return read_uids_option(msg, o, error);
+        if (streq(key, "pid_namespace"))
+                return read_bool_option(msg, key, &o->pid_namespace, error);
+        if (streq(key, "verify"))
+                return read_bool_option(msg, key, &o->verify, error);
+        if (streq(key, "pidfds"))
+                return read_bool_option(msg, key, &o->pidfds, error);
+        if (streq(key, "keep"))
+                return read_bool_option(msg, key, &o->keep, error);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
+}
+
+static int read_restore_options(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
+        *o = (RestoreOptions) { .verify = true, .pidfds = true };
+        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                r = read_restore_option(msg, o, error);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(msg);
+        return r;
+}
+
+/* The identity the executor runs as: the caller's uid as the bus says, its gid and supplementary
+ * groups as its process has them. */
+static int read_creds(sd_bus_message *msg, const Caller *c, RestoreCreds *ret) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        const gid_t *groups = NULL;
+        int n = 0, r;
+
+        *ret = (RestoreCreds) { .uid = c->uid, .gid = c->privileged ? 0 : c->gid };
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_SUPPLEMENTARY_GIDS | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r >= 0)
+                n = sd_bus_creds_get_supplementary_gids(creds, &groups);
+        if (n <= 0)
+                return 0; /* none known: none given */
+        ret->groups = calloc((size_t) n, sizeof(gid_t));
+        if (!ret->groups)
+                return -ENOMEM;
+        memcpy(ret->groups, groups, (size_t) n * sizeof(gid_t));
+        ret->n_groups = (size_t) n;
+        return 0;
+}
+
+/* ---- Restore ---- */
+
+static int append_reply(sd_bus_message *reply, Restore *x) {
+        const PlanMapping *map = restore_mapping(x);
+        int r = sd_bus_message_append(reply, "tb", restore_id(x), restore_verified(x));
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, (char **) restore_differences(x));
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uu)");
+        for (size_t i = 0; r >= 0 && i < map->n_processes; i++)
+                r = sd_bus_message_append(reply, "(uu)", (uint32_t) map->processes[i].a, (uint32_t) map->processes[i].b);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "h");
+        for (size_t i = 0; r >= 0 && i < map->n_processes && restore_pidfd(x, i) >= 0; i++)
+                r = sd_bus_message_append(reply, "h", restore_pidfd(x, i));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uu)");
+        for (size_t i = 0; r >= 0 && i < map->n_threads; i++)
+                r = sd_bus_message_append(reply, "(uu)", (uint32_t) map->threads[i].a, (uint32_t) map->threads[i].b);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(th)");
+        for (size_t i = 0; r >= 0 && i < restore_n_listeners(x); i++) {
+                uint64_t id;
+                int fd = restore_listener(x, i, &id);
+                r = sd_bus_message_append(reply, "(th)", id, fd);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
+static void on_restore_done(Manager *m, int r, Restore *x, const char *message, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int k;
+
+        if (r >= 0) {
+                k = sd_bus_message_new_method_return(msg, &reply);
+                if (k >= 0)
+                        k = append_reply(reply, x);
+                restore_drop_fds(x); /* the message holds its own copies */
+                if (k < 0) {
+                        reply = sd_bus_message_unref(reply);
+                        r = k;
+                        message = NULL;
+                }
+        }
+        if (r < 0) {
+                (void) restore_error(&error, r, message, 0);
+                k = sd_bus_message_new_method_errorf(msg, &reply, error.name, "%s", error.message);
+        } else
+                k = 0;
+        if (k >= 0)
+                k = sd_bus_send(m->bus, reply, NULL);
+        if (k < 0)
+                log_debug_errno(k, "Could not reply to Restore(): %m");
+        if (k < 0 && r >= 0) /* nobody would ever hear of this restore: end it */
+                (void) manager_restore_release(m, &(Caller) { .privileged = true }, restore_id(x), NULL, NULL);
+}
+
+int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        RestoreOptions o = {};
+        RestoreCreds creds = {};
+        _cleanup_free_ char *message = NULL;
+        uint64_t id;
+        int r = sd_bus_message_read(msg, "t", &id);
+        if (r >= 0)
+                r = read_restore_options(msg, &o, error);
+        if (r >= 0)
+                r = caller_from_message(msg, &c);
+        if (r >= 0)
+                r = read_creds(msg, &c, &creds);
+        if (r >= 0) {
+                r = manager_restore_start(m, &c, &creds, id, &o, sd_bus_message_get_bus(msg),
+                                          sd_bus_message_get_sender(msg), on_restore_done, sd_bus_message_ref(msg),
+                                          &message);
+                if (r < 0) {
+                        sd_bus_message_unref(msg);
+                        if (r == -ENOENT && !message)
+                                r = sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot %" PRIu64 ".", id);
+                        else
+                                r = restore_error(error, r, message, id);
+                } else
+                        r = 1;
+        }
+        restore_options_done(&o);
+        free(creds.groups);
+        return r;
+}
+
+/* ---- ListRestores, ReleaseRestore ---- */
+
+int method_list_restores(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ Restore **l = NULL;
+        size_t n = 0;
+        int r = caller_from_message(msg, &c);
+        if (r >= 0)
+                r = manager_restore_list(m, &c, &l, &n);
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ttuuubs)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(ttuuubs)", restore_id(l[i]), restore_snapshot_id(l[i]),
+                                          (uint32_t) restore_owner(l[i]), (uint32_t) restore_root_pid(l[i]),
+                                          (uint32_t) restore_n_processes(l[i]), restore_verified(l[i]),
+                                          restore_state_to_string(restore_state(l[i])));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static void on_released(Manager *m, int r, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata;
+        int k = sd_bus_reply_method_return(msg, NULL);
+        if (k < 0)
+                log_debug_errno(k, "Could not reply to ReleaseRestore(): %m");
+}
+
+int method_release_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        uint64_t id;
+        int r = sd_bus_message_read(msg, "t", &id);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        r = manager_restore_release(m, &c, id, on_released, sd_bus_message_ref(msg));
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_RESTORE, "No restore with id %" PRIu64 ".", id);
+        }
+        return 1;
+}
+
+/* ---- RestoreFinished ---- */
+
+static void on_restore_finished(Manager *m, uint64_t id, uid_t owner, const char *reason, void *userdata) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "RestoreFinished", "tus", id,
+                                          (uint32_t) owner, reason);
+}
+
+void restores_bus_connect(Manager *m) {
+        restores_set_finished(m, on_restore_finished, NULL);
+}

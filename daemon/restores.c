@@ -1,0 +1,837 @@
+/* restores.c: restores for bus callers (see restores.h and docs/restore.md, "The daemon side").
+ *
+ * One Restore per call of Restore(): the snapshot is loaded from the database and written into a
+ * memfd; the executor is started with the caller's credentials and a socket as its stdin; from
+ * then on everything is an event source of the loop: the socket (frames of the executor's
+ * protocol), the executor's pidfd (its exit), a deadline, and the verification, which runs in an
+ * iteration of its own once READY and the fds came. */
+#include "restores.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "plan-protocol.h"
+#include "snapshot.h"
+#include "snapshots.h"
+#include "store-snapshot.h"
+
+extern char **environ;
+
+/* A frame is read whole once its header is there: the executor writes each in one go. */
+#define FRAME_READ_TIMEOUT_USEC (5 * 1000000ULL)
+
+struct Restore {
+        Manager *m;
+        Restore *next;
+        uint64_t id, snapshot_id;
+        uid_t owner;
+        RestoreCreds creds;
+        RestoreOptions o;
+        RestoreState state;
+        Forest *snapshot;
+
+        pid_t executor;
+        int executor_pidfd, sock;
+        sd_event_source *sock_source, *exit_source, *timer, *defer;
+        sd_bus_track *track;
+
+        json_t *ready;
+        int *fds;
+        size_t n_fds, n_fds_expected;
+        PlanMapping map;
+        int *process_fd;  /* index into fds of each mapping process's pidfd */
+        uint64_t *listener_id;
+        int *listener_fd; /* index into fds */
+        size_t n_listeners;
+        bool verified;
+        char **differences;
+
+        RestoreDone done;
+        void *userdata;
+        RestoreReleased released;
+        void *released_userdata;
+        const char *end_reason;
+        int end_error;     /* for done, once the executor is gone */
+        char *end_message;
+};
+
+typedef struct Restores {
+        Restore *list;
+        uint64_t next_id;
+        RestoreFinished finished;
+        void *userdata;
+} Restores;
+
+static const char *const state_table[_RESTORE_STATE_MAX] = {
+        [RESTORE_EXECUTING] = "executing",
+        [RESTORE_VERIFYING] = "verifying",
+        [RESTORE_STARTING] = "starting",
+        [RESTORE_READY] = "ready",
+        [RESTORE_ENDING] = "ending",
+};
+
+const char *restore_state_to_string(RestoreState s) {
+        return s >= 0 && s < _RESTORE_STATE_MAX ? state_table[s] : NULL;
+}
+
+void restore_options_done(RestoreOptions *o) {
+        for (size_t i = 0; i < o->n_exec; i++)
+                strv_free(o->exec[i].argv);
+        free(o->exec);
+        o->exec = NULL;
+        o->n_exec = 0;
+}
+
+static Restores *restores_of(Manager *m) {
+        if (!m->restores) {
+                m->restores = calloc(1, sizeof(Restores));
+                if (m->restores)
+                        m->restores->next_id = 1;
+        }
+        return m->restores;
+}
+
+void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata) {
+        Restores *rs = restores_of(m);
+        if (rs) {
+                rs->finished = finished;
+                rs->userdata = userdata;
+        }
+}
+
+/* ---- the life of one restore ---- */
+
+static void close_fds(Restore *r) {
+        for (size_t i = 0; i < r->n_fds; i++)
+                if (r->fds[i] >= 0)
+                        close(r->fds[i]);
+        free(r->fds);
+        r->fds = NULL;
+        r->n_fds = 0;
+}
+
+static void restore_free(Restore *r) {
+        if (!r)
+                return;
+        sd_event_source_disable_unref(r->sock_source);
+        sd_event_source_disable_unref(r->exit_source);
+        sd_event_source_disable_unref(r->timer);
+        sd_event_source_disable_unref(r->defer);
+        sd_bus_track_unref(r->track);
+        if (r->sock >= 0)
+                close(r->sock); /* the executor ends every stub when its socket closes */
+        if (r->executor_pidfd >= 0)
+                close(r->executor_pidfd);
+        close_fds(r);
+        json_decref(r->ready);
+        plan_mapping_done(&r->map);
+        free(r->process_fd);
+        free(r->listener_id);
+        free(r->listener_fd);
+        strv_free(r->differences);
+        free(r->end_message);
+        forest_free(r->snapshot);
+        restore_options_done(&r->o);
+        free(r->creds.groups);
+        free(r);
+}
+
+static void unlink_restore(Restore *r) {
+        Restores *rs = r->m->restores;
+        for (Restore **p = &rs->list; *p; p = &(*p)->next)
+                if (*p == r) {
+                        *p = r->next;
+                        return;
+                }
+}
+
+/* Tell the caller of Restore() (once). */
+static void call_done(Restore *r, int k, const char *message) {
+        RestoreDone done = r->done;
+        if (!done)
+                return;
+        r->done = NULL;
+        done(r->m, k, k < 0 ? NULL : r, message, r->userdata);
+}
+
+static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Restore *r = userdata;
+        log_warning("Restore %" PRIu64 ": the executor did not exit, killing it.", r->id);
+        (void) pidfd_send_signal(r->executor_pidfd, SIGKILL, NULL, 0);
+        return 0;
+}
+
+/* Ending: close the socket (the executor ends every stub, or it already did after an ERROR), and
+ * wait for the executor's exit; it is killed if it does not exit in time (its stubs end then too:
+ * their control pipe closes). A pending Restore() hears of the error once the executor is gone,
+ * so that no task of the restore is left when the caller reads it. */
+static void restore_end(Restore *r, const char *reason, int k, const char *message) {
+        if (r->state == RESTORE_ENDING)
+                return;
+        r->state = RESTORE_ENDING;
+        r->end_reason = reason;
+        r->sock_source = sd_event_source_disable_unref(r->sock_source);
+        r->defer = sd_event_source_disable_unref(r->defer);
+        r->track = sd_bus_track_unref(r->track);
+        if (r->sock >= 0) {
+                (void) restore_frame_send(r->sock, RESTORE_FRAME_RELEASE, NULL, 0, NULL, 0);
+                close(r->sock);
+                r->sock = -1;
+        }
+        close_fds(r);
+        sd_event_source_disable_unref(r->timer);
+        r->timer = NULL;
+        if (sd_event_add_time_relative(r->m->event, &r->timer, CLOCK_MONOTONIC, RESTORE_KILL_TIMEOUT_USEC, 0,
+                                       on_kill_timer, r) < 0)
+                (void) pidfd_send_signal(r->executor_pidfd, SIGKILL, NULL, 0);
+        r->end_error = k;
+        r->end_message = message ? strdup(message) : NULL;
+}
+
+/* The executor exited: the restore is over. */
+static int on_executor_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Restore *r = userdata;
+        Restores *rs = r->m->restores;
+        siginfo_t si = {};
+
+        if (waitid(P_PIDFD, (id_t) r->executor_pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+                return 0;
+        if (r->state != RESTORE_ENDING) {
+                _cleanup_free_ char *message = NULL;
+                snapshot_set_message(&message, "execute: the executor %s %d before the restore was %s",
+                            si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal", si.si_status,
+                            r->state == RESTORE_READY ? "released" : "ready");
+                log_warning("Restore %" PRIu64 ": %s.", r->id, message ?: "the executor ended");
+                restore_end(r, "executor-exited", -EPROTO, message);
+        }
+        log_debug("Restore %" PRIu64 " ended (%s).", r->id, r->end_reason);
+        unlink_restore(r);
+        call_done(r, r->end_error < 0 ? r->end_error : -ECANCELED, r->end_message);
+        if (rs->finished)
+                rs->finished(r->m, r->id, r->owner, r->end_reason, rs->userdata);
+        if (r->released)
+                r->released(r->m, 0, r->released_userdata);
+        restore_free(r);
+        return 0;
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+        Restore *r = userdata;
+        _cleanup_free_ char *message = NULL;
+        snapshot_set_message(&message, "execute: the executor was not done after %llu s",
+                    (unsigned long long) (usec / 1000000));
+        restore_end(r, "failed", -ETIMEDOUT, message);
+        return 0;
+}
+
+/* The executor's ERROR: "STAGE: MESSAGE". */
+static void on_error_frame(Restore *r, const RestoreFrame *f) {
+        json_auto_t *doc = json_loads(f->payload ?: "", 0, NULL);
+        const char *stage = json_string_value(json_object_get(doc, "stage"));
+        const char *what = json_string_value(json_object_get(doc, "message"));
+        _cleanup_free_ char *message = NULL;
+
+        snapshot_set_message(&message, "%s: %s", stage ?: "execute", what ?: "the executor failed without saying why");
+        log_info("Restore %" PRIu64 " of snapshot %" PRIu64 " failed: %s", r->id, r->snapshot_id,
+                 message ?: "?");
+        restore_end(r, "failed", -EPROTO, message);
+}
+
+static int json_pid(json_t *o, const char *key, pid_t *ret) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > INT32_MAX)
+                return -EBADMSG;
+        *ret = (pid_t) json_integer_value(v);
+        return 0;
+}
+
+static int json_fd_index(json_t *o, size_t n_fds, int *ret) {
+        json_t *v = json_object_get(o, "fd");
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || (size_t) json_integer_value(v) >= n_fds)
+                return -EBADMSG;
+        *ret = (int) json_integer_value(v);
+        return 0;
+}
+
+/* The mapping READY gives. */
+static int parse_ready(Restore *r) {
+        json_t *procs = json_object_get(r->ready, "processes"), *threads = json_object_get(r->ready, "threads");
+        json_t *listeners = json_object_get(r->ready, "listeners"), *n = json_object_get(r->ready, "n_fds"), *x;
+        size_t i;
+        int k = 0;
+
+        if (!json_is_array(procs) || !json_is_array(threads) || !json_is_array(listeners) || !json_is_integer(n) ||
+            json_integer_value(n) < 0 || json_integer_value(n) > 1000000)
+                return -EBADMSG;
+        r->n_fds_expected = (size_t) json_integer_value(n);
+        k = json_pid(r->ready, "restore_root", &r->map.root_pid);
+        r->process_fd = calloc(json_array_size(procs) + 1, sizeof(int));
+        r->listener_id = calloc(json_array_size(listeners) + 1, sizeof(uint64_t));
+        r->listener_fd = calloc(json_array_size(listeners) + 1, sizeof(int));
+        if (!r->process_fd || !r->listener_id || !r->listener_fd)
+                return -ENOMEM;
+        json_array_foreach(procs, i, x) {
+                pid_t a, b;
+                if (k >= 0)
+                        k = json_pid(x, "snapshot_pid", &a);
+                if (k >= 0)
+                        k = json_pid(x, "pid", &b);
+                if (k >= 0)
+                        k = json_fd_index(x, r->n_fds_expected, &r->process_fd[i]);
+                if (k >= 0)
+                        k = plan_mapping_add_process(&r->map, a, b);
+        }
+        json_array_foreach(threads, i, x) {
+                pid_t a, b;
+                if (k >= 0)
+                        k = json_pid(x, "snapshot_tid", &a);
+                if (k >= 0)
+                        k = json_pid(x, "tid", &b);
+                if (k >= 0)
+                        k = plan_mapping_add_thread(&r->map, a, b);
+        }
+        json_array_foreach(listeners, i, x) {
+                json_t *id = json_object_get(x, "snapshot_listener");
+                if (k >= 0 && !json_is_null(id) && (!json_is_integer(id) || json_integer_value(id) <= 0))
+                        k = -EBADMSG;
+                if (k >= 0)
+                        r->listener_id[i] = json_is_integer(id) ? (uint64_t) json_integer_value(id) : 0;
+                if (k >= 0)
+                        k = json_fd_index(x, r->n_fds_expected, &r->listener_fd[i]);
+                r->n_listeners = i + 1;
+        }
+        return k;
+}
+
+static int on_verify(sd_event_source *s, void *userdata);
+
+/* READY and every fd are here: verify (in a later iteration of the loop), or go on. */
+static int after_fds(Restore *r) {
+        int k;
+        if (!r->o.verify)
+                return on_verify(NULL, r);
+        r->state = RESTORE_VERIFYING;
+        k = sd_event_add_defer(r->m->event, &r->defer, on_verify, r);
+        if (k < 0)
+                return k;
+        return sd_event_source_set_priority(r->defer, SD_EVENT_PRIORITY_IDLE);
+}
+
+static int on_ready_frame(Restore *r, RestoreFrame *f) {
+        json_error_t je;
+        int k;
+
+        r->ready = json_loads(f->payload ?: "", 0, &je);
+        if (!r->ready)
+                return -EBADMSG;
+        k = parse_ready(r);
+        if (k < 0)
+                return k;
+        if (r->n_fds_expected > RESTORE_MAX_REPLY_FDS + r->map.n_processes * !r->o.pidfds ||
+            (r->o.pidfds && r->n_fds_expected > RESTORE_MAX_REPLY_FDS))
+                return -E2BIG;
+        r->fds = calloc(r->n_fds_expected + 1, sizeof(int));
+        if (!r->fds)
+                return -ENOMEM;
+        return r->n_fds_expected == 0 ? after_fds(r) : 0;
+}
+
+static int on_fds_frame(Restore *r, RestoreFrame *f) {
+        if (!r->ready || r->n_fds + f->n_fds > r->n_fds_expected)
+                return -EBADMSG;
+        memcpy(r->fds + r->n_fds, f->fds, f->n_fds * sizeof(int));
+        r->n_fds += f->n_fds;
+        f->n_fds = 0; /* kept */
+        return r->n_fds == r->n_fds_expected ? after_fds(r) : 0;
+}
+
+static void ready_reply(Restore *r) {
+        r->state = RESTORE_READY;
+        r->timer = sd_event_source_disable_unref(r->timer);
+        log_info("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: %zu processes, %zu threads, %s.", r->id,
+                 r->snapshot_id, r->owner, r->map.n_processes, r->map.n_threads,
+                 !r->o.verify ? "not verified" : r->verified ? "verified" : "NOT verified");
+        call_done(r, 0, NULL);
+}
+
+/* START: the exec steps; then the reply. */
+static int start_or_reply(Restore *r) {
+        if (r->o.n_exec == 0) {
+                ready_reply(r);
+                return 0;
+        }
+        r->state = RESTORE_STARTING;
+        return restore_frame_send(r->sock, RESTORE_FRAME_START, NULL, 0, NULL, 0);
+}
+
+/* A scan of the restored tree, compared with the snapshot through the mapping. */
+static int verify(Restore *r) {
+        _cleanup_(forest_freep) Forest *restored = NULL;
+        json_t *nnp = json_object_get(r->ready, "no_new_privs_added");
+        _cleanup_free_ pid_t *added = calloc(json_array_size(nnp) + 1, sizeof(pid_t));
+        PlanVerifyOptions vo = {
+                .nnp_added = added,
+                .n_nnp_added = json_array_size(nnp),
+                .ids = r->o.original_uids ? PLAN_VERIFY_IDS_ORIGINAL : PLAN_VERIFY_IDS_GIVEN,
+                .uid = r->creds.uid,
+                .gid = r->creds.gid,
+        };
+        ScanOptions opts = { .root = r->map.root_pid };
+        int k;
+
+        if (!added)
+                return -ENOMEM;
+        for (size_t i = 0; i < vo.n_nnp_added; i++)
+                added[i] = (pid_t) json_integer_value(json_array_get(nnp, i));
+        k = source_scan(r->m->source, &opts, &restored);
+        if (k >= 0 && !restored->linked)
+                k = forest_link(restored, NULL);
+        if (k < 0)
+                return k;
+        return plan_verify(r->snapshot, restored, &r->map, &vo, &r->verified, &r->differences);
+}
+
+static int on_verify(sd_event_source *s, void *userdata) {
+        Restore *r = userdata;
+        int k = 0;
+
+        r->defer = sd_event_source_disable_unref(r->defer);
+        if (r->o.verify) {
+                k = verify(r);
+                if (k < 0) {
+                        _cleanup_free_ char *message = NULL;
+                        snapshot_set_message(&message, "verify: the scan of the restored tree failed: %s", strerror(-k));
+                        restore_end(r, "failed", -EIO, message);
+                        return 0;
+                }
+                for (char **d = r->differences; d && *d; d++)
+                        log_info("Restore %" PRIu64 ": difference: %s", r->id, *d);
+        } else if (!(r->differences = calloc(1, sizeof(char *))))
+                k = -ENOMEM;
+        if (k >= 0)
+                k = start_or_reply(r);
+        if (k < 0)
+                restore_end(r, "failed", k, NULL);
+        return 0;
+}
+
+static int on_frame(Restore *r, RestoreFrame *f) {
+        switch (f->type) {
+        case RESTORE_FRAME_ERROR:
+                on_error_frame(r, f);
+                return 0;
+        case RESTORE_FRAME_READY:
+                return r->state == RESTORE_EXECUTING && !r->ready ? on_ready_frame(r, f) : -EBADMSG;
+        case RESTORE_FRAME_FDS:
+                return r->state == RESTORE_EXECUTING ? on_fds_frame(r, f) : -EBADMSG;
+        case RESTORE_FRAME_STARTED:
+                if (r->state != RESTORE_STARTING)
+                        return -EBADMSG;
+                ready_reply(r);
+                return 0;
+        case RESTORE_FRAME_RELEASED:
+                return 0;
+        default:
+                return -EBADMSG;
+        }
+}
+
+static int on_socket(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Restore *r = userdata;
+        RestoreFrame f = {};
+        _cleanup_free_ char *message = NULL;
+        int k = restore_frame_recv(r->sock, FRAME_READ_TIMEOUT_USEC, &f);
+
+        if (k >= 0)
+                k = on_frame(r, &f);
+        restore_frame_done(&f);
+        if (k >= 0 || r->state == RESTORE_ENDING)
+                return 0;
+        if (k == -ECONNRESET) {
+                /* the executor closed its end: its exit says more */
+                r->sock_source = sd_event_source_disable_unref(r->sock_source);
+                return 0;
+        }
+        snapshot_set_message(&message, "%s: %s",
+                    k == -E2BIG ? "reply" : "protocol",
+                    k == -E2BIG ? "the restore needs more fds than one reply may carry (pass pidfds=false)"
+                                : strerror(-k));
+        restore_end(r, "failed", k == -E2BIG ? -EUSERS : -EPROTO, message);
+        return 0;
+}
+
+/* The caller's connection went away. */
+static int on_caller_left(sd_bus_track *t, void *userdata) {
+        Restore *r = userdata;
+        log_debug("Restore %" PRIu64 ": its caller left the bus, releasing it.", r->id);
+        restore_end(r, "caller-left", -ECANCELED, "the caller left the bus");
+        return 0;
+}
+
+/* ---- starting the executor ---- */
+
+/* Where the executor can run from here: forked by the daemon only when the daemon runs without
+ * seccomp and no_new_privs, as /proc/self/status says; a confined daemon would hand its filters
+ * to every restored chain. */
+static int check_unconfined(char **ret_message) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
+        char line[256];
+        bool confined = false;
+
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f))
+                if ((strncmp(line, "Seccomp:", 8) == 0 && strtol(line + 8, NULL, 10) != 0) ||
+                    (strncmp(line, "NoNewPrivs:", 11) == 0 && strtol(line + 11, NULL, 10) != 0))
+                        confined = true;
+        if (!confined)
+                return 0;
+        snapshot_set_message(ret_message, "sectreed runs under seccomp or with no_new_privs, which every task it starts "
+                                 "would inherit; starting the restore executor as a transient unit of the service "
+                                 "manager is not available in this build");
+        return -EOPNOTSUPP;
+}
+
+static const char *executor_path(void) {
+        const char *e = getenv("SECTREE_RESTORE");
+        return e && *e ? e : SECTREE_RESTORE_PATH;
+}
+
+/* In the child: the caller's identity, stdin the socket, a clean signal state, then the executor. */
+__attribute__((noreturn)) static void executor_child(int sock, int exe, const RestoreCreds *c) {
+        sigset_t none;
+        char *argv[] = { (char *) "sectree-restore", NULL };
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+        sigemptyset(&none);
+        (void) sigprocmask(SIG_SETMASK, &none, NULL);
+        for (int sig = 1; sig < _NSIG; sig++)
+                (void) signal(sig, SIG_DFL);
+        if (null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+            (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
+                _exit(126);
+        if (setgroups(c->n_groups, c->groups) < 0 || setresgid(c->gid, c->gid, c->gid) < 0 ||
+            setresuid(c->uid, c->uid, c->uid) < 0)
+                _exit(125);
+        fexecve(3, argv, environ);
+        _exit(127);
+}
+
+static int spawn_executor(Restore *r, int *ret_sock, char **ret_message) {
+        _cleanup_close_ int exe = open(executor_path(), O_RDONLY | O_CLOEXEC);
+        int pair[2];
+        pid_t pid;
+
+        if (exe < 0) {
+                int k = -errno;
+                snapshot_set_message(ret_message, "The restore executor %s cannot be opened: %s", executor_path(), strerror(-k));
+                return log_error_errno(k, "Cannot open the restore executor %s: %m", executor_path());
+        }
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                int k = -errno;
+                close(pair[0]);
+                close(pair[1]);
+                return k;
+        }
+        if (pid == 0)
+                executor_child(pair[1], exe, &r->creds);
+        close(pair[1]);
+        r->executor = pid;
+        r->executor_pidfd = pidfd_open(pid, 0);
+        if (r->executor_pidfd < 0) {
+                int k = -errno;
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                close(pair[0]);
+                return k;
+        }
+        *ret_sock = pair[0];
+        return 0;
+}
+
+static json_t *request_json(const RestoreOptions *o) {
+        json_t *exec = json_array(), *doc;
+        for (size_t i = 0; exec && i < o->n_exec; i++) {
+                json_t *argv = json_array();
+                for (char **a = o->exec[i].argv; argv && a && *a; a++)
+                        json_array_append_new(argv, json_string(*a));
+                json_array_append_new(exec, json_pack("{s:i, s:o*}", "pid", (int) o->exec[i].pid, "argv", argv));
+        }
+        doc = json_pack("{s:i, s:o*}", "version", RESTORE_PROTOCOL_VERSION, "exec", exec);
+        if (doc && o->original_uids)
+                json_object_set_new(doc, "original_ids", json_true());
+        if (doc && o->pid_namespace)
+                json_object_set_new(doc, "pid_namespace", json_true());
+        return doc;
+}
+
+/* The request, with the snapshot as a file in a memfd. */
+static int send_request(Restore *r) {
+        _cleanup_close_ int memfd = memfd_create("sectree-snapshot", MFD_CLOEXEC);
+        json_auto_t *doc = request_json(&r->o);
+        _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+        int k;
+
+        if (memfd < 0)
+                return -errno;
+        if (!text)
+                return -ENOMEM;
+        k = snapshot_write_fd(r->snapshot, SNAPSHOT_FORMAT_JSON, memfd);
+        if (k >= 0 && lseek(memfd, 0, SEEK_SET) < 0)
+                k = -errno;
+        if (k >= 0)
+                k = restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, text, strlen(text), &memfd, 1);
+        return k;
+}
+
+static uint64_t restore_timeout(void) {
+        const char *e = getenv("SECTREE_RESTORE_TIMEOUT_USEC");
+        uint64_t v;
+        if (e && safe_atou64(e, &v) >= 0 && v > 0)
+                return v;
+        return RESTORE_TIMEOUT_USEC;
+}
+
+static int add_sources(Restore *r) {
+        sd_event *e = r->m->event;
+        int k = sd_event_add_io(e, &r->sock_source, r->sock, EPOLLIN, on_socket, r);
+        if (k >= 0)
+                k = sd_event_add_io(e, &r->exit_source, r->executor_pidfd, EPOLLIN, on_executor_exit, r);
+        /* a frame the executor sent before it exited is read before its exit is handled */
+        if (k >= 0)
+                k = sd_event_source_set_priority(r->exit_source, SD_EVENT_PRIORITY_NORMAL + 10);
+        if (k >= 0)
+                k = sd_event_add_time_relative(e, &r->timer, CLOCK_MONOTONIC, restore_timeout(), 0, on_deadline, r);
+        return k;
+}
+
+static size_t count_threads(const Forest *f) {
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++)
+                n += f->processes[i]->n_threads;
+        return n;
+}
+
+static int check_limits(Manager *m, Caller *c, const Forest *f, char **ret_message) {
+        size_t mine = 0;
+        if (c->privileged)
+                return 0;
+        for (Restore *x = m->restores ? m->restores->list : NULL; x; x = x->next)
+                if (x->owner == c->uid)
+                        mine++;
+        if (mine >= RESTORES_MAX_PER_UID) {
+                snapshot_set_message(ret_message, "You have %zu restores already (at most %d): release one first.", mine,
+                            RESTORES_MAX_PER_UID);
+                return -EUSERS;
+        }
+        if (count_threads(f) > RESTORE_MAX_TASKS_PER_UID) {
+                snapshot_set_message(ret_message, "The snapshot has %zu threads; a restore may have at most %d.", count_threads(f),
+                            RESTORE_MAX_TASKS_PER_UID);
+                return -EUSERS;
+        }
+        return 0;
+}
+
+static int check_options(Caller *c, const RestoreOptions *o, const Forest *f, char **ret_message) {
+        if (!c->privileged && (o->original_uids || o->pid_namespace)) {
+                snapshot_set_message(ret_message, "Only root may restore %s.",
+                            o->original_uids ? "with the snapshot's original uids" : "into a new pid namespace");
+                return -EACCES;
+        }
+        for (size_t i = 0; i < o->n_exec; i++)
+                if (!forest_find_process(f, o->exec[i].pid)) {
+                        snapshot_set_message(ret_message, "exec: the snapshot has no process %d.", o->exec[i].pid);
+                        return -EINVAL;
+                }
+        return 0;
+}
+
+int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
+                          sd_bus *bus, const char *sender, RestoreDone done, void *userdata, char **ret_message) {
+        Restores *rs = restores_of(m);
+        Restore *r;
+        StoredSnapshot row;
+        int k;
+
+        if (ret_message)
+                *ret_message = NULL;
+        if (!rs)
+                return -ENOMEM;
+        k = snapshot_find(m, c, snapshot_id, &row);
+        if (k == -ENOENT)
+                snapshot_set_message(ret_message, "No snapshot %" PRIu64 ".", snapshot_id);
+        if (k < 0)
+                return k;
+        stored_snapshot_done(&row);
+        if (!c->privileged && !c->known) {
+                snapshot_set_message(ret_message, "Your credentials could not be read.");
+                return -EACCES;
+        }
+        k = check_unconfined(ret_message);
+        if (k < 0)
+                return k;
+
+        r = calloc(1, sizeof(Restore));
+        if (!r)
+                return -ENOMEM;
+        *r = (Restore) { .m = m, .snapshot_id = snapshot_id, .owner = c->uid, .o = *o, .executor_pidfd = -1,
+                         .sock = -1, .creds = *creds, .done = done, .userdata = userdata };
+        *o = (RestoreOptions) {};
+        r->creds.groups = NULL;
+        if (creds->n_groups > 0) {
+                r->creds.groups = calloc(creds->n_groups, sizeof(gid_t));
+                if (!r->creds.groups) {
+                        restore_free(r);
+                        return -ENOMEM;
+                }
+                memcpy(r->creds.groups, creds->groups, creds->n_groups * sizeof(gid_t));
+        }
+        k = store_snapshot_load(m->store, snapshot_id, &r->snapshot);
+        if (k >= 0 && !r->snapshot->linked)
+                k = forest_link(r->snapshot, NULL);
+        if (k >= 0)
+                k = check_options(c, &r->o, r->snapshot, ret_message);
+        if (k >= 0)
+                k = check_limits(m, c, r->snapshot, ret_message);
+        if (k >= 0)
+                k = spawn_executor(r, &r->sock, ret_message);
+        if (k >= 0)
+                k = send_request(r);
+        if (k >= 0)
+                k = add_sources(r);
+        if (k >= 0 && !r->o.keep && bus && sender) {
+                k = sd_bus_track_new(bus, &r->track, on_caller_left, r);
+                if (k >= 0)
+                        k = sd_bus_track_add_name(r->track, sender);
+        }
+        if (k < 0) {
+                if (r->executor_pidfd >= 0) {
+                        (void) pidfd_send_signal(r->executor_pidfd, SIGKILL, NULL, 0);
+                        (void) waitid(P_PIDFD, (id_t) r->executor_pidfd, &(siginfo_t) {}, WEXITED);
+                }
+                r->done = NULL;
+                restore_free(r);
+                return k;
+        }
+        r->id = rs->next_id++;
+        r->next = rs->list;
+        rs->list = r;
+        log_debug("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: executor %d.", r->id, snapshot_id, c->uid,
+                  r->executor);
+        return 0;
+}
+
+static Restore *find_restore(Manager *m, Caller *c, uint64_t id) {
+        for (Restore *r = m->restores ? m->restores->list : NULL; r; r = r->next)
+                if (r->id == id && (c->privileged || r->owner == c->uid))
+                        return r;
+        return NULL;
+}
+
+int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased done, void *userdata) {
+        Restore *r = find_restore(m, c, id);
+        if (!r || r->released)
+                return -ENOENT;
+        r->released = done;
+        r->released_userdata = userdata;
+        restore_end(r, "released", -ECANCELED, "released");
+        return 0;
+}
+
+static int cmp_restore(const void *a, const void *b) {
+        uint64_t x = restore_id(*(Restore *const *) a), y = restore_id(*(Restore *const *) b);
+        return x < y ? -1 : x > y;
+}
+
+int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n) {
+        Restore **l = NULL;
+        size_t n = 0, allocated = 0;
+        for (Restore *r = m->restores ? m->restores->list : NULL; r; r = r->next) {
+                if (!c->privileged && r->owner != c->uid)
+                        continue;
+                if (GROW(l, allocated, n + 1) < 0) {
+                        free(l);
+                        return -ENOMEM;
+                }
+                l[n++] = r;
+        }
+        if (n > 1)
+                qsort(l, n, sizeof(*l), cmp_restore);
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+void manager_restores_free(Manager *m) {
+        Restores *rs = m->restores;
+        if (!rs)
+                return;
+        while (rs->list) {
+                Restore *r = rs->list;
+                rs->list = r->next;
+                r->done = NULL;
+                r->released = NULL;
+                restore_free(r); /* closing the socket ends its stubs */
+        }
+        free(rs);
+        m->restores = NULL;
+}
+
+/* ---- what a restore is ---- */
+
+uint64_t restore_id(const Restore *r) {
+        return r->id;
+}
+uint64_t restore_snapshot_id(const Restore *r) {
+        return r->snapshot_id;
+}
+uid_t restore_owner(const Restore *r) {
+        return r->owner;
+}
+RestoreState restore_state(const Restore *r) {
+        return r->state;
+}
+pid_t restore_root_pid(const Restore *r) {
+        return r->map.root_pid;
+}
+size_t restore_n_processes(const Restore *r) {
+        return r->map.n_processes;
+}
+bool restore_verified(const Restore *r) {
+        return r->verified;
+}
+char *const *restore_differences(const Restore *r) {
+        return r->differences;
+}
+const PlanMapping *restore_mapping(const Restore *r) {
+        return &r->map;
+}
+int restore_pidfd(const Restore *r, size_t i) {
+        if (!r->o.pidfds || !r->fds || i >= r->map.n_processes)
+                return -1;
+        return r->fds[r->process_fd[i]];
+}
+size_t restore_n_listeners(const Restore *r) {
+        return r->fds ? r->n_listeners : 0;
+}
+int restore_listener(const Restore *r, size_t i, uint64_t *ret_snapshot_listener) {
+        *ret_snapshot_listener = r->listener_id[i];
+        return r->fds[r->listener_fd[i]];
+}
+void restore_drop_fds(Restore *r) {
+        close_fds(r);
+}

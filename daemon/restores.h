@@ -1,0 +1,114 @@
+/* restores.h: restores for bus callers: each one runs the executor (sectree-restore) on a stored
+ * snapshot, talks to it over a socket from the event loop without ever waiting on it, verifies
+ * the restored tree with a scan, and ends it on release, on failure, or when its caller leaves
+ * the bus. No bus code here: the bus layer (restores-dbus.c) calls in and is called back. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "access.h"
+#include "manager.h"
+#include "plan-verify.h"
+
+/* What a non-root uid may do (root: no limit). */
+#define RESTORES_MAX_PER_UID 4            /* restores in progress or alive at once */
+#define RESTORE_MAX_TASKS_PER_UID 4096    /* threads of the snapshot of one restore */
+/* fds in one reply (a pidfd per process, unless pidfds is false, and a listener fd per listener):
+ * below what dbus-daemon lets one message carry. */
+#define RESTORE_MAX_REPLY_FDS 200
+/* From the start of the executor to its READY (or ERROR); $SECTREE_RESTORE_TIMEOUT_USEC replaces it. */
+#define RESTORE_TIMEOUT_USEC (120 * 1000000ULL)
+/* A released or failed restore's executor that has not exited after this is killed. */
+#define RESTORE_KILL_TIMEOUT_USEC (10 * 1000000ULL)
+
+typedef struct RestoreExec {
+        pid_t pid;   /* a snapshot process */
+        char **argv; /* what its leader execs */
+} RestoreExec;
+
+typedef struct RestoreOptions {
+        RestoreExec *exec;
+        size_t n_exec;
+        bool original_uids; /* root only: the snapshot's uids and gids instead of the caller's */
+        bool pid_namespace; /* root only: a new pid namespace, tasks at their snapshot tids */
+        bool verify;        /* scan the restored tree and compare (default true) */
+        bool pidfds;        /* a pidfd per restored process in the reply (default true) */
+        bool keep;          /* outlive the caller's bus connection (default false: released) */
+} RestoreOptions;
+
+void restore_options_done(RestoreOptions *o);
+
+typedef enum RestoreState {
+        RESTORE_EXECUTING, /* the executor runs the plan */
+        RESTORE_VERIFYING, /* READY came: the restored tree is being scanned and compared */
+        RESTORE_STARTING,  /* START sent, waiting for STARTED */
+        RESTORE_READY,     /* replied: the stubs are parked (or exec'd) */
+        RESTORE_ENDING,    /* released or failed: the executor ends every stub and exits */
+        _RESTORE_STATE_MAX,
+} RestoreState;
+
+const char *restore_state_to_string(RestoreState s);
+
+typedef struct Restore Restore;
+
+/* The identity of the restore's owner, whom the executor runs as. */
+typedef struct RestoreCreds {
+        uid_t uid;
+        gid_t gid;
+        gid_t *groups; /* supplementary groups */
+        size_t n_groups;
+} RestoreCreds;
+
+/* The end of Restore(): r is 0 with the restore ready to describe (restore_*() accessors below;
+ * it stays alive until released), or negative: -EPROTO the executor refused or failed (message:
+ * "STAGE: what failed", naming the step, the system call and the errno), -ECANCELED released or
+ * its caller left meanwhile, -ETIMEDOUT, another errno. On failure every task of the restore is
+ * being ended, and restore is NULL. */
+typedef void (*RestoreDone)(Manager *m, int r, Restore *restore, const char *message, void *userdata);
+/* A restore ended (reason: "released", "caller-left", "failed", "executor-exited", "stopping"):
+ * for RestoreFinished. */
+typedef void (*RestoreFinished)(Manager *m, uint64_t id, uid_t owner, const char *reason, void *userdata);
+
+void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata);
+
+/* Start restoring snapshot id for caller c (running as creds) with options (taken: *o is emptied).
+ * bus/sender: the caller's connection, watched unless o->keep. Returns 0 when done will be called
+ * (never before this returns), or a negative errno, with *ret_message: -ENOENT no such snapshot
+ * (or not the caller's), -EACCES not allowed (original uids, a pid namespace), -EUSERS too many
+ * restores or tasks, -EOPNOTSUPP the executor cannot run from here. */
+int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
+                          sd_bus *bus, const char *sender, RestoreDone done, void *userdata, char **ret_message);
+
+/* End a restore's stubs; done is called once the executor has exited (every stub gone). -ENOENT:
+ * no such restore, or not the caller's. */
+typedef void (*RestoreReleased)(Manager *m, int r, void *userdata);
+int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased done, void *userdata);
+
+/* The restores the caller may see (root: all; others: their own), in id order; the array is
+ * malloc'ed, its elements are not. */
+int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n);
+
+/* End every restore (the daemon stops): their stubs end. */
+void manager_restores_free(Manager *m);
+
+uint64_t restore_id(const Restore *r);
+uint64_t restore_snapshot_id(const Restore *r);
+uid_t restore_owner(const Restore *r);
+RestoreState restore_state(const Restore *r);
+pid_t restore_root_pid(const Restore *r);
+size_t restore_n_processes(const Restore *r);
+/* Whether it was verified (false when not asked for), and the differences (NULL-terminated). */
+bool restore_verified(const Restore *r);
+char *const *restore_differences(const Restore *r);
+const PlanMapping *restore_mapping(const Restore *r);
+/* The pidfd of the i-th process of the mapping (-1 when pidfds were not asked for). Valid until
+ * restore_drop_fds(). */
+int restore_pidfd(const Restore *r, size_t i);
+/* Listeners: the snapshot's listener id (0: none held it) and a copy of its fd. */
+size_t restore_n_listeners(const Restore *r);
+int restore_listener(const Restore *r, size_t i, uint64_t *ret_snapshot_listener);
+/* Close the daemon's copies of the pidfds and listener fds once the reply carries them: the daemon
+ * holds no listener of a restore. */
+void restore_drop_fds(Restore *r);

@@ -1,0 +1,895 @@
+/* test-restore-daemon.c: Restore(), ListRestores(), ReleaseRestore() and RestoreFinished in the real
+ * sectreed on a private dbus-daemon, on the real kernel: every scenario restored as root and as
+ * nobody, verified by the daemon and compared by the test; access, limits, failures, and what
+ * happens when the caller leaves the bus. No stub survives any of them. */
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/pidfd.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "plan-verify.h"
+#include "restore-scenarios.h"
+#include "scan.h"
+#include "snapshot.h"
+#include "tests-util.h"
+
+#define NOBODY 65534
+#define RESTORE_CALL_TIMEOUT_USEC (120 * 1000000ULL)
+
+static BpfScanner *scanner;
+
+static Forest *scan(pid_t root) {
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        Forest *f = NULL;
+
+        if (!scanner)
+                g_assert_cmpint(bpf_scanner_new(&scanner), ==, 0);
+        opts.root = root;
+        g_assert_cmpint(bpf_scanner_scan(scanner, &opts, &f), ==, 0);
+        return f;
+}
+
+/* ---- the calls ---- */
+
+typedef struct Restored {
+        uint64_t id;
+        bool verified;
+        char **differences;
+        PlanMapping map;
+        GArray *pidfds;       /* int */
+        GArray *listener_fds; /* int */
+        GArray *listener_ids; /* guint64 */
+} Restored;
+
+static void restored_done(Restored *r) {
+        for (guint i = 0; r->pidfds && i < r->pidfds->len; i++)
+                close(g_array_index(r->pidfds, int, i));
+        for (guint i = 0; r->listener_fds && i < r->listener_fds->len; i++)
+                close(g_array_index(r->listener_fds, int, i));
+        if (r->pidfds)
+                g_array_unref(r->pidfds);
+        if (r->listener_fds)
+                g_array_unref(r->listener_fds);
+        if (r->listener_ids)
+                g_array_unref(r->listener_ids);
+        g_strfreev(r->differences);
+        plan_mapping_done(&r->map);
+        *r = (Restored) {};
+}
+
+static void read_pairs(sd_bus_message *reply, bool threads, PlanMapping *map) {
+        uint32_t a, b;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uu)"), >, 0);
+        while (sd_bus_message_read(reply, "(uu)", &a, &b) > 0)
+                g_assert_cmpint(threads ? plan_mapping_add_thread(map, (pid_t) a, (pid_t) b)
+                                        : plan_mapping_add_process(map, (pid_t) a, (pid_t) b), ==, 0);
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+}
+
+static void read_reply(sd_bus_message *reply, Restored *r) {
+        int fd, v;
+        uint64_t lid;
+
+        *r = (Restored) { .pidfds = g_array_new(false, false, sizeof(int)),
+                          .listener_fds = g_array_new(false, false, sizeof(int)),
+                          .listener_ids = g_array_new(false, false, sizeof(guint64)) };
+        g_assert_cmpint(sd_bus_message_read(reply, "tb", &r->id, &v), >, 0);
+        r->verified = v;
+        g_assert_cmpint(sd_bus_message_read_strv(reply, &r->differences), >=, 0);
+        if (!r->differences)
+                r->differences = g_new0(char *, 1);
+        read_pairs(reply, false, &r->map);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "h"), >, 0);
+        while (sd_bus_message_read(reply, "h", &fd) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                g_assert_cmpint(copy, >=, 0);
+                g_array_append_val(r->pidfds, copy);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        read_pairs(reply, true, &r->map);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(th)"), >, 0);
+        while (sd_bus_message_read(reply, "(th)", &lid, &fd) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                g_assert_cmpint(copy, >=, 0);
+                g_array_append_val(r->listener_fds, copy);
+                g_array_append_val(r->listener_ids, lid);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+}
+
+/* Restore(id, options): options is a list of keys each followed by its value, ended by NULL:
+ * "exec" takes (size_t n, const uint32_t *pids, char ***argvs), "uids" a string, others an int. 0 with *r filled, or a negative errno with *error set. */
+static int call_restore(sd_bus *bus, uint64_t id, Restored *r, sd_bus_error *error, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        const char *key;
+        va_list ap;
+        int k;
+
+        g_assert_cmpint(sd_bus_message_new_method_call(bus, &m, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                       "Restore"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(m, "t", id), >=, 0);
+        g_assert_cmpint(sd_bus_message_open_container(m, 'a', "{sv}"), >=, 0);
+        va_start(ap, error);
+        while ((key = va_arg(ap, const char *))) {
+                if (streq(key, "exec")) {
+                        size_t n = va_arg(ap, size_t);
+                        const uint32_t *pids = va_arg(ap, const uint32_t *);
+                        char ***argvs = va_arg(ap, char ***);
+                        g_assert_cmpint(sd_bus_message_open_container(m, 'e', "sv"), >=, 0);
+                        g_assert_cmpint(sd_bus_message_append(m, "s", key), >=, 0);
+                        g_assert_cmpint(sd_bus_message_open_container(m, 'v', "a{uas}"), >=, 0);
+                        g_assert_cmpint(sd_bus_message_open_container(m, 'a', "{uas}"), >=, 0);
+                        for (size_t i = 0; i < n; i++) {
+                                g_assert_cmpint(sd_bus_message_open_container(m, 'e', "uas"), >=, 0);
+                                g_assert_cmpint(sd_bus_message_append(m, "u", pids[i]), >=, 0);
+                                g_assert_cmpint(sd_bus_message_append_strv(m, argvs[i]), >=, 0);
+                                g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
+                        }
+                        for (int i = 0; i < 3; i++)
+                                g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
+                } else if (streq(key, "uids"))
+                        g_assert_cmpint(sd_bus_message_append(m, "{sv}", key, "s", va_arg(ap, const char *)), >=, 0);
+                else
+                        g_assert_cmpint(sd_bus_message_append(m, "{sv}", key, "b", va_arg(ap, int)), >=, 0);
+        }
+        va_end(ap);
+        g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
+        k = sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, error, &reply);
+        if (k >= 0)
+                read_reply(reply, r);
+        return k;
+}
+
+typedef struct ListedRestore {
+        uint64_t id, snapshot;
+        uint32_t owner, root, processes;
+        bool verified;
+        char state[32];
+} ListedRestore;
+
+static GArray *list_restores(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        GArray *a = g_array_new(false, true, sizeof(ListedRestore));
+        ListedRestore x = {};
+        const char *state;
+        int v;
+
+        if (bus_client_call(bus, "ListRestores", &error, &reply, "") < 0)
+                g_error("ListRestores: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(ttuuubs)"), >, 0);
+        while (sd_bus_message_read(reply, "(ttuuubs)", &x.id, &x.snapshot, &x.owner, &x.root, &x.processes, &v,
+                                   &state) > 0) {
+                x.verified = v;
+                g_strlcpy(x.state, state, sizeof(x.state));
+                g_array_append_val(a, x);
+        }
+        return a;
+}
+
+static const ListedRestore *find_listed(GArray *a, uint64_t id) {
+        for (guint i = 0; i < a->len; i++)
+                if (g_array_index(a, ListedRestore, i).id == id)
+                        return &g_array_index(a, ListedRestore, i);
+        return NULL;
+}
+
+static void release_ok(sd_bus *bus, uint64_t id) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "ReleaseRestore", &error, NULL, "t", id) < 0)
+                g_error("ReleaseRestore(%" PRIu64 "): %s: %s", id, error.name, error.message);
+}
+
+/* Every restored process (and the restore root) is gone: no stub survived. */
+static void assert_gone(const Restored *r, pid_t root) {
+        for (size_t i = 0; i < r->map.n_processes; i++)
+                if (restore_process_alive(r->map.processes[i].b))
+                        g_error("restored process %d (snapshot %d) survived", r->map.processes[i].b,
+                                r->map.processes[i].a);
+        if (root > 0)
+                g_assert_false(restore_process_alive(root));
+}
+
+static void assert_verified(const Restored *r) {
+        for (size_t i = 0; r->differences[i]; i++)
+                g_test_message("difference: %s", r->differences[i]);
+        g_assert_true(r->verified);
+        g_assert_null(r->differences[0]);
+}
+
+static Forest *read_snapshot(GBytes *b) {
+        gsize n;
+        const void *data = g_bytes_get_data(b, &n);
+        Forest *f = NULL;
+        g_autofree char *error = NULL;
+        if (snapshot_read_data(data, n, &f, &error) < 0)
+                g_error("the exported snapshot cannot be read: %s", error);
+        return f;
+}
+
+/* Restore snapshot id (its file read back as snapshot) through the daemon, see it verified by the
+ * daemon and by a scan of the test's own, then release it and see no stub left. */
+static void restore_compare_release(sd_bus *bus, uint64_t id, const Forest *snapshot, const char *what) {
+        _cleanup_(forest_freep) Forest *restored = NULL;
+        g_auto(GStrv) diffs = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Restored r;
+        bool ok = false;
+
+        if (call_restore(bus, id, &r, &error, NULL) < 0)
+                g_error("Restore of %s: %s: %s", what, error.name, error.message);
+        assert_verified(&r);
+        g_assert_cmpuint(r.map.n_processes, ==, snapshot->n_processes);
+        g_autoptr(GArray) listed = list_restores(bus);
+        g_assert_nonnull(find_listed(listed, r.id));
+        g_assert_cmpstr(find_listed(listed, r.id)->state, ==, "ready");
+        g_assert_true(find_listed(listed, r.id)->verified);
+        r.map.root_pid = (pid_t) find_listed(listed, r.id)->root;
+        restored = scan(r.map.root_pid);
+        g_assert_cmpint(plan_verify(snapshot, restored, &r.map, NULL, &ok, &diffs), ==, 0);
+        for (size_t i = 0; diffs[i]; i++)
+                g_test_message("difference (test's scan): %s", diffs[i]);
+        g_assert_true(ok);
+        restore_assert_same_sharing(snapshot, restored, &r.map);
+        release_ok(bus, r.id);
+        assert_gone(&r, r.map.root_pid);
+        restored_done(&r);
+}
+
+/* ---- every scenario, as root and as nobody ---- */
+
+/* What nobody does with its own import of a scenario's snapshot: restore it, see it verified and
+ * owned by nobody, release it; and what it may not do. */
+typedef struct NobodyRestore {
+        GBytes *json;
+        uint64_t roots_snapshot;
+} NobodyRestore;
+
+static void nobody_restores(void *userdata) {
+        NobodyRestore *c = userdata;
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        gsize n;
+        const void *data = g_bytes_get_data(c->json, &n);
+        uint64_t mine = bus_client_import_pipe(bus, data, n, &error);
+        Restored r;
+
+        if (mine == 0)
+                g_error("import as nobody: %s", error.message);
+        /* root's snapshot is not there for nobody; nor are original uids or a pid namespace */
+        g_assert_cmpint(call_restore(bus, c->roots_snapshot, &r, &error, NULL), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_cmpint(call_restore(bus, mine, &r, &error, "uids", "original", NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        g_assert_cmpint(call_restore(bus, mine, &r, &error, "pid_namespace", true, NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+
+        if (call_restore(bus, mine, &r, &error, NULL) < 0)
+                g_error("Restore as nobody: %s: %s", error.name, error.message);
+        assert_verified(&r);
+        for (size_t i = 0; i < r.map.n_processes; i++) {
+                uid_t uid;
+                gid_t gid;
+                restore_process_ids(r.map.processes[i].b, &uid, &gid);
+                g_assert_cmpuint(uid, ==, NOBODY);
+                g_assert_cmpuint(gid, ==, NOBODY);
+        }
+        g_autoptr(GArray) listed = list_restores(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        g_assert_cmpuint(find_listed(listed, r.id)->owner, ==, NOBODY);
+        release_ok(bus, r.id);
+        assert_gone(&r, 0);
+        restored_done(&r);
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", mine), >=, 0);
+        sd_bus_flush_close_unref(bus);
+}
+
+static void restore_scenario_as_root(sd_bus *bus, Scenario *s, const char *name) {
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), name);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+        g_assert_nonnull(json);
+        g_autoptr(Forest) snapshot = read_snapshot(json);
+
+        tests_assert_forest_matches(snapshot, s, true);
+        restore_compare_release(bus, id, snapshot, name);
+
+        NobodyRestore c = { .json = json, .roots_snapshot = id };
+        int status = tests_as_nobody(nobody_restores, &c);
+        if (status != 0)
+                g_error("the part of %s run as nobody failed (status %d)", name, status);
+}
+
+static void test_scenarios(void) {
+        BusFixture b;
+        if (!tests_require_root() || !bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+
+        for (size_t i = 0; i < restore_scenarios_n; i++) {
+                TestFilters x;
+                Scenario *s = tests_scenario_with_filters(&x);
+                g_test_message("scenario %s", restore_scenarios[i].name);
+                restore_scenarios[i].build(s, &x);
+                restore_scenario_as_root(bus, s, restore_scenarios[i].name);
+                scenario_free(s);
+        }
+        g_autoptr(GArray) none = list_restores(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+        bus_fixture_finish(&b);
+}
+
+/* ---- leaving the bus, releasing, failing, limits ---- */
+
+static char *format_finished(sd_bus_message *m) {
+        uint64_t id;
+        uint32_t owner;
+        const char *reason;
+        if (!sd_bus_message_is_signal(m, BUS_CLIENT_IFACE, "RestoreFinished") ||
+            sd_bus_message_read(m, "tus", &id, &owner, &reason) < 0)
+                return NULL;
+        return g_strdup_printf("RestoreFinished %" PRIu64 " %u %s", id, owner, reason);
+}
+
+/* A restore ends with its caller's connection, unless it asked to be kept: then ReleaseRestore ends
+ * it. RestoreFinished says why each time. */
+static void test_caller_leaves(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        scenario_thread(s, a);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        BusSignalLog log;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        Restored r;
+
+        bus_signal_log_start(&log, bus, format_finished);
+
+        /* released when the caller leaves */
+        sd_bus *caller = bus_client_open();
+        if (call_restore(caller, id, &r, &error, NULL) < 0)
+                g_error("Restore: %s", error.message);
+        g_autoptr(GArray) one = list_restores(bus);
+        g_assert_cmpuint(one->len, ==, 1);
+        pid_t root = (pid_t) g_array_index(one, ListedRestore, 0).root;
+        sd_bus_flush_close_unref(caller);
+        bus_signal_log_assert(&log, bus, "RestoreFinished %" PRIu64 " 0 caller-left", r.id);
+        assert_gone(&r, root);
+        restored_done(&r);
+
+        /* kept: it outlives its caller, until ReleaseRestore */
+        caller = bus_client_open();
+        if (call_restore(caller, id, &r, &error, "keep", true, NULL) < 0)
+                g_error("Restore: %s", error.message);
+        sd_bus_flush_close_unref(caller);
+        g_autoptr(GArray) kept = list_restores(bus);
+        g_assert_nonnull(find_listed(kept, r.id));
+        root = (pid_t) find_listed(kept, r.id)->root;
+        g_assert_true(restore_process_alive(root));
+        for (size_t i = 0; i < r.map.n_processes; i++)
+                g_assert_true(restore_process_alive(r.map.processes[i].b));
+        release_ok(bus, r.id);
+        assert_gone(&r, root);
+        bus_signal_log_assert(&log, bus, "RestoreFinished %" PRIu64 " 0 released", r.id);
+        g_assert_cmpint(bus_client_call(bus, "ReleaseRestore", &error, NULL, "t", r.id), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchRestore");
+        restored_done(&r);
+
+        /* a kept restore ends with the daemon too */
+        if (call_restore(bus, id, &r, &error, "keep", true, NULL) < 0)
+                g_error("Restore: %s", error.message);
+        g_autoptr(GArray) last = list_restores(bus);
+        root = (pid_t) find_listed(last, r.id)->root;
+        g_ptr_array_unref(log.lines);
+        bus_fixture_finish(&b);
+        for (int i = 0; i < 500 && restore_process_alive(root); i++)
+                g_usleep(10000);
+        assert_gone(&r, root);
+        restored_done(&r);
+        scenario_free(s);
+}
+
+/* A snapshot the planner refuses (a thread put by TSYNC under a filter that forbids every way to
+ * clone): RestoreFailed names the stage and the step, and nothing is left. An exec of a command
+ * that does not exist fails at its start. Options of the wrong type or unknown are refused. */
+static void test_failures(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        const int clones[] = { SYS_clone, SYS_clone3, SYS_fork, SYS_vfork };
+        struct sock_filter no_clone[8];
+        size_t n = restore_filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_assert_cmpint(scenario_install(s, scenario_thread(s, a), no_clone, n, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        Restored r;
+
+        g_assert_cmpint(call_restore(bus, id, &r, &error, NULL), <, 0);
+        g_test_message("%s: %s", error.name, error.message);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.RestoreFailed");
+        g_assert_nonnull(strstr(error.message, "plan: "));
+        g_assert_nonnull(strstr(error.message, "clone(2) gets ERRNO(1)"));
+        sd_bus_error_free(&error);
+        g_autoptr(GArray) none = list_restores(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+
+        g_assert_cmpint(call_restore(bus, 999, &r, &error, NULL), <, 0);
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchSnapshot");
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "colour", true, NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "uids", "someone", NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        char *argv[] = { (char *) "true", NULL }, **argvs[] = { argv };
+        const uint32_t pids[] = { 1 };
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", (size_t) 1, pids, argvs, NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
+/* nobody may hold RESTORES_MAX_PER_UID (4) restores at once. */
+static void nobody_limits(void *userdata) {
+        GBytes *json = userdata;
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        gsize n;
+        const void *data = g_bytes_get_data(json, &n);
+        uint64_t mine = bus_client_import_pipe(bus, data, n, &error);
+        Restored r[5];
+
+        g_assert_cmpuint(mine, >, 0);
+        for (int i = 0; i < 4; i++)
+                if (call_restore(bus, mine, &r[i], &error, "verify", false, NULL) < 0)
+                        g_error("Restore %d: %s", i, error.message);
+        g_assert_cmpint(call_restore(bus, mine, &r[4], &error, NULL), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        g_assert_false(r[0].verified); /* not asked for */
+        release_ok(bus, r[0].id);
+        assert_gone(&r[0], 0);
+        if (call_restore(bus, mine, &r[4], &error, NULL) < 0)
+                g_error("Restore after a release: %s", error.message);
+        for (int i = 0; i < 5; i++)
+                restored_done(&r[i]);
+        sd_bus_flush_close_unref(bus); /* leaving releases the others */
+}
+
+static void test_limits(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+
+        g_assert_cmpint(tests_as_nobody(nobody_limits, json), ==, 0);
+        for (int i = 0; i < 500; i++) {
+                g_autoptr(GArray) l = list_restores(bus);
+                if (l->len == 0)
+                        break;
+                g_usleep(10000);
+        }
+        g_autoptr(GArray) none = list_restores(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
+/* ---- random histories ---- */
+
+/* Snapshot, restore through the daemon, compare (the daemon's verification and the test's own),
+ * release: for one history played from seed. */
+static void restore_history(sd_bus *bus, uint64_t seed) {
+        Scenario *s = restore_history_play(seed);
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+        g_assert_nonnull(json);
+        g_autoptr(Forest) snapshot = read_snapshot(json);
+        g_autofree char *what = g_strdup_printf("seed %" PRIu64, seed);
+
+        g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, snapshot->n_processes,
+                       snapshot->n_filters, snapshot->n_listeners);
+        restore_compare_release(bus, id, snapshot, what);
+        g_assert_cmpint(bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", id), >=, 0);
+        scenario_free(s);
+}
+
+/* A bounded number of random histories per run ($SECTREE_RESTORE_DAEMON_SEEDS, default 40; one
+ * again with SECTREE_RESTORE_SEED), each seed printed before it is played. */
+static void test_random_histories(void) {
+        BusFixture b;
+        if (!tests_require_root() || !bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        const char *one = g_getenv("SECTREE_RESTORE_SEED"), *count = g_getenv("SECTREE_RESTORE_DAEMON_SEEDS");
+        uint64_t first = one ? g_ascii_strtoull(one, NULL, 10) : 1;
+        uint64_t n = one ? 1 : count ? g_ascii_strtoull(count, NULL, 10) : 40;
+
+        for (uint64_t seed = first; seed < first + n; seed++) {
+                g_test_message("seed %" PRIu64 " (replay: SECTREE_RESTORE_SEED=%" PRIu64 ")", seed, seed);
+                restore_history(bus, seed);
+        }
+        bus_fixture_finish(&b);
+}
+
+/* ---- behaviour kept ---- */
+
+/* The pidfd the reply gives for snapshot process pid. */
+static int reply_pidfd(const Restored *r, pid_t pid) {
+        for (size_t i = 0; i < r->map.n_processes; i++)
+                if (r->map.processes[i].a == pid)
+                        return g_array_index(r->pidfds, int, i);
+        g_error("the reply has no process %d", pid);
+}
+
+/* ERRNO, USER_NOTIF (answered through the listener fd Restore returns), KILL and ALLOW come out
+ * the same in the restored tasks, exec'd by the daemon's restore, as in the originals. */
+static void test_behaviour_kept(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        const int killed[] = { SYS_personality };
+        struct sock_filter notify[8], kill_insns[4];
+        size_t nn = tests_filter_notify(notify, SYS_sysinfo);
+        size_t nk = restore_filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
+        g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL);
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(restore_probe_calls)];
+        int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        uint32_t pids[ELEMENTSOF(restore_probe_calls)];
+        char **argvs[ELEMENTSOF(restore_probe_calls)];
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Restored r;
+
+        g_assert_cmpint(node, >=, 0);
+        g_assert_cmpint(scenario_install(s, a, kill_insns, nk, 0), >=, 0);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
+                c[i] = scenario_fork(s, a);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                pids[i] = (uint32_t) scenario_task(s, c[i])->tgid;
+                argvs[i] = g_new0(char *, 4);
+                argvs[i][0] = g_strdup(g_getenv("SECTREE_RESTORE_PROBE"));
+                argvs[i][1] = restore_probe_path(dir, "restored", i);
+                argvs[i][2] = g_strdup_printf("%d", restore_probe_calls[i]);
+        }
+        if (call_restore(bus, id, &r, &error, "exec", ELEMENTSOF(restore_probe_calls), pids, argvs, NULL) < 0)
+                g_error("Restore: %s: %s", error.name, error.message);
+        assert_verified(&r);
+        g_assert_cmpuint(r.listener_fds->len, ==, 1);
+        restore_answer_notification(g_array_index(r.listener_fds, int, 0), SYS_sysinfo);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
+                restore_wait_readable(reply_pidfd(&r, (pid_t) pids[i]), "a restored probe to end");
+
+        /* the originals, under the original listener */
+        _cleanup_close_ int installer_fd = pidfd_open(scenario_task(s, a)->tgid, 0);
+        _cleanup_close_ int listener = (int) syscall(SYS_pidfd_getfd, installer_fd, scenario_node(s, node)->listener_fd, 0);
+        g_assert_cmpint(listener, >=, 0);
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *path = restore_probe_path(dir, "original", i), *nr = g_strdup_printf("%d", restore_probe_calls[i]);
+                _cleanup_close_ int pidfd = pidfd_open(scenario_task(s, c[i])->tgid, 0);
+                char *argv[] = { (char *) g_getenv("SECTREE_RESTORE_PROBE"), path, nr, NULL };
+                g_assert_cmpint(scenario_exec(s, c[i], argv), ==, 0);
+                if (restore_probe_calls[i] == SYS_sysinfo)
+                        restore_answer_notification(listener, SYS_sysinfo);
+                restore_wait_readable(pidfd, "an original probe to end");
+        }
+        for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
+                g_autofree char *po = restore_probe_path(dir, "original", i), *pr = restore_probe_path(dir, "restored", i);
+                g_autofree char *o = NULL, *rr = NULL;
+                g_assert_true(g_file_get_contents(po, &o, NULL, NULL));
+                g_assert_true(g_file_get_contents(pr, &rr, NULL, NULL));
+                g_test_message("syscall %d: original \"%s\", restored \"%s\"", restore_probe_calls[i], o, rr);
+                g_assert_cmpstr(o, ==, rr);
+                g_assert_true(g_str_has_prefix(o, "call "));
+                (void) unlink(po);
+                (void) unlink(pr);
+                g_strfreev(argvs[i]);
+        }
+        release_ok(bus, r.id);
+        restored_done(&r);
+        bus_fixture_finish(&b);
+        scenario_free(s);
+        (void) rmdir(dir);
+}
+
+/* ---- real software ---- */
+
+/* A filter file for bwrap's --add-seccomp-fd: calls nr get ERRNO(err). */
+static char *write_errno_filter(const char *dir, const char *name, int nr, int err) {
+        struct sock_filter insns[4];
+        size_t n = restore_filter_for_calls(insns, &nr, 1, SECCOMP_RET_ERRNO | (uint32_t) err);
+        char *path = g_build_filename(dir, name, NULL);
+        g_assert_true(g_file_set_contents(path, (const char *) insns, (gssize) (n * sizeof(insns[0])), NULL));
+        return path;
+}
+
+/* The deepest chain in the subtree of root, and how many processes of it have one. */
+static unsigned deepest_chain(pid_t root, size_t *ret_filtered) {
+        g_autoptr(Forest) f = scan(root);
+        unsigned deepest = 0;
+        *ret_filtered = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                bool filtered = false;
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
+                        const Filter *x = f->processes[i]->threads[j].filter;
+                        if (x) {
+                                deepest = MAX(deepest, x->depth);
+                                filtered = true;
+                        }
+                }
+                *ret_filtered += filtered;
+        }
+        return deepest;
+}
+
+static void sandbox_setup(gpointer userdata) {
+        (void) setsid(); /* its own process group: stop_sandbox() kills all of it */
+        tests_die_with_parent(userdata);
+}
+
+/* Start sh -c script in its own session and wait until its subtree has a chain of depth want (at
+ * least) in want_filtered processes. */
+static pid_t start_sandbox(const char *script, unsigned want, size_t want_filtered) {
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
+        GPid pid;
+        g_autoptr(GError) error = NULL;
+        size_t filtered = 0;
+
+        if (!g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, sandbox_setup, NULL, &pid, &error))
+                g_error("cannot start %s: %s", script, error->message);
+        for (int i = 0; i < 1000; i++) {
+                if (deepest_chain(pid, &filtered) >= want && filtered >= want_filtered)
+                        return pid;
+                g_usleep(10000);
+        }
+        g_error("the sandbox of \"%s\" never had %zu processes under %u filters", script, want_filtered, want);
+}
+
+static void stop_sandbox(pid_t pid) {
+        (void) kill(-pid, SIGKILL);
+        (void) kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+}
+
+/* Snapshot of the sandbox through the daemon, restored and verified by it and by the test. */
+static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
+        uint64_t id = bus_client_create_ok(bus, pid, what);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+        g_assert_nonnull(json);
+        g_autoptr(Forest) snapshot = read_snapshot(json);
+
+        g_test_message("%s: %zu processes, %zu filters", what, snapshot->n_processes, snapshot->n_filters);
+        restore_compare_release(bus, id, snapshot, what);
+}
+
+/* bubblewrap with two --add-seccomp-fd filters, and inside it, on one branch, a nested bwrap
+ * adding a third; and a firejail sandbox with its own filters. */
+static void test_real_sandboxes(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        g_autofree char *dir = g_dir_make_tmp("sectree-sandbox-XXXXXX", NULL);
+        g_autofree char *f1 = write_errno_filter(dir, "f1", SYS_getpriority, EPERM);
+        g_autofree char *f2 = write_errno_filter(dir, "f2", SYS_sysinfo, ENOENT);
+        g_autofree char *f3 = write_errno_filter(dir, "f3", SYS_personality, ESRCH);
+        g_autofree char *bwrap = g_strdup_printf(
+                "exec bwrap --dev-bind / / --die-with-parent --add-seccomp-fd 7 --add-seccomp-fd 8 "
+                "/bin/sh -c 'sleep 1000 & bwrap --dev-bind / / --die-with-parent --add-seccomp-fd 9 sleep 1000 9<%s & wait' "
+                "7<%s 8<%s",
+                f3, f1, f2);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+
+        pid_t sandbox = start_sandbox(bwrap, 3, 4);
+        restore_sandbox(bus, sandbox, "bubblewrap");
+        stop_sandbox(sandbox);
+
+        if (g_find_program_in_path("firejail")) {
+                sandbox = start_sandbox("exec firejail --quiet --noprofile --seccomp=getpriority sleep 1000", 1, 1);
+                g_usleep(300000); /* firejail's last exec */
+                restore_sandbox(bus, sandbox, "firejail");
+                stop_sandbox(sandbox);
+        } else
+                g_test_message("firejail is not installed (scripts/lib.sh installs it)");
+        bus_fixture_finish(&b);
+        (void) unlink(f1);
+        (void) unlink(f2);
+        (void) unlink(f3);
+        (void) rmdir(dir);
+}
+
+/* ---- sectreectl ---- */
+
+/* sectreectl ARGS... (as nobody when asked); returns the exit status. */
+static int ctl(BusFixture *b, bool as_nobody, char **out, char **err, const char *const *args) {
+        g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), args);
+        return bus_fixture_run(b, as_nobody, (char **) argv->pdata, out, err);
+}
+
+#define ARGS(...) ((const char *const[]) { __VA_ARGS__, NULL })
+
+static bool json_has_exactly(json_t *o, const char *const *keys) {
+        size_t n = 0;
+        for (; keys[n]; n++)
+                if (!json_object_get(o, keys[n]))
+                        return false;
+        return json_object_size(o) == n;
+}
+
+/* plan ID, restore ID|FILE (--json exactly as documented, --exec), restores, release (the restore
+ * outlives sectreectl until it is released), and run --like. */
+static void test_sectreectl(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        struct sock_filter notify[8];
+        size_t nn = tests_filter_notify(notify, SYS_sysinfo);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_assert_cmpint(scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER), >=, 0);
+        ScenarioTask child = scenario_fork(s, a);
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        g_autofree char *ids = g_strdup_printf("%" PRIu64, id), *out = NULL, *err = NULL;
+        g_autofree char *child_pid = g_strdup_printf("%d", scenario_task(s, child)->tgid);
+        g_autofree char *exec = g_strdup_printf("--exec=%s=sleep 100", child_pid);
+        json_error_t je;
+
+        /* plan of a stored snapshot */
+        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("plan", ids)), ==, 0);
+        g_assert_nonnull(strstr(out, "install filter"));
+        g_clear_pointer(&out, g_free);
+
+        /* restore --json: exactly the documented keys */
+        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("--json=short", "restore", ids)), ==, 0);
+        json_auto_t *doc = json_loads(out, 0, &je);
+        g_assert_nonnull(doc);
+        g_assert_true(json_has_exactly(doc, ARGS("restore_id", "verified", "differences", "processes", "threads",
+                                                 "listeners")));
+        g_assert_true(json_is_true(json_object_get(doc, "verified")));
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "processes")), ==, 3);
+        g_assert_true(json_has_exactly(json_array_get(json_object_get(doc, "processes"), 0), ARGS("snapshot_pid", "pid")));
+        g_assert_true(json_has_exactly(json_array_get(json_object_get(doc, "threads"), 0), ARGS("snapshot_tid", "tid")));
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "listeners")), ==, 1);
+        g_assert_true(json_has_exactly(json_array_get(json_object_get(doc, "listeners"), 0),
+                                       ARGS("snapshot_listener", "fd")));
+        uint64_t rid = (uint64_t) json_integer_value(json_object_get(doc, "restore_id"));
+        pid_t restored = (pid_t) json_integer_value(json_object_get(json_array_get(json_object_get(doc, "processes"), 0), "pid"));
+        g_assert_true(restore_process_alive(restored)); /* it outlived sectreectl */
+        g_clear_pointer(&out, g_free);
+
+        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("restores")), ==, 0);
+        g_assert_nonnull(strstr(out, "ready"));
+        g_clear_pointer(&out, g_free);
+        g_autofree char *rids = g_strdup_printf("%" PRIu64, rid);
+        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("release", rids)), ==, 0);
+        g_assert_false(restore_process_alive(restored));
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("release", rids)), ==, 1);
+        g_assert_nonnull(strstr(err, "NoSuchRestore"));
+        g_clear_pointer(&err, g_free);
+
+        /* a file is imported first; --exec */
+        g_autofree char *dir = g_dir_make_tmp("sectree-ctl-XXXXXX", NULL);
+        g_autofree char *file = g_build_filename(dir, "s.json", NULL);
+        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("export", ids, file)), ==, 0);
+        g_assert_cmpint(chmod(dir, 0755), ==, 0);
+        g_assert_cmpint(chmod(file, 0644), ==, 0);
+        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("restore", exec, file)), ==, 0);
+        g_assert_nonnull(strstr(out, "; verified"));
+        g_assert_nonnull(strstr(err, "Imported"));
+        g_autoptr(GArray) listed = list_restores(bus);
+        g_assert_cmpuint(listed->len, ==, 1);
+        g_autofree char *rel = g_strdup_printf("%" PRIu64, g_array_index(listed, ListedRestore, 0).id);
+        /* the line of the mapping for the child: "  SNAPSHOT-PID  PID" */
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+        pid_t sleeper = 0;
+        for (size_t i = 0; lines[i] && !sleeper; i++) {
+                int sp, np;
+                if (sscanf(lines[i], " %d %d", &sp, &np) == 2 && sp == scenario_task(s, child)->tgid)
+                        sleeper = np;
+        }
+        g_assert_cmpint(sleeper, >, 0);
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+        g_autofree char *comm_path = g_strdup_printf("/proc/%d/comm", sleeper), *comm = NULL;
+        g_assert_true(g_file_get_contents(comm_path, &comm, NULL, NULL));
+        g_assert_cmpstr(comm, ==, "sleep\n");
+        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("release", rel)), ==, 0);
+        g_assert_true(restore_process_alive(sleeper)); /* exec'd: left alone */
+        g_assert_cmpint(kill(sleeper, SIGKILL), ==, 0);
+
+        /* nobody: not root's snapshot, no original uids */
+        g_assert_cmpint(ctl(&b, true, NULL, &err, ARGS("restore", ids)), ==, 1);
+        g_assert_nonnull(strstr(err, "NoSuchSnapshot"));
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(ctl(&b, true, NULL, &err, ARGS("restore", "--original-uids", file)), ==, 1);
+        g_assert_nonnull(strstr(err, "AccessDenied"));
+        g_clear_pointer(&err, g_free);
+
+        /* run --like: a command under a copy of a task's chain (getpriority: EPERM) */
+        const int nice_calls[] = { SYS_getpriority };
+        struct sock_filter no_nice[4];
+        size_t nn2 = restore_filter_for_calls(no_nice, nice_calls, 1, SECCOMP_RET_ERRNO | EPERM);
+        ScenarioTask like = tests_fork_install(s, a, no_nice, nn2, 0);
+        g_autofree char *like_arg = g_strdup_printf("--like=%d", scenario_task(s, like)->tid);
+        g_autofree char *result = g_build_filename(dir, "run.out", NULL);
+        g_autofree char *script = g_strdup_printf("grep Seccomp_filters: /proc/self/status > %s; "
+                                                  "nice -n 1 true 2>/dev/null; echo nice $? >> %s", result, result);
+        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", like_arg, "--", "/bin/sh", "-c", script)), ==, 0);
+        g_clear_pointer(&err, g_free);
+        g_autofree char *ran = NULL;
+        g_assert_true(g_file_get_contents(result, &ran, NULL, NULL));
+        g_test_message("run --like: %s", ran);
+        g_assert_cmpstr(ran, ==, "Seccomp_filters:\t3\nnice 125\n"); /* a's two filters and its own */
+        g_autoptr(GArray) after_run = list_restores(bus);
+        g_assert_cmpuint(after_run->len, ==, 0);
+        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", "--", "true")), ==, 2);
+        g_clear_pointer(&err, g_free);
+        (void) unlink(result);
+
+        (void) unlink(file);
+        (void) rmdir(dir);
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        tests_name_hangs();
+        /* whatever a restore leaves behind comes here */
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+        tests_ensure_tracefs();
+        restore_scenarios_scan = scan;
+        g_test_add_func("/restore-daemon/scenarios", test_scenarios);
+        g_test_add_func("/restore-daemon/caller-leaves", test_caller_leaves);
+        g_test_add_func("/restore-daemon/failures", test_failures);
+        g_test_add_func("/restore-daemon/limits", test_limits);
+        g_test_add_func("/restore-daemon/random-histories", test_random_histories);
+        g_test_add_func("/restore-daemon/behaviour-kept", test_behaviour_kept);
+        g_test_add_func("/restore-daemon/real-sandboxes", test_real_sandboxes);
+        g_test_add_func("/restore-daemon/sectreectl", test_sectreectl);
+        int r = g_test_run();
+        bpf_scanner_free(scanner);
+        return r;
+}
