@@ -395,8 +395,7 @@ static int bus_snapshot_error(sd_bus_error *error, int r, const char *message, u
         }
 }
 
-static int read_option_variant(sd_bus_message *msg, const char *key, const char *want, void *ret,
-                               sd_bus_error *error) {
+int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error) {
         const char *contents;
         int r = sd_bus_message_peek_type(msg, NULL, &contents);
         if (r < 0)
@@ -407,37 +406,45 @@ static int read_option_variant(sd_bus_message *msg, const char *key, const char 
         return sd_bus_message_read(msg, "v", want, ret);
 }
 
-static int read_create_option(sd_bus_message *msg, SnapshotCreateOptions *o, sd_bus_error *error) {
-        const char *key;
-        int b = 0, r = sd_bus_message_read(msg, "s", &key);
-        if (r < 0)
-                return r;
+int bus_unknown_option(sd_bus_error *error, const char *key) {
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
+}
+
+int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, sd_bus_error *error) {
+        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                const char *key;
+                r = sd_bus_message_read(msg, "s", &key);
+                if (r >= 0)
+                        r = one(msg, key, userdata, error);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(msg);
+}
+
+static int read_create_option(sd_bus_message *msg, const char *key, void *userdata, sd_bus_error *error) {
+        SnapshotCreateOptions *o = userdata;
+        int b = 0, r;
         if (streq(key, "name")) {
-                r = read_option_variant(msg, key, "s", &o->name, error);
+                r = bus_read_option(msg, key, "s", &o->name, error);
                 if (r >= 0 && strlen(o->name) > SNAPSHOT_MAX_NAME)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Option \"name\" is longer than %d bytes.", SNAPSHOT_MAX_NAME);
                 return r;
         }
         if (streq(key, "include_argv")) {
-                r = read_option_variant(msg, key, "b", &b, error);
+                r = bus_read_option(msg, key, "b", &b, error);
                 if (r >= 0)
                         o->include_argv = b;
                 return r;
         }
-        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
+        return bus_unknown_option(error, key);
 }
 
 static int read_create_options(sd_bus_message *msg, SnapshotCreateOptions *o, sd_bus_error *error) {
         *o = (SnapshotCreateOptions) { .include_argv = true };
-        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
-                r = read_create_option(msg, o, error);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(msg);
-        }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(msg);
+        int r = bus_read_options(msg, read_create_option, o, error);
         if (o->name && !*o->name)
                 o->name = NULL;
         return r;

@@ -391,35 +391,13 @@ typedef struct WhoCanOptions {
         const char *action, *arch;
 } WhoCanOptions;
 
-static int read_string_option(sd_bus_message *msg, const char *key, const char **ret, sd_bus_error *error) {
-        const char *contents;
-        int r = sd_bus_message_peek_type(msg, NULL, &contents);
-        if (r < 0)
-                return r;
-        if (!streq(contents, "s"))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Option \"%s\" takes a value of type 's', not '%s'.", key, contents);
-        return sd_bus_message_read(msg, "v", "s", ret);
-}
-
-static int read_who_can_options(sd_bus_message *msg, WhoCanOptions *o, sd_bus_error *error) {
-        const char *key;
-        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
-                r = sd_bus_message_read(msg, "s", &key);
-                if (r >= 0) {
-                        if (streq(key, "action"))
-                                r = read_string_option(msg, key, &o->action, error);
-                        else if (streq(key, "arch"))
-                                r = read_string_option(msg, key, &o->arch, error);
-                        else
-                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".",
-                                                         key);
-                }
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(msg);
-        }
-        return r < 0 ? r : sd_bus_message_exit_container(msg);
+static int read_who_can_option(sd_bus_message *msg, const char *key, void *userdata, sd_bus_error *error) {
+        WhoCanOptions *o = userdata;
+        if (streq(key, "action"))
+                return bus_read_option(msg, key, "s", &o->action, error);
+        if (streq(key, "arch"))
+                return bus_read_option(msg, key, "s", &o->arch, error);
+        return bus_unknown_option(error, key);
 }
 
 static bool plan_visible(const Process *p, void *userdata) {
@@ -523,7 +501,7 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         int r = sd_bus_message_read(msg, "s", &syscall);
         if (r >= 0)
                 r = sd_bus_message_read_array(msg, 't', &args, &size);
-        if (r < 0 || (r = read_who_can_options(msg, &o, error)) < 0)
+        if (r < 0 || (r = bus_read_options(msg, read_who_can_option, &o, error)) < 0)
                 return r;
         r = who_can_query_parse(o.arch, syscall, args, size / sizeof(uint64_t), o.action, &q, &why);
         if (r == -EINVAL)

@@ -36,13 +36,7 @@ static int invalid(sd_bus_error *error, const char *format, const char *key) {
 }
 
 static int read_bool_option(sd_bus_message *msg, const char *key, bool *ret, sd_bus_error *error) {
-        int b, r = sd_bus_message_enter_container(msg, 'v', "b");
-        if (r == -ENXIO)
-                return invalid(error, "Option \"%s\" takes a boolean (b).", key);
-        if (r >= 0)
-                r = sd_bus_message_read(msg, "b", &b);
-        if (r >= 0)
-                r = sd_bus_message_exit_container(msg);
+        int b = 0, r = bus_read_option(msg, key, "b", &b, error);
         if (r >= 0)
                 *ret = b;
         return r;
@@ -106,11 +100,8 @@ static int read_uids_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error
         return 0;
 }
 
-static int read_restore_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
-        const char *key;
-        int r = sd_bus_message_read(msg, "s", &key);
-        if (r < 0)
-                return r;
+static int read_restore_option(sd_bus_message *msg, const char *key, void *userdata, sd_bus_error *error) {
+        RestoreOptions *o = userdata;
         if (streq(key, "exec"))
                 return read_exec_option(msg, o, error);
         if (streq(key, "uids"))
@@ -123,20 +114,12 @@ static int read_restore_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_er
                 return read_bool_option(msg, key, &o->pidfds, error);
         if (streq(key, "keep"))
                 return read_bool_option(msg, key, &o->keep, error);
-        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
+        return bus_unknown_option(error, key);
 }
 
 static int read_restore_options(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
         *o = (RestoreOptions) { .verify = true, .pidfds = true };
-        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
-                r = read_restore_option(msg, o, error);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(msg);
-        }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(msg);
-        return r;
+        return bus_read_options(msg, read_restore_option, o, error);
 }
 
 /* The identity the executor runs as: the caller's uid as the bus says, its gid and supplementary
