@@ -159,13 +159,17 @@ static int scan_consistent(Manager *m, const ScanOptions *opts, Forest **ret, ch
 /* The ptrace backend stops every task of a snapshot: only those of processes the caller may see. */
 typedef struct StopCheck {
         Caller *caller;
-        pid_t refused; /* the first process it may not see */
+        pid_t refused; /* the last process it may not see */
 } StopCheck;
 
+/* The scan asks first about every process holding some listener fd, and leaves those it may not
+ * stop running (most hold listeners of other filters, and drop out of the report); a refusal of a
+ * process it must stop ends the pass at once. So the last refusal is the one the caller is told
+ * about, not the first: that could name a process that has nothing to do with the subtree. */
 static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata) {
         StopCheck *k = userdata;
         int r = caller_check_proc(k->caller, proc_fd, start_time);
-        if (r == 0 && k->refused == 0)
+        if (r == 0)
                 k->refused = pid;
         return r;
 }
