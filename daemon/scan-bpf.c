@@ -358,10 +358,21 @@ BpfScanner *bpf_scanner_free(BpfScanner *s) {
 #define HEAP_KEEP_SLACK (4U << 20)
 #define HEAP_MMAP_THRESHOLD (32U << 20) /* glibc's largest: blocks below it come from the heap */
 
+static size_t heap_keep; /* 0 until heap_prepare() set the heap up */
+
+/* The next `bytes` of the heap populated in one call, and left free for what comes next. */
+static void heap_populate(size_t bytes) {
+        char *p = malloc(bytes);
+        if (!p)
+                return;
+        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
+        (void) madvise((void *) start, ((uintptr_t) p + bytes - start) & ~(page - 1), MADV_POPULATE_WRITE);
+        free(p);
+}
+
 static void heap_prepare(void) {
         struct stat st;
         size_t keep;
-        char *p;
 
         if (stat("/sys/kernel/btf/vmlinux", &st) < 0 || st.st_size <= 0)
                 return;
@@ -369,12 +380,8 @@ static void heap_prepare(void) {
         if (keep >= HEAP_MMAP_THRESHOLD || mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD) != 1 ||
             mallopt(M_TRIM_THRESHOLD, (int) (2 * keep)) != 1)
                 return;
-        p = malloc(keep);
-        if (!p)
-                return;
-        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
-        (void) madvise((void *) start, ((uintptr_t) p + keep - start) & ~(page - 1), MADV_POPULATE_WRITE);
-        free(p);
+        heap_keep = keep;
+        heap_populate(keep);
 }
 
 /* The id map of a one-shot scanner: room for twice the tasks that exist (a filter is held by at
@@ -1056,6 +1063,8 @@ static int forest_add_span(Forest *f, BpfScanner *s, const PassRecords *r, const
         int k;
 
         k = forest_add_process(f, span->pid, &p);
+        if (k >= 0)
+                k = process_reserve_threads(p, span->n);
         if (k < 0)
                 return k;
         p->ppid = leader->ppid;
@@ -1159,6 +1168,40 @@ static int forest_fill_programs(BpfScanner *s, Forest *f, uint64_t insns_per_uid
         return bpf_scanner_drop_programs(s, forest_over_budget, f);
 }
 
+/* Where the daemon gave its free memory back (after every full pass and snapshot), building a
+ * forest of 10,000 processes touches thousands of fresh pages one at a time: a third of a
+ * snapshot's scan on the project's virtual machines. So the heap the forest will take is
+ * populated in one call first (at most what heap_prepare() keeps: freeing it trims nothing), and
+ * the forest's arrays and indexes are allocated once, at their size. */
+#define PROCESS_HEAP_BYTES 256 /* a Process, its exe and argv vector, malloc's headers */
+
+static size_t forest_heap_bytes(const BpfScanner *s, const ProcSpan *spans, size_t n, const ScanOptions *opts,
+                                size_t *ret_processes) {
+        const PassRecords *r = &s->records;
+        size_t bytes = 0, processes = 0;
+
+        for (size_t i = 0; i < r->n_filters; i++)
+                if (r->filters[i]->keep)
+                        bytes += sizeof(Filter) + r->filters[i]->len * sizeof(struct sock_filter);
+        for (size_t i = 0; i < n; i++)
+                if (spans[i].member) {
+                        processes++;
+                        bytes += PROCESS_HEAP_BYTES + spans[i].n * sizeof(Task);
+                }
+        if (opts->include_argv || opts->include_exe)
+                bytes += r->pool_len;
+        *ret_processes = processes;
+        return bytes + processes * 2 * sizeof(HashmapSlot);
+}
+
+static int forest_prepare(BpfScanner *s, Forest *f, const ProcSpan *spans, size_t n, const ScanOptions *opts) {
+        size_t processes, bytes = forest_heap_bytes(s, spans, n, opts, &processes);
+
+        if (heap_keep > 0)
+                heap_populate(MIN(bytes, heap_keep));
+        return forest_reserve(f, s->records.n_filters, processes);
+}
+
 static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans, size_t n, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_free_ char *error = NULL;
@@ -1178,6 +1221,9 @@ static int forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *spans,
         if (k < 0)
                 return k;
 
+        k = forest_prepare(s, f, spans, n, opts);
+        if (k < 0)
+                return k;
         bool budget = opts->allow_dropped && opts->budget_insns_per_uid > 0;
         k = forest_add_filters(f, &s->records, !budget);
         if (k < 0)

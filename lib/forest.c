@@ -251,6 +251,29 @@ Process *forest_take_process(Forest *f, pid_t pid) {
         return p;
 }
 
+int forest_reserve(Forest *f, size_t n_filters, size_t n_processes) {
+        if (GROW(f->filters, f->n_filters_allocated, f->n_filters + n_filters) < 0 ||
+            GROW(f->processes, f->n_processes_allocated, f->n_processes + n_processes) < 0)
+                return -ENOMEM;
+        int r = hashmap_reserve(&f->filters_by_id, n_filters);
+        return r < 0 ? r : hashmap_reserve(&f->processes_by_pid, n_processes);
+}
+
+int process_reserve_threads(Process *p, size_t n) {
+        if (n <= p->n_threads_allocated)
+                return 0;
+        if (p->n_threads_allocated > 0) {
+                if (p->forest) /* the array may move, as in process_append_thread() */
+                        p->forest->linked = false;
+                return GROW(p->threads, p->n_threads_allocated, n);
+        }
+        p->threads = calloc(n, sizeof(Task));
+        if (!p->threads)
+                return -ENOMEM;
+        p->n_threads_allocated = n;
+        return 0;
+}
+
 int process_add_thread(Process *p, pid_t tid, Task **ret) {
         if (tid <= 0)
                 return -EINVAL;

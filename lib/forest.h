@@ -184,6 +184,12 @@ int snapshot_info_set_name(SnapshotInfo *i, const char *name);
 int forest_append_listener(Forest *f, uint64_t id, uint64_t filter_id, Listener **ret);
 int process_append_thread(Process *p, pid_t tid, Task **ret);
 int listener_append_holder(Listener *l, pid_t pid, int fd);
+/* Room for n_filters and n_processes more, allocated at once, for a caller that knows how many it
+ * will add (a scan, a reader): no array or index grows on the way. -ENOMEM, or 0. */
+int forest_reserve(Forest *f, size_t n_filters, size_t n_processes);
+/* Room for n threads in all (exactly n where p has none yet: a process of one thread takes one
+ * Task, not the eight a first append allocates). */
+int process_reserve_threads(Process *p, size_t n);
 
 /* Resolve links and check consistency: every parent and thread filter exists, no parent cycle,
  * listeners point at existing filters. Sorts filters parents-first, processes by pid, threads by

@@ -2,6 +2,7 @@
 #include "hashmap.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 /* splitmix64's finaliser: cheap and mixes every key bit into the slot index. */
@@ -53,6 +54,15 @@ static int reserve_one(Hashmap *h) {
         if ((h->n_items + 1) * 2 <= h->n_slots)
                 return 0;
         return resize(h, h->n_slots ? h->n_slots * 2 : 16);
+}
+
+int hashmap_reserve(Hashmap *h, size_t n) {
+        size_t n_slots = h->n_slots ? h->n_slots : 16;
+        if (n > SIZE_MAX / 4)
+                return -ENOMEM;
+        while ((h->n_items + n) * 2 > n_slots)
+                n_slots *= 2;
+        return n_slots == h->n_slots ? 0 : resize(h, n_slots);
 }
 
 static int put(Hashmap *h, uint64_t key, void *value, bool overwrite) {

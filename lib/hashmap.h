@@ -21,6 +21,9 @@ void hashmap_deinit(Hashmap *h);
 void hashmap_clear(Hashmap *h);
 /* -EEXIST if key is present (the map is unchanged), -ENOMEM, or 0. value must not be NULL. */
 int hashmap_put(Hashmap *h, uint64_t key, void *value);
+/* Room for n more items without growing on the way (one allocation instead of a doubling per
+ * power of two): -ENOMEM, or 0. */
+int hashmap_reserve(Hashmap *h, size_t n);
 /* Insert or overwrite. */
 int hashmap_replace(Hashmap *h, uint64_t key, void *value);
 void *hashmap_get(const Hashmap *h, uint64_t key);
