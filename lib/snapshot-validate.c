@@ -57,6 +57,10 @@ static void indexes_deinit(Indexes *x) {
  * but say so rather than trust it. */
 static int indexes_build(const Forest *f, Indexes *x, char **error) {
         int r;
+        if ((r = hashmap_reserve(&x->filters, f->n_filters)) < 0 ||
+            (r = hashmap_reserve(&x->processes, f->n_processes)) < 0 ||
+            (r = hashmap_reserve(&x->listeners, f->n_listeners)) < 0)
+                return r;
         for (size_t i = 0; i < f->n_filters; i++)
                 if ((r = index_put(&x->filters, f->filters[i]->id, i)) < 0)
                         return r == -EEXIST ? snapshot_error(error, "filters[%zu] (id %" PRIu64 "): duplicate id", i,
@@ -104,14 +108,29 @@ static int validate_counts(const Forest *f, char **error) {
         return 0;
 }
 
-static int validate_string(const char *where, const char *s, size_t max, char **error) {
-        if (!s)
-                return 0;
-        if (strlen(s) > max)
+typedef enum StringProblem {
+        STRING_OK,
+        STRING_TOO_LONG,
+        STRING_NOT_UTF8,
+} StringProblem;
+
+static StringProblem string_problem(const char *s, size_t max) {
+        if (s && strlen(s) > max)
+                return STRING_TOO_LONG;
+        if (s && !snapshot_utf8_valid(s))
+                return STRING_NOT_UTF8;
+        return STRING_OK;
+}
+
+static int string_error(const char *where, const char *s, size_t max, StringProblem problem, char **error) {
+        if (problem == STRING_TOO_LONG)
                 return snapshot_error(error, "%s: %zu bytes, more than the limit of %zu", where, strlen(s), max);
-        if (!snapshot_utf8_valid(s))
-                return snapshot_error(error, "%s: not valid UTF-8", where);
-        return 0;
+        return snapshot_error(error, "%s: not valid UTF-8", where);
+}
+
+static int validate_string(const char *where, const char *s, size_t max, char **error) {
+        StringProblem problem = string_problem(s, max);
+        return problem != STRING_OK ? string_error(where, s, max, problem, error) : 0;
 }
 
 static int validate_source(const Forest *f, char **error) {
@@ -280,8 +299,23 @@ static size_t argv_bytes(char * const *argv) {
         return n;
 }
 
-static int validate_process_fields(const Process *p, size_t i, char **error) {
+/* A string of processes[i]: where is said only when it is wrong (10,000 processes would format
+ * tens of thousands of names for nothing). */
+static int validate_process_string(const Process *p, size_t i, const char *field, ssize_t j, const char *s,
+                                   size_t max, char **error) {
+        StringProblem problem = string_problem(s, max);
         char where[64];
+
+        if (problem == STRING_OK)
+                return 0;
+        if (j >= 0)
+                snprintf(where, sizeof(where), "processes[%zu] (pid %d).%s[%zd]", i, p->pid, field, j);
+        else
+                snprintf(where, sizeof(where), "processes[%zu] (pid %d).%s", i, p->pid, field);
+        return string_error(where, s, max, problem, error);
+}
+
+static int validate_process_fields(const Process *p, size_t i, char **error) {
         int r;
 
         if (p->pid <= 0 || p->pid > SNAPSHOT_MAX_PID)
@@ -291,20 +325,15 @@ static int validate_process_fields(const Process *p, size_t i, char **error) {
                                       SNAPSHOT_MAX_PID);
         if (strnlen(p->comm, sizeof(p->comm)) >= sizeof(p->comm))
                 return snapshot_error(error, "processes[%zu] (pid %d).comm: not terminated", i, p->pid);
-        snprintf(where, sizeof(where), "processes[%zu] (pid %d).comm", i, p->pid);
-        if ((r = validate_string(where, p->comm, sizeof(p->comm) - 1, error)) < 0)
-                return r;
-        snprintf(where, sizeof(where), "processes[%zu] (pid %d).exe", i, p->pid);
-        if ((r = validate_string(where, p->exe, SNAPSHOT_MAX_PATH, error)) < 0)
+        if ((r = validate_process_string(p, i, "comm", -1, p->comm, sizeof(p->comm) - 1, error)) < 0 ||
+            (r = validate_process_string(p, i, "exe", -1, p->exe, SNAPSHOT_MAX_PATH, error)) < 0)
                 return r;
         if (argv_bytes(p->argv) > SNAPSHOT_MAX_ARGV_BYTES)
                 return snapshot_error(error, "processes[%zu] (pid %d).argv: %zu bytes, more than the limit of %u", i,
                                       p->pid, argv_bytes(p->argv), SNAPSHOT_MAX_ARGV_BYTES);
-        for (size_t j = 0; p->argv && p->argv[j]; j++) {
-                snprintf(where, sizeof(where), "processes[%zu] (pid %d).argv[%zu]", i, p->pid, j);
-                if ((r = validate_string(where, p->argv[j], SIZE_MAX, error)) < 0)
+        for (size_t j = 0; p->argv && p->argv[j]; j++)
+                if ((r = validate_process_string(p, i, "argv", (ssize_t) j, p->argv[j], SIZE_MAX, error)) < 0)
                         return r;
-        }
         return 0;
 }
 
@@ -333,7 +362,7 @@ static int validate_thread(const Forest *f, const Indexes *x, const Process *p, 
 /* tid -> (process position << 32 | thread position) + 1 */
 static int validate_tids_unique(const Forest *f, char **error) {
         Hashmap seen = {};
-        int r = 0;
+        int r = hashmap_reserve(&seen, count_tasks(f));
         for (size_t i = 0; r == 0 && i < f->n_processes; i++)
                 for (size_t j = 0; r == 0 && j < f->processes[i]->n_threads; j++) {
                         pid_t tid = f->processes[i]->threads[j].tid;
