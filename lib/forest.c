@@ -816,18 +816,38 @@ int forest_set_ids(Forest *f, const uint64_t *new_ids) {
         return forest_link(f, NULL);
 }
 
+/* Ids in the linked order keep that order (parents first, then by id; listeners by id), so every
+ * reference is followed through the links forest_link() resolved, and nothing is sorted again. */
 int forest_renumber(Forest *f) {
-        _cleanup_free_ uint64_t *ids = malloc((f->n_filters + 1) * sizeof(uint64_t));
-        if (!ids)
-                return -ENOMEM;
-        for (size_t i = 0; i < f->n_filters; i++)
-                ids[i] = i + 1;
-        int r = forest_set_ids(f, ids);
+        if (!f->linked)
+                return -EINVAL;
+        _cleanup_free_ Filter **listener_filter = calloc(f->n_listeners + 1, sizeof(Filter *));
+        _cleanup_(hashmap_deinit) Hashmap by_id = {};
+        int r = listener_filter ? hashmap_reserve(&by_id, f->n_filters) : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
+                r = hashmap_put(&by_id, i + 1, f->filters[i]);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < f->n_listeners; i++)
+                listener_filter[i] = forest_find_filter(f, f->listeners[i]->filter_id);
+
+        hashmap_deinit(&f->filters_by_id);
+        f->filters_by_id = by_id;
+        by_id = (Hashmap) {};
+        for (size_t i = 0; i < f->n_filters; i++)
+                f->filters[i]->id = i + 1;
+        for (size_t i = 0; i < f->n_filters; i++)
+                f->filters[i]->parent_id = f->filters[i]->parent ? f->filters[i]->parent->id : 0;
+        for (size_t i = 0; i < f->n_listeners; i++) {
                 f->listeners[i]->id = i + 1;
-        return forest_link(f, NULL);
+                f->listeners[i]->filter_id = listener_filter[i]->id;
+                listener_filter[i]->listener_id = i + 1;
+        }
+        for (size_t i = 0; i < f->n_tasks; i++) {
+                Task *t = f->tasks_by_tid[i];
+                t->filter_id = t->filter ? t->filter->id : 0;
+        }
+        return 0;
 }
 
 int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid) {

@@ -3,6 +3,8 @@
 #include <linux/seccomp.h>
 
 #include "forest.h"
+#include "snapshot-json.h"
+#include "snapshot-samples.h"
 #include "snapshot-validate.h"
 #include "tests-util.h"
 
@@ -951,6 +953,57 @@ static void test_iso_random(void) {
         g_rand_free(rand);
 }
 
+/* The snapshot JSON of f (every id and reference in it). */
+static char *forest_json(const Forest *f) {
+        char *s = NULL;
+        g_assert_cmpint(snapshot_json_format(f, SNAPSHOT_JSON_PRETTY, &s), ==, 0);
+        return s;
+}
+
+/* forest_renumber() follows the links without linking again: the same forest as renumbering by
+ * forest_set_ids() and the listeners' ids, then linking, which sorts everything anew. Ids start
+ * out of their linked order (filters and listeners numbered backwards). */
+static void test_renumber(void) {
+        for (SampleKind k = 0; k < _SAMPLE_MAX; k++) {
+                g_autoptr(Forest) f = sample_forest(k), ref = sample_forest(k);
+                Forest *both[] = { f, ref };
+                for (size_t b = 0; b < G_N_ELEMENTS(both); b++) {
+                        Forest *x = both[b];
+                        g_autofree uint64_t *ids = g_new0(uint64_t, x->n_filters + 1);
+                        for (size_t i = 0; i < x->n_filters; i++)
+                                ids[i] = 1000 - 10 * i;
+                        g_assert_cmpint(forest_set_ids(x, ids), ==, 0);
+                        for (size_t i = 0; i < x->n_listeners; i++)
+                                x->listeners[i]->id = 500 - i;
+                        g_assert_cmpint(forest_link(x, NULL), ==, 0);
+                }
+
+                g_assert_cmpint(forest_renumber(f), ==, 0);
+                g_autofree uint64_t *ids = g_new0(uint64_t, ref->n_filters + 1);
+                for (size_t i = 0; i < ref->n_filters; i++)
+                        ids[i] = i + 1;
+                g_assert_cmpint(forest_set_ids(ref, ids), ==, 0);
+                for (size_t i = 0; i < ref->n_listeners; i++)
+                        ref->listeners[i]->id = i + 1;
+                g_assert_cmpint(forest_link(ref, NULL), ==, 0);
+
+                g_assert_true(f->linked);
+                g_autofree char *got = forest_json(f), *want = forest_json(ref);
+                g_assert_cmpstr(got, ==, want);
+                for (size_t i = 0; i < f->n_filters; i++) {
+                        g_assert_cmpuint(f->filters[i]->id, ==, i + 1);
+                        g_assert_true(forest_find_filter(f, i + 1) == f->filters[i]);
+                }
+                for (size_t i = 0; i < f->n_listeners; i++)
+                        g_assert_cmpuint(forest_find_filter(f, f->listeners[i]->filter_id)->listener_id, ==, i + 1);
+                /* linking again changes nothing */
+                g_assert_cmpint(forest_link(f, NULL), ==, 0);
+                g_autofree char *again = forest_json(f);
+                g_assert_cmpstr(again, ==, want);
+                g_assert_cmpint(snapshot_validate(f, NULL), ==, 0);
+        }
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -970,6 +1023,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/forest/take-put", test_take_put);
         g_test_add_func("/forest/lca", test_lca);
         g_test_add_func("/forest/cmp", test_cmp);
+        g_test_add_func("/forest/renumber", test_renumber);
         g_test_add_func("/forest/restrict", test_restrict);
         g_test_add_func("/forest/restrict-holders", test_restrict_holders);
         g_test_add_func("/forest/iso/same-shape", test_iso_same_shape);
