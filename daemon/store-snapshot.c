@@ -90,6 +90,18 @@ static int sanitize(const char *s, char **ret) {
         return s && !*ret ? -ENOMEM : 0;
 }
 
+/* s as it is stored: itself when it is valid UTF-8 (almost always: no copy), else a sanitized copy
+ * in *to_free. */
+static int stored_text(const char *s, char **to_free, const char **ret) {
+        if (!s || snapshot_utf8_valid(s)) {
+                *ret = s;
+                return 0;
+        }
+        int r = sanitize(s, to_free);
+        *ret = *to_free;
+        return r;
+}
+
 /* Writing */
 
 static size_t count_threads(const Forest *f) {
@@ -209,19 +221,75 @@ static int put_filter(Statements *s, uint64_t id, const Filter *flt) {
         return run(s->store, st, "store a snapshot's filter");
 }
 
+/* Strings of valid UTF-8 as JSON strings, escaped as jansson's compact dump escapes them (the rows
+ * stored before were written by it): '"' and '\\' with a backslash, the control characters with
+ * their short escapes or as \u00XX, every other byte as it is. */
+static const char json_short_escape[0x20] = {
+        ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r', ['\t'] = 't',
+};
+
+static size_t json_string_size(const char *s) {
+        size_t n = 2;
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                n += *c == '"' || *c == '\\' || (*c < 0x20 && json_short_escape[*c]) ? 2 : *c < 0x20 ? 6 : 1;
+        return n;
+}
+
+static char *json_string_put(char *out, const char *s) {
+        *out++ = '"';
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++) {
+                if (*c == '"' || *c == '\\' || (*c < 0x20 && json_short_escape[*c])) {
+                        *out++ = '\\';
+                        *out++ = *c < 0x20 ? json_short_escape[*c] : (char) *c;
+                } else if (*c < 0x20)
+                        out += sprintf(out, "\\u%04X", *c);
+                else
+                        *out++ = (char) *c;
+        }
+        *out++ = '"';
+        return out;
+}
+
+static bool strv_utf8_valid(char * const *l) {
+        for (size_t i = 0; l && l[i]; i++)
+                if (!snapshot_utf8_valid(l[i]))
+                        return false;
+        return true;
+}
+
+/* A copy of l with every string sanitized. */
+static char **strv_sanitize(char * const *l) {
+        size_t n = strv_length(l);
+        _cleanup_strv_free_ char **copy = calloc(n + 1, sizeof(char *));
+        for (size_t i = 0; copy && i < n; i++)
+                if (!(copy[i] = snapshot_utf8_sanitize(l[i])))
+                        return NULL;
+        return TAKE_PTR(copy);
+}
+
 /* argv as a JSON array of strings, malloc'ed. */
 static int argv_to_json(char * const *argv, char **ret) {
-        json_t *a = json_array();
-        int r = a ? 0 : -ENOMEM;
-        for (size_t i = 0; r >= 0 && argv && argv[i]; i++) {
-                _cleanup_free_ char *valid = snapshot_utf8_sanitize(argv[i]);
-                if (!valid || json_array_append_new(a, json_string(valid)) < 0)
-                        r = -ENOMEM;
+        _cleanup_strv_free_ char **valid = NULL;
+        if (!strv_utf8_valid(argv)) {
+                valid = strv_sanitize(argv);
+                if (!valid)
+                        return -ENOMEM;
+                argv = valid;
         }
-        char *text = r >= 0 ? json_dumps(a, JSON_COMPACT) : NULL;
-        json_decref(a);
+        size_t size = 3; /* [ ] NUL */
+        for (size_t i = 0; argv && argv[i]; i++)
+                size += json_string_size(argv[i]) + 1;
+        char *text = malloc(size), *out = text;
         if (!text)
                 return -ENOMEM;
+        *out++ = '[';
+        for (size_t i = 0; argv && argv[i]; i++) {
+                if (i > 0)
+                        *out++ = ',';
+                out = json_string_put(out, argv[i]);
+        }
+        *out++ = ']';
+        *out = 0;
         *ret = text;
         return 0;
 }
@@ -229,10 +297,12 @@ static int argv_to_json(char * const *argv, char **ret) {
 static int put_process(Statements *s, uint64_t id, const Process *p) {
         sqlite3_stmt *st = s->st[SS_INSERT_PROCESS];
         char comm[sizeof(p->comm) + 1];
-        _cleanup_free_ char *valid_comm = NULL, *exe = NULL, *argv = NULL;
+        _cleanup_free_ char *comm_copy = NULL, *exe_copy = NULL, *argv = NULL;
+        const char *valid_comm, *exe;
         memcpy(comm, p->comm, sizeof(p->comm));
         comm[sizeof(p->comm)] = 0;
-        if (sanitize(comm, &valid_comm) < 0 || sanitize(p->exe, &exe) < 0 || argv_to_json(p->argv, &argv) < 0)
+        if (stored_text(comm, &comm_copy, &valid_comm) < 0 || stored_text(p->exe, &exe_copy, &exe) < 0 ||
+            argv_to_json(p->argv, &argv) < 0)
                 return -ENOMEM;
         bind_u64(st, 1, id);
         sqlite3_bind_int64(st, 2, p->pid);

@@ -3,6 +3,7 @@
  * reused, strings that are not UTF-8, writing in steps (invisible until finished, taken back
  * when abandoned or left by a stopped daemon), and reading through a connection of its own */
 #include <glib/gstdio.h>
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "snapshot-json.h"
@@ -274,6 +275,57 @@ static void test_strings(Fixture *fx, gconstpointer data) {
         g_assert_cmpstr(want, ==, got);
 }
 
+/* argv is stored as the JSON text jansson's compact dump made of it before the writer made it
+ * itself: byte for byte the same, for every byte a string can hold (invalid UTF-8 sanitized the
+ * same way first), and for none. */
+static char *stored_argv(Fixture *fx, uint64_t id, pid_t pid) {
+        sqlite3_stmt *st;
+        g_assert_cmpint(sqlite3_prepare_v2(store_database(fx->store),
+                                           "SELECT argv FROM snapshot_processes WHERE snapshot = ?1 AND pid = ?2", -1,
+                                           &st, NULL), ==, SQLITE_OK);
+        sqlite3_bind_int64(st, 1, (int64_t) id);
+        sqlite3_bind_int64(st, 2, pid);
+        g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
+        char *text = g_strdup((const char *) sqlite3_column_text(st, 0));
+        sqlite3_finalize(st);
+        return text;
+}
+
+static char *jansson_argv(char * const *argv) {
+        json_t *a = json_array();
+        for (size_t i = 0; argv && argv[i]; i++) {
+                g_autofree char *valid = snapshot_utf8_sanitize(argv[i]);
+                g_assert_cmpint(json_array_append_new(a, json_string(valid)), ==, 0);
+        }
+        char *text = json_dumps(a, JSON_COMPACT);
+        json_decref(a);
+        g_assert_nonnull(text);
+        return text;
+}
+
+static void test_argv_json(Fixture *fx, gconstpointer data) {
+        char every_byte[256], high[129];
+        for (int c = 1; c < 256; c++)
+                every_byte[c - 1] = (char) c;
+        every_byte[255] = 0;
+        for (int c = 0x80; c < 0x100; c++)
+                high[c - 0x80] = (char) c;
+        high[128] = 0;
+        char *argvs[][6] = {
+                { every_byte, high, (char *) "", (char *) "\xe2\x80\xa8 \xf0\x9f\x98\x80 \xc3\xa9", (char *) "/usr/bin/x", NULL },
+                { (char *) "", NULL },
+                { NULL },
+        };
+        for (size_t k = 0; k <= G_N_ELEMENTS(argvs); k++) {
+                g_autoptr(Forest) f = sample_forest(SAMPLE_SUBTREE);
+                Process *p = f->processes[0];
+                g_assert_cmpint(process_set_argv(p, k < G_N_ELEMENTS(argvs) ? argvs[k] : NULL), ==, 0);
+                uint64_t id = put(fx, f, 0, NULL, 0);
+                g_autofree char *got = stored_argv(fx, id, p->pid), *want = jansson_argv(p->argv);
+                g_assert_cmpstr(got, ==, want);
+        }
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tests_name_hangs();
@@ -281,6 +333,7 @@ int main(int argc, char **argv) {
         TEST("/store-snapshot/delete", test_delete);
         TEST("/store-snapshot/quota", test_quota);
         TEST("/store-snapshot/strings", test_strings);
+        TEST("/store-snapshot/argv-json", test_argv_json);
         TEST("/store-snapshot/steps", test_steps);
         TEST("/store-snapshot/discard-incomplete", test_discard_incomplete);
         TEST("/store-snapshot/load-path", test_load_path);
