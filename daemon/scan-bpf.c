@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -138,6 +139,13 @@ static BpfFilter *pass_filter_find(const BpfScanner *s, uint64_t id) {
         return f && f->seen_pass == s->pass ? f : NULL;
 }
 
+/* Whether a filter met for the first time comes without its program (ScanOptions.dropped, .wanted). */
+static bool filter_unwanted(const ScanOptions *o, const BpfFilter *f) {
+        if (o->dropped && o->dropped(f->id, o->dropped_userdata))
+                return true;
+        return o->wanted && !o->wanted(f->digest, f->len, o->dropped_userdata);
+}
+
 /* The filter a record names (f: what is kept under its id, or NULL), kept from an earlier pass
  * when the record leaves the instructions out. NULL (and records.insns_missing) if they are not
  * here: the pass is redone in a new epoch. */
@@ -170,8 +178,7 @@ static int filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_rec_fi
         fresh = bpf_filter_new(rec);
         if (!fresh)
                 return -ENOMEM;
-        if (allow_dropped && s->opts->dropped && s->opts->dropped(rec->id, s->opts->dropped_userdata) &&
-            (k = filter_drop_insns(s, &fresh, false)) < 0) {
+        if (allow_dropped && filter_unwanted(s->opts, fresh) && (k = filter_drop_insns(s, &fresh, false)) < 0) {
                 free(fresh);
                 return k;
         }
@@ -377,6 +384,13 @@ static void heap_prepare(void) {
         free(p);
 }
 
+static pthread_once_t process_prepared = PTHREAD_ONCE_INIT;
+
+static void process_prepare(void) {
+        libbpf_set_print(libbpf_log);
+        heap_prepare();
+}
+
 /* The id map of a one-shot scanner: room for twice the tasks that exist (a filter is held by at
  * least one task, or a listener fd), within [ONESHOT_MIN_IDS, MAX_FILTER_IDS]. */
 static uint32_t oneshot_id_map_size(void) {
@@ -478,8 +492,8 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
         s->id_map_size = o->oneshot ? oneshot_id_map_size() : MAX_FILTER_IDS;
         s->ticks_per_sec = bpf_clock_ticks_per_sec();
 
-        libbpf_set_print(libbpf_log);
-        heap_prepare();
+        /* once per process: scanners may be made in worker threads too (snapshots, analyses) */
+        (void) pthread_once(&process_prepared, process_prepare);
 
         r = scanner_load(s, first_id - 1);
         if (r < 0 && !s->no_argv) {
