@@ -385,6 +385,8 @@ static void heap_prepare(void) {
 }
 
 static pthread_once_t process_prepared = PTHREAD_ONCE_INIT;
+/* libbpf caches what it probed of the kernel in globals as it loads: one load at a time */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void process_prepare(void) {
         libbpf_set_print(libbpf_log);
@@ -405,7 +407,7 @@ static uint32_t oneshot_id_map_size(void) {
 
 /* Open, size and load the scan unit into s->skel (and its ring buffer reader), continuing the ids
  * after last_id. */
-static int scanner_load(BpfScanner *s, uint64_t last_id) {
+static int scanner_load_locked(BpfScanner *s, uint64_t last_id) {
         int r;
 
         s->skel = scan_bpf__open();
@@ -445,6 +447,13 @@ static int scanner_load(BpfScanner *s, uint64_t last_id) {
                 s->argv_want = p;
         }
         return 0;
+}
+
+static int scanner_load(BpfScanner *s, uint64_t last_id) {
+        (void) pthread_mutex_lock(&load_lock);
+        int r = scanner_load_locked(s, last_id);
+        (void) pthread_mutex_unlock(&load_lock);
+        return r;
 }
 
 /* A one-shot scanner whose id map was too small: load it again with one four times as large.

@@ -66,9 +66,17 @@ int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, Snapshot
 int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
                             char **ret_message);
 
-/* snapshots.c's second half: f (taken) stored as the caller's new snapshot, in steps. */
-int snapshot_store_in_steps(Manager *m, Caller *c, Forest *f, SnapshotTransferDone done, void *userdata,
-                            char **ret_message);
+/* A CreateSnapshot's scan: made on the loop by snapshots.c, run in a transfer's worker thread. */
+typedef struct SnapshotScanJob SnapshotScanJob;
+/* In the worker: the snapshot, or a negative errno with *ret_message (malloc'ed, may be NULL):
+ * -EACCES, -ESRCH, -EIO (the scan failed), -ENOMEM. */
+int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message);
+SnapshotScanJob *snapshot_scan_job_free(SnapshotScanJob *j);
+DEFINE_CLEANUP(SnapshotScanJob *, snapshot_scan_job_free);
+/* snapshot-transfers.c: j (taken) run by a transfer of the caller's in its lane's worker, then what
+ * it scanned stored as the caller's new snapshot, in steps; done as for the others. */
+int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done, void *userdata,
+                              char **ret_message);
 
 /* End every transfer in progress with -ECANCELED. */
 void manager_snapshot_transfers_cancel(Manager *m);
