@@ -34,12 +34,14 @@ typedef struct SnapshotCreateOptions {
  * caller's quota is used up, -EBUSY too many transfers in progress. *ret_message (malloc'ed, may
  * be NULL) says more where there is more to say. */
 
-/* Scan the subtree of root (0: the whole machine, root only) in one pass, then store it in steps
- * between the loop's other work (as imports are stored), and call done with its id, or with an
- * error of storing it (-EDQUOT, the database's), or -ECANCELED when the daemon stops first; sends
- * SnapshotCreated before done. A non-root caller must be able to trace every process of the
- * subtree. Returns 0 when done will be called; else a negative errno (done will not be), a scan
- * that failed is -EIO with a message. A snapshot being stored counts as a transfer. */
+/* Scan the subtree of root (0: the whole machine, root only) in one pass, in a worker thread of the
+ * caller's transfer lane, then store it in steps between the loop's other work (as imports are
+ * stored), and call done with its id, or with an error of the scan (-EACCES, -ESRCH, -EIO: the
+ * scan failed, with a message) or of storing it (-EDQUOT, the database's), or -ECANCELED when the
+ * daemon stops first; sends SnapshotCreated before done. A non-root caller must be able to trace
+ * every process of the subtree. What was read of the caller moves to the worker: c keeps its uid
+ * and privileged only. Returns 0 when done will be called; else a negative errno (done will not
+ * be). A snapshot being taken or stored counts as a transfer. */
 typedef void (*SnapshotTransferDone)(Manager *m, int r, uint64_t id, const char *message, void *userdata);
 int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
                             SnapshotTransferDone done, void *userdata, char **ret_message);
