@@ -250,6 +250,37 @@ static int read_others(sd_bus_message *m, WhoCan *w) {
         return r;
 }
 
+/* The chains the daemon could not decide (a program not available); a daemon before them sends
+ * none. */
+static int read_undecided(sd_bus_message *m, WhoCan *w) {
+        _cleanup_free_ WhoCanChain *chains = NULL;
+        size_t allocated = 0;
+        if (sd_bus_message_at_end(m, false) > 0)
+                return 0;
+        int r = sd_bus_message_enter_container(m, 'a', "(tua(uus))");
+        while (r >= 0 && sd_bus_message_at_end(m, false) == 0) {
+                WhoCanChain c = {};
+                uint32_t depth;
+                r = sd_bus_message_enter_container(m, 'r', "tua(uus)");
+                if (r >= 0)
+                        r = sd_bus_message_read(m, "tu", &c.head, &depth);
+                if (r >= 0)
+                        r = read_tasks(m, &w->arena, &c.tasks, &c.n_tasks);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                c.depth = depth;
+                if (r >= 0 && GROW(chains, allocated, w->n_undecided + 1) < 0)
+                        r = -ENOMEM;
+                if (r >= 0)
+                        chains[w->n_undecided++] = c;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r >= 0 && !(w->undecided = arena_copy(&w->arena, chains, w->n_undecided, sizeof(WhoCanChain))))
+                r = -ENOMEM;
+        return r;
+}
+
 static int read_who_can(sd_bus_message *m, WhoCan *w) {
         const char *arch;
         int32_t nr;
@@ -261,6 +292,8 @@ static int read_who_can(sd_bus_message *m, WhoCan *w) {
                 r = sd_bus_message_read(m, "u", &unfiltered);
         if (r >= 0)
                 r = read_others(m, w);
+        if (r >= 0)
+                r = read_undecided(m, w);
         if (r < 0)
                 return r;
         w->n_tasks = tasks;

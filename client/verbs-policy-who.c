@@ -89,6 +89,27 @@ static void print_others(const WhoCan *w) {
         }
 }
 
+static size_t undecided_tasks(const WhoCan *w) {
+        size_t n = 0;
+        for (size_t i = 0; i < w->n_undecided; i++)
+                n += w->undecided[i].n_tasks;
+        return n;
+}
+
+/* Chains the daemon could not decide: their tasks are named, never left out. */
+static void print_undecided(const WhoCan *w, bool legend) {
+        size_t n = undecided_tasks(w);
+        if (w->n_undecided == 0)
+                return;
+        printf("\nnot decided (program not available): %zu task%s under %zu chain%s\n", n, n == 1 ? "" : "s",
+               w->n_undecided, w->n_undecided == 1 ? "" : "s");
+        for (size_t i = 0; i < w->n_undecided; i++) {
+                const WhoCanChain *ch = &w->undecided[i];
+                printf("filter %" PRIu64 " (chain of %zu):\n", ch->head, ch->depth);
+                print_tasks(ch->tasks, ch->n_tasks, legend);
+        }
+}
+
 static void print_header(const WhoCanRequest *req, const WhoCan *w) {
         size_t n_can = 0;
         for (size_t i = 0; i < w->n_chains; i++)
@@ -102,7 +123,11 @@ static void print_header(const WhoCanRequest *req, const WhoCan *w) {
         else
                 printf("%zu of %zu task%s get %s, under %zu chain%s", n_can, w->n_tasks, w->n_tasks == 1 ? "" : "s",
                        req->looked_for, w->n_chains, w->n_chains == 1 ? "" : "s");
-        printf("; %zu distinct chain%s decided.\n", w->n_decisions, w->n_decisions == 1 ? "" : "s");
+        printf("; %zu distinct chain%s decided", w->n_decisions, w->n_decisions == 1 ? "" : "s");
+        if (w->n_undecided > 0)
+                printf("; %zu task%s not decided (program not available)", undecided_tasks(w),
+                       undecided_tasks(w) == 1 ? "" : "s");
+        printf(".\n");
 }
 
 static int who_can_print(const Context *c, const WhoCanRequest *req, const WhoCan *w) {
@@ -119,6 +144,7 @@ static int who_can_print(const Context *c, const WhoCanRequest *req, const WhoCa
                         printf("\nstrict mode: %s\n", cond);
                 print_tasks(ch->tasks, ch->n_tasks, c->legend);
         }
+        print_undecided(w, c->legend);
         if (req->query.allowed && w->n_unfiltered > 0) {
                 printf("\nunfiltered (may call anything): %zu task%s\n", w->n_unfiltered, w->n_unfiltered == 1 ? "" : "s");
                 if (w->plan) /* a snapshot lists them; the daemon counts them */
@@ -158,6 +184,21 @@ static json_t *chain_json(const WhoCanChain *ch) {
                          cases, "tasks", tasks_json(ch->tasks, ch->n_tasks));
 }
 
+static json_t *undecided_json(const WhoCan *w) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < w->n_undecided; i++) {
+                const WhoCanChain *ch = &w->undecided[i];
+                if (json_array_append_new(a, json_pack("{s:o, s:I, s:s, s:o}", "filter", json_id_or_null(ch->head),
+                                                       "depth", (json_int_t) ch->depth, "reason",
+                                                       "program not available", "tasks",
+                                                       tasks_json(ch->tasks, ch->n_tasks))) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
 static json_t *who_can_json(const WhoCanRequest *req, const WhoCan *w) {
         char action[ACTION_STRING_MAX];
         json_t *chains = json_array(), *others = json_array(), *args = json_array();
@@ -175,12 +216,12 @@ static json_t *who_can_json(const WhoCanRequest *req, const WhoCan *w) {
         for (size_t i = 0; args && i < req->query.n_args; i++)
                 if (json_array_append_new(args, json_integer((json_int_t) req->query.args[i])) < 0)
                         goto fail;
-        return json_pack("{s:s, s:I, s:s, s:o, s:s, s:I, s:I, s:o, s:o, s:I, s:o}", "syscall", req->syscall, "nr",
+        return json_pack("{s:s, s:I, s:s, s:o, s:s, s:I, s:I, s:o, s:o, s:I, s:o, s:o}", "syscall", req->syscall, "nr",
                          (json_int_t) req->query.nr, "architecture", req->query.arch->name, "args", args, "looked_for",
                          req->looked_for, "tasks", (json_int_t) w->n_tasks, "chains_decided",
                          (json_int_t) w->n_decisions, "chains", chains, "unfiltered",
                          w->plan ? tasks_json(w->unfiltered, w->n_unfiltered) : json_null(), "unfiltered_count",
-                         (json_int_t) w->n_unfiltered, "others", others);
+                         (json_int_t) w->n_unfiltered, "others", others, "undecided", undecided_json(w));
 fail:
         json_decref(chains);
         json_decref(others);

@@ -502,14 +502,16 @@ static int method_list_snapshots(sd_bus_message *msg, void *userdata, sd_bus_err
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
-/* The end of a snapshot's storing, export or import: the reply to the message kept for it. The message goes first: it
+/* The end of a snapshot's scan and storing, export or import: the reply to the message kept for it. The message goes first: it
  * holds a copy of the caller's fd, and the caller must see the end of its pipe before the reply. */
 static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         bool with_id = !streq(sd_bus_message_get_member(msg), "ExportSnapshot"); /* Create, Import */
         int k;
-        if (r < 0) {
+        if (r == -EIO && streq(sd_bus_message_get_member(msg), "CreateSnapshot")) /* the scan failed */
+                k = sd_bus_message_new_method_errorf(msg, &reply, ERROR_SCAN_FAILED, "%s", message ?: "The scan failed.");
+        else if (r < 0) {
                 (void) bus_snapshot_error(&error, r, message, id);
                 k = sd_bus_message_new_method_errorf(msg, &reply, error.name, "%s", error.message);
         } else
@@ -644,7 +646,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_ARGS("WhoCan", SD_BUS_ARGS("s", syscall, "at", args, "a{sv}", options),
                                 SD_BUS_RESULT("s", architecture, "i", nr, "u", tasks, "u", decided,
                                               "a" WHO_CAN_CHAIN_TYPE, chains, "u", unfiltered,
-                                              "a" WHO_CAN_OTHER_TYPE, others),
+                                              "a" WHO_CAN_OTHER_TYPE, others,
+                                              "a" WHO_CAN_UNDECIDED_TYPE, undecided),
                                 method_who_can, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilterAttached",
                                 SD_BUS_ARGS("t", id, "t", parent, "u", tid, "u", pid, "s", comm), 0),

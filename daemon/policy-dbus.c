@@ -15,6 +15,7 @@
 #include "manager-dbus.h"
 #include "policy-report.h"
 #include "procinfo.h"
+#include "program-fetch.h"
 #include "snapshot.h"
 
 #define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
@@ -29,6 +30,10 @@ static int analysis_error(sd_bus_error *error, int r, const char *what) {
         if (r == -E2BIG)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "A chain of %s has too many paths to analyse.", what);
+        if (r == -ENODATA)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED,
+                                         "A program of %s is not available: its filter is kept without it (over its "
+                                         "uid's budget) and it could not be read again.", what);
         log_error_errno(r, "Failed to analyse %s: %m", what);
         return sd_bus_error_set_errno(error, r);
 }
@@ -50,6 +55,7 @@ struct PolicyJob {
 
         /* the question, copied out of the live forest */
         Arena arena;            /* GetPolicy's programs */
+        ProgWants wants;        /* GetPolicy: the programs its filters were kept without */
         ChainProgram *chain;    /* GetPolicy */
         size_t n_chain;
         TaskMode mode;
@@ -90,6 +96,7 @@ static void job_free(PolicyJob *j) {
         if (j->event_fd >= 0)
                 close(j->event_fd);
         sd_bus_message_unref(j->msg);
+        prog_wants_done(&j->wants);
         arena_done(&j->arena);
         free(j->chain);
         free(j->filter_ids);
@@ -113,15 +120,31 @@ static bool job_stop(void *userdata) {
         return atomic_load(&j->cancelled) || now_usec(CLOCK_MONOTONIC) >= j->deadline;
 }
 
+/* The programs the live forest kept no copy of, read again (bounded; freed with the job). What
+ * still cannot be had stays missing: GetPolicy fails for it, WhoCan names its tasks undecided. */
+static void fetch_missing(ProgWants *w, Arena *arena) {
+        int r = program_fetch(w, arena, PROGRAM_FETCH_MAX_INSNS);
+        if (r < 0)
+                log_debug_errno(r, "Could not read programs kept over budget again: %m");
+        if (prog_wants_missing(w) > 0)
+                log_debug("%zu program(s) of an analysis are not available.", prog_wants_missing(w));
+}
+
 static void *job_worker(void *userdata) {
         PolicyJob *j = userdata;
         PolicyStop stop = { .check = job_stop, .userdata = j };
         if (j->kind == JOB_GET_POLICY) {
                 _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
-                j->r = policy_summarize_stoppable(j->chain, j->n_chain, NULL, &stop, &s);
+                fetch_missing(&j->wants, &j->arena);
+                j->r = prog_wants_missing(&j->wants) > 0 ? -ENODATA : 0;
+                if (j->r >= 0)
+                        j->r = policy_summarize_stoppable(j->chain, j->n_chain, NULL, &stop, &s);
                 if (j->r >= 0)
                         j->r = policy_report_new(s, &j->report);
         } else {
+                Arena *arena;
+                ProgWants *w = who_can_plan_wants(j->plan, &arena);
+                fetch_missing(w, arena);
                 j->r = who_can_plan_decide(TAKE_PTR(j->plan), &j->query, &stop, &j->who);
                 if (j->r >= 0)
                         j->r = who_can_report(j->who);
@@ -309,6 +332,19 @@ static int find_task(Caller *c, const Forest *f, uint32_t tid, const Task **ret,
         return 0;
 }
 
+/* x's program copied at the end of the chain; one kept without it (over budget) is wanted there. */
+static int chain_add(PolicyJob *j, const Filter *x) {
+        ChainProgram *c = &j->chain[j->n_chain++];
+        *c = (ChainProgram) { .len = x->len };
+        j->filter_ids[j->n_filter_ids++] = x->id;
+        if (x->len == 0)
+                return -ENODATA; /* nothing the kernel would have installed */
+        if (!x->insns)
+                return prog_wants_add(&j->wants, x->digest, x->len, &c->insns);
+        c->insns = arena_memdup(&j->arena, x->insns, x->len * sizeof(struct sock_filter));
+        return c->insns ? 0 : -ENOMEM;
+}
+
 /* The task's chain, newest first, its programs copied (strict mode as its program). */
 static int job_chain(PolicyJob *j, const Task *t) {
         size_t n = t && t->mode == TASK_MODE_FILTER && t->filter ? t->filter->depth : 1;
@@ -324,14 +360,9 @@ static int job_chain(PolicyJob *j, const Task *t) {
                 j->chain[j->n_chain++] = (ChainProgram) { .insns = strict, .len = policy_strict_program(strict) };
         } else if (j->mode == TASK_MODE_FILTER)
                 for (const Filter *x = t->filter; x && j->n_chain < n; x = x->parent) {
-                        if (!x->insns || x->len == 0)
-                                return -ENODATA; /* a filter whose program is not known */
-                        const struct sock_filter *insns = arena_memdup(&j->arena, x->insns,
-                                                                       x->len * sizeof(struct sock_filter));
-                        if (!insns)
-                                return -ENOMEM;
-                        j->filter_ids[j->n_filter_ids++] = x->id;
-                        j->chain[j->n_chain++] = (ChainProgram) { .insns = insns, .len = x->len };
+                        int r = chain_add(j, x);
+                        if (r < 0)
+                                return r;
                 }
         return 0;
 }
@@ -459,6 +490,22 @@ static int append_tasks(sd_bus_message *reply, const WhoCanTask *tasks, size_t n
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+/* The chains not decided (a program not at hand), with their tasks. */
+static int append_undecided(sd_bus_message *reply, const WhoCan *w) {
+        int r = sd_bus_message_open_container(reply, 'a', WHO_CAN_UNDECIDED_TYPE);
+        for (size_t i = 0; r >= 0 && i < w->n_undecided; i++) {
+                const WhoCanChain *ch = &w->undecided[i];
+                r = sd_bus_message_open_container(reply, 'r', "tua(uus)");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "tu", ch->head, (uint32_t) ch->depth);
+                if (r >= 0)
+                        r = append_tasks(reply, ch->tasks, ch->n_tasks);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
 static int append_who_can(sd_bus_message *reply, const WhoCanQuery *q, const WhoCan *w) {
         int r = sd_bus_message_append(reply, "siuu", q->arch->name, q->nr, (uint32_t) w->n_tasks,
                                       (uint32_t) w->n_decisions);
@@ -485,7 +532,9 @@ static int append_who_can(sd_bus_message *reply, const WhoCanQuery *q, const Who
         for (size_t i = 0; r >= 0 && i < w->n_others; i++)
                 r = sd_bus_message_append(reply, WHO_CAN_OTHER_TYPE, w->others[i].conditional, w->others[i].ret,
                                           (uint32_t) w->others[i].n_tasks, (uint32_t) w->others[i].n_chains);
-        return r < 0 ? r : sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : append_undecided(reply, w);
 }
 
 int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

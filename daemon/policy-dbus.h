@@ -26,7 +26,7 @@ void manager_policy_jobs_cancel(Manager *m);
 /* GetPolicy(u tid) -> (s mode, at filters, a(sbbua(si(bua(ssuubs)))(bua(ssuubs))) architectures) */
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 /* WhoCan(s syscall, at args, a{sv} options) -> (s architecture, i nr, u tasks, u decided,
- * a(tuba(ssuubs)a(uus)) chains, u unfiltered, a(buuu) others) */
+ * a(tuba(ssuubs)a(uus)) chains, u unfiltered, a(buuu) others, a(tua(uus)) undecided) */
 int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 
 #define POLICY_CASE_TYPE "(ssuubs)"
@@ -34,3 +34,4 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 #define POLICY_ARCH_TYPE "(sbbua(si" POLICY_DECISION_TYPE ")" POLICY_DECISION_TYPE ")"
 #define WHO_CAN_CHAIN_TYPE "(tuba" POLICY_CASE_TYPE "a(uus))"
 #define WHO_CAN_OTHER_TYPE "(buuu)"
+#define WHO_CAN_UNDECIDED_TYPE "(tua(uus))"

@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <limits.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -138,6 +139,13 @@ static BpfFilter *pass_filter_find(const BpfScanner *s, uint64_t id) {
         return f && f->seen_pass == s->pass ? f : NULL;
 }
 
+/* Whether a filter met for the first time comes without its program (ScanOptions.dropped, .wanted). */
+static bool filter_unwanted(const ScanOptions *o, const BpfFilter *f) {
+        if (o->dropped && o->dropped(f->id, o->dropped_userdata))
+                return true;
+        return o->wanted && !o->wanted(f->digest, f->len, o->dropped_userdata);
+}
+
 /* The filter a record names (f: what is kept under its id, or NULL), kept from an earlier pass
  * when the record leaves the instructions out. NULL (and records.insns_missing) if they are not
  * here: the pass is redone in a new epoch. */
@@ -170,8 +178,7 @@ static int filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_rec_fi
         fresh = bpf_filter_new(rec);
         if (!fresh)
                 return -ENOMEM;
-        if (allow_dropped && s->opts->dropped && s->opts->dropped(rec->id, s->opts->dropped_userdata) &&
-            (k = filter_drop_insns(s, &fresh, false)) < 0) {
+        if (allow_dropped && filter_unwanted(s->opts, fresh) && (k = filter_drop_insns(s, &fresh, false)) < 0) {
                 free(fresh);
                 return k;
         }
@@ -384,6 +391,15 @@ static void heap_prepare(void) {
         heap_populate(keep);
 }
 
+static pthread_once_t process_prepared = PTHREAD_ONCE_INIT;
+/* libbpf caches what it probed of the kernel in globals as it loads: one load at a time */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void process_prepare(void) {
+        libbpf_set_print(libbpf_log);
+        heap_prepare();
+}
+
 /* The id map of a one-shot scanner: room for twice the tasks that exist (a filter is held by at
  * least one task, or a listener fd), within [ONESHOT_MIN_IDS, MAX_FILTER_IDS]. */
 static uint32_t oneshot_id_map_size(void) {
@@ -398,7 +414,7 @@ static uint32_t oneshot_id_map_size(void) {
 
 /* Open, size and load the scan unit into s->skel (and its ring buffer reader), continuing the ids
  * after last_id. */
-static int scanner_load(BpfScanner *s, uint64_t last_id) {
+static int scanner_load_locked(BpfScanner *s, uint64_t last_id) {
         int r;
 
         s->skel = scan_bpf__open();
@@ -438,6 +454,13 @@ static int scanner_load(BpfScanner *s, uint64_t last_id) {
                 s->argv_want = p;
         }
         return 0;
+}
+
+static int scanner_load(BpfScanner *s, uint64_t last_id) {
+        (void) pthread_mutex_lock(&load_lock);
+        int r = scanner_load_locked(s, last_id);
+        (void) pthread_mutex_unlock(&load_lock);
+        return r;
 }
 
 /* A one-shot scanner whose id map was too small: load it again with one four times as large.
@@ -485,8 +508,8 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
         s->id_map_size = o->oneshot ? oneshot_id_map_size() : MAX_FILTER_IDS;
         s->ticks_per_sec = bpf_clock_ticks_per_sec();
 
-        libbpf_set_print(libbpf_log);
-        heap_prepare();
+        /* once per process: scanners may be made in worker threads too (snapshots, analyses) */
+        (void) pthread_once(&process_prepared, process_prepare);
 
         r = scanner_load(s, first_id - 1);
         if (r < 0 && !s->no_argv) {

@@ -26,6 +26,10 @@ typedef struct ScanOptions {
         bool allow_dropped;
         bool (*dropped)(uint64_t id, void *userdata);
         void *dropped_userdata;
+        /* bpf, with allow_dropped: a filter met for the first time keeps its program only if
+         * wanted(digest, len, dropped_userdata) says so (NULL: every one does), so that a pass for a
+         * few programs holds no others. */
+        bool (*wanted)(const uint8_t *digest, size_t len, void *userdata);
         /* bpf, with allow_dropped: the filters over a uid's budget (lib/budget.h; 0: none) come
          * without their programs, which the scanner drops too; the pass's forest never holds more
          * programs than the live forest keeps. */

@@ -42,7 +42,8 @@ struct SnapshotTransfer {
         uid_t uid;
         bool privileged;
         bool import;
-        bool created;    /* CreateSnapshot: no fd, a forest scanned already, stored in steps as imports are */
+        bool created;    /* CreateSnapshot: no fd, scanned by the worker, stored in steps as imports are */
+        SnapshotScanJob *scan; /* created: the scan the worker runs */
         int fd;          /* our dup of the caller's; -1 for a created one */
         int saved_flags; /* the fd's status flags before O_NONBLOCK, or -1 */
         char *data;      /* import: what was read; export: the file image */
@@ -70,7 +71,7 @@ struct SnapshotTransfer {
         int worker_r;
         bool read_failed;     /* import: worker_r is from reading the fd, not from parsing */
         char *worker_message; /* import: why the file was refused */
-        const char *gate;     /* $SECTREE_TEST_SNAPSHOT_GATE, see worker_gate() */
+        const char *gate;     /* $SECTREE_TEST_SNAPSHOT_GATE, see worker_gate() ($..._SCAN_GATE: created) */
         const char *store_gate; /* $SECTREE_TEST_SNAPSHOT_STORE_GATE, see on_store_step() */
 };
 
@@ -220,6 +221,7 @@ static SnapshotTransfer *transfer_free(SnapshotTransfer *t) {
         sd_event_source_disable_unref(t->store_source);
         store_snapshot_writer_free(t->writer); /* an unfinished import: what it stored goes */
         forest_release(t->forest);
+        snapshot_scan_job_free(t->scan);
         free(t->worker_message);
         free(t->db_path);
         sd_event_source_disable_unref(t->io);
@@ -528,11 +530,38 @@ static void export_worker_done(SnapshotTransfer *t) {
         }
 }
 
+/* Creating */
+
+/* In the worker: the scan (snapshots.c), off the loop. */
+static void *create_worker(void *userdata) {
+        SnapshotTransfer *t = userdata;
+        worker_gate(t);
+        t->worker_r = atomic_load(&t->cancelled) ? -ECANCELED
+                                                 : snapshot_scan_job_run(t->scan, &t->forest, &t->worker_message);
+        t->scan = snapshot_scan_job_free(t->scan); /* the caller's state, with its memo of /proc */
+        worker_signal(t);
+        return NULL;
+}
+
+/* Back on the loop: refused, or stored in steps. */
+static void create_worker_done(SnapshotTransfer *t) {
+        if (t->worker_r < 0) {
+                _cleanup_free_ char *message = TAKE_PTR(t->worker_message);
+                transfer_finish(t, t->worker_r, 0, message);
+                return;
+        }
+        int r = import_store_start(t);
+        if (r < 0)
+                import_store_failed(t, r);
+}
+
 static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         SnapshotTransfer *t = userdata;
         Manager *m = t->manager;
         worker_join(t);
-        if (t->import)
+        if (t->created)
+                create_worker_done(t);
+        else if (t->import)
                 import_worker_done(t);
         else
                 export_worker_done(t);
@@ -723,19 +752,20 @@ int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone 
         return 0;
 }
 
-int snapshot_store_in_steps(Manager *m, Caller *c, Forest *f, SnapshotTransferDone done, void *userdata,
-                            char **ret_message) {
-        _cleanup_(forest_freep) Forest *forest = f;
+int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done, void *userdata,
+                              char **ret_message) {
+        _cleanup_(snapshot_scan_job_freep) SnapshotScanJob *job = j;
         _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
         int r = transfer_new(m, c, -1, true, ret_message, &t);
         if (r < 0)
                 return r;
         t->created = true;
-        t->forest = TAKE_PTR(forest);
-        r = import_store_start(t);
-        if (r == -EDQUOT)
-                snapshot_quota_message(ret_message);
-        if (r < 0)
+        t->scan = TAKE_PTR(job);
+        t->gate = secure_getenv("SECTREE_TEST_SNAPSHOT_SCAN_GATE");
+        t->worker_fn = create_worker;
+        if (worker_busy(m, t->privileged))
+                t->worker_pending = true;
+        else if ((r = worker_launch(t)) < 0)
                 return r;
         t->done = done;
         t->userdata = userdata;

@@ -40,10 +40,30 @@ int snapshot_quota_message(char **ret_message) {
                                     SNAPSHOTS_MAX_BYTES_PER_UID >> 20);
 }
 
-/* Creating */
+/* Creating: checked on the loop, scanned in a transfer's worker (snapshot-transfers.c), stored in
+ * steps on the loop */
 
-static int scan_subtree(Manager *m, const ScanOptions *opts, Forest **ret) {
-        return source_scan(m->source, opts, ret); /* says how consistent: an iterator pass, or frozen */
+/* What the worker needs, owned by it: nothing of the bus message or the loop's state but the
+ * source, which outlives every transfer (they end when the loop exits). */
+struct SnapshotScanJob {
+        Source *source;
+        Caller caller;
+        pid_t root;
+        char *name;
+        bool include_argv;
+};
+
+SnapshotScanJob *snapshot_scan_job_free(SnapshotScanJob *j) {
+        if (!j)
+                return NULL;
+        caller_deinit(&j->caller);
+        free(j->name);
+        free(j);
+        return NULL;
+}
+
+static int scan_subtree(Source *s, const ScanOptions *opts, Forest **ret) {
+        return source_scan_detached(s, opts, ret); /* says how consistent: an iterator pass, or frozen */
 }
 
 /* The first process of the snapshot the caller could not trace, or 0. */
@@ -109,9 +129,9 @@ static int process_make_utf8(Process *p) {
 /* One scan, linked and cut to the subtree (a process whose parent exited during the pass cannot be
  * placed in it), then made snapshot-local and checked with the validator every import goes through.
  * -EAGAIN (with *ret_error) when the result is not consistent: the caller scans again. */
-static int scan_once(Manager *m, const ScanOptions *opts, Forest **ret, char **ret_error) {
+static int scan_once(Source *s, const ScanOptions *opts, Forest **ret, char **ret_error) {
         _cleanup_(forest_freep) Forest *f = NULL;
-        int r = scan_subtree(m, opts, &f);
+        int r = scan_subtree(s, opts, &f);
         if (r < 0)
                 return r;
         r = forest_link(f, ret_error);
@@ -137,10 +157,10 @@ static int scan_once(Manager *m, const ScanOptions *opts, Forest **ret, char **r
         return 0;
 }
 
-static int scan_consistent(Manager *m, const ScanOptions *opts, Forest **ret, char **ret_message) {
+static int scan_consistent(Source *s, const ScanOptions *opts, Forest **ret, char **ret_message) {
         for (unsigned attempt = 1;; attempt++) {
                 _cleanup_free_ char *error = NULL;
-                int r = scan_once(m, opts, ret, &error);
+                int r = scan_once(s, opts, ret, &error);
                 if (r == -EACCES)
                         return r; /* a process the caller may not see: take_snapshot() says which */
                 if (r != -EAGAIN || attempt == SNAPSHOT_SCAN_ATTEMPTS) {
@@ -174,16 +194,17 @@ static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata)
         return r;
 }
 
-/* Scan, check that the caller may see all of it, and make it a snapshot. */
-static int take_snapshot(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o, Forest **ret,
-                         char **ret_message) {
+/* In the worker: scan, check that the caller may see all of it, and make it a snapshot. */
+int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) {
         _cleanup_(forest_freep) Forest *f = NULL;
+        Caller *c = &j->caller;
+        pid_t root = j->root;
         StopCheck check = { .caller = c };
         ScanOptions opts = {
-                .root = root, .include_argv = o->include_argv, .include_exe = true, .freeze = true,
+                .root = root, .include_argv = j->include_argv, .include_exe = true, .freeze = true,
                 .may_stop = c->privileged ? NULL : may_stop, .userdata = &check,
         };
-        int r = scan_consistent(m, &opts, &f, ret_message);
+        int r = scan_consistent(j->source, &opts, &f, ret_message);
         if (r == -EACCES) {
                 snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", check.refused,
                             root);
@@ -200,7 +221,7 @@ static int take_snapshot(Manager *m, Caller *c, pid_t root, const SnapshotCreate
                 snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", hidden, root);
                 return -EACCES;
         }
-        r = snapshot_info_set_name(&f->snapshot, o->name);
+        r = snapshot_info_set_name(&f->snapshot, j->name);
         if (r < 0)
                 return r;
         f->snapshot.taken_by_uid = c->uid;
@@ -210,19 +231,36 @@ static int take_snapshot(Manager *m, Caller *c, pid_t root, const SnapshotCreate
         return 0;
 }
 
+/* The caller's state moves into the job (c is left empty). */
+static int scan_job_new(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o, SnapshotScanJob **ret) {
+        SnapshotScanJob *j = calloc(1, sizeof(SnapshotScanJob));
+        if (!j)
+                return -ENOMEM;
+        *j = (SnapshotScanJob) { .source = m->source, .root = root, .include_argv = o->include_argv };
+        if (o->name && !(j->name = strdup(o->name))) {
+                free(j);
+                return -ENOMEM;
+        }
+        j->caller = *c;
+        *c = (Caller) { .uid = j->caller.uid, .privileged = j->caller.privileged };
+        *ret = j;
+        return 0;
+}
+
 int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
                             SnapshotTransferDone done, void *userdata, char **ret_message) {
-        _cleanup_(forest_freep) Forest *f = NULL;
+        SnapshotScanJob *j;
         if (ret_message)
                 *ret_message = NULL;
         int r = check_root(c, root, ret_message);
         if (r < 0)
                 return r;
-        r = take_snapshot(m, c, root, o, &f, ret_message);
+        r = scan_job_new(m, c, root, o, &j);
         if (r < 0)
                 return r;
-        /* Storing a large snapshot takes longer than the scan: it goes on between other calls. */
-        return snapshot_store_in_steps(m, c, TAKE_PTR(f), done, userdata, ret_message);
+        /* Scanning a large subtree, then storing it, take time: the scan goes to a worker thread, the
+         * storing on between other calls. */
+        return snapshot_create_in_worker(m, c, j, done, userdata, ret_message);
 }
 
 /* Listing and deleting */

@@ -34,12 +34,14 @@ typedef struct SnapshotCreateOptions {
  * caller's quota is used up, -EBUSY too many transfers in progress. *ret_message (malloc'ed, may
  * be NULL) says more where there is more to say. */
 
-/* Scan the subtree of root (0: the whole machine, root only) in one pass, then store it in steps
- * between the loop's other work (as imports are stored), and call done with its id, or with an
- * error of storing it (-EDQUOT, the database's), or -ECANCELED when the daemon stops first; sends
- * SnapshotCreated before done. A non-root caller must be able to trace every process of the
- * subtree. Returns 0 when done will be called; else a negative errno (done will not be), a scan
- * that failed is -EIO with a message. A snapshot being stored counts as a transfer. */
+/* Scan the subtree of root (0: the whole machine, root only) in one pass, in a worker thread of the
+ * caller's transfer lane, then store it in steps between the loop's other work (as imports are
+ * stored), and call done with its id, or with an error of the scan (-EACCES, -ESRCH, -EIO: the
+ * scan failed, with a message) or of storing it (-EDQUOT, the database's), or -ECANCELED when the
+ * daemon stops first; sends SnapshotCreated before done. A non-root caller must be able to trace
+ * every process of the subtree. What was read of the caller moves to the worker: c keeps its uid
+ * and privileged only. Returns 0 when done will be called; else a negative errno (done will not
+ * be). A snapshot being taken or stored counts as a transfer. */
 typedef void (*SnapshotTransferDone)(Manager *m, int r, uint64_t id, const char *message, void *userdata);
 int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
                             SnapshotTransferDone done, void *userdata, char **ret_message);
@@ -66,9 +68,17 @@ int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, Snapshot
 int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
                             char **ret_message);
 
-/* snapshots.c's second half: f (taken) stored as the caller's new snapshot, in steps. */
-int snapshot_store_in_steps(Manager *m, Caller *c, Forest *f, SnapshotTransferDone done, void *userdata,
-                            char **ret_message);
+/* A CreateSnapshot's scan: made on the loop by snapshots.c, run in a transfer's worker thread. */
+typedef struct SnapshotScanJob SnapshotScanJob;
+/* In the worker: the snapshot, or a negative errno with *ret_message (malloc'ed, may be NULL):
+ * -EACCES, -ESRCH, -EIO (the scan failed), -ENOMEM. */
+int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message);
+SnapshotScanJob *snapshot_scan_job_free(SnapshotScanJob *j);
+DEFINE_CLEANUP(SnapshotScanJob *, snapshot_scan_job_free);
+/* snapshot-transfers.c: j (taken) run by a transfer of the caller's in its lane's worker, then what
+ * it scanned stored as the caller's new snapshot, in steps; done as for the others. */
+int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done, void *userdata,
+                              char **ret_message);
 
 /* End every transfer in progress with -ECANCELED. */
 void manager_snapshot_transfers_cancel(Manager *m);

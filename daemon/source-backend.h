@@ -7,6 +7,7 @@
 typedef struct SourceVTable {
         void (*free)(Source *s);
         int (*scan)(Source *s, const ScanOptions *opts, Forest **ret);
+        int (*scan_detached)(Source *s, const ScanOptions *opts, Forest **ret);
         int (*start)(Source *s);
         int (*full_pass)(Source *s, const char *reason, bool split);
         bool (*pass_waiting)(const Source *s);

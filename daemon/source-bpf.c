@@ -265,6 +265,19 @@ static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
         return 0;
 }
 
+/* A one-shot scanner of its own, made and freed here: nothing of the source is touched. */
+static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
+        _cleanup_(bpf_scanner_freep) BpfScanner *scanner = NULL;
+        BpfScannerOptions so = { .oneshot = true, .no_argv = !opts->include_argv };
+        int r = bpf_scanner_new_with_options(&so, &scanner);
+        if (r >= 0)
+                r = bpf_scanner_scan(scanner, opts, ret);
+        if (r < 0)
+                return log_error_errno(r, "BPF scan failed: %m");
+        (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
+        return 0;
+}
+
 /* Whether the live forest keeps the filter of that kernel id without its program (known only once
  * the first pass has made its ids public). */
 static bool live_dropped(uint64_t kernel_id, void *userdata) {
@@ -412,6 +425,7 @@ static void bpf_free(Source *s) {
 static const SourceVTable bpf_vtable = {
         .free = bpf_free,
         .scan = bpf_scan,
+        .scan_detached = bpf_scan_detached,
         .start = bpf_start,
         .full_pass = bpf_full_pass,
         .pass_waiting = bpf_pass_waiting,

@@ -16,6 +16,7 @@
  * is read); sharing that a full pass would no longer infer because a process's parent died (the
  * live forest keeps what it knew until the next full pass); listeners, which only full passes
  * collect. */
+#include <pthread.h>
 #include <time.h>
 
 #include "infer.h"
@@ -27,6 +28,7 @@
 #define REFRESH_USEC (5 * 1000000ULL)
 #define RESCAN_DEBOUNCE_USEC (30 * 1000ULL) /* collect a burst of events, rescan once */
 #define MAX_PENDING 4096                     /* more events than this between two rescans: a full pass */
+#define PASS_DEFER_USEC (50 * 1000ULL)         /* a paced pass that met a snapshot's scan tries again */
 #define MAX_SUBTREE_RESCANS 8                /* each one reads all of /proc: beyond this a full pass is cheaper */
 
 typedef struct PendingRescan {
@@ -46,6 +48,11 @@ typedef struct PtraceSource {
         uint64_t last_id;    /* the last filter id handed out */
         bool passed;         /* a full pass was stored: the ids of equal filters may be kept by bytes */
         LiveBatch batch;
+        /* Held by every ptrace scan: the loop's passes and rescans, and snapshots' in worker
+         * threads. A rescan that finds it taken waits for its next turn instead of the lock. */
+        pthread_mutex_t lock;
+        sd_event_source *pass_timer; /* a paced full pass deferred while a snapshot scans */
+        const char *deferred_reason;
 } PtraceSource;
 
 static PtraceSource *ptrace_source(Source *s) {
@@ -56,7 +63,8 @@ static const Forest *live_now(PtraceSource *p) {
         return live_forest(p->source.sink.live(p->source.sink.userdata));
 }
 
-static int ptrace_scan_logged(Source *s, const ScanOptions *opts, Forest **ret) {
+/* A scan, the lock held by the caller. */
+static int ptrace_scan_locked(Source *s, const ScanOptions *opts, Forest **ret) {
         _cleanup_free_ UnreadableTask *bad = NULL;
         size_t n_bad = 0;
         int r = ptrace_scan(opts, ret, &bad, &n_bad);
@@ -73,6 +81,14 @@ static int ptrace_scan_logged(Source *s, const ScanOptions *opts, Forest **ret) 
         return 0;
 }
 
+static int ptrace_scan_logged(Source *s, const ScanOptions *opts, Forest **ret) {
+        PtraceSource *p = ptrace_source(s);
+        (void) pthread_mutex_lock(&p->lock);
+        int r = ptrace_scan_locked(s, opts, ret);
+        (void) pthread_mutex_unlock(&p->lock);
+        return r;
+}
+
 /* ---- passes ---- */
 
 static int pass_hand_on(PtraceSource *p, Forest *f, const char *reason, uint64_t lost) {
@@ -86,13 +102,40 @@ static int pass_hand_on(PtraceSource *p, Forest *f, const char *reason, uint64_t
         return r;
 }
 
+/* A paced pass (split) while a snapshot scans: it comes a little later instead of waiting. */
+static int pass_defer(PtraceSource *p, const char *reason) {
+        p->deferred_reason = reason;
+        int r = sd_event_source_set_time_relative(p->pass_timer, PASS_DEFER_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(p->pass_timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the deferred pass timer: %m");
+        log_debug("A snapshot is being scanned: the full pass (%s) waits for it.", reason ?: "start");
+        return 0;
+}
+
+static int ptrace_full_pass(Source *s, const char *reason, bool split);
+
+static int on_pass_timer(sd_event_source *t, uint64_t usec, void *userdata) {
+        PtraceSource *p = userdata;
+        (void) ptrace_full_pass(&p->source, p->deferred_reason, true); /* a failure asks for the next one itself */
+        return 0;
+}
+
 static int ptrace_full_pass(Source *s, const char *reason, bool split) {
         PtraceSource *p = ptrace_source(s);
         ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
         _cleanup_(forest_freep) Forest *f = NULL;
         uint64_t lost = p->watch ? proc_watch_lost(p->watch) : 0;
 
-        int r = ptrace_scan_logged(s, &opts, &f);
+        if (split && p->pass_timer && pthread_mutex_trylock(&p->lock) != 0)
+                return pass_defer(p, reason);
+        if (!split || !p->pass_timer)
+                (void) pthread_mutex_lock(&p->lock);
+        if (p->pass_timer)
+                (void) sd_event_source_set_enabled(p->pass_timer, SD_EVENT_OFF); /* this one covers it */
+        int r = ptrace_scan_locked(s, &opts, &f);
+        (void) pthread_mutex_unlock(&p->lock);
         if (r >= 0)
                 r = source_pass_prepare(s, f);
         /* The first pass after start takes over the stored ids exactly (by thread): a filter of a task
@@ -242,7 +285,7 @@ static int rescan_subtree(PtraceSource *p, pid_t root, Hashmap *covered) {
         return r;
 }
 
-static int flush_rescans(PtraceSource *p) {
+static int flush_rescans_locked(PtraceSource *p) {
         _cleanup_(hashmap_deinit) Hashmap covered = {};
         _cleanup_free_ pid_t *roots = NULL;
         size_t n_roots = 0;
@@ -268,6 +311,18 @@ static int flush_rescans(PtraceSource *p) {
                 p->source.sink.resync(p->source.sink.userdata, "inconsistent");
         }
         return 0;
+}
+
+static void schedule_rescan(PtraceSource *p);
+
+static int flush_rescans(PtraceSource *p) {
+        if (pthread_mutex_trylock(&p->lock) != 0) {
+                schedule_rescan(p); /* a snapshot scans: the events wait for it */
+                return 0;
+        }
+        int r = flush_rescans_locked(p);
+        (void) pthread_mutex_unlock(&p->lock);
+        return r;
 }
 
 static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -317,7 +372,12 @@ static int on_proc_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 /* Without the proc connector the source still works, seeing changes at the periodic pass only. */
 static int ptrace_start(Source *s) {
         PtraceSource *p = ptrace_source(s);
-        int r = proc_watch_new(on_proc_event, p, &p->watch);
+        int r = sd_event_add_time(s->event, &p->pass_timer, CLOCK_MONOTONIC, 0, 0, on_pass_timer, p);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(p->pass_timer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the deferred pass timer: %m");
+        r = proc_watch_new(on_proc_event, p, &p->watch);
         if (r < 0) {
                 log_warning_errno(r, "Not watching processes (%m): changes are seen by full passes only.");
                 return 0;
@@ -355,16 +415,19 @@ static void ptrace_free(Source *s) {
         PtraceSource *p = ptrace_source(s);
         sd_event_source_disable_unref(p->io);
         sd_event_source_disable_unref(p->rescan_timer);
+        sd_event_source_disable_unref(p->pass_timer);
         proc_watch_free(p->watch);
         free(p->pending);
         live_batch_done(&p->batch);
         sd_event_unref(s->event);
+        (void) pthread_mutex_destroy(&p->lock);
         free(p);
 }
 
 static const SourceVTable ptrace_vtable = {
         .free = ptrace_free,
         .scan = ptrace_scan_source,
+        .scan_detached = ptrace_scan_source,
         .start = ptrace_start,
         .full_pass = ptrace_full_pass,
         .pass_waiting = ptrace_pass_waiting,
@@ -382,6 +445,7 @@ int source_ptrace_new(const SourceOptions *o, Source **ret) {
         p->source = (Source) { .vtable = &ptrace_vtable, .backend = BACKEND_PTRACE, .oneshot = o->oneshot,
                                .first_id = o->first_id };
         p->last_id = o->first_id > 0 ? o->first_id - 1 : 0;
+        (void) pthread_mutex_init(&p->lock, NULL);
         *ret = &p->source;
         return 0;
 }

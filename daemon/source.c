@@ -27,6 +27,10 @@ int source_scan(Source *s, const ScanOptions *opts, Forest **ret) {
         return s->vtable->scan(s, opts, ret);
 }
 
+int source_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
+        return s->vtable->scan_detached(s, opts, ret);
+}
+
 int source_start(Source *s, sd_event *e, const SourceSink *sink) {
         if (s->oneshot || s->event)
                 return -EINVAL;

@@ -51,8 +51,13 @@ uint64_t source_refresh_usec(const Source *s);
  * passes are how it sees filters), or only Resynced (bpf: events announced them). */
 bool source_announces_passes(const Source *s);
 
-/* One pass as the backend reads it, with ids local to the pass (snapshots, `sectreed scan`). */
+/* One pass as the backend reads it, with ids local to the pass (`sectreed scan`). */
 int source_scan(Source *s, const ScanOptions *opts, Forest **ret);
+/* The same for a worker thread (snapshots), while the loop goes on with the source: it shares no
+ * state with the source's own passes. The bpf backend makes a one-shot scanner of its own for it;
+ * the ptrace backend scans under a lock that its own passes and rescans take too (two tracers
+ * would each find the other's tasks already traced, and take them for unreadable). */
+int source_scan_detached(Source *s, const ScanOptions *opts, Forest **ret);
 
 /* Start watching on the loop, before the first full pass (so that nothing during it is missed):
  * events go to sink->apply(), losses to sink->resync(). */

@@ -33,6 +33,7 @@ struct WhoCanPlan {
         size_t n, allocated;
         Hashmap by_head;     /* head filter id -> group index + 1 */
         Hashmap programs;    /* filter id -> its copied instructions (each filter once) */
+        ProgWants wants;     /* the programs of filters the forest kept without them */
         WhoCanTask *unfiltered;
         size_t n_unfiltered, allocated_unfiltered;
         size_t n_tasks, n_distinct;
@@ -47,6 +48,7 @@ WhoCanPlan *who_can_plan_free(WhoCanPlan *p) {
         free(p->unfiltered);
         hashmap_deinit(&p->by_head);
         hashmap_deinit(&p->programs);
+        prog_wants_done(&p->wants);
         arena_done(&p->arena);
         free(p);
         return NULL;
@@ -60,9 +62,17 @@ size_t who_can_plan_chains(const WhoCanPlan *p) {
         return p->n_distinct;
 }
 
+ProgWants *who_can_plan_wants(WhoCanPlan *p, Arena **ret_arena) {
+        *ret_arena = &p->arena;
+        return &p->wants;
+}
+
+/* x's program into *ret; one the forest did not keep (over its uid's budget) is wanted there. */
 static int program_copy(WhoCanPlan *p, const Filter *x, const struct sock_filter **ret) {
-        if (!x->insns && x->len > 0)
-                return -EINVAL; /* a forest without instructions */
+        if (!x->insns && x->len > 0) {
+                *ret = NULL;
+                return prog_wants_add(&p->wants, x->digest, x->len, ret);
+        }
         const struct sock_filter *c = hashmap_get(&p->programs, x->id);
         if (!c) {
                 c = arena_memdup(&p->arena, x->insns, x->len * sizeof(struct sock_filter));
@@ -80,7 +90,7 @@ static bool groups_same_bytes(const Group *a, const Group *b) {
         if (a->depth != b->depth)
                 return false;
         for (size_t i = 0; i < a->depth; i++)
-                if (a->programs[i].insns != b->programs[i].insns &&
+                if ((a->programs[i].insns != b->programs[i].insns || !a->programs[i].insns) &&
                     memcmp(a->digests[i], b->digests[i], PROG_DIGEST_SIZE) != 0)
                         return false;
         return true;
@@ -96,12 +106,11 @@ static int group_new(WhoCanPlan *p, const Filter *head, Group **ret) {
                         return -ENOMEM;
                 size_t k = 0;
                 for (const Filter *x = head; x && k < g.depth; x = x->parent, k++) {
-                        const struct sock_filter *insns;
-                        int r = program_copy(p, x, &insns);
+                        g.programs[k].len = x->len;
+                        int r = program_copy(p, x, &g.programs[k].insns);
                         if (r < 0)
                                 return r;
-                        g.programs[k] = (ChainProgram) { .insns = insns, .len = x->len };
-                        g.digests[k] = x->digest;
+                        g.digests[k] = x->digest; /* read here only, while the forest is */
                 }
                 g.depth = k;
                 for (size_t i = 0; i < p->n && g.same_as == SIZE_MAX; i++)
@@ -182,21 +191,34 @@ int who_can_plan_new(const Forest *f, bool (*visible)(const Process *p, void *us
 
 /* ---- deciding each distinct chain once ---- */
 
+/* Whether every program of x's chain is at hand. */
+static bool group_complete(const Group *x) {
+        for (size_t k = 0; k < x->depth; k++)
+                if (!x->programs[k].insns && x->programs[k].len > 0)
+                        return false;
+        return true;
+}
+
 static int decide_groups(WhoCan *w, const WhoCanPlan *plan, const PolicyQuery *pq, const PolicyStop *stop,
                          const PolicyDecision **decisions) {
         for (size_t i = 0; i < plan->n; i++) {
                 const Group *x = &plan->groups[i];
                 if (!x->head)
                         continue;
-                if (x->same_as != SIZE_MAX) {
+                if (x->same_as != SIZE_MAX && decisions[x->same_as]) {
                         decisions[i] = decisions[x->same_as];
                         continue;
                 }
+                if (!group_complete(x))
+                        continue; /* not decided: its decision stays NULL */
                 PolicyDecision *d;
                 int r = policy_decide_stoppable(&w->arena, x->programs, x->depth, pq, stop, &d);
                 if (r < 0)
                         return r;
                 decisions[i] = d;
+                /* the bytes are the same: so is the decision of the group that lacked them */
+                if (x->same_as != SIZE_MAX)
+                        decisions[x->same_as] = d;
                 w->n_decisions++;
         }
         return 0;
@@ -254,12 +276,24 @@ static WhoCanTask *tasks_copy(Arena *arena, const WhoCanTask *tasks, size_t n) {
         return c;
 }
 
-/* One group: a chain that can (with the cases that give it), or an "other". */
+/* A group whose chain could not be decided (a program not at hand): named, never left out. */
+static int group_undecided(WhoCan *w, const Group *x) {
+        WhoCanChain c = { .head = x->head, .depth = x->depth, .n_tasks = x->n_tasks };
+        c.tasks = tasks_copy(&w->arena, x->tasks, x->n_tasks);
+        if (!c.tasks)
+                return -ENOMEM;
+        w->undecided[w->n_undecided++] = c;
+        return 0;
+}
+
+/* One group: a chain that can (with the cases that give it), an "other", or not decided. */
 static int group_answer(WhoCan *w, const WhoCanQuery *q, const PolicyArch *a, const Group *x,
                         const PolicyDecision *decision) {
         WhoCanChain c = { .head = x->head, .depth = x->depth, .decision = decision };
         uint32_t strict = 0, v;
 
+        if (x->head && !decision)
+                return group_undecided(w, x);
         if (!x->head) {
                 strict = policy_arch_strict_verdict(a, q->nr);
                 if (!who_can_query_matches(q, strict))
@@ -300,7 +334,8 @@ int who_can_plan_decide(WhoCanPlan *plan, const WhoCanQuery *q, const PolicyStop
 
         const PolicyDecision **decisions = arena_alloc(&w->arena, (plan->n + 1) * sizeof(PolicyDecision *));
         w->chains = arena_alloc(&w->arena, (plan->n + 1) * sizeof(WhoCanChain));
-        if (!decisions || !w->chains)
+        w->undecided = arena_alloc(&w->arena, (plan->n + 1) * sizeof(WhoCanChain));
+        if (!decisions || !w->chains || !w->undecided)
                 return -ENOMEM;
         int r = decide_groups(w, plan, &pq, stop, decisions);
         if (r < 0)
@@ -309,6 +344,7 @@ int who_can_plan_decide(WhoCanPlan *plan, const WhoCanQuery *q, const PolicyStop
                 if ((r = group_answer(w, q, a, &plan->groups[i], decisions[i])) < 0)
                         return r;
         qsort_safe(w->chains, w->n_chains, sizeof(WhoCanChain), cmp_chains);
+        qsort_safe(w->undecided, w->n_undecided, sizeof(WhoCanChain), cmp_chains);
         w->unfiltered = tasks_copy(&w->arena, plan->unfiltered, plan->n_unfiltered);
         if (!w->unfiltered && plan->n_unfiltered)
                 return -ENOMEM;

@@ -6,6 +6,7 @@
 #include "forest.h"
 #include "policy-arch.h"
 #include "policy.h"
+#include "prog-wants.h"
 
 /* What to look for: a syscall (with arguments fixed or free), and an action. */
 typedef struct WhoCanQuery {
@@ -49,8 +50,9 @@ typedef struct WhoCanOther {
  * (in another thread, say). */
 typedef struct WhoCanPlan WhoCanPlan;
 
-/* The plan of the threads of a linked forest whose filters have instructions, of the processes
- * visible() says yes to (NULL: every process). */
+/* The plan of the threads of a linked forest, of the processes visible() says yes to (NULL: every
+ * process). A filter kept without its instructions (over its uid's budget) leaves its program
+ * wanted (who_can_plan_wants()); a chain still without one when it is decided is not decided. */
 int who_can_plan_new(const Forest *f, bool (*visible)(const Process *p, void *userdata), void *userdata,
                      WhoCanPlan **ret);
 WhoCanPlan *who_can_plan_free(WhoCanPlan *p);
@@ -58,6 +60,9 @@ DEFINE_CLEANUP(WhoCanPlan *, who_can_plan_free);
 /* Tasks in the plan, and byte-distinct chains (what a question decides). */
 size_t who_can_plan_tasks(const WhoCanPlan *p);
 size_t who_can_plan_chains(const WhoCanPlan *p);
+/* The programs the plan lacks, to be supplied (prog_wants_supply()) into *ret_arena, the plan's,
+ * before it is decided. */
+ProgWants *who_can_plan_wants(WhoCanPlan *p, Arena **ret_arena);
 
 typedef struct WhoCan {
         Arena arena;
@@ -68,6 +73,9 @@ typedef struct WhoCan {
         size_t n_unfiltered;
         WhoCanOther *others;
         size_t n_others;
+        WhoCanChain *undecided; /* chains a program of which was not at hand: not decided, by head
+                                 * filter id (head, depth and tasks only) */
+        size_t n_undecided;
         size_t n_tasks;      /* tasks looked at */
         size_t n_decisions;  /* chains decided (byte-identical chains once) */
 } WhoCan;

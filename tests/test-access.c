@@ -276,18 +276,20 @@ static void kill_all(const pid_t *pids, size_t n) {
 /* nobody's snapshots with the ptrace backend: a process of root's that holds nobody's listener
  * (and so is part of the snapshot), one that holds an unrelated listener (and is not), and a
  * child of nobody's that nobody may not see are never stopped. Root's snapshots of the same
- * subtrees do stop them: what is counted is a stop. */
+ * subtrees do stop them: what is counted is a stop. The unrelated holder is started first: its
+ * lower pid makes the scan ask about it (and leave it running) before it meets the hidden child,
+ * and the refusal must still name the child that ended the pass, not the holder met first. */
 static void test_ptrace_stops_nothing_hidden(void) {
         BusFixture b;
         if (!tests_require_root())
                 return;
         Observed hidden, holder, unrelated;
         int fd, fd2;
+        pid_t root_listener = spawn_with_listener(0, &fd2);
+        spawn_holder(root_listener, fd2, &unrelated);
         pid_t parent_of_hidden = spawn_parent_of_hidden(&hidden);
         pid_t with_held_listener = spawn_with_listener(NOBODY, &fd);
         spawn_holder(with_held_listener, fd, &holder);
-        pid_t root_listener = spawn_with_listener(0, &fd2);
-        spawn_holder(root_listener, fd2, &unrelated);
         pid_t plain = tests_spawn_nobody("acc-plain", false);
         char *args[] = { (char *) "--backend=ptrace", NULL };
         g_assert_true(bus_fixture_start_all(&b, args, NULL));

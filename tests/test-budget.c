@@ -12,6 +12,7 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
+#include "ctl-run.h"
 #include "prog.h"
 #include "snapshot.h"
 #include "tests-util.h"
@@ -227,9 +228,98 @@ static void test_before_start(void) {
         bus_fixture_finish(&b);
 }
 
+/* The chain of a who-can --json array (chains or undecided) that lists task tid, or NULL. */
+static json_t *who_chain_with(json_t *doc, const char *array, pid_t tid) {
+        size_t i, j;
+        json_t *c, *t;
+        json_array_foreach(json_object_get(doc, array), i, c)
+                json_array_foreach(json_object_get(c, "tasks"), j, t)
+                        if (json_integer_value(json_object_get(t, "tid")) == tid)
+                                return c;
+        return NULL;
+}
+
+/* acct as the newest filter of each chain answers it: ERRNO(N_FILTERS) */
+#define NEWEST_ERRNO "ERRNO(" G_STRINGIFY(N_FILTERS) ")"
+
+static void assert_decided(json_t *doc, pid_t tid, uint64_t head) {
+        json_t *c = who_chain_with(doc, "chains", tid);
+        if (!c) {
+                g_autofree char *text = json_dumps(doc, JSON_INDENT(1));
+                g_error("who-can does not name task %d among the chains that get " NEWEST_ERRNO ":\n%s", tid, text);
+        }
+        g_assert_cmpint(json_integer_value(json_object_get(c, "filter")), ==, (json_int_t) head);
+        g_assert_true(json_is_true(json_object_get(c, "always")));
+        g_assert_null(who_chain_with(doc, "undecided", tid));
+}
+
+/* Root's WhoCan and GetPolicy see through the budget: nobody's chain, whose newest filters the
+ * daemon keeps without their programs, is decided on the programs read again from the kernel; and
+ * where they cannot be (here: SECTREE_TEST_NO_PROGRAM_FETCH), its tasks are named as not decided,
+ * and the rest of the answer stands. */
+static void test_who_can(void) {
+        BusFixture b;
+        char *args[] = { (char *) "--filter-budget=" G_STRINGIFY(BUDGET), NULL };
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=3600000000", NULL };
+        char *no_fetch[] = { env[0], (char *) "SECTREE_TEST_NO_PROGRAM_FETCH=1", NULL };
+        if (!bus_fixture_start_all(&b, args, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        pid_t nobody = spawn_installer(65534), root = spawn_installer(0);
+        uint64_t ids[N_FILTERS], root_ids[N_FILTERS];
+        chain_of(bus, nobody, ids);
+        chain_of(bus, root, root_ids);
+        assert_filter(bus, ids[N_FILTERS - 1], N_FILTERS - 1, false);
+
+        json_t *doc = ctl_run_json(&b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
+        assert_decided(doc, nobody, ids[N_FILTERS - 1]);
+        assert_decided(doc, root, root_ids[N_FILTERS - 1]);
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "undecided")), ==, 0);
+        json_decref(doc);
+        /* nobody's task may not make it: counted among the others, not listed as able */
+        doc = ctl_run_json(&b, CTL_ARGS("who-can", "acct"));
+        g_assert_null(who_chain_with(doc, "chains", nobody));
+        g_assert_null(who_chain_with(doc, "undecided", nobody));
+        json_decref(doc);
+
+        g_autofree char *pid = g_strdup_printf("%d", nobody);
+        g_autofree char *policy = ctl_run_ok(&b, CTL_ARGS("policy", "--arch=x86_64", pid));
+        if (!strstr(policy, NEWEST_ERRNO))
+                g_error("sectreectl policy of a chain over budget does not say " NEWEST_ERRNO ":\n%s", policy);
+
+        /* programs that cannot be had: named, not hidden, and the call does not fail (root's
+         * byte-identical chain goes first: its programs would decide nobody's) */
+        kill(root, SIGKILL);
+        waitpid(root, NULL, 0);
+        g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        bus_fixture_start_daemon(&b, args, no_fetch, 30);
+        sd_bus_flush_close_unref(bus);
+        bus = bus_client_open();
+        chain_of(bus, nobody, ids);
+        doc = ctl_run_json(&b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
+        json_t *u = who_chain_with(doc, "undecided", nobody);
+        if (!u)
+                g_error("who-can does not name task %d as not decided", nobody);
+        g_assert_cmpint(json_integer_value(json_object_get(u, "filter")), ==, (json_int_t) ids[N_FILTERS - 1]);
+        g_assert_cmpstr(json_string_value(json_object_get(u, "reason")), ==, "program not available");
+        g_assert_null(who_chain_with(doc, "chains", nobody));
+        json_decref(doc);
+        g_autofree char *text = ctl_run_ok(&b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
+        g_autofree char *line = g_strdup_printf(" %d ", nobody);
+        const char *at = strstr(text, "not decided (program not available): 1 task under 1 chain");
+        if (!at || !strstr(at, line))
+                g_error("who-can's text does not name task %d as not decided:\n%s", nobody, text);
+        g_free(ctl_run_fails(&b, 1, "sectreectl: ", CTL_ARGS("policy", pid)));
+
+        kill(nobody, SIGKILL);
+        waitpid(nobody, NULL, 0);
+        bus_fixture_finish(&b);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/budget/over-budget", test_over_budget);
         g_test_add_func("/budget/before-start", test_before_start);
+        g_test_add_func("/budget/who-can", test_who_can);
         return g_test_run();
 }

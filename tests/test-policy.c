@@ -535,6 +535,61 @@ static void test_who_can_plan(void) {
         g_assert_null(w);
 }
 
+/* who_can_forest() with the programs of filters 2 and 3 kept out (over budget: length and digest
+ * only). */
+static Forest *who_can_forest_over_budget(void) {
+        Forest *f = forest_new();
+        _cleanup_free_ char *why = NULL;
+        uint8_t d2[PROG_DIGEST_SIZE], d3[PROG_DIGEST_SIZE];
+        prog_digest(tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace), d2);
+        prog_digest(tests_prog_traceme_only, ELEMENTSOF(tests_prog_traceme_only), d3);
+        g_assert_cmpint(forest_add_filter(f, 1, 0, tests_prog_allow, 1, NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter_with_digest(f, 2, 1, NULL, ELEMENTSOF(tests_prog_no_ptrace), d2, NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter_with_digest(f, 3, 1, NULL, ELEMENTSOF(tests_prog_traceme_only), d3, NULL), ==, 0);
+        g_assert_cmpint(forest_add_filter(f, 4, 1, tests_prog_no_ptrace, ELEMENTSOF(tests_prog_no_ptrace), NULL), ==, 0);
+        add_task(f, 100, 100, "plain", TASK_MODE_FILTER, 1);
+        add_task(f, 200, 200, "jailed", TASK_MODE_FILTER, 2);
+        add_task(f, 300, 300, "debuggee", TASK_MODE_FILTER, 3);
+        add_task(f, 500, 500, "copy", TASK_MODE_FILTER, 4);
+        g_assert_cmpint(forest_link(f, &why), ==, 0);
+        return f;
+}
+
+/* Programs a forest kept out are wanted by the plan; a chain whose bytes another chain has is
+ * decided on those; one still without its program is named as not decided, the rest stands; a
+ * program supplied (only the very bytes: by digest) decides it. */
+static void test_who_can_missing(void) {
+        g_autoptr(Forest) f = who_can_forest_over_budget();
+        g_autoptr(WhoCan) w = NULL;
+        WhoCanQuery q = { .nr = SYS_ptrace, .allowed = true };
+        WhoCanPlan *plan = NULL;
+        Arena *arena;
+
+        g_assert_cmpint(policy_who_can(f, &q, &w), ==, 0);
+        g_assert_cmpuint(w->n_tasks, ==, 4);
+        g_assert_cmpuint(w->n_chains, ==, 1);
+        g_assert_cmpuint(w->chains[0].head, ==, 1);
+        g_assert_cmpuint(w->n_undecided, ==, 1);
+        g_assert_true(w->undecided[0].head == 3 && w->undecided[0].depth == 2 && w->undecided[0].n_tasks == 1);
+        g_assert_cmpint(w->undecided[0].tasks[0].tid, ==, 300);
+        g_assert_cmpuint(w->n_others, ==, 1); /* 2 decided on 4's bytes: ERRNO(1) for both */
+        g_assert_true(w->others[0].ret == (SECCOMP_RET_ERRNO | 1) && w->others[0].n_tasks == 2);
+        w = who_can_free(w);
+
+        g_assert_cmpint(who_can_plan_new(f, NULL, NULL, &plan), ==, 0);
+        ProgWants *wants = who_can_plan_wants(plan, &arena);
+        g_assert_cmpuint(prog_wants_missing(wants), ==, 2);
+        g_assert_cmpint(prog_wants_supply(wants, arena, tests_prog_allow, 1), ==, 0);
+        g_assert_cmpint(prog_wants_supply(wants, arena, tests_prog_traceme_only, ELEMENTSOF(tests_prog_traceme_only)), ==, 1);
+        g_assert_cmpint(prog_wants_supply(wants, arena, tests_prog_traceme_only, ELEMENTSOF(tests_prog_traceme_only)), ==, 0);
+        g_assert_cmpuint(prog_wants_missing(wants), ==, 1);
+        g_clear_pointer(&f, forest_free);
+        g_assert_cmpint(who_can_plan_decide(plan, &q, NULL, &w), ==, 0);
+        g_assert_cmpuint(w->n_undecided, ==, 0);
+        g_assert_cmpuint(w->n_chains, ==, 2);
+        g_assert_true(w->chains[1].head == 3 && !w->chains[1].always && w->chains[1].n_cases == 1);
+}
+
 static void test_who_can_query_parse(void) {
         WhoCanQuery q;
         uint64_t args[7] = { 16 };
@@ -577,6 +632,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/who-can", test_who_can);
         g_test_add_func("/policy/who-can/plan", test_who_can_plan);
         g_test_add_func("/policy/who-can/parse", test_who_can_query_parse);
+        g_test_add_func("/policy/who-can/missing", test_who_can_missing);
         g_test_add_func("/policy/profile/parse", test_profile_parse);
         return g_test_run();
 }
