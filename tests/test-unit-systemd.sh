@@ -283,8 +283,9 @@ ok $? "the daemon has a network namespace of its own (PrivateNetwork=)"
 awk '$5 == "/proc" && $NF ~ /hidepid=invisible/ && $NF ~ /subset=pid/ {f = 1} END {exit !f}' <<<"$mounts"
 ok $? "the daemon's /proc shows only processes, and only those it may ptrace (ProtectProc=invisible, ProcSubset=pid)"
 
-# The daemon reads its own filter: the unit's SystemCallFilter= as the kernel runs it.
-daemon=$(head -n1 "$cg/system.slice/sectreed.service/cgroup.procs" 2>/dev/null)
+# The daemon reads its own filter: the unit's SystemCallFilter= as the kernel runs it. It names
+# tasks by their pids in its own pid namespace, as systemd, /proc and the callers inside do.
+daemon=$mainpid
 # SYSCALL [ARGS]=VERDICT: what each line of the unit makes of a call. 1 is EPERM
 # (SystemCallErrorNumber=), 97 EAFNOSUPPORT (RestrictAddressFamilies=: AF_UNIX only, AF_NETLINK is
 # the ptrace backend's); mprotect(PROT_EXEC) is MemoryDenyWriteExecute=, unshare(CLONE_NEWUSER)
@@ -327,14 +328,14 @@ ok $? "root's Rescan (a full pass under the unit's hardening) succeeds"
 
 # 8. A service started now with a SystemCallFilter= of its own shows up, live.
 inside systemd-run --quiet --unit=sectree-probe.service -p SystemCallFilter=~@mount sleep 120
-# The bpf backend names tasks by their pids in the initial pid namespace (the kernel's task->pid),
-# which is the host's here: the probe is looked for under the pid the host sees, read from the
-# host's view of its cgroup.
+# The bpf backend names tasks by their pids in the daemon's pid namespace (its iterators read the
+# pid at that level), not by the kernel's task->pid of the initial namespace, the host's here.
 probe_ns=$(inside systemctl show -P MainPID sectree-probe.service)
-probe=$(head -n1 "$cg/system.slice/sectree-probe.service/cgroup.procs" 2>/dev/null)
-[ -n "$probe" ] && [ "$probe_ns" != 0 ] &&
-        grep -q "^NSpid:[[:space:]]*${probe}[[:space:]]*${probe_ns}\$" "/proc/$probe/status"
-ok $? "a transient service with SystemCallFilter=~@mount runs (pid $probe_ns inside, $probe outside)"
+probe_host=$(head -n1 "$cg/system.slice/sectree-probe.service/cgroup.procs" 2>/dev/null)
+[ -n "$probe_host" ] && [ "$probe_ns" != 0 ] && [ "$probe_host" != "$probe_ns" ] &&
+        grep -q "^NSpid:[[:space:]]*${probe_host}[[:space:]]*${probe_ns}\$" "/proc/$probe_host/status"
+ok $? "a transient service with SystemCallFilter=~@mount runs (pid $probe_ns inside, $probe_host outside)"
+probe=$probe_ns
 seen=1
 for _ in $(seq 100); do
         out=$(inside busctl --json=short call org.sectree1 /org/sectree1 org.sectree1.Manager ListTasks 2>&1)
