@@ -24,6 +24,9 @@ static int restore_error(sd_bus_error *error, int r, const char *message, uint64
                 return sd_bus_error_setf(error, SD_BUS_ERROR_TIMEOUT, "%s", message ?: "Timed out.");
         case -ENOMEM:
                 return sd_bus_error_set_errno(error, r);
+        case -ECHILD:
+                return sd_bus_error_setf(error, ERROR_EXECUTOR_UNIT_FAILED, "%s",
+                                         message ?: "systemd could not start the restore executor.");
         default:
                 return sd_bus_error_setf(error, ERROR_RESTORE_FAILED, "Restore failed: %s", message ?: strerror(-r));
         }

@@ -450,6 +450,39 @@ static void test_failures(void) {
         scenario_free(s);
 }
 
+/* --restore-executor=unit on a bus without systemd: StartTransientUnit has nobody to answer it.
+ * The error is ExecutorUnitFailed naming the unit and the bus's answer; nothing is left, and the
+ * daemon keeps answering. (The unit that does start: tests/test-unit-systemd.sh.) */
+static void test_unit_refused(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        char *args[] = { (char *) "--restore-executor=unit", NULL };
+        if (!bus_fixture_start_all(&b, args, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        g_autofree char *unit = g_strdup_printf("sectree-restore-%d-1.service", (int) b.daemon_pid);
+        Restored r;
+
+        g_assert_cmpint(call_restore(bus, id, &r, &error, NULL), <, 0);
+        g_test_message("%s: %s", error.name, error.message);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.ExecutorUnitFailed");
+        g_assert_nonnull(strstr(error.message, unit));
+        g_assert_nonnull(strstr(error.message, "org.freedesktop.DBus.Error.ServiceUnknown"));
+        sd_bus_error_free(&error);
+        g_autoptr(GArray) none = list_restores(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+        g_assert_cmpuint(bus_client_create_ok(bus, scenario_root_pid(s), NULL), >, id);
+
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
 /* nobody may hold RESTORES_MAX_PER_UID (4) restores at once. */
 static void nobody_limits(void *userdata) {
         GBytes *json = userdata;
@@ -884,6 +917,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore-daemon/scenarios", test_scenarios);
         g_test_add_func("/restore-daemon/caller-leaves", test_caller_leaves);
         g_test_add_func("/restore-daemon/failures", test_failures);
+        g_test_add_func("/restore-daemon/unit-refused", test_unit_refused);
         g_test_add_func("/restore-daemon/limits", test_limits);
         g_test_add_func("/restore-daemon/random-histories", test_random_histories);
         g_test_add_func("/restore-daemon/behaviour-kept", test_behaviour_kept);
