@@ -109,6 +109,10 @@ void restore_options_done(RestoreOptions *o) {
         free(o->exec);
         o->exec = NULL;
         o->n_exec = 0;
+        for (int k = 0; o->has_stdio && k < 3; k++)
+                if (o->stdio[k] >= 0)
+                        close(o->stdio[k]);
+        o->has_stdio = false;
 }
 
 static Restores *restores_of(Manager *m) {
@@ -713,10 +717,13 @@ static json_t *request_json(const RestoreOptions *o) {
                 json_object_set_new(doc, "original_ids", json_true());
         if (doc && o->pid_namespace)
                 json_object_set_new(doc, "pid_namespace", json_true());
+        if (doc && o->has_stdio)
+                json_object_set_new(doc, "stdio", json_true());
         return doc;
 }
 
-/* The request, with the snapshot as a file in a memfd. */
+/* The request, with the snapshot as a file in a memfd (and the caller's stdio, which the daemon
+ * keeps no copy of once sent). */
 static int send_request(Restore *r) {
         _cleanup_close_ int memfd = memfd_create("sectree-snapshot", MFD_CLOEXEC);
         json_auto_t *doc = request_json(&r->o);
@@ -730,8 +737,14 @@ static int send_request(Restore *r) {
         k = snapshot_write_fd(r->snapshot, SNAPSHOT_FORMAT_JSON, memfd);
         if (k >= 0 && lseek(memfd, 0, SEEK_SET) < 0)
                 k = -errno;
-        if (k >= 0)
-                k = restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, text, strlen(text), &memfd, 1);
+        if (k >= 0) {
+                int fds[4] = { memfd, r->o.stdio[0], r->o.stdio[1], r->o.stdio[2] };
+                k = restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, text, strlen(text), fds, r->o.has_stdio ? 4 : 1);
+        }
+        for (int j = 0; r->o.has_stdio && j < 3; j++) {
+                close(r->o.stdio[j]);
+                r->o.stdio[j] = -1;
+        }
         return k;
 }
 
@@ -789,6 +802,10 @@ static int check_options(Caller *c, const RestoreOptions *o, const Forest *f, ch
                 snapshot_set_message(ret_message, "Only root may restore %s.",
                             o->original_uids ? "with the snapshot's original uids" : "into a new pid namespace");
                 return -EACCES;
+        }
+        if (o->has_stdio && o->n_exec == 0) {
+                snapshot_set_message(ret_message, "stdio: only exec'd processes get it, and exec names none.");
+                return -EINVAL;
         }
         for (size_t i = 0; i < o->n_exec; i++)
                 if (!forest_find_process(f, o->exec[i].pid)) {

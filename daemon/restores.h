@@ -36,6 +36,8 @@ typedef struct RestoreOptions {
         bool verify;        /* scan the restored tree and compare (default true) */
         bool pidfds;        /* a pidfd per restored process in the reply (default true) */
         bool keep;          /* outlive the caller's bus connection (default false: released) */
+        bool has_stdio;     /* stdio holds the exec'd processes' stdin, stdout, stderr (owned) */
+        int stdio[3];
 } RestoreOptions;
 
 void restore_options_done(RestoreOptions *o);

@@ -880,26 +880,31 @@ static void test_sectreectl(void) {
         g_assert_nonnull(strstr(err, "AccessDenied"));
         g_clear_pointer(&err, g_free);
 
-        /* run --like: a command under a copy of a task's chain (getpriority: EPERM) */
+        /* run --like: a command under a copy of a task's chain (getpriority: EPERM), reading
+         * sectreectl's stdin and writing its stdout and stderr; sectreectl exits with its status */
         const int nice_calls[] = { SYS_getpriority };
         struct sock_filter no_nice[4];
         size_t nn2 = restore_filter_for_calls(no_nice, nice_calls, 1, SECCOMP_RET_ERRNO | EPERM);
         ScenarioTask like = tests_fork_install(s, a, no_nice, nn2, 0);
         g_autofree char *like_arg = g_strdup_printf("--like=%d", scenario_task(s, like)->tid);
-        g_autofree char *result = g_build_filename(dir, "run.out", NULL);
-        g_autofree char *script = g_strdup_printf("grep Seccomp_filters: /proc/self/status > %s; "
-                                                  "nice -n 1 true 2>/dev/null; echo nice $? >> %s", result, result);
-        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", like_arg, "--", "/bin/sh", "-c", script)), ==, 0);
-        g_clear_pointer(&err, g_free);
+        g_autofree char *pipeline = g_strdup_printf(
+                "echo hello | \"$0\" run %s -- /bin/sh -c 'grep Seccomp_filters: /proc/self/status; "
+                "nice -n 1 true 2>/dev/null; echo nice $?; read line; echo \"read $line\"; echo to-stderr >&2; exit 3'",
+                like_arg);
+        char *pipe_argv[] = { (char *) "/bin/sh", (char *) "-c", pipeline, (char *) g_getenv("SECTREECTL"), NULL };
         g_autofree char *ran = NULL;
-        g_assert_true(g_file_get_contents(result, &ran, NULL, NULL));
-        g_test_message("run --like: %s", ran);
-        g_assert_cmpstr(ran, ==, "Seccomp_filters:\t3\nnice 125\n"); /* a's two filters and its own */
+        g_assert_cmpint(bus_fixture_run(&b, false, pipe_argv, &ran, &err), ==, 3);
+        g_test_message("run --like: %s%s", ran, err);
+        g_assert_cmpstr(ran, ==, "Seccomp_filters:\t3\nnice 125\nread hello\n"); /* a's two filters and its own */
+        g_assert_nonnull(strstr(err, "to-stderr\n"));
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", like_arg, "--", "/bin/sh", "-c", "kill -TERM $$")), ==,
+                        128 + SIGTERM);
+        g_clear_pointer(&err, g_free);
         g_autoptr(GArray) after_run = list_restores(bus);
         g_assert_cmpuint(after_run->len, ==, 0);
         g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", "--", "true")), ==, 2);
         g_clear_pointer(&err, g_free);
-        (void) unlink(result);
 
         (void) unlink(file);
         (void) rmdir(dir);

@@ -444,6 +444,15 @@ done
 [ $status -eq 0 ] && [ $gone -eq 0 ]
 ok $? "sectreectl release $rid ends the restored task and the unit"
 
+# run --like through a unit: the command reads sectreectl's stdin, writes its stdout, and
+# sectreectl exits with the command's status.
+out=$(echo hello | INSIDE_TIMEOUT=90 inside sectreectl run --like "$probe" -- /bin/sh -c \
+        'read x; echo "got $x"; grep Seccomp_filters: /proc/self/status; exit 3' 2>"$work/run.err")
+status=$?
+[ $status -eq 3 ] && [ "$out" = "$(printf 'got hello\nSeccomp_filters:\t%s' "$want")" ]
+ok $? "sectreectl run --like $probe -- sh: exit status $status, output: $(tr '\n\t' '  ' <<<"$out")"
+[ $status -eq 3 ] || diag <"$work/run.err"
+
 # An unprivileged caller: the executor runs as its User= and Group=, so do the restored tasks.
 inside systemd-run --quiet --unit=sectree-probe-nobody.service -p User=nobody -p SystemCallFilter=~@swap sleep 120
 nprobe=$(inside systemctl show -P MainPID sectree-probe-nobody.service)
@@ -467,17 +476,18 @@ as_nobody sectreectl release "${nid:-0}" >/dev/null 2>&1
 ok $? "nobody releases its restore"
 inside systemctl stop sectree-probe-nobody.service >/dev/null 2>&1
 
-# Starts that systemd refuses. The name of the next restore (3) is taken by a unit already: the
-# call itself fails. A supplementary group without a group entry cannot be a service's
+# Starts that systemd refuses. The name of the next restore is taken by a unit already: the call
+# itself fails. A supplementary group without a group entry cannot be a service's
 # SupplementaryGroups=: the start job fails.
-inside systemd-run --quiet --unit="sectree-restore-$mainpid-3.service" sleep 120
+next=$(( ${nid:-0} + 1 ))
+inside systemd-run --quiet --unit="sectree-restore-$mainpid-$next.service" sleep 120
 out=$(INSIDE_TIMEOUT=90 as_nobody sectreectl restore "$nsnap" 2>&1)
-[[ $out == *"org.sectree1.Error.ExecutorUnitFailed"* ]] && [[ $out == *"sectree-restore-$mainpid-3.service"* ]] &&
+[[ $out == *"org.sectree1.Error.ExecutorUnitFailed"* ]] && [[ $out == *"sectree-restore-$mainpid-$next.service"* ]] &&
         [[ $out == *"org.freedesktop.systemd1.UnitExists"* ]]
 ok $? "a unit name systemd refuses is org.sectree1.Error.ExecutorUnitFailed, naming it and systemd's error: $out"
-inside systemctl stop "sectree-restore-$mainpid-3.service" >/dev/null 2>&1
+inside systemctl stop "sectree-restore-$mainpid-$next.service" >/dev/null 2>&1
 out=$(INSIDE_TIMEOUT=90 inside setpriv --reuid=65534 --regid=65534 --groups=4343 sectreectl restore "$nsnap" 2>&1)
-[[ $out == *"org.sectree1.Error.ExecutorUnitFailed"* ]] && [[ $out == *"sectree-restore-$mainpid-4.service"* ]] &&
+[[ $out == *"org.sectree1.Error.ExecutorUnitFailed"* ]] && [[ $out == *"sectree-restore-$mainpid-$((next + 1)).service"* ]] &&
         [[ $out == *"start job ended with: failed"* ]]
 ok $? "a start job that fails is org.sectree1.Error.ExecutorUnitFailed, naming the unit and the job's result: $out"
 left=$(inside systemctl list-units --all --no-legend 'sectree-restore-*' 2>&1)
