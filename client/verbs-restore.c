@@ -2,9 +2,11 @@
  * restores the daemon makes (Restore, ListRestores, ReleaseRestore) */
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <inttypes.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <wordexp.h>
 
 #include "bus.h"
@@ -106,6 +108,9 @@ typedef struct RunExec {
 
 static int append_run_exec(sd_bus_message *m, const RunExec *run) {
         int r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 1);
+        /* the command reads and writes where sectreectl does */
+        if (r >= 0)
+                r = sd_bus_message_append(m, "{sv}", "stdio", "ah", 3, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
         if (r >= 0)
                 r = open_exec_option(m);
         if (r >= 0)
@@ -417,6 +422,44 @@ static int store_one_task_snapshot(sd_bus *bus, uint32_t tid, uint32_t tgid, uin
         return manager_import_snapshot(bus, memfd, ret_id);
 }
 
+/* PIDFD_GET_INFO of Linux 6.15's linux/pidfd.h, which Debian 12's headers predate: the first 64
+ * bytes of struct pidfd_info. */
+struct run_pidfd_info {
+        uint64_t mask, cgroupid;
+        uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+        int32_t exit_code;
+};
+#define RUN_PIDFD_GET_INFO _IOWR(0xFF, 11, struct run_pidfd_info)
+#define RUN_PIDFD_INFO_EXIT (UINT64_C(1) << 3)
+#define RUN_EXIT_WAIT_USEC (5 * 1000000ULL)
+
+/* The wait status of the ended process of pidfd. The kernel keeps it for pidfds once the parent
+ * reaped the process: the executor does, when released (or PID 1 after it). */
+static int pidfd_exit_status(int pidfd, int *ret) {
+        for (uint64_t waited = 0; waited < RUN_EXIT_WAIT_USEC; waited += 10000) {
+                struct run_pidfd_info info = { .mask = RUN_PIDFD_INFO_EXIT };
+                if (ioctl(pidfd, RUN_PIDFD_GET_INFO, &info) < 0 && errno != ESRCH)
+                        return errno == ENOTTY || errno == EINVAL ? -EOPNOTSUPP : -errno;
+                if (info.mask & RUN_PIDFD_INFO_EXIT) {
+                        *ret = info.exit_code;
+                        return 0;
+                }
+                usleep(10000);
+        }
+        return -ETIMEDOUT;
+}
+
+/* What a shell makes of a wait status: the exit status, or 128 + the signal. */
+static int run_exit_code(int pidfd) {
+        int status = 0, r = pidfd_exit_status(pidfd, &status);
+        if (r < 0)
+                return ctl_error_errno(r, "The command ended; its exit status cannot be read: %s",
+                                       r == -EOPNOTSUPP ? "this kernel has no PIDFD_INFO_EXIT (Linux 6.15)" : strerror(-r));
+        if (WIFSIGNALED(status))
+                return 128 + WTERMSIG(status);
+        return WEXITSTATUS(status);
+}
+
 int verb_run(Context *c, char **args, size_t n_args) {
         RestoreReply reply = {};
         uint32_t tgid = 0;
@@ -452,6 +495,8 @@ int verb_run(Context *c, char **args, size_t n_args) {
         while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
                 ;
         r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", reply.id);
+        if (r >= 0)
+                r = run_exit_code(reply.pidfds[0]);
         restore_reply_done(&reply);
         return r;
 }

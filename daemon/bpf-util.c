@@ -1,9 +1,11 @@
 /* bpf-util.c: see bpf-util.h */
 #include <bpf/libbpf.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bpf-util.h"
+#include "bpf/ids.h"
 #include "util.h"
 
 int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size) {
@@ -26,4 +28,11 @@ int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_
 long bpf_clock_ticks_per_sec(void) {
         long t = sysconf(_SC_CLK_TCK);
         return t > 0 ? t : 100;
+}
+
+void bpf_pidns_self(uint32_t *ret_level, uint32_t *ret_inum) {
+        struct stat st;
+        bool initial = stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == PIDNS_INIT_INUM;
+        *ret_level = 0;
+        *ret_inum = initial ? PIDNS_INIT_INUM : 0;
 }

@@ -14,6 +14,10 @@ struct bpf_map;
  * load. */
 int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size);
 
+/* The daemon's pid namespace as far as user space can tell it (struct pidns_self of bpf/ids.h):
+ * the initial one, or not known (inum 0: the iterators learn it, bpf/pidns.bpf.h). */
+void bpf_pidns_self(uint32_t *ret_level, uint32_t *ret_inum);
+
 /* Clock ticks per second (sysconf(_SC_CLK_TCK), 100 when it fails). */
 long bpf_clock_ticks_per_sec(void);
 

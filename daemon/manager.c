@@ -40,6 +40,7 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->backend = opts->backend;
         m->refresh_usec = opts->refresh_usec;
         m->budget_insns = opts->budget_insns;
+        m->restore_executor = opts->restore_executor;
         int r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the event loop: %m");

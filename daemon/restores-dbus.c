@@ -2,6 +2,8 @@
  * caller's options and identity, answering from what restores.c reports */
 #include "restores-dbus.h"
 
+#include <fcntl.h>
+
 #include "access.h"
 #include "manager-dbus.h"
 #include "restores.h"
@@ -24,6 +26,9 @@ static int restore_error(sd_bus_error *error, int r, const char *message, uint64
                 return sd_bus_error_setf(error, SD_BUS_ERROR_TIMEOUT, "%s", message ?: "Timed out.");
         case -ENOMEM:
                 return sd_bus_error_set_errno(error, r);
+        case -ECHILD:
+                return sd_bus_error_setf(error, ERROR_EXECUTOR_UNIT_FAILED, "%s",
+                                         message ?: "systemd could not start the restore executor.");
         default:
                 return sd_bus_error_setf(error, ERROR_RESTORE_FAILED, "Restore failed: %s", message ?: strerror(-r));
         }
@@ -100,6 +105,45 @@ static int read_uids_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error
         return 0;
 }
 
+/* stdio: ah, exactly stdin, stdout and stderr for the exec'd processes; the daemon keeps copies
+ * until the executor has them. */
+static int read_stdio_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
+        int fds[3], n = 0, r = sd_bus_message_enter_container(msg, 'v', "ah");
+
+        if (r == -ENXIO)
+                return invalid(error, "Option \"%s\" takes three fds (ah): stdin, stdout and stderr.", "stdio");
+        if (r >= 0)
+                r = sd_bus_message_enter_container(msg, 'a', "h");
+        while (r >= 0) {
+                int fd;
+                r = sd_bus_message_read(msg, "h", &fd);
+                if (r <= 0)
+                        break;
+                if (n == 3)
+                        return invalid(error, "Option \"%s\" takes three fds (ah): stdin, stdout and stderr.", "stdio");
+                fds[n++] = fd;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(msg);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        if (n != 3 || o->has_stdio)
+                return invalid(error, "Option \"%s\" takes three fds (ah): stdin, stdout and stderr.", "stdio");
+        for (int k = 0; k < 3; k++) {
+                o->stdio[k] = fcntl(fds[k], F_DUPFD_CLOEXEC, 3);
+                if (o->stdio[k] < 0) {
+                        r = -errno;
+                        while (k-- > 0)
+                                close(o->stdio[k]);
+                        return r;
+                }
+        }
+        o->has_stdio = true;
+        return 0;
+}
+
 static int read_restore_option(sd_bus_message *msg, const char *key, void *userdata, sd_bus_error *error) {
         RestoreOptions *o = userdata;
         if (streq(key, "exec"))
@@ -114,6 +158,8 @@ static int read_restore_option(sd_bus_message *msg, const char *key, void *userd
                 return read_bool_option(msg, key, &o->pidfds, error);
         if (streq(key, "keep"))
                 return read_bool_option(msg, key, &o->keep, error);
+        if (streq(key, "stdio"))
+                return read_stdio_option(msg, o, error);
         return bus_unknown_option(error, key);
 }
 

@@ -18,10 +18,13 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-login.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "plan-protocol.h"
+#include "restore-unit.h"
 #include "snapshot.h"
 #include "snapshots.h"
 #include "store-snapshot.h"
@@ -41,7 +44,8 @@ struct Restore {
         RestoreState state;
         Forest *snapshot;
 
-        pid_t executor;
+        pid_t executor;    /* forked: our child */
+        RestoreUnit *unit; /* else a transient service of PID 1 */
         int executor_pidfd, sock;
         sd_event_source *sock_source, *exit_source, *timer, *defer;
         sd_bus_track *track;
@@ -73,6 +77,20 @@ typedef struct Restores {
         void *userdata;
 } Restores;
 
+static const char *const executor_table[_RESTORE_EXECUTOR_MAX] = {
+        [RESTORE_EXECUTOR_AUTO] = "auto",
+        [RESTORE_EXECUTOR_FORK] = "fork",
+        [RESTORE_EXECUTOR_UNIT] = "unit",
+};
+
+const char *restore_executor_to_string(RestoreExecutor e) {
+        return e >= 0 && e < _RESTORE_EXECUTOR_MAX ? executor_table[e] : NULL;
+}
+
+RestoreExecutor restore_executor_from_string(const char *s) {
+        return (RestoreExecutor) string_table_lookup(executor_table, _RESTORE_EXECUTOR_MAX, s);
+}
+
 static const char *const state_table[_RESTORE_STATE_MAX] = {
         [RESTORE_EXECUTING] = "executing",
         [RESTORE_VERIFYING] = "verifying",
@@ -91,6 +109,10 @@ void restore_options_done(RestoreOptions *o) {
         free(o->exec);
         o->exec = NULL;
         o->n_exec = 0;
+        for (int k = 0; o->has_stdio && k < 3; k++)
+                if (o->stdio[k] >= 0)
+                        close(o->stdio[k]);
+        o->has_stdio = false;
 }
 
 static Restores *restores_of(Manager *m) {
@@ -133,6 +155,7 @@ static void restore_free(Restore *r) {
                 close(r->sock); /* the executor ends every stub when its socket closes */
         if (r->executor_pidfd >= 0)
                 close(r->executor_pidfd);
+        restore_unit_free(r->unit);
         close_fds(r);
         json_decref(r->ready);
         plan_mapping_done(&r->map);
@@ -165,10 +188,18 @@ static void call_done(Restore *r, int k, const char *message) {
         done(r->m, k, k < 0 ? NULL : r, message, r->userdata);
 }
 
+/* The executor and, under a unit, every process of its cgroup. */
+static void executor_kill(Restore *r) {
+        if (r->unit)
+                (void) restore_unit_kill(r->unit);
+        else
+                (void) pidfd_send_signal(r->executor_pidfd, SIGKILL, NULL, 0);
+}
+
 static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Restore *r = userdata;
         log_warning("Restore %" PRIu64 ": the executor did not exit, killing it.", r->id);
-        (void) pidfd_send_signal(r->executor_pidfd, SIGKILL, NULL, 0);
+        executor_kill(r);
         return 0;
 }
 
@@ -192,25 +223,23 @@ static void restore_end(Restore *r, const char *reason, int k, const char *messa
         close_fds(r);
         sd_event_source_disable_unref(r->timer);
         r->timer = NULL;
+        if (r->unit && r->executor_pidfd < 0)
+                (void) restore_unit_stop(r->unit); /* not started yet: its start job is canceled */
         if (sd_event_add_time_relative(r->m->event, &r->timer, CLOCK_MONOTONIC, RESTORE_KILL_TIMEOUT_USEC, 0,
                                        on_kill_timer, r) < 0)
-                (void) pidfd_send_signal(r->executor_pidfd, SIGKILL, NULL, 0);
+                executor_kill(r);
         r->end_error = k;
         r->end_message = message ? strdup(message) : NULL;
 }
 
-/* The executor exited: the restore is over. */
-static int on_executor_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Restore *r = userdata;
+/* The executor is gone (how: its exit status, or under a unit the unit's name): the restore is
+ * over. */
+static void restore_gone(Restore *r, const char *how) {
         Restores *rs = r->m->restores;
-        siginfo_t si = {};
 
-        if (waitid(P_PIDFD, (id_t) r->executor_pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
-                return 0;
         if (r->state != RESTORE_ENDING) {
                 _cleanup_free_ char *message = NULL;
-                snapshot_set_message(&message, "execute: the executor %s %d before the restore was %s",
-                            si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal", si.si_status,
+                snapshot_set_message(&message, "execute: the executor %s before the restore was %s", how,
                             r->state == RESTORE_READY ? "released" : "ready");
                 log_warning("Restore %" PRIu64 ": %s.", r->id, message ?: "the executor ended");
                 restore_end(r, "executor-exited", -EPROTO, message);
@@ -223,7 +252,38 @@ static int on_executor_exit(sd_event_source *s, int fd, uint32_t revents, void *
         if (r->released)
                 r->released(r->m, 0, r->released_userdata);
         restore_free(r);
+}
+
+static int on_executor_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Restore *r = userdata;
+        _cleanup_free_ char *how = NULL;
+        siginfo_t si = {};
+
+        if (r->unit) { /* not our child: its pidfd is readable once it exited */
+                snapshot_set_message(&how, "(%s) exited", restore_unit_name(r->unit));
+                restore_gone(r, how ?: "exited");
+                return 0;
+        }
+        if (waitid(P_PIDFD, (id_t) r->executor_pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+                return 0;
+        snapshot_set_message(&how, "%s %d", si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
+                    si.si_status);
+        restore_gone(r, how ?: "exited");
         return 0;
+}
+
+static int on_gone(sd_event_source *s, void *userdata) {
+        Restore *r = userdata;
+        r->defer = sd_event_source_disable_unref(r->defer);
+        restore_gone(r, "exited");
+        return 0;
+}
+
+/* The executor never ran or is gone already: end the restore from the loop. */
+static void restore_gone_soon(Restore *r) {
+        r->defer = sd_event_source_disable_unref(r->defer);
+        if (sd_event_add_defer(r->m->event, &r->defer, on_gone, r) < 0)
+                log_oom(); /* left to the deadline */
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -481,9 +541,8 @@ static int on_caller_left(sd_bus_track *t, void *userdata) {
 
 /* ---- starting the executor ---- */
 
-/* Where the executor can run from here: forked by the daemon only when the daemon runs without
- * seccomp and no_new_privs, as /proc/self/status says; a confined daemon would hand its filters
- * to every restored chain. */
+/* Whether the daemon runs without seccomp and no_new_privs, as /proc/self/status says: only then
+ * may it fork the executor, else it would hand its filters to every restored chain. */
 static int check_unconfined(char **ret_message) {
         _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
         char line[256];
@@ -498,9 +557,33 @@ static int check_unconfined(char **ret_message) {
         if (!confined)
                 return 0;
         snapshot_set_message(ret_message, "sectreed runs under seccomp or with no_new_privs, which every task it starts "
-                                 "would inherit; starting the restore executor as a transient unit of the service "
-                                 "manager is not available in this build");
+                                 "would inherit, and not as a service of systemd, which could start the restore "
+                                 "executor instead (--restore-executor=unit)");
         return -EOPNOTSUPP;
+}
+
+/* systemd runs the daemon as a service: booted with systemd, $INVOCATION_ID set, and the daemon's
+ * own cgroup is a .service unit's. */
+static bool under_service(void) {
+        _cleanup_free_ char *unit = NULL;
+        const char *id = getenv("INVOCATION_ID");
+
+        if (!id || !*id || sd_booted() <= 0 || sd_pid_get_unit(0, &unit) < 0)
+                return false;
+        size_t n = strlen(unit);
+        return n > 8 && streq(unit + n - 8, ".service");
+}
+
+/* Whether the executor runs as a transient unit (1) or forked (0) from here. */
+static int executor_by_unit(Manager *m, char **ret_message) {
+        switch (m->restore_executor) {
+        case RESTORE_EXECUTOR_UNIT:
+                return 1;
+        case RESTORE_EXECUTOR_FORK:
+                return check_unconfined(ret_message);
+        default:
+                return under_service() ? 1 : check_unconfined(ret_message);
+        }
 }
 
 static const char *executor_path(void) {
@@ -526,6 +609,64 @@ __attribute__((noreturn)) static void executor_child(int sock, int exe, const Re
                 _exit(125);
         fexecve(3, argv, environ);
         _exit(127);
+}
+
+static void on_unit_started(RestoreUnit *u, int k, int pidfd, const char *message, void *userdata) {
+        Restore *r = userdata;
+
+        if (k < 0) {
+                restore_end(r, "failed", k, message);
+                restore_gone_soon(r);
+                return;
+        }
+        r->executor_pidfd = pidfd;
+        if (pidfd < 0) {
+                restore_gone_soon(r); /* it exited already: its ERROR, if any, was read */
+                return;
+        }
+        k = sd_event_add_io(r->m->event, &r->exit_source, pidfd, EPOLLIN, on_executor_exit, r);
+        if (k >= 0)
+                k = sd_event_source_set_priority(r->exit_source, SD_EVENT_PRIORITY_NORMAL + 10);
+        if (k < 0) {
+                restore_end(r, "failed", k, NULL);
+                executor_kill(r);
+        }
+}
+
+static int send_request(Restore *r);
+
+/* The executor as a transient service: the socket's other end becomes its stdin. The request is
+ * in the socket before systemd has it: a unit that fails at once cannot make the send fail. */
+static int start_unit(Restore *r, int *ret_sock, char **ret_message) {
+        _cleanup_free_ char *name = NULL, *description = NULL;
+        RestoreUnitIdentity id = { .uid = r->creds.uid, .gid = r->creds.gid, .groups = r->creds.groups,
+                                   .n_groups = r->creds.n_groups };
+        int pair[2], k;
+
+        k = restore_unit_name_make(getpid(), r->id, &name);
+        if (k >= 0 && asprintf(&description, "sectree restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u", r->id,
+                               r->snapshot_id, (unsigned) r->owner) < 0)
+                k = -ENOMEM;
+        if (k < 0)
+                return k;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+                return -errno;
+        r->sock = pair[0];
+        k = send_request(r);
+        r->sock = -1;
+        if (k >= 0)
+                k = restore_unit_start(r->m->bus, name, description, executor_path(), &id, pair[1], on_unit_started, r,
+                               &r->unit);
+        close(pair[1]); /* the message holds a copy */
+        if (k < 0) {
+                close(pair[0]);
+                snapshot_set_message(ret_message, "The restore executor cannot be started as %s: %s", name,
+                            strerror(-k));
+                return k;
+        }
+        log_debug("Restore %" PRIu64 ": asked systemd to start %s.", r->id, name);
+        *ret_sock = pair[0];
+        return 0;
 }
 
 static int spawn_executor(Restore *r, int *ret_sock, char **ret_message) {
@@ -576,10 +717,13 @@ static json_t *request_json(const RestoreOptions *o) {
                 json_object_set_new(doc, "original_ids", json_true());
         if (doc && o->pid_namespace)
                 json_object_set_new(doc, "pid_namespace", json_true());
+        if (doc && o->has_stdio)
+                json_object_set_new(doc, "stdio", json_true());
         return doc;
 }
 
-/* The request, with the snapshot as a file in a memfd. */
+/* The request, with the snapshot as a file in a memfd (and the caller's stdio, which the daemon
+ * keeps no copy of once sent). */
 static int send_request(Restore *r) {
         _cleanup_close_ int memfd = memfd_create("sectree-snapshot", MFD_CLOEXEC);
         json_auto_t *doc = request_json(&r->o);
@@ -593,8 +737,14 @@ static int send_request(Restore *r) {
         k = snapshot_write_fd(r->snapshot, SNAPSHOT_FORMAT_JSON, memfd);
         if (k >= 0 && lseek(memfd, 0, SEEK_SET) < 0)
                 k = -errno;
-        if (k >= 0)
-                k = restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, text, strlen(text), &memfd, 1);
+        if (k >= 0) {
+                int fds[4] = { memfd, r->o.stdio[0], r->o.stdio[1], r->o.stdio[2] };
+                k = restore_frame_send(r->sock, RESTORE_FRAME_REQUEST, text, strlen(text), fds, r->o.has_stdio ? 4 : 1);
+        }
+        for (int j = 0; r->o.has_stdio && j < 3; j++) {
+                close(r->o.stdio[j]);
+                r->o.stdio[j] = -1;
+        }
         return k;
 }
 
@@ -609,10 +759,11 @@ static uint64_t restore_timeout(void) {
 static int add_sources(Restore *r) {
         sd_event *e = r->m->event;
         int k = sd_event_add_io(e, &r->sock_source, r->sock, EPOLLIN, on_socket, r);
-        if (k >= 0)
+        /* a frame the executor sent before it exited is read before its exit is handled (a unit's
+         * executor: its pidfd comes once systemd started it, on_unit_started()) */
+        if (k >= 0 && !r->unit)
                 k = sd_event_add_io(e, &r->exit_source, r->executor_pidfd, EPOLLIN, on_executor_exit, r);
-        /* a frame the executor sent before it exited is read before its exit is handled */
-        if (k >= 0)
+        if (k >= 0 && !r->unit)
                 k = sd_event_source_set_priority(r->exit_source, SD_EVENT_PRIORITY_NORMAL + 10);
         if (k >= 0)
                 k = sd_event_add_time_relative(e, &r->timer, CLOCK_MONOTONIC, restore_timeout(), 0, on_deadline, r);
@@ -652,6 +803,10 @@ static int check_options(Caller *c, const RestoreOptions *o, const Forest *f, ch
                             o->original_uids ? "with the snapshot's original uids" : "into a new pid namespace");
                 return -EACCES;
         }
+        if (o->has_stdio && o->n_exec == 0) {
+                snapshot_set_message(ret_message, "stdio: only exec'd processes get it, and exec names none.");
+                return -EINVAL;
+        }
         for (size_t i = 0; i < o->n_exec; i++)
                 if (!forest_find_process(f, o->exec[i].pid)) {
                         snapshot_set_message(ret_message, "exec: the snapshot has no process %d.", o->exec[i].pid);
@@ -665,7 +820,7 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         Restores *rs = restores_of(m);
         Restore *r;
         StoredSnapshot row;
-        int k;
+        int k, by_unit;
 
         if (ret_message)
                 *ret_message = NULL;
@@ -681,9 +836,9 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
                 snapshot_set_message(ret_message, "Your credentials could not be read.");
                 return -EACCES;
         }
-        k = check_unconfined(ret_message);
-        if (k < 0)
-                return k;
+        by_unit = executor_by_unit(m, ret_message);
+        if (by_unit < 0)
+                return by_unit;
 
         r = calloc(1, sizeof(Restore));
         if (!r)
@@ -707,9 +862,10 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
                 k = check_options(c, &r->o, r->snapshot, ret_message);
         if (k >= 0)
                 k = check_limits(m, c, r->snapshot, ret_message);
+        r->id = rs->next_id++;
         if (k >= 0)
-                k = spawn_executor(r, &r->sock, ret_message);
-        if (k >= 0)
+                k = by_unit ? start_unit(r, &r->sock, ret_message) : spawn_executor(r, &r->sock, ret_message);
+        if (k >= 0 && !by_unit)
                 k = send_request(r);
         if (k >= 0)
                 k = add_sources(r);
@@ -719,6 +875,8 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
                         k = sd_bus_track_add_name(r->track, sender);
         }
         if (k < 0) {
+                if (r->unit)
+                        (void) restore_unit_stop(r->unit);
                 if (r->executor_pidfd >= 0) {
                         (void) pidfd_send_signal(r->executor_pidfd, SIGKILL, NULL, 0);
                         (void) waitid(P_PIDFD, (id_t) r->executor_pidfd, &(siginfo_t) {}, WEXITED);
@@ -727,11 +885,10 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
                 restore_free(r);
                 return k;
         }
-        r->id = rs->next_id++;
         r->next = rs->list;
         rs->list = r;
-        log_debug("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: executor %d.", r->id, snapshot_id, c->uid,
-                  r->executor);
+        log_debug("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: executor %d%s%s.", r->id, snapshot_id,
+                  c->uid, r->executor, r->unit ? " in " : "", r->unit ? restore_unit_name(r->unit) : "");
         return 0;
 }
 

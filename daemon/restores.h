@@ -36,6 +36,8 @@ typedef struct RestoreOptions {
         bool verify;        /* scan the restored tree and compare (default true) */
         bool pidfds;        /* a pidfd per restored process in the reply (default true) */
         bool keep;          /* outlive the caller's bus connection (default false: released) */
+        bool has_stdio;     /* stdio holds the exec'd processes' stdin, stdout, stderr (owned) */
+        int stdio[3];
 } RestoreOptions;
 
 void restore_options_done(RestoreOptions *o);
@@ -63,8 +65,9 @@ typedef struct RestoreCreds {
 
 /* The end of Restore(): r is 0 with the restore ready to describe (restore_*() accessors below;
  * it stays alive until released), or negative: -EPROTO the executor refused or failed (message:
- * "STAGE: what failed", naming the step, the system call and the errno), -ECANCELED released or
- * its caller left meanwhile, -ETIMEDOUT, another errno. On failure every task of the restore is
+ * "STAGE: what failed", naming the step, the system call and the errno), -ECHILD systemd did not
+ * start the executor's transient unit (message: its name and systemd's answer), -ECANCELED
+ * released or its caller left meanwhile, -ETIMEDOUT, another errno. On failure every task of the restore is
  * being ended, and restore is NULL. */
 typedef void (*RestoreDone)(Manager *m, int r, Restore *restore, const char *message, void *userdata);
 /* A restore ended (reason: "released", "caller-left", "failed", "executor-exited", "stopping"):

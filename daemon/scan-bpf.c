@@ -421,6 +421,7 @@ static int scanner_load_locked(BpfScanner *s, uint64_t last_id) {
         if (!s->skel)
                 return log_error_errno(-errno, "Failed to open the scan BPF programs: %m");
         s->skel->data_ids->last_id = last_id;
+        bpf_pidns_self(&s->skel->data_ids->pidns_self.level, &s->skel->data_ids->pidns_self.inum);
         s->skel->rodata->mark_procs = !s->oneshot;
         r = bpf_map__set_max_entries(s->skel->maps.filter_ids, s->id_map_size);
         if (r >= 0 && s->oneshot) /* nothing reads the marks */

@@ -31,6 +31,7 @@ typedef struct Args {
         ScanOptions scan;
         const char *state_dir;
         uint64_t budget_insns;
+        RestoreExecutor restore_executor;
 } Args;
 
 #define EXIT_USAGE 2
@@ -54,6 +55,10 @@ static void help(void) {
                "     --filter-budget=N Keep the instructions of at most N instructions' worth of\n"
                "                       filters per uid other than root (default: %" PRIu64 ", 0: no\n"
                "                       limit); beyond it only their length and digest\n"
+               "     --restore-executor=HOW\n"
+               "                       How restores start sectree-restore: unit (a transient\n"
+               "                       service of systemd), fork, or auto (default: unit when\n"
+               "                       systemd runs sectreed as a service, else fork)\n"
                "\n"
                "Options for scan:\n"
                "  -r --root=PID        Only PID and its descendants\n"
@@ -84,7 +89,7 @@ static int parse_root(const char *s, pid_t *ret) {
         return 0;
 }
 
-enum { ARG_VERSION = 0x100, ARG_NO_ARGV, ARG_STATE_DIR, ARG_LOG_LEVEL, ARG_FILTER_BUDGET };
+enum { ARG_VERSION = 0x100, ARG_NO_ARGV, ARG_STATE_DIR, ARG_LOG_LEVEL, ARG_FILTER_BUDGET, ARG_RESTORE_EXECUTOR };
 
 /* Returns 1 to go on, 0 to exit successfully (help, version), negative on bad usage. */
 static int parse_args(int argc, char *argv[], Args *a) {
@@ -98,6 +103,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "filter-budget", required_argument, NULL, ARG_FILTER_BUDGET },
+                { "restore-executor", required_argument, NULL, ARG_RESTORE_EXECUTOR },
                 {}
         };
         int c;
@@ -136,6 +142,12 @@ static int parse_args(int argc, char *argv[], Args *a) {
                                 return log_error_errno(-EINVAL, "Invalid --filter-budget=%s: expected a number of "
                                                        "instructions (0: no limit).", optarg);
                         break;
+                case ARG_RESTORE_EXECUTOR:
+                        a->restore_executor = restore_executor_from_string(optarg);
+                        if (a->restore_executor < 0)
+                                return log_error_errno(-EINVAL, "Unknown --restore-executor=%s: expected auto, unit "
+                                                       "or fork.", optarg);
+                        break;
                 case ARG_LOG_LEVEL: {
                         LogLevel l = log_level_from_string(optarg);
                         if (l < 0)
@@ -173,7 +185,8 @@ static int verb_scan(const Args *a) {
 }
 
 static int run_service(const Args *a) {
-        ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns };
+        ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns,
+                                .restore_executor = a->restore_executor };
         _cleanup_(manager_freep) Manager *m = NULL;
         int r = manager_new(&opts, &m);
         if (r >= 0)

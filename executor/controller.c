@@ -54,7 +54,8 @@ int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec)
         int pair[2], pipefd[2];
 
         *c = (Controller) { .plan = plan, .step_timeout_usec = step_timeout_usec, .report_fd = -1, .control_w = -1,
-                            .control_r = -1, .handoff_e = -1, .handoff_t = -1, .failed_step = SIZE_MAX };
+                            .control_r = -1, .handoff_e = -1, .handoff_t = -1, .stdio = { -1, -1, -1 },
+                            .failed_step = SIZE_MAX };
         c->pids = calloc(p->n_processes, sizeof(pid_t));
         c->gone = calloc(p->n_processes, sizeof(bool));
         c->tids = calloc(p->n_tasks, sizeof(pid_t));
@@ -659,6 +660,7 @@ int controller_run(Controller *c) {
                 .fd_handoff = c->plan->runtime_fd + PLAN_RUNTIME_FD_HANDOFF,
                 .exec_path = runtime.exec_path,
                 .envp = runtime.envp,
+                .stdio = c->stdio[0] >= 0,
         };
         while (end < c->plan->n_steps && !c->plan->steps[end].after_start)
                 end++;
@@ -705,11 +707,31 @@ static int wait_exec(Controller *c, size_t i, uint32_t seq) {
         }
 }
 
+/* The caller's stdin, stdout and stderr over the handoff socket, for the exec step that follows
+ * (one at a time: the exec steps run one after another). */
+static int send_stdio(Controller *c, size_t i) {
+        char control[CMSG_SPACE(sizeof(c->stdio))] = {}, byte = 'S';
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(c->stdio));
+        memcpy(CMSG_DATA(cm), c->stdio, sizeof(c->stdio));
+        if (sendmsg(c->handoff_e, &mh, MSG_NOSIGNAL) < 0)
+                return fail(c, i, -errno, "step %zu: sending stdin, stdout and stderr failed", i);
+        return 0;
+}
+
 int controller_start(Controller *c) {
         for (; c->next_step < c->plan->n_steps; c->next_step++) {
                 size_t i = c->next_step;
+                int r = c->stdio[0] >= 0 ? send_stdio(c, i) : 0;
+                if (r < 0)
+                        return r;
                 uint32_t seq = issue(c, i);
-                int r = wait_exec(c, i, seq);
+                r = wait_exec(c, i, seq);
                 if (r < 0)
                         return r;
         }

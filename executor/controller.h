@@ -21,6 +21,7 @@ typedef struct Controller {
         int report_fd;       /* eventfd the tasks write after each step */
         int control_w, control_r; /* parked tasks block reading control_r; closing control_w ends them */
         int handoff_e, handoff_t; /* listener fds go in at handoff_e, tasks receive at handoff_t */
+        int stdio[3];        /* borrowed: what exec'd processes get as stdin, stdout, stderr (-1: theirs) */
 
         pid_t *pids;         /* per plan process, 0 until forked */
         int *pidfds;         /* per plan process, -1 */

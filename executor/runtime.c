@@ -242,9 +242,39 @@ static Outcome do_receive(const PlanStep *st) {
         return move_fd(fd, st->fd);
 }
 
+/* stdin, stdout and stderr, sent by the executor just before the exec step, put at 0, 1 and 2. */
+static Outcome receive_stdio(void) {
+        char control[CMSG_SPACE(3 * sizeof(int))] __attribute__((aligned(8))) = {};
+        char byte;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control) };
+        struct cmsghdr *cm;
+        int fds[3];
+        long r;
+
+        r = raw_syscall3(SYS_recvmsg, runtime.fd_handoff, &mh, 0);
+        if (r < 0)
+                return check(r, RUNTIME_CALL_RECVMSG);
+        cm = CMSG_FIRSTHDR(&mh);
+        if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS || cm->cmsg_len != CMSG_LEN(sizeof(fds)))
+                return (Outcome) { .result = -EBADMSG, .call = RUNTIME_CALL_RECVMSG };
+        __builtin_memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+        for (int k = 0; k < 3; k++) {
+                Outcome o = move_fd(fds[k], k); /* 0, 1 and 2 are open: what arrives is above them */
+                if (o.result < 0)
+                        return o;
+        }
+        return (Outcome) {};
+}
+
 static Outcome do_exec(RuntimeSlot *s, size_t t) {
         const PlanProcess *p = process_of_task(t);
 
+        if (runtime.stdio) {
+                Outcome o = receive_stdio();
+                if (o.result < 0)
+                        return o;
+        }
         __atomic_store_n(&s->execing, 1, __ATOMIC_RELEASE);
         return check(raw_syscall3(SYS_execve, runtime.exec_path[runtime.plan->tasks[t].process],
                                   runtime.plan->options.exec[p->exec].argv, runtime.envp),

@@ -62,6 +62,7 @@ typedef struct Runtime {
         int fd_report, fd_control, fd_handoff;
         char **exec_path;   /* per plan process: what execve() gets as its path, NULL if it parks */
         char **envp;
+        bool stdio;         /* an exec step first receives stdin, stdout and stderr on fd_handoff */
 } Runtime;
 
 extern Runtime runtime;

@@ -37,6 +37,7 @@ typedef struct Request {
         bool original_ids;
         bool pid_namespace;
         int snapshot_fd;
+        int stdio[3]; /* with "stdio": the exec'd processes' stdin, stdout, stderr; else -1 */
 } Request;
 
 static void request_done(Request *r) {
@@ -45,6 +46,9 @@ static void request_done(Request *r) {
         free(r->exec);
         if (r->snapshot_fd >= 0)
                 close(r->snapshot_fd);
+        for (int k = 0; k < 3; k++)
+                if (r->stdio[k] >= 0)
+                        close(r->stdio[k]);
 }
 
 /* ---- replies ---- */
@@ -209,18 +213,22 @@ static int parse_request(const RestoreFrame *f, Request *r, char **error) {
         json_auto_t *doc = NULL;
         json_t *exec = NULL, *e;
         json_int_t version = 0, timeout = 0;
-        int check = 1, original_ids = 0, pid_namespace = 0;
+        int check = 1, original_ids = 0, pid_namespace = 0, stdio = 0;
         size_t i;
 
-        if (f->type != RESTORE_FRAME_REQUEST || f->n_fds != 1 || !f->payload)
+        if (f->type != RESTORE_FRAME_REQUEST || f->n_fds < 1 || !f->payload)
                 return asprintf(error, "expected a request frame with one fd (the snapshot)") < 0 ? -ENOMEM : -EINVAL;
         doc = json_loads(f->payload, 0, &je);
         if (!doc)
                 return asprintf(error, "request: %s", je.text) < 0 ? -ENOMEM : -EINVAL;
-        if (json_unpack_ex(doc, &je, JSON_STRICT, "{s:I, s?o, s?I, s?b, s?b, s?b}", "version", &version, "exec", &exec,
-                           "step_timeout_usec", &timeout, "check_syscalls", &check, "original_ids", &original_ids,
-                           "pid_namespace", &pid_namespace) < 0)
+        if (json_unpack_ex(doc, &je, JSON_STRICT, "{s:I, s?o, s?I, s?b, s?b, s?b, s?b}", "version", &version, "exec",
+                           &exec, "step_timeout_usec", &timeout, "check_syscalls", &check, "original_ids", &original_ids,
+                           "pid_namespace", &pid_namespace, "stdio", &stdio) < 0)
                 return asprintf(error, "request: %s", je.text) < 0 ? -ENOMEM : -EINVAL;
+        if (f->n_fds != (stdio ? 4U : 1U))
+                return asprintf(error, "request: expected %s, not %zu fds",
+                                stdio ? "4 fds (the snapshot, stdin, stdout, stderr)" : "one fd (the snapshot)",
+                                (size_t) f->n_fds) < 0 ? -ENOMEM : -EINVAL;
         if (version != RESTORE_PROTOCOL_VERSION)
                 return asprintf(error, "request: version %lld is not %d", (long long) version, RESTORE_PROTOCOL_VERSION) < 0
                                ? -ENOMEM : -EINVAL;
@@ -408,6 +416,8 @@ static int run_restore(const Forest *snapshot, Request *req, int sfd) {
                 return send_error("plan", error ?: strerror(-r), NULL), r;
         runtime.envp = environ;
         r = controller_init(&c, plan, req->step_timeout_usec);
+        if (r >= 0 && req->stdio[0] >= 0)
+                memcpy(c.stdio, req->stdio, sizeof(c.stdio));
         if (r >= 0)
                 r = controller_run(&c);
         if (r < 0) {
@@ -492,7 +502,7 @@ static int parse_args(int argc, char *argv[]) {
 
 int main(int argc, char *argv[]) {
         _cleanup_(forest_freep) Forest *snapshot = NULL;
-        _cleanup_(request_done) Request req = { .snapshot_fd = -1 };
+        _cleanup_(request_done) Request req = { .snapshot_fd = -1, .stdio = { -1, -1, -1 } };
         _cleanup_free_ char *error = NULL;
         _cleanup_close_ int sfd = -1;
         RestoreFrame f = {};
@@ -516,6 +526,8 @@ int main(int argc, char *argv[]) {
         r = parse_request(&f, &req, &error);
         if (r >= 0)
                 req.snapshot_fd = TAKE_FD(f.fds[0]);
+        for (unsigned k = 0; r >= 0 && k < 3 && f.n_fds == 4; k++)
+                req.stdio[k] = TAKE_FD(f.fds[k + 1]);
         restore_frame_done(&f);
         if (r < 0)
                 return send_error("request", error ?: strerror(-r), NULL), EXIT_FAILURE;

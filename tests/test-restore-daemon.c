@@ -450,6 +450,39 @@ static void test_failures(void) {
         scenario_free(s);
 }
 
+/* --restore-executor=unit on a bus without systemd: StartTransientUnit has nobody to answer it.
+ * The error is ExecutorUnitFailed naming the unit and the bus's answer; nothing is left, and the
+ * daemon keeps answering. (The unit that does start: tests/test-unit-systemd.sh.) */
+static void test_unit_refused(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        char *args[] = { (char *) "--restore-executor=unit", NULL };
+        if (!bus_fixture_start_all(&b, args, NULL))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        g_autofree char *unit = g_strdup_printf("sectree-restore-%d-1.service", (int) b.daemon_pid);
+        Restored r;
+
+        g_assert_cmpint(call_restore(bus, id, &r, &error, NULL), <, 0);
+        g_test_message("%s: %s", error.name, error.message);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.ExecutorUnitFailed");
+        g_assert_nonnull(strstr(error.message, unit));
+        g_assert_nonnull(strstr(error.message, "org.freedesktop.DBus.Error.ServiceUnknown"));
+        sd_bus_error_free(&error);
+        g_autoptr(GArray) none = list_restores(bus);
+        g_assert_cmpuint(none->len, ==, 0);
+        g_assert_cmpuint(bus_client_create_ok(bus, scenario_root_pid(s), NULL), >, id);
+
+        bus_fixture_finish(&b);
+        scenario_free(s);
+}
+
 /* nobody may hold RESTORES_MAX_PER_UID (4) restores at once. */
 static void nobody_limits(void *userdata) {
         GBytes *json = userdata;
@@ -847,26 +880,31 @@ static void test_sectreectl(void) {
         g_assert_nonnull(strstr(err, "AccessDenied"));
         g_clear_pointer(&err, g_free);
 
-        /* run --like: a command under a copy of a task's chain (getpriority: EPERM) */
+        /* run --like: a command under a copy of a task's chain (getpriority: EPERM), reading
+         * sectreectl's stdin and writing its stdout and stderr; sectreectl exits with its status */
         const int nice_calls[] = { SYS_getpriority };
         struct sock_filter no_nice[4];
         size_t nn2 = restore_filter_for_calls(no_nice, nice_calls, 1, SECCOMP_RET_ERRNO | EPERM);
         ScenarioTask like = tests_fork_install(s, a, no_nice, nn2, 0);
         g_autofree char *like_arg = g_strdup_printf("--like=%d", scenario_task(s, like)->tid);
-        g_autofree char *result = g_build_filename(dir, "run.out", NULL);
-        g_autofree char *script = g_strdup_printf("grep Seccomp_filters: /proc/self/status > %s; "
-                                                  "nice -n 1 true 2>/dev/null; echo nice $? >> %s", result, result);
-        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", like_arg, "--", "/bin/sh", "-c", script)), ==, 0);
-        g_clear_pointer(&err, g_free);
+        g_autofree char *pipeline = g_strdup_printf(
+                "echo hello | \"$0\" run %s -- /bin/sh -c 'grep Seccomp_filters: /proc/self/status; "
+                "nice -n 1 true 2>/dev/null; echo nice $?; read line; echo \"read $line\"; echo to-stderr >&2; exit 3'",
+                like_arg);
+        char *pipe_argv[] = { (char *) "/bin/sh", (char *) "-c", pipeline, (char *) g_getenv("SECTREECTL"), NULL };
         g_autofree char *ran = NULL;
-        g_assert_true(g_file_get_contents(result, &ran, NULL, NULL));
-        g_test_message("run --like: %s", ran);
-        g_assert_cmpstr(ran, ==, "Seccomp_filters:\t3\nnice 125\n"); /* a's two filters and its own */
+        g_assert_cmpint(bus_fixture_run(&b, false, pipe_argv, &ran, &err), ==, 3);
+        g_test_message("run --like: %s%s", ran, err);
+        g_assert_cmpstr(ran, ==, "Seccomp_filters:\t3\nnice 125\nread hello\n"); /* a's two filters and its own */
+        g_assert_nonnull(strstr(err, "to-stderr\n"));
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", like_arg, "--", "/bin/sh", "-c", "kill -TERM $$")), ==,
+                        128 + SIGTERM);
+        g_clear_pointer(&err, g_free);
         g_autoptr(GArray) after_run = list_restores(bus);
         g_assert_cmpuint(after_run->len, ==, 0);
         g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", "--", "true")), ==, 2);
         g_clear_pointer(&err, g_free);
-        (void) unlink(result);
 
         (void) unlink(file);
         (void) rmdir(dir);
@@ -884,6 +922,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore-daemon/scenarios", test_scenarios);
         g_test_add_func("/restore-daemon/caller-leaves", test_caller_leaves);
         g_test_add_func("/restore-daemon/failures", test_failures);
+        g_test_add_func("/restore-daemon/unit-refused", test_unit_refused);
         g_test_add_func("/restore-daemon/limits", test_limits);
         g_test_add_func("/restore-daemon/random-histories", test_random_histories);
         g_test_add_func("/restore-daemon/behaviour-kept", test_behaviour_kept);

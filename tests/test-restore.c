@@ -607,6 +607,8 @@ static void test_hostile_requests(void) {
         assert_refused_request("{\"version\":2}", good, "request", "version 2 is not 1");
         assert_refused_request("{\"version\":1,\"frobnicate\":true}", good, "request", "request:");
         assert_refused_request("{\"version\":1,\"exec\":[{\"pid\":1}]}", good, "request", "exec[0]");
+        assert_refused_request("{\"version\":1,\"stdio\":true}", good, "request",
+                               "expected 4 fds (the snapshot, stdin, stdout, stderr), not 1 fds");
         assert_refused_request("{\"version\":1}", junk, "snapshot", "");
         assert_refused_request("{\"version\":1}", cycle, "snapshot", "");
         assert_refused_request("{\"version\":1,\"exec\":[{\"pid\":4194304,\"argv\":[\"/bin/true\"]}]}",

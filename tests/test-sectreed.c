@@ -2,8 +2,13 @@
  * address anywhere in either, and clear errors for bad usage */
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-client.h"
@@ -190,6 +195,87 @@ static void test_tree(void) {
         scenario_free(s);
 }
 
+/* pid 1 of a new pid namespace, with a /proc of its own: a child (pid 2) under an allow-all
+ * filter, then sectreed scan --format=json as pid 1 itself, its output into out_fd. */
+__attribute__((noreturn)) static void ns_init_main(int out_fd) {
+        struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        struct sock_fprog prog = { .len = 1, .filter = &allow };
+        int ready[2];
+        char byte;
+
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mount("proc", "/proc", "proc", 0, NULL) < 0 ||
+            pipe(ready) < 0)
+                _exit(120);
+        if (fork() == 0) {
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(1);
+                (void) !write(ready[1], "x", 1);
+                pause();
+                _exit(0);
+        }
+        if (read(ready[0], &byte, 1) != 1 || dup2(out_fd, STDOUT_FILENO) < 0)
+                _exit(121);
+        execl(sectreed(), "sectreed", "scan", "--format=json", "--no-argv", (char *) NULL);
+        _exit(127);
+}
+
+/* The JSON sectreed scan prints in a pid namespace of its own. */
+static json_t *scan_in_pid_namespace(void) {
+        int out[2], status;
+        g_autoptr(GString) text = g_string_new(NULL);
+        char buf[4096];
+        ssize_t n;
+        pid_t helper;
+
+        g_assert_cmpint(pipe(out), ==, 0);
+        helper = fork();
+        g_assert_cmpint(helper, >=, 0);
+        if (helper == 0) {
+                close(out[0]);
+                if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
+                        _exit(122);
+                pid_t init = fork();
+                if (init == 0)
+                        ns_init_main(out[1]);
+                _exit(init > 0 && waitpid(init, &status, 0) == init && WIFEXITED(status) ? WEXITSTATUS(status) : 123);
+        }
+        close(out[1]);
+        while ((n = read(out[0], buf, sizeof(buf))) > 0)
+                g_string_append_len(text, buf, n);
+        close(out[0]);
+        g_assert_cmpint(waitpid(helper, &status, 0), ==, helper);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+        json_t *doc = json_loads(text->str, 0, NULL);
+        g_assert_nonnull(doc);
+        return doc;
+}
+
+/* A bpf scan from inside a pid namespace names tasks as that namespace does (pid 1, its child
+ * pid 2 with ppid 1), and reports nothing outside it: not the scenario's filtered processes, nor
+ * any other of the machine. */
+static void test_pid_namespace(void) {
+        int b;
+        if (!tests_require_root())
+                return;
+        Scenario *s = build(&b);
+        json_t *doc = scan_in_pid_namespace(), *p;
+        size_t i;
+
+        g_test_message("processes: %s", json_dumps(json_object_get(doc, "processes"), JSON_COMPACT));
+        json_array_foreach(json_object_get(doc, "processes"), i, p) {
+                json_int_t pid = json_integer_value(json_object_get(p, "pid"));
+                if (pid != 1 && pid != 2)
+                        g_error("process %lld of another pid namespace is reported", (long long) pid);
+        }
+        p = find_process(doc, 2);
+        g_assert_nonnull(p);
+        g_assert_cmpint(json_integer_value(json_object_get(p, "ppid")), ==, 1);
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "filters")), ==, 1);
+        json_decref(doc);
+        scenario_free(s);
+}
+
 static void assert_usage_error(char **args, int want_status, const char *want_message) {
         g_autofree char *out = NULL, *err = NULL;
         g_autoptr(GPtrArray) argv = g_ptr_array_new();
@@ -338,6 +424,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/sectreed/json-bpf", test_json_bpf);
         g_test_add_func("/sectreed/json-ptrace", test_json_ptrace);
         g_test_add_func("/sectreed/tree", test_tree);
+        g_test_add_func("/sectreed/pid-namespace", test_pid_namespace);
         g_test_add_func("/sectreed/same-as-daemon", test_same_as_daemon);
         return g_test_run();
 }

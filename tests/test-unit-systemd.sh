@@ -283,8 +283,9 @@ ok $? "the daemon has a network namespace of its own (PrivateNetwork=)"
 awk '$5 == "/proc" && $NF ~ /hidepid=invisible/ && $NF ~ /subset=pid/ {f = 1} END {exit !f}' <<<"$mounts"
 ok $? "the daemon's /proc shows only processes, and only those it may ptrace (ProtectProc=invisible, ProcSubset=pid)"
 
-# The daemon reads its own filter: the unit's SystemCallFilter= as the kernel runs it.
-daemon=$(head -n1 "$cg/system.slice/sectreed.service/cgroup.procs" 2>/dev/null)
+# The daemon reads its own filter: the unit's SystemCallFilter= as the kernel runs it. It names
+# tasks by their pids in its own pid namespace, as systemd, /proc and the callers inside do.
+daemon=$mainpid
 # SYSCALL [ARGS]=VERDICT: what each line of the unit makes of a call. 1 is EPERM
 # (SystemCallErrorNumber=), 97 EAFNOSUPPORT (RestrictAddressFamilies=: AF_UNIX only, AF_NETLINK is
 # the ptrace backend's); mprotect(PROT_EXEC) is MemoryDenyWriteExecute=, unshare(CLONE_NEWUSER)
@@ -327,14 +328,14 @@ ok $? "root's Rescan (a full pass under the unit's hardening) succeeds"
 
 # 8. A service started now with a SystemCallFilter= of its own shows up, live.
 inside systemd-run --quiet --unit=sectree-probe.service -p SystemCallFilter=~@mount sleep 120
-# The bpf backend names tasks by their pids in the initial pid namespace (the kernel's task->pid),
-# which is the host's here: the probe is looked for under the pid the host sees, read from the
-# host's view of its cgroup.
+# The bpf backend names tasks by their pids in the daemon's pid namespace (its iterators read the
+# pid at that level), not by the kernel's task->pid of the initial namespace, the host's here.
 probe_ns=$(inside systemctl show -P MainPID sectree-probe.service)
-probe=$(head -n1 "$cg/system.slice/sectree-probe.service/cgroup.procs" 2>/dev/null)
-[ -n "$probe" ] && [ "$probe_ns" != 0 ] &&
-        grep -q "^NSpid:[[:space:]]*${probe}[[:space:]]*${probe_ns}\$" "/proc/$probe/status"
-ok $? "a transient service with SystemCallFilter=~@mount runs (pid $probe_ns inside, $probe outside)"
+probe_host=$(head -n1 "$cg/system.slice/sectree-probe.service/cgroup.procs" 2>/dev/null)
+[ -n "$probe_host" ] && [ "$probe_ns" != 0 ] && [ "$probe_host" != "$probe_ns" ] &&
+        grep -q "^NSpid:[[:space:]]*${probe_host}[[:space:]]*${probe_ns}\$" "/proc/$probe_host/status"
+ok $? "a transient service with SystemCallFilter=~@mount runs (pid $probe_ns inside, $probe_host outside)"
+probe=$probe_ns
 seen=1
 for _ in $(seq 100); do
         out=$(inside busctl --json=short call org.sectree1 /org/sectree1 org.sectree1.Manager ListTasks 2>&1)
@@ -372,7 +373,128 @@ ok $? "the exported file is a valid snapshot: $out"
 inside sectreectl --no-legend tree --file /root/sectree-snapshot.db 2>&1 | grep -qw "$probe"
 ok $? "the exported snapshot holds the probe"
 
-# 10. Stop: a clean exit, well before TimeoutStopSec=.
+# 10. Restores. The confined daemon does not fork the executor (its tasks would inherit the
+#     daemon's filters as the head of every restored chain, its no_new_privs, mounts and bounding
+#     set): PID 1 starts it as the transient service sectree-restore-DAEMONPID-ID.service.
+chain_of() {  # chain_of TID: "id digest" per filter of the daemon's view of TID's chain
+        inside sectreectl --json=short chain "$1" 2>/dev/null | python3 -c '
+import json, sys
+def walk(v):
+    if isinstance(v, dict):
+        if "id" in v and "digest" in v:
+            print(v["id"], v["digest"])
+        else:
+            for x in v.values():
+                walk(x)
+    elif isinstance(v, list):
+        for x in v:
+            walk(x)
+walk(json.load(sys.stdin))'
+}
+status_field() {  # status_field PID FIELD: a line of /proc/PID/status inside
+        inside cat "/proc/$1/status" 2>/dev/null | awk -v f="$2:" '$1 == f {print $2}'
+}
+psnap=$(inside sectreectl snapshot "$probe" 2>&1)
+[[ $psnap =~ ^[0-9]+$ ]]
+ok $? "sectreectl snapshot $probe (the probe, by its pid inside) stores snapshot $psnap"
+rjson=$(INSIDE_TIMEOUT=90 inside sectreectl --json=short restore "$psnap" 2>"$work/restore.err")
+status=$?
+read -r rid verified rpid < <(python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+p = [x["pid"] for x in d["processes"] if x["snapshot_pid"] == int(sys.argv[2])]
+print(d["restore_id"], str(d["verified"]).lower(), p[0] if p else 0)' "$rjson" "$probe" 2>/dev/null)
+[ $status -eq 0 ] && [ "${verified:-}" = true ] && [ "${rpid:-0}" -gt 0 ]
+ok $? "sectreectl restore $psnap: restore ${rid:-?} verified (${verified:-?}), the probe restored as pid ${rpid:-?}"
+[ $status -eq 0 ] || { diag <"$work/restore.err"; journal; }
+rid=${rid:-0}
+rpid=${rpid:-0}
+runit=sectree-restore-$mainpid-$rid.service
+state=$(inside systemctl show -P ActiveState "$runit" 2>&1)
+collect=$(inside systemctl show -P CollectMode "$runit" 2>&1)
+[ "$state" = active ] && [ "$collect" = inactive-or-failed ] &&
+        inside grep -q "/system.slice/$runit\$" "/proc/$rpid/cgroup"
+ok $? "the executor runs as the transient service $runit ($state, CollectMode=$collect), the restored task in its cgroup"
+want=$(status_field "$probe" Seccomp_filters)
+got=$(status_field "$rpid" Seccomp_filters)
+[ "$(status_field "$rpid" Seccomp)" = 2 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        [ "$(status_field "$rpid" NoNewPrivs)" = "$(status_field "$probe" NoNewPrivs)" ]
+ok $? "/proc/$rpid/status: filter mode with $got filters, the probe's $want, and its no_new_privs"
+chain_probe=$(chain_of "$probe")
+chain_restored=$(chain_of "$rpid")
+chain_daemon=$(chain_of "$mainpid")
+[ -n "$chain_restored" ] && [ -n "$chain_daemon" ] &&
+        [ "$(awk '{print $2}' <<<"$chain_restored")" = "$(awk '{print $2}' <<<"$chain_probe")" ] &&
+        [ -z "$(comm -12 <(awk '{print $1}' <<<"$chain_restored" | sort) <(awk '{print $1}' <<<"$chain_probe" | sort))" ]
+ok $? "the daemon's view: pid $rpid's chain has the probe's digests, in new filter objects: $(wc -l <<<"$chain_restored") filters"
+[ -n "$chain_restored" ] && [ -n "$chain_daemon" ] &&
+        [ -z "$(comm -12 <(awk '{print $1}' <<<"$chain_restored" | sort) <(awk '{print $1}' <<<"$chain_daemon" | sort))" ] &&
+        [ -z "$(comm -12 <(awk '{print $2}' <<<"$chain_restored" | sort) <(awk '{print $2}' <<<"$chain_daemon" | sort))" ]
+ok $? "no filter of sectreed's own SystemCallFilter= chain ($(wc -l <<<"$chain_daemon") filters) is in the restored chain, by id or by digest"
+inside sectreectl release "$rid" >/dev/null 2>&1
+status=$?
+gone=1
+for _ in $(seq 100); do
+        if ! inside test -e "/proc/$rpid" && [ "$(inside systemctl show -P ActiveState "$runit")" != active ]; then
+                gone=0
+                break
+        fi
+        sleep 0.1
+done
+[ $status -eq 0 ] && [ $gone -eq 0 ]
+ok $? "sectreectl release $rid ends the restored task and the unit"
+
+# run --like through a unit: the command reads sectreectl's stdin, writes its stdout, and
+# sectreectl exits with the command's status.
+out=$(echo hello | INSIDE_TIMEOUT=90 inside sectreectl run --like "$probe" -- /bin/sh -c \
+        'read x; echo "got $x"; grep Seccomp_filters: /proc/self/status; exit 3' 2>"$work/run.err")
+status=$?
+[ $status -eq 3 ] && [ "$out" = "$(printf 'got hello\nSeccomp_filters:\t%s' "$want")" ]
+ok $? "sectreectl run --like $probe -- sh: exit status $status, output: $(tr '\n\t' '  ' <<<"$out")"
+[ $status -eq 3 ] || diag <"$work/run.err"
+
+# An unprivileged caller: the executor runs as its User= and Group=, so do the restored tasks.
+inside systemd-run --quiet --unit=sectree-probe-nobody.service -p User=nobody -p SystemCallFilter=~@swap sleep 120
+nprobe=$(inside systemctl show -P MainPID sectree-probe-nobody.service)
+as_nobody() {
+        inside setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+nsnap=$(as_nobody sectreectl snapshot "$nprobe" 2>&1)
+njson=$(INSIDE_TIMEOUT=90 as_nobody sectreectl --json=short restore "$nsnap" 2>"$work/restore.err")
+status=$?
+read -r nid nverified npid < <(python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+print(d["restore_id"], str(d["verified"]).lower(), d["processes"][0]["pid"])' "$njson" 2>/dev/null)
+nunit=sectree-restore-$mainpid-${nid:-0}.service
+[ $status -eq 0 ] && [ "${nverified:-}" = true ] &&
+        [ "$(inside systemctl show -P User "$nunit")" = 65534 ] &&
+        [ "$(status_field "${npid:-0}" Uid)" = 65534 ] && [ "$(status_field "${npid:-0}" Gid)" = 65534 ]
+ok $? "nobody's restore ${nid:-?} of snapshot $nsnap: verified, $nunit runs as User=65534, pid ${npid:-?} as uid and gid 65534"
+[ $status -eq 0 ] || diag <"$work/restore.err"
+as_nobody sectreectl release "${nid:-0}" >/dev/null 2>&1
+ok $? "nobody releases its restore"
+inside systemctl stop sectree-probe-nobody.service >/dev/null 2>&1
+
+# Starts that systemd refuses. The name of the next restore is taken by a unit already: the call
+# itself fails. A supplementary group without a group entry cannot be a service's
+# SupplementaryGroups=: the start job fails.
+next=$(( ${nid:-0} + 1 ))
+inside systemd-run --quiet --unit="sectree-restore-$mainpid-$next.service" sleep 120
+out=$(INSIDE_TIMEOUT=90 as_nobody sectreectl restore "$nsnap" 2>&1)
+[[ $out == *"org.sectree1.Error.ExecutorUnitFailed"* ]] && [[ $out == *"sectree-restore-$mainpid-$next.service"* ]] &&
+        [[ $out == *"org.freedesktop.systemd1.UnitExists"* ]]
+ok $? "a unit name systemd refuses is org.sectree1.Error.ExecutorUnitFailed, naming it and systemd's error: $out"
+inside systemctl stop "sectree-restore-$mainpid-$next.service" >/dev/null 2>&1
+out=$(INSIDE_TIMEOUT=90 inside setpriv --reuid=65534 --regid=65534 --groups=4343 sectreectl restore "$nsnap" 2>&1)
+[[ $out == *"org.sectree1.Error.ExecutorUnitFailed"* ]] && [[ $out == *"sectree-restore-$mainpid-$((next + 1)).service"* ]] &&
+        [[ $out == *"start job ended with: failed"* ]]
+ok $? "a start job that fails is org.sectree1.Error.ExecutorUnitFailed, naming the unit and the job's result: $out"
+left=$(inside systemctl list-units --all --no-legend 'sectree-restore-*' 2>&1)
+[ -z "$left" ]
+ok $? "no sectree-restore unit is left (CollectMode=inactive-or-failed)${left:+: $left}"
+
+# 11. Stop: a clean exit, well before TimeoutStopSec=.
 t=$(date +%s%N)
 inside systemctl stop sectreed.service
 status=$?
@@ -420,12 +542,12 @@ bad=$(journal_ids MESSAGE_ID=98e322203f7a4ed290d09fe03c09fe15 MESSAGE_ID=d9b373e
 [ "$succeeded" -eq 2 ] && [ "$bad" -eq 0 ]
 ok $? "both runs ended in \"Unit succeeded\" ($succeeded), none in a failure ($bad)"
 
-# 11. Nothing went wrong on the way, as far as the journal knows.
+# 12. Nothing went wrong on the way, as far as the journal knows.
 errors=$(inside journalctl -u sectreed.service -b -p err --no-pager -q 2>&1)
 [ -z "$errors" ]
 ok $? "the daemon's journal has no error messages"
 
-# 12. The drop-in for the ptrace backend, as the README says to install it: the daemon runs under
+# 13. The drop-in for the ptrace backend, as the README says to install it: the daemon runs under
 #     no seccomp filter (PTRACE_SECCOMP_GET_FILTER would refuse) and works. (The proc connector
 #     does not answer in this pid namespace: the daemon says so and reads changes at its periodic
 #     passes, so this part comes after the check for error messages.)

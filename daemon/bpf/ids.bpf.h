@@ -29,6 +29,7 @@ __u64 last_id SEC(".data.ids") = 0;
  * task_file iterator when this moved (a listener fd may be all that keeps a filter alive). */
 __u64 listeners_created SEC(".data.ids") = 0;
 struct ids_stats ids_stats SEC(".data.ids") = {};
+struct pidns_self pidns_self SEC(".data.ids") = {};
 
 /* struct seccomp_filter * -> its id. Only BPF programs may read it: the keys are kernel
  * addresses, and BPF_F_WRONLY keeps lookups and key walks from the syscall side out (-EPERM). */

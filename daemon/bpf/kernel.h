@@ -83,6 +83,25 @@ struct mm_struct___ulong_flags {
 
 struct fs_struct;
 
+struct ns_common {
+        unsigned int inum;
+} __kernel_struct;
+
+struct pid_namespace {
+        struct ns_common ns;
+} __kernel_struct;
+
+struct upid {
+        int nr;
+        struct pid_namespace *ns;
+};
+
+/* numbers[level + 1]: the pid's number in each namespace from the initial one (0) down to its own. */
+struct pid {
+        unsigned int level;
+        struct upid numbers[];
+} __kernel_struct;
+
 struct task_struct {
         unsigned int flags;
         int exit_state;
@@ -91,6 +110,7 @@ struct task_struct {
         int tgid;
         struct task_struct *real_parent;
         struct task_struct *group_leader;
+        struct pid *thread_pid;
         __u64 start_boottime;
         const struct cred *real_cred;
         struct mm_struct *mm;

@@ -1,6 +1,7 @@
 /* scan.bpf.c: task and file iterators that send the seccomp filter forest as records named by
  * in-kernel ids (ids.bpf.h: the id map, shared with the watch unit's tracepoints) */
 #include "ids.bpf.h"
+#include "pidns.bpf.h"
 
 #include "scan.h"
 
@@ -415,7 +416,7 @@ static __always_inline int exe_send(struct task_struct *t) {
                 return 0; /* user space reads /proc */
         rec = (struct scan_rec_exe *) x->out;
         rec->type = SCAN_REC_EXE;
-        rec->tgid = t->tgid;
+        rec->tgid = pidns_tgid(t);
         rec->len = 0;
         rec->same_tgid = 0;
         mm = t->mm;
@@ -469,7 +470,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         const struct cred *cred;
         struct scan_rec_task *rec;
         __u64 head_id;
-        __u32 flags = 0;
+        __u32 flags = 0, tid, tgid, ppid;
         int mode, r;
 
         if (!t) {
@@ -479,10 +480,13 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         }
 
         /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
+        pidns_learn();
         t = task_plain(t);
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
                 return 0;
+        if (!pidns_task_ids(t, &tid, &tgid, &ppid))
+                return 0; /* outside the daemon's pid namespace */
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
 
@@ -507,9 +511,9 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 return retry_object();
         cred = leader->real_cred;
         rec->type = SCAN_REC_TASK;
-        rec->tid = t->pid;
-        rec->tgid = t->tgid;
-        rec->ppid = leader->real_parent->tgid;
+        rec->tid = tid;
+        rec->tgid = tgid;
+        rec->ppid = ppid;
         rec->mode = mode;
         rec->flags = flags;
         rec->uid = cred->uid.val;
@@ -557,9 +561,13 @@ int scan_files(struct bpf_iter__task_file *ctx) {
                 pass_end();
                 return 0;
         }
+        pidns_learn();
         t = task_plain(t);
         file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
         if (!file_is_listener(file))
+                return 0;
+        rec.tgid = pidns_tgid(t);
+        if (!rec.tgid)
                 return 0;
 
         /* A seccomp listener's private_data is its filter. */
@@ -571,7 +579,6 @@ int scan_files(struct bpf_iter__task_file *ctx) {
                 return retry_object();
 
         rec.type = SCAN_REC_LISTENER;
-        rec.tgid = t->tgid;
         rec.fd = ctx->fd;
         rec.filter_id = filter_id;
         if (bpf_ringbuf_output(&records, &rec, sizeof(rec), BPF_RB_NO_WAKEUP) < 0)
@@ -593,7 +600,10 @@ int scan_argv(struct bpf_iter__task *ctx) {
 
         if (!t || t->pid != t->tgid)
                 return 0;
-        tgid = t->tgid;
+        pidns_learn();
+        tgid = pidns_tgid(t);
+        if (!tgid)
+                return 0;
         idx = tgid / 64;
         word = bpf_map_lookup_elem(&argv_want, &idx);
         if (!word || !(*word & (1ULL << (tgid % 64))))

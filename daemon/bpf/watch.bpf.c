@@ -3,6 +3,7 @@
  * id) and, once user space watches, report it; fork, exec and exit of the tasks a pass reports
  * are events too. Records go to a ring buffer of their own. */
 #include "ids.bpf.h"
+#include "pidns.bpf.h"
 
 #include <linux/prctl.h>
 
@@ -80,14 +81,14 @@ static __always_inline bool task_reported(struct task_struct *t) {
         return seccomp_proc_marked(t);
 }
 
-/* Fill r from t; returns t's head filter (a kernel address: it stays here). */
+/* Fill r from t; returns t's head filter (a kernel address: it stays here). r->tid is 0 when t is
+ * outside the daemon's pid namespace: task_event_send() drops it. */
 static __always_inline struct seccomp_filter *task_fill(struct watch_rec_task *r, struct task_struct *t) {
         struct task_struct *leader = t->group_leader;
         const struct cred *cred = leader->real_cred;
 
-        r->tid = t->pid;
-        r->tgid = t->tgid;
-        r->ppid = leader->real_parent->tgid;
+        if (!pidns_task_ids(t, &r->tid, &r->tgid, &r->ppid))
+                r->tid = 0;
         r->mode = t->seccomp.mode;
         r->uid = cred->uid.val;
         r->euid = cred->euid.val;
@@ -107,6 +108,8 @@ static __always_inline struct seccomp_filter *task_fill(struct watch_rec_task *r
 
 /* Send a task event whose record was filled from a task with head filter head. */
 static __always_inline void task_event_send(struct watch_rec *r, __u32 type, struct seccomp_filter *head) {
+        if (!r->task.tid)
+                return; /* outside the daemon's pid namespace */
         r->type = type;
         r->_pad = 0;
         r->ktime_ns = bpf_ktime_get_ns();
@@ -227,6 +230,8 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
         r->hdr._pad = 0;
         r->hdr.ktime_ns = bpf_ktime_get_ns();
         task_fill(&r->hdr.task, t);
+        if (!r->hdr.task.tid)
+                return; /* outside the daemon's pid namespace: its filters come with the tasks inside */
         r->hdr.task.filter_id = id;
         r->id = id;
         r->parent_id = parent_id;
