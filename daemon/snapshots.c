@@ -93,39 +93,6 @@ static int check_root(Caller *c, pid_t root, char **ret_message) {
         return 0;
 }
 
-/* s, or a copy in which every invalid UTF-8 sequence is U+FFFD, in place of *s. */
-static int utf8_in_place(char **s) {
-        if (!*s || snapshot_utf8_valid(*s))
-                return 0;
-        char *clean = snapshot_utf8_sanitize(*s);
-        if (!clean)
-                return -ENOMEM;
-        free(*s);
-        *s = clean;
-        return 0;
-}
-
-/* What the kernel reports of a process (comm, exe, argv) is any bytes, and anyone may name their
- * process so; a snapshot holds UTF-8: invalid sequences become U+FFFD, as every export writes them,
- * and comm is cut to what fits, at the end of a character. */
-static int process_make_utf8(Process *p) {
-        if (!snapshot_utf8_valid(p->comm)) {
-                _cleanup_free_ char *clean = snapshot_utf8_sanitize(p->comm);
-                if (!clean)
-                        return -ENOMEM;
-                size_t n = strlen(clean);
-                if (n >= sizeof(p->comm))
-                        for (n = sizeof(p->comm) - 1; n > 0 && ((unsigned char) clean[n] & 0xC0) == 0x80; n--)
-                                ;
-                memset(p->comm, 0, sizeof(p->comm));
-                memcpy(p->comm, clean, n);
-        }
-        int r = utf8_in_place(&p->exe);
-        for (size_t j = 0; r >= 0 && p->argv && p->argv[j]; j++)
-                r = utf8_in_place(&p->argv[j]);
-        return r;
-}
-
 /* One scan, linked and cut to the subtree (a process whose parent exited during the pass cannot be
  * placed in it), then made snapshot-local and checked with the validator every import goes through.
  * -EAGAIN (with *ret_error) when the result is not consistent: the caller scans again. */
@@ -144,7 +111,7 @@ static int scan_once(Source *s, const ScanOptions *opts, Forest **ret, char **re
         if (r >= 0 && !f->host.kernel)
                 r = host_info_fill_local(&f->host);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++)
-                r = process_make_utf8(f->processes[i]);
+                r = snapshot_process_make_utf8(f->processes[i]);
         if (r < 0)
                 return r;
         f->root = opts->root;

@@ -263,3 +263,36 @@ char *snapshot_utf8_sanitize(const char *s) {
         *o = 0;
         return out;
 }
+
+/* s, or a copy in which every invalid UTF-8 sequence is U+FFFD, in place of *s. */
+static int utf8_in_place(char **s) {
+        if (!*s || snapshot_utf8_valid(*s))
+                return 0;
+        char *clean = snapshot_utf8_sanitize(*s);
+        if (!clean)
+                return -ENOMEM;
+        free(*s);
+        *s = clean;
+        return 0;
+}
+
+/* What the kernel reports of a process (comm, exe, argv) is any bytes, and anyone may name their
+ * process so; a snapshot holds UTF-8: invalid sequences become U+FFFD, as every export writes them,
+ * and comm is cut to what fits, at the end of a character. */
+int snapshot_process_make_utf8(Process *p) {
+        if (!snapshot_utf8_valid(p->comm)) {
+                _cleanup_free_ char *clean = snapshot_utf8_sanitize(p->comm);
+                if (!clean)
+                        return -ENOMEM;
+                size_t n = strlen(clean);
+                if (n >= sizeof(p->comm))
+                        for (n = sizeof(p->comm) - 1; n > 0 && ((unsigned char) clean[n] & 0xC0) == 0x80; n--)
+                                ;
+                memset(p->comm, 0, sizeof(p->comm));
+                memcpy(p->comm, clean, n);
+        }
+        int r = utf8_in_place(&p->exe);
+        for (size_t j = 0; r >= 0 && p->argv && p->argv[j]; j++)
+                r = utf8_in_place(&p->argv[j]);
+        return r;
+}

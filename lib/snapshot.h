@@ -73,3 +73,6 @@ int snapshot_parse_time(const char *s, uint64_t *ret);
  * sequence is replaced by U+FFFD (NULL for NULL, or when out of memory: check s). */
 bool snapshot_utf8_valid(const char *s);
 char *snapshot_utf8_sanitize(const char *s);
+/* What the kernel reports of a process (comm, exe, argv) is any bytes: made UTF-8 in place, comm cut
+ * at the end of a character. 0 or -ENOMEM. */
+int snapshot_process_make_utf8(Process *p);

@@ -8,6 +8,7 @@
 
 #include "procinfo.h"
 #include "scan.h"
+#include "snapshot.h"
 #include "tests-util.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER
@@ -419,6 +420,10 @@ static void test_listener_holder_outside(void) {
         g_assert_nonnull(l);
         tests_assert_holder_present(f, l, s, super, fd_super, 2);
         tests_assert_holder_present(f, l, s, lone, fd_lone, 1);
+        /* The whole machine holds other people's processes, whose names may be any bytes: made
+         * UTF-8 as CreateSnapshot makes them before it validates. */
+        for (size_t i = 0; i < f->n_processes; i++)
+                g_assert_cmpint(snapshot_process_make_utf8(f->processes[i]), ==, 0);
         tests_assert_valid_snapshot(f);
         forest_free(f);
         scenario_free(s);
