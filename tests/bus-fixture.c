@@ -108,6 +108,8 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
                 g_error("starting sectreed: %s", error->message);
         if (!wait_ready(b, timeout_sec))
                 g_error("sectreed did not send READY=1 within %u s", timeout_sec);
+        g_autofree char *what = g_strdup_printf("dbus-daemon %d, sectreed %d", (int) b->bus_pid, (int) b->daemon_pid);
+        tests_fail_point("daemon", what);
         /* Nobody reads the socket from now on: a daemon sending STATUS= lines into a full queue
          * would block in sd_notify(). Without the socket it gets an error and goes on. */
         close(b->notify_fd);

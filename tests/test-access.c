@@ -312,8 +312,7 @@ static void test_ptrace_stops_nothing_hidden(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/access/rule", test_rule);
         g_test_add_func("/access/ptrace-stops-nothing-hidden", test_ptrace_stops_nothing_hidden);
         return g_test_run();

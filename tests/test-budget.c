@@ -228,7 +228,7 @@ static void test_before_start(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
+        tests_init(&argc, &argv);
         g_test_add_func("/budget/over-budget", test_over_budget);
         g_test_add_func("/budget/before-start", test_before_start);
         return g_test_run();

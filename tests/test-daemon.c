@@ -1938,8 +1938,7 @@ static void test_ready_line(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/daemon/startup", test_startup);
         g_test_add_func("/daemon/introspection", test_introspection);
         g_test_add_func("/daemon/live-updates", test_live_updates);

@@ -960,8 +960,7 @@ static void test_freeze_signals(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         if (getenv("SECTREE_DEBUG"))
                 log_set_max_level(LOG_LEVEL_DEBUG);
         g_test_add_func("/scan-ptrace/chain", test_chain);

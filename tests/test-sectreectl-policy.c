@@ -688,8 +688,7 @@ static void test_methods_nobody(Fixture *fx, gconstpointer data) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add("/sectreectl-policy/policy", Fixture, NULL, fixture_setup, test_policy, fixture_teardown);
         g_test_add("/sectreectl-policy/oci", Fixture, NULL, fixture_setup, test_policy_oci, fixture_teardown);
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);

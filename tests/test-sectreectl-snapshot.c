@@ -1299,8 +1299,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         /* Fixed output: ASCII dashes, times in UTC. */
         g_setenv("LC_ALL", "C", true);
         g_setenv("TZ", "UTC", true);

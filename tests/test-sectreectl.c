@@ -2165,8 +2165,7 @@ static void test_escapes(Fixture *fx, gconstpointer data) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
 #define ADD(name, fn) g_test_add("/sectreectl/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
         ADD("status", test_status);
         ADD("ps", test_ps);

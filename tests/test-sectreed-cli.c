@@ -186,8 +186,7 @@ static void test_tracefs_said(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/sectreed-cli/not-root", test_not_root);
         g_test_add_func("/sectreed-cli/log-level", test_log_level);
         g_test_add_func("/sectreed-cli/tracefs-said", test_tracefs_said);

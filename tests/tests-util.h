@@ -9,16 +9,19 @@
 #include <sys/types.h>
 
 #include "forest.h"
+#include "guard.h"
 #include "scenario.h"
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Forest, forest_free)
 
+/* The start of every test program's main(): tests_guard_start() (guard.h: whatever the program
+ * starts dies with it), g_test_init(), and, when the test runner's timeout kills the program
+ * (SIGTERM), the name of the test that was running on stderr before dying: a hang is then named
+ * in the log. */
+void tests_init(int *argc, char ***argv);
+
 /* True if the test may run (root, and BPF/ptrace available). Otherwise marks the test skipped
  * with why — or failed when $CI is set, since CI must run every kernel test. */
-/* When the test runner's timeout kills the program (SIGTERM), say which test was running on
- * stderr before dying: a hang is then named in the log. Call once, after g_test_init(). */
-void tests_name_hangs(void);
-
 bool tests_require_root(void);
 bool tests_require(bool condition, const char *why);
 
