@@ -190,12 +190,3 @@ int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-bool bus_fixture_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeout_ms) {
-        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
-        do {
-                if (cond(userdata))
-                        return true;
-                g_usleep(5000);
-        } while (g_get_monotonic_time() < end);
-        return cond(userdata);
-}

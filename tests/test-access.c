@@ -92,7 +92,7 @@ static void test_rule(void) {
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
                 cases[i].pid = tests_spawn_nobody_with(&cases[i].how);
         g_assert_true(bus_fixture_start_all(&b, NULL, NULL));
-        if (!bus_fixture_wait_for(all_listed, NULL, WAIT_MS))
+        if (!tests_wait_for(all_listed, NULL, WAIT_MS))
                 g_error("root's ListTasks does not list every case within %d ms", WAIT_MS);
         g_assert_cmpint(tests_as_nobody(nobody_sees_cases, NULL), ==, 0);
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {

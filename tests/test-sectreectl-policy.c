@@ -97,7 +97,7 @@ static void fixture_setup(Fixture *fx, gconstpointer data) {
         bus_fixture_start_bus(&fx->b);
         bus_fixture_start_daemon(&fx->b, NULL, NULL, 30);
         fx->bus = bus_client_open();
-        if (!bus_fixture_wait_for(tasks_listed, fx, WAIT_MS))
+        if (!tests_wait_for(tasks_listed, fx, WAIT_MS))
                 g_error("the daemon does not list the test's tasks within %d ms", WAIT_MS);
         fx->ok = true;
 }
@@ -681,7 +681,7 @@ static void test_methods_nobody(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
         NobodyCheck n = { .fx = fx, .mine = tests_spawn_nobody("policy-methods", false) };
-        if (!bus_fixture_wait_for(nobody_listed, &n, WAIT_MS))
+        if (!tests_wait_for(nobody_listed, &n, WAIT_MS))
                 g_error("the daemon does not list nobody's task within %d ms", WAIT_MS);
         g_assert_cmpint(tests_as_nobody(nobody_methods, &n), ==, 0);
         (void) kill(n.mine, SIGKILL);

@@ -407,3 +407,13 @@ void tests_init(int *argc, char ***argv) {
         g_test_init(argc, argv, NULL);
         signal(SIGTERM, on_sigterm);
 }
+
+bool tests_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeout_ms) {
+        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        do {
+                if (cond(userdata))
+                        return true;
+                g_usleep(5000);
+        } while (g_get_monotonic_time() < end);
+        return cond(userdata);
+}

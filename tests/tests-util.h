@@ -25,6 +25,15 @@ void tests_init(int *argc, char ***argv);
 bool tests_require_root(void);
 bool tests_require(bool condition, const char *why);
 
+/* How long a test waits for a state it needs (a daemon converging, a task stopping, an event
+ * arriving) before it fails: far above what that takes on a loaded two-core machine (seconds), far
+ * below the runner's timeout. Only waits for something that must happen use it; a test that shows
+ * something does NOT happen watches for a fixed time instead. */
+#define TESTS_PATIENCE_MS 60000
+
+/* Wait up to timeout_ms for cond(userdata) to become true, polling every few ms. */
+bool tests_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeout_ms);
+
 /* Mount tracefs at /sys/kernel/tracing if it is not mounted. */
 void tests_ensure_tracefs(void);
 
