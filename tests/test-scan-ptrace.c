@@ -45,7 +45,9 @@ static pid_t tid_of(Scenario *s, ScenarioTask t) {
         return scenario_task(s, t)->tid;
 }
 
-static Forest *scan_opts(const ScanOptions *opts, UnreadableTask **bad, size_t *n_bad) {
+static bool seized_elsewhere(const UnreadableTask *bad, size_t n_bad);
+
+static Forest *scan_once(const ScanOptions *opts, UnreadableTask **bad, size_t *n_bad) {
         Forest *f = NULL;
         int r = ptrace_scan(opts, &f, bad, n_bad);
         if (r < 0)
@@ -53,6 +55,22 @@ static Forest *scan_opts(const ScanOptions *opts, UnreadableTask **bad, size_t *
         g_assert_nonnull(f);
         g_assert_true(f->linked);
         return f;
+}
+
+/* A caller that does not ask for the unreadable tasks expects every task read: a scan that met a
+ * task held by another program's ptrace scan (seized_elsewhere()) is made again. */
+static Forest *scan_opts(const ScanOptions *opts, UnreadableTask **bad, size_t *n_bad) {
+        if (bad)
+                return scan_once(opts, bad, n_bad);
+        for (unsigned tries = 0;; tries++) {
+                _cleanup_free_ UnreadableTask *mine = NULL;
+                size_t n_mine = 0;
+                Forest *f = scan_once(opts, &mine, &n_mine);
+                if (!seized_elsewhere(mine, n_mine) || tries == 100)
+                        return f;
+                forest_free(f);
+                g_usleep(50 * 1000);
+        }
 }
 
 /* A scan of root's subtree with the default options. */
