@@ -118,6 +118,11 @@ static int groups_scan_processes(Groups *gs, const Forest *f) {
                 int r = proc_list_listener_fds(pid, &fds, &n);
                 if (r == -ESRCH)
                         continue; /* exited since the scan */
+                if (r == -EACCES || r == -EPERM) {
+                        /* an unprivileged scan (sectreed scan as a user): not its to see */
+                        log_debug_errno(r, "Cannot list the fds of process %d, skipping its listeners: %m", (int) pid);
+                        continue;
+                }
                 if (r < 0)
                         return log_error_errno(r, "Failed to list the fds of process %d: %m", (int) pid);
                 for (size_t j = 0; j < n; j++) {

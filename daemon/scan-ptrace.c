@@ -829,11 +829,22 @@ static int scan_emit(Scan *s, Forest *f) {
         return listeners_collect(f);
 }
 
-/* Processes selected for their listener fds that hold no listener of the report go again. */
+/* Every process of the report but those selected for their listener fds alone: the subtree's,
+ * and those a frozen scan found forked meanwhile. */
+static bool scan_subtree_member(const Process *p, void *userdata) {
+        const ScanProcess *sp = scan_find_process(userdata, p->pid);
+        return !(sp && sp->holder);
+}
+
+/* Processes selected for their listener fds that hold no listener of the report go again. The
+ * subtree is the one the scan selected, not the one the forest's ppid links give: the forest
+ * lacks the processes it could not read (the subtree's root, say), and would lose their
+ * descendants. */
 static int scan_restrict_holders(const Scan *s, Forest *f) {
         if (!scan_has_holders(s))
                 return 0;
-        int r = forest_restrict_to_subtree(f, s->opts.root);
+        int r = s->opts.root > 0 ? forest_restrict_to_members(f, s->opts.root, scan_subtree_member, (void *) s)
+                                 : forest_restrict_to_subtree(f, 0);
         return r < 0 ? log_error_errno(r, "Failed to restrict the forest to the report: %m") : 0;
 }
 

@@ -753,25 +753,16 @@ static void select_listeners(const Forest *f, pid_t root, bool *member, bool *ke
         }
 }
 
-int forest_restrict_to_subtree(Forest *f, pid_t root) {
-        if (!f->linked)
-                return -EINVAL;
-        _cleanup_free_ int8_t *memo = calloc(f->n_processes + 1, 1);
-        _cleanup_free_ bool *member = calloc(f->n_processes + 1, sizeof(bool));
+/* What forest_restrict_to_subtree() and forest_restrict_to_members() share: member (by process
+ * index) says which processes are the report's own; the rest follows from them. */
+static int restrict_to(Forest *f, pid_t root, bool *member) {
         _cleanup_free_ bool *keep = calloc(f->n_filters + 1, sizeof(bool));
         _cleanup_free_ bool *kept = calloc(f->n_listeners + 1, sizeof(bool));
-        if (!memo || !member || !keep || !kept)
+        if (!keep || !kept)
                 return -ENOMEM;
-
-        for (size_t i = 0; i < f->n_processes; i++) {
-                if (root > 0) {
-                        memo[i] = subtree_member(f, f->processes[i], root, memo);
-                        member[i] = memo[i] > 0;
-                } else
-                        member[i] = process_has_seccomp(f->processes[i]);
+        for (size_t i = 0; i < f->n_processes; i++)
                 if (member[i])
                         process_mark_chains(f, f->processes[i], keep);
-        }
         select_listeners(f, root, member, keep, kept);
 
         /* Listeners first: they look filters up in the index that drop_filters() rewrites. */
@@ -780,6 +771,36 @@ int forest_restrict_to_subtree(Forest *f, pid_t root) {
         drop_filters(f, keep);
         f->root = root;
         return forest_link(f, NULL);
+}
+
+int forest_restrict_to_subtree(Forest *f, pid_t root) {
+        if (!f->linked)
+                return -EINVAL;
+        _cleanup_free_ int8_t *memo = calloc(f->n_processes + 1, 1);
+        _cleanup_free_ bool *member = calloc(f->n_processes + 1, sizeof(bool));
+        if (!memo || !member)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < f->n_processes; i++) {
+                if (root > 0) {
+                        memo[i] = subtree_member(f, f->processes[i], root, memo);
+                        member[i] = memo[i] > 0;
+                } else
+                        member[i] = process_has_seccomp(f->processes[i]);
+        }
+        return restrict_to(f, root, member);
+}
+
+int forest_restrict_to_members(Forest *f, pid_t root, bool (*is_member)(const Process *p, void *userdata),
+                               void *userdata) {
+        if (!f->linked)
+                return -EINVAL;
+        _cleanup_free_ bool *member = calloc(f->n_processes + 1, sizeof(bool));
+        if (!member)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_processes; i++)
+                member[i] = is_member(f->processes[i], userdata);
+        return restrict_to(f, root, member);
 }
 
 int forest_set_ids(Forest *f, const uint64_t *new_ids) {

@@ -226,6 +226,11 @@ int filter_cmp(const Filter *a, const Filter *b, bool *ret_exact);
  * dropped. root 0 is the whole machine: the processes with a thread in strict or filter mode and
  * every listener with its holders. The forest must be linked; it is linked again afterwards. */
 int forest_restrict_to_subtree(Forest *f, pid_t root);
+/* The same with the subtree's processes named by is_member() rather than found through the
+ * forest's ppid links: a reader that knows the subtree although it could not read some of its
+ * processes (root among them) keeps their descendants. */
+int forest_restrict_to_members(Forest *f, pid_t root, bool (*is_member)(const Process *p, void *userdata),
+                               void *userdata);
 
 /* Incremental changes for a live forest (they unlink it; forest_link() again before using the
  * linked fields). Removing a process's last thread removes the process. -ENOENT if absent. */

@@ -1,5 +1,6 @@
 /* bus-client.c: sd-bus helpers for tests that talk to sectreed on the private bus */
 #include "bus-client.h"
+#include "tests-util.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -55,8 +56,8 @@ void bus_signal_log_assert(BusSignalLog *log, sd_bus *bus, const char *fmt, ...)
         va_start(ap, fmt);
         g_autofree char *want = g_strdup_vprintf(fmt, ap);
         va_end(ap);
-        if (!bus_signal_log_wait(log, bus, want, 3000))
-                g_error("no signal '%s' within 3 s", want);
+        if (!bus_signal_log_wait(log, bus, want, TESTS_PATIENCE_MS))
+                g_error("no signal '%s' within %u s", want, TESTS_PATIENCE_MS / 1000);
 }
 
 int bus_client_call(sd_bus *bus, const char *member, sd_bus_error *error, sd_bus_message **reply, const char *types,

@@ -108,6 +108,8 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
                 g_error("starting sectreed: %s", error->message);
         if (!wait_ready(b, timeout_sec))
                 g_error("sectreed did not send READY=1 within %u s", timeout_sec);
+        g_autofree char *what = g_strdup_printf("dbus-daemon %d, sectreed %d", (int) b->bus_pid, (int) b->daemon_pid);
+        tests_fail_point("daemon", what);
         /* Nobody reads the socket from now on: a daemon sending STATUS= lines into a full queue
          * would block in sd_notify(). Without the socket it gets an error and goes on. */
         close(b->notify_fd);
@@ -188,12 +190,3 @@ int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-bool bus_fixture_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeout_ms) {
-        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
-        do {
-                if (cond(userdata))
-                        return true;
-                g_usleep(5000);
-        } while (g_get_monotonic_time() < end);
-        return cond(userdata);
-}

@@ -41,5 +41,3 @@ void bus_fixture_finish(BusFixture *b);
 /* Run a command against the bus; as_nobody runs it with uid/gid 65534 (setpriv). Returns the exit
  * status; *out and *err get what it printed (may be NULL). */
 int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char **err);
-/* Wait up to timeout_ms for cond(userdata) to become true, polling every few ms. */
-bool bus_fixture_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeout_ms);

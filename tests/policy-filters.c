@@ -154,7 +154,7 @@ static pid_t find_sleeper(pid_t pid, unsigned depth) {
         return 0;
 }
 
-static void sandbox_wait(TestSandbox *s) {
+static void sandbox_wait(TestSandbox *s, const char *tool) {
         for (unsigned i = 0; i < 300 && !s->sleeper; i++) {
                 int status;
                 if (waitpid(s->tool, &status, WNOHANG) == s->tool)
@@ -164,6 +164,8 @@ static void sandbox_wait(TestSandbox *s) {
                         g_usleep(50 * 1000);
         }
         g_assert_cmpint(s->sleeper, >, 0);
+        g_autofree char *what = g_strdup_printf("%s %d, sleep %d", tool, (int) s->tool, (int) s->sleeper);
+        tests_fail_point(tool, what);
 }
 
 static void bwrap_child_setup(gpointer fd) {
@@ -173,7 +175,7 @@ static void bwrap_child_setup(gpointer fd) {
 
 void tests_sandbox_start_bwrap(TestSandbox *s) {
         const char *argv[] = { "bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
-                               "--seccomp", "9", "--", "sleep", "1000", NULL };
+                               "--die-with-parent", "--seccomp", "9", "--", "sleep", "1000", NULL };
         _cleanup_close_ int fd = open(BWRAP_EXAMPLE_FILTER, O_RDONLY | O_CLOEXEC);
         g_autoptr(GError) error = NULL;
         GPid pid;
@@ -185,7 +187,7 @@ void tests_sandbox_start_bwrap(TestSandbox *s) {
                                     bwrap_child_setup, GINT_TO_POINTER(fd), &pid, &error));
         g_assert_no_error(error);
         s->tool = pid;
-        sandbox_wait(s);
+        sandbox_wait(s, "bwrap");
 }
 
 void tests_sandbox_start_firejail(TestSandbox *s) {
@@ -199,7 +201,7 @@ void tests_sandbox_start_firejail(TestSandbox *s) {
                                     tests_die_with_parent, NULL, &pid, &error));
         g_assert_no_error(error);
         s->tool = pid;
-        sandbox_wait(s);
+        sandbox_wait(s, "firejail");
 }
 
 void tests_sandbox_stop(TestSandbox *s) {

@@ -458,7 +458,7 @@ static void mark_gone(Scenario *s, ScenarioTask t, bool whole_process) {
 static void wait_gone(pid_t tgid, pid_t tid) {
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/task/%d", tgid, tid);
-        for (int i = 0; i < 5000 && access(path, F_OK) == 0; i++)
+        for (int i = 0; i < 60000 && access(path, F_OK) == 0; i++) /* a minute, even on a loaded machine */
                 usleep(1000);
 }
 

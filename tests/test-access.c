@@ -92,7 +92,7 @@ static void test_rule(void) {
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
                 cases[i].pid = tests_spawn_nobody_with(&cases[i].how);
         g_assert_true(bus_fixture_start_all(&b, NULL, NULL));
-        if (!bus_fixture_wait_for(all_listed, NULL, WAIT_MS))
+        if (!tests_wait_for(all_listed, NULL, WAIT_MS))
                 g_error("root's ListTasks does not list every case within %d ms", WAIT_MS);
         g_assert_cmpint(tests_as_nobody(nobody_sees_cases, NULL), ==, 0);
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -314,8 +314,7 @@ static void test_ptrace_stops_nothing_hidden(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/access/rule", test_rule);
         g_test_add_func("/access/ptrace-stops-nothing-hidden", test_ptrace_stops_nothing_hidden);
         return g_test_run();

@@ -317,7 +317,7 @@ static void test_who_can(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
+        tests_init(&argc, &argv);
         g_test_add_func("/budget/over-budget", test_over_budget);
         g_test_add_func("/budget/before-start", test_before_start);
         g_test_add_func("/budget/who-can", test_who_can);

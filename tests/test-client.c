@@ -310,8 +310,7 @@ static void test_monitor_bus_gone(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/client/help", test_help);
         g_test_add_func("/client/verb-help", test_verb_help);
         g_test_add_func("/client/suggestions", test_suggestions);

@@ -174,8 +174,7 @@ static void test_zsh(Fixture *fx, gconstpointer data) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add("/completion/bash", Fixture, NULL, setup, test_bash, teardown);
         g_test_add("/completion/bash-loads", Fixture, NULL, setup, test_bash_loads, teardown);
         g_test_add("/completion/zsh", Fixture, NULL, setup, test_zsh, teardown);

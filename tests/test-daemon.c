@@ -212,7 +212,7 @@ static bool converged(void *userdata) {
 
 static void assert_converges_with(Converge *c, unsigned timeout_ms) {
         c->why = g_string_new(NULL);
-        if (!bus_fixture_wait_for(converged, c, timeout_ms))
+        if (!tests_wait_for(converged, c, timeout_ms))
                 g_error("the daemon's state does not equal a fresh scan after %u ms: %s", timeout_ms, c->why->str);
         g_string_free(c->why, true);
 }
@@ -253,7 +253,7 @@ static void test_startup(void) {
         uint64_t last = 0;
         g_assert_cmpint(sd_bus_get_property_trivial(bus, DEST, PATH, IFACE, "LastScanUSec", &error, 't', &last), >=, 0);
         g_assert_cmpuint(last, >, 0);
-        assert_converges(bus, scenario_root_pid(s), 2000);
+        assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
 
         /* busctl, as an administrator would use it */
         g_autofree char *out = NULL;
@@ -350,7 +350,7 @@ static void test_live_updates(void) {
         bus_signal_log_assert(&log, bus, "TaskAdded %d", scenario_task(s, t2)->tid);
         g_assert_cmpint(scenario_install(s, t1, b2, nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
         bus_signal_log_assert(&log, bus, "FilterAttached %d", scenario_task(s, t1)->tid);
-        assert_converges(bus, scenario_root_pid(s), 2000);
+        assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
 
         /* strict mode, entered by a thread of a process without filters, is watched too */
         Scenario *s2;
@@ -358,13 +358,13 @@ static void test_live_updates(void) {
         ScenarioTask strict = scenario_thread(s2, scenario_root(s2));
         g_assert_cmpint(scenario_strict(s2, strict), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskAdded %d", scenario_task(s2, strict)->tid);
-        assert_converges(bus, scenario_root_pid(s2), 2000);
+        assert_converges(bus, scenario_root_pid(s2), TESTS_PATIENCE_MS);
         scenario_free(s2);
 
         g_assert_cmpint(scenario_exit(s, t2), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskExited %d", scenario_task(s, t2)->tid);
         g_assert_cmpint(scenario_exec_sleep(s, c), ==, 0);
-        assert_converges(bus, scenario_root_pid(s), 2000);
+        assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         g_assert_cmpint(scenario_exit(s, c), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskExited %d", scenario_task(s, c)->tid);
 
@@ -374,7 +374,7 @@ static void test_live_updates(void) {
                                            (uint32_t) scenario_task(s, c)->tid), <, 0);
         g_assert_cmpstr(error.name, ==, "org.sectree1.Error.NoSuchTask");
         sd_bus_error_free(&error);
-        assert_converges(bus, scenario_root_pid(s), 2000);
+        assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         g_ptr_array_unref(log.lines);
         scenario_free(s);
         bus_fixture_finish(&b);
@@ -453,7 +453,7 @@ static void test_store_fails_mid_batch(void) {
 
         db_exec(b.state_dir, "DROP TRIGGER refuse");
         Converge conv = { .bus = bus, .root = scenario_root_pid(s), .scenario = s, .sharing = true };
-        assert_converges_with(&conv, 20000);
+        assert_converges_with(&conv, TESTS_PATIENCE_MS);
         /* only a full pass, after the refusals, could store the filter */
         while (sd_bus_process(bus, NULL) > 0)
                 ;
@@ -487,9 +487,9 @@ static void test_overflow_resync(void) {
                 size_t n = scenario_filter_errno(f, SYS_acct, 1 + i, 500);
                 g_assert_cmpint(scenario_install(s, scenario_root(s), f, n, 0), >=, 0);
         }
-        if (!bus_signal_log_wait(&log, bus, "Resynced lost-events", 5000))
+        if (!bus_signal_log_wait(&log, bus, "Resynced lost-events", TESTS_PATIENCE_MS))
                 g_error("no Resynced lost-events signal after overflowing the event ring buffer");
-        assert_converges(bus, scenario_root_pid(s), 3000);
+        assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         g_ptr_array_unref(log.lines);
         scenario_free(s);
         bus_fixture_stop(&b);
@@ -515,7 +515,7 @@ static void test_restart(void) {
         g_assert_cmpint(scenario_install(s, c, f, n, 0), >=, 0);
         bus_fixture_start_daemon(&b, NULL, NULL, 30);
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        assert_converges(bus, scenario_root_pid(s), 2000);
+        assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         g_autofree char *gone = g_strdup_printf("SELECT count(*) FROM tasks WHERE tid = %d", scenario_task(s, 1)->tid);
         g_autofree char *n_gone = tests_sqlite_query(db, gone);
         g_assert_cmpstr(n_gone, ==, "0");
@@ -553,7 +553,7 @@ static bool task_mode_is(void *userdata) {
 
 static void assert_task_mode(sd_bus *bus, pid_t tid, const char *mode) {
         WantMode x = { bus, tid, mode };
-        if (!bus_fixture_wait_for(task_mode_is, &x, 2000)) {
+        if (!tests_wait_for(task_mode_is, &x, TESTS_PATIENCE_MS)) {
                 g_autofree char *now = bus_task_mode(bus, tid);
                 g_error("ListTasks says tid %d is %s, not %s", tid, now ?: "not listed", mode ?: "not listed");
         }
@@ -932,7 +932,7 @@ static void test_kill_during_churn(void) {
         g_assert_cmpstr(ok, ==, "ok");
         bus_fixture_start_daemon(&b, NULL, NULL, 30);
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        assert_converges(bus, scenario_root_pid(s), 2000);
+        assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         scenario_free(s);
         bus_fixture_stop(&b);
 }
@@ -1083,7 +1083,7 @@ static bool chain_reached(void *userdata) {
 
 static void assert_chain_within(sd_bus *bus, pid_t tid, guint depth, const char *comm, unsigned timeout_ms) {
         ChainWait w = { .bus = bus, .tid = tid, .depth = depth, .comm = comm };
-        if (!bus_fixture_wait_for(chain_reached, &w, timeout_ms)) {
+        if (!tests_wait_for(chain_reached, &w, timeout_ms)) {
                 g_autofree char *error = NULL, *got_comm = task_comm(bus, tid);
                 GArray *ids = task_chain(bus, tid, &error);
                 g_error("task %d: wanted %u filters%s%s within %u ms, the daemon has %d (%s), comm %s", tid, depth,
@@ -1108,7 +1108,7 @@ static bool task_gone(void *userdata) {
 
 static void assert_gone_within(sd_bus *bus, pid_t tid, unsigned timeout_ms) {
         GoneWait w = { .bus = bus, .tid = tid };
-        if (!bus_fixture_wait_for(task_gone, &w, timeout_ms))
+        if (!tests_wait_for(task_gone, &w, timeout_ms))
                 g_error("task %d still known to the daemon after %u ms", tid, timeout_ms);
 }
 
@@ -1134,7 +1134,7 @@ static void test_ptrace_startup(void) {
         g_assert_cmpint(sd_bus_get_property_string(bus, DEST, PATH, IFACE, "Identity", &error, &value), >=, 0);
         g_assert_cmpstr(value, ==, "inferred");
         free(value);
-        assert_converges_ptrace(bus, s, 2000);
+        assert_converges_ptrace(bus, s, TESTS_PATIENCE_MS);
         bus_fixture_finish(&b);
         scenario_free(s);
 }
@@ -1170,7 +1170,7 @@ static void test_ptrace_live_updates(void) {
         ScenarioTask t1 = scenario_thread(s, c), t2 = scenario_thread(s, c);
         bus_signal_log_assert(&log, bus, "TaskAdded %d", scenario_task(s, t1)->tid);
         bus_signal_log_assert(&log, bus, "TaskAdded %d", scenario_task(s, t2)->tid);
-        assert_converges_ptrace(bus, s, 3000);
+        assert_converges_ptrace(bus, s, TESTS_PATIENCE_MS);
 
         g_assert_cmpint(scenario_exit(s, t2), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskExited %d", scenario_task(s, t2)->tid);
@@ -1191,12 +1191,12 @@ static void test_ptrace_live_updates(void) {
         g_assert_cmpint(scenario_exec_sleep(s, g), ==, 0);
         bus_signal_log_assert(&log, bus, "FilterAttached %d", gtid);
         assert_chain_within(bus, gtid, 2, "sleep", 3000);
-        assert_converges_ptrace(bus, s, 3000);
+        assert_converges_ptrace(bus, s, TESTS_PATIENCE_MS);
 
         g_assert_cmpint(scenario_exit(s, g), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskExited %d", gtid);
         assert_gone_within(bus, gtid, 3000);
-        assert_converges_ptrace(bus, s, 3000);
+        assert_converges_ptrace(bus, s, TESTS_PATIENCE_MS);
         const char *resynced = log_find_prefix(&log, "Resynced");
         if (resynced)
                 g_error("a full pass ran during the test (%s): events alone should have done it", resynced);
@@ -1215,7 +1215,7 @@ static void test_ptrace_live_updates(void) {
                                                 g_hash_table_lookup(before, GUINT_TO_POINTER(t->tid)));
                 }
         }
-        assert_converges_ptrace(bus, s, 3000);
+        assert_converges_ptrace(bus, s, TESTS_PATIENCE_MS);
 
         g_ptr_array_unref(log.lines);
         scenario_free(s);
@@ -1247,7 +1247,7 @@ static void test_ptrace_refresh(void) {
         g_assert_cmpint(scenario_install(s, c, f2, n2, 0), >=, 0);
         assert_chain_within(bus, ctid, 2, NULL, 3000);
         bus_signal_log_assert(&log, bus, "Resynced refresh");
-        assert_converges_ptrace(bus, s, 3000);
+        assert_converges_ptrace(bus, s, TESTS_PATIENCE_MS);
         g_ptr_array_unref(log.lines);
         scenario_free(s);
         bus_fixture_finish(&b);
@@ -1285,10 +1285,10 @@ static void test_ptrace_overflow_resync(void) {
         g_assert_cmpint(scenario_thread(s, g), >, 0);
         spawn_and_reap(200);
         g_assert_cmpint(kill(b.daemon_pid, SIGCONT), ==, 0);
-        if (!bus_signal_log_wait(&log, bus, "Resynced lost-events", 5000))
+        if (!bus_signal_log_wait(&log, bus, "Resynced lost-events", TESTS_PATIENCE_MS))
                 g_error("no Resynced lost-events signal after overflowing the proc connector socket");
         assert_chain_within(bus, scenario_task(s, g)->tid, 1, NULL, 3000);
-        assert_converges_ptrace(bus, s, 3000);
+        assert_converges_ptrace(bus, s, TESTS_PATIENCE_MS);
         g_ptr_array_unref(log.lines);
         scenario_free(s);
         bus_fixture_finish(&b);
@@ -1314,7 +1314,7 @@ static void test_ptrace_churn(void) {
         waitpid(churn, NULL, 0);
         if (log_find_prefix(&log, "Resynced inconsistent"))
                 g_error("rescans under churn left the live forest inconsistent");
-        assert_converges_ptrace(bus, s, 3000);
+        assert_converges_ptrace(bus, s, TESTS_PATIENCE_MS);
 
         churn = spawn_churn();
         g_usleep(700 * 1000);
@@ -1326,7 +1326,7 @@ static void test_ptrace_churn(void) {
         g_assert_cmpstr(ok, ==, "ok");
         bus_fixture_start_daemon(&b, ptrace_args, env, 30);
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus2 = bus_client_open();
-        assert_converges_ptrace(bus2, s, 3000);
+        assert_converges_ptrace(bus2, s, TESTS_PATIENCE_MS);
         g_ptr_array_unref(log.lines);
         scenario_free(s);
         bus_fixture_stop(&b);
@@ -1352,7 +1352,7 @@ static bool ppid_is(void *userdata) {
 
 static void assert_ppid_within(sd_bus *bus, pid_t tid, pid_t ppid, unsigned timeout_ms) {
         PpidWait w = { .bus = bus, .tid = tid, .ppid = ppid };
-        if (!bus_fixture_wait_for(ppid_is, &w, timeout_ms))
+        if (!tests_wait_for(ppid_is, &w, timeout_ms))
                 g_error("ListTasks says thread %d has parent %d, not %d, %u ms on", tid, task_ppid(bus, tid), ppid, timeout_ms);
 }
 
@@ -1517,7 +1517,7 @@ static void restart_keeps_ids(char **args, bool churn) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         Converge conv = { .bus = bus, .root = scenario_root_pid(s), .scenario = s, .sharing = true,
                           .backend = args ? "ptrace" : NULL };
-        assert_converges_with(&conv, 5000);
+        assert_converges_with(&conv, TESTS_PATIENCE_MS);
         g_autoptr(GHashTable) before = scenario_id_chains(bus, s);
         pid_t churner = churn ? spawn_churn() : 0;
         if (churn)
@@ -1528,7 +1528,7 @@ static void restart_keeps_ids(char **args, bool churn) {
         bus_fixture_start_daemon(&b, args, env, 30);
         sd_bus_flush_close_unref(bus);
         bus = conv.bus = bus_client_open();
-        assert_converges_with(&conv, 5000);
+        assert_converges_with(&conv, TESTS_PATIENCE_MS);
         g_autoptr(GHashTable) after = scenario_id_chains(bus, s);
         assert_ids_kept(before, after, old_max);
         /* and once more, with nothing changed while it was down: every id stays */
@@ -1536,7 +1536,7 @@ static void restart_keeps_ids(char **args, bool churn) {
         bus_fixture_start_daemon(&b, args, env, 30);
         sd_bus_flush_close_unref(bus);
         bus = conv.bus = bus_client_open();
-        assert_converges_with(&conv, 5000);
+        assert_converges_with(&conv, TESTS_PATIENCE_MS);
         g_autoptr(GHashTable) again = scenario_id_chains(bus, s);
         GHashTableIter it;
         gpointer k, v;
@@ -1664,7 +1664,7 @@ static void test_lost_during_pass(void) {
         source_set_after_scan_hook(ip.m->source, install_after_scan, ip.m);
         g_assert_cmpint(manager_full_pass(ip.m, "test"), ==, 0);
         g_assert_cmpuint(live_depth(ip.m, root), ==, 0); /* installed after the scan, its event lost */
-        if (!inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes + 1), 5000))
+        if (!inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes + 1), TESTS_PATIENCE_MS))
                 g_error("no full pass followed an event lost during a pass");
         g_assert_cmpuint(live_depth(ip.m, root), ==, 1);
         scenario_free(hook_scenario);
@@ -1702,7 +1702,7 @@ static void test_resync_rate_limit(void) {
         g_assert_cmpuint(live_depth(ip.m, root), ==, 0);
         g_assert_cmpuint(live_depth(ip.m, child), ==, 0);
         /* Then one pass for both. */
-        g_assert_true(inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes), 3000));
+        g_assert_true(inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes), TESTS_PATIENCE_MS));
         g_assert_cmpuint(ip.m->stats.full_passes, ==, passes + 1);
         g_assert_cmpuint(live_depth(ip.m, root), ==, 1);
         g_assert_cmpuint(live_depth(ip.m, child), ==, 1);
@@ -1748,7 +1748,7 @@ static void test_pass_split(void) {
         g_assert_true(source_events_pending(ip.m->source));
         g_assert_cmpint(sd_event_run(ip.m->event, 0), >=, 0);
         g_assert_true(source_events_pending(ip.m->source));
-        g_assert_true(inproc_run(&ip, split_done, GUINT_TO_POINTER(passes), 3000));
+        g_assert_true(inproc_run(&ip, split_done, GUINT_TO_POINTER(passes), TESTS_PATIENCE_MS));
         g_assert_false(source_pass_waiting(ip.m->source));
         g_assert_cmpuint(live_depth(ip.m, root), ==, 1);
         g_autofree char *db = g_build_filename(ip.dir, "state.db", NULL);
@@ -1852,14 +1852,14 @@ static void test_store_busy_drains(void) {
         struct sock_filter f[16];
         size_t n = scenario_filter_errno(f, SYS_acct, 4, 0);
         ScenarioTask c = tests_fork_install(s, scenario_root(s), f, n, 0);
-        g_assert_true(inproc_run(&ip, watch_drained, NULL, 5000));
+        g_assert_true(inproc_run(&ip, watch_drained, NULL, TESTS_PATIENCE_MS));
         g_assert_cmpuint(ip.m->stats.failed_batches, >, failed);
         g_assert_cmpuint(live_depth(ip.m, scenario_task(s, c)->tid), ==, 0); /* rolled back */
 
         g_assert_cmpint(sqlite3_exec(locker, "ROLLBACK", NULL, NULL, NULL), ==, SQLITE_OK);
         sqlite3_close(locker);
         unsigned passes = ip.m->stats.full_passes;
-        g_assert_true(inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes), 5000));
+        g_assert_true(inproc_run(&ip, passes_above, GUINT_TO_POINTER(passes), TESTS_PATIENCE_MS));
         g_assert_cmpuint(live_depth(ip.m, scenario_task(s, c)->tid), ==, 1);
         scenario_free(s);
         inproc_stop(&ip);
@@ -1938,8 +1938,7 @@ static void test_ready_line(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/daemon/startup", test_startup);
         g_test_add_func("/daemon/introspection", test_introspection);
         g_test_add_func("/daemon/live-updates", test_live_updates);

@@ -431,8 +431,7 @@ static void test_multi_arch(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/disasm/action/to-string", test_action_to_string);
         g_test_add_func("/disasm/action/from-string", test_action_from_string);
         g_test_add_func("/disasm/action/roundtrip", test_action_roundtrip);

@@ -162,8 +162,7 @@ static void test_snapshot_file_views(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/escape/strings", test_escape_strings);
         g_test_add_func("/escape/snapshot-file-views", test_snapshot_file_views);
         return g_test_run();

@@ -874,8 +874,7 @@ static void test_kernel(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/eval/alu", test_alu);
         g_test_add_func("/eval/alu-edge-cases", test_alu_edge_cases);
         g_test_add_func("/eval/loads", test_loads);

@@ -1005,8 +1005,7 @@ static void test_renumber(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/forest/strings", test_strings);
         g_test_add_func("/forest/add", test_add);
         g_test_add_func("/forest/link/missing-parent", test_link_missing_parent);

@@ -133,8 +133,7 @@ static void test_churn(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/id-reuse/churn", test_churn);
         return g_test_run();
 }

@@ -230,7 +230,7 @@ static void test_merge_shares_within_process(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
+        tests_init(&argc, &argv);
         g_test_add_func("/infer/adopt-by-thread", test_adopt_by_thread);
         g_test_add_func("/infer/adopt-keep-ids", test_adopt_keep_ids);
         g_test_add_func("/infer/adopt-sharing", test_adopt_sharing);

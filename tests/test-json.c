@@ -158,8 +158,7 @@ static void test_unlinked_refused(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/json/top-level", test_top_level);
         g_test_add_func("/json/filters", test_filters);
         g_test_add_func("/json/processes-and-listeners", test_processes_and_listeners);

@@ -697,7 +697,7 @@ static void test_budget_replace(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
+        tests_init(&argc, &argv);
         g_test_add_func("/live/fork-and-install", test_fork_and_install);
         g_test_add_func("/live/head-rule", test_head_rule);
         g_test_add_func("/live/tsync", test_tsync);

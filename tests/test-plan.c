@@ -890,7 +890,7 @@ static void test_arbitrary(void) {
 }
 
 int main(int argc, char *argv[]) {
-        g_test_init(&argc, &argv, NULL);
+        tests_init(&argc, &argv);
         progs_init();
         g_test_add_func("/plan/samples", test_samples);
         g_test_add_func("/plan/single", test_single);

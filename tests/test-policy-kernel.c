@@ -247,8 +247,7 @@ static void test_random(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/policy/kernel/container-profile", test_container_profile);
         g_test_add_func("/policy/kernel/systemd", test_systemd);
         g_test_add_func("/policy/kernel/bwrap", test_bwrap);

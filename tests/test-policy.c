@@ -617,8 +617,7 @@ static void test_who_can_query_parse(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/policy/word/search", test_word_search);
         g_test_add_func("/policy/word/normalize", test_word_normalize);
         g_test_add_func("/policy/word/patterns", test_word_patterns);

@@ -377,8 +377,7 @@ static void test_equal(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/prog/validate/cases", test_validate_cases);
         g_test_add_func("/prog/validate/length", test_validate_length);
         g_test_add_func("/prog/validate/kernel-agrees/cases", test_validate_kernel_cases);

@@ -464,8 +464,7 @@ static void test_tour(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/readme/tour", test_tour);
         return g_test_run();
 }

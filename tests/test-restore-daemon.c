@@ -706,8 +706,11 @@ static pid_t start_sandbox(const char *script, unsigned want, size_t want_filter
         if (!g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, sandbox_setup, NULL, &pid, &error))
                 g_error("cannot start %s: %s", script, error->message);
         for (int i = 0; i < 1000; i++) {
-                if (deepest_chain(pid, &filtered) >= want && filtered >= want_filtered)
+                if (deepest_chain(pid, &filtered) >= want && filtered >= want_filtered) {
+                        g_autofree char *what = g_strdup_printf("sandbox %d", (int) pid);
+                        tests_fail_point("restore-sandbox", what);
                         return pid;
+                }
                 g_usleep(10000);
         }
         g_error("the sandbox of \"%s\" never had %zu processes under %u filters", script, want_filtered, want);
@@ -913,8 +916,7 @@ static void test_sectreectl(void) {
 }
 
 int main(int argc, char *argv[]) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         /* whatever a restore leaves behind comes here */
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
         tests_ensure_tracefs();

@@ -808,8 +808,7 @@ static void test_many_small_ring(void) {
 int main(int argc, char **argv) {
         int r;
 
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/scan-bpf/single", test_single);
         g_test_add_func("/scan-bpf/chain", test_chain);
         g_test_add_func("/scan-bpf/fork-shares", test_fork_shares);

@@ -97,8 +97,7 @@ static void test_strict_and_listener(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/scenario/tree", test_tree);
         g_test_add_func("/scenario/strict-and-listener", test_strict_and_listener);
         return g_test_run();

@@ -97,7 +97,7 @@ static void fixture_setup(Fixture *fx, gconstpointer data) {
         bus_fixture_start_bus(&fx->b);
         bus_fixture_start_daemon(&fx->b, NULL, NULL, 30);
         fx->bus = bus_client_open();
-        if (!bus_fixture_wait_for(tasks_listed, fx, WAIT_MS))
+        if (!tests_wait_for(tasks_listed, fx, WAIT_MS))
                 g_error("the daemon does not list the test's tasks within %d ms", WAIT_MS);
         fx->ok = true;
 }
@@ -681,15 +681,14 @@ static void test_methods_nobody(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
         NobodyCheck n = { .fx = fx, .mine = tests_spawn_nobody("policy-methods", false) };
-        if (!bus_fixture_wait_for(nobody_listed, &n, WAIT_MS))
+        if (!tests_wait_for(nobody_listed, &n, WAIT_MS))
                 g_error("the daemon does not list nobody's task within %d ms", WAIT_MS);
         g_assert_cmpint(tests_as_nobody(nobody_methods, &n), ==, 0);
         (void) kill(n.mine, SIGKILL);
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add("/sectreectl-policy/policy", Fixture, NULL, fixture_setup, test_policy, fixture_teardown);
         g_test_add("/sectreectl-policy/oci", Fixture, NULL, fixture_setup, test_policy_oci, fixture_teardown);
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);

@@ -866,7 +866,7 @@ static void fixture_setup(Fixture *fx, gconstpointer data) {
         build_scenario(fx);
         bus_fixture_start_bus(&fx->b);
         bus_fixture_start_daemon(&fx->b, NULL, NULL, 30);
-        if (!bus_fixture_wait_for(scenario_listed, fx, WAIT_MS))
+        if (!tests_wait_for(scenario_listed, fx, WAIT_MS))
                 g_error("the daemon does not list the scenario within %d ms", WAIT_MS);
         fx->ok = true;
 }
@@ -1272,7 +1272,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
         pid_t mine = tests_spawn_nobody(NULL, false);
         char pid[16];
         snprintf(pid, sizeof(pid), "%d", mine);
-        if (!bus_fixture_wait_for(chain_listed, pid, WAIT_MS))
+        if (!tests_wait_for(chain_listed, pid, WAIT_MS))
                 g_error("the daemon does not list nobody's process %d within %d ms", mine, WAIT_MS);
         g_autofree char *sout = NULL, *serr = NULL;
         g_assert_cmpint(ctl_as_nobody(fx, &sout, &serr, ARGS("snapshot", pid, "--name", "mine")), ==, 0);
@@ -1299,8 +1299,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         /* Fixed output: ASCII dashes, times in UTC. */
         g_setenv("LC_ALL", "C", true);
         g_setenv("TZ", "UTC", true);

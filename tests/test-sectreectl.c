@@ -266,7 +266,7 @@ static void fixture_setup(Fixture *fx, gconstpointer data) {
         bus_fixture_start_bus(&fx->b);
         bus_fixture_start_daemon(&fx->b, NULL, NULL, 30);
         fx->bus = bus_client_open();
-        if (!bus_fixture_wait_for(scenario_listed, fx, WAIT_MS))
+        if (!tests_wait_for(scenario_listed, fx, WAIT_MS))
                 g_error("the daemon does not list the scenario's tasks as built within %d ms", WAIT_MS);
         map_node_ids(fx);
         fx->ok = true;
@@ -407,7 +407,7 @@ static void test_status(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
         StableCounts c = { .fx = fx };
-        if (!bus_fixture_wait_for(status_in_quiet_moment, &c, QUIET_WAIT_MS))
+        if (!tests_wait_for(status_in_quiet_moment, &c, QUIET_WAIT_MS))
                 g_error("status --json says %" JSON_INTEGER_FORMAT " tasks and %" JSON_INTEGER_FORMAT
                         " filters; ListTasks has %u, ListFilters %u", jint(c.doc, "tasks"), jint(c.doc, "filters"),
                         c.tasks, c.filters);
@@ -2025,7 +2025,7 @@ static void test_unprivileged(Fixture *fx, gconstpointer data) {
                 return;
         pid_t mine = tests_spawn_nobody(NULL, false);
         void *arg[] = { fx, GINT_TO_POINTER(mine) };
-        if (!bus_fixture_wait_for(nobody_task_listed, arg, WAIT_MS))
+        if (!tests_wait_for(nobody_task_listed, arg, WAIT_MS))
                 g_error("the daemon does not list nobody's filtered task %d", mine);
 
         /* ps: nobody's own task, nothing of root's */
@@ -2109,7 +2109,7 @@ static void test_escapes(Fixture *fx, gconstpointer data) {
         monitor_start(&text, false);
         pid_t evil = tests_spawn_nobody(EVIL, true); /* its child, forked under its filter, is a TaskAdded */
         void *arg[] = { fx, GINT_TO_POINTER(evil) };
-        if (!bus_fixture_wait_for(nobody_task_listed, arg, WAIT_MS))
+        if (!tests_wait_for(nobody_task_listed, arg, WAIT_MS))
                 g_error("the daemon does not list the task %d", evil);
         g_autofree char *pid = g_strdup_printf("%d", evil);
         g_autofree char *line = g_strdup_printf(EVIL_ESCAPED "[%d]", evil);
@@ -2165,8 +2165,7 @@ static void test_escapes(Fixture *fx, gconstpointer data) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
 #define ADD(name, fn) g_test_add("/sectreectl/" name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
         ADD("status", test_status);
         ADD("ps", test_ps);

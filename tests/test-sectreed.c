@@ -418,8 +418,7 @@ static void test_same_as_daemon(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/sectreed/usage", test_usage);
         g_test_add_func("/sectreed/json-bpf", test_json_bpf);
         g_test_add_func("/sectreed/json-ptrace", test_json_ptrace);

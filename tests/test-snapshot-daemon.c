@@ -1050,8 +1050,7 @@ static void test_bad_comm(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/snapshot-daemon/round-trip", test_round_trip);
         g_test_add_func("/snapshot-daemon/arguments", test_arguments);
         g_test_add_func("/snapshot-daemon/lifecycle", test_lifecycle);

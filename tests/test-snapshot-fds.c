@@ -131,8 +131,7 @@ static void test_fd_kinds(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/snapshot-fds/kinds", test_fd_kinds);
         return g_test_run();
 }

@@ -291,8 +291,7 @@ static void test_root_not_locked_out(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/snapshot-load/root-keeps-answering", test_root_keeps_answering);
         g_test_add_func("/snapshot-load/budget", test_budget);
         g_test_add_func("/snapshot-load/root-not-locked-out", test_root_not_locked_out);

@@ -1225,8 +1225,7 @@ static void test_json_cancel(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/snapshot/json/round-trip", test_json_round_trip);
         g_test_add_func("/snapshot/sqlite/round-trip", test_sqlite_round_trip);
         g_test_add_func("/snapshot/sqlite/file-header", test_sqlite_file_header);

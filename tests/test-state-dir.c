@@ -171,8 +171,7 @@ static void test_refused(void) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         g_test_add_func("/state-dir/created-private", test_created_private);
         g_test_add_func("/state-dir/repaired", test_repaired);
         g_test_add_func("/state-dir/refused", test_refused);

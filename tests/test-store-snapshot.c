@@ -327,8 +327,7 @@ static void test_argv_json(Fixture *fx, gconstpointer data) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         TEST("/store-snapshot/samples", test_samples);
         TEST("/store-snapshot/delete", test_delete);
         TEST("/store-snapshot/quota", test_quota);

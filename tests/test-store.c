@@ -951,8 +951,7 @@ static void test_perf(Fixture *fx, gconstpointer data) {
 }
 
 int main(int argc, char **argv) {
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         log_set_max_level(g_test_verbose() ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERR);
 
         TEST("/store/open/schema", test_open_creates_schema);

@@ -642,8 +642,7 @@ static void test_scan_root_pid1(void) {
 int main(int argc, char **argv) {
         int r;
 
-        g_test_init(&argc, &argv, NULL);
-        tests_name_hangs();
+        tests_init(&argc, &argv);
         tests_ensure_tracefs();
         g_test_add_func("/watch/filter-attached", test_filter_attached);
         g_test_add_func("/watch/tsync", test_tsync);

@@ -333,6 +333,8 @@ ScenarioTask tests_fork_install(Scenario *s, ScenarioTask parent, const struct s
         ScenarioTask t = scenario_fork(s, parent);
         g_assert_cmpint(t, >=, 0);
         g_assert_cmpint(scenario_install(s, t, insns, n, flags), >=, 0);
+        g_autofree char *what = g_strdup_printf("scenario agent %d", (int) scenario_task(s, t)->tgid);
+        tests_fail_point("scenario", what);
         return t;
 }
 
@@ -400,6 +402,18 @@ static void on_sigterm(int sig) {
         raise(sig);
 }
 
-void tests_name_hangs(void) {
+void tests_init(int *argc, char ***argv) {
+        tests_guard_start();
+        g_test_init(argc, argv, NULL);
         signal(SIGTERM, on_sigterm);
+}
+
+bool tests_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeout_ms) {
+        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        do {
+                if (cond(userdata))
+                        return true;
+                g_usleep(5000);
+        } while (g_get_monotonic_time() < end);
+        return cond(userdata);
 }

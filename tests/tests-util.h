@@ -9,18 +9,30 @@
 #include <sys/types.h>
 
 #include "forest.h"
+#include "guard.h"
 #include "scenario.h"
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Forest, forest_free)
 
+/* The start of every test program's main(): tests_guard_start() (guard.h: whatever the program
+ * starts dies with it), g_test_init(), and, when the test runner's timeout kills the program
+ * (SIGTERM), the name of the test that was running on stderr before dying: a hang is then named
+ * in the log. */
+void tests_init(int *argc, char ***argv);
+
 /* True if the test may run (root, and BPF/ptrace available). Otherwise marks the test skipped
  * with why — or failed when $CI is set, since CI must run every kernel test. */
-/* When the test runner's timeout kills the program (SIGTERM), say which test was running on
- * stderr before dying: a hang is then named in the log. Call once, after g_test_init(). */
-void tests_name_hangs(void);
-
 bool tests_require_root(void);
 bool tests_require(bool condition, const char *why);
+
+/* How long a test waits for a state it needs (a daemon converging, a task stopping, an event
+ * arriving) before it fails: far above what that takes on a loaded two-core machine (seconds), far
+ * below the runner's timeout. Only waits for something that must happen use it; a test that shows
+ * something does NOT happen watches for a fixed time instead. */
+#define TESTS_PATIENCE_MS 60000
+
+/* Wait up to timeout_ms for cond(userdata) to become true, polling every few ms. */
+bool tests_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeout_ms);
 
 /* Mount tracefs at /sys/kernel/tracing if it is not mounted. */
 void tests_ensure_tracefs(void);
