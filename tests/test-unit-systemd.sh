@@ -223,6 +223,7 @@ version=$(INSIDE_TIMEOUT=60 inside busctl --timeout=50 get-property org.sectree1
 want_version=$("$BUILD/daemon/sectreed" --version | awk '{print $2}')
 [ "$version" = "s \"$want_version\"" ]
 ok $? "bus activation starts the daemon; Version is $version"
+[ "$version" = "s \"$want_version\"" ] || inside systemctl status --no-pager dbus.socket dbus.service 2>&1 | diag
 active=$(inside systemctl show -P ActiveState,SubState sectreed.service | paste -sd/)
 [ "$active" = active/running ]
 ok $? "sectreed.service is active (running): $active"
