@@ -423,6 +423,7 @@ static int scanner_load_locked(BpfScanner *s, uint64_t last_id) {
         s->skel->data_ids->last_id = last_id;
         bpf_pidns_self(&s->skel->data_ids->pidns_self.level, &s->skel->data_ids->pidns_self.inum);
         s->skel->rodata->mark_procs = !s->oneshot;
+        s->skel->rodata->forget_after_pass = s->oneshot;
         r = bpf_map__set_max_entries(s->skel->maps.filter_ids, s->id_map_size);
         if (r >= 0 && s->oneshot) /* nothing reads the marks */
                 r = bpf_map__set_max_entries(s->skel->maps.seccomp_procs, 1);
@@ -646,8 +647,8 @@ static bool sweep_due(BpfScanner *s) {
         uint64_t entries = s->skel->data_ids->ids_stats.ids_stored - s->skel->bss->stats.ids_swept;
         uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
 
-        if (s->force_sweep)
-                return true;
+        if (s->force_sweep || s->oneshot)
+                return true; /* a one-shot scanner forgets every id at the end of each pass */
         if (stale == 0)
                 return false;
         return stale >= bpf_map__max_entries(s->skel->maps.filter_ids) / SWEEP_STALE_SHARE ||
@@ -1554,6 +1555,11 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         if (k < 0)
                 return k;
         return 0;
+}
+
+bool bpf_scanner_reusable(const BpfScanner *s) {
+        return s->oneshot && s->skel &&
+               s->skel->data_ids->ids_stats.ids_stored == s->skel->bss->stats.ids_swept;
 }
 
 /* The event half: the scanner's watch (watch-bpf.c), which it loaded on its id maps. */

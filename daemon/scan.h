@@ -73,6 +73,10 @@ int bpf_scanner_new_oneshot(BpfScanner **ret);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
 DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);
+/* A one-shot scanner forgets every filter id at the end of each pass (no tracepoint would tell it
+ * that an address freed since holds another filter): it may serve another call once its id map is
+ * empty again, which this says. */
+bool bpf_scanner_reusable(const BpfScanner *s);
 /* Let go of the program of every filter id the scanner keeps for which drop(id, userdata) says so
  * (the live forest keeps it over budget): only its length and digest stay. A pass that does not
  * allow that (ScanOptions.allow_dropped) asks the kernel for the program again. -ENOMEM: some

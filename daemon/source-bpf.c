@@ -8,6 +8,7 @@
  * thread (tid and start time) held at the same depth (lib/infer.c): those kernel ids are then
  * translated, in every pass and every event, to the stored ones. Filters that are new keep the
  * kernel's id, which is above any stored one: ids are never reused. */
+#include <pthread.h>
 #include <time.h>
 
 #include "infer.h"
@@ -36,6 +37,10 @@ typedef struct BpfSource {
         Forest *waiting;
         const char *waiting_reason;
         uint64_t waiting_lost;
+        /* Snapshots' scanner (scan_detached, in their worker threads): one-shot, loaded by the
+         * first snapshot and kept, since loading it costs more than a pass; one pass at a time. */
+        pthread_mutex_t detached_lock;
+        BpfScanner *detached;
 } BpfSource;
 
 static BpfSource *bpf_source(Source *s) {
@@ -265,13 +270,21 @@ static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
         return 0;
 }
 
-/* A one-shot scanner of its own, made and freed here: nothing of the source is touched. */
+/* With a one-shot scanner of its own, kept for the next call: nothing of the live source is
+ * touched. A scanner that failed, or whose pass did not end with its id map empty, is dropped;
+ * the next call loads a fresh one. */
 static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
-        _cleanup_(bpf_scanner_freep) BpfScanner *scanner = NULL;
-        BpfScannerOptions so = { .oneshot = true, .no_argv = !opts->include_argv };
-        int r = bpf_scanner_new_with_options(&so, &scanner);
+        BpfSource *b = bpf_source(s);
+        int r = 0;
+
+        (void) pthread_mutex_lock(&b->detached_lock);
+        if (!b->detached)
+                r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, &b->detached);
         if (r >= 0)
-                r = bpf_scanner_scan(scanner, opts, ret);
+                r = bpf_scanner_scan(b->detached, opts, ret);
+        if (r < 0 || !bpf_scanner_reusable(b->detached))
+                b->detached = bpf_scanner_free(b->detached);
+        (void) pthread_mutex_unlock(&b->detached_lock);
         if (r < 0)
                 return log_error_errno(r, "BPF scan failed: %m");
         (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
@@ -418,6 +431,8 @@ static void bpf_free(Source *s) {
         live_batch_done(&b->batch);
         hashmap_deinit(&b->public_ids);
         bpf_scanner_free(b->scanner);
+        bpf_scanner_free(b->detached);
+        (void) pthread_mutex_destroy(&b->detached_lock);
         sd_event_unref(s->event);
         free(b);
 }
@@ -440,6 +455,7 @@ int source_bpf_new(const SourceOptions *o, Source **ret) {
         BpfSource *b = calloc(1, sizeof(BpfSource));
         if (!b)
                 return log_oom();
+        (void) pthread_mutex_init(&b->detached_lock, NULL);
         b->source = (Source) { .vtable = &bpf_vtable, .backend = BACKEND_BPF, .oneshot = o->oneshot, .first_id = o->first_id };
         BpfScannerOptions so = { .first_id = o->first_id, .oneshot = o->oneshot, .no_argv = o->no_argv };
         int r = bpf_scanner_new_with_options(&so, &b->scanner);

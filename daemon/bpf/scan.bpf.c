@@ -25,6 +25,9 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 
 /* Set by user space before load: a one-shot scanner has no watch, and nobody reads the marks. */
 const volatile bool mark_procs = true;
+/* Set by user space before load: a one-shot scanner's sweeps forget every id (its ids hold within a
+ * pass; nothing tells it of filters freed before the next). */
+const volatile bool forget_after_pass = false;
 
 /* Set by user space before each pass (and pass, in ids.bpf.h). */
 bool emit_all_tasks; /* also tasks without seccomp in single-threaded processes */
@@ -283,7 +286,7 @@ static long sweep_one(void *map, const void *key, void *value, void *data) {
         struct sweep *s = data;
         __u64 last = e->seen_pass > e->created_pass ? e->seen_pass : e->created_pass;
 
-        if (last + SWEEP_AFTER_PASSES <= pass && bpf_map_delete_elem(&filter_ids, key) == 0)
+        if ((forget_after_pass || last + SWEEP_AFTER_PASSES <= pass) && bpf_map_delete_elem(&filter_ids, key) == 0)
                 s->swept++;
         return 0;
 }
