@@ -11,7 +11,8 @@
  *   -EBUSY            store_retire_filter() of a filter a thread or a child filter still uses,
  *                     or a transaction is already open where one must be started
  *                     (store_begin() twice, store_replace_all() inside a batch);
- *   -EEXIST           a new filter took an id from history (ids are never reused).
+ * A filter stored with an id that is in history is brought back from history, keeping its
+ * first_seen and installer: the same id is the same kernel object (ids are never reused).
  * store_remove_task() returns 1 if the thread was stored, 0 if it was not. Every change made
  * outside a batch is atomic on its own (a savepoint). */
 #include <sqlite3.h>
@@ -64,6 +65,8 @@ typedef enum StoreStatement {
         STMT_FILTER_USE,
         STMT_ARCHIVE_FILTER,
         STMT_DELETE_FILTER,
+        STMT_REVIVE_FILTER,
+        STMT_FORGET_HISTORY_ROW,
         STMT_REMEMBER_HISTORY_IDS,
         STMT_PRUNE_HISTORY,
         STMT_DELETE_TASK,
@@ -183,6 +186,15 @@ static const char *const statement_sql[_STMT_MAX] = {
                 "INSERT INTO history (" FILTER_COLUMNS ", gone_usec) "
                 "SELECT " FILTER_COLUMNS ", ?2 FROM filters WHERE id = ?1",
         [STMT_DELETE_FILTER] = "DELETE FROM filters WHERE id = ?1",
+        /* A retired filter found live again (events were lost) is the same filter: its row comes
+         * back from history with its first_seen and installer; STMT_PUT_FILTER then sets the rest
+         * (parent included: the one in history may be gone). */
+        [STMT_REVIVE_FILTER] =
+                "INSERT INTO filters (" FILTER_COLUMNS ", generation) "
+                "SELECT id, NULL, length, digest, program, log, wait_killable_recv, has_listener, identity, "
+                "refs, users, first_seen_usec, last_seen_usec, installer_tid, installer_tgid, installer_comm, "
+                "installer_exe, 0 FROM history WHERE id = ?1",
+        [STMT_FORGET_HISTORY_ROW] = "DELETE FROM history WHERE id = ?1",
         /* History is bounded: the rows gone longest ago go first (index history_by_gone), once
          * max_filter_id remembers that their ids were used. */
         [STMT_REMEMBER_HISTORY_IDS] =
@@ -668,7 +680,14 @@ static size_t program_wire_size(Store *s, const FilterRow *f) {
         return f->over_budget ? 0 : prog_to_wire(f->insns, f->len, s->program);
 }
 
-static int store_put_filter_row(Store *s, const FilterRow *f, uint64_t now_usec) {
+static int store_run_by_id(Store *s, StoreStatement which, int64_t id, const char *what) {
+        sqlite3_stmt *st = store_statement(s, which);
+        sqlite3_bind_int64(st, 1, id);
+        return store_run(s, st, what);
+}
+
+/* Returns 1 when the row was written, 0 when its id is in history (nothing written). */
+static int store_put_filter_once(Store *s, const FilterRow *f, uint64_t now_usec) {
         sqlite3_stmt *st = store_statement(s, STMT_PUT_FILTER);
         int r;
 
@@ -681,10 +700,37 @@ static int store_put_filter_row(Store *s, const FilterRow *f, uint64_t now_usec)
                                          f->parent_id);
         if (r < 0)
                 return r;
-        if (sqlite3_changes(s->db) == 0)
-                return log_warning_errno(-EEXIST, "Refusing to store filter %" PRIu64 ": its id is in history.",
-                                         f->id);
-        return 0;
+        return sqlite3_changes(s->db) > 0;
+}
+
+typedef struct ReviveArgs {
+        const FilterRow *row;
+        uint64_t now_usec;
+} ReviveArgs;
+
+static int store_revive_filter_steps(Store *s, const void *arg) {
+        const ReviveArgs *a = arg;
+        int r = store_run_by_id(s, STMT_REVIVE_FILTER, (int64_t) a->row->id, "bring a filter back from history");
+
+        if (r >= 0)
+                r = store_run_by_id(s, STMT_FORGET_HISTORY_ROW, (int64_t) a->row->id, "delete a history row");
+        if (r >= 0)
+                r = store_put_filter_once(s, a->row, a->now_usec);
+        if (r == 0)
+                r = log_warning_errno(-EEXIST, "Filter %" PRIu64 " is still in history after it was brought back.",
+                                      a->row->id);
+        return r < 0 ? r : 0;
+}
+
+/* A filter whose id is in history was retired while something still held it (events were lost):
+ * the same id is the same kernel object, so it comes back, and keeps its first_seen and installer. */
+static int store_put_filter_row(Store *s, const FilterRow *f, uint64_t now_usec) {
+        int r = store_put_filter_once(s, f, now_usec);
+
+        if (r != 0)
+                return r < 0 ? r : 0;
+        log_info("Filter %" PRIu64 " was retired but is live: bringing it back from history.", f->id);
+        return store_atomically(s, store_revive_filter_steps, &(ReviveArgs) { .row = f, .now_usec = now_usec });
 }
 
 /* A full scan mostly finds filters that are stored already: then only mark them seen. */
@@ -1256,12 +1302,6 @@ static bool task_row_same(const Task *a, const Task *b) {
         return a->start_time == b->start_time && a->mode == b->mode && a->filter_id == b->filter_id;
 }
 
-static int store_delete_by_id(Store *s, StoreStatement which, int64_t id, const char *what) {
-        sqlite3_stmt *st = store_statement(s, which);
-        sqlite3_bind_int64(st, 1, id);
-        return store_run(s, st, what);
-}
-
 static int store_diff_filters(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
         uint64_t max_id = 0;
         int r;
@@ -1294,10 +1334,10 @@ static int store_diff_tasks(Store *s, const Forest *old, const Forest *new, uint
                 const Process *p = old->processes[i], *now = forest_find_process(new, p->pid);
                 for (size_t j = 0; j < p->n_threads; j++) {
                         const Task *t = &p->threads[j], *still = now ? process_find_thread(now, t->tid) : NULL;
-                        if (!still && (r = store_delete_by_id(s, STMT_DELETE_TASK, t->tid, "delete a thread")) < 0)
+                        if (!still && (r = store_run_by_id(s, STMT_DELETE_TASK, t->tid, "delete a thread")) < 0)
                                 return r;
                 }
-                if (!now && (r = store_delete_by_id(s, STMT_DELETE_PROCESS, p->pid, "delete a process")) < 0)
+                if (!now && (r = store_run_by_id(s, STMT_DELETE_PROCESS, p->pid, "delete a process")) < 0)
                         return r;
         }
         for (size_t i = 0; i < new->n_processes; i++) {

@@ -58,7 +58,9 @@ typedef struct StoreInstaller {
         const char *exe; /* may be NULL */
 } StoreInstaller;
 
-/* The filter's digest is taken as it is (computed where the filter entered the model). */
+/* The filter's digest is taken as it is (computed where the filter entered the model). A filter
+ * whose id is in history (retired while something the daemon did not hear of still held it) comes
+ * back from history with its first_seen and installer, here and in a full pass. */
 int store_put_filter(Store *s, const Filter *flt, const StoreInstaller *installer, uint64_t now_usec);
 /* Insert or update a process's row; a thread's (its process's row must be there). */
 int store_put_process(Store *s, const Process *p);

@@ -30,7 +30,34 @@ static void wait_for_socket(const char *path) {
         g_error("the private dbus-daemon did not create %s", path);
 }
 
-void bus_fixture_start_bus(BusFixture *b) {
+/* A copy of /etc/passwd with passwd_line added, in b->dir. */
+static char *passwd_with(const BusFixture *b, const char *passwd_line) {
+        g_autofree char *passwd = NULL;
+        g_assert_true(g_file_get_contents("/etc/passwd", &passwd, NULL, NULL));
+        g_autofree char *contents = g_strdup_printf("%s%s\n", passwd, passwd_line);
+        char *path = g_build_filename(b->dir, "passwd", NULL);
+        g_assert_true(g_file_set_contents(path, contents, -1, NULL));
+        return path;
+}
+
+static void spawn_bus(BusFixture *b, const char *config_path, const char *passwd_line) {
+        g_autofree char *arg = g_strdup_printf("--config-file=%s", config_path);
+        g_autofree char *passwd = passwd_line ? passwd_with(b, passwd_line) : NULL;
+        char *plain[] = { (char *) "dbus-daemon", arg, (char *) "--nofork", (char *) "--nopidfile", NULL };
+        /* the same dbus-daemon (unshare and sh exec it), in a mount namespace of its own */
+        char *with_user[] = { (char *) "unshare", (char *) "--mount", (char *) "sh", (char *) "-c",
+                              (char *) "mount --bind \"$0\" /etc/passwd && exec dbus-daemon \"$@\"", passwd, arg,
+                              (char *) "--nofork", (char *) "--nopidfile", NULL };
+        g_autoptr(GError) error = NULL;
+        /* Its output would keep meson's pipe open if it outlived an aborted test: it dies with us. */
+        if (!g_spawn_async(NULL, passwd ? with_user : plain, NULL,
+                           G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
+                                   G_SPAWN_STDERR_TO_DEV_NULL,
+                           tests_die_with_parent, NULL, &b->bus_pid, &error))
+                g_error("starting dbus-daemon: %s", error->message);
+}
+
+void bus_fixture_start_bus_knowing(BusFixture *b, const char *passwd_line) {
         *b = (BusFixture) { .notify_fd = -1 };
         b->dir = g_dir_make_tmp("sectree-bus-XXXXXX", NULL);
         g_assert_nonnull(b->dir);
@@ -39,20 +66,16 @@ void bus_fixture_start_bus(BusFixture *b) {
         g_autofree char *config = private_bus_config(b->dir, policy);
         g_autofree char *config_path = g_build_filename(b->dir, "bus.conf", NULL);
         g_assert_true(g_file_set_contents(config_path, config, -1, NULL));
-        g_autofree char *arg = g_strdup_printf("--config-file=%s", config_path);
-        char *argv[] = { (char *) "dbus-daemon", arg, (char *) "--nofork", (char *) "--nopidfile", NULL };
-        g_autoptr(GError) error = NULL;
-        /* Its output would keep meson's pipe open if it outlived an aborted test: it dies with us. */
-        if (!g_spawn_async(NULL, argv, NULL,
-                           G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
-                                   G_SPAWN_STDERR_TO_DEV_NULL,
-                           tests_die_with_parent, NULL, &b->bus_pid, &error))
-                g_error("starting dbus-daemon: %s", error->message);
+        spawn_bus(b, config_path, passwd_line);
         g_autofree char *sock = g_build_filename(b->dir, "system_bus_socket", NULL);
         wait_for_socket(sock);
         b->address = g_strdup_printf("unix:path=%s", sock);
         g_setenv("DBUS_SYSTEM_BUS_ADDRESS", b->address, true);
         b->state_dir = g_build_filename(b->dir, "state", NULL);
+}
+
+void bus_fixture_start_bus(BusFixture *b) {
+        bus_fixture_start_bus_knowing(b, NULL);
 }
 
 static void open_notify_socket(BusFixture *b) {

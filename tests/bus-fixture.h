@@ -20,6 +20,9 @@ typedef struct BusFixture {
 
 /* Start the bus, and point DBUS_SYSTEM_BUS_ADDRESS of this process at it. */
 void bus_fixture_start_bus(BusFixture *b);
+/* The same with passwd_line (may be NULL) added to the bus's /etc/passwd only (a mount namespace
+ * of its own): dbus-daemon refuses a uid it cannot look up, sectreed must not need to. */
+void bus_fixture_start_bus_knowing(BusFixture *b, const char *passwd_line);
 /* Start sectreed (no verb: the service) with extra arguments (NULL-terminated, may be NULL) and
  * extra environment entries ("NAME=value", NULL-terminated, may be NULL); waits for READY=1 on
  * NOTIFY_SOCKET (fails the test after timeout_sec). */

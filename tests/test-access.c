@@ -3,6 +3,7 @@
  * a process it may not see: the real sectreed on a private dbus-daemon, the caller as nobody */
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -99,6 +100,78 @@ static void test_rule(void) {
                 kill(cases[i].pid, SIGKILL);
                 waitpid(cases[i].pid, NULL, 0);
         }
+        bus_fixture_finish(&b);
+}
+
+/* ---- a caller's access depends on its credentials only, never on the user database ---- */
+
+#define NO_PASSWD_UID 4242
+
+/* As a uid sectreed's user database does not know: its own process is listed, readable,
+ * snapshottable, and the snapshot its own to delete. */
+static void unknown_uid_snapshots_itself(pid_t self) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_autoptr(GHashTable) set = listed_tgids(bus);
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+
+        if (!g_hash_table_contains(set, GUINT_TO_POINTER(self)))
+                g_error("ListTasks as uid %d leaves out the caller's own process %d", NO_PASSWD_UID, self);
+        if (bus_client_call(bus, "GetTaskChain", &error, NULL, "u", (uint32_t) self) < 0)
+                g_error("GetTaskChain as uid %d of its own process: %s: %s", NO_PASSWD_UID, error.name, error.message);
+        uint64_t id = bus_client_create_snapshot(bus, self, NULL, &error);
+        if (id == 0)
+                g_error("CreateSnapshot as uid %d of its own process: %s: %s", NO_PASSWD_UID, error.name, error.message);
+        if (bus_client_call(bus, "DeleteSnapshot", &error, NULL, "t", id) < 0)
+                g_error("DeleteSnapshot as uid %d of its own snapshot: %s: %s", NO_PASSWD_UID, error.name, error.message);
+}
+
+/* A child of uid NO_PASSWD_UID under a filter that waits for a byte on ready, then calls. */
+static pid_t spawn_unknown_caller(int ready[2]) {
+        struct sock_filter insns[16];
+        struct sock_fprog prog = { .len = (unsigned short) scenario_filter_errno(insns, SYS_acct, 3, 0), .filter = insns };
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid > 0)
+                return pid;
+        tests_become(NO_PASSWD_UID);
+        prctl(PR_SET_NAME, "acc-nopasswd");
+        prctl(PR_SET_DUMPABLE, 1); /* as after an exec: the change of uid cleared it */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(98);
+        close(ready[1]);
+        char c;
+        (void) !read(ready[0], &c, 1);
+        alarm(120);
+        unknown_uid_snapshots_itself(getpid());
+        _exit(0);
+}
+
+static bool pid_listed(void *userdata) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_autoptr(GHashTable) set = listed_tgids(bus);
+        return g_hash_table_contains(set, GUINT_TO_POINTER(*(const pid_t *) userdata));
+}
+
+/* dbus-daemon refuses to connect a uid it cannot look up (it reads the uid's groups from the user
+ * database for its policy), so the bus alone is given a passwd entry for it: sectreed, in the
+ * test's mount namespace, has none and must serve the caller all the same. */
+static void test_uid_without_passwd_entry(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        g_assert_null(getpwuid(NO_PASSWD_UID));
+        tests_ensure_tracefs();
+        bus_fixture_start_bus_knowing(&b, G_STRINGIFY(NO_PASSWD_UID) ":x:" G_STRINGIFY(NO_PASSWD_UID) ":"
+                                          G_STRINGIFY(NO_PASSWD_UID) "::/nonexistent:/usr/sbin/nologin");
+        bus_fixture_start_daemon(&b, NULL, NULL, 30);
+        int ready[2];
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        pid_t pid = spawn_unknown_caller(ready);
+        close(ready[0]);
+        if (!bus_fixture_wait_for(pid_listed, &pid, WAIT_MS))
+                g_error("root's ListTasks does not list the process of uid %d within %d ms", NO_PASSWD_UID, WAIT_MS);
+        close(ready[1]);
+        g_assert_cmpint(tests_wait_status(pid), ==, 0);
         bus_fixture_finish(&b);
 }
 
@@ -316,6 +389,7 @@ static void test_ptrace_stops_nothing_hidden(void) {
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/access/rule", test_rule);
+        g_test_add_func("/access/uid-without-passwd-entry", test_uid_without_passwd_entry);
         g_test_add_func("/access/ptrace-stops-nothing-hidden", test_ptrace_stops_nothing_hidden);
         return g_test_run();
 }

@@ -360,28 +360,70 @@ static void test_replace_all(Fixture *fx, gconstpointer data) {
         assert_rows(db, "PRAGMA foreign_key_check", "");
 }
 
-static void test_replace_all_refuses_reused_id(Fixture *fx, gconstpointer data) {
-        static const FSpec reuse[] = {
-                { 1, 0, PROG(tests_prog_allow), false, false },
-                { 3, 1, PROG(tests_prog_errno), false, false }, /* 3 went to history with forest B */
-        };
-        static const TSpec tasks[] = { { 100, 100, 1, 3, 0, "alpha" } };
+/* A filter retired while a task the daemon did not hear of still held it (lost events) is found
+ * by the next full pass: the same id is the same kernel object, so it comes back from history with
+ * its first_seen and installer, and the pass succeeds (it used to fail, and every retry with it). */
+static const FSpec retired_live_again[] = {
+        { 1, 0, PROG(tests_prog_allow), false, false },
+        { 3, 1, PROG(tests_prog_errno), false, false }, /* 3 went to history with forest B */
+};
+static const TSpec retired_live_again_tasks[] = { { 100, 100, 1, 3, 0, "alpha" } };
+
+static void assert_revived(sqlite3 *db, Store *s) {
+        uint64_t max_id = 0;
+
+        assert_rows(db, "SELECT id, parent, length, first_seen_usec, installer_tid, installer_comm "
+                        "FROM filters ORDER BY id",
+                    "1,NULL,1,1000,NULL,NULL;3,1,1,1000,101,alpha");
+        assert_rows(db, "SELECT last_seen_usec, generation = (SELECT generation FROM meta) FROM filters WHERE id = 3",
+                    "3000,1");
+        assert_rows(db, "SELECT id FROM history ORDER BY id", "2;4;5");
+        assert_rows(db, "SELECT tid, filter FROM tasks ORDER BY tid", "100,3");
+        g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
+        g_assert_cmpuint(max_id, ==, 5);
+        assert_rows(db, "PRAGMA integrity_check", "ok");
+        assert_rows(db, "PRAGMA foreign_key_check", "");
+}
+
+static void test_replace_all_revives_retired(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks),
-                                       *c = BUILD(reuse, tasks);
+                                       *c = BUILD(retired_live_again, retired_live_again_tasks);
         _cleanup_(store_freep) Store *s = open_ok(fx);
         _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
 
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
         g_assert_cmpint(store_replace_all(s, b, 2000), ==, 0);
-        g_assert_cmpint(store_replace_all(s, c, 3000), ==, -EEXIST);
-        /* Rolled back as a whole. */
-        assert_rows(db, "SELECT id, last_seen_usec FROM filters ORDER BY id", "1,2000;2,2000;5,2000");
-        assert_rows(db, "SELECT tid FROM tasks ORDER BY tid", "100;102");
-        assert_rows(db, "SELECT generation, last_full_scan_usec FROM meta", "2,2000");
-        /* And the store still works, with the generation it had. */
-        g_assert_cmpint(store_replace_all(s, b, 4000), ==, 0);
-        assert_rows(db, "SELECT id, last_seen_usec FROM filters ORDER BY id", "1,4000;2,4000;5,4000");
-        assert_rows(db, "SELECT count(*) FROM history", "2");
+        raw_exec(db, "UPDATE history SET installer_tid = 101, installer_tgid = 100, installer_comm = 'alpha' "
+                     "WHERE id = 3");
+        g_assert_cmpint(store_replace_all(s, c, 3000), ==, 0);
+        assert_revived(db, s);
+        /* The next pass finds it stored as it is. */
+        g_assert_cmpint(store_replace_all(s, c, 4000), ==, 0);
+        assert_rows(db, "SELECT id, first_seen_usec, last_seen_usec FROM filters ORDER BY id", "1,1000,4000;3,1000,4000");
+}
+
+/* The same through the live forest: it retired 3 and 4 (a pass without them, written as its
+ * differences), and the next pass, written as its differences too, holds 3 again. */
+static void test_pass_revives_retired(Fixture *fx, gconstpointer data) {
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        _cleanup_(live_freep) Live *l = NULL;
+        LiveChanges c = {};
+
+        g_assert_cmpint(live_new(NULL, &l), ==, 0);
+        g_assert_cmpint(live_replace(l, forest_a(), false, &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 1000), ==, 0);
+        live_changes_clear(&c);
+        g_assert_cmpint(live_replace(l, BUILD(forest_b_filters, forest_b_tasks), false, &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 2000), ==, 0);
+        live_changes_clear(&c);
+        assert_rows(db, "SELECT id FROM history ORDER BY id", "3;4");
+        raw_exec(db, "UPDATE history SET installer_tid = 101, installer_tgid = 100, installer_comm = 'alpha' "
+                     "WHERE id = 3");
+        g_assert_cmpint(live_replace(l, BUILD(retired_live_again, retired_live_again_tasks), false, &c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 3000), ==, 0);
+        live_changes_done(&c);
+        assert_revived(db, s);
 }
 
 /* history keeps only its newest rows; the ids of the dropped ones stay used. */
@@ -555,11 +597,15 @@ static void test_incremental(Fixture *fx, gconstpointer data) {
         assert_rows(db, "SELECT count(*) FROM listeners", "0");
         assert_rows(db, "SELECT id FROM history ORDER BY id", "4;10");
 
-        /* An id from history may not come back. */
+        /* An id from history is the same filter: it comes back, as it was first seen and installed. */
         Filter again = filter_of(10, 3, PROG(tests_prog_allow), false);
-        g_assert_cmpint(store_put_filter(s, &again, NULL, 2300), ==, -EEXIST);
+        g_assert_cmpint(store_put_filter(s, &again, NULL, 2300), ==, 0);
+        assert_rows(db, "SELECT id, parent, installer_comm, first_seen_usec, last_seen_usec FROM filters WHERE id = 10",
+                    "10,3,alpha,1500,2300");
+        assert_rows(db, "SELECT id FROM history ORDER BY id", "4");
         g_assert_cmpint(store_max_filter_id(s, &max_id), ==, 0);
         g_assert_cmpuint(max_id, ==, 10);
+        g_assert_cmpint(store_retire_filter(s, 10, 2400), ==, 0);
 
         /* History pruned by an admin: the high-water mark stays. */
         raw_exec(db, "DELETE FROM history");
@@ -962,7 +1008,8 @@ int main(int argc, char **argv) {
         TEST("/store/open/newer-version", test_open_newer_version);
         TEST("/store/replace-all", test_replace_all);
         TEST("/store/replace-all/updates", test_replace_all_updates);
-        TEST("/store/replace-all/reused-id", test_replace_all_refuses_reused_id);
+        TEST("/store/replace-all/revives-retired", test_replace_all_revives_retired);
+        TEST("/store/pass-revives-retired", test_pass_revives_retired);
         TEST("/store/replace-all/refusals", test_replace_all_refusals);
         TEST("/store/history-limit", test_history_limit);
         TEST("/store/incremental", test_incremental);
