@@ -168,7 +168,7 @@ static void test_uid_without_passwd_entry(void) {
         g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
         pid_t pid = spawn_unknown_caller(ready);
         close(ready[0]);
-        if (!bus_fixture_wait_for(pid_listed, &pid, WAIT_MS))
+        if (!tests_wait_for(pid_listed, &pid, WAIT_MS))
                 g_error("root's ListTasks does not list the process of uid %d within %d ms", NO_PASSWD_UID, WAIT_MS);
         close(ready[1]);
         g_assert_cmpint(tests_wait_status(pid), ==, 0);
