@@ -2,18 +2,13 @@
 #include "manager-dbus.h"
 
 #include "access.h"
+#include "bus-errors.h"
 #include "config.h"
 #include "policy-dbus.h"
 #include "procinfo.h"
 #include "restores-dbus.h"
 #include "snapshot.h"
 #include "snapshots.h"
-
-#define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
-#define ERROR_NO_SUCH_FILTER "org.sectree1.Error.NoSuchFilter"
-#define ERROR_SCAN_FAILED "org.sectree1.Error.ScanFailed"
-#define ERROR_NO_SUCH_SNAPSHOT "org.sectree1.Error.NoSuchSnapshot"
-#define ERROR_INVALID_SNAPSHOT "org.sectree1.Error.InvalidSnapshot"
 
 static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener", "over-budget" };
 
@@ -370,29 +365,14 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
 /* The named error for what a snapshot call returned (message: what the call said, may be NULL). */
 static int bus_snapshot_error(sd_bus_error *error, int r, const char *message, uint64_t id) {
-        switch (r) {
-        case -ENOENT:
+        if (r == -ENOENT)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot with id %" PRIu64 ".", id);
-        case -ESRCH:
-                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "%s", message ?: "No such process.");
-        case -EACCES:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", message ?: "Access denied.");
-        case -EDQUOT:
-        case -EBUSY:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "%s", message ?: "Limits exceeded.");
-        case -EINVAL:
-                return sd_bus_error_setf(error, ERROR_INVALID_SNAPSHOT, "%s", message ?: "The snapshot was refused.");
-        case -EOPNOTSUPP:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s", message ?: "Unsupported file.");
-        case -ETIMEDOUT:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_TIMEOUT, "%s", message ?: "Timed out.");
-        case -ENOMEM:
-                return sd_bus_error_set_errno(error, r);
-        default:
-                if (message)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
-        }
+        int k = bus_error_set_known(error, BUS_ERROR_SNAPSHOT, r, message);
+        if (k < 0)
+                return k;
+        if (message)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
 }
 
 int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error) {
