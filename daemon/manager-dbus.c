@@ -347,6 +347,29 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
+/* A Rescan() whose pass is queued behind a snapshot's scan (the loop does not wait for it) is
+ * answered once a full pass is stored. */
+static int rescan_park(Manager *m, sd_bus_message *msg) {
+        if (GROW(m->rescans, m->n_rescans_allocated, m->n_rescans + 1) < 0)
+                return -ENOMEM;
+        m->rescans[m->n_rescans++] = sd_bus_message_ref(msg);
+        return 1;
+}
+
+/* Answer every parked Rescan(): with success (name NULL) or with that error. */
+static void rescans_answer(Manager *m, const char *name, const char *message) {
+        _cleanup_free_ sd_bus_message **l = TAKE_PTR(m->rescans);
+        size_t n = m->n_rescans;
+        m->n_rescans = m->n_rescans_allocated = 0;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = l[i];
+                int r = name ? sd_bus_reply_method_errorf(msg, name, "%s", message)
+                             : sd_bus_reply_method_return(msg, NULL);
+                if (r < 0)
+                        log_debug_errno(r, "Could not answer a Rescan(): %m");
+        }
+}
+
 static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
@@ -358,6 +381,8 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = manager_full_pass(m, "rescan");
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: %s", strerror(-r));
+        if (source_pass_waiting(m->source))
+                return rescan_park(m, msg);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -739,9 +764,12 @@ static void on_changes(void *userdata, const LiveChanges *c, const char *reason)
         if (c->replaced && reason)
                 (void) emit(m, "Resynced", "s", reason);
         (void) announce_counts(m);
+        if (c->replaced)
+                rescans_answer(m, NULL, NULL); /* a pass stored after they asked */
 }
 
 static int on_event_exit(sd_event_source *s, void *userdata) {
+        rescans_answer(userdata, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
         manager_snapshot_transfers_cancel(userdata);
         manager_policy_jobs_cancel(userdata);
         return 0;
