@@ -33,6 +33,7 @@
 #define RESCAN_DEBOUNCE_USEC (30 * 1000ULL) /* collect a burst of events, rescan once */
 #define MAX_PENDING 4096                     /* more events than this between two rescans: a full pass */
 #define HOLD_GATE_TRIES 3000                  /* $SECTREE_TEST_PTRACE_SCAN_HOLD: 30 s at most */
+#define PASS_FIRST_USEC (1000 * 1000ULL)     /* a snapshot's scan lets a queued pass go first this long at most */
 #define MAX_SUBTREE_RESCANS 8                /* each one reads all of /proc: beyond this a full pass is cheaper */
 
 typedef struct PendingRescan {
@@ -56,7 +57,7 @@ typedef struct PtraceSource {
          * threads (two tracers cannot seize one task at once). The loop never waits for it: a rescan
          * that finds it taken waits for its next turn; a full pass is queued (pass_queued), the scan
          * holding the lock wakes the loop (wake_fd) when it lets go, and snapshot scans let a queued
-         * pass go first (pass_ran). */
+         * pass go first (pass_ran; PASS_FIRST_USEC at most). */
         pthread_mutex_t lock;
         pthread_cond_t pass_ran;
         atomic_bool pass_queued;
@@ -122,14 +123,24 @@ static void snapshot_scan_hold(PtraceSource *p) {
                 (void) usleep(10 * 1000);
 }
 
+/* With the lock: let a pass the loop queued go first, for PASS_FIRST_USEC at most (a loop that is
+ * stopping runs no pass, and must not wait for this thread in vain). */
+static void let_queued_pass_go_first(PtraceSource *p) {
+        struct timespec deadline;
+        (void) clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += PASS_FIRST_USEC / 1000000ULL;
+        while (atomic_load(&p->pass_queued)) {
+                wake_loop(p); /* the lock is free while this waits: the pass may take it */
+                if (pthread_cond_timedwait(&p->pass_ran, &p->lock, &deadline) == ETIMEDOUT)
+                        return;
+        }
+}
+
 /* A snapshot's scan, in its worker thread: after any pass the loop queued. */
 static int ptrace_scan_snapshot(Source *s, const ScanOptions *opts, Forest **ret) {
         PtraceSource *p = ptrace_source(s);
         (void) pthread_mutex_lock(&p->lock);
-        while (atomic_load(&p->pass_queued)) {
-                wake_loop(p); /* the lock is free while this waits: the pass may take it */
-                (void) pthread_cond_wait(&p->pass_ran, &p->lock);
-        }
+        let_queued_pass_go_first(p);
         snapshot_scan_hold(p);
         int r = ptrace_scan_locked(s, opts, ret);
         (void) pthread_mutex_unlock(&p->lock);
@@ -514,7 +525,11 @@ int source_ptrace_new(const SourceOptions *o, Source **ret) {
         p->wake_fd = -1;
         p->hold_dir = secure_getenv("SECTREE_TEST_PTRACE_SCAN_HOLD");
         (void) pthread_mutex_init(&p->lock, NULL);
-        (void) pthread_cond_init(&p->pass_ran, NULL);
+        pthread_condattr_t attr;
+        (void) pthread_condattr_init(&attr);
+        (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        (void) pthread_cond_init(&p->pass_ran, &attr);
+        (void) pthread_condattr_destroy(&attr);
         *ret = &p->source;
         return 0;
 }
