@@ -885,22 +885,28 @@ static bool forks_reached(void *userdata) {
         return __atomic_load_n(c->forks, __ATOMIC_RELAXED) >= c->want;
 }
 
-/* A frozen scan of the churn: true if it froze everything (the only task it could not read exited
- * before it could be stopped). False if it could not, and honestly says it is not frozen: a task
- * held by another program's ptrace scan (EPERM), or one just forked that a loaded machine did not
- * run within the scan's stop timeout (ETIMEDOUT); the caller scans again. */
-static bool frozen_or_retry(const Forest *f, const UnreadableTask *bad, size_t n_bad) {
-        bool all_exited = true;
+/* A frozen scan of the churn under root: true if it froze everything (the only tasks it could not
+ * read exited before they could be stopped). False if it could not, and honestly says it is not
+ * frozen: a task held by another program's ptrace scan (EPERM), or one just forked that a loaded
+ * machine did not run within the scan's stop timeout (ETIMEDOUT); the caller scans again. The scan
+ * also tried the listener holders of the whole machine, which the forest then dropped: one of
+ * those not stopped says nothing of the subtree, and the snapshot may be frozen all the same. */
+static bool frozen_or_retry(const Forest *f, const UnreadableTask *bad, size_t n_bad, pid_t root) {
+        bool unstopped = false, ours_unstopped = false;
         for (size_t i = 0; i < n_bad; i++) {
-                if (bad[i].error != -EPERM && bad[i].error != -ETIMEDOUT)
+                if (bad[i].error != -EPERM && bad[i].error != -ETIMEDOUT) {
                         g_assert_cmpint(bad[i].error, ==, -ESRCH); /* exited before it could be stopped */
-                all_exited = all_exited && bad[i].error == -ESRCH;
+                        continue;
+                }
+                unstopped = true;
+                ours_unstopped = ours_unstopped || in_subtree(bad[i].tid, root);
         }
-        if (all_exited) {
-                g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_FROZEN);
+        if (f->snapshot.consistency == SNAPSHOT_CONSISTENCY_FROZEN) {
+                g_assert_false(ours_unstopped);
                 return true;
         }
         g_assert_cmpint(f->snapshot.consistency, ==, SNAPSHOT_CONSISTENCY_NONE);
+        g_assert_true(unstopped); /* not frozen, and it says why */
         return false;
 }
 
@@ -952,7 +958,7 @@ static void test_freeze_churn(void) {
                 _cleanup_free_ UnreadableTask *bad = NULL;
                 size_t n_bad = 0;
                 _cleanup_(forest_freep) Forest *f = scan_opts(&opts, &bad, &n_bad);
-                if (!frozen_or_retry(f, bad, n_bad)) {
+                if (!frozen_or_retry(f, bad, n_bad, x)) {
                         again++;
                         continue;
                 }
