@@ -2,18 +2,13 @@
 #include "manager-dbus.h"
 
 #include "access.h"
+#include "bus-errors.h"
 #include "config.h"
 #include "policy-dbus.h"
 #include "procinfo.h"
 #include "restores-dbus.h"
 #include "snapshot.h"
 #include "snapshots.h"
-
-#define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
-#define ERROR_NO_SUCH_FILTER "org.sectree1.Error.NoSuchFilter"
-#define ERROR_SCAN_FAILED "org.sectree1.Error.ScanFailed"
-#define ERROR_NO_SUCH_SNAPSHOT "org.sectree1.Error.NoSuchSnapshot"
-#define ERROR_INVALID_SNAPSHOT "org.sectree1.Error.InvalidSnapshot"
 
 static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener", "over-budget" };
 
@@ -352,6 +347,29 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
+/* A Rescan() whose pass is queued behind a snapshot's scan (the loop does not wait for it) is
+ * answered once a full pass is stored. */
+static int rescan_park(Manager *m, sd_bus_message *msg) {
+        if (GROW(m->rescans, m->n_rescans_allocated, m->n_rescans + 1) < 0)
+                return -ENOMEM;
+        m->rescans[m->n_rescans++] = sd_bus_message_ref(msg);
+        return 1;
+}
+
+/* Answer every parked Rescan(): with success (name NULL) or with that error. */
+static void rescans_answer(Manager *m, const char *name, const char *message) {
+        _cleanup_free_ sd_bus_message **l = TAKE_PTR(m->rescans);
+        size_t n = m->n_rescans;
+        m->n_rescans = m->n_rescans_allocated = 0;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = l[i];
+                int r = name ? sd_bus_reply_method_errorf(msg, name, "%s", message)
+                             : sd_bus_reply_method_return(msg, NULL);
+                if (r < 0)
+                        log_debug_errno(r, "Could not answer a Rescan(): %m");
+        }
+}
+
 static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
@@ -363,6 +381,8 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = manager_full_pass(m, "rescan");
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: %s", strerror(-r));
+        if (source_pass_waiting(m->source))
+                return rescan_park(m, msg);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -370,29 +390,14 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
 /* The named error for what a snapshot call returned (message: what the call said, may be NULL). */
 static int bus_snapshot_error(sd_bus_error *error, int r, const char *message, uint64_t id) {
-        switch (r) {
-        case -ENOENT:
+        if (r == -ENOENT)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot with id %" PRIu64 ".", id);
-        case -ESRCH:
-                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "%s", message ?: "No such process.");
-        case -EACCES:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", message ?: "Access denied.");
-        case -EDQUOT:
-        case -EBUSY:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "%s", message ?: "Limits exceeded.");
-        case -EINVAL:
-                return sd_bus_error_setf(error, ERROR_INVALID_SNAPSHOT, "%s", message ?: "The snapshot was refused.");
-        case -EOPNOTSUPP:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s", message ?: "Unsupported file.");
-        case -ETIMEDOUT:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_TIMEOUT, "%s", message ?: "Timed out.");
-        case -ENOMEM:
-                return sd_bus_error_set_errno(error, r);
-        default:
-                if (message)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
-                return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
-        }
+        int k = bus_error_set_known(error, BUS_ERROR_SNAPSHOT, r, message);
+        if (k < 0)
+                return k;
+        if (message)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
 }
 
 int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error) {
@@ -759,9 +764,12 @@ static void on_changes(void *userdata, const LiveChanges *c, const char *reason)
         if (c->replaced && reason)
                 (void) emit(m, "Resynced", "s", reason);
         (void) announce_counts(m);
+        if (c->replaced)
+                rescans_answer(m, NULL, NULL); /* a pass stored after they asked */
 }
 
 static int on_event_exit(sd_event_source *s, void *userdata) {
+        rescans_answer(userdata, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
         manager_snapshot_transfers_cancel(userdata);
         manager_policy_jobs_cancel(userdata);
         return 0;

@@ -2,6 +2,7 @@
  * its properties */
 #pragma once
 
+#include "bus-errors.h"
 #include "manager.h"
 
 #define MANAGER_BUS_NAME "org.sectree1"

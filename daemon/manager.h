@@ -72,6 +72,8 @@ typedef struct Manager {
         /* the bus: manager-dbus.c */
         sd_bus *bus;
         ManagerCounts announced;
+        sd_bus_message **rescans; /* Rescan() calls whose pass waits for a snapshot's scan (ptrace) */
+        size_t n_rescans, n_rescans_allocated;
 
         /* snapshots.c: exports and imports in progress */
         struct SnapshotTransfer *snapshot_transfers;

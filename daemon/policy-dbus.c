@@ -35,7 +35,7 @@ static int analysis_error(sd_bus_error *error, int r, const char *what) {
                                          "A program of %s is not available: its filter is kept without it (over its "
                                          "uid's budget) and it could not be read again.", what);
         log_error_errno(r, "Failed to analyse %s: %m", what);
-        return sd_bus_error_set_errno(error, r);
+        return bus_error_set_errno(error, BUS_ERROR_ANALYSIS, r);
 }
 
 /* ---- jobs: the analyses run in a worker thread, one per lane ---- */

@@ -8,30 +8,12 @@
 #include "manager-dbus.h"
 #include "restores.h"
 
-#define ERROR_NO_SUCH_SNAPSHOT "org.sectree1.Error.NoSuchSnapshot"
-
-static int restore_error(sd_bus_error *error, int r, const char *message, uint64_t id) {
-        switch (r) {
-        case -ENOENT:
-                return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "%s", message ?: "No such snapshot.");
-        case -EACCES:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s", message ?: "Access denied.");
-        case -EUSERS:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "%s", message ?: "Limits exceeded.");
-        case -EINVAL:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s", message ?: "Invalid argument.");
-        case -EOPNOTSUPP:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_NOT_SUPPORTED, "%s", message ?: "Not supported here.");
-        case -ETIMEDOUT:
-                return sd_bus_error_setf(error, SD_BUS_ERROR_TIMEOUT, "%s", message ?: "Timed out.");
-        case -ENOMEM:
-                return sd_bus_error_set_errno(error, r);
-        case -ECHILD:
-                return sd_bus_error_setf(error, ERROR_EXECUTOR_UNIT_FAILED, "%s",
-                                         message ?: "systemd could not start the restore executor.");
-        default:
-                return sd_bus_error_setf(error, ERROR_RESTORE_FAILED, "Restore failed: %s", message ?: strerror(-r));
-        }
+/* The named error for what Restore() returned (message: what the call said, may be NULL). */
+static int restore_error(sd_bus_error *error, int r, const char *message) {
+        int k = bus_error_set_known(error, BUS_ERROR_RESTORE, r, message);
+        if (k < 0)
+                return k;
+        return sd_bus_error_setf(error, ERROR_RESTORE_FAILED, "Restore failed: %s", message ?: strerror(-r));
 }
 
 /* ---- options ---- */
@@ -243,7 +225,7 @@ static void on_restore_done(Manager *m, int r, Restore *x, const char *message, 
                 }
         }
         if (r < 0) {
-                (void) restore_error(&error, r, message, 0);
+                (void) restore_error(&error, r, message);
                 k = sd_bus_message_new_method_errorf(msg, &reply, error.name, "%s", error.message);
         } else
                 k = 0;
@@ -278,7 +260,7 @@ int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                         if (r == -ENOENT && !message)
                                 r = sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot %" PRIu64 ".", id);
                         else
-                                r = restore_error(error, r, message, id);
+                                r = restore_error(error, r, message);
                 } else
                         r = 1;
         }

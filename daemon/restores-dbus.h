@@ -4,11 +4,9 @@
 
 #include <systemd/sd-bus.h>
 
+#include "bus-errors.h"
 #include "manager.h"
 
-#define ERROR_NO_SUCH_RESTORE "org.sectree1.Error.NoSuchRestore"
-#define ERROR_RESTORE_FAILED "org.sectree1.Error.RestoreFailed"
-#define ERROR_EXECUTOR_UNIT_FAILED "org.sectree1.Error.ExecutorUnitFailed"
 
 int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error);
 int method_list_restores(sd_bus_message *msg, void *userdata, sd_bus_error *error);

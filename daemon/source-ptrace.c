@@ -16,7 +16,11 @@
  * is read); sharing that a full pass would no longer infer because a process's parent died (the
  * live forest keeps what it knew until the next full pass); listeners, which only full passes
  * collect. */
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 #include "infer.h"
@@ -28,7 +32,8 @@
 #define REFRESH_USEC (5 * 1000000ULL)
 #define RESCAN_DEBOUNCE_USEC (30 * 1000ULL) /* collect a burst of events, rescan once */
 #define MAX_PENDING 4096                     /* more events than this between two rescans: a full pass */
-#define PASS_DEFER_USEC (50 * 1000ULL)         /* a paced pass that met a snapshot's scan tries again */
+#define HOLD_GATE_TRIES 3000                  /* $SECTREE_TEST_PTRACE_SCAN_HOLD: 30 s at most */
+#define PASS_FIRST_USEC (1000 * 1000ULL)     /* a snapshot's scan lets a queued pass go first this long at most */
 #define MAX_SUBTREE_RESCANS 8                /* each one reads all of /proc: beyond this a full pass is cheaper */
 
 typedef struct PendingRescan {
@@ -49,10 +54,17 @@ typedef struct PtraceSource {
         bool passed;         /* a full pass was stored: the ids of equal filters may be kept by bytes */
         LiveBatch batch;
         /* Held by every ptrace scan: the loop's passes and rescans, and snapshots' in worker
-         * threads. A rescan that finds it taken waits for its next turn instead of the lock. */
+         * threads (two tracers cannot seize one task at once). The loop never waits for it: a rescan
+         * that finds it taken waits for its next turn; a full pass is queued (pass_queued), the scan
+         * holding the lock wakes the loop (wake_fd) when it lets go, and snapshot scans let a queued
+         * pass go first (pass_ran; PASS_FIRST_USEC at most). */
         pthread_mutex_t lock;
-        sd_event_source *pass_timer; /* a paced full pass deferred while a snapshot scans */
-        const char *deferred_reason;
+        pthread_cond_t pass_ran;
+        atomic_bool pass_queued;
+        int wake_fd;                 /* eventfd, -1 before start */
+        sd_event_source *wake;
+        const char *queued_reason;
+        const char *hold_dir;        /* $SECTREE_TEST_PTRACE_SCAN_HOLD, see snapshot_scan_hold() */
 } PtraceSource;
 
 static PtraceSource *ptrace_source(Source *s) {
@@ -81,11 +93,58 @@ static int ptrace_scan_locked(Source *s, const ScanOptions *opts, Forest **ret) 
         return 0;
 }
 
+/* A scan with no loop to keep going (`sectreed scan`). */
 static int ptrace_scan_logged(Source *s, const ScanOptions *opts, Forest **ret) {
         PtraceSource *p = ptrace_source(s);
         (void) pthread_mutex_lock(&p->lock);
         int r = ptrace_scan_locked(s, opts, ret);
         (void) pthread_mutex_unlock(&p->lock);
+        return r;
+}
+
+/* A queued pass can take the lock now: the loop runs it (on_wake()). */
+static void wake_loop(PtraceSource *p) {
+        uint64_t one = 1;
+        if (p->wake_fd >= 0 && atomic_load(&p->pass_queued))
+                while (write(p->wake_fd, &one, sizeof(one)) < 0 && errno == EINTR)
+                        ;
+}
+
+/* For the tests only: with $SECTREE_TEST_PTRACE_SCAN_HOLD set to a directory, a snapshot's scan
+ * that holds the lock creates DIR/held and waits until DIR/go exists (30 s at most). */
+static void snapshot_scan_hold(PtraceSource *p) {
+        if (!p->hold_dir)
+                return;
+        char held[PATH_MAX], go[PATH_MAX];
+        (void) snprintf(held, sizeof(held), "%s/held", p->hold_dir);
+        (void) snprintf(go, sizeof(go), "%s/go", p->hold_dir);
+        _cleanup_close_ int fd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        for (unsigned i = 0; i < HOLD_GATE_TRIES && access(go, F_OK) < 0; i++)
+                (void) usleep(10 * 1000);
+}
+
+/* With the lock: let a pass the loop queued go first, for PASS_FIRST_USEC at most (a loop that is
+ * stopping runs no pass, and must not wait for this thread in vain). */
+static void let_queued_pass_go_first(PtraceSource *p) {
+        struct timespec deadline;
+        (void) clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += PASS_FIRST_USEC / 1000000ULL;
+        while (atomic_load(&p->pass_queued)) {
+                wake_loop(p); /* the lock is free while this waits: the pass may take it */
+                if (pthread_cond_timedwait(&p->pass_ran, &p->lock, &deadline) == ETIMEDOUT)
+                        return;
+        }
+}
+
+/* A snapshot's scan, in its worker thread: after any pass the loop queued. */
+static int ptrace_scan_snapshot(Source *s, const ScanOptions *opts, Forest **ret) {
+        PtraceSource *p = ptrace_source(s);
+        (void) pthread_mutex_lock(&p->lock);
+        let_queued_pass_go_first(p);
+        snapshot_scan_hold(p);
+        int r = ptrace_scan_locked(s, opts, ret);
+        (void) pthread_mutex_unlock(&p->lock);
+        wake_loop(p);
         return r;
 }
 
@@ -102,40 +161,44 @@ static int pass_hand_on(PtraceSource *p, Forest *f, const char *reason, uint64_t
         return r;
 }
 
-/* A paced pass (split) while a snapshot scans: it comes a little later instead of waiting. */
-static int pass_defer(PtraceSource *p, const char *reason) {
-        p->deferred_reason = reason;
-        int r = sd_event_source_set_time_relative(p->pass_timer, PASS_DEFER_USEC);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->pass_timer, SD_EVENT_ONESHOT);
-        if (r < 0)
-                return log_error_errno(r, "Failed to arm the deferred pass timer: %m");
-        log_debug("A snapshot is being scanned: the full pass (%s) waits for it.", reason ?: "start");
-        return 0;
+/* Take the lock for a full pass on the loop, or queue the pass when a snapshot's scan holds it:
+ * returns false when queued. Before the loop runs (the start-up pass) there is no snapshot. */
+static bool pass_lock(PtraceSource *p, const char *reason) {
+        if (!p->wake) {
+                (void) pthread_mutex_lock(&p->lock);
+                return true;
+        }
+        if (pthread_mutex_trylock(&p->lock) == 0)
+                return true;
+        if (!atomic_load(&p->pass_queued) || reason)
+                p->queued_reason = reason;
+        atomic_store(&p->pass_queued, true);
+        /* The scan may have let go before it saw the flag, and then woke nobody. */
+        if (pthread_mutex_trylock(&p->lock) == 0)
+                return true;
+        log_debug("A snapshot is being scanned: the full pass (%s) runs when it lets go.", reason ?: "start");
+        return false;
 }
 
-static int ptrace_full_pass(Source *s, const char *reason, bool split);
-
-static int on_pass_timer(sd_event_source *t, uint64_t usec, void *userdata) {
-        PtraceSource *p = userdata;
-        (void) ptrace_full_pass(&p->source, p->deferred_reason, true); /* a failure asks for the next one itself */
-        return 0;
+/* With the lock: a queued pass is this one, and the snapshot scans waiting for it may follow. */
+static int pass_scan_locked(PtraceSource *p, Forest **ret) {
+        ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
+        if (atomic_exchange(&p->pass_queued, false))
+                (void) pthread_cond_broadcast(&p->pass_ran);
+        int r = ptrace_scan_locked(&p->source, &opts, ret);
+        (void) pthread_mutex_unlock(&p->lock);
+        return r;
 }
 
+/* Split or not, a pass that meets a snapshot's scan is queued: the loop never waits for the lock. */
 static int ptrace_full_pass(Source *s, const char *reason, bool split) {
         PtraceSource *p = ptrace_source(s);
-        ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
         _cleanup_(forest_freep) Forest *f = NULL;
         uint64_t lost = p->watch ? proc_watch_lost(p->watch) : 0;
 
-        if (split && p->pass_timer && pthread_mutex_trylock(&p->lock) != 0)
-                return pass_defer(p, reason);
-        if (!split || !p->pass_timer)
-                (void) pthread_mutex_lock(&p->lock);
-        if (p->pass_timer)
-                (void) sd_event_source_set_enabled(p->pass_timer, SD_EVENT_OFF); /* this one covers it */
-        int r = ptrace_scan_locked(s, &opts, &f);
-        (void) pthread_mutex_unlock(&p->lock);
+        if (!pass_lock(p, reason))
+                return 0;
+        int r = pass_scan_locked(p, &f);
         if (r >= 0)
                 r = source_pass_prepare(s, f);
         /* The first pass after start takes over the stored ids exactly (by thread): a filter of a task
@@ -148,6 +211,19 @@ static int ptrace_full_pass(Source *s, const char *reason, bool split) {
         if (r >= 0)
                 p->passed = true;
         return r;
+}
+
+/* A scan let go of the lock while a pass was queued. */
+static int on_wake(sd_event_source *e, int fd, uint32_t revents, void *userdata) {
+        PtraceSource *p = userdata;
+        uint64_t n;
+        (void) read(fd, &n, sizeof(n));
+        if (!atomic_load(&p->pass_queued))
+                return 0;
+        const char *reason = p->queued_reason;
+        if (ptrace_full_pass(&p->source, reason, false) < 0)
+                p->source.sink.resync(p->source.sink.userdata, "inconsistent"); /* another pass, paced */
+        return 0;
 }
 
 /* ---- events ---- */
@@ -372,11 +448,12 @@ static int on_proc_io(sd_event_source *s, int fd, uint32_t revents, void *userda
 /* Without the proc connector the source still works, seeing changes at the periodic pass only. */
 static int ptrace_start(Source *s) {
         PtraceSource *p = ptrace_source(s);
-        int r = sd_event_add_time(s->event, &p->pass_timer, CLOCK_MONOTONIC, 0, 0, on_pass_timer, p);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->pass_timer, SD_EVENT_OFF);
+        p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (p->wake_fd < 0)
+                return log_error_errno(-errno, "Failed to create the queued pass's eventfd: %m");
+        int r = sd_event_add_io(s->event, &p->wake, p->wake_fd, EPOLLIN, on_wake, p);
         if (r < 0)
-                return log_error_errno(r, "Failed to create the deferred pass timer: %m");
+                return log_error_errno(r, "Failed to watch the queued pass's eventfd: %m");
         r = proc_watch_new(on_proc_event, p, &p->watch);
         if (r < 0) {
                 log_warning_errno(r, "Not watching processes (%m): changes are seen by full passes only.");
@@ -394,12 +471,9 @@ static int ptrace_start(Source *s) {
         return 0;
 }
 
-static int ptrace_scan_source(Source *s, const ScanOptions *opts, Forest **ret) {
-        return ptrace_scan_logged(s, opts, ret); /* FROZEN when the scanner could stop every task first */
-}
-
+/* A pass the loop queued behind a snapshot's scan is not stored yet. */
 static bool ptrace_pass_waiting(const Source *s) {
-        return false;
+        return atomic_load(&ptrace_source((Source *) s)->pass_queued);
 }
 
 static bool ptrace_events_pending(Source *s) {
@@ -415,19 +489,22 @@ static void ptrace_free(Source *s) {
         PtraceSource *p = ptrace_source(s);
         sd_event_source_disable_unref(p->io);
         sd_event_source_disable_unref(p->rescan_timer);
-        sd_event_source_disable_unref(p->pass_timer);
+        sd_event_source_disable_unref(p->wake);
+        if (p->wake_fd >= 0)
+                (void) close(p->wake_fd);
         proc_watch_free(p->watch);
         free(p->pending);
         live_batch_done(&p->batch);
         sd_event_unref(s->event);
+        (void) pthread_cond_destroy(&p->pass_ran);
         (void) pthread_mutex_destroy(&p->lock);
         free(p);
 }
 
 static const SourceVTable ptrace_vtable = {
         .free = ptrace_free,
-        .scan = ptrace_scan_source,
-        .scan_detached = ptrace_scan_source,
+        .scan = ptrace_scan_logged,
+        .scan_detached = ptrace_scan_snapshot, /* FROZEN when the scanner could stop every task first */
         .start = ptrace_start,
         .full_pass = ptrace_full_pass,
         .pass_waiting = ptrace_pass_waiting,
@@ -445,7 +522,14 @@ int source_ptrace_new(const SourceOptions *o, Source **ret) {
         p->source = (Source) { .vtable = &ptrace_vtable, .backend = BACKEND_PTRACE, .oneshot = o->oneshot,
                                .first_id = o->first_id };
         p->last_id = o->first_id > 0 ? o->first_id - 1 : 0;
+        p->wake_fd = -1;
+        p->hold_dir = secure_getenv("SECTREE_TEST_PTRACE_SCAN_HOLD");
         (void) pthread_mutex_init(&p->lock, NULL);
+        pthread_condattr_t attr;
+        (void) pthread_condattr_init(&attr);
+        (void) pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        (void) pthread_cond_init(&p->pass_ran, &attr);
+        (void) pthread_condattr_destroy(&attr);
         *ret = &p->source;
         return 0;
 }

@@ -219,6 +219,20 @@ static Forest *read_snapshot(GBytes *b) {
 
 /* Restore snapshot id (its file read back as snapshot) through the daemon, see it verified by the
  * daemon and by a scan of the test's own, then release it and see no stub left. */
+/* A snapshot of pid's subtree taken as root (named name, may be NULL), exported as JSON (into
+ * *ret_json when asked) and read back. */
+static Forest *snapshot_exported(sd_bus *bus, pid_t pid, const char *name, uint64_t *ret_id, GBytes **ret_json) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(bus, pid, name);
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+        g_assert_nonnull(json);
+        Forest *snapshot = read_snapshot(json);
+        *ret_id = id;
+        if (ret_json)
+                *ret_json = g_steal_pointer(&json);
+        return snapshot;
+}
+
 static void restore_compare_release(sd_bus *bus, uint64_t id, const Forest *snapshot, const char *what) {
         _cleanup_(forest_freep) Forest *restored = NULL;
         g_auto(GStrv) diffs = NULL;
@@ -294,12 +308,67 @@ static void nobody_restores(void *userdata) {
         sd_bus_flush_close_unref(bus);
 }
 
+/* ---- the fixture ---- */
+
+/* What the tests here share: the daemon on a private bus and a connection to it; for most, a
+ * scenario whose root has a child a under x.a, built before the daemon starts and snapshotted
+ * once it runs. Torn down in that order's reverse whatever the test did. */
+typedef struct Fixture {
+        bool may_run;
+        TestFilters x;
+        Scenario *s; /* NULL: the test builds its own */
+        ScenarioTask a;
+        BusFixture b;
+        bool running; /* the daemon, until fixture_stop_daemon() */
+        sd_bus *bus;
+        uint64_t id; /* the scenario's snapshot */
+} Fixture;
+
+static void fixture_setup(Fixture *fx, gconstpointer data) {
+        fx->may_run = tests_require_root();
+}
+
+/* The scenario, to which the test may add before fixture_start(); false if the test may not run. */
+static bool fixture_scenario(Fixture *fx) {
+        if (!fx->may_run)
+                return false;
+        fx->s = tests_scenario_with_filters(&fx->x);
+        fx->a = tests_fork_install(fx->s, scenario_root(fx->s), fx->x.a, fx->x.na, 0);
+        return true;
+}
+
+/* Start the daemon with args (may be NULL), connect, and snapshot the scenario if there is one;
+ * false if the test may not run. */
+static bool fixture_start(Fixture *fx, char **args) {
+        if (!fx->may_run || !bus_fixture_start_all(&fx->b, args, NULL))
+                return false;
+        fx->running = true;
+        fx->bus = bus_client_open();
+        if (fx->s)
+                fx->id = bus_client_create_ok(fx->bus, scenario_root_pid(fx->s), NULL);
+        return true;
+}
+
+/* SIGTERM must make the daemon exit 0 (bus_fixture_finish()). */
+static void fixture_stop_daemon(Fixture *fx) {
+        if (fx->running)
+                bus_fixture_finish(&fx->b);
+        fx->running = false;
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        fixture_stop_daemon(fx);
+        fx->bus = sd_bus_flush_close_unref(fx->bus);
+        if (fx->s)
+                scenario_free(fx->s);
+}
+
+#define ADD_TEST(path, func) g_test_add(path, Fixture, NULL, fixture_setup, func, fixture_teardown)
+
 static void restore_scenario_as_root(sd_bus *bus, Scenario *s, const char *name) {
-        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), name);
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
-        g_assert_nonnull(json);
-        g_autoptr(Forest) snapshot = read_snapshot(json);
+        uint64_t id;
+        g_autoptr(GBytes) json = NULL;
+        g_autoptr(Forest) snapshot = snapshot_exported(bus, scenario_root_pid(s), name, &id, &json);
 
         tests_assert_forest_matches(snapshot, s, true);
         restore_compare_release(bus, id, snapshot, name);
@@ -310,11 +379,10 @@ static void restore_scenario_as_root(sd_bus *bus, Scenario *s, const char *name)
                 g_error("the part of %s run as nobody failed (status %d)", name, status);
 }
 
-static void test_scenarios(void) {
-        BusFixture b;
-        if (!tests_require_root() || !bus_fixture_start_all(&b, NULL, NULL))
+static void test_scenarios(Fixture *fx, gconstpointer data) {
+        if (!fixture_start(fx, NULL))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus *bus = fx->bus;
 
         for (size_t i = 0; i < restore_scenarios_n; i++) {
                 TestFilters x;
@@ -326,7 +394,6 @@ static void test_scenarios(void) {
         }
         g_autoptr(GArray) none = list_restores(bus);
         g_assert_cmpuint(none->len, ==, 0);
-        bus_fixture_finish(&b);
 }
 
 /* ---- leaving the bus, releasing, failing, limits ---- */
@@ -343,20 +410,16 @@ static char *format_finished(sd_bus_message *m) {
 
 /* A restore ends with its caller's connection, unless it asked to be kept: then ReleaseRestore ends
  * it. RestoreFinished says why each time. */
-static void test_caller_leaves(void) {
-        BusFixture b;
-        if (!tests_require_root())
+static void test_caller_leaves(Fixture *fx, gconstpointer data) {
+        if (!fixture_scenario(fx))
                 return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
-        scenario_thread(s, a);
-        if (!bus_fixture_start_all(&b, NULL, NULL))
+        scenario_thread(fx->s, fx->a);
+        if (!fixture_start(fx, NULL))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus *bus = fx->bus;
+        uint64_t id = fx->id;
         BusSignalLog log;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
         Restored r;
 
         bus_signal_log_start(&log, bus, format_finished);
@@ -397,33 +460,29 @@ static void test_caller_leaves(void) {
         g_autoptr(GArray) last = list_restores(bus);
         root = (pid_t) find_listed(last, r.id)->root;
         g_ptr_array_unref(log.lines);
-        bus_fixture_finish(&b);
+        fixture_stop_daemon(fx);
         for (int i = 0; i < 500 && restore_process_alive(root); i++)
                 g_usleep(10000);
         assert_gone(&r, root);
         restored_done(&r);
-        scenario_free(s);
 }
 
 /* A snapshot the planner refuses (a thread put by TSYNC under a filter that forbids every way to
  * clone): RestoreFailed names the stage and the step, and nothing is left. An exec of a command
  * that does not exist fails at its start. Options of the wrong type or unknown are refused. */
-static void test_failures(void) {
-        BusFixture b;
-        if (!tests_require_root())
-                return;
+static void test_failures(Fixture *fx, gconstpointer data) {
         const int clones[] = { SYS_clone, SYS_clone3, SYS_fork, SYS_vfork };
         struct sock_filter no_clone[8];
         size_t n = restore_filter_for_calls(no_clone, clones, ELEMENTSOF(clones), SECCOMP_RET_ERRNO | EPERM);
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
-        g_assert_cmpint(scenario_install(s, scenario_thread(s, a), no_clone, n, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        if (!bus_fixture_start_all(&b, NULL, NULL))
+        if (!fixture_scenario(fx))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_assert_cmpint(scenario_install(fx->s, scenario_thread(fx->s, fx->a), no_clone, n, SECCOMP_FILTER_FLAG_TSYNC),
+                        >=, 0);
+        if (!fixture_start(fx, NULL))
+                return;
+        sd_bus *bus = fx->bus;
+        uint64_t id = fx->id;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
         Restored r;
 
         g_assert_cmpint(call_restore(bus, id, &r, &error, NULL), <, 0);
@@ -445,28 +504,19 @@ static void test_failures(void) {
         const uint32_t pids[] = { 1 };
         g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", (size_t) 1, pids, argvs, NULL), <, 0);
         bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
-
-        bus_fixture_finish(&b);
-        scenario_free(s);
 }
 
 /* --restore-executor=unit on a bus without systemd: StartTransientUnit has nobody to answer it.
  * The error is ExecutorUnitFailed naming the unit and the bus's answer; nothing is left, and the
  * daemon keeps answering. (The unit that does start: tests/test-unit-systemd.sh.) */
-static void test_unit_refused(void) {
-        BusFixture b;
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+static void test_unit_refused(Fixture *fx, gconstpointer data) {
         char *args[] = { (char *) "--restore-executor=unit", NULL };
-        if (!bus_fixture_start_all(&b, args, NULL))
+        if (!fixture_scenario(fx) || !fixture_start(fx, args))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus *bus = fx->bus;
+        uint64_t id = fx->id;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
-        g_autofree char *unit = g_strdup_printf("sectree-restore-%d-1.service", (int) b.daemon_pid);
+        g_autofree char *unit = g_strdup_printf("sectree-restore-%d-1.service", (int) fx->b.daemon_pid);
         Restored r;
 
         g_assert_cmpint(call_restore(bus, id, &r, &error, NULL), <, 0);
@@ -477,10 +527,7 @@ static void test_unit_refused(void) {
         sd_bus_error_free(&error);
         g_autoptr(GArray) none = list_restores(bus);
         g_assert_cmpuint(none->len, ==, 0);
-        g_assert_cmpuint(bus_client_create_ok(bus, scenario_root_pid(s), NULL), >, id);
-
-        bus_fixture_finish(&b);
-        scenario_free(s);
+        g_assert_cmpuint(bus_client_create_ok(bus, scenario_root_pid(fx->s), NULL), >, id);
 }
 
 /* nobody may hold RESTORES_MAX_PER_UID (4) restores at once. */
@@ -509,19 +556,12 @@ static void nobody_limits(void *userdata) {
         sd_bus_flush_close_unref(bus); /* leaving releases the others */
 }
 
-static void test_limits(void) {
-        BusFixture b;
-        if (!tests_require_root())
+static void test_limits(Fixture *fx, gconstpointer data) {
+        if (!fixture_scenario(fx) || !fixture_start(fx, NULL))
                 return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
-        if (!bus_fixture_start_all(&b, NULL, NULL))
-                return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus *bus = fx->bus;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
-        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
+        g_autoptr(GBytes) json = bus_client_export_pipe(bus, fx->id, "json", &error);
 
         g_assert_cmpint(tests_as_nobody(nobody_limits, json), ==, 0);
         for (int i = 0; i < 500; i++) {
@@ -532,8 +572,6 @@ static void test_limits(void) {
         }
         g_autoptr(GArray) none = list_restores(bus);
         g_assert_cmpuint(none->len, ==, 0);
-        bus_fixture_finish(&b);
-        scenario_free(s);
 }
 
 /* ---- random histories ---- */
@@ -542,11 +580,9 @@ static void test_limits(void) {
  * release: for one history played from seed. */
 static void restore_history(sd_bus *bus, uint64_t seed) {
         Scenario *s = restore_history_play(seed);
-        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        uint64_t id;
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
-        g_assert_nonnull(json);
-        g_autoptr(Forest) snapshot = read_snapshot(json);
+        g_autoptr(Forest) snapshot = snapshot_exported(bus, scenario_root_pid(s), NULL, &id, NULL);
         g_autofree char *what = g_strdup_printf("seed %" PRIu64, seed);
 
         g_test_message("seed %" PRIu64 ": %zu processes, %zu filters, %zu listeners", seed, snapshot->n_processes,
@@ -558,20 +594,17 @@ static void restore_history(sd_bus *bus, uint64_t seed) {
 
 /* A bounded number of random histories per run ($SECTREE_RESTORE_DAEMON_SEEDS, default 40; one
  * again with SECTREE_RESTORE_SEED), each seed printed before it is played. */
-static void test_random_histories(void) {
-        BusFixture b;
-        if (!tests_require_root() || !bus_fixture_start_all(&b, NULL, NULL))
+static void test_random_histories(Fixture *fx, gconstpointer data) {
+        if (!fixture_start(fx, NULL))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         const char *one = g_getenv("SECTREE_RESTORE_SEED"), *count = g_getenv("SECTREE_RESTORE_DAEMON_SEEDS");
         uint64_t first = one ? g_ascii_strtoull(one, NULL, 10) : 1;
         uint64_t n = one ? 1 : count ? g_ascii_strtoull(count, NULL, 10) : 40;
 
         for (uint64_t seed = first; seed < first + n; seed++) {
                 g_test_message("seed %" PRIu64 " (replay: SECTREE_RESTORE_SEED=%" PRIu64 ")", seed, seed);
-                restore_history(bus, seed);
+                restore_history(fx->bus, seed);
         }
-        bus_fixture_finish(&b);
 }
 
 /* ---- behaviour kept ---- */
@@ -586,32 +619,31 @@ static int reply_pidfd(const Restored *r, pid_t pid) {
 
 /* ERRNO, USER_NOTIF (answered through the listener fd Restore returns), KILL and ALLOW come out
  * the same in the restored tasks, exec'd by the daemon's restore, as in the originals. */
-static void test_behaviour_kept(void) {
-        BusFixture b;
-        if (!tests_require_root())
-                return;
-        TestFilters x;
+static void test_behaviour_kept(Fixture *fx, gconstpointer data) {
         const int killed[] = { SYS_personality };
         struct sock_filter notify[8], kill_insns[4];
         size_t nn = tests_filter_notify(notify, SYS_sysinfo);
         size_t nk = restore_filter_for_calls(kill_insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_PROCESS);
-        g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL);
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0), c[ELEMENTSOF(restore_probe_calls)];
-        int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        ScenarioTask c[ELEMENTSOF(restore_probe_calls)];
         uint32_t pids[ELEMENTSOF(restore_probe_calls)];
         char **argvs[ELEMENTSOF(restore_probe_calls)];
         sd_bus_error error = SD_BUS_ERROR_NULL;
         Restored r;
+        if (!fixture_scenario(fx))
+                return;
+        Scenario *s = fx->s;
+        ScenarioTask a = fx->a;
+        int node = scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER);
 
         g_assert_cmpint(node, >=, 0);
         g_assert_cmpint(scenario_install(s, a, kill_insns, nk, 0), >=, 0);
         for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++)
                 c[i] = scenario_fork(s, a);
-        if (!bus_fixture_start_all(&b, NULL, NULL))
+        if (!fixture_start(fx, NULL))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        sd_bus *bus = fx->bus;
+        uint64_t id = fx->id;
+        g_autofree char *dir = g_dir_make_tmp("sectree-restore-XXXXXX", NULL);
 
         for (size_t i = 0; i < ELEMENTSOF(restore_probe_calls); i++) {
                 pids[i] = (uint32_t) scenario_task(s, c[i])->tgid;
@@ -655,8 +687,6 @@ static void test_behaviour_kept(void) {
         }
         release_ok(bus, r.id);
         restored_done(&r);
-        bus_fixture_finish(&b);
-        scenario_free(s);
         (void) rmdir(dir);
 }
 
@@ -724,11 +754,8 @@ static void stop_sandbox(pid_t pid) {
 
 /* Snapshot of the sandbox through the daemon, restored and verified by it and by the test. */
 static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
-        uint64_t id = bus_client_create_ok(bus, pid, what);
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        g_autoptr(GBytes) json = bus_client_export_pipe(bus, id, "json", &error);
-        g_assert_nonnull(json);
-        g_autoptr(Forest) snapshot = read_snapshot(json);
+        uint64_t id;
+        g_autoptr(Forest) snapshot = snapshot_exported(bus, pid, what, &id, NULL);
 
         g_test_message("%s: %zu processes, %zu filters", what, snapshot->n_processes, snapshot->n_filters);
         restore_compare_release(bus, id, snapshot, what);
@@ -736,9 +763,8 @@ static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
 
 /* bubblewrap with two --add-seccomp-fd filters, and inside it, on one branch, a nested bwrap
  * adding a third; and a firejail sandbox with its own filters. */
-static void test_real_sandboxes(void) {
-        BusFixture b;
-        if (!tests_require_root())
+static void test_real_sandboxes(Fixture *fx, gconstpointer data) {
+        if (!fx->may_run)
                 return;
         g_autofree char *dir = g_dir_make_tmp("sectree-sandbox-XXXXXX", NULL);
         g_autofree char *f1 = write_errno_filter(dir, "f1", SYS_getpriority, EPERM);
@@ -749,9 +775,9 @@ static void test_real_sandboxes(void) {
                 "/bin/sh -c 'sleep 1000 & bwrap --dev-bind / / --die-with-parent --add-seccomp-fd 9 sleep 1000 9<%s & wait' "
                 "7<%s 8<%s",
                 f3, f1, f2);
-        if (!bus_fixture_start_all(&b, NULL, NULL))
+        if (!fixture_start(fx, NULL))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus *bus = fx->bus;
 
         pid_t sandbox = start_sandbox(bwrap, 3, 4);
         restore_sandbox(bus, sandbox, "bubblewrap");
@@ -764,7 +790,6 @@ static void test_real_sandboxes(void) {
                 stop_sandbox(sandbox);
         } else
                 g_test_message("firejail is not installed (scripts/lib.sh installs it)");
-        bus_fixture_finish(&b);
         (void) unlink(f1);
         (void) unlink(f2);
         (void) unlink(f3);
@@ -791,33 +816,32 @@ static bool json_has_exactly(json_t *o, const char *const *keys) {
 
 /* plan ID, restore ID|FILE (--json exactly as documented, --exec), restores, release (the restore
  * outlives sectreectl until it is released), and run --like. */
-static void test_sectreectl(void) {
-        BusFixture b;
-        if (!tests_require_root())
-                return;
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
+static void test_sectreectl(Fixture *fx, gconstpointer data) {
         struct sock_filter notify[8];
         size_t nn = tests_filter_notify(notify, SYS_sysinfo);
-        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        if (!fixture_scenario(fx))
+                return;
+        Scenario *s = fx->s;
+        ScenarioTask a = fx->a;
         g_assert_cmpint(scenario_install(s, a, notify, nn, SECCOMP_FILTER_FLAG_NEW_LISTENER), >=, 0);
         ScenarioTask child = scenario_fork(s, a);
-        if (!bus_fixture_start_all(&b, NULL, NULL))
+        if (!fixture_start(fx, NULL))
                 return;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        uint64_t id = bus_client_create_ok(bus, scenario_root_pid(s), NULL);
+        sd_bus *bus = fx->bus;
+        uint64_t id = fx->id;
+        BusFixture *b = &fx->b;
         g_autofree char *ids = g_strdup_printf("%" PRIu64, id), *out = NULL, *err = NULL;
         g_autofree char *child_pid = g_strdup_printf("%d", scenario_task(s, child)->tgid);
         g_autofree char *exec = g_strdup_printf("--exec=%s=sleep 100", child_pid);
         json_error_t je;
 
         /* plan of a stored snapshot */
-        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("plan", ids)), ==, 0);
+        g_assert_cmpint(ctl(b, false, &out, &err, ARGS("plan", ids)), ==, 0);
         g_assert_nonnull(strstr(out, "install filter"));
         g_clear_pointer(&out, g_free);
 
         /* restore --json: exactly the documented keys */
-        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("--json=short", "restore", ids)), ==, 0);
+        g_assert_cmpint(ctl(b, false, &out, &err, ARGS("--json=short", "restore", ids)), ==, 0);
         json_auto_t *doc = json_loads(out, 0, &je);
         g_assert_nonnull(doc);
         g_assert_true(json_has_exactly(doc, ARGS("restore_id", "verified", "differences", "processes", "threads",
@@ -834,24 +858,24 @@ static void test_sectreectl(void) {
         g_assert_true(restore_process_alive(restored)); /* it outlived sectreectl */
         g_clear_pointer(&out, g_free);
 
-        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("restores")), ==, 0);
+        g_assert_cmpint(ctl(b, false, &out, &err, ARGS("restores")), ==, 0);
         g_assert_nonnull(strstr(out, "ready"));
         g_clear_pointer(&out, g_free);
         g_autofree char *rids = g_strdup_printf("%" PRIu64, rid);
-        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("release", rids)), ==, 0);
+        g_assert_cmpint(ctl(b, false, NULL, NULL, ARGS("release", rids)), ==, 0);
         g_assert_false(restore_process_alive(restored));
         g_clear_pointer(&err, g_free);
-        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("release", rids)), ==, 1);
+        g_assert_cmpint(ctl(b, false, NULL, &err, ARGS("release", rids)), ==, 1);
         g_assert_nonnull(strstr(err, "NoSuchRestore"));
         g_clear_pointer(&err, g_free);
 
         /* a file is imported first; --exec */
         g_autofree char *dir = g_dir_make_tmp("sectree-ctl-XXXXXX", NULL);
         g_autofree char *file = g_build_filename(dir, "s.json", NULL);
-        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("export", ids, file)), ==, 0);
+        g_assert_cmpint(ctl(b, false, NULL, NULL, ARGS("export", ids, file)), ==, 0);
         g_assert_cmpint(chmod(dir, 0755), ==, 0);
         g_assert_cmpint(chmod(file, 0644), ==, 0);
-        g_assert_cmpint(ctl(&b, false, &out, &err, ARGS("restore", exec, file)), ==, 0);
+        g_assert_cmpint(ctl(b, false, &out, &err, ARGS("restore", exec, file)), ==, 0);
         g_assert_nonnull(strstr(out, "; verified"));
         g_assert_nonnull(strstr(err, "Imported"));
         g_autoptr(GArray) listed = list_restores(bus);
@@ -871,15 +895,15 @@ static void test_sectreectl(void) {
         g_autofree char *comm_path = g_strdup_printf("/proc/%d/comm", sleeper), *comm = NULL;
         g_assert_true(g_file_get_contents(comm_path, &comm, NULL, NULL));
         g_assert_cmpstr(comm, ==, "sleep\n");
-        g_assert_cmpint(ctl(&b, false, NULL, NULL, ARGS("release", rel)), ==, 0);
+        g_assert_cmpint(ctl(b, false, NULL, NULL, ARGS("release", rel)), ==, 0);
         g_assert_true(restore_process_alive(sleeper)); /* exec'd: left alone */
         g_assert_cmpint(kill(sleeper, SIGKILL), ==, 0);
 
         /* nobody: not root's snapshot, no original uids */
-        g_assert_cmpint(ctl(&b, true, NULL, &err, ARGS("restore", ids)), ==, 1);
+        g_assert_cmpint(ctl(b, true, NULL, &err, ARGS("restore", ids)), ==, 1);
         g_assert_nonnull(strstr(err, "NoSuchSnapshot"));
         g_clear_pointer(&err, g_free);
-        g_assert_cmpint(ctl(&b, true, NULL, &err, ARGS("restore", "--original-uids", file)), ==, 1);
+        g_assert_cmpint(ctl(b, true, NULL, &err, ARGS("restore", "--original-uids", file)), ==, 1);
         g_assert_nonnull(strstr(err, "AccessDenied"));
         g_clear_pointer(&err, g_free);
 
@@ -896,23 +920,21 @@ static void test_sectreectl(void) {
                 like_arg);
         char *pipe_argv[] = { (char *) "/bin/sh", (char *) "-c", pipeline, (char *) g_getenv("SECTREECTL"), NULL };
         g_autofree char *ran = NULL;
-        g_assert_cmpint(bus_fixture_run(&b, false, pipe_argv, &ran, &err), ==, 3);
+        g_assert_cmpint(bus_fixture_run(b, false, pipe_argv, &ran, &err), ==, 3);
         g_test_message("run --like: %s%s", ran, err);
         g_assert_cmpstr(ran, ==, "Seccomp_filters:\t3\nnice 125\nread hello\n"); /* a's two filters and its own */
         g_assert_nonnull(strstr(err, "to-stderr\n"));
         g_clear_pointer(&err, g_free);
-        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", like_arg, "--", "/bin/sh", "-c", "kill -TERM $$")), ==,
+        g_assert_cmpint(ctl(b, false, NULL, &err, ARGS("run", like_arg, "--", "/bin/sh", "-c", "kill -TERM $$")), ==,
                         128 + SIGTERM);
         g_clear_pointer(&err, g_free);
         g_autoptr(GArray) after_run = list_restores(bus);
         g_assert_cmpuint(after_run->len, ==, 0);
-        g_assert_cmpint(ctl(&b, false, NULL, &err, ARGS("run", "--", "true")), ==, 2);
+        g_assert_cmpint(ctl(b, false, NULL, &err, ARGS("run", "--", "true")), ==, 2);
         g_clear_pointer(&err, g_free);
 
         (void) unlink(file);
         (void) rmdir(dir);
-        bus_fixture_finish(&b);
-        scenario_free(s);
 }
 
 int main(int argc, char *argv[]) {
@@ -921,15 +943,15 @@ int main(int argc, char *argv[]) {
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
         tests_ensure_tracefs();
         restore_scenarios_scan = scan;
-        g_test_add_func("/restore-daemon/scenarios", test_scenarios);
-        g_test_add_func("/restore-daemon/caller-leaves", test_caller_leaves);
-        g_test_add_func("/restore-daemon/failures", test_failures);
-        g_test_add_func("/restore-daemon/unit-refused", test_unit_refused);
-        g_test_add_func("/restore-daemon/limits", test_limits);
-        g_test_add_func("/restore-daemon/random-histories", test_random_histories);
-        g_test_add_func("/restore-daemon/behaviour-kept", test_behaviour_kept);
-        g_test_add_func("/restore-daemon/real-sandboxes", test_real_sandboxes);
-        g_test_add_func("/restore-daemon/sectreectl", test_sectreectl);
+        ADD_TEST("/restore-daemon/scenarios", test_scenarios);
+        ADD_TEST("/restore-daemon/caller-leaves", test_caller_leaves);
+        ADD_TEST("/restore-daemon/failures", test_failures);
+        ADD_TEST("/restore-daemon/unit-refused", test_unit_refused);
+        ADD_TEST("/restore-daemon/limits", test_limits);
+        ADD_TEST("/restore-daemon/random-histories", test_random_histories);
+        ADD_TEST("/restore-daemon/behaviour-kept", test_behaviour_kept);
+        ADD_TEST("/restore-daemon/real-sandboxes", test_real_sandboxes);
+        ADD_TEST("/restore-daemon/sectreectl", test_sectreectl);
         int r = g_test_run();
         bpf_scanner_free(scanner);
         return r;

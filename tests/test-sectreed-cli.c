@@ -2,7 +2,13 @@
  * naming the capabilities, no libbpf noise, one summary of the threads a ptrace scan could not
  * read (and exit 1 when it read nothing); --log-level and SYSTEMD_LOG_LEVEL; tracefs mounted by
  * the daemon itself is said */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "tests-util.h"
@@ -19,14 +25,20 @@ static void run_done(Run *r) {
         g_free(r->err);
 }
 
-/* Run argv (NULL-terminated) with extra environment entries (may be NULL). */
-static Run run(const char *const *argv, const char *const *env) {
-        Run r = {};
-        g_auto(GStrv) envp = g_get_environ();
+/* This process's environment with extra entries (may be NULL). */
+static GStrv environ_with(const char *const *env) {
+        GStrv envp = g_get_environ();
         for (; env && *env; env++) {
                 g_auto(GStrv) kv = g_strsplit(*env, "=", 2);
                 envp = g_environ_setenv(envp, kv[0], kv[1], true);
         }
+        return envp;
+}
+
+/* Run argv (NULL-terminated) with extra environment entries (may be NULL). */
+static Run run(const char *const *argv, const char *const *env) {
+        Run r = {};
+        g_auto(GStrv) envp = environ_with(env);
         g_autoptr(GError) error = NULL;
         int status;
         if (!g_spawn_sync(NULL, (char **) argv, envp, G_SPAWN_SEARCH_PATH, NULL, NULL, &r.out, &r.err, &status, &error))
@@ -126,27 +138,99 @@ static void test_not_root(void) {
         scenario_free(s);
 }
 
+/* PID 1 of a pid namespace with its own /proc: a child of root's (pid 2) under a filter, then argv
+ * with envp, its standard output and error on out and err. */
+__attribute__((noreturn)) static void ns_init(const char *const *argv, char **envp, int out, int err) {
+        struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        struct sock_fprog prog = { .len = 1, .filter = &allow };
+        int ready[2];
+        char byte;
+
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mount("proc", "/proc", "proc", 0, NULL) < 0 ||
+            pipe(ready) < 0)
+                _exit(120);
+        if (fork() == 0) {
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(1);
+                (void) !write(ready[1], "x", 1);
+                pause();
+                _exit(0);
+        }
+        if (read(ready[0], &byte, 1) != 1 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+                _exit(121);
+        execvpe(argv[0], (char **) argv, envp);
+        _exit(127);
+}
+
+static char *read_all(int fd) {
+        GString *text = g_string_new(NULL);
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof(buf))) > 0)
+                g_string_append_len(text, buf, n);
+        close(fd);
+        return g_string_free(text, false);
+}
+
+/* run() in a pid namespace of its own whose pid 2 is a process of root's under a filter: a scan
+ * there (--root=2) meets no process of another program's (a holder of a listener of nobody's,
+ * say, which a ptrace scan of any subtree reads too), only what the test made. */
+static Run run_in_pid_namespace(const char *const *argv, const char *const *env) {
+        g_auto(GStrv) envp = environ_with(env);
+        int out[2], err[2], status;
+        Run r = {};
+
+        g_assert_cmpint(pipe2(out, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(err, O_CLOEXEC), ==, 0);
+        pid_t helper = fork();
+        g_assert_cmpint(helper, >=, 0);
+        if (helper == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
+                        _exit(122);
+                pid_t init = fork();
+                if (init == 0)
+                        ns_init(argv, envp, out[1], err[1]);
+                _exit(init > 0 && waitpid(init, &status, 0) == init && WIFEXITED(status) ? WEXITSTATUS(status) : 123);
+        }
+        close(out[1]);
+        close(err[1]);
+        r.out = read_all(out[0]);
+        r.err = read_all(err[0]);
+        g_assert_cmpint(waitpid(helper, &status, 0), ==, helper);
+        g_assert_true(WIFEXITED(status));
+        r.status = WEXITSTATUS(status);
+        g_assert_cmpint(r.status, <, 120); /* the namespace's set-up worked */
+        return r;
+}
+
 static void test_log_level(void) {
         if (!tests_require_root())
                 return;
         const char *sectreed = g_getenv("SECTREED");
-        g_autofree char *root = NULL;
-        Scenario *s = filtered_scenario(NULL, &root);
         const char *admin_scan_err[] = { NOBODY, "--inh-caps=+sys_admin", "--ambient-caps=+sys_admin", sectreed, "scan",
-                                         "--backend=ptrace", "--log-level=err", root, NULL };
-        Run r = run(admin_scan_err, NULL);
+                                         "--backend=ptrace", "--log-level=err", "--root=2", NULL };
+        const char *admin_scan[] = { NOBODY, "--inh-caps=+sys_admin", "--ambient-caps=+sys_admin", sectreed, "scan",
+                                     "--backend=ptrace", "--root=2", NULL };
+        /* what there is to keep quiet: the warnings of a scan that read nothing */
+        Run r = run_in_pid_namespace(admin_scan, NULL);
+        g_test_message("exit %d, stderr: %s", r.status, r.err);
+        g_assert_cmpint(r.status, ==, 1);
+        g_assert_nonnull(strstr(r.err, "Could not read the filters of 1 thread (Operation not permitted: 1)"));
+        run_done(&r);
+        r = run_in_pid_namespace(admin_scan_err, NULL);
         g_assert_cmpint(r.status, ==, 1);
         g_assert_cmpstr(r.err, ==, ""); /* the warnings are below err */
         run_done(&r);
         const char *env_err[] = { "SYSTEMD_LOG_LEVEL=3", NULL };
-        const char *admin_scan[] = { NOBODY, "--inh-caps=+sys_admin", "--ambient-caps=+sys_admin", sectreed, "scan",
-                                     "--backend=ptrace", root, NULL };
-        r = run(admin_scan, env_err);
+        r = run_in_pid_namespace(admin_scan, env_err);
+        g_assert_cmpint(r.status, ==, 1);
         g_assert_cmpstr(r.err, ==, "");
         run_done(&r);
         /* the option wins over the environment */
         const char *env_debug[] = { "SYSTEMD_LOG_LEVEL=debug", NULL };
-        r = run(admin_scan_err, env_debug);
+        r = run_in_pid_namespace(admin_scan_err, env_debug);
+        g_assert_cmpint(r.status, ==, 1);
         g_assert_cmpstr(r.err, ==, "");
         run_done(&r);
 
@@ -163,7 +247,6 @@ static void test_log_level(void) {
         g_assert_true(g_str_has_prefix(r.err, "Ignoring SYSTEMD_LOG_LEVEL=loud: expected a level"));
         g_assert_nonnull(strstr(r.out, "--log-level=LEVEL"));
         run_done(&r);
-        scenario_free(s);
 }
 
 /* In a mount namespace of its own where tracefs is not mounted, the daemon mounts it and says so. */

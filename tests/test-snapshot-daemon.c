@@ -1031,6 +1031,118 @@ static void test_ptrace_scan_off_loop(void) {
         scan_off_loop_with(args, "ptrace", 500);
 }
 
+static bool file_exists(void *path) {
+        return access(path, F_OK) == 0;
+}
+
+/* The depth of the chain the daemon knows for tid (its filter ids, head first); 0 for a task it
+ * does not know. */
+static unsigned chain_depth(sd_bus *bus, pid_t tid) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const void *ids;
+        size_t size;
+        if (bus_client_call(bus, "GetTaskChain", &error, &reply, "u", (uint32_t) tid) < 0) {
+                if (!sd_bus_error_has_name(&error, "org.sectree1.Error.NoSuchTask"))
+                        g_error("GetTaskChain %d: %s", (int) tid, error.message);
+                return 0;
+        }
+        g_assert_cmpint(sd_bus_message_read_array(reply, 't', &ids, &size), >=, 0);
+        return (unsigned) (size / sizeof(uint64_t));
+}
+
+typedef struct ChainWait {
+        sd_bus *bus;
+        pid_t tid;
+        unsigned depth;
+} ChainWait;
+
+static bool chain_has_depth(void *userdata) {
+        ChainWait *w = userdata;
+        return chain_depth(w->bus, w->tid) == w->depth;
+}
+
+/* Rescan() without the client's default 25 s limit: it may wait for a snapshot's scan. */
+static void rescan_async(sd_bus *bus, BusPending *p) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        g_assert_cmpint(sd_bus_message_new_method_call(bus, &call, DEST, PATH, IFACE, "Rescan"), >=, 0);
+        g_assert_cmpint(sd_bus_call_async(bus, NULL, call, bus_client_on_reply, p, 120 * 1000000ULL), >=, 0);
+}
+
+/* ptrace: a Rescan() sent while a snapshot's scan of a large subtree holds the scanners' lock
+ * ($SECTREE_TEST_PTRACE_SCAN_HOLD) does not hold the loop: ListTasks sent after it is answered
+ * while the scan still holds the lock, and the Rescan is not (its pass is queued). Once the scan
+ * lets go, the Rescan is answered after a pass that ran then: it saw a filter installed while the
+ * lock was held, which no event announces. The snapshot is whole. */
+static void test_ptrace_rescan_during_snapshot(void) {
+        const int n = 500;
+        BusFixture b;
+        g_autofree char *dir = g_dir_make_tmp("sectree-hold-XXXXXX", NULL);
+        g_autofree char *held = g_build_filename(dir, "held", NULL), *go = g_build_filename(dir, "go", NULL);
+        g_autofree char *hold_env = g_strconcat("SECTREE_TEST_PTRACE_SCAN_HOLD=", dir, NULL);
+        char *env[] = { hold_env, (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
+        char *args[] = { (char *) "--backend=ptrace", NULL };
+        int cmd[2], ack[2];
+        char c;
+        if (!bus_fixture_start_all(&b, args, env))
+                return;
+        g_assert_cmpint(pipe2(cmd, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(ack, O_CLOEXEC), ==, 0);
+        pid_t root = fork();
+        g_assert_cmpint(root, >=, 0);
+        if (root == 0) {
+                flood_root(n, cmd[0], ack[1]);
+                _exit(0);
+        }
+        g_assert_cmpint(read(ack[0], &c, 1), ==, 1);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_true(tests_wait_for(chain_has_depth, &(ChainWait) { bus, root, 1 }, TESTS_PATIENCE_MS));
+
+        BusPending create = {}, rescan = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, DEST, PATH, IFACE, "CreateSnapshot", bus_client_on_reply,
+                                                 &create, "ua{sv}", (uint32_t) root, 0), >=, 0);
+        g_assert_true(tests_wait_for(file_exists, held, TESTS_PATIENCE_MS));
+        rescan_async(bus, &rescan);
+        uint64_t sent = g_get_monotonic_time();
+        if (bus_client_call(bus, "ListTasks", &error, NULL, "") < 0)
+                g_error("ListTasks while a snapshot's scan holds the lock: %s", error.message);
+        g_test_message("ListTasks sent after a Rescan that waits for a snapshot's scan: answered in %" PRIu64 " ms",
+                       (g_get_monotonic_time() - sent) / 1000);
+        drain(bus);
+        g_assert_false(rescan.done); /* its pass cannot scan yet */
+        g_assert_false(create.done);
+
+        g_assert_cmpint(write(cmd[1], "x", 1), ==, 1); /* a second filter, announced by no event */
+        g_assert_cmpint(read(ack[0], &c, 1), ==, 1);
+        g_assert_true(g_file_set_contents(go, "", 0, NULL));
+        uint64_t opened = g_get_monotonic_time();
+        bus_client_wait(bus, &rescan, 120000, "Rescan");
+        g_test_message("Rescan answered %" PRIu64 " ms after the snapshot's scan could go on",
+                       (g_get_monotonic_time() - opened) / 1000);
+        if (sd_bus_error_is_set(&rescan.error))
+                g_error("Rescan: %s", rescan.error.message);
+        g_assert_cmpuint(chain_depth(bus, root), ==, 2);
+        bus_client_wait(bus, &create, 120000, "CreateSnapshot");
+        g_test_message("CreateSnapshot of %d processes answered %" PRIu64 " ms after its scan could go on", n + 1,
+                       (g_get_monotonic_time() - opened) / 1000);
+        if (sd_bus_error_is_set(&create.error))
+                g_error("CreateSnapshot: %s", create.error.message);
+        g_autoptr(Forest) f = bus_client_export_forest(bus, create.id);
+        if (f->snapshot.consistency != SNAPSHOT_CONSISTENCY_NONE)
+                g_assert_cmpuint(f->n_processes, ==, (size_t) n + 1);
+        kill(root, SIGKILL);
+        waitpid(root, NULL, 0);
+        close(cmd[0]);
+        close(cmd[1]);
+        close(ack[0]);
+        close(ack[1]);
+        unlink(go);
+        unlink(held);
+        rmdir(dir);
+        bus_fixture_finish(&b);
+}
+
 /* Anyone may give their process a name that is not UTF-8: root's snapshots of it (and of the
  * whole machine) still succeed, with U+FFFD for each invalid byte and the name cut to what fits. */
 static void test_bad_comm(void) {
@@ -1062,6 +1174,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot-daemon/create-off-loop", test_create_off_loop);
         g_test_add_func("/snapshot-daemon/scan-off-loop", test_scan_off_loop);
         g_test_add_func("/snapshot-daemon/ptrace/scan-off-loop", test_ptrace_scan_off_loop);
+        g_test_add_func("/snapshot-daemon/ptrace/rescan-during-snapshot", test_ptrace_rescan_during_snapshot);
         g_test_add_func("/snapshot-daemon/bad-comm", test_bad_comm);
         g_test_add_func("/snapshot-daemon/access", test_access);
         g_test_add_func("/snapshot-daemon/churn", test_churn);

@@ -16,6 +16,8 @@ DEFINE_CLEANUP(sqlite3 *, sqlite3_close)
 typedef struct Fixture {
         char *dir;
         char *path;
+        Store *store; /* TEST_OPEN: the state database opened, and a raw connection to it */
+        sqlite3 *db;
 } Fixture;
 
 static void fixture_setup(Fixture *fx, gconstpointer data) {
@@ -26,7 +28,18 @@ static void fixture_setup(Fixture *fx, gconstpointer data) {
         fx->path = g_build_filename(fx->dir, STORE_FILE_NAME, NULL);
 }
 
+static Store *open_ok(const Fixture *fx);
+static sqlite3 *raw_open(const char *path);
+
+static void fixture_setup_open(Fixture *fx, gconstpointer data) {
+        fixture_setup(fx, data);
+        fx->store = open_ok(fx);
+        fx->db = raw_open(fx->path);
+}
+
 static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        sqlite3_close(fx->db);
+        store_free(fx->store);
         g_autoptr(GDir) d = g_dir_open(fx->dir, 0, NULL);
         const char *name;
 
@@ -40,6 +53,7 @@ static void fixture_teardown(Fixture *fx, gconstpointer data) {
 }
 
 #define TEST(name, fn) g_test_add(name, Fixture, NULL, fixture_setup, fn, fixture_teardown)
+#define TEST_OPEN(name, fn) g_test_add(name, Fixture, NULL, fixture_setup_open, fn, fixture_teardown)
 
 /* Direct SQLite access, as an admin would have it. */
 
@@ -208,8 +222,8 @@ static const TSpec forest_b_tasks[] = {
 /* Open */
 
 static void test_open_creates_schema(Fixture *fx, gconstpointer data) {
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         uint64_t max_id = 99;
 
         g_assert_cmpint(raw_int(db, "PRAGMA user_version"), ==, STATE_MIGRATIONS_COUNT);
@@ -306,8 +320,8 @@ static void test_open_newer_version(Fixture *fx, gconstpointer data) {
 
 static void test_replace_all(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks);
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         char digest[PROG_DIGEST_STRING_MAX], sql[256];
         uint64_t max_id = 0;
 
@@ -388,8 +402,8 @@ static void assert_revived(sqlite3 *db, Store *s) {
 static void test_replace_all_revives_retired(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks),
                                        *c = BUILD(retired_live_again, retired_live_again_tasks);
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
 
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
         g_assert_cmpint(store_replace_all(s, b, 2000), ==, 0);
@@ -402,26 +416,28 @@ static void test_replace_all_revives_retired(Fixture *fx, gconstpointer data) {
         assert_rows(db, "SELECT id, first_seen_usec, last_seen_usec FROM filters ORDER BY id", "1,1000,4000;3,1000,4000");
 }
 
+/* The live forest replaced by pass, and its changes written at now (and cleared). */
+static void live_pass_stored(Store *s, Live *l, Forest *pass, uint64_t now, LiveChanges *c) {
+        g_assert_cmpint(live_replace(l, pass, false, c), ==, 0);
+        g_assert_cmpint(store_write_changes(s, live_forest(l), c, now), ==, 0);
+        live_changes_clear(c);
+}
+
 /* The same through the live forest: it retired 3 and 4 (a pass without them, written as its
  * differences), and the next pass, written as its differences too, holds 3 again. */
 static void test_pass_revives_retired(Fixture *fx, gconstpointer data) {
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         _cleanup_(live_freep) Live *l = NULL;
         LiveChanges c = {};
 
         g_assert_cmpint(live_new(NULL, &l), ==, 0);
-        g_assert_cmpint(live_replace(l, forest_a(), false, &c), ==, 0);
-        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 1000), ==, 0);
-        live_changes_clear(&c);
-        g_assert_cmpint(live_replace(l, BUILD(forest_b_filters, forest_b_tasks), false, &c), ==, 0);
-        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 2000), ==, 0);
-        live_changes_clear(&c);
+        live_pass_stored(s, l, forest_a(), 1000, &c);
+        live_pass_stored(s, l, BUILD(forest_b_filters, forest_b_tasks), 2000, &c);
         assert_rows(db, "SELECT id FROM history ORDER BY id", "3;4");
         raw_exec(db, "UPDATE history SET installer_tid = 101, installer_tgid = 100, installer_comm = 'alpha' "
                      "WHERE id = 3");
-        g_assert_cmpint(live_replace(l, BUILD(retired_live_again, retired_live_again_tasks), false, &c), ==, 0);
-        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 3000), ==, 0);
+        live_pass_stored(s, l, BUILD(retired_live_again, retired_live_again_tasks), 3000, &c);
         live_changes_done(&c);
         assert_revived(db, s);
 }
@@ -432,8 +448,8 @@ static void test_history_limit(Fixture *fx, gconstpointer data) {
         static const TSpec tasks[] = { { 100, 100, 1, 1, 0, "alpha" } };
         _cleanup_(forest_freep) Forest *a = forest_a(), *b = BUILD(forest_b_filters, forest_b_tasks),
                                        *c = BUILD(only_root, tasks);
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         uint64_t max_id = 0;
 
         store_set_history_limit(s, 2);
@@ -452,8 +468,8 @@ static void test_history_limit(Fixture *fx, gconstpointer data) {
 
 static void test_replace_all_updates(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a(), *changed = forest_a();
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         Process *p = NULL;
 
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
@@ -477,8 +493,8 @@ static void test_replace_all_updates(Fixture *fx, gconstpointer data) {
 
 static void test_replace_all_refusals(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a();
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
 
         g_assert_cmpint(store_begin(s), ==, 0);
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, -EBUSY);
@@ -513,8 +529,8 @@ static Task thread_of(pid_t tid, uint64_t filter) {
 
 static void test_incremental(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a();
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         const StoreInstaller installer = { .tid = 101, .tgid = 100, .comm = "alpha", .exe = "/usr/bin/alpha" };
         Filter f10 = filter_of(10, 3, PROG(tests_prog_errno), true), f11 = filter_of(11, 10, PROG(tests_prog_allow), false);
         Process p100 = process_of(100, "alpha", "/usr/bin/alpha", 1100);
@@ -667,9 +683,18 @@ static LiveEvent filter_event(pid_t tid, pid_t tgid, uint64_t id, uint64_t paren
 /* A batch's changes written as the live forest has them after it; and when the database refuses
  * one of them, nothing of the batch is written, and rolling the live forest back makes the two
  * agree again. */
+/* pass, with process 100's leader under a new filter 20 (LOG, 2 instructions) on filter 1: what the
+ * triggers of the refusal tests refuse. */
+static Forest *with_filter_20(Forest *pass) {
+        g_assert_cmpint(forest_add_filter(pass, 20, 1, PROG(tests_prog_log), NULL), ==, 0);
+        process_find_thread(forest_find_process(pass, 100), 100)->filter_id = 20;
+        g_assert_cmpint(forest_link(pass, NULL), ==, 0);
+        return pass;
+}
+
 static void test_write_changes(Fixture *fx, gconstpointer data) {
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         _cleanup_(live_freep) Live *l = NULL;
         LiveChanges c = {};
 
@@ -707,11 +732,7 @@ static void test_write_changes(Fixture *fx, gconstpointer data) {
         g_autofree char *live_after = forest_state(live_forest(l));
         g_assert_cmpstr(live_after, ==, after);
         /* A full pass that holds the refused filter is refused as a whole too. */
-        _cleanup_(forest_freep) Forest *pass = forest_a();
-        g_assert_cmpint(forest_add_filter(pass, 20, 1, PROG(tests_prog_log), NULL), ==, 0);
-        process_find_thread(forest_find_process(pass, 100), 100)->filter_id = 20;
-        g_assert_cmpint(forest_link(pass, NULL), ==, 0);
-        g_assert_cmpint(live_replace(l, TAKE_PTR(pass), false, &c), ==, 0);
+        g_assert_cmpint(live_replace(l, with_filter_20(forest_a()), false, &c), ==, 0);
         g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 4000), <, 0);
         g_assert_cmpint(live_rollback(l, &c), ==, 0);
         g_autofree char *after_pass = stored_state(db), *live_after_pass = forest_state(live_forest(l));
@@ -726,15 +747,13 @@ static void test_write_changes(Fixture *fx, gconstpointer data) {
  * full reconciliation would: the rows it did not change keep their last_seen, the filters gone go
  * to history, and a pass whose store failed is followed by a full reconciliation. */
 static void test_pass_writes_differences(Fixture *fx, gconstpointer data) {
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         _cleanup_(live_freep) Live *l = NULL;
         LiveChanges c = {};
 
         g_assert_cmpint(live_new(NULL, &l), ==, 0);
-        g_assert_cmpint(live_replace(l, forest_a(), false, &c), ==, 0);
-        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 1000), ==, 0); /* reconciled in full */
-        live_changes_clear(&c);
+        live_pass_stored(s, l, forest_a(), 1000, &c); /* reconciled in full */
         LiveEvent batch[] = { filter_event(101, 100, 10, 3, PROG(tests_prog_errno)) };
         g_assert_cmpint(live_apply(l, batch, ELEMENTSOF(batch), &c), ==, 0);
         g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 1500), ==, 0);
@@ -742,9 +761,7 @@ static void test_pass_writes_differences(Fixture *fx, gconstpointer data) {
 
         /* b: 1 and 2 stay as they are, 5 is new, 3, 4 and 10 are gone; so are processes 200, 300 */
         _cleanup_(forest_freep) Forest *b = BUILD(forest_b_filters, forest_b_tasks);
-        g_assert_cmpint(live_replace(l, BUILD(forest_b_filters, forest_b_tasks), false, &c), ==, 0);
-        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 2000), ==, 0);
-        live_changes_clear(&c);
+        live_pass_stored(s, l, BUILD(forest_b_filters, forest_b_tasks), 2000, &c);
         g_autofree char *want = forest_state(b), *got = stored_state(db);
         g_assert_cmpstr(got, ==, want);
         /* unchanged rows were not written: they keep the time they were last written */
@@ -755,16 +772,11 @@ static void test_pass_writes_differences(Fixture *fx, gconstpointer data) {
         /* a pass that fails to be stored: the next one reconciles in full (it touches every row) */
         raw_exec(db, "CREATE TRIGGER refuse BEFORE INSERT ON filters WHEN NEW.id = 20 "
                      "BEGIN SELECT RAISE(ABORT, 'refused'); END");
-        Forest *pass = BUILD(forest_b_filters, forest_b_tasks);
-        g_assert_cmpint(forest_add_filter(pass, 20, 1, PROG(tests_prog_log), NULL), ==, 0);
-        process_find_thread(forest_find_process(pass, 100), 100)->filter_id = 20;
-        g_assert_cmpint(forest_link(pass, NULL), ==, 0);
-        g_assert_cmpint(live_replace(l, pass, false, &c), ==, 0);
+        g_assert_cmpint(live_replace(l, with_filter_20(BUILD(forest_b_filters, forest_b_tasks)), false, &c), ==, 0);
         g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 3000), <, 0);
         g_assert_cmpint(live_rollback(l, &c), ==, 0);
         raw_exec(db, "DROP TRIGGER refuse");
-        g_assert_cmpint(live_replace(l, BUILD(forest_b_filters, forest_b_tasks), false, &c), ==, 0);
-        g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 4000), ==, 0);
+        live_pass_stored(s, l, BUILD(forest_b_filters, forest_b_tasks), 4000, &c);
         live_changes_done(&c);
         assert_rows(db, "SELECT id, last_seen_usec FROM filters ORDER BY id", "1,4000;2,4000;5,4000");
         g_autofree char *again = stored_state(db);
@@ -794,8 +806,8 @@ static void test_load_live(Fixture *fx, gconstpointer data) {
 
 static void test_views(Fixture *fx, gconstpointer data) {
         _cleanup_(forest_freep) Forest *a = forest_a();
-        _cleanup_(store_freep) Store *s = open_ok(fx);
-        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
         char digest[PROG_DIGEST_STRING_MAX], sql[256];
 
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
@@ -1000,23 +1012,23 @@ int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         log_set_max_level(g_test_verbose() ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERR);
 
-        TEST("/store/open/schema", test_open_creates_schema);
+        TEST_OPEN("/store/open/schema", test_open_creates_schema);
         TEST("/store/open/again", test_open_again);
         TEST("/store/open/other-application", test_open_other_application);
         TEST("/store/open/no-application-id", test_open_no_application_id);
         TEST("/store/open/not-sqlite", test_open_not_sqlite);
         TEST("/store/open/newer-version", test_open_newer_version);
-        TEST("/store/replace-all", test_replace_all);
-        TEST("/store/replace-all/updates", test_replace_all_updates);
-        TEST("/store/replace-all/revives-retired", test_replace_all_revives_retired);
-        TEST("/store/pass-revives-retired", test_pass_revives_retired);
-        TEST("/store/replace-all/refusals", test_replace_all_refusals);
-        TEST("/store/history-limit", test_history_limit);
-        TEST("/store/incremental", test_incremental);
-        TEST("/store/write-changes", test_write_changes);
-        TEST("/store/pass-writes-differences", test_pass_writes_differences);
+        TEST_OPEN("/store/replace-all", test_replace_all);
+        TEST_OPEN("/store/replace-all/updates", test_replace_all_updates);
+        TEST_OPEN("/store/replace-all/revives-retired", test_replace_all_revives_retired);
+        TEST_OPEN("/store/pass-revives-retired", test_pass_revives_retired);
+        TEST_OPEN("/store/replace-all/refusals", test_replace_all_refusals);
+        TEST_OPEN("/store/history-limit", test_history_limit);
+        TEST_OPEN("/store/incremental", test_incremental);
+        TEST_OPEN("/store/write-changes", test_write_changes);
+        TEST_OPEN("/store/pass-writes-differences", test_pass_writes_differences);
         TEST("/store/load-live", test_load_live);
-        TEST("/store/views", test_views);
+        TEST_OPEN("/store/views", test_views);
         TEST("/store/perf", test_perf);
         return g_test_run();
 }
