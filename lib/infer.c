@@ -79,7 +79,7 @@ static const Filter *by_content(const KeyedFilter *idx, size_t n, uint64_t paren
  * exact (written by the ptrace backend) or is damaged, and every id kept is the object's. The
  * ptrace backend's objects are inferred (scan-ptrace.c shares byte-identical filters of related
  * tasks): where its sharing changed between readings the claims disagree and those filters get new
- * ids on the first pass after start; on later passes (by_content) they may then take a free stored
+ * ids on the first pass after start; on later passes (by_content) they may then take a free earlier
  * filter with the same parent and bytes, as its inference does for any filter. */
 typedef struct Claim {
         const Filter *other; /* the first filter of the other reading claimed */
