@@ -66,57 +66,139 @@ static const Filter *by_content(const KeyedFilter *idx, size_t n, uint64_t paren
         return NULL;
 }
 
-/* For each filter of f (linked), a thread whose chain holds it. */
-static int filter_seats(const Forest *f, const Task ***ret) {
-        const Task **seat = calloc(f->n_filters + 1, sizeof(Task *));
-        if (!seat)
+/* Claims: what the surviving threads say. A thread named by its tid and start time in both readings
+ * keeps the filter objects of its chain (a chain only grows), so the filter it holds now at depth d
+ * is the stored filter it held at depth d: each such pair is a claim. Every surviving thread makes
+ * its claims, not one per filter, so a filter keeps its id whichever of its holders survived and
+ * whatever pids the others have (a new task may take a lower pid once pids wrap).
+ *
+ * Claims that disagree keep no id. If a filter now is claimed by two stored filters, or a stored
+ * filter by two filters now, both readings cannot be right about those threads, and nothing says
+ * which is; a filter keeps a stored id only when the pairing is one to one. With the bpf backend
+ * both readings are kernel objects, so a disagreement only comes from a stored state that was not
+ * exact (written by the ptrace backend) or is damaged, and every id kept is the object's. The
+ * ptrace backend's objects are inferred (scan-ptrace.c shares byte-identical filters of related
+ * tasks): where its sharing changed between readings the claims disagree and those filters get new
+ * ids on the first pass after start; on later passes (by_content) they may then take a free earlier
+ * filter with the same parent and bytes, as its inference does for any filter. */
+typedef struct Claim {
+        const Filter *other; /* the first filter of the other reading claimed */
+        bool torn;           /* another one was claimed too */
+} Claim;
+
+typedef struct Claims {
+        Claim *now;    /* by index of f's filters: the stored filter claimed */
+        Claim *stored; /* by index of prev's filters: the filter now claiming it */
+} Claims;
+
+static void claims_done(Claims *c) {
+        free(c->now);
+        free(c->stored);
+}
+
+static void claim_one(Claim *c, const Filter *other) {
+        if (!c->other)
+                c->other = other;
+        else if (c->other != other)
+                c->torn = true;
+}
+
+/* The depth of the stored chain from head, 0 unless it ends at a root filter of prev. */
+static size_t stored_depth(const Forest *prev, uint64_t head) {
+        size_t n = 0;
+        const Filter *x = forest_find_filter(prev, head);
+        for (; x && x->parent_id && n <= prev->n_filters; x = forest_find_filter(prev, x->parent_id))
+                n++;
+        return x && !x->parent_id ? n + 1 : 0;
+}
+
+/* The claims of thread t of f, depth by depth. A walk stops at a pair that either side made first
+ * (a thread sharing the rest of the chain walked it), so threads that share cost a step each and
+ * all threads together about one step per filter. */
+static void claim_thread(Claims *c, const Forest *prev, const Task *t) {
+        const Task *old = process_find_thread(forest_find_process(prev, t->tgid), t->tid);
+        if (!old || old->start_time != t->start_time || !t->filter)
+                return;
+        size_t depth = stored_depth(prev, old->filter_id);
+        if (depth == 0 || depth > t->filter->depth)
+                return; /* no chain stored, or a longer one: a chain never shrinks */
+        const Filter *x = t->filter, *s = forest_find_filter(prev, old->filter_id);
+        while (x->depth > depth)
+                x = x->parent;
+        for (; x && s; x = x->parent, s = forest_find_filter(prev, s->parent_id)) {
+                bool seen = c->now[x->index].other == s || c->stored[s->index].other == x;
+                claim_one(&c->now[x->index], s);
+                claim_one(&c->stored[s->index], x);
+                if (seen)
+                        break;
+        }
+}
+
+static int claims_collect(Claims *c, const Forest *prev, const Forest *f) {
+        c->now = calloc(f->n_filters + 1, sizeof(Claim));
+        c->stored = calloc((prev ? prev->n_filters : 0) + 1, sizeof(Claim));
+        if (!c->now || !c->stored)
                 return -ENOMEM;
-        for (size_t i = 0; i < f->n_processes; i++)
-                for (size_t j = 0; j < f->processes[i]->n_threads; j++) {
-                        const Task *t = &f->processes[i]->threads[j];
-                        for (const Filter *x = t->filter; x && !seat[x->index]; x = x->parent)
-                                seat[x->index] = t;
-                }
-        *ret = seat;
+        for (size_t i = 0; prev && i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++)
+                        claim_thread(c, prev, &f->processes[i]->threads[j]);
         return 0;
 }
 
-/* The filter of prev that the same thread (tid and start time) had at depth. */
-static const Filter *by_thread(const Forest *prev, const Task *t, unsigned depth) {
-        const Task *old = process_find_thread(prev ? forest_find_process(prev, t->tgid) : NULL, t->tid);
-        if (!old || old->start_time != t->start_time || depth == 0)
+/* The stored filter that x alone claims and that x alone is claimed by, if any. */
+static const Filter *claimed(const Claims *c, const Filter *x) {
+        const Claim *mine = &c->now[x->index];
+        if (!mine->other || mine->torn)
                 return NULL;
-        size_t len = forest_chain_length(prev, old->filter_id);
-        if (depth > len)
-                return NULL;
-        const Filter *x = forest_find_filter(prev, old->filter_id);
-        for (size_t k = len; x && k > depth; k--)
-                x = forest_find_filter(prev, x->parent_id);
-        return x;
+        const Claim *theirs = &c->stored[mine->other->index];
+        return theirs->torn ? NULL : mine->other;
+}
+
+/* Stored ids that one filter of f claims alone are its own: by_content gives them to no other. */
+static int claims_reserve(const Claims *c, const Forest *f, Hashmap *used) {
+        for (size_t i = 0; i < f->n_filters; i++) {
+                const Filter *old = claimed(c, f->filters[i]);
+                int r = old ? hashmap_put(used, old->id, (void *) f->filters[i]) : 0;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The id x gets: its claimed stored filter's, if that has x's bytes and LOG flag and the parent
+ * that x's parent got; else, with content, a free stored filter equal under parent; else a new one. */
+static uint64_t adopted_id(const Claims *c, const KeyedFilter *idx, size_t n_idx, const Filter *x, uint64_t parent,
+                           const Hashmap *used, uint64_t *next_id) {
+        const Filter *old = claimed(c, x);
+        if (!old || !same_filter(old, parent, x))
+                old = idx ? by_content(idx, n_idx, parent, x, used) : NULL;
+        return old ? old->id : next_id ? ++*next_id : x->id;
 }
 
 int infer_adopt_ids(const Forest *prev, Forest *f, bool content, uint64_t *next_id, Hashmap *ret_renamed) {
         _cleanup_free_ KeyedFilter *idx = NULL;
-        _cleanup_free_ const Task **seat = NULL;
+        _cleanup_(claims_done) Claims claims = {};
         _cleanup_free_ uint64_t *ids = calloc(f->n_filters + 1, sizeof(uint64_t));
-        _cleanup_(hashmap_deinit) Hashmap used = {};
+        _cleanup_(hashmap_deinit) Hashmap used = {}; /* id -> the filter of f that has it (or will) */
         size_t n_idx = 0;
         int r;
 
         if (!f->linked)
                 return -EINVAL;
-        if (!ids || (content && index_by_content(prev, &idx, &n_idx) < 0) || filter_seats(f, &seat) < 0)
+        if (!ids || (content && index_by_content(prev, &idx, &n_idx) < 0))
                 return -ENOMEM;
+        if ((r = claims_collect(&claims, prev, f)) < 0 || (r = claims_reserve(&claims, f, &used)) < 0)
+                return r;
         /* Parents come first, so a parent's new id is known when its children are matched. */
         for (size_t i = 0; i < f->n_filters; i++) {
                 const Filter *x = f->filters[i];
                 uint64_t parent = x->parent ? ids[x->parent->index] : 0;
-                const Filter *old = seat[i] ? by_thread(prev, seat[i], x->depth) : NULL;
-                if (!old || !same_filter(old, parent, x) || hashmap_get(&used, old->id))
-                        old = content ? by_content(idx, n_idx, parent, x, &used) : NULL;
-                ids[i] = old ? old->id : next_id ? ++*next_id : x->id;
-                if ((r = hashmap_put(&used, ids[i], (void *) x)) < 0)
-                        return r == -EEXIST ? -EINVAL : r; /* an id kept that prev also hands out */
+                ids[i] = adopted_id(&claims, idx, n_idx, x, parent, &used, next_id);
+                const Filter *holder = hashmap_get(&used, ids[i]);
+                if (holder && holder != x)
+                        return -EINVAL; /* an id kept that prev also hands out */
+                if ((r = hashmap_replace(&used, ids[i], (void *) x)) < 0)
+                        return r;
         }
         for (size_t i = 0; ret_renamed && i < f->n_filters; i++)
                 if (ids[i] != f->filters[i]->id &&

@@ -13,12 +13,14 @@
 #include "live.h"
 
 /* Give the filters of f (a pass: linked, numbered by its scanner) the ids of prev's where they are
- * the same filter: the one a thread with the same tid and start time had at the same depth (with
- * the same bytes, LOG flag and, as renumbered, parent); else, with by_content, an unused filter of
- * prev with the same parent, bytes and LOG flag. The others get ids from ++*next_id, or keep
- * theirs when next_id is NULL (ids that cannot collide with prev's: the bpf scanner's). prev may be
- * NULL. *ret_renamed, when not NULL, maps each id of f that changed to its new id ((void *) (uintptr_t)
- * id values). f is linked again. */
+ * the same filter: the one that every thread living in both (same tid and start time) holding it
+ * had at the same depth, with the same bytes, LOG flag and, as renumbered, parent, if no other
+ * filter of f is claimed so for that one (claims that disagree keep no id: infer.c says why); else,
+ * with by_content, an unused filter of prev with the same parent, bytes and LOG flag. The others
+ * get ids from ++*next_id, or keep theirs when next_id is NULL (ids that cannot collide with prev's:
+ * the bpf scanner's). prev may be NULL. *ret_renamed, when not NULL, maps each id of f that changed
+ * to its new id ((void *) (uintptr_t) id values). f is linked again. About one step per thread
+ * and filter. */
 int infer_adopt_ids(const Forest *prev, Forest *f, bool by_content, uint64_t *next_id, Hashmap *ret_renamed);
 
 /* The events that make the live forest hold a subtree rescan: scan (linked, as ptrace_scan() made

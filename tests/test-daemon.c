@@ -28,9 +28,10 @@
 
 
 /* tid -> chain as a string of digests (or of filter ids), newest first, from the daemon. */
-/* One ListFilters and one ListTasks: NULL when the state changed between the two calls (a head
- * or parent not in the filter list). */
-static GHashTable *daemon_chains_once(sd_bus *bus, bool ids) {
+/* One ListFilters and one ListTasks. Other processes of the machine may change the state between
+ * the two calls: a thread whose head or a parent of it is not in the filter list then is left out
+ * (a test that needs it waits for a reading that has it). */
+static GHashTable *daemon_chains_as(sd_bus *bus, bool ids) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *freply = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         GHashTable *digests = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
@@ -59,38 +60,23 @@ static GHashTable *daemon_chains_once(sd_bus *bus, bool ids) {
         uint64_t head;
         while (sd_bus_message_read(reply, "(uuusstu)", &tid, &tgid, &ppid, &comm, &mode, &head, &depth) > 0) {
                 GString *chain = g_string_new(mode);
-                for (uint64_t x = head; x;) {
+                for (uint64_t x = head; x && chain;) {
                         if (ids)
                                 g_string_append_printf(chain, " %" PRIu64, x);
                         else
                                 g_string_append_printf(chain, " %s", (char *) g_hash_table_lookup(digests, &x));
                         uint64_t *p = g_hash_table_lookup(parents, &x);
-                        if (!p) {
-                                g_string_free(chain, true);
-                                g_clear_pointer(&chains, g_hash_table_destroy);
-                                break;
-                        }
-                        x = *p;
+                        if (!p)
+                                g_string_free(g_steal_pointer(&chain), true); /* changed between the calls */
+                        else
+                                x = *p;
                 }
-                if (!chains)
-                        break;
-                g_hash_table_insert(chains, GUINT_TO_POINTER(tid), g_string_free(chain, false));
+                if (chain)
+                        g_hash_table_insert(chains, GUINT_TO_POINTER(tid), g_string_free(chain, false));
         }
         g_hash_table_destroy(digests);
         g_hash_table_destroy(parents);
         return chains;
-}
-
-/* Every listed thread's chain (digests, or ids), as one consistent reading of the two lists:
- * other processes of the machine may change the state between the calls, so read again then. */
-static GHashTable *daemon_chains_as(sd_bus *bus, bool ids) {
-        for (int attempt = 0; attempt < 50; attempt++) {
-                GHashTable *chains = daemon_chains_once(bus, ids);
-                if (chains)
-                        return chains;
-                g_usleep(10 * 1000);
-        }
-        g_error("ListTasks names filters that ListFilters does not list, 50 times in a row");
 }
 
 static GHashTable *daemon_chains(sd_bus *bus) {
@@ -1418,19 +1404,20 @@ static void test_ptrace_reparent(void) {
 
 /* ---- ids that survive restarts ---- */
 
-/* tid -> its chain of ids oldest first ("5 7 9"), for the scenario's live tasks with seccomp. */
+/* tid -> its chain of ids oldest first ("5 7 9"), for the scenario's live tasks with seccomp: one
+ * GetTaskChain each, which no change elsewhere on the machine can make inconsistent. */
 static GHashTable *scenario_id_chains(sd_bus *bus, const Scenario *s) {
-        g_autoptr(GHashTable) all = daemon_chains_as(bus, true);
         GHashTable *chains = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
         for (size_t i = 0; i < scenario_n_tasks(s); i++) {
                 const ScenarioTaskInfo *t = scenario_task(s, (ScenarioTask) i);
-                const char *c = t->alive ? g_hash_table_lookup(all, GUINT_TO_POINTER(t->tid)) : NULL;
-                if (!c)
-                        continue;
-                g_auto(GStrv) ids = g_strsplit(c, " ", -1); /* mode, then newest first */
+                g_autofree char *error = NULL;
+                g_autoptr(GArray) ids = t->alive ? task_chain(bus, t->tid, &error) : NULL;
+                if (!ids)
+                        continue; /* not alive, or without seccomp (NoSuchTask) */
                 GString *oldest_first = g_string_new(NULL);
-                for (guint k = g_strv_length(ids); k-- > 1;)
-                        g_string_append_printf(oldest_first, "%s%s", oldest_first->len ? " " : "", ids[k]);
+                for (guint k = ids->len; k-- > 0;)
+                        g_string_append_printf(oldest_first, "%s%" PRIu64, oldest_first->len ? " " : "",
+                                               g_array_index(ids, uint64_t, k));
                 g_hash_table_insert(chains, GUINT_TO_POINTER(t->tid), g_string_free(oldest_first, false));
         }
         return chains;
@@ -1440,6 +1427,247 @@ static uint64_t stored_max_id(const char *state_dir) {
         g_autofree char *v = db_query(state_dir, "SELECT max(max_filter_id, coalesce((SELECT max(id) FROM filters), 0), "
                                       "coalesce((SELECT max(id) FROM history), 0)) FROM meta");
         return g_ascii_strtoull(v, NULL, 10);
+}
+
+/* What the database holds, read while the daemon is down: the tasks in filter mode (tid -> "start
+ * time: ids oldest first") and every filter it has named, live or in history (id -> "parent
+ * digest"). */
+typedef struct Stored {
+        GHashTable *tasks, *filters;
+} Stored;
+
+static void stored_done(Stored *st) {
+        g_clear_pointer(&st->tasks, g_hash_table_destroy);
+        g_clear_pointer(&st->filters, g_hash_table_destroy);
+}
+
+/* The rows of a query, each split at '|'. */
+static GPtrArray *db_rows(const char *state_dir, const char *sql) {
+        g_autofree char *out = db_query(state_dir, "%s", sql);
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+        GPtrArray *rows = g_ptr_array_new_with_free_func((GDestroyNotify) g_strfreev);
+        for (guint i = 0; lines[i]; i++)
+                if (lines[i][0])
+                        g_ptr_array_add(rows, g_strsplit(lines[i], "|", -1));
+        return rows;
+}
+
+/* The chain under head as ids oldest first, walking parents in filters. */
+static char *stored_chain(GHashTable *parents, const char *head) {
+        GPtrArray *ids = g_ptr_array_new();
+        for (const char *x = head; x && x[0] && ids->len < 10000; x = g_hash_table_lookup(parents, x))
+                g_ptr_array_insert(ids, 0, (gpointer) x);
+        g_ptr_array_add(ids, NULL);
+        char *s = g_strjoinv(" ", (char **) ids->pdata);
+        g_ptr_array_free(ids, true);
+        return s;
+}
+
+static Stored stored_read(const char *state_dir) {
+        Stored st = { .tasks = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free),
+                      .filters = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free) };
+        g_autoptr(GHashTable) parents = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_autoptr(GPtrArray) f = db_rows(state_dir, "SELECT id, coalesce(parent, ''), digest, 1 FROM filters UNION ALL "
+                                                    "SELECT id, coalesce(parent, ''), digest, 0 FROM history");
+        for (guint i = 0; i < f->len; i++) {
+                char **r = f->pdata[i];
+                g_hash_table_insert(st.filters, g_strdup(r[0]), g_strdup_printf("%s %s", r[1], r[2]));
+                if (streq(r[3], "1") && r[1][0])
+                        g_hash_table_insert(parents, g_strdup(r[0]), g_strdup(r[1]));
+        }
+        g_autoptr(GPtrArray) t = db_rows(state_dir, "SELECT tid, start_time, filter FROM tasks WHERE mode = 'filter'");
+        for (guint i = 0; i < t->len; i++) {
+                char **r = t->pdata[i];
+                g_autofree char *chain = stored_chain(parents, r[2]);
+                g_hash_table_insert(st.tasks, GUINT_TO_POINTER(atoi(r[0])), g_strdup_printf("%s: %s", r[1], chain));
+        }
+        return st;
+}
+
+/* Across the whole stored state: every task stored before and after with the same start time
+ * (restricted to the tids of only, when set) holds at each depth the id it held before; every id of
+ * the after state that the database had named before (up to old_max) names a filter with the same
+ * parent and bytes as then, live or retired: no id is handed to another filter. Returns the number
+ * of tasks compared. */
+static unsigned assert_stored_ids_kept(const Stored *before, const Stored *after, uint64_t old_max, GHashTable *only) {
+        GHashTableIter it;
+        gpointer k, v;
+        unsigned kept = 0;
+        g_hash_table_iter_init(&it, before->tasks);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                const char *now = g_hash_table_lookup(after->tasks, k);
+                size_t n = strchr(v, ':') - (char *) v;
+                if (!now || strncmp(now, v, n + 1) != 0 || (only && !g_hash_table_contains(only, k)))
+                        continue; /* gone, or another task under that tid */
+                if (!g_str_has_prefix(now, v) || (now[strlen(v)] != 0 && now[strlen(v)] != ' '))
+                        g_error("tid %u (start time %.*s) was stored with filters %s and after the restart with %s",
+                                GPOINTER_TO_UINT(k), (int) n, (char *) v, (char *) v + n + 1, now + n + 1);
+                kept++;
+        }
+        g_hash_table_iter_init(&it, after->filters);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                const char *then = g_hash_table_lookup(before->filters, k);
+                if (g_ascii_strtoull(k, NULL, 10) <= old_max && !streq_ptr(then, v))
+                        g_error("filter %s is '%s' (parent, digest) after the restart; before, the database had %s",
+                                (char *) k, (char *) v, then ? then : "no filter under that id");
+        }
+        return kept;
+}
+
+/* A holder: a process of the test's with two filters, that forks on request a child sharing them
+ * under the pid the test names, with clone3(2)'s set_tid as root may: the kernel would give a
+ * lower pid than the holder's only once pids wrap, which a test cannot wait for. */
+typedef struct Holder {
+        pid_t pid;
+        int cmd, reply; /* the test's ends of the pipes */
+} Holder;
+
+/* clone3(2)'s arguments up to set_tid_size (CLONE_ARGS_SIZE_VER1). */
+typedef struct CloneArgs {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size;
+} CloneArgs;
+
+/* A child under pid want that waits to be killed; -errno if the kernel refuses the pid. */
+static pid_t clone_at(pid_t want) {
+        CloneArgs a = { .exit_signal = SIGCHLD, .set_tid = (uint64_t) (uintptr_t) &want, .set_tid_size = 1 };
+        pid_t c = (pid_t) syscall(SYS_clone3, &a, sizeof(a));
+        if (c == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (;;)
+                        pause();
+        }
+        return c < 0 ? -errno : c;
+}
+
+static void holder_main(int cmd, int reply) {
+        struct sock_filter f[16];
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        for (int salt = 71; salt <= 72; salt++) {
+                struct sock_fprog prog = { .len = (unsigned short) scenario_filter_errno(f, SYS_acct, salt, 3), .filter = f };
+                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(1);
+        }
+        pid_t want;
+        while (read(cmd, &want, sizeof(want)) == sizeof(want)) {
+                pid_t got = clone_at(want);
+                if (write(reply, &got, sizeof(got)) != sizeof(got))
+                        _exit(1);
+        }
+        _exit(0);
+}
+
+static Holder holder_start(void) {
+        int cmd[2], reply[2];
+        g_assert_cmpint(pipe2(cmd, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(reply, O_CLOEXEC), ==, 0);
+        Holder h = { .pid = fork(), .cmd = cmd[1], .reply = reply[0] };
+        g_assert_cmpint(h.pid, >=, 0);
+        if (h.pid == 0)
+                holder_main(cmd[0], reply[1]);
+        close(cmd[0]);
+        close(reply[1]);
+        return h;
+}
+
+/* A child of the holder under a free pid below the holder's. */
+static pid_t holder_fork_below(const Holder *h) {
+        for (pid_t want = h->pid - 1; want > 1; want--) {
+                g_autofree char *proc = g_strdup_printf("/proc/%d", want);
+                if (access(proc, F_OK) == 0)
+                        continue; /* a process or thread has it */
+                pid_t got;
+                g_assert_cmpint(write(h->cmd, &want, sizeof(want)), ==, sizeof(want));
+                g_assert_cmpint(read(h->reply, &got, sizeof(got)), ==, sizeof(got));
+                if (got == want)
+                        return got;
+                if (got != -EEXIST)
+                        g_error("clone3 with set_tid %d: %s", want, strerror(-got));
+        }
+        g_error("no free pid below the holder's (%d)", h->pid);
+}
+
+static void holder_stop(Holder *h) {
+        close(h->cmd);
+        close(h->reply);
+        kill(h->pid, SIGKILL);
+        waitpid(h->pid, NULL, 0);
+}
+
+/* A churner that shares its filters: it installs one, keeps four children that live on (two of
+ * them stack a filter of their own) and forks and kills four more as fast as it can, all of them
+ * holding its filter, until killed. */
+static pid_t spawn_sharing_churn(int ready) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid > 0)
+                return pid;
+        struct sock_filter f[16];
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        struct sock_fprog prog = { .len = (unsigned short) scenario_filter_errno(f, SYS_acct, 81, 2), .filter = f };
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(1);
+        pid_t ring[4] = {};
+        for (unsigned i = 0;; i++) {
+                pid_t c = fork();
+                if (c == 0) {
+                        prctl(PR_SET_PDEATHSIG, SIGKILL);
+                        struct sock_fprog own = { .len = (unsigned short) scenario_filter_errno(f, SYS_acct, 82 + (int) (i % 5), 1),
+                                                  .filter = f };
+                        if (i % 2 == 1)
+                                syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &own);
+                        for (;;)
+                                pause();
+                }
+                if (i == 3 && write(ready, "x", 1) != 1)
+                        _exit(1);
+                if (i < 4 || c < 0)
+                        continue; /* the first four live on */
+                if (ring[i % 4] > 0) {
+                        kill(ring[i % 4], SIGKILL);
+                        waitpid(ring[i % 4], NULL, 0);
+                }
+                ring[i % 4] = c;
+                g_usleep(1000);
+        }
+}
+
+/* The tids the daemon lists with ppid as their parent process. */
+static GArray *children_of(sd_bus *bus, pid_t ppid) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        GArray *tids = g_array_new(false, false, sizeof(pid_t));
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
+        uint32_t t, tgid, pp, depth;
+        const char *comm, *mode;
+        uint64_t head;
+        while (sd_bus_message_read(reply, "(uuusstu)", &t, &tgid, &pp, &comm, &mode, &head, &depth) > 0)
+                if (pp == (uint32_t) ppid) {
+                        pid_t tid = (pid_t) t;
+                        g_array_append_val(tids, tid);
+                }
+        return tids;
+}
+
+/* Every child the daemon lists of the sharing churner holds the churner's filter under the id the
+ * churner has (the one it had before the restart): returns how many it lists. */
+static unsigned assert_churn_shares(sd_bus *bus, pid_t churner, const char *churner_chain) {
+        g_autoptr(GArray) tids = children_of(bus, churner);
+        unsigned n = 0;
+        for (guint i = 0; i < tids->len; i++) {
+                pid_t tid = g_array_index(tids, pid_t, i);
+                g_autoptr(GArray) ids = task_chain(bus, tid, NULL);
+                if (!ids || ids->len == 0)
+                        continue; /* killed meanwhile (a child being reaped may be read without its filters) */
+                g_autofree char *root = g_strdup_printf("%" PRIu64, g_array_index(ids, uint64_t, ids->len - 1));
+                if (!streq(root, churner_chain))
+                        g_error("the churner's child %d holds %s at depth 1; the churner holds %s", tid, root, churner_chain);
+                n++;
+        }
+        return n;
 }
 
 /* Every task that lived through the restart holds at each depth the id it held before (its chain
@@ -1507,6 +1735,51 @@ static void restart_changes(Scenario *s) {
         g_assert_cmpint(tests_fork_install(s, scenario_root(s), x.b, x.nb, 0), >=, 0);
 }
 
+/* The tids whose stored chains the ptrace daemon must keep: the scenario's, the holder's and its
+ * child's, the sharing churner's and its children's. Its identity is inferred, so how unrelated
+ * tasks of the machine share filters may change between readings, and then their ids (infer.c). */
+static GHashTable *tracked_tids(sd_bus *bus, const Scenario *s, const pid_t *more, size_t n_more, pid_t churner) {
+        GHashTable *t = g_hash_table_new(g_direct_hash, g_direct_equal);
+        for (size_t i = 0; i < scenario_n_tasks(s); i++)
+                g_hash_table_add(t, GINT_TO_POINTER(scenario_task(s, (ScenarioTask) i)->tid));
+        for (size_t i = 0; i < n_more; i++)
+                g_hash_table_add(t, GINT_TO_POINTER(more[i]));
+        g_autoptr(GArray) children = churner ? children_of(bus, churner) : NULL;
+        for (guint i = 0; children && i < children->len; i++)
+                g_hash_table_add(t, GINT_TO_POINTER(g_array_index(children, pid_t, i)));
+        return t;
+}
+
+/* The holder keeps its ids, and its child under a lower pid has them too; the sharing churner (if
+ * any) keeps its id, and its children hold it. */
+static void assert_holders_kept(sd_bus *bus, pid_t holder, pid_t low, const char *holder_ids, pid_t sharer,
+                                const char *sharer_ids) {
+        g_autofree char *holder_now = bus_chain(bus, holder), *low_now = bus_chain(bus, low);
+        g_assert_cmpstr(holder_now, ==, holder_ids);
+        g_assert_cmpstr(low_now, ==, holder_ids);
+        if (!sharer)
+                return;
+        g_autofree char *sharer_now = bus_chain(bus, sharer);
+        g_assert_cmpstr(sharer_now, ==, sharer_ids);
+        g_assert_cmpuint(assert_churn_shares(bus, sharer, sharer_ids), >, 0);
+}
+
+static void kill_and_reap(pid_t pid) {
+        if (pid <= 0)
+                return;
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+}
+
+/* The restart with the changes made while the daemon is down: the scenario's, and a child of the
+ * holder under a lower pid than the holder's, which the stored state lacks. */
+static pid_t restart_with_changes(BusFixture *b, Scenario *s, const Holder *h, char **args, char **env) {
+        restart_changes(s);
+        pid_t low = holder_fork_below(h);
+        bus_fixture_start_daemon(b, args, env, 30);
+        return low;
+}
+
 static void restart_keeps_ids(char **args, bool churn) {
         BusFixture b;
         char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
@@ -1517,36 +1790,56 @@ static void restart_keeps_ids(char **args, bool churn) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         Converge conv = { .bus = bus, .root = scenario_root_pid(s), .scenario = s, .sharing = true,
                           .backend = args ? "ptrace" : NULL };
+        Holder h = holder_start();
+        int ready[2];
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        pid_t sharer = churn ? spawn_sharing_churn(ready[1]) : 0;
+        char x;
+        g_assert_cmpint(churn ? read(ready[0], &x, 1) : 1, ==, 1);
         assert_converges_with(&conv, TESTS_PATIENCE_MS);
+        assert_chain_within(bus, h.pid, 2, NULL, TESTS_PATIENCE_MS);
+        if (sharer)
+                assert_chain_within(bus, sharer, 1, NULL, TESTS_PATIENCE_MS);
         g_autoptr(GHashTable) before = scenario_id_chains(bus, s);
+        g_autofree char *holder_ids = bus_chain(bus, h.pid), *sharer_ids = sharer ? bus_chain(bus, sharer) : NULL;
         pid_t churner = churn ? spawn_churn() : 0;
         if (churn)
                 g_usleep(300 * 1000);
         g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
         uint64_t old_max = stored_max_id(b.state_dir);
-        restart_changes(s);
-        bus_fixture_start_daemon(&b, args, env, 30);
+        _cleanup_(stored_done) Stored stored_before = stored_read(b.state_dir);
+        pid_t low = restart_with_changes(&b, s, &h, args, env);
         sd_bus_flush_close_unref(bus);
         bus = conv.bus = bus_client_open();
         assert_converges_with(&conv, TESTS_PATIENCE_MS);
+        assert_chain_within(bus, low, 2, NULL, TESTS_PATIENCE_MS);
         g_autoptr(GHashTable) after = scenario_id_chains(bus, s);
         assert_ids_kept(before, after, old_max);
-        /* and once more, with nothing changed while it was down: every id stays */
+        assert_holders_kept(bus, h.pid, low, holder_ids, sharer, sharer_ids);
+        /* and once more, with nothing changed while it was down: every id stays; what was stored
+         * before the first restart and after it agree on every task and id of the machine */
+        const pid_t more[] = { h.pid, low, sharer };
+        g_autoptr(GHashTable) only = args ? tracked_tids(bus, s, more, ELEMENTSOF(more), sharer) : NULL;
         g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
+        _cleanup_(stored_done) Stored stored_after = stored_read(b.state_dir);
+        g_assert_cmpuint(assert_stored_ids_kept(&stored_before, &stored_after, old_max, only), >, 0);
         bus_fixture_start_daemon(&b, args, env, 30);
         sd_bus_flush_close_unref(bus);
         bus = conv.bus = bus_client_open();
         assert_converges_with(&conv, TESTS_PATIENCE_MS);
+        assert_chain_within(bus, low, 2, NULL, TESTS_PATIENCE_MS);
         g_autoptr(GHashTable) again = scenario_id_chains(bus, s);
         GHashTableIter it;
         gpointer k, v;
         g_hash_table_iter_init(&it, after);
         while (g_hash_table_iter_next(&it, &k, &v))
                 g_assert_cmpstr(g_hash_table_lookup(again, k), ==, v);
-        if (churner) {
-                kill(churner, SIGKILL);
-                waitpid(churner, NULL, 0);
-        }
+        assert_holders_kept(bus, h.pid, low, holder_ids, sharer, sharer_ids);
+        kill_and_reap(churner);
+        kill_and_reap(sharer);
+        close(ready[0]);
+        close(ready[1]);
+        holder_stop(&h);
         scenario_free(s);
         bus_fixture_finish(&b);
 }
@@ -1561,6 +1854,10 @@ static void test_restart_keeps_ids_churn(void) {
 
 static void test_ptrace_restart_keeps_ids(void) {
         restart_keeps_ids(ptrace_args, false);
+}
+
+static void test_ptrace_restart_keeps_ids_churn(void) {
+        restart_keeps_ids(ptrace_args, true);
 }
 
 /* ---- the Manager in this process, without a bus: the test drives its loop ---- */
@@ -1953,6 +2250,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/restart/keeps-ids", test_restart_keeps_ids);
         g_test_add_func("/daemon/restart/keeps-ids-under-churn", test_restart_keeps_ids_churn);
         g_test_add_func("/daemon/ptrace/restart-keeps-ids", test_ptrace_restart_keeps_ids);
+        g_test_add_func("/daemon/ptrace/restart-keeps-ids-under-churn", test_ptrace_restart_keeps_ids_churn);
         g_test_add_func("/daemon/unprivileged", test_unprivileged);
         g_test_add_func("/daemon/kill-during-churn", test_kill_during_churn);
         g_test_add_func("/daemon/ptrace/startup", test_ptrace_startup);

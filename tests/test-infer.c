@@ -114,6 +114,102 @@ static void test_adopt_sharing(void) {
         ASSERT_CHAIN(f, 12, "30");
 }
 
+/* A survivor's filters keep their ids when a new task with a lower pid (pids wrapped) shares them:
+ * any surviving holder vouches for a filter, whichever comes first. */
+static void test_adopt_lower_pid_holder(void) {
+        const Node prev_nodes[] = { { 30, 0, prog_a }, { 31, 30, prog_b } };
+        const Thread prev_threads[] = { { 10, 10, 1, 100, 31 } };
+        g_autoptr(Forest) prev = BUILD(prev_nodes, prev_threads, IDENTITY_EXACT);
+        /* tid 5, forked from 10 after the pids wrapped, shares both objects */
+        const Node now_nodes[] = { { 501, 0, prog_a }, { 502, 501, prog_b } };
+        const Thread now_threads[] = { { 5, 5, 10, 500, 502 }, { 10, 10, 1, 100, 502 } };
+        g_autoptr(Forest) f = BUILD(now_nodes, now_threads, IDENTITY_EXACT);
+        _cleanup_(hashmap_deinit) Hashmap renamed = {};
+
+        g_assert_cmpint(infer_adopt_ids(prev, f, false, NULL, &renamed), ==, 0);
+        ASSERT_CHAIN(f, 10, "31 30");
+        ASSERT_CHAIN(f, 5, "31 30");
+        g_assert_cmpuint((uintptr_t) hashmap_get(&renamed, 501), ==, 30);
+        g_assert_cmpuint((uintptr_t) hashmap_get(&renamed, 502), ==, 31);
+
+        /* the same with the ptrace backend's counter: nothing new is numbered */
+        g_autoptr(Forest) f2 = BUILD(now_nodes, now_threads, IDENTITY_INFERRED);
+        uint64_t next = 40;
+        g_assert_cmpint(infer_adopt_ids(prev, f2, false, &next, NULL), ==, 0);
+        ASSERT_CHAIN(f2, 5, "31 30");
+        g_assert_cmpuint(next, ==, 40);
+}
+
+/* A lower-pid task that holds a different object at the same depth takes nothing of the
+ * survivor's, even with equal bytes; where it shares the survivor's root, the root and the
+ * survivor's own filter above it keep their ids. */
+static void test_adopt_lower_pid_other_object(void) {
+        const Node prev_nodes[] = { { 30, 0, prog_a }, { 31, 30, prog_b } };
+        const Thread prev_threads[] = { { 10, 10, 1, 100, 31 } };
+        g_autoptr(Forest) prev = BUILD(prev_nodes, prev_threads, IDENTITY_EXACT);
+        /* 503 is a byte-equal copy of 501's chain; 505 sits on 10's root with 31's bytes */
+        const Node now_nodes[] = { { 501, 0, prog_a }, { 502, 501, prog_b }, { 503, 0, prog_a }, { 504, 503, prog_b },
+                                   { 505, 501, prog_b } };
+        const Thread now_threads[] = { { 3, 3, 1, 300, 504 }, { 4, 4, 10, 400, 505 }, { 10, 10, 1, 100, 502 } };
+        g_autoptr(Forest) f = BUILD(now_nodes, now_threads, IDENTITY_EXACT);
+
+        g_assert_cmpint(infer_adopt_ids(prev, f, false, NULL, NULL), ==, 0);
+        ASSERT_CHAIN(f, 10, "31 30");
+        ASSERT_CHAIN(f, 3, "504 503");
+        ASSERT_CHAIN(f, 4, "505 30");
+}
+
+/* The stored state lacked the new holders (written before they came, or the daemon was killed):
+ * a new thread of the survivor's process under a lower tid, and a task under a reused lower pid
+ * (another start time than the stored one's) both hold the survivor's chain; only the survivor
+ * vouches, and that is enough. */
+static void test_adopt_holder_not_stored(void) {
+        const Node prev_nodes[] = { { 30, 0, prog_a }, { 31, 30, prog_b }, { 32, 0, prog_c } };
+        const Thread prev_threads[] = { { 7, 7, 1, 70, 32 }, { 10, 10, 1, 100, 31 } };
+        g_autoptr(Forest) prev = BUILD(prev_nodes, prev_threads, IDENTITY_EXACT);
+        const Node now_nodes[] = { { 501, 0, prog_a }, { 502, 501, prog_b }, { 503, 502, prog_c } };
+        const Thread now_threads[] = { { 7, 7, 10, 700, 503 }, { 10, 3, 1, 300, 502 }, { 10, 10, 1, 100, 502 } };
+        g_autoptr(Forest) f = BUILD(now_nodes, now_threads, IDENTITY_EXACT);
+        uint64_t next = 40;
+
+        g_assert_cmpint(infer_adopt_ids(prev, f, false, &next, NULL), ==, 0);
+        ASSERT_CHAIN(f, 10, "31 30");
+        ASSERT_CHAIN(f, 3, "31 30");
+        ASSERT_CHAIN(f, 7, "41 31 30"); /* not 32: tid 7 is another task now */
+}
+
+/* Claims that disagree keep no id: one object now that two survivors held as two stored filters,
+ * and one stored filter that two survivors hold as two objects now. Their descendants follow. With
+ * by_content (the ptrace backend's later passes) such a filter may then take a free stored one by
+ * its bytes, the first in the linked order. */
+static void test_adopt_conflicts(void) {
+        const Node prev_nodes[] = { { 30, 0, prog_a }, { 31, 0, prog_a }, { 32, 30, prog_b }, { 40, 0, prog_c } };
+        const Thread prev_threads[] = { { 10, 10, 1, 100, 32 }, { 11, 11, 1, 110, 31 }, { 20, 20, 1, 200, 40 },
+                                        { 21, 21, 1, 210, 40 } };
+        g_autoptr(Forest) prev = BUILD(prev_nodes, prev_threads, IDENTITY_EXACT);
+        const Node now_nodes[] = { { 1, 0, prog_a }, { 2, 1, prog_b }, { 3, 0, prog_c }, { 4, 0, prog_c } };
+        const Thread now_threads[] = { { 10, 10, 1, 100, 2 }, { 11, 11, 1, 110, 1 }, { 20, 20, 1, 200, 3 },
+                                       { 21, 21, 1, 210, 4 } };
+        g_autoptr(Forest) f = BUILD(now_nodes, now_threads, IDENTITY_EXACT);
+        uint64_t next = 50;
+
+        g_assert_cmpint(infer_adopt_ids(prev, f, false, &next, NULL), ==, 0);
+        /* new ids in the linked order (1, 3, 4, then 2); 2's own claim (32) is unique, but its
+         * parent is not 30 any more */
+        ASSERT_CHAIN(f, 10, "54 51");
+        ASSERT_CHAIN(f, 11, "51");
+        ASSERT_CHAIN(f, 20, "52");
+        ASSERT_CHAIN(f, 21, "53");
+
+        g_autoptr(Forest) f2 = BUILD(now_nodes, now_threads, IDENTITY_INFERRED);
+        next = 50;
+        g_assert_cmpint(infer_adopt_ids(prev, f2, true, &next, NULL), ==, 0);
+        ASSERT_CHAIN(f2, 10, "32 30"); /* 1 took 30 by its bytes, so 2's claim holds */
+        ASSERT_CHAIN(f2, 11, "30");
+        ASSERT_CHAIN(f2, 20, "40");
+        ASSERT_CHAIN(f2, 21, "51");
+}
+
 /* The ptrace backend's fallback: an unused live filter with the same parent and bytes. */
 static void test_adopt_by_content(void) {
         const Node prev_nodes[] = { { 30, 0, prog_a }, { 31, 30, prog_b } };
@@ -234,6 +330,10 @@ int main(int argc, char **argv) {
         g_test_add_func("/infer/adopt-by-thread", test_adopt_by_thread);
         g_test_add_func("/infer/adopt-keep-ids", test_adopt_keep_ids);
         g_test_add_func("/infer/adopt-sharing", test_adopt_sharing);
+        g_test_add_func("/infer/adopt-lower-pid-holder", test_adopt_lower_pid_holder);
+        g_test_add_func("/infer/adopt-lower-pid-other-object", test_adopt_lower_pid_other_object);
+        g_test_add_func("/infer/adopt-holder-not-stored", test_adopt_holder_not_stored);
+        g_test_add_func("/infer/adopt-conflicts", test_adopt_conflicts);
         g_test_add_func("/infer/adopt-by-content", test_adopt_by_content);
         g_test_add_func("/infer/merge-keeps-and-extends", test_merge_keeps_and_extends);
         g_test_add_func("/infer/merge-exits-and-unreadable", test_merge_exits_and_unreadable);
