@@ -94,7 +94,8 @@ struct BpfScanner {
         const ScanOptions *opts; /* of the current pass */
         PassRecords records;
         Hashmap filters; /* id -> BpfFilter*, the filters of the last passes */
-        Hashmap programs; /* one-shot: bytes_key() -> BpfProgram*, the programs of the last passes */
+        Hashmap programs; /* one-shot: program_key() -> BpfProgram*, the programs of the last passes */
+        size_t programs_insns; /* their instructions, together */
         /* One-shot: whether no listener fd exists now (a live scanner beside it knows), so that the
          * task_file iterator need not run; NULL: it always runs. */
         bool (*no_listeners)(void *userdata);

@@ -55,8 +55,11 @@ static int filter_drop_insns(BpfScanner *s, BpfFilter **ref, bool in_map) {
         return 0;
 }
 
-/* A one-shot scanner keeps the programs met by this many of its last passes (see BpfProgram). */
+/* A one-shot scanner keeps the programs met by this many of its last passes (see BpfProgram), and
+ * at most this many instructions of them (4 MiB): a pass over programs that a uid's budget keeps
+ * out of memory does not keep them here either, beyond that bound. */
 #define BPF_PROGRAM_KEEP_PASSES 2
+#define BPF_PROGRAM_KEEP_INSNS (1U << 19)
 
 _Static_assert(sizeof(struct sock_filter) == sizeof(uint64_t), "an instruction is 8 bytes");
 
@@ -76,6 +79,8 @@ static uint64_t program_key(const struct sock_filter *insns, size_t len) {
 
 static void program_keep(BpfScanner *s, uint64_t key, const struct sock_filter *insns, size_t len,
                          const uint8_t digest[PROG_DIGEST_SIZE]) {
+        if (s->programs_insns + len > BPF_PROGRAM_KEEP_INSNS)
+                return;
         BpfProgram *p = malloc(offsetof(BpfProgram, insns) + len * sizeof(struct sock_filter));
 
         if (!p)
@@ -85,6 +90,8 @@ static void program_keep(BpfScanner *s, uint64_t key, const struct sock_filter *
         memcpy(p->insns, insns, len * sizeof(struct sock_filter));
         if (hashmap_put(&s->programs, key, p) < 0)
                 free(p);
+        else
+                s->programs_insns += len;
 }
 
 /* The digest of a program. A one-shot scanner takes it from the program it kept with the same
@@ -116,6 +123,13 @@ static void programs_clear(Hashmap *programs) {
         hashmap_deinit(programs);
 }
 
+static void programs_forget(BpfScanner *s, uint64_t key) {
+        BpfProgram *p = hashmap_remove(&s->programs, key);
+        if (p)
+                s->programs_insns -= p->len;
+        free(p);
+}
+
 /* Forget the programs no pass has met for BPF_PROGRAM_KEEP_PASSES passes. */
 static int programs_evict(BpfScanner *s) {
         _cleanup_free_ uint64_t *gone = NULL;
@@ -131,7 +145,7 @@ static int programs_evict(BpfScanner *s) {
                 gone[n++] = key;
         }
         for (size_t i = 0; i < n; i++)
-                free(hashmap_remove(&s->programs, gone[i]));
+                programs_forget(s, gone[i]);
         return 0;
 }
 

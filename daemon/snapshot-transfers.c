@@ -8,8 +8,8 @@
  * its own) and formatting it; parsing, validating and renumbering an import. The worker also
  * reads or writes a regular file itself (FUSE and kernel file systems are refused, so it cannot
  * block for long), and an export that fails half-way truncates the file back to where it started,
- * so no partial file looks complete. Storing an import happens on the loop, a few thousand rows at
- * a time at idle priority, so that other calls and kernel events are served in between.
+ * so no partial file looks complete. Storing an import happens on the loop, one transaction of a few
+ * ms at a time at idle priority, so that other calls and kernel events are served in between.
  *
  * Workers run in two lanes of one worker each, root's and everyone else's (a JSON parse may take
  * SNAPSHOT_MAX_JSON_MEMORY, so at most one per lane at once); the others wait their turn. So
