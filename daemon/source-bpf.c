@@ -317,6 +317,14 @@ static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
         return 0;
 }
 
+int source_scan_programs_oneshot(const ScanOptions *opts, Forest **ret) {
+        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+        int r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = true }, &s);
+        if (r >= 0)
+                r = bpf_scanner_scan(s, opts, ret);
+        return r;
+}
+
 /* Whether the live forest keeps the filter of that kernel id without its program (known only once
  * the first pass has made its ids public). */
 static bool live_dropped(uint64_t kernel_id, void *userdata) {
@@ -468,6 +476,7 @@ static const SourceVTable bpf_vtable = {
         .free = bpf_free,
         .scan = bpf_scan,
         .scan_detached = bpf_scan_detached,
+        .scan_programs = bpf_scan_detached,
         .start = bpf_start,
         .full_pass = bpf_full_pass,
         .pass_waiting = bpf_pass_waiting,
