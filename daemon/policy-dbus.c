@@ -47,6 +47,7 @@ typedef enum PolicyJobKind {
 
 struct PolicyJob {
         Manager *manager;
+        Source *source;      /* the worker's: programs over budget are read again through it */
         PolicyJob *next;
         sd_bus_message *msg; /* answered when the worker is done */
         bool privileged;     /* its lane: root's, or everyone else's */
@@ -122,8 +123,8 @@ static bool job_stop(void *userdata) {
 
 /* The programs the live forest kept no copy of, read again (bounded; freed with the job). What
  * still cannot be had stays missing: GetPolicy fails for it, WhoCan names its tasks undecided. */
-static void fetch_missing(ProgWants *w, Arena *arena) {
-        int r = program_fetch(w, arena, PROGRAM_FETCH_MAX_INSNS);
+static void fetch_missing(Source *s, ProgWants *w, Arena *arena) {
+        int r = program_fetch(s, w, arena, PROGRAM_FETCH_MAX_INSNS);
         if (r < 0)
                 log_debug_errno(r, "Could not read programs kept over budget again: %m");
         if (prog_wants_missing(w) > 0)
@@ -135,7 +136,7 @@ static void *job_worker(void *userdata) {
         PolicyStop stop = { .check = job_stop, .userdata = j };
         if (j->kind == JOB_GET_POLICY) {
                 _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
-                fetch_missing(&j->wants, &j->arena);
+                fetch_missing(j->source, &j->wants, &j->arena);
                 j->r = prog_wants_missing(&j->wants) > 0 ? -ENODATA : 0;
                 if (j->r >= 0)
                         j->r = policy_summarize_stoppable(j->chain, j->n_chain, NULL, &stop, &s);
@@ -144,7 +145,7 @@ static void *job_worker(void *userdata) {
         } else {
                 Arena *arena;
                 ProgWants *w = who_can_plan_wants(j->plan, &arena);
-                fetch_missing(w, arena);
+                fetch_missing(j->source, w, arena);
                 j->r = who_can_plan_decide(TAKE_PTR(j->plan), &j->query, &stop, &j->who);
                 if (j->r >= 0)
                         j->r = who_can_report(j->who);
@@ -249,7 +250,7 @@ static PolicyJob *job_new(Manager *m, sd_bus_message *msg, const Caller *c, Poli
         PolicyJob *j = calloc(1, sizeof(PolicyJob));
         if (!j)
                 return NULL;
-        *j = (PolicyJob) { .manager = m, .msg = sd_bus_message_ref(msg), .privileged = c->privileged, .kind = kind,
+        *j = (PolicyJob) { .manager = m, .source = m->source, .msg = sd_bus_message_ref(msg), .privileged = c->privileged, .kind = kind,
                            .event_fd = -EBADF };
         atomic_init(&j->cancelled, false);
         return j;

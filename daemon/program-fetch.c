@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "scan.h"
+#include "source.h"
 
 typedef struct FetchBound {
         const ProgWants *wants;
@@ -31,8 +31,7 @@ static int supply_from(ProgWants *w, Arena *arena, const Forest *f) {
         return 0;
 }
 
-int program_fetch(ProgWants *w, Arena *arena, uint64_t max_insns) {
-        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+int program_fetch(Source *s, ProgWants *w, Arena *arena, uint64_t max_insns) {
         _cleanup_(forest_freep) Forest *f = NULL;
         if (prog_wants_missing(w) == 0)
                 return 0;
@@ -40,10 +39,7 @@ int program_fetch(ProgWants *w, Arena *arena, uint64_t max_insns) {
                 return 0;
         FetchBound bound = { .wants = w, .left = max_insns };
         ScanOptions opts = { .root = 0, .allow_dropped = true, .wanted = fetch_wanted, .dropped_userdata = &bound };
-        int r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = true }, &s);
-        if (r < 0)
-                return r;
-        r = bpf_scanner_scan(s, &opts, &f);
+        int r = source_scan_programs(s, &opts, &f);
         if (r < 0)
                 return r;
         size_t before = prog_wants_missing(w);

@@ -34,6 +34,17 @@ typedef struct BpfFilter {
         struct sock_filter insns[];
 } BpfFilter;
 
+/* A program a one-shot scanner met, by its bytes: each pass names every filter anew (its ids hold
+ * within a pass) and sends its instructions again; a filter whose instructions are byte for byte
+ * those of a program kept here takes its digest, instead of hashing them once more. Dropped once
+ * no pass has met it for BPF_PROGRAM_KEEP_PASSES passes. */
+typedef struct BpfProgram {
+        uint64_t seen_pass;
+        size_t len;
+        uint8_t digest[PROG_DIGEST_SIZE];
+        struct sock_filter insns[];
+} BpfProgram;
+
 /* An executable or a command line a pass sent for process tgid: its bytes are pool[off, off + len). */
 typedef struct ProcRec {
         pid_t tgid;
@@ -83,6 +94,12 @@ struct BpfScanner {
         const ScanOptions *opts; /* of the current pass */
         PassRecords records;
         Hashmap filters; /* id -> BpfFilter*, the filters of the last passes */
+        Hashmap programs; /* one-shot: program_key() -> BpfProgram*, the programs of the last passes */
+        size_t programs_insns; /* their instructions, together */
+        /* One-shot: whether no listener fd exists now (a live scanner beside it knows), so that the
+         * task_file iterator need not run; NULL: it always runs. */
+        bool (*no_listeners)(void *userdata);
+        void *no_listeners_userdata;
         size_t live_filters;       /* filters met by the last pass that ran to its end */
         uint64_t last_sweep_pass;  /* the last pass that swept the kernel's id map */
         bool force_sweep;          /* the id map was full: sweep at the end of the next pass */

@@ -55,7 +55,101 @@ static int filter_drop_insns(BpfScanner *s, BpfFilter **ref, bool in_map) {
         return 0;
 }
 
-static BpfFilter *bpf_filter_new(const struct scan_rec_filter *rec) {
+/* A one-shot scanner keeps the programs met by this many of its last passes (see BpfProgram), and
+ * at most this many instructions of them (4 MiB): a pass over programs that a uid's budget keeps
+ * out of memory does not keep them here either, beyond that bound. */
+#define BPF_PROGRAM_KEEP_PASSES 2
+#define BPF_PROGRAM_KEEP_INSNS (1U << 19)
+
+_Static_assert(sizeof(struct sock_filter) == sizeof(uint64_t), "an instruction is 8 bytes");
+
+/* Where a program is kept by a one-shot scanner: a hash of its bytes. Two programs with the same
+ * key are told apart by their bytes. */
+static uint64_t program_key(const struct sock_filter *insns, size_t len) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325) ^ len;
+
+        for (size_t i = 0; i < len; i++) {
+                uint64_t w;
+                memcpy(&w, &insns[i], sizeof(w));
+                h = (h ^ w) * UINT64_C(0x100000001b3);
+                h ^= h >> 32;
+        }
+        return h;
+}
+
+static void program_keep(BpfScanner *s, uint64_t key, const struct sock_filter *insns, size_t len,
+                         const uint8_t digest[PROG_DIGEST_SIZE]) {
+        if (s->programs_insns + len > BPF_PROGRAM_KEEP_INSNS)
+                return;
+        BpfProgram *p = malloc(offsetof(BpfProgram, insns) + len * sizeof(struct sock_filter));
+
+        if (!p)
+                return; /* computed again next time */
+        *p = (BpfProgram) { .seen_pass = s->pass, .len = len };
+        memcpy(p->digest, digest, PROG_DIGEST_SIZE);
+        memcpy(p->insns, insns, len * sizeof(struct sock_filter));
+        if (hashmap_put(&s->programs, key, p) < 0)
+                free(p);
+        else
+                s->programs_insns += len;
+}
+
+/* The digest of a program. A one-shot scanner takes it from the program it kept with the same
+ * bytes (compared in full: the digest is a function of the bytes alone, so it is exact), and keeps
+ * the programs it had to hash. */
+static void program_digest(BpfScanner *s, const struct sock_filter *insns, size_t len, uint8_t out[PROG_DIGEST_SIZE]) {
+        if (!s->oneshot) {
+                prog_digest(insns, len, out);
+                return;
+        }
+        uint64_t key = program_key(insns, len);
+        BpfProgram *p = hashmap_get(&s->programs, key);
+        if (p && p->len == len && memcmp(p->insns, insns, len * sizeof(struct sock_filter)) == 0) {
+                memcpy(out, p->digest, PROG_DIGEST_SIZE);
+                p->seen_pass = s->pass;
+                return;
+        }
+        prog_digest(insns, len, out);
+        if (!p) /* else another program has that key: this one is not kept */
+                program_keep(s, key, insns, len, out);
+}
+
+static void programs_clear(Hashmap *programs) {
+        uint64_t key;
+        void *p;
+
+        for (size_t i = 0; hashmap_next(programs, &i, &key, &p);)
+                free(p);
+        hashmap_deinit(programs);
+}
+
+static void programs_forget(BpfScanner *s, uint64_t key) {
+        BpfProgram *p = hashmap_remove(&s->programs, key);
+        if (p)
+                s->programs_insns -= p->len;
+        free(p);
+}
+
+/* Forget the programs no pass has met for BPF_PROGRAM_KEEP_PASSES passes. */
+static int programs_evict(BpfScanner *s) {
+        _cleanup_free_ uint64_t *gone = NULL;
+        size_t n = 0, allocated = 0;
+        uint64_t key;
+        void *v;
+
+        for (size_t i = 0; hashmap_next(&s->programs, &i, &key, &v);) {
+                if (((const BpfProgram *) v)->seen_pass + BPF_PROGRAM_KEEP_PASSES > s->pass)
+                        continue;
+                if (GROW(gone, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                gone[n++] = key;
+        }
+        for (size_t i = 0; i < n; i++)
+                programs_forget(s, gone[i]);
+        return 0;
+}
+
+static BpfFilter *bpf_filter_new(BpfScanner *s, const struct scan_rec_filter *rec) {
         BpfFilter *f = malloc(offsetof(BpfFilter, insns) + rec->len * sizeof(struct sock_filter));
 
         if (!f)
@@ -68,7 +162,7 @@ static BpfFilter *bpf_filter_new(const struct scan_rec_filter *rec) {
                 .len = rec->len,
         };
         memcpy(f->insns, rec->insns, rec->len * sizeof(struct sock_filter));
-        prog_digest(f->insns, f->len, f->digest);
+        program_digest(s, f->insns, f->len, f->digest);
         return f;
 }
 
@@ -175,7 +269,7 @@ static int filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_rec_fi
         }
         /* New, or sent again with other instructions than kept (the kernel could not read them
          * before): the record's are the truth. */
-        fresh = bpf_filter_new(rec);
+        fresh = bpf_filter_new(s, rec);
         if (!fresh)
                 return -ENOMEM;
         if (allow_dropped && filter_unwanted(s->opts, fresh) && (k = filter_drop_insns(s, &fresh, false)) < 0) {
@@ -350,6 +444,7 @@ BpfScanner *bpf_scanner_free(BpfScanner *s) {
         scanner_unload(s);
         pass_records_free(&s->records);
         filters_clear(&s->filters);
+        programs_clear(&s->programs);
         free(s);
         return NULL;
 }
@@ -635,8 +730,8 @@ static StatsMark stats_mark(BpfScanner *s) {
 static bool files_pass_needed(BpfScanner *s) {
         const BpfFilesState *f = &s->files;
 
-        if (!s->watch.skel)
-                return true; /* nothing counts the listeners made */
+        if (!s->watch.skel) /* nothing here counts the listeners made: a live scanner beside it may */
+                return !(s->no_listeners && s->no_listeners(s->no_listeners_userdata));
         return !f->ran || f->n_listeners > 0 || s->skel->data_ids->listeners_created != f->created_mark ||
                bpf_watch_install_misses(&s->watch) != f->install_misses;
 }
@@ -660,6 +755,7 @@ static int files_run(BpfScanner *s) {
 
         s->files.created_mark = s->skel->data_ids->listeners_created;
         s->files.install_misses = bpf_watch_install_misses(&s->watch);
+        s->files.ran = false; /* until this run has found them all */
         r = iter_run(s, s->skel->links.scan_files, "task_file");
         if (r < 0)
                 return r;
@@ -753,6 +849,8 @@ static int pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         s->live_filters = s->records.n_filters;
         qsort(s->records.exes, s->records.n_exes, sizeof(ProcRec), cmp_proc_rec);
         r = filters_evict(s);
+        if (r >= 0 && s->oneshot)
+                r = programs_evict(s);
         if (r < 0)
                 return r;
 
@@ -1528,6 +1626,13 @@ int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *use
         return 0;
 }
 
+/* A one-shot scanner's filters are in the forest now, and their ids will not come back (the next
+ * pass names every filter anew): only the programs are kept. */
+static void oneshot_forget_filters(BpfScanner *s) {
+        filters_clear(&s->filters);
+        s->records.n_filters = 0;
+}
+
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         ScanOptions o = opts ? *opts : SCAN_OPTIONS_DEFAULT;
         int k = -EIO;
@@ -1548,6 +1653,8 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
                         break;
                 attempt++;
         }
+        if (s->oneshot)
+                oneshot_forget_filters(s);
         if (k == -ENOENT || k == -EINVAL)
                 return log_error_errno(k, "Failed to get a consistent pass in %d attempts.", PASS_ATTEMPTS);
         if (k == -ENOBUFS)
@@ -1555,6 +1662,24 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         if (k < 0)
                 return k;
         return 0;
+}
+
+BpfListenerMark bpf_scanner_listener_mark(const BpfScanner *s) {
+        return (BpfListenerMark) {
+                .none = s->watch.skel && s->files.ran && s->files.n_listeners == 0,
+                .created = s->files.created_mark,
+                .install_misses = s->files.install_misses,
+        };
+}
+
+bool bpf_scanner_listener_mark_holds(BpfScanner *s, const BpfListenerMark *m) {
+        return m->none && s->skel->data_ids->listeners_created == m->created &&
+               bpf_watch_install_misses(&s->watch) == m->install_misses;
+}
+
+void bpf_scanner_set_no_listeners(BpfScanner *s, bool (*no_listeners)(void *userdata), void *userdata) {
+        s->no_listeners = no_listeners;
+        s->no_listeners_userdata = userdata;
 }
 
 bool bpf_scanner_reusable(const BpfScanner *s) {

@@ -77,6 +77,19 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);
  * that an address freed since holds another filter): it may serve another call once its id map is
  * empty again, which this says. */
 bool bpf_scanner_reusable(const BpfScanner *s);
+/* What a live scanner knows of seccomp listener fds, for a one-shot scanner beside it: whether its
+ * last task_file pass found none, and the counters of listeners made as that pass started. Taken
+ * in the live scanner's thread after a pass; _holds() may be asked in any thread: no listener
+ * exists now if the mark says none and no seccomp(2) call has made one since. */
+typedef struct BpfListenerMark {
+        bool none;
+        uint64_t created, install_misses;
+} BpfListenerMark;
+BpfListenerMark bpf_scanner_listener_mark(const BpfScanner *live);
+bool bpf_scanner_listener_mark_holds(BpfScanner *live, const BpfListenerMark *m);
+/* A one-shot scanner runs its task_file iterator (a walk of every open file of every task, for
+ * listener fds) only when no_listeners(userdata) cannot tell that none exists. */
+void bpf_scanner_set_no_listeners(BpfScanner *oneshot, bool (*no_listeners)(void *userdata), void *userdata);
 /* Let go of the program of every filter id the scanner keeps for which drop(id, userdata) says so
  * (the live forest keeps it over budget): only its length and digest stay. A pass that does not
  * allow that (ScanOptions.allow_dropped) asks the kernel for the program again. -ENOMEM: some

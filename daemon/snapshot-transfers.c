@@ -8,8 +8,8 @@
  * its own) and formatting it; parsing, validating and renumbering an import. The worker also
  * reads or writes a regular file itself (FUSE and kernel file systems are refused, so it cannot
  * block for long), and an export that fails half-way truncates the file back to where it started,
- * so no partial file looks complete. Storing an import happens on the loop, a few thousand rows at
- * a time at idle priority, so that other calls and kernel events are served in between.
+ * so no partial file looks complete. Storing an import happens on the loop, one transaction of a few
+ * ms at a time at idle priority, so that other calls and kernel events are served in between.
  *
  * Workers run in two lanes of one worker each, root's and everyone else's (a JSON parse may take
  * SNAPSHOT_MAX_JSON_MEMORY, so at most one per lane at once); the others wait their turn. So
@@ -292,8 +292,7 @@ static void transfer_finish_errno(SnapshotTransfer *t, int r) {
 
 /* Importing */
 
-/* Rows per transaction, and how long one turn of the loop may write them. */
-#define SNAPSHOT_STORE_STEP_ROWS 256
+/* How long one turn of the loop may write rows: one transaction, one commit per turn. */
 #define SNAPSHOT_STORE_TURN_USEC 4000
 
 static void import_store_failed(SnapshotTransfer *t, int r) {
@@ -309,15 +308,13 @@ static void import_store_failed(SnapshotTransfer *t, int r) {
  * the snapshot complete and says so. */
 static int on_store_step(sd_event_source *s, void *userdata) {
         SnapshotTransfer *t = userdata;
-        uint64_t id = 0, end = now_usec(CLOCK_MONOTONIC) + SNAPSHOT_STORE_TURN_USEC;
+        uint64_t id = 0;
         int r;
         /* For the tests only: no step until that file exists, so that a test can hold a snapshot
          * half-stored for as long as it likes (the loop goes round meanwhile). */
         if (t->store_gate && access(t->store_gate, F_OK) < 0)
                 return 0;
-        do
-                r = store_snapshot_writer_step(t->writer, SNAPSHOT_STORE_STEP_ROWS);
-        while (r == 0 && now_usec(CLOCK_MONOTONIC) < end);
+        r = store_snapshot_writer_step_until(t->writer, now_usec(CLOCK_MONOTONIC) + SNAPSHOT_STORE_TURN_USEC);
         if (r == 0)
                 return 0;
         if (r > 0)

@@ -8,6 +8,7 @@ typedef struct SourceVTable {
         void (*free)(Source *s);
         int (*scan)(Source *s, const ScanOptions *opts, Forest **ret);
         int (*scan_detached)(Source *s, const ScanOptions *opts, Forest **ret);
+        int (*scan_programs)(Source *s, const ScanOptions *opts, Forest **ret); /* NULL: source_scan_programs_oneshot() */
         int (*start)(Source *s);
         int (*full_pass)(Source *s, const char *reason, bool split);
         bool (*pass_waiting)(const Source *s);
@@ -30,6 +31,9 @@ struct Source {
 };
 
 int source_bpf_new(const SourceOptions *o, Source **ret);
+/* source_scan_programs() of a source that has no scanner to lend for it: a one-shot BPF scanner
+ * made for the call (-errno where BPF cannot be loaded). */
+int source_scan_programs_oneshot(const ScanOptions *opts, Forest **ret);
 int source_ptrace_new(const SourceOptions *o, Source **ret);
 
 /* A full pass's scan made ready for the live state: the test hook run, unfiltered processes dropped,

@@ -41,6 +41,10 @@ typedef struct BpfSource {
          * first snapshot and kept, since loading it costs more than a pass; one pass at a time. */
         pthread_mutex_t detached_lock;
         BpfScanner *detached;
+        /* What the live scanner's last pass knew of listener fds (bpf_scanner_listener_mark()):
+         * set on the loop after each pass, read by the detached scans. */
+        pthread_mutex_t mark_lock;
+        BpfListenerMark listener_mark;
 } BpfSource;
 
 static BpfSource *bpf_source(Source *s) {
@@ -262,8 +266,27 @@ static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 /* ---- passes ---- */
 
+/* After each pass of the live scanner (on the loop): what it knows of listener fds now. */
+static void listener_mark_publish(BpfSource *b) {
+        BpfListenerMark m = bpf_scanner_listener_mark(b->scanner);
+        (void) pthread_mutex_lock(&b->mark_lock);
+        b->listener_mark = m;
+        (void) pthread_mutex_unlock(&b->mark_lock);
+}
+
+/* In a detached scan's thread: whether no listener fd exists, as the live scanner can tell (its
+ * last task_file pass found none, and its tracepoint has seen no seccomp(2) make one since). */
+static bool detached_no_listeners(void *userdata) {
+        BpfSource *b = userdata;
+        (void) pthread_mutex_lock(&b->mark_lock);
+        BpfListenerMark m = b->listener_mark;
+        (void) pthread_mutex_unlock(&b->mark_lock);
+        return bpf_scanner_listener_mark_holds(b->scanner, &m);
+}
+
 static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
         int r = bpf_scanner_scan(bpf_source(s)->scanner, opts, ret);
+        listener_mark_publish(bpf_source(s));
         if (r < 0)
                 return log_error_errno(r, "BPF scan failed: %m");
         (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
@@ -278,8 +301,11 @@ static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
         int r = 0;
 
         (void) pthread_mutex_lock(&b->detached_lock);
-        if (!b->detached)
+        if (!b->detached) {
                 r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, &b->detached);
+                if (r >= 0 && !b->source.oneshot)
+                        bpf_scanner_set_no_listeners(b->detached, detached_no_listeners, b);
+        }
         if (r >= 0)
                 r = bpf_scanner_scan(b->detached, opts, ret);
         if (r < 0 || !bpf_scanner_reusable(b->detached))
@@ -289,6 +315,14 @@ static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
                 return log_error_errno(r, "BPF scan failed: %m");
         (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
         return 0;
+}
+
+int source_scan_programs_oneshot(const ScanOptions *opts, Forest **ret) {
+        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+        int r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = true }, &s);
+        if (r >= 0)
+                r = bpf_scanner_scan(s, opts, ret);
+        return r;
 }
 
 /* Whether the live forest keeps the filter of that kernel id without its program (known only once
@@ -433,6 +467,7 @@ static void bpf_free(Source *s) {
         bpf_scanner_free(b->scanner);
         bpf_scanner_free(b->detached);
         (void) pthread_mutex_destroy(&b->detached_lock);
+        (void) pthread_mutex_destroy(&b->mark_lock);
         sd_event_unref(s->event);
         free(b);
 }
@@ -441,6 +476,7 @@ static const SourceVTable bpf_vtable = {
         .free = bpf_free,
         .scan = bpf_scan,
         .scan_detached = bpf_scan_detached,
+        .scan_programs = bpf_scan_detached,
         .start = bpf_start,
         .full_pass = bpf_full_pass,
         .pass_waiting = bpf_pass_waiting,
@@ -456,6 +492,7 @@ int source_bpf_new(const SourceOptions *o, Source **ret) {
         if (!b)
                 return log_oom();
         (void) pthread_mutex_init(&b->detached_lock, NULL);
+        (void) pthread_mutex_init(&b->mark_lock, NULL);
         b->source = (Source) { .vtable = &bpf_vtable, .backend = BACKEND_BPF, .oneshot = o->oneshot, .first_id = o->first_id };
         BpfScannerOptions so = { .first_id = o->first_id, .oneshot = o->oneshot, .no_argv = o->no_argv };
         int r = bpf_scanner_new_with_options(&so, &b->scanner);

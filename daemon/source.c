@@ -31,6 +31,12 @@ int source_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
         return s->vtable->scan_detached(s, opts, ret);
 }
 
+int source_scan_programs(Source *s, const ScanOptions *opts, Forest **ret) {
+        if (!s->vtable->scan_programs)
+                return source_scan_programs_oneshot(opts, ret);
+        return s->vtable->scan_programs(s, opts, ret);
+}
+
 int source_start(Source *s, sd_event *e, const SourceSink *sink) {
         if (s->oneshot || s->event)
                 return -EINVAL;

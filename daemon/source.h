@@ -59,6 +59,12 @@ int source_scan(Source *s, const ScanOptions *opts, Forest **ret);
  * would each find the other's tasks already traced, and take them for unreadable). */
 int source_scan_detached(Source *s, const ScanOptions *opts, Forest **ret);
 
+/* A pass of the whole machine for the programs of its filters (ScanOptions.allow_dropped and
+ * .wanted choose which are kept), for a worker thread, as source_scan_detached(): the bpf source
+ * lends its detached scanner (kept between calls, one pass at a time); the others, which have no
+ * scanner that could, load a one-shot BPF scanner for the call. */
+int source_scan_programs(Source *s, const ScanOptions *opts, Forest **ret);
+
 /* Start watching on the loop, before the first full pass (so that nothing during it is missed):
  * events go to sink->apply(), losses to sink->resync(). */
 int source_start(Source *s, sd_event *e, const SourceSink *sink);

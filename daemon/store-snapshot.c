@@ -447,9 +447,16 @@ int store_snapshot_writer_new(Store *store, const Forest *f, uid_t owner, bool i
         return 0;
 }
 
-int store_snapshot_writer_step(StoreSnapshotWriter *w, size_t max_rows) {
+/* How many rows are written between two looks at the clock. */
+#define WRITER_CLOCK_ROWS 32
+
+/* Up to max_rows rows in one transaction, and none once CLOCK_MONOTONIC has passed until_usec
+ * (0: whatever the time). */
+static int writer_step(StoreSnapshotWriter *w, size_t max_rows, uint64_t until_usec) {
         int r = store_begin(w->s.store);
         for (size_t n = 0; r >= 0 && n < max_rows && w->phase != WRITE_DONE; n++) {
+                if (until_usec > 0 && n > 0 && n % WRITER_CLOCK_ROWS == 0 && now_usec(CLOCK_MONOTONIC) >= until_usec)
+                        break;
                 r = writer_put_row(w);
                 writer_advance(w);
         }
@@ -460,6 +467,14 @@ int store_snapshot_writer_step(StoreSnapshotWriter *w, size_t max_rows) {
                 return r;
         }
         return w->phase == WRITE_DONE;
+}
+
+int store_snapshot_writer_step(StoreSnapshotWriter *w, size_t max_rows) {
+        return writer_step(w, max_rows, 0);
+}
+
+int store_snapshot_writer_step_until(StoreSnapshotWriter *w, uint64_t until_usec) {
+        return writer_step(w, SIZE_MAX, until_usec);
 }
 
 int store_snapshot_writer_finish(StoreSnapshotWriter *w, uint64_t *ret_id) {

@@ -45,8 +45,8 @@ uint64_t store_snapshot_bytes(const Forest *f);
 int store_snapshot_put(Store *s, const Forest *f, uid_t owner, bool imported, const StoreSnapshotQuota *quota,
                        uint64_t now_usec, uint64_t *ret_id);
 
-/* A snapshot written in steps of a few thousand rows, one transaction each, so that storing a
- * large one never holds the caller (the event loop) for long. Until it is finished, its row is
+/* A snapshot written in steps, one transaction each, so that storing a large one never holds the
+ * caller (the event loop) for long. Until it is finished, its row is
  * there (it counts for its owner's quota) but marked incomplete: no call lists, reads, exports or
  * deletes it, and store_snapshot_discard_incomplete() removes what a stopped daemon left.
  *
@@ -58,6 +58,9 @@ typedef struct StoreSnapshotWriter StoreSnapshotWriter;
 int store_snapshot_writer_new(Store *s, const Forest *f, uid_t owner, bool imported, const StoreSnapshotQuota *quota,
                               uint64_t now_usec, StoreSnapshotWriter **ret);
 int store_snapshot_writer_step(StoreSnapshotWriter *w, size_t max_rows);
+/* The same with as many rows as fit before CLOCK_MONOTONIC reaches until_usec (at least one, and
+ * the clock is looked at every few rows): one commit per step, however many rows it wrote. */
+int store_snapshot_writer_step_until(StoreSnapshotWriter *w, uint64_t until_usec);
 int store_snapshot_writer_finish(StoreSnapshotWriter *w, uint64_t *ret_id);
 StoreSnapshotWriter *store_snapshot_writer_free(StoreSnapshotWriter *w);
 DEFINE_CLEANUP(StoreSnapshotWriter *, store_snapshot_writer_free);

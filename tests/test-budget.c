@@ -316,10 +316,72 @@ static void test_who_can(void) {
         bus_fixture_finish(&b);
 }
 
+static gint cmp_u64(gconstpointer a, gconstpointer b) {
+        guint64 x = *(const guint64 *) a, y = *(const guint64 *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* The ids of the BPF programs process pid holds (its fds of programs and links), sorted, joined
+ * by ' '. */
+static char *held_program_ids(pid_t pid) {
+        g_autofree char *dir = g_strdup_printf("/proc/%d/fdinfo", pid);
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        g_assert_nonnull(d);
+        g_autoptr(GArray) ids = g_array_new(false, false, sizeof(guint64));
+        for (const char *name; (name = g_dir_read_name(d));) {
+                g_autofree char *path = g_build_filename(dir, name, NULL), *text = NULL;
+                if (!g_file_get_contents(path, &text, NULL, NULL))
+                        continue; /* closed meanwhile */
+                const char *at = strstr(text, "prog_id:");
+                if (!at)
+                        continue;
+                guint64 id = g_ascii_strtoull(at + strlen("prog_id:"), NULL, 10);
+                bool seen = false;
+                for (guint i = 0; i < ids->len; i++)
+                        seen |= g_array_index(ids, guint64, i) == id;
+                if (!seen)
+                        g_array_append_val(ids, id);
+        }
+        g_array_sort(ids, cmp_u64);
+        GString *out = g_string_new(NULL);
+        for (guint i = 0; i < ids->len; i++)
+                g_string_append_printf(out, "%s%" G_GUINT64_FORMAT, i ? " " : "", g_array_index(ids, guint64, i));
+        return g_string_free(out, false);
+}
+
+/* Programs over budget are read again through the source's detached scanner, which stays loaded:
+ * the first WhoCan that needs them loads it (the daemon holds more BPF programs than before), the
+ * next one uses it again (the same programs, none loaded anew), and both decide nobody's chain. */
+static void test_who_can_reuses_scanner(void) {
+        BusFixture b;
+        char *args[] = { (char *) "--filter-budget=" G_STRINGIFY(BUDGET), NULL };
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=3600000000", NULL };
+        if (!bus_fixture_start_all(&b, args, env))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        pid_t nobody = spawn_installer(65534);
+        uint64_t ids[N_FILTERS];
+        chain_of(bus, nobody, ids);
+        g_autofree char *before = held_program_ids(b.daemon_pid), *first = NULL, *second = NULL;
+        for (int call = 0; call < 2; call++) {
+                json_t *doc = ctl_run_json(&b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
+                assert_decided(doc, nobody, ids[N_FILTERS - 1]);
+                json_decref(doc);
+                *(call == 0 ? &first : &second) = held_program_ids(b.daemon_pid);
+        }
+        g_test_message("BPF programs of sectreed: before %s; after one WhoCan %s; after two %s", before, first, second);
+        g_assert_cmpstr(first, !=, before);
+        g_assert_cmpstr(second, ==, first);
+        kill(nobody, SIGKILL);
+        waitpid(nobody, NULL, 0);
+        bus_fixture_finish(&b);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/budget/over-budget", test_over_budget);
         g_test_add_func("/budget/before-start", test_before_start);
         g_test_add_func("/budget/who-can", test_who_can);
+        g_test_add_func("/budget/who-can-reuses-scanner", test_who_can_reuses_scanner);
         return g_test_run();
 }

@@ -316,6 +316,46 @@ static void test_open_newer_version(Fixture *fx, gconstpointer data) {
         assert_refused_untouched(fx, -EPROTONOSUPPORT);
 }
 
+/* A database of schema version 4 with a stored snapshot: migration 5 makes snapshot_threads anew
+ * (its mode is checked without an IN list), keeps every row and the view that reads them, and the
+ * check still refuses a mode that is none. */
+static void test_migrate_005(Fixture *fx, gconstpointer data) {
+        {
+                _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+                g_autofree char *app = g_strdup_printf("PRAGMA application_id = %d", APPLICATION_ID);
+                raw_exec(db, app);
+                for (int v = 0; v < 4; v++)
+                        raw_exec(db, state_migrations[v]);
+                raw_exec(db, "INSERT INTO snapshots (id, created_usec, stored_usec, origin, owner_uid, taken_by_uid, "
+                             "root_pid, backend, identity, consistency, processes, threads, filters, listeners, "
+                             "instructions) VALUES (7, 1, 2, 'created', 0, 0, 100, 'bpf', 'exact', 'iterator', 1, 3, "
+                             "2, 0, 2)");
+                raw_exec(db, "INSERT INTO snapshot_filters (snapshot, id, parent, length, digest, program, log, "
+                             "wait_killable_recv, identity) VALUES (7, 1, NULL, 1, 'sha256:a', x'0600000000000000', 0, "
+                             "0, 'exact'), (7, 2, 1, 1, 'sha256:b', x'0600000000000000', 0, 0, 'exact')");
+                raw_exec(db, "INSERT INTO snapshot_processes (snapshot, pid, ppid, start_time, comm, argv, uid, gid, "
+                             "no_new_privs) VALUES (7, 100, 1, 5, 'alpha', '[]', 0, 0, 0)");
+                raw_exec(db, "INSERT INTO snapshot_threads (snapshot, tid, pid, mode, filter) VALUES "
+                             "(7, 100, 100, 'filter', 2), (7, 101, 100, 'disabled', NULL), (7, 102, 100, 'strict', NULL)");
+                g_assert_cmpint(raw_int(db, "PRAGMA user_version"), ==, 4);
+        }
+        store_free(open_ok(fx));
+
+        _cleanup_(sqlite3_closep) sqlite3 *db = raw_open(fx->path);
+        g_assert_cmpint(raw_int(db, "PRAGMA user_version"), ==, STATE_MIGRATIONS_COUNT);
+        assert_rows(db, "SELECT snapshot, tid, pid, mode, filter FROM snapshot_threads ORDER BY tid",
+                    "7,100,100,filter,2;7,101,100,disabled,NULL;7,102,100,strict,NULL");
+        assert_rows(db, "SELECT tid, position, filter FROM snapshot_task_chains ORDER BY tid, position",
+                    "100,0,2;100,1,1");
+        assert_rows(db, "SELECT count(*) FROM sqlite_master WHERE name = 'snapshot_threads' AND sql LIKE '% IN (%'",
+                    "0");
+        g_assert_cmpint(sqlite3_exec(db, "INSERT INTO snapshot_threads (snapshot, tid, pid, mode) VALUES (7, 103, 100, 'frozen')",
+                                     NULL, NULL, NULL), ==, SQLITE_CONSTRAINT);
+        raw_exec(db, "PRAGMA foreign_keys = ON; DELETE FROM snapshots WHERE id = 7");
+        assert_rows(db, "SELECT count(*) FROM snapshot_threads", "0");
+        assert_rows(db, "PRAGMA integrity_check", "ok");
+}
+
 /* Full reconciliation */
 
 static void test_replace_all(Fixture *fx, gconstpointer data) {
@@ -1018,6 +1058,7 @@ int main(int argc, char **argv) {
         TEST("/store/open/no-application-id", test_open_no_application_id);
         TEST("/store/open/not-sqlite", test_open_not_sqlite);
         TEST("/store/open/newer-version", test_open_newer_version);
+        TEST("/store/migrate/005", test_migrate_005);
         TEST_OPEN("/store/replace-all", test_replace_all);
         TEST_OPEN("/store/replace-all/updates", test_replace_all_updates);
         TEST_OPEN("/store/replace-all/revives-retired", test_replace_all_revives_retired);
