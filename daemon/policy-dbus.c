@@ -18,8 +18,6 @@
 #include "program-fetch.h"
 #include "snapshot.h"
 
-#define ERROR_NO_SUCH_TASK "org.sectree1.Error.NoSuchTask"
-#define ERROR_SCAN_FAILED "org.sectree1.Error.ScanFailed"
 
 /* The named error for an analysis that failed. */
 static int analysis_error(sd_bus_error *error, int r, const char *what) {

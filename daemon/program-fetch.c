@@ -35,7 +35,7 @@ int program_fetch(Source *s, ProgWants *w, Arena *arena, uint64_t max_insns) {
         _cleanup_(forest_freep) Forest *f = NULL;
         if (prog_wants_missing(w) == 0)
                 return 0;
-        if (getenv("SECTREE_TEST_NO_PROGRAM_FETCH")) /* tests: as where BPF is not available */
+        if (secure_getenv("SECTREE_TEST_NO_PROGRAM_FETCH")) /* tests: as where BPF is not available */
                 return 0;
         FetchBound bound = { .wants = w, .left = max_insns };
         ScanOptions opts = { .root = 0, .allow_dropped = true, .wanted = fetch_wanted, .dropped_userdata = &bound };
