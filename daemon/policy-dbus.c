@@ -18,7 +18,6 @@
 #include "program-fetch.h"
 #include "snapshot.h"
 
-
 /* The named error for an analysis that failed. */
 static int analysis_error(sd_bus_error *error, int r, const char *what) {
         if (r == -ECANCELED)
