@@ -7,6 +7,7 @@
 
 #include <linux/seccomp.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdarg.h>
 
 #include "util.h"
@@ -297,14 +298,26 @@ uint64_t prog_digest_count(void) {
         return n_digests;
 }
 
+/* OpenSSL 3 looks the algorithm up in its provider tables on every EVP_DigestInit_ex() with
+ * EVP_sha256(); fetched once, a 50-instruction digest costs a fifth of that. */
+static EVP_MD *sha256;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void) {
+        sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+        if (!sha256)
+                abort();
+}
+
 void prog_digest(const struct sock_filter *insns, size_t n, uint8_t out[PROG_DIGEST_SIZE]) {
         uint8_t chunk[64 * PROG_INSN_WIRE_SIZE];
 
         n_digests++;
         unsigned len = 0;
+        (void) pthread_once(&sha256_once, sha256_fetch);
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 
-        if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+        if (!ctx || EVP_DigestInit_ex(ctx, sha256, NULL) != 1)
                 abort();
 
         for (size_t i = 0; i < n;) {
