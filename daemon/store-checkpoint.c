@@ -7,6 +7,7 @@
  * PASSIVE checkpoint on its own connection, which never takes the write lock: commits go on while
  * it runs, and the first one after a complete checkpoint starts the log again from its start. */
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 
 #include "sqlite-util.h"
@@ -91,6 +92,19 @@ static int checkpointer_connect(StoreCheckpointer *c) {
                                store_path(c->store), sqlite3_errmsg(c->db));
 }
 
+/* With every signal blocked: the thread may start before the daemon blocks SIGTERM to read it from
+ * the loop, and a signal the thread took would get its default action. */
+static int checkpointer_start_thread(StoreCheckpointer *c) {
+        sigset_t all, old;
+        (void) sigfillset(&all);
+        int r = -pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (r < 0)
+                return r;
+        r = -pthread_create(&c->thread, NULL, checkpointer_thread, c);
+        (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
+}
+
 int store_checkpointer_new(Store *s, StoreCheckpointer **ret) {
         _cleanup_(store_checkpointer_freep) StoreCheckpointer *c = calloc(1, sizeof(StoreCheckpointer));
         if (!c)
@@ -101,7 +115,7 @@ int store_checkpointer_new(Store *s, StoreCheckpointer **ret) {
         int r = checkpointer_connect(c);
         if (r < 0)
                 return r;
-        r = -pthread_create(&c->thread, NULL, checkpointer_thread, c);
+        r = checkpointer_start_thread(c);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the checkpoint thread: %m");
         c->running = true;
