@@ -58,6 +58,7 @@ Manager *manager_free(Manager *m) {
         source_free(m->source);
         live_changes_done(&m->changes);
         live_free(m->live);
+        store_checkpointer_free(m->checkpointer);
         store_free(m->store);
         sd_event_unref(m->event);
         free(m->state_dir);
@@ -284,6 +285,8 @@ int manager_open(Manager *m) {
         r = store_open(m->state_dir, &m->store);
         if (r >= 0)
                 r = store_snapshot_discard_incomplete(m->store); /* imports a stopped daemon left half-way */
+        if (r >= 0 && store_checkpointer_new(m->store, &m->checkpointer) < 0)
+                log_warning("Checkpoints of the state database will be made by its commits.");
         if (r >= 0)
                 r = open_live(m);
         if (r >= 0)

@@ -10,6 +10,7 @@
 #include "pacing.h"
 #include "parents.h"
 #include "source.h"
+#include "store-checkpoint.h"
 #include "store.h"
 
 #define MANAGER_DEFAULT_STATE_DIR "/var/lib/sectree"
@@ -54,6 +55,7 @@ typedef struct Manager {
         char *state_dir;
         Backend backend; /* of the source to load */
         Store *store;
+        StoreCheckpointer *checkpointer; /* the store's checkpoints, off the event loop */
         Live *live;
         Source *source;
         Parents *parents;    /* the parents of live processes, watched for their exits */

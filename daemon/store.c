@@ -218,6 +218,8 @@ struct Store {
         uint64_t archived; /* filters moved to history since it was last pruned */
         uint64_t history_limit; /* rows kept in history */
         uint8_t program[PROG_MAX_INSNS * 8]; /* scratch: a program in its stored encoding */
+        StoreCommitHook commit_hook;
+        void *commit_hook_userdata;
 };
 
 /* Errors */
@@ -1520,6 +1522,25 @@ int store_load_live(Store *s, Forest **ret) {
                 return r;
         *ret = TAKE_PTR(f);
         return 0;
+}
+
+const char *store_path(const Store *s) {
+        return s->path;
+}
+
+static int on_wal_commit(void *userdata, sqlite3 *db, const char *name, int log_pages) {
+        Store *s = userdata;
+        s->commit_hook(s->commit_hook_userdata, log_pages > 0 ? (unsigned) log_pages : 0);
+        return SQLITE_OK;
+}
+
+void store_set_commit_hook(Store *s, StoreCommitHook hook, void *userdata) {
+        s->commit_hook = hook;
+        s->commit_hook_userdata = userdata;
+        if (hook)
+                (void) sqlite3_wal_hook(s->db, on_wal_commit, s);
+        else
+                (void) sqlite3_wal_autocheckpoint(s->db, 1000); /* SQLite's default */
 }
 
 /* For store-snapshot.c */

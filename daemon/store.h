@@ -79,6 +79,15 @@ int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint
  * start to keep the ids of the filters that are still there. */
 int store_load_live(Store *s, Forest **ret);
 
+/* The database file's path. */
+const char *store_path(const Store *s);
+
+/* Called after every commit with the number of pages the write-ahead log holds; while one is set,
+ * the connection makes no checkpoint itself (store-checkpoint.c makes them). NULL: SQLite's
+ * automatic checkpoints again. */
+typedef void (*StoreCommitHook)(void *userdata, unsigned log_pages);
+void store_set_commit_hook(Store *s, StoreCommitHook hook, void *userdata);
+
 /* For the other tables' code (store-snapshot.c), which keeps its statements next to it: the
  * connection, and a failed SQLite call logged and turned into a negative errno. */
 struct sqlite3 *store_database(Store *s);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "state-migrations.h"
+#include "store-checkpoint.h"
 #include "store.h"
 #include "tests-util.h"
 
@@ -1048,6 +1049,64 @@ static void test_perf(Fixture *fx, gconstpointer data) {
         assert_rows(db, "PRAGMA foreign_key_check", "");
 }
 
+/* One transaction, one new thread row: a page or more of the log. */
+static void put_one_thread(Store *s, pid_t tid) {
+        Process p = process_of(100, "alpha", "/usr/bin/alpha", 1100);
+        Task t = thread_of(tid, 3);
+        g_assert_cmpint(store_begin(s), ==, 0);
+        g_assert_cmpint(store_put_thread(s, &p, &t, 2000), ==, 0);
+        g_assert_cmpint(store_commit(s), ==, 0);
+}
+
+static off_t wal_size(const Fixture *fx) {
+        g_autofree char *wal = g_strconcat(fx->path, "-wal", NULL);
+        struct stat st;
+        g_assert_cmpint(stat(wal, &st), ==, 0);
+        return st.st_size;
+}
+
+/* Whether the database file itself (not its log) holds the thread: what a checkpoint copied. */
+static bool in_database_file(const Fixture *fx, pid_t tid) {
+        g_autofree char *uri = g_strconcat("file:", fx->path, "?immutable=1", NULL);
+        _cleanup_(sqlite3_closep) sqlite3 *db = NULL;
+        char sql[64];
+        g_assert_cmpint(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL), ==, SQLITE_OK);
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM tasks WHERE tid = %d", (int) tid);
+        return raw_int(db, sql) == 1;
+}
+
+/* With a checkpointer, commits never copy the log into the database themselves (SQLite's automatic
+ * checkpoint would, past 1,000 pages): the log grows to STORE_CHECKPOINT_PAGES, then the thread
+ * copies it. Without one again, the connection's own checkpoints are back. Counted in commits,
+ * not in time: the thread is waited for only once it has been asked. */
+static void test_checkpoint_thread(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *a = forest_a();
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(store_checkpointer_freep) StoreCheckpointer *c = NULL;
+        pid_t tid = 200000;
+
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+        g_assert_cmpint(store_checkpointer_new(s, &c), ==, 0);
+        off_t asked = (off_t) STORE_CHECKPOINT_PAGES * (4096 + 24); /* the page size, and a frame's header */
+        for (unsigned i = 0; store_checkpointer_pages_copied(c) == 0; i++) {
+                g_assert_cmpuint(i, <, 100000);
+                put_one_thread(s, ++tid);
+                if (wal_size(fx) >= asked)
+                        g_usleep(1000);
+        }
+        /* Nothing copied it before the thread was asked to. */
+        g_assert_cmpint(wal_size(fx), >=, asked);
+        g_assert_true(in_database_file(fx, 200001));
+
+        c = store_checkpointer_free(c);
+        pid_t last = ++tid;
+        put_one_thread(s, last);
+        for (unsigned i = 0; !in_database_file(fx, last); i++) {
+                g_assert_cmpuint(i, <, 2 * STORE_CHECKPOINT_PAGES);
+                put_one_thread(s, ++tid);
+        }
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         log_set_max_level(g_test_verbose() ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERR);
@@ -1070,6 +1129,7 @@ int main(int argc, char **argv) {
         TEST_OPEN("/store/pass-writes-differences", test_pass_writes_differences);
         TEST("/store/load-live", test_load_live);
         TEST_OPEN("/store/views", test_views);
+        TEST("/store/checkpoint-thread", test_checkpoint_thread);
         TEST("/store/perf", test_perf);
         return g_test_run();
 }
