@@ -209,7 +209,7 @@ int main(int argc, char *argv[]) {
         if (r <= 0)
                 return r == 0 ? EXIT_SUCCESS : EXIT_USAGE;
         signal(SIGPIPE, SIG_IGN);
-        if (privileges_check(a.backend) < 0)
+        if (privileges_check(a.backend, source_capabilities(a.backend)) < 0)
                 return EXIT_FAILURE;
         if (optind >= argc)
                 return run_service(&a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
