@@ -366,6 +366,11 @@ uint64_t daemon_fixture_state_bytes(const DaemonFixture *f) {
         return bytes;
 }
 
+int daemon_fixture_read_log(const DaemonFixture *f, char **ret) {
+        _cleanup_free_ char *path = path_join(f->dir, "sectreed.log");
+        return path ? read_file(path, ret) : log_oom();
+}
+
 bool daemon_fixture_daemon_alive(DaemonFixture *f) {
         if (f->daemon_pid <= 0)
                 return false;

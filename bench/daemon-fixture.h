@@ -39,5 +39,7 @@ uint64_t daemon_fixture_ready_nsec(const DaemonFixture *f);
 int daemon_fixture_connect(const DaemonFixture *f, sd_bus **ret);
 /* Bytes of the daemon's state database (its pages, as a reader sees them); 0 if unknown. */
 uint64_t daemon_fixture_state_bytes(const DaemonFixture *f);
+/* What the daemon wrote to its stderr so far (malloc'ed). */
+int daemon_fixture_read_log(const DaemonFixture *f, char **ret);
 /* Whether the daemon is still running (not reaped). */
 bool daemon_fixture_daemon_alive(DaemonFixture *f);

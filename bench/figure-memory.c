@@ -1,5 +1,5 @@
 /* figure-memory.c: figure 5, the daemon's peak resident memory with a workload of each size,
- * against the same daemon with nothing to watch */
+ * against the same daemon with nothing to watch, and Rescan from call to reply with its parts */
 #include <fcntl.h>
 #include <systemd/sd-bus.h>
 
@@ -21,6 +21,12 @@
  * exiting, CHURN_RATE times a second), then SNAPSHOTS snapshots of the whole machine, each exported
  * as JSON into a pipe that is read to its end and deleted, then one more Rescan. The second row is
  * VmRSS then (what it holds after all of that, not its peak), and the note its VmHWM.
+ *
+ * The Rescan row: RESCANS calls of Rescan (the first is the one above), each timed from the call to
+ * its reply, the median; the daemon runs with SYSTEMD_LOG_LEVEL=debug, and its log gives the parts of
+ * each: the scan (the iterators' "Pass N: ... tasks X us, files Y us" and "forest built in Z us"),
+ * replacing the live forest and storing it ("Full pass (rescan): ... replaced in X us, stored and
+ * announced in Y us"). The rest is the bus, the ids given to the scan, and linking it.
  */
 
 #define TARGET_MIB 64.0
@@ -29,12 +35,30 @@
 #define SMOKE_CHURN_SECONDS 0.5
 #define SNAPSHOTS 3
 #define KIB_PER_MIB 1024.0
+#define RESCANS 3
+
+/* The parts of one Rescan, in ms: the call to its reply, and what the daemon's log says of it. */
+typedef enum RescanPart {
+        RESCAN_CALL,
+        RESCAN_ITERATE, /* the BPF iterators */
+        RESCAN_SCAN,    /* the iterators and building the forest */
+        RESCAN_REPLACE, /* the live forest replaced by the scan */
+        RESCAN_STORE,   /* stored, committed and announced */
+        _RESCAN_PART_MAX,
+} RescanPart;
+
+typedef struct Rescans {
+        double parts[_RESCAN_PART_MAX][RESCANS];
+        size_t n_calls, n_logged;
+        size_t pass_tasks; /* tasks in the daemon's last pass (the workload and the machine's own) */
+} Rescans;
 
 typedef struct MemoryUse {
         uint64_t hwm_kib, rss_kib, anon_kib;
         uint64_t bpf_map_kib; /* resident in anon_inode:bpf-map mappings (ring buffers, mmap'ed maps) */
         double ready_msec, rescan_msec;
         uint64_t after_rss_kib, after_hwm_kib; /* after churn and snapshots */
+        Rescans rescans;
 } MemoryUse;
 
 static uint64_t status_field_kib(const char *status, const char *name) {
@@ -97,6 +121,51 @@ static int rescan(DaemonFixture *d, double *ret_msec) {
         return r;
 }
 
+/* The bpf scanner's and the manager's debug lines of one pass: its scan parts, then its full pass. */
+static void rescan_log_line(const char *line, Rescans *rs, double *iterate, double *built) {
+        unsigned long long a, b;
+        size_t tasks;
+        const char *p;
+
+        if ((p = strstr(line, "; tasks ")) && sscanf(p, "; tasks %llu us", &a) == 1 && (p = strstr(p, "files "))) {
+                p += strlen("files ");
+                if (strncmp(p, "skipped, ", strlen("skipped, ")) == 0)
+                        p += strlen("skipped, ");
+                *iterate = (double) a / 1000 + (sscanf(p, "%llu us", &b) == 1 ? (double) b / 1000 : 0);
+        } else if ((p = strstr(line, ": forest built in ")) && sscanf(p, ": forest built in %llu us", &a) == 1)
+                *built = (double) a / 1000;
+        else if ((p = strstr(line, "Full pass (rescan): ")) &&
+                 sscanf(p, "Full pass (rescan): %zu tasks, %*u filters; replaced in %llu us, stored and announced "
+                        "in %llu us", &tasks, &a, &b) == 3) {
+                size_t i = rs->n_logged++ % RESCANS; /* the last RESCANS of them */
+                rs->parts[RESCAN_ITERATE][i] = *iterate;
+                rs->parts[RESCAN_SCAN][i] = *iterate + *built;
+                rs->parts[RESCAN_REPLACE][i] = (double) a / 1000;
+                rs->parts[RESCAN_STORE][i] = (double) b / 1000;
+                rs->pass_tasks = tasks;
+        }
+}
+
+/* RESCANS - 1 more Rescans (the first was timed already), and the parts of all of them from the
+ * daemon's log. */
+static int rescans_measure(DaemonFixture *d, Rescans *rs) {
+        _cleanup_free_ char *log = NULL;
+        double iterate = 0, built = 0;
+        int r = 0;
+
+        for (rs->n_calls = 1; r >= 0 && rs->n_calls < RESCANS; rs->n_calls++)
+                r = rescan(d, &rs->parts[RESCAN_CALL][rs->n_calls]);
+        if (r >= 0)
+                r = daemon_fixture_read_log(d, &log);
+        for (char *line = log, *end; r >= 0 && line && *line; line = end ? end + 1 : NULL) {
+                end = strchr(line, '\n');
+                if (end)
+                        *end = 0;
+                rescan_log_line(line, rs, &iterate, &built);
+        }
+        return r;
+}
+
 static int churn(const BenchOptions *o) {
         _cleanup_(loadgen_freep) LoadGen *g = NULL;
         LoadGenOptions lo = { .rate = CHURN_RATE, .seconds = o->smoke ? SMOKE_CHURN_SECONDS : CHURN_SECONDS,
@@ -154,7 +223,8 @@ static int snapshot_round(sd_bus *bus) {
 
 static int measure_daemon(const BenchOptions *o, bool go_on, MemoryUse *ret) {
         _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
-        DaemonFixtureOptions fo = { .ready_timeout_sec = 120 };
+        char *env[] = { (char *) "SYSTEMD_LOG_LEVEL=debug", NULL };
+        DaemonFixtureOptions fo = { .env = env, .ready_timeout_sec = 120 };
         int r = daemon_fixture_new(&fo, &d);
 
         if (r < 0)
@@ -166,6 +236,9 @@ static int measure_daemon(const BenchOptions *o, bool go_on, MemoryUse *ret) {
         pid_t pid = daemon_fixture_daemon_pid(d);
         r = read_status(pid, ret);
         ret->bpf_map_kib = bpf_map_rss_kib(pid);
+        ret->rescans.parts[RESCAN_CALL][0] = ret->rescan_msec;
+        if (r >= 0)
+                r = rescans_measure(d, &ret->rescans);
         if (r < 0 || !go_on)
                 return r;
 
@@ -214,6 +287,26 @@ static int add_row(Report *report, const BenchOptions *o, size_t tasks, const ch
         });
 }
 
+/* Rescan from call to reply, and its parts from the daemon's log (medians of RESCANS). */
+static int add_rescan_row(Report *report, size_t tasks, Rescans *rs) {
+        double m[_RESCAN_PART_MAX];
+        size_t n_logged = MIN(rs->n_logged, (size_t) RESCANS);
+        char note[192];
+
+        m[RESCAN_CALL] = median(rs->parts[RESCAN_CALL], rs->n_calls);
+        for (RescanPart i = RESCAN_ITERATE; i < _RESCAN_PART_MAX; i++)
+                m[i] = median(rs->parts[i], n_logged);
+        if (n_logged == 0)
+                snprintf(note, sizeof(note), "median of %zu; no parts in the daemon's log", rs->n_calls);
+        else
+                snprintf(note, sizeof(note),
+                         "%zu tasks in the pass; scan %.1f (iterators %.1f), replace %.1f, store %.1f, rest %.1f ms",
+                         rs->pass_tasks, m[RESCAN_SCAN], m[RESCAN_ITERATE], m[RESCAN_REPLACE], m[RESCAN_STORE],
+                         m[RESCAN_CALL] - m[RESCAN_SCAN] - m[RESCAN_REPLACE] - m[RESCAN_STORE]);
+        return report_add_ms(report, tasks, "Rescan (call to reply)", m[RESCAN_CALL], 0, NULL, NULL, VERDICT_NONE,
+                             note);
+}
+
 static int add_after_row(Report *report, const BenchOptions *o, size_t tasks, const MemoryUse *m) {
         double mib = (double) m->after_rss_kib / KIB_PER_MIB;
         char note[128];
@@ -239,6 +332,8 @@ int figure_memory_run(const BenchOptions *o, Report *report) {
         if (r < 0)
                 return r;
         r = add_row(report, o, 0, "floor: idle daemon (VmHWM)", &idle, NULL);
+        if (r >= 0)
+                r = add_rescan_row(report, 0, &idle.rescans);
         for (size_t i = 0; r >= 0 && i < o->n_sizes; i++) {
                 _cleanup_(workload_freep) Workload *w = NULL;
                 WorkloadOptions wo = {
@@ -252,6 +347,8 @@ int figure_memory_run(const BenchOptions *o, Report *report) {
                         r = measure_daemon(o, true, &m);
                 if (r >= 0)
                         r = add_row(report, o, o->sizes[i], "daemon peak RSS (VmHWM)", &m, &idle);
+                if (r >= 0)
+                        r = add_rescan_row(report, o->sizes[i], &m.rescans);
                 if (r >= 0)
                         r = add_after_row(report, o, o->sizes[i], &m);
         }

@@ -23,7 +23,7 @@ int figure_policy_run(const BenchOptions *o, Report *report);
  * against forking the same tree without filters (100 and 1,000 tasks). */
 int figure_restore_run(const BenchOptions *o, Report *report);
 
-/* Figure 5: the daemon's peak RSS with each workload, against the idle daemon. */
+/* Figure 5: the daemon's peak RSS with each workload, against the idle daemon; Rescan and its parts. */
 int figure_memory_run(const BenchOptions *o, Report *report);
 
 /* Figure 9: root's calls and the daemon's memory while nobody holds tens of thousands of

@@ -31,7 +31,7 @@ static const Figure figures[] = {
         { "watch", "Figure 3: watch latency, seccomp() return to FilterAttached at a D-Bus client, and events lost "
           "(tasks: the background workload)", figure_watch_run },
         { "snapshot", "Figure 4: snapshot of a subtree (CreateSnapshot, ExportSnapshot)", figure_snapshot_run },
-        { "memory", "Figure 5: the daemon's peak resident memory (VmHWM after start and one Rescan)",
+        { "memory", "Figure 5: the daemon's peak resident memory (VmHWM after start and one Rescan), and Rescan from call to reply with its parts",
           figure_memory_run },
         { "policy", "Figure 6: policy analysis: who-can over tasks of 100 distinct chains, and the policy of "
           "a container profile", figure_policy_run },

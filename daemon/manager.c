@@ -7,7 +7,6 @@
  * (manager-dbus.c, the listener) announce it. When the store fails, the live forest is rolled back, nothing is
  * announced, and a full pass is asked for: bus, database and live forest always agree. */
 #include "manager.h"
-#include "restores.h"
 
 #include <malloc.h>
 #include <signal.h>
@@ -40,7 +39,6 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         m->backend = opts->backend;
         m->refresh_usec = opts->refresh_usec;
         m->budget_insns = opts->budget_insns;
-        m->restore_executor = opts->restore_executor;
         int r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the event loop: %m");
@@ -52,7 +50,8 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         pacing_free(m->pacing);
-        manager_restores_free(m);
+        if (m->restores_free)
+                m->restores_free(m->restores);
         sd_bus_flush_close_unref(m->bus);
         parents_free(m->parents);
         source_free(m->source);

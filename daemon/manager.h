@@ -30,18 +30,6 @@ typedef struct ManagerStats {
 } ManagerStats;
 
 /* Who hears of what the service stored, once it is committed: the bus layer (manager-dbus.c). */
-/* Where Restore() starts the executor (restores.c, docs/restore.md "Where the executor runs"). */
-typedef enum RestoreExecutor {
-        RESTORE_EXECUTOR_AUTO, /* a transient unit when systemd runs the daemon as a service, else fork */
-        RESTORE_EXECUTOR_FORK, /* forked by the daemon: only while it runs unconfined */
-        RESTORE_EXECUTOR_UNIT, /* a transient service of PID 1 (StartTransientUnit) */
-        _RESTORE_EXECUTOR_MAX,
-        _RESTORE_EXECUTOR_INVALID = -EINVAL,
-} RestoreExecutor;
-
-const char *restore_executor_to_string(RestoreExecutor e);
-RestoreExecutor restore_executor_from_string(const char *s);
-
 typedef struct ManagerListener {
         /* What a batch or a full pass changed (reason: the full pass's, NULL for none). */
         void (*changes)(void *userdata, const LiveChanges *c, const char *reason);
@@ -82,9 +70,10 @@ typedef struct Manager {
 
         /* policy-dbus.c: GetPolicy and WhoCan calls being analysed */
         struct PolicyJob *policy_jobs;
-        /* restores.c: restores in progress and alive */
+        /* restores.c: restores in progress and alive, and what ends them when the manager is freed
+         * (set by restores.c, which sits above the manager) */
         struct Restores *restores;
-        RestoreExecutor restore_executor;
+        void (*restores_free)(struct Restores *rs);
 } Manager;
 
 typedef struct ManagerOptions {
@@ -92,7 +81,6 @@ typedef struct ManagerOptions {
         const char *state_dir;
         uint64_t refresh_usec; /* 0: the backend's default, or $SECTREE_REFRESH_USEC */
         uint64_t budget_insns; /* instructions of filters kept per uid (lib/budget.h); 0: none */
-        RestoreExecutor restore_executor;
 } ManagerOptions;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);

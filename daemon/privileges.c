@@ -6,17 +6,16 @@
 
 #include "util.h"
 
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38
-#endif
-#ifndef CAP_BPF
-#define CAP_BPF 39
-#endif
-
-typedef struct CapabilityName {
+/* The capabilities a backend names, in the order messages name them. */
+static const struct {
         int cap;
         const char *name;
-} CapabilityName;
+} capability_names[] = {
+        { CAP_BPF, "CAP_BPF" },
+        { CAP_PERFMON, "CAP_PERFMON" },
+        { CAP_SYS_ADMIN, "CAP_SYS_ADMIN" },
+        { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" },
+};
 
 /* The effective set, from /proc/self/status (CapEff:). -errno. */
 static int effective_capabilities(uint64_t *ret) {
@@ -30,44 +29,44 @@ static int effective_capabilities(uint64_t *ret) {
         return -ENODATA;
 }
 
-/* The names of the capabilities of need missing from have, ", "-separated, into buf. */
-static size_t missing_names(uint64_t have, const CapabilityName *need, size_t n, char *buf, size_t size) {
-        size_t missing = 0, len = 0;
+/* The names of a set of capabilities into buf: "A, B and C" (last: " and "), or "A, B, C"
+ * (last: ", "). */
+static const char *capability_list(uint64_t caps, const char *last, char *buf, size_t size) {
+        size_t len = 0, left = (size_t) __builtin_popcountll(caps);
         buf[0] = 0;
-        for (size_t i = 0; i < n; i++)
-                if (!(have & (UINT64_C(1) << need[i].cap))) {
-                        len += snprintf(buf + len, len < size ? size - len : 0, "%s%s", missing ? ", " : "",
-                                        need[i].name);
-                        missing++;
-                }
-        return missing;
+        for (size_t i = 0; i < ELEMENTSOF(capability_names); i++) {
+                if (!(caps & (UINT64_C(1) << capability_names[i].cap)))
+                        continue;
+                const char *sep = len == 0 ? "" : left == 1 ? last : ", ";
+                len += snprintf(buf + len, len < size ? size - len : 0, "%s%s", sep, capability_names[i].name);
+                left--;
+        }
+        return buf;
 }
 
-int privileges_check(Backend backend) {
-        static const CapabilityName bpf[] = { { CAP_BPF, "CAP_BPF" }, { CAP_PERFMON, "CAP_PERFMON" },
-                                             { CAP_SYS_ADMIN, "CAP_SYS_ADMIN" } };
-        static const CapabilityName ptrace_admin[] = { { CAP_SYS_ADMIN, "CAP_SYS_ADMIN" } };
-        static const CapabilityName ptrace_others[] = { { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" } };
+/* One line: what the backend needs, what this process lacks of it, and what to do. */
+static int refuse(Backend backend, const SourceCapabilities *c, uint64_t have) {
+        uint64_t missing = c->needed & ~have;
+        char needed[128], lacks[128];
+        capability_list(c->needed, " and ", needed, sizeof(needed));
+        if (__builtin_popcountll(c->needed) == 1)
+                snprintf(lacks, sizeof(lacks), "it");
+        else
+                capability_list(missing, ", ", lacks, sizeof(lacks));
+        return log_error_errno(-EPERM, "The %s backend needs %s %s, and this process lacks %s: %s.",
+                               backend_to_string(backend), needed, c->needed_for, lacks, c->remedy);
+}
+
+int privileges_check(Backend backend, const SourceCapabilities *c) {
         uint64_t have;
         char missing[128];
-        int r = effective_capabilities(&have);
-        if (r < 0) /* cannot tell: let the kernel say */
+        if (!c || effective_capabilities(&have) < 0) /* cannot tell: let the kernel say */
                 return 0;
-        /* CAP_SYS_ADMIN alone still covers what CAP_BPF and CAP_PERFMON split off from it */
-        if (backend == BACKEND_BPF && !(have & (UINT64_C(1) << CAP_SYS_ADMIN)) &&
-            missing_names(have, bpf, ELEMENTSOF(bpf), missing, sizeof(missing)) > 0)
-                return log_error_errno(-EPERM,
-                                       "The bpf backend needs CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN to load its BPF "
-                                       "programs, and this process lacks %s: run sectreed as root (its unit does).",
-                                       missing);
-        if (backend == BACKEND_PTRACE &&
-            missing_names(have, ptrace_admin, ELEMENTSOF(ptrace_admin), missing, sizeof(missing)) > 0)
-                return log_error_errno(-EPERM,
-                                       "The ptrace backend needs CAP_SYS_ADMIN to read filters "
-                                       "(PTRACE_SECCOMP_GET_FILTER), and this process lacks it: run sectreed as root.");
-        if (backend == BACKEND_PTRACE &&
-            missing_names(have, ptrace_others, ELEMENTSOF(ptrace_others), missing, sizeof(missing)) > 0)
-                log_warning("Without CAP_SYS_PTRACE only this user's own processes can be read.");
+        if (!(have & c->enough) && (have & c->needed) != c->needed)
+                return refuse(backend, c, have);
+        if ((have & c->wanted) != c->wanted)
+                log_warning("Without %s %s.", capability_list(c->wanted & ~have, " and ", missing, sizeof(missing)),
+                            c->without);
         return 0;
 }
 

@@ -3,13 +3,13 @@
 #pragma once
 
 #include "scan.h"
+#include "source.h"
 
-/* The capabilities a backend needs in the effective set: bpf: CAP_BPF, CAP_PERFMON and
- * CAP_SYS_ADMIN (BPF iterators and tracepoints); ptrace: CAP_SYS_ADMIN (PTRACE_SECCOMP_GET_FILTER)
- * and, for other users' processes, CAP_SYS_PTRACE. Returns 0, or -EPERM after one line naming
- * what is missing and what to do. A missing CAP_SYS_PTRACE alone is a warning: the caller's own
+/* What the backend needs of the effective capabilities, as source_capabilities() says it (NULL:
+ * nothing checked). Returns 0, or -EPERM after one line naming what is missing and what to do. A
+ * missing capability it only wants (ptrace: CAP_SYS_PTRACE) is a warning: the caller's own
  * processes can still be read. */
-int privileges_check(Backend backend);
+int privileges_check(Backend backend, const SourceCapabilities *c);
 
 /* One line about the threads a ptrace scan could not read, by reason (each thread at debug
  * level); nothing when there are none. */

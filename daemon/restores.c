@@ -73,6 +73,7 @@ struct Restore {
 typedef struct Restores {
         Restore *list;
         uint64_t next_id;
+        RestoreExecutor executor;
         RestoreFinished finished;
         void *userdata;
 } Restores;
@@ -115,13 +116,25 @@ void restore_options_done(RestoreOptions *o) {
         o->has_stdio = false;
 }
 
+static void restores_free(Restores *rs);
+
 static Restores *restores_of(Manager *m) {
         if (!m->restores) {
                 m->restores = calloc(1, sizeof(Restores));
-                if (m->restores)
-                        m->restores->next_id = 1;
+                if (!m->restores)
+                        return NULL;
+                m->restores->next_id = 1;
+                m->restores_free = restores_free;
         }
         return m->restores;
+}
+
+int restores_new(Manager *m, RestoreExecutor executor) {
+        Restores *rs = restores_of(m);
+        if (!rs)
+                return log_oom();
+        rs->executor = executor;
+        return 0;
 }
 
 void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata) {
@@ -575,8 +588,8 @@ static bool under_service(void) {
 }
 
 /* Whether the executor runs as a transient unit (1) or forked (0) from here. */
-static int executor_by_unit(Manager *m, char **ret_message) {
-        switch (m->restore_executor) {
+static int executor_by_unit(const Restores *rs, char **ret_message) {
+        switch (rs->executor) {
         case RESTORE_EXECUTOR_UNIT:
                 return 1;
         case RESTORE_EXECUTOR_FORK:
@@ -836,7 +849,7 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
                 snapshot_set_message(ret_message, "Your credentials could not be read.");
                 return -EACCES;
         }
-        by_unit = executor_by_unit(m, ret_message);
+        by_unit = executor_by_unit(rs, ret_message);
         if (by_unit < 0)
                 return by_unit;
 
@@ -933,8 +946,8 @@ int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n) {
         return 0;
 }
 
-void manager_restores_free(Manager *m) {
-        Restores *rs = m->restores;
+/* End every restore (the manager is freed): their stubs end. */
+static void restores_free(Restores *rs) {
         if (!rs)
                 return;
         while (rs->list) {
@@ -945,7 +958,6 @@ void manager_restores_free(Manager *m) {
                 restore_free(r); /* closing the socket ends its stubs */
         }
         free(rs);
-        m->restores = NULL;
 }
 
 /* ---- what a restore is ---- */

@@ -23,6 +23,22 @@
 /* A released or failed restore's executor that has not exited after this is killed. */
 #define RESTORE_KILL_TIMEOUT_USEC (10 * 1000000ULL)
 
+/* Where Restore() starts the executor (docs/restore.md "Where the executor runs"). */
+typedef enum RestoreExecutor {
+        RESTORE_EXECUTOR_AUTO, /* a transient unit when systemd runs the daemon as a service, else fork */
+        RESTORE_EXECUTOR_FORK, /* forked by the daemon: only while it runs unconfined */
+        RESTORE_EXECUTOR_UNIT, /* a transient service of PID 1 (StartTransientUnit) */
+        _RESTORE_EXECUTOR_MAX,
+        _RESTORE_EXECUTOR_INVALID = -EINVAL,
+} RestoreExecutor;
+
+const char *restore_executor_to_string(RestoreExecutor e);
+RestoreExecutor restore_executor_from_string(const char *s);
+
+/* The manager's restores, made at start (else at the first call, with RESTORE_EXECUTOR_AUTO): where
+ * the executor runs. They end with the manager (manager_free()). */
+int restores_new(Manager *m, RestoreExecutor executor);
+
 typedef struct RestoreExec {
         pid_t pid;   /* a snapshot process */
         char **argv; /* what its leader execs */
@@ -92,9 +108,6 @@ int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased 
 /* The restores the caller may see (root: all; others: their own), in id order; the array is
  * malloc'ed, its elements are not. */
 int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n);
-
-/* End every restore (the daemon stops): their stubs end. */
-void manager_restores_free(Manager *m);
 
 uint64_t restore_id(const Restore *r);
 uint64_t restore_snapshot_id(const Restore *r);

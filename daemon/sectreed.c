@@ -9,6 +9,7 @@
 #include "manager-dbus.h"
 #include "manager.h"
 #include "privileges.h"
+#include "restores.h"
 #include "scan.h"
 #include "snapshot-json.h"
 #include "source.h"
@@ -185,10 +186,11 @@ static int verb_scan(const Args *a) {
 }
 
 static int run_service(const Args *a) {
-        ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns,
-                                .restore_executor = a->restore_executor };
+        ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns };
         _cleanup_(manager_freep) Manager *m = NULL;
         int r = manager_new(&opts, &m);
+        if (r >= 0)
+                r = restores_new(m, a->restore_executor);
         if (r >= 0)
                 r = manager_startup(m);
         if (r >= 0)
@@ -209,7 +211,7 @@ int main(int argc, char *argv[]) {
         if (r <= 0)
                 return r == 0 ? EXIT_SUCCESS : EXIT_USAGE;
         signal(SIGPIPE, SIG_IGN);
-        if (privileges_check(a.backend) < 0)
+        if (privileges_check(a.backend, source_capabilities(a.backend)) < 0)
                 return EXIT_FAILURE;
         if (optind >= argc)
                 return run_service(&a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;

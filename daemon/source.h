@@ -37,6 +37,21 @@ typedef struct SourceOptions {
         bool no_argv;      /* no scan will ask for command lines: what reads them is not loaded */
 } SourceOptions;
 
+/* What a backend needs of the effective capabilities, known before it loads (privileges.c says
+ * what is missing). Sets of capabilities: bit n is capability n. */
+typedef struct SourceCapabilities {
+        uint64_t needed;        /* it cannot run without each of these... */
+        uint64_t enough;        /* ...unless it has one of these (0: none), as CAP_SYS_ADMIN still covers
+                                 * CAP_BPF and CAP_PERFMON, which split off from it */
+        const char *needed_for; /* what it needs them for: "to load its BPF programs" */
+        const char *remedy;     /* what to do without them: "run sectreed as root" */
+        uint64_t wanted;        /* it runs without these, but sees less... */
+        const char *without;    /* ...and what it sees then: "only this user's own processes can be read" */
+} SourceCapabilities;
+
+/* NULL for an unknown backend. */
+const SourceCapabilities *source_capabilities(Backend b);
+
 /* Load the backend: -errno with a logged message when it cannot run here. */
 int source_new(const SourceOptions *o, Source **ret);
 Source *source_free(Source *s);

@@ -32,9 +32,13 @@ static const char *printable(const char *s, char buf[static 48]) {
         return printable_n(s, buf, 48);
 }
 
+/* SQLite failed on the file. sqlite_errno() says what: the machine's failure (no memory) is
+ * returned as it is; anything else is the file's doing, refused (-EINVAL) with SQLite's words for
+ * it, as the readers' callers expect of a bad file (snapshot_sqlite_read_data()). */
 static int sqlite_error(sqlite3 *db, int rc, char **error, const char *what) {
-        if ((rc & 0xff) == SQLITE_NOMEM)
-                return -ENOMEM;
+        int r = sqlite_errno(db, rc);
+        if (r == -ENOMEM)
+                return r;
         /* sqlite3_errstr(), not sqlite3_errmsg(): the latter may quote names from the file */
         return snapshot_error(error, "SQLite: %s: %s", what, sqlite3_errstr(rc));
 }

@@ -92,6 +92,17 @@ static void test_not_root(void) {
                 run_done(&r);
         }
 
+        /* CAP_BPF and CAP_PERFMON without CAP_SYS_ADMIN: the line names only what is missing */
+        const char *split_caps[] = { NOBODY, "--inh-caps=+bpf,+perfmon", "--ambient-caps=+bpf,+perfmon", sectreed,
+                                     "scan", NULL };
+        Run split = run(split_caps, NULL);
+        g_test_message("exit %d, stderr: %s", split.status, split.err);
+        g_assert_cmpint(split.status, ==, 1);
+        g_assert_cmpstr(split.err, ==, "The bpf backend needs CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN to load its BPF "
+                                       "programs, and this process lacks CAP_SYS_ADMIN: run sectreed as root (its "
+                                       "unit does).\n");
+        run_done(&split);
+
         /* ptrace without CAP_SYS_ADMIN reads nothing: one line */
         const char *ptrace_scan[] = { NOBODY, sectreed, "scan", "--backend=ptrace", root, NULL };
         Run r = run(ptrace_scan, NULL);
