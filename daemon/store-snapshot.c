@@ -629,6 +629,10 @@ typedef struct Db {
         const char *path; /* of that one */
 } Db;
 
+/* On the store's connection, the store's mapping. On a connection of its own (an export reading
+ * a stored snapshot), deliberately not sqlite_errno(): a stored snapshot that cannot be read is
+ * the daemon's I/O failure whatever SQLite calls it, and its -EBUSY or -EINVAL would reach the
+ * caller through the bus-error table as "limits exceeded" or "the snapshot was refused". */
 static int db_error(Db *d, int rc, const char *what) {
         if (d->store)
                 return store_sqlite_error(d->store, rc, what);
