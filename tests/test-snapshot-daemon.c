@@ -948,6 +948,43 @@ static void flood_root(int n, int cmd, int ack) {
                 pause();
 }
 
+/* A flood_root() process and the pipes that drive it. */
+typedef struct Flood {
+        pid_t root;
+        int cmd[2], ack[2];
+} Flood;
+
+/* The root of n processes sharing its first filter, once all of them are there. */
+static pid_t flood_start(Flood *fl, int n) {
+        char c;
+        g_assert_cmpint(pipe2(fl->cmd, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(fl->ack, O_CLOEXEC), ==, 0);
+        fl->root = fork();
+        g_assert_cmpint(fl->root, >=, 0);
+        if (fl->root == 0) {
+                flood_root(n, fl->cmd[0], fl->ack[1]);
+                _exit(0);
+        }
+        g_assert_cmpint(read(fl->ack[0], &c, 1), ==, 1);
+        return fl->root;
+}
+
+/* The root installs its second filter; returns once it has. */
+static void flood_second_filter(Flood *fl) {
+        char c;
+        g_assert_cmpint(write(fl->cmd[1], "x", 1), ==, 1);
+        g_assert_cmpint(read(fl->ack[0], &c, 1), ==, 1);
+}
+
+static void flood_stop(Flood *fl) {
+        kill(fl->root, SIGKILL);
+        waitpid(fl->root, NULL, 0);
+        close(fl->cmd[0]);
+        close(fl->cmd[1]);
+        close(fl->ack[0]);
+        close(fl->ack[1]);
+}
+
 /* CreateSnapshot's scan runs in a worker thread, not on the loop: with the scan held
  * ($SECTREE_TEST_SNAPSHOT_SCAN_GATE), root's ListTasks and GetFilter sent after a CreateSnapshot of
  * a subtree of thousands of processes are answered first; a filter installed after those replies
@@ -959,19 +996,10 @@ static void scan_off_loop_with(char **args, const char *backend, int n) {
         g_autofree char *gate = g_build_filename(dir, "go", NULL);
         g_autofree char *gate_env = g_strconcat("SECTREE_TEST_SNAPSHOT_SCAN_GATE=", gate, NULL);
         char *env[] = { gate_env, (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
-        int cmd[2], ack[2];
-        char c;
+        Flood fl;
         if (!bus_fixture_start_all(&b, args, env))
                 return;
-        g_assert_cmpint(pipe2(cmd, O_CLOEXEC), ==, 0);
-        g_assert_cmpint(pipe2(ack, O_CLOEXEC), ==, 0);
-        pid_t root = fork();
-        g_assert_cmpint(root, >=, 0);
-        if (root == 0) {
-                flood_root(n, cmd[0], ack[1]);
-                _exit(0);
-        }
-        g_assert_cmpint(read(ack[0], &c, 1), ==, 1);
+        pid_t root = flood_start(&fl, n);
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
 
         BusPending create = {};
@@ -986,8 +1014,7 @@ static void scan_off_loop_with(char **args, const char *backend, int n) {
         if (create.done)
                 g_error("%s: CreateSnapshot answered before a ListTasks sent after it", backend);
 
-        g_assert_cmpint(write(cmd[1], "x", 1), ==, 1);
-        g_assert_cmpint(read(ack[0], &c, 1), ==, 1);
+        flood_second_filter(&fl);
         g_assert_true(g_file_set_contents(gate, "", 0, NULL));
         bus_client_wait(bus, &create, 120000, "CreateSnapshot");
         if (sd_bus_error_is_set(&create.error))
@@ -1011,12 +1038,7 @@ static void scan_off_loop_with(char **args, const char *backend, int n) {
                 g_assert_cmpint(p->ppid, ==, root);
                 g_assert_true(p->threads[0].filter == first);
         }
-        kill(root, SIGKILL);
-        waitpid(root, NULL, 0);
-        close(cmd[0]);
-        close(cmd[1]);
-        close(ack[0]);
-        close(ack[1]);
+        flood_stop(&fl);
         unlink(gate);
         rmdir(dir);
         bus_fixture_finish(&b);
@@ -1082,19 +1104,10 @@ static void test_ptrace_rescan_during_snapshot(void) {
         g_autofree char *hold_env = g_strconcat("SECTREE_TEST_PTRACE_SCAN_HOLD=", dir, NULL);
         char *env[] = { hold_env, (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
         char *args[] = { (char *) "--backend=ptrace", NULL };
-        int cmd[2], ack[2];
-        char c;
+        Flood fl;
         if (!bus_fixture_start_all(&b, args, env))
                 return;
-        g_assert_cmpint(pipe2(cmd, O_CLOEXEC), ==, 0);
-        g_assert_cmpint(pipe2(ack, O_CLOEXEC), ==, 0);
-        pid_t root = fork();
-        g_assert_cmpint(root, >=, 0);
-        if (root == 0) {
-                flood_root(n, cmd[0], ack[1]);
-                _exit(0);
-        }
-        g_assert_cmpint(read(ack[0], &c, 1), ==, 1);
+        pid_t root = flood_start(&fl, n);
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         sd_bus_error error = SD_BUS_ERROR_NULL;
         g_assert_true(tests_wait_for(chain_has_depth, &(ChainWait) { bus, root, 1 }, TESTS_PATIENCE_MS));
@@ -1113,8 +1126,7 @@ static void test_ptrace_rescan_during_snapshot(void) {
         g_assert_false(rescan.done); /* its pass cannot scan yet */
         g_assert_false(create.done);
 
-        g_assert_cmpint(write(cmd[1], "x", 1), ==, 1); /* a second filter, announced by no event */
-        g_assert_cmpint(read(ack[0], &c, 1), ==, 1);
+        flood_second_filter(&fl); /* announced by no event */
         g_assert_true(g_file_set_contents(go, "", 0, NULL));
         uint64_t opened = g_get_monotonic_time();
         bus_client_wait(bus, &rescan, 120000, "Rescan");
@@ -1131,12 +1143,7 @@ static void test_ptrace_rescan_during_snapshot(void) {
         g_autoptr(Forest) f = bus_client_export_forest(bus, create.id);
         if (f->snapshot.consistency != SNAPSHOT_CONSISTENCY_NONE)
                 g_assert_cmpuint(f->n_processes, ==, (size_t) n + 1);
-        kill(root, SIGKILL);
-        waitpid(root, NULL, 0);
-        close(cmd[0]);
-        close(cmd[1]);
-        close(ack[0]);
-        close(ack[1]);
+        flood_stop(&fl);
         unlink(go);
         unlink(held);
         rmdir(dir);
