@@ -1,8 +1,11 @@
 /* test-budget.c: the real sectreed on a private bus with a small per-uid filter budget: a user's
  * filters beyond it keep id, parent, length and digest but no program, flagged "over-budget" on
  * the bus, with an empty program in the database and a note in sectreectl show, through events, a
- * full pass and a restart; root's filters are never counted */
+ * full pass and a restart; root's filters are never counted. The budget is the whole machine's per
+ * uid: the user is a uid of this program's own, which no other process has, and every assertion
+ * looks at this program's processes only. */
 #include <fcntl.h>
+#include <pwd.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,8 +14,10 @@
 #include <unistd.h>
 
 #include "bus-client.h"
+#include "bus-errors.h"
 #include "bus-fixture.h"
 #include "ctl-run.h"
+#include "procinfo.h"
 #include "prog.h"
 #include "snapshot.h"
 #include "tests-util.h"
@@ -22,9 +27,14 @@
 #define BUDGET 56    /* instructions: the 8 oldest filters of a uid */
 #define N_KEPT (BUDGET / FILTER_LEN)
 
-/* Filter i of every chain: its errno tells them apart. */
+static uid_t own_uid(void);
+
+/* Filter i of every chain: its errno tells them apart. The oldest one's is this program's own
+ * (100 + its uid's offset), so that no chain of another program is byte for byte this one's: a
+ * chain of the same programs decides the user's (who-can) where they cannot be read. */
 static size_t test_filter(struct sock_filter *f, unsigned i) {
-        size_t n = scenario_filter_errno(f, SYS_acct, 1 + (int) i, 0);
+        int errno_value = i == 0 ? 100 + (int) (own_uid() - 61000) : 1 + (int) i;
+        size_t n = scenario_filter_errno(f, SYS_acct, errno_value, 0);
         g_assert_cmpuint(n, ==, FILTER_LEN);
         return n;
 }
@@ -46,6 +56,33 @@ static void install_and_wait(void *userdata) {
                 pause();
 }
 
+/* Does any process of the machine run under uid (real or effective)? */
+static bool uid_in_use(uid_t uid) {
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n;
+        g_assert_cmpint(proc_list_pids(&pids, &n), ==, 0);
+        for (size_t i = 0; i < n; i++) {
+                ProcStatus st;
+                if (proc_read_status(pids[i], &st) >= 0 && (st.uid == uid || st.euid == uid))
+                        return true;
+        }
+        return false;
+}
+
+/* The user of this program: a uid in 61000..63999 (chosen by pid, so that programs running at once
+ * take different ones) that no passwd entry names and no process has. Its processes only install
+ * filters: they never call the bus, which would need a passwd entry for them. */
+static uid_t own_uid(void) {
+        static uid_t uid = 0;
+        for (unsigned i = 0; !uid && i < 3000; i++) {
+                uid_t u = 61000 + ((uid_t) getpid() + i) % 3000;
+                if (!getpwuid(u) && !uid_in_use(u))
+                        uid = u;
+        }
+        g_assert_cmpuint(uid, !=, 0);
+        return uid;
+}
+
 static pid_t spawn_installer(uid_t uid) {
         int p[2];
         char c;
@@ -57,10 +94,10 @@ static pid_t spawn_installer(uid_t uid) {
         return pid;
 }
 
-static void stop_installers(pid_t nobody, pid_t root) {
-        kill(nobody, SIGKILL);
+static void stop_installers(pid_t user, pid_t root) {
+        kill(user, SIGKILL);
         kill(root, SIGKILL);
-        waitpid(nobody, NULL, 0);
+        waitpid(user, NULL, 0);
         waitpid(root, NULL, 0);
 }
 
@@ -123,11 +160,11 @@ static void assert_filter(sd_bus *bus, uint64_t id, unsigned i, bool kept) {
         g_assert_cmpuint(got, ==, kept ? n : 0);
 }
 
-/* Nobody's oldest N_KEPT filters keep their programs, the rest only their length and digest;
+/* The user's oldest N_KEPT filters keep their programs, the rest only their length and digest;
  * root's all of theirs. */
-static void assert_budget(sd_bus *bus, pid_t nobody, pid_t root) {
+static void assert_budget(sd_bus *bus, pid_t user, pid_t root) {
         uint64_t ids[N_FILTERS];
-        chain_of(bus, nobody, ids);
+        chain_of(bus, user, ids);
         for (unsigned i = 0; i < N_FILTERS; i++)
                 assert_filter(bus, ids[i], i, i < N_KEPT);
         chain_of(bus, root, ids);
@@ -135,10 +172,22 @@ static void assert_budget(sd_bus *bus, pid_t nobody, pid_t root) {
                 assert_filter(bus, ids[i], i, true);
 }
 
-static void rescan(sd_bus *bus) {
+/* A full pass; one that found no consistent reading of the machine (other processes changing
+ * under it) is asked again. */
+static bool rescan_once(void *userdata) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        if (bus_client_call(bus, "Rescan", &error, NULL, "") < 0)
-                g_error("Rescan: %s", error.message);
+        if (bus_client_call(userdata, "Rescan", &error, NULL, "") >= 0)
+                return true;
+        if (!sd_bus_error_has_name(&error, ERROR_SCAN_FAILED))
+                g_error("Rescan: %s: %s", error.name, error.message);
+        g_test_message("Rescan: %s", error.message);
+        sd_bus_error_free(&error);
+        return false;
+}
+
+static void rescan(sd_bus *bus) {
+        if (!tests_wait_for(rescan_once, bus, TESTS_PATIENCE_MS))
+                g_error("Rescan failed for %d ms", TESTS_PATIENCE_MS);
 }
 
 static void test_over_budget(void) {
@@ -150,17 +199,17 @@ static void test_over_budget(void) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
 
         /* installed while the daemon watches: events */
-        pid_t nobody = spawn_installer(65534), root = spawn_installer(0);
-        assert_budget(bus, nobody, root);
+        pid_t user = spawn_installer(own_uid()), root = spawn_installer(0);
+        assert_budget(bus, user, root);
 
         /* a full pass keeps it so (and the scanner keeps no program the live forest does not) */
         rescan(bus);
         rescan(bus);
-        assert_budget(bus, nobody, root);
+        assert_budget(bus, user, root);
 
         /* a snapshot holds every program: the scanner asks the kernel again for those it dropped */
-        g_autoptr(Forest) f = bus_client_export_forest(bus, bus_client_create_ok(bus, nobody, NULL));
-        const Task *t = forest_find_task(f, nobody, NULL);
+        g_autoptr(Forest) f = bus_client_export_forest(bus, bus_client_create_ok(bus, user, NULL));
+        const Task *t = forest_find_task(f, user, NULL);
         g_assert_nonnull(t);
         g_assert_cmpuint(t->filter->depth, ==, N_FILTERS);
         unsigned i = N_FILTERS;
@@ -172,18 +221,20 @@ static void test_over_budget(void) {
         }
         /* and the live state is as it was */
         rescan(bus);
-        assert_budget(bus, nobody, root);
+        assert_budget(bus, user, root);
 
         /* the database: an empty program, the length kept */
         g_autofree char *db = g_build_filename(b.state_dir, "state.db", NULL);
-        g_autofree char *over = tests_sqlite_query(db, "SELECT count(*) FROM filters WHERE length = "
-                                                       G_STRINGIFY(FILTER_LEN) " AND length(program) = 0");
+        g_autofree char *sql = g_strdup_printf("SELECT count(*) FROM task_chains c JOIN filters f ON f.id = c.filter "
+                                               "WHERE c.tid = %d AND f.length = " G_STRINGIFY(FILTER_LEN)
+                                               " AND length(f.program) = 0", user);
+        g_autofree char *over = tests_sqlite_query(db, sql);
         g_autofree char *want = g_strdup_printf("%d", N_FILTERS - N_KEPT);
         g_assert_cmpstr(g_strstrip(over), ==, want);
 
         /* sectreectl show says so instead of disassembling nothing */
         uint64_t ids[N_FILTERS];
-        chain_of(bus, nobody, ids);
+        chain_of(bus, user, ids);
         g_autofree char *id = g_strdup_printf("%" PRIu64, ids[N_FILTERS - 1]), *out = NULL, *err = NULL;
         char *show[] = { (char *) g_getenv("SECTREECTL"), (char *) "show", id, NULL };
         g_assert_cmpint(bus_fixture_run(&b, false, show, &out, &err), ==, 0);
@@ -191,7 +242,7 @@ static void test_over_budget(void) {
                 g_error("sectreectl show %s of a filter over budget:\n%s", id, out);
         g_clear_pointer(&out, g_free);
         g_clear_pointer(&err, g_free);
-        g_autofree char *pid_arg = g_strdup_printf("%d", nobody);
+        g_autofree char *pid_arg = g_strdup_printf("%d", user);
         char *policy[] = { (char *) g_getenv("SECTREECTL"), (char *) "check", pid_arg, (char *) "acct", NULL };
         if (bus_fixture_run(&b, false, policy, &out, &err) == 0)
                 g_error("sectreectl check of a chain without programs succeeded:\n%s", out);
@@ -203,8 +254,8 @@ static void test_over_budget(void) {
         bus_fixture_start_daemon(&b, args, env, 30);
         sd_bus_flush_close_unref(bus);
         bus = bus_client_open();
-        assert_budget(bus, nobody, root);
-        stop_installers(nobody, root);
+        assert_budget(bus, user, root);
+        stop_installers(user, root);
         bus_fixture_finish(&b);
 }
 
@@ -217,14 +268,14 @@ static void test_before_start(void) {
         char *env[] = { (char *) "SECTREE_REFRESH_USEC=3600000000", NULL };
         if (!tests_require_root())
                 return;
-        pid_t nobody = spawn_installer(65534), root = spawn_installer(0);
+        pid_t user = spawn_installer(own_uid()), root = spawn_installer(0);
         if (!bus_fixture_start_all(&b, args, env))
                 return;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        assert_budget(bus, nobody, root);
+        assert_budget(bus, user, root);
         rescan(bus);
-        assert_budget(bus, nobody, root);
-        stop_installers(nobody, root);
+        assert_budget(bus, user, root);
+        stop_installers(user, root);
         bus_fixture_finish(&b);
 }
 
@@ -253,10 +304,45 @@ static void assert_decided(json_t *doc, pid_t tid, uint64_t head) {
         g_assert_null(who_chain_with(doc, "undecided", tid));
 }
 
-/* Root's WhoCan and GetPolicy see through the budget: nobody's chain, whose newest filters the
+/* Root's WhoCan and GetPolicy see through the budget: the user's chain, whose newest filters the
  * daemon keeps without their programs, is decided on the programs read again from the kernel; and
  * where they cannot be (here: SECTREE_TEST_NO_PROGRAM_FETCH), its tasks are named as not decided,
  * and the rest of the answer stands. */
+/* The undecided tasks and chains of a who-can --json answer. */
+static void undecided_counts(json_t *doc, size_t *ret_tasks, size_t *ret_chains) {
+        size_t i;
+        json_t *c;
+        *ret_tasks = 0;
+        *ret_chains = json_array_size(json_object_get(doc, "undecided"));
+        json_array_foreach(json_object_get(doc, "undecided"), i, c)
+                *ret_tasks += json_array_size(json_object_get(c, "tasks"));
+}
+
+typedef struct UndecidedText {
+        BusFixture *b;
+        char *text; /* who-can's text */
+        char *want; /* its count line, as the JSON answers before and after it had it */
+} UndecidedText;
+
+/* Other processes of the machine (of other uids over the budget) may be undecided as well, and
+ * come and go: true once the JSON answers before and after the text agree. */
+static bool undecided_text_read(void *userdata) {
+        UndecidedText *u = userdata;
+        size_t tasks, chains, tasks_after, chains_after;
+        json_t *doc = ctl_run_json(u->b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
+        undecided_counts(doc, &tasks, &chains);
+        json_decref(doc);
+        g_free(u->text);
+        u->text = ctl_run_ok(u->b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
+        doc = ctl_run_json(u->b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
+        undecided_counts(doc, &tasks_after, &chains_after);
+        json_decref(doc);
+        g_free(u->want);
+        u->want = g_strdup_printf("not decided (program not available): %zu task%s under %zu chain%s", tasks,
+                                  tasks == 1 ? "" : "s", chains, chains == 1 ? "" : "s");
+        return tasks == tasks_after && chains == chains_after;
+}
+
 static void test_who_can(void) {
         BusFixture b;
         char *args[] = { (char *) "--filter-budget=" G_STRINGIFY(BUDGET), NULL };
@@ -265,54 +351,57 @@ static void test_who_can(void) {
         if (!bus_fixture_start_all(&b, args, env))
                 return;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        pid_t nobody = spawn_installer(65534), root = spawn_installer(0);
+        pid_t user = spawn_installer(own_uid()), root = spawn_installer(0);
         uint64_t ids[N_FILTERS], root_ids[N_FILTERS];
-        chain_of(bus, nobody, ids);
+        chain_of(bus, user, ids);
         chain_of(bus, root, root_ids);
         assert_filter(bus, ids[N_FILTERS - 1], N_FILTERS - 1, false);
 
         json_t *doc = ctl_run_json(&b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
-        assert_decided(doc, nobody, ids[N_FILTERS - 1]);
+        assert_decided(doc, user, ids[N_FILTERS - 1]);
         assert_decided(doc, root, root_ids[N_FILTERS - 1]);
         g_assert_cmpuint(json_array_size(json_object_get(doc, "undecided")), ==, 0);
         json_decref(doc);
-        /* nobody's task may not make it: counted among the others, not listed as able */
+        /* the user's task may not make it: counted among the others, not listed as able */
         doc = ctl_run_json(&b, CTL_ARGS("who-can", "acct"));
-        g_assert_null(who_chain_with(doc, "chains", nobody));
-        g_assert_null(who_chain_with(doc, "undecided", nobody));
+        g_assert_null(who_chain_with(doc, "chains", user));
+        g_assert_null(who_chain_with(doc, "undecided", user));
         json_decref(doc);
 
-        g_autofree char *pid = g_strdup_printf("%d", nobody);
+        g_autofree char *pid = g_strdup_printf("%d", user);
         g_autofree char *policy = ctl_run_ok(&b, CTL_ARGS("policy", "--arch=x86_64", pid));
         if (!strstr(policy, NEWEST_ERRNO))
                 g_error("sectreectl policy of a chain over budget does not say " NEWEST_ERRNO ":\n%s", policy);
 
         /* programs that cannot be had: named, not hidden, and the call does not fail (root's
-         * byte-identical chain goes first: its programs would decide nobody's) */
+         * byte-identical chain goes first: its programs would decide the user's) */
         kill(root, SIGKILL);
         waitpid(root, NULL, 0);
         g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGTERM), ==, 0);
         bus_fixture_start_daemon(&b, args, no_fetch, 30);
         sd_bus_flush_close_unref(bus);
         bus = bus_client_open();
-        chain_of(bus, nobody, ids);
+        chain_of(bus, user, ids);
         doc = ctl_run_json(&b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
-        json_t *u = who_chain_with(doc, "undecided", nobody);
+        json_t *u = who_chain_with(doc, "undecided", user);
         if (!u)
-                g_error("who-can does not name task %d as not decided", nobody);
+                g_error("who-can does not name task %d as not decided", user);
         g_assert_cmpint(json_integer_value(json_object_get(u, "filter")), ==, (json_int_t) ids[N_FILTERS - 1]);
         g_assert_cmpstr(json_string_value(json_object_get(u, "reason")), ==, "program not available");
-        g_assert_null(who_chain_with(doc, "chains", nobody));
+        g_assert_null(who_chain_with(doc, "chains", user));
         json_decref(doc);
-        g_autofree char *text = ctl_run_ok(&b, CTL_ARGS("who-can", "--action=" NEWEST_ERRNO, "acct"));
-        g_autofree char *line = g_strdup_printf(" %d ", nobody);
-        const char *at = strstr(text, "not decided (program not available): 1 task under 1 chain");
+        UndecidedText ut = { .b = &b };
+        g_assert_true(tests_wait_for(undecided_text_read, &ut, TESTS_PATIENCE_MS));
+        g_autofree char *line = g_strdup_printf(" %d ", user);
+        const char *at = strstr(ut.text, ut.want);
         if (!at || !strstr(at, line))
-                g_error("who-can's text does not name task %d as not decided:\n%s", nobody, text);
+                g_error("who-can's text does not name task %d as not decided under \"%s\":\n%s", user, ut.want, ut.text);
+        g_free(ut.text);
+        g_free(ut.want);
         g_free(ctl_run_fails(&b, 1, "sectreectl: ", CTL_ARGS("policy", pid)));
 
-        kill(nobody, SIGKILL);
-        waitpid(nobody, NULL, 0);
+        kill(user, SIGKILL);
+        waitpid(user, NULL, 0);
         bus_fixture_finish(&b);
 }
 

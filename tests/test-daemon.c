@@ -379,6 +379,52 @@ static char *signal_line_ids(sd_bus_message *m) {
         return g_strdup_printf("FilterAttached %" PRIu64 " %" PRIu64 " %u", id, parent, tid);
 }
 
+/* What a daemon started between daemon_log_begin() and daemon_log_started() writes on its stderr:
+ * a file the test reads, copied to the test's stderr by daemon_log_end(). */
+typedef struct DaemonLog {
+        int saved_fd; /* the test's stderr while the daemon starts */
+        char *path;
+        const char *const *lines; /* for daemon_log_has(): NULL-terminated, each after the one before */
+} DaemonLog;
+
+static void daemon_log_begin(DaemonLog *l) {
+        g_autoptr(GError) error = NULL;
+        int fd = g_file_open_tmp("sectree-daemon-XXXXXX.log", &l->path, &error);
+        if (fd < 0)
+                g_error("daemon log: %s", error->message);
+        l->saved_fd = dup(STDERR_FILENO);
+        g_assert_cmpint(l->saved_fd, >=, 0);
+        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
+        close(fd);
+}
+
+static void daemon_log_started(DaemonLog *l) {
+        g_assert_cmpint(dup2(l->saved_fd, STDERR_FILENO), ==, STDERR_FILENO);
+        close(l->saved_fd);
+        l->saved_fd = -1;
+}
+
+/* tests_wait_for() condition: the log has l->lines, in that order. */
+static bool daemon_log_has(void *userdata) {
+        const DaemonLog *l = userdata;
+        g_autofree char *text = NULL;
+        if (!g_file_get_contents(l->path, &text, NULL, NULL))
+                return false;
+        const char *at = text;
+        for (const char *const *line = l->lines; *line && at; line++)
+                if ((at = strstr(at, *line)))
+                        at += strlen(*line);
+        return at != NULL;
+}
+
+static void daemon_log_end(DaemonLog *l) {
+        g_autofree char *text = NULL;
+        if (g_file_get_contents(l->path, &text, NULL, NULL))
+                fputs(text, stderr);
+        unlink(l->path);
+        g_free(l->path);
+}
+
 /* The database refuses a batch half-way (a trigger that RAISEs on one filter): nothing of the
  * batch is stored, the bus keeps saying what the database holds, no signal announces what was not
  * stored, and the full passes that follow are refused as well until the database takes the filter
@@ -386,9 +432,14 @@ static char *signal_line_ids(sd_bus_message *m) {
 static void test_store_fails_mid_batch(void) {
         BusFixture b;
         char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
+        DaemonLog daemon_log;
+        daemon_log_begin(&daemon_log);
         Scenario *s = bus_fixture_start_with_scenario(&b, small_scenario, NULL, env);
-        if (!s)
+        daemon_log_started(&daemon_log);
+        if (!s) {
+                daemon_log_end(&daemon_log);
                 return;
+        }
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         BusSignalLog log;
         bus_signal_log_start(&log, bus, signal_line_ids);
@@ -409,9 +460,18 @@ static void test_store_fails_mid_batch(void) {
         /* one batch: a thread of c, then the install the database refuses */
         ScenarioTask t = scenario_thread(s, c);
         g_assert_cmpint(scenario_install(s, t, f, n, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
-        g_usleep(2500 * 1000); /* the batch, and the resync a second later, both refused */
+        /* the batch, and the resync a second later, both refused */
+        daemon_log.lines = (const char *const[]) { "Storing events failed", "Failed to store the full pass", NULL };
+        if (!tests_wait_for(daemon_log_has, &daemon_log, TESTS_PATIENCE_MS)) {
+                daemon_log_end(&daemon_log);
+                g_error("the daemon did not say within %d ms that it could not store the batch, then the pass",
+                        TESTS_PATIENCE_MS);
+        }
 
-        g_autofree char *refused = db_query(b.state_dir, "SELECT count(*) FROM filters WHERE length = %zu", n);
+        /* (filters of that length that other runs of this test install are not the scenario's) */
+        pid_t tid_t = scenario_task(s, t)->tid;
+        g_autofree char *refused = db_query(b.state_dir, "SELECT count(DISTINCT f.id) FROM task_chains c JOIN filters f "
+                                            "ON f.id = c.filter WHERE f.length = %zu AND c.tid IN (%d, %d)", n, tid, tid_t);
         g_assert_cmpstr(refused, ==, "0");
         g_free(stored);
         g_free(said);
@@ -445,11 +505,13 @@ static void test_store_fails_mid_batch(void) {
                 ;
         g_assert_nonnull(log_find_prefix(&log, "Resynced"));
         g_free(refused);
-        refused = db_query(b.state_dir, "SELECT count(*) FROM filters WHERE length = %zu", n);
+        refused = db_query(b.state_dir, "SELECT count(DISTINCT f.id) FROM task_chains c JOIN filters f "
+                           "ON f.id = c.filter WHERE f.length = %zu AND c.tid IN (%d, %d)", n, tid, tid_t);
         g_assert_cmpstr(refused, ==, "1");
         g_ptr_array_unref(log.lines);
         scenario_free(s);
         bus_fixture_finish(&b);
+        daemon_log_end(&daemon_log);
 }
 
 /* Many installs while the daemon's event ring buffer is tiny: events are lost, the daemon
@@ -2080,8 +2142,23 @@ static void assert_retired_exactly(InProc *ip, Scenario *s, const char *after) {
         g_assert_cmpuint(live_uses_rebuilds(ip->m->live), ==, 1);
 }
 
+/* The ids of the filters that the chains of the scenario's live tasks reach in the live forest. */
+static GHashTable *scenario_live_filters(const Manager *m, const Scenario *s) {
+        GHashTable *ids = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+        const Forest *f = live_forest(m->live);
+        for (size_t i = 0; i < scenario_n_tasks(s); i++) {
+                const ScenarioTaskInfo *t = scenario_task(s, (ScenarioTask) i);
+                const Task *task = t->alive ? forest_find_task(f, t->tid, NULL) : NULL;
+                for (const Filter *x = task ? forest_find_filter(f, task->filter_id) : NULL; x; x = x->parent)
+                        g_hash_table_add(ids, g_memdup2(&x->id, sizeof(x->id)));
+        }
+        return ids;
+}
+
 /* Filters retired as their last users exit are exactly those a walk of every chain finds
- * unreachable: nested chains, shared parents, TSYNC threads, exec, a whole process tree leaving. */
+ * unreachable: nested chains, shared parents, TSYNC threads, exec, a whole process tree leaving.
+ * Other processes of the machine install and retire filters meanwhile: what is counted is the
+ * scenario's own. */
 static void test_retire_incremental(void) {
         InProc ip;
         Scenario *s;
@@ -2110,7 +2187,7 @@ static void test_retire_incremental(void) {
         ScenarioTask p4 = tests_fork_install(s, p3, a, na, 0);
         inproc_run(&ip, watch_drained, NULL, 2000);
         inproc_run(&ip, NULL, NULL, 100);
-        size_t n_before = live_forest(ip.m->live)->n_filters;
+        g_autoptr(GHashTable) before = scenario_live_filters(ip.m, s);
 
         /* exec ends the other threads of a process without their exits */
         ScenarioTask p5 = scenario_fork(s, root), t5 = scenario_thread(s, p5);
@@ -2125,7 +2202,19 @@ static void test_retire_incremental(void) {
                 g_autofree char *what = g_strdup_printf("exit %zu", i);
                 assert_retired_exactly(&ip, s, what);
         }
-        g_assert_cmpuint(live_forest(ip.m->live)->n_filters, <, n_before);
+        /* the scenario's filters no live task of it reaches any more are gone, and there are some */
+        g_autoptr(GHashTable) after = scenario_live_filters(ip.m, s);
+        GHashTableIter it;
+        uint64_t *id;
+        unsigned retired = 0;
+        g_hash_table_iter_init(&it, before);
+        while (g_hash_table_iter_next(&it, (gpointer *) &id, NULL))
+                if (!g_hash_table_contains(after, id)) {
+                        if (forest_find_filter(live_forest(ip.m->live), *id))
+                                g_error("filter %" PRIu64 ", which no task reaches any more, was not retired", *id);
+                        retired++;
+                }
+        g_assert_cmpuint(retired, >, 0);
         g_assert_cmpuint(live_depth(ip.m, scenario_task(s, root)->tid), ==, 1);
         g_assert_cmpuint(ip.m->stats.full_passes, ==, 1);
         scenario_free(s);
