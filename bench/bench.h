@@ -82,6 +82,8 @@ Verdict verdict_info(Verdict v);
 
 /* Timing: CLOCK_MONOTONIC in nanoseconds, and the median of n samples (sorts them). */
 uint64_t now_nsec(void);
+/* The minor page faults of process pid so far (field 10 of /proc/PID/stat); 0 if unknown. */
+double bench_minor_faults(pid_t pid);
 /* Time since start (a now_nsec() value), in µs and in ms. */
 static inline double usec_since(uint64_t start) {
         return (double) (now_nsec() - start) / 1e3;

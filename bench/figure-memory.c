@@ -51,6 +51,7 @@ typedef struct Rescans {
         double parts[_RESCAN_PART_MAX][RESCANS];
         size_t n_calls, n_logged;
         size_t pass_tasks; /* tasks in the daemon's last pass (the workload and the machine's own) */
+        double faults[RESCANS]; /* the daemon's minor page faults during each call but the first */
 } Rescans;
 
 typedef struct MemoryUse {
@@ -153,8 +154,12 @@ static int rescans_measure(DaemonFixture *d, Rescans *rs) {
         double iterate = 0, built = 0;
         int r = 0;
 
-        for (rs->n_calls = 1; r >= 0 && rs->n_calls < RESCANS; rs->n_calls++)
+        pid_t pid = daemon_fixture_daemon_pid(d);
+        for (rs->n_calls = 1; r >= 0 && rs->n_calls < RESCANS; rs->n_calls++) {
+                double before = bench_minor_faults(pid);
                 r = rescan(d, &rs->parts[RESCAN_CALL][rs->n_calls]);
+                rs->faults[rs->n_calls - 1] = bench_minor_faults(pid) - before;
+        }
         if (r >= 0)
                 r = daemon_fixture_read_log(d, &log);
         for (char *line = log, *end; r >= 0 && line && *line; line = end ? end + 1 : NULL) {
@@ -300,9 +305,11 @@ static int add_rescan_row(Report *report, size_t tasks, Rescans *rs) {
                 snprintf(note, sizeof(note), "median of %zu; no parts in the daemon's log", rs->n_calls);
         else
                 snprintf(note, sizeof(note),
-                         "%zu tasks in the pass; scan %.1f (iterators %.1f), replace %.1f, store %.1f, rest %.1f ms",
+                         "%zu tasks in the pass; scan %.1f (iterators %.1f), replace %.1f, store %.1f, rest %.1f ms; "
+                         "%.0f page faults",
                          rs->pass_tasks, m[RESCAN_SCAN], m[RESCAN_ITERATE], m[RESCAN_REPLACE], m[RESCAN_STORE],
-                         m[RESCAN_CALL] - m[RESCAN_SCAN] - m[RESCAN_REPLACE] - m[RESCAN_STORE]);
+                         m[RESCAN_CALL] - m[RESCAN_SCAN] - m[RESCAN_REPLACE] - m[RESCAN_STORE],
+                         median(rs->faults, rs->n_calls > 1 ? rs->n_calls - 1 : 0));
         return report_add_ms(report, tasks, "Rescan (call to reply)", m[RESCAN_CALL], 0, NULL, NULL, VERDICT_NONE,
                              note);
 }

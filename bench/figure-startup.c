@@ -39,18 +39,6 @@ typedef struct StartupBench {
         double ready_faults[BENCH_MAX_PASSES]; /* the daemon's minor page faults until READY=1 */
 } StartupBench;
 
-/* Field 10 of /proc/PID/stat: minor page faults so far. */
-static double minor_faults(pid_t pid) {
-        char path[64];
-        unsigned long v = 0;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f || fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %lu", &v) != 1)
-                return 0;
-        return (double) v;
-}
-
 static int full_pass(BpfScanner *s, Forest **ret, double *ret_msec) {
         ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
         _cleanup_(forest_freep) Forest *f = NULL;
@@ -126,7 +114,7 @@ static int measure_ready(StartupBench *b, unsigned i) {
         if (r < 0)
                 return r;
         b->samples[PART_READY][i] = (double) daemon_fixture_ready_nsec(d) / 1e6;
-        b->ready_faults[i] = minor_faults(daemon_fixture_daemon_pid(d));
+        b->ready_faults[i] = bench_minor_faults(daemon_fixture_daemon_pid(d));
         return 0;
 }
 
