@@ -379,6 +379,9 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         if (!c.privileged)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Only root may ask for a rescan.");
         r = manager_full_pass(m, "rescan");
+        if (r == -EAGAIN)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: tasks and filters changed "
+                                         "under each of its attempts; the daemon passes again by itself, or call Rescan later.");
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: %s", strerror(-r));
         if (source_pass_waiting(m->source))

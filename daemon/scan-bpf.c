@@ -1655,8 +1655,9 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         }
         if (s->oneshot)
                 oneshot_forget_filters(s);
-        if (k == -ENOENT || k == -EINVAL)
-                return log_error_errno(k, "Failed to get a consistent pass in %d attempts.", PASS_ATTEMPTS);
+        if (k == -ENOENT || k == -EINVAL) /* -EAGAIN to callers: the machine changed, the scanner is fine */
+                return log_error_errno(-EAGAIN, "Failed to get a consistent pass in %d attempts: tasks and filters "
+                                       "changed under each of them.", PASS_ATTEMPTS);
         if (k == -ENOBUFS)
                 return log_error_errno(k, "The filter id map is full: pass incomplete.");
         if (k < 0)
