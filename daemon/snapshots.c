@@ -133,13 +133,14 @@ static int scan_consistent(Source *s, const ScanOptions *opts, Forest **ret, cha
                 if (r != -EAGAIN || attempt == SNAPSHOT_SCAN_ATTEMPTS) {
                         if (r == -EAGAIN)
                                 snapshot_set_message(ret_message, "The subtree changed too fast for a consistent snapshot "
-                                            "(%u scans): %s", attempt, error ? error : "?");
+                                            "(%u scans): %s", attempt,
+                                            error ? error : "the tasks and filters changed under each pass");
                         else if (r < 0)
                                 snapshot_set_message(ret_message, "The scan failed: %s", strerror(-r));
                         return r < 0 ? -EIO : 0;
                 }
                 log_debug("Snapshot scan %u of %d was not consistent (%s), scanning again.", attempt, opts->root,
-                          error ? error : "?");
+                          error ? error : "the scanner's passes were not");
         }
 }
 
