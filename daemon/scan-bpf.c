@@ -728,12 +728,10 @@ static StatsMark stats_mark(BpfScanner *s) {
  * by seccomp(2), which the install tracepoint counts (and a tracepoint run the kernel skipped
  * counts as a miss). Otherwise there is no listener, and nothing for the iterator to find. */
 static bool files_pass_needed(BpfScanner *s) {
-        const BpfFilesState *f = &s->files;
-
         if (!s->watch.skel) /* nothing here counts the listeners made: a live scanner beside it may */
                 return !(s->no_listeners && s->no_listeners(s->no_listeners_userdata));
-        return !f->ran || f->n_listeners > 0 || s->skel->data_ids->listeners_created != f->created_mark ||
-               bpf_watch_install_misses(&s->watch) != f->install_misses;
+        BpfListenerMark m = bpf_scanner_listener_mark(s);
+        return !bpf_scanner_listener_mark_holds(s, &m);
 }
 
 /* Whether the pass should end with a sweep of the kernel's id map. Its entries (stored minus
