@@ -25,10 +25,16 @@ require_root() {
 # The packages of SECTREE_PACKAGES that are not installed. dpkg counts a package whose triggers
 # are still to run (triggers-pending, triggers-awaiting: another apt is finishing its work) as
 # installed, and so do we; anything else (not installed, half-configured, unpacked) is missing.
+# It must work under the callers' `set -euo pipefail`: dpkg-query exits 1 as soon as one name is
+# unknown to dpkg (never installed: exactly the case that matters), so its status is not an error
+# here; what it printed is the answer.
 missing_packages() {
-        local installed
-        installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${SECTREE_PACKAGES[@]}" 2>/dev/null |
-                awk '$2 == "installed" || $2 == "triggers-pending" || $2 == "triggers-awaiting" { print $1 }')
+        local status installed
+        command -v dpkg-query >/dev/null || { echo "error: dpkg-query not found (sectree's set-up scripts are for Debian)" >&2; return 1; }
+        status=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${SECTREE_PACKAGES[@]}" 2>/dev/null) || true
+        installed=$(awk '$2 == "installed" || $2 == "triggers-pending" || $2 == "triggers-awaiting" { print $1 }' \
+                <<<"$status")
+        local p
         for p in "${SECTREE_PACKAGES[@]}"; do
                 grep -qxF "$p" <<<"$installed" || echo "$p"
         done
@@ -59,8 +65,12 @@ apt_get() {
 }
 
 install_packages() {
-        local missing
-        mapfile -t missing < <(missing_packages)
+        local list missing
+        # not `mapfile < <(...)`: a failure inside a process substitution is lost, and an empty
+        # list would then mean "nothing to install"
+        list=$(missing_packages) || die "could not tell which packages are installed (dpkg-query)"
+        mapfile -t missing <<<"$list"
+        [ -n "$list" ] || missing=()
         [ ${#missing[@]} -eq 0 ] && return 0
         echo "Installing: ${missing[*]}" >&2
         export DEBIAN_FRONTEND=noninteractive
