@@ -48,11 +48,14 @@ struct Restore {
         RestoreUnit *unit; /* else a transient service of PID 1 */
         int executor_pidfd, sock;
         sd_event_source *sock_source, *exit_source, *timer, *defer;
+        sd_event_source *fds_timer; /* the fds not taken in time are closed */
         sd_bus_track *track;
 
         json_t *ready;
         int *fds;
         size_t n_fds, n_fds_expected;
+        size_t fds_next;  /* the next fd to hand the caller (restore_n_pidfds() first, then listeners) */
+        bool fds_expired; /* closed before the caller took them all */
         PlanMapping map;
         int *process_fd;  /* index into fds of each mapping process's pidfd */
         uint64_t *listener_id;
@@ -71,6 +74,7 @@ struct Restore {
 };
 
 typedef struct Restores {
+        Manager *m;
         Restore *list;
         uint64_t next_id;
         RestoreExecutor executor;
@@ -124,6 +128,7 @@ static Restores *restores_of(Manager *m) {
                 if (!m->restores)
                         return NULL;
                 m->restores->next_id = 1;
+                m->restores->m = m;
                 m->restores_free = restores_free;
         }
         return m->restores;
@@ -137,6 +142,10 @@ int restores_new(Manager *m, RestoreExecutor executor) {
         return 0;
 }
 
+Manager *restores_manager(Restores *rs) {
+        return rs->m;
+}
+
 void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata) {
         Restores *rs = restores_of(m);
         if (rs) {
@@ -148,6 +157,7 @@ void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata)
 /* ---- the life of one restore ---- */
 
 static void close_fds(Restore *r) {
+        r->fds_timer = sd_event_source_disable_unref(r->fds_timer);
         for (size_t i = 0; i < r->n_fds; i++)
                 if (r->fds[i] >= 0)
                         close(r->fds[i]);
@@ -163,6 +173,7 @@ static void restore_free(Restore *r) {
         sd_event_source_disable_unref(r->exit_source);
         sd_event_source_disable_unref(r->timer);
         sd_event_source_disable_unref(r->defer);
+        sd_event_source_disable_unref(r->fds_timer);
         sd_bus_track_unref(r->track);
         if (r->sock >= 0)
                 close(r->sock); /* the executor ends every stub when its socket closes */
@@ -411,8 +422,8 @@ static int on_ready_frame(Restore *r, RestoreFrame *f) {
         k = parse_ready(r);
         if (k < 0)
                 return k;
-        if (r->n_fds_expected > RESTORE_MAX_REPLY_FDS + r->map.n_processes * !r->o.pidfds ||
-            (r->o.pidfds && r->n_fds_expected > RESTORE_MAX_REPLY_FDS))
+        if (r->n_fds_expected > RESTORE_MAX_FDS + r->map.n_processes * !r->o.pidfds ||
+            (r->o.pidfds && r->n_fds_expected > RESTORE_MAX_FDS))
                 return -E2BIG;
         r->fds = calloc(r->n_fds_expected + 1, sizeof(int));
         if (!r->fds)
@@ -538,7 +549,7 @@ static int on_socket(sd_event_source *s, int fd, uint32_t revents, void *userdat
         }
         snapshot_set_message(&message, "%s: %s",
                     k == -E2BIG ? "reply" : "protocol",
-                    k == -E2BIG ? "the restore needs more fds than one reply may carry (pass pidfds=false)"
+                    k == -E2BIG ? "the restore needs more fds than a restore may hand (200; pass pidfds=false)"
                                 : strerror(-k));
         restore_end(r, "failed", k == -E2BIG ? -EUSERS : -EPROTO, message);
         return 0;
@@ -905,7 +916,7 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         return 0;
 }
 
-static Restore *find_restore(Manager *m, Caller *c, uint64_t id) {
+Restore *manager_restore_find(Manager *m, Caller *c, uint64_t id) {
         for (Restore *r = m->restores ? m->restores->list : NULL; r; r = r->next)
                 if (r->id == id && (c->privileged || r->owner == c->uid))
                         return r;
@@ -913,7 +924,7 @@ static Restore *find_restore(Manager *m, Caller *c, uint64_t id) {
 }
 
 int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased done, void *userdata) {
-        Restore *r = find_restore(m, c, id);
+        Restore *r = manager_restore_find(m, c, id);
         if (!r || r->released)
                 return -ENOENT;
         r->released = done;
@@ -989,18 +1000,50 @@ char *const *restore_differences(const Restore *r) {
 const PlanMapping *restore_mapping(const Restore *r) {
         return &r->map;
 }
+size_t restore_n_pidfds(const Restore *r) {
+        return r->o.pidfds ? r->map.n_processes : 0;
+}
 int restore_pidfd(const Restore *r, size_t i) {
         if (!r->o.pidfds || !r->fds || i >= r->map.n_processes)
                 return -1;
         return r->fds[r->process_fd[i]];
 }
 size_t restore_n_listeners(const Restore *r) {
-        return r->fds ? r->n_listeners : 0;
+        return r->n_listeners;
 }
 int restore_listener(const Restore *r, size_t i, uint64_t *ret_snapshot_listener) {
         *ret_snapshot_listener = r->listener_id[i];
         return r->fds[r->listener_fd[i]];
 }
-void restore_drop_fds(Restore *r) {
+
+/* ---- handing the fds ---- */
+
+int restore_fds_next(const Restore *r, size_t *ret) {
+        if (r->fds_expired)
+                return -ESTALE;
+        *ret = r->fds ? r->fds_next : restore_n_pidfds(r) + restore_n_listeners(r);
+        return 0;
+}
+
+static int on_fds_expired(sd_event_source *s, uint64_t usec, void *userdata) {
+        Restore *r = userdata;
+        log_info("Restore %" PRIu64 ": %zu fds were not taken in time, closing them.", r->id,
+                 restore_n_pidfds(r) + restore_n_listeners(r) - r->fds_next);
         close_fds(r);
+        r->fds_expired = true;
+        return 0;
+}
+
+void restore_fds_handed(Restore *r, size_t next) {
+        if (!r->fds)
+                return;
+        r->fds_next = next;
+        if (next >= restore_n_pidfds(r) + restore_n_listeners(r)) {
+                close_fds(r);
+                return;
+        }
+        if (!r->fds_timer &&
+            sd_event_add_time_relative(r->m->event, &r->fds_timer, CLOCK_MONOTONIC, RESTORE_FDS_HOLD_USEC, 0,
+                                       on_fds_expired, r) < 0)
+                on_fds_expired(NULL, 0, r); /* not kept without a bound */
 }

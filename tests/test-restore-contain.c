@@ -1,0 +1,306 @@
+/* test-restore-contain.c: nothing of the daemon's reaches the caller of a restore, in the real
+ * sectreed on a private dbus-daemon configured like Debian's system bus: no message carries more
+ * fds than the bus allows (the rest come from TakeRestoreFds), the daemon leaves when the bus goes
+ * away, a forged READY of the executor names nothing of anyone else's, and the executor runs with
+ * the caller's limits, not the daemon's stdio, environment or limits. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "plan-verify.h"
+#include "restore-scenarios.h"
+#include "tests-util.h"
+
+#define NOBODY 65534
+#define RESTORE_CALL_TIMEOUT_USEC (120 * 1000000ULL)
+/* What Debian's system bus (dbus/private-system-bus.conf.in) lets one message carry. */
+#define BUS_MAX_MESSAGE_FDS 16
+
+/* ---- the calls ---- */
+
+typedef struct Reply {
+        uint64_t id;
+        bool verified;
+        PlanMapping map;
+        GArray *pidfds;       /* int, copies */
+        GArray *listener_fds; /* int, copies */
+        size_t n_message_fds; /* the most fds one message carried */
+} Reply;
+
+static void reply_done(Reply *r) {
+        for (guint i = 0; r->pidfds && i < r->pidfds->len; i++)
+                close(g_array_index(r->pidfds, int, i));
+        for (guint i = 0; r->listener_fds && i < r->listener_fds->len; i++)
+                close(g_array_index(r->listener_fds, int, i));
+        if (r->pidfds)
+                g_array_unref(r->pidfds);
+        if (r->listener_fds)
+                g_array_unref(r->listener_fds);
+        plan_mapping_done(&r->map);
+        *r = (Reply) {};
+}
+
+static void read_pairs(sd_bus_message *m, bool threads, PlanMapping *map) {
+        uint32_t a, b;
+        g_assert_cmpint(sd_bus_message_enter_container(m, 'a', "(uu)"), >, 0);
+        while (sd_bus_message_read(m, "(uu)", &a, &b) > 0)
+                g_assert_cmpint(threads ? plan_mapping_add_thread(map, (pid_t) a, (pid_t) b)
+                                        : plan_mapping_add_process(map, (pid_t) a, (pid_t) b), ==, 0);
+        g_assert_cmpint(sd_bus_message_exit_container(m), >=, 0);
+}
+
+/* "ah" into r->pidfds; returns how many. */
+static size_t read_pidfds(sd_bus_message *m, Reply *r) {
+        size_t n = 0;
+        int fd;
+        g_assert_cmpint(sd_bus_message_enter_container(m, 'a', "h"), >, 0);
+        while (sd_bus_message_read(m, "h", &fd) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                g_assert_cmpint(copy, >=, 0);
+                g_array_append_val(r->pidfds, copy);
+                n++;
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(m), >=, 0);
+        return n;
+}
+
+/* "a(th)" into r->listener_fds; returns how many. */
+static size_t read_listeners(sd_bus_message *m, Reply *r) {
+        size_t n = 0;
+        uint64_t id;
+        int fd;
+        g_assert_cmpint(sd_bus_message_enter_container(m, 'a', "(th)"), >, 0);
+        while (sd_bus_message_read(m, "(th)", &id, &fd) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                g_assert_cmpint(copy, >=, 0);
+                g_array_append_val(r->listener_fds, copy);
+                n++;
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(m), >=, 0);
+        return n;
+}
+
+static void read_reply(sd_bus_message *m, Reply *r) {
+        char **differences = NULL;
+        int v;
+        size_t n;
+
+        *r = (Reply) { .pidfds = g_array_new(false, false, sizeof(int)),
+                       .listener_fds = g_array_new(false, false, sizeof(int)) };
+        g_assert_cmpint(sd_bus_message_read(m, "tb", &r->id, &v), >, 0);
+        r->verified = v;
+        g_assert_cmpint(sd_bus_message_read_strv(m, &differences), >=, 0);
+        for (char **d = differences; d && *d; d++)
+                g_test_message("difference: %s", *d);
+        g_strfreev(differences);
+        read_pairs(m, false, &r->map);
+        n = read_pidfds(m, r);
+        read_pairs(m, true, &r->map);
+        n += read_listeners(m, r);
+        r->n_message_fds = n;
+}
+
+/* TakeRestoreFds until nothing is left. */
+static void take_rest(sd_bus *bus, Reply *r) {
+        for (unsigned calls = 0;; calls++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+                sd_bus_error error = SD_BUS_ERROR_NULL;
+                uint32_t left;
+                g_assert_cmpuint(calls, <, 100);
+                if (bus_client_call(bus, "TakeRestoreFds", &error, &m, "t", r->id) < 0)
+                        g_error("TakeRestoreFds(%" PRIu64 "): %s: %s", r->id, error.name, error.message);
+                size_t n = read_pidfds(m, r);
+                n += read_listeners(m, r);
+                g_assert_cmpint(sd_bus_message_read(m, "u", &left), >, 0);
+                g_assert_cmpuint(n, <=, BUS_MAX_MESSAGE_FDS);
+                r->n_message_fds = MAX(r->n_message_fds, n);
+                if (left == 0)
+                        return;
+                g_assert_cmpuint(n, ==, BUS_MAX_MESSAGE_FDS);
+        }
+}
+
+/* Restore(id, {pidfds: true}) and every fd; 0, or a negative errno with *error set. */
+static int restore_all_fds(sd_bus *bus, uint64_t id, Reply *r, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        g_assert_cmpint(sd_bus_message_new_method_call(bus, &m, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                       "Restore"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(m, "ta{sv}", id, 1, "pidfds", "b", 1), >=, 0);
+        int k = sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, error, &reply);
+        if (k < 0)
+                return k;
+        read_reply(reply, r);
+        g_assert_cmpuint(r->n_message_fds, <=, BUS_MAX_MESSAGE_FDS);
+        take_rest(bus, r);
+        return 0;
+}
+
+/* The pid a pidfd refers to, from its fdinfo. */
+static pid_t pidfd_pid(int fd) {
+        g_autofree char *path = g_strdup_printf("/proc/self/fdinfo/%d", fd), *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        const char *p = strstr(text, "\nPid:");
+        g_assert_nonnull(p);
+        return (pid_t) strtol(p + 5, NULL, 10);
+}
+
+static void release_ok(sd_bus *bus, uint64_t id) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "ReleaseRestore", &error, NULL, "t", id) < 0)
+                g_error("ReleaseRestore(%" PRIu64 "): %s: %s", id, error.name, error.message);
+}
+
+static size_t n_restores(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "ListRestores", &error, &reply, "") < 0)
+                g_error("ListRestores: %s: %s", error.name, error.message);
+        size_t n = 0;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(ttuuubs)"), >, 0);
+        while (sd_bus_message_skip(reply, "(ttuuubs)") > 0)
+                n++;
+        return n;
+}
+
+/* ---- the fixture ---- */
+
+typedef struct Fixture {
+        BusFixture b;
+        bool running;
+        sd_bus *bus;
+        Scenario *s;
+        int daemon_status; /* once it exited by itself */
+} Fixture;
+
+static void fixture_setup(Fixture *fx, gconstpointer data) {
+        *fx = (Fixture) {};
+}
+
+static bool fixture_start(Fixture *fx, char **env) {
+        if (!bus_fixture_start_all(&fx->b, NULL, env))
+                return false;
+        fx->running = true;
+        fx->bus = bus_client_open();
+        return true;
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        fx->bus = sd_bus_flush_close_unref(fx->bus);
+        if (fx->running)
+                bus_fixture_finish(&fx->b);
+        else
+                bus_fixture_stop(&fx->b);
+        if (fx->s)
+                scenario_free(fx->s);
+}
+
+#define ADD_TEST(path, func) g_test_add(path, Fixture, NULL, fixture_setup, func, fixture_teardown)
+
+/* ---- more fds than a message may carry ---- */
+
+#define MANY_CHILDREN 19
+#define MANY_PROCESSES (MANY_CHILDREN + 2) /* and the scenario's root, and their parent */
+
+/* A process with a filter and MANY_CHILDREN children under it: with the scenario's root, 21
+ * processes, a pidfd each. */
+static Scenario *many_processes(void) {
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask p = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        for (int i = 0; i < MANY_CHILDREN; i++)
+                g_assert_cmpint(scenario_fork(s, p), >=, 0);
+        return s;
+}
+
+typedef struct ManyFds {
+        GBytes *json;
+        size_t n_processes;
+} ManyFds;
+
+static void restore_many(sd_bus *bus, uint64_t id, size_t n_processes) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Reply r;
+        if (restore_all_fds(bus, id, &r, &error) < 0)
+                g_error("Restore of %zu processes: %s: %s", n_processes, error.name, error.message);
+        g_assert_true(r.verified);
+        g_assert_cmpuint(r.map.n_processes, ==, n_processes);
+        g_assert_cmpuint(r.pidfds->len, ==, n_processes);
+        for (size_t i = 0; i < n_processes; i++)
+                g_assert_cmpint(pidfd_pid(g_array_index(r.pidfds, int, i)), ==, r.map.processes[i].b);
+        /* the daemon is still on the bus, and answers */
+        g_assert_cmpuint(n_restores(bus), ==, 1);
+        release_ok(bus, r.id);
+        reply_done(&r);
+}
+
+static void nobody_restores_many(void *userdata) {
+        ManyFds *c = userdata;
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        gsize n;
+        const void *data = g_bytes_get_data(c->json, &n);
+        uint64_t mine = bus_client_import_pipe(bus, data, n, &error);
+        if (mine == 0)
+                g_error("import as nobody: %s", error.message);
+        restore_many(bus, mine, c->n_processes);
+        sd_bus_flush_close_unref(bus);
+}
+
+/* A restore of 21 processes with their pidfds, as root and as nobody: no message carries more than
+ * 16 fds, every pidfd comes (the rest through TakeRestoreFds), and the daemon stays on the bus. */
+static void test_many_fds(Fixture *fx, gconstpointer data) {
+        if (!tests_require_root())
+                return;
+        fx->s = many_processes();
+        if (!fixture_start(fx, NULL))
+                return;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(fx->bus, scenario_root_pid(fx->s), NULL);
+        g_autoptr(GBytes) json = bus_client_export_pipe(fx->bus, id, "json", &error);
+        g_assert_nonnull(json);
+        restore_many(fx->bus, id, MANY_PROCESSES);
+
+        ManyFds c = { .json = json, .n_processes = MANY_PROCESSES };
+        g_assert_cmpint(tests_as_nobody(nobody_restores_many, &c), ==, 0);
+        g_assert_cmpuint(n_restores(fx->bus), ==, 0);
+}
+
+/* ---- the bus goes away ---- */
+
+static bool daemon_exited(void *userdata) {
+        Fixture *fx = userdata;
+        int status;
+        if (waitpid(fx->b.daemon_pid, &status, WNOHANG) != fx->b.daemon_pid)
+                return false;
+        fx->daemon_status = status;
+        fx->b.daemon_pid = 0;
+        fx->running = false;
+        return true;
+}
+
+/* dbus-daemon dies: sectreed exits with an error status (not a signal), so that systemd restarts it. */
+static void test_bus_lost(Fixture *fx, gconstpointer data) {
+        if (!fixture_start(fx, NULL))
+                return;
+        fx->bus = sd_bus_flush_close_unref(fx->bus);
+        g_assert_cmpint(kill(fx->b.bus_pid, SIGKILL), ==, 0);
+        g_assert_cmpint(waitpid(fx->b.bus_pid, NULL, 0), ==, fx->b.bus_pid);
+        fx->b.bus_pid = 0;
+        if (!tests_wait_for(daemon_exited, fx, TESTS_PATIENCE_MS))
+                g_error("sectreed stayed alive off the bus");
+        g_assert_true(WIFEXITED(fx->daemon_status));
+        g_assert_cmpint(WEXITSTATUS(fx->daemon_status), !=, 0);
+}
+
+int main(int argc, char *argv[]) {
+        tests_init(&argc, &argv);
+        (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+        ADD_TEST("/restore-contain/many-fds", test_many_fds);
+        ADD_TEST("/restore-contain/bus-lost", test_bus_lost);
+        return g_test_run();
+}
