@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "plan-protocol.h"
+#include "restore-check.h"
 #include "restore-unit.h"
 #include "snapshot.h"
 #include "snapshots.h"
@@ -38,6 +39,7 @@ struct Restore {
         Manager *m;
         Restore *next;
         uint64_t id, snapshot_id;
+        uint64_t started_ticks; /* when the call came, as /proc's start times count */
         uid_t owner;
         RestoreCreds creds;
         RestoreOptions o;
@@ -400,9 +402,28 @@ static int parse_ready(Restore *r) {
 
 static int on_verify(sd_event_source *s, void *userdata);
 
+/* Each pidfd the executor sent refers to the process the mapping names. */
+static int check_pidfds(Restore *r) {
+        for (size_t i = 0; r->o.pidfds && i < r->map.n_processes; i++) {
+                pid_t pid = 0;
+                if (restore_check_pidfd_pid(restore_pidfd(r, i), &pid) < 0 || pid != r->map.processes[i].b) {
+                        _cleanup_free_ char *message = NULL;
+                        snapshot_set_message(&message, "protocol: the executor's pidfd for process %d refers to "
+                                             "another process", (int) r->map.processes[i].b);
+                        log_warning("Restore %" PRIu64 " for uid %u refused: %s.", r->id, (unsigned) r->owner,
+                                    message ?: "a forged pidfd");
+                        restore_end(r, "failed", -EPROTO, message);
+                        return -EPERM;
+                }
+        }
+        return 0;
+}
+
 /* READY and every fd are here: verify (in a later iteration of the loop), or go on. */
 static int after_fds(Restore *r) {
         int k;
+        if (check_pidfds(r) < 0)
+                return 0; /* ended */
         if (!r->o.verify)
                 return on_verify(NULL, r);
         r->state = RESTORE_VERIFYING;
@@ -410,6 +431,31 @@ static int after_fds(Restore *r) {
         if (k < 0)
                 return k;
         return sd_event_source_set_priority(r->defer, SD_EVENT_PRIORITY_IDLE);
+}
+
+/* The executor's pid, known once forked or once systemd said (0: not yet). */
+static pid_t executor_pid(const Restore *r) {
+        pid_t pid = 0;
+        if (r->executor > 0)
+                return r->executor;
+        if (r->executor_pidfd >= 0 && restore_check_pidfd_pid(r->executor_pidfd, &pid) < 0)
+                return 0;
+        return pid;
+}
+
+/* The executor runs as the caller, who may forge READY: every task it names must be this
+ * restore's, or the restore ends before anything is scanned or described. */
+static int check_ready(Restore *r) {
+        _cleanup_free_ char *message = NULL;
+        RestoreOrigin o = { .executor = executor_pid(r), .unit = r->unit ? restore_unit_name(r->unit) : NULL,
+                            .started_ticks = r->started_ticks, .check_uid = !r->o.original_uids,
+                            .uid = r->creds.uid };
+        int k = restore_check_mapping(&r->map, &o, &message);
+        if (k >= 0)
+                return 0;
+        log_warning("Restore %" PRIu64 " for uid %u refused: %s.", r->id, (unsigned) r->owner, message ?: "forged READY");
+        restore_end(r, "failed", -EPROTO, message);
+        return k;
 }
 
 static int on_ready_frame(Restore *r, RestoreFrame *f) {
@@ -422,6 +468,8 @@ static int on_ready_frame(Restore *r, RestoreFrame *f) {
         k = parse_ready(r);
         if (k < 0)
                 return k;
+        if (check_ready(r) < 0)
+                return 0; /* ended */
         if (r->n_fds_expected > RESTORE_MAX_FDS + r->map.n_processes * !r->o.pidfds ||
             (r->o.pidfds && r->n_fds_expected > RESTORE_MAX_FDS))
                 return -E2BIG;
@@ -867,7 +915,8 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         r = calloc(1, sizeof(Restore));
         if (!r)
                 return -ENOMEM;
-        *r = (Restore) { .m = m, .snapshot_id = snapshot_id, .owner = c->uid, .o = *o, .executor_pidfd = -1,
+        *r = (Restore) { .m = m, .snapshot_id = snapshot_id, .started_ticks = restore_check_now_ticks(),
+                         .owner = c->uid, .o = *o, .executor_pidfd = -1,
                          .sock = -1, .creds = *creds, .done = done, .userdata = userdata };
         *o = (RestoreOptions) {};
         r->creds.groups = NULL;

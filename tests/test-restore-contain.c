@@ -297,10 +297,67 @@ static void test_bus_lost(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(WEXITSTATUS(fx->daemon_status), !=, 0);
 }
 
+/* ---- a forged READY ---- */
+
+typedef struct Forged {
+        GBytes *json;
+} Forged;
+
+/* Restore(id) fails: the forged READY is refused, naming the task, before anything is described. */
+static void restore_refused(sd_bus *bus, uint64_t id) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Reply r;
+        g_assert_cmpint(restore_all_fds(bus, id, &r, &error), <, 0);
+        g_test_message("%s: %s", error.name, error.message);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.RestoreFailed");
+        g_assert_nonnull(strstr(error.message, "which this restore did not create"));
+        sd_bus_error_free(&error);
+}
+
+static void nobody_forges(void *userdata) {
+        Forged *c = userdata;
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        gsize n;
+        const void *data = g_bytes_get_data(c->json, &n);
+        uint64_t mine = bus_client_import_pipe(bus, data, n, &error);
+        if (mine == 0)
+                g_error("import as nobody: %s", error.message);
+        restore_refused(bus, mine);
+        sd_bus_flush_close_unref(bus);
+}
+
+static bool no_restores(void *userdata) {
+        return n_restores(userdata) == 0;
+}
+
+/* An executor whose READY names the daemon itself (root's, not a descendant of the restore root,
+ * older than the restore): the restore is refused, for root and for nobody. */
+static void test_forged_ready(Fixture *fx, gconstpointer data) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        fx->s = tests_scenario_with_filters(&x);
+        (void) tests_fork_install(fx->s, scenario_root(fx->s), x.a, x.na, 0);
+        g_autofree char *forge = g_strdup_printf("SECTREE_RESTORE=%s", g_getenv("SECTREE_FORGE_EXECUTOR"));
+        char *env[] = { forge, NULL };
+        if (!fixture_start(fx, env))
+                return;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(fx->bus, scenario_root_pid(fx->s), NULL);
+        g_autoptr(GBytes) json = bus_client_export_pipe(fx->bus, id, "json", &error);
+        g_assert_nonnull(json);
+        restore_refused(fx->bus, id);
+        Forged c = { .json = json };
+        g_assert_cmpint(tests_as_nobody(nobody_forges, &c), ==, 0);
+        g_assert_true(tests_wait_for(no_restores, fx->bus, TESTS_PATIENCE_MS));
+}
+
 int main(int argc, char *argv[]) {
         tests_init(&argc, &argv);
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
         ADD_TEST("/restore-contain/many-fds", test_many_fds);
         ADD_TEST("/restore-contain/bus-lost", test_bus_lost);
+        ADD_TEST("/restore-contain/forged-ready", test_forged_ready);
         return g_test_run();
 }
