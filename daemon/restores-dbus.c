@@ -150,14 +150,34 @@ static int read_restore_options(sd_bus_message *msg, RestoreOptions *o, sd_bus_e
         return bus_read_options(msg, read_restore_option, o, error);
 }
 
+/* The caller's resource limits, from its process as the bus names it (still of its uid). A
+ * non-root caller whose limits cannot be read is refused: the executor never gets the daemon's. */
+static int read_limits(sd_bus_message *msg, const Caller *c, RestoreLimits *ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        pid_t pid = 0;
+        int r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_PID, &creds);
+        if (r >= 0)
+                r = sd_bus_creds_get_pid(creds, &pid);
+        if (r >= 0)
+                r = restore_limits_read(pid, c->uid, ret);
+        if (r >= 0 || c->privileged)
+                return 0; /* root: the daemon's own, if its process cannot be read */
+        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                 "Your resource limits could not be read from your process %d: %s.", (int) pid,
+                                 strerror(-r));
+}
+
 /* The identity the executor runs as: the caller's uid as the bus says, its gid and supplementary
- * groups as its process has them. */
-static int read_creds(sd_bus_message *msg, const Caller *c, RestoreCreds *ret) {
+ * groups as its process has them, and its limits. */
+static int read_creds(sd_bus_message *msg, const Caller *c, RestoreCreds *ret, sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         const gid_t *groups = NULL;
         int n = 0, r;
 
         *ret = (RestoreCreds) { .uid = c->uid, .gid = c->privileged ? 0 : c->gid };
+        r = read_limits(msg, c, &ret->limits, error);
+        if (r < 0)
+                return r;
         r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_SUPPLEMENTARY_GIDS | SD_BUS_CREDS_AUGMENT, &creds);
         if (r >= 0)
                 n = sd_bus_creds_get_supplementary_gids(creds, &groups);
@@ -275,7 +295,7 @@ int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         if (r >= 0)
                 r = caller_from_message(msg, &c);
         if (r >= 0)
-                r = read_creds(msg, &c, &creds);
+                r = read_creds(msg, &c, &creds, error);
         if (r >= 0) {
                 r = manager_restore_start(m, &c, &creds, id, &o, sd_bus_message_get_bus(msg),
                                           sd_bus_message_get_sender(msg), on_restore_done, sd_bus_message_ref(msg),

@@ -30,8 +30,6 @@
 #include "snapshots.h"
 #include "store-snapshot.h"
 
-extern char **environ;
-
 /* A frame is read whole once its header is there: the executor writes each in one go. */
 #define FRAME_READ_TIMEOUT_USEC (5 * 1000000ULL)
 
@@ -663,23 +661,33 @@ static const char *executor_path(void) {
         return e && *e ? e : SECTREE_RESTORE_PATH;
 }
 
-/* In the child: the caller's identity, stdin the socket, a clean signal state, then the executor. */
+/* What the executor (and so every restored task) gets as its environment when forked: nothing of
+ * the daemon's; a PATH to find the commands of exec, as systemd gives its services. */
+static char *const executor_env[] = {
+        (char *) "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        NULL,
+};
+
+/* In the child: stdin the socket, stdout and stderr /dev/null (nothing of the daemon's: its log,
+ * its terminal), the caller's limits and identity, a clean signal state, then the executor. */
 __attribute__((noreturn)) static void executor_child(int sock, int exe, const RestoreCreds *c) {
         sigset_t none;
         char *argv[] = { (char *) "sectree-restore", NULL };
-        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
         for (int sig = 1; sig < _NSIG; sig++)
                 (void) signal(sig, SIG_DFL);
         if (null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
-            (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
+            dup2(null, STDERR_FILENO) < 0 || (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
                 _exit(126);
+        if (restore_limits_apply(&c->limits) < 0)
+                _exit(124);
         if (setgroups(c->n_groups, c->groups) < 0 || setresgid(c->gid, c->gid, c->gid) < 0 ||
             setresuid(c->uid, c->uid, c->uid) < 0)
                 _exit(125);
-        fexecve(3, argv, environ);
+        fexecve(3, argv, executor_env);
         _exit(127);
 }
 
@@ -712,7 +720,7 @@ static int send_request(Restore *r);
 static int start_unit(Restore *r, int *ret_sock, char **ret_message) {
         _cleanup_free_ char *name = NULL, *description = NULL;
         RestoreUnitIdentity id = { .uid = r->creds.uid, .gid = r->creds.gid, .groups = r->creds.groups,
-                                   .n_groups = r->creds.n_groups };
+                                   .n_groups = r->creds.n_groups, .limits = &r->creds.limits };
         int pair[2], k;
 
         k = restore_unit_name_make(getpid(), r->id, &name);

@@ -11,6 +11,7 @@
 #include "access.h"
 #include "manager.h"
 #include "plan-verify.h"
+#include "restore-limits.h"
 
 /* What a non-root uid may do (root: no limit). */
 #define RESTORES_MAX_PER_UID 4            /* restores in progress or alive at once */
@@ -85,6 +86,7 @@ typedef struct RestoreCreds {
         gid_t gid;
         gid_t *groups; /* supplementary groups */
         size_t n_groups;
+        RestoreLimits limits; /* the caller's resource limits, read from its process at the call */
 } RestoreCreds;
 
 /* The end of Restore(): r is 0 with the restore ready to describe (restore_*() accessors below;

@@ -353,11 +353,142 @@ static void test_forged_ready(Fixture *fx, gconstpointer data) {
         g_assert_true(tests_wait_for(no_restores, fx->bus, TESTS_PATIENCE_MS));
 }
 
+/* ---- the caller's context, not the daemon's ---- */
+
+#define CALLER_NOFILE_SOFT 200
+#define CALLER_NOFILE_HARD 300
+#define CALLER_NPROC_SOFT 1000
+#define CALLER_NPROC_HARD 1001
+#define CALLER_CORE_HARD 4096
+
+/* The soft and hard values of a row of /proc/PID/limits ("unlimited": RLIM_INFINITY). */
+static void read_limit(pid_t pid, const char *row, rlim_t *soft, rlim_t *hard) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/limits", (int) pid), *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        const char *p = strstr(text, row);
+        g_assert_nonnull(p);
+        g_auto(GStrv) words = g_strsplit_set(p + strlen(row), " ", -1);
+        rlim_t v[2];
+        int n = 0;
+        for (char **w = words; *w && n < 2; w++)
+                if (**w)
+                        v[n++] = streq(*w, "unlimited") ? RLIM_INFINITY : g_ascii_strtoull(*w, NULL, 10);
+        g_assert_cmpint(n, ==, 2);
+        *soft = v[0];
+        *hard = v[1];
+}
+
+static void assert_limits(pid_t pid, const char *who) {
+        rlim_t soft, hard;
+        g_test_message("limits of %s %d", who, (int) pid);
+        read_limit(pid, "Max processes", &soft, &hard);
+        g_assert_cmpuint(soft, ==, CALLER_NPROC_SOFT);
+        g_assert_cmpuint(hard, ==, CALLER_NPROC_HARD);
+        read_limit(pid, "Max open files", &soft, &hard);
+        g_assert_cmpuint(hard, ==, CALLER_NOFILE_HARD);
+        read_limit(pid, "Max core file size", &soft, &hard);
+        g_assert_cmpuint(soft, ==, 0);
+        g_assert_cmpuint(hard, ==, CALLER_CORE_HARD);
+}
+
+static void assert_devnull(pid_t pid, int fd) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/fd/%d", (int) pid, fd);
+        g_autofree char *target = g_file_read_link(path, NULL);
+        g_assert_cmpstr(target, ==, "/dev/null");
+}
+
+static pid_t parent_of(pid_t pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int) pid), *text = NULL;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        const char *p = strstr(text, "\nPPid:");
+        g_assert_nonnull(p);
+        return (pid_t) strtol(p + 6, NULL, 10);
+}
+
+/* The restore's root (ListRestores) */
+static pid_t restore_root(sd_bus *bus, uint64_t id) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t rid, snapshot;
+        uint32_t owner, root, procs;
+        const char *state;
+        int v;
+        if (bus_client_call(bus, "ListRestores", &error, &reply, "") < 0)
+                g_error("ListRestores: %s: %s", error.name, error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(ttuuubs)"), >, 0);
+        while (sd_bus_message_read(reply, "(ttuuubs)", &rid, &snapshot, &owner, &root, &procs, &v, &state) > 0)
+                if (rid == id)
+                        return (pid_t) root;
+        g_error("restore %" PRIu64 " is not listed", id);
+}
+
+typedef struct Context {
+        GBytes *json;
+} Context;
+
+/* As nobody, under limits of its own: the executor and the restored tasks have them, stdio on
+ * /dev/null and an environment with PATH only. */
+static void nobody_restores_in_context(void *userdata) {
+        Context *c = userdata;
+        struct rlimit nofile = { CALLER_NOFILE_SOFT, CALLER_NOFILE_HARD }, nproc = { CALLER_NPROC_SOFT, CALLER_NPROC_HARD };
+        struct rlimit core = { 0, CALLER_CORE_HARD };
+        g_assert_cmpint(setrlimit(RLIMIT_NOFILE, &nofile), ==, 0);
+        g_assert_cmpint(setrlimit(RLIMIT_NPROC, &nproc), ==, 0);
+        g_assert_cmpint(setrlimit(RLIMIT_CORE, &core), ==, 0);
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        gsize n;
+        const void *data = g_bytes_get_data(c->json, &n);
+        uint64_t mine = bus_client_import_pipe(bus, data, n, &error);
+        Reply r;
+        if (mine == 0)
+                g_error("import as nobody: %s", error.message);
+        if (restore_all_fds(bus, mine, &r, &error) < 0)
+                g_error("Restore as nobody: %s: %s", error.name, error.message);
+        pid_t root = restore_root(bus, r.id), executor = parent_of(root);
+        g_test_message("executor %d, restore root %d", (int) executor, (int) root);
+
+        assert_devnull(executor, STDOUT_FILENO);
+        assert_devnull(executor, STDERR_FILENO);
+        g_autofree char *path = g_strdup_printf("/proc/%d/environ", (int) executor), *env = NULL;
+        gsize env_size;
+        g_assert_true(g_file_get_contents(path, &env, &env_size, NULL));
+        g_assert_cmpstr(env, ==, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        g_assert_cmpuint(env_size, ==, strlen(env) + 1);
+
+        assert_limits(executor, "the executor");
+        for (size_t i = 0; i < r.map.n_processes; i++) {
+                assert_limits(r.map.processes[i].b, "restored process");
+                assert_devnull(r.map.processes[i].b, STDERR_FILENO);
+        }
+        release_ok(bus, r.id);
+        reply_done(&r);
+        sd_bus_flush_close_unref(bus);
+}
+
+static void test_caller_context(Fixture *fx, gconstpointer data) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        fx->s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(fx->s, scenario_root(fx->s), x.a, x.na, 0);
+        (void) tests_fork_install(fx->s, a, x.b, x.nb, 0);
+        if (!fixture_start(fx, NULL))
+                return;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_ok(fx->bus, scenario_root_pid(fx->s), NULL);
+        g_autoptr(GBytes) json = bus_client_export_pipe(fx->bus, id, "json", &error);
+        g_assert_nonnull(json);
+        Context c = { .json = json };
+        g_assert_cmpint(tests_as_nobody(nobody_restores_in_context, &c), ==, 0);
+}
+
 int main(int argc, char *argv[]) {
         tests_init(&argc, &argv);
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
         ADD_TEST("/restore-contain/many-fds", test_many_fds);
         ADD_TEST("/restore-contain/bus-lost", test_bus_lost);
         ADD_TEST("/restore-contain/forged-ready", test_forged_ready);
+        ADD_TEST("/restore-contain/caller-context", test_caller_context);
         return g_test_run();
 }
