@@ -4,15 +4,18 @@
  * away, a forged READY of the executor names nothing of anyone else's, and the executor runs with
  * the caller's limits, not the daemon's stdio, environment or limits. */
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-client.h"
 #include "bus-fixture.h"
 #include "plan-verify.h"
+#include "restore-fds.h"
 #include "restore-scenarios.h"
 #include "tests-util.h"
 
@@ -125,8 +128,23 @@ static void take_rest(sd_bus *bus, Reply *r) {
         }
 }
 
-/* Restore(id, {pidfds: true}) and every fd; 0, or a negative errno with *error set. */
-static int restore_all_fds(sd_bus *bus, uint64_t id, Reply *r, sd_bus_error *error) {
+/* TakeRestoreFds as sectreectl calls it (client/restore-fds.c). */
+static void take_rest_as_client(sd_bus *bus, Reply *r) {
+        size_t n_pidfds = 0, n_listeners = 0;
+        int *pidfds = NULL, *listener_fds = NULL;
+        uint64_t *listener_ids = NULL;
+        g_assert_cmpint(restore_fds_take(bus, r->id, &pidfds, &n_pidfds, &listener_ids, &listener_fds, &n_listeners), ==,
+                        0);
+        g_array_append_vals(r->pidfds, pidfds, (guint) n_pidfds);
+        g_array_append_vals(r->listener_fds, listener_fds, (guint) n_listeners);
+        free(pidfds);
+        free(listener_fds);
+        free(listener_ids);
+}
+
+/* Restore(id, {pidfds: true}) and every fd (through the client's code if as_client); 0, or a
+ * negative errno with *error set. */
+static int restore_fds(sd_bus *bus, uint64_t id, bool as_client, Reply *r, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         g_assert_cmpint(sd_bus_message_new_method_call(bus, &m, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
                                                        "Restore"), >=, 0);
@@ -136,8 +154,15 @@ static int restore_all_fds(sd_bus *bus, uint64_t id, Reply *r, sd_bus_error *err
                 return k;
         read_reply(reply, r);
         g_assert_cmpuint(r->n_message_fds, <=, BUS_MAX_MESSAGE_FDS);
-        take_rest(bus, r);
+        if (as_client)
+                take_rest_as_client(bus, r);
+        else
+                take_rest(bus, r);
         return 0;
+}
+
+static int restore_all_fds(sd_bus *bus, uint64_t id, Reply *r, sd_bus_error *error) {
+        return restore_fds(bus, id, false, r, error);
 }
 
 /* The pid a pidfd refers to, from its fdinfo. */
@@ -222,10 +247,10 @@ typedef struct ManyFds {
         size_t n_processes;
 } ManyFds;
 
-static void restore_many(sd_bus *bus, uint64_t id, size_t n_processes) {
+static void restore_many(sd_bus *bus, uint64_t id, size_t n_processes, bool as_client) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         Reply r;
-        if (restore_all_fds(bus, id, &r, &error) < 0)
+        if (restore_fds(bus, id, as_client, &r, &error) < 0)
                 g_error("Restore of %zu processes: %s: %s", n_processes, error.name, error.message);
         g_assert_true(r.verified);
         g_assert_cmpuint(r.map.n_processes, ==, n_processes);
@@ -247,12 +272,40 @@ static void nobody_restores_many(void *userdata) {
         uint64_t mine = bus_client_import_pipe(bus, data, n, &error);
         if (mine == 0)
                 g_error("import as nobody: %s", error.message);
-        restore_many(bus, mine, c->n_processes);
+        restore_many(bus, mine, c->n_processes, false);
         sd_bus_flush_close_unref(bus);
 }
 
-/* A restore of 21 processes with their pidfds, as root and as nobody: no message carries more than
- * 16 fds, every pidfd comes (the rest through TakeRestoreFds), and the daemon stays on the bus. */
+/* sectreectl restore FILE of those processes, as nobody: verified, every process listed. */
+static void sectreectl_restores_many(BusFixture *b, GBytes *json) {
+        g_autofree char *dir = g_dir_make_tmp("sectree-many-XXXXXX", NULL);
+        g_autofree char *file = g_build_filename(dir, "many.json", NULL);
+        g_autofree char *out = NULL, *err = NULL;
+        gsize n;
+        const char *data = g_bytes_get_data(json, &n);
+        g_assert_cmpint(chmod(dir, 0755), ==, 0);
+        g_assert_true(g_file_set_contents(file, data, (gssize) n, NULL));
+        g_assert_cmpint(chmod(file, 0644), ==, 0);
+        char *restore[] = { (char *) g_getenv("SECTREECTL"), (char *) "--json=short", (char *) "restore", file, NULL };
+        int status = bus_fixture_run(b, true, restore, &out, &err);
+        g_test_message("sectreectl restore: %s%s", out, err);
+        g_assert_cmpint(status, ==, 0);
+        json_auto_t *doc = json_loads(out, 0, NULL);
+        g_assert_nonnull(doc);
+        g_assert_true(json_is_true(json_object_get(doc, "verified")));
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "processes")), ==, MANY_PROCESSES);
+        g_autofree char *id = g_strdup_printf("%" JSON_INTEGER_FORMAT,
+                                              json_integer_value(json_object_get(doc, "restore_id")));
+        char *release[] = { (char *) g_getenv("SECTREECTL"), (char *) "release", id, NULL };
+        g_clear_pointer(&err, g_free);
+        g_assert_cmpint(bus_fixture_run(b, true, release, NULL, &err), ==, 0);
+        (void) unlink(file);
+        (void) rmdir(dir);
+}
+
+/* A restore of 21 processes with their pidfds, as root (taking the rest as sectreectl does) and as
+ * nobody: no message carries more than 16 fds, every pidfd comes (the rest through TakeRestoreFds),
+ * and the daemon stays on the bus; sectreectl restores them too. */
 static void test_many_fds(Fixture *fx, gconstpointer data) {
         if (!tests_require_root())
                 return;
@@ -263,10 +316,11 @@ static void test_many_fds(Fixture *fx, gconstpointer data) {
         uint64_t id = bus_client_create_ok(fx->bus, scenario_root_pid(fx->s), NULL);
         g_autoptr(GBytes) json = bus_client_export_pipe(fx->bus, id, "json", &error);
         g_assert_nonnull(json);
-        restore_many(fx->bus, id, MANY_PROCESSES);
+        restore_many(fx->bus, id, MANY_PROCESSES, true);
 
         ManyFds c = { .json = json, .n_processes = MANY_PROCESSES };
         g_assert_cmpint(tests_as_nobody(nobody_restores_many, &c), ==, 0);
+        sectreectl_restores_many(&fx->b, json);
         g_assert_cmpuint(n_restores(fx->bus), ==, 0);
 }
 
