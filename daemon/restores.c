@@ -39,6 +39,7 @@ struct Restore {
         uint64_t id, snapshot_id;
         uint64_t started_ticks; /* when the call came, as /proc's start times count */
         uid_t owner;
+        Caller caller; /* who asked (its own memo of what it may see) */
         RestoreCreds creds;
         RestoreOptions o;
         RestoreState state;
@@ -191,6 +192,7 @@ static void restore_free(Restore *r) {
         forest_free(r->snapshot);
         restore_options_done(&r->o);
         free(r->creds.groups);
+        caller_deinit(&r->caller);
         free(r);
 }
 
@@ -505,8 +507,22 @@ static int start_or_reply(Restore *r) {
         return restore_frame_send(r->sock, RESTORE_FRAME_START, NULL, 0, NULL, 0);
 }
 
+/* Every process of the scan of the restored tree is one the caller may see: nothing else is
+ * described to it. One it may not (a stub made to exec a setuid program, or not dumpable) ends the
+ * restore, named by its pid only. */
+static int check_visible(Restore *r, const Forest *restored, char **ret_message) {
+        hashmap_clear(&r->caller.seen);
+        for (size_t i = 0; i < restored->n_processes; i++)
+                if (!caller_may_see(&r->caller, restored->processes[i])) {
+                        snapshot_set_message(ret_message, "verify: the restored tree holds process %d, which you may "
+                                             "not see", (int) restored->processes[i]->pid);
+                        return -EPERM;
+                }
+        return 0;
+}
+
 /* A scan of the restored tree, compared with the snapshot through the mapping. */
-static int verify(Restore *r) {
+static int verify(Restore *r, char **ret_message) {
         _cleanup_(forest_freep) Forest *restored = NULL;
         json_t *nnp = json_object_get(r->ready, "no_new_privs_added");
         _cleanup_free_ pid_t *added = calloc(json_array_size(nnp) + 1, sizeof(pid_t));
@@ -527,6 +543,8 @@ static int verify(Restore *r) {
         k = source_scan(r->m->source, &opts, &restored);
         if (k >= 0 && !restored->linked)
                 k = forest_link(restored, NULL);
+        if (k >= 0)
+                k = check_visible(r, restored, ret_message);
         if (k < 0)
                 return k;
         return plan_verify(r->snapshot, restored, &r->map, &vo, &r->verified, &r->differences);
@@ -538,11 +556,16 @@ static int on_verify(sd_event_source *s, void *userdata) {
 
         r->defer = sd_event_source_disable_unref(r->defer);
         if (r->o.verify) {
-                k = verify(r);
+                _cleanup_free_ char *message = NULL;
+                k = verify(r, &message);
                 if (k < 0) {
-                        _cleanup_free_ char *message = NULL;
-                        snapshot_set_message(&message, "verify: the scan of the restored tree failed: %s", strerror(-k));
-                        restore_end(r, "failed", -EIO, message);
+                        if (!message)
+                                snapshot_set_message(&message, "verify: the scan of the restored tree failed: %s",
+                                                     strerror(-k));
+                        else
+                                log_warning("Restore %" PRIu64 " for uid %u refused: %s.", r->id, (unsigned) r->owner,
+                                            message);
+                        restore_end(r, "failed", message && k == -EPERM ? -EPROTO : -EIO, message);
                         return 0;
                 }
                 for (char **d = r->differences; d && *d; d++)
@@ -924,9 +947,10 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         if (!r)
                 return -ENOMEM;
         *r = (Restore) { .m = m, .snapshot_id = snapshot_id, .started_ticks = restore_check_now_ticks(),
-                         .owner = c->uid, .o = *o, .executor_pidfd = -1,
+                         .owner = c->uid, .caller = *c, .o = *o, .executor_pidfd = -1,
                          .sock = -1, .creds = *creds, .done = done, .userdata = userdata };
         *o = (RestoreOptions) {};
+        r->caller.seen = (Hashmap) {}; /* a memo of its own */
         r->creds.groups = NULL;
         if (creds->n_groups > 0) {
                 r->creds.groups = calloc(creds->n_groups, sizeof(gid_t));

@@ -1,9 +1,13 @@
 /* test-forge-executor.c: a restore executor as a hostile caller could make it (the executor runs as
- * the caller, who can take its fds and speak for it): it reads the request, forks a child to pass
- * for the restore root, and sends a READY whose mapping names its own parent (the daemon, which
- * forked it) as the one restored process, with a pidfd of it. A daemon that believes it would scan
- * and describe a process of root's. Started by sectreed as $SECTREE_RESTORE in
- * test-restore-contain. */
+ * the caller, who can take its fds and speak for it). It reads the request, forks a child to pass
+ * for the restore root, and sends a READY with a pidfd of the one process its mapping names:
+ * - by default its own parent (the daemon, which forked it): a process of root's, older than the
+ *   restore and not below its root;
+ * - when the request's exec option names the command "hidden": a grandchild below the root, of
+ *   the caller's uid and started after the call, but not dumpable, so that the caller may not see
+ *   it.
+ * A daemon that believes it scans and describes what the caller may not see. Started by sectreed
+ * as $SECTREE_RESTORE in test-restore-contain. */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,23 +20,53 @@
 
 #include "plan-protocol.h"
 
+/* The request asks for exec of "hidden". */
+static int wants_hidden(const RestoreFrame *f) {
+        json_t *doc = json_loads(f->payload ?: "", 0, NULL);
+        json_t *argv = json_object_get(json_array_get(json_object_get(doc, "exec"), 0), "argv");
+        const char *cmd = json_string_value(json_array_get(argv, 0));
+        int hidden = cmd && strcmp(cmd, "hidden") == 0;
+        json_decref(doc);
+        return hidden;
+}
+
+/* The restore root: it pauses; with hidden, after forking a child that is not dumpable, whose pid
+ * it writes to fd. */
+static void root(int hidden, int fd) {
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (hidden) {
+                pid_t pid = fork();
+                if (pid == 0) {
+                        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                        (void) prctl(PR_SET_DUMPABLE, 0);
+                        (void) !write(fd, &(pid_t) { getpid() }, sizeof(pid_t));
+                        pause();
+                        _exit(0);
+                }
+        }
+        pause();
+        _exit(0);
+}
+
 int main(void) {
         RestoreFrame f = {};
         pid_t target = getppid(), child;
-        int pidfd;
+        int pipefd[2], pidfd, hidden;
 
         if (restore_frame_recv(STDIN_FILENO, 10 * 1000000ULL, &f) < 0 || f.type != RESTORE_FRAME_REQUEST)
                 return 1;
+        hidden = wants_hidden(&f);
         restore_frame_done(&f);
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
+        if (pipe(pipefd) < 0)
+                return 1;
         child = fork();
         if (child < 0)
                 return 1;
-        if (child == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                pause();
-                _exit(0);
-        }
+        if (child == 0)
+                root(hidden, pipefd[1]);
+        if (hidden && read(pipefd[0], &target, sizeof(target)) != sizeof(target))
+                return 1;
         pidfd = pidfd_open(target, 0);
         json_t *doc = json_pack("{s:i, s:[{s:i, s:i, s:i}], s:[{s:i, s:i}], s:[], s:[], s:[], s:I}", "restore_root",
                                 (int) child, "processes", "snapshot_pid", 1, "pid", (int) target, "fd", 0, "threads",
@@ -43,10 +77,16 @@ int main(void) {
             restore_frame_send(STDIN_FILENO, RESTORE_FRAME_READY, text, strlen(text), NULL, 0) < 0 ||
             restore_frame_send(STDIN_FILENO, RESTORE_FRAME_FDS, NULL, 0, &pidfd, 1) < 0)
                 return 1;
-        /* until the daemon closes the socket (or sends anything: nothing more is played) */
-        (void) restore_frame_recv(STDIN_FILENO, 0, &f);
+        /* START is answered, as if the commands were exec'd; then until the daemon closes the socket
+         * or sends anything else */
+        while (restore_frame_recv(STDIN_FILENO, 0, &f) >= 0 && f.type == RESTORE_FRAME_START) {
+                restore_frame_done(&f);
+                if (restore_frame_send(STDIN_FILENO, RESTORE_FRAME_STARTED, NULL, 0, NULL, 0) < 0)
+                        break;
+        }
         restore_frame_done(&f);
         kill(child, SIGKILL);
-        waitpid(child, NULL, 0);
+        while (waitpid(-1, NULL, 0) > 0)
+                ;
         return 0;
 }

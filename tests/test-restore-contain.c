@@ -355,7 +355,26 @@ static void test_bus_lost(Fixture *fx, gconstpointer data) {
 
 typedef struct Forged {
         GBytes *json;
+        pid_t exec_pid; /* a process of the snapshot */
 } Forged;
+
+/* Restore(id, {exec: {pid: ["hidden"]}}): the forged executor's READY names a child of its own that
+ * the caller may not see (not dumpable). The restore fails, naming it by its pid only. */
+static void restore_hidden_refused(sd_bus *bus, uint64_t id, pid_t exec_pid) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_assert_cmpint(sd_bus_message_new_method_call(bus, &m, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                       "Restore"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(m, "t", id), >=, 0);
+        g_assert_cmpint(sd_bus_message_open_container(m, 'a', "{sv}"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(m, "{sv}", "exec", "a{uas}", 1, (uint32_t) exec_pid, 1, "hidden"), >=, 0);
+        g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
+        g_assert_cmpint(sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, &error, &reply), <, 0);
+        g_test_message("%s: %s", error.name, error.message);
+        g_assert_cmpstr(error.name, ==, "org.sectree1.Error.RestoreFailed");
+        g_assert_nonnull(strstr(error.message, "which you may not see"));
+        sd_bus_error_free(&error);
+}
 
 /* Restore(id) fails: the forged READY is refused, naming the task, before anything is described. */
 static void restore_refused(sd_bus *bus, uint64_t id) {
@@ -378,6 +397,7 @@ static void nobody_forges(void *userdata) {
         if (mine == 0)
                 g_error("import as nobody: %s", error.message);
         restore_refused(bus, mine);
+        restore_hidden_refused(bus, mine, c->exec_pid);
         sd_bus_flush_close_unref(bus);
 }
 
@@ -386,13 +406,14 @@ static bool no_restores(void *userdata) {
 }
 
 /* An executor whose READY names the daemon itself (root's, not a descendant of the restore root,
- * older than the restore): the restore is refused, for root and for nobody. */
+ * older than the restore): the restore is refused, for root and for nobody; and for nobody, one
+ * whose READY names a task of its own below the root that nobody may not see. */
 static void test_forged_ready(Fixture *fx, gconstpointer data) {
         if (!tests_require_root())
                 return;
         TestFilters x;
         fx->s = tests_scenario_with_filters(&x);
-        (void) tests_fork_install(fx->s, scenario_root(fx->s), x.a, x.na, 0);
+        ScenarioTask a = tests_fork_install(fx->s, scenario_root(fx->s), x.a, x.na, 0);
         g_autofree char *forge = g_strdup_printf("SECTREE_RESTORE=%s", g_getenv("SECTREE_FORGE_EXECUTOR"));
         char *env[] = { forge, NULL };
         if (!fixture_start(fx, env))
@@ -402,7 +423,7 @@ static void test_forged_ready(Fixture *fx, gconstpointer data) {
         g_autoptr(GBytes) json = bus_client_export_pipe(fx->bus, id, "json", &error);
         g_assert_nonnull(json);
         restore_refused(fx->bus, id);
-        Forged c = { .json = json };
+        Forged c = { .json = json, .exec_pid = scenario_task(fx->s, a)->tgid };
         g_assert_cmpint(tests_as_nobody(nobody_forges, &c), ==, 0);
         g_assert_true(tests_wait_for(no_restores, fx->bus, TESTS_PATIENCE_MS));
 }
