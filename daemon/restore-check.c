@@ -24,7 +24,7 @@ uint64_t restore_check_now_ticks(void) {
 }
 
 /* The four uids of /proc/TID/status's "Uid:" line all equal uid. */
-static int uids_are(pid_t tid, uid_t uid) {
+int restore_check_owner(pid_t tid, uid_t uid) {
         char path[64], line[256];
         unsigned v[4];
         snprintf(path, sizeof(path), "/proc/%d/status", (int) tid);
@@ -65,7 +65,7 @@ static int task_ok(pid_t tid, const PlanMapping *map, const RestoreOrigin *o) {
                 return 0;
         if (!o->check_uid)
                 return 1;
-        r = uids_are(tid, o->uid);
+        r = restore_check_owner(tid, o->uid);
         return r > 0;
 }
 

@@ -26,5 +26,9 @@ uint64_t restore_check_now_ticks(void);
  * the first task that is not (and nothing about that task). */
 int restore_check_mapping(const PlanMapping *map, const RestoreOrigin *o, char **ret_message);
 
+/* Whether every real, effective, saved and fs uid of task tid is uid: 1 yes, 0 no, or a negative
+ * errno (gone). */
+int restore_check_owner(pid_t tid, uid_t uid);
+
 /* The pid a pidfd refers to (its fdinfo): -ESRCH if it exited. */
 int restore_check_pidfd_pid(int pidfd, pid_t *ret);

@@ -507,17 +507,37 @@ static int start_or_reply(Restore *r) {
         return restore_frame_send(r->sock, RESTORE_FRAME_START, NULL, 0, NULL, 0);
 }
 
-/* Every process of the scan of the restored tree is one the caller may see: nothing else is
- * described to it. One it may not (a stub made to exec a setuid program, or not dumpable) ends the
- * restore, named by its pid only. */
+static bool mapped(const PlanMapping *map, pid_t pid) {
+        if (pid == map->root_pid)
+                return true;
+        for (size_t i = 0; i < map->n_processes; i++)
+                if (map->processes[i].b == pid)
+                        return true;
+        return false;
+}
+
+/* Nothing the caller may not see is described to it: the processes READY named (checked then) are
+ * still entirely the caller's (none was made to exec a setuid program since), and any other
+ * process of the scan is one the caller may see (caller_may_see()). The daemon itself, in the scan
+ * as a holder of the listener fds it keeps for the reply, is left out. A process that fails ends
+ * the restore, named by its pid only. */
 static int check_visible(Restore *r, const Forest *restored, char **ret_message) {
         hashmap_clear(&r->caller.seen);
-        for (size_t i = 0; i < restored->n_processes; i++)
-                if (!caller_may_see(&r->caller, restored->processes[i])) {
+        for (size_t i = 0; i < restored->n_processes; i++) {
+                const Process *p = restored->processes[i];
+                bool ok;
+                if (p->pid == getpid())
+                        continue;
+                if (mapped(&r->map, p->pid))
+                        ok = r->o.original_uids || restore_check_owner(p->pid, r->creds.uid) > 0;
+                else
+                        ok = caller_may_see(&r->caller, p);
+                if (!ok) {
                         snapshot_set_message(ret_message, "verify: the restored tree holds process %d, which you may "
-                                             "not see", (int) restored->processes[i]->pid);
+                                             "not see", (int) p->pid);
                         return -EPERM;
                 }
+        }
         return 0;
 }
 

@@ -3,9 +3,9 @@
  * for the restore root, and sends a READY with a pidfd of the one process its mapping names:
  * - by default its own parent (the daemon, which forked it): a process of root's, older than the
  *   restore and not below its root;
- * - when the request's exec option names the command "hidden": a grandchild below the root, of
- *   the caller's uid and started after the call, but not dumpable, so that the caller may not see
- *   it.
+ * - when the request's exec option names the command "hidden PROGRAM": a grandchild below the
+ *   root, started after the call, that has exec'd PROGRAM, a setuid-root program (made by the
+ *   test): its effective and saved uids are root's.
  * A daemon that believes it scans and describes what the caller may not see. Started by sectreed
  * as $SECTREE_RESTORE in test-restore-contain. */
 #include <jansson.h>
@@ -20,42 +20,57 @@
 
 #include "plan-protocol.h"
 
-/* The request asks for exec of "hidden". */
-static int wants_hidden(const RestoreFrame *f) {
+/* The program of exec "hidden PROGRAM" in the request (malloc'ed), or NULL. */
+static char *hidden_program(const RestoreFrame *f) {
         json_t *doc = json_loads(f->payload ?: "", 0, NULL);
         json_t *argv = json_object_get(json_array_get(json_object_get(doc, "exec"), 0), "argv");
         const char *cmd = json_string_value(json_array_get(argv, 0));
-        int hidden = cmd && strcmp(cmd, "hidden") == 0;
+        const char *program = json_string_value(json_array_get(argv, 1));
+        char *ret = cmd && program && strcmp(cmd, "hidden") == 0 ? strdup(program) : NULL;
         json_decref(doc);
-        return hidden;
+        return ret;
 }
 
-/* The restore root: it pauses; with hidden, after forking a child that is not dumpable, whose pid
- * it writes to fd. */
-static void root(int hidden, int fd) {
+/* The restore root: it pauses; with program, after forking a child that writes its pid to fd and
+ * execs program (a setuid-root sleep). */
+static void root(const char *program, int fd) {
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (hidden) {
+        if (program) {
                 pid_t pid = fork();
                 if (pid == 0) {
-                        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-                        (void) prctl(PR_SET_DUMPABLE, 0);
                         (void) !write(fd, &(pid_t) { getpid() }, sizeof(pid_t));
-                        pause();
-                        _exit(0);
+                        execl(program, "sleep", "600", (char *) NULL);
+                        _exit(127);
                 }
         }
         pause();
         _exit(0);
 }
 
+/* /proc/PID/status says its effective uid is 0 (the exec of the setuid program happened). */
+static int euid_root(pid_t pid) {
+        char path[64], line[256];
+        unsigned real, effective;
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        FILE *f = fopen(path, "re");
+        int yes = 0;
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "Uid: %u %u", &real, &effective) == 2)
+                        yes = effective == 0;
+        if (f)
+                fclose(f);
+        return yes;
+}
+
 int main(void) {
         RestoreFrame f = {};
         pid_t target = getppid(), child;
-        int pipefd[2], pidfd, hidden;
+        int pipefd[2], pidfd;
+        char *hidden;
 
         if (restore_frame_recv(STDIN_FILENO, 10 * 1000000ULL, &f) < 0 || f.type != RESTORE_FRAME_REQUEST)
                 return 1;
-        hidden = wants_hidden(&f);
+        hidden = hidden_program(&f);
         restore_frame_done(&f);
         (void) prctl(PR_SET_CHILD_SUBREAPER, 1);
         if (pipe(pipefd) < 0)
@@ -67,6 +82,8 @@ int main(void) {
                 root(hidden, pipefd[1]);
         if (hidden && read(pipefd[0], &target, sizeof(target)) != sizeof(target))
                 return 1;
+        for (int i = 0; hidden && !euid_root(target) && i < 5000; i++)
+                usleep(1000);
         pidfd = pidfd_open(target, 0);
         json_t *doc = json_pack("{s:i, s:[{s:i, s:i, s:i}], s:[{s:i, s:i}], s:[], s:[], s:[], s:I}", "restore_root",
                                 (int) child, "processes", "snapshot_pid", 1, "pid", (int) target, "fd", 0, "threads",

@@ -355,24 +355,27 @@ static void test_bus_lost(Fixture *fx, gconstpointer data) {
 
 typedef struct Forged {
         GBytes *json;
-        pid_t exec_pid; /* a process of the snapshot */
+        pid_t exec_pid;      /* a process of the snapshot */
+        const char *setuid;  /* a setuid-root sleep */
 } Forged;
 
-/* Restore(id, {exec: {pid: ["hidden"]}}): the forged executor's READY names a child of its own that
- * the caller may not see (not dumpable). The restore fails, naming it by its pid only. */
-static void restore_hidden_refused(sd_bus *bus, uint64_t id, pid_t exec_pid) {
+/* Restore(id, {exec: {pid: ["hidden", setuid]}}): the forged executor's READY names a process
+ * below its root, made after the call, that exec'd a setuid-root program: not the caller's. The
+ * restore fails, naming it by its pid only. */
+static void restore_hidden_refused(sd_bus *bus, uint64_t id, pid_t exec_pid, const char *setuid) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         sd_bus_error error = SD_BUS_ERROR_NULL;
         g_assert_cmpint(sd_bus_message_new_method_call(bus, &m, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
                                                        "Restore"), >=, 0);
         g_assert_cmpint(sd_bus_message_append(m, "t", id), >=, 0);
         g_assert_cmpint(sd_bus_message_open_container(m, 'a', "{sv}"), >=, 0);
-        g_assert_cmpint(sd_bus_message_append(m, "{sv}", "exec", "a{uas}", 1, (uint32_t) exec_pid, 1, "hidden"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(m, "{sv}", "exec", "a{uas}", 1, (uint32_t) exec_pid, 2, "hidden", setuid),
+                        >=, 0);
         g_assert_cmpint(sd_bus_message_close_container(m), >=, 0);
         g_assert_cmpint(sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, &error, &reply), <, 0);
         g_test_message("%s: %s", error.name, error.message);
         g_assert_cmpstr(error.name, ==, "org.sectree1.Error.RestoreFailed");
-        g_assert_nonnull(strstr(error.message, "which you may not see"));
+        g_assert_nonnull(strstr(error.message, "which this restore did not create"));
         sd_bus_error_free(&error);
 }
 
@@ -397,7 +400,7 @@ static void nobody_forges(void *userdata) {
         if (mine == 0)
                 g_error("import as nobody: %s", error.message);
         restore_refused(bus, mine);
-        restore_hidden_refused(bus, mine, c->exec_pid);
+        restore_hidden_refused(bus, mine, c->exec_pid, c->setuid);
         sd_bus_flush_close_unref(bus);
 }
 
@@ -407,7 +410,8 @@ static bool no_restores(void *userdata) {
 
 /* An executor whose READY names the daemon itself (root's, not a descendant of the restore root,
  * older than the restore): the restore is refused, for root and for nobody; and for nobody, one
- * whose READY names a task of its own below the root that nobody may not see. */
+ * whose READY names a process below the root, made after the call, but running a setuid-root
+ * program. */
 static void test_forged_ready(Fixture *fx, gconstpointer data) {
         if (!tests_require_root())
                 return;
@@ -423,8 +427,19 @@ static void test_forged_ready(Fixture *fx, gconstpointer data) {
         g_autoptr(GBytes) json = bus_client_export_pipe(fx->bus, id, "json", &error);
         g_assert_nonnull(json);
         restore_refused(fx->bus, id);
-        Forged c = { .json = json, .exec_pid = scenario_task(fx->s, a)->tgid };
-        g_assert_cmpint(tests_as_nobody(nobody_forges, &c), ==, 0);
+        g_autofree char *dir = g_dir_make_tmp("sectree-setuid-XXXXXX", NULL);
+        g_autofree char *setuid = g_build_filename(dir, "sleep", NULL);
+        g_autofree char *sleep_bin = NULL;
+        gsize size;
+        g_assert_true(g_file_get_contents("/bin/sleep", &sleep_bin, &size, NULL));
+        g_assert_true(g_file_set_contents(setuid, sleep_bin, (gssize) size, NULL));
+        g_assert_cmpint(chmod(dir, 0755), ==, 0);
+        g_assert_cmpint(chmod(setuid, 04755), ==, 0);
+        Forged c = { .json = json, .exec_pid = scenario_task(fx->s, a)->tgid, .setuid = setuid };
+        int status = tests_as_nobody(nobody_forges, &c);
+        (void) unlink(setuid);
+        (void) rmdir(dir);
+        g_assert_cmpint(status, ==, 0);
         g_assert_true(tests_wait_for(no_restores, fx->bus, TESTS_PATIENCE_MS));
 }
 
