@@ -549,7 +549,8 @@ static void nobody_restores_in_context(void *userdata) {
         assert_limits(executor, "the executor");
         for (size_t i = 0; i < r.map.n_processes; i++) {
                 assert_limits(r.map.processes[i].b, "restored process");
-                assert_devnull(r.map.processes[i].b, STDERR_FILENO);
+                for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+                        assert_devnull(r.map.processes[i].b, fd);
         }
         release_ok(bus, r.id);
         reply_done(&r);
