@@ -159,9 +159,27 @@ static int append_identity(sd_bus_message *m, const RestoreUnitIdentity *id) {
         return r;
 }
 
+/* The caller's slice, and its limits: LimitX= sets both (the hard one), LimitXSoft= then the soft. */
+static int append_context(sd_bus_message *m, const RestoreUnitIdentity *id) {
+        char slice[32];
+        int r;
+
+        snprintf(slice, sizeof(slice), "user-%u.slice", (unsigned) id->uid);
+        r = sd_bus_message_append(m, "(sv)", "Slice", "s", slice);
+        for (int i = 0; r >= 0 && id->limits && id->limits->known && i < RESTORE_N_LIMITS; i++) {
+                char hard[32], soft[40];
+                snprintf(hard, sizeof(hard), "Limit%s", restore_limit_to_string(i));
+                snprintf(soft, sizeof(soft), "Limit%sSoft", restore_limit_to_string(i));
+                r = sd_bus_message_append(m, "(sv)(sv)", hard, "t", (uint64_t) id->limits->v[i].rlim_max, soft, "t",
+                                          (uint64_t) id->limits->v[i].rlim_cur);
+        }
+        return r;
+}
+
 /* The service's properties: the executor as its only process, the socket as stdin, its stdout
  * nowhere and its stderr in the journal (stdout would otherwise be the socket too), no sandboxing
- * (none is asked for), collected when it is over, failed or not. */
+ * (none is asked for), collected when it is over, failed or not; the caller's slice and limits.
+ * PID 1 gives it a clean environment of its own. */
 static int append_properties(sd_bus_message *m, const char *description, const char *exe,
                              const RestoreUnitIdentity *id, int stdin_fd) {
         int r = sd_bus_message_open_container(m, 'a', "(sv)");
@@ -174,6 +192,8 @@ static int append_properties(sd_bus_message *m, const char *description, const c
                 r = sd_bus_message_append(m, "(sv)", "ExecStart", "a(sasb)", 1, exe, 1, "sectree-restore", false);
         if (r >= 0)
                 r = append_identity(m, id);
+        if (r >= 0)
+                r = append_context(m, id);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
         return r;

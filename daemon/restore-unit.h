@@ -8,14 +8,18 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
+#include "restore-limits.h"
+
 typedef struct RestoreUnit RestoreUnit;
 
-/* Who the executor runs as: uid 0 keeps root (no User=). */
+/* Who the executor runs as: uid 0 keeps root (no User=); in the slice user-UID.slice (so that the
+ * user's TasksMax= and accounting apply), with the caller's resource limits (when known). */
 typedef struct RestoreUnitIdentity {
         uid_t uid;
         gid_t gid;
         const gid_t *groups;
         size_t n_groups;
+        const RestoreLimits *limits;
 } RestoreUnitIdentity;
 
 /* The start's end: r >= 0 with pidfd the executor's main process (-1 when it had exited already),

@@ -150,14 +150,34 @@ static int read_restore_options(sd_bus_message *msg, RestoreOptions *o, sd_bus_e
         return bus_read_options(msg, read_restore_option, o, error);
 }
 
+/* The caller's resource limits, from its process as the bus names it (still of its uid). A
+ * non-root caller whose limits cannot be read is refused: the executor never gets the daemon's. */
+static int read_limits(sd_bus_message *msg, const Caller *c, RestoreLimits *ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        pid_t pid = 0;
+        int r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_PID, &creds);
+        if (r >= 0)
+                r = sd_bus_creds_get_pid(creds, &pid);
+        if (r >= 0)
+                r = restore_limits_read(pid, c->uid, ret);
+        if (r >= 0 || c->privileged)
+                return 0; /* root: the daemon's own, if its process cannot be read */
+        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                 "Your resource limits could not be read from your process %d: %s.", (int) pid,
+                                 strerror(-r));
+}
+
 /* The identity the executor runs as: the caller's uid as the bus says, its gid and supplementary
- * groups as its process has them. */
-static int read_creds(sd_bus_message *msg, const Caller *c, RestoreCreds *ret) {
+ * groups as its process has them, and its limits. */
+static int read_creds(sd_bus_message *msg, const Caller *c, RestoreCreds *ret, sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         const gid_t *groups = NULL;
         int n = 0, r;
 
         *ret = (RestoreCreds) { .uid = c->uid, .gid = c->privileged ? 0 : c->gid };
+        r = read_limits(msg, c, &ret->limits, error);
+        if (r < 0)
+                return r;
         r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_SUPPLEMENTARY_GIDS | SD_BUS_CREDS_AUGMENT, &creds);
         if (r >= 0)
                 n = sd_bus_creds_get_supplementary_gids(creds, &groups);
@@ -173,51 +193,76 @@ static int read_creds(sd_bus_message *msg, const Caller *c, RestoreCreds *ret) {
 
 /* ---- Restore ---- */
 
-static int append_reply(sd_bus_message *reply, Restore *x) {
+/* The fds of x from next up to end (restore_fds_next() order) that are pidfds, as "ah". */
+static int append_pidfds(sd_bus_message *m, const Restore *x, size_t next, size_t end) {
+        int r = sd_bus_message_open_container(m, 'a', "h");
+        for (size_t i = next; r >= 0 && i < end && i < restore_n_pidfds(x); i++)
+                r = sd_bus_message_append(m, "h", restore_pidfd(x, i));
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+/* Those that are listener fds, as "a(th)". */
+static int append_listeners(sd_bus_message *m, const Restore *x, size_t next, size_t end) {
+        size_t first = restore_n_pidfds(x);
+        int r = sd_bus_message_open_container(m, 'a', "(th)");
+        for (size_t i = MAX(next, first); r >= 0 && i < end; i++) {
+                uint64_t id;
+                int fd = restore_listener(x, i - first, &id);
+                r = sd_bus_message_append(m, "(th)", id, fd);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+static int append_pairs(sd_bus_message *m, const TaskPair *p, size_t n) {
+        int r = sd_bus_message_open_container(m, 'a', "(uu)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(m, "(uu)", (uint32_t) p[i].a, (uint32_t) p[i].b);
+        return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+/* The next batch of fds of x for one message: [*next, *end), at most RESTORE_MESSAGE_MAX_FDS. */
+static int fd_batch(const Restore *x, size_t *next, size_t *end) {
+        size_t total = restore_n_pidfds(x) + restore_n_listeners(x);
+        int r = restore_fds_next(x, next);
+        if (r < 0)
+                return r;
+        *end = MIN(total, *next + RESTORE_MESSAGE_MAX_FDS);
+        return 0;
+}
+
+/* The reply carries the first RESTORE_MESSAGE_MAX_FDS fds; *ret_end: where the next batch starts. */
+static int append_reply(sd_bus_message *reply, const Restore *x, size_t *ret_end) {
         const PlanMapping *map = restore_mapping(x);
-        int r = sd_bus_message_append(reply, "tb", restore_id(x), restore_verified(x));
+        size_t next, end;
+        int r = fd_batch(x, &next, &end);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "tb", restore_id(x), restore_verified(x));
         if (r >= 0)
                 r = sd_bus_message_append_strv(reply, (char **) restore_differences(x));
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(uu)");
-        for (size_t i = 0; r >= 0 && i < map->n_processes; i++)
-                r = sd_bus_message_append(reply, "(uu)", (uint32_t) map->processes[i].a, (uint32_t) map->processes[i].b);
+                r = append_pairs(reply, map->processes, map->n_processes);
         if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = append_pidfds(reply, x, next, end);
         if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "h");
-        for (size_t i = 0; r >= 0 && i < map->n_processes && restore_pidfd(x, i) >= 0; i++)
-                r = sd_bus_message_append(reply, "h", restore_pidfd(x, i));
+                r = append_pairs(reply, map->threads, map->n_threads);
         if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(uu)");
-        for (size_t i = 0; r >= 0 && i < map->n_threads; i++)
-                r = sd_bus_message_append(reply, "(uu)", (uint32_t) map->threads[i].a, (uint32_t) map->threads[i].b);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(th)");
-        for (size_t i = 0; r >= 0 && i < restore_n_listeners(x); i++) {
-                uint64_t id;
-                int fd = restore_listener(x, i, &id);
-                r = sd_bus_message_append(reply, "(th)", id, fd);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+                r = append_listeners(reply, x, next, end);
+        *ret_end = end;
         return r;
 }
 
 static void on_restore_done(Manager *m, int r, Restore *x, const char *message, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        size_t end = 0;
         int k;
 
         if (r >= 0) {
                 k = sd_bus_message_new_method_return(msg, &reply);
                 if (k >= 0)
-                        k = append_reply(reply, x);
-                restore_drop_fds(x); /* the message holds its own copies */
+                        k = append_reply(reply, x, &end);
+                if (k >= 0)
+                        restore_fds_handed(x, end); /* the message holds its own copies */
                 if (k < 0) {
                         reply = sd_bus_message_unref(reply);
                         r = k;
@@ -250,7 +295,7 @@ int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         if (r >= 0)
                 r = caller_from_message(msg, &c);
         if (r >= 0)
-                r = read_creds(msg, &c, &creds);
+                r = read_creds(msg, &c, &creds, error);
         if (r >= 0) {
                 r = manager_restore_start(m, &c, &creds, id, &o, sd_bus_message_get_bus(msg),
                                           sd_bus_message_get_sender(msg), on_restore_done, sd_bus_message_ref(msg),
@@ -316,6 +361,54 @@ int method_release_restore(sd_bus_message *msg, void *userdata, sd_bus_error *er
         return 1;
 }
 
+/* ---- TakeRestoreFds ---- */
+
+/* The next fds of a restore whose reply could not carry them all: (ah pidfds, a(th) listeners,
+ * u left). */
+static int method_take_restore_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = restores_manager(userdata);
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Restore *x;
+        size_t next, end;
+        uint64_t id;
+        int r = sd_bus_message_read(msg, "t", &id);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        x = manager_restore_find(m, &c, id);
+        if (!x || restore_state(x) != RESTORE_READY)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_RESTORE, "No restore with id %" PRIu64 ".", id);
+        r = fd_batch(x, &next, &end);
+        if (r == -ESTALE)
+                return sd_bus_error_setf(error, ERROR_RESTORE_FAILED, "The fds of restore %" PRIu64 " were not taken "
+                                         "within %llu s and are closed.", id,
+                                         (unsigned long long) (RESTORE_FDS_HOLD_USEC / 1000000));
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = append_pidfds(reply, x, next, end);
+        if (r >= 0)
+                r = append_listeners(reply, x, next, end);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "u",
+                                          (uint32_t) (restore_n_pidfds(x) + restore_n_listeners(x) - end));
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        if (r >= 0)
+                restore_fds_handed(x, end);
+        return r;
+}
+
+/* A table of its own for the one method of org.sectree1.Manager that manager_vtable does not hold
+ * (sd-bus joins the two in the interface and its introspection). */
+static const sd_bus_vtable restores_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_ARGS("TakeRestoreFds", SD_BUS_ARGS("t", id),
+                                SD_BUS_RESULT("ah", pidfds, "a(th)", listeners, "u", left), method_take_restore_fds,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END
+};
+
 /* ---- RestoreFinished ---- */
 
 static void on_restore_finished(Manager *m, uint64_t id, uid_t owner, const char *reason, void *userdata) {
@@ -325,5 +418,13 @@ static void on_restore_finished(Manager *m, uint64_t id, uid_t owner, const char
 }
 
 void restores_bus_connect(Manager *m) {
+        int r;
         restores_set_finished(m, on_restore_finished, NULL);
+        if (!m->restores)
+                r = -ENOMEM;
+        else
+                r = sd_bus_add_object_vtable(m->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, restores_vtable,
+                                             m->restores);
+        if (r < 0)
+                log_error_errno(r, "Failed to add TakeRestoreFds to the bus: %m");
 }

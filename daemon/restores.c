@@ -24,12 +24,11 @@
 
 #include "config.h"
 #include "plan-protocol.h"
+#include "restore-check.h"
 #include "restore-unit.h"
 #include "snapshot.h"
 #include "snapshots.h"
 #include "store-snapshot.h"
-
-extern char **environ;
 
 /* A frame is read whole once its header is there: the executor writes each in one go. */
 #define FRAME_READ_TIMEOUT_USEC (5 * 1000000ULL)
@@ -38,7 +37,9 @@ struct Restore {
         Manager *m;
         Restore *next;
         uint64_t id, snapshot_id;
+        uint64_t started_ticks; /* when the call came, as /proc's start times count */
         uid_t owner;
+        Caller caller; /* who asked (its own memo of what it may see) */
         RestoreCreds creds;
         RestoreOptions o;
         RestoreState state;
@@ -48,11 +49,14 @@ struct Restore {
         RestoreUnit *unit; /* else a transient service of PID 1 */
         int executor_pidfd, sock;
         sd_event_source *sock_source, *exit_source, *timer, *defer;
+        sd_event_source *fds_timer; /* the fds not taken in time are closed */
         sd_bus_track *track;
 
         json_t *ready;
         int *fds;
         size_t n_fds, n_fds_expected;
+        size_t fds_next;  /* the next fd to hand the caller (restore_n_pidfds() first, then listeners) */
+        bool fds_expired; /* closed before the caller took them all */
         PlanMapping map;
         int *process_fd;  /* index into fds of each mapping process's pidfd */
         uint64_t *listener_id;
@@ -71,6 +75,7 @@ struct Restore {
 };
 
 typedef struct Restores {
+        Manager *m;
         Restore *list;
         uint64_t next_id;
         RestoreExecutor executor;
@@ -124,6 +129,7 @@ static Restores *restores_of(Manager *m) {
                 if (!m->restores)
                         return NULL;
                 m->restores->next_id = 1;
+                m->restores->m = m;
                 m->restores_free = restores_free;
         }
         return m->restores;
@@ -137,6 +143,10 @@ int restores_new(Manager *m, RestoreExecutor executor) {
         return 0;
 }
 
+Manager *restores_manager(Restores *rs) {
+        return rs->m;
+}
+
 void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata) {
         Restores *rs = restores_of(m);
         if (rs) {
@@ -148,6 +158,7 @@ void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata)
 /* ---- the life of one restore ---- */
 
 static void close_fds(Restore *r) {
+        r->fds_timer = sd_event_source_disable_unref(r->fds_timer);
         for (size_t i = 0; i < r->n_fds; i++)
                 if (r->fds[i] >= 0)
                         close(r->fds[i]);
@@ -163,6 +174,7 @@ static void restore_free(Restore *r) {
         sd_event_source_disable_unref(r->exit_source);
         sd_event_source_disable_unref(r->timer);
         sd_event_source_disable_unref(r->defer);
+        sd_event_source_disable_unref(r->fds_timer);
         sd_bus_track_unref(r->track);
         if (r->sock >= 0)
                 close(r->sock); /* the executor ends every stub when its socket closes */
@@ -180,6 +192,7 @@ static void restore_free(Restore *r) {
         forest_free(r->snapshot);
         restore_options_done(&r->o);
         free(r->creds.groups);
+        caller_deinit(&r->caller);
         free(r);
 }
 
@@ -389,9 +402,28 @@ static int parse_ready(Restore *r) {
 
 static int on_verify(sd_event_source *s, void *userdata);
 
+/* Each pidfd the executor sent refers to the process the mapping names. */
+static int check_pidfds(Restore *r) {
+        for (size_t i = 0; r->o.pidfds && i < r->map.n_processes; i++) {
+                pid_t pid = 0;
+                if (restore_check_pidfd_pid(restore_pidfd(r, i), &pid) < 0 || pid != r->map.processes[i].b) {
+                        _cleanup_free_ char *message = NULL;
+                        snapshot_set_message(&message, "protocol: the executor's pidfd for process %d refers to "
+                                             "another process", (int) r->map.processes[i].b);
+                        log_warning("Restore %" PRIu64 " for uid %u refused: %s.", r->id, (unsigned) r->owner,
+                                    message ?: "a forged pidfd");
+                        restore_end(r, "failed", -EPROTO, message);
+                        return -EPERM;
+                }
+        }
+        return 0;
+}
+
 /* READY and every fd are here: verify (in a later iteration of the loop), or go on. */
 static int after_fds(Restore *r) {
         int k;
+        if (check_pidfds(r) < 0)
+                return 0; /* ended */
         if (!r->o.verify)
                 return on_verify(NULL, r);
         r->state = RESTORE_VERIFYING;
@@ -399,6 +431,31 @@ static int after_fds(Restore *r) {
         if (k < 0)
                 return k;
         return sd_event_source_set_priority(r->defer, SD_EVENT_PRIORITY_IDLE);
+}
+
+/* The executor's pid, known once forked or once systemd said (0: not yet). */
+static pid_t executor_pid(const Restore *r) {
+        pid_t pid = 0;
+        if (r->executor > 0)
+                return r->executor;
+        if (r->executor_pidfd >= 0 && restore_check_pidfd_pid(r->executor_pidfd, &pid) < 0)
+                return 0;
+        return pid;
+}
+
+/* The executor runs as the caller, who may forge READY: every task it names must be this
+ * restore's, or the restore ends before anything is scanned or described. */
+static int check_ready(Restore *r) {
+        _cleanup_free_ char *message = NULL;
+        RestoreOrigin o = { .executor = executor_pid(r), .unit = r->unit ? restore_unit_name(r->unit) : NULL,
+                            .started_ticks = r->started_ticks, .check_uid = !r->o.original_uids,
+                            .uid = r->creds.uid };
+        int k = restore_check_mapping(&r->map, &o, &message);
+        if (k >= 0)
+                return 0;
+        log_warning("Restore %" PRIu64 " for uid %u refused: %s.", r->id, (unsigned) r->owner, message ?: "forged READY");
+        restore_end(r, "failed", -EPROTO, message);
+        return k;
 }
 
 static int on_ready_frame(Restore *r, RestoreFrame *f) {
@@ -411,8 +468,10 @@ static int on_ready_frame(Restore *r, RestoreFrame *f) {
         k = parse_ready(r);
         if (k < 0)
                 return k;
-        if (r->n_fds_expected > RESTORE_MAX_REPLY_FDS + r->map.n_processes * !r->o.pidfds ||
-            (r->o.pidfds && r->n_fds_expected > RESTORE_MAX_REPLY_FDS))
+        if (check_ready(r) < 0)
+                return 0; /* ended */
+        if (r->n_fds_expected > RESTORE_MAX_FDS + r->map.n_processes * !r->o.pidfds ||
+            (r->o.pidfds && r->n_fds_expected > RESTORE_MAX_FDS))
                 return -E2BIG;
         r->fds = calloc(r->n_fds_expected + 1, sizeof(int));
         if (!r->fds)
@@ -448,8 +507,42 @@ static int start_or_reply(Restore *r) {
         return restore_frame_send(r->sock, RESTORE_FRAME_START, NULL, 0, NULL, 0);
 }
 
+static bool mapped(const PlanMapping *map, pid_t pid) {
+        if (pid == map->root_pid)
+                return true;
+        for (size_t i = 0; i < map->n_processes; i++)
+                if (map->processes[i].b == pid)
+                        return true;
+        return false;
+}
+
+/* Nothing the caller may not see is described to it: the processes READY named (checked then) are
+ * still entirely the caller's (none was made to exec a setuid program since), and any other
+ * process of the scan is one the caller may see (caller_may_see()). The daemon itself, in the scan
+ * as a holder of the listener fds it keeps for the reply, is left out. A process that fails ends
+ * the restore, named by its pid only. */
+static int check_visible(Restore *r, const Forest *restored, char **ret_message) {
+        hashmap_clear(&r->caller.seen);
+        for (size_t i = 0; i < restored->n_processes; i++) {
+                const Process *p = restored->processes[i];
+                bool ok;
+                if (p->pid == getpid())
+                        continue;
+                if (mapped(&r->map, p->pid))
+                        ok = r->o.original_uids || restore_check_owner(p->pid, r->creds.uid) > 0;
+                else
+                        ok = caller_may_see(&r->caller, p);
+                if (!ok) {
+                        snapshot_set_message(ret_message, "verify: the restored tree holds process %d, which you may "
+                                             "not see", (int) p->pid);
+                        return -EPERM;
+                }
+        }
+        return 0;
+}
+
 /* A scan of the restored tree, compared with the snapshot through the mapping. */
-static int verify(Restore *r) {
+static int verify(Restore *r, char **ret_message) {
         _cleanup_(forest_freep) Forest *restored = NULL;
         json_t *nnp = json_object_get(r->ready, "no_new_privs_added");
         _cleanup_free_ pid_t *added = calloc(json_array_size(nnp) + 1, sizeof(pid_t));
@@ -470,6 +563,8 @@ static int verify(Restore *r) {
         k = source_scan(r->m->source, &opts, &restored);
         if (k >= 0 && !restored->linked)
                 k = forest_link(restored, NULL);
+        if (k >= 0)
+                k = check_visible(r, restored, ret_message);
         if (k < 0)
                 return k;
         return plan_verify(r->snapshot, restored, &r->map, &vo, &r->verified, &r->differences);
@@ -481,11 +576,16 @@ static int on_verify(sd_event_source *s, void *userdata) {
 
         r->defer = sd_event_source_disable_unref(r->defer);
         if (r->o.verify) {
-                k = verify(r);
+                _cleanup_free_ char *message = NULL;
+                k = verify(r, &message);
                 if (k < 0) {
-                        _cleanup_free_ char *message = NULL;
-                        snapshot_set_message(&message, "verify: the scan of the restored tree failed: %s", strerror(-k));
-                        restore_end(r, "failed", -EIO, message);
+                        if (!message)
+                                snapshot_set_message(&message, "verify: the scan of the restored tree failed: %s",
+                                                     strerror(-k));
+                        else
+                                log_warning("Restore %" PRIu64 " for uid %u refused: %s.", r->id, (unsigned) r->owner,
+                                            message);
+                        restore_end(r, "failed", message && k == -EPERM ? -EPROTO : -EIO, message);
                         return 0;
                 }
                 for (char **d = r->differences; d && *d; d++)
@@ -538,7 +638,7 @@ static int on_socket(sd_event_source *s, int fd, uint32_t revents, void *userdat
         }
         snapshot_set_message(&message, "%s: %s",
                     k == -E2BIG ? "reply" : "protocol",
-                    k == -E2BIG ? "the restore needs more fds than one reply may carry (pass pidfds=false)"
+                    k == -E2BIG ? "the restore needs more fds than a restore may hand (200; pass pidfds=false)"
                                 : strerror(-k));
         restore_end(r, "failed", k == -E2BIG ? -EUSERS : -EPROTO, message);
         return 0;
@@ -604,23 +704,33 @@ static const char *executor_path(void) {
         return e && *e ? e : SECTREE_RESTORE_PATH;
 }
 
-/* In the child: the caller's identity, stdin the socket, a clean signal state, then the executor. */
+/* What the executor (and so every restored task) gets as its environment when forked: nothing of
+ * the daemon's; a PATH to find the commands of exec, as systemd gives its services. */
+static char *const executor_env[] = {
+        (char *) "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        NULL,
+};
+
+/* In the child: stdin the socket, stdout and stderr /dev/null (nothing of the daemon's: its log,
+ * its terminal), the caller's limits and identity, a clean signal state, then the executor. */
 __attribute__((noreturn)) static void executor_child(int sock, int exe, const RestoreCreds *c) {
         sigset_t none;
         char *argv[] = { (char *) "sectree-restore", NULL };
-        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
         sigemptyset(&none);
         (void) sigprocmask(SIG_SETMASK, &none, NULL);
         for (int sig = 1; sig < _NSIG; sig++)
                 (void) signal(sig, SIG_DFL);
         if (null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
-            (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
+            dup2(null, STDERR_FILENO) < 0 || (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
                 _exit(126);
+        if (restore_limits_apply(&c->limits) < 0)
+                _exit(124);
         if (setgroups(c->n_groups, c->groups) < 0 || setresgid(c->gid, c->gid, c->gid) < 0 ||
             setresuid(c->uid, c->uid, c->uid) < 0)
                 _exit(125);
-        fexecve(3, argv, environ);
+        fexecve(3, argv, executor_env);
         _exit(127);
 }
 
@@ -653,7 +763,7 @@ static int send_request(Restore *r);
 static int start_unit(Restore *r, int *ret_sock, char **ret_message) {
         _cleanup_free_ char *name = NULL, *description = NULL;
         RestoreUnitIdentity id = { .uid = r->creds.uid, .gid = r->creds.gid, .groups = r->creds.groups,
-                                   .n_groups = r->creds.n_groups };
+                                   .n_groups = r->creds.n_groups, .limits = &r->creds.limits };
         int pair[2], k;
 
         k = restore_unit_name_make(getpid(), r->id, &name);
@@ -856,9 +966,11 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         r = calloc(1, sizeof(Restore));
         if (!r)
                 return -ENOMEM;
-        *r = (Restore) { .m = m, .snapshot_id = snapshot_id, .owner = c->uid, .o = *o, .executor_pidfd = -1,
+        *r = (Restore) { .m = m, .snapshot_id = snapshot_id, .started_ticks = restore_check_now_ticks(),
+                         .owner = c->uid, .caller = *c, .o = *o, .executor_pidfd = -1,
                          .sock = -1, .creds = *creds, .done = done, .userdata = userdata };
         *o = (RestoreOptions) {};
+        r->caller.seen = (Hashmap) {}; /* a memo of its own */
         r->creds.groups = NULL;
         if (creds->n_groups > 0) {
                 r->creds.groups = calloc(creds->n_groups, sizeof(gid_t));
@@ -905,7 +1017,7 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         return 0;
 }
 
-static Restore *find_restore(Manager *m, Caller *c, uint64_t id) {
+Restore *manager_restore_find(Manager *m, Caller *c, uint64_t id) {
         for (Restore *r = m->restores ? m->restores->list : NULL; r; r = r->next)
                 if (r->id == id && (c->privileged || r->owner == c->uid))
                         return r;
@@ -913,7 +1025,7 @@ static Restore *find_restore(Manager *m, Caller *c, uint64_t id) {
 }
 
 int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased done, void *userdata) {
-        Restore *r = find_restore(m, c, id);
+        Restore *r = manager_restore_find(m, c, id);
         if (!r || r->released)
                 return -ENOENT;
         r->released = done;
@@ -989,18 +1101,50 @@ char *const *restore_differences(const Restore *r) {
 const PlanMapping *restore_mapping(const Restore *r) {
         return &r->map;
 }
+size_t restore_n_pidfds(const Restore *r) {
+        return r->o.pidfds ? r->map.n_processes : 0;
+}
 int restore_pidfd(const Restore *r, size_t i) {
         if (!r->o.pidfds || !r->fds || i >= r->map.n_processes)
                 return -1;
         return r->fds[r->process_fd[i]];
 }
 size_t restore_n_listeners(const Restore *r) {
-        return r->fds ? r->n_listeners : 0;
+        return r->n_listeners;
 }
 int restore_listener(const Restore *r, size_t i, uint64_t *ret_snapshot_listener) {
         *ret_snapshot_listener = r->listener_id[i];
         return r->fds[r->listener_fd[i]];
 }
-void restore_drop_fds(Restore *r) {
+
+/* ---- handing the fds ---- */
+
+int restore_fds_next(const Restore *r, size_t *ret) {
+        if (r->fds_expired)
+                return -ESTALE;
+        *ret = r->fds ? r->fds_next : restore_n_pidfds(r) + restore_n_listeners(r);
+        return 0;
+}
+
+static int on_fds_expired(sd_event_source *s, uint64_t usec, void *userdata) {
+        Restore *r = userdata;
+        log_info("Restore %" PRIu64 ": %zu fds were not taken in time, closing them.", r->id,
+                 restore_n_pidfds(r) + restore_n_listeners(r) - r->fds_next);
         close_fds(r);
+        r->fds_expired = true;
+        return 0;
+}
+
+void restore_fds_handed(Restore *r, size_t next) {
+        if (!r->fds)
+                return;
+        r->fds_next = next;
+        if (next >= restore_n_pidfds(r) + restore_n_listeners(r)) {
+                close_fds(r);
+                return;
+        }
+        if (!r->fds_timer &&
+            sd_event_add_time_relative(r->m->event, &r->fds_timer, CLOCK_MONOTONIC, RESTORE_FDS_HOLD_USEC, 0,
+                                       on_fds_expired, r) < 0)
+                on_fds_expired(NULL, 0, r); /* not kept without a bound */
 }

@@ -11,13 +11,20 @@
 #include "access.h"
 #include "manager.h"
 #include "plan-verify.h"
+#include "restore-limits.h"
 
 /* What a non-root uid may do (root: no limit). */
 #define RESTORES_MAX_PER_UID 4            /* restores in progress or alive at once */
 #define RESTORE_MAX_TASKS_PER_UID 4096    /* threads of the snapshot of one restore */
-/* fds in one reply (a pidfd per process, unless pidfds is false, and a listener fd per listener):
- * below what dbus-daemon lets one message carry. */
-#define RESTORE_MAX_REPLY_FDS 200
+/* The fds a restore hands its caller (a pidfd per process, unless pidfds is false, and a listener fd
+ * per listener), at most RESTORE_MAX_FDS in all, go at most RESTORE_MESSAGE_MAX_FDS to a message: the
+ * reply of Restore() carries the first ones, TakeRestoreFds() the next. dbus-daemon disconnects a
+ * sender of a message with more fds than max_message_unix_fds, 16 on Debian's system bus (and
+ * dbus-daemon's default), and no call asks a bus for its limit. */
+#define RESTORE_MESSAGE_MAX_FDS 16
+#define RESTORE_MAX_FDS 200
+/* The fds not taken this long after the reply are closed: the daemon holds no listener for long. */
+#define RESTORE_FDS_HOLD_USEC (60 * 1000000ULL)
 /* From the start of the executor to its READY (or ERROR); $SECTREE_RESTORE_TIMEOUT_USEC replaces it. */
 #define RESTORE_TIMEOUT_USEC (120 * 1000000ULL)
 /* A released or failed restore's executor that has not exited after this is killed. */
@@ -38,6 +45,8 @@ RestoreExecutor restore_executor_from_string(const char *s);
 /* The manager's restores, made at start (else at the first call, with RESTORE_EXECUTOR_AUTO): where
  * the executor runs. They end with the manager (manager_free()). */
 int restores_new(Manager *m, RestoreExecutor executor);
+/* The manager of m->restores (the bus layer's handle on them). */
+Manager *restores_manager(struct Restores *rs);
 
 typedef struct RestoreExec {
         pid_t pid;   /* a snapshot process */
@@ -77,6 +86,7 @@ typedef struct RestoreCreds {
         gid_t gid;
         gid_t *groups; /* supplementary groups */
         size_t n_groups;
+        RestoreLimits limits; /* the caller's resource limits, read from its process at the call */
 } RestoreCreds;
 
 /* The end of Restore(): r is 0 with the restore ready to describe (restore_*() accessors below;
@@ -105,6 +115,9 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
 typedef void (*RestoreReleased)(Manager *m, int r, void *userdata);
 int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased done, void *userdata);
 
+/* The caller's restore id (root: anyone's), NULL if there is none. */
+Restore *manager_restore_find(Manager *m, Caller *c, uint64_t id);
+
 /* The restores the caller may see (root: all; others: their own), in id order; the array is
  * malloc'ed, its elements are not. */
 int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n);
@@ -119,12 +132,17 @@ size_t restore_n_processes(const Restore *r);
 bool restore_verified(const Restore *r);
 char *const *restore_differences(const Restore *r);
 const PlanMapping *restore_mapping(const Restore *r);
-/* The pidfd of the i-th process of the mapping (-1 when pidfds were not asked for). Valid until
- * restore_drop_fds(). */
+/* The fds the restore hands its caller, in order: restore_n_pidfds() pidfds (one per process of the
+ * mapping, in its order, when pidfds were asked for), then restore_n_listeners() listener fds. */
+size_t restore_n_pidfds(const Restore *r);
+/* The pidfd of the i-th process of the mapping. Valid until the fds are handed or dropped. */
 int restore_pidfd(const Restore *r, size_t i);
 /* Listeners: the snapshot's listener id (0: none held it) and a copy of its fd. */
 size_t restore_n_listeners(const Restore *r);
 int restore_listener(const Restore *r, size_t i, uint64_t *ret_snapshot_listener);
-/* Close the daemon's copies of the pidfds and listener fds once the reply carries them: the daemon
- * holds no listener of a restore. */
-void restore_drop_fds(Restore *r);
+/* The index (in that order) of the next fd to hand; -ESTALE once the fds not taken in time were
+ * closed. */
+int restore_fds_next(const Restore *r, size_t *ret);
+/* The fds before next are handed (a message carries its own copies): the daemon closes its copies
+ * of all of them once the last is handed; until then it keeps them RESTORE_FDS_HOLD_USEC at most. */
+void restore_fds_handed(Restore *r, size_t next);

@@ -185,6 +185,22 @@ static int verb_scan(const Args *a) {
         return 0;
 }
 
+/* The bus connection is gone (dbus-daemon closed it, or stopped): a daemon off the bus serves
+ * nobody, so it stops with an error and systemd (Restart=on-failure) starts it again. */
+static int on_bus_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        log_error("Lost the connection to the system bus, exiting.");
+        return sd_event_exit(m->event, -ENOTCONN);
+}
+
+static int watch_bus(Manager *m) {
+        int r = sd_bus_match_signal(m->bus, NULL, NULL, "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
+                                    "Disconnected", on_bus_disconnected, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the bus connection: %m");
+        return 0;
+}
+
 static int run_service(const Args *a) {
         ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns };
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -195,6 +211,8 @@ static int run_service(const Args *a) {
                 r = manager_startup(m);
         if (r >= 0)
                 r = manager_bus_connect(m);
+        if (r >= 0)
+                r = watch_bus(m);
         if (r >= 0) {
                 manager_ready(m);
                 r = manager_run(m);

@@ -4,6 +4,9 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "escape.h"
 
 static LogLevel max_level = LOG_LEVEL_INFO;
 
@@ -50,12 +53,17 @@ int log_internal(LogLevel level, int error, const char *format, ...) {
         if (error < 0)
                 error = -error;
         if (level <= max_level) {
+                char *text = NULL;
                 va_list ap;
                 errno = error;
                 va_start(ap, format);
-                vfprintf(stderr, format, ap);
+                if (vasprintf(&text, format, ap) < 0)
+                        text = NULL;
                 va_end(ap);
+                /* one line, whatever the strings in it came from (a caller, a process, a snapshot) */
+                (void) fputs_escaped(text ?: format, stderr);
                 fputc('\n', stderr);
+                free(text);
         }
         errno = error ? error : saved;
         return -error;

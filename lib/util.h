@@ -94,8 +94,10 @@ int string_table_lookup(const char *const *table, size_t n, const char *s);
 int grow_array(void **array, size_t *allocated, size_t need, size_t elem);
 #define GROW(array, allocated, need) grow_array((void **) &(array), &(allocated), (need), sizeof(*(array)))
 
-/* Logging. Messages go to stderr; log_*_errno() returns the negative errno it was given,
- * and sets errno so that %m in the format prints it. */
+/* Logging. Messages go to stderr, one line each, escaped as str_escape() does (escape.h): a string
+ * of a caller's (a comm, an argv, a name, an executor's message) can neither start lines of its own
+ * in a log nor act on a terminal. log_*_errno() returns the negative errno it was given, and sets
+ * errno so that %m in the format prints it. */
 typedef enum LogLevel {
         LOG_LEVEL_EMERG = 0,
         LOG_LEVEL_ALERT = 1,

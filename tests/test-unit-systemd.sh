@@ -414,8 +414,8 @@ runit=sectree-restore-$mainpid-$rid.service
 state=$(inside systemctl show -P ActiveState "$runit" 2>&1)
 collect=$(inside systemctl show -P CollectMode "$runit" 2>&1)
 [ "$state" = active ] && [ "$collect" = inactive-or-failed ] &&
-        inside grep -q "/system.slice/$runit\$" "/proc/$rpid/cgroup"
-ok $? "the executor runs as the transient service $runit ($state, CollectMode=$collect), the restored task in its cgroup"
+        inside grep -q "/user.slice/user-0.slice/$runit\$" "/proc/$rpid/cgroup"
+ok $? "the executor runs as the transient service $runit ($state, CollectMode=$collect) in the caller's user-0.slice, the restored task in its cgroup"
 want=$(status_field "$probe" Seccomp_filters)
 got=$(status_field "$rpid" Seccomp_filters)
 [ "$(status_field "$rpid" Seccomp)" = 2 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
@@ -461,7 +461,8 @@ as_nobody() {
         inside setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
 }
 nsnap=$(as_nobody sectreectl snapshot "$nprobe" 2>&1)
-njson=$(INSIDE_TIMEOUT=90 as_nobody sectreectl --json=short restore "$nsnap" 2>"$work/restore.err")
+njson=$(INSIDE_TIMEOUT=90 as_nobody prlimit --nproc=900:901 --nofile=200:300 sectreectl --json=short restore "$nsnap" \
+        2>"$work/restore.err")
 status=$?
 read -r nid nverified npid < <(python3 -c '
 import json, sys
@@ -472,6 +473,13 @@ nunit=sectree-restore-$mainpid-${nid:-0}.service
         [ "$(inside systemctl show -P User "$nunit")" = 65534 ] &&
         [ "$(status_field "${npid:-0}" Uid)" = 65534 ] && [ "$(status_field "${npid:-0}" Gid)" = 65534 ]
 ok $? "nobody's restore ${nid:-?} of snapshot $nsnap: verified, $nunit runs as User=65534, pid ${npid:-?} as uid and gid 65534"
+# ... in the caller's slice (its TasksMax= and accounting apply), with the caller's limits
+nlimits=$(inside grep -E "^Max (processes|open files) " "/proc/${npid:-0}/limits" 2>/dev/null |
+        sed -E 's/^Max (processes|open files) +//' | awk '{print $1, $2}' | tr '\n' ' ')
+[ "$(inside systemctl show -P Slice "$nunit")" = user-65534.slice ] &&
+        inside grep -q "/user.slice/user-65534.slice/$nunit\$" "/proc/${npid:-0}/cgroup" &&
+        { [ "$nlimits" = "900 901 300 300 " ] || [ "$nlimits" = "900 901 200 300 " ]; }
+ok $? "$nunit is in user-65534.slice, pid ${npid:-?} in its cgroup with the caller's limits (processes, open files: $nlimits)"
 [ $status -eq 0 ] || diag <"$work/restore.err"
 as_nobody sectreectl release "${nid:-0}" >/dev/null 2>&1
 ok $? "nobody releases its restore"
