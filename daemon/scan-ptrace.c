@@ -995,11 +995,11 @@ static bool freezer_knows_all(const Freezer *fz, const ScanProcess *p) {
 
 /* Before anything of this round is stopped: an fd of /proc/PID for every process of the report with
  * tasks to freeze (-1 where there is none to freeze, or it is gone), and may_stop's answer for it.
- * A process of the subtree that may not be stopped ends the pass: -EACCES. */
+ * A process of the subtree that may not be stopped ends the pass: -EACCES, with the rest of
+ * proc_fds left as new_proc_fds() made it (-1). */
 static int freezer_check(const Freezer *fz, const Scan *s, int *proc_fds) {
         for (size_t i = 0; i < s->n_procs; i++) {
                 const ScanProcess *p = &s->procs[i];
-                proc_fds[i] = -1;
                 if (!p->selected || freezer_knows_all(fz, p))
                         continue;
                 int fd = procfd_open(p->pid);
@@ -1021,6 +1021,15 @@ static int freezer_check(const Freezer *fz, const Scan *s, int *proc_fds) {
         return 0;
 }
 
+/* n fds, every one -1 (none), whatever path leaves them unset: close_proc_fds() closes only
+ * what was opened, never fd 0. */
+static int *new_proc_fds(size_t n) {
+        int *fds = calloc(n ? n : 1, sizeof(int));
+        for (size_t i = 0; fds && i < n; i++)
+                fds[i] = -1;
+        return fds;
+}
+
 static void close_proc_fds(int *proc_fds, size_t n) {
         for (size_t i = 0; i < n; i++)
                 if (proc_fds[i] >= 0)
@@ -1031,7 +1040,7 @@ static void close_proc_fds(int *proc_fds, size_t n) {
  * been found one that may be stopped. Returns how many tasks are new: stopped now, or known now to
  * be impossible (or not allowed) to stop (they might still fork). */
 static int freezer_round(Freezer *fz, const Scan *s) {
-        _cleanup_free_ int *proc_fds = calloc(s->n_procs ? s->n_procs : 1, sizeof(int));
+        _cleanup_free_ int *proc_fds = new_proc_fds(s->n_procs);
         size_t first = fz->n;
         int n_new = 0, r;
 
