@@ -1,0 +1,196 @@
+/* test-fair-lanes.c: the real sectreed on a private dbus-daemon stays up for everyone: one user's
+ * filters cannot fail another's WhoCan, one user's analyses cannot starve another's, and a few
+ * users' transfers cannot lock the others out */
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "scenario.h"
+#include "tests-util.h"
+
+#define NOBODY 65534
+
+/* ---- processes under filters ---- */
+
+/* A filter of BPF_MAXINSNS instructions alternating loads of argument words and jset on them,
+ * each jset skipping the next load when false: every jset doubles the paths to its RET. */
+static size_t hostile_filter(struct sock_filter *insns) {
+        size_t n = 0;
+        unsigned i;
+        for (i = 0; n + 4 <= BPF_MAXINSNS; i++) {
+                uint32_t off = offsetof(struct seccomp_data, args) + 8 * ((i / 32) % 6);
+                insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, off);
+                insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 1U << (i % 32), 0, 1);
+        }
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args));
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        return n;
+}
+
+/* A process of uid that installs insns and pauses (dumpable, dies with the test). */
+static pid_t spawn_filtered(uid_t uid, const struct sock_filter *insns, size_t n) {
+        int ready[2];
+        pid_t parent = getpid();
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                struct sock_fprog prog = { .len = (unsigned short) n, .filter = (struct sock_filter *) insns };
+                close(ready[0]);
+                if (uid != 0)
+                        tests_become(uid);
+                if (getppid() != parent || prctl(PR_SET_DUMPABLE, 1) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+                    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                        _exit(2);
+                (void) !write(ready[1], "x", 1);
+                pause();
+                _exit(0);
+        }
+        close(ready[1]);
+        char c;
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        close(ready[0]);
+        return pid;
+}
+
+static void stop_process(pid_t pid) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+}
+
+/* ---- WhoCan ---- */
+
+typedef struct WhoCanAnswer {
+        GHashTable *can, *undecided; /* tids */
+} WhoCanAnswer;
+
+static void who_can_answer_done(WhoCanAnswer *w) {
+        g_clear_pointer(&w->can, g_hash_table_unref);
+        g_clear_pointer(&w->undecided, g_hash_table_unref);
+}
+
+static void read_tasks(sd_bus_message *reply, GHashTable *into) {
+        uint32_t pid, tid;
+        const char *comm;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uus)"), >, 0);
+        while (sd_bus_message_read(reply, "(uus)", &pid, &tid, &comm) > 0)
+                g_hash_table_add(into, GUINT_TO_POINTER(tid));
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+}
+
+static void read_chains(sd_bus_message *reply, GHashTable *into) {
+        uint64_t head;
+        uint32_t depth, n_conditions, value;
+        int always, constant;
+        const char *action, *condition, *json;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(tuba(ssuubs)a(uus))"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "tuba(ssuubs)a(uus)") > 0) {
+                g_assert_cmpint(sd_bus_message_read(reply, "tub", &head, &depth, &always), >, 0);
+                g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(ssuubs)"), >, 0);
+                while (sd_bus_message_read(reply, "(ssuubs)", &action, &condition, &n_conditions, &value, &constant,
+                                           &json) > 0)
+                        ;
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                read_tasks(reply, into);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+}
+
+static void read_undecided(sd_bus_message *reply, GHashTable *into) {
+        uint64_t head;
+        uint32_t depth;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(tua(uus))"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "tua(uus)") > 0) {
+                g_assert_cmpint(sd_bus_message_read(reply, "tu", &head, &depth), >, 0);
+                read_tasks(reply, into);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        }
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+}
+
+/* WhoCan(syscall) with no arguments nor options: 0 and *ret, or a negative errno with *error. */
+static int who_can(sd_bus *bus, const char *syscall, sd_bus_error *error, WhoCanAnswer *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *arch;
+        int32_t nr;
+        uint32_t tasks, decided, unfiltered, n, m;
+        int conditional;
+        int r = bus_client_call(bus, "WhoCan", error, &reply, "sata{sv}", syscall, 0, 0);
+        if (r < 0)
+                return r;
+        *ret = (WhoCanAnswer) { .can = g_hash_table_new(NULL, NULL), .undecided = g_hash_table_new(NULL, NULL) };
+        g_assert_cmpint(sd_bus_message_read(reply, "siuu", &arch, &nr, &tasks, &decided), >, 0);
+        read_chains(reply, ret->can);
+        g_assert_cmpint(sd_bus_message_read(reply, "u", &unfiltered), >, 0);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(buuu)"), >, 0);
+        while (sd_bus_message_read(reply, "(buuu)", &conditional, &n, &m, &tasks) > 0)
+                ;
+        g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        read_undecided(reply, ret->undecided);
+        return 0;
+}
+
+typedef struct WhoCanWait {
+        sd_bus *bus;
+        pid_t tid;
+} WhoCanWait;
+
+/* WhoCan(acct) answers, and names tid among the tasks that can or are not decided. */
+static bool who_can_names(void *userdata) {
+        WhoCanWait *w = userdata;
+        WhoCanAnswer a;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (who_can(w->bus, "acct", &error, &a) < 0) {
+                g_test_message("WhoCan: %s: %s", error.name, error.message);
+                sd_bus_error_free(&error);
+                return false;
+        }
+        bool named = g_hash_table_contains(a.can, GUINT_TO_POINTER(w->tid)) ||
+                     g_hash_table_contains(a.undecided, GUINT_TO_POINTER(w->tid));
+        who_can_answer_done(&a);
+        return named;
+}
+
+/* A chain over the analysis's budget (too many paths) fails no one's WhoCan: it is reported as
+ * not decided for its tasks, and the rest is answered. */
+static void test_chain_over_budget(void) {
+        BusFixture b;
+        struct sock_filter hostile[BPF_MAXINSNS], simple[16];
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        size_t n = hostile_filter(hostile), k = scenario_filter_errno(simple, SYS_getpriority, 1, 0);
+        pid_t theirs = spawn_filtered(NOBODY, hostile, n), mine = spawn_filtered(0, simple, k);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_assert_true(tests_wait_for(who_can_names, &(WhoCanWait) { bus, theirs }, TESTS_PATIENCE_MS));
+
+        WhoCanAnswer a;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t start = g_get_monotonic_time();
+        if (who_can(bus, "acct", &error, &a) < 0)
+                g_error("WhoCan(acct) as root: %s: %s", error.name, error.message);
+        g_test_message("WhoCan(acct) with a chain over the budget: %" PRIu64 " ms",
+                       (g_get_monotonic_time() - start) / 1000);
+        g_assert_true(g_hash_table_contains(a.undecided, GUINT_TO_POINTER(theirs)));
+        g_assert_false(g_hash_table_contains(a.can, GUINT_TO_POINTER(theirs)));
+        g_assert_true(g_hash_table_contains(a.can, GUINT_TO_POINTER(mine)));
+        who_can_answer_done(&a);
+
+        stop_process(theirs);
+        stop_process(mine);
+        bus_fixture_finish(&b);
+}
+
+int main(int argc, char **argv) {
+        tests_init(&argc, &argv);
+        g_test_add_func("/fair-lanes/chain-over-budget", test_chain_over_budget);
+        return g_test_run();
+}
