@@ -199,13 +199,15 @@ static bool group_complete(const Group *x) {
         return true;
 }
 
-/* A chain over the analysis's budget (-E2BIG: too many paths or steps) is not decided, like one
- * whose program is not at hand: whoever installed it, it fails no one's question but its own
- * tasks'. over_budget[i]: group i (and so every group of the same bytes) was found to be. */
+/* A chain over the analysis's budget (-E2BIG: too many paths or steps), or stopped (-ECANCELED)
+ * where stop leaves chains undecided, is not decided, like one whose program is not at hand:
+ * whoever installed it, it fails no one's question, only its own tasks are not decided (and once
+ * stop says to stop, every chain left is, quickly). over_budget[i]: group i (and so every group of
+ * the same bytes) was found to be. */
 static int decide_group(WhoCan *w, const Group *x, const PolicyQuery *pq, const PolicyStop *stop,
                         PolicyDecision **ret) {
         int r = policy_decide_stoppable(&w->arena, x->programs, x->depth, pq, stop, ret);
-        if (r == -E2BIG) {
+        if (r == -E2BIG || (r == -ECANCELED && stop && stop->leave_undecided)) {
                 *ret = NULL;
                 return 0;
         }

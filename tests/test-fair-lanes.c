@@ -3,6 +3,7 @@
  * users' transfers cannot lock the others out */
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <pwd.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stddef.h>
@@ -17,18 +18,38 @@
 #include "tests-util.h"
 
 #define NOBODY 65534
+#define TEST_USER "sectree-test" /* a second unprivileged user, made if missing */
+
+/* The uid of TEST_USER, which is made if it does not exist (CI runs as root on a fresh machine;
+ * the bus refuses uids without a passwd entry). */
+static uid_t test_user(void) {
+        struct passwd *pw = getpwnam(TEST_USER);
+        if (!pw) {
+                char *argv[] = { (char *) "useradd", (char *) "-M", (char *) "-s", (char *) "/usr/sbin/nologin",
+                                 (char *) TEST_USER, NULL };
+                g_autofree char *out = NULL, *err = NULL;
+                if (tests_run_capture(argv, &out, &err) != 0)
+                        g_error("useradd " TEST_USER ": %s", err ? err : "?");
+                pw = getpwnam(TEST_USER);
+        }
+        g_assert_nonnull(pw);
+        g_assert_cmpuint(pw->pw_uid, !=, 0);
+        g_assert_cmpuint(pw->pw_uid, !=, NOBODY);
+        return pw->pw_uid;
+}
 
 /* ---- processes under filters ---- */
 
 /* A filter of BPF_MAXINSNS instructions alternating loads of argument words and jset on them,
- * each jset skipping the next load when false: every jset doubles the paths to its RET. */
-static size_t hostile_filter(struct sock_filter *insns) {
+ * each jset skipping the next load when false: every jset doubles the paths to its RET. Each
+ * variant has other bytes. */
+static size_t hostile_filter(struct sock_filter *insns, unsigned variant) {
         size_t n = 0;
         unsigned i;
         for (i = 0; n + 4 <= BPF_MAXINSNS; i++) {
                 uint32_t off = offsetof(struct seccomp_data, args) + 8 * ((i / 32) % 6);
                 insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, off);
-                insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 1U << (i % 32), 0, 1);
+                insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 1U << ((i + variant) % 32), 0, 1);
         }
         insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args));
         insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
@@ -160,14 +181,17 @@ static bool who_can_names(void *userdata) {
         return named;
 }
 
+#define HOSTILE_CHAINS 8 /* distinct, each taking the analysis's budget: longer than a call may take */
+
 /* A chain over the analysis's budget (too many paths) fails no one's WhoCan: it is reported as
- * not decided for its tasks, and the rest is answered. */
+ * not decided for its tasks, and the rest is answered; so are the chains left when the call's time
+ * is up (one user's many such chains). */
 static void test_chain_over_budget(void) {
         BusFixture b;
         struct sock_filter hostile[BPF_MAXINSNS], simple[16];
         if (!bus_fixture_start_all(&b, NULL, NULL))
                 return;
-        size_t n = hostile_filter(hostile), k = scenario_filter_errno(simple, SYS_getpriority, 1, 0);
+        size_t n = hostile_filter(hostile, 0), k = scenario_filter_errno(simple, SYS_getpriority, 1, 0);
         pid_t theirs = spawn_filtered(NOBODY, hostile, n), mine = spawn_filtered(0, simple, k);
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         g_assert_true(tests_wait_for(who_can_names, &(WhoCanWait) { bus, theirs }, TESTS_PATIENCE_MS));
@@ -184,13 +208,146 @@ static void test_chain_over_budget(void) {
         g_assert_true(g_hash_table_contains(a.can, GUINT_TO_POINTER(mine)));
         who_can_answer_done(&a);
 
+        pid_t more[HOSTILE_CHAINS];
+        for (unsigned i = 0; i < HOSTILE_CHAINS; i++)
+                more[i] = spawn_filtered(NOBODY, hostile, hostile_filter(hostile, i + 1));
+        g_assert_true(tests_wait_for(who_can_names, &(WhoCanWait) { bus, more[HOSTILE_CHAINS - 1] }, TESTS_PATIENCE_MS));
+        start = g_get_monotonic_time();
+        if (who_can(bus, "acct", &error, &a) < 0)
+                g_error("WhoCan(acct) as root with %d chains over the budget: %s: %s", HOSTILE_CHAINS + 1, error.name,
+                        error.message);
+        g_test_message("WhoCan(acct) with %d chains over the budget: %" PRIu64 " ms", HOSTILE_CHAINS + 1,
+                       (g_get_monotonic_time() - start) / 1000);
+        for (unsigned i = 0; i < HOSTILE_CHAINS; i++)
+                g_assert_true(g_hash_table_contains(a.undecided, GUINT_TO_POINTER(more[i])));
+        g_assert_true(g_hash_table_contains(a.can, GUINT_TO_POINTER(mine)));
+        who_can_answer_done(&a);
+
+        for (unsigned i = 0; i < HOSTILE_CHAINS; i++)
+                stop_process(more[i]);
         stop_process(theirs);
         stop_process(mine);
+        bus_fixture_finish(&b);
+}
+
+/* ---- analyses: one user's many calls do not starve another's ---- */
+
+#define FLOOD_CALLS 6   /* WhoCan calls of one user in flight at once */
+#define PROBE_CALLS 5   /* another user's calls, one at a time */
+
+typedef struct FloodCase {
+        int reply_fd; /* write end: the CLOCK_MONOTONIC µs of each reply to the flood, as uint64 */
+} FloodCase;
+
+/* As nobody: FLOOD_CALLS WhoCan calls in flight at all times, each one long (its chain is decided
+ * to the analysis's budget), until killed. */
+static void flood_part(void *userdata) {
+        FloodCase *c = userdata;
+        sd_bus *bus = bus_client_open();
+        BusPending p[FLOOD_CALLS] = {};
+        bool in_flight[FLOOD_CALLS] = {};
+        for (;;) {
+                for (size_t i = 0; i < FLOOD_CALLS; i++) {
+                        if (in_flight[i] && !p[i].done)
+                                continue;
+                        if (in_flight[i]) {
+                                uint64_t now = (uint64_t) g_get_monotonic_time();
+                                (void) !write(c->reply_fd, &now, sizeof(now));
+                                sd_bus_error_free(&p[i].error);
+                                p[i] = (BusPending) {};
+                        }
+                        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH,
+                                                                 BUS_CLIENT_IFACE, "WhoCan", bus_client_on_reply, &p[i],
+                                                                 "sata{sv}", "acct", 0, 0),
+                                        >=, 0);
+                        in_flight[i] = true;
+                }
+                bus_client_pump(bus, -1, 0);
+        }
+}
+
+typedef struct ProbeCase {
+        int times_fd; /* write end: (sent, answered) CLOCK_MONOTONIC µs of each call */
+} ProbeCase;
+
+/* As the other user: PROBE_CALLS WhoCan calls, one at a time, each answered. */
+static void probe_part(void *userdata) {
+        ProbeCase *c = userdata;
+        sd_bus *bus = bus_client_open();
+        for (int i = 0; i < PROBE_CALLS; i++) {
+                WhoCanAnswer a;
+                sd_bus_error error = SD_BUS_ERROR_NULL;
+                uint64_t t[2] = { (uint64_t) g_get_monotonic_time(), 0 };
+                if (who_can(bus, "acct", &error, &a) < 0)
+                        g_error("WhoCan of the other user: %s: %s", error.name, error.message);
+                t[1] = (uint64_t) g_get_monotonic_time();
+                who_can_answer_done(&a);
+                (void) !write(c->times_fd, t, sizeof(t));
+                g_usleep(200 * 1000);
+        }
+        sd_bus_flush_close_unref(bus);
+}
+
+static GArray *read_u64s(int fd) {
+        GArray *a = g_array_new(false, false, sizeof(uint64_t));
+        uint64_t v;
+        while (read(fd, &v, sizeof(v)) == sizeof(v))
+                g_array_append_val(a, v);
+        return a;
+}
+
+/* Six WhoCan calls of nobody in flight at all times, each taking the analysis's budget, do not
+ * make another user's calls wait behind them all: the lane takes the next call from the uid that
+ * used the least of it, so each of the other user's calls waits for at most the one running (and
+ * one that started as it was sent). The flood used to be served first come, first served: every
+ * probe waited for the six. */
+static void test_analyses_fair(void) {
+        BusFixture b;
+        struct sock_filter hostile[BPF_MAXINSNS];
+        if (!tests_require_root())
+                return;
+        uid_t other = test_user();
+        g_assert_true(bus_fixture_start_all(&b, NULL, NULL));
+        pid_t theirs = spawn_filtered(NOBODY, hostile, hostile_filter(hostile, 0));
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_assert_true(tests_wait_for(who_can_names, &(WhoCanWait) { bus, theirs }, TESTS_PATIENCE_MS));
+
+        int flood_pipe[2], probe_pipe[2];
+        g_assert_cmpint(pipe2(flood_pipe, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(probe_pipe, O_CLOEXEC), ==, 0);
+        pid_t flood = tests_as_uid_start(NOBODY, flood_part, &(FloodCase) { flood_pipe[1] });
+        close(flood_pipe[1]);
+        g_usleep(1500 * 1000); /* its calls queued */
+        int status = tests_wait_status(tests_as_uid_start(other, probe_part, &(ProbeCase) { probe_pipe[1] }));
+        close(probe_pipe[1]);
+        kill(flood, SIGKILL);
+        (void) tests_wait_status(flood);
+        if (status != 0)
+                g_error("the other user's part failed (status %d)", status);
+
+        g_autoptr(GArray) replies = read_u64s(flood_pipe[0]), probes = read_u64s(probe_pipe[0]);
+        close(flood_pipe[0]);
+        close(probe_pipe[0]);
+        g_assert_cmpuint(probes->len, ==, 2 * PROBE_CALLS);
+        g_assert_cmpuint(replies->len, >, 0);
+        for (guint i = 0; i < probes->len; i += 2) {
+                uint64_t sent = g_array_index(probes, uint64_t, i), answered = g_array_index(probes, uint64_t, i + 1);
+                unsigned between = 0;
+                for (guint j = 0; j < replies->len; j++) {
+                        uint64_t t = g_array_index(replies, uint64_t, j);
+                        between += t > sent && t < answered;
+                }
+                g_test_message("call %u of the other user: %" PRIu64 " ms, %u of nobody's answered meanwhile", i / 2,
+                               (answered - sent) / 1000, between);
+                g_assert_cmpuint(between, <=, 2);
+        }
+        stop_process(theirs);
         bus_fixture_finish(&b);
 }
 
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/fair-lanes/chain-over-budget", test_chain_over_budget);
+        g_test_add_func("/fair-lanes/analyses", test_analyses_fair);
         return g_test_run();
 }
