@@ -18,19 +18,20 @@
 #include "tests-util.h"
 
 #define NOBODY 65534
-#define TEST_USER "sectree-test" /* a second unprivileged user, made if missing */
+#define TEST_USER "sectree-test" /* more unprivileged users: sectree-test, sectree-test2, ... */
 
-/* The uid of TEST_USER, which is made if it does not exist (CI runs as root on a fresh machine;
- * the bus refuses uids without a passwd entry). */
-static uid_t test_user(void) {
-        struct passwd *pw = getpwnam(TEST_USER);
+/* The uid of unprivileged user i (0: TEST_USER, 1: TEST_USER "2", ...), which is made if it does
+ * not exist (CI runs as root on a fresh machine; the bus refuses uids without a passwd entry). */
+static uid_t test_user(unsigned i) {
+        g_autofree char *name = i == 0 ? g_strdup(TEST_USER) : g_strdup_printf(TEST_USER "%u", i + 1);
+        struct passwd *pw = getpwnam(name);
         if (!pw) {
                 char *argv[] = { (char *) "useradd", (char *) "-M", (char *) "-s", (char *) "/usr/sbin/nologin",
-                                 (char *) TEST_USER, NULL };
+                                 name, NULL };
                 g_autofree char *out = NULL, *err = NULL;
                 if (tests_run_capture(argv, &out, &err) != 0)
-                        g_error("useradd " TEST_USER ": %s", err ? err : "?");
-                pw = getpwnam(TEST_USER);
+                        g_error("useradd %s: %s", name, err ? err : "?");
+                pw = getpwnam(name);
         }
         g_assert_nonnull(pw);
         g_assert_cmpuint(pw->pw_uid, !=, 0);
@@ -306,7 +307,7 @@ static void test_analyses_fair(void) {
         struct sock_filter hostile[BPF_MAXINSNS];
         if (!tests_require_root())
                 return;
-        uid_t other = test_user();
+        uid_t other = test_user(0);
         g_assert_true(bus_fixture_start_all(&b, NULL, NULL));
         pid_t theirs = spawn_filtered(NOBODY, hostile, hostile_filter(hostile, 0));
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
@@ -345,9 +346,108 @@ static void test_analyses_fair(void) {
         bus_fixture_finish(&b);
 }
 
+/* ---- transfers: a few users cannot lock the others out ---- */
+
+#define HOLDERS 3       /* uids holding import pipes they never write into nor close */
+#define HELD_PER_UID 2  /* what each of them tries to hold */
+
+typedef struct HolderCase {
+        int ready_fd; /* write end: one byte once its calls are sent */
+} HolderCase;
+
+/* As one of the holders: HELD_PER_UID imports from pipes it keeps open and never writes into, then
+ * waits to be killed (answering nothing but its own replies). */
+static void holder_part(void *userdata) {
+        HolderCase *c = userdata;
+        sd_bus *bus = bus_client_open();
+        BusPending p[HELD_PER_UID] = {};
+        int keep[HELD_PER_UID];
+        for (size_t i = 0; i < HELD_PER_UID; i++) {
+                int fds[2];
+                g_assert_cmpint(pipe2(fds, O_CLOEXEC), ==, 0);
+                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "ImportSnapshot", bus_client_on_reply, &p[i], "h", fds[0]),
+                                >=, 0);
+                close(fds[0]);
+                keep[i] = fds[1];
+        }
+        g_assert_cmpint(sd_bus_flush(bus), >=, 0);
+        for (int i = 0; i < 10; i++)
+                bus_client_pump(bus, -1, 0); /* a refusal comes at once */
+        (void) !write(c->ready_fd, "x", 1);
+        for (;;)
+                bus_client_pump(bus, -1, 0);
+        (void) keep;
+}
+
+typedef struct ImportCase {
+        GBytes *data;
+} ImportCase;
+
+/* As another user: an import, and an export of what it imported. */
+static void import_part(void *userdata) {
+        ImportCase *c = userdata;
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        gsize n;
+        const void *data = g_bytes_get_data(c->data, &n);
+        uint64_t id = bus_client_import_pipe(bus, data, n, &error);
+        if (id == 0)
+                g_error("ImportSnapshot of a user while %d others hold pipes: %s: %s", HOLDERS, error.name, error.message);
+        g_autoptr(GBytes) back = bus_client_export_pipe(bus, id, "json", &error);
+        if (!back)
+                g_error("ExportSnapshot of a user while %d others hold pipes: %s: %s", HOLDERS, error.name, error.message);
+        sd_bus_flush_close_unref(bus);
+}
+
+/* Three uids holding two import pipes each that they never write into nor close (each held until
+ * its deadline, and started again) do not lock every other user out of imports and exports: a uid
+ * may start a second transfer only while fewer than half of the users' transfers are in
+ * progress. Before, the six took every slot of the users' for 30 s at a time. */
+static void test_transfers_fair(void) {
+        BusFixture b;
+        struct sock_filter simple[16];
+        if (!tests_require_root())
+                return;
+        uid_t holders[HOLDERS] = { NOBODY, test_user(0), test_user(1) }, other = test_user(2);
+        g_assert_true(bus_fixture_start_all(&b, NULL, NULL));
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        pid_t mine = spawn_filtered(0, simple, scenario_filter_errno(simple, SYS_getpriority, 1, 0));
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        ImportCase ic = { .data = bus_client_export_pipe(bus, bus_client_create_ok(bus, mine, NULL), "json", &error) };
+        g_assert_nonnull(ic.data);
+
+        pid_t held[HOLDERS];
+        for (unsigned i = 0; i < HOLDERS; i++) {
+                int ready[2];
+                char c;
+                g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+                held[i] = tests_as_uid_start(holders[i], holder_part, &(HolderCase) { ready[1] });
+                close(ready[1]);
+                g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+                close(ready[0]);
+        }
+        int status = tests_wait_status(tests_as_uid_start(other, import_part, &ic));
+        if (status != 0)
+                g_error("the other user's part failed (status %d)", status);
+        /* and root, whatever the users hold */
+        gsize n;
+        const void *data = g_bytes_get_data(ic.data, &n);
+        g_assert_cmpuint(bus_client_import_pipe(bus, data, n, &error), >, 0);
+
+        for (unsigned i = 0; i < HOLDERS; i++) {
+                kill(held[i], SIGKILL);
+                (void) tests_wait_status(held[i]);
+        }
+        g_bytes_unref(ic.data);
+        stop_process(mine);
+        bus_fixture_finish(&b);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/fair-lanes/chain-over-budget", test_chain_over_budget);
         g_test_add_func("/fair-lanes/analyses", test_analyses_fair);
+        g_test_add_func("/fair-lanes/transfers", test_transfers_fair);
         return g_test_run();
 }
