@@ -5,6 +5,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
@@ -104,8 +105,175 @@ static void test_refused_snapshot(void) {
         bus_fixture_finish(&b);
 }
 
+/* ---- a listener held by a process the caller may not see ---- */
+
+static void send_fd(int sock, int fd) {
+        char control[CMSG_SPACE(sizeof(int))] = {}, byte = 'L';
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control) };
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+        if (sendmsg(sock, &mh, 0) != 1)
+                _exit(4);
+}
+
+static int recv_fd(int sock) {
+        char control[CMSG_SPACE(sizeof(int))] = {}, byte;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control) };
+        if (recvmsg(sock, &mh, 0) != 1)
+                return -1;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        int fd;
+        if (!cm || cm->cmsg_type != SCM_RIGHTS)
+                return -1;
+        memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+        return fd;
+}
+
+static void install(const struct sock_filter *insns, size_t n) {
+        struct sock_fprog prog = { .len = (unsigned short) n, .filter = (struct sock_filter *) insns };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(2);
+}
+
+typedef struct HeldListener {
+        pid_t supervisor; /* root's: holds an fd of the listener */
+        pid_t installer;  /* nobody's: installed the filter, passed its listener on */
+        bool keep;        /* and kept its own copy */
+        int result_fd;    /* write end: the pid the refusal names */
+} HeldListener;
+
+/* Whether process pid holds a seccomp listener fd (root reads its fds: the daemon's test). */
+static bool holds_listener(pid_t pid) {
+        g_autofree char *dir = g_strdup_printf("/proc/%d/fd", (int) pid);
+        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+        const char *name;
+        while (d && (name = g_dir_read_name(d))) {
+                g_autofree char *path = g_build_filename(dir, name, NULL);
+                g_autofree char *target = g_file_read_link(path, NULL);
+                if (target && strstr(target, "seccomp notify"))
+                        return true;
+        }
+        return false;
+}
+
+/* Root's supervisor (under a filter of its own if filtered: a sandboxed one), and nobody's
+ * process whose listener it holds; the installer keeps a copy only if keep. */
+static void spawn_held_listener(bool filtered, bool keep, HeldListener *ret) {
+        int sp[2], ready[2];
+        char c;
+        pid_t parent = getpid();
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), ==, 0);
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        ret->supervisor = fork();
+        g_assert_cmpint(ret->supervisor, >=, 0);
+        if (ret->supervisor == 0) {
+                struct sock_filter insns[16];
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (filtered)
+                        install(insns, scenario_filter_errno(insns, SYS_acct, 1, 0));
+                int fd = recv_fd(sp[0]);
+                (void) !write(ready[1], fd >= 0 ? "x" : "-", 1);
+                pause();
+                _exit(0);
+        }
+        ret->keep = keep;
+        ret->installer = fork();
+        g_assert_cmpint(ret->installer, >=, 0);
+        if (ret->installer == 0) {
+                struct sock_filter insns[16];
+                size_t n = tests_filter_notify(insns, SYS_syslog);
+                struct sock_fprog prog = { .len = (unsigned short) n, .filter = insns };
+                tests_become(NOBODY);
+                if (getppid() != parent || prctl(PR_SET_DUMPABLE, 1) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                        _exit(2);
+                int fd = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+                if (fd < 0)
+                        _exit(3);
+                send_fd(sp[1], fd);
+                if (!keep)
+                        close(fd);
+                pause();
+                _exit(0);
+        }
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        g_assert_cmpint(c, ==, 'x');
+        close(ready[0]);
+        close(ready[1]);
+        close(sp[0]);
+        close(sp[1]);
+}
+
+static void held_listener_part(void *userdata) {
+        HeldListener *h = userdata;
+        sd_bus *bus = bus_client_open();
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t id = bus_client_create_snapshot(bus, h->installer, NULL, &error);
+        if (id > 0)
+                g_error("nobody's snapshot of %d, whose listener root's %d holds, was taken (%" PRIu64 ")",
+                        (int) h->installer, (int) h->supervisor, id);
+        if (!sd_bus_error_has_name(&error, SD_BUS_ERROR_ACCESS_DENIED))
+                g_error("expected AccessDenied, got %s: %s", error.name, error.message);
+        pid_t named;
+        if (sscanf(error.message, "Process %d ", &named) != 1)
+                g_error("the refusal names no process: %s", error.message);
+        g_test_message("refused: %s", error.message);
+        g_assert_cmpint(write(h->result_fd, &named, sizeof(named)), ==, sizeof(named));
+        sd_bus_error_free(&error);
+        sd_bus_flush_close_unref(bus);
+}
+
+/* nobody's snapshot of its process whose listener root's supervisor holds (alone, or with the
+ * installer) is refused, naming the supervisor, with both backends alike (the ptrace backend used
+ * to leave the supervisor, which it may not stop for nobody, out, and the listener with it:
+ * "listener": null, or the listener without that holder). */
+static void held_listener_with(char **args, bool filtered, bool keep) {
+        BusFixture b;
+        HeldListener h;
+        if (!bus_fixture_start_all(&b, args, NULL))
+                return;
+        spawn_held_listener(filtered, keep, &h);
+        int result[2];
+        pid_t named;
+        g_assert_cmpint(pipe2(result, O_CLOEXEC), ==, 0);
+        h.result_fd = result[1];
+        int status = tests_as_nobody(held_listener_part, &h);
+        close(result[1]);
+        if (status != 0)
+                g_error("the part run as nobody failed (status %d)", status);
+        g_assert_cmpint(read(result[0], &named, sizeof(named)), ==, sizeof(named));
+        close(result[0]);
+        /* the holder; where the ptrace backend cannot tell whose listener an fd is (the installer
+         * kept none), it may name another process of root's holding some listener (another test's) */
+        if (named != h.supervisor && (keep || !holds_listener(named)))
+                g_error("the refusal names %d, not the holder %d", (int) named, (int) h.supervisor);
+        kill(h.installer, SIGKILL);
+        kill(h.supervisor, SIGKILL);
+        waitpid(h.installer, NULL, 0);
+        waitpid(h.supervisor, NULL, 0);
+        bus_fixture_finish(&b);
+}
+
+static void test_held_listener_bpf(void) {
+        held_listener_with(NULL, false, false);
+        held_listener_with(NULL, true, false);
+        held_listener_with(NULL, true, true);
+}
+
+static void test_held_listener(void) {
+        held_listener_with(ptrace_args, false, false);
+        held_listener_with(ptrace_args, true, false);
+        held_listener_with(ptrace_args, true, true);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/ptrace-daemon/refused-snapshot", test_refused_snapshot);
+        g_test_add_func("/ptrace-daemon/held-listener/ptrace", test_held_listener);
+        g_test_add_func("/ptrace-daemon/held-listener/bpf", test_held_listener_bpf);
         return g_test_run();
 }
