@@ -5,6 +5,7 @@
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -270,10 +271,159 @@ static void test_held_listener(void) {
         held_listener_with(ptrace_args, true, true);
 }
 
+/* ---- another tracer ---- */
+
+/* A process of root's under two filters of its own, pausing (no fork, no exec: no event). */
+static pid_t spawn_two_filters(void) {
+        int ready[2];
+        char c;
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                struct sock_filter a[16], b[16];
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                install(a, scenario_filter_errno(a, SYS_acct, 1, 0));
+                install(b, scenario_filter_errno(b, SYS_swapon, 2, 0));
+                (void) !write(ready[1], "x", 1);
+                for (;;)
+                        pause();
+        }
+        close(ready[1]);
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        close(ready[0]);
+        return pid;
+}
+
+/* GetTaskChain(tid) as "id,id" (newest first), or the error's name. */
+static char *task_chain(sd_bus *bus, pid_t tid) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "GetTaskChain", &error, &reply, "u", (uint32_t) tid) < 0) {
+                char *name = g_strdup(error.name);
+                sd_bus_error_free(&error);
+                return name;
+        }
+        const uint64_t *ids;
+        size_t size;
+        g_assert_cmpint(sd_bus_message_read_array(reply, 't', (const void **) &ids, &size), >=, 0);
+        GString *s = g_string_new(NULL);
+        for (size_t i = 0; i < size / sizeof(uint64_t); i++)
+                g_string_append_printf(s, "%s%" PRIu64, i ? "," : "", ids[i]);
+        return g_string_free(s, false);
+}
+
+typedef struct ChainIs {
+        sd_bus *bus;
+        pid_t tid;
+        size_t depth;
+} ChainIs;
+
+static bool chain_has_depth(void *userdata) {
+        ChainIs *c = userdata;
+        g_autofree char *chain = task_chain(c->bus, c->tid);
+        size_t commas = 0;
+        for (const char *p = chain; *p; p++)
+                commas += *p == ',';
+        return g_ascii_isdigit(chain[0]) && commas + 1 == c->depth;
+}
+
+/* Another tracer: one that holds the task seized (strace), or one that seizes, stops and lets go of
+ * it again and again (a second ptrace observer), until killed. */
+static pid_t start_tracer(pid_t tracee, bool flap) {
+        int ready[2];
+        char c;
+        g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (ptrace(PTRACE_SEIZE, tracee, NULL, NULL) < 0)
+                        _exit(2);
+                (void) !write(ready[1], "x", 1);
+                while (flap) {
+                        int status;
+                        if (ptrace(PTRACE_INTERRUPT, tracee, NULL, NULL) < 0 || waitpid(tracee, &status, __WALL) < 0 ||
+                            ptrace(PTRACE_DETACH, tracee, NULL, NULL) < 0)
+                                _exit(3);
+                        while (ptrace(PTRACE_SEIZE, tracee, NULL, NULL) < 0)
+                                if (errno != EPERM)
+                                        _exit(4);
+                }
+                for (;;)
+                        pause();
+        }
+        close(ready[1]);
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        close(ready[0]);
+        return pid;
+}
+
+static char *format_attached(sd_bus_message *m) {
+        uint64_t id, parent;
+        uint32_t tid, pid;
+        const char *comm;
+        if (!sd_bus_message_is_signal(m, BUS_CLIENT_IFACE, "FilterAttached") ||
+            sd_bus_message_read(m, "ttuus", &id, &parent, &tid, &pid, &comm) < 0)
+                return NULL;
+        return g_strdup_printf("%u", tid);
+}
+
+/* While another tracer holds a task (or keeps seizing it), the passes that cannot read it keep its
+ * last known state: it stays in the view with the same filter ids, and no FilterAttached is sent
+ * for it; once the tracer lets go, it reads the same. It used to drop out at the next pass and
+ * come back with new ids. */
+static void tracer_with(bool flap) {
+        BusFixture b;
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=200000", NULL };
+        if (!bus_fixture_start_all(&b, ptrace_args, env))
+                return;
+        pid_t tracee = spawn_two_filters();
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_assert_true(tests_wait_for(chain_has_depth, &(ChainIs) { bus, tracee, 2 }, TESTS_PATIENCE_MS));
+        g_autofree char *chain = task_chain(bus, tracee);
+        BusSignalLog log;
+        bus_signal_log_start(&log, bus, format_attached);
+
+        pid_t tracer = start_tracer(tracee, flap);
+        for (int i = 0; i < 20; i++) { /* 2 s: about ten passes */
+                g_usleep(100 * 1000);
+                g_autofree char *now = task_chain(bus, tracee);
+                if (!streq(now, chain))
+                        g_error("%s another tracer, the chain of %d went from %s to %s", flap ? "with" : "held by",
+                                (int) tracee, chain, now);
+        }
+        kill(tracer, SIGKILL);
+        waitpid(tracer, NULL, 0);
+        g_usleep(600 * 1000);
+        g_autofree char *after = task_chain(bus, tracee);
+        g_assert_cmpstr(after, ==, chain);
+        while (sd_bus_process(bus, NULL) > 0)
+                ;
+        g_autofree char *tid = g_strdup_printf("%d", (int) tracee);
+        for (guint i = 0; i < log.lines->len; i++)
+                if (streq(g_ptr_array_index(log.lines, i), tid))
+                        g_error("FilterAttached for %d, whose chain did not change", (int) tracee);
+        g_ptr_array_unref(log.lines);
+        kill(tracee, SIGKILL);
+        waitpid(tracee, NULL, 0);
+        bus_fixture_finish(&b);
+}
+
+static void test_tracer_holds(void) {
+        tracer_with(false);
+}
+
+static void test_tracer_flaps(void) {
+        tracer_with(true);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/ptrace-daemon/refused-snapshot", test_refused_snapshot);
         g_test_add_func("/ptrace-daemon/held-listener/ptrace", test_held_listener);
         g_test_add_func("/ptrace-daemon/held-listener/bpf", test_held_listener_bpf);
+        g_test_add_func("/ptrace-daemon/tracer/holds", test_tracer_holds);
+        g_test_add_func("/ptrace-daemon/tracer/flaps", test_tracer_flaps);
         return g_test_run();
 }
