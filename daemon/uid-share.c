@@ -25,7 +25,7 @@ void uid_share_deinit(UidShare *s) {
 /* b's balance refilled up to now. */
 static int64_t bucket_balance(const UidShare *s, const UidBucket *b, uint64_t now) {
         uint64_t elapsed = now > b->at ? now - b->at : 0;
-        uint64_t refill = elapsed / 100 * s->percent;
+        uint64_t refill = elapsed * s->percent / 100; /* µs since boot: no overflow */
         int64_t burst = (int64_t) s->burst_usec;
         if (refill >= (uint64_t) (burst - b->balance))
                 return burst; /* b->balance <= burst always */
@@ -46,8 +46,9 @@ uint64_t uid_share_ready_at(UidShare *s, uid_t uid, uint64_t now) {
         int64_t balance = uid_share_balance(s, uid, now);
         if (balance > 0)
                 return now;
-        /* the time that refills -balance + 1 µs at percent of a CPU */
-        return now + ((uint64_t) -balance + 1) * 100 / s->percent + 1;
+        /* the first time that refills -balance + 1 µs at percent of a CPU */
+        uint64_t want = ((uint64_t) -balance + 1) * 100;
+        return now + (want + s->percent - 1) / s->percent;
 }
 
 int uid_share_charge(UidShare *s, uid_t uid, uint64_t cpu_usec, uint64_t now) {
