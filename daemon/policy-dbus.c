@@ -17,6 +17,7 @@
 #include "procinfo.h"
 #include "program-fetch.h"
 #include "snapshot.h"
+#include "uid-share.h"
 
 /* The named error for an analysis that failed. */
 static int analysis_error(sd_bus_error *error, int r, const char *what) {
@@ -48,6 +49,8 @@ struct PolicyJob {
         PolicyJob *next;
         sd_bus_message *msg; /* answered when the worker is done */
         bool privileged;     /* its lane: root's, or everyone else's */
+        uid_t uid;           /* the caller's: its share of everyone else's lane */
+        uint64_t loop_cpu_usec; /* what the loop spent preparing it */
         PolicyJobKind kind;
         char what[64];       /* for errors: "the chain of task 4711" */
 
@@ -73,6 +76,7 @@ struct PolicyJob {
         atomic_bool cancelled;
         uint64_t deadline; /* CLOCK_MONOTONIC */
         int r;
+        uint64_t worker_cpu_usec;
         PolicyReport *report; /* GetPolicy */
         WhoCan *who;          /* WhoCan */
         size_t all;           /* WhoCan: every visible thread of the machine */
@@ -80,10 +84,33 @@ struct PolicyJob {
 
 static int count_all_threads(Caller *c, size_t *ret);
 
+/* Everyone else's lane is shared by uid (uid-share.h): the CPU its calls took, and a timer for
+ * when a uid that took its share may go on. One manager per process. */
+static struct {
+        bool initialised;
+        UidShare share;
+        sd_event_source *timer;
+} users_lane;
+
+static UidShare *users_share(void) {
+        if (!users_lane.initialised) {
+                uid_share_init(&users_lane.share, POLICY_UID_BURST_USEC, POLICY_UID_SHARE_PERCENT);
+                users_lane.initialised = true;
+        }
+        return &users_lane.share;
+}
+
 static unsigned lane_count(Manager *m, bool privileged) {
         unsigned n = 0;
         for (PolicyJob *j = m->policy_jobs; j; j = j->next)
                 n += j->privileged == privileged;
+        return n;
+}
+
+static unsigned uid_count(Manager *m, uid_t uid) {
+        unsigned n = 0;
+        for (PolicyJob *j = m->policy_jobs; j; j = j->next)
+                n += !j->privileged && j->uid == uid;
         return n;
 }
 
@@ -128,8 +155,7 @@ static void fetch_missing(Source *s, ProgWants *w, Arena *arena) {
                 log_debug("%zu program(s) of an analysis are not available.", prog_wants_missing(w));
 }
 
-static void *job_worker(void *userdata) {
-        PolicyJob *j = userdata;
+static void job_run(PolicyJob *j) {
         PolicyStop stop = { .check = job_stop, .userdata = j };
         if (j->kind == JOB_GET_POLICY) {
                 _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
@@ -143,12 +169,22 @@ static void *job_worker(void *userdata) {
                 Arena *arena;
                 ProgWants *w = who_can_plan_wants(j->plan, &arena);
                 fetch_missing(j->source, w, arena);
+                /* past the deadline, the chains left are named undecided: WhoCan never fails as a
+                 * whole for one user's chains */
+                stop.leave_undecided = true;
                 j->r = who_can_plan_decide(TAKE_PTR(j->plan), &j->query, &stop, &j->who);
                 if (j->r >= 0)
                         j->r = who_can_report(j->who);
                 if (j->r >= 0)
                         j->r = count_all_threads(&j->caller, &j->all);
         }
+}
+
+static void *job_worker(void *userdata) {
+        PolicyJob *j = userdata;
+        uint64_t cpu = thread_cpu_usec();
+        job_run(j);
+        j->worker_cpu_usec = thread_cpu_usec() - cpu;
         uint64_t one = 1;
         /* an eventfd write of 1 fails only on overflow, which one write cannot cause */
         while (write(j->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
@@ -168,6 +204,9 @@ static int on_job_done(sd_event_source *s, int fd, uint32_t revents, void *userd
 
         (void) pthread_join(j->thread, NULL);
         j->running = false;
+        if (!j->privileged && uid_share_charge(users_share(), j->uid, j->loop_cpu_usec + j->worker_cpu_usec,
+                                               now_usec(CLOCK_MONOTONIC)) < 0)
+                log_oom();
         int r = j->r;
         if (r >= 0)
                 r = j->kind == JOB_GET_POLICY ? reply_get_policy(j, &reply) : reply_who_can(j, &reply);
@@ -203,19 +242,65 @@ static int job_launch(PolicyJob *j) {
         return 0;
 }
 
-/* In each lane where no worker runs, start the job that has waited longest (the list is newest
- * first). */
+static int on_users_lane_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        jobs_schedule(userdata);
+        return 0;
+}
+
+/* No uid with a pending call may go on yet: wake up when the first one may. */
+static void users_lane_wait(Manager *m, uint64_t until) {
+        int r;
+        if (users_lane.timer)
+                r = sd_event_source_set_time(users_lane.timer, until);
+        else
+                r = sd_event_add_time(m->event, &users_lane.timer, CLOCK_MONOTONIC, until, 0, on_users_lane_timer, m);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(users_lane.timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_warning_errno(r, "Could not wait for a uid's share of the analyses: %m");
+}
+
+/* Root's lane: the job that has waited longest (the list is newest first). Everyone else's: the
+ * pending job of the uid with the most of its share left, the oldest on ties, among the uids with
+ * some left; NULL (and the timer set) when none has. */
+static PolicyJob *lane_next(Manager *m, bool privileged) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC), ready_at = UINT64_MAX;
+        PolicyJob *next = NULL;
+        int64_t best = 0;
+        for (PolicyJob *j = m->policy_jobs; j; j = j->next) {
+                if (j->privileged != privileged || !j->pending)
+                        continue;
+                if (privileged) {
+                        next = j;
+                        continue;
+                }
+                int64_t balance = uid_share_balance(users_share(), j->uid, now);
+                if (balance <= 0)
+                        ready_at = MIN(ready_at, uid_share_ready_at(users_share(), j->uid, now));
+                else if (!next || balance >= best) {
+                        next = j;
+                        best = balance;
+                }
+        }
+        if (!next && ready_at != UINT64_MAX)
+                users_lane_wait(m, ready_at);
+        return next;
+}
+
+static bool lane_busy(Manager *m, bool privileged) {
+        for (PolicyJob *j = m->policy_jobs; j; j = j->next)
+                if (j->privileged == privileged && j->running)
+                        return true;
+        return false;
+}
+
+/* In each lane where no worker runs, start the next job. */
 static void jobs_schedule(Manager *m) {
         for (int lane = 0; lane < 2; lane++) {
-                PolicyJob *next = NULL;
-                bool busy = false;
-                for (PolicyJob *j = m->policy_jobs; j; j = j->next)
-                        if (j->privileged == lane) {
-                                busy = busy || j->running;
-                                if (j->pending)
-                                        next = j;
-                        }
-                if (busy || !next)
+                if (lane_busy(m, lane))
+                        continue;
+                PolicyJob *next = lane_next(m, lane);
+                if (!next)
                         continue;
                 int r = job_launch(next);
                 if (r < 0) {
@@ -231,7 +316,8 @@ static void jobs_schedule(Manager *m) {
 /* Queue j (taken) for its lane, or refuse it when the lane is full. */
 static int job_submit(PolicyJob *j, sd_bus_error *error) {
         Manager *m = j->manager;
-        if (lane_count(m, j->privileged) >= (j->privileged ? POLICY_JOBS_MAX_ROOT : POLICY_JOBS_MAX_USERS)) {
+        if (lane_count(m, j->privileged) >= (j->privileged ? POLICY_JOBS_MAX_ROOT : POLICY_JOBS_MAX_USERS) ||
+            (!j->privileged && uid_count(m, j->uid) >= POLICY_JOBS_MAX_PER_UID)) {
                 job_free(j);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Too many policy analyses are waiting; try again later.");
@@ -247,13 +333,14 @@ static PolicyJob *job_new(Manager *m, sd_bus_message *msg, const Caller *c, Poli
         PolicyJob *j = calloc(1, sizeof(PolicyJob));
         if (!j)
                 return NULL;
-        *j = (PolicyJob) { .manager = m, .source = m->source, .msg = sd_bus_message_ref(msg), .privileged = c->privileged, .kind = kind,
-                           .event_fd = -EBADF };
+        *j = (PolicyJob) { .manager = m, .source = m->source, .msg = sd_bus_message_ref(msg), .privileged = c->privileged,
+                           .uid = c->uid, .kind = kind, .event_fd = -EBADF };
         atomic_init(&j->cancelled, false);
         return j;
 }
 
 void manager_policy_jobs_cancel(Manager *m) {
+        users_lane.timer = sd_event_source_disable_unref(users_lane.timer);
         for (PolicyJob *j = m->policy_jobs; j; j = j->next)
                 atomic_store(&j->cancelled, true);
         while (m->policy_jobs) {
@@ -370,6 +457,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
         CALLER_CLEANUP Caller c = {};
         const Forest *f;
         const Task *t = NULL;
+        uint64_t cpu = thread_cpu_usec();
         uint32_t tid;
         int r = sd_bus_message_read(msg, "u", &tid);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
@@ -392,6 +480,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
                                                  "The chain of task %" PRIu32 " is not known.", tid);
                 return r;
         }
+        j->loop_cpu_usec = thread_cpu_usec() - cpu;
         return job_submit(j, error);
 }
 
@@ -539,6 +628,7 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_free_ char *why = NULL;
+        uint64_t cpu = thread_cpu_usec();
         WhoCanOptions o = {};
         WhoCanQuery q;
         const char *syscall;
@@ -573,6 +663,7 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be read: %s",
                                          strerror(-r));
         }
+        j->loop_cpu_usec = thread_cpu_usec() - cpu;
         return job_submit(j, error);
 }
 

@@ -1,10 +1,13 @@
 /* scan-ptrace.c: the ptrace backend: dump every task's chain with PTRACE_SECCOMP_GET_FILTER and
  * infer which filters are shared by hash-consing the chains of related tasks */
+#include <linux/filter.h>
+#include <linux/kcmp.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -995,11 +998,11 @@ static bool freezer_knows_all(const Freezer *fz, const ScanProcess *p) {
 
 /* Before anything of this round is stopped: an fd of /proc/PID for every process of the report with
  * tasks to freeze (-1 where there is none to freeze, or it is gone), and may_stop's answer for it.
- * A process of the subtree that may not be stopped ends the pass: -EACCES. */
+ * A process of the subtree that may not be stopped ends the pass: -EACCES, with the rest of
+ * proc_fds left as new_proc_fds() made it (-1). */
 static int freezer_check(const Freezer *fz, const Scan *s, int *proc_fds) {
         for (size_t i = 0; i < s->n_procs; i++) {
                 const ScanProcess *p = &s->procs[i];
-                proc_fds[i] = -1;
                 if (!p->selected || freezer_knows_all(fz, p))
                         continue;
                 int fd = procfd_open(p->pid);
@@ -1021,6 +1024,15 @@ static int freezer_check(const Freezer *fz, const Scan *s, int *proc_fds) {
         return 0;
 }
 
+/* n fds, every one -1 (none), whatever path leaves them unset: close_proc_fds() closes only
+ * what was opened, never fd 0. */
+static int *new_proc_fds(size_t n) {
+        int *fds = calloc(n ? n : 1, sizeof(int));
+        for (size_t i = 0; fds && i < n; i++)
+                fds[i] = -1;
+        return fds;
+}
+
 static void close_proc_fds(int *proc_fds, size_t n) {
         for (size_t i = 0; i < n; i++)
                 if (proc_fds[i] >= 0)
@@ -1031,7 +1043,7 @@ static void close_proc_fds(int *proc_fds, size_t n) {
  * been found one that may be stopped. Returns how many tasks are new: stopped now, or known now to
  * be impossible (or not allowed) to stop (they might still fork). */
 static int freezer_round(Freezer *fz, const Scan *s) {
-        _cleanup_free_ int *proc_fds = calloc(s->n_procs ? s->n_procs : 1, sizeof(int));
+        _cleanup_free_ int *proc_fds = new_proc_fds(s->n_procs);
         size_t first = fz->n;
         int n_new = 0, r;
 
@@ -1137,6 +1149,102 @@ static bool scan_all_frozen(const Scan *s, const Forest *f, const Freezer *fz) {
         return true;
 }
 
+/* ---- holders the caller may not see ----
+ *
+ * A holder may_stop refused is left running and its chains unread: it is in the forest only if its
+ * threads run without filters and a listener of the report was found in it (and the caller then
+ * sees a process it may not: snapshots.c refuses, naming it, as it does for the bpf backend, which
+ * reads every holder). Otherwise nothing of it is in the report, nor are its listener fds. Where it
+ * may hold a listener of the report's filters, the report is not whole without it, and the pass
+ * ends as for a process of the subtree that may not be stopped: -EACCES, with may_stop asked about
+ * the holder once more, last, so that the caller names it. It holds one when one of its listener
+ * fds is the file of a listener the report has (kcmp), and such a holder is named first; it may
+ * hold one when a filter of the report could notify and the report found no listener of it: what
+ * ptrace reads cannot tell whose listener an fd is, so any listener fd a refused holder has may be
+ * that one, and the report is refused rather than silently without it. */
+
+static bool frozen_refused(const Freezer *fz, const ScanProcess *p) {
+        for (size_t j = 0; j < p->n_tasks; j++) {
+                const FrozenTask *x = freezer_find(fz, p->tasks[j].tid);
+                if (x && x->start_time == p->tasks[j].start_time && x->error == -EACCES)
+                        return true;
+        }
+        return false;
+}
+
+/* A RET of the listener's action, or of what the program computed. */
+static bool filter_may_notify(const Filter *flt) {
+        for (size_t i = 0; flt->insns && i < flt->len; i++) {
+                const struct sock_filter *insn = &flt->insns[i];
+                if (BPF_CLASS(insn->code) == BPF_RET &&
+                    (BPF_RVAL(insn->code) == BPF_A || (insn->k & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_USER_NOTIF))
+                        return true;
+        }
+        return false;
+}
+
+static bool forest_has_unclaimed_notifier(const Forest *f) {
+        for (size_t i = 0; i < f->n_filters; i++)
+                if (f->filters[i]->listener_id == 0 && filter_may_notify(f->filters[i]))
+                        return true;
+        return false;
+}
+
+static bool is_report_listener(const Forest *f, pid_t pid, int fd) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                for (size_t j = 0; j < f->listeners[i]->n_holders; j++) {
+                        const ListenerHolder *h = &f->listeners[i]->holders[j];
+                        if (syscall(SYS_kcmp, h->pid, pid, KCMP_FILE, h->fd, fd) == 0)
+                                return true;
+                }
+        return false;
+}
+
+typedef enum HeldListeners {
+        HELD_NONE,
+        HELD_UNKNOWN, /* listener fds, none known to be the report's */
+        HELD_REPORTS, /* a listener fd of the report's */
+} HeldListeners;
+
+static HeldListeners holder_listeners(const Forest *f, const ScanProcess *p) {
+        _cleanup_free_ int *fds = NULL;
+        size_t n = 0;
+        if (proc_list_listener_fds(p->pid, &fds, &n) < 0 || n == 0)
+                return HELD_NONE; /* gone, or holds none any more */
+        for (size_t i = 0; i < n; i++)
+                if (is_report_listener(f, p->pid, fds[i]))
+                        return HELD_REPORTS;
+        return HELD_UNKNOWN;
+}
+
+/* The refused holder that holds a listener of the report, else (with unclaimed) the first one that
+ * holds some listener, else NULL. */
+static const ScanProcess *find_refused_holder(const Scan *s, const Freezer *fz, const Forest *f, bool unclaimed) {
+        const ScanProcess *maybe = NULL;
+        for (size_t i = 0; i < s->n_procs; i++) {
+                const ScanProcess *p = &s->procs[i];
+                if (!p->holder || !frozen_refused(fz, p) || forest_find_process(f, p->pid))
+                        continue;
+                HeldListeners held = holder_listeners(f, p);
+                if (held == HELD_REPORTS)
+                        return p;
+                if (held == HELD_UNKNOWN && unclaimed && !maybe)
+                        maybe = p;
+        }
+        return maybe;
+}
+
+static int scan_check_refused_holders(const Scan *s, const Freezer *fz, const Forest *f) {
+        const ScanProcess *p = find_refused_holder(s, fz, f, forest_has_unclaimed_notifier(f));
+        if (!p)
+                return 0;
+        _cleanup_close_ int fd = procfd_open(p->pid);
+        if (fd >= 0 && s->opts.may_stop)
+                (void) s->opts.may_stop(fd, p->pid, p->start_time, s->opts.userdata);
+        return log_debug_errno(-EACCES, "ptrace: process %d, which may hold a listener of the report, may not be "
+                               "stopped for this caller.", (int) p->pid);
+}
+
 typedef struct FreezeJob {
         Scan *scan;
         Forest *forest;
@@ -1162,6 +1270,8 @@ static int scan_frozen(FreezeJob *j, Freezer *fz) {
                 r = scan_emit(s, j->forest);
         if (r >= 0)
                 r = scan_restrict_holders(s, j->forest);
+        if (r >= 0)
+                r = scan_check_refused_holders(s, fz, j->forest);
         if (r < 0)
                 return r;
         bool frozen = scan_all_frozen(s, j->forest, fz);

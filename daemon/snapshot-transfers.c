@@ -14,7 +14,10 @@
  * Workers run in two lanes of one worker each, root's and everyone else's (a JSON parse may take
  * SNAPSHOT_MAX_JSON_MEMORY, so at most one per lane at once); the others wait their turn. So
  * another user's transfers never make root's wait, and non-root users together may have only
- * SNAPSHOT_TRANSFERS_MAX_USERS transfers, so that root always has room. A transfer that ends early
+ * SNAPSHOT_TRANSFERS_MAX_USERS transfers, so that root always has room; a user's second transfer
+ * only while fewer than SNAPSHOT_TRANSFERS_SHARED_USERS are in progress, so that a few users
+ * cannot take every slot of the others (holding pipes they never write into, each until its
+ * deadline, and again). A transfer that ends early
  * (its deadline, sectreed stopping) waits for its worker first; when the last transfer ends, the
  * memory it used is given back to the system (malloc_trim()). */
 #include "snapshots.h"
@@ -34,6 +37,7 @@
 
 #include "snapshot-json.h"
 #include "snapshot-sqlite.h"
+#include "uid-share.h"
 
 typedef struct SnapshotTransfer SnapshotTransfer;
 struct SnapshotTransfer {
@@ -63,7 +67,8 @@ struct SnapshotTransfer {
         Forest *forest;       /* export: read and formatted (the worker frees it); import: what was read */
         bool worker_pending;  /* waiting for its turn */
         bool worker_running;
-        void *(*worker_fn)(void *);
+        void (*worker_fn)(SnapshotTransfer *t);
+        uint64_t worker_cpu_usec; /* what the worker took */
         atomic_bool cancelled; /* set by the loop: skip what is left to do */
         pthread_t thread;
         int event_fd;         /* the worker's "done" */
@@ -84,6 +89,16 @@ static uint64_t transfer_timeout_usec(void) {
         return SNAPSHOT_TRANSFER_TIMEOUT_USEC;
 }
 
+/* Whether a non-root caller that has mine transfers in progress may start one more while users
+ * (its own included) are: at most SNAPSHOT_TRANSFERS_MAX_USERS in all, SNAPSHOT_TRANSFERS_MAX_PER_UID
+ * of its own, and a second (or later) one only while fewer than SNAPSHOT_TRANSFERS_SHARED_USERS are,
+ * so that a few uids never take what the others may use. */
+static bool user_may_start(size_t users, size_t mine) {
+        if (users >= SNAPSHOT_TRANSFERS_MAX_USERS || mine >= SNAPSHOT_TRANSFERS_MAX_PER_UID)
+                return false;
+        return mine == 0 || users < SNAPSHOT_TRANSFERS_SHARED_USERS;
+}
+
 /* Root may use every slot; other users together leave SNAPSHOT_TRANSFERS_MAX -
  * SNAPSHOT_TRANSFERS_MAX_USERS of them to root. */
 static int check_transfer_limits(Manager *m, const Caller *c, char **ret_message) {
@@ -93,13 +108,13 @@ static int check_transfer_limits(Manager *m, const Caller *c, char **ret_message
                 users += !t->privileged;
                 mine += t->uid == c->uid;
         }
-        if (all >= SNAPSHOT_TRANSFERS_MAX || (!c->privileged && (users >= SNAPSHOT_TRANSFERS_MAX_USERS ||
-                                                                 mine >= SNAPSHOT_TRANSFERS_MAX_PER_UID))) {
+        if (all >= SNAPSHOT_TRANSFERS_MAX || (!c->privileged && !user_may_start(users, mine))) {
                 snapshot_set_message(ret_message,
                                      "Too many snapshot exports and imports in progress (at most %d; %d for all "
-                                     "users but root together, %d per user).",
+                                     "users but root together, %d per user, and a user's second only while fewer "
+                                     "than %d of all users' are).",
                                      SNAPSHOT_TRANSFERS_MAX, SNAPSHOT_TRANSFERS_MAX_USERS,
-                                     SNAPSHOT_TRANSFERS_MAX_PER_UID);
+                                     SNAPSHOT_TRANSFERS_MAX_PER_UID, SNAPSHOT_TRANSFERS_SHARED_USERS);
                 return -EBUSY;
         }
         return 0;
@@ -142,6 +157,16 @@ static void worker_signal(SnapshotTransfer *t) {
                 ;
 }
 
+/* The worker thread: t->worker_fn, what it took, and the loop told. */
+static void *worker_main(void *userdata) {
+        SnapshotTransfer *t = userdata;
+        uint64_t cpu = thread_cpu_usec();
+        t->worker_fn(t);
+        t->worker_cpu_usec = thread_cpu_usec() - cpu;
+        worker_signal(t);
+        return NULL;
+}
+
 static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
 /* Run t->worker_fn(t) in a new thread; on_worker_done() goes on on the loop when it returns. */
@@ -153,7 +178,7 @@ static int worker_launch(SnapshotTransfer *t) {
         int r = sd_event_add_io(t->manager->event, &t->worker_source, t->event_fd, EPOLLIN, on_worker_done, t);
         if (r < 0)
                 return r;
-        r = pthread_create(&t->thread, NULL, t->worker_fn, t);
+        r = pthread_create(&t->thread, NULL, worker_main, t);
         if (r != 0)
                 return -r;
         t->worker_running = true;
@@ -170,16 +195,46 @@ static bool worker_busy(Manager *m, bool privileged) {
 
 static void transfer_finish_errno(SnapshotTransfer *t, int r);
 
-/* In each lane where no worker runs, start the one that has waited longest (the list is newest
- * first). */
+/* Everyone else's lane is shared by uid as the analyses' is (uid-share.h, policy-dbus.h): the
+ * next worker is the one of the uid that took the least of the lane's CPU time lately (the oldest
+ * on ties). A transfer does not wait for its uid's share, which its deadline would not allow.
+ * One manager per process. */
+static struct {
+        bool initialised;
+        UidShare share;
+} users_lane;
+
+static UidShare *users_share(void) {
+        if (!users_lane.initialised) {
+                uid_share_init(&users_lane.share, SNAPSHOT_UID_BURST_USEC, SNAPSHOT_UID_SHARE_PERCENT);
+                users_lane.initialised = true;
+        }
+        return &users_lane.share;
+}
+
+/* The pending transfer of the lane to start next (the list is newest first). */
+static SnapshotTransfer *lane_next(Manager *m, bool privileged) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        SnapshotTransfer *next = NULL;
+        int64_t best = 0;
+        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next) {
+                if (!t->worker_pending || t->privileged != privileged)
+                        continue;
+                int64_t balance = privileged ? 0 : uid_share_balance(users_share(), t->uid, now);
+                if (!next || balance >= best) {
+                        next = t;
+                        best = balance;
+                }
+        }
+        return next;
+}
+
+/* In each lane where no worker runs, start the next one. */
 static void worker_schedule(Manager *m) {
         for (int lane = 0; lane < 2; lane++) {
-                SnapshotTransfer *next = NULL;
                 if (worker_busy(m, lane))
                         continue;
-                for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
-                        if (t->worker_pending && t->privileged == lane)
-                                next = t;
+                SnapshotTransfer *next = lane_next(m, lane);
                 if (!next)
                         continue;
                 int r = worker_launch(next);
@@ -367,8 +422,7 @@ static void import_too_big(SnapshotTransfer *t) {
 }
 
 /* In the worker: read a regular file, parse, make the ids snapshot-local. */
-static void *import_worker(void *userdata) {
-        SnapshotTransfer *t = userdata;
+static void import_worker(SnapshotTransfer *t) {
         int r = 0;
         worker_gate(t);
         if (t->direct) {
@@ -388,8 +442,6 @@ static void *import_worker(void *userdata) {
         if (r >= 0)
                 r = forest_renumber(t->forest);
         t->worker_r = r;
-        worker_signal(t);
-        return NULL;
 }
 
 /* Back on the loop: store it. */
@@ -500,8 +552,7 @@ static int format_snapshot(const Forest *f, SnapshotFormat format, char **ret, s
 }
 
 /* In the worker: read the snapshot from the database, format it, and write a regular file. */
-static void *export_worker(void *userdata) {
-        SnapshotTransfer *t = userdata;
+static void export_worker(SnapshotTransfer *t) {
         worker_gate(t);
         int r = store_snapshot_load_path(t->db_path, t->id, &t->forest);
         if (r >= 0)
@@ -510,8 +561,6 @@ static void *export_worker(void *userdata) {
         if (r >= 0 && t->direct)
                 r = atomic_load(&t->cancelled) ? -ECANCELED : export_to_file(t);
         t->worker_r = r;
-        worker_signal(t);
-        return NULL;
 }
 
 /* Back on the loop: done with a file, or write to the pipe as it takes it. */
@@ -530,14 +579,11 @@ static void export_worker_done(SnapshotTransfer *t) {
 /* Creating */
 
 /* In the worker: the scan (snapshots.c), off the loop. */
-static void *create_worker(void *userdata) {
-        SnapshotTransfer *t = userdata;
+static void create_worker(SnapshotTransfer *t) {
         worker_gate(t);
         t->worker_r = atomic_load(&t->cancelled) ? -ECANCELED
                                                  : snapshot_scan_job_run(t->scan, &t->forest, &t->worker_message);
         t->scan = snapshot_scan_job_free(t->scan); /* the caller's state, with its memo of /proc */
-        worker_signal(t);
-        return NULL;
 }
 
 /* Back on the loop: refused, or stored in steps. */
@@ -556,6 +602,8 @@ static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *us
         SnapshotTransfer *t = userdata;
         Manager *m = t->manager;
         worker_join(t);
+        if (!t->privileged && uid_share_charge(users_share(), t->uid, t->worker_cpu_usec, now_usec(CLOCK_MONOTONIC)) < 0)
+                log_oom();
         if (t->created)
                 create_worker_done(t);
         else if (t->import)

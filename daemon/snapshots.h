@@ -17,11 +17,17 @@
 #define SNAPSHOTS_MAX_BYTES_PER_UID (64ull * 1024 * 1024) /* store_snapshot_bytes() summed */
 
 /* Exports and imports in progress at once (each may buffer SNAPSHOT_MAX_FILE_SIZE bytes): in all,
- * of all non-root users together (the rest is root's), and of one non-root uid; and the deadline
- * of each: a pipe nobody writes into (or reads from) is given up after it. */
+ * of all non-root users together (the rest is root's), and of one non-root uid, whose second one
+ * may start only while fewer than SNAPSHOT_TRANSFERS_SHARED_USERS of all users' are in progress
+ * (so that it takes five uids to fill every slot of the users');
+ * and the deadline of each: a pipe nobody writes into (or reads from) is given up after it. */
 #define SNAPSHOT_TRANSFERS_MAX 8
 #define SNAPSHOT_TRANSFERS_MAX_USERS 6
 #define SNAPSHOT_TRANSFERS_MAX_PER_UID 2
+#define SNAPSHOT_TRANSFERS_SHARED_USERS 3
+/* The non-root workers' lane shared by uid (uid-share.h): whose transfer's worker goes next. */
+#define SNAPSHOT_UID_BURST_USEC (2 * 1000 * 1000ULL)
+#define SNAPSHOT_UID_SHARE_PERCENT 50
 #define SNAPSHOT_TRANSFER_TIMEOUT_USEC (30 * 1000000ULL) /* $SECTREE_SNAPSHOT_TIMEOUT_USEC replaces it */
 
 typedef struct SnapshotCreateOptions {

@@ -65,6 +65,9 @@ typedef struct PtraceSource {
         sd_event_source *wake;
         const char *queued_reason;
         const char *hold_dir;        /* $SECTREE_TEST_PTRACE_SCAN_HOLD, see snapshot_scan_hold() */
+        /* Threads whose last full pass could not read them (another tracer held them, they did
+         * not stop in time): the live forest keeps their last known state (keep_unreadable()). */
+        Hashmap stale;               /* tid -> (void *) 1 */
 } PtraceSource;
 
 static PtraceSource *ptrace_source(Source *s) {
@@ -75,8 +78,10 @@ static const Forest *live_now(PtraceSource *p) {
         return live_forest(p->source.sink.live(p->source.sink.userdata));
 }
 
-/* A scan, the lock held by the caller. */
-static int ptrace_scan_locked(Source *s, const ScanOptions *opts, Forest **ret) {
+/* A scan, the lock held by the caller; the threads it could not read in *ret_bad when that is not
+ * NULL. */
+static int ptrace_scan_locked(Source *s, const ScanOptions *opts, Forest **ret, UnreadableTask **ret_bad,
+                              size_t *ret_n_bad) {
         _cleanup_free_ UnreadableTask *bad = NULL;
         size_t n_bad = 0;
         int r = ptrace_scan(opts, ret, &bad, &n_bad);
@@ -85,6 +90,10 @@ static int ptrace_scan_locked(Source *s, const ScanOptions *opts, Forest **ret) 
         if (!s->oneshot) {
                 for (size_t i = 0; i < n_bad; i++)
                         log_debug_errno(bad[i].error, "Could not read the filters of thread %d: %m", bad[i].tid);
+                if (ret_bad) {
+                        *ret_bad = TAKE_PTR(bad);
+                        *ret_n_bad = n_bad;
+                }
                 return 0;
         }
         unreadable_report(bad, n_bad);
@@ -97,7 +106,7 @@ static int ptrace_scan_locked(Source *s, const ScanOptions *opts, Forest **ret) 
 static int ptrace_scan_logged(Source *s, const ScanOptions *opts, Forest **ret) {
         PtraceSource *p = ptrace_source(s);
         (void) pthread_mutex_lock(&p->lock);
-        int r = ptrace_scan_locked(s, opts, ret);
+        int r = ptrace_scan_locked(s, opts, ret, NULL, NULL);
         (void) pthread_mutex_unlock(&p->lock);
         return r;
 }
@@ -142,7 +151,7 @@ static int ptrace_scan_snapshot(Source *s, const ScanOptions *opts, Forest **ret
         (void) pthread_mutex_lock(&p->lock);
         let_queued_pass_go_first(p);
         snapshot_scan_hold(p);
-        int r = ptrace_scan_locked(s, opts, ret);
+        int r = ptrace_scan_locked(s, opts, ret, NULL, NULL);
         (void) pthread_mutex_unlock(&p->lock);
         wake_loop(p);
         return r;
@@ -181,30 +190,144 @@ static bool pass_lock(PtraceSource *p, const char *reason) {
 }
 
 /* With the lock: a queued pass is this one, and the snapshot scans waiting for it may follow. */
-static int pass_scan_locked(PtraceSource *p, Forest **ret) {
+static int pass_scan_locked(PtraceSource *p, Forest **ret, UnreadableTask **ret_bad, size_t *ret_n_bad) {
         ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true };
         if (atomic_exchange(&p->pass_queued, false))
                 (void) pthread_cond_broadcast(&p->pass_ran);
-        int r = ptrace_scan_locked(&p->source, &opts, ret);
+        int r = ptrace_scan_locked(&p->source, &opts, ret, ret_bad, ret_n_bad);
         (void) pthread_mutex_unlock(&p->lock);
         return r;
+}
+
+/* ---- threads a pass could not read ----
+ *
+ * A thread that another tracer holds (strace, a debugger, a second ptrace observer seizing it at
+ * that moment) or that does not stop in time cannot be read, but it is still there and its chain
+ * has not shrunk (a chain only grows). A full pass does not drop it: its last known state (its
+ * process, thread and chain, as the live forest has them) goes into the pass, with the same filter
+ * ids, and the thread is marked stale until a pass reads it again. So it neither leaves the view
+ * nor comes back with new ids, and two ptrace observers do not make each other's views flap. A
+ * thread that is gone, or whose tid now names another task (start time), is not kept. */
+
+static int keep_filter(Forest *f, const Filter *x) {
+        Filter *copy;
+        if (forest_find_filter(f, x->id))
+                return 0; /* the pass has it: the same object (ids are the live forest's by now) */
+        int r = forest_add_filter_with_digest(f, x->id, x->parent_id, x->insns, x->len, x->digest, &copy);
+        if (r < 0)
+                return r;
+        copy->log = x->log;
+        copy->wait_killable_recv = x->wait_killable_recv;
+        copy->has_listener = x->has_listener; /* its listener, if any, comes with the next full read */
+        copy->identity = x->identity;
+        copy->budget_uid = x->budget_uid;
+        copy->over_budget = x->over_budget;
+        return 0;
+}
+
+static int keep_process(Forest *f, const Process *lp, Process **ret) {
+        Process *fp = forest_find_process(f, lp->pid);
+        if (fp) {
+                *ret = fp;
+                return 0;
+        }
+        int r = forest_add_process(f, lp->pid, &fp);
+        if (r < 0)
+                return r;
+        fp->ppid = lp->ppid;
+        fp->start_time = lp->start_time;
+        memcpy(fp->comm, lp->comm, sizeof(fp->comm));
+        fp->uid = lp->uid;
+        fp->gid = lp->gid;
+        fp->no_new_privs = lp->no_new_privs;
+        if ((lp->exe && process_set_exe(fp, lp->exe) < 0) || (lp->argv && process_set_argv(fp, lp->argv) < 0))
+                return -ENOMEM;
+        *ret = fp;
+        return 0;
+}
+
+/* The live state of thread tid into f; 1 if it was kept, 0 if there is nothing to keep. */
+static int keep_thread(const Forest *live, Forest *f, pid_t tid) {
+        Process *lp, *fp;
+        const Task *lt = forest_find_task(live, tid, &lp);
+        uint64_t start_time;
+        Task *t;
+        if (!lt || process_find_thread(forest_find_process(f, lp->pid), tid) ||
+            proc_read_start_time(tid, &start_time) < 0 || start_time != lt->start_time)
+                return 0;
+        int r = keep_process(f, lp, &fp);
+        for (const Filter *x = lt->filter; r >= 0 && x; x = x->parent)
+                r = keep_filter(f, x);
+        if (r >= 0)
+                r = process_add_thread(fp, tid, &t);
+        if (r < 0)
+                return r;
+        t->start_time = lt->start_time;
+        t->mode = lt->mode;
+        t->filter_id = lt->filter_id;
+        t->filter_count = lt->filter_count;
+        return 1;
+}
+
+static void mark_stale(PtraceSource *p, pid_t tid, int error, bool stale) {
+        bool was = hashmap_get(&p->stale, (uint64_t) tid);
+        if (stale && !was && hashmap_replace(&p->stale, (uint64_t) tid, (void *) 1) >= 0)
+                log_debug_errno(error, "Thread %d cannot be read (%m): its last known state is kept, stale.", tid);
+        else if (!stale && was) {
+                hashmap_remove(&p->stale, (uint64_t) tid);
+                log_debug("Thread %d is read again.", tid);
+        }
+}
+
+/* f: a pass with the live forest's ids. The unreadable threads the live forest knows are kept; the
+ * threads the pass read are stale no more. */
+static int keep_unreadable(PtraceSource *p, Forest *f, const UnreadableTask *bad, size_t n_bad) {
+        const Forest *live = live_now(p);
+        _cleanup_(hashmap_deinit) Hashmap kept = {};
+        int r;
+        for (size_t i = 0; live && i < n_bad; i++) {
+                if (bad[i].error == -ESRCH || (r = keep_thread(live, f, bad[i].tid)) == 0)
+                        continue;
+                if (r < 0 || (r = hashmap_replace(&kept, (uint64_t) bad[i].tid, (void *) 1)) < 0)
+                        return r;
+                mark_stale(p, bad[i].tid, bad[i].error, true);
+        }
+        uint64_t tid;
+        void *v;
+        for (size_t i = 0; hashmap_next(&p->stale, &i, &tid, &v);)
+                if (!hashmap_get(&kept, tid)) {
+                        mark_stale(p, (pid_t) tid, 0, false);
+                        i = 0; /* the map changed */
+                }
+        if (hashmap_size(&kept) == 0)
+                return 0;
+        _cleanup_free_ char *error = NULL;
+        r = forest_link(f, &error);
+        if (r < 0)
+                return log_error_errno(r, "The pass with the threads it could not read is inconsistent (%s): %m",
+                                       error ?: "?");
+        return 0;
 }
 
 /* Split or not, a pass that meets a snapshot's scan is queued: the loop never waits for the lock. */
 static int ptrace_full_pass(Source *s, const char *reason, bool split) {
         PtraceSource *p = ptrace_source(s);
         _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
         uint64_t lost = p->watch ? proc_watch_lost(p->watch) : 0;
 
         if (!pass_lock(p, reason))
                 return 0;
-        int r = pass_scan_locked(p, &f);
+        int r = pass_scan_locked(p, &f, &bad, &n_bad);
         if (r >= 0)
                 r = source_pass_prepare(s, f);
         /* The first pass after start takes over the stored ids exactly (by thread): a filter of a task
          * that died while the daemon was down is not given to another by its bytes. */
         if (r >= 0)
                 r = infer_adopt_ids(live_now(p), f, p->passed, &p->last_id, NULL);
+        if (r >= 0)
+                r = keep_unreadable(p, f, bad, n_bad);
         if (r < 0)
                 return log_error_errno(r, "Full pass failed: %m");
         r = pass_hand_on(p, TAKE_PTR(f), reason, lost);
@@ -493,6 +616,7 @@ static void ptrace_free(Source *s) {
         if (p->wake_fd >= 0)
                 (void) close(p->wake_fd);
         proc_watch_free(p->watch);
+        hashmap_deinit(&p->stale);
         free(p->pending);
         live_batch_done(&p->batch);
         sd_event_unref(s->event);

@@ -199,22 +199,46 @@ static bool group_complete(const Group *x) {
         return true;
 }
 
+/* A chain over the analysis's budget (-E2BIG: too many paths or steps), or stopped (-ECANCELED)
+ * where stop leaves chains undecided, is not decided, like one whose program is not at hand:
+ * whoever installed it, it fails no one's question, only its own tasks are not decided (and once
+ * stop says to stop, every chain left is, quickly). over_budget[i]: group i (and so every group of
+ * the same bytes) was found to be. */
+static int decide_group(WhoCan *w, const Group *x, const PolicyQuery *pq, const PolicyStop *stop,
+                        PolicyDecision **ret) {
+        int r = policy_decide_stoppable(&w->arena, x->programs, x->depth, pq, stop, ret);
+        if (r == -E2BIG || (r == -ECANCELED && stop && stop->leave_undecided)) {
+                *ret = NULL;
+                return 0;
+        }
+        return r;
+}
+
 static int decide_groups(WhoCan *w, const WhoCanPlan *plan, const PolicyQuery *pq, const PolicyStop *stop,
                          const PolicyDecision **decisions) {
+        bool *over_budget = arena_alloc(&w->arena, (plan->n + 1) * sizeof(bool));
+        if (!over_budget)
+                return -ENOMEM;
         for (size_t i = 0; i < plan->n; i++) {
                 const Group *x = &plan->groups[i];
                 if (!x->head)
                         continue;
-                if (x->same_as != SIZE_MAX && decisions[x->same_as]) {
+                if (x->same_as != SIZE_MAX && (decisions[x->same_as] || over_budget[x->same_as])) {
                         decisions[i] = decisions[x->same_as];
                         continue;
                 }
                 if (!group_complete(x))
                         continue; /* not decided: its decision stays NULL */
                 PolicyDecision *d;
-                int r = policy_decide_stoppable(&w->arena, x->programs, x->depth, pq, stop, &d);
+                int r = decide_group(w, x, pq, stop, &d);
                 if (r < 0)
                         return r;
+                if (!d) {
+                        over_budget[i] = true;
+                        if (x->same_as != SIZE_MAX)
+                                over_budget[x->same_as] = true;
+                        continue;
+                }
                 decisions[i] = d;
                 /* the bytes are the same: so is the decision of the group that lacked them */
                 if (x->same_as != SIZE_MAX)

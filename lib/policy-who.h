@@ -73,16 +73,19 @@ typedef struct WhoCan {
         size_t n_unfiltered;
         WhoCanOther *others;
         size_t n_others;
-        WhoCanChain *undecided; /* chains a program of which was not at hand: not decided, by head
-                                 * filter id (head, depth and tasks only) */
+        WhoCanChain *undecided; /* chains a program of which was not at hand, over the analysis's
+                                 * budget (too many paths), or left when stop said to stop:
+                                 * not decided, by head filter id (head, depth and tasks only) */
         size_t n_undecided;
         size_t n_tasks;      /* tasks looked at */
         size_t n_decisions;  /* chains decided (byte-identical chains once) */
 } WhoCan;
 
 /* Decide q for every task of the plan (taken, whatever the outcome), each byte-distinct chain
- * once, asking stop (may be NULL) as it goes. -EINVAL for a query outside the architecture,
- * -ECANCELED, errors of policy_decide(). */
+ * once, asking stop (may be NULL) as it goes; a chain policy_decide() finds too large (-E2BIG) is
+ * left undecided, so that no chain fails the whole question, and so are those left when stop says
+ * to stop if stop->leave_undecided. -EINVAL for a query outside the architecture, -ECANCELED,
+ * the other errors of policy_decide(). */
 int who_can_plan_decide(WhoCanPlan *plan, const WhoCanQuery *q, const PolicyStop *stop, WhoCan **ret);
 
 /* who_can_plan_new() of every process of f, decided. */

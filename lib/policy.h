@@ -64,6 +64,9 @@ int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const Polic
 typedef struct PolicyStop {
         bool (*check)(void *userdata);
         void *userdata;
+        /* who_can_plan_decide(): once check says to stop, the chains not decided yet are named
+         * undecided and the rest is answered, instead of failing with -ECANCELED */
+        bool leave_undecided;
 } PolicyStop;
 
 static inline bool policy_stop_now(const PolicyStop *s) {

@@ -258,12 +258,14 @@ static void test_root_not_locked_out(void) {
         g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
         g_autofree char *path = write_json(b.dir, "basic.json", f, NULL);
 
-        /* uids 1, 2 and 3 run two transfers each, as many as users other than root may together */
+        /* uid 1 runs two transfers, uids 2 to 5 one each, as many as users other than root may
+         * together (a user's second only while fewer than three of the users' run); uid 6 may not */
         int ready[2];
         g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
-        pid_t users[4];
-        for (uid_t uid = 1; uid <= 4; uid++) {
-                Holder h = { .path = path, .imports = uid < 4 ? 2 : 0, .refused = uid == 4, .ready = ready[1] };
+        pid_t users[6];
+        for (uid_t uid = 1; uid <= 6; uid++) {
+                Holder h = { .path = path, .imports = uid == 1 ? 2 : uid < 6 ? 1 : 0, .refused = uid == 6,
+                             .ready = ready[1] };
                 users[uid - 1] = tests_as_uid_start(uid, hold_transfers, &h);
                 char c;
                 g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
@@ -281,7 +283,7 @@ static void test_root_not_locked_out(void) {
         bus_client_wait(bus, &mine, 60000, "root's import");
         if (mine.id == 0)
                 g_error("root's import: %s", mine.error.message);
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 6; i++)
                 g_assert_cmpint(tests_wait_status(users[i]), ==, 0);
         close(ready[0]);
         close(ready[1]);
