@@ -250,7 +250,7 @@ static int read_others(sd_bus_message *m, WhoCan *w) {
         return r;
 }
 
-/* The chains the daemon could not decide (a program not available); a daemon before them sends
+/* The chains the daemon could not decide; a daemon before them sends
  * none. */
 static int read_undecided(sd_bus_message *m, WhoCan *w) {
         _cleanup_free_ WhoCanChain *chains = NULL;
@@ -281,6 +281,27 @@ static int read_undecided(sd_bus_message *m, WhoCan *w) {
         return r;
 }
 
+/* Why each undecided chain was not: a daemon before this field said nothing, and then it could
+ * only have been a program not available. */
+static int read_undecided_why(sd_bus_message *m, WhoCan *w) {
+        for (size_t i = 0; i < w->n_undecided; i++)
+                w->undecided[i].why = WHO_CAN_PROGRAM_MISSING;
+        if (sd_bus_message_at_end(m, false) > 0)
+                return 0;
+        int r = sd_bus_message_enter_container(m, 'a', "s");
+        for (size_t i = 0; r >= 0 && sd_bus_message_at_end(m, false) == 0; i++) {
+                const char *why;
+                r = sd_bus_message_read(m, "s", &why);
+                if (r < 0)
+                        break;
+                WhoCanUndecided u = who_can_undecided_from_string(why);
+                if (i >= w->n_undecided || u <= WHO_CAN_DECIDED)
+                        return -EBADMSG;
+                w->undecided[i].why = u;
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
 static int read_who_can(sd_bus_message *m, WhoCan *w) {
         const char *arch;
         int32_t nr;
@@ -294,6 +315,8 @@ static int read_who_can(sd_bus_message *m, WhoCan *w) {
                 r = read_others(m, w);
         if (r >= 0)
                 r = read_undecided(m, w);
+        if (r >= 0)
+                r = read_undecided_why(m, w);
         if (r < 0)
                 return r;
         w->n_tasks = tasks;

@@ -96,18 +96,30 @@ static size_t undecided_tasks(const WhoCan *w) {
         return n;
 }
 
-/* Chains the daemon could not decide: their tasks are named, never left out. */
-static void print_undecided(const WhoCan *w, bool legend) {
-        size_t n = undecided_tasks(w);
-        if (w->n_undecided == 0)
+/* Chains not decided for one reason: their tasks are named, never left out. */
+static void print_undecided_why(const WhoCan *w, WhoCanUndecided why, bool legend) {
+        size_t n_chains = 0, n = 0;
+        for (size_t i = 0; i < w->n_undecided; i++)
+                if (w->undecided[i].why == why) {
+                        n_chains++;
+                        n += w->undecided[i].n_tasks;
+                }
+        if (n_chains == 0)
                 return;
-        printf("\nnot decided (program not available): %zu task%s under %zu chain%s\n", n, n == 1 ? "" : "s",
-               w->n_undecided, w->n_undecided == 1 ? "" : "s");
+        printf("\nnot decided (%s): %zu task%s under %zu chain%s\n", who_can_undecided_to_string(why), n,
+               n == 1 ? "" : "s", n_chains, n_chains == 1 ? "" : "s");
         for (size_t i = 0; i < w->n_undecided; i++) {
                 const WhoCanChain *ch = &w->undecided[i];
+                if (ch->why != why)
+                        continue;
                 printf("filter %" PRIu64 " (chain of %zu):\n", ch->head, ch->depth);
                 print_tasks(ch->tasks, ch->n_tasks, legend);
         }
+}
+
+static void print_undecided(const WhoCan *w, bool legend) {
+        for (WhoCanUndecided why = WHO_CAN_PROGRAM_MISSING; why < _WHO_CAN_UNDECIDED_MAX; why++)
+                print_undecided_why(w, why, legend);
 }
 
 static void print_header(const WhoCanRequest *req, const WhoCan *w) {
@@ -125,7 +137,7 @@ static void print_header(const WhoCanRequest *req, const WhoCan *w) {
                        req->looked_for, w->n_chains, w->n_chains == 1 ? "" : "s");
         printf("; %zu distinct chain%s decided", w->n_decisions, w->n_decisions == 1 ? "" : "s");
         if (w->n_undecided > 0)
-                printf("; %zu task%s not decided (program not available)", undecided_tasks(w),
+                printf("; %zu task%s not decided", undecided_tasks(w),
                        undecided_tasks(w) == 1 ? "" : "s");
         printf(".\n");
 }
@@ -190,7 +202,7 @@ static json_t *undecided_json(const WhoCan *w) {
                 const WhoCanChain *ch = &w->undecided[i];
                 if (json_array_append_new(a, json_pack("{s:o, s:I, s:s, s:o}", "filter", json_id_or_null(ch->head),
                                                        "depth", (json_int_t) ch->depth, "reason",
-                                                       "program not available", "tasks",
+                                                       who_can_undecided_to_string(ch->why), "tasks",
                                                        tasks_json(ch->tasks, ch->n_tasks))) < 0) {
                         json_decref(a);
                         return NULL;

@@ -655,7 +655,7 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_RESULT("s", architecture, "i", nr, "u", tasks, "u", decided,
                                               "a" WHO_CAN_CHAIN_TYPE, chains, "u", unfiltered,
                                               "a" WHO_CAN_OTHER_TYPE, others,
-                                              "a" WHO_CAN_UNDECIDED_TYPE, undecided),
+                                              "a" WHO_CAN_UNDECIDED_TYPE, undecided, "as", undecided_why),
                                 method_who_can, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilterAttached",
                                 SD_BUS_ARGS("t", id, "t", parent, "u", tid, "u", pid, "s", comm), 0),

@@ -577,7 +577,16 @@ static int append_tasks(sd_bus_message *reply, const WhoCanTask *tasks, size_t n
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-/* The chains not decided (a program not at hand), with their tasks. */
+/* Why each chain of the undecided field was not decided, in its order: a field of its own after
+ * it, so that the reply's earlier fields keep their types. */
+static int append_undecided_why(sd_bus_message *reply, const WhoCan *w) {
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < w->n_undecided; i++)
+                r = sd_bus_message_append(reply, "s", who_can_undecided_to_string(w->undecided[i].why));
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* The chains not decided, with their tasks. */
 static int append_undecided(sd_bus_message *reply, const WhoCan *w) {
         int r = sd_bus_message_open_container(reply, 'a', WHO_CAN_UNDECIDED_TYPE);
         for (size_t i = 0; r >= 0 && i < w->n_undecided; i++) {
@@ -621,7 +630,9 @@ static int append_who_can(sd_bus_message *reply, const WhoCanQuery *q, const Who
                                           (uint32_t) w->others[i].n_tasks, (uint32_t) w->others[i].n_chains);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : append_undecided(reply, w);
+        if (r >= 0)
+                r = append_undecided(reply, w);
+        return r < 0 ? r : append_undecided_why(reply, w);
 }
 
 int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

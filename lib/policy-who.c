@@ -199,44 +199,59 @@ static bool group_complete(const Group *x) {
         return true;
 }
 
+static const char *const who_can_undecided_table[_WHO_CAN_UNDECIDED_MAX] = {
+        [WHO_CAN_DECIDED] = "decided",
+        [WHO_CAN_PROGRAM_MISSING] = "program not available",
+        [WHO_CAN_OVER_BUDGET] = "over the analysis budget",
+        [WHO_CAN_OUT_OF_TIME] = "out of time",
+};
+DEFINE_STRING_TABLE_LOOKUP(who_can_undecided, WhoCanUndecided, _WHO_CAN_UNDECIDED_MAX);
+
 /* A chain over the analysis's budget (-E2BIG: too many paths or steps), or stopped (-ECANCELED)
  * where stop leaves chains undecided, is not decided, like one whose program is not at hand:
  * whoever installed it, it fails no one's question, only its own tasks are not decided (and once
- * stop says to stop, every chain left is, quickly). over_budget[i]: group i (and so every group of
- * the same bytes) was found to be. */
+ * stop says to stop, every chain left is, quickly): *ret_why says which. */
 static int decide_group(WhoCan *w, const Group *x, const PolicyQuery *pq, const PolicyStop *stop,
-                        PolicyDecision **ret) {
+                        PolicyDecision **ret, WhoCanUndecided *ret_why) {
         int r = policy_decide_stoppable(&w->arena, x->programs, x->depth, pq, stop, ret);
+        *ret_why = WHO_CAN_DECIDED;
         if (r == -E2BIG || (r == -ECANCELED && stop && stop->leave_undecided)) {
                 *ret = NULL;
+                *ret_why = r == -E2BIG ? WHO_CAN_OVER_BUDGET : WHO_CAN_OUT_OF_TIME;
                 return 0;
         }
         return r;
 }
 
+/* Was a chain of these bytes already found to be undecidable, whatever programs it had? */
+static bool undecidable(WhoCanUndecided why) {
+        return why == WHO_CAN_OVER_BUDGET || why == WHO_CAN_OUT_OF_TIME;
+}
+
+/* decisions[i]: group i's, or NULL with why[i] saying why not (and so for every group of the
+ * same bytes: same_as is always an earlier group). */
 static int decide_groups(WhoCan *w, const WhoCanPlan *plan, const PolicyQuery *pq, const PolicyStop *stop,
-                         const PolicyDecision **decisions) {
-        bool *over_budget = arena_alloc(&w->arena, (plan->n + 1) * sizeof(bool));
-        if (!over_budget)
-                return -ENOMEM;
+                         const PolicyDecision **decisions, WhoCanUndecided *why) {
         for (size_t i = 0; i < plan->n; i++) {
                 const Group *x = &plan->groups[i];
                 if (!x->head)
                         continue;
-                if (x->same_as != SIZE_MAX && (decisions[x->same_as] || over_budget[x->same_as])) {
+                if (x->same_as != SIZE_MAX && (decisions[x->same_as] || undecidable(why[x->same_as]))) {
                         decisions[i] = decisions[x->same_as];
+                        why[i] = why[x->same_as];
                         continue;
                 }
-                if (!group_complete(x))
-                        continue; /* not decided: its decision stays NULL */
+                if (!group_complete(x)) {
+                        why[i] = WHO_CAN_PROGRAM_MISSING; /* its decision stays NULL */
+                        continue;
+                }
                 PolicyDecision *d;
-                int r = decide_group(w, x, pq, stop, &d);
+                int r = decide_group(w, x, pq, stop, &d, &why[i]);
                 if (r < 0)
                         return r;
                 if (!d) {
-                        over_budget[i] = true;
                         if (x->same_as != SIZE_MAX)
-                                over_budget[x->same_as] = true;
+                                why[x->same_as] = why[i];
                         continue;
                 }
                 decisions[i] = d;
@@ -300,9 +315,9 @@ static WhoCanTask *tasks_copy(Arena *arena, const WhoCanTask *tasks, size_t n) {
         return c;
 }
 
-/* A group whose chain could not be decided (a program not at hand): named, never left out. */
-static int group_undecided(WhoCan *w, const Group *x) {
-        WhoCanChain c = { .head = x->head, .depth = x->depth, .n_tasks = x->n_tasks };
+/* A group whose chain could not be decided (why): named, never left out. */
+static int group_undecided(WhoCan *w, const Group *x, WhoCanUndecided why) {
+        WhoCanChain c = { .head = x->head, .depth = x->depth, .n_tasks = x->n_tasks, .why = why };
         c.tasks = tasks_copy(&w->arena, x->tasks, x->n_tasks);
         if (!c.tasks)
                 return -ENOMEM;
@@ -312,12 +327,12 @@ static int group_undecided(WhoCan *w, const Group *x) {
 
 /* One group: a chain that can (with the cases that give it), an "other", or not decided. */
 static int group_answer(WhoCan *w, const WhoCanQuery *q, const PolicyArch *a, const Group *x,
-                        const PolicyDecision *decision) {
+                        const PolicyDecision *decision, WhoCanUndecided why) {
         WhoCanChain c = { .head = x->head, .depth = x->depth, .decision = decision };
         uint32_t strict = 0, v;
 
         if (x->head && !decision)
-                return group_undecided(w, x);
+                return group_undecided(w, x, why);
         if (!x->head) {
                 strict = policy_arch_strict_verdict(a, q->nr);
                 if (!who_can_query_matches(q, strict))
@@ -359,13 +374,14 @@ int who_can_plan_decide(WhoCanPlan *plan, const WhoCanQuery *q, const PolicyStop
         const PolicyDecision **decisions = arena_alloc(&w->arena, (plan->n + 1) * sizeof(PolicyDecision *));
         w->chains = arena_alloc(&w->arena, (plan->n + 1) * sizeof(WhoCanChain));
         w->undecided = arena_alloc(&w->arena, (plan->n + 1) * sizeof(WhoCanChain));
-        if (!decisions || !w->chains || !w->undecided)
+        WhoCanUndecided *why = arena_alloc(&w->arena, (plan->n + 1) * sizeof(WhoCanUndecided));
+        if (!decisions || !w->chains || !w->undecided || !why)
                 return -ENOMEM;
-        int r = decide_groups(w, plan, &pq, stop, decisions);
+        int r = decide_groups(w, plan, &pq, stop, decisions, why);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < plan->n; i++)
-                if ((r = group_answer(w, q, a, &plan->groups[i], decisions[i])) < 0)
+                if ((r = group_answer(w, q, a, &plan->groups[i], decisions[i], why[i])) < 0)
                         return r;
         qsort_safe(w->chains, w->n_chains, sizeof(WhoCanChain), cmp_chains);
         qsort_safe(w->undecided, w->n_undecided, sizeof(WhoCanChain), cmp_chains);

@@ -24,6 +24,19 @@ typedef struct WhoCanTask {
         const char *comm;
 } WhoCanTask;
 
+/* Why a chain was not decided. */
+typedef enum WhoCanUndecided {
+        WHO_CAN_DECIDED,         /* it was */
+        WHO_CAN_PROGRAM_MISSING, /* a program of it was not at hand */
+        WHO_CAN_OVER_BUDGET,     /* too many paths or steps for the analysis */
+        WHO_CAN_OUT_OF_TIME,     /* the call's time ran out before it was decided */
+        _WHO_CAN_UNDECIDED_MAX,
+        _WHO_CAN_UNDECIDED_INVALID = -EINVAL,
+} WhoCanUndecided;
+
+const char *who_can_undecided_to_string(WhoCanUndecided u);
+WhoCanUndecided who_can_undecided_from_string(const char *s);
+
 /* The tasks of one chain that can: the cases of its decision that give the action. */
 typedef struct WhoCanChain {
         uint64_t head; /* the head filter's id; 0: strict mode (read, write, exit, rt_sigreturn only) */
@@ -35,6 +48,7 @@ typedef struct WhoCanChain {
         bool always; /* for every value of the free arguments */
         WhoCanTask *tasks;
         size_t n_tasks;
+        WhoCanUndecided why; /* of a chain in WhoCan.undecided */
 } WhoCanChain;
 
 /* Tasks whose chain never gives it, by what it gives instead (ret; or conditional). */
@@ -75,7 +89,8 @@ typedef struct WhoCan {
         size_t n_others;
         WhoCanChain *undecided; /* chains a program of which was not at hand, over the analysis's
                                  * budget (too many paths), or left when stop said to stop:
-                                 * not decided, by head filter id (head, depth and tasks only) */
+                                 * not decided, by head filter id (head, depth, tasks and why
+                                 * only) */
         size_t n_undecided;
         size_t n_tasks;      /* tasks looked at */
         size_t n_decisions;  /* chains decided (byte-identical chains once) */
