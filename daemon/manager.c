@@ -68,6 +68,9 @@ Manager *manager_free(Manager *m) {
 /* ---- pacing full passes (pacing.c decides when) ---- */
 
 static void manager_resync(Manager *m, const char *reason) {
+        m->stats.resyncs++;
+        if (streq_ptr(reason, "inconsistent"))
+                m->stats.inconsistent++;
         pacing_request(m->pacing, reason);
 }
 

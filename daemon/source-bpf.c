@@ -103,28 +103,6 @@ static LiveTask task_from_watch(const BpfSource *b, const WatchTask *w) {
         return t;
 }
 
-/* TSYNC reached every thread of the installer's process: which, and since when. */
-static int tsync_threads(const WatchEvent *e, LiveThread **ret, size_t *ret_n) {
-        _cleanup_free_ pid_t *tids = NULL;
-        size_t n = 0, k = 0;
-        if (proc_list_threads(e->task.tgid, &tids, &n) < 0) {
-                *ret = NULL;
-                *ret_n = 0;
-                return 0; /* the process is gone: its exit events follow */
-        }
-        LiveThread *t = calloc(n + 1, sizeof(LiveThread));
-        if (!t)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                t[k] = (LiveThread) { .tid = tids[i], .start_time = e->task.start_time };
-                if (tids[i] == e->task.tid || proc_read_start_time(tids[i], &t[k].start_time) >= 0)
-                        k++;
-        }
-        *ret = t;
-        *ret_n = k;
-        return 0;
-}
-
 /* A filter installed without TSYNC on a process the live forest did not have: its other threads
  * (in disabled mode; one that installs a filter of its own sends its own event) escaped it. They
  * go into the batch after the filter, as /proc has them now. */
@@ -168,7 +146,6 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
         BpfSource *b = userdata;
         LiveEvent e = { .task = task_from_watch(b, &w->task) };
         _cleanup_free_ char *exe = NULL;
-        _cleanup_free_ LiveThread *tsync = NULL;
         bool known = forest_find_process(live_now(b), w->task.tgid);
         int r;
 
@@ -178,6 +155,9 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                 e.type = LIVE_EVENT_TASK;
                 if (!known && w->task.mode != TASK_MODE_DISABLED)
                         (void) proc_read_exe(w->task.tgid, &exe);
+                break;
+        case WATCH_TASK_TSYNC: /* its process's executable comes with the filter's event */
+                e.type = LIVE_EVENT_TASK;
                 break;
         case WATCH_TASK_EXEC:
                 e.type = LIVE_EVENT_EXEC;
@@ -194,9 +174,7 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                         .wait_killable_recv = w->filter.wait_killable_recv, .has_listener = w->filter.has_listener,
                         .identity = IDENTITY_EXACT,
                 };
-                if (w->filter.tsync && (r = tsync_threads(w, &tsync, &e.filter.n_tsync)) < 0)
-                        return b->batch_error = r;
-                e.filter.tsync = tsync;
+                /* With TSYNC, the threads it reached follow as WATCH_TASK_TSYNC events. */
                 if (!known)
                         installer_read_exe(&w->task, &exe);
                 break;

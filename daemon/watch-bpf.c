@@ -136,6 +136,7 @@ static int watch_filter_from_rec(WatchFilter *f, const struct watch_rec_filter *
                 .wait_killable_recv = r->wait_killable_recv,
                 .has_listener = r->has_listener,
                 .tsync = r->install_flags & WATCH_INSTALL_TSYNC,
+                .listener_fd = r->has_listener ? r->listener_fd : -1,
         };
         return 0;
 }
@@ -156,6 +157,9 @@ static int watch_type_from_rec(uint32_t type, WatchEventType *ret) {
                 return 0;
         case WATCH_REC_TASK_MODE:
                 *ret = WATCH_TASK_MODE;
+                return 0;
+        case WATCH_REC_TASK_TSYNC:
+                *ret = WATCH_TASK_TSYNC;
                 return 0;
         default:
                 return -EBADMSG;
@@ -311,19 +315,64 @@ uint64_t bpf_watch_install_misses(const BpfWatch *w) {
         return w->skel ? prog_misses(w->skel->progs.seccomp_exit) : 0;
 }
 
-uint64_t bpf_watch_lost(BpfWatch *w) {
+void bpf_watch_losses(BpfWatch *w, WatchLosses *ret) {
         struct watch_bpf *skel = w->skel;
 
+        *ret = (WatchLosses) {};
         if (!skel)
-                return 0;
+                return;
         const struct bpf_program *progs[] = {
                 skel->progs.seccomp_enter, skel->progs.seccomp_exit, skel->progs.prctl_enter,
                 skel->progs.prctl_exit,    skel->progs.watch_fork,   skel->progs.watch_exec,
                 skel->progs.watch_exit,
         };
-        uint64_t n = skel->bss->watch_lost + skel->data_ids->ids_stats.marks_lost;
-
+        const volatile __u64 *lost = skel->bss->watch_lost;
+        ret->ring_full = lost[WATCH_LOSS_RING_FULL];
+        ret->no_id = lost[WATCH_LOSS_NO_ID];
+        ret->task_gone = lost[WATCH_LOSS_TASK_GONE];
+        ret->marks_lost = skel->data_ids->ids_stats.marks_lost;
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
-                n += prog_misses(progs[i]);
-        return n;
+                ret->skipped_runs += prog_misses(progs[i]);
+}
+
+uint64_t bpf_watch_lost(BpfWatch *w) {
+        WatchLosses l;
+        bpf_watch_losses(w, &l);
+        return watch_losses_total(&l);
+}
+
+uint64_t watch_losses_total(const WatchLosses *l) {
+        return l->ring_full + l->no_id + l->task_gone + l->skipped_runs + l->marks_lost;
+}
+
+char *watch_losses_describe(const WatchLosses *before, const WatchLosses *now) {
+        const struct {
+                const char *what;
+                uint64_t was, is;
+        } causes[] = {
+                { "ring buffer full", before->ring_full, now->ring_full },
+                { "filter id not found (id map full)", before->no_id, now->no_id },
+                { "task not found", before->task_gone, now->task_gone },
+                { "tracepoint runs skipped by the kernel", before->skipped_runs, now->skipped_runs },
+                { "process marks lost", before->marks_lost, now->marks_lost },
+        };
+        char *out = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&out, &size);
+        bool first = true;
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(causes); i++)
+                if (causes[i].is != causes[i].was) {
+                        fprintf(f, "%s%s: %" PRIu64, first ? "" : ", ", causes[i].what, causes[i].is - causes[i].was);
+                        first = false;
+                }
+        if (first)
+                fputs("unknown cause", f);
+        if (fclose(f) != 0) {
+                free(out);
+                return NULL;
+        }
+        return out;
 }

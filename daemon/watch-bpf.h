@@ -51,3 +51,4 @@ int bpf_watch_dispatch(BpfWatch *w);
 void bpf_watch_set_dispatch_limits(BpfWatch *w, unsigned max_events, unsigned max_usec);
 bool bpf_watch_pending(BpfWatch *w);
 uint64_t bpf_watch_lost(BpfWatch *w);
+void bpf_watch_losses(BpfWatch *w, WatchLosses *ret);

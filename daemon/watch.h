@@ -15,6 +15,7 @@ typedef enum WatchEventType {
         WATCH_TASK_EXIT,       /* a thread exited */
         WATCH_FILTER_ATTACHED, /* seccomp(2)/prctl(2) installed a filter */
         WATCH_TASK_MODE,       /* a thread's seccomp mode changed: see below */
+        WATCH_TASK_TSYNC,      /* after a TSYNC FILTER_ATTACHED: a thread it reached (see below) */
         _WATCH_EVENT_MAX,
 } WatchEventType;
 
@@ -39,7 +40,14 @@ typedef struct WatchFilter {
         size_t len;
         bool log, wait_killable_recv, has_listener;
         bool tsync; /* installed with SECCOMP_FILTER_FLAG_TSYNC: every thread of task.tgid now has it */
+        int listener_fd; /* NEW_LISTENER: the listener's fd in the installer's process; -1 for none */
 } WatchFilter;
+
+/* WATCH_TASK_TSYNC: a FILTER_ATTACHED with tsync is followed by one of these for each other thread
+ * of the installer's process that TSYNC gave the filter and still had it as its head when the
+ * installer's call returned (task.filter_id is the filter's id, task.mode filter): the threads as
+ * the kernel had them at the event, not as /proc has them when the event is handled. A thread
+ * that was exiting then is left out. */
 
 /* WATCH_TASK_MODE: prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) or seccomp(SECCOMP_SET_MODE_STRICT)
  * returned 0 and took the calling thread from disabled to strict mode. task is that thread's state
@@ -79,7 +87,20 @@ int bpf_scanner_watch_dispatch(BpfScanner *s);
 void bpf_scanner_watch_set_dispatch_limits(BpfScanner *s, unsigned max_events, unsigned max_usec);
 /* Whether events are waiting in the ring buffer (sent, or being sent, and not consumed yet). */
 bool bpf_scanner_watch_pending(BpfScanner *s);
-/* Events the kernel side could not send since the scanner was created (ring buffer full). When
- * this grows, the stored state may be wrong: resynchronise with a full pass. */
+/* Events the kernel side could not send since the scanner was created (all causes below summed).
+ * When this grows, the stored state may be wrong: resynchronise with a full pass. */
 uint64_t bpf_scanner_watch_lost(BpfScanner *s);
+
+/* The same by cause, for the log. */
+typedef struct WatchLosses {
+        uint64_t ring_full;     /* the event ring buffer had no room */
+        uint64_t no_id;         /* a filter had no id (the id map was full) */
+        uint64_t task_gone;     /* a task could not be looked up (a new one at its fork, a TSYNC leader) */
+        uint64_t skipped_runs;  /* the kernel skipped a tracepoint program (another ran on that CPU) */
+        uint64_t marks_lost;    /* a process could not be marked as a seccomp one */
+} WatchLosses;
+void bpf_scanner_watch_losses(BpfScanner *s, WatchLosses *ret);
+uint64_t watch_losses_total(const WatchLosses *l);
+/* "ring buffer full: 3, filter id not found: 1" for the causes where now differs from before. */
+char *watch_losses_describe(const WatchLosses *before, const WatchLosses *now);
 

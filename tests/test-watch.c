@@ -108,6 +108,7 @@ static const char *type_name(WatchEventType t) {
                 [WATCH_TASK_EXIT] = "TASK_EXIT",
                 [WATCH_FILTER_ATTACHED] = "FILTER_ATTACHED",
                 [WATCH_TASK_MODE] = "TASK_MODE",
+                [WATCH_TASK_TSYNC] = "TASK_TSYNC",
         };
         return names[t];
 }
@@ -278,6 +279,17 @@ static void test_tsync(void) {
         g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
         g_assert_cmpint(scenario_install(s, t2, x.c, x.nc, 0), >=, 0); /* t2 alone */
         assert_filter_events(w, s, &ids);
+        /* The threads TSYNC reached, from the kernel, each with the filter and its state then. */
+        const WatchEvent *e = wait_event(w, WATCH_TASK_TSYNC, tid_of(s, a));
+        g_assert_cmpint(e->task.tgid, ==, tid_of(s, a));
+        g_assert_cmpuint(e->task.filter_id, ==, ids.id[1]);
+        g_assert_cmpint(e->task.mode, ==, TASK_MODE_FILTER);
+        uint64_t start;
+        g_assert_cmpint(proc_read_start_time(tid_of(s, t2), &start), ==, 0);
+        e = wait_event(w, WATCH_TASK_TSYNC, tid_of(s, t2));
+        g_assert_cmpuint(e->task.filter_id, ==, ids.id[1]);
+        g_assert_cmpuint(e->task.start_time, ==, start);
+        assert_no_event(w, WATCH_TASK_TSYNC, tid_of(s, t1)); /* the installer's own event says it */
 
         Forest *f = scan_subtree(w->scanner, s);
         assert_scan_agrees(f, s, &ids);

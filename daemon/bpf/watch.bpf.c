@@ -17,11 +17,21 @@ char LICENSE[] SEC("license") = "GPL";
 extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
 
+/* The open-coded task iterator (kernel/bpf/task_iter.c), over the threads of one process. */
+struct bpf_iter_task {
+        __u64 __opaque[3];
+} __attribute__((aligned(8)));
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
+#define BPF_TASK_ITER_PROC_THREADS 2
+#define PF_EXITING 0x00000004
+
 /* Set by user space: bpf_scanner_watch_start() turns the events on (the install tracepoints run
  * from bpf_scanner_new() on, to name filters). */
 bool watch_enabled;
-/* Events that could not be sent (ring buffer full, an id not stored); read by user space. */
-__u64 watch_lost;
+/* Events that could not be sent, by cause (enum watch_loss); read by user space. */
+__u64 watch_lost[_WATCH_LOSS_MAX];
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -63,8 +73,9 @@ struct {
         __type(value, struct watch_filter_buf);
 } watch_scratch SEC(".maps");
 
-static __always_inline void watch_lose(void) {
-        __sync_fetch_and_add(&watch_lost, 1);
+static __always_inline void watch_lose(enum watch_loss why) {
+        if (why < _WATCH_LOSS_MAX)
+                __sync_fetch_and_add(&watch_lost[why], 1);
 }
 
 /* Whose fork, exec and exit are events: exactly the tasks a whole-machine pass reports — tasks
@@ -116,12 +127,12 @@ static __always_inline void task_event_send(struct watch_rec *r, __u32 type, str
         if (head) {
                 r->task.filter_id = filter_id_get(head);
                 if (!r->task.filter_id) {
-                        watch_lose();
+                        watch_lose(WATCH_LOSS_NO_ID);
                         return;
                 }
         }
         if (bpf_ringbuf_output(&events, r, sizeof(*r), 0) < 0)
-                watch_lose();
+                watch_lose(WATCH_LOSS_RING_FULL);
 }
 
 /* The parent's context, after the child was made and before it first runs. The child's state is
@@ -141,7 +152,7 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
 
         child = bpf_task_from_pid(ctx->child_pid);
         if (!child) {
-                watch_lose();
+                watch_lose(WATCH_LOSS_TASK_GONE);
                 return 0;
         }
         reported = task_reported(task_plain(child));
@@ -222,7 +233,7 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
                 parent_id = filter_id_get(prev);
         r = bpf_map_lookup_elem(&watch_scratch, &cpu);
         if (!id || (prev && !parent_id) || !r) {
-                watch_lose();
+                watch_lose(WATCH_LOSS_NO_ID);
                 return;
         }
 
@@ -242,6 +253,10 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
         r->log = head->log;
         r->wait_killable_recv = head->wait_killable_recv;
         r->has_listener = head->notif != NULL;
+        r->listener_fd = -1;
+        if ((seccomp_flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) && !prctl && ret >= 0 && r->has_listener)
+                r->listener_fd = (__s32) ret;
+        r->_pad2 = 0;
 
         orig = head->prog->orig_prog;
         len = orig ? orig->len : 0;
@@ -254,7 +269,43 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
         r->has_insns = len > 0;
 
         if (bpf_ringbuf_output(&events, r, sizeof(*r) + len * sizeof(struct sock_filter), 0) < 0)
-                watch_lose();
+                watch_lose(WATCH_LOSS_RING_FULL);
+}
+
+/* TSYNC pointed every thread of t's process at head (id), under the process's lock, before the
+ * call returned: each thread that still has it as its head now says so in a record of its own,
+ * after the filter's. This is what TSYNC reached, read from the kernel at the event: user space
+ * would read /proc only when it handles the event, when the process may have changed or be gone.
+ * A thread that is exiting is left out (its exit is an event, or was one); a thread whose head is
+ * another by now installed a filter of its own on top (its own record says so) or exec'd. */
+static __noinline void watch_tsync_threads(struct task_struct *cur, struct seccomp_filter *head, __u64 id) {
+        struct task_struct *leader = bpf_task_from_pid(task_plain(cur)->tgid);
+        struct bpf_iter_task it;
+        struct task_struct *th;
+
+        if (!leader) {
+                watch_lose(WATCH_LOSS_TASK_GONE);
+                return;
+        }
+        /* From the leader: the iterator goes down the thread list from where it starts. */
+        bpf_iter_task_new(&it, leader, BPF_TASK_ITER_PROC_THREADS);
+        while ((th = bpf_iter_task_next(&it))) {
+                struct task_struct *t = task_plain(th);
+                struct watch_rec r = {};
+
+                if (th == cur || (t->flags & PF_EXITING) || t->seccomp.filter != head)
+                        continue;
+                task_fill(&r.task, t);
+                if (!r.task.tid)
+                        continue; /* outside the daemon's pid namespace */
+                r.type = WATCH_REC_TASK_TSYNC;
+                r.ktime_ns = bpf_ktime_get_ns();
+                r.task.filter_id = id;
+                if (bpf_ringbuf_output(&events, &r, sizeof(r), 0) < 0)
+                        watch_lose(WATCH_LOSS_RING_FULL);
+        }
+        bpf_iter_task_destroy(&it);
+        bpf_task_release(leader);
 }
 
 /* New filters and strict mode: remember the head and mode at entry; at exit name a changed head
@@ -334,6 +385,9 @@ static __always_inline int install_exit(long ret) {
         id = install_name(head, saved.ids_before);
         seccomp_proc_mark(t);
         watch_filter_attached(t, head, id, saved.seccomp_flags, saved.prctl, ret);
+        if (watch_enabled && id && !saved.prctl && (saved.seccomp_flags & SECCOMP_FILTER_FLAG_TSYNC) && ret >= 0 &&
+            t->signal->nr_threads > 1)
+                watch_tsync_threads(bpf_get_current_task_btf(), head, id);
         return 0;
 }
 

@@ -17,6 +17,8 @@ enum watch_rec_type {
         WATCH_REC_TASK_EXIT = 3, /* a thread is exiting: its last state (head 0 on newer kernels) */
         WATCH_REC_FILTER = 4,    /* a filter was attached: struct watch_rec_filter */
         WATCH_REC_TASK_MODE = 5, /* the thread went from disabled to strict mode: its new state */
+        WATCH_REC_TASK_TSYNC = 6, /* after a FILTER record with TSYNC: one thread it reached, its state
+                                   * at the installer's return (task.filter_id is the new filter) */
 };
 
 /* watch_rec_task.flags */
@@ -57,6 +59,14 @@ enum {
         WATCH_INSTALL_TSYNC = 1U << 1, /* TSYNC requested and done: every thread of task.tgid has it */
 };
 
+/* Why an event could not be sent, counted apart (watch_lost[] in the watch unit): the log names it. */
+enum watch_loss {
+        WATCH_LOSS_RING_FULL = 0, /* the event ring buffer had no room */
+        WATCH_LOSS_NO_ID = 1,     /* a filter (or its parent) had no id: the id map was full */
+        WATCH_LOSS_TASK_GONE = 2, /* a task could not be looked up (at its fork; a TSYNC leader) */
+        _WATCH_LOSS_MAX,
+};
+
 /* WATCH_REC_FILTER: task is the installer, after the install; followed by len instructions. */
 struct watch_rec_filter {
         struct watch_rec hdr;
@@ -69,5 +79,7 @@ struct watch_rec_filter {
         __u8 wait_killable_recv;
         __u8 has_listener;
         __u8 has_insns; /* 0 if the kernel kept no orig_prog */
+        __s32 listener_fd; /* NEW_LISTENER: the fd seccomp(2) returned in the installer's process; else -1 */
+        __u32 _pad2;
         struct sock_filter insns[];
 };
