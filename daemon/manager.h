@@ -61,6 +61,8 @@ typedef struct Manager {
         uint64_t last_scan_usec; /* CLOCK_REALTIME of the last stored full pass */
 
         ManagerListener listener;
+        /* warnings of the event path, each logged at most once per PACING_WARN_INTERVAL_USEC */
+        WarnLimit warn_skipped, warn_apply, warn_store;
 
         /* the bus: manager-dbus.c */
         sd_bus *bus;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "infer.h"
+#include "pacing.h"
 #include "procinfo.h"
 #include "source-backend.h"
 #include "watch.h"
@@ -28,7 +29,8 @@ typedef struct BpfSource {
         BpfScanner *scanner;
         sd_event_source *io, *lost_timer, *store_timer;
         uint64_t lost_seen;  /* bpf_scanner_watch_lost() as of the scan of the last stored pass */
-        bool lost_logged;    /* the resync asked for the current losses was logged */
+        WatchLosses losses_logged; /* the losses as of the last time the log said so */
+        WarnLimit warn_lost; /* that warning, at most once per PACING_WARN_INTERVAL_USEC */
         Hashmap public_ids;  /* kernel id -> the stored id it keeps */
         bool ids_kept;       /* the stored ids were matched (first pass) */
         LiveBatch batch;     /* the events of one dispatch */
@@ -208,12 +210,24 @@ static int drop_stale_installer_exes(LiveBatch *batch) {
 
 /* ---- losses ---- */
 
+/* Say why events were lost since the log last said so: the ring buffer was full, a filter had no
+ * id, ... (at most once per interval: the counts add up meanwhile). */
+static void log_lost(BpfSource *b) {
+        WatchLosses now;
+        unsigned more;
+        bpf_scanner_watch_losses(b->scanner, &now);
+        if (watch_losses_total(&now) == watch_losses_total(&b->losses_logged) ||
+            !warn_limit_pass(&b->warn_lost, now_usec(CLOCK_MONOTONIC), &more))
+                return;
+        _cleanup_free_ char *why = watch_losses_describe(&b->losses_logged, &now);
+        log_info("Events were lost (%s), resynchronising.", why ?: "?");
+        b->losses_logged = now;
+}
+
 static void check_lost(BpfSource *b) {
         if (bpf_scanner_watch_lost(b->scanner) == b->lost_seen)
                 return;
-        if (!b->lost_logged)
-                log_info("Events were lost (ring buffer full), resynchronising.");
-        b->lost_logged = true;
+        log_lost(b);
         b->source.sink.resync(b->source.sink.userdata, "lost-events");
 }
 
@@ -336,7 +350,6 @@ static int pass_hand_on(BpfSource *b, Forest *f, const char *reason, uint64_t lo
         int r = b->source.sink.replace(b->source.sink.userdata, f, reason);
         if (r >= 0) {
                 b->lost_seen = lost; /* what was lost before the scan is in it */
-                b->lost_logged = false;
                 /* The scanner keeps no program the live forest does not (its uid is over budget). */
                 int k = bpf_scanner_drop_programs(b->scanner, live_dropped, b);
                 if (k < 0)
@@ -419,6 +432,7 @@ static int bpf_start(Source *s) {
         if (r < 0)
                 return log_error_errno(r, "Failed to create the pass timer: %m");
         b->lost_seen = bpf_scanner_watch_lost(b->scanner);
+        bpf_scanner_watch_losses(b->scanner, &b->losses_logged);
         return 0;
 }
 

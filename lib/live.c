@@ -807,6 +807,73 @@ int live_apply(Live *l, const LiveEvent *events, size_t n, LiveChanges *c) {
         return retire_unused(l, c);
 }
 
+/* ---- applying what fits ---- */
+
+static int rollback_to(Live *l, LiveChanges *c, size_t mark);
+
+/* The filters the batch's filter events bring whose parent is known by then (the forest's, or one
+ * such an event brought before): the others would fail with -ENOLINK. */
+static int batch_filters_known(const Live *l, const LiveEvent *events, size_t n, Hashmap *ret) {
+        for (size_t i = 0; i < n; i++) {
+                const LiveFilter *f = &events[i].filter;
+                if (events[i].type != LIVE_EVENT_FILTER || f->id == 0)
+                        continue;
+                if (f->parent_id && !forest_find_filter(l->forest, f->parent_id) && !hashmap_get(ret, f->parent_id))
+                        continue;
+                if (hashmap_replace(ret, f->id, (void *) 1) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The filter e names that neither the forest nor the batch brings: 0 if none. */
+static uint64_t event_unknown_filter(const Live *l, const Hashmap *brought, const LiveEvent *e) {
+        uint64_t id = 0;
+        if (e->type == LIVE_EVENT_TASK || e->type == LIVE_EVENT_EXEC)
+                id = e->task.filter_id;
+        else if (e->type == LIVE_EVENT_FILTER)
+                id = hashmap_get(brought, e->filter.id) ? 0 : e->filter.parent_id ?: e->filter.id;
+        if (id == 0 || forest_find_filter(l->forest, id) || hashmap_get(brought, id))
+                return 0;
+        return id;
+}
+
+static void skipped_note(LiveSkipped *s, const LiveEvent *e, uint64_t filter_id, int error) {
+        if (s->n++ == 0) {
+                s->tid = e->task.tid;
+                s->filter_id = filter_id;
+                s->error = error;
+        }
+        if (filter_id)
+                s->unknown_filter++;
+}
+
+int live_apply_fitting(Live *l, const LiveEvent *events, size_t n, LiveChanges *c, LiveSkipped *skipped) {
+        _cleanup_(hashmap_deinit) Hashmap brought = {};
+        int r = batch_filters_known(l, events, n, &brought);
+        *skipped = (LiveSkipped) {};
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t unknown = event_unknown_filter(l, &brought, &events[i]);
+                if (unknown) {
+                        skipped_note(skipped, &events[i], unknown, -ENOLINK);
+                        continue;
+                }
+                size_t mark = c->n;
+                r = apply_one(l, c, &events[i]);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        int k = rollback_to(l, c, mark);
+                        if (k < 0)
+                                return k;
+                        skipped_note(skipped, &events[i], 0, r);
+                }
+        }
+        return retire_unused(l, c);
+}
+
 /* ---- full passes ---- */
 
 static bool same_thread(const Task *a, const Task *b) {
@@ -976,9 +1043,10 @@ static int undo_one(Live *l, LiveChange *x) {
         return r;
 }
 
-int live_rollback(Live *l, LiveChanges *c) {
+/* Undo the changes above mark, newest first. */
+static int rollback_to(Live *l, LiveChanges *c, size_t mark) {
         int r = 0;
-        while (c->n > 0) {
+        while (c->n > mark) {
                 LiveChange *x = &c->changes[c->n - 1];
                 int k = undo_one(l, x);
                 if (k < 0 && r == 0)
@@ -986,8 +1054,13 @@ int live_rollback(Live *l, LiveChanges *c) {
                 change_release(x);
                 c->n--;
         }
-        c->replaced = false;
         l->uses_valid = false; /* counted again at the next retire */
         int k = budget_recount(&l->budget, l->forest);
         return r < 0 ? r : k;
+}
+
+int live_rollback(Live *l, LiveChanges *c) {
+        int r = rollback_to(l, c, 0);
+        c->replaced = false;
+        return r;
 }

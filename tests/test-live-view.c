@@ -3,12 +3,21 @@
  * repair instead of a storm, and a listener means one thing in events and passes. The Manager runs
  * in this process without a bus: the test drives its loop, and not running it is the daemon being
  * stopped (SIGSTOP) while the kernel goes on. */
+#include <jansson.h>
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
+#include <systemd/sd-bus.h>
 
+#include "bus-client.h"
+#include "bus-fixture.h"
+#include "churn.h"
 #include "manager.h"
 #include "source.h"
 #include "tests-util.h"
+
+#define DEST "org.sectree1"
+#define PATH "/org/sectree1"
+#define IFACE "org.sectree1.Manager"
 
 typedef struct InProc {
         char *dir;
@@ -106,8 +115,181 @@ static void test_tsync_while_stopped(void) {
         inproc_stop(&ip);
 }
 
+/* ---- the real daemon on a private bus ---- */
+
+/* What a daemon started between daemon_log_begin() and daemon_log_started() writes on its stderr:
+ * a file the test reads, copied to the test's stderr by daemon_log_end(). */
+typedef struct DaemonLog {
+        int saved_fd;
+        char *path;
+} DaemonLog;
+
+static void daemon_log_begin(DaemonLog *l) {
+        g_autoptr(GError) error = NULL;
+        int fd = g_file_open_tmp("sectree-live-view-XXXXXX.log", &l->path, &error);
+        if (fd < 0)
+                g_error("daemon log: %s", error->message);
+        l->saved_fd = dup(STDERR_FILENO);
+        g_assert_cmpint(l->saved_fd, >=, 0);
+        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
+        close(fd);
+}
+
+static void daemon_log_started(DaemonLog *l) {
+        g_assert_cmpint(dup2(l->saved_fd, STDERR_FILENO), ==, STDERR_FILENO);
+        close(l->saved_fd);
+        l->saved_fd = -1;
+}
+
+/* Lines of the log that contain what. */
+static unsigned daemon_log_count(const DaemonLog *l, const char *what) {
+        g_autofree char *text = NULL;
+        unsigned n = 0;
+        if (!g_file_get_contents(l->path, &text, NULL, NULL))
+                return 0;
+        for (const char *at = text; (at = strstr(at, what)); at += strlen(what))
+                n++;
+        return n;
+}
+
+static void daemon_log_end(DaemonLog *l) {
+        g_autofree char *text = NULL;
+        if (g_file_get_contents(l->path, &text, NULL, NULL))
+                fputs(text, stderr);
+        unlink(l->path);
+        g_free(l->path);
+}
+
+/* The daemon with its stderr in l; false (l ended) when the test cannot run here. */
+static bool daemon_start(BusFixture *b, DaemonLog *l) {
+        char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };
+        daemon_log_begin(l);
+        bool ok = bus_fixture_start_all(b, NULL, env);
+        daemon_log_started(l);
+        if (!ok)
+                daemon_log_end(l);
+        return ok;
+}
+
+/* The signals counted as they come. */
+typedef struct Signals {
+        GHashTable *attached_by_tid; /* tid -> filter id of its last FilterAttached */
+        uint64_t churn_attached;     /* FilterAttached of filters the churn installed (by its comm) */
+        unsigned resynced, resynced_lost, resynced_inconsistent;
+} Signals;
+
+static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Signals *s = userdata;
+        const char *member = sd_bus_message_get_member(m);
+        if (streq(member, "FilterAttached")) {
+                uint64_t id, parent;
+                uint32_t tid, pid;
+                const char *comm;
+                g_assert_cmpint(sd_bus_message_read(m, "ttuus", &id, &parent, &tid, &pid, &comm), >, 0);
+                g_hash_table_insert(s->attached_by_tid, GUINT_TO_POINTER(tid), g_memdup2(&id, sizeof(id)));
+                s->churn_attached += streq(comm, CHURN_COMM);
+        } else if (streq(member, "Resynced")) {
+                const char *reason;
+                g_assert_cmpint(sd_bus_message_read(m, "s", &reason), >, 0);
+                s->resynced++;
+                s->resynced_lost += streq(reason, "lost-events");
+                s->resynced_inconsistent += streq(reason, "inconsistent");
+        }
+        return 0;
+}
+
+static void signals_start(Signals *s, sd_bus *bus) {
+        *s = (Signals) { .attached_by_tid = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free) };
+        g_assert_cmpint(sd_bus_match_signal(bus, NULL, DEST, PATH, IFACE, NULL, on_signal, s), >=, 0);
+        g_assert_cmpint(sd_bus_process(bus, NULL), >=, 0);
+}
+
+static void signals_done(Signals *s) {
+        g_hash_table_destroy(s->attached_by_tid);
+}
+
+/* Take in the signals for ms milliseconds. */
+static void pump(sd_bus *bus, unsigned ms) {
+        gint64 end = g_get_monotonic_time() + (gint64) ms * 1000;
+        do {
+                int r = sd_bus_process(bus, NULL);
+                g_assert_cmpint(r, >=, 0);
+                if (r == 0)
+                        g_assert_cmpint(sd_bus_wait(bus, 10000), >=, 0);
+        } while (g_get_monotonic_time() < end);
+}
+
+/* A probe: a scenario process installs a filter of its own bytes; its tid. */
+static pid_t probe_install(Scenario *s, int i) {
+        struct sock_filter f[16];
+        size_t n = scenario_filter_errno(f, SYS_getpriority, 600 + i, (size_t) (i % 5));
+        ScenarioTask t = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(t, >=, 0);
+        g_assert_cmpint(scenario_install(s, t, f, n, 0), >=, 0);
+        return scenario_task(s, t)->tid;
+}
+
+#define PROBES 25
+
+/* Under heavy mixed churn (forks, threads, TSYNC, exec, orphans, listeners) no storm: a batch that
+ * does not fit leads to one repair, not to the failure of every batch after it; each warning comes
+ * at most once per 10 s with a count; every probe filter installed meanwhile is announced by
+ * FilterAttached. */
+static void test_no_storm(void) {
+        BusFixture b;
+        DaemonLog dl;
+        if (!daemon_start(&b, &dl))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        Signals sig;
+        signals_start(&sig, bus);
+        Scenario *s = tests_scenario_new();
+        Churn *c;
+        g_assert_cmpint(churn_start(&(ChurnOptions) { .workers = 2 }, &c), ==, 0);
+        gint64 start = g_get_monotonic_time();
+        pid_t probes[PROBES];
+        for (int i = 0; i < PROBES; i++) {
+                pump(bus, 200);
+                probes[i] = probe_install(s, i);
+        }
+        churn_stop(c);
+        double seconds = (double) (g_get_monotonic_time() - start) / 1e6;
+        ChurnCounts n;
+        churn_counts(c, &n);
+        g_test_message("%.1f s of churn: %" PRIu64 " installs (%.0f/s), %" PRIu64 " with TSYNC, %" PRIu64
+                       " listeners, %" PRIu64 " execs, %" PRIu64 " orphans", seconds, n.installs,
+                       (double) n.installs / seconds, n.tsync, n.listeners, n.execs, n.orphans);
+        gint64 end = g_get_monotonic_time() + TESTS_PATIENCE_MS * 1000;
+        unsigned announced = 0;
+        while (g_get_monotonic_time() < end) {
+                pump(bus, 100);
+                announced = 0;
+                for (int i = 0; i < PROBES; i++)
+                        announced += g_hash_table_contains(sig.attached_by_tid, GUINT_TO_POINTER(probes[i]));
+                if (announced == PROBES)
+                        break;
+        }
+        pump(bus, 1500); /* a repair asked for last runs by now */
+        unsigned limit = 2 + (unsigned) (seconds / 10);
+        unsigned failed = daemon_log_count(&dl, "Applying events failed"), left_out = daemon_log_count(&dl, "Left out "),
+                 lost = daemon_log_count(&dl, "Events were lost");
+        g_test_message("%u of %d probes announced; log: %u 'Applying events failed', %u 'Left out', %u 'Events were "
+                       "lost'; Resynced: %u (%u lost-events, %u inconsistent)", announced, PROBES, failed, left_out,
+                       lost, sig.resynced, sig.resynced_lost, sig.resynced_inconsistent);
+        churn_free(c);
+        scenario_free(s);
+        bus_fixture_stop(&b);
+        daemon_log_end(&dl);
+        g_assert_cmpuint(announced, ==, PROBES);
+        g_assert_cmpuint(failed, <=, limit);
+        g_assert_cmpuint(left_out, <=, limit);
+        g_assert_cmpuint(lost, <=, limit);
+        signals_done(&sig);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/live-view/tsync-while-stopped", test_tsync_while_stopped);
+        g_test_add_func("/live-view/no-storm", test_no_storm);
         return g_test_run();
 }
