@@ -94,6 +94,15 @@ static int pass_make_ids_public(BpfSource *b, Forest *f) {
         return forest_set_ids(f, ids);
 }
 
+/* A listener's id is its filter's (the kernel allows one listener per filter): the same in every
+ * pass and in the events that make one, so that a pass over an unchanged machine changes no id. */
+static int pass_listener_ids(Forest *f) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                f->listeners[i]->id = f->listeners[i]->filter_id;
+        f->linked = false;
+        return forest_link(f, NULL);
+}
+
 /* ---- events ---- */
 
 static LiveTask task_from_watch(const BpfSource *b, const WatchTask *w) {
@@ -167,6 +176,7 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                 break;
         case WATCH_TASK_EXIT:
                 e.type = LIVE_EVENT_EXIT;
+                e.task.group_dead = w->task.group_dead;
                 break;
         case WATCH_FILTER_ATTACHED:
                 e.type = LIVE_EVENT_FILTER;
@@ -174,7 +184,8 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                         .id = public_id(b, w->filter.id), .parent_id = public_id(b, w->filter.parent_id),
                         .insns = w->filter.insns, .len = w->filter.len, .log = w->filter.log,
                         .wait_killable_recv = w->filter.wait_killable_recv, .has_listener = w->filter.has_listener,
-                        .identity = IDENTITY_EXACT,
+                        .identity = IDENTITY_EXACT, .listener_held = w->filter.listener_fd >= 0,
+                        .listener_fd = w->filter.listener_fd,
                 };
                 /* With TSYNC, the threads it reached follow as WATCH_TASK_TSYNC events. */
                 if (!known)
@@ -340,6 +351,8 @@ static int pass_scan(BpfSource *b, Forest **ret, uint64_t *ret_lost) {
         r = source_pass_prepare(&b->source, f);
         if (r >= 0)
                 r = pass_make_ids_public(b, f);
+        if (r >= 0)
+                r = pass_listener_ids(f);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(f);

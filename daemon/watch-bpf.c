@@ -118,6 +118,7 @@ static void watch_task_from_rec(WatchTask *w, const BpfWatch *watch, const struc
                 .gid = r->gid,
                 .dumpable = r->flags & WATCH_TASK_DUMPABLE,
                 .threaded = r->flags & WATCH_TASK_THREADED,
+                .group_dead = r->flags & WATCH_TASK_GROUP_DEAD,
         };
         memcpy(w->comm, r->comm, sizeof(w->comm));
         w->comm[sizeof(w->comm) - 1] = 0;

@@ -32,6 +32,7 @@ typedef struct WatchTask {
         gid_t gid;
         bool dumpable; /* the mm's dumpable setting is SUID_DUMP_USER */
         bool threaded; /* its process had other threads when the event was sent */
+        bool group_dead; /* TASK_EXIT: the last thread of its process */
 } WatchTask;
 
 typedef struct WatchFilter {

@@ -19,6 +19,8 @@ typedef enum LiveEventType {
         LIVE_EVENT_COMM,   /* task (a process's leader) renamed itself: task.comm */
         LIVE_EVENT_PARENT, /* task's process (task.tgid, task.process_start_time if known) has a new
                             * parent, task.ppid: its parent exited */
+        LIVE_EVENT_LISTENER_CLOSED, /* task's process closed its fd filter.listener_fd of the listener of
+                                     * filter.id; filter.has_listener: others still hold it */
         _LIVE_EVENT_TYPE_MAX,
 } LiveEventType;
 
@@ -41,6 +43,7 @@ typedef struct LiveTask {
         uid_t uid;
         gid_t gid;
         const char *exe; /* the process's executable, when the observer read it (NULL: as it was) */
+        bool group_dead; /* LIVE_EVENT_EXIT: the last thread of its process: its file descriptors are closed */
 } LiveTask;
 
 typedef struct LiveFilter {
@@ -51,6 +54,8 @@ typedef struct LiveFilter {
         IdentityKind identity;
         const LiveThread *tsync; /* TSYNC: the threads of task.tgid it reached (task's own may be there too) */
         size_t n_tsync;
+        bool listener_held; /* has_listener, and its fd in task.tgid is listener_fd */
+        int listener_fd;
 } LiveFilter;
 
 typedef struct LiveEvent {
@@ -83,6 +88,7 @@ typedef enum LiveChangeType {
         LIVE_FILTER_ATTACHED, /* FilterAttached (new_filter: the filter is new to the live forest) */
         LIVE_FILTER_RETIRED,  /* no thread, child filter or listener uses it any more */
         LIVE_REPLACED,        /* a full pass replaced the whole forest */
+        LIVE_LISTENER_CHANGED, /* filter_id's listener (its id is the filter's) appeared, changed holders or went */
         _LIVE_CHANGE_TYPE_MAX,
 } LiveChangeType;
 const char *live_change_type_to_string(LiveChangeType t);
@@ -113,6 +119,8 @@ typedef struct LiveChange {
         Filter *filter;            /* FILTER_ATTACHED: the filter; FILTER_RETIRED: taken out, owned */
         char *installer_exe;       /* FILTER_ATTACHED: owned */
         Forest *old_forest;        /* REPLACED: owned */
+        Listener *old_listener;    /* LISTENER_CHANGED: a copy of the listener before (NULL: none), owned */
+        bool old_has_listener;     /* LISTENER_CHANGED: the filter's flag before */
 } LiveChange;
 
 typedef struct LiveChanges {
