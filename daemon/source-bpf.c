@@ -178,6 +178,11 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                 e.type = LIVE_EVENT_EXIT;
                 e.task.group_dead = w->task.group_dead;
                 break;
+        case WATCH_LISTENER_CLOSED:
+                e.type = LIVE_EVENT_LISTENER_CLOSED;
+                e.filter = (LiveFilter) { .id = public_id(b, w->listener.filter_id), .listener_fd = w->listener.fd,
+                                          .listener_held = true, .has_listener = !w->listener.last };
+                break;
         case WATCH_FILTER_ATTACHED:
                 e.type = LIVE_EVENT_FILTER;
                 e.filter = (LiveFilter) {

@@ -162,6 +162,9 @@ static int watch_type_from_rec(uint32_t type, WatchEventType *ret) {
         case WATCH_REC_TASK_TSYNC:
                 *ret = WATCH_TASK_TSYNC;
                 return 0;
+        case WATCH_REC_LISTENER_CLOSE:
+                *ret = WATCH_LISTENER_CLOSED;
+                return 0;
         default:
                 return -EBADMSG;
         }
@@ -180,6 +183,12 @@ static int watch_event_from_rec(WatchEvent *e, const BpfWatch *w, const void *da
         watch_task_from_rec(&e->task, w, &r->task);
         if (e->type == WATCH_FILTER_ATTACHED)
                 return watch_filter_from_rec(&e->filter, data, size);
+        if (e->type == WATCH_LISTENER_CLOSED) {
+                const struct watch_rec_listener *l = data;
+                if (size < sizeof(*l) || l->filter_id == 0 || l->fd < 0)
+                        return -EBADMSG;
+                e->listener = (WatchListenerClose) { .filter_id = l->filter_id, .fd = l->fd, .last = l->last };
+        }
         return 0;
 }
 

@@ -16,6 +16,7 @@ typedef enum WatchEventType {
         WATCH_FILTER_ATTACHED, /* seccomp(2)/prctl(2) installed a filter */
         WATCH_TASK_MODE,       /* a thread's seccomp mode changed: see below */
         WATCH_TASK_TSYNC,      /* after a TSYNC FILTER_ATTACHED: a thread it reached (see below) */
+        WATCH_LISTENER_CLOSED, /* close(2) of a listener fd: see below */
         _WATCH_EVENT_MAX,
 } WatchEventType;
 
@@ -58,11 +59,22 @@ typedef struct WatchFilter {
  * thread in strict mode can only read, write, exit and sigreturn: it will not fork or exec).
  * Going from disabled to filter mode is FILTER_ATTACHED, not this. */
 
+/* WATCH_LISTENER_CLOSED: thread task (of process task.tgid) closed fd, a descriptor of the
+ * listener of filter filter_id; last: it was the file's only reference, so the listener is gone
+ * (and the filter's notif with it). Other ways a descriptor goes (exit, exec, dup2 over it) make no
+ * such event: a process's exit is its last thread's TASK_EXIT. */
+typedef struct WatchListenerClose {
+        uint64_t filter_id;
+        int fd;
+        bool last;
+} WatchListenerClose;
+
 typedef struct WatchEvent {
         WatchEventType type;
         uint64_t ktime_ns; /* CLOCK_MONOTONIC of the event */
         WatchTask task;     /* the new/exec'ing/exiting thread, or the installer */
         WatchFilter filter; /* WATCH_FILTER_ATTACHED only */
+        WatchListenerClose listener; /* WATCH_LISTENER_CLOSED only */
 } WatchEvent;
 
 typedef int (*WatchHandler)(const WatchEvent *e, void *userdata);

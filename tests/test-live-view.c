@@ -6,7 +6,9 @@
 #include <jansson.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-client.h"
@@ -113,6 +115,148 @@ static void test_tsync_while_stopped(void) {
         g_assert_cmpuint(ip.m->stats.failed_batches, ==, 0);
         g_assert_cmpuint(ip.m->stats.full_passes, ==, passes);
         scenario_free(s);
+        inproc_stop(&ip);
+}
+
+/* A child that makes a listener and then does what it is told through a pipe: 'd' dup the fd,
+ * 'c' close the first fd, 'C' close the dup, 'x' exit. */
+typedef struct ListenerChild {
+        pid_t pid;
+        int cmd, fd, dup_fd;
+} ListenerChild;
+
+static void listener_child_main(int cmd, int reply) {
+        struct sock_filter f[16];
+        size_t n = scenario_filter_errno(f, SYS_acct, 88, 2);
+        struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+        int fds[2] = { -1, -1 };
+        char c;
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        fds[0] = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        if (write(reply, fds, sizeof(fds)) != sizeof(fds))
+                _exit(1);
+        while (read(cmd, &c, 1) == 1) {
+                if (c == 'd')
+                        fds[1] = dup(fds[0]);
+                else if (c == 'c')
+                        close(fds[0]);
+                else if (c == 'C')
+                        close(fds[1]);
+                else
+                        _exit(0);
+                if (write(reply, fds, sizeof(fds)) != sizeof(fds))
+                        _exit(1);
+        }
+        _exit(0);
+}
+
+static ListenerChild listener_child_start(void) {
+        int cmd[2], reply[2], fds[2];
+        g_assert_cmpint(pipe(cmd), ==, 0);
+        g_assert_cmpint(pipe(reply), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                close(cmd[1]);
+                close(reply[0]);
+                listener_child_main(cmd[0], reply[1]);
+        }
+        close(cmd[0]);
+        close(reply[1]);
+        g_assert_cmpint(read(reply[0], fds, sizeof(fds)), ==, sizeof(fds));
+        g_assert_cmpint(fds[0], >=, 0);
+        ListenerChild c = { .pid = pid, .cmd = cmd[1], .fd = fds[0] };
+        c.dup_fd = reply[0]; /* kept here until the first dup */
+        return c;
+}
+
+static void listener_child_do(ListenerChild *c, char what, int *reply_fd) {
+        int fds[2];
+        g_assert_cmpint(write(c->cmd, &what, 1), ==, 1);
+        if (what == 'x') {
+                g_assert_cmpint(waitpid(c->pid, NULL, 0), ==, c->pid);
+                return;
+        }
+        g_assert_cmpint(read(*reply_fd, fds, sizeof(fds)), ==, sizeof(fds));
+        if (what == 'd')
+                c->dup_fd = fds[1];
+}
+
+/* What the live view says of the listener of the child's filter: the filter's flag, the listener
+ * with its holders, and whether the counts agree with the listeners listed. */
+static char *listener_view(const Manager *m, pid_t pid) {
+        const Forest *f = live_forest(m->live);
+        const Task *t = forest_find_task(f, pid, NULL);
+        if (!t)
+                return g_strdup("(untracked)");
+        const Filter *flt = forest_find_filter(f, t->filter_id);
+        g_assert_nonnull(flt);
+        GString *s = g_string_new(NULL);
+        g_string_append_printf(s, "flag %d", flt->has_listener);
+        const Listener *l = forest_find_listener(f, flt->id);
+        if (l) {
+                g_string_append_printf(s, " listener %s filter %s holders", l->id == flt->id ? "=" : "!=",
+                                       l->filter_id == flt->id ? "=" : "!=");
+                for (size_t i = 0; i < l->n_holders; i++)
+                        g_string_append_printf(s, " %d:%d", l->holders[i].pid == pid ? 0 : l->holders[i].pid,
+                                               l->holders[i].fd);
+        }
+        g_assert_cmpuint(live_counts(m->live).listeners, ==, f->n_listeners);
+        return g_string_free(s, false);
+}
+
+/* The view after the events, then after a Rescan of the unchanged machine: the same. */
+static void assert_view(InProc *ip, pid_t pid, const char *want) {
+        g_assert_true(inproc_run(ip, watch_drained, TESTS_PATIENCE_MS));
+        inproc_run(ip, NULL, 50);
+        g_autofree char *events = listener_view(ip->m, pid);
+        g_assert_cmpstr(events, ==, want);
+        g_assert_cmpint(manager_full_pass(ip->m, "rescan"), ==, 0);
+        g_autofree char *pass = listener_view(ip->m, pid);
+        g_assert_cmpstr(pass, ==, want);
+}
+
+/* One meaning for listener, in events and in passes: a listener of a filter exists while some
+ * process holds a descriptor of it; then the filter is flagged, the listener is listed with its
+ * holders under its filter's id, and the count says so; when the last descriptor goes (closed, or
+ * its process exited), all three say it is gone. A Rescan over the unchanged machine changes
+ * nothing of it. */
+static void test_listener_meaning(void) {
+        InProc ip;
+        if (!inproc_start(&ip))
+                return;
+        inproc_run(&ip, watch_drained, 2000);
+
+        ListenerChild c = listener_child_start();
+        int reply = c.dup_fd;
+        g_autofree char *held = g_strdup_printf("flag 1 listener = filter = holders 0:%d", c.fd);
+        assert_view(&ip, c.pid, held);
+        listener_child_do(&c, 'd', &reply);
+        g_autofree char *two = g_strdup_printf("flag 1 listener = filter = holders 0:%d 0:%d", c.fd, c.dup_fd);
+        /* a dup makes no event: the pass sees it; events and passes agree once it is seen */
+        g_assert_cmpint(manager_full_pass(ip.m, "rescan"), ==, 0);
+        assert_view(&ip, c.pid, two);
+        listener_child_do(&c, 'c', &reply);
+        g_autofree char *one = g_strdup_printf("flag 1 listener = filter = holders 0:%d", c.dup_fd);
+        assert_view(&ip, c.pid, one);
+        listener_child_do(&c, 'C', &reply);
+        assert_view(&ip, c.pid, "flag 0");
+        listener_child_do(&c, 'x', &reply);
+        close(reply);
+        close(c.cmd);
+
+        /* a holder that exits with its descriptor open takes the listener with it */
+        ListenerChild d = listener_child_start();
+        reply = d.dup_fd;
+        g_autofree char *held_d = g_strdup_printf("flag 1 listener = filter = holders 0:%d", d.fd);
+        assert_view(&ip, d.pid, held_d);
+        uint64_t id = live_head(ip.m, d.pid);
+        listener_child_do(&d, 'x', &reply);
+        close(reply);
+        close(d.cmd);
+        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
+        inproc_run(&ip, NULL, 50);
+        g_assert_null(forest_find_listener(live_forest(ip.m->live), id));
         inproc_stop(&ip);
 }
 
@@ -301,5 +445,6 @@ int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/live-view/tsync-while-stopped", test_tsync_while_stopped);
         g_test_add_func("/live-view/no-storm", test_no_storm);
+        g_test_add_func("/live-view/listener-meaning", test_listener_meaning);
         return g_test_run();
 }

@@ -27,6 +27,37 @@ extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
 #define BPF_TASK_ITER_PROC_THREADS 2
 #define PF_EXITING 0x00000004
 
+/* What close(2) of a listener fd reads: the fd table, and the file's reference count (file_ref_t
+ * since 6.13, counting from 0 for one reference; f_count, from 1, before). */
+struct fdtable {
+        unsigned int max_fds;
+        struct file **fd;
+} __kernel_struct;
+
+struct files_struct {
+        struct fdtable *fdt;
+} __kernel_struct;
+
+struct task_struct___files {
+        struct files_struct *files;
+} __kernel_struct;
+
+struct atomic_long___w {
+        long counter;
+};
+
+struct file_ref___w {
+        struct atomic_long___w refcnt;
+};
+
+struct file___ref {
+        struct file_ref___w f_ref;
+} __kernel_struct;
+
+struct file___count {
+        struct atomic_long___w f_count;
+} __kernel_struct;
+
 /* Set by user space: bpf_scanner_watch_start() turns the events on (the install tracepoints run
  * from bpf_scanner_new() on, to name filters). */
 bool watch_enabled;
@@ -426,4 +457,60 @@ int prctl_enter(struct syscall_enter_ctx *ctx) {
 SEC("tracepoint/syscalls/sys_exit_prctl")
 int prctl_exit(struct syscall_exit_ctx *ctx) {
         return install_exit(ctx->ret);
+}
+
+/* close(2) of a listener fd: user space hears which listener lost a descriptor, and whether it was
+ * its last (the file is released on the way back to user space, after any tracepoint). A file is
+ * a listener's when its private data is a filter the id map names (the object checked as the
+ * iterators check it). Runs for every close(2) of the machine once a listener was ever made. */
+SEC("tracepoint/syscalls/sys_enter_close")
+int close_enter(struct syscall_enter_ctx *ctx) {
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
+        struct watch_rec_listener r = {};
+        struct files_struct *files;
+        struct fdtable *fdt;
+        struct file *file = NULL, *f;
+        struct seccomp_filter *flt;
+        struct filter_check c;
+        struct filter_ent *e;
+        int fd = (int) ctx->args[0];
+        __u64 key;
+        long refs;
+
+        if (!watch_enabled || !listeners_created || fd < 0)
+                return 0;
+        files = ((struct task_struct___files *) t)->files;
+        if (!files)
+                return 0;
+        fdt = files->fdt;
+        if ((unsigned int) fd >= fdt->max_fds ||
+            bpf_probe_read_kernel(&file, sizeof(file), (const void *) ((__u64) fdt->fd + (__u64) fd * sizeof(file))) < 0 ||
+            !file)
+                return 0;
+        f = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
+        key = (__u64) f->private_data;
+        e = key ? bpf_map_lookup_elem(&filter_ids, &key) : NULL;
+        if (!e)
+                return 0;
+        flt = bpf_rdonly_cast((void *) key, bpf_core_type_id_kernel(struct seccomp_filter));
+        filter_check_read(flt, &c);
+        if (!filter_ent_matches(e, &c))
+                return 0;
+
+        if (bpf_core_field_exists(((struct file___ref *) 0)->f_ref))
+                refs = BPF_CORE_READ((struct file___ref *) file, f_ref.refcnt.counter) + 1;
+        else
+                refs = BPF_CORE_READ((struct file___count *) file, f_count.counter);
+        r.filter_id = e->id;
+        r.fd = fd;
+        r.last = refs <= 1;
+        task_fill(&r.hdr.task, t);
+        if (!r.hdr.task.tid)
+                return 0;
+        r.hdr.task.filter_id = 0;
+        r.hdr.type = WATCH_REC_LISTENER_CLOSE;
+        r.hdr.ktime_ns = bpf_ktime_get_ns();
+        if (bpf_ringbuf_output(&events, &r, sizeof(r), 0) < 0)
+                watch_lose(WATCH_LOSS_RING_FULL);
+        return 0;
 }

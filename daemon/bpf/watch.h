@@ -19,6 +19,7 @@ enum watch_rec_type {
         WATCH_REC_TASK_MODE = 5, /* the thread went from disabled to strict mode: its new state */
         WATCH_REC_TASK_TSYNC = 6, /* after a FILTER record with TSYNC: one thread it reached, its state
                                    * at the installer's return (task.filter_id is the new filter) */
+        WATCH_REC_LISTENER_CLOSE = 7, /* close(2) of a listener fd: struct watch_rec_listener */
 };
 
 /* watch_rec_task.flags */
@@ -82,4 +83,14 @@ struct watch_rec_filter {
         __s32 listener_fd; /* NEW_LISTENER: the fd seccomp(2) returned in the installer's process; else -1 */
         __u32 _pad2;
         struct sock_filter insns[];
+};
+
+/* WATCH_REC_LISTENER_CLOSE: task (the closing thread, task.filter_id its head) is closing fd, a
+ * descriptor of the listener of filter_id; last: it was the file's only reference, so the listener
+ * goes with it. */
+struct watch_rec_listener {
+        struct watch_rec hdr;
+        __u64 filter_id;
+        __s32 fd;
+        __u32 last;
 };
