@@ -441,10 +441,306 @@ static void test_no_storm(void) {
         signals_done(&sig);
 }
 
+/* ---- the soak: the quiet live view against an independent kernel walk ---- */
+
+/* A view of one subtree, from the daemon or from a fresh scan, as comparable text. */
+typedef struct View {
+        GHashTable *chains;  /* tid -> "mode digest[+L] ..." head first (+L: flagged listener) */
+        GHashTable *ids;     /* tid -> "id id ..." head first, for sharing */
+        GHashTable *threads; /* tid -> tgid, every thread of the subtree's processes, any mode */
+        GHashTable *holders; /* "pid:fd" of listener holders in the subtree */
+} View;
+
+static void view_init(View *v) {
+        v->chains = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        v->ids = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        v->threads = g_hash_table_new(g_direct_hash, g_direct_equal);
+        v->holders = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
+static void view_done(View *v) {
+        g_hash_table_destroy(v->chains);
+        g_hash_table_destroy(v->ids);
+        g_hash_table_destroy(v->threads);
+        g_hash_table_destroy(v->holders);
+}
+
+/* The independent walk: `sectreed scan` (a one-shot BPF scanner of its own) of root's subtree. */
+static void view_fresh(View *v, pid_t root) {
+        g_autofree char *r = g_strdup_printf("--root=%d", root), *out = NULL, *err = NULL;
+        char *argv[] = { (char *) g_getenv("SECTREED"), (char *) "scan", (char *) "--format=json", r, NULL };
+        if (tests_run_capture(argv, &out, &err) != 0)
+                g_error("sectreed scan failed: %s", err);
+        json_t *doc = json_loads(out, 0, NULL);
+        g_assert_nonnull(doc);
+        json_t *filters = json_object_get(doc, "filters"), *p, *t, *l, *h;
+        size_t i, j;
+        view_init(v);
+        json_array_foreach(json_object_get(doc, "processes"), i, p) {
+                pid_t pid = (pid_t) json_integer_value(json_object_get(p, "pid"));
+                bool seccomp = false;
+                json_array_foreach(json_object_get(p, "threads"), j, t)
+                        seccomp = seccomp || !streq(json_string_value(json_object_get(t, "mode")), "disabled");
+                if (pid == root || !seccomp)
+                        continue; /* a subtree scan has every process; the live view those under seccomp */
+                json_array_foreach(json_object_get(p, "threads"), j, t) {
+                        pid_t tid = (pid_t) json_integer_value(json_object_get(t, "tid"));
+                        const char *mode = json_string_value(json_object_get(t, "mode"));
+                        g_hash_table_insert(v->threads, GINT_TO_POINTER(tid), GINT_TO_POINTER(pid));
+                        if (streq(mode, "disabled"))
+                                continue;
+                        GString *chain = g_string_new(mode), *ids = g_string_new(NULL);
+                        for (json_int_t x = json_integer_value(json_object_get(t, "filter")); x;) {
+                                json_t *flt = json_array_get(filters, (size_t) x - 1);
+                                g_string_append_printf(chain, " %s%s", json_string_value(json_object_get(flt, "digest")),
+                                                       json_is_null(json_object_get(flt, "listener")) ? "" : "+L");
+                                g_string_append_printf(ids, " %lld", (long long) x);
+                                x = json_integer_value(json_object_get(flt, "parent"));
+                        }
+                        g_hash_table_insert(v->chains, GINT_TO_POINTER(tid), g_string_free(chain, false));
+                        g_hash_table_insert(v->ids, GINT_TO_POINTER(tid), g_string_free(ids, false));
+                }
+        }
+        json_array_foreach(json_object_get(doc, "listeners"), i, l) json_array_foreach(json_object_get(l, "holders"), j, h) {
+                pid_t pid = (pid_t) json_integer_value(json_object_get(h, "pid"));
+                if (pid != root)
+                        g_hash_table_add(v->holders, g_strdup_printf("%d:%lld", pid,
+                                                                    (long long) json_integer_value(json_object_get(h, "fd"))));
+        }
+        json_decref(doc);
+}
+
+typedef struct DaemonFilter {
+        uint64_t parent;
+        char *digest;
+        bool listener;
+} DaemonFilter;
+
+static void daemon_filter_free(gpointer p) {
+        DaemonFilter *f = p;
+        g_free(f->digest);
+        g_free(f);
+}
+
+static GHashTable *daemon_filters(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        GHashTable *filters = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, daemon_filter_free);
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListFilters", &error, &reply, "") < 0)
+                g_error("ListFilters: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(ttusuas)"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "ttusuas") > 0) {
+                uint64_t id;
+                uint32_t len, tasks;
+                const char *digest, *flag;
+                DaemonFilter *f = g_new0(DaemonFilter, 1);
+                g_assert_cmpint(sd_bus_message_read(reply, "ttusu", &id, &f->parent, &len, &digest, &tasks), >, 0);
+                f->digest = g_strdup(digest);
+                g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "s"), >, 0);
+                while (sd_bus_message_read(reply, "s", &flag) > 0)
+                        f->listener = f->listener || streq(flag, "listener");
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_hash_table_insert(filters, g_memdup2(&id, sizeof(id)), f);
+        }
+        return filters;
+}
+
+/* The daemon's view of root's subtree: processes whose parent is root (the churn's survivors and
+ * orphans are reparented to it) and the listeners they hold. false when a chain names a filter the
+ * listing did not have (the machine changed between the calls). */
+static bool view_daemon(View *v, sd_bus *bus, pid_t root) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL, *lreply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GHashTable) filters = daemon_filters(bus);
+        bool complete = true;
+        view_init(v);
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListTasks", &error, &reply, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
+        uint32_t tid, tgid, ppid, depth;
+        const char *comm, *mode;
+        uint64_t head;
+        while (sd_bus_message_read(reply, "(uuusstu)", &tid, &tgid, &ppid, &comm, &mode, &head, &depth) > 0) {
+                if (ppid != (uint32_t) root)
+                        continue;
+                g_hash_table_insert(v->threads, GUINT_TO_POINTER(tid), GUINT_TO_POINTER(tgid));
+                if (streq(mode, "disabled"))
+                        continue;
+                GString *chain = g_string_new(mode), *ids = g_string_new(NULL);
+                for (uint64_t x = head; x;) {
+                        const DaemonFilter *f = g_hash_table_lookup(filters, &x);
+                        if (!f) {
+                                complete = false;
+                                break;
+                        }
+                        g_string_append_printf(chain, " %s%s", f->digest, f->listener ? "+L" : "");
+                        g_string_append_printf(ids, " %" PRIu64, x);
+                        x = f->parent;
+                }
+                g_hash_table_insert(v->chains, GUINT_TO_POINTER(tid), g_string_free(chain, false));
+                g_hash_table_insert(v->ids, GUINT_TO_POINTER(tid), g_string_free(ids, false));
+        }
+        if (sd_bus_call_method(bus, DEST, PATH, IFACE, "ListListeners", &error, &lreply, "") < 0)
+                g_error("ListListeners: %s", error.message);
+        g_assert_cmpint(sd_bus_message_enter_container(lreply, 'a', "(tta(uis))"), >, 0);
+        while (sd_bus_message_enter_container(lreply, 'r', "tta(uis)") > 0) {
+                uint64_t id, filter;
+                uint32_t pid;
+                int32_t fd;
+                const char *hcomm;
+                g_assert_cmpint(sd_bus_message_read(lreply, "tt", &id, &filter), >, 0);
+                g_assert_cmpint(sd_bus_message_enter_container(lreply, 'a', "(uis)"), >, 0);
+                while (sd_bus_message_read(lreply, "(uis)", &pid, &fd, &hcomm) > 0)
+                        if (g_hash_table_contains(v->threads, GUINT_TO_POINTER(pid)))
+                                g_hash_table_add(v->holders, g_strdup_printf("%u:%d", pid, fd));
+                g_assert_cmpint(sd_bus_message_exit_container(lreply), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(lreply), >=, 0);
+        }
+        return complete;
+}
+
+static bool same_keys(GHashTable *a, GHashTable *b, const char *what, GString *why) {
+        GHashTableIter it;
+        gpointer k;
+        GHashTable *sides[2][2] = { { a, b }, { b, a } };
+        for (int s = 0; s < 2; s++) {
+                g_hash_table_iter_init(&it, sides[s][0]);
+                while (g_hash_table_iter_next(&it, &k, NULL))
+                        if (!g_hash_table_contains(sides[s][1], k)) {
+                                if (what[0] == 'h')
+                                        g_string_printf(why, "%s %s only in the %s", what, (char *) k, s ? "daemon" : "kernel");
+                                else
+                                        g_string_printf(why, "%s %d only in the %s", what, GPOINTER_TO_INT(k),
+                                                        s ? "daemon" : "kernel");
+                                return false;
+                        }
+        }
+        return true;
+}
+
+/* Sharing: over every chain position, one kernel filter is one daemon filter and back. */
+static bool same_sharing(GHashTable *fresh, GHashTable *live, GString *why) {
+        g_autoptr(GHashTable) f2d = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        g_autoptr(GHashTable) d2f = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, fresh);
+        while (g_hash_table_iter_next(&it, &k, &v)) {
+                g_auto(GStrv) a = g_strsplit(g_strstrip(g_strdup(v)), " ", -1);
+                g_autofree char *dl = g_strdup(g_hash_table_lookup(live, k));
+                g_auto(GStrv) b = g_strsplit(g_strstrip(dl), " ", -1);
+                for (size_t i = 0; a[i] && b[i]; i++) {
+                        const char *x = g_hash_table_lookup(f2d, a[i]), *y = g_hash_table_lookup(d2f, b[i]);
+                        if ((x && !streq(x, b[i])) || (y && !streq(y, a[i]))) {
+                                g_string_printf(why, "tid %d: kernel filter %s is daemon filter %s here, but %s/%s "
+                                                "elsewhere", GPOINTER_TO_INT(k), a[i], b[i], x ?: "-", y ?: "-");
+                                return false;
+                        }
+                        g_hash_table_insert(f2d, g_strdup(a[i]), g_strdup(b[i]));
+                        g_hash_table_insert(d2f, g_strdup(b[i]), g_strdup(a[i]));
+                }
+        }
+        return true;
+}
+
+typedef struct Compare {
+        sd_bus *bus;
+        pid_t root;
+        GString *why;
+        size_t threads, holders;
+} Compare;
+
+/* The daemon's view of the subtree equals the kernel's: the same threads (none missing, no ghost
+ * of an exited one), the same chains (bytes and listener flags), the same sharing, the same
+ * listener holders. */
+static bool views_agree(void *userdata) {
+        Compare *c = userdata;
+        View fresh, live;
+        while (sd_bus_process(c->bus, NULL) > 0)
+                ;
+        view_fresh(&fresh, c->root);
+        bool ok = view_daemon(&live, c->bus, c->root);
+        if (!ok)
+                g_string_printf(c->why, "the daemon's listing changed between its calls");
+        ok = ok && same_keys(fresh.threads, live.threads, "thread", c->why) &&
+             same_keys(fresh.holders, live.holders, "holder", c->why);
+        GHashTableIter it;
+        gpointer k, v;
+        g_hash_table_iter_init(&it, fresh.chains);
+        while (ok && g_hash_table_iter_next(&it, &k, &v)) {
+                const char *d = g_hash_table_lookup(live.chains, k);
+                if (!d || !streq(d, v)) {
+                        g_string_printf(c->why, "tid %d: the daemon has '%s', the kernel '%s'", GPOINTER_TO_INT(k),
+                                        d ?: "(nothing)", (char *) v);
+                        ok = false;
+                }
+        }
+        ok = ok && same_keys(fresh.chains, live.chains, "filtered thread", c->why) &&
+             same_sharing(fresh.ids, live.ids, c->why);
+        c->threads = g_hash_table_size(fresh.threads);
+        c->holders = g_hash_table_size(fresh.holders);
+        view_done(&fresh);
+        view_done(&live);
+        return ok;
+}
+
+static unsigned soak_seconds(void) {
+        const char *e = g_getenv("SECTREE_SOAK_SECONDS");
+        unsigned v = e ? (unsigned) g_ascii_strtoull(e, NULL, 10) : 0;
+        return v >= 30 ? v : 30;
+}
+
+/* At least 30 s of mixed churn (TSYNC, threads, exec, listeners opened and closed, orphans), some
+ * of whose processes stay: once quiet, the daemon's view of them equals an independent kernel walk,
+ * and every filter the churn installed was announced by one FilterAttached (when no Resynced said
+ * that some were not). */
+static void test_soak(void) {
+        BusFixture b;
+        DaemonLog dl;
+        if (!daemon_start(&b, &dl))
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        Signals sig;
+        signals_start(&sig, bus);
+        Churn *c;
+        g_assert_cmpint(churn_start(&(ChurnOptions) { .workers = 2, .survive_every = 29, .max_survivors = 24 }, &c), ==, 0);
+        unsigned seconds = soak_seconds();
+        pump(bus, seconds * 1000);
+        churn_stop(c);
+        ChurnCounts n;
+        churn_counts(c, &n);
+        g_test_message("%u s of churn: %" PRIu64 " installs (%.0f/s), %" PRIu64 " with TSYNC, %" PRIu64 " listeners (%" PRIu64
+                       " closed), %" PRIu64 " execs, %" PRIu64 " orphans, %" PRIu64 " failures", seconds, n.installs,
+                       (double) n.installs / seconds, n.tsync, n.listeners, n.listeners_closed, n.execs, n.orphans,
+                       n.failures);
+        Compare cmp = { .bus = bus, .root = churn_root(c), .why = g_string_new(NULL) };
+        bool agree = tests_wait_for(views_agree, &cmp, TESTS_PATIENCE_MS);
+        pump(bus, 500);
+        g_test_message("quiet view: %zu threads, %zu listener holders; FilterAttached of the churn: %" PRIu64 " for %" PRIu64
+                       " installs; Resynced: %u (%u lost-events, %u inconsistent)", cmp.threads, cmp.holders,
+                       sig.churn_attached, n.installs, sig.resynced, sig.resynced_lost, sig.resynced_inconsistent);
+        churn_free(c);
+        bus_fixture_stop(&b);
+        daemon_log_end(&dl);
+        if (!agree)
+                g_error("the quiet live view differs from a kernel walk: %s", cmp.why->str);
+        g_string_free(cmp.why, true);
+        g_assert_cmpuint(cmp.threads, >, 0);
+        g_assert_cmpuint(n.listeners_closed, >, 0);
+        if (sig.resynced == 0)
+                g_assert_cmpuint(sig.churn_attached, ==, n.installs);
+        else
+                g_assert_cmpuint(sig.churn_attached, <=, n.installs);
+        g_assert_cmpuint(sig.resynced_inconsistent, <=, sig.resynced_lost);
+        signals_done(&sig);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/live-view/tsync-while-stopped", test_tsync_while_stopped);
         g_test_add_func("/live-view/no-storm", test_no_storm);
         g_test_add_func("/live-view/listener-meaning", test_listener_meaning);
+        g_test_add_func("/live-view/soak", test_soak);
         return g_test_run();
 }
