@@ -2,7 +2,10 @@
 #include "churn.h"
 
 #include <errno.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "scenario.h"
 
 #define SHAPES 6
 #define FILTER_PAD_MAX 13
@@ -24,11 +26,14 @@ typedef struct ChurnShared {
         int stop;
         int workers_running;
         int orphans_alive; /* orphans made and not exited yet */
+        uint64_t n_samples, max_samples;
+        ChurnSample samples[]; /* max_samples of them */
 } ChurnShared;
 
 struct Churn {
         pid_t root;
         ChurnShared *shared;
+        size_t size;
 };
 
 static ChurnShared *shared; /* in the churn's processes */
@@ -37,16 +42,42 @@ static void count(uint64_t *c) {
         __atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
 }
 
+static uint64_t monotonic_nsec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000 + (uint64_t) ts.tv_nsec;
+}
+
+/* A filter that returns ERRNO(errno_value) for acct(2) and allows the rest (pad: no-op loads, so
+ * that filters differ in length too). */
+static size_t filter_make(struct sock_filter *f, int errno_value, size_t pad) {
+        size_t n = 0;
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+        f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t i = 0; i < pad; i++)
+                f[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        f[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_acct, 0, 1);
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned) errno_value & SECCOMP_RET_DATA));
+        f[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        return n;
+}
+
 /* Install a filter of its own bytes (salt) on the calling thread: the listener fd, 0, or -errno. */
 static int install(unsigned salt, unsigned flags) {
         struct sock_filter f[8 + FILTER_PAD_MAX];
-        size_t n = scenario_filter_errno(f, SYS_acct, 1 + (int) (salt % 4000), salt % FILTER_PAD_MAX);
+        size_t n = filter_make(f, 1 + (int) (salt % 4000), salt % FILTER_PAD_MAX);
         struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
         long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+        uint64_t at = monotonic_nsec();
         if (r < 0) {
                 count(&shared->counts.failures);
                 return -errno;
         }
+        uint64_t k = __atomic_fetch_add(&shared->n_samples, 1, __ATOMIC_RELAXED);
+        if (k < shared->max_samples)
+                shared->samples[k] = (ChurnSample) { .tid = (pid_t) syscall(SYS_gettid), .nsec = at };
         count(&shared->counts.installs);
         if (flags & SECCOMP_FILTER_FLAG_TSYNC)
                 count(&shared->counts.tsync);
@@ -210,19 +241,21 @@ int churn_start(const ChurnOptions *o, Churn **ret) {
         Churn *c = calloc(1, sizeof(Churn));
         if (!c)
                 return -ENOMEM;
-        c->shared = mmap(NULL, sizeof(ChurnShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        c->size = sizeof(ChurnShared) + o->max_samples * sizeof(ChurnSample);
+        c->shared = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (c->shared == MAP_FAILED) {
                 free(c);
                 return -errno;
         }
         c->shared->workers_running = (int) o->workers;
+        c->shared->max_samples = o->max_samples;
         shared = c->shared;
         c->root = fork();
         if (c->root == 0)
                 root_main(o);
         if (c->root < 0) {
                 int r = -errno;
-                munmap(c->shared, sizeof(ChurnShared));
+                munmap(c->shared, c->size);
                 free(c);
                 return r;
         }
@@ -239,6 +272,12 @@ void churn_counts(const Churn *c, ChurnCounts *ret) {
         *ret = c->shared->counts;
 }
 
+const ChurnSample *churn_samples(const Churn *c, size_t *ret_n) {
+        uint64_t n = __atomic_load_n(&c->shared->n_samples, __ATOMIC_SEQ_CST);
+        *ret_n = n < c->shared->max_samples ? n : c->shared->max_samples;
+        return c->shared->samples;
+}
+
 void churn_stop(Churn *c) {
         __atomic_store_n(&c->shared->stop, 1, __ATOMIC_SEQ_CST);
         while (__atomic_load_n(&c->shared->workers_running, __ATOMIC_SEQ_CST) > 0 ||
@@ -253,7 +292,7 @@ Churn *churn_free(Churn *c) {
         (void) kill(-c->root, SIGKILL);
         (void) kill(c->root, SIGKILL);
         (void) waitpid(c->root, NULL, 0);
-        munmap(c->shared, sizeof(ChurnShared));
+        munmap(c->shared, c->size);
         free(c);
         return NULL;
 }

@@ -28,7 +28,14 @@ typedef struct ChurnOptions {
         unsigned workers;       /* parallel loops, >= 1 */
         unsigned survive_every; /* every k-th child of a worker stays alive; 0: none */
         unsigned max_survivors; /* per worker; then none stays */
+        size_t max_samples;     /* installs whose thread and time are kept (churn_samples()) */
 } ChurnOptions;
+
+/* One install: the thread that made it, and CLOCK_MONOTONIC right after seccomp(2) returned. */
+typedef struct ChurnSample {
+        pid_t tid;
+        uint64_t nsec;
+} ChurnSample;
 
 typedef struct ChurnCounts {
         uint64_t installs;           /* seccomp(2) calls that installed a filter */
@@ -46,6 +53,9 @@ typedef struct Churn Churn;
 int churn_start(const ChurnOptions *o, Churn **ret);
 pid_t churn_root(const Churn *c);
 void churn_counts(const Churn *c, ChurnCounts *ret);
+/* The first max_samples installs, in the order they were counted (not quite the order of their
+ * times: workers race). */
+const ChurnSample *churn_samples(const Churn *c, size_t *ret_n);
 /* Stop the workers and wait until every child but the survivors has exited and been reaped. */
 void churn_stop(Churn *c);
 /* Kill the whole process group (survivors too), reap the root. Accepts NULL. */
