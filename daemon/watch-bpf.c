@@ -19,7 +19,7 @@
 #define MIN_EVENTS_SIZE 4096U
 
 /* Before load: size the event ring buffer and the scratch space, share the id maps, and keep the
- * fork/exec/exit tracepoints from being attached with the rest. */
+ * fork/exec/exit and close(2) tracepoints from being attached with the rest. */
 static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         int ncpus, r;
 
@@ -47,6 +47,7 @@ static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         bpf_program__set_autoattach(skel->progs.watch_fork, false);
         bpf_program__set_autoattach(skel->progs.watch_exec, false);
         bpf_program__set_autoattach(skel->progs.watch_exit, false);
+        bpf_program__set_autoattach(skel->progs.close_enter, false);
         return 0;
 }
 
@@ -224,7 +225,8 @@ static void watch_links_destroy(struct watch_bpf *skel) {
         bpf_link__destroy(skel->links.watch_fork);
         bpf_link__destroy(skel->links.watch_exec);
         bpf_link__destroy(skel->links.watch_exit);
-        skel->links.watch_fork = skel->links.watch_exec = skel->links.watch_exit = NULL;
+        bpf_link__destroy(skel->links.close_enter);
+        skel->links.watch_fork = skel->links.watch_exec = skel->links.watch_exit = skel->links.close_enter = NULL;
 }
 
 static int watch_attach(struct bpf_program *prog, struct bpf_link **ret) {
@@ -265,6 +267,8 @@ int bpf_watch_start(BpfWatch *w, WatchHandler handler, void *userdata) {
                 r = watch_attach(skel->progs.watch_exec, &skel->links.watch_exec);
         if (r >= 0)
                 r = watch_attach(skel->progs.watch_fork, &skel->links.watch_fork);
+        if (r >= 0)
+                r = watch_attach(skel->progs.close_enter, &skel->links.close_enter);
         if (r < 0) {
                 watch_links_destroy(skel);
                 watch_reader_free(w);
@@ -334,7 +338,7 @@ void bpf_watch_losses(BpfWatch *w, WatchLosses *ret) {
         const struct bpf_program *progs[] = {
                 skel->progs.seccomp_enter, skel->progs.seccomp_exit, skel->progs.prctl_enter,
                 skel->progs.prctl_exit,    skel->progs.watch_fork,   skel->progs.watch_exec,
-                skel->progs.watch_exit,
+                skel->progs.watch_exit,    skel->progs.close_enter,
         };
         const volatile __u64 *lost = skel->bss->watch_lost;
         ret->ring_full = lost[WATCH_LOSS_RING_FULL];

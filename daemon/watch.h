@@ -79,7 +79,7 @@ typedef struct WatchEvent {
 
 typedef int (*WatchHandler)(const WatchEvent *e, void *userdata);
 
-/* Attach the fork/exec/exit tracepoints (the seccomp/prctl ones are attached by
+/* Attach the fork/exec/exit and close(2) tracepoints (the seccomp/prctl ones are attached by
  * bpf_scanner_new() already) and start sending events to an event ring buffer of its own
  * (separate from the scan's). Call once. -EOPNOTSUPP for a one-shot scanner. */
 int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata);

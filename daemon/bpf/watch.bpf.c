@@ -1,7 +1,8 @@
 /* watch.bpf.c: the tracepoints: seccomp(2) and prctl(2) give every newly created filter a fresh id
  * (from before the first pass on, so that an address reused by a new filter never keeps an old
- * id) and, once user space watches, report it; fork, exec and exit of the tasks a pass reports
- * are events too. Records go to a ring buffer of their own. */
+ * id) and, once user space watches, report it, with the threads a TSYNC reached; fork, exec and
+ * exit of the tasks a pass reports are events too, and so is close(2) of a listener fd. Records
+ * go to a ring buffer of their own. */
 #include "ids.bpf.h"
 #include "pidns.bpf.h"
 
