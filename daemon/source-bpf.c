@@ -164,6 +164,7 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
         case WATCH_TASK_NEW:
         case WATCH_TASK_MODE:
                 e.type = LIVE_EVENT_TASK;
+                e.task.forked = w->type == WATCH_TASK_NEW;
                 if (!known && w->task.mode != TASK_MODE_DISABLED)
                         (void) proc_read_exe(w->task.tgid, &exe);
                 break;

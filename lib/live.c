@@ -681,10 +681,17 @@ static int listener_hold(Live *l, LiveChanges *c, Filter *flt, pid_t pid, int fd
         return listener_set(l, c, flt, want);
 }
 
-/* The holders of pid (fd < 0: all of its fds) let go of flt's listener; with none left (or
- * when gone says the fd closed was its last), the listener is gone. */
-static int listener_release(Live *l, LiveChanges *c, Filter *flt, pid_t pid, int fd, bool gone) {
+/* What a holder letting go of a listener means for the listener. */
+typedef enum ListenerEnd {
+        LISTENER_ENDS,        /* that was the file's last reference (close(2) said so) */
+        LISTENER_LIVES,       /* others hold it still (close(2) said so), known or not */
+        LISTENER_ENDS_IF_NONE /* not known (a process exited): it ends when no holder it knows of is left */
+} ListenerEnd;
+
+/* The holders of pid (fd < 0: all of its fds) let go of flt's listener, which may end with them. */
+static int listener_release(Live *l, LiveChanges *c, Filter *flt, pid_t pid, int fd, ListenerEnd end) {
         const Listener *now = forest_find_listener(l->forest, flt->id);
+        bool gone = end == LISTENER_ENDS;
         if (!now)
                 return gone && flt->has_listener ? listener_set(l, c, flt, NULL) : 0;
         Listener *want = listener_copy(now);
@@ -699,7 +706,7 @@ static int listener_release(Live *l, LiveChanges *c, Filter *flt, pid_t pid, int
                 return 0;
         }
         want->n_holders = n;
-        if (n == 0 || gone) {
+        if (gone || (n == 0 && end == LISTENER_ENDS_IF_NONE)) {
                 listener_dispose(want);
                 want = NULL;
         }
@@ -810,13 +817,42 @@ static int process_drop_if_unfiltered(Live *l, LiveChanges *c, pid_t tgid) {
         return p && !process_has_seccomp(p) ? drop_process(l, c, p) : 0;
 }
 
+/* A process made by fork(2) has a copy of its parent's file descriptors: it holds the listeners its
+ * parent held, under the same numbers. */
+static int listeners_inherit(Live *l, LiveChanges *c, pid_t child, pid_t parent) {
+        _cleanup_free_ ListenerHolder *held = NULL; /* .pid: unused; the filter's id goes in what */
+        _cleanup_free_ uint64_t *what = NULL;
+        size_t n = 0, allocated = 0, allocated_what = 0;
+        for (size_t i = 0; i < l->forest->n_listeners; i++) {
+                const Listener *x = l->forest->listeners[i];
+                for (size_t j = 0; j < x->n_holders; j++) {
+                        if (x->holders[j].pid != parent)
+                                continue;
+                        if (GROW(held, allocated, n + 1) < 0 || GROW(what, allocated_what, n + 1) < 0)
+                                return -ENOMEM;
+                        held[n] = x->holders[j];
+                        what[n++] = x->filter_id;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                Filter *flt = forest_find_filter(l->forest, what[i]);
+                int r = flt ? listener_hold(l, c, flt, child, held[i].fd) : 0;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* A disabled thread is tracked only in a process that has a thread in strict or filter mode: it
  * escaped that process's filters (it was created before they were installed without TSYNC). */
 static int on_task_state(Live *l, LiveChanges *c, const LiveTask *w) {
         const Process *p = forest_find_process(l->forest, w->tgid);
+        bool forked = w->forked && !p && w->tid == w->tgid && w->ppid > 0;
         if (w->mode == TASK_MODE_DISABLED && !process_find_thread(p, w->tid) && !process_has_seccomp(p))
                 return 0; /* not a thread of the forest */
         int r = task_state(l, c, w);
+        if (r >= 0 && forked && l->forest->n_listeners > 0 && forest_find_process(l->forest, w->tgid))
+                r = listeners_inherit(l, c, w->tgid, w->ppid);
         return r < 0 ? r : process_drop_if_unfiltered(l, c, w->tgid);
 }
 
@@ -845,7 +881,7 @@ static int listeners_drop_holder(Live *l, LiveChanges *c, pid_t pid) {
                 Filter *flt = held ? forest_find_filter(l->forest, x->filter_id) : NULL;
                 if (!flt)
                         continue;
-                int r = listener_release(l, c, flt, pid, -1, false);
+                int r = listener_release(l, c, flt, pid, -1, LISTENER_ENDS_IF_NONE);
                 if (r < 0)
                         return r;
                 i = (size_t) -1; /* the list changed: look again from the start */
@@ -866,7 +902,8 @@ static int on_listener_closed(Live *l, LiveChanges *c, const LiveEvent *e) {
         Filter *flt = forest_find_filter(l->forest, e->filter.id);
         if (!flt)
                 return 0; /* retired already, or never known: nothing says it has a listener */
-        return listener_release(l, c, flt, e->task.tgid, e->filter.listener_fd, !e->filter.has_listener);
+        return listener_release(l, c, flt, e->task.tgid, e->filter.listener_fd,
+                                e->filter.has_listener ? LISTENER_LIVES : LISTENER_ENDS);
 }
 
 static int on_filter(Live *l, LiveChanges *c, const LiveEvent *e) {

@@ -44,6 +44,7 @@ typedef struct LiveTask {
         gid_t gid;
         const char *exe; /* the process's executable, when the observer read it (NULL: as it was) */
         bool group_dead; /* LIVE_EVENT_EXIT: the last thread of its process: its file descriptors are closed */
+        bool forked;     /* LIVE_EVENT_TASK: made by fork/clone just now (a new process copied its parent's fds) */
 } LiveTask;
 
 typedef struct LiveFilter {

@@ -119,39 +119,45 @@ static void test_tsync_while_stopped(void) {
 }
 
 /* A child that makes a listener and then does what it is told through a pipe: 'd' dup the fd,
- * 'c' close the first fd, 'C' close the dup, 'x' exit. */
+ * 'c' close the first fd, 'C' close the dup, 'f' fork a grandchild that only waits (with a copy of
+ * the fds), 'x' exit. */
 typedef struct ListenerChild {
-        pid_t pid;
-        int cmd, fd, dup_fd;
+        pid_t pid, grandchild;
+        int cmd, reply, fd, dup_fd;
 } ListenerChild;
 
 static void listener_child_main(int cmd, int reply) {
         struct sock_filter f[16];
         size_t n = scenario_filter_errno(f, SYS_acct, 88, 2);
         struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
-        int fds[2] = { -1, -1 };
+        int state[3] = { -1, -1, 0 }; /* fd, dup, grandchild */
         char c;
         prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        fds[0] = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-        if (write(reply, fds, sizeof(fds)) != sizeof(fds))
+        state[0] = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        if (write(reply, state, sizeof(state)) != sizeof(state))
                 _exit(1);
         while (read(cmd, &c, 1) == 1) {
                 if (c == 'd')
-                        fds[1] = dup(fds[0]);
+                        state[1] = dup(state[0]);
                 else if (c == 'c')
-                        close(fds[0]);
+                        close(state[0]);
                 else if (c == 'C')
-                        close(fds[1]);
-                else
+                        close(state[1]);
+                else if (c == 'f') {
+                        state[2] = fork();
+                        if (state[2] == 0)
+                                for (;;)
+                                        pause();
+                } else
                         _exit(0);
-                if (write(reply, fds, sizeof(fds)) != sizeof(fds))
+                if (write(reply, state, sizeof(state)) != sizeof(state))
                         _exit(1);
         }
         _exit(0);
 }
 
 static ListenerChild listener_child_start(void) {
-        int cmd[2], reply[2], fds[2];
+        int cmd[2], reply[2], state[3];
         g_assert_cmpint(pipe(cmd), ==, 0);
         g_assert_cmpint(pipe(reply), ==, 0);
         pid_t pid = fork();
@@ -163,27 +169,29 @@ static ListenerChild listener_child_start(void) {
         }
         close(cmd[0]);
         close(reply[1]);
-        g_assert_cmpint(read(reply[0], fds, sizeof(fds)), ==, sizeof(fds));
-        g_assert_cmpint(fds[0], >=, 0);
-        ListenerChild c = { .pid = pid, .cmd = cmd[1], .fd = fds[0] };
-        c.dup_fd = reply[0]; /* kept here until the first dup */
-        return c;
+        g_assert_cmpint(read(reply[0], state, sizeof(state)), ==, sizeof(state));
+        g_assert_cmpint(state[0], >=, 0);
+        return (ListenerChild) { .pid = pid, .cmd = cmd[1], .reply = reply[0], .fd = state[0], .dup_fd = -1 };
 }
 
-static void listener_child_do(ListenerChild *c, char what, int *reply_fd) {
-        int fds[2];
+static void listener_child_do(ListenerChild *c, char what) {
+        int state[3];
         g_assert_cmpint(write(c->cmd, &what, 1), ==, 1);
         if (what == 'x') {
                 g_assert_cmpint(waitpid(c->pid, NULL, 0), ==, c->pid);
+                close(c->cmd);
+                close(c->reply);
                 return;
         }
-        g_assert_cmpint(read(*reply_fd, fds, sizeof(fds)), ==, sizeof(fds));
-        if (what == 'd')
-                c->dup_fd = fds[1];
+        g_assert_cmpint(read(c->reply, state, sizeof(state)), ==, sizeof(state));
+        c->dup_fd = state[1];
+        c->grandchild = state[2];
 }
 
 /* What the live view says of the listener of the child's filter: the filter's flag, the listener
- * with its holders, and whether the counts agree with the listeners listed. */
+ * with its holders (0: the child, 1: its grandchild), and whether the counts agree with the
+ * listeners listed. */
+static pid_t view_grandchild;
 static char *listener_view(const Manager *m, pid_t pid) {
         const Forest *f = live_forest(m->live);
         const Task *t = forest_find_task(f, pid, NULL);
@@ -198,7 +206,8 @@ static char *listener_view(const Manager *m, pid_t pid) {
                 g_string_append_printf(s, " listener %s filter %s holders", l->id == flt->id ? "=" : "!=",
                                        l->filter_id == flt->id ? "=" : "!=");
                 for (size_t i = 0; i < l->n_holders; i++)
-                        g_string_append_printf(s, " %d:%d", l->holders[i].pid == pid ? 0 : l->holders[i].pid,
+                        g_string_append_printf(s, " %d:%d", l->holders[i].pid == pid ? 0 :
+                                               l->holders[i].pid == view_grandchild ? 1 : l->holders[i].pid,
                                                l->holders[i].fd);
         }
         g_assert_cmpuint(live_counts(m->live).listeners, ==, f->n_listeners);
@@ -228,35 +237,55 @@ static void test_listener_meaning(void) {
         inproc_run(&ip, watch_drained, 2000);
 
         ListenerChild c = listener_child_start();
-        int reply = c.dup_fd;
         g_autofree char *held = g_strdup_printf("flag 1 listener = filter = holders 0:%d", c.fd);
         assert_view(&ip, c.pid, held);
-        listener_child_do(&c, 'd', &reply);
+        listener_child_do(&c, 'd');
         g_autofree char *two = g_strdup_printf("flag 1 listener = filter = holders 0:%d 0:%d", c.fd, c.dup_fd);
         /* a dup makes no event: the pass sees it; events and passes agree once it is seen */
         g_assert_cmpint(manager_full_pass(ip.m, "rescan"), ==, 0);
         assert_view(&ip, c.pid, two);
-        listener_child_do(&c, 'c', &reply);
+        listener_child_do(&c, 'c');
         g_autofree char *one = g_strdup_printf("flag 1 listener = filter = holders 0:%d", c.dup_fd);
         assert_view(&ip, c.pid, one);
-        listener_child_do(&c, 'C', &reply);
+        listener_child_do(&c, 'C');
         assert_view(&ip, c.pid, "flag 0");
-        listener_child_do(&c, 'x', &reply);
-        close(reply);
-        close(c.cmd);
+        listener_child_do(&c, 'x');
 
-        /* a holder that exits with its descriptor open takes the listener with it */
-        ListenerChild d = listener_child_start();
-        reply = d.dup_fd;
-        g_autofree char *held_d = g_strdup_printf("flag 1 listener = filter = holders 0:%d", d.fd);
-        assert_view(&ip, d.pid, held_d);
-        uint64_t id = live_head(ip.m, d.pid);
-        listener_child_do(&d, 'x', &reply);
-        close(reply);
-        close(d.cmd);
+        /* closing a descriptor whose file is held elsewhere (a dup no event told of) leaves the
+         * listener, without a holder known until a pass finds it */
+        ListenerChild e = listener_child_start();
+        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
+        listener_child_do(&e, 'd');
+        listener_child_do(&e, 'c');
         g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
         inproc_run(&ip, NULL, 50);
+        g_autofree char *unknown = listener_view(ip.m, e.pid);
+        g_assert_cmpstr(unknown, ==, "flag 1 listener = filter = holders");
+        g_autofree char *found = g_strdup_printf("flag 1 listener = filter = holders 0:%d", e.dup_fd);
+        g_assert_cmpint(manager_full_pass(ip.m, "rescan"), ==, 0);
+        assert_view(&ip, e.pid, found);
+        listener_child_do(&e, 'x');
+
+        /* a fork copies the holder's descriptors; the listener lives while one of them is open:
+         * the child's exit leaves it to the grandchild, whose exit ends it */
+        ListenerChild d = listener_child_start();
+        listener_child_do(&d, 'f');
+        view_grandchild = d.grandchild;
+        g_autofree char *forked = g_strdup_printf("flag 1 listener = filter = holders 0:%d 1:%d", d.fd, d.fd);
+        assert_view(&ip, d.pid, forked);
+        uint64_t id = live_head(ip.m, d.pid);
+        listener_child_do(&d, 'x');
+        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
+        inproc_run(&ip, NULL, 50);
+        g_autofree char *left = g_strdup_printf("flag 1 listener = filter = holders 0:%d", d.fd); /* as seen from it */
+        assert_view(&ip, d.grandchild, left);
+        g_assert_cmpint(kill(d.grandchild, SIGKILL), ==, 0);
+        (void) waitpid(d.grandchild, NULL, 0); /* ours if this process is a subreaper, else init's */
+        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
+        inproc_run(&ip, NULL, 200);
+        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
         g_assert_null(forest_find_listener(live_forest(ip.m->live), id));
+        view_grandchild = 0;
         inproc_stop(&ip);
 }
 
