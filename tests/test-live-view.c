@@ -15,8 +15,10 @@
 #include "bus-fixture.h"
 #include "churn.h"
 #include "manager.h"
+#include "pacing.h"
 #include "source.h"
 #include "tests-util.h"
+#include "watch.h"
 
 #define DEST "org.sectree1"
 #define PATH "/org/sectree1"
@@ -765,8 +767,41 @@ static void test_soak(void) {
         signals_done(&sig);
 }
 
+/* ---- what the log says ---- */
+
+/* The log names each cause of a loss, with its count since it last said so. */
+static void test_loss_causes(void) {
+        WatchLosses before = { .ring_full = 5, .no_id = 1, .skipped_runs = 2 };
+        WatchLosses now = before;
+        now.ring_full += 812;
+        now.no_id += 1;
+        g_autofree char *a = watch_losses_describe(&before, &now);
+        g_assert_cmpstr(a, ==, "ring buffer full: 812, filter id not found (id map full): 1");
+        g_assert_cmpuint(watch_losses_total(&now) - watch_losses_total(&before), ==, 813);
+        now = before;
+        now.task_gone++;
+        g_autofree char *b = watch_losses_describe(&before, &now);
+        g_assert_cmpstr(b, ==, "task not found: 1");
+}
+
+/* A warning is logged at once, then at most once per interval, saying how many were left out. */
+static void test_warn_limit(void) {
+        WarnLimit w = {};
+        unsigned more = 99;
+        uint64_t t = 1000;
+        g_assert_true(warn_limit_pass(&w, t, &more));
+        g_assert_cmpuint(more, ==, 0);
+        for (int i = 0; i < 600; i++)
+                g_assert_false(warn_limit_pass(&w, t + (uint64_t) i * 10000, &more));
+        g_assert_true(warn_limit_pass(&w, t + PACING_WARN_INTERVAL_USEC, &more));
+        g_assert_cmpuint(more, ==, 600);
+        g_assert_false(warn_limit_pass(&w, t + PACING_WARN_INTERVAL_USEC + 1, &more));
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
+        g_test_add_func("/live-view/loss-causes", test_loss_causes);
+        g_test_add_func("/live-view/warn-limit", test_warn_limit);
         g_test_add_func("/live-view/tsync-while-stopped", test_tsync_while_stopped);
         g_test_add_func("/live-view/no-storm", test_no_storm);
         g_test_add_func("/live-view/listener-meaning", test_listener_meaning);
