@@ -1,8 +1,10 @@
 /* figure-churn.c: figure 10, the live view under mixed churn: how far behind the kernel the
  * daemon's FilterAttached signals come (lag p50/p99) and how many repairs (full passes after lost
  * or ill-fitting events) the churn cost */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <unistd.h>
 #include <systemd/sd-bus.h>
 
 #include "churn.h"
@@ -30,6 +32,8 @@
 #define DRAIN_MAX_USEC (30 * 1000 * 1000)
 #define STALL_EVERY_MSEC 2000
 #define STALL_MSEC 250
+#define CLOSE_LOOPS 200000
+#define SMOKE_CLOSE_LOOPS 10000
 
 typedef struct Received {
         pid_t tid;
@@ -219,6 +223,18 @@ static int churn_report(Report *report, const ChurnRun *x, const char *how) {
         return r;
 }
 
+/* What one open(2) and close(2) of /dev/null cost, in nanoseconds: with the daemon watching, its
+ * close(2) tracepoint looks at every descriptor closed on the machine once a listener was made. */
+static double close_nsec(unsigned loops) {
+        uint64_t start = now_nsec();
+        for (unsigned i = 0; i < loops; i++) {
+                int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (fd >= 0)
+                        close(fd);
+        }
+        return (double) (now_nsec() - start) / loops;
+}
+
 /* One run on a daemon of its own; stalled: stopped now and then. */
 static int churn_run_one(const BenchOptions *o, Report *report, bool stalled) {
         _cleanup_(daemon_fixture_freep) DaemonFixture *daemon = NULL;
@@ -241,7 +257,18 @@ static int churn_run_one(const BenchOptions *o, Report *report, bool stalled) {
         free(client.rx);
         if (r < 0)
                 return r;
-        return churn_report(report, &run, stalled ? "daemon stopped 250 ms every 2 s" : "mixed churn");
+        r = churn_report(report, &run, stalled ? "daemon stopped 250 ms every 2 s" : "mixed churn");
+        if (r < 0 || stalled)
+                return r;
+        /* The churn made listeners: every close(2) of the machine is looked at now. */
+        unsigned loops = o->smoke ? SMOKE_CLOSE_LOOPS : CLOSE_LOOPS;
+        double watched = close_nsec(loops);
+        daemon = daemon_fixture_free(daemon);
+        double alone = close_nsec(loops);
+        char note[120];
+        snprintf(note, sizeof(note), "%.0f ns without a daemon; %u calls each", alone, loops);
+        return report_add_value(report, 0, "open(2) + close(2) of /dev/null while the daemon watches", watched, "ns",
+                                watched / alone, "no daemon", NULL, VERDICT_NONE, note);
 }
 
 int figure_churn_run(const BenchOptions *o, Report *report) {
