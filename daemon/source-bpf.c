@@ -114,30 +114,6 @@ static LiveTask task_from_watch(const BpfSource *b, const WatchTask *w) {
         return t;
 }
 
-/* A filter installed without TSYNC on a process the live forest did not have: its other threads
- * (in disabled mode; one that installs a filter of its own sends its own event) escaped it. They
- * go into the batch after the filter, as /proc has them now. */
-static int add_escaped_threads(BpfSource *b, const WatchEvent *w) {
-        _cleanup_free_ pid_t *tids = NULL;
-        size_t n = 0;
-        if (proc_list_threads(w->task.tgid, &tids, &n) < 0)
-                return 0; /* the process is gone: its exit events follow */
-        for (size_t i = 0; i < n; i++) {
-                LiveEvent e = { .type = LIVE_EVENT_TASK, .task = task_from_watch(b, &w->task) };
-                ProcStatus st;
-                e.task.tid = tids[i];
-                e.task.mode = TASK_MODE_DISABLED;
-                e.task.filter_id = 0;
-                if (tids[i] == w->task.tid || proc_read_status(tids[i], &st) < 0 || st.seccomp_mode != 0 ||
-                    proc_read_start_time(tids[i], &e.task.start_time) < 0 || proc_read_comm(tids[i], e.task.comm) < 0)
-                        continue; /* the installer, gone, or not disabled */
-                int r = live_batch_add(&b->batch, &e);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 /* The installer's executable, read from /proc after the fact: the process may have exec'd since
  * (bwrap installs filters, then execs the sandbox's command). exec changes the executable before
  * the name: a name still as the event had it says no exec came before the read. Otherwise (or a
@@ -169,6 +145,7 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                         (void) proc_read_exe(w->task.tgid, &exe);
                 break;
         case WATCH_TASK_TSYNC: /* its process's executable comes with the filter's event */
+        case WATCH_TASK_ESCAPED:
                 e.type = LIVE_EVENT_TASK;
                 break;
         case WATCH_TASK_EXEC:
@@ -202,8 +179,6 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
         }
         e.task.exe = exe;
         r = live_batch_add(&b->batch, &e);
-        if (r >= 0 && w->type == WATCH_FILTER_ATTACHED && !known && !w->filter.tsync && w->task.threaded)
-                r = add_escaped_threads(b, w);
         if (r < 0)
                 return b->batch_error = r;
         return 0;

@@ -166,6 +166,9 @@ static int watch_type_from_rec(uint32_t type, WatchEventType *ret) {
         case WATCH_REC_LISTENER_CLOSE:
                 *ret = WATCH_LISTENER_CLOSED;
                 return 0;
+        case WATCH_REC_TASK_ESCAPED:
+                *ret = WATCH_TASK_ESCAPED;
+                return 0;
         default:
                 return -EBADMSG;
         }

@@ -17,6 +17,7 @@ typedef enum WatchEventType {
         WATCH_TASK_MODE,       /* a thread's seccomp mode changed: see below */
         WATCH_TASK_TSYNC,      /* after a TSYNC FILTER_ATTACHED: a thread it reached (see below) */
         WATCH_LISTENER_CLOSED, /* close(2) of a listener fd: see below */
+        WATCH_TASK_ESCAPED,    /* after a process's first FILTER_ATTACHED without TSYNC: see below */
         _WATCH_EVENT_MAX,
 } WatchEventType;
 
@@ -45,6 +46,10 @@ typedef struct WatchFilter {
         int listener_fd; /* NEW_LISTENER: the listener's fd in the installer's process; -1 for none */
 } WatchFilter;
 
+/* WATCH_TASK_ESCAPED: the first FILTER_ATTACHED of a multi-threaded process (no thread of it had
+ * a filter or strict mode), without TSYNC, is followed by one of these for each other thread of
+ * it still in disabled mode when the call returned (task.mode disabled, task.filter_id 0): they
+ * escaped the filter. As the kernel had them at the event. */
 /* WATCH_TASK_TSYNC: a FILTER_ATTACHED with tsync is followed by one of these for each other thread
  * of the installer's process that TSYNC gave the filter and still had it as its head when the
  * installer's call returned (task.filter_id is the filter's id, task.mode filter): the threads as

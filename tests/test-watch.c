@@ -112,6 +112,7 @@ static const char *type_name(WatchEventType t) {
                 [WATCH_TASK_MODE] = "TASK_MODE",
                 [WATCH_TASK_TSYNC] = "TASK_TSYNC",
                 [WATCH_LISTENER_CLOSED] = "LISTENER_CLOSED",
+                [WATCH_TASK_ESCAPED] = "TASK_ESCAPED",
         };
         return names[t];
 }
@@ -680,6 +681,33 @@ static void test_listener_closed(void) {
         waitpid(pid, NULL, 0);
 }
 
+/* A multi-threaded process's first filter, without TSYNC: its other thread escaped it, and says so
+ * from the kernel at the event; a second filter of that process does not say it again. */
+static void test_escaped(void) {
+        if (!tests_require_root())
+                return;
+        Watcher *w = watcher_get();
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        ScenarioTask e = scenario_thread(s, c);
+        g_assert_cmpint(e, >, 0);
+        g_assert_cmpint(scenario_install(s, c, x.a, x.na, 0), >=, 0);
+        wait_event(w, WATCH_FILTER_ATTACHED, tid_of(s, c));
+        const WatchEvent *ev = wait_event(w, WATCH_TASK_ESCAPED, tid_of(s, e));
+        g_assert_cmpint(ev->task.tgid, ==, tid_of(s, c));
+        g_assert_cmpint(ev->task.mode, ==, TASK_MODE_DISABLED);
+        g_assert_cmpuint(ev->task.filter_id, ==, 0);
+        uint64_t start;
+        g_assert_cmpint(proc_read_start_time(tid_of(s, e), &start), ==, 0);
+        g_assert_cmpuint(ev->task.start_time, ==, start);
+        assert_no_event(w, WATCH_TASK_ESCAPED, tid_of(s, c));
+        g_assert_cmpint(scenario_install(s, c, x.b, x.nb, 0), >=, 0);
+        wait_event(w, WATCH_FILTER_ATTACHED, tid_of(s, c));
+        assert_no_event(w, WATCH_TASK_ESCAPED, tid_of(s, e));
+        scenario_free(s);
+}
+
 static void test_scan_root_pid1(void) {
         if (!tests_require_root())
                 return;
@@ -718,6 +746,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/watch/handler-error", test_handler_error);
         g_test_add_func("/watch/scan-root-pid1", test_scan_root_pid1);
         g_test_add_func("/watch/listener-closed", test_listener_closed);
+        g_test_add_func("/watch/escaped", test_escaped);
         r = g_test_run();
         watcher_deinit(&main_watcher);
         return r;

@@ -304,13 +304,16 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
                 watch_lose(WATCH_LOSS_RING_FULL);
 }
 
-/* TSYNC pointed every thread of t's process at head (id), under the process's lock, before the
- * call returned: each thread that still has it as its head now says so in a record of its own,
- * after the filter's. This is what TSYNC reached, read from the kernel at the event: user space
- * would read /proc only when it handles the event, when the process may have changed or be gone.
- * A thread that is exiting is left out (its exit is an event, or was one); a thread whose head is
- * another by now installed a filter of its own on top (its own record says so) or exec'd. */
-static __noinline void watch_tsync_threads(struct task_struct *cur, struct seccomp_filter *head, __u64 id) {
+/* The other threads of cur's process that an install left behind, each as a record of its own
+ * after the filter's, as the kernel has them at the event (user space would read /proc only when
+ * it handles the event, when the process may have changed or be gone). A thread that is exiting is
+ * left out (its exit is an event, or was one).
+ *   tsync (type WATCH_REC_TASK_TSYNC): TSYNC pointed every thread at head (id), under the process's
+ *     lock, before the call returned: those that still have it as their head say so (one whose
+ *     head is another by now installed a filter of its own on top: its own record says so);
+ *   otherwise (WATCH_REC_TASK_ESCAPED): the process's first filter, without TSYNC: the threads
+ *     still in disabled mode escaped it. */
+static __noinline void watch_threads(struct task_struct *cur, struct seccomp_filter *head, __u64 id, bool tsync) {
         struct task_struct *leader = bpf_task_from_pid(task_plain(cur)->tgid);
         struct bpf_iter_task it;
         struct task_struct *th;
@@ -325,14 +328,16 @@ static __noinline void watch_tsync_threads(struct task_struct *cur, struct secco
                 struct task_struct *t = task_plain(th);
                 struct watch_rec r = {};
 
-                if (th == cur || (t->flags & PF_EXITING) || t->seccomp.filter != head)
+                if (th == cur || (t->flags & PF_EXITING))
+                        continue;
+                if (tsync ? t->seccomp.filter != head : t->seccomp.mode != SECCOMP_MODE_DISABLED)
                         continue;
                 task_fill(&r.task, t);
                 if (!r.task.tid)
                         continue; /* outside the daemon's pid namespace */
-                r.type = WATCH_REC_TASK_TSYNC;
+                r.type = tsync ? WATCH_REC_TASK_TSYNC : WATCH_REC_TASK_ESCAPED;
                 r.ktime_ns = bpf_ktime_get_ns();
-                r.task.filter_id = id;
+                r.task.filter_id = tsync ? id : 0;
                 if (bpf_ringbuf_output(&events, &r, sizeof(r), 0) < 0)
                         watch_lose(WATCH_LOSS_RING_FULL);
         }
@@ -398,6 +403,7 @@ static __always_inline int install_exit(long ret) {
         __u32 tid = (__u32) bpf_get_current_pid_tgid();
         struct pending_install *p, saved;
         struct seccomp_filter *head;
+        bool first, tsync;
         __u64 id;
 
         p = bpf_map_lookup_elem(&pending, &tid);
@@ -415,11 +421,12 @@ static __always_inline int install_exit(long ret) {
                 return 0;
 
         id = install_name(head, saved.ids_before);
+        first = saved.mode_before == SECCOMP_MODE_DISABLED && !seccomp_proc_marked(t);
         seccomp_proc_mark(t);
         watch_filter_attached(t, head, id, saved.seccomp_flags, saved.prctl, ret);
-        if (watch_enabled && id && !saved.prctl && (saved.seccomp_flags & SECCOMP_FILTER_FLAG_TSYNC) && ret >= 0 &&
-            t->signal->nr_threads > 1)
-                watch_tsync_threads(bpf_get_current_task_btf(), head, id);
+        tsync = !saved.prctl && (saved.seccomp_flags & SECCOMP_FILTER_FLAG_TSYNC) && ret >= 0;
+        if (watch_enabled && id && t->signal->nr_threads > 1 && (tsync || first))
+                watch_threads(bpf_get_current_task_btf(), head, id, tsync);
         return 0;
 }
 

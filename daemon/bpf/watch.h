@@ -20,6 +20,8 @@ enum watch_rec_type {
         WATCH_REC_TASK_TSYNC = 6, /* after a FILTER record with TSYNC: one thread it reached, its state
                                    * at the installer's return (task.filter_id is the new filter) */
         WATCH_REC_LISTENER_CLOSE = 7, /* close(2) of a listener fd: struct watch_rec_listener */
+        WATCH_REC_TASK_ESCAPED = 8, /* after the first FILTER record of a process, without TSYNC: one of
+                                     * its other threads, in disabled mode: it escaped the filter */
 };
 
 /* watch_rec_task.flags */
