@@ -37,3 +37,7 @@ int figure_oneshot_run(const BenchOptions *o, Report *report);
 /* Figure 8: the daemon's start-up to READY=1, and its parts: loading, the first pass against a warm
  * one, the first write of the state database. */
 int figure_startup_run(const BenchOptions *o, Report *report);
+
+/* Figure 10: the live view under mixed churn (threads, TSYNC, exec, orphans, listeners): lag from
+ * seccomp() to FilterAttached, p50 and p99, and the repairs (Resynced) it cost. */
+int figure_churn_run(const BenchOptions *o, Report *report);

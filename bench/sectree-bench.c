@@ -42,6 +42,8 @@ static const Figure figures[] = {
         { "flood", "Figure 9: root's calls and the daemon's memory while nobody holds tens of thousands of filters, "
           "with the per-uid filter budget against --filter-budget=0", figure_flood_run },
         { "restore", "Restore: a snapshot rebuilt as a new process tree", figure_restore_run },
+        { "churn", "Figure 10: the live view under mixed churn (forks, threads, TSYNC, exec, orphans, listeners): lag "
+          "from seccomp() to FilterAttached and the repairs it cost", figure_churn_run },
 };
 
 static const Figure *figure_find(const char *name) {

@@ -68,6 +68,9 @@ Manager *manager_free(Manager *m) {
 /* ---- pacing full passes (pacing.c decides when) ---- */
 
 static void manager_resync(Manager *m, const char *reason) {
+        m->stats.resyncs++;
+        if (streq_ptr(reason, "inconsistent"))
+                m->stats.inconsistent++;
         pacing_request(m->pacing, reason);
 }
 
@@ -130,20 +133,60 @@ static int manager_commit(Manager *m, const char *reason) {
         return 0;
 }
 
-/* A batch of events from the source: one transaction. */
+/* Whether to log a warning of this kind now; then *more says how many were not logged before it
+ * (" (12 more like it were not logged.)", or "" for none). */
+typedef char WarnMore[64];
+static bool warn_now(WarnLimit *w, WarnMore more) {
+        unsigned n;
+        if (!warn_limit_pass(w, now_usec(CLOCK_MONOTONIC), &n))
+                return false;
+        if (n > 0)
+                (void) snprintf(more, sizeof(WarnMore), " (%u more like it were not logged.)", n);
+        else
+                more[0] = 0;
+        return true;
+}
+
+/* Events that did not fit the live forest were left out of their batch: say which, and why. */
+static void warn_skipped(Manager *m, const LiveSkipped *k) {
+        WarnMore more;
+        if (!warn_now(&m->warn_skipped, more))
+                return;
+        if (k->filter_id)
+                log_warning("Left out %zu events that do not fit the live state (the first: thread %d names filter %" PRIu64
+                            ", which the live state does not have: an event about it was lost, or it was retired "
+                            "too early), repairing with a full pass.%s", k->n, k->tid, k->filter_id, more);
+        else
+                log_warning_errno(k->error, "Left out %zu events that do not fit the live state (the first: thread %d, "
+                                  "%m), repairing with a full pass.%s", k->n, k->tid, more);
+}
+
+/* A batch of events from the source: one transaction. Events that do not fit are left out (and a
+ * full pass repairs what they would have said): the others are applied, stored and announced, so
+ * that one missed event does not fail every batch until the repair. */
 static int sink_apply(void *userdata, const LiveBatch *batch) {
         Manager *m = userdata;
-        int r = live_apply(m->live, batch->events, batch->n, &m->changes);
+        LiveSkipped skipped;
+        WarnMore more;
+        int r = live_apply_fitting(m->live, batch->events, batch->n, &m->changes, &skipped);
         if (r < 0) {
-                log_warning_errno(r, "Applying events failed (%m), resynchronising.");
+                if (warn_now(&m->warn_apply, more))
+                        log_warning_errno(r, "Applying events failed (%m), resynchronising.%s", more);
                 if (live_rollback(m->live, &m->changes) < 0)
                         live_reload(m);
                 manager_resync(m, "inconsistent");
                 return r;
         }
+        if (skipped.n > 0) {
+                m->stats.events_skipped += skipped.n;
+                warn_skipped(m, &skipped);
+                manager_resync(m, "inconsistent");
+        }
         r = manager_commit(m, NULL);
         if (r < 0) {
-                log_warning_errno(r, "Storing events failed (%m): nothing of them is announced, resynchronising.");
+                if (warn_now(&m->warn_store, more))
+                        log_warning_errno(r, "Storing events failed (%m): nothing of them is announced, "
+                                          "resynchronising.%s", more);
                 m->stats.failed_batches++;
                 manager_resync(m, "lost-events");
         }

@@ -27,6 +27,9 @@ typedef struct ManagerStats {
         unsigned failed_passes;   /* scanned but not stored */
         unsigned failed_batches;  /* applied but not stored: rolled back */
         unsigned filters_stored;  /* new filters that events attached, stored */
+        unsigned resyncs;         /* full passes asked for (lost events, inconsistencies, failures) */
+        unsigned inconsistent;    /* of which because events did not fit the live forest */
+        uint64_t events_skipped;  /* events left out of their batch: they did not fit the live forest */
 } ManagerStats;
 
 /* Who hears of what the service stored, once it is committed: the bus layer (manager-dbus.c). */
@@ -58,6 +61,8 @@ typedef struct Manager {
         uint64_t last_scan_usec; /* CLOCK_REALTIME of the last stored full pass */
 
         ManagerListener listener;
+        /* warnings of the event path, each logged at most once per PACING_WARN_INTERVAL_USEC */
+        WarnLimit warn_skipped, warn_apply, warn_store;
 
         /* the bus: manager-dbus.c */
         sd_bus *bus;

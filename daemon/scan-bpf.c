@@ -1711,3 +1711,7 @@ bool bpf_scanner_watch_pending(BpfScanner *s) {
 uint64_t bpf_scanner_watch_lost(BpfScanner *s) {
         return bpf_watch_lost(&s->watch);
 }
+
+void bpf_scanner_watch_losses(BpfScanner *s, WatchLosses *ret) {
+        bpf_watch_losses(&s->watch, ret);
+}

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "infer.h"
+#include "pacing.h"
 #include "procinfo.h"
 #include "source-backend.h"
 #include "watch.h"
@@ -28,7 +29,8 @@ typedef struct BpfSource {
         BpfScanner *scanner;
         sd_event_source *io, *lost_timer, *store_timer;
         uint64_t lost_seen;  /* bpf_scanner_watch_lost() as of the scan of the last stored pass */
-        bool lost_logged;    /* the resync asked for the current losses was logged */
+        WatchLosses losses_logged; /* the losses as of the last time the log said so */
+        WarnLimit warn_lost; /* that warning, at most once per PACING_WARN_INTERVAL_USEC */
         Hashmap public_ids;  /* kernel id -> the stored id it keeps */
         bool ids_kept;       /* the stored ids were matched (first pass) */
         LiveBatch batch;     /* the events of one dispatch */
@@ -92,6 +94,15 @@ static int pass_make_ids_public(BpfSource *b, Forest *f) {
         return forest_set_ids(f, ids);
 }
 
+/* A listener's id is its filter's (the kernel allows one listener per filter): the same in every
+ * pass and in the events that make one, so that a pass over an unchanged machine changes no id. */
+static int pass_listener_ids(Forest *f) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                f->listeners[i]->id = f->listeners[i]->filter_id;
+        f->linked = false;
+        return forest_link(f, NULL);
+}
+
 /* ---- events ---- */
 
 static LiveTask task_from_watch(const BpfSource *b, const WatchTask *w) {
@@ -101,52 +112,6 @@ static LiveTask task_from_watch(const BpfSource *b, const WatchTask *w) {
         };
         memcpy(t.comm, w->comm, sizeof(t.comm));
         return t;
-}
-
-/* TSYNC reached every thread of the installer's process: which, and since when. */
-static int tsync_threads(const WatchEvent *e, LiveThread **ret, size_t *ret_n) {
-        _cleanup_free_ pid_t *tids = NULL;
-        size_t n = 0, k = 0;
-        if (proc_list_threads(e->task.tgid, &tids, &n) < 0) {
-                *ret = NULL;
-                *ret_n = 0;
-                return 0; /* the process is gone: its exit events follow */
-        }
-        LiveThread *t = calloc(n + 1, sizeof(LiveThread));
-        if (!t)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                t[k] = (LiveThread) { .tid = tids[i], .start_time = e->task.start_time };
-                if (tids[i] == e->task.tid || proc_read_start_time(tids[i], &t[k].start_time) >= 0)
-                        k++;
-        }
-        *ret = t;
-        *ret_n = k;
-        return 0;
-}
-
-/* A filter installed without TSYNC on a process the live forest did not have: its other threads
- * (in disabled mode; one that installs a filter of its own sends its own event) escaped it. They
- * go into the batch after the filter, as /proc has them now. */
-static int add_escaped_threads(BpfSource *b, const WatchEvent *w) {
-        _cleanup_free_ pid_t *tids = NULL;
-        size_t n = 0;
-        if (proc_list_threads(w->task.tgid, &tids, &n) < 0)
-                return 0; /* the process is gone: its exit events follow */
-        for (size_t i = 0; i < n; i++) {
-                LiveEvent e = { .type = LIVE_EVENT_TASK, .task = task_from_watch(b, &w->task) };
-                ProcStatus st;
-                e.task.tid = tids[i];
-                e.task.mode = TASK_MODE_DISABLED;
-                e.task.filter_id = 0;
-                if (tids[i] == w->task.tid || proc_read_status(tids[i], &st) < 0 || st.seccomp_mode != 0 ||
-                    proc_read_start_time(tids[i], &e.task.start_time) < 0 || proc_read_comm(tids[i], e.task.comm) < 0)
-                        continue; /* the installer, gone, or not disabled */
-                int r = live_batch_add(&b->batch, &e);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
 }
 
 /* The installer's executable, read from /proc after the fact: the process may have exec'd since
@@ -168,7 +133,6 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
         BpfSource *b = userdata;
         LiveEvent e = { .task = task_from_watch(b, &w->task) };
         _cleanup_free_ char *exe = NULL;
-        _cleanup_free_ LiveThread *tsync = NULL;
         bool known = forest_find_process(live_now(b), w->task.tgid);
         int r;
 
@@ -176,8 +140,13 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
         case WATCH_TASK_NEW:
         case WATCH_TASK_MODE:
                 e.type = LIVE_EVENT_TASK;
+                e.task.forked = w->type == WATCH_TASK_NEW;
                 if (!known && w->task.mode != TASK_MODE_DISABLED)
                         (void) proc_read_exe(w->task.tgid, &exe);
+                break;
+        case WATCH_TASK_TSYNC: /* its process's executable comes with the filter's event */
+        case WATCH_TASK_ESCAPED:
+                e.type = LIVE_EVENT_TASK;
                 break;
         case WATCH_TASK_EXEC:
                 e.type = LIVE_EVENT_EXEC;
@@ -185,6 +154,12 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                 break;
         case WATCH_TASK_EXIT:
                 e.type = LIVE_EVENT_EXIT;
+                e.task.group_dead = w->task.group_dead;
+                break;
+        case WATCH_LISTENER_CLOSED:
+                e.type = LIVE_EVENT_LISTENER_CLOSED;
+                e.filter = (LiveFilter) { .id = public_id(b, w->listener.filter_id), .listener_fd = w->listener.fd,
+                                          .listener_held = true, .has_listener = !w->listener.last };
                 break;
         case WATCH_FILTER_ATTACHED:
                 e.type = LIVE_EVENT_FILTER;
@@ -192,11 +167,10 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
                         .id = public_id(b, w->filter.id), .parent_id = public_id(b, w->filter.parent_id),
                         .insns = w->filter.insns, .len = w->filter.len, .log = w->filter.log,
                         .wait_killable_recv = w->filter.wait_killable_recv, .has_listener = w->filter.has_listener,
-                        .identity = IDENTITY_EXACT,
+                        .identity = IDENTITY_EXACT, .listener_held = w->filter.listener_fd >= 0,
+                        .listener_fd = w->filter.listener_fd,
                 };
-                if (w->filter.tsync && (r = tsync_threads(w, &tsync, &e.filter.n_tsync)) < 0)
-                        return b->batch_error = r;
-                e.filter.tsync = tsync;
+                /* With TSYNC, the threads it reached follow as WATCH_TASK_TSYNC events. */
                 if (!known)
                         installer_read_exe(&w->task, &exe);
                 break;
@@ -205,8 +179,6 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
         }
         e.task.exe = exe;
         r = live_batch_add(&b->batch, &e);
-        if (r >= 0 && w->type == WATCH_FILTER_ATTACHED && !known && !w->filter.tsync && w->task.threaded)
-                r = add_escaped_threads(b, w);
         if (r < 0)
                 return b->batch_error = r;
         return 0;
@@ -230,12 +202,24 @@ static int drop_stale_installer_exes(LiveBatch *batch) {
 
 /* ---- losses ---- */
 
+/* Say why events were lost since the log last said so: the ring buffer was full, a filter had no
+ * id, ... (at most once per interval: the counts add up meanwhile). */
+static void log_lost(BpfSource *b) {
+        WatchLosses now;
+        unsigned more;
+        bpf_scanner_watch_losses(b->scanner, &now);
+        if (watch_losses_total(&now) == watch_losses_total(&b->losses_logged) ||
+            !warn_limit_pass(&b->warn_lost, now_usec(CLOCK_MONOTONIC), &more))
+                return;
+        _cleanup_free_ char *why = watch_losses_describe(&b->losses_logged, &now);
+        log_info("Events were lost (%s), resynchronising.", why ?: "?");
+        b->losses_logged = now;
+}
+
 static void check_lost(BpfSource *b) {
         if (bpf_scanner_watch_lost(b->scanner) == b->lost_seen)
                 return;
-        if (!b->lost_logged)
-                log_info("Events were lost (ring buffer full), resynchronising.");
-        b->lost_logged = true;
+        log_lost(b);
         b->source.sink.resync(b->source.sink.userdata, "lost-events");
 }
 
@@ -348,6 +332,8 @@ static int pass_scan(BpfSource *b, Forest **ret, uint64_t *ret_lost) {
         r = source_pass_prepare(&b->source, f);
         if (r >= 0)
                 r = pass_make_ids_public(b, f);
+        if (r >= 0)
+                r = pass_listener_ids(f);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(f);
@@ -358,7 +344,6 @@ static int pass_hand_on(BpfSource *b, Forest *f, const char *reason, uint64_t lo
         int r = b->source.sink.replace(b->source.sink.userdata, f, reason);
         if (r >= 0) {
                 b->lost_seen = lost; /* what was lost before the scan is in it */
-                b->lost_logged = false;
                 /* The scanner keeps no program the live forest does not (its uid is over budget). */
                 int k = bpf_scanner_drop_programs(b->scanner, live_dropped, b);
                 if (k < 0)
@@ -441,6 +426,7 @@ static int bpf_start(Source *s) {
         if (r < 0)
                 return log_error_errno(r, "Failed to create the pass timer: %m");
         b->lost_seen = bpf_scanner_watch_lost(b->scanner);
+        bpf_scanner_watch_losses(b->scanner, &b->losses_logged);
         return 0;
 }
 

@@ -1267,8 +1267,24 @@ static int store_write_puts(Store *s, const Forest *live, Touched *t, uint64_t n
         return 0;
 }
 
+/* Listeners that events made, changed or ended: their filters' flags, and the listener tables as
+ * the live forest has them (a few rows: rewritten whole). */
+static int store_write_listeners(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+        bool any = false;
+        for (size_t i = 0; i < c->n; i++) {
+                if (c->changes[i].type != LIVE_LISTENER_CHANGED)
+                        continue;
+                const Filter *flt = forest_find_filter(live, c->changes[i].filter_id);
+                int r = flt ? store_put_filter(s, flt, NULL, now_usec) : 0;
+                if (r < 0)
+                        return r;
+                any = true;
+        }
+        return any ? store_reconcile_listeners(s, live) : 0;
+}
+
 /* Filters first (a thread's row names its head), then threads gone, then what is, then the
- * filters retired (children before parents, as the changes have them). */
+ * listeners, then the filters retired (children before parents, as the changes have them). */
 static int store_write_batch(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
         _cleanup_(touched_deinit) Touched t = {};
         int r = touched_collect(&t, c);
@@ -1280,6 +1296,8 @@ static int store_write_batch(Store *s, const Forest *live, const LiveChanges *c,
                 r = store_write_removals(s, live, &t);
         if (r >= 0)
                 r = store_write_puts(s, live, &t, now_usec);
+        if (r >= 0)
+                r = store_write_listeners(s, live, c, now_usec);
         for (size_t i = 0; r >= 0 && i < c->n; i++)
                 if (c->changes[i].type == LIVE_FILTER_RETIRED)
                         r = store_retire_filter(s, c->changes[i].filter_id, now_usec);

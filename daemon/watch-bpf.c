@@ -19,7 +19,7 @@
 #define MIN_EVENTS_SIZE 4096U
 
 /* Before load: size the event ring buffer and the scratch space, share the id maps, and keep the
- * fork/exec/exit tracepoints from being attached with the rest. */
+ * fork/exec/exit and close(2) tracepoints from being attached with the rest. */
 static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         int ncpus, r;
 
@@ -47,6 +47,7 @@ static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         bpf_program__set_autoattach(skel->progs.watch_fork, false);
         bpf_program__set_autoattach(skel->progs.watch_exec, false);
         bpf_program__set_autoattach(skel->progs.watch_exit, false);
+        bpf_program__set_autoattach(skel->progs.close_enter, false);
         return 0;
 }
 
@@ -118,6 +119,7 @@ static void watch_task_from_rec(WatchTask *w, const BpfWatch *watch, const struc
                 .gid = r->gid,
                 .dumpable = r->flags & WATCH_TASK_DUMPABLE,
                 .threaded = r->flags & WATCH_TASK_THREADED,
+                .group_dead = r->flags & WATCH_TASK_GROUP_DEAD,
         };
         memcpy(w->comm, r->comm, sizeof(w->comm));
         w->comm[sizeof(w->comm) - 1] = 0;
@@ -136,6 +138,7 @@ static int watch_filter_from_rec(WatchFilter *f, const struct watch_rec_filter *
                 .wait_killable_recv = r->wait_killable_recv,
                 .has_listener = r->has_listener,
                 .tsync = r->install_flags & WATCH_INSTALL_TSYNC,
+                .listener_fd = r->has_listener ? r->listener_fd : -1,
         };
         return 0;
 }
@@ -157,6 +160,15 @@ static int watch_type_from_rec(uint32_t type, WatchEventType *ret) {
         case WATCH_REC_TASK_MODE:
                 *ret = WATCH_TASK_MODE;
                 return 0;
+        case WATCH_REC_TASK_TSYNC:
+                *ret = WATCH_TASK_TSYNC;
+                return 0;
+        case WATCH_REC_LISTENER_CLOSE:
+                *ret = WATCH_LISTENER_CLOSED;
+                return 0;
+        case WATCH_REC_TASK_ESCAPED:
+                *ret = WATCH_TASK_ESCAPED;
+                return 0;
         default:
                 return -EBADMSG;
         }
@@ -175,6 +187,12 @@ static int watch_event_from_rec(WatchEvent *e, const BpfWatch *w, const void *da
         watch_task_from_rec(&e->task, w, &r->task);
         if (e->type == WATCH_FILTER_ATTACHED)
                 return watch_filter_from_rec(&e->filter, data, size);
+        if (e->type == WATCH_LISTENER_CLOSED) {
+                const struct watch_rec_listener *l = data;
+                if (size < sizeof(*l) || l->filter_id == 0 || l->fd < 0)
+                        return -EBADMSG;
+                e->listener = (WatchListenerClose) { .filter_id = l->filter_id, .fd = l->fd, .last = l->last };
+        }
         return 0;
 }
 
@@ -210,7 +228,8 @@ static void watch_links_destroy(struct watch_bpf *skel) {
         bpf_link__destroy(skel->links.watch_fork);
         bpf_link__destroy(skel->links.watch_exec);
         bpf_link__destroy(skel->links.watch_exit);
-        skel->links.watch_fork = skel->links.watch_exec = skel->links.watch_exit = NULL;
+        bpf_link__destroy(skel->links.close_enter);
+        skel->links.watch_fork = skel->links.watch_exec = skel->links.watch_exit = skel->links.close_enter = NULL;
 }
 
 static int watch_attach(struct bpf_program *prog, struct bpf_link **ret) {
@@ -251,6 +270,8 @@ int bpf_watch_start(BpfWatch *w, WatchHandler handler, void *userdata) {
                 r = watch_attach(skel->progs.watch_exec, &skel->links.watch_exec);
         if (r >= 0)
                 r = watch_attach(skel->progs.watch_fork, &skel->links.watch_fork);
+        if (r >= 0)
+                r = watch_attach(skel->progs.close_enter, &skel->links.close_enter);
         if (r < 0) {
                 watch_links_destroy(skel);
                 watch_reader_free(w);
@@ -311,19 +332,64 @@ uint64_t bpf_watch_install_misses(const BpfWatch *w) {
         return w->skel ? prog_misses(w->skel->progs.seccomp_exit) : 0;
 }
 
-uint64_t bpf_watch_lost(BpfWatch *w) {
+void bpf_watch_losses(BpfWatch *w, WatchLosses *ret) {
         struct watch_bpf *skel = w->skel;
 
+        *ret = (WatchLosses) {};
         if (!skel)
-                return 0;
+                return;
         const struct bpf_program *progs[] = {
                 skel->progs.seccomp_enter, skel->progs.seccomp_exit, skel->progs.prctl_enter,
                 skel->progs.prctl_exit,    skel->progs.watch_fork,   skel->progs.watch_exec,
-                skel->progs.watch_exit,
+                skel->progs.watch_exit,    skel->progs.close_enter,
         };
-        uint64_t n = skel->bss->watch_lost + skel->data_ids->ids_stats.marks_lost;
-
+        const volatile __u64 *lost = skel->bss->watch_lost;
+        ret->ring_full = lost[WATCH_LOSS_RING_FULL];
+        ret->no_id = lost[WATCH_LOSS_NO_ID];
+        ret->task_gone = lost[WATCH_LOSS_TASK_GONE];
+        ret->marks_lost = skel->data_ids->ids_stats.marks_lost;
         for (size_t i = 0; i < ELEMENTSOF(progs); i++)
-                n += prog_misses(progs[i]);
-        return n;
+                ret->skipped_runs += prog_misses(progs[i]);
+}
+
+uint64_t bpf_watch_lost(BpfWatch *w) {
+        WatchLosses l;
+        bpf_watch_losses(w, &l);
+        return watch_losses_total(&l);
+}
+
+uint64_t watch_losses_total(const WatchLosses *l) {
+        return l->ring_full + l->no_id + l->task_gone + l->skipped_runs + l->marks_lost;
+}
+
+char *watch_losses_describe(const WatchLosses *before, const WatchLosses *now) {
+        const struct {
+                const char *what;
+                uint64_t was, is;
+        } causes[] = {
+                { "ring buffer full", before->ring_full, now->ring_full },
+                { "filter id not found (id map full)", before->no_id, now->no_id },
+                { "task not found", before->task_gone, now->task_gone },
+                { "tracepoint runs skipped by the kernel", before->skipped_runs, now->skipped_runs },
+                { "process marks lost", before->marks_lost, now->marks_lost },
+        };
+        char *out = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&out, &size);
+        bool first = true;
+
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(causes); i++)
+                if (causes[i].is != causes[i].was) {
+                        fprintf(f, "%s%s: %" PRIu64, first ? "" : ", ", causes[i].what, causes[i].is - causes[i].was);
+                        first = false;
+                }
+        if (first)
+                fputs("unknown cause", f);
+        if (fclose(f) != 0) {
+                free(out);
+                return NULL;
+        }
+        return out;
 }

@@ -35,8 +35,8 @@ typedef struct BpfWatch {
 } BpfWatch;
 
 /* Load the watch unit on the scan unit's id maps and attach the seccomp(2)/prctl(2) tracepoints
- * (not yet the fork/exec/exit ones: bpf_watch_start() does). The event ring buffer's size comes
- * from $SECTREE_BPF_EVENTS_SIZE when set. */
+ * (not yet the fork/exec/exit and close(2) ones: bpf_watch_start() does). The event ring
+ * buffer's size comes from $SECTREE_BPF_EVENTS_SIZE when set. */
 int bpf_watch_load(BpfWatch *w, const BpfIdMaps *maps);
 void bpf_watch_deinit(BpfWatch *w);
 /* Runs of the seccomp(2) exit tracepoint the kernel skipped (another BPF program was running on
@@ -51,3 +51,4 @@ int bpf_watch_dispatch(BpfWatch *w);
 void bpf_watch_set_dispatch_limits(BpfWatch *w, unsigned max_events, unsigned max_usec);
 bool bpf_watch_pending(BpfWatch *w);
 uint64_t bpf_watch_lost(BpfWatch *w);
+void bpf_watch_losses(BpfWatch *w, WatchLosses *ret);

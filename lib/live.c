@@ -19,7 +19,7 @@ static const char *const live_change_type_table[_LIVE_CHANGE_TYPE_MAX] = {
         [LIVE_PROCESS_REMOVED] = "process-removed", [LIVE_TASK_ADDED] = "task-added",
         [LIVE_TASK_UPDATED] = "task-updated",     [LIVE_TASK_EXITED] = "task-exited",
         [LIVE_FILTER_ATTACHED] = "filter-attached", [LIVE_FILTER_RETIRED] = "filter-retired",
-        [LIVE_REPLACED] = "replaced",
+        [LIVE_REPLACED] = "replaced",     [LIVE_LISTENER_CHANGED] = "listener-changed",
 };
 
 const char *live_change_type_to_string(LiveChangeType t) {
@@ -95,7 +95,15 @@ void live_batch_done(LiveBatch *b) {
 
 /* ---- changes ---- */
 
+static void listener_dispose(Listener *l) {
+        if (!l)
+                return;
+        free(l->holders);
+        free(l);
+}
+
 static void change_release(LiveChange *x) {
+        listener_dispose(x->old_listener);
         free(x->old.exe);
         process_free(x->process);
         if (x->type == LIVE_FILTER_RETIRED)
@@ -580,6 +588,131 @@ static int filter_retire(Live *l, LiveChanges *c, Filter *x) {
         return 0;
 }
 
+/* Listeners. One per filter (the kernel allows one), its id the filter's. The filter's flag says
+ * that the listener exists: that some process holds a file descriptor of it. */
+
+static Listener *listener_copy(const Listener *l) {
+        Listener *c = malloc(sizeof(Listener));
+        if (!c)
+                return NULL;
+        *c = *l;
+        c->holders = NULL;
+        c->n_holders_allocated = 0;
+        if (l->n_holders > 0 && !(c->holders = calloc(l->n_holders, sizeof(ListenerHolder)))) {
+                free(c);
+                return NULL;
+        }
+        memcpy_safe(c->holders, l->holders, l->n_holders * sizeof(ListenerHolder));
+        c->n_holders_allocated = l->n_holders;
+        return c;
+}
+
+/* Take the listener with that id out of f (NULL if none). */
+static Listener *listener_take(Forest *f, uint64_t id) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                if (f->listeners[i]->id == id) {
+                        Listener *l = f->listeners[i];
+                        memmove(f->listeners + i, f->listeners + i + 1, (f->n_listeners - i - 1) * sizeof(Listener *));
+                        f->n_listeners--;
+                        f->linked = false;
+                        return l;
+                }
+        return NULL;
+}
+
+static int listener_put(Forest *f, Listener *l) {
+        if (GROW(f->listeners, f->n_listeners_allocated, f->n_listeners + 1) < 0)
+                return -ENOMEM;
+        l->forest = f;
+        f->listeners[f->n_listeners++] = l;
+        f->linked = false;
+        return 0;
+}
+
+/* Make flt's listener want (taken; NULL: none), recording what it was. */
+static int listener_set(Live *l, LiveChanges *c, Filter *flt, Listener *want) {
+        Listener *old = forest_find_listener(l->forest, flt->id), *old_copy = NULL;
+        int r = changes_reserve(c);
+        if (r >= 0 && old && !(old_copy = listener_copy(old)))
+                r = -ENOMEM;
+        if (r >= 0 && want)
+                r = GROW(l->forest->listeners, l->forest->n_listeners_allocated, l->forest->n_listeners + 1);
+        if (r < 0) {
+                listener_dispose(want);
+                listener_dispose(old_copy);
+                return r;
+        }
+        LiveChange *x = change_push(c, LIVE_LISTENER_CHANGED);
+        x->filter_id = flt->id;
+        x->old_listener = old_copy;
+        x->old_has_listener = flt->has_listener;
+        listener_dispose(listener_take(l->forest, flt->id));
+        if (old)
+                uses_drop(l, flt->id);
+        if (want) {
+                want->id = flt->id;
+                want->filter_id = flt->id;
+                (void) listener_put(l->forest, want); /* room was made */
+                uses_add(l, flt->id);
+        }
+        flt->has_listener = want != NULL;
+        flt->listener_id = want ? flt->id : 0;
+        return 0;
+}
+
+/* flt's listener, with (pid, fd) among its holders (made if there is none). */
+static int listener_hold(Live *l, LiveChanges *c, Filter *flt, pid_t pid, int fd) {
+        const Listener *now = forest_find_listener(l->forest, flt->id);
+        Listener *want = now ? listener_copy(now) : calloc(1, sizeof(Listener));
+        if (!want)
+                return -ENOMEM;
+        if (!now)
+                want->identity = flt->identity;
+        for (size_t i = 0; i < want->n_holders; i++)
+                if (want->holders[i].pid == pid && want->holders[i].fd == fd) {
+                        listener_dispose(want);
+                        return 0; /* held so already */
+                }
+        if (GROW(want->holders, want->n_holders_allocated, want->n_holders + 1) < 0) {
+                listener_dispose(want);
+                return -ENOMEM;
+        }
+        want->holders[want->n_holders++] = (ListenerHolder) { .pid = pid, .fd = fd };
+        return listener_set(l, c, flt, want);
+}
+
+/* What a holder letting go of a listener means for the listener. */
+typedef enum ListenerEnd {
+        LISTENER_ENDS,        /* that was the file's last reference (close(2) said so) */
+        LISTENER_LIVES,       /* others hold it still (close(2) said so), known or not */
+        LISTENER_ENDS_IF_NONE /* not known (a process exited): it ends when no holder it knows of is left */
+} ListenerEnd;
+
+/* The holders of pid (fd < 0: all of its fds) let go of flt's listener, which may end with them. */
+static int listener_release(Live *l, LiveChanges *c, Filter *flt, pid_t pid, int fd, ListenerEnd end) {
+        const Listener *now = forest_find_listener(l->forest, flt->id);
+        bool gone = end == LISTENER_ENDS;
+        if (!now)
+                return gone && flt->has_listener ? listener_set(l, c, flt, NULL) : 0;
+        Listener *want = listener_copy(now);
+        if (!want)
+                return -ENOMEM;
+        size_t n = 0;
+        for (size_t i = 0; i < want->n_holders; i++)
+                if (!(want->holders[i].pid == pid && (fd < 0 || want->holders[i].fd == fd)))
+                        want->holders[n++] = want->holders[i];
+        if (n == want->n_holders && !gone) {
+                listener_dispose(want);
+                return 0;
+        }
+        want->n_holders = n;
+        if (gone || (n == 0 && end == LISTENER_ENDS_IF_NONE)) {
+                listener_dispose(want);
+                want = NULL;
+        }
+        return listener_set(l, c, flt, want);
+}
+
 /* ---- events ---- */
 
 /* Whether proposed is head or one of its ancestors: an event older than what we know. */
@@ -684,13 +817,42 @@ static int process_drop_if_unfiltered(Live *l, LiveChanges *c, pid_t tgid) {
         return p && !process_has_seccomp(p) ? drop_process(l, c, p) : 0;
 }
 
+/* A process made by fork(2) has a copy of its parent's file descriptors: it holds the listeners its
+ * parent held, under the same numbers. */
+static int listeners_inherit(Live *l, LiveChanges *c, pid_t child, pid_t parent) {
+        _cleanup_free_ ListenerHolder *held = NULL; /* .pid: unused; the filter's id goes in what */
+        _cleanup_free_ uint64_t *what = NULL;
+        size_t n = 0, allocated = 0, allocated_what = 0;
+        for (size_t i = 0; i < l->forest->n_listeners; i++) {
+                const Listener *x = l->forest->listeners[i];
+                for (size_t j = 0; j < x->n_holders; j++) {
+                        if (x->holders[j].pid != parent)
+                                continue;
+                        if (GROW(held, allocated, n + 1) < 0 || GROW(what, allocated_what, n + 1) < 0)
+                                return -ENOMEM;
+                        held[n] = x->holders[j];
+                        what[n++] = x->filter_id;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                Filter *flt = forest_find_filter(l->forest, what[i]);
+                int r = flt ? listener_hold(l, c, flt, child, held[i].fd) : 0;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* A disabled thread is tracked only in a process that has a thread in strict or filter mode: it
  * escaped that process's filters (it was created before they were installed without TSYNC). */
 static int on_task_state(Live *l, LiveChanges *c, const LiveTask *w) {
         const Process *p = forest_find_process(l->forest, w->tgid);
+        bool forked = w->forked && !p && w->tid == w->tgid && w->ppid > 0;
         if (w->mode == TASK_MODE_DISABLED && !process_find_thread(p, w->tid) && !process_has_seccomp(p))
                 return 0; /* not a thread of the forest */
         int r = task_state(l, c, w);
+        if (r >= 0 && forked && l->forest->n_listeners > 0 && forest_find_process(l->forest, w->tgid))
+                r = listeners_inherit(l, c, w->tgid, w->ppid);
         return r < 0 ? r : process_drop_if_unfiltered(l, c, w->tgid);
 }
 
@@ -709,10 +871,39 @@ static int on_task_exec(Live *l, LiveChanges *c, const LiveTask *w) {
         return r < 0 ? r : process_drop_if_unfiltered(l, c, w->tgid);
 }
 
+/* A process is gone: the listener fds it held are closed. */
+static int listeners_drop_holder(Live *l, LiveChanges *c, pid_t pid) {
+        for (size_t i = 0; i < l->forest->n_listeners; i++) {
+                const Listener *x = l->forest->listeners[i];
+                bool held = false;
+                for (size_t j = 0; j < x->n_holders && !held; j++)
+                        held = x->holders[j].pid == pid;
+                Filter *flt = held ? forest_find_filter(l->forest, x->filter_id) : NULL;
+                if (!flt)
+                        continue;
+                int r = listener_release(l, c, flt, pid, -1, LISTENER_ENDS_IF_NONE);
+                if (r < 0)
+                        return r;
+                i = (size_t) -1; /* the list changed: look again from the start */
+        }
+        return 0;
+}
+
 static int on_task_exit(Live *l, LiveChanges *c, const LiveTask *w) {
         Process *p = forest_find_process(l->forest, w->tgid);
         Task *t = process_find_thread(p, w->tid);
-        return t ? thread_exit(l, c, p, t, false) : 0;
+        int r = t ? thread_exit(l, c, p, t, false) : 0;
+        if (r >= 0 && w->group_dead && l->forest->n_listeners > 0)
+                r = listeners_drop_holder(l, c, w->tgid);
+        return r;
+}
+
+static int on_listener_closed(Live *l, LiveChanges *c, const LiveEvent *e) {
+        Filter *flt = forest_find_filter(l->forest, e->filter.id);
+        if (!flt)
+                return 0; /* retired already, or never known: nothing says it has a listener */
+        return listener_release(l, c, flt, e->task.tgid, e->filter.listener_fd,
+                                e->filter.has_listener ? LISTENER_LIVES : LISTENER_ENDS);
 }
 
 static int on_filter(Live *l, LiveChanges *c, const LiveEvent *e) {
@@ -733,7 +924,12 @@ static int on_filter(Live *l, LiveChanges *c, const LiveEvent *e) {
                         return r;
         }
         w.exe = e->task.exe;
-        return task_state(l, c, &w);
+        r = task_state(l, c, &w);
+        if (r >= 0 && e->filter.has_listener && e->filter.listener_held) {
+                Filter *flt = forest_find_filter(l->forest, e->filter.id);
+                r = flt ? listener_hold(l, c, flt, e->task.tgid, e->filter.listener_fd) : 0;
+        }
+        return r;
 }
 
 static int on_comm(Live *l, LiveChanges *c, const LiveTask *w) {
@@ -770,6 +966,8 @@ static int apply_one(Live *l, LiveChanges *c, const LiveEvent *e) {
                 return on_comm(l, c, &e->task);
         case LIVE_EVENT_PARENT:
                 return on_parent(l, c, &e->task);
+        case LIVE_EVENT_LISTENER_CLOSED:
+                return on_listener_closed(l, c, e);
         default:
                 return -EBADMSG;
         }
@@ -803,6 +1001,73 @@ int live_apply(Live *l, const LiveEvent *events, size_t n, LiveChanges *c) {
                 int r = apply_one(l, c, &events[i]);
                 if (r < 0)
                         return r;
+        }
+        return retire_unused(l, c);
+}
+
+/* ---- applying what fits ---- */
+
+static int rollback_to(Live *l, LiveChanges *c, size_t mark);
+
+/* The filters the batch's filter events bring whose parent is known by then (the forest's, or one
+ * such an event brought before): the others would fail with -ENOLINK. */
+static int batch_filters_known(const Live *l, const LiveEvent *events, size_t n, Hashmap *ret) {
+        for (size_t i = 0; i < n; i++) {
+                const LiveFilter *f = &events[i].filter;
+                if (events[i].type != LIVE_EVENT_FILTER || f->id == 0)
+                        continue;
+                if (f->parent_id && !forest_find_filter(l->forest, f->parent_id) && !hashmap_get(ret, f->parent_id))
+                        continue;
+                if (hashmap_replace(ret, f->id, (void *) 1) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The filter e names that neither the forest nor the batch brings: 0 if none. */
+static uint64_t event_unknown_filter(const Live *l, const Hashmap *brought, const LiveEvent *e) {
+        uint64_t id = 0;
+        if (e->type == LIVE_EVENT_TASK || e->type == LIVE_EVENT_EXEC)
+                id = e->task.filter_id;
+        else if (e->type == LIVE_EVENT_FILTER)
+                id = hashmap_get(brought, e->filter.id) ? 0 : e->filter.parent_id ?: e->filter.id;
+        if (id == 0 || forest_find_filter(l->forest, id) || hashmap_get(brought, id))
+                return 0;
+        return id;
+}
+
+static void skipped_note(LiveSkipped *s, const LiveEvent *e, uint64_t filter_id, int error) {
+        if (s->n++ == 0) {
+                s->tid = e->task.tid;
+                s->filter_id = filter_id;
+                s->error = error;
+        }
+        if (filter_id)
+                s->unknown_filter++;
+}
+
+int live_apply_fitting(Live *l, const LiveEvent *events, size_t n, LiveChanges *c, LiveSkipped *skipped) {
+        _cleanup_(hashmap_deinit) Hashmap brought = {};
+        int r = batch_filters_known(l, events, n, &brought);
+        *skipped = (LiveSkipped) {};
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t unknown = event_unknown_filter(l, &brought, &events[i]);
+                if (unknown) {
+                        skipped_note(skipped, &events[i], unknown, -ENOLINK);
+                        continue;
+                }
+                size_t mark = c->n;
+                r = apply_one(l, c, &events[i]);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        int k = rollback_to(l, c, mark);
+                        if (k < 0)
+                                return k;
+                        skipped_note(skipped, &events[i], 0, r);
+                }
         }
         return retire_unused(l, c);
 }
@@ -963,6 +1228,20 @@ static int undo_one(Live *l, LiveChange *x) {
                         return r;
                 x->filter = NULL;
                 break;
+        case LIVE_LISTENER_CHANGED: {
+                Filter *flt = forest_find_filter(l->forest, x->filter_id);
+                if (!flt)
+                        return -ESTALE;
+                if (x->old_listener && GROW(l->forest->listeners, l->forest->n_listeners_allocated,
+                                            l->forest->n_listeners + 1) < 0)
+                        return -ENOMEM;
+                listener_dispose(listener_take(l->forest, x->filter_id));
+                if (x->old_listener)
+                        (void) listener_put(l->forest, TAKE_PTR(x->old_listener));
+                flt->has_listener = x->old_has_listener;
+                flt->listener_id = forest_find_listener(l->forest, flt->id) ? flt->id : 0;
+                break;
+        }
         case LIVE_REPLACED: {
                 Forest *newer = l->forest;
                 r = live_adopt(l, TAKE_PTR(x->old_forest));
@@ -976,9 +1255,10 @@ static int undo_one(Live *l, LiveChange *x) {
         return r;
 }
 
-int live_rollback(Live *l, LiveChanges *c) {
+/* Undo the changes above mark, newest first. */
+static int rollback_to(Live *l, LiveChanges *c, size_t mark) {
         int r = 0;
-        while (c->n > 0) {
+        while (c->n > mark) {
                 LiveChange *x = &c->changes[c->n - 1];
                 int k = undo_one(l, x);
                 if (k < 0 && r == 0)
@@ -986,8 +1266,13 @@ int live_rollback(Live *l, LiveChanges *c) {
                 change_release(x);
                 c->n--;
         }
-        c->replaced = false;
         l->uses_valid = false; /* counted again at the next retire */
         int k = budget_recount(&l->budget, l->forest);
         return r < 0 ? r : k;
+}
+
+int live_rollback(Live *l, LiveChanges *c) {
+        int r = rollback_to(l, c, 0);
+        c->replaced = false;
+        return r;
 }

@@ -19,6 +19,8 @@ typedef enum LiveEventType {
         LIVE_EVENT_COMM,   /* task (a process's leader) renamed itself: task.comm */
         LIVE_EVENT_PARENT, /* task's process (task.tgid, task.process_start_time if known) has a new
                             * parent, task.ppid: its parent exited */
+        LIVE_EVENT_LISTENER_CLOSED, /* task's process closed its fd filter.listener_fd of the listener of
+                                     * filter.id; filter.has_listener: others still hold it */
         _LIVE_EVENT_TYPE_MAX,
 } LiveEventType;
 
@@ -41,6 +43,8 @@ typedef struct LiveTask {
         uid_t uid;
         gid_t gid;
         const char *exe; /* the process's executable, when the observer read it (NULL: as it was) */
+        bool group_dead; /* LIVE_EVENT_EXIT: the last thread of its process: its file descriptors are closed */
+        bool forked;     /* LIVE_EVENT_TASK: made by fork/clone just now (a new process copied its parent's fds) */
 } LiveTask;
 
 typedef struct LiveFilter {
@@ -51,6 +55,8 @@ typedef struct LiveFilter {
         IdentityKind identity;
         const LiveThread *tsync; /* TSYNC: the threads of task.tgid it reached (task's own may be there too) */
         size_t n_tsync;
+        bool listener_held; /* has_listener, and its fd in task.tgid is listener_fd */
+        int listener_fd;
 } LiveFilter;
 
 typedef struct LiveEvent {
@@ -83,6 +89,7 @@ typedef enum LiveChangeType {
         LIVE_FILTER_ATTACHED, /* FilterAttached (new_filter: the filter is new to the live forest) */
         LIVE_FILTER_RETIRED,  /* no thread, child filter or listener uses it any more */
         LIVE_REPLACED,        /* a full pass replaced the whole forest */
+        LIVE_LISTENER_CHANGED, /* filter_id's listener (its id is the filter's) appeared, changed holders or went */
         _LIVE_CHANGE_TYPE_MAX,
 } LiveChangeType;
 const char *live_change_type_to_string(LiveChangeType t);
@@ -113,6 +120,8 @@ typedef struct LiveChange {
         Filter *filter;            /* FILTER_ATTACHED: the filter; FILTER_RETIRED: taken out, owned */
         char *installer_exe;       /* FILTER_ATTACHED: owned */
         Forest *old_forest;        /* REPLACED: owned */
+        Listener *old_listener;    /* LISTENER_CHANGED: a copy of the listener before (NULL: none), owned */
+        bool old_has_listener;     /* LISTENER_CHANGED: the filter's flag before */
 } LiveChange;
 
 typedef struct LiveChanges {
@@ -152,6 +161,25 @@ LiveCounts live_counts(const Live *l);
  * holds what was changed before: live_rollback() it. Events about tasks the live forest does not
  * track and has no use for (a disabled thread's exit) change nothing. */
 int live_apply(Live *l, const LiveEvent *events, size_t n, LiveChanges *c);
+/* What live_apply_fitting() left out. */
+typedef struct LiveSkipped {
+        size_t n;              /* events left out */
+        size_t unknown_filter; /* of which: they named a filter the live forest does not have */
+        /* The first one left out: its thread, and the filter it named (0: it failed otherwise,
+         * with error). */
+        pid_t tid;
+        uint64_t filter_id;
+        int error;
+} LiveSkipped;
+
+/* live_apply(), leaving out the events that do not fit instead of failing the batch: an event that
+ * names a filter the live forest does not have and no filter event of the batch brings (as head, or
+ * as parent of a new filter: an event about it was lost, or it was retired), and an event that
+ * fails on its own (its changes are undone). What fits is applied and its changes appended to c;
+ * *skipped says what was left out, which only a full pass can tell. Fails (-ENOMEM, or -EUCLEAN
+ * when what was applied still names a filter nobody brought) as live_apply() does: c then holds
+ * what was changed before, for live_rollback(). */
+int live_apply_fitting(Live *l, const LiveEvent *events, size_t n, LiveChanges *c, LiveSkipped *skipped);
 /* Replace the whole forest with f (a full pass; taken; linked). With announce, the differences
  * that signals announce (threads gone and new by tid and start time, filters new) are appended
  * too, after LIVE_REPLACED. */

@@ -398,6 +398,126 @@ static void test_unknown_head(void) {
         live_changes_done(&c);
 }
 
+/* A batch with events that do not fit (a thread named under a filter the forest does not have, a
+ * filter on such a parent, a thread on that filter) leaves those out and applies the rest; the
+ * next batch, which names none of them, applies whole. */
+static void test_apply_fitting(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveSkipped k;
+        LiveEvent setup[] = { filter_event(100, 100, 1, 1, 0, false) };
+        apply_committed(l, setup, 1);
+        LiveEvent e[] = {
+                task_event(LIVE_EVENT_TASK, 200, 200, 100, 1),   /* fits */
+                task_event(LIVE_EVENT_TASK, 300, 300, 100, 42),  /* 42: retired, or its event lost */
+                filter_event(300, 300, 100, 43, 42, true),       /* on 42 */
+                task_event(LIVE_EVENT_TASK, 301, 300, 100, 43),  /* under 43 */
+                filter_event(200, 200, 100, 2, 1, true),         /* fits */
+                task_event(LIVE_EVENT_TASK, 201, 200, 100, 2),   /* named before its own filter event: fits */
+        };
+        /* as a whole, the batch fails */
+        g_assert_cmpint(live_apply(l, e, ELEMENTSOF(e), &c), <, 0);
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        e[5] = task_event(LIVE_EVENT_TASK, 201, 200, 100, 2);
+        g_assert_cmpint(live_apply_fitting(l, e, ELEMENTSOF(e), &c, &k), ==, 0);
+        g_assert_cmpuint(k.n, ==, 3);
+        g_assert_cmpuint(k.unknown_filter, ==, 3);
+        g_assert_cmpint(k.tid, ==, 300);
+        g_assert_cmpuint(k.filter_id, ==, 42);
+        live_changes_done(&c);
+        assert_consistent(l);
+        const Forest *f = live_forest(l);
+        g_assert_cmpuint(forest_find_task(f, 200, NULL)->filter_id, ==, 2);
+        g_assert_cmpuint(forest_find_task(f, 201, NULL)->filter_id, ==, 2);
+        g_assert_null(forest_find_process(f, 300));
+        g_assert_null(forest_find_filter(f, 43));
+        /* the next batch is not failed by what was left out */
+        LiveEvent next[] = { task_event(LIVE_EVENT_EXIT, 301, 300, 100, 0), filter_event(201, 200, 100, 3, 2, false) };
+        g_assert_cmpint(live_apply_fitting(l, next, ELEMENTSOF(next), &c, &k), ==, 0);
+        g_assert_cmpuint(k.n, ==, 0);
+        g_assert_cmpuint(forest_find_task(live_forest(l), 201, NULL)->filter_id, ==, 3);
+        live_changes_done(&c);
+        assert_consistent(l);
+}
+
+/* An event that fails on its own is undone and left out; the others stay applied. */
+static void test_apply_fitting_undoes_one(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveSkipped k;
+        LiveEvent setup[] = { filter_event(100, 100, 1, 1, 0, false) };
+        apply_committed(l, setup, 1);
+        LiveEvent bad = task_event(LIVE_EVENT_TASK, 300, 300, 100, 0);
+        bad.task.mode = TASK_MODE_FILTER; /* filter mode without a filter: cannot be */
+        LiveEvent e[] = { task_event(LIVE_EVENT_TASK, 200, 200, 100, 1), bad, task_event(LIVE_EVENT_TASK, 201, 200, 100, 1) };
+        g_assert_cmpint(live_apply_fitting(l, e, ELEMENTSOF(e), &c, &k), ==, 0);
+        g_assert_cmpuint(k.n, ==, 1);
+        g_assert_cmpuint(k.unknown_filter, ==, 0);
+        g_assert_cmpint(k.error, ==, -EBADMSG);
+        live_changes_done(&c);
+        assert_consistent(l);
+        g_assert_nonnull(forest_find_task(live_forest(l), 201, NULL));
+        g_assert_cmpuint(live_counts(l).tasks, ==, 3);
+}
+
+/* The listeners of f as text: "id filter pid:fd ..." lines, by id. */
+static char *listeners_canon(const Forest *f) {
+        GString *s = g_string_new(NULL);
+        for (uint64_t id = 1; id < 64; id++) {
+                const Listener *l = forest_find_listener(f, id);
+                if (!l)
+                        continue;
+                g_string_append_printf(s, "%" PRIu64 " %" PRIu64, l->id, l->filter_id);
+                for (size_t i = 0; i < l->n_holders; i++)
+                        g_string_append_printf(s, " %d:%d", l->holders[i].pid, l->holders[i].fd);
+                g_string_append_c(s, '\n');
+        }
+        return g_string_free(s, false);
+}
+
+static LiveEvent listener_closed(pid_t tid, pid_t tgid, uint64_t id, int fd, bool last) {
+        LiveEvent e = task_event(LIVE_EVENT_LISTENER_CLOSED, tid, tgid, 1, 0);
+        e.filter = (LiveFilter) { .id = id, .listener_held = true, .listener_fd = fd, .has_listener = !last };
+        return e;
+}
+
+/* A listener made by an install, copied by a fork, closed by one holder and ended by the other's
+ * exit; each batch rolls back exactly. */
+static void test_listener_events(void) {
+        g_autoptr(Live) l = new_live();
+        LiveChanges c = {};
+        LiveEvent made = filter_event(100, 100, 1, 7, 0, false);
+        made.filter.has_listener = true;
+        made.filter.listener_held = true;
+        made.filter.listener_fd = 4;
+        LiveEvent fork = task_event(LIVE_EVENT_TASK, 200, 200, 100, 7);
+        fork.task.forked = true;
+        LiveEvent exit = task_event(LIVE_EVENT_EXIT, 200, 200, 100, 0);
+        exit.task.group_dead = true;
+        LiveEvent steps[][2] = {
+                { made, fork },
+                { listener_closed(100, 100, 7, 4, false), exit },
+        };
+        const char *want[] = { "7 7 100:4 200:4\n", "" };
+        for (size_t i = 0; i < ELEMENTSOF(steps); i++) {
+                g_autofree char *before = forest_canon(live_forest(l)), *lbefore = listeners_canon(live_forest(l));
+                apply_ok(l, steps[i], 2, &c);
+                g_autofree char *after = forest_canon(live_forest(l)), *lafter = listeners_canon(live_forest(l));
+                g_assert_cmpint(live_rollback(l, &c), ==, 0);
+                g_autofree char *back = forest_canon(live_forest(l)), *lback = listeners_canon(live_forest(l));
+                g_assert_cmpstr(back, ==, before);
+                g_assert_cmpstr(lback, ==, lbefore);
+                apply_committed(l, steps[i], 2);
+                g_autofree char *again = listeners_canon(live_forest(l));
+                g_assert_cmpstr(again, ==, want[i]);
+                g_assert_cmpstr(again, ==, lafter);
+                g_assert_cmpint(forest_find_filter(live_forest(l), 7)->has_listener, ==, want[i][0] != 0);
+                g_assert_cmpuint(live_counts(l).listeners, ==, want[i][0] != 0);
+                assert_consistent(l);
+        }
+        live_changes_done(&c);
+}
+
 static Forest *scan_forest(uint64_t root_id, pid_t extra) {
         Forest *f = forest_new();
         Filter *x;
@@ -708,6 +828,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/live/reused-ids", test_reused_ids);
         g_test_add_func("/live/missing-parent-rolls-back", test_missing_parent_rolls_back);
         g_test_add_func("/live/unknown-head", test_unknown_head);
+        g_test_add_func("/live/apply-fitting", test_apply_fitting);
+        g_test_add_func("/live/listener-events", test_listener_events);
+        g_test_add_func("/live/apply-fitting-undoes-one", test_apply_fitting_undoes_one);
         g_test_add_func("/live/replace", test_replace);
         g_test_add_func("/live/batch-copies", test_batch_copies);
         g_test_add_func("/live/random-rollback", test_random_rollback);

@@ -2,8 +2,10 @@
  * pass reports), forks and threads, execs, exits — and count what they could not send */
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "procinfo.h"
@@ -108,6 +110,9 @@ static const char *type_name(WatchEventType t) {
                 [WATCH_TASK_EXIT] = "TASK_EXIT",
                 [WATCH_FILTER_ATTACHED] = "FILTER_ATTACHED",
                 [WATCH_TASK_MODE] = "TASK_MODE",
+                [WATCH_TASK_TSYNC] = "TASK_TSYNC",
+                [WATCH_LISTENER_CLOSED] = "LISTENER_CLOSED",
+                [WATCH_TASK_ESCAPED] = "TASK_ESCAPED",
         };
         return names[t];
 }
@@ -278,6 +283,17 @@ static void test_tsync(void) {
         g_assert_cmpint(scenario_install(s, t1, x.b, x.nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
         g_assert_cmpint(scenario_install(s, t2, x.c, x.nc, 0), >=, 0); /* t2 alone */
         assert_filter_events(w, s, &ids);
+        /* The threads TSYNC reached, from the kernel, each with the filter and its state then. */
+        const WatchEvent *e = wait_event(w, WATCH_TASK_TSYNC, tid_of(s, a));
+        g_assert_cmpint(e->task.tgid, ==, tid_of(s, a));
+        g_assert_cmpuint(e->task.filter_id, ==, ids.id[1]);
+        g_assert_cmpint(e->task.mode, ==, TASK_MODE_FILTER);
+        uint64_t start;
+        g_assert_cmpint(proc_read_start_time(tid_of(s, t2), &start), ==, 0);
+        e = wait_event(w, WATCH_TASK_TSYNC, tid_of(s, t2));
+        g_assert_cmpuint(e->task.filter_id, ==, ids.id[1]);
+        g_assert_cmpuint(e->task.start_time, ==, start);
+        assert_no_event(w, WATCH_TASK_TSYNC, tid_of(s, t1)); /* the installer's own event says it */
 
         Forest *f = scan_subtree(w->scanner, s);
         assert_scan_agrees(f, s, &ids);
@@ -617,6 +633,81 @@ static void test_handler_error(void) {
 }
 
 /* A subtree whose root no pass visits (pid 1 here: hidden from BPF) still scans, from /proc. */
+/* A child makes a listener, dups its fd, and closes both: each close(2) is an event naming the
+ * listener's filter, the second one its last reference. */
+static void test_listener_closed(void) {
+        if (!tests_require_root())
+                return;
+        Watcher *w = watcher_get();
+        int pipefd[2];
+        g_assert_cmpint(pipe(pipefd), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                struct sock_filter f[16];
+                size_t n = scenario_filter_errno(f, SYS_acct, 77, 1);
+                struct sock_fprog prog = { .len = (unsigned short) n, .filter = f };
+                int fds[3] = { -1, -1, -1 };
+                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                fds[0] = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+                fds[1] = dup(fds[0]);
+                close(fds[0]);
+                close(fds[1]);
+                fds[2] = fds[0] >= 0 && fds[1] >= 0;
+                if (write(pipefd[1], fds, sizeof(fds)) != sizeof(fds))
+                        _exit(1);
+                pause();
+                _exit(0);
+        }
+        close(pipefd[1]);
+        int fds[3];
+        g_assert_cmpint(read(pipefd[0], fds, sizeof(fds)), ==, sizeof(fds));
+        close(pipefd[0]);
+        g_assert_cmpint(fds[2], ==, 1);
+        const WatchEvent *e = wait_event(w, WATCH_FILTER_ATTACHED, pid);
+        g_assert_true(e->filter.has_listener);
+        g_assert_cmpint(e->filter.listener_fd, ==, fds[0]);
+        uint64_t id = e->filter.id;
+        e = wait_event(w, WATCH_LISTENER_CLOSED, pid);
+        g_assert_cmpint(e->task.tgid, ==, pid);
+        g_assert_cmpuint(e->listener.filter_id, ==, id);
+        g_assert_cmpint(e->listener.fd, ==, fds[0]);
+        g_assert_false(e->listener.last); /* the dup holds the file */
+        e = wait_event(w, WATCH_LISTENER_CLOSED, pid);
+        g_assert_cmpuint(e->listener.filter_id, ==, id);
+        g_assert_cmpint(e->listener.fd, ==, fds[1]);
+        g_assert_true(e->listener.last);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+}
+
+/* A multi-threaded process's first filter, without TSYNC: its other thread escaped it, and says so
+ * from the kernel at the event; a second filter of that process does not say it again. */
+static void test_escaped(void) {
+        if (!tests_require_root())
+                return;
+        Watcher *w = watcher_get();
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask c = scenario_fork(s, scenario_root(s));
+        ScenarioTask e = scenario_thread(s, c);
+        g_assert_cmpint(e, >, 0);
+        g_assert_cmpint(scenario_install(s, c, x.a, x.na, 0), >=, 0);
+        wait_event(w, WATCH_FILTER_ATTACHED, tid_of(s, c));
+        const WatchEvent *ev = wait_event(w, WATCH_TASK_ESCAPED, tid_of(s, e));
+        g_assert_cmpint(ev->task.tgid, ==, tid_of(s, c));
+        g_assert_cmpint(ev->task.mode, ==, TASK_MODE_DISABLED);
+        g_assert_cmpuint(ev->task.filter_id, ==, 0);
+        uint64_t start;
+        g_assert_cmpint(proc_read_start_time(tid_of(s, e), &start), ==, 0);
+        g_assert_cmpuint(ev->task.start_time, ==, start);
+        assert_no_event(w, WATCH_TASK_ESCAPED, tid_of(s, c));
+        g_assert_cmpint(scenario_install(s, c, x.b, x.nb, 0), >=, 0);
+        wait_event(w, WATCH_FILTER_ATTACHED, tid_of(s, c));
+        assert_no_event(w, WATCH_TASK_ESCAPED, tid_of(s, e));
+        scenario_free(s);
+}
+
 static void test_scan_root_pid1(void) {
         if (!tests_require_root())
                 return;
@@ -654,6 +745,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/watch/dispatch-bound", test_dispatch_bound);
         g_test_add_func("/watch/handler-error", test_handler_error);
         g_test_add_func("/watch/scan-root-pid1", test_scan_root_pid1);
+        g_test_add_func("/watch/listener-closed", test_listener_closed);
+        g_test_add_func("/watch/escaped", test_escaped);
         r = g_test_run();
         watcher_deinit(&main_watcher);
         return r;

@@ -1,7 +1,8 @@
 /* watch.bpf.c: the tracepoints: seccomp(2) and prctl(2) give every newly created filter a fresh id
  * (from before the first pass on, so that an address reused by a new filter never keeps an old
- * id) and, once user space watches, report it; fork, exec and exit of the tasks a pass reports
- * are events too. Records go to a ring buffer of their own. */
+ * id) and, once user space watches, report it, with the threads a TSYNC reached; fork, exec and
+ * exit of the tasks a pass reports are events too, and so is close(2) of a listener fd. Records
+ * go to a ring buffer of their own. */
 #include "ids.bpf.h"
 #include "pidns.bpf.h"
 
@@ -17,11 +18,52 @@ char LICENSE[] SEC("license") = "GPL";
 extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
 
+/* The open-coded task iterator (kernel/bpf/task_iter.c), over the threads of one process. */
+struct bpf_iter_task {
+        __u64 __opaque[3];
+} __attribute__((aligned(8)));
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
+#define BPF_TASK_ITER_PROC_THREADS 2
+#define PF_EXITING 0x00000004
+
+/* What close(2) of a listener fd reads: the fd table, and the file's reference count (file_ref_t
+ * since 6.13, counting from 0 for one reference; f_count, from 1, before). */
+struct fdtable {
+        unsigned int max_fds;
+        struct file **fd;
+} __kernel_struct;
+
+struct files_struct {
+        struct fdtable *fdt;
+} __kernel_struct;
+
+struct task_struct___files {
+        struct files_struct *files;
+} __kernel_struct;
+
+struct atomic_long___w {
+        long counter;
+};
+
+struct file_ref___w {
+        struct atomic_long___w refcnt;
+};
+
+struct file___ref {
+        struct file_ref___w f_ref;
+} __kernel_struct;
+
+struct file___count {
+        struct atomic_long___w f_count;
+} __kernel_struct;
+
 /* Set by user space: bpf_scanner_watch_start() turns the events on (the install tracepoints run
  * from bpf_scanner_new() on, to name filters). */
 bool watch_enabled;
-/* Events that could not be sent (ring buffer full, an id not stored); read by user space. */
-__u64 watch_lost;
+/* Events that could not be sent, by cause (enum watch_loss); read by user space. */
+__u64 watch_lost[_WATCH_LOSS_MAX];
 
 struct {
         __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -63,8 +105,9 @@ struct {
         __type(value, struct watch_filter_buf);
 } watch_scratch SEC(".maps");
 
-static __always_inline void watch_lose(void) {
-        __sync_fetch_and_add(&watch_lost, 1);
+static __always_inline void watch_lose(enum watch_loss why) {
+        if (why < _WATCH_LOSS_MAX)
+                __sync_fetch_and_add(&watch_lost[why], 1);
 }
 
 /* Whose fork, exec and exit are events: exactly the tasks a whole-machine pass reports — tasks
@@ -116,12 +159,12 @@ static __always_inline void task_event_send(struct watch_rec *r, __u32 type, str
         if (head) {
                 r->task.filter_id = filter_id_get(head);
                 if (!r->task.filter_id) {
-                        watch_lose();
+                        watch_lose(WATCH_LOSS_NO_ID);
                         return;
                 }
         }
         if (bpf_ringbuf_output(&events, r, sizeof(*r), 0) < 0)
-                watch_lose();
+                watch_lose(WATCH_LOSS_RING_FULL);
 }
 
 /* The parent's context, after the child was made and before it first runs. The child's state is
@@ -141,7 +184,7 @@ int watch_fork(struct trace_event_raw_sched_process_fork *ctx) {
 
         child = bpf_task_from_pid(ctx->child_pid);
         if (!child) {
-                watch_lose();
+                watch_lose(WATCH_LOSS_TASK_GONE);
                 return 0;
         }
         reported = task_reported(task_plain(child));
@@ -222,7 +265,7 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
                 parent_id = filter_id_get(prev);
         r = bpf_map_lookup_elem(&watch_scratch, &cpu);
         if (!id || (prev && !parent_id) || !r) {
-                watch_lose();
+                watch_lose(WATCH_LOSS_NO_ID);
                 return;
         }
 
@@ -242,6 +285,10 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
         r->log = head->log;
         r->wait_killable_recv = head->wait_killable_recv;
         r->has_listener = head->notif != NULL;
+        r->listener_fd = -1;
+        if ((seccomp_flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) && !prctl && ret >= 0 && r->has_listener)
+                r->listener_fd = (__s32) ret;
+        r->_pad2 = 0;
 
         orig = head->prog->orig_prog;
         len = orig ? orig->len : 0;
@@ -254,7 +301,48 @@ static __always_inline void watch_filter_attached(struct task_struct *t, struct 
         r->has_insns = len > 0;
 
         if (bpf_ringbuf_output(&events, r, sizeof(*r) + len * sizeof(struct sock_filter), 0) < 0)
-                watch_lose();
+                watch_lose(WATCH_LOSS_RING_FULL);
+}
+
+/* The other threads of cur's process that an install left behind, each as a record of its own
+ * after the filter's, as the kernel has them at the event (user space would read /proc only when
+ * it handles the event, when the process may have changed or be gone). A thread that is exiting is
+ * left out (its exit is an event, or was one).
+ *   tsync (type WATCH_REC_TASK_TSYNC): TSYNC pointed every thread at head (id), under the process's
+ *     lock, before the call returned: those that still have it as their head say so (one whose
+ *     head is another by now installed a filter of its own on top: its own record says so);
+ *   otherwise (WATCH_REC_TASK_ESCAPED): the process's first filter, without TSYNC: the threads
+ *     still in disabled mode escaped it. */
+static __noinline void watch_threads(struct task_struct *cur, struct seccomp_filter *head, __u64 id, bool tsync) {
+        struct task_struct *leader = bpf_task_from_pid(task_plain(cur)->tgid);
+        struct bpf_iter_task it;
+        struct task_struct *th;
+
+        if (!leader) {
+                watch_lose(WATCH_LOSS_TASK_GONE);
+                return;
+        }
+        /* From the leader: the iterator goes down the thread list from where it starts. */
+        bpf_iter_task_new(&it, leader, BPF_TASK_ITER_PROC_THREADS);
+        while ((th = bpf_iter_task_next(&it))) {
+                struct task_struct *t = task_plain(th);
+                struct watch_rec r = {};
+
+                if (th == cur || (t->flags & PF_EXITING))
+                        continue;
+                if (tsync ? t->seccomp.filter != head : t->seccomp.mode != SECCOMP_MODE_DISABLED)
+                        continue;
+                task_fill(&r.task, t);
+                if (!r.task.tid)
+                        continue; /* outside the daemon's pid namespace */
+                r.type = tsync ? WATCH_REC_TASK_TSYNC : WATCH_REC_TASK_ESCAPED;
+                r.ktime_ns = bpf_ktime_get_ns();
+                r.task.filter_id = tsync ? id : 0;
+                if (bpf_ringbuf_output(&events, &r, sizeof(r), 0) < 0)
+                        watch_lose(WATCH_LOSS_RING_FULL);
+        }
+        bpf_iter_task_destroy(&it);
+        bpf_task_release(leader);
 }
 
 /* New filters and strict mode: remember the head and mode at entry; at exit name a changed head
@@ -315,6 +403,7 @@ static __always_inline int install_exit(long ret) {
         __u32 tid = (__u32) bpf_get_current_pid_tgid();
         struct pending_install *p, saved;
         struct seccomp_filter *head;
+        bool first, tsync;
         __u64 id;
 
         p = bpf_map_lookup_elem(&pending, &tid);
@@ -332,8 +421,12 @@ static __always_inline int install_exit(long ret) {
                 return 0;
 
         id = install_name(head, saved.ids_before);
+        first = saved.mode_before == SECCOMP_MODE_DISABLED && !seccomp_proc_marked(t);
         seccomp_proc_mark(t);
         watch_filter_attached(t, head, id, saved.seccomp_flags, saved.prctl, ret);
+        tsync = !saved.prctl && (saved.seccomp_flags & SECCOMP_FILTER_FLAG_TSYNC) && ret >= 0;
+        if (watch_enabled && id && t->signal->nr_threads > 1 && (tsync || first))
+                watch_threads(bpf_get_current_task_btf(), head, id, tsync);
         return 0;
 }
 
@@ -372,4 +465,60 @@ int prctl_enter(struct syscall_enter_ctx *ctx) {
 SEC("tracepoint/syscalls/sys_exit_prctl")
 int prctl_exit(struct syscall_exit_ctx *ctx) {
         return install_exit(ctx->ret);
+}
+
+/* close(2) of a listener fd: user space hears which listener lost a descriptor, and whether it was
+ * its last (the file is released on the way back to user space, after any tracepoint). A file is
+ * a listener's when its private data is a filter the id map names (the object checked as the
+ * iterators check it). Runs for every close(2) of the machine once a listener was ever made. */
+SEC("tracepoint/syscalls/sys_enter_close")
+int close_enter(struct syscall_enter_ctx *ctx) {
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
+        struct watch_rec_listener r = {};
+        struct files_struct *files;
+        struct fdtable *fdt;
+        struct file *file = NULL, *f;
+        struct seccomp_filter *flt;
+        struct filter_check c;
+        struct filter_ent *e;
+        int fd = (int) ctx->args[0];
+        __u64 key;
+        long refs;
+
+        if (!watch_enabled || !listeners_created || fd < 0)
+                return 0;
+        files = ((struct task_struct___files *) t)->files;
+        if (!files)
+                return 0;
+        fdt = files->fdt;
+        if ((unsigned int) fd >= fdt->max_fds ||
+            bpf_probe_read_kernel(&file, sizeof(file), (const void *) ((__u64) fdt->fd + (__u64) fd * sizeof(file))) < 0 ||
+            !file)
+                return 0;
+        f = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
+        key = (__u64) f->private_data;
+        e = key ? bpf_map_lookup_elem(&filter_ids, &key) : NULL;
+        if (!e)
+                return 0;
+        flt = bpf_rdonly_cast((void *) key, bpf_core_type_id_kernel(struct seccomp_filter));
+        filter_check_read(flt, &c);
+        if (!filter_ent_matches(e, &c))
+                return 0;
+
+        if (bpf_core_field_exists(((struct file___ref *) 0)->f_ref))
+                refs = BPF_CORE_READ((struct file___ref *) file, f_ref.refcnt.counter) + 1;
+        else
+                refs = BPF_CORE_READ((struct file___count *) file, f_count.counter);
+        r.filter_id = e->id;
+        r.fd = fd;
+        r.last = refs <= 1;
+        task_fill(&r.hdr.task, t);
+        if (!r.hdr.task.tid)
+                return 0;
+        r.hdr.task.filter_id = 0;
+        r.hdr.type = WATCH_REC_LISTENER_CLOSE;
+        r.hdr.ktime_ns = bpf_ktime_get_ns();
+        if (bpf_ringbuf_output(&events, &r, sizeof(r), 0) < 0)
+                watch_lose(WATCH_LOSS_RING_FULL);
+        return 0;
 }

@@ -17,6 +17,11 @@ enum watch_rec_type {
         WATCH_REC_TASK_EXIT = 3, /* a thread is exiting: its last state (head 0 on newer kernels) */
         WATCH_REC_FILTER = 4,    /* a filter was attached: struct watch_rec_filter */
         WATCH_REC_TASK_MODE = 5, /* the thread went from disabled to strict mode: its new state */
+        WATCH_REC_TASK_TSYNC = 6, /* after a FILTER record with TSYNC: one thread it reached, its state
+                                   * at the installer's return (task.filter_id is the new filter) */
+        WATCH_REC_LISTENER_CLOSE = 7, /* close(2) of a listener fd: struct watch_rec_listener */
+        WATCH_REC_TASK_ESCAPED = 8, /* after the first FILTER record of a process, without TSYNC: one of
+                                     * its other threads, in disabled mode: it escaped the filter */
 };
 
 /* watch_rec_task.flags */
@@ -57,6 +62,14 @@ enum {
         WATCH_INSTALL_TSYNC = 1U << 1, /* TSYNC requested and done: every thread of task.tgid has it */
 };
 
+/* Why an event could not be sent, counted apart (watch_lost[] in the watch unit): the log names it. */
+enum watch_loss {
+        WATCH_LOSS_RING_FULL = 0, /* the event ring buffer had no room */
+        WATCH_LOSS_NO_ID = 1,     /* a filter (or its parent) had no id: the id map was full */
+        WATCH_LOSS_TASK_GONE = 2, /* a task could not be looked up (at its fork; a TSYNC leader) */
+        _WATCH_LOSS_MAX,
+};
+
 /* WATCH_REC_FILTER: task is the installer, after the install; followed by len instructions. */
 struct watch_rec_filter {
         struct watch_rec hdr;
@@ -69,5 +82,17 @@ struct watch_rec_filter {
         __u8 wait_killable_recv;
         __u8 has_listener;
         __u8 has_insns; /* 0 if the kernel kept no orig_prog */
+        __s32 listener_fd; /* NEW_LISTENER: the fd seccomp(2) returned in the installer's process; else -1 */
+        __u32 _pad2;
         struct sock_filter insns[];
+};
+
+/* WATCH_REC_LISTENER_CLOSE: task (the closing thread, task.filter_id its head) is closing fd, a
+ * descriptor of the listener of filter_id; last: it was the file's only reference, so the listener
+ * goes with it. */
+struct watch_rec_listener {
+        struct watch_rec hdr;
+        __u64 filter_id;
+        __s32 fd;
+        __u32 last;
 };
