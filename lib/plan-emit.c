@@ -118,6 +118,12 @@ static int emit(Planner *p, PlanStep st) {
                 _Pragma("GCC diagnostic pop") _step;                                                  \
         }))
 
+/* Whether snapshot thread t of process sp ends with no_new_privs. */
+static bool thread_wants_nnp(const Process *sp, const Task *t) {
+        (void) t;
+        return sp->no_new_privs;
+}
+
 static size_t kprocess_of(const Planner *p, size_t task) {
         return p->km.tasks[task].process;
 }
@@ -184,13 +190,28 @@ static unsigned install_flags(const Filter *f) {
         return flags;
 }
 
+/* Must the installer of f set no_new_privs first? Without CAP_SYS_ADMIN the kernel demands it.
+ * With it, when f stops prctl(PR_SET_NO_NEW_PRIVS) and every thread that will run under f ends
+ * with no_new_privs: none of them could set it afterwards, so the original set it before f, and
+ * they all inherit it from the installer. 1 yes, 0 no. */
+static int nnp_before_install(Planner *p, const Filter *f) {
+        if (p->o->unprivileged)
+                return 1;
+        if (!p->nnp_everywhere[f->index])
+                return 0;
+        return plan_chain_stops_nnp(p, f);
+}
+
 static int install(Planner *p, size_t task, const Filter *f) {
         size_t li = p->listener_of_filter[f->index];
         unsigned flags = install_flags(f);
         int r = 0;
 
-        if (p->o->unprivileged && !p->km.tasks[task].nnp)
-                r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = task));
+        if (!p->km.tasks[task].nnp) {
+                r = nnp_before_install(p, f);
+                if (r > 0)
+                        r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = task));
+        }
         if (r >= 0)
                 r = emit(p, STEP(.op = PLAN_OP_INSTALL, .task = task, .filter = f, .flags = flags, .listener = li));
         if (r >= 0 && (flags & PLAN_INSTALL_NEW_LISTENER))
@@ -300,11 +321,19 @@ static int emit_site(Planner *p, JobStack *jobs, size_t i, size_t c) {
         return push(jobs, (Job) { .kind = JOB_START, .process = i, .task = task });
 }
 
+/* A new process starts with its creator's comm: when that is already the snapshot's, there is
+ * nothing to set (the original may have been forked under a filter that forbids prctl). */
+static bool comm_inherited(const Planner *p, const Job *j) {
+        const char *want = p->s->processes[j->process]->comm;
+
+        return want[0] && strncmp(p->km.processes[kprocess_of(p, j->task)].comm, want, sizeof(p->km.processes[0].comm)) == 0;
+}
+
 static int job_start(Planner *p, JobStack *jobs, const Job *j) {
         int r = 0;
 
         if (j->process != p->root) {
-                r = emit(p, STEP(.op = PLAN_OP_SET_COMM, .task = j->task));
+                r = comm_inherited(p, j) ? 0 : emit(p, STEP(.op = PLAN_OP_SET_COMM, .task = j->task));
                 if (r >= 0)
                         r = close_inherited(p, j->task);
                 if (r >= 0 && p->plan->tasks[j->task].kind == PLAN_TASK_HELPER)
@@ -472,7 +501,7 @@ static int emit_task_end(Planner *p, size_t t, bool *exec_later) {
         const PlanProcess *proc = &p->plan->processes[task->process];
         int r = 0;
 
-        if (task->kind == PLAN_TASK_RESTORED && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp)
+        if (task->kind == PLAN_TASK_RESTORED && thread_wants_nnp(proc->snapshot, task->snapshot) && !p->km.tasks[t].nnp)
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
         if (r >= 0 && task->kind == PLAN_TASK_RESTORED && p->o->original_ids)
                 r = emit(p, STEP(.op = PLAN_OP_SET_CREDS, .task = t));
@@ -580,7 +609,34 @@ static int check_result(Planner *p) {
         return 0;
 }
 
+/* nnp_everywhere: every thread whose chain goes through the filter ends with no_new_privs. */
+static int compute_nnp_everywhere(Planner *p) {
+        _cleanup_free_ bool *someone_without = calloc(p->nf ?: 1, sizeof(bool));
+
+        p->nnp_everywhere = calloc(p->nf ?: 1, sizeof(bool));
+        if (!p->nnp_everywhere || !someone_without)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->np; i++) {
+                const Process *sp = p->s->processes[i];
+                for (size_t j = 0; j < sp->n_threads; j++) {
+                        bool want = thread_wants_nnp(sp, &sp->threads[j]);
+                        for (const Filter *f = sp->threads[j].mode == TASK_MODE_FILTER ? sp->threads[j].filter : NULL; f;
+                             f = f->parent) {
+                                if (want)
+                                        p->nnp_everywhere[f->index] = true;
+                                else
+                                        someone_without[f->index] = true;
+                        }
+                }
+        }
+        for (size_t j = 0; j < p->nf; j++)
+                p->nnp_everywhere[j] = p->nnp_everywhere[j] && !someone_without[j];
+        return 0;
+}
+
 static int alloc_emitter(Planner *p) {
+        int r;
+
         p->thread_task = calloc(p->n_threads ?: 1, sizeof(size_t));
         p->process_plan = calloc(p->np + 1, sizeof(size_t));
         p->listener_of_filter = calloc(p->nf ?: 1, sizeof(size_t));
@@ -596,12 +652,15 @@ static int alloc_emitter(Planner *p) {
                 if (f)
                         p->listener_of_filter[f->index] = li;
                 for (size_t j = 0; j < l->n_holders; j++) {
-                        int r = hashmap_replace(&p->listener_by_holder, holder_key(l->holders[j].pid, l->holders[j].fd),
+                        r = hashmap_replace(&p->listener_by_holder, holder_key(l->holders[j].pid, l->holders[j].fd),
                                                 (void *) (uintptr_t) (li + 1));
                         if (r < 0)
                                 return r;
                 }
         }
+        r = compute_nnp_everywhere(p);
+        if (r < 0)
+                return r;
         return plan_sim_state_init(&p->sim, p->s);
 }
 

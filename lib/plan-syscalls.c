@@ -194,6 +194,37 @@ static int evaluate_chain(const Planner *p, size_t head, const Call *c, Verdict 
         return 0;
 }
 
+/* Run call c through the snapshot's chain that ends at head (a chain not installed yet). */
+static int evaluate_snapshot_chain(const Filter *head, const Call *c, Verdict *ret) {
+        size_t n = head ? head->depth : 0, i = 0;
+        _cleanup_free_ ChainProgram *chain = calloc(n ?: 1, sizeof(ChainProgram));
+        _cleanup_free_ const Filter **objects = calloc(n ?: 1, sizeof(Filter *));
+        struct seccomp_data d = { .nr = c->nr, .arch = seccomp_arch_native() };
+        EvalResult r;
+
+        if (!chain || !objects)
+                return -ENOMEM;
+        for (const Filter *f = head; f && i < n; f = f->parent, i++) {
+                chain[i] = (ChainProgram) { .insns = f->insns, .len = f->len };
+                objects[i] = f;
+        }
+        memcpy(d.args, c->args, sizeof(d.args));
+        r = chain_evaluate(chain, i, &d);
+        *ret = (Verdict) { .ret = r.ret };
+        if (i > 0 && !verdict_allows(ret))
+                ret->filter_id = objects[r.decided_by]->id;
+        return 0;
+}
+
+int plan_chain_stops_nnp(Planner *p, const Filter *head) {
+        Call c = CALL(prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        Verdict v;
+        int r = evaluate_snapshot_chain(head, &c, &v);
+
+        (void) p;
+        return r < 0 ? r : !verdict_allows(&v);
+}
+
 /* Many tasks run under one chain and make the same calls: verdicts are kept per (head, call). */
 typedef struct CachedVerdict {
         size_t head;

@@ -79,6 +79,7 @@ static void planner_done(Planner *p) {
         free(p->thread_task);
         free(p->process_plan);
         free(p->listener_of_filter);
+        free(p->nnp_everywhere);
         plan_sim_state_done(&p->sim);
         kmodel_deinit(&p->km);
         hashmap_deinit(&p->listener_by_holder);

@@ -180,6 +180,20 @@ static void build_no_new_privs(Scenario *s, const TestFilters *x) {
         g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
 }
 
+/* no_new_privs, then a filter that answers prctl(2) with ERRNO(1) (sshd's pre-auth child, tor,
+ * chrony): a restore as root too must set no_new_privs before that filter. */
+static void build_no_new_privs_then_no_prctl(Scenario *s, const TestFilters *x) {
+        const int prctl_nr[] = { SYS_prctl };
+        struct sock_filter no_prctl[8];
+        size_t n = restore_filter_for_calls(no_prctl, prctl_nr, 1, SECCOMP_RET_ERRNO | 1);
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+
+        g_assert_cmpint(scenario_no_new_privs(s, a), ==, 0);
+        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, no_prctl, n, 0), >=, 0);
+        scenario_thread(s, scenario_fork(s, a));
+}
+
 /* A process whose leader exited: its threads live on under a zombie leader. */
 static void build_leader_exited(Scenario *s, const TestFilters *x) {
         ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
@@ -210,6 +224,7 @@ const RestoreScenario restore_scenarios[] = {
         { "strict", build_strict },
         { "no-new-privs", build_no_new_privs },
         { "leader-exited", build_leader_exited },
+        { "no-new-privs-then-no-prctl", build_no_new_privs_then_no_prctl },
 };
 const size_t restore_scenarios_n = ELEMENTSOF(restore_scenarios);
 

@@ -441,6 +441,70 @@ static void test_no_new_privs(void) {
         kmodel_deinit(&h.km);
 }
 
+/* A filter that answers prctl(2) with ERRNO(1), as sshd's pre-auth child, tor and chrony do. */
+static const struct sock_filter prog_no_prctl[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+
+/* The step index of the first op in plan task t, or SIZE_MAX. */
+static size_t first_step_of(const Plan *p, size_t t, PlanOp op) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].task == t && p->steps[i].op == op)
+                        return i;
+        return SIZE_MAX;
+}
+
+static size_t first_step_of_op(const Plan *p, PlanOp op) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].op == op)
+                        return i;
+        g_assert_not_reached();
+}
+
+/* no_new_privs, then a filter that forbids prctl: as root too, the restore sets no_new_privs
+ * before that install, and whatever is forked under it inherits it. */
+static void test_no_new_privs_before_prctl_filter(void) {
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+        h_install(&h, a, 0, 0);
+        h_install_prog(&h, a, prog_no_prctl, ELEMENTSOF(prog_no_prctl), 0);
+        size_t b = h_fork(&h, a);
+        h_thread(&h, b);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        Plan *p = assert_restores(s);
+
+        for (size_t t = 0; t < p->n_tasks; t++) {
+                size_t nnp = first_step_of(p, t, PLAN_OP_SET_NO_NEW_PRIVS), i;
+                for (i = 0; i < p->n_steps; i++)
+                        if (p->steps[i].task == t && p->steps[i].op == PLAN_OP_INSTALL && p->steps[i].filter->len ==
+                            ELEMENTSOF(prog_no_prctl))
+                                break;
+                if (i == p->n_steps)
+                        continue;
+                g_assert_cmpuint(nnp, <, i); /* no_new_privs before the filter that forbids prctl */
+        }
+        g_assert_cmpuint(p->n_nnp_added, ==, 0);
+        plan_free(p);
+        kmodel_deinit(&h.km);
+
+        /* a filter that allows that prctl: no_new_privs stays the task's last step */
+        hist_init(&h);
+        a = h_fork(&h, h.root);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+        h_install(&h, a, 0, 0);
+        g_autoptr(Forest) s2 = hist_snapshot(&h);
+        p = assert_restores_with(s2, false);
+        size_t t = p->steps[first_step_of_op(p, PLAN_OP_INSTALL)].task;
+        g_assert_cmpuint(first_step_of(p, t, PLAN_OP_SET_NO_NEW_PRIVS), >, first_step_of(p, t, PLAN_OP_INSTALL));
+        plan_free(p);
+        kmodel_deinit(&h.km);
+}
+
 /* ---- refused ---- */
 
 static void assert_refused(const Forest *s, const char *expect) {
@@ -909,6 +973,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/leader-exited", test_leader_exited);
         g_test_add_func("/plan/shared-by-orphans", test_shared_by_orphans);
         g_test_add_func("/plan/no-new-privs", test_no_new_privs);
+        g_test_add_func("/plan/no-new-privs-before-prctl-filter", test_no_new_privs_before_prctl_filter);
         g_test_add_func("/plan/exec", test_exec_planned);
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);
