@@ -37,6 +37,9 @@ static const char *const syscall_table[_PLAN_SYSCALL_MAX] = {
         [PLAN_SYSCALL_EXIT_GROUP] = "exit_group",
         [PLAN_SYSCALL_WAIT4] = "wait4",
         [PLAN_SYSCALL_WAITID] = "waitid",
+        [PLAN_SYSCALL_NONE] = "none",
+        [PLAN_SYSCALL_NANOSLEEP] = "nanosleep",
+        [PLAN_SYSCALL_CLOCK_NANOSLEEP] = "clock_nanosleep",
 };
 
 const char *plan_process_kind_to_string(PlanProcessKind k) {
@@ -239,6 +242,23 @@ static char *what_of(const Plan *p, const PlanStep *s, char *buf, size_t size) {
         return buf;
 }
 
+/* What the task does after the step where its chain makes it differ from the usual (report with
+ * write(2), wait with futex(2), end a park with exit(2)): "; then reports through memory only". */
+static const char *after_of(const PlanStep *s, char *buf, size_t size) {
+        size_t n = 0;
+
+        buf[0] = 0;
+        if (s->report == PLAN_SYSCALL_NONE)
+                n += (size_t) snprintf(buf + n, size - n, "; reports through memory only");
+        if (n < size && s->wait != PLAN_SYSCALL_DEFAULT)
+                n += (size_t) snprintf(buf + n, size - n, "; waits with %s(2)", plan_syscall_to_string(s->wait));
+        if (n < size && s->exit == PLAN_SYSCALL_EXIT_GROUP)
+                n += (size_t) snprintf(buf + n, size - n, "; ends with exit_group(2)");
+        else if (n < size && s->exit == PLAN_SYSCALL_NONE)
+                (void) snprintf(buf + n, size - n, "; is killed when released (its chain stops exit and exit_group)");
+        return buf;
+}
+
 char *plan_step_describe(const Plan *p, size_t i) {
         const PlanStep *s = &p->steps[i];
         char what[256];
@@ -247,8 +267,9 @@ char *plan_step_describe(const Plan *p, size_t i) {
         if (i >= p->n_steps)
                 return NULL;
         what_of(p, s, what, sizeof(what));
-        if (asprintf(&out, "%s: %s%s%s%s", TASK_LABEL(p, s->task), what, s->syscall ? " with " : "",
-                     s->syscall ? plan_syscall_to_string(s->syscall) : "", s->syscall ? "(2)" : "") < 0)
+        if (asprintf(&out, "%s: %s%s%s%s%s", TASK_LABEL(p, s->task), what, s->syscall ? " with " : "",
+                     s->syscall ? plan_syscall_to_string(s->syscall) : "", s->syscall ? "(2)" : "",
+                     after_of(s, (char[160]) {}, 160)) < 0)
                 return NULL;
         return out;
 }

@@ -194,6 +194,19 @@ static void build_no_new_privs_then_no_prctl(Scenario *s, const TestFilters *x) 
         scenario_thread(s, scenario_fork(s, a));
 }
 
+/* After its last install a task may be denied anything: vsftpd's filter kills futex and exit.
+ * Here futex and exit are killed: the restored task waits with nanosleep and ends with
+ * exit_group (test-restore's killed-thread kills its report write too). */
+static void build_futex_killed(Scenario *s, const TestFilters *x) {
+        const int killed[] = { SYS_futex, SYS_exit };
+        struct sock_filter insns[8];
+        size_t n = restore_filter_for_calls(insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_THREAD);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+
+        g_assert_cmpint(scenario_no_new_privs(s, a), ==, 0);
+        g_assert_cmpint(scenario_install(s, a, insns, n, 0), >=, 0);
+}
+
 /* A process whose leader exited: its threads live on under a zombie leader. */
 static void build_leader_exited(Scenario *s, const TestFilters *x) {
         ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
@@ -225,6 +238,7 @@ const RestoreScenario restore_scenarios[] = {
         { "no-new-privs", build_no_new_privs },
         { "leader-exited", build_leader_exited },
         { "no-new-privs-then-no-prctl", build_no_new_privs_then_no_prctl },
+        { "futex-killed", build_futex_killed },
 };
 const size_t restore_scenarios_n = ELEMENTSOF(restore_scenarios);
 

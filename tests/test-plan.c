@@ -505,6 +505,65 @@ static void test_no_new_privs_before_prctl_filter(void) {
         kmodel_deinit(&h.km);
 }
 
+static void assert_refused(const Forest *s, const char *expect);
+
+/* A filter that kills the calls listed (vsftpd's kills futex and exit), else ALLOW. */
+static size_t prog_killing(struct sock_filter *insns, const int *nrs, size_t n) {
+        size_t k = 0;
+
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t i = 0; i < n; i++)
+                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nrs[i], (uint8_t) (n - i), 0);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD);
+        return k;
+}
+
+/* After its last install a task makes no call its chain forbids: with futex, exit and write
+ * killed, it reports through memory only, waits with nanosleep and ends its park with
+ * exit_group; with every way to wait killed, the plan says which calls are missing. */
+static void test_calls_after_last_install(void) {
+        const int vsftpd_like[] = { SYS_futex, SYS_exit, SYS_write };
+        const int no_wait[] = { SYS_futex, SYS_nanosleep, SYS_clock_nanosleep };
+        struct sock_filter insns[8];
+        size_t n = prog_killing(insns, vsftpd_like, ELEMENTSOF(vsftpd_like));
+        Hist h;
+
+        for (int unprivileged = 0; unprivileged < 2; unprivileged++) {
+                hist_init(&h);
+                size_t a = h_fork(&h, h.root);
+                g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+                h_install(&h, a, 0, 0);
+                h_install_prog(&h, a, insns, n, 0);
+                g_autoptr(Forest) s = hist_snapshot(&h);
+                Plan *p = assert_restores_with(s, unprivileged);
+                size_t t = PLAN_NONE;
+                for (size_t i = 0; i < p->n_steps; i++)
+                        if (p->steps[i].op == PLAN_OP_INSTALL && p->steps[i].filter->len == n) {
+                                t = p->steps[i].task;
+                                g_assert_cmpint(p->steps[i].report, ==, PLAN_SYSCALL_NONE);
+                                g_assert_cmpint(p->steps[i].wait, ==, PLAN_SYSCALL_NANOSLEEP);
+                        }
+                g_assert_cmpuint(t, !=, PLAN_NONE);
+                size_t park = first_step_of(p, t, PLAN_OP_PARK);
+                g_assert_cmpuint(park, !=, SIZE_MAX);
+                g_assert_cmpint(p->steps[park].report, ==, PLAN_SYSCALL_NONE);
+                g_assert_cmpint(p->steps[park].syscall, ==, PLAN_SYSCALL_DEFAULT); /* read is allowed */
+                g_assert_cmpint(p->steps[park].exit, ==, PLAN_SYSCALL_EXIT_GROUP);
+                plan_free(p);
+                kmodel_deinit(&h.km);
+        }
+
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        n = prog_killing(insns, no_wait, ELEMENTSOF(no_wait));
+        h_install_prog(&h, a, insns, n, 0);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        assert_refused(s, "cannot wait for its next step: futex(2) gets KILL_THREAD from filter 1, nanosleep(2) gets "
+                          "KILL_THREAD from filter 1, clock_nanosleep(2) gets KILL_THREAD from filter 1");
+        kmodel_deinit(&h.km);
+}
+
 /* ---- refused ---- */
 
 static void assert_refused(const Forest *s, const char *expect) {
@@ -974,6 +1033,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/shared-by-orphans", test_shared_by_orphans);
         g_test_add_func("/plan/no-new-privs", test_no_new_privs);
         g_test_add_func("/plan/no-new-privs-before-prctl-filter", test_no_new_privs_before_prctl_filter);
+        g_test_add_func("/plan/calls-after-last-install", test_calls_after_last_install);
         g_test_add_func("/plan/exec", test_exec_planned);
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);
