@@ -11,6 +11,7 @@
 
 #include "disasm.h"
 #include "eval.h"
+#include "plan-eval.h"
 #include "plan-internal.h"
 
 #define FUTEX_WAIT_ 0
@@ -195,6 +196,7 @@ static bool calls_exit(PlanSyscall v, Calls *c) {
 typedef struct Verdict {
         uint32_t ret;
         uint64_t filter_id; /* the snapshot's id of the filter that decided, 0: none */
+        bool depends_on_ip; /* the instruction pointer (unknown to the planner) decides */
 } Verdict;
 
 static bool verdict_allows(const Verdict *v) {
@@ -209,7 +211,7 @@ static int evaluate_chain(const Planner *p, size_t head, const Call *c, Verdict 
         _cleanup_free_ ChainProgram *chain = calloc(n ?: 1, sizeof(ChainProgram));
         _cleanup_free_ size_t *objects = calloc(n ?: 1, sizeof(size_t));
         struct seccomp_data d = { .nr = c->nr, .arch = seccomp_arch_native() };
-        EvalResult r;
+        PlanEval r;
 
         if (!chain || !objects)
                 return -ENOMEM;
@@ -218,8 +220,8 @@ static int evaluate_chain(const Planner *p, size_t head, const Call *c, Verdict 
                 objects[i] = f;
         }
         memcpy(d.args, c->args, sizeof(d.args));
-        r = chain_evaluate(chain, n, &d);
-        *ret = (Verdict) { .ret = r.ret };
+        plan_chain_evaluate(chain, n, &d, &r);
+        *ret = (Verdict) { .ret = r.ret, .depends_on_ip = r.depends_on_ip };
         if (n > 0 && !verdict_allows(ret))
                 ret->filter_id = p->s->filters[km->filters[objects[r.decided_by]].tag]->id;
         return 0;
@@ -231,7 +233,7 @@ static int evaluate_snapshot_chain(const Filter *head, const Call *c, Verdict *r
         _cleanup_free_ ChainProgram *chain = calloc(n ?: 1, sizeof(ChainProgram));
         _cleanup_free_ const Filter **objects = calloc(n ?: 1, sizeof(Filter *));
         struct seccomp_data d = { .nr = c->nr, .arch = seccomp_arch_native() };
-        EvalResult r;
+        PlanEval r;
 
         if (!chain || !objects)
                 return -ENOMEM;
@@ -240,8 +242,8 @@ static int evaluate_snapshot_chain(const Filter *head, const Call *c, Verdict *r
                 objects[i] = f;
         }
         memcpy(d.args, c->args, sizeof(d.args));
-        r = chain_evaluate(chain, i, &d);
-        *ret = (Verdict) { .ret = r.ret };
+        plan_chain_evaluate(chain, i, &d, &r);
+        *ret = (Verdict) { .ret = r.ret, .depends_on_ip = r.depends_on_ip };
         if (i > 0 && !verdict_allows(ret))
                 ret->filter_id = objects[r.decided_by]->id;
         return 0;
@@ -349,8 +351,9 @@ static int append_verdict(char **msg, const Call *c, const Verdict *v) {
         char *s;
 
         action_to_string(v->ret, action, sizeof(action));
-        if (asprintf(&s, "%s%s%s(2) gets %s from filter %" PRIu64, *msg ?: "", *msg ? ", " : "", c->name, action,
-                     v->filter_id) < 0)
+        if (asprintf(&s, "%s%s%s(2) %s %s from filter %" PRIu64 "%s", *msg ?: "", *msg ? ", " : "", c->name,
+                     v->depends_on_ip ? "may get" : "gets", action, v->filter_id,
+                     v->depends_on_ip ? " (the instruction pointer decides, and a restore cannot know it)" : "") < 0)
                 return -ENOMEM;
         free(*msg);
         *msg = s;

@@ -564,6 +564,43 @@ static void test_calls_after_last_install(void) {
         kmodel_deinit(&h.km);
 }
 
+/* A filter that lets everything through only from instruction pointer 0 (nothing runs there) and
+ * kills otherwise: the planner evaluates the address as unknown, so both outcomes are possible,
+ * and says that the address decides. One that reads no address plans as before. */
+static void test_instruction_pointer_unknown(void) {
+        const struct sock_filter only_from_zero[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer) + 4),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        };
+        /* the address decides only for getpriority, which the executor never calls */
+        const struct sock_filter ip_for_getpriority[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpriority, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer)),
+                BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 0x1000, 1, 0),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        Hist h;
+
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        h_install_prog(&h, a, only_from_zero, ELEMENTSOF(only_from_zero), 0);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        assert_refused(s, "may get KILL_PROCESS from filter 1 (the instruction pointer decides");
+        kmodel_deinit(&h.km);
+
+        hist_init(&h);
+        a = h_fork(&h, h.root);
+        h_install_prog(&h, a, ip_for_getpriority, ELEMENTSOF(ip_for_getpriority), 0);
+        h_fork(&h, a);
+        check_hist(&h, NULL);
+}
+
 /* ---- refused ---- */
 
 static void assert_refused(const Forest *s, const char *expect) {
@@ -1034,6 +1071,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/no-new-privs", test_no_new_privs);
         g_test_add_func("/plan/no-new-privs-before-prctl-filter", test_no_new_privs_before_prctl_filter);
         g_test_add_func("/plan/calls-after-last-install", test_calls_after_last_install);
+        g_test_add_func("/plan/instruction-pointer-unknown", test_instruction_pointer_unknown);
         g_test_add_func("/plan/exec", test_exec_planned);
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);
