@@ -77,6 +77,32 @@ static int runtime_fd_base(const Forest *s) {
         return max + 1;
 }
 
+_printf_(3, 4) static int plan_error(char **error, int r, const char *format, ...) {
+        va_list ap;
+
+        va_start(ap, format);
+        r = plan_verror(error, r, format, ap);
+        va_end(ap);
+        return r;
+}
+
+/* Every listener fd number must fit under the restored tasks' limit of open files. */
+static int check_listener_fds(const Forest *s, const PlanOptions *o, char **error) {
+        if (o->max_fds == 0)
+                return 0;
+        for (size_t i = 0; i < s->n_listeners; i++)
+                for (size_t j = 0; j < s->listeners[i]->n_holders; j++) {
+                        const ListenerHolder *h = &s->listeners[i]->holders[j];
+                        if ((uint64_t) h->fd >= o->max_fds)
+                                return plan_error(error, -EINVAL,
+                                                  "listener %" PRIu64 ": process %d holds it at fd %d, at or above the limit "
+                                                  "of open files the restored tasks run with (RLIMIT_NOFILE %" PRIu64
+                                                  "): no task of the restore can take that fd",
+                                                  s->listeners[i]->id, h->pid, h->fd, o->max_fds);
+                }
+        return 0;
+}
+
 static void planner_done(Planner *p) {
         plan_analysis_free(p);
         free(p->thread_task);
@@ -98,6 +124,9 @@ int plan_build(const Forest *snapshot, const PlanOptions *options, Plan **ret, c
                 *error = NULL;
         if (!snapshot || !snapshot->linked || !options)
                 return -EINVAL;
+        r = check_listener_fds(snapshot, options, error);
+        if (r < 0)
+                return r;
         plan = calloc(1, sizeof(Plan));
         if (!plan)
                 return -ENOMEM;

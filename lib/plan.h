@@ -157,6 +157,9 @@ typedef struct PlanOptions {
         /* The restore root is init of a new pid namespace and every task is created with clone3(2)
          * and set_tid: restored tasks get their snapshot tids there. */
         bool pid_namespace;
+        /* The limit of open files (RLIMIT_NOFILE) the restored tasks run with: no task can take a
+         * descriptor at or above it, so a listener held there is refused, naming it. 0: none. */
+        uint64_t max_fds;
 } PlanOptions;
 
 #define PLAN_OPTIONS_DEFAULT ((PlanOptions) { .check_syscalls = true })

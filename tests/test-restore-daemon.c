@@ -903,8 +903,13 @@ static void test_sectreectl(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(ctl(b, true, NULL, &err, ARGS("restore", ids)), ==, 1);
         g_assert_nonnull(strstr(err, "NoSuchSnapshot"));
         g_clear_pointer(&err, g_free);
+        g_autofree char *mine_before = NULL, *mine_after = NULL;
+        g_assert_cmpint(ctl(b, true, &mine_before, NULL, ARGS("--json=short", "snapshots")), ==, 0);
         g_assert_cmpint(ctl(b, true, NULL, &err, ARGS("restore", "--original-uids", file)), ==, 1);
         g_assert_nonnull(strstr(err, "AccessDenied"));
+        g_assert_nonnull(strstr(err, "Deleted snapshot")); /* a refused restore FILE leaves no import behind */
+        g_assert_cmpint(ctl(b, true, &mine_after, NULL, ARGS("--json=short", "snapshots")), ==, 0);
+        g_assert_cmpstr(mine_after, ==, mine_before);
         g_clear_pointer(&err, g_free);
 
         /* run --like: a command under a copy of a task's chain (getpriority: EPERM), reading

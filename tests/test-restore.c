@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -55,6 +56,9 @@ typedef struct RestoreRun {
 
 /* The executor is opened before the change of credentials and exec'd through that fd, so that
  * nobody needs no access to the directories of the build tree (a CI clone may sit in /root). */
+/* When not 0: the soft RLIMIT_NOFILE the executor is started with. */
+static rlim_t executor_nofile;
+
 static void executor_child(int sock, uid_t uid) {
         const char *path = g_getenv("SECTREE_RESTORE");
         char *argv[] = { (char *) "sectree-restore", NULL };
@@ -63,6 +67,14 @@ static void executor_child(int sock, uid_t uid) {
         if (exe < 0 || null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
             (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
                 _exit(126);
+        if (executor_nofile) {
+                struct rlimit rl;
+                if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        _exit(124);
+                rl.rlim_cur = executor_nofile;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        _exit(124);
+        }
         if (uid != 0 && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0))
                 _exit(125);
         fexecve(3, argv, environ);
@@ -471,6 +483,34 @@ static void test_killed_thread(void) {
         scenario_free(s);
 }
 
+/* A listener held at an fd at or above the limit of open files the restore runs with: refused
+ * by the planner naming the fd, before any task exists (not at execution). */
+static void test_listener_fd_over_limit(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        size_t k;
+
+        for (k = 0; k < restore_scenarios_n && strcmp(restore_scenarios[k].name, "listeners") != 0; k++)
+                ;
+        g_assert_cmpuint(k, <, restore_scenarios_n);
+        restore_scenarios[k].build(s, &x);
+        g_autoptr(Forest) snapshot = scan(scenario_root_pid(s));
+        int max = -1;
+        for (size_t i = 0; i < snapshot->n_listeners; i++)
+                for (size_t j = 0; j < snapshot->listeners[i]->n_holders; j++)
+                        max = MAX(max, snapshot->listeners[i]->holders[j].fd);
+        g_assert_cmpint(max, >=, 3);
+        g_autofree char *expect = g_strdup_printf("at fd %d, at or above the limit of open files the restored tasks run "
+                                                  "with (RLIMIT_NOFILE %d)", max, max);
+        executor_nofile = (rlim_t) max;
+        json_auto_t *e = expect_error(snapshot, s, NULL, "plan", expect);
+        executor_nofile = 0;
+        restore_and_check_as(snapshot, 0); /* under the usual limit it restores */
+        scenario_free(s);
+}
+
 /* Closing the socket ends every stub, as RELEASE does; so does SIGTERM. */
 static void test_release_by_close_and_signal(void) {
         if (!tests_require_root())
@@ -684,6 +724,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore/failing-step", test_failing_step);
         g_test_add_func("/restore/killed-thread", test_killed_thread);
         g_test_add_func("/restore/release-by-close-and-signal", test_release_by_close_and_signal);
+        g_test_add_func("/restore/listener-fd-over-limit", test_listener_fd_over_limit);
         g_test_add_func("/restore/hostile-requests", test_hostile_requests);
         g_test_add_func("/restore/pid-namespace-and-original-ids", test_pid_namespace_and_original_ids);
         g_test_add_func("/restore/random-histories", test_random_histories);
