@@ -120,8 +120,7 @@ static int emit(Planner *p, PlanStep st) {
 
 /* Whether snapshot thread t of process sp ends with no_new_privs. */
 static bool thread_wants_nnp(const Process *sp, const Task *t) {
-        (void) t;
-        return sp->no_new_privs;
+        return task_no_new_privs(sp, t);
 }
 
 static size_t kprocess_of(const Planner *p, size_t task) {
@@ -573,18 +572,32 @@ static int check_pid_namespace(Planner *p) {
         return 0;
 }
 
-static int note_nnp_added(Planner *p) {
+static int add_nnp_added(Planner *p, pid_t tid) {
         Plan *plan = p->plan;
 
-        for (size_t pp = 0; pp < plan->n_processes; pp++) {
-                const PlanProcess *x = &plan->processes[pp];
-                if (x->kind != PLAN_PROCESS_RESTORED || x->snapshot->no_new_privs || !p->km.tasks[x->leader].nnp)
-                        continue;
-                if (GROW(plan->nnp_added, p->n_nnp_added_allocated, plan->n_nnp_added + 1) < 0)
-                        return -ENOMEM;
-                plan->nnp_added[plan->n_nnp_added++] = x->snapshot->pid;
-        }
+        if (GROW(plan->nnp_added, p->n_nnp_added_allocated, plan->n_nnp_added + 1) < 0)
+                return -ENOMEM;
+        plan->nnp_added[plan->n_nnp_added++] = tid;
         return 0;
+}
+
+/* Every restored thread (and helper leader, standing for its process's) that ends with
+ * no_new_privs its original did not have. */
+static int note_nnp_added(Planner *p) {
+        Plan *plan = p->plan;
+        int r = 0;
+
+        for (size_t t = 0; r >= 0 && t < plan->n_tasks; t++) {
+                const PlanTask *x = &plan->tasks[t];
+                const PlanProcess *proc = &plan->processes[x->process];
+                if (proc->kind != PLAN_PROCESS_RESTORED || !p->km.tasks[t].nnp)
+                        continue;
+                if (x->kind == PLAN_TASK_RESTORED && !task_no_new_privs(proc->snapshot, x->snapshot))
+                        r = add_nnp_added(p, x->snapshot->tid);
+                else if (x->kind == PLAN_TASK_HELPER && proc->leader == t && !proc->snapshot->no_new_privs)
+                        r = add_nnp_added(p, proc->snapshot->pid);
+        }
+        return r;
 }
 
 /* The model's end state must be the snapshot: otherwise the planner has a bug, and a plan that

@@ -531,6 +531,7 @@ static int forest_add_process_of(const KModel *m, Forest *f, size_t p) {
                 if (r < 0)
                         return r;
                 y->mode = t->mode;
+                task_set_no_new_privs(y, t->nnp);
                 y->filter_id = t->head == KMODEL_NONE ? 0 : t->head + 1;
                 y->start_time = x->start_time;
         }

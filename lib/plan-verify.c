@@ -82,6 +82,7 @@ static int build_maps(Verifier *v) {
         return 0;
 }
 
+/* Is pid (a process's leader) or tid (a thread) in the plan's nnp_added? */
 static bool nnp_announced(const Verifier *v, pid_t pid) {
         for (size_t i = 0; v->o && i < v->o->n_nnp_added; i++)
                 if (v->o->nnp_added[i] == pid)
@@ -95,6 +96,17 @@ static pid_t expected_ppid(const Verifier *v, const Process *sp) {
         if (forest_find_process(v->s, sp->ppid))
                 return map_get(&v->pid_map, sp->ppid);
         return v->map->root_pid;
+}
+
+/* no_new_privs is per thread: a restored thread has exactly its original's (or more, where the
+ * plan announced it: never less, never unannounced). */
+static int verify_thread_nnp(Verifier *v, const Process *sp, const Task *st, const Process *rp, const Task *rt) {
+        bool want = task_no_new_privs(sp, st), have = task_no_new_privs(rp, rt);
+
+        if (want == have || (have && nnp_announced(v, st->tid)))
+                return 0;
+        return differ(v, "thread %d of process %d (restored as %d): no_new_privs %s, expected %s", st->tid, sp->pid,
+                      rt->tid, have ? "set" : "unset", want ? "set" : "unset");
 }
 
 static int verify_thread(Verifier *v, const Process *sp, const Task *st, const Process *rp) {
@@ -113,7 +125,7 @@ static int verify_thread(Verifier *v, const Process *sp, const Task *st, const P
                 return differ(v, "thread %d of process %d is %sthe leader, its restored thread %d is %s", st->tid,
                               sp->pid, st->tid == sp->pid ? "" : "not ", rt->tid, rt->tid == rp->pid ? "" : "not");
         }
-        return 0;
+        return verify_thread_nnp(v, sp, st, rp, rt);
 }
 
 static int verify_ids(Verifier *v, const Process *sp, const Process *rp) {

@@ -174,7 +174,8 @@ typedef struct Plan {
         PlanStep *steps;
         size_t n_steps;
         /* What the restored tree will differ in from the snapshot, said in the result: */
-        pid_t *nnp_added;          /* snapshot pids whose leader gets no_new_privs it did not have */
+        pid_t *nnp_added;          /* snapshot tids whose thread gets no_new_privs it did not have (a
+                                    * pid: the leader; a helper leader counts as the process's) */
         size_t n_nnp_added;
         pid_t *subreapers;         /* snapshot pids made child subreapers for a while (never at the end) */
         size_t n_subreapers;

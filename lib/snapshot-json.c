@@ -99,10 +99,13 @@ static json_t *argv_to_json(char * const *argv) {
         return object_or_null(a, ok);
 }
 
-static json_t *thread_to_json(const Task *t) {
+/* A thread's own no_new_privs is written only where it differs from its process's. */
+static json_t *thread_to_json(const Process *p, const Task *t) {
         json_t *o = json_object();
         bool ok = set(o, "tid", json_integer(t->tid)) && set(o, "mode", json_ascii(task_mode_to_string(t->mode))) &&
                   set(o, "filter", json_id_or_none(t->filter_id));
+        if (ok && task_no_new_privs_differs(p, t))
+                ok = set(o, "no_new_privs", json_boolean(task_no_new_privs(p, t)));
         return object_or_null(o, ok);
 }
 
@@ -110,7 +113,7 @@ static json_t *threads_to_json(const Process *p) {
         json_t *a = json_array();
         bool ok = a;
         for (size_t i = 0; ok && i < p->n_threads; i++)
-                ok = append(a, thread_to_json(&p->threads[i]));
+                ok = append(a, thread_to_json(p, &p->threads[i]));
         return object_or_null(a, ok);
 }
 
@@ -404,12 +407,14 @@ typedef struct FieldSpec {
         const char *name;
         FieldKind kind;
         bool nullable;
+        bool optional; /* may be absent */
         int64_t min, max; /* integers */
 } FieldSpec;
 
 #define INTEGER(n, lo, hi) { .name = (n), .kind = FIELD_INTEGER, .min = (lo), .max = (hi) }
 #define ID_OR_NULL(n) { .name = (n), .kind = FIELD_INTEGER, .nullable = true, .min = 1, .max = INT64_MAX }
 #define BOOLEAN(n) { .name = (n), .kind = FIELD_BOOLEAN }
+#define OPTIONAL_BOOLEAN(n) { .name = (n), .kind = FIELD_BOOLEAN, .optional = true }
 #define STRING(n) { .name = (n), .kind = FIELD_STRING }
 #define STRING_OR_NULL(n) { .name = (n), .kind = FIELD_STRING, .nullable = true }
 #define ARRAY(n) { .name = (n), .kind = FIELD_ARRAY }
@@ -437,7 +442,7 @@ static const FieldSpec process_fields[] = {
         INTEGER("gid", 0, UINT32_MAX), BOOLEAN("no_new_privs"), ARRAY("threads"),
 };
 static const FieldSpec thread_fields[] = {
-        INTEGER("tid", 1, SNAPSHOT_MAX_PID), STRING("mode"), ID_OR_NULL("filter"),
+        INTEGER("tid", 1, SNAPSHOT_MAX_PID), STRING("mode"), ID_OR_NULL("filter"), OPTIONAL_BOOLEAN("no_new_privs"),
 };
 static const FieldSpec listener_fields[] = { INTEGER("id", 1, INT64_MAX), INTEGER("filter", 1, INT64_MAX), ARRAY("holders") };
 static const FieldSpec holder_fields[] = { INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("fd", 0, INT32_MAX) };
@@ -492,6 +497,8 @@ static bool field_kind_matches(FieldKind kind, const json_t *v) {
 #define FIELD_ARGS(where, name) (where), *(where) ? "." : "", (name)
 
 static int check_field(const char *where, const FieldSpec *spec, const json_t *v, char **error) {
+        if (!v && spec->optional)
+                return 0;
         if (!v)
                 return snapshot_error(error, FIELD_FMT ": missing", FIELD_ARGS(where, spec->name));
         if (json_is_null(v) && spec->nullable)
@@ -697,6 +704,8 @@ static int read_threads(SnapshotBuilder *b, Process *p, size_t i, const json_t *
                                                 error);
                 if (r < 0)
                         return r;
+                if (json_object_get(obj, "no_new_privs")) /* else: the process's */
+                        task_set_no_new_privs(&p->threads[p->n_threads - 1], get_bool(obj, "no_new_privs"));
         }
         return 0;
 }

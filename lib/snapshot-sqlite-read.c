@@ -300,7 +300,20 @@ static int prepare_columns(sqlite3 *db, const char *table, sqlite3_stmt **ret) {
         return rc == SQLITE_OK ? sqlite3_bind_text(*ret, 1, table, -1, SQLITE_STATIC) : rc;
 }
 
-static int check_columns(sqlite3 *db, Schema *ref, const char *table, char **error) {
+/* The one optional column: threads' own no_new_privs, last (SNAPSHOT_SQLITE_ADD_THREAD_NNP). */
+static bool optional_last_column(const char *table, sqlite3_stmt *theirs, bool *ret_extra) {
+        char have[256];
+
+        if (!streq(table, "threads"))
+                return false;
+        describe_column(theirs, have, sizeof(have));
+        if (!streq(have, SNAPSHOT_SQLITE_THREAD_NNP_COLUMN) || sqlite3_step(theirs) != SQLITE_DONE)
+                return false;
+        *ret_extra = true;
+        return true;
+}
+
+static int check_columns(sqlite3 *db, Schema *ref, const char *table, bool *ret_extra, char **error) {
         _cleanup_(sqlite3_finalizep) sqlite3_stmt *mine = NULL, *theirs = NULL;
         char want[256], have[256];
 
@@ -311,6 +324,8 @@ static int check_columns(sqlite3 *db, Schema *ref, const char *table, char **err
         for (int i = 0; rc == SQLITE_OK; i++) {
                 int a = sqlite3_step(mine), b = sqlite3_step(theirs);
                 if (a == SQLITE_DONE && b == SQLITE_DONE)
+                        return 0;
+                if (a == SQLITE_DONE && b == SQLITE_ROW && optional_last_column(table, theirs, ret_extra))
                         return 0;
                 if (b != SQLITE_ROW && b != SQLITE_DONE)
                         rc = b;
@@ -331,7 +346,7 @@ static int check_columns(sqlite3 *db, Schema *ref, const char *table, char **err
         return sqlite_error(db, rc, error, "reading the schema");
 }
 
-static int check_schema(sqlite3 *db, char **error) {
+static int check_schema(sqlite3 *db, bool *ret_thread_nnp, char **error) {
         _cleanup_(schema_deinit) Schema ref = {};
         int r = schema_load_reference(&ref);
         if (r < 0)
@@ -339,7 +354,8 @@ static int check_schema(sqlite3 *db, char **error) {
         if ((r = check_objects(db, &ref, error)) < 0)
                 return r;
         for (size_t i = 0; i < ref.n_objects; i++)
-                if (streq(ref.objects[i].type, "table") && (r = check_columns(db, &ref, ref.objects[i].name, error)) < 0)
+                if (streq(ref.objects[i].type, "table") &&
+                    (r = check_columns(db, &ref, ref.objects[i].name, ret_thread_nnp, error)) < 0)
                         return r;
         return 0;
 }
@@ -442,6 +458,7 @@ typedef struct Reader {
         size_t n_processes;
         Listener **listeners; /* by position */
         size_t n_listeners;
+        bool thread_nnp;      /* threads has its optional no_new_privs column */
         char **error;
 } Reader;
 
@@ -723,7 +740,14 @@ static int read_thread_row(Reader *rd, const Row *row, size_t p, size_t j) {
         TaskMode mode = task_mode_from_string(mode_string);
         if (mode < 0)
                 return snapshot_error(rd->error, "%s.mode: expected one of disabled, strict, filter", row->where);
-        return snapshot_builder_add_thread(&rd->b, rd->processes[p], p, j, (pid_t) tid, mode, filter, rd->error);
+        r = snapshot_builder_add_thread(&rd->b, rd->processes[p], p, j, (pid_t) tid, mode, filter, rd->error);
+        if (r < 0 || !rd->thread_nnp || sqlite3_column_type(row->st, 5) == SQLITE_NULL)
+                return r; /* no own value: the process's */
+        bool nnp;
+        if ((r = col_bool(row, 5, &nnp)) < 0)
+                return r;
+        task_set_no_new_privs(&rd->processes[p]->threads[rd->processes[p]->n_threads - 1], nnp);
+        return 0;
 }
 
 static int read_threads(Reader *rd) {
@@ -732,7 +756,11 @@ static int read_threads(Reader *rd) {
         char where[80];
         size_t p, j;
 
-        int r = prepare(rd, "SELECT process, position, tid, mode, filter FROM threads ORDER BY process, position", &st);
+        int r = prepare(rd, rd->thread_nnp ? "SELECT process, position, tid, mode, filter, no_new_privs FROM threads "
+                                             "ORDER BY process, position"
+                                           : "SELECT process, position, tid, mode, filter FROM threads ORDER BY process, "
+                                             "position",
+                        &st);
         while (r >= 0 && (r = step(rd, st, "threads")) > 0) {
                 Row row = { st, "threads", rd->error };
                 if ((r = nested_next(rd, &n, &row, &p, &j)) < 0)
@@ -816,7 +844,7 @@ int snapshot_sqlite_read_data(const void *data, size_t size, Forest **ret, char 
                 return snapshot_error(error, "snapshot: %zu bytes, more than the limit of %u (64 MiB)", size,
                                       SNAPSHOT_MAX_FILE_SIZE);
         if ((r = check_header(data, size, error)) < 0 || (r = open_memory(data, size, &rd.db, error)) < 0 ||
-            (r = quick_check(rd.db, error)) < 0 || (r = check_schema(rd.db, error)) < 0 ||
+            (r = quick_check(rd.db, error)) < 0 || (r = check_schema(rd.db, &rd.thread_nnp, error)) < 0 ||
             (r = snapshot_builder_init(&rd.b)) < 0 || (r = read_tables(&rd)) < 0)
                 return r;
         return snapshot_builder_finish(&rd.b, ret, error);

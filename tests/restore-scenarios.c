@@ -207,6 +207,17 @@ static void build_futex_killed(Scenario *s, const TestFilters *x) {
         g_assert_cmpint(scenario_install(s, a, insns, n, 0), >=, 0);
 }
 
+/* no_new_privs is per thread: two threads set it (one installs a filter, the other is made after)
+ * while the leader does not. */
+static void build_thread_no_new_privs(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+        ScenarioTask t1 = scenario_thread(s, a);
+
+        g_assert_cmpint(scenario_no_new_privs(s, t1), ==, 0);
+        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
+        scenario_thread(s, t1);
+}
+
 /* A process whose leader exited: its threads live on under a zombie leader. */
 static void build_leader_exited(Scenario *s, const TestFilters *x) {
         ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
@@ -239,6 +250,7 @@ const RestoreScenario restore_scenarios[] = {
         { "leader-exited", build_leader_exited },
         { "no-new-privs-then-no-prctl", build_no_new_privs_then_no_prctl },
         { "futex-killed", build_futex_killed },
+        { "thread-no-new-privs", build_thread_no_new_privs },
 };
 const size_t restore_scenarios_n = ELEMENTSOF(restore_scenarios);
 

@@ -601,6 +601,56 @@ static void test_instruction_pointer_unknown(void) {
         check_hist(&h, NULL);
 }
 
+/* no_new_privs is per thread: two threads set it (one installs a filter) while the leader does
+ * not. Restored as root or not, exactly those threads get it (verified thread by thread): the
+ * leader installs nothing, so it needs none. */
+static void test_thread_no_new_privs(void) {
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        size_t t1 = h_thread(&h, a);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, t1), ==, 0);
+        h_install(&h, t1, 0, 0);
+        h_thread(&h, t1);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        const Process *sp = NULL;
+        for (size_t i = 0; i < s->n_processes; i++)
+                if (s->processes[i]->n_threads == 3)
+                        sp = s->processes[i];
+        g_assert_nonnull(sp);
+        g_assert_false(sp->no_new_privs);
+        g_assert_false(task_no_new_privs(sp, &sp->threads[0]));
+        g_assert_true(task_no_new_privs(sp, &sp->threads[1]));
+        g_assert_true(task_no_new_privs(sp, &sp->threads[2]));
+
+        Plan *p = assert_restores_with(s, false);
+        g_assert_cmpuint(p->n_nnp_added, ==, 0);
+        plan_free(p);
+        p = assert_restores_with(s, true);
+        g_assert_cmpuint(p->n_nnp_added, ==, 0);
+        plan_free(p);
+
+        /* the restored tree without them: a difference, named per thread */
+        g_autoptr(Forest) flat = hist_snapshot(&h);
+        for (size_t i = 0; i < flat->n_processes; i++)
+                for (size_t j = 0; j < flat->processes[i]->n_threads; j++)
+                        flat->processes[i]->threads[j].nnp = TASK_NNP_PROCESS;
+        PlanMapping map = {};
+        for (size_t i = 0; i < s->n_processes; i++) {
+                g_assert_cmpint(plan_mapping_add_process(&map, s->processes[i]->pid, s->processes[i]->pid), ==, 0);
+                for (size_t j = 0; j < s->processes[i]->n_threads; j++)
+                        g_assert_cmpint(plan_mapping_add_thread(&map, s->processes[i]->threads[j].tid,
+                                                                s->processes[i]->threads[j].tid), ==, 0);
+        }
+        g_auto(GStrv) diffs = NULL;
+        bool ok = true;
+        g_assert_cmpint(plan_verify(s, flat, &map, NULL, &ok, &diffs), ==, 0);
+        g_assert_false(ok);
+        g_assert_nonnull(strstr(diffs[0], "no_new_privs unset, expected set"));
+        plan_mapping_done(&map);
+        kmodel_deinit(&h.km);
+}
+
 /* ---- refused ---- */
 
 static void assert_refused(const Forest *s, const char *expect) {
@@ -1072,6 +1122,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/no-new-privs-before-prctl-filter", test_no_new_privs_before_prctl_filter);
         g_test_add_func("/plan/calls-after-last-install", test_calls_after_last_install);
         g_test_add_func("/plan/instruction-pointer-unknown", test_instruction_pointer_unknown);
+        g_test_add_func("/plan/thread-no-new-privs", test_thread_no_new_privs);
         g_test_add_func("/plan/exec", test_exec_planned);
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);

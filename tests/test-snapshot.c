@@ -96,6 +96,45 @@ static void test_sqlite_round_trip(void) {
         rm_rf(dir);
 }
 
+/* no_new_privs is per thread: a thread whose bit differs from its process's keeps it through
+ * both formats; every other snapshot is written exactly as before (no field, no column). */
+static void test_thread_no_new_privs(void) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        g_autofree char *plain = format_json(f);
+        g_assert_null(strstr(plain, "\"threads\":[{\"tid\":100,\"mode\":\"filter\",\"filter\":3,\"no_new_privs\""));
+        g_autofree void *plain_image = NULL;
+        size_t plain_size;
+        g_assert_cmpint(snapshot_sqlite_format(f, &plain_image, &plain_size), ==, 0);
+
+        Process *p = f->processes[0];
+        g_assert_cmpuint(p->n_threads, >=, 1);
+        task_set_no_new_privs(&p->threads[0], !p->no_new_privs);
+        g_assert_true(task_no_new_privs_differs(p, &p->threads[0]));
+        g_autofree char *json = format_json(f), *error = NULL;
+        g_assert_nonnull(strstr(json, "\"no_new_privs\":"));
+
+        g_autoptr(Forest) g = NULL;
+        g_assert_cmpint(snapshot_json_read(json, strlen(json), &g, &error), ==, 0);
+        g_assert_cmpint(task_no_new_privs(g->processes[0], &g->processes[0]->threads[0]), ==, !p->no_new_privs);
+        g_assert_cmpint(g->processes[0]->no_new_privs, ==, p->no_new_privs);
+
+        g_autofree void *image = NULL;
+        size_t size;
+        g_autoptr(Forest) h = NULL;
+        g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
+        if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
+                g_error("sqlite: %s", error);
+        g_assert_cmpint(task_no_new_privs(h->processes[0], &h->processes[0]->threads[0]), ==, !p->no_new_privs);
+        g_autofree char *again = format_json(h);
+        g_assert_cmpstr(json, ==, again);
+
+        /* an unknown own bit is written as nothing: the process's */
+        g_autoptr(Forest) k = NULL;
+        g_assert_cmpint(snapshot_sqlite_read_data(plain_image, plain_size, &k, NULL), ==, 0);
+        g_autofree char *plain_again = format_json(k);
+        g_assert_cmpstr(plain, ==, plain_again);
+}
+
 static void test_sqlite_file_header(void) {
         g_autofree char *dir = tmp_dir();
         g_autofree char *path = g_build_filename(dir, "s.db", NULL);
@@ -1229,6 +1268,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot/json/round-trip", test_json_round_trip);
         g_test_add_func("/snapshot/sqlite/round-trip", test_sqlite_round_trip);
         g_test_add_func("/snapshot/sqlite/file-header", test_sqlite_file_header);
+        g_test_add_func("/snapshot/thread-no-new-privs", test_thread_no_new_privs);
         g_test_add_func("/snapshot/info", test_snapshot_info);
         g_test_add_func("/snapshot/json/compact", test_json_compact);
         g_test_add_func("/snapshot/json/cancel", test_json_cancel);

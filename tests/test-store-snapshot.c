@@ -48,6 +48,19 @@ static uint64_t put(Fixture *fx, const Forest *f, uid_t owner, const StoreSnapsh
         return id;
 }
 
+/* A thread's own no_new_privs (it is per thread) is stored and read back. */
+static void test_thread_no_new_privs(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        Process *p = f->processes[0];
+        task_set_no_new_privs(&p->threads[0], !p->no_new_privs);
+        uint64_t id = put(fx, f, 7, NULL, 0);
+        g_autoptr(Forest) back = NULL;
+        g_assert_cmpint(store_snapshot_load(fx->store, id, &back), ==, 0);
+        g_assert_true(task_no_new_privs_differs(back->processes[0], &back->processes[0]->threads[0]));
+        g_autofree char *want = as_json(f), *got = as_json(back);
+        g_assert_cmpstr(want, ==, got);
+}
+
 static void test_samples(Fixture *fx, gconstpointer data) {
         for (SampleKind k = 0; k < _SAMPLE_MAX; k++) {
                 g_autoptr(Forest) f = sample_forest(k);
@@ -337,5 +350,6 @@ int main(int argc, char **argv) {
         TEST("/store-snapshot/discard-incomplete", test_discard_incomplete);
         TEST("/store-snapshot/load-path", test_load_path);
         TEST("/store-snapshot/bytes", test_bytes);
+        TEST("/store-snapshot/thread-no-new-privs", test_thread_no_new_privs);
         return g_test_run();
 }
