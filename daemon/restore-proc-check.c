@@ -91,7 +91,7 @@ static int kernel_mode(TaskMode m) {
 static Expected expected_of(const Process *p, const Task *t) {
         return (Expected) {
                 .mode = kernel_mode(t->mode),
-                .filters = t->mode == TASK_MODE_FILTER && t->filter ? t->filter->depth : 0,
+                .filters = t->mode != TASK_MODE_FILTER ? 0 : t->filter ? t->filter->depth : t->filter_count,
                 .nnp = task_no_new_privs(p, t),
         };
 }
@@ -142,7 +142,8 @@ static int check_thread(Checker *c, const PlanMapping *map, const Process *sp, p
 }
 
 /* /proc/PID/status is the leader's view. With the leader in the snapshot it is that thread's; else
- * the exited leader's, of which the snapshot keeps the process's no_new_privs. */
+ * the exited leader's: its mode and chain where the snapshot records them, and the process's
+ * no_new_privs. */
 static int check_process(Checker *c, const PlanMapping *map, const Process *sp) {
         pid_t pid = mapped(map->processes, map->n_processes, sp->pid);
         const Task *leader = process_find_thread(sp, sp->pid);
@@ -155,10 +156,11 @@ static int check_process(Checker *c, const PlanMapping *map, const Process *sp) 
                 r = check_thread(c, map, sp, pid, &sp->threads[j]);
         if (r < 0 || leader)
                 return r;
-        Expected want = { .nnp = sp->no_new_privs };
+        Expected want = sp->has_exited_leader ? expected_of(sp, &sp->exited_leader) : (Expected) {};
+        want.nnp = sp->no_new_privs;
         snprintf(path, sizeof(path), "/proc/%d/status", pid);
         snprintf(what, sizeof(what), "process %d (restored as %d), whose leader exited", sp->pid, pid);
-        return compare(c, path, what, sp->pid, &want, false);
+        return compare(c, path, what, sp->pid, &want, sp->has_exited_leader);
 }
 
 int restore_proc_check(const Forest *snapshot, const PlanMapping *map, const PlanVerifyOptions *options,

@@ -11,8 +11,8 @@
 /* Compare every thread and process the mapping names with its original in the snapshot: the
  * seccomp mode, the number of filters of its chain, no_new_privs (set where the snapshot has it
  * unset is accepted only where options->nnp_added announces it). A process whose leader is not in
- * the snapshot is checked for the process's no_new_privs only, unless the snapshot records the
- * exited leader's state. Each difference is appended to *differences (a NULL-terminated strv,
+ * the snapshot is checked against the exited leader's state the snapshot records (mode, chain
+ * length; the process's no_new_privs only, when it records none). Each difference is appended to *differences (a NULL-terminated strv,
  * which may be NULL at first) as a sentence, and *ret_verified set false; a thread that is gone is
  * a difference. Returns 0, or -ENOMEM. */
 int restore_proc_check(const Forest *snapshot, const PlanMapping *map, const PlanVerifyOptions *options,

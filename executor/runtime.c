@@ -180,6 +180,15 @@ static Outcome do_install(const PlanStep *st) {
         return check(raw_syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, st->flags, &prog), RUNTIME_CALL_SECCOMP);
 }
 
+/* An allow-all filter: the count of an exited leader's filters (see PLAN_OP_FILL). */
+static Outcome do_fill(const PlanStep *st) {
+        struct sock_fprog prog = { .len = 1, .filter = (struct sock_filter *) plan_fill_insns };
+
+        if (st->syscall == PLAN_SYSCALL_PRCTL)
+                return check(raw_syscall5(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0), RUNTIME_CALL_PRCTL);
+        return check(raw_syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog), RUNTIME_CALL_SECCOMP);
+}
+
 /* Move fd from to to (dup3 + close), or close it when to < 0. The fd a holder ends with is not
  * close-on-exec (seccomp(2) makes a new listener's fd so): an exec'd holder keeps its listener. */
 static Outcome move_fd(int from, int to) {
@@ -360,6 +369,8 @@ static Outcome run_step(RuntimeSlot *s, size_t t, const PlanStep *st) {
                 return check(raw_syscall5(SYS_prctl, PR_SET_CHILD_SUBREAPER, st->arg, 0, 0, 0), RUNTIME_CALL_PRCTL);
         case PLAN_OP_INSTALL:
                 return do_install(st);
+        case PLAN_OP_FILL:
+                return do_fill(st);
         case PLAN_OP_KEEP_LISTENER:
                 return move_fd(s->arg, st->fd);
         case PLAN_OP_SPAWN_THREAD:
@@ -392,6 +403,9 @@ static void end_task(const PlanStep *st, const Outcome *o) {
                 raw_syscall1(SYS_exit, 0);
                 break;
         case PLAN_OP_STRICT:
+                if (o->result >= 0 && st->arg) /* an exited leader: strict mode allows exit(2) */
+                        for (;;)
+                                raw_syscall1(SYS_exit, 0);
                 if (o->result >= 0)
                         park(PLAN_SYSCALL_DEFAULT, PLAN_SYSCALL_DEFAULT);
                 break;

@@ -661,6 +661,11 @@ static bool listener_held_by_member(const Forest *f, const Listener *l, const bo
         return false;
 }
 
+void process_set_exited_leader(Process *p, TaskMode mode, unsigned filter_count) {
+        p->has_exited_leader = true;
+        p->exited_leader = (Task) { .tid = p->pid, .tgid = p->pid, .mode = mode, .filter_count = filter_count };
+}
+
 bool task_no_new_privs(const Process *p, const Task *t) {
         return t->nnp == TASK_NNP_PROCESS ? p->no_new_privs : t->nnp == TASK_NNP_ON;
 }

@@ -103,6 +103,13 @@ typedef struct Process {
         bool no_new_privs;
         Task *threads;
         size_t n_threads, n_threads_allocated;
+        /* A leader that exited while its threads live on (a zombie, not among threads): what
+         * /proc/PID/status keeps showing of it, its seccomp mode and the number of filters it had
+         * (exited_leader.mode, filter_count; the kernel released the filters themselves: filter_id
+         * is 0), tid = pid. has_exited_leader false: none recorded (the leader is a thread, or the
+         * reader does not know). */
+        bool has_exited_leader;
+        Task exited_leader;
 } Process;
 
 typedef struct ListenerHolder {
@@ -259,6 +266,8 @@ Filter *filter_free(Filter *flt);
 Process *process_free(Process *p);
 DEFINE_CLEANUP(Filter *, filter_free);
 DEFINE_CLEANUP(Process *, process_free);
+/* Record p's exited leader's state (tid p->pid). */
+void process_set_exited_leader(Process *p, TaskMode mode, unsigned filter_count);
 /* Thread t's no_new_privs: its own where known, else its process's. */
 bool task_no_new_privs(const Process *p, const Task *t);
 /* Whether t's own bit is known and differs from its process's (what the snapshot formats write). */

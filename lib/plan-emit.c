@@ -369,6 +369,8 @@ static const Filter *carrier_next(const Planner *p, size_t i, const Filter *node
                                                              : NULL;
         if (i == p->root && !node)
                 return NULL; /* the restore root's own thread never installs anything */
+        if (i != p->root && p->plan->processes[t->process].leader == c && p->s->processes[i]->has_exited_leader)
+                return NULL; /* a helper leader standing for an exited one stays at the base: see job_exit() */
         for (size_t k = 0; k < b->n; k++)
                 if (p->rep[b->v[k]] == PLAN_NONE)
                         return p->s->filters[b->v[k]];
@@ -419,17 +421,45 @@ static int job_walk(Planner *p, JobStack *jobs, const Job *j) {
         return r;
 }
 
-/* A helper task is done. A process whose leader exited in the snapshot has a helper leader, and
- * /proc reports the leader's no_new_privs for the process: set it before the leader exits. */
-static int job_exit(Planner *p, size_t t) {
-        const PlanProcess *proc = &p->plan->processes[p->plan->tasks[t].process];
+/* A helper leader standing for one that exited ends as /proc/PID/status showed it: in its mode,
+ * with its number of filters (allow-all ones on top of what it inherited: the kernel released the
+ * originals, only their count shows). Its base must not be deeper than that. 1 when it ended the
+ * task (strict mode, then exit). */
+static int exited_leader_state(Planner *p, size_t t, const Process *sp) {
+        const Task *want = &sp->exited_leader;
+        size_t head = p->km.tasks[t].head;
+        unsigned depth = head == KMODEL_NONE ? 0 : (unsigned) p->km.filters[head].depth;
         int r = 0;
 
-        if (proc->kind == PLAN_PROCESS_RESTORED && proc->leader == t && proc->snapshot->no_new_privs &&
-            !p->km.tasks[t].nnp)
+        if (depth > want->filter_count)
+                return plan_refuse(p, "process %d: its leader exited in mode %s with %u filters, but every task of it "
+                                   "inherits %u: no restored leader can show that", sp->pid,
+                                   task_mode_to_string(want->mode), want->filter_count, depth);
+        if (want->mode == TASK_MODE_STRICT) { /* then it exits: strict mode allows exit(2) */
+                r = emit(p, STEP(.op = PLAN_OP_STRICT, .task = t, .arg = 1));
+                return r < 0 ? r : 1;
+        }
+        if (want->mode == TASK_MODE_FILTER && depth < want->filter_count && p->o->unprivileged && !p->km.tasks[t].nnp)
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        if (r < 0)
-                return r;
+        for (unsigned k = depth; r >= 0 && want->mode == TASK_MODE_FILTER && k < want->filter_count; k++)
+                r = emit(p, STEP(.op = PLAN_OP_FILL, .task = t));
+        return r;
+}
+
+/* A helper task is done. A process whose leader exited in the snapshot has a helper leader, and
+ * /proc reports the leader's no_new_privs (and seccomp mode and filter count, where the snapshot
+ * records them) for the process: set them before the leader exits. */
+static int job_exit(Planner *p, size_t t) {
+        const PlanProcess *proc = &p->plan->processes[p->plan->tasks[t].process];
+        bool leader = proc->kind == PLAN_PROCESS_RESTORED && proc->leader == t;
+        int r = 0;
+
+        if (leader && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp)
+                r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
+        if (r >= 0 && leader && proc->snapshot->has_exited_leader)
+                r = exited_leader_state(p, t, proc->snapshot);
+        if (r != 0)
+                return r < 0 ? r : 0; /* 1: it ended already */
         return emit(p, STEP(.op = PLAN_OP_EXIT, .task = t));
 }
 

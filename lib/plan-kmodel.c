@@ -535,6 +535,9 @@ static int forest_add_process_of(const KModel *m, Forest *f, size_t p) {
                 y->filter_id = t->head == KMODEL_NONE ? 0 : t->head + 1;
                 y->start_time = x->start_time;
         }
+        if (!leader->alive) /* what /proc/PID/status keeps showing: its mode and number of filters */
+                process_set_exited_leader(x, leader->mode,
+                                          leader->head == KMODEL_NONE ? 0 : (unsigned) m->filters[leader->head].depth);
         return 0;
 }
 

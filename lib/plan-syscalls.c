@@ -95,6 +95,7 @@ static bool calls_of(const Planner *p, const PlanStep *s, PlanSyscall v, Calls *
         case PLAN_OP_SET_SUBREAPER:
                 add(c, CALL(prctl, PR_SET_CHILD_SUBREAPER, (uint64_t) s->arg, 0, 0, 0));
                 return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_FILL:
         case PLAN_OP_INSTALL:
                 if (v == PLAN_SYSCALL_SECCOMP)
                         add(c, CALL(seccomp, SECCOMP_SET_MODE_FILTER, s->flags, PTR));

@@ -139,6 +139,21 @@ static int verify_ids(Verifier *v, const Process *sp, const Process *rp) {
                       (unsigned) rp->uid, (unsigned) rp->gid, (unsigned) uid, (unsigned) gid);
 }
 
+/* A leader that exited shows its mode and number of filters in /proc/PID/status: the restored one
+ * must show the same (where the restored side records it: a reader that does not know leaves it to
+ * the /proc check). */
+static int verify_exited_leader(Verifier *v, const Process *sp, const Process *rp) {
+        const Task *a = &sp->exited_leader, *b = &rp->exited_leader;
+
+        if (!sp->has_exited_leader || !rp->has_exited_leader)
+                return 0;
+        if (a->mode == b->mode && a->filter_count == b->filter_count)
+                return 0;
+        return differ(v, "process %d (restored as %d): its exited leader shows mode %s with %u filters, expected %s "
+                      "with %u", sp->pid, rp->pid, task_mode_to_string(b->mode), b->filter_count,
+                      task_mode_to_string(a->mode), a->filter_count);
+}
+
 static int verify_process_fields(Verifier *v, const Process *sp, const Process *rp) {
         pid_t ppid = expected_ppid(v, sp);
         int r = 0;
@@ -151,6 +166,8 @@ static int verify_process_fields(Verifier *v, const Process *sp, const Process *
         if (r >= 0 && sp->no_new_privs != rp->no_new_privs && !(rp->no_new_privs && nnp_announced(v, sp->pid)))
                 r = differ(v, "process %d (restored as %d): no_new_privs %s, expected %s", sp->pid, rp->pid,
                            rp->no_new_privs ? "set" : "unset", sp->no_new_privs ? "set" : "unset");
+        if (r >= 0)
+                r = verify_exited_leader(v, sp, rp);
         if (r >= 0)
                 r = verify_ids(v, sp, rp);
         if (r >= 0 && rp->n_threads != sp->n_threads) {

@@ -1,5 +1,7 @@
 /* plan.c: the restore planner's entry point: plan_build() runs the analysis and the emitter;
  * names of the plan's enums and a sentence for every step */
+#include <linux/seccomp.h>
+
 #include "plan-internal.h"
 
 static const char *const process_kind_table[_PLAN_PROCESS_KIND_MAX] = {
@@ -14,6 +16,7 @@ static const char *const op_table[_PLAN_OP_MAX] = {
         [PLAN_OP_SET_NO_NEW_PRIVS] = "set-no-new-privs",
         [PLAN_OP_SET_SUBREAPER] = "set-subreaper",
         [PLAN_OP_INSTALL] = "install",
+        [PLAN_OP_FILL] = "fill",
         [PLAN_OP_KEEP_LISTENER] = "keep-listener",
         [PLAN_OP_SPAWN_THREAD] = "spawn-thread",
         [PLAN_OP_SPAWN_PROCESS] = "spawn-process",
@@ -24,6 +27,10 @@ static const char *const op_table[_PLAN_OP_MAX] = {
         [PLAN_OP_STRICT] = "strict",
         [PLAN_OP_PARK] = "park",
         [PLAN_OP_EXEC] = "exec",
+};
+
+const struct sock_filter plan_fill_insns[1] = {
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
 
 static const char *const syscall_table[_PLAN_SYSCALL_MAX] = {
@@ -226,6 +233,9 @@ static char *what_of(const Plan *p, const PlanStep *s, char *buf, size_t size) {
                 break;
         case PLAN_OP_INSTALL:
                 snprintf(buf, size, "install %s", install_what(s, x, sizeof(x)));
+                break;
+        case PLAN_OP_FILL:
+                snprintf(buf, size, "install an allow-all filter (the exited leader's filter count)");
                 break;
         case PLAN_OP_KEEP_LISTENER:
                 if (s->fd >= 0)

@@ -75,6 +75,9 @@ typedef enum PlanOp {
         PLAN_OP_SET_NO_NEW_PRIVS, /* prctl(PR_SET_NO_NEW_PRIVS) */
         PLAN_OP_SET_SUBREAPER,    /* prctl(PR_SET_CHILD_SUBREAPER, arg) for the task's process */
         PLAN_OP_INSTALL,          /* install filter `filter` with `flags` */
+        PLAN_OP_FILL,             /* install an allow-all filter (plan_fill_insns): a leader that exited
+                                   * had that many more filters than it inherited; they are released
+                                   * when it exits, and only the count in /proc/PID/status shows them */
         PLAN_OP_KEEP_LISTENER,    /* after an install with NEW_LISTENER: the executor takes a copy of
                                    * the listener fd; the installer then moves it to fd `fd`, or closes
                                    * it when fd < 0 */
@@ -85,7 +88,8 @@ typedef enum PlanOp {
         PLAN_OP_RECEIVE_LISTENER, /* receive listener `listener` from the executor, at fd `fd` */
         PLAN_OP_SET_CREDS,        /* become the snapshot process's uid and gid (no supplementary groups):
                                    * setgroups, setresgid, setresuid, then PR_SET_DUMPABLE 1 */
-        PLAN_OP_STRICT,           /* enter SECCOMP_MODE_STRICT */
+        PLAN_OP_STRICT,           /* enter SECCOMP_MODE_STRICT; then exit(2) when arg is 1 (an exited
+                                   * leader in strict mode) */
         PLAN_OP_PARK,             /* block until the restore is released: read(2) on the control fd
                                    * (syscall DEFAULT), or sleep in a loop (NANOSLEEP, CLOCK_NANOSLEEP)
                                    * watching the shared memory */
@@ -95,6 +99,9 @@ typedef enum PlanOp {
 } PlanOp;
 const char *plan_op_to_string(PlanOp op);
 
+
+/* The program of a FILL step: RET ALLOW. */
+extern const struct sock_filter plan_fill_insns[1];
 
 /* Install flags a step carries (the kernel's SECCOMP_FILTER_FLAG_* values). */
 #define PLAN_INSTALL_LOG (1U << 1)                /* SECCOMP_FILTER_FLAG_LOG */

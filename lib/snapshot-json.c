@@ -117,6 +117,13 @@ static json_t *threads_to_json(const Process *p) {
         return object_or_null(a, ok);
 }
 
+/* {"mode": ..., "filters": N} of a leader that exited while its threads live on. */
+static json_t *exited_leader_to_json(const Task *t) {
+        json_t *o = json_object();
+        bool ok = set(o, "mode", json_ascii(task_mode_to_string(t->mode))) && set(o, "filters", json_integer(t->filter_count));
+        return object_or_null(o, ok);
+}
+
 static json_t *process_to_json(const Process *p) {
         json_t *o = json_object();
         bool ok = set(o, "pid", json_integer(p->pid)) && set(o, "ppid", json_integer(p->ppid)) &&
@@ -124,6 +131,8 @@ static json_t *process_to_json(const Process *p) {
                   set(o, "exe", json_text(p->exe)) && set(o, "argv", argv_to_json(p->argv)) &&
                   set(o, "uid", json_integer((json_int_t) p->uid)) && set(o, "gid", json_integer((json_int_t) p->gid)) &&
                   set(o, "no_new_privs", json_boolean(p->no_new_privs)) && set(o, "threads", threads_to_json(p));
+        if (ok && p->has_exited_leader)
+                ok = set(o, "exited_leader", exited_leader_to_json(&p->exited_leader));
         return object_or_null(o, ok);
 }
 
@@ -419,6 +428,7 @@ typedef struct FieldSpec {
 #define STRING_OR_NULL(n) { .name = (n), .kind = FIELD_STRING, .nullable = true }
 #define ARRAY(n) { .name = (n), .kind = FIELD_ARRAY }
 #define OBJECT(n) { .name = (n), .kind = FIELD_OBJECT }
+#define OPTIONAL_OBJECT(n) { .name = (n), .kind = FIELD_OBJECT, .optional = true }
 
 static const FieldSpec top_fields[] = {
         STRING("format"), INTEGER("version", INT64_MIN, INT64_MAX), STRING("created_at"), OBJECT("snapshot"),
@@ -439,8 +449,9 @@ static const FieldSpec filter_fields[] = {
 static const FieldSpec process_fields[] = {
         INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("ppid", 0, SNAPSHOT_MAX_PID), INTEGER("start_time", 0, INT64_MAX),
         STRING("comm"), STRING_OR_NULL("exe"), ARRAY("argv"), INTEGER("uid", 0, UINT32_MAX),
-        INTEGER("gid", 0, UINT32_MAX), BOOLEAN("no_new_privs"), ARRAY("threads"),
+        INTEGER("gid", 0, UINT32_MAX), BOOLEAN("no_new_privs"), ARRAY("threads"), OPTIONAL_OBJECT("exited_leader"),
 };
+static const FieldSpec exited_leader_fields[] = { STRING("mode"), INTEGER("filters", 0, SNAPSHOT_MAX_PATH_INSNS) };
 static const FieldSpec thread_fields[] = {
         INTEGER("tid", 1, SNAPSHOT_MAX_PID), STRING("mode"), ID_OR_NULL("filter"), OPTIONAL_BOOLEAN("no_new_privs"),
 };
@@ -710,6 +721,20 @@ static int read_threads(SnapshotBuilder *b, Process *p, size_t i, const json_t *
         return 0;
 }
 
+static int read_exited_leader(Process *p, const char *where, const json_t *obj, char **error) {
+        char at[80];
+        int r;
+
+        snprintf(at, sizeof(at), "%s.exited_leader", where);
+        if ((r = CHECK_OBJECT(at, obj, exited_leader_fields, error)) < 0)
+                return r;
+        TaskMode mode = task_mode_from_string(get_string(obj, "mode"));
+        if (mode < 0)
+                return snapshot_error(error, "%s.mode: expected one of disabled, strict, filter", at);
+        process_set_exited_leader(p, mode, (unsigned) get_int(obj, "filters"));
+        return 0;
+}
+
 static int read_process(SnapshotBuilder *b, size_t i, const json_t *obj, size_t *n_tasks, char **error) {
         char where[64];
         Process *p;
@@ -728,7 +753,10 @@ static int read_process(SnapshotBuilder *b, size_t i, const json_t *obj, size_t 
             (r = process_set_exe(p, get_string(obj, "exe"))) < 0 ||
             (r = read_argv(p, where, json_object_get(obj, "argv"), error)) < 0)
                 return r;
-        return read_threads(b, p, i, json_object_get(obj, "threads"), n_tasks, error);
+        r = read_threads(b, p, i, json_object_get(obj, "threads"), n_tasks, error);
+        if (r < 0 || !json_object_get(obj, "exited_leader"))
+                return r;
+        return read_exited_leader(p, where, json_object_get(obj, "exited_leader"), error);
 }
 
 static int read_listener(SnapshotBuilder *b, size_t i, const json_t *obj, size_t *n_holders, char **error) {

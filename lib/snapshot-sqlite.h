@@ -14,6 +14,12 @@
  * exactly schema/snapshot-v1-sqlite.sql. */
 #define SNAPSHOT_SQLITE_ADD_THREAD_NNP "ALTER TABLE threads ADD COLUMN no_new_privs INTEGER"
 #define SNAPSHOT_SQLITE_THREAD_NNP_COLUMN "no_new_privs INTEGER"
+/* Likewise processes' last two columns, only when some process records a leader that exited while
+ * its threads live on (processes[].exited_leader: NULL, NULL for none). */
+#define SNAPSHOT_SQLITE_ADD_EXITED_LEADER                                                        \
+        "ALTER TABLE processes ADD COLUMN exited_leader_mode TEXT; "                             \
+        "ALTER TABLE processes ADD COLUMN exited_leader_filters INTEGER"
+#define SNAPSHOT_SQLITE_EXITED_LEADER_COLUMNS { "exited_leader_mode TEXT", "exited_leader_filters INTEGER" }
 
 /* Write a linked forest as a fresh, standalone snapshot file at path. The database is built in
  * memory and copied with VACUUM INTO into a new file next to path, which is synced and then

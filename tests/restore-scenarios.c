@@ -218,7 +218,8 @@ static void build_thread_no_new_privs(Scenario *s, const TestFilters *x) {
         scenario_thread(s, t1);
 }
 
-/* A process whose leader exited: its threads live on under a zombie leader. */
+/* A process whose leader installed a filter, started threads and exited: its threads live on
+ * under a zombie leader whose state /proc/PID/status keeps showing (Seccomp 2, one filter). */
 static void build_leader_exited(Scenario *s, const TestFilters *x) {
         ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
@@ -232,6 +233,10 @@ static void build_leader_exited(Scenario *s, const TestFilters *x) {
         g_assert_nonnull(p);
         g_assert_cmpuint(p->n_threads, ==, 2);
         g_assert_null(forest_find_task(f, p->pid, NULL)); /* scans leave the zombie leader out */
+        /* but record what /proc/PID/status keeps showing of it: mode filter, one filter (x->a) */
+        g_assert_true(p->has_exited_leader);
+        g_assert_cmpint(p->exited_leader.mode, ==, TASK_MODE_FILTER);
+        g_assert_cmpuint(p->exited_leader.filter_count, ==, 1);
 }
 
 const RestoreScenario restore_scenarios[] = {

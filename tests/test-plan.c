@@ -651,6 +651,53 @@ static void test_thread_no_new_privs(void) {
         kmodel_deinit(&h.km);
 }
 
+/* A leader installs a filter, starts a thread, installs a second filter and exits: /proc/PID/status
+ * keeps showing mode filter with 2 filters. The snapshot records that; the restored (helper) leader
+ * ends the same way: allow-all filters on top of what it inherits, then exit. */
+static void test_exited_leader_state(void) {
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        h_install(&h, a, 0, 0);
+        h_thread(&h, a);
+        h_install(&h, a, 1, 0);
+        g_assert_cmpint(kmodel_exit_thread(&h.km, a), ==, 0);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        const Process *sp = NULL;
+        for (size_t i = 0; i < s->n_processes; i++)
+                if (s->processes[i]->has_exited_leader)
+                        sp = s->processes[i];
+        g_assert_nonnull(sp);
+        g_assert_cmpint(sp->exited_leader.mode, ==, TASK_MODE_FILTER);
+        g_assert_cmpuint(sp->exited_leader.filter_count, ==, 2);
+
+        for (int unprivileged = 0; unprivileged < 2; unprivileged++) {
+                Plan *p = assert_restores_with(s, unprivileged);
+                g_assert_cmpuint(plan_count(p, PLAN_OP_FILL), >=, 1); /* what it does not inherit */
+                plan_free(p);
+        }
+
+        /* a restored tree whose exited leader shows another count is a difference */
+        g_autoptr(Forest) other = hist_snapshot(&h);
+        for (size_t i = 0; i < other->n_processes; i++)
+                if (other->processes[i]->has_exited_leader)
+                        other->processes[i]->exited_leader.filter_count = 1;
+        PlanMapping map = {};
+        for (size_t i = 0; i < s->n_processes; i++) {
+                g_assert_cmpint(plan_mapping_add_process(&map, s->processes[i]->pid, s->processes[i]->pid), ==, 0);
+                for (size_t j = 0; j < s->processes[i]->n_threads; j++)
+                        g_assert_cmpint(plan_mapping_add_thread(&map, s->processes[i]->threads[j].tid,
+                                                                s->processes[i]->threads[j].tid), ==, 0);
+        }
+        g_auto(GStrv) diffs = NULL;
+        bool ok = true;
+        g_assert_cmpint(plan_verify(s, other, &map, NULL, &ok, &diffs), ==, 0);
+        g_assert_false(ok);
+        g_assert_nonnull(strstr(diffs[0], "exited leader shows mode filter with 1 filters, expected filter with 2"));
+        plan_mapping_done(&map);
+        kmodel_deinit(&h.km);
+}
+
 /* ---- refused ---- */
 
 static void assert_refused(const Forest *s, const char *expect) {
@@ -1123,6 +1170,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/calls-after-last-install", test_calls_after_last_install);
         g_test_add_func("/plan/instruction-pointer-unknown", test_instruction_pointer_unknown);
         g_test_add_func("/plan/thread-no-new-privs", test_thread_no_new_privs);
+        g_test_add_func("/plan/exited-leader-state", test_exited_leader_state);
         g_test_add_func("/plan/exec", test_exec_planned);
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);

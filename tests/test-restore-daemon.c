@@ -921,7 +921,7 @@ static void debian_sshd(sd_bus *bus, const char *dir) {
         g_autofree char *key = g_build_filename(dir, "hostkey", NULL);
         g_autofree char *keygen = g_strdup_printf("ssh-keygen -q -t ed25519 -N '' -f %s", key);
         g_autofree char *script = g_strdup_printf("exec /usr/sbin/sshd -D -e -p 22722 -o ListenAddress=127.0.0.1 "
-                                                  "-o PidFile=none -o UsePAM=no -h %s 2>%s/sshd.log", key, dir);
+                                                  "-o PidFile=none -o UsePAM=no -h %s >%s/sshd.log 2>&1", key, dir);
         int status = -1, conn;
 
         require_program("/usr/sbin/sshd");
@@ -940,7 +940,7 @@ static void debian_vsftpd(sd_bus *bus, const char *dir) {
                 "anonymous_enable=NO\nlocal_enable=YES\nseccomp_sandbox=YES\nsecure_chroot_dir=/var/run/vsftpd/empty\n"
                 "pam_service_name=vsftpd\nvsftpd_log_file=%s/vsftpd.log\n", dir);
         g_autofree char *path = write_file(dir, "vsftpd.conf", conf);
-        g_autofree char *script = g_strdup_printf("exec /usr/sbin/vsftpd %s", path);
+        g_autofree char *script = g_strdup_printf("exec /usr/sbin/vsftpd %s >%s/vsftpd.out 2>&1", path, dir);
         int conn;
 
         require_program("/usr/sbin/vsftpd");
@@ -955,7 +955,7 @@ static void debian_tor(sd_bus *bus, const char *dir) {
         g_autofree char *data = g_build_filename(dir, "tor", NULL);
         g_autofree char *script = g_strdup_printf(
                 "exec /usr/sbin/tor --SocksPort 127.0.0.1:19751 --DataDirectory %s --Sandbox 1 --RunAsDaemon 0 "
-                "--DisableNetwork 1 --Log 'notice file %s/tor.log'", data, dir);
+                "--DisableNetwork 1 --Log 'notice file %s/tor.log' >%s/tor.out 2>&1", data, dir, dir);
         int conn;
 
         require_program("/usr/sbin/tor");
@@ -971,7 +971,7 @@ static void debian_tor(sd_bus *bus, const char *dir) {
 static void debian_chrony(sd_bus *bus, const char *dir) {
         g_autofree char *conf = g_strdup_printf("cmdport 0\nport 0\npidfile %s/chronyd.pid\n", dir);
         g_autofree char *path = write_file(dir, "chrony.conf", conf);
-        g_autofree char *script = g_strdup_printf("exec /usr/sbin/chronyd -d -x -F 1 -f %s 2>%s/chronyd.log", path, dir);
+        g_autofree char *script = g_strdup_printf("exec /usr/sbin/chronyd -d -x -F 1 -f %s >%s/chronyd.log 2>&1", path, dir);
         int conn;
 
         require_program("/usr/sbin/chronyd");
