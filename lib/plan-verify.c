@@ -99,11 +99,12 @@ static pid_t expected_ppid(const Verifier *v, const Process *sp) {
 }
 
 /* no_new_privs is per thread: a restored thread has exactly its original's (or more, where the
- * plan announced it: never less, never unannounced). */
+ * plan announced it: never less, never unannounced). Where the restored tree's reader does not know
+ * a thread's own bit, the process's is compared above and /proc is the judge (restore-proc-check). */
 static int verify_thread_nnp(Verifier *v, const Process *sp, const Task *st, const Process *rp, const Task *rt) {
         bool want = task_no_new_privs(sp, st), have = task_no_new_privs(rp, rt);
 
-        if (want == have || (have && nnp_announced(v, st->tid)))
+        if (rt->nnp == TASK_NNP_PROCESS || want == have || (have && nnp_announced(v, st->tid)))
                 return 0;
         return differ(v, "thread %d of process %d (restored as %d): no_new_privs %s, expected %s", st->tid, sp->pid,
                       rt->tid, have ? "set" : "unset", want ? "set" : "unset");
