@@ -281,7 +281,7 @@ static int check_objects(sqlite3 *db, Schema *ref, char **error) {
 
 typedef struct OptionalColumns {
         bool thread_nnp;    /* threads.no_new_privs */
-        bool exited_leader; /* processes.exited_leader_mode, exited_leader_filter */
+        bool exited_leader; /* processes.exited_leader_mode, exited_leader_filters */
 } OptionalColumns;
 
 static const char *const columns_sql =
@@ -363,7 +363,7 @@ static int check_columns(sqlite3 *db, Schema *ref, const char *table, OptionalCo
         return sqlite_error(db, rc, error, "reading the schema");
 }
 
-static int check_schema(sqlite3 *db, OptionalColumns *ret_thread_nnp, char **error) {
+static int check_schema(sqlite3 *db, OptionalColumns *ret_optional, char **error) {
         _cleanup_(schema_deinit) Schema ref = {};
         int r = schema_load_reference(&ref);
         if (r < 0)
@@ -372,7 +372,7 @@ static int check_schema(sqlite3 *db, OptionalColumns *ret_thread_nnp, char **err
                 return r;
         for (size_t i = 0; i < ref.n_objects; i++)
                 if (streq(ref.objects[i].type, "table") &&
-                    (r = check_columns(db, &ref, ref.objects[i].name, ret_thread_nnp, error)) < 0)
+                    (r = check_columns(db, &ref, ref.objects[i].name, ret_optional, error)) < 0)
                         return r;
         return 0;
 }
