@@ -201,13 +201,35 @@ static int nnp_before_install(Planner *p, const Filter *f) {
         return plan_chain_stops_nnp(p, f);
 }
 
+/* With the snapshot's uids and gids: has task t become its process's already (itself, or the
+ * task it was made by)? */
+static bool creds_in_place(const Planner *p, size_t t) {
+        const Process *sp = p->plan->processes[p->plan->tasks[t].process].snapshot;
+        const KTask *k = &p->km.tasks[t];
+        return k->ids_set && sp && k->uid == sp->uid && k->gid == sp->gid;
+}
+
+/* With the snapshot's uids and gids, a task becomes its process's ids before a filter that stops
+ * doing so (as the original did: sshd's [net] child changes uid, then installs). */
+static int creds_before_install(Planner *p, size_t task, const Filter *f) {
+        const PlanTask *t = &p->plan->tasks[task];
+        int r;
+
+        if (!p->o->original_ids || t->kind != PLAN_TASK_RESTORED || creds_in_place(p, task))
+                return 0;
+        r = plan_chain_stops_creds(p, f, p->plan->processes[t->process].snapshot);
+        if (r <= 0)
+                return r;
+        return emit(p, STEP(.op = PLAN_OP_SET_CREDS, .task = task));
+}
+
 static int install(Planner *p, size_t task, const Filter *f) {
         size_t li = p->listener_of_filter[f->index];
         unsigned flags = install_flags(f);
-        int r = 0;
+        int r = creds_before_install(p, task, f);
 
-        if (!p->km.tasks[task].nnp) {
-                r = nnp_before_install(p, f);
+        if (r >= 0 && !p->km.tasks[task].nnp) { /* a task that gave up root needs it too */
+                r = kmodel_task_privileged(&p->km, task) ? nnp_before_install(p, f) : 1;
                 if (r > 0)
                         r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = task));
         }
@@ -532,8 +554,14 @@ static int emit_task_end(Planner *p, size_t t, bool *exec_later) {
 
         if (task->kind == PLAN_TASK_RESTORED && thread_wants_nnp(proc->snapshot, task->snapshot) && !p->km.tasks[t].nnp)
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        if (r >= 0 && task->kind == PLAN_TASK_RESTORED && p->o->original_ids)
+        if (r >= 0 && task->kind == PLAN_TASK_RESTORED && p->o->original_ids && !creds_in_place(p, t)) {
+                if (p->km.tasks[t].ids_set && p->km.tasks[t].uid != 0)
+                        return plan_refuse(p, "thread %d of process %d must become uid %u gid %u, but it was made by a "
+                                           "task that became uid %u before a filter that stops changing it",
+                                           task->snapshot->tid, proc->snapshot->pid, (unsigned) proc->snapshot->uid,
+                                           (unsigned) proc->snapshot->gid, (unsigned) p->km.tasks[t].uid);
                 r = emit(p, STEP(.op = PLAN_OP_SET_CREDS, .task = t));
+        }
         if (r < 0)
                 return r;
         if (task->kind == PLAN_TASK_RESTORED && task->snapshot->mode == TASK_MODE_STRICT)

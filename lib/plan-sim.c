@@ -127,7 +127,10 @@ static int apply_one(const Plan *plan, const PlanStep *s, KModel *km, PlanSimSta
                 int r = kmodel_strict(km, s->task);
                 return r < 0 || !s->arg ? r : kmodel_exit_thread(km, s->task); /* an exited leader */
         }
-        case PLAN_OP_SET_CREDS: /* credentials are not part of the model */
+        case PLAN_OP_SET_CREDS: {
+                const Process *sp = plan->processes[plan->tasks[s->task].process].snapshot;
+                return kmodel_set_ids(km, s->task, sp->uid, sp->gid);
+        }
         case PLAN_OP_PARK:
         case PLAN_OP_EXEC:
                 return 0;

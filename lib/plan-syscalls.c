@@ -250,6 +250,25 @@ static int evaluate_snapshot_chain(const Filter *head, const Call *c, Verdict *r
         return 0;
 }
 
+int plan_chain_stops_creds(Planner *p, const Filter *head, const Process *sp) {
+        Calls c = {};
+        Verdict v;
+
+        (void) p;
+        add(&c, CALL(setgroups, 0, 0));
+        add(&c, CALL(setresgid, sp->gid, sp->gid, sp->gid));
+        add(&c, CALL(setresuid, sp->uid, sp->uid, sp->uid));
+        add(&c, CALL(prctl, PR_SET_DUMPABLE, 1, 0, 0, 0));
+        for (size_t k = 0; k < c.n; k++) {
+                int r = evaluate_snapshot_chain(head, &c.v[k], &v);
+                if (r < 0)
+                        return r;
+                if (!verdict_allows(&v))
+                        return 1;
+        }
+        return 0;
+}
+
 int plan_chain_stops_nnp(Planner *p, const Filter *head) {
         Call c = CALL(prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         Verdict v;

@@ -507,6 +507,18 @@ static void test_no_new_privs_before_prctl_filter(void) {
 
 static void assert_refused(const Forest *s, const char *expect);
 
+/* A filter that answers the calls listed with ERRNO(1), else ALLOW. */
+static size_t restore_filter_for_calls_local(struct sock_filter *insns, const int *nrs, size_t n) {
+        size_t k = 0;
+
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t i = 0; i < n; i++)
+                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nrs[i], (uint8_t) (n - i), 0);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1);
+        return k;
+}
+
 /* A filter that kills the calls listed (vsftpd's kills futex and exit), else ALLOW. */
 static size_t prog_killing(struct sock_filter *insns, const int *nrs, size_t n) {
         size_t k = 0;
@@ -696,6 +708,44 @@ static void test_exited_leader_state(void) {
         g_assert_false(ok);
         g_assert_nonnull(strstr(diffs[0], "exited leader shows mode filter with 1 filters, expected filter with 2"));
         plan_mapping_done(&map);
+        kmodel_deinit(&h.km);
+}
+
+/* With the snapshot's uids (root restores, "uids original"), a task becomes its process's uid and
+ * gid before a filter that stops it (sshd's [net] child: setuid, no_new_privs, filter), and what it
+ * makes afterwards inherits them. */
+static void test_creds_before_filter(void) {
+        const int creds_calls[] = { SYS_setresuid, SYS_setresgid, SYS_setgroups };
+        struct sock_filter no_creds[8];
+        size_t n = restore_filter_for_calls_local(no_creds, creds_calls, ELEMENTSOF(creds_calls));
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+        h_install_prog(&h, a, no_creds, n, 0);
+        h_thread(&h, h_fork(&h, a));
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        for (size_t i = 0; i < s->n_processes; i++)
+                if (s->processes[i]->threads[0].filter) {
+                        s->processes[i]->uid = 1000;
+                        s->processes[i]->gid = 1000;
+                }
+
+        PlanOptions o = PLAN_OPTIONS_DEFAULT;
+        o.original_ids = true;
+        g_autofree char *error = NULL;
+        Plan *p = NULL;
+        if (plan_build(s, &o, &p, &error) < 0)
+                g_error("refused: %s", error);
+        size_t install = first_step_of_op(p, PLAN_OP_INSTALL), t = p->steps[install].task;
+        size_t creds = first_step_of(p, t, PLAN_OP_SET_CREDS);
+        g_assert_cmpuint(creds, <, install);
+        size_t n_creds = 0; /* among the processes of uid 1000: one, the others inherit it */
+        for (size_t i = 0; i < p->n_steps; i++)
+                n_creds += p->steps[i].op == PLAN_OP_SET_CREDS &&
+                           p->processes[p->tasks[p->steps[i].task].process].snapshot->uid == 1000;
+        g_assert_cmpuint(n_creds, ==, 1);
+        plan_free(p);
         kmodel_deinit(&h.km);
 }
 
@@ -1172,6 +1222,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/instruction-pointer-unknown", test_instruction_pointer_unknown);
         g_test_add_func("/plan/thread-no-new-privs", test_thread_no_new_privs);
         g_test_add_func("/plan/exited-leader-state", test_exited_leader_state);
+        g_test_add_func("/plan/creds-before-filter", test_creds_before_filter);
         g_test_add_func("/plan/exec", test_exec_planned);
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);

@@ -779,6 +779,27 @@ static void assert_snapshot_is_proc(const Forest *snapshot, const char *what) {
         plan_mapping_done(&map);
 }
 
+/* Root restores snapshot id with its original uids: verified, and every restored process runs as
+ * its original did. */
+static void restore_original_uids(sd_bus *bus, uint64_t id, const Forest *snapshot, const char *what) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Restored r;
+
+        if (call_restore(bus, id, &r, &error, "uids", "original", NULL) < 0)
+                g_error("Restore of %s with its original uids: %s: %s", what, error.name, error.message);
+        assert_verified(&r);
+        for (size_t i = 0; i < r.map.n_processes; i++) {
+                const Process *sp = forest_find_process(snapshot, r.map.processes[i].a);
+                uid_t uid;
+                gid_t gid;
+                restore_process_ids(r.map.processes[i].b, &uid, &gid);
+                g_assert_cmpuint(uid, ==, sp->uid);
+                g_assert_cmpuint(gid, ==, sp->gid);
+        }
+        release_ok(bus, r.id);
+        restored_done(&r);
+}
+
 /* Snapshot of the sandbox through the daemon, checked against /proc, restored as root and as nobody
  * and verified by the daemon and by the test (its scan and /proc). */
 static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
@@ -789,6 +810,7 @@ static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
         g_test_message("%s: %zu processes, %zu filters", what, snapshot->n_processes, snapshot->n_filters);
         assert_snapshot_is_proc(snapshot, what);
         restore_compare_release(bus, id, snapshot, what);
+        restore_original_uids(bus, id, snapshot, what);
         NobodyRestore c = { .json = json, .roots_snapshot = id };
         int status = tests_as_nobody(nobody_restores, &c);
         if (status != 0)
