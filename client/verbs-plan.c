@@ -47,13 +47,13 @@ static void print_summary(const char *path, const Forest *f, const Plan *p) {
                 printf("As uid %u, without CAP_SYS_ADMIN: no_new_privs is set before the first install of every task.\n",
                        (unsigned) geteuid());
         else
-                printf("As root: no_new_privs only where the snapshot has it.\n");
+                printf("As root: no_new_privs only where the snapshot has it, before any filter that forbids setting it.\n");
         printf("Helpers: %zu %s, %zu %s; %zu %s reparented through a subreaper, %zu forked with CLONE_PARENT.\n",
                p->n_helper_processes, plural(p->n_helper_processes, "process", "processes"), p->n_helper_threads,
                plural(p->n_helper_threads, "thread", "threads"), p->n_moves, plural(p->n_moves, "process", "processes"),
                p->n_clone_parent);
         print_pids("Child subreapers for a moment (none stays one)", p->subreapers, p->n_subreapers);
-        print_pids("no_new_privs added (installs need it)", p->nnp_added, p->n_nnp_added);
+        print_pids("no_new_privs added to threads (installs need it)", p->nnp_added, p->n_nnp_added);
         printf("Every system call checked against the filters in force; the plan rebuilds the snapshot on a model "
                "of the kernel.\n\n");
 }

@@ -263,18 +263,21 @@ static int print_restore(const Context *c, uint64_t snapshot, const RestoreReply
 
 /* An argument of only digits that names no existing file is a stored snapshot's id; anything
  * else is a file, imported first. */
-static int snapshot_id_or_import(sd_bus *bus, const char *arg, uint64_t *ret) {
+static int snapshot_id_or_import(sd_bus *bus, const char *arg, uint64_t *ret, bool *ret_imported) {
         struct stat st;
         _cleanup_close_ int fd = -1;
 
+        *ret_imported = false;
         if (arg[0] && strspn(arg, "0123456789") == strlen(arg) && stat(arg, &st) < 0)
                 return parse_snapshot_id_arg(arg, ret);
         fd = streq(arg, "-") ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3) : open(arg, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return ctl_error_errno(-errno, "Failed to open %s: %m", streq(arg, "-") ? "stdin" : arg);
         int r = manager_import_snapshot(bus, fd, ret);
-        if (r >= 0)
+        if (r >= 0) {
                 log_info("Imported %s as snapshot %" PRIu64 ".", streq(arg, "-") ? "stdin" : arg, *ret);
+                *ret_imported = true;
+        }
         return r;
 }
 
@@ -297,9 +300,11 @@ static int call_restore(sd_bus *bus, const Context *c, uint64_t id, const RunExe
         return read_restore_reply(reply, ret);
 }
 
-static int restore_and_print(Context *c, sd_bus *bus, uint64_t id) {
+/* *ret_restored: the daemon made the restore (verified or not: then it is kept, with its snapshot). */
+static int restore_and_print(Context *c, sd_bus *bus, uint64_t id, bool *ret_restored) {
         RestoreReply reply = {};
         int r = call_restore(bus, c, id, NULL, &reply);
+        *ret_restored = r >= 0;
         if (r >= 0)
                 r = c->json ? print_restore_json(&reply) : print_restore(c, id, &reply);
         if (r >= 0 && !reply.verified)
@@ -308,15 +313,23 @@ static int restore_and_print(Context *c, sd_bus *bus, uint64_t id) {
         return r;
 }
 
+/* A file is imported for the restore only: when the restore is refused, its import goes too. */
 int verb_restore(Context *c, char **args, size_t n_args) {
+        bool imported, restored;
         sd_bus *bus;
         uint64_t id;
         int r = ctl_bus(c, &bus);
         if (r >= 0)
-                r = snapshot_id_or_import(bus, args[0], &id);
+                r = snapshot_id_or_import(bus, args[0], &id, &imported);
         if (r < 0)
                 return r;
-        return restore_and_print(c, bus, id);
+        r = restore_and_print(c, bus, id, &restored);
+        if (imported && !restored) {
+                int k = manager_delete_snapshot(bus, id);
+                if (k >= 0)
+                        log_info("Deleted snapshot %" PRIu64 ", imported for the refused restore.", id);
+        }
+        return r;
 }
 
 /* ---- restores ---- */

@@ -34,8 +34,10 @@ static const char *const write_sql[_SS_WRITE_MAX] = {
                 "listener, identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         [SS_INSERT_PROCESS] =
                 "INSERT INTO snapshot_processes (snapshot, pid, ppid, start_time, comm, exe, argv, uid, gid, "
-                "no_new_privs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        [SS_INSERT_THREAD] = "INSERT INTO snapshot_threads (snapshot, tid, pid, mode, filter) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "no_new_privs, exited_leader_mode, exited_leader_filters) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+                "?10, ?11, ?12)",
+        [SS_INSERT_THREAD] = "INSERT INTO snapshot_threads (snapshot, tid, pid, mode, filter, no_new_privs) "
+                             "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         [SS_INSERT_LISTENER] = "INSERT INTO snapshot_listeners (snapshot, id, filter) VALUES (?1, ?2, ?3)",
         [SS_INSERT_HOLDER] =
                 "INSERT INTO snapshot_holders (snapshot, listener, position, pid, fd) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -314,6 +316,13 @@ static int put_process(Statements *s, uint64_t id, const Process *p) {
         sqlite3_bind_int64(st, 8, p->uid);
         sqlite3_bind_int64(st, 9, p->gid);
         sqlite3_bind_int(st, 10, p->no_new_privs);
+        if (p->has_exited_leader) { /* else both NULL: none recorded */
+                sqlite3_bind_text(st, 11, task_mode_to_string(p->exited_leader.mode), -1, SQLITE_STATIC);
+                sqlite3_bind_int64(st, 12, p->exited_leader.filter_count);
+        } else {
+                sqlite3_bind_null(st, 11);
+                sqlite3_bind_null(st, 12);
+        }
         int r = run(s->store, st, "store a snapshot's process");
         sqlite3_clear_bindings(st); /* before the strings are freed */
         return r;
@@ -326,6 +335,10 @@ static int put_thread(Statements *s, uint64_t id, const Process *p, const Task *
         sqlite3_bind_int64(st, 3, p->pid);
         sqlite3_bind_text(st, 4, task_mode_to_string(t->mode), -1, SQLITE_STATIC);
         bind_id_or_null(st, 5, t->filter_id);
+        if (task_no_new_privs_differs(p, t)) /* else NULL: the process's */
+                sqlite3_bind_int(st, 6, task_no_new_privs(p, t));
+        else
+                sqlite3_bind_null(st, 6);
         return run(s->store, st, "store a snapshot's thread");
 }
 
@@ -750,6 +763,12 @@ static int load_process(sqlite3_stmt *st, Forest *f) {
         p->uid = (uid_t) sqlite3_column_int64(st, 6);
         p->gid = (gid_t) sqlite3_column_int64(st, 7);
         p->no_new_privs = sqlite3_column_int(st, 8);
+        if (sqlite3_column_type(st, 9) != SQLITE_NULL) {
+                TaskMode mode = task_mode_from_string((const char *) sqlite3_column_text(st, 9));
+                if (mode < 0)
+                        return -EBADMSG;
+                process_set_exited_leader(p, mode, (unsigned) sqlite3_column_int64(st, 10));
+        }
         if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
                 r = process_set_exe(p, (const char *) sqlite3_column_text(st, 4));
                 if (r < 0)
@@ -761,8 +780,8 @@ static int load_process(sqlite3_stmt *st, Forest *f) {
 static int load_processes(Db *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         int r = db_prepare(s,
-                        "SELECT pid, ppid, start_time, comm, exe, argv, uid, gid, no_new_privs "
-                        "FROM snapshot_processes WHERE snapshot = ?1 ORDER BY pid",
+                        "SELECT pid, ppid, start_time, comm, exe, argv, uid, gid, no_new_privs, exited_leader_mode, "
+                        "exited_leader_filters FROM snapshot_processes WHERE snapshot = ?1 ORDER BY pid",
                         &st), rc;
         if (r < 0)
                 return r;
@@ -775,7 +794,8 @@ static int load_processes(Db *s, uint64_t id, Forest *f) {
 
 static int load_threads(Db *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
-        int r = db_prepare(s, "SELECT tid, pid, mode, filter FROM snapshot_threads WHERE snapshot = ?1 ORDER BY pid, tid",
+        int r = db_prepare(s, "SELECT tid, pid, mode, filter, no_new_privs FROM snapshot_threads WHERE snapshot = ?1 "
+                           "ORDER BY pid, tid",
                         &st), rc;
         if (r < 0)
                 return r;
@@ -791,6 +811,8 @@ static int load_threads(Db *s, uint64_t id, Forest *f) {
                 t->tgid = p->pid;
                 t->mode = task_mode_from_string((const char *) sqlite3_column_text(st, 2));
                 t->filter_id = (uint64_t) sqlite3_column_int64(st, 3);
+                if (sqlite3_column_type(st, 4) != SQLITE_NULL)
+                        task_set_no_new_privs(t, sqlite3_column_int(st, 4) != 0);
                 if (t->mode < 0)
                         return -EBADMSG;
         }

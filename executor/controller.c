@@ -813,6 +813,8 @@ static void wait_stubs(Controller *c) {
 }
 
 void controller_release(Controller *c) {
+        if (c->shared) /* tasks parked in a sleep loop watch this, the others the control fd */
+                __atomic_store_n(&c->shared->released, 1, __ATOMIC_RELEASE);
         close_fd(&c->control_w);
         wait_stubs(c);
         while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)

@@ -76,46 +76,94 @@ static __attribute__((noreturn)) void die(int status) {
 
 /* ---- waiting and reporting ---- */
 
-static void wait_for_go(RuntimeSlot *s, uint32_t seen) {
+/* A short sleep with the call the plan chose (its chain may stop futex(2)). */
+static long nap(PlanSyscall how, long nsec) {
+        struct timespec ts = { .tv_nsec = nsec };
+
+        if (how == PLAN_SYSCALL_CLOCK_NANOSLEEP)
+                return raw_syscall4(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &ts, NULL);
+        return raw_syscall2(SYS_nanosleep, &ts, NULL);
+}
+
+#define NAP_NSEC 1000000L          /* waiting for a step without futex(2): 1 ms */
+#define PARK_NAP_NSEC 100000000L   /* parked without read(2): 100 ms */
+
+/* Has the executor's heartbeat stood still for RUNTIME_ORPHAN_SECONDS? idle counts the checks
+ * made every period_nsec without a change. */
+static bool orphaned(uint32_t *beat, unsigned *idle, long period_nsec) {
+        uint32_t now = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED);
+
+        if (now != *beat) {
+                *beat = now;
+                *idle = 0;
+                return false;
+        }
+        return ++*idle >= (unsigned) (RUNTIME_ORPHAN_SECONDS * (1000000000L / period_nsec));
+}
+
+static void wait_for_go(RuntimeSlot *s, uint32_t seen, PlanSyscall how) {
         uint32_t beat = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED);
         unsigned idle = 0;
 
         while (__atomic_load_n(&s->go, __ATOMIC_ACQUIRE) == seen) {
+                if (how != PLAN_SYSCALL_DEFAULT) {
+                        (void) nap(how, NAP_NSEC);
+                        if (orphaned(&beat, &idle, NAP_NSEC))
+                                die(EXIT_FAILURE);
+                        continue;
+                }
                 struct timespec ts = { .tv_sec = 1 };
                 long r = raw_syscall4(SYS_futex, &s->go, FUTEX_WAIT, seen, &ts);
-                uint32_t now = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED);
-
-                if (now != beat) {
-                        beat = now;
-                        idle = 0;
-                } else if (r == -ETIMEDOUT && ++idle >= RUNTIME_ORPHAN_SECONDS)
+                if (r == -ETIMEDOUT && orphaned(&beat, &idle, 1000000000L))
                         die(EXIT_FAILURE); /* the executor is gone */
+                else if (r != -ETIMEDOUT)
+                        (void) orphaned(&beat, &idle, 1000000000L);
         }
 }
 
-static void report(RuntimeSlot *s, uint32_t seq, const Outcome *o) {
+/* The step is done: the slot says so (the executor watches it), and unless the task's chain stops
+ * write(2), so does the report eventfd (which wakes the executor at once). */
+static void report(RuntimeSlot *s, uint32_t seq, const Outcome *o, const PlanStep *st) {
         uint64_t one = 1;
 
         s->result = (int32_t) o->result;
         s->value = (int32_t) o->value;
         s->call = o->call;
         __atomic_store_n(&s->done, seq, __ATOMIC_RELEASE);
-        raw_syscall3(SYS_write, runtime.fd_report, &one, sizeof(one));
+        if (st->report != PLAN_SYSCALL_NONE)
+                raw_syscall3(SYS_write, runtime.fd_report, &one, sizeof(one));
 }
 
-/* Block on the control fd until the executor closes it (or is gone), then end. */
-static __attribute__((noreturn)) void park(void) {
+/* End a parked task with the call its chain allows (strict mode allows exit(2), not exit_group(2)). */
+static __attribute__((noreturn)) void end_parked(PlanSyscall how) {
+        for (;;) {
+                if (how == PLAN_SYSCALL_DEFAULT)
+                        raw_syscall1(SYS_exit, 0);
+                if (how != PLAN_SYSCALL_NONE)
+                        raw_syscall1(SYS_exit_group, 0);
+                (void) nap(PLAN_SYSCALL_NANOSLEEP, PARK_NAP_NSEC); /* the executor kills it */
+        }
+}
+
+/* Block until the executor closes the control fd (or is gone), then end. A task whose chain stops
+ * read(2) sleeps instead, watching the release flag and the heartbeat. */
+static __attribute__((noreturn)) void park(PlanSyscall how, PlanSyscall exit_how) {
+        uint32_t beat = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED);
+        unsigned idle = 0;
         char c;
 
+        if (how != PLAN_SYSCALL_DEFAULT) {
+                while (!__atomic_load_n(&runtime.shared->released, __ATOMIC_ACQUIRE) &&
+                       !orphaned(&beat, &idle, PARK_NAP_NSEC))
+                        (void) nap(how, PARK_NAP_NSEC);
+                end_parked(exit_how);
+        }
         for (;;) {
                 long r = raw_syscall3(SYS_read, runtime.fd_control, &c, 1);
                 if (r == 0 || (r < 0 && r != -EINTR && r != -EAGAIN))
                         break; /* end of file: released; an error: nothing to wait on */
         }
-        for (;;) {
-                raw_syscall1(SYS_exit, 0); /* strict mode allows exit(2) but not exit_group(2) */
-                raw_syscall1(SYS_exit_group, 0);
-        }
+        end_parked(exit_how);
 }
 
 /* ---- steps ---- */
@@ -130,6 +178,15 @@ static Outcome do_install(const PlanStep *st) {
         if (st->syscall == PLAN_SYSCALL_PRCTL)
                 return check(raw_syscall5(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0), RUNTIME_CALL_PRCTL);
         return check(raw_syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, st->flags, &prog), RUNTIME_CALL_SECCOMP);
+}
+
+/* An allow-all filter: the count of an exited leader's filters (see PLAN_OP_FILL). */
+static Outcome do_fill(const PlanStep *st) {
+        struct sock_fprog prog = { .len = 1, .filter = (struct sock_filter *) plan_fill_insns };
+
+        if (st->syscall == PLAN_SYSCALL_PRCTL)
+                return check(raw_syscall5(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0), RUNTIME_CALL_PRCTL);
+        return check(raw_syscall3(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog), RUNTIME_CALL_SECCOMP);
 }
 
 /* Move fd from to to (dup3 + close), or close it when to < 0. The fd a holder ends with is not
@@ -312,6 +369,8 @@ static Outcome run_step(RuntimeSlot *s, size_t t, const PlanStep *st) {
                 return check(raw_syscall5(SYS_prctl, PR_SET_CHILD_SUBREAPER, st->arg, 0, 0, 0), RUNTIME_CALL_PRCTL);
         case PLAN_OP_INSTALL:
                 return do_install(st);
+        case PLAN_OP_FILL:
+                return do_fill(st);
         case PLAN_OP_KEEP_LISTENER:
                 return move_fd(s->arg, st->fd);
         case PLAN_OP_SPAWN_THREAD:
@@ -344,11 +403,14 @@ static void end_task(const PlanStep *st, const Outcome *o) {
                 raw_syscall1(SYS_exit, 0);
                 break;
         case PLAN_OP_STRICT:
+                if (o->result >= 0 && st->arg) /* an exited leader: strict mode allows exit(2) */
+                        for (;;)
+                                raw_syscall1(SYS_exit, 0);
                 if (o->result >= 0)
-                        park();
+                        park(PLAN_SYSCALL_DEFAULT, PLAN_SYSCALL_DEFAULT);
                 break;
         case PLAN_OP_PARK:
-                park();
+                park(st->syscall, st->exit);
         default:
                 break;
         }
@@ -357,17 +419,19 @@ static void end_task(const PlanStep *st, const Outcome *o) {
 void runtime_task_main(void *index) {
         size_t t = (size_t) (uintptr_t) index;
         RuntimeSlot *s = slot_of(t);
+        PlanSyscall wait = runtime.plan->tasks[t].wait_first;
         uint32_t seen = 0;
 
         for (;;) {
                 const PlanStep *st;
                 Outcome o;
 
-                wait_for_go(s, seen);
+                wait_for_go(s, seen, wait);
                 seen = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE);
                 st = &runtime.plan->steps[s->step];
                 o = run_step(s, t, st);
-                report(s, seen, &o);
+                report(s, seen, &o, st);
                 end_task(st, &o);
+                wait = st->wait;
         }
 }

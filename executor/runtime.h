@@ -49,6 +49,7 @@ typedef struct RuntimeSlot {
 
 typedef struct RuntimeShared {
         uint32_t heartbeat; /* bumped by the executor at least every 200 ms while tasks wait */
+        uint32_t released;  /* set by the executor at the release: tasks parked in a sleep loop end */
         uint32_t n_slots;
         RuntimeSlot slots[];
 } RuntimeShared;

@@ -408,6 +408,8 @@ static int run_restore(const Forest *snapshot, Request *req, int sfd) {
         o.n_exec = req->n_exec;
         o.original_ids = req->original_ids;
         o.pid_namespace = req->pid_namespace;
+        if (controller_nofile_saved && controller_nofile.rlim_cur != RLIM_INFINITY)
+                o.max_fds = controller_nofile.rlim_cur; /* what the restore root puts back */
         r = plan_build(snapshot, &o, &plan, &error);
         if (r < 0)
                 return send_error("plan", error ?: strerror(-r), NULL), r;

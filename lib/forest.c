@@ -661,6 +661,23 @@ static bool listener_held_by_member(const Forest *f, const Listener *l, const bo
         return false;
 }
 
+void process_set_exited_leader(Process *p, TaskMode mode, unsigned filter_count) {
+        p->has_exited_leader = true;
+        p->exited_leader = (Task) { .tid = p->pid, .tgid = p->pid, .mode = mode, .filter_count = filter_count };
+}
+
+bool task_no_new_privs(const Process *p, const Task *t) {
+        return t->nnp == TASK_NNP_PROCESS ? p->no_new_privs : t->nnp == TASK_NNP_ON;
+}
+
+bool task_no_new_privs_differs(const Process *p, const Task *t) {
+        return t->nnp != TASK_NNP_PROCESS && (t->nnp == TASK_NNP_ON) != p->no_new_privs;
+}
+
+void task_set_no_new_privs(Task *t, bool on) {
+        t->nnp = on ? TASK_NNP_ON : TASK_NNP_OFF;
+}
+
 bool process_has_seccomp(const Process *p) {
         for (size_t i = 0; p && i < p->n_threads; i++)
                 if (p->threads[i].mode != TASK_MODE_DISABLED)

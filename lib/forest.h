@@ -68,6 +68,14 @@ struct Filter {
         size_t n_children;
 };
 
+/* A thread's own no_new_privs bit (it is per thread) where the reader knows it; else the thread
+ * counts as its process's (Process.no_new_privs, the leader's, which /proc/PID/status shows). */
+typedef enum TaskNnp {
+        TASK_NNP_PROCESS = 0, /* not known on its own: its process's */
+        TASK_NNP_OFF,
+        TASK_NNP_ON,
+} TaskNnp;
+
 typedef struct Task {
         pid_t tid;
         pid_t tgid;
@@ -76,6 +84,7 @@ typedef struct Task {
         uint64_t filter_id; /* head filter (newest), 0 if none */
         Filter *filter;     /* resolved by forest_link() */
         unsigned filter_count; /* the kernel's count when known (Seccomp_filters:), else 0 */
+        TaskNnp nnp;
 } Task;
 
 typedef struct Forest Forest;
@@ -94,6 +103,13 @@ typedef struct Process {
         bool no_new_privs;
         Task *threads;
         size_t n_threads, n_threads_allocated;
+        /* A leader that exited while its threads live on (a zombie, not among threads): what
+         * /proc/PID/status keeps showing of it, its seccomp mode and the number of filters it had
+         * (exited_leader.mode, filter_count; the kernel released the filters themselves: filter_id
+         * is 0), tid = pid. has_exited_leader false: none recorded (the leader is a thread, or the
+         * reader does not know). */
+        bool has_exited_leader;
+        Task exited_leader;
 } Process;
 
 typedef struct ListenerHolder {
@@ -250,6 +266,14 @@ Filter *filter_free(Filter *flt);
 Process *process_free(Process *p);
 DEFINE_CLEANUP(Filter *, filter_free);
 DEFINE_CLEANUP(Process *, process_free);
+/* Record p's exited leader's state (tid p->pid). */
+void process_set_exited_leader(Process *p, TaskMode mode, unsigned filter_count);
+/* Thread t's no_new_privs: its own where known, else its process's. */
+bool task_no_new_privs(const Process *p, const Task *t);
+/* Whether t's own bit is known and differs from its process's (what the snapshot formats write). */
+bool task_no_new_privs_differs(const Process *p, const Task *t);
+/* Set t's own bit. */
+void task_set_no_new_privs(Task *t, bool on);
 /* Whether a thread of p is in strict or filter mode (false for NULL). */
 bool process_has_seccomp(const Process *p);
 /* Drop every process that has no thread in strict or filter mode. A thread in disabled mode of a

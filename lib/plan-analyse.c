@@ -2,6 +2,8 @@
  * each process inherits when it is created, and which task creates it (see docs/restore.md) */
 #include <stdarg.h>
 
+#include <limits.h>
+
 #include "plan-internal.h"
 
 int idxvec_push(IdxVec *l, size_t x) {
@@ -169,6 +171,17 @@ static const Filter *lca_fold(const Filter *acc, const Filter *x) {
         return filter_lca(acc, x);
 }
 
+/* A leader that exited had as many filters as /proc/PID/status says (their identity is gone): what
+ * every task of its process started with is at most that deep. */
+static const Filter *below_exited_leader(const Process *proc, const Filter *acc) {
+        unsigned n = !proc->has_exited_leader                       ? UINT_MAX
+                     : proc->exited_leader.mode == TASK_MODE_FILTER ? proc->exited_leader.filter_count
+                                                                    : 0;
+        while (acc && acc->depth > n)
+                acc = acc->parent;
+        return acc;
+}
+
 /* M(P) for every process, children first: the longest chain that every thread of P's subtree
  * starts with (NULL: the empty chain). */
 static void compute_common(Planner *p) {
@@ -183,6 +196,8 @@ static void compute_common(Planner *p) {
                 }
                 for (size_t j = 0; j < p->pchildren[i].n; j++)
                         acc = lca_fold(acc, p->common[p->pchildren[i].v[j]]);
+                if (i != p->root && acc != UNSET)
+                        acc = below_exited_leader(p->s->processes[i], acc);
                 p->common[i] = acc == UNSET ? NULL : acc;
         }
         p->common[p->root] = NULL; /* the restore root runs without filters */

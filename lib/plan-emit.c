@@ -118,6 +118,11 @@ static int emit(Planner *p, PlanStep st) {
                 _Pragma("GCC diagnostic pop") _step;                                                  \
         }))
 
+/* Whether snapshot thread t of process sp ends with no_new_privs. */
+static bool thread_wants_nnp(const Process *sp, const Task *t) {
+        return task_no_new_privs(sp, t);
+}
+
 static size_t kprocess_of(const Planner *p, size_t task) {
         return p->km.tasks[task].process;
 }
@@ -184,13 +189,50 @@ static unsigned install_flags(const Filter *f) {
         return flags;
 }
 
+/* Must the installer of f set no_new_privs first? Without CAP_SYS_ADMIN the kernel demands it.
+ * With it, when f stops prctl(PR_SET_NO_NEW_PRIVS) and every thread that will run under f ends
+ * with no_new_privs: none of them could set it afterwards, so the original set it before f, and
+ * they all inherit it from the installer. 1 yes, 0 no. */
+static int nnp_before_install(Planner *p, const Filter *f) {
+        if (p->o->unprivileged)
+                return 1;
+        if (!p->nnp_everywhere[f->index])
+                return 0;
+        return plan_chain_stops_nnp(p, f);
+}
+
+/* With the snapshot's uids and gids: has task t become its process's already (itself, or the
+ * task it was made by)? */
+static bool creds_in_place(const Planner *p, size_t t) {
+        const Process *sp = p->plan->processes[p->plan->tasks[t].process].snapshot;
+        const KTask *k = &p->km.tasks[t];
+        return k->ids_set && sp && k->uid == sp->uid && k->gid == sp->gid;
+}
+
+/* With the snapshot's uids and gids, a task becomes its process's ids before a filter that stops
+ * doing so (as the original did: sshd's [net] child changes uid, then installs). */
+static int creds_before_install(Planner *p, size_t task, const Filter *f) {
+        const PlanTask *t = &p->plan->tasks[task];
+        int r;
+
+        if (!p->o->original_ids || t->kind != PLAN_TASK_RESTORED || creds_in_place(p, task))
+                return 0;
+        r = plan_chain_stops_creds(p, f, p->plan->processes[t->process].snapshot);
+        if (r <= 0)
+                return r;
+        return emit(p, STEP(.op = PLAN_OP_SET_CREDS, .task = task));
+}
+
 static int install(Planner *p, size_t task, const Filter *f) {
         size_t li = p->listener_of_filter[f->index];
         unsigned flags = install_flags(f);
-        int r = 0;
+        int r = creds_before_install(p, task, f);
 
-        if (p->o->unprivileged && !p->km.tasks[task].nnp)
-                r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = task));
+        if (r >= 0 && !p->km.tasks[task].nnp) { /* a task that gave up root needs it too */
+                r = kmodel_task_privileged(&p->km, task) ? nnp_before_install(p, f) : 1;
+                if (r > 0)
+                        r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = task));
+        }
         if (r >= 0)
                 r = emit(p, STEP(.op = PLAN_OP_INSTALL, .task = task, .filter = f, .flags = flags, .listener = li));
         if (r >= 0 && (flags & PLAN_INSTALL_NEW_LISTENER))
@@ -300,11 +342,19 @@ static int emit_site(Planner *p, JobStack *jobs, size_t i, size_t c) {
         return push(jobs, (Job) { .kind = JOB_START, .process = i, .task = task });
 }
 
+/* A new process starts with its creator's comm: when that is already the snapshot's, there is
+ * nothing to set (the original may have been forked under a filter that forbids prctl). */
+static bool comm_inherited(const Planner *p, const Job *j) {
+        const char *want = p->s->processes[j->process]->comm;
+
+        return want[0] && strncmp(p->km.processes[kprocess_of(p, j->task)].comm, want, sizeof(p->km.processes[0].comm)) == 0;
+}
+
 static int job_start(Planner *p, JobStack *jobs, const Job *j) {
         int r = 0;
 
         if (j->process != p->root) {
-                r = emit(p, STEP(.op = PLAN_OP_SET_COMM, .task = j->task));
+                r = comm_inherited(p, j) ? 0 : emit(p, STEP(.op = PLAN_OP_SET_COMM, .task = j->task));
                 if (r >= 0)
                         r = close_inherited(p, j->task);
                 if (r >= 0 && p->plan->tasks[j->task].kind == PLAN_TASK_HELPER)
@@ -341,6 +391,8 @@ static const Filter *carrier_next(const Planner *p, size_t i, const Filter *node
                                                              : NULL;
         if (i == p->root && !node)
                 return NULL; /* the restore root's own thread never installs anything */
+        if (i != p->root && p->plan->processes[t->process].leader == c && p->s->processes[i]->has_exited_leader)
+                return NULL; /* a helper leader standing for an exited one stays at the base: see job_exit() */
         for (size_t k = 0; k < b->n; k++)
                 if (p->rep[b->v[k]] == PLAN_NONE)
                         return p->s->filters[b->v[k]];
@@ -391,17 +443,45 @@ static int job_walk(Planner *p, JobStack *jobs, const Job *j) {
         return r;
 }
 
-/* A helper task is done. A process whose leader exited in the snapshot has a helper leader, and
- * /proc reports the leader's no_new_privs for the process: set it before the leader exits. */
-static int job_exit(Planner *p, size_t t) {
-        const PlanProcess *proc = &p->plan->processes[p->plan->tasks[t].process];
+/* A helper leader standing for one that exited ends as /proc/PID/status showed it: in its mode,
+ * with its number of filters (allow-all ones on top of what it inherited: the kernel released the
+ * originals, only their count shows). Its base must not be deeper than that. 1 when it ended the
+ * task (strict mode, then exit). */
+static int exited_leader_state(Planner *p, size_t t, const Process *sp) {
+        const Task *want = &sp->exited_leader;
+        size_t head = p->km.tasks[t].head;
+        unsigned depth = head == KMODEL_NONE ? 0 : (unsigned) p->km.filters[head].depth;
         int r = 0;
 
-        if (proc->kind == PLAN_PROCESS_RESTORED && proc->leader == t && proc->snapshot->no_new_privs &&
-            !p->km.tasks[t].nnp)
+        if (depth > want->filter_count)
+                return plan_refuse(p, "process %d: its leader exited in mode %s with %u filters, but every task of it "
+                                   "inherits %u: no restored leader can show that", sp->pid,
+                                   task_mode_to_string(want->mode), want->filter_count, depth);
+        if (want->mode == TASK_MODE_STRICT) { /* then it exits: strict mode allows exit(2) */
+                r = emit(p, STEP(.op = PLAN_OP_STRICT, .task = t, .arg = 1));
+                return r < 0 ? r : 1;
+        }
+        if (want->mode == TASK_MODE_FILTER && depth < want->filter_count && p->o->unprivileged && !p->km.tasks[t].nnp)
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        if (r < 0)
-                return r;
+        for (unsigned k = depth; r >= 0 && want->mode == TASK_MODE_FILTER && k < want->filter_count; k++)
+                r = emit(p, STEP(.op = PLAN_OP_FILL, .task = t));
+        return r;
+}
+
+/* A helper task is done. A process whose leader exited in the snapshot has a helper leader, and
+ * /proc reports the leader's no_new_privs (and seccomp mode and filter count, where the snapshot
+ * records them) for the process: set them before the leader exits. */
+static int job_exit(Planner *p, size_t t) {
+        const PlanProcess *proc = &p->plan->processes[p->plan->tasks[t].process];
+        bool leader = proc->kind == PLAN_PROCESS_RESTORED && proc->leader == t;
+        int r = 0;
+
+        if (leader && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp)
+                r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
+        if (r >= 0 && leader && proc->snapshot->has_exited_leader)
+                r = exited_leader_state(p, t, proc->snapshot);
+        if (r != 0)
+                return r < 0 ? r : 0; /* 1: it ended already */
         return emit(p, STEP(.op = PLAN_OP_EXIT, .task = t));
 }
 
@@ -472,10 +552,16 @@ static int emit_task_end(Planner *p, size_t t, bool *exec_later) {
         const PlanProcess *proc = &p->plan->processes[task->process];
         int r = 0;
 
-        if (task->kind == PLAN_TASK_RESTORED && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp)
+        if (task->kind == PLAN_TASK_RESTORED && thread_wants_nnp(proc->snapshot, task->snapshot) && !p->km.tasks[t].nnp)
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        if (r >= 0 && task->kind == PLAN_TASK_RESTORED && p->o->original_ids)
+        if (r >= 0 && task->kind == PLAN_TASK_RESTORED && p->o->original_ids && !creds_in_place(p, t)) {
+                if (p->km.tasks[t].ids_set && p->km.tasks[t].uid != 0)
+                        return plan_refuse(p, "thread %d of process %d must become uid %u gid %u, but it was made by a "
+                                           "task that became uid %u before a filter that stops changing it",
+                                           task->snapshot->tid, proc->snapshot->pid, (unsigned) proc->snapshot->uid,
+                                           (unsigned) proc->snapshot->gid, (unsigned) p->km.tasks[t].uid);
                 r = emit(p, STEP(.op = PLAN_OP_SET_CREDS, .task = t));
+        }
         if (r < 0)
                 return r;
         if (task->kind == PLAN_TASK_RESTORED && task->snapshot->mode == TASK_MODE_STRICT)
@@ -544,18 +630,32 @@ static int check_pid_namespace(Planner *p) {
         return 0;
 }
 
-static int note_nnp_added(Planner *p) {
+static int add_nnp_added(Planner *p, pid_t tid) {
         Plan *plan = p->plan;
 
-        for (size_t pp = 0; pp < plan->n_processes; pp++) {
-                const PlanProcess *x = &plan->processes[pp];
-                if (x->kind != PLAN_PROCESS_RESTORED || x->snapshot->no_new_privs || !p->km.tasks[x->leader].nnp)
-                        continue;
-                if (GROW(plan->nnp_added, p->n_nnp_added_allocated, plan->n_nnp_added + 1) < 0)
-                        return -ENOMEM;
-                plan->nnp_added[plan->n_nnp_added++] = x->snapshot->pid;
-        }
+        if (GROW(plan->nnp_added, p->n_nnp_added_allocated, plan->n_nnp_added + 1) < 0)
+                return -ENOMEM;
+        plan->nnp_added[plan->n_nnp_added++] = tid;
         return 0;
+}
+
+/* Every restored thread (and helper leader, standing for its process's) that ends with
+ * no_new_privs its original did not have. */
+static int note_nnp_added(Planner *p) {
+        Plan *plan = p->plan;
+        int r = 0;
+
+        for (size_t t = 0; r >= 0 && t < plan->n_tasks; t++) {
+                const PlanTask *x = &plan->tasks[t];
+                const PlanProcess *proc = &plan->processes[x->process];
+                if (proc->kind != PLAN_PROCESS_RESTORED || !p->km.tasks[t].nnp)
+                        continue;
+                if (x->kind == PLAN_TASK_RESTORED && !task_no_new_privs(proc->snapshot, x->snapshot))
+                        r = add_nnp_added(p, x->snapshot->tid);
+                else if (x->kind == PLAN_TASK_HELPER && proc->leader == t && !proc->snapshot->no_new_privs)
+                        r = add_nnp_added(p, proc->snapshot->pid);
+        }
+        return r;
 }
 
 /* The model's end state must be the snapshot: otherwise the planner has a bug, and a plan that
@@ -580,7 +680,34 @@ static int check_result(Planner *p) {
         return 0;
 }
 
+/* nnp_everywhere: every thread whose chain goes through the filter ends with no_new_privs. */
+static int compute_nnp_everywhere(Planner *p) {
+        _cleanup_free_ bool *someone_without = calloc(p->nf ?: 1, sizeof(bool));
+
+        p->nnp_everywhere = calloc(p->nf ?: 1, sizeof(bool));
+        if (!p->nnp_everywhere || !someone_without)
+                return -ENOMEM;
+        for (size_t i = 0; i < p->np; i++) {
+                const Process *sp = p->s->processes[i];
+                for (size_t j = 0; j < sp->n_threads; j++) {
+                        bool want = thread_wants_nnp(sp, &sp->threads[j]);
+                        for (const Filter *f = sp->threads[j].mode == TASK_MODE_FILTER ? sp->threads[j].filter : NULL; f;
+                             f = f->parent) {
+                                if (want)
+                                        p->nnp_everywhere[f->index] = true;
+                                else
+                                        someone_without[f->index] = true;
+                        }
+                }
+        }
+        for (size_t j = 0; j < p->nf; j++)
+                p->nnp_everywhere[j] = p->nnp_everywhere[j] && !someone_without[j];
+        return 0;
+}
+
 static int alloc_emitter(Planner *p) {
+        int r;
+
         p->thread_task = calloc(p->n_threads ?: 1, sizeof(size_t));
         p->process_plan = calloc(p->np + 1, sizeof(size_t));
         p->listener_of_filter = calloc(p->nf ?: 1, sizeof(size_t));
@@ -596,12 +723,15 @@ static int alloc_emitter(Planner *p) {
                 if (f)
                         p->listener_of_filter[f->index] = li;
                 for (size_t j = 0; j < l->n_holders; j++) {
-                        int r = hashmap_replace(&p->listener_by_holder, holder_key(l->holders[j].pid, l->holders[j].fd),
+                        r = hashmap_replace(&p->listener_by_holder, holder_key(l->holders[j].pid, l->holders[j].fd),
                                                 (void *) (uintptr_t) (li + 1));
                         if (r < 0)
                                 return r;
                 }
         }
+        r = compute_nnp_everywhere(p);
+        if (r < 0)
+                return r;
         return plan_sim_state_init(&p->sim, p->s);
 }
 

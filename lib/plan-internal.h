@@ -83,6 +83,8 @@ typedef struct Planner {
         size_t *thread_task;     /* [n_threads]: the plan task of each snapshot thread, PLAN_NONE */
         size_t *process_plan;    /* [np + 1]: the plan process of each snapshot process */
         size_t *listener_of_filter; /* [nf]: the snapshot listener of each filter, PLAN_NONE */
+        bool *nnp_everywhere;    /* [nf]: every snapshot thread whose chain goes through it ends with
+                                  * no_new_privs (and at least one does) */
         Hashmap process_by_pid;  /* pid -> snapshot process index + 1 */
         Hashmap listener_by_holder; /* pid << 32 | fd -> snapshot listener index + 1 */
         Hashmap verdicts;        /* cached system call verdicts, see plan-syscalls.c */
@@ -112,6 +114,10 @@ int plan_emit(Planner *p);
 int plan_check_step(Planner *p, size_t i);
 /* After step i was applied: the task reports and waits for its next step. */
 int plan_check_after_step(Planner *p, size_t i);
+/* Does the chain that ends at snapshot filter head stop prctl(PR_SET_NO_NEW_PRIVS)? 1 yes, 0 no. */
+int plan_chain_stops_nnp(Planner *p, const Filter *head);
+/* Does it stop a call of becoming process sp's uid and gid (a SET_CREDS step)? 1 yes, 0 no. */
+int plan_chain_stops_creds(Planner *p, const Filter *head, const Process *sp);
 /* Free the cache of system call verdicts. */
 void plan_verdict_cache_free(Planner *p);
 /* Would step s (not yet emitted) pass both checks? Sets s->syscall. */

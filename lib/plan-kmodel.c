@@ -50,6 +50,9 @@ static int add_task(KModel *m, size_t p, const KTask *like, size_t *ret) {
                 .head = like ? like->head : KMODEL_NONE,
                 .mode = like ? like->mode : TASK_MODE_DISABLED,
                 .nnp = like && like->nnp,
+                .ids_set = like && like->ids_set,
+                .uid = like ? like->uid : 0,
+                .gid = like ? like->gid : 0,
                 .alive = true,
                 .tid = m->next_tid++,
         };
@@ -251,7 +254,7 @@ int kmodel_install(KModel *m, size_t t, const struct sock_filter *insns, size_t 
                 return r;
         if (len == 0 || len > PROG_MAX_INSNS || m->tasks[t].mode == TASK_MODE_STRICT)
                 return -EINVAL;
-        if (!m->privileged && !m->tasks[t].nnp)
+        if (!kmodel_task_privileged(m, t) && !m->tasks[t].nnp)
                 return -EACCES;
         if ((flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) && chain_has_listener(m, m->tasks[t].head))
                 return -EBUSY;
@@ -287,6 +290,19 @@ int kmodel_strict(KModel *m, size_t t) {
                 return -EINVAL; /* seccomp_may_assign_mode(): no change of mode once set */
         m->tasks[t].mode = TASK_MODE_STRICT;
         return 0;
+}
+
+int kmodel_set_ids(KModel *m, size_t t, uid_t uid, gid_t gid) {
+        if (!task_ok(m, t))
+                return -ESRCH;
+        m->tasks[t].ids_set = true;
+        m->tasks[t].uid = uid;
+        m->tasks[t].gid = gid;
+        return 0;
+}
+
+bool kmodel_task_privileged(const KModel *m, size_t t) {
+        return m->privileged && !(m->tasks[t].ids_set && m->tasks[t].uid != 0);
 }
 
 int kmodel_set_nnp(KModel *m, size_t t) {
@@ -531,9 +547,13 @@ static int forest_add_process_of(const KModel *m, Forest *f, size_t p) {
                 if (r < 0)
                         return r;
                 y->mode = t->mode;
+                task_set_no_new_privs(y, t->nnp);
                 y->filter_id = t->head == KMODEL_NONE ? 0 : t->head + 1;
                 y->start_time = x->start_time;
         }
+        if (!leader->alive) /* what /proc/PID/status keeps showing: its mode and number of filters */
+                process_set_exited_leader(x, leader->mode,
+                                          leader->head == KMODEL_NONE ? 0 : (unsigned) m->filters[leader->head].depth);
         return 0;
 }
 

@@ -42,6 +42,10 @@ typedef struct KTask {
         size_t head; /* filter, KMODEL_NONE for none */
         TaskMode mode;
         bool nnp;
+        bool ids_set;    /* it became uid, gid (setresuid, setresgid): a non-root uid has no
+                          * CAP_SYS_ADMIN, so its installs need no_new_privs; fork and clone copy it */
+        uid_t uid;
+        gid_t gid;
         bool alive;
         pid_t tid;
 } KTask;
@@ -100,6 +104,10 @@ int kmodel_install(KModel *m, size_t t, const struct sock_filter *insns, size_t 
 
 int kmodel_strict(KModel *m, size_t t);
 int kmodel_set_nnp(KModel *m, size_t t);
+/* Task t becomes uid and gid (from a privileged one: the model does not check that). */
+int kmodel_set_ids(KModel *m, size_t t, uid_t uid, gid_t gid);
+/* Whether task t may install without no_new_privs (CAP_SYS_ADMIN). */
+bool kmodel_task_privileged(const KModel *m, size_t t);
 int kmodel_set_subreaper(KModel *m, size_t process, bool on);
 int kmodel_set_comm(KModel *m, size_t t, const char *comm);
 

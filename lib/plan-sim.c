@@ -120,9 +120,17 @@ static int apply_one(const Plan *plan, const PlanStep *s, KModel *km, PlanSimSta
                 return s->target < km->n_processes && !km->processes[s->target].alive ? 0 : -ECHILD;
         case PLAN_OP_RECEIVE_LISTENER:
                 return kmodel_fd_receive(km, proc, st->listener_object[s->listener], s->fd);
-        case PLAN_OP_STRICT:
-                return kmodel_strict(km, s->task);
-        case PLAN_OP_SET_CREDS: /* credentials are not part of the model */
+        case PLAN_OP_FILL:
+                return kmodel_install(km, s->task, plan_fill_insns, ELEMENTSOF(plan_fill_insns), 0, UINT64_MAX, NULL,
+                                      NULL, NULL);
+        case PLAN_OP_STRICT: {
+                int r = kmodel_strict(km, s->task);
+                return r < 0 || !s->arg ? r : kmodel_exit_thread(km, s->task); /* an exited leader */
+        }
+        case PLAN_OP_SET_CREDS: {
+                const Process *sp = plan->processes[plan->tasks[s->task].process].snapshot;
+                return kmodel_set_ids(km, s->task, sp->uid, sp->gid);
+        }
         case PLAN_OP_PARK:
         case PLAN_OP_EXEC:
                 return 0;

@@ -11,6 +11,7 @@
 
 #include "disasm.h"
 #include "eval.h"
+#include "plan-eval.h"
 #include "plan-internal.h"
 
 #define FUTEX_WAIT_ 0
@@ -66,6 +67,14 @@ static void add_move_fd(Calls *c, int from, int to) {
         }
 }
 
+/* What executor/runtime.c's sleeps call: a 1 ms (waiting) or 100 ms (parked) sleep. */
+static void add_sleep(Calls *c, PlanSyscall v) {
+        if (v == PLAN_SYSCALL_NANOSLEEP)
+                add(c, CALL(nanosleep, PTR, 0));
+        else if (v == PLAN_SYSCALL_CLOCK_NANOSLEEP)
+                add(c, CALL(clock_nanosleep, CLOCK_MONOTONIC, 0, PTR, 0));
+}
+
 /* The system calls step s makes with variant v; false if v does not apply to it. */
 static bool calls_of(const Planner *p, const PlanStep *s, PlanSyscall v, Calls *c) {
         size_t kp = p->km.tasks[s->task].process;
@@ -86,6 +95,7 @@ static bool calls_of(const Planner *p, const PlanStep *s, PlanSyscall v, Calls *
         case PLAN_OP_SET_SUBREAPER:
                 add(c, CALL(prctl, PR_SET_CHILD_SUBREAPER, (uint64_t) s->arg, 0, 0, 0));
                 return v == PLAN_SYSCALL_DEFAULT;
+        case PLAN_OP_FILL:
         case PLAN_OP_INSTALL:
                 if (v == PLAN_SYSCALL_SECCOMP)
                         add(c, CALL(seccomp, SECCOMP_SET_MODE_FILTER, s->flags, PTR));
@@ -141,9 +151,11 @@ static bool calls_of(const Planner *p, const PlanStep *s, PlanSyscall v, Calls *
         case PLAN_OP_STRICT: /* a strict task has no filter: nothing can stop it */
                 return v == PLAN_SYSCALL_DEFAULT;
         case PLAN_OP_PARK:
-                add(c, CALL(write, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_REPORT), PTR, 8));
-                add(c, CALL(read, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_CONTROL), PTR, 1));
-                return v == PLAN_SYSCALL_DEFAULT;
+                if (v == PLAN_SYSCALL_DEFAULT)
+                        add(c, CALL(read, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_CONTROL), PTR, 1));
+                else
+                        add_sleep(c, v);
+                return c->n > 0;
         case PLAN_OP_EXEC:
                 add(c, CALL(execve, PTR, PTR, PTR));
                 return v == PLAN_SYSCALL_DEFAULT;
@@ -152,11 +164,32 @@ static bool calls_of(const Planner *p, const PlanStep *s, PlanSyscall v, Calls *
         }
 }
 
-/* What every task does between two steps: report, then wait for the next one. */
-static void calls_between(const Planner *p, Calls *c) {
+/* What a task does after a step: report (variant DEFAULT: write(2); NONE: nothing), wait for its
+ * next step (DEFAULT: futex(2); NANOSLEEP, CLOCK_NANOSLEEP), end a park (DEFAULT: exit(2);
+ * EXIT_GROUP). False if v does not apply. */
+static bool calls_report(const Planner *p, PlanSyscall v, Calls *c) {
         *c = (Calls) {};
-        add(c, CALL(write, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_REPORT), PTR, 8));
-        add(c, CALL(futex, PTR, FUTEX_WAIT_, 0, PTR, 0, 0));
+        if (v == PLAN_SYSCALL_DEFAULT)
+                add(c, CALL(write, (uint64_t) runtime_fd(p, PLAN_RUNTIME_FD_REPORT), PTR, 8));
+        return v == PLAN_SYSCALL_DEFAULT || v == PLAN_SYSCALL_NONE;
+}
+
+static bool calls_wait(PlanSyscall v, Calls *c) {
+        *c = (Calls) {};
+        if (v == PLAN_SYSCALL_DEFAULT)
+                add(c, CALL(futex, PTR, FUTEX_WAIT_, 0, PTR, 0, 0));
+        else
+                add_sleep(c, v);
+        return c->n > 0;
+}
+
+static bool calls_exit(PlanSyscall v, Calls *c) {
+        *c = (Calls) {};
+        if (v == PLAN_SYSCALL_DEFAULT)
+                add(c, CALL(exit, 0));
+        else if (v == PLAN_SYSCALL_EXIT_GROUP)
+                add(c, CALL(exit_group, 0));
+        return c->n > 0 || v == PLAN_SYSCALL_NONE;
 }
 
 /* ---- evaluation ---- */
@@ -164,6 +197,7 @@ static void calls_between(const Planner *p, Calls *c) {
 typedef struct Verdict {
         uint32_t ret;
         uint64_t filter_id; /* the snapshot's id of the filter that decided, 0: none */
+        bool depends_on_ip; /* the instruction pointer (unknown to the planner) decides */
 } Verdict;
 
 static bool verdict_allows(const Verdict *v) {
@@ -178,7 +212,7 @@ static int evaluate_chain(const Planner *p, size_t head, const Call *c, Verdict 
         _cleanup_free_ ChainProgram *chain = calloc(n ?: 1, sizeof(ChainProgram));
         _cleanup_free_ size_t *objects = calloc(n ?: 1, sizeof(size_t));
         struct seccomp_data d = { .nr = c->nr, .arch = seccomp_arch_native() };
-        EvalResult r;
+        PlanEval r;
 
         if (!chain || !objects)
                 return -ENOMEM;
@@ -187,11 +221,61 @@ static int evaluate_chain(const Planner *p, size_t head, const Call *c, Verdict 
                 objects[i] = f;
         }
         memcpy(d.args, c->args, sizeof(d.args));
-        r = chain_evaluate(chain, n, &d);
-        *ret = (Verdict) { .ret = r.ret };
+        plan_chain_evaluate(chain, n, &d, &r);
+        *ret = (Verdict) { .ret = r.ret, .depends_on_ip = r.depends_on_ip };
         if (n > 0 && !verdict_allows(ret))
                 ret->filter_id = p->s->filters[km->filters[objects[r.decided_by]].tag]->id;
         return 0;
+}
+
+/* Run call c through the snapshot's chain that ends at head (a chain not installed yet). */
+static int evaluate_snapshot_chain(const Filter *head, const Call *c, Verdict *ret) {
+        size_t n = head ? head->depth : 0, i = 0;
+        _cleanup_free_ ChainProgram *chain = calloc(n ?: 1, sizeof(ChainProgram));
+        _cleanup_free_ const Filter **objects = calloc(n ?: 1, sizeof(Filter *));
+        struct seccomp_data d = { .nr = c->nr, .arch = seccomp_arch_native() };
+        PlanEval r;
+
+        if (!chain || !objects)
+                return -ENOMEM;
+        for (const Filter *f = head; f && i < n; f = f->parent, i++) {
+                chain[i] = (ChainProgram) { .insns = f->insns, .len = f->len };
+                objects[i] = f;
+        }
+        memcpy(d.args, c->args, sizeof(d.args));
+        plan_chain_evaluate(chain, i, &d, &r);
+        *ret = (Verdict) { .ret = r.ret, .depends_on_ip = r.depends_on_ip };
+        if (i > 0 && !verdict_allows(ret))
+                ret->filter_id = objects[r.decided_by]->id;
+        return 0;
+}
+
+int plan_chain_stops_creds(Planner *p, const Filter *head, const Process *sp) {
+        Calls c = {};
+        Verdict v;
+
+        (void) p;
+        add(&c, CALL(setgroups, 0, 0));
+        add(&c, CALL(setresgid, sp->gid, sp->gid, sp->gid));
+        add(&c, CALL(setresuid, sp->uid, sp->uid, sp->uid));
+        add(&c, CALL(prctl, PR_SET_DUMPABLE, 1, 0, 0, 0));
+        for (size_t k = 0; k < c.n; k++) {
+                int r = evaluate_snapshot_chain(head, &c.v[k], &v);
+                if (r < 0)
+                        return r;
+                if (!verdict_allows(&v))
+                        return 1;
+        }
+        return 0;
+}
+
+int plan_chain_stops_nnp(Planner *p, const Filter *head) {
+        Call c = CALL(prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        Verdict v;
+        int r = evaluate_snapshot_chain(head, &c, &v);
+
+        (void) p;
+        return r < 0 ? r : !verdict_allows(&v);
 }
 
 /* Many tasks run under one chain and make the same calls: verdicts are kept per (head, call). */
@@ -287,8 +371,9 @@ static int append_verdict(char **msg, const Call *c, const Verdict *v) {
         char *s;
 
         action_to_string(v->ret, action, sizeof(action));
-        if (asprintf(&s, "%s%s%s(2) gets %s from filter %" PRIu64, *msg ?: "", *msg ? ", " : "", c->name, action,
-                     v->filter_id) < 0)
+        if (asprintf(&s, "%s%s%s(2) %s %s from filter %" PRIu64 "%s", *msg ?: "", *msg ? ", " : "", c->name,
+                     v->depends_on_ip ? "may get" : "gets", action, v->filter_id,
+                     v->depends_on_ip ? " (the instruction pointer decides, and a restore cannot know it)" : "") < 0)
                 return -ENOMEM;
         free(*msg);
         *msg = s;
@@ -332,35 +417,79 @@ static bool op_ends_task(PlanOp op) {
         return op == PLAN_OP_EXIT || op == PLAN_OP_STRICT || op == PLAN_OP_PARK || op == PLAN_OP_EXEC;
 }
 
-int plan_check_after_step(Planner *p, size_t i) {
-        const PlanStep *s = &p->plan->steps[i];
-        _cleanup_free_ char *why = NULL;
-        Verdict verdict;
-        size_t k;
-        Calls c;
-        int r;
+/* The first variant whose calls the chain of task t lets through, tried in order among vs; or
+ * -EINVAL with *why saying what stops each (when why is not NULL). */
+static int pick(Planner *p, size_t t, bool (*calls)(PlanSyscall v, Calls *c, const Planner *p), const PlanSyscall *vs,
+                size_t n, PlanSyscall *ret, char **why) {
+        for (size_t j = 0; j < n; j++) {
+                Verdict verdict;
+                size_t k;
+                Calls c;
+                int r;
 
-        if (op_ends_task(s->op))
-                return 0;
-        calls_between(p, &c);
-        r = first_stopped(p, s->task, &c, &k, &verdict);
-        if (r <= 0)
+                if (!calls(vs[j], &c, p))
+                        continue;
+                r = first_stopped(p, t, &c, &k, &verdict);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
+                        *ret = vs[j];
+                        return 0;
+                }
+                if (why && append_verdict(why, &c.v[k], &verdict) < 0)
+                        return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+static bool report_calls(PlanSyscall v, Calls *c, const Planner *p) {
+        return calls_report(p, v, c);
+}
+
+static bool wait_calls(PlanSyscall v, Calls *c, const Planner *p) {
+        (void) p;
+        return calls_wait(v, c);
+}
+
+static bool exit_calls(PlanSyscall v, Calls *c, const Planner *p) {
+        (void) p;
+        return calls_exit(v, c);
+}
+
+/* Choose how the task of step s reports it, waits for its next step and ends its park, under the
+ * chain it runs after the step. A report needs no system call (the executor also watches the
+ * shared memory), nor does the end of a park (the executor kills what is left at the release);
+ * waiting does. -EINVAL (with *why when why is not NULL) when no way to wait is allowed. */
+static int choose_after(Planner *p, PlanStep *s, char **why) {
+        static const PlanSyscall reports[] = { PLAN_SYSCALL_DEFAULT, PLAN_SYSCALL_NONE };
+        static const PlanSyscall waits[] = { PLAN_SYSCALL_DEFAULT, PLAN_SYSCALL_NANOSLEEP, PLAN_SYSCALL_CLOCK_NANOSLEEP };
+        static const PlanSyscall exits[] = { PLAN_SYSCALL_DEFAULT, PLAN_SYSCALL_EXIT_GROUP, PLAN_SYSCALL_NONE };
+        int r = pick(p, s->task, report_calls, reports, ELEMENTSOF(reports), &s->report, NULL);
+
+        if (r >= 0 && s->op == PLAN_OP_PARK)
+                r = pick(p, s->task, exit_calls, exits, ELEMENTSOF(exits), &s->exit, NULL);
+        if (r >= 0 && !op_ends_task(s->op))
+                r = pick(p, s->task, wait_calls, waits, ELEMENTSOF(waits), &s->wait, why);
+        return r;
+}
+
+int plan_check_after_step(Planner *p, size_t i) {
+        PlanStep *s = &p->plan->steps[i];
+        _cleanup_free_ char *why = NULL;
+        int r = choose_after(p, s, &why);
+
+        if (r == -EINVAL)
+                return plan_refuse(p, "step %zu: after it, %s cannot wait for its next step: %s", i,
+                                   task_name(p, s->task, (char[96]) {}, 96), why ?: "no system call for it");
+        if (r < 0)
                 return r;
-        if (append_verdict(&why, &c.v[k], &verdict) < 0)
-                return -ENOMEM;
-        return plan_refuse(p, "step %zu: after it, %s cannot report and wait for its next step: %s", i,
-                           task_name(p, s->task, (char[96]) {}, 96), why);
+        if (s->op == PLAN_OP_SPAWN_THREAD || s->op == PLAN_OP_SPAWN_PROCESS)
+                p->plan->tasks[s->target].wait_first = s->wait; /* it starts under this very chain */
+        return 0;
 }
 
 bool plan_step_possible(Planner *p, PlanStep *s) {
-        Calls c;
-        Verdict verdict;
-        size_t k;
-
         if (choose(p, s, 0, false) < 0)
                 return false;
-        if (op_ends_task(s->op))
-                return true;
-        calls_between(p, &c);
-        return first_stopped(p, s->task, &c, &k, &verdict) == 0;
+        return choose_after(p, s, NULL) >= 0;
 }

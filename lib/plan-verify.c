@@ -82,6 +82,7 @@ static int build_maps(Verifier *v) {
         return 0;
 }
 
+/* Is pid (a process's leader) or tid (a thread) in the plan's nnp_added? */
 static bool nnp_announced(const Verifier *v, pid_t pid) {
         for (size_t i = 0; v->o && i < v->o->n_nnp_added; i++)
                 if (v->o->nnp_added[i] == pid)
@@ -95,6 +96,18 @@ static pid_t expected_ppid(const Verifier *v, const Process *sp) {
         if (forest_find_process(v->s, sp->ppid))
                 return map_get(&v->pid_map, sp->ppid);
         return v->map->root_pid;
+}
+
+/* no_new_privs is per thread: a restored thread has exactly its original's (or more, where the
+ * plan announced it: never less, never unannounced). Where the restored tree's reader does not know
+ * a thread's own bit, the process's is compared above and /proc is the judge (restore-proc-check). */
+static int verify_thread_nnp(Verifier *v, const Process *sp, const Task *st, const Process *rp, const Task *rt) {
+        bool want = task_no_new_privs(sp, st), have = task_no_new_privs(rp, rt);
+
+        if (rt->nnp == TASK_NNP_PROCESS || want == have || (have && nnp_announced(v, st->tid)))
+                return 0;
+        return differ(v, "thread %d of process %d (restored as %d): no_new_privs %s, expected %s", st->tid, sp->pid,
+                      rt->tid, have ? "set" : "unset", want ? "set" : "unset");
 }
 
 static int verify_thread(Verifier *v, const Process *sp, const Task *st, const Process *rp) {
@@ -113,7 +126,7 @@ static int verify_thread(Verifier *v, const Process *sp, const Task *st, const P
                 return differ(v, "thread %d of process %d is %sthe leader, its restored thread %d is %s", st->tid,
                               sp->pid, st->tid == sp->pid ? "" : "not ", rt->tid, rt->tid == rp->pid ? "" : "not");
         }
-        return 0;
+        return verify_thread_nnp(v, sp, st, rp, rt);
 }
 
 static int verify_ids(Verifier *v, const Process *sp, const Process *rp) {
@@ -125,6 +138,21 @@ static int verify_ids(Verifier *v, const Process *sp, const Process *rp) {
                 return 0;
         return differ(v, "process %d (restored as %d) runs as uid %u gid %u, expected uid %u gid %u", sp->pid, rp->pid,
                       (unsigned) rp->uid, (unsigned) rp->gid, (unsigned) uid, (unsigned) gid);
+}
+
+/* A leader that exited shows its mode and number of filters in /proc/PID/status: the restored one
+ * must show the same (where the restored side records it: a reader that does not know leaves it to
+ * the /proc check). */
+static int verify_exited_leader(Verifier *v, const Process *sp, const Process *rp) {
+        const Task *a = &sp->exited_leader, *b = &rp->exited_leader;
+
+        if (!sp->has_exited_leader || !rp->has_exited_leader)
+                return 0;
+        if (a->mode == b->mode && a->filter_count == b->filter_count)
+                return 0;
+        return differ(v, "process %d (restored as %d): its exited leader shows mode %s with %u filters, expected %s "
+                      "with %u", sp->pid, rp->pid, task_mode_to_string(b->mode), b->filter_count,
+                      task_mode_to_string(a->mode), a->filter_count);
 }
 
 static int verify_process_fields(Verifier *v, const Process *sp, const Process *rp) {
@@ -139,6 +167,8 @@ static int verify_process_fields(Verifier *v, const Process *sp, const Process *
         if (r >= 0 && sp->no_new_privs != rp->no_new_privs && !(rp->no_new_privs && nnp_announced(v, sp->pid)))
                 r = differ(v, "process %d (restored as %d): no_new_privs %s, expected %s", sp->pid, rp->pid,
                            rp->no_new_privs ? "set" : "unset", sp->no_new_privs ? "set" : "unset");
+        if (r >= 0)
+                r = verify_exited_leader(v, sp, rp);
         if (r >= 0)
                 r = verify_ids(v, sp, rp);
         if (r >= 0 && rp->n_threads != sp->n_threads) {

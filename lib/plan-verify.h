@@ -28,8 +28,9 @@ typedef enum PlanVerifyIds {
 } PlanVerifyIds;
 
 typedef struct PlanVerifyOptions {
-        /* Snapshot pids whose restored process may have no_new_privs without the snapshot saying
-         * so (the plan's nnp_added): announced, so not a difference. */
+        /* Snapshot tids (a process's pid: its leader, present or a helper) whose restored thread may
+         * have no_new_privs without the snapshot saying so (the plan's nnp_added): announced, so not
+         * a difference. */
         const pid_t *nnp_added;
         size_t n_nnp_added;
         /* What the restored processes' uid and gid must be: not checked, the snapshot's, or the

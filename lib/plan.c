@@ -1,5 +1,7 @@
 /* plan.c: the restore planner's entry point: plan_build() runs the analysis and the emitter;
  * names of the plan's enums and a sentence for every step */
+#include <linux/seccomp.h>
+
 #include "plan-internal.h"
 
 static const char *const process_kind_table[_PLAN_PROCESS_KIND_MAX] = {
@@ -14,6 +16,7 @@ static const char *const op_table[_PLAN_OP_MAX] = {
         [PLAN_OP_SET_NO_NEW_PRIVS] = "set-no-new-privs",
         [PLAN_OP_SET_SUBREAPER] = "set-subreaper",
         [PLAN_OP_INSTALL] = "install",
+        [PLAN_OP_FILL] = "fill",
         [PLAN_OP_KEEP_LISTENER] = "keep-listener",
         [PLAN_OP_SPAWN_THREAD] = "spawn-thread",
         [PLAN_OP_SPAWN_PROCESS] = "spawn-process",
@@ -24,6 +27,10 @@ static const char *const op_table[_PLAN_OP_MAX] = {
         [PLAN_OP_STRICT] = "strict",
         [PLAN_OP_PARK] = "park",
         [PLAN_OP_EXEC] = "exec",
+};
+
+const struct sock_filter plan_fill_insns[1] = {
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
 
 static const char *const syscall_table[_PLAN_SYSCALL_MAX] = {
@@ -37,6 +44,9 @@ static const char *const syscall_table[_PLAN_SYSCALL_MAX] = {
         [PLAN_SYSCALL_EXIT_GROUP] = "exit_group",
         [PLAN_SYSCALL_WAIT4] = "wait4",
         [PLAN_SYSCALL_WAITID] = "waitid",
+        [PLAN_SYSCALL_NONE] = "none",
+        [PLAN_SYSCALL_NANOSLEEP] = "nanosleep",
+        [PLAN_SYSCALL_CLOCK_NANOSLEEP] = "clock_nanosleep",
 };
 
 const char *plan_process_kind_to_string(PlanProcessKind k) {
@@ -74,11 +84,38 @@ static int runtime_fd_base(const Forest *s) {
         return max + 1;
 }
 
+_printf_(3, 4) static int plan_error(char **error, int r, const char *format, ...) {
+        va_list ap;
+
+        va_start(ap, format);
+        r = plan_verror(error, r, format, ap);
+        va_end(ap);
+        return r;
+}
+
+/* Every listener fd number must fit under the restored tasks' limit of open files. */
+static int check_listener_fds(const Forest *s, const PlanOptions *o, char **error) {
+        if (o->max_fds == 0)
+                return 0;
+        for (size_t i = 0; i < s->n_listeners; i++)
+                for (size_t j = 0; j < s->listeners[i]->n_holders; j++) {
+                        const ListenerHolder *h = &s->listeners[i]->holders[j];
+                        if ((uint64_t) h->fd >= o->max_fds)
+                                return plan_error(error, -EINVAL,
+                                                  "listener %" PRIu64 ": process %d holds it at fd %d, at or above the limit "
+                                                  "of open files the restored tasks run with (RLIMIT_NOFILE %" PRIu64
+                                                  "): no task of the restore can take that fd",
+                                                  s->listeners[i]->id, h->pid, h->fd, o->max_fds);
+                }
+        return 0;
+}
+
 static void planner_done(Planner *p) {
         plan_analysis_free(p);
         free(p->thread_task);
         free(p->process_plan);
         free(p->listener_of_filter);
+        free(p->nnp_everywhere);
         plan_sim_state_done(&p->sim);
         kmodel_deinit(&p->km);
         hashmap_deinit(&p->listener_by_holder);
@@ -94,6 +131,9 @@ int plan_build(const Forest *snapshot, const PlanOptions *options, Plan **ret, c
                 *error = NULL;
         if (!snapshot || !snapshot->linked || !options)
                 return -EINVAL;
+        r = check_listener_fds(snapshot, options, error);
+        if (r < 0)
+                return r;
         plan = calloc(1, sizeof(Plan));
         if (!plan)
                 return -ENOMEM;
@@ -194,6 +234,9 @@ static char *what_of(const Plan *p, const PlanStep *s, char *buf, size_t size) {
         case PLAN_OP_INSTALL:
                 snprintf(buf, size, "install %s", install_what(s, x, sizeof(x)));
                 break;
+        case PLAN_OP_FILL:
+                snprintf(buf, size, "install an allow-all filter (the exited leader's filter count)");
+                break;
         case PLAN_OP_KEEP_LISTENER:
                 if (s->fd >= 0)
                         snprintf(buf, size, "give the executor a copy of %s, keep it at fd %d",
@@ -238,6 +281,23 @@ static char *what_of(const Plan *p, const PlanStep *s, char *buf, size_t size) {
         return buf;
 }
 
+/* What the task does after the step where its chain makes it differ from the usual (report with
+ * write(2), wait with futex(2), end a park with exit(2)): "; then reports through memory only". */
+static const char *after_of(const PlanStep *s, char *buf, size_t size) {
+        size_t n = 0;
+
+        buf[0] = 0;
+        if (s->report == PLAN_SYSCALL_NONE)
+                n += (size_t) snprintf(buf + n, size - n, "; reports through memory only");
+        if (n < size && s->wait != PLAN_SYSCALL_DEFAULT)
+                n += (size_t) snprintf(buf + n, size - n, "; waits with %s(2)", plan_syscall_to_string(s->wait));
+        if (n < size && s->exit == PLAN_SYSCALL_EXIT_GROUP)
+                n += (size_t) snprintf(buf + n, size - n, "; ends with exit_group(2)");
+        else if (n < size && s->exit == PLAN_SYSCALL_NONE)
+                (void) snprintf(buf + n, size - n, "; is killed when released (its chain stops exit and exit_group)");
+        return buf;
+}
+
 char *plan_step_describe(const Plan *p, size_t i) {
         const PlanStep *s = &p->steps[i];
         char what[256];
@@ -246,8 +306,9 @@ char *plan_step_describe(const Plan *p, size_t i) {
         if (i >= p->n_steps)
                 return NULL;
         what_of(p, s, what, sizeof(what));
-        if (asprintf(&out, "%s: %s%s%s%s", TASK_LABEL(p, s->task), what, s->syscall ? " with " : "",
-                     s->syscall ? plan_syscall_to_string(s->syscall) : "", s->syscall ? "(2)" : "") < 0)
+        if (asprintf(&out, "%s: %s%s%s%s%s", TASK_LABEL(p, s->task), what, s->syscall ? " with " : "",
+                     s->syscall ? plan_syscall_to_string(s->syscall) : "", s->syscall ? "(2)" : "",
+                     after_of(s, (char[160]) {}, 160)) < 0)
                 return NULL;
         return out;
 }

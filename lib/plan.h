@@ -22,6 +22,27 @@ typedef enum PlanProcessKind {
 } PlanProcessKind;
 const char *plan_process_kind_to_string(PlanProcessKind k);
 
+/* Which system call a step uses (the planner picks one the task's chain allows at that point). */
+typedef enum PlanSyscall {
+        PLAN_SYSCALL_DEFAULT,  /* the only one: prctl, close, dup3, read, execve, recvmsg... */
+        PLAN_SYSCALL_SECCOMP,  /* install: seccomp(SECCOMP_SET_MODE_FILTER) */
+        PLAN_SYSCALL_PRCTL,    /* install: prctl(PR_SET_SECCOMP) (no flags possible) */
+        PLAN_SYSCALL_CLONE,    /* spawn: clone(2) with glibc's flags */
+        PLAN_SYSCALL_CLONE3,   /* spawn: clone3(2) */
+        PLAN_SYSCALL_FORK,     /* spawn a process: fork(2) */
+        PLAN_SYSCALL_EXIT,     /* exit: exit(2) */
+        PLAN_SYSCALL_EXIT_GROUP, /* exit: exit_group(2) */
+        PLAN_SYSCALL_WAIT4,    /* reap: wait4(2) */
+        PLAN_SYSCALL_WAITID,   /* reap: waitid(2) */
+        PLAN_SYSCALL_NONE,     /* report: no write(2), the executor sees the step done in the shared
+                                * memory; exit of a parked task: none, the executor kills it */
+        PLAN_SYSCALL_NANOSLEEP, /* wait for the next step, park: nanosleep(2) in a loop */
+        PLAN_SYSCALL_CLOCK_NANOSLEEP, /* the same with clock_nanosleep(2) */
+        _PLAN_SYSCALL_MAX,
+        _PLAN_SYSCALL_INVALID = -EINVAL,
+} PlanSyscall;
+const char *plan_syscall_to_string(PlanSyscall s);
+
 typedef enum PlanTaskKind {
         PLAN_TASK_RESTORED, /* a thread of the snapshot */
         PLAN_TASK_HELPER,   /* carries installs and forks for others, then exits (or, in the root, parks) */
@@ -41,6 +62,8 @@ typedef struct PlanTask {
         PlanTaskKind kind;
         size_t process;
         const Task *snapshot; /* RESTORED: the snapshot's thread */
+        PlanSyscall wait_first; /* how it waits for its first step: the wait of the step that made it
+                                 * (its chain is its creator's then) */
         pid_t ns_tid;         /* with PlanOptions.pid_namespace: its tid in the new pid namespace (the
                                * snapshot's for a restored thread, 1 for the restore root, above every
                                * snapshot tid for a helper); 0 otherwise */
@@ -52,6 +75,9 @@ typedef enum PlanOp {
         PLAN_OP_SET_NO_NEW_PRIVS, /* prctl(PR_SET_NO_NEW_PRIVS) */
         PLAN_OP_SET_SUBREAPER,    /* prctl(PR_SET_CHILD_SUBREAPER, arg) for the task's process */
         PLAN_OP_INSTALL,          /* install filter `filter` with `flags` */
+        PLAN_OP_FILL,             /* install an allow-all filter (plan_fill_insns): a leader that exited
+                                   * had that many more filters than it inherited; they are released
+                                   * when it exits, and only the count in /proc/PID/status shows them */
         PLAN_OP_KEEP_LISTENER,    /* after an install with NEW_LISTENER: the executor takes a copy of
                                    * the listener fd; the installer then moves it to fd `fd`, or closes
                                    * it when fd < 0 */
@@ -62,30 +88,20 @@ typedef enum PlanOp {
         PLAN_OP_RECEIVE_LISTENER, /* receive listener `listener` from the executor, at fd `fd` */
         PLAN_OP_SET_CREDS,        /* become the snapshot process's uid and gid (no supplementary groups):
                                    * setgroups, setresgid, setresuid, then PR_SET_DUMPABLE 1 */
-        PLAN_OP_STRICT,           /* enter SECCOMP_MODE_STRICT */
-        PLAN_OP_PARK,             /* block on the control fd until the restore is released */
+        PLAN_OP_STRICT,           /* enter SECCOMP_MODE_STRICT; then exit(2) when arg is 1 (an exited
+                                   * leader in strict mode) */
+        PLAN_OP_PARK,             /* block until the restore is released: read(2) on the control fd
+                                   * (syscall DEFAULT), or sleep in a loop (NANOSLEEP, CLOCK_NANOSLEEP)
+                                   * watching the shared memory */
         PLAN_OP_EXEC,             /* execve() the command given for the process (after the start) */
         _PLAN_OP_MAX,
         _PLAN_OP_INVALID = -EINVAL,
 } PlanOp;
 const char *plan_op_to_string(PlanOp op);
 
-/* Which system call a step uses (the planner picks one the task's chain allows at that point). */
-typedef enum PlanSyscall {
-        PLAN_SYSCALL_DEFAULT,  /* the only one: prctl, close, dup3, read, execve, recvmsg... */
-        PLAN_SYSCALL_SECCOMP,  /* install: seccomp(SECCOMP_SET_MODE_FILTER) */
-        PLAN_SYSCALL_PRCTL,    /* install: prctl(PR_SET_SECCOMP) (no flags possible) */
-        PLAN_SYSCALL_CLONE,    /* spawn: clone(2) with glibc's flags */
-        PLAN_SYSCALL_CLONE3,   /* spawn: clone3(2) */
-        PLAN_SYSCALL_FORK,     /* spawn a process: fork(2) */
-        PLAN_SYSCALL_EXIT,     /* exit: exit(2) */
-        PLAN_SYSCALL_EXIT_GROUP, /* exit: exit_group(2) */
-        PLAN_SYSCALL_WAIT4,    /* reap: wait4(2) */
-        PLAN_SYSCALL_WAITID,   /* reap: waitid(2) */
-        _PLAN_SYSCALL_MAX,
-        _PLAN_SYSCALL_INVALID = -EINVAL,
-} PlanSyscall;
-const char *plan_syscall_to_string(PlanSyscall s);
+
+/* The program of a FILL step: RET ALLOW. */
+extern const struct sock_filter plan_fill_insns[1];
 
 /* Install flags a step carries (the kernel's SECCOMP_FILTER_FLAG_* values). */
 #define PLAN_INSTALL_LOG (1U << 1)                /* SECCOMP_FILTER_FLAG_LOG */
@@ -119,6 +135,12 @@ typedef struct PlanStep {
                           * CLOSE_FD: the fd number closed */
         PlanSyscall syscall;
         bool after_start; /* EXEC: runs only when the caller starts the restored tree */
+        /* What the task does after the step, under the chain it runs then (a filter installed by the
+         * step included), each chosen among the calls that chain allows (DEFAULT: the first): */
+        PlanSyscall report; /* DEFAULT: write(2) to the report eventfd; NONE: nothing */
+        PlanSyscall wait;   /* waiting for its next step: DEFAULT futex(2), NANOSLEEP, CLOCK_NANOSLEEP */
+        PlanSyscall exit;   /* PARK: how it ends once released: DEFAULT exit(2) (else exit_group(2)),
+                             * EXIT_GROUP, NONE (the executor kills it) */
 } PlanStep;
 
 /* A command to exec for one restored process instead of parking it. */
@@ -142,6 +164,9 @@ typedef struct PlanOptions {
         /* The restore root is init of a new pid namespace and every task is created with clone3(2)
          * and set_tid: restored tasks get their snapshot tids there. */
         bool pid_namespace;
+        /* The limit of open files (RLIMIT_NOFILE) the restored tasks run with: no task can take a
+         * descriptor at or above it, so a listener held there is refused, naming it. 0: none. */
+        uint64_t max_fds;
 } PlanOptions;
 
 #define PLAN_OPTIONS_DEFAULT ((PlanOptions) { .check_syscalls = true })
@@ -156,7 +181,8 @@ typedef struct Plan {
         PlanStep *steps;
         size_t n_steps;
         /* What the restored tree will differ in from the snapshot, said in the result: */
-        pid_t *nnp_added;          /* snapshot pids whose leader gets no_new_privs it did not have */
+        pid_t *nnp_added;          /* snapshot tids whose thread gets no_new_privs it did not have (a
+                                    * pid: the leader; a helper leader counts as the process's) */
         size_t n_nnp_added;
         pid_t *subreapers;         /* snapshot pids made child subreapers for a while (never at the end) */
         size_t n_subreapers;

@@ -99,10 +99,13 @@ static json_t *argv_to_json(char * const *argv) {
         return object_or_null(a, ok);
 }
 
-static json_t *thread_to_json(const Task *t) {
+/* A thread's own no_new_privs is written only where it differs from its process's. */
+static json_t *thread_to_json(const Process *p, const Task *t) {
         json_t *o = json_object();
         bool ok = set(o, "tid", json_integer(t->tid)) && set(o, "mode", json_ascii(task_mode_to_string(t->mode))) &&
                   set(o, "filter", json_id_or_none(t->filter_id));
+        if (ok && task_no_new_privs_differs(p, t))
+                ok = set(o, "no_new_privs", json_boolean(task_no_new_privs(p, t)));
         return object_or_null(o, ok);
 }
 
@@ -110,8 +113,15 @@ static json_t *threads_to_json(const Process *p) {
         json_t *a = json_array();
         bool ok = a;
         for (size_t i = 0; ok && i < p->n_threads; i++)
-                ok = append(a, thread_to_json(&p->threads[i]));
+                ok = append(a, thread_to_json(p, &p->threads[i]));
         return object_or_null(a, ok);
+}
+
+/* {"mode": ..., "filters": N} of a leader that exited while its threads live on. */
+static json_t *exited_leader_to_json(const Task *t) {
+        json_t *o = json_object();
+        bool ok = set(o, "mode", json_ascii(task_mode_to_string(t->mode))) && set(o, "filters", json_integer(t->filter_count));
+        return object_or_null(o, ok);
 }
 
 static json_t *process_to_json(const Process *p) {
@@ -121,6 +131,8 @@ static json_t *process_to_json(const Process *p) {
                   set(o, "exe", json_text(p->exe)) && set(o, "argv", argv_to_json(p->argv)) &&
                   set(o, "uid", json_integer((json_int_t) p->uid)) && set(o, "gid", json_integer((json_int_t) p->gid)) &&
                   set(o, "no_new_privs", json_boolean(p->no_new_privs)) && set(o, "threads", threads_to_json(p));
+        if (ok && p->has_exited_leader)
+                ok = set(o, "exited_leader", exited_leader_to_json(&p->exited_leader));
         return object_or_null(o, ok);
 }
 
@@ -404,16 +416,19 @@ typedef struct FieldSpec {
         const char *name;
         FieldKind kind;
         bool nullable;
+        bool optional; /* may be absent */
         int64_t min, max; /* integers */
 } FieldSpec;
 
 #define INTEGER(n, lo, hi) { .name = (n), .kind = FIELD_INTEGER, .min = (lo), .max = (hi) }
 #define ID_OR_NULL(n) { .name = (n), .kind = FIELD_INTEGER, .nullable = true, .min = 1, .max = INT64_MAX }
 #define BOOLEAN(n) { .name = (n), .kind = FIELD_BOOLEAN }
+#define OPTIONAL_BOOLEAN(n) { .name = (n), .kind = FIELD_BOOLEAN, .optional = true }
 #define STRING(n) { .name = (n), .kind = FIELD_STRING }
 #define STRING_OR_NULL(n) { .name = (n), .kind = FIELD_STRING, .nullable = true }
 #define ARRAY(n) { .name = (n), .kind = FIELD_ARRAY }
 #define OBJECT(n) { .name = (n), .kind = FIELD_OBJECT }
+#define OPTIONAL_OBJECT(n) { .name = (n), .kind = FIELD_OBJECT, .optional = true }
 
 static const FieldSpec top_fields[] = {
         STRING("format"), INTEGER("version", INT64_MIN, INT64_MAX), STRING("created_at"), OBJECT("snapshot"),
@@ -434,10 +449,11 @@ static const FieldSpec filter_fields[] = {
 static const FieldSpec process_fields[] = {
         INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("ppid", 0, SNAPSHOT_MAX_PID), INTEGER("start_time", 0, INT64_MAX),
         STRING("comm"), STRING_OR_NULL("exe"), ARRAY("argv"), INTEGER("uid", 0, UINT32_MAX),
-        INTEGER("gid", 0, UINT32_MAX), BOOLEAN("no_new_privs"), ARRAY("threads"),
+        INTEGER("gid", 0, UINT32_MAX), BOOLEAN("no_new_privs"), ARRAY("threads"), OPTIONAL_OBJECT("exited_leader"),
 };
+static const FieldSpec exited_leader_fields[] = { STRING("mode"), INTEGER("filters", 0, SNAPSHOT_MAX_PATH_INSNS) };
 static const FieldSpec thread_fields[] = {
-        INTEGER("tid", 1, SNAPSHOT_MAX_PID), STRING("mode"), ID_OR_NULL("filter"),
+        INTEGER("tid", 1, SNAPSHOT_MAX_PID), STRING("mode"), ID_OR_NULL("filter"), OPTIONAL_BOOLEAN("no_new_privs"),
 };
 static const FieldSpec listener_fields[] = { INTEGER("id", 1, INT64_MAX), INTEGER("filter", 1, INT64_MAX), ARRAY("holders") };
 static const FieldSpec holder_fields[] = { INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("fd", 0, INT32_MAX) };
@@ -492,6 +508,8 @@ static bool field_kind_matches(FieldKind kind, const json_t *v) {
 #define FIELD_ARGS(where, name) (where), *(where) ? "." : "", (name)
 
 static int check_field(const char *where, const FieldSpec *spec, const json_t *v, char **error) {
+        if (!v && spec->optional)
+                return 0;
         if (!v)
                 return snapshot_error(error, FIELD_FMT ": missing", FIELD_ARGS(where, spec->name));
         if (json_is_null(v) && spec->nullable)
@@ -697,7 +715,23 @@ static int read_threads(SnapshotBuilder *b, Process *p, size_t i, const json_t *
                                                 error);
                 if (r < 0)
                         return r;
+                if (json_object_get(obj, "no_new_privs")) /* else: the process's */
+                        task_set_no_new_privs(&p->threads[p->n_threads - 1], get_bool(obj, "no_new_privs"));
         }
+        return 0;
+}
+
+static int read_exited_leader(Process *p, const char *where, const json_t *obj, char **error) {
+        char at[80];
+        int r;
+
+        snprintf(at, sizeof(at), "%s.exited_leader", where);
+        if ((r = CHECK_OBJECT(at, obj, exited_leader_fields, error)) < 0)
+                return r;
+        TaskMode mode = task_mode_from_string(get_string(obj, "mode"));
+        if (mode < 0)
+                return snapshot_error(error, "%s.mode: expected one of disabled, strict, filter", at);
+        process_set_exited_leader(p, mode, (unsigned) get_int(obj, "filters"));
         return 0;
 }
 
@@ -719,7 +753,10 @@ static int read_process(SnapshotBuilder *b, size_t i, const json_t *obj, size_t 
             (r = process_set_exe(p, get_string(obj, "exe"))) < 0 ||
             (r = read_argv(p, where, json_object_get(obj, "argv"), error)) < 0)
                 return r;
-        return read_threads(b, p, i, json_object_get(obj, "threads"), n_tasks, error);
+        r = read_threads(b, p, i, json_object_get(obj, "threads"), n_tasks, error);
+        if (r < 0 || !json_object_get(obj, "exited_leader"))
+                return r;
+        return read_exited_leader(p, where, json_object_get(obj, "exited_leader"), error);
 }
 
 static int read_listener(SnapshotBuilder *b, size_t i, const json_t *obj, size_t *n_holders, char **error) {

@@ -279,6 +279,11 @@ static int check_objects(sqlite3 *db, Schema *ref, char **error) {
         return 0;
 }
 
+typedef struct OptionalColumns {
+        bool thread_nnp;    /* threads.no_new_privs */
+        bool exited_leader; /* processes.exited_leader_mode, exited_leader_filters */
+} OptionalColumns;
+
 static const char *const columns_sql =
         "SELECT name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?1) ORDER BY cid";
 
@@ -300,7 +305,32 @@ static int prepare_columns(sqlite3 *db, const char *table, sqlite3_stmt **ret) {
         return rc == SQLITE_OK ? sqlite3_bind_text(*ret, 1, table, -1, SQLITE_STATIC) : rc;
 }
 
-static int check_columns(sqlite3 *db, Schema *ref, const char *table, char **error) {
+/* The optional last columns a table may have, all of them or none (SNAPSHOT_SQLITE_ADD_*): the
+ * cursor theirs stands on the first column after the schema's. */
+static bool optional_last_columns(const char *table, sqlite3_stmt *theirs, OptionalColumns *ret) {
+        static const char *const threads[] = { SNAPSHOT_SQLITE_THREAD_NNP_COLUMN, NULL };
+        static const char *const processes[] = SNAPSHOT_SQLITE_EXITED_LEADER_COLUMNS;
+        const char *const *want = streq(table, "threads") ? threads : streq(table, "processes") ? processes : NULL;
+        size_t n = streq(table, "processes") ? ELEMENTSOF(processes) : 1;
+        char have[256];
+
+        for (size_t i = 0; want && i < n; i++) {
+                if (i > 0 && sqlite3_step(theirs) != SQLITE_ROW)
+                        return false;
+                describe_column(theirs, have, sizeof(have));
+                if (!streq(have, want[i]))
+                        return false;
+        }
+        if (!want || sqlite3_step(theirs) != SQLITE_DONE)
+                return false;
+        if (streq(table, "threads"))
+                ret->thread_nnp = true;
+        else
+                ret->exited_leader = true;
+        return true;
+}
+
+static int check_columns(sqlite3 *db, Schema *ref, const char *table, OptionalColumns *ret_extra, char **error) {
         _cleanup_(sqlite3_finalizep) sqlite3_stmt *mine = NULL, *theirs = NULL;
         char want[256], have[256];
 
@@ -311,6 +341,8 @@ static int check_columns(sqlite3 *db, Schema *ref, const char *table, char **err
         for (int i = 0; rc == SQLITE_OK; i++) {
                 int a = sqlite3_step(mine), b = sqlite3_step(theirs);
                 if (a == SQLITE_DONE && b == SQLITE_DONE)
+                        return 0;
+                if (a == SQLITE_DONE && b == SQLITE_ROW && optional_last_columns(table, theirs, ret_extra))
                         return 0;
                 if (b != SQLITE_ROW && b != SQLITE_DONE)
                         rc = b;
@@ -331,7 +363,7 @@ static int check_columns(sqlite3 *db, Schema *ref, const char *table, char **err
         return sqlite_error(db, rc, error, "reading the schema");
 }
 
-static int check_schema(sqlite3 *db, char **error) {
+static int check_schema(sqlite3 *db, OptionalColumns *ret_optional, char **error) {
         _cleanup_(schema_deinit) Schema ref = {};
         int r = schema_load_reference(&ref);
         if (r < 0)
@@ -339,7 +371,8 @@ static int check_schema(sqlite3 *db, char **error) {
         if ((r = check_objects(db, &ref, error)) < 0)
                 return r;
         for (size_t i = 0; i < ref.n_objects; i++)
-                if (streq(ref.objects[i].type, "table") && (r = check_columns(db, &ref, ref.objects[i].name, error)) < 0)
+                if (streq(ref.objects[i].type, "table") &&
+                    (r = check_columns(db, &ref, ref.objects[i].name, ret_optional, error)) < 0)
                         return r;
         return 0;
 }
@@ -442,6 +475,7 @@ typedef struct Reader {
         size_t n_processes;
         Listener **listeners; /* by position */
         size_t n_listeners;
+        OptionalColumns optional; /* which optional last columns the file has */
         char **error;
 } Reader;
 
@@ -630,6 +664,25 @@ static int decode_argv(Process *p, const Row *row, const uint8_t *blob, size_t s
         return 0;
 }
 
+/* processes.exited_leader_mode, exited_leader_filters (columns 10, 11): both NULL for none. */
+static int read_exited_leader(Reader *rd, const Row *row, Process *p) {
+        const char *mode_string;
+        int64_t filters;
+        int r;
+
+        if (sqlite3_column_type(row->st, 10) == SQLITE_NULL && sqlite3_column_type(row->st, 11) == SQLITE_NULL)
+                return 0;
+        if ((r = col_text(row, 10, 16, false, &mode_string)) < 0 ||
+            (r = col_int(row, 11, 0, SNAPSHOT_MAX_PATH_INSNS, false, &filters)) < 0)
+                return r;
+        TaskMode mode = task_mode_from_string(mode_string);
+        if (mode < 0)
+                return snapshot_error(rd->error, "%s.exited_leader.mode: expected one of disabled, strict, filter",
+                                      row->where);
+        process_set_exited_leader(p, mode, (unsigned) filters);
+        return 0;
+}
+
 static int read_process_row(Reader *rd, const Row *row, size_t i) {
         const char *comm, *exe;
         const uint8_t *argv;
@@ -657,13 +710,19 @@ static int read_process_row(Reader *rd, const Row *row, size_t i) {
         p->no_new_privs = nnp;
         if ((r = snapshot_builder_set_comm(p, i, comm, rd->error)) < 0 || (r = process_set_exe(p, exe)) < 0)
                 return r;
+        if (rd->optional.exited_leader && (r = read_exited_leader(rd, row, p)) < 0)
+                return r;
         return decode_argv(p, row, argv, argv_size);
 }
 
 static int read_processes(Reader *rd) {
         _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-        int r = prepare(rd, "SELECT position, pid, ppid, start_time, comm, exe, argv, uid, gid, no_new_privs FROM processes "
-                        "ORDER BY position", &st);
+        int r = prepare(rd, rd->optional.exited_leader
+                                    ? "SELECT position, pid, ppid, start_time, comm, exe, argv, uid, gid, no_new_privs, "
+                                      "exited_leader_mode, exited_leader_filters FROM processes ORDER BY position"
+                                    : "SELECT position, pid, ppid, start_time, comm, exe, argv, uid, gid, no_new_privs FROM "
+                                      "processes ORDER BY position",
+                        &st);
         for (size_t i = 0; r >= 0 && (r = step(rd, st, "processes")) > 0; i++) {
                 char where[48];
                 snprintf(where, sizeof(where), "processes[%zu]", i);
@@ -723,7 +782,14 @@ static int read_thread_row(Reader *rd, const Row *row, size_t p, size_t j) {
         TaskMode mode = task_mode_from_string(mode_string);
         if (mode < 0)
                 return snapshot_error(rd->error, "%s.mode: expected one of disabled, strict, filter", row->where);
-        return snapshot_builder_add_thread(&rd->b, rd->processes[p], p, j, (pid_t) tid, mode, filter, rd->error);
+        r = snapshot_builder_add_thread(&rd->b, rd->processes[p], p, j, (pid_t) tid, mode, filter, rd->error);
+        if (r < 0 || !rd->optional.thread_nnp || sqlite3_column_type(row->st, 5) == SQLITE_NULL)
+                return r; /* no own value: the process's */
+        bool nnp;
+        if ((r = col_bool(row, 5, &nnp)) < 0)
+                return r;
+        task_set_no_new_privs(&rd->processes[p]->threads[rd->processes[p]->n_threads - 1], nnp);
+        return 0;
 }
 
 static int read_threads(Reader *rd) {
@@ -732,7 +798,11 @@ static int read_threads(Reader *rd) {
         char where[80];
         size_t p, j;
 
-        int r = prepare(rd, "SELECT process, position, tid, mode, filter FROM threads ORDER BY process, position", &st);
+        int r = prepare(rd, rd->optional.thread_nnp ? "SELECT process, position, tid, mode, filter, no_new_privs FROM threads "
+                                             "ORDER BY process, position"
+                                           : "SELECT process, position, tid, mode, filter FROM threads ORDER BY process, "
+                                             "position",
+                        &st);
         while (r >= 0 && (r = step(rd, st, "threads")) > 0) {
                 Row row = { st, "threads", rd->error };
                 if ((r = nested_next(rd, &n, &row, &p, &j)) < 0)
@@ -816,7 +886,7 @@ int snapshot_sqlite_read_data(const void *data, size_t size, Forest **ret, char 
                 return snapshot_error(error, "snapshot: %zu bytes, more than the limit of %u (64 MiB)", size,
                                       SNAPSHOT_MAX_FILE_SIZE);
         if ((r = check_header(data, size, error)) < 0 || (r = open_memory(data, size, &rd.db, error)) < 0 ||
-            (r = quick_check(rd.db, error)) < 0 || (r = check_schema(rd.db, error)) < 0 ||
+            (r = quick_check(rd.db, error)) < 0 || (r = check_schema(rd.db, &rd.optional, error)) < 0 ||
             (r = snapshot_builder_init(&rd.b)) < 0 || (r = read_tables(&rd)) < 0)
                 return r;
         return snapshot_builder_finish(&rd.b, ret, error);

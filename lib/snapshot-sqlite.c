@@ -14,7 +14,9 @@ typedef enum InsertStatement {
         INSERT_META,
         INSERT_FILTER,
         INSERT_PROCESS,
+        INSERT_PROCESS_EXITED_LEADER,
         INSERT_THREAD,
+        INSERT_THREAD_NNP,
         INSERT_LISTENER,
         INSERT_HOLDER,
         _INSERT_MAX,
@@ -28,7 +30,12 @@ static const char *const insert_sql[_INSERT_MAX] = {
                           "listener, identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         [INSERT_PROCESS] = "INSERT INTO processes (position, pid, ppid, start_time, comm, exe, argv, uid, gid, "
                            "no_new_privs) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        [INSERT_PROCESS_EXITED_LEADER] = "INSERT INTO processes (position, pid, ppid, start_time, comm, exe, argv, "
+                                         "uid, gid, no_new_privs, exited_leader_mode, exited_leader_filters) VALUES "
+                                         "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         [INSERT_THREAD] = "INSERT INTO threads (process, position, tid, mode, filter) VALUES (?1, ?2, ?3, ?4, ?5)",
+        [INSERT_THREAD_NNP] = "INSERT INTO threads (process, position, tid, mode, filter, no_new_privs) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         [INSERT_LISTENER] = "INSERT INTO listeners (position, id, filter) VALUES (?1, ?2, ?3)",
         [INSERT_HOLDER] = "INSERT INTO holders (listener, position, pid, fd) VALUES (?1, ?2, ?3, ?4)",
 };
@@ -137,7 +144,7 @@ static int encode_argv(char * const *argv, uint8_t **ret, size_t *ret_size) {
 }
 
 static int insert_threads(Writer *w, const Process *p, size_t position) {
-        sqlite3_stmt *st = w->insert[INSERT_THREAD];
+        sqlite3_stmt *st = w->insert[w->insert[INSERT_THREAD_NNP] ? INSERT_THREAD_NNP : INSERT_THREAD];
         int rc = SQLITE_OK;
         for (size_t j = 0; rc == SQLITE_OK && j < p->n_threads; j++) {
                 const Task *t = &p->threads[j];
@@ -146,6 +153,9 @@ static int insert_threads(Writer *w, const Process *p, size_t position) {
                 BIND(rc, sqlite3_bind_int(st, 3, t->tid));
                 BIND(rc, sqlite3_bind_text(st, 4, task_mode_to_string(t->mode), -1, SQLITE_STATIC));
                 BIND(rc, bind_id_or_null(st, 5, t->filter_id));
+                if (st == w->insert[INSERT_THREAD_NNP])
+                        BIND(rc, task_no_new_privs_differs(p, t) ? sqlite3_bind_int(st, 6, task_no_new_privs(p, t))
+                                                                 : sqlite3_bind_null(st, 6));
                 if (rc == SQLITE_OK)
                         rc = run(st);
         }
@@ -153,7 +163,7 @@ static int insert_threads(Writer *w, const Process *p, size_t position) {
 }
 
 static int insert_process(Writer *w, const Process *p, size_t position) {
-        sqlite3_stmt *st = w->insert[INSERT_PROCESS];
+        sqlite3_stmt *st = w->insert[w->insert[INSERT_PROCESS_EXITED_LEADER] ? INSERT_PROCESS_EXITED_LEADER : INSERT_PROCESS];
         _cleanup_free_ uint8_t *argv = NULL;
         size_t argv_size;
         int rc = encode_argv(p->argv, &argv, &argv_size);
@@ -168,6 +178,13 @@ static int insert_process(Writer *w, const Process *p, size_t position) {
         BIND(rc, sqlite3_bind_int64(st, 8, (sqlite3_int64) p->uid));
         BIND(rc, sqlite3_bind_int64(st, 9, (sqlite3_int64) p->gid));
         BIND(rc, sqlite3_bind_int(st, 10, p->no_new_privs));
+        if (st == w->insert[INSERT_PROCESS_EXITED_LEADER]) {
+                BIND(rc, p->has_exited_leader
+                                 ? sqlite3_bind_text(st, 11, task_mode_to_string(p->exited_leader.mode), -1, SQLITE_STATIC)
+                                 : sqlite3_bind_null(st, 11));
+                BIND(rc, p->has_exited_leader ? sqlite3_bind_int64(st, 12, p->exited_leader.filter_count)
+                                              : sqlite3_bind_null(st, 12));
+        }
         if (rc == SQLITE_OK)
                 rc = run(st);
         return rc == SQLITE_OK ? insert_threads(w, p, position) : rc;
@@ -204,6 +221,21 @@ static int insert_all(Writer *w, const Forest *f) {
         return rc;
 }
 
+static bool some_thread_nnp_differs(const Forest *f) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                for (size_t j = 0; j < f->processes[i]->n_threads; j++)
+                        if (task_no_new_privs_differs(f->processes[i], &f->processes[i]->threads[j]))
+                                return true;
+        return false;
+}
+
+static bool some_exited_leader(const Forest *f) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                if (f->processes[i]->has_exited_leader)
+                        return true;
+        return false;
+}
+
 /* The snapshot as an in-memory database. */
 static int writer_build(Writer *w, const Forest *f) {
         int rc;
@@ -213,8 +245,14 @@ static int writer_build(Writer *w, const Forest *f) {
         rc = sqlite3_open_v2(":memory:", &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
         if (rc == SQLITE_OK)
                 rc = sqlite3_exec(w->db, snapshot_sqlite_schema, NULL, NULL, NULL);
+        if (rc == SQLITE_OK && some_thread_nnp_differs(f))
+                rc = sqlite3_exec(w->db, SNAPSHOT_SQLITE_ADD_THREAD_NNP, NULL, NULL, NULL);
+        if (rc == SQLITE_OK && some_exited_leader(f))
+                rc = sqlite3_exec(w->db, SNAPSHOT_SQLITE_ADD_EXITED_LEADER, NULL, NULL, NULL);
         for (size_t i = 0; rc == SQLITE_OK && i < _INSERT_MAX; i++)
-                rc = sqlite3_prepare_v2(w->db, insert_sql[i], -1, &w->insert[i], NULL);
+                if ((i != INSERT_THREAD_NNP || some_thread_nnp_differs(f)) &&
+                    (i != INSERT_PROCESS_EXITED_LEADER || some_exited_leader(f)))
+                        rc = sqlite3_prepare_v2(w->db, insert_sql[i], -1, &w->insert[i], NULL);
         if (rc == SQLITE_OK)
                 rc = sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL);
         if (rc == SQLITE_OK)

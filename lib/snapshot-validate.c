@@ -359,6 +359,22 @@ static int validate_thread(const Forest *f, const Indexes *x, const Process *p, 
         return 0;
 }
 
+/* processes[i].exited_leader: a mode and a number of filters, for a leader that is no thread. */
+static int validate_exited_leader(const Process *p, size_t i, char **error) {
+        const Task *t = &p->exited_leader;
+
+        if (!p->has_exited_leader)
+                return 0;
+        if (process_find_thread(p, p->pid))
+                return snapshot_error(error, "processes[%zu].exited_leader: its leader %d is one of its threads", i, p->pid);
+        if (!task_mode_to_string(t->mode))
+                return snapshot_error(error, "processes[%zu].exited_leader.mode: expected one of disabled, strict, filter", i);
+        if ((t->mode == TASK_MODE_FILTER) != (t->filter_count > 0))
+                return snapshot_error(error, "processes[%zu].exited_leader: mode %s with %u filters", i,
+                                      task_mode_to_string(t->mode), t->filter_count);
+        return 0;
+}
+
 /* tid -> (process position << 32 | thread position) + 1 */
 static int validate_tids_unique(const Forest *f, char **error) {
         Hashmap seen = {};
@@ -461,6 +477,8 @@ static int validate_processes(const Forest *f, const Indexes *x, char **error) {
                 for (size_t j = 0; j < p->n_threads; j++)
                         if ((r = validate_thread(f, x, p, i, j, error)) < 0)
                                 return r;
+                if ((r = validate_exited_leader(p, i, error)) < 0)
+                        return r;
         }
         if ((r = validate_tids_unique(f, error)) < 0 || (r = validate_ppid_cycles(f, x, error)) < 0)
                 return r;

@@ -10,6 +10,7 @@ SECTREE_PACKAGES=(
         libbpf-dev libsystemd-dev libsqlite3-dev sqlite3 libseccomp-dev libssl-dev libjansson-dev
         libglib2.0-dev libdbus-1-dev dbus util-linux procps
         systemd golang-github-containers-common firejail bubblewrap
+        openssh-server tor chrony vsftpd
         graphviz bash-completion zsh scdoc man-db
 )
 

@@ -180,7 +180,46 @@ static void build_no_new_privs(Scenario *s, const TestFilters *x) {
         g_assert_cmpint(scenario_install(s, b, x->b, x->nb, 0), >=, 0);
 }
 
-/* A process whose leader exited: its threads live on under a zombie leader. */
+/* no_new_privs, then a filter that answers prctl(2) with ERRNO(1) (sshd's pre-auth child, tor,
+ * chrony): a restore as root too must set no_new_privs before that filter. */
+static void build_no_new_privs_then_no_prctl(Scenario *s, const TestFilters *x) {
+        const int prctl_nr[] = { SYS_prctl };
+        struct sock_filter no_prctl[8];
+        size_t n = restore_filter_for_calls(no_prctl, prctl_nr, 1, SECCOMP_RET_ERRNO | 1);
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+
+        g_assert_cmpint(scenario_no_new_privs(s, a), ==, 0);
+        g_assert_cmpint(scenario_install(s, a, x->a, x->na, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, no_prctl, n, 0), >=, 0);
+        scenario_thread(s, scenario_fork(s, a));
+}
+
+/* After its last install a task may be denied anything: vsftpd's filter kills futex and exit.
+ * Here futex and exit are killed: the restored task waits with nanosleep and ends with
+ * exit_group (test-restore's killed-thread kills its report write too). */
+static void build_futex_killed(Scenario *s, const TestFilters *x) {
+        const int killed[] = { SYS_futex, SYS_exit };
+        struct sock_filter insns[8];
+        size_t n = restore_filter_for_calls(insns, killed, ELEMENTSOF(killed), SECCOMP_RET_KILL_THREAD);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+
+        g_assert_cmpint(scenario_no_new_privs(s, a), ==, 0);
+        g_assert_cmpint(scenario_install(s, a, insns, n, 0), >=, 0);
+}
+
+/* no_new_privs is per thread: two threads set it (one installs a filter, the other is made after)
+ * while the leader does not. */
+static void build_thread_no_new_privs(Scenario *s, const TestFilters *x) {
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
+        ScenarioTask t1 = scenario_thread(s, a);
+
+        g_assert_cmpint(scenario_no_new_privs(s, t1), ==, 0);
+        g_assert_cmpint(scenario_install(s, t1, x->b, x->nb, 0), >=, 0);
+        scenario_thread(s, t1);
+}
+
+/* A process whose leader installed a filter, started threads and exited: its threads live on
+ * under a zombie leader whose state /proc/PID/status keeps showing (Seccomp 2, one filter). */
 static void build_leader_exited(Scenario *s, const TestFilters *x) {
         ScenarioTask a = tests_fork_install(s, scenario_root(s), x->a, x->na, 0);
         ScenarioTask t1 = scenario_thread(s, a), t2 = scenario_thread(s, a);
@@ -194,6 +233,10 @@ static void build_leader_exited(Scenario *s, const TestFilters *x) {
         g_assert_nonnull(p);
         g_assert_cmpuint(p->n_threads, ==, 2);
         g_assert_null(forest_find_task(f, p->pid, NULL)); /* scans leave the zombie leader out */
+        /* but record what /proc/PID/status keeps showing of it: mode filter, one filter (x->a) */
+        g_assert_true(p->has_exited_leader);
+        g_assert_cmpint(p->exited_leader.mode, ==, TASK_MODE_FILTER);
+        g_assert_cmpuint(p->exited_leader.filter_count, ==, 1);
 }
 
 const RestoreScenario restore_scenarios[] = {
@@ -210,6 +253,9 @@ const RestoreScenario restore_scenarios[] = {
         { "strict", build_strict },
         { "no-new-privs", build_no_new_privs },
         { "leader-exited", build_leader_exited },
+        { "no-new-privs-then-no-prctl", build_no_new_privs_then_no_prctl },
+        { "futex-killed", build_futex_killed },
+        { "thread-no-new-privs", build_thread_no_new_privs },
 };
 const size_t restore_scenarios_n = ELEMENTSOF(restore_scenarios);
 

@@ -441,6 +441,314 @@ static void test_no_new_privs(void) {
         kmodel_deinit(&h.km);
 }
 
+/* A filter that answers prctl(2) with ERRNO(1), as sshd's pre-auth child, tor and chrony do. */
+static const struct sock_filter prog_no_prctl[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+
+/* The step index of the first op in plan task t, or SIZE_MAX. */
+static size_t first_step_of(const Plan *p, size_t t, PlanOp op) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].task == t && p->steps[i].op == op)
+                        return i;
+        return SIZE_MAX;
+}
+
+static size_t first_step_of_op(const Plan *p, PlanOp op) {
+        for (size_t i = 0; i < p->n_steps; i++)
+                if (p->steps[i].op == op)
+                        return i;
+        g_assert_not_reached();
+}
+
+/* no_new_privs, then a filter that forbids prctl: as root too, the restore sets no_new_privs
+ * before that install, and whatever is forked under it inherits it. */
+static void test_no_new_privs_before_prctl_filter(void) {
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+        h_install(&h, a, 0, 0);
+        h_install_prog(&h, a, prog_no_prctl, ELEMENTSOF(prog_no_prctl), 0);
+        size_t b = h_fork(&h, a);
+        h_thread(&h, b);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        Plan *p = assert_restores(s);
+
+        for (size_t t = 0; t < p->n_tasks; t++) {
+                size_t nnp = first_step_of(p, t, PLAN_OP_SET_NO_NEW_PRIVS), i;
+                for (i = 0; i < p->n_steps; i++)
+                        if (p->steps[i].task == t && p->steps[i].op == PLAN_OP_INSTALL && p->steps[i].filter->len ==
+                            ELEMENTSOF(prog_no_prctl))
+                                break;
+                if (i == p->n_steps)
+                        continue;
+                g_assert_cmpuint(nnp, <, i); /* no_new_privs before the filter that forbids prctl */
+        }
+        g_assert_cmpuint(p->n_nnp_added, ==, 0);
+        plan_free(p);
+        kmodel_deinit(&h.km);
+
+        /* a filter that allows that prctl: no_new_privs stays the task's last step */
+        hist_init(&h);
+        a = h_fork(&h, h.root);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+        h_install(&h, a, 0, 0);
+        g_autoptr(Forest) s2 = hist_snapshot(&h);
+        p = assert_restores_with(s2, false);
+        size_t t = p->steps[first_step_of_op(p, PLAN_OP_INSTALL)].task;
+        g_assert_cmpuint(first_step_of(p, t, PLAN_OP_SET_NO_NEW_PRIVS), >, first_step_of(p, t, PLAN_OP_INSTALL));
+        plan_free(p);
+        kmodel_deinit(&h.km);
+}
+
+static void assert_refused(const Forest *s, const char *expect);
+
+/* A filter that answers the calls listed with ERRNO(1), else ALLOW. */
+static size_t restore_filter_for_calls_local(struct sock_filter *insns, const int *nrs, size_t n) {
+        size_t k = 0;
+
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t i = 0; i < n; i++)
+                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nrs[i], (uint8_t) (n - i), 0);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1);
+        return k;
+}
+
+/* A filter that kills the calls listed (vsftpd's kills futex and exit), else ALLOW. */
+static size_t prog_killing(struct sock_filter *insns, const int *nrs, size_t n) {
+        size_t k = 0;
+
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (size_t i = 0; i < n; i++)
+                insns[k++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned) nrs[i], (uint8_t) (n - i), 0);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[k++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_THREAD);
+        return k;
+}
+
+/* After its last install a task makes no call its chain forbids: with futex, exit and write
+ * killed, it reports through memory only, waits with nanosleep and ends its park with
+ * exit_group; with every way to wait killed, the plan says which calls are missing. */
+static void test_calls_after_last_install(void) {
+        const int vsftpd_like[] = { SYS_futex, SYS_exit, SYS_write };
+        const int no_wait[] = { SYS_futex, SYS_nanosleep, SYS_clock_nanosleep };
+        struct sock_filter insns[8];
+        size_t n = prog_killing(insns, vsftpd_like, ELEMENTSOF(vsftpd_like));
+        Hist h;
+
+        for (int unprivileged = 0; unprivileged < 2; unprivileged++) {
+                hist_init(&h);
+                size_t a = h_fork(&h, h.root);
+                g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+                h_install(&h, a, 0, 0);
+                h_install_prog(&h, a, insns, n, 0);
+                g_autoptr(Forest) s = hist_snapshot(&h);
+                Plan *p = assert_restores_with(s, unprivileged);
+                size_t t = PLAN_NONE;
+                for (size_t i = 0; i < p->n_steps; i++)
+                        if (p->steps[i].op == PLAN_OP_INSTALL && p->steps[i].filter->len == n) {
+                                t = p->steps[i].task;
+                                g_assert_cmpint(p->steps[i].report, ==, PLAN_SYSCALL_NONE);
+                                g_assert_cmpint(p->steps[i].wait, ==, PLAN_SYSCALL_NANOSLEEP);
+                        }
+                g_assert_cmpuint(t, !=, PLAN_NONE);
+                size_t park = first_step_of(p, t, PLAN_OP_PARK);
+                g_assert_cmpuint(park, !=, SIZE_MAX);
+                g_assert_cmpint(p->steps[park].report, ==, PLAN_SYSCALL_NONE);
+                g_assert_cmpint(p->steps[park].syscall, ==, PLAN_SYSCALL_DEFAULT); /* read is allowed */
+                g_assert_cmpint(p->steps[park].exit, ==, PLAN_SYSCALL_EXIT_GROUP);
+                plan_free(p);
+                kmodel_deinit(&h.km);
+        }
+
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        n = prog_killing(insns, no_wait, ELEMENTSOF(no_wait));
+        h_install_prog(&h, a, insns, n, 0);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        assert_refused(s, "cannot wait for its next step: futex(2) gets KILL_THREAD from filter 1, nanosleep(2) gets "
+                          "KILL_THREAD from filter 1, clock_nanosleep(2) gets KILL_THREAD from filter 1");
+        kmodel_deinit(&h.km);
+}
+
+/* A filter that lets everything through only from instruction pointer 0 (nothing runs there) and
+ * kills otherwise: the planner evaluates the address as unknown, so both outcomes are possible,
+ * and says that the address decides. One that reads no address plans as before. */
+static void test_instruction_pointer_unknown(void) {
+        const struct sock_filter only_from_zero[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer) + 4),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        };
+        /* the address decides only for getpriority, which the executor never calls */
+        const struct sock_filter ip_for_getpriority[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpriority, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer)),
+                BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 0x1000, 1, 0),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        Hist h;
+
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        h_install_prog(&h, a, only_from_zero, ELEMENTSOF(only_from_zero), 0);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        assert_refused(s, "may get KILL_PROCESS from filter 1 (the instruction pointer decides");
+        kmodel_deinit(&h.km);
+
+        hist_init(&h);
+        a = h_fork(&h, h.root);
+        h_install_prog(&h, a, ip_for_getpriority, ELEMENTSOF(ip_for_getpriority), 0);
+        h_fork(&h, a);
+        check_hist(&h, NULL);
+}
+
+/* no_new_privs is per thread: two threads set it (one installs a filter) while the leader does
+ * not. Restored as root or not, exactly those threads get it (verified thread by thread): the
+ * leader installs nothing, so it needs none. */
+static void test_thread_no_new_privs(void) {
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        size_t t1 = h_thread(&h, a);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, t1), ==, 0);
+        h_install(&h, t1, 0, 0);
+        h_thread(&h, t1);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        const Process *sp = NULL;
+        for (size_t i = 0; i < s->n_processes; i++)
+                if (s->processes[i]->n_threads == 3)
+                        sp = s->processes[i];
+        g_assert_nonnull(sp);
+        g_assert_false(sp->no_new_privs);
+        g_assert_false(task_no_new_privs(sp, &sp->threads[0]));
+        g_assert_true(task_no_new_privs(sp, &sp->threads[1]));
+        g_assert_true(task_no_new_privs(sp, &sp->threads[2]));
+
+        Plan *p = assert_restores_with(s, false);
+        g_assert_cmpuint(p->n_nnp_added, ==, 0);
+        plan_free(p);
+        p = assert_restores_with(s, true);
+        g_assert_cmpuint(p->n_nnp_added, ==, 0);
+        plan_free(p);
+
+        /* a restored tree whose threads lack it: a difference, named per thread (a reader that
+         * does not know a thread's own bit leaves it to the /proc check) */
+        g_autoptr(Forest) flat = hist_snapshot(&h);
+        for (size_t i = 0; i < flat->n_processes; i++)
+                for (size_t j = 0; j < flat->processes[i]->n_threads; j++)
+                        task_set_no_new_privs(&flat->processes[i]->threads[j], false);
+        PlanMapping map = {};
+        for (size_t i = 0; i < s->n_processes; i++) {
+                g_assert_cmpint(plan_mapping_add_process(&map, s->processes[i]->pid, s->processes[i]->pid), ==, 0);
+                for (size_t j = 0; j < s->processes[i]->n_threads; j++)
+                        g_assert_cmpint(plan_mapping_add_thread(&map, s->processes[i]->threads[j].tid,
+                                                                s->processes[i]->threads[j].tid), ==, 0);
+        }
+        g_auto(GStrv) diffs = NULL;
+        bool ok = true;
+        g_assert_cmpint(plan_verify(s, flat, &map, NULL, &ok, &diffs), ==, 0);
+        g_assert_false(ok);
+        g_assert_nonnull(strstr(diffs[0], "no_new_privs unset, expected set"));
+        plan_mapping_done(&map);
+        kmodel_deinit(&h.km);
+}
+
+/* A leader installs a filter, starts a thread, installs a second filter and exits: /proc/PID/status
+ * keeps showing mode filter with 2 filters. The snapshot records that; the restored (helper) leader
+ * ends the same way: allow-all filters on top of what it inherits, then exit. */
+static void test_exited_leader_state(void) {
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        h_install(&h, a, 0, 0);
+        h_thread(&h, a);
+        h_install(&h, a, 1, 0);
+        g_assert_cmpint(kmodel_exit_thread(&h.km, a), ==, 0);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        const Process *sp = NULL;
+        for (size_t i = 0; i < s->n_processes; i++)
+                if (s->processes[i]->has_exited_leader)
+                        sp = s->processes[i];
+        g_assert_nonnull(sp);
+        g_assert_cmpint(sp->exited_leader.mode, ==, TASK_MODE_FILTER);
+        g_assert_cmpuint(sp->exited_leader.filter_count, ==, 2);
+
+        for (int unprivileged = 0; unprivileged < 2; unprivileged++) {
+                Plan *p = assert_restores_with(s, unprivileged);
+                g_assert_cmpuint(plan_count(p, PLAN_OP_FILL), >=, 1); /* what it does not inherit */
+                plan_free(p);
+        }
+
+        /* a restored tree whose exited leader shows another count is a difference */
+        g_autoptr(Forest) other = hist_snapshot(&h);
+        for (size_t i = 0; i < other->n_processes; i++)
+                if (other->processes[i]->has_exited_leader)
+                        other->processes[i]->exited_leader.filter_count = 1;
+        PlanMapping map = {};
+        for (size_t i = 0; i < s->n_processes; i++) {
+                g_assert_cmpint(plan_mapping_add_process(&map, s->processes[i]->pid, s->processes[i]->pid), ==, 0);
+                for (size_t j = 0; j < s->processes[i]->n_threads; j++)
+                        g_assert_cmpint(plan_mapping_add_thread(&map, s->processes[i]->threads[j].tid,
+                                                                s->processes[i]->threads[j].tid), ==, 0);
+        }
+        g_auto(GStrv) diffs = NULL;
+        bool ok = true;
+        g_assert_cmpint(plan_verify(s, other, &map, NULL, &ok, &diffs), ==, 0);
+        g_assert_false(ok);
+        g_assert_nonnull(strstr(diffs[0], "exited leader shows mode filter with 1 filters, expected filter with 2"));
+        plan_mapping_done(&map);
+        kmodel_deinit(&h.km);
+}
+
+/* With the snapshot's uids (root restores, "uids original"), a task becomes its process's uid and
+ * gid before a filter that stops it (sshd's [net] child: setuid, no_new_privs, filter), and what it
+ * makes afterwards inherits them. */
+static void test_creds_before_filter(void) {
+        const int creds_calls[] = { SYS_setresuid, SYS_setresgid, SYS_setgroups };
+        struct sock_filter no_creds[8];
+        size_t n = restore_filter_for_calls_local(no_creds, creds_calls, ELEMENTSOF(creds_calls));
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+        h_install_prog(&h, a, no_creds, n, 0);
+        h_thread(&h, h_fork(&h, a));
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        for (size_t i = 0; i < s->n_processes; i++)
+                if (s->processes[i]->threads[0].filter) {
+                        s->processes[i]->uid = 1000;
+                        s->processes[i]->gid = 1000;
+                }
+
+        PlanOptions o = PLAN_OPTIONS_DEFAULT;
+        o.original_ids = true;
+        g_autofree char *error = NULL;
+        Plan *p = NULL;
+        if (plan_build(s, &o, &p, &error) < 0)
+                g_error("refused: %s", error);
+        size_t install = first_step_of_op(p, PLAN_OP_INSTALL), t = p->steps[install].task;
+        size_t creds = first_step_of(p, t, PLAN_OP_SET_CREDS);
+        g_assert_cmpuint(creds, <, install);
+        size_t n_creds = 0; /* among the processes of uid 1000: one, the others inherit it */
+        for (size_t i = 0; i < p->n_steps; i++)
+                n_creds += p->steps[i].op == PLAN_OP_SET_CREDS &&
+                           p->processes[p->tasks[p->steps[i].task].process].snapshot->uid == 1000;
+        g_assert_cmpuint(n_creds, ==, 1);
+        plan_free(p);
+        kmodel_deinit(&h.km);
+}
+
 /* ---- refused ---- */
 
 static void assert_refused(const Forest *s, const char *expect) {
@@ -909,6 +1217,12 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/leader-exited", test_leader_exited);
         g_test_add_func("/plan/shared-by-orphans", test_shared_by_orphans);
         g_test_add_func("/plan/no-new-privs", test_no_new_privs);
+        g_test_add_func("/plan/no-new-privs-before-prctl-filter", test_no_new_privs_before_prctl_filter);
+        g_test_add_func("/plan/calls-after-last-install", test_calls_after_last_install);
+        g_test_add_func("/plan/instruction-pointer-unknown", test_instruction_pointer_unknown);
+        g_test_add_func("/plan/thread-no-new-privs", test_thread_no_new_privs);
+        g_test_add_func("/plan/exited-leader-state", test_exited_leader_state);
+        g_test_add_func("/plan/creds-before-filter", test_creds_before_filter);
         g_test_add_func("/plan/exec", test_exec_planned);
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);
         g_test_add_func("/plan/refuse/installed-twice", test_refuse_installed_twice);

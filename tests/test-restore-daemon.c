@@ -11,6 +11,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
@@ -18,6 +21,7 @@
 #include "bus-client.h"
 #include "bus-fixture.h"
 #include "plan-verify.h"
+#include "restore-proc-check.h"
 #include "restore-scenarios.h"
 #include "scan.h"
 #include "snapshot.h"
@@ -254,6 +258,10 @@ static void restore_compare_release(sd_bus *bus, uint64_t id, const Forest *snap
         for (size_t i = 0; diffs[i]; i++)
                 g_test_message("difference (test's scan): %s", diffs[i]);
         g_assert_true(ok);
+        g_assert_cmpint(restore_proc_check(snapshot, &r.map, NULL, &ok, &diffs), ==, 0);
+        for (size_t i = 0; diffs[i]; i++)
+                g_test_message("difference (/proc): %s", diffs[i]);
+        g_assert_true(ok);
         restore_assert_same_sharing(snapshot, restored, &r.map);
         release_ok(bus, r.id);
         assert_gone(&r, r.map.root_pid);
@@ -262,13 +270,13 @@ static void restore_compare_release(sd_bus *bus, uint64_t id, const Forest *snap
 
 /* ---- every scenario, as root and as nobody ---- */
 
-/* What nobody does with its own import of a scenario's snapshot: restore it, see it verified and
- * owned by nobody, release it; and what it may not do. */
 typedef struct NobodyRestore {
         GBytes *json;
         uint64_t roots_snapshot;
 } NobodyRestore;
 
+/* What nobody does with its own import of a scenario's snapshot: restore it, see it verified and
+ * owned by nobody, release it; and what it may not do. */
 static void nobody_restores(void *userdata) {
         NobodyRestore *c = userdata;
         sd_bus *bus = bus_client_open();
@@ -752,13 +760,61 @@ static void stop_sandbox(pid_t pid) {
         (void) waitpid(pid, NULL, 0);
 }
 
-/* Snapshot of the sandbox through the daemon, restored and verified by it and by the test. */
+/* The snapshot says of the original what /proc says, thread by thread. */
+static void assert_snapshot_is_proc(const Forest *snapshot, const char *what) {
+        PlanMapping map = {};
+        g_auto(GStrv) diffs = NULL;
+        bool ok = false;
+
+        for (size_t i = 0; i < snapshot->n_processes; i++) {
+                const Process *p = snapshot->processes[i];
+                g_assert_cmpint(plan_mapping_add_process(&map, p->pid, p->pid), ==, 0);
+                for (size_t j = 0; j < p->n_threads; j++)
+                        g_assert_cmpint(plan_mapping_add_thread(&map, p->threads[j].tid, p->threads[j].tid), ==, 0);
+        }
+        g_assert_cmpint(restore_proc_check(snapshot, &map, NULL, &ok, &diffs), ==, 0);
+        for (size_t i = 0; diffs[i]; i++)
+                g_test_message("%s: the snapshot differs from /proc: %s", what, diffs[i]);
+        g_assert_true(ok);
+        plan_mapping_done(&map);
+}
+
+/* Root restores snapshot id with its original uids: verified, and every restored process runs as
+ * its original did. */
+static void restore_original_uids(sd_bus *bus, uint64_t id, const Forest *snapshot, const char *what) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        Restored r;
+
+        if (call_restore(bus, id, &r, &error, "uids", "original", NULL) < 0)
+                g_error("Restore of %s with its original uids: %s: %s", what, error.name, error.message);
+        assert_verified(&r);
+        for (size_t i = 0; i < r.map.n_processes; i++) {
+                const Process *sp = forest_find_process(snapshot, r.map.processes[i].a);
+                uid_t uid;
+                gid_t gid;
+                restore_process_ids(r.map.processes[i].b, &uid, &gid);
+                g_assert_cmpuint(uid, ==, sp->uid);
+                g_assert_cmpuint(gid, ==, sp->gid);
+        }
+        release_ok(bus, r.id);
+        restored_done(&r);
+}
+
+/* Snapshot of the sandbox through the daemon, checked against /proc, restored as root and as nobody
+ * and verified by the daemon and by the test (its scan and /proc). */
 static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
         uint64_t id;
-        g_autoptr(Forest) snapshot = snapshot_exported(bus, pid, what, &id, NULL);
+        g_autoptr(GBytes) json = NULL;
+        g_autoptr(Forest) snapshot = snapshot_exported(bus, pid, what, &id, &json);
 
         g_test_message("%s: %zu processes, %zu filters", what, snapshot->n_processes, snapshot->n_filters);
+        assert_snapshot_is_proc(snapshot, what);
         restore_compare_release(bus, id, snapshot, what);
+        restore_original_uids(bus, id, snapshot, what);
+        NobodyRestore c = { .json = json, .roots_snapshot = id };
+        int status = tests_as_nobody(nobody_restores, &c);
+        if (status != 0)
+                g_error("%s restored as nobody failed (status %d)", what, status);
 }
 
 /* bubblewrap with two --add-seccomp-fd filters, and inside it, on one branch, a nested bwrap
@@ -794,6 +850,176 @@ static void test_real_sandboxes(Fixture *fx, gconstpointer data) {
         (void) unlink(f2);
         (void) unlink(f3);
         (void) rmdir(dir);
+}
+
+/* Every process below pid (pid included), children before parents' exit: for services whose
+ * connection processes leave the sandbox's session (sshd's and vsftpd's call setsid()). */
+static void kill_tree(pid_t pid, GArray *killed) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/task/%d/children", pid, pid), *children = NULL;
+
+        (void) kill(pid, SIGSTOP);
+        if (g_file_get_contents(path, &children, NULL, NULL)) {
+                g_auto(GStrv) v = g_strsplit(children, " ", -1);
+                for (size_t i = 0; v[i]; i++)
+                        if (atoi(v[i]) > 0)
+                                kill_tree(atoi(v[i]), killed);
+        }
+        (void) kill(pid, SIGKILL);
+        g_array_append_val(killed, pid);
+}
+
+/* Connect to 127.0.0.1:port while the service starts (10 s at most) and send greeting (may be
+ * NULL); the connection stays open. */
+static int connect_loopback(int port, const char *greeting) {
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t) port) };
+
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        for (int i = 0; i < 1000; i++) {
+                int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                g_assert_cmpint(fd, >=, 0);
+                if (connect(fd, (struct sockaddr *) &a, sizeof(a)) == 0) {
+                        if (greeting)
+                                g_assert_cmpint(write(fd, greeting, strlen(greeting)), ==, (ssize_t) strlen(greeting));
+                        return fd;
+                }
+                close(fd);
+                g_usleep(10000);
+        }
+        g_error("nothing listens on 127.0.0.1:%d", port);
+}
+
+/* Start sh -c script in its own session (it dies with the test); with port, connect there and send
+ * greeting; then wait until its subtree has a chain of depth want in want_filtered processes. */
+static pid_t start_service(const char *script, int port, const char *greeting, unsigned want, size_t want_filtered,
+                           int *ret_conn) {
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
+        g_autoptr(GError) error = NULL;
+        size_t filtered = 0;
+        GPid pid;
+
+        if (!g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, sandbox_setup, NULL, &pid, &error))
+                g_error("cannot start %s: %s", script, error->message);
+        *ret_conn = port > 0 ? connect_loopback(port, greeting) : -1;
+        for (int i = 0; i < 2000; i++) {
+                if (deepest_chain(pid, &filtered) >= want && filtered >= want_filtered)
+                        return pid;
+                g_usleep(10000);
+        }
+        g_error("\"%s\" never had %zu processes under %u filters", script, want_filtered, want);
+}
+
+static void stop_service(pid_t pid, int conn) {
+        g_autoptr(GArray) killed = g_array_new(false, false, sizeof(pid_t));
+
+        kill_tree(pid, killed); /* first: closing the connection ends processes that leave orphans */
+        if (conn >= 0)
+                close(conn);
+        (void) kill(-pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+        for (guint i = 0; i < killed->len; i++) { /* the test is their subreaper: reap them */
+                pid_t p = g_array_index(killed, pid_t, i);
+                for (int k = 0; k < 500; k++) { /* until reaped here, or gone (reaped by its parent) */
+                        if (waitpid(p, NULL, WNOHANG) == p || kill(p, 0) < 0)
+                                break;
+                        g_usleep(10000);
+                }
+        }
+}
+
+static void require_program(const char *path) {
+        if (access(path, X_OK) < 0)
+                g_error("%s is not installed (scripts/lib.sh installs it): %m", path);
+}
+
+static char *write_file(const char *dir, const char *name, const char *text) {
+        char *path = g_build_filename(dir, name, NULL);
+        g_assert_true(g_file_set_contents(path, text, -1, NULL));
+        return path;
+}
+
+/* sshd with a pre-auth connection: its [net] child sets no_new_privs and a filter that forbids
+ * prctl; restored as root it must have no_new_privs first. */
+static void debian_sshd(sd_bus *bus, const char *dir) {
+        g_autofree char *key = g_build_filename(dir, "hostkey", NULL);
+        g_autofree char *keygen = g_strdup_printf("ssh-keygen -q -t ed25519 -N '' -f %s", key);
+        g_autofree char *script = g_strdup_printf("exec /usr/sbin/sshd -D -e -p 22722 -o ListenAddress=127.0.0.1 "
+                                                  "-o PidFile=none -o UsePAM=no -h %s >%s/sshd.log 2>&1", key, dir);
+        int status = -1, conn;
+
+        require_program("/usr/sbin/sshd");
+        g_assert_true(g_spawn_command_line_sync(keygen, NULL, NULL, &status, NULL));
+        g_assert_cmpint(status, ==, 0);
+        (void) mkdir("/run/sshd", 0755); /* its privilege separation directory */
+        pid_t pid = start_service(script, 22722, "SSH-2.0-OpenSSH_9.2p1 sectree-test\r\n", 1, 1, &conn);
+        restore_sandbox(bus, pid, "sshd");
+        stop_service(pid, conn);
+}
+
+/* vsftpd with a connection: its pre-login process's filter kills futex and exit. */
+static void debian_vsftpd(sd_bus *bus, const char *dir) {
+        g_autofree char *conf = g_strdup_printf(
+                "listen=YES\nlisten_ipv6=NO\nlisten_address=127.0.0.1\nlisten_port=21721\nbackground=NO\n"
+                "anonymous_enable=NO\nlocal_enable=YES\nseccomp_sandbox=YES\nsecure_chroot_dir=/var/run/vsftpd/empty\n"
+                "pam_service_name=vsftpd\nvsftpd_log_file=%s/vsftpd.log\n", dir);
+        g_autofree char *path = write_file(dir, "vsftpd.conf", conf);
+        g_autofree char *script = g_strdup_printf("exec /usr/sbin/vsftpd %s >%s/vsftpd.out 2>&1", path, dir);
+        int conn;
+
+        require_program("/usr/sbin/vsftpd");
+        g_assert_cmpint(g_mkdir_with_parents("/var/run/vsftpd/empty", 0755), ==, 0);
+        pid_t pid = start_service(script, 21721, NULL, 1, 1, &conn);
+        restore_sandbox(bus, pid, "vsftpd");
+        stop_service(pid, conn);
+}
+
+/* tor with its sandbox: no_new_privs and a filter on every thread that forbids prctl. */
+static void debian_tor(sd_bus *bus, const char *dir) {
+        g_autofree char *data = g_build_filename(dir, "tor", NULL);
+        g_autofree char *script = g_strdup_printf(
+                "exec /usr/sbin/tor --SocksPort 127.0.0.1:19751 --DataDirectory %s --Sandbox 1 --RunAsDaemon 0 "
+                "--DisableNetwork 1 --Log 'notice file %s/tor.log' >%s/tor.out 2>&1", data, dir, dir);
+        int conn;
+
+        require_program("/usr/sbin/tor");
+        g_assert_cmpint(g_mkdir_with_parents(data, 0700), ==, 0);
+        pid_t pid = start_service(script, 0, NULL, 1, 1, &conn);
+        g_usleep(500000); /* its threads start after the filter */
+        restore_sandbox(bus, pid, "tor");
+        stop_service(pid, conn);
+}
+
+/* chronyd with its seccomp filter (-F 1), not touching the clock (-x), without network ports; its
+ * helper process was forked before the filter. */
+static void debian_chrony(sd_bus *bus, const char *dir) {
+        g_autofree char *conf = g_strdup_printf("cmdport 0\nport 0\npidfile %s/chronyd.pid\n", dir);
+        g_autofree char *path = write_file(dir, "chrony.conf", conf);
+        g_autofree char *script = g_strdup_printf("exec /usr/sbin/chronyd -d -x -F 1 -f %s >%s/chronyd.log 2>&1", path, dir);
+        int conn;
+
+        require_program("/usr/sbin/chronyd");
+        g_assert_cmpint(chmod(dir, 0755), ==, 0);
+        pid_t pid = start_service(script, 0, NULL, 1, 1, &conn);
+        restore_sandbox(bus, pid, "chrony");
+        stop_service(pid, conn);
+}
+
+/* Real sandboxes installed from Debian, each restored as root and as nobody, verified by the daemon
+ * and checked by the test against its scan and /proc: sshd with a pre-auth child, vsftpd, tor and
+ * chrony. */
+static void test_debian_sandboxes(Fixture *fx, gconstpointer data) {
+        if (!fixture_start(fx, NULL))
+                return;
+        g_autofree char *dir = g_dir_make_tmp("sectree-debian-XXXXXX", NULL);
+        g_autofree char *rm = g_strdup_printf("rm -rf %s", dir);
+
+        /* the services' connection processes leave their session: they come back to the test */
+        g_assert_cmpint(prctl(PR_SET_CHILD_SUBREAPER, 1), ==, 0);
+        debian_sshd(fx->bus, dir);
+        debian_vsftpd(fx->bus, dir);
+        debian_tor(fx->bus, dir);
+        debian_chrony(fx->bus, dir);
+        g_assert_cmpint(prctl(PR_SET_CHILD_SUBREAPER, 0), ==, 0);
+        (void) g_spawn_command_line_sync(rm, NULL, NULL, NULL, NULL);
 }
 
 /* ---- sectreectl ---- */
@@ -903,8 +1129,13 @@ static void test_sectreectl(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(ctl(b, true, NULL, &err, ARGS("restore", ids)), ==, 1);
         g_assert_nonnull(strstr(err, "NoSuchSnapshot"));
         g_clear_pointer(&err, g_free);
+        g_autofree char *mine_before = NULL, *mine_after = NULL;
+        g_assert_cmpint(ctl(b, true, &mine_before, NULL, ARGS("--json=short", "snapshots")), ==, 0);
         g_assert_cmpint(ctl(b, true, NULL, &err, ARGS("restore", "--original-uids", file)), ==, 1);
         g_assert_nonnull(strstr(err, "AccessDenied"));
+        g_assert_nonnull(strstr(err, "Deleted snapshot")); /* a refused restore FILE leaves no import behind */
+        g_assert_cmpint(ctl(b, true, &mine_after, NULL, ARGS("--json=short", "snapshots")), ==, 0);
+        g_assert_cmpstr(mine_after, ==, mine_before);
         g_clear_pointer(&err, g_free);
 
         /* run --like: a command under a copy of a task's chain (getpriority: EPERM), reading
@@ -952,6 +1183,7 @@ int main(int argc, char *argv[]) {
         ADD_TEST("/restore-daemon/behaviour-kept", test_behaviour_kept);
         ADD_TEST("/restore-daemon/real-sandboxes", test_real_sandboxes);
         ADD_TEST("/restore-daemon/sectreectl", test_sectreectl);
+        ADD_TEST("/restore-daemon/debian-sandboxes", test_debian_sandboxes);
         int r = g_test_run();
         bpf_scanner_free(scanner);
         return r;

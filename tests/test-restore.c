@@ -10,11 +10,13 @@
 #include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "plan-protocol.h"
+#include "restore-proc-check.h"
 #include "restore-scenarios.h"
 #include "plan-verify.h"
 #include "plan.h"
@@ -55,6 +57,9 @@ typedef struct RestoreRun {
 
 /* The executor is opened before the change of credentials and exec'd through that fd, so that
  * nobody needs no access to the directories of the build tree (a CI clone may sit in /root). */
+/* When not 0: the soft RLIMIT_NOFILE the executor is started with. */
+static rlim_t executor_nofile;
+
 static void executor_child(int sock, uid_t uid) {
         const char *path = g_getenv("SECTREE_RESTORE");
         char *argv[] = { (char *) "sectree-restore", NULL };
@@ -63,6 +68,14 @@ static void executor_child(int sock, uid_t uid) {
         if (exe < 0 || null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
             (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
                 _exit(126);
+        if (executor_nofile) {
+                struct rlimit rl;
+                if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        _exit(124);
+                rl.rlim_cur = executor_nofile;
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        _exit(124);
+        }
         if (uid != 0 && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0))
                 _exit(125);
         fexecve(3, argv, environ);
@@ -220,6 +233,11 @@ static void assert_restored(const Forest *snapshot, RestoreRun *r) {
         for (size_t i = 0; diffs[i]; i++)
                 g_test_message("difference: %s", diffs[i]);
         g_assert_true(ok);
+        /* and the kernel's own word, thread by thread */
+        g_assert_cmpint(restore_proc_check(snapshot, &r->map, &vo, &ok, &diffs), ==, 0);
+        for (size_t i = 0; diffs[i]; i++)
+                g_test_message("difference in /proc: %s", diffs[i]);
+        g_assert_true(ok);
         restore_assert_same_sharing(snapshot, restored, &r->map);
 }
 
@@ -236,11 +254,32 @@ static void restore_and_check_as(const Forest *snapshot, uid_t uid) {
         restore_release(&r);
 }
 
+/* The snapshot says of the original tree what /proc says, thread by thread (no_new_privs, mode,
+ * filter count): compared through the identity mapping. */
+static void assert_snapshot_is_proc(const Forest *snapshot) {
+        PlanMapping map = {};
+        g_auto(GStrv) diffs = NULL;
+        bool ok = false;
+
+        for (size_t i = 0; i < snapshot->n_processes; i++) {
+                const Process *p = snapshot->processes[i];
+                g_assert_cmpint(plan_mapping_add_process(&map, p->pid, p->pid), ==, 0);
+                for (size_t j = 0; j < p->n_threads; j++)
+                        g_assert_cmpint(plan_mapping_add_thread(&map, p->threads[j].tid, p->threads[j].tid), ==, 0);
+        }
+        g_assert_cmpint(restore_proc_check(snapshot, &map, NULL, &ok, &diffs), ==, 0);
+        for (size_t i = 0; diffs[i]; i++)
+                g_test_message("the snapshot differs from /proc: %s", diffs[i]);
+        g_assert_true(ok);
+        plan_mapping_done(&map);
+}
+
 /* Snapshot the scenario's subtree, restore it as root and as nobody, compare each. */
 static void check_scenario(Scenario *s) {
         g_autoptr(Forest) snapshot = scan(scenario_root_pid(s));
 
         tests_assert_forest_matches(snapshot, s, true);
+        assert_snapshot_is_proc(snapshot);
         restore_and_check_as(snapshot, 0);
         restore_and_check_as(snapshot, NOBODY);
 }
@@ -448,7 +487,8 @@ static void test_failing_step(void) {
 }
 
 /* A filter that kills the thread on write(2) to fd 64, the executor's report fd (agents never
- * write there): the planner refuses; told not to check, the executor sees the thread die. */
+ * write there): the task reports through the shared memory only, and the restore is exact; told
+ * not to check, the executor writes its report there and sees the thread die. */
 static void test_killed_thread(void) {
         if (!tests_require_root())
                 return;
@@ -463,10 +503,38 @@ static void test_killed_thread(void) {
         TestFilters x;
         Scenario *s = tests_scenario_with_filters(&x);
         g_autoptr(Forest) snapshot = thread_under(s, &x, kill_report, ELEMENTSOF(kill_report), 0);
-        json_auto_t *planned = expect_error(snapshot, s, NULL, "plan",
-                                            "cannot report and wait for its next step: write(2) gets KILL_THREAD");
+        restore_and_check_as(snapshot, 0);
+        restore_and_check_as(snapshot, NOBODY);
         json_auto_t *e = expect_error(snapshot, s, "\"check_syscalls\":false,\"step_timeout_usec\":20000000", "execute",
                                       "ended (a filter's KILL_THREAD");
+        scenario_free(s);
+}
+
+/* A listener held at an fd at or above the limit of open files the restore runs with: refused
+ * by the planner naming the fd, before any task exists (not at execution). */
+static void test_listener_fd_over_limit(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        size_t k;
+
+        for (k = 0; k < restore_scenarios_n && strcmp(restore_scenarios[k].name, "listeners") != 0; k++)
+                ;
+        g_assert_cmpuint(k, <, restore_scenarios_n);
+        restore_scenarios[k].build(s, &x);
+        g_autoptr(Forest) snapshot = scan(scenario_root_pid(s));
+        int max = -1;
+        for (size_t i = 0; i < snapshot->n_listeners; i++)
+                for (size_t j = 0; j < snapshot->listeners[i]->n_holders; j++)
+                        max = MAX(max, snapshot->listeners[i]->holders[j].fd);
+        g_assert_cmpint(max, >=, 3);
+        g_autofree char *expect = g_strdup_printf("at fd %d, at or above the limit of open files the restored tasks run "
+                                                  "with (RLIMIT_NOFILE %d)", max, max);
+        executor_nofile = (rlim_t) max;
+        json_auto_t *e = expect_error(snapshot, s, NULL, "plan", expect);
+        executor_nofile = 0;
+        restore_and_check_as(snapshot, 0); /* under the usual limit it restores */
         scenario_free(s);
 }
 
@@ -683,6 +751,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore/failing-step", test_failing_step);
         g_test_add_func("/restore/killed-thread", test_killed_thread);
         g_test_add_func("/restore/release-by-close-and-signal", test_release_by_close_and_signal);
+        g_test_add_func("/restore/listener-fd-over-limit", test_listener_fd_over_limit);
         g_test_add_func("/restore/hostile-requests", test_hostile_requests);
         g_test_add_func("/restore/pid-namespace-and-original-ids", test_pid_namespace_and_original_ids);
         g_test_add_func("/restore/random-histories", test_random_histories);

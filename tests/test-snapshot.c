@@ -96,6 +96,91 @@ static void test_sqlite_round_trip(void) {
         rm_rf(dir);
 }
 
+/* no_new_privs is per thread: a thread whose bit differs from its process's keeps it through
+ * both formats; every other snapshot is written exactly as before (no field, no column). */
+static void test_thread_no_new_privs(void) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        g_autofree char *plain = format_json(f);
+        g_assert_null(strstr(plain, "\"threads\":[{\"tid\":100,\"mode\":\"filter\",\"filter\":3,\"no_new_privs\""));
+        g_autofree void *plain_image = NULL;
+        size_t plain_size;
+        g_assert_cmpint(snapshot_sqlite_format(f, &plain_image, &plain_size), ==, 0);
+
+        Process *p = f->processes[0];
+        g_assert_cmpuint(p->n_threads, >=, 1);
+        task_set_no_new_privs(&p->threads[0], !p->no_new_privs);
+        g_assert_true(task_no_new_privs_differs(p, &p->threads[0]));
+        g_autofree char *json = format_json(f), *error = NULL;
+        g_assert_nonnull(strstr(json, "\"no_new_privs\":"));
+
+        g_autoptr(Forest) g = NULL;
+        g_assert_cmpint(snapshot_json_read(json, strlen(json), &g, &error), ==, 0);
+        g_assert_cmpint(task_no_new_privs(g->processes[0], &g->processes[0]->threads[0]), ==, !p->no_new_privs);
+        g_assert_cmpint(g->processes[0]->no_new_privs, ==, p->no_new_privs);
+
+        g_autofree void *image = NULL;
+        size_t size;
+        g_autoptr(Forest) h = NULL;
+        g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
+        if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
+                g_error("sqlite: %s", error);
+        g_assert_cmpint(task_no_new_privs(h->processes[0], &h->processes[0]->threads[0]), ==, !p->no_new_privs);
+        g_autofree char *again = format_json(h);
+        g_assert_cmpstr(json, ==, again);
+
+        /* an unknown own bit is written as nothing: the process's */
+        g_autoptr(Forest) k = NULL;
+        g_assert_cmpint(snapshot_sqlite_read_data(plain_image, plain_size, &k, NULL), ==, 0);
+        g_autofree char *plain_again = format_json(k);
+        g_assert_cmpstr(plain, ==, plain_again);
+}
+
+/* A leader that exited while its threads live on: its mode and number of filters (what
+ * /proc/PID/status keeps showing) go through both formats; other snapshots are written as before. */
+static void test_exited_leader(void) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        Process *p = f->processes[0];
+        pid_t pid = p->pid;
+        g_autofree char *error = NULL;
+
+        /* its leader exits, a thread it made lives on */
+        g_assert_cmpint(process_add_thread(p, pid + 5000, NULL), ==, 0);
+        p->threads[p->n_threads - 1].mode = TASK_MODE_DISABLED;
+        if (process_find_thread(p, pid))
+                g_assert_cmpint(forest_remove_thread(f, pid, pid), ==, 0);
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        g_assert_cmpint(forest_drop_unreachable_filters(f, NULL, NULL), ==, 0);
+        process_set_exited_leader(p, TASK_MODE_FILTER, 3);
+        g_autofree char *json = format_json(f);
+        g_assert_nonnull(strstr(json, "\"exited_leader\":{\"mode\":\"filter\",\"filters\":3}"));
+
+        g_autoptr(Forest) g = NULL;
+        if (snapshot_json_read(json, strlen(json), &g, &error) < 0)
+                g_error("json: %s", error);
+        const Process *q = forest_find_process(g, p->pid);
+        g_assert_true(q->has_exited_leader);
+        g_assert_cmpint(q->exited_leader.mode, ==, TASK_MODE_FILTER);
+        g_assert_cmpuint(q->exited_leader.filter_count, ==, 3);
+
+        g_autofree void *image = NULL;
+        size_t size;
+        g_autoptr(Forest) h = NULL;
+        g_assert_cmpint(snapshot_sqlite_format(f, &image, &size), ==, 0);
+        if (snapshot_sqlite_read_data(image, size, &h, &error) < 0)
+                g_error("sqlite: %s", error);
+        g_autofree char *again = format_json(h);
+        g_assert_cmpstr(json, ==, again);
+
+        /* mode filter needs filters, the others none; the leader cannot also be a thread */
+        const char *bad = strstr(json, "\"filters\":3");
+        g_autofree char *zero = g_strdup(json);
+        zero[bad - json + strlen("\"filters\":")] = '0';
+        g_autoptr(Forest) z = NULL;
+        g_autofree char *why = NULL;
+        g_assert_cmpint(snapshot_json_read(zero, strlen(zero), &z, &why), ==, -EINVAL);
+        g_assert_nonnull(strstr(why, "exited_leader: mode filter with 0 filters"));
+}
+
 static void test_sqlite_file_header(void) {
         g_autofree char *dir = tmp_dir();
         g_autofree char *path = g_build_filename(dir, "s.db", NULL);
@@ -1229,6 +1314,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot/json/round-trip", test_json_round_trip);
         g_test_add_func("/snapshot/sqlite/round-trip", test_sqlite_round_trip);
         g_test_add_func("/snapshot/sqlite/file-header", test_sqlite_file_header);
+        g_test_add_func("/snapshot/thread-no-new-privs", test_thread_no_new_privs);
+        g_test_add_func("/snapshot/exited-leader", test_exited_leader);
         g_test_add_func("/snapshot/info", test_snapshot_info);
         g_test_add_func("/snapshot/json/compact", test_json_compact);
         g_test_add_func("/snapshot/json/cancel", test_json_cancel);

@@ -48,6 +48,40 @@ static uint64_t put(Fixture *fx, const Forest *f, uid_t owner, const StoreSnapsh
         return id;
 }
 
+/* A thread's own no_new_privs (it is per thread) is stored and read back. */
+static void test_thread_no_new_privs(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        Process *p = f->processes[0];
+        task_set_no_new_privs(&p->threads[0], !p->no_new_privs);
+        uint64_t id = put(fx, f, 7, NULL, 0);
+        g_autoptr(Forest) back = NULL;
+        g_assert_cmpint(store_snapshot_load(fx->store, id, &back), ==, 0);
+        g_assert_true(task_no_new_privs_differs(back->processes[0], &back->processes[0]->threads[0]));
+        g_autofree char *want = as_json(f), *got = as_json(back);
+        g_assert_cmpstr(want, ==, got);
+}
+
+/* A leader that exited: its mode and number of filters are stored and read back. */
+static void test_exited_leader(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        Process *p = f->processes[0];
+        pid_t pid = p->pid;
+        g_assert_cmpint(process_add_thread(p, pid + 5000, NULL), ==, 0);
+        p->threads[p->n_threads - 1].mode = TASK_MODE_DISABLED;
+        if (process_find_thread(p, pid))
+                g_assert_cmpint(forest_remove_thread(f, pid, pid), ==, 0);
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        g_assert_cmpint(forest_drop_unreachable_filters(f, NULL, NULL), ==, 0);
+        process_set_exited_leader(p, TASK_MODE_FILTER, 2);
+        uint64_t id = put(fx, f, 7, NULL, 0);
+        g_autoptr(Forest) back = NULL;
+        g_assert_cmpint(store_snapshot_load(fx->store, id, &back), ==, 0);
+        g_autofree char *want = as_json(f), *got = as_json(back);
+        g_assert_cmpstr(want, ==, got);
+        g_assert_true(forest_find_process(back, pid)->has_exited_leader);
+        g_assert_cmpuint(forest_find_process(back, pid)->exited_leader.filter_count, ==, 2);
+}
+
 static void test_samples(Fixture *fx, gconstpointer data) {
         for (SampleKind k = 0; k < _SAMPLE_MAX; k++) {
                 g_autoptr(Forest) f = sample_forest(k);
@@ -337,5 +371,7 @@ int main(int argc, char **argv) {
         TEST("/store-snapshot/discard-incomplete", test_discard_incomplete);
         TEST("/store-snapshot/load-path", test_load_path);
         TEST("/store-snapshot/bytes", test_bytes);
+        TEST("/store-snapshot/thread-no-new-privs", test_thread_no_new_privs);
+        TEST("/store-snapshot/exited-leader", test_exited_leader);
         return g_test_run();
 }
