@@ -6,6 +6,7 @@
  * protocol), the executor's pidfd (its exit), a deadline, and the verification, which runs in an
  * iteration of its own once READY and the fds came. */
 #include "restores.h"
+#include "restore-proc-check.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -565,9 +566,15 @@ static int verify(Restore *r, char **ret_message) {
                 k = forest_link(restored, NULL);
         if (k >= 0)
                 k = check_visible(r, restored, ret_message);
+        if (k >= 0)
+                k = plan_verify(r->snapshot, restored, &r->map, &vo, &r->verified, &r->differences);
         if (k < 0)
                 return k;
-        return plan_verify(r->snapshot, restored, &r->map, &vo, &r->verified, &r->differences);
+        /* and the kernel's own word: /proc/PID/task/TID/status of every restored thread */
+        bool proc_verified = false;
+        k = restore_proc_check(r->snapshot, &r->map, &vo, &proc_verified, &r->differences);
+        r->verified = r->verified && proc_verified;
+        return k;
 }
 
 static int on_verify(sd_event_source *s, void *userdata) {

@@ -1025,6 +1025,13 @@ static bool listener_held_by_member(const struct scan_rec_listener *l, ProcSpan 
         return p && p->member;
 }
 
+/* A leader that exited while threads of its process live on: a zombie whose seccomp mode and
+ * number of filters /proc/PID/status keeps showing (Process.exited_leader; the kernel released
+ * the filters themselves: its filter_id is 0). */
+static bool rec_is_exited_leader(const PassRecords *r, const ProcSpan *p, const struct scan_rec_task *t) {
+        return t->tid == t->tgid && !task_rec_reported(t) && span_has_threads(r, p);
+}
+
 /* Keep the chains of every reported thread of a member. */
 static int span_keep_chains(BpfScanner *s, const ProcSpan *p) {
         const PassRecords *r = &s->records;
@@ -1211,7 +1218,10 @@ static int forest_add_span(Forest *f, BpfScanner *s, const PassRecords *r, const
                 t->mode = task_mode_from_kernel(rec->mode);
                 t->filter_id = rec->filter_id;
                 t->filter_count = rec->filter_count;
+                task_set_no_new_privs(t, rec->flags & SCAN_TASK_NO_NEW_PRIVS); /* per thread */
         }
+        if ((pid_t) leader->tid == span->pid && rec_is_exited_leader(r, span, leader))
+                process_set_exited_leader(p, task_mode_from_kernel(leader->mode), leader->filter_count);
 
         process_fill_proc(p, s, opts);
         return 0;

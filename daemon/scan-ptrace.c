@@ -76,6 +76,7 @@ typedef struct ScanTask {
         DumpedFilter *chain;   /* oldest first, as PTRACE_SECCOMP_GET_FILTER indexes it */
         size_t n_chain, n_chain_allocated;
         unsigned kernel_count; /* Seccomp_filters: as the listing or the dump saw it */
+        bool no_new_privs;     /* NoNewPrivs: of its own status (it is per thread) */
         Filter **nodes;        /* the placed chain, oldest first, n_chain entries */
         bool placed;
 } ScanTask;
@@ -192,6 +193,7 @@ static int scan_task_init(ScanTask *t, pid_t tid, const ProcStatus *st) {
         if (t->mode < 0)
                 return -EBADMSG;
         t->kernel_count = st->seccomp_filters;
+        t->no_new_privs = st->no_new_privs;
         return 0;
 }
 
@@ -745,6 +747,9 @@ static int emit_process(Forest *f, const ScanProcess *p, const ScanOptions *opts
         fp->uid = p->status.uid;
         fp->gid = p->status.gid;
         fp->no_new_privs = p->status.no_new_privs;
+        if (task_is_dead(p->status.state)) /* a zombie leader: what its status keeps showing */
+                process_set_exited_leader(fp, task_mode_from_kernel(p->status.seccomp_mode),
+                                          (unsigned) p->status.seccomp_filters);
         r = emit_details(fp, p, opts);
         if (r < 0)
                 return r;
@@ -761,6 +766,7 @@ static int emit_process(Forest *f, const ScanProcess *p, const ScanOptions *opts
                 ft->mode = t->mode;
                 ft->filter_id = t->placed ? t->nodes[t->n_chain - 1]->id : 0;
                 ft->filter_count = t->kernel_count;
+                task_set_no_new_privs(ft, t->no_new_privs);
         }
         return 0;
 }
