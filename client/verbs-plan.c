@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "ctl.h"
+#include "escape.h"
 #include "json-out.h"
 #include "output.h"
 #include "plan-json.h"
@@ -39,7 +40,9 @@ static void print_pids(const char *what, const pid_t *v, size_t n) {
 static void print_summary(const char *path, const Forest *f, const Plan *p) {
         size_t threads = count_threads(f);
 
-        printf("Restore plan for %s: %zu %s, %zu %s, %zu %s, %zu %s\n", path, f->n_processes,
+        fputs("Restore plan for ", stdout);
+        fputs_escaped(path, stdout);
+        printf(": %zu %s, %zu %s, %zu %s, %zu %s\n", f->n_processes,
                plural(f->n_processes, "process", "processes"), threads, plural(threads, "thread", "threads"),
                f->n_filters, plural(f->n_filters, "filter", "filters"), f->n_listeners,
                plural(f->n_listeners, "listener", "listeners"));
@@ -99,7 +102,11 @@ int verb_plan(Context *c, char **args, size_t n_args) {
                 _cleanup_free_ char *s = plan_step_describe(p, i);
                 if (!s)
                         return log_oom();
-                printf("%4zu  %s\n", i, s);
+                /* comm and argv are a snapshot's bytes: a hostile file's escape sequences
+                 * must not reach the terminal */
+                printf("%4zu  ", i);
+                fputs_escaped(s, stdout);
+                putchar('\n');
         }
         return output_flush();
 }

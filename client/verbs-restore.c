@@ -17,6 +17,8 @@
 #include "output.h"
 #include "plan.h"
 #include "snapshot-load.h"
+#include "escape.h"
+#include "restore-fds.h"
 #include "table.h"
 #include "verbs-restore.h"
 
@@ -45,6 +47,8 @@ static void restore_reply_done(RestoreReply *r) {
         free(r->processes);
         free(r->threads);
         free(r->listener_ids);
+        for (size_t i = 0; i < r->n_listeners; i++)
+                close(r->listener_fds[i]);
         free(r->listener_fds);
         for (size_t i = 0; i < r->n_pidfds; i++)
                 close(r->pidfds[i]);
@@ -195,11 +199,16 @@ static int read_restore_reply(sd_bus_message *reply, RestoreReply *ret) {
         if (r >= 0)
                 r = sd_bus_message_enter_container(reply, 'a', "(th)");
         while (r >= 0 && (r = sd_bus_message_read(reply, "(th)", &lid, &fd)) > 0) {
+                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (copy < 0)
+                        return ctl_error_errno(-errno, "Failed to keep a listener fd of the reply: %m");
                 if (GROW(ret->listener_ids, allocated, ret->n_listeners + 1) < 0 ||
-                    GROW(ret->listener_fds, fds_allocated, ret->n_listeners + 1) < 0)
+                    GROW(ret->listener_fds, fds_allocated, ret->n_listeners + 1) < 0) {
+                        close(copy);
                         return -ENOMEM;
+                }
                 ret->listener_ids[ret->n_listeners] = lid;
-                ret->listener_fds[ret->n_listeners++] = fd;
+                ret->listener_fds[ret->n_listeners++] = copy;
         }
         if (r >= 0)
                 r = sd_bus_message_exit_container(reply);
@@ -248,8 +257,11 @@ static int print_restore(const Context *c, uint64_t snapshot, const RestoreReply
                r->n_processes, r->n_processes == 1 ? "process" : "processes", r->n_threads,
                r->n_threads == 1 ? "thread" : "threads", r->n_listeners,
                r->n_listeners == 1 ? "listener" : "listeners", r->verified ? "verified" : "NOT verified");
-        for (char **d = r->differences; d && *d; d++)
-                printf("  difference: %s\n", *d);
+        for (char **d = r->differences; d && *d; d++) {
+                fputs("  difference: ", stdout);
+                fputs_escaped(*d, stdout);
+                putchar('\n');
+        }
         printf("\n");
         print_pairs("SNAPSHOT-PID", "PID", r->processes, r->n_processes, c->legend);
         printf("\n");
@@ -297,7 +309,12 @@ static int call_restore(sd_bus *bus, const Context *c, uint64_t id, const RunExe
         r = sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, &error, &reply);
         if (r < 0)
                 return bus_log_error(r, &error, "call Restore");
-        return read_restore_reply(reply, ret);
+        r = read_restore_reply(reply, ret);
+        if (r < 0 || ret->n_pidfds + ret->n_listeners < RESTORE_MESSAGE_MAX_FDS)
+                return r;
+        /* the reply carried as many fds as a message may: the rest are taken in batches */
+        return restore_fds_take(bus, ret->id, &ret->pidfds, &ret->n_pidfds, &ret->listener_ids, &ret->listener_fds,
+                                &ret->n_listeners);
 }
 
 /* *ret_restored: the daemon made the restore (verified or not: then it is kept, with its snapshot). */

@@ -999,6 +999,38 @@ static void test_sectreectl_plan(void) {
         kmodel_deinit(&h.km);
 }
 
+/* A snapshot's names are whatever bytes its file holds: plan's text output escapes them, so that
+ * a hostile file cannot write escape sequences to the terminal; JSON keeps the exact string. */
+static void test_sectreectl_plan_escapes(void) {
+        g_autofree char *out = NULL, *err = NULL, *path = NULL;
+        g_autoptr(Forest) s = NULL;
+        const char *hostile = "\x1b]0;owned\x07x";
+        Hist h;
+
+        if (!tests_require(g_getenv("SECTREECTL") != NULL, "SECTREECTL is not set (run through meson)"))
+                return;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        h_install(&h, a, 0, 0);
+        s = hist_snapshot(&h);
+        for (size_t i = 0; i < s->n_processes; i++)
+                if (s->processes[i]->pid != s->root)
+                        strcpy(s->processes[i]->comm, hostile);
+        path = write_snapshot_file(s);
+
+        g_assert_cmpint(run_sectreectl((const char *[]) { "plan", path, NULL }, &out, &err), ==, 0);
+        g_assert_null(strchr(out, '\x1b'));
+        g_assert_null(strchr(out, '\x07'));
+        g_assert_nonnull(strstr(out, "set comm \"\\e]0;owned\\x07x\""));
+        g_clear_pointer(&out, g_free);
+        g_clear_pointer(&err, g_free);
+
+        g_assert_cmpint(run_sectreectl((const char *[]) { "--json", "plan", path, NULL }, &out, &err), ==, 0);
+        g_assert_nonnull(strstr(out, "\\u001B]0;owned\\u0007x"));
+        (void) unlink(path);
+        kmodel_deinit(&h.km);
+}
+
 /* ---- random histories ---- */
 
 /* A number in [0, n). */
@@ -1230,6 +1262,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/refuse/listener-below-listener", test_refuse_listener_below_listener);
         g_test_add_func("/plan/refuse/clone-stopped", test_refuse_clone_stopped);
         g_test_add_func("/plan/refuse/exec-stopped", test_refuse_exec_stopped);
+        g_test_add_func("/plan/sectreectl-escapes", test_sectreectl_plan_escapes);
         g_test_add_func("/plan/random", test_random);
         g_test_add_func("/plan/arbitrary", test_arbitrary);
         return g_test_run();
