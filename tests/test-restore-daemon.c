@@ -839,13 +839,12 @@ static void test_real_sandboxes(Fixture *fx, gconstpointer data) {
         restore_sandbox(bus, sandbox, "bubblewrap");
         stop_sandbox(sandbox);
 
-        if (g_find_program_in_path("firejail")) {
-                sandbox = start_sandbox("exec firejail --quiet --noprofile --seccomp=getpriority sleep 1000", 1, 1);
-                g_usleep(300000); /* firejail's last exec */
-                restore_sandbox(bus, sandbox, "firejail");
-                stop_sandbox(sandbox);
-        } else
-                g_test_message("firejail is not installed (scripts/lib.sh installs it)");
+        if (!g_find_program_in_path("firejail"))
+                g_error("firejail is not installed (scripts/lib.sh installs it)");
+        sandbox = start_sandbox("exec firejail --quiet --noprofile --seccomp=getpriority sleep 1000", 1, 1);
+        g_usleep(300000); /* firejail's last exec */
+        restore_sandbox(bus, sandbox, "firejail");
+        stop_sandbox(sandbox);
         (void) unlink(f1);
         (void) unlink(f2);
         (void) unlink(f3);
