@@ -5,7 +5,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /* Log SQLite's message for a failed call; returns -EIO. */
 int bench_sqlite_fail(sqlite3 *db, int rc, const char *what);

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "util.h"
+#include "core/util.h"
 
 #define BENCH_MAX_SIZES 16
 #define BENCH_MAX_PASSES 101

@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /*
  * The bus is configured from dbus/private-system-bus.conf.in (the policy of a system bus with

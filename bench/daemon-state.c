@@ -2,8 +2,8 @@
 #include "daemon-state.h"
 
 #include "bench.h"
-#include "forest.h"
-#include "scan.h"
+#include "core/forest.h"
+#include "observe/scanner.h"
 
 #define DEST "org.sectree1"
 #define PATH "/org/sectree1"

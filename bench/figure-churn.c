@@ -8,9 +8,9 @@
 #include <systemd/sd-bus.h>
 
 #include "churn.h"
+#include "core/hashmap.h"
 #include "daemon-fixture.h"
 #include "figures.h"
-#include "hashmap.h"
 
 /*
  * The real sectreed runs on a private dbus-daemon. tests/churn.c's generator runs two workers of

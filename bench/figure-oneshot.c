@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 
 #include "figures.h"
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 #include "workload.h"
 
 /*

@@ -8,12 +8,12 @@
 #include <sys/syscall.h>
 #include <systemd/sd-bus.h>
 
+#include "core/eval.h"
 #include "daemon-fixture.h"
-#include "eval.h"
 #include "figures.h"
-#include "policy-profile.h"
-#include "policy-summary.h"
-#include "policy-who.h"
+#include "policy/policy-profile.h"
+#include "policy/policy-summary.h"
+#include "policy/policy-who.h"
 #include "workload.h"
 
 /*

@@ -11,11 +11,11 @@
 #include <sys/wait.h>
 
 #include "figures.h"
-#include "plan-protocol.h"
-#include "plan-verify.h"
-#include "plan.h"
-#include "scan.h"
-#include "snapshot.h"
+#include "observe/scanner.h"
+#include "plan/plan-protocol.h"
+#include "plan/plan-verify.h"
+#include "plan/plan.h"
+#include "snapshot/snapshot.h"
 #include "workload.h"
 
 /*

@@ -3,7 +3,7 @@
 
 #include "figures.h"
 #include "iter-floor.h"
-#include "scan.h"
+#include "observe/scanner.h"
 #include "workload.h"
 
 /*

@@ -6,10 +6,10 @@
 
 #include "daemon-fixture.h"
 #include "figures.h"
-#include "scan.h"
-#include "snapshot-validate.h"
-#include "snapshot.h"
-#include "store-snapshot.h"
+#include "observe/scanner.h"
+#include "snapshot/snapshot-validate.h"
+#include "snapshot/snapshot.h"
+#include "store/store-snapshot.h"
 #include "workload.h"
 
 /*

@@ -3,8 +3,8 @@
  * of the state database) */
 #include "daemon-fixture.h"
 #include "figures.h"
-#include "scan.h"
-#include "store.h"
+#include "observe/scanner.h"
+#include "store/store.h"
 #include "workload.h"
 
 /*

@@ -5,8 +5,8 @@
 
 #include "bench-sqlite.h"
 #include "figures.h"
-#include "scan.h"
-#include "store.h"
+#include "observe/scanner.h"
+#include "store/store.h"
 #include "store-floor.h"
 #include "workload.h"
 

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /*
  * A process group of n_processes processes of uid and gid 65534 (nobody), each with no_new_privs,

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "bpf/floor.h"
-#include "util.h"
+#include "core/util.h"
 
 typedef struct IterFloor IterFloor;
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /*
  * A generator process (forked from the benchmark, dying with it) with no_new_privs and no filter

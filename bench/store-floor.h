@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "forest.h"
+#include "core/forest.h"
 
 typedef struct StoreFloorResult {
         double fill_usec;    /* the whole forest, BEGIN to COMMIT */

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "util.h"
+#include "core/util.h"
 
 #if defined(__x86_64__)
 #define AUDIT_ARCH_NATIVE AUDIT_ARCH_X86_64

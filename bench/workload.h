@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "forest.h"
+#include "core/forest.h"
 
 /*
  * The shape: a root process (in its own process group, killed with the benchmark by

@@ -3,9 +3,9 @@
 
 #include <stdarg.h>
 
+#include "core/escape.h"
 #include "ctl.h"
-#include "escape.h"
-#include "manager.h"
+#include "manager-calls.h"
 
 /* What to do about an error a user meets: the daemon is not there. */
 static const char *error_hint(const sd_bus_error *error) {

@@ -2,9 +2,9 @@
  * for each), or taken from a snapshot's forest */
 #include "chain.h"
 
+#include "core/util.h"
 #include "ctl.h"
 #include "snapshot-load.h"
-#include "util.h"
 
 void chain_done(Chain *ch) {
         for (size_t i = 0; i < ch->n; i++)

@@ -2,10 +2,10 @@
  * for each), or taken from a snapshot's forest */
 #pragma once
 
+#include "core/eval.h"
+#include "core/forest.h"
 #include "ctl.h"
-#include "eval.h"
-#include "forest.h"
-#include "manager.h"
+#include "manager-calls.h"
 
 typedef struct Chain {
         uint32_t tid;

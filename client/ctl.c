@@ -5,8 +5,8 @@
 #include <stdarg.h>
 
 #include "bus.h"
+#include "manager-calls.h"
 #include "manager-snapshots.h"
-#include "manager.h"
 
 void context_done(Context *c) {
         c->bus = sd_bus_flush_close_unref(c->bus);

@@ -3,7 +3,7 @@
 
 #include <systemd/sd-bus.h>
 
-#include "util.h"
+#include "core/util.h"
 
 #define EXIT_USAGE 2
 

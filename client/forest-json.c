@@ -1,7 +1,7 @@
 /* forest-json.c: the forest (live or a snapshot's) as JSON for `tree --json` and `graph --json` */
 #include "forest-json.h"
 
-#include "forest-print.h"
+#include "core/forest-print.h"
 #include "json-out.h"
 
 static json_t *filter_flags_json(const Filter *x) {

@@ -3,7 +3,7 @@
 
 #include <jansson.h>
 
-#include "forest.h"
+#include "core/forest.h"
 
 /* {"backend", "identity", "root", "filters": [...], "processes": [...]}; see docs/json.md. */
 json_t *forest_to_json(const Forest *f);

@@ -3,7 +3,7 @@
 
 #include <jansson.h>
 
-#include "manager.h"
+#include "manager-calls.h"
 
 /* Documents are held in json_auto_t (jansson's cleanup attribute). */
 

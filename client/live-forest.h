@@ -1,8 +1,8 @@
 /* live-forest.h: a lib/ Forest built from the daemon's ListFilters and ListTasks replies */
 #pragma once
 
-#include "forest.h"
-#include "manager.h"
+#include "core/forest.h"
+#include "manager-calls.h"
 
 /* Build a linked forest. Filters carry the daemon's length, digest and flags but no
  * instructions (len is the daemon's count, insns is NULL): enough for printing, not for

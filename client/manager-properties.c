@@ -3,7 +3,7 @@
 
 #include "bus.h"
 #include "ctl.h"
-#include "manager.h"
+#include "manager-calls.h"
 
 typedef struct PropertyField {
         const char *name;

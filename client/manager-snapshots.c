@@ -7,8 +7,8 @@
 
 #include "bus.h"
 #include "ctl.h"
-#include "manager.h"
-#include "snapshot.h"
+#include "manager-calls.h"
+#include "snapshot/snapshot.h"
 
 /* Taking, importing or exporting a large snapshot may take longer than sd-bus's default 25 s. */
 #define SNAPSHOT_CALL_TIMEOUT_USEC (120 * UINT64_C(1000000))

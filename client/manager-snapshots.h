@@ -3,7 +3,7 @@
 
 #include <systemd/sd-bus.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /* One element of ListSnapshots: a(tstuuuuuss). */
 typedef struct SnapshotRecord {

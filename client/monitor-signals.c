@@ -1,9 +1,9 @@
 /* monitor-signals.c: the Manager's signals as data: decoding one message into text and JSON */
 #include "monitor-signals.h"
 
-#include "escape.h"
+#include "core/escape.h"
+#include "core/util.h"
 #include "json-out.h"
-#include "util.h"
 
 typedef struct SignalField {
         const char *name;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /* fd copied to the end of *v. */
 static int push_fd(int **v, size_t *n, int fd) {

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "manager-snapshots.h"
-#include "snapshot-validate.h"
+#include "snapshot/snapshot-validate.h"
 
 static int open_input(const char *path) {
         if (streq(path, "-"))

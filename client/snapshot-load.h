@@ -2,9 +2,9 @@
  * snapshot fetched from the daemon with ExportSnapshot */
 #pragma once
 
+#include "core/forest.h"
 #include "ctl.h"
-#include "forest.h"
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 
 /* What was read, for show --file and validate. */
 typedef struct SnapshotFileInfo {

@@ -1,7 +1,7 @@
 /* table.c: column output for list verbs: a header line, aligned cells, right-aligned numbers */
 #include "table.h"
 
-#include "escape.h"
+#include "core/escape.h"
 
 struct Table {
         size_t n_columns;

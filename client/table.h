@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "util.h"
+#include "core/util.h"
 
 typedef struct Table Table;
 

@@ -2,7 +2,7 @@
  * daemon's TaskAdded and TaskExited signals */
 #include "task-names.h"
 
-#include "manager.h"
+#include "manager-calls.h"
 
 static void task_name_free(TaskName *x) {
         if (x)

@@ -4,8 +4,8 @@
 
 #include <systemd/sd-bus.h>
 
-#include "hashmap.h"
-#include "util.h"
+#include "core/hashmap.h"
+#include "core/util.h"
 
 typedef struct TaskName {
         uint32_t tid, pid;

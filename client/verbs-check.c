@@ -7,12 +7,12 @@
 
 #include "chain.h"
 #include "ctl.h"
-#include "disasm.h"
-#include "eval.h"
+#include "core/disasm.h"
+#include "core/eval.h"
 #include "json-out.h"
 #include "output.h"
-#include "prog.h"
-#include "policy-arch.h"
+#include "core/prog.h"
+#include "policy/policy-arch.h"
 #include "snapshot-load.h"
 #include "verbs-policy.h"
 

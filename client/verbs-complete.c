@@ -3,10 +3,10 @@
 #include <seccomp.h>
 
 #include "bus.h"
+#include "core/escape.h"
 #include "ctl.h"
-#include "escape.h"
+#include "manager-calls.h"
 #include "manager-snapshots.h"
-#include "manager.h"
 #include "output.h"
 
 #define SYSCALL_NR_MAX 1024 /* beyond the highest system call number of any architecture libseccomp knows */

@@ -2,13 +2,13 @@
  * in a snapshot; `show --pid=TID`: every filter of a task's chain so; `show --file F` alone: the
  * snapshot's metadata */
 #include "chain.h"
+#include "core/disasm.h"
+#include "core/escape.h"
+#include "core/prog.h"
 #include "ctl.h"
-#include "disasm.h"
-#include "escape.h"
 #include "json-out.h"
-#include "manager.h"
+#include "manager-calls.h"
 #include "output.h"
-#include "prog.h"
 #include "snapshot-load.h"
 #include "verbs-snapshot-file.h"
 

@@ -3,9 +3,9 @@
  * processes on the right (an edge to each head filter of their threads), listeners and their
  * holders; byte-identical filters that are distinct objects share a fill colour */
 #include "verbs-tree.h"
-#include "escape.h"
+#include "core/escape.h"
 #include "forest-json.h"
-#include "forest-print.h"
+#include "core/forest-print.h"
 #include "live-forest.h"
 #include "output.h"
 

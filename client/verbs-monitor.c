@@ -5,10 +5,10 @@
 #include <fnmatch.h>
 
 #include "bus.h"
+#include "core/escape.h"
 #include "ctl.h"
-#include "escape.h"
 #include "json-out.h"
-#include "manager.h"
+#include "manager-calls.h"
 #include "monitor-signals.h"
 #include "output.h"
 #include "task-names.h"

@@ -2,12 +2,12 @@
  * stored one, fetched from the daemon) will do, step by step, made by the planner the executor runs */
 #include <sys/stat.h>
 
+#include "core/escape.h"
 #include "ctl.h"
-#include "escape.h"
 #include "json-out.h"
 #include "output.h"
-#include "plan-json.h"
-#include "plan.h"
+#include "plan/plan-json.h"
+#include "plan/plan.h"
 #include "snapshot-load.h"
 
 static const char *plural(size_t n, const char *one, const char *many) {

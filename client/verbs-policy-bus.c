@@ -3,7 +3,7 @@
 #include <errno.h>
 
 #include "bus.h"
-#include "manager.h"
+#include "manager-calls.h"
 #include "verbs-policy.h"
 
 #define CASE_TYPE "(ssuubs)"

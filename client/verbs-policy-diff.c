@@ -2,8 +2,8 @@
  * each side a live task or a task of a snapshot file (FILE:TID) */
 #include "json-out.h"
 #include "output.h"
-#include "policy-diff.h"
-#include "policy-format.h"
+#include "policy/policy-diff.h"
+#include "policy/policy-format.h"
 #include "verbs-policy.h"
 
 #define DIFF_DIFFERENT 1

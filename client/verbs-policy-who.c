@@ -2,11 +2,11 @@
  * another action), each distinct chain decided once, grouped by chain; live or from a file */
 #include <seccomp.h>
 
-#include "disasm.h"
+#include "core/disasm.h"
 #include "json-out.h"
 #include "output.h"
-#include "policy-format.h"
-#include "policy-report.h"
+#include "policy/policy-format.h"
+#include "policy/policy-report.h"
 #include "snapshot-load.h"
 #include "table.h"
 #include "verbs-policy.h"

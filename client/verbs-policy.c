@@ -2,11 +2,11 @@
  * JSON, or an OCI profile; and what the policy verbs share */
 #include "verbs-policy.h"
 
-#include "disasm.h"
+#include "core/disasm.h"
 #include "json-out.h"
 #include "output.h"
-#include "policy-format.h"
-#include "policy-oci.h"
+#include "policy/policy-format.h"
+#include "policy/policy-oci.h"
 #include "table.h"
 
 /* ---- shared ---- */

@@ -4,9 +4,9 @@
 
 #include "chain.h"
 #include "ctl.h"
-#include "policy-arch.h"
-#include "policy-report.h"
-#include "policy-summary.h"
+#include "policy/policy-arch.h"
+#include "policy/policy-report.h"
+#include "policy/policy-summary.h"
 
 /* --arch, or NULL when not given. Usage error for an architecture libseccomp does not know. */
 int policy_arch_option(const Context *c, const PolicyArch **ret);

@@ -2,11 +2,11 @@
  * and `diff A B`; no daemon is needed unless diff is given a stored snapshot's id */
 #include "verbs-snapshot-file.h"
 
-#include "escape.h"
+#include "core/escape.h"
 #include "json-out.h"
 #include "output.h"
-#include "snapshot-diff.h"
 #include "snapshot-load.h"
+#include "snapshot/snapshot-diff.h"
 
 /* diff's exit status, as diff(1): 0 same, 1 different (2, trouble, is the verb's failure status). */
 #define DIFF_EXIT_DIFFERENT 1

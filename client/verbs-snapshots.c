@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include "json-out.h"
-#include "manager.h"
+#include "manager-calls.h"
 #include "manager-snapshots.h"
 #include "output.h"
 #include "snapshot-load.h"

@@ -1,8 +1,8 @@
 /* verbs-status.c: `status` (the daemon's properties) and `rescan` */
+#include "core/escape.h"
 #include "ctl.h"
-#include "escape.h"
 #include "json-out.h"
-#include "manager.h"
+#include "manager-calls.h"
 #include "output.h"
 
 static json_t *timestamp_json(uint64_t usec) {

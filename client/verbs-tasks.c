@@ -5,7 +5,7 @@
 #include "chain.h"
 #include "ctl.h"
 #include "json-out.h"
-#include "manager.h"
+#include "manager-calls.h"
 #include "output.h"
 #include "table.h"
 

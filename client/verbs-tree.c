@@ -2,7 +2,7 @@
  * --file) in a snapshot */
 #include "verbs-tree.h"
 #include "forest-json.h"
-#include "forest-print.h"
+#include "core/forest-print.h"
 #include "json-out.h"
 #include "live-forest.h"
 #include "output.h"

@@ -1,8 +1,8 @@
 /* verbs-tree.h: what tree and graph share: the optional PID argument, the forest it names, --json */
 #pragma once
 
+#include "core/forest.h"
 #include "ctl.h"
-#include "forest.h"
 
 int parse_root_arg(char **args, size_t n_args, pid_t *ret);
 /* Parse [PID], connect, fetch the live forest (restricted to PID's subtree if given); with --file,

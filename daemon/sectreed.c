@@ -3,16 +3,16 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-#include "budget.h"
+#include "bus/manager-dbus.h"
 #include "config.h"
-#include "forest-print.h"
-#include "manager-dbus.h"
-#include "manager.h"
-#include "privileges.h"
-#include "restores.h"
-#include "scan.h"
-#include "snapshot-json.h"
-#include "source.h"
+#include "core/budget.h"
+#include "core/forest-print.h"
+#include "observe/privileges.h"
+#include "observe/scanner.h"
+#include "observe/source.h"
+#include "service/manager.h"
+#include "service/restores.h"
+#include "snapshot/snapshot-json.h"
 
 typedef enum OutputFormat {
         OUTPUT_TREE,

@@ -20,7 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "util.h"
+#include "core/util.h"
 
 static inline void closedirp(DIR **d) {
         if (*d)

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 
-#include "plan.h"
+#include "plan/plan.h"
 #include "runtime.h"
 
 typedef struct Controller {

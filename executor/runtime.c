@@ -1,6 +1,6 @@
 /* runtime.c: what every restored task runs until it parks or execs. Tasks are made with raw
  * clone(2) and share their creator's TLS, so this file calls no libc function that touches errno,
- * locks or allocates: every system call is one the planner checked (lib/plan-syscalls.c) */
+ * locks or allocates: every system call is one the planner checked (lib/plan/plan-syscalls.c) */
 #include "runtime.h"
 
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "plan.h"
+#include "plan/plan.h"
 
 #define RUNTIME_STACK_SIZE (64 * 1024)
 /* A task waiting for a step gives up (exit_group) when the executor's heartbeat stood still for

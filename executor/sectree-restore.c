@@ -17,10 +17,10 @@
 
 #include "config.h"
 #include "controller.h"
-#include "plan-protocol.h"
-#include "plan.h"
-#include "snapshot.h"
-#include "util.h"
+#include "core/util.h"
+#include "plan/plan-protocol.h"
+#include "plan/plan.h"
+#include "snapshot/snapshot.h"
 
 #define REQUEST_TIMEOUT_USEC (30 * 1000 * 1000ULL)
 #define DEFAULT_STEP_TIMEOUT_USEC (10 * 1000 * 1000ULL)

@@ -5,9 +5,9 @@
 #include <fcntl.h>
 #include <poll.h>
 
-#include "forest.h"
-#include "snapshot.h"
-#include "util.h"
+#include "core/forest.h"
+#include "core/util.h"
+#include "snapshot/snapshot.h"
 
 sd_bus *bus_client_open(void) {
         sd_bus *bus = NULL;

@@ -6,14 +6,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "policy-arch.h"
-#include "policy-format.h"
-#include "policy-internal.h"
-#include "policy-oci.h"
-#include "policy-profile.h"
-#include "policy-summary.h"
-#include "prog.h"
-#include "util.h"
+#include "core/prog.h"
+#include "core/util.h"
+#include "policy/policy-arch.h"
+#include "policy/policy-format.h"
+#include "policy/policy-internal.h"
+#include "policy/policy-oci.h"
+#include "policy/policy-profile.h"
+#include "policy/policy-summary.h"
 
 
 void test_prog_clear(TestProg *p) {

@@ -8,8 +8,8 @@
 #include <linux/filter.h>
 #include <seccomp.h>
 
-#include "eval.h"
-#include "policy.h"
+#include "core/eval.h"
+#include "policy/policy.h"
 
 typedef struct TestProg {
         char *name;

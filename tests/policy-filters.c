@@ -11,8 +11,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "core/util.h"
 #include "tests-util.h"
-#include "util.h"
 
 #define LD_WORD(offset) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (offset))
 

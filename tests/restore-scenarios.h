@@ -4,8 +4,8 @@
 
 #include <linux/filter.h>
 
-#include "forest.h"
-#include "plan-verify.h"
+#include "core/forest.h"
+#include "plan/plan-verify.h"
 #include "scenario.h"
 #include "tests-util.h"
 

@@ -13,8 +13,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "prog.h"
-#include "util.h"
+#include "core/prog.h"
+#include "core/util.h"
 
 enum {
         OP_HELLO,

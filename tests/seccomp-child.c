@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 #define MAX_ERRNO 4095           /* the kernel caps SECCOMP_RET_ERRNO data to this */
 #define SIGSYS_CODE_SECCOMP 1    /* SYS_SECCOMP */

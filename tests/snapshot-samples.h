@@ -2,7 +2,7 @@
  * tests and the fuzz corpus generator (no GLib: the fuzz build links only lib/) */
 #pragma once
 
-#include "forest.h"
+#include "core/forest.h"
 
 typedef enum SampleKind {
         /* Every sample is a shape the kernel can produce: a restore plans and rebuilds it. */

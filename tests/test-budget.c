@@ -14,12 +14,12 @@
 #include <unistd.h>
 
 #include "bus-client.h"
-#include "bus-errors.h"
 #include "bus-fixture.h"
+#include "bus/bus-errors.h"
+#include "core/prog.h"
 #include "ctl-run.h"
-#include "procinfo.h"
-#include "prog.h"
-#include "snapshot.h"
+#include "observe/procinfo.h"
+#include "snapshot/snapshot.h"
 #include "tests-util.h"
 
 #define N_FILTERS 20

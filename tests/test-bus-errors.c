@@ -1,8 +1,8 @@
-/* test-bus-errors.c: the errno table of daemon/bus-errors.c gives every call the error name and
+/* test-bus-errors.c: the errno table of daemon/bus/bus-errors.c gives every call the error name and
  * message its callers were given before there was one table */
 #include <errno.h>
 
-#include "bus-errors.h"
+#include "bus/bus-errors.h"
 #include "tests-util.h"
 
 typedef struct Expected {

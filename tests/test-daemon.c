@@ -18,8 +18,8 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
-#include "manager.h"
-#include "source.h"
+#include "observe/source.h"
+#include "service/manager.h"
 #include "tests-util.h"
 
 #define DEST "org.sectree1"

@@ -8,10 +8,10 @@
 #include <seccomp.h>
 #include <sys/mman.h>
 
-#include "disasm.h"
-#include "prog.h"
+#include "core/disasm.h"
+#include "core/prog.h"
+#include "core/util.h"
 #include "tests-util.h"
-#include "util.h"
 
 #define STMT(code, k) BPF_STMT((code), (k))
 #define JUMP(code, k, jt, jf) BPF_JUMP((code), (k), (jt), (jf))

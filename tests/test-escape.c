@@ -1,12 +1,12 @@
 /* test-escape.c: what a process or a snapshot file names itself cannot drive the terminal: the
- * escaping of lib/escape.c, and every offline text view of sectreectl on a snapshot file whose
+ * escaping of lib/core/escape.c, and every offline text view of sectreectl on a snapshot file whose
  * strings carry terminal escapes (JSON keeps them exact) */
 #include <fcntl.h>
 #include <jansson.h>
 
-#include "escape.h"
+#include "core/escape.h"
 #include "snapshot-samples.h"
-#include "snapshot.h"
+#include "snapshot/snapshot.h"
 #include "tests-json.h"
 #include "tests-util.h"
 

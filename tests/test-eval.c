@@ -17,12 +17,12 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
-#include "disasm.h"
-#include "eval.h"
-#include "prog.h"
+#include "core/disasm.h"
+#include "core/eval.h"
+#include "core/prog.h"
 #include "bpf-build.h"
 #include "tests-util.h"
-#include "util.h"
+#include "core/util.h"
 
 #define MAX_ERRNO 4095 /* the kernel caps SECCOMP_RET_ERRNO data to this */
 #define SIGSYS_CODE_SECCOMP 1 /* SYS_SECCOMP, only in the kernel's asm-generic/siginfo.h */

@@ -2,10 +2,10 @@
  * subtree restriction and isomorphism */
 #include <linux/seccomp.h>
 
-#include "forest.h"
-#include "snapshot-json.h"
+#include "core/forest.h"
 #include "snapshot-samples.h"
-#include "snapshot-validate.h"
+#include "snapshot/snapshot-json.h"
+#include "snapshot/snapshot-validate.h"
 #include "tests-util.h"
 
 typedef struct Prog {

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "plan-protocol.h"
+#include "plan/plan-protocol.h"
 
 /* The program of exec "hidden PROGRAM" in the request (malloc'ed), or NULL. */
 static char *hidden_program(const RestoreFrame *f) {

@@ -3,7 +3,7 @@
 #include <signal.h>
 #include <sys/syscall.h>
 
-#include "scan.h"
+#include "observe/scanner.h"
 #include "tests-util.h"
 
 #define MAX_ROUNDS 2000

@@ -2,7 +2,7 @@
  * bytes (the ptrace backend's inference), and subtree rescans merged into the live forest as events */
 #include <linux/seccomp.h>
 
-#include "infer.h"
+#include "core/infer.h"
 #include "tests-util.h"
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Live, live_free)

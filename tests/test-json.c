@@ -2,7 +2,7 @@
 #include <jansson.h>
 #include <linux/seccomp.h>
 
-#include "snapshot-json.h"
+#include "snapshot/snapshot-json.h"
 #include "tests-json.h"
 #include "tests-util.h"
 

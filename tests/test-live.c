@@ -3,7 +3,7 @@
  * the forest back exactly as it was, whatever the batch did before it failed */
 #include <linux/seccomp.h>
 
-#include "live.h"
+#include "core/live.h"
 #include "tests-util.h"
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(Live, live_free)

@@ -1,11 +1,11 @@
-/* test-log.c: the log helper (lib/util.c): every line is one line, with the control characters of
+/* test-log.c: the log helper (lib/core/util.c): every line is one line, with the control characters of
  * the strings in it escaped, so that no caller's string forges log lines or acts on a terminal */
 #include <glib.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "core/util.h"
 
 /* What fn printed on stderr. */
 static char *stderr_of(void (*fn)(void)) {

@@ -8,12 +8,12 @@
 
 #include <jansson.h>
 
-#include "plan-kmodel.h"
-#include "plan-verify.h"
-#include "plan.h"
+#include "plan/plan-kmodel.h"
+#include "plan/plan-verify.h"
+#include "plan/plan.h"
 #include "snapshot-samples.h"
-#include "snapshot-validate.h"
-#include "snapshot.h"
+#include "snapshot/snapshot-validate.h"
+#include "snapshot/snapshot.h"
 #include "tests-util.h"
 
 #define N_PROGS 16

@@ -10,14 +10,14 @@
 
 #include "policy-check.h"
 #include "policy-filters.h"
-#include "policy-format.h"
-#include "policy-summary.h"
-#include "disasm.h"
-#include "prog.h"
-#include "scan.h"
+#include "policy/policy-format.h"
+#include "policy/policy-summary.h"
+#include "core/disasm.h"
+#include "core/prog.h"
+#include "observe/scanner.h"
 #include "seccomp-child.h"
 #include "tests-util.h"
-#include "util.h"
+#include "core/util.h"
 
 /* Calls that may run for real in the child whatever their arguments: they read, or change only
  * the child itself. Anything else is made only where the decision says it does not run. */

@@ -9,16 +9,16 @@
 
 #include "policy-check.h"
 #include "policy-filters.h"
-#include "policy-format.h"
-#include "policy-oci.h"
-#include "policy-profile.h"
-#include "policy-summary.h"
-#include "policy-who.h"
-#include "disasm.h"
-#include "prog.h"
+#include "policy/policy-format.h"
+#include "policy/policy-oci.h"
+#include "policy/policy-profile.h"
+#include "policy/policy-summary.h"
+#include "policy/policy-who.h"
+#include "core/disasm.h"
+#include "core/prog.h"
 #include "bpf-build.h"
 #include "tests-util.h"
-#include "util.h"
+#include "core/util.h"
 
 
 /* ---- word domains ---- */

@@ -6,9 +6,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "prog.h"
+#include "core/prog.h"
+#include "core/util.h"
 #include "tests-util.h"
-#include "util.h"
 
 #define STMT(code, k) BPF_STMT((code), (k))
 #define JUMP(code, k, jt, jf) BPF_JUMP((code), (k), (jt), (jf))

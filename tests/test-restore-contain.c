@@ -14,7 +14,7 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
-#include "plan-verify.h"
+#include "plan/plan-verify.h"
 #include "restore-fds.h"
 #include "restore-scenarios.h"
 #include "tests-util.h"

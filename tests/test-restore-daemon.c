@@ -20,11 +20,11 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
-#include "plan-verify.h"
-#include "restore-proc-check.h"
+#include "observe/scanner.h"
+#include "plan/plan-verify.h"
 #include "restore-scenarios.h"
-#include "scan.h"
-#include "snapshot.h"
+#include "service/restore-proc-check.h"
+#include "snapshot/snapshot.h"
 #include "tests-util.h"
 
 #define NOBODY 65534

@@ -15,13 +15,13 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "plan-protocol.h"
-#include "restore-proc-check.h"
+#include "plan/plan-protocol.h"
+#include "service/restore-proc-check.h"
 #include "restore-scenarios.h"
-#include "plan-verify.h"
-#include "plan.h"
-#include "scan.h"
-#include "snapshot.h"
+#include "plan/plan-verify.h"
+#include "plan/plan.h"
+#include "observe/scanner.h"
+#include "snapshot/snapshot.h"
 #include "tests-util.h"
 
 #define NOBODY 65534

@@ -6,9 +6,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "procinfo.h"
-#include "scan.h"
-#include "snapshot.h"
+#include "observe/procinfo.h"
+#include "observe/scanner.h"
+#include "snapshot/snapshot.h"
 #include "tests-util.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER

@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "procinfo.h"
-#include "scan.h"
+#include "observe/procinfo.h"
+#include "observe/scanner.h"
 #include "tests-util.h"
 
 #define MAX_FILTER 64

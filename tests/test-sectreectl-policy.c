@@ -15,8 +15,8 @@
 #include "ctl-run.h"
 #include "policy-check.h"
 #include "policy-filters.h"
-#include "policy-format.h"
-#include "policy-summary.h"
+#include "policy/policy-format.h"
+#include "policy/policy-summary.h"
 #include "tests-util.h"
 
 #define WAIT_MS 10000

@@ -13,13 +13,13 @@
 #include <sys/wait.h>
 
 #include "bus-fixture.h"
-#include "disasm.h"
-#include "forest-print.h"
-#include "prog.h"
-#include "snapshot-diff.h"
-#include "snapshot-json.h"
+#include "core/disasm.h"
+#include "core/forest-print.h"
+#include "core/prog.h"
 #include "snapshot-samples.h"
-#include "snapshot.h"
+#include "snapshot/snapshot-diff.h"
+#include "snapshot/snapshot-json.h"
+#include "snapshot/snapshot.h"
 #include "tests-json.h"
 #include "tests-util.h"
 

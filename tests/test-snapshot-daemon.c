@@ -16,10 +16,10 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
-#include "snapshot.h"
-#include "snapshot-json.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/snapshot-json.h"
 #include "snapshot-samples.h"
-#include "state-migrations.h"
+#include "store/state-migrations.h"
 #include "tests-util.h"
 
 #define DEST "org.sectree1"

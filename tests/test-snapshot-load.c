@@ -11,9 +11,9 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
-#include "snapshot-json.h"
 #include "snapshot-samples.h"
-#include "store-snapshot.h"
+#include "snapshot/snapshot-json.h"
+#include "store/store-snapshot.h"
 #include "tests-util.h"
 
 #define MIB (1024.0 * 1024.0)

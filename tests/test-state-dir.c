@@ -9,8 +9,8 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
-#include "state-dir.h"
-#include "store.h"
+#include "store/state-dir.h"
+#include "store/store.h"
 #include "tests-util.h"
 
 static mode_t mode_of(const char *dir, const char *name) {

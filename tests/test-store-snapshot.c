@@ -1,4 +1,4 @@
-/* test-store-snapshot.c: snapshots in the state database (daemon/store-snapshot.c): every sample
+/* test-store-snapshot.c: snapshots in the state database (daemon/store/store-snapshot.c): every sample
  * stored and read back equal, listing, quotas (bytes too), deletes that take every row, ids never
  * reused, strings that are not UTF-8, writing in steps (invisible until finished, taken back
  * when abandoned or left by a stopped daemon), and reading through a connection of its own */
@@ -6,10 +6,10 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "snapshot-json.h"
 #include "snapshot-samples.h"
-#include "state-migrations.h"
-#include "store-snapshot.h"
+#include "snapshot/snapshot-json.h"
+#include "store/state-migrations.h"
+#include "store/store-snapshot.h"
 #include "tests-util.h"
 
 typedef struct Fixture {

@@ -5,9 +5,9 @@
 #include <sqlite3.h>
 #include <time.h>
 
-#include "state-migrations.h"
-#include "store-checkpoint.h"
-#include "store.h"
+#include "store/state-migrations.h"
+#include "store/store-checkpoint.h"
+#include "store/store.h"
 #include "tests-util.h"
 
 #define APPLICATION_ID 0x53454354 /* "SECT", documented in docs/database.md */

@@ -1,6 +1,6 @@
 /* test-uid-share.c: the token buckets that share a worker lane's CPU time by uid */
+#include "service/uid-share.h"
 #include "tests-util.h"
-#include "uid-share.h"
 
 #define SEC 1000000ULL
 

@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "procinfo.h"
-#include "scan.h"
+#include "observe/procinfo.h"
+#include "observe/scanner.h"
+#include "observe/watcher.h"
 #include "tests-util.h"
-#include "watch.h"
 
 #define EVENT_TIMEOUT_MS 5000 /* every wait for an event is bounded by this */
 #define SETTLE_MS 200         /* how long to keep reading before saying an event did not come */

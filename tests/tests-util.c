@@ -17,9 +17,9 @@
 #include <sys/statfs.h>
 #include <sys/wait.h>
 
-#include "snapshot-json.h"
-#include "snapshot-sqlite.h"
-#include "snapshot-validate.h"
+#include "snapshot/snapshot-json.h"
+#include "snapshot/snapshot-sqlite.h"
+#include "snapshot/snapshot-validate.h"
 
 #define TRACEFS_MAGIC_ 0x74726163
 

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "forest.h"
+#include "core/forest.h"
 #include "guard.h"
 #include "scenario.h"
 

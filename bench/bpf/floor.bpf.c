@@ -1,7 +1,7 @@
 /* floor.bpf.c: the pointer-only iterator floor: an iter/task program that walks each task's
  * seccomp filter chain (task->seccomp.filter, then ->prev) and only counts the filters. It reads
  * no instructions, names nothing and sends no records: what a full scan cannot go below. */
-#include "kernel.h"
+#include "observe/bpf/kernel.h"
 
 #include <bpf/bpf_helpers.h>
 

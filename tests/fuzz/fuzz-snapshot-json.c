@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "fuzz-snapshot.h"
-#include "snapshot-json.h"
+#include "snapshot/snapshot-json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

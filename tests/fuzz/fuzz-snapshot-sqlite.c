@@ -11,7 +11,7 @@
 
 #include "fuzz-snapshot.h"
 #include "snapshot-samples.h"
-#include "snapshot-sqlite.h"
+#include "snapshot/snapshot-sqlite.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

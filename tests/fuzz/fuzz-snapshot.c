@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
-#include "snapshot-diff.h"
-#include "snapshot-json.h"
-#include "snapshot-sqlite.h"
-#include "snapshot-validate.h"
+#include "plan/plan.h"
+#include "snapshot/snapshot-diff.h"
+#include "snapshot/snapshot-json.h"
+#include "snapshot/snapshot-sqlite.h"
+#include "snapshot/snapshot-validate.h"
 
 #define fuzz_assert(x)                                                          \
         do {                                                                    \

@@ -1,7 +1,7 @@
 /* fuzz-snapshot.h: the properties both snapshot fuzz targets check on what a reader returns */
 #pragma once
 
-#include "forest.h"
+#include "core/forest.h"
 
 /* A reader's result: 0 with a forest and no message, -EINVAL with a message and no forest, or
  * -ENOMEM. Anything else aborts. */

@@ -4,9 +4,9 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
-#include "snapshot-json.h"
 #include "snapshot-samples.h"
-#include "snapshot-sqlite.h"
+#include "snapshot/snapshot-json.h"
+#include "snapshot/snapshot-sqlite.h"
 
 static int write_json(const Forest *f, const char *path, SnapshotJsonFlags flags) {
         _cleanup_fclose_ FILE *out = fopen(path, "we");

@@ -1,0 +1,813 @@
+/* manager-dbus.c: the org.sectree1.Manager interface: handlers first, the vtable at the bottom */
+#include "bus/manager-dbus.h"
+
+#include "bus/bus-errors.h"
+#include "bus/policy-dbus.h"
+#include "bus/restores-dbus.h"
+#include "config.h"
+#include "observe/procinfo.h"
+#include "service/access.h"
+#include "service/snapshots.h"
+#include "snapshot/snapshot.h"
+
+static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener", "over-budget" };
+
+static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+        bool set[] = { flt->log, flt->wait_killable_recv, flt->has_listener || flt->listener_id, flt->over_budget };
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(set); i++)
+                if (set[i])
+                        r = sd_bus_message_append(reply, "s", filter_flag_names[i]);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
+        int r = manager_live(m, ret);
+        if (r < 0)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
+                                         strerror(-r));
+        return 0;
+}
+
+static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const Forest *f;
+        int r = caller_from_message(msg, &c);
+        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(uuusstu)");
+        for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                if (!caller_may_see(&c, p))
+                        continue;
+                /* comm is whatever bytes the task set (PR_SET_NAME); D-Bus strings must be UTF-8 */
+                _cleanup_free_ char *comm = snapshot_utf8_sanitize(p->comm);
+                if (!comm)
+                        return -ENOMEM;
+                for (size_t j = 0; r >= 0 && j < p->n_threads; j++) {
+                        const Task *t = &p->threads[j];
+                        r = sd_bus_message_append(reply, "(uuusstu)", (uint32_t) t->tid, (uint32_t) p->pid,
+                                                  (uint32_t) p->ppid, comm, task_mode_to_string(t->mode),
+                                                  t->filter_id, (uint32_t) (t->filter ? t->filter->depth : 0));
+                }
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t tasks) {
+        char digest[PROG_DIGEST_STRING_MAX];
+        int r = sd_bus_message_open_container(reply, 'r', "ttusuas");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "ttusu", flt->id, flt->parent_id, (uint32_t) flt->len,
+                                          prog_digest_to_string(flt->digest, digest), (uint32_t) tasks);
+        if (r >= 0)
+                r = append_filter_flags(reply, flt);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* Tasks whose head is flt that the caller may see. */
+static size_t visible_task_count(Caller *c, const Forest *f, const Filter *flt) {
+        if (c->privileged)
+                return flt->n_tasks;
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                for (size_t j = 0; j < p->n_threads; j++)
+                        if (p->threads[j].filter == flt && caller_may_see(c, p))
+                                n++;
+        }
+        return n;
+}
+
+/* The start of a reply that lists what the caller may see: the caller, the live forest, the ids
+ * of the filters it may see, and the reply with its array (of contents) opened. */
+static int visible_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
+                              Hashmap *visible, sd_bus_message **reply, sd_bus_error *error) {
+        int r = caller_from_message(msg, c);
+        if (r < 0 || (r = live_or_fail(m, f, error)) < 0)
+                return r;
+        r = caller_visible_filters(c, *f, visible);
+        if (r >= 0)
+                r = sd_bus_message_new_method_return(msg, reply);
+        return r < 0 ? r : sd_bus_message_open_container(*reply, 'a', contents);
+}
+
+static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(hashmap_deinit) Hashmap visible = {};
+        const Forest *f;
+        int r = visible_list_begin(msg, userdata, "(ttusuas)", &c, &f, &visible, &reply, error);
+        for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
+                if (hashmap_get(&visible, f->filters[i]->id))
+                        r = append_filter_entry(reply, f->filters[i], visible_task_count(&c, f, f->filters[i]));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* (pid, fd, comm): comm as the forest has the process, or /proc now ("" when it is gone). */
+static int append_holder(sd_bus_message *reply, const Forest *f, const ListenerHolder *h) {
+        char comm[16] = "";
+        const Process *p = forest_find_process(f, h->pid);
+        if (p)
+                memcpy(comm, p->comm, sizeof(comm));
+        else
+                (void) proc_read_comm(h->pid, comm);
+        comm[sizeof(comm) - 1] = 0;
+        _cleanup_free_ char *valid = snapshot_utf8_sanitize(comm);
+        if (!valid)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(uis)", (uint32_t) h->pid, (int32_t) h->fd, valid);
+}
+
+/* Every listener of a filter the caller may see, with the holders the caller may see: who holds
+ * a file descriptor of it, and which, and the holder's name. */
+static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(hashmap_deinit) Hashmap visible = {};
+        const Forest *f;
+        int r = visible_list_begin(msg, userdata, "(tta(uis))", &c, &f, &visible, &reply, error);
+        for (size_t i = 0; r >= 0 && i < f->n_listeners; i++) {
+                const Listener *l = f->listeners[i];
+                if (!hashmap_get(&visible, l->filter_id))
+                        continue;
+                r = sd_bus_message_open_container(reply, 'r', "tta(uis)");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "tt", l->id, l->filter_id);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'a', "(uis)");
+                for (size_t j = 0; r >= 0 && j < l->n_holders; j++)
+                        if (c.privileged || caller_may_see_process(&c, l->holders[j].pid))
+                                r = append_holder(reply, f, &l->holders[j]);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* Empty for a filter over budget: its flags say so. */
+static int append_program(sd_bus_message *reply, const Filter *flt) {
+        int r = sd_bus_message_open_container(reply, 'a', "(qyyu)");
+        for (size_t i = 0; r >= 0 && flt->insns && i < flt->len; i++) {
+                const struct sock_filter *x = &flt->insns[i];
+                r = sd_bus_message_append(reply, "(qyyu)", x->code, x->jt, x->jf, x->k);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* The filter with that id if the caller may see it; otherwise a named error. */
+static int find_visible_filter(Caller *c, const Forest *f, uint64_t id, const Filter **ret, sd_bus_error *error) {
+        const Filter *flt = forest_find_filter(f, id);
+        if (!flt)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_FILTER, "No filter with id %" PRIu64 ".", id);
+        if (!c->privileged) {
+                _cleanup_(hashmap_deinit) Hashmap visible = {};
+                int r = caller_visible_filters(c, f, &visible);
+                if (r < 0)
+                        return r;
+                if (!hashmap_get(&visible, id))
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                                 "Filter %" PRIu64 " runs no task you could trace.", id);
+        }
+        *ret = flt;
+        return 0;
+}
+
+/* Who installed the filter, as the state database recorded it when the daemon saw it happen: tid,
+ * pid, comm, exe and when; zeros and "" when it was found by a full pass. The executable is a
+ * process's private fact (/proc/PID/exe): said only to a caller who could trace the installer now. */
+static int append_installer(sd_bus_message *reply, Store *store, Caller *c, uint64_t id) {
+        StoreInstalled x = {};
+        int r = store_get_installer(store, id, &x);
+        if (r < 0)
+                return r;
+        bool exe_visible = c->privileged || (r > 0 && caller_may_see_process(c, x.tgid));
+        _cleanup_free_ char *comm = snapshot_utf8_sanitize(x.comm ?: ""),
+                            *exe = snapshot_utf8_sanitize(exe_visible && x.exe ? x.exe : "");
+        if (comm && exe)
+                r = sd_bus_message_append(reply, "uusst", (uint32_t) x.tid, (uint32_t) x.tgid, comm, exe, x.usec);
+        else
+                r = -ENOMEM;
+        store_installed_done(&x);
+        return r;
+}
+
+static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const Filter *flt = NULL;
+        const Forest *f;
+        uint64_t id;
+        char digest[PROG_DIGEST_STRING_MAX];
+        int r = sd_bus_message_read(msg, "t", &id);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0 ||
+            (r = find_visible_filter(&c, f, id, &flt, error)) < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "tus", flt->parent_id, (uint32_t) flt->len,
+                                          prog_digest_to_string(flt->digest, digest));
+        if (r >= 0)
+                r = append_filter_flags(reply, flt);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "us", (uint32_t) visible_task_count(&c, f, flt),
+                                          identity_kind_to_string(flt->identity));
+        if (r >= 0)
+                r = append_program(reply, flt);
+        if (r >= 0)
+                r = append_installer(reply, m->store, &c, flt->id);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* A live task we do not track has no filter: an empty chain, if the caller may see it. */
+static int reply_unfiltered_chain(sd_bus_message *msg, Caller *c, pid_t tid, sd_bus_error *error) {
+        ProcStatus st;
+        if (proc_read_status(tid, &st) < 0)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No task with tid %d.", tid);
+        if (!caller_may_see_process(c, st.tgid))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Task %d is not one you could trace.", tid);
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "at", 0);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Process *p;
+        const Forest *f;
+        uint32_t tid;
+        int r = sd_bus_message_read(msg, "u", &tid);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+        if (tid == 0 || tid > INT32_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid tid %" PRIu32 ".", tid);
+        const Task *t = forest_find_task(f, (pid_t) tid, &p);
+        if (!t)
+                return reply_unfiltered_chain(msg, &c, (pid_t) tid, error);
+        if (!caller_may_see(&c, p))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Task %" PRIu32 " is not one you could trace.", tid);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "t");
+        for (const Filter *x = t->filter; r >= 0 && x; x = x->parent)
+                r = sd_bus_message_append(reply, "t", x->id);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* Whether tgid descends from root, by the parents /proc shows now; memo holds what earlier walks
+ * found (pid -> 1 in, 2 out), so every process is read once per call. */
+static int descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret) {
+        _cleanup_free_ pid_t *path = NULL;
+        size_t n = 0, allocated = 0;
+        bool in = false;
+        /* /proc parents form a tree; the bound only stops a walk that races with reparenting */
+        for (pid_t x = tgid; n <= SNAPSHOT_MAX_PID; n++) {
+                void *known = hashmap_get(memo, (uint64_t) x);
+                if (x == root || known) {
+                        in = x == root || known == (void *) 1;
+                        break;
+                }
+                ProcStatus st;
+                if (x <= 1 || proc_read_status(x, &st) < 0 || st.ppid == x)
+                        break; /* init, or gone: not below root */
+                if (GROW(path, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                path[n] = x;
+                x = st.ppid;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (hashmap_put(memo, (uint64_t) path[i], in ? (void *) 1 : (void *) 2) < 0)
+                        return -ENOMEM;
+        *ret = in;
+        return 0;
+}
+
+/* The process (tgid) of thread tid, which the daemon may not list (a thread stands for its
+ * process); 0 when there is no such task. */
+static pid_t process_of(uint32_t tid) {
+        ProcStatus st;
+        if (tid == 0 || tid > INT32_MAX || proc_read_status((pid_t) tid, &st) < 0 || st.tgid <= 0)
+                return 0;
+        return st.tgid;
+}
+
+static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(hashmap_deinit) Hashmap memo = {};
+        const Forest *f;
+        uint32_t pid;
+        int r = sd_bus_message_read(msg, "u", &pid);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+        if (pid == 0 || pid > INT32_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %" PRIu32 ".", pid);
+        pid_t tgid = process_of(pid);
+        if (tgid == 0)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process or thread with id %" PRIu32 ".", pid);
+        pid = (uint32_t) tgid;
+        if (!caller_may_see_process(&c, (pid_t) pid))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Process %" PRIu32 " is not one you could trace.", pid);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "u");
+        for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                bool in;
+                if (!caller_may_see(&c, p))
+                        continue;
+                r = descends_from(p->pid, (pid_t) pid, &memo, &in);
+                if (r >= 0 && in)
+                        r = sd_bus_message_append(reply, "u", (uint32_t) p->pid);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* A Rescan() whose pass is queued behind a snapshot's scan (the loop does not wait for it) is
+ * answered once a full pass is stored. */
+static int rescan_park(Manager *m, sd_bus_message *msg) {
+        if (GROW(m->rescans, m->n_rescans_allocated, m->n_rescans + 1) < 0)
+                return -ENOMEM;
+        m->rescans[m->n_rescans++] = sd_bus_message_ref(msg);
+        return 1;
+}
+
+/* Answer every parked Rescan(): with success (name NULL) or with that error. */
+static void rescans_answer(Manager *m, const char *name, const char *message) {
+        _cleanup_free_ sd_bus_message **l = TAKE_PTR(m->rescans);
+        size_t n = m->n_rescans;
+        m->n_rescans = m->n_rescans_allocated = 0;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = l[i];
+                int r = name ? sd_bus_reply_method_errorf(msg, name, "%s", message)
+                             : sd_bus_reply_method_return(msg, NULL);
+                if (r < 0)
+                        log_debug_errno(r, "Could not answer a Rescan(): %m");
+        }
+}
+
+static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        int r = caller_from_message(msg, &c);
+        if (r < 0)
+                return r;
+        if (!c.privileged)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Only root may ask for a rescan.");
+        r = manager_full_pass(m, "rescan");
+        if (r == -EAGAIN)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: tasks and filters changed "
+                                         "under each of its attempts; the daemon passes again by itself, or call Rescan later.");
+        if (r < 0)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: %s", strerror(-r));
+        if (source_pass_waiting(m->source))
+                return rescan_park(m, msg);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* Snapshots */
+
+/* The named error for what a snapshot call returned (message: what the call said, may be NULL). */
+static int bus_snapshot_error(sd_bus_error *error, int r, const char *message, uint64_t id) {
+        if (r == -ENOENT)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot with id %" PRIu64 ".", id);
+        int k = bus_error_set_known(error, BUS_ERROR_SNAPSHOT, r, message);
+        if (k < 0)
+                return k;
+        if (message)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
+}
+
+int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error) {
+        const char *contents;
+        int r = sd_bus_message_peek_type(msg, NULL, &contents);
+        if (r < 0)
+                return r;
+        if (!streq(contents, want))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Option \"%s\" takes a value of type '%s', not '%s'.", key, want, contents);
+        return sd_bus_message_read(msg, "v", want, ret);
+}
+
+int bus_unknown_option(sd_bus_error *error, const char *key) {
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
+}
+
+int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, sd_bus_error *error) {
+        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                const char *key;
+                r = sd_bus_message_read(msg, "s", &key);
+                if (r >= 0)
+                        r = one(msg, key, userdata, error);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(msg);
+}
+
+static int read_create_option(sd_bus_message *msg, const char *key, void *userdata, sd_bus_error *error) {
+        SnapshotCreateOptions *o = userdata;
+        int b = 0, r;
+        if (streq(key, "name")) {
+                r = bus_read_option(msg, key, "s", &o->name, error);
+                if (r >= 0 && strlen(o->name) > SNAPSHOT_MAX_NAME)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Option \"name\" is longer than %d bytes.", SNAPSHOT_MAX_NAME);
+                return r;
+        }
+        if (streq(key, "include_argv")) {
+                r = bus_read_option(msg, key, "b", &b, error);
+                if (r >= 0)
+                        o->include_argv = b;
+                return r;
+        }
+        return bus_unknown_option(error, key);
+}
+
+static int read_create_options(sd_bus_message *msg, SnapshotCreateOptions *o, sd_bus_error *error) {
+        *o = (SnapshotCreateOptions) { .include_argv = true };
+        int r = bus_read_options(msg, read_create_option, o, error);
+        if (o->name && !*o->name)
+                o->name = NULL;
+        return r;
+}
+
+static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata);
+
+static int method_create_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        SnapshotCreateOptions o;
+        _cleanup_free_ char *message = NULL;
+        uint32_t root;
+        int r = sd_bus_message_read(msg, "u", &root);
+        if (r < 0 || (r = read_create_options(msg, &o, error)) < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        if (root > SNAPSHOT_MAX_PID)
+                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process with pid %" PRIu32 ".", root);
+        pid_t tgid = root > 0 ? process_of(root) : 0;
+        if (tgid > 0)
+                root = (uint32_t) tgid; /* a thread stands for its process */
+        r = manager_snapshot_create(m, &c, (pid_t) root, &o, on_transfer_done, sd_bus_message_ref(msg), &message);
+        if (r < 0)
+                sd_bus_message_unref(msg);
+        if (r == -EIO)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "%s", message ?: "The scan failed.");
+        if (r < 0)
+                return bus_snapshot_error(error, r, message, 0);
+        return 1;
+}
+
+static int append_snapshot_entry(sd_bus_message *reply, const StoredSnapshot *s) {
+        return sd_bus_message_append(reply, "(tstuuuuuss)", s->id, s->name ?: "", s->created_usec,
+                                     (uint32_t) s->owner_uid, (uint32_t) s->root_pid, s->processes, s->threads,
+                                     s->filters, s->backend, s->identity);
+}
+
+static int method_list_snapshots(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        StoredSnapshot *l = NULL;
+        size_t n = 0;
+        int r = caller_from_message(msg, &c);
+        if (r < 0 || (r = manager_snapshot_list(m, &c, &l, &n)) < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(tstuuuuuss)");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = append_snapshot_entry(reply, &l[i]);
+        stored_snapshots_free(l, n);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
+/* The end of a snapshot's scan and storing, export or import: the reply to the message kept for it. The message goes first: it
+ * holds a copy of the caller's fd, and the caller must see the end of its pipe before the reply. */
+static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        bool with_id = !streq(sd_bus_message_get_member(msg), "ExportSnapshot"); /* Create, Import */
+        int k;
+        if (r == -EIO && streq(sd_bus_message_get_member(msg), "CreateSnapshot")) /* the scan failed */
+                k = sd_bus_message_new_method_errorf(msg, &reply, ERROR_SCAN_FAILED, "%s", message ?: "The scan failed.");
+        else if (r < 0) {
+                (void) bus_snapshot_error(&error, r, message, id);
+                k = sd_bus_message_new_method_errorf(msg, &reply, error.name, "%s", error.message);
+        } else
+                k = sd_bus_message_new_method_return(msg, &reply);
+        if (k >= 0 && r >= 0 && with_id)
+                k = sd_bus_message_append(reply, "t", id);
+        msg = sd_bus_message_unref(msg);
+        if (k >= 0)
+                k = sd_bus_send(m->bus, reply, NULL);
+        if (k < 0)
+                log_debug_errno(k, "Could not reply to a snapshot transfer: %m");
+}
+
+static int method_export_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_free_ char *message = NULL;
+        const char *format_name;
+        uint64_t id;
+        int fd;
+        int r = sd_bus_message_read(msg, "ths", &id, &fd, &format_name);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        SnapshotFormat format = snapshot_format_from_string(format_name);
+        if (format < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown snapshot format \"%s\" (expected \"sqlite\" or \"json\").", format_name);
+        r = manager_snapshot_export(m, &c, id, fd, format, on_transfer_done, sd_bus_message_ref(msg), &message);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                return bus_snapshot_error(error, r, message, id);
+        }
+        return 1;
+}
+
+static int method_import_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_free_ char *message = NULL;
+        int fd;
+        int r = sd_bus_message_read(msg, "h", &fd);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        r = manager_snapshot_import(m, &c, fd, on_transfer_done, sd_bus_message_ref(msg), &message);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                return bus_snapshot_error(error, r, message, 0);
+        }
+        return 1;
+}
+
+static int method_delete_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        uint64_t id;
+        int r = sd_bus_message_read(msg, "t", &id);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
+                return r;
+        r = manager_snapshot_delete(m, &c, id);
+        if (r < 0)
+                return bus_snapshot_error(error, r, NULL, id);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int property_get_const_string(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const char *v = streq(property, "Version") ? PACKAGE_VERSION
+                        : streq(property, "Backend") ? backend_to_string(source_backend(m->source))
+                        : identity_kind_to_string(source_identity(m->source));
+        return sd_bus_message_append(reply, "s", v);
+}
+
+static ManagerCounts current_counts(const Manager *m) {
+        LiveCounts n = live_counts(m->live);
+        return (ManagerCounts) {
+                .tasks = (uint32_t) n.tasks,
+                .filters = (uint32_t) n.filters,
+                .listeners = (uint32_t) n.listeners,
+                .last_scan_usec = m->last_scan_usec,
+        };
+}
+
+static int property_get_count(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        ManagerCounts c = current_counts(userdata);
+        uint32_t v = streq(property, "Tasks") ? c.tasks : streq(property, "Filters") ? c.filters : c.listeners;
+        return sd_bus_message_append(reply, "u", v);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_const_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Backend", "s", property_get_const_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Identity", "s", property_get_const_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Tasks", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Filters", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Listeners", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("LastScanUSec", "t", NULL, offsetof(Manager, last_scan_usec),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD_WITH_ARGS("ListTasks", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(uuusstu)", tasks),
+                                method_list_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListFilters", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttusuas)", filters),
+                                method_list_filters, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListListeners", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(tta(uis))", listeners),
+                                method_list_listeners, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetFilter", SD_BUS_ARGS("t", id),
+                                SD_BUS_RESULT("t", parent, "u", length, "s", digest, "as", flags, "u", tasks,
+                                              "s", identity, "a(qyyu)", program, "u", installer_tid,
+                                              "u", installer_pid, "s", installer_comm, "s", installer_exe,
+                                              "t", installed_usec),
+                                method_get_filter, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetTaskChain", SD_BUS_ARGS("u", tid), SD_BUS_RESULT("at", filters),
+                                method_get_task_chain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListSubtree", SD_BUS_ARGS("u", pid), SD_BUS_RESULT("au", processes),
+                                method_list_subtree, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Rescan", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_rescan,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CreateSnapshot", SD_BUS_ARGS("u", root_pid, "a{sv}", options),
+                                SD_BUS_RESULT("t", id), method_create_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListSnapshots", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(tstuuuuuss)", snapshots),
+                                method_list_snapshots, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ExportSnapshot", SD_BUS_ARGS("t", id, "h", fd, "s", format), SD_BUS_NO_RESULT,
+                                method_export_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ImportSnapshot", SD_BUS_ARGS("h", fd), SD_BUS_RESULT("t", id),
+                                method_import_snapshot, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("DeleteSnapshot", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT, method_delete_snapshot,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetPolicy", SD_BUS_ARGS("u", tid),
+                                SD_BUS_RESULT("s", mode, "at", filters, "a" POLICY_ARCH_TYPE, architectures),
+                                method_get_policy, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("WhoCan", SD_BUS_ARGS("s", syscall, "at", args, "a{sv}", options),
+                                SD_BUS_RESULT("s", architecture, "i", nr, "u", tasks, "u", decided,
+                                              "a" WHO_CAN_CHAIN_TYPE, chains, "u", unfiltered,
+                                              "a" WHO_CAN_OTHER_TYPE, others,
+                                              "a" WHO_CAN_UNDECIDED_TYPE, undecided, "as", undecided_why),
+                                method_who_can, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("FilterAttached",
+                                SD_BUS_ARGS("t", id, "t", parent, "u", tid, "u", pid, "s", comm), 0),
+        SD_BUS_METHOD_WITH_ARGS("Restore", SD_BUS_ARGS("t", snapshot_id, "a{sv}", options),
+                                SD_BUS_RESULT("t", id, "b", verified, "as", differences, "a(uu)", processes, "ah",
+                                              pidfds, "a(uu)", threads, "a(th)", listeners),
+                                method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListRestores", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttuuubs)", restores),
+                                method_list_restores, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ReleaseRestore", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT, method_release_restore,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("TaskAdded", SD_BUS_ARGS("u", tid, "u", tgid, "s", comm), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("TaskExited", SD_BUS_ARGS("u", tid), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("Resynced", SD_BUS_ARGS("s", reason), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("SnapshotCreated", SD_BUS_ARGS("t", id, "s", name, "u", owner_uid), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("SnapshotDeleted", SD_BUS_ARGS("t", id), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("RestoreFinished", SD_BUS_ARGS("t", id, "u", owner_uid, "s", reason), 0),
+        SD_BUS_VTABLE_END
+};
+
+static int emit(Manager *m, const char *member, const char *types, ...) {
+        if (!m->bus)
+                return 0;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
+        int r = sd_bus_message_new_signal(m->bus, &s, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, member);
+        if (r < 0)
+                return r;
+        va_list ap;
+        va_start(ap, types);
+        r = sd_bus_message_appendv(s, types, ap);
+        va_end(ap);
+        return r < 0 ? r : sd_bus_send(m->bus, s, NULL);
+}
+
+/* comm: LiveChange.comm, not NUL-terminated when it fills it; D-Bus strings must be UTF-8. */
+static char *comm_for_bus(const char *comm) {
+        char c[sizeof(((LiveChange *) NULL)->comm) + 1] = {};
+        memcpy(c, comm, sizeof(c) - 1);
+        return snapshot_utf8_sanitize(c);
+}
+
+static int send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t tid, pid_t pid, const char *comm) {
+        _cleanup_free_ char *valid = comm_for_bus(comm);
+        if (!valid)
+                return -ENOMEM;
+        return emit(m, "FilterAttached", "ttuus", id, parent, (uint32_t) tid, (uint32_t) pid, valid);
+}
+
+static int send_task_added(Manager *m, pid_t tid, pid_t tgid, const char *comm) {
+        _cleanup_free_ char *valid = comm_for_bus(comm);
+        if (!valid)
+                return -ENOMEM;
+        return emit(m, "TaskAdded", "uus", (uint32_t) tid, (uint32_t) tgid, valid);
+}
+
+static int send_task_exited(Manager *m, pid_t tid) {
+        return emit(m, "TaskExited", "u", (uint32_t) tid);
+}
+
+static void on_snapshot_created(void *userdata, uint64_t id, const char *name, uid_t owner) {
+        (void) emit(userdata, "SnapshotCreated", "tsu", id, name ?: "", (uint32_t) owner);
+}
+
+static void on_snapshot_deleted(void *userdata, uint64_t id) {
+        (void) emit(userdata, "SnapshotDeleted", "t", id);
+}
+
+/* PropertiesChanged for the counts that changed since the last call. */
+static int announce_counts(Manager *m) {
+        if (!m->bus)
+                return 0;
+        ManagerCounts c = current_counts(m);
+        const char *changed[6];
+        size_t n = 0;
+        if (c.tasks != m->announced.tasks)
+                changed[n++] = "Tasks";
+        if (c.filters != m->announced.filters)
+                changed[n++] = "Filters";
+        if (c.listeners != m->announced.listeners)
+                changed[n++] = "Listeners";
+        if (c.last_scan_usec != m->announced.last_scan_usec)
+                changed[n++] = "LastScanUSec";
+        changed[n] = NULL;
+        m->announced = c;
+        if (n == 0)
+                return 0;
+        return sd_bus_emit_properties_changed_strv(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, (char **) changed);
+}
+
+static int announce_change(Manager *m, const LiveChange *x) {
+        switch (x->type) {
+        case LIVE_TASK_ADDED:
+                return send_task_added(m, x->tid, x->tgid, x->comm);
+        case LIVE_TASK_EXITED:
+                return send_task_exited(m, x->tid);
+        case LIVE_FILTER_ATTACHED:
+                return send_filter_attached(m, x->filter_id, x->parent_id, x->tid, x->tgid, x->comm);
+        default:
+                return 0;
+        }
+}
+
+static void on_changes(void *userdata, const LiveChanges *c, const char *reason) {
+        Manager *m = userdata;
+        if (!m->bus)
+                return;
+        for (size_t i = 0; i < c->n; i++)
+                (void) announce_change(m, &c->changes[i]);
+        if (c->replaced && reason)
+                (void) emit(m, "Resynced", "s", reason);
+        (void) announce_counts(m);
+        if (c->replaced)
+                rescans_answer(m, NULL, NULL); /* a pass stored after they asked */
+}
+
+static int on_event_exit(sd_event_source *s, void *userdata) {
+        rescans_answer(userdata, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
+        manager_snapshot_transfers_cancel(userdata);
+        manager_policy_jobs_cancel(userdata);
+        return 0;
+}
+
+int manager_bus_connect(Manager *m) {
+        int r = sd_bus_default_system(&m->bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the system bus: %m");
+        r = sd_bus_add_object_vtable(m->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the object: %m");
+        r = sd_bus_request_name(m->bus, MANAGER_BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to acquire the bus name %s: %m", MANAGER_BUS_NAME);
+        r = sd_bus_attach_event(m->bus, m->event, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        /* Snapshot transfers still waiting for their fds are answered before the bus goes away: before
+         * the exit handler of sd_bus_attach_event() (priority 0) flushes and closes it. */
+        _cleanup_(sd_event_source_unrefp) sd_event_source *exit_source = NULL;
+        r = sd_event_add_exit(m->event, &exit_source, on_event_exit, m);
+        if (r >= 0)
+                r = sd_event_source_set_priority(exit_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r >= 0)
+                r = sd_event_source_set_floating(exit_source, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the exit handler: %m");
+        m->announced = current_counts(m);
+        restores_bus_connect(m);
+        manager_set_listener(m, &(ManagerListener) {
+                .changes = on_changes,
+                .snapshot_created = on_snapshot_created,
+                .snapshot_deleted = on_snapshot_deleted,
+                .userdata = m,
+        });
+        return 0;
+}

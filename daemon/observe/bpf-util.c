@@ -1,0 +1,38 @@
+/* bpf-util.c: see bpf-util.h */
+#include <bpf/libbpf.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "observe/bpf-util.h"
+#include "observe/bpf/ids.h"
+
+int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size) {
+        const char *e = secure_getenv(name);
+        uint64_t size;
+        int r;
+
+        if (!e)
+                return 0;
+        r = safe_atou64(e, &size);
+        if (r < 0 || size < min_size || size > UINT32_MAX || (size & (size - 1)) != 0)
+                return log_error_errno(r < 0 ? r : -EINVAL, "Invalid $%s: %s (a power of two, at least %" PRIu64 ")",
+                                       name, e, min_size);
+        r = bpf_map__set_max_entries(ring, (uint32_t) size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to size the ring buffer %s: %m", bpf_map__name(ring));
+        return 0;
+}
+
+long bpf_clock_ticks_per_sec(void) {
+        long t = sysconf(_SC_CLK_TCK);
+        return t > 0 ? t : 100;
+}
+
+void bpf_pidns_self(uint32_t *ret_level, uint32_t *ret_inum) {
+        struct stat st;
+        bool initial = stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == PIDNS_INIT_INUM;
+        *ret_level = 0;
+        *ret_inum = initial ? PIDNS_INIT_INUM : 0;
+}

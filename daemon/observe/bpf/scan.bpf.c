@@ -1,0 +1,639 @@
+/* scan.bpf.c: task and file iterators that send the seccomp filter forest as records named by
+ * in-kernel ids (ids.bpf.h: the id map, shared with the watch unit's tracepoints) */
+#include "observe/bpf/ids.bpf.h"
+#include "observe/bpf/pidns.bpf.h"
+
+#include "observe/bpf/scan.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+
+/* The kernel caps the instructions of a chain at 32768 with a penalty of 4 per filter, so no
+ * chain is deeper than 32768 / 5 filters. */
+#define MAX_CHAIN_WALK 8192
+#define RINGBUF_SIZE (256U << 10) /* a pass that overflows it is drained and goes on (retry_object) */
+
+#define SWEEP_AFTER_PASSES 2
+/* Steps of the walk from an executable up to the root: a path component or a mount crossed each.
+ * More than a path of PATH_MAX bytes can have. */
+#define EXE_MAX_STEPS 4096
+#define EXE_SEEN_MAX 4096 /* distinct executables remembered in a pass; more are walked again */
+#define NAME_MAX 255
+
+/* Set by user space before load: a one-shot scanner has no watch, and nobody reads the marks. */
+const volatile bool mark_procs = true;
+/* Set by user space before load: a one-shot scanner's sweeps forget every id (its ids hold within a
+ * pass; nothing tells it of filters freed before the next). */
+const volatile bool forget_after_pass = false;
+
+/* Set by user space before each pass (and pass, in ids.bpf.h). */
+bool emit_all_tasks; /* also tasks without seccomp in single-threaded processes */
+bool files_planned;  /* the task_file iterator follows the task iterator: the pass ends there */
+bool sweep_wanted;   /* end this pass with a sweep of the id map (it visits every bucket) */
+bool want_exe;       /* send the executable of each thread group leader reported */
+/* A filter's instructions are sent once per id and epoch. User space starts a new epoch when it
+ * no longer has instructions the kernel thinks it sent. */
+__u64 insns_epoch SEC(".data") = 1;
+
+struct scan_stats stats;
+/* The iterators' own state (one pass runs at a time); user space leaves it alone. */
+__u64 iter_ended_pass;
+__u64 iter_marked_pass; /* the process last marked in seccomp_procs, to mark each once a pass */
+__u64 iter_marked_start;
+__u32 iter_marked_tgid;
+
+struct {
+        __uint(type, BPF_MAP_TYPE_RINGBUF);
+        __uint(max_entries, RINGBUF_SIZE);
+} records SEC(".maps");
+
+/* Where FILTER records with instructions are put together before they are copied into the ring
+ * buffer. */
+struct filter_buf {
+        __u8 data[sizeof(struct scan_rec_filter) + SCAN_MAX_INSNS * sizeof(struct sock_filter)];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct filter_buf);
+} scratch SEC(".maps");
+
+/* Where the path of an executable is put together, backwards from the end of build[] (as the
+ * kernel's d_path() does), then copied behind its record's header. The walk's state is kept here
+ * too, so that bpf_loop()'s step reads it back as plain numbers. */
+enum {
+        EXE_WALKING,
+        EXE_DONE,    /* reached the reader's root, or the root of the mount tree */
+        EXE_ESCAPED, /* a dentry that is its own parent but not a mount's root: d_path() says "/" */
+        EXE_UNKNOWN,
+};
+
+struct exe_scratch {
+        __u64 dentry, mount;           /* the walk: addresses, never sent */
+        __u64 root_dentry, root_mount; /* the reader's root (current->fs->root) */
+        __u32 pos;                     /* the path so far is build[pos, SCAN_PATH_MAX) */
+        __u32 status;
+        __u8 out[sizeof(struct scan_rec_exe) + SCAN_PATH_MAX]; /* the record */
+        char build[SCAN_PATH_MAX + NAME_MAX + 1];
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct exe_scratch);
+} exe_scratch SEC(".maps");
+
+/* The executables this pass has sent, by file (the dentry and mount: addresses, so only BPF may
+ * read it): a process running one of them is sent a reference to the first one's record, not the
+ * path again. Most processes of a machine run a few executables. */
+struct exe_key {
+        __u64 dentry, mnt;
+};
+
+struct exe_seen {
+        __u64 pass;
+        __u32 tgid; /* whose record carries the path */
+        __u32 _pad;
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_HASH);
+        __uint(max_entries, EXE_SEEN_MAX);
+        __uint(map_flags, BPF_F_WRONLY);
+        __type(key, struct exe_key);
+        __type(value, struct exe_seen);
+} exe_seen SEC(".maps");
+
+/* One bit per pid (PID_MAX_LIMIT of them): the processes the argv iterator reads the command line
+ * of. Set and cleared by user space, through its mapping of the map. */
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, SCAN_ARGV_WORDS);
+        __uint(map_flags, BPF_F_MMAPABLE);
+        __type(key, __u32);
+        __type(value, __u64);
+} argv_want SEC(".maps");
+
+struct argv_buf {
+        __u8 out[sizeof(struct scan_rec_argv) + SCAN_ARGV_MAX]; /* the record */
+};
+
+struct {
+        __uint(type, BPF_MAP_TYPE_ARRAY);
+        __uint(max_entries, 1);
+        __type(key, __u32);
+        __type(value, struct argv_buf);
+} argv_scratch SEC(".maps");
+
+/* The record of f, e when its instructions go along: put together in the scratch buffer. */
+static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, const struct scan_rec_filter *hdr) {
+        struct sock_fprog_kern *orig = f->prog->orig_prog;
+        struct scan_rec_filter *r;
+        struct sock_filter *insns;
+        __u32 zero = 0, len;
+
+        r = bpf_map_lookup_elem(&scratch, &zero);
+        if (!r)
+                return -ENOMEM;
+        *r = *hdr;
+        len = orig ? orig->len : 0;
+        insns = orig ? orig->filter : NULL;
+        if (len > SCAN_MAX_INSNS || !insns)
+                len = 0;
+        if (len > 0 && bpf_probe_read_kernel(r->insns, len * sizeof(struct sock_filter), insns) < 0)
+                len = 0; /* sent without a program, and tried again on the next pass */
+        r->len = len;
+        r->has_insns = len > 0;
+
+        if (bpf_ringbuf_output(&records, r, sizeof(*r) + len * sizeof(struct sock_filter), BPF_RB_NO_WAKEUP) < 0)
+                return -ENOSPC;
+        if (len > 0 || !orig)
+                e->insns_epoch = insns_epoch;
+        __sync_fetch_and_add(&stats.insns_sent, 1);
+        return 0;
+}
+
+/* Send f's record unless this pass did already; its instructions only if this epoch has not.
+ * 0, -ENOSPC (ring buffer full: retry the object) or -ENOMEM. */
+static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 parent_id) {
+        struct scan_rec_filter r = {
+                .type = SCAN_REC_FILTER,
+                .id = e->id,
+                .parent_id = parent_id,
+                .len = e->len,
+        };
+        int k;
+
+        if (e->seen_pass == pass)
+                return 0;
+        r.refs = f->refs.refs.counter;
+        r.users = f->users.refs.counter;
+        r.log = f->log;
+        r.wait_killable_recv = f->wait_killable_recv;
+        r.has_listener = f->notif != NULL;
+
+        if (e->insns_epoch != insns_epoch) {
+                k = filter_send_insns(f, e, &r);
+                if (k < 0)
+                        return k;
+        } else if (bpf_ringbuf_output(&records, &r, sizeof(r), BPF_RB_NO_WAKEUP) < 0)
+                return -ENOSPC;
+        e->seen_pass = pass;
+        return 0;
+}
+
+/* Mark the chain from head (entry he) up to stop, exclusive, as complete: everything on it was
+ * sent in this pass. */
+static __always_inline void chain_mark_complete(struct seccomp_filter *head, struct filter_ent *he,
+                                                struct seccomp_filter *stop) {
+        struct seccomp_filter *f = head;
+        struct filter_ent *e = he;
+        struct bpf_iter_num it;
+        __u64 key;
+
+        bpf_iter_num_new(&it, 0, MAX_CHAIN_WALK);
+        while (bpf_iter_num_next(&it)) {
+                e->complete_pass = pass;
+                f = f->prev;
+                if (!f || f == stop)
+                        break;
+                key = (__u64) f;
+                e = bpf_map_lookup_elem(&filter_ids, &key);
+                if (!e || e->complete_pass == pass)
+                        break;
+        }
+        bpf_iter_num_destroy(&it);
+}
+
+/* Send every filter of the chain at head not sent in this pass yet, walking from the head towards
+ * the root and stopping early at a filter whose whole chain was sent in this pass. Most tasks
+ * take the first return: their head was completed by another task. 0, -ENOSPC (ring buffer full:
+ * retry the object), or another negative errno (counted in stats). */
+static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_head_id) {
+        struct seccomp_filter *f, *prev, *stop = NULL;
+        struct filter_ent *he, *e, *pe;
+        struct bpf_iter_num it;
+        bool done = false;
+        int r = 0;
+
+        *ret_head_id = 0;
+        if (!head)
+                return 0;
+        he = filter_ent_get(head);
+        if (!he)
+                return -ENOMEM;
+        if (he->complete_pass == pass) {
+                *ret_head_id = he->id;
+                return 0;
+        }
+
+        f = head;
+        e = he;
+        bpf_iter_num_new(&it, 0, MAX_CHAIN_WALK);
+        while (bpf_iter_num_next(&it)) {
+                if (e->complete_pass == pass) {
+                        stop = f;
+                        done = true;
+                        break;
+                }
+                prev = f->prev;
+                if (!prev) {
+                        r = filter_send(f, e, 0);
+                        done = r == 0;
+                        break;
+                }
+                pe = filter_ent_get(prev);
+                if (!pe) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = filter_send(f, e, pe->id);
+                if (r < 0)
+                        break;
+                f = prev;
+                e = pe;
+        }
+        bpf_iter_num_destroy(&it);
+
+        if (r < 0)
+                return r; /* -ENOSPC, or -ENOMEM counted in stats.map_full */
+        if (!done) {
+                __sync_fetch_and_add(&stats.chain_too_long, 1);
+                return -E2BIG;
+        }
+        chain_mark_complete(head, he, stop);
+        *ret_head_id = he->id;
+        return 0;
+}
+
+static __always_inline int retry_object(void) {
+        __sync_fetch_and_add(&stats.retries, 1);
+        return 1; /* the iterator calls us again with the same object on the next read() */
+}
+
+struct sweep {
+        __u64 swept;
+};
+
+static long sweep_one(void *map, const void *key, void *value, void *data) {
+        struct filter_ent *e = value;
+        struct sweep *s = data;
+        __u64 last = e->seen_pass > e->created_pass ? e->seen_pass : e->created_pass;
+
+        if ((forget_after_pass || last + SWEEP_AFTER_PASSES <= pass) && bpf_map_delete_elem(&filter_ids, key) == 0)
+                s->swept++;
+        return 0;
+}
+
+/* After the last object of the last iterator of a pass: forget filters not met for a while, when
+ * user space asks for it (a sweep visits every bucket of the map, some milliseconds). */
+static __always_inline void pass_end(void) {
+        struct sweep s = {};
+        struct scan_rec_end end = {
+                .type = SCAN_REC_END,
+                .pass = pass,
+        };
+
+        if (iter_ended_pass == pass)
+                return;
+        iter_ended_pass = pass;
+        if (sweep_wanted) {
+                bpf_for_each_map_elem(&filter_ids, sweep_one, &s, 0);
+                __sync_fetch_and_add(&stats.ids_swept, s.swept);
+                __sync_fetch_and_add(&stats.sweeps, 1);
+        }
+
+        end.swept = s.swept;
+        bpf_ringbuf_output(&records, &end, sizeof(end), BPF_RB_NO_WAKEUP);
+}
+
+/* Executables. */
+
+static __always_inline __u64 real_mount(struct vfsmount *mnt) {
+        return (__u64) mnt - bpf_core_field_offset(struct mount, mnt);
+}
+
+/* One step up from the dentry and mount in x, as the kernel's __prepend_path() takes it: cross
+ * to the mount point when at the root of a mount, else put the name in front of the path. */
+static long exe_step(__u32 i, void *unused) {
+        struct exe_scratch *x;
+        struct dentry *d, *parent;
+        struct mount *m, *up;
+        __u32 zero = 0, len, pos;
+
+        x = bpf_map_lookup_elem(&exe_scratch, &zero);
+        if (!x)
+                return 1;
+        if (x->dentry == x->root_dentry && x->mount == x->root_mount) {
+                x->status = EXE_DONE;
+                return 1;
+        }
+        d = bpf_rdonly_cast((void *) x->dentry, bpf_core_type_id_kernel(struct dentry));
+        m = bpf_rdonly_cast((void *) x->mount, bpf_core_type_id_kernel(struct mount));
+        if (x->dentry == (__u64) m->mnt.mnt_root) {
+                up = m->mnt_parent;
+                if ((__u64) up == x->mount) {
+                        x->status = EXE_DONE; /* the root of its mount tree */
+                        return 1;
+                }
+                x->dentry = (__u64) m->mnt_mountpoint;
+                x->mount = (__u64) up;
+                return 0;
+        }
+        parent = d->d_parent;
+        if ((__u64) parent == x->dentry) {
+                x->status = EXE_ESCAPED;
+                return 1;
+        }
+        len = d->d_name.len;
+        pos = x->pos;
+        if (len > NAME_MAX || pos > SCAN_PATH_MAX || pos < len + 1) {
+                x->status = EXE_UNKNOWN; /* longer than any path readlink(2) returns */
+                return 1;
+        }
+        pos = (pos - len - 1) & (SCAN_PATH_MAX - 1);
+        x->build[pos] = '/';
+        if (bpf_probe_read_kernel(&x->build[pos + 1], len & NAME_MAX, d->d_name.name) < 0) {
+                x->status = EXE_UNKNOWN;
+                return 1;
+        }
+        x->pos = pos;
+        x->dentry = (__u64) parent;
+        return 0;
+}
+
+/* The path of file below the reader's root, into rec; 0 or SCAN_EXE_* flags. */
+static __always_inline __u32 exe_path(struct exe_scratch *x, struct scan_rec_exe *rec, struct file *file) {
+        struct dentry *d = file->f_path.dentry;
+        struct vfsmount *mnt = file->f_path.mnt;
+        struct path *root = &task_plain(bpf_get_current_task_btf())->fs->root;
+        __u32 flags = 0, n, budget;
+
+        /* A pseudo file system that names its files itself (memfd, anonymous inodes) */
+        if (d->d_op && d->d_op->d_dname && (d != d->d_parent || d != mnt->mnt_root))
+                return SCAN_EXE_UNKNOWN;
+        if (!d->d_hash.pprev && d != d->d_parent)
+                flags |= SCAN_EXE_DELETED;
+
+        x->dentry = (__u64) d;
+        x->mount = real_mount(mnt);
+        x->root_dentry = (__u64) root->dentry;
+        x->root_mount = real_mount(root->mnt);
+        x->pos = SCAN_PATH_MAX;
+        x->status = EXE_WALKING;
+        bpf_loop(EXE_MAX_STEPS, exe_step, NULL, 0);
+        if (x->status == EXE_ESCAPED)
+                x->pos = SCAN_PATH_MAX;
+        else if (x->status != EXE_DONE)
+                return SCAN_EXE_UNKNOWN;
+        if (x->pos == SCAN_PATH_MAX)
+                x->build[--x->pos & (SCAN_PATH_MAX - 1)] = '/';
+
+        /* d_path() has PATH_MAX bytes for the path and " (deleted)" or the NUL. */
+        n = SCAN_PATH_MAX - x->pos;
+        budget = SCAN_PATH_MAX - (flags & SCAN_EXE_DELETED ? sizeof(" (deleted)") : 1);
+        if (x->pos > SCAN_PATH_MAX || n > budget)
+                return SCAN_EXE_UNKNOWN;
+        if (bpf_probe_read_kernel(rec->path, n & (SCAN_PATH_MAX - 1), &x->build[x->pos & (SCAN_PATH_MAX - 1)]) < 0)
+                return SCAN_EXE_UNKNOWN;
+        rec->len = n;
+        return flags;
+}
+
+/* The executable of t's process (t is its leader). 0, or -ENOSPC (ring buffer full: retry). */
+static __always_inline int exe_send(struct task_struct *t) {
+        struct scan_rec_exe *rec;
+        struct exe_scratch *x;
+        struct mm_struct *mm;
+        struct file *file;
+        __u32 zero = 0;
+
+        x = bpf_map_lookup_elem(&exe_scratch, &zero);
+        if (!x)
+                return 0; /* user space reads /proc */
+        rec = (struct scan_rec_exe *) x->out;
+        rec->type = SCAN_REC_EXE;
+        rec->tgid = pidns_tgid(t);
+        rec->len = 0;
+        rec->same_tgid = 0;
+        mm = t->mm;
+        file = mm ? mm->exe_file : NULL;
+        if (!file)
+                rec->flags = SCAN_EXE_NONE;
+        else {
+                struct exe_key key = { .dentry = (__u64) file->f_path.dentry, .mnt = (__u64) file->f_path.mnt };
+                struct exe_seen *seen = bpf_map_lookup_elem(&exe_seen, &key);
+
+                if (seen && seen->pass == pass) {
+                        rec->flags = SCAN_EXE_SAME;
+                        rec->same_tgid = seen->tgid;
+                } else {
+                        rec->flags = exe_path(x, rec, file);
+                        if (!(rec->flags & SCAN_EXE_UNKNOWN)) {
+                                struct exe_seen now = { .pass = pass, .tgid = rec->tgid };
+                                bpf_map_update_elem(&exe_seen, &key, &now, BPF_ANY); /* full: walked again */
+                        }
+                }
+        }
+        if (rec->flags & (SCAN_EXE_NONE | SCAN_EXE_UNKNOWN | SCAN_EXE_SAME))
+                rec->len = 0;
+        if (bpf_ringbuf_output(&records, rec, sizeof(*rec) + (rec->len & (SCAN_PATH_MAX - 1)), BPF_RB_NO_WAKEUP) < 0)
+                return -ENOSPC;
+        return 0;
+}
+
+/* Mark t's process in seccomp_procs once a pass: its threads are usually met one after another. */
+static __always_inline void scan_proc_mark(struct task_struct *t) {
+        __u32 tgid = t->tgid;
+        __u64 start = t->group_leader->start_boottime;
+
+        if (iter_marked_pass == pass && iter_marked_tgid == tgid && iter_marked_start == start)
+                return;
+        seccomp_proc_mark(t);
+        iter_marked_pass = pass;
+        iter_marked_tgid = tgid;
+        iter_marked_start = start;
+}
+
+/* Every task the kernel lets BPF see. On the project's machines that is every task but those of
+ * pid 1 (the VM's init agent): its whole thread group is missing from iter/task, from a
+ * task-specific iterator (bpf_iter_link_info.task.pid, .tid or .pid_fd = pidfd_open(1)) and from
+ * bpf_task_from_pid(1) alike, while pid 2 and the rest are found — that kernel hides it from BPF,
+ * so no pass can cover it. Its children are visited (with ppid 1); a subtree rooted at a process
+ * no pass visits is completed from /proc by user space. */
+SEC("iter/task")
+int scan_tasks(struct bpf_iter__task *ctx) {
+        struct task_struct *t = ctx->task, *leader;
+        const struct cred *cred;
+        struct scan_rec_task *rec;
+        __u64 head_id;
+        __u32 flags = 0, tid, tgid, ppid;
+        int mode, r;
+
+        if (!t) {
+                if (!files_planned)
+                        pass_end();
+                return 0;
+        }
+
+        /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
+        pidns_learn();
+        t = task_plain(t);
+        mode = t->seccomp.mode;
+        if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
+                return 0;
+        if (!pidns_task_ids(t, &tid, &tgid, &ppid))
+                return 0; /* outside the daemon's pid namespace */
+        if (mark_procs && mode != SECCOMP_MODE_DISABLED)
+                scan_proc_mark(t);
+
+        r = chain_walk(t->seccomp.filter, &head_id);
+        if (r == -ENOSPC)
+                return retry_object();
+        if (want_exe && t->pid == t->tgid && exe_send(t) < 0)
+                return retry_object();
+
+        leader = t->group_leader;
+        if (t->atomic_flags & (1UL << PFA_NO_NEW_PRIVS))
+                flags |= SCAN_TASK_NO_NEW_PRIVS;
+        if (leader->atomic_flags & (1UL << PFA_NO_NEW_PRIVS))
+                flags |= SCAN_TASK_LEADER_NO_NEW_PRIVS;
+        if ((t->flags & PF_EXITING) || t->exit_state)
+                flags |= SCAN_TASK_EXITING;
+        if (task_dumpable(t))
+                flags |= SCAN_TASK_DUMPABLE;
+
+        rec = bpf_ringbuf_reserve(&records, sizeof(*rec), 0);
+        if (!rec)
+                return retry_object();
+        cred = leader->real_cred;
+        rec->type = SCAN_REC_TASK;
+        rec->tid = tid;
+        rec->tgid = tgid;
+        rec->ppid = ppid;
+        rec->mode = mode;
+        rec->flags = flags;
+        rec->uid = cred->uid.val;
+        rec->euid = cred->euid.val;
+        rec->gid = cred->gid.val;
+        rec->filter_count = t->seccomp.filter_count.counter;
+        rec->start_boottime = t->start_boottime;
+        rec->leader_start_boottime = leader->start_boottime;
+        rec->filter_id = head_id;
+        __builtin_memcpy(rec->comm, t->comm, sizeof(rec->comm));
+        __builtin_memcpy(rec->leader_comm, leader->comm, sizeof(rec->leader_comm));
+        bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
+        return 0;
+}
+
+static __always_inline bool file_is_listener(struct file *file) {
+        static const char name[] = SECCOMP_NOTIFY_NAME;
+        char buf[sizeof(name)] = {};
+        const unsigned char *p;
+
+        /* Plain loads. */
+        if (file->f_inode->i_sb->s_magic != ANON_INODE_FS_MAGIC)
+                return false;
+        if (file->f_path.dentry->d_name.len != sizeof(name) - 1)
+                return false;
+        p = file->f_path.dentry->d_name.name;
+        if (bpf_probe_read_kernel(buf, sizeof(name) - 1, p) < 0)
+                return false;
+        for (unsigned i = 0; i < sizeof(name) - 1; i++)
+                if (buf[i] != name[i])
+                        return false;
+        return true;
+}
+
+SEC("iter/task_file")
+int scan_files(struct bpf_iter__task_file *ctx) {
+        struct task_struct *t = ctx->task;
+        struct file *file = ctx->file;
+        struct scan_rec_listener rec = {};
+        struct seccomp_filter *filter;
+        __u64 filter_id;
+        int r;
+
+        if (!t || !file) {
+                pass_end();
+                return 0;
+        }
+        pidns_learn();
+        t = task_plain(t);
+        file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
+        if (!file_is_listener(file))
+                return 0;
+        rec.tgid = pidns_tgid(t);
+        if (!rec.tgid)
+                return 0;
+
+        /* A seccomp listener's private_data is its filter. */
+        filter = bpf_rdonly_cast(file->private_data, bpf_core_type_id_kernel(struct seccomp_filter));
+        if (!filter)
+                return 0;
+        r = chain_walk(filter, &filter_id);
+        if (r == -ENOSPC)
+                return retry_object();
+
+        rec.type = SCAN_REC_LISTENER;
+        rec.fd = ctx->fd;
+        rec.filter_id = filter_id;
+        if (bpf_ringbuf_output(&records, &rec, sizeof(rec), BPF_RB_NO_WAKEUP) < 0)
+                return retry_object();
+        return 0;
+}
+
+/* The command lines user space asks for (argv_want), read from the processes' memory as
+ * /proc/PID/cmdline does. Sleepable, to read another process's memory; a pass of its own, after
+ * the task iterator's has said which processes are reported. */
+SEC("iter.s/task")
+int scan_argv(struct bpf_iter__task *ctx) {
+        struct task_struct *t = ctx->task;
+        struct scan_rec_argv *rec;
+        struct argv_buf *b;
+        struct mm_struct *mm;
+        __u64 *word, start, end;
+        __u32 tgid, idx, zero = 0, len = 0, flags = 0;
+
+        if (!t || t->pid != t->tgid)
+                return 0;
+        pidns_learn();
+        tgid = pidns_tgid(t);
+        if (!tgid)
+                return 0;
+        idx = tgid / 64;
+        word = bpf_map_lookup_elem(&argv_want, &idx);
+        if (!word || !(*word & (1ULL << (tgid % 64))))
+                return 0;
+        b = bpf_map_lookup_elem(&argv_scratch, &zero);
+        if (!b)
+                return 0; /* user space reads /proc */
+        rec = (struct scan_rec_argv *) b->out;
+
+        mm = t->mm;
+        start = mm ? mm->arg_start : 0;
+        end = mm ? mm->arg_end : 0;
+        if (end > start) {
+                len = end - start;
+                if (len >= SCAN_ARGV_MAX ||
+                    bpf_copy_from_user_task(rec->args, len & (SCAN_ARGV_MAX - 1), (void *) start, t, 0) < 0 ||
+                    rec->args[(len - 1) & (SCAN_ARGV_MAX - 1)] != 0) /* setproctitle(3): /proc knows how */
+                        flags = SCAN_ARGV_UNKNOWN;
+        }
+        if (flags)
+                len = 0;
+        rec->type = SCAN_REC_ARGV;
+        rec->tgid = tgid;
+        rec->flags = flags;
+        rec->len = len;
+        rec->start_boottime = t->start_boottime;
+        if (bpf_ringbuf_output(&records, rec, sizeof(*rec) + (len & (SCAN_ARGV_MAX - 1)), BPF_RB_NO_WAKEUP) < 0)
+                return retry_object();
+        return 0;
+}

@@ -1,0 +1,16 @@
+/* privileges.h: what sectreed needs of its credentials, said in one line when it lacks it, and one
+ * summary of the threads a ptrace scan could not read */
+#pragma once
+
+#include "observe/scanner.h"
+#include "observe/source.h"
+
+/* What the backend needs of the effective capabilities, as source_capabilities() says it (NULL:
+ * nothing checked). Returns 0, or -EPERM after one line naming what is missing and what to do. A
+ * missing capability it only wants (ptrace: CAP_SYS_PTRACE) is a warning: the caller's own
+ * processes can still be read. */
+int privileges_check(Backend backend, const SourceCapabilities *c);
+
+/* One line about the threads a ptrace scan could not read, by reason (each thread at debug
+ * level); nothing when there are none. */
+void unreadable_report(const UnreadableTask *bad, size_t n_bad);

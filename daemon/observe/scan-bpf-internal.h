@@ -1,0 +1,119 @@
+/* scan-bpf-internal.h: the bpf backend's scanner object (scan-bpf.c), which owns the event half
+ * (watch-bpf.h) and hands it the id maps: the flow goes one way, the watch sees no scanner */
+#pragma once
+
+#include <linux/seccomp.h>
+#include <stdint.h>
+
+#include "observe/bpf/ids.h"
+#include "observe/bpf/scan.h"
+#include "core/hashmap.h"
+#include "core/prog.h"
+#include "observe/bpf-util.h"
+#include "observe/scanner.h"
+#include "observe/watch-bpf.h"
+
+struct bpf_map;
+struct scan_bpf;
+struct ring_buffer;
+
+/* A filter this scanner was told about. The kernel sends a filter's instructions only the first
+ * time it sends its id (filters are immutable, ids never reused): what never changes is kept
+ * here from pass to pass, next to what the last pass that met it said. Dropped once no pass has
+ * met it for a while (BPF_FILTER_KEEP_PASSES). */
+typedef struct BpfFilter {
+        uint64_t id, parent_id;
+        uint64_t seen_pass;   /* the last pass that sent its record */
+        uint32_t refs, users; /* as of seen_pass */
+        bool log, wait_killable_recv;
+        bool has_listener; /* as of seen_pass */
+        bool keep;         /* reported by the current pass */
+        bool dropped;      /* insns dropped (bpf_scanner_drop_programs()): only len and digest */
+        uint8_t digest[PROG_DIGEST_SIZE];
+        size_t len;
+        struct sock_filter insns[];
+} BpfFilter;
+
+/* A program a one-shot scanner met, by its bytes: each pass names every filter anew (its ids hold
+ * within a pass) and sends its instructions again; a filter whose instructions are byte for byte
+ * those of a program kept here takes its digest, instead of hashing them once more. Dropped once
+ * no pass has met it for BPF_PROGRAM_KEEP_PASSES passes. */
+typedef struct BpfProgram {
+        uint64_t seen_pass;
+        size_t len;
+        uint8_t digest[PROG_DIGEST_SIZE];
+        struct sock_filter insns[];
+} BpfProgram;
+
+/* An executable or a command line a pass sent for process tgid: its bytes are pool[off, off + len). */
+typedef struct ProcRec {
+        pid_t tgid;
+        uint32_t flags;          /* SCAN_EXE_* or SCAN_ARGV_* */
+        uint64_t start_boottime; /* the leader's (command lines only) */
+        pid_t same_tgid;         /* SCAN_EXE_SAME: the process whose record has the path */
+        size_t off, len;
+} ProcRec;
+
+/* The records of one pass. The arrays are kept from pass to pass (their sizes reset). */
+typedef struct PassRecords {
+        struct scan_rec_task *tasks;
+        size_t n_tasks, n_tasks_allocated;
+        struct scan_rec_task *tasks_spare; /* where sorting puts them, then swapped with tasks */
+        size_t n_tasks_spare_allocated;
+        struct scan_rec_listener *listeners;
+        size_t n_listeners, n_listeners_allocated;
+        BpfFilter **filters; /* met in this pass, each once */
+        size_t n_filters, n_filters_allocated;
+        ProcRec *exes; /* sorted by tgid once the pass is done */
+        size_t n_exes, n_exes_allocated;
+        ProcRec *argvs; /* sorted by tgid once the argv pass is done */
+        size_t n_argvs, n_argvs_allocated;
+        char *pool;
+        size_t pool_len, pool_allocated;
+        bool end_seen;
+        uint64_t end_pass;
+        bool any_listener;  /* a filter met has a listener (filter->notif) */
+        bool insns_missing; /* a record left out instructions this scanner does not have */
+        int error;
+} PassRecords;
+
+/* When the task_file iterator must run: see files_pass_needed() in scan-bpf.c. */
+typedef struct BpfFilesState {
+        bool ran;                   /* at least once */
+        size_t n_listeners;         /* listener records of the last run */
+        uint64_t created_mark;      /* listeners_created (BPF) when it started */
+        uint64_t install_misses;    /* seccomp_exit's recursion misses when it started */
+} BpfFilesState;
+
+struct BpfScanner {
+        struct scan_bpf *skel;
+        struct ring_buffer *rb; /* the scan's records */
+        bool oneshot;
+        uint32_t id_map_size; /* entries of the kernel's id map */
+        uint64_t pass;
+        const ScanOptions *opts; /* of the current pass */
+        PassRecords records;
+        Hashmap filters; /* id -> BpfFilter*, the filters of the last passes */
+        Hashmap programs; /* one-shot: program_key() -> BpfProgram*, the programs of the last passes */
+        size_t programs_insns; /* their instructions, together */
+        /* One-shot: whether no listener fd exists now (a live scanner beside it knows), so that the
+         * task_file iterator need not run; NULL: it always runs. */
+        bool (*no_listeners)(void *userdata);
+        void *no_listeners_userdata;
+        size_t live_filters;       /* filters met by the last pass that ran to its end */
+        uint64_t last_sweep_pass;  /* the last pass that swept the kernel's id map */
+        bool force_sweep;          /* the id map was full: sweep at the end of the next pass */
+        BpfFilesState files;
+        uint64_t exe_proc_reads; /* executables read from /proc, not from a pass */
+        uint64_t argv_proc_reads; /* command lines read from /proc, not from the argv pass */
+        uint64_t argv_passes;
+        uint64_t *argv_want;     /* the argv_want map, mapped; NULL without the argv iterator */
+        bool no_argv;            /* the argv iterator is not loaded */
+        long ticks_per_sec;
+        BpfWatch watch;
+};
+
+/* start_boottime (ns) -> clock ticks, as /proc/TID/stat field 22 */
+static inline uint64_t bpf_scanner_ticks(const BpfScanner *s, uint64_t ns) {
+        return bpf_boottime_to_ticks(ns, s->ticks_per_sec);
+}

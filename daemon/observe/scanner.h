@@ -1,0 +1,124 @@
+/* scanner.h: the interface every kernel reader (bpf, ptrace) offers: one pass into a Forest */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "core/forest.h"
+
+typedef struct ScanOptions {
+        pid_t root;        /* 0 = whole machine, else this process and its descendants */
+        bool include_argv; /* each process's command line (as /proc/PID/cmdline has it) */
+        bool include_exe;  /* each process's executable (as readlink of /proc/PID/exe says) */
+        bool freeze;       /* ptrace: stop every task of the report before reading any, and say so
+                            * (forest->snapshot.consistency = FROZEN); for snapshots */
+        /* ptrace with freeze: asked about every process of the report before any of its threads is
+         * stopped, with an fd of its /proc/PID directory (bound to that process) and the start time
+         * the pass read. 1: it may be stopped. 0: it may not: a process of the subtree ends the
+         * pass with -EACCES at once, before anything more is stopped (everything stopped so far is
+         * released); a listener holder is left running and unread, which the caller finds in the
+         * result. Negative: the process is gone. NULL: every process may be stopped. */
+        int (*may_stop)(int proc_fd, pid_t pid, uint64_t start_time, void *userdata);
+        void *userdata;
+        /* bpf: a filter whose program the scanner dropped (bpf_scanner_drop_programs()) comes
+         * without it (Filter.over_budget), rather than being asked of the kernel again; and so does
+         * one met for the first time for which dropped(id, dropped_userdata) says so. */
+        bool allow_dropped;
+        bool (*dropped)(uint64_t id, void *userdata);
+        void *dropped_userdata;
+        /* bpf, with allow_dropped: a filter met for the first time keeps its program only if
+         * wanted(digest, len, dropped_userdata) says so (NULL: every one does), so that a pass for a
+         * few programs holds no others. */
+        bool (*wanted)(const uint8_t *digest, size_t len, void *userdata);
+        /* bpf, with allow_dropped: the filters over a uid's budget (lib/core/budget.h; 0: none) come
+         * without their programs, which the scanner drops too; the pass's forest never holds more
+         * programs than the live forest keeps. */
+        uint64_t budget_insns_per_uid;
+} ScanOptions;
+
+#define SCAN_OPTIONS_DEFAULT ((ScanOptions){ .root = 0, .include_argv = true, .include_exe = true })
+
+/* Which processes a pass reports:
+ *  - whole machine: every process with at least one thread in strict or filter mode, with all
+ *    of its threads (threads in disabled mode included);
+ *  - root given: every process of the subtree, filtered or not, so that its shape is complete.
+ *  - and in both cases every process that holds a listener fd of a reported filter (with all of
+ *    its threads), so that the listeners' holders are part of the result; in a subtree pass such
+ *    a holder may lie outside the subtree.
+ * A task that vanishes during the pass is dropped. Threads appear under their process; a
+ * process whose leader exited but whose threads live is reported with those threads. */
+
+/* The bpf backend: a long-lived scanner, so that filter ids stay stable across passes. It loads
+ * the iterators and the tracepoints on seccomp(2) and prctl(2) that give every new filter a fresh
+ * id (and, once watched, report it: watcher.h). */
+typedef struct BpfScanner BpfScanner;
+int bpf_scanner_new(BpfScanner **ret);
+/* Hand out filter ids starting at first_id (> 0) instead of 1. */
+int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id);
+
+typedef struct BpfScannerOptions {
+        uint64_t first_id; /* the first filter id handed out; 0 means 1 */
+        /* For one pass and gone (`sectreed scan`): loads the iterators only, with an id map sized
+         * for the machine as it is (grown if a pass finds it full), and attaches no tracepoint,
+         * so it costs little to make and to free. Its ids hold within a pass, not across passes
+         * (an address freed and reused between two passes may keep its id); it cannot watch. */
+        bool oneshot;
+        /* Scans will not ask for argv (ScanOptions.include_argv): the iterator that reads command
+         * lines is not loaded (one that asks anyway reads /proc/PID/cmdline). */
+        bool no_argv;
+} BpfScannerOptions;
+int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret);
+/* bpf_scanner_new_with_options() with .oneshot = true. */
+int bpf_scanner_new_oneshot(BpfScanner **ret);
+BpfScanner *bpf_scanner_free(BpfScanner *s);
+DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
+int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);
+/* A one-shot scanner forgets every filter id at the end of each pass (no tracepoint would tell it
+ * that an address freed since holds another filter): it may serve another call once its id map is
+ * empty again, which this says. */
+bool bpf_scanner_reusable(const BpfScanner *s);
+/* What a live scanner knows of seccomp listener fds, for a one-shot scanner beside it: whether its
+ * last task_file pass found none, and the counters of listeners made as that pass started. Taken
+ * in the live scanner's thread after a pass; _holds() may be asked in any thread: no listener
+ * exists now if the mark says none and no seccomp(2) call has made one since. */
+typedef struct BpfListenerMark {
+        bool none;
+        uint64_t created, install_misses;
+} BpfListenerMark;
+BpfListenerMark bpf_scanner_listener_mark(const BpfScanner *live);
+bool bpf_scanner_listener_mark_holds(BpfScanner *live, const BpfListenerMark *m);
+/* A one-shot scanner runs its task_file iterator (a walk of every open file of every task, for
+ * listener fds) only when no_listeners(userdata) cannot tell that none exists. */
+void bpf_scanner_set_no_listeners(BpfScanner *oneshot, bool (*no_listeners)(void *userdata), void *userdata);
+/* Let go of the program of every filter id the scanner keeps for which drop(id, userdata) says so
+ * (the live forest keeps it over budget): only its length and digest stay. A pass that does not
+ * allow that (ScanOptions.allow_dropped) asks the kernel for the program again. -ENOMEM: some
+ * were kept. */
+int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata);
+
+typedef struct BpfScannerStats {
+        uint64_t passes;
+        uint64_t ids_assigned;     /* filter ids handed out so far */
+        uint64_t ids_swept;        /* ids dropped because their filter was gone */
+        uint64_t addresses_reused; /* a new filter appeared at an address that had an id: it got a new one */
+        uint64_t insns_sent;       /* filter records that carried instructions (once per id, normally) */
+        uint64_t sweeps;           /* passes that swept the kernel's id map */
+        uint64_t exe_proc_reads;   /* executables read from /proc/PID/exe: the pass could not say */
+        uint64_t argv_passes;      /* passes of the argv iterator (scans that asked for argv) */
+        uint64_t argv_proc_reads;  /* command lines read from /proc/PID/cmdline: the iterator could not */
+} BpfScannerStats;
+int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret);
+
+/* The ptrace backend: stateless, identity inferred. Tasks it could not read are reported in
+ * *ret_unreadable (malloc'ed array of tids with reasons) when that is not NULL. */
+typedef struct UnreadableTask {
+        pid_t tid;
+        int error; /* negative errno: -EBUSY already traced, -ESRCH vanished, -EPERM, ... */
+} UnreadableTask;
+int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unreadable, size_t *ret_n_unreadable);
+
+/* Listener fds (anon_inode "seccomp notify") of every process in the forest, grouped by
+ * kcmp(KCMP_FILE) into listeners. For the bpf backend the filter of each listener is known
+ * exactly and passed in via the forest's filters (has_listener + task_file records); for
+ * ptrace it is inferred. */
+int listeners_collect(Forest *f);

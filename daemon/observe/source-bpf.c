@@ -1,0 +1,491 @@
+/* source-bpf.c: the bpf backend as a source: it owns the scanner (BPF task iterators), the watch
+ * (tracepoints into a ring buffer read as an sd-event io source), the lost-event check and the
+ * split pass
+ *
+ * Filter ids. The scanner numbers filters inside the kernel (a BPF map from a filter's address to
+ * an id that user space never sees the address of), from the first id the state database has not
+ * used. At start, the first full pass keeps the stored id of every filter that a still living
+ * thread (tid and start time) held at the same depth (lib/core/infer.c): those kernel ids are then
+ * translated, in every pass and every event, to the stored ones. Filters that are new keep the
+ * kernel's id, which is above any stored one: ids are never reused. */
+#include <pthread.h>
+#include <time.h>
+
+#include "core/infer.h"
+#include "observe/procinfo.h"
+#include "observe/source-backend.h"
+#include "observe/watcher.h"
+#include "service/pacing.h"
+
+#define LOST_CHECK_USEC (200 * 1000ULL) /* events that could not even be queued wake nobody: poll */
+#define REFRESH_USEC (60 * 1000000ULL)  /* listeners and their holders are only seen by full passes */
+/* A split pass stores its scan this long after the scan: what the bus asked meanwhile is answered
+ * first (a timer that is due is served before sources that became ready after it, so a busy bus
+ * cannot put the store off). */
+#define PASS_STORE_DELAY_USEC (2 * 1000ULL)
+
+typedef struct BpfSource {
+        Source source;
+        BpfScanner *scanner;
+        sd_event_source *io, *lost_timer, *store_timer;
+        uint64_t lost_seen;  /* bpf_scanner_watch_lost() as of the scan of the last stored pass */
+        WatchLosses losses_logged; /* the losses as of the last time the log said so */
+        WarnLimit warn_lost; /* that warning, at most once per PACING_WARN_INTERVAL_USEC */
+        Hashmap public_ids;  /* kernel id -> the stored id it keeps */
+        bool ids_kept;       /* the stored ids were matched (first pass) */
+        LiveBatch batch;     /* the events of one dispatch */
+        int batch_error;
+        /* A split pass's scan, waiting to be stored: */
+        Forest *waiting;
+        const char *waiting_reason;
+        uint64_t waiting_lost;
+        /* Snapshots' scanner (scan_detached, in their worker threads): one-shot, loaded by the
+         * first snapshot and kept, since loading it costs more than a pass; one pass at a time. */
+        pthread_mutex_t detached_lock;
+        BpfScanner *detached;
+        /* What the live scanner's last pass knew of listener fds (bpf_scanner_listener_mark()):
+         * set on the loop after each pass, read by the detached scans. */
+        pthread_mutex_t mark_lock;
+        BpfListenerMark listener_mark;
+} BpfSource;
+
+static BpfSource *bpf_source(Source *s) {
+        return (BpfSource *) s;
+}
+
+/* ---- ids ---- */
+
+static const Forest *live_now(BpfSource *b) {
+        return live_forest(b->source.sink.live(b->source.sink.userdata));
+}
+
+static uint64_t public_id(const BpfSource *b, uint64_t kernel_id) {
+        void *v = kernel_id ? hashmap_get(&b->public_ids, kernel_id) : NULL;
+        return v ? (uint64_t) (uintptr_t) v : kernel_id;
+}
+
+/* A pass's kernel ids made public. The first pass keeps the ids the live forest (the stored state,
+ * at start) has for the same filters; later ones translate as that pass decided, forgetting the
+ * filters that are gone (a kernel id is never reused). */
+static int pass_make_ids_public(BpfSource *b, Forest *f) {
+        if (!b->ids_kept) {
+                int r = infer_adopt_ids(live_now(b), f, false, NULL, &b->public_ids);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to keep the stored filter ids: %m");
+                b->ids_kept = true;
+                log_debug("Kept the ids of %zu filters from the stored state.", hashmap_size(&b->public_ids));
+                return 0;
+        }
+        if (hashmap_size(&b->public_ids) == 0)
+                return 0;
+        _cleanup_free_ uint64_t *ids = calloc(f->n_filters + 1, sizeof(uint64_t));
+        _cleanup_(hashmap_deinit) Hashmap still = {};
+        if (!ids)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_filters; i++) {
+                uint64_t k = f->filters[i]->id;
+                ids[i] = public_id(b, k);
+                if (ids[i] != k && hashmap_put(&still, k, (void *) (uintptr_t) ids[i]) < 0)
+                        return -ENOMEM;
+        }
+        hashmap_deinit(&b->public_ids);
+        b->public_ids = still;
+        still = (Hashmap) {};
+        return forest_set_ids(f, ids);
+}
+
+/* A listener's id is its filter's (the kernel allows one listener per filter): the same in every
+ * pass and in the events that make one, so that a pass over an unchanged machine changes no id. */
+static int pass_listener_ids(Forest *f) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                f->listeners[i]->id = f->listeners[i]->filter_id;
+        f->linked = false;
+        return forest_link(f, NULL);
+}
+
+/* ---- events ---- */
+
+static LiveTask task_from_watch(const BpfSource *b, const WatchTask *w) {
+        LiveTask t = {
+                .tid = w->tid, .tgid = w->tgid, .ppid = w->ppid, .start_time = w->start_time, .mode = w->mode,
+                .filter_id = public_id(b, w->filter_id), .no_new_privs = w->no_new_privs, .uid = w->uid, .gid = w->gid,
+        };
+        memcpy(t.comm, w->comm, sizeof(t.comm));
+        return t;
+}
+
+/* The installer's executable, read from /proc after the fact: the process may have exec'd since
+ * (bwrap installs filters, then execs the sandbox's command). exec changes the executable before
+ * the name: a name still as the event had it says no exec came before the read. Otherwise (or a
+ * rename) the executable is left unknown rather than wrong. */
+static void installer_read_exe(const WatchTask *t, char **ret) {
+        char comm[16];
+        if (proc_read_exe(t->tgid, ret) < 0)
+                return;
+        if (proc_read_comm(t->tid, comm) < 0 || strncmp(comm, t->comm, sizeof(comm)) != 0) {
+                free(*ret);
+                *ret = NULL;
+        }
+}
+
+/* One watch event, with what it needs from /proc, into the batch. */
+static int on_watch_event(const WatchEvent *w, void *userdata) {
+        BpfSource *b = userdata;
+        LiveEvent e = { .task = task_from_watch(b, &w->task) };
+        _cleanup_free_ char *exe = NULL;
+        bool known = forest_find_process(live_now(b), w->task.tgid);
+        int r;
+
+        switch (w->type) {
+        case WATCH_TASK_NEW:
+        case WATCH_TASK_MODE:
+                e.type = LIVE_EVENT_TASK;
+                e.task.forked = w->type == WATCH_TASK_NEW;
+                if (!known && w->task.mode != TASK_MODE_DISABLED)
+                        (void) proc_read_exe(w->task.tgid, &exe);
+                break;
+        case WATCH_TASK_TSYNC: /* its process's executable comes with the filter's event */
+        case WATCH_TASK_ESCAPED:
+                e.type = LIVE_EVENT_TASK;
+                break;
+        case WATCH_TASK_EXEC:
+                e.type = LIVE_EVENT_EXEC;
+                (void) proc_read_exe(w->task.tgid, &exe);
+                break;
+        case WATCH_TASK_EXIT:
+                e.type = LIVE_EVENT_EXIT;
+                e.task.group_dead = w->task.group_dead;
+                break;
+        case WATCH_LISTENER_CLOSED:
+                e.type = LIVE_EVENT_LISTENER_CLOSED;
+                e.filter = (LiveFilter) { .id = public_id(b, w->listener.filter_id), .listener_fd = w->listener.fd,
+                                          .listener_held = true, .has_listener = !w->listener.last };
+                break;
+        case WATCH_FILTER_ATTACHED:
+                e.type = LIVE_EVENT_FILTER;
+                e.filter = (LiveFilter) {
+                        .id = public_id(b, w->filter.id), .parent_id = public_id(b, w->filter.parent_id),
+                        .insns = w->filter.insns, .len = w->filter.len, .log = w->filter.log,
+                        .wait_killable_recv = w->filter.wait_killable_recv, .has_listener = w->filter.has_listener,
+                        .identity = IDENTITY_EXACT, .listener_held = w->filter.listener_fd >= 0,
+                        .listener_fd = w->filter.listener_fd,
+                };
+                /* With TSYNC, the threads it reached follow as WATCH_TASK_TSYNC events. */
+                if (!known)
+                        installer_read_exe(&w->task, &exe);
+                break;
+        default:
+                return 0;
+        }
+        e.task.exe = exe;
+        r = live_batch_add(&b->batch, &e);
+        if (r < 0)
+                return b->batch_error = r;
+        return 0;
+}
+
+/* The installer's executable was read from /proc when its event was handled, which can be after
+ * the process exec'd (bwrap installs filters, then execs the sandbox's command): when an exec of
+ * the same process follows in the batch, what was read is the new program's, not the installer's,
+ * and is left out. The exec event brings the process's new executable itself. */
+static int drop_stale_installer_exes(LiveBatch *batch) {
+        _cleanup_(hashmap_deinit) Hashmap exec_later = {}; /* tgid -> 1: an exec follows */
+        for (size_t i = batch->n; i-- > 0;) {
+                LiveEvent *e = &batch->events[i];
+                if (e->type == LIVE_EVENT_EXEC && hashmap_replace(&exec_later, (uint64_t) e->task.tgid, (void *) 1) < 0)
+                        return -ENOMEM;
+                if (e->type == LIVE_EVENT_FILTER && e->task.exe && hashmap_get(&exec_later, (uint64_t) e->task.tgid))
+                        e->task.exe = NULL; /* its copy is freed with the batch */
+        }
+        return 0;
+}
+
+/* ---- losses ---- */
+
+/* Say why events were lost since the log last said so: the ring buffer was full, a filter had no
+ * id, ... (at most once per interval: the counts add up meanwhile). */
+static void log_lost(BpfSource *b) {
+        WatchLosses now;
+        unsigned more;
+        bpf_scanner_watch_losses(b->scanner, &now);
+        if (watch_losses_total(&now) == watch_losses_total(&b->losses_logged) ||
+            !warn_limit_pass(&b->warn_lost, now_usec(CLOCK_MONOTONIC), &more))
+                return;
+        _cleanup_free_ char *why = watch_losses_describe(&b->losses_logged, &now);
+        log_info("Events were lost (%s), resynchronising.", why ?: "?");
+        b->losses_logged = now;
+}
+
+static void check_lost(BpfSource *b) {
+        if (bpf_scanner_watch_lost(b->scanner) == b->lost_seen)
+                return;
+        log_lost(b);
+        b->source.sink.resync(b->source.sink.userdata, "lost-events");
+}
+
+static int on_lost_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        check_lost(userdata);
+        (void) sd_event_source_set_time_relative(s, LOST_CHECK_USEC);
+        return sd_event_source_set_enabled(s, SD_EVENT_ON);
+}
+
+/* One dispatch of the ring buffer (bounded: the rest waits for the next loop iteration), one
+ * batch. Events that could not be turned into a batch are events lost. */
+static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        BpfSource *b = userdata;
+        b->batch_error = 0;
+        int r = bpf_scanner_watch_dispatch(b->scanner);
+        if (r < 0) {
+                log_warning_errno(r, "Reading events failed (%m), resynchronising.");
+                b->source.sink.resync(b->source.sink.userdata, "lost-events");
+        } else if (b->batch.n > 0 && drop_stale_installer_exes(&b->batch) < 0) {
+                log_oom();
+                b->source.sink.resync(b->source.sink.userdata, "lost-events");
+        } else if (b->batch.n > 0)
+                (void) b->source.sink.apply(b->source.sink.userdata, &b->batch); /* the manager handles failures */
+        live_batch_clear(&b->batch);
+        check_lost(b);
+        return 0;
+}
+
+/* ---- passes ---- */
+
+/* After each pass of the live scanner (on the loop): what it knows of listener fds now. */
+static void listener_mark_publish(BpfSource *b) {
+        BpfListenerMark m = bpf_scanner_listener_mark(b->scanner);
+        (void) pthread_mutex_lock(&b->mark_lock);
+        b->listener_mark = m;
+        (void) pthread_mutex_unlock(&b->mark_lock);
+}
+
+/* In a detached scan's thread: whether no listener fd exists, as the live scanner can tell (its
+ * last task_file pass found none, and its tracepoint has seen no seccomp(2) make one since). */
+static bool detached_no_listeners(void *userdata) {
+        BpfSource *b = userdata;
+        (void) pthread_mutex_lock(&b->mark_lock);
+        BpfListenerMark m = b->listener_mark;
+        (void) pthread_mutex_unlock(&b->mark_lock);
+        return bpf_scanner_listener_mark_holds(b->scanner, &m);
+}
+
+static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
+        int r = bpf_scanner_scan(bpf_source(s)->scanner, opts, ret);
+        listener_mark_publish(bpf_source(s));
+        if (r < 0)
+                return log_error_errno(r, "BPF scan failed: %m");
+        (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
+        return 0;
+}
+
+/* With a one-shot scanner of its own, kept for the next call: nothing of the live source is
+ * touched. A scanner that failed, or whose pass did not end with its id map empty, is dropped;
+ * the next call loads a fresh one. */
+static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
+        BpfSource *b = bpf_source(s);
+        int r = 0;
+
+        (void) pthread_mutex_lock(&b->detached_lock);
+        if (!b->detached) {
+                r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, &b->detached);
+                if (r >= 0 && !b->source.oneshot)
+                        bpf_scanner_set_no_listeners(b->detached, detached_no_listeners, b);
+        }
+        if (r >= 0)
+                r = bpf_scanner_scan(b->detached, opts, ret);
+        if (r < 0 || !bpf_scanner_reusable(b->detached))
+                b->detached = bpf_scanner_free(b->detached);
+        (void) pthread_mutex_unlock(&b->detached_lock);
+        if (r < 0)
+                return log_error_errno(r, "BPF scan failed: %m");
+        (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
+        return 0;
+}
+
+int source_scan_programs_oneshot(const ScanOptions *opts, Forest **ret) {
+        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
+        int r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = true }, &s);
+        if (r >= 0)
+                r = bpf_scanner_scan(s, opts, ret);
+        return r;
+}
+
+/* Whether the live forest keeps the filter of that kernel id without its program (known only once
+ * the first pass has made its ids public). */
+static bool live_dropped(uint64_t kernel_id, void *userdata) {
+        BpfSource *b = userdata;
+        const Filter *x = b->ids_kept ? forest_find_filter(live_now(b), public_id(b, kernel_id)) : NULL;
+        return x && x->over_budget;
+}
+
+/* The whole machine, ready for the live state; *ret_lost is what was lost before it started:
+ * whatever is lost while it runs comes after, and asks for another pass. */
+static int pass_scan(BpfSource *b, Forest **ret, uint64_t *ret_lost) {
+        ScanOptions opts = { .root = 0, .include_argv = false, .include_exe = true, .allow_dropped = true,
+                             .dropped = live_dropped, .dropped_userdata = b,
+                             .budget_insns_per_uid = live_budget_insns(b->source.sink.live(b->source.sink.userdata)) };
+        _cleanup_(forest_freep) Forest *f = NULL;
+
+        *ret_lost = bpf_scanner_watch_lost(b->scanner);
+        int r = bpf_scan(&b->source, &opts, &f);
+        if (r < 0)
+                return r;
+        r = source_pass_prepare(&b->source, f);
+        if (r >= 0)
+                r = pass_make_ids_public(b, f);
+        if (r >= 0)
+                r = pass_listener_ids(f);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(f);
+        return 0;
+}
+
+static int pass_hand_on(BpfSource *b, Forest *f, const char *reason, uint64_t lost) {
+        int r = b->source.sink.replace(b->source.sink.userdata, f, reason);
+        if (r >= 0) {
+                b->lost_seen = lost; /* what was lost before the scan is in it */
+                /* The scanner keeps no program the live forest does not (its uid is over budget). */
+                int k = bpf_scanner_drop_programs(b->scanner, live_dropped, b);
+                if (k < 0)
+                        log_debug_errno(k, "Could not drop the programs of filters over budget: %m");
+        }
+        check_lost(b);
+        return r;
+}
+
+static void pass_cancel(BpfSource *b) {
+        if (!b->waiting)
+                return;
+        b->waiting = forest_free(b->waiting);
+        (void) sd_event_source_set_enabled(b->store_timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(b->io, SD_EVENT_ON);
+}
+
+static int on_store_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        BpfSource *b = userdata;
+        Forest *f = TAKE_PTR(b->waiting);
+        (void) sd_event_source_set_enabled(b->io, SD_EVENT_ON);
+        if (f)
+                (void) pass_hand_on(b, f, b->waiting_reason, b->waiting_lost); /* failures: the manager retries */
+        return 0;
+}
+
+/* The scan now; storing it a loop iteration later. Until then events wait in the ring buffer
+ * (applied to the state the scan replaces they would be lost with it) and the bus sees the
+ * previous state. */
+static int pass_split(BpfSource *b, const char *reason) {
+        if (b->waiting)
+                return 0; /* one is under way */
+        uint64_t lost;
+        int r = pass_scan(b, &b->waiting, &lost);
+        if (r < 0)
+                return r;
+        b->waiting_reason = reason;
+        b->waiting_lost = lost;
+        r = sd_event_source_set_enabled(b->io, SD_EVENT_OFF);
+        if (r >= 0)
+                r = sd_event_source_set_time_relative(b->store_timer, PASS_STORE_DELAY_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(b->store_timer, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                pass_cancel(b);
+                return log_error_errno(r, "Failed to arm the pass timer: %m");
+        }
+        return 0;
+}
+
+static int bpf_full_pass(Source *s, const char *reason, bool split) {
+        BpfSource *b = bpf_source(s);
+        if (split)
+                return pass_split(b, reason);
+        pass_cancel(b);
+        Forest *f;
+        uint64_t lost;
+        int r = pass_scan(b, &f, &lost);
+        if (r < 0)
+                return r;
+        return pass_hand_on(b, f, reason, lost);
+}
+
+/* ---- the object ---- */
+
+static int bpf_start(Source *s) {
+        BpfSource *b = bpf_source(s);
+        int r = bpf_scanner_watch_start(b->scanner, on_watch_event, b);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start watching: %m");
+        r = sd_event_add_io(s->event, &b->io, bpf_scanner_watch_fd(b->scanner), EPOLLIN, on_watch_io, b);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the event ring buffer: %m");
+        r = sd_event_add_time_relative(s->event, &b->lost_timer, CLOCK_MONOTONIC, LOST_CHECK_USEC, 0, on_lost_timer, b);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the lost-events timer: %m");
+        r = sd_event_add_time(s->event, &b->store_timer, CLOCK_MONOTONIC, 0, 1, on_store_timer, b);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(b->store_timer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the pass timer: %m");
+        b->lost_seen = bpf_scanner_watch_lost(b->scanner);
+        bpf_scanner_watch_losses(b->scanner, &b->losses_logged);
+        return 0;
+}
+
+static bool bpf_pass_waiting(const Source *s) {
+        return ((const BpfSource *) s)->waiting;
+}
+
+static bool bpf_events_pending(Source *s) {
+        return bpf_scanner_watch_pending(bpf_source(s)->scanner);
+}
+
+static uint64_t bpf_lost(Source *s) {
+        return bpf_scanner_watch_lost(bpf_source(s)->scanner);
+}
+
+static void bpf_free(Source *s) {
+        BpfSource *b = bpf_source(s);
+        sd_event_source_disable_unref(b->io);
+        sd_event_source_disable_unref(b->lost_timer);
+        sd_event_source_disable_unref(b->store_timer);
+        forest_free(b->waiting);
+        live_batch_done(&b->batch);
+        hashmap_deinit(&b->public_ids);
+        bpf_scanner_free(b->scanner);
+        bpf_scanner_free(b->detached);
+        (void) pthread_mutex_destroy(&b->detached_lock);
+        (void) pthread_mutex_destroy(&b->mark_lock);
+        sd_event_unref(s->event);
+        free(b);
+}
+
+static const SourceVTable bpf_vtable = {
+        .free = bpf_free,
+        .scan = bpf_scan,
+        .scan_detached = bpf_scan_detached,
+        .scan_programs = bpf_scan_detached,
+        .start = bpf_start,
+        .full_pass = bpf_full_pass,
+        .pass_waiting = bpf_pass_waiting,
+        .events_pending = bpf_events_pending,
+        .lost = bpf_lost,
+        .identity = IDENTITY_EXACT,
+        .refresh_usec = REFRESH_USEC,
+        .announces_passes = false,
+};
+
+int source_bpf_new(const SourceOptions *o, Source **ret) {
+        BpfSource *b = calloc(1, sizeof(BpfSource));
+        if (!b)
+                return log_oom();
+        (void) pthread_mutex_init(&b->detached_lock, NULL);
+        (void) pthread_mutex_init(&b->mark_lock, NULL);
+        b->source = (Source) { .vtable = &bpf_vtable, .backend = BACKEND_BPF, .oneshot = o->oneshot, .first_id = o->first_id };
+        BpfScannerOptions so = { .first_id = o->first_id, .oneshot = o->oneshot, .no_argv = o->no_argv };
+        int r = bpf_scanner_new_with_options(&so, &b->scanner);
+        if (r < 0) {
+                bpf_free(&b->source);
+                return log_error_errno(r, "Failed to load the BPF programs: %m (--backend=ptrace works without BPF)");
+        }
+        *ret = &b->source;
+        return 0;
+}

@@ -1,0 +1,386 @@
+/* manager.c: the service's life: start-up, the one path every change takes, full passes and their
+ * pacing, shutdown
+ *
+ * The data path runs one way: the source (source-bpf.c, source-ptrace.c) observes the kernel and
+ * hands on batches of events or full passes; the live forest (lib/core/live.c) applies them and says
+ * what changed; the store writes that in one transaction and commits; only then does the bus
+ * (manager-dbus.c, the listener) announce it. When the store fails, the live forest is rolled back, nothing is
+ * announced, and a full pass is asked for: bus, database and live forest always agree. */
+#include "service/manager.h"
+
+#include <malloc.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "store/store-snapshot.h"
+
+/* $SECTREE_REFRESH_USEC replaces the default interval of the periodic full pass: tests make it
+ * long, so that only events can explain what the daemon sees. */
+static uint64_t refresh_usec_from_env(uint64_t fallback) {
+        const char *e = secure_getenv("SECTREE_REFRESH_USEC");
+        uint64_t v;
+        if (e && safe_atou64(e, &v) >= 0 && v > 0)
+                return v;
+        if (e)
+                log_warning("Ignoring invalid $SECTREE_REFRESH_USEC: %s", e);
+        return fallback;
+}
+
+int manager_new(const ManagerOptions *opts, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(Manager));
+        if (!m)
+                return log_oom();
+        m->started_mono = now_usec(CLOCK_MONOTONIC);
+        m->state_dir = strdup(opts->state_dir ? opts->state_dir : MANAGER_DEFAULT_STATE_DIR);
+        if (!m->state_dir)
+                return log_oom();
+        m->backend = opts->backend;
+        m->refresh_usec = opts->refresh_usec;
+        m->budget_insns = opts->budget_insns;
+        int r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the event loop: %m");
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        pacing_free(m->pacing);
+        if (m->restores_free)
+                m->restores_free(m->restores);
+        sd_bus_flush_close_unref(m->bus);
+        parents_free(m->parents);
+        source_free(m->source);
+        live_changes_done(&m->changes);
+        live_free(m->live);
+        store_checkpointer_free(m->checkpointer);
+        store_free(m->store);
+        sd_event_unref(m->event);
+        free(m->state_dir);
+        free(m);
+        return NULL;
+}
+
+/* ---- pacing full passes (pacing.c decides when) ---- */
+
+static void manager_resync(Manager *m, const char *reason) {
+        m->stats.resyncs++;
+        if (streq_ptr(reason, "inconsistent"))
+                m->stats.inconsistent++;
+        pacing_request(m->pacing, reason);
+}
+
+static int on_trim(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+        if (m->store)
+                store_release_memory(m->store);
+        (void) malloc_trim(0);
+        return 0;
+}
+
+void manager_trim_soon(Manager *m) {
+        int r = sd_event_add_defer(m->event, NULL, on_trim, m);
+        if (r < 0)
+                log_debug_errno(r, "Could not schedule giving memory back: %m");
+}
+
+/* The end of a full pass, stored or not. */
+static void pass_ended(Manager *m, bool stored) {
+        pacing_pass_ended(m->pacing, stored);
+        if (stored) {
+                m->stats.full_passes++;
+                manager_trim_soon(m);
+        } else
+                m->stats.failed_passes++;
+}
+
+/* ---- the path of every change ---- */
+
+/* The live forest could not be put back as it was: make it what the database holds. */
+static void live_reload(Manager *m) {
+        _cleanup_(forest_freep) Forest *stored = NULL;
+        int r = store_load_live(m->store, &stored);
+        if (r >= 0)
+                r = forest_link(stored, NULL);
+        if (r >= 0)
+                r = live_replace(m->live, TAKE_PTR(stored), false, &m->changes);
+        live_changes_clear(&m->changes);
+        if (r < 0)
+                log_error_errno(r, "Failed to reload the live state from the database: %m");
+        manager_resync(m, "inconsistent");
+}
+
+/* Store what changed and commit; only then announce it. When storing fails, undo it. */
+static int manager_commit(Manager *m, const char *reason) {
+        int r = store_write_changes(m->store, live_forest(m->live), &m->changes, now_usec(CLOCK_REALTIME));
+        if (r < 0) {
+                if (live_rollback(m->live, &m->changes) < 0)
+                        live_reload(m);
+                return r;
+        }
+        for (size_t i = 0; !m->changes.replaced && i < m->changes.n; i++)
+                m->stats.filters_stored += m->changes.changes[i].type == LIVE_FILTER_ATTACHED &&
+                                           m->changes.changes[i].new_filter;
+        if (m->listener.changes)
+                m->listener.changes(m->listener.userdata, &m->changes, reason);
+        if (m->parents)
+                parents_follow(m->parents, &m->changes);
+        live_changes_clear(&m->changes);
+        return 0;
+}
+
+/* Whether to log a warning of this kind now; then *more says how many were not logged before it
+ * (" (12 more like it were not logged.)", or "" for none). */
+typedef char WarnMore[64];
+static bool warn_now(WarnLimit *w, WarnMore more) {
+        unsigned n;
+        if (!warn_limit_pass(w, now_usec(CLOCK_MONOTONIC), &n))
+                return false;
+        if (n > 0)
+                (void) snprintf(more, sizeof(WarnMore), " (%u more like it were not logged.)", n);
+        else
+                more[0] = 0;
+        return true;
+}
+
+/* Events that did not fit the live forest were left out of their batch: say which, and why. */
+static void warn_skipped(Manager *m, const LiveSkipped *k) {
+        WarnMore more;
+        if (!warn_now(&m->warn_skipped, more))
+                return;
+        if (k->filter_id)
+                log_warning("Left out %zu events that do not fit the live state (the first: thread %d names filter %" PRIu64
+                            ", which the live state does not have: an event about it was lost, or it was retired "
+                            "too early), repairing with a full pass.%s", k->n, k->tid, k->filter_id, more);
+        else
+                log_warning_errno(k->error, "Left out %zu events that do not fit the live state (the first: thread %d, "
+                                  "%m), repairing with a full pass.%s", k->n, k->tid, more);
+}
+
+/* A batch of events from the source: one transaction. Events that do not fit are left out (and a
+ * full pass repairs what they would have said): the others are applied, stored and announced, so
+ * that one missed event does not fail every batch until the repair. */
+static int sink_apply(void *userdata, const LiveBatch *batch) {
+        Manager *m = userdata;
+        LiveSkipped skipped;
+        WarnMore more;
+        int r = live_apply_fitting(m->live, batch->events, batch->n, &m->changes, &skipped);
+        if (r < 0) {
+                if (warn_now(&m->warn_apply, more))
+                        log_warning_errno(r, "Applying events failed (%m), resynchronising.%s", more);
+                if (live_rollback(m->live, &m->changes) < 0)
+                        live_reload(m);
+                manager_resync(m, "inconsistent");
+                return r;
+        }
+        if (skipped.n > 0) {
+                m->stats.events_skipped += skipped.n;
+                warn_skipped(m, &skipped);
+                manager_resync(m, "inconsistent");
+        }
+        r = manager_commit(m, NULL);
+        if (r < 0) {
+                if (warn_now(&m->warn_store, more))
+                        log_warning_errno(r, "Storing events failed (%m): nothing of them is announced, "
+                                          "resynchronising.%s", more);
+                m->stats.failed_batches++;
+                manager_resync(m, "lost-events");
+        }
+        return r;
+}
+
+/* A full pass from the source: the whole live state replaced and stored. */
+static int sink_replace(void *userdata, Forest *pass, const char *reason) {
+        Manager *m = userdata;
+        uint64_t now = now_usec(CLOCK_REALTIME), start = now_usec(CLOCK_MONOTONIC), replaced = 0;
+        int r = live_replace(m->live, pass, reason && source_announces_passes(m->source), &m->changes);
+        if (r >= 0) {
+                uint64_t previous = m->last_scan_usec;
+                m->last_scan_usec = now; /* announced with the pass */
+                replaced = now_usec(CLOCK_MONOTONIC);
+                r = manager_commit(m, reason);
+                if (r < 0)
+                        m->last_scan_usec = previous;
+        } else if (live_rollback(m->live, &m->changes) < 0)
+                live_reload(m);
+        pass_ended(m, r >= 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to store the full pass: %m");
+        LiveCounts n = live_counts(m->live);
+        (void) sd_notifyf(false, "STATUS=Watching %zu filters, %zu tasks (%s backend)", n.filters, n.tasks,
+                          backend_to_string(source_backend(m->source)));
+        log_debug("Full pass (%s): %zu tasks, %zu filters; replaced in %" PRIu64 " us, stored and announced in %" PRIu64
+                  " us.", reason ?: "start", n.tasks, n.filters, replaced - start, now_usec(CLOCK_MONOTONIC) - replaced);
+        return 0;
+}
+
+static void sink_resync(void *userdata, const char *reason) {
+        manager_resync(userdata, reason);
+}
+
+static const Live *sink_live(void *userdata) {
+        Manager *m = userdata;
+        return m->live;
+}
+
+/* ---- full passes ---- */
+
+static int full_pass(Manager *m, const char *reason, bool split) {
+        unsigned before = m->stats.full_passes + m->stats.failed_passes;
+        (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ?: "start");
+        int r = source_full_pass(m->source, reason, split);
+        if (r < 0 && m->stats.full_passes + m->stats.failed_passes == before)
+                pass_ended(m, false); /* the scan failed: it never got to be stored */
+        return r;
+}
+
+int manager_full_pass(Manager *m, const char *reason) {
+        return full_pass(m, reason, false);
+}
+
+int manager_full_pass_split(Manager *m, const char *reason) {
+        return full_pass(m, reason, true);
+}
+
+void manager_set_listener(Manager *m, const ManagerListener *l) {
+        m->listener = *l;
+}
+
+void manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner) {
+        if (m->listener.snapshot_created)
+                m->listener.snapshot_created(m->listener.userdata, id, name, owner);
+}
+
+void manager_send_snapshot_deleted(Manager *m, uint64_t id) {
+        if (m->listener.snapshot_deleted)
+                m->listener.snapshot_deleted(m->listener.userdata, id);
+}
+
+int manager_live(Manager *m, const Forest **ret) {
+        _cleanup_free_ char *error = NULL;
+        int r = live_linked(m->live, ret, &error);
+        if (r >= 0)
+                return 0;
+        /* Events left the forest inconsistent: only a full pass can tell the truth. */
+        log_warning("Live forest inconsistent (%s), resynchronising.", error ?: "?");
+        r = manager_full_pass(m, "inconsistent");
+        if (r < 0)
+                return r;
+        return live_linked(m->live, ret, NULL);
+}
+
+static void on_pacing(void *userdata, const char *reason) {
+        (void) manager_full_pass_split(userdata, reason); /* a failure asks for the next one itself */
+}
+
+/* ---- start and stop ---- */
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        log_info("Received %s, exiting.", strsignal((int) si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Shutting down...");
+        return sd_event_exit(m->event, 0);
+}
+
+static int setup_signals(Manager *m) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return -errno;
+        int r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
+        return r;
+}
+
+/* The live forest starts as what the database stored: whatever the first pass keeps of it keeps
+ * its ids, and until then bus, database and live forest agree anyway. */
+static int open_live(Manager *m) {
+        _cleanup_(forest_freep) Forest *stored = NULL;
+        int r = store_load_live(m->store, &stored);
+        if (r < 0) {
+                log_warning_errno(r, "Not keeping the stored filter ids: %m");
+                stored = NULL;
+        }
+        r = live_new(TAKE_PTR(stored), &m->live);
+        if (r < 0)
+                return log_oom();
+        r = live_set_budget(m->live, m->budget_insns);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) /* the stored state does not link: the first pass replaces it, and counts it */
+                log_debug_errno(r, "Not counting the stored filters against their budgets: %m");
+        return 0;
+}
+
+int manager_open(Manager *m) {
+        uint64_t max_id = 0;
+        int r;
+
+        (void) sd_notify(false, "STATUS=Opening the state database...");
+        r = store_open(m->state_dir, &m->store);
+        if (r >= 0)
+                r = store_snapshot_discard_incomplete(m->store); /* imports a stopped daemon left half-way */
+        if (r >= 0 && store_checkpointer_new(m->store, &m->checkpointer) < 0)
+                log_warning("Checkpoints of the state database will be made by its commits.");
+        if (r >= 0)
+                r = open_live(m);
+        if (r >= 0)
+                r = store_max_filter_id(m->store, &max_id);
+        if (r >= 0)
+                r = source_new(&(SourceOptions) { .backend = m->backend, .first_id = max_id + 1 }, &m->source);
+        if (r >= 0)
+                r = pacing_new(m->event, m->refresh_usec ?: refresh_usec_from_env(source_refresh_usec(m->source)),
+                               on_pacing, m, &m->pacing);
+        if (r < 0)
+                return r;
+        /* Watching starts before the first pass, so that nothing that happens during it is missed. */
+        SourceSink sink = {
+                .apply = sink_apply, .replace = sink_replace, .resync = sink_resync, .live = sink_live, .userdata = m,
+        };
+        r = source_start(m->source, m->event, &sink);
+        if (r >= 0)
+                r = parents_new(m->event, &sink, &m->parents);
+        if (r < 0)
+                return r;
+        return manager_full_pass(m, NULL);
+}
+
+int manager_startup(Manager *m) {
+        int r = manager_open(m);
+        if (r < 0)
+                return r;
+        r = setup_signals(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up signal handling: %m");
+        r = pacing_start_refresh(m->pacing);
+        if (r < 0)
+                return r;
+        /* The watchdog is fed by sd-event whenever the unit asks for it (WATCHDOG_USEC). */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to enable the watchdog: %m");
+        return 0;
+}
+
+void manager_ready(Manager *m) {
+        LiveCounts n = live_counts(m->live);
+        const char *backend = backend_to_string(source_backend(m->source));
+        (void) sd_notifyf(false, "READY=1\nSTATUS=Watching %zu filters, %zu tasks (%s backend)", n.filters, n.tasks,
+                          backend);
+        log_info("Ready: %s backend, %zu tasks, %zu filters, in %" PRIu64 " ms.", backend, n.tasks, n.filters,
+                 (now_usec(CLOCK_MONOTONIC) - m->started_mono) / 1000);
+}
+
+int manager_run(Manager *m) {
+        int r = sd_event_loop(m->event);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
+}

@@ -1,0 +1,127 @@
+/* manager.h: the service: its state (the live forest, the database, the source, the bus) and its
+ * life: start-up, the one path every change takes (apply, store, commit, announce), full passes
+ * and their pacing, shutdown */
+#pragma once
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "core/live.h"
+#include "observe/parents.h"
+#include "observe/source.h"
+#include "service/pacing.h"
+#include "store/store-checkpoint.h"
+#include "store/store.h"
+
+#define MANAGER_DEFAULT_STATE_DIR "/var/lib/sectree"
+
+/* Counts of the live forest that PropertiesChanged reports when they change. */
+typedef struct ManagerCounts {
+        uint32_t tasks, filters, listeners;
+        uint64_t last_scan_usec;
+} ManagerCounts;
+
+/* What happened so far (tests, logs). */
+typedef struct ManagerStats {
+        unsigned full_passes;     /* stored */
+        unsigned failed_passes;   /* scanned but not stored */
+        unsigned failed_batches;  /* applied but not stored: rolled back */
+        unsigned filters_stored;  /* new filters that events attached, stored */
+        unsigned resyncs;         /* full passes asked for (lost events, inconsistencies, failures) */
+        unsigned inconsistent;    /* of which because events did not fit the live forest */
+        uint64_t events_skipped;  /* events left out of their batch: they did not fit the live forest */
+} ManagerStats;
+
+/* Who hears of what the service stored, once it is committed: the bus layer (manager-dbus.c). */
+typedef struct ManagerListener {
+        /* What a batch or a full pass changed (reason: the full pass's, NULL for none). */
+        void (*changes)(void *userdata, const LiveChanges *c, const char *reason);
+        void (*snapshot_created)(void *userdata, uint64_t id, const char *name, uid_t owner);
+        void (*snapshot_deleted)(void *userdata, uint64_t id);
+        void *userdata;
+} ManagerListener;
+
+typedef struct Manager {
+        sd_event *event;
+        char *state_dir;
+        Backend backend; /* of the source to load */
+        Store *store;
+        StoreCheckpointer *checkpointer; /* the store's checkpoints, off the event loop */
+        Live *live;
+        Source *source;
+        Parents *parents;    /* the parents of live processes, watched for their exits */
+        LiveChanges changes; /* of the batch being stored (kept for its memory) */
+        ManagerStats stats;
+        uint64_t started_mono;
+
+        /* full passes: manager.c; when they run: pacing.c */
+        uint64_t budget_insns;   /* per-uid filter budget, instructions (0: none) */
+        uint64_t refresh_usec;   /* as asked (0: the backend's default, or $SECTREE_REFRESH_USEC) */
+        Pacing *pacing;          /* once opened */
+        uint64_t last_scan_usec; /* CLOCK_REALTIME of the last stored full pass */
+
+        ManagerListener listener;
+        /* warnings of the event path, each logged at most once per PACING_WARN_INTERVAL_USEC */
+        WarnLimit warn_skipped, warn_apply, warn_store;
+
+        /* the bus: manager-dbus.c */
+        sd_bus *bus;
+        ManagerCounts announced;
+        sd_bus_message **rescans; /* Rescan() calls whose pass waits for a snapshot's scan (ptrace) */
+        size_t n_rescans, n_rescans_allocated;
+
+        /* snapshots.c: exports and imports in progress */
+        struct SnapshotTransfer *snapshot_transfers;
+
+        /* policy-dbus.c: GetPolicy and WhoCan calls being analysed */
+        struct PolicyJob *policy_jobs;
+        /* restores.c: restores in progress and alive, and what ends them when the manager is freed
+         * (set by restores.c, which sits above the manager) */
+        struct Restores *restores;
+        void (*restores_free)(struct Restores *rs);
+} Manager;
+
+typedef struct ManagerOptions {
+        Backend backend;
+        const char *state_dir;
+        uint64_t refresh_usec; /* 0: the backend's default, or $SECTREE_REFRESH_USEC */
+        uint64_t budget_insns; /* instructions of filters kept per uid (lib/core/budget.h); 0: none */
+} ManagerOptions;
+
+int manager_new(const ManagerOptions *opts, Manager **ret);
+
+/* Give back what the daemon holds and no longer uses, once the loop is done with what it is doing:
+ * a full pass frees the forest it replaced (and the source what it no longer keeps), a snapshot
+ * transfer its forest, in many small blocks that malloc keeps in the heap unless asked, and the
+ * database's page cache keeps the pages they touched. Else one pass over a big forest (one user's
+ * flood of filters, long gone) or one large snapshot leaves the resident set at its peak. */
+void manager_trim_soon(Manager *m);
+Manager *manager_free(Manager *m);
+DEFINE_CLEANUP(Manager *, manager_free);
+
+/* Open the database (the live forest starts as what it stored), load the backend, start watching
+ * and make the first full pass: manager_startup() without the bus, signals and timers (tests drive
+ * the loop themselves). */
+int manager_open(Manager *m);
+/* manager_open(), then signals, the refresh timer and the watchdog. */
+int manager_startup(Manager *m);
+/* Tell systemd READY=1 (the bus is connected), and log how long it took. */
+void manager_ready(Manager *m);
+/* Run the event loop until SIGTERM/SIGINT; returns 0 on a clean exit. */
+int manager_run(Manager *m);
+
+/* A full pass now: scan, replace the live forest and the stored state. reason goes into the
+ * Resynced signal ("lost-events", "rescan", "refresh", "inconsistent", "burst"); NULL sends none. */
+int manager_full_pass(Manager *m, const char *reason);
+/* The same in two loop iterations where the backend can (bpf): see source_full_pass(). */
+int manager_full_pass_split(Manager *m, const char *reason);
+
+/* Hear of what is stored from now on (one listener: it replaces the previous one). */
+void manager_set_listener(Manager *m, const ManagerListener *l);
+/* snapshots.c: a snapshot was stored, or deleted: tell the listener. */
+void manager_send_snapshot_created(Manager *m, uint64_t id, const char *name, uid_t owner);
+void manager_send_snapshot_deleted(Manager *m, uint64_t id);
+
+/* The live forest, linked, for bus readers: a forest that cannot be linked (events left it
+ * inconsistent) is replaced by a full pass first. */
+int manager_live(Manager *m, const Forest **ret);

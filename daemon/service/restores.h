@@ -1,0 +1,148 @@
+/* restores.h: restores for bus callers: each one runs the executor (sectree-restore) on a stored
+ * snapshot, talks to it over a socket from the event loop without ever waiting on it, verifies
+ * the restored tree with a scan, and ends it on release, on failure, or when its caller leaves
+ * the bus. No bus code here: the bus layer (restores-dbus.c) calls in and is called back. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "plan/plan-verify.h"
+#include "service/access.h"
+#include "service/manager.h"
+#include "service/restore-limits.h"
+
+/* What a non-root uid may do (root: no limit). */
+#define RESTORES_MAX_PER_UID 4            /* restores in progress or alive at once */
+#define RESTORE_MAX_TASKS_PER_UID 4096    /* threads of the snapshot of one restore */
+/* The fds a restore hands its caller (a pidfd per process, unless pidfds is false, and a listener fd
+ * per listener), at most RESTORE_MAX_FDS in all, go at most RESTORE_MESSAGE_MAX_FDS to a message: the
+ * reply of Restore() carries the first ones, TakeRestoreFds() the next. dbus-daemon disconnects a
+ * sender of a message with more fds than max_message_unix_fds, 16 on Debian's system bus (and
+ * dbus-daemon's default), and no call asks a bus for its limit. */
+#define RESTORE_MESSAGE_MAX_FDS 16
+#define RESTORE_MAX_FDS 200
+/* The fds not taken this long after the reply are closed: the daemon holds no listener for long. */
+#define RESTORE_FDS_HOLD_USEC (60 * 1000000ULL)
+/* From the start of the executor to its READY (or ERROR); $SECTREE_RESTORE_TIMEOUT_USEC replaces it. */
+#define RESTORE_TIMEOUT_USEC (120 * 1000000ULL)
+/* A released or failed restore's executor that has not exited after this is killed. */
+#define RESTORE_KILL_TIMEOUT_USEC (10 * 1000000ULL)
+
+/* Where Restore() starts the executor (docs/restore.md "Where the executor runs"). */
+typedef enum RestoreExecutor {
+        RESTORE_EXECUTOR_AUTO, /* a transient unit when systemd runs the daemon as a service, else fork */
+        RESTORE_EXECUTOR_FORK, /* forked by the daemon: only while it runs unconfined */
+        RESTORE_EXECUTOR_UNIT, /* a transient service of PID 1 (StartTransientUnit) */
+        _RESTORE_EXECUTOR_MAX,
+        _RESTORE_EXECUTOR_INVALID = -EINVAL,
+} RestoreExecutor;
+
+const char *restore_executor_to_string(RestoreExecutor e);
+RestoreExecutor restore_executor_from_string(const char *s);
+
+/* The manager's restores, made at start (else at the first call, with RESTORE_EXECUTOR_AUTO): where
+ * the executor runs. They end with the manager (manager_free()). */
+int restores_new(Manager *m, RestoreExecutor executor);
+/* The manager of m->restores (the bus layer's handle on them). */
+Manager *restores_manager(struct Restores *rs);
+
+typedef struct RestoreExec {
+        pid_t pid;   /* a snapshot process */
+        char **argv; /* what its leader execs */
+} RestoreExec;
+
+typedef struct RestoreOptions {
+        RestoreExec *exec;
+        size_t n_exec;
+        bool original_uids; /* root only: the snapshot's uids and gids instead of the caller's */
+        bool pid_namespace; /* root only: a new pid namespace, tasks at their snapshot tids */
+        bool verify;        /* scan the restored tree and compare (default true) */
+        bool pidfds;        /* a pidfd per restored process in the reply (default true) */
+        bool keep;          /* outlive the caller's bus connection (default false: released) */
+        bool has_stdio;     /* stdio holds the exec'd processes' stdin, stdout, stderr (owned) */
+        int stdio[3];
+} RestoreOptions;
+
+void restore_options_done(RestoreOptions *o);
+
+typedef enum RestoreState {
+        RESTORE_EXECUTING, /* the executor runs the plan */
+        RESTORE_VERIFYING, /* READY came: the restored tree is being scanned and compared */
+        RESTORE_STARTING,  /* START sent, waiting for STARTED */
+        RESTORE_READY,     /* replied: the stubs are parked (or exec'd) */
+        RESTORE_ENDING,    /* released or failed: the executor ends every stub and exits */
+        _RESTORE_STATE_MAX,
+} RestoreState;
+
+const char *restore_state_to_string(RestoreState s);
+
+typedef struct Restore Restore;
+
+/* The identity of the restore's owner, whom the executor runs as. */
+typedef struct RestoreCreds {
+        uid_t uid;
+        gid_t gid;
+        gid_t *groups; /* supplementary groups */
+        size_t n_groups;
+        RestoreLimits limits; /* the caller's resource limits, read from its process at the call */
+} RestoreCreds;
+
+/* The end of Restore(): r is 0 with the restore ready to describe (restore_*() accessors below;
+ * it stays alive until released), or negative: -EPROTO the executor refused or failed (message:
+ * "STAGE: what failed", naming the step, the system call and the errno), -ECHILD systemd did not
+ * start the executor's transient unit (message: its name and systemd's answer), -ECANCELED
+ * released or its caller left meanwhile, -ETIMEDOUT, another errno. On failure every task of the restore is
+ * being ended, and restore is NULL. */
+typedef void (*RestoreDone)(Manager *m, int r, Restore *restore, const char *message, void *userdata);
+/* A restore ended (reason: "released", "caller-left", "failed", "executor-exited", "stopping"):
+ * for RestoreFinished. */
+typedef void (*RestoreFinished)(Manager *m, uint64_t id, uid_t owner, const char *reason, void *userdata);
+
+void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata);
+
+/* Start restoring snapshot id for caller c (running as creds) with options (taken: *o is emptied).
+ * bus/sender: the caller's connection, watched unless o->keep. Returns 0 when done will be called
+ * (never before this returns), or a negative errno, with *ret_message: -ENOENT no such snapshot
+ * (or not the caller's), -EACCES not allowed (original uids, a pid namespace), -EUSERS too many
+ * restores or tasks, -EOPNOTSUPP the executor cannot run from here. */
+int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
+                          sd_bus *bus, const char *sender, RestoreDone done, void *userdata, char **ret_message);
+
+/* End a restore's stubs; done is called once the executor has exited (every stub gone). -ENOENT:
+ * no such restore, or not the caller's. */
+typedef void (*RestoreReleased)(Manager *m, int r, void *userdata);
+int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased done, void *userdata);
+
+/* The caller's restore id (root: anyone's), NULL if there is none. */
+Restore *manager_restore_find(Manager *m, Caller *c, uint64_t id);
+
+/* The restores the caller may see (root: all; others: their own), in id order; the array is
+ * malloc'ed, its elements are not. */
+int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n);
+
+uint64_t restore_id(const Restore *r);
+uint64_t restore_snapshot_id(const Restore *r);
+uid_t restore_owner(const Restore *r);
+RestoreState restore_state(const Restore *r);
+pid_t restore_root_pid(const Restore *r);
+size_t restore_n_processes(const Restore *r);
+/* Whether it was verified (false when not asked for), and the differences (NULL-terminated). */
+bool restore_verified(const Restore *r);
+char *const *restore_differences(const Restore *r);
+const PlanMapping *restore_mapping(const Restore *r);
+/* The fds the restore hands its caller, in order: restore_n_pidfds() pidfds (one per process of the
+ * mapping, in its order, when pidfds were asked for), then restore_n_listeners() listener fds. */
+size_t restore_n_pidfds(const Restore *r);
+/* The pidfd of the i-th process of the mapping. Valid until the fds are handed or dropped. */
+int restore_pidfd(const Restore *r, size_t i);
+/* Listeners: the snapshot's listener id (0: none held it) and a copy of its fd. */
+size_t restore_n_listeners(const Restore *r);
+int restore_listener(const Restore *r, size_t i, uint64_t *ret_snapshot_listener);
+/* The index (in that order) of the next fd to hand; -ESTALE once the fds not taken in time were
+ * closed. */
+int restore_fds_next(const Restore *r, size_t *ret);
+/* The fds before next are handed (a message carries its own copies): the daemon closes its copies
+ * of all of them once the last is handed; until then it keeps them RESTORE_FDS_HOLD_USEC at most. */
+void restore_fds_handed(Restore *r, size_t next);

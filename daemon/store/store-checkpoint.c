@@ -1,0 +1,143 @@
+/* store-checkpoint.c: see store-checkpoint.h
+ *
+ * With SQLite's automatic checkpoint, the commit that fills the log past its threshold copies it
+ * into the database and syncs both files before it returns: on the event loop, the events that
+ * arrive meanwhile wait for it (10-15 ms on the project's machines). Here the store's connection
+ * only says after each commit how long the log is; past STORE_CHECKPOINT_PAGES a thread makes a
+ * PASSIVE checkpoint on its own connection, which never takes the write lock: commits go on while
+ * it runs, and the first one after a complete checkpoint starts the log again from its start. */
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+
+#include "core/sqlite-util.h"
+#include "store/store-checkpoint.h"
+
+struct StoreCheckpointer {
+        Store *store;
+        sqlite3 *db;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        bool wanted, stop, running; /* under lock, but running (the thread exists) */
+        bool failing;               /* the thread's: the last checkpoint failed (logged once) */
+        uint64_t pages_copied;      /* under lock */
+};
+
+static void checkpoint_once(StoreCheckpointer *c) {
+        int log_pages = 0, copied = 0;
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied);
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+                if (!c->failing)
+                        log_warning("Checkpoint of %s failed, the log grows until one succeeds: %s",
+                                    store_path(c->store), sqlite3_errmsg(c->db));
+                c->failing = true;
+                return;
+        }
+        c->failing = false;
+        log_debug("Checkpoint: %d of %d log pages copied in %" PRIu64 " us.", copied, log_pages,
+                  now_usec(CLOCK_MONOTONIC) - start);
+        (void) pthread_mutex_lock(&c->lock);
+        c->pages_copied += copied > 0 ? (uint64_t) copied : 0;
+        (void) pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t store_checkpointer_pages_copied(StoreCheckpointer *c) {
+        (void) pthread_mutex_lock(&c->lock);
+        uint64_t n = c->pages_copied;
+        (void) pthread_mutex_unlock(&c->lock);
+        return n;
+}
+
+/* Returns false when asked to stop. */
+static bool checkpointer_wait(StoreCheckpointer *c) {
+        (void) pthread_mutex_lock(&c->lock);
+        while (!c->wanted && !c->stop)
+                (void) pthread_cond_wait(&c->wake, &c->lock);
+        bool go = !c->stop;
+        c->wanted = false;
+        (void) pthread_mutex_unlock(&c->lock);
+        return go;
+}
+
+static void *checkpointer_thread(void *userdata) {
+        StoreCheckpointer *c = userdata;
+        while (checkpointer_wait(c))
+                checkpoint_once(c);
+        return NULL;
+}
+
+/* After every commit of the store's connection, on the loop: only a signal to the thread. */
+static void on_commit(void *userdata, unsigned log_pages) {
+        StoreCheckpointer *c = userdata;
+        if (log_pages < STORE_CHECKPOINT_PAGES)
+                return;
+        (void) pthread_mutex_lock(&c->lock);
+        c->wanted = true;
+        (void) pthread_cond_signal(&c->wake);
+        (void) pthread_mutex_unlock(&c->lock);
+}
+
+static int checkpointer_connect(StoreCheckpointer *c) {
+        int rc = sqlite3_open_v2(store_path(c->store), &c->db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(c->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+                return 0;
+        if (!c->db)
+                return log_oom();
+        return log_error_errno(sqlite_errno(c->db, rc) ?: -EIO, "Failed to open %s for its checkpoints: %s",
+                               store_path(c->store), sqlite3_errmsg(c->db));
+}
+
+/* With every signal blocked: the thread may start before the daemon blocks SIGTERM to read it from
+ * the loop, and a signal the thread took would get its default action. */
+static int checkpointer_start_thread(StoreCheckpointer *c) {
+        sigset_t all, old;
+        (void) sigfillset(&all);
+        int r = -pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (r < 0)
+                return r;
+        r = -pthread_create(&c->thread, NULL, checkpointer_thread, c);
+        (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
+}
+
+int store_checkpointer_new(Store *s, StoreCheckpointer **ret) {
+        _cleanup_(store_checkpointer_freep) StoreCheckpointer *c = calloc(1, sizeof(StoreCheckpointer));
+        if (!c)
+                return log_oom();
+        c->store = s;
+        (void) pthread_mutex_init(&c->lock, NULL);
+        (void) pthread_cond_init(&c->wake, NULL);
+        int r = checkpointer_connect(c);
+        if (r < 0)
+                return r;
+        r = checkpointer_start_thread(c);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the checkpoint thread: %m");
+        c->running = true;
+        store_set_commit_hook(s, on_commit, c);
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+StoreCheckpointer *store_checkpointer_free(StoreCheckpointer *c) {
+        if (!c)
+                return NULL;
+        if (c->running) {
+                store_set_commit_hook(c->store, NULL, NULL);
+                (void) pthread_mutex_lock(&c->lock);
+                c->stop = true;
+                (void) pthread_cond_signal(&c->wake);
+                (void) pthread_mutex_unlock(&c->lock);
+                (void) pthread_join(c->thread, NULL);
+        }
+        sqlite3_close(c->db);
+        (void) pthread_cond_destroy(&c->wake);
+        (void) pthread_mutex_destroy(&c->lock);
+        free(c);
+        return NULL;
+}

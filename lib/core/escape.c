@@ -1,0 +1,128 @@
+/* escape.c: strings from processes, the daemon and snapshot files made safe to print on a terminal */
+#include "core/escape.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ESCAPE_MAX 5 /* "\xNN" and a NUL */
+
+/* The length of the valid UTF-8 sequence at s that is not a C1 control (U+0080..U+009F), or 0. */
+static size_t utf8_printable_length(const unsigned char *s) {
+        size_t n;
+        uint32_t cp, min;
+        if (s[0] < 0xc2 || s[0] > 0xf4)
+                return 0;
+        if (s[0] < 0xe0)
+                n = 2, cp = s[0] & 0x1f, min = 0x80;
+        else if (s[0] < 0xf0)
+                n = 3, cp = s[0] & 0x0f, min = 0x800;
+        else
+                n = 4, cp = s[0] & 0x07, min = 0x10000;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0xa0)
+                return 0;
+        return n;
+}
+
+/* The escape of the byte c, or NULL (into buf) when it is printed as it is. */
+static const char *escape_byte(unsigned char c, char buf[static ESCAPE_MAX]) {
+        switch (c) {
+        case '\033':
+                return "\\e";
+        case '\n':
+                return "\\n";
+        case '\r':
+                return "\\r";
+        case '\t':
+                return "\\t";
+        case '\\':
+                return "\\\\";
+        }
+        if (c >= 0x20 && c < 0x7f)
+                return NULL;
+        snprintf(buf, ESCAPE_MAX, "\\x%02x", c);
+        return buf;
+}
+
+/* Walk s: call emit for each piece, a run of bytes copied as they are or one escape. Stops
+ * early when emit returns false. */
+static void escape_walk(const char *s, bool (*emit)(const char *p, size_t n, void *userdata), void *userdata) {
+        const unsigned char *p = (const unsigned char *) s;
+        char buf[ESCAPE_MAX];
+        while (*p) {
+                size_t n = *p < 0x80 ? (escape_byte(*p, buf) ? 0 : 1) : utf8_printable_length(p);
+                if (n > 0) {
+                        if (!emit((const char *) p, n, userdata))
+                                return;
+                        p += n;
+                        continue;
+                }
+                const char *e = escape_byte(*p, buf);
+                if (!emit(e, strlen(e), userdata))
+                        return;
+                p++;
+        }
+}
+
+static bool emit_detect(const char *p, size_t n, void *userdata) {
+        bool *changed = userdata;
+        /* a piece that is an escape starts with a backslash the input did not have there */
+        if (p[0] == '\\') {
+                *changed = true;
+                return false;
+        }
+        return true;
+}
+
+bool str_needs_escape(const char *s) {
+        bool changed = false;
+        if (s)
+                escape_walk(s, emit_detect, &changed);
+        return changed;
+}
+
+typedef struct BufSink {
+        char *buf;
+        size_t size, len;
+} BufSink;
+
+static bool emit_buf(const char *p, size_t n, void *userdata) {
+        BufSink *b = userdata;
+        if (b->len + n >= b->size)
+                return false;
+        memcpy(b->buf + b->len, p, n);
+        b->len += n;
+        return true;
+}
+
+char *str_escape_buf(const char *s, char *buf, size_t size) {
+        BufSink b = { .buf = buf, .size = size };
+        if (s)
+                escape_walk(s, emit_buf, &b);
+        buf[b.len] = 0;
+        return buf;
+}
+
+char *str_escape(const char *s) {
+        if (!s)
+                return NULL;
+        size_t size = strlen(s) * 4 + 1; /* the longest escape of one byte is four characters */
+        char *buf = malloc(size);
+        return buf ? str_escape_buf(s, buf, size) : NULL;
+}
+
+static bool emit_file(const char *p, size_t n, void *userdata) {
+        return fwrite(p, 1, n, userdata) == n;
+}
+
+int fputs_escaped(const char *s, FILE *out) {
+        if (s)
+                escape_walk(s, emit_file, out);
+        return ferror(out) ? -EIO : 0;
+}
