@@ -57,10 +57,6 @@ int table_add_row(Table *t, const char *const *cells) {
         return 0;
 }
 
-size_t table_rows(const Table *t) {
-        return t->n_cells / t->n_columns - 1;
-}
-
 static void print_cell(const Table *t, const char *cell, size_t column, FILE *out) {
         size_t pad = t->widths[column] - utf8_width(cell);
         bool last = column + 1 == t->n_columns, right = t->right_aligned & (1u << column);

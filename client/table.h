@@ -19,7 +19,6 @@ DEFINE_CLEANUP(Table *, table_free);
 
 /* Add one row: exactly n_columns cells, copied with control characters escaped (escape.h). */
 int table_add_row(Table *t, const char *const *cells);
-size_t table_rows(const Table *t);
 
 /* Print with two spaces between columns; the header line when legend is set. The last column
  * is not padded. */

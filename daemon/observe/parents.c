@@ -223,10 +223,6 @@ void parents_follow(Parents *p, const LiveChanges *c) {
         }
 }
 
-size_t parents_watched(const Parents *p) {
-        return hashmap_size(&p->watched);
-}
-
 size_t parents_max_watched(uint64_t nofile) {
         if (nofile == RLIM_INFINITY)
                 return SIZE_MAX;

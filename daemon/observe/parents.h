@@ -23,6 +23,3 @@ DEFINE_CLEANUP(Parents *, parents_free);
 /* Follow what was committed: watch the parents that processes gained, let go of those that have
  * no child left. After a full pass (c->replaced), every parent of the live forest is looked at. */
 void parents_follow(Parents *p, const LiveChanges *c);
-
-/* How many parents are watched (tests). */
-size_t parents_watched(const Parents *p);

@@ -640,10 +640,6 @@ int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
         return bpf_scanner_new_with_options(&(BpfScannerOptions) { .first_id = first_id }, ret);
 }
 
-int bpf_scanner_new_oneshot(BpfScanner **ret) {
-        return bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, ret);
-}
-
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
         const volatile struct scan_stats *k = &s->skel->bss->stats;
         const volatile struct ids_stats *ids = &s->skel->data_ids->ids_stats;

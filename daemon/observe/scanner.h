@@ -68,8 +68,6 @@ typedef struct BpfScannerOptions {
         bool no_argv;
 } BpfScannerOptions;
 int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret);
-/* bpf_scanner_new_with_options() with .oneshot = true. */
-int bpf_scanner_new_oneshot(BpfScanner **ret);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
 DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);

@@ -90,10 +90,6 @@ static const char *const executor_table[_RESTORE_EXECUTOR_MAX] = {
         [RESTORE_EXECUTOR_UNIT] = "unit",
 };
 
-const char *restore_executor_to_string(RestoreExecutor e) {
-        return e >= 0 && e < _RESTORE_EXECUTOR_MAX ? executor_table[e] : NULL;
-}
-
 RestoreExecutor restore_executor_from_string(const char *s) {
         return (RestoreExecutor) string_table_lookup(executor_table, _RESTORE_EXECUTOR_MAX, s);
 }

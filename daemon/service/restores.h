@@ -39,7 +39,6 @@ typedef enum RestoreExecutor {
         _RESTORE_EXECUTOR_INVALID = -EINVAL,
 } RestoreExecutor;
 
-const char *restore_executor_to_string(RestoreExecutor e);
 RestoreExecutor restore_executor_from_string(const char *s);
 
 /* The manager's restores, made at start (else at the first call, with RESTORE_EXECUTOR_AUTO): where

@@ -900,14 +900,6 @@ int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid) {
         return 0;
 }
 
-int forest_remove_filter(Forest *f, uint64_t id) {
-        Filter *x = forest_take_filter(f, id);
-        if (!x)
-                return -ENOENT;
-        filter_free(x);
-        return 0;
-}
-
 void forest_drop_unfiltered_processes(Forest *f) {
         size_t n = 0;
         for (size_t i = 0; i < f->n_processes; i++) {

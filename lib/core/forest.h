@@ -251,9 +251,6 @@ int forest_restrict_to_members(Forest *f, pid_t root, bool (*is_member)(const Pr
 /* Incremental changes for a live forest (they unlink it; forest_link() again before using the
  * linked fields). Removing a process's last thread removes the process. -ENOENT if absent. */
 int forest_remove_thread(Forest *f, pid_t tgid, pid_t tid);
-/* Remove filter id. Nothing may refer to it any more (no thread's head, no child filter, no
- * listener): the caller knows, forest_link() would say. */
-int forest_remove_filter(Forest *f, uint64_t id);
 /* Take a filter or a process out of the forest without freeing it (NULL if absent), and put one
  * taken out back in (-EEXIST if its id or pid is taken meanwhile): for changes that may have to be
  * undone. Both are O(1); they unlink the forest. */

@@ -476,15 +476,6 @@ int kmodel_listener_take_outside(KModel *m, size_t l) {
         return 0;
 }
 
-int kmodel_listener_drop_outside(KModel *m, size_t l) {
-        if (l >= m->n_listeners || m->listeners[l].n_outside == 0)
-                return -EBADF;
-        m->listeners[l].n_outside--;
-        if (m->listeners[l].n_outside == 0 && m->listeners[l].n_fds == 0)
-                m->filters[m->listeners[l].filter].listener = KMODEL_NONE;
-        return 0;
-}
-
 /* ---- the state as a snapshot ---- */
 
 /* Mark every filter the living tasks and listeners reach. */

@@ -125,9 +125,8 @@ int kmodel_fd_dup(KModel *m, size_t process, int from, int to);
 int kmodel_fd_copy(KModel *m, size_t from_process, int fd, size_t to_process, int to_fd, int *ret_fd);
 /* Listener object l, held outside the model, arrives in process at to_fd (SCM_RIGHTS, then dup3). */
 int kmodel_fd_receive(KModel *m, size_t process, size_t l, int to_fd);
-/* Hold a copy of (or drop a copy of) listener object l outside the model. */
+/* Hold a copy of listener object l outside the model. */
 int kmodel_listener_take_outside(KModel *m, size_t l);
-int kmodel_listener_drop_outside(KModel *m, size_t l);
 
 /* Is filter a the same object as b or one of its ancestors (a may be KMODEL_NONE: the empty chain)? */
 bool kmodel_filter_is_ancestor(const KModel *m, size_t a, size_t b);

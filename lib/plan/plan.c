@@ -151,14 +151,6 @@ int plan_build(const Forest *snapshot, const PlanOptions *options, Plan **ret, c
         return 0;
 }
 
-pid_t plan_task_snapshot_tid(const Plan *p, size_t task) {
-        return task < p->n_tasks && p->tasks[task].snapshot ? p->tasks[task].snapshot->tid : 0;
-}
-
-pid_t plan_process_snapshot_pid(const Plan *p, size_t process) {
-        return process < p->n_processes && p->processes[process].snapshot ? p->processes[process].snapshot->pid : 0;
-}
-
 /* ---- sentences ---- */
 
 /* "pid 412 tid 413", "pid 412 helper thread (task 7)", "helper process (task 9)", "restore root" */

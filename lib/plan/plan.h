@@ -200,10 +200,6 @@ DEFINE_CLEANUP(Plan *, plan_free);
  * with *error (malloc'ed) naming the element; -ENOMEM. */
 int plan_build(const Forest *snapshot, const PlanOptions *options, Plan **ret, char **error);
 
-/* The snapshot's listener index of a step, its process, ... helpers for printing and running. */
-pid_t plan_task_snapshot_tid(const Plan *p, size_t task);
-pid_t plan_process_snapshot_pid(const Plan *p, size_t process);
-
 /* One line saying what step i does, e.g.
  * "pid 412 tid 413: install filter 3 (log, listener) with seccomp(2)". malloc'ed, NULL on OOM. */
 char *plan_step_describe(const Plan *p, size_t i);

@@ -133,19 +133,6 @@ int policy_arch_syscalls(const PolicyArch *a, const PolicySyscallName **ret, siz
         return 0;
 }
 
-static int cmp_name_nr(const void *key, const void *item) {
-        int32_t nr = *(const int32_t *) key, other = ((const PolicySyscallName *) item)->nr;
-        return nr < other ? -1 : nr > other;
-}
-
-const PolicySyscallName *policy_arch_find_syscall(const PolicyArch *a, int32_t nr) {
-        const PolicySyscallName *names;
-        size_t n;
-        if (policy_arch_syscalls(a, &names, &n) < 0)
-                return NULL;
-        return bsearch_safe(&nr, names, n, sizeof(*names), cmp_name_nr);
-}
-
 /* ---- the architectures of a chain ---- */
 
 /* Does the program compare the architecture word with token? A forward pass over the loop-free

@@ -28,8 +28,6 @@ typedef struct PolicySyscallName {
 /* Every system call libseccomp names for arch, by number. The list is built once per process and
  * shared (thread-safe); -ENOMEM. */
 int policy_arch_syscalls(const PolicyArch *a, const PolicySyscallName **ret, size_t *ret_n);
-/* The named number's entry, or NULL. */
-const PolicySyscallName *policy_arch_find_syscall(const PolicyArch *a, int32_t nr);
 
 /* The architectures whose calls reach the chain: the native one first, the ABIs a kernel of the
  * native architecture also runs (x86 and x32 on x86_64, arm on aarch64, ...), and every one whose
