@@ -14,10 +14,10 @@
 #include "bus-client.h"
 #include "bus-fixture.h"
 #include "churn.h"
+#include "core/warn-limit.h"
 #include "observe/source.h"
 #include "observe/watcher.h"
 #include "service/manager.h"
-#include "service/pacing.h"
 #include "tests-util.h"
 
 #define DEST "org.sectree1"
@@ -793,9 +793,9 @@ static void test_warn_limit(void) {
         g_assert_cmpuint(more, ==, 0);
         for (int i = 0; i < 600; i++)
                 g_assert_false(warn_limit_pass(&w, t + (uint64_t) i * 10000, &more));
-        g_assert_true(warn_limit_pass(&w, t + PACING_WARN_INTERVAL_USEC, &more));
+        g_assert_true(warn_limit_pass(&w, t + WARN_LIMIT_INTERVAL_USEC, &more));
         g_assert_cmpuint(more, ==, 600);
-        g_assert_false(warn_limit_pass(&w, t + PACING_WARN_INTERVAL_USEC + 1, &more));
+        g_assert_false(warn_limit_pass(&w, t + WARN_LIMIT_INTERVAL_USEC + 1, &more));
 }
 
 int main(int argc, char **argv) {

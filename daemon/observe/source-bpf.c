@@ -12,10 +12,10 @@
 #include <time.h>
 
 #include "core/infer.h"
+#include "core/warn-limit.h"
 #include "observe/procinfo.h"
 #include "observe/source-backend.h"
 #include "observe/watcher.h"
-#include "service/pacing.h"
 
 #define LOST_CHECK_USEC (200 * 1000ULL) /* events that could not even be queued wake nobody: poll */
 #define REFRESH_USEC (60 * 1000000ULL)  /* listeners and their holders are only seen by full passes */
@@ -30,7 +30,7 @@ typedef struct BpfSource {
         sd_event_source *io, *lost_timer, *store_timer;
         uint64_t lost_seen;  /* bpf_scanner_watch_lost() as of the scan of the last stored pass */
         WatchLosses losses_logged; /* the losses as of the last time the log said so */
-        WarnLimit warn_lost; /* that warning, at most once per PACING_WARN_INTERVAL_USEC */
+        WarnLimit warn_lost; /* that warning, at most once per WARN_LIMIT_INTERVAL_USEC */
         Hashmap public_ids;  /* kernel id -> the stored id it keeps */
         bool ids_kept;       /* the stored ids were matched (first pass) */
         LiveBatch batch;     /* the events of one dispatch */

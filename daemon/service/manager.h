@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 
 #include "core/live.h"
+#include "core/warn-limit.h"
 #include "observe/parents.h"
 #include "observe/source.h"
 #include "service/pacing.h"
@@ -61,7 +62,7 @@ typedef struct Manager {
         uint64_t last_scan_usec; /* CLOCK_REALTIME of the last stored full pass */
 
         ManagerListener listener;
-        /* warnings of the event path, each logged at most once per PACING_WARN_INTERVAL_USEC */
+        /* warnings of the event path, each logged at most once per WARN_LIMIT_INTERVAL_USEC */
         WarnLimit warn_skipped, warn_apply, warn_store;
 
         /* the bus: manager-dbus.c */

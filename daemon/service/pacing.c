@@ -102,14 +102,3 @@ void pacing_pass_ended(Pacing *p, bool stored) {
 uint64_t pacing_last_pass_end(const Pacing *p) {
         return p->last_pass_mono;
 }
-
-bool warn_limit_pass(WarnLimit *w, uint64_t now_usec, unsigned *ret_suppressed) {
-        if (w->last_usec != 0 && now_usec < w->last_usec + PACING_WARN_INTERVAL_USEC) {
-                w->suppressed++;
-                return false;
-        }
-        *ret_suppressed = w->suppressed;
-        w->suppressed = 0;
-        w->last_usec = now_usec ?: 1;
-        return true;
-}

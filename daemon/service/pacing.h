@@ -1,9 +1,8 @@
 /* pacing.h: when the service's full passes run: the periodic refresh, and resyncs (after lost
  * events, inconsistencies, failed passes) no sooner than an interval after the end of the last
  * pass, that interval doubling while passes keep failing. It owns its timers and clocks; the
- * manager asks and reports, and is called back to make the pass. And how often the warnings that
- * come with resyncs are logged: at most once per PACING_WARN_INTERVAL_USEC each, with a count of
- * those left out. */
+ * manager asks and reports, and is called back to make the pass. (How often the warnings that
+ * come with resyncs are logged: core/warn-limit.h.) */
 #pragma once
 
 #include <stdbool.h>
@@ -35,15 +34,3 @@ void pacing_request(Pacing *p, const char *reason);
 void pacing_pass_ended(Pacing *p, bool stored);
 /* CLOCK_MONOTONIC at the end of the last full pass (0: none yet). */
 uint64_t pacing_last_pass_end(const Pacing *p);
-
-/* One kind of warning: the first is logged, then at most one per interval, which says how many
- * were left out since the last one logged. */
-#define PACING_WARN_INTERVAL_USEC (10 * 1000 * 1000ULL)
-
-typedef struct WarnLimit {
-        uint64_t last_usec; /* CLOCK_MONOTONIC of the last one logged (0: none yet) */
-        unsigned suppressed; /* left out since */
-} WarnLimit;
-
-/* Whether to log this one now; when so, *ret_suppressed is how many were left out before it. */
-bool warn_limit_pass(WarnLimit *w, uint64_t now_usec, unsigned *ret_suppressed);
