@@ -21,6 +21,12 @@ echo "1..7"
 
 out=$("$SRC/scripts/run.sh" status 2>"$tmp/err")
 check "the first call starts a bus and a daemon and runs the verb" '[[ $out == *"Backend: bpf"* ]]'
+# what it printed, and the daemon's log, when that failed (TAP comments)
+if [[ $out != *"Backend: bpf"* ]]; then
+        printf '# out: %s\n' "$out"
+        sed 's/^/# err: /' "$tmp/err"
+        sed 's/^/# sectreed: /' "$SECTREE_RUN_DIR/sectreed.log" 2>/dev/null | tail -n 20
+fi
 check "it says where the bus is and how to stop it" 'grep -q "run.sh --stop" "$tmp/err"'
 pid=$(cat "$SECTREE_RUN_DIR/sectreed.pid")
 bus=$(cat "$SECTREE_RUN_DIR/dbus-daemon.pid")
