@@ -221,7 +221,11 @@ static void test_chain_over_budget(void) {
                 g_error("WhoCan(acct) as root: %s: %s", error.name, error.message);
         g_test_message("WhoCan(acct) with a chain over the budget: %" PRIu64 " ms",
                        (g_get_monotonic_time() - start) / 1000);
-        g_assert_cmpstr(g_hash_table_lookup(a.undecided, GUINT_TO_POINTER(theirs)), ==, "over the analysis budget");
+        /* over the budget, or "out of time" where a busy machine reached the call's deadline first:
+         * never "program not available", which would be false */
+        const char *why = g_hash_table_lookup(a.undecided, GUINT_TO_POINTER(theirs));
+        g_assert_nonnull(why);
+        g_assert_true(g_str_equal(why, "over the analysis budget") || g_str_equal(why, "out of time"));
         g_assert_false(g_hash_table_contains(a.can, GUINT_TO_POINTER(theirs)));
         g_assert_true(g_hash_table_contains(a.can, GUINT_TO_POINTER(mine)));
         who_can_answer_done(&a);
@@ -237,7 +241,7 @@ static void test_chain_over_budget(void) {
         g_test_message("WhoCan(acct) with %d chains over the budget: %" PRIu64 " ms", HOSTILE_CHAINS + 1,
                        (g_get_monotonic_time() - start) / 1000);
         for (unsigned i = 0; i < HOSTILE_CHAINS; i++) {
-                const char *why = g_hash_table_lookup(a.undecided, GUINT_TO_POINTER(more[i]));
+                why = g_hash_table_lookup(a.undecided, GUINT_TO_POINTER(more[i]));
                 g_assert_nonnull(why);
                 g_assert_true(g_str_equal(why, "over the analysis budget") || g_str_equal(why, "out of time"));
         }
