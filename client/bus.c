@@ -4,8 +4,7 @@
 #include <stdarg.h>
 
 #include "core/escape.h"
-#include "ctl.h"
-#include "manager-calls.h"
+#include "ctl-log.h"
 
 /* What to do about an error a user meets: the daemon is not there. */
 static const char *error_hint(const sd_bus_error *error) {

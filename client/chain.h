@@ -2,9 +2,9 @@
  * for each), or taken from a snapshot's forest */
 #pragma once
 
+#include "context.h"
 #include "core/eval.h"
 #include "core/forest.h"
-#include "ctl.h"
 #include "manager-calls.h"
 
 typedef struct Chain {

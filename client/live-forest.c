@@ -1,7 +1,8 @@
 /* live-forest.c: a lib/ Forest built from the daemon's ListFilters and ListTasks replies */
 #include "live-forest.h"
 
-#include "ctl.h"
+#include "ctl-log.h"
+
 
 static int add_filter(Forest *f, const FilterRecord *r) {
         Filter *x;

@@ -2,7 +2,6 @@
 #include "manager-calls.h"
 
 #include "bus.h"
-#include "ctl.h"
 
 static void filter_record_done(FilterRecord *f) {
         free(f->digest);

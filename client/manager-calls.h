@@ -7,10 +7,6 @@
 #include "core/forest.h"
 #include "core/util.h"
 
-#define SECTREE_BUS_NAME "org.sectree1"
-#define SECTREE_OBJECT_PATH "/org/sectree1"
-#define SECTREE_MANAGER_INTERFACE "org.sectree1.Manager"
-
 /* One element of ListTasks: a(uuusstu). */
 typedef struct TaskRecord {
         uint32_t tid, tgid, ppid;

@@ -2,7 +2,6 @@
 #include <stddef.h>
 
 #include "bus.h"
-#include "ctl.h"
 #include "manager-calls.h"
 
 typedef struct PropertyField {

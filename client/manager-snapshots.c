@@ -6,8 +6,7 @@
 #include <time.h>
 
 #include "bus.h"
-#include "ctl.h"
-#include "manager-calls.h"
+#include "ctl-log.h"
 #include "snapshot/snapshot.h"
 
 /* Taking, importing or exporting a large snapshot may take longer than sd-bus's default 25 s. */

@@ -4,6 +4,7 @@
 #include <locale.h>
 
 #include "config.h"
+#include "ctl-args.h"
 #include "json-out.h"
 #include "verb-table.h"
 #include "verbs-restore.h"

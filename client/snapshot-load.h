@@ -2,8 +2,8 @@
  * snapshot fetched from the daemon with ExportSnapshot */
 #pragma once
 
+#include "context.h"
 #include "core/forest.h"
-#include "ctl.h"
 #include "snapshot/snapshot.h"
 
 /* What was read, for show --file and validate. */

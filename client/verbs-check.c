@@ -6,12 +6,13 @@
 #include <sys/syscall.h>
 
 #include "chain.h"
-#include "ctl.h"
 #include "core/disasm.h"
 #include "core/eval.h"
+#include "core/prog.h"
+#include "ctl-args.h"
+#include "ctl.h"
 #include "json-out.h"
 #include "output.h"
-#include "core/prog.h"
 #include "policy/policy-arch.h"
 #include "snapshot-load.h"
 #include "verbs-policy.h"

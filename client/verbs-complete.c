@@ -4,6 +4,7 @@
 
 #include "bus.h"
 #include "core/escape.h"
+#include "ctl-args.h"
 #include "ctl.h"
 #include "manager-calls.h"
 #include "manager-snapshots.h"
@@ -19,7 +20,7 @@ void complete_print_word(const char *word, const char *description) {
 /* The processes the daemon lists (their threads are in filter or strict mode), by pid. */
 static int complete_pids(Context *c, bool threads) {
         _cleanup_(task_list_done) TaskList l = {};
-        int r = ctl_list_tasks(c, &l);
+        int r = context_list_tasks(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {
@@ -35,7 +36,7 @@ static int complete_pids(Context *c, bool threads) {
 
 static int complete_filters(Context *c) {
         _cleanup_(filter_list_done) FilterList l = {};
-        int r = ctl_list_filters(c, &l);
+        int r = context_list_filters(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {
@@ -50,7 +51,7 @@ static int complete_filters(Context *c) {
 
 static int complete_snapshots(Context *c) {
         _cleanup_(snapshot_list_done) SnapshotList l = {};
-        int r = ctl_list_snapshots(c, &l);
+        int r = context_list_snapshots(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {
@@ -70,7 +71,7 @@ static int complete_restores(Context *c) {
         uint32_t owner, root, procs;
         const char *state;
         sd_bus *bus;
-        int v, r = ctl_bus(c, &bus);
+        int v, r = context_bus(c, &bus);
         if (r >= 0)
                 r = bus_call_manager(bus, "ListRestores", &reply, "");
         if (r >= 0)

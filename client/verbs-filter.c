@@ -5,6 +5,8 @@
 #include "core/disasm.h"
 #include "core/escape.h"
 #include "core/prog.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
@@ -174,7 +176,7 @@ static int show_chain(Context *c) {
 
 static int show_fetch(Context *c, uint64_t id, FilterDetail *ret) {
         sd_bus *bus;
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         return r < 0 ? r : manager_get_filter(bus, id, ret);
 }
 

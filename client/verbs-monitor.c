@@ -6,6 +6,7 @@
 
 #include "bus.h"
 #include "core/escape.h"
+#include "ctl-log.h"
 #include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
@@ -187,7 +188,7 @@ static bool daemon_is_running(sd_bus *bus) {
 int verb_monitor(Context *c, char **args, size_t n_args) {
         _cleanup_(monitor_done) Monitor m = { .c = c };
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
-        int r = ctl_bus(c, &m.bus);
+        int r = context_bus(c, &m.bus);
         if (r >= 0)
                 r = event_setup(m.bus, &e);
         if (r >= 0)

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "core/escape.h"
+#include "ctl-log.h"
 #include "ctl.h"
 #include "json-out.h"
 #include "output.h"

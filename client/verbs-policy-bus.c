@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "bus.h"
+#include "ctl-log.h"
 #include "manager-calls.h"
 #include "verbs-policy.h"
 

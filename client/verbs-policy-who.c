@@ -3,6 +3,8 @@
 #include <seccomp.h>
 
 #include "core/disasm.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "output.h"
 #include "policy/policy-format.h"
@@ -266,7 +268,7 @@ int verb_who_can(Context *c, char **args, size_t n_args) {
                 return r;
         if (c->file)
                 r = who_can_file(c, &req, &w);
-        else if ((r = ctl_bus(c, &bus)) >= 0)
+        else if ((r = context_bus(c, &bus)) >= 0)
                 r = policy_bus_who_can(bus, args[0], req.query.args, req.query.n_args, c->arch, c->action, &w);
         if (r < 0)
                 return r;

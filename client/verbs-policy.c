@@ -3,6 +3,8 @@
 #include "verbs-policy.h"
 
 #include "core/disasm.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "output.h"
 #include "policy/policy-format.h"
@@ -291,7 +293,7 @@ static int policy_print_oci(const Context *c, const TaskPolicy *p) {
  * the chain does not tell only apart: the caller then summarizes that architecture itself. */
 static int policy_view_live(Context *c, uint32_t tid, const PolicyArch *only, TaskPolicyReply *ret) {
         sd_bus *bus;
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         if (r >= 0)
                 r = policy_bus_get_policy(bus, tid, ret);
         if (r < 0 || !only)

@@ -10,15 +10,17 @@
 #include <wordexp.h>
 
 #include "bus.h"
+#include "core/escape.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "ctl.h"
 #include "json-out.h"
-#include "manager-snapshots.h"
 #include "manager-calls.h"
+#include "manager-snapshots.h"
 #include "output.h"
 #include "plan/plan.h"
-#include "snapshot-load.h"
-#include "core/escape.h"
 #include "restore-fds.h"
+#include "snapshot-load.h"
 #include "table.h"
 #include "verbs-restore.h"
 
@@ -335,7 +337,7 @@ int verb_restore(Context *c, char **args, size_t n_args) {
         bool imported, restored;
         sd_bus *bus;
         uint64_t id;
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         if (r >= 0)
                 r = snapshot_id_or_import(bus, args[0], &id, &imported);
         if (r < 0)
@@ -362,7 +364,7 @@ int verb_restores(Context *c, char **args, size_t n_args) {
         uint32_t owner, root, procs;
         const char *state;
         sd_bus *bus;
-        int v, r = ctl_bus(c, &bus);
+        int v, r = context_bus(c, &bus);
 
         if (!t || !list)
                 return log_oom();
@@ -402,7 +404,7 @@ int verb_release(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
         int r = safe_atou64(args[0], &id) < 0 || id == 0 ? usage_error("Invalid restore id '%s': expected a number > 0", args[0]) : 0;
         if (r >= 0)
-                r = ctl_bus(c, &bus);
+                r = context_bus(c, &bus);
         if (r >= 0)
                 r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", id);
         return r;
@@ -499,7 +501,7 @@ int verb_run(Context *c, char **args, size_t n_args) {
 
         if (c->like == 0)
                 return usage_error("run needs --like=TID: the task whose chain the command runs under");
-        r = ctl_bus(c, &bus);
+        r = context_bus(c, &bus);
         if (r >= 0)
                 r = tgid_of(bus, c->like, &tgid);
         if (r >= 0)

@@ -3,6 +3,8 @@
 #include "verbs-snapshot-file.h"
 
 #include "core/escape.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "output.h"
 #include "snapshot-load.h"

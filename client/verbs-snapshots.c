@@ -4,6 +4,8 @@
 #include <libgen.h>
 #include <sys/stat.h>
 
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "manager-snapshots.h"
@@ -34,7 +36,7 @@ int verb_snapshot(Context *c, char **args, size_t n_args) {
         int r = parse_root_arg(args, n_args, &pid);
         o.root_pid = (uint32_t) pid; /* any thread id: the daemon takes it for its process */
         if (r >= 0)
-                r = ctl_bus(c, &bus);
+                r = context_bus(c, &bus);
         if (r >= 0)
                 r = manager_create_snapshot(bus, &o, &id);
         if (r < 0)
@@ -101,7 +103,7 @@ static json_t *snapshots_json(const SnapshotList *l) {
 
 int verb_snapshots(Context *c, char **args, size_t n_args) {
         _cleanup_(snapshot_list_done) SnapshotList l = {};
-        int r = ctl_list_snapshots(c, &l);
+        int r = context_list_snapshots(c, &l);
         if (r < 0)
                 return r;
         if (c->json) {
@@ -247,7 +249,7 @@ int verb_export(Context *c, char **args, size_t n_args) {
                 return r;
         if (streq(file, "-") && format == SNAPSHOT_FORMAT_SQLITE && isatty(STDOUT_FILENO))
                 return usage_error("Refusing to write an SQLite file to a terminal: redirect stdout or use --format json");
-        r = ctl_bus(c, &bus);
+        r = context_bus(c, &bus);
         if (r < 0)
                 return r;
         if (streq(file, "-"))
@@ -265,7 +267,7 @@ int verb_import(Context *c, char **args, size_t n_args) {
                                                   : open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return ctl_error_errno(-errno, "Failed to open %s: %m", streq(file, "-") ? "stdin" : file);
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         if (r >= 0)
                 r = manager_import_snapshot(bus, fd, &id);
         if (r < 0)
@@ -280,6 +282,6 @@ int verb_rm(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
         int r = parse_snapshot_id_arg(args[0], &id);
         if (r >= 0)
-                r = ctl_bus(c, &bus);
+                r = context_bus(c, &bus);
         return r < 0 ? r : manager_delete_snapshot(bus, id);
 }

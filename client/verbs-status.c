@@ -45,7 +45,7 @@ static int status_print(const ManagerProperties *p) {
 int verb_status(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
         _cleanup_(manager_properties_done) ManagerProperties p = {};
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         if (r >= 0)
                 r = manager_get_properties(bus, &p);
         if (r < 0)
@@ -60,6 +60,6 @@ int verb_status(Context *c, char **args, size_t n_args) {
 
 int verb_rescan(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         return r < 0 ? r : manager_rescan(bus);
 }

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include "chain.h"
+#include "ctl-args.h"
 #include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
@@ -83,7 +84,7 @@ static void task_list_filter(TaskList *l, char **args, size_t n_args) {
 
 int verb_ps(Context *c, char **args, size_t n_args) {
         _cleanup_(task_list_done) TaskList l = {};
-        int r = ctl_list_tasks(c, &l);
+        int r = context_list_tasks(c, &l);
         if (r < 0)
                 return r;
         task_list_filter(&l, args, n_args);

@@ -1,8 +1,10 @@
 /* verbs-tree.c: `tree [PID]`: the forest as nested filters with their processes, live or (with
  * --file) in a snapshot */
 #include "verbs-tree.h"
-#include "forest-json.h"
 #include "core/forest-print.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
+#include "forest-json.h"
 #include "json-out.h"
 #include "live-forest.h"
 #include "output.h"
@@ -46,7 +48,7 @@ int fetch_forest(Context *c, char **args, size_t n_args, Forest **ret) {
         if (r >= 0 && c->file)
                 return load_forest(c->file, root, ret);
         if (r >= 0)
-                r = ctl_bus(c, &bus);
+                r = context_bus(c, &bus);
         if (r >= 0)
                 r = live_forest_fetch(bus, root, ret);
         return r;
