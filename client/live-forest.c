@@ -2,6 +2,7 @@
 #include "live-forest.h"
 
 #include "ctl-log.h"
+#include "manager-properties.h"
 
 
 static int add_filter(Forest *f, const FilterRecord *r) {

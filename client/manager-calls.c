@@ -40,13 +40,6 @@ void listener_list_done(ListenerList *l) {
         *l = (ListenerList) {};
 }
 
-void manager_properties_done(ManagerProperties *p) {
-        free(p->version);
-        free(p->backend);
-        free(p->identity);
-        *p = (ManagerProperties) {};
-}
-
 static int task_record_cmp(const void *a, const void *b) {
         const TaskRecord *x = a, *y = b;
         if (x->tgid != y->tgid)

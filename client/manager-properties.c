@@ -1,8 +1,9 @@
 /* manager-properties.c: the Manager's properties, read in one GetAll call */
+#include "manager-properties.h"
+
 #include <stddef.h>
 
 #include "bus.h"
-#include "manager-calls.h"
 
 typedef struct PropertyField {
         const char *name;
@@ -19,6 +20,13 @@ static const PropertyField property_fields[] = {
         { "Listeners", 'u', offsetof(ManagerProperties, listeners) },
         { "LastScanUSec", 't', offsetof(ManagerProperties, last_scan_usec) },
 };
+
+void manager_properties_done(ManagerProperties *p) {
+        free(p->version);
+        free(p->backend);
+        free(p->identity);
+        *p = (ManagerProperties) {};
+}
 
 static const PropertyField *property_field_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(property_fields); i++)

@@ -1,5 +1,7 @@
 /* verbs-check.c: `check TID SYSCALL [ARG...]`: what the task's chain would do with that call, live
  * or (with --file) in a snapshot */
+#include "verbs-check.h"
+
 #include <ctype.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -10,7 +12,6 @@
 #include "core/eval.h"
 #include "core/prog.h"
 #include "ctl-args.h"
-#include "ctl.h"
 #include "json-out.h"
 #include "output.h"
 #include "policy/policy-arch.h"

@@ -1,11 +1,12 @@
 /* verbs-complete.c: `__complete KIND [ARG]`, the hidden verb the bash and zsh completions ask for
  * words: one per line, "WORD<TAB>DESCRIPTION", descriptions escaped for the terminal */
+#include "verbs-complete.h"
+
 #include <seccomp.h>
 
 #include "bus.h"
 #include "core/escape.h"
 #include "ctl-args.h"
-#include "ctl.h"
 #include "manager-calls.h"
 #include "manager-snapshots.h"
 #include "output.h"

@@ -1,13 +1,14 @@
 /* verbs-filter.c: `show FILTER`: one filter's metadata and its disassembly, live or (with --file)
  * in a snapshot; `show --pid=TID`: every filter of a task's chain so; `show --file F` alone: the
  * snapshot's metadata */
+#include "verbs-filter.h"
+
 #include "chain.h"
 #include "core/disasm.h"
 #include "core/escape.h"
 #include "core/prog.h"
 #include "ctl-args.h"
 #include "ctl-log.h"
-#include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "output.h"

@@ -1,4 +1,6 @@
 /* verbs-monitor.c: `monitor`: print the daemon's signals as they come, until SIGINT or SIGTERM */
+#include "verbs-monitor.h"
+
 #include <signal.h>
 #include <systemd/sd-event.h>
 
@@ -7,7 +9,6 @@
 #include "bus.h"
 #include "core/escape.h"
 #include "ctl-log.h"
-#include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "monitor-signals.h"

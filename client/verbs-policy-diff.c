@@ -1,5 +1,7 @@
 /* verbs-policy-diff.c: `policy-diff A B`: the system calls two tasks' chains decide differently,
  * each side a live task or a task of a snapshot file (FILE:TID) */
+#include "verbs-policy-diff.h"
+
 #include "ctl-args.h"
 #include "ctl-log.h"
 #include "json-out.h"

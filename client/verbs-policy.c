@@ -6,6 +6,7 @@
 #include "ctl-args.h"
 #include "ctl-log.h"
 #include "json-out.h"
+#include "manager-policy.h"
 #include "output.h"
 #include "policy/policy-format.h"
 #include "policy/policy-oci.h"
@@ -295,7 +296,7 @@ static int policy_view_live(Context *c, uint32_t tid, const PolicyArch *only, Ta
         sd_bus *bus;
         int r = context_bus(c, &bus);
         if (r >= 0)
-                r = policy_bus_get_policy(bus, tid, ret);
+                r = manager_get_policy(bus, tid, ret);
         if (r < 0 || !only)
                 return r;
         PolicyReport *rep = ret->report;

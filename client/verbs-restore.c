@@ -13,7 +13,6 @@
 #include "core/escape.h"
 #include "ctl-args.h"
 #include "ctl-log.h"
-#include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "manager-snapshots.h"

@@ -1,5 +1,7 @@
 /* verbs-snapshots.c: the daemon's stored snapshots: `snapshot [PID]`, `snapshots`, `export ID FILE`,
  * `import FILE`, `rm ID` */
+#include "verbs-snapshots.h"
+
 #include <fcntl.h>
 #include <libgen.h>
 #include <sys/stat.h>

@@ -1,8 +1,10 @@
 /* verbs-status.c: `status` (the daemon's properties) and `rescan` */
+#include "verbs-status.h"
+
 #include "core/escape.h"
-#include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
+#include "manager-properties.h"
 #include "output.h"
 
 static json_t *timestamp_json(uint64_t usec) {

@@ -1,10 +1,11 @@
 /* verbs-tasks.c: `ps [PID|COMM...]` (the tasks the daemon lists) and `chain TID` (one task's filters, live or
  * with --file in a snapshot) */
+#include "verbs-tasks.h"
+
 #include <fnmatch.h>
 
 #include "chain.h"
 #include "ctl-args.h"
-#include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "output.h"

@@ -1,11 +1,11 @@
-/* verbs-policy-bus.c: the daemon's GetPolicy and WhoCan, read into the structures the policy
- * verbs print (the same ones a snapshot file's analysis fills) */
+/* manager-policy.c: typed calls of the Manager's GetPolicy and WhoCan, read into the structures the
+ * policy verbs print (the same ones a snapshot file's analysis fills) */
+#include "manager-policy.h"
+
 #include <errno.h>
 
 #include "bus.h"
 #include "ctl-log.h"
-#include "manager-calls.h"
-#include "verbs-policy.h"
 
 #define CASE_TYPE "(ssuubs)"
 #define DECISION_CONTENTS "bua" CASE_TYPE
@@ -159,7 +159,7 @@ static int read_policy(sd_bus_message *m, TaskPolicyReply *ret) {
         return r;
 }
 
-int policy_bus_get_policy(sd_bus *bus, uint32_t tid, TaskPolicyReply *ret) {
+int manager_get_policy(sd_bus *bus, uint32_t tid, TaskPolicyReply *ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(task_policy_reply_done) TaskPolicyReply p = {};
         int r = bus_call_manager(bus, "GetPolicy", &reply, "u", tid);
@@ -326,8 +326,8 @@ static int read_who_can(sd_bus_message *m, WhoCan *w) {
         return 0;
 }
 
-int policy_bus_who_can(sd_bus *bus, const char *syscall, const uint64_t *args, size_t n_args, const char *arch,
-                       const char *action, WhoCan **ret) {
+int manager_who_can(sd_bus *bus, const char *syscall, const uint64_t *args, size_t n_args, const char *arch,
+                    const char *action, WhoCan **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(who_can_freep) WhoCan *w = calloc(1, sizeof(WhoCan));
