@@ -86,8 +86,9 @@ int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode
 static int chain_fetch_task(Context *c, uint32_t tid, Chain *ch, TaskMode *ret_mode) {
         sd_bus *bus;
         int r = context_bus(c, &bus);
-        if (r >= 0)
-                r = chain_fetch(bus, tid, ch);
+        if (r < 0)
+                return r;
+        r = chain_fetch(bus, tid, ch);
         if (r < 0)
                 return r;
         *ret_mode = ch->n > 0 ? TASK_MODE_FILTER : TASK_MODE_DISABLED;

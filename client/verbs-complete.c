@@ -73,12 +73,15 @@ static int complete_restores(Context *c) {
         const char *state;
         sd_bus *bus;
         int v, r = context_bus(c, &bus);
-        if (r >= 0)
-                r = bus_call_manager(bus, "ListRestores", &reply, "");
-        if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'a', "(ttuuubs)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(ttuuubs)", &id, &snapshot, &owner, &root, &procs, &v,
-                                                  &state)) > 0) {
+        if (r < 0)
+                return r;
+        r = bus_call_manager(bus, "ListRestores", &reply, "");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(ttuuubs)");
+        if (r < 0)
+                return bus_log_parse_error(r, "ListRestores");
+        while ((r = sd_bus_message_read(reply, "(ttuuubs)", &id, &snapshot, &owner, &root, &procs, &v, &state)) > 0) {
                 char word[24], description[96];
                 snprintf(word, sizeof(word), "%" PRIu64, id);
                 snprintf(description, sizeof(description), "snapshot %" PRIu64 ", %" PRIu32 " processes, %s", snapshot,

@@ -205,8 +205,9 @@ int verb_show(Context *c, char **args, size_t n_args) {
         if (n_args == 0)
                 return show_snapshot_file(c);
         int r = parse_filter_id_arg(args[0], &id);
-        if (r >= 0)
-                r = c->file ? show_load(c, id, &d) : show_fetch(c, id, &d);
+        if (r < 0)
+                return r;
+        r = c->file ? show_load(c, id, &d) : show_fetch(c, id, &d);
         if (r < 0)
                 return r;
         if (c->json) {

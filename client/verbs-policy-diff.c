@@ -117,14 +117,18 @@ int verb_policy_diff(Context *c, char **args, size_t n_args) {
         Arena arena = {};
 
         int r = parse_operand(args[0], &fa, &ta);
-        if (r >= 0)
-                r = parse_operand(args[1], &fb, &tb);
-        if (r >= 0)
-                r = policy_arch_option(c, &only);
-        if (r >= 0)
-                r = task_policy_load(c, fa, ta, only, &pa);
-        if (r >= 0)
-                r = task_policy_load(c, fb, tb, only, &pb);
+        if (r < 0)
+                return r;
+        r = parse_operand(args[1], &fb, &tb);
+        if (r < 0)
+                return r;
+        r = policy_arch_option(c, &only);
+        if (r < 0)
+                return r;
+        r = task_policy_load(c, fa, ta, only, &pa);
+        if (r < 0)
+                return r;
+        r = task_policy_load(c, fb, tb, only, &pb);
         if (r < 0)
                 return r;
         r = compare_summaries(&arena, pa.summary, pb.summary, &d);

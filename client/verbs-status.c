@@ -48,8 +48,9 @@ int verb_status(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
         _cleanup_(manager_properties_done) ManagerProperties p = {};
         int r = context_bus(c, &bus);
-        if (r >= 0)
-                r = manager_get_properties(bus, &p);
+        if (r < 0)
+                return r;
+        r = manager_get_properties(bus, &p);
         if (r < 0)
                 return r;
         if (c->json) {

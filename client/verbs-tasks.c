@@ -143,8 +143,9 @@ int verb_chain(Context *c, char **args, size_t n_args) {
         uint32_t tid;
         _cleanup_(chain_done) Chain ch = {};
         int r = parse_pid_arg("task id", args[0], &tid);
-        if (r >= 0)
-                r = chain_get(c, tid, &ch);
+        if (r < 0)
+                return r;
+        r = chain_get(c, tid, &ch);
         if (r < 0)
                 return r;
         if (c->json) {

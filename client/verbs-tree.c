@@ -45,13 +45,14 @@ int fetch_forest(Context *c, char **args, size_t n_args, Forest **ret) {
         pid_t root;
         sd_bus *bus;
         int r = parse_root_arg(args, n_args, &root);
-        if (r >= 0 && c->file)
+        if (r < 0)
+                return r;
+        if (c->file)
                 return load_forest(c->file, root, ret);
-        if (r >= 0)
-                r = context_bus(c, &bus);
-        if (r >= 0)
-                r = live_forest_fetch(bus, root, ret);
-        return r;
+        r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        return live_forest_fetch(bus, root, ret);
 }
 
 int print_forest_json(const Forest *f) {
