@@ -1,4 +1,4 @@
-/* bus.c: the client's bus plumbing: connecting, calling the manager, reporting D-Bus errors */
+/* bus.c: the client's bottom layer: the bus connection, calling the manager, mapping D-Bus errors to lines */
 #include "bus.h"
 
 #include <stdarg.h>

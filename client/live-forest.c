@@ -4,7 +4,6 @@
 #include "ctl-log.h"
 #include "manager-properties.h"
 
-
 static int add_filter(Forest *f, const FilterRecord *r) {
         Filter *x;
         int k = forest_add_filter(f, r->id, r->parent, NULL, 0, &x);

@@ -6,7 +6,6 @@
 
 #include "ctl-log.h"
 
-
 #define USEC_PER_SEC UINT64_C(1000000)
 
 bool output_is_tty(void) {

@@ -1,5 +1,7 @@
 /* verbs-restore.c: sectreectl restore ID|FILE, restores, release ID, and run --like PID -- CMD:
  * restores the daemon makes (Restore, ListRestores, ReleaseRestore) */
+#include "verbs-restore.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -21,7 +23,6 @@
 #include "restore-fds.h"
 #include "snapshot-load.h"
 #include "table.h"
-#include "verbs-restore.h"
 
 /* The executor runs the plan, and the daemon scans the result: longer than other calls. */
 #define RESTORE_CALL_TIMEOUT_USEC (300 * 1000000ULL)
