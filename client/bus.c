@@ -1,11 +1,10 @@
-/* bus.c: the client's bus plumbing: connecting, calling the manager, reporting D-Bus errors */
+/* bus.c: the client's bottom layer: the bus connection, calling the manager, mapping D-Bus errors to lines */
 #include "bus.h"
 
 #include <stdarg.h>
 
 #include "core/escape.h"
-#include "ctl.h"
-#include "manager-calls.h"
+#include "ctl-log.h"
 
 /* What to do about an error a user meets: the daemon is not there. */
 static const char *error_hint(const sd_bus_error *error) {

@@ -1,7 +1,11 @@
-/* bus.h: the client's bus plumbing: connecting, calling the manager, reporting D-Bus errors */
+/* bus.h: the client's bottom layer: the bus connection, calling the manager, mapping D-Bus errors to lines */
 #pragma once
 
 #include <systemd/sd-bus.h>
+
+#define SECTREE_BUS_NAME "org.sectree1"
+#define SECTREE_OBJECT_PATH "/org/sectree1"
+#define SECTREE_MANAGER_INTERFACE "org.sectree1.Manager"
 
 /* Log a failed call on one line: "sectreectl: NAME: message" for a D-Bus error, otherwise
  * "sectreectl: Failed to <what>: <strerror>". Returns r (negative). */
@@ -13,4 +17,5 @@ int bus_log_parse_error(int r, const char *method);
 /* Call a Manager method; on failure log it and return negative errno. */
 int bus_call_manager(sd_bus *bus, const char *method, sd_bus_message **reply, const char *types, ...);
 
+/* Connect to the system bus (DBUS_SYSTEM_BUS_ADDRESS is honoured); logs a failure. */
 int bus_open_system(sd_bus **ret);

@@ -2,8 +2,9 @@
  * for each), or taken from a snapshot's forest */
 #include "chain.h"
 
+#include "context.h"
 #include "core/util.h"
-#include "ctl.h"
+#include "ctl-log.h"
 #include "snapshot-load.h"
 
 void chain_done(Chain *ch) {
@@ -84,9 +85,10 @@ int chain_from_forest(const Forest *f, pid_t tid, Chain *ret, TaskMode *ret_mode
 /* The live task's chain, and (when it has none) its mode as ListTasks says it. */
 static int chain_fetch_task(Context *c, uint32_t tid, Chain *ch, TaskMode *ret_mode) {
         sd_bus *bus;
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = chain_fetch(bus, tid, ch);
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = chain_fetch(bus, tid, ch);
         if (r < 0)
                 return r;
         *ret_mode = ch->n > 0 ? TASK_MODE_FILTER : TASK_MODE_DISABLED;
@@ -118,7 +120,7 @@ int chain_get(Context *c, uint32_t tid, Chain *ret) {
         sd_bus *bus;
         if (c->file)
                 return chain_read_task(c, tid, ret, &mode);
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         return r < 0 ? r : chain_fetch(bus, tid, ret);
 }
 

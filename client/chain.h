@@ -1,10 +1,11 @@
-/* chain.h: one task's filter chain in full: fetched from the daemon (GetTaskChain, then GetFilter
- * for each), or taken from a snapshot's forest */
+/* chain.h: one task's filter chain in full, from the daemon or from a snapshot's forest */
+/* Fetched from the daemon (GetTaskChain, then GetFilter for each), or taken from a snapshot's
+ * forest. */
 #pragma once
 
+#include "context.h"
 #include "core/eval.h"
 #include "core/forest.h"
-#include "ctl.h"
 #include "manager-calls.h"
 
 typedef struct Chain {

@@ -1,5 +1,5 @@
 /* help.c: sectreectl's help, made from the verb table, and suggestions for misspelt words */
-#include "verb-table.h"
+#include "help.h"
 
 #define SYNOPSIS_WIDTH 24 /* the column where summaries start; summaries fit in 56 more */
 

@@ -1,7 +1,7 @@
 /* json-out.c: --json output: the records of the API as JSON values, and printing documents */
 #include "json-out.h"
 
-#include "ctl.h"
+#include "ctl-log.h"
 #include "output.h"
 
 static JsonMode json_mode = JSON_MODE_AUTO;

@@ -1,7 +1,8 @@
 /* live-forest.c: a lib/ Forest built from the daemon's ListFilters and ListTasks replies */
 #include "live-forest.h"
 
-#include "ctl.h"
+#include "ctl-log.h"
+#include "manager-properties.h"
 
 static int add_filter(Forest *f, const FilterRecord *r) {
         Filter *x;
@@ -94,16 +95,26 @@ static int forest_set_source(Forest *f, const ManagerProperties *p) {
         return host_info_fill_local(&f->host);
 }
 
+/* The daemon's replies into f, not yet linked. */
+static int add_replies(Forest *f, const FilterList *filters, const TaskList *tasks, const ManagerProperties *p,
+                       bool all_processes) {
+        int r = forest_set_source(f, p);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < filters->n; i++) {
+                r = add_filter(f, &filters->items[i]);
+                if (r < 0)
+                        return r;
+        }
+        return add_processes(f, tasks, filters, all_processes);
+}
+
 int live_forest_build(const FilterList *filters, const TaskList *tasks, const ManagerProperties *p,
                       bool all_processes, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = forest_new();
         if (!f)
                 return -ENOMEM;
-        int r = forest_set_source(f, p);
-        for (size_t i = 0; r >= 0 && i < filters->n; i++)
-                r = add_filter(f, &filters->items[i]);
-        if (r >= 0)
-                r = add_processes(f, tasks, filters, all_processes);
+        int r = add_replies(f, filters, tasks, p, all_processes);
         if (r < 0)
                 return ctl_error_errno(r, "Failed to build the forest from the daemon's replies: %m");
         _cleanup_free_ char *why = NULL;
@@ -204,10 +215,12 @@ int live_forest_fetch(sd_bus *bus, pid_t root, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_(listener_list_done) ListenerList listeners = {};
         int r = live_forest_fetch_tasks(bus, root, &f);
-        if (r >= 0)
-                r = manager_list_listeners(bus, &listeners);
-        if (r >= 0)
-                r = add_listeners(f, &listeners);
+        if (r < 0)
+                return r;
+        r = manager_list_listeners(bus, &listeners);
+        if (r < 0)
+                return r;
+        r = add_listeners(f, &listeners);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(f);
@@ -221,10 +234,12 @@ static int live_forest_fetch_tasks(sd_bus *bus, pid_t root, Forest **ret) {
         /* Tasks before filters: a filter only vanishes after the last task under it has, so a
          * head listed in the first reply is missing from the second only if its task exited. */
         int r = manager_get_properties(bus, &p);
-        if (r >= 0)
-                r = manager_list_tasks(bus, &tasks);
-        if (r >= 0)
-                r = manager_list_filters(bus, &filters);
+        if (r < 0)
+                return r;
+        r = manager_list_tasks(bus, &tasks);
+        if (r < 0)
+                return r;
+        r = manager_list_filters(bus, &filters);
         if (r < 0)
                 return r;
         if (root <= 0)
@@ -233,7 +248,8 @@ static int live_forest_fetch_tasks(sd_bus *bus, pid_t root, Forest **ret) {
         _cleanup_free_ uint32_t *members = NULL;
         size_t n_members = 0;
         r = resolve_root(bus, &tasks, root, &process);
-        if (r >= 0)
-                r = manager_list_subtree(bus, process, &members, &n_members);
+        if (r < 0)
+                return r;
+        r = manager_list_subtree(bus, process, &members, &n_members);
         return r < 0 ? r : live_forest_build_subtree(&filters, &tasks, &p, process, members, n_members, ret);
 }

@@ -3,6 +3,7 @@
 
 #include "core/forest.h"
 #include "manager-calls.h"
+#include "manager-properties.h"
 
 /* Build a linked forest. Filters carry the daemon's length, digest and flags but no
  * instructions (len is the daemon's count, insns is NULL): enough for printing, not for

@@ -2,7 +2,6 @@
 #include "manager-calls.h"
 
 #include "bus.h"
-#include "ctl.h"
 
 static void filter_record_done(FilterRecord *f) {
         free(f->digest);
@@ -39,13 +38,6 @@ void listener_list_done(ListenerList *l) {
                 free(l->items[i].holders);
         free(l->items);
         *l = (ListenerList) {};
-}
-
-void manager_properties_done(ManagerProperties *p) {
-        free(p->version);
-        free(p->backend);
-        free(p->identity);
-        *p = (ManagerProperties) {};
 }
 
 static int task_record_cmp(const void *a, const void *b) {
@@ -258,23 +250,45 @@ int manager_get_filter(sd_bus *bus, uint64_t id, FilterDetail *ret) {
 
 static int read_listener(sd_bus_message *m, ListenerRecord *x) {
         size_t allocated = 0;
+        uint32_t pid;
+        int32_t fd;
+        const char *comm;
         int r = sd_bus_message_read(m, "tt", &x->id, &x->filter);
-        if (r >= 0)
-                r = sd_bus_message_enter_container(m, 'a', "(uis)");
-        while (r >= 0) {
-                uint32_t pid;
-                int32_t fd;
-                const char *comm;
-                r = sd_bus_message_read(m, "(uis)", &pid, &fd, &comm);
-                if (r <= 0)
-                        break;
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "(uis)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(m, "(uis)", &pid, &fd, &comm)) > 0) {
                 if (GROW(x->holders, allocated, x->n_holders + 1) < 0)
                         return -ENOMEM;
                 ListenerHolder *h = &x->holders[x->n_holders++];
                 *h = (ListenerHolder) { .pid = (pid_t) pid, .fd = fd };
                 snprintf(h->comm, sizeof(h->comm), "%s", comm);
         }
-        return r < 0 ? r : sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_listener_list(sd_bus_message *m, ListenerList *l) {
+        int r = sd_bus_message_enter_container(m, 'a', "(tta(uis))");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'r', "tta(uis)")) > 0) {
+                if (GROW(l->items, l->allocated, l->n + 1) < 0)
+                        return -ENOMEM;
+                l->items[l->n] = (ListenerRecord) {};
+                r = read_listener(m, &l->items[l->n++]);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
 }
 
 int manager_list_listeners(sd_bus *bus, ListenerList *ret) {
@@ -283,17 +297,7 @@ int manager_list_listeners(sd_bus *bus, ListenerList *ret) {
         if (r < 0)
                 return r;
         _cleanup_(listener_list_done) ListenerList l = {};
-        r = sd_bus_message_enter_container(reply, 'a', "(tta(uis))");
-        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'r', "tta(uis)")) > 0) {
-                if (GROW(l.items, l.allocated, l.n + 1) < 0)
-                        return log_oom();
-                l.items[l.n] = (ListenerRecord) {};
-                r = read_listener(reply, &l.items[l.n++]);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(reply);
-        }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
+        r = read_listener_list(reply, &l);
         if (r < 0)
                 return bus_log_parse_error(r, "ListListeners");
         *ret = l;

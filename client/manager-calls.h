@@ -7,10 +7,6 @@
 #include "core/forest.h"
 #include "core/util.h"
 
-#define SECTREE_BUS_NAME "org.sectree1"
-#define SECTREE_OBJECT_PATH "/org/sectree1"
-#define SECTREE_MANAGER_INTERFACE "org.sectree1.Manager"
-
 /* One element of ListTasks: a(uuusstu). */
 typedef struct TaskRecord {
         uint32_t tid, tgid, ppid;
@@ -68,16 +64,9 @@ typedef struct ListenerList {
         size_t n, allocated;
 } ListenerList;
 
-typedef struct ManagerProperties {
-        char *version, *backend, *identity;
-        uint32_t tasks, filters, listeners;
-        uint64_t last_scan_usec; /* CLOCK_REALTIME, 0 if never */
-} ManagerProperties;
-
 void task_list_done(TaskList *l);
 void filter_list_done(FilterList *l);
 void filter_detail_done(FilterDetail *d);
-void manager_properties_done(ManagerProperties *p);
 void listener_list_done(ListenerList *l);
 
 const TaskRecord *task_list_find(const TaskList *l, uint32_t tid);
@@ -95,6 +84,5 @@ int manager_get_filter(sd_bus *bus, uint64_t id, FilterDetail *ret);
 int manager_get_task_chain(sd_bus *bus, uint32_t tid, uint64_t **ret, size_t *ret_n);
 /* The listed processes in pid's subtree (through unlisted processes too), pid included. */
 int manager_list_subtree(sd_bus *bus, uint32_t pid, uint32_t **ret, size_t *ret_n);
-int manager_get_properties(sd_bus *bus, ManagerProperties *ret);
 int manager_list_listeners(sd_bus *bus, ListenerList *ret);
 int manager_rescan(sd_bus *bus);

@@ -1,9 +1,9 @@
 /* manager-properties.c: the Manager's properties, read in one GetAll call */
+#include "manager-properties.h"
+
 #include <stddef.h>
 
 #include "bus.h"
-#include "ctl.h"
-#include "manager-calls.h"
 
 typedef struct PropertyField {
         const char *name;
@@ -20,6 +20,13 @@ static const PropertyField property_fields[] = {
         { "Listeners", 'u', offsetof(ManagerProperties, listeners) },
         { "LastScanUSec", 't', offsetof(ManagerProperties, last_scan_usec) },
 };
+
+void manager_properties_done(ManagerProperties *p) {
+        free(p->version);
+        free(p->backend);
+        free(p->identity);
+        *p = (ManagerProperties) {};
+}
 
 static const PropertyField *property_field_find(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(property_fields); i++)
@@ -68,6 +75,17 @@ static int read_property(sd_bus_message *m, ManagerProperties *p) {
         return r < 0 ? r : 1;
 }
 
+static int read_properties(sd_bus_message *m, ManagerProperties *p) {
+        int r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = read_property(m, p)) > 0)
+                ;
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
 int manager_get_properties(sd_bus *bus, ManagerProperties *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -77,11 +95,7 @@ int manager_get_properties(sd_bus *bus, ManagerProperties *ret) {
                 return bus_log_error(r, &error, "read the manager's properties");
 
         _cleanup_(manager_properties_done) ManagerProperties p = {};
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-        while (r >= 0 && (r = read_property(reply, &p)) > 0)
-                ;
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
+        r = read_properties(reply, &p);
         if (r < 0)
                 return bus_log_parse_error(r, "GetAll");
         *ret = p;

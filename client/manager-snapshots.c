@@ -6,8 +6,7 @@
 #include <time.h>
 
 #include "bus.h"
-#include "ctl.h"
-#include "manager-calls.h"
+#include "ctl-log.h"
 #include "snapshot/snapshot.h"
 
 /* Taking, importing or exporting a large snapshot may take longer than sd-bus's default 25 s. */
@@ -50,15 +49,20 @@ static int call(sd_bus *bus, sd_bus_message *m, const char *method, sd_bus_messa
 
 static int append_options(sd_bus_message *m, const SnapshotOptions *o) {
         int r = sd_bus_message_append(m, "u", o->root_pid);
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "{sv}");
-        if (r >= 0 && o->name)
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        if (o->name) {
                 r = sd_bus_message_append(m, "{sv}", "name", "s", o->name);
-        if (r >= 0)
-                r = sd_bus_message_append(m, "{sv}", "include_argv", "b", (int) o->include_argv);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_append(m, "{sv}", "include_argv", "b", (int) o->include_argv);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
 }
 
 int manager_create_snapshot(sd_bus *bus, const SnapshotOptions *o, uint64_t *ret_id) {
@@ -181,6 +185,10 @@ typedef struct ExportPipe {
         uint64_t eof_deadline_usec; /* CLOCK_MONOTONIC, once replied */
 } ExportPipe;
 
+static void export_pipe_done(ExportPipe *p) {
+        sd_bus_error_free(&p->error);
+}
+
 static int on_export_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         ExportPipe *p = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(m);
@@ -248,7 +256,7 @@ int manager_export_snapshot_to(sd_bus *bus, uint64_t id, const char *format, int
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
         _cleanup_close_ int in = -1;
-        ExportPipe p = { .out = out_fd };
+        _cleanup_(export_pipe_done) ExportPipe p = { .out = out_fd };
         int fds[2];
 
         if (pipe2(fds, O_CLOEXEC) < 0)
@@ -264,8 +272,7 @@ int manager_export_snapshot_to(sd_bus *bus, uint64_t id, const char *format, int
                 return ctl_error_errno(r, "Failed to call ExportSnapshot: %m");
         m = sd_bus_message_unref(m); /* drop our copy of the write end too */
         r = export_loop(bus, &p);
-        if (r >= 0 && p.result < 0)
-                r = bus_log_error(p.result, &p.error, "call ExportSnapshot");
-        sd_bus_error_free(&p.error);
-        return r;
+        if (r < 0)
+                return r;
+        return p.result < 0 ? bus_log_error(p.result, &p.error, "call ExportSnapshot") : 0;
 }

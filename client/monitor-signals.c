@@ -94,8 +94,9 @@ static int decode_changed_property(sd_bus_message *m, FILE *text, json_t *change
         char type;
         json_t *v;
         int r = sd_bus_message_read(m, "s", &name);
-        if (r >= 0)
-                r = sd_bus_message_peek_type(m, &type, &contents);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_peek_type(m, &type, &contents);
         if (r < 0)
                 return r;
         if (!contents || strlen(contents) != 1 || !strchr("sutixb", contents[0]))
@@ -119,17 +120,25 @@ static int decode_properties_changed(sd_bus_message *m, FILE *text, json_t *o) {
                 return -ENOMEM;
         fputs("PropertiesChanged", text);
         int r = sd_bus_message_skip(m, "s");
-        if (r >= 0)
-                r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
                 r = decode_changed_property(m, text, changed);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
-        }
-        if (r >= 0)
+                if (r < 0)
+                        return r;
                 r = sd_bus_message_exit_container(m);
-        if (r >= 0)
-                r = sd_bus_message_read_strv(m, &invalidated);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read_strv(m, &invalidated);
         if (r < 0)
                 return r;
         for (char **i = invalidated; i && *i; i++) {

@@ -4,7 +4,7 @@
 #include <langinfo.h>
 #include <time.h>
 
-#include "ctl.h"
+#include "ctl-log.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 

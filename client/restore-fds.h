@@ -1,5 +1,5 @@
-/* restore-fds.h: the fds of a restore that its Restore() reply could not carry, taken with
- * TakeRestoreFds: no message on the bus carries more than RESTORE_MESSAGE_MAX_FDS */
+/* restore-fds.h: the fds of a restore that its Restore() reply could not carry */
+/* Taken with TakeRestoreFds: no message on the bus carries more than RESTORE_MESSAGE_MAX_FDS. */
 #pragma once
 
 #include <stddef.h>

@@ -4,9 +4,24 @@
 #include <locale.h>
 
 #include "config.h"
+#include "ctl-args.h"
+#include "help.h"
 #include "json-out.h"
-#include "verb-table.h"
+#include "verbs-check.h"
+#include "verbs-complete.h"
+#include "verbs-filter.h"
+#include "verbs-graph.h"
+#include "verbs-monitor.h"
+#include "verbs-plan.h"
+#include "verbs-policy-diff.h"
+#include "verbs-policy-who.h"
+#include "verbs-policy.h"
 #include "verbs-restore.h"
+#include "verbs-snapshot-file.h"
+#include "verbs-snapshots.h"
+#include "verbs-status.h"
+#include "verbs-tasks.h"
+#include "verbs-tree.h"
 
 #define DIFF_EXIT_TROUBLE 2 /* as diff(1) */
 

@@ -6,6 +6,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "manager-snapshots.h"
 #include "snapshot/snapshot-validate.h"
 
@@ -86,9 +88,10 @@ int snapshot_load_operand(Context *c, const char *arg, Forest **ret) {
         uint64_t id;
         sd_bus *bus;
         int r = parse_snapshot_id_arg(arg, &id);
-        if (r >= 0)
-                r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = snapshot_fetch(bus, id, ret);
-        return r;
+        if (r < 0)
+                return r;
+        r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        return snapshot_fetch(bus, id, ret);
 }

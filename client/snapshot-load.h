@@ -1,9 +1,9 @@
-/* snapshot-load.h: the snapshots the client reads with lib/: a file (or stdin), or a stored
- * snapshot fetched from the daemon with ExportSnapshot */
+/* snapshot-load.h: the snapshots the client reads with lib/, from a file or from the daemon */
+/* A file (or stdin), or a stored snapshot fetched from the daemon with ExportSnapshot. */
 #pragma once
 
+#include "context.h"
 #include "core/forest.h"
-#include "ctl.h"
 #include "snapshot/snapshot.h"
 
 /* What was read, for show --file and validate. */

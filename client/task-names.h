@@ -1,5 +1,5 @@
-/* task-names.h: what monitor knows of each task: its process and name, from ListTasks and the
- * daemon's TaskAdded and TaskExited signals */
+/* task-names.h: what monitor knows of each task: its process and name */
+/* From ListTasks and the daemon's TaskAdded and TaskExited signals. */
 #pragma once
 
 #include <systemd/sd-bus.h>

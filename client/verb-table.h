@@ -1,7 +1,9 @@
 /* verb-table.h: what a row of sectreectl's verb table says: arguments, options, and its help */
 #pragma once
 
-#include "ctl.h"
+#include "context.h"
+
+typedef int (*VerbFunction)(Context *c, char **args, size_t n_args);
 
 /* The verb-specific options; a verb refuses, as bad usage, those it does not list. */
 typedef enum VerbOptions {
@@ -49,14 +51,3 @@ typedef struct VerbTable {
         const Verb *verbs;
         size_t n;
 } VerbTable;
-
-const Verb *verb_table_find(const VerbTable *t, const char *name);
-/* The verb nearest to a misspelt name (edit distance, or a unique prefix); NULL if none is close. */
-const Verb *verb_table_suggest(const VerbTable *t, const char *name);
-/* The nearest of a NULL-terminated list of words, as above. */
-const char *word_suggest(const char *const *words, const char *word);
-
-/* `sectreectl --help`: every listed verb, by group, with its summary; then the common options. */
-void help_print_overview(const VerbTable *t, FILE *out);
-/* `sectreectl help VERB`: its usage forms, help and options. */
-void help_print_verb(const Verb *v, FILE *out);

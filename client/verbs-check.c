@@ -1,17 +1,19 @@
 /* verbs-check.c: `check TID SYSCALL [ARG...]`: what the task's chain would do with that call, live
  * or (with --file) in a snapshot */
+#include "verbs-check.h"
+
 #include <ctype.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/syscall.h>
 
 #include "chain.h"
-#include "ctl.h"
 #include "core/disasm.h"
 #include "core/eval.h"
+#include "core/prog.h"
+#include "ctl-args.h"
 #include "json-out.h"
 #include "output.h"
-#include "core/prog.h"
 #include "policy/policy-arch.h"
 #include "snapshot-load.h"
 #include "verbs-policy.h"
@@ -65,13 +67,15 @@ static int parse_syscall(const char *s, CheckRequest *req) {
 }
 
 static int check_parse(Context *c, char **args, size_t n_args, CheckRequest *req) {
-        int r = parse_pid_arg("task id", args[0], &req->tid);
         const PolicyArch *arch = NULL;
-        if (r >= 0)
-                r = policy_arch_option(c, &arch);
+        int r = parse_pid_arg("task id", args[0], &req->tid);
+        if (r < 0)
+                return r;
+        r = policy_arch_option(c, &arch);
+        if (r < 0)
+                return r;
         req->arch = arch ? arch->arch : 0;
-        if (r >= 0)
-                r = parse_syscall(args[1], req);
+        r = parse_syscall(args[1], req);
         if (r < 0)
                 return r;
         req->n_args = n_args - 2;
@@ -190,11 +194,14 @@ int verb_check(Context *c, char **args, size_t n_args) {
         CheckResult res = {};
         TaskMode mode = TASK_MODE_DISABLED;
         int r = check_parse(c, args, n_args, &req);
-        if (r >= 0)
-                r = chain_load_task(c, req.tid, &ch, &mode);
-        if (r >= 0 && ch.n > 0)
+        if (r < 0)
+                return r;
+        r = chain_load_task(c, req.tid, &ch, &mode);
+        if (r < 0)
+                return r;
+        if (ch.n > 0)
                 r = check_evaluate(&ch, &req, &res);
-        else if (r >= 0)
+        else
                 check_unfiltered(mode == TASK_MODE_STRICT, &req, &res);
         verdicts = res.verdicts;
         if (r < 0)

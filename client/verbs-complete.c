@@ -1,10 +1,12 @@
 /* verbs-complete.c: `__complete KIND [ARG]`, the hidden verb the bash and zsh completions ask for
  * words: one per line, "WORD<TAB>DESCRIPTION", descriptions escaped for the terminal */
+#include "verbs-complete.h"
+
 #include <seccomp.h>
 
 #include "bus.h"
 #include "core/escape.h"
-#include "ctl.h"
+#include "ctl-args.h"
 #include "manager-calls.h"
 #include "manager-snapshots.h"
 #include "output.h"
@@ -19,7 +21,7 @@ void complete_print_word(const char *word, const char *description) {
 /* The processes the daemon lists (their threads are in filter or strict mode), by pid. */
 static int complete_pids(Context *c, bool threads) {
         _cleanup_(task_list_done) TaskList l = {};
-        int r = ctl_list_tasks(c, &l);
+        int r = context_list_tasks(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {
@@ -35,7 +37,7 @@ static int complete_pids(Context *c, bool threads) {
 
 static int complete_filters(Context *c) {
         _cleanup_(filter_list_done) FilterList l = {};
-        int r = ctl_list_filters(c, &l);
+        int r = context_list_filters(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {
@@ -50,7 +52,7 @@ static int complete_filters(Context *c) {
 
 static int complete_snapshots(Context *c) {
         _cleanup_(snapshot_list_done) SnapshotList l = {};
-        int r = ctl_list_snapshots(c, &l);
+        int r = context_list_snapshots(c, &l);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < l.n; i++) {
@@ -70,13 +72,16 @@ static int complete_restores(Context *c) {
         uint32_t owner, root, procs;
         const char *state;
         sd_bus *bus;
-        int v, r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = bus_call_manager(bus, "ListRestores", &reply, "");
-        if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'a', "(ttuuubs)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(ttuuubs)", &id, &snapshot, &owner, &root, &procs, &v,
-                                                  &state)) > 0) {
+        int v, r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = bus_call_manager(bus, "ListRestores", &reply, "");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(ttuuubs)");
+        if (r < 0)
+                return bus_log_parse_error(r, "ListRestores");
+        while ((r = sd_bus_message_read(reply, "(ttuuubs)", &id, &snapshot, &owner, &root, &procs, &v, &state)) > 0) {
                 char word[24], description[96];
                 snprintf(word, sizeof(word), "%" PRIu64, id);
                 snprintf(description, sizeof(description), "snapshot %" PRIu64 ", %" PRIu32 " processes, %s", snapshot,

@@ -1,11 +1,14 @@
 /* verbs-filter.c: `show FILTER`: one filter's metadata and its disassembly, live or (with --file)
  * in a snapshot; `show --pid=TID`: every filter of a task's chain so; `show --file F` alone: the
  * snapshot's metadata */
+#include "verbs-filter.h"
+
 #include "chain.h"
 #include "core/disasm.h"
 #include "core/escape.h"
 #include "core/prog.h"
-#include "ctl.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "output.h"
@@ -174,7 +177,7 @@ static int show_chain(Context *c) {
 
 static int show_fetch(Context *c, uint64_t id, FilterDetail *ret) {
         sd_bus *bus;
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         return r < 0 ? r : manager_get_filter(bus, id, ret);
 }
 
@@ -202,8 +205,9 @@ int verb_show(Context *c, char **args, size_t n_args) {
         if (n_args == 0)
                 return show_snapshot_file(c);
         int r = parse_filter_id_arg(args[0], &id);
-        if (r >= 0)
-                r = c->file ? show_load(c, id, &d) : show_fetch(c, id, &d);
+        if (r < 0)
+                return r;
+        r = c->file ? show_load(c, id, &d) : show_fetch(c, id, &d);
         if (r < 0)
                 return r;
         if (c->json) {

@@ -2,12 +2,14 @@
  * on the left, the filters stacked on them to their right (each with an edge to its parent), the
  * processes on the right (an edge to each head filter of their threads), listeners and their
  * holders; byte-identical filters that are distinct objects share a fill colour */
-#include "verbs-tree.h"
+#include "verbs-graph.h"
+
 #include "core/escape.h"
-#include "forest-json.h"
 #include "core/forest-print.h"
+#include "forest-json.h"
 #include "live-forest.h"
 #include "output.h"
+#include "verbs-tree.h"
 
 /* Graphviz's colour schemes of light colours: copies take them in turn. */
 #define COPY_COLOURS 9

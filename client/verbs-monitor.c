@@ -1,4 +1,6 @@
 /* verbs-monitor.c: `monitor`: print the daemon's signals as they come, until SIGINT or SIGTERM */
+#include "verbs-monitor.h"
+
 #include <signal.h>
 #include <systemd/sd-event.h>
 
@@ -6,7 +8,7 @@
 
 #include "bus.h"
 #include "core/escape.h"
-#include "ctl.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "monitor-signals.h"
@@ -136,11 +138,13 @@ static int on_signal(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 static int subscribe(Monitor *m, sd_bus *bus) {
         int r = sd_bus_match_signal(bus, NULL, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE, NULL,
                                     on_signal, m);
-        if (r >= 0)
-                r = sd_bus_match_signal(bus, NULL, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH,
-                                        "org.freedesktop.DBus.Properties", "PropertiesChanged", on_signal, m);
-        if (r >= 0)
-                r = sd_bus_add_match(bus, NULL, OWNER_MATCH, on_signal, m);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to subscribe to the daemon's signals: %m");
+        r = sd_bus_match_signal(bus, NULL, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, "org.freedesktop.DBus.Properties",
+                                "PropertiesChanged", on_signal, m);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to subscribe to the daemon's signals: %m");
+        r = sd_bus_add_match(bus, NULL, OWNER_MATCH, on_signal, m);
         if (r < 0)
                 return ctl_error_errno(r, "Failed to subscribe to the daemon's signals: %m");
         return 0;
@@ -161,12 +165,15 @@ static int add_exit_signals(sd_event *e) {
 static int event_setup(sd_bus *bus, sd_event **ret) {
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
         int r = sd_event_new(&e);
-        if (r >= 0)
-                r = add_exit_signals(e);
-        if (r >= 0)
-                r = sd_bus_attach_event(bus, e, SD_EVENT_PRIORITY_NORMAL);
-        if (r >= 0)
-                r = sd_bus_set_exit_on_disconnect(bus, true);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to set up the event loop: %m");
+        r = add_exit_signals(e);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to set up the event loop: %m");
+        r = sd_bus_attach_event(bus, e, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to set up the event loop: %m");
+        r = sd_bus_set_exit_on_disconnect(bus, true);
         if (r < 0)
                 return ctl_error_errno(r, "Failed to set up the event loop: %m");
         *ret = TAKE_PTR(e);
@@ -187,11 +194,13 @@ static bool daemon_is_running(sd_bus *bus) {
 int verb_monitor(Context *c, char **args, size_t n_args) {
         _cleanup_(monitor_done) Monitor m = { .c = c };
         _cleanup_(sd_event_unrefp) sd_event *e = NULL;
-        int r = ctl_bus(c, &m.bus);
-        if (r >= 0)
-                r = event_setup(m.bus, &e);
-        if (r >= 0)
-                r = subscribe(&m, m.bus);
+        int r = context_bus(c, &m.bus);
+        if (r < 0)
+                return r;
+        r = event_setup(m.bus, &e);
+        if (r < 0)
+                return r;
+        r = subscribe(&m, m.bus);
         if (r < 0)
                 return r;
         bool running = daemon_is_running(m.bus);

@@ -1,9 +1,11 @@
 /* verbs-plan.c: sectreectl plan ID|FILE: what a restore of a snapshot (a file, read offline, or a
  * stored one, fetched from the daemon) will do, step by step, made by the planner the executor runs */
+#include "verbs-plan.h"
+
 #include <sys/stat.h>
 
 #include "core/escape.h"
-#include "ctl.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "output.h"
 #include "plan/plan-json.h"

@@ -1,5 +1,9 @@
 /* verbs-policy-diff.c: `policy-diff A B`: the system calls two tasks' chains decide differently,
  * each side a live task or a task of a snapshot file (FILE:TID) */
+#include "verbs-policy-diff.h"
+
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "output.h"
 #include "policy/policy-diff.h"
@@ -113,14 +117,18 @@ int verb_policy_diff(Context *c, char **args, size_t n_args) {
         Arena arena = {};
 
         int r = parse_operand(args[0], &fa, &ta);
-        if (r >= 0)
-                r = parse_operand(args[1], &fb, &tb);
-        if (r >= 0)
-                r = policy_arch_option(c, &only);
-        if (r >= 0)
-                r = task_policy_load(c, fa, ta, only, &pa);
-        if (r >= 0)
-                r = task_policy_load(c, fb, tb, only, &pb);
+        if (r < 0)
+                return r;
+        r = parse_operand(args[1], &fb, &tb);
+        if (r < 0)
+                return r;
+        r = policy_arch_option(c, &only);
+        if (r < 0)
+                return r;
+        r = task_policy_load(c, fa, ta, only, &pa);
+        if (r < 0)
+                return r;
+        r = task_policy_load(c, fb, tb, only, &pb);
         if (r < 0)
                 return r;
         r = compare_summaries(&arena, pa.summary, pb.summary, &d);

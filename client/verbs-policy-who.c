@@ -1,9 +1,14 @@
 /* verbs-policy-who.c: `who-can SYSCALL [ARG...]`: the tasks whose chain lets a call run (or gives
  * another action), each distinct chain decided once, grouped by chain; live or from a file */
+#include "verbs-policy-who.h"
+
 #include <seccomp.h>
 
 #include "core/disasm.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
+#include "manager-policy.h"
 #include "output.h"
 #include "policy/policy-format.h"
 #include "policy/policy-report.h"
@@ -266,8 +271,8 @@ int verb_who_can(Context *c, char **args, size_t n_args) {
                 return r;
         if (c->file)
                 r = who_can_file(c, &req, &w);
-        else if ((r = ctl_bus(c, &bus)) >= 0)
-                r = policy_bus_who_can(bus, args[0], req.query.args, req.query.n_args, c->arch, c->action, &w);
+        else if ((r = context_bus(c, &bus)) >= 0)
+                r = manager_who_can(bus, args[0], req.query.args, req.query.n_args, c->arch, c->action, &w);
         if (r < 0)
                 return r;
         if (c->json) {

@@ -3,7 +3,10 @@
 #include "verbs-policy.h"
 
 #include "core/disasm.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
+#include "manager-policy.h"
 #include "output.h"
 #include "policy/policy-format.h"
 #include "policy/policy-oci.h"
@@ -291,9 +294,10 @@ static int policy_print_oci(const Context *c, const TaskPolicy *p) {
  * the chain does not tell only apart: the caller then summarizes that architecture itself. */
 static int policy_view_live(Context *c, uint32_t tid, const PolicyArch *only, TaskPolicyReply *ret) {
         sd_bus *bus;
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = policy_bus_get_policy(bus, tid, ret);
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = manager_get_policy(bus, tid, ret);
         if (r < 0 || !only)
                 return r;
         PolicyReport *rep = ret->report;
@@ -311,14 +315,15 @@ static int policy_view_live(Context *c, uint32_t tid, const PolicyArch *only, Ta
  * list). */
 static int policy_view_local(Context *c, uint32_t tid, const PolicyArch *only, TaskPolicy *p, TaskPolicyReply *ret) {
         int r = task_policy_load(c, c->file, tid, only, p);
-        if (r >= 0 && p->chain.n > 0 && !(ret->filters = calloc(p->chain.n, sizeof(uint64_t))))
-                r = -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < p->chain.n; i++)
+        if (r < 0)
+                return r == -ENOMEM ? log_oom() : r;
+        ret->mode = p->mode;
+        if (p->chain.n > 0 && !(ret->filters = calloc(p->chain.n, sizeof(uint64_t))))
+                return log_oom();
+        for (size_t i = 0; i < p->chain.n; i++)
                 ret->filters[i] = p->chain.filters[i].meta.id;
         ret->n_filters = p->chain.n;
-        ret->mode = p->mode;
-        if (r >= 0)
-                r = policy_report_new(p->summary, &ret->report);
+        r = policy_report_new(p->summary, &ret->report);
         return r == -ENOMEM ? log_oom() : r;
 }
 
@@ -330,8 +335,9 @@ int verb_policy(Context *c, char **args, size_t n_args) {
         bool oci = c->format && streq(c->format, "oci");
 
         int r = parse_pid_arg("task id", args[0], &tid);
-        if (r >= 0)
-                r = policy_arch_option(c, &only);
+        if (r < 0)
+                return r;
+        r = policy_arch_option(c, &only);
         if (r < 0)
                 return r;
         if (c->format && !oci)

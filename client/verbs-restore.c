@@ -1,5 +1,7 @@
 /* verbs-restore.c: sectreectl restore ID|FILE, restores, release ID, and run --like PID -- CMD:
  * restores the daemon makes (Restore, ListRestores, ReleaseRestore) */
+#include "verbs-restore.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -10,17 +12,17 @@
 #include <wordexp.h>
 
 #include "bus.h"
-#include "ctl.h"
+#include "core/escape.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
-#include "manager-snapshots.h"
 #include "manager-calls.h"
+#include "manager-snapshots.h"
 #include "output.h"
 #include "plan/plan.h"
-#include "snapshot-load.h"
-#include "core/escape.h"
 #include "restore-fds.h"
+#include "snapshot-load.h"
 #include "table.h"
-#include "verbs-restore.h"
 
 /* The executor runs the plan, and the daemon scans the result: longer than other calls. */
 #define RESTORE_CALL_TIMEOUT_USEC (300 * 1000000ULL)
@@ -53,35 +55,48 @@ static void restore_reply_done(RestoreReply *r) {
         for (size_t i = 0; i < r->n_pidfds; i++)
                 close(r->pidfds[i]);
         free(r->pidfds);
+        *r = (RestoreReply) {};
 }
 
 /* ---- options ---- */
 
+/* The builders of the call return the bus's errors unlogged, and ERR_USAGE for a bad --exec (said). */
+
 /* One entry of the exec option: snapshot pid -> argv. */
 static int append_exec_entry(sd_bus_message *m, uint32_t pid, char **argv) {
         int r = sd_bus_message_open_container(m, 'e', "uas");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "u", pid);
-        if (r >= 0)
-                r = sd_bus_message_append_strv(m, argv);
-        return r < 0 ? r : sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "u", pid);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append_strv(m, argv);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(m);
 }
 
 /* The exec option's key and its containers, down to the map of entries; and back up. */
 static int open_exec_option(sd_bus_message *m) {
         int r = sd_bus_message_open_container(m, 'e', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "exec");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "a{uas}");
-        return r < 0 ? r : sd_bus_message_open_container(m, 'a', "{uas}");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "s", "exec");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'v', "a{uas}");
+        if (r < 0)
+                return r;
+        return sd_bus_message_open_container(m, 'a', "{uas}");
 }
 
 static int close_exec_option(sd_bus_message *m) {
-        int r = 0;
-        for (int i = 0; r >= 0 && i < 3; i++)
-                r = sd_bus_message_close_container(m);
-        return r;
+        for (int i = 0; i < 3; i++) {
+                int r = sd_bus_message_close_container(m);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* --exec PID=CMD: CMD split into words as a shell would, without running anything. */
@@ -100,7 +115,22 @@ static int append_exec(sd_bus_message *m, const char *spec) {
         }
         r = append_exec_entry(m, pid, w.we_wordv);
         wordfree(&w);
-        return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
+        return r;
+}
+
+/* Every --exec of the command line, if any. */
+static int append_exec_options(sd_bus_message *m, char **exec) {
+        if (!exec || !exec[0])
+                return 0;
+        int r = open_exec_option(m);
+        if (r < 0)
+                return r;
+        for (char **e = exec; *e; e++) {
+                r = append_exec(m, *e);
+                if (r < 0)
+                        return r;
+        }
+        return close_exec_option(m);
 }
 
 /* What a restore of run --like asks for besides: the command, and the restore's life tied to this
@@ -110,50 +140,67 @@ typedef struct RunExec {
         char **argv;
 } RunExec;
 
-static int append_run_exec(sd_bus_message *m, const RunExec *run) {
+static int append_run_options(sd_bus_message *m, const RunExec *run) {
         int r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 1);
+        if (r < 0)
+                return r;
         /* the command reads and writes where sectreectl does */
-        if (r >= 0)
-                r = sd_bus_message_append(m, "{sv}", "stdio", "ah", 3, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
-        if (r >= 0)
-                r = open_exec_option(m);
-        if (r >= 0)
-                r = append_exec_entry(m, run->pid, run->argv);
-        return r < 0 ? r : close_exec_option(m);
+        r = sd_bus_message_append(m, "{sv}", "stdio", "ah", 3, STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO);
+        if (r < 0)
+                return r;
+        r = open_exec_option(m);
+        if (r < 0)
+                return r;
+        r = append_exec_entry(m, run->pid, run->argv);
+        if (r < 0)
+                return r;
+        return close_exec_option(m);
 }
 
-static int append_restore_options(sd_bus_message *m, const Context *c, const RunExec *run) {
-        int r = sd_bus_message_open_container(m, 'a', "{sv}");
-        if (run) {
-                if (r >= 0)
-                        r = append_run_exec(m, run);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(m);
-                return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
-        }
+/* restore ID|FILE: a restore that outlives sectreectl, as the command line asks for it. */
+static int append_kept_options(sd_bus_message *m, const Context *c) {
         /* sectreectl leaves the bus when it returns: the restore must outlive it */
-        if (r >= 0)
-                r = sd_bus_message_append(m, "{sv}", "keep", "b", 1);
-        if (r >= 0 && c->original_uids)
+        int r = sd_bus_message_append(m, "{sv}", "keep", "b", 1);
+        if (r < 0)
+                return r;
+        if (c->original_uids) {
                 r = sd_bus_message_append(m, "{sv}", "uids", "s", "original");
-        if (r >= 0 && c->pid_namespace)
-                r = sd_bus_message_append(m, "{sv}", "pid_namespace", "b", 1);
-        /* the fds of the reply mean nothing once sectreectl exits */
-        if (r >= 0)
-                r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 0);
-        if (r >= 0 && c->exec && c->exec[0]) {
-                r = open_exec_option(m);
-                for (char **e = c->exec; r >= 0 && *e; e++) {
-                        r = append_exec(m, *e);
-                        if (r < 0)
-                                return r;
-                }
-                if (r >= 0)
-                        r = close_exec_option(m);
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        return r < 0 ? ctl_error_errno(r, "Failed to build a Restore call: %m") : 0;
+        if (c->pid_namespace) {
+                r = sd_bus_message_append(m, "{sv}", "pid_namespace", "b", 1);
+                if (r < 0)
+                        return r;
+        }
+        /* the fds of the reply mean nothing once sectreectl exits */
+        r = sd_bus_message_append(m, "{sv}", "pidfds", "b", 0);
+        if (r < 0)
+                return r;
+        return append_exec_options(m, c->exec);
+}
+
+/* A Restore call of snapshot id: run's (run --like) or the command line's options. */
+static int new_restore_call(sd_bus *bus, const Context *c, uint64_t id, const RunExec *run, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_method_call(bus, &m, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE,
+                                               "Restore");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(m, "t", id);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        r = run ? append_run_options(m, run) : append_kept_options(m, c);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
 }
 
 /* ---- the reply ---- */
@@ -162,57 +209,91 @@ static int read_pairs(sd_bus_message *reply, Pair **ret, size_t *ret_n) {
         size_t allocated = 0;
         Pair p;
         int r = sd_bus_message_enter_container(reply, 'a', "(uu)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(uu)", &p.a, &p.b)) > 0) {
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, "(uu)", &p.a, &p.b)) > 0) {
                 if (GROW(*ret, allocated, *ret_n + 1) < 0)
                         return -ENOMEM;
                 (*ret)[(*ret_n)++] = p;
         }
-        return r < 0 ? r : sd_bus_message_exit_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(reply);
 }
 
-static int read_restore_reply(sd_bus_message *reply, RestoreReply *ret) {
-        size_t allocated = 0, fds_allocated = 0, pidfds_allocated = 0;
-        uint64_t lid;
-        int v, fd;
-        int r = sd_bus_message_read(reply, "tb", &ret->id, &v);
-        ret->verified = v;
-        if (r >= 0)
-                r = sd_bus_message_read_strv(reply, &ret->differences);
-        if (r >= 0)
-                r = read_pairs(reply, &ret->processes, &ret->n_processes);
-        if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'a', "h");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "h", &fd)) > 0) {
-                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-                if (copy < 0)
-                        return ctl_error_errno(-errno, "Failed to keep a pidfd of the reply: %m");
-                if (GROW(ret->pidfds, pidfds_allocated, ret->n_pidfds + 1) < 0) {
-                        close(copy);
-                        return -ENOMEM;
-                }
-                ret->pidfds[ret->n_pidfds++] = copy;
+/* A copy of an fd of the reply, which outlives the message; logs. */
+static int keep_fd(int fd, const char *what, int *ret) {
+        int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (copy < 0)
+                return ctl_error_errno(-errno, "Failed to keep a %s of the reply: %m", what);
+        *ret = copy;
+        return 0;
+}
+
+/* The pidfds of the restored processes (when asked for). Logs. */
+static int read_pidfds(sd_bus_message *reply, RestoreReply *ret) {
+        size_t allocated = 0;
+        int fd;
+        int r = sd_bus_message_enter_container(reply, 'a', "h");
+        if (r < 0)
+                return bus_log_parse_error(r, "Restore");
+        while ((r = sd_bus_message_read(reply, "h", &fd)) > 0) {
+                if (GROW(ret->pidfds, allocated, ret->n_pidfds + 1) < 0)
+                        return bus_log_parse_error(-ENOMEM, "Restore");
+                r = keep_fd(fd, "pidfd", &ret->pidfds[ret->n_pidfds]);
+                if (r < 0)
+                        return r;
+                ret->n_pidfds++;
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
-        if (r >= 0)
-                r = read_pairs(reply, &ret->threads, &ret->n_threads);
-        if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'a', "(th)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(th)", &lid, &fd)) > 0) {
-                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-                if (copy < 0)
-                        return ctl_error_errno(-errno, "Failed to keep a listener fd of the reply: %m");
-                if (GROW(ret->listener_ids, allocated, ret->n_listeners + 1) < 0 ||
-                    GROW(ret->listener_fds, fds_allocated, ret->n_listeners + 1) < 0) {
-                        close(copy);
-                        return -ENOMEM;
-                }
-                ret->listener_ids[ret->n_listeners] = lid;
-                ret->listener_fds[ret->n_listeners++] = copy;
-        }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(reply);
+        if (r < 0)
+                return bus_log_parse_error(r, "Restore");
+        r = sd_bus_message_exit_container(reply);
         return r < 0 ? bus_log_parse_error(r, "Restore") : 0;
+}
+
+/* The listeners of the restored tree, each with the id it has in the snapshot. Logs. */
+static int read_listeners(sd_bus_message *reply, RestoreReply *ret) {
+        size_t allocated = 0, fds_allocated = 0;
+        uint64_t id;
+        int fd;
+        int r = sd_bus_message_enter_container(reply, 'a', "(th)");
+        if (r < 0)
+                return bus_log_parse_error(r, "Restore");
+        while ((r = sd_bus_message_read(reply, "(th)", &id, &fd)) > 0) {
+                if (GROW(ret->listener_ids, allocated, ret->n_listeners + 1) < 0 ||
+                    GROW(ret->listener_fds, fds_allocated, ret->n_listeners + 1) < 0)
+                        return bus_log_parse_error(-ENOMEM, "Restore");
+                r = keep_fd(fd, "listener fd", &ret->listener_fds[ret->n_listeners]);
+                if (r < 0)
+                        return r;
+                ret->listener_ids[ret->n_listeners++] = id;
+        }
+        if (r < 0)
+                return bus_log_parse_error(r, "Restore");
+        r = sd_bus_message_exit_container(reply);
+        return r < 0 ? bus_log_parse_error(r, "Restore") : 0;
+}
+
+/* Logs. */
+static int read_restore_reply(sd_bus_message *reply, RestoreReply *ret) {
+        int verified;
+        int r = sd_bus_message_read(reply, "tb", &ret->id, &verified);
+        if (r < 0)
+                return bus_log_parse_error(r, "Restore");
+        ret->verified = verified;
+        r = sd_bus_message_read_strv(reply, &ret->differences);
+        if (r < 0)
+                return bus_log_parse_error(r, "Restore");
+        r = read_pairs(reply, &ret->processes, &ret->n_processes);
+        if (r < 0)
+                return bus_log_parse_error(r, "Restore");
+        r = read_pidfds(reply, ret);
+        if (r < 0)
+                return r;
+        r = read_pairs(reply, &ret->threads, &ret->n_threads);
+        if (r < 0)
+                return bus_log_parse_error(r, "Restore");
+        return read_listeners(reply, ret);
 }
 
 static json_t *pairs_json(const Pair *p, size_t n, const char *a, const char *b) {
@@ -243,13 +324,15 @@ static int print_pairs(const char *a, const char *b, const Pair *p, size_t n, bo
         const char *headers[] = { a, b };
         _cleanup_(table_freep) Table *t = table_new(headers, 2, TABLE_COLUMN(0) | TABLE_COLUMN(1));
         char x[16], y[16];
-        int r = t ? 0 : -ENOMEM;
-        for (size_t i = 0; r >= 0 && i < n; i++) {
+        if (!t)
+                return log_oom();
+        for (size_t i = 0; i < n; i++) {
                 snprintf(x, sizeof(x), "%" PRIu32, p[i].a);
                 snprintf(y, sizeof(y), "%" PRIu32, p[i].b);
-                r = table_add_row(t, (const char *const[]) { x, y });
+                if (table_add_row(t, (const char *const[]) { x, y }) < 0)
+                        return log_oom();
         }
-        return r < 0 ? log_oom() : table_print(t, stdout, legend);
+        return table_print(t, stdout, legend);
 }
 
 static int print_restore(const Context *c, uint64_t snapshot, const RestoreReply *r) {
@@ -286,26 +369,21 @@ static int snapshot_id_or_import(sd_bus *bus, const char *arg, uint64_t *ret, bo
         if (fd < 0)
                 return ctl_error_errno(-errno, "Failed to open %s: %m", streq(arg, "-") ? "stdin" : arg);
         int r = manager_import_snapshot(bus, fd, ret);
-        if (r >= 0) {
-                log_info("Imported %s as snapshot %" PRIu64 ".", streq(arg, "-") ? "stdin" : arg, *ret);
-                *ret_imported = true;
-        }
-        return r;
+        if (r < 0)
+                return r;
+        log_info("Imported %s as snapshot %" PRIu64 ".", streq(arg, "-") ? "stdin" : arg, *ret);
+        *ret_imported = true;
+        return 0;
 }
 
 static int call_restore(sd_bus *bus, const Context *c, uint64_t id, const RunExec *run, RestoreReply *ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        int r = sd_bus_message_new_method_call(bus, &m, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE,
-                                               "Restore");
-        if (r < 0)
-                return ctl_error_errno(r, "Failed to build a Restore call: %m");
-        r = sd_bus_message_append(m, "t", id);
-        if (r < 0)
-                return ctl_error_errno(r, "Failed to build a Restore call: %m");
-        r = append_restore_options(m, c, run);
-        if (r < 0)
+        int r = new_restore_call(bus, c, id, run, &m);
+        if (r == ERR_USAGE)
                 return r;
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to build a Restore call: %m");
         r = sd_bus_call(bus, m, RESTORE_CALL_TIMEOUT_USEC, &error, &reply);
         if (r < 0)
                 return bus_log_error(r, &error, "call Restore");
@@ -319,15 +397,15 @@ static int call_restore(sd_bus *bus, const Context *c, uint64_t id, const RunExe
 
 /* *ret_restored: the daemon made the restore (verified or not: then it is kept, with its snapshot). */
 static int restore_and_print(Context *c, sd_bus *bus, uint64_t id, bool *ret_restored) {
-        RestoreReply reply = {};
+        _cleanup_(restore_reply_done) RestoreReply reply = {};
         int r = call_restore(bus, c, id, NULL, &reply);
         *ret_restored = r >= 0;
-        if (r >= 0)
-                r = c->json ? print_restore_json(&reply) : print_restore(c, id, &reply);
-        if (r >= 0 && !reply.verified)
-                r = -EPROTO; /* kept: its id and differences are printed */
-        restore_reply_done(&reply);
-        return r;
+        if (r < 0)
+                return r;
+        r = c->json ? print_restore_json(&reply) : print_restore(c, id, &reply);
+        if (r < 0)
+                return r;
+        return reply.verified ? 0 : -EPROTO; /* kept: its id and differences are printed */
 }
 
 /* A file is imported for the restore only: when the restore is refused, its import goes too. */
@@ -335,9 +413,10 @@ int verb_restore(Context *c, char **args, size_t n_args) {
         bool imported, restored;
         sd_bus *bus;
         uint64_t id;
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = snapshot_id_or_import(bus, args[0], &id, &imported);
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = snapshot_id_or_import(bus, args[0], &id, &imported);
         if (r < 0)
                 return r;
         r = restore_and_print(c, bus, id, &restored);
@@ -351,6 +430,30 @@ int verb_restore(Context *c, char **args, size_t n_args) {
 
 /* ---- restores ---- */
 
+/* One element of ListRestores. */
+typedef struct RestoreRow {
+        uint64_t id, snapshot;
+        uint32_t owner, root, procs;
+        int verified;
+        const char *state;
+} RestoreRow;
+
+static int add_restore_row(Table *t, json_t *list, const RestoreRow *x) {
+        char a[24], b[24], o[16], p[16], n[16];
+        snprintf(a, sizeof(a), "%" PRIu64, x->id);
+        snprintf(b, sizeof(b), "%" PRIu64, x->snapshot);
+        snprintf(o, sizeof(o), "%" PRIu32, x->owner);
+        snprintf(p, sizeof(p), "%" PRIu32, x->root);
+        snprintf(n, sizeof(n), "%" PRIu32, x->procs);
+        if (table_add_row(t, (const char *const[]) { a, b, o, p, n, x->verified ? "yes" : "no", x->state }) < 0)
+                return -ENOMEM;
+        return json_array_append_new(list, json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:s}", "id", (json_int_t) x->id,
+                                                      "snapshot_id", (json_int_t) x->snapshot, "owner_uid",
+                                                      (json_int_t) x->owner, "root_pid", (json_int_t) x->root,
+                                                      "processes", (json_int_t) x->procs, "verified", x->verified,
+                                                      "state", x->state)) < 0 ? -ENOMEM : 0;
+}
+
 int verb_restores(Context *c, char **args, size_t n_args) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         static const char *const headers[] = { "ID", "SNAPSHOT", "OWNER", "ROOT", "PROCS", "VERIFIED", "STATE" };
@@ -358,35 +461,24 @@ int verb_restores(Context *c, char **args, size_t n_args) {
                                                      TABLE_COLUMN(0) | TABLE_COLUMN(1) | TABLE_COLUMN(2) |
                                                              TABLE_COLUMN(3) | TABLE_COLUMN(4));
         json_auto_t *list = json_array();
-        uint64_t id, snapshot;
-        uint32_t owner, root, procs;
-        const char *state;
+        RestoreRow x;
         sd_bus *bus;
-        int v, r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
 
         if (!t || !list)
                 return log_oom();
-        if (r >= 0)
-                r = bus_call_manager(bus, "ListRestores", &reply, "");
+        if (r < 0)
+                return r;
+        r = bus_call_manager(bus, "ListRestores", &reply, "");
         if (r < 0)
                 return r;
         r = sd_bus_message_enter_container(reply, 'a', "(ttuuubs)");
-        while (r >= 0 && (r = sd_bus_message_read(reply, "(ttuuubs)", &id, &snapshot, &owner, &root, &procs, &v,
-                                                  &state)) > 0) {
-                char a[24], b[24], o[16], p[16], n[16];
-                snprintf(a, sizeof(a), "%" PRIu64, id);
-                snprintf(b, sizeof(b), "%" PRIu64, snapshot);
-                snprintf(o, sizeof(o), "%" PRIu32, owner);
-                snprintf(p, sizeof(p), "%" PRIu32, root);
-                snprintf(n, sizeof(n), "%" PRIu32, procs);
-                if (table_add_row(t, (const char *const[]) { a, b, o, p, n, v ? "yes" : "no", state }) < 0 ||
-                    json_array_append_new(list, json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:s}", "id", (json_int_t) id,
-                                                          "snapshot_id", (json_int_t) snapshot, "owner_uid",
-                                                          (json_int_t) owner, "root_pid", (json_int_t) root,
-                                                          "processes", (json_int_t) procs, "verified", v, "state",
-                                                          state)) < 0)
+        if (r < 0)
+                return bus_log_parse_error(r, "ListRestores");
+        while ((r = sd_bus_message_read(reply, "(ttuuubs)", &x.id, &x.snapshot, &x.owner, &x.root, &x.procs,
+                                        &x.verified, &x.state)) > 0)
+                if (add_restore_row(t, list, &x) < 0)
                         return log_oom();
-        }
         if (r < 0)
                 return bus_log_parse_error(r, "ListRestores");
         if (c->json)
@@ -400,12 +492,12 @@ int verb_restores(Context *c, char **args, size_t n_args) {
 int verb_release(Context *c, char **args, size_t n_args) {
         uint64_t id;
         sd_bus *bus;
-        int r = safe_atou64(args[0], &id) < 0 || id == 0 ? usage_error("Invalid restore id '%s': expected a number > 0", args[0]) : 0;
-        if (r >= 0)
-                r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", id);
-        return r;
+        if (safe_atou64(args[0], &id) < 0 || id == 0)
+                return usage_error("Invalid restore id '%s': expected a number > 0", args[0]);
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        return bus_call_manager(bus, "ReleaseRestore", NULL, "t", id);
 }
 
 /* ---- run --like TID -- COMMAND [ARGS] ---- */
@@ -445,10 +537,10 @@ static int store_one_task_snapshot(sd_bus *bus, uint32_t tid, uint32_t tgid, uin
         if (memfd < 0)
                 return ctl_error_errno(-errno, "Failed to create a memfd: %m");
         r = snapshot_write_fd(f, SNAPSHOT_FORMAT_JSON, memfd);
-        if (r >= 0 && lseek(memfd, 0, SEEK_SET) < 0)
-                r = -errno;
         if (r < 0)
                 return ctl_error_errno(r, "Failed to write the one-task snapshot: %m");
+        if (lseek(memfd, 0, SEEK_SET) < 0)
+                return ctl_error_errno(-errno, "Failed to write the one-task snapshot: %m");
         return manager_import_snapshot(bus, memfd, ret_id);
 }
 
@@ -491,7 +583,7 @@ static int run_exit_code(int pidfd) {
 }
 
 int verb_run(Context *c, char **args, size_t n_args) {
-        RestoreReply reply = {};
+        _cleanup_(restore_reply_done) RestoreReply reply = {};
         uint32_t tgid = 0;
         uint64_t snapshot;
         sd_bus *bus;
@@ -499,11 +591,13 @@ int verb_run(Context *c, char **args, size_t n_args) {
 
         if (c->like == 0)
                 return usage_error("run needs --like=TID: the task whose chain the command runs under");
-        r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = tgid_of(bus, c->like, &tgid);
-        if (r >= 0)
-                r = store_one_task_snapshot(bus, c->like, tgid, &snapshot);
+        r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = tgid_of(bus, c->like, &tgid);
+        if (r < 0)
+                return r;
+        r = store_one_task_snapshot(bus, c->like, tgid, &snapshot);
         if (r < 0)
                 return r;
         RunExec run = { .pid = tgid, .argv = args };
@@ -515,7 +609,6 @@ int verb_run(Context *c, char **args, size_t n_args) {
                 for (char **d = reply.differences; d && *d; d++)
                         log_error("sectreectl: difference: %s", *d);
                 (void) bus_call_manager(bus, "ReleaseRestore", NULL, "t", reply.id);
-                restore_reply_done(&reply);
                 return ctl_error_errno(-EPROTO, "The copy of the chain of task %" PRIu32 " was not verified.", c->like);
         }
         log_info("Running %s as pid %" PRIu32 " under a verified copy of the chain of task %" PRIu32 " (restore %" PRIu64
@@ -525,8 +618,7 @@ int verb_run(Context *c, char **args, size_t n_args) {
         while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
                 ;
         r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", reply.id);
-        if (r >= 0)
-                r = run_exit_code(reply.pidfds[0]);
-        restore_reply_done(&reply);
-        return r;
+        if (r < 0)
+                return r;
+        return run_exit_code(reply.pidfds[0]);
 }

@@ -1,7 +1,7 @@
 /* verbs-restore.h: the verbs of restores the daemon makes (verbs-restore.c) */
 #pragma once
 
-#include "ctl.h"
+#include "context.h"
 
 int verb_restore(Context *c, char **args, size_t n_args);
 int verb_restores(Context *c, char **args, size_t n_args);

@@ -3,6 +3,8 @@
 #include "verbs-snapshot-file.h"
 
 #include "core/escape.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "output.h"
 #include "snapshot-load.h"
@@ -177,8 +179,9 @@ int verb_diff(Context *c, char **args, size_t n_args) {
         if (streq(args[0], "-") && streq(args[1], "-"))
                 return usage_error("Only one of the two snapshots can be read from stdin");
         int r = snapshot_load_operand(c, args[0], &a);
-        if (r >= 0)
-                r = snapshot_load_operand(c, args[1], &b);
+        if (r < 0)
+                return r;
+        r = snapshot_load_operand(c, args[1], &b);
         if (r < 0)
                 return r;
         r = snapshot_diff(a, b, &d);

@@ -1,9 +1,13 @@
 /* verbs-snapshots.c: the daemon's stored snapshots: `snapshot [PID]`, `snapshots`, `export ID FILE`,
  * `import FILE`, `rm ID` */
+#include "verbs-snapshots.h"
+
 #include <fcntl.h>
 #include <libgen.h>
 #include <sys/stat.h>
 
+#include "ctl-args.h"
+#include "ctl-log.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "manager-snapshots.h"
@@ -32,11 +36,13 @@ int verb_snapshot(Context *c, char **args, size_t n_args) {
         uint64_t id;
         SnapshotOptions o = { .name = c->snapshot_name, .include_argv = !c->no_argv };
         int r = parse_root_arg(args, n_args, &pid);
+        if (r < 0)
+                return r;
         o.root_pid = (uint32_t) pid; /* any thread id: the daemon takes it for its process */
-        if (r >= 0)
-                r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_create_snapshot(bus, &o, &id);
+        r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = manager_create_snapshot(bus, &o, &id);
         if (r < 0)
                 return r;
         return print_new_id(c, id);
@@ -101,7 +107,7 @@ static json_t *snapshots_json(const SnapshotList *l) {
 
 int verb_snapshots(Context *c, char **args, size_t n_args) {
         _cleanup_(snapshot_list_done) SnapshotList l = {};
-        int r = ctl_list_snapshots(c, &l);
+        int r = context_list_snapshots(c, &l);
         if (r < 0)
                 return r;
         if (c->json) {
@@ -226,13 +232,15 @@ static int export_file_commit(ExportFile *x) {
 static int export_to_file(sd_bus *bus, uint64_t id, SnapshotFormat format, const char *path) {
         _cleanup_(export_file_done) ExportFile x = { .path = path, .fd = -1 };
         int r = export_file_open(&x);
-        if (r >= 0)
-                r = manager_export_snapshot(bus, id, x.fd, snapshot_format_to_string(format));
-        if (r >= 0)
-                r = export_file_check(&x, format);
-        if (r >= 0)
-                r = export_file_commit(&x);
-        return r;
+        if (r < 0)
+                return r;
+        r = manager_export_snapshot(bus, id, x.fd, snapshot_format_to_string(format));
+        if (r < 0)
+                return r;
+        r = export_file_check(&x, format);
+        if (r < 0)
+                return r;
+        return export_file_commit(&x);
 }
 
 int verb_export(Context *c, char **args, size_t n_args) {
@@ -241,13 +249,14 @@ int verb_export(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
         const char *file = args[1];
         int r = parse_snapshot_id_arg(args[0], &id);
-        if (r >= 0)
-                r = export_format(c, file, &format);
+        if (r < 0)
+                return r;
+        r = export_format(c, file, &format);
         if (r < 0)
                 return r;
         if (streq(file, "-") && format == SNAPSHOT_FORMAT_SQLITE && isatty(STDOUT_FILENO))
                 return usage_error("Refusing to write an SQLite file to a terminal: redirect stdout or use --format json");
-        r = ctl_bus(c, &bus);
+        r = context_bus(c, &bus);
         if (r < 0)
                 return r;
         if (streq(file, "-"))
@@ -265,9 +274,10 @@ int verb_import(Context *c, char **args, size_t n_args) {
                                                   : open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return ctl_error_errno(-errno, "Failed to open %s: %m", streq(file, "-") ? "stdin" : file);
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_import_snapshot(bus, fd, &id);
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = manager_import_snapshot(bus, fd, &id);
         if (r < 0)
                 return r;
         return print_new_id(c, id);
@@ -279,7 +289,10 @@ int verb_rm(Context *c, char **args, size_t n_args) {
         uint64_t id;
         sd_bus *bus;
         int r = parse_snapshot_id_arg(args[0], &id);
-        if (r >= 0)
-                r = ctl_bus(c, &bus);
-        return r < 0 ? r : manager_delete_snapshot(bus, id);
+        if (r < 0)
+                return r;
+        r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        return manager_delete_snapshot(bus, id);
 }

@@ -1,8 +1,10 @@
 /* verbs-status.c: `status` (the daemon's properties) and `rescan` */
+#include "verbs-status.h"
+
 #include "core/escape.h"
-#include "ctl.h"
 #include "json-out.h"
 #include "manager-calls.h"
+#include "manager-properties.h"
 #include "output.h"
 
 static json_t *timestamp_json(uint64_t usec) {
@@ -45,9 +47,10 @@ static int status_print(const ManagerProperties *p) {
 int verb_status(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
         _cleanup_(manager_properties_done) ManagerProperties p = {};
-        int r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = manager_get_properties(bus, &p);
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = manager_get_properties(bus, &p);
         if (r < 0)
                 return r;
         if (c->json) {
@@ -60,6 +63,6 @@ int verb_status(Context *c, char **args, size_t n_args) {
 
 int verb_rescan(Context *c, char **args, size_t n_args) {
         sd_bus *bus;
-        int r = ctl_bus(c, &bus);
+        int r = context_bus(c, &bus);
         return r < 0 ? r : manager_rescan(bus);
 }

@@ -1,9 +1,11 @@
 /* verbs-tasks.c: `ps [PID|COMM...]` (the tasks the daemon lists) and `chain TID` (one task's filters, live or
  * with --file in a snapshot) */
+#include "verbs-tasks.h"
+
 #include <fnmatch.h>
 
 #include "chain.h"
-#include "ctl.h"
+#include "ctl-args.h"
 #include "json-out.h"
 #include "manager-calls.h"
 #include "output.h"
@@ -83,7 +85,7 @@ static void task_list_filter(TaskList *l, char **args, size_t n_args) {
 
 int verb_ps(Context *c, char **args, size_t n_args) {
         _cleanup_(task_list_done) TaskList l = {};
-        int r = ctl_list_tasks(c, &l);
+        int r = context_list_tasks(c, &l);
         if (r < 0)
                 return r;
         task_list_filter(&l, args, n_args);
@@ -141,8 +143,9 @@ int verb_chain(Context *c, char **args, size_t n_args) {
         uint32_t tid;
         _cleanup_(chain_done) Chain ch = {};
         int r = parse_pid_arg("task id", args[0], &tid);
-        if (r >= 0)
-                r = chain_get(c, tid, &ch);
+        if (r < 0)
+                return r;
+        r = chain_get(c, tid, &ch);
         if (r < 0)
                 return r;
         if (c->json) {

@@ -1,8 +1,10 @@
 /* verbs-tree.c: `tree [PID]`: the forest as nested filters with their processes, live or (with
  * --file) in a snapshot */
 #include "verbs-tree.h"
-#include "forest-json.h"
 #include "core/forest-print.h"
+#include "ctl-args.h"
+#include "ctl-log.h"
+#include "forest-json.h"
 #include "json-out.h"
 #include "live-forest.h"
 #include "output.h"
@@ -43,13 +45,14 @@ int fetch_forest(Context *c, char **args, size_t n_args, Forest **ret) {
         pid_t root;
         sd_bus *bus;
         int r = parse_root_arg(args, n_args, &root);
-        if (r >= 0 && c->file)
+        if (r < 0)
+                return r;
+        if (c->file)
                 return load_forest(c->file, root, ret);
-        if (r >= 0)
-                r = ctl_bus(c, &bus);
-        if (r >= 0)
-                r = live_forest_fetch(bus, root, ret);
-        return r;
+        r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        return live_forest_fetch(bus, root, ret);
 }
 
 int print_forest_json(const Forest *f) {

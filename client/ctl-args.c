@@ -1,52 +1,14 @@
-/* ctl.c: the run context the verbs share: the lazily connected bus, usage errors, argument parsing */
-#include "ctl.h"
+/* ctl-args.c: sectreectl's command-line values and the usage-error convention */
+#include "ctl-args.h"
 
 #include <ctype.h>
 #include <stdarg.h>
-
-#include "bus.h"
-#include "manager-calls.h"
-#include "manager-snapshots.h"
-
-void context_done(Context *c) {
-        c->bus = sd_bus_flush_close_unref(c->bus);
-        free(c->exec);
-        c->exec = NULL;
-}
-
-int ctl_bus(Context *c, sd_bus **ret) {
-        if (!c->bus) {
-                int r = bus_open_system(&c->bus);
-                if (r < 0)
-                        return r;
-        }
-        *ret = c->bus;
-        return 0;
-}
 
 static int usage_errorv(const char *hint, const char *format, va_list ap) {
         fputs("sectreectl: ", stderr);
         vfprintf(stderr, format, ap);
         fprintf(stderr, "%s\n", hint);
         return ERR_USAGE;
-}
-
-int ctl_list_tasks(Context *c, TaskList *ret) {
-        sd_bus *bus;
-        int r = ctl_bus(c, &bus);
-        return r < 0 ? r : manager_list_tasks(bus, ret);
-}
-
-int ctl_list_filters(Context *c, FilterList *ret) {
-        sd_bus *bus;
-        int r = ctl_bus(c, &bus);
-        return r < 0 ? r : manager_list_filters(bus, ret);
-}
-
-int ctl_list_snapshots(Context *c, SnapshotList *ret) {
-        sd_bus *bus;
-        int r = ctl_bus(c, &bus);
-        return r < 0 ? r : manager_list_snapshots(bus, ret);
 }
 
 int usage_error(const char *format, ...) {
