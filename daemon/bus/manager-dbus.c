@@ -1,12 +1,14 @@
 /* manager-dbus.c: the org.sectree1.Manager interface: handlers first, the vtable at the bottom */
 #include "bus/manager-dbus.h"
 
+#include "bus/bus-args.h"
 #include "bus/bus-errors.h"
 #include "bus/policy-dbus.h"
 #include "bus/restores-dbus.h"
 #include "config.h"
 #include "observe/procinfo.h"
 #include "service/access.h"
+#include "service/snapshot-transfers.h"
 #include "service/snapshots.h"
 #include "snapshot/snapshot.h"
 
@@ -19,14 +21,6 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
                 if (set[i])
                         r = sd_bus_message_append(reply, "s", filter_flag_names[i]);
         return r < 0 ? r : sd_bus_message_close_container(reply);
-}
-
-int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
-        int r = manager_live(m, ret);
-        if (r < 0)
-                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
-                                         strerror(-r));
-        return 0;
 }
 
 static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -401,34 +395,6 @@ static int bus_snapshot_error(sd_bus_error *error, int r, const char *message, u
         if (message)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
         return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
-}
-
-int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error) {
-        const char *contents;
-        int r = sd_bus_message_peek_type(msg, NULL, &contents);
-        if (r < 0)
-                return r;
-        if (!streq(contents, want))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Option \"%s\" takes a value of type '%s', not '%s'.", key, want, contents);
-        return sd_bus_message_read(msg, "v", want, ret);
-}
-
-int bus_unknown_option(sd_bus_error *error, const char *key) {
-        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
-}
-
-int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, sd_bus_error *error) {
-        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
-                const char *key;
-                r = sd_bus_message_read(msg, "s", &key);
-                if (r >= 0)
-                        r = one(msg, key, userdata, error);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(msg);
-        }
-        return r < 0 ? r : sd_bus_message_exit_container(msg);
 }
 
 static int read_create_option(sd_bus_message *msg, const char *key, void *userdata, sd_bus_error *error) {

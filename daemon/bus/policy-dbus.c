@@ -5,7 +5,8 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "bus/manager-dbus.h"
+#include "bus/bus-args.h"
+#include "bus/bus-errors.h"
 #include "service/policy-jobs.h"
 #include "snapshot/snapshot.h"
 

@@ -4,7 +4,8 @@
 
 #include <fcntl.h>
 
-#include "bus/manager-dbus.h"
+#include "bus/bus-args.h"
+#include "bus/bus-errors.h"
 #include "service/access.h"
 #include "service/restores.h"
 

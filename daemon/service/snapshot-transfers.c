@@ -20,6 +20,9 @@
  * deadline, and again). A transfer that ends early
  * (its deadline, sectreed stopping) waits for its worker first; when the last transfer ends, the
  * memory it used is given back to the system (malloc_trim()). */
+#include "service/snapshot-transfers.h"
+
+#include "service/snapshot-scan.h"
 #include "service/snapshots.h"
 
 #include <fcntl.h>
@@ -711,7 +714,7 @@ int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone 
         return 0;
 }
 
-int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done, void *userdata,
+static int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done, void *userdata,
                               char **ret_message) {
         _cleanup_(snapshot_scan_job_freep) SnapshotScanJob *job = j;
         _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
@@ -728,6 +731,22 @@ int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, Snapsho
         t->next = m->snapshot_transfers->list;
         m->snapshot_transfers->list = TAKE_PTR(t);
         return 0;
+}
+
+int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
+                            SnapshotTransferDone done, void *userdata, char **ret_message) {
+        SnapshotScanJob *j;
+        if (ret_message)
+                *ret_message = NULL;
+        int r = snapshot_check_root(c, root, ret_message);
+        if (r < 0)
+                return r;
+        r = snapshot_scan_job_new(m->source, c, root, o, &j);
+        if (r < 0)
+                return r;
+        /* Scanning a large subtree, then storing it, take time: the scan goes to a worker thread, the
+         * storing on between other calls. */
+        return snapshot_create_in_worker(m, c, j, done, userdata, ret_message);
 }
 
 void manager_snapshot_transfers_cancel(Manager *m) {
