@@ -51,7 +51,8 @@ struct Restore {
         int executor_pidfd, sock;
         sd_event_source *sock_source, *exit_source, *timer, *defer;
         sd_event_source *fds_timer; /* the fds not taken in time are closed */
-        sd_bus_track *track;
+        void *watch; /* of the caller's connection (the bus layer's), unless o.keep */
+        void (*watch_free)(void *watch);
 
         json_t *ready;
         int *fds;
@@ -172,7 +173,8 @@ static void restore_free(Restore *r) {
         sd_event_source_disable_unref(r->timer);
         sd_event_source_disable_unref(r->defer);
         sd_event_source_disable_unref(r->fds_timer);
-        sd_bus_track_unref(r->track);
+        if (r->watch && r->watch_free)
+                r->watch_free(r->watch);
         if (r->sock >= 0)
                 close(r->sock); /* the executor ends every stub when its socket closes */
         if (r->executor_pidfd >= 0)
@@ -230,6 +232,12 @@ static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  * wait for the executor's exit; it is killed if it does not exit in time (its stubs end then too:
  * their control pipe closes). A pending Restore() hears of the error once the executor is gone,
  * so that no task of the restore is left when the caller reads it. */
+static void restore_drop_watch(Restore *r) {
+        void *watch = TAKE_PTR(r->watch);
+        if (watch && r->watch_free)
+                r->watch_free(watch);
+}
+
 static void restore_end(Restore *r, const char *reason, int k, const char *message) {
         if (r->state == RESTORE_ENDING)
                 return;
@@ -237,7 +245,7 @@ static void restore_end(Restore *r, const char *reason, int k, const char *messa
         r->end_reason = reason;
         r->sock_source = sd_event_source_disable_unref(r->sock_source);
         r->defer = sd_event_source_disable_unref(r->defer);
-        r->track = sd_bus_track_unref(r->track);
+        restore_drop_watch(r);
         if (r->sock >= 0) {
                 (void) restore_frame_send(r->sock, RESTORE_FRAME_RELEASE, NULL, 0, NULL, 0);
                 close(r->sock);
@@ -647,12 +655,15 @@ static int on_socket(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-/* The caller's connection went away. */
-static int on_caller_left(sd_bus_track *t, void *userdata) {
-        Restore *r = userdata;
+void restore_caller_left(Restore *r) {
         log_debug("Restore %" PRIu64 ": its caller left the bus, releasing it.", r->id);
         restore_end(r, "caller-left", -ECANCELED, "the caller left the bus");
-        return 0;
+}
+
+void restore_set_caller_watch(Restore *r, void *watch, void (*watch_free)(void *watch)) {
+        restore_drop_watch(r);
+        r->watch = watch;
+        r->watch_free = watch_free;
 }
 
 /* ---- starting the executor ---- */
@@ -942,7 +953,7 @@ static int check_options(Caller *c, const RestoreOptions *o, const Forest *f, ch
 }
 
 int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
-                          sd_bus *bus, const char *sender, RestoreDone done, void *userdata, char **ret_message) {
+                          RestoreDone done, void *userdata, Restore **ret, char **ret_message) {
         Restores *rs = restores_of(m);
         Restore *r;
         StoredSnapshot row;
@@ -997,11 +1008,6 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
                 k = send_request(r);
         if (k >= 0)
                 k = add_sources(r);
-        if (k >= 0 && !r->o.keep && bus && sender) {
-                k = sd_bus_track_new(bus, &r->track, on_caller_left, r);
-                if (k >= 0)
-                        k = sd_bus_track_add_name(r->track, sender);
-        }
         if (k < 0) {
                 if (r->unit)
                         (void) restore_unit_stop(r->unit);
@@ -1017,6 +1023,8 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         rs->list = r;
         log_debug("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: executor %d%s%s.", r->id, snapshot_id,
                   c->uid, r->executor, r->unit ? " in " : "", r->unit ? restore_unit_name(r->unit) : "");
+        if (ret)
+                *ret = r;
         return 0;
 }
 

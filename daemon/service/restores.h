@@ -101,13 +101,19 @@ typedef void (*RestoreFinished)(Manager *m, uint64_t id, uid_t owner, const char
 
 void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata);
 
-/* Start restoring snapshot id for caller c (running as creds) with options (taken: *o is emptied).
- * bus/sender: the caller's connection, watched unless o->keep. Returns 0 when done will be called
+/* Start restoring snapshot id for caller c (running as creds) with options (taken: *o is emptied),
+ * *ret the restore (alive at least until done is called). Returns 0 when done will be called
  * (never before this returns), or a negative errno, with *ret_message: -ENOENT no such snapshot
  * (or not the caller's), -EACCES not allowed (original uids, a pid namespace), -EUSERS too many
  * restores or tasks, -EOPNOTSUPP the executor cannot run from here. */
 int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
-                          sd_bus *bus, const char *sender, RestoreDone done, void *userdata, char **ret_message);
+                          RestoreDone done, void *userdata, Restore **ret, char **ret_message);
+
+/* What watches the caller's connection (the bus layer's, unless the restore is kept): watch_free()
+ * is called on it when the restore ends. The caller is gone: restore_caller_left() releases the
+ * restore ("caller-left"). */
+void restore_set_caller_watch(Restore *r, void *watch, void (*watch_free)(void *watch));
+void restore_caller_left(Restore *r);
 
 /* End a restore's stubs; done is called once the executor has exited (every stub gone). -ENOENT:
  * no such restore, or not the caller's. */
