@@ -74,7 +74,7 @@ typedef struct Manager {
         /* snapshots.c: exports and imports in progress */
         struct SnapshotTransfers *snapshot_transfers;
 
-        /* policy-dbus.c: GetPolicy and WhoCan calls being analysed (policy-jobs.c) */
+        /* GetPolicy and WhoCan calls being analysed (policy-jobs.c; made by policy-dbus.c) */
         struct PolicyJobs *policy_jobs;
         /* restores.c: restores in progress and alive, and what ends them when the manager is freed
          * (set by restores.c, which sits above the manager) */

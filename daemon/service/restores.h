@@ -11,11 +11,11 @@
 #include "plan/plan-verify.h"
 #include "service/access.h"
 #include "service/manager.h"
+#include "service/restore-executor.h"
 #include "service/restore-limits.h"
+#include "service/restore-options.h"
+#include "service/restore-verify.h"
 
-/* What a non-root uid may do (root: no limit). */
-#define RESTORES_MAX_PER_UID 4            /* restores in progress or alive at once */
-#define RESTORE_MAX_TASKS_PER_UID 4096    /* threads of the snapshot of one restore */
 /* The fds a restore hands its caller (a pidfd per process, unless pidfds is false, and a listener fd
  * per listener), at most RESTORE_MAX_FDS in all, go at most RESTORE_MESSAGE_MAX_FDS to a message: the
  * reply of Restore() carries the first ones, TakeRestoreFds() the next. dbus-daemon disconnects a
@@ -30,16 +30,6 @@
 /* A released or failed restore's executor that has not exited after this is killed. */
 #define RESTORE_KILL_TIMEOUT_USEC (10 * 1000000ULL)
 
-/* Where Restore() starts the executor (docs/restore.md "Where the executor runs"). */
-typedef enum RestoreExecutor {
-        RESTORE_EXECUTOR_AUTO, /* a transient unit when systemd runs the daemon as a service, else fork */
-        RESTORE_EXECUTOR_FORK, /* forked by the daemon: only while it runs unconfined */
-        RESTORE_EXECUTOR_UNIT, /* a transient service of PID 1 (StartTransientUnit) */
-        _RESTORE_EXECUTOR_MAX,
-        _RESTORE_EXECUTOR_INVALID = -EINVAL,
-} RestoreExecutor;
-
-RestoreExecutor restore_executor_from_string(const char *s);
 
 /* The manager's restores, made at start (else at the first call, with RESTORE_EXECUTOR_AUTO): where
  * the executor runs. They end with the manager (manager_free()). */
@@ -47,24 +37,6 @@ int restores_new(Manager *m, RestoreExecutor executor);
 /* The manager of m->restores (the bus layer's handle on them). */
 Manager *restores_manager(struct Restores *rs);
 
-typedef struct RestoreExec {
-        pid_t pid;   /* a snapshot process */
-        char **argv; /* what its leader execs */
-} RestoreExec;
-
-typedef struct RestoreOptions {
-        RestoreExec *exec;
-        size_t n_exec;
-        bool original_uids; /* root only: the snapshot's uids and gids instead of the caller's */
-        bool pid_namespace; /* root only: a new pid namespace, tasks at their snapshot tids */
-        bool verify;        /* scan the restored tree and compare (default true) */
-        bool pidfds;        /* a pidfd per restored process in the reply (default true) */
-        bool keep;          /* outlive the caller's bus connection (default false: released) */
-        bool has_stdio;     /* stdio holds the exec'd processes' stdin, stdout, stderr (owned) */
-        int stdio[3];
-} RestoreOptions;
-
-void restore_options_done(RestoreOptions *o);
 
 typedef enum RestoreState {
         RESTORE_EXECUTING, /* the executor runs the plan */
@@ -79,14 +51,6 @@ const char *restore_state_to_string(RestoreState s);
 
 typedef struct Restore Restore;
 
-/* The identity of the restore's owner, whom the executor runs as. */
-typedef struct RestoreCreds {
-        uid_t uid;
-        gid_t gid;
-        gid_t *groups; /* supplementary groups */
-        size_t n_groups;
-        RestoreLimits limits; /* the caller's resource limits, read from its process at the call */
-} RestoreCreds;
 
 /* The end of Restore(): r is 0 with the restore ready to describe (restore_*() accessors below;
  * it stays alive until released), or negative: -EPROTO the executor refused or failed (message:
