@@ -57,12 +57,16 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
 static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t tasks) {
         char digest[PROG_DIGEST_STRING_MAX];
         int r = sd_bus_message_open_container(reply, 'r', "ttusuas");
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "ttusu", flt->id, flt->parent_id, (uint32_t) flt->len,
-                                          prog_digest_to_string(flt->digest, digest), (uint32_t) tasks);
-        if (r >= 0)
-                r = append_filter_flags(reply, flt);
-        return r < 0 ? r : sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "ttusu", flt->id, flt->parent_id, (uint32_t) flt->len,
+                                  prog_digest_to_string(flt->digest, digest), (uint32_t) tasks);
+        if (r < 0)
+                return r;
+        r = append_filter_flags(reply, flt);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
 }
 
 /* The start of a reply that lists what the caller may see: the caller, the live forest, the ids
@@ -102,6 +106,26 @@ static int append_holder(sd_bus_message *reply, const Forest *f, const ListenerH
         return sd_bus_message_append(reply, "(uis)", (uint32_t) h->pid, (int32_t) h->fd, valid);
 }
 
+/* (id, filter, holders): the holders the caller may see. */
+static int append_listener(sd_bus_message *reply, Caller *c, const Forest *f, const Listener *l) {
+        int r = sd_bus_message_open_container(reply, 'r', "tta(uis)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "tt", l->id, l->filter_id);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(uis)");
+        for (size_t j = 0; r >= 0 && j < l->n_holders; j++)
+                if (c->privileged || caller_may_see_process(c, l->holders[j].pid))
+                        r = append_holder(reply, f, &l->holders[j]);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
 /* Every listener of a filter the caller may see, with the holders the caller may see: who holds
  * a file descriptor of it, and which, and the holder's name. */
 static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -114,18 +138,7 @@ static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_err
                 const Listener *l = f->listeners[i];
                 if (!hashmap_get(&visible, l->filter_id))
                         continue;
-                r = sd_bus_message_open_container(reply, 'r', "tta(uis)");
-                if (r >= 0)
-                        r = sd_bus_message_append(reply, "tt", l->id, l->filter_id);
-                if (r >= 0)
-                        r = sd_bus_message_open_container(reply, 'a', "(uis)");
-                for (size_t j = 0; r >= 0 && j < l->n_holders; j++)
-                        if (c.privileged || caller_may_see_process(&c, l->holders[j].pid))
-                                r = append_holder(reply, f, &l->holders[j]);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
+                r = append_listener(reply, &c, f, l);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -192,19 +205,26 @@ static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *
             (r = find_visible_filter(&c, f, id, &flt, error)) < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "tus", flt->parent_id, (uint32_t) flt->len,
-                                          prog_digest_to_string(flt->digest, digest));
-        if (r >= 0)
-                r = append_filter_flags(reply, flt);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "us", (uint32_t) caller_visible_task_count(&c, f, flt),
-                                          identity_kind_to_string(flt->identity));
-        if (r >= 0)
-                r = append_program(reply, flt);
-        if (r >= 0)
-                r = append_installer(reply, m->store, &c, flt->id);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "tus", flt->parent_id, (uint32_t) flt->len,
+                                  prog_digest_to_string(flt->digest, digest));
+        if (r < 0)
+                return r;
+        r = append_filter_flags(reply, flt);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "us", (uint32_t) caller_visible_task_count(&c, f, flt),
+                                  identity_kind_to_string(flt->identity));
+        if (r < 0)
+                return r;
+        r = append_program(reply, flt);
+        if (r < 0)
+                return r;
+        r = append_installer(reply, m->store, &c, flt->id);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 /* A live task we do not track has no filter: an empty chain, if the caller may see it. */
@@ -538,10 +558,12 @@ int manager_bus_connect(Manager *m) {
          * the exit handler of sd_bus_attach_event() (priority 0) flushes and closes it. */
         _cleanup_(sd_event_source_unrefp) sd_event_source *exit_source = NULL;
         r = sd_event_add_exit(m->event, &exit_source, on_event_exit, m);
-        if (r >= 0)
-                r = sd_event_source_set_priority(exit_source, SD_EVENT_PRIORITY_IMPORTANT);
-        if (r >= 0)
-                r = sd_event_source_set_floating(exit_source, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the exit handler: %m");
+        r = sd_event_source_set_priority(exit_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the exit handler: %m");
+        r = sd_event_source_set_floating(exit_source, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the exit handler: %m");
         m->announced = current_counts(m);

@@ -144,3 +144,11 @@ int restore_executor_fork(const RestoreCreds *c, int *ret_sock, pid_t *ret_pid, 
         *ret_sock = pair[0];
         return 0;
 }
+
+uint64_t restore_executor_timeout_usec(void) {
+        const char *e = getenv("SECTREE_RESTORE_TIMEOUT_USEC");
+        uint64_t v;
+        if (e && safe_atou64(e, &v) >= 0 && v > 0)
+                return v;
+        return RESTORE_TIMEOUT_USEC;
+}

@@ -3,9 +3,13 @@
 #pragma once
 
 #include <errno.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "service/restore-limits.h"
+
+/* From the start of the executor to its READY (or ERROR); $SECTREE_RESTORE_TIMEOUT_USEC replaces it. */
+#define RESTORE_TIMEOUT_USEC (120 * 1000000ULL)
 
 /* Where Restore() starts the executor (docs/restore.md "Where the executor runs"). */
 typedef enum RestoreExecutor {
@@ -34,3 +38,5 @@ int restore_executor_by_unit(RestoreExecutor e, char **ret_message);
 const char *restore_executor_path(void);
 /* Fork the executor as c, the other end of *ret_sock its stdin: its pid and a pidfd of it. */
 int restore_executor_fork(const RestoreCreds *c, int *ret_sock, pid_t *ret_pid, int *ret_pidfd, char **ret_message);
+/* RESTORE_TIMEOUT_USEC, or $SECTREE_RESTORE_TIMEOUT_USEC. */
+uint64_t restore_executor_timeout_usec(void);

@@ -313,6 +313,41 @@ static void on_error_frame(Restore *r, const RestoreFrame *f) {
         restore_end(r, "failed", -EPROTO, message);
 }
 
+/* READY's i-th process: its snapshot pid, its pid, the index of its pidfd. */
+static int ready_process(Restore *r, json_t *x, size_t i) {
+        pid_t a, b;
+        int k = restore_ready_pid(x, "snapshot_pid", &a);
+        if (k < 0)
+                return k;
+        k = restore_ready_pid(x, "pid", &b);
+        if (k < 0)
+                return k;
+        k = restore_ready_fd_index(x, r->n_fds_expected, &r->process_fd[i]);
+        if (k < 0)
+                return k;
+        return plan_mapping_add_process(&r->map, a, b);
+}
+
+static int ready_thread(Restore *r, json_t *x) {
+        pid_t a, b;
+        int k = restore_ready_pid(x, "snapshot_tid", &a);
+        if (k < 0)
+                return k;
+        k = restore_ready_pid(x, "tid", &b);
+        if (k < 0)
+                return k;
+        return plan_mapping_add_thread(&r->map, a, b);
+}
+
+/* READY's i-th listener: the snapshot's listener id (null: none held it) and its fd's index. */
+static int ready_listener(Restore *r, json_t *x, size_t i) {
+        json_t *id = json_object_get(x, "snapshot_listener");
+        if (!json_is_null(id) && (!json_is_integer(id) || json_integer_value(id) <= 0))
+                return -EBADMSG;
+        r->listener_id[i] = json_is_integer(id) ? (uint64_t) json_integer_value(id) : 0;
+        return restore_ready_fd_index(x, r->n_fds_expected, &r->listener_fd[i]);
+}
+
 /* The mapping READY gives. */
 static int parse_ready(Restore *r) {
         json_t *procs = json_object_get(r->ready, "processes"), *threads = json_object_get(r->ready, "threads");
@@ -330,34 +365,15 @@ static int parse_ready(Restore *r) {
         r->listener_fd = calloc(json_array_size(listeners) + 1, sizeof(int));
         if (!r->process_fd || !r->listener_id || !r->listener_fd)
                 return -ENOMEM;
-        json_array_foreach(procs, i, x) {
-                pid_t a, b;
+        json_array_foreach(procs, i, x)
                 if (k >= 0)
-                        k = restore_ready_pid(x, "snapshot_pid", &a);
+                        k = ready_process(r, x, i);
+        json_array_foreach(threads, i, x)
                 if (k >= 0)
-                        k = restore_ready_pid(x, "pid", &b);
-                if (k >= 0)
-                        k = restore_ready_fd_index(x, r->n_fds_expected, &r->process_fd[i]);
-                if (k >= 0)
-                        k = plan_mapping_add_process(&r->map, a, b);
-        }
-        json_array_foreach(threads, i, x) {
-                pid_t a, b;
-                if (k >= 0)
-                        k = restore_ready_pid(x, "snapshot_tid", &a);
-                if (k >= 0)
-                        k = restore_ready_pid(x, "tid", &b);
-                if (k >= 0)
-                        k = plan_mapping_add_thread(&r->map, a, b);
-        }
+                        k = ready_thread(r, x);
         json_array_foreach(listeners, i, x) {
-                json_t *id = json_object_get(x, "snapshot_listener");
-                if (k >= 0 && !json_is_null(id) && (!json_is_integer(id) || json_integer_value(id) <= 0))
-                        k = -EBADMSG;
                 if (k >= 0)
-                        r->listener_id[i] = json_is_integer(id) ? (uint64_t) json_integer_value(id) : 0;
-                if (k >= 0)
-                        k = restore_ready_fd_index(x, r->n_fds_expected, &r->listener_fd[i]);
+                        k = ready_listener(r, x, i);
                 r->n_listeners = i + 1;
         }
         return k;
@@ -651,14 +667,6 @@ static int send_request(Restore *r) {
         return k;
 }
 
-static uint64_t restore_timeout(void) {
-        const char *e = getenv("SECTREE_RESTORE_TIMEOUT_USEC");
-        uint64_t v;
-        if (e && safe_atou64(e, &v) >= 0 && v > 0)
-                return v;
-        return RESTORE_TIMEOUT_USEC;
-}
-
 static int add_sources(Restore *r) {
         sd_event *e = r->m->event;
         int k = sd_event_add_io(e, &r->sock_source, r->sock, EPOLLIN, on_socket, r);
@@ -669,7 +677,7 @@ static int add_sources(Restore *r) {
         if (k >= 0 && !r->unit)
                 k = sd_event_source_set_priority(r->exit_source, SD_EVENT_PRIORITY_NORMAL + 10);
         if (k >= 0)
-                k = sd_event_add_time_relative(e, &r->timer, CLOCK_MONOTONIC, restore_timeout(), 0, on_deadline, r);
+                k = sd_event_add_time_relative(e, &r->timer, CLOCK_MONOTONIC, restore_executor_timeout_usec(), 0, on_deadline, r);
         return k;
 }
 

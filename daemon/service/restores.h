@@ -25,8 +25,6 @@
 #define RESTORE_MAX_FDS 200
 /* The fds not taken this long after the reply are closed: the daemon holds no listener for long. */
 #define RESTORE_FDS_HOLD_USEC (60 * 1000000ULL)
-/* From the start of the executor to its READY (or ERROR); $SECTREE_RESTORE_TIMEOUT_USEC replaces it. */
-#define RESTORE_TIMEOUT_USEC (120 * 1000000ULL)
 /* A released or failed restore's executor that has not exited after this is killed. */
 #define RESTORE_KILL_TIMEOUT_USEC (10 * 1000000ULL)
 
