@@ -1,13 +1,15 @@
 /* manager-dbus.c: the org.sectree1.Manager interface: handlers first, the vtable at the bottom */
 #include "bus/manager-dbus.h"
 
+#include "bus/bus-args.h"
 #include "bus/bus-errors.h"
 #include "bus/policy-dbus.h"
 #include "bus/restores-dbus.h"
+#include "bus/snapshots-dbus.h"
 #include "config.h"
-#include "observe/procinfo.h"
 #include "service/access.h"
-#include "service/snapshots.h"
+#include "service/snapshot-transfers.h"
+#include "service/visibility.h"
 #include "snapshot/snapshot.h"
 
 static const char *filter_flag_names[] = { "log", "wait_killable_recv", "listener", "over-budget" };
@@ -19,14 +21,6 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
                 if (set[i])
                         r = sd_bus_message_append(reply, "s", filter_flag_names[i]);
         return r < 0 ? r : sd_bus_message_close_container(reply);
-}
-
-int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
-        int r = manager_live(m, ret);
-        if (r < 0)
-                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
-                                         strerror(-r));
-        return 0;
 }
 
 static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -63,26 +57,16 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
 static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t tasks) {
         char digest[PROG_DIGEST_STRING_MAX];
         int r = sd_bus_message_open_container(reply, 'r', "ttusuas");
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "ttusu", flt->id, flt->parent_id, (uint32_t) flt->len,
-                                          prog_digest_to_string(flt->digest, digest), (uint32_t) tasks);
-        if (r >= 0)
-                r = append_filter_flags(reply, flt);
-        return r < 0 ? r : sd_bus_message_close_container(reply);
-}
-
-/* Tasks whose head is flt that the caller may see. */
-static size_t visible_task_count(Caller *c, const Forest *f, const Filter *flt) {
-        if (c->privileged)
-                return flt->n_tasks;
-        size_t n = 0;
-        for (size_t i = 0; i < f->n_processes; i++) {
-                const Process *p = f->processes[i];
-                for (size_t j = 0; j < p->n_threads; j++)
-                        if (p->threads[j].filter == flt && caller_may_see(c, p))
-                                n++;
-        }
-        return n;
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "ttusu", flt->id, flt->parent_id, (uint32_t) flt->len,
+                                  prog_digest_to_string(flt->digest, digest), (uint32_t) tasks);
+        if (r < 0)
+                return r;
+        r = append_filter_flags(reply, flt);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
 }
 
 /* The start of a reply that lists what the caller may see: the caller, the live forest, the ids
@@ -106,7 +90,7 @@ static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error
         int r = visible_list_begin(msg, userdata, "(ttusuas)", &c, &f, &visible, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
                 if (hashmap_get(&visible, f->filters[i]->id))
-                        r = append_filter_entry(reply, f->filters[i], visible_task_count(&c, f, f->filters[i]));
+                        r = append_filter_entry(reply, f->filters[i], caller_visible_task_count(&c, f, f->filters[i]));
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
@@ -114,17 +98,32 @@ static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error
 
 /* (pid, fd, comm): comm as the forest has the process, or /proc now ("" when it is gone). */
 static int append_holder(sd_bus_message *reply, const Forest *f, const ListenerHolder *h) {
-        char comm[16] = "";
-        const Process *p = forest_find_process(f, h->pid);
-        if (p)
-                memcpy(comm, p->comm, sizeof(comm));
-        else
-                (void) proc_read_comm(h->pid, comm);
-        comm[sizeof(comm) - 1] = 0;
+        char comm[16];
+        holder_comm(f, h->pid, comm);
         _cleanup_free_ char *valid = snapshot_utf8_sanitize(comm);
         if (!valid)
                 return -ENOMEM;
         return sd_bus_message_append(reply, "(uis)", (uint32_t) h->pid, (int32_t) h->fd, valid);
+}
+
+/* (id, filter, holders): the holders the caller may see. */
+static int append_listener(sd_bus_message *reply, Caller *c, const Forest *f, const Listener *l) {
+        int r = sd_bus_message_open_container(reply, 'r', "tta(uis)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "tt", l->id, l->filter_id);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(uis)");
+        for (size_t j = 0; r >= 0 && j < l->n_holders; j++)
+                if (c->privileged || caller_may_see_process(c, l->holders[j].pid))
+                        r = append_holder(reply, f, &l->holders[j]);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
 }
 
 /* Every listener of a filter the caller may see, with the holders the caller may see: who holds
@@ -139,18 +138,7 @@ static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_err
                 const Listener *l = f->listeners[i];
                 if (!hashmap_get(&visible, l->filter_id))
                         continue;
-                r = sd_bus_message_open_container(reply, 'r', "tta(uis)");
-                if (r >= 0)
-                        r = sd_bus_message_append(reply, "tt", l->id, l->filter_id);
-                if (r >= 0)
-                        r = sd_bus_message_open_container(reply, 'a', "(uis)");
-                for (size_t j = 0; r >= 0 && j < l->n_holders; j++)
-                        if (c.privileged || caller_may_see_process(&c, l->holders[j].pid))
-                                r = append_holder(reply, f, &l->holders[j]);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
+                r = append_listener(reply, &c, f, l);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -217,30 +205,37 @@ static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *
             (r = find_visible_filter(&c, f, id, &flt, error)) < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "tus", flt->parent_id, (uint32_t) flt->len,
-                                          prog_digest_to_string(flt->digest, digest));
-        if (r >= 0)
-                r = append_filter_flags(reply, flt);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "us", (uint32_t) visible_task_count(&c, f, flt),
-                                          identity_kind_to_string(flt->identity));
-        if (r >= 0)
-                r = append_program(reply, flt);
-        if (r >= 0)
-                r = append_installer(reply, m->store, &c, flt->id);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "tus", flt->parent_id, (uint32_t) flt->len,
+                                  prog_digest_to_string(flt->digest, digest));
+        if (r < 0)
+                return r;
+        r = append_filter_flags(reply, flt);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "us", (uint32_t) caller_visible_task_count(&c, f, flt),
+                                  identity_kind_to_string(flt->identity));
+        if (r < 0)
+                return r;
+        r = append_program(reply, flt);
+        if (r < 0)
+                return r;
+        r = append_installer(reply, m->store, &c, flt->id);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 /* A live task we do not track has no filter: an empty chain, if the caller may see it. */
 static int reply_unfiltered_chain(sd_bus_message *msg, Caller *c, pid_t tid, sd_bus_error *error) {
-        ProcStatus st;
-        if (proc_read_status(tid, &st) < 0)
+        int r = caller_check_untracked_task(c, tid);
+        if (r == -ESRCH)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No task with tid %d.", tid);
-        if (!caller_may_see_process(c, st.tgid))
+        if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Task %d is not one you could trace.", tid);
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r = sd_bus_message_new_method_return(msg, &reply);
+        r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_append(reply, "at", 0);
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
@@ -274,43 +269,6 @@ static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_err
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
-/* Whether tgid descends from root, by the parents /proc shows now; memo holds what earlier walks
- * found (pid -> 1 in, 2 out), so every process is read once per call. */
-static int descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret) {
-        _cleanup_free_ pid_t *path = NULL;
-        size_t n = 0, allocated = 0;
-        bool in = false;
-        /* /proc parents form a tree; the bound only stops a walk that races with reparenting */
-        for (pid_t x = tgid; n <= SNAPSHOT_MAX_PID; n++) {
-                void *known = hashmap_get(memo, (uint64_t) x);
-                if (x == root || known) {
-                        in = x == root || known == (void *) 1;
-                        break;
-                }
-                ProcStatus st;
-                if (x <= 1 || proc_read_status(x, &st) < 0 || st.ppid == x)
-                        break; /* init, or gone: not below root */
-                if (GROW(path, allocated, n + 1) < 0)
-                        return -ENOMEM;
-                path[n] = x;
-                x = st.ppid;
-        }
-        for (size_t i = 0; i < n; i++)
-                if (hashmap_put(memo, (uint64_t) path[i], in ? (void *) 1 : (void *) 2) < 0)
-                        return -ENOMEM;
-        *ret = in;
-        return 0;
-}
-
-/* The process (tgid) of thread tid, which the daemon may not list (a thread stands for its
- * process); 0 when there is no such task. */
-static pid_t process_of(uint32_t tid) {
-        ProcStatus st;
-        if (tid == 0 || tid > INT32_MAX || proc_read_status((pid_t) tid, &st) < 0 || st.tgid <= 0)
-                return 0;
-        return st.tgid;
-}
-
 static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
@@ -323,7 +281,7 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
                 return r;
         if (pid == 0 || pid > INT32_MAX)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %" PRIu32 ".", pid);
-        pid_t tgid = process_of(pid);
+        pid_t tgid = proc_process_of(pid);
         if (tgid == 0)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process or thread with id %" PRIu32 ".", pid);
         pid = (uint32_t) tgid;
@@ -338,7 +296,7 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
                 bool in;
                 if (!caller_may_see(&c, p))
                         continue;
-                r = descends_from(p->pid, (pid_t) pid, &memo, &in);
+                r = proc_descends_from(p->pid, (pid_t) pid, &memo, &in);
                 if (r >= 0 && in)
                         r = sd_bus_message_append(reply, "u", (uint32_t) p->pid);
         }
@@ -386,201 +344,6 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: %s", strerror(-r));
         if (source_pass_waiting(m->source))
                 return rescan_park(m, msg);
-        return sd_bus_reply_method_return(msg, NULL);
-}
-
-/* Snapshots */
-
-/* The named error for what a snapshot call returned (message: what the call said, may be NULL). */
-static int bus_snapshot_error(sd_bus_error *error, int r, const char *message, uint64_t id) {
-        if (r == -ENOENT)
-                return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot with id %" PRIu64 ".", id);
-        int k = bus_error_set_known(error, BUS_ERROR_SNAPSHOT, r, message);
-        if (k < 0)
-                return k;
-        if (message)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
-        return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
-}
-
-int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error) {
-        const char *contents;
-        int r = sd_bus_message_peek_type(msg, NULL, &contents);
-        if (r < 0)
-                return r;
-        if (!streq(contents, want))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Option \"%s\" takes a value of type '%s', not '%s'.", key, want, contents);
-        return sd_bus_message_read(msg, "v", want, ret);
-}
-
-int bus_unknown_option(sd_bus_error *error, const char *key) {
-        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
-}
-
-int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, sd_bus_error *error) {
-        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
-                const char *key;
-                r = sd_bus_message_read(msg, "s", &key);
-                if (r >= 0)
-                        r = one(msg, key, userdata, error);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(msg);
-        }
-        return r < 0 ? r : sd_bus_message_exit_container(msg);
-}
-
-static int read_create_option(sd_bus_message *msg, const char *key, void *userdata, sd_bus_error *error) {
-        SnapshotCreateOptions *o = userdata;
-        int b = 0, r;
-        if (streq(key, "name")) {
-                r = bus_read_option(msg, key, "s", &o->name, error);
-                if (r >= 0 && strlen(o->name) > SNAPSHOT_MAX_NAME)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Option \"name\" is longer than %d bytes.", SNAPSHOT_MAX_NAME);
-                return r;
-        }
-        if (streq(key, "include_argv")) {
-                r = bus_read_option(msg, key, "b", &b, error);
-                if (r >= 0)
-                        o->include_argv = b;
-                return r;
-        }
-        return bus_unknown_option(error, key);
-}
-
-static int read_create_options(sd_bus_message *msg, SnapshotCreateOptions *o, sd_bus_error *error) {
-        *o = (SnapshotCreateOptions) { .include_argv = true };
-        int r = bus_read_options(msg, read_create_option, o, error);
-        if (o->name && !*o->name)
-                o->name = NULL;
-        return r;
-}
-
-static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata);
-
-static int method_create_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        CALLER_CLEANUP Caller c = {};
-        SnapshotCreateOptions o;
-        _cleanup_free_ char *message = NULL;
-        uint32_t root;
-        int r = sd_bus_message_read(msg, "u", &root);
-        if (r < 0 || (r = read_create_options(msg, &o, error)) < 0 || (r = caller_from_message(msg, &c)) < 0)
-                return r;
-        if (root > SNAPSHOT_MAX_PID)
-                return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process with pid %" PRIu32 ".", root);
-        pid_t tgid = root > 0 ? process_of(root) : 0;
-        if (tgid > 0)
-                root = (uint32_t) tgid; /* a thread stands for its process */
-        r = manager_snapshot_create(m, &c, (pid_t) root, &o, on_transfer_done, sd_bus_message_ref(msg), &message);
-        if (r < 0)
-                sd_bus_message_unref(msg);
-        if (r == -EIO)
-                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "%s", message ?: "The scan failed.");
-        if (r < 0)
-                return bus_snapshot_error(error, r, message, 0);
-        return 1;
-}
-
-static int append_snapshot_entry(sd_bus_message *reply, const StoredSnapshot *s) {
-        return sd_bus_message_append(reply, "(tstuuuuuss)", s->id, s->name ?: "", s->created_usec,
-                                     (uint32_t) s->owner_uid, (uint32_t) s->root_pid, s->processes, s->threads,
-                                     s->filters, s->backend, s->identity);
-}
-
-static int method_list_snapshots(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        CALLER_CLEANUP Caller c = {};
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        StoredSnapshot *l = NULL;
-        size_t n = 0;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = manager_snapshot_list(m, &c, &l, &n)) < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(tstuuuuuss)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = append_snapshot_entry(reply, &l[i]);
-        stored_snapshots_free(l, n);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
-}
-
-/* The end of a snapshot's scan and storing, export or import: the reply to the message kept for it. The message goes first: it
- * holds a copy of the caller's fd, and the caller must see the end of its pipe before the reply. */
-static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        bool with_id = !streq(sd_bus_message_get_member(msg), "ExportSnapshot"); /* Create, Import */
-        int k;
-        if (r == -EIO && streq(sd_bus_message_get_member(msg), "CreateSnapshot")) /* the scan failed */
-                k = sd_bus_message_new_method_errorf(msg, &reply, ERROR_SCAN_FAILED, "%s", message ?: "The scan failed.");
-        else if (r < 0) {
-                (void) bus_snapshot_error(&error, r, message, id);
-                k = sd_bus_message_new_method_errorf(msg, &reply, error.name, "%s", error.message);
-        } else
-                k = sd_bus_message_new_method_return(msg, &reply);
-        if (k >= 0 && r >= 0 && with_id)
-                k = sd_bus_message_append(reply, "t", id);
-        msg = sd_bus_message_unref(msg);
-        if (k >= 0)
-                k = sd_bus_send(m->bus, reply, NULL);
-        if (k < 0)
-                log_debug_errno(k, "Could not reply to a snapshot transfer: %m");
-}
-
-static int method_export_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        CALLER_CLEANUP Caller c = {};
-        _cleanup_free_ char *message = NULL;
-        const char *format_name;
-        uint64_t id;
-        int fd;
-        int r = sd_bus_message_read(msg, "ths", &id, &fd, &format_name);
-        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
-                return r;
-        SnapshotFormat format = snapshot_format_from_string(format_name);
-        if (format < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown snapshot format \"%s\" (expected \"sqlite\" or \"json\").", format_name);
-        r = manager_snapshot_export(m, &c, id, fd, format, on_transfer_done, sd_bus_message_ref(msg), &message);
-        if (r < 0) {
-                sd_bus_message_unref(msg);
-                return bus_snapshot_error(error, r, message, id);
-        }
-        return 1;
-}
-
-static int method_import_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        CALLER_CLEANUP Caller c = {};
-        _cleanup_free_ char *message = NULL;
-        int fd;
-        int r = sd_bus_message_read(msg, "h", &fd);
-        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
-                return r;
-        r = manager_snapshot_import(m, &c, fd, on_transfer_done, sd_bus_message_ref(msg), &message);
-        if (r < 0) {
-                sd_bus_message_unref(msg);
-                return bus_snapshot_error(error, r, message, 0);
-        }
-        return 1;
-}
-
-static int method_delete_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        CALLER_CLEANUP Caller c = {};
-        uint64_t id;
-        int r = sd_bus_message_read(msg, "t", &id);
-        if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
-                return r;
-        r = manager_snapshot_delete(m, &c, id);
-        if (r < 0)
-                return bus_snapshot_error(error, r, NULL, id);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -795,10 +558,12 @@ int manager_bus_connect(Manager *m) {
          * the exit handler of sd_bus_attach_event() (priority 0) flushes and closes it. */
         _cleanup_(sd_event_source_unrefp) sd_event_source *exit_source = NULL;
         r = sd_event_add_exit(m->event, &exit_source, on_event_exit, m);
-        if (r >= 0)
-                r = sd_event_source_set_priority(exit_source, SD_EVENT_PRIORITY_IMPORTANT);
-        if (r >= 0)
-                r = sd_event_source_set_floating(exit_source, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the exit handler: %m");
+        r = sd_event_source_set_priority(exit_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the exit handler: %m");
+        r = sd_event_source_set_floating(exit_source, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the exit handler: %m");
         m->announced = current_counts(m);

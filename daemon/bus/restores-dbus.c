@@ -4,7 +4,8 @@
 
 #include <fcntl.h>
 
-#include "bus/manager-dbus.h"
+#include "bus/bus-args.h"
+#include "bus/bus-errors.h"
 #include "service/access.h"
 #include "service/restores.h"
 
@@ -282,6 +283,32 @@ static void on_restore_done(Manager *m, int r, Restore *x, const char *message, 
                 (void) manager_restore_release(m, &(Caller) { .privileged = true }, restore_id(x), NULL, NULL);
 }
 
+static int on_caller_left(sd_bus_track *t, void *userdata) {
+        restore_caller_left(userdata);
+        return 0;
+}
+
+static void track_free(void *watch) {
+        sd_bus_track_unref(watch);
+}
+
+/* Unless the restore is kept, its caller's connection is watched: when it leaves, the restore is
+ * released. */
+static int watch_caller(sd_bus_message *msg, Restore *restore) {
+        _cleanup_(sd_bus_track_unrefp) sd_bus_track *t = NULL;
+        const char *sender = sd_bus_message_get_sender(msg);
+        if (!sender)
+                return 0;
+        int r = sd_bus_track_new(sd_bus_message_get_bus(msg), &t, on_caller_left, restore);
+        if (r < 0)
+                return r;
+        r = sd_bus_track_add_name(t, sender);
+        if (r < 0)
+                return r;
+        restore_set_caller_watch(restore, TAKE_PTR(t), track_free);
+        return 0;
+}
+
 int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
         CALLER_CLEANUP Caller c = {};
@@ -297,9 +324,12 @@ int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         if (r >= 0)
                 r = read_creds(msg, &c, &creds, error);
         if (r >= 0) {
-                r = manager_restore_start(m, &c, &creds, id, &o, sd_bus_message_get_bus(msg),
-                                          sd_bus_message_get_sender(msg), on_restore_done, sd_bus_message_ref(msg),
+                bool keep = o.keep;
+                Restore *restore = NULL;
+                r = manager_restore_start(m, &c, &creds, id, &o, on_restore_done, sd_bus_message_ref(msg), &restore,
                                           &message);
+                if (r >= 0 && !keep && watch_caller(msg, restore) < 0)
+                        restore_caller_left(restore); /* done hears of it: -ECANCELED */
                 if (r < 0) {
                         sd_bus_message_unref(msg);
                         if (r == -ENOENT && !message)

@@ -72,10 +72,10 @@ typedef struct Manager {
         size_t n_rescans, n_rescans_allocated;
 
         /* snapshots.c: exports and imports in progress */
-        struct SnapshotTransfer *snapshot_transfers;
+        struct SnapshotTransfers *snapshot_transfers;
 
-        /* policy-dbus.c: GetPolicy and WhoCan calls being analysed */
-        struct PolicyJob *policy_jobs;
+        /* GetPolicy and WhoCan calls being analysed (policy-jobs.c; made by policy-dbus.c) */
+        struct PolicyJobs *policy_jobs;
         /* restores.c: restores in progress and alive, and what ends them when the manager is freed
          * (set by restores.c, which sits above the manager) */
         struct Restores *restores;

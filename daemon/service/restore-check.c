@@ -3,6 +3,7 @@
 #include "service/restore-check.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,4 +139,20 @@ int restore_check_pidfd_pid(int pidfd, pid_t *ret) {
                         return 0;
                 }
         return -EBADMSG;
+}
+
+int restore_ready_pid(json_t *o, const char *key, pid_t *ret) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > INT32_MAX)
+                return -EBADMSG;
+        *ret = (pid_t) json_integer_value(v);
+        return 0;
+}
+
+int restore_ready_fd_index(json_t *o, size_t n_fds, int *ret) {
+        json_t *v = json_object_get(o, "fd");
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || (size_t) json_integer_value(v) >= n_fds)
+                return -EBADMSG;
+        *ret = (int) json_integer_value(v);
+        return 0;
 }

@@ -2,6 +2,7 @@
  * runs as the caller, who can take its fds and forge its frames */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -32,3 +33,8 @@ int restore_check_owner(pid_t tid, uid_t uid);
 
 /* The pid a pidfd refers to (its fdinfo): -ESRCH if it exited. */
 int restore_check_pidfd_pid(int pidfd, pid_t *ret);
+
+/* READY's fields: a pid (a positive 32-bit number) at key, the index of one of its n_fds fds at
+ * "fd"; -EBADMSG for anything else. */
+int restore_ready_pid(json_t *o, const char *key, pid_t *ret);
+int restore_ready_fd_index(json_t *o, size_t n_fds, int *ret);

@@ -6,10 +6,8 @@
  * protocol), the executor's pidfd (its exit), a deadline, and the verification, which runs in an
  * iteration of its own once READY and the fds came. */
 #include "service/restores.h"
-#include "service/restore-proc-check.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,13 +17,11 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <systemd/sd-daemon.h>
-#include <systemd/sd-login.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "plan/plan-protocol.h"
 #include "service/restore-check.h"
+#include "service/restore-executor.h"
 #include "service/restore-unit.h"
 #include "snapshot/snapshot.h"
 #include "service/snapshots.h"
@@ -51,7 +47,8 @@ struct Restore {
         int executor_pidfd, sock;
         sd_event_source *sock_source, *exit_source, *timer, *defer;
         sd_event_source *fds_timer; /* the fds not taken in time are closed */
-        sd_bus_track *track;
+        void *watch; /* of the caller's connection (the bus layer's), unless o.keep */
+        void (*watch_free)(void *watch);
 
         json_t *ready;
         int *fds;
@@ -84,16 +81,6 @@ typedef struct Restores {
         void *userdata;
 } Restores;
 
-static const char *const executor_table[_RESTORE_EXECUTOR_MAX] = {
-        [RESTORE_EXECUTOR_AUTO] = "auto",
-        [RESTORE_EXECUTOR_FORK] = "fork",
-        [RESTORE_EXECUTOR_UNIT] = "unit",
-};
-
-RestoreExecutor restore_executor_from_string(const char *s) {
-        return (RestoreExecutor) string_table_lookup(executor_table, _RESTORE_EXECUTOR_MAX, s);
-}
-
 static const char *const state_table[_RESTORE_STATE_MAX] = {
         [RESTORE_EXECUTING] = "executing",
         [RESTORE_VERIFYING] = "verifying",
@@ -104,18 +91,6 @@ static const char *const state_table[_RESTORE_STATE_MAX] = {
 
 const char *restore_state_to_string(RestoreState s) {
         return s >= 0 && s < _RESTORE_STATE_MAX ? state_table[s] : NULL;
-}
-
-void restore_options_done(RestoreOptions *o) {
-        for (size_t i = 0; i < o->n_exec; i++)
-                strv_free(o->exec[i].argv);
-        free(o->exec);
-        o->exec = NULL;
-        o->n_exec = 0;
-        for (int k = 0; o->has_stdio && k < 3; k++)
-                if (o->stdio[k] >= 0)
-                        close(o->stdio[k]);
-        o->has_stdio = false;
 }
 
 static void restores_free(Restores *rs);
@@ -172,7 +147,8 @@ static void restore_free(Restore *r) {
         sd_event_source_disable_unref(r->timer);
         sd_event_source_disable_unref(r->defer);
         sd_event_source_disable_unref(r->fds_timer);
-        sd_bus_track_unref(r->track);
+        if (r->watch && r->watch_free)
+                r->watch_free(r->watch);
         if (r->sock >= 0)
                 close(r->sock); /* the executor ends every stub when its socket closes */
         if (r->executor_pidfd >= 0)
@@ -230,6 +206,12 @@ static int on_kill_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  * wait for the executor's exit; it is killed if it does not exit in time (its stubs end then too:
  * their control pipe closes). A pending Restore() hears of the error once the executor is gone,
  * so that no task of the restore is left when the caller reads it. */
+static void restore_drop_watch(Restore *r) {
+        void *watch = TAKE_PTR(r->watch);
+        if (watch && r->watch_free)
+                r->watch_free(watch);
+}
+
 static void restore_end(Restore *r, const char *reason, int k, const char *message) {
         if (r->state == RESTORE_ENDING)
                 return;
@@ -237,7 +219,7 @@ static void restore_end(Restore *r, const char *reason, int k, const char *messa
         r->end_reason = reason;
         r->sock_source = sd_event_source_disable_unref(r->sock_source);
         r->defer = sd_event_source_disable_unref(r->defer);
-        r->track = sd_bus_track_unref(r->track);
+        restore_drop_watch(r);
         if (r->sock >= 0) {
                 (void) restore_frame_send(r->sock, RESTORE_FRAME_RELEASE, NULL, 0, NULL, 0);
                 close(r->sock);
@@ -331,20 +313,39 @@ static void on_error_frame(Restore *r, const RestoreFrame *f) {
         restore_end(r, "failed", -EPROTO, message);
 }
 
-static int json_pid(json_t *o, const char *key, pid_t *ret) {
-        json_t *v = json_object_get(o, key);
-        if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > INT32_MAX)
-                return -EBADMSG;
-        *ret = (pid_t) json_integer_value(v);
-        return 0;
+/* READY's i-th process: its snapshot pid, its pid, the index of its pidfd. */
+static int ready_process(Restore *r, json_t *x, size_t i) {
+        pid_t a, b;
+        int k = restore_ready_pid(x, "snapshot_pid", &a);
+        if (k < 0)
+                return k;
+        k = restore_ready_pid(x, "pid", &b);
+        if (k < 0)
+                return k;
+        k = restore_ready_fd_index(x, r->n_fds_expected, &r->process_fd[i]);
+        if (k < 0)
+                return k;
+        return plan_mapping_add_process(&r->map, a, b);
 }
 
-static int json_fd_index(json_t *o, size_t n_fds, int *ret) {
-        json_t *v = json_object_get(o, "fd");
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || (size_t) json_integer_value(v) >= n_fds)
+static int ready_thread(Restore *r, json_t *x) {
+        pid_t a, b;
+        int k = restore_ready_pid(x, "snapshot_tid", &a);
+        if (k < 0)
+                return k;
+        k = restore_ready_pid(x, "tid", &b);
+        if (k < 0)
+                return k;
+        return plan_mapping_add_thread(&r->map, a, b);
+}
+
+/* READY's i-th listener: the snapshot's listener id (null: none held it) and its fd's index. */
+static int ready_listener(Restore *r, json_t *x, size_t i) {
+        json_t *id = json_object_get(x, "snapshot_listener");
+        if (!json_is_null(id) && (!json_is_integer(id) || json_integer_value(id) <= 0))
                 return -EBADMSG;
-        *ret = (int) json_integer_value(v);
-        return 0;
+        r->listener_id[i] = json_is_integer(id) ? (uint64_t) json_integer_value(id) : 0;
+        return restore_ready_fd_index(x, r->n_fds_expected, &r->listener_fd[i]);
 }
 
 /* The mapping READY gives. */
@@ -358,40 +359,21 @@ static int parse_ready(Restore *r) {
             json_integer_value(n) < 0 || json_integer_value(n) > 1000000)
                 return -EBADMSG;
         r->n_fds_expected = (size_t) json_integer_value(n);
-        k = json_pid(r->ready, "restore_root", &r->map.root_pid);
+        k = restore_ready_pid(r->ready, "restore_root", &r->map.root_pid);
         r->process_fd = calloc(json_array_size(procs) + 1, sizeof(int));
         r->listener_id = calloc(json_array_size(listeners) + 1, sizeof(uint64_t));
         r->listener_fd = calloc(json_array_size(listeners) + 1, sizeof(int));
         if (!r->process_fd || !r->listener_id || !r->listener_fd)
                 return -ENOMEM;
-        json_array_foreach(procs, i, x) {
-                pid_t a, b;
+        json_array_foreach(procs, i, x)
                 if (k >= 0)
-                        k = json_pid(x, "snapshot_pid", &a);
+                        k = ready_process(r, x, i);
+        json_array_foreach(threads, i, x)
                 if (k >= 0)
-                        k = json_pid(x, "pid", &b);
-                if (k >= 0)
-                        k = json_fd_index(x, r->n_fds_expected, &r->process_fd[i]);
-                if (k >= 0)
-                        k = plan_mapping_add_process(&r->map, a, b);
-        }
-        json_array_foreach(threads, i, x) {
-                pid_t a, b;
-                if (k >= 0)
-                        k = json_pid(x, "snapshot_tid", &a);
-                if (k >= 0)
-                        k = json_pid(x, "tid", &b);
-                if (k >= 0)
-                        k = plan_mapping_add_thread(&r->map, a, b);
-        }
+                        k = ready_thread(r, x);
         json_array_foreach(listeners, i, x) {
-                json_t *id = json_object_get(x, "snapshot_listener");
-                if (k >= 0 && !json_is_null(id) && (!json_is_integer(id) || json_integer_value(id) <= 0))
-                        k = -EBADMSG;
                 if (k >= 0)
-                        r->listener_id[i] = json_is_integer(id) ? (uint64_t) json_integer_value(id) : 0;
-                if (k >= 0)
-                        k = json_fd_index(x, r->n_fds_expected, &r->listener_fd[i]);
+                        k = ready_listener(r, x, i);
                 r->n_listeners = i + 1;
         }
         return k;
@@ -504,75 +486,6 @@ static int start_or_reply(Restore *r) {
         return restore_frame_send(r->sock, RESTORE_FRAME_START, NULL, 0, NULL, 0);
 }
 
-static bool mapped(const PlanMapping *map, pid_t pid) {
-        if (pid == map->root_pid)
-                return true;
-        for (size_t i = 0; i < map->n_processes; i++)
-                if (map->processes[i].b == pid)
-                        return true;
-        return false;
-}
-
-/* Nothing the caller may not see is described to it: the processes READY named (checked then) are
- * still entirely the caller's (none was made to exec a setuid program since), and any other
- * process of the scan is one the caller may see (caller_may_see()). The daemon itself, in the scan
- * as a holder of the listener fds it keeps for the reply, is left out. A process that fails ends
- * the restore, named by its pid only. */
-static int check_visible(Restore *r, const Forest *restored, char **ret_message) {
-        hashmap_clear(&r->caller.seen);
-        for (size_t i = 0; i < restored->n_processes; i++) {
-                const Process *p = restored->processes[i];
-                bool ok;
-                if (p->pid == getpid())
-                        continue;
-                if (mapped(&r->map, p->pid))
-                        ok = r->o.original_uids || restore_check_owner(p->pid, r->creds.uid) > 0;
-                else
-                        ok = caller_may_see(&r->caller, p);
-                if (!ok) {
-                        snapshot_set_message(ret_message, "verify: the restored tree holds process %d, which you may "
-                                             "not see", (int) p->pid);
-                        return -EPERM;
-                }
-        }
-        return 0;
-}
-
-/* A scan of the restored tree, compared with the snapshot through the mapping. */
-static int verify(Restore *r, char **ret_message) {
-        _cleanup_(forest_freep) Forest *restored = NULL;
-        json_t *nnp = json_object_get(r->ready, "no_new_privs_added");
-        _cleanup_free_ pid_t *added = calloc(json_array_size(nnp) + 1, sizeof(pid_t));
-        PlanVerifyOptions vo = {
-                .nnp_added = added,
-                .n_nnp_added = json_array_size(nnp),
-                .ids = r->o.original_uids ? PLAN_VERIFY_IDS_ORIGINAL : PLAN_VERIFY_IDS_GIVEN,
-                .uid = r->creds.uid,
-                .gid = r->creds.gid,
-        };
-        ScanOptions opts = { .root = r->map.root_pid };
-        int k;
-
-        if (!added)
-                return -ENOMEM;
-        for (size_t i = 0; i < vo.n_nnp_added; i++)
-                added[i] = (pid_t) json_integer_value(json_array_get(nnp, i));
-        k = source_scan(r->m->source, &opts, &restored);
-        if (k >= 0 && !restored->linked)
-                k = forest_link(restored, NULL);
-        if (k >= 0)
-                k = check_visible(r, restored, ret_message);
-        if (k >= 0)
-                k = plan_verify(r->snapshot, restored, &r->map, &vo, &r->verified, &r->differences);
-        if (k < 0)
-                return k;
-        /* and the kernel's own word: /proc/PID/task/TID/status of every restored thread */
-        bool proc_verified = false;
-        k = restore_proc_check(r->snapshot, &r->map, &vo, &proc_verified, &r->differences);
-        r->verified = r->verified && proc_verified;
-        return k;
-}
-
 static int on_verify(sd_event_source *s, void *userdata) {
         Restore *r = userdata;
         int k = 0;
@@ -580,7 +493,12 @@ static int on_verify(sd_event_source *s, void *userdata) {
         r->defer = sd_event_source_disable_unref(r->defer);
         if (r->o.verify) {
                 _cleanup_free_ char *message = NULL;
-                k = verify(r, &message);
+                RestoreVerifyInput in = {
+                        .source = r->m->source, .snapshot = r->snapshot, .map = &r->map, .caller = &r->caller,
+                        .uid = r->creds.uid, .gid = r->creds.gid, .original_uids = r->o.original_uids,
+                        .nnp_added = json_object_get(r->ready, "no_new_privs_added"),
+                };
+                k = restore_verify(&in, &r->verified, &r->differences, &message);
                 if (k < 0) {
                         if (!message)
                                 snapshot_set_message(&message, "verify: the scan of the restored tree failed: %s",
@@ -647,95 +565,18 @@ static int on_socket(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-/* The caller's connection went away. */
-static int on_caller_left(sd_bus_track *t, void *userdata) {
-        Restore *r = userdata;
+void restore_caller_left(Restore *r) {
         log_debug("Restore %" PRIu64 ": its caller left the bus, releasing it.", r->id);
         restore_end(r, "caller-left", -ECANCELED, "the caller left the bus");
-        return 0;
+}
+
+void restore_set_caller_watch(Restore *r, void *watch, void (*watch_free)(void *watch)) {
+        restore_drop_watch(r);
+        r->watch = watch;
+        r->watch_free = watch_free;
 }
 
 /* ---- starting the executor ---- */
-
-/* Whether the daemon runs without seccomp and no_new_privs, as /proc/self/status says: only then
- * may it fork the executor, else it would hand its filters to every restored chain. */
-static int check_unconfined(char **ret_message) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/status", "re");
-        char line[256];
-        bool confined = false;
-
-        if (!f)
-                return -errno;
-        while (fgets(line, sizeof(line), f))
-                if ((strncmp(line, "Seccomp:", 8) == 0 && strtol(line + 8, NULL, 10) != 0) ||
-                    (strncmp(line, "NoNewPrivs:", 11) == 0 && strtol(line + 11, NULL, 10) != 0))
-                        confined = true;
-        if (!confined)
-                return 0;
-        snapshot_set_message(ret_message, "sectreed runs under seccomp or with no_new_privs, which every task it starts "
-                                 "would inherit, and not as a service of systemd, which could start the restore "
-                                 "executor instead (--restore-executor=unit)");
-        return -EOPNOTSUPP;
-}
-
-/* systemd runs the daemon as a service: booted with systemd, $INVOCATION_ID set, and the daemon's
- * own cgroup is a .service unit's. */
-static bool under_service(void) {
-        _cleanup_free_ char *unit = NULL;
-        const char *id = getenv("INVOCATION_ID");
-
-        if (!id || !*id || sd_booted() <= 0 || sd_pid_get_unit(0, &unit) < 0)
-                return false;
-        size_t n = strlen(unit);
-        return n > 8 && streq(unit + n - 8, ".service");
-}
-
-/* Whether the executor runs as a transient unit (1) or forked (0) from here. */
-static int executor_by_unit(const Restores *rs, char **ret_message) {
-        switch (rs->executor) {
-        case RESTORE_EXECUTOR_UNIT:
-                return 1;
-        case RESTORE_EXECUTOR_FORK:
-                return check_unconfined(ret_message);
-        default:
-                return under_service() ? 1 : check_unconfined(ret_message);
-        }
-}
-
-static const char *executor_path(void) {
-        const char *e = getenv("SECTREE_RESTORE");
-        return e && *e ? e : SECTREE_RESTORE_PATH;
-}
-
-/* What the executor (and so every restored task) gets as its environment when forked: nothing of
- * the daemon's; a PATH to find the commands of exec, as systemd gives its services. */
-static char *const executor_env[] = {
-        (char *) "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        NULL,
-};
-
-/* In the child: stdin the socket, stdout and stderr /dev/null (nothing of the daemon's: its log,
- * its terminal), the caller's limits and identity, a clean signal state, then the executor. */
-__attribute__((noreturn)) static void executor_child(int sock, int exe, const RestoreCreds *c) {
-        sigset_t none;
-        char *argv[] = { (char *) "sectree-restore", NULL };
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-        sigemptyset(&none);
-        (void) sigprocmask(SIG_SETMASK, &none, NULL);
-        for (int sig = 1; sig < _NSIG; sig++)
-                (void) signal(sig, SIG_DFL);
-        if (null < 0 || dup2(sock, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
-            dup2(null, STDERR_FILENO) < 0 || (exe != 3 && dup3(exe, 3, O_CLOEXEC) < 0) || close_range(4, ~0U, 0) < 0)
-                _exit(126);
-        if (restore_limits_apply(&c->limits) < 0)
-                _exit(124);
-        if (setgroups(c->n_groups, c->groups) < 0 || setresgid(c->gid, c->gid, c->gid) < 0 ||
-            setresuid(c->uid, c->uid, c->uid) < 0)
-                _exit(125);
-        fexecve(3, argv, executor_env);
-        _exit(127);
-}
 
 static void on_unit_started(RestoreUnit *u, int k, int pidfd, const char *message, void *userdata) {
         Restore *r = userdata;
@@ -781,7 +622,7 @@ static int start_unit(Restore *r, int *ret_sock, char **ret_message) {
         k = send_request(r);
         r->sock = -1;
         if (k >= 0)
-                k = restore_unit_start(r->m->bus, name, description, executor_path(), &id, pair[1], on_unit_started, r,
+                k = restore_unit_start(r->m->bus, name, description, restore_executor_path(), &id, pair[1], on_unit_started, r,
                                &r->unit);
         close(pair[1]); /* the message holds a copy */
         if (k < 0) {
@@ -795,64 +636,16 @@ static int start_unit(Restore *r, int *ret_sock, char **ret_message) {
         return 0;
 }
 
-static int spawn_executor(Restore *r, int *ret_sock, char **ret_message) {
-        _cleanup_close_ int exe = open(executor_path(), O_RDONLY | O_CLOEXEC);
-        int pair[2];
-        pid_t pid;
-
-        if (exe < 0) {
-                int k = -errno;
-                snapshot_set_message(ret_message, "The restore executor %s cannot be opened: %s", executor_path(), strerror(-k));
-                return log_error_errno(k, "Cannot open the restore executor %s: %m", executor_path());
-        }
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
-                return -errno;
-        pid = fork();
-        if (pid < 0) {
-                int k = -errno;
-                close(pair[0]);
-                close(pair[1]);
-                return k;
-        }
-        if (pid == 0)
-                executor_child(pair[1], exe, &r->creds);
-        close(pair[1]);
-        r->executor = pid;
-        r->executor_pidfd = pidfd_open(pid, 0);
-        if (r->executor_pidfd < 0) {
-                int k = -errno;
-                (void) kill(pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
-                close(pair[0]);
-                return k;
-        }
-        *ret_sock = pair[0];
-        return 0;
-}
-
-static json_t *request_json(const RestoreOptions *o) {
-        json_t *exec = json_array(), *doc;
-        for (size_t i = 0; exec && i < o->n_exec; i++) {
-                json_t *argv = json_array();
-                for (char **a = o->exec[i].argv; argv && a && *a; a++)
-                        json_array_append_new(argv, json_string(*a));
-                json_array_append_new(exec, json_pack("{s:i, s:o*}", "pid", (int) o->exec[i].pid, "argv", argv));
-        }
-        doc = json_pack("{s:i, s:o*}", "version", RESTORE_PROTOCOL_VERSION, "exec", exec);
-        if (doc && o->original_uids)
-                json_object_set_new(doc, "original_ids", json_true());
-        if (doc && o->pid_namespace)
-                json_object_set_new(doc, "pid_namespace", json_true());
-        if (doc && o->has_stdio)
-                json_object_set_new(doc, "stdio", json_true());
-        return doc;
+/* Forked from here: its pid, a pidfd of it, and the socket to it. */
+static int spawn_executor(Restore *r, char **ret_message) {
+        return restore_executor_fork(&r->creds, &r->sock, &r->executor, &r->executor_pidfd, ret_message);
 }
 
 /* The request, with the snapshot as a file in a memfd (and the caller's stdio, which the daemon
  * keeps no copy of once sent). */
 static int send_request(Restore *r) {
         _cleanup_close_ int memfd = memfd_create("sectree-snapshot", MFD_CLOEXEC);
-        json_auto_t *doc = request_json(&r->o);
+        json_auto_t *doc = restore_options_request(&r->o);
         _cleanup_free_ char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
         int k;
 
@@ -874,14 +667,6 @@ static int send_request(Restore *r) {
         return k;
 }
 
-static uint64_t restore_timeout(void) {
-        const char *e = getenv("SECTREE_RESTORE_TIMEOUT_USEC");
-        uint64_t v;
-        if (e && safe_atou64(e, &v) >= 0 && v > 0)
-                return v;
-        return RESTORE_TIMEOUT_USEC;
-}
-
 static int add_sources(Restore *r) {
         sd_event *e = r->m->event;
         int k = sd_event_add_io(e, &r->sock_source, r->sock, EPOLLIN, on_socket, r);
@@ -892,57 +677,20 @@ static int add_sources(Restore *r) {
         if (k >= 0 && !r->unit)
                 k = sd_event_source_set_priority(r->exit_source, SD_EVENT_PRIORITY_NORMAL + 10);
         if (k >= 0)
-                k = sd_event_add_time_relative(e, &r->timer, CLOCK_MONOTONIC, restore_timeout(), 0, on_deadline, r);
+                k = sd_event_add_time_relative(e, &r->timer, CLOCK_MONOTONIC, restore_executor_timeout_usec(), 0, on_deadline, r);
         return k;
 }
 
-static size_t count_threads(const Forest *f) {
-        size_t n = 0;
-        for (size_t i = 0; i < f->n_processes; i++)
-                n += f->processes[i]->n_threads;
-        return n;
-}
-
-static int check_limits(Manager *m, Caller *c, const Forest *f, char **ret_message) {
+/* The restores of uid in progress or alive. */
+static size_t restores_of_uid(const Restores *rs, uid_t uid) {
         size_t mine = 0;
-        if (c->privileged)
-                return 0;
-        for (Restore *x = m->restores ? m->restores->list : NULL; x; x = x->next)
-                if (x->owner == c->uid)
-                        mine++;
-        if (mine >= RESTORES_MAX_PER_UID) {
-                snapshot_set_message(ret_message, "You have %zu restores already (at most %d): release one first.", mine,
-                            RESTORES_MAX_PER_UID);
-                return -EUSERS;
-        }
-        if (count_threads(f) > RESTORE_MAX_TASKS_PER_UID) {
-                snapshot_set_message(ret_message, "The snapshot has %zu threads; a restore may have at most %d.", count_threads(f),
-                            RESTORE_MAX_TASKS_PER_UID);
-                return -EUSERS;
-        }
-        return 0;
-}
-
-static int check_options(Caller *c, const RestoreOptions *o, const Forest *f, char **ret_message) {
-        if (!c->privileged && (o->original_uids || o->pid_namespace)) {
-                snapshot_set_message(ret_message, "Only root may restore %s.",
-                            o->original_uids ? "with the snapshot's original uids" : "into a new pid namespace");
-                return -EACCES;
-        }
-        if (o->has_stdio && o->n_exec == 0) {
-                snapshot_set_message(ret_message, "stdio: only exec'd processes get it, and exec names none.");
-                return -EINVAL;
-        }
-        for (size_t i = 0; i < o->n_exec; i++)
-                if (!forest_find_process(f, o->exec[i].pid)) {
-                        snapshot_set_message(ret_message, "exec: the snapshot has no process %d.", o->exec[i].pid);
-                        return -EINVAL;
-                }
-        return 0;
+        for (Restore *x = rs->list; x; x = x->next)
+                mine += x->owner == uid;
+        return mine;
 }
 
 int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
-                          sd_bus *bus, const char *sender, RestoreDone done, void *userdata, char **ret_message) {
+                          RestoreDone done, void *userdata, Restore **ret, char **ret_message) {
         Restores *rs = restores_of(m);
         Restore *r;
         StoredSnapshot row;
@@ -962,7 +710,7 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
                 snapshot_set_message(ret_message, "Your credentials could not be read.");
                 return -EACCES;
         }
-        by_unit = executor_by_unit(rs, ret_message);
+        by_unit = restore_executor_by_unit(rs->executor, ret_message);
         if (by_unit < 0)
                 return by_unit;
 
@@ -987,21 +735,16 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         if (k >= 0 && !r->snapshot->linked)
                 k = forest_link(r->snapshot, NULL);
         if (k >= 0)
-                k = check_options(c, &r->o, r->snapshot, ret_message);
+                k = restore_check_options(c, &r->o, r->snapshot, ret_message);
         if (k >= 0)
-                k = check_limits(m, c, r->snapshot, ret_message);
+                k = restore_check_limits(c, restores_of_uid(rs, c->uid), r->snapshot, ret_message);
         r->id = rs->next_id++;
         if (k >= 0)
-                k = by_unit ? start_unit(r, &r->sock, ret_message) : spawn_executor(r, &r->sock, ret_message);
+                k = by_unit ? start_unit(r, &r->sock, ret_message) : spawn_executor(r, ret_message);
         if (k >= 0 && !by_unit)
                 k = send_request(r);
         if (k >= 0)
                 k = add_sources(r);
-        if (k >= 0 && !r->o.keep && bus && sender) {
-                k = sd_bus_track_new(bus, &r->track, on_caller_left, r);
-                if (k >= 0)
-                        k = sd_bus_track_add_name(r->track, sender);
-        }
         if (k < 0) {
                 if (r->unit)
                         (void) restore_unit_stop(r->unit);
@@ -1017,6 +760,8 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         rs->list = r;
         log_debug("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: executor %d%s%s.", r->id, snapshot_id,
                   c->uid, r->executor, r->unit ? " in " : "", r->unit ? restore_unit_name(r->unit) : "");
+        if (ret)
+                *ret = r;
         return 0;
 }
 

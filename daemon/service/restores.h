@@ -11,11 +11,11 @@
 #include "plan/plan-verify.h"
 #include "service/access.h"
 #include "service/manager.h"
+#include "service/restore-executor.h"
 #include "service/restore-limits.h"
+#include "service/restore-options.h"
+#include "service/restore-verify.h"
 
-/* What a non-root uid may do (root: no limit). */
-#define RESTORES_MAX_PER_UID 4            /* restores in progress or alive at once */
-#define RESTORE_MAX_TASKS_PER_UID 4096    /* threads of the snapshot of one restore */
 /* The fds a restore hands its caller (a pidfd per process, unless pidfds is false, and a listener fd
  * per listener), at most RESTORE_MAX_FDS in all, go at most RESTORE_MESSAGE_MAX_FDS to a message: the
  * reply of Restore() carries the first ones, TakeRestoreFds() the next. dbus-daemon disconnects a
@@ -25,21 +25,9 @@
 #define RESTORE_MAX_FDS 200
 /* The fds not taken this long after the reply are closed: the daemon holds no listener for long. */
 #define RESTORE_FDS_HOLD_USEC (60 * 1000000ULL)
-/* From the start of the executor to its READY (or ERROR); $SECTREE_RESTORE_TIMEOUT_USEC replaces it. */
-#define RESTORE_TIMEOUT_USEC (120 * 1000000ULL)
 /* A released or failed restore's executor that has not exited after this is killed. */
 #define RESTORE_KILL_TIMEOUT_USEC (10 * 1000000ULL)
 
-/* Where Restore() starts the executor (docs/restore.md "Where the executor runs"). */
-typedef enum RestoreExecutor {
-        RESTORE_EXECUTOR_AUTO, /* a transient unit when systemd runs the daemon as a service, else fork */
-        RESTORE_EXECUTOR_FORK, /* forked by the daemon: only while it runs unconfined */
-        RESTORE_EXECUTOR_UNIT, /* a transient service of PID 1 (StartTransientUnit) */
-        _RESTORE_EXECUTOR_MAX,
-        _RESTORE_EXECUTOR_INVALID = -EINVAL,
-} RestoreExecutor;
-
-RestoreExecutor restore_executor_from_string(const char *s);
 
 /* The manager's restores, made at start (else at the first call, with RESTORE_EXECUTOR_AUTO): where
  * the executor runs. They end with the manager (manager_free()). */
@@ -47,24 +35,6 @@ int restores_new(Manager *m, RestoreExecutor executor);
 /* The manager of m->restores (the bus layer's handle on them). */
 Manager *restores_manager(struct Restores *rs);
 
-typedef struct RestoreExec {
-        pid_t pid;   /* a snapshot process */
-        char **argv; /* what its leader execs */
-} RestoreExec;
-
-typedef struct RestoreOptions {
-        RestoreExec *exec;
-        size_t n_exec;
-        bool original_uids; /* root only: the snapshot's uids and gids instead of the caller's */
-        bool pid_namespace; /* root only: a new pid namespace, tasks at their snapshot tids */
-        bool verify;        /* scan the restored tree and compare (default true) */
-        bool pidfds;        /* a pidfd per restored process in the reply (default true) */
-        bool keep;          /* outlive the caller's bus connection (default false: released) */
-        bool has_stdio;     /* stdio holds the exec'd processes' stdin, stdout, stderr (owned) */
-        int stdio[3];
-} RestoreOptions;
-
-void restore_options_done(RestoreOptions *o);
 
 typedef enum RestoreState {
         RESTORE_EXECUTING, /* the executor runs the plan */
@@ -79,14 +49,6 @@ const char *restore_state_to_string(RestoreState s);
 
 typedef struct Restore Restore;
 
-/* The identity of the restore's owner, whom the executor runs as. */
-typedef struct RestoreCreds {
-        uid_t uid;
-        gid_t gid;
-        gid_t *groups; /* supplementary groups */
-        size_t n_groups;
-        RestoreLimits limits; /* the caller's resource limits, read from its process at the call */
-} RestoreCreds;
 
 /* The end of Restore(): r is 0 with the restore ready to describe (restore_*() accessors below;
  * it stays alive until released), or negative: -EPROTO the executor refused or failed (message:
@@ -101,13 +63,19 @@ typedef void (*RestoreFinished)(Manager *m, uint64_t id, uid_t owner, const char
 
 void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata);
 
-/* Start restoring snapshot id for caller c (running as creds) with options (taken: *o is emptied).
- * bus/sender: the caller's connection, watched unless o->keep. Returns 0 when done will be called
+/* Start restoring snapshot id for caller c (running as creds) with options (taken: *o is emptied),
+ * *ret the restore (alive at least until done is called). Returns 0 when done will be called
  * (never before this returns), or a negative errno, with *ret_message: -ENOENT no such snapshot
  * (or not the caller's), -EACCES not allowed (original uids, a pid namespace), -EUSERS too many
  * restores or tasks, -EOPNOTSUPP the executor cannot run from here. */
 int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
-                          sd_bus *bus, const char *sender, RestoreDone done, void *userdata, char **ret_message);
+                          RestoreDone done, void *userdata, Restore **ret, char **ret_message);
+
+/* What watches the caller's connection (the bus layer's, unless the restore is kept): watch_free()
+ * is called on it when the restore ends. The caller is gone: restore_caller_left() releases the
+ * restore ("caller-left"). */
+void restore_set_caller_watch(Restore *r, void *watch, void (*watch_free)(void *watch));
+void restore_caller_left(Restore *r);
 
 /* End a restore's stubs; done is called once the executor has exited (every stub gone). -ENOENT:
  * no such restore, or not the caller's. */

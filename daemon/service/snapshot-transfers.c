@@ -20,6 +20,9 @@
  * deadline, and again). A transfer that ends early
  * (its deadline, sectreed stopping) waits for its worker first; when the last transfer ends, the
  * memory it used is given back to the system (malloc_trim()). */
+#include "service/snapshot-transfers.h"
+
+#include "service/snapshot-scan.h"
 #include "service/snapshots.h"
 
 #include <fcntl.h>
@@ -28,14 +31,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "service/uid-share.h"
+#include "service/worker-lanes.h"
 #include "snapshot/snapshot-json.h"
 #include "snapshot/snapshot-sqlite.h"
 
@@ -60,19 +62,13 @@ struct SnapshotTransfer {
         StoreSnapshotWriter *writer; /* import: storing it, step by step */
         sd_event_source *store_source;
 
-        /* The worker thread. While it runs it alone touches fd (when direct), data, size, forest,
+        /* The worker. While it runs it alone touches fd (when direct), data, size, forest,
          * worker_r and worker_message; the loop waits for it (pthread_join()) before it does. */
         bool direct;          /* a regular file: the worker reads or writes it */
         SnapshotFormat format; /* export */
         Forest *forest;       /* export: read and formatted (the worker frees it); import: what was read */
-        bool worker_pending;  /* waiting for its turn */
-        bool worker_running;
+        WorkerItem worker;    /* in its lane (worker-lanes.h) */
         void (*worker_fn)(SnapshotTransfer *t);
-        uint64_t worker_cpu_usec; /* what the worker took */
-        atomic_bool cancelled; /* set by the loop: skip what is left to do */
-        pthread_t thread;
-        int event_fd;         /* the worker's "done" */
-        sd_event_source *worker_source;
         int worker_r;
         bool read_failed;     /* import: worker_r is from reading the fd, not from parsing */
         char *worker_message; /* import: why the file was refused */
@@ -80,6 +76,29 @@ struct SnapshotTransfer {
         const char *store_gate; /* $SECTREE_TEST_SNAPSHOT_STORE_GATE, see on_store_step() */
 };
 
+/* The transfers in progress, and the lanes of their workers. */
+typedef struct SnapshotTransfers {
+        SnapshotTransfer *list;
+        WorkerLanes *lanes;
+} SnapshotTransfers;
+
+/* The manager's (made at the first transfer, freed by manager_snapshot_transfers_cancel()). Everyone
+ * else's lane is shared by uid as the analyses' is (uid-share.h, policy-jobs.h): the next worker
+ * is the one of the uid that took the least of the lane's CPU time lately (the oldest on ties). A
+ * transfer does not wait for its uid's share, which its deadline would not allow. */
+static SnapshotTransfers *transfers_of(Manager *m) {
+        if (m->snapshot_transfers)
+                return m->snapshot_transfers;
+        SnapshotTransfers *ts = calloc(1, sizeof(SnapshotTransfers));
+        if (!ts)
+                return NULL;
+        WorkerLanesOptions o = { .burst_usec = SNAPSHOT_UID_BURST_USEC, .percent = SNAPSHOT_UID_SHARE_PERCENT };
+        if (worker_lanes_new(m->event, &o, &ts->lanes) < 0) {
+                free(ts);
+                return NULL;
+        }
+        return m->snapshot_transfers = ts;
+}
 
 static uint64_t transfer_timeout_usec(void) {
         const char *e = secure_getenv("SECTREE_SNAPSHOT_TIMEOUT_USEC");
@@ -103,7 +122,7 @@ static bool user_may_start(size_t users, size_t mine) {
  * SNAPSHOT_TRANSFERS_MAX_USERS of them to root. */
 static int check_transfer_limits(Manager *m, const Caller *c, char **ret_message) {
         size_t all = 0, users = 0, mine = 0;
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next) {
+        for (SnapshotTransfer *t = transfers_of(m)->list; t; t = t->next) {
                 all++;
                 users += !t->privileged;
                 mine += t->uid == c->uid;
@@ -122,127 +141,32 @@ static int check_transfer_limits(Manager *m, const Caller *c, char **ret_message
 
 /* The worker threads */
 
-static void worker_join(SnapshotTransfer *t) {
-        if (t->worker_running) {
-                int k = pthread_join(t->thread, NULL);
-                if (k != 0)
-                        log_error_errno(k, "Could not wait for a snapshot worker: %m");
-                t->worker_running = false;
-        }
-        t->worker_source = sd_event_source_disable_unref(t->worker_source);
-        if (t->event_fd >= 0)
-                close(TAKE_FD(t->event_fd));
-}
-
-/* A transfer that ends before its worker is done: what is left is skipped, and what runs (one
- * parse or format) is waited for. */
-static void worker_cancel(SnapshotTransfer *t) {
-        if (t->worker_running)
-                atomic_store(&t->cancelled, true);
-        worker_join(t);
-}
-
 /* For the tests only: with $SECTREE_TEST_SNAPSHOT_GATE set to a path, a worker waits until that
  * file exists (at most 30 s) or its transfer is cancelled before it starts, so that a test can
  * hold a transfer in its worker for as long as it likes. */
 static void worker_gate(SnapshotTransfer *t) {
-        for (unsigned i = 0; t->gate && i < 3000 && !atomic_load(&t->cancelled) && access(t->gate, F_OK) < 0; i++)
+        for (unsigned i = 0; t->gate && i < 3000 && !atomic_load(&t->worker.cancelled) && access(t->gate, F_OK) < 0; i++)
                 (void) usleep(10 * 1000);
 }
 
-static void worker_signal(SnapshotTransfer *t) {
-        uint64_t one = 1;
-        /* An eventfd write of 1 fails only on overflow, which one write cannot cause. */
-        while (write(t->event_fd, &one, sizeof(one)) < 0 && errno == EINTR)
-                ;
-}
-
-/* The worker thread: t->worker_fn, what it took, and the loop told. */
-static void *worker_main(void *userdata) {
-        SnapshotTransfer *t = userdata;
-        uint64_t cpu = thread_cpu_usec();
-        t->worker_fn(t);
-        t->worker_cpu_usec = thread_cpu_usec() - cpu;
-        worker_signal(t);
-        return NULL;
-}
-
-static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *userdata);
-
-/* Run t->worker_fn(t) in a new thread; on_worker_done() goes on on the loop when it returns. */
-static int worker_launch(SnapshotTransfer *t) {
-        t->worker_pending = false;
-        t->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (t->event_fd < 0)
-                return -errno;
-        int r = sd_event_add_io(t->manager->event, &t->worker_source, t->event_fd, EPOLLIN, on_worker_done, t);
-        if (r < 0)
-                return r;
-        r = pthread_create(&t->thread, NULL, worker_main, t);
-        if (r != 0)
-                return -r;
-        t->worker_running = true;
-        return 0;
-}
-
-/* Is the lane of root's (privileged) or of everyone else's transfers taken? */
-static bool worker_busy(Manager *m, bool privileged) {
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
-                if (t->worker_running && t->privileged == privileged)
-                        return true;
-        return false;
-}
-
 static void transfer_finish_errno(SnapshotTransfer *t, int r);
+static void on_worker_done(void *userdata);
 
-/* Everyone else's lane is shared by uid as the analyses' is (uid-share.h, policy-dbus.h): the
- * next worker is the one of the uid that took the least of the lane's CPU time lately (the oldest
- * on ties). A transfer does not wait for its uid's share, which its deadline would not allow.
- * One manager per process. */
-static struct {
-        bool initialised;
-        UidShare share;
-} users_lane;
-
-static UidShare *users_share(void) {
-        if (!users_lane.initialised) {
-                uid_share_init(&users_lane.share, SNAPSHOT_UID_BURST_USEC, SNAPSHOT_UID_SHARE_PERCENT);
-                users_lane.initialised = true;
-        }
-        return &users_lane.share;
+/* In the worker thread: t->worker_fn(t). */
+static void worker_run(void *userdata) {
+        SnapshotTransfer *t = userdata;
+        t->worker_fn(t);
 }
 
-/* The pending transfer of the lane to start next (the list is newest first). */
-static SnapshotTransfer *lane_next(Manager *m, bool privileged) {
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        SnapshotTransfer *next = NULL;
-        int64_t best = 0;
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next) {
-                if (!t->worker_pending || t->privileged != privileged)
-                        continue;
-                int64_t balance = privileged ? 0 : uid_share_balance(users_share(), t->uid, now);
-                if (!next || balance >= best) {
-                        next = t;
-                        best = balance;
-                }
-        }
-        return next;
+static void on_worker_failed(void *userdata, int r) {
+        transfer_finish_errno(userdata, r);
 }
 
-/* In each lane where no worker runs, start the next one. */
-static void worker_schedule(Manager *m) {
-        for (int lane = 0; lane < 2; lane++) {
-                if (worker_busy(m, lane))
-                        continue;
-                SnapshotTransfer *next = lane_next(m, lane);
-                if (!next)
-                        continue;
-                int r = worker_launch(next);
-                if (r < 0) {
-                        transfer_finish_errno(next, r); /* and that schedules the next one */
-                        return;
-                }
-        }
+/* Queue t's worker (t->worker_fn) in its lane; on_worker_done() goes on on the loop when it
+ * returns. A negative errno when it could not start. */
+static int worker_submit(SnapshotTransfer *t, void (*fn)(SnapshotTransfer *t)) {
+        t->worker_fn = fn;
+        return worker_lanes_submit(transfers_of(t->manager)->lanes, &t->worker);
 }
 
 /* Freeing a forest of hundreds of thousands of filters takes tens of ms: a large one is freed by
@@ -272,7 +196,7 @@ static void forest_release(Forest *f) {
 static SnapshotTransfer *transfer_free(SnapshotTransfer *t) {
         if (!t)
                 return NULL;
-        worker_cancel(t);
+        worker_item_cancel(&t->worker);
         sd_event_source_disable_unref(t->store_source);
         store_snapshot_writer_free(t->writer); /* an unfinished import: what it stored goes */
         forest_release(t->forest);
@@ -293,6 +217,8 @@ static SnapshotTransfer *transfer_free(SnapshotTransfer *t) {
 DEFINE_CLEANUP(SnapshotTransfer *, transfer_free);
 
 static int transfer_new(Manager *m, Caller *c, int fd, bool import, char **ret_message, SnapshotTransfer **ret) {
+        if (!transfers_of(m))
+                return -ENOMEM;
         int r = check_transfer_limits(m, c, ret_message);
         if (r < 0)
                 return r;
@@ -301,9 +227,10 @@ static int transfer_new(Manager *m, Caller *c, int fd, bool import, char **ret_m
                 return -ENOMEM;
         *t = (SnapshotTransfer) {
                 .manager = m, .uid = c->uid, .privileged = c->privileged, .import = import, .saved_flags = -1,
-                .event_fd = -1, .gate = secure_getenv("SECTREE_TEST_SNAPSHOT_GATE"),
+                .gate = secure_getenv("SECTREE_TEST_SNAPSHOT_GATE"),
                 .store_gate = secure_getenv("SECTREE_TEST_SNAPSHOT_STORE_GATE"),
         };
+        worker_item_init(&t->worker, t, c->privileged, c->uid, worker_run, on_worker_done, on_worker_failed);
         t->fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (fd >= 0 && t->fd < 0)
                 return -errno;
@@ -314,8 +241,9 @@ static int transfer_new(Manager *m, Caller *c, int fd, bool import, char **ret_m
 /* Unlink, call done, free. */
 static void transfer_finish(SnapshotTransfer *t, int r, uint64_t id, const char *message) {
         Manager *m = t->manager;
-        worker_cancel(t); /* before the fd is closed, and the data freed */
-        for (SnapshotTransfer **p = &m->snapshot_transfers; *p; p = &(*p)->next)
+        SnapshotTransfers *ts = m->snapshot_transfers;
+        worker_item_cancel(&t->worker); /* before the fd is closed, and the data freed */
+        for (SnapshotTransfer **p = &ts->list; *p; p = &(*p)->next)
                 if (*p == t) {
                         *p = t->next;
                         break;
@@ -329,8 +257,7 @@ static void transfer_finish(SnapshotTransfer *t, int r, uint64_t id, const char 
                 close(TAKE_FD(t->fd));
         t->done(m, r, id, message, t->userdata);
         transfer_free(t);
-        worker_schedule(m);
-        if (!m->snapshot_transfers)
+        if (!ts->list)
                 manager_trim_soon(m); /* what a large import or export took, back to the system */
 }
 
@@ -429,10 +356,10 @@ static void import_worker(SnapshotTransfer *t) {
                 r = read_full_fd(t->fd, SNAPSHOT_MAX_FILE_SIZE, &t->data, &t->size);
                 t->read_failed = r < 0;
         }
-        if (r >= 0 && atomic_load(&t->cancelled))
+        if (r >= 0 && atomic_load(&t->worker.cancelled))
                 r = -ECANCELED;
         if (r >= 0) {
-                snapshot_json_set_cancel(&t->cancelled);
+                snapshot_json_set_cancel(&t->worker.cancelled);
                 r = snapshot_read_data(t->data, t->size, &t->forest, &t->worker_message);
                 snapshot_json_set_cancel(NULL);
                 free(TAKE_PTR(t->data));
@@ -457,9 +384,9 @@ static void import_worker_done(SnapshotTransfer *t) {
 static void import_parse(SnapshotTransfer *t) {
         if (t->io)
                 (void) sd_event_source_set_enabled(t->io, SD_EVENT_OFF); /* at EOF: readable for ever */
-        t->worker_fn = import_worker;
-        t->worker_pending = true;
-        worker_schedule(t->manager);
+        int r = worker_submit(t, import_worker);
+        if (r < 0)
+                transfer_finish_errno(t, r);
 }
 
 /* Read what is there; 1 at the end of the input, 0 when it would block. */
@@ -559,7 +486,7 @@ static void export_worker(SnapshotTransfer *t) {
                 r = format_snapshot(t->forest, t->format, &t->data, &t->size);
         t->forest = forest_free(t->forest);
         if (r >= 0 && t->direct)
-                r = atomic_load(&t->cancelled) ? -ECANCELED : export_to_file(t);
+                r = atomic_load(&t->worker.cancelled) ? -ECANCELED : export_to_file(t);
         t->worker_r = r;
 }
 
@@ -581,7 +508,7 @@ static void export_worker_done(SnapshotTransfer *t) {
 /* In the worker: the scan (snapshots.c), off the loop. */
 static void create_worker(SnapshotTransfer *t) {
         worker_gate(t);
-        t->worker_r = atomic_load(&t->cancelled) ? -ECANCELED
+        t->worker_r = atomic_load(&t->worker.cancelled) ? -ECANCELED
                                                  : snapshot_scan_job_run(t->scan, &t->forest, &t->worker_message);
         t->scan = snapshot_scan_job_free(t->scan); /* the caller's state, with its memo of /proc */
 }
@@ -598,20 +525,15 @@ static void create_worker_done(SnapshotTransfer *t) {
                 import_store_failed(t, r);
 }
 
-static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+/* Back on the loop, the worker joined (and the next one of its lane started after this). */
+static void on_worker_done(void *userdata) {
         SnapshotTransfer *t = userdata;
-        Manager *m = t->manager;
-        worker_join(t);
-        if (!t->privileged && uid_share_charge(users_share(), t->uid, t->worker_cpu_usec, now_usec(CLOCK_MONOTONIC)) < 0)
-                log_oom();
         if (t->created)
                 create_worker_done(t);
         else if (t->import)
                 import_worker_done(t);
         else
                 export_worker_done(t);
-        worker_schedule(m); /* t may be gone */
-        return 0;
 }
 
 /* Driving a transfer from the event loop */
@@ -742,17 +664,12 @@ static int transfer_start(SnapshotTransfer *t, SnapshotTransferDone done, void *
         int r = transfer_watch(t, ret_message);
         if (r < 0)
                 return r;
-        if (!t->import || t->direct) {
-                t->worker_fn = t->import ? import_worker : export_worker;
-                if (worker_busy(t->manager, t->privileged))
-                        t->worker_pending = true;
-                else if ((r = worker_launch(t)) < 0)
-                        return r;
-        }
+        if ((!t->import || t->direct) && (r = worker_submit(t, t->import ? import_worker : export_worker)) < 0)
+                return r;
         t->done = done;
         t->userdata = userdata;
-        t->next = t->manager->snapshot_transfers;
-        t->manager->snapshot_transfers = t;
+        t->next = t->manager->snapshot_transfers->list;
+        t->manager->snapshot_transfers->list = t;
         return 0;
 }
 
@@ -797,7 +714,7 @@ int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone 
         return 0;
 }
 
-int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done, void *userdata,
+static int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done, void *userdata,
                               char **ret_message) {
         _cleanup_(snapshot_scan_job_freep) SnapshotScanJob *job = j;
         _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
@@ -807,24 +724,42 @@ int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, Snapsho
         t->created = true;
         t->scan = TAKE_PTR(job);
         t->gate = secure_getenv("SECTREE_TEST_SNAPSHOT_SCAN_GATE");
-        t->worker_fn = create_worker;
-        if (worker_busy(m, t->privileged))
-                t->worker_pending = true;
-        else if ((r = worker_launch(t)) < 0)
+        if ((r = worker_submit(t, create_worker)) < 0)
                 return r;
         t->done = done;
         t->userdata = userdata;
-        t->next = m->snapshot_transfers;
-        m->snapshot_transfers = TAKE_PTR(t);
+        t->next = m->snapshot_transfers->list;
+        m->snapshot_transfers->list = TAKE_PTR(t);
         return 0;
 }
 
+int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
+                            SnapshotTransferDone done, void *userdata, char **ret_message) {
+        SnapshotScanJob *j;
+        if (ret_message)
+                *ret_message = NULL;
+        int r = snapshot_check_root(c, root, ret_message);
+        if (r < 0)
+                return r;
+        r = snapshot_scan_job_new(m->source, c, root, o, &j);
+        if (r < 0)
+                return r;
+        /* Scanning a large subtree, then storing it, take time: the scan goes to a worker thread, the
+         * storing on between other calls. */
+        return snapshot_create_in_worker(m, c, j, done, userdata, ret_message);
+}
+
 void manager_snapshot_transfers_cancel(Manager *m) {
-        for (SnapshotTransfer *t = m->snapshot_transfers; t; t = t->next)
-                t->worker_pending = false; /* none is started to be cancelled */
-        while (m->snapshot_transfers) {
+        SnapshotTransfers *ts = m->snapshot_transfers;
+        if (!ts)
+                return;
+        worker_lanes_stop(ts->lanes); /* none is started to be cancelled */
+        while (ts->list) {
                 _cleanup_free_ char *message = NULL;
                 (void) asprintf(&message, "sectreed is stopping.");
-                transfer_finish(m->snapshot_transfers, -ECANCELED, 0, message);
+                transfer_finish(ts->list, -ECANCELED, 0, message);
         }
+        worker_lanes_free(ts->lanes);
+        free(ts);
+        m->snapshot_transfers = NULL;
 }

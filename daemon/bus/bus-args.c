@@ -1,0 +1,43 @@
+/* bus-args.c: what every handler of org.sectree1 shares: the object's names, its a{sv}
+ * options read, and the live forest (or a named error) */
+#include "bus/bus-args.h"
+
+#include <string.h>
+
+#include "bus/bus-errors.h"
+
+int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
+        int r = manager_live(m, ret);
+        if (r < 0)
+                return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
+                                         strerror(-r));
+        return 0;
+}
+
+int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error) {
+        const char *contents;
+        int r = sd_bus_message_peek_type(msg, NULL, &contents);
+        if (r < 0)
+                return r;
+        if (!streq(contents, want))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Option \"%s\" takes a value of type '%s', not '%s'.", key, want, contents);
+        return sd_bus_message_read(msg, "v", want, ret);
+}
+
+int bus_unknown_option(sd_bus_error *error, const char *key) {
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
+}
+
+int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, sd_bus_error *error) {
+        int r = sd_bus_message_enter_container(msg, 'a', "{sv}");
+        while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "sv")) > 0) {
+                const char *key;
+                r = sd_bus_message_read(msg, "s", &key);
+                if (r >= 0)
+                        r = one(msg, key, userdata, error);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(msg);
+        }
+        return r < 0 ? r : sd_bus_message_exit_container(msg);
+}

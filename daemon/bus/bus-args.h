@@ -1,0 +1,22 @@
+/* bus-args.h: what every handler of org.sectree1 shares: the object's names, its a{sv}
+ * options read, and the live forest (or a named error) */
+#pragma once
+
+#include <systemd/sd-bus.h>
+
+#include "service/manager.h"
+
+#define MANAGER_BUS_NAME "org.sectree1"
+#define MANAGER_OBJECT_PATH "/org/sectree1"
+#define MANAGER_INTERFACE "org.sectree1.Manager"
+
+/* The live forest for a method (manager_live()), or ScanFailed set in error. */
+int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);
+
+/* A method's a{sv} of options: for each entry, one() is called with its key and must read the
+ * variant that follows (bus_read_option() reads one of a basic type) or refuse the key with
+ * bus_unknown_option(). */
+typedef int (*BusOptionReader)(sd_bus_message *msg, const char *key, void *userdata, sd_bus_error *error);
+int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, sd_bus_error *error);
+int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error);
+int bus_unknown_option(sd_bus_error *error, const char *key);

@@ -1,0 +1,80 @@
+/* visibility.c: what a bus caller may see of the live forest and of /proc: a filter's tasks, a
+ * thread's process, a subtree, a listener holder's name */
+#include "service/visibility.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "observe/procinfo.h"
+#include "snapshot/snapshot.h"
+
+/* Tasks whose head is flt that the caller may see. */
+size_t caller_visible_task_count(Caller *c, const Forest *f, const Filter *flt) {
+        if (c->privileged)
+                return flt->n_tasks;
+        size_t n = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                for (size_t j = 0; j < p->n_threads; j++)
+                        if (p->threads[j].filter == flt && caller_may_see(c, p))
+                                n++;
+        }
+        return n;
+}
+
+/* Whether tgid descends from root, by the parents /proc shows now; memo holds what earlier walks
+ * found (pid -> 1 in, 2 out), so every process is read once per call. */
+int proc_descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret) {
+        _cleanup_free_ pid_t *path = NULL;
+        size_t n = 0, allocated = 0;
+        bool in = false;
+        /* /proc parents form a tree; the bound only stops a walk that races with reparenting */
+        for (pid_t x = tgid; n <= SNAPSHOT_MAX_PID; n++) {
+                void *known = hashmap_get(memo, (uint64_t) x);
+                if (x == root || known) {
+                        in = x == root || known == (void *) 1;
+                        break;
+                }
+                ProcStatus st;
+                if (x <= 1 || proc_read_status(x, &st) < 0 || st.ppid == x)
+                        break; /* init, or gone: not below root */
+                if (GROW(path, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                path[n] = x;
+                x = st.ppid;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (hashmap_put(memo, (uint64_t) path[i], in ? (void *) 1 : (void *) 2) < 0)
+                        return -ENOMEM;
+        *ret = in;
+        return 0;
+}
+
+/* The process (tgid) of thread tid, which the daemon may not list (a thread stands for its
+ * process); 0 when there is no such task. */
+pid_t proc_process_of(uint32_t tid) {
+        ProcStatus st;
+        if (tid == 0 || tid > INT32_MAX || proc_read_status((pid_t) tid, &st) < 0 || st.tgid <= 0)
+                return 0;
+        return st.tgid;
+}
+
+void holder_comm(const Forest *f, pid_t pid, char comm[16]) {
+        const Process *p = forest_find_process(f, pid);
+        memset(comm, 0, 16);
+        if (p)
+                memcpy(comm, p->comm, 16);
+        else
+                (void) proc_read_comm(pid, comm);
+        comm[15] = 0;
+}
+
+int caller_check_untracked_task(Caller *c, pid_t tid) {
+        ProcStatus st;
+        if (proc_read_status(tid, &st) < 0)
+                return -ESRCH;
+        if (!caller_may_see_process(c, st.tgid))
+                return -EACCES;
+        return 0;
+}

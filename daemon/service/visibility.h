@@ -1,0 +1,29 @@
+/* visibility.h: what a bus caller may see of the live forest and of /proc: a filter's tasks, a
+ * thread's process, a subtree, a listener holder's name */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "core/forest.h"
+#include "core/hashmap.h"
+#include "service/access.h"
+
+/* Tasks whose head is flt that the caller may see. */
+size_t caller_visible_task_count(Caller *c, const Forest *f, const Filter *flt);
+
+/* A live task the daemon does not track (it runs without filters): 0 if the caller may see it,
+ * -ESRCH when there is no such task, -EACCES when the caller may not. */
+int caller_check_untracked_task(Caller *c, pid_t tid);
+
+/* The process (tgid) of thread tid, which the daemon may not list (a thread stands for its
+ * process); 0 when there is no such task. */
+pid_t proc_process_of(uint32_t tid);
+
+/* Whether tgid descends from root, by the parents /proc shows now; memo holds what earlier walks
+ * found (pid -> 1 in, 2 out), so every process is read once per call. */
+int proc_descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret);
+
+/* The name of a listener's holder: as the forest has the process, or /proc now ("" when it is
+ * gone). */
+void holder_comm(const Forest *f, pid_t pid, char comm[16]);
