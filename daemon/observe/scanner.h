@@ -50,7 +50,7 @@ typedef struct ScanOptions {
 
 /* The bpf backend: a long-lived scanner, so that filter ids stay stable across passes. It loads
  * the iterators and the tracepoints on seccomp(2) and prctl(2) that give every new filter a fresh
- * id (and, once watched, report it: watcher.h). */
+ * id (and, once watched, report it: watch-bpf.h). */
 typedef struct BpfScanner BpfScanner;
 int bpf_scanner_new(BpfScanner **ret);
 /* Hand out filter ids starting at first_id (> 0) instead of 1. */
@@ -70,6 +70,10 @@ typedef struct BpfScannerOptions {
 int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
 DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
+/* The tracepoints' unit (watch-bpf.h) the scanner loaded on its id maps, since its ids depend on
+ * them from the first pass: a live scanner's user starts it and reads its events there. */
+typedef struct BpfWatch BpfWatch;
+BpfWatch *bpf_scanner_watch(BpfScanner *s);
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);
 /* A one-shot scanner forgets every filter id at the end of each pass (no tracepoint would tell it
  * that an address freed since holds another filter): it may serve another call once its id map is
