@@ -11,7 +11,7 @@
 #include "core/hashmap.h"
 #include "core/prog.h"
 #include "observe/bpf-util.h"
-#include "observe/scanner.h"
+#include "observe/scan-bpf.h"
 #include "observe/watch-bpf.h"
 
 struct bpf_map;

@@ -9,7 +9,8 @@
 #include <sys/types.h>
 
 #include "observe/procinfo.h"
-#include "observe/scanner.h"
+#include "observe/listeners.h"
+#include "observe/scan-ptrace.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 

@@ -15,7 +15,8 @@
 #include "core/warn-limit.h"
 #include "observe/procinfo.h"
 #include "observe/source-backend.h"
-#include "observe/scanner.h"
+#include "observe/source-bpf.h"
+#include "observe/scan-bpf.h"
 #include "observe/watch-bpf.h"
 
 #define LOST_CHECK_USEC (200 * 1000ULL) /* events that could not even be queued wake nobody: poll */
