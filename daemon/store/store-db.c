@@ -4,7 +4,7 @@
 #include <sqlite3.h>
 
 #include "core/sqlite-util.h"
-#include "store/store-db.h"
+#include "store/store-db-internal.h"
 
 static const char *const statement_sql[_STMT_MAX] = {
         [STMT_BEGIN] = "BEGIN IMMEDIATE",

@@ -1,7 +1,7 @@
 /* store-read.h: the state database's open checks and read-back (store-read.c) */
 #pragma once
 
-#include "store/store-db.h"
+#include "store/store-db-internal.h"
 
 typedef struct StoreHeader {
         int64_t application_id;

@@ -1,7 +1,8 @@
 /* store-rows.h: the live tables' rows and their writes (store-rows.c) */
 #pragma once
 
-#include "store/store-db.h"
+#include "store/store-db-internal.h"
+#include "store/store.h"
 
 typedef struct FilterRow {
         uint64_t id, parent_id;

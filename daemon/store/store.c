@@ -21,9 +21,10 @@
 #include <sys/stat.h>
 
 #include "store/state-dir.h"
-#include "store/store-db.h"
+#include "store/store-db-internal.h"
 #include "store/store-migrate.h"
 #include "store/store-read.h"
+#include "store/store.h"
 
 static int store_connect(Store *s) {
         int rc = sqlite3_open_v2(s->path, &s->db,

@@ -6,7 +6,8 @@
 
 #include "core/forest.h"
 #include "core/live.h"
-#include "store/store-write.h" /* typedef Store, the full pass and batch writes */
+#include "store/store-db.h"    /* typedef Store, transactions, the connection */
+#include "store/store-write.h" /* the full pass and batch writes */
 
 #define STORE_FILE_NAME "state.db"
 
@@ -16,8 +17,6 @@
  * build knows is refused with -EPROTONOSUPPORT), prepared statements made ready. */
 int store_open(const char *state_dir, Store **ret);
 Store *store_free(Store *s);
-/* Let go of the page cache's unused pages (sqlite3_db_release_memory()). */
-void store_release_memory(Store *s);
 DEFINE_CLEANUP(Store *, store_free);
 
 /* The highest filter id the database has ever held (live or history), 0 if none: the daemon
@@ -34,11 +33,6 @@ typedef struct StoreInstalled {
 /* 1 and *ret filled when the installer of live filter id is known, 0 when it is not. */
 int store_get_installer(Store *s, uint64_t id, StoreInstalled *ret);
 void store_installed_done(StoreInstalled *x);
-
-/* Incremental changes, grouped in one transaction per batch. */
-int store_begin(Store *s);
-int store_commit(Store *s);
-void store_rollback(Store *s);
 
 typedef struct StoreInstaller {
         pid_t tid, tgid;
@@ -61,16 +55,3 @@ int store_retire_filter(Store *s, uint64_t id, uint64_t now_usec);
  * start to keep the ids of the filters that are still there. */
 int store_load_live(Store *s, Forest **ret);
 
-/* The database file's path. */
-const char *store_path(const Store *s);
-
-/* Called after every commit with the number of pages the write-ahead log holds; while one is set,
- * the connection makes no checkpoint itself (store-checkpoint.c makes them). NULL: SQLite's
- * automatic checkpoints again. */
-typedef void (*StoreCommitHook)(void *userdata, unsigned log_pages);
-void store_set_commit_hook(Store *s, StoreCommitHook hook, void *userdata);
-
-/* For the other tables' code (store-snapshot.c), which keeps its statements next to it: the
- * connection, and a failed SQLite call logged and turned into a negative errno. */
-struct sqlite3 *store_database(Store *s);
-int store_sqlite_error(Store *s, int rc, const char *what);
