@@ -8,7 +8,7 @@
 
 #define MAX_ROUNDS 2000
 #define ROUNDS_AFTER_REUSE 20 /* keep churning a little once an address came back */
-#define MAX_SWEEP_WAIT_PASSES 40 /* more than scan-bpf.c's SWEEP_INTERVAL + SWEEP_AFTER_PASSES */
+#define MAX_SWEEP_WAIT_PASSES 40 /* more than scan-bpf-pass.c's SWEEP_INTERVAL + SWEEP_AFTER_PASSES */
 
 static Forest *scan_subtree(BpfScanner *b, const Scenario *s) {
         ScanOptions opts = { .root = scenario_root_pid(s) };

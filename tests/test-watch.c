@@ -10,6 +10,7 @@
 
 #include "observe/procinfo.h"
 #include "observe/scanner.h"
+#include "observe/watch-bpf.h"
 #include "observe/watcher.h"
 #include "tests-util.h"
 
@@ -57,9 +58,9 @@ static void watcher_init(Watcher *w) {
         w->events = g_array_new(false, true, sizeof(Seen));
         g_array_set_clear_func(w->events, seen_clear);
         g_assert_cmpint(bpf_scanner_new(&w->scanner), ==, 0);
-        g_assert_cmpint(bpf_scanner_watch_start(w->scanner, on_event, w), ==, 0);
-        g_assert_cmpint(bpf_scanner_watch_start(w->scanner, on_event, w), ==, -EALREADY);
-        g_assert_cmpint(bpf_scanner_watch_fd(w->scanner), >=, 0);
+        g_assert_cmpint(bpf_watch_start(bpf_scanner_watch(w->scanner), on_event, w), ==, 0);
+        g_assert_cmpint(bpf_watch_start(bpf_scanner_watch(w->scanner), on_event, w), ==, -EALREADY);
+        g_assert_cmpint(bpf_watch_fd(bpf_scanner_watch(w->scanner)), >=, 0);
 }
 
 static void watcher_deinit(Watcher *w) {
@@ -75,11 +76,11 @@ static int64_t now_ms(void) {
 
 /* Wait up to timeout_ms for events, and take in whatever is there. */
 static int watcher_pump(Watcher *w, int timeout_ms) {
-        struct pollfd p = { .fd = bpf_scanner_watch_fd(w->scanner), .events = POLLIN };
+        struct pollfd p = { .fd = bpf_watch_fd(bpf_scanner_watch(w->scanner)), .events = POLLIN };
         int n;
 
         g_assert_cmpint(poll(&p, 1, timeout_ms), >=, 0);
-        n = bpf_scanner_watch_dispatch(w->scanner);
+        n = bpf_watch_dispatch(bpf_scanner_watch(w->scanner));
         g_assert_cmpint(n, >=, 0);
         return n;
 }
@@ -492,11 +493,11 @@ static int on_count(const WatchEvent *e, void *userdata) {
 
 static void drain(BpfScanner *b) {
         int64_t deadline = now_ms() + EVENT_TIMEOUT_MS;
-        struct pollfd p = { .fd = bpf_scanner_watch_fd(b), .events = POLLIN };
+        struct pollfd p = { .fd = bpf_watch_fd(bpf_scanner_watch(b)), .events = POLLIN };
 
         do {
                 g_assert_cmpint(poll(&p, 1, 0), >=, 0);
-                g_assert_cmpint(bpf_scanner_watch_dispatch(b), >=, 0);
+                g_assert_cmpint(bpf_watch_dispatch(bpf_scanner_watch(b)), >=, 0);
         } while ((p.revents & POLLIN) && now_ms() < deadline);
 }
 
@@ -511,17 +512,17 @@ static void test_overflow(void) {
         g_assert_cmpint(setenv("SECTREE_BPF_EVENTS_SIZE", "4096", 1), ==, 0);
         g_assert_cmpint(bpf_scanner_new(&b), ==, 0);
         g_assert_cmpint(unsetenv("SECTREE_BPF_EVENTS_SIZE"), ==, 0);
-        g_assert_cmpint(bpf_scanner_watch_start(b, on_count, &count), ==, 0);
+        g_assert_cmpint(bpf_watch_start(bpf_scanner_watch(b), on_count, &count), ==, 0);
         Scenario *s = tests_scenario_new();
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         count.tid = tid_of(s, a);
-        uint64_t lost_before = bpf_scanner_watch_lost(b);
+        uint64_t lost_before = bpf_watch_lost(bpf_scanner_watch(b));
 
         for (int i = 0; i < OVERFLOW_INSTALLS; i++) {
                 size_t n = scenario_filter_errno(insns, SYS_getpriority, 1 + i, i % 32);
                 g_assert_cmpint(scenario_install(s, a, insns, n, 0), >=, 0);
         }
-        uint64_t lost = bpf_scanner_watch_lost(b) - lost_before;
+        uint64_t lost = bpf_watch_lost(bpf_scanner_watch(b)) - lost_before;
         drain(b);
         g_test_message("%d installs: %u events received, %" PRIu64 " lost", OVERFLOW_INSTALLS, count.filters, lost);
         g_assert_cmpuint(lost, >, 0);
@@ -533,9 +534,9 @@ static void test_overflow(void) {
         size_t n = scenario_filter_errno(insns, SYS_acct, 1, 0);
         g_assert_cmpint(scenario_install(s, a, insns, n, 0), >=, 0);
         for (int64_t deadline = now_ms() + EVENT_TIMEOUT_MS; count.filters == before && now_ms() < deadline;) {
-                struct pollfd p = { .fd = bpf_scanner_watch_fd(b), .events = POLLIN };
+                struct pollfd p = { .fd = bpf_watch_fd(bpf_scanner_watch(b)), .events = POLLIN };
                 g_assert_cmpint(poll(&p, 1, 100), >=, 0);
-                g_assert_cmpint(bpf_scanner_watch_dispatch(b), >=, 0);
+                g_assert_cmpint(bpf_watch_dispatch(bpf_scanner_watch(b)), >=, 0);
         }
         g_assert_cmpuint(count.filters, ==, before + 1);
         Forest *f = scan_subtree(b, s);
@@ -558,29 +559,29 @@ static void test_dispatch_bound(void) {
         unsigned total = 0;
 
         g_assert_cmpint(bpf_scanner_new(&b), ==, 0);
-        g_assert_false(bpf_scanner_watch_pending(b));
-        g_assert_cmpint(bpf_scanner_watch_start(b, on_count, &count), ==, 0);
-        bpf_scanner_watch_set_dispatch_limits(b, BOUND_EVENTS, 0);
+        g_assert_false(bpf_watch_pending(bpf_scanner_watch(b)));
+        g_assert_cmpint(bpf_watch_start(bpf_scanner_watch(b), on_count, &count), ==, 0);
+        bpf_watch_set_dispatch_limits(bpf_scanner_watch(b), BOUND_EVENTS, 0);
         Scenario *s = tests_scenario_new();
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         count.tid = tid_of(s, a);
-        uint64_t lost_before = bpf_scanner_watch_lost(b);
+        uint64_t lost_before = bpf_watch_lost(bpf_scanner_watch(b));
         for (int i = 0; i < BOUND_INSTALLS; i++) {
                 size_t len = scenario_filter_errno(insns, SYS_getpriority, 1 + i, i % 16);
                 g_assert_cmpint(scenario_install(s, a, insns, len, 0), >=, 0);
         }
-        g_assert_cmpuint(bpf_scanner_watch_lost(b), ==, lost_before);
-        g_assert_true(bpf_scanner_watch_pending(b));
+        g_assert_cmpuint(bpf_watch_lost(bpf_scanner_watch(b)), ==, lost_before);
+        g_assert_true(bpf_watch_pending(bpf_scanner_watch(b)));
 
         /* Each install returned after its event was in the ring: the first dispatch stops at its
          * bound, with the fd still readable. */
-        struct pollfd p = { .fd = bpf_scanner_watch_fd(b), .events = POLLIN };
-        g_assert_cmpint(bpf_scanner_watch_dispatch(b), ==, BOUND_EVENTS);
-        g_assert_true(bpf_scanner_watch_pending(b));
+        struct pollfd p = { .fd = bpf_watch_fd(bpf_scanner_watch(b)), .events = POLLIN };
+        g_assert_cmpint(bpf_watch_dispatch(bpf_scanner_watch(b)), ==, BOUND_EVENTS);
+        g_assert_true(bpf_watch_pending(bpf_scanner_watch(b)));
         g_assert_cmpint(poll(&p, 1, 0), ==, 1);
         total = count.events;
-        for (; bpf_scanner_watch_pending(b) && calls < 10 * BOUND_INSTALLS; calls++) {
-                n = bpf_scanner_watch_dispatch(b);
+        for (; bpf_watch_pending(bpf_scanner_watch(b)) && calls < 10 * BOUND_INSTALLS; calls++) {
+                n = bpf_watch_dispatch(bpf_scanner_watch(b));
                 g_assert_cmpint(n, >=, 0);
                 g_assert_cmpint(n, <=, BOUND_EVENTS);
                 total += (unsigned) n;
@@ -590,14 +591,14 @@ static void test_dispatch_bound(void) {
         g_assert_cmpint(calls, >=, BOUND_INSTALLS / BOUND_EVENTS - 1);
 
         /* The time bound: a slow handler is stopped after about max_usec. */
-        bpf_scanner_watch_set_dispatch_limits(b, 0, BOUND_USEC);
+        bpf_watch_set_dispatch_limits(bpf_scanner_watch(b), 0, BOUND_USEC);
         count.delay_usec = BOUND_USEC / 2;
         unsigned before = count.filters;
         for (int i = 0; i < 20; i++) {
                 size_t len = scenario_filter_errno(insns, SYS_acct, 1 + i, i % 16);
                 g_assert_cmpint(scenario_install(s, a, insns, len, 0), >=, 0);
         }
-        n = bpf_scanner_watch_dispatch(b);
+        n = bpf_watch_dispatch(bpf_scanner_watch(b));
         g_assert_cmpint(n, >=, 1);
         g_assert_cmpint(n, <=, 3);
         drain(b);
@@ -619,15 +620,15 @@ static void test_handler_error(void) {
         tests_filters_init(&x);
         BpfScanner *b = NULL;
         g_assert_cmpint(bpf_scanner_new(&b), ==, 0);
-        g_assert_cmpint(bpf_scanner_watch_fd(b), ==, -ENOTCONN);
-        g_assert_cmpint(bpf_scanner_watch_dispatch(b), ==, -ENOTCONN);
-        g_assert_cmpint(bpf_scanner_watch_start(b, on_fail, NULL), ==, 0);
+        g_assert_cmpint(bpf_watch_fd(bpf_scanner_watch(b)), ==, -ENOTCONN);
+        g_assert_cmpint(bpf_watch_dispatch(bpf_scanner_watch(b)), ==, -ENOTCONN);
+        g_assert_cmpint(bpf_watch_start(bpf_scanner_watch(b), on_fail, NULL), ==, 0);
         Scenario *s = tests_scenario_new();
         tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
 
-        struct pollfd p = { .fd = bpf_scanner_watch_fd(b), .events = POLLIN };
+        struct pollfd p = { .fd = bpf_watch_fd(bpf_scanner_watch(b)), .events = POLLIN };
         g_assert_cmpint(poll(&p, 1, EVENT_TIMEOUT_MS), ==, 1);
-        g_assert_cmpint(bpf_scanner_watch_dispatch(b), ==, -ENOTRECOVERABLE);
+        g_assert_cmpint(bpf_watch_dispatch(bpf_scanner_watch(b)), ==, -ENOTRECOVERABLE);
         scenario_free(s);
         bpf_scanner_free(b);
 }

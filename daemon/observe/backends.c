@@ -2,7 +2,9 @@
  * source_new() that picks one */
 #include <linux/capability.h>
 
-#include "observe/source-backend.h"
+#include "observe/backends.h"
+#include "observe/source-bpf.h"
+#include "observe/source-ptrace.h"
 
 #define CAP(c) (UINT64_C(1) << (c))
 

@@ -1,4 +1,4 @@
-/* bpf-util.h: what the bpf backend's two units (scan-bpf.c, watch-bpf.c) both need from user
+/* bpf-util.h: what the bpf backend's two units (scan-bpf*.c, watch-bpf.c) both need from user
  * space, so that neither reaches into the other: ring buffer sizing, the kernel's seccomp mode
  * and start times as /proc spells them */
 #pragma once

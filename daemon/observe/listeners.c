@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 
 #include "observe/procinfo.h"
-#include "observe/scanner.h"
+#include "observe/listeners.h"
 
 /*
  * Grouping: two fds are the same listener iff they name the same struct file, which is what

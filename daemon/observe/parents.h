@@ -5,7 +5,7 @@
 #include <systemd/sd-event.h>
 
 #include "core/live.h"
-#include "observe/source.h"
+#include "observe/source-types.h"
 
 typedef struct Parents Parents;
 

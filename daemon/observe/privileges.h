@@ -2,8 +2,8 @@
  * summary of the threads a ptrace scan could not read */
 #pragma once
 
-#include "observe/scanner.h"
-#include "observe/source.h"
+#include "observe/scan-ptrace.h"
+#include "observe/source-types.h"
 
 /* What the backend needs of the effective capabilities, as source_capabilities() says it (NULL:
  * nothing checked). Returns 0, or -EPERM after one line naming what is missing and what to do. A

@@ -2,7 +2,10 @@
  * starts with, and the table of what the backend does */
 #pragma once
 
-#include "observe/source.h"
+#include <systemd/sd-event.h>
+
+#include "observe/scan-options.h"
+#include "observe/source-types.h"
 
 typedef struct SourceVTable {
         void (*free)(Source *s);
@@ -29,12 +32,6 @@ struct Source {
         void (*after_scan_hook)(void *userdata);
         void *after_scan_userdata;
 };
-
-int source_bpf_new(const SourceOptions *o, Source **ret);
-/* source_scan_programs() of a source that has no scanner to lend for it: a one-shot BPF scanner
- * made for the call (-errno where BPF cannot be loaded). */
-int source_scan_programs_oneshot(const ScanOptions *opts, Forest **ret);
-int source_ptrace_new(const SourceOptions *o, Source **ret);
 
 /* A full pass's scan made ready for the live state: the test hook run, unfiltered processes dropped,
  * linked. */

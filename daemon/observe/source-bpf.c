@@ -15,7 +15,9 @@
 #include "core/warn-limit.h"
 #include "observe/procinfo.h"
 #include "observe/source-backend.h"
-#include "observe/watcher.h"
+#include "observe/source-bpf.h"
+#include "observe/scan-bpf.h"
+#include "observe/watch-bpf.h"
 
 #define LOST_CHECK_USEC (200 * 1000ULL) /* events that could not even be queued wake nobody: poll */
 #define REFRESH_USEC (60 * 1000000ULL)  /* listeners and their holders are only seen by full passes */
@@ -27,8 +29,9 @@
 typedef struct BpfSource {
         Source source;
         BpfScanner *scanner;
+        BpfWatch *watch;     /* the scanner's tracepoints: their events are the source's */
         sd_event_source *io, *lost_timer, *store_timer;
-        uint64_t lost_seen;  /* bpf_scanner_watch_lost() as of the scan of the last stored pass */
+        uint64_t lost_seen;  /* bpf_watch_lost() as of the scan of the last stored pass */
         WatchLosses losses_logged; /* the losses as of the last time the log said so */
         WarnLimit warn_lost; /* that warning, at most once per WARN_LIMIT_INTERVAL_USEC */
         Hashmap public_ids;  /* kernel id -> the stored id it keeps */
@@ -207,7 +210,7 @@ static int drop_stale_installer_exes(LiveBatch *batch) {
 static void log_lost(BpfSource *b) {
         WatchLosses now;
         unsigned more;
-        bpf_scanner_watch_losses(b->scanner, &now);
+        bpf_watch_losses(b->watch, &now);
         if (watch_losses_total(&now) == watch_losses_total(&b->losses_logged) ||
             !warn_limit_pass(&b->warn_lost, now_usec(CLOCK_MONOTONIC), &more))
                 return;
@@ -217,7 +220,7 @@ static void log_lost(BpfSource *b) {
 }
 
 static void check_lost(BpfSource *b) {
-        if (bpf_scanner_watch_lost(b->scanner) == b->lost_seen)
+        if (bpf_watch_lost(b->watch) == b->lost_seen)
                 return;
         log_lost(b);
         b->source.sink.resync(b->source.sink.userdata, "lost-events");
@@ -234,7 +237,7 @@ static int on_lost_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         BpfSource *b = userdata;
         b->batch_error = 0;
-        int r = bpf_scanner_watch_dispatch(b->scanner);
+        int r = bpf_watch_dispatch(b->watch);
         if (r < 0) {
                 log_warning_errno(r, "Reading events failed (%m), resynchronising.");
                 b->source.sink.resync(b->source.sink.userdata, "lost-events");
@@ -325,7 +328,7 @@ static int pass_scan(BpfSource *b, Forest **ret, uint64_t *ret_lost) {
                              .budget_insns_per_uid = live_budget_insns(b->source.sink.live(b->source.sink.userdata)) };
         _cleanup_(forest_freep) Forest *f = NULL;
 
-        *ret_lost = bpf_scanner_watch_lost(b->scanner);
+        *ret_lost = bpf_watch_lost(b->watch);
         int r = bpf_scan(&b->source, &opts, &f);
         if (r < 0)
                 return r;
@@ -411,10 +414,10 @@ static int bpf_full_pass(Source *s, const char *reason, bool split) {
 
 static int bpf_start(Source *s) {
         BpfSource *b = bpf_source(s);
-        int r = bpf_scanner_watch_start(b->scanner, on_watch_event, b);
+        int r = bpf_watch_start(b->watch, on_watch_event, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to start watching: %m");
-        r = sd_event_add_io(s->event, &b->io, bpf_scanner_watch_fd(b->scanner), EPOLLIN, on_watch_io, b);
+        r = sd_event_add_io(s->event, &b->io, bpf_watch_fd(b->watch), EPOLLIN, on_watch_io, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the event ring buffer: %m");
         r = sd_event_add_time_relative(s->event, &b->lost_timer, CLOCK_MONOTONIC, LOST_CHECK_USEC, 0, on_lost_timer, b);
@@ -425,8 +428,8 @@ static int bpf_start(Source *s) {
                 r = sd_event_source_set_enabled(b->store_timer, SD_EVENT_OFF);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the pass timer: %m");
-        b->lost_seen = bpf_scanner_watch_lost(b->scanner);
-        bpf_scanner_watch_losses(b->scanner, &b->losses_logged);
+        b->lost_seen = bpf_watch_lost(b->watch);
+        bpf_watch_losses(b->watch, &b->losses_logged);
         return 0;
 }
 
@@ -435,11 +438,11 @@ static bool bpf_pass_waiting(const Source *s) {
 }
 
 static bool bpf_events_pending(Source *s) {
-        return bpf_scanner_watch_pending(bpf_source(s)->scanner);
+        return bpf_watch_pending(bpf_source(s)->watch);
 }
 
 static uint64_t bpf_lost(Source *s) {
-        return bpf_scanner_watch_lost(bpf_source(s)->scanner);
+        return bpf_watch_lost(bpf_source(s)->watch);
 }
 
 static void bpf_free(Source *s) {
@@ -486,6 +489,7 @@ int source_bpf_new(const SourceOptions *o, Source **ret) {
                 bpf_free(&b->source);
                 return log_error_errno(r, "Failed to load the BPF programs: %m (--backend=ptrace works without BPF)");
         }
+        b->watch = bpf_scanner_watch(b->scanner);
         *ret = &b->source;
         return 0;
 }

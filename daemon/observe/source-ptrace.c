@@ -26,7 +26,9 @@
 #include "core/infer.h"
 #include "observe/privileges.h"
 #include "observe/procinfo.h"
+#include "observe/scan-ptrace.h"
 #include "observe/source-backend.h"
+#include "observe/source-ptrace.h"
 #include "observe/watch-proc.h"
 
 #define REFRESH_USEC (5 * 1000000ULL)

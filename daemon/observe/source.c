@@ -1,5 +1,7 @@
 /* source.c: the one interface of the kernel readers, over each backend's source */
 #include "observe/source-backend.h"
+#include "observe/source-bpf.h"
+#include "observe/source.h"
 
 Source *source_free(Source *s) {
         if (s)

@@ -1,7 +1,8 @@
 /* watch-bpf.c: the bpf backend's tracepoint unit (bpf/watch.bpf.c): loads it on the scan unit's id
  * maps, attaches the seccomp/prctl tracepoints that name new filters and, when watched, the
  * fork/exec/exit ones, and turns the records of its event ring buffer into WatchEvents. It uses
- * nothing of the scanner: the scanner uses it (watch-bpf.h). */
+ * nothing of the scanner: the scanner loads it (watch-bpf.h), the source reads it. Its errors are
+ * returned, what failed said at debug level: the source logs them once. */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <sys/mman.h>
@@ -25,10 +26,10 @@ static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
 
         ncpus = libbpf_num_possible_cpus();
         if (ncpus < 0)
-                return log_error_errno(ncpus, "Failed to count the possible CPUs: %m");
+                return log_debug_errno(ncpus, "Failed to count the possible CPUs: %m");
         r = bpf_map__set_max_entries(skel->maps.watch_scratch, (uint32_t) ncpus);
         if (r < 0)
-                return log_error_errno(r, "Failed to size the event scratch space: %m");
+                return log_debug_errno(r, "Failed to size the event scratch space: %m");
 
         /* Tests make it tiny to overflow it on purpose. */
         r = bpf_ring_size_from_env(skel->maps.events, "SECTREE_BPF_EVENTS_SIZE", MIN_EVENTS_SIZE);
@@ -41,9 +42,9 @@ static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         if (r >= 0)
                 r = bpf_map__reuse_fd(skel->maps.data_ids, maps->data_ids);
         if (r < 0)
-                return log_error_errno(r, "Failed to share the filter id maps with the watch programs: %m");
+                return log_debug_errno(r, "Failed to share the filter id maps with the watch programs: %m");
 
-        /* Attached by bpf_scanner_watch_start(): until then nobody reads their events. */
+        /* Attached by bpf_watch_start(): until then nobody reads their events. */
         bpf_program__set_autoattach(skel->progs.watch_fork, false);
         bpf_program__set_autoattach(skel->progs.watch_exec, false);
         bpf_program__set_autoattach(skel->progs.watch_exit, false);
@@ -57,16 +58,16 @@ int bpf_watch_load(BpfWatch *w, const BpfIdMaps *maps) {
         w->ticks_per_sec = bpf_clock_ticks_per_sec();
         w->skel = watch_bpf__open();
         if (!w->skel)
-                return log_error_errno(-errno, "Failed to open the watch BPF programs: %m");
+                return log_debug_errno(-errno, "Failed to open the watch BPF programs: %m");
         r = watch_configure(w->skel, maps);
         if (r < 0)
                 return r;
         r = watch_bpf__load(w->skel);
         if (r < 0)
-                return log_error_errno(r, "Failed to load the watch BPF programs: %m");
+                return log_debug_errno(r, "Failed to load the watch BPF programs: %m");
         r = watch_bpf__attach(w->skel);
         if (r < 0)
-                return log_error_errno(r, "Failed to attach the seccomp and prctl tracepoints: %m");
+                return log_debug_errno(r, "Failed to attach the seccomp and prctl tracepoints: %m");
         return 0;
 }
 
@@ -94,11 +95,11 @@ static int watch_map_positions(BpfWatch *w, int map_fd) {
         w->page_size = (size_t) sysconf(_SC_PAGESIZE);
         p = mmap(NULL, w->page_size, PROT_READ, MAP_SHARED, map_fd, 0);
         if (p == MAP_FAILED)
-                return log_error_errno(-errno, "Failed to map the event ring buffer's consumer page: %m");
+                return log_debug_errno(-errno, "Failed to map the event ring buffer's consumer page: %m");
         w->consumer_pos = p;
         p = mmap(NULL, w->page_size, PROT_READ, MAP_SHARED, map_fd, (off_t) w->page_size);
         if (p == MAP_FAILED)
-                return log_error_errno(-errno, "Failed to map the event ring buffer's producer page: %m");
+                return log_debug_errno(-errno, "Failed to map the event ring buffer's producer page: %m");
         w->producer_pos = p;
         return 0;
 }
@@ -203,7 +204,7 @@ static int on_event(void *userdata, void *data, size_t size) {
 
         k = watch_event_from_rec(&e, w, data, size);
         if (k < 0) {
-                w->error = log_error_errno(k, "Malformed event record of %zu bytes.", size);
+                w->error = log_debug_errno(k, "Malformed event record of %zu bytes.", size); /* the caller logs it */
                 return k;
         }
         k = w->handler(&e, w->userdata);
@@ -236,7 +237,7 @@ static int watch_attach(struct bpf_program *prog, struct bpf_link **ret) {
         struct bpf_link *link = bpf_program__attach(prog);
 
         if (!link)
-                return log_error_errno(-errno, "Failed to attach %s: %m", bpf_program__name(prog));
+                return log_debug_errno(-errno, "Failed to attach %s: %m", bpf_program__name(prog));
         *ret = link;
         return 0;
 }
@@ -254,7 +255,7 @@ int bpf_watch_start(BpfWatch *w, WatchHandler handler, void *userdata) {
 
         w->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, w, NULL);
         if (!w->rb)
-                return log_error_errno(-errno, "Failed to set up the event ring buffer: %m");
+                return log_debug_errno(-errno, "Failed to set up the event ring buffer: %m");
         r = watch_map_positions(w, bpf_map__fd(skel->maps.events));
         if (r < 0) {
                 watch_reader_free(w);
@@ -300,7 +301,7 @@ int bpf_watch_dispatch(BpfWatch *w) {
         if (w->error < 0)
                 return w->error;
         if (n < 0 && !w->stopped)
-                return log_error_errno(n, "Failed to read the event ring buffer: %m");
+                return n;
         return w->n_handled;
 }
 

@@ -7,7 +7,6 @@
 #include <sys/types.h>
 
 #include "core/forest.h"
-#include "observe/scanner.h"
 
 typedef enum WatchEventType {
         WATCH_TASK_NEW,        /* a thread or process was created (fork/clone), with its state */
@@ -84,30 +83,8 @@ typedef struct WatchEvent {
 
 typedef int (*WatchHandler)(const WatchEvent *e, void *userdata);
 
-/* Attach the fork/exec/exit and close(2) tracepoints (the seccomp/prctl ones are attached by
- * bpf_scanner_new() already) and start sending events to an event ring buffer of its own
- * (separate from the scan's). Call once. -EOPNOTSUPP for a one-shot scanner. */
-int bpf_scanner_watch_start(BpfScanner *s, WatchHandler handler, void *userdata);
-/* An fd that becomes readable when events are waiting (for sd_event_add_io, EPOLLIN). */
-int bpf_scanner_watch_fd(BpfScanner *s);
-/* Consume waiting events, calling the handler for each, in the order they were sent — at most
- * WATCH_DISPATCH_MAX_EVENTS of them and for about WATCH_DISPATCH_MAX_USEC (the handler's time
- * included: the budget is checked after each event), so that a flood cannot hold the caller's
- * event loop. Returns the number handled, or the handler's negative return (which stops
- * consuming; that event counts as consumed), or another negative errno. Events left over stay in
- * the ring: the fd keeps being readable (it is level-triggered), so an sd-event io source is
- * called again on its next iteration, after the other sources had their turn; a caller that
- * loops itself asks bpf_scanner_watch_pending(). */
-int bpf_scanner_watch_dispatch(BpfScanner *s);
 #define WATCH_DISPATCH_MAX_EVENTS 512U
 #define WATCH_DISPATCH_MAX_USEC 10000U
-/* Change the bounds of one dispatch (0 keeps the default); tests make them small. */
-void bpf_scanner_watch_set_dispatch_limits(BpfScanner *s, unsigned max_events, unsigned max_usec);
-/* Whether events are waiting in the ring buffer (sent, or being sent, and not consumed yet). */
-bool bpf_scanner_watch_pending(BpfScanner *s);
-/* Events the kernel side could not send since the scanner was created (all causes below summed).
- * When this grows, the stored state may be wrong: resynchronise with a full pass. */
-uint64_t bpf_scanner_watch_lost(BpfScanner *s);
 
 /* The same by cause, for the log. */
 typedef struct WatchLosses {
@@ -117,7 +94,6 @@ typedef struct WatchLosses {
         uint64_t skipped_runs;  /* the kernel skipped a tracepoint program (another ran on that CPU) */
         uint64_t marks_lost;    /* a process could not be marked as a seccomp one */
 } WatchLosses;
-void bpf_scanner_watch_losses(BpfScanner *s, WatchLosses *ret);
 uint64_t watch_losses_total(const WatchLosses *l);
 /* "ring buffer full: 3, filter id not found: 1" for the causes where now differs from before. */
 char *watch_losses_describe(const WatchLosses *before, const WatchLosses *now);

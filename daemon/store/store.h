@@ -6,8 +6,8 @@
 
 #include "core/forest.h"
 #include "core/live.h"
-
-typedef struct Store Store;
+#include "store/store-db.h"    /* typedef Store, transactions, the connection */
+#include "store/store-write.h" /* the full pass and batch writes */
 
 #define STORE_FILE_NAME "state.db"
 
@@ -17,8 +17,6 @@ typedef struct Store Store;
  * build knows is refused with -EPROTONOSUPPORT), prepared statements made ready. */
 int store_open(const char *state_dir, Store **ret);
 Store *store_free(Store *s);
-/* Let go of the page cache's unused pages (sqlite3_db_release_memory()). */
-void store_release_memory(Store *s);
 DEFINE_CLEANUP(Store *, store_free);
 
 /* The highest filter id the database has ever held (live or history), 0 if none: the daemon
@@ -35,22 +33,6 @@ typedef struct StoreInstalled {
 /* 1 and *ret filled when the installer of live filter id is known, 0 when it is not. */
 int store_get_installer(Store *s, uint64_t id, StoreInstalled *ret);
 void store_installed_done(StoreInstalled *x);
-
-/* Make the live tables equal to the forest (a full scan), in one transaction: rows not in the
- * forest are deleted (filters move to history with gone_usec = now), rows in it are inserted or
- * updated (first_seen kept, last_seen = now). Used at start (a stale file is reconciled, never
- * trusted) and after a resync. The forest must be linked; ids are taken as they are. */
-int store_replace_all(Store *s, const Forest *f, uint64_t now_usec);
-
-/* history keeps the filters that are gone, newest first, up to a limit: every full pass
- * (store_replace_all) drops the oldest rows beyond it. Ids stay unused after their rows go. */
-#define STORE_HISTORY_LIMIT_DEFAULT 50000U /* about 30 MB at ~600 bytes per row */
-void store_set_history_limit(Store *s, uint64_t rows);
-
-/* Incremental changes, grouped in one transaction per batch. */
-int store_begin(Store *s);
-int store_commit(Store *s);
-void store_rollback(Store *s);
 
 typedef struct StoreInstaller {
         pid_t tid, tgid;
@@ -69,26 +51,7 @@ int store_remove_task(Store *s, pid_t tid);
 /* Move a filter no task or listener reaches any more to history. */
 int store_retire_filter(Store *s, uint64_t id, uint64_t now_usec);
 
-/* Store what a live batch changed (lib/core/live.h), in one transaction: the filters attached, the
- * rows of the threads and processes it touched as live (the live forest after the batch) has them
- * now, the threads gone, the filters retired. A full pass (c->replaced) is store_replace_all() of
- * live. Nothing is written when it fails. */
-int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec);
-
 /* The live tables read back as a forest (not linked): what the daemon stored last, for the next
  * start to keep the ids of the filters that are still there. */
 int store_load_live(Store *s, Forest **ret);
 
-/* The database file's path. */
-const char *store_path(const Store *s);
-
-/* Called after every commit with the number of pages the write-ahead log holds; while one is set,
- * the connection makes no checkpoint itself (store-checkpoint.c makes them). NULL: SQLite's
- * automatic checkpoints again. */
-typedef void (*StoreCommitHook)(void *userdata, unsigned log_pages);
-void store_set_commit_hook(Store *s, StoreCommitHook hook, void *userdata);
-
-/* For the other tables' code (store-snapshot.c), which keeps its statements next to it: the
- * connection, and a failed SQLite call logged and turned into a negative errno. */
-struct sqlite3 *store_database(Store *s);
-int store_sqlite_error(Store *s, int rc, const char *what);

@@ -1,5 +1,6 @@
-/* scan-bpf-internal.h: the bpf backend's scanner object (scan-bpf.c), which owns the event half
- * (watch-bpf.h) and hands it the id maps: the flow goes one way, the watch sees no scanner */
+/* bpf-scanner.h: the bpf backend's scanner object and the records its files share: scan-bpf.c (the
+ * object and its passes) and the scan-bpf-*.c it stands on. It owns the tracepoints' unit
+ * (watch-bpf.h), loaded on its id maps; the flow goes one way, the watch sees no scanner */
 #pragma once
 
 #include <linux/seccomp.h>
@@ -10,7 +11,7 @@
 #include "core/hashmap.h"
 #include "core/prog.h"
 #include "observe/bpf-util.h"
-#include "observe/scanner.h"
+#include "observe/scan-bpf.h"
 #include "observe/watch-bpf.h"
 
 struct bpf_map;
@@ -77,7 +78,7 @@ typedef struct PassRecords {
         int error;
 } PassRecords;
 
-/* When the task_file iterator must run: see files_pass_needed() in scan-bpf.c. */
+/* When the task_file iterator must run: see files_pass_needed() in scan-bpf-pass.c. */
 typedef struct BpfFilesState {
         bool ran;                   /* at least once */
         size_t n_listeners;         /* listener records of the last run */

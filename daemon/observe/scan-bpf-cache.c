@@ -1,0 +1,252 @@
+/* scan-bpf-cache.c: what the bpf scanner keeps from pass to pass: the filters it was told about
+ * (their programs, sent once per id) and a one-shot scanner's programs by their bytes, each
+ * forgotten once no pass has met it for a while, and programs let go of when over budget */
+#include <linux/seccomp.h>
+
+#include "observe/scan-bpf-cache.h"
+
+/* A filter no pass has met for this many passes is gone (every pass meets every live filter):
+ * its instructions are dropped. Should it show up again after all, the kernel is asked for every
+ * filter's instructions once more (a new epoch). More than the kernel's SWEEP_AFTER_PASSES. */
+#define BPF_FILTER_KEEP_PASSES 8
+
+/* f without its instructions, in place of f (freed) where ref points, and in the map if in_map. */
+static int filter_drop_insns(BpfScanner *s, BpfFilter **ref, bool in_map) {
+        BpfFilter *f = *ref, *small = malloc(sizeof(BpfFilter));
+        if (!small)
+                return -ENOMEM;
+        *small = *f;
+        small->dropped = true;
+        int k = in_map ? hashmap_replace(&s->filters, f->id, small) : 0;
+        if (k < 0) {
+                free(small);
+                return k;
+        }
+        free(f);
+        *ref = small;
+        return 0;
+}
+
+/* A one-shot scanner keeps the programs met by this many of its last passes (see BpfProgram), and
+ * at most this many instructions of them (4 MiB): a pass over programs that a uid's budget keeps
+ * out of memory does not keep them here either, beyond that bound. */
+#define BPF_PROGRAM_KEEP_PASSES 2
+#define BPF_PROGRAM_KEEP_INSNS (1U << 19)
+
+_Static_assert(sizeof(struct sock_filter) == sizeof(uint64_t), "an instruction is 8 bytes");
+
+/* Where a program is kept by a one-shot scanner: a hash of its bytes. Two programs with the same
+ * key are told apart by their bytes. */
+static uint64_t program_key(const struct sock_filter *insns, size_t len) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325) ^ len;
+
+        for (size_t i = 0; i < len; i++) {
+                uint64_t w;
+                memcpy(&w, &insns[i], sizeof(w));
+                h = (h ^ w) * UINT64_C(0x100000001b3);
+                h ^= h >> 32;
+        }
+        return h;
+}
+
+static void program_keep(BpfScanner *s, uint64_t key, const struct sock_filter *insns, size_t len,
+                         const uint8_t digest[PROG_DIGEST_SIZE]) {
+        if (s->programs_insns + len > BPF_PROGRAM_KEEP_INSNS)
+                return;
+        BpfProgram *p = malloc(offsetof(BpfProgram, insns) + len * sizeof(struct sock_filter));
+
+        if (!p)
+                return; /* computed again next time */
+        *p = (BpfProgram) { .seen_pass = s->pass, .len = len };
+        memcpy(p->digest, digest, PROG_DIGEST_SIZE);
+        memcpy(p->insns, insns, len * sizeof(struct sock_filter));
+        if (hashmap_put(&s->programs, key, p) < 0)
+                free(p);
+        else
+                s->programs_insns += len;
+}
+
+/* The digest of a program. A one-shot scanner takes it from the program it kept with the same
+ * bytes (compared in full: the digest is a function of the bytes alone, so it is exact), and keeps
+ * the programs it had to hash. */
+static void program_digest(BpfScanner *s, const struct sock_filter *insns, size_t len, uint8_t out[PROG_DIGEST_SIZE]) {
+        if (!s->oneshot) {
+                prog_digest(insns, len, out);
+                return;
+        }
+        uint64_t key = program_key(insns, len);
+        BpfProgram *p = hashmap_get(&s->programs, key);
+        if (p && p->len == len && memcmp(p->insns, insns, len * sizeof(struct sock_filter)) == 0) {
+                memcpy(out, p->digest, PROG_DIGEST_SIZE);
+                p->seen_pass = s->pass;
+                return;
+        }
+        prog_digest(insns, len, out);
+        if (!p) /* else another program has that key: this one is not kept */
+                program_keep(s, key, insns, len, out);
+}
+
+static void programs_forget(BpfScanner *s, uint64_t key) {
+        BpfProgram *p = hashmap_remove(&s->programs, key);
+        if (p)
+                s->programs_insns -= p->len;
+        free(p);
+}
+
+static BpfFilter *bpf_filter_new(BpfScanner *s, const struct scan_rec_filter *rec) {
+        BpfFilter *f = malloc(offsetof(BpfFilter, insns) + rec->len * sizeof(struct sock_filter));
+
+        if (!f)
+                return NULL;
+        *f = (BpfFilter) {
+                .id = rec->id,
+                .parent_id = rec->parent_id,
+                .log = rec->log,
+                .wait_killable_recv = rec->wait_killable_recv,
+                .len = rec->len,
+        };
+        memcpy(f->insns, rec->insns, rec->len * sizeof(struct sock_filter));
+        program_digest(s, f->insns, f->len, f->digest);
+        return f;
+}
+
+void bpf_cache_clear(Hashmap *cache) {
+        uint64_t key;
+        void *v;
+
+        for (size_t i = 0; hashmap_next(cache, &i, &key, &v);)
+                free(v);
+        hashmap_deinit(cache);
+}
+
+static uint64_t filter_seen(const void *v) {
+        return ((const BpfFilter *) v)->seen_pass;
+}
+
+static uint64_t program_seen(const void *v) {
+        return ((const BpfProgram *) v)->seen_pass;
+}
+
+static void filters_forget(BpfScanner *s, uint64_t id) {
+        free(hashmap_remove(&s->filters, id));
+}
+
+/* Forget the entries of a cache that no pass has met for keep_passes passes (seen(): the last pass
+ * that met one). They are collected first: the map is not changed while it is walked. */
+static int cache_evict(BpfScanner *s, Hashmap *cache, uint64_t (*seen)(const void *v), uint64_t keep_passes,
+                       void (*forget)(BpfScanner *s, uint64_t key)) {
+        _cleanup_free_ uint64_t *gone = NULL;
+        size_t n = 0, allocated = 0;
+        uint64_t key;
+        void *v;
+
+        for (size_t i = 0; hashmap_next(cache, &i, &key, &v);) {
+                if (seen(v) + keep_passes > s->pass)
+                        continue;
+                if (GROW(gone, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                gone[n++] = key;
+        }
+        for (size_t i = 0; i < n; i++)
+                forget(s, gone[i]);
+        return 0;
+}
+
+int bpf_scanner_evict(BpfScanner *s) {
+        int k = cache_evict(s, &s->filters, filter_seen, BPF_FILTER_KEEP_PASSES, filters_forget);
+        if (k >= 0 && s->oneshot)
+                k = cache_evict(s, &s->programs, program_seen, BPF_PROGRAM_KEEP_PASSES, programs_forget);
+        return k;
+}
+
+/* A filter of the current pass, NULL if the pass did not meet it. */
+BpfFilter *bpf_scanner_pass_filter(const BpfScanner *s, uint64_t id) {
+        BpfFilter *f = id == 0 ? NULL : hashmap_get(&s->filters, id);
+
+        return f && f->seen_pass == s->pass ? f : NULL;
+}
+
+/* Whether a filter met for the first time comes without its program (ScanOptions.dropped, .wanted). */
+static bool filter_unwanted(const ScanOptions *o, const BpfFilter *f) {
+        if (o->dropped && o->dropped(f->id, o->dropped_userdata))
+                return true;
+        return o->wanted && !o->wanted(f->digest, f->len, o->dropped_userdata);
+}
+
+/* The filter a record names (f: what is kept under its id, or NULL), kept from an earlier pass
+ * when the record leaves the instructions out. NULL (and records.insns_missing) if they are not
+ * here: the pass is redone in a new epoch. */
+int bpf_scanner_filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_rec_filter *rec, BpfFilter **ret) {
+        BpfFilter *fresh;
+        int k;
+
+        bool allow_dropped = s->opts && s->opts->allow_dropped;
+        bool usable = f && f->len == rec->len && (!f->dropped || allow_dropped);
+        if (!rec->has_insns && rec->len > 0) {
+                if (!usable)
+                        s->records.insns_missing = true;
+                *ret = usable ? f : NULL;
+                return 0;
+        }
+        if (usable && !f->dropped && memcmp(f->insns, rec->insns, rec->len * sizeof(struct sock_filter)) == 0) {
+                *ret = f;
+                return 0;
+        }
+        if (usable && f->dropped) { /* sent again: the same program stays dropped */
+                uint8_t digest[PROG_DIGEST_SIZE];
+                prog_digest(rec->insns, rec->len, digest);
+                if (memcmp(digest, f->digest, sizeof(digest)) == 0) {
+                        *ret = f;
+                        return 0;
+                }
+        }
+        /* New, or sent again with other instructions than kept (the kernel could not read them
+         * before): the record's are the truth. */
+        fresh = bpf_filter_new(s, rec);
+        if (!fresh)
+                return -ENOMEM;
+        if (allow_dropped && filter_unwanted(s->opts, fresh) && (k = filter_drop_insns(s, &fresh, false)) < 0) {
+                free(fresh);
+                return k;
+        }
+        k = hashmap_replace(&s->filters, rec->id, fresh);
+        if (k < 0) {
+                free(fresh);
+                return k;
+        }
+        free(f);
+        *ret = fresh;
+        return 0;
+}
+
+int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata) {
+        uint64_t id;
+        void *v;
+        int k;
+
+        /* The last pass's records point at what they met: those first, through the records. */
+        for (size_t i = 0; i < s->records.n_filters; i++) {
+                BpfFilter **ref = &s->records.filters[i];
+                if (!(*ref)->dropped && (*ref)->len > 0 && drop((*ref)->id, userdata) &&
+                    (k = filter_drop_insns(s, ref, true)) < 0)
+                        return k;
+        }
+        /* Then the others the scanner keeps (the map may grow while a value is replaced: not
+         * while it is walked). */
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t n = 0, allocated = 0;
+        for (size_t i = 0; hashmap_next(&s->filters, &i, &id, &v);) {
+                const BpfFilter *f = v;
+                if (f->dropped || f->len == 0 || f->seen_pass == s->pass || !drop(id, userdata))
+                        continue;
+                if (GROW(ids, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                ids[n++] = id;
+        }
+        for (size_t i = 0; i < n; i++) {
+                BpfFilter *f = hashmap_get(&s->filters, ids[i]);
+                if ((k = filter_drop_insns(s, &f, true)) < 0)
+                        return k;
+        }
+        return 0;
+}

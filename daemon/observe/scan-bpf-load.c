@@ -1,0 +1,200 @@
+/* scan-bpf-load.c: the bpf scanner's iterator unit (bpf/scan.bpf.c) opened, sized and loaded with
+ * its ring buffer reader, the tracepoint unit loaded on its id maps, and the process made ready
+ * for loads once: libbpf's log, and a heap that keeps the pages the kernel's BTF took */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <limits.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "observe/scan-bpf-cache.h"
+#include "observe/scan-bpf-load.h"
+#include "observe/scan-bpf-pass.h"
+#include "observe/bpf/scan.skel.h" /* after the records it names (bpf/scan.h) */
+
+#define MIN_RINGBUF_SIZE (64U << 10) /* holds the largest record: a FILTER of 4096 instructions */
+#define MAX_FILTER_IDS (1U << 18)    /* as in bpf/ids.bpf.h */
+#define ONESHOT_MIN_IDS 4096U
+
+static int libbpf_log(enum libbpf_print_level level, const char *format, va_list ap) {
+        char buf[LINE_MAX];
+        size_t n;
+
+        if (level == LIBBPF_DEBUG && log_get_max_level() < LOG_LEVEL_DEBUG)
+                return 0;
+        vsnprintf(buf, sizeof(buf), format, ap);
+        n = strlen(buf);
+        if (n > 0 && buf[n - 1] == '\n')
+                buf[n - 1] = 0;
+        if (level == LIBBPF_WARN)
+                log_warning("libbpf: %s", buf);
+        else
+                log_debug("libbpf: %s", buf);
+        return 0;
+}
+
+#define ARGV_WANT_BYTES (SCAN_ARGV_WORDS * sizeof(uint64_t))
+
+void bpf_scanner_unload(BpfScanner *s) {
+        if (s->argv_want)
+                munmap(s->argv_want, ARGV_WANT_BYTES);
+        s->argv_want = NULL;
+        ring_buffer__free(s->rb);
+        s->rb = NULL;
+        scan_bpf__destroy(s->skel);
+        s->skel = NULL;
+}
+
+/* Loading a BPF unit makes libbpf read the kernel's BTF (/sys/kernel/btf/vmlinux, about 5 MiB)
+ * into fresh memory, and copy it once more; a scanner loads one or two units, then its first pass
+ * builds everything anew. Where a page fault traps to the hypervisor (20-45 us each on the
+ * project's virtual machines, against about 1 us per page populated in one call: the machine
+ * facts of sectree-bench) those first touches were most of the time to load. So the heap keeps
+ * what it frees (blocks up to 32 MiB come from it, and it is trimmed only when twice `keep` is
+ * free at its top), and `keep` bytes of it (twice the BTF and some) are populated in one call:
+ * both units' BTF and the first pass reuse those pages. */
+#define HEAP_KEEP_SLACK (4U << 20)
+#define HEAP_MMAP_THRESHOLD (32U << 20) /* glibc's largest: blocks below it come from the heap */
+
+static size_t heap_keep; /* 0 until heap_prepare() set the heap up */
+
+/* The next `bytes` of the heap populated in one call, and left free for what comes next. */
+static void heap_populate(size_t bytes) {
+        char *p = malloc(bytes);
+        if (!p)
+                return;
+        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
+        (void) madvise((void *) start, ((uintptr_t) p + bytes - start) & ~(page - 1), MADV_POPULATE_WRITE);
+        free(p);
+}
+
+static void heap_prepare(void) {
+        struct stat st;
+        size_t keep;
+
+        if (stat("/sys/kernel/btf/vmlinux", &st) < 0 || st.st_size <= 0)
+                return;
+        keep = 2 * (size_t) st.st_size + HEAP_KEEP_SLACK;
+        if (keep >= HEAP_MMAP_THRESHOLD || mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD) != 1 ||
+            mallopt(M_TRIM_THRESHOLD, (int) (2 * keep)) != 1)
+                return;
+        heap_keep = keep;
+        heap_populate(keep);
+}
+
+static pthread_once_t process_prepared = PTHREAD_ONCE_INIT;
+/* libbpf caches what it probed of the kernel in globals as it loads: one load at a time */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void process_prepare(void) {
+        libbpf_set_print(libbpf_log);
+        heap_prepare();
+}
+
+void bpf_scanner_process_prepare(void) {
+        (void) pthread_once(&process_prepared, process_prepare);
+}
+
+void bpf_heap_populate_kept(size_t bytes) {
+        if (heap_keep > 0)
+                heap_populate(MIN(bytes, heap_keep));
+}
+
+/* The id map of a scanner: a live one's is the largest; a one-shot one's has room for twice the
+ * tasks that exist (a filter is held by at least one task, or a listener fd), within
+ * [ONESHOT_MIN_IDS, MAX_FILTER_IDS]. */
+uint32_t bpf_scanner_id_map_size(bool oneshot) {
+        struct sysinfo si;
+        uint32_t size = ONESHOT_MIN_IDS;
+
+        if (!oneshot)
+                return MAX_FILTER_IDS;
+        if (sysinfo(&si) == 0)
+                while (size < MAX_FILTER_IDS && size < 2U * si.procs)
+                        size <<= 1;
+        return size;
+}
+
+/* Open, size and load the scan unit into s->skel (and its ring buffer reader), continuing the ids
+ * after last_id. */
+static int scanner_load_locked(BpfScanner *s, uint64_t last_id) {
+        int r;
+
+        s->skel = scan_bpf__open();
+        if (!s->skel)
+                return log_debug_errno(-errno, "Failed to open the scan BPF programs: %m");
+        s->skel->data_ids->last_id = last_id;
+        bpf_pidns_self(&s->skel->data_ids->pidns_self.level, &s->skel->data_ids->pidns_self.inum);
+        s->skel->rodata->mark_procs = !s->oneshot;
+        s->skel->rodata->forget_after_pass = s->oneshot;
+        r = bpf_map__set_max_entries(s->skel->maps.filter_ids, s->id_map_size);
+        if (r >= 0 && s->oneshot) /* nothing reads the marks */
+                r = bpf_map__set_max_entries(s->skel->maps.seccomp_procs, 1);
+        if (r >= 0 && s->no_argv) {
+                bpf_program__set_autoload(s->skel->progs.scan_argv, false);
+                r = bpf_map__set_max_entries(s->skel->maps.argv_want, 1);
+        }
+        if (r < 0)
+                return log_debug_errno(r, "Failed to size the scan's maps: %m");
+        /* Tests make it small, so that passes overflow it and objects are retried. */
+        r = bpf_ring_size_from_env(s->skel->maps.records, "SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE);
+        if (r < 0)
+                return r;
+
+        r = scan_bpf__load(s->skel);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to load the scan BPF programs: %m");
+        r = scan_bpf__attach(s->skel);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to attach the scan BPF programs: %m");
+
+        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.records), bpf_scanner_on_record, s, NULL);
+        if (!s->rb)
+                return log_debug_errno(-errno, "Failed to set up the scan ring buffer: %m");
+        if (!s->no_argv) {
+                void *p = mmap(NULL, ARGV_WANT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+                               bpf_map__fd(s->skel->maps.argv_want), 0);
+                if (p == MAP_FAILED)
+                        return log_debug_errno(-errno, "Failed to map the argv_want map: %m");
+                s->argv_want = p;
+        }
+        return 0;
+}
+
+int bpf_scanner_load(BpfScanner *s, uint64_t last_id) {
+        (void) pthread_mutex_lock(&load_lock);
+        int r = scanner_load_locked(s, last_id);
+        (void) pthread_mutex_unlock(&load_lock);
+        return r;
+}
+
+/* A one-shot scanner whose id map was too small: load it again with one four times as large.
+ * Nothing of the old map is kept (ids continue above its last one). */
+int bpf_scanner_grow_oneshot(BpfScanner *s) {
+        uint64_t last_id = s->skel->data_ids->last_id;
+
+        if (s->id_map_size >= MAX_FILTER_IDS)
+                return -ENOBUFS;
+        log_debug("The filter id map of %" PRIu32 " entries is full: loading one four times as large.", s->id_map_size);
+        s->id_map_size = s->id_map_size * 4 < MAX_FILTER_IDS ? s->id_map_size * 4 : MAX_FILTER_IDS;
+        bpf_scanner_unload(s);
+        bpf_cache_clear(&s->filters);
+        s->files = (BpfFilesState) {};
+        return bpf_scanner_load(s, last_id);
+}
+
+int bpf_scanner_load_watch(BpfScanner *s) {
+        BpfIdMaps maps = {
+                .filter_ids = bpf_map__fd(s->skel->maps.filter_ids),
+                .seccomp_procs = bpf_map__fd(s->skel->maps.seccomp_procs),
+                .data_ids = bpf_map__fd(s->skel->maps.data_ids),
+        };
+
+        return bpf_watch_load(&s->watch, &maps);
+}

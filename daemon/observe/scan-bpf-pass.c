@@ -1,0 +1,412 @@
+/* scan-bpf-pass.c: one pass of the bpf scanner: its records taken from the scan ring buffer, the
+ * task, task_file and argv iterators run to their end, and the checks that the pass is whole */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/seccomp.h>
+#include <time.h>
+
+#include "observe/scan-bpf-cache.h"
+#include "observe/scan-bpf-pass.h"
+#include "observe/bpf/scan.skel.h" /* after the records it names (bpf/scan.h) */
+
+#define MAX_READ_STALLS 1000  /* -EAGAIN reads in a row that made no room in the ring buffer */
+
+/* The kernel's id map keeps the ids of gone filters until a pass ends with a sweep, which visits
+ * every bucket of the map (some milliseconds, whatever the number of filters): one is asked for
+ * when ids of gone filters have been waiting this many passes, or sooner when they take up
+ * 1/SWEEP_STALE_SHARE of the map. */
+#define SWEEP_INTERVAL 16
+#define SWEEP_STALE_SHARE 16
+
+/* The records are kept in arrays that live as long as the scanner; a pass only resets them. */
+static void pass_records_reset(PassRecords *r) {
+        *r = (PassRecords) {
+                .tasks = r->tasks,
+                .n_tasks_allocated = r->n_tasks_allocated,
+                .tasks_spare = r->tasks_spare,
+                .n_tasks_spare_allocated = r->n_tasks_spare_allocated,
+                .listeners = r->listeners,
+                .n_listeners_allocated = r->n_listeners_allocated,
+                .filters = r->filters,
+                .n_filters_allocated = r->n_filters_allocated,
+                .exes = r->exes,
+                .n_exes_allocated = r->n_exes_allocated,
+                .argvs = r->argvs,
+                .n_argvs_allocated = r->n_argvs_allocated,
+                .pool = r->pool,
+                .pool_allocated = r->pool_allocated,
+        };
+}
+
+void bpf_pass_records_free(PassRecords *r) {
+        free(r->tasks);
+        free(r->tasks_spare);
+        free(r->listeners);
+        free(r->filters);
+        free(r->exes);
+        free(r->argvs);
+        free(r->pool);
+        *r = (PassRecords) {};
+}
+
+static int records_add_filter(BpfScanner *s, const struct scan_rec_filter *rec, size_t size) {
+        PassRecords *r = &s->records;
+        BpfFilter *f;
+        int k;
+
+        if (size < sizeof(*rec) || rec->id == 0 || rec->len > SCAN_MAX_INSNS ||
+            (rec->has_insns && size < sizeof(*rec) + rec->len * sizeof(struct sock_filter)))
+                return -EBADMSG;
+        f = hashmap_get(&s->filters, rec->id);
+        if (f && f->seen_pass == s->pass)
+                return 0; /* met again on a retried object */
+
+        k = bpf_scanner_filter_from_rec(s, f, rec, &f);
+        if (k < 0 || !f)
+                return k;
+        if (GROW(r->filters, r->n_filters_allocated, r->n_filters + 1) < 0)
+                return -ENOMEM;
+        f->parent_id = rec->parent_id;
+        f->seen_pass = s->pass;
+        f->refs = rec->refs;
+        f->users = rec->users;
+        f->has_listener = rec->has_listener;
+        f->keep = false;
+        r->filters[r->n_filters++] = f;
+        if (f->has_listener)
+                r->any_listener = true;
+        return 0;
+}
+
+/* Keep len bytes of a record in the pass's string pool; their offset in *ret_off. */
+static int records_keep_bytes(PassRecords *r, const void *data, size_t len, size_t *ret_off) {
+        if (GROW(r->pool, r->pool_allocated, r->pool_len + len) < 0)
+                return -ENOMEM;
+        memcpy(r->pool + r->pool_len, data, len);
+        *ret_off = r->pool_len;
+        r->pool_len += len;
+        return 0;
+}
+
+static int records_add_exe(PassRecords *r, const struct scan_rec_exe *rec, size_t size) {
+        ProcRec e;
+
+        if (size < sizeof(*rec) || rec->len >= SCAN_PATH_MAX || size < sizeof(*rec) + rec->len ||
+            memchr(rec->path, 0, rec->len))
+                return -EBADMSG;
+        e = (ProcRec) { .tgid = (pid_t) rec->tgid, .flags = rec->flags, .same_tgid = (pid_t) rec->same_tgid, .len = rec->len };
+        if (GROW(r->exes, r->n_exes_allocated, r->n_exes + 1) < 0 || records_keep_bytes(r, rec->path, rec->len, &e.off) < 0)
+                return -ENOMEM;
+        r->exes[r->n_exes++] = e;
+        return 0;
+}
+
+static int records_add_argv(PassRecords *r, const struct scan_rec_argv *rec, size_t size) {
+        ProcRec a;
+
+        if (size < sizeof(*rec) || rec->len >= SCAN_ARGV_MAX || size < sizeof(*rec) + rec->len)
+                return -EBADMSG;
+        a = (ProcRec) {
+                .tgid = (pid_t) rec->tgid,
+                .flags = rec->flags,
+                .start_boottime = rec->start_boottime,
+                .len = rec->len,
+        };
+        if (GROW(r->argvs, r->n_argvs_allocated, r->n_argvs + 1) < 0 || records_keep_bytes(r, rec->args, rec->len, &a.off) < 0)
+                return -ENOMEM;
+        r->argvs[r->n_argvs++] = a;
+        return 0;
+}
+
+static int records_add(BpfScanner *s, const void *data, size_t size) {
+        PassRecords *r = &s->records;
+        uint32_t type;
+
+        if (size < sizeof(type))
+                return -EBADMSG;
+        memcpy(&type, data, sizeof(type));
+
+        switch (type) {
+        case SCAN_REC_TASK:
+                if (size < sizeof(struct scan_rec_task))
+                        return -EBADMSG;
+                if (GROW(r->tasks, r->n_tasks_allocated, r->n_tasks + 1) < 0)
+                        return -ENOMEM;
+                memcpy(&r->tasks[r->n_tasks++], data, sizeof(struct scan_rec_task));
+                return 0;
+        case SCAN_REC_FILTER:
+                return records_add_filter(s, data, size);
+        case SCAN_REC_LISTENER:
+                if (size < sizeof(struct scan_rec_listener))
+                        return -EBADMSG;
+                if (GROW(r->listeners, r->n_listeners_allocated, r->n_listeners + 1) < 0)
+                        return -ENOMEM;
+                memcpy(&r->listeners[r->n_listeners++], data, sizeof(struct scan_rec_listener));
+                return 0;
+        case SCAN_REC_EXE:
+                return records_add_exe(r, data, size);
+        case SCAN_REC_ARGV:
+                return records_add_argv(r, data, size);
+        case SCAN_REC_END: {
+                struct scan_rec_end end;
+                if (size < sizeof(end))
+                        return -EBADMSG;
+                memcpy(&end, data, sizeof(end));
+                r->end_seen = true;
+                r->end_pass = end.pass;
+                return 0;
+        }
+        default:
+                return -EBADMSG;
+        }
+}
+
+int bpf_scanner_on_record(void *userdata, void *data, size_t size) {
+        BpfScanner *s = userdata;
+        int k;
+
+        k = records_add(s, data, size);
+        if (k < 0 && s->records.error == 0)
+                s->records.error = k;
+        return k; /* a negative value stops ring_buffer__consume() */
+}
+
+static int consume(BpfScanner *s) {
+        int n = ring_buffer__consume(s->rb);
+
+        if (s->records.error < 0)
+                return log_error_errno(s->records.error, "Failed to take in a scan record: %m");
+        if (n < 0)
+                return log_error_errno(n, "Failed to read the scan ring buffer: %m");
+        return n;
+}
+
+/* Run one iterator to its end. Its program never writes to the iterator's file: read() returns 0
+ * at the end, or -EAGAIN when the ring buffer is full — then drain it, and the same object is
+ * tried again. */
+static int iter_run(BpfScanner *s, struct bpf_link *link, const char *name) {
+        _cleanup_close_ int fd = -1;
+        unsigned stalls = 0;
+        char buf[64];
+        int n;
+
+        fd = bpf_iter_create(bpf_link__fd(link));
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to start the %s iterator: %m", name);
+
+        for (;;) {
+                ssize_t k = read(fd, buf, sizeof(buf));
+                int saved = errno;
+
+                n = consume(s);
+                if (n < 0)
+                        return n;
+                if (k == 0)
+                        return 0;
+                if (k > 0)
+                        return log_error_errno(-EBADMSG, "The %s iterator wrote text, expected none.", name);
+                if (saved == EINTR)
+                        continue;
+                if (saved != EAGAIN)
+                        return log_error_errno(-saved, "Failed to run the %s iterator: %m", name);
+                stalls = n > 0 ? 0 : stalls + 1;
+                if (stalls > MAX_READ_STALLS)
+                        return log_error_errno(-EIO, "The %s iterator makes no progress.", name);
+        }
+}
+
+typedef struct StatsMark {
+        uint64_t map_full, chain_too_long, retries, insns_sent;
+} StatsMark;
+
+static StatsMark stats_mark(BpfScanner *s) {
+        const volatile struct scan_stats *k = &s->skel->bss->stats;
+
+        return (StatsMark) {
+                .map_full = s->skel->data_ids->ids_stats.map_full,
+                .chain_too_long = k->chain_too_long,
+                .retries = k->retries,
+                .insns_sent = k->insns_sent,
+        };
+}
+
+/* Whether the task_file iterator (a second walk over every task and every open file) must run
+ * before the task iterator has. It finds the listener fds, and with them the filters that only a
+ * listener fd keeps alive: no task's chain leads to those. Every listener that exists now either
+ * existed when the last run started — that run met it, so it had listeners — or was made since
+ * by seccomp(2), which the install tracepoint counts (and a tracepoint run the kernel skipped
+ * counts as a miss). Otherwise there is no listener, and nothing for the iterator to find. */
+static bool files_pass_needed(BpfScanner *s) {
+        if (!s->watch.skel) /* nothing here counts the listeners made: a live scanner beside it may */
+                return !(s->no_listeners && s->no_listeners(s->no_listeners_userdata));
+        BpfListenerMark m = bpf_scanner_listener_mark(s);
+        return !bpf_scanner_listener_mark_holds(s, &m);
+}
+
+/* Whether the pass should end with a sweep of the kernel's id map. Its entries (stored minus
+ * swept) beyond the filters the last pass met belong to gone filters. */
+static bool sweep_due(BpfScanner *s) {
+        uint64_t entries = s->skel->data_ids->ids_stats.ids_stored - s->skel->bss->stats.ids_swept;
+        uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
+
+        if (s->force_sweep || s->oneshot)
+                return true; /* a one-shot scanner forgets every id at the end of each pass */
+        if (stale == 0)
+                return false;
+        return stale >= bpf_map__max_entries(s->skel->maps.filter_ids) / SWEEP_STALE_SHARE ||
+               s->pass - s->last_sweep_pass >= SWEEP_INTERVAL;
+}
+
+static int files_run(BpfScanner *s) {
+        int r;
+
+        s->files.created_mark = s->skel->data_ids->listeners_created;
+        s->files.install_misses = bpf_watch_install_misses(&s->watch);
+        s->files.ran = false; /* until this run has found them all */
+        r = iter_run(s, s->skel->links.scan_files, "task_file");
+        if (r < 0)
+                return r;
+        s->files.ran = true;
+        s->files.n_listeners = s->records.n_listeners;
+        return 0;
+}
+
+/* The kernel thinks this scanner has instructions it does not have: ask for all of them again. */
+static void insns_epoch_next(BpfScanner *s) {
+        s->skel->data->insns_epoch++;
+        log_debug("Pass %" PRIu64 ": instructions of a filter were left out but are not known here; asking for all "
+                  "of them again.", s->pass);
+}
+
+static int pass_check(BpfScanner *s, const StatsMark *before) {
+        StatsMark after = stats_mark(s);
+
+        if (s->records.insns_missing) {
+                insns_epoch_next(s);
+                return -ENOENT; /* run it again */
+        }
+        if (after.map_full != before->map_full) {
+                s->force_sweep = true; /* and the pass is tried again */
+                return log_debug_errno(-ENOBUFS, "Pass %" PRIu64 ": the filter id map is full.", s->pass);
+        }
+        if (after.chain_too_long != before->chain_too_long)
+                return log_error_errno(-ELOOP, "A filter chain is deeper than the walk bound: pass incomplete.");
+        return 0;
+}
+
+static int cmp_proc_rec(const void *a, const void *b) {
+        const ProcRec *x = a, *y = b;
+
+        if (x->tgid != y->tgid)
+                return x->tgid < y->tgid ? -1 : 1;
+        return x->off < y->off ? -1 : x->off > y->off; /* sent again on a retry: the last one counts */
+}
+
+/* The last record of tgid in recs (sorted with cmp_proc_rec), or NULL. */
+const ProcRec *bpf_proc_rec_find(const ProcRec *recs, size_t n, pid_t tgid) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (recs[mid].tgid <= tgid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo > 0 && recs[lo - 1].tgid == tgid ? &recs[lo - 1] : NULL;
+}
+
+int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC), tasks_done, files_done;
+        StatsMark before, after;
+        bool files, sweep;
+        int r;
+
+        pass_records_reset(&s->records);
+        s->skel->data_ids->pass = ++s->pass;
+        s->skel->bss->emit_all_tasks = all_tasks;
+        s->skel->bss->want_exe = want_exe;
+        files = files_pass_needed(s);
+        sweep = sweep_due(s);
+        s->skel->bss->files_planned = files;
+        s->skel->bss->sweep_wanted = sweep;
+        before = stats_mark(s);
+
+        r = iter_run(s, s->skel->links.scan_tasks, "task");
+        if (r < 0)
+                return r;
+        tasks_done = now_usec(CLOCK_MONOTONIC);
+        /* A filter with a listener that no pass knew of: its fds may be anywhere. */
+        if (!files && s->records.any_listener)
+                files = true;
+        if (files) {
+                r = files_run(s);
+                if (r < 0)
+                        return r;
+        }
+        files_done = now_usec(CLOCK_MONOTONIC);
+
+        r = pass_check(s, &before);
+        if (r < 0)
+                return r;
+        if (sweep) {
+                s->last_sweep_pass = s->pass;
+                s->force_sweep = false;
+        }
+        s->live_filters = s->records.n_filters;
+        qsort(s->records.exes, s->records.n_exes, sizeof(ProcRec), cmp_proc_rec);
+        r = bpf_scanner_evict(s);
+        if (r < 0)
+                return r;
+
+        after = stats_mark(s);
+        if (!s->records.end_seen || s->records.end_pass != s->pass)
+                log_debug("Pass %" PRIu64 ": no end record (ring buffer full at the end).", s->pass);
+        log_debug("Pass %" PRIu64 ": %zu task, %zu filter (%" PRIu64 " with instructions), %zu listener records, "
+                  "%" PRIu64 " objects retried; tasks %" PRIu64 " us%s, files %s%" PRIu64 " us.",
+                  s->pass, s->records.n_tasks, s->records.n_filters, after.insns_sent - before.insns_sent,
+                  s->records.n_listeners, after.retries - before.retries, tasks_done - start,
+                  sweep ? " (with a sweep)" : "", files ? "" : "skipped, ", files_done - tasks_done);
+        return 0;
+}
+
+static void argv_want_mark(BpfScanner *s, const ProcSpan *spans, size_t n, bool on) {
+        for (size_t i = 0; i < n; i++) {
+                pid_t pid = spans[i].pid;
+                uint64_t bit = UINT64_C(1) << (pid % 64);
+
+                if (!spans[i].member || pid <= 0 || (size_t) pid / 64 >= SCAN_ARGV_WORDS)
+                        continue;
+                if (on)
+                        s->argv_want[pid / 64] |= bit;
+                else
+                        s->argv_want[pid / 64] &= ~bit;
+        }
+}
+
+/* The command lines of the reported processes: the argv iterator reads them from their memory. */
+int bpf_scanner_argv_pass(BpfScanner *s, const ProcSpan *spans, size_t n) {
+        int k;
+
+        argv_want_mark(s, spans, n, true);
+        k = iter_run(s, s->skel->links.scan_argv, "argv");
+        argv_want_mark(s, spans, n, false);
+        if (k < 0)
+                return k;
+        s->argv_passes++;
+        qsort(s->records.argvs, s->records.n_argvs, sizeof(ProcRec), cmp_proc_rec);
+        return 0;
+}
+
+BpfListenerMark bpf_scanner_listener_mark(const BpfScanner *s) {
+        return (BpfListenerMark) {
+                .none = s->watch.skel && s->files.ran && s->files.n_listeners == 0,
+                .created = s->files.created_mark,
+                .install_misses = s->files.install_misses,
+        };
+}
+
+bool bpf_scanner_listener_mark_holds(BpfScanner *s, const BpfListenerMark *m) {
+        return m->none && s->skel->data_ids->listeners_created == m->created &&
+               bpf_watch_install_misses(&s->watch) == m->install_misses;
+}

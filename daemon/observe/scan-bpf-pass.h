@@ -1,0 +1,17 @@
+/* scan-bpf-pass.h: one pass of the bpf scanner (scan-bpf-pass.c): records, iterator runs, checks */
+#pragma once
+
+#include "observe/scan-bpf-select.h"
+
+void bpf_pass_records_free(PassRecords *r);
+/* The scan ring buffer's callback (userdata: the scanner): one record into s->records. */
+int bpf_scanner_on_record(void *userdata, void *data, size_t size);
+/* Run the task iterator (every task: all_tasks, else those under seccomp and their processes)
+ * and, when listeners may exist, the task_file one, into s->records. -ENOENT or -ENOBUFS: the
+ * pass is to be run again (the kernel was asked for every program once more; the id map is swept
+ * first); -ELOOP: a chain deeper than the walk bound. */
+int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe);
+/* The command lines of the member processes, by the argv iterator. */
+int bpf_scanner_argv_pass(BpfScanner *s, const ProcSpan *spans, size_t n);
+/* The last record of tgid in recs (sorted by the pass), or NULL. */
+const ProcRec *bpf_proc_rec_find(const ProcRec *recs, size_t n, pid_t tgid);
