@@ -1,8 +1,10 @@
 /* plan-emit.c: the planner's emitter: walks every process's install tree from the restore root
  * down, and writes the steps in an order that runs, each one applied to the kernel model as it
  * is written so that the next ones see the state the executor will find */
-#include "plan/plan-internal.h"
-#include "plan/plan-verify.h"
+#include "plan/plan-emit.h"
+
+#include "plan/plan-sim.h"
+#include "plan/plan-syscalls.h"
 
 /* What is left to emit, kept on an explicit stack (process trees can be deep). */
 typedef enum JobKind {
