@@ -6,7 +6,7 @@
 
 #include "core/util.h"
 #include "policy/policy-arch.h"
-#include "policy/policy-internal.h"
+#include "policy/policy-exec.h"
 
 /* A term of the combination so far, and what the filters walked so far make of it. */
 typedef struct Partial {
