@@ -5,7 +5,8 @@
 #include <stdio.h>
 
 #include "core/forest.h"
-#include "snapshot/snapshot.h"
+#include "snapshot/snapshot-format.h"
+#include "snapshot/snapshot-text.h"
 
 typedef enum SnapshotJsonFlags {
         SNAPSHOT_JSON_PRETTY = 1 << 0,

@@ -1,13 +1,14 @@
 /* snapshot-sqlite-read.c: reads the SQLite snapshot file, treating it as hostile: header checks
  * before SQLite sees it, a hardened read-only in-memory connection, quick_check, the schema
  * compared with ours before any table is queried, and every value's type checked */
-#include "snapshot/snapshot-sqlite.h"
+#include "snapshot/snapshot-sqlite-read.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <strings.h>
 
 #include "core/sqlite-util.h"
+#include "snapshot/snapshot-fd.h"
 #include "snapshot/snapshot-sqlite-schema.h"
 #include "snapshot/snapshot-validate.h"
 
