@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "core/forest-iso.h"
 #include "snapshot-samples.h"
 #include "snapshot/snapshot-diff.h"
 #include "snapshot/snapshot-json.h"

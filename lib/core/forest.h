@@ -289,12 +289,7 @@ int forest_renumber(Forest *f);
  * forest must be linked; it is linked again. */
 int forest_set_ids(Forest *f, const uint64_t *new_ids);
 
-/* Isomorphism between two linked forests: the same shape of sharing, with the same bytes and
- * flags (log, wait_killable_recv, listener presence) at each node. task_map gives pairs
- * (tid in a, tid in b) for n_map entries; if n_map == 0 a mapping of threads is searched for
- * (by chain shape and comm). Returns 1 if isomorphic, 0 if not (with *why, malloc'ed, saying
- * the first difference), negative errno on failure. */
+/* A thread of one forest and its counterpart in another (tids). */
 typedef struct TaskPair {
         pid_t a, b;
 } TaskPair;
-int forest_isomorphic(const Forest *a, const Forest *b, const TaskPair *task_map, size_t n_map, char **why);

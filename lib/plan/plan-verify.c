@@ -4,6 +4,8 @@
 
 #include "plan/plan-verify.h"
 
+#include "core/forest-iso.h"
+
 void plan_mapping_done(PlanMapping *m) {
         free(m->processes);
         free(m->threads);
