@@ -501,7 +501,7 @@ static int exited_leader_state(Planner *p, size_t t, const Process *sp) {
         const Task *want = &sp->exited_leader;
         size_t head = p->km.tasks[t].head;
         unsigned depth = head == KMODEL_NONE ? 0 : (unsigned) p->km.filters[head].depth;
-        int r = 0;
+        int r;
 
         if (depth > want->filter_count)
                 return plan_refuse(p, "process %d: its leader exited in mode %s with %u filters, but every task of it "
@@ -511,11 +511,19 @@ static int exited_leader_state(Planner *p, size_t t, const Process *sp) {
                 r = emit(p, STEP(.op = PLAN_OP_STRICT, .task = t, .arg = 1));
                 return r < 0 ? r : 1;
         }
-        if (want->mode == TASK_MODE_FILTER && depth < want->filter_count && p->o->unprivileged && !p->km.tasks[t].nnp)
+        if (want->mode != TASK_MODE_FILTER)
+                return 0;
+        if (depth < want->filter_count && p->o->unprivileged && !p->km.tasks[t].nnp) {
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        for (unsigned k = depth; r >= 0 && want->mode == TASK_MODE_FILTER && k < want->filter_count; k++)
+                if (r < 0)
+                        return r;
+        }
+        for (unsigned k = depth; k < want->filter_count; k++) {
                 r = emit(p, STEP(.op = PLAN_OP_FILL, .task = t));
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* A helper task is done. A process whose leader exited in the snapshot has a helper leader, and
@@ -524,14 +532,18 @@ static int exited_leader_state(Planner *p, size_t t, const Process *sp) {
 static int job_exit(Planner *p, size_t t) {
         const PlanProcess *proc = &p->plan->processes[p->plan->tasks[t].process];
         bool leader = proc->kind == PLAN_PROCESS_RESTORED && proc->leader == t;
-        int r = 0;
+        int r;
 
-        if (leader && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp)
+        if (leader && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp) {
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        if (r >= 0 && leader && proc->snapshot->has_exited_leader)
+                if (r < 0)
+                        return r;
+        }
+        if (leader && proc->snapshot->has_exited_leader) {
                 r = exited_leader_state(p, t, proc->snapshot);
-        if (r != 0)
-                return r < 0 ? r : 0; /* 1: it ended already */
+                if (r != 0)
+                        return r < 0 ? r : 0; /* 1: it ended already */
+        }
         return emit(p, STEP(.op = PLAN_OP_EXIT, .task = t));
 }
 
@@ -600,20 +612,23 @@ static int emit_receives(Planner *p) {
 static int emit_task_end(Planner *p, size_t t, bool *exec_later) {
         const PlanTask *task = &p->plan->tasks[t];
         const PlanProcess *proc = &p->plan->processes[task->process];
-        int r = 0;
+        int r;
 
-        if (task->kind == PLAN_TASK_RESTORED && thread_wants_nnp(proc->snapshot, task->snapshot) && !p->km.tasks[t].nnp)
+        if (task->kind == PLAN_TASK_RESTORED && thread_wants_nnp(proc->snapshot, task->snapshot) && !p->km.tasks[t].nnp) {
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        if (r >= 0 && task->kind == PLAN_TASK_RESTORED && p->o->original_ids && !creds_in_place(p, t)) {
+                if (r < 0)
+                        return r;
+        }
+        if (task->kind == PLAN_TASK_RESTORED && p->o->original_ids && !creds_in_place(p, t)) {
                 if (p->km.tasks[t].ids_set && p->km.tasks[t].uid != 0)
                         return plan_refuse(p, "thread %d of process %d must become uid %u gid %u, but it was made by a "
                                            "task that became uid %u before a filter that stops changing it",
                                            task->snapshot->tid, proc->snapshot->pid, (unsigned) proc->snapshot->uid,
                                            (unsigned) proc->snapshot->gid, (unsigned) p->km.tasks[t].uid);
                 r = emit(p, STEP(.op = PLAN_OP_SET_CREDS, .task = t));
+                if (r < 0)
+                        return r;
         }
-        if (r < 0)
-                return r;
         if (task->kind == PLAN_TASK_RESTORED && task->snapshot->mode == TASK_MODE_STRICT)
                 return emit(p, STEP(.op = PLAN_OP_STRICT, .task = t));
         if (proc->exec != PLAN_NONE && proc->leader == t) {
@@ -626,17 +641,25 @@ static int emit_task_end(Planner *p, size_t t, bool *exec_later) {
 static int emit_ends(Planner *p) {
         int r = emit_receives(p);
 
-        for (size_t t = 0; r >= 0 && t < p->plan->n_tasks; t++) {
+        if (r < 0)
+                return r;
+        for (size_t t = 0; t < p->plan->n_tasks; t++) {
                 bool exec_later = false;
-                if (p->km.tasks[t].alive)
-                        r = emit_task_end(p, t, &exec_later);
+                if (!p->km.tasks[t].alive)
+                        continue;
+                r = emit_task_end(p, t, &exec_later);
+                if (r < 0)
+                        return r;
         }
-        for (size_t pp = 0; r >= 0 && pp < p->plan->n_processes; pp++) {
+        for (size_t pp = 0; pp < p->plan->n_processes; pp++) {
                 const PlanProcess *x = &p->plan->processes[pp];
-                if (x->exec != PLAN_NONE)
-                        r = emit(p, STEP(.op = PLAN_OP_EXEC, .task = x->leader, .after_start = true));
+                if (x->exec == PLAN_NONE)
+                        continue;
+                r = emit(p, STEP(.op = PLAN_OP_EXEC, .task = x->leader, .after_start = true));
+                if (r < 0)
+                        return r;
         }
-        return r;
+        return 0;
 }
 
 /* ---- checks of the result ---- */
