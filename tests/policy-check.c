@@ -10,7 +10,7 @@
 #include "core/util.h"
 #include "policy/policy-arch.h"
 #include "policy/policy-format.h"
-#include "policy/policy-internal.h"
+#include "policy/policy-exec.h"
 #include "policy/policy-oci.h"
 #include "policy/policy-profile.h"
 #include "policy/policy-summary.h"

@@ -2,6 +2,7 @@
  * subtree restriction and isomorphism */
 #include <linux/seccomp.h>
 
+#include "core/forest-iso.h"
 #include "core/forest.h"
 #include "snapshot-samples.h"
 #include "snapshot/snapshot-json.h"

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "plan/plan-kmodel.h"
+#include "plan/plan-sim.h"
 #include "plan/plan-verify.h"
 #include "plan/plan.h"
 #include "snapshot-samples.h"

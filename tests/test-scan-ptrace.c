@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "core/forest-iso.h"
 #include "observe/procinfo.h"
 #include "observe/scanner.h"
 #include "tests-util.h"

@@ -16,6 +16,7 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
+#include "core/forest-iso.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot-json.h"
 #include "snapshot-samples.h"

@@ -6,11 +6,14 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "core/forest-iso.h"
 #include "snapshot-samples.h"
 #include "snapshot/snapshot-diff.h"
 #include "snapshot/snapshot-json.h"
+#include "snapshot/snapshot-sqlite-read.h"
 #include "snapshot/snapshot-sqlite.h"
 #include "snapshot/snapshot-validate.h"
+#include "snapshot/snapshot.h"
 #include "tests-util.h"
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SnapshotDiff, snapshot_diff_free)

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "snapshot/snapshot-json.h"
+#include "snapshot/snapshot-sqlite-read.h"
 #include "snapshot/snapshot-sqlite.h"
 #include "snapshot/snapshot-validate.h"
 

@@ -1,8 +1,8 @@
 /* forest-iso.c: isomorphism of two linked forests: same shape of sharing, same bytes and flags */
+#include "core/forest-iso.h"
+
 #include <search.h>
 #include <stdarg.h>
-
-#include "core/forest.h"
 
 #define NONE SIZE_MAX
 

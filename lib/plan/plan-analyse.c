@@ -4,53 +4,7 @@
 
 #include <limits.h>
 
-#include "plan/plan-internal.h"
-
-int idxvec_push(IdxVec *l, size_t x) {
-        if (GROW(l->v, l->allocated, l->n + 1) < 0)
-                return -ENOMEM;
-        l->v[l->n++] = x;
-        return 0;
-}
-
-void idxvec_array_free(IdxVec *a, size_t n) {
-        if (!a)
-                return;
-        for (size_t i = 0; i < n; i++)
-                free(a[i].v);
-        free(a);
-}
-
-int plan_verror(char **error, int r, const char *format, va_list ap) {
-        char *s;
-
-        if (vasprintf(&s, format, ap) < 0)
-                return -ENOMEM;
-        if (error) {
-                free(*error);
-                *error = s;
-        } else
-                free(s);
-        return r;
-}
-
-int plan_refuse(Planner *p, const char *format, ...) {
-        va_list ap;
-        int r;
-
-        va_start(ap, format);
-        r = plan_verror(p->error, -EINVAL, format, ap);
-        va_end(ap);
-        return r;
-}
-
-const char *plan_process_name(const Planner *p, size_t process, char *buf, size_t size) {
-        if (process == p->root)
-                snprintf(buf, size, "the restore root");
-        else
-                snprintf(buf, size, "process %d (%s)", p->s->processes[process]->pid, p->s->processes[process]->comm);
-        return buf;
-}
+#include "plan/plan-analyse.h"
 
 static unsigned depth_of(const Filter *f) {
         return f ? f->depth : 0;

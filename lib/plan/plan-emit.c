@@ -1,8 +1,10 @@
 /* plan-emit.c: the planner's emitter: walks every process's install tree from the restore root
  * down, and writes the steps in an order that runs, each one applied to the kernel model as it
  * is written so that the next ones see the state the executor will find */
-#include "plan/plan-internal.h"
-#include "plan/plan-verify.h"
+#include "plan/plan-emit.h"
+
+#include "plan/plan-sim.h"
+#include "plan/plan-syscalls.h"
 
 /* What is left to emit, kept on an explicit stack (process trees can be deep). */
 typedef enum JobKind {
@@ -76,9 +78,10 @@ static int new_thread_task(Planner *p, size_t g, size_t pp, size_t *ret) {
             g - p->thread_base[x - 1] >= sp->n_threads)
                 return -EPROTO; /* every thread is made once, in its own process */
         r = new_task(p, PLAN_TASK_RESTORED, pp, &sp->threads[g - p->thread_base[x - 1]], ret);
-        if (r >= 0)
-                p->thread_task[g] = *ret;
-        return r;
+        if (r < 0)
+                return r;
+        p->thread_task[g] = *ret;
+        return 0;
 }
 
 /* ---- steps ---- */
@@ -228,17 +231,20 @@ static int install(Planner *p, size_t task, const Filter *f) {
         unsigned flags = install_flags(f);
         int r = creds_before_install(p, task, f);
 
-        if (r >= 0 && !p->km.tasks[task].nnp) { /* a task that gave up root needs it too */
+        if (r < 0)
+                return r;
+        if (!p->km.tasks[task].nnp) { /* a task that gave up root needs it too */
                 r = kmodel_task_privileged(&p->km, task) ? nnp_before_install(p, f) : 1;
                 if (r > 0)
                         r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = task));
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0)
-                r = emit(p, STEP(.op = PLAN_OP_INSTALL, .task = task, .filter = f, .flags = flags, .listener = li));
-        if (r >= 0 && (flags & PLAN_INSTALL_NEW_LISTENER))
-                r = emit(p, STEP(.op = PLAN_OP_KEEP_LISTENER, .task = task, .filter = f, .listener = li,
-                                 .fd = holder_fd(p, kprocess_of(p, task), li)));
-        return r;
+        r = emit(p, STEP(.op = PLAN_OP_INSTALL, .task = task, .filter = f, .flags = flags, .listener = li));
+        if (r < 0 || !(flags & PLAN_INSTALL_NEW_LISTENER))
+                return r;
+        return emit(p, STEP(.op = PLAN_OP_KEEP_LISTENER, .task = task, .filter = f, .listener = li,
+                            .fd = holder_fd(p, kprocess_of(p, task), li)));
 }
 
 /* ---- processes ---- */
@@ -291,52 +297,73 @@ static int note_subreaper(Planner *p, size_t i) {
  * subreaper for that moment (the restore root always is one). */
 static int emit_move(Planner *p, size_t i, size_t c, size_t *ret_task) {
         size_t t = p->pparent[i], tpp = p->process_plan[t], ttask = PLAN_NONE, dpp, dtask;
-        int r = 0;
+        int r;
 
         if (t != p->root) {
                 ttask = some_task_of(p, tpp);
                 if (ttask == PLAN_NONE)
                         return plan_refuse(p, "%s has no task left to adopt %s", PROCESS_NAME(p, t), PROCESS_NAME(p, i));
                 r = note_subreaper(p, t);
-                if (r >= 0)
-                        r = emit(p, STEP(.op = PLAN_OP_SET_SUBREAPER, .task = ttask, .arg = 1));
+                if (r < 0)
+                        return r;
+                r = emit(p, STEP(.op = PLAN_OP_SET_SUBREAPER, .task = ttask, .arg = 1));
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0)
-                r = new_process(p, PLAN_PROCESS_HELPER, NULL, kprocess_of(p, c), &dpp);
-        if (r >= 0)
-                r = new_task(p, PLAN_TASK_HELPER, dpp, NULL, &dtask);
-        if (r >= 0)
-                r = emit(p, STEP(.op = PLAN_OP_SPAWN_PROCESS, .task = c, .target = dtask));
-        if (r >= 0)
-                r = new_restored(p, i, tpp, ret_task);
-        if (r >= 0)
-                r = emit(p, STEP(.op = PLAN_OP_SPAWN_PROCESS, .task = dtask, .target = *ret_task));
-        if (r >= 0)
-                r = emit(p, STEP(.op = PLAN_OP_EXIT, .task = dtask));
-        if (r >= 0)
-                r = emit(p, STEP(.op = PLAN_OP_REAP, .task = c, .target = dpp));
-        if (r >= 0 && ttask != PLAN_NONE)
+        r = new_process(p, PLAN_PROCESS_HELPER, NULL, kprocess_of(p, c), &dpp);
+        if (r < 0)
+                return r;
+        r = new_task(p, PLAN_TASK_HELPER, dpp, NULL, &dtask);
+        if (r < 0)
+                return r;
+        r = emit(p, STEP(.op = PLAN_OP_SPAWN_PROCESS, .task = c, .target = dtask));
+        if (r < 0)
+                return r;
+        r = new_restored(p, i, tpp, ret_task);
+        if (r < 0)
+                return r;
+        r = emit(p, STEP(.op = PLAN_OP_SPAWN_PROCESS, .task = dtask, .target = *ret_task));
+        if (r < 0)
+                return r;
+        r = emit(p, STEP(.op = PLAN_OP_EXIT, .task = dtask));
+        if (r < 0)
+                return r;
+        r = emit(p, STEP(.op = PLAN_OP_REAP, .task = c, .target = dpp));
+        if (r < 0)
+                return r;
+        if (ttask != PLAN_NONE) {
                 r = emit(p, STEP(.op = PLAN_OP_SET_SUBREAPER, .task = ttask, .arg = 0));
-        if (r >= 0)
-                p->plan->n_moves++;
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        p->plan->n_moves++;
+        return 0;
+}
+
+/* Carrier c forks process i itself, or with CLONE_PARENT as a sibling's child. */
+static int emit_direct(Planner *p, size_t i, size_t c, size_t *ret_task) {
+        bool clone_parent = p->site_kind[i] == SITE_CLONE_PARENT;
+        int r = new_restored(p, i, p->process_plan[p->pparent[i]], ret_task);
+
+        if (r < 0)
+                return r;
+        r = emit(p, STEP(.op = PLAN_OP_SPAWN_PROCESS, .task = c, .target = *ret_task, .arg = clone_parent));
+        if (r < 0)
+                return r;
+        if (clone_parent)
+                p->plan->n_clone_parent++;
+        return 0;
 }
 
 /* Carrier c creates snapshot process i where the analysis said. */
 static int emit_site(Planner *p, JobStack *jobs, size_t i, size_t c) {
-        size_t task;
+        size_t task = PLAN_NONE;
         int r;
 
         if (p->site_kind[i] == SITE_MOVE)
                 r = emit_move(p, i, c, &task);
-        else {
-                bool clone_parent = p->site_kind[i] == SITE_CLONE_PARENT;
-                r = new_restored(p, i, p->process_plan[p->pparent[i]], &task);
-                if (r >= 0)
-                        r = emit(p, STEP(.op = PLAN_OP_SPAWN_PROCESS, .task = c, .target = task, .arg = clone_parent));
-                if (r >= 0 && clone_parent)
-                        p->plan->n_clone_parent++;
-        }
+        else
+                r = emit_direct(p, i, c, &task);
         if (r < 0)
                 return r;
         return push(jobs, (Job) { .kind = JOB_START, .process = i, .task = task });
@@ -355,13 +382,17 @@ static int job_start(Planner *p, JobStack *jobs, const Job *j) {
 
         if (j->process != p->root) {
                 r = comm_inherited(p, j) ? 0 : emit(p, STEP(.op = PLAN_OP_SET_COMM, .task = j->task));
-                if (r >= 0)
-                        r = close_inherited(p, j->task);
-                if (r >= 0 && p->plan->tasks[j->task].kind == PLAN_TASK_HELPER)
+                if (r < 0)
+                        return r;
+                r = close_inherited(p, j->task);
+                if (r < 0)
+                        return r;
+                if (p->plan->tasks[j->task].kind == PLAN_TASK_HELPER) {
                         r = push(jobs, (Job) { .kind = JOB_EXIT, .task = j->task }); /* no leader in the snapshot */
+                        if (r < 0)
+                                return r;
+                }
         }
-        if (r < 0)
-                return r;
         return push(jobs, (Job) { .kind = JOB_WALK, .process = j->process, .task = j->task });
 }
 
@@ -404,12 +435,16 @@ static int spawn_branch_carrier(Planner *p, JobStack *jobs, size_t i, const Filt
         size_t pp = kprocess_of(p, c), d, g = p->rep[b->index];
         int r = g == PLAN_NONE ? new_task(p, PLAN_TASK_HELPER, pp, NULL, &d) : new_thread_task(p, g, pp, &d);
 
-        if (r >= 0)
-                r = emit(p, STEP(.op = PLAN_OP_SPAWN_THREAD, .task = c, .target = d));
-        if (r >= 0 && g == PLAN_NONE)
-                r = push(jobs, (Job) { .kind = JOB_EXIT, .task = d });
         if (r < 0)
                 return r;
+        r = emit(p, STEP(.op = PLAN_OP_SPAWN_THREAD, .task = c, .target = d));
+        if (r < 0)
+                return r;
+        if (g == PLAN_NONE) {
+                r = push(jobs, (Job) { .kind = JOB_EXIT, .task = d });
+                if (r < 0)
+                        return r;
+        }
         return push(jobs, (Job) { .kind = JOB_WALK, .process = i, .node = b, .task = d, .install = true });
 }
 
@@ -419,28 +454,43 @@ static int job_walk(Planner *p, JobStack *jobs, const Job *j) {
         const IdxVec *sites = j->node ? &p->sites_at_filter[j->node->index] : &p->sites_at_root[i];
         const IdxVec *b = branches_at(p, i, j->node);
         const Filter *next;
-        int r = 0;
+        int r;
 
-        if (j->install)
+        if (j->install) {
                 r = install(p, c, j->node);
+                if (r < 0)
+                        return r;
+        }
         next = carrier_next(p, i, j->node, c);
-        if (r >= 0 && next)
+        if (next) {
                 r = push(jobs, (Job) { .kind = JOB_WALK, .process = i, .node = next, .task = c, .install = true });
-        for (size_t k = 0; r >= 0 && k < threads->n; k++) {
+                if (r < 0)
+                        return r;
+        }
+        for (size_t k = 0; k < threads->n; k++) {
                 size_t t;
                 if (p->thread_task[threads->v[k]] != PLAN_NONE)
                         continue; /* the carrier itself */
                 r = new_thread_task(p, threads->v[k], pp, &t);
-                if (r >= 0)
-                        r = emit(p, STEP(.op = PLAN_OP_SPAWN_THREAD, .task = c, .target = t));
+                if (r < 0)
+                        return r;
+                r = emit(p, STEP(.op = PLAN_OP_SPAWN_THREAD, .task = c, .target = t));
+                if (r < 0)
+                        return r;
         }
-        for (size_t k = 0; r >= 0 && k < b->n; k++)
-                if (p->s->filters[b->v[k]] != next)
+        for (size_t k = 0; k < b->n; k++)
+                if (p->s->filters[b->v[k]] != next) {
                         r = spawn_branch_carrier(p, jobs, i, p->s->filters[b->v[k]], c);
-        for (size_t k = 0; r >= 0 && k < sites->n; k++)
-                if (sites->v[k] != PLAN_NONE && p->creator[sites->v[k]] == i)
+                        if (r < 0)
+                                return r;
+                }
+        for (size_t k = 0; k < sites->n; k++)
+                if (sites->v[k] != PLAN_NONE && p->creator[sites->v[k]] == i) {
                         r = emit_site(p, jobs, sites->v[k], c);
-        return r;
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
 }
 
 /* A helper leader standing for one that exited ends as /proc/PID/status showed it: in its mode,
@@ -451,7 +501,7 @@ static int exited_leader_state(Planner *p, size_t t, const Process *sp) {
         const Task *want = &sp->exited_leader;
         size_t head = p->km.tasks[t].head;
         unsigned depth = head == KMODEL_NONE ? 0 : (unsigned) p->km.filters[head].depth;
-        int r = 0;
+        int r;
 
         if (depth > want->filter_count)
                 return plan_refuse(p, "process %d: its leader exited in mode %s with %u filters, but every task of it "
@@ -461,11 +511,19 @@ static int exited_leader_state(Planner *p, size_t t, const Process *sp) {
                 r = emit(p, STEP(.op = PLAN_OP_STRICT, .task = t, .arg = 1));
                 return r < 0 ? r : 1;
         }
-        if (want->mode == TASK_MODE_FILTER && depth < want->filter_count && p->o->unprivileged && !p->km.tasks[t].nnp)
+        if (want->mode != TASK_MODE_FILTER)
+                return 0;
+        if (depth < want->filter_count && p->o->unprivileged && !p->km.tasks[t].nnp) {
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        for (unsigned k = depth; r >= 0 && want->mode == TASK_MODE_FILTER && k < want->filter_count; k++)
+                if (r < 0)
+                        return r;
+        }
+        for (unsigned k = depth; k < want->filter_count; k++) {
                 r = emit(p, STEP(.op = PLAN_OP_FILL, .task = t));
-        return r;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* A helper task is done. A process whose leader exited in the snapshot has a helper leader, and
@@ -474,14 +532,18 @@ static int exited_leader_state(Planner *p, size_t t, const Process *sp) {
 static int job_exit(Planner *p, size_t t) {
         const PlanProcess *proc = &p->plan->processes[p->plan->tasks[t].process];
         bool leader = proc->kind == PLAN_PROCESS_RESTORED && proc->leader == t;
-        int r = 0;
+        int r;
 
-        if (leader && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp)
+        if (leader && proc->snapshot->no_new_privs && !p->km.tasks[t].nnp) {
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        if (r >= 0 && leader && proc->snapshot->has_exited_leader)
+                if (r < 0)
+                        return r;
+        }
+        if (leader && proc->snapshot->has_exited_leader) {
                 r = exited_leader_state(p, t, proc->snapshot);
-        if (r != 0)
-                return r < 0 ? r : 0; /* 1: it ended already */
+                if (r != 0)
+                        return r < 0 ? r : 0; /* 1: it ended already */
+        }
         return emit(p, STEP(.op = PLAN_OP_EXIT, .task = t));
 }
 
@@ -550,20 +612,23 @@ static int emit_receives(Planner *p) {
 static int emit_task_end(Planner *p, size_t t, bool *exec_later) {
         const PlanTask *task = &p->plan->tasks[t];
         const PlanProcess *proc = &p->plan->processes[task->process];
-        int r = 0;
+        int r;
 
-        if (task->kind == PLAN_TASK_RESTORED && thread_wants_nnp(proc->snapshot, task->snapshot) && !p->km.tasks[t].nnp)
+        if (task->kind == PLAN_TASK_RESTORED && thread_wants_nnp(proc->snapshot, task->snapshot) && !p->km.tasks[t].nnp) {
                 r = emit(p, STEP(.op = PLAN_OP_SET_NO_NEW_PRIVS, .task = t));
-        if (r >= 0 && task->kind == PLAN_TASK_RESTORED && p->o->original_ids && !creds_in_place(p, t)) {
+                if (r < 0)
+                        return r;
+        }
+        if (task->kind == PLAN_TASK_RESTORED && p->o->original_ids && !creds_in_place(p, t)) {
                 if (p->km.tasks[t].ids_set && p->km.tasks[t].uid != 0)
                         return plan_refuse(p, "thread %d of process %d must become uid %u gid %u, but it was made by a "
                                            "task that became uid %u before a filter that stops changing it",
                                            task->snapshot->tid, proc->snapshot->pid, (unsigned) proc->snapshot->uid,
                                            (unsigned) proc->snapshot->gid, (unsigned) p->km.tasks[t].uid);
                 r = emit(p, STEP(.op = PLAN_OP_SET_CREDS, .task = t));
+                if (r < 0)
+                        return r;
         }
-        if (r < 0)
-                return r;
         if (task->kind == PLAN_TASK_RESTORED && task->snapshot->mode == TASK_MODE_STRICT)
                 return emit(p, STEP(.op = PLAN_OP_STRICT, .task = t));
         if (proc->exec != PLAN_NONE && proc->leader == t) {
@@ -576,17 +641,25 @@ static int emit_task_end(Planner *p, size_t t, bool *exec_later) {
 static int emit_ends(Planner *p) {
         int r = emit_receives(p);
 
-        for (size_t t = 0; r >= 0 && t < p->plan->n_tasks; t++) {
+        if (r < 0)
+                return r;
+        for (size_t t = 0; t < p->plan->n_tasks; t++) {
                 bool exec_later = false;
-                if (p->km.tasks[t].alive)
-                        r = emit_task_end(p, t, &exec_later);
+                if (!p->km.tasks[t].alive)
+                        continue;
+                r = emit_task_end(p, t, &exec_later);
+                if (r < 0)
+                        return r;
         }
-        for (size_t pp = 0; r >= 0 && pp < p->plan->n_processes; pp++) {
+        for (size_t pp = 0; pp < p->plan->n_processes; pp++) {
                 const PlanProcess *x = &p->plan->processes[pp];
-                if (x->exec != PLAN_NONE)
-                        r = emit(p, STEP(.op = PLAN_OP_EXEC, .task = x->leader, .after_start = true));
+                if (x->exec == PLAN_NONE)
+                        continue;
+                r = emit(p, STEP(.op = PLAN_OP_EXEC, .task = x->leader, .after_start = true));
+                if (r < 0)
+                        return r;
         }
-        return r;
+        return 0;
 }
 
 /* ---- checks of the result ---- */
@@ -735,38 +808,57 @@ static int alloc_emitter(Planner *p) {
         return plan_sim_state_init(&p->sim, p->s);
 }
 
+static void job_stack_done(JobStack *s) {
+        free(s->v);
+}
+
+/* The restore root: the model's first task, a subreaper, plan process 0 with its helper task. */
+static int emit_root(Planner *p, size_t *ret_task) {
+        size_t pp;
+        int r;
+
+        kmodel_init(&p->km, !p->o->unprivileged);
+        r = kmodel_spawn_initial(&p->km, ret_task);
+        if (r < 0)
+                return r;
+        r = kmodel_set_subreaper(&p->km, 0, true);
+        if (r < 0)
+                return r;
+        r = new_process(p, PLAN_PROCESS_ROOT, NULL, PLAN_NONE, &pp);
+        if (r < 0)
+                return r;
+        p->process_plan[p->root] = 0;
+        return new_task(p, PLAN_TASK_HELPER, pp, NULL, ret_task);
+}
+
 int plan_emit(Planner *p) {
-        _cleanup_free_ Job *stack = NULL;
-        JobStack jobs = {};
-        size_t pp, task;
+        _cleanup_(job_stack_done) JobStack jobs = {};
+        size_t task;
         int r;
 
         r = check_exec_options(p);
-        if (r >= 0)
-                r = check_pid_namespace(p);
-        if (r >= 0)
-                r = alloc_emitter(p);
         if (r < 0)
                 return r;
-        kmodel_init(&p->km, !p->o->unprivileged);
-        r = kmodel_spawn_initial(&p->km, &task);
-        if (r >= 0)
-                r = kmodel_set_subreaper(&p->km, 0, true);
-        if (r >= 0)
-                r = new_process(p, PLAN_PROCESS_ROOT, NULL, PLAN_NONE, &pp);
-        if (r >= 0)
-                r = new_task(p, PLAN_TASK_HELPER, pp, NULL, &task);
-        p->process_plan[p->root] = 0;
-        if (r >= 0)
-                r = push(&jobs, (Job) { .kind = JOB_START, .process = p->root, .task = task });
-        if (r >= 0)
-                r = run_jobs(p, &jobs);
-        stack = jobs.v;
-        if (r >= 0)
-                r = emit_ends(p);
-        if (r >= 0)
-                r = note_nnp_added(p);
-        if (r >= 0)
-                r = check_result(p);
-        return r;
+        r = check_pid_namespace(p);
+        if (r < 0)
+                return r;
+        r = alloc_emitter(p);
+        if (r < 0)
+                return r;
+        r = emit_root(p, &task);
+        if (r < 0)
+                return r;
+        r = push(&jobs, (Job) { .kind = JOB_START, .process = p->root, .task = task });
+        if (r < 0)
+                return r;
+        r = run_jobs(p, &jobs);
+        if (r < 0)
+                return r;
+        r = emit_ends(p);
+        if (r < 0)
+                return r;
+        r = note_nnp_added(p);
+        if (r < 0)
+                return r;
+        return check_result(p);
 }

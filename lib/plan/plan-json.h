@@ -4,7 +4,7 @@
 
 #include <jansson.h>
 
-#include "plan/plan.h"
+#include "plan/plan-describe.h"
 
 /* The plan: its processes (the restore root, the snapshot's, the helpers), tasks, steps (each
  * with the operation, its arguments in snapshot ids and the system call chosen, and the sentence

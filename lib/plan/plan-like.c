@@ -1,6 +1,6 @@
 /* plan-like.c: the one-task snapshot `sectreectl run --like` restores: one thread's chain, and
  * nothing else of the snapshot it was cut from */
-#include "plan/plan.h"
+#include "plan/plan-like.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,8 +2,9 @@
  * plan, and what the tests do to check one */
 #include <stdarg.h>
 
-#include "plan/plan-internal.h"
-#include "plan/plan-verify.h"
+#include "plan/plan-sim.h"
+
+#include "plan/plan-describe.h"
 
 int plan_sim_state_init(PlanSimState *st, const Forest *s) {
         *st = (PlanSimState) {};

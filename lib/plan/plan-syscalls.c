@@ -12,7 +12,7 @@
 #include "core/disasm.h"
 #include "core/eval.h"
 #include "plan/plan-eval.h"
-#include "plan/plan-internal.h"
+#include "plan/plan-syscalls.h"
 
 #define FUTEX_WAIT_ 0
 

@@ -4,6 +4,8 @@
 
 #include "plan/plan-verify.h"
 
+#include "core/forest-iso.h"
+
 void plan_mapping_done(PlanMapping *m) {
         free(m->processes);
         free(m->threads);
@@ -68,8 +70,9 @@ static int build_maps(Verifier *v) {
         for (size_t i = 0; i < v->map->n_processes; i++) {
                 const TaskPair *x = &v->map->processes[i];
                 int r = hashmap_replace(&v->pid_map, (uint64_t) x->a, (void *) (intptr_t) x->b);
-                if (r >= 0)
-                        r = hashmap_replace(&v->kept, (uint64_t) x->b, (void *) (intptr_t) 1);
+                if (r < 0)
+                        return r;
+                r = hashmap_replace(&v->kept, (uint64_t) x->b, (void *) (intptr_t) 1);
                 if (r < 0)
                         return r;
         }
@@ -157,26 +160,34 @@ static int verify_exited_leader(Verifier *v, const Process *sp, const Process *r
 
 static int verify_process_fields(Verifier *v, const Process *sp, const Process *rp) {
         pid_t ppid = expected_ppid(v, sp);
-        int r = 0;
+        int r;
 
-        if (ppid && rp->ppid != ppid)
+        if (ppid && rp->ppid != ppid) {
                 r = differ(v, "process %d (restored as %d): parent %d, expected %d", sp->pid, rp->pid, rp->ppid, ppid);
-        if (r >= 0 && strncmp(sp->comm, rp->comm, sizeof(sp->comm)) != 0)
+                if (r < 0)
+                        return r;
+        }
+        if (strncmp(sp->comm, rp->comm, sizeof(sp->comm)) != 0) {
                 r = differ(v, "process %d (restored as %d): comm \"%s\", expected \"%s\"", sp->pid, rp->pid, rp->comm,
                            sp->comm);
-        if (r >= 0 && sp->no_new_privs != rp->no_new_privs && !(rp->no_new_privs && nnp_announced(v, sp->pid)))
+                if (r < 0)
+                        return r;
+        }
+        if (sp->no_new_privs != rp->no_new_privs && !(rp->no_new_privs && nnp_announced(v, sp->pid))) {
                 r = differ(v, "process %d (restored as %d): no_new_privs %s, expected %s", sp->pid, rp->pid,
                            rp->no_new_privs ? "set" : "unset", sp->no_new_privs ? "set" : "unset");
-        if (r >= 0)
-                r = verify_exited_leader(v, sp, rp);
-        if (r >= 0)
-                r = verify_ids(v, sp, rp);
-        if (r >= 0 && rp->n_threads != sp->n_threads) {
-                v->threads_differ = true;
-                r = differ(v, "process %d (restored as %d) has %zu threads, expected %zu", sp->pid, rp->pid,
-                           rp->n_threads, sp->n_threads);
+                if (r < 0)
+                        return r;
         }
-        return r;
+        r = verify_exited_leader(v, sp, rp);
+        if (r < 0)
+                return r;
+        r = verify_ids(v, sp, rp);
+        if (r < 0 || rp->n_threads == sp->n_threads)
+                return r;
+        v->threads_differ = true;
+        return differ(v, "process %d (restored as %d) has %zu threads, expected %zu", sp->pid, rp->pid, rp->n_threads,
+                      sp->n_threads);
 }
 
 static int verify_processes(Verifier *v) {
@@ -195,10 +206,13 @@ static int verify_processes(Verifier *v) {
                         continue;
                 }
                 r = verify_process_fields(v, sp, rp);
-                for (size_t j = 0; r >= 0 && j < sp->n_threads; j++)
-                        r = verify_thread(v, sp, &sp->threads[j], rp);
                 if (r < 0)
                         return r;
+                for (size_t j = 0; j < sp->n_threads; j++) {
+                        r = verify_thread(v, sp, &sp->threads[j], rp);
+                        if (r < 0)
+                                return r;
+                }
         }
         return 0;
 }
@@ -281,11 +295,16 @@ static int restrict_restored(const Verifier *v, Forest **ret) {
                 return -ENOMEM;
         out->identity = v->r->identity;
         r = copy_filters(v, out);
-        for (size_t i = 0; r >= 0 && i < v->r->n_processes; i++)
-                if (is_kept(v, v->r->processes[i]->pid))
-                        r = copy_process(v->r->processes[i], out);
-        if (r >= 0)
-                r = forest_link(out, &error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < v->r->n_processes; i++) {
+                if (!is_kept(v, v->r->processes[i]->pid))
+                        continue;
+                r = copy_process(v->r->processes[i], out);
+                if (r < 0)
+                        return r;
+        }
+        r = forest_link(out, &error);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(out);
@@ -365,12 +384,15 @@ int plan_verify(const Forest *snapshot, const Forest *restored, const PlanMappin
         if (!snapshot->linked || !restored->linked)
                 return -EINVAL;
         r = build_maps(&v);
-        if (r >= 0)
-                r = verify_processes(&v);
-        if (r >= 0)
-                r = verify_forest(&v);
-        if (r >= 0)
-                r = verify_listeners(&v);
+        if (r < 0)
+                return r;
+        r = verify_processes(&v);
+        if (r < 0)
+                return r;
+        r = verify_forest(&v);
+        if (r < 0)
+                return r;
+        r = verify_listeners(&v);
         if (r < 0)
                 return r;
         if (!v.diffs) {

@@ -6,7 +6,6 @@
 #include <stdbool.h>
 
 #include "core/forest.h"
-#include "plan/plan.h"
 
 /* How the snapshot's processes and threads were restored. Pairs are (snapshot, restored). */
 typedef struct PlanMapping {
@@ -47,8 +46,3 @@ typedef struct PlanVerifyOptions {
  * when *ret_verified. Returns 0 or a negative errno. */
 int plan_verify(const Forest *snapshot, const Forest *restored, const PlanMapping *map,
                 const PlanVerifyOptions *options, bool *ret_verified, char ***ret_differences);
-
-/* Run the plan on the model of the kernel (lib/plan/plan-kmodel.h) from scratch: the state when every
- * task is parked, as a forest, with the mapping of the snapshot's pids and tids to the model's.
- * -EPROTO with *error when the model refuses a step. */
-int plan_simulate(const Plan *plan, Forest **ret_forest, PlanMapping *ret_map, char **error);

@@ -4,7 +4,7 @@
 #include <errno.h>
 
 #include "core/util.h"
-#include "policy/policy-internal.h"
+#include "policy/policy-exec.h"
 
 /* Do two cases give the same value wherever both hold? */
 static bool cases_alike(const PolicyCase *x, const PolicyCase *y, bool effective) {

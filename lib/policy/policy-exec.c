@@ -1,10 +1,11 @@
 /* policy-exec.c: one classic-BPF program run symbolically: every path from the question's domain
  * to a RET, with the condition on the words under which it is taken */
+#include "policy/policy-exec.h"
+
 #include <errno.h>
 #include <linux/filter.h>
 
 #include "core/util.h"
-#include "policy/policy-internal.h"
 
 #define EXEC_MAX_STEPS (1U << 20) /* per program and question: real filters take a few thousand */
 

@@ -6,7 +6,7 @@
 
 #include "core/util.h"
 #include "policy/policy-arch.h"
-#include "policy/policy-internal.h"
+#include "policy/policy-exec.h"
 
 /* A term of the combination so far, and what the filters walked so far make of it. */
 typedef struct Partial {
@@ -164,8 +164,9 @@ static int fold_filter(Arena *arena, const PolicyTerm *base, const Partials *acc
                         if (r == SAT_NO)
                                 continue;
                         r = ret_combine(arena, &acc->items[i].ret, l->ret, &p.ret);
-                        if (r >= 0)
-                                r = partials_add(ret, &p);
+                        if (r < 0)
+                                return r;
+                        r = partials_add(ret, &p);
                         if (r < 0)
                                 return r;
                 }
@@ -271,12 +272,15 @@ int policy_decide_stoppable(Arena *arena, const ChainProgram *chain, size_t n, c
                 return -ENOMEM;
         dec->query = *q;
         int r = query_base(arena, q, &dec->base);
-        if (r >= 0)
-                r = fold_chain(arena, chain, n, &dec->base, stop, &parts);
-        if (r >= 0)
-                r = partials_settle(arena, &parts, &dec->base);
-        if (r >= 0)
-                r = cases_build(arena, &parts, dec);
+        if (r < 0)
+                return r;
+        r = fold_chain(arena, chain, n, &dec->base, stop, &parts);
+        if (r < 0)
+                return r;
+        r = partials_settle(arena, &parts, &dec->base);
+        if (r < 0)
+                return r;
+        r = cases_build(arena, &parts, dec);
         if (r < 0)
                 return r;
         *ret = dec;

@@ -10,14 +10,8 @@
 #include "core/arena.h"
 #include "core/eval.h"
 #include "policy/policy-expr.h"
+#include "policy/policy-term.h"
 #include "policy/policy-word.h"
-
-/* A conjunction: the words are in their domains and every opaque condition holds. */
-typedef struct PolicyTerm {
-        WordDomain words[POLICY_WORDS];
-        const Opaque *opaque; /* conditions outside the one-word forms (exact, but only described) */
-        bool maybe_empty;     /* opaque conditions no member was found for: the term may never hold */
-} PolicyTerm;
 
 /* What the kernel acts on under a term: one value, or (when the filters compute their return
  * values from the arguments, and which one wins depends on them) the values of the filters that
@@ -57,21 +51,6 @@ typedef struct PolicyDecision {
  * precedence across filters. Everything lives in arena. -E2BIG when a filter has more than
  * 65,536 paths for the question, -EINVAL for an unknown architecture, -ENOMEM. */
 int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q, PolicyDecision **ret);
-
-/* A way to end an analysis early (a deadline, a request cancelled): asked every few thousand
- * steps; once it returns true, the analysis ends with -ECANCELED. The callback may run in any
- * thread the analysis runs in. */
-typedef struct PolicyStop {
-        bool (*check)(void *userdata);
-        void *userdata;
-        /* who_can_plan_decide(): once check says to stop, the chains not decided yet are named
-         * undecided and the rest is answered, instead of failing with -ECANCELED */
-        bool leave_undecided;
-} PolicyStop;
-
-static inline bool policy_stop_now(const PolicyStop *s) {
-        return s && s->check(s->userdata);
-}
 
 /* policy_decide() that asks stop (may be NULL) as it goes. */
 int policy_decide_stoppable(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q,

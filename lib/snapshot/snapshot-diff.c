@@ -5,7 +5,7 @@
 #include <openssl/evp.h>
 
 #include "core/escape.h"
-#include "snapshot/snapshot.h"
+#include "snapshot/snapshot-text.h"
 
 static const char *const diff_kind_table[_DIFF_KIND_MAX] = {
         [DIFF_ADDED] = "added",

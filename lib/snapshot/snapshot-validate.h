@@ -3,7 +3,8 @@
 #pragma once
 
 #include "core/forest.h"
-#include "snapshot/snapshot.h"
+#include "snapshot/snapshot-format.h"
+#include "snapshot/snapshot-text.h"
 
 /* Check a forest read from a snapshot, before it is linked: elements are named by their position
  * in the forest's arrays, which for an unlinked forest built by a reader is their position in the

@@ -11,6 +11,7 @@
 
 #include "fuzz-snapshot.h"
 #include "snapshot-samples.h"
+#include "snapshot/snapshot-sqlite-read.h"
 #include "snapshot/snapshot-sqlite.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

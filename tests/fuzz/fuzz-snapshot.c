@@ -8,6 +8,7 @@
 #include "plan/plan.h"
 #include "snapshot/snapshot-diff.h"
 #include "snapshot/snapshot-json.h"
+#include "snapshot/snapshot-sqlite-read.h"
 #include "snapshot/snapshot-sqlite.h"
 #include "snapshot/snapshot-validate.h"
 

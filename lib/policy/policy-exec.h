@@ -1,8 +1,13 @@
-/* policy-internal.h: what the parts of the policy analysis share: running one program
- * symbolically, and the operations on terms */
+/* policy-exec.h: one program run symbolically (every path, as leaves), and the operations on
+ * terms that the analysis and policy-diff share */
 #pragma once
 
-#include "policy/policy.h"
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "core/arena.h"
+#include "core/eval.h"
+#include "policy/policy-term.h"
 
 /* One path through a program: under term it returns ret. */
 typedef struct PolicyLeaf {

@@ -1,11 +1,14 @@
-/* plan-internal.h: what the planner's files share: the analysis of the snapshot (who installs each
- * filter, what each process inherits, where each process is created) and the emitter's state */
+/* planner.h: what the planner's files share: the state of one planning (the analysis of the
+ * snapshot: who installs each filter, what each process inherits, where each process is created;
+ * and the emitter's state), lists of indices, refusals */
 #pragma once
 
 #include <stdarg.h>
 
+#include "core/hashmap.h"
 #include "plan/plan-kmodel.h"
-#include "plan/plan.h"
+#include "plan/plan-sim.h"
+#include "plan/plan-types.h"
 
 typedef struct IdxVec {
         size_t *v;
@@ -22,20 +25,6 @@ typedef enum SiteKind {
         SITE_MOVE,         /* a descendant's helper forks it and exits; the parent, a subreaper for
                             * that moment, adopts it */
 } SiteKind;
-
-/* What running a plan's steps on a model keeps besides the model: which model objects stand for
- * the snapshot's filters and listeners, and the listener fd each task's last install returned. */
-typedef struct PlanSimState {
-        size_t *filter_object;   /* [snapshot filters]: KMODEL_NONE until installed */
-        size_t *listener_object; /* [snapshot listeners]: KMODEL_NONE until installed */
-        int *last_install_fd;    /* [tasks] */
-        size_t n_last_install_fd, n_last_install_fd_allocated;
-} PlanSimState;
-int plan_sim_state_init(PlanSimState *st, const Forest *snapshot);
-void plan_sim_state_done(PlanSimState *st);
-/* Apply step i of plan to the model. -EPROTO (with *error) when the model refuses it: a
- * planner bug, since every step is checked while the plan is made. */
-int plan_step_apply(const Plan *plan, size_t i, KModel *km, PlanSimState *st, char **error);
 
 /* Process indices are those of snapshot->processes; ROOT (== n_processes) is the restore root. */
 typedef struct Planner {
@@ -91,34 +80,9 @@ typedef struct Planner {
         pid_t next_helper_ns_tid; /* pid_namespace: the tid the next helper task gets there */
 } Planner;
 
-/* Set *error (if not NULL) to the message and return r (-ENOMEM when it cannot be made). */
-int plan_verror(char **error, int r, const char *format, va_list ap) _printf_(3, 0);
 /* Set *p->error and return -EINVAL ("Cannot restore: " is not added: say what and where). */
 int plan_refuse(Planner *p, const char *format, ...) _printf_(2, 3);
 
 /* "process 412 (comm)" / "the restore root" for messages; a static buffer per call site. */
 const char *plan_process_name(const Planner *p, size_t process, char *buf, size_t size);
 #define PROCESS_NAME(p, i) plan_process_name((p), (i), (char[64]) {}, 64)
-
-/* Who installs what, what each process inherits, where each process is created. */
-int plan_analyse(Planner *p);
-void plan_analysis_free(Planner *p);
-
-/* Emit the steps, running each on the model; then check the model's end state. */
-int plan_emit(Planner *p);
-
-
-/* Choose the system call of step i (and check what the task does after it) against the chain the
- * task runs under in the model, before the step is applied. -EINVAL with the reason when no
- * choice works. */
-int plan_check_step(Planner *p, size_t i);
-/* After step i was applied: the task reports and waits for its next step. */
-int plan_check_after_step(Planner *p, size_t i);
-/* Does the chain that ends at snapshot filter head stop prctl(PR_SET_NO_NEW_PRIVS)? 1 yes, 0 no. */
-int plan_chain_stops_nnp(Planner *p, const Filter *head);
-/* Does it stop a call of becoming process sp's uid and gid (a SET_CREDS step)? 1 yes, 0 no. */
-int plan_chain_stops_creds(Planner *p, const Filter *head, const Process *sp);
-/* Free the cache of system call verdicts. */
-void plan_verdict_cache_free(Planner *p);
-/* Would step s (not yet emitted) pass both checks? Sets s->syscall. */
-bool plan_step_possible(Planner *p, PlanStep *s);
