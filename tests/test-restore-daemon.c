@@ -23,6 +23,7 @@
 #include "observe/scanner.h"
 #include "plan/plan-verify.h"
 #include "restore-scenarios.h"
+#include "proc-check.h"
 #include "service/restore-proc-check.h"
 #include "snapshot/snapshot.h"
 #include "tests-util.h"
@@ -760,25 +761,6 @@ static void stop_sandbox(pid_t pid) {
         (void) waitpid(pid, NULL, 0);
 }
 
-/* The snapshot says of the original what /proc says, thread by thread. */
-static void assert_snapshot_is_proc(const Forest *snapshot, const char *what) {
-        PlanMapping map = {};
-        g_auto(GStrv) diffs = NULL;
-        bool ok = false;
-
-        for (size_t i = 0; i < snapshot->n_processes; i++) {
-                const Process *p = snapshot->processes[i];
-                g_assert_cmpint(plan_mapping_add_process(&map, p->pid, p->pid), ==, 0);
-                for (size_t j = 0; j < p->n_threads; j++)
-                        g_assert_cmpint(plan_mapping_add_thread(&map, p->threads[j].tid, p->threads[j].tid), ==, 0);
-        }
-        g_assert_cmpint(restore_proc_check(snapshot, &map, NULL, &ok, &diffs), ==, 0);
-        for (size_t i = 0; diffs[i]; i++)
-                g_test_message("%s: the snapshot differs from /proc: %s", what, diffs[i]);
-        g_assert_true(ok);
-        plan_mapping_done(&map);
-}
-
 /* Root restores snapshot id with its original uids: verified, and every restored process runs as
  * its original did. */
 static void restore_original_uids(sd_bus *bus, uint64_t id, const Forest *snapshot, const char *what) {
@@ -808,7 +790,7 @@ static void restore_sandbox(sd_bus *bus, pid_t pid, const char *what) {
         g_autoptr(Forest) snapshot = snapshot_exported(bus, pid, what, &id, &json);
 
         g_test_message("%s: %zu processes, %zu filters", what, snapshot->n_processes, snapshot->n_filters);
-        assert_snapshot_is_proc(snapshot, what);
+        tests_assert_snapshot_is_proc(snapshot, what);
         restore_compare_release(bus, id, snapshot, what);
         restore_original_uids(bus, id, snapshot, what);
         NobodyRestore c = { .json = json, .roots_snapshot = id };

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "plan/plan-protocol.h"
+#include "proc-check.h"
 #include "service/restore-proc-check.h"
 #include "restore-scenarios.h"
 #include "plan/plan-verify.h"
@@ -254,32 +255,12 @@ static void restore_and_check_as(const Forest *snapshot, uid_t uid) {
         restore_release(&r);
 }
 
-/* The snapshot says of the original tree what /proc says, thread by thread (no_new_privs, mode,
- * filter count): compared through the identity mapping. */
-static void assert_snapshot_is_proc(const Forest *snapshot) {
-        PlanMapping map = {};
-        g_auto(GStrv) diffs = NULL;
-        bool ok = false;
-
-        for (size_t i = 0; i < snapshot->n_processes; i++) {
-                const Process *p = snapshot->processes[i];
-                g_assert_cmpint(plan_mapping_add_process(&map, p->pid, p->pid), ==, 0);
-                for (size_t j = 0; j < p->n_threads; j++)
-                        g_assert_cmpint(plan_mapping_add_thread(&map, p->threads[j].tid, p->threads[j].tid), ==, 0);
-        }
-        g_assert_cmpint(restore_proc_check(snapshot, &map, NULL, &ok, &diffs), ==, 0);
-        for (size_t i = 0; diffs[i]; i++)
-                g_test_message("the snapshot differs from /proc: %s", diffs[i]);
-        g_assert_true(ok);
-        plan_mapping_done(&map);
-}
-
 /* Snapshot the scenario's subtree, restore it as root and as nobody, compare each. */
 static void check_scenario(Scenario *s) {
         g_autoptr(Forest) snapshot = scan(scenario_root_pid(s));
 
         tests_assert_forest_matches(snapshot, s, true);
-        assert_snapshot_is_proc(snapshot);
+        tests_assert_snapshot_is_proc(snapshot, "the original");
         restore_and_check_as(snapshot, 0);
         restore_and_check_as(snapshot, NOBODY);
 }
