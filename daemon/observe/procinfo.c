@@ -71,26 +71,23 @@ static int read_pid_file(pid_t pid, const char *file, bool single_record, char *
         return r < 0 ? r : read_proc_file(path, single_record, ret, ret_len);
 }
 
-static int parse_id(const char *s, uint32_t *ret) {
+/* The number at *s (leading blanks skipped); *s is moved past it. */
+static int parse_id(const char **s, uint32_t *ret) {
         char *end;
         errno = 0;
-        unsigned long v = strtoul(s, &end, 10);
-        if (errno != 0 || end == s || v > UINT32_MAX)
+        unsigned long v = strtoul(*s, &end, 10);
+        if (errno != 0 || end == *s || v > UINT32_MAX)
                 return -EINVAL;
         *ret = (uint32_t) v;
+        *s = end;
         return 0;
 }
 
-/* "Uid:\t<real>\t<effective>\t<saved>\t<fs>" */
-static int parse_id_pair(const char *s, uint32_t *real, uint32_t *effective) {
-        char *end;
-        errno = 0;
-        unsigned long r = strtoul(s, &end, 10);
-        if (errno != 0 || end == s || r > UINT32_MAX)
-                return -EINVAL;
-        if (parse_id(end, effective) < 0)
-                return -EINVAL;
-        *real = (uint32_t) r;
+/* "Uid:\t<real>\t<effective>\t<saved>\t<fs>": the first n of them, into ids[]. */
+static int parse_ids(const char *s, uint32_t *const ids[], size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (parse_id(&s, ids[i]) < 0)
+                        return -EINVAL;
         return 0;
 }
 
@@ -106,15 +103,15 @@ static int status_field(ProcStatus *st, const char *key, const char *value) {
                 return 0;
         }
         if (streq(key, "Uid"))
-                return parse_id_pair(value, &st->uid, &st->euid);
+                return parse_ids(value, (uint32_t *const[]) { &st->uid, &st->euid, &st->suid, &st->fsuid }, 4);
         if (streq(key, "Gid"))
-                return parse_id_pair(value, &st->gid, &st->egid);
+                return parse_ids(value, (uint32_t *const[]) { &st->gid, &st->egid }, 2);
 
         if (!streq(key, "Tgid") && !streq(key, "PPid") && !streq(key, "TracerPid") &&
             !streq(key, "NoNewPrivs") && !streq(key, "Seccomp") && !streq(key, "Seccomp_filters") &&
             !streq(key, "Threads"))
                 return 0;
-        if (parse_id(value, &v) < 0)
+        if (parse_id(&value, &v) < 0)
                 return -EINVAL;
         if (streq(key, "Tgid"))
                 st->tgid = (pid_t) v;

@@ -7,7 +7,7 @@
 
 typedef struct ProcStatus {
         pid_t tgid, ppid;
-        uid_t uid, euid;
+        uid_t uid, euid, suid, fsuid; /* Uid: real, effective, saved, file system */
         gid_t gid, egid;
         bool no_new_privs;
         int seccomp_mode;     /* Seccomp: 0 disabled, 1 strict, 2 filter */

@@ -24,21 +24,15 @@ uint64_t restore_check_now_ticks(void) {
         return (uint64_t) ts.tv_sec * (uint64_t) hz + (uint64_t) ts.tv_nsec / (1000000000ULL / (uint64_t) hz);
 }
 
-/* The four uids of /proc/TID/status's "Uid:" line all equal uid. */
+/* The four uids of the "Uid:" line all equal uid. */
+static bool all_uids_are(const ProcStatus *st, uid_t uid) {
+        return st->uid == uid && st->euid == uid && st->suid == uid && st->fsuid == uid;
+}
+
 int restore_check_owner(pid_t tid, uid_t uid) {
-        char path[64], line[256];
-        unsigned v[4];
-        snprintf(path, sizeof(path), "/proc/%d/status", (int) tid);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f)
-                return -errno;
-        while (fgets(line, sizeof(line), f))
-                if (strncmp(line, "Uid:", 4) == 0) {
-                        if (sscanf(line + 4, "%u %u %u %u", &v[0], &v[1], &v[2], &v[3]) != 4)
-                                return -EBADMSG;
-                        return v[0] == uid && v[1] == uid && v[2] == uid && v[3] == uid;
-                }
-        return -EBADMSG;
+        ProcStatus st;
+        int r = proc_read_status(tid, &st);
+        return r < 0 ? r : all_uids_are(&st, uid);
 }
 
 /* Whether pid is root or one of its descendants, by the parents /proc gives now. */
@@ -58,16 +52,12 @@ static bool descends_from(pid_t pid, pid_t root) {
 static int task_ok(pid_t tid, const PlanMapping *map, const RestoreOrigin *o) {
         ProcStatus st;
         uint64_t start;
-        int r;
 
         if (tid <= 1 || proc_read_status(tid, &st) < 0 || proc_read_start_time(tid, &start) < 0)
                 return 0;
         if (start < o->started_ticks || !descends_from(st.tgid, map->root_pid))
                 return 0;
-        if (!o->check_uid)
-                return 1;
-        r = restore_check_owner(tid, o->uid);
-        return r > 0;
+        return !o->check_uid || all_uids_are(&st, o->uid);
 }
 
 /* Whether pid's cgroup (cgroup v2: "0::PATH") is unit's own. */
