@@ -50,10 +50,10 @@ int json_set(json_t *o, const char *key, json_t *v) {
 }
 
 json_t *json_task_record(const TaskRecord *t) {
-        return json_pack("{s:I, s:I, s:I, s:s, s:s, s:o, s:I}",
+        return json_pack("{s:I, s:I, s:I, s:s, s:s, s:o, s:I, s:b}",
                          "tid", (json_int_t) t->tid, "tgid", (json_int_t) t->tgid, "ppid", (json_int_t) t->ppid,
                          "comm", t->comm, "mode", t->mode, "filter", json_id_or_null(t->head),
-                         "depth", (json_int_t) t->depth);
+                         "depth", (json_int_t) t->depth, "stale", t->stale);
 }
 
 json_t *json_strv(char * const *l) {

@@ -69,6 +69,7 @@ static int add_process(Forest *f, const TaskList *tasks, size_t a, size_t b, con
                 x->mode = task_record_mode(t);
                 x->filter_id = t->head;
                 x->filter_count = t->depth;
+                x->stale = t->stale;
         }
         return 0;
 }

@@ -105,6 +105,26 @@ static int read_task_list(sd_bus_message *m, TaskList *l) {
         return sd_bus_message_exit_container(m);
 }
 
+/* Marks the tasks ListStaleTasks lists (asked after ListTasks: a task it names that ListTasks did
+ * not list, because it came or went in between, is passed over). */
+static int mark_stale_tasks(sd_bus *bus, TaskList *l) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const uint32_t *tids;
+        size_t size;
+        int r = bus_call_manager(bus, "ListStaleTasks", &reply, "");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read_array(reply, 'u', (const void **) &tids, &size);
+        if (r < 0)
+                return bus_log_parse_error(r, "ListStaleTasks");
+        for (size_t i = 0; i < size / sizeof(uint32_t); i++) {
+                TaskRecord *t = (TaskRecord *) task_list_find(l, tids[i]);
+                if (t)
+                        t->stale = true;
+        }
+        return 0;
+}
+
 int manager_list_tasks(sd_bus *bus, TaskList *ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = bus_call_manager(bus, "ListTasks", &reply, "");
@@ -114,6 +134,9 @@ int manager_list_tasks(sd_bus *bus, TaskList *ret) {
         r = read_task_list(reply, &l);
         if (r < 0)
                 return bus_log_parse_error(r, "ListTasks");
+        r = mark_stale_tasks(bus, &l);
+        if (r < 0)
+                return r;
         *ret = l;
         l = (TaskList) {};
         return 0;

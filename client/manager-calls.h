@@ -14,6 +14,7 @@ typedef struct TaskRecord {
         char *mode;    /* "disabled", "strict" or "filter" */
         uint64_t head; /* newest filter of the chain, 0 for none */
         uint32_t depth;
+        bool stale; /* ListStaleTasks lists it: its last known state, not read at the last pass */
 } TaskRecord;
 
 typedef struct TaskList {

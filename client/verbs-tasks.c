@@ -22,10 +22,12 @@ static char *format_id(uint64_t id, char *buf) {
         return id ? format_u64(id, buf) : strcpy(buf, "-");
 }
 
+/* MODE, and "(stale)" after it when the daemon could not read the task at its last pass. */
 static int ps_add_row(Table *t, const TaskRecord *x) {
-        char tid[NUM_BUF], tgid[NUM_BUF], ppid[NUM_BUF], depth[NUM_BUF], head[NUM_BUF];
+        char tid[NUM_BUF], tgid[NUM_BUF], ppid[NUM_BUF], depth[NUM_BUF], head[NUM_BUF], mode[NUM_BUF + 8];
+        snprintf(mode, sizeof(mode), "%s%s", x->mode, x->stale ? " (stale)" : "");
         const char *cells[] = { format_u64(x->tid, tid), format_u64(x->tgid, tgid), format_u64(x->ppid, ppid), x->comm,
-                                x->mode, format_u64(x->depth, depth), format_id(x->head, head) };
+                                mode, format_u64(x->depth, depth), format_id(x->head, head) };
         return table_add_row(t, cells);
 }
 

@@ -13,6 +13,7 @@
 
 #include "bus-client.h"
 #include "bus-fixture.h"
+#include "ctl-run.h"
 #include "scenario.h"
 #include "tests-util.h"
 
@@ -328,6 +329,46 @@ static bool chain_has_depth(void *userdata) {
         return g_ascii_isdigit(chain[0]) && commas + 1 == c->depth;
 }
 
+typedef struct StaleIs {
+        sd_bus *bus;
+        pid_t tid;
+        bool stale;
+} StaleIs;
+
+/* Whether ListStaleTasks lists s->tid as s->stale wants. */
+static bool stale_is(void *userdata) {
+        StaleIs *s = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        const uint32_t *tids;
+        size_t size;
+        bool listed = false;
+        if (bus_client_call(s->bus, "ListStaleTasks", &error, &reply, "") < 0)
+                g_error("ListStaleTasks: %s", error.message);
+        g_assert_cmpint(sd_bus_message_read_array(reply, 'u', (const void **) &tids, &size), >=, 0);
+        for (size_t i = 0; i < size / sizeof(uint32_t); i++)
+                listed = listed || tids[i] == (uint32_t) s->tid;
+        return listed == s->stale;
+}
+
+/* What sectreectl shows of tid: ps --json's "stale", and whether its process's line in tree says
+ * "(stale)". */
+static void ctl_shows_stale(BusFixture *b, pid_t tid, bool want) {
+        g_autofree char *arg = g_strdup_printf("%d", (int) tid);
+        json_t *doc = ctl_run_json(b, CTL_ARGS("ps", "--json", arg));
+        json_t *task = json_array_get(json_object_get(doc, "tasks"), 0);
+        if (!task || json_boolean_value(json_object_get(task, "stale")) != want)
+                g_error("ps --json %d: \"stale\" should be %s", (int) tid, want ? "true" : "false");
+        json_decref(doc);
+        g_autofree char *tree = ctl_run_ok(b, CTL_ARGS("tree"));
+        g_autofree char *needle = g_strdup_printf("[%d]", (int) tid);
+        const char *line = strstr(tree, needle);
+        g_assert_nonnull(line);
+        g_autofree char *rest = g_strndup(line, strcspn(line, "\n"));
+        if ((strstr(rest, "(stale)") != NULL) != want)
+                g_error("tree: the line of %d is '%s', %s(stale)", (int) tid, rest, want ? "without " : "with ");
+}
+
 /* Another tracer: one that holds the task seized (strace), or one that seizes, stops and lets go of
  * it again and again (a second ptrace observer), until killed. */
 static pid_t start_tracer(pid_t tracee, bool flap) {
@@ -386,6 +427,10 @@ static void tracer_with(bool flap) {
         bus_signal_log_start(&log, bus, format_attached);
 
         pid_t tracer = start_tracer(tracee, flap);
+        if (!flap) { /* held: no pass can read it, and it is shown as stale */
+                g_assert_true(tests_wait_for(stale_is, &(StaleIs) { bus, tracee, true }, TESTS_PATIENCE_MS));
+                ctl_shows_stale(&b, tracee, true);
+        }
         for (int i = 0; i < 20; i++) { /* 2 s: about ten passes */
                 g_usleep(100 * 1000);
                 g_autofree char *now = task_chain(bus, tracee);
@@ -398,6 +443,8 @@ static void tracer_with(bool flap) {
         g_usleep(600 * 1000);
         g_autofree char *after = task_chain(bus, tracee);
         g_assert_cmpstr(after, ==, chain);
+        g_assert_true(tests_wait_for(stale_is, &(StaleIs) { bus, tracee, false }, TESTS_PATIENCE_MS));
+        ctl_shows_stale(&b, tracee, false);
         while (sd_bus_process(bus, NULL) > 0)
                 ;
         g_autofree char *tid = g_strdup_printf("%d", (int) tracee);

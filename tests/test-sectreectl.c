@@ -599,7 +599,8 @@ static void test_ps(Fixture *fx, gconstpointer data) {
         json_int_t last_tgid = 0, last_tid = 0;
         g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
         json_array_foreach(tasks, k, t) {
-                ASSERT_KEYS(t, "tid", "tgid", "ppid", "comm", "mode", "filter", "depth");
+                ASSERT_KEYS(t, "tid", "tgid", "ppid", "comm", "mode", "filter", "depth", "stale");
+                g_assert_false(json_boolean_value(json_object_get(t, "stale"))); /* bpf reads every task */
                 json_int_t tid = jint(t, "tid"), tgid = jint(t, "tgid");
                 g_assert_true(tgid > last_tgid || (tgid == last_tgid && tid > last_tid)); /* by tgid, then tid */
                 last_tgid = tgid;

@@ -54,6 +54,28 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
+static int method_list_stale_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const Forest *f;
+        int r = caller_from_message(msg, &c);
+        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "u");
+        for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                for (size_t j = 0; r >= 0 && caller_may_see(&c, p) && j < p->n_threads; j++)
+                        if (manager_task_stale(m, p->threads[j].tid))
+                                r = sd_bus_message_append(reply, "u", (uint32_t) p->threads[j].tid);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+}
+
 static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t tasks) {
         char digest[PROG_DIGEST_STRING_MAX];
         int r = sd_bus_message_open_container(reply, 'r', "ttusuas");
@@ -385,6 +407,8 @@ static const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD_WITH_ARGS("ListTasks", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(uuusstu)", tasks),
                                 method_list_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListStaleTasks", SD_BUS_NO_ARGS, SD_BUS_RESULT("au", tids),
+                                method_list_stale_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListFilters", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttusuas)", filters),
                                 method_list_filters, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListListeners", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(tta(uis))", listeners),

@@ -17,6 +17,7 @@ typedef struct SourceVTable {
         bool (*pass_waiting)(const Source *s);
         bool (*events_pending)(Source *s);
         uint64_t (*lost)(Source *s);
+        bool (*task_stale)(const Source *s, pid_t tid); /* NULL: every task is read at each pass */
         IdentityKind identity;
         uint64_t refresh_usec;
         bool announces_passes;

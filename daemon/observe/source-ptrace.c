@@ -271,6 +271,11 @@ static int keep_thread(const Forest *live, Forest *f, pid_t tid) {
         return 1;
 }
 
+static bool ptrace_task_stale(const Source *s, pid_t tid) {
+        const PtraceSource *p = (const PtraceSource *) s;
+        return hashmap_get(&p->stale, (uint64_t) tid) != NULL;
+}
+
 static void mark_stale(PtraceSource *p, pid_t tid, int error, bool stale) {
         bool was = hashmap_get(&p->stale, (uint64_t) tid);
         if (stale && !was && hashmap_replace(&p->stale, (uint64_t) tid, (void *) 1) >= 0)
@@ -636,6 +641,7 @@ static const SourceVTable ptrace_vtable = {
         .pass_waiting = ptrace_pass_waiting,
         .events_pending = ptrace_events_pending,
         .lost = ptrace_lost,
+        .task_stale = ptrace_task_stale,
         .identity = IDENTITY_INFERRED,
         .refresh_usec = REFRESH_USEC,
         .announces_passes = true,

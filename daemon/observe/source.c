@@ -65,6 +65,10 @@ uint64_t source_lost(Source *s) {
         return s->vtable->lost(s);
 }
 
+bool source_task_stale(const Source *s, pid_t tid) {
+        return s->vtable->task_stale && s->vtable->task_stale(s, tid);
+}
+
 void source_set_after_scan_hook(Source *s, void (*hook)(void *userdata), void *userdata) {
         s->after_scan_hook = hook;
         s->after_scan_userdata = userdata;

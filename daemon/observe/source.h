@@ -56,4 +56,9 @@ int source_full_pass(Source *s, const char *reason, bool split);
 bool source_pass_waiting(const Source *s);
 bool source_events_pending(Source *s);
 uint64_t source_lost(Source *s);
+
+/* Whether what the live view has of thread tid is its last known state, not read at the last
+ * pass: the ptrace backend could not read it (another tracer holds it, or it did not stop in
+ * time). Such a thread keeps its place and its filter ids until a pass reads it again. */
+bool source_task_stale(const Source *s, pid_t tid);
 void source_set_after_scan_hook(Source *s, void (*hook)(void *userdata), void *userdata);

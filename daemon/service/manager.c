@@ -273,6 +273,10 @@ int manager_live(Manager *m, const Forest **ret) {
         return live_linked(m->live, ret, NULL);
 }
 
+bool manager_task_stale(const Manager *m, pid_t tid) {
+        return m->source && source_task_stale(m->source, tid);
+}
+
 static void on_pacing(void *userdata, const char *reason) {
         (void) manager_full_pass_split(userdata, reason); /* a failure asks for the next one itself */
 }

@@ -126,3 +126,6 @@ void manager_send_snapshot_deleted(Manager *m, uint64_t id);
 /* The live forest, linked, for bus readers: a forest that cannot be linked (events left it
  * inconsistent) is replaced by a full pass first. */
 int manager_live(Manager *m, const Forest **ret);
+/* Whether the live view has thread tid at its last known state, not read at the last pass
+ * (source_task_stale()). */
+bool manager_task_stale(const Manager *m, pid_t tid);

@@ -86,6 +86,9 @@ typedef struct Task {
         Filter *filter;     /* resolved by forest_link() */
         unsigned filter_count; /* the kernel's count when known (Seccomp_filters:), else 0 */
         TaskNnp nnp;
+        /* Its last known state: the observer could not read it at its last pass (another tracer
+         * held it). Set by the client from the daemon's ListStaleTasks, for display only. */
+        bool stale;
 } Task;
 
 typedef struct Forest Forest;

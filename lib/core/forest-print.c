@@ -217,6 +217,11 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, F
                                 fputs(" (strict)", out);
                                 break;
                         }
+        for (size_t j = 0; j < p->n_threads; j++)
+                if (process_slot(f, p, j) == slot && p->threads[j].stale) {
+                        fputs(" (stale)", out);
+                        break;
+                }
         fputc('\n', out);
 }
 
