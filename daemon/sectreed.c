@@ -1,9 +1,11 @@
-/* sectreed.c: the daemon binary: its verbs and their options; the service itself is manager.c */
+/* sectreed.c: the daemon binary: its verbs and their options, and the Daemon that owns the manager,
+ * the services above it and the bus */
 #include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
 
 #include "bus/manager-dbus.h"
+#include "bus/restores-dbus.h"
 #include "config.h"
 #include "core/budget.h"
 #include "core/forest-print.h"
@@ -11,7 +13,9 @@
 #include "observe/scanner.h"
 #include "observe/source.h"
 #include "service/manager.h"
+#include "service/policy-jobs.h"
 #include "service/restores.h"
+#include "service/snapshot-transfers.h"
 #include "snapshot/snapshot-json.h"
 
 typedef enum OutputFormat {
@@ -185,6 +189,26 @@ static int verb_scan(const Args *a) {
         return 0;
 }
 
+/* The daemon: the manager (the event path) and the services above it, and the bus object that
+ * serves them. It owns them all and frees them in order: the restores (their stubs end), the bus
+ * (flushed: what was answered leaves), the transfers and analyses (cancelled when the loop exited),
+ * the manager last. */
+typedef struct Daemon {
+        Manager *manager;
+        SnapshotTransfers *transfers;
+        PolicyJobs *policy_jobs;
+        Restores *restores;
+        ManagerBus *bus;
+} Daemon;
+
+static void daemon_done(Daemon *d) {
+        d->restores = restores_free(d->restores);
+        d->bus = manager_bus_free(d->bus);
+        d->transfers = snapshot_transfers_free(d->transfers);
+        d->policy_jobs = policy_jobs_free(d->policy_jobs);
+        d->manager = manager_free(d->manager);
+}
+
 /* The bus connection is gone (dbus-daemon closed it, or stopped): a daemon off the bus serves
  * nobody, so it stops with an error and systemd (Restart=on-failure) starts it again. */
 static int on_bus_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -193,30 +217,50 @@ static int on_bus_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error
         return sd_event_exit(m->event, -ENOTCONN);
 }
 
-static int watch_bus(Manager *m) {
-        int r = sd_bus_match_signal(m->bus, NULL, NULL, "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
-                                    "Disconnected", on_bus_disconnected, m);
+static int watch_bus(Daemon *d) {
+        int r = sd_bus_match_signal(d->bus->bus, NULL, NULL, "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
+                                    "Disconnected", on_bus_disconnected, d->manager);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the bus connection: %m");
         return 0;
 }
 
-static int run_service(const Args *a) {
+/* The services, made before the manager starts; the bus, once it has. */
+static int daemon_start(Daemon *d, const Args *a) {
         ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns };
-        _cleanup_(manager_freep) Manager *m = NULL;
-        int r = manager_new(&opts, &m);
-        if (r >= 0)
-                r = restores_new(m, a->restore_executor);
-        if (r >= 0)
-                r = manager_startup(m);
-        if (r >= 0)
-                r = manager_bus_connect(m);
-        if (r >= 0)
-                r = watch_bus(m);
+        int r = manager_new(&opts, &d->manager);
+        if (r < 0)
+                return r;
+        r = restores_new(d->manager, a->restore_executor, &d->restores);
+        if (r < 0)
+                return r;
+        r = snapshot_transfers_new(d->manager, &d->transfers);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up snapshot transfers: %m");
+        r = policy_jobs_new(d->manager->event, &d->policy_jobs);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up policy analyses: %m");
+        r = manager_startup(d->manager);
+        if (r < 0)
+                return r;
+        r = manager_bus_new(&(ManagerBus) { .manager = d->manager, .transfers = d->transfers,
+                                            .policy_jobs = d->policy_jobs }, &d->bus);
+        if (r < 0)
+                return r;
+        r = restores_bus_connect(d->restores, d->bus->bus);
+        if (r < 0)
+                return r;
+        return watch_bus(d);
+}
+
+static int run_service(const Args *a) {
+        Daemon d = {};
+        int r = daemon_start(&d, a);
         if (r >= 0) {
-                manager_ready(m);
-                r = manager_run(m);
+                manager_ready(d.manager);
+                r = manager_run(d.manager);
         }
+        daemon_done(&d);
         return r;
 }
 

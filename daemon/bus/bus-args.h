@@ -5,10 +5,31 @@
 #include <systemd/sd-bus.h>
 
 #include "service/manager.h"
+#include "service/policy-jobs.h"
+#include "service/snapshot-transfers.h"
 
 #define MANAGER_BUS_NAME "org.sectree1"
 #define MANAGER_OBJECT_PATH "/org/sectree1"
 #define MANAGER_INTERFACE "org.sectree1.Manager"
+
+/* Counts of the live forest that PropertiesChanged reports when they change. */
+typedef struct ManagerCounts {
+        uint32_t tasks, filters, listeners;
+        uint64_t last_scan_usec;
+} ManagerCounts;
+
+/* The org.sectree1.Manager object: its connection, and the services its handlers call (the
+ * daemon, sectreed.c, owns them, and frees them after the object). The userdata of its table;
+ * restores have a table of their own (restores-dbus.h). */
+typedef struct ManagerBus {
+        sd_bus *bus;
+        Manager *manager;
+        SnapshotTransfers *transfers;
+        PolicyJobs *policy_jobs;
+        ManagerCounts announced;  /* what PropertiesChanged said last */
+        sd_bus_message **rescans; /* Rescan() calls whose pass waits for a snapshot's scan (ptrace) */
+        size_t n_rescans, n_rescans_allocated;
+} ManagerBus;
 
 /* The live forest for a method (manager_live()), or ScanFailed set in error. */
 int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);

@@ -4,7 +4,6 @@
 #include "bus/bus-args.h"
 #include "bus/bus-errors.h"
 #include "bus/policy-dbus.h"
-#include "bus/restores-dbus.h"
 #include "bus/snapshots-dbus.h"
 #include "config.h"
 #include "service/access.h"
@@ -24,7 +23,8 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
 }
 
 static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const Forest *f;
@@ -55,7 +55,8 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
 }
 
 static int method_list_stale_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const Forest *f;
@@ -109,7 +110,7 @@ static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
         const Forest *f;
-        int r = visible_list_begin(msg, userdata, "(ttusuas)", &c, &f, &visible, &reply, error);
+        int r = visible_list_begin(msg, ((ManagerBus *) userdata)->manager, "(ttusuas)", &c, &f, &visible, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
                 if (hashmap_get(&visible, f->filters[i]->id))
                         r = append_filter_entry(reply, f->filters[i], caller_visible_task_count(&c, f, f->filters[i]));
@@ -155,7 +156,7 @@ static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_err
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
         const Forest *f;
-        int r = visible_list_begin(msg, userdata, "(tta(uis))", &c, &f, &visible, &reply, error);
+        int r = visible_list_begin(msg, ((ManagerBus *) userdata)->manager, "(tta(uis))", &c, &f, &visible, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_listeners; i++) {
                 const Listener *l = f->listeners[i];
                 if (!hashmap_get(&visible, l->filter_id))
@@ -215,7 +216,8 @@ static int append_installer(sd_bus_message *reply, Store *store, Caller *c, uint
 }
 
 static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const Filter *flt = NULL;
@@ -264,7 +266,8 @@ static int reply_unfiltered_chain(sd_bus_message *msg, Caller *c, pid_t tid, sd_
 }
 
 static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Process *p;
@@ -292,7 +295,8 @@ static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_err
 }
 
 static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap memo = {};
@@ -329,18 +333,18 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
 
 /* A Rescan() whose pass is queued behind a snapshot's scan (the loop does not wait for it) is
  * answered once a full pass is stored. */
-static int rescan_park(Manager *m, sd_bus_message *msg) {
-        if (GROW(m->rescans, m->n_rescans_allocated, m->n_rescans + 1) < 0)
+static int rescan_park(ManagerBus *b, sd_bus_message *msg) {
+        if (GROW(b->rescans, b->n_rescans_allocated, b->n_rescans + 1) < 0)
                 return -ENOMEM;
-        m->rescans[m->n_rescans++] = sd_bus_message_ref(msg);
+        b->rescans[b->n_rescans++] = sd_bus_message_ref(msg);
         return 1;
 }
 
 /* Answer every parked Rescan(): with success (name NULL) or with that error. */
-static void rescans_answer(Manager *m, const char *name, const char *message) {
-        _cleanup_free_ sd_bus_message **l = TAKE_PTR(m->rescans);
-        size_t n = m->n_rescans;
-        m->n_rescans = m->n_rescans_allocated = 0;
+static void rescans_answer(ManagerBus *b, const char *name, const char *message) {
+        _cleanup_free_ sd_bus_message **l = TAKE_PTR(b->rescans);
+        size_t n = b->n_rescans;
+        b->n_rescans = b->n_rescans_allocated = 0;
         for (size_t i = 0; i < n; i++) {
                 _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = l[i];
                 int r = name ? sd_bus_reply_method_errorf(msg, name, "%s", message)
@@ -351,7 +355,8 @@ static void rescans_answer(Manager *m, const char *name, const char *message) {
 }
 
 static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         int r = caller_from_message(msg, &c);
         if (r < 0)
@@ -365,13 +370,14 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: %s", strerror(-r));
         if (source_pass_waiting(m->source))
-                return rescan_park(m, msg);
+                return rescan_park(b, msg);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int property_get_const_string(sd_bus *bus, const char *path, const char *interface, const char *property,
                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         const char *v = streq(property, "Version") ? PACKAGE_VERSION
                         : streq(property, "Backend") ? backend_to_string(source_backend(m->source))
                         : identity_kind_to_string(source_identity(m->source));
@@ -390,9 +396,14 @@ static ManagerCounts current_counts(const Manager *m) {
 
 static int property_get_count(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        ManagerCounts c = current_counts(userdata);
+        ManagerCounts c = current_counts(((ManagerBus *) userdata)->manager);
         uint32_t v = streq(property, "Tasks") ? c.tasks : streq(property, "Filters") ? c.filters : c.listeners;
         return sd_bus_message_append(reply, "u", v);
+}
+
+static int property_get_last_scan(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "t", ((ManagerBus *) userdata)->manager->last_scan_usec);
 }
 
 static const sd_bus_vtable manager_vtable[] = {
@@ -403,8 +414,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Tasks", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Filters", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Listeners", "u", property_get_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("LastScanUSec", "t", NULL, offsetof(Manager, last_scan_usec),
-                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("LastScanUSec", "t", property_get_last_scan, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD_WITH_ARGS("ListTasks", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(uuusstu)", tasks),
                                 method_list_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListStaleTasks", SD_BUS_NO_ARGS, SD_BUS_RESULT("au", tids),
@@ -446,35 +456,24 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_who_can, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilterAttached",
                                 SD_BUS_ARGS("t", id, "t", parent, "u", tid, "u", pid, "s", comm), 0),
-        SD_BUS_METHOD_WITH_ARGS("Restore", SD_BUS_ARGS("t", snapshot_id, "a{sv}", options),
-                                SD_BUS_RESULT("t", id, "b", verified, "as", differences, "a(uu)", processes, "ah",
-                                              pidfds, "a(uu)", threads, "a(th)", listeners),
-                                method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("ListRestores", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttuuubs)", restores),
-                                method_list_restores, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("ReleaseRestore", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT, method_release_restore,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("TaskAdded", SD_BUS_ARGS("u", tid, "u", tgid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskExited", SD_BUS_ARGS("u", tid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Resynced", SD_BUS_ARGS("s", reason), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SnapshotCreated", SD_BUS_ARGS("t", id, "s", name, "u", owner_uid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SnapshotDeleted", SD_BUS_ARGS("t", id), 0),
-        SD_BUS_SIGNAL_WITH_ARGS("RestoreFinished", SD_BUS_ARGS("t", id, "u", owner_uid, "s", reason), 0),
         SD_BUS_VTABLE_END
 };
 
-static int emit(Manager *m, const char *member, const char *types, ...) {
-        if (!m->bus)
-                return 0;
+static int emit(ManagerBus *b, const char *member, const char *types, ...) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *s = NULL;
-        int r = sd_bus_message_new_signal(m->bus, &s, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, member);
+        int r = sd_bus_message_new_signal(b->bus, &s, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, member);
         if (r < 0)
                 return r;
         va_list ap;
         va_start(ap, types);
         r = sd_bus_message_appendv(s, types, ap);
         va_end(ap);
-        return r < 0 ? r : sd_bus_send(m->bus, s, NULL);
+        return r < 0 ? r : sd_bus_send(b->bus, s, NULL);
 }
 
 /* comm: LiveChange.comm, not NUL-terminated when it fills it; D-Bus strings must be UTF-8. */
@@ -484,22 +483,22 @@ static char *comm_for_bus(const char *comm) {
         return snapshot_utf8_sanitize(c);
 }
 
-static int send_filter_attached(Manager *m, uint64_t id, uint64_t parent, pid_t tid, pid_t pid, const char *comm) {
+static int send_filter_attached(ManagerBus *b, uint64_t id, uint64_t parent, pid_t tid, pid_t pid, const char *comm) {
         _cleanup_free_ char *valid = comm_for_bus(comm);
         if (!valid)
                 return -ENOMEM;
-        return emit(m, "FilterAttached", "ttuus", id, parent, (uint32_t) tid, (uint32_t) pid, valid);
+        return emit(b, "FilterAttached", "ttuus", id, parent, (uint32_t) tid, (uint32_t) pid, valid);
 }
 
-static int send_task_added(Manager *m, pid_t tid, pid_t tgid, const char *comm) {
+static int send_task_added(ManagerBus *b, pid_t tid, pid_t tgid, const char *comm) {
         _cleanup_free_ char *valid = comm_for_bus(comm);
         if (!valid)
                 return -ENOMEM;
-        return emit(m, "TaskAdded", "uus", (uint32_t) tid, (uint32_t) tgid, valid);
+        return emit(b, "TaskAdded", "uus", (uint32_t) tid, (uint32_t) tgid, valid);
 }
 
-static int send_task_exited(Manager *m, pid_t tid) {
-        return emit(m, "TaskExited", "u", (uint32_t) tid);
+static int send_task_exited(ManagerBus *b, pid_t tid) {
+        return emit(b, "TaskExited", "u", (uint32_t) tid);
 }
 
 static void on_snapshot_created(void *userdata, uint64_t id, const char *name, uid_t owner) {
@@ -511,92 +510,108 @@ static void on_snapshot_deleted(void *userdata, uint64_t id) {
 }
 
 /* PropertiesChanged for the counts that changed since the last call. */
-static int announce_counts(Manager *m) {
-        if (!m->bus)
-                return 0;
-        ManagerCounts c = current_counts(m);
+static int announce_counts(ManagerBus *b) {
+        ManagerCounts c = current_counts(b->manager);
         const char *changed[6];
         size_t n = 0;
-        if (c.tasks != m->announced.tasks)
+        if (c.tasks != b->announced.tasks)
                 changed[n++] = "Tasks";
-        if (c.filters != m->announced.filters)
+        if (c.filters != b->announced.filters)
                 changed[n++] = "Filters";
-        if (c.listeners != m->announced.listeners)
+        if (c.listeners != b->announced.listeners)
                 changed[n++] = "Listeners";
-        if (c.last_scan_usec != m->announced.last_scan_usec)
+        if (c.last_scan_usec != b->announced.last_scan_usec)
                 changed[n++] = "LastScanUSec";
         changed[n] = NULL;
-        m->announced = c;
+        b->announced = c;
         if (n == 0)
                 return 0;
-        return sd_bus_emit_properties_changed_strv(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, (char **) changed);
+        return sd_bus_emit_properties_changed_strv(b->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, (char **) changed);
 }
 
-static int announce_change(Manager *m, const LiveChange *x) {
+static int announce_change(ManagerBus *b, const LiveChange *x) {
         switch (x->type) {
         case LIVE_TASK_ADDED:
-                return send_task_added(m, x->tid, x->tgid, x->comm);
+                return send_task_added(b, x->tid, x->tgid, x->comm);
         case LIVE_TASK_EXITED:
-                return send_task_exited(m, x->tid);
+                return send_task_exited(b, x->tid);
         case LIVE_FILTER_ATTACHED:
-                return send_filter_attached(m, x->filter_id, x->parent_id, x->tid, x->tgid, x->comm);
+                return send_filter_attached(b, x->filter_id, x->parent_id, x->tid, x->tgid, x->comm);
         default:
                 return 0;
         }
 }
 
 static void on_changes(void *userdata, const LiveChanges *c, const char *reason) {
-        Manager *m = userdata;
-        if (!m->bus)
-                return;
+        ManagerBus *b = userdata;
         for (size_t i = 0; i < c->n; i++)
-                (void) announce_change(m, &c->changes[i]);
+                (void) announce_change(b, &c->changes[i]);
         if (c->replaced && reason)
-                (void) emit(m, "Resynced", "s", reason);
-        (void) announce_counts(m);
+                (void) emit(b, "Resynced", "s", reason);
+        (void) announce_counts(b);
         if (c->replaced)
-                rescans_answer(m, NULL, NULL); /* a pass stored after they asked */
+                rescans_answer(b, NULL, NULL); /* a pass stored after they asked */
 }
 
 static int on_event_exit(sd_event_source *s, void *userdata) {
-        rescans_answer(userdata, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
-        manager_snapshot_transfers_cancel(userdata);
-        manager_policy_jobs_cancel(userdata);
+        ManagerBus *b = userdata;
+        rescans_answer(b, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
+        snapshot_transfers_cancel(b->transfers);
+        policy_jobs_cancel(b->policy_jobs);
         return 0;
 }
 
-int manager_bus_connect(Manager *m) {
-        int r = sd_bus_default_system(&m->bus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to connect to the system bus: %m");
-        r = sd_bus_add_object_vtable(m->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, manager_vtable, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the object: %m");
-        r = sd_bus_request_name(m->bus, MANAGER_BUS_NAME, 0);
-        if (r < 0)
-                return log_error_errno(r, "Failed to acquire the bus name %s: %m", MANAGER_BUS_NAME);
-        r = sd_bus_attach_event(m->bus, m->event, 0);
-        if (r < 0)
-                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
-        /* Snapshot transfers still waiting for their fds are answered before the bus goes away: before
-         * the exit handler of sd_bus_attach_event() (priority 0) flushes and closes it. */
+ManagerBus *manager_bus_free(ManagerBus *b) {
+        if (!b)
+                return NULL;
+        manager_set_listener(b->manager, &(ManagerListener) {});
+        rescans_answer(b, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
+        sd_bus_flush_close_unref(b->bus);
+        free(b);
+        return NULL;
+}
+
+/* After the exit handler of sd_bus_attach_event() (priority 0) the bus is flushed and closed:
+ * calls still waiting are answered before, at a higher priority. */
+static int add_exit_handler(ManagerBus *b) {
         _cleanup_(sd_event_source_unrefp) sd_event_source *exit_source = NULL;
-        r = sd_event_add_exit(m->event, &exit_source, on_event_exit, m);
+        int r = sd_event_add_exit(b->manager->event, &exit_source, on_event_exit, b);
         if (r < 0)
-                return log_error_errno(r, "Failed to add the exit handler: %m");
+                return r;
         r = sd_event_source_set_priority(exit_source, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0)
-                return log_error_errno(r, "Failed to add the exit handler: %m");
-        r = sd_event_source_set_floating(exit_source, true);
+                return r;
+        return sd_event_source_set_floating(exit_source, true);
+}
+
+int manager_bus_new(const ManagerBus *services, ManagerBus **ret) {
+        _cleanup_(manager_bus_freep) ManagerBus *b = calloc(1, sizeof(ManagerBus));
+        if (!b)
+                return log_oom();
+        *b = (ManagerBus) { .manager = services->manager, .transfers = services->transfers,
+                            .policy_jobs = services->policy_jobs };
+        int r = sd_bus_default_system(&b->bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the system bus: %m");
+        r = sd_bus_add_object_vtable(b->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, manager_vtable, b);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the object: %m");
+        r = sd_bus_request_name(b->bus, MANAGER_BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to acquire the bus name %s: %m", MANAGER_BUS_NAME);
+        r = sd_bus_attach_event(b->bus, b->manager->event, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        r = add_exit_handler(b);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the exit handler: %m");
-        m->announced = current_counts(m);
-        restores_bus_connect(m);
-        manager_set_listener(m, &(ManagerListener) {
+        b->announced = current_counts(b->manager);
+        manager_set_listener(b->manager, &(ManagerListener) {
                 .changes = on_changes,
                 .snapshot_created = on_snapshot_created,
                 .snapshot_deleted = on_snapshot_deleted,
-                .userdata = m,
+                .userdata = b,
         });
+        *ret = TAKE_PTR(b);
         return 0;
 }

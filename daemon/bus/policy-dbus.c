@@ -27,18 +27,6 @@ static int analysis_error(sd_bus_error *error, int r, const char *what) {
         return bus_error_set_errno(error, BUS_ERROR_ANALYSIS, r);
 }
 
-/* The analyses of the manager's callers (made at the first call, freed by
- * manager_policy_jobs_cancel()). */
-static PolicyJobs *jobs_of(Manager *m) {
-        if (!m->policy_jobs && policy_jobs_new(m->event, &m->policy_jobs) < 0)
-                return NULL;
-        return m->policy_jobs;
-}
-
-void manager_policy_jobs_cancel(Manager *m) {
-        m->policy_jobs = policy_jobs_free(m->policy_jobs);
-}
-
 static void msg_unref(void *userdata) {
         sd_bus_message_unref(userdata);
 }
@@ -66,8 +54,8 @@ static void on_job_done(PolicyJob *j, void *userdata) {
                 log_debug_errno(r, "Could not answer a policy call: %m");
 }
 
-static PolicyJob *job_new(Manager *m, sd_bus_message *msg, const Caller *c, PolicyJobKind kind, const char *what) {
-        PolicyJob *j = policy_job_new(m->source, c, kind, what);
+static PolicyJob *job_new(ManagerBus *b, sd_bus_message *msg, const Caller *c, PolicyJobKind kind, const char *what) {
+        PolicyJob *j = policy_job_new(b->manager->source, c, kind, what);
         if (!j)
                 return NULL;
         j->userdata = sd_bus_message_ref(msg);
@@ -76,13 +64,8 @@ static PolicyJob *job_new(Manager *m, sd_bus_message *msg, const Caller *c, Poli
 }
 
 /* Queue j (taken), or refuse it when its lane is full. */
-static int job_submit(Manager *m, PolicyJob *j, uint64_t cpu, sd_bus_error *error) {
-        PolicyJobs *js = jobs_of(m);
-        if (!js) {
-                policy_job_free(j);
-                return -ENOMEM;
-        }
-        int r = policy_jobs_submit(js, j, thread_cpu_usec() - cpu, on_job_done);
+static int job_submit(ManagerBus *b, PolicyJob *j, uint64_t cpu, sd_bus_error *error) {
+        int r = policy_jobs_submit(b->policy_jobs, j, thread_cpu_usec() - cpu, on_job_done);
         if (r == -EBUSY)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Too many policy analyses are waiting; try again later.");
@@ -137,7 +120,8 @@ static int append_arch(sd_bus_message *reply, const PolicyReportArch *a) {
 /* ---- GetPolicy ---- */
 
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         const Forest *f;
         const Task *t = NULL;
@@ -156,7 +140,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The chain of task %" PRIu32 " is not known.", tid);
         char what[64];
         snprintf(what, sizeof(what), "the chain of task %" PRIu32, tid);
-        PolicyJob *j = job_new(m, msg, &c, POLICY_JOB_GET_POLICY, what);
+        PolicyJob *j = job_new(b, msg, &c, POLICY_JOB_GET_POLICY, what);
         if (!j)
                 return -ENOMEM;
         r = policy_job_set_chain(j, t);
@@ -167,7 +151,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
                                                  "The chain of task %" PRIu32 " is not known.", tid);
                 return r;
         }
-        return job_submit(m, j, cpu, error);
+        return job_submit(b, j, cpu, error);
 }
 
 static int reply_get_policy(PolicyJob *j, sd_bus_message **ret) {
@@ -275,7 +259,8 @@ static int append_who_can(sd_bus_message *reply, const WhoCanQuery *q, const Who
 }
 
 int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
+        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         _cleanup_free_ char *why = NULL;
         uint64_t cpu = thread_cpu_usec();
@@ -296,7 +281,7 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
                 return r;
 
-        PolicyJob *j = job_new(m, msg, &c, POLICY_JOB_WHO_CAN, "the chains");
+        PolicyJob *j = job_new(b, msg, &c, POLICY_JOB_WHO_CAN, "the chains");
         if (!j)
                 return -ENOMEM;
         r = policy_job_set_who_can(j, f, &q, &c);
@@ -308,7 +293,7 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be read: %s",
                                          strerror(-r));
         }
-        return job_submit(m, j, cpu, error);
+        return job_submit(b, j, cpu, error);
 }
 
 static int reply_who_can(PolicyJob *j, sd_bus_message **ret) {

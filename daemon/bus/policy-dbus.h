@@ -3,12 +3,10 @@
 
 #include <systemd/sd-bus.h>
 
-#include "service/manager.h"
+#include "bus/bus-args.h"
 
 /* The analyses run off the loop in worker lanes, with their limits: service/policy-jobs.h. */
 
-/* Stop the workers, wait for them, and drop their calls (sectreed is stopping). */
-void manager_policy_jobs_cancel(Manager *m);
 
 /* GetPolicy(u tid) -> (s mode, at filters, a(sbbua(si(bua(ssuubs)))(bua(ssuubs))) architectures) */
 int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error);

@@ -252,7 +252,7 @@ static int append_reply(sd_bus_message *reply, const Restore *x, size_t *ret_end
         return r;
 }
 
-static void on_restore_done(Manager *m, int r, Restore *x, const char *message, void *userdata) {
+static void on_restore_done(Restores *rs, int r, Restore *x, const char *message, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         size_t end = 0;
@@ -276,11 +276,11 @@ static void on_restore_done(Manager *m, int r, Restore *x, const char *message, 
         } else
                 k = 0;
         if (k >= 0)
-                k = sd_bus_send(m->bus, reply, NULL);
+                k = sd_bus_send(NULL, reply, NULL);
         if (k < 0)
                 log_debug_errno(k, "Could not reply to Restore(): %m");
         if (k < 0 && r >= 0) /* nobody would ever hear of this restore: end it */
-                (void) manager_restore_release(m, &(Caller) { .privileged = true }, restore_id(x), NULL, NULL);
+                (void) restores_release(rs, &(Caller) { .privileged = true }, restore_id(x), NULL, NULL);
 }
 
 static int on_caller_left(sd_bus_track *t, void *userdata) {
@@ -309,8 +309,8 @@ static int watch_caller(sd_bus_message *msg, Restore *restore) {
         return 0;
 }
 
-int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Restores *rs = userdata;
         CALLER_CLEANUP Caller c = {};
         RestoreOptions o = {};
         RestoreCreds creds = {};
@@ -326,8 +326,7 @@ int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         if (r >= 0) {
                 bool keep = o.keep;
                 Restore *restore = NULL;
-                r = manager_restore_start(m, &c, &creds, id, &o, on_restore_done, sd_bus_message_ref(msg), &restore,
-                                          &message);
+                r = restores_start(rs, &c, &creds, id, &o, on_restore_done, sd_bus_message_ref(msg), &restore, &message);
                 if (r >= 0 && !keep && watch_caller(msg, restore) < 0)
                         restore_caller_left(restore); /* done hears of it: -ECANCELED */
                 if (r < 0) {
@@ -346,15 +345,15 @@ int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 
 /* ---- ListRestores, ReleaseRestore ---- */
 
-int method_list_restores(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int method_list_restores(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Restores *rs = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ Restore **l = NULL;
         size_t n = 0;
         int r = caller_from_message(msg, &c);
         if (r >= 0)
-                r = manager_restore_list(m, &c, &l, &n);
+                r = restores_list(rs, &c, &l, &n);
         if (r >= 0)
                 r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -369,21 +368,21 @@ int method_list_restores(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
 }
 
-static void on_released(Manager *m, int r, void *userdata) {
+static void on_released(int r, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata;
         int k = sd_bus_reply_method_return(msg, NULL);
         if (k < 0)
                 log_debug_errno(k, "Could not reply to ReleaseRestore(): %m");
 }
 
-int method_release_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+static int method_release_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Restores *rs = userdata;
         CALLER_CLEANUP Caller c = {};
         uint64_t id;
         int r = sd_bus_message_read(msg, "t", &id);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
                 return r;
-        r = manager_restore_release(m, &c, id, on_released, sd_bus_message_ref(msg));
+        r = restores_release(rs, &c, id, on_released, sd_bus_message_ref(msg));
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_RESTORE, "No restore with id %" PRIu64 ".", id);
@@ -396,7 +395,7 @@ int method_release_restore(sd_bus_message *msg, void *userdata, sd_bus_error *er
 /* The next fds of a restore whose reply could not carry them all: (ah pidfds, a(th) listeners,
  * u left). */
 static int method_take_restore_fds(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = restores_manager(userdata);
+        Restores *rs = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Restore *x;
@@ -405,7 +404,7 @@ static int method_take_restore_fds(sd_bus_message *msg, void *userdata, sd_bus_e
         int r = sd_bus_message_read(msg, "t", &id);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
                 return r;
-        x = manager_restore_find(m, &c, id);
+        x = restores_find(rs, &c, id);
         if (!x || restore_state(x) != RESTORE_READY)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_RESTORE, "No restore with id %" PRIu64 ".", id);
         r = fd_batch(x, &next, &end);
@@ -429,10 +428,19 @@ static int method_take_restore_fds(sd_bus_message *msg, void *userdata, sd_bus_e
         return r;
 }
 
-/* A table of its own for the one method of org.sectree1.Manager that manager_vtable does not hold
- * (sd-bus joins the two in the interface and its introspection). */
+/* The restore methods of org.sectree1.Manager, a table of their own with the restores as userdata
+ * (sd-bus joins the tables of one interface, and their introspection). */
 static const sd_bus_vtable restores_vtable[] = {
         SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD_WITH_ARGS("Restore", SD_BUS_ARGS("t", snapshot_id, "a{sv}", options),
+                                SD_BUS_RESULT("t", id, "b", verified, "as", differences, "a(uu)", processes, "ah",
+                                              pidfds, "a(uu)", threads, "a(th)", listeners),
+                                method_restore, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListRestores", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ttuuubs)", restores),
+                                method_list_restores, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ReleaseRestore", SD_BUS_ARGS("t", id), SD_BUS_NO_RESULT, method_release_restore,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("RestoreFinished", SD_BUS_ARGS("t", id, "u", owner_uid, "s", reason), 0),
         SD_BUS_METHOD_WITH_ARGS("TakeRestoreFds", SD_BUS_ARGS("t", id),
                                 SD_BUS_RESULT("ah", pidfds, "a(th)", listeners, "u", left), method_take_restore_fds,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
@@ -441,20 +449,16 @@ static const sd_bus_vtable restores_vtable[] = {
 
 /* ---- RestoreFinished ---- */
 
-static void on_restore_finished(Manager *m, uint64_t id, uid_t owner, const char *reason, void *userdata) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "RestoreFinished", "tus", id,
+static void on_restore_finished(uint64_t id, uid_t owner, const char *reason, void *userdata) {
+        (void) sd_bus_emit_signal(userdata, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "RestoreFinished", "tus", id,
                                           (uint32_t) owner, reason);
 }
 
-void restores_bus_connect(Manager *m) {
-        int r;
-        restores_set_finished(m, on_restore_finished, NULL);
-        if (!m->restores)
-                r = -ENOMEM;
-        else
-                r = sd_bus_add_object_vtable(m->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, restores_vtable,
-                                             m->restores);
+int restores_bus_connect(Restores *rs, sd_bus *bus) {
+        restores_set_bus(rs, bus);
+        restores_set_finished(rs, on_restore_finished, bus);
+        int r = sd_bus_add_object_vtable(bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, restores_vtable, rs);
         if (r < 0)
-                log_error_errno(r, "Failed to add TakeRestoreFds to the bus: %m");
+                return log_error_errno(r, "Failed to add the restore methods to the bus: %m");
+        return 0;
 }

@@ -1,16 +1,11 @@
-/* restores-dbus.h: the bus side of restores: Restore(), ListRestores(), ReleaseRestore() and the
- * RestoreFinished signal of org.sectree1.Manager (their vtable rows are in manager-dbus.c) */
+/* restores-dbus.h: the bus side of restores: Restore(), ListRestores(), ReleaseRestore(),
+ * TakeRestoreFds() and the RestoreFinished signal of org.sectree1.Manager, in a table of their own */
 #pragma once
 
 #include <systemd/sd-bus.h>
 
-#include "bus/bus-errors.h"
-#include "service/manager.h"
+#include "service/restores.h"
 
-
-int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error);
-int method_list_restores(sd_bus_message *msg, void *userdata, sd_bus_error *error);
-int method_release_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error);
-
-/* Send RestoreFinished whenever a restore ends. */
-void restores_bus_connect(Manager *m);
+/* Export the restore methods on bus (the restores are their userdata), start executors' transient
+ * units through it, and send RestoreFinished whenever a restore ends. */
+int restores_bus_connect(Restores *rs, sd_bus *bus);

@@ -52,10 +52,10 @@ static int read_create_options(sd_bus_message *msg, SnapshotCreateOptions *o, sd
         return r;
 }
 
-static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata);
+static void on_transfer_done(int r, uint64_t id, const char *message, void *userdata);
 
 int method_create_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
         SnapshotCreateOptions o;
         _cleanup_free_ char *message = NULL;
@@ -68,7 +68,7 @@ int method_create_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
         pid_t tgid = root > 0 ? proc_process_of(root) : 0;
         if (tgid > 0)
                 root = (uint32_t) tgid; /* a thread stands for its process */
-        r = manager_snapshot_create(m, &c, (pid_t) root, &o, on_transfer_done, sd_bus_message_ref(msg), &message);
+        r = snapshot_transfers_create(b->transfers, &c, (pid_t) root, &o, on_transfer_done, sd_bus_message_ref(msg), &message);
         if (r < 0)
                 sd_bus_message_unref(msg);
         if (r == -EIO)
@@ -85,13 +85,13 @@ static int append_snapshot_entry(sd_bus_message *reply, const StoredSnapshot *s)
 }
 
 int method_list_snapshots(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         StoredSnapshot *l = NULL;
         size_t n = 0;
         int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = manager_snapshot_list(m, &c, &l, &n)) < 0)
+        if (r < 0 || (r = manager_snapshot_list(b->manager, &c, &l, &n)) < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -106,7 +106,7 @@ int method_list_snapshots(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 /* The end of a snapshot's scan and storing, export or import: the reply to the message kept for it. The message goes first: it
  * holds a copy of the caller's fd, and the caller must see the end of its pipe before the reply. */
-static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message, void *userdata) {
+static void on_transfer_done(int r, uint64_t id, const char *message, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = userdata, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         bool with_id = !streq(sd_bus_message_get_member(msg), "ExportSnapshot"); /* Create, Import */
@@ -122,13 +122,13 @@ static void on_transfer_done(Manager *m, int r, uint64_t id, const char *message
                 k = sd_bus_message_append(reply, "t", id);
         msg = sd_bus_message_unref(msg);
         if (k >= 0)
-                k = sd_bus_send(m->bus, reply, NULL);
+                k = sd_bus_send(NULL, reply, NULL);
         if (k < 0)
                 log_debug_errno(k, "Could not reply to a snapshot transfer: %m");
 }
 
 int method_export_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_free_ char *message = NULL;
         const char *format_name;
@@ -141,7 +141,7 @@ int method_export_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
         if (format < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Unknown snapshot format \"%s\" (expected \"sqlite\" or \"json\").", format_name);
-        r = manager_snapshot_export(m, &c, id, fd, format, on_transfer_done, sd_bus_message_ref(msg), &message);
+        r = snapshot_transfers_export(b->transfers, &c, id, fd, format, on_transfer_done, sd_bus_message_ref(msg), &message);
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 return bus_snapshot_error(error, r, message, id);
@@ -150,14 +150,14 @@ int method_export_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
 }
 
 int method_import_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_free_ char *message = NULL;
         int fd;
         int r = sd_bus_message_read(msg, "h", &fd);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
                 return r;
-        r = manager_snapshot_import(m, &c, fd, on_transfer_done, sd_bus_message_ref(msg), &message);
+        r = snapshot_transfers_import(b->transfers, &c, fd, on_transfer_done, sd_bus_message_ref(msg), &message);
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 return bus_snapshot_error(error, r, message, 0);
@@ -166,13 +166,13 @@ int method_import_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
 }
 
 int method_delete_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
         uint64_t id;
         int r = sd_bus_message_read(msg, "t", &id);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
                 return r;
-        r = manager_snapshot_delete(m, &c, id);
+        r = manager_snapshot_delete(b->manager, &c, id);
         if (r < 0)
                 return bus_snapshot_error(error, r, NULL, id);
         return sd_bus_reply_method_return(msg, NULL);

@@ -33,12 +33,10 @@ int manager_new(const ManagerOptions *opts, Manager **ret) {
         if (!m)
                 return log_oom();
         m->started_mono = now_usec(CLOCK_MONOTONIC);
-        m->state_dir = strdup(opts->state_dir ? opts->state_dir : MANAGER_DEFAULT_STATE_DIR);
-        if (!m->state_dir)
+        m->opts = *opts;
+        m->opts.state_dir = strdup(opts->state_dir ? opts->state_dir : MANAGER_DEFAULT_STATE_DIR);
+        if (!m->opts.state_dir)
                 return log_oom();
-        m->backend = opts->backend;
-        m->refresh_usec = opts->refresh_usec;
-        m->budget_insns = opts->budget_insns;
         int r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the event loop: %m");
@@ -50,9 +48,6 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         pacing_free(m->pacing);
-        if (m->restores_free)
-                m->restores_free(m->restores);
-        sd_bus_flush_close_unref(m->bus);
         parents_free(m->parents);
         source_free(m->source);
         live_changes_done(&m->changes);
@@ -60,7 +55,7 @@ Manager *manager_free(Manager *m) {
         store_checkpointer_free(m->checkpointer);
         store_free(m->store);
         sd_event_unref(m->event);
-        free(m->state_dir);
+        free((char *) m->opts.state_dir);
         free(m);
         return NULL;
 }
@@ -150,7 +145,7 @@ static bool warn_now(WarnLimit *w, WarnMore more) {
 /* Events that did not fit the live forest were left out of their batch: say which, and why. */
 static void warn_skipped(Manager *m, const LiveSkipped *k) {
         WarnMore more;
-        if (!warn_now(&m->warn_skipped, more))
+        if (!warn_now(&m->warn.skipped, more))
                 return;
         if (k->filter_id)
                 log_warning("Left out %zu events that do not fit the live state (the first: thread %d names filter %" PRIu64
@@ -170,7 +165,7 @@ static int sink_apply(void *userdata, const LiveBatch *batch) {
         WarnMore more;
         int r = live_apply_fitting(m->live, batch->events, batch->n, &m->changes, &skipped);
         if (r < 0) {
-                if (warn_now(&m->warn_apply, more))
+                if (warn_now(&m->warn.apply, more))
                         log_warning_errno(r, "Applying events failed (%m), resynchronising.%s", more);
                 if (live_rollback(m->live, &m->changes) < 0)
                         live_reload(m);
@@ -184,7 +179,7 @@ static int sink_apply(void *userdata, const LiveBatch *batch) {
         }
         r = manager_commit(m, NULL);
         if (r < 0) {
-                if (warn_now(&m->warn_store, more))
+                if (warn_now(&m->warn.store, more))
                         log_warning_errno(r, "Storing events failed (%m): nothing of them is announced, "
                                           "resynchronising.%s", more);
                 m->stats.failed_batches++;
@@ -315,7 +310,7 @@ static int open_live(Manager *m) {
         r = live_new(TAKE_PTR(stored), &m->live);
         if (r < 0)
                 return log_oom();
-        r = live_set_budget(m->live, m->budget_insns);
+        r = live_set_budget(m->live, m->opts.budget_insns);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0) /* the stored state does not link: the first pass replaces it, and counts it */
@@ -328,7 +323,7 @@ int manager_open(Manager *m) {
         int r;
 
         (void) sd_notify(false, "STATUS=Opening the state database...");
-        r = store_open(m->state_dir, &m->store);
+        r = store_open(m->opts.state_dir, &m->store);
         if (r >= 0)
                 r = store_snapshot_discard_incomplete(m->store); /* imports a stopped daemon left half-way */
         if (r >= 0 && store_checkpointer_new(m->store, &m->checkpointer) < 0)
@@ -338,9 +333,9 @@ int manager_open(Manager *m) {
         if (r >= 0)
                 r = store_max_filter_id(m->store, &max_id);
         if (r >= 0)
-                r = source_new(&(SourceOptions) { .backend = m->backend, .first_id = max_id + 1 }, &m->source);
+                r = source_new(&(SourceOptions) { .backend = m->opts.backend, .first_id = max_id + 1 }, &m->source);
         if (r >= 0)
-                r = pacing_new(m->event, m->refresh_usec ?: refresh_usec_from_env(source_refresh_usec(m->source)),
+                r = pacing_new(m->event, m->opts.refresh_usec ?: refresh_usec_from_env(source_refresh_usec(m->source)),
                                on_pacing, m, &m->pacing);
         if (r < 0)
                 return r;

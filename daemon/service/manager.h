@@ -3,7 +3,6 @@
  * and their pacing, shutdown */
 #pragma once
 
-#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "core/live.h"
@@ -15,12 +14,6 @@
 #include "store/store.h"
 
 #define MANAGER_DEFAULT_STATE_DIR "/var/lib/sectree"
-
-/* Counts of the live forest that PropertiesChanged reports when they change. */
-typedef struct ManagerCounts {
-        uint32_t tasks, filters, listeners;
-        uint64_t last_scan_usec;
-} ManagerCounts;
 
 /* What happened so far (tests, logs). */
 typedef struct ManagerStats {
@@ -42,52 +35,35 @@ typedef struct ManagerListener {
         void *userdata;
 } ManagerListener;
 
+typedef struct ManagerOptions {
+        Backend backend;       /* of the source to load */
+        const char *state_dir; /* NULL: MANAGER_DEFAULT_STATE_DIR */
+        uint64_t refresh_usec; /* 0: the backend's default, or $SECTREE_REFRESH_USEC */
+        uint64_t budget_insns; /* instructions of filters kept per uid (lib/core/budget.h); 0: none */
+} ManagerOptions;
+
+/* Warnings of the event path, each logged at most once per WARN_LIMIT_INTERVAL_USEC. */
+typedef struct ManagerWarnings {
+        WarnLimit skipped, apply, store;
+} ManagerWarnings;
+
+/* The event path and its state; written by manager.c alone (the layers above read it). */
 typedef struct Manager {
         sd_event *event;
-        char *state_dir;
-        Backend backend; /* of the source to load */
+        ManagerOptions opts; /* as given; opts.state_dir is the manager's own copy */
         Store *store;
         StoreCheckpointer *checkpointer; /* the store's checkpoints, off the event loop */
         Live *live;
         Source *source;
         Parents *parents;    /* the parents of live processes, watched for their exits */
         LiveChanges changes; /* of the batch being stored (kept for its memory) */
-        ManagerStats stats;
-        uint64_t started_mono;
-
-        /* full passes: manager.c; when they run: pacing.c */
-        uint64_t budget_insns;   /* per-uid filter budget, instructions (0: none) */
-        uint64_t refresh_usec;   /* as asked (0: the backend's default, or $SECTREE_REFRESH_USEC) */
-        Pacing *pacing;          /* once opened */
+        Pacing *pacing;      /* when full passes run (pacing.c); once opened */
         uint64_t last_scan_usec; /* CLOCK_REALTIME of the last stored full pass */
-
+        uint64_t started_mono;
+        ManagerStats stats;
         ManagerListener listener;
-        /* warnings of the event path, each logged at most once per WARN_LIMIT_INTERVAL_USEC */
-        WarnLimit warn_skipped, warn_apply, warn_store;
-
-        /* the bus: manager-dbus.c */
-        sd_bus *bus;
-        ManagerCounts announced;
-        sd_bus_message **rescans; /* Rescan() calls whose pass waits for a snapshot's scan (ptrace) */
-        size_t n_rescans, n_rescans_allocated;
-
-        /* snapshots.c: exports and imports in progress */
-        struct SnapshotTransfers *snapshot_transfers;
-
-        /* GetPolicy and WhoCan calls being analysed (policy-jobs.c; made by policy-dbus.c) */
-        struct PolicyJobs *policy_jobs;
-        /* restores.c: restores in progress and alive, and what ends them when the manager is freed
-         * (set by restores.c, which sits above the manager) */
-        struct Restores *restores;
-        void (*restores_free)(struct Restores *rs);
+        ManagerWarnings warn;
 } Manager;
-
-typedef struct ManagerOptions {
-        Backend backend;
-        const char *state_dir;
-        uint64_t refresh_usec; /* 0: the backend's default, or $SECTREE_REFRESH_USEC */
-        uint64_t budget_insns; /* instructions of filters kept per uid (lib/core/budget.h); 0: none */
-} ManagerOptions;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
 

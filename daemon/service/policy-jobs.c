@@ -46,14 +46,20 @@ PolicyJob *policy_job_free(PolicyJob *j) {
         return NULL;
 }
 
-PolicyJobs *policy_jobs_free(PolicyJobs *js) {
+void policy_jobs_cancel(PolicyJobs *js) {
         if (!js)
-                return NULL;
+                return;
         worker_lanes_stop(js->lanes);
         /* the lanes hold only their items: each job is its item's container */
         PolicyJob *j;
         while ((j = worker_lanes_first(js->lanes)))
                 policy_job_free(j);
+}
+
+PolicyJobs *policy_jobs_free(PolicyJobs *js) {
+        if (!js)
+                return NULL;
+        policy_jobs_cancel(js);
         worker_lanes_free(js->lanes);
         free(js);
         return NULL;

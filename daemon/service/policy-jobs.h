@@ -72,8 +72,11 @@ struct PolicyJob {
 typedef struct PolicyJobs PolicyJobs;
 
 int policy_jobs_new(sd_event *event, PolicyJobs **ret);
-/* Stop the workers, wait for them, and drop their calls (no done()). */
+/* Stop the workers, wait for them, and drop their calls (no done()): sectreed is stopping. */
+void policy_jobs_cancel(PolicyJobs *js);
+/* policy_jobs_cancel(), then free. */
 PolicyJobs *policy_jobs_free(PolicyJobs *js);
+DEFINE_CLEANUP(PolicyJobs *, policy_jobs_free);
 
 /* A job of the caller's; what: its subject, for errors ("the chain of task 4711"). */
 PolicyJob *policy_job_new(Source *source, const Caller *c, PolicyJobKind kind, const char *what);

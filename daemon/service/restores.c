@@ -31,7 +31,8 @@
 #define FRAME_READ_TIMEOUT_USEC (5 * 1000000ULL)
 
 struct Restore {
-        Manager *m;
+        Restores *restores; /* what it is one of */
+        Manager *m;         /* restores' */
         Restore *next;
         uint64_t id, snapshot_id;
         uint64_t started_ticks; /* when the call came, as /proc's start times count */
@@ -72,14 +73,15 @@ struct Restore {
         char *end_message;
 };
 
-typedef struct Restores {
+struct Restores {
         Manager *m;
+        sd_bus *bus; /* for transient units (NULL: none yet) */
         Restore *list;
         uint64_t next_id;
         RestoreExecutor executor;
         RestoreFinished finished;
         void *userdata;
-} Restores;
+};
 
 static const char *const state_table[_RESTORE_STATE_MAX] = {
         [RESTORE_EXECUTING] = "executing",
@@ -93,38 +95,27 @@ const char *restore_state_to_string(RestoreState s) {
         return s >= 0 && s < _RESTORE_STATE_MAX ? state_table[s] : NULL;
 }
 
-static void restores_free(Restores *rs);
-
-static Restores *restores_of(Manager *m) {
-        if (!m->restores) {
-                m->restores = calloc(1, sizeof(Restores));
-                if (!m->restores)
-                        return NULL;
-                m->restores->next_id = 1;
-                m->restores->m = m;
-                m->restores_free = restores_free;
-        }
-        return m->restores;
-}
-
-int restores_new(Manager *m, RestoreExecutor executor) {
-        Restores *rs = restores_of(m);
+int restores_new(Manager *m, RestoreExecutor executor, Restores **ret) {
+        Restores *rs = calloc(1, sizeof(Restores));
         if (!rs)
                 return log_oom();
-        rs->executor = executor;
+        *rs = (Restores) { .m = m, .next_id = 1, .executor = executor };
+        *ret = rs;
         return 0;
+}
+
+void restores_set_bus(Restores *rs, sd_bus *bus) {
+        sd_bus_unref(rs->bus);
+        rs->bus = sd_bus_ref(bus);
 }
 
 Manager *restores_manager(Restores *rs) {
         return rs->m;
 }
 
-void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata) {
-        Restores *rs = restores_of(m);
-        if (rs) {
-                rs->finished = finished;
-                rs->userdata = userdata;
-        }
+void restores_set_finished(Restores *rs, RestoreFinished finished, void *userdata) {
+        rs->finished = finished;
+        rs->userdata = userdata;
 }
 
 /* ---- the life of one restore ---- */
@@ -170,7 +161,7 @@ static void restore_free(Restore *r) {
 }
 
 static void unlink_restore(Restore *r) {
-        Restores *rs = r->m->restores;
+        Restores *rs = r->restores;
         for (Restore **p = &rs->list; *p; p = &(*p)->next)
                 if (*p == r) {
                         *p = r->next;
@@ -184,7 +175,7 @@ static void call_done(Restore *r, int k, const char *message) {
         if (!done)
                 return;
         r->done = NULL;
-        done(r->m, k, k < 0 ? NULL : r, message, r->userdata);
+        done(r->restores, k, k < 0 ? NULL : r, message, r->userdata);
 }
 
 /* The executor and, under a unit, every process of its cgroup. */
@@ -240,7 +231,7 @@ static void restore_end(Restore *r, const char *reason, int k, const char *messa
 /* The executor is gone (how: its exit status, or under a unit the unit's name): the restore is
  * over. */
 static void restore_gone(Restore *r, const char *how) {
-        Restores *rs = r->m->restores;
+        Restores *rs = r->restores;
 
         if (r->state != RESTORE_ENDING) {
                 _cleanup_free_ char *message = NULL;
@@ -253,9 +244,9 @@ static void restore_gone(Restore *r, const char *how) {
         unlink_restore(r);
         call_done(r, r->end_error < 0 ? r->end_error : -ECANCELED, r->end_message);
         if (rs->finished)
-                rs->finished(r->m, r->id, r->owner, r->end_reason, rs->userdata);
+                rs->finished(r->id, r->owner, r->end_reason, rs->userdata);
         if (r->released)
-                r->released(r->m, 0, r->released_userdata);
+                r->released(0, r->released_userdata);
         restore_free(r);
 }
 
@@ -622,7 +613,7 @@ static int start_unit(Restore *r, int *ret_sock, char **ret_message) {
         k = send_request(r);
         r->sock = -1;
         if (k >= 0)
-                k = restore_unit_start(r->m->bus, name, description, restore_executor_path(), &id, pair[1], on_unit_started, r,
+                k = restore_unit_start(r->restores->bus, name, description, restore_executor_path(), &id, pair[1], on_unit_started, r,
                                &r->unit);
         close(pair[1]); /* the message holds a copy */
         if (k < 0) {
@@ -689,17 +680,15 @@ static size_t restores_of_uid(const Restores *rs, uid_t uid) {
         return mine;
 }
 
-int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
-                          RestoreDone done, void *userdata, Restore **ret, char **ret_message) {
-        Restores *rs = restores_of(m);
+int restores_start(Restores *rs, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
+                   RestoreDone done, void *userdata, Restore **ret, char **ret_message) {
+        Manager *m = rs->m;
         Restore *r;
         StoredSnapshot row;
         int k, by_unit;
 
         if (ret_message)
                 *ret_message = NULL;
-        if (!rs)
-                return -ENOMEM;
         k = snapshot_find(m, c, snapshot_id, &row);
         if (k == -ENOENT)
                 snapshot_set_message(ret_message, "No snapshot %" PRIu64 ".", snapshot_id);
@@ -717,7 +706,7 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         r = calloc(1, sizeof(Restore));
         if (!r)
                 return -ENOMEM;
-        *r = (Restore) { .m = m, .snapshot_id = snapshot_id, .started_ticks = restore_check_now_ticks(),
+        *r = (Restore) { .restores = rs, .m = m, .snapshot_id = snapshot_id, .started_ticks = restore_check_now_ticks(),
                          .owner = c->uid, .caller = *c, .o = *o, .executor_pidfd = -1,
                          .sock = -1, .creds = *creds, .done = done, .userdata = userdata };
         *o = (RestoreOptions) {};
@@ -765,15 +754,15 @@ int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint
         return 0;
 }
 
-Restore *manager_restore_find(Manager *m, Caller *c, uint64_t id) {
-        for (Restore *r = m->restores ? m->restores->list : NULL; r; r = r->next)
+Restore *restores_find(Restores *rs, Caller *c, uint64_t id) {
+        for (Restore *r = rs->list; r; r = r->next)
                 if (r->id == id && (c->privileged || r->owner == c->uid))
                         return r;
         return NULL;
 }
 
-int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased done, void *userdata) {
-        Restore *r = manager_restore_find(m, c, id);
+int restores_release(Restores *rs, Caller *c, uint64_t id, RestoreReleased done, void *userdata) {
+        Restore *r = restores_find(rs, c, id);
         if (!r || r->released)
                 return -ENOENT;
         r->released = done;
@@ -787,10 +776,10 @@ static int cmp_restore(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n) {
+int restores_list(Restores *rs, Caller *c, Restore ***ret, size_t *ret_n) {
         Restore **l = NULL;
         size_t n = 0, allocated = 0;
-        for (Restore *r = m->restores ? m->restores->list : NULL; r; r = r->next) {
+        for (Restore *r = rs->list; r; r = r->next) {
                 if (!c->privileged && r->owner != c->uid)
                         continue;
                 if (GROW(l, allocated, n + 1) < 0) {
@@ -806,10 +795,10 @@ int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n) {
         return 0;
 }
 
-/* End every restore (the manager is freed): their stubs end. */
-static void restores_free(Restores *rs) {
+/* End every restore (the daemon stops): their stubs end. */
+Restores *restores_free(Restores *rs) {
         if (!rs)
-                return;
+                return NULL;
         while (rs->list) {
                 Restore *r = rs->list;
                 rs->list = r->next;
@@ -817,7 +806,9 @@ static void restores_free(Restores *rs) {
                 r->released = NULL;
                 restore_free(r); /* closing the socket ends its stubs */
         }
+        sd_bus_unref(rs->bus);
         free(rs);
+        return NULL;
 }
 
 /* ---- what a restore is ---- */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <systemd/sd-bus.h>
 
 #include "plan/plan-verify.h"
 #include "service/access.h"
@@ -29,11 +30,16 @@
 #define RESTORE_KILL_TIMEOUT_USEC (10 * 1000000ULL)
 
 
-/* The manager's restores, made at start (else at the first call, with RESTORE_EXECUTOR_AUTO): where
- * the executor runs. They end with the manager (manager_free()). */
-int restores_new(Manager *m, RestoreExecutor executor);
-/* The manager of m->restores (the bus layer's handle on them). */
-Manager *restores_manager(struct Restores *rs);
+/* The restores of a manager's snapshots, and where their executor runs. */
+typedef struct Restores Restores;
+
+int restores_new(Manager *m, RestoreExecutor executor, Restores **ret);
+/* Ends every restore (their stubs end) and frees. */
+Restores *restores_free(Restores *rs);
+DEFINE_CLEANUP(Restores *, restores_free);
+/* The bus the executor's transient units are asked of (RESTORE_EXECUTOR_UNIT). */
+void restores_set_bus(Restores *rs, sd_bus *bus);
+Manager *restores_manager(Restores *rs);
 
 
 typedef enum RestoreState {
@@ -56,20 +62,20 @@ typedef struct Restore Restore;
  * start the executor's transient unit (message: its name and systemd's answer), -ECANCELED
  * released or its caller left meanwhile, -ETIMEDOUT, another errno. On failure every task of the restore is
  * being ended, and restore is NULL. */
-typedef void (*RestoreDone)(Manager *m, int r, Restore *restore, const char *message, void *userdata);
+typedef void (*RestoreDone)(Restores *rs, int r, Restore *restore, const char *message, void *userdata);
 /* A restore ended (reason: "released", "caller-left", "failed", "executor-exited", "stopping"):
  * for RestoreFinished. */
-typedef void (*RestoreFinished)(Manager *m, uint64_t id, uid_t owner, const char *reason, void *userdata);
+typedef void (*RestoreFinished)(uint64_t id, uid_t owner, const char *reason, void *userdata);
 
-void restores_set_finished(Manager *m, RestoreFinished finished, void *userdata);
+void restores_set_finished(Restores *rs, RestoreFinished finished, void *userdata);
 
 /* Start restoring snapshot id for caller c (running as creds) with options (taken: *o is emptied),
  * *ret the restore (alive at least until done is called). Returns 0 when done will be called
  * (never before this returns), or a negative errno, with *ret_message: -ENOENT no such snapshot
  * (or not the caller's), -EACCES not allowed (original uids, a pid namespace), -EUSERS too many
  * restores or tasks, -EOPNOTSUPP the executor cannot run from here. */
-int manager_restore_start(Manager *m, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
-                          RestoreDone done, void *userdata, Restore **ret, char **ret_message);
+int restores_start(Restores *rs, Caller *c, const RestoreCreds *creds, uint64_t snapshot_id, RestoreOptions *o,
+                   RestoreDone done, void *userdata, Restore **ret, char **ret_message);
 
 /* What watches the caller's connection (the bus layer's, unless the restore is kept): watch_free()
  * is called on it when the restore ends. The caller is gone: restore_caller_left() releases the
@@ -79,15 +85,15 @@ void restore_caller_left(Restore *r);
 
 /* End a restore's stubs; done is called once the executor has exited (every stub gone). -ENOENT:
  * no such restore, or not the caller's. */
-typedef void (*RestoreReleased)(Manager *m, int r, void *userdata);
-int manager_restore_release(Manager *m, Caller *c, uint64_t id, RestoreReleased done, void *userdata);
+typedef void (*RestoreReleased)(int r, void *userdata);
+int restores_release(Restores *rs, Caller *c, uint64_t id, RestoreReleased done, void *userdata);
 
 /* The caller's restore id (root: anyone's), NULL if there is none. */
-Restore *manager_restore_find(Manager *m, Caller *c, uint64_t id);
+Restore *restores_find(Restores *rs, Caller *c, uint64_t id);
 
 /* The restores the caller may see (root: all; others: their own), in id order; the array is
  * malloc'ed, its elements are not. */
-int manager_restore_list(Manager *m, Caller *c, Restore ***ret, size_t *ret_n);
+int restores_list(Restores *rs, Caller *c, Restore ***ret, size_t *ret_n);
 
 uint64_t restore_id(const Restore *r);
 uint64_t restore_snapshot_id(const Restore *r);

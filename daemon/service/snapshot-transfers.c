@@ -43,7 +43,8 @@
 
 typedef struct SnapshotTransfer SnapshotTransfer;
 struct SnapshotTransfer {
-        Manager *manager;
+        SnapshotTransfers *owner;
+        Manager *manager; /* owner's */
         SnapshotTransfer *next;
         uid_t uid;
         bool privileged;
@@ -77,27 +78,26 @@ struct SnapshotTransfer {
 };
 
 /* The transfers in progress, and the lanes of their workers. */
-typedef struct SnapshotTransfers {
+struct SnapshotTransfers {
+        Manager *manager;
         SnapshotTransfer *list;
         WorkerLanes *lanes;
-} SnapshotTransfers;
+};
 
-/* The manager's (made at the first transfer, freed by manager_snapshot_transfers_cancel()). Everyone
- * else's lane is shared by uid as the analyses' is (uid-share.h, policy-jobs.h): the next worker
- * is the one of the uid that took the least of the lane's CPU time lately (the oldest on ties). A
- * transfer does not wait for its uid's share, which its deadline would not allow. */
-static SnapshotTransfers *transfers_of(Manager *m) {
-        if (m->snapshot_transfers)
-                return m->snapshot_transfers;
-        SnapshotTransfers *ts = calloc(1, sizeof(SnapshotTransfers));
+/* Everyone else's lane is shared by uid as the analyses' is (uid-share.h, policy-jobs.h): the next
+ * worker is the one of the uid that took the least of the lane's CPU time lately (the oldest on
+ * ties). A transfer does not wait for its uid's share, which its deadline would not allow. */
+int snapshot_transfers_new(Manager *m, SnapshotTransfers **ret) {
+        _cleanup_free_ SnapshotTransfers *ts = calloc(1, sizeof(SnapshotTransfers));
         if (!ts)
-                return NULL;
+                return -ENOMEM;
+        ts->manager = m;
         WorkerLanesOptions o = { .burst_usec = SNAPSHOT_UID_BURST_USEC, .percent = SNAPSHOT_UID_SHARE_PERCENT };
-        if (worker_lanes_new(m->event, &o, &ts->lanes) < 0) {
-                free(ts);
-                return NULL;
-        }
-        return m->snapshot_transfers = ts;
+        int r = worker_lanes_new(m->event, &o, &ts->lanes);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(ts);
+        return 0;
 }
 
 static uint64_t transfer_timeout_usec(void) {
@@ -120,9 +120,9 @@ static bool user_may_start(size_t users, size_t mine) {
 
 /* Root may use every slot; other users together leave SNAPSHOT_TRANSFERS_MAX -
  * SNAPSHOT_TRANSFERS_MAX_USERS of them to root. */
-static int check_transfer_limits(Manager *m, const Caller *c, char **ret_message) {
+static int check_transfer_limits(const SnapshotTransfers *ts, const Caller *c, char **ret_message) {
         size_t all = 0, users = 0, mine = 0;
-        for (SnapshotTransfer *t = transfers_of(m)->list; t; t = t->next) {
+        for (SnapshotTransfer *t = ts->list; t; t = t->next) {
                 all++;
                 users += !t->privileged;
                 mine += t->uid == c->uid;
@@ -166,7 +166,7 @@ static void on_worker_failed(void *userdata, int r) {
  * returns. A negative errno when it could not start. */
 static int worker_submit(SnapshotTransfer *t, void (*fn)(SnapshotTransfer *t)) {
         t->worker_fn = fn;
-        return worker_lanes_submit(transfers_of(t->manager)->lanes, &t->worker);
+        return worker_lanes_submit(t->owner->lanes, &t->worker);
 }
 
 /* Freeing a forest of hundreds of thousands of filters takes tens of ms: a large one is freed by
@@ -216,17 +216,16 @@ static SnapshotTransfer *transfer_free(SnapshotTransfer *t) {
 }
 DEFINE_CLEANUP(SnapshotTransfer *, transfer_free);
 
-static int transfer_new(Manager *m, Caller *c, int fd, bool import, char **ret_message, SnapshotTransfer **ret) {
-        if (!transfers_of(m))
-                return -ENOMEM;
-        int r = check_transfer_limits(m, c, ret_message);
+static int transfer_new(SnapshotTransfers *ts, Caller *c, int fd, bool import, char **ret_message,
+                        SnapshotTransfer **ret) {
+        int r = check_transfer_limits(ts, c, ret_message);
         if (r < 0)
                 return r;
         _cleanup_(transfer_freep) SnapshotTransfer *t = calloc(1, sizeof(SnapshotTransfer));
         if (!t)
                 return -ENOMEM;
         *t = (SnapshotTransfer) {
-                .manager = m, .uid = c->uid, .privileged = c->privileged, .import = import, .saved_flags = -1,
+                .owner = ts, .manager = ts->manager, .uid = c->uid, .privileged = c->privileged, .import = import, .saved_flags = -1,
                 .gate = secure_getenv("SECTREE_TEST_SNAPSHOT_GATE"),
                 .store_gate = secure_getenv("SECTREE_TEST_SNAPSHOT_STORE_GATE"),
         };
@@ -241,7 +240,7 @@ static int transfer_new(Manager *m, Caller *c, int fd, bool import, char **ret_m
 /* Unlink, call done, free. */
 static void transfer_finish(SnapshotTransfer *t, int r, uint64_t id, const char *message) {
         Manager *m = t->manager;
-        SnapshotTransfers *ts = m->snapshot_transfers;
+        SnapshotTransfers *ts = t->owner;
         worker_item_cancel(&t->worker); /* before the fd is closed, and the data freed */
         for (SnapshotTransfer **p = &ts->list; *p; p = &(*p)->next)
                 if (*p == t) {
@@ -255,7 +254,7 @@ static void transfer_finish(SnapshotTransfer *t, int r, uint64_t id, const char 
         t->saved_flags = -1;
         if (t->fd >= 0)
                 close(TAKE_FD(t->fd));
-        t->done(m, r, id, message, t->userdata);
+        t->done(r, id, message, t->userdata);
         transfer_free(t);
         if (!ts->list)
                 manager_trim_soon(m); /* what a large import or export took, back to the system */
@@ -668,14 +667,15 @@ static int transfer_start(SnapshotTransfer *t, SnapshotTransferDone done, void *
                 return r;
         t->done = done;
         t->userdata = userdata;
-        t->next = t->manager->snapshot_transfers->list;
-        t->manager->snapshot_transfers->list = t;
+        t->next = t->owner->list;
+        t->owner->list = t;
         return 0;
 }
 
-int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, SnapshotFormat format,
+int snapshot_transfers_export(SnapshotTransfers *ts, Caller *c, uint64_t id, int fd, SnapshotFormat format,
                             SnapshotTransferDone done, void *userdata, char **ret_message) {
         _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
+        Manager *m = ts->manager;
         StoredSnapshot s;
         if (ret_message)
                 *ret_message = NULL;
@@ -683,12 +683,12 @@ int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, Snapshot
         if (r < 0)
                 return r;
         stored_snapshot_done(&s);
-        r = transfer_new(m, c, fd, false, ret_message, &t);
+        r = transfer_new(ts, c, fd, false, ret_message, &t);
         if (r < 0)
                 return r;
         t->id = id;
         t->format = format;
-        if (asprintf(&t->db_path, "%s/%s", m->state_dir, STORE_FILE_NAME) < 0) {
+        if (asprintf(&t->db_path, "%s/%s", m->opts.state_dir, STORE_FILE_NAME) < 0) {
                 t->db_path = NULL;
                 return -ENOMEM;
         }
@@ -699,12 +699,12 @@ int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, Snapshot
         return 0;
 }
 
-int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
-                            char **ret_message) {
+int snapshot_transfers_import(SnapshotTransfers *ts, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
+                              char **ret_message) {
         _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
         if (ret_message)
                 *ret_message = NULL;
-        int r = transfer_new(m, c, fd, true, ret_message, &t);
+        int r = transfer_new(ts, c, fd, true, ret_message, &t);
         if (r < 0)
                 return r;
         r = transfer_start(t, done, userdata, ret_message);
@@ -714,11 +714,11 @@ int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone 
         return 0;
 }
 
-static int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done, void *userdata,
-                              char **ret_message) {
+static int snapshot_create_in_worker(SnapshotTransfers *ts, Caller *c, SnapshotScanJob *j, SnapshotTransferDone done,
+                                     void *userdata, char **ret_message) {
         _cleanup_(snapshot_scan_job_freep) SnapshotScanJob *job = j;
         _cleanup_(transfer_freep) SnapshotTransfer *t = NULL;
-        int r = transfer_new(m, c, -1, true, ret_message, &t);
+        int r = transfer_new(ts, c, -1, true, ret_message, &t);
         if (r < 0)
                 return r;
         t->created = true;
@@ -728,38 +728,40 @@ static int snapshot_create_in_worker(Manager *m, Caller *c, SnapshotScanJob *j, 
                 return r;
         t->done = done;
         t->userdata = userdata;
-        t->next = m->snapshot_transfers->list;
-        m->snapshot_transfers->list = TAKE_PTR(t);
+        t->next = ts->list;
+        ts->list = TAKE_PTR(t);
         return 0;
 }
 
-int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
-                            SnapshotTransferDone done, void *userdata, char **ret_message) {
+int snapshot_transfers_create(SnapshotTransfers *ts, Caller *c, pid_t root, const SnapshotCreateOptions *o,
+                              SnapshotTransferDone done, void *userdata, char **ret_message) {
         SnapshotScanJob *j;
         if (ret_message)
                 *ret_message = NULL;
         int r = snapshot_check_root(c, root, ret_message);
         if (r < 0)
                 return r;
-        r = snapshot_scan_job_new(m->source, c, root, o, &j);
+        r = snapshot_scan_job_new(ts->manager->source, c, root, o, &j);
         if (r < 0)
                 return r;
         /* Scanning a large subtree, then storing it, take time: the scan goes to a worker thread, the
          * storing on between other calls. */
-        return snapshot_create_in_worker(m, c, j, done, userdata, ret_message);
+        return snapshot_create_in_worker(ts, c, j, done, userdata, ret_message);
 }
 
-void manager_snapshot_transfers_cancel(Manager *m) {
-        SnapshotTransfers *ts = m->snapshot_transfers;
+void snapshot_transfers_cancel(SnapshotTransfers *ts) {
         if (!ts)
                 return;
         worker_lanes_stop(ts->lanes); /* none is started to be cancelled */
-        while (ts->list) {
-                _cleanup_free_ char *message = NULL;
-                (void) asprintf(&message, "sectreed is stopping.");
-                transfer_finish(ts->list, -ECANCELED, 0, message);
-        }
+        while (ts->list)
+                transfer_finish(ts->list, -ECANCELED, 0, "sectreed is stopping.");
+}
+
+SnapshotTransfers *snapshot_transfers_free(SnapshotTransfers *ts) {
+        if (!ts)
+                return NULL;
+        snapshot_transfers_cancel(ts);
         worker_lanes_free(ts->lanes);
         free(ts);
-        m->snapshot_transfers = NULL;
+        return NULL;
 }

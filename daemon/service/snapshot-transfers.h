@@ -28,7 +28,15 @@
  * or a negative errno: -EINVAL the file was refused (message: the validator's, naming the field
  * and the element), -ETIMEDOUT the deadline passed, -ECANCELED the daemon is stopping, another one
  * from reading or writing the fd. */
-typedef void (*SnapshotTransferDone)(Manager *m, int r, uint64_t id, const char *message, void *userdata);
+typedef void (*SnapshotTransferDone)(int r, uint64_t id, const char *message, void *userdata);
+
+/* The transfers of one manager's snapshots, and the two worker lanes they run in. */
+typedef struct SnapshotTransfers SnapshotTransfers;
+
+int snapshot_transfers_new(Manager *m, SnapshotTransfers **ret);
+/* Ends what is in progress (snapshot_transfers_cancel()), then frees. */
+SnapshotTransfers *snapshot_transfers_free(SnapshotTransfers *ts);
+DEFINE_CLEANUP(SnapshotTransfers *, snapshot_transfers_free);
 
 /* Scan the subtree of root (0: the whole machine, root only) in one pass, in a worker thread of the
  * caller's transfer lane, then store it in steps between the loop's other work (as imports are
@@ -38,20 +46,20 @@ typedef void (*SnapshotTransferDone)(Manager *m, int r, uint64_t id, const char 
  * every process of the subtree. What was read of the caller moves to the worker: c keeps its uid
  * and privileged only. Returns 0 when done will be called; else a negative errno (done will not
  * be). A snapshot being taken or stored counts as a transfer. */
-int manager_snapshot_create(Manager *m, Caller *c, pid_t root, const SnapshotCreateOptions *o,
-                            SnapshotTransferDone done, void *userdata, char **ret_message);
+int snapshot_transfers_create(SnapshotTransfers *ts, Caller *c, pid_t root, const SnapshotCreateOptions *o,
+                              SnapshotTransferDone done, void *userdata, char **ret_message);
 
 /* Write the snapshot into fd (the caller's: a file at its position, or a pipe or socket) in
  * format. The fd is dup'ed: the caller may close its copy. Returns 0 when done will be called, or
  * a negative errno (and done will not be). */
-int manager_snapshot_export(Manager *m, Caller *c, uint64_t id, int fd, SnapshotFormat format,
-                            SnapshotTransferDone done, void *userdata, char **ret_message);
+int snapshot_transfers_export(SnapshotTransfers *ts, Caller *c, uint64_t id, int fd, SnapshotFormat format,
+                              SnapshotTransferDone done, void *userdata, char **ret_message);
 
 /* Read a snapshot of either format from fd (to its end, at most SNAPSHOT_MAX_FILE_SIZE bytes),
  * validate it and store it as the caller's; sends SnapshotCreated. Returns as
- * manager_snapshot_export(). A refused file changes nothing. */
-int manager_snapshot_import(Manager *m, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
-                            char **ret_message);
+ * snapshot_transfers_export(). A refused file changes nothing. */
+int snapshot_transfers_import(SnapshotTransfers *ts, Caller *c, int fd, SnapshotTransferDone done, void *userdata,
+                              char **ret_message);
 
-/* End every transfer in progress with -ECANCELED. */
-void manager_snapshot_transfers_cancel(Manager *m);
+/* End every transfer in progress with -ECANCELED (the daemon is stopping: before the bus goes). */
+void snapshot_transfers_cancel(SnapshotTransfers *ts);
