@@ -95,26 +95,38 @@ static int append_decision(sd_bus_message *reply, const PolicyReportDecision *d)
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+static int append_syscall(sd_bus_message *reply, const char *name, int nr, const PolicyReportDecision *d) {
+        int r = sd_bus_message_open_container(reply, 'r', "si" POLICY_DECISION_TYPE);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "si", name, nr);
+        if (r < 0)
+                return r;
+        r = append_decision(reply, d);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
 static int append_arch(sd_bus_message *reply, const PolicyReportArch *a) {
         int r = sd_bus_message_open_container(reply, 'r', "sbbua(si" POLICY_DECISION_TYPE ")" POLICY_DECISION_TYPE);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "sbbu", a->name, a->native, a->uniform, a->uniform_ret);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(si" POLICY_DECISION_TYPE ")");
-        for (size_t i = 0; r >= 0 && i < a->n_syscalls; i++) {
-                r = sd_bus_message_open_container(reply, 'r', "si" POLICY_DECISION_TYPE);
-                if (r >= 0)
-                        r = sd_bus_message_append(reply, "si", a->syscalls[i].name, a->syscalls[i].nr);
-                if (r >= 0)
-                        r = append_decision(reply, &a->syscalls[i].decision);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = append_decision(reply, &a->other);
-        return r < 0 ? r : sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "sbbu", a->name, a->native, a->uniform, a->uniform_ret);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(si" POLICY_DECISION_TYPE ")");
+        for (size_t i = 0; r >= 0 && i < a->n_syscalls; i++)
+                r = append_syscall(reply, a->syscalls[i].name, a->syscalls[i].nr, &a->syscalls[i].decision);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        r = append_decision(reply, &a->other);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
 }
 
 /* ---- GetPolicy ---- */
@@ -157,16 +169,20 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
 static int reply_get_policy(PolicyJob *j, sd_bus_message **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = sd_bus_message_new_method_return(j->userdata, &reply);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "s", task_mode_to_string(j->mode));
-        if (r >= 0)
-                r = sd_bus_message_append_array(reply, 't', j->filter_ids, j->n_filter_ids * sizeof(uint64_t));
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', POLICY_ARCH_TYPE);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "s", task_mode_to_string(j->mode));
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append_array(reply, 't', j->filter_ids, j->n_filter_ids * sizeof(uint64_t));
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', POLICY_ARCH_TYPE);
         for (size_t i = 0; r >= 0 && i < j->report->n_arches; i++)
                 r = append_arch(reply, &j->report->arches[i]);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(reply);
@@ -209,53 +225,72 @@ static int append_undecided_why(sd_bus_message *reply, const WhoCan *w) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
+static int append_undecided_chain(sd_bus_message *reply, const WhoCanChain *ch) {
+        int r = sd_bus_message_open_container(reply, 'r', "tua(uus)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "tu", ch->head, (uint32_t) ch->depth);
+        if (r < 0)
+                return r;
+        r = append_tasks(reply, ch->tasks, ch->n_tasks);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+static int append_chain(sd_bus_message *reply, const WhoCanChain *ch) {
+        int r = sd_bus_message_open_container(reply, 'r', "tuba" POLICY_CASE_TYPE "a(uus)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "tub", ch->head, (uint32_t) ch->depth, ch->always);
+        if (r < 0)
+                return r;
+        r = append_cases(reply, ch->report, ch->n_cases);
+        if (r < 0)
+                return r;
+        r = append_tasks(reply, ch->tasks, ch->n_tasks);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
 /* The chains not decided, with their tasks. */
 static int append_undecided(sd_bus_message *reply, const WhoCan *w) {
         int r = sd_bus_message_open_container(reply, 'a', WHO_CAN_UNDECIDED_TYPE);
-        for (size_t i = 0; r >= 0 && i < w->n_undecided; i++) {
-                const WhoCanChain *ch = &w->undecided[i];
-                r = sd_bus_message_open_container(reply, 'r', "tua(uus)");
-                if (r >= 0)
-                        r = sd_bus_message_append(reply, "tu", ch->head, (uint32_t) ch->depth);
-                if (r >= 0)
-                        r = append_tasks(reply, ch->tasks, ch->n_tasks);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
-        }
+        for (size_t i = 0; r >= 0 && i < w->n_undecided; i++)
+                r = append_undecided_chain(reply, &w->undecided[i]);
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
 static int append_who_can(sd_bus_message *reply, const WhoCanQuery *q, const WhoCan *w) {
         int r = sd_bus_message_append(reply, "siuu", q->arch->name, q->nr, (uint32_t) w->n_tasks,
                                       (uint32_t) w->n_decisions);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', WHO_CAN_CHAIN_TYPE);
-        for (size_t i = 0; r >= 0 && i < w->n_chains; i++) {
-                const WhoCanChain *ch = &w->chains[i];
-                r = sd_bus_message_open_container(reply, 'r', "tuba" POLICY_CASE_TYPE "a(uus)");
-                if (r >= 0)
-                        r = sd_bus_message_append(reply, "tub", ch->head, (uint32_t) ch->depth, ch->always);
-                if (r >= 0)
-                        r = append_cases(reply, ch->report, ch->n_cases);
-                if (r >= 0)
-                        r = append_tasks(reply, ch->tasks, ch->n_tasks);
-                if (r >= 0)
-                        r = sd_bus_message_close_container(reply);
-        }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "u", (uint32_t) w->n_unfiltered);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', WHO_CAN_OTHER_TYPE);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', WHO_CAN_CHAIN_TYPE);
+        for (size_t i = 0; r >= 0 && i < w->n_chains; i++)
+                r = append_chain(reply, &w->chains[i]);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "u", (uint32_t) w->n_unfiltered);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', WHO_CAN_OTHER_TYPE);
         for (size_t i = 0; r >= 0 && i < w->n_others; i++)
                 r = sd_bus_message_append(reply, WHO_CAN_OTHER_TYPE, w->others[i].conditional, w->others[i].ret,
                                           (uint32_t) w->others[i].n_tasks, (uint32_t) w->others[i].n_chains);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = append_undecided(reply, w);
-        return r < 0 ? r : append_undecided_why(reply, w);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        r = append_undecided(reply, w);
+        if (r < 0)
+                return r;
+        return append_undecided_why(reply, w);
 }
 
 int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

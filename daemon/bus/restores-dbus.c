@@ -30,13 +30,21 @@ static int read_bool_option(sd_bus_message *msg, const char *key, bool *ret, sd_
         return r;
 }
 
+/* After reading the entries of an array in a variant: leave both (n = 2), unless r failed. */
+static int exit_containers(sd_bus_message *msg, int r, int n) {
+        for (int i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_exit_container(msg);
+        return r;
+}
+
 /* exec: a{uas}, snapshot pid -> argv */
 static int read_exec_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
         int r = sd_bus_message_enter_container(msg, 'v', "a{uas}");
         if (r == -ENXIO)
                 return invalid(error, "Option \"%s\" takes a map of snapshot pids to command lines (a{uas}).", "exec");
-        if (r >= 0)
-                r = sd_bus_message_enter_container(msg, 'a', "{uas}");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(msg, 'a', "{uas}");
         while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "uas")) > 0) {
                 uint32_t pid;
                 char **argv = NULL;
@@ -67,11 +75,7 @@ static int read_exec_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error
                 if (r >= 0)
                         r = sd_bus_message_exit_container(msg);
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(msg);
-        if (r >= 0)
-                r = sd_bus_message_exit_container(msg);
-        return r;
+        return exit_containers(msg, r, 2);
 }
 
 static int read_uids_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
@@ -95,8 +99,9 @@ static int read_stdio_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_erro
 
         if (r == -ENXIO)
                 return invalid(error, "Option \"%s\" takes three fds (ah): stdin, stdout and stderr.", "stdio");
-        if (r >= 0)
-                r = sd_bus_message_enter_container(msg, 'a', "h");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(msg, 'a', "h");
         while (r >= 0) {
                 int fd;
                 r = sd_bus_message_read(msg, "h", &fd);
@@ -106,10 +111,7 @@ static int read_stdio_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_erro
                         return invalid(error, "Option \"%s\" takes three fds (ah): stdin, stdout and stderr.", "stdio");
                 fds[n++] = fd;
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(msg);
-        if (r >= 0)
-                r = sd_bus_message_exit_container(msg);
+        r = exit_containers(msg, r, 2);
         if (r < 0)
                 return r;
         if (n != 3 || o->has_stdio)
@@ -236,20 +238,28 @@ static int append_reply(sd_bus_message *reply, const Restore *x, size_t *ret_end
         const PlanMapping *map = restore_mapping(x);
         size_t next, end;
         int r = fd_batch(x, &next, &end);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "tb", restore_id(x), restore_verified(x));
-        if (r >= 0)
-                r = sd_bus_message_append_strv(reply, (char **) restore_differences(x));
-        if (r >= 0)
-                r = append_pairs(reply, map->processes, map->n_processes);
-        if (r >= 0)
-                r = append_pidfds(reply, x, next, end);
-        if (r >= 0)
-                r = append_pairs(reply, map->threads, map->n_threads);
-        if (r >= 0)
-                r = append_listeners(reply, x, next, end);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "tb", restore_id(x), restore_verified(x));
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append_strv(reply, (char **) restore_differences(x));
+        if (r < 0)
+                return r;
+        r = append_pairs(reply, map->processes, map->n_processes);
+        if (r < 0)
+                return r;
+        r = append_pidfds(reply, x, next, end);
+        if (r < 0)
+                return r;
+        r = append_pairs(reply, map->threads, map->n_threads);
+        if (r < 0)
+                return r;
+        r = append_listeners(reply, x, next, end);
+        if (r < 0)
+                return r;
         *ret_end = end;
-        return r;
+        return 0;
 }
 
 static void on_restore_done(Restores *rs, int r, Restore *x, const char *message, void *userdata) {
@@ -309,38 +319,46 @@ static int watch_caller(sd_bus_message *msg, Restore *restore) {
         return 0;
 }
 
-static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Restores *rs = userdata;
-        CALLER_CLEANUP Caller c = {};
-        RestoreOptions o = {};
-        RestoreCreds creds = {};
+static void creds_done(RestoreCreds *creds) {
+        free(creds->groups);
+}
+
+/* Start the restore the call asked for (o taken); answered when done. */
+static int restore_call_start(sd_bus_message *msg, Restores *rs, Caller *c, const RestoreCreds *creds, uint64_t id,
+                              RestoreOptions *o, sd_bus_error *error) {
         _cleanup_free_ char *message = NULL;
+        bool keep = o->keep;
+        Restore *restore = NULL;
+        int r = restores_start(rs, c, creds, id, o, on_restore_done, sd_bus_message_ref(msg), &restore, &message);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                if (r == -ENOENT && !message)
+                        return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot %" PRIu64 ".", id);
+                return restore_error(error, r, message);
+        }
+        if (!keep && watch_caller(msg, restore) < 0)
+                restore_caller_left(restore); /* done hears of it: -ECANCELED */
+        return 1;
+}
+
+static int method_restore(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(restore_options_done) RestoreOptions o = {};
+        _cleanup_(creds_done) RestoreCreds creds = {};
         uint64_t id;
         int r = sd_bus_message_read(msg, "t", &id);
-        if (r >= 0)
-                r = read_restore_options(msg, &o, error);
-        if (r >= 0)
-                r = caller_from_message(msg, &c);
-        if (r >= 0)
-                r = read_creds(msg, &c, &creds, error);
-        if (r >= 0) {
-                bool keep = o.keep;
-                Restore *restore = NULL;
-                r = restores_start(rs, &c, &creds, id, &o, on_restore_done, sd_bus_message_ref(msg), &restore, &message);
-                if (r >= 0 && !keep && watch_caller(msg, restore) < 0)
-                        restore_caller_left(restore); /* done hears of it: -ECANCELED */
-                if (r < 0) {
-                        sd_bus_message_unref(msg);
-                        if (r == -ENOENT && !message)
-                                r = sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot %" PRIu64 ".", id);
-                        else
-                                r = restore_error(error, r, message);
-                } else
-                        r = 1;
-        }
-        restore_options_done(&o);
-        free(creds.groups);
-        return r;
+        if (r < 0)
+                return r;
+        r = read_restore_options(msg, &o, error);
+        if (r < 0)
+                return r;
+        r = caller_from_message(msg, &c);
+        if (r < 0)
+                return r;
+        r = read_creds(msg, &c, &creds, error);
+        if (r < 0)
+                return r;
+        return restore_call_start(msg, userdata, &c, &creds, id, &o, error);
 }
 
 /* ---- ListRestores, ReleaseRestore ---- */
@@ -352,12 +370,15 @@ static int method_list_restores(sd_bus_message *msg, void *userdata, sd_bus_erro
         _cleanup_free_ Restore **l = NULL;
         size_t n = 0;
         int r = caller_from_message(msg, &c);
-        if (r >= 0)
-                r = restores_list(rs, &c, &l, &n);
-        if (r >= 0)
-                r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ttuuubs)");
+        if (r < 0)
+                return r;
+        r = restores_list(rs, &c, &l, &n);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(ttuuubs)");
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = sd_bus_message_append(reply, "(ttuuubs)", restore_id(l[i]), restore_snapshot_id(l[i]),
                                           (uint32_t) restore_owner(l[i]), (uint32_t) restore_root_pid(l[i]),
@@ -412,20 +433,25 @@ static int method_take_restore_fds(sd_bus_message *msg, void *userdata, sd_bus_e
                 return sd_bus_error_setf(error, ERROR_RESTORE_FAILED, "The fds of restore %" PRIu64 " were not taken "
                                          "within %llu s and are closed.", id,
                                          (unsigned long long) (RESTORE_FDS_HOLD_USEC / 1000000));
-        if (r >= 0)
-                r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = append_pidfds(reply, x, next, end);
-        if (r >= 0)
-                r = append_listeners(reply, x, next, end);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "u",
-                                          (uint32_t) (restore_n_pidfds(x) + restore_n_listeners(x) - end));
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        if (r >= 0)
-                restore_fds_handed(x, end);
-        return r;
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = append_pidfds(reply, x, next, end);
+        if (r < 0)
+                return r;
+        r = append_listeners(reply, x, next, end);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "u", (uint32_t) (restore_n_pidfds(x) + restore_n_listeners(x) - end));
+        if (r < 0)
+                return r;
+        r = sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                return r;
+        restore_fds_handed(x, end);
+        return 0;
 }
 
 /* The restore methods of org.sectree1.Manager, a table of their own with the restores as userdata
