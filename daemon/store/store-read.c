@@ -4,8 +4,8 @@
 
 #include "core/sqlite-util.h"
 #include "store/state-migrations.h"
+#include "store/store-db-internal.h"
 #include "store/store-read.h"
-#include "store/store.h"
 
 static int store_header_error(Store *s, int rc) {
         if ((rc & 0xff) == SQLITE_NOTADB)

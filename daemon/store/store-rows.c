@@ -3,7 +3,7 @@
 #include <sqlite3.h>
 
 #include "core/sqlite-util.h"
-#include "store/store-rows.h"
+#include "store/store-rows-internal.h"
 
 /* Filters */
 

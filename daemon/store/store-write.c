@@ -4,7 +4,7 @@
 #include <sqlite3.h>
 
 #include "core/sqlite-util.h"
-#include "store/store-rows.h"
+#include "store/store-rows-internal.h"
 #include "store/store-write.h"
 
 static int store_next_generation(Store *s, uint64_t now_usec) {
