@@ -104,10 +104,11 @@ static int records_add_from_proc(BpfScanner *s, pid_t pid) {
 int bpf_scanner_add_unvisited_root(BpfScanner *s, pid_t pid) {
         int k = records_add_from_proc(s, pid);
         if (k == -ESRCH)
-                return log_error_errno(k, "Process %d not found.", pid);
+                return bpf_scanner_fail_errno(s, k, "Process %d not found.", pid);
         if (k == -EOPNOTSUPP)
-                return log_error_errno(k, "Process %d is hidden from the BPF iterators and has a thread under seccomp "
-                                       "filters, whose identity they cannot read; use the ptrace backend.", pid);
+                return bpf_scanner_fail_errno(s, k, "Process %d is hidden from the BPF iterators and has a thread "
+                                              "under seccomp filters, whose identity they cannot read; use the "
+                                              "ptrace backend.", pid);
         return k;
 }
 

@@ -272,10 +272,10 @@ static bool detached_no_listeners(void *userdata) {
 }
 
 static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
-        int r = bpf_scanner_scan(bpf_source(s)->scanner, opts, ret);
+        int r = bpf_scanner_scan(bpf_source(s)->scanner, opts, ret); /* logs its failures */
         listener_mark_publish(bpf_source(s));
         if (r < 0)
-                return log_error_errno(r, "BPF scan failed: %m");
+                return r;
         (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
         return 0;
 }
@@ -290,16 +290,18 @@ static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
         (void) pthread_mutex_lock(&b->detached_lock);
         if (!b->detached) {
                 r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, &b->detached);
-                if (r >= 0 && !b->source.oneshot)
+                if (r < 0)
+                        log_error_errno(r, "Failed to load the BPF programs of a scan: %m");
+                else if (!b->source.oneshot)
                         bpf_scanner_set_no_listeners(b->detached, detached_no_listeners, b);
         }
         if (r >= 0)
-                r = bpf_scanner_scan(b->detached, opts, ret);
+                r = bpf_scanner_scan(b->detached, opts, ret); /* logs its failures */
         if (r < 0 || !bpf_scanner_reusable(b->detached))
                 b->detached = bpf_scanner_free(b->detached);
         (void) pthread_mutex_unlock(&b->detached_lock);
         if (r < 0)
-                return log_error_errno(r, "BPF scan failed: %m");
+                return r;
         (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
         return 0;
 }
@@ -307,9 +309,9 @@ static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
 int source_scan_programs_oneshot(const ScanOptions *opts, Forest **ret) {
         _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
         int r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = true }, &s);
-        if (r >= 0)
-                r = bpf_scanner_scan(s, opts, ret);
-        return r;
+        if (r < 0)
+                return r; /* the loader logged why, at debug level: the caller decides what it means */
+        return bpf_scanner_scan(s, opts, ret); /* logs its failures */
 }
 
 /* Whether the live forest keeps the filter of that kernel id without its program (known only once

@@ -296,7 +296,7 @@ static int keep_unreadable(PtraceSource *p, Forest *f, const UnreadableTask *bad
                 if (bad[i].error == -ESRCH || (r = keep_thread(live, f, bad[i].tid)) == 0)
                         continue;
                 if (r < 0 || (r = hashmap_replace(&kept, (uint64_t) bad[i].tid, (void *) 1)) < 0)
-                        return r;
+                        return log_error_errno(r, "Full pass failed: %m");
                 mark_stale(p, bad[i].tid, bad[i].error, true);
         }
         uint64_t tid;
@@ -326,17 +326,20 @@ static int ptrace_full_pass(Source *s, const char *reason, bool split) {
 
         if (!pass_lock(p, reason))
                 return 0;
-        int r = pass_scan_locked(p, &f, &bad, &n_bad);
-        if (r >= 0)
-                r = source_pass_prepare(s, f);
+        int r = pass_scan_locked(p, &f, &bad, &n_bad); /* logs its failures, as the next two do */
+        if (r < 0)
+                return r;
+        r = source_pass_prepare(s, f);
+        if (r < 0)
+                return r;
         /* The first pass after start takes over the stored ids exactly (by thread): a filter of a task
          * that died while the daemon was down is not given to another by its bytes. */
-        if (r >= 0)
-                r = infer_adopt_ids(live_now(p), f, p->passed, &p->last_id, NULL);
-        if (r >= 0)
-                r = keep_unreadable(p, f, bad, n_bad);
+        r = infer_adopt_ids(live_now(p), f, p->passed, &p->last_id, NULL);
         if (r < 0)
                 return log_error_errno(r, "Full pass failed: %m");
+        r = keep_unreadable(p, f, bad, n_bad);
+        if (r < 0)
+                return r;
         r = pass_hand_on(p, TAKE_PTR(f), reason, lost);
         if (r >= 0)
                 p->passed = true;
