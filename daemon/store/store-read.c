@@ -210,16 +210,17 @@ static int store_load_rows(Store *s, Forest *f, const char *sql, int (*load)(For
         int r = store_query(s, sql, &st);
         while (r >= 0 && (r = store_step_row(s, st, "read the live state")) > 0)
                 if ((r = load(f, st)) < 0)
-                        return log_error_errno(r, "Failed to read the live state of %s: a row is invalid: %m", s->path);
+                        return store_log_errno(s, LOG_LEVEL_ERR, r,
+                                               "Failed to read the live state of %s: a row is invalid: %m", s->path);
         return r;
 }
 
-int store_load_live(Store *s, Forest **ret) {
+static int load_live(Store *s, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = forest_new();
         int r;
 
         if (!f)
-                return log_oom();
+                return store_log_errno(s, LOG_LEVEL_ERR, -ENOMEM, "Out of memory.");
         r = store_load_rows(s, f, "SELECT id, coalesce(parent, 0), program, log, wait_killable_recv, has_listener, "
                                   "identity, digest, length FROM filters", load_filter);
         if (r >= 0)
@@ -235,4 +236,12 @@ int store_load_live(Store *s, Forest **ret) {
                 return r;
         *ret = TAKE_PTR(f);
         return 0;
+}
+
+/* Its callers (the manager) log every failure, where they know what follows from it. */
+int store_load_live(Store *s, Forest **ret) {
+        s->caller_logs++;
+        int r = load_live(s, ret);
+        s->caller_logs--;
+        return r;
 }

@@ -38,5 +38,6 @@ int store_get_installer(Store *s, uint64_t id, StoreInstalled *ret);
 void store_installed_done(StoreInstalled *x);
 
 /* The live tables read back as a forest (not linked): what the daemon stored last, for the next
- * start to keep the ids of the filters that are still there. */
+ * start to keep the ids of the filters that are still there. Its failures are logged at debug
+ * level only: the caller logs them, once. */
 int store_load_live(Store *s, Forest **ret);

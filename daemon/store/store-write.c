@@ -16,7 +16,7 @@ static int store_next_generation(Store *s, uint64_t now_usec) {
         if (r < 0)
                 return r;
         if (r == 0)
-                return log_error_errno(-EBADMSG, "%s has no meta row.", s->path);
+                return store_log_errno(s, LOG_LEVEL_ERR, -EBADMSG, "%s has no meta row.", s->path);
         s->generation = sqlite3_column_int64(st, 0);
         return store_run(s, st, "start a new generation");
 }
@@ -79,7 +79,8 @@ static int store_put_listener(Store *s, const Listener *l) {
         int r;
 
         if (!identity)
-                return log_error_errno(-EINVAL, "Refusing to store listener %" PRIu64 ": invalid identity.", l->id);
+                return store_log_errno(s, LOG_LEVEL_ERR, -EINVAL,
+                                       "Refusing to store listener %" PRIu64 ": invalid identity.", l->id);
         bind_u64(st, 1, l->id);
         bind_u64(st, 2, l->filter_id);
         sqlite3_bind_text(st, 3, identity, -1, SQLITE_STATIC);
@@ -153,7 +154,8 @@ static int store_check_foreign_keys(Store *s) {
 
         if (r <= 0)
                 return r;
-        r = log_error_errno(-ENOENT, "Refusing to store the scan: %s row %" PRIi64 " refers to a missing %s row.",
+        r = store_log_errno(s, LOG_LEVEL_ERR, -ENOENT,
+                            "Refusing to store the scan: %s row %" PRIi64 " refers to a missing %s row.",
                             (const char *) sqlite3_column_text(st, 0), (int64_t) sqlite3_column_int64(st, 1),
                             (const char *) sqlite3_column_text(st, 2));
         sqlite3_reset(st);
@@ -242,9 +244,10 @@ int store_replace_all(Store *s, const Forest *f, uint64_t now_usec) {
         int r, k;
 
         if (!f->linked)
-                return log_error_errno(-EINVAL, "Refusing to store a forest that is not linked.");
+                return store_log_errno(s, LOG_LEVEL_ERR, -EINVAL, "Refusing to store a forest that is not linked.");
         if (!sqlite3_get_autocommit(s->db))
-                return log_error_errno(-EBUSY, "Refusing to replace %s inside an open batch.", s->path);
+                return store_log_errno(s, LOG_LEVEL_ERR, -EBUSY,
+                                       "Refusing to replace %s inside an open batch.", s->path);
 
         r = store_enforce_foreign_keys(s, false);
         if (r < 0)
@@ -466,11 +469,11 @@ static int store_replace_diff_steps(Store *s, const Forest *old, const Forest *n
 
 static int store_replace_diff(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
         if (!new->linked)
-                return log_error_errno(-EINVAL, "Refusing to store a forest that is not linked.");
+                return store_log_errno(s, LOG_LEVEL_ERR, -EINVAL, "Refusing to store a forest that is not linked.");
         return store_pass_transaction(s, store_replace_diff_steps, old, new, now_usec);
 }
 
-int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+static int write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
         int r;
 
         if (c->replaced) {
@@ -497,5 +500,13 @@ int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint
                 store_rollback(s);
         else
                 s->mirrors_live = mirrors;
+        return r;
+}
+
+/* Its one caller (the manager) logs every failure, where it knows what follows from it. */
+int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+        s->caller_logs++;
+        int r = write_changes(s, live, c, now_usec);
+        s->caller_logs--;
         return r;
 }
