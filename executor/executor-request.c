@@ -84,3 +84,14 @@ int executor_request_parse(const RestoreFrame *f, ExecutorRequest *r, char **err
         }
         return 0;
 }
+
+int executor_request_take(RestoreFrame *f, ExecutorRequest *r, char **error) {
+        int k = executor_request_parse(f, r, error);
+
+        if (k < 0)
+                return k;
+        r->snapshot_fd = TAKE_FD(f->fds[0]);
+        for (unsigned i = 0; i < 3 && f->n_fds == 4; i++)
+                r->stdio[i] = TAKE_FD(f->fds[i + 1]);
+        return 0;
+}

@@ -25,3 +25,6 @@ void executor_request_done(ExecutorRequest *r);
 /* Fills r from the REQUEST frame f (without taking its fds). A request that is not valid: -EINVAL
  * with *error saying what is wrong. */
 int executor_request_parse(const RestoreFrame *f, ExecutorRequest *r, char **error);
+/* executor_request_parse(), then the fds taken out of f: the snapshot's, and with "stdio" the
+ * three that follow it. */
+int executor_request_take(RestoreFrame *f, ExecutorRequest *r, char **error);

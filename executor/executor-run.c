@@ -163,6 +163,26 @@ static int serve(Controller *c, int sfd) {
         }
 }
 
+/* The controller set up for plan, and the plan run up to its start. */
+static int controller_start_plan(Controller *c, const Plan *plan, const ExecutorRequest *req) {
+        int r = controller_init(c, plan, req->step_timeout_usec);
+
+        if (r < 0)
+                return r;
+        if (req->stdio[0] >= 0)
+                memcpy(c->stdio, req->stdio, sizeof(c->stdio));
+        return controller_run(c);
+}
+
+/* READY, then START and RELEASE until the caller releases. */
+static int answer(Controller *c, bool unprivileged, int sfd) {
+        int r = executor_reply_ready(c, unprivileged);
+
+        if (r < 0)
+                return r;
+        return serve(c, sfd);
+}
+
 static int run_restore(const Forest *snapshot, ExecutorRequest *req, int sfd) {
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_free_ char *error = NULL;
@@ -185,11 +205,7 @@ static int run_restore(const Forest *snapshot, ExecutorRequest *req, int sfd) {
         if (r < 0)
                 return executor_reply_error("plan", error ?: strerror(-r), NULL), r;
         runtime.envp = environ;
-        r = controller_init(&c, plan, req->step_timeout_usec);
-        if (r >= 0 && req->stdio[0] >= 0)
-                memcpy(c.stdio, req->stdio, sizeof(c.stdio));
-        if (r >= 0)
-                r = controller_run(&c);
+        r = controller_start_plan(&c, plan, req);
         if (r < 0) {
                 executor_reply_error("execute", c.failure ?: strerror(-r), &c);
                 controller_done(&c);
@@ -197,9 +213,7 @@ static int run_restore(const Forest *snapshot, ExecutorRequest *req, int sfd) {
         }
         log_info("Restored %zu processes and %zu threads in %zu steps.", snapshot->n_processes,
                  plan->n_tasks - plan->n_helper_threads, plan->n_steps);
-        r = executor_reply_ready(&c, o.unprivileged);
-        if (r >= 0)
-                r = serve(&c, sfd);
+        r = answer(&c, o.unprivileged, sfd);
         controller_release(&c);
         if (r >= 0)
                 executor_reply_json(RESTORE_FRAME_RELEASED, json_object());
@@ -257,11 +271,7 @@ int executor_run(void) {
         r = restore_frame_recv(EXECUTOR_SOCKET_FD, EXECUTOR_REQUEST_TIMEOUT_USEC, &f);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the request: %m");
-        r = executor_request_parse(&f, &req, &error);
-        if (r >= 0)
-                req.snapshot_fd = TAKE_FD(f.fds[0]);
-        for (unsigned k = 0; r >= 0 && k < 3 && f.n_fds == 4; k++)
-                req.stdio[k] = TAKE_FD(f.fds[k + 1]);
+        r = executor_request_take(&f, &req, &error);
         restore_frame_done(&f);
         if (r < 0)
                 return executor_reply_error("request", error ?: strerror(-r), NULL), r;
