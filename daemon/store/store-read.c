@@ -223,15 +223,19 @@ static int load_live(Store *s, Forest **ret) {
                 return store_log_errno(s, LOG_LEVEL_ERR, -ENOMEM, "Out of memory.");
         r = store_load_rows(s, f, "SELECT id, coalesce(parent, 0), program, log, wait_killable_recv, has_listener, "
                                   "identity, digest, length FROM filters", load_filter);
-        if (r >= 0)
-                r = store_load_rows(s, f, "SELECT pid, ppid, coalesce(start_time, 0), comm, exe, uid, gid, no_new_privs "
-                                          "FROM processes", load_process);
-        if (r >= 0)
-                r = store_load_rows(s, f, "SELECT tid, tgid, start_time, mode, coalesce(filter, 0) FROM tasks", load_task);
-        if (r >= 0)
-                r = store_load_rows(s, f, "SELECT id, filter, identity FROM listeners", load_listener);
-        if (r >= 0)
-                r = store_load_rows(s, f, "SELECT listener, pid, fd FROM listener_holders", load_holder);
+        if (r < 0)
+                return r;
+        r = store_load_rows(s, f, "SELECT pid, ppid, coalesce(start_time, 0), comm, exe, uid, gid, no_new_privs "
+                                  "FROM processes", load_process);
+        if (r < 0)
+                return r;
+        r = store_load_rows(s, f, "SELECT tid, tgid, start_time, mode, coalesce(filter, 0) FROM tasks", load_task);
+        if (r < 0)
+                return r;
+        r = store_load_rows(s, f, "SELECT id, filter, identity FROM listeners", load_listener);
+        if (r < 0)
+                return r;
+        r = store_load_rows(s, f, "SELECT listener, pid, fd FROM listener_holders", load_holder);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(f);

@@ -98,15 +98,19 @@ static int store_revive_filter_steps(Store *s, const void *arg) {
         const ReviveArgs *a = arg;
         int r = store_run_by_id(s, STMT_REVIVE_FILTER, (int64_t) a->row->id, "bring a filter back from history");
 
-        if (r >= 0)
-                r = store_run_by_id(s, STMT_FORGET_HISTORY_ROW, (int64_t) a->row->id, "delete a history row");
-        if (r >= 0)
-                r = store_put_filter_once(s, a->row, a->now_usec);
+        if (r < 0)
+                return r;
+        r = store_run_by_id(s, STMT_FORGET_HISTORY_ROW, (int64_t) a->row->id, "delete a history row");
+        if (r < 0)
+                return r;
+        r = store_put_filter_once(s, a->row, a->now_usec);
+        if (r < 0)
+                return r;
         if (r == 0)
-                r = store_log_errno(s, LOG_LEVEL_WARNING, -EEXIST,
-                                    "Filter %" PRIu64 " is still in history after it was brought back.",
-                                    a->row->id);
-        return r < 0 ? r : 0;
+                return store_log_errno(s, LOG_LEVEL_WARNING, -EEXIST,
+                                       "Filter %" PRIu64 " is still in history after it was brought back.",
+                                       a->row->id);
+        return 0;
 }
 
 /* A filter whose id is in history was retired while something still held it (events were lost):

@@ -214,6 +214,14 @@ static int store_reconcile(Store *s, const Forest *f, uint64_t now_usec) {
 
 typedef int (*PassSteps)(Store *s, const Forest *old, const Forest *f, uint64_t now_usec);
 
+/* Inside the transaction: the steps, then the commit. */
+static int store_pass_steps_commit(Store *s, PassSteps steps, const Forest *old, const Forest *f, uint64_t now_usec) {
+        int r = steps(s, old, f, now_usec);
+        if (r < 0)
+                return r;
+        return store_commit(s);
+}
+
 /* A full pass's writes in one transaction: rolled back on failure, with the generation it started
  * as it was. */
 static int store_pass_transaction(Store *s, PassSteps steps, const Forest *old, const Forest *f, uint64_t now_usec) {
@@ -222,9 +230,7 @@ static int store_pass_transaction(Store *s, PassSteps steps, const Forest *old, 
 
         if (r < 0)
                 return r;
-        r = steps(s, old, f, now_usec);
-        if (r >= 0)
-                r = store_commit(s);
+        r = store_pass_steps_commit(s, steps, old, f, now_usec);
         if (r < 0) {
                 store_rollback(s);
                 s->generation = generation;
@@ -365,19 +371,30 @@ static int store_write_batch(Store *s, const Forest *live, const LiveChanges *c,
         _cleanup_(touched_deinit) Touched t = {};
         int r = touched_collect(&t, c);
 
-        for (size_t i = 0; r >= 0 && i < c->n; i++)
-                if (c->changes[i].type == LIVE_FILTER_ATTACHED && c->changes[i].new_filter)
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->n; i++)
+                if (c->changes[i].type == LIVE_FILTER_ATTACHED && c->changes[i].new_filter) {
                         r = store_put_attached(s, &c->changes[i], now_usec);
-        if (r >= 0)
-                r = store_write_removals(s, live, &t);
-        if (r >= 0)
-                r = store_write_puts(s, live, &t, now_usec);
-        if (r >= 0)
-                r = store_write_listeners(s, live, c, now_usec);
-        for (size_t i = 0; r >= 0 && i < c->n; i++)
-                if (c->changes[i].type == LIVE_FILTER_RETIRED)
+                        if (r < 0)
+                                return r;
+                }
+        r = store_write_removals(s, live, &t);
+        if (r < 0)
+                return r;
+        r = store_write_puts(s, live, &t, now_usec);
+        if (r < 0)
+                return r;
+        r = store_write_listeners(s, live, c, now_usec);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->n; i++)
+                if (c->changes[i].type == LIVE_FILTER_RETIRED) {
                         r = store_retire_filter(s, c->changes[i].filter_id, now_usec);
-        return r;
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
 }
 
 /* A full pass when the live tables hold the forest it replaced: only what differs is written. */
@@ -410,8 +427,9 @@ static int store_diff_filters(Store *s, const Forest *old, const Forest *new, ui
                 if (was && filter_row_same(was, x))
                         continue;
                 r = filter_row_init(&row, x, NULL);
-                if (r >= 0)
-                        r = store_put_filter_row(s, &row, now_usec);
+                if (r < 0)
+                        return r;
+                r = store_put_filter_row(s, &row, now_usec);
                 if (r < 0)
                         return r;
         }
@@ -454,16 +472,22 @@ static int store_diff_tasks(Store *s, const Forest *old, const Forest *new, uint
  * went to it. */
 static int store_replace_diff_steps(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
         int r = store_exec(s, "PRAGMA defer_foreign_keys = ON", "defer foreign key checks");
-        if (r >= 0)
-                r = store_next_generation(s, now_usec);
-        if (r >= 0)
-                r = store_diff_filters(s, old, new, now_usec);
-        if (r >= 0)
-                r = store_diff_tasks(s, old, new, now_usec);
-        if (r >= 0)
-                r = store_reconcile_listeners(s, new);
-        if (r >= 0 && s->archived > 0)
-                r = store_prune_history(s);
+        if (r < 0)
+                return r;
+        r = store_next_generation(s, now_usec);
+        if (r < 0)
+                return r;
+        r = store_diff_filters(s, old, new, now_usec);
+        if (r < 0)
+                return r;
+        r = store_diff_tasks(s, old, new, now_usec);
+        if (r < 0)
+                return r;
+        r = store_reconcile_listeners(s, new);
+        if (r < 0)
+                return r;
+        if (s->archived > 0)
+                return store_prune_history(s);
         return r;
 }
 
@@ -471,6 +495,14 @@ static int store_replace_diff(Store *s, const Forest *old, const Forest *new, ui
         if (!new->linked)
                 return store_log_errno(s, LOG_LEVEL_ERR, -EINVAL, "Refusing to store a forest that is not linked.");
         return store_pass_transaction(s, store_replace_diff_steps, old, new, now_usec);
+}
+
+/* Inside the batch's transaction: its writes, then the commit. */
+static int store_write_batch_commit(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+        int r = store_write_batch(s, live, c, now_usec);
+        if (r < 0)
+                return r;
+        return store_commit(s);
 }
 
 static int write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
@@ -493,9 +525,7 @@ static int write_changes(Store *s, const Forest *live, const LiveChanges *c, uin
         r = store_begin(s);
         if (r < 0)
                 return r;
-        r = store_write_batch(s, live, c, now_usec);
-        if (r >= 0)
-                r = store_commit(s);
+        r = store_write_batch_commit(s, live, c, now_usec);
         if (r < 0)
                 store_rollback(s);
         else
