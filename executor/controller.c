@@ -647,6 +647,18 @@ static int run_steps(Controller *c, size_t end) {
         return 0;
 }
 
+/* The restore root, then the steps before the start; the ends of the pipes that only the root
+ * uses are closed here once it has them. */
+static int fork_and_run(Controller *c, size_t end) {
+        int r = fork_root(c);
+
+        close_fd(&c->control_r);
+        close_fd(&c->handoff_t);
+        if (r < 0)
+                return r;
+        return run_steps(c, end);
+}
+
 int controller_run(Controller *c) {
         size_t end = 0;
         int r;
@@ -664,11 +676,7 @@ int controller_run(Controller *c) {
         };
         while (end < c->plan->n_steps && !c->plan->steps[end].after_start)
                 end++;
-        r = fork_root(c);
-        close_fd(&c->control_r);
-        close_fd(&c->handoff_t);
-        if (r >= 0)
-                r = run_steps(c, end);
+        r = fork_and_run(c, end);
         if (r < 0)
                 controller_kill_all(c);
         return r;

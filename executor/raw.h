@@ -35,8 +35,3 @@ static inline unsigned long raw_thread_pointer(void) {
         return p;
 }
 
-/* clone(2) and clone3(2) of a thread that starts on stack_top running fn(arg) and exits when fn
- * returns. They return the new tid or -errno (in the creator). Defined in runtime-clone.c. */
-long raw_clone_thread(unsigned long flags, void *stack_top, int *parent_tid, int *child_tid, unsigned long tls,
-                      void (*fn)(void *), void *arg);
-long raw_clone3_thread(void *clone_args, unsigned long size, void (*fn)(void *), void *arg);

@@ -1,6 +1,8 @@
 /* runtime-clone.c: clone(2) and clone3(2) of a thread that starts on a stack of its own, as libc's
  * clone() does, written out so that the executor knows exactly which system calls a task makes */
-#include "raw.h"
+#include "runtime-clone.h"
+
+#include "raw.h" /* only for its x86-64 check: the assembly below is x86-64 */
 
 /* In the child every register but rax and rsp is the creator's: fn and arg travel in r12 and r13,
  * which the creator's side saves and restores. */

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "raw.h"
+#include "runtime-clone.h"
 
 
 Runtime runtime;

@@ -6,7 +6,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include "observe/backends.h"
 #include "observe/procinfo.h"
+#include "observe/source.h"
 #include "observe/scanner.h"
 #include "snapshot/snapshot.h"
 #include "tests-util.h"
@@ -811,6 +813,41 @@ static void test_many_small_ring(void) {
         scenario_free(s);
 }
 
+/* A pid that named a process a moment ago and names none now. */
+static pid_t dead_pid(void) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0)
+                _exit(0);
+        g_assert_cmpint(waitpid(pid, NULL, 0), ==, pid);
+        return pid;
+}
+
+/* A scan that fails is logged once, by the scanner, with its cause: the source does not log it
+ * again. */
+static void test_failure_logged_once(void) {
+        _cleanup_(source_freep) Source *src = NULL;
+        _cleanup_(forest_freep) Forest *f = NULL;
+        g_autofree char *path = g_build_filename(g_get_tmp_dir(), "test-scan-bpf-log-XXXXXX", NULL);
+        g_autofree char *text = NULL;
+        int fd = g_mkstemp(path), saved = dup(STDERR_FILENO);
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+
+        g_assert_cmpint(source_new(&(SourceOptions) { .backend = BACKEND_BPF, .oneshot = true }, &src), ==, 0);
+        opts.root = dead_pid();
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
+        int r = source_scan(src, &opts, &f);
+        g_assert_cmpint(dup2(saved, STDERR_FILENO), ==, STDERR_FILENO);
+        close(saved);
+        close(fd);
+        g_assert_cmpint(r, <, 0);
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        (void) unlink(path);
+        g_autofree char *want = g_strdup_printf("Process %d not found.\n", opts.root);
+        g_assert_cmpstr(text, ==, want);
+}
+
 int main(int argc, char **argv) {
         int r;
 
@@ -835,6 +872,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf/exe", test_exe);
         g_test_add_func("/scan-bpf/argv", test_argv);
         g_test_add_func("/scan-bpf/many-small-ring", test_many_small_ring);
+        g_test_add_func("/scan-bpf/failure-logged-once", test_failure_logged_once);
         r = g_test_run();
         bpf_scanner_free(scanner);
         return r;

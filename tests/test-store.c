@@ -784,6 +784,68 @@ static void test_write_changes(Fixture *fx, gconstpointer data) {
 }
 
 
+/* What the store logs while fn(s, arg) runs, at warning level and above. */
+static char *store_log_of(Store *s, void (*fn)(Store *s, void *arg), void *arg) {
+        g_autofree char *path = g_build_filename(g_get_tmp_dir(), "test-store-log-XXXXXX", NULL);
+        int fd = g_mkstemp(path);
+        int saved = dup(STDERR_FILENO);
+        LogLevel level = log_get_max_level();
+        char *text = NULL;
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
+        log_set_max_level(LOG_LEVEL_WARNING);
+        fn(s, arg);
+        log_set_max_level(level);
+        g_assert_cmpint(dup2(saved, STDERR_FILENO), ==, STDERR_FILENO);
+        close(saved);
+        close(fd);
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        (void) g_unlink(path);
+        return text;
+}
+
+typedef struct RefusedWrite {
+        Live *live;
+        LiveChanges *changes;
+        Forest *pass;
+} RefusedWrite;
+
+static void write_refused_batch(Store *s, void *arg) {
+        RefusedWrite *w = arg;
+        g_assert_cmpint(store_write_changes(s, live_forest(w->live), w->changes, 3000), <, 0);
+}
+
+static void replace_refused(Store *s, void *arg) {
+        RefusedWrite *w = arg;
+        g_assert_cmpint(store_replace_all(s, w->pass, 3000), <, 0);
+}
+
+/* store_write_changes() and store_load_live() leave logging their failures to their caller (the
+ * manager logs each once, where it knows what follows): a refused batch logs nothing at warning
+ * level or above, while the same refusal through store_replace_all(), whose callers do not log,
+ * is still logged by the store. */
+static void test_write_changes_caller_logs(Fixture *fx, gconstpointer data) {
+        _cleanup_(live_freep) Live *l = NULL;
+        _cleanup_(forest_freep) Forest *pass = with_filter_20(forest_a());
+        LiveChanges c = {};
+        RefusedWrite w = { .changes = &c, .pass = pass };
+
+        g_assert_cmpint(live_new(forest_a(), &l), ==, 0);
+        w.live = l;
+        g_assert_cmpint(store_replace_all(fx->store, live_forest(l), 1000), ==, 0);
+        raw_exec(fx->db, "CREATE TRIGGER refuse BEFORE INSERT ON filters WHEN NEW.length = 2 "
+                         "BEGIN SELECT RAISE(ABORT, 'refused'); END");
+        LiveEvent refused[] = { filter_event(101, 100, 10, 3, PROG(tests_prog_log)) };
+        g_assert_cmpint(live_apply(l, refused, ELEMENTSOF(refused), &c), ==, 0);
+        g_autofree char *batch_log = store_log_of(fx->store, write_refused_batch, &w);
+        g_assert_cmpstr(batch_log, ==, "");
+        g_autofree char *replace_log = store_log_of(fx->store, replace_refused, &w);
+        g_assert_nonnull(strstr(replace_log, "refused"));
+        g_assert_cmpint(live_rollback(l, &c), ==, 0);
+        live_changes_done(&c);
+}
+
 /* A full pass after a full pass and batches writes only what differs, and leaves the tables as a
  * full reconciliation would: the rows it did not change keep their last_seen, the filters gone go
  * to history, and a pass whose store failed is followed by a full reconciliation. */
@@ -1126,6 +1188,7 @@ int main(int argc, char **argv) {
         TEST_OPEN("/store/history-limit", test_history_limit);
         TEST_OPEN("/store/incremental", test_incremental);
         TEST_OPEN("/store/write-changes", test_write_changes);
+        TEST_OPEN("/store/write-changes/caller-logs", test_write_changes_caller_logs);
         TEST_OPEN("/store/pass-writes-differences", test_pass_writes_differences);
         TEST("/store/load-live", test_load_live);
         TEST_OPEN("/store/views", test_views);

@@ -111,8 +111,13 @@ struct BpfScanner {
         uint64_t *argv_want;     /* the argv_want map, mapped; NULL without the argv iterator */
         bool no_argv;            /* the argv iterator is not loaded */
         long ticks_per_sec;
+        bool failure_logged;     /* the current attempt failed where its cause is known, and logged it */
         BpfWatch watch;
 };
+
+/* A pass fails where its cause is known: log it there with this; bpf_scanner_scan() logs the
+ * failures that were not, so that each failure of a scan is logged once, by the scanner. */
+#define bpf_scanner_fail_errno(s, r, ...) ((s)->failure_logged = true, log_error_errno((r), __VA_ARGS__))
 
 /* start_boottime (ns) -> clock ticks, as /proc/TID/stat field 22 */
 static inline uint64_t bpf_scanner_ticks(const BpfScanner *s, uint64_t ns) {

@@ -128,6 +128,17 @@ static void log_full(Parents *p, int error) {
         p->full = true;
 }
 
+/* w's event source on the pidfd (which it owns from then on), and w in the map. */
+static int watch_start(Parents *p, Watch *w, int fd) {
+        int r = sd_event_add_io(p->event, &w->source, fd, EPOLLIN, on_parent_exit, w);
+        if (r < 0)
+                return r;
+        r = sd_event_source_set_io_fd_own(w->source, true);
+        if (r < 0)
+                return r;
+        return hashmap_put(&p->watched, (uint64_t) w->ppid, w);
+}
+
 static void watch(Parents *p, pid_t ppid) {
         if (ppid <= 1 || ppid == getpid() || hashmap_get(&p->watched, (uint64_t) ppid) || p->refused)
                 return;
@@ -156,17 +167,15 @@ static void watch(Parents *p, pid_t ppid) {
                 return;
         }
         Watch *w = calloc(1, sizeof(Watch));
-        int r = w ? 0 : -ENOMEM;
-        if (r >= 0) {
-                *w = (Watch) { .parents = p, .ppid = ppid };
-                r = sd_event_add_io(p->event, &w->source, fd, EPOLLIN, on_parent_exit, w);
+        if (!w) {
+                close(fd);
+                log_debug_errno(-ENOMEM, "Failed to watch process %d: %m", ppid);
+                return;
         }
-        if (r >= 0)
-                r = sd_event_source_set_io_fd_own(w->source, true);
-        if (r >= 0)
-                r = hashmap_put(&p->watched, (uint64_t) ppid, w);
+        *w = (Watch) { .parents = p, .ppid = ppid };
+        int r = watch_start(p, w, fd);
         if (r < 0) {
-                if (!w || !w->source)
+                if (!w->source)
                         close(fd);
                 watch_free(w);
                 log_debug_errno(r, "Failed to watch process %d: %m", ppid);
@@ -243,8 +252,9 @@ int parents_new(sd_event *e, const SourceSink *sink, Parents **ret) {
         log_debug("Watching at most %zu parents (open file limit %" PRIu64 ").", p->max_watched,
                   (uint64_t) rl.rlim_cur);
         int r = sd_event_add_defer(e, &p->defer, on_defer, p);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->defer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the watch of parents: %m");
+        r = sd_event_source_set_enabled(p->defer, SD_EVENT_OFF);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the watch of parents: %m");
         *ret = TAKE_PTR(p);

@@ -99,8 +99,9 @@ static int forest_add_span(Forest *f, BpfScanner *s, const PassRecords *r, const
         int k;
 
         k = forest_add_process(f, span->pid, &p);
-        if (k >= 0)
-                k = process_reserve_threads(p, span->n);
+        if (k < 0)
+                return k;
+        k = process_reserve_threads(p, span->n);
         if (k < 0)
                 return k;
         p->ppid = leader->ppid;

@@ -175,9 +175,9 @@ static int consume(BpfScanner *s) {
         int n = ring_buffer__consume(s->rb);
 
         if (s->records.error < 0)
-                return log_error_errno(s->records.error, "Failed to take in a scan record: %m");
+                return bpf_scanner_fail_errno(s, s->records.error, "Failed to take in a scan record: %m");
         if (n < 0)
-                return log_error_errno(n, "Failed to read the scan ring buffer: %m");
+                return bpf_scanner_fail_errno(s, n, "Failed to read the scan ring buffer: %m");
         return n;
 }
 
@@ -192,7 +192,7 @@ static int iter_run(BpfScanner *s, struct bpf_link *link, const char *name) {
 
         fd = bpf_iter_create(bpf_link__fd(link));
         if (fd < 0)
-                return log_error_errno(-errno, "Failed to start the %s iterator: %m", name);
+                return bpf_scanner_fail_errno(s, -errno, "Failed to start the %s iterator: %m", name);
 
         for (;;) {
                 ssize_t k = read(fd, buf, sizeof(buf));
@@ -204,14 +204,14 @@ static int iter_run(BpfScanner *s, struct bpf_link *link, const char *name) {
                 if (k == 0)
                         return 0;
                 if (k > 0)
-                        return log_error_errno(-EBADMSG, "The %s iterator wrote text, expected none.", name);
+                        return bpf_scanner_fail_errno(s, -EBADMSG, "The %s iterator wrote text, expected none.", name);
                 if (saved == EINTR)
                         continue;
                 if (saved != EAGAIN)
-                        return log_error_errno(-saved, "Failed to run the %s iterator: %m", name);
+                        return bpf_scanner_fail_errno(s, -saved, "Failed to run the %s iterator: %m", name);
                 stalls = n > 0 ? 0 : stalls + 1;
                 if (stalls > MAX_READ_STALLS)
-                        return log_error_errno(-EIO, "The %s iterator makes no progress.", name);
+                        return bpf_scanner_fail_errno(s, -EIO, "The %s iterator makes no progress.", name);
         }
 }
 
@@ -290,7 +290,8 @@ static int pass_check(BpfScanner *s, const StatsMark *before) {
                 return log_debug_errno(-ENOBUFS, "Pass %" PRIu64 ": the filter id map is full.", s->pass);
         }
         if (after.chain_too_long != before->chain_too_long)
-                return log_error_errno(-ELOOP, "A filter chain is deeper than the walk bound: pass incomplete.");
+                return bpf_scanner_fail_errno(s, -ELOOP,
+                                              "A filter chain is deeper than the walk bound: pass incomplete.");
         return 0;
 }
 

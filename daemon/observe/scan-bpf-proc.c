@@ -25,8 +25,9 @@ static int task_rec_from_proc(const BpfScanner *s, pid_t pid, pid_t tid, const s
         int k;
 
         k = proc_read_status(tid, &st);
-        if (k >= 0)
-                k = proc_read_start_time(tid, &start);
+        if (k < 0)
+                return k;
+        k = proc_read_start_time(tid, &start);
         if (k < 0)
                 return k;
         if (st.seccomp_mode == SECCOMP_MODE_FILTER)
@@ -59,6 +60,24 @@ static int task_rec_from_proc(const BpfScanner *s, pid_t pid, pid_t tid, const s
         return 0;
 }
 
+/* Thread tid of process pid from /proc (leader: its leader's record), appended to the records; one
+ * that exited meanwhile is left out. */
+static int records_add_thread(BpfScanner *s, pid_t pid, pid_t tid, const struct scan_rec_task *leader) {
+        struct scan_rec_task rec = *leader;
+
+        if (tid != pid) {
+                int k = task_rec_from_proc(s, pid, tid, leader, &rec);
+                if (k == -ESRCH)
+                        return 0;
+                if (k < 0)
+                        return k;
+        }
+        if (GROW(s->records.tasks, s->records.n_tasks_allocated, s->records.n_tasks + 1) < 0)
+                return -ENOMEM;
+        s->records.tasks[s->records.n_tasks++] = rec;
+        return 0;
+}
+
 /* The threads of process pid from /proc, appended to the records; on failure the records are as
  * they were. -EOPNOTSUPP if a thread runs under seccomp filters (their ids cannot be read). */
 static int records_add_from_proc(BpfScanner *s, pid_t pid) {
@@ -74,24 +93,12 @@ static int records_add_from_proc(BpfScanner *s, pid_t pid) {
         if (k < 0)
                 return k;
 
-        for (size_t i = 0; k >= 0 && i < n; i++) {
-                struct scan_rec_task rec = leader;
-
-                if (tids[i] != pid) {
-                        k = task_rec_from_proc(s, pid, tids[i], &leader, &rec);
-                        if (k == -ESRCH) {
-                                k = 0; /* exited meanwhile */
-                                continue;
-                        }
+        for (size_t i = 0; i < n; i++) {
+                k = records_add_thread(s, pid, tids[i], &leader);
+                if (k < 0) {
+                        s->records.n_tasks = n_before;
+                        return k;
                 }
-                if (k >= 0 && GROW(s->records.tasks, s->records.n_tasks_allocated, s->records.n_tasks + 1) < 0)
-                        k = -ENOMEM;
-                if (k >= 0)
-                        s->records.tasks[s->records.n_tasks++] = rec;
-        }
-        if (k < 0) {
-                s->records.n_tasks = n_before;
-                return k;
         }
         log_debug("Process %d was not visited by the pass: its %zu threads are read from /proc.", pid, n);
         return 0;
@@ -104,10 +111,11 @@ static int records_add_from_proc(BpfScanner *s, pid_t pid) {
 int bpf_scanner_add_unvisited_root(BpfScanner *s, pid_t pid) {
         int k = records_add_from_proc(s, pid);
         if (k == -ESRCH)
-                return log_error_errno(k, "Process %d not found.", pid);
+                return bpf_scanner_fail_errno(s, k, "Process %d not found.", pid);
         if (k == -EOPNOTSUPP)
-                return log_error_errno(k, "Process %d is hidden from the BPF iterators and has a thread under seccomp "
-                                       "filters, whose identity they cannot read; use the ptrace backend.", pid);
+                return bpf_scanner_fail_errno(s, k, "Process %d is hidden from the BPF iterators and has a thread "
+                                              "under seccomp filters, whose identity they cannot read; use the "
+                                              "ptrace backend.", pid);
         return k;
 }
 

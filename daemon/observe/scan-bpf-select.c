@@ -229,7 +229,7 @@ int bpf_scanner_select(BpfScanner *s, ProcSpan *spans, size_t n, pid_t root) {
                 p->member = in && span_has_threads(r, p);
         }
         if (root > 0 && !root_found)
-                return log_error_errno(-ESRCH, "Process %d not found.", root);
+                return bpf_scanner_fail_errno(s, -ESRCH, "Process %d not found.", root);
 
         for (size_t i = 0; i < n; i++)
                 if (spans[i].member && (k = span_keep_chains(s, &spans[i])) < 0)

@@ -161,6 +161,7 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
          * that found the id map full (the next one sweeps it first, or a one-shot scanner loads a
          * larger one: that does not count as an attempt). */
         for (unsigned attempt = 0; attempt < PASS_ATTEMPTS;) {
+                s->failure_logged = false;
                 k = scan_once(s, &o, ret);
                 if (k == -ENOBUFS && s->oneshot) {
                         k = bpf_scanner_grow_oneshot(s);
@@ -179,6 +180,8 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
                                        "changed under each of them.", PASS_ATTEMPTS);
         if (k == -ENOBUFS)
                 return log_error_errno(k, "The filter id map is full: pass incomplete.");
+        if (k < 0 && !s->failure_logged)
+                return log_error_errno(k, "BPF scan failed: %m");
         if (k < 0)
                 return k;
         return 0;

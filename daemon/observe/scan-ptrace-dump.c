@@ -121,6 +121,14 @@ static int task_check_identity(const ScanTask *t) {
         return start_time == t->start_time ? 0 : -ESRCH;
 }
 
+/* The chain of the stopped task, once it is known to be the one we listed. */
+static int task_read_checked(ScanTask *t, struct sock_filter *buf) {
+        int r = task_check_identity(t);
+        if (r < 0)
+                return r;
+        return ptrace_task_read_chain(t, buf);
+}
+
 /* Seize, interrupt, dump, detach. *abandon is set when the task is left attached but not stopped
  * (it did not stop in time, or detaching failed): only the exit of the tracer thread releases it. */
 static int task_dump(ScanTask *t, struct sock_filter *buf, bool *abandon, uint64_t *usec_stopped) {
@@ -139,9 +147,7 @@ static int task_dump(ScanTask *t, struct sock_filter *buf, bool *abandon, uint64
         if (r < 0)
                 return r; /* an exited tracee needs no detach; the worker's exit releases its zombie */
 
-        r = task_check_identity(t);
-        if (r >= 0)
-                r = ptrace_task_read_chain(t, buf);
+        r = task_read_checked(t, buf);
 
         if (ptrace(PTRACE_DETACH, t->tid, NULL, (void *) (long) sig) < 0 && errno != ESRCH) {
                 log_warning_errno(-errno, "Failed to detach from thread %d: %m", (int) t->tid);

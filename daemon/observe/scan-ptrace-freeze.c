@@ -396,18 +396,24 @@ static int scan_frozen(FreezeJob *j, Freezer *fz) {
         uint64_t t0 = now_usec(CLOCK_MONOTONIC);
         int r = freezer_freeze(fz, s);
         uint64_t t1 = now_usec(CLOCK_MONOTONIC);
-        if (r >= 0)
-                r = ptrace_scan_ancestry_order(s, &order, &n_order);
-        if (r >= 0)
-                r = scan_dump_frozen(fz, order, n_order);
-        if (r >= 0)
-                r = ptrace_scan_place(s, j->forest, order, n_order);
-        if (r >= 0)
-                r = ptrace_scan_emit(s, j->forest);
-        if (r >= 0)
-                r = ptrace_scan_restrict_holders(s, j->forest);
-        if (r >= 0)
-                r = scan_check_refused_holders(s, fz, j->forest);
+        if (r < 0)
+                return r;
+        r = ptrace_scan_ancestry_order(s, &order, &n_order);
+        if (r < 0)
+                return r;
+        r = scan_dump_frozen(fz, order, n_order);
+        if (r < 0)
+                return r;
+        r = ptrace_scan_place(s, j->forest, order, n_order);
+        if (r < 0)
+                return r;
+        r = ptrace_scan_emit(s, j->forest);
+        if (r < 0)
+                return r;
+        r = ptrace_scan_restrict_holders(s, j->forest);
+        if (r < 0)
+                return r;
+        r = scan_check_refused_holders(s, fz, j->forest);
         if (r < 0)
                 return r;
         bool frozen = scan_all_frozen(s, j->forest, fz);

@@ -59,28 +59,35 @@ static int scan_run(Scan *s, Forest *f) {
 
         uint64_t t0 = now_usec(CLOCK_MONOTONIC);
         int r = ptrace_scan_collect(s);
-        if (r >= 0)
-                r = ptrace_scan_ancestry_order(s, &order, &n_order);
+        if (r < 0)
+                return r;
+        r = ptrace_scan_ancestry_order(s, &order, &n_order);
+        if (r < 0)
+                return r;
         uint64_t t1 = now_usec(CLOCK_MONOTONIC);
-        if (r >= 0)
-                r = ptrace_scan_dump(s, order, n_order);
+        r = ptrace_scan_dump(s, order, n_order);
+        if (r < 0)
+                return r;
         uint64_t t2 = now_usec(CLOCK_MONOTONIC);
-        if (r >= 0)
-                r = ptrace_scan_place(s, f, order, n_order);
-        if (r >= 0)
-                r = ptrace_scan_emit(s, f);
-        if (r >= 0)
-                r = ptrace_scan_restrict_holders(s, f);
+        r = ptrace_scan_place(s, f, order, n_order);
+        if (r < 0)
+                return r;
+        r = ptrace_scan_emit(s, f);
+        if (r < 0)
+                return r;
+        r = ptrace_scan_restrict_holders(s, f);
+        if (r < 0)
+                return r;
         log_debug("ptrace scan: /proc %" PRIu64 " us, dump %" PRIu64 " us, place and emit %" PRIu64 " us",
                   t1 - t0, t2 - t1, now_usec(CLOCK_MONOTONIC) - t2);
-        return r;
+        return 0;
 }
 
 int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unreadable, size_t *ret_n_unreadable) {
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_free_ UnreadableTask *unreadable = NULL;
         size_t n_unreadable = 0;
-        Scan s = { .opts = opts ? *opts : SCAN_OPTIONS_DEFAULT };
+        _cleanup_(ptrace_scan_done) Scan s = { .opts = opts ? *opts : SCAN_OPTIONS_DEFAULT };
         int r;
 
         r = ptrace_check_tracer();
@@ -91,9 +98,9 @@ int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unre
                 return log_error_errno(r, "Failed to create the forest: %m");
 
         r = s.opts.freeze ? ptrace_scan_run_frozen(&s, f) : scan_run(&s, f);
-        if (r >= 0)
-                r = ptrace_collect_unreadable(&s, &unreadable, &n_unreadable);
-        ptrace_scan_done(&s);
+        if (r < 0)
+                return r;
+        r = ptrace_collect_unreadable(&s, &unreadable, &n_unreadable);
         if (r < 0)
                 return r;
 

@@ -272,12 +272,29 @@ static bool detached_no_listeners(void *userdata) {
 }
 
 static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
-        int r = bpf_scanner_scan(bpf_source(s)->scanner, opts, ret);
+        int r = bpf_scanner_scan(bpf_source(s)->scanner, opts, ret); /* logs its failures */
         listener_mark_publish(bpf_source(s));
         if (r < 0)
-                return log_error_errno(r, "BPF scan failed: %m");
+                return r;
         (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
         return 0;
+}
+
+/* The scan of bpf_scan_detached(), its lock held. */
+static int detached_scan_locked(BpfSource *b, const ScanOptions *opts, Forest **ret) {
+        int r;
+
+        if (!b->detached) {
+                r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, &b->detached);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to load the BPF programs of a scan: %m");
+                if (!b->source.oneshot)
+                        bpf_scanner_set_no_listeners(b->detached, detached_no_listeners, b);
+        }
+        r = bpf_scanner_scan(b->detached, opts, ret); /* logs its failures */
+        if (r < 0 || !bpf_scanner_reusable(b->detached))
+                b->detached = bpf_scanner_free(b->detached);
+        return r;
 }
 
 /* With a one-shot scanner of its own, kept for the next call: nothing of the live source is
@@ -285,21 +302,12 @@ static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
  * the next call loads a fresh one. */
 static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
         BpfSource *b = bpf_source(s);
-        int r = 0;
 
         (void) pthread_mutex_lock(&b->detached_lock);
-        if (!b->detached) {
-                r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true }, &b->detached);
-                if (r >= 0 && !b->source.oneshot)
-                        bpf_scanner_set_no_listeners(b->detached, detached_no_listeners, b);
-        }
-        if (r >= 0)
-                r = bpf_scanner_scan(b->detached, opts, ret);
-        if (r < 0 || !bpf_scanner_reusable(b->detached))
-                b->detached = bpf_scanner_free(b->detached);
+        int r = detached_scan_locked(b, opts, ret);
         (void) pthread_mutex_unlock(&b->detached_lock);
         if (r < 0)
-                return log_error_errno(r, "BPF scan failed: %m");
+                return r;
         (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
         return 0;
 }
@@ -307,9 +315,9 @@ static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
 int source_scan_programs_oneshot(const ScanOptions *opts, Forest **ret) {
         _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
         int r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = true }, &s);
-        if (r >= 0)
-                r = bpf_scanner_scan(s, opts, ret);
-        return r;
+        if (r < 0)
+                return r; /* the loader logged why, at debug level: the caller decides what it means */
+        return bpf_scanner_scan(s, opts, ret); /* logs its failures */
 }
 
 /* Whether the live forest keeps the filter of that kernel id without its program (known only once
@@ -333,10 +341,12 @@ static int pass_scan(BpfSource *b, Forest **ret, uint64_t *ret_lost) {
         if (r < 0)
                 return r;
         r = source_pass_prepare(&b->source, f);
-        if (r >= 0)
-                r = pass_make_ids_public(b, f);
-        if (r >= 0)
-                r = pass_listener_ids(f);
+        if (r < 0)
+                return r;
+        r = pass_make_ids_public(b, f);
+        if (r < 0)
+                return r;
+        r = pass_listener_ids(f);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(f);
@@ -376,6 +386,17 @@ static int on_store_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 /* The scan now; storing it a loop iteration later. Until then events wait in the ring buffer
  * (applied to the state the scan replaces they would be lost with it) and the bus sees the
  * previous state. */
+/* Events wait while the pass waits for its store timer. */
+static int pass_arm_store(BpfSource *b) {
+        int r = sd_event_source_set_enabled(b->io, SD_EVENT_OFF);
+        if (r < 0)
+                return r;
+        r = sd_event_source_set_time_relative(b->store_timer, PASS_STORE_DELAY_USEC);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(b->store_timer, SD_EVENT_ONESHOT);
+}
+
 static int pass_split(BpfSource *b, const char *reason) {
         if (b->waiting)
                 return 0; /* one is under way */
@@ -385,11 +406,7 @@ static int pass_split(BpfSource *b, const char *reason) {
                 return r;
         b->waiting_reason = reason;
         b->waiting_lost = lost;
-        r = sd_event_source_set_enabled(b->io, SD_EVENT_OFF);
-        if (r >= 0)
-                r = sd_event_source_set_time_relative(b->store_timer, PASS_STORE_DELAY_USEC);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(b->store_timer, SD_EVENT_ONESHOT);
+        r = pass_arm_store(b);
         if (r < 0) {
                 pass_cancel(b);
                 return log_error_errno(r, "Failed to arm the pass timer: %m");
@@ -424,8 +441,9 @@ static int bpf_start(Source *s) {
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the lost-events timer: %m");
         r = sd_event_add_time(s->event, &b->store_timer, CLOCK_MONOTONIC, 0, 1, on_store_timer, b);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(b->store_timer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the pass timer: %m");
+        r = sd_event_source_set_enabled(b->store_timer, SD_EVENT_OFF);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the pass timer: %m");
         b->lost_seen = bpf_watch_lost(b->watch);

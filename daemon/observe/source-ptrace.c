@@ -258,10 +258,14 @@ static int keep_thread(const Forest *live, Forest *f, pid_t tid) {
             proc_read_start_time(tid, &start_time) < 0 || start_time != lt->start_time)
                 return 0;
         int r = keep_process(f, lp, &fp);
-        for (const Filter *x = lt->filter; r >= 0 && x; x = x->parent)
+        if (r < 0)
+                return r;
+        for (const Filter *x = lt->filter; x; x = x->parent) {
                 r = keep_filter(f, x);
-        if (r >= 0)
-                r = process_add_thread(fp, tid, &t);
+                if (r < 0)
+                        return r;
+        }
+        r = process_add_thread(fp, tid, &t);
         if (r < 0)
                 return r;
         t->start_time = lt->start_time;
@@ -296,7 +300,7 @@ static int keep_unreadable(PtraceSource *p, Forest *f, const UnreadableTask *bad
                 if (bad[i].error == -ESRCH || (r = keep_thread(live, f, bad[i].tid)) == 0)
                         continue;
                 if (r < 0 || (r = hashmap_replace(&kept, (uint64_t) bad[i].tid, (void *) 1)) < 0)
-                        return r;
+                        return log_error_errno(r, "Full pass failed: %m");
                 mark_stale(p, bad[i].tid, bad[i].error, true);
         }
         uint64_t tid;
@@ -326,20 +330,24 @@ static int ptrace_full_pass(Source *s, const char *reason, bool split) {
 
         if (!pass_lock(p, reason))
                 return 0;
-        int r = pass_scan_locked(p, &f, &bad, &n_bad);
-        if (r >= 0)
-                r = source_pass_prepare(s, f);
+        int r = pass_scan_locked(p, &f, &bad, &n_bad); /* logs its failures, as the next two do */
+        if (r < 0)
+                return r;
+        r = source_pass_prepare(s, f);
+        if (r < 0)
+                return r;
         /* The first pass after start takes over the stored ids exactly (by thread): a filter of a task
          * that died while the daemon was down is not given to another by its bytes. */
-        if (r >= 0)
-                r = infer_adopt_ids(live_now(p), f, p->passed, &p->last_id, NULL);
-        if (r >= 0)
-                r = keep_unreadable(p, f, bad, n_bad);
+        r = infer_adopt_ids(live_now(p), f, p->passed, &p->last_id, NULL);
         if (r < 0)
                 return log_error_errno(r, "Full pass failed: %m");
+        r = keep_unreadable(p, f, bad, n_bad);
+        if (r < 0)
+                return r;
         r = pass_hand_on(p, TAKE_PTR(f), reason, lost);
-        if (r >= 0)
-                p->passed = true;
+        if (r < 0)
+                return r;
+        p->passed = true;
         return r;
 }
 
@@ -535,6 +543,14 @@ static int on_rescan_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return flush_rescans(userdata);
 }
 
+/* A one-shot timer source set to go off at when (CLOCK_MONOTONIC). */
+static int timer_arm(sd_event_source *s, uint64_t when) {
+        int r = sd_event_source_set_time(s, when);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
 /* The next rescan after a short wait that lets a burst of events gather, and no sooner after the
  * last one than that one took (rescanning never takes more than half of the loop's time). */
 static void schedule_rescan(PtraceSource *p) {
@@ -544,9 +560,7 @@ static void schedule_rescan(PtraceSource *p) {
         uint64_t when = now_usec(CLOCK_MONOTONIC) + RESCAN_DEBOUNCE_USEC;
         if (p->rescan_end_mono + p->rescan_cost_usec > when)
                 when = p->rescan_end_mono + p->rescan_cost_usec;
-        int r = sd_event_source_set_time(p->rescan_timer, when);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->rescan_timer, SD_EVENT_ONESHOT);
+        int r = timer_arm(p->rescan_timer, when);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the rescan timer: %m");
 }
@@ -593,8 +607,9 @@ static int ptrace_start(Source *s) {
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the proc connector: %m");
         r = sd_event_add_time(s->event, &p->rescan_timer, CLOCK_MONOTONIC, 0, 0, on_rescan_timer, p);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(p->rescan_timer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the rescan timer: %m");
+        r = sd_event_source_set_enabled(p->rescan_timer, SD_EVENT_OFF);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the rescan timer: %m");
         p->lost_seen = proc_watch_lost(p->watch);

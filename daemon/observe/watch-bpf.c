@@ -19,6 +19,17 @@
  * 4096 instructions, about 33 KiB) the largest filters can never be sent: tests only. */
 #define MIN_EVENTS_SIZE 4096U
 
+/* The scan's id maps, shared: one map of filter ids for both sides. */
+static int watch_share_maps(struct watch_bpf *skel, const BpfIdMaps *maps) {
+        int r = bpf_map__reuse_fd(skel->maps.filter_ids, maps->filter_ids);
+        if (r < 0)
+                return r;
+        r = bpf_map__reuse_fd(skel->maps.seccomp_procs, maps->seccomp_procs);
+        if (r < 0)
+                return r;
+        return bpf_map__reuse_fd(skel->maps.data_ids, maps->data_ids);
+}
+
 /* Before load: size the event ring buffer and the scratch space, share the id maps, and keep the
  * fork/exec/exit and close(2) tracepoints from being attached with the rest. */
 static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
@@ -36,11 +47,7 @@ static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         if (r < 0)
                 return r;
 
-        r = bpf_map__reuse_fd(skel->maps.filter_ids, maps->filter_ids);
-        if (r >= 0)
-                r = bpf_map__reuse_fd(skel->maps.seccomp_procs, maps->seccomp_procs);
-        if (r >= 0)
-                r = bpf_map__reuse_fd(skel->maps.data_ids, maps->data_ids);
+        r = watch_share_maps(skel, maps);
         if (r < 0)
                 return log_debug_errno(r, "Failed to share the filter id maps with the watch programs: %m");
 
@@ -242,6 +249,20 @@ static int watch_attach(struct bpf_program *prog, struct bpf_link **ret) {
         return 0;
 }
 
+/* The tracepoints that were kept from being attached at load. */
+static int watch_attach_all(struct watch_bpf *skel) {
+        int r = watch_attach(skel->progs.watch_exit, &skel->links.watch_exit);
+        if (r < 0)
+                return r;
+        r = watch_attach(skel->progs.watch_exec, &skel->links.watch_exec);
+        if (r < 0)
+                return r;
+        r = watch_attach(skel->progs.watch_fork, &skel->links.watch_fork);
+        if (r < 0)
+                return r;
+        return watch_attach(skel->progs.close_enter, &skel->links.close_enter);
+}
+
 int bpf_watch_start(BpfWatch *w, WatchHandler handler, void *userdata) {
         struct watch_bpf *skel = w->skel;
         int r;
@@ -266,13 +287,7 @@ int bpf_watch_start(BpfWatch *w, WatchHandler handler, void *userdata) {
         w->max_events = WATCH_DISPATCH_MAX_EVENTS;
         w->max_usec = WATCH_DISPATCH_MAX_USEC;
 
-        r = watch_attach(skel->progs.watch_exit, &skel->links.watch_exit);
-        if (r >= 0)
-                r = watch_attach(skel->progs.watch_exec, &skel->links.watch_exec);
-        if (r >= 0)
-                r = watch_attach(skel->progs.watch_fork, &skel->links.watch_fork);
-        if (r >= 0)
-                r = watch_attach(skel->progs.close_enter, &skel->links.close_enter);
+        r = watch_attach_all(skel);
         if (r < 0) {
                 watch_links_destroy(skel);
                 watch_reader_free(w);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/prog.h"
+#include "core/util.h"
 #include "core/forest.h"
 #include "store/store-db.h"
 
@@ -105,7 +106,16 @@ struct Store {
         uint8_t program[PROG_MAX_INSNS * 8]; /* scratch: a program in its stored encoding */
         StoreCommitHook commit_hook;
         void *commit_hook_userdata;
+        unsigned caller_logs; /* > 0 while an entry point runs whose callers log its failures */
 };
+
+/* The store's own failures are logged at their level, except while an entry point runs whose every
+ * caller logs its failure (store_write_changes(), store_load_live()): then at debug level, so that
+ * each failure is logged once, where it is handled, and its precise cause stays in the debug log. */
+static inline LogLevel store_log_level(const Store *s, LogLevel level) {
+        return s->caller_logs > 0 ? LOG_LEVEL_DEBUG : level;
+}
+#define store_log_errno(s, level, e, ...) log_internal(store_log_level((s), (level)), (e), __VA_ARGS__)
 
 /* Log a failed SQLite call with its message and return it as a negative errno. Constraint
  * violations are the caller's data, not the database's fault: they are warnings, and a missing

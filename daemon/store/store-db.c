@@ -114,8 +114,9 @@ int store_error(Store *s, int rc, const char *what) {
         if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
                 return log_debug_errno(r, "Failed to %s in %s: %s", what, s->path, sqlite3_errmsg(s->db));
         if ((rc & 0xff) == SQLITE_CONSTRAINT)
-                return log_warning_errno(r, "Failed to %s in %s: %s", what, s->path, sqlite3_errmsg(s->db));
-        return log_error_errno(r, "Failed to %s in %s: %s", what, s->path, sqlite3_errmsg(s->db));
+                return store_log_errno(s, LOG_LEVEL_WARNING, r, "Failed to %s in %s: %s", what, s->path,
+                                       sqlite3_errmsg(s->db));
+        return store_log_errno(s, LOG_LEVEL_ERR, r, "Failed to %s in %s: %s", what, s->path, sqlite3_errmsg(s->db));
 }
 
 int store_prepare(Store *s) {

@@ -33,6 +33,14 @@ static int store_apply_migrations(Store *s) {
         return 0;
 }
 
+/* Inside the migration transaction: every migration, then the commit. */
+static int store_apply_and_commit(Store *s) {
+        int r = store_apply_migrations(s);
+        if (r < 0)
+                return r;
+        return store_exec(s, "COMMIT", "commit the migrations");
+}
+
 int store_migrate(Store *s) {
         StoreHeader h;
         int r = store_read_header(s, &h);
@@ -45,9 +53,7 @@ int store_migrate(Store *s) {
         r = store_exec(s, "BEGIN IMMEDIATE", "start the migration transaction");
         if (r < 0)
                 return r;
-        r = store_apply_migrations(s);
-        if (r >= 0)
-                r = store_exec(s, "COMMIT", "commit the migrations");
+        r = store_apply_and_commit(s);
         if (r < 0)
                 (void) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
         return r;

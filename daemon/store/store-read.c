@@ -4,8 +4,8 @@
 
 #include "core/sqlite-util.h"
 #include "store/state-migrations.h"
+#include "store/store-db-internal.h"
 #include "store/store-read.h"
-#include "store/store.h"
 
 static int store_header_error(Store *s, int rc) {
         if ((rc & 0xff) == SQLITE_NOTADB)
@@ -210,29 +210,42 @@ static int store_load_rows(Store *s, Forest *f, const char *sql, int (*load)(For
         int r = store_query(s, sql, &st);
         while (r >= 0 && (r = store_step_row(s, st, "read the live state")) > 0)
                 if ((r = load(f, st)) < 0)
-                        return log_error_errno(r, "Failed to read the live state of %s: a row is invalid: %m", s->path);
+                        return store_log_errno(s, LOG_LEVEL_ERR, r,
+                                               "Failed to read the live state of %s: a row is invalid: %m", s->path);
         return r;
 }
 
-int store_load_live(Store *s, Forest **ret) {
+static int load_live(Store *s, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = forest_new();
         int r;
 
         if (!f)
-                return log_oom();
+                return store_log_errno(s, LOG_LEVEL_ERR, -ENOMEM, "Out of memory.");
         r = store_load_rows(s, f, "SELECT id, coalesce(parent, 0), program, log, wait_killable_recv, has_listener, "
                                   "identity, digest, length FROM filters", load_filter);
-        if (r >= 0)
-                r = store_load_rows(s, f, "SELECT pid, ppid, coalesce(start_time, 0), comm, exe, uid, gid, no_new_privs "
-                                          "FROM processes", load_process);
-        if (r >= 0)
-                r = store_load_rows(s, f, "SELECT tid, tgid, start_time, mode, coalesce(filter, 0) FROM tasks", load_task);
-        if (r >= 0)
-                r = store_load_rows(s, f, "SELECT id, filter, identity FROM listeners", load_listener);
-        if (r >= 0)
-                r = store_load_rows(s, f, "SELECT listener, pid, fd FROM listener_holders", load_holder);
+        if (r < 0)
+                return r;
+        r = store_load_rows(s, f, "SELECT pid, ppid, coalesce(start_time, 0), comm, exe, uid, gid, no_new_privs "
+                                  "FROM processes", load_process);
+        if (r < 0)
+                return r;
+        r = store_load_rows(s, f, "SELECT tid, tgid, start_time, mode, coalesce(filter, 0) FROM tasks", load_task);
+        if (r < 0)
+                return r;
+        r = store_load_rows(s, f, "SELECT id, filter, identity FROM listeners", load_listener);
+        if (r < 0)
+                return r;
+        r = store_load_rows(s, f, "SELECT listener, pid, fd FROM listener_holders", load_holder);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(f);
         return 0;
+}
+
+/* Its callers (the manager) log every failure, where they know what follows from it. */
+int store_load_live(Store *s, Forest **ret) {
+        s->caller_logs++;
+        int r = load_live(s, ret);
+        s->caller_logs--;
+        return r;
 }

@@ -3,7 +3,7 @@
 #include <sqlite3.h>
 
 #include "core/sqlite-util.h"
-#include "store/store-rows.h"
+#include "store/store-rows-internal.h"
 
 /* Filters */
 
@@ -81,8 +81,9 @@ static int store_put_filter_once(Store *s, const FilterRow *f, uint64_t now_usec
         bind_installer(st, f->installer);
         r = store_run(s, st, "store a filter");
         if (r == -ENOENT)
-                return log_warning_errno(r, "Filter %" PRIu64 " names parent %" PRIu64 ", which is not stored.", f->id,
-                                         f->parent_id);
+                return store_log_errno(s, LOG_LEVEL_WARNING, r,
+                                       "Filter %" PRIu64 " names parent %" PRIu64 ", which is not stored.", f->id,
+                                       f->parent_id);
         if (r < 0)
                 return r;
         return sqlite3_changes(s->db) > 0;
@@ -97,14 +98,19 @@ static int store_revive_filter_steps(Store *s, const void *arg) {
         const ReviveArgs *a = arg;
         int r = store_run_by_id(s, STMT_REVIVE_FILTER, (int64_t) a->row->id, "bring a filter back from history");
 
-        if (r >= 0)
-                r = store_run_by_id(s, STMT_FORGET_HISTORY_ROW, (int64_t) a->row->id, "delete a history row");
-        if (r >= 0)
-                r = store_put_filter_once(s, a->row, a->now_usec);
+        if (r < 0)
+                return r;
+        r = store_run_by_id(s, STMT_FORGET_HISTORY_ROW, (int64_t) a->row->id, "delete a history row");
+        if (r < 0)
+                return r;
+        r = store_put_filter_once(s, a->row, a->now_usec);
+        if (r < 0)
+                return r;
         if (r == 0)
-                r = log_warning_errno(-EEXIST, "Filter %" PRIu64 " is still in history after it was brought back.",
-                                      a->row->id);
-        return r < 0 ? r : 0;
+                return store_log_errno(s, LOG_LEVEL_WARNING, -EEXIST,
+                                       "Filter %" PRIu64 " is still in history after it was brought back.",
+                                       a->row->id);
+        return 0;
 }
 
 /* A filter whose id is in history was retired while something still held it (events were lost):
@@ -158,8 +164,9 @@ static int store_check_unused(Store *s, uint64_t id) {
         if (!exists)
                 return log_debug_errno(-ENOENT, "Filter %" PRIu64 " is not stored, nothing to retire.", id);
         if (used)
-                return log_warning_errno(-EBUSY, "Not retiring filter %" PRIu64 ": a task or a child filter uses it.",
-                                         id);
+                return store_log_errno(s, LOG_LEVEL_WARNING, -EBUSY,
+                                       "Not retiring filter %" PRIu64 ": a task or a child filter uses it.",
+                                       id);
         return 0;
 }
 
@@ -233,8 +240,9 @@ int store_run_task_row(Store *s, StoreStatement which, const TaskRow *t, uint64_
         sqlite3_bind_int64(st, PT_GENERATION, s->generation);
         r = store_run(s, st, "store a thread");
         if (r == -ENOENT)
-                return log_warning_errno(r, "Thread %d names filter %" PRIu64 ", which is not stored.", t->tid,
-                                         t->filter_id);
+                return store_log_errno(s, LOG_LEVEL_WARNING, r,
+                                       "Thread %d names filter %" PRIu64 ", which is not stored.", t->tid,
+                                       t->filter_id);
         return r;
 }
 

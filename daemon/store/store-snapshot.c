@@ -358,6 +358,22 @@ StoreSnapshotWriter *store_snapshot_writer_free(StoreSnapshotWriter *w) {
         return NULL;
 }
 
+/* Inside the writer's first transaction: the quota checked, the snapshot's row put, committed. */
+static int writer_put_header(StoreSnapshotWriter *w, uid_t owner, bool imported, const StoreSnapshotQuota *quota,
+                             uint64_t now_usec) {
+        int r;
+
+        if (quota) {
+                r = check_quota(&w->s, owner, w->forest, quota);
+                if (r < 0)
+                        return r;
+        }
+        r = put_snapshot_row(&w->s, w->forest, owner, imported, now_usec, &w->id);
+        if (r < 0)
+                return r;
+        return store_commit(w->s.store);
+}
+
 int store_snapshot_writer_new(Store *store, const Forest *f, uid_t owner, bool imported,
                               const StoreSnapshotQuota *quota, uint64_t now_usec, StoreSnapshotWriter **ret) {
         if (!f->linked)
@@ -367,16 +383,12 @@ int store_snapshot_writer_new(Store *store, const Forest *f, uid_t owner, bool i
                 return -ENOMEM;
         *w = (StoreSnapshotWriter) { .s = { .store = store }, .forest = f };
         int r = statements_prepare(&w->s);
-        if (r >= 0)
-                r = store_begin(store);
         if (r < 0)
                 return r;
-        if (quota)
-                r = check_quota(&w->s, owner, f, quota);
-        if (r >= 0)
-                r = put_snapshot_row(&w->s, f, owner, imported, now_usec, &w->id);
-        if (r >= 0)
-                r = store_commit(store);
+        r = store_begin(store);
+        if (r < 0)
+                return r;
+        r = writer_put_header(w, owner, imported, quota, now_usec);
         if (r < 0) {
                 store_rollback(store);
                 w->id = 0;
@@ -390,18 +402,26 @@ int store_snapshot_writer_new(Store *store, const Forest *f, uid_t owner, bool i
 /* How many rows are written between two looks at the clock. */
 #define WRITER_CLOCK_ROWS 32
 
-/* Up to max_rows rows in one transaction, and none once CLOCK_MONOTONIC has passed until_usec
- * (0: whatever the time). */
-static int writer_step(StoreSnapshotWriter *w, size_t max_rows, uint64_t until_usec) {
+/* The transaction of writer_step(): begun, its rows, committed. */
+static int writer_transaction(StoreSnapshotWriter *w, size_t max_rows, uint64_t until_usec) {
         int r = store_begin(w->s.store);
-        for (size_t n = 0; r >= 0 && n < max_rows && w->phase != WRITE_DONE; n++) {
+        if (r < 0)
+                return r;
+        for (size_t n = 0; n < max_rows && w->phase != WRITE_DONE; n++) {
                 if (until_usec > 0 && n > 0 && n % WRITER_CLOCK_ROWS == 0 && now_usec(CLOCK_MONOTONIC) >= until_usec)
                         break;
                 r = writer_put_row(w);
                 writer_advance(w);
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0)
-                r = store_commit(w->s.store);
+        return store_commit(w->s.store);
+}
+
+/* Up to max_rows rows in one transaction, and none once CLOCK_MONOTONIC has passed until_usec
+ * (0: whatever the time). */
+static int writer_step(StoreSnapshotWriter *w, size_t max_rows, uint64_t until_usec) {
+        int r = writer_transaction(w, max_rows, until_usec);
         if (r < 0) {
                 store_rollback(w->s.store);
                 return r;
@@ -435,9 +455,12 @@ int store_snapshot_put(Store *store, const Forest *f, uid_t owner, bool imported
                        uint64_t now_usec, uint64_t *ret_id) {
         _cleanup_(store_snapshot_writer_freep) StoreSnapshotWriter *w = NULL;
         int r = store_snapshot_writer_new(store, f, owner, imported, quota, now_usec, &w);
-        if (r >= 0)
-                r = store_snapshot_writer_step(w, SIZE_MAX);
-        return r < 0 ? r : store_snapshot_writer_finish(w, ret_id);
+        if (r < 0)
+                return r;
+        r = store_snapshot_writer_step(w, SIZE_MAX);
+        if (r < 0)
+                return r;
+        return store_snapshot_writer_finish(w, ret_id);
 }
 
 int store_snapshot_discard_incomplete(Store *s) {
@@ -613,10 +636,10 @@ static int load_header(Db *s, uint64_t id, Forest *f) {
         if (f->identity < 0 || f->snapshot.consistency < 0)
                 return -EBADMSG;
         r = snapshot_info_set_name(&f->snapshot, (const char *) sqlite3_column_text(st, 0));
-        if (r >= 0)
-                r = host_info_set(&f->host, (const char *) sqlite3_column_text(st, 7),
-                                  (const char *) sqlite3_column_text(st, 8), (const char *) sqlite3_column_text(st, 9));
-        return r;
+        if (r < 0)
+                return r;
+        return host_info_set(&f->host, (const char *) sqlite3_column_text(st, 7),
+                             (const char *) sqlite3_column_text(st, 8), (const char *) sqlite3_column_text(st, 9));
 }
 
 static int decode_program(const void *blob, size_t bytes, size_t len, struct sock_filter *insns) {
@@ -642,9 +665,10 @@ static int load_filters(Db *s, uint64_t id, Forest *f) {
                 Filter *flt;
                 size_t len = (size_t) sqlite3_column_int64(st, 2);
                 r = decode_program(sqlite3_column_blob(st, 3), (size_t) sqlite3_column_bytes(st, 3), len, insns);
-                if (r >= 0)
-                        r = forest_add_filter(f, (uint64_t) sqlite3_column_int64(st, 0),
-                                              (uint64_t) sqlite3_column_int64(st, 1), insns, len, &flt);
+                if (r < 0)
+                        return r; /* -EBADMSG */
+                r = forest_add_filter(f, (uint64_t) sqlite3_column_int64(st, 0),
+                                      (uint64_t) sqlite3_column_int64(st, 1), insns, len, &flt);
                 if (r < 0)
                         return r == -EEXIST ? -EBADMSG : r;
                 flt->log = sqlite3_column_int(st, 4);
@@ -729,11 +753,10 @@ static int load_threads(Db *s, uint64_t id, Forest *f) {
 static int load_listeners(Db *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL, *hst = NULL;
         int r = db_prepare(s, "SELECT id, filter FROM snapshot_listeners WHERE snapshot = ?1 ORDER BY id", &st), rc;
-        if (r >= 0)
-                r = db_prepare(s,
-                            "SELECT pid, fd FROM snapshot_holders WHERE snapshot = ?1 AND listener = ?2 "
-                            "ORDER BY position",
-                            &hst);
+        if (r < 0)
+                return r;
+        r = db_prepare(s, "SELECT pid, fd FROM snapshot_holders WHERE snapshot = ?1 AND listener = ?2 ORDER BY position",
+                       &hst);
         if (r < 0)
                 return r;
         bind_u64(st, 1, id);
@@ -756,20 +779,29 @@ static int load_listeners(Db *s, uint64_t id, Forest *f) {
         return rc == SQLITE_DONE ? 0 : db_error(s, rc, "read a snapshot's listeners");
 }
 
+/* Snapshot id read into f: its row, then the rows of each of its tables. */
+static int load_rows(Db *s, uint64_t id, Forest *f) {
+        int r = load_header(s, id, f);
+        if (r < 0)
+                return r;
+        r = load_filters(s, id, f);
+        if (r < 0)
+                return r;
+        r = load_processes(s, id, f);
+        if (r < 0)
+                return r;
+        r = load_threads(s, id, f);
+        if (r < 0)
+                return r;
+        return load_listeners(s, id, f);
+}
+
 static int load(Db *s, uint64_t id, Forest **ret) {
         _cleanup_(forest_freep) Forest *f = forest_new();
         _cleanup_free_ char *error = NULL;
         if (!f)
                 return -ENOMEM;
-        int r = load_header(s, id, f);
-        if (r >= 0)
-                r = load_filters(s, id, f);
-        if (r >= 0)
-                r = load_processes(s, id, f);
-        if (r >= 0)
-                r = load_threads(s, id, f);
-        if (r >= 0)
-                r = load_listeners(s, id, f);
+        int r = load_rows(s, id, f);
         if (r == -EBADMSG)
                 return log_error_errno(r, "Snapshot %" PRIu64 " in the state database has invalid rows.", id);
         if (r < 0)

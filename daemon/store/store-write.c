@@ -4,7 +4,7 @@
 #include <sqlite3.h>
 
 #include "core/sqlite-util.h"
-#include "store/store-rows.h"
+#include "store/store-rows-internal.h"
 #include "store/store-write.h"
 
 static int store_next_generation(Store *s, uint64_t now_usec) {
@@ -16,7 +16,7 @@ static int store_next_generation(Store *s, uint64_t now_usec) {
         if (r < 0)
                 return r;
         if (r == 0)
-                return log_error_errno(-EBADMSG, "%s has no meta row.", s->path);
+                return store_log_errno(s, LOG_LEVEL_ERR, -EBADMSG, "%s has no meta row.", s->path);
         s->generation = sqlite3_column_int64(st, 0);
         return store_run(s, st, "start a new generation");
 }
@@ -79,7 +79,8 @@ static int store_put_listener(Store *s, const Listener *l) {
         int r;
 
         if (!identity)
-                return log_error_errno(-EINVAL, "Refusing to store listener %" PRIu64 ": invalid identity.", l->id);
+                return store_log_errno(s, LOG_LEVEL_ERR, -EINVAL,
+                                       "Refusing to store listener %" PRIu64 ": invalid identity.", l->id);
         bind_u64(st, 1, l->id);
         bind_u64(st, 2, l->filter_id);
         sqlite3_bind_text(st, 3, identity, -1, SQLITE_STATIC);
@@ -153,7 +154,8 @@ static int store_check_foreign_keys(Store *s) {
 
         if (r <= 0)
                 return r;
-        r = log_error_errno(-ENOENT, "Refusing to store the scan: %s row %" PRIi64 " refers to a missing %s row.",
+        r = store_log_errno(s, LOG_LEVEL_ERR, -ENOENT,
+                            "Refusing to store the scan: %s row %" PRIi64 " refers to a missing %s row.",
                             (const char *) sqlite3_column_text(st, 0), (int64_t) sqlite3_column_int64(st, 1),
                             (const char *) sqlite3_column_text(st, 2));
         sqlite3_reset(st);
@@ -212,6 +214,14 @@ static int store_reconcile(Store *s, const Forest *f, uint64_t now_usec) {
 
 typedef int (*PassSteps)(Store *s, const Forest *old, const Forest *f, uint64_t now_usec);
 
+/* Inside the transaction: the steps, then the commit. */
+static int store_pass_steps_commit(Store *s, PassSteps steps, const Forest *old, const Forest *f, uint64_t now_usec) {
+        int r = steps(s, old, f, now_usec);
+        if (r < 0)
+                return r;
+        return store_commit(s);
+}
+
 /* A full pass's writes in one transaction: rolled back on failure, with the generation it started
  * as it was. */
 static int store_pass_transaction(Store *s, PassSteps steps, const Forest *old, const Forest *f, uint64_t now_usec) {
@@ -220,9 +230,7 @@ static int store_pass_transaction(Store *s, PassSteps steps, const Forest *old, 
 
         if (r < 0)
                 return r;
-        r = steps(s, old, f, now_usec);
-        if (r >= 0)
-                r = store_commit(s);
+        r = store_pass_steps_commit(s, steps, old, f, now_usec);
         if (r < 0) {
                 store_rollback(s);
                 s->generation = generation;
@@ -242,9 +250,10 @@ int store_replace_all(Store *s, const Forest *f, uint64_t now_usec) {
         int r, k;
 
         if (!f->linked)
-                return log_error_errno(-EINVAL, "Refusing to store a forest that is not linked.");
+                return store_log_errno(s, LOG_LEVEL_ERR, -EINVAL, "Refusing to store a forest that is not linked.");
         if (!sqlite3_get_autocommit(s->db))
-                return log_error_errno(-EBUSY, "Refusing to replace %s inside an open batch.", s->path);
+                return store_log_errno(s, LOG_LEVEL_ERR, -EBUSY,
+                                       "Refusing to replace %s inside an open batch.", s->path);
 
         r = store_enforce_foreign_keys(s, false);
         if (r < 0)
@@ -362,19 +371,30 @@ static int store_write_batch(Store *s, const Forest *live, const LiveChanges *c,
         _cleanup_(touched_deinit) Touched t = {};
         int r = touched_collect(&t, c);
 
-        for (size_t i = 0; r >= 0 && i < c->n; i++)
-                if (c->changes[i].type == LIVE_FILTER_ATTACHED && c->changes[i].new_filter)
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->n; i++)
+                if (c->changes[i].type == LIVE_FILTER_ATTACHED && c->changes[i].new_filter) {
                         r = store_put_attached(s, &c->changes[i], now_usec);
-        if (r >= 0)
-                r = store_write_removals(s, live, &t);
-        if (r >= 0)
-                r = store_write_puts(s, live, &t, now_usec);
-        if (r >= 0)
-                r = store_write_listeners(s, live, c, now_usec);
-        for (size_t i = 0; r >= 0 && i < c->n; i++)
-                if (c->changes[i].type == LIVE_FILTER_RETIRED)
+                        if (r < 0)
+                                return r;
+                }
+        r = store_write_removals(s, live, &t);
+        if (r < 0)
+                return r;
+        r = store_write_puts(s, live, &t, now_usec);
+        if (r < 0)
+                return r;
+        r = store_write_listeners(s, live, c, now_usec);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < c->n; i++)
+                if (c->changes[i].type == LIVE_FILTER_RETIRED) {
                         r = store_retire_filter(s, c->changes[i].filter_id, now_usec);
-        return r;
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
 }
 
 /* A full pass when the live tables hold the forest it replaced: only what differs is written. */
@@ -407,8 +427,9 @@ static int store_diff_filters(Store *s, const Forest *old, const Forest *new, ui
                 if (was && filter_row_same(was, x))
                         continue;
                 r = filter_row_init(&row, x, NULL);
-                if (r >= 0)
-                        r = store_put_filter_row(s, &row, now_usec);
+                if (r < 0)
+                        return r;
+                r = store_put_filter_row(s, &row, now_usec);
                 if (r < 0)
                         return r;
         }
@@ -451,26 +472,40 @@ static int store_diff_tasks(Store *s, const Forest *old, const Forest *new, uint
  * went to it. */
 static int store_replace_diff_steps(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
         int r = store_exec(s, "PRAGMA defer_foreign_keys = ON", "defer foreign key checks");
-        if (r >= 0)
-                r = store_next_generation(s, now_usec);
-        if (r >= 0)
-                r = store_diff_filters(s, old, new, now_usec);
-        if (r >= 0)
-                r = store_diff_tasks(s, old, new, now_usec);
-        if (r >= 0)
-                r = store_reconcile_listeners(s, new);
-        if (r >= 0 && s->archived > 0)
-                r = store_prune_history(s);
+        if (r < 0)
+                return r;
+        r = store_next_generation(s, now_usec);
+        if (r < 0)
+                return r;
+        r = store_diff_filters(s, old, new, now_usec);
+        if (r < 0)
+                return r;
+        r = store_diff_tasks(s, old, new, now_usec);
+        if (r < 0)
+                return r;
+        r = store_reconcile_listeners(s, new);
+        if (r < 0)
+                return r;
+        if (s->archived > 0)
+                return store_prune_history(s);
         return r;
 }
 
 static int store_replace_diff(Store *s, const Forest *old, const Forest *new, uint64_t now_usec) {
         if (!new->linked)
-                return log_error_errno(-EINVAL, "Refusing to store a forest that is not linked.");
+                return store_log_errno(s, LOG_LEVEL_ERR, -EINVAL, "Refusing to store a forest that is not linked.");
         return store_pass_transaction(s, store_replace_diff_steps, old, new, now_usec);
 }
 
-int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+/* Inside the batch's transaction: its writes, then the commit. */
+static int store_write_batch_commit(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+        int r = store_write_batch(s, live, c, now_usec);
+        if (r < 0)
+                return r;
+        return store_commit(s);
+}
+
+static int write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
         int r;
 
         if (c->replaced) {
@@ -490,12 +525,18 @@ int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint
         r = store_begin(s);
         if (r < 0)
                 return r;
-        r = store_write_batch(s, live, c, now_usec);
-        if (r >= 0)
-                r = store_commit(s);
+        r = store_write_batch_commit(s, live, c, now_usec);
         if (r < 0)
                 store_rollback(s);
         else
                 s->mirrors_live = mirrors;
+        return r;
+}
+
+/* Its one caller (the manager) logs every failure, where it knows what follows from it. */
+int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec) {
+        s->caller_logs++;
+        int r = write_changes(s, live, c, now_usec);
+        s->caller_logs--;
         return r;
 }

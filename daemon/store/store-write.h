@@ -22,5 +22,6 @@ void store_set_history_limit(Store *s, uint64_t rows);
 /* Store what a live batch changed (lib/core/live.h), in one transaction: the filters attached, the
  * rows of the threads and processes it touched as live (the live forest after the batch) has them
  * now, the threads gone, the filters retired. A full pass (c->replaced) is store_replace_all() of
- * live. Nothing is written when it fails. */
+ * live. Nothing is written when it fails. Its failures are logged at debug level only: the caller
+ * logs them, once. */
 int store_write_changes(Store *s, const Forest *live, const LiveChanges *c, uint64_t now_usec);

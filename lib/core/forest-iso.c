@@ -86,6 +86,10 @@ static int idx_push(IdxList *l, size_t i) {
         return 0;
 }
 
+static void idx_list_done(IdxList *l) {
+        free(l->v);
+}
+
 /* Free what a Side owns (not the forest). */
 static void side_done(Side *s) {
         for (size_t i = 0; i < s->n_nodes; i++) {
@@ -305,19 +309,25 @@ static int classify_side(Side *s, void **tree, uint64_t *next_class) {
 static void noop_free(void *p) {
 }
 
+static void class_table_free(void **tree) {
+        tdestroy(*tree, noop_free);
+}
+
 /* Classify both sides with one shared table, so classes compare across forests. */
 static int classify(Side *a, Side *b) {
-        void *tree = NULL;
+        _cleanup_(class_table_free) void *tree = NULL;
         uint64_t next_class = 0;
         int r;
 
         r = classify_side(a, &tree, &next_class);
-        if (r >= 0)
-                r = classify_side(b, &tree, &next_class);
-        tdestroy(tree, noop_free);
+        if (r < 0)
+                return r;
+        r = classify_side(b, &tree, &next_class);
+        if (r < 0)
+                return r;
         sort_array(a->free_labels, a->n_free_labels, sizeof(Label), label_cmp);
         sort_array(b->free_labels, b->n_free_labels, sizeof(Label), label_cmp);
-        return r;
+        return 0;
 }
 
 /* "filter 3 of a (sha256:0123456789ab..., 2 insns, 1 task)" into buf. */
@@ -478,15 +488,15 @@ static int diff_unmatched(const Side *a, const IdxList *ua, size_t na, const Sid
  * here, 0 with *ret_u and *ret_v to go down into, 2 if the multisets match. */
 static int diff_step(const Side *a, const IdxList *la, const Side *b, const IdxList *lb, const char *where,
                      size_t *ret_u, size_t *ret_v, char **why) {
-        IdxList ua = {}, ub = {};
+        _cleanup_(idx_list_done) IdxList ua = {}, ub = {};
         int r;
 
         r = unmatched(a, la, b, lb, &ua, &ub);
-        if (r >= 0)
-                r = ua.n == 0 && ub.n == 0 ? 2 : diff_unmatched(a, &ua, la->n, b, &ub, lb->n, where, ret_u, ret_v, why);
-        free(ua.v);
-        free(ub.v);
-        return r;
+        if (r < 0)
+                return r;
+        if (ua.n == 0 && ub.n == 0)
+                return 2;
+        return diff_unmatched(a, &ua, la->n, b, &ub, lb->n, where, ret_u, ret_v, why);
 }
 
 /* Compare two multisets of sibling subtrees, descending (iteratively: chains can be deep) to the
@@ -648,29 +658,30 @@ static int unmapped_of(const Side *s, const size_t *v, size_t n, IdxList *ret) {
         return 0;
 }
 
+/* The unmapped children of node u, or the unmapped roots if u == NONE. */
+static int unmapped_below(const Side *s, size_t u, IdxList *ret) {
+        if (u == NONE)
+                return unmapped_of(s, s->roots.v, s->roots.n, ret);
+        return unmapped_of(s, s->nodes[u].children, s->nodes[u].n_children, ret);
+}
+
 /* Compare the unmapped subtrees hanging below mapped filters u (of a) and v (of b), or below
  * the roots if u == NONE. */
 static int diff_unmapped_below(const Side *a, size_t u, const Side *b, size_t v, char **why) {
-        IdxList la = {}, lb = {};
+        _cleanup_(idx_list_done) IdxList la = {}, lb = {};
         char where[256] = "among the unreferenced roots";
         int r;
 
-        if (u == NONE) {
-                r = unmapped_of(a, a->roots.v, a->roots.n, &la);
-                if (r >= 0)
-                        r = unmapped_of(b, b->roots.v, b->roots.n, &lb);
-        } else {
+        if (u != NONE)
                 snprintf(where, sizeof(where), "among the unreferenced children of filter %" PRIu64
                          " of a and filter %" PRIu64 " of b", a->nodes[u].filter->id, b->nodes[v].filter->id);
-                r = unmapped_of(a, a->nodes[u].children, a->nodes[u].n_children, &la);
-                if (r >= 0)
-                        r = unmapped_of(b, b->nodes[v].children, b->nodes[v].n_children, &lb);
-        }
-        if (r >= 0)
-                r = diff_sets(a, &la, b, &lb, where, why);
-        free(la.v);
-        free(lb.v);
-        return r;
+        r = unmapped_below(a, u, &la);
+        if (r < 0)
+                return r;
+        r = unmapped_below(b, v, &lb);
+        if (r < 0)
+                return r;
+        return diff_sets(a, &la, b, &lb, where, why);
 }
 
 /* Filters no mapped thread reaches must match too, wherever they hang. */
@@ -701,12 +712,15 @@ int forest_isomorphic(const Forest *a, const Forest *b, const TaskPair *task_map
         if (!a || !b || !a->linked || !b->linked || (n_map > 0 && !task_map))
                 return -EINVAL;
         r = side_init(&sa, a, "a");
-        if (r >= 0)
-                r = side_init(&sb, b, "b");
-        if (r >= 0)
-                r = classify(&sa, &sb);
-        if (r >= 0)
-                r = n_map == 0 ? iso_search(&sa, &sb, why) : iso_mapped(&sa, &sb, task_map, n_map, why);
+        if (r < 0)
+                return r;
+        r = side_init(&sb, b, "b");
+        if (r < 0)
+                return r;
+        r = classify(&sa, &sb);
+        if (r < 0)
+                return r;
+        r = n_map == 0 ? iso_search(&sa, &sb, why) : iso_mapped(&sa, &sb, task_map, n_map, why);
         if (r < 0) {
                 if (why) {
                         free(*why);

@@ -277,19 +277,60 @@ static int exec_split(Exec *x, SymState *s, const Cond *c, size_t t, size_t f) {
                 return 1;
         }
         int r = exec_branch(x, s, &c->t, t, ts, &nt);
-        if (r >= 0)
-                r = exec_branch(x, s, &c->f, f, fs, &nf);
+        if (r < 0)
+                return r;
+        r = exec_branch(x, s, &c->f, f, fs, &nf);
         if (r < 0)
                 return r;
         if (nt == 0 || nf == 0) {
                 s->pc = nt == 0 ? f : t;
                 return 1;
         }
-        for (size_t i = 0; r >= 0 && i < nt; i++)
+        for (size_t i = 0; i < nt; i++) {
                 r = exec_push(x, &ts[i]);
-        for (size_t i = 0; r >= 0 && i < nf; i++)
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < nf; i++) {
                 r = exec_push(x, &fs[i]);
-        return r < 0 ? r : 0;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* X may be 0 or not: the states where it is 0 end with the kernel's 0, all but the first of the
+ * others are pushed divided, and s becomes that first one. 1 when s goes on (to be divided), 0
+ * when X is 0 on every side that can be taken. */
+static int exec_div_split(Exec *x, SymState *s, const Cond *c) {
+        SymState zero[2], rest[2];
+        size_t n_zero, n_rest;
+        int r;
+
+        r = exec_branch(x, s, &c->t, s->pc, zero, &n_zero);
+        if (r < 0)
+                return r;
+        r = exec_branch(x, s, &c->f, s->pc, rest, &n_rest);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_zero; i++) {
+                r = exec_leaf(x, &zero[i], SYM_CONST(0));
+                if (r < 0)
+                        return r;
+        }
+        if (n_rest == 0)
+                return 0;
+        for (size_t i = 1; i < n_rest; i++) {
+                r = sym_alu(x->arena, EXPR_DIV, rest[i].a, rest[i].x, &rest[i].a);
+                if (r < 0)
+                        return r;
+                rest[i].pc++;
+                r = exec_push(x, &rest[i]);
+                if (r < 0)
+                        return r;
+        }
+        *s = rest[0];
+        return 1;
 }
 
 /* Division by X: where X may be 0 the kernel's program returns 0 (KILL_THREAD) there. */
@@ -303,28 +344,9 @@ static int exec_div_x(Exec *x, SymState *s) {
                 return r < 0 ? r : 0;
         }
         if (c.kind == COND_SPLIT) {
-                SymState zero[2];
-                size_t n_zero, n_rest;
-                SymState rest[2];
-                r = exec_branch(x, s, &c.t, s->pc, zero, &n_zero);
-                if (r >= 0)
-                        r = exec_branch(x, s, &c.f, s->pc, rest, &n_rest);
-                for (size_t i = 0; r >= 0 && i < n_zero; i++)
-                        r = exec_leaf(x, &zero[i], SYM_CONST(0));
-                if (r < 0)
+                r = exec_div_split(x, s, &c);
+                if (r <= 0)
                         return r;
-                if (n_rest == 0)
-                        return 0;
-                for (size_t i = 1; r >= 0 && i < n_rest; i++) {
-                        r = sym_alu(x->arena, EXPR_DIV, rest[i].a, rest[i].x, &rest[i].a);
-                        if (r >= 0) {
-                                rest[i].pc++;
-                                r = exec_push(x, &rest[i]);
-                        }
-                }
-                if (r < 0)
-                        return r;
-                *s = rest[0];
         }
         r = sym_alu(x->arena, EXPR_DIV, s->a, s->x, &s->a);
         return r < 0 ? r : 1;
