@@ -255,8 +255,8 @@ static const Verb verbs[] = {
           .summary = "Run a command under a copy of a task's chain",
           .help = "A one-task snapshot of TID restored with an exec: COMMAND runs under copies of\n"
                   "exactly the filters TID runs under now, to see what a program would do in that\n"
-                  "sandbox. Its stdin, stdout and stderr are the daemon's (output goes to the\n"
-                  "daemon's log). Waits for COMMAND to end, then releases the restore.\n"
+                  "sandbox. Its stdin, stdout and stderr are sectreectl's own (the caller's\n"
+                  "terminal or pipes). Waits for COMMAND to end, then releases the restore.\n"
                   "\n"
                   "Options:\n"
                   "     --like=TID           The task whose chain to copy\n" },
