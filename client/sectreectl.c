@@ -37,7 +37,7 @@ static const Verb verbs[] = {
                   "(exact or inferred), the numbers of tasks, filters and listeners in the whole\n"
                   "forest, and when the last full scan ended. `sectreectl` without a verb does the\n"
                   "same.\n" },
-        { "tree", 0, 1, 0, VERB_FILE, .run = verb_tree, .group = VERB_GROUP_LIVE,
+        { "tree", 0, 1, 0, VERB_FILE, .run = verb_tree, .complete = "pids", .group = VERB_GROUP_LIVE,
           .usage = "[PID]\n--file=FILE [PID]",
           .summary = "Filters nested under their parents, with processes",
           .help = "Without PID: every process with a thread in filter or strict mode. With PID (a\n"
@@ -51,7 +51,7 @@ static const Verb verbs[] = {
                   "\n"
                   "Options:\n"
                   "     --file=FILE          The forest of the snapshot in FILE (- for stdin)\n" },
-        { "ps", 0, VERB_ARGS_ANY, .run = verb_ps, .group = VERB_GROUP_LIVE,
+        { "ps", 0, VERB_ARGS_ANY, .run = verb_ps, .complete = "pids...", .group = VERB_GROUP_LIVE,
           .usage = "[PID|COMM...]",
           .summary = "The tasks under filters: tid, comm, mode, head filter",
           .help = "Columns: TID TGID PPID COMM MODE DEPTH FILTER. FILTER is the head of the task's\n"
@@ -60,6 +60,7 @@ static const Verb verbs[] = {
                   "its listed threads) or a thread, anything else a shell glob on the task's name\n"
                   "(sectreectl ps 'chrom*' 4711); a task is shown when it matches any of them.\n" },
         { "show", 0, 1, 0, VERB_FILE | VERB_PID | VERB_RAW, .run = verb_show, .group = VERB_GROUP_LIVE,
+          .complete = "filters",
           .usage = "FILTER\n--pid=TID\n--file=FILE [FILTER | --pid=TID]",
           .summary = "A filter's metadata and disassembly",
           .help = "Prints the filter's parent, length, digest (checked against the instructions),\n"
@@ -74,7 +75,7 @@ static const Verb verbs[] = {
                   "                          disassembly\n"
                   "     --file=FILE          A filter or task of the snapshot in FILE (- for\n"
                   "                          stdin)\n" },
-        { "chain", 1, 1, 1, VERB_FILE, .run = verb_chain, .group = VERB_GROUP_LIVE,
+        { "chain", 1, 1, 1, VERB_FILE, .run = verb_chain, .complete = "tids", .group = VERB_GROUP_LIVE,
           .usage = "TID\n--file=FILE TID",
           .summary = "A task's filters, newest (its head) first",
           .help = "Columns: POS ID LENGTH DIGEST FLAGS; position 0 is the head, evaluated first.\n"
@@ -82,6 +83,7 @@ static const Verb verbs[] = {
                   "Options:\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
         { "check", 2, 2 + 6, 2, VERB_FILE | VERB_ARCH, .run = verb_check, .group = VERB_GROUP_LIVE,
+          .complete = "tids syscalls",
           .usage = "TID SYSCALL [ARG...]\n--file=FILE TID SYSCALL [ARG...]",
           .summary = "What a task's filters do with a system call",
           .help = "SYSCALL is a name or a number (decimal or 0x hex); up to six arguments,\n"
@@ -114,7 +116,7 @@ static const Verb verbs[] = {
                   "                          DaemonVanished\n"
                   "     --comm=NAME          Only the events of tasks whose name matches NAME, a\n"
                   "                          shell glob; with --pid, both must match\n" },
-        { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS, .run = verb_graph, .group = VERB_GROUP_LIVE,
+        { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS, .run = verb_graph, .complete = "pids", .group = VERB_GROUP_LIVE,
           .usage = "[PID]\n--file=FILE [PID]",
           .summary = "The forest as a Graphviz graph (| dot -Tsvg)",
           .help = "Drawn left to right: root filters on the left, each filter with an arrow to the\n"
@@ -132,6 +134,7 @@ static const Verb verbs[] = {
           .summary = "Re-read everything now (root only)",
           .help = "Returns when the full pass is stored.\n" },
         { "policy", 1, 1, 1, VERB_FILE | VERB_FORMAT | VERB_ARCH | VERB_APPROXIMATE, .run = verb_policy,
+          .complete = "tids",
           .group = VERB_GROUP_LIVE,
           .usage = "TID\n--file=FILE TID\n--format=oci [--approximate] TID",
           .summary = "Everything a task's chain decides, for all arguments",
@@ -148,7 +151,7 @@ static const Verb verbs[] = {
                   "     --approximate        With --format=oci: give the profile even where it\n"
                   "                          cannot be exact (what is not is said on stderr)\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
-        { "who-can", 1, 1 + 6, 1, VERB_FILE | VERB_ARCH | VERB_ACTION, .run = verb_who_can,
+        { "who-can", 1, 1 + 6, 1, VERB_FILE | VERB_ARCH | VERB_ACTION, .run = verb_who_can, .complete = "syscalls",
           .group = VERB_GROUP_LIVE,
           .usage = "SYSCALL [ARG...]\n--file=FILE SYSCALL [ARG...]",
           .summary = "The tasks whose chain lets a system call run",
@@ -163,6 +166,7 @@ static const Verb verbs[] = {
                   "     --arch=ARCH          The call's architecture; default: the native one\n"
                   "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
         { "policy-diff", 2, 2, 0, VERB_ARCH, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_policy_diff,
+          .complete = "tids tids",
           .group = VERB_GROUP_LIVE,
           .usage = "A B",
           .summary = "The system calls two tasks' chains decide differently",
@@ -171,7 +175,7 @@ static const Verb verbs[] = {
                   "\n"
                   "Options:\n"
                   "     --arch=ARCH          Only this architecture\n" },
-        { "snapshot", 0, 1, 0, VERB_SNAPSHOT, .run = verb_snapshot, .group = VERB_GROUP_SNAPSHOT,
+        { "snapshot", 0, 1, 0, VERB_SNAPSHOT, .run = verb_snapshot, .complete = "pids", .group = VERB_GROUP_SNAPSHOT,
           .usage = "[PID]",
           .summary = "Take and store a snapshot; prints its id",
           .help = "A snapshot of PID's subtree (a thread id stands for its process), or of the\n"
@@ -187,6 +191,7 @@ static const Verb verbs[] = {
           .help = "Columns: ID NAME CREATED OWNER ROOT PROCS THREADS FILTERS BACKEND IDENTITY.\n"
                   "Root sees every snapshot, anyone else their own.\n" },
         { "export", 2, 2, 0, VERB_FORMAT, .run = verb_export, .group = VERB_GROUP_SNAPSHOT,
+          .complete = "snapshots files",
           .usage = "ID FILE",
           .summary = "Write a stored snapshot to FILE, SQLite or JSON",
           .help = "FILE (- for stdout) is replaced only once the export is complete and valid.\n"
@@ -195,26 +200,27 @@ static const Verb verbs[] = {
                   "     --format=FORMAT      sqlite or json (default: json for a FILE ending in\n"
                   "                          .json,\n"
                   "                          sqlite otherwise)\n" },
-        { "import", 1, 1, .run = verb_import, .group = VERB_GROUP_SNAPSHOT,
+        { "import", 1, 1, .run = verb_import, .complete = "files", .group = VERB_GROUP_SNAPSHOT,
           .usage = "FILE",
           .summary = "Store the snapshot in FILE; prints its id",
           .help = "FILE (- for stdin) may be in either format; the daemon validates it and stores\n"
                   "it as the caller's.\n" },
-        { "rm", 1, 1, .run = verb_rm, .group = VERB_GROUP_SNAPSHOT,
+        { "rm", 1, 1, .run = verb_rm, .complete = "snapshots", .group = VERB_GROUP_SNAPSHOT,
           .usage = "ID",
           .summary = "Delete a stored snapshot" },
-        { "validate", 1, 1, .run = verb_validate, .group = VERB_GROUP_FILE,
+        { "validate", 1, 1, .run = verb_validate, .complete = "files", .group = VERB_GROUP_FILE,
           .usage = "FILE",
           .summary = "Check FILE as an import would",
           .help = "Exit 0 and \"valid: N processes, N threads, N filters\", or exit 1 with the\n"
                   "reason, which names the field and the element.\n" },
         { "diff", 2, 2, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_diff, .group = VERB_GROUP_FILE,
+          .complete = "snapshots|files snapshots|files",
           .usage = "A B",
           .summary = "What changed between two snapshots",
           .help = "A and B are files (- for stdin, for one of them) or stored snapshots' ids.\n"
                   "Filters are matched by digest and place in the forest, processes by pid and\n"
                   "start time. Exit status as diff(1): 0 no differences, 1 different, 2 trouble.\n" },
-        { "plan", 1, 1, .run = verb_plan, .group = VERB_GROUP_FILE,
+        { "plan", 1, 1, .run = verb_plan, .complete = "snapshots|files", .group = VERB_GROUP_FILE,
           .usage = "ID|FILE",
           .summary = "What a restore of a snapshot will do, step by step",
           .help = "The ordered steps a restore of the snapshot would run: which task installs\n"
@@ -223,6 +229,7 @@ static const Verb verbs[] = {
                   "offline; an ID (digits that name no file) is fetched from the daemon. The plan\n"
                   "is made as the caller: unprivileged, no_new_privs precedes installs.\n" },
         { "restore", 1, 1, 0, VERB_RESTORE, .run = verb_restore, .group = VERB_GROUP_SNAPSHOT,
+          .complete = "snapshots|files",
           .usage = "ID|FILE",
           .summary = "Rebuild a snapshot, its filters shared as before",
           .help = "The daemon rebuilds the stored snapshot ID (a FILE, - for stdin, is imported\n"
@@ -245,27 +252,30 @@ static const Verb verbs[] = {
           .help = "Columns: ID SNAPSHOT OWNER ROOT PROCS VERIFIED STATE. ROOT is the restore root,\n"
                   "the parent of the restored top processes. Root sees every restore, anyone else\n"
                   "their own.\n" },
-        { "release", 1, 1, .run = verb_release, .group = VERB_GROUP_SNAPSHOT,
+        { "release", 1, 1, .run = verb_release, .complete = "restores", .group = VERB_GROUP_SNAPSHOT,
           .usage = "ID",
           .summary = "End a restore's parked tasks",
           .help = "Returns once every parked task of restore ID is gone; processes that exec'd a\n"
                   "command are left alone.\n" },
         { "run", 1, VERB_ARGS_ANY, 0, VERB_LIKE, .run = verb_run, .group = VERB_GROUP_SNAPSHOT,
+          .complete = "commands files...",
           .usage = "--like=TID -- COMMAND [ARGS]...",
           .summary = "Run a command under a copy of a task's chain",
           .help = "A one-task snapshot of TID restored with an exec: COMMAND runs under copies of\n"
                   "exactly the filters TID runs under now, to see what a program would do in that\n"
-                  "sandbox. Its stdin, stdout and stderr are the daemon's (output goes to the\n"
-                  "daemon's log). Waits for COMMAND to end, then releases the restore.\n"
+                  "sandbox. Its stdin, stdout and stderr are sectreectl's own (the caller's\n"
+                  "terminal or pipes). Waits for COMMAND to end, then releases the restore.\n"
                   "\n"
                   "Options:\n"
                   "     --like=TID           The task whose chain to copy\n" },
-        { "help", 0, 1, .run = verb_help, .group = VERB_GROUP_OTHER,
+        { "help", 0, 1, .run = verb_help, .complete = "verbs", .group = VERB_GROUP_OTHER,
           .usage = "[VERB]",
           .summary = "This help, or a verb's" },
-        /* the words the shell completions offer: verbs, options VERB, pids, tids, filters, snapshots,
-         * syscalls [ARCH] */
-        { "__complete", 1, 2, .run = verb_complete, .group = VERB_GROUP_HIDDEN, .usage = "KIND [ARG]" },
+        /* the words the shell completions offer: for a command line (line -- WORD...; the last word
+         * is the one completed), or of a kind: verbs, options [VERB], pids, tids, filters, snapshots,
+         * restores, syscalls [ARCH] */
+        { "__complete", 1, VERB_ARGS_ANY, .run = verb_complete, .group = VERB_GROUP_HIDDEN,
+          .usage = "KIND [ARG]\nline -- WORD..." },
 };
 
 static const VerbTable verb_table = { verbs, ELEMENTSOF(verbs) };
@@ -334,14 +344,6 @@ static const struct option options[] = {
         {}
 };
 
-/* Which verb-specific option each VerbOptions bit stands for, and whether it was given. */
-typedef struct VerbOptionSpec {
-        unsigned option;
-        const char *name;
-        bool (*given)(const Context *c);
-        const char *description; /* for the completions */
-} VerbOptionSpec;
-
 static bool given_file(const Context *c) {
         return c->file;
 }
@@ -388,62 +390,51 @@ static bool given_like(const Context *c) {
         return c->like;
 }
 
-static const VerbOptionSpec verb_option_specs[] = {
-        { VERB_FILE, "--file", given_file, "read a snapshot file" },
-        { VERB_SNAPSHOT, "--name", given_name, "name the snapshot" },
-        { VERB_SNAPSHOT, "--no-argv", given_no_argv, "leave command lines out" },
-        { VERB_FORMAT, "--format", given_format, "sqlite or json (export), oci (policy)" },
-        { VERB_COUNTS, "--counts", given_counts, "task counts instead of processes" },
-        { VERB_ARCH, "--arch", given_arch, "the call's architecture" },
-        { VERB_PID, "--pid", given_pid, "a process or task" },
-        { VERB_COMM, "--comm", given_comm, "a task name (glob)" },
-        { VERB_RAW, "--raw", given_raw, "CODE JT JF K columns" },
-        { VERB_APPROXIMATE, "--approximate", given_approximate, "a profile even where not exact" },
-        { VERB_ACTION, "--action", given_action, "the action looked for" },
-        { VERB_RESTORE, "--exec", given_exec, "PID=COMMAND: what a process execs" },
-        { VERB_RESTORE, "--original-uids", given_original_uids, "the snapshot's uids (root)" },
-        { VERB_RESTORE, "--pid-namespace", given_pid_namespace, "snapshot tids in a new pid namespace (root)" },
-        { VERB_LIKE, "--like", given_like, "the task whose chain to copy" },
+/* Every option: the common ones first (their help is sectreectl --help's), then each
+ * VerbOptions bit's, which a verb that does not list it refuses. The completions offer them. */
+static const OptionWord option_words[] = {
+        { "--json", 0, "print JSON (pretty, short or off)" },
+        { "--no-legend", 0, "no headers" },
+        { "--no-pager", 0, "accepted" },
+        { "--help", 0, "this verb's help" },
+        { "--version", OPTION_BEFORE_VERB, "the version" },
+        { "--file", VERB_FILE, "read a snapshot file", given_file },
+        { "--name", VERB_SNAPSHOT, "name the snapshot", given_name },
+        { "--no-argv", VERB_SNAPSHOT, "leave command lines out", given_no_argv },
+        { "--format", VERB_FORMAT, "sqlite or json (export), oci (policy)", given_format },
+        { "--counts", VERB_COUNTS, "task counts instead of processes", given_counts },
+        { "--arch", VERB_ARCH, "the call's architecture", given_arch },
+        { "--pid", VERB_PID, "a process or task", given_pid },
+        { "--comm", VERB_COMM, "a task name (glob)", given_comm },
+        { "--raw", VERB_RAW, "CODE JT JF K columns", given_raw },
+        { "--approximate", VERB_APPROXIMATE, "a profile even where not exact", given_approximate },
+        { "--action", VERB_ACTION, "the action looked for", given_action },
+        { "--exec", VERB_RESTORE, "PID=COMMAND: what a process execs", given_exec },
+        { "--original-uids", VERB_RESTORE, "the snapshot's uids (root)", given_original_uids },
+        { "--pid-namespace", VERB_RESTORE, "snapshot tids in a new pid namespace (root)", given_pid_namespace },
+        { "--like", VERB_LIKE, "the task whose chain to copy", given_like },
 };
-
-/* The options every verb takes, for the completions. */
-static const struct {
-        const char *name, *description;
-} common_option_words[] = {
-        { "--json", "print JSON" },       { "--json=", "pretty, short or off" }, { "--no-legend", "no headers" },
-        { "--no-pager", "accepted" },     { "--help", "this verb's help" },
-};
-
-/* "--name=" for an option that takes an argument, "--name" otherwise. */
-static void print_option_word(const char *name, const char *description) {
-        char word[64];
-        bool arg = false;
-        for (size_t i = 0; options[i].name; i++)
-                if (streq(options[i].name, name + 2))
-                        arg = options[i].has_arg == required_argument;
-        snprintf(word, sizeof(word), "%s%s", name, arg ? "=" : "");
-        complete_print_word(word, description);
-}
 
 static int verb_complete(Context *c, char **args, size_t n_args) {
         const char *kind = args[0], *arg = n_args > 1 ? args[1] : NULL;
-        if (streq(kind, "verbs")) {
-                for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
-                        if (verbs[i].group != VERB_GROUP_HIDDEN)
-                                complete_print_word(verbs[i].name, verbs[i].summary);
-                return 0;
+        if (streq(kind, "line")) {
+                const CompleteTables t = { &verb_table, options, option_words, ELEMENTSOF(option_words) };
+                return complete_line(c, &t, args + 1, n_args - 1);
         }
-        if (!streq(kind, "options"))
-                return complete_words(c, kind, arg);
-        const Verb *v = arg ? verb_table_find(&verb_table, arg) : NULL;
-        for (size_t i = 0; i < ELEMENTSOF(common_option_words); i++)
-                complete_print_word(common_option_words[i].name, common_option_words[i].description);
-        if (!v)
-                complete_print_word("--version", "the version");
-        for (size_t i = 0; v && i < ELEMENTSOF(verb_option_specs); i++)
-                if (v->options & verb_option_specs[i].option)
-                        print_option_word(verb_option_specs[i].name, verb_option_specs[i].description);
-        return 0;
+        if (n_args > 2)
+                return usage_error("Too many arguments for '__complete %s'", kind);
+        if (streq(kind, "verbs")) {
+                char *words[] = { (char *) "" };
+                const CompleteTables t = { &verb_table, options, option_words, ELEMENTSOF(option_words) };
+                return complete_line(c, &t, words, 1);
+        }
+        if (streq(kind, "options")) {
+                /* the options of VERB (none: before a verb) */
+                char *words[] = { (char *) arg, (char *) "-" };
+                const CompleteTables t = { &verb_table, options, option_words, ELEMENTSOF(option_words) };
+                return arg ? complete_line(c, &t, words, 2) : complete_line(c, &t, words + 1, 1);
+        }
+        return complete_words(c, kind, arg);
 }
 
 /* Say what is wrong with an unknown option, suggesting the nearest one. */
@@ -589,10 +580,12 @@ static int parse_args(int argc, char *argv[], Context *c, Args *a) {
 
 /* The verb-specific options given that v does not take. */
 static int check_verb_options(const Context *c, const Verb *v) {
-        for (size_t i = 0; i < ELEMENTSOF(verb_option_specs); i++)
-                if (!(v->options & verb_option_specs[i].option) && verb_option_specs[i].given(c))
-                        return usage_error_full("'%s' does not take %s (see sectreectl help %s)", v->name,
-                                           verb_option_specs[i].name, v->name);
+        for (size_t i = 0; i < ELEMENTSOF(option_words); i++) {
+                const OptionWord *w = &option_words[i];
+                if (w->given && !(v->options & w->verb_option) && w->given(c))
+                        return usage_error_full("'%s' does not take %s (see sectreectl help %s)", v->name, w->name,
+                                                v->name);
+        }
         return 0;
 }
 

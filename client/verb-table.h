@@ -21,6 +21,17 @@ typedef enum VerbOptions {
         VERB_LIKE = 1 << 11,   /* --like=PID */
 } VerbOptions;
 
+/* An option as the completions offer it, and how a verb tells it was given: its name ("--arch"),
+ * the VerbOptions bit of the verbs that take it (0: every verb; OPTION_BEFORE_VERB: only before
+ * a verb), what it does, and whether the command line has it (NULL for the common options). */
+#define OPTION_BEFORE_VERB (1u << 31)
+typedef struct OptionWord {
+        const char *name;
+        unsigned verb_option;
+        const char *description;
+        bool (*given)(const Context *c);
+} OptionWord;
+
 /* Where `sectreectl --help` lists a verb. */
 typedef enum VerbGroup {
         VERB_GROUP_OTHER,    /* a row that does not say */
@@ -45,6 +56,11 @@ typedef struct Verb {
         const char *usage;    /* the arguments, one form per line: "[PID]\n--file=FILE [PID]" */
         const char *summary;  /* one line for `sectreectl --help` */
         const char *help;     /* `sectreectl help VERB`, `VERB --help`: what it prints, its options */
+        /* What the shell completions offer for its arguments, one kind per position separated by
+         * spaces, alternatives joined by '|', the last one repeated if it ends in "...": pids,
+         * tids, filters, snapshots, restores (the daemon's; none with --file), syscalls (of --arch),
+         * verbs, files, commands. NULL: no arguments to complete. */
+        const char *complete;
 } Verb;
 
 typedef struct VerbTable {

@@ -17,6 +17,7 @@
 #include "service/restores.h"
 #include "service/snapshot-transfers.h"
 #include "snapshot/snapshot-json.h"
+#include "store/state-lock.h"
 
 typedef enum OutputFormat {
         OUTPUT_TREE,
@@ -194,6 +195,7 @@ static int verb_scan(const Args *a) {
  * (flushed: what was answered leaves), the transfers and analyses (cancelled when the loop exited),
  * the manager last. */
 typedef struct Daemon {
+        int lock_fd; /* the state directory's lock: one daemon per database */
         Manager *manager;
         SnapshotTransfers *transfers;
         PolicyJobs *policy_jobs;
@@ -207,6 +209,8 @@ static void daemon_done(Daemon *d) {
         d->transfers = snapshot_transfers_free(d->transfers);
         d->policy_jobs = policy_jobs_free(d->policy_jobs);
         d->manager = manager_free(d->manager);
+        closep(&d->lock_fd);
+        d->lock_fd = -EBADF;
 }
 
 /* The bus connection is gone (dbus-daemon closed it, or stopped): a daemon off the bus serves
@@ -225,8 +229,12 @@ static int watch_bus(Daemon *d) {
         return 0;
 }
 
-/* The services, made before the manager starts; the bus, once it has. */
+/* The state directory's lock, before the database opens; the services, made before the manager
+ * starts; the bus, once it has. */
 static int daemon_start(Daemon *d, const Args *a) {
+        d->lock_fd = state_lock_take(a->state_dir ?: MANAGER_DEFAULT_STATE_DIR);
+        if (d->lock_fd < 0)
+                return d->lock_fd;
         ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns };
         int r = manager_new(&opts, &d->manager);
         if (r < 0)
@@ -254,7 +262,7 @@ static int daemon_start(Daemon *d, const Args *a) {
 }
 
 static int run_service(const Args *a) {
-        Daemon d = {};
+        Daemon d = { .lock_fd = -EBADF };
         int r = daemon_start(&d, a);
         if (r >= 0) {
                 manager_ready(d.manager);

@@ -11,16 +11,23 @@
 # sectreed.service. Without one (containers, CI), or with SECTREE_PRIVATE_BUS=1, it starts a private
 # dbus-daemon configured like the system bus and sectreed on it, and leaves both running for the
 # next call (restarting the daemon when the build has a newer one), so that only the first call
-# waits for them. Environment: SECTREE_STATE_DIR (the daemon's --state-dir, default
-# /var/lib/sectree), SECTREE_RUN_DIR (where the private bus lives), SECTREE_BUILD (the build
-# directory, default build/).
+# waits for them. Clones or worktrees running side by side each get their own bus, daemon and state
+# directory (named after the build directory): two daemons on one database would corrupt each
+# other's view, and sectreed refuses to start on a state directory another daemon holds.
+# Environment: SECTREE_STATE_DIR (the private daemon's --state-dir, default
+# /var/lib/sectree-run.ID), SECTREE_RUN_DIR (where the private bus lives, default
+# /run/sectree-run.ID), SECTREE_BUILD (the build directory, default build/); ID is a hash of the
+# build directory's path.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 SECTREED="$SECTREE_BUILD/daemon/sectreed"
 SECTREECTL="$SECTREE_BUILD/client/sectreectl"
-# One private bus per build directory: several clones or worktrees may run side by side.
-RUN_DIR=${SECTREE_RUN_DIR:-/run/sectree-run.$(printf %s "$SECTREE_BUILD" | md5sum | cut -c1-8)}
+# One private bus, daemon and state directory per build directory: several clones or worktrees may
+# run side by side.
+CLONE_ID=$(printf %s "$SECTREE_BUILD" | md5sum | cut -c1-8)
+RUN_DIR=${SECTREE_RUN_DIR:-/run/sectree-run.$CLONE_ID}
+STATE_DIR=${SECTREE_STATE_DIR:-/var/lib/sectree-run.$CLONE_ID}
 BUS_SOCKET=$RUN_DIR/system_bus_socket
 
 # Is the process of pid file $1 alive and running program $2 (or an older build of it)?
@@ -108,7 +115,7 @@ start_daemon() {
         stop_process "$RUN_DIR/sectreed.pid" "$SECTREED"
         # its own session: it outlives this script, and a Ctrl+C here does not reach it; restores
         # run the executor of this build
-        SECTREE_RESTORE="$SECTREE_BUILD/executor/sectree-restore" setsid "$SECTREED" --state-dir="${SECTREE_STATE_DIR:-/var/lib/sectree}" \
+        SECTREE_RESTORE="$SECTREE_BUILD/executor/sectree-restore" setsid "$SECTREED" --state-dir="$STATE_DIR" \
                 </dev/null >>"$RUN_DIR/sectreed.log" 2>&1 &
         echo $! >"$RUN_DIR/sectreed.pid"
         # the build it runs: a newer build restarts it

@@ -1,6 +1,8 @@
 /* test-completion.c: the bash and zsh completions of sectreectl load, and offer the verbs, each
- * verb's options, and the live words sectreectl lists (pids and tids with filters, filter ids,
- * snapshot ids, system calls) against the real daemon on a private bus */
+ * verb's own options (and no other verb's), option values, and the live words sectreectl lists
+ * (pids and tids with filters, filter ids, snapshot ids, a snapshot's pids, system calls of the
+ * architecture given however it is spelled) against the real daemon on a private bus. Both ask
+ * sectreectl (`__complete line`), which reads the command line from its verb table. */
 #include <sys/syscall.h>
 
 #include "bus-fixture.h"
@@ -137,6 +139,53 @@ static void test_bash(Fixture *fx, gconstpointer data) {
         BASH(fx, WORDS(id[0]), NULL, "export", "");
         /* files */
         BASH(fx, WORDS(SECTREE_SOURCE_DIR "/README.md"), NULL, "validate", SECTREE_SOURCE_DIR "/READ");
+
+        /* --option=value as bash splits it ("--arch" "=" "i386") does not shift the arguments */
+        BASH(fx, WORDS("socketcall"), NULL, "check", "--arch", "=", "i386", fx->filtered_pid, "socketc");
+        BASH(fx, WORDS("socketcall"), NULL, "check", "--arch", "i386", fx->filtered_pid, "socketc");
+        BASH(fx, WORDS(fx->filtered_pid), NULL, "check", "--arch", "=", "x86", "");
+        BASH(fx, WORDS("socketcall"), NULL, "who-can", "--arch", "=", "i386", "socketc");
+        /* each verb's --format */
+        BASH(fx, WORDS("oci"), WORDS("sqlite", "json"), "policy", "--format", "=", "");
+        BASH(fx, WORDS("sqlite", "json"), WORDS("oci"), "export", "--format", "=", "");
+        /* policy, who-can, policy-diff, --like, --action */
+        BASH(fx, WORDS(fx->filtered_pid, fx->thread_tid), NULL, "policy", "");
+        BASH(fx, WORDS("--approximate", "--format=", "--arch=", "--file="), WORDS("--name=", "--raw"), "policy", "--");
+        BASH(fx, WORDS("openat", "open"), WORDS(fx->filtered_pid), "who-can", "open");
+        BASH(fx, WORDS("--action=", "--arch="), WORDS("--approximate"), "who-can", "--");
+        BASH(fx, WORDS("USER_NOTIF"), WORDS("ALLOW"), "who-can", "--action", "=", "U");
+        BASH(fx, WORDS(fx->filtered_pid), NULL, "policy-diff", "");
+        BASH(fx, WORDS(fx->filtered_pid), NULL, "policy-diff", fx->filtered_pid, "");
+        BASH(fx, WORDS(fx->filtered_pid, fx->thread_tid), NULL, "run", "--like", "=", "");
+        BASH(fx, WORDS("--like="), WORDS("--exec="), "run", "--");
+        /* restore's options, and --exec: a process of the snapshot named, then a command */
+        BASH(fx, WORDS("--exec=", "--original-uids", "--pid-namespace"), WORDS("--like="), "restore", "--");
+        g_autofree char *root_exec = g_strdup_printf("%s=", fx->root_pid);
+        g_auto(GStrv) tree_id = run_lines(fx, (char *[]) { (char *) "sectreectl", (char *) "snapshot", fx->root_pid, NULL });
+        BASH(fx, WORDS(root_exec), NULL, "restore", tree_id[0], "--exec", "=", "");
+        BASH(fx, WORDS("sleep"), NULL, "restore", tree_id[0], "--exec", "=", fx->root_pid, "=", "slee");
+        /* after the command of run, its arguments are files */
+        BASH(fx, WORDS("sleep"), NULL, "run", "--like", "=", fx->filtered_pid, "--", "slee");
+}
+
+/* The words the verb table's architectures resolve to, and __complete syscalls takes each. */
+static void test_syscalls_arch(Fixture *fx, gconstpointer data) {
+        if (!fx->s)
+                return;
+        static const char *const arches[] = { "x86_64", "x86", "i386", "x32" };
+        for (size_t i = 0; i < G_N_ELEMENTS(arches); i++) {
+                g_auto(GStrv) calls = run_lines(fx, (char *[]) { (char *) "sectreectl", (char *) "__complete",
+                                                                 (char *) "syscalls", (char *) arches[i], NULL });
+                g_assert_cmpuint(g_strv_length(calls), >, 100);
+        }
+        g_auto(GStrv) arch = run_lines(fx, (char *[]) { (char *) "sectreectl", (char *) "__complete", (char *) "line",
+                                                        (char *) "--", (char *) "check", (char *) "--arch=", NULL });
+        for (char **a = arch; *a; a++) {
+                g_autofree char *word = g_strndup(*a, strcspn(*a, "\t"));
+                g_auto(GStrv) calls = run_lines(fx, (char *[]) { (char *) "sectreectl", (char *) "__complete",
+                                                                 (char *) "syscalls", word, NULL });
+                g_assert_cmpuint(g_strv_length(calls), >, 100);
+        }
 }
 
 static void test_bash_loads(Fixture *fx, gconstpointer data) {
@@ -171,12 +220,48 @@ static void test_zsh(Fixture *fx, gconstpointer data) {
         assert_offers(calls, WORDS("socketcall"), NULL, "zsh: check --arch=x86 PID socketc");
         g_auto(GStrv) modes = zsh_offers(fx, "sectreectl --json=");
         assert_offers(modes, WORDS("pretty", "short", "off"), NULL, "zsh: --json=");
+
+        /* --arch=i386 (the name check takes) */
+        g_autofree char *i386 = g_strdup_printf("sectreectl check --arch=i386 %s socketc", fx->filtered_pid);
+        g_auto(GStrv) calls386 = zsh_offers(fx, i386);
+        assert_offers(calls386, WORDS("socketcall"), NULL, "zsh: check --arch=i386 PID socketc");
+        /* each verb its own options, and no other verb's */
+        g_auto(GStrv) check_opts = zsh_offers(fx, "sectreectl check --");
+        assert_offers(check_opts, WORDS("--arch=", "--file="), WORDS("--name=", "--approximate", "--like=", "--exec="),
+                      "zsh: check --");
+        g_auto(GStrv) policy_opts = zsh_offers(fx, "sectreectl policy --");
+        assert_offers(policy_opts, WORDS("--approximate", "--format="), WORDS("--raw", "--counts"), "zsh: policy --");
+        g_auto(GStrv) run_opts = zsh_offers(fx, "sectreectl run --");
+        assert_offers(run_opts, WORDS("--like="), WORDS("--exec=", "--arch="), "zsh: run --");
+        g_auto(GStrv) restore_opts = zsh_offers(fx, "sectreectl restore --");
+        assert_offers(restore_opts, WORDS("--exec=", "--original-uids", "--pid-namespace"), WORDS("--like=", "--file="),
+                      "zsh: restore --");
+        g_auto(GStrv) formats = zsh_offers(fx, "sectreectl policy --format=");
+        assert_offers(formats, WORDS("oci"), WORDS("sqlite", "json"), "zsh: policy --format=");
+        g_auto(GStrv) actions = zsh_offers(fx, "sectreectl who-can --action=");
+        assert_offers(actions, WORDS("USER_NOTIF", "ERRNO"), NULL, "zsh: who-can --action=");
+        g_autofree char *like = g_strdup_printf("sectreectl run --like=");
+        g_auto(GStrv) likes = zsh_offers(fx, like);
+        assert_offers(likes, WORDS(fx->filtered_pid), NULL, "zsh: run --like=");
+        g_auto(GStrv) diff_tids = zsh_offers(fx, "sectreectl policy-diff ");
+        assert_offers(diff_tids, WORDS(fx->filtered_pid), NULL, "zsh: policy-diff");
+        g_auto(GStrv) who = zsh_offers(fx, "sectreectl who-can opena");
+        assert_offers(who, WORDS("openat"), WORDS("socketcall"), "zsh: who-can SYSCALL");
+        g_auto(GStrv) id = run_lines(fx, (char *[]) { (char *) "sectreectl", (char *) "snapshot", fx->root_pid, NULL });
+        g_autofree char *exec_line = g_strdup_printf("sectreectl restore %s --exec=", id[0]);
+        g_autofree char *root_exec = g_strdup_printf("%s=", fx->root_pid);
+        g_auto(GStrv) exec_pids = zsh_offers(fx, exec_line);
+        assert_offers(exec_pids, WORDS(root_exec), NULL, "zsh: restore ID --exec=");
+        g_autofree char *exec_cmd = g_strdup_printf("sectreectl restore %s --exec=%s=slee", id[0], fx->root_pid);
+        g_auto(GStrv) exec_cmds = zsh_offers(fx, exec_cmd);
+        assert_offers(exec_cmds, WORDS("sleep"), NULL, "zsh: restore ID --exec=PID=slee");
 }
 
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add("/completion/bash", Fixture, NULL, setup, test_bash, teardown);
         g_test_add("/completion/bash-loads", Fixture, NULL, setup, test_bash_loads, teardown);
+        g_test_add("/completion/syscalls-arch", Fixture, NULL, setup, test_syscalls_arch, teardown);
         g_test_add("/completion/zsh", Fixture, NULL, setup, test_zsh, teardown);
         return g_test_run();
 }

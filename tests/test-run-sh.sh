@@ -1,6 +1,8 @@
 #!/bin/bash
 # tests/test-run-sh.sh: scripts/run.sh keeps one private bus and daemon between calls, restarts
-# the daemon for a newer build, and --stop stops both. TAP. Needs root (it runs the daemon).
+# the daemon for a newer build, and --stop stops both; a clone pointed at a state directory another
+# clone's daemon holds is refused, naming that daemon, and by default each build directory has a
+# state directory of its own. TAP. Needs root (it runs the daemon).
 set -uo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 n=0 failed=0
@@ -15,9 +17,15 @@ if [ "$(id -u)" != 0 ]; then
 fi
 tmp=$(mktemp -d)
 export SECTREE_RUN_DIR=$tmp/run SECTREE_STATE_DIR=$tmp/state SECTREE_PRIVATE_BUS=1
-cleanup() { "$SRC/scripts/run.sh" --stop >/dev/null 2>&1; rm -rf "$tmp"; }
+cleanup() {
+        "$SRC/scripts/run.sh" --stop >/dev/null 2>&1
+        SECTREE_RUN_DIR=$tmp/run2 "$SRC/scripts/run.sh" --stop >/dev/null 2>&1
+        SECTREE_RUN_DIR=$tmp/run3 "$SRC/scripts/run.sh" --stop >/dev/null 2>&1
+        [ -n "${own_state:-}" ] && rm -rf "$own_state"
+        rm -rf "$tmp"
+}
 trap cleanup EXIT
-echo "1..7"
+echo "1..10"
 
 out=$("$SRC/scripts/run.sh" status 2>"$tmp/err")
 check "the first call starts a bus and a daemon and runs the verb" '[[ $out == *"Backend: bpf"* ]]'
@@ -34,6 +42,19 @@ out=$("$SRC/scripts/run.sh" --json status 2>"$tmp/err2")
 check "the second call uses the same daemon and bus" \
         '[[ $out == "{"* ]] && [ "$(cat "$SECTREE_RUN_DIR/sectreed.pid")" = "$pid" ] && kill -0 "$pid" && kill -0 "$bus"'
 check "and says nothing about starting them" '[ ! -s "$tmp/err2" ]'
+# another clone (its own bus) pointed at the same state directory: refused, naming the holder
+SECTREE_RUN_DIR=$tmp/run2 "$SRC/scripts/run.sh" status >/dev/null 2>"$tmp/err-clone"
+rc=$?
+check "a clone on a state directory another daemon holds fails" '[ $rc -ne 0 ]'
+check "and says which daemon holds it" 'grep -q "is in use by another sectreed (pid $pid)" "$tmp/err-clone"' ||
+        sed 's/^/# err: /' "$tmp/err-clone"
+# without SECTREE_STATE_DIR the state directory is the build's own, not /var/lib/sectree
+out=$(env -u SECTREE_STATE_DIR SECTREE_RUN_DIR=$tmp/run3 "$SRC/scripts/run.sh" status 2>/dev/null)
+own=$(cat "$tmp/run3/sectreed.pid" 2>/dev/null)
+own_state=$(tr '\0' '\n' <"/proc/$own/cmdline" 2>/dev/null | sed -n 's/^--state-dir=//p')
+check "by default a build's daemon has a state directory of its own" \
+        '[[ $out == *"Backend: bpf"* ]] && [[ $own_state == /var/lib/sectree-run.* ]]'
+SECTREE_RUN_DIR=$tmp/run3 "$SRC/scripts/run.sh" --stop >/dev/null 2>&1
 touch "$SECTREE_BUILD/daemon/sectreed"
 "$SRC/scripts/run.sh" status >/dev/null 2>&1
 new=$(cat "$SECTREE_RUN_DIR/sectreed.pid")

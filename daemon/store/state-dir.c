@@ -12,11 +12,12 @@
 #include <sys/stat.h>
 
 #include "core/util.h"
+#include "store/state-lock.h"
 
 #define STATE_DIR_MODE 0700
 #define STATE_FILE_MODE 0600
 
-/* Does the directory hold anything but db and its -wal, -shm and -journal files? */
+/* Does the directory hold anything but db, its -wal, -shm and -journal files and the daemon's lock? */
 static int dir_holds_foreign_files(int dfd, const char *db) {
         int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
@@ -29,7 +30,7 @@ static int dir_holds_foreign_files(int dfd, const char *db) {
         size_t n = strlen(db);
         int r = 0;
         for (struct dirent *e; r == 0 && (e = readdir(d));) {
-                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+                if (streq(e->d_name, ".") || streq(e->d_name, "..") || streq(e->d_name, STATE_LOCK_FILE_NAME))
                         continue;
                 const char *rest = strncmp(e->d_name, db, n) == 0 ? e->d_name + n : NULL;
                 r = !rest || !(streq(rest, "") || streq(rest, "-wal") || streq(rest, "-shm") || streq(rest, "-journal"));

@@ -5,10 +5,12 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "core/escape.h"
 
 static LogLevel max_level = LOG_LEVEL_INFO;
+static bool stderr_is_journal = false;
 
 void log_set_max_level(LogLevel level) {
         max_level = level;
@@ -36,7 +38,26 @@ LogLevel log_level_from_string(const char *s) {
         return _LOG_LEVEL_INVALID;
 }
 
+/* $JOURNAL_STREAM is "DEVICE:INODE" of the stream systemd connected to the service's stdout or
+ * stderr: it is the journal only if stderr still is that file (a child may have redirected it). */
+static bool journal_stream_is_stderr(void) {
+        const char *e = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        int end = 0;
+        if (!e || sscanf(e, "%llu:%llu%n", &dev, &ino, &end) != 2 || e[end] != '\0')
+                return false;
+        struct stat st;
+        if (fstat(STDERR_FILENO, &st) < 0)
+                return false;
+        return (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
+}
+
+bool log_stderr_is_journal(void) {
+        return stderr_is_journal;
+}
+
 void log_parse_environment(void) {
+        stderr_is_journal = journal_stream_is_stderr();
         const char *e = secure_getenv("SYSTEMD_LOG_LEVEL");
         if (!e)
                 return;
@@ -60,6 +81,8 @@ int log_internal(LogLevel level, int error, const char *format, ...) {
                 if (vasprintf(&text, format, ap) < 0)
                         text = NULL;
                 va_end(ap);
+                if (stderr_is_journal)
+                        fprintf(stderr, "<%d>", (int) level);
                 /* one line, whatever the strings in it came from (a caller, a process, a snapshot) */
                 (void) fputs_escaped(text ?: format, stderr);
                 fputc('\n', stderr);

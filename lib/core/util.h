@@ -96,8 +96,11 @@ int grow_array(void **array, size_t *allocated, size_t need, size_t elem);
 
 /* Logging. Messages go to stderr, one line each, escaped as str_escape() does (escape.h): a string
  * of a caller's (a comm, an argv, a name, an executor's message) can neither start lines of its own
- * in a log nor act on a terminal. log_*_errno() returns the negative errno it was given, and sets
- * errno so that %m in the format prints it. */
+ * in a log nor act on a terminal. When stderr is the journal ($JOURNAL_STREAM names its device and
+ * inode, as systemd sets it for a service), each line starts with its priority, "<3>" for an error
+ * as sd-daemon.h's SD_ERR, so that journald files it at that priority rather than at info.
+ * log_*_errno() returns the negative errno it was given, and sets errno so that %m in the format
+ * prints it. */
 typedef enum LogLevel {
         LOG_LEVEL_EMERG = 0,
         LOG_LEVEL_ALERT = 1,
@@ -114,8 +117,11 @@ LogLevel log_get_max_level(void);
 /* A syslog level by name ("emerg" ... "debug", as systemd spells them) or number (0-7). */
 LogLevel log_level_from_string(const char *s);
 /* $SYSTEMD_LOG_LEVEL sets the maximum level, as for systemd's own programs; an invalid value is
- * said once and ignored. */
+ * said once and ignored. Whether stderr is the journal is read here too ($JOURNAL_STREAM against
+ * stderr's device and inode): call it again after pointing stderr elsewhere. */
 void log_parse_environment(void);
+/* Whether log_parse_environment() found stderr to be the journal. */
+bool log_stderr_is_journal(void);
 int log_internal(LogLevel level, int error, const char *format, ...) _printf_(3, 4);
 #define log_error_errno(e, ...) log_internal(LOG_LEVEL_ERR, (e), __VA_ARGS__)
 #define log_warning_errno(e, ...) log_internal(LOG_LEVEL_WARNING, (e), __VA_ARGS__)
