@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bus/bus-errors.h"
+#include "service/log-event.h"
 
 int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
         int r = manager_live(m, ret);
@@ -40,4 +41,20 @@ int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, s
                         r = sd_bus_message_exit_container(msg);
         }
         return r < 0 ? r : sd_bus_message_exit_container(msg);
+}
+
+int bus_access_denied(sd_bus_message *msg, const Caller *c, sd_bus_error *error, const char *format, ...) {
+        _cleanup_free_ char *what = NULL;
+        va_list ap;
+        va_start(ap, format);
+        int r = vasprintf(&what, format, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        pid_t pid = 0;
+        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_PID, &creds) >= 0)
+                (void) sd_bus_creds_get_pid(creds, &pid);
+        log_event_access_denied(sd_bus_message_get_member(msg), c->uid, pid, what);
+        return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, what);
 }

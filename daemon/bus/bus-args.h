@@ -4,6 +4,7 @@
 
 #include <systemd/sd-bus.h>
 
+#include "service/access.h"
 #include "service/manager.h"
 #include "service/policy-jobs.h"
 #include "service/snapshot-transfers.h"
@@ -33,6 +34,11 @@ typedef struct ManagerBus {
 
 /* The live forest for a method (manager_live()), or ScanFailed set in error. */
 int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);
+
+/* Refuse the call with AccessDenied and the message, and log the operator's access-denied event
+ * (the method, the caller's uid and pid, the message). */
+int bus_access_denied(sd_bus_message *msg, const Caller *c, sd_bus_error *error, const char *format, ...)
+        _printf_(4, 5);
 
 /* A method's a{sv} of options: for each entry, one() is called with its key and must read the
  * variant that follows (bus_read_option() reads one of a basic type) or refuse the key with

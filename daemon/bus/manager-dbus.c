@@ -7,6 +7,7 @@
 #include "bus/snapshots-dbus.h"
 #include "config.h"
 #include "service/access.h"
+#include "service/log-event.h"
 #include "service/snapshot-transfers.h"
 #include "service/visibility.h"
 #include "snapshot/snapshot.h"
@@ -179,7 +180,8 @@ static int append_program(sd_bus_message *reply, const Filter *flt) {
 }
 
 /* The filter with that id if the caller may see it; otherwise a named error. */
-static int find_visible_filter(Caller *c, const Forest *f, uint64_t id, const Filter **ret, sd_bus_error *error) {
+static int find_visible_filter(sd_bus_message *msg, Caller *c, const Forest *f, uint64_t id, const Filter **ret,
+                               sd_bus_error *error) {
         const Filter *flt = forest_find_filter(f, id);
         if (!flt)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_FILTER, "No filter with id %" PRIu64 ".", id);
@@ -189,8 +191,7 @@ static int find_visible_filter(Caller *c, const Forest *f, uint64_t id, const Fi
                 if (r < 0)
                         return r;
                 if (!hashmap_get(&visible, id))
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                                 "Filter %" PRIu64 " runs no task you could trace.", id);
+                        return bus_access_denied(msg, c, error, "Filter %" PRIu64 " runs no task you could trace.", id);
         }
         *ret = flt;
         return 0;
@@ -226,7 +227,7 @@ static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *
         char digest[PROG_DIGEST_STRING_MAX];
         int r = sd_bus_message_read(msg, "t", &id);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0 ||
-            (r = find_visible_filter(&c, f, id, &flt, error)) < 0)
+            (r = find_visible_filter(msg, &c, f, id, &flt, error)) < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
@@ -257,7 +258,7 @@ static int reply_unfiltered_chain(sd_bus_message *msg, Caller *c, pid_t tid, sd_
         if (r == -ESRCH)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No task with tid %d.", tid);
         if (r < 0)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Task %d is not one you could trace.", tid);
+                return bus_access_denied(msg, c, error, "Task %d is not one you could trace.", tid);
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -282,8 +283,7 @@ static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_err
         if (!t)
                 return reply_unfiltered_chain(msg, &c, (pid_t) tid, error);
         if (!caller_may_see(&c, p))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Task %" PRIu32 " is not one you could trace.", tid);
+                return bus_access_denied(msg, &c, error, "Task %" PRIu32 " is not one you could trace.", tid);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "t");
@@ -312,8 +312,7 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_TASK, "No process or thread with id %" PRIu32 ".", pid);
         pid = (uint32_t) tgid;
         if (!caller_may_see_process(&c, (pid_t) pid))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                         "Process %" PRIu32 " is not one you could trace.", pid);
+                return bus_access_denied(msg, &c, error, "Process %" PRIu32 " is not one you could trace.", pid);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "u");
@@ -362,7 +361,7 @@ static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         if (r < 0)
                 return r;
         if (!c.privileged)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "Only root may ask for a rescan.");
+                return bus_access_denied(msg, &c, error, "Only root may ask for a rescan.");
         r = manager_full_pass(m, "rescan");
         if (r == -EAGAIN)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The full pass failed: tasks and filters changed "
@@ -487,6 +486,7 @@ static int send_filter_attached(ManagerBus *b, uint64_t id, uint64_t parent, pid
         _cleanup_free_ char *valid = comm_for_bus(comm);
         if (!valid)
                 return -ENOMEM;
+        log_event_filter_attached(id, parent, tid, pid, valid);
         return emit(b, "FilterAttached", "ttuus", id, parent, (uint32_t) tid, (uint32_t) pid, valid);
 }
 
@@ -546,8 +546,10 @@ static void on_changes(void *userdata, const LiveChanges *c, const char *reason)
         ManagerBus *b = userdata;
         for (size_t i = 0; i < c->n; i++)
                 (void) announce_change(b, &c->changes[i]);
-        if (c->replaced && reason)
+        if (c->replaced && reason) {
+                log_event_resynced(reason);
                 (void) emit(b, "Resynced", "s", reason);
+        }
         (void) announce_counts(b);
         if (c->replaced)
                 rescans_answer(b, NULL, NULL); /* a pass stored after they asked */

@@ -7,6 +7,7 @@
 #include "bus/bus-args.h"
 #include "bus/bus-errors.h"
 #include "service/access.h"
+#include "service/log-event.h"
 #include "service/restores.h"
 
 /* The named error for what Restore() returned (message: what the call said, may be NULL). */
@@ -165,9 +166,8 @@ static int read_limits(sd_bus_message *msg, const Caller *c, RestoreLimits *ret,
                 r = restore_limits_read(pid, c->uid, ret);
         if (r >= 0 || c->privileged)
                 return 0; /* root: the daemon's own, if its process cannot be read */
-        return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                 "Your resource limits could not be read from your process %d: %s.", (int) pid,
-                                 strerror(-r));
+        return bus_access_denied(msg, c, error, "Your resource limits could not be read from your process %d: %s.",
+                                 (int) pid, strerror(-r));
 }
 
 /* The identity the executor runs as: the caller's uid as the bus says, its gid and supplementary
@@ -476,6 +476,7 @@ static const sd_bus_vtable restores_vtable[] = {
 /* ---- RestoreFinished ---- */
 
 static void on_restore_finished(uint64_t id, uid_t owner, const char *reason, void *userdata) {
+        log_event_restore_finished(id, 0, owner, reason);
         (void) sd_bus_emit_signal(userdata, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "RestoreFinished", "tus", id,
                                           (uint32_t) owner, reason);
 }

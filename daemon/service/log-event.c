@@ -4,7 +4,7 @@
  * event is sent to the journal's own socket instead (sd_journal_sendv), with its fields, so that a
  * fleet's existing journal forwarding and alerting pick it up by MESSAGE_ID. Outside the journal
  * (a terminal, a file, a container) it is the same line as ever on stderr. */
-#include "core/log-event.h"
+#include "service/log-event.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -115,7 +115,10 @@ void log_event_filter_attached(uint64_t filter_id, uint64_t parent_id, pid_t tid
                 { "SECTREE_FILTER_ID", id.s }, { "SECTREE_PARENT_ID", parent.s }, { "SECTREE_TID", t.s },
                 { "SECTREE_PID", p.s },        { "SECTREE_COMM", comm },          { "OBJECT_PID", p.s },
         };
-        log_event(LOG_EVENT_FILTER_ATTACHED, LOG_LEVEL_INFO, f, with_object_pid(ELEMENTSOF(f), pid),
+        /* one per filter installed: an entry in the journal, where it can be searched by unit, but
+         * only a debug line on a plain stderr, which it would flood */
+        LogLevel level = log_stderr_is_journal() ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG;
+        log_event(LOG_EVENT_FILTER_ATTACHED, level, f, with_object_pid(ELEMENTSOF(f), pid),
                   "Filter %" PRIu64 " (parent %" PRIu64 ") attached to thread %d of process %d (%s).", filter_id,
                   parent_id, (int) tid, (int) pid, comm ?: "");
 }
