@@ -26,6 +26,8 @@ int policy_arch_option(const Context *c, const PolicyArch **ret) {
 
 void task_policy_done(TaskPolicy *p) {
         chain_done(&p->chain);
+        free(p->progs);
+        p->progs = NULL;
         p->summary = policy_summary_free(p->summary);
 }
 
@@ -38,19 +40,18 @@ char *task_policy_name(const TaskPolicy *p) {
 
 /* The programs to summarize: the chain, strict mode as a program, or none. */
 static int task_policy_summarize(TaskPolicy *p, const PolicyArch *only) {
-        struct sock_filter strict[POLICY_STRICT_PROGRAM_MAX];
-        _cleanup_free_ ChainProgram *progs = calloc(p->chain.n + 1, sizeof(ChainProgram));
-        size_t n = p->chain.n;
-        if (!progs)
+        p->progs = calloc(p->chain.n + 1, sizeof(ChainProgram));
+        p->n_progs = p->chain.n;
+        if (!p->progs)
                 return log_oom();
-        int r = chain_programs(&p->chain, progs);
+        int r = chain_programs(&p->chain, p->progs);
         if (r < 0)
                 return r;
         if (p->mode == TASK_MODE_STRICT) {
-                progs[0] = (ChainProgram) { .insns = strict, .len = policy_strict_program(strict) };
-                n = 1;
+                p->progs[0] = (ChainProgram) { .insns = p->strict, .len = policy_strict_program(p->strict) };
+                p->n_progs = 1;
         }
-        r = policy_summarize(progs, n, only, &p->summary);
+        r = policy_summarize(p->progs, p->n_progs, only, &p->summary);
         if (r == -E2BIG)
                 return ctl_error_errno(r, "The chain of task %" PRIu32 " has too many paths to analyse.", p->tid);
         if (r < 0)

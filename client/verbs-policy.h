@@ -18,6 +18,11 @@ typedef struct TaskPolicy {
         Chain chain;
         PolicySummary *summary;
         const char *source; /* NULL: live; else the snapshot file */
+        /* what was summarized, newest first (strict mode as a program): for checking a finding
+         * by evaluating the chain itself */
+        ChainProgram *progs;
+        size_t n_progs;
+        struct sock_filter strict[POLICY_STRICT_PROGRAM_MAX];
 } TaskPolicy;
 
 void task_policy_done(TaskPolicy *p);

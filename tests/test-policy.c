@@ -9,6 +9,7 @@
 
 #include "policy-check.h"
 #include "policy-filters.h"
+#include "policy/policy-diff.h"
 #include "policy/policy-format.h"
 #include "policy/policy-oci.h"
 #include "policy/policy-profile.h"
@@ -616,6 +617,108 @@ static void test_who_can_query_parse(void) {
         g_assert_cmpint(who_can_query_parse(NULL, "-1", NULL, 0, NULL, &q, &why), ==, -EINVAL);
 }
 
+/* ---- differences ---- */
+
+/* setns: ERRNO(1) when arg1.lo == 0 or any of the namespace bits is set (firejail's form). */
+static const struct sock_filter prog_setns[] = {
+        LD_NR, IF_NR(308, 5),
+        LD_ARG_LO(1), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1), RET(SECCOMP_RET_ERRNO | 1),
+        JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x7e020080, 0, 1), RET(SECCOMP_RET_ERRNO | 1),
+        RET(SECCOMP_RET_ALLOW),
+};
+static const struct sock_filter prog_nr_low_byte[] = {
+        LD_NR, STMT(BPF_ALU | BPF_AND | BPF_K, 0xff), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xab, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 51), RET(SECCOMP_RET_ALLOW),
+};
+static const struct sock_filter prog_ret_a[] = {
+        LD_ARG_LO(0), STMT(BPF_ALU | BPF_MUL | BPF_K, 3), JUMP(BPF_JMP | BPF_JGT | BPF_K, 10, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 2),
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_AND | BPF_K, 0xfff), STMT(BPF_ALU | BPF_OR | BPF_K, SECCOMP_RET_ERRNO),
+        STMT(BPF_RET | BPF_A, 0),
+};
+/* prog_ret_a, but ERRNO(3) where it gives ERRNO(2) when arg1.lo == 7 */
+static const struct sock_filter prog_ret_a_other[] = {
+        LD_ARG_LO(0), STMT(BPF_ALU | BPF_MUL | BPF_K, 3), JUMP(BPF_JMP | BPF_JGT | BPF_K, 10, 0, 3),
+        LD_ARG_LO(1), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 7, 0, 1), RET(SECCOMP_RET_ERRNO | 3),
+        RET(SECCOMP_RET_ERRNO | 2),
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_AND | BPF_K, 0xfff), STMT(BPF_ALU | BPF_OR | BPF_K, SECCOMP_RET_ERRNO),
+        STMT(BPF_RET | BPF_A, 0),
+};
+
+/* The differences of two chains on q, each checked by evaluating both chains on its witness;
+ * returns how many policy_decisions_diff() found. */
+static int diff_checked(const ChainProgram *a, size_t na, const ChainProgram *b, size_t nb, const PolicyQuery *q) {
+        Arena arena = {};
+        PolicyDecision *da, *db;
+        PolicyDifference d[32];
+        g_assert_cmpint(policy_decide(&arena, a, na, q, &da), ==, 0);
+        g_assert_cmpint(policy_decide(&arena, b, nb, q, &db), ==, 0);
+        int n = policy_decisions_diff(&arena, da, db, false, d, ELEMENTSOF(d));
+        g_assert_cmpint(n, >=, 0);
+        for (int i = 0; i < MIN(n, (int) ELEMENTSOF(d)); i++) {
+                g_assert_cmpuint(chain_evaluate(a, na, &d[i].witness).ret, ==, d[i].a);
+                g_assert_cmpuint(chain_evaluate(b, nb, &d[i].witness).ret, ==, d[i].b);
+                g_assert_cmpuint(d[i].a, !=, d[i].b);
+        }
+        g_assert_cmpint(policy_decisions_diff(&arena, da, da, false, NULL, 0), ==, 0);
+        arena_done(&arena);
+        return n;
+}
+
+static void test_diff_self(void) {
+        const struct { const struct sock_filter *insns; size_t len; } progs[] = {
+                { prog_setns, ELEMENTSOF(prog_setns) },   { prog_nr_low_byte, ELEMENTSOF(prog_nr_low_byte) },
+                { prog_ret_a, ELEMENTSOF(prog_ret_a) },   { prog_machine, ELEMENTSOF(prog_machine) },
+                { prog_bits, ELEMENTSOF(prog_bits) },
+        };
+        const PolicyQuery queries[] = {
+                { .arch = SCMP_ARCH_X86_64, .nr = 308 },         { .arch = SCMP_ARCH_X86, .nr = 308 },
+                { .arch = SCMP_ARCH_X86_64, .nr = 0xab },        { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid },
+                { .arch = SCMP_ARCH_X86_64, .nr = SYS_getppid }, { .arch = SCMP_ARCH_X86_64, .other = true },
+                { .arch = SCMP_ARCH_X32, .other = true },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
+                /* the same program, and a byte-identical copy of it */
+                _cleanup_free_ struct sock_filter *copy = g_memdup2(progs[i].insns, progs[i].len * sizeof(struct sock_filter));
+                ChainProgram a = { progs[i].insns, progs[i].len }, b = { copy, progs[i].len };
+                for (size_t q = 0; q < ELEMENTSOF(queries); q++) {
+                        g_assert_cmpint(diff_checked(&a, 1, &a, 1, &queries[q]), ==, 0);
+                        g_assert_cmpint(diff_checked(&a, 1, &b, 1, &queries[q]), ==, 0);
+                }
+        }
+        /* a real difference, under a computed value: proven by its witness */
+        ChainProgram a = { prog_ret_a, ELEMENTSOF(prog_ret_a) }, b = { prog_ret_a_other, ELEMENTSOF(prog_ret_a_other) };
+        const PolicyQuery q = { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid };
+        g_assert_cmpint(diff_checked(&a, 1, &b, 1, &q), >=, 1);
+        /* and between a chain and the chain with a filter more that never decides */
+        const struct sock_filter allow[] = { RET(SECCOMP_RET_ALLOW) };
+        ChainProgram two[] = { { allow, 1 }, a };
+        g_assert_cmpint(diff_checked(&a, 1, two, 2, &q), ==, 0);
+}
+
+/* Random chain pairs: every difference found is one the concrete evaluator confirms. */
+static void test_diff_random(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        const uint32_t pool[] = { SYS_getpid, SYS_getppid, AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, 0x40000000 };
+        const PolicyQuery queries[] = {
+                { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid },
+                { .arch = SCMP_ARCH_X86, .nr = SYS_getpid },
+                { .arch = SCMP_ARCH_X32, .other = true },
+        };
+        size_t found = 0;
+        for (unsigned i = 0; i < RANDOM_CHAINS / 3; i++) {
+                TestRandomProg pa, pb;
+                tests_random_prog(r, g_rand_boolean(r), pool, ELEMENTSOF(pool), &pa);
+                tests_random_prog(r, g_rand_boolean(r), pool, ELEMENTSOF(pool), &pb);
+                ChainProgram a = { pa.insns, pa.len }, b = { pb.insns, pb.len };
+                for (size_t q = 0; q < ELEMENTSOF(queries); q++) {
+                        found += diff_checked(&a, 1, &b, 1, &queries[q]) > 0;
+                        g_assert_cmpint(diff_checked(&a, 1, &a, 1, &queries[q]), ==, 0);
+                }
+        }
+        g_assert_cmpuint(found, >, 0);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/policy/word/search", test_word_search);
@@ -625,6 +728,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/decide/bits", test_decide_bits);
         g_test_add_func("/policy/decide/machine", test_decide_machine);
         g_test_add_func("/policy/random", test_random_programs);
+        g_test_add_func("/policy/diff/self", test_diff_self);
+        g_test_add_func("/policy/diff/random", test_diff_random);
         g_test_add_func("/policy/real/container-profile", test_container_profile);
         g_test_add_func("/policy/real/systemd", test_systemd_sets);
         g_test_add_func("/policy/oci/real", test_oci_real);

@@ -378,6 +378,12 @@ static void test_files_and_diff(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("policy-diff", fx->pid[T_BWRAP], fx->pid[T_FIREJAIL]), &out, NULL),
                         ==, 1);
         g_assert_nonnull(strstr(out, "\nclone\n  A: ERRNO(1) if arg0 & 0x10000000 == 0x10000000; ALLOW if "));
+        const char *clone_eg = strstr(strstr(out, "\nclone\n  A: "), "  e.g. nr 56, arg0 0x20000: ");
+        g_assert_nonnull(clone_eg);
+        g_assert_true(g_str_has_prefix(strchr(clone_eg, ':'), ": A gives ALLOW, B gives ERRNO(1)\n"));
+        /* a firejail task against itself: nothing differs (its setns rule overlaps, and is the same) */
+        g_autofree char *fj = ctl_run_ok(&fx->b, CTL_ARGS("policy-diff", fx->pid[T_FIREJAIL], fx->pid[T_FIREJAIL]));
+        g_assert_nonnull(strstr(fj, "0 system calls decided differently."));
         json_t *diff = NULL;
         g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "policy-diff", fx->pid[T_ALLOW], fx->pid[T_TWIN1]), &out,
                                 NULL), ==, 1);

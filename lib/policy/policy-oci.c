@@ -543,10 +543,6 @@ static int oci_syscalls(Oci *o, const PolicyArchSummary *const *listed, size_t n
 
 #define OCI_DIFFERENCES_LISTED 8
 
-static uint64_t term_field_witness(const PolicyTerm *t, unsigned field) {
-        return (uint64_t) t->words[policy_field_word(field, true)].witness << 32 | t->words[policy_field_word(field, false)].witness;
-}
-
 /* Where the built filter decides otherwise than the chain, a problem (with an example). */
 static int oci_compare_decisions(Oci *o, const char *name, const char *arch, const PolicyDecision *chain,
                                  const PolicyDecision *profile, size_t *n_differ) {
@@ -560,8 +556,8 @@ static int oci_compare_decisions(Oci *o, const char *name, const char *arch, con
         return oci_problem(o, "%s: on %s the profile gives %s where the chain gives %s (e.g. nr %" PRIu32 ", arg0 %#" PRIx64
                               ", arg1 %#" PRIx64 ", arg2 %#" PRIx64 ")",
                            name, arch, action_to_string(d.b, b, sizeof(b)), action_to_string(d.a, a, sizeof(a)),
-                           d.term.words[POLICY_WORD_NR].witness, term_field_witness(&d.term, 0),
-                           term_field_witness(&d.term, 1), term_field_witness(&d.term, 2));
+                           (uint32_t) d.witness.nr, (uint64_t) d.witness.args[0], (uint64_t) d.witness.args[1],
+                           (uint64_t) d.witness.args[2]);
 }
 
 /* The profile built through libseccomp, as a runtime builds it, must decide every syscall of
