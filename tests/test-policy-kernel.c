@@ -6,10 +6,15 @@
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "policy-check.h"
 #include "policy-filters.h"
+#include "policy/policy-arch.h"
 #include "policy/policy-format.h"
 #include "policy/policy-summary.h"
 #include "core/disasm.h"
@@ -246,6 +251,57 @@ static void test_random(void) {
         g_assert_cmpuint(fatal, >, 10);
 }
 
+/* ---- strict mode ---- */
+
+#define X32_BIT 0x40000000
+
+/* The call nr with harmless arguments (fd -1, or exit(0)) in a child in strict mode, by the ABI
+ * of arch: whether the kernel let it run (the child exits 0) or killed the child. */
+static uint32_t strict_run(uint32_t arch, uint32_t nr) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) < 0)
+                        syscall(SYS_exit, 3);
+                if (arch == SCMP_ARCH_X86) {
+                        long ret;
+                        __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(nr == 1 ? 0 : -1), "c"(0), "d"(0) : "memory");
+                } else
+                        syscall(nr, nr == 60 || nr == (X32_BIT | 60) ? 0 : -1, NULL, 0);
+                syscall(SYS_exit, 0);
+        }
+        int status;
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return SECCOMP_RET_ALLOW;
+        g_assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        return SECCOMP_RET_KILL_THREAD;
+}
+
+/* read, write and exit in each ABI of x86_64: the kernel allows only the native numbers (and the
+ * i386 ones through int 0x80), as policy_arch_strict_verdict() and the strict program say. */
+static void test_strict(void) {
+        const struct { uint32_t arch; uint32_t nr; } calls[] = {
+                { SCMP_ARCH_X86_64, 0 }, { SCMP_ARCH_X86_64, 1 }, { SCMP_ARCH_X86_64, 60 }, { SCMP_ARCH_X86_64, 39 },
+                { SCMP_ARCH_X32, X32_BIT | 0 }, { SCMP_ARCH_X32, X32_BIT | 1 }, { SCMP_ARCH_X32, X32_BIT | 60 },
+                { SCMP_ARCH_X86, 3 }, { SCMP_ARCH_X86, 4 }, { SCMP_ARCH_X86, 1 }, { SCMP_ARCH_X86, 20 },
+        };
+        struct sock_filter strict[POLICY_STRICT_PROGRAM_MAX];
+        ChainProgram prog = { strict, policy_strict_program(strict) };
+        if (!policy_arch_native() || policy_arch_native()->arch != SCMP_ARCH_X86_64) {
+                g_test_skip("x86_64 only");
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                struct seccomp_data d = { .nr = (int) calls[i].nr,
+                                          .arch = calls[i].arch == SCMP_ARCH_X86 ? AUDIT_ARCH_I386 : AUDIT_ARCH_X86_64 };
+                uint32_t kernel = strict_run(calls[i].arch, calls[i].nr);
+                g_test_message("arch %#x nr %#x: %s", calls[i].arch, calls[i].nr, kernel == SECCOMP_RET_ALLOW ? "runs" : "killed");
+                g_assert_cmphex(policy_arch_strict_verdict(policy_arch_lookup(calls[i].arch), (int32_t) calls[i].nr), ==, kernel);
+                g_assert_cmphex(chain_evaluate(&prog, 1, &d).ret, ==, kernel);
+        }
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/policy/kernel/container-profile", test_container_profile);
@@ -253,5 +309,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/kernel/bwrap", test_bwrap);
         g_test_add_func("/policy/kernel/firejail", test_firejail);
         g_test_add_func("/policy/kernel/random", test_random);
+        g_test_add_func("/policy/kernel/strict", test_strict);
         return g_test_run();
 }

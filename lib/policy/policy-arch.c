@@ -217,7 +217,11 @@ size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch
 }
 
 uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr) {
-        /* the kernel's mode1_syscalls, and mode1_syscalls_32 for the compat ABIs */
+        /* the kernel's mode1_syscalls, and mode1_syscalls_32 for the compat ABIs; x32 is a compat
+         * ABI too, whose numbers (with __X32_SYSCALL_BIT) never equal the i386 ones the kernel
+         * compares them with: strict mode allows none of them */
+        if (a && a->arch == SCMP_ARCH_X32)
+                return SECCOMP_RET_KILL_THREAD;
         bool compat = a && (a->arch == SCMP_ARCH_X86 || a->arch == SCMP_ARCH_ARM);
         const char *const allowed[] = { "read", "write", "exit", compat ? "sigreturn" : "rt_sigreturn" };
         for (size_t i = 0; a && i < ELEMENTSOF(allowed); i++)

@@ -38,7 +38,8 @@ size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch
 
 /* Strict mode (SECCOMP_SET_MODE_STRICT): ALLOW for read, write, exit and rt_sigreturn (sigreturn
  * on the compat ABIs x86 and arm) in the ABI's numbers, KILL_THREAD for anything else (the
- * kernel's __secure_computing_strict()). */
+ * kernel's __secure_computing_strict()). On x32 everything is killed: the kernel compares x32
+ * numbers with the i386 ones, which they never equal. */
 uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr);
 
 /* Strict mode as a classic-BPF program, for the native architecture and its compat ABIs (what
