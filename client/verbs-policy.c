@@ -10,6 +10,7 @@
 #include "output.h"
 #include "policy/policy-format.h"
 #include "policy/policy-oci.h"
+#include "snapshot-load.h"
 #include "table.h"
 
 /* ---- shared ---- */
@@ -21,6 +22,21 @@ int policy_arch_option(const Context *c, const PolicyArch **ret) {
         *ret = policy_arch_from_name(c->arch);
         if (!*ret)
                 return usage_error("Unknown architecture '%s' (x86_64, x86, x32, aarch64, arm, ...)", c->arch);
+        return 0;
+}
+
+int policy_kernel_of(const char *file, uint32_t *ret) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        *ret = 0;
+        if (!file)
+                return 0;
+        int r = snapshot_file_load(file, &f, NULL);
+        if (r < 0)
+                return r;
+        *ret = kernel_version_parse(f->host.kernel);
+        if (*ret == 0)
+                log_warning("sectreectl: Snapshot %s does not say which kernel it was taken on: its uprobe exception is taken "
+                            "to be the running kernel's.", file);
         return 0;
 }
 
@@ -51,7 +67,7 @@ static int task_policy_summarize(TaskPolicy *p, const PolicyArch *only) {
                 p->progs[0] = (ChainProgram) { .insns = p->strict, .len = policy_strict_program(p->strict) };
                 p->n_progs = 1;
         }
-        r = policy_summarize(p->progs, p->n_progs, only, &p->summary);
+        r = policy_summarize_kernel(p->progs, p->n_progs, only, p->kernel, NULL, &p->summary);
         if (r == -E2BIG)
                 return ctl_error_errno(r, "The chain of task %" PRIu32 " has too many paths to analyse.", p->tid);
         if (r < 0)
@@ -65,6 +81,8 @@ int task_policy_load(Context *c, const char *file, uint32_t tid, const PolicyArc
         tc.file = file;
         int r = chain_load_task(&tc, tid, &ret->chain, &ret->mode);
         c->bus = tc.bus; /* connected on first use: kept for the next call */
+        if (r >= 0)
+                r = policy_kernel_of(file, &ret->kernel);
         return r < 0 ? r : task_policy_summarize(ret, only);
 }
 

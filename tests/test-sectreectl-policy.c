@@ -3,6 +3,7 @@
  * file; what the client prints is held to lib/'s decisions of the chains the daemon serves, and
  * its OCI profiles are loaded through libseccomp and compared with the chains */
 #include <jansson.h>
+#include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -242,10 +243,18 @@ static void test_policy(Fixture *fx, gconstpointer data) {
         const json_t *x;
         json_array_foreach(syscalls, i, x) {
                 const char *name = json_string_value(json_object_get(x, "name"));
+                struct seccomp_data d = { .nr = (int) json_integer_value(json_object_get(x, "nr")), .arch = AUDIT_ARCH_X86_64 };
                 bool allowed = streq(name, "read") || streq(name, "write") || streq(name, "exit") || streq(name, "rt_sigreturn");
+                /* and what this kernel runs without seccomp (uretprobe, uprobe) */
+                allowed = allowed || ((streq(name, "uretprobe") || streq(name, "uprobe")) && seccomp_kernel_exempts(0, &d));
                 g_assert_cmpstr(json_string_value(json_object_get(x, "action")), ==, allowed ? "ALLOW" : "KILL_THREAD");
         }
         json_decref(doc);
+        /* check: the strict task's uprobe, as the running kernel treats it */
+        struct seccomp_data up = { .nr = 336, .arch = AUDIT_ARCH_X86_64 };
+        g_autofree char *up_check = ctl_run_ok(&fx->b, CTL_ARGS("check", "--arch=x86_64", fx->pid[T_STRICT], "uprobe"));
+        g_assert_cmpint(strstr(up_check, "the kernel runs this call without seccomp (its uprobe exception)") != NULL, ==,
+                        seccomp_kernel_exempts(0, &up));
         g_autofree char *root = g_strdup_printf("%d", (int) scenario_root_pid(fx->s));
         g_autofree char *unfiltered = ctl_run_ok(&fx->b, CTL_ARGS("policy", "--arch=x86_64", root));
         g_assert_nonnull(strstr(unfiltered, "runs under no filter"));

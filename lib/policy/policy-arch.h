@@ -41,6 +41,10 @@ size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch
  * kernel's __secure_computing_strict()). On x32 everything is killed: the kernel compares x32
  * numbers with the i386 ones, which they never equal. */
 uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr);
+/* The same on kernel (a KERNEL_VERSION; 0: the running one): what it exempts from seccomp
+ * (seccomp_kernel_exempts()) runs in strict mode too. policy_arch_strict_verdict() is this for
+ * the running kernel. */
+uint32_t policy_arch_strict_verdict_kernel(const PolicyArch *a, int32_t nr, uint32_t kernel);
 
 /* Strict mode as a classic-BPF program, for the native architecture and its compat ABIs (what
  * policy_arch_strict_verdict() says for each), so that it can be summarized as a chain. At most

@@ -37,6 +37,8 @@ typedef struct PolicyQuery {
         int32_t nr;     /* for x32 with __X32_SYSCALL_BIT, as libseccomp resolves it */
         uint64_t args[6]; /* args[0..n_args) fixed to these values; the others free */
         size_t n_args;
+        uint32_t kernel; /* the KERNEL_VERSION whose exceptions apply (seccomp_kernel_exempts()); 0:
+                          * the running kernel's */
 } PolicyQuery;
 
 /* The complete decision: the cases cover every value of the words, each exactly once. */
@@ -48,7 +50,7 @@ typedef struct PolicyDecision {
 } PolicyDecision;
 
 /* Decide q for chain (newest first, each program valid per prog_validate()), with the kernel's
- * precedence across filters. Everything lives in arena. -E2BIG when a filter has more than
+ * precedence across filters; a call q's kernel exempts from seccomp is an unconditional ALLOW. Everything lives in arena. -E2BIG when a filter has more than
  * 65,536 paths for the question, -EINVAL for an unknown architecture, -ENOMEM. */
 int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q, PolicyDecision **ret);
 
