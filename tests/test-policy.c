@@ -170,6 +170,26 @@ static void test_decide_libseccomp(void) {
         assert_decision(&c, "getsid", "LOG if arg0 <= 4; ALLOW if arg0 >= 5");
 }
 
+/* The intervals of a field in JSON are unsigned: integers up to 2^53, decimal strings beyond. */
+static void test_json_unsigned(void) {
+        _cleanup_(test_prog_clear) TestProg p = prog_libseccomp_args();
+        const TestProg *progs[] = { &p };
+        TestChain c;
+        Arena arena = {};
+        PolicyDecision *dec;
+        PolicyQuery q = { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpgid };
+
+        test_chain_init(&c, "libseccomp-args", progs, 1);
+        g_assert_cmpint(policy_decide(&arena, c.progs, c.n, &q, &dec), ==, 0);
+        json_auto_t *j = policy_decision_json(&arena, dec);
+        g_autofree char *text = json_dumps(j, JSON_COMPACT);
+        g_test_message("%s", text);
+        g_assert_nonnull(strstr(text, "\"field\":\"arg1\",\"intervals\":[[4294967296,\"18446744073709551615\"]]"));
+        g_assert_nonnull(strstr(text, "\"field\":\"arg1\",\"intervals\":[[0,4294967295]]"));
+        g_assert_null(strstr(text, ",-"));
+        arena_done(&arena);
+}
+
 /* Bit operations, shifts and additions on one word: exact conditions. */
 static const struct sock_filter prog_bits[] = {
         LD_NR,
@@ -184,6 +204,48 @@ static const struct sock_filter prog_bits[] = {
         RET(SECCOMP_RET_ERRNO | 4),
         RET(SECCOMP_RET_ALLOW),
 };
+
+/* Division, multiplication and shifts by constants that are not powers of two: exact. */
+static const struct sock_filter prog_arith[] = {
+        LD_NR,
+        IF_NR(SYS_getpid, 13),
+        LD_ARG_LO(0), STMT(BPF_ALU | BPF_DIV | BPF_K, 3), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 5, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 1),
+        LD_ARG_LO(1), STMT(BPF_ALU | BPF_MUL | BPF_K, 6), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 30, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 2),
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_RSH | BPF_K, 3), STMT(BPF_ALU | BPF_DIV | BPF_K, 7),
+        JUMP(BPF_JMP | BPF_JGT | BPF_K, 9, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 3),
+        RET(SECCOMP_RET_ALLOW),
+};
+
+static void test_decide_arith(void) {
+        _cleanup_(test_prog_clear) TestProg p = test_prog_copy("arith", prog_arith, ELEMENTSOF(prog_arith));
+        const TestProg *progs[] = { &p };
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        TestChain c;
+        Arena arena = {};
+        PolicyDecision *dec;
+        PolicyQuery q = { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid };
+
+        g_assert_cmpint(prog_validate(p.insns, p.len, NULL), ==, 0);
+        test_chain_init(&c, "arith", progs, 1);
+        g_autofree char *s = decide_string(&c, SCMP_ARCH_X86_64, "getpid");
+        g_test_message("getpid: %s", s);
+        g_assert_null(strstr(s, "may never hold"));
+        g_assert_null(strstr(s, "depends on"));
+        /* (arg0.lo / 3) == 5 holds for 15, 16, 17 */
+        g_assert_true(g_str_has_prefix(s, "ERRNO(1) if arg0.lo in [15, 17]; "));
+        /* arg1.lo * 6 == 30 (mod 2^32): the low 31 bits of arg1 are 5 */
+        g_assert_nonnull(strstr(s, "ERRNO(2) if arg0.lo not in [15, 17] and arg1 & 0x7fffffff == 0x5; "));
+        /* (arg2.lo >> 3) / 7 > 9: arg2.lo >= 560 */
+        g_assert_nonnull(strstr(s, "arg2.lo >= 560"));
+        g_assert_cmpint(policy_decide(&arena, c.progs, c.n, &q, &dec), ==, 0);
+        for (size_t i = 0; i < dec->n_cases; i++)
+                g_assert_true(policy_case_exact(&dec->cases[i]));
+        g_assert_cmpuint(policy_check_decision(&c, dec, r, NULL, NULL), >, 0);
+        arena_done(&arena);
+}
 
 /* Scratch memory, X, division by X, RET A, and a comparison of two words. */
 static const struct sock_filter prog_machine[] = {
@@ -615,6 +677,22 @@ static void test_who_can_query_parse(void) {
         g_assert_cmpint(who_can_query_parse(NULL, "ptrace", args, 7, NULL, &q, &why), ==, -EINVAL);
         g_clear_pointer(&why, free);
         g_assert_cmpint(who_can_query_parse(NULL, "-1", NULL, 0, NULL, &q, &why), ==, -EINVAL);
+        g_clear_pointer(&why, free);
+
+        /* every number policy decides: x32's up to 0xffffffff, with the x32 bit added where missing */
+        g_assert_cmpint(who_can_query_parse("x32", "4294957215", NULL, 0, NULL, &q, &why), ==, 0);
+        g_assert_cmphex((uint32_t) q.nr, ==, 4294957215U);
+        g_assert_cmpint(who_can_query_parse("x32", "0x1", NULL, 0, NULL, &q, &why), ==, 0);
+        g_assert_cmphex((uint32_t) q.nr, ==, 0x40000001);
+        g_assert_cmpint(who_can_query_parse("x86", "0xfffffff0", NULL, 0, NULL, &q, &why), ==, 0);
+        g_assert_cmphex((uint32_t) q.nr, ==, 0xfffffff0);
+        g_assert_cmpint(who_can_query_parse("x86_64", "0x40000001", NULL, 0, NULL, &q, &why), ==, -EINVAL);
+        g_assert_nonnull(strstr(why, "not one of x86_64's"));
+        g_clear_pointer(&why, free);
+        g_assert_cmpint(who_can_query_parse("x86_64", "4294967296", NULL, 0, NULL, &q, &why), ==, -EINVAL);
+        g_clear_pointer(&why, free);
+        g_assert_cmpint(who_can_query_parse("x86_64", "uprobe", NULL, 0, NULL, &q, &why), ==, 0);
+        g_assert_cmpint(q.nr, ==, 336);
 }
 
 /* ---- differences ---- */
@@ -726,6 +804,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/word/patterns", test_word_patterns);
         g_test_add_func("/policy/decide/libseccomp", test_decide_libseccomp);
         g_test_add_func("/policy/decide/bits", test_decide_bits);
+        g_test_add_func("/policy/json/unsigned", test_json_unsigned);
+        g_test_add_func("/policy/decide/arith", test_decide_arith);
         g_test_add_func("/policy/decide/machine", test_decide_machine);
         g_test_add_func("/policy/random", test_random_programs);
         g_test_add_func("/policy/diff/self", test_diff_self);
