@@ -96,7 +96,10 @@ static char *action_describe(uint32_t ret, char *buf, size_t len) {
         if ((ret & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO)
                 name = strerrorname_np((int) (ret & SECCOMP_RET_DATA));
         size_t l = strlen(buf);
-        if (name && l > 0 && buf[l - 1] == ')')
+        if ((ret & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO && (ret & SECCOMP_RET_DATA) > POLICY_MAX_ERRNO &&
+            l > 0 && buf[l - 1] == ')')
+                snprintf(buf + l - 1, len - (l - 1), ": the kernel returns %d)", POLICY_MAX_ERRNO);
+        else if (name && l > 0 && buf[l - 1] == ')')
                 snprintf(buf + l - 1, len - (l - 1), ": %s)", name);
         return buf;
 }

@@ -290,12 +290,14 @@ static int policy_print_oci(const Context *c, const TaskPolicy *p) {
         _cleanup_free_ char *name = task_policy_name(p);
         int r = policy_oci_profile(p->summary, c->approximate, &profile, &problems);
         if (r == -EDOM) {
-                ctl_error("The policy of %s cannot be written as an OCI profile exactly:", name ? name : "the task");
+                ctl_error("The policy of %s cannot be written as an OCI profile %s:", name ? name : "the task",
+                          c->approximate ? "that libseccomp loads" : "exactly");
                 for (char **x = problems; x && *x; x++)
                         log_error("  %s", *x);
-                log_error("With --approximate the profile is written anyway, and decides what is listed here "
-                          "otherwise than the chain (a condition it cannot state gives the most restrictive of the "
-                          "actions).");
+                if (!c->approximate)
+                        log_error("With --approximate the profile is written anyway, and decides what is listed here "
+                                  "otherwise than the chain (a condition it cannot state gives the most restrictive of "
+                                  "the actions).");
                 return -EDOM;
         }
         if (r < 0)

@@ -373,6 +373,60 @@ static void test_container_profile(void) {
                                            "ALLOW if arg0 in {0, 8, 0x20000, 0x20008, 0xffffffff}");
 }
 
+/* A filter libseccomp built for x86_64, x86 and x32 whose exact profile libseccomp must load:
+ * socket ERRNO(10) if arg0 >= 17, KILL if arg0 == 16 and arg2 == 9; and errnos beyond what the
+ * kernel keeps (4095). */
+static TestProg prog_oci_socket(void) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        g_assert_nonnull(ctx);
+        g_assert_cmpint(seccomp_arch_add(ctx, SCMP_ARCH_X86), ==, 0);
+        g_assert_cmpint(seccomp_arch_add(ctx, SCMP_ARCH_X32), ==, 0);
+        RULE(ctx, SCMP_ACT_ERRNO(10), socket, 1, SCMP_A0(SCMP_CMP_GE, 17));
+        RULE(ctx, SCMP_ACT_KILL, socket, 2, SCMP_A0(SCMP_CMP_EQ, 16), SCMP_A2(SCMP_CMP_EQ, 9));
+        return test_prog_from_ctx("oci-socket", ctx);
+}
+
+static void test_oci_loadable(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        _cleanup_(test_prog_clear) TestProg p = prog_oci_socket();
+        const TestProg *progs[] = { &p };
+        _cleanup_strv_free_ char **problems = NULL;
+        TestChain c;
+
+        test_chain_init(&c, "oci-socket", progs, 1);
+        g_assert_cmpuint(policy_check_oci(&c, r, &problems), >, 0);
+        for (char **x = problems; x && *x; x++)
+                g_test_message("problem: %s", *x);
+        g_assert_true(!problems || !problems[0]);
+
+        /* errnos above 4094: the kernel caps them at 4095, libseccomp refuses more than 4094: the
+         * exact profile is refused for getppid, the approximate one loads, with errnoRet 4094 */
+        static const struct sock_filter big_errno[] = {
+                LD_ARCH, JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0), RET(SECCOMP_RET_KILL_THREAD),
+                LD_NR, JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), RET(SECCOMP_RET_KILL_THREAD),
+                IF_NR(SYS_getpid, 1), RET(SECCOMP_RET_ERRNO | 4094),
+                IF_NR(SYS_getppid, 1), RET(SECCOMP_RET_ERRNO | 5000), RET(SECCOMP_RET_ALLOW),
+        };
+        _cleanup_(test_prog_clear) TestProg b = test_prog_copy("big-errno", big_errno, ELEMENTSOF(big_errno));
+        const TestProg *bprogs[] = { &b };
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        _cleanup_strv_free_ char **bproblems = NULL;
+        json_t *profile = NULL;
+        test_chain_init(&c, "big-errno", bprogs, 1);
+        g_assert_cmpuint(policy_ret_effective(SECCOMP_RET_ERRNO | 5000), ==, SECCOMP_RET_ERRNO | 4095);
+        g_assert_cmpuint(policy_check_oci(&c, r, &bproblems), >, 0);
+        g_assert_nonnull(bproblems);
+        g_assert_nonnull(strstr(bproblems[0], "getppid"));
+        g_assert_cmpint(policy_summarize(c.progs, c.n, NULL, &s), ==, 0);
+        g_assert_cmpint(policy_oci_profile(s, false, &profile, NULL), ==, -EDOM);
+        g_assert_cmpint(policy_oci_profile(s, true, &profile, NULL), ==, 0);
+        g_autofree char *text = policy_oci_dumps(profile, JSON_COMPACT);
+        json_decref(profile);
+        g_test_message("%s", text);
+        g_assert_nonnull(strstr(text, "\"errnoRet\":4094"));
+        g_assert_null(strstr(text, "5000"));
+}
+
 static void test_systemd_sets(void) {
         g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
         static const char *const mount[] = { "@mount", NULL };
@@ -813,6 +867,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/real/container-profile", test_container_profile);
         g_test_add_func("/policy/real/systemd", test_systemd_sets);
         g_test_add_func("/policy/oci/real", test_oci_real);
+        g_test_add_func("/policy/oci/loadable", test_oci_loadable);
         g_test_add_func("/policy/who-can", test_who_can);
         g_test_add_func("/policy/who-can/plan", test_who_can_plan);
         g_test_add_func("/policy/who-can/parse", test_who_can_query_parse);

@@ -375,8 +375,9 @@ uint32_t policy_ret_effective(uint32_t ret) {
         case SECCOMP_RET_LOG:
         case SECCOMP_RET_ALLOW:
                 return ret & SECCOMP_RET_ACTION_FULL;
+        case SECCOMP_RET_ERRNO: /* the kernel caps the errno at MAX_ERRNO */
+                return SECCOMP_RET_ERRNO | MIN(ret & SECCOMP_RET_DATA, (uint32_t) POLICY_MAX_ERRNO);
         case SECCOMP_RET_TRAP:
-        case SECCOMP_RET_ERRNO:
         case SECCOMP_RET_TRACE:
                 return ret;
         default:

@@ -68,8 +68,11 @@ const PolicyCase *policy_decision_match(const PolicyDecision *dec, const struct 
 
 /* The action when the decision does not depend on the arguments at all: true and *ret. */
 bool policy_decision_unconditional(const PolicyDecision *dec, uint32_t *ret);
-/* The value as the kernel acts on it: the data of actions that ignore it cleared, unknown
- * actions as KILL_PROCESS. Two chains with equal effective values behave alike (what the
+/* The largest errno the kernel returns: ERRNO(data) with data above it returns -4095. */
+#define POLICY_MAX_ERRNO 4095
+
+/* The value as the kernel acts on it: the data of actions that ignore it cleared, an errno
+ * capped at POLICY_MAX_ERRNO, unknown actions as KILL_PROCESS. Two chains with equal effective values behave alike (what the
  * differences and the OCI profiles compare). */
 uint32_t policy_ret_effective(uint32_t ret);
 /* The case's value when it is a constant: true and *ret (false when computed from the words). */
