@@ -9,6 +9,7 @@
 
 #include "policy-check.h"
 #include "policy-filters.h"
+#include "policy/policy-audit.h"
 #include "policy/policy-diff.h"
 #include "policy/policy-format.h"
 #include "policy/policy-oci.h"
@@ -851,6 +852,157 @@ static void test_diff_random(void) {
         g_assert_cmpuint(found, >, 0);
 }
 
+/* ---- audit ---- */
+
+/* The findings of chain (and listeners, baseline), each witness checked against the concrete
+ * evaluator. */
+static void audit_chain(const TestChain *c, const bool *has_listener, const PolicySummary *baseline, AuditFindings *ret) {
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        g_assert_cmpint(policy_summarize(c->progs, c->n, NULL, &s), ==, 0);
+        AuditInput in = { .chain = c->progs, .n = c->n, .has_listener = has_listener, .summary = s, .baseline = baseline };
+        *ret = (AuditFindings) {};
+        g_assert_cmpint(policy_audit(&in, ret), ==, 0);
+        for (size_t i = 0; i < ret->n; i++) {
+                const AuditFinding *f = &ret->items[i];
+                g_test_message("%s: %s %s %s/%s: %s", c->name, audit_severity_to_string(f->severity),
+                               audit_rule_to_string(f->rule), f->arch ?: "-", f->syscall ?: "-", f->message);
+                if (f->has_witness)
+                        g_assert_cmphex(chain_evaluate(c->progs, c->n, &f->witness).ret, ==, f->action);
+        }
+}
+
+static const AuditFinding *audit_find(const AuditFindings *f, AuditRule rule, const char *syscall) {
+        for (size_t i = 0; i < f->n; i++)
+                if (f->items[i].rule == rule && (!syscall || streq_ptr(f->items[i].syscall, syscall)))
+                        return &f->items[i];
+        return NULL;
+}
+
+static TestProg prog_audit_strong(void) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        g_assert_nonnull(ctx);
+        g_assert_cmpint(seccomp_arch_add(ctx, SCMP_ARCH_X86), ==, 0);
+        g_assert_cmpint(seccomp_arch_add(ctx, SCMP_ARCH_X32), ==, 0);
+        static const char *const denied[] = {
+                "ptrace", "process_vm_writev", "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module",
+                "finit_module", "userfaultfd", "keyctl", "add_key", "mount", "open", "openat2", "execveat",
+                "io_uring_setup", "personality",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
+                int nr = seccomp_syscall_resolve_name(denied[i]);
+                g_assert_cmpint(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0), ==, 0);
+        }
+        RULE(ctx, SCMP_ACT_ERRNO(EPERM), unshare, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0x10000000, 0x10000000));
+        RULE(ctx, SCMP_ACT_ERRNO(EPERM), clone, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0x10000000, 0x10000000));
+        RULE(ctx, SCMP_ACT_ERRNO(ENOSYS), clone3, 0);
+        RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, 0x5412));
+        return test_prog_from_ctx("audit-strong", ctx);
+}
+
+/* socket denied directly on both ABIs, socketcall forgotten */
+static const struct sock_filter prog_socketcall_open[] = {
+        LD_ARCH, JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_I386, 0, 4),
+        LD_NR, JUMP(BPF_JMP | BPF_JEQ | BPF_K, 359, 0, 1), RET(SECCOMP_RET_ERRNO | EPERM), RET(SECCOMP_RET_ALLOW),
+        LD_NR, JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), RET(SECCOMP_RET_KILL_THREAD),
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 1), RET(SECCOMP_RET_ERRNO | EPERM), RET(SECCOMP_RET_ALLOW),
+};
+
+static const struct sock_filter prog_log_only[] = {
+        LD_NR, IF_NR(SYS_getpid, 1), RET(SECCOMP_RET_LOG), RET(SECCOMP_RET_ALLOW),
+};
+
+static const struct sock_filter prog_notify[] = {
+        LD_ARCH, JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0), RET(SECCOMP_RET_KILL_PROCESS),
+        LD_NR, IF_NR(SYS_mknod, 1), RET(SECCOMP_RET_USER_NOTIF), RET(SECCOMP_RET_ALLOW),
+};
+
+static void test_audit(void) {
+        _cleanup_(test_prog_clear) TestProg strong = prog_audit_strong(), container = tests_prog_container_profile();
+        _cleanup_(test_prog_clear) TestProg no_ptrace = test_prog_copy("no-ptrace", tests_prog_no_ptrace, 4);
+        _cleanup_(test_prog_clear) TestProg sc = test_prog_copy("socketcall", prog_socketcall_open, ELEMENTSOF(prog_socketcall_open));
+        _cleanup_(test_prog_clear) TestProg log = test_prog_copy("log-only", prog_log_only, ELEMENTSOF(prog_log_only));
+        _cleanup_(test_prog_clear) TestProg notify = test_prog_copy("notify", prog_notify, ELEMENTSOF(prog_notify));
+        _cleanup_(policy_summary_freep) PolicySummary *baseline = NULL;
+        const TestProg *p_strong[] = { &strong }, *p_no_ptrace[] = { &no_ptrace }, *p_sc[] = { &sc }, *p_log[] = { &log },
+                       *p_notify[] = { &notify }, *p_container[] = { &container };
+        TestChain c;
+        AuditFindings f;
+
+        /* weak: no architecture check, ptrace denied on x86_64 only by number; everything else open */
+        test_chain_init(&c, "no-ptrace", p_no_ptrace, 1);
+        audit_chain(&c, NULL, NULL, &f);
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_NO_ARCH_CHECK, NULL));
+        const AuditFinding *x = audit_find(&f, AUDIT_RULE_ABI_BYPASS, "ptrace");
+        g_assert_nonnull(x);
+        g_assert_true(x->has_witness && x->witness.arch == AUDIT_ARCH_I386 && x->action == SECCOMP_RET_ALLOW);
+        g_assert_null(audit_find(&f, AUDIT_RULE_DANGEROUS, "ptrace"));
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_DANGEROUS, "bpf"));
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_DANGEROUS, "unshare"));
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_DANGEROUS, "ioctl"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_LOG_ONLY, NULL));
+        audit_findings_done(&f);
+
+        /* strong: the architectures checked, the equivalents and dangerous calls closed */
+        test_chain_init(&c, "audit-strong", p_strong, 1);
+        audit_chain(&c, NULL, NULL, &f);
+        g_assert_null(audit_find(&f, AUDIT_RULE_NO_ARCH_CHECK, NULL));
+        g_assert_null(audit_find(&f, AUDIT_RULE_ABI_BYPASS, NULL));
+        g_assert_null(audit_find(&f, AUDIT_RULE_DANGEROUS, NULL));
+        /* open denied, openat left open: the one weakness it keeps */
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "openat"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "openat2"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "execveat"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "clone3"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "io_uring_setup"));
+        audit_findings_done(&f);
+
+        /* socketcall forgotten */
+        test_chain_init(&c, "socketcall", p_sc, 1);
+        audit_chain(&c, NULL, NULL, &f);
+        x = audit_find(&f, AUDIT_RULE_ABI_BYPASS, "socketcall");
+        g_assert_nonnull(x);
+        g_assert_cmpuint(x->witness.args[0], ==, 1);
+        g_assert_null(audit_find(&f, AUDIT_RULE_ABI_BYPASS, "socket"));
+        audit_findings_done(&f);
+
+        /* LOG only */
+        test_chain_init(&c, "log-only", p_log, 1);
+        audit_chain(&c, NULL, NULL, &f);
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_LOG_ONLY, NULL));
+        audit_findings_done(&f);
+
+        /* USER_NOTIF: with its listener, and without */
+        test_chain_init(&c, "notify", p_notify, 1);
+        audit_chain(&c, (const bool[]) { true }, NULL, &f);
+        g_assert_null(audit_find(&f, AUDIT_RULE_NOTIF_NO_LISTENER, NULL));
+        audit_findings_done(&f);
+        audit_chain(&c, (const bool[]) { false }, NULL, &f);
+        x = audit_find(&f, AUDIT_RULE_NOTIF_NO_LISTENER, NULL);
+        g_assert_nonnull(x);
+        g_assert_cmpint(x->witness.nr, ==, SYS_mknod);
+        g_assert_cmphex(x->action, ==, SECCOMP_RET_USER_NOTIF);
+        audit_findings_done(&f);
+
+        /* against containers-common's profile: the profile itself is no weaker, a loose chain is */
+        test_chain_init(&c, "container profile", p_container, 1);
+        g_assert_cmpint(policy_summarize(c.progs, c.n, NULL, &baseline), ==, 0);
+        audit_chain(&c, NULL, baseline, &f);
+        g_assert_null(audit_find(&f, AUDIT_RULE_BASELINE, NULL));
+        /* personality(0xffffffff) only asks: not READ_IMPLIES_EXEC */
+        g_assert_null(audit_find(&f, AUDIT_RULE_DANGEROUS, "personality"));
+        audit_findings_done(&f);
+        test_chain_init(&c, "no-ptrace", p_no_ptrace, 1);
+        audit_chain(&c, NULL, baseline, &f);
+        x = audit_find(&f, AUDIT_RULE_BASELINE, NULL);
+        g_assert_nonnull(x);
+        g_assert_nonnull(strstr(x->message, "kexec_load"));
+        audit_findings_done(&f);
+
+        g_assert_cmpint(audit_severity_from_string("medium"), ==, AUDIT_SEVERITY_MEDIUM);
+        g_assert_cmpint(audit_severity_from_string("urgent"), ==, -EINVAL);
+        g_assert_cmpstr(audit_rule_to_string(AUDIT_RULE_ABI_BYPASS), ==, "abi-bypass");
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/policy/word/search", test_word_search);
@@ -868,6 +1020,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/real/systemd", test_systemd_sets);
         g_test_add_func("/policy/oci/real", test_oci_real);
         g_test_add_func("/policy/oci/loadable", test_oci_loadable);
+        g_test_add_func("/policy/audit", test_audit);
         g_test_add_func("/policy/who-can", test_who_can);
         g_test_add_func("/policy/who-can/plan", test_who_can_plan);
         g_test_add_func("/policy/who-can/parse", test_who_can_query_parse);

@@ -192,6 +192,13 @@ static bool chain_mentions(const ChainProgram *chain, size_t n, uint32_t token) 
         return false;
 }
 
+bool policy_chain_checks_arch(const ChainProgram *chain, size_t n) {
+        for (size_t i = 0; i < ELEMENTSOF(arch_table); i++)
+                if (chain_mentions(chain, n, arch_table[i].token))
+                        return true;
+        return false;
+}
+
 static size_t arch_list_add(const PolicyArch **list, size_t n, size_t max, const PolicyArch *a) {
         for (size_t i = 0; i < n; i++)
                 if (list[i] == a)

@@ -36,6 +36,9 @@ int policy_arch_syscalls(const PolicyArch *a, const PolicySyscallName **ret, siz
 size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch **ret, size_t max);
 #define POLICY_ARCH_MAX 20
 
+/* Does some program of the chain compare the architecture word with an architecture's token? */
+bool policy_chain_checks_arch(const ChainProgram *chain, size_t n);
+
 /* Strict mode (SECCOMP_SET_MODE_STRICT): ALLOW for read, write, exit and rt_sigreturn (sigreturn
  * on the compat ABIs x86 and arm) in the ABI's numbers, KILL_THREAD for anything else (the
  * kernel's __secure_computing_strict()). On x32 everything is killed: the kernel compares x32
