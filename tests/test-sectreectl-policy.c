@@ -403,6 +403,76 @@ static void test_files_and_diff(Fixture *fx, gconstpointer data) {
         json_decref(diff);
 }
 
+/* ---- audit ---- */
+
+/* The finding of rule (and syscall) among a chain's, or NULL. */
+static const json_t *audit_finding(const json_t *chain, const char *rule, const char *syscall) {
+        size_t i;
+        const json_t *f;
+        json_array_foreach(json_object_get(chain, "findings"), i, f)
+                if (streq(json_string_value(json_object_get(f, "rule")), rule) &&
+                    (!syscall || streq_ptr(json_string_value(json_object_get(f, "syscall")), syscall)))
+                        return f;
+        return NULL;
+}
+
+static json_t *audit_json(Fixture *fx, const char *tid, const char *severity, int status) {
+        g_autofree char *out = NULL;
+        g_autofree char *sev = g_strdup_printf("--severity=%s", severity);
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", sev, tid), &out, NULL), ==, status);
+        json_t *doc = tests_json_loads_u64(out);
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), ==, 1);
+        return doc;
+}
+
+static void test_audit(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        /* ptrace denied by x86_64 number only, no architecture check: the i386 ptrace runs */
+        json_t *doc = audit_json(fx, fx->pid[T_TWIN1], "high", 1);
+        const json_t *chain = json_array_get(json_object_get(doc, "chains"), 0);
+        g_assert_nonnull(audit_finding(chain, "no-arch-check", NULL));
+        const json_t *f = audit_finding(chain, "abi-bypass", "ptrace");
+        g_assert_nonnull(f);
+        const json_t *w = json_object_get(f, "witness");
+        g_assert_cmpint(json_integer_value(json_object_get(w, "arch")), ==, AUDIT_ARCH_I386);
+        g_assert_cmpstr(json_string_value(json_object_get(w, "action")), ==, "ALLOW");
+        json_decref(doc);
+
+        /* the containers-common profile against itself: nothing beyond its baseline */
+        doc = audit_json(fx, fx->pid[T_CONTAINER], "low", 1);
+        chain = json_array_get(json_object_get(doc, "chains"), 0);
+        g_assert_null(audit_finding(chain, "baseline", NULL));
+        g_assert_null(audit_finding(chain, "abi-bypass", NULL));
+        g_assert_null(audit_finding(chain, "no-arch-check", NULL));
+        g_assert_nonnull(audit_finding(chain, "dangerous-allowed", "ioctl")); /* TIOCSTI */
+        json_decref(doc);
+
+        /* bwrap's and firejail's filters: what the baseline denies and they allow, and the text form */
+        doc = audit_json(fx, fx->pid[T_BWRAP], "info", 1);
+        chain = json_array_get(json_object_get(doc, "chains"), 0);
+        g_assert_nonnull(audit_finding(chain, "baseline", NULL));
+        json_decref(doc);
+        doc = audit_json(fx, fx->pid[T_FIREJAIL], "info", 1);
+        json_decref(doc);
+        g_autofree char *text = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("audit", "--severity=info", fx->pid[T_FIREJAIL]), &text, NULL), ==, 1);
+        g_assert_nonnull(strstr(text, "Chain of filter "));
+        g_assert_nonnull(strstr(text, "e.g. arch 0x"));
+
+        /* bad usage, a baseline that is no profile */
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Unknown severity 'urgent'", CTL_ARGS("audit", "--severity=urgent")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Invalid baseline", CTL_ARGS("audit", "--baseline=/dev/null", fx->pid[T_ALLOW])));
+
+        /* every chain of the machine at once */
+        g_autofree char *all = NULL;
+        int st = ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", "--severity=info"), &all, NULL);
+        g_assert_cmpint(st, ==, 1);
+        doc = tests_json_loads_u64(all);
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), >=, 6);
+        json_decref(doc);
+}
+
 /* ---- errors, and who sees what ---- */
 
 static void test_errors(Fixture *fx, gconstpointer data) {
@@ -708,6 +778,7 @@ int main(int argc, char **argv) {
         g_test_add("/sectreectl-policy/oci", Fixture, NULL, fixture_setup, test_policy_oci, fixture_teardown);
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);
         g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
+        g_test_add("/sectreectl-policy/audit", Fixture, NULL, fixture_setup, test_audit, fixture_teardown);
         g_test_add("/sectreectl-policy/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
         g_test_add("/sectreectl-policy/methods", Fixture, NULL, fixture_setup, test_methods, fixture_teardown);
         g_test_add("/sectreectl-policy/methods-nobody", Fixture, NULL, fixture_setup, test_methods_nobody,
