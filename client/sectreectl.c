@@ -13,6 +13,7 @@
 #include "verbs-graph.h"
 #include "verbs-monitor.h"
 #include "verbs-plan.h"
+#include "verbs-audit.h"
 #include "verbs-policy-diff.h"
 #include "verbs-policy-who.h"
 #include "verbs-policy.h"
@@ -162,6 +163,23 @@ static const Verb verbs[] = {
                   "                          (ALLOW, LOG)\n"
                   "     --arch=ARCH          The call's architecture; default: the native one\n"
                   "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
+        { "audit", 0, 1, 0, VERB_FILE | VERB_AUDIT, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_audit,
+          .group = VERB_GROUP_LIVE,
+          .usage = "[TID]\n--file=FILE [TID]",
+          .summary = "What is weakly confined, and why, chain by chain",
+          .help = "Each distinct chain (or TID's) is decided once and its weaknesses listed, each\n"
+                  "proven from the chain with an input that shows it: ABI bypasses and a missing\n"
+                  "architecture check, equivalent calls left open, dangerous calls allowed (with\n"
+                  "their condition), USER_NOTIF without a listener, LOG-only filters, and calls\n"
+                  "the baseline profile denies. Exit status: 0 nothing at or above --severity,\n"
+                  "1 something, 2 trouble.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --severity=LEVEL     The least severe finding that counts: info, low,\n"
+                  "                          medium (default), high\n"
+                  "     --baseline=FILE      An OCI seccomp profile to compare with; default:\n"
+                  "                          containers-common's, where installed\n"
+                  "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
         { "policy-diff", 2, 2, 0, VERB_ARCH, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_policy_diff,
           .group = VERB_GROUP_LIVE,
           .usage = "A B",
@@ -308,6 +326,8 @@ enum {
         ARG_ORIGINAL_UIDS,
         ARG_PID_NAMESPACE,
         ARG_LIKE,
+        ARG_SEVERITY,
+        ARG_BASELINE,
 };
 
 static const struct option options[] = {
@@ -331,6 +351,8 @@ static const struct option options[] = {
         { "original-uids", no_argument, NULL, ARG_ORIGINAL_UIDS },
         { "pid-namespace", no_argument, NULL, ARG_PID_NAMESPACE },
         { "like", required_argument, NULL, ARG_LIKE },
+        { "severity", required_argument, NULL, ARG_SEVERITY },
+        { "baseline", required_argument, NULL, ARG_BASELINE },
         {}
 };
 
@@ -375,6 +397,12 @@ static bool given_approximate(const Context *c) {
 static bool given_action(const Context *c) {
         return c->action;
 }
+static bool given_severity(const Context *c) {
+        return c->severity;
+}
+static bool given_baseline(const Context *c) {
+        return c->baseline;
+}
 static bool given_exec(const Context *c) {
         return c->exec;
 }
@@ -400,6 +428,8 @@ static const VerbOptionSpec verb_option_specs[] = {
         { VERB_RAW, "--raw", given_raw, "CODE JT JF K columns" },
         { VERB_APPROXIMATE, "--approximate", given_approximate, "a profile even where not exact" },
         { VERB_ACTION, "--action", given_action, "the action looked for" },
+        { VERB_AUDIT, "--severity", given_severity, "the least severe finding that counts" },
+        { VERB_AUDIT, "--baseline", given_baseline, "an OCI profile to compare with" },
         { VERB_RESTORE, "--exec", given_exec, "PID=COMMAND: what a process execs" },
         { VERB_RESTORE, "--original-uids", given_original_uids, "the snapshot's uids (root)" },
         { VERB_RESTORE, "--pid-namespace", given_pid_namespace, "snapshot tids in a new pid namespace (root)" },
@@ -546,6 +576,12 @@ static int parse_option(int o, const char *arg, Context *c, Args *a) {
                 return 0;
         case ARG_ACTION:
                 c->action = arg;
+                return 0;
+        case ARG_SEVERITY:
+                c->severity = arg;
+                return 0;
+        case ARG_BASELINE:
+                c->baseline = arg;
                 return 0;
         case ARG_EXEC: {
                 size_t n = c->exec ? strv_length(c->exec) : 0;
