@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/disasm.h"
 #include "core/forest.h"
@@ -152,12 +153,32 @@ static bool filter_has_listener(const FilterDetail *d) {
         return false;
 }
 
+/* Live, a task may end between the task list and its chain: gone, it is no failure. */
+static bool task_gone(const Context *c, uint32_t tid) {
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/%" PRIu32, tid);
+        return !c->file && access(path, F_OK) < 0 && errno == ENOENT;
+}
+
+/* The policy of the first task of ch that is still there: 0 and *ret, or 1 when all are gone. */
+static int chain_policy(Context *c, AuditChain *ch, TaskPolicy *ret) {
+        for (size_t i = 0; i < ch->n_tids; i++) {
+                int r = task_policy_load(c, c->file, ch->tids[i], NULL, ret);
+                if (r >= 0)
+                        return 0;
+                task_policy_done(ret);
+                if (!task_gone(c, ch->tids[i]))
+                        return r;
+        }
+        return 1;
+}
+
 static int audit_one(Context *c, AuditRun *a, AuditChain *ch) {
         _cleanup_(task_policy_done) TaskPolicy tp = {};
         _cleanup_free_ bool *listeners = NULL;
-        int r = task_policy_load(c, c->file, ch->tids[0], NULL, &tp);
-        if (r < 0)
-                return r;
+        int r = chain_policy(c, ch, &tp);
+        if (r != 0)
+                return r < 0 ? r : 0; /* all gone: nothing to audit */
         listeners = calloc(tp.chain.n + 1, sizeof(bool));
         if (!listeners)
                 return log_oom();

@@ -464,9 +464,43 @@ static void test_audit(Fixture *fx, gconstpointer data) {
         g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Unknown severity 'urgent'", CTL_ARGS("audit", "--severity=urgent")));
         g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Invalid baseline", CTL_ARGS("audit", "--baseline=/dev/null", fx->pid[T_ALLOW])));
 
+        /* the D-Bus method: the same findings for the chain without an architecture check */
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *mode, *rule, *sev, *arch, *sys, *message;
+        const void *filters, *args;
+        size_t n_filters, n_args;
+        int has;
+        uint32_t warch, wnr, action;
+        bool no_arch = false, bypass = false;
+        g_assert_cmpint(sd_bus_call_method(fx->bus, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE, "Audit", &error,
+                                           &reply, "u", (uint32_t) tid_of(fx, fx->twin1)), >=, 0);
+        g_assert_cmpint(sd_bus_message_read(reply, "s", &mode), >=, 0);
+        g_assert_cmpstr(mode, ==, "filter");
+        g_assert_cmpint(sd_bus_message_read_array(reply, 't', &filters, &n_filters), >=, 0);
+        g_assert_cmpuint(n_filters, ==, sizeof(uint64_t));
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(sssssbuuatu)"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "sssssbuuatu") > 0) {
+                g_assert_cmpint(sd_bus_message_read(reply, "sssssbuu", &rule, &sev, &arch, &sys, &message, &has, &warch,
+                                                    &wnr), >=, 0);
+                g_assert_cmpint(sd_bus_message_read_array(reply, 't', &args, &n_args), >=, 0);
+                g_assert_cmpint(sd_bus_message_read(reply, "u", &action), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                no_arch = no_arch || streq(rule, "no-arch-check");
+                if (streq(rule, "abi-bypass") && streq(sys, "ptrace") && streq(arch, "x86")) {
+                        bypass = true;
+                        g_assert_true(has);
+                        g_assert_cmphex(warch, ==, AUDIT_ARCH_I386);
+                        g_assert_cmphex(action, ==, SECCOMP_RET_ALLOW);
+                }
+        }
+        g_assert_true(no_arch && bypass);
+
         /* every chain of the machine at once */
-        g_autofree char *all = NULL;
-        int st = ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", "--severity=info"), &all, NULL);
+        g_autofree char *all = NULL, *all_err = NULL;
+        int st = ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", "--severity=info"), &all, &all_err);
+        if (st != 1)
+                g_test_message("audit: %s", all_err);
         g_assert_cmpint(st, ==, 1);
         doc = tests_json_loads_u64(all);
         g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), >=, 6);
