@@ -187,13 +187,13 @@ static json_t *check_json(const Chain *ch, const CheckRequest *req, const CheckR
                         json_decref(args);
                         return NULL;
                 }
-        return json_pack("{s:I, s:s, s:I, s:I, s:o, s:s, s:s, s:s?, s:I, s:o, s:I, s:o, s:b}",
+        return json_pack("{s:I, s:s, s:I, s:I, s:o, s:s, s:s, s:s?, s:I, s:o, s:I, s:o}",
                          "tid", (json_int_t) req->tid, "syscall", req->given, "nr", (json_int_t) req->data.nr,
                          "arch", (json_int_t) req->data.arch, "args", args,
                          "mode", res->mode, "action", action_to_string(res->eval.ret, action, sizeof(action)),
                          "errno", errno_name(res->eval.ret),
                          "ret", (json_int_t) res->eval.ret, "decided_by", decided_by_json(ch, res),
-                         "chain_length", (json_int_t) ch->n, "filters", verdicts_json(ch, res), "exempt", res->exempt);
+                         "chain_length", (json_int_t) ch->n, "filters", verdicts_json(ch, res));
 }
 
 int verb_check(Context *c, char **args, size_t n_args) {
