@@ -23,6 +23,8 @@ typedef struct Context {
         bool original_uids; /* restore --original-uids */
         bool pid_namespace; /* restore --pid-namespace */
         uint32_t like;      /* run --like PID */
+        const char *severity; /* audit --severity: the least severe finding that counts; NULL: medium */
+        const char *baseline; /* audit --baseline: an OCI profile file; NULL: containers-common's, if installed */
         sd_bus *bus;       /* connected on first use by context_bus() */
 } Context;
 

@@ -13,6 +13,7 @@
 #include "verbs-graph.h"
 #include "verbs-monitor.h"
 #include "verbs-plan.h"
+#include "verbs-audit.h"
 #include "verbs-policy-diff.h"
 #include "verbs-policy-who.h"
 #include "verbs-policy.h"
@@ -164,6 +165,23 @@ static const Verb verbs[] = {
                   "                          ERRNO(1)) instead of those whose call runs\n"
                   "                          (ALLOW, LOG)\n"
                   "     --arch=ARCH          The call's architecture; default: the native one\n"
+                  "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
+        { "audit", 0, 1, 0, VERB_FILE | VERB_AUDIT, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_audit,
+          .complete = "tids", .group = VERB_GROUP_LIVE,
+          .usage = "[TID]\n--file=FILE [TID]",
+          .summary = "What is weakly confined, and why, chain by chain",
+          .help = "Each distinct chain (or TID's) is decided once and its weaknesses listed, each\n"
+                  "proven from the chain with an input that shows it: ABI bypasses and a missing\n"
+                  "architecture check, equivalent calls left open, dangerous calls allowed (with\n"
+                  "their condition), USER_NOTIF without a listener, LOG-only filters, and calls\n"
+                  "the baseline profile denies. Exit status: 0 nothing at or above --severity,\n"
+                  "1 something, 2 trouble.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --severity=LEVEL     The least severe finding that counts: info, low,\n"
+                  "                          medium (default), high\n"
+                  "     --baseline=FILE      An OCI seccomp profile to compare with; default:\n"
+                  "                          containers-common's, where installed\n"
                   "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
         { "policy-diff", 2, 2, 0, VERB_ARCH, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_policy_diff,
           .complete = "tids tids",
@@ -318,6 +336,8 @@ enum {
         ARG_ORIGINAL_UIDS,
         ARG_PID_NAMESPACE,
         ARG_LIKE,
+        ARG_SEVERITY,
+        ARG_BASELINE,
 };
 
 static const struct option options[] = {
@@ -341,6 +361,8 @@ static const struct option options[] = {
         { "original-uids", no_argument, NULL, ARG_ORIGINAL_UIDS },
         { "pid-namespace", no_argument, NULL, ARG_PID_NAMESPACE },
         { "like", required_argument, NULL, ARG_LIKE },
+        { "severity", required_argument, NULL, ARG_SEVERITY },
+        { "baseline", required_argument, NULL, ARG_BASELINE },
         {}
 };
 
@@ -377,6 +399,12 @@ static bool given_approximate(const Context *c) {
 static bool given_action(const Context *c) {
         return c->action;
 }
+static bool given_severity(const Context *c) {
+        return c->severity;
+}
+static bool given_baseline(const Context *c) {
+        return c->baseline;
+}
 static bool given_exec(const Context *c) {
         return c->exec;
 }
@@ -409,6 +437,8 @@ static const OptionWord option_words[] = {
         { "--raw", VERB_RAW, "CODE JT JF K columns", given_raw },
         { "--approximate", VERB_APPROXIMATE, "a profile even where not exact", given_approximate },
         { "--action", VERB_ACTION, "the action looked for", given_action },
+        { "--severity", VERB_AUDIT, "the least severe finding that counts", given_severity },
+        { "--baseline", VERB_AUDIT, "an OCI profile to compare with", given_baseline },
         { "--exec", VERB_RESTORE, "PID=COMMAND: what a process execs", given_exec },
         { "--original-uids", VERB_RESTORE, "the snapshot's uids (root)", given_original_uids },
         { "--pid-namespace", VERB_RESTORE, "snapshot tids in a new pid namespace (root)", given_pid_namespace },
@@ -537,6 +567,12 @@ static int parse_option(int o, const char *arg, Context *c, Args *a) {
                 return 0;
         case ARG_ACTION:
                 c->action = arg;
+                return 0;
+        case ARG_SEVERITY:
+                c->severity = arg;
+                return 0;
+        case ARG_BASELINE:
+                c->baseline = arg;
                 return 0;
         case ARG_EXEC: {
                 size_t n = c->exec ? strv_length(c->exec) : 0;

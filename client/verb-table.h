@@ -19,6 +19,7 @@ typedef enum VerbOptions {
         VERB_ACTION = 1 << 9,  /* --action=ACTION */
         VERB_RESTORE = 1 << 10, /* --exec=PID=CMD, --original-uids, --pid-namespace */
         VERB_LIKE = 1 << 11,   /* --like=PID */
+        VERB_AUDIT = 1 << 12,  /* --severity=LEVEL, --baseline=FILE */
 } VerbOptions;
 
 /* An option as the completions offer it, and how a verb tells it was given: its name ("--arch"),

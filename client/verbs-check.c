@@ -35,6 +35,8 @@ typedef struct CheckResult {
         const char *mode; /* "filter", or the task's mode when it has no filter */
         EvalResult eval;
         uint32_t *verdicts; /* each filter's own return value, newest first */
+        uint32_t kernel;    /* whose exceptions apply: the snapshot's kernel, or 0 for the running one */
+        bool exempt;        /* the kernel runs the call without seccomp (seccomp_kernel_exempts()) */
 } CheckResult;
 
 /* A number: decimal, hex with 0x, or negative decimal (taken as a 64-bit two's complement).
@@ -94,7 +96,10 @@ static char *action_describe(uint32_t ret, char *buf, size_t len) {
         if ((ret & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO)
                 name = strerrorname_np((int) (ret & SECCOMP_RET_DATA));
         size_t l = strlen(buf);
-        if (name && l > 0 && buf[l - 1] == ')')
+        if ((ret & SECCOMP_RET_ACTION_FULL) == SECCOMP_RET_ERRNO && (ret & SECCOMP_RET_DATA) > POLICY_MAX_ERRNO &&
+            l > 0 && buf[l - 1] == ')')
+                snprintf(buf + l - 1, len - (l - 1), ": the kernel returns %d)", POLICY_MAX_ERRNO);
+        else if (name && l > 0 && buf[l - 1] == ')')
                 snprintf(buf + l - 1, len - (l - 1), ": %s)", name);
         return buf;
 }
@@ -114,8 +119,9 @@ static const PolicyArch *req_arch(const CheckRequest *req) {
 /* A task without filters: its mode decides between ALLOW and strict mode. */
 static void check_unfiltered(bool strict, const CheckRequest *req, CheckResult *res) {
         res->mode = strict ? "strict" : "disabled";
-        res->eval = (EvalResult) { .ret = strict ? policy_arch_strict_verdict(req_arch(req), req->data.nr)
+        res->eval = (EvalResult) { .ret = strict ? policy_arch_strict_verdict_kernel(req_arch(req), req->data.nr, res->kernel)
                                                  : SECCOMP_RET_ALLOW };
+        res->exempt = strict && seccomp_kernel_exempts(res->kernel, &req->data);
 }
 
 static int check_evaluate(const Chain *ch, const CheckRequest *req, CheckResult *res) {
@@ -129,7 +135,8 @@ static int check_evaluate(const Chain *ch, const CheckRequest *req, CheckResult 
         for (size_t i = 0; i < ch->n; i++)
                 res->verdicts[i] = prog_run(progs[i].insns, progs[i].len, &req->data);
         res->mode = "filter";
-        res->eval = chain_evaluate(progs, ch->n, &req->data);
+        res->eval = chain_evaluate_kernel(progs, ch->n, &req->data, res->kernel);
+        res->exempt = seccomp_kernel_exempts(res->kernel, &req->data);
         return 0;
 }
 
@@ -137,7 +144,9 @@ static void check_print(const Chain *ch, const CheckRequest *req, const CheckRes
         char action[ACTION_STRING_MAX + 32];
         const char *dash = output_dash();
         action_describe(res->eval.ret, action, sizeof(action));
-        if (ch->n == 0)
+        if (res->exempt)
+                printf("%s %s the kernel runs this call without seccomp (its uprobe exception)\n", action, dash);
+        else if (ch->n == 0)
                 printf("%s %s task %" PRIu32 " has no filter%s\n", action, dash, req->tid,
                        streq(res->mode, "strict") ? " (strict mode)" : "");
         else if (res->eval.ret == SECCOMP_RET_ALLOW)
@@ -197,6 +206,9 @@ int verb_check(Context *c, char **args, size_t n_args) {
         if (r < 0)
                 return r;
         r = chain_load_task(c, req.tid, &ch, &mode);
+        if (r < 0)
+                return r;
+        r = policy_kernel_of(c->file, &res.kernel);
         if (r < 0)
                 return r;
         if (ch.n > 0)

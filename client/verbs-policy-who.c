@@ -131,7 +131,7 @@ static void print_header(const WhoCanRequest *req, const WhoCan *w) {
         size_t n_can = 0;
         for (size_t i = 0; i < w->n_chains; i++)
                 n_can += w->chains[i].n_tasks;
-        printf("%s (%s %" PRIi32 ")%s: ", req->syscall, req->query.arch->name, req->query.nr,
+        printf("%s (%s %" PRIu32 ")%s: ", req->syscall, req->query.arch->name, (uint32_t) req->query.nr,
                req->query.n_args ? " with the arguments given" : "");
         if (req->query.allowed)
                 printf("%zu of %zu task%s may make it (ALLOW or LOG): %zu under %zu chain%s, %zu without filters",
@@ -234,7 +234,7 @@ static json_t *who_can_json(const WhoCanRequest *req, const WhoCan *w) {
                 if (json_array_append_new(args, json_integer((json_int_t) req->query.args[i])) < 0)
                         goto fail;
         return json_pack("{s:s, s:I, s:s, s:o, s:s, s:I, s:I, s:o, s:o, s:I, s:o, s:o}", "syscall", req->syscall, "nr",
-                         (json_int_t) req->query.nr, "architecture", req->query.arch->name, "args", args, "looked_for",
+                         (json_int_t) (uint32_t) req->query.nr, "architecture", req->query.arch->name, "args", args, "looked_for",
                          req->looked_for, "tasks", (json_int_t) w->n_tasks, "chains_decided",
                          (json_int_t) w->n_decisions, "chains", chains, "unfiltered",
                          w->plan ? tasks_json(w->unfiltered, w->n_unfiltered) : json_null(), "unfiltered_count",

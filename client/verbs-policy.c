@@ -10,6 +10,7 @@
 #include "output.h"
 #include "policy/policy-format.h"
 #include "policy/policy-oci.h"
+#include "snapshot-load.h"
 #include "table.h"
 
 /* ---- shared ---- */
@@ -24,8 +25,25 @@ int policy_arch_option(const Context *c, const PolicyArch **ret) {
         return 0;
 }
 
+int policy_kernel_of(const char *file, uint32_t *ret) {
+        _cleanup_(forest_freep) Forest *f = NULL;
+        *ret = 0;
+        if (!file)
+                return 0;
+        int r = snapshot_file_load(file, &f, NULL);
+        if (r < 0)
+                return r;
+        *ret = kernel_version_parse(f->host.kernel);
+        if (*ret == 0)
+                log_warning("sectreectl: Snapshot %s does not say which kernel it was taken on: its uprobe exception is taken "
+                            "to be the running kernel's.", file);
+        return 0;
+}
+
 void task_policy_done(TaskPolicy *p) {
         chain_done(&p->chain);
+        free(p->progs);
+        p->progs = NULL;
         p->summary = policy_summary_free(p->summary);
 }
 
@@ -38,19 +56,18 @@ char *task_policy_name(const TaskPolicy *p) {
 
 /* The programs to summarize: the chain, strict mode as a program, or none. */
 static int task_policy_summarize(TaskPolicy *p, const PolicyArch *only) {
-        struct sock_filter strict[POLICY_STRICT_PROGRAM_MAX];
-        _cleanup_free_ ChainProgram *progs = calloc(p->chain.n + 1, sizeof(ChainProgram));
-        size_t n = p->chain.n;
-        if (!progs)
+        p->progs = calloc(p->chain.n + 1, sizeof(ChainProgram));
+        p->n_progs = p->chain.n;
+        if (!p->progs)
                 return log_oom();
-        int r = chain_programs(&p->chain, progs);
+        int r = chain_programs(&p->chain, p->progs);
         if (r < 0)
                 return r;
         if (p->mode == TASK_MODE_STRICT) {
-                progs[0] = (ChainProgram) { .insns = strict, .len = policy_strict_program(strict) };
-                n = 1;
+                p->progs[0] = (ChainProgram) { .insns = p->strict, .len = policy_strict_program(p->strict) };
+                p->n_progs = 1;
         }
-        r = policy_summarize(progs, n, only, &p->summary);
+        r = policy_summarize_kernel(p->progs, p->n_progs, only, p->kernel, NULL, &p->summary);
         if (r == -E2BIG)
                 return ctl_error_errno(r, "The chain of task %" PRIu32 " has too many paths to analyse.", p->tid);
         if (r < 0)
@@ -64,6 +81,8 @@ int task_policy_load(Context *c, const char *file, uint32_t tid, const PolicyArc
         tc.file = file;
         int r = chain_load_task(&tc, tid, &ret->chain, &ret->mode);
         c->bus = tc.bus; /* connected on first use: kept for the next call */
+        if (r >= 0)
+                r = policy_kernel_of(file, &ret->kernel);
         return r < 0 ? r : task_policy_summarize(ret, only);
 }
 
@@ -271,12 +290,14 @@ static int policy_print_oci(const Context *c, const TaskPolicy *p) {
         _cleanup_free_ char *name = task_policy_name(p);
         int r = policy_oci_profile(p->summary, c->approximate, &profile, &problems);
         if (r == -EDOM) {
-                ctl_error("The policy of %s cannot be written as an OCI profile exactly:", name ? name : "the task");
+                ctl_error("The policy of %s cannot be written as an OCI profile %s:", name ? name : "the task",
+                          c->approximate ? "that libseccomp loads" : "exactly");
                 for (char **x = problems; x && *x; x++)
                         log_error("  %s", *x);
-                log_error("With --approximate the profile is written anyway, and decides what is listed here "
-                          "otherwise than the chain (a condition it cannot state gives the most restrictive of the "
-                          "actions).");
+                if (!c->approximate)
+                        log_error("With --approximate the profile is written anyway, and decides what is listed here "
+                                  "otherwise than the chain (a condition it cannot state gives the most restrictive of "
+                                  "the actions).");
                 return -EDOM;
         }
         if (r < 0)

@@ -11,6 +11,10 @@
 /* --arch, or NULL when not given. Usage error for an architecture libseccomp does not know. */
 int policy_arch_option(const Context *c, const PolicyArch **ret);
 
+/* The kernel version (KERNEL_VERSION) whose exceptions apply to the tasks of the snapshot file
+ * file: its kernel release; 0 (the running kernel) for file NULL. Logs. */
+int policy_kernel_of(const char *file, uint32_t *ret);
+
 /* One task's effective policy: its chain (or strict mode, or nothing) summarized. */
 typedef struct TaskPolicy {
         uint32_t tid;
@@ -18,6 +22,12 @@ typedef struct TaskPolicy {
         Chain chain;
         PolicySummary *summary;
         const char *source; /* NULL: live; else the snapshot file */
+        /* what was summarized, newest first (strict mode as a program): for checking a finding
+         * by evaluating the chain itself */
+        ChainProgram *progs;
+        size_t n_progs;
+        struct sock_filter strict[POLICY_STRICT_PROGRAM_MAX];
+        uint32_t kernel; /* policy_kernel_of() the source */
 } TaskPolicy;
 
 void task_policy_done(TaskPolicy *p);

@@ -6,10 +6,17 @@
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "bpf-build.h"
 #include "policy-check.h"
 #include "policy-filters.h"
+#include "policy/policy-arch.h"
 #include "policy/policy-format.h"
 #include "policy/policy-summary.h"
 #include "core/disasm.h"
@@ -246,6 +253,129 @@ static void test_random(void) {
         g_assert_cmpuint(fatal, >, 10);
 }
 
+/* ---- strict mode ---- */
+
+#define X32_BIT 0x40000000
+
+/* The call nr with harmless arguments (fd -1, or exit(0)) in a child in strict mode, by the ABI
+ * of arch: whether the kernel let it run (the child exits 0) or killed the child. */
+static uint32_t strict_run(uint32_t arch, uint32_t nr) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) < 0)
+                        syscall(SYS_exit, 3);
+                if (arch == SCMP_ARCH_X86) {
+                        long ret;
+                        __asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(nr == 1 ? 0 : -1), "c"(0), "d"(0) : "memory");
+                } else
+                        syscall(nr, nr == 60 || nr == (X32_BIT | 60) ? 0 : -1, NULL, 0);
+                syscall(SYS_exit, 0);
+        }
+        int status;
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+                return SECCOMP_RET_ALLOW;
+        g_assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        return SECCOMP_RET_KILL_THREAD;
+}
+
+/* read, write and exit in each ABI of x86_64: the kernel allows only the native numbers (and the
+ * i386 ones through int 0x80), as policy_arch_strict_verdict() and the strict program say. */
+static void test_strict(void) {
+        const struct { uint32_t arch; uint32_t nr; } calls[] = {
+                { SCMP_ARCH_X86_64, 0 }, { SCMP_ARCH_X86_64, 1 }, { SCMP_ARCH_X86_64, 60 }, { SCMP_ARCH_X86_64, 39 },
+                { SCMP_ARCH_X32, X32_BIT | 0 }, { SCMP_ARCH_X32, X32_BIT | 1 }, { SCMP_ARCH_X32, X32_BIT | 60 },
+                { SCMP_ARCH_X86, 3 }, { SCMP_ARCH_X86, 4 }, { SCMP_ARCH_X86, 1 }, { SCMP_ARCH_X86, 20 },
+        };
+        struct sock_filter strict[POLICY_STRICT_PROGRAM_MAX];
+        ChainProgram prog = { strict, policy_strict_program(strict) };
+        if (!policy_arch_native() || policy_arch_native()->arch != SCMP_ARCH_X86_64) {
+                g_test_skip("x86_64 only");
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                struct seccomp_data d = { .nr = (int) calls[i].nr,
+                                          .arch = calls[i].arch == SCMP_ARCH_X86 ? AUDIT_ARCH_I386 : AUDIT_ARCH_X86_64 };
+                uint32_t kernel = strict_run(calls[i].arch, calls[i].nr);
+                g_test_message("arch %#x nr %#x: %s", calls[i].arch, calls[i].nr, kernel == SECCOMP_RET_ALLOW ? "runs" : "killed");
+                g_assert_cmphex(policy_arch_strict_verdict(policy_arch_lookup(calls[i].arch), (int32_t) calls[i].nr), ==, kernel);
+                g_assert_cmphex(chain_evaluate(&prog, 1, &d).ret, ==, kernel);
+        }
+}
+
+/* ---- the uprobe exception ---- */
+
+static const struct sock_filter prog_deny_uprobe[] = {
+        LD_NR, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_NR_URETPROBE_X86_64, 2, 0),
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_NR_UPROBE_X86_64, 1, 0), RET(SECCOMP_RET_ALLOW),
+        RET(SECCOMP_RET_ERRNO | EPERM),
+};
+
+/* nr in a child under prog_deny_uprobe (strict: in strict mode instead): whether the kernel ran it
+ * (uretprobe outside a probe ends in SIGILL, uprobe fails with an error other than EPERM) or the
+ * filter refused it (EPERM) or strict mode killed the child. */
+static bool uprobe_runs(uint32_t nr, bool strict) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                struct sock_fprog fprog = { ELEMENTSOF(prog_deny_uprobe), (struct sock_filter *) prog_deny_uprobe };
+                if (strict ? prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) < 0
+                           : prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) < 0)
+                        syscall(SYS_exit, 3);
+                long r = syscall(nr, 0, 0, 0);
+                syscall(SYS_exit, r < 0 && errno == EPERM ? 0 : 1);
+        }
+        int status;
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        g_assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+        if (WIFSIGNALED(status))
+                return WTERMSIG(status) != SIGKILL; /* SIGILL: it ran; SIGKILL: strict mode */
+        return WEXITSTATUS(status) == 1;
+}
+
+/* uretprobe and uprobe: what the kernel does under a filter that denies them and in strict mode,
+ * against the model of the running kernel's version, and the model of an older kernel. */
+static void test_uprobe_exception(void) {
+        const PolicyArch *x86_64 = policy_arch_lookup(SCMP_ARCH_X86_64);
+        const ChainProgram chain = { prog_deny_uprobe, ELEMENTSOF(prog_deny_uprobe) };
+        const uint32_t calls[] = { SECCOMP_NR_URETPROBE_X86_64, SECCOMP_NR_UPROBE_X86_64 };
+        const char *const names[] = { "uretprobe", "uprobe" };
+        _cleanup_(policy_summary_freep) PolicySummary *now = NULL, *old = NULL;
+        if (!policy_arch_native() || policy_arch_native()->arch != SCMP_ARCH_X86_64) {
+                g_test_skip("x86_64 only");
+                return;
+        }
+        g_assert_cmpint(policy_summarize(&chain, 1, x86_64, &now), ==, 0);
+        g_assert_cmpint(policy_summarize_kernel(&chain, 1, x86_64, kernel_version_parse("6.1.0"), NULL, &old), ==, 0);
+        for (size_t i = 0; i < ELEMENTSOF(calls); i++) {
+                struct seccomp_data d = { .nr = (int) calls[i], .arch = AUDIT_ARCH_X86_64 };
+                bool runs = uprobe_runs(calls[i], false), strict_runs = uprobe_runs(calls[i], true);
+                uint32_t v;
+                g_test_message("%s: %s under the filter, %s in strict mode", names[i], runs ? "runs" : "refused",
+                               strict_runs ? "runs" : "killed");
+                g_assert_cmpint(runs, ==, seccomp_kernel_exempts(0, &d));
+                g_assert_cmpint(strict_runs, ==, runs);
+                g_assert_cmphex(chain_evaluate(&chain, 1, &d).ret, ==, runs ? SECCOMP_RET_ALLOW : SECCOMP_RET_ERRNO | EPERM);
+                g_assert_cmphex(policy_arch_strict_verdict(x86_64, (int32_t) calls[i]), ==,
+                                strict_runs ? SECCOMP_RET_ALLOW : SECCOMP_RET_KILL_THREAD);
+                const PolicyEntry *e = policy_arch_summary_find(&now->arches[0], names[i]);
+                g_assert_nonnull(e);
+                g_assert_true(policy_decision_unconditional(e->decision, &v));
+                g_assert_cmphex(v, ==, runs ? SECCOMP_RET_ALLOW : SECCOMP_RET_ERRNO | EPERM);
+                /* an older kernel filters them */
+                e = policy_arch_summary_find(&old->arches[0], names[i]);
+                g_assert_true(policy_decision_unconditional(e->decision, &v));
+                g_assert_cmphex(v, ==, SECCOMP_RET_ERRNO | EPERM);
+                /* x32 and i386 never */
+                struct seccomp_data x32 = { .nr = (int) (X32_BIT | calls[i]), .arch = AUDIT_ARCH_X86_64 };
+                struct seccomp_data i386 = { .nr = (int) calls[i], .arch = AUDIT_ARCH_I386 };
+                g_assert_false(seccomp_kernel_exempts(0, &x32));
+                g_assert_false(seccomp_kernel_exempts(0, &i386));
+        }
+        g_test_message("kernel version %#x", kernel_version_running());
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/policy/kernel/container-profile", test_container_profile);
@@ -253,5 +383,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/kernel/bwrap", test_bwrap);
         g_test_add_func("/policy/kernel/firejail", test_firejail);
         g_test_add_func("/policy/kernel/random", test_random);
+        g_test_add_func("/policy/kernel/strict", test_strict);
+        g_test_add_func("/policy/kernel/uprobe-exception", test_uprobe_exception);
         return g_test_run();
 }

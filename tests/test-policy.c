@@ -9,6 +9,8 @@
 
 #include "policy-check.h"
 #include "policy-filters.h"
+#include "policy/policy-audit.h"
+#include "policy/policy-diff.h"
 #include "policy/policy-format.h"
 #include "policy/policy-oci.h"
 #include "policy/policy-profile.h"
@@ -169,6 +171,26 @@ static void test_decide_libseccomp(void) {
         assert_decision(&c, "getsid", "LOG if arg0 <= 4; ALLOW if arg0 >= 5");
 }
 
+/* The intervals of a field in JSON are unsigned: integers up to 2^53, decimal strings beyond. */
+static void test_json_unsigned(void) {
+        _cleanup_(test_prog_clear) TestProg p = prog_libseccomp_args();
+        const TestProg *progs[] = { &p };
+        TestChain c;
+        Arena arena = {};
+        PolicyDecision *dec;
+        PolicyQuery q = { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpgid };
+
+        test_chain_init(&c, "libseccomp-args", progs, 1);
+        g_assert_cmpint(policy_decide(&arena, c.progs, c.n, &q, &dec), ==, 0);
+        json_auto_t *j = policy_decision_json(&arena, dec);
+        g_autofree char *text = json_dumps(j, JSON_COMPACT);
+        g_test_message("%s", text);
+        g_assert_nonnull(strstr(text, "\"field\":\"arg1\",\"intervals\":[[4294967296,\"18446744073709551615\"]]"));
+        g_assert_nonnull(strstr(text, "\"field\":\"arg1\",\"intervals\":[[0,4294967295]]"));
+        g_assert_null(strstr(text, ",-"));
+        arena_done(&arena);
+}
+
 /* Bit operations, shifts and additions on one word: exact conditions. */
 static const struct sock_filter prog_bits[] = {
         LD_NR,
@@ -183,6 +205,48 @@ static const struct sock_filter prog_bits[] = {
         RET(SECCOMP_RET_ERRNO | 4),
         RET(SECCOMP_RET_ALLOW),
 };
+
+/* Division, multiplication and shifts by constants that are not powers of two: exact. */
+static const struct sock_filter prog_arith[] = {
+        LD_NR,
+        IF_NR(SYS_getpid, 13),
+        LD_ARG_LO(0), STMT(BPF_ALU | BPF_DIV | BPF_K, 3), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 5, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 1),
+        LD_ARG_LO(1), STMT(BPF_ALU | BPF_MUL | BPF_K, 6), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 30, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 2),
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_RSH | BPF_K, 3), STMT(BPF_ALU | BPF_DIV | BPF_K, 7),
+        JUMP(BPF_JMP | BPF_JGT | BPF_K, 9, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 3),
+        RET(SECCOMP_RET_ALLOW),
+};
+
+static void test_decide_arith(void) {
+        _cleanup_(test_prog_clear) TestProg p = test_prog_copy("arith", prog_arith, ELEMENTSOF(prog_arith));
+        const TestProg *progs[] = { &p };
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        TestChain c;
+        Arena arena = {};
+        PolicyDecision *dec;
+        PolicyQuery q = { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid };
+
+        g_assert_cmpint(prog_validate(p.insns, p.len, NULL), ==, 0);
+        test_chain_init(&c, "arith", progs, 1);
+        g_autofree char *s = decide_string(&c, SCMP_ARCH_X86_64, "getpid");
+        g_test_message("getpid: %s", s);
+        g_assert_null(strstr(s, "may never hold"));
+        g_assert_null(strstr(s, "depends on"));
+        /* (arg0.lo / 3) == 5 holds for 15, 16, 17 */
+        g_assert_true(g_str_has_prefix(s, "ERRNO(1) if arg0.lo in [15, 17]; "));
+        /* arg1.lo * 6 == 30 (mod 2^32): the low 31 bits of arg1 are 5 */
+        g_assert_nonnull(strstr(s, "ERRNO(2) if arg0.lo not in [15, 17] and arg1 & 0x7fffffff == 0x5; "));
+        /* (arg2.lo >> 3) / 7 > 9: arg2.lo >= 560 */
+        g_assert_nonnull(strstr(s, "arg2.lo >= 560"));
+        g_assert_cmpint(policy_decide(&arena, c.progs, c.n, &q, &dec), ==, 0);
+        for (size_t i = 0; i < dec->n_cases; i++)
+                g_assert_true(policy_case_exact(&dec->cases[i]));
+        g_assert_cmpuint(policy_check_decision(&c, dec, r, NULL, NULL), >, 0);
+        arena_done(&arena);
+}
 
 /* Scratch memory, X, division by X, RET A, and a comparison of two words. */
 static const struct sock_filter prog_machine[] = {
@@ -308,6 +372,60 @@ static void test_container_profile(void) {
         /* the profile's default, ENOSYS, for the personalities it does not list */
         assert_decision(&c, "personality", "ERRNO(38) if arg0 not in {0, 8, 0x20000, 0x20008, 0xffffffff}; "
                                            "ALLOW if arg0 in {0, 8, 0x20000, 0x20008, 0xffffffff}");
+}
+
+/* A filter libseccomp built for x86_64, x86 and x32 whose exact profile libseccomp must load:
+ * socket ERRNO(10) if arg0 >= 17, KILL if arg0 == 16 and arg2 == 9; and errnos beyond what the
+ * kernel keeps (4095). */
+static TestProg prog_oci_socket(void) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        g_assert_nonnull(ctx);
+        g_assert_cmpint(seccomp_arch_add(ctx, SCMP_ARCH_X86), ==, 0);
+        g_assert_cmpint(seccomp_arch_add(ctx, SCMP_ARCH_X32), ==, 0);
+        RULE(ctx, SCMP_ACT_ERRNO(10), socket, 1, SCMP_A0(SCMP_CMP_GE, 17));
+        RULE(ctx, SCMP_ACT_KILL, socket, 2, SCMP_A0(SCMP_CMP_EQ, 16), SCMP_A2(SCMP_CMP_EQ, 9));
+        return test_prog_from_ctx("oci-socket", ctx);
+}
+
+static void test_oci_loadable(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        _cleanup_(test_prog_clear) TestProg p = prog_oci_socket();
+        const TestProg *progs[] = { &p };
+        _cleanup_strv_free_ char **problems = NULL;
+        TestChain c;
+
+        test_chain_init(&c, "oci-socket", progs, 1);
+        g_assert_cmpuint(policy_check_oci(&c, r, &problems), >, 0);
+        for (char **x = problems; x && *x; x++)
+                g_test_message("problem: %s", *x);
+        g_assert_true(!problems || !problems[0]);
+
+        /* errnos above 4094: the kernel caps them at 4095, libseccomp refuses more than 4094: the
+         * exact profile is refused for getppid, the approximate one loads, with errnoRet 4094 */
+        static const struct sock_filter big_errno[] = {
+                LD_ARCH, JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0), RET(SECCOMP_RET_KILL_THREAD),
+                LD_NR, JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), RET(SECCOMP_RET_KILL_THREAD),
+                IF_NR(SYS_getpid, 1), RET(SECCOMP_RET_ERRNO | 4094),
+                IF_NR(SYS_getppid, 1), RET(SECCOMP_RET_ERRNO | 5000), RET(SECCOMP_RET_ALLOW),
+        };
+        _cleanup_(test_prog_clear) TestProg b = test_prog_copy("big-errno", big_errno, ELEMENTSOF(big_errno));
+        const TestProg *bprogs[] = { &b };
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        _cleanup_strv_free_ char **bproblems = NULL;
+        json_t *profile = NULL;
+        test_chain_init(&c, "big-errno", bprogs, 1);
+        g_assert_cmpuint(policy_ret_effective(SECCOMP_RET_ERRNO | 5000), ==, SECCOMP_RET_ERRNO | 4095);
+        g_assert_cmpuint(policy_check_oci(&c, r, &bproblems), >, 0);
+        g_assert_nonnull(bproblems);
+        g_assert_nonnull(strstr(bproblems[0], "getppid"));
+        g_assert_cmpint(policy_summarize(c.progs, c.n, NULL, &s), ==, 0);
+        g_assert_cmpint(policy_oci_profile(s, false, &profile, NULL), ==, -EDOM);
+        g_assert_cmpint(policy_oci_profile(s, true, &profile, NULL), ==, 0);
+        g_autofree char *text = policy_oci_dumps(profile, JSON_COMPACT);
+        json_decref(profile);
+        g_test_message("%s", text);
+        g_assert_nonnull(strstr(text, "\"errnoRet\":4094"));
+        g_assert_null(strstr(text, "5000"));
 }
 
 static void test_systemd_sets(void) {
@@ -614,6 +732,275 @@ static void test_who_can_query_parse(void) {
         g_assert_cmpint(who_can_query_parse(NULL, "ptrace", args, 7, NULL, &q, &why), ==, -EINVAL);
         g_clear_pointer(&why, free);
         g_assert_cmpint(who_can_query_parse(NULL, "-1", NULL, 0, NULL, &q, &why), ==, -EINVAL);
+        g_clear_pointer(&why, free);
+
+        /* every number policy decides: x32's up to 0xffffffff, with the x32 bit added where missing */
+        g_assert_cmpint(who_can_query_parse("x32", "4294957215", NULL, 0, NULL, &q, &why), ==, 0);
+        g_assert_cmphex((uint32_t) q.nr, ==, 4294957215U);
+        g_assert_cmpint(who_can_query_parse("x32", "0x1", NULL, 0, NULL, &q, &why), ==, 0);
+        g_assert_cmphex((uint32_t) q.nr, ==, 0x40000001);
+        g_assert_cmpint(who_can_query_parse("x86", "0xfffffff0", NULL, 0, NULL, &q, &why), ==, 0);
+        g_assert_cmphex((uint32_t) q.nr, ==, 0xfffffff0);
+        g_assert_cmpint(who_can_query_parse("x86_64", "0x40000001", NULL, 0, NULL, &q, &why), ==, -EINVAL);
+        g_assert_nonnull(strstr(why, "not one of x86_64's"));
+        g_clear_pointer(&why, free);
+        g_assert_cmpint(who_can_query_parse("x86_64", "4294967296", NULL, 0, NULL, &q, &why), ==, -EINVAL);
+        g_clear_pointer(&why, free);
+        g_assert_cmpint(who_can_query_parse("x86_64", "uprobe", NULL, 0, NULL, &q, &why), ==, 0);
+        g_assert_cmpint(q.nr, ==, 336);
+}
+
+/* ---- differences ---- */
+
+/* setns: ERRNO(1) when arg1.lo == 0 or any of the namespace bits is set (firejail's form). */
+static const struct sock_filter prog_setns[] = {
+        LD_NR, IF_NR(308, 5),
+        LD_ARG_LO(1), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1), RET(SECCOMP_RET_ERRNO | 1),
+        JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x7e020080, 0, 1), RET(SECCOMP_RET_ERRNO | 1),
+        RET(SECCOMP_RET_ALLOW),
+};
+static const struct sock_filter prog_nr_low_byte[] = {
+        LD_NR, STMT(BPF_ALU | BPF_AND | BPF_K, 0xff), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xab, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 51), RET(SECCOMP_RET_ALLOW),
+};
+static const struct sock_filter prog_ret_a[] = {
+        LD_ARG_LO(0), STMT(BPF_ALU | BPF_MUL | BPF_K, 3), JUMP(BPF_JMP | BPF_JGT | BPF_K, 10, 0, 1),
+        RET(SECCOMP_RET_ERRNO | 2),
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_AND | BPF_K, 0xfff), STMT(BPF_ALU | BPF_OR | BPF_K, SECCOMP_RET_ERRNO),
+        STMT(BPF_RET | BPF_A, 0),
+};
+/* prog_ret_a, but ERRNO(3) where it gives ERRNO(2) when arg1.lo == 7 */
+static const struct sock_filter prog_ret_a_other[] = {
+        LD_ARG_LO(0), STMT(BPF_ALU | BPF_MUL | BPF_K, 3), JUMP(BPF_JMP | BPF_JGT | BPF_K, 10, 0, 3),
+        LD_ARG_LO(1), JUMP(BPF_JMP | BPF_JEQ | BPF_K, 7, 0, 1), RET(SECCOMP_RET_ERRNO | 3),
+        RET(SECCOMP_RET_ERRNO | 2),
+        LD_ARG_LO(2), STMT(BPF_ALU | BPF_AND | BPF_K, 0xfff), STMT(BPF_ALU | BPF_OR | BPF_K, SECCOMP_RET_ERRNO),
+        STMT(BPF_RET | BPF_A, 0),
+};
+
+/* The differences of two chains on q, each checked by evaluating both chains on its witness;
+ * returns how many policy_decisions_diff() found. */
+static int diff_checked(const ChainProgram *a, size_t na, const ChainProgram *b, size_t nb, const PolicyQuery *q) {
+        Arena arena = {};
+        PolicyDecision *da, *db;
+        PolicyDifference d[32];
+        g_assert_cmpint(policy_decide(&arena, a, na, q, &da), ==, 0);
+        g_assert_cmpint(policy_decide(&arena, b, nb, q, &db), ==, 0);
+        int n = policy_decisions_diff(&arena, da, db, false, d, ELEMENTSOF(d));
+        g_assert_cmpint(n, >=, 0);
+        for (int i = 0; i < MIN(n, (int) ELEMENTSOF(d)); i++) {
+                g_assert_cmpuint(chain_evaluate(a, na, &d[i].witness).ret, ==, d[i].a);
+                g_assert_cmpuint(chain_evaluate(b, nb, &d[i].witness).ret, ==, d[i].b);
+                g_assert_cmpuint(d[i].a, !=, d[i].b);
+        }
+        g_assert_cmpint(policy_decisions_diff(&arena, da, da, false, NULL, 0), ==, 0);
+        arena_done(&arena);
+        return n;
+}
+
+static void test_diff_self(void) {
+        const struct { const struct sock_filter *insns; size_t len; } progs[] = {
+                { prog_setns, ELEMENTSOF(prog_setns) },   { prog_nr_low_byte, ELEMENTSOF(prog_nr_low_byte) },
+                { prog_ret_a, ELEMENTSOF(prog_ret_a) },   { prog_machine, ELEMENTSOF(prog_machine) },
+                { prog_bits, ELEMENTSOF(prog_bits) },
+        };
+        const PolicyQuery queries[] = {
+                { .arch = SCMP_ARCH_X86_64, .nr = 308 },         { .arch = SCMP_ARCH_X86, .nr = 308 },
+                { .arch = SCMP_ARCH_X86_64, .nr = 0xab },        { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid },
+                { .arch = SCMP_ARCH_X86_64, .nr = SYS_getppid }, { .arch = SCMP_ARCH_X86_64, .other = true },
+                { .arch = SCMP_ARCH_X32, .other = true },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
+                /* the same program, and a byte-identical copy of it */
+                _cleanup_free_ struct sock_filter *copy = g_memdup2(progs[i].insns, progs[i].len * sizeof(struct sock_filter));
+                ChainProgram a = { progs[i].insns, progs[i].len }, b = { copy, progs[i].len };
+                for (size_t q = 0; q < ELEMENTSOF(queries); q++) {
+                        g_assert_cmpint(diff_checked(&a, 1, &a, 1, &queries[q]), ==, 0);
+                        g_assert_cmpint(diff_checked(&a, 1, &b, 1, &queries[q]), ==, 0);
+                }
+        }
+        /* a real difference, under a computed value: proven by its witness */
+        ChainProgram a = { prog_ret_a, ELEMENTSOF(prog_ret_a) }, b = { prog_ret_a_other, ELEMENTSOF(prog_ret_a_other) };
+        const PolicyQuery q = { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid };
+        g_assert_cmpint(diff_checked(&a, 1, &b, 1, &q), >=, 1);
+        /* and between a chain and the chain with a filter more that never decides */
+        const struct sock_filter allow[] = { RET(SECCOMP_RET_ALLOW) };
+        ChainProgram two[] = { { allow, 1 }, a };
+        g_assert_cmpint(diff_checked(&a, 1, two, 2, &q), ==, 0);
+}
+
+/* Random chain pairs: every difference found is one the concrete evaluator confirms. */
+static void test_diff_random(void) {
+        g_autoptr(GRand) r = g_rand_new_with_seed(g_test_rand_int());
+        const uint32_t pool[] = { SYS_getpid, SYS_getppid, AUDIT_ARCH_X86_64, AUDIT_ARCH_I386, 0x40000000 };
+        const PolicyQuery queries[] = {
+                { .arch = SCMP_ARCH_X86_64, .nr = SYS_getpid },
+                { .arch = SCMP_ARCH_X86, .nr = SYS_getpid },
+                { .arch = SCMP_ARCH_X32, .other = true },
+        };
+        size_t found = 0;
+        for (unsigned i = 0; i < RANDOM_CHAINS / 3; i++) {
+                TestRandomProg pa, pb;
+                tests_random_prog(r, g_rand_boolean(r), pool, ELEMENTSOF(pool), &pa);
+                tests_random_prog(r, g_rand_boolean(r), pool, ELEMENTSOF(pool), &pb);
+                ChainProgram a = { pa.insns, pa.len }, b = { pb.insns, pb.len };
+                for (size_t q = 0; q < ELEMENTSOF(queries); q++) {
+                        found += diff_checked(&a, 1, &b, 1, &queries[q]) > 0;
+                        g_assert_cmpint(diff_checked(&a, 1, &a, 1, &queries[q]), ==, 0);
+                }
+        }
+        g_assert_cmpuint(found, >, 0);
+}
+
+/* ---- audit ---- */
+
+/* The findings of chain (and listeners, baseline), each witness checked against the concrete
+ * evaluator. */
+static void audit_chain(const TestChain *c, const bool *has_listener, const PolicySummary *baseline, AuditFindings *ret) {
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        g_assert_cmpint(policy_summarize(c->progs, c->n, NULL, &s), ==, 0);
+        AuditInput in = { .chain = c->progs, .n = c->n, .has_listener = has_listener, .summary = s, .baseline = baseline };
+        *ret = (AuditFindings) {};
+        g_assert_cmpint(policy_audit(&in, ret), ==, 0);
+        for (size_t i = 0; i < ret->n; i++) {
+                const AuditFinding *f = &ret->items[i];
+                g_test_message("%s: %s %s %s/%s: %s", c->name, audit_severity_to_string(f->severity),
+                               audit_rule_to_string(f->rule), f->arch ?: "-", f->syscall ?: "-", f->message);
+                if (f->has_witness)
+                        g_assert_cmphex(chain_evaluate(c->progs, c->n, &f->witness).ret, ==, f->action);
+        }
+}
+
+static const AuditFinding *audit_find(const AuditFindings *f, AuditRule rule, const char *syscall) {
+        for (size_t i = 0; i < f->n; i++)
+                if (f->items[i].rule == rule && (!syscall || streq_ptr(f->items[i].syscall, syscall)))
+                        return &f->items[i];
+        return NULL;
+}
+
+static TestProg prog_audit_strong(void) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        g_assert_nonnull(ctx);
+        g_assert_cmpint(seccomp_arch_add(ctx, SCMP_ARCH_X86), ==, 0);
+        g_assert_cmpint(seccomp_arch_add(ctx, SCMP_ARCH_X32), ==, 0);
+        static const char *const denied[] = {
+                "ptrace", "process_vm_writev", "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module",
+                "finit_module", "userfaultfd", "keyctl", "add_key", "mount", "open", "openat2", "execveat",
+                "io_uring_setup", "personality",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
+                int nr = seccomp_syscall_resolve_name(denied[i]);
+                g_assert_cmpint(seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0), ==, 0);
+        }
+        RULE(ctx, SCMP_ACT_ERRNO(EPERM), unshare, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0x10000000, 0x10000000));
+        RULE(ctx, SCMP_ACT_ERRNO(EPERM), clone, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0x10000000, 0x10000000));
+        RULE(ctx, SCMP_ACT_ERRNO(ENOSYS), clone3, 0);
+        RULE(ctx, SCMP_ACT_ERRNO(EPERM), ioctl, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffff, 0x5412));
+        return test_prog_from_ctx("audit-strong", ctx);
+}
+
+/* socket denied directly on both ABIs, socketcall forgotten */
+static const struct sock_filter prog_socketcall_open[] = {
+        LD_ARCH, JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_I386, 0, 4),
+        LD_NR, JUMP(BPF_JMP | BPF_JEQ | BPF_K, 359, 0, 1), RET(SECCOMP_RET_ERRNO | EPERM), RET(SECCOMP_RET_ALLOW),
+        LD_NR, JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), RET(SECCOMP_RET_KILL_THREAD),
+        JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 0, 1), RET(SECCOMP_RET_ERRNO | EPERM), RET(SECCOMP_RET_ALLOW),
+};
+
+static const struct sock_filter prog_log_only[] = {
+        LD_NR, IF_NR(SYS_getpid, 1), RET(SECCOMP_RET_LOG), RET(SECCOMP_RET_ALLOW),
+};
+
+static const struct sock_filter prog_notify[] = {
+        LD_ARCH, JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0), RET(SECCOMP_RET_KILL_PROCESS),
+        LD_NR, IF_NR(SYS_mknod, 1), RET(SECCOMP_RET_USER_NOTIF), RET(SECCOMP_RET_ALLOW),
+};
+
+static void test_audit(void) {
+        _cleanup_(test_prog_clear) TestProg strong = prog_audit_strong(), container = tests_prog_container_profile();
+        _cleanup_(test_prog_clear) TestProg no_ptrace = test_prog_copy("no-ptrace", tests_prog_no_ptrace, 4);
+        _cleanup_(test_prog_clear) TestProg sc = test_prog_copy("socketcall", prog_socketcall_open, ELEMENTSOF(prog_socketcall_open));
+        _cleanup_(test_prog_clear) TestProg log = test_prog_copy("log-only", prog_log_only, ELEMENTSOF(prog_log_only));
+        _cleanup_(test_prog_clear) TestProg notify = test_prog_copy("notify", prog_notify, ELEMENTSOF(prog_notify));
+        _cleanup_(policy_summary_freep) PolicySummary *baseline = NULL;
+        const TestProg *p_strong[] = { &strong }, *p_no_ptrace[] = { &no_ptrace }, *p_sc[] = { &sc }, *p_log[] = { &log },
+                       *p_notify[] = { &notify }, *p_container[] = { &container };
+        TestChain c;
+        AuditFindings f;
+
+        /* weak: no architecture check, ptrace denied on x86_64 only by number; everything else open */
+        test_chain_init(&c, "no-ptrace", p_no_ptrace, 1);
+        audit_chain(&c, NULL, NULL, &f);
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_NO_ARCH_CHECK, NULL));
+        const AuditFinding *x = audit_find(&f, AUDIT_RULE_ABI_BYPASS, "ptrace");
+        g_assert_nonnull(x);
+        g_assert_true(x->has_witness && x->witness.arch == AUDIT_ARCH_I386 && x->action == SECCOMP_RET_ALLOW);
+        g_assert_null(audit_find(&f, AUDIT_RULE_DANGEROUS, "ptrace"));
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_DANGEROUS, "bpf"));
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_DANGEROUS, "unshare"));
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_DANGEROUS, "ioctl"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_LOG_ONLY, NULL));
+        audit_findings_done(&f);
+
+        /* strong: the architectures checked, the equivalents and dangerous calls closed */
+        test_chain_init(&c, "audit-strong", p_strong, 1);
+        audit_chain(&c, NULL, NULL, &f);
+        g_assert_null(audit_find(&f, AUDIT_RULE_NO_ARCH_CHECK, NULL));
+        g_assert_null(audit_find(&f, AUDIT_RULE_ABI_BYPASS, NULL));
+        g_assert_null(audit_find(&f, AUDIT_RULE_DANGEROUS, NULL));
+        /* open denied, openat left open: the one weakness it keeps */
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "openat"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "openat2"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "execveat"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "clone3"));
+        g_assert_null(audit_find(&f, AUDIT_RULE_EQUIVALENT_OPEN, "io_uring_setup"));
+        audit_findings_done(&f);
+
+        /* socketcall forgotten */
+        test_chain_init(&c, "socketcall", p_sc, 1);
+        audit_chain(&c, NULL, NULL, &f);
+        x = audit_find(&f, AUDIT_RULE_ABI_BYPASS, "socketcall");
+        g_assert_nonnull(x);
+        g_assert_cmpuint(x->witness.args[0], ==, 1);
+        g_assert_null(audit_find(&f, AUDIT_RULE_ABI_BYPASS, "socket"));
+        audit_findings_done(&f);
+
+        /* LOG only */
+        test_chain_init(&c, "log-only", p_log, 1);
+        audit_chain(&c, NULL, NULL, &f);
+        g_assert_nonnull(audit_find(&f, AUDIT_RULE_LOG_ONLY, NULL));
+        audit_findings_done(&f);
+
+        /* USER_NOTIF: with its listener, and without */
+        test_chain_init(&c, "notify", p_notify, 1);
+        audit_chain(&c, (const bool[]) { true }, NULL, &f);
+        g_assert_null(audit_find(&f, AUDIT_RULE_NOTIF_NO_LISTENER, NULL));
+        audit_findings_done(&f);
+        audit_chain(&c, (const bool[]) { false }, NULL, &f);
+        x = audit_find(&f, AUDIT_RULE_NOTIF_NO_LISTENER, NULL);
+        g_assert_nonnull(x);
+        g_assert_cmpint(x->witness.nr, ==, SYS_mknod);
+        g_assert_cmphex(x->action, ==, SECCOMP_RET_USER_NOTIF);
+        audit_findings_done(&f);
+
+        /* against containers-common's profile: the profile itself is no weaker, a loose chain is */
+        test_chain_init(&c, "container profile", p_container, 1);
+        g_assert_cmpint(policy_summarize(c.progs, c.n, NULL, &baseline), ==, 0);
+        audit_chain(&c, NULL, baseline, &f);
+        g_assert_null(audit_find(&f, AUDIT_RULE_BASELINE, NULL));
+        /* personality(0xffffffff) only asks: not READ_IMPLIES_EXEC */
+        g_assert_null(audit_find(&f, AUDIT_RULE_DANGEROUS, "personality"));
+        audit_findings_done(&f);
+        test_chain_init(&c, "no-ptrace", p_no_ptrace, 1);
+        audit_chain(&c, NULL, baseline, &f);
+        x = audit_find(&f, AUDIT_RULE_BASELINE, NULL);
+        g_assert_nonnull(x);
+        g_assert_nonnull(strstr(x->message, "kexec_load"));
+        audit_findings_done(&f);
+
+        g_assert_cmpint(audit_severity_from_string("medium"), ==, AUDIT_SEVERITY_MEDIUM);
+        g_assert_cmpint(audit_severity_from_string("urgent"), ==, -EINVAL);
+        g_assert_cmpstr(audit_rule_to_string(AUDIT_RULE_ABI_BYPASS), ==, "abi-bypass");
 }
 
 int main(int argc, char **argv) {
@@ -623,11 +1010,17 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/word/patterns", test_word_patterns);
         g_test_add_func("/policy/decide/libseccomp", test_decide_libseccomp);
         g_test_add_func("/policy/decide/bits", test_decide_bits);
+        g_test_add_func("/policy/json/unsigned", test_json_unsigned);
+        g_test_add_func("/policy/decide/arith", test_decide_arith);
         g_test_add_func("/policy/decide/machine", test_decide_machine);
         g_test_add_func("/policy/random", test_random_programs);
+        g_test_add_func("/policy/diff/self", test_diff_self);
+        g_test_add_func("/policy/diff/random", test_diff_random);
         g_test_add_func("/policy/real/container-profile", test_container_profile);
         g_test_add_func("/policy/real/systemd", test_systemd_sets);
         g_test_add_func("/policy/oci/real", test_oci_real);
+        g_test_add_func("/policy/oci/loadable", test_oci_loadable);
+        g_test_add_func("/policy/audit", test_audit);
         g_test_add_func("/policy/who-can", test_who_can);
         g_test_add_func("/policy/who-can/plan", test_who_can_plan);
         g_test_add_func("/policy/who-can/parse", test_who_can_query_parse);

@@ -3,6 +3,7 @@
  * file; what the client prints is held to lib/'s decisions of the chains the daemon serves, and
  * its OCI profiles are loaded through libseccomp and compared with the chains */
 #include <jansson.h>
+#include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stddef.h>
@@ -242,10 +243,18 @@ static void test_policy(Fixture *fx, gconstpointer data) {
         const json_t *x;
         json_array_foreach(syscalls, i, x) {
                 const char *name = json_string_value(json_object_get(x, "name"));
+                struct seccomp_data d = { .nr = (int) json_integer_value(json_object_get(x, "nr")), .arch = AUDIT_ARCH_X86_64 };
                 bool allowed = streq(name, "read") || streq(name, "write") || streq(name, "exit") || streq(name, "rt_sigreturn");
+                /* and what this kernel runs without seccomp (uretprobe, uprobe) */
+                allowed = allowed || ((streq(name, "uretprobe") || streq(name, "uprobe")) && seccomp_kernel_exempts(0, &d));
                 g_assert_cmpstr(json_string_value(json_object_get(x, "action")), ==, allowed ? "ALLOW" : "KILL_THREAD");
         }
         json_decref(doc);
+        /* check: the strict task's uprobe, as the running kernel treats it */
+        struct seccomp_data up = { .nr = 336, .arch = AUDIT_ARCH_X86_64 };
+        g_autofree char *up_check = ctl_run_ok(&fx->b, CTL_ARGS("check", "--arch=x86_64", fx->pid[T_STRICT], "uprobe"));
+        g_assert_cmpint(strstr(up_check, "the kernel runs this call without seccomp (its uprobe exception)") != NULL, ==,
+                        seccomp_kernel_exempts(0, &up));
         g_autofree char *root = g_strdup_printf("%d", (int) scenario_root_pid(fx->s));
         g_autofree char *unfiltered = ctl_run_ok(&fx->b, CTL_ARGS("policy", "--arch=x86_64", root));
         g_assert_nonnull(strstr(unfiltered, "runs under no filter"));
@@ -378,6 +387,12 @@ static void test_files_and_diff(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("policy-diff", fx->pid[T_BWRAP], fx->pid[T_FIREJAIL]), &out, NULL),
                         ==, 1);
         g_assert_nonnull(strstr(out, "\nclone\n  A: ERRNO(1) if arg0 & 0x10000000 == 0x10000000; ALLOW if "));
+        const char *clone_eg = strstr(strstr(out, "\nclone\n  A: "), "  e.g. nr 56, arg0 0x20000: ");
+        g_assert_nonnull(clone_eg);
+        g_assert_true(g_str_has_prefix(strchr(clone_eg, ':'), ": A gives ALLOW, B gives ERRNO(1)\n"));
+        /* a firejail task against itself: nothing differs (its setns rule overlaps, and is the same) */
+        g_autofree char *fj = ctl_run_ok(&fx->b, CTL_ARGS("policy-diff", fx->pid[T_FIREJAIL], fx->pid[T_FIREJAIL]));
+        g_assert_nonnull(strstr(fj, "0 system calls decided differently."));
         json_t *diff = NULL;
         g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "policy-diff", fx->pid[T_ALLOW], fx->pid[T_TWIN1]), &out,
                                 NULL), ==, 1);
@@ -386,6 +401,110 @@ static void test_files_and_diff(Fixture *fx, gconstpointer data) {
         g_assert_cmpuint(json_array_size(d), >=, 1);
         g_assert_cmpstr(json_string_value(json_object_get(json_array_get(d, 0), "syscall")), ==, "ptrace");
         json_decref(diff);
+}
+
+/* ---- audit ---- */
+
+/* The finding of rule (and syscall) among a chain's, or NULL. */
+static const json_t *audit_finding(const json_t *chain, const char *rule, const char *syscall) {
+        size_t i;
+        const json_t *f;
+        json_array_foreach(json_object_get(chain, "findings"), i, f)
+                if (streq(json_string_value(json_object_get(f, "rule")), rule) &&
+                    (!syscall || streq_ptr(json_string_value(json_object_get(f, "syscall")), syscall)))
+                        return f;
+        return NULL;
+}
+
+static json_t *audit_json(Fixture *fx, const char *tid, const char *severity, int status) {
+        g_autofree char *out = NULL;
+        g_autofree char *sev = g_strdup_printf("--severity=%s", severity);
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", sev, tid), &out, NULL), ==, status);
+        json_t *doc = tests_json_loads_u64(out);
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), ==, 1);
+        return doc;
+}
+
+static void test_audit(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        /* ptrace denied by x86_64 number only, no architecture check: the i386 ptrace runs */
+        json_t *doc = audit_json(fx, fx->pid[T_TWIN1], "high", 1);
+        const json_t *chain = json_array_get(json_object_get(doc, "chains"), 0);
+        g_assert_nonnull(audit_finding(chain, "no-arch-check", NULL));
+        const json_t *f = audit_finding(chain, "abi-bypass", "ptrace");
+        g_assert_nonnull(f);
+        const json_t *w = json_object_get(f, "witness");
+        g_assert_cmpint(json_integer_value(json_object_get(w, "arch")), ==, AUDIT_ARCH_I386);
+        g_assert_cmpstr(json_string_value(json_object_get(w, "action")), ==, "ALLOW");
+        json_decref(doc);
+
+        /* the containers-common profile against itself: nothing beyond its baseline */
+        doc = audit_json(fx, fx->pid[T_CONTAINER], "low", 1);
+        chain = json_array_get(json_object_get(doc, "chains"), 0);
+        g_assert_null(audit_finding(chain, "baseline", NULL));
+        g_assert_null(audit_finding(chain, "abi-bypass", NULL));
+        g_assert_null(audit_finding(chain, "no-arch-check", NULL));
+        g_assert_nonnull(audit_finding(chain, "dangerous-allowed", "ioctl")); /* TIOCSTI */
+        json_decref(doc);
+
+        /* bwrap's and firejail's filters: what the baseline denies and they allow, and the text form */
+        doc = audit_json(fx, fx->pid[T_BWRAP], "info", 1);
+        chain = json_array_get(json_object_get(doc, "chains"), 0);
+        g_assert_nonnull(audit_finding(chain, "baseline", NULL));
+        json_decref(doc);
+        doc = audit_json(fx, fx->pid[T_FIREJAIL], "info", 1);
+        json_decref(doc);
+        g_autofree char *text = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("audit", "--severity=info", fx->pid[T_FIREJAIL]), &text, NULL), ==, 1);
+        g_assert_nonnull(strstr(text, "Chain of filter "));
+        g_assert_nonnull(strstr(text, "e.g. arch 0x"));
+
+        /* bad usage, a baseline that is no profile */
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Unknown severity 'urgent'", CTL_ARGS("audit", "--severity=urgent")));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Invalid baseline", CTL_ARGS("audit", "--baseline=/dev/null", fx->pid[T_ALLOW])));
+
+        /* the D-Bus method: the same findings for the chain without an architecture check */
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *mode, *rule, *sev, *arch, *sys, *message;
+        const void *filters, *args;
+        size_t n_filters, n_args;
+        int has;
+        uint32_t warch, wnr, action;
+        bool no_arch = false, bypass = false;
+        g_assert_cmpint(sd_bus_call_method(fx->bus, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE, "Audit", &error,
+                                           &reply, "u", (uint32_t) tid_of(fx, fx->twin1)), >=, 0);
+        g_assert_cmpint(sd_bus_message_read(reply, "s", &mode), >=, 0);
+        g_assert_cmpstr(mode, ==, "filter");
+        g_assert_cmpint(sd_bus_message_read_array(reply, 't', &filters, &n_filters), >=, 0);
+        g_assert_cmpuint(n_filters, ==, sizeof(uint64_t));
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(sssssbuuatu)"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "sssssbuuatu") > 0) {
+                g_assert_cmpint(sd_bus_message_read(reply, "sssssbuu", &rule, &sev, &arch, &sys, &message, &has, &warch,
+                                                    &wnr), >=, 0);
+                g_assert_cmpint(sd_bus_message_read_array(reply, 't', &args, &n_args), >=, 0);
+                g_assert_cmpint(sd_bus_message_read(reply, "u", &action), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                no_arch = no_arch || streq(rule, "no-arch-check");
+                if (streq(rule, "abi-bypass") && streq(sys, "ptrace") && streq(arch, "x86")) {
+                        bypass = true;
+                        g_assert_true(has);
+                        g_assert_cmphex(warch, ==, AUDIT_ARCH_I386);
+                        g_assert_cmphex(action, ==, SECCOMP_RET_ALLOW);
+                }
+        }
+        g_assert_true(no_arch && bypass);
+
+        /* every chain of the machine at once */
+        g_autofree char *all = NULL, *all_err = NULL;
+        int st = ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", "--severity=info"), &all, &all_err);
+        if (st != 1)
+                g_test_message("audit: %s", all_err);
+        g_assert_cmpint(st, ==, 1);
+        doc = tests_json_loads_u64(all);
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), >=, 6);
+        json_decref(doc);
 }
 
 /* ---- errors, and who sees what ---- */
@@ -693,6 +812,7 @@ int main(int argc, char **argv) {
         g_test_add("/sectreectl-policy/oci", Fixture, NULL, fixture_setup, test_policy_oci, fixture_teardown);
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);
         g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
+        g_test_add("/sectreectl-policy/audit", Fixture, NULL, fixture_setup, test_audit, fixture_teardown);
         g_test_add("/sectreectl-policy/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
         g_test_add("/sectreectl-policy/methods", Fixture, NULL, fixture_setup, test_methods, fixture_teardown);
         g_test_add("/sectreectl-policy/methods-nobody", Fixture, NULL, fixture_setup, test_methods_nobody,

@@ -33,6 +33,19 @@ static void msg_unref(void *userdata) {
 
 static int reply_get_policy(PolicyJob *j, sd_bus_message **ret);
 static int reply_who_can(PolicyJob *j, sd_bus_message **ret);
+static int reply_audit(PolicyJob *j, sd_bus_message **ret);
+
+static int reply_of(PolicyJob *j, sd_bus_message **ret) {
+        switch (j->kind) {
+        case POLICY_JOB_GET_POLICY:
+                return reply_get_policy(j, ret);
+        case POLICY_JOB_WHO_CAN:
+                return reply_who_can(j, ret);
+        case POLICY_JOB_AUDIT:
+                return reply_audit(j, ret);
+        }
+        return -EINVAL;
+}
 
 /* The worker is done: its answer, or the error named. */
 static void on_job_done(PolicyJob *j, void *userdata) {
@@ -41,7 +54,7 @@ static void on_job_done(PolicyJob *j, void *userdata) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r = j->r;
         if (r >= 0)
-                r = j->kind == POLICY_JOB_GET_POLICY ? reply_get_policy(j, &reply) : reply_who_can(j, &reply);
+                r = reply_of(j, &reply);
         else if (!j->not_started) {
                 (void) analysis_error(&error, r, j->what);
                 r = sd_bus_message_new_method_errorf(msg, &reply, error.name, "%s", error.message);
@@ -131,8 +144,8 @@ static int append_arch(sd_bus_message *reply, const PolicyReportArch *a) {
 
 /* ---- GetPolicy ---- */
 
-int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
+/* GetPolicy's and Audit's call: the job for the chain of the task the call names. */
+static int chain_method(sd_bus_message *msg, ManagerBus *b, PolicyJobKind kind, sd_bus_error *error) {
         Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         const Forest *f;
@@ -152,7 +165,7 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The chain of task %" PRIu32 " is not known.", tid);
         char what[64];
         snprintf(what, sizeof(what), "the chain of task %" PRIu32, tid);
-        PolicyJob *j = job_new(b, msg, &c, POLICY_JOB_GET_POLICY, what);
+        PolicyJob *j = job_new(b, msg, &c, kind, what);
         if (!j)
                 return -ENOMEM;
         r = policy_job_set_chain(j, t);
@@ -164,6 +177,60 @@ int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) 
                 return r;
         }
         return job_submit(b, j, cpu, error);
+}
+
+int method_get_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return chain_method(msg, userdata, POLICY_JOB_GET_POLICY, error);
+}
+
+/* ---- Audit ---- */
+
+int method_audit(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return chain_method(msg, userdata, POLICY_JOB_AUDIT, error);
+}
+
+static int append_finding(sd_bus_message *reply, const AuditFinding *f) {
+        int r = sd_bus_message_open_container(reply, 'r', "sssssbuuatu");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "sssssbuu", audit_rule_to_string(f->rule), audit_severity_to_string(f->severity),
+                                  f->arch ?: "", f->syscall ?: "", f->message, f->has_witness, f->witness.arch,
+                                  (uint32_t) f->witness.nr);
+        if (r < 0)
+                return r;
+        uint64_t args[6];
+        for (size_t i = 0; i < 6; i++)
+                args[i] = f->witness.args[i];
+        r = sd_bus_message_append_array(reply, 't', args, sizeof(args));
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "u", f->action);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(reply);
+}
+
+static int reply_audit(PolicyJob *j, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(j->userdata, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "s", task_mode_to_string(j->mode));
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append_array(reply, 't', j->filter_ids, j->n_filter_ids * sizeof(uint64_t));
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', AUDIT_FINDING_TYPE);
+        for (size_t i = 0; r >= 0 && i < j->findings.n; i++)
+                r = append_finding(reply, &j->findings.items[i]);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(reply);
+        return 0;
 }
 
 static int reply_get_policy(PolicyJob *j, sd_bus_message **ret) {

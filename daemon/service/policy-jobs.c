@@ -38,6 +38,8 @@ PolicyJob *policy_job_free(PolicyJob *j) {
         arena_done(&j->arena);
         free(j->chain);
         free(j->filter_ids);
+        free(j->listeners);
+        audit_findings_done(&j->findings);
         who_can_plan_free(j->plan);
         policy_report_free(j->report);
         who_can_free(j->who);
@@ -114,7 +116,8 @@ int policy_job_set_chain(PolicyJob *j, const Task *t) {
         size_t n = t && t->mode == TASK_MODE_FILTER && t->filter ? t->filter->depth : 1;
         j->chain = calloc(n, sizeof(ChainProgram));
         j->filter_ids = calloc(n, sizeof(uint64_t));
-        if (!j->chain || !j->filter_ids)
+        j->listeners = calloc(n, sizeof(bool));
+        if (!j->chain || !j->filter_ids || !j->listeners)
                 return -ENOMEM;
         j->mode = t ? t->mode : TASK_MODE_DISABLED;
         if (j->mode == TASK_MODE_STRICT) {
@@ -124,6 +127,7 @@ int policy_job_set_chain(PolicyJob *j, const Task *t) {
                 j->chain[j->n_chain++] = (ChainProgram) { .insns = strict, .len = policy_strict_program(strict) };
         } else if (j->mode == TASK_MODE_FILTER)
                 for (const Filter *x = t->filter; x && j->n_chain < n; x = x->parent) {
+                        j->listeners[j->n_chain] = x->has_listener;
                         int r = chain_add(j, x);
                         if (r < 0)
                                 return r;
@@ -216,6 +220,21 @@ static int get_policy_run(PolicyJob *j, const PolicyStop *stop) {
         return policy_report_new(s, &j->report);
 }
 
+/* Audit: a task in strict mode or without filters has nothing to audit. */
+static int audit_run(PolicyJob *j, const PolicyStop *stop) {
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        if (j->mode != TASK_MODE_FILTER)
+                return 0;
+        fetch_missing(j->source, &j->wants, &j->arena);
+        if (prog_wants_missing(&j->wants) > 0)
+                return -ENODATA;
+        int r = policy_summarize_stoppable(j->chain, j->n_chain, NULL, stop, &s);
+        if (r < 0)
+                return r;
+        AuditInput in = { .chain = j->chain, .n = j->n_chain, .has_listener = j->listeners, .summary = s };
+        return policy_audit(&in, &j->findings);
+}
+
 static int who_can_run(PolicyJob *j, PolicyStop *stop) {
         Arena *arena;
         ProgWants *w = who_can_plan_wants(j->plan, &arena);
@@ -235,7 +254,18 @@ static int who_can_run(PolicyJob *j, PolicyStop *stop) {
 static void job_run(void *userdata) {
         PolicyJob *j = userdata;
         PolicyStop stop = { .check = job_stop, .userdata = j };
-        j->r = j->kind == POLICY_JOB_GET_POLICY ? get_policy_run(j, &stop) : who_can_run(j, &stop);
+        switch (j->kind) {
+        case POLICY_JOB_GET_POLICY:
+                j->r = get_policy_run(j, &stop);
+                return;
+        case POLICY_JOB_WHO_CAN:
+                j->r = who_can_run(j, &stop);
+                return;
+        case POLICY_JOB_AUDIT:
+                j->r = audit_run(j, &stop);
+                return;
+        }
+        j->r = -EINVAL;
 }
 
 /* ---- the lanes ---- */

@@ -7,6 +7,7 @@
 
 #include "core/prog-wants.h"
 #include "observe/source.h"
+#include "policy/policy-audit.h"
 #include "policy/policy-report.h"
 #include "service/access.h"
 #include "service/worker-lanes.h"
@@ -33,6 +34,7 @@
 typedef enum PolicyJobKind {
         POLICY_JOB_GET_POLICY,
         POLICY_JOB_WHO_CAN,
+        POLICY_JOB_AUDIT, /* GetPolicy's question, answered with policy_audit() */
 } PolicyJobKind;
 
 typedef struct PolicyJob PolicyJob;
@@ -56,6 +58,7 @@ struct PolicyJob {
         TaskMode mode;
         uint64_t *filter_ids;
         size_t n_filter_ids;
+        bool *listeners; /* GetPolicy, Audit: whether each filter of chain has a listener */
         WhoCanPlan *plan; /* WhoCan */
         WhoCanQuery query;
         Caller caller;   /* WhoCan: the worker counts the threads it may see */
@@ -65,6 +68,7 @@ struct PolicyJob {
         int r;
         bool not_started; /* r is why its worker could not start */
         PolicyReport *report; /* GetPolicy */
+        AuditFindings findings; /* Audit */
         WhoCan *who;          /* WhoCan */
         size_t all;           /* WhoCan: every visible thread of the machine */
 };
@@ -86,7 +90,7 @@ DEFINE_CLEANUP(PolicyJob *, policy_job_free);
 /* The task tid's mode and chain (NULL: a task the daemon does not track, which runs without
  * filters), if the caller may see it; -ESRCH for a hidden task as for a missing one. */
 int policy_find_task(Caller *c, const Forest *f, uint32_t tid, const Task **ret);
-/* GetPolicy's question: t's chain, newest first, its programs copied (strict mode as its
+/* GetPolicy's and Audit's question: t's chain, newest first, its programs copied (strict mode as its
  * program). -ENODATA: a filter of it has no program the kernel would have installed. */
 int policy_job_set_chain(PolicyJob *j, const Task *t);
 /* WhoCan's question: the chains of f the caller (taken: the worker's now) may see. */

@@ -3,6 +3,8 @@
 
 #include <linux/audit.h>
 #include <seccomp.h>
+#include <stdio.h>
+#include <sys/utsname.h>
 
 #include "core/util.h"
 
@@ -179,9 +181,44 @@ bool action_outranks(uint32_t cur, uint32_t best) {
         return action_only(cur) < action_only(best);
 }
 
+#define KV(a, b, c) (((uint32_t) (a) << 16) + ((uint32_t) (b) << 8) + (uint32_t) (c))
+
+uint32_t kernel_version_parse(const char *release) {
+        unsigned a = 0, b = 0, c = 0;
+        if (!release || sscanf(release, "%u.%u.%u", &a, &b, &c) < 2 || a > 255 || b > 255)
+                return 0;
+        return KV(a, b, MIN(c, 255U));
+}
+
+uint32_t kernel_version_running(void) {
+        static uint32_t cached; /* a race writes the same value */
+        uint32_t v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+        struct utsname u;
+        if (v)
+                return v;
+        v = uname(&u) < 0 ? 0 : kernel_version_parse(u.release);
+        __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+        return v;
+}
+
+bool seccomp_kernel_exempts(uint32_t kernel, const struct seccomp_data *data) {
+        if (kernel == 0)
+                kernel = kernel_version_running();
+        if (data->arch != AUDIT_ARCH_X86_64)
+                return false;
+        return (data->nr == SECCOMP_NR_URETPROBE_X86_64 && kernel >= KV(6, 14, 0)) ||
+               (data->nr == SECCOMP_NR_UPROBE_X86_64 && kernel >= KV(6, 18, 0));
+}
+
 EvalResult chain_evaluate(const ChainProgram *chain, size_t n, const struct seccomp_data *data) {
+        return chain_evaluate_kernel(chain, n, data, 0);
+}
+
+EvalResult chain_evaluate_kernel(const ChainProgram *chain, size_t n, const struct seccomp_data *data, uint32_t kernel) {
         EvalResult r = { .ret = SECCOMP_RET_ALLOW, .decided_by = 0 };
 
+        if (seccomp_kernel_exempts(kernel, data))
+                return r;
         for (size_t i = 0; i < n; i++) {
                 uint32_t cur = prog_run(chain[i].insns, chain[i].len, data);
 
@@ -204,6 +241,10 @@ static int resolve_syscall(const char *syscall, uint32_t scmp_arch, int32_t *ret
         }
 
         nr = seccomp_syscall_resolve_name_arch(scmp_arch, syscall);
+        if (nr < 0 && scmp_arch == SCMP_ARCH_X86_64 && streq(syscall, "uretprobe"))
+                nr = SECCOMP_NR_URETPROBE_X86_64; /* libseccomp before 2.6 does not name them */
+        if (nr < 0 && scmp_arch == SCMP_ARCH_X86_64 && streq(syscall, "uprobe"))
+                nr = SECCOMP_NR_UPROBE_X86_64;
         if (nr < 0) /* __NR_SCMP_ERROR, or a pseudo-syscall libseccomp knows not to exist here */
                 return -EINVAL;
         *ret = nr;

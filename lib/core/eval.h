@@ -29,6 +29,19 @@ typedef struct EvalResult {
  * strictly more restrictive action does (see chain_evaluate()). */
 bool action_outranks(uint32_t cur, uint32_t best);
 
+/* A kernel version as KERNEL_VERSION(major, minor, patch) from a release string ("6.18.4-amd64"):
+ * 0 when it does not start with "MAJOR.MINOR". */
+uint32_t kernel_version_parse(const char *release);
+/* The running kernel's (uname(2)), read once. */
+uint32_t kernel_version_running(void);
+
+/* The system calls the kernel runs without consulting seccomp at all (seccomp_uprobe_exception():
+ * the filters and strict mode alike): on x86_64, in the native ABI only, uretprobe (335) from
+ * Linux 6.14 and uprobe (336) from Linux 6.18. kernel: a KERNEL_VERSION, 0 for the running one. */
+#define SECCOMP_NR_URETPROBE_X86_64 335
+#define SECCOMP_NR_UPROBE_X86_64 336
+bool seccomp_kernel_exempts(uint32_t kernel, const struct seccomp_data *data);
+
 /* Evaluate a chain, chain[0] being the newest filter (the task's head) and chain[n-1] the oldest,
  * with the kernel's precedence (seccomp_run_filters): every filter runs, the most restrictive
  * action wins (KILL_PROCESS > KILL_THREAD > TRAP > ERRNO > USER_NOTIF > TRACE > LOG > ALLOW),
@@ -36,11 +49,16 @@ bool action_outranks(uint32_t cur, uint32_t best);
  * n == 0 yields ALLOW with decided_by = 0. As in the kernel, a chain where every filter allows
  * yields exactly SECCOMP_RET_ALLOW (any data bits dropped), decided_by = 0. */
 EvalResult chain_evaluate(const ChainProgram *chain, size_t n, const struct seccomp_data *data);
+/* chain_evaluate() as kernel (a KERNEL_VERSION; 0: the running one) does it: a call it exempts
+ * (seccomp_kernel_exempts()) yields SECCOMP_RET_ALLOW, decided_by = 0, whatever the filters say.
+ * chain_evaluate() is this for the running kernel. */
+EvalResult chain_evaluate_kernel(const ChainProgram *chain, size_t n, const struct seccomp_data *data, uint32_t kernel);
 
 /* Fill a seccomp_data for the native architecture from a syscall name or number and up to 6
  * arguments. Returns 0, or -EINVAL if the syscall is unknown to libseccomp. arch is an
  * AUDIT_ARCH_* value; 0 means the native one. SCMP_ARCH_X32 selects x32: the data then says
  * AUDIT_ARCH_X86_64, as the kernel does, with __X32_SYSCALL_BIT set in nr (also added to a
- * decimal number given without it). */
+ * decimal number given without it). uretprobe and uprobe are known on x86_64 even where
+ * libseccomp does not name them. */
 int seccomp_data_from_syscall(const char *syscall, uint32_t arch, const uint64_t *args, size_t n_args,
                               struct seccomp_data *ret);

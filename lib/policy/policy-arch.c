@@ -94,8 +94,20 @@ static uint32_t nr_base(uint32_t arch) {
         }
 }
 
+/* The calls the kernel exempts from seccomp (seccomp_kernel_exempts()), named where libseccomp
+ * (before 2.6) does not name them: they get decisions of their own, out of "other numbers". */
+static char *name_fallback(uint32_t arch, uint32_t nr) {
+        if (arch != SCMP_ARCH_X86_64)
+                return NULL;
+        return nr == SECCOMP_NR_URETPROBE_X86_64 ? strdup("uretprobe")
+               : nr == SECCOMP_NR_UPROBE_X86_64  ? strdup("uprobe")
+                                                 : NULL;
+}
+
 static int name_list_add(NameList *l, uint32_t arch, uint32_t nr) {
         char *name = seccomp_syscall_resolve_num_arch(arch, (int) nr);
+        if (!name)
+                name = name_fallback(arch, nr);
         if (!name)
                 return 0;
         if (GROW(l->items, l->allocated, l->n + 1) < 0) {
@@ -180,6 +192,13 @@ static bool chain_mentions(const ChainProgram *chain, size_t n, uint32_t token) 
         return false;
 }
 
+bool policy_chain_checks_arch(const ChainProgram *chain, size_t n) {
+        for (size_t i = 0; i < ELEMENTSOF(arch_table); i++)
+                if (chain_mentions(chain, n, arch_table[i].token))
+                        return true;
+        return false;
+}
+
 static size_t arch_list_add(const PolicyArch **list, size_t n, size_t max, const PolicyArch *a) {
         for (size_t i = 0; i < n; i++)
                 if (list[i] == a)
@@ -217,7 +236,18 @@ size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch
 }
 
 uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr) {
-        /* the kernel's mode1_syscalls, and mode1_syscalls_32 for the compat ABIs */
+        return policy_arch_strict_verdict_kernel(a, nr, 0);
+}
+
+uint32_t policy_arch_strict_verdict_kernel(const PolicyArch *a, int32_t nr, uint32_t kernel) {
+        struct seccomp_data d = { .nr = nr, .arch = a ? a->token : 0 };
+        if (a && a->arch != SCMP_ARCH_X32 && seccomp_kernel_exempts(kernel, &d))
+                return SECCOMP_RET_ALLOW;
+        /* the kernel's mode1_syscalls, and mode1_syscalls_32 for the compat ABIs; x32 is a compat
+         * ABI too, whose numbers (with __X32_SYSCALL_BIT) never equal the i386 ones the kernel
+         * compares them with: strict mode allows none of them */
+        if (a && a->arch == SCMP_ARCH_X32)
+                return SECCOMP_RET_KILL_THREAD;
         bool compat = a && (a->arch == SCMP_ARCH_X86 || a->arch == SCMP_ARCH_ARM);
         const char *const allowed[] = { "read", "write", "exit", compat ? "sigreturn" : "rt_sigreturn" };
         for (size_t i = 0; a && i < ELEMENTSOF(allowed); i++)

@@ -36,10 +36,18 @@ int policy_arch_syscalls(const PolicyArch *a, const PolicySyscallName **ret, siz
 size_t policy_chain_arches(const ChainProgram *chain, size_t n, const PolicyArch **ret, size_t max);
 #define POLICY_ARCH_MAX 20
 
+/* Does some program of the chain compare the architecture word with an architecture's token? */
+bool policy_chain_checks_arch(const ChainProgram *chain, size_t n);
+
 /* Strict mode (SECCOMP_SET_MODE_STRICT): ALLOW for read, write, exit and rt_sigreturn (sigreturn
  * on the compat ABIs x86 and arm) in the ABI's numbers, KILL_THREAD for anything else (the
- * kernel's __secure_computing_strict()). */
+ * kernel's __secure_computing_strict()). On x32 everything is killed: the kernel compares x32
+ * numbers with the i386 ones, which they never equal. */
 uint32_t policy_arch_strict_verdict(const PolicyArch *a, int32_t nr);
+/* The same on kernel (a KERNEL_VERSION; 0: the running one): what it exempts from seccomp
+ * (seccomp_kernel_exempts()) runs in strict mode too. policy_arch_strict_verdict() is this for
+ * the running kernel. */
+uint32_t policy_arch_strict_verdict_kernel(const PolicyArch *a, int32_t nr, uint32_t kernel);
 
 /* Strict mode as a classic-BPF program, for the native architecture and its compat ABIs (what
  * policy_arch_strict_verdict() says for each), so that it can be summarized as a chain. At most

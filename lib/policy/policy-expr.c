@@ -493,6 +493,110 @@ static void cond_shifted(uint16_t op, unsigned w, unsigned s, uint32_t k, Cond *
         branch_add(&c->f, atom_range(w, 0, (lo << s) - 1));
 }
 
+/* Is v a non-decreasing function of one word: the word through divisions and right shifts by
+ * constants? *word says which. */
+static bool monotone_of(SymVal v, int *word) {
+        if (sym_is_const(v))
+                return false;
+        switch (v.e->op) {
+        case EXPR_WORD:
+                if (*word >= 0 && *word != v.e->word)
+                        return false;
+                *word = v.e->word;
+                return true;
+        case EXPR_DIV:
+                return sym_is_const(v.e->r) && v.e->r.k != 0 && monotone_of(v.e->l, word);
+        case EXPR_RSH:
+                return sym_is_const(v.e->r) && monotone_of(v.e->l, word);
+        default:
+                return false;
+        }
+}
+
+static uint32_t eval_at(SymVal v, unsigned w, uint32_t x) {
+        struct seccomp_data d = {};
+        memcpy((uint8_t *) &d + 4 * w, &x, sizeof(x));
+        return sym_eval(v, &d);
+}
+
+/* The smallest word x with f(x) >= t, f non-decreasing: false when there is none. */
+static bool monotone_first(SymVal f, unsigned w, uint32_t t, uint32_t *ret) {
+        uint64_t lo = 0, hi = (uint64_t) UINT32_MAX + 1; /* the answer is in [lo, hi]; hi: none */
+        while (lo < hi) {
+                uint64_t mid = lo + (hi - lo) / 2;
+                if (eval_at(f, w, (uint32_t) mid) >= t)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        *ret = (uint32_t) lo;
+        return lo <= UINT32_MAX;
+}
+
+/* Taken for the words in [lo, UINT32_MAX] (lo > 0), not taken below. */
+static void cond_from(Cond *c, unsigned w, uint32_t lo) {
+        c->kind = COND_SPLIT;
+        branch_add(&c->t, atom_range(w, lo, UINT32_MAX));
+        branch_add(&c->f, atom_range(w, 0, lo - 1));
+}
+
+/* f(word) op k for a non-decreasing f (divisions and shifts by constants): exact ranges of the
+ * word, found by bisection on f itself. */
+static void cond_monotone(uint16_t op, SymVal f, unsigned w, uint32_t k, Cond *c) {
+        uint32_t lo, next;
+        bool has_next;
+        if (op == BPF_JGT && k == UINT32_MAX) {
+                c->kind = COND_FALSE;
+                return;
+        }
+        if (op != BPF_JEQ) {
+                if (!monotone_first(f, w, op == BPF_JGT ? k + 1 : k, &lo))
+                        c->kind = COND_FALSE;
+                else if (lo == 0)
+                        c->kind = COND_TRUE;
+                else
+                        cond_from(c, w, lo);
+                return;
+        }
+        if (!monotone_first(f, w, k, &lo) || eval_at(f, w, lo) != k) {
+                c->kind = COND_FALSE;
+                return;
+        }
+        has_next = k < UINT32_MAX && monotone_first(f, w, k + 1, &next);
+        uint32_t hi = has_next ? next - 1 : UINT32_MAX;
+        if (lo == 0 && hi == UINT32_MAX) {
+                c->kind = COND_TRUE;
+                return;
+        }
+        c->kind = COND_SPLIT;
+        branch_add(&c->t, atom_range(w, lo, hi));
+        if (lo > 0)
+                branch_add(&c->f, atom_range(w, 0, lo - 1));
+        if (hi < UINT32_MAX)
+                branch_add(&c->f, atom_range(w, hi + 1, UINT32_MAX));
+}
+
+/* The inverse of an odd number modulo 2^32 (Newton's iteration). */
+static uint32_t odd_inverse(uint32_t a) {
+        uint32_t x = a; /* right in the low 3 bits */
+        for (int i = 0; i < 5; i++)
+                x *= 2 - a * x;
+        return x;
+}
+
+/* word * m == k: with m = odd << s, k must end in s zero bits, and then the word is fixed in its
+ * low 32 - s bits (the multiplication by odd is a bijection modulo 2^(32 - s)). */
+static void cond_product_eq(unsigned w, uint32_t m, uint32_t k, Cond *c) {
+        unsigned s = (unsigned) __builtin_ctz(m);
+        uint32_t low = s ? (UINT32_C(1) << s) - 1 : 0;
+        if (k & low) {
+                c->kind = COND_FALSE;
+                return;
+        }
+        uint32_t mask = UINT32_MAX >> s;
+        cond_masks(c, w, mask, ((k >> s) * odd_inverse(m >> s)) & mask, true);
+}
+
 static int cond_opaque(Arena *arena, uint16_t op, SymVal a, SymVal b, Cond *c) {
         Opaque *t = arena_alloc(arena, sizeof(Opaque)), *f = arena_alloc(arena, sizeof(Opaque));
         if (!t || !f)
@@ -536,6 +640,16 @@ static int cond_on_expr(Arena *arena, uint16_t op, SymVal a, uint32_t k, Cond *c
         }
         if (op != BPF_JSET && affine_of(a, &w, &add)) {
                 cond_affine(op, w, add, k, c);
+                return 0;
+        }
+        int mw = -1;
+        if (op != BPF_JSET && monotone_of(a, &mw)) {
+                cond_monotone(op, a, (unsigned) mw, k, c);
+                return 0;
+        }
+        if (op == BPF_JEQ && a.e->op == EXPR_MUL && sym_is_const(a.e->r) && !sym_is_const(a.e->l) &&
+            a.e->l.e->op == EXPR_WORD) {
+                cond_product_eq(a.e->l.e->word, a.e->r.k, k, c);
                 return 0;
         }
         return cond_opaque(arena, op, a, SYM_CONST(k), c);

@@ -3,6 +3,7 @@
 #include "policy/policy-format.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "core/disasm.h"
@@ -745,8 +746,14 @@ char *policy_case_action_string(const PolicyCase *c) {
 
 /* ---- JSON ---- */
 
+/* An unsigned 64-bit value: a JSON integer up to 2^53 (what every JSON reader holds exactly),
+ * beyond that its decimal digits as a string. */
 static json_t *json_u64(uint64_t v) {
-        return json_integer((json_int_t) v); /* as the other verbs: 64-bit values as signed integers */
+        char buf[24];
+        if (v <= POLICY_JSON_INTEGER_MAX)
+                return json_integer((json_int_t) v);
+        snprintf(buf, sizeof(buf), "%" PRIu64, v);
+        return json_string(buf);
 }
 
 static json_t *constraint_json(const PolicyConstraint *c) {

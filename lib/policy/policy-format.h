@@ -69,6 +69,10 @@ char *policy_case_view_string(const PolicyCaseView *v);
  * NULL on OOM. */
 json_t *policy_case_view_json(const PolicyCaseView *v);
 
+/* The largest value the JSON writes as a number (2^53); a larger 64-bit value (the intervals of a
+ * field are unsigned) is written as a string of its decimal digits. */
+#define POLICY_JSON_INTEGER_MAX (UINT64_C(1) << 53)
+
 /* Every case of a decision: [{case}...]; NULL on OOM. */
 json_t *policy_decision_json(Arena *arena, const PolicyDecision *dec);
 

@@ -27,6 +27,7 @@ typedef struct Oci {
         char **problems;
         size_t n_problems;
         uint32_t default_ret;
+        bool refused; /* libseccomp refused the last profile built: it is never written */
         struct OciRule *rules;
         size_t n_rules, allocated_rules;
 } Oci;
@@ -76,13 +77,19 @@ static const OciActionName *oci_action(uint32_t ret) {
         return NULL;
 }
 
+/* The largest errno libseccomp takes (it refuses 4095, the kernel's MAX_ERRNO). */
+#define OCI_MAX_ERRNO 4094
+
 /* The value a runtime makes of the action the profile states for ret: the data only where the
- * format keeps it (errnoRet). */
+ * format keeps it (errnoRet), an errno at most what libseccomp takes. */
 static uint32_t oci_stated_ret(uint32_t ret) {
         const OciActionName *a = oci_action(ret);
         if (!a)
                 return SECCOMP_RET_KILL_PROCESS;
-        return a->action | (a->errno_ret ? ret & SECCOMP_RET_DATA : 0);
+        uint32_t v = policy_ret_effective(a->action | (a->errno_ret ? ret & SECCOMP_RET_DATA : 0));
+        if (a->action == SECCOMP_RET_ERRNO)
+                v = SECCOMP_RET_ERRNO | MIN(v & SECCOMP_RET_DATA, (uint32_t) OCI_MAX_ERRNO);
+        return v;
 }
 
 /* Can the profile give exactly this value? (what is: a syscall or architecture) */
@@ -90,6 +97,11 @@ static int oci_check_ret(Oci *o, const char *what, uint32_t ret, bool *ok) {
         char buf[ACTION_STRING_MAX];
         uint32_t action = ret & SECCOMP_RET_ACTION_FULL, data = ret & SECCOMP_RET_DATA;
         *ok = true;
+        if (action == SECCOMP_RET_ERRNO && data > OCI_MAX_ERRNO) {
+                *ok = false;
+                return oci_problem(o, "%s: %s: the kernel returns errno %d, which libseccomp cannot state (at most %d)",
+                                   what, action_to_string(ret, buf, sizeof(buf)), POLICY_MAX_ERRNO, OCI_MAX_ERRNO);
+        }
         if (action == SECCOMP_RET_TRAP && data != 0) {
                 *ok = false;
                 return oci_problem(o, "%s: %s: the format has no TRAP data", what, action_to_string(ret, buf, sizeof(buf)));
@@ -543,10 +555,6 @@ static int oci_syscalls(Oci *o, const PolicyArchSummary *const *listed, size_t n
 
 #define OCI_DIFFERENCES_LISTED 8
 
-static uint64_t term_field_witness(const PolicyTerm *t, unsigned field) {
-        return (uint64_t) t->words[policy_field_word(field, true)].witness << 32 | t->words[policy_field_word(field, false)].witness;
-}
-
 /* Where the built filter decides otherwise than the chain, a problem (with an example). */
 static int oci_compare_decisions(Oci *o, const char *name, const char *arch, const PolicyDecision *chain,
                                  const PolicyDecision *profile, size_t *n_differ) {
@@ -560,8 +568,8 @@ static int oci_compare_decisions(Oci *o, const char *name, const char *arch, con
         return oci_problem(o, "%s: on %s the profile gives %s where the chain gives %s (e.g. nr %" PRIu32 ", arg0 %#" PRIx64
                               ", arg1 %#" PRIx64 ", arg2 %#" PRIx64 ")",
                            name, arch, action_to_string(d.b, b, sizeof(b)), action_to_string(d.a, a, sizeof(a)),
-                           d.term.words[POLICY_WORD_NR].witness, term_field_witness(&d.term, 0),
-                           term_field_witness(&d.term, 1), term_field_witness(&d.term, 2));
+                           (uint32_t) d.witness.nr, (uint64_t) d.witness.args[0], (uint64_t) d.witness.args[1],
+                           (uint64_t) d.witness.args[2]);
 }
 
 /* The profile built through libseccomp, as a runtime builds it, must decide every syscall of
@@ -572,6 +580,7 @@ static int oci_verify(Oci *o, const json_t *profile) {
         _cleanup_free_ char *error = NULL;
         size_t n_insns = 0;
         int r = policy_profile_build(profile, NULL, &insns, &n_insns, &error);
+        o->refused = r == -EINVAL;
         if (r == -EINVAL)
                 return oci_problem(o, "libseccomp refuses the profile: %s", error ? error : "?");
         if (r < 0)
@@ -581,7 +590,7 @@ static int oci_verify(Oci *o, const json_t *profile) {
                 const PolicyArchSummary *c = &o->summary->arches[i];
                 _cleanup_(policy_summary_freep) PolicySummary *one = NULL;
                 size_t n_differ = 0;
-                r = policy_summarize(&prog, 1, c->arch, &one);
+                r = policy_summarize_kernel(&prog, 1, c->arch, c->other->query.kernel, NULL, &one);
                 if (r < 0)
                         return r;
                 const PolicyArchSummary *b = &one->arches[0];
@@ -614,12 +623,28 @@ static json_t *json_u64(uint64_t v) {
         return json_string(buf);
 }
 
-static json_t *rule_json(const OciRule *r) {
+/* The multiplexers of the 32-bit ABIs: libseccomp makes their rules from those of the calls they
+ * multiplex (socket, ...), and a rule of their own can spoil those on the other architectures
+ * (it is applied to every architecture of the profile). */
+static bool name_is_multiplexer(const char *name) {
+        return streq(name, "socketcall") || streq(name, "ipc");
+}
+
+/* NULL with *ret_skip when no name is left once the multiplexers are left out (skip_mux). */
+static json_t *rule_json(const OciRule *r, bool skip_mux, bool *ret_skip) {
         const OciActionName *a = oci_action(r->ret);
         json_t *names = json_array(), *args = json_array();
+        *ret_skip = false;
         for (size_t i = 0; names && i < r->n_names; i++)
-                if (json_array_append_new(names, json_string(r->names[i])) < 0)
+                if (!(skip_mux && name_is_multiplexer(r->names[i])) &&
+                    json_array_append_new(names, json_string(r->names[i])) < 0)
                         goto fail;
+        if (names && json_array_size(names) == 0) {
+                *ret_skip = true;
+                json_decref(names);
+                json_decref(args);
+                return NULL;
+        }
         for (size_t i = 0; args && i < OCI_ARGS; i++) {
                 if (!r->args[i].op)
                         continue;
@@ -629,7 +654,8 @@ static json_t *rule_json(const OciRule *r) {
                         goto fail;
         }
         json_t *o = json_pack("{s:o, s:s}", "names", names, "action", a->name);
-        if (o && a->errno_ret && json_object_set_new(o, "errnoRet", json_integer(r->ret & SECCOMP_RET_DATA)) < 0) {
+        /* the errno as the kernel returns it: libseccomp refuses one above 4095 */
+        if (o && a->errno_ret && json_object_set_new(o, "errnoRet", json_integer(oci_stated_ret(r->ret) & SECCOMP_RET_DATA)) < 0) {
                 json_decref(o);
                 o = NULL;
         }
@@ -646,9 +672,19 @@ fail:
         return NULL;
 }
 
-/* The most restrictive first: libseccomp (2.5) can lose a more restrictive rule added after a
- * more permissive one that overlaps it on some arguments; in this order it keeps them. Runtimes
- * add the rules in the order of the profile. */
+/* The orders the rules are tried in (runtimes add them in the order of the profile). The most
+ * restrictive first: libseccomp (2.5) can lose a more restrictive rule added after a more
+ * permissive one that overlaps it on some arguments; in this order it keeps them. But it also
+ * refuses (EEXIST) some rules added after a more restrictive one that overlaps them; then the
+ * most permissive first may load, and decide alike. Every order is checked by loading it. */
+typedef enum OciOrder {
+        OCI_ORDER_RESTRICTIVE_FIRST,
+        OCI_ORDER_PERMISSIVE_FIRST,
+        OCI_ORDER_BY_NAME_RESTRICTIVE_FIRST, /* the rules of one syscall together */
+        OCI_ORDER_BY_NAME_PERMISSIVE_FIRST,
+        _OCI_ORDER_MAX,
+} OciOrder;
+
 static int cmp_rules(const void *a, const void *b) {
         const OciRule *x = a, *y = b;
         int32_t rx = (int32_t) (x->ret & SECCOMP_RET_ACTION_FULL), ry = (int32_t) (y->ret & SECCOMP_RET_ACTION_FULL);
@@ -659,7 +695,33 @@ static int cmp_rules(const void *a, const void *b) {
         return strcmp(x->names[0], y->names[0]);
 }
 
-static json_t *oci_json(Oci *o, const PolicyArchSummary *const *listed, size_t n_listed) {
+static int cmp_rules_permissive(const void *a, const void *b) {
+        const OciRule *x = a, *y = b;
+        if ((x->ret & SECCOMP_RET_ACTION_FULL) != (y->ret & SECCOMP_RET_ACTION_FULL) || x->ret != y->ret)
+                return -cmp_rules(a, b);
+        return cmp_rules(a, b);
+}
+
+static int cmp_rules_by_name(const void *a, const void *b) {
+        const OciRule *x = a, *y = b;
+        int c = strcmp(x->names[0], y->names[0]);
+        return c != 0 ? c : cmp_rules(a, b);
+}
+
+static int cmp_rules_by_name_permissive(const void *a, const void *b) {
+        const OciRule *x = a, *y = b;
+        int c = strcmp(x->names[0], y->names[0]);
+        return c != 0 ? c : cmp_rules_permissive(a, b);
+}
+
+static int (*const rule_orders[_OCI_ORDER_MAX])(const void *, const void *) = {
+        [OCI_ORDER_RESTRICTIVE_FIRST] = cmp_rules,
+        [OCI_ORDER_PERMISSIVE_FIRST] = cmp_rules_permissive,
+        [OCI_ORDER_BY_NAME_RESTRICTIVE_FIRST] = cmp_rules_by_name,
+        [OCI_ORDER_BY_NAME_PERMISSIVE_FIRST] = cmp_rules_by_name_permissive,
+};
+
+static json_t *oci_json(Oci *o, const PolicyArchSummary *const *listed, size_t n_listed, OciOrder order, bool skip_mux) {
         const OciActionName *d = oci_action(o->default_ret);
         json_t *arches = json_array(), *syscalls = json_array();
         for (size_t i = 0; arches && i < n_listed; i++) {
@@ -667,12 +729,15 @@ static json_t *oci_json(Oci *o, const PolicyArchSummary *const *listed, size_t n
                 if (name && json_array_append_new(arches, json_string(name)) < 0)
                         goto fail;
         }
-        qsort_safe(o->rules, o->n_rules, sizeof(OciRule), cmp_rules);
-        for (size_t i = 0; syscalls && i < o->n_rules; i++)
-                if (json_array_append_new(syscalls, rule_json(&o->rules[i])) < 0)
+        qsort_safe(o->rules, o->n_rules, sizeof(OciRule), rule_orders[order]);
+        for (size_t i = 0; syscalls && i < o->n_rules; i++) {
+                bool skip;
+                json_t *rule = rule_json(&o->rules[i], skip_mux, &skip);
+                if (!skip && json_array_append_new(syscalls, rule) < 0)
                         goto fail;
+        }
         json_t *p = json_pack("{s:s}", "defaultAction", d->name);
-        if (p && d->errno_ret && json_object_set_new(p, "defaultErrnoRet", json_integer(o->default_ret & SECCOMP_RET_DATA)) < 0)
+        if (p && d->errno_ret && json_object_set_new(p, "defaultErrnoRet", json_integer(oci_stated_ret(o->default_ret) & SECCOMP_RET_DATA)) < 0)
                 goto fail_p;
         if (p && (json_object_set_new(p, "architectures", arches) < 0 || json_object_set_new(p, "syscalls", syscalls) < 0)) {
                 arches = syscalls = NULL;
@@ -695,6 +760,38 @@ static void oci_done(Oci *o) {
         arena_done(&o->arena);
 }
 
+/* Forget the problems after the first n. */
+static void oci_problems_truncate(Oci *o, size_t n) {
+        for (size_t i = n; i < o->n_problems; i++)
+                free(o->problems[i]);
+        o->n_problems = MIN(n, o->n_problems);
+        if (o->problems)
+                o->problems[o->n_problems] = NULL;
+}
+
+/* The profile in the first order (with the multiplexers' own rules, then without them) that
+ * libseccomp loads and that decides as the chain does; else the first one tried, with its
+ * problems. */
+static int oci_json_verified(Oci *o, const PolicyArchSummary *const *listed, size_t n_listed, json_t **ret) {
+        size_t before = o->n_problems;
+        *ret = NULL;
+        for (unsigned attempt = 0; attempt <= 2 * _OCI_ORDER_MAX; attempt++) {
+                /* the last attempt: the first again, for its problems */
+                unsigned k = attempt == 2 * _OCI_ORDER_MAX ? 0 : attempt;
+                oci_problems_truncate(o, before);
+                json_decref(*ret);
+                *ret = oci_json(o, listed, n_listed, (OciOrder) (k % _OCI_ORDER_MAX), k >= _OCI_ORDER_MAX);
+                if (!*ret)
+                        return -ENOMEM;
+                int r = oci_verify(o, *ret);
+                if (r < 0)
+                        return r;
+                if (o->n_problems == before)
+                        return 0;
+        }
+        return 0;
+}
+
 int policy_oci_profile(const PolicySummary *s, bool approximate, json_t **ret, char ***ret_problems) {
         _cleanup_(oci_done) Oci o = { .summary = s, .approximate = approximate };
         const PolicyArchSummary *listed[POLICY_ARCH_MAX];
@@ -706,21 +803,19 @@ int policy_oci_profile(const PolicySummary *s, bool approximate, json_t **ret, c
                 r = oci_default(&o, listed, n_listed);
         if (r >= 0)
                 r = oci_syscalls(&o, listed, n_listed);
-        if (r >= 0 && !(profile = oci_json(&o, listed, n_listed)))
-                r = -ENOMEM;
         if (r >= 0)
-                r = oci_verify(&o, profile);
+                r = oci_json_verified(&o, listed, n_listed, &profile);
         if (r < 0) {
                 json_decref(profile);
                 return r;
         }
         *ret = NULL;
-        if (o.n_problems == 0 || approximate)
+        if (o.n_problems == 0 || (approximate && !o.refused))
                 *ret = TAKE_PTR(profile);
         json_decref(profile);
         if (ret_problems)
                 *ret_problems = TAKE_PTR(o.problems);
-        return o.n_problems && !approximate ? -EDOM : 0;
+        return !*ret ? -EDOM : 0;
 }
 
 char *policy_oci_dumps(const json_t *profile, size_t flags) {

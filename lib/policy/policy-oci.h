@@ -20,7 +20,12 @@
  * and numbers libseccomp does not name decided by number. Then, unless approximate, it fails
  * with -EDOM and gives no profile; with approximate such a syscall gets the most restrictive of
  * its actions for every argument, a differing architecture the native one's decisions, and a
- * refused architecture is left out. -ENOMEM. */
+ * refused architecture is left out. Every profile given has been loaded through libseccomp and
+ * compared with the chain: the rules are tried in several orders (libseccomp refuses or loses
+ * some overlapping rules in one order and not in another), and one libseccomp refuses in every
+ * order is never given, even with approximate (-EDOM). An errno is stated as the kernel returns
+ * it (capped at 4095), and at most 4094, what libseccomp takes: a larger one is a problem.
+ * -ENOMEM. */
 int policy_oci_profile(const PolicySummary *s, bool approximate, json_t **ret, char ***ret_problems);
 
 /* The profile as JSON text (json_dumps() flags): numbers above INT64_MAX, which jansson's integers

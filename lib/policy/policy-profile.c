@@ -295,8 +295,8 @@ int policy_profile_build(const json_t *profile, const char *const *caps, struct 
         if (r < 0)
                 return r;
         b.ctx = seccomp_init(def);
-        if (!b.ctx)
-                return -ENOMEM;
+        if (!b.ctx) /* libseccomp refuses the action (e.g. an errno above 4094), or is out of memory */
+                return build_error(&b, "defaultAction: libseccomp refuses it");
         r = add_arches(&b, profile);
         json_array_foreach(rules, i, rule)
                 if (r >= 0 && rule_applies(&b, rule))

@@ -5,7 +5,7 @@
 #include <errno.h>
 
 static int arch_summarize(PolicySummary *s, const ChainProgram *chain, size_t n, const PolicyArch *a,
-                          const PolicyStop *stop, PolicyArchSummary *ret) {
+                          uint32_t kernel, const PolicyStop *stop, PolicyArchSummary *ret) {
         const PolicySyscallName *names;
         size_t n_names;
         int r = policy_arch_syscalls(a, &names, &n_names);
@@ -15,14 +15,14 @@ static int arch_summarize(PolicySummary *s, const ChainProgram *chain, size_t n,
         if (!ret->entries)
                 return -ENOMEM;
         for (size_t i = 0; i < n_names; i++) {
-                PolicyQuery q = { .arch = a->arch, .nr = names[i].nr };
+                PolicyQuery q = { .arch = a->arch, .nr = names[i].nr, .kernel = kernel };
                 ret->entries[i].syscall = &names[i];
                 r = policy_decide_stoppable(&s->arena, chain, n, &q, stop, &ret->entries[i].decision);
                 if (r < 0)
                         return r;
         }
         ret->n_entries = n_names;
-        r = policy_decide_stoppable(&s->arena, chain, n, &(PolicyQuery) { .arch = a->arch, .other = true }, stop,
+        r = policy_decide_stoppable(&s->arena, chain, n, &(PolicyQuery) { .arch = a->arch, .other = true, .kernel = kernel }, stop,
                                     &ret->other);
         if (r < 0)
                 return r;
@@ -40,6 +40,11 @@ int policy_summarize(const ChainProgram *chain, size_t n, const PolicyArch *only
 
 int policy_summarize_stoppable(const ChainProgram *chain, size_t n, const PolicyArch *only, const PolicyStop *stop,
                                PolicySummary **ret) {
+        return policy_summarize_kernel(chain, n, only, 0, stop, ret);
+}
+
+int policy_summarize_kernel(const ChainProgram *chain, size_t n, const PolicyArch *only, uint32_t kernel,
+                            const PolicyStop *stop, PolicySummary **ret) {
         const PolicyArch *arches[POLICY_ARCH_MAX];
         size_t n_arches = only ? 1 : policy_chain_arches(chain, n, arches, ELEMENTSOF(arches));
         PolicySummary *s = calloc(1, sizeof(PolicySummary));
@@ -51,7 +56,7 @@ int policy_summarize_stoppable(const ChainProgram *chain, size_t n, const Policy
         s->arches = arena_alloc(&s->arena, (n_arches + 1) * sizeof(PolicyArchSummary));
         int r = s->arches ? 0 : -ENOMEM;
         for (size_t i = 0; r >= 0 && i < n_arches; i++) {
-                r = arch_summarize(s, chain, n, arches[i], stop, &s->arches[i]);
+                r = arch_summarize(s, chain, n, arches[i], kernel, stop, &s->arches[i]);
                 if (r >= 0)
                         s->n_arches++;
         }

@@ -35,6 +35,10 @@ int policy_summarize(const ChainProgram *chain, size_t n, const PolicyArch *only
 /* The same, asking stop (may be NULL) as it goes: -ECANCELED once it says so. */
 int policy_summarize_stoppable(const ChainProgram *chain, size_t n, const PolicyArch *only, const PolicyStop *stop,
                                PolicySummary **ret);
+/* The same for the chain on kernel (a KERNEL_VERSION, e.g. a snapshot's; 0: the running one), whose
+ * exceptions apply (seccomp_kernel_exempts()). */
+int policy_summarize_kernel(const ChainProgram *chain, size_t n, const PolicyArch *only, uint32_t kernel,
+                            const PolicyStop *stop, PolicySummary **ret);
 PolicySummary *policy_summary_free(PolicySummary *s);
 DEFINE_CLEANUP(PolicySummary *, policy_summary_free);
 

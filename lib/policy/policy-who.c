@@ -1,9 +1,12 @@
 /* policy-who.c: which tasks of a forest may make a system call, each distinct chain decided once */
 #include "policy/policy-who.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <seccomp.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/disasm.h"
 #include "core/util.h"
@@ -411,6 +414,41 @@ WhoCan *who_can_free(WhoCan *w) {
 
 /* ---- questions as people and callers spell them ---- */
 
+/* A name, or a number the architecture's calls are numbered in (as policy decides them: any of
+ * its range, in decimal or 0x hex; on x32 the x32 bit is added to a number given without it). */
+static int who_can_parse_nr(const PolicyArch *a, const char *syscall, int32_t *ret, char **ret_error) {
+        const PolicySyscallName *names;
+        size_t n;
+        uint64_t v;
+        char *end;
+
+        if (isdigit((unsigned char) syscall[0])) {
+                errno = 0;
+                v = strtoull(syscall, &end, 0);
+                if (errno != 0 || *end || v > UINT32_MAX)
+                        return error_message(ret_error, "Invalid system call number '%s'", syscall);
+                if (a->arch == SCMP_ARCH_X32 && v < a->nr_lo)
+                        v |= a->nr_lo;
+                if (v < a->nr_lo || v > a->nr_hi)
+                        return error_message(ret_error, "System call number %" PRIu64 " is not one of %s's (%" PRIu32
+                                             "..%" PRIu32 ")", v, a->name, a->nr_lo, a->nr_hi);
+                *ret = (int32_t) (uint32_t) v;
+                return 0;
+        }
+        *ret = seccomp_syscall_resolve_name_arch(a->arch, syscall);
+        if (*ret >= 0)
+                return 0;
+        int r = policy_arch_syscalls(a, &names, &n); /* names libseccomp may lack (uprobe) */
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (streq(names[i].name, syscall)) {
+                        *ret = names[i].nr;
+                        return 0;
+                }
+        return error_message(ret_error, "Unknown system call '%s' on %s", syscall, a->name);
+}
+
 int who_can_query_parse(const char *arch, const char *syscall, const uint64_t *args, size_t n_args,
                         const char *action, WhoCanQuery *ret, char **ret_error) {
         const PolicyArch *a = arch ? policy_arch_from_name(arch) : policy_arch_native();
@@ -422,11 +460,9 @@ int who_can_query_parse(const char *arch, const char *syscall, const uint64_t *a
         if (n_args > ELEMENTSOF(q.args))
                 return error_message(ret_error, "%zu arguments given: a system call has at most %zu", n_args,
                                    ELEMENTSOF(q.args));
-        if (safe_atoi32(syscall, &q.nr) >= 0) {
-                if (q.nr < 0)
-                        return error_message(ret_error, "Invalid system call number %" PRIi32, q.nr);
-        } else if ((q.nr = seccomp_syscall_resolve_name_arch(a->arch, syscall)) < 0)
-                return error_message(ret_error, "Unknown system call '%s' on %s", syscall, a->name);
+        int r = who_can_parse_nr(a, syscall, &q.nr, ret_error);
+        if (r < 0)
+                return r;
         if (action) {
                 if (action_from_string(action, &q.action) < 0)
                         return error_message(ret_error, "Unknown action '%s' (ALLOW, LOG, ERRNO, ERRNO(1), USER_NOTIF, "

@@ -260,6 +260,13 @@ static int partials_settle(Arena *arena, Partials *parts, const PolicyTerm *base
         return 0;
 }
 
+/* A single call the kernel runs without the filters (the uprobe exception). */
+static bool query_exempt(const PolicyQuery *q) {
+        const PolicyArch *a = policy_arch_lookup(q->arch);
+        struct seccomp_data d = { .nr = q->nr, .arch = a ? a->token : 0 };
+        return !q->other && a && seccomp_kernel_exempts(q->kernel, &d);
+}
+
 int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q, PolicyDecision **ret) {
         return policy_decide_stoppable(arena, chain, n, q, NULL, ret);
 }
@@ -274,7 +281,8 @@ int policy_decide_stoppable(Arena *arena, const ChainProgram *chain, size_t n, c
         int r = query_base(arena, q, &dec->base);
         if (r < 0)
                 return r;
-        r = fold_chain(arena, chain, n, &dec->base, stop, &parts);
+        r = query_exempt(q) ? fold_chain(arena, NULL, 0, &dec->base, stop, &parts)
+                            : fold_chain(arena, chain, n, &dec->base, stop, &parts);
         if (r < 0)
                 return r;
         r = partials_settle(arena, &parts, &dec->base);
@@ -367,8 +375,9 @@ uint32_t policy_ret_effective(uint32_t ret) {
         case SECCOMP_RET_LOG:
         case SECCOMP_RET_ALLOW:
                 return ret & SECCOMP_RET_ACTION_FULL;
+        case SECCOMP_RET_ERRNO: /* the kernel caps the errno at MAX_ERRNO */
+                return SECCOMP_RET_ERRNO | MIN(ret & SECCOMP_RET_DATA, (uint32_t) POLICY_MAX_ERRNO);
         case SECCOMP_RET_TRAP:
-        case SECCOMP_RET_ERRNO:
         case SECCOMP_RET_TRACE:
                 return ret;
         default:

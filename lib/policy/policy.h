@@ -37,6 +37,8 @@ typedef struct PolicyQuery {
         int32_t nr;     /* for x32 with __X32_SYSCALL_BIT, as libseccomp resolves it */
         uint64_t args[6]; /* args[0..n_args) fixed to these values; the others free */
         size_t n_args;
+        uint32_t kernel; /* the KERNEL_VERSION whose exceptions apply (seccomp_kernel_exempts()); 0:
+                          * the running kernel's */
 } PolicyQuery;
 
 /* The complete decision: the cases cover every value of the words, each exactly once. */
@@ -48,7 +50,7 @@ typedef struct PolicyDecision {
 } PolicyDecision;
 
 /* Decide q for chain (newest first, each program valid per prog_validate()), with the kernel's
- * precedence across filters. Everything lives in arena. -E2BIG when a filter has more than
+ * precedence across filters; a call q's kernel exempts from seccomp is an unconditional ALLOW. Everything lives in arena. -E2BIG when a filter has more than
  * 65,536 paths for the question, -EINVAL for an unknown architecture, -ENOMEM. */
 int policy_decide(Arena *arena, const ChainProgram *chain, size_t n, const PolicyQuery *q, PolicyDecision **ret);
 
@@ -66,8 +68,11 @@ const PolicyCase *policy_decision_match(const PolicyDecision *dec, const struct 
 
 /* The action when the decision does not depend on the arguments at all: true and *ret. */
 bool policy_decision_unconditional(const PolicyDecision *dec, uint32_t *ret);
-/* The value as the kernel acts on it: the data of actions that ignore it cleared, unknown
- * actions as KILL_PROCESS. Two chains with equal effective values behave alike (what the
+/* The largest errno the kernel returns: ERRNO(data) with data above it returns -4095. */
+#define POLICY_MAX_ERRNO 4095
+
+/* The value as the kernel acts on it: the data of actions that ignore it cleared, an errno
+ * capped at POLICY_MAX_ERRNO, unknown actions as KILL_PROCESS. Two chains with equal effective values behave alike (what the
  * differences and the OCI profiles compare). */
 uint32_t policy_ret_effective(uint32_t ret);
 /* The case's value when it is a constant: true and *ret (false when computed from the words). */
