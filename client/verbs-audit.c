@@ -179,6 +179,8 @@ static int audit_one(Context *c, AuditRun *a, AuditChain *ch) {
         int r = chain_policy(c, ch, &tp);
         if (r != 0)
                 return r < 0 ? r : 0; /* all gone: nothing to audit */
+        if (ch->head == 0 && tp.chain.n > 0) /* a task named by its tid: its chain's head */
+                ch->head = tp.chain.filters[0].meta.id;
         listeners = calloc(tp.chain.n + 1, sizeof(bool));
         if (!listeners)
                 return log_oom();
@@ -223,8 +225,9 @@ static void print_chain(const AuditChain *ch, AuditSeverity threshold) {
                 const AuditFinding *f = &ch->findings.items[i];
                 if (f->severity < threshold)
                         continue;
-                printf("  %-8s %s%s%s%s: %s\n", audit_severity_to_string(f->severity), audit_rule_to_string(f->rule),
-                       f->arch || f->syscall ? " " : "", f->arch ?: "", f->syscall ? "/" : "", f->message);
+                printf("  %-8s %s%s%s%s%s: %s\n", audit_severity_to_string(f->severity), audit_rule_to_string(f->rule),
+                       f->arch || f->syscall ? " " : "", f->arch ?: "", f->syscall ? "/" : "", f->syscall ?: "",
+                       f->message);
                 print_witness(f);
         }
         printf("\n");
