@@ -60,9 +60,11 @@ static const char *fork_floor_path(void) {
 }
 
 /* sectree-fork-floor (bench/fork-floor.c) forking n_processes of per_process tasks, each with one
- * filter of filter_len instructions (0: none): ms from its spawn to its "ready" line. */
-static int floor_fork_tree(size_t n_processes, size_t per_process, size_t filter_len, double *ret_msec) {
-        char procs[32], threads[32], len[32], line[16];
+ * filter of filter_len instructions (0: none): ms from its spawn to its "ready" line; and in
+ * *ret_end_msec the ms it took to end and reap them, as it says. */
+static int floor_fork_tree(size_t n_processes, size_t per_process, size_t filter_len, double *ret_msec,
+                           double *ret_end_msec) {
+        char procs[32], threads[32], len[32], line[16], rest[64] = {};
         char *argv[] = { (char *) fork_floor_path(), procs, threads, len, NULL };
         posix_spawn_file_actions_t fa;
         int p[2], status, r;
@@ -91,11 +93,20 @@ static int floor_fork_tree(size_t n_processes, size_t per_process, size_t filter
                 k = read(p[0], line, sizeof(line));
         while (k < 0 && errno == EINTR);
         *ret_msec = msec_since(start);
+        for (size_t got = 0; k == 6 && got < sizeof(rest) - 1;) {
+                ssize_t m = read(p[0], rest + got, sizeof(rest) - 1 - got);
+                if (m < 0 && errno == EINTR)
+                        continue;
+                if (m <= 0)
+                        break;
+                got += (size_t) m;
+        }
         close(p[0]);
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR)
                         return -errno;
-        if (k != 6 || memcmp(line, "ready\n", 6) != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        if (k != 6 || memcmp(line, "ready\n", 6) != 0 || sscanf(rest, "ended %lf", ret_end_msec) != 1 ||
+            !WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return log_error_errno(-EIO, "%s %s %s %s failed (status 0x%x).", argv[0], procs, threads, len,
                                        status);
         return 0;
@@ -222,12 +233,15 @@ static int restore_once(BpfScanner *bpf, const Forest *snapshot, int memfd, doub
         k = start_executor(&r, memfd);
         if (k >= 0)
                 k = read_ready(&r);
+        double t_ready = msec_since(start);
         if (k >= 0)
                 k = mapping_of(r.ready, &map);
+        double t_mapped = msec_since(start);
         if (k >= 0) {
                 opts.root = map.root_pid;
                 k = bpf_scanner_scan(bpf, &opts, &restored);
         }
+        double t_scanned = msec_since(start);
         if (k >= 0) {
                 json_t *nnp = json_object_get(r.ready, "no_new_privs_added");
                 _cleanup_free_ pid_t *added = calloc(json_array_size(nnp) + 1, sizeof(pid_t));
@@ -237,6 +251,8 @@ static int restore_once(BpfScanner *bpf, const Forest *snapshot, int memfd, doub
                 k = added ? plan_verify(snapshot, restored, &map, &vo, ret_verified, &diffs) : -ENOMEM;
         }
         *ret_msec = msec_since(start);
+        log_debug("Restore: READY and fds after %.1f ms, mapping %.1f ms, scan %.1f ms, verify %.1f ms.", t_ready,
+                  t_mapped - t_ready, t_scanned - t_mapped, *ret_msec - t_scanned);
         if (k >= 0 && !*ret_verified && diffs && diffs[0])
                 log_warning("Restore not verified: %s", diffs[0]);
         plan_mapping_done(&map);
@@ -261,7 +277,7 @@ typedef struct RestoreShape {
 } RestoreShape;
 
 typedef struct RestoreTimes {
-        double plan, run, release, floor_plain, floor_filter;
+        double plan, run, release, floor_plain, floor_filter, floor_end;
 } RestoreTimes;
 
 static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const RestoreShape *shape,
@@ -273,9 +289,9 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
         WorkloadOptions wo = { .n_tasks = n_tasks, .threads_per_process = per, .filter_len = o->filter_len };
         ScanOptions so = { .root = 0 };
         unsigned passes = o->passes ? o->passes : 1;
-        _cleanup_free_ double *samples = calloc(5 * (size_t) passes, sizeof(double));
+        _cleanup_free_ double *samples = calloc(6 * (size_t) passes, sizeof(double));
         double *plan_ms = samples, *run_ms = samples + passes, *release_ms = samples + 2 * passes,
-               *plain_ms = samples + 3 * passes, *filter_ms = samples + 4 * passes;
+               *plain_ms = samples + 3 * passes, *filter_ms = samples + 4 * passes, *end_ms = samples + 5 * passes;
         bool all_verified = true;
         char note[96];
         int r;
@@ -299,7 +315,7 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
                 _cleanup_(plan_freep) Plan *plan = NULL;
                 _cleanup_free_ char *error = NULL;
                 PlanOptions po = PLAN_OPTIONS_DEFAULT;
-                double p_ms, r_ms = 0, rel_ms = 0, f0_ms = 0, f1_ms = 0;
+                double p_ms, r_ms = 0, rel_ms = 0, f0_ms = 0, f1_ms = 0, e0_ms = 0, e1_ms = 0;
                 bool verified = false;
                 uint64_t start = now_nsec();
 
@@ -312,9 +328,9 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
                 if (r < 0)
                         return log_error_errno(r, "The restore of %zu tasks failed: %m", n_tasks);
                 all_verified = all_verified && verified;
-                r = floor_fork_tree(n_processes, per, 0, &f0_ms);
+                r = floor_fork_tree(n_processes, per, 0, &f0_ms, &e0_ms);
                 if (r >= 0)
-                        r = floor_fork_tree(n_processes, per, o->filter_len, &f1_ms);
+                        r = floor_fork_tree(n_processes, per, o->filter_len, &f1_ms, &e1_ms);
                 if (r < 0)
                         return log_error_errno(r, "The floor tree of %zu tasks failed: %m", n_tasks);
                 if (pass > 0) {
@@ -323,6 +339,7 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
                         release_ms[pass - 1] = rel_ms;
                         plain_ms[pass - 1] = f0_ms;
                         filter_ms[pass - 1] = f1_ms;
+                        end_ms[pass - 1] = e1_ms;
                 }
         }
         *ret = (RestoreTimes) {
@@ -331,6 +348,7 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
                 .release = median(release_ms, passes),
                 .floor_plain = median(plain_ms, passes),
                 .floor_filter = median(filter_ms, passes),
+                .floor_end = median(end_ms, passes),
         };
         double x = ret->run, fl = ret->floor_filter, ratio = fl > 0 ? x / fl : 0;
         bool at_1000 = n_tasks == RESTORE_TARGET_TASKS;
@@ -351,7 +369,8 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
                         .note = all_verified ? NULL : "NOT verified",
                 });
         if (r >= 0)
-                r = report_add_ms(report, n_tasks, "restore: release (end every task)", ret->release, 0, NULL, NULL,
+                r = report_add_ms(report, n_tasks, "restore: release (end every task)", ret->release,
+                                  ret->floor_end > 0 ? ret->release / ret->floor_end : 0, "end floor", NULL,
                                   VERDICT_NONE, NULL);
         if (r >= 0)
                 r = report_add_ms(report, n_tasks, "floor: tiny process forks the tree", ret->floor_plain, 0, NULL,
@@ -360,6 +379,9 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
                 r = report_add_ms(report, n_tasks, "floor: ... each child installing one filter", fl,
                                   ret->floor_plain > 0 ? fl / ret->floor_plain : 0, "plain fork floor", NULL,
                                   VERDICT_NONE, NULL);
+        if (r >= 0)
+                r = report_add_ms(report, n_tasks, "floor: ... and ending and reaping them (end floor)", ret->floor_end,
+                                  0, NULL, NULL, VERDICT_NONE, NULL);
         if (r >= 0 && !all_verified)
                 report->n_check_failed++;
         return r;
@@ -372,7 +394,9 @@ static double growth_exponent(double t0, double t1, size_t n0, size_t n1) {
         return log(t1 / t0) / log((double) n1 / (double) n0);
 }
 
-static int report_growth(Report *report, const char *figure, double t0, double t1, size_t n0, size_t n1) {
+/* judged: a target row (the restore's); else the floor's growth, for comparison. */
+static int report_growth(Report *report, const char *figure, double t0, double t1, size_t n0, size_t n1,
+                         bool judged) {
         double e = growth_exponent(t0, t1, n0, n1);
         char note[64];
 
@@ -382,8 +406,8 @@ static int report_growth(Report *report, const char *figure, double t0, double t
                 .tasks = n1,
                 .value = e,
                 .unit = "exponent",
-                .target = "<= 1.1 (linear)",
-                .verdict = e <= RESTORE_LINEAR_EXPONENT ? VERDICT_PASS : VERDICT_MISS,
+                .target = judged ? "<= 1.1 (linear)" : NULL,
+                .verdict = !judged ? VERDICT_NONE : e <= RESTORE_LINEAR_EXPONENT ? VERDICT_PASS : VERDICT_MISS,
                 .note = note,
         });
 }
@@ -406,8 +430,13 @@ int figure_restore_run(const BenchOptions *o, Report *report) {
         for (size_t i = 0; r >= 0 && i < n_shapes; i++)
                 r = measure(o, report, bpf, &shapes[i], &t[i]);
         if (r >= 0 && n_shapes == ELEMENTSOF(shapes))
-                r = report_growth(report, "restore: execute + verify, growth", t[2].run, t[3].run, 1000, 4000);
+                r = report_growth(report, "restore: execute + verify, growth", t[2].run, t[3].run, 1000, 4000, true);
         if (r >= 0 && n_shapes == ELEMENTSOF(shapes))
-                r = report_growth(report, "restore: release, growth", t[2].release, t[3].release, 1000, 4000);
+                r = report_growth(report, "restore: release, growth", t[2].release, t[3].release, 1000, 4000, true);
+        if (r >= 0 && n_shapes == ELEMENTSOF(shapes))
+                r = report_growth(report, "floor: fork + filter, growth", t[2].floor_filter, t[3].floor_filter, 1000,
+                                  4000, false);
+        if (r >= 0 && n_shapes == ELEMENTSOF(shapes))
+                r = report_growth(report, "floor: end and reap, growth", t[2].floor_end, t[3].floor_end, 1000, 4000, false);
         return r;
 }
