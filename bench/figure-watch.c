@@ -67,6 +67,7 @@ typedef struct StepResult {
         double achieved_rate;
         double p50, p99, max; /* ms */
         double daemon_cpu, bus_cpu; /* share of one core */
+        double daemon_cpu_sec;      /* the daemon's CPU time over the step */
         double others_cpu;          /* other sectreed processes of the machine, together */
         size_t n_others;
         uint64_t db_before, db_after; /* the daemon's state database */
@@ -83,6 +84,9 @@ typedef struct WatchBench {
         WatchClient client;
         size_t tasks; /* the background workload */
         double floor_p50, floor_p99;
+        /* CPU per install at the lowest rate and at TARGET_RATE_LATENCY (0: not run) */
+        double cpu_low, cpu_high;
+        unsigned rate_low;
 } WatchBench;
 
 /* The client */
@@ -384,7 +388,8 @@ static int watch_step(WatchBench *b, unsigned rate, StepResult *res) {
         if (b->client.oom)
                 return log_oom();
         double wall = (double) (now_nsec() - start) / 1e9;
-        res->daemon_cpu = (process_cpu_sec(daemon) - cpu_d) / wall;
+        res->daemon_cpu_sec = process_cpu_sec(daemon) - cpu_d;
+        res->daemon_cpu = res->daemon_cpu_sec / wall;
         res->bus_cpu = (process_cpu_sec(bus) - cpu_b) / wall;
         size_t n_others;
         res->others_cpu = (other_daemons_cpu_sec(daemon, &n_others) - cpu_o) / wall;
@@ -457,6 +462,17 @@ static int report_step(WatchBench *b, const StepResult *s) {
                          ((double) s->db_after - (double) s->db_before) / (1024 * 1024),
                          s->installs ? ((double) s->db_after - (double) s->db_before) / (double) s->installs : 0);
                 r = add_latency_row(b, s, "max latency", s->max, 0, NULL, VERDICT_NONE, db);
+        }
+        if (r >= 0) {
+                char figure[64];
+                snprintf(figure, sizeof(figure), "daemon CPU per 1000 installs @ %u/s", s->rate);
+                r = report_add(b->report, &(BenchRow) {
+                        .figure = figure,
+                        .tasks = b->tasks,
+                        .value = s->installs ? s->daemon_cpu_sec * 1e3 * 1000.0 / (double) s->installs : 0,
+                        .unit = "ms",
+                        .note = "each install: a fork, a filter and an exit",
+                });
         }
         if (r >= 0) {
                 char figure[64];
@@ -577,6 +593,36 @@ static int measure_refresh_hold(WatchBench *b) {
         });
 }
 
+/* Whether the daemon's CPU per event grows as the rate falls (issue 23: one wake-up and one
+ * commit per event at low rates): the lowest rate's against TARGET_RATE_LATENCY's. */
+#define CPU_GROWTH_TARGET 1.5
+
+static void note_cpu_per_install(WatchBench *b, const StepResult *s) {
+        double per = s->daemon_cpu_sec / (double) s->installs;
+        if (s->rate == TARGET_RATE_LATENCY)
+                b->cpu_high = per;
+        if (s->rate < TARGET_RATE_LATENCY && (b->rate_low == 0 || s->rate < b->rate_low)) {
+                b->rate_low = s->rate;
+                b->cpu_low = per;
+        }
+}
+
+static int report_cpu_growth(WatchBench *b) {
+        char figure[96];
+
+        if (b->cpu_low <= 0 || b->cpu_high <= 0)
+                return 0;
+        snprintf(figure, sizeof(figure), "CPU per install @ %u/s ÷ @ %u/s", b->rate_low, TARGET_RATE_LATENCY);
+        return report_add(b->report, &(BenchRow) {
+                .figure = figure,
+                .tasks = b->tasks,
+                .value = b->cpu_low / b->cpu_high,
+                .unit = "×",
+                .target = "≤ 1.5× (does not grow as the rate falls)",
+                .verdict = b->cpu_low / b->cpu_high <= CPU_GROWTH_TARGET ? VERDICT_PASS : VERDICT_MISS,
+        });
+}
+
 static int watch_run(WatchBench *b) {
         DaemonFixtureOptions fo = {};
         int r = daemon_fixture_new(&fo, &b->daemon);
@@ -598,7 +644,11 @@ static int watch_run(WatchBench *b) {
                 r = watch_step(b, b->opts->rates[i], &s);
                 if (r >= 0)
                         r = report_step(b, &s);
+                if (r >= 0 && s.installs > 0)
+                        note_cpu_per_install(b, &s);
         }
+        if (r >= 0)
+                r = report_cpu_growth(b);
         if (r >= 0)
                 r = measure_rescan(b);
         return r;
