@@ -340,6 +340,9 @@ static int add_after_row(Report *report, const BenchOptions *o, size_t tasks, co
  * largest the WAL file grew, against the size the store checkpoints at (STORE_CHECKPOINT_PAGES). */
 #define LONG_CHURN_RATE 500
 #define LONG_CHURN_SECONDS 300.0
+/* The log is checkpointed from STORE_CHECKPOINT_PAGES on, by a thread, while commits go on adding
+ * to it: its file is bounded by that size and what is committed while a checkpoint runs. */
+#define WAL_SLACK 1.5
 
 typedef struct LongChurn {
         uint64_t hwm_kib, rss_kib, rss_max_kib, db_bytes;
@@ -429,8 +432,8 @@ static int measure_long_churn(const BenchOptions *o, Report *report) {
                 .tasks = tasks,
                 .value = (double) lc.wal_steady_max / (1024.0 * 1024.0),
                 .unit = "MiB",
-                .target = "≤ checkpoint size",
-                .verdict = verdict_for(o, tasks, (double) lc.wal_steady_max, (double) wal_limit, false),
+                .target = "≤ 1.5× checkpoint size",
+                .verdict = verdict_for(o, tasks, (double) lc.wal_steady_max, WAL_SLACK * (double) wal_limit, false),
                 .note = note,
         });
 }
