@@ -23,6 +23,7 @@ typedef struct BenchOptions {
         size_t n_rates;
         double watch_seconds;            /* how long each rate runs */
         bool smoke;
+        bool long_run;                   /* --long: the figures that take minutes (memory under churn) */
 } BenchOptions;
 
 typedef enum Verdict {

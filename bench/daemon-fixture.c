@@ -366,6 +366,13 @@ uint64_t daemon_fixture_state_bytes(const DaemonFixture *f) {
         return bytes;
 }
 
+uint64_t daemon_fixture_wal_bytes(const DaemonFixture *f) {
+        _cleanup_free_ char *path = path_join(f->dir, "state/state.db-wal");
+        struct stat st;
+
+        return path && stat(path, &st) == 0 ? (uint64_t) st.st_size : 0;
+}
+
 int daemon_fixture_read_log(const DaemonFixture *f, char **ret) {
         _cleanup_free_ char *path = path_join(f->dir, "sectreed.log");
         return path ? read_file(path, ret) : log_oom();

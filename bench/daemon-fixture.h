@@ -40,6 +40,8 @@ int daemon_fixture_connect(const DaemonFixture *f, sd_bus **ret);
 /* Bytes of the daemon's state database (its pages, as a reader sees them); 0 if unknown. */
 uint64_t daemon_fixture_state_bytes(const DaemonFixture *f);
 /* What the daemon wrote to its stderr so far (malloc'ed). */
+/* The size of the state database's write-ahead log file (0 if there is none). */
+uint64_t daemon_fixture_wal_bytes(const DaemonFixture *f);
 int daemon_fixture_read_log(const DaemonFixture *f, char **ret);
 /* Whether the daemon is still running (not reaped). */
 bool daemon_fixture_daemon_alive(DaemonFixture *f);

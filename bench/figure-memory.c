@@ -6,6 +6,7 @@
 #include "daemon-fixture.h"
 #include "figures.h"
 #include "loadgen.h"
+#include "store/store-checkpoint.h"
 #include "workload.h"
 
 /*
@@ -332,6 +333,111 @@ static int add_after_row(Report *report, const BenchOptions *o, size_t tasks, co
         });
 }
 
+/* ---- --long: memory under sustained churn (issue 23) ---- */
+
+/* At the target size, LONG_CHURN_RATE installs/s for LONG_CHURN_SECONDS on one daemon: VmHWM at
+ * the end (the peak since start, refresh passes and all), VmRSS sampled every second, and the
+ * largest the WAL file grew, against the size the store checkpoints at (STORE_CHECKPOINT_PAGES). */
+#define LONG_CHURN_RATE 500
+#define LONG_CHURN_SECONDS 300.0
+/* The log is checkpointed from STORE_CHECKPOINT_PAGES on, by a thread, while commits go on adding
+ * to it: its file is bounded by that size and what is committed while a checkpoint runs. */
+#define WAL_SLACK 1.5
+
+typedef struct LongChurn {
+        uint64_t hwm_kib, rss_kib, rss_max_kib, db_bytes;
+        uint64_t wal_max;        /* the largest the log's file was, sampled every second */
+        uint64_t wal_steady_max; /* the same over the second half of the churn */
+        double seconds;
+} LongChurn;
+
+static int long_churn_sample(DaemonFixture *d, LongChurn *lc, bool steady) {
+        MemoryUse m = {};
+        int r = read_status(daemon_fixture_daemon_pid(d), &m);
+        uint64_t wal = daemon_fixture_wal_bytes(d);
+
+        if (r < 0)
+                return r;
+        lc->hwm_kib = m.hwm_kib;
+        lc->rss_kib = m.rss_kib;
+        lc->rss_max_kib = MAX(lc->rss_max_kib, m.rss_kib);
+        lc->wal_max = MAX(lc->wal_max, wal);
+        if (steady)
+                lc->wal_steady_max = MAX(lc->wal_steady_max, wal);
+        return 0;
+}
+
+static int long_churn_run(const BenchOptions *o, LongChurn *lc) {
+        _cleanup_(daemon_fixture_freep) DaemonFixture *d = NULL;
+        _cleanup_(loadgen_freep) LoadGen *g = NULL;
+        DaemonFixtureOptions fo = {};
+        const char *e = getenv("SECTREE_BENCH_LONG_SECONDS"); /* a shorter look, while investigating */
+        LoadGenOptions lo = { .rate = LONG_CHURN_RATE, .seconds = o->smoke ? SMOKE_CHURN_SECONDS : LONG_CHURN_SECONDS,
+                              .filter_len = o->filter_len };
+        if (e && atof(e) > 0)
+                lo.seconds = atof(e);
+        uint64_t start;
+        int r = daemon_fixture_new(&fo, &d);
+
+        if (r >= 0)
+                r = loadgen_start(&lo, &g);
+        if (r < 0)
+                return r;
+        start = now_nsec();
+        *lc = (LongChurn) {};
+        while (r >= 0 && !loadgen_done(g)) {
+                r = long_churn_sample(d, lc, (double) (now_nsec() - start) / 1e9 >= lo.seconds / 2);
+                usleep(1000 * 1000);
+        }
+        if (r >= 0)
+                r = long_churn_sample(d, lc, true);
+        lc->seconds = (double) (now_nsec() - start) / 1e9;
+        lc->db_bytes = daemon_fixture_state_bytes(d);
+        return r;
+}
+
+static int measure_long_churn(const BenchOptions *o, Report *report) {
+        _cleanup_(workload_freep) Workload *w = NULL;
+        size_t tasks = o->smoke ? o->sizes[0] : o->target_size;
+        WorkloadOptions wo = { .n_tasks = tasks, .threads_per_process = o->threads_per_process,
+                               .filter_len = o->filter_len };
+        uint64_t wal_limit = STORE_WAL_LIMIT_BYTES;
+        char note[160];
+        LongChurn lc;
+        int r = workload_new(&wo, &w);
+
+        if (r >= 0)
+                r = long_churn_run(o, &lc);
+        if (r < 0)
+                return r;
+        snprintf(note, sizeof(note), "%.0f s at %d/s; VmRSS at the end %.1f, largest sampled %.1f MiB; state.db %.1f MiB",
+                 lc.seconds, LONG_CHURN_RATE, (double) lc.rss_kib / KIB_PER_MIB, (double) lc.rss_max_kib / KIB_PER_MIB,
+                 (double) lc.db_bytes / (1024.0 * 1024.0));
+        r = report_add(report, &(BenchRow) {
+                .figure = "daemon peak RSS after sustained churn (VmHWM)",
+                .tasks = tasks,
+                .value = (double) lc.hwm_kib / KIB_PER_MIB,
+                .unit = "MiB",
+                .target = "≤ 64 MiB",
+                .verdict = verdict_for(o, tasks, (double) lc.hwm_kib / KIB_PER_MIB, TARGET_MIB, false),
+                .note = note,
+        });
+        if (r < 0)
+                return r;
+        snprintf(note, sizeof(note), "checkpoints at %u pages (%.1f MiB); largest over the whole run %.1f MiB",
+                 STORE_CHECKPOINT_PAGES, (double) wal_limit / (1024.0 * 1024.0),
+                 (double) lc.wal_max / (1024.0 * 1024.0));
+        return report_add(report, &(BenchRow) {
+                .figure = "largest WAL file, 2nd half of that churn",
+                .tasks = tasks,
+                .value = (double) lc.wal_steady_max / (1024.0 * 1024.0),
+                .unit = "MiB",
+                .target = "≤ 1.5× checkpoint size",
+                .verdict = verdict_for(o, tasks, (double) lc.wal_steady_max, WAL_SLACK * (double) wal_limit, false),
+                .note = note,
+        });
+}
+
 int figure_memory_run(const BenchOptions *o, Report *report) {
         MemoryUse idle;
         int r = measure_daemon(o, false, &idle);
@@ -359,5 +465,7 @@ int figure_memory_run(const BenchOptions *o, Report *report) {
                 if (r >= 0)
                         r = add_after_row(report, o, o->sizes[i], &m);
         }
+        if (r >= 0 && o->long_run)
+                r = measure_long_churn(o, report);
         return r;
 }

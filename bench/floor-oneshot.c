@@ -13,6 +13,7 @@ int main(int argc, char *argv[]) {
         }
         if (iter_floor_new(&f) < 0 || iter_floor_run(f, &c) < 0)
                 return EXIT_FAILURE;
-        printf("%llu tasks, %llu filters\n", (unsigned long long) c.tasks, (unsigned long long) c.filters);
+        printf("%llu tasks, %llu filters; program loaded in %.2f ms\n", (unsigned long long) c.tasks,
+               (unsigned long long) c.filters, iter_floor_load_msec(f));
         return EXIT_SUCCESS;
 }

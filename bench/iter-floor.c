@@ -8,6 +8,7 @@
 
 struct IterFloor {
         struct floor_bpf *skel;
+        double load_msec; /* open, load (the verifier) and attach */
 };
 
 IterFloor *iter_floor_free(IterFloor *f) {
@@ -20,17 +21,21 @@ IterFloor *iter_floor_free(IterFloor *f) {
 
 int iter_floor_new(IterFloor **ret) {
         _cleanup_(iter_floor_freep) IterFloor *f = NULL;
+        struct timespec t0, t1;
         int r;
 
         f = calloc(1, sizeof(IterFloor));
         if (!f)
                 return log_oom();
+        (void) clock_gettime(CLOCK_MONOTONIC, &t0);
         f->skel = floor_bpf__open_and_load();
         if (!f->skel)
                 return log_error_errno(-errno, "Failed to load the iterator floor program: %m");
         r = floor_bpf__attach(f->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the iterator floor program: %m");
+        (void) clock_gettime(CLOCK_MONOTONIC, &t1);
+        f->load_msec = (double) (t1.tv_sec - t0.tv_sec) * 1e3 + (double) (t1.tv_nsec - t0.tv_nsec) / 1e6;
         *ret = TAKE_PTR(f);
         return 0;
 }
@@ -50,4 +55,8 @@ int iter_floor_run(IterFloor *f, struct floor_counts *ret) {
                         return log_error_errno(-errno, "Failed to run the iterator floor: %m");
         *ret = f->skel->bss->counts;
         return 0;
+}
+
+double iter_floor_load_msec(const IterFloor *f) {
+        return f->load_msec;
 }

@@ -10,5 +10,8 @@ int iter_floor_new(IterFloor **ret);
 IterFloor *iter_floor_free(IterFloor *f);
 DEFINE_CLEANUP(IterFloor *, iter_floor_free);
 
+/* How long iter_floor_new() took to open, load (verify) and attach the program. */
+double iter_floor_load_msec(const IterFloor *f);
+
 /* One pass over every task of the machine; the counts of that pass in *ret. */
 int iter_floor_run(IterFloor *f, struct floor_counts *ret);

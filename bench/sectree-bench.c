@@ -67,6 +67,8 @@ static void help(void) {
                "     --rates=N[,N...]       Watch figure: filter installs per second (default 100,1000,5000;\n"
                "                            smoke: %d)\n"
                "     --watch-seconds=S      Watch figure: how long each rate runs (default %.0f; smoke: %.0f)\n"
+               "     --long                 Memory figure: also 5 minutes of churn at 500/s over the target size\n"
+               "                            (VmHWM and the WAL under sustained churn)\n"
                "  -v --verbose              Log debug messages (the backends' own timings)\n\n"
                "Figures:\n",
                SMOKE_TASKS, SMOKE_PASSES, TARGET_TASKS, DEFAULT_PASSES, DEFAULT_THREADS_PER_PROCESS,
@@ -142,6 +144,7 @@ enum {
         ARG_FILTER_LEN,
         ARG_RATES,
         ARG_WATCH_SECONDS,
+        ARG_LONG,
 };
 
 /* 1: run, 0: exit successfully (--help), negative errno: bad arguments. */
@@ -157,6 +160,7 @@ static int parse_argv(int argc, char *argv[], BenchOptions *o, const Figure **re
                 { "filter-len", required_argument, NULL, ARG_FILTER_LEN },
                 { "rates", required_argument, NULL, ARG_RATES },
                 { "watch-seconds", required_argument, NULL, ARG_WATCH_SECONDS },
+                { "long", no_argument, NULL, ARG_LONG },
                 {},
         };
         bool sizes_given = false, passes_given = false, rates_given = false, seconds_given = false;
@@ -214,6 +218,9 @@ static int parse_argv(int argc, char *argv[], BenchOptions *o, const Figure **re
                 case ARG_WATCH_SECONDS:
                         r = parse_seconds(optarg, &o->watch_seconds);
                         seconds_given = true;
+                        break;
+                case ARG_LONG:
+                        o->long_run = true;
                         break;
                 default:
                         return -EINVAL;

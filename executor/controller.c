@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/pidfd.h>
@@ -786,37 +787,77 @@ static bool execed(const Controller *c, size_t pp) {
         return x->exec != PLAN_NONE && c->next_step >= c->plan->n_steps;
 }
 
+static bool stub_waited(const Controller *c, size_t pp) {
+        return c->pidfds[pp] >= 0 && !c->gone[pp] && !execed(c, pp);
+}
+
+static void kill_stubs_left(Controller *c) {
+        for (size_t pp = 0; pp < c->plan->n_processes; pp++)
+                if (stub_waited(c, pp))
+                        (void) pidfd_send_signal(c->pidfds[pp], SIGKILL, NULL, 0);
+}
+
+/* Every stub's pidfd in one epoll set: each wake-up names the stubs that ended, so that waiting
+ * for N stubs costs O(N) and not a poll of every one left each time (O(N²) as N stubs end one
+ * after another). Returns the set, or -errno; *ret_left: how many stubs it waits for. */
+static int stubs_epoll(Controller *c, size_t *ret_left) {
+        _cleanup_close_ int epfd = epoll_create1(EPOLL_CLOEXEC);
+        size_t left = 0;
+
+        if (epfd < 0)
+                return -errno;
+        for (size_t pp = 0; pp < c->plan->n_processes; pp++) {
+                struct epoll_event ev = { .events = EPOLLIN, .data.u64 = pp };
+                if (!stub_waited(c, pp))
+                        continue;
+                if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->pidfds[pp], &ev) < 0)
+                        return -errno;
+                left++;
+        }
+        *ret_left = left;
+        return TAKE_FD(epfd);
+}
+
 /* Wait until every stub is dead (its pidfd says so), killing what is left after a grace time. */
 static void wait_stubs(Controller *c) {
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + RELEASE_GRACE_USEC;
+        struct epoll_event events[256];
         bool killed = false;
+        size_t left = 0;
+        _cleanup_close_ int epfd = stubs_epoll(c, &left);
 
-        for (;;) {
-                bool left = false;
+        if (epfd < 0) {
+                log_warning_errno(epfd, "Cannot wait for the stubs of the restore: %m; killing them.");
+                kill_stubs_left(c);
+                return;
+        }
+        while (left > 0) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                int n;
 
-                for (size_t pp = 0; pp < c->plan->n_processes; pp++) {
-                        struct pollfd pfd = { .fd = c->pidfds[pp], .events = POLLIN };
-                        if (c->pidfds[pp] < 0 || c->gone[pp] || execed(c, pp))
-                                continue;
-                        if (poll(&pfd, 1, 0) > 0)
-                                c->gone[pp] = true;
-                        else
-                                left = true;
-                }
-                if (!left)
-                        return;
-                if (now_usec(CLOCK_MONOTONIC) > deadline) {
+                if (now > deadline) {
                         if (killed) {
                                 log_warning("Some parked tasks of the restore did not end.");
                                 return;
                         }
-                        for (size_t pp = 0; pp < c->plan->n_processes; pp++)
-                                if (c->pidfds[pp] >= 0 && !c->gone[pp] && !execed(c, pp))
-                                        (void) pidfd_send_signal(c->pidfds[pp], SIGKILL, NULL, 0);
+                        kill_stubs_left(c);
                         killed = true;
-                        deadline = now_usec(CLOCK_MONOTONIC) + REAP_DEADLINE_USEC;
+                        deadline = now + REAP_DEADLINE_USEC;
+                        continue;
                 }
-                usleep(1000);
+                n = epoll_wait(epfd, events, (int) ELEMENTSOF(events), (int) ((deadline - now) / 1000) + 1);
+                if (n < 0 && errno != EINTR) {
+                        log_warning_errno(-errno, "Cannot wait for the stubs of the restore: %m");
+                        return;
+                }
+                for (int k = 0; k < n; k++) {
+                        size_t pp = (size_t) events[k].data.u64;
+                        if (c->gone[pp])
+                                continue;
+                        c->gone[pp] = true;
+                        (void) epoll_ctl(epfd, EPOLL_CTL_DEL, c->pidfds[pp], NULL);
+                        left--;
+                }
         }
 }
 

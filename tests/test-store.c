@@ -1169,6 +1169,33 @@ static void test_checkpoint_thread(Fixture *fx, gconstpointer data) {
         }
 }
 
+/* A large transaction (a full pass of a large machine) grows the log past the checkpoint size;
+ * once a checkpoint has copied it all, the log starts again and its file is cut back to
+ * STORE_WAL_LIMIT_BYTES: it does not keep the size of the largest transaction for good. */
+static void test_checkpoint_wal_bounded(Fixture *fx, gconstpointer data) {
+        _cleanup_(forest_freep) Forest *a = forest_a();
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(store_checkpointer_freep) StoreCheckpointer *c = NULL;
+        pid_t tid = 300000;
+
+        g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
+        g_assert_cmpint(store_checkpointer_new(s, &c), ==, 0);
+        /* About 2.5 times the limit of log pages in one transaction, then gone again. */
+        g_assert_cmpint(sqlite3_exec(store_database(s),
+                                     "CREATE TABLE junk(b); "
+                                     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000) "
+                                     "INSERT INTO junk SELECT randomblob(3500) FROM n; "
+                                     "DROP TABLE junk",
+                                     NULL, NULL, NULL), ==, SQLITE_OK);
+        g_assert_cmpint(wal_size(fx), >, (off_t) (2 * STORE_WAL_LIMIT_BYTES));
+        /* Small commits with pauses: the thread copies the log, a commit starts it again. */
+        for (unsigned i = 0; wal_size(fx) > (off_t) STORE_WAL_LIMIT_BYTES; i++) {
+                g_assert_cmpuint(i, <, 5000);
+                put_one_thread(s, ++tid);
+                g_usleep(2000);
+        }
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         log_set_max_level(g_test_verbose() ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERR);
@@ -1193,6 +1220,7 @@ int main(int argc, char **argv) {
         TEST("/store/load-live", test_load_live);
         TEST_OPEN("/store/views", test_views);
         TEST("/store/checkpoint-thread", test_checkpoint_thread);
+        TEST("/store/checkpoint/wal-bounded", test_checkpoint_wal_bounded);
         TEST("/store/perf", test_perf);
         return g_test_run();
 }

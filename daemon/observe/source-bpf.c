@@ -25,12 +25,24 @@
  * first (a timer that is due is served before sources that became ready after it, so a busy bus
  * cannot put the store off). */
 #define PASS_STORE_DELAY_USEC (2 * 1000ULL)
+/* Coalescing at low rates: the first event after the ring buffer was quiet for COALESCE_IDLE_USEC
+ * waits COALESCE_USEC for the events that follow it (a child's filter, then its exit), so that
+ * they make one batch, one transaction and one wake-up rather than one each. At higher rates the
+ * loop dispatches again within COALESCE_IDLE_USEC and nothing waits. $SECTREE_COALESCE_USEC
+ * replaces COALESCE_USEC (0: never wait), $SECTREE_COALESCE_IDLE_USEC COALESCE_IDLE_USEC (tests: 0,
+ * so that the other events of a busy machine do not keep the source from ever waiting). */
+#define COALESCE_USEC (3 * 1000ULL)
+#define COALESCE_IDLE_USEC (5 * 1000ULL)
 
 typedef struct BpfSource {
         Source source;
         BpfScanner *scanner;
         BpfWatch *watch;     /* the scanner's tracepoints: their events are the source's */
-        sd_event_source *io, *lost_timer, *store_timer;
+        sd_event_source *io, *lost_timer, *store_timer, *coalesce_timer;
+        uint64_t coalesce_usec;  /* COALESCE_USEC or $SECTREE_COALESCE_USEC */
+        uint64_t coalesce_idle_usec; /* COALESCE_IDLE_USEC or $SECTREE_COALESCE_IDLE_USEC */
+        uint64_t last_dispatch;  /* CLOCK_MONOTONIC µs at the end of the last dispatch */
+        bool coalescing;         /* the coalesce timer is armed, io is off until it fires */
         uint64_t lost_seen;  /* bpf_watch_lost() as of the scan of the last stored pass */
         WatchLosses losses_logged; /* the losses as of the last time the log said so */
         WarnLimit warn_lost; /* that warning, at most once per WARN_LIMIT_INTERVAL_USEC */
@@ -234,8 +246,7 @@ static int on_lost_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* One dispatch of the ring buffer (bounded: the rest waits for the next loop iteration), one
  * batch. Events that could not be turned into a batch are events lost. */
-static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        BpfSource *b = userdata;
+static void watch_dispatch(BpfSource *b) {
         b->batch_error = 0;
         int r = bpf_watch_dispatch(b->watch);
         if (r < 0) {
@@ -248,6 +259,40 @@ static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userd
                 (void) b->source.sink.apply(b->source.sink.userdata, &b->batch); /* the manager handles failures */
         live_batch_clear(&b->batch);
         check_lost(b);
+        b->last_dispatch = now_usec(CLOCK_MONOTONIC);
+}
+
+/* Wait a little for what follows the first event after a quiet time: events off until then. */
+static int coalesce_arm(BpfSource *b) {
+        int r = sd_event_source_set_time_relative(b->coalesce_timer, b->coalesce_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(b->coalesce_timer, SD_EVENT_ONESHOT);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(b->io, SD_EVENT_OFF);
+        if (r < 0)
+                return r;
+        b->coalescing = true;
+        return 0;
+}
+
+static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        BpfSource *b = userdata;
+        if (b->coalesce_usec > 0 && !b->coalescing &&
+            now_usec(CLOCK_MONOTONIC) - b->last_dispatch >= b->coalesce_idle_usec && coalesce_arm(b) >= 0)
+                return 0;
+        watch_dispatch(b);
+        return 0;
+}
+
+/* The events that came meanwhile, in one batch; unless a split pass waits to be stored, which
+ * turns events on again itself once it is. */
+static int on_coalesce_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        BpfSource *b = userdata;
+        b->coalescing = false;
+        if (b->waiting)
+                return 0;
+        (void) sd_event_source_set_enabled(b->io, SD_EVENT_ON);
+        watch_dispatch(b);
         return 0;
 }
 
@@ -429,6 +474,23 @@ static int bpf_full_pass(Source *s, const char *reason, bool split) {
 
 /* ---- the object ---- */
 
+/* $name in µs (at most a second), or fallback. */
+static uint64_t usec_from_env(const char *name, uint64_t fallback) {
+        const char *e = secure_getenv(name);
+        char *end;
+        unsigned long long v;
+
+        if (!e)
+                return fallback;
+        errno = 0;
+        v = strtoull(e, &end, 10);
+        if (errno != 0 || end == e || *end || v > 1000000) {
+                log_warning("Ignoring invalid $%s: %s", name, e);
+                return fallback;
+        }
+        return v;
+}
+
 static int bpf_start(Source *s) {
         BpfSource *b = bpf_source(s);
         int r = bpf_watch_start(b->watch, on_watch_event, b);
@@ -440,6 +502,13 @@ static int bpf_start(Source *s) {
         r = sd_event_add_time_relative(s->event, &b->lost_timer, CLOCK_MONOTONIC, LOST_CHECK_USEC, 0, on_lost_timer, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the lost-events timer: %m");
+        r = sd_event_add_time(s->event, &b->coalesce_timer, CLOCK_MONOTONIC, 0, 1, on_coalesce_timer, b);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(b->coalesce_timer, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the coalescing timer: %m");
+        b->coalesce_usec = usec_from_env("SECTREE_COALESCE_USEC", COALESCE_USEC);
+        b->coalesce_idle_usec = usec_from_env("SECTREE_COALESCE_IDLE_USEC", COALESCE_IDLE_USEC);
         r = sd_event_add_time(s->event, &b->store_timer, CLOCK_MONOTONIC, 0, 1, on_store_timer, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the pass timer: %m");
@@ -468,6 +537,7 @@ static void bpf_free(Source *s) {
         sd_event_source_disable_unref(b->io);
         sd_event_source_disable_unref(b->lost_timer);
         sd_event_source_disable_unref(b->store_timer);
+        sd_event_source_disable_unref(b->coalesce_timer);
         forest_free(b->waiting);
         live_batch_done(&b->batch);
         hashmap_deinit(&b->public_ids);

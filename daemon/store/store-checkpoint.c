@@ -12,6 +12,7 @@
 
 #include "core/sqlite-util.h"
 #include "store/store-checkpoint.h"
+#include "store/store-db.h"
 
 struct StoreCheckpointer {
         Store *store;
@@ -115,6 +116,13 @@ int store_checkpointer_new(Store *s, StoreCheckpointer **ret) {
         int r = checkpointer_connect(c);
         if (r < 0)
                 return r;
+        /* The store's connection restarts the log after a complete checkpoint, and cuts the file
+         * back then. */
+        char sql[64];
+        snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %" PRIu64, STORE_WAL_LIMIT_BYTES);
+        int rc = sqlite3_exec(store_database(s), sql, NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                log_debug("Could not limit the log of %s: %s", store_path(s), sqlite3_errmsg(store_database(s)));
         r = checkpointer_start_thread(c);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the checkpoint thread: %m");

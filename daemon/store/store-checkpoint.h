@@ -8,6 +8,11 @@
 /* The log is checkpointed once it holds this many pages (SQLite's own automatic threshold is
  * 1,000): fewer restarts of the log, each of which costs the next commit an fsync of its header. */
 #define STORE_CHECKPOINT_PAGES 4000U
+/* Once a checkpoint has copied the whole log, the log's file is cut back to this size when it
+ * starts again (journal_size_limit): one large transaction (a full pass of a large machine) no
+ * longer leaves a file that large for good. The log's pages of 4 KiB, their frame headers and
+ * the file's header. */
+#define STORE_WAL_LIMIT_BYTES ((uint64_t) STORE_CHECKPOINT_PAGES * (4096 + 24) + 32)
 
 typedef struct StoreCheckpointer StoreCheckpointer;
 

@@ -15,7 +15,7 @@
  * PRAGMA). */
 #define STORE_APPLICATION_ID 1397048148
 #define STORE_BUSY_TIMEOUT_MSEC 1000
-#define STORE_CACHE_KIB 32768 /* an upper bound: pages are allocated as they are used */
+#define STORE_CACHE_KIB 16384 /* an upper bound: pages are allocated as they are used */
 
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
