@@ -181,6 +181,9 @@ static int verb_scan(const Args *a) {
         if (r < 0)
                 return log_error_errno(r, "Failed to number the forest: %m");
         f->snapshot.taken_by_uid = (uint32_t) getuid();
+        /* one write per 64 KiB, not one per line of a tree of tens of thousands of processes */
+        static char obuf[64 << 10];
+        (void) setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
         if (a->format == OUTPUT_JSON)
                 r = snapshot_json_write(f, stdout, isatty(STDOUT_FILENO) ? SNAPSHOT_JSON_PRETTY : 0);
         else

@@ -7,7 +7,6 @@
 #include "bus/bus-args.h"
 #include "bus/bus-errors.h"
 #include "service/access.h"
-#include "service/log-event.h"
 #include "service/restores.h"
 
 /* The named error for what Restore() returned (message: what the call said, may be NULL). */
@@ -476,7 +475,6 @@ static const sd_bus_vtable restores_vtable[] = {
 /* ---- RestoreFinished ---- */
 
 static void on_restore_finished(uint64_t id, uid_t owner, const char *reason, void *userdata) {
-        log_event_restore_finished(id, 0, owner, reason);
         (void) sd_bus_emit_signal(userdata, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, "RestoreFinished", "tus", id,
                                           (uint32_t) owner, reason);
 }

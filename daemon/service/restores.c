@@ -22,6 +22,7 @@
 #include "plan/plan-protocol.h"
 #include "service/restore-check.h"
 #include "service/restore-executor.h"
+#include "service/log-event.h"
 #include "service/restore-unit.h"
 #include "snapshot/snapshot.h"
 #include "service/snapshots.h"
@@ -226,6 +227,8 @@ static void restore_end(Restore *r, const char *reason, int k, const char *messa
                 executor_kill(r);
         r->end_error = k;
         r->end_message = message ? strdup(message) : NULL;
+        if (streq(reason, "failed"))
+                log_event_restore_failed(r->id, r->snapshot_id, r->owner, message ?: strerror(-k));
 }
 
 /* The executor is gone (how: its exit status, or under a unit the unit's name): the restore is
@@ -243,6 +246,7 @@ static void restore_gone(Restore *r, const char *how) {
         log_debug("Restore %" PRIu64 " ended (%s).", r->id, r->end_reason);
         unlink_restore(r);
         call_done(r, r->end_error < 0 ? r->end_error : -ECANCELED, r->end_message);
+        log_event_restore_finished(r->id, r->snapshot_id, r->owner, r->end_reason);
         if (rs->finished)
                 rs->finished(r->id, r->owner, r->end_reason, rs->userdata);
         if (r->released)
@@ -299,9 +303,7 @@ static void on_error_frame(Restore *r, const RestoreFrame *f) {
         _cleanup_free_ char *message = NULL;
 
         snapshot_set_message(&message, "%s: %s", stage ?: "execute", what ?: "the executor failed without saying why");
-        log_info("Restore %" PRIu64 " of snapshot %" PRIu64 " failed: %s", r->id, r->snapshot_id,
-                 message ?: "?");
-        restore_end(r, "failed", -EPROTO, message);
+        restore_end(r, "failed", -EPROTO, message); /* logs it */
 }
 
 /* READY's i-th process: its snapshot pid, its pid, the index of its pidfd. */
@@ -749,6 +751,7 @@ int restores_start(Restores *rs, Caller *c, const RestoreCreds *creds, uint64_t 
         rs->list = r;
         log_debug("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: executor %d%s%s.", r->id, snapshot_id,
                   c->uid, r->executor, r->unit ? " in " : "", r->unit ? restore_unit_name(r->unit) : "");
+        log_event_restore_started(r->id, snapshot_id, c->uid, 0);
         if (ret)
                 *ret = r;
         return 0;
