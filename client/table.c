@@ -180,6 +180,11 @@ static int table_add_scols_lines(const Table *t, struct libscols_table *tb, cons
         return 0;
 }
 
+static void table_print_headers(const Table *t, const size_t *order, size_t n, FILE *out) {
+        for (size_t i = 0; i < n; i++)
+                fprintf(out, "%s%s", t->cells[order[i]], i + 1 < n ? "  " : "\n");
+}
+
 static void scols_unref_tablep(struct libscols_table **tb) {
         scols_unref_table(*tb);
 }
@@ -205,7 +210,9 @@ int table_print(const Table *t, FILE *out, bool legend) {
                 r = table_add_scols_lines(t, tb, order, n);
         if (r < 0)
                 return r;
-        if (t->n_cells > t->n_columns || legend)
+        if (t->n_cells > t->n_columns)
                 scols_print_table(tb);
+        else if (legend) /* libsmartcols prints nothing for a table without lines */
+                table_print_headers(t, order, n, out);
         return ferror(out) ? -EIO : 0;
 }

@@ -109,6 +109,18 @@ static void test_no_legend(void) {
         g_assert_true(g_str_has_prefix(out, "  1  中文名  filter  d1\n"));
 }
 
+/* A table without rows still shows its header line (libsmartcols alone prints nothing). */
+static void test_empty(void) {
+        static const char *const headers[] = { "TID", "COMM" };
+        _cleanup_(table_freep) Table *t = table_new(headers, 2, TABLE_COLUMN(0));
+        int r;
+        g_autofree char *out = print_table(t, "80", true, &r);
+        g_assert_cmpint(r, ==, 0);
+        g_assert_cmpstr(out, ==, "TID  COMM\n");
+        g_autofree char *bare = print_table(t, "80", false, &r);
+        g_assert_cmpstr(bare, ==, "");
+}
+
 int main(int argc, char *argv[]) {
         g_assert_nonnull(setlocale(LC_ALL, "C.UTF-8"));
         g_test_init(&argc, &argv, NULL);
@@ -116,5 +128,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/table/fits-width", test_fits_width);
         g_test_add_func("/table/output-columns", test_output_columns);
         g_test_add_func("/table/no-legend", test_no_legend);
+        g_test_add_func("/table/empty", test_empty);
         return g_test_run();
 }
