@@ -201,6 +201,7 @@ int table_print(const Table *t, FILE *out, bool legend) {
         unsigned width = table_width(out);
         scols_table_set_stream(tb, out);
         scols_table_enable_noheadings(tb, !legend);
+        scols_table_enable_noencoding(tb, true); /* cells are escaped already, by str_escape() */
         scols_table_set_column_separator(tb, "  ");
         scols_table_set_termforce(tb, width ? SCOLS_TERMFORCE_ALWAYS : SCOLS_TERMFORCE_NEVER);
         if (width)

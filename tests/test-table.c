@@ -121,6 +121,16 @@ static void test_empty(void) {
         g_assert_cmpstr(bare, ==, "");
 }
 
+/* A control character is escaped once, by the table (escape.h), not again by libsmartcols. */
+static void test_escaped_once(void) {
+        static const char *const headers[] = { "TID", "COMM" };
+        _cleanup_(table_freep) Table *t = table_new(headers, 2, TABLE_COLUMN(0));
+        g_assert_cmpint(table_add_row(t, (const char *const[]) { "7", "\033[2Ja\\b" }), ==, 0);
+        int r;
+        g_autofree char *out = print_table(t, "80", false, &r);
+        g_assert_cmpstr(out, ==, "  7  \\e[2Ja\\\\b\n");
+}
+
 int main(int argc, char *argv[]) {
         g_assert_nonnull(setlocale(LC_ALL, "C.UTF-8"));
         g_test_init(&argc, &argv, NULL);
@@ -129,5 +139,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/table/output-columns", test_output_columns);
         g_test_add_func("/table/no-legend", test_no_legend);
         g_test_add_func("/table/empty", test_empty);
+        g_test_add_func("/table/escaped-once", test_escaped_once);
         return g_test_run();
 }
