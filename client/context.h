@@ -8,6 +8,8 @@
 typedef struct Context {
         bool json;         /* --json (any mode but off): print JSON; json-out.c knows pretty from short */
         bool legend;
+        bool all;          /* tree: every process on its own line (not "200*[sleep]") */
+        bool no_pager;     /* --no-pager */
         bool graph_counts; /* graph: task counts in the filter nodes instead of process nodes */
         const char *file;  /* --file: tree, graph, show, chain, check read this snapshot file, no daemon */
         const char *snapshot_name; /* snapshot --name */

@@ -9,6 +9,7 @@
 #include "json-out.h"
 #include "manager-calls.h"
 #include "output.h"
+#include "pager.h"
 #include "table.h"
 
 #define NUM_BUF 24
@@ -95,6 +96,7 @@ int verb_ps(Context *c, char **args, size_t n_args) {
                 json_auto_t *doc = ps_json(&l);
                 return json_print_document(doc);
         }
+        pager_open(c->no_pager);
         return ps_print_table(&l, c->legend);
 }
 

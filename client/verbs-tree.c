@@ -8,6 +8,7 @@
 #include "json-out.h"
 #include "live-forest.h"
 #include "output.h"
+#include "pager.h"
 #include "snapshot-load.h"
 
 /* The optional PID argument of tree and graph; 0 for the whole machine. */
@@ -60,6 +61,13 @@ int print_forest_json(const Forest *f) {
         return json_print_document(doc);
 }
 
+/* Box drawing on a UTF-8 terminal; the header only with the legend; identical siblings on one
+ * line on a terminal unless --all (a pipe gets every pid: scripts read them). */
+static ForestPrintFlags tree_print_flags(const Context *c) {
+        return (output_use_unicode() ? FOREST_PRINT_UNICODE : 0) | (c->legend ? 0 : FOREST_PRINT_NO_HEADER) |
+               (output_is_tty() && !c->all ? FOREST_PRINT_COLLAPSE : 0);
+}
+
 int verb_tree(Context *c, char **args, size_t n_args) {
         _cleanup_(forest_freep) Forest *f = NULL;
         int r = fetch_forest(c, args, n_args, &f);
@@ -67,7 +75,8 @@ int verb_tree(Context *c, char **args, size_t n_args) {
                 return r;
         if (c->json)
                 return print_forest_json(f);
-        r = forest_print_tree(f, stdout, output_use_unicode() ? FOREST_PRINT_UNICODE : 0);
+        pager_open(c->no_pager);
+        r = forest_print_tree(f, stdout, tree_print_flags(c));
         if (r < 0)
                 return ctl_error_errno(r, "Failed to print the tree: %m");
         return 0;

@@ -373,11 +373,12 @@ static void print_header(const Forest *f, FILE *out) {
                 n_threads == 1 ? "" : "s", n_listeners, n_listeners == 1 ? "" : "s");
 }
 
-static void print_unfiltered(TreePrinter *tp) {
+/* After a blank line, unless it is the first thing printed. */
+static void print_unfiltered(TreePrinter *tp, bool first) {
         size_t slot = tp->f->n_filters + 1;
         if (tp->ix->start[slot] == tp->ix->start[slot + 1])
                 return;
-        fputs("\nwithout a filter:\n", tp->out);
+        fputs(first ? "without a filter:\n" : "\nwithout a filter:\n", tp->out);
         tp->prefix_len = 0;
         (void) print_slot(tp, slot); /* processes only: nothing to allocate */
 }
@@ -404,7 +405,7 @@ int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
                         break;
         }
         if (r >= 0)
-                print_unfiltered(&tp);
+                print_unfiltered(&tp, (flags & FOREST_PRINT_NO_HEADER) && ix.start[f->n_filters] == ix.start[f->n_filters + 1]);
         free(tp.prefix);
         return fflush(out) == 0 ? r : -EIO;
 }
