@@ -25,6 +25,9 @@ typedef struct Context {
         bool original_uids; /* restore --original-uids */
         bool pid_namespace; /* restore --pid-namespace */
         uint32_t like;      /* run --like PID */
+        const char *unit;    /* ps, tree, units --unit: a glob on the process's unit or user unit */
+        const char *machine; /* --machine: a glob on its machine (container) name */
+        const char *user;    /* --user: the owner (name or uid) of its user slice */
         sd_bus *bus;       /* connected on first use by context_bus() */
 } Context;
 

@@ -10,8 +10,11 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-login.h>
 
 #include "bus-client.h"
+#include <systemd/sd-login.h>
+
 #include "bus-fixture.h"
 #include "tests-json.h"
 #include "tests-util.h"
@@ -523,6 +526,18 @@ static void assert_ps_filters(Fixture *fx) {
         g_assert_true(g_str_has_suffix(empty, "\n0 tasks listed.\n"));
 }
 
+/* What ps's UNIT column says of process pid: its unit, "UNIT/USER_UNIT" under a user manager, "-". */
+static char *unit_label_of(pid_t pid) {
+        g_autofree char *unit = NULL, *user_unit = NULL;
+        if (sd_pid_get_unit(pid, &unit) < 0)
+                g_clear_pointer(&unit, g_free);
+        if (sd_pid_get_user_unit(pid, &user_unit) < 0)
+                g_clear_pointer(&user_unit, g_free);
+        if (unit && user_unit)
+                return g_strdup_printf("%s/%s", unit, user_unit);
+        return g_strdup(unit ?: user_unit ?: "-");
+}
+
 static void test_ps(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
@@ -539,7 +554,7 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                 g_ptr_array_add(words, NULL);
                 joined = g_strjoinv(" ", (char **) words->pdata);
         }
-        g_assert_cmpstr(joined, ==, "TID TGID PPID COMM MODE DEPTH FILTER");
+        g_assert_cmpstr(joined, ==, "TID TGID PPID COMM MODE DEPTH FILTER UNIT");
         guint n = g_strv_length(lines);
         g_assert_cmpuint(n, >=, 3);
         g_assert_cmpstr(lines[n - 2], ==, "");
@@ -555,7 +570,7 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                 for (char **c = cells; *c; c++)
                         if (**c)
                                 g_ptr_array_add(w, g_strdup(*c));
-                if (w->len != 7)
+                if (w->len != 8)
                         g_error("ps row with %u cells: '%s'", w->len, lines[i]);
                 g_ptr_array_add(w, NULL);
                 char **row = (char **) g_ptr_array_free(g_steal_pointer(&w), false);
@@ -580,6 +595,8 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                         g_assert_cmpstr(row[6], ==, "-");
                 else
                         g_assert_cmpuint(g_ascii_strtoull(row[6], NULL, 10), ==, fx->id[i->head]);
+                g_autofree char *unit = unit_label_of(i->tgid);
+                g_assert_cmpstr(row[7], ==, unit);
         }
 
         /* --no-pager is accepted (nothing is paged) */
