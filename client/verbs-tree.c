@@ -10,6 +10,7 @@
 #include "manager-units.h"
 #include "output.h"
 #include "pager.h"
+#include "proc-subtree.h"
 #include "snapshot-load.h"
 
 /* The optional PID argument of tree and graph; 0 for the whole machine. */
@@ -100,6 +101,13 @@ int verb_tree(Context *c, char **args, size_t n_args) {
         int r = fetch_forest(c, args, n_args, &f);
         if (r < 0)
                 return r;
+        /* A subtree as a snapshot shows it: its processes without filters too (the text only; the
+         * JSON stays the daemon's view). */
+        if (f->root > 0 && !c->file && !c->json) {
+                r = forest_add_unfiltered_subtree(f, f->root);
+                if (r < 0)
+                        return ctl_error_errno(r, "Failed to read the subtree of process %d: %m", f->root);
+        }
         r = restrict_to_units(c, f);
         if (r < 0)
                 return r;

@@ -856,6 +856,14 @@ static void test_tree(Fixture *fx, gconstpointer data) {
         }
         tree_text_free(&all);
 
+        /* the scenario's root runs without a filter: its subtree lists it, as a snapshot does */
+        g_autofree char *root_pid = g_strdup_printf("%d", tgid_of(fx, fx->root));
+        g_autofree char *root_out = CTL_OK(fx, "tree", root_pid);
+        g_autofree char *root_line = g_strdup("\nwithout a filter:\n");
+        g_autofree char *root_proc = g_strdup_printf("- " COMM "[%d]\n", tgid_of(fx, fx->root));
+        if (!strstr(root_out, root_line) || !strstr(root_out, root_proc))
+                g_error("tree %s does not list its unfiltered root:\n%s", root_pid, root_out);
+
         /* a filtered process: itself, its descendants, the filters their chains reach */
         g_autofree char *a = g_strdup_printf("%d", tgid_of(fx, fx->a));
         TreeText ta = tree_of(fx, a);
@@ -898,14 +906,19 @@ static void test_tree(Fixture *fx, gconstpointer data) {
         assert_only_filters(fx, &tt, filters_a, G_N_ELEMENTS(filters_a));
         tree_text_free(&tt);
 
-        /* an unfiltered process between root and filtered children: still its subtree */
+        /* an unfiltered process between root and filtered children: still its subtree, and it is
+         * listed itself without a filter, as a snapshot of the subtree shows it */
         g_autofree char *mid = g_strdup_printf("%d", tgid_of(fx, fx->mid));
         TreeText tm = tree_of(fx, mid);
         const ScenarioTask in_mid[] = { fx->m1, fx->m1c, fx->m2 };
         const int filters_mid[] = { fx->n_m1, fx->n_m2 };
-        assert_only_processes(fx, &tm, in_mid, G_N_ELEMENTS(in_mid));
+        g_assert_cmpuint(g_hash_table_size(tm.process_under), ==, G_N_ELEMENTS(in_mid) + 1);
+        for (size_t i = 0; i < G_N_ELEMENTS(in_mid); i++)
+                assert_tree_process(fx, &tm, in_mid[i]);
+        g_autofree char *mid_line = g_strdup_printf(COMM "[%d]", tgid_of(fx, fx->mid));
+        g_assert_cmpstr(tree_process_line(&tm, tgid_of(fx, fx->mid), 0), ==, mid_line);
         assert_only_filters(fx, &tm, filters_mid, G_N_ELEMENTS(filters_mid));
-        g_assert_cmpstr(tm.counts, ==, "2 filters, 3 processes, 3 threads, 0 listeners");
+        g_assert_cmpstr(tm.counts, ==, "2 filters, 4 processes, 4 threads, 0 listeners");
         tree_text_free(&tm);
 
         /* the unfiltered scenario root: every listed process below it, m1, m1c and m2 too, which
