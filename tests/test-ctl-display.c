@@ -2,9 +2,11 @@
  * pager as systemctl's (only on a terminal, $SYSTEMD_PAGER before $PAGER, LESS=FRSXMK), identical
  * processes collapsed on a terminal and all listed into a pipe, --no-legend without tree headers */
 #include <fcntl.h>
+#include <linux/seccomp.h>
 #include <pty.h>
 #include <sys/wait.h>
 
+#include "core/prog.h"
 #include "snapshot-samples.h"
 #include "snapshot/snapshot.h"
 #include "tests-util.h"
@@ -130,10 +132,40 @@ static void test_no_legend(Fixture *fx, gconstpointer data) {
         g_assert_true(g_str_has_suffix(with, without));
 }
 
+static void write_snapshot(const Forest *f, const char *path) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(snapshot_write_fd(f, SNAPSHOT_FORMAT_JSON, fd), ==, 0);
+        g_assert_cmpint(close(fd), ==, 0);
+}
+
+/* graph: 12 groups of byte-identical filters get 12 fill colours (the scheme has nine). */
+static void test_graph_colours(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest_many_filters(24);
+        g_assert_nonnull(f);
+        for (size_t i = 0; i < f->n_filters; i++) { /* filters i and i + 12 alike */
+                Filter *x = f->filters[i];
+                x->insns[0].k = SECCOMP_RET_ERRNO | (uint32_t) (i % 12 + 1);
+                prog_digest(x->insns, x->len, x->digest);
+        }
+        g_autofree char *path = g_build_filename(fx->dir, "copies.json", NULL);
+        write_snapshot(f, path);
+        g_autofree char *out = ctl_pipe((const char *const[]) { "graph", "--file", path, NULL });
+        g_autoptr(GHashTable) colours = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        size_t filled = 0;
+        for (const char *p = out; (p = strstr(p, "fillcolor=\"")); filled++) {
+                p += strlen("fillcolor=\"");
+                g_hash_table_add(colours, g_strndup(p, strcspn(p, "\"")));
+        }
+        g_assert_cmpuint(filled, ==, 24);
+        g_assert_cmpuint(g_hash_table_size(colours), ==, 12);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/ctl-display/pager", Fixture, NULL, fixture_setup, test_pager, fixture_teardown);
         g_test_add("/ctl-display/pipe", Fixture, NULL, fixture_setup, test_pipe, fixture_teardown);
         g_test_add("/ctl-display/no-legend", Fixture, NULL, fixture_setup, test_no_legend, fixture_teardown);
+        g_test_add("/ctl-display/graph-colours", Fixture, NULL, fixture_setup, test_graph_colours, fixture_teardown);
         return g_test_run();
 }
