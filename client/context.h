@@ -17,6 +17,7 @@ typedef struct Context {
         const char *format; /* export --format: "sqlite" or "json"; NULL: from the file name; policy: "oci" */
         uint32_t pid;      /* show --pid: the chain of this task; monitor --pid: only its events */
         const char *comm;  /* monitor --comm: only the events of tasks with this name (a glob) */
+        uint32_t subtree;  /* monitor --subtree: only the events of tasks in this process's subtree */
         bool raw;          /* show --raw: CODE JT JF K columns besides the disassembly */
         const char *action; /* who-can --action: the action looked for; NULL: the call runs */
         const char *arch;   /* check, policy, who-can --arch: libseccomp's name; NULL: native (check, who-can), all (policy) */

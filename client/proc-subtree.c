@@ -101,3 +101,16 @@ int forest_add_unfiltered_subtree(Forest *f, pid_t root) {
         }
         return added ? forest_link(f, NULL) : 0;
 }
+
+int proc_in_subtree(pid_t pid, pid_t root) {
+        for (size_t depth = 0; pid > 0 && depth < 4096; depth++) {
+                ProcEntry e;
+                if (pid == root)
+                        return 1;
+                int r = proc_entry_read(pid, &e);
+                if (r < 0)
+                        return depth == 0 ? -ESRCH : 0;
+                pid = e.ppid;
+        }
+        return 0;
+}

@@ -13,16 +13,32 @@
 #include "manager-calls.h"
 #include "monitor-signals.h"
 #include "output.h"
+#include "proc-subtree.h"
 #include "task-names.h"
 
 typedef struct Monitor {
         Context *c;
         sd_bus *bus;
         TaskNames names; /* tid -> process and name, to say whose events these are and to filter */
+        Hashmap subtree; /* --subtree: pid -> 1 (in it) or 2 (not), as seen at its first event */
 } Monitor;
 
 static void monitor_done(Monitor *m) {
         task_names_done(&m->names);
+        hashmap_deinit(&m->subtree);
+}
+
+/* --subtree: is process pid in it? Asked of /proc at the process's first event and remembered, so
+ * that its exit (no /proc left) is told as its earlier events were. */
+static bool monitor_in_subtree(Monitor *m, uint32_t pid) {
+        uintptr_t known = (uintptr_t) hashmap_get(&m->subtree, pid);
+        if (known)
+                return known == 1;
+        int r = proc_in_subtree((pid_t) pid, (pid_t) m->c->subtree);
+        if (r < 0)
+                return false; /* gone before we saw it: not remembered, it may be asked again */
+        (void) hashmap_put(&m->subtree, pid, (void *) (uintptr_t) (r ? 1 : 2));
+        return r;
 }
 
 /* The daemon's appearance and disappearance: NameOwnerChanged for our name only. */
@@ -86,17 +102,20 @@ static int add_task_fields(const TaskName *t, char **text, json_t *o) {
         return 0;
 }
 
-/* --pid and --comm: is this event about a task in that process, or of that name? Events about no
- * task pass when they concern every view (Resynced, the daemon's appearance), not otherwise
- * (PropertiesChanged counts, snapshots). */
-static bool event_wanted(const Context *c, const char *signal, const TaskName *t, bool about_task) {
-        if (!c->pid && !c->comm)
+/* --pid, --comm and --subtree: is this event about a task in that process, of that name, in that
+ * subtree? Events about no task pass when they concern every view (Resynced, the daemon's
+ * appearance), not otherwise (PropertiesChanged counts, snapshots). */
+static bool event_wanted(Monitor *m, const char *signal, const TaskName *t, bool about_task) {
+        const Context *c = m->c;
+        if (!c->pid && !c->comm && !c->subtree)
                 return true;
         if (!about_task)
                 return streq(signal, "Resynced") || streq(signal, "DaemonAppeared") || streq(signal, "DaemonVanished");
         if (!t)
                 return false;
         if (c->pid && t->pid != c->pid && t->tid != c->pid)
+                return false;
+        if (c->subtree && !monitor_in_subtree(m, t->pid))
                 return false;
         return !c->comm || fnmatch(c->comm, t->comm, 0) == 0;
 }
@@ -109,7 +128,7 @@ static int event_task_step(Monitor *m, char **text, json_t *o, bool *ret_wanted)
         const TaskName *t = about_task ? event_task(m, signal, o) : NULL;
         if (!signal_names_task(signal) && about_task && add_task_fields(t, text, o) < 0)
                 return log_oom();
-        *ret_wanted = event_wanted(m->c, signal, t, about_task);
+        *ret_wanted = event_wanted(m, signal, t, about_task);
         if (streq(signal, "TaskExited"))
                 task_names_remove(&m->names, (uint32_t) json_integer_value(json_object_get(o, "tid")));
         return 0;

@@ -1870,6 +1870,8 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         Monitor by_pid = monitor_start_args((const char *const[]) { "monitor", "--pid", xpid, NULL });
         Monitor by_comm = monitor_start_args((const char *const[]) { "monitor", "--comm=no-such-*", NULL });
         Monitor by_glob = monitor_start_args((const char *const[]) { "monitor", "--comm=test-sectree*", "--pid", xpid, NULL });
+        g_autofree char *apid = g_strdup_printf("%d", tgid_of(fx, fx->a));
+        Monitor by_subtree = monitor_start_args((const char *const[]) { "monitor", "--subtree", apid, NULL });
 
         struct sock_filter f[16];
         const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
@@ -1880,6 +1882,15 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         g_auto(GStrv) all1 = monitor_lines_until(&all, x_attached);
         g_auto(GStrv) mine1 = monitor_lines_until(&by_pid, x_attached);
         g_auto(GStrv) globbed1 = monitor_lines_until(&by_glob, x_attached);
+        /* --subtree of a: y's events (a child of a), not x's (a child of root) */
+        g_autofree char *ypid = g_strdup_printf("%d", tid_of(fx, y));
+        g_autofree char *y_attached = g_strdup_printf("parent=%" PRIu64 " tid=%s pid=%s comm=" COMM, fx->id[fx->n_a], ypid,
+                                                      ypid);
+        g_auto(GStrv) sub1 = monitor_lines_until(&by_subtree, y_attached);
+        g_autofree char *x_tid = g_strdup_printf(" tid=%s ", xpid);
+        for (char **l = sub1; *l; l++)
+                if (strstr(*l, x_tid))
+                        g_error("monitor --subtree %s shows '%s'", apid, *l);
         g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
         g_assert_cmpint(scenario_exit(fx->s, y), ==, 0);
         g_autofree char *rescan = CTL_OK(fx, "rescan"); /* Resynced ends every monitor's part */
@@ -1936,6 +1947,7 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         monitor_stop(&by_pid);
         monitor_stop(&by_comm);
         monitor_stop(&by_glob);
+        monitor_stop(&by_subtree);
 }
 
 /* FilterAttached names its installer itself: a monitor that reads it only after the installer
