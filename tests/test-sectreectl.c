@@ -2005,11 +2005,13 @@ static void test_monitor(Fixture *fx, gconstpointer data) {
 
 /* ---- on a terminal: box drawing in a UTF-8 locale, ASCII otherwise, indented JSON ---- */
 
-/* Run sectreectl ARGS under script(1), which gives it a pseudo-terminal, in locale lc. */
+/* Run sectreectl ARGS under script(1), which gives it a pseudo-terminal, in locale lc, without a
+ * pager (a terminal would get one). */
 static char *ctl_on_tty(Fixture *fx, const char *lc, const char *args) {
         g_autofree char *cmd = g_strdup_printf("%s %s", g_getenv("SECTREECTL"), args);
         g_autofree char *locale = g_strdup_printf("LC_ALL=%s", lc);
-        char *argv[] = { (char *) "env", locale, (char *) "script", (char *) "-qec", cmd, (char *) "/dev/null", NULL };
+        char *argv[] = { (char *) "env", locale, (char *) "SYSTEMD_PAGER=", (char *) "script", (char *) "-qec", cmd,
+                         (char *) "/dev/null", NULL };
         g_autofree char *out = NULL, *err = NULL;
         int status = bus_fixture_run(&fx->b, false, argv, &out, &err);
         if (status != 0)
@@ -2023,10 +2025,11 @@ static char *ctl_on_tty(Fixture *fx, const char *lc, const char *args) {
 static void test_tty(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
-        g_autofree char *args = g_strdup_printf("tree %d", tgid_of(fx, fx->a));
+        /* --all: on a terminal, a and a2 (alike under n_a) would share a line */
+        g_autofree char *args = g_strdup_printf("tree --all %d", tgid_of(fx, fx->a));
         g_autofree char *utf8 = ctl_on_tty(fx, "C.UTF-8", args);
         g_autofree char *ascii = ctl_on_tty(fx, "C", args);
-        g_autofree char *piped = CTL_OK(fx, "tree", args + strlen("tree "));
+        g_autofree char *piped = CTL_OK(fx, "tree", args + strlen("tree --all "));
         /* a: two children under n_a, n_a1 nested in n_a */
         g_assert_nonnull(strstr(utf8, "\xe2\x94\x9c\xe2\x94\x80 ")); /* "├─ " */
         g_assert_nonnull(strstr(utf8, "\xe2\x94\x94\xe2\x94\x80 ")); /* "└─ " */
@@ -2039,6 +2042,11 @@ static void test_tty(Fixture *fx, gconstpointer data) {
         g_string_replace(back, "\xe2\x94\x94\xe2\x94\x80 ", "`- ", 0);
         g_string_replace(back, "\xe2\x94\x82  ", "|  ", 0);
         g_assert_cmpstr(back->str, ==, piped);
+        /* without --all, a terminal gets alike siblings on one line, as pstree shows them */
+        g_autofree char *a_only = g_strdup_printf("tree %d", tgid_of(fx, fx->a));
+        g_autofree char *collapsed = ctl_on_tty(fx, "C", a_only);
+        if (!strstr(collapsed, "- 2*[" COMM "]\n"))
+                g_error("tree on a terminal does not collapse a and a2:\n%s", collapsed);
 
         g_autofree char *json = ctl_on_tty(fx, "C.UTF-8", "--json status");
         g_assert_true(g_str_has_prefix(json, "{\n  \""));
