@@ -1950,6 +1950,30 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         monitor_stop(&by_subtree);
 }
 
+/* --comm matches the name after an exec: the monitor reads the FilterAttached of x only after x
+ * exec'd sleep, and keeps it for --comm=sleep though the signal names x as it was. */
+static void test_monitor_comm_after_exec(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        Monitor m = monitor_start_args((const char *const[]) { "monitor", "--comm=sleep", NULL });
+        g_assert_cmpint(kill(m.pid, SIGSTOP), ==, 0);
+        ScenarioTask x = scenario_fork(fx->s, fx->root);
+        g_assert_cmpint(x, >=, 0);
+        g_autofree char *xpid = g_strdup_printf("%d", tid_of(fx, x));
+        struct sock_filter f[16];
+        const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
+        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
+        g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
+        g_assert_cmpint(scenario_exec_sleep(fx->s, x), ==, 0);
+        g_assert_cmpint(kill(m.pid, SIGCONT), ==, 0);
+        g_autofree char *attached = g_strdup_printf("parent=none tid=%s pid=%s comm=" COMM, xpid, xpid);
+        g_auto(GStrv) lines = monitor_lines_until(&m, attached);
+        g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
+        g_autofree char *exited = g_strdup_printf("TaskExited tid=%s pid=%s comm=sleep", xpid, xpid);
+        g_auto(GStrv) more = monitor_lines_until(&m, exited);
+        monitor_stop(&m);
+}
+
 /* FilterAttached names its installer itself: a monitor that reads it only after the installer
  * exited (and the daemon stopped listing it) still says who it was. */
 static void test_monitor_installer_gone(Fixture *fx, gconstpointer data) {
@@ -2229,6 +2253,7 @@ int main(int argc, char **argv) {
         ADD("monitor", test_monitor);
         ADD("monitor-filters", test_monitor_filters);
         ADD("monitor-installer-gone", test_monitor_installer_gone);
+        ADD("monitor-comm-after-exec", test_monitor_comm_after_exec);
         ADD("tty", test_tty);
         ADD("unprivileged", test_unprivileged);
         ADD("escapes", test_escapes);
