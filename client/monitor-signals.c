@@ -27,6 +27,7 @@ static const SignalSpec signal_specs[] = {
         { "Resynced", "s", { { "reason", 's' } } },
         { "SnapshotCreated", "tsu", { { "id", 't' }, { "name", 's', true }, { "owner_uid", 'u' } } },
         { "SnapshotDeleted", "t", { { "id", 't' } } },
+        { "RestoreFinished", "tus", { { "id", 't' }, { "owner_uid", 'u' }, { "reason", 's' } } },
 };
 
 static const SignalSpec *signal_spec_find(const char *member) {

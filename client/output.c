@@ -2,14 +2,19 @@
 #include "output.h"
 
 #include <langinfo.h>
+#include <pwd.h>
 #include <time.h>
 
 #include "ctl-log.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 
+/* Asked once: a pager (pager.c) may take stdout's place, and the output stays for a terminal. */
 bool output_is_tty(void) {
-        return isatty(STDOUT_FILENO);
+        static int tty = -1;
+        if (tty < 0)
+                tty = isatty(STDOUT_FILENO);
+        return tty;
 }
 
 static bool locale_is_utf8(void) {
@@ -86,6 +91,16 @@ char *format_timestamp_relative(uint64_t usec, uint64_t now, char *buf, size_t l
         bool past = usec <= now;
         format_span((past ? now - usec : usec - now) / USEC_PER_SEC, span, sizeof(span));
         snprintf(buf, len, past ? "%s ago" : "in %s", span);
+        return buf;
+}
+
+char *format_user(uint32_t uid, char *buf, size_t len) {
+        struct passwd pw, *found = NULL;
+        char scratch[1024];
+        if (getpwuid_r((uid_t) uid, &pw, scratch, sizeof(scratch), &found) == 0 && found && found->pw_name[0])
+                snprintf(buf, len, "%s", found->pw_name);
+        else
+                snprintf(buf, len, "%" PRIu32, uid);
         return buf;
 }
 

@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* stdout is a terminal, and the locale's charset is UTF-8 (box drawing may be used). */
+/* stdout is a terminal (as it was at the first call: a pager may take its place), and the locale's
+ * charset is UTF-8 (box drawing may be used). */
 bool output_is_tty(void);
 bool output_use_unicode(void);
 
@@ -21,6 +22,11 @@ char *format_timestamp_us(uint64_t usec, char *buf, size_t len);
 char *format_timestamp_rfc3339(uint64_t usec, char *buf, size_t len);
 /* "3min 12s ago", "in 2s" relative to now (CLOCK_REALTIME µs); "" for 0. */
 char *format_timestamp_relative(uint64_t usec, uint64_t now, char *buf, size_t len);
+
+#define USER_NAME_MAX 64
+/* The user's name where the password database has one ("root"), else the uid ("4242"). The name
+ * is the caller's own database's: tables show it, JSON keeps the uid. */
+char *format_user(uint32_t uid, char *buf, size_t len);
 
 /* Flush stdout; -EIO (logged) if it failed, e.g. a closed pipe. */
 int output_flush(void);

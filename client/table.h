@@ -1,4 +1,5 @@
-/* table.h: column output for list verbs: a header line, aligned cells, right-aligned numbers */
+/* table.h: column output for list verbs, laid out by libsmartcols: a header line, aligned cells,
+ * right-aligned numbers, wide characters, the terminal's width and a choice of columns */
 #pragma once
 
 #include <stdbool.h>
@@ -21,5 +22,14 @@ DEFINE_CLEANUP(Table *, table_free);
 int table_add_row(Table *t, const char *const *cells);
 
 /* Print with two spaces between columns; the header line when legend is set. The last column
- * is not padded. */
+ * is not padded. Widths are display cells (中 takes two); the text columns are cut to fit
+ * table_width(). -EINVAL (logged) when --output names a column this table lacks. */
 int table_print(const Table *t, FILE *out, bool legend);
+
+/* --output=COLS for every table printed after: header names (any case), comma-separated, in the
+ * order to print; NULL for all. The string must outlive the printing (argv does). */
+void table_set_output(const char *columns);
+
+/* The width output must fit: $COLUMNS when set, else the terminal's when out is one; 0 (no
+ * limit) for a pipe or a file. */
+unsigned table_width(FILE *out);

@@ -4,6 +4,8 @@
  * holders; byte-identical filters that are distinct objects share a fill colour */
 #include "verbs-graph.h"
 
+#include <math.h>
+
 #include "core/escape.h"
 #include "core/forest-print.h"
 #include "forest-json.h"
@@ -46,6 +48,16 @@ static int copy_groups(const Forest *f, const Filter *const *order, unsigned **r
         return 0;
 }
 
+/* The fill of copy group n (from 1): the scheme's nine light colours, then light colours of hues
+ * spread by the golden ratio, so that no two groups share one however many there are. */
+static const char *copy_colour(unsigned n, char *buf, size_t len) {
+        if (n <= COPY_COLOURS)
+                snprintf(buf, len, "/" COPY_COLOUR_SCHEME "/%u", n);
+        else
+                snprintf(buf, len, "%.4f 0.35 0.95", fmod(0.05 + (n - COPY_COLOURS) * 0.6180339887, 1.0));
+        return buf;
+}
+
 static void graph_filter(const Filter *x, unsigned group, bool counts, FILE *out) {
         char digest[PROG_DIGEST_STRING_MAX];
         prog_digest_to_string(x->digest, digest);
@@ -58,9 +70,11 @@ static void graph_filter(const Filter *x, unsigned group, bool counts, FILE *out
         if (counts)
                 fprintf(out, "\\n%zu task%s", x->n_tasks, x->n_tasks == 1 ? "" : "s");
         fputs("\"", out);
-        if (group)
-                fprintf(out, ", style=\"filled%s\", fillcolor=\"/" COPY_COLOUR_SCHEME "/%u\"",
-                        x->identity == IDENTITY_INFERRED ? ",dashed" : "", (group - 1) % COPY_COLOURS + 1);
+        if (group) {
+                char colour[32];
+                fprintf(out, ", style=\"filled%s\", fillcolor=\"%s\"", x->identity == IDENTITY_INFERRED ? ",dashed" : "",
+                        copy_colour(group, colour, sizeof(colour)));
+        }
         else if (x->identity == IDENTITY_INFERRED)
                 fputs(", style=dashed", out);
         fputs("];\n", out);

@@ -6,6 +6,8 @@
 
 #include <fnmatch.h>
 
+#define TASK_COMM_LEN 16
+
 #include "bus.h"
 #include "core/escape.h"
 #include "ctl-log.h"
@@ -13,16 +15,32 @@
 #include "manager-calls.h"
 #include "monitor-signals.h"
 #include "output.h"
+#include "proc-subtree.h"
 #include "task-names.h"
 
 typedef struct Monitor {
         Context *c;
         sd_bus *bus;
         TaskNames names; /* tid -> process and name, to say whose events these are and to filter */
+        Hashmap subtree; /* --subtree: pid -> 1 (in it) or 2 (not), as seen at its first event */
 } Monitor;
 
 static void monitor_done(Monitor *m) {
         task_names_done(&m->names);
+        hashmap_deinit(&m->subtree);
+}
+
+/* --subtree: is process pid in it? Asked of /proc at the process's first event and remembered, so
+ * that its exit (no /proc left) is told as its earlier events were. */
+static bool monitor_in_subtree(Monitor *m, uint32_t pid) {
+        uintptr_t known = (uintptr_t) hashmap_get(&m->subtree, pid);
+        if (known)
+                return known == 1;
+        int r = proc_in_subtree((pid_t) pid, (pid_t) m->c->subtree);
+        if (r < 0)
+                return false; /* gone before we saw it: not remembered, it may be asked again */
+        (void) hashmap_put(&m->subtree, pid, (void *) (uintptr_t) (r ? 1 : 2));
+        return r;
 }
 
 /* The daemon's appearance and disappearance: NameOwnerChanged for our name only. */
@@ -49,6 +67,21 @@ static bool signal_names_task(const char *signal) {
         return streq(signal, "TaskAdded") || streq(signal, "FilterAttached");
 }
 
+/* The task's name now, from /proc (the name after an exec or a rename, which no signal tells):
+ * the names are kept current with it. t as it was where /proc does not say (the task is gone). */
+static const TaskName *task_name_refresh(Monitor *m, const TaskName *t) {
+        char path[64], comm[TASK_COMM_LEN + 1];
+        snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task/%" PRIu32 "/comm", t->pid, t->tid);
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f || !fgets(comm, sizeof(comm), f))
+                return t;
+        comm[strcspn(comm, "\n")] = 0;
+        uint32_t tid = t->tid;
+        if (streq(comm, t->comm) || task_names_add(&m->names, tid, t->pid, comm) < 0)
+                return t;
+        return task_names_get(&m->names, tid);
+}
+
 /* The task an event is about: as the signal names it, or as the names say for a TaskExited.
  * ListTasks is asked again for a tid not known yet; NULL if the daemon does not list it either. */
 static const TaskName *event_task(Monitor *m, const char *signal, json_t *o) {
@@ -66,7 +99,7 @@ static const TaskName *event_task(Monitor *m, const char *signal, json_t *o) {
                 if (!t) /* not listed (gone, or not ours to see): do not ask again for it */
                         (void) task_names_add(&m->names, tid, 0, NULL);
         }
-        return t && t->comm ? t : NULL;
+        return t && t->comm ? task_name_refresh(m, t) : NULL;
 }
 
 /* TaskExited: add the task's process and name, " pid=4711 comm=worker" and
@@ -86,11 +119,13 @@ static int add_task_fields(const TaskName *t, char **text, json_t *o) {
         return 0;
 }
 
-/* --pid and --comm: is this event about a task in that process, or of that name? Events about no
- * task pass when they concern every view (Resynced, the daemon's appearance), not otherwise
- * (PropertiesChanged counts, snapshots). */
-static bool event_wanted(const Context *c, const char *signal, const TaskName *t, bool about_task) {
-        if (!c->pid && !c->comm)
+/* --pid, --comm and --subtree: is this event about a task in that process, of that name (as the
+ * signal says or as it is now, after an exec), in that subtree? Events about no task pass when they concern every view (Resynced, the daemon's
+ * appearance), not otherwise (PropertiesChanged counts, snapshots). */
+static bool event_wanted(Monitor *m, const char *signal, const char *signal_comm, const TaskName *t,
+                         bool about_task) {
+        const Context *c = m->c;
+        if (!c->pid && !c->comm && !c->subtree)
                 return true;
         if (!about_task)
                 return streq(signal, "Resynced") || streq(signal, "DaemonAppeared") || streq(signal, "DaemonVanished");
@@ -98,7 +133,10 @@ static bool event_wanted(const Context *c, const char *signal, const TaskName *t
                 return false;
         if (c->pid && t->pid != c->pid && t->tid != c->pid)
                 return false;
-        return !c->comm || fnmatch(c->comm, t->comm, 0) == 0;
+        if (c->subtree && !monitor_in_subtree(m, t->pid))
+                return false;
+        return !c->comm || fnmatch(c->comm, t->comm, 0) == 0 ||
+               (signal_comm && fnmatch(c->comm, signal_comm, 0) == 0);
 }
 
 /* Annotate the event with its task, say whether it passes the filters, and keep the names
@@ -109,7 +147,7 @@ static int event_task_step(Monitor *m, char **text, json_t *o, bool *ret_wanted)
         const TaskName *t = about_task ? event_task(m, signal, o) : NULL;
         if (!signal_names_task(signal) && about_task && add_task_fields(t, text, o) < 0)
                 return log_oom();
-        *ret_wanted = event_wanted(m->c, signal, t, about_task);
+        *ret_wanted = event_wanted(m, signal, json_string_value(json_object_get(o, "comm")), t, about_task);
         if (streq(signal, "TaskExited"))
                 task_names_remove(&m->names, (uint32_t) json_integer_value(json_object_get(o, "tid")));
         return 0;

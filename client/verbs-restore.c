@@ -22,6 +22,7 @@
 #include "plan/plan.h"
 #include "restore-fds.h"
 #include "snapshot-load.h"
+#include "pager.h"
 #include "table.h"
 
 /* The executor runs the plan, and the daemon scans the result: longer than other calls. */
@@ -439,10 +440,10 @@ typedef struct RestoreRow {
 } RestoreRow;
 
 static int add_restore_row(Table *t, json_t *list, const RestoreRow *x) {
-        char a[24], b[24], o[16], p[16], n[16];
+        char a[24], b[24], o[USER_NAME_MAX], p[16], n[16];
         snprintf(a, sizeof(a), "%" PRIu64, x->id);
         snprintf(b, sizeof(b), "%" PRIu64, x->snapshot);
-        snprintf(o, sizeof(o), "%" PRIu32, x->owner);
+        format_user(x->owner, o, sizeof(o));
         snprintf(p, sizeof(p), "%" PRIu32, x->root);
         snprintf(n, sizeof(n), "%" PRIu32, x->procs);
         if (table_add_row(t, (const char *const[]) { a, b, o, p, n, x->verified ? "yes" : "no", x->state }) < 0)
@@ -458,8 +459,8 @@ int verb_restores(Context *c, char **args, size_t n_args) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         static const char *const headers[] = { "ID", "SNAPSHOT", "OWNER", "ROOT", "PROCS", "VERIFIED", "STATE" };
         _cleanup_(table_freep) Table *t = table_new(headers, ELEMENTSOF(headers),
-                                                     TABLE_COLUMN(0) | TABLE_COLUMN(1) | TABLE_COLUMN(2) |
-                                                             TABLE_COLUMN(3) | TABLE_COLUMN(4));
+                                                     TABLE_COLUMN(0) | TABLE_COLUMN(1) | TABLE_COLUMN(3) |
+                                                             TABLE_COLUMN(4));
         json_auto_t *list = json_array();
         RestoreRow x;
         sd_bus *bus;
@@ -483,6 +484,7 @@ int verb_restores(Context *c, char **args, size_t n_args) {
                 return bus_log_parse_error(r, "ListRestores");
         if (c->json)
                 return json_print_document(list);
+        pager_open(c->no_pager);
         r = table_print(t, stdout, c->legend);
         return r < 0 ? r : output_flush();
 }

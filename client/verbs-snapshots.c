@@ -13,6 +13,7 @@
 #include "manager-snapshots.h"
 #include "output.h"
 #include "snapshot-load.h"
+#include "pager.h"
 #include "table.h"
 #include "verbs-tree.h"
 
@@ -56,11 +57,11 @@ static char *format_u64(uint64_t v, char *buf) {
 }
 
 static int snapshots_add_row(Table *t, const SnapshotRecord *s) {
-        char id[NUM_BUF], owner[NUM_BUF], root[NUM_BUF], procs[NUM_BUF], threads[NUM_BUF], filters[NUM_BUF];
+        char id[NUM_BUF], owner[USER_NAME_MAX], root[NUM_BUF], procs[NUM_BUF], threads[NUM_BUF], filters[NUM_BUF];
         char created[TIMESTAMP_MAX];
         const char *cells[] = {
                 format_u64(s->id, id), s->name[0] ? s->name : "-",
-                format_timestamp(s->created_usec, created, sizeof(created)), format_u64(s->owner_uid, owner),
+                format_timestamp(s->created_usec, created, sizeof(created)), format_user(s->owner_uid, owner, sizeof(owner)),
                 s->root_pid ? format_u64(s->root_pid, root) : "-", format_u64(s->processes, procs),
                 format_u64(s->threads, threads), format_u64(s->filters, filters), s->backend, s->identity,
         };
@@ -71,7 +72,7 @@ static int snapshots_print_table(const SnapshotList *l, bool legend) {
         static const char *const headers[] = { "ID", "NAME", "CREATED", "OWNER", "ROOT", "PROCS", "THREADS",
                                                "FILTERS", "BACKEND", "IDENTITY" };
         _cleanup_(table_freep) Table *t = table_new(headers, ELEMENTSOF(headers),
-                                                 TABLE_COLUMN(0) | TABLE_COLUMN(3) | TABLE_COLUMN(4) |
+                                                 TABLE_COLUMN(0) | TABLE_COLUMN(4) |
                                                  TABLE_COLUMN(5) | TABLE_COLUMN(6) | TABLE_COLUMN(7));
         if (!t)
                 return log_oom();
@@ -114,6 +115,7 @@ int verb_snapshots(Context *c, char **args, size_t n_args) {
                 json_auto_t *doc = snapshots_json(&l);
                 return json_print_document(doc);
         }
+        pager_open(c->no_pager);
         return snapshots_print_table(&l, c->legend);
 }
 

@@ -8,7 +8,9 @@
 #include "ctl-args.h"
 #include "json-out.h"
 #include "manager-calls.h"
+#include "manager-units.h"
 #include "output.h"
+#include "pager.h"
 #include "table.h"
 
 #define NUM_BUF 24
@@ -22,26 +24,30 @@ static char *format_id(uint64_t id, char *buf) {
         return id ? format_u64(id, buf) : strcpy(buf, "-");
 }
 
-/* MODE, and "(stale)" after it when the daemon could not read the task at its last pass. */
-static int ps_add_row(Table *t, const TaskRecord *x) {
-        char tid[NUM_BUF], tgid[NUM_BUF], ppid[NUM_BUF], depth[NUM_BUF], head[NUM_BUF], mode[NUM_BUF + 8];
+/* MODE, and "(stale)" after it when the daemon could not read the task at its last pass; UNIT,
+ * the process's unit (or user unit under its manager), "-" for none. */
+static int ps_add_row(Table *t, const TaskRecord *x, const UnitList *units) {
+        char tid[NUM_BUF], tgid[NUM_BUF], ppid[NUM_BUF], depth[NUM_BUF], head[NUM_BUF], mode[NUM_BUF + 8], unit[512];
+        const char *label = unit_record_label(unit_list_find(units, x->tgid), unit, sizeof(unit));
         snprintf(mode, sizeof(mode), "%s%s", x->mode, x->stale ? " (stale)" : "");
         const char *cells[] = { format_u64(x->tid, tid), format_u64(x->tgid, tgid), format_u64(x->ppid, ppid), x->comm,
-                                mode, format_u64(x->depth, depth), format_id(x->head, head) };
+                                mode, format_u64(x->depth, depth), format_id(x->head, head), label ?: "-" };
         return table_add_row(t, cells);
 }
 
-static int ps_print_table(const TaskList *l, bool legend) {
-        static const char *const headers[] = { "TID", "TGID", "PPID", "COMM", "MODE", "DEPTH", "FILTER" };
+static int ps_print_table(const TaskList *l, const UnitList *units, bool legend) {
+        static const char *const headers[] = { "TID", "TGID", "PPID", "COMM", "MODE", "DEPTH", "FILTER", "UNIT" };
         _cleanup_(table_freep) Table *t = table_new(headers, ELEMENTSOF(headers),
                                                  TABLE_COLUMN(0) | TABLE_COLUMN(1) | TABLE_COLUMN(2) |
                                                  TABLE_COLUMN(5) | TABLE_COLUMN(6));
         if (!t)
                 return log_oom();
         for (size_t i = 0; i < l->n; i++)
-                if (ps_add_row(t, &l->items[i]) < 0)
+                if (ps_add_row(t, &l->items[i], units) < 0)
                         return log_oom();
-        table_print(t, stdout, legend);
+        int r = table_print(t, stdout, legend);
+        if (r < 0)
+                return r;
         if (legend)
                 printf("\n%zu task%s listed.\n", l->n, l->n == 1 ? "" : "s");
         return output_flush();
@@ -71,11 +77,12 @@ static bool task_matches(const TaskRecord *t, char **args, size_t n_args) {
         return n_args == 0;
 }
 
-/* Keep only the tasks the arguments name. */
-static void task_list_filter(TaskList *l, char **args, size_t n_args) {
+/* Keep only the tasks the arguments name, in the units --unit, --machine and --user name. */
+static void task_list_filter(TaskList *l, char **args, size_t n_args, const Context *c, const UnitList *units) {
         size_t k = 0;
         for (size_t i = 0; i < l->n; i++) {
-                if (task_matches(&l->items[i], args, n_args)) {
+                if (task_matches(&l->items[i], args, n_args) &&
+                    unit_filter_matches(c, unit_list_find(units, l->items[i].tgid))) {
                         l->items[k++] = l->items[i];
                         continue;
                 }
@@ -87,15 +94,22 @@ static void task_list_filter(TaskList *l, char **args, size_t n_args) {
 
 int verb_ps(Context *c, char **args, size_t n_args) {
         _cleanup_(task_list_done) TaskList l = {};
+        _cleanup_(unit_list_done) UnitList units = {};
         int r = context_list_tasks(c, &l);
         if (r < 0)
                 return r;
-        task_list_filter(&l, args, n_args);
+        if (!c->json || unit_filter_given(c)) {
+                r = context_list_units(c, &units);
+                if (r < 0)
+                        return r;
+        }
+        task_list_filter(&l, args, n_args, c, &units);
         if (c->json) {
                 json_auto_t *doc = ps_json(&l);
                 return json_print_document(doc);
         }
-        return ps_print_table(&l, c->legend);
+        pager_open(c->no_pager);
+        return ps_print_table(&l, &units, c->legend);
 }
 
 static char *flags_join(char * const *flags, char *buf, size_t len) {

@@ -7,7 +7,10 @@
 #include "forest-json.h"
 #include "json-out.h"
 #include "live-forest.h"
+#include "manager-units.h"
 #include "output.h"
+#include "pager.h"
+#include "proc-subtree.h"
 #include "snapshot-load.h"
 
 /* The optional PID argument of tree and graph; 0 for the whole machine. */
@@ -60,14 +63,58 @@ int print_forest_json(const Forest *f) {
         return json_print_document(doc);
 }
 
+/* Box drawing on a UTF-8 terminal; the header only with the legend; identical siblings on one
+ * line on a terminal unless --all (a pipe gets every pid: scripts read them). */
+static ForestPrintFlags tree_print_flags(const Context *c) {
+        return (output_use_unicode() ? FOREST_PRINT_UNICODE : 0) | (c->legend ? 0 : FOREST_PRINT_NO_HEADER) |
+               (output_is_tty() && !c->all ? FOREST_PRINT_COLLAPSE : 0);
+}
+
+typedef struct UnitMembers {
+        const Context *c;
+        const UnitList *units;
+} UnitMembers;
+
+static bool process_in_units(const Process *p, void *userdata) {
+        const UnitMembers *m = userdata;
+        return unit_filter_matches(m->c, unit_list_find(m->units, (uint32_t) p->pid));
+}
+
+/* --unit, --machine, --user: only the processes of those units, and the filters they reach. The
+ * units are the daemon's (a snapshot file does not record them). */
+static int restrict_to_units(Context *c, Forest *f) {
+        _cleanup_(unit_list_done) UnitList units = {};
+        if (!unit_filter_given(c))
+                return 0;
+        if (c->file)
+                return ctl_error_errno(-EINVAL, "--unit, --machine and --user need the daemon: a snapshot file "
+                                                "does not record units");
+        int r = context_list_units(c, &units);
+        if (r < 0)
+                return r;
+        r = forest_restrict_to_processes(f, process_in_units, &(UnitMembers) { c, &units });
+        return r < 0 ? ctl_error_errno(r, "Failed to restrict the tree to the units: %m") : 0;
+}
+
 int verb_tree(Context *c, char **args, size_t n_args) {
         _cleanup_(forest_freep) Forest *f = NULL;
         int r = fetch_forest(c, args, n_args, &f);
         if (r < 0)
                 return r;
+        /* A subtree as a snapshot shows it: its processes without filters too (the text only; the
+         * JSON stays the daemon's view). */
+        if (f->root > 0 && !c->file && !c->json) {
+                r = forest_add_unfiltered_subtree(f, f->root);
+                if (r < 0)
+                        return ctl_error_errno(r, "Failed to read the subtree of process %d: %m", f->root);
+        }
+        r = restrict_to_units(c, f);
+        if (r < 0)
+                return r;
         if (c->json)
                 return print_forest_json(f);
-        r = forest_print_tree(f, stdout, output_use_unicode() ? FOREST_PRINT_UNICODE : 0);
+        pager_open(c->no_pager);
+        r = forest_print_tree(f, stdout, tree_print_flags(c));
         if (r < 0)
                 return ctl_error_errno(r, "Failed to print the tree: %m");
         return 0;

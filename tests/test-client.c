@@ -6,6 +6,9 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <jansson.h>
+#include <systemd/sd-bus.h>
+
 #include "bus-fixture.h"
 #include "tests-util.h"
 
@@ -309,6 +312,60 @@ static void test_monitor_bus_gone(void) {
         g_string_free(m.err, true);
 }
 
+/* A monitor started with extra (NULL-terminated) before "monitor", once it is subscribed. */
+static void monitor_start_with(Monitor *m, const char *extra) {
+        const char *argv[] = { sectreectl(), extra ? extra : "monitor", extra ? "monitor" : NULL, NULL };
+        g_autoptr(GError) error = NULL;
+        *m = (Monitor) { .err = g_string_new(NULL) };
+        if (!g_spawn_async_with_pipes(NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, tests_die_with_parent, NULL,
+                                      &m->pid, NULL, &m->out_fd, &m->err_fd, &error))
+                g_error("starting sectreectl monitor: %s", error->message);
+        g_assert_true(monitor_wait_stderr(m, "Monitoring org.sectree1"));
+}
+
+static void monitor_end(Monitor *m) {
+        int status;
+        kill(m->pid, SIGTERM);
+        g_assert_cmpint(waitpid(m->pid, &status, 0), ==, m->pid);
+        close(m->out_fd);
+        close(m->err_fd);
+        g_string_free(m->err, true);
+}
+
+/* RestoreFinished, sent by a stand-in owner of org.sectree1, decoded in text and JSON. */
+static void test_monitor_restore_finished(void) {
+        BusFixture b;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        Monitor text, json;
+        bus_fixture_start_bus(&b);
+        monitor_start_with(&text, NULL); /* before the name has an owner: nothing to ask it */
+        monitor_start_with(&json, "--json=short");
+        g_assert_cmpint(sd_bus_open_system(&bus), >=, 0);
+        g_assert_cmpint(sd_bus_request_name(bus, "org.sectree1", 0), >=, 0);
+        g_assert_cmpint(sd_bus_emit_signal(bus, "/org/sectree1", "org.sectree1.Manager", "RestoreFinished", "tus",
+                                           UINT64_C(7), UINT32_C(4242), "released"), >=, 0);
+        g_assert_cmpint(sd_bus_flush(bus), >=, 0);
+        gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+        g_autoptr(GString) tbuf = g_string_new(NULL), jbuf = g_string_new(NULL);
+        g_autofree char *tline0 = tests_read_line(text.out_fd, tbuf, deadline); /* DaemonAppeared */
+        g_autofree char *jline0 = tests_read_line(json.out_fd, jbuf, deadline);
+        g_autofree char *tline = tests_read_line(text.out_fd, tbuf, deadline);
+        g_autofree char *jline = tests_read_line(json.out_fd, jbuf, deadline);
+        g_assert_nonnull(tline);
+        g_assert_nonnull(jline);
+        g_assert_true(g_str_has_suffix(tline, " RestoreFinished id=7 owner_uid=4242 reason=released"));
+        json_auto_t *o = json_loads(jline, 0, NULL);
+        g_assert_nonnull(o);
+        g_assert_cmpstr(json_string_value(json_object_get(o, "signal")), ==, "RestoreFinished");
+        g_assert_cmpint(json_integer_value(json_object_get(o, "id")), ==, 7);
+        g_assert_cmpint(json_integer_value(json_object_get(o, "owner_uid")), ==, 4242);
+        g_assert_cmpstr(json_string_value(json_object_get(o, "reason")), ==, "released");
+        monitor_end(&text);
+        monitor_end(&json);
+        bus = sd_bus_flush_close_unref(bus);
+        bus_fixture_stop(&b);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/client/help", test_help);
@@ -319,5 +376,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/client/service-unknown", test_service_unknown);
         g_test_add_func("/client/monitor-signal", test_monitor_signal);
         g_test_add_func("/client/monitor-bus-gone", test_monitor_bus_gone);
+        g_test_add_func("/client/monitor-restore-finished", test_monitor_restore_finished);
         return g_test_run();
 }

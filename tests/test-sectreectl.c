@@ -10,8 +10,11 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
+#include <systemd/sd-login.h>
 
 #include "bus-client.h"
+#include <systemd/sd-login.h>
+
 #include "bus-fixture.h"
 #include "tests-json.h"
 #include "tests-util.h"
@@ -523,6 +526,18 @@ static void assert_ps_filters(Fixture *fx) {
         g_assert_true(g_str_has_suffix(empty, "\n0 tasks listed.\n"));
 }
 
+/* What ps's UNIT column says of process pid: its unit, "UNIT/USER_UNIT" under a user manager, "-". */
+static char *unit_label_of(pid_t pid) {
+        g_autofree char *unit = NULL, *user_unit = NULL;
+        if (sd_pid_get_unit(pid, &unit) < 0)
+                g_clear_pointer(&unit, g_free);
+        if (sd_pid_get_user_unit(pid, &user_unit) < 0)
+                g_clear_pointer(&user_unit, g_free);
+        if (unit && user_unit)
+                return g_strdup_printf("%s/%s", unit, user_unit);
+        return g_strdup(unit ?: user_unit ?: "-");
+}
+
 static void test_ps(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
@@ -539,7 +554,7 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                 g_ptr_array_add(words, NULL);
                 joined = g_strjoinv(" ", (char **) words->pdata);
         }
-        g_assert_cmpstr(joined, ==, "TID TGID PPID COMM MODE DEPTH FILTER");
+        g_assert_cmpstr(joined, ==, "TID TGID PPID COMM MODE DEPTH FILTER UNIT");
         guint n = g_strv_length(lines);
         g_assert_cmpuint(n, >=, 3);
         g_assert_cmpstr(lines[n - 2], ==, "");
@@ -555,7 +570,7 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                 for (char **c = cells; *c; c++)
                         if (**c)
                                 g_ptr_array_add(w, g_strdup(*c));
-                if (w->len != 7)
+                if (w->len != 8)
                         g_error("ps row with %u cells: '%s'", w->len, lines[i]);
                 g_ptr_array_add(w, NULL);
                 char **row = (char **) g_ptr_array_free(g_steal_pointer(&w), false);
@@ -580,6 +595,8 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                         g_assert_cmpstr(row[6], ==, "-");
                 else
                         g_assert_cmpuint(g_ascii_strtoull(row[6], NULL, 10), ==, fx->id[i->head]);
+                g_autofree char *unit = unit_label_of(i->tgid);
+                g_assert_cmpstr(row[7], ==, unit);
         }
 
         /* --no-pager is accepted (nothing is paged) */
@@ -839,6 +856,14 @@ static void test_tree(Fixture *fx, gconstpointer data) {
         }
         tree_text_free(&all);
 
+        /* the scenario's root runs without a filter: its subtree lists it, as a snapshot does */
+        g_autofree char *root_pid = g_strdup_printf("%d", tgid_of(fx, fx->root));
+        g_autofree char *root_out = CTL_OK(fx, "tree", root_pid);
+        g_autofree char *root_line = g_strdup("\nwithout a filter:\n");
+        g_autofree char *root_proc = g_strdup_printf("- " COMM "[%d]\n", tgid_of(fx, fx->root));
+        if (!strstr(root_out, root_line) || !strstr(root_out, root_proc))
+                g_error("tree %s does not list its unfiltered root:\n%s", root_pid, root_out);
+
         /* a filtered process: itself, its descendants, the filters their chains reach */
         g_autofree char *a = g_strdup_printf("%d", tgid_of(fx, fx->a));
         TreeText ta = tree_of(fx, a);
@@ -881,14 +906,19 @@ static void test_tree(Fixture *fx, gconstpointer data) {
         assert_only_filters(fx, &tt, filters_a, G_N_ELEMENTS(filters_a));
         tree_text_free(&tt);
 
-        /* an unfiltered process between root and filtered children: still its subtree */
+        /* an unfiltered process between root and filtered children: still its subtree, and it is
+         * listed itself without a filter, as a snapshot of the subtree shows it */
         g_autofree char *mid = g_strdup_printf("%d", tgid_of(fx, fx->mid));
         TreeText tm = tree_of(fx, mid);
         const ScenarioTask in_mid[] = { fx->m1, fx->m1c, fx->m2 };
         const int filters_mid[] = { fx->n_m1, fx->n_m2 };
-        assert_only_processes(fx, &tm, in_mid, G_N_ELEMENTS(in_mid));
+        g_assert_cmpuint(g_hash_table_size(tm.process_under), ==, G_N_ELEMENTS(in_mid) + 1);
+        for (size_t i = 0; i < G_N_ELEMENTS(in_mid); i++)
+                assert_tree_process(fx, &tm, in_mid[i]);
+        g_autofree char *mid_line = g_strdup_printf(COMM "[%d]", tgid_of(fx, fx->mid));
+        g_assert_cmpstr(tree_process_line(&tm, tgid_of(fx, fx->mid), 0), ==, mid_line);
         assert_only_filters(fx, &tm, filters_mid, G_N_ELEMENTS(filters_mid));
-        g_assert_cmpstr(tm.counts, ==, "2 filters, 3 processes, 3 threads, 0 listeners");
+        g_assert_cmpstr(tm.counts, ==, "2 filters, 4 processes, 4 threads, 0 listeners");
         tree_text_free(&tm);
 
         /* the unfiltered scenario root: every listed process below it, m1, m1c and m2 too, which
@@ -1840,6 +1870,8 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         Monitor by_pid = monitor_start_args((const char *const[]) { "monitor", "--pid", xpid, NULL });
         Monitor by_comm = monitor_start_args((const char *const[]) { "monitor", "--comm=no-such-*", NULL });
         Monitor by_glob = monitor_start_args((const char *const[]) { "monitor", "--comm=test-sectree*", "--pid", xpid, NULL });
+        g_autofree char *apid = g_strdup_printf("%d", tgid_of(fx, fx->a));
+        Monitor by_subtree = monitor_start_args((const char *const[]) { "monitor", "--subtree", apid, NULL });
 
         struct sock_filter f[16];
         const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
@@ -1850,6 +1882,15 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         g_auto(GStrv) all1 = monitor_lines_until(&all, x_attached);
         g_auto(GStrv) mine1 = monitor_lines_until(&by_pid, x_attached);
         g_auto(GStrv) globbed1 = monitor_lines_until(&by_glob, x_attached);
+        /* --subtree of a: y's events (a child of a), not x's (a child of root) */
+        g_autofree char *ypid = g_strdup_printf("%d", tid_of(fx, y));
+        g_autofree char *y_attached = g_strdup_printf("parent=%" PRIu64 " tid=%s pid=%s comm=" COMM, fx->id[fx->n_a], ypid,
+                                                      ypid);
+        g_auto(GStrv) sub1 = monitor_lines_until(&by_subtree, y_attached);
+        g_autofree char *x_tid = g_strdup_printf(" tid=%s ", xpid);
+        for (char **l = sub1; *l; l++)
+                if (strstr(*l, x_tid))
+                        g_error("monitor --subtree %s shows '%s'", apid, *l);
         g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
         g_assert_cmpint(scenario_exit(fx->s, y), ==, 0);
         g_autofree char *rescan = CTL_OK(fx, "rescan"); /* Resynced ends every monitor's part */
@@ -1906,6 +1947,31 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         monitor_stop(&by_pid);
         monitor_stop(&by_comm);
         monitor_stop(&by_glob);
+        monitor_stop(&by_subtree);
+}
+
+/* --comm matches the name after an exec: the monitor reads the FilterAttached of x only after x
+ * exec'd sleep, and keeps it for --comm=sleep though the signal names x as it was. */
+static void test_monitor_comm_after_exec(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        Monitor m = monitor_start_args((const char *const[]) { "monitor", "--comm=sleep", NULL });
+        g_assert_cmpint(kill(m.pid, SIGSTOP), ==, 0);
+        ScenarioTask x = scenario_fork(fx->s, fx->root);
+        g_assert_cmpint(x, >=, 0);
+        g_autofree char *xpid = g_strdup_printf("%d", tid_of(fx, x));
+        struct sock_filter f[16];
+        const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
+        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
+        g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
+        g_assert_cmpint(scenario_exec_sleep(fx->s, x), ==, 0);
+        g_assert_cmpint(kill(m.pid, SIGCONT), ==, 0);
+        g_autofree char *attached = g_strdup_printf("parent=none tid=%s pid=%s comm=" COMM, xpid, xpid);
+        g_auto(GStrv) lines = monitor_lines_until(&m, attached);
+        g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
+        g_autofree char *exited = g_strdup_printf("TaskExited tid=%s pid=%s comm=sleep", xpid, xpid);
+        g_auto(GStrv) more = monitor_lines_until(&m, exited);
+        monitor_stop(&m);
 }
 
 /* FilterAttached names its installer itself: a monitor that reads it only after the installer
@@ -1963,11 +2029,13 @@ static void test_monitor(Fixture *fx, gconstpointer data) {
 
 /* ---- on a terminal: box drawing in a UTF-8 locale, ASCII otherwise, indented JSON ---- */
 
-/* Run sectreectl ARGS under script(1), which gives it a pseudo-terminal, in locale lc. */
+/* Run sectreectl ARGS under script(1), which gives it a pseudo-terminal, in locale lc, without a
+ * pager (a terminal would get one). */
 static char *ctl_on_tty(Fixture *fx, const char *lc, const char *args) {
         g_autofree char *cmd = g_strdup_printf("%s %s", g_getenv("SECTREECTL"), args);
         g_autofree char *locale = g_strdup_printf("LC_ALL=%s", lc);
-        char *argv[] = { (char *) "env", locale, (char *) "script", (char *) "-qec", cmd, (char *) "/dev/null", NULL };
+        char *argv[] = { (char *) "env", locale, (char *) "SYSTEMD_PAGER=", (char *) "script", (char *) "-qec", cmd,
+                         (char *) "/dev/null", NULL };
         g_autofree char *out = NULL, *err = NULL;
         int status = bus_fixture_run(&fx->b, false, argv, &out, &err);
         if (status != 0)
@@ -1981,10 +2049,11 @@ static char *ctl_on_tty(Fixture *fx, const char *lc, const char *args) {
 static void test_tty(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
-        g_autofree char *args = g_strdup_printf("tree %d", tgid_of(fx, fx->a));
+        /* --all: on a terminal, a and a2 (alike under n_a) would share a line */
+        g_autofree char *args = g_strdup_printf("tree --all %d", tgid_of(fx, fx->a));
         g_autofree char *utf8 = ctl_on_tty(fx, "C.UTF-8", args);
         g_autofree char *ascii = ctl_on_tty(fx, "C", args);
-        g_autofree char *piped = CTL_OK(fx, "tree", args + strlen("tree "));
+        g_autofree char *piped = CTL_OK(fx, "tree", args + strlen("tree --all "));
         /* a: two children under n_a, n_a1 nested in n_a */
         g_assert_nonnull(strstr(utf8, "\xe2\x94\x9c\xe2\x94\x80 ")); /* "├─ " */
         g_assert_nonnull(strstr(utf8, "\xe2\x94\x94\xe2\x94\x80 ")); /* "└─ " */
@@ -1997,6 +2066,11 @@ static void test_tty(Fixture *fx, gconstpointer data) {
         g_string_replace(back, "\xe2\x94\x94\xe2\x94\x80 ", "`- ", 0);
         g_string_replace(back, "\xe2\x94\x82  ", "|  ", 0);
         g_assert_cmpstr(back->str, ==, piped);
+        /* without --all, a terminal gets alike siblings on one line, as pstree shows them */
+        g_autofree char *a_only = g_strdup_printf("tree %d", tgid_of(fx, fx->a));
+        g_autofree char *collapsed = ctl_on_tty(fx, "C", a_only);
+        if (!strstr(collapsed, "- 2*[" COMM "]\n"))
+                g_error("tree on a terminal does not collapse a and a2:\n%s", collapsed);
 
         g_autofree char *json = ctl_on_tty(fx, "C.UTF-8", "--json status");
         g_assert_true(g_str_has_prefix(json, "{\n  \""));
@@ -2179,6 +2253,7 @@ int main(int argc, char **argv) {
         ADD("monitor", test_monitor);
         ADD("monitor-filters", test_monitor_filters);
         ADD("monitor-installer-gone", test_monitor_installer_gone);
+        ADD("monitor-comm-after-exec", test_monitor_comm_after_exec);
         ADD("tty", test_tty);
         ADD("unprivileged", test_unprivileged);
         ADD("escapes", test_escapes);

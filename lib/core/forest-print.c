@@ -229,6 +229,7 @@ typedef struct TreePrinter {
         const Forest *f;
         const TreeIndex *ix;
         const TreeGlyphs *g;
+        bool collapse;
         FILE *out;
         char *prefix;
         size_t prefix_len, prefix_allocated;
@@ -266,14 +267,77 @@ static int print_entry(TreePrinter *tp, const TreeEntry *e, size_t slot, bool la
         return r;
 }
 
+/* A process whose line would say nothing but "comm[pid]" in this slot: one thread, not stale, not
+ * strict. Only such siblings are collapsed, so that nothing but their pids is lost. */
+static bool process_is_plain(const Forest *f, const Process *p, size_t slot) {
+        return p->n_threads == 1 && !p->threads[0].stale &&
+               !(slot == f->n_filters + 1 && p->threads[0].mode == TASK_MODE_STRICT);
+}
+
+static bool entries_alike(const TreePrinter *tp, const TreeEntry *a, const TreeEntry *b, size_t slot) {
+        return a->process && b->process && process_is_plain(tp->f, a->process, slot) &&
+               process_is_plain(tp->f, b->process, slot) && streq(a->process->comm, b->process->comm);
+}
+
+/* How many entries of [a, b) are alike e (e among them), and whether one before e is. */
+static size_t count_alike(const TreePrinter *tp, size_t slot, size_t a, size_t b, const TreeEntry *e,
+                          bool *ret_seen_before) {
+        size_t n = 0;
+        *ret_seen_before = false;
+        for (size_t i = a; i < b; i++) {
+                const TreeEntry *x = &tp->ix->entries[i];
+                if (x != e && !entries_alike(tp, x, e, slot))
+                        continue;
+                n++;
+                if (x < e)
+                        *ret_seen_before = true;
+        }
+        return n;
+}
+
+/* The number of lines the entries of [a, b) take: alike processes share one when collapsing. */
+static size_t count_lines(const TreePrinter *tp, size_t slot, size_t a, size_t b) {
+        size_t n = 0;
+        for (size_t i = a; i < b; i++) {
+                bool before = false;
+                if (tp->collapse && tp->ix->entries[i].process)
+                        count_alike(tp, slot, a, b, &tp->ix->entries[i], &before);
+                n += !before; /* the first of alike siblings takes their line */
+        }
+        return n;
+}
+
+/* "200*[sleep]" */
+static void print_collapsed(const TreePrinter *tp, const Process *p, size_t n, bool last) {
+        fprintf(tp->out, "%.*s%s%zu*[", (int) tp->prefix_len, tp->prefix, last ? tp->g->last : tp->g->branch, n);
+        fputs_escaped(p->comm, tp->out);
+        fputs("]\n", tp->out);
+}
+
+/* Collapsing: print e as the first of its alike siblings, or skip it (*ret_done). */
+static void print_alike(TreePrinter *tp, size_t slot, const TreeEntry *e, size_t *n_printed, size_t n, bool *ret_done) {
+        size_t a = tp->ix->start[slot], b = tp->ix->start[slot + 1];
+        bool before;
+        size_t alike = count_alike(tp, slot, a, b, e, &before);
+        *ret_done = alike > 1;
+        if (alike <= 1 || before)
+                return;
+        print_collapsed(tp, e->process, alike, ++*n_printed == n);
+}
+
 /* The entries of one filter: its processes first, then its child filters. */
 static int print_slot(TreePrinter *tp, size_t slot) {
         size_t a = tp->ix->start[slot], b = tp->ix->start[slot + 1];
-        size_t n_printed = 0, n = b - a;
+        size_t n_printed = 0, n = count_lines(tp, slot, a, b);
         for (int pass = 0; pass < 2; pass++)
                 for (size_t i = a; i < b; i++) {
                         const TreeEntry *e = &tp->ix->entries[i];
+                        bool done = false;
                         if ((pass == 0) != (e->process != NULL))
+                                continue;
+                        if (tp->collapse && e->process)
+                                print_alike(tp, slot, e, &n_printed, n, &done);
+                        if (done)
                                 continue;
                         int r = print_entry(tp, e, slot, ++n_printed == n);
                         if (r < 0)
@@ -309,16 +373,14 @@ static void print_header(const Forest *f, FILE *out) {
                 n_threads == 1 ? "" : "s", n_listeners, n_listeners == 1 ? "" : "s");
 }
 
-static void print_unfiltered(TreePrinter *tp) {
+/* After a blank line, unless it is the first thing printed. */
+static void print_unfiltered(TreePrinter *tp, bool first) {
         size_t slot = tp->f->n_filters + 1;
-        size_t a = tp->ix->start[slot], b = tp->ix->start[slot + 1];
-        if (a == b)
+        if (tp->ix->start[slot] == tp->ix->start[slot + 1])
                 return;
-        fputs("\nwithout a filter:\n", tp->out);
-        for (size_t i = a; i < b; i++) {
-                fputs(i + 1 == b ? tp->g->last : tp->g->branch, tp->out);
-                print_process_line(tp->f, tp->ix->entries[i].process, slot, tp->out);
-        }
+        fputs(first ? "without a filter:\n" : "\nwithout a filter:\n", tp->out);
+        tp->prefix_len = 0;
+        (void) print_slot(tp, slot); /* processes only: nothing to allocate */
 }
 
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
@@ -327,12 +389,15 @@ int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
         if (r < 0)
                 return r;
         TreePrinter tp = { .f = f, .ix = &ix, .out = out,
-                           .g = (flags & FOREST_PRINT_UNICODE) ? &glyphs_unicode : &glyphs_ascii };
-        print_header(f, out);
+                           .g = (flags & FOREST_PRINT_UNICODE) ? &glyphs_unicode : &glyphs_ascii,
+                           .collapse = flags & FOREST_PRINT_COLLAPSE };
+        if (!(flags & FOREST_PRINT_NO_HEADER))
+                print_header(f, out);
         /* Root filters are top-level lines, their subtrees indented below them. */
         for (size_t i = ix.start[f->n_filters]; i < ix.start[f->n_filters + 1]; i++) {
                 const Filter *root = ix.entries[i].filter;
-                fputc('\n', out);
+                if (!(flags & FOREST_PRINT_NO_HEADER) || i > ix.start[f->n_filters])
+                        fputc('\n', out);
                 tp.prefix_len = 0;
                 print_filter(&tp, root);
                 r = print_slot(&tp, root->index);
@@ -340,7 +405,7 @@ int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
                         break;
         }
         if (r >= 0)
-                print_unfiltered(&tp);
+                print_unfiltered(&tp, (flags & FOREST_PRINT_NO_HEADER) && ix.start[f->n_filters] == ix.start[f->n_filters + 1]);
         free(tp.prefix);
         return fflush(out) == 0 ? r : -EIO;
 }

@@ -6,11 +6,13 @@
 #include "core/forest.h"
 
 typedef enum ForestPrintFlags {
-        FOREST_PRINT_UNICODE = 1 << 0, /* box drawing characters instead of ASCII */
+        FOREST_PRINT_UNICODE = 1 << 0,   /* box drawing characters instead of ASCII */
+        FOREST_PRINT_NO_HEADER = 1 << 1, /* without the header lines (--no-legend) */
+        FOREST_PRINT_COLLAPSE = 1 << 2,  /* identical sibling processes on one line, "200*[sleep]", as pstree */
 } ForestPrintFlags;
 
 /* The tree, as `sectreectl tree` and `sectreed scan` print it: a header (host, subtree, kernel,
- * backend, identity; counts), then each root filter with what was stacked on it and the processes
+ * backend, identity; counts) unless FOREST_PRINT_NO_HEADER, then each root filter with what was stacked on it and the processes
  * whose threads run under each filter ("head of N, in the chains of M tasks"), the holders of each
  * listener, and the processes without a filter. Strings of the forest are escaped (escape.h). */
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags);

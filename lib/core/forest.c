@@ -120,13 +120,13 @@ static void keep_listener(const Forest *f, const Listener *l, bool *member, bool
 
 /* Listeners: those of the kept filters and those held by members, each with all its holders,
  * whose chains may reach the filters of more listeners: until nothing changes. */
-static void select_listeners(const Forest *f, pid_t root, bool *member, bool *keep, bool *kept) {
+static void select_listeners(const Forest *f, bool every, bool *member, bool *keep, bool *kept) {
         for (bool changed = true; changed;) {
                 changed = false;
                 for (size_t i = 0; i < f->n_listeners; i++) {
                         const Listener *l = f->listeners[i];
                         const Filter *flt = forest_find_filter(f, l->filter_id);
-                        if (kept[i] || !(root == 0 || (flt && keep[flt->index]) || listener_held_by_member(f, l, member)))
+                        if (kept[i] || !(every || (flt && keep[flt->index]) || listener_held_by_member(f, l, member)))
                                 continue;
                         kept[i] = changed = true;
                         keep_listener(f, l, member, keep);
@@ -136,7 +136,7 @@ static void select_listeners(const Forest *f, pid_t root, bool *member, bool *ke
 
 /* What forest_restrict_to_subtree() and forest_restrict_to_members() share: member (by process
  * index) says which processes are the report's own; the rest follows from them. */
-static int restrict_to(Forest *f, pid_t root, bool *member) {
+static int restrict_to(Forest *f, pid_t root, bool every_listener, bool *member) {
         _cleanup_free_ bool *keep = calloc(f->n_filters + 1, sizeof(bool));
         _cleanup_free_ bool *kept = calloc(f->n_listeners + 1, sizeof(bool));
         if (!keep || !kept)
@@ -144,7 +144,7 @@ static int restrict_to(Forest *f, pid_t root, bool *member) {
         for (size_t i = 0; i < f->n_processes; i++)
                 if (member[i])
                         process_mark_chains(f, f->processes[i], keep);
-        select_listeners(f, root, member, keep, kept);
+        select_listeners(f, every_listener, member, keep, kept);
 
         /* Listeners first: they look filters up in the index that drop_filters() rewrites. */
         drop_listeners(f, kept, member);
@@ -169,19 +169,30 @@ int forest_restrict_to_subtree(Forest *f, pid_t root) {
                 } else
                         member[i] = process_has_seccomp(f->processes[i]);
         }
-        return restrict_to(f, root, member);
+        return restrict_to(f, root, root == 0, member);
+}
+
+/* is_member() of each process, by index; or NULL (-ENOMEM). */
+static bool *members_of(const Forest *f, bool (*is_member)(const Process *p, void *userdata), void *userdata) {
+        bool *member = calloc(f->n_processes + 1, sizeof(bool));
+        for (size_t i = 0; member && i < f->n_processes; i++)
+                member[i] = is_member(f->processes[i], userdata);
+        return member;
+}
+
+int forest_restrict_to_processes(Forest *f, bool (*is_member)(const Process *p, void *userdata), void *userdata) {
+        if (!f->linked)
+                return -EINVAL;
+        _cleanup_free_ bool *member = members_of(f, is_member, userdata);
+        return member ? restrict_to(f, f->root, false, member) : -ENOMEM;
 }
 
 int forest_restrict_to_members(Forest *f, pid_t root, bool (*is_member)(const Process *p, void *userdata),
                                void *userdata) {
         if (!f->linked)
                 return -EINVAL;
-        _cleanup_free_ bool *member = calloc(f->n_processes + 1, sizeof(bool));
-        if (!member)
-                return -ENOMEM;
-        for (size_t i = 0; i < f->n_processes; i++)
-                member[i] = is_member(f->processes[i], userdata);
-        return restrict_to(f, root, member);
+        _cleanup_free_ bool *member = members_of(f, is_member, userdata);
+        return member ? restrict_to(f, root, root == 0, member) : -ENOMEM;
 }
 
 int forest_set_ids(Forest *f, const uint64_t *new_ids) {

@@ -22,6 +22,11 @@ int forest_restrict_to_subtree(Forest *f, pid_t root);
 int forest_restrict_to_members(Forest *f, pid_t root, bool (*is_member)(const Process *p, void *userdata),
                                void *userdata);
 
+/* Keep only the processes is_member() names, the filters their chains reach and the listeners of
+ * those filters or held by them (with their holders); the root stays. The forest must be linked;
+ * it is linked again. For a view of some processes (a unit's) rather than of a subtree. */
+int forest_restrict_to_processes(Forest *f, bool (*is_member)(const Process *p, void *userdata), void *userdata);
+
 /* Drop every process that has no thread in strict or filter mode. A thread in disabled mode of a
  * process that has one stays: it escaped the filters of its process (it was made before they
  * were installed without TSYNC), and is listed as such. */

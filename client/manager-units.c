@@ -1,0 +1,123 @@
+/* manager-units.c: ListProcessUnits: the systemd unit, user unit and machine of each process,
+ * and the --unit, --machine and --user filters on them */
+#include "manager-units.h"
+
+#include <fnmatch.h>
+#include <pwd.h>
+
+#include "bus.h"
+
+void unit_list_done(UnitList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].unit);
+                free(l->items[i].user_unit);
+                free(l->items[i].machine);
+        }
+        free(l->items);
+        *l = (UnitList) {};
+}
+
+static int dup_or_null(const char *s, char **ret) {
+        *ret = NULL;
+        if (!*s)
+                return 0;
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int unit_record_cmp(const void *a, const void *b) {
+        const UnitRecord *x = a, *y = b;
+        return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static int read_unit_list(sd_bus_message *reply, UnitList *l) {
+        const char *unit, *user_unit, *machine;
+        uint32_t pid, owner;
+        int r = sd_bus_message_enter_container(reply, 'a', "(usssu)");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_read(reply, "(usssu)", &pid, &unit, &user_unit, &machine, &owner)) > 0) {
+                if (GROW(l->items, l->allocated, l->n + 1) < 0)
+                        return -ENOMEM;
+                UnitRecord *u = &l->items[l->n++];
+                *u = (UnitRecord) { .pid = pid, .owner = owner };
+                if (dup_or_null(unit, &u->unit) < 0 || dup_or_null(user_unit, &u->user_unit) < 0 ||
+                    dup_or_null(machine, &u->machine) < 0)
+                        return -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        qsort(l->items, l->n, sizeof(UnitRecord), unit_record_cmp);
+        return sd_bus_message_exit_container(reply);
+}
+
+int manager_list_units(sd_bus *bus, UnitList *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(unit_list_done) UnitList l = {};
+        int r = sd_bus_call_method(bus, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE,
+                                   "ListProcessUnits", &error, &reply, "");
+        if (r < 0 && sd_bus_error_has_names(&error, SD_BUS_ERROR_UNKNOWN_METHOD))
+                return *ret = (UnitList) {}, 0; /* a daemon older than this client */
+        if (r < 0)
+                return bus_log_error(r, &error, "call ListProcessUnits");
+        r = read_unit_list(reply, &l);
+        if (r < 0)
+                return bus_log_parse_error(r, "ListProcessUnits");
+        *ret = l;
+        l = (UnitList) {};
+        return 0;
+}
+
+const UnitRecord *unit_list_find(const UnitList *l, uint32_t pid) {
+        UnitRecord key = { .pid = pid };
+        return l->n ? bsearch(&key, l->items, l->n, sizeof(UnitRecord), unit_record_cmp) : NULL;
+}
+
+const char *unit_record_label(const UnitRecord *u, char *buf, size_t len) {
+        if (!u || (!u->unit && !u->user_unit))
+                return NULL;
+        if (u->unit && u->user_unit)
+                snprintf(buf, len, "%s/%s", u->unit, u->user_unit);
+        else
+                snprintf(buf, len, "%s", u->unit ?: u->user_unit);
+        return buf;
+}
+
+bool unit_filter_given(const Context *c) {
+        return c->unit || c->machine || c->user;
+}
+
+static bool glob_matches(const char *pattern, const char *s) {
+        return s && fnmatch(pattern, s, 0) == 0;
+}
+
+/* --user: a name the password database knows, or a uid. */
+static bool user_matches(const char *user, uint32_t owner) {
+        struct passwd pw, *found = NULL;
+        char scratch[1024];
+        uint64_t uid;
+        if (owner == UNIT_OWNER_NONE)
+                return false;
+        if (safe_atou64(user, &uid) >= 0)
+                return uid == owner;
+        return getpwnam_r(user, &pw, scratch, sizeof(scratch), &found) == 0 && found && found->pw_uid == owner;
+}
+
+bool unit_filter_matches(const Context *c, const UnitRecord *u) {
+        if (!unit_filter_given(c))
+                return true;
+        if (!u)
+                return false;
+        if (c->unit && !glob_matches(c->unit, u->unit) && !glob_matches(c->unit, u->user_unit))
+                return false;
+        if (c->machine && !glob_matches(c->machine, u->machine))
+                return false;
+        return !c->user || user_matches(c->user, u->owner);
+}
+
+int context_list_units(Context *c, UnitList *ret) {
+        sd_bus *bus;
+        int r = context_bus(c, &bus);
+        return r < 0 ? r : manager_list_units(bus, ret);
+}

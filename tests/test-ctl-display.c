@@ -1,0 +1,171 @@
+/* test-ctl-display.c: how sectreectl's text meets a terminal, on snapshot files (no daemon): the
+ * pager as systemctl's (only on a terminal, $SYSTEMD_PAGER before $PAGER, LESS=FRSXMK), identical
+ * processes collapsed on a terminal and all listed into a pipe, --no-legend without tree headers */
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <pty.h>
+#include <sys/wait.h>
+
+#include "core/prog.h"
+#include "snapshot-samples.h"
+#include "snapshot/snapshot.h"
+#include "tests-util.h"
+
+typedef struct Fixture {
+        char *dir, *file; /* 20 unfiltered processes named "argv", pids 100..119 */
+} Fixture;
+
+static void fixture_setup(Fixture *fx, gconstpointer data) {
+        fx->dir = g_dir_make_tmp("sectree-display-XXXXXX", NULL);
+        g_assert_nonnull(fx->dir);
+        fx->file = g_build_filename(fx->dir, "argv.json", NULL);
+        g_autoptr(Forest) f = sample_forest_long_argv(20, 64);
+        g_assert_nonnull(f);
+        int fd = open(fx->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(snapshot_write_fd(f, SNAPSHOT_FORMAT_JSON, fd), ==, 0);
+        g_assert_cmpint(close(fd), ==, 0);
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", fx->dir);
+        g_assert_cmpint(system(cmd), ==, 0);
+        g_free(fx->file);
+        g_free(fx->dir);
+}
+
+static char *ctl_pipe(const char *const *args) {
+        g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), args);
+        char *out = NULL;
+        g_autofree char *err = NULL;
+        int status = tests_run_capture((char **) argv->pdata, &out, &err);
+        if (status != 0)
+                g_error("sectreectl: exit %d; stderr: %s", status, err);
+        return out;
+}
+
+/* sectreectl args with a terminal as stdin, stdout and stderr, $SYSTEMD_PAGER set to pager (NULL:
+ * unset) and $PAGER to plain_pager; what reached the terminal. */
+static char *ctl_tty(const char *pager, const char *plain_pager, const char *const *args) {
+        int master;
+        struct winsize ws = { .ws_row = 40, .ws_col = 100 };
+        g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), args);
+        pid_t pid = forkpty(&master, NULL, NULL, &ws);
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                if (pager)
+                        setenv("SYSTEMD_PAGER", pager, true);
+                else
+                        unsetenv("SYSTEMD_PAGER");
+                setenv("PAGER", plain_pager, true);
+                unsetenv("LESS");
+                unsetenv("COLUMNS");
+                setenv("LC_ALL", "C.UTF-8", true);
+                execv(argv->pdata[0], (char **) argv->pdata);
+                _exit(127);
+        }
+        g_autoptr(GString) out = g_string_new(NULL);
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(master, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+                if (n > 0)
+                        g_string_append_len(out, buf, n);
+        int status;
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        close(master);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+        return g_string_free(g_steal_pointer(&out), false);
+}
+
+static char *read_file(const char *path) {
+        char *s = NULL;
+        g_assert_true(g_file_get_contents(path, &s, NULL, NULL));
+        return s;
+}
+
+/* On a terminal the tree goes through the pager, with LESS=FRSXMK, and alike processes share a line. */
+static void test_pager(Fixture *fx, gconstpointer data) {
+        g_autofree char *paged = g_build_filename(fx->dir, "paged", NULL), *env = g_build_filename(fx->dir, "env", NULL);
+        g_autofree char *pager = g_strdup_printf("env > '%s'; cat > '%s'", env, paged);
+        g_autofree char *screen = ctl_tty(pager, "false", (const char *const[]) { "tree", "--file", fx->file, NULL });
+        g_autofree char *text = read_file(paged), *environ_text = read_file(env);
+        g_assert_null(strstr(screen, "Seccomp filter forest")); /* all of it went to the pager */
+        g_assert_true(g_str_has_prefix(text, "Seccomp filter forest of "));
+        g_assert_nonnull(strstr(text, "without a filter:\n└─ 20*[argv]\n")); /* box drawing: it is for a terminal */
+        g_assert_nonnull(strstr(environ_text, "\nLESS=FRSXMK\n"));
+        g_assert_nonnull(strstr(environ_text, "\nCOLUMNS=100\n"));
+        /* $PAGER when $SYSTEMD_PAGER is unset */
+        g_assert_cmpint(unlink(paged), ==, 0);
+        g_autofree char *screen2 = ctl_tty(NULL, pager, (const char *const[]) { "tree", "--file", fx->file, NULL });
+        g_autofree char *text2 = read_file(paged);
+        g_assert_nonnull(strstr(text2, "20*[argv]"));
+        /* "" or cat: no pager, the terminal gets it */
+        g_autofree char *direct = ctl_tty("", pager, (const char *const[]) { "tree", "--file", fx->file, NULL });
+        g_assert_nonnull(strstr(direct, "20*[argv]"));
+        g_autofree char *direct_cat = ctl_tty("cat", pager, (const char *const[]) { "tree", "--file", fx->file, NULL });
+        g_assert_nonnull(strstr(direct_cat, "20*[argv]"));
+}
+
+/* Into a pipe: no pager, and every process on its own line (a script reads the pids). */
+static void test_pipe(Fixture *fx, gconstpointer data) {
+        g_autofree char *paged = g_build_filename(fx->dir, "paged", NULL);
+        g_autofree char *pager = g_strdup_printf("cat > '%s'", paged);
+        g_setenv("SYSTEMD_PAGER", pager, true);
+        g_autofree char *out = ctl_pipe((const char *const[]) { "tree", "--file", fx->file, NULL });
+        g_unsetenv("SYSTEMD_PAGER");
+        g_assert_false(g_file_test(paged, G_FILE_TEST_EXISTS));
+        for (int pid = 100; pid < 120; pid++) {
+                g_autofree char *line = g_strdup_printf("- argv[%d]\n", pid);
+                g_assert_nonnull(strstr(out, line));
+        }
+        g_assert_null(strstr(out, "*["));
+}
+
+/* --no-legend: no header lines over the tree either. */
+static void test_no_legend(Fixture *fx, gconstpointer data) {
+        g_autofree char *with = ctl_pipe((const char *const[]) { "tree", "--file", fx->file, NULL });
+        g_autofree char *without = ctl_pipe((const char *const[]) { "--no-legend", "tree", "--file", fx->file, NULL });
+        g_assert_true(g_str_has_prefix(with, "Seccomp filter forest of "));
+        g_assert_true(g_str_has_prefix(without, "without a filter:\n|- argv[100]\n"));
+        g_assert_null(strstr(without, "Seccomp filter forest"));
+        g_assert_true(g_str_has_suffix(with, without));
+}
+
+static void write_snapshot(const Forest *f, const char *path) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(snapshot_write_fd(f, SNAPSHOT_FORMAT_JSON, fd), ==, 0);
+        g_assert_cmpint(close(fd), ==, 0);
+}
+
+/* graph: 12 groups of byte-identical filters get 12 fill colours (the scheme has nine). */
+static void test_graph_colours(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest_many_filters(24);
+        g_assert_nonnull(f);
+        for (size_t i = 0; i < f->n_filters; i++) { /* filters i and i + 12 alike */
+                Filter *x = f->filters[i];
+                x->insns[0].k = SECCOMP_RET_ERRNO | (uint32_t) (i % 12 + 1);
+                prog_digest(x->insns, x->len, x->digest);
+        }
+        g_autofree char *path = g_build_filename(fx->dir, "copies.json", NULL);
+        write_snapshot(f, path);
+        g_autofree char *out = ctl_pipe((const char *const[]) { "graph", "--file", path, NULL });
+        g_autoptr(GHashTable) colours = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        size_t filled = 0;
+        for (const char *p = out; (p = strstr(p, "fillcolor=\"")); filled++) {
+                p += strlen("fillcolor=\"");
+                g_hash_table_add(colours, g_strndup(p, strcspn(p, "\"")));
+        }
+        g_assert_cmpuint(filled, ==, 24);
+        g_assert_cmpuint(g_hash_table_size(colours), ==, 12);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add("/ctl-display/pager", Fixture, NULL, fixture_setup, test_pager, fixture_teardown);
+        g_test_add("/ctl-display/pipe", Fixture, NULL, fixture_setup, test_pipe, fixture_teardown);
+        g_test_add("/ctl-display/no-legend", Fixture, NULL, fixture_setup, test_no_legend, fixture_teardown);
+        g_test_add("/ctl-display/graph-colours", Fixture, NULL, fixture_setup, test_graph_colours, fixture_teardown);
+        return g_test_run();
+}

@@ -1,0 +1,335 @@
+/* test-units.c: processes in systemd units, containers and user units by name: cgroups made by hand
+ * as systemd names them, a filtered process moved into each; ListProcessUnits, ps's UNIT column,
+ * --unit, --machine and --user, tree restricted to a unit, and `units` with its verdicts */
+#include <linux/filter.h>
+#include <linux/magic.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+
+#include "bus-client.h"
+#include "service/units.h"
+#include "ctl-run.h"
+#include "tests-json.h"
+#include "tests-util.h"
+
+#define USER_UID 4242
+
+/* The calls a child's filter answers ERRNO(EPERM); every other call is allowed. */
+typedef struct Child {
+        const char *cgroup; /* under the cgroup2 root, made for the test */
+        int denied[3];      /* syscall numbers, -1 ends */
+        pid_t pid;
+} Child;
+
+typedef struct Fixture {
+        BusFixture b;
+        bool ok;
+        char *root; /* the cgroup2 hierarchy libsystemd reads */
+        char *unit, *user_unit, *machine_scope, *machine;
+        char *cgroups[3];
+        Child children[3];
+} Fixture;
+
+/* The unified (cgroup2) hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system. */
+static char *cgroup2_root(void) {
+        static const char *const candidates[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+        for (size_t i = 0; i < G_N_ELEMENTS(candidates); i++) {
+                struct statfs s;
+                if (statfs(candidates[i], &s) == 0 && s.f_type == CGROUP2_SUPER_MAGIC)
+                        return g_strdup(candidates[i]);
+        }
+        return NULL;
+}
+
+static void child_run(const int *denied, int ready_fd) {
+        struct sock_filter insns[8];
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) /* a failed test ends without its teardown */
+                _exit(1);
+        size_t n = 0;
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        size_t n_denied = 0;
+        while (n_denied < 3 && denied[n_denied] >= 0)
+                n_denied++;
+        for (size_t i = 0; i < n_denied; i++) /* a match jumps to the ERRNO at the end */
+                insns[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t) denied[i],
+                                                           (uint8_t) (n_denied - i), 0);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        insns[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+        struct sock_fprog prog = { .len = (unsigned short) n, .filter = insns };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(1);
+        if (write(ready_fd, "x", 1) != 1)
+                _exit(1);
+        for (;;)
+                pause();
+}
+
+static pid_t child_start(const int *denied) {
+        int p[2];
+        g_assert_cmpint(pipe(p), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                close(p[0]);
+                child_run(denied, p[1]);
+        }
+        close(p[1]);
+        char c;
+        g_assert_cmpint(read(p[0], &c, 1), ==, 1);
+        close(p[0]);
+        return pid;
+}
+
+static void write_file(const char *path, const char *text) {
+        g_autoptr(GError) error = NULL;
+        if (!g_file_set_contents_full(path, text, -1, G_FILE_SET_CONTENTS_NONE, 0644, &error))
+                g_error("writing %s: %s", path, error->message);
+}
+
+/* Make the cgroup (and its parents) and move pid into it. */
+static void move_into(const Fixture *fx, const char *cgroup, pid_t pid) {
+        g_autofree char *dir = g_build_filename(fx->root, cgroup, NULL), *procs = g_build_filename(dir, "cgroup.procs", NULL);
+        g_autofree char *text = g_strdup_printf("%d\n", pid);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        write_file(procs, text);
+}
+
+/* Back to the root cgroup, and the directories made removed, deepest first (systemd's own slices
+ * stay: rmdir fails on what is in use). */
+static void cgroups_remove(const Fixture *fx) {
+        g_autofree char *root_procs = g_build_filename(fx->root, "cgroup.procs", NULL);
+        for (size_t i = 0; i < G_N_ELEMENTS(fx->children); i++) {
+                if (fx->children[i].pid <= 0)
+                        continue;
+                g_autofree char *text = g_strdup_printf("%d\n", fx->children[i].pid);
+                (void) g_file_set_contents(root_procs, text, -1, NULL);
+                kill(fx->children[i].pid, SIGKILL);
+                waitpid(fx->children[i].pid, NULL, 0);
+        }
+        for (size_t i = 0; i < G_N_ELEMENTS(fx->cgroups); i++) {
+                if (!fx->cgroups[i])
+                        continue;
+                g_autofree char *dir = g_build_filename(fx->root, fx->cgroups[i], NULL);
+                while (strlen(dir) > strlen(fx->root) && rmdir(dir) == 0)
+                        *strrchr(dir, '/') = 0;
+        }
+}
+
+static void fixture_setup(Fixture *fx, gconstpointer data) {
+        *fx = (Fixture) {};
+        fx->root = cgroup2_root();
+        if (!fx->root) {
+                g_test_skip("no cgroup2 hierarchy: libsystemd reads units from it");
+                return;
+        }
+        if (!bus_fixture_start_all(&fx->b, NULL, NULL))
+                return;
+        /* fixed names: a run that failed (its teardown does not run) leaves empty cgroups the next reuses */
+        fx->unit = g_strdup("sectree-test-fake.service");
+        fx->user_unit = g_strdup("sectree-test-app.service");
+        fx->machine = g_strdup("sectreetestbox"); /* a '-' would be \x2d (see test_scope_names) */
+        fx->machine_scope = g_strdup_printf("machine-%s.scope", fx->machine);
+        fx->cgroups[0] = g_strdup_printf("system.slice/%s", fx->unit);
+        fx->cgroups[1] = g_strdup_printf("user.slice/user-%d.slice/user@%d.service/app.slice/%s", USER_UID, USER_UID,
+                                         fx->user_unit);
+        fx->cgroups[2] = g_strdup_printf("machine.slice/%s", fx->machine_scope);
+        static const int denied[3][3] = { { __NR_ptrace, __NR_bpf, -1 }, { -1 }, { __NR_mount, -1 } };
+        for (size_t i = 0; i < 3; i++) {
+                fx->children[i].pid = child_start(denied[i]);
+                move_into(fx, fx->cgroups[i], fx->children[i].pid);
+        }
+        /* a full pass: the daemon lists them all */
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_assert_cmpint(bus_client_call(bus, "Rescan", NULL, NULL, ""), >=, 0);
+        fx->ok = true;
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        if (fx->root)
+                cgroups_remove(fx);
+        if (fx->ok)
+                bus_fixture_finish(&fx->b);
+        for (size_t i = 0; i < G_N_ELEMENTS(fx->cgroups); i++)
+                g_free(fx->cgroups[i]);
+        g_free(fx->root);
+        g_free(fx->unit);
+        g_free(fx->user_unit);
+        g_free(fx->machine);
+        g_free(fx->machine_scope);
+}
+
+static char *pid_str(const Fixture *fx, size_t i) {
+        return g_strdup_printf("%d", fx->children[i].pid);
+}
+
+static void test_list_process_units(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        g_assert_cmpint(bus_client_call(bus, "ListProcessUnits", NULL, &reply, ""), >=, 0);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(usssu)"), >, 0);
+        const char *unit, *user_unit, *machine;
+        uint32_t pid, owner;
+        unsigned found = 0;
+        while (sd_bus_message_read(reply, "(usssu)", &pid, &unit, &user_unit, &machine, &owner) > 0) {
+                if ((pid_t) pid == fx->children[0].pid) {
+                        g_assert_cmpstr(unit, ==, fx->unit);
+                        g_assert_cmpstr(user_unit, ==, "");
+                        g_assert_cmpstr(machine, ==, "");
+                        g_assert_cmpuint(owner, ==, UINT32_MAX);
+                } else if ((pid_t) pid == fx->children[1].pid) {
+                        g_assert_cmpstr(unit, ==, "user@4242.service");
+                        g_assert_cmpstr(user_unit, ==, fx->user_unit);
+                        g_assert_cmpstr(machine, ==, "");
+                        g_assert_cmpuint(owner, ==, USER_UID);
+                } else if ((pid_t) pid == fx->children[2].pid) {
+                        g_assert_cmpstr(unit, ==, fx->machine_scope);
+                        g_assert_cmpstr(machine, ==, fx->machine);
+                } else
+                        continue;
+                found++;
+        }
+        g_assert_cmpuint(found, ==, 3);
+}
+
+/* ps: the UNIT column; --unit, --machine and --user keep the processes they name. */
+static void test_ps(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *p0 = pid_str(fx, 0), *p1 = pid_str(fx, 1), *p2 = pid_str(fx, 2);
+        g_autofree char *out = ctl_run_ok(&fx->b, CTL_ARGS("--no-legend", "ps", p0, p1, p2));
+        g_autofree char *user_label = g_strdup_printf("user@4242.service/%s", fx->user_unit);
+        g_assert_nonnull(strstr(out, fx->unit));
+        g_assert_nonnull(strstr(out, user_label));
+        g_assert_nonnull(strstr(out, fx->machine_scope));
+
+        g_autofree char *unit_arg = g_strdup_printf("--unit=%s", fx->unit);
+        g_autofree char *by_unit = ctl_run_ok(&fx->b, CTL_ARGS("--no-legend", unit_arg, "ps"));
+        g_auto(GStrv) rows = g_strsplit(by_unit, "\n", -1);
+        g_assert_cmpuint(g_strv_length(rows), ==, 2); /* one row, and "" after its newline */
+        g_assert_nonnull(strstr(by_unit, p0));
+        /* a glob on the user unit */
+        g_autofree char *by_user_unit = ctl_run_ok(&fx->b, CTL_ARGS("--no-legend", "--unit=sectree-test-app*", "ps"));
+        g_assert_nonnull(strstr(by_user_unit, p1));
+        g_assert_null(strstr(by_user_unit, fx->unit));
+        g_autofree char *machine_arg = g_strdup_printf("--machine=%s", fx->machine);
+        g_autofree char *by_machine = ctl_run_ok(&fx->b, CTL_ARGS("--no-legend", machine_arg, "ps"));
+        g_assert_nonnull(strstr(by_machine, p2));
+        g_assert_null(strstr(by_machine, fx->unit));
+        g_autofree char *by_user = ctl_run_ok(&fx->b, CTL_ARGS("--no-legend", "--user=4242", "ps"));
+        g_assert_nonnull(strstr(by_user, user_label));
+        g_assert_null(strstr(by_user, fx->unit));
+        g_assert_null(strstr(by_user, fx->machine_scope));
+        /* --json keeps its keys; the filter applies */
+        json_auto_t *doc = ctl_run_json(&fx->b, CTL_ARGS("--json", unit_arg, "ps"));
+        g_assert_cmpuint(json_array_size(json_object_get(doc, "tasks")), ==, 1);
+        g_assert_cmpint(json_integer_value(json_object_get(json_array_get(json_object_get(doc, "tasks"), 0), "tgid")),
+                        ==, fx->children[0].pid);
+}
+
+/* tree --unit: the unit's processes and the filters they reach, nothing else. */
+static void test_tree(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *unit_arg = g_strdup_printf("--unit=%s", fx->unit);
+        g_autofree char *out = ctl_run_ok(&fx->b, CTL_ARGS("tree", unit_arg));
+        g_autofree char *mine = g_strdup_printf("[%d]", fx->children[0].pid),
+                        *other = g_strdup_printf("[%d]", fx->children[2].pid);
+        g_assert_nonnull(strstr(out, mine));
+        g_assert_null(strstr(out, other));
+        if (!strstr(out, "\n1 filter, 1 process, 1 thread"))
+                g_error("tree %s:\n%s", unit_arg, out);
+}
+
+/* Runs of spaces as one. */
+static char *squeeze(const char *s) {
+        g_autoptr(GRegex) re = g_regex_new(" +", 0, 0, NULL);
+        return g_regex_replace_literal(re, s, -1, 0, " ", 0, NULL);
+}
+
+/* units: a row per unit with its tasks, chains and the verdict; --json says the same. */
+static void test_units(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *out = ctl_run_ok(&fx->b, CTL_ARGS("units"));
+        g_assert_true(g_str_has_prefix(out, "UNIT "));
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+        const char *unit_row = NULL, *user_row = NULL, *machine_row = NULL;
+        g_autofree char *user_label = g_strdup_printf("user@4242.service/%s ", fx->user_unit);
+        g_autofree char *unit_label = g_strdup_printf("%s ", fx->unit), *scope_label = g_strdup_printf("%s ", fx->machine_scope);
+        for (char **l = lines; *l; l++) {
+                if (g_str_has_prefix(*l, unit_label))
+                        unit_row = *l;
+                if (g_str_has_prefix(*l, user_label))
+                        user_row = *l;
+                if (g_str_has_prefix(*l, scope_label))
+                        machine_row = *l;
+        }
+        if (!unit_row || !user_row || !machine_row)
+                g_error("units lacks a row:\n%s", out);
+        g_autofree char *ur = squeeze(unit_row), *us = squeeze(user_row), *m = squeeze(machine_row);
+        g_autofree char *want_u = g_strdup_printf("%s - 1 1 1 filter, denies ptrace, bpf", fx->unit);
+        g_autofree char *want_us = g_strdup_printf("user@4242.service/%s - 1 1 1 filter, denies none of ptrace, bpf, "
+                                                   "mount, kexec_load, init_module, perf_event_open", fx->user_unit);
+        g_autofree char *want_m = g_strdup_printf("%s %s 1 1 1 filter, denies mount", fx->machine_scope, fx->machine);
+        g_assert_cmpstr(ur, ==, want_u);
+        g_assert_cmpstr(us, ==, want_us);
+        g_assert_cmpstr(m, ==, want_m);
+
+        g_autofree char *unit_arg = g_strdup_printf("--unit=%s", fx->unit);
+        json_auto_t *doc = ctl_run_json(&fx->b, CTL_ARGS("--json", unit_arg, "units"));
+        json_t *units = json_object_get(doc, "units");
+        g_assert_cmpuint(json_array_size(units), ==, 1);
+        json_t *u = json_array_get(units, 0);
+        g_assert_cmpstr(json_string_value(json_object_get(u, "unit")), ==, fx->unit);
+        g_assert_true(json_is_null(json_object_get(u, "user_unit")));
+        g_assert_true(json_is_null(json_object_get(u, "machine")));
+        g_assert_cmpint(json_integer_value(json_object_get(u, "tasks")), ==, 1);
+        g_assert_cmpint(json_integer_value(json_object_get(u, "filters")), ==, 1);
+        g_assert_cmpint(json_integer_value(json_object_get(u, "unconfined_tasks")), ==, 0);
+        g_assert_cmpuint(json_array_size(json_object_get(u, "chains")), ==, 1);
+        json_t *denies = json_object_get(u, "denies");
+        g_assert_cmpuint(json_array_size(denies), ==, 2);
+        g_assert_cmpstr(json_string_value(json_array_get(denies, 0)), ==, "ptrace");
+        g_assert_cmpstr(json_string_value(json_array_get(denies, 1)), ==, "bpf");
+        g_assert_cmpstr(json_string_value(json_object_get(u, "verdict")), ==, "1 filter, denies ptrace, bpf");
+}
+
+/* Where machined does not run, the machine's name is the scope's, unescaped as systemd escapes. */
+static void test_scope_names(void) {
+        static const struct {
+                const char *unit, *machine;
+        } cases[] = {
+                { "machine-web.scope", "web" },
+                { "machine-my\\x2dbox.scope", "my-box" },
+                { "machine-a\\x2fb.scope", NULL },  /* a '/' in a name is refused */
+                { "machine-a\\x1b.scope", NULL },   /* so is a control character */
+                { "machine-a\\x2.scope", NULL },    /* and a cut escape */
+                { "machine-.scope", NULL },
+                { "machine-web.service", NULL },
+                { "sshd.service", NULL },
+                { NULL, NULL },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autofree char *name = NULL;
+                g_assert_cmpint(machine_name_from_scope(cases[i].unit, &name), ==, 0);
+                g_assert_cmpstr(name, ==, cases[i].machine);
+        }
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/units/scope-names", test_scope_names);
+        g_test_add("/units/list-process-units", Fixture, NULL, fixture_setup, test_list_process_units, fixture_teardown);
+        g_test_add("/units/ps", Fixture, NULL, fixture_setup, test_ps, fixture_teardown);
+        g_test_add("/units/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
+        g_test_add("/units/units", Fixture, NULL, fixture_setup, test_units, fixture_teardown);
+        return g_test_run();
+}
