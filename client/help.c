@@ -15,7 +15,9 @@ static const char common_options[] =
         "     --json[=MODE]        Print JSON: pretty (indented), short (one line), off;\n"
         "                          alone: pretty on a terminal, short otherwise\n"
         "     --no-legend          Leave out column headers and footers\n"
-        "     --no-pager           Accepted; sectreectl never pages\n"
+        "     --no-pager           Do not pipe output into a pager\n"
+        "     --output=COLS        The columns of a table, in this order (ps, snapshots,\n"
+        "                          restores, units)\n"
         "  -h --help               Show the help (of VERB, with a verb)\n"
         "     --version            Show the version\n";
 

@@ -22,7 +22,9 @@
 #include "verbs-snapshots.h"
 #include "verbs-status.h"
 #include "verbs-tasks.h"
+#include "table.h"
 #include "verbs-tree.h"
+#include "verbs-units.h"
 
 #define DIFF_EXIT_TROUBLE 2 /* as diff(1) */
 
@@ -38,7 +40,7 @@ static const Verb verbs[] = {
                   "(exact or inferred), the numbers of tasks, filters and listeners in the whole\n"
                   "forest, and when the last full scan ended. `sectreectl` without a verb does the\n"
                   "same.\n" },
-        { "tree", 0, 1, 0, VERB_FILE, .run = verb_tree, .complete = "pids", .group = VERB_GROUP_LIVE,
+        { "tree", 0, 1, 0, VERB_FILE | VERB_UNITS | VERB_ALL, .run = verb_tree, .complete = "pids", .group = VERB_GROUP_LIVE,
           .usage = "[PID]\n--file=FILE [PID]",
           .summary = "Filters nested under their parents, with processes",
           .help = "Without PID: every process with a thread in filter or strict mode. With PID (a\n"
@@ -52,7 +54,22 @@ static const Verb verbs[] = {
                   "\n"
                   "Options:\n"
                   "     --file=FILE          The forest of the snapshot in FILE (- for stdin)\n" },
-        { "ps", 0, VERB_ARGS_ANY, .run = verb_ps, .complete = "pids...", .group = VERB_GROUP_LIVE,
+        { "units", 0, 0, .options = VERB_UNITS, .run = verb_units, .group = VERB_GROUP_LIVE,
+          .usage = "",
+          .summary = "Each unit or container: its tasks, chains, a verdict",
+          .help = "Columns: UNIT MACHINE TASKS CHAINS VERDICT. UNIT is the process's systemd\n"
+                  "unit (user@1000.service/app.service for a user unit under its manager),\n"
+                  "MACHINE the container (machined's name, or the machine-NAME.scope's), CHAINS\n"
+                  "the distinct chains of its tasks, VERDICT a summary: \"unconfined\", or\n"
+                  "\"2 filters, denies ptrace, bpf\" for the calls among ptrace, bpf, mount,\n"
+                  "kexec_load, init_module and perf_event_open that every chain denies (ERRNO,\n"
+                  "TRAP or KILL).\n"
+                  "\n"
+                  "Options:\n"
+                  "     --unit=GLOB          Only the units the glob matches\n"
+                  "     --machine=GLOB       Only the containers the glob matches\n"
+                  "     --user=USER          Only the units of USER's user manager\n" },
+        { "ps", 0, VERB_ARGS_ANY, .options = VERB_UNITS, .run = verb_ps, .complete = "pids...", .group = VERB_GROUP_LIVE,
           .usage = "[PID|COMM...]",
           .summary = "The tasks under filters: tid, comm, mode, head filter",
           .help = "Columns: TID TGID PPID COMM MODE DEPTH FILTER. FILTER is the head of the task's\n"
@@ -100,7 +117,7 @@ static const Verb verbs[] = {
                   "                          x86 or i386, x32, aarch64, ...); default: the native\n"
                   "                          one\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
-        { "monitor", 0, 0, 0, VERB_PID | VERB_COMM, .run = verb_monitor, .group = VERB_GROUP_LIVE,
+        { "monitor", 0, 0, 0, VERB_PID | VERB_COMM | VERB_SUBTREE, .run = verb_monitor, .group = VERB_GROUP_LIVE,
           .usage = "[--pid=PID] [--comm=NAME]",
           .summary = "The daemon's signals as they come",
           .help = "One line per signal, with a local timestamp: FilterAttached, TaskAdded,\n"
@@ -336,6 +353,12 @@ enum {
         ARG_ORIGINAL_UIDS,
         ARG_PID_NAMESPACE,
         ARG_LIKE,
+        ARG_OUTPUT,
+        ARG_ALL,
+        ARG_UNIT,
+        ARG_MACHINE,
+        ARG_USER,
+        ARG_SUBTREE,
         ARG_SEVERITY,
         ARG_BASELINE,
 };
@@ -361,6 +384,12 @@ static const struct option options[] = {
         { "original-uids", no_argument, NULL, ARG_ORIGINAL_UIDS },
         { "pid-namespace", no_argument, NULL, ARG_PID_NAMESPACE },
         { "like", required_argument, NULL, ARG_LIKE },
+        { "output", required_argument, NULL, ARG_OUTPUT },
+        { "all", no_argument, NULL, ARG_ALL },
+        { "unit", required_argument, NULL, ARG_UNIT },
+        { "machine", required_argument, NULL, ARG_MACHINE },
+        { "user", required_argument, NULL, ARG_USER },
+        { "subtree", required_argument, NULL, ARG_SUBTREE },
         { "severity", required_argument, NULL, ARG_SEVERITY },
         { "baseline", required_argument, NULL, ARG_BASELINE },
         {}
@@ -418,12 +447,25 @@ static bool given_like(const Context *c) {
         return c->like;
 }
 
+static bool given_unit(const Context *c) {
+        return c->unit || c->machine || c->user;
+}
+
+static bool given_all(const Context *c) {
+        return c->all;
+}
+
+static bool given_subtree(const Context *c) {
+        return c->subtree;
+}
+
 /* Every option: the common ones first (their help is sectreectl --help's), then each
  * VerbOptions bit's, which a verb that does not list it refuses. The completions offer them. */
 static const OptionWord option_words[] = {
         { "--json", 0, "print JSON (pretty, short or off)" },
         { "--no-legend", 0, "no headers" },
-        { "--no-pager", 0, "accepted" },
+        { "--no-pager", 0, "no pager" },
+        { "--output", 0, "the table's columns" },
         { "--help", 0, "this verb's help" },
         { "--version", OPTION_BEFORE_VERB, "the version" },
         { "--file", VERB_FILE, "read a snapshot file", given_file },
@@ -443,6 +485,11 @@ static const OptionWord option_words[] = {
         { "--original-uids", VERB_RESTORE, "the snapshot's uids (root)", given_original_uids },
         { "--pid-namespace", VERB_RESTORE, "snapshot tids in a new pid namespace (root)", given_pid_namespace },
         { "--like", VERB_LIKE, "the task whose chain to copy", given_like },
+        { "--unit", VERB_UNITS, "a unit (glob)", given_unit },
+        { "--machine", VERB_UNITS, "a machine or container (glob)", given_unit },
+        { "--user", VERB_UNITS, "the user of a user slice", given_unit },
+        { "--all", VERB_ALL, "every process on its own line", given_all },
+        { "--subtree", VERB_SUBTREE, "a process's subtree", given_subtree },
 };
 
 static int verb_complete(Context *c, char **args, size_t n_args) {
@@ -535,7 +582,25 @@ static int parse_option(int o, const char *arg, Context *c, Args *a) {
                 c->legend = false;
                 return 0;
         case ARG_NO_PAGER:
+                c->no_pager = true;
                 return 0;
+        case ARG_OUTPUT:
+                table_set_output(arg);
+                return 0;
+        case ARG_ALL:
+                c->all = true;
+                return 0;
+        case ARG_UNIT:
+                c->unit = arg;
+                return 0;
+        case ARG_MACHINE:
+                c->machine = arg;
+                return 0;
+        case ARG_USER:
+                c->user = arg;
+                return 0;
+        case ARG_SUBTREE:
+                return parse_pid_arg("process id", arg, &c->subtree);
         case ARG_COUNTS:
                 c->graph_counts = true;
                 return 0;

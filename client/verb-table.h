@@ -20,6 +20,9 @@ typedef enum VerbOptions {
         VERB_RESTORE = 1 << 10, /* --exec=PID=CMD, --original-uids, --pid-namespace */
         VERB_LIKE = 1 << 11,   /* --like=PID */
         VERB_AUDIT = 1 << 12,  /* --severity=LEVEL, --baseline=FILE */
+        VERB_UNITS = 1 << 13,  /* --unit=GLOB, --machine=GLOB, --user=USER */
+        VERB_ALL = 1 << 14,    /* --all */
+        VERB_SUBTREE = 1 << 15, /* --subtree=PID */
 } VerbOptions;
 
 /* An option as the completions offer it, and how a verb tells it was given: its name ("--arch"),

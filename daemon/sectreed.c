@@ -6,6 +6,7 @@
 
 #include "bus/manager-dbus.h"
 #include "bus/restores-dbus.h"
+#include "bus/units-dbus.h"
 #include "config.h"
 #include "core/budget.h"
 #include "core/forest-print.h"
@@ -259,6 +260,9 @@ static int daemon_start(Daemon *d, const Args *a) {
         if (r < 0)
                 return r;
         r = restores_bus_connect(d->restores, d->bus->bus);
+        if (r < 0)
+                return r;
+        r = units_bus_connect(d->manager, d->bus->bus);
         if (r < 0)
                 return r;
         return watch_bus(d);

@@ -8,7 +8,7 @@ SECTREE_BUILD=${SECTREE_BUILD:-$SECTREE_SRC/build}
 SECTREE_PACKAGES=(
         meson ninja-build pkg-config gcc clang llvm bpftool
         libbpf-dev libsystemd-dev libsqlite3-dev sqlite3 libseccomp-dev libssl-dev libjansson-dev
-        libglib2.0-dev libdbus-1-dev dbus util-linux procps
+        libglib2.0-dev libdbus-1-dev libsmartcols-dev dbus util-linux procps
         systemd golang-github-containers-common firejail bubblewrap
         openssh-server tor chrony vsftpd
         graphviz bash-completion zsh scdoc man-db
