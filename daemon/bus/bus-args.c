@@ -58,3 +58,17 @@ int bus_access_denied(sd_bus_message *msg, const Caller *c, sd_bus_error *error,
         log_event_access_denied(sd_bus_message_get_member(msg), c->uid, pid, what);
         return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, what);
 }
+
+int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
+                   sd_bus_message **reply, sd_bus_error *error) {
+        int r = caller_from_message(msg, c);
+        if (r < 0)
+                return r;
+        r = live_or_fail(m, f, error);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, reply);
+        if (r < 0)
+                return r;
+        return sd_bus_message_open_container(*reply, 'a', contents);
+}

@@ -35,6 +35,11 @@ typedef struct ManagerBus {
 /* The live forest for a method (manager_live()), or ScanFailed set in error. */
 int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);
 
+/* The start of a reply that lists what the caller may see: the caller read, the live forest (or
+ * ScanFailed), and the reply with its array of contents opened. */
+int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
+                   sd_bus_message **reply, sd_bus_error *error);
+
 /* Refuse the call with AccessDenied and the message, and log the operator's access-denied event
  * (the method, the caller's uid and pid, the message). */
 int bus_access_denied(sd_bus_message *msg, const Caller *c, sd_bus_error *error, const char *format, ...)

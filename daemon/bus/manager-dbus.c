@@ -29,12 +29,7 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const Forest *f;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(uuusstu)");
+        int r = bus_list_begin(msg, m, "(uuusstu)", &c, &f, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
                 if (!caller_may_see(&c, p))
@@ -61,12 +56,7 @@ static int method_list_stale_tasks(sd_bus_message *msg, void *userdata, sd_bus_e
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const Forest *f;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "u");
+        int r = bus_list_begin(msg, m, "u", &c, &f, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
                 for (size_t j = 0; r >= 0 && caller_may_see(&c, p) && j < p->n_threads; j++)
@@ -97,13 +87,10 @@ static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t 
  * of the filters it may see, and the reply with its array (of contents) opened. */
 static int visible_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
                               Hashmap *visible, sd_bus_message **reply, sd_bus_error *error) {
-        int r = caller_from_message(msg, c);
-        if (r < 0 || (r = live_or_fail(m, f, error)) < 0)
+        int r = bus_list_begin(msg, m, contents, c, f, reply, error);
+        if (r < 0)
                 return r;
-        r = caller_visible_filters(c, *f, visible);
-        if (r >= 0)
-                r = sd_bus_message_new_method_return(msg, reply);
-        return r < 0 ? r : sd_bus_message_open_container(*reply, 'a', contents);
+        return caller_visible_filters(c, *f, visible);
 }
 
 static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -29,12 +29,7 @@ static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const Forest *f;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(m, &f, error)) < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(usssu)");
+        int r = bus_list_begin(msg, m, "(usssu)", &c, &f, &reply, error);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++)
                 if (caller_may_see(&c, f->processes[i]))
                         r = append_process_unit(reply, f->processes[i]->pid);
