@@ -210,7 +210,8 @@ static int append_finding(sd_bus_message *reply, const AuditFinding *f) {
         return sd_bus_message_close_container(reply);
 }
 
-static int reply_audit(PolicyJob *j, sd_bus_message **ret) {
+/* The start GetPolicy's and Audit's replies share: the task's mode and its filters, newest first. */
+static int reply_chain_begin(PolicyJob *j, sd_bus_message **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = sd_bus_message_new_method_return(j->userdata, &reply);
         if (r < 0)
@@ -219,6 +220,15 @@ static int reply_audit(PolicyJob *j, sd_bus_message **ret) {
         if (r < 0)
                 return r;
         r = sd_bus_message_append_array(reply, 't', j->filter_ids, j->n_filter_ids * sizeof(uint64_t));
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(reply);
+        return 0;
+}
+
+static int reply_audit(PolicyJob *j, sd_bus_message **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = reply_chain_begin(j, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', AUDIT_FINDING_TYPE);
@@ -235,13 +245,7 @@ static int reply_audit(PolicyJob *j, sd_bus_message **ret) {
 
 static int reply_get_policy(PolicyJob *j, sd_bus_message **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r = sd_bus_message_new_method_return(j->userdata, &reply);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append(reply, "s", task_mode_to_string(j->mode));
-        if (r < 0)
-                return r;
-        r = sd_bus_message_append_array(reply, 't', j->filter_ids, j->n_filter_ids * sizeof(uint64_t));
+        int r = reply_chain_begin(j, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_open_container(reply, 'a', POLICY_ARCH_TYPE);
