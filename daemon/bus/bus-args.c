@@ -72,3 +72,12 @@ int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller
                 return r;
         return sd_bus_message_open_container(*reply, 'a', contents);
 }
+
+int bus_list_end(sd_bus_message *reply, int r) {
+        if (r < 0)
+                return r;
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}

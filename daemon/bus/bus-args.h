@@ -40,6 +40,9 @@ int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);
 int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
                    sd_bus_message **reply, sd_bus_error *error);
 
+/* Its end: unless r (what filling it returned) failed, the array closed and the reply sent. */
+int bus_list_end(sd_bus_message *reply, int r);
+
 /* Refuse the call with AccessDenied and the message, and log the operator's access-denied event
  * (the method, the caller's uid and pid, the message). */
 int bus_access_denied(sd_bus_message *msg, const Caller *c, sd_bus_error *error, const char *format, ...)

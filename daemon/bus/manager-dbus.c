@@ -45,9 +45,7 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
                                                   t->filter_id, (uint32_t) (t->filter ? t->filter->depth : 0));
                 }
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        return bus_list_end(reply, r);
 }
 
 static int method_list_stale_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -63,9 +61,7 @@ static int method_list_stale_tasks(sd_bus_message *msg, void *userdata, sd_bus_e
                         if (manager_task_stale(m, p->threads[j].tid))
                                 r = sd_bus_message_append(reply, "u", (uint32_t) p->threads[j].tid);
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        return bus_list_end(reply, r);
 }
 
 static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t tasks) {
@@ -102,9 +98,7 @@ static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error
         for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
                 if (hashmap_get(&visible, f->filters[i]->id))
                         r = append_filter_entry(reply, f->filters[i], caller_visible_task_count(&c, f, f->filters[i]));
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        return bus_list_end(reply, r);
 }
 
 /* (pid, fd, comm): comm as the forest has the process, or /proc now ("" when it is gone). */
@@ -151,9 +145,7 @@ static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_err
                         continue;
                 r = append_listener(reply, &c, f, l);
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        return bus_list_end(reply, r);
 }
 
 /* Empty for a filter over budget: its flags say so. */
@@ -276,9 +268,7 @@ static int method_get_task_chain(sd_bus_message *msg, void *userdata, sd_bus_err
                 r = sd_bus_message_open_container(reply, 'a', "t");
         for (const Filter *x = t->filter; r >= 0 && x; x = x->parent)
                 r = sd_bus_message_append(reply, "t", x->id);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        return bus_list_end(reply, r);
 }
 
 static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -312,9 +302,7 @@ static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error
                 if (r >= 0 && in)
                         r = sd_bus_message_append(reply, "u", (uint32_t) p->pid);
         }
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        return bus_list_end(reply, r);
 }
 
 /* A Rescan() whose pass is queued behind a snapshot's scan (the loop does not wait for it) is

@@ -33,9 +33,7 @@ static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++)
                 if (caller_may_see(&c, f->processes[i]))
                         r = append_process_unit(reply, f->processes[i]->pid);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        return r < 0 ? r : sd_bus_send(NULL, reply, NULL);
+        return bus_list_end(reply, r);
 }
 
 static const sd_bus_vtable units_vtable[] = {
