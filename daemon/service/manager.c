@@ -163,16 +163,25 @@ static void warn_skipped(Manager *m, const LiveSkipped *k) {
 
 /* ---- replays: the batches applied while a pass scans in the background ---- */
 
+#define REPLAY_MAX_EVENTS 65536
+
 static void replay_reset(Manager *m) {
         m->replay.recording = false;
         m->replay.incomplete = false;
         live_batch_clear(&m->replay.events);
 }
 
-/* Kept whatever became of it (applied, left out, rolled back): it happened after the scan began. */
+/* Kept whatever became of it (applied, left out, rolled back): it happened after the scan began.
+ * Past REPLAY_MAX_EVENTS (a scan held up for long on a busy machine) nothing more is kept, and
+ * a pass after this one repairs what was not. */
 static void replay_keep(Manager *m, const LiveBatch *batch) {
         if (!m->replay.recording || m->replay.incomplete)
                 return;
+        if (m->replay.events.n + batch->n > REPLAY_MAX_EVENTS) {
+                m->replay.incomplete = true;
+                live_batch_clear(&m->replay.events);
+                return;
+        }
         for (size_t i = 0; i < batch->n; i++)
                 if (live_batch_add(&m->replay.events, &batch->events[i]) < 0) {
                         m->replay.incomplete = true;
