@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <time.h>
 
+#include "core/sqlite-util.h"
 #include "store/state-migrations.h"
 #include "store/store-checkpoint.h"
 #include "store/store.h"
@@ -1196,6 +1197,35 @@ static void test_checkpoint_wal_bounded(Fixture *fx, gconstpointer data) {
         }
 }
 
+/* Commits back to back, as the event path makes them under churn (a few pages every fraction of a
+ * millisecond, for longer than a checkpoint takes): the checkpoints catch up with them, the log
+ * starts again from its start, and its file stays near the checkpoint size instead of growing with
+ * every commit. */
+#define BUSY_COMMITS 8000
+static void test_checkpoint_wal_bounded_busy(Fixture *fx, gconstpointer data) {
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(store_checkpointer_freep) StoreCheckpointer *c = NULL;
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *insert = NULL;
+        off_t largest = 0;
+
+        g_assert_cmpint(store_checkpointer_new(s, &c), ==, 0);
+        sqlite3 *db = store_database(s);
+        g_assert_cmpint(sqlite3_exec(db, "CREATE TABLE junk(b)", NULL, NULL, NULL), ==, SQLITE_OK);
+        g_assert_cmpint(sqlite3_prepare_v2(db, "INSERT INTO junk VALUES (randomblob(6000))", -1, &insert, NULL), ==,
+                        SQLITE_OK);
+        for (unsigned i = 0; i < BUSY_COMMITS; i++) {
+                g_assert_cmpint(sqlite3_step(insert), ==, SQLITE_DONE); /* one commit of about 3 pages */
+                g_assert_cmpint(sqlite3_reset(insert), ==, SQLITE_OK);
+                if (i >= BUSY_COMMITS / 4)
+                        largest = MAX(largest, wal_size(fx));
+                g_usleep(200);
+        }
+        g_test_message("largest log after the first quarter: %.1f MiB (limit %.1f MiB), %" PRIu64 " pages copied",
+                       (double) largest / (1 << 20), (double) STORE_WAL_LIMIT_BYTES / (1 << 20),
+                       store_checkpointer_pages_copied(c));
+        g_assert_cmpint(largest, <=, (off_t) (STORE_WAL_LIMIT_BYTES * 3 / 2));
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         log_set_max_level(g_test_verbose() ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERR);
@@ -1221,6 +1251,7 @@ int main(int argc, char **argv) {
         TEST_OPEN("/store/views", test_views);
         TEST("/store/checkpoint-thread", test_checkpoint_thread);
         TEST("/store/checkpoint/wal-bounded", test_checkpoint_wal_bounded);
+        TEST("/store/checkpoint/wal-bounded-busy", test_checkpoint_wal_bounded_busy);
         TEST("/store/perf", test_perf);
         return g_test_run();
 }
