@@ -5,7 +5,8 @@
  * arrive meanwhile wait for it (10-15 ms on the project's machines). Here the store's connection
  * only says after each commit how long the log is; past STORE_CHECKPOINT_PAGES a thread makes a
  * PASSIVE checkpoint on its own connection, which never takes the write lock: commits go on while
- * it runs, and the first one after a complete checkpoint starts the log again from its start. */
+ * it runs. Once a checkpoint has copied all of the log, the thread starts the log again from its
+ * start (checkpoint_restart()). */
 #include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
