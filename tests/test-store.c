@@ -785,6 +785,40 @@ static void test_write_changes(Fixture *fx, gconstpointer data) {
 }
 
 
+/* Filters retired by events go to history, and the batches prune it too, a slice at a time: it never
+ * holds more than its limit and a slice, however long no full pass comes (before, only passes
+ * pruned it, all at once). */
+#define RETIRING_BATCHES (3 * STORE_PRUNE_SLICE)
+static void test_history_pruned_by_batches(Fixture *fx, gconstpointer data) {
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
+        _cleanup_(live_freep) Live *l = NULL;
+        LiveChanges c = {};
+        int64_t most = 0;
+
+        store_set_history_limit(s, 10);
+        g_assert_cmpint(live_new(forest_a(), &l), ==, 0);
+        g_assert_cmpint(store_replace_all(s, live_forest(l), 1000), ==, 0);
+        for (unsigned i = 0; i < RETIRING_BATCHES; i++) {
+                pid_t tid = 1000 + (pid_t) i;
+                LiveEvent batch[] = {
+                        event_of(LIVE_EVENT_TASK, tid, tid, 1),
+                        filter_event(tid, tid, 100 + i, 1, PROG(tests_prog_errno)),
+                        event_of(LIVE_EVENT_EXIT, tid, tid, 0), /* its filter is retired with it */
+                };
+                g_assert_cmpint(live_apply(l, batch, ELEMENTSOF(batch), &c), ==, 0);
+                g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 2000 + i), ==, 0);
+                live_changes_clear(&c);
+                most = MAX(most, raw_int(db, "SELECT count(*) FROM history"));
+        }
+        live_changes_done(&c);
+        g_test_message("history held at most %" PRId64 " rows over %u retired filters", most, RETIRING_BATCHES);
+        g_assert_cmpint(most, <=, 10 + STORE_PRUNE_SLICE);
+        g_assert_cmpint(most, >, 10); /* in slices, not one by one */
+        g_autofree char *sql = g_strdup_printf("SELECT max_filter_id >= %u FROM meta", 100 + RETIRING_BATCHES - 1);
+        assert_rows(db, sql, "1"); /* the ids pruned are remembered as used */
+}
+
 /* What the store logs while fn(s, arg) runs, at warning level and above. */
 static char *store_log_of(Store *s, void (*fn)(Store *s, void *arg), void *arg) {
         g_autofree char *path = g_build_filename(g_get_tmp_dir(), "test-store-log-XXXXXX", NULL);
@@ -1243,6 +1277,7 @@ int main(int argc, char **argv) {
         TEST_OPEN("/store/pass-revives-retired", test_pass_revives_retired);
         TEST_OPEN("/store/replace-all/refusals", test_replace_all_refusals);
         TEST_OPEN("/store/history-limit", test_history_limit);
+        TEST_OPEN("/store/history/pruned-by-batches", test_history_pruned_by_batches);
         TEST_OPEN("/store/incremental", test_incremental);
         TEST_OPEN("/store/write-changes", test_write_changes);
         TEST_OPEN("/store/write-changes/caller-logs", test_write_changes_caller_logs);
