@@ -190,10 +190,14 @@ static void replay_keep(Manager *m, const LiveBatch *batch) {
                 }
 }
 
+/* The store's page cache is let go first: what the pass allocates takes its place in the heap,
+ * instead of adding to it (a full cache and a pass at once were the daemon's peak). */
 static void sink_scan_begins(void *userdata) {
         Manager *m = userdata;
         replay_reset(m);
         m->replay.recording = true;
+        if (m->store)
+                store_release_memory(m->store);
 }
 
 static void sink_scan_dropped(void *userdata, int error) {
