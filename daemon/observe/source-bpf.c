@@ -15,6 +15,7 @@
  * on and applies them again on top of the scan when it is handed on: the events that came during
  * the scan, and after it until the loop took it, end on top of it, in their order. */
 #include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -609,6 +610,19 @@ static int on_background_done(sd_event_source *s, int fd, uint32_t revents, void
         return 0;
 }
 
+/* With every signal blocked, as the store's checkpoint thread: the loop reads SIGTERM and SIGINT
+ * from a signalfd, and a signal the thread took would get its default action. */
+static int background_spawn(BpfSource *b) {
+        sigset_t all, old;
+        (void) sigfillset(&all);
+        int r = -pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (r < 0)
+                return r;
+        r = -pthread_create(&b->bg.thread, NULL, background_thread, b);
+        (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
+}
+
 static int background_start(BpfSource *b, const char *reason) {
         if (b->waiting || background_busy(b))
                 return 0; /* one is under way */
@@ -625,7 +639,7 @@ static int background_start(BpfSource *b, const char *reason) {
         b->bg.lost = bpf_watch_lost(b->watch);
         /* From here on, what the loop applies is applied again on top of the scan. */
         sink_scan_begins(b);
-        r = -pthread_create(&b->bg.thread, NULL, background_thread, b);
+        r = background_spawn(b);
         if (r < 0) {
                 sink_scan_dropped(b, r);
                 return log_error_errno(r, "Failed to start the scan's thread: %m");
