@@ -10,8 +10,8 @@
 #include "manager-units.h"
 #include "output.h"
 #include "pager.h"
-#include "proc-subtree.h"
 #include "snapshot-load.h"
+#include "subtree-processes.h"
 
 /* The optional PID argument of tree and graph; 0 for the whole machine. */
 int parse_root_arg(char **args, size_t n_args, pid_t *ret) {
@@ -96,17 +96,31 @@ static int restrict_to_units(Context *c, Forest *f) {
         return r < 0 ? ctl_error_errno(r, "Failed to restrict the tree to the units: %m") : 0;
 }
 
+/* A subtree as a snapshot shows it: its processes without filters too, as the daemon lists them. */
+static int add_unfiltered_processes(Context *c, Forest *f) {
+        _cleanup_free_ SubtreeProcess *v = NULL;
+        size_t n = 0;
+        sd_bus *bus;
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = manager_list_subtree_processes(bus, (uint32_t) f->root, &v, &n);
+        if (r < 0)
+                return r;
+        r = forest_add_subtree_processes(f, v, n);
+        return r < 0 ? ctl_error_errno(r, "Failed to add the subtree's processes of process %d: %m", f->root) : 0;
+}
+
 int verb_tree(Context *c, char **args, size_t n_args) {
         _cleanup_(forest_freep) Forest *f = NULL;
         int r = fetch_forest(c, args, n_args, &f);
         if (r < 0)
                 return r;
-        /* A subtree as a snapshot shows it: its processes without filters too (the text only; the
-         * JSON stays the daemon's view). */
+        /* the text only: the JSON stays the daemon's view of the filtered tasks */
         if (f->root > 0 && !c->file && !c->json) {
-                r = forest_add_unfiltered_subtree(f, f->root);
+                r = add_unfiltered_processes(c, f);
                 if (r < 0)
-                        return ctl_error_errno(r, "Failed to read the subtree of process %d: %m", f->root);
+                        return r;
         }
         r = restrict_to_units(c, f);
         if (r < 0)
