@@ -1,7 +1,6 @@
 /* verbs-tree.c: `tree [PID]`: the forest as nested filters with their processes, live or (with
  * --file) in a snapshot */
 #include "verbs-tree.h"
-#include "core/forest-print.h"
 #include "ctl-args.h"
 #include "ctl-log.h"
 #include "forest-json.h"
@@ -12,6 +11,8 @@
 #include "pager.h"
 #include "snapshot-load.h"
 #include "subtree-processes.h"
+#include "table.h"
+#include "tree-table.h"
 
 /* The optional PID argument of tree and graph; 0 for the whole machine. */
 int parse_root_arg(char **args, size_t n_args, pid_t *ret) {
@@ -64,10 +65,11 @@ int print_forest_json(const Forest *f) {
 }
 
 /* Box drawing on a UTF-8 terminal; the header only with the legend; identical siblings on one
- * line on a terminal unless --all (a pipe gets every pid: scripts read them). */
-static ForestPrintFlags tree_print_flags(const Context *c) {
-        return (output_use_unicode() ? FOREST_PRINT_UNICODE : 0) | (c->legend ? 0 : FOREST_PRINT_NO_HEADER) |
-               (output_is_tty() && !c->all ? FOREST_PRINT_COLLAPSE : 0);
+ * line on a terminal unless --all (a pipe gets every pid: scripts read them); lines cut to the
+ * terminal's width. Asked once the pager runs: it keeps the terminal's width in $COLUMNS. */
+static TreeTableOptions tree_table_options(const Context *c) {
+        return (TreeTableOptions) { .legend = c->legend, .unicode = output_use_unicode(),
+                                    .collapse = output_is_tty() && !c->all, .width = table_width(stdout) };
 }
 
 typedef struct UnitMembers {
@@ -128,7 +130,8 @@ int verb_tree(Context *c, char **args, size_t n_args) {
         if (c->json)
                 return print_forest_json(f);
         pager_open(c->no_pager);
-        r = forest_print_tree(f, stdout, tree_print_flags(c));
+        TreeTableOptions o = tree_table_options(c);
+        r = tree_table_print(f, stdout, &o);
         if (r < 0)
                 return ctl_error_errno(r, "Failed to print the tree: %m");
         return 0;

@@ -525,7 +525,7 @@ static void test_tree_file(void) {
         g_autofree char *subtree = write_sample(&t, "holders.json", SAMPLE_SUBTREE, SNAPSHOT_FORMAT_JSON);
         g_autofree char *holders = CTL_OK("tree", "--file", subtree);
         g_assert_nonnull(strstr(holders, "  listener 1  [head of 1, in the chains of 1 task]\n"
-                                         "   |  listener 1 held by worker \"1\"[101] fd 5, supervisor[50] fd 9\n"));
+                                         "  |- listener 1 held by worker \"1\"[101] fd 5, supervisor[50] fd 9\n"));
         g_assert_nonnull(strstr(holders, "filter 1  4 insns  sha256:8b076e6cbdab  [head of 3, in the chains of 5 tasks]\n"));
         json_auto_t *hdoc = CTL_JSON("tree", "--file", subtree);
         json_t *l = json_array_get(jarr(hdoc, "listeners"), 0);
