@@ -216,6 +216,20 @@ static void test_tree_width(Fixture *fx, gconstpointer data) {
         g_assert_null(strstr(out, "[head of 1, in the chains of 2 tasks]"));
 }
 
+/* who-can goes through the pager on a terminal, as the other verbs. */
+static void test_who_can_pager(Fixture *fx, gconstpointer data) {
+        g_autofree char *path = write_wide_sample(fx);
+        g_autofree char *paged = g_build_filename(fx->dir, "paged", NULL);
+        g_autofree char *pager = g_strdup_printf("cat > '%s'", paged);
+        g_autofree char *screen = ctl_tty(pager, "false", (const char *const[]) { "who-can", "--file", path, "read", NULL });
+        g_autofree char *text = read_file(paged);
+        g_assert_true(g_str_has_prefix(text, "read (x86_64 0)"));
+        g_assert_null(strstr(screen, "read (x86_64 0)"));
+        /* --no-pager: the terminal gets it */
+        g_autofree char *direct = ctl_tty(pager, "false", (const char *const[]) { "--no-pager", "who-can", "--file", path, "read", NULL });
+        g_assert_nonnull(strstr(direct, "read (x86_64 0)"));
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/ctl-display/pager", Fixture, NULL, fixture_setup, test_pager, fixture_teardown);
@@ -224,5 +238,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/ctl-display/graph-colours", Fixture, NULL, fixture_setup, test_graph_colours, fixture_teardown);
         g_test_add("/ctl-display/tree-layout", Fixture, NULL, fixture_setup, test_tree_layout, fixture_teardown);
         g_test_add("/ctl-display/tree-width", Fixture, NULL, fixture_setup, test_tree_width, fixture_teardown);
+        g_test_add("/ctl-display/who-can-pager", Fixture, NULL, fixture_setup, test_who_can_pager, fixture_teardown);
         return g_test_run();
 }
