@@ -1,7 +1,7 @@
 /* verbs-graph.c: `graph [PID]`: the forest as a Graphviz digraph drawn left to right: root filters
  * on the left, the filters stacked on them to their right (each with an edge to its parent), the
  * processes on the right (an edge to each head filter of their threads) in a cluster per systemd
- * unit, alike processes as one node ("200*[sleep]"), listeners and their holders; byte-identical
+ * unit, alike processes of a whole machine as one node ("200*[sleep]"), listeners and their holders; byte-identical
  * filters that are distinct objects share a fill colour */
 #include "verbs-graph.h"
 
@@ -290,5 +290,6 @@ int verb_graph(Context *c, char **args, size_t n_args) {
         /* the daemon's units (a snapshot file does not record them) */
         if (!c->file && !c->graph_counts && (r = context_list_units(c, &units)) < 0)
                 return r;
-        return graph_print(f, &units, c->graph_counts, !c->all, stdout);
+        /* a whole machine is read at a glance: alike processes as one node; a subtree, in detail */
+        return graph_print(f, &units, c->graph_counts, f->root == 0 && !c->all, stdout);
 }
