@@ -40,10 +40,9 @@ int forest_tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn f
 /* The two header lines: host, subtree, kernel, backend, identity; then the counts. */
 void forest_print_header(const Forest *f, FILE *out);
 
-/* The tree as text, as `sectreed scan` prints it: a header (host, subtree, kernel,
- * backend, identity; counts) unless FOREST_PRINT_NO_HEADER, then each root filter with what was stacked on it and the processes
- * whose threads run under each filter ("head of N, in the chains of M tasks"), the holders of each
- * listener, and the processes without a filter. Strings of the forest are escaped (escape.h). */
+/* The tree as text, as `sectreed scan` prints it: the header unless FOREST_PRINT_NO_HEADER, then
+ * forest_tree_walk()'s lines, each root filter and the processes without a filter after a blank
+ * line, drawn as libsmartcols draws trees (sectreectl prints them with it): two columns a level. */
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags);
 
 /* For each filter (by Filter.index), the threads whose chain holds it: its own head tasks and
