@@ -2,6 +2,7 @@
  * started on it */
 #include "bus-fixture.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -126,8 +127,16 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
                 envp = g_environ_setenv(envp, kv[0], kv[1], true);
         }
         g_autoptr(GError) error = NULL;
-        if (!g_spawn_async(NULL, (char **) argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, tests_die_with_parent, NULL,
-                           &b->daemon_pid, &error))
+        int err_fd = -1;
+        if (b->daemon_stderr) {
+                err_fd = open(b->daemon_stderr, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+                g_assert_cmpint(err_fd, >=, 0);
+        }
+        bool started = g_spawn_async_with_fds(NULL, (char **) argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD,
+                                              tests_die_with_parent, NULL, &b->daemon_pid, -1, -1, err_fd, &error);
+        if (err_fd >= 0)
+                close(err_fd);
+        if (!started)
                 g_error("starting sectreed: %s", error->message);
         if (!wait_ready(b, timeout_sec))
                 g_error("sectreed did not send READY=1 within %u s", timeout_sec);
@@ -139,6 +148,19 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
         b->notify_fd = -1;
         (void) unlink(b->notify_path);
         g_clear_pointer(&b->notify_path, g_free);
+}
+
+void bus_fixture_log_to_file(BusFixture *b) {
+        g_free(b->daemon_stderr);
+        b->daemon_stderr = g_build_filename(b->dir, "sectreed.log", NULL);
+}
+
+char *bus_fixture_daemon_stderr(const BusFixture *b) {
+        char *text = NULL;
+        g_assert_nonnull(b->daemon_stderr);
+        if (!g_file_get_contents(b->daemon_stderr, &text, NULL, NULL))
+                return g_strdup("");
+        return text;
 }
 
 bool bus_fixture_start_all(BusFixture *b, char **args, char **env) {
@@ -185,6 +207,7 @@ void bus_fixture_stop(BusFixture *b) {
         g_free(b->address);
         g_free(b->state_dir);
         g_free(b->notify_path);
+        g_free(b->daemon_stderr);
         g_unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
         *b = (BusFixture) { .notify_fd = -1 };
 }

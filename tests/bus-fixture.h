@@ -16,6 +16,8 @@ typedef struct BusFixture {
         char *state_dir;
         int notify_fd;   /* our end of the daemon's NOTIFY_SOCKET */
         char *notify_path;
+        char *daemon_stderr; /* set between starting the bus and the daemon: the file the daemon's
+                              * stderr goes to (bus_fixture_log_to_file()); NULL: the test's */
 } BusFixture;
 
 /* Start the bus, and point DBUS_SYSTEM_BUS_ADDRESS of this process at it. */
@@ -27,6 +29,11 @@ void bus_fixture_start_bus_knowing(BusFixture *b, const char *passwd_line);
  * extra environment entries ("NAME=value", NULL-terminated, may be NULL); waits for READY=1 on
  * NOTIFY_SOCKET (fails the test after timeout_sec). */
 void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned timeout_sec);
+/* After the bus, before the daemon: the daemon's stderr goes to a file of b->dir (b->daemon_stderr),
+ * for the test to read (bus_fixture_daemon_stderr()). */
+void bus_fixture_log_to_file(BusFixture *b);
+/* What the daemon wrote to stderr so far (with bus_fixture_log_to_file()). */
+char *bus_fixture_daemon_stderr(const BusFixture *b);
 /* For a daemon test: if it may run (tests_require_root()), mount tracefs if needed, start the bus
  * and start sectreed on it with args and env as bus_fixture_start_daemon() does (30 s to get
  * ready), and return true; otherwise return false with b untouched (nothing to stop). */
