@@ -2,7 +2,6 @@
  * started on it */
 #include "bus-fixture.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -127,16 +126,8 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
                 envp = g_environ_setenv(envp, kv[0], kv[1], true);
         }
         g_autoptr(GError) error = NULL;
-        int err_fd = -1;
-        if (b->daemon_stderr) {
-                err_fd = open(b->daemon_stderr, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-                g_assert_cmpint(err_fd, >=, 0);
-        }
-        bool started = g_spawn_async_with_fds(NULL, (char **) argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD,
-                                              tests_die_with_parent, NULL, &b->daemon_pid, -1, -1, err_fd, &error);
-        if (err_fd >= 0)
-                close(err_fd);
-        if (!started)
+        if (!g_spawn_async(NULL, (char **) argv->pdata, envp, G_SPAWN_DO_NOT_REAP_CHILD, tests_die_with_parent, NULL,
+                           &b->daemon_pid, &error))
                 g_error("starting sectreed: %s", error->message);
         if (!wait_ready(b, timeout_sec))
                 g_error("sectreed did not send READY=1 within %u s", timeout_sec);
@@ -148,19 +139,6 @@ void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned t
         b->notify_fd = -1;
         (void) unlink(b->notify_path);
         g_clear_pointer(&b->notify_path, g_free);
-}
-
-void bus_fixture_log_to_file(BusFixture *b) {
-        g_free(b->daemon_stderr);
-        b->daemon_stderr = g_build_filename(b->dir, "sectreed.log", NULL);
-}
-
-char *bus_fixture_daemon_stderr(const BusFixture *b) {
-        char *text = NULL;
-        g_assert_nonnull(b->daemon_stderr);
-        if (!g_file_get_contents(b->daemon_stderr, &text, NULL, NULL))
-                return g_strdup("");
-        return text;
 }
 
 bool bus_fixture_start_all(BusFixture *b, char **args, char **env) {
@@ -207,7 +185,6 @@ void bus_fixture_stop(BusFixture *b) {
         g_free(b->address);
         g_free(b->state_dir);
         g_free(b->notify_path);
-        g_free(b->daemon_stderr);
         g_unsetenv("DBUS_SYSTEM_BUS_ADDRESS");
         *b = (BusFixture) { .notify_fd = -1 };
 }
@@ -236,3 +213,52 @@ int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+
+void daemon_log_begin(DaemonLog *l) {
+        g_autoptr(GError) error = NULL;
+        int fd = g_file_open_tmp("sectree-daemon-XXXXXX.log", &l->path, &error);
+        if (fd < 0)
+                g_error("daemon log: %s", error->message);
+        l->saved_fd = dup(STDERR_FILENO);
+        g_assert_cmpint(l->saved_fd, >=, 0);
+        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
+        close(fd);
+}
+
+void daemon_log_started(DaemonLog *l) {
+        g_assert_cmpint(dup2(l->saved_fd, STDERR_FILENO), ==, STDERR_FILENO);
+        close(l->saved_fd);
+        l->saved_fd = -1;
+}
+
+char *daemon_log_text(const DaemonLog *l) {
+        char *text = NULL;
+        if (!g_file_get_contents(l->path, &text, NULL, NULL))
+                return g_strdup("");
+        return text;
+}
+
+unsigned daemon_log_count(const DaemonLog *l, const char *what) {
+        g_autofree char *text = daemon_log_text(l);
+        unsigned n = 0;
+        for (const char *at = text; (at = strstr(at, what)); at += strlen(what))
+                n++;
+        return n;
+}
+
+bool daemon_log_has(void *userdata) {
+        const DaemonLog *l = userdata;
+        g_autofree char *text = daemon_log_text(l);
+        const char *at = text;
+        for (const char *const *line = l->lines; *line && at; line++)
+                if ((at = strstr(at, *line)))
+                        at += strlen(*line);
+        return at != NULL;
+}
+
+void daemon_log_end(DaemonLog *l) {
+        g_autofree char *text = daemon_log_text(l);
+        fputs(text, stderr);
+        unlink(l->path);
+        g_free(l->path);
+}

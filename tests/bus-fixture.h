@@ -16,8 +16,6 @@ typedef struct BusFixture {
         char *state_dir;
         int notify_fd;   /* our end of the daemon's NOTIFY_SOCKET */
         char *notify_path;
-        char *daemon_stderr; /* set between starting the bus and the daemon: the file the daemon's
-                              * stderr goes to (bus_fixture_log_to_file()); NULL: the test's */
 } BusFixture;
 
 /* Start the bus, and point DBUS_SYSTEM_BUS_ADDRESS of this process at it. */
@@ -29,11 +27,6 @@ void bus_fixture_start_bus_knowing(BusFixture *b, const char *passwd_line);
  * extra environment entries ("NAME=value", NULL-terminated, may be NULL); waits for READY=1 on
  * NOTIFY_SOCKET (fails the test after timeout_sec). */
 void bus_fixture_start_daemon(BusFixture *b, char **args, char **env, unsigned timeout_sec);
-/* After the bus, before the daemon: the daemon's stderr goes to a file of b->dir (b->daemon_stderr),
- * for the test to read (bus_fixture_daemon_stderr()). */
-void bus_fixture_log_to_file(BusFixture *b);
-/* What the daemon wrote to stderr so far (with bus_fixture_log_to_file()). */
-char *bus_fixture_daemon_stderr(const BusFixture *b);
 /* For a daemon test: if it may run (tests_require_root()), mount tracefs if needed, start the bus
  * and start sectreed on it with args and env as bus_fixture_start_daemon() does (30 s to get
  * ready), and return true; otherwise return false with b untouched (nothing to stop). */
@@ -48,6 +41,25 @@ void bus_fixture_stop(BusFixture *b);
 /* The end of a daemon test: SIGTERM must make the daemon exit 0 (else the test fails); then
  * bus_fixture_stop(). */
 void bus_fixture_finish(BusFixture *b);
+/* What a daemon started between daemon_log_begin() and daemon_log_started() writes on its stderr
+ * (it inherits the test's, which points at the file meanwhile): a file the test reads, copied to
+ * the test's stderr by daemon_log_end(). */
+typedef struct DaemonLog {
+        int saved_fd; /* the test's stderr while the daemon starts */
+        char *path;
+        const char *const *lines; /* for daemon_log_has(): NULL-terminated, each after the one before */
+} DaemonLog;
+
+void daemon_log_begin(DaemonLog *l);
+void daemon_log_started(DaemonLog *l);
+/* What the daemon wrote so far. */
+char *daemon_log_text(const DaemonLog *l);
+/* How many times what is in the log. */
+unsigned daemon_log_count(const DaemonLog *l, const char *what);
+/* tests_wait_for() condition: the log has l->lines, in that order. */
+bool daemon_log_has(void *userdata);
+void daemon_log_end(DaemonLog *l);
+
 /* Run a command against the bus; as_nobody runs it with uid/gid 65534 (setpriv). Returns the exit
  * status; *out and *err get what it printed (may be NULL). */
 int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char **err);

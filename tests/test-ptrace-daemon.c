@@ -97,13 +97,15 @@ static unsigned count_lines_with(const char *text, const char *a, const char *b)
  * fd 0, and later the eventfd of the transfer lane that landed there: the lane was stuck). */
 static void test_refused_snapshot(void) {
         BusFixture b;
+        DaemonLog dl;
         char *args[] = { (char *) "--backend=ptrace", (char *) "--log-level=debug", NULL };
-        if (!tests_require_root())
+        daemon_log_begin(&dl);
+        bool started = bus_fixture_start_all(&b, args, NULL);
+        daemon_log_started(&dl);
+        if (!started) {
+                daemon_log_end(&dl);
                 return;
-        tests_ensure_tracefs();
-        bus_fixture_start_bus(&b);
-        bus_fixture_log_to_file(&b);
-        bus_fixture_start_daemon(&b, args, NULL, 30);
+        }
         RefusedCase c;
         c.refused_root = spawn_nobody_with_hidden_child(&c.hidden);
         c.mine = tests_spawn_nobody("ptrace-mine", true); /* after them: above them in /proc */
@@ -116,7 +118,7 @@ static void test_refused_snapshot(void) {
         g_assert_nonnull(target);
         g_assert_null(strstr(target, "eventfd"));
         /* each refusal logged once, even at debug level: the scan's reason, not a second line */
-        g_autofree char *log = bus_fixture_daemon_stderr(&b);
+        g_autofree char *log = daemon_log_text(&dl);
         g_autofree char *hidden = g_strdup_printf("process %d may not be stopped", (int) c.hidden);
         g_assert_cmpuint(count_lines_with(log, hidden, "ptrace scan failed"), ==, 4);
         kill(c.refused_root, SIGKILL);
@@ -124,6 +126,7 @@ static void test_refused_snapshot(void) {
         waitpid(c.refused_root, NULL, 0);
         waitpid(c.mine, NULL, 0);
         bus_fixture_finish(&b);
+        daemon_log_end(&dl);
 }
 
 /* ---- a listener held by a process the caller may not see ---- */
