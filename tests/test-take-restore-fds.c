@@ -1,6 +1,6 @@
-/* test-restore-fds-expiry.c: the fds of a restore that its Restore() reply could not carry are
+/* test-take-restore-fds.c: the fds of a restore that its Restore() reply could not carry are
  * held for TakeRestoreFds 60 s (RESTORE_FDS_HOLD_USEC, which no knob shortens) and then closed:
- * the real sectreed on a private dbus-daemon, waiting out the real expiry (about 65 s in all) */
+ * the real sectreed on a private dbus-daemon, waiting out the real expiry (about 61 s in all) */
 #include <systemd/sd-bus.h>
 
 #include "bus-client.h"
