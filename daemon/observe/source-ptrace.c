@@ -466,8 +466,8 @@ static int pending_roots(PtraceSource *p, pid_t **ret, size_t *ret_n) {
 
 /* ---- the rescan ---- */
 
-/* One subtree read and handed on as one batch (unless read already, inside another). */
-/* Why the scan failed in *e (not logged: the caller does, once). */
+/* One subtree read and handed on as one batch (unless read already, inside another); why its scan
+ * failed in *e (not logged: the caller does, once). */
 static int rescan_subtree(PtraceSource *p, pid_t root, Hashmap *covered, ScanError *e) {
         ScanOptions opts = { .root = root, .include_argv = false, .include_exe = true };
         _cleanup_(forest_freep) Forest *scan = NULL;
@@ -481,8 +481,10 @@ static int rescan_subtree(PtraceSource *p, pid_t root, Hashmap *covered, ScanErr
         if (proc_read_status(root, &st) < 0 || st.state == 'Z' || st.state == 'X')
                 return 0; /* gone: its exit events say the rest */
         int r = ptrace_scan_explained(&opts, &scan, &bad, &n_bad, e);
-        if (r == -ESRCH)
+        if (r == -ESRCH) {
+                *e = (ScanError) {}; /* gone meanwhile: nothing failed */
                 return 0;
+        }
         if (r < 0)
                 return r;
         for (size_t i = 0; i < scan->n_processes; i++)
