@@ -251,7 +251,8 @@ static void test_startup(void) {
         scenario_free(s);
 }
 
-/* A signal as a line "Member arg..." (the tid, or Resynced's reason). */
+/* A signal as a line "Member arg..." (the tid, ProcessRenamed's pid and name, or Resynced's
+ * reason). */
 static char *signal_line(sd_bus_message *m) {
         const char *member = sd_bus_message_get_member(m);
         GString *line = g_string_new(member);
@@ -264,6 +265,11 @@ static char *signal_line(sd_bus_message *m) {
                 uint32_t tid;
                 if (sd_bus_message_read(m, "u", &tid) > 0)
                         g_string_append_printf(line, " %u", tid);
+        } else if (streq(member, "ProcessRenamed")) {
+                uint32_t pid;
+                const char *comm;
+                if (sd_bus_message_read(m, "us", &pid, &comm) > 0)
+                        g_string_append_printf(line, " %u %s", pid, comm);
         } else if (streq(member, "Resynced")) {
                 const char *reason;
                 if (sd_bus_message_read(m, "s", &reason) > 0)
@@ -350,6 +356,7 @@ static void test_live_updates(void) {
         g_assert_cmpint(scenario_exit(s, t2), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskExited %d", scenario_task(s, t2)->tid);
         g_assert_cmpint(scenario_exec_sleep(s, c), ==, 0);
+        bus_signal_log_assert(&log, bus, "ProcessRenamed %d sleep", scenario_task(s, c)->tid);
         assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         g_assert_cmpint(scenario_exit(s, c), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskExited %d", scenario_task(s, c)->tid);
@@ -377,52 +384,6 @@ static char *signal_line_ids(sd_bus_message *m) {
         if (sd_bus_message_read(m, "ttu", &id, &parent, &tid) <= 0)
                 return g_strdup("FilterAttached ?");
         return g_strdup_printf("FilterAttached %" PRIu64 " %" PRIu64 " %u", id, parent, tid);
-}
-
-/* What a daemon started between daemon_log_begin() and daemon_log_started() writes on its stderr:
- * a file the test reads, copied to the test's stderr by daemon_log_end(). */
-typedef struct DaemonLog {
-        int saved_fd; /* the test's stderr while the daemon starts */
-        char *path;
-        const char *const *lines; /* for daemon_log_has(): NULL-terminated, each after the one before */
-} DaemonLog;
-
-static void daemon_log_begin(DaemonLog *l) {
-        g_autoptr(GError) error = NULL;
-        int fd = g_file_open_tmp("sectree-daemon-XXXXXX.log", &l->path, &error);
-        if (fd < 0)
-                g_error("daemon log: %s", error->message);
-        l->saved_fd = dup(STDERR_FILENO);
-        g_assert_cmpint(l->saved_fd, >=, 0);
-        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
-        close(fd);
-}
-
-static void daemon_log_started(DaemonLog *l) {
-        g_assert_cmpint(dup2(l->saved_fd, STDERR_FILENO), ==, STDERR_FILENO);
-        close(l->saved_fd);
-        l->saved_fd = -1;
-}
-
-/* tests_wait_for() condition: the log has l->lines, in that order. */
-static bool daemon_log_has(void *userdata) {
-        const DaemonLog *l = userdata;
-        g_autofree char *text = NULL;
-        if (!g_file_get_contents(l->path, &text, NULL, NULL))
-                return false;
-        const char *at = text;
-        for (const char *const *line = l->lines; *line && at; line++)
-                if ((at = strstr(at, *line)))
-                        at += strlen(*line);
-        return at != NULL;
-}
-
-static void daemon_log_end(DaemonLog *l) {
-        g_autofree char *text = NULL;
-        if (g_file_get_contents(l->path, &text, NULL, NULL))
-                fputs(text, stderr);
-        unlink(l->path);
-        g_free(l->path);
 }
 
 /* The database refuses a batch half-way (a trigger that RAISEs on one filter): nothing of the
