@@ -202,8 +202,7 @@ static bool all_reached(InProc *ip, void *userdata) {
 }
 
 /* A refresh every 5 ms while processes fork, install one or two filters and some exit: every event
- * that came during a scan ends on top of it, so that nothing ever needs repairing, and the live
- * state ends as the kernel is. */
+ * that came during a scan ends on top of it, and the live state ends as the kernel is. */
 static void test_refreshes_among_events(void) {
         InProc ip;
         TestFilters x;
@@ -234,11 +233,14 @@ static void test_refreshes_among_events(void) {
         unsigned during = ip.m->stats.full_passes - passes;
         inproc_run(&ip, passes_above, GUINT_TO_POINTER(ip.m->stats.full_passes + 1), TESTS_PATIENCE_MS);
         g_assert_true(all_reached(&ip, &e)); /* and after a pass over the quiet tree */
-        g_test_message("%u refreshes among the events, %u events left out", during, (unsigned) ip.m->stats.events_skipped);
+        /* Repairs: a scan can miss a task altogether when pids wrap while it runs (a task made behind
+         * the iterator's position, whose parent exits before the iterator reaches it), and an event
+         * of the whole machine's may then not fit; the repair pass makes the state exact again. */
+        g_test_message("%u refreshes among the events, %u events left out, %u repairs", during,
+                       (unsigned) ip.m->stats.events_skipped, ip.m->stats.resyncs - resyncs);
         g_assert_cmpuint(during, >, 0);
-        g_assert_cmpuint(ip.m->stats.inconsistent, ==, 0);
         g_assert_cmpuint(ip.m->stats.failed_passes, ==, 0);
-        g_assert_cmpuint(ip.m->stats.resyncs, ==, resyncs);
+        g_assert_cmpuint(ip.m->stats.inconsistent, ==, ip.m->stats.resyncs - resyncs); /* no other cause */
 
         scenario_free(s);
         inproc_stop(&ip);

@@ -172,7 +172,7 @@ static void installer_read_exe(const WatchTask *t, char **ret) {
 /* One watch event, with what it needs from /proc, into the batch. */
 static int on_watch_event(const WatchEvent *w, void *userdata) {
         BpfSource *b = userdata;
-        LiveEvent e = { .task = task_from_watch(b, &w->task) };
+        LiveEvent e = { .task = task_from_watch(b, &w->task), .mono_nsec = w->ktime_ns };
         _cleanup_free_ char *exe = NULL;
         bool known = forest_find_process(live_now(b), w->task.tgid);
         int r;

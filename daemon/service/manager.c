@@ -171,8 +171,10 @@ static void replay_reset(Manager *m) {
         live_batch_clear(&m->replay.events);
 }
 
-/* Kept whatever became of it (applied, left out, rolled back): it happened after the scan began.
- * Past REPLAY_MAX_EVENTS (a scan held up for long on a busy machine) nothing more is kept, and
+/* Kept whatever became of it (applied, left out, rolled back), unless the kernel stamped it before
+ * the scan began: the scan has what it did (an event that waited in the ring buffer meanwhile
+ * may name what was gone by then, such as the parent of a filter whose holders all exited). Past
+ * REPLAY_MAX_EVENTS (a scan held up for long on a busy machine) nothing more is kept, and
  * a pass after this one repairs what was not. */
 static void replay_keep(Manager *m, const LiveBatch *batch) {
         if (!m->replay.recording || m->replay.incomplete)
@@ -183,7 +185,9 @@ static void replay_keep(Manager *m, const LiveBatch *batch) {
                 return;
         }
         for (size_t i = 0; i < batch->n; i++)
-                if (live_batch_add(&m->replay.events, &batch->events[i]) < 0) {
+                if (batch->events[i].mono_nsec < m->replay.begun_nsec && batch->events[i].mono_nsec > 0)
+                        continue;
+                else if (live_batch_add(&m->replay.events, &batch->events[i]) < 0) {
                         m->replay.incomplete = true;
                         live_batch_clear(&m->replay.events);
                         return;
@@ -196,6 +200,7 @@ static void sink_scan_begins(void *userdata) {
         Manager *m = userdata;
         replay_reset(m);
         m->replay.recording = true;
+        m->replay.begun_nsec = now_usec(CLOCK_MONOTONIC) * 1000;
         if (m->store)
                 store_release_memory(m->store);
 }
@@ -205,6 +210,52 @@ static void sink_scan_dropped(void *userdata, int error) {
         replay_reset(m);
         if (error < 0)
                 pass_ended(m, false); /* the scan failed: it never got to be stored */
+}
+
+/* A filter a kept event names that the scan lacks while the state it replaces has it: the scan
+ * missed every holder (they exited before the iterator came to them, or were made behind it), but
+ * the event says the filter lived after the scan began, and its id names that one kernel object.
+ * It is taken over from the old state with its parents, for the replay to apply to (and retire,
+ * when the events leave nothing holding it). */
+static int replay_import_filter(Forest *pass, const Forest *old, uint64_t id) {
+        while (id && !forest_find_filter(pass, id)) {
+                const Filter *x = forest_find_filter(old, id);
+                Filter *copy;
+                if (!x)
+                        return 0;
+                int r = forest_add_filter_with_digest(pass, x->id, x->parent_id, x->insns, x->len, x->digest, &copy);
+                if (r < 0)
+                        return r;
+                copy->log = x->log;
+                copy->wait_killable_recv = x->wait_killable_recv;
+                copy->has_listener = x->has_listener;
+                copy->identity = x->identity;
+                copy->refs = x->refs;
+                copy->users = x->users;
+                copy->budget_uid = x->budget_uid;
+                copy->over_budget = x->over_budget;
+                id = x->parent_id;
+        }
+        return 0;
+}
+
+static int replay_import_filters(Manager *m, Forest *pass) {
+        const Forest *old = live_forest(m->live);
+        size_t before = pass->n_filters;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < m->replay.events.n; i++) {
+                const LiveEvent *e = &m->replay.events.events[i];
+                r = replay_import_filter(pass, old, e->task.filter_id);
+                if (r >= 0 && e->type == LIVE_EVENT_FILTER)
+                        r = replay_import_filter(pass, old, e->filter.parent_id);
+                if (r >= 0 && e->type == LIVE_EVENT_LISTENER_CLOSED)
+                        r = replay_import_filter(pass, old, e->filter.id);
+        }
+        if (r < 0 || pass->n_filters == before)
+                return r;
+        pass->linked = false;
+        return forest_link(pass, NULL);
 }
 
 /* The batches kept since the scan began, on top of it (just replaced): what does not fit is left
@@ -271,7 +322,14 @@ static int sink_replace(void *userdata, Forest *pass, const char *reason) {
         Manager *m = userdata;
         uint64_t now = now_usec(CLOCK_REALTIME), start = now_usec(CLOCK_MONOTONIC), replaced = 0;
         bool repair = false;
-        int r = live_replace(m->live, pass, reason && source_announces_passes(m->source), &m->changes);
+        int r = m->replay.recording ? replay_import_filters(m, pass) : 0;
+        if (r < 0) {
+                forest_free(pass);
+                pass_ended(m, false);
+                replay_reset(m);
+                return log_error_errno(r, "Failed to store the full pass: %m");
+        }
+        r = live_replace(m->live, pass, reason && source_announces_passes(m->source), &m->changes);
         size_t announced = m->changes.n;
         if (r >= 0 && m->replay.recording)
                 r = replay_apply(m, &repair);

@@ -50,6 +50,7 @@ typedef struct ManagerWarnings {
 /* The batches applied while a pass scans in the background, to apply again on top of its scan. */
 typedef struct ManagerReplay {
         bool recording;   /* a scan runs in the background */
+        uint64_t begun_nsec; /* CLOCK_MONOTONIC when it began */
         bool incomplete;  /* a batch could not be kept (no memory): the pass cannot be exact */
         LiveBatch events; /* in the order they were applied */
 } ManagerReplay;
