@@ -1185,14 +1185,17 @@ static void test_checkpoint_thread(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
         g_assert_cmpint(store_checkpointer_new(s, &c), ==, 0);
         off_t asked = (off_t) STORE_CHECKPOINT_PAGES * (4096 + 24); /* the page size, and a frame's header */
+        off_t largest = 0;
         for (unsigned i = 0; store_checkpointer_pages_copied(c) == 0; i++) {
                 g_assert_cmpuint(i, <, 100000);
                 put_one_thread(s, ++tid);
+                largest = MAX(largest, wal_size(fx));
                 if (wal_size(fx) >= asked)
                         g_usleep(1000);
         }
-        /* Nothing copied it before the thread was asked to. */
-        g_assert_cmpint(wal_size(fx), >=, asked);
+        /* Nothing copied it before the thread was asked to: the log grew to the checkpoint size (once
+         * the thread has copied all of it, it starts the log again and cuts its file back). */
+        g_assert_cmpint(largest, >=, asked);
         g_assert_true(in_database_file(fx, 200001));
 
         c = store_checkpointer_free(c);
