@@ -9,6 +9,7 @@
  * start (checkpoint_restart()). */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 
 #include "core/sqlite-util.h"
@@ -46,17 +47,30 @@ static int checkpoint_round(StoreCheckpointer *c, bool *ret_complete, int *ret_c
         return 0;
 }
 
-/* Once all of the log is in the database, start it again from its start (and cut its file back): a
- * TRUNCATE checkpoint, which takes the write lock for as long as that takes (nothing is left to
- * copy; a commit that came meanwhile adds a few pages). The store's connection waits for it with its
- * busy timeout; this connection has none: while a commit holds the lock, it tries again a little
- * later, RESTART_TRIES times. */
+/* Once all of the log is in the database, start it again from its start: a RESTART checkpoint,
+ * which takes the write lock only to reset the log's header (nothing is left to copy; a commit
+ * that came meanwhile adds a few pages), so that commits overwrite the file from its start
+ * instead of growing it. A file larger than WAL_CUT_BYTES (after a large transaction: commits made
+ * during a checkpoint take it only a little past STORE_WAL_LIMIT_BYTES) is cut back to nothing
+ * with a TRUNCATE checkpoint instead, which holds the lock for the truncation
+ * (7-10 ms here). The store's connection waits for either with its busy timeout; this connection
+ * has none: while a commit holds the lock, it tries again a little later, RESTART_TRIES times. */
 #define RESTART_TRIES 20
 #define RESTART_RETRY_USEC 500
+#define WAL_CUT_BYTES (STORE_WAL_LIMIT_BYTES * 3 / 2)
+static bool wal_file_large(StoreCheckpointer *c) {
+        _cleanup_free_ char *wal = NULL;
+        struct stat st;
+        if (asprintf(&wal, "%s-wal", store_path(c->store)) < 0)
+                return false;
+        return stat(wal, &st) >= 0 && (uint64_t) st.st_size > WAL_CUT_BYTES;
+}
+
 static void checkpoint_restart(StoreCheckpointer *c) {
+        int mode = wal_file_large(c) ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_RESTART;
         for (unsigned i = 0; i < RESTART_TRIES; i++) {
                 int log_pages = 0, copied = 0;
-                int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log_pages, &copied);
+                int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, mode, &log_pages, &copied);
                 if (rc == SQLITE_OK) {
                         log_debug("Checkpoint: the log started again (%d pages copied last).", copied);
                         return;
