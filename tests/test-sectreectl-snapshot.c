@@ -244,7 +244,7 @@ static void break_format(json_t *doc) {
         json_object_set_new(doc, "format", json_string("not-a-snapshot"));
 }
 static void break_version(json_t *doc) {
-        json_object_set_new(doc, "version", json_integer(2));
+        json_object_set_new(doc, "version", json_integer(3));
 }
 static void break_parent(json_t *doc) {
         json_object_set_new(jpath(doc, "filters", 2), "parent", json_integer(99));

@@ -14,6 +14,7 @@
 
 #include "bus-client.h"
 #include "service/units.h"
+#include "snapshot/snapshot.h"
 #include "ctl-run.h"
 #include "tests-json.h"
 #include "tests-util.h"
@@ -324,6 +325,62 @@ static void test_scope_names(void) {
         }
 }
 
+/* Take a snapshot of child i, export it in format, read it back. */
+static Forest *snapshot_of(Fixture *fx, size_t i, const char *format, char **ret_path) {
+        g_autofree char *p = pid_str(fx, i), *dir = g_dir_make_tmp("sectree-units-XXXXXX", NULL);
+        g_autofree char *out = ctl_run_ok(&fx->b, CTL_ARGS("snapshot", p));
+        g_strstrip(out);
+        g_autofree char *path = g_strdup_printf("%s/snap.%s", dir, format), *format_arg = g_strdup_printf("--format=%s", format);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", out, path, format_arg)));
+        Forest *f = NULL;
+        g_autofree char *error = NULL;
+        if (snapshot_read_path(path, &f, &error) < 0)
+                g_error("reading the %s export: %s", format, error ? error : "?");
+        *ret_path = g_steal_pointer(&path);
+        return f;
+}
+
+static void remove_export(char *path) {
+        g_autofree char *dir = g_path_get_dirname(path);
+        unlink(path);
+        rmdir(dir);
+        g_free(path);
+}
+
+/* A snapshot records each process's unit, user unit and machine, in both formats (version 2), and
+ * show --file lists them. */
+static void test_snapshot(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        static const char *const formats[] = { "json", "sqlite" };
+        for (size_t k = 0; k < G_N_ELEMENTS(formats); k++) {
+                for (size_t i = 0; i < 3; i++) {
+                        char *path = NULL;
+                        _cleanup_(forest_freep) Forest *f = snapshot_of(fx, i, formats[k], &path);
+                        const Process *p = forest_find_process(f, fx->children[i].pid);
+                        g_assert_nonnull(p);
+                        if (i == 0) {
+                                g_assert_cmpstr(p->unit, ==, fx->unit);
+                                g_assert_null(p->user_unit);
+                                g_assert_null(p->machine);
+                                g_autofree char *file_arg = g_strdup_printf("--file=%s", path);
+                                g_autofree char *show = ctl_run_ok(&fx->b, CTL_ARGS("show", file_arg));
+                                g_autofree char *line = g_strdup_printf("             %s: 1 process\n", fx->unit);
+                                if (!strstr(show, "      Units: 1\n") || !strstr(show, line))
+                                        g_error("show %s lacks the unit:\n%s", file_arg, show);
+                        } else if (i == 1) {
+                                g_assert_cmpstr(p->unit, ==, "user@4242.service");
+                                g_assert_cmpstr(p->user_unit, ==, fx->user_unit);
+                                g_assert_null(p->machine);
+                        } else {
+                                g_assert_cmpstr(p->unit, ==, fx->machine_scope);
+                                g_assert_cmpstr(p->machine, ==, fx->machine);
+                        }
+                        remove_export(path);
+                }
+        }
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/units/scope-names", test_scope_names);
@@ -331,5 +388,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/units/ps", Fixture, NULL, fixture_setup, test_ps, fixture_teardown);
         g_test_add("/units/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         g_test_add("/units/units", Fixture, NULL, fixture_setup, test_units, fixture_teardown);
+        g_test_add("/units/snapshot", Fixture, NULL, fixture_setup, test_snapshot, fixture_teardown);
         return g_test_run();
 }

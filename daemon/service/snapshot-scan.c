@@ -6,6 +6,8 @@
 
 #include "observe/procinfo.h"
 #include "service/snapshots.h"
+#include "service/units.h"
+#include "snapshot/snapshot-units.h"
 #include "snapshot/snapshot-validate.h"
 
 #define SNAPSHOT_SCAN_ATTEMPTS 3
@@ -132,6 +134,21 @@ static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata)
         return r;
 }
 
+/* The units of p as its cgroup says now (ListProcessUnits' answer), made names a snapshot takes. A
+ * process gone since the scan keeps none. */
+static int record_units(Process *p) {
+        _cleanup_(process_unit_done) ProcessUnit u = { .owner = UNIT_OWNER_NONE };
+        _cleanup_free_ char *unit = NULL, *user_unit = NULL, *machine = NULL;
+        int r = process_unit_read(p->pid, &u);
+        if (r == -ESRCH)
+                return 0;
+        if (r < 0 || (r = snapshot_unit_name_clean(u.unit, &unit)) < 0 ||
+            (r = snapshot_unit_name_clean(u.user_unit, &user_unit)) < 0 ||
+            (r = snapshot_unit_name_clean(u.machine, &machine)) < 0)
+                return r;
+        return process_set_units(p, unit, user_unit, machine);
+}
+
 /* In the worker: scan, check that the caller may see all of it, and make it a snapshot. */
 int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) {
         _cleanup_(forest_freep) Forest *f = NULL;
@@ -159,6 +176,9 @@ int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) 
                 snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", hidden, root);
                 return -EACCES;
         }
+        for (size_t i = 0; i < f->n_processes; i++)
+                if ((r = record_units(f->processes[i])) < 0)
+                        return r;
         r = snapshot_info_set_name(&f->snapshot, j->name);
         if (r < 0)
                 return r;
