@@ -28,6 +28,11 @@ int policy_jobs_new(sd_event *event, PolicyJobs **ret) {
         return 0;
 }
 
+void policy_baseline_done(PolicyBaseline *b) {
+        free(b->insns);
+        *b = (PolicyBaseline) {};
+}
+
 PolicyJob *policy_job_free(PolicyJob *j) {
         if (!j)
                 return NULL;
@@ -39,6 +44,7 @@ PolicyJob *policy_job_free(PolicyJob *j) {
         free(j->chain);
         free(j->filter_ids);
         free(j->listeners);
+        policy_baseline_done(&j->baseline);
         audit_findings_done(&j->findings);
         who_can_plan_free(j->plan);
         policy_report_free(j->report);
@@ -220,9 +226,10 @@ static int get_policy_run(PolicyJob *j, const PolicyStop *stop) {
         return policy_report_new(s, &j->report);
 }
 
-/* Audit: a task in strict mode or without filters has nothing to audit. */
+/* Audit: a task in strict mode or without filters has nothing to audit. The baseline is a
+ * program of its own, decided as a chain of one. */
 static int audit_run(PolicyJob *j, const PolicyStop *stop) {
-        _cleanup_(policy_summary_freep) PolicySummary *s = NULL;
+        _cleanup_(policy_summary_freep) PolicySummary *s = NULL, *baseline = NULL;
         if (j->mode != TASK_MODE_FILTER)
                 return 0;
         fetch_missing(j->source, &j->wants, &j->arena);
@@ -231,7 +238,14 @@ static int audit_run(PolicyJob *j, const PolicyStop *stop) {
         int r = policy_summarize_stoppable(j->chain, j->n_chain, NULL, stop, &s);
         if (r < 0)
                 return r;
-        AuditInput in = { .chain = j->chain, .n = j->n_chain, .has_listener = j->listeners, .summary = s };
+        if (j->baseline.insns) {
+                ChainProgram p = { .insns = j->baseline.insns, .len = j->baseline.n };
+                r = policy_summarize_stoppable(&p, 1, NULL, stop, &baseline);
+                if (r < 0)
+                        return r;
+        }
+        AuditInput in = { .chain = j->chain, .n = j->n_chain, .has_listener = j->listeners, .summary = s,
+                          .baseline = baseline };
         return policy_audit(&in, &j->findings);
 }
 
