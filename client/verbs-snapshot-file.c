@@ -118,7 +118,8 @@ static int units_print(const Forest *f) {
         int r = unit_groups(f, &g, &n);
         if (r < 0)
                 return r;
-        printf("      Units: %zu%s\n", n, n == 0 ? " recorded" : "");
+        if (n > 0) /* none recorded (a version 1 snapshot, or no process in a unit): no line */
+                printf("      Units: %zu\n", n);
         for (size_t i = 0; i < n; i++)
                 print_unit_group(&g[i]);
         return 0;

@@ -14,6 +14,7 @@
 #include "bus-client.h"
 #include "bus-fixture.h"
 #include "ctl-run.h"
+#include "policy/policy-baseline.h"
 #include "policy-check.h"
 #include "policy-filters.h"
 #include "policy/policy-format.h"
@@ -474,7 +475,7 @@ static void test_audit(Fixture *fx, gconstpointer data) {
         uint32_t warch, wnr, action;
         bool no_arch = false, bypass = false;
         g_assert_cmpint(sd_bus_call_method(fx->bus, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE, "Audit", &error,
-                                           &reply, "u", (uint32_t) tid_of(fx, fx->twin1)), >=, 0);
+                                           &reply, "ua{sv}", (uint32_t) tid_of(fx, fx->twin1), 0), >=, 0);
         g_assert_cmpint(sd_bus_message_read(reply, "s", &mode), >=, 0);
         g_assert_cmpstr(mode, ==, "filter");
         g_assert_cmpint(sd_bus_message_read_array(reply, 't', &filters, &n_filters), >=, 0);
@@ -505,6 +506,111 @@ static void test_audit(Fixture *fx, gconstpointer data) {
         doc = tests_json_loads_u64(all);
         g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), >=, 6);
         json_decref(doc);
+}
+
+/* Audit(tid, options) over the bus: its findings' rules and calls, or the error's name and message. */
+static char **audit_call(Fixture *fx, uint32_t tid, const char *baseline, const char *option, char **ret_error) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        g_assert_cmpint(sd_bus_message_new_method_call(fx->bus, &call, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                       "Audit"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(call, "u", tid), >=, 0);
+        if (option)
+                g_assert_cmpint(sd_bus_message_append(call, "a{sv}", 1, option, "b", 1), >=, 0);
+        else if (baseline)
+                g_assert_cmpint(sd_bus_message_append(call, "a{sv}", 1, "baseline", "s", baseline), >=, 0);
+        else
+                g_assert_cmpint(sd_bus_message_append(call, "a{sv}", 0), >=, 0);
+        if (sd_bus_call(fx->bus, call, 0, &error, &reply) < 0) {
+                *ret_error = g_strdup_printf("%s: %s", error.name, error.message);
+                return NULL;
+        }
+        GPtrArray *found = g_ptr_array_new();
+        const char *mode, *rule, *sev, *arch, *sys, *message;
+        const void *filters, *args;
+        size_t n_filters, n_args;
+        int has;
+        uint32_t warch, wnr, action;
+        g_assert_cmpint(sd_bus_message_read(reply, "s", &mode), >=, 0);
+        g_assert_cmpint(sd_bus_message_read_array(reply, 't', &filters, &n_filters), >=, 0);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(sssssbuuatu)"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "sssssbuuatu") > 0) {
+                g_assert_cmpint(sd_bus_message_read(reply, "sssssbuu", &rule, &sev, &arch, &sys, &message, &has, &warch,
+                                                    &wnr), >=, 0);
+                g_assert_cmpint(sd_bus_message_read_array(reply, 't', &args, &n_args), >=, 0);
+                g_assert_cmpint(sd_bus_message_read(reply, "u", &action), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_ptr_array_add(found, g_strdup_printf("%s %s: %s", rule, sys, message));
+        }
+        g_ptr_array_add(found, NULL);
+        *ret_error = NULL;
+        return (char **) g_ptr_array_free(found, FALSE);
+}
+
+/* Audit() takes a baseline profile's text: the calls it denies that the chain allows are findings;
+ * a text that is no profile is InvalidArgs saying what is wrong. The client passes --baseline so,
+ * and a task that is not there is an error, not a silent nothing (the client asks the daemon, it
+ * does not look into /proc). */
+static void test_audit_bus(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        static const char profile[] = "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": [\"SCMP_ARCH_X86_64\"], "
+                                      "\"syscalls\": [{\"names\": [\"mount\"], \"action\": \"SCMP_ACT_ERRNO\"}]}";
+        uint32_t tid = (uint32_t) tid_of(fx, fx->twin1);
+        g_autofree char *error = NULL;
+        g_auto(GStrv) plain = audit_call(fx, tid, NULL, NULL, &error);
+        g_assert_null(error);
+        for (char **f = plain; *f; f++)
+                g_assert_false(g_str_has_prefix(*f, "baseline "));
+        g_auto(GStrv) with = audit_call(fx, tid, profile, NULL, &error);
+        g_assert_null(error);
+        bool mount = false;
+        for (char **f = with; *f; f++)
+                mount = mount || (g_str_has_prefix(*f, "baseline ") && strstr(*f, "mount"));
+        if (!mount) {
+                g_autofree char *all = g_strjoinv("; ", with);
+                g_error("no baseline finding for mount: %s", all);
+        }
+
+        static const struct {
+                const char *text, *option, *expect;
+        } bad[] = {
+                { "not json", NULL, "Invalid baseline profile: " },
+                { "{\"defaultAction\": \"SCMP_ACT_NOPE\"}", NULL, "Invalid baseline profile: " },
+                { "[]", NULL, "Invalid baseline profile: " },
+                { NULL, "frobnicate", "frobnicate" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+                g_auto(GStrv) none = audit_call(fx, tid, bad[i].text, bad[i].option, &error);
+                g_assert_null(none);
+                g_assert_true(g_str_has_prefix(error, "org.freedesktop.DBus.Error.InvalidArgs: "));
+                if (!strstr(error, bad[i].expect))
+                        g_error("%s: \"%s\" lacks \"%s\"", bad[i].text ?: bad[i].option, error, bad[i].expect);
+                g_clear_pointer(&error, g_free);
+        }
+        g_autofree char *huge = g_strnfill(POLICY_BASELINE_MAX_BYTES + 1, ' ');
+        g_auto(GStrv) none = audit_call(fx, tid, huge, NULL, &error);
+        g_assert_null(none);
+        g_assert_nonnull(strstr(error, "Invalid baseline profile: 1048577 bytes, more than the limit of 1048576"));
+        g_clear_pointer(&error, g_free);
+
+        /* the client sends --baseline=FILE's text */
+        g_autofree char *dir = g_dir_make_tmp("sectree-audit-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "profile.json", NULL), *arg = g_strdup_printf("--baseline=%s", path);
+        g_assert_true(g_file_set_contents(path, profile, -1, NULL));
+        g_autofree char *out = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", "--severity=info", arg, fx->pid[T_TWIN1]), &out,
+                                NULL), ==, 1);
+        json_t *doc = tests_json_loads_u64(out);
+        const json_t *finding = audit_finding(json_array_get(json_object_get(doc, "chains"), 0), "baseline", NULL);
+        g_assert_nonnull(finding);
+        g_assert_nonnull(strstr(json_string_value(json_object_get(finding, "message")), "mount"));
+        json_decref(doc);
+        unlink(path);
+        rmdir(dir);
+
+        /* a task that is not there */
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: No task 4194303", CTL_ARGS("audit", "4194303")));
 }
 
 /* ---- errors, and who sees what ---- */
@@ -813,6 +919,7 @@ int main(int argc, char **argv) {
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);
         g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
         g_test_add("/sectreectl-policy/audit", Fixture, NULL, fixture_setup, test_audit, fixture_teardown);
+        g_test_add("/sectreectl-policy/audit-bus", Fixture, NULL, fixture_setup, test_audit_bus, fixture_teardown);
         g_test_add("/sectreectl-policy/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
         g_test_add("/sectreectl-policy/methods", Fixture, NULL, fixture_setup, test_methods, fixture_teardown);
         g_test_add("/sectreectl-policy/methods-nobody", Fixture, NULL, fixture_setup, test_methods_nobody,
