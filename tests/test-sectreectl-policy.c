@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-client.h"
@@ -613,6 +614,145 @@ static void test_audit_bus(Fixture *fx, gconstpointer data) {
         g_free(ctl_run_fails(&fx->b, 2, "sectreectl: No task 4194303", CTL_ARGS("audit", "4194303")));
 }
 
+/* ---- the containers-common profile through crun ---- */
+
+/* The cgroup layout crun 1.8 refuses: a cgroup2 hierarchy beside v1 ones (hybrid) with a controller
+ * in it ("cgroups in hybrid mode not supported, drop all controllers from cgroupv2"). The
+ * container needs no cgroup (--cgroup-manager=disabled, no resources): crun runs in a mount
+ * namespace of its own where that hierarchy is unmounted, so it sees a v1 machine. */
+#define CRUN_UNIFIED "/sys/fs/cgroup/unified"
+
+/* config.json of a container running sleep from the host's read-only /usr, under profile (an
+ * OCI linux.seccomp object), with no cgroup and no resources. */
+static void crun_bundle(const char *dir, const char *profile) {
+        static const char *const dirs[] = { "usr", "bin", "lib", "lib64", "sbin", "etc", "proc", "dev", "tmp" };
+        g_autofree char *rootfs = g_build_filename(dir, "rootfs", NULL), *config = g_build_filename(dir, "config.json", NULL);
+        for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
+                g_autofree char *d = g_build_filename(rootfs, dirs[i], NULL);
+                g_assert_cmpint(g_mkdir_with_parents(d, 0755), ==, 0);
+        }
+        json_error_t e;
+        json_t *seccomp = json_loads(profile, 0, &e);
+        if (!seccomp)
+                g_error("policy --format=oci: %s", e.text);
+        json_t *mounts = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s, s, s]}]", "destination", "/proc", "type", "proc",
+                                   "source", "proc", "destination", "/dev", "type", "tmpfs", "source", "tmpfs", "options",
+                                   "nosuid", "strictatime", "mode=755");
+        for (size_t i = 0; i < 6; i++) {
+                g_autofree char *dest = g_strdup_printf("/%s", dirs[i]);
+                json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s, s]}", "destination", dest, "type", "bind",
+                                                        "source", dest, "options", "rbind", "ro"));
+        }
+        json_t *doc = json_pack("{s:s, s:{s:b, s:{s:i, s:i}, s:[s, s], s:s, s:[s], s:b}, s:{s:s, s:b}, s:s, s:o, "
+                                "s:{s:[{s:s}, {s:s}, {s:s}, {s:s}], s:o}}",
+                                "ociVersion", "1.0.2",
+                                "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", "/bin/sleep", "600",
+                                "cwd", "/", "env", "PATH=/usr/bin:/bin", "noNewPrivileges", 1,
+                                "root", "path", "rootfs", "readonly", 1,
+                                "hostname", "sectree-crun",
+                                "mounts", mounts,
+                                "linux", "namespaces", "type", "pid", "type", "mount", "type", "ipc", "type", "uts",
+                                "seccomp", seccomp);
+        g_assert_nonnull(doc);
+        g_assert_cmpint(json_dump_file(doc, config, JSON_INDENT(1)), ==, 0);
+        json_decref(doc);
+}
+
+/* Run argv; its exit status, its output in *out. */
+static int run_argv(const char *const *argv, char **out, char **err) {
+        int status;
+        g_autoptr(GError) error = NULL;
+        if (!g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, out, err, &status, &error))
+                g_error("%s: %s", argv[0], error->message);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+typedef struct CrunTask {
+        Fixture *fx;
+        const char *tid;
+} CrunTask;
+
+static bool crun_task_listed(void *userdata) {
+        CrunTask *t = userdata;
+        g_autofree char *out = NULL;
+        if (ctl_run(&t->fx->b, false, CTL_ARGS("--no-legend", "ps", t->tid), &out, NULL) != 0)
+                return false;
+        return strstr(out, "filter") != NULL;
+}
+
+static gint strcmp_ptr(gconstpointer a, gconstpointer b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The findings of audit --json as "rule syscall arch" lines, sorted. */
+static char *audit_lines(Fixture *fx, const char *tid) {
+        g_autofree char *out = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", "--severity=info", tid), &out, NULL), ==, 1);
+        json_t *doc = tests_json_loads_u64(out), *f;
+        GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+        size_t i;
+        json_array_foreach(json_object_get(json_array_get(json_object_get(doc, "chains"), 0), "findings"), i, f)
+                g_ptr_array_add(lines, g_strdup_printf("%s %s %s", json_string_value(json_object_get(f, "rule")),
+                                                       json_string_value(json_object_get(f, "syscall")) ?: "-",
+                                                       json_string_value(json_object_get(f, "architecture")) ?: "-"));
+        json_decref(doc);
+        g_ptr_array_sort(lines, strcmp_ptr);
+        g_ptr_array_add(lines, NULL);
+        char *joined = g_strjoinv("\n", (char **) lines->pdata);
+        g_ptr_array_free(lines, TRUE);
+        return joined;
+}
+
+/* containers-common's profile, as sectree exports it (policy --format=oci), run by crun: the
+ * container's task has a chain that decides every call as the original (policy-diff finds
+ * nothing) and audit says the same of both. */
+static void test_crun(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *crun = g_find_program_in_path("crun");
+        if (!crun) {
+                g_test_skip("crun is not installed (Debian package crun)");
+                return;
+        }
+        g_autofree char *profile = ctl_run_ok(&fx->b, CTL_ARGS("policy", "--format=oci", fx->pid[T_CONTAINER]));
+        g_autofree char *bundle = g_build_filename(fx->b.dir, "bundle", NULL), *state = g_build_filename(fx->b.dir, "crun", NULL);
+        g_autofree char *name = g_strdup_printf("sectree-test-%d", (int) getpid());
+        crun_bundle(bundle, profile);
+        /* the container keeps its stdio: not the test's pipes, or reading them never ends */
+        g_autofree char *log = g_build_filename(fx->b.dir, "crun.log", NULL);
+        g_autofree char *script = g_strdup_printf("if grep -qs ' %s cgroup2 ' /proc/self/mounts; then umount %s || exit 1; fi; "
+                                                  "exec %s --root=%s --cgroup-manager=disabled run -d --bundle=%s %s "
+                                                  "</dev/null >/dev/null 2>%s",
+                                                  CRUN_UNIFIED, CRUN_UNIFIED, crun, state, bundle, name, log);
+        const char *const run[] = { "unshare", "--mount", "--propagation=private", "sh", "-c", script, NULL };
+        if (run_argv(run, NULL, NULL) != 0) {
+                g_autofree char *why = NULL;
+                (void) g_file_get_contents(log, &why, NULL, NULL);
+                g_error("crun run: %s", why ? why : "?");
+        }
+        const char *const state_argv[] = { crun, "--root", state, "state", name, NULL };
+        g_autofree char *st = NULL;
+        g_assert_cmpint(run_argv(state_argv, &st, NULL), ==, 0);
+        json_t *sj = json_loads(st, 0, NULL);
+        g_autofree char *tid = g_strdup_printf("%d", (int) json_integer_value(json_object_get(sj, "pid")));
+        json_decref(sj);
+        CrunTask t = { fx, tid };
+        bool listed = tests_wait_for(crun_task_listed, &t, WAIT_MS);
+
+        if (listed) {
+                g_autofree char *same = NULL;
+                int diff = ctl_run(&fx->b, false, CTL_ARGS("policy-diff", fx->pid[T_CONTAINER], tid), &same, NULL);
+                g_autofree char *a = audit_lines(fx, fx->pid[T_CONTAINER]), *b = audit_lines(fx, tid);
+                if (diff != 0)
+                        g_error("policy-diff of the profile and crun's container (exit %d):\n%s", diff, same);
+                g_assert_cmpstr(a, ==, b);
+        }
+        const char *const del[] = { crun, "--root", state, "delete", "--force", name, NULL };
+        g_assert_cmpint(run_argv(del, NULL, NULL), ==, 0);
+        if (!listed)
+                g_error("the daemon does not list crun's container task %s with a filter", tid);
+}
+
 /* ---- errors, and who sees what ---- */
 
 static void test_errors(Fixture *fx, gconstpointer data) {
@@ -920,6 +1060,7 @@ int main(int argc, char **argv) {
         g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
         g_test_add("/sectreectl-policy/audit", Fixture, NULL, fixture_setup, test_audit, fixture_teardown);
         g_test_add("/sectreectl-policy/audit-bus", Fixture, NULL, fixture_setup, test_audit_bus, fixture_teardown);
+        g_test_add("/sectreectl-policy/crun", Fixture, NULL, fixture_setup, test_crun, fixture_teardown);
         g_test_add("/sectreectl-policy/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
         g_test_add("/sectreectl-policy/methods", Fixture, NULL, fixture_setup, test_methods, fixture_teardown);
         g_test_add("/sectreectl-policy/methods-nobody", Fixture, NULL, fixture_setup, test_methods_nobody,
