@@ -24,6 +24,7 @@ static const SignalSpec signal_specs[] = {
           { { "id", 't' }, { "parent", 't', true }, { "tid", 'u' }, { "pid", 'u' }, { "comm", 's' } } },
         { "TaskAdded", "uus", { { "tid", 'u' }, { "tgid", 'u' }, { "comm", 's' } } },
         { "TaskExited", "u", { { "tid", 'u' } } },
+        { "ProcessRenamed", "us", { { "pid", 'u' }, { "comm", 's' } } },
         { "Resynced", "s", { { "reason", 's' } } },
         { "SnapshotCreated", "tsu", { { "id", 't' }, { "name", 's', true }, { "owner_uid", 'u' } } },
         { "SnapshotDeleted", "t", { { "id", 't' } } },

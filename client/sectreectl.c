@@ -121,7 +121,8 @@ static const Verb verbs[] = {
           .usage = "[--pid=PID] [--comm=NAME]",
           .summary = "The daemon's signals as they come",
           .help = "One line per signal, with a local timestamp: FilterAttached, TaskAdded,\n"
-                  "TaskExited, Resynced, PropertiesChanged, SnapshotCreated, SnapshotDeleted, and\n"
+                  "TaskExited, ProcessRenamed (after an exec or a rename), Resynced,\n"
+                  "PropertiesChanged, SnapshotCreated, SnapshotDeleted, RestoreFinished, and\n"
                   "DaemonAppeared or DaemonVanished when org.sectree1 gets or loses its owner.\n"
                   "FilterAttached and TaskExited also say the task's process and name\n"
                   "(\"FilterAttached id=12 parent=none tid=4711 pid=4711 comm=worker\"); the\n"
@@ -133,7 +134,9 @@ static const Verb verbs[] = {
                   "                          thread PID), and Resynced, DaemonAppeared,\n"
                   "                          DaemonVanished\n"
                   "     --comm=NAME          Only the events of tasks whose name matches NAME, a\n"
-                  "                          shell glob; with --pid, both must match\n" },
+                  "                          shell glob, as the signal names them or as they\n"
+                  "                          are named since (ProcessRenamed); with --pid,\n"
+                  "                          both must match\n" },
         { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS, .run = verb_graph, .complete = "pids", .group = VERB_GROUP_LIVE,
           .usage = "[PID]\n--file=FILE [PID]",
           .summary = "The forest as a Graphviz graph (| dot -Tsvg)",

@@ -1,5 +1,5 @@
 /* task-names.c: what monitor knows of each task: its process and name, from ListTasks and the
- * daemon's TaskAdded and TaskExited signals */
+ * daemon's TaskAdded, TaskExited and ProcessRenamed signals */
 #include "task-names.h"
 
 #include "manager-calls.h"
@@ -35,6 +35,22 @@ int task_names_add(TaskNames *t, uint32_t tid, uint32_t pid, const char *comm) {
 
 void task_names_remove(TaskNames *t, uint32_t tid) {
         task_name_free(hashmap_remove(&t->by_tid, tid));
+}
+
+int task_names_rename(TaskNames *t, uint32_t pid, const char *comm) {
+        uint64_t key;
+        void *value;
+        for (size_t i = 0; hashmap_next(&t->by_tid, &i, &key, &value);) {
+                TaskName *x = value;
+                if (x->pid != pid || !x->comm)
+                        continue;
+                char *c = strdup(comm);
+                if (!c)
+                        return -ENOMEM;
+                free(x->comm);
+                x->comm = c;
+        }
+        return 0;
 }
 
 const TaskName *task_names_get(const TaskNames *t, uint32_t tid) {

@@ -1,5 +1,5 @@
 /* task-names.h: what monitor knows of each task: its process and name */
-/* From ListTasks and the daemon's TaskAdded and TaskExited signals. */
+/* From ListTasks and the daemon's TaskAdded, TaskExited and ProcessRenamed signals. */
 #pragma once
 
 #include <systemd/sd-bus.h>
@@ -24,4 +24,6 @@ int task_names_load(TaskNames *t, sd_bus *bus);
  * does not list. -ENOMEM. */
 int task_names_add(TaskNames *t, uint32_t tid, uint32_t pid, const char *comm);
 void task_names_remove(TaskNames *t, uint32_t tid);
+/* Process pid has a new name: every known thread of it takes it. -ENOMEM. */
+int task_names_rename(TaskNames *t, uint32_t pid, const char *comm);
 const TaskName *task_names_get(const TaskNames *t, uint32_t tid);

@@ -6,8 +6,6 @@
 
 #include <fnmatch.h>
 
-#define TASK_COMM_LEN 16
-
 #include "bus.h"
 #include "core/escape.h"
 #include "ctl-log.h"
@@ -67,21 +65,6 @@ static bool signal_names_task(const char *signal) {
         return streq(signal, "TaskAdded") || streq(signal, "FilterAttached");
 }
 
-/* The task's name now, from /proc (the name after an exec or a rename, which no signal tells):
- * the names are kept current with it. t as it was where /proc does not say (the task is gone). */
-static const TaskName *task_name_refresh(Monitor *m, const TaskName *t) {
-        char path[64], comm[TASK_COMM_LEN + 1];
-        snprintf(path, sizeof(path), "/proc/%" PRIu32 "/task/%" PRIu32 "/comm", t->pid, t->tid);
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        if (!f || !fgets(comm, sizeof(comm), f))
-                return t;
-        comm[strcspn(comm, "\n")] = 0;
-        uint32_t tid = t->tid;
-        if (streq(comm, t->comm) || task_names_add(&m->names, tid, t->pid, comm) < 0)
-                return t;
-        return task_names_get(&m->names, tid);
-}
-
 /* The task an event is about: as the signal names it, or as the names say for a TaskExited.
  * ListTasks is asked again for a tid not known yet; NULL if the daemon does not list it either. */
 static const TaskName *event_task(Monitor *m, const char *signal, json_t *o) {
@@ -99,7 +82,7 @@ static const TaskName *event_task(Monitor *m, const char *signal, json_t *o) {
                 if (!t) /* not listed (gone, or not ours to see): do not ask again for it */
                         (void) task_names_add(&m->names, tid, 0, NULL);
         }
-        return t && t->comm ? task_name_refresh(m, t) : NULL;
+        return t && t->comm ? t : NULL;
 }
 
 /* TaskExited: add the task's process and name, " pid=4711 comm=worker" and
@@ -120,7 +103,8 @@ static int add_task_fields(const TaskName *t, char **text, json_t *o) {
 }
 
 /* --pid, --comm and --subtree: is this event about a task in that process, of that name (as the
- * signal says or as it is now, after an exec), in that subtree? Events about no task pass when they concern every view (Resynced, the daemon's
+ * signal says, or as it is now after an exec or a rename: ProcessRenamed keeps the names), in that
+ * subtree? Events about no task pass when they concern every view (Resynced, the daemon's
  * appearance), not otherwise (PropertiesChanged counts, snapshots). */
 static bool event_wanted(Monitor *m, const char *signal, const char *signal_comm, const TaskName *t,
                          bool about_task) {
@@ -139,10 +123,29 @@ static bool event_wanted(Monitor *m, const char *signal, const char *signal_comm
                (signal_comm && fnmatch(c->comm, signal_comm, 0) == 0);
 }
 
+/* ProcessRenamed: the process's threads take the new name. --comm passes it for the name it had
+ * as well as for the new one. */
+static int process_renamed_step(Monitor *m, json_t *o, bool *ret_wanted) {
+        uint32_t pid = (uint32_t) json_integer_value(json_object_get(o, "pid"));
+        const char *comm = json_string_value(json_object_get(o, "comm")) ?: "";
+        const TaskName *t = task_names_get(&m->names, pid);
+        bool known = t && t->comm;
+        _cleanup_free_ char *was = known ? strdup(t->comm) : NULL;
+        if (known && !was)
+                return log_oom();
+        int r = known ? task_names_rename(&m->names, pid, comm) : task_names_add(&m->names, pid, pid, comm);
+        if (r < 0)
+                return log_oom();
+        *ret_wanted = event_wanted(m, "ProcessRenamed", was, task_names_get(&m->names, pid), true);
+        return 0;
+}
+
 /* Annotate the event with its task, say whether it passes the filters, and keep the names
  * current. */
 static int event_task_step(Monitor *m, char **text, json_t *o, bool *ret_wanted) {
         const char *signal = json_string_value(json_object_get(o, "signal")) ?: "";
+        if (streq(signal, "ProcessRenamed"))
+                return process_renamed_step(m, o, ret_wanted);
         bool about_task = streq(signal, "TaskAdded") || streq(signal, "FilterAttached") || streq(signal, "TaskExited");
         const TaskName *t = about_task ? event_task(m, signal, o) : NULL;
         if (!signal_names_task(signal) && about_task && add_task_fields(t, text, o) < 0)

@@ -251,7 +251,8 @@ static void test_startup(void) {
         scenario_free(s);
 }
 
-/* A signal as a line "Member arg..." (the tid, or Resynced's reason). */
+/* A signal as a line "Member arg..." (the tid, ProcessRenamed's pid and name, or Resynced's
+ * reason). */
 static char *signal_line(sd_bus_message *m) {
         const char *member = sd_bus_message_get_member(m);
         GString *line = g_string_new(member);
@@ -264,6 +265,11 @@ static char *signal_line(sd_bus_message *m) {
                 uint32_t tid;
                 if (sd_bus_message_read(m, "u", &tid) > 0)
                         g_string_append_printf(line, " %u", tid);
+        } else if (streq(member, "ProcessRenamed")) {
+                uint32_t pid;
+                const char *comm;
+                if (sd_bus_message_read(m, "us", &pid, &comm) > 0)
+                        g_string_append_printf(line, " %u %s", pid, comm);
         } else if (streq(member, "Resynced")) {
                 const char *reason;
                 if (sd_bus_message_read(m, "s", &reason) > 0)
@@ -350,6 +356,7 @@ static void test_live_updates(void) {
         g_assert_cmpint(scenario_exit(s, t2), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskExited %d", scenario_task(s, t2)->tid);
         g_assert_cmpint(scenario_exec_sleep(s, c), ==, 0);
+        bus_signal_log_assert(&log, bus, "ProcessRenamed %d sleep", scenario_task(s, c)->tid);
         assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         g_assert_cmpint(scenario_exit(s, c), ==, 0);
         bus_signal_log_assert(&log, bus, "TaskExited %d", scenario_task(s, c)->tid);

@@ -567,6 +567,30 @@ static void test_replace(void) {
         live_changes_done(&c);
 }
 
+static Forest *named_forest(const char *comm) {
+        Forest *f = scan_forest(1, 0);
+        strncpy(forest_find_process(f, 100)->comm, comm, sizeof(((Process *) NULL)->comm));
+        return f;
+}
+
+/* A full pass that finds a process under another name announces the rename (ProcessRenamed), and
+ * nothing when the name is the same. */
+static void test_replace_rename(void) {
+        g_autoptr(Live) l = NULL;
+        g_assert_cmpint(live_new(named_forest("worker"), &l), ==, 0);
+        LiveChanges c = {};
+        g_assert_cmpint(live_replace(l, named_forest("worker"), true, &c), ==, 0);
+        ASSERT_TYPES(&c, "replaced");
+        live_changes_clear(&c);
+        g_assert_cmpint(live_replace(l, named_forest("sleep"), true, &c), ==, 0);
+        ASSERT_TYPES(&c, "replaced process-updated");
+        g_assert_true(c.changes[1].announce_only);
+        g_assert_cmpint(c.changes[1].tgid, ==, 100);
+        g_assert_cmpstr(c.changes[1].comm, ==, "sleep");
+        g_assert_cmpstr(c.changes[1].old.comm, ==, "worker");
+        live_changes_done(&c);
+}
+
 /* A batch owns copies of what its events point to. */
 static void test_batch_copies(void) {
         LiveBatch b = {};
@@ -832,6 +856,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/live/listener-events", test_listener_events);
         g_test_add_func("/live/apply-fitting-undoes-one", test_apply_fitting_undoes_one);
         g_test_add_func("/live/replace", test_replace);
+        g_test_add_func("/live/replace/rename", test_replace_rename);
         g_test_add_func("/live/batch-copies", test_batch_copies);
         g_test_add_func("/live/random-rollback", test_random_rollback);
         g_test_add_func("/live/budget-events", test_budget_events);

@@ -379,8 +379,9 @@ static pid_t start_tracer(pid_t tracee, bool flap) {
         g_assert_cmpint(pid, >=, 0);
         if (pid == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (ptrace(PTRACE_SEIZE, tracee, NULL, NULL) < 0)
-                        _exit(2);
+                while (ptrace(PTRACE_SEIZE, tracee, NULL, NULL) < 0) /* EPERM: the daemon's pass holds it now */
+                        if (errno != EPERM)
+                                _exit(2);
                 (void) !write(ready[1], "x", 1);
                 while (flap) {
                         int status;

@@ -1827,8 +1827,11 @@ static GStrv monitor_lines_until(Monitor *m, const char *until) {
         g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
         for (;;) {
                 char *l = tests_read_line(m->out, m->buf, end);
-                if (!l)
-                        g_error("monitor: no line with '%s' within %d ms", until, WAIT_MS);
+                if (!l) {
+                        g_ptr_array_add(lines, NULL);
+                        g_autofree char *seen = g_strjoinv("\n  ", (char **) lines->pdata);
+                        g_error("monitor: no line with '%s' within %d ms; it printed:\n  %s", until, WAIT_MS, seen);
+                }
                 g_ptr_array_add(lines, l);
                 if (strstr(l, until))
                         break;
@@ -1950,12 +1953,15 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         monitor_stop(&by_subtree);
 }
 
-/* --comm matches the name after an exec: the monitor reads the FilterAttached of x only after x
- * exec'd sleep, and keeps it for --comm=sleep though the signal names x as it was. */
+/* --comm matches the name after an exec, as the daemon's ProcessRenamed tells it (not /proc, which
+ * the monitor may read after x is gone): read late, the monitor still names x's exit "sleep". The
+ * FilterAttached before the exec names x as it was: --comm=sleep leaves it out, --comm=COMM keeps
+ * it; both keep the rename (its old name and its new one). */
 static void test_monitor_comm_after_exec(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
         Monitor m = monitor_start_args((const char *const[]) { "monitor", "--comm=sleep", NULL });
+        Monitor was = monitor_start_args((const char *const[]) { "monitor", "--comm=" COMM, NULL });
         g_assert_cmpint(kill(m.pid, SIGSTOP), ==, 0);
         ScenarioTask x = scenario_fork(fx->s, fx->root);
         g_assert_cmpint(x, >=, 0);
@@ -1965,13 +1971,20 @@ static void test_monitor_comm_after_exec(Fixture *fx, gconstpointer data) {
         size_t n = build_filter(f, r, G_N_ELEMENTS(r));
         g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
         g_assert_cmpint(scenario_exec_sleep(fx->s, x), ==, 0);
-        g_assert_cmpint(kill(m.pid, SIGCONT), ==, 0);
         g_autofree char *attached = g_strdup_printf("parent=none tid=%s pid=%s comm=" COMM, xpid, xpid);
-        g_auto(GStrv) lines = monitor_lines_until(&m, attached);
+        g_autofree char *renamed = g_strdup_printf("ProcessRenamed pid=%s comm=sleep", xpid);
+        g_auto(GStrv) before = monitor_lines_until(&was, attached);
+        g_auto(GStrv) rename_seen = monitor_lines_until(&was, renamed);
         g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
         g_autofree char *exited = g_strdup_printf("TaskExited tid=%s pid=%s comm=sleep", xpid, xpid);
+        g_assert_cmpint(kill(m.pid, SIGCONT), ==, 0); /* x is gone: only the signals can name it */
+        g_auto(GStrv) lines = monitor_lines_until(&m, renamed);
+        for (char **l = lines; *l; l++)
+                if (strstr(*l, attached))
+                        g_error("monitor --comm=sleep shows the FilterAttached of x named " COMM ": '%s'", *l);
         g_auto(GStrv) more = monitor_lines_until(&m, exited);
         monitor_stop(&m);
+        monitor_stop(&was);
 }
 
 /* FilterAttached names its installer itself: a monitor that reads it only after the installer

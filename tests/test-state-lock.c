@@ -12,8 +12,8 @@
 #include "tests-util.h"
 
 /* Run sectreed with args (bounded: a daemon that is not refused would run on) and return its
- * exit status; *err gets its stderr. */
-static int run_sectreed(const char *const *args, char **err) {
+ * exit status; *out (when not NULL) gets its stdout, *err its stderr. */
+static int run_sectreed(const char *const *args, char **out, char **err) {
         g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
         g_ptr_array_add(argv, g_strdup("timeout"));
         g_ptr_array_add(argv, g_strdup("30"));
@@ -21,7 +21,7 @@ static int run_sectreed(const char *const *args, char **err) {
         for (const char *const *a = args; *a; a++)
                 g_ptr_array_add(argv, g_strdup(*a));
         g_ptr_array_add(argv, NULL);
-        return tests_run_capture((char **) argv->pdata, NULL, err);
+        return tests_run_capture((char **) argv->pdata, out, err);
 }
 
 static void rescan_ok(void) {
@@ -37,7 +37,8 @@ static void test_second_refused(void) {
                 return;
         g_autofree char *state_arg = g_strdup_printf("--state-dir=%s", b.state_dir);
         g_autofree char *err = NULL;
-        int status = run_sectreed((const char *const[]) { state_arg, NULL }, &err);
+        g_autofree char *out = NULL;
+        int status = run_sectreed((const char *const[]) { state_arg, NULL }, &out, &err);
         g_test_message("second sectreed: status %d, stderr: %s", status, err);
         g_assert_cmpint(status, ==, 1);
         g_autofree char *want = g_strdup_printf("The state directory %s is in use by another sectreed (pid %d)",
@@ -51,8 +52,11 @@ static void test_second_refused(void) {
 
         /* scan reads the forest once and needs no lock */
         g_autofree char *root = g_strdup_printf("--root=%d", (int) getpid());
-        g_autofree char *scan_err = NULL;
-        g_assert_cmpint(run_sectreed((const char *const[]) { "scan", root, state_arg, NULL }, &scan_err), ==, 0);
+        g_autofree char *scan_out = NULL, *scan_err = NULL;
+        g_assert_cmpint(run_sectreed((const char *const[]) { "scan", root, state_arg, NULL }, &scan_out, &scan_err), ==, 0);
+        g_autofree char *me = g_strdup_printf("test-state-lock[%d]", (int) getpid());
+        if (!strstr(scan_out, me))
+                g_error("sectreed scan --root=%d does not list '%s':\n%s", (int) getpid(), me, scan_out);
 
         /* the lock goes with its holder, even a killed one: the next daemon starts */
         g_assert_cmpint(bus_fixture_stop_daemon(&b, SIGKILL), ==, 128 + SIGKILL);

@@ -435,6 +435,7 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("t", id, "t", parent, "u", tid, "u", pid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskAdded", SD_BUS_ARGS("u", tid, "u", tgid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("TaskExited", SD_BUS_ARGS("u", tid), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("ProcessRenamed", SD_BUS_ARGS("u", pid, "s", comm), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Resynced", SD_BUS_ARGS("s", reason), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SnapshotCreated", SD_BUS_ARGS("t", id, "s", name, "u", owner_uid), 0),
         SD_BUS_SIGNAL_WITH_ARGS("SnapshotDeleted", SD_BUS_ARGS("t", id), 0),
@@ -479,6 +480,17 @@ static int send_task_exited(ManagerBus *b, pid_t tid) {
         return emit(b, "TaskExited", "u", (uint32_t) tid);
 }
 
+/* A process update that changed the name (an exec, or its main thread's PR_SET_NAME); its other
+ * updates (parent, ids, executable) are not signalled. */
+static int send_process_renamed(ManagerBus *b, const LiveChange *x) {
+        if (strncmp(x->old.comm, x->comm, sizeof(x->comm)) == 0)
+                return 0;
+        _cleanup_free_ char *valid = comm_for_bus(x->comm);
+        if (!valid)
+                return -ENOMEM;
+        return emit(b, "ProcessRenamed", "us", (uint32_t) x->tgid, valid);
+}
+
 static void on_snapshot_created(void *userdata, uint64_t id, const char *name, uid_t owner) {
         (void) emit(userdata, "SnapshotCreated", "tsu", id, name ?: "", (uint32_t) owner);
 }
@@ -513,6 +525,8 @@ static int announce_change(ManagerBus *b, const LiveChange *x) {
                 return send_task_added(b, x->tid, x->tgid, x->comm);
         case LIVE_TASK_EXITED:
                 return send_task_exited(b, x->tid);
+        case LIVE_PROCESS_UPDATED:
+                return send_process_renamed(b, x);
         case LIVE_FILTER_ATTACHED:
                 return send_filter_attached(b, x->filter_id, x->parent_id, x->tid, x->tgid, x->comm);
         default:

@@ -70,6 +70,7 @@ static int process_update(Live *l, LiveChanges *c, Process *p, const LiveProcess
         TAKE_PTR(exe);
         LiveChange *x = live_change_push(c, LIVE_PROCESS_UPDATED);
         x->tgid = p->pid;
+        memcpy(x->comm, p->comm, sizeof(x->comm));
         x->old = old;
         x->exe_changed = old.exe != p->exe;
         if (!x->exe_changed)

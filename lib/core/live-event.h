@@ -103,7 +103,7 @@ typedef struct LiveChange {
         bool announce_only; /* a difference a full pass made, for the signals: LIVE_REPLACED undoes it */
         pid_t tid, tgid;    /* task changes: the thread; process changes: tgid; FILTER_ATTACHED: the installer */
         uint64_t filter_id, parent_id; /* filter changes */
-        char comm[16];      /* TASK_ADDED, FILTER_ATTACHED: what to announce */
+        char comm[16];      /* TASK_ADDED, FILTER_ATTACHED, PROCESS_UPDATED (the name now): what to announce */
         bool new_filter;    /* FILTER_ATTACHED */
         /* What it replaced, for live_rollback(), and what it holds until the changes are cleared: */
         Task old_task;             /* TASK_UPDATED, TASK_EXITED */

@@ -117,6 +117,18 @@ static int announce_new_filters(LiveChanges *c, const Forest *old, const Process
         return 0;
 }
 
+/* A process of both forests (the same one: its start time) that has another name in new. */
+static int announce_rename(LiveChanges *c, const Forest *old, const Process *p) {
+        const Process *was = forest_find_process(old, p->pid);
+        if (!was || was->start_time != p->start_time || strncmp(was->comm, p->comm, sizeof(p->comm)) == 0)
+                return 0;
+        int r = announce(c, LIVE_PROCESS_UPDATED, p->pid, p->pid, p->comm);
+        if (r < 0)
+                return r;
+        memcpy(c->changes[c->n - 1].old.comm, was->comm, sizeof(was->comm));
+        return 0;
+}
+
 /* What signals say about a full pass that replaced old with new (linked). */
 static int announce_differences(LiveChanges *c, const Forest *old, const Forest *new) {
         _cleanup_(hashmap_deinit) Hashmap done = {};
@@ -131,6 +143,8 @@ static int announce_differences(LiveChanges *c, const Forest *old, const Forest 
                 }
         for (size_t i = 0; i < new->n_processes; i++) {
                 const Process *p = new->processes[i];
+                if ((r = announce_rename(c, old, p)) < 0)
+                        return r;
                 for (size_t j = 0; j < p->n_threads; j++) {
                         const Task *t = &p->threads[j];
                         if (!forest_has_thread(old, p->pid, t) &&
