@@ -37,10 +37,11 @@ typedef enum PolicyJobKind {
         POLICY_JOB_AUDIT, /* GetPolicy's question, answered with policy_audit() */
 } PolicyJobKind;
 
-/* Audit's baseline profile, built (policy_baseline_build()): its program, summarized in the worker. */
+/* Audit's baseline profile: its JSON text as the caller sent it, built (policy_baseline_build())
+ * and decided in the worker; what is wrong with a text that is no profile. */
 typedef struct PolicyBaseline {
-        struct sock_filter *insns; /* NULL: none */
-        size_t n;
+        char *text; /* NULL: none */
+        char *error; /* set by the worker when the text is refused (the job's r is then -EINVAL) */
 } PolicyBaseline;
 void policy_baseline_done(PolicyBaseline *b);
 
