@@ -243,9 +243,11 @@ static int audit_live_chain(Context *c, AuditRun *a, AuditChain *ch, bool asked)
         _cleanup_(task_audit_reply_done) TaskAuditReply reply = {};
         sd_bus *bus;
         int r = context_bus(c, &bus);
-        for (size_t i = 0; r >= 0 && i < ch->n_tids; i++)
-                if ((r = manager_audit(bus, ch->tids[i], a->baseline_text, &reply)) != -ESRCH)
-                        break;
+        if (r < 0)
+                return r;
+        r = -ESRCH;
+        for (size_t i = 0; r == -ESRCH && i < ch->n_tids; i++)
+                r = manager_audit(bus, ch->tids[i], a->baseline_text, &reply);
         if (r == -ESRCH && asked)
                 return ctl_error_errno(r, "No task %" PRIu32 " (or not one you may see).", ch->tids[0]);
         if (r < 0)
