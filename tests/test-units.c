@@ -375,6 +375,18 @@ static void test_snapshot(Fixture *fx, gconstpointer data) {
                         } else {
                                 g_assert_cmpstr(p->unit, ==, fx->machine_scope);
                                 g_assert_cmpstr(p->machine, ==, fx->machine);
+                                /* imported back, stored and exported again: the units stay */
+                                g_autofree char *id = ctl_run_ok(&fx->b, CTL_ARGS("import", path));
+                                g_strstrip(id);
+                                g_autofree char *again = g_strdup_printf("%s.again.json", path);
+                                g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", id, again)));
+                                _cleanup_(forest_freep) Forest *g = NULL;
+                                g_assert_cmpint(snapshot_read_path(again, &g, NULL), ==, 0);
+                                const Process *q = forest_find_process(g, fx->children[i].pid);
+                                g_assert_nonnull(q);
+                                g_assert_cmpstr(q->unit, ==, fx->machine_scope);
+                                g_assert_cmpstr(q->machine, ==, fx->machine);
+                                unlink(again);
                         }
                         remove_export(path);
                 }
