@@ -13,16 +13,53 @@ static const char *error_hint(const sd_bus_error *error) {
         return "";
 }
 
+/* What the user asked for, as systemctl says it ("Failed to start ..."), by the method that failed. */
+static const struct {
+        const char *method, *action;
+} method_actions[] = {
+        { "ListTasks", "list the tasks" },
+        { "ListStaleTasks", "list the stale tasks" },
+        { "ListFilters", "list the filters" },
+        { "ListListeners", "list the listeners" },
+        { "ListSubtree", "list the subtree" },
+        { "ListSubtreeProcesses", "list the subtree's processes" },
+        { "ListProcessUnits", "list the processes' units" },
+        { "GetFilter", "get the filter" },
+        { "GetTaskChain", "get the task's chain" },
+        { "GetPolicy", "get the task's policy" },
+        { "WhoCan", "ask who can make the call" },
+        { "Audit", "audit the task" },
+        { "Rescan", "rescan" },
+        { "CreateSnapshot", "take the snapshot" },
+        { "ListSnapshots", "list the snapshots" },
+        { "DeleteSnapshot", "delete the snapshot" },
+        { "ImportSnapshot", "import the snapshot" },
+        { "ExportSnapshot", "export the snapshot" },
+        { "Restore", "restore the snapshot" },
+        { "ListRestores", "list the restores" },
+        { "ReleaseRestore", "release the restore" },
+};
+
+/* "call METHOD" names what the user asked for; any other what is kept. */
+static const char *error_action(const char *what) {
+        const char *method = strncmp(what, "call ", 5) == 0 ? what + 5 : NULL;
+        for (size_t i = 0; method && i < ELEMENTSOF(method_actions); i++)
+                if (streq(method, method_actions[i].method))
+                        return method_actions[i].action;
+        return what;
+}
+
 int bus_log_error(int r, const sd_bus_error *error, const char *what) {
         if (sd_bus_error_is_set(error)) {
-                /* the message may quote a process's name */
-                _cleanup_free_ char *name = str_escape(error->name),
-                                    *message = str_escape(error->message ? error->message : "(no message)");
-                if (!name || !message)
+                /* the message may quote a process's name; the error's name is for programs (busctl
+                 * shows it), the message for the user */
+                _cleanup_free_ char *message = str_escape(error->message ? error->message : error->name);
+                if (!message)
                         return log_oom();
-                return log_error_errno(r, "sectreectl: %s: %s%s", name, message, error_hint(error));
+                return log_error_errno(r, "sectreectl: Failed to %s: %s%s", error_action(what), message,
+                                       error_hint(error));
         }
-        return ctl_error_errno(r, "Failed to %s: %m", what);
+        return ctl_error_errno(r, "Failed to %s: %m", error_action(what));
 }
 
 int bus_log_parse_error(int r, const char *method) {

@@ -7,8 +7,9 @@
 #define SECTREE_OBJECT_PATH "/org/sectree1"
 #define SECTREE_MANAGER_INTERFACE "org.sectree1.Manager"
 
-/* Log a failed call on one line: "sectreectl: NAME: message" for a D-Bus error, otherwise
- * "sectreectl: Failed to <what>: <strerror>". Returns r (negative). */
+/* Log a failed call on one line, as systemctl does: "sectreectl: Failed to <what>: <message>", the
+ * D-Bus error's message (its name only when it has none), else strerror(r). A what of "call
+ * METHOD" is said as what the user asked for ("list the tasks"). Returns r (negative). */
 int bus_log_error(int r, const sd_bus_error *error, const char *what);
 
 /* Log a failure to parse a reply of method. Returns r. */

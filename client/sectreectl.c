@@ -137,7 +137,7 @@ static const Verb verbs[] = {
                   "                          shell glob, as the signal names them or as they\n"
                   "                          are named since (ProcessRenamed); with --pid,\n"
                   "                          both must match\n" },
-        { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS, .run = verb_graph, .complete = "pids", .group = VERB_GROUP_LIVE,
+        { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS | VERB_ALL, .run = verb_graph, .complete = "pids", .group = VERB_GROUP_LIVE,
           .usage = "[PID]\n--file=FILE [PID]",
           .summary = "The forest as a Graphviz graph (| dot -Tsvg)",
           .help = "Drawn left to right: root filters on the left, each filter with an arrow to the\n"

@@ -20,19 +20,92 @@ void complete_print_word(const char *word, const char *description) {
         printf("%s\t%s\n", word, d ? d : "");
 }
 
-/* The processes the daemon lists (their threads are in filter or strict mode), by pid. */
-static int complete_pids(Context *c, bool threads) {
-        _cleanup_(task_list_done) TaskList l = {};
-        int r = context_list_tasks(c, &l);
+/* With more pids or tids than this matching what is typed, none are offered (as systemd's
+ * completions do): a list that long helps nobody, and the shell would ask before showing it. */
+#define COMPLETE_TASKS_MAX 1000
+
+/* A pid (or tid) that may be offered, with the comm of its task (from ListTasks' reply). */
+typedef struct TaskWord {
+        uint32_t id;
+        bool leader; /* the task is its process's leader: its comm names the process */
+        const char *comm;
+} TaskWord;
+
+static int task_word_cmp(const void *a, const void *b) {
+        const TaskWord *x = a, *y = b;
+        if (x->id != y->id)
+                return x->id < y->id ? -1 : 1;
+        return (int) y->leader - (int) x->leader; /* the leader first */
+}
+
+static bool word_has_prefix(uint32_t id, const char *prefix) {
+        char word[16];
+        snprintf(word, sizeof(word), "%" PRIu32, id);
+        return strncmp(word, prefix, strlen(prefix)) == 0;
+}
+
+/* The ids (tids, or pids with threads false) of ListTasks' reply that begin with prefix, unsorted,
+ * repeated where a process has several threads listed; comm points into the reply. */
+static int read_task_words(sd_bus_message *reply, bool threads, const char *prefix, TaskWord **ret, size_t *ret_n) {
+        _cleanup_free_ TaskWord *words = NULL;
+        size_t n = 0, allocated = 0;
+        uint32_t tid, tgid, ppid, depth;
+        uint64_t head;
+        const char *comm, *mode;
+        int r = sd_bus_message_enter_container(reply, 'a', "(uuusstu)");
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < l.n; i++) {
-                const TaskRecord *t = &l.items[i];
-                if (!threads && t->tid != t->tgid && i > 0 && l.items[i - 1].tgid == t->tgid)
-                        continue; /* one line per process (the list is by tgid, then tid) */
+        while ((r = sd_bus_message_read(reply, "(uuusstu)", &tid, &tgid, &ppid, &comm, &mode, &head, &depth)) > 0) {
+                uint32_t id = threads ? tid : tgid;
+                if (!word_has_prefix(id, prefix))
+                        continue;
+                if (GROW(words, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                words[n++] = (TaskWord) { .id = id, .leader = tid == tgid, .comm = comm };
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(words);
+        *ret_n = n;
+        return sd_bus_message_exit_container(reply);
+}
+
+/* Keeps the first of each id (sorted: its leader's where listed); returns how many are left. */
+static size_t task_words_unique(TaskWord *words, size_t n) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (k == 0 || words[k - 1].id != words[i].id)
+                        words[k++] = words[i];
+        return k;
+}
+
+/* The processes the daemon lists (their threads are in filter or strict mode), by pid, or their
+ * threads by tid, whose number begins with prefix: from one ListTasks call, none when more than
+ * COMPLETE_TASKS_MAX match. */
+static int complete_pids(Context *c, bool threads, const char *prefix) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ TaskWord *words = NULL;
+        size_t n = 0;
+        sd_bus *bus;
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = bus_call_manager(bus, "ListTasks", &reply, "");
+        if (r < 0)
+                return r;
+        r = read_task_words(reply, threads, prefix ? prefix : "", &words, &n);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return bus_log_parse_error(r, "ListTasks");
+        qsort_safe(words, n, sizeof(TaskWord), task_word_cmp);
+        n = task_words_unique(words, n);
+        if (n > COMPLETE_TASKS_MAX)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
                 char word[16];
-                snprintf(word, sizeof(word), "%" PRIu32, threads ? t->tid : t->tgid);
-                complete_print_word(word, t->comm);
+                snprintf(word, sizeof(word), "%" PRIu32, words[i].id);
+                complete_print_word(word, words[i].comm);
         }
         return 0;
 }
@@ -114,9 +187,9 @@ static int complete_syscalls(const char *arch_name) {
 int complete_words(Context *c, const char *kind, const char *arg) {
         int r;
         if (streq(kind, "pids"))
-                r = complete_pids(c, false);
+                r = complete_pids(c, false, arg);
         else if (streq(kind, "tids"))
-                r = complete_pids(c, true);
+                r = complete_pids(c, true, arg);
         else if (streq(kind, "filters"))
                 r = complete_filters(c);
         else if (streq(kind, "snapshots"))
@@ -148,6 +221,7 @@ typedef struct CommandLine {
         size_t n_args;
         bool after_dashdash;
         const char *arch, *file, *value_of; /* value_of: the option whose value the current word is */
+        const char *current;                /* the word completed, as typed so far */
 } CommandLine;
 
 static const struct option *find_option(const CompleteTables *t, const char *word, size_t len) {
@@ -267,7 +341,7 @@ static int complete_value(Context *c, const CommandLine *l, const char *option, 
                 if (!export)
                         complete_print_word("oci", "OCI runtime-spec linux.seccomp (policy)");
         } else if ((strncmp(option, "pid", len) == 0 && len == 3) || (strncmp(option, "like", len) == 0 && len == 4))
-                return complete_words(c, "tids", NULL);
+                return complete_words(c, "tids", value);
         else if (strncmp(option, "exec", len) == 0 && len == 4)
                 return complete_exec(c, l, value);
         return 0;
@@ -287,7 +361,8 @@ static int complete_kind(Context *c, const CommandLine *l, const char *kind, siz
                 return complete_syscalls(l->arch);
         if (l->file) /* the live words are the daemon's, not the file's */
                 return 0;
-        return complete_words(c, k, NULL);
+        /* pids and tids by what is typed of them (the others are few) */
+        return complete_words(c, k, streq(k, "pids") || streq(k, "tids") ? l->current : NULL);
 }
 
 /* The spec's kinds at position pos, '|'-separated, or NULL when the verb takes no more. */
@@ -334,9 +409,9 @@ int complete_line(Context *c, const CompleteTables *t, char **words, size_t n_wo
         _cleanup_free_ char **args = calloc(n_words, sizeof(char *));
         if (!args)
                 return log_oom();
-        CommandLine l = { .args = args };
-        read_line(t, words, n_words - 1, &l);
         const char *cur = words[n_words - 1];
+        CommandLine l = { .args = args, .current = cur };
+        read_line(t, words, n_words - 1, &l);
         int r = 0;
         if (l.value_of)
                 r = complete_value(c, &l, l.value_of, cur);

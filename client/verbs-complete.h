@@ -6,7 +6,8 @@
 #include "context.h"
 #include "verb-table.h"
 
-/* "WORD<TAB>DESCRIPTION" lines of pids, tids, filters, snapshots, restores or syscalls (arg: an
+/* "WORD<TAB>DESCRIPTION" lines of pids or tids (arg: what is typed of one; none are offered when
+ * more than a thousand begin with it), filters, snapshots, restores or syscalls (arg: an
  * architecture, as --arch takes it); a usage error for another kind. */
 int complete_words(Context *c, const char *kind, const char *arg);
 void complete_print_word(const char *word, const char *description);
@@ -27,5 +28,6 @@ typedef struct CompleteTables {
  * options of the verb given (an option that takes a value as "--name="); an option's values
  * (for "--name=VALUE" and "--name VALUE" alike: the value only); the verb's arguments by
  * position. Lines "@files" and "@commands" ask the shell for file or command names there too.
- * The shells filter by what is typed. */
+ * The shells filter by what is typed; pids and tids are filtered here already, and not offered at
+ * all when more than a thousand match. */
 int complete_line(Context *c, const CompleteTables *t, char **words, size_t n_words);

@@ -1,7 +1,8 @@
 /* verbs-graph.c: `graph [PID]`: the forest as a Graphviz digraph drawn left to right: root filters
  * on the left, the filters stacked on them to their right (each with an edge to its parent), the
- * processes on the right (an edge to each head filter of their threads), listeners and their
- * holders; byte-identical filters that are distinct objects share a fill colour */
+ * processes on the right (an edge to each head filter of their threads) in a cluster per systemd
+ * unit, alike processes of a whole machine as one node ("200*[sleep]"), listeners and their holders; byte-identical
+ * filters that are distinct objects share a fill colour */
 #include "verbs-graph.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 #include "core/forest-print.h"
 #include "forest-json.h"
 #include "live-forest.h"
+#include "manager-units.h"
 #include "output.h"
 #include "verbs-tree.h"
 
@@ -94,8 +96,8 @@ static size_t threads_under(const Process *p, size_t j, bool *ret_seen) {
         return n;
 }
 
-static void graph_process_node(const Process *p, FILE *out) {
-        fprintf(out, "        p%d [shape=ellipse, label=\"", p->pid);
+static void graph_process_node(const Process *p, const char *indent, FILE *out) {
+        fprintf(out, "%sp%d [shape=ellipse, label=\"", indent, p->pid);
         dot_escape(p->comm, out);
         fprintf(out, "[%d]\"];\n", p->pid);
 }
@@ -110,7 +112,7 @@ static bool process_holds_listener(const Forest *f, pid_t pid) {
 
 /* One node per filtered process (or listener holder), one edge to each distinct head filter of
  * its threads. */
-static void graph_process(const Forest *f, const Process *p, FILE *out) {
+static void graph_process(const Forest *f, const Process *p, const char *indent, FILE *out) {
         bool node = false;
         for (size_t j = 0; j < p->n_threads; j++) {
                 bool seen;
@@ -118,15 +120,123 @@ static void graph_process(const Forest *f, const Process *p, FILE *out) {
                 if (!p->threads[j].filter || seen)
                         continue;
                 if (!node)
-                        graph_process_node(p, out);
+                        graph_process_node(p, indent, out);
                 node = true;
-                fprintf(out, "        p%d -> f%" PRIu64, p->pid, p->threads[j].filter->id);
+                fprintf(out, "%sp%d -> f%" PRIu64, indent, p->pid, p->threads[j].filter->id);
                 if (p->n_threads > 1)
                         fprintf(out, " [label=\"%zu/%zu threads\"]", n, p->n_threads);
                 fputs(";\n", out);
         }
         if (!node && process_holds_listener(f, p->pid))
-                graph_process_node(p, out);
+                graph_process_node(p, indent, out);
+}
+
+/* Where each process is drawn: the cluster of its unit (or none), and whether it stands for
+ * alike siblings, as tree collapses them. */
+typedef struct ProcessPlace {
+        const char *unit;  /* the unit's label (UnitRecord), NULL: outside every cluster */
+        size_t alike;      /* the first of alike processes: how many (1: itself alone) */
+        bool hidden;       /* drawn by the first of its alike processes */
+} ProcessPlace;
+
+typedef struct GraphProcesses {
+        const Forest *f;
+        ProcessPlace *places; /* by index in f->processes */
+        char **labels;        /* the units' labels, owned */
+} GraphProcesses;
+
+static void graph_processes_done(GraphProcesses *g) {
+        for (size_t i = 0; g->labels && i < g->f->n_processes; i++)
+                free(g->labels[i]);
+        free(g->labels);
+        free(g->places);
+}
+
+/* A process a single node says all of: one thread, under a filter, not stale, no listener held. */
+static bool process_is_plain(const Forest *f, const Process *p) {
+        return p->n_threads == 1 && p->threads[0].filter && !p->threads[0].stale &&
+               !process_holds_listener(f, p->pid);
+}
+
+static bool processes_alike(const GraphProcesses *g, size_t a, size_t b) {
+        const Process *x = g->f->processes[a], *y = g->f->processes[b];
+        return process_is_plain(g->f, x) && process_is_plain(g->f, y) && x->threads[0].filter == y->threads[0].filter &&
+               streq(x->comm, y->comm) && streq_ptr(g->places[a].unit, g->places[b].unit);
+}
+
+/* Alike processes (same name, head filter and unit) are one node "N*[comm]", that of the first. */
+static void graph_processes_collapse(GraphProcesses *g) {
+        for (size_t i = 0; i < g->f->n_processes; i++) {
+                if (g->places[i].hidden)
+                        continue;
+                for (size_t j = i + 1; j < g->f->n_processes; j++)
+                        if (!g->places[j].hidden && processes_alike(g, i, j)) {
+                                g->places[j].hidden = true;
+                                g->places[i].alike++;
+                        }
+        }
+}
+
+static int graph_processes_init(GraphProcesses *g, const Forest *f, const UnitList *units, bool collapse) {
+        *g = (GraphProcesses) { .f = f, .places = calloc(f->n_processes + 1, sizeof(ProcessPlace)),
+                                .labels = calloc(f->n_processes + 1, sizeof(char *)) };
+        if (!g->places || !g->labels)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                char buf[512];
+                const char *label = unit_record_label(unit_list_find(units, (uint32_t) f->processes[i]->pid), buf,
+                                                      sizeof(buf));
+                if (label && !(g->labels[i] = strdup(label)))
+                        return -ENOMEM;
+                g->places[i] = (ProcessPlace) { .unit = g->labels[i], .alike = 1 };
+        }
+        if (collapse)
+                graph_processes_collapse(g);
+        return 0;
+}
+
+/* "200*[sleep]", with its edge to the head filter they share. */
+static void graph_collapsed(const Process *p, size_t n, const char *indent, FILE *out) {
+        fprintf(out, "%sc%d [shape=ellipse, label=\"%zu*[", indent, p->pid, n);
+        dot_escape(p->comm, out);
+        fprintf(out, "]\"];\n%sc%d -> f%" PRIu64 ";\n", indent, p->pid, p->threads[0].filter->id);
+}
+
+/* The processes of one unit (NULL: of none), in the forest's order. */
+static void graph_unit_processes(const GraphProcesses *g, const char *unit, const char *indent, FILE *out) {
+        for (size_t i = 0; i < g->f->n_processes; i++) {
+                const ProcessPlace *x = &g->places[i];
+                if (x->hidden || !streq_ptr(x->unit, unit))
+                        continue;
+                if (x->alike > 1)
+                        graph_collapsed(g->f->processes[i], x->alike, indent, out);
+                else
+                        graph_process(g->f, g->f->processes[i], indent, out);
+        }
+}
+
+/* Is process i the first of its unit (in the forest's order)? */
+static bool unit_first_at(const GraphProcesses *g, size_t i) {
+        for (size_t j = 0; j < i; j++)
+                if (streq_ptr(g->places[j].unit, g->places[i].unit))
+                        return false;
+        return true;
+}
+
+/* Processes outside every unit at the top; each unit's in a cluster of its own, labelled with it. */
+static void graph_all_processes(const GraphProcesses *g, FILE *out) {
+        size_t cluster = 0;
+        graph_unit_processes(g, NULL, "        ", out);
+        for (size_t i = 0; i < g->f->n_processes; i++) {
+                const char *unit = g->places[i].unit;
+                if (!unit || !unit_first_at(g, i))
+                        continue;
+                fprintf(out, "        subgraph cluster_%zu {\n                label=\"", ++cluster);
+                dot_escape(unit, out);
+                fputs("\";\n                style=rounded;\n", out);
+                graph_unit_processes(g, unit, "                ", out);
+                fputs("        }\n", out);
+        }
 }
 
 /* A snapshot knows who holds each listener: a node for the listener, a dashed edge to its filter,
@@ -139,10 +249,12 @@ static void graph_listener(const Listener *l, FILE *out) {
                         l->holders[i].fd);
 }
 
-static int graph_print(const Forest *f, bool counts, FILE *out) {
+static int graph_print(const Forest *f, const UnitList *units, bool counts, bool collapse, FILE *out) {
         _cleanup_free_ unsigned *groups = NULL;
         _cleanup_free_ const Filter **order = calloc(f->n_filters + 1, sizeof(Filter *));
-        if (!order || forest_display_order(f, order) < 0 || copy_groups(f, order, &groups) < 0)
+        _cleanup_(graph_processes_done) GraphProcesses g = {};
+        if (!order || forest_display_order(f, order) < 0 || copy_groups(f, order, &groups) < 0 ||
+            graph_processes_init(&g, f, units, collapse) < 0)
                 return log_oom();
         /* rankdir=RL with edges from child to parent: roots on the left, processes on the right */
         fputs("digraph sectree {\n"
@@ -151,15 +263,16 @@ static int graph_print(const Forest *f, bool counts, FILE *out) {
               "        labelloc=b;\n"
               "        label=\"Arrows lead to the filter each filter was stacked on, and from each process to the "
               "head filter of its threads.\\lBoxes of one colour: byte-identical filters that are distinct "
-              "kernel objects (copies).\\l\";\n"
+              "kernel objects (copies).\\lRounded boxes: the processes of one systemd unit. N*[name]: N processes of one "
+              "name, unit and head filter.\\l\";\n"
               "        node [shape=box, fontname=\"monospace\"];\n"
               "        edge [fontname=\"monospace\"];\n",
               out);
         /* in the tree's order, so that the drawing does not depend on the order of the ids */
         for (size_t i = 0; i < f->n_filters; i++)
                 graph_filter(order[i], groups[order[i]->index], counts, out);
-        for (size_t i = 0; !counts && i < f->n_processes; i++)
-                graph_process(f, f->processes[i], out);
+        if (!counts)
+                graph_all_processes(&g, out);
         for (size_t i = 0; !counts && i < f->n_listeners; i++)
                 graph_listener(f->listeners[i], out);
         fputs("}\n", out);
@@ -168,10 +281,15 @@ static int graph_print(const Forest *f, bool counts, FILE *out) {
 
 int verb_graph(Context *c, char **args, size_t n_args) {
         _cleanup_(forest_freep) Forest *f = NULL;
+        _cleanup_(unit_list_done) UnitList units = {};
         int r = fetch_forest(c, args, n_args, &f);
         if (r < 0)
                 return r;
         if (c->json)
                 return print_forest_json(f);
-        return graph_print(f, c->graph_counts, stdout);
+        /* the daemon's units (a snapshot file does not record them) */
+        if (!c->file && !c->graph_counts && (r = context_list_units(c, &units)) < 0)
+                return r;
+        /* a whole machine is read at a glance: alike processes as one node; a subtree, in detail */
+        return graph_print(f, &units, c->graph_counts, f->root == 0 && !c->all, stdout);
 }

@@ -13,7 +13,7 @@
 #include "manager-calls.h"
 #include "monitor-signals.h"
 #include "output.h"
-#include "proc-subtree.h"
+#include "subtree-processes.h"
 #include "task-names.h"
 
 typedef struct Monitor {
@@ -28,15 +28,15 @@ static void monitor_done(Monitor *m) {
         hashmap_deinit(&m->subtree);
 }
 
-/* --subtree: is process pid in it? Asked of /proc at the process's first event and remembered, so
- * that its exit (no /proc left) is told as its earlier events were. */
+/* --subtree: is process pid in it? Asked of the daemon (ListSubtreeProcesses) at the process's
+ * first event and remembered, so that its exit (no process left) is told as its earlier events were. */
 static bool monitor_in_subtree(Monitor *m, uint32_t pid) {
         uintptr_t known = (uintptr_t) hashmap_get(&m->subtree, pid);
         if (known)
                 return known == 1;
-        int r = proc_in_subtree((pid_t) pid, (pid_t) m->c->subtree);
+        int r = subtree_has_process(m->bus, (pid_t) m->c->subtree, (pid_t) pid);
         if (r < 0)
-                return false; /* gone before we saw it: not remembered, it may be asked again */
+                return false; /* the daemon could not be asked: not remembered, it may be asked again */
         (void) hashmap_put(&m->subtree, pid, (void *) (uintptr_t) (r ? 1 : 2));
         return r;
 }

@@ -8,6 +8,7 @@
 #include "ctl-args.h"
 #include "ctl-log.h"
 #include "json-out.h"
+#include "pager.h"
 #include "manager-policy.h"
 #include "manager-units.h"
 #include "output.h"
@@ -350,5 +351,6 @@ int verb_who_can(Context *c, char **args, size_t n_args) {
                 json_auto_t *doc = who_can_json(&req, w);
                 return json_print_document(doc);
         }
+        pager_open(c->no_pager); /* as the other verbs: a long list of chains and tasks on a terminal */
         return who_can_print(c, &req, w);
 }

@@ -1,7 +1,6 @@
 /* verbs-tree.c: `tree [PID]`: the forest as nested filters with their processes, live or (with
  * --file) in a snapshot */
 #include "verbs-tree.h"
-#include "core/forest-print.h"
 #include "ctl-args.h"
 #include "ctl-log.h"
 #include "forest-json.h"
@@ -10,8 +9,10 @@
 #include "manager-units.h"
 #include "output.h"
 #include "pager.h"
-#include "proc-subtree.h"
 #include "snapshot-load.h"
+#include "subtree-processes.h"
+#include "table.h"
+#include "tree-table.h"
 
 /* The optional PID argument of tree and graph; 0 for the whole machine. */
 int parse_root_arg(char **args, size_t n_args, pid_t *ret) {
@@ -64,10 +65,11 @@ int print_forest_json(const Forest *f) {
 }
 
 /* Box drawing on a UTF-8 terminal; the header only with the legend; identical siblings on one
- * line on a terminal unless --all (a pipe gets every pid: scripts read them). */
-static ForestPrintFlags tree_print_flags(const Context *c) {
-        return (output_use_unicode() ? FOREST_PRINT_UNICODE : 0) | (c->legend ? 0 : FOREST_PRINT_NO_HEADER) |
-               (output_is_tty() && !c->all ? FOREST_PRINT_COLLAPSE : 0);
+ * line on a terminal unless --all (a pipe gets every pid: scripts read them); lines cut to the
+ * terminal's width. Asked once the pager runs: it keeps the terminal's width in $COLUMNS. */
+static TreeTableOptions tree_table_options(const Context *c) {
+        return (TreeTableOptions) { .legend = c->legend, .unicode = output_use_unicode(),
+                                    .collapse = output_is_tty() && !c->all, .width = table_width(stdout) };
 }
 
 typedef struct UnitMembers {
@@ -96,17 +98,31 @@ static int restrict_to_units(Context *c, Forest *f) {
         return r < 0 ? ctl_error_errno(r, "Failed to restrict the tree to the units: %m") : 0;
 }
 
+/* A subtree as a snapshot shows it: its processes without filters too, as the daemon lists them. */
+static int add_unfiltered_processes(Context *c, Forest *f) {
+        _cleanup_free_ SubtreeProcess *v = NULL;
+        size_t n = 0;
+        sd_bus *bus;
+        int r = context_bus(c, &bus);
+        if (r < 0)
+                return r;
+        r = manager_list_subtree_processes(bus, (uint32_t) f->root, &v, &n);
+        if (r < 0)
+                return r;
+        r = forest_add_subtree_processes(f, v, n);
+        return r < 0 ? ctl_error_errno(r, "Failed to add the subtree's processes of process %d: %m", f->root) : 0;
+}
+
 int verb_tree(Context *c, char **args, size_t n_args) {
         _cleanup_(forest_freep) Forest *f = NULL;
         int r = fetch_forest(c, args, n_args, &f);
         if (r < 0)
                 return r;
-        /* A subtree as a snapshot shows it: its processes without filters too (the text only; the
-         * JSON stays the daemon's view). */
+        /* the text only: the JSON stays the daemon's view of the filtered tasks */
         if (f->root > 0 && !c->file && !c->json) {
-                r = forest_add_unfiltered_subtree(f, f->root);
+                r = add_unfiltered_processes(c, f);
                 if (r < 0)
-                        return ctl_error_errno(r, "Failed to read the subtree of process %d: %m", f->root);
+                        return r;
         }
         r = restrict_to_units(c, f);
         if (r < 0)
@@ -114,7 +130,8 @@ int verb_tree(Context *c, char **args, size_t n_args) {
         if (c->json)
                 return print_forest_json(f);
         pager_open(c->no_pager);
-        r = forest_print_tree(f, stdout, tree_print_flags(c));
+        TreeTableOptions o = tree_table_options(c);
+        r = tree_table_print(f, stdout, &o);
         if (r < 0)
                 return ctl_error_errno(r, "Failed to print the tree: %m");
         return 0;

@@ -213,3 +213,52 @@ int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+
+void daemon_log_begin(DaemonLog *l) {
+        g_autoptr(GError) error = NULL;
+        int fd = g_file_open_tmp("sectree-daemon-XXXXXX.log", &l->path, &error);
+        if (fd < 0)
+                g_error("daemon log: %s", error->message);
+        l->saved_fd = dup(STDERR_FILENO);
+        g_assert_cmpint(l->saved_fd, >=, 0);
+        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
+        close(fd);
+}
+
+void daemon_log_started(DaemonLog *l) {
+        g_assert_cmpint(dup2(l->saved_fd, STDERR_FILENO), ==, STDERR_FILENO);
+        close(l->saved_fd);
+        l->saved_fd = -1;
+}
+
+char *daemon_log_text(const DaemonLog *l) {
+        char *text = NULL;
+        if (!g_file_get_contents(l->path, &text, NULL, NULL))
+                return g_strdup("");
+        return text;
+}
+
+unsigned daemon_log_count(const DaemonLog *l, const char *what) {
+        g_autofree char *text = daemon_log_text(l);
+        unsigned n = 0;
+        for (const char *at = text; (at = strstr(at, what)); at += strlen(what))
+                n++;
+        return n;
+}
+
+bool daemon_log_has(void *userdata) {
+        const DaemonLog *l = userdata;
+        g_autofree char *text = daemon_log_text(l);
+        const char *at = text;
+        for (const char *const *line = l->lines; *line && at; line++)
+                if ((at = strstr(at, *line)))
+                        at += strlen(*line);
+        return at != NULL;
+}
+
+void daemon_log_end(DaemonLog *l) {
+        g_autofree char *text = daemon_log_text(l);
+        fputs(text, stderr);
+        unlink(l->path);
+        g_free(l->path);
+}

@@ -41,6 +41,25 @@ void bus_fixture_stop(BusFixture *b);
 /* The end of a daemon test: SIGTERM must make the daemon exit 0 (else the test fails); then
  * bus_fixture_stop(). */
 void bus_fixture_finish(BusFixture *b);
+/* What a daemon started between daemon_log_begin() and daemon_log_started() writes on its stderr
+ * (it inherits the test's, which points at the file meanwhile): a file the test reads, copied to
+ * the test's stderr by daemon_log_end(). */
+typedef struct DaemonLog {
+        int saved_fd; /* the test's stderr while the daemon starts */
+        char *path;
+        const char *const *lines; /* for daemon_log_has(): NULL-terminated, each after the one before */
+} DaemonLog;
+
+void daemon_log_begin(DaemonLog *l);
+void daemon_log_started(DaemonLog *l);
+/* What the daemon wrote so far. */
+char *daemon_log_text(const DaemonLog *l);
+/* How many times what is in the log. */
+unsigned daemon_log_count(const DaemonLog *l, const char *what);
+/* tests_wait_for() condition: the log has l->lines, in that order. */
+bool daemon_log_has(void *userdata);
+void daemon_log_end(DaemonLog *l);
+
 /* Run a command against the bus; as_nobody runs it with uid/gid 65534 (setpriv). Returns the exit
  * status; *out and *err get what it printed (may be NULL). */
 int bus_fixture_run(BusFixture *b, bool as_nobody, char **argv, char **out, char **err);

@@ -2,8 +2,15 @@
  * verb's own options (and no other verb's), option values, and the live words sectreectl lists
  * (pids and tids with filters, filter ids, snapshot ids, a snapshot's pids, system calls of the
  * architecture given however it is spelled) against the real daemon on a private bus. Both ask
- * sectreectl (`__complete line`), which reads the command line from its verb table. */
+ * sectreectl (`__complete line`), which reads the command line from its verb table. With thousands
+ * of filtered processes, pids and tids are offered by what is typed of them, and none at all where
+ * more than a thousand would match. */
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "bus-fixture.h"
 #include "tests-util.h"
@@ -257,11 +264,141 @@ static void test_zsh(Fixture *fx, gconstpointer data) {
         assert_offers(exec_cmds, WORDS("sleep"), NULL, "zsh: restore ID --exec=PID=slee");
 }
 
+/* ---- thousands of filtered processes ---- */
+
+#define MANY_TASKS 2500
+#define COMPLETE_TASKS_MAX 1000 /* verbs-complete.c's bound */
+
+typedef struct Many {
+        BusFixture b;
+        pid_t holder;         /* the process group of the many */
+        pid_t *pids;          /* its children, each under the holder's filter */
+        char *path;
+} Many;
+
+/* In the forked holder: a filter, n children that pause under it, their pids written to fd. */
+static _Noreturn void many_holder(int fd, size_t n) {
+        struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        struct sock_fprog prog = { .len = 1, .filter = &allow };
+        if (setpgid(0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(2);
+        for (size_t i = 0; i < n; i++) {
+                pid_t pid = fork();
+                if (pid < 0)
+                        _exit(3);
+                if (pid == 0) {
+                        prctl(PR_SET_PDEATHSIG, SIGKILL);
+                        pause();
+                        _exit(0);
+                }
+                if (write(fd, &pid, sizeof(pid)) != sizeof(pid))
+                        _exit(4);
+        }
+        pause();
+        _exit(0);
+}
+
+static void many_setup(Many *m, gconstpointer data) {
+        *m = (Many) {};
+        if (!tests_require_root())
+                return;
+        int pipefd[2];
+        g_assert_cmpint(pipe2(pipefd, O_CLOEXEC), ==, 0);
+        m->holder = fork();
+        g_assert_cmpint(m->holder, >=, 0);
+        if (m->holder == 0) {
+                close(pipefd[0]);
+                many_holder(pipefd[1], MANY_TASKS);
+        }
+        close(pipefd[1]);
+        m->pids = g_new0(pid_t, MANY_TASKS);
+        for (size_t i = 0; i < MANY_TASKS; i++)
+                g_assert_cmpint(read(pipefd[0], &m->pids[i], sizeof(pid_t)), ==, sizeof(pid_t));
+        close(pipefd[0]);
+        /* the daemon's start-up pass finds them all before READY=1 */
+        g_assert_true(bus_fixture_start_all(&m->b, NULL, NULL));
+        g_autofree char *dir = g_path_get_dirname(g_getenv("SECTREECTL"));
+        m->path = g_strdup_printf("%s:%s", dir, g_getenv("PATH"));
+}
+
+static void many_teardown(Many *m, gconstpointer data) {
+        if (m->holder > 0) {
+                kill(-m->holder, SIGKILL);
+                waitpid(m->holder, NULL, 0);
+                bus_fixture_finish(&m->b);
+        }
+        g_free(m->pids);
+        g_free(m->path);
+}
+
+/* The words sectreectl offers for the command line words (the last one being completed). */
+static GStrv many_offers(Many *m, const char *const *words) {
+        Fixture fx = { .b = m->b, .path = m->path };
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_ptr_array_add(argv, (char *) "sectreectl");
+        g_ptr_array_add(argv, (char *) "__complete");
+        g_ptr_array_add(argv, (char *) "line");
+        g_ptr_array_add(argv, (char *) "--");
+        for (; *words; words++)
+                g_ptr_array_add(argv, (char *) *words);
+        g_ptr_array_add(argv, NULL);
+        g_auto(GStrv) lines = run_lines(&fx, (char **) argv->pdata);
+        GStrv offered = g_new0(char *, g_strv_length(lines) + 1);
+        for (size_t i = 0, k = 0; lines[i]; i++)
+                if (lines[i][0])
+                        offered[k++] = g_strndup(lines[i], strcspn(lines[i], "\t"));
+        return offered;
+}
+
+/* Exactly what begins with prefix: each offered word does, and each of the many whose pid does is
+ * offered (other processes of the machine may be offered too, if their pid begins with it). */
+static void assert_prefix_exact(Many *m, GStrv offered, const char *prefix, const char *what) {
+        g_assert_cmpuint(g_strv_length(offered), <=, COMPLETE_TASKS_MAX);
+        for (char **o = offered; *o; o++)
+                if (!g_str_has_prefix(*o, prefix))
+                        g_error("%s: '%s' is offered for '%s'", what, *o, prefix);
+        for (size_t i = 0; i < MANY_TASKS; i++) {
+                g_autofree char *pid = g_strdup_printf("%d", (int) m->pids[i]);
+                if (g_str_has_prefix(pid, prefix) && !g_strv_contains((const char *const *) offered, pid))
+                        g_error("%s: '%s' is not offered for '%s'", what, pid, prefix);
+        }
+}
+
+static void test_many_tasks(Many *m, gconstpointer data) {
+        if (m->holder <= 0)
+                return;
+        /* nothing for a new word: thousands would match */
+        g_auto(GStrv) tree = many_offers(m, WORDS("tree", ""));
+        g_assert_cmpuint(g_strv_length(tree), <=, COMPLETE_TASKS_MAX);
+        g_auto(GStrv) chain = many_offers(m, WORDS("chain", ""));
+        g_assert_cmpuint(g_strv_length(chain), <=, COMPLETE_TASKS_MAX);
+        g_auto(GStrv) like = many_offers(m, WORDS("run", "--like="));
+        g_assert_cmpuint(g_strv_length(like), <=, COMPLETE_TASKS_MAX);
+        /* with the first digits of a pid, the matches only, and each of them */
+        g_autofree char *pid = g_strdup_printf("%d", (int) m->pids[MANY_TASKS / 2]);
+        g_autofree char *prefix = g_strndup(pid, strlen(pid) - 1);
+        g_auto(GStrv) ps = many_offers(m, WORDS("ps", prefix));
+        assert_prefix_exact(m, ps, prefix, "ps PREFIX");
+        g_assert_true(g_strv_contains((const char *const *) ps, pid));
+        g_auto(GStrv) show = many_offers(m, WORDS("show", "--pid", prefix));
+        assert_prefix_exact(m, show, prefix, "show --pid PREFIX");
+        g_autofree char *inline_value = g_strdup_printf("--pid=%s", prefix);
+        g_auto(GStrv) show_inline = many_offers(m, WORDS("show", inline_value));
+        assert_prefix_exact(m, show_inline, prefix, "show --pid=PREFIX");
+        g_auto(GStrv) whole = many_offers(m, WORDS("chain", pid));
+        assert_prefix_exact(m, whole, pid, "chain PID");
+        /* a word no pid begins with */
+        g_auto(GStrv) none = many_offers(m, WORDS("tree", "x"));
+        g_assert_cmpuint(g_strv_length(none), ==, 0);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add("/completion/bash", Fixture, NULL, setup, test_bash, teardown);
         g_test_add("/completion/bash-loads", Fixture, NULL, setup, test_bash_loads, teardown);
         g_test_add("/completion/syscalls-arch", Fixture, NULL, setup, test_syscalls_arch, teardown);
         g_test_add("/completion/zsh", Fixture, NULL, setup, test_zsh, teardown);
+        g_test_add("/completion/many-tasks", Many, NULL, many_setup, test_many_tasks, many_teardown);
         return g_test_run();
 }

@@ -1,6 +1,7 @@
 /* test-ctl-display.c: how sectreectl's text meets a terminal, on snapshot files (no daemon): the
  * pager as systemctl's (only on a terminal, $SYSTEMD_PAGER before $PAGER, LESS=FRSXMK), identical
- * processes collapsed on a terminal and all listed into a pipe, --no-legend without tree headers */
+ * processes collapsed on a terminal and all listed into a pipe, --no-legend without tree headers,
+ * the tree laid out by libsmartcols (its glyphs, cut to the width in display cells) */
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <pty.h>
@@ -161,11 +162,82 @@ static void test_graph_colours(Fixture *fx, gconstpointer data) {
         g_assert_cmpuint(g_hash_table_size(colours), ==, 12);
 }
 
+/* Display cells of a line: a wide character takes two. */
+static size_t display_width(const char *line) {
+        size_t n = 0;
+        for (const char *p = line; *p; p = g_utf8_next_char(p))
+                n += g_unichar_iswide(g_utf8_get_char(p)) ? 2 : 1;
+        return n;
+}
+
+/* SAMPLE_BASIC (filters 1 <- 3 <- 4 and 2, a listener on 3) with its process 100 named 中文名. */
+static char *write_wide_sample(const Fixture *fx) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        g_assert_nonnull(f);
+        Process *p = forest_find_process(f, 100);
+        if (!p)
+                g_error("SAMPLE_BASIC has no process 100");
+        g_strlcpy(p->comm, "中文名", sizeof(p->comm));
+        char *path = g_build_filename(fx->dir, "wide.json", NULL);
+        write_snapshot(f, path);
+        return path;
+}
+
+/* The tree is a libsmartcols tree: two columns of glyphs a level, the listener's holders on a line
+ * under its filter. */
+static void test_tree_layout(Fixture *fx, gconstpointer data) {
+        g_autofree char *path = write_wide_sample(fx);
+        g_autofree char *out = ctl_pipe((const char *const[]) { "--no-legend", "tree", "--file", path, NULL });
+        g_assert_true(g_str_has_prefix(out, "filter 1  1 insns  "));
+        g_assert_nonnull(strstr(out, "\n`- filter 3  7 insns  "));
+        g_assert_nonnull(strstr(out, "]\n  |- listener 1 held by 中文名[100] fd 3, child[200] fd 4\n"
+                                     "  |- 中文名[100] 1/2 threads: 100\n"
+                                     "  `- filter 4  2 insns  "));
+        g_assert_nonnull(strstr(out, "]\n    `- 中文名[100] 1/2 threads: 101\n\nfilter 2  "));
+        g_assert_true(g_str_has_suffix(out, "\n\nwithout a filter:\n|- child[200] 1/2 threads: 201 (strict)\n`- idle[300]\n"));
+        g_assert_nonnull(strstr(out, "[head of 1, in the chains of 2 tasks]\n")); /* a pipe: nothing cut */
+        /* on a UTF-8 terminal, box drawing */
+        g_autofree char *screen = ctl_tty("", "cat", (const char *const[]) { "--no-legend", "tree", "--file", path, NULL });
+        g_assert_true(strstr(screen, "\n  ├─ 中文名[100] 1/2 threads: 100\r\n  └─ filter 4  2 insns  ") != NULL);
+}
+
+/* $COLUMNS (or the terminal) cuts the tree's lines to its width in display cells: 中 takes two. */
+static void test_tree_width(Fixture *fx, gconstpointer data) {
+        g_autofree char *path = write_wide_sample(fx);
+        g_setenv("COLUMNS", "40", true);
+        g_autofree char *out = ctl_pipe((const char *const[]) { "--no-legend", "tree", "--file", path, NULL });
+        g_unsetenv("COLUMNS");
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+        for (char **l = lines; *l; l++)
+                if (display_width(*l) > 40)
+                        g_error("a line of %zu cells in 40: '%s'", display_width(*l), *l);
+        g_assert_nonnull(strstr(out, "\n  |- 中文名[100] 1/2 threads: 100\n")); /* 34 cells: whole */
+        g_assert_nonnull(strstr(out, "\n`- filter 3  7 insns  sha256:98ac775")); /* cut */
+        g_assert_null(strstr(out, "[head of 1, in the chains of 2 tasks]"));
+}
+
+/* who-can goes through the pager on a terminal, as the other verbs. */
+static void test_who_can_pager(Fixture *fx, gconstpointer data) {
+        g_autofree char *path = write_wide_sample(fx);
+        g_autofree char *paged = g_build_filename(fx->dir, "paged", NULL);
+        g_autofree char *pager = g_strdup_printf("cat > '%s'", paged);
+        g_autofree char *screen = ctl_tty(pager, "false", (const char *const[]) { "who-can", "--file", path, "read", NULL });
+        g_autofree char *text = read_file(paged);
+        g_assert_true(g_str_has_prefix(text, "read (x86_64 0)"));
+        g_assert_null(strstr(screen, "read (x86_64 0)"));
+        /* --no-pager: the terminal gets it */
+        g_autofree char *direct = ctl_tty(pager, "false", (const char *const[]) { "--no-pager", "who-can", "--file", path, "read", NULL });
+        g_assert_nonnull(strstr(direct, "read (x86_64 0)"));
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/ctl-display/pager", Fixture, NULL, fixture_setup, test_pager, fixture_teardown);
         g_test_add("/ctl-display/pipe", Fixture, NULL, fixture_setup, test_pipe, fixture_teardown);
         g_test_add("/ctl-display/no-legend", Fixture, NULL, fixture_setup, test_no_legend, fixture_teardown);
         g_test_add("/ctl-display/graph-colours", Fixture, NULL, fixture_setup, test_graph_colours, fixture_teardown);
+        g_test_add("/ctl-display/tree-layout", Fixture, NULL, fixture_setup, test_tree_layout, fixture_teardown);
+        g_test_add("/ctl-display/tree-width", Fixture, NULL, fixture_setup, test_tree_width, fixture_teardown);
+        g_test_add("/ctl-display/who-can-pager", Fixture, NULL, fixture_setup, test_who_can_pager, fixture_teardown);
         return g_test_run();
 }

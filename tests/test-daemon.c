@@ -386,52 +386,6 @@ static char *signal_line_ids(sd_bus_message *m) {
         return g_strdup_printf("FilterAttached %" PRIu64 " %" PRIu64 " %u", id, parent, tid);
 }
 
-/* What a daemon started between daemon_log_begin() and daemon_log_started() writes on its stderr:
- * a file the test reads, copied to the test's stderr by daemon_log_end(). */
-typedef struct DaemonLog {
-        int saved_fd; /* the test's stderr while the daemon starts */
-        char *path;
-        const char *const *lines; /* for daemon_log_has(): NULL-terminated, each after the one before */
-} DaemonLog;
-
-static void daemon_log_begin(DaemonLog *l) {
-        g_autoptr(GError) error = NULL;
-        int fd = g_file_open_tmp("sectree-daemon-XXXXXX.log", &l->path, &error);
-        if (fd < 0)
-                g_error("daemon log: %s", error->message);
-        l->saved_fd = dup(STDERR_FILENO);
-        g_assert_cmpint(l->saved_fd, >=, 0);
-        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
-        close(fd);
-}
-
-static void daemon_log_started(DaemonLog *l) {
-        g_assert_cmpint(dup2(l->saved_fd, STDERR_FILENO), ==, STDERR_FILENO);
-        close(l->saved_fd);
-        l->saved_fd = -1;
-}
-
-/* tests_wait_for() condition: the log has l->lines, in that order. */
-static bool daemon_log_has(void *userdata) {
-        const DaemonLog *l = userdata;
-        g_autofree char *text = NULL;
-        if (!g_file_get_contents(l->path, &text, NULL, NULL))
-                return false;
-        const char *at = text;
-        for (const char *const *line = l->lines; *line && at; line++)
-                if ((at = strstr(at, *line)))
-                        at += strlen(*line);
-        return at != NULL;
-}
-
-static void daemon_log_end(DaemonLog *l) {
-        g_autofree char *text = NULL;
-        if (g_file_get_contents(l->path, &text, NULL, NULL))
-                fputs(text, stderr);
-        unlink(l->path);
-        g_free(l->path);
-}
-
 /* The database refuses a batch half-way (a trigger that RAISEs on one filter): nothing of the
  * batch is stored, the bus keeps saying what the database holds, no signal announces what was not
  * stored, and the full passes that follow are refused as well until the database takes the filter
@@ -542,8 +496,11 @@ static void test_overflow_resync(void) {
                 size_t n = scenario_filter_errno(f, SYS_acct, 1 + i, 500);
                 g_assert_cmpint(scenario_install(s, scenario_root(s), f, n, 0), >=, 0);
         }
-        if (!bus_signal_log_wait(&log, bus, "Resynced lost-events", TESTS_PATIENCE_MS))
-                g_error("no Resynced lost-events signal after overflowing the event ring buffer");
+        if (!bus_signal_log_wait(&log, bus, "Resynced lost-events", TESTS_PATIENCE_MS)) {
+                g_ptr_array_add(log.lines, NULL);
+                g_autofree char *seen = g_strjoinv(", ", (char **) log.lines->pdata);
+                g_error("no Resynced lost-events signal after overflowing the event ring buffer; signals: %s", seen);
+        }
         assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         g_ptr_array_unref(log.lines);
         scenario_free(s);

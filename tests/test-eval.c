@@ -210,6 +210,87 @@ static void test_faults(void) {
         g_assert_cmphex(prog_run(no_ret, 0, &d), ==, SECCOMP_RET_KILL_PROCESS);
 }
 
+/* ---- unknown words of the data ---- */
+
+#define NR_WORD (1U << (offsetof(struct seccomp_data, nr) / 4))
+#define ARG0_LO_WORD (1U << (offsetof(struct seccomp_data, args) / 4))
+
+static ProgOutcomes run_unknown(const struct sock_filter *insns, size_t n, const struct seccomp_data *d,
+                                uint32_t unknown, size_t max_paths) {
+        ProgOutcomes o;
+        g_assert_cmpint(prog_validate(insns, n, NULL), ==, 0);
+        prog_run_unknown(insns, n, d, unknown, max_paths, &o);
+        return o;
+}
+
+/* A word that is unknown makes each jump on it go both ways, and what is computed from it (through
+ * ALU, X and M[]) unknown; with no word unknown there is one way, prog_run()'s. */
+static void test_unknown(void) {
+        const struct sock_filter on_nr[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 1),
+                BPF_STMT(BPF_ST, 3),
+                BPF_STMT(BPF_LDX | BPF_W | BPF_MEM, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_IMM, 60),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct seccomp_data d = { .nr = 59 };
+        ProgOutcomes o = run_unknown(on_nr, ELEMENTSOF(on_nr), &d, 0, 1);
+        g_assert_cmphex(o.worst, ==, SECCOMP_RET_ERRNO | 1);
+        g_assert_cmphex(o.best, ==, SECCOMP_RET_ERRNO | 1);
+        g_assert_cmphex(prog_run(on_nr, ELEMENTSOF(on_nr), &d), ==, SECCOMP_RET_ERRNO | 1);
+        o = run_unknown(on_nr, ELEMENTSOF(on_nr), &d, NR_WORD, 16);
+        g_assert_false(o.overflow);
+        g_assert_cmphex(o.worst, ==, SECCOMP_RET_ERRNO | 1);
+        g_assert_cmphex(o.best, ==, SECCOMP_RET_ALLOW);
+        /* another word unknown: nr decides alone */
+        o = run_unknown(on_nr, ELEMENTSOF(on_nr), &d, ARG0_LO_WORD, 16);
+        g_assert_cmphex(o.worst, ==, SECCOMP_RET_ERRNO | 1);
+        g_assert_cmphex(o.best, ==, SECCOMP_RET_ERRNO | 1);
+
+        /* RET A of an unknown A: anything; a division by an unknown X: 0 too */
+        const struct sock_filter ret_a[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_STMT(BPF_RET | BPF_A, 0),
+        };
+        o = run_unknown(ret_a, ELEMENTSOF(ret_a), &d, NR_WORD, 16);
+        g_assert_cmphex(o.worst, ==, SECCOMP_RET_KILL_PROCESS);
+        g_assert_cmphex(o.best, ==, SECCOMP_RET_ALLOW);
+        const struct sock_filter div[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_STMT(BPF_MISC | BPF_TAX, 0),
+                BPF_STMT(BPF_LD | BPF_W | BPF_IMM, 100),
+                BPF_STMT(BPF_ALU | BPF_DIV | BPF_X, 0),
+                BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, 1000, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_LOG),
+        };
+        g_assert_cmphex(run(div, ELEMENTSOF(div), &d), ==, SECCOMP_RET_LOG);
+        o = run_unknown(div, ELEMENTSOF(div), &d, NR_WORD, 16);
+        g_assert_cmphex(o.worst, ==, SECCOMP_RET_KILL_THREAD); /* X may be 0 */
+        g_assert_cmphex(o.best, ==, SECCOMP_RET_LOG);
+
+        /* more ways through than allowed: anything */
+        struct sock_filter many[2 * 12 + 1];
+        size_t n = 0;
+        many[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+        for (int i = 0; i < 12; i++) {
+                many[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 1U << i, 0, 0);
+                many[n++] = (struct sock_filter) BPF_STMT(BPF_ALU | BPF_ADD | BPF_K, 0);
+        }
+        many[n - 1] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 2);
+        o = run_unknown(many, n, &d, NR_WORD, 100);
+        g_assert_true(o.overflow);
+        g_assert_cmphex(o.worst, ==, SECCOMP_RET_KILL_PROCESS);
+        g_assert_cmphex(o.best, ==, SECCOMP_RET_ALLOW);
+        o = run_unknown(many, n, &d, NR_WORD, 1U << 12);
+        g_assert_false(o.overflow);
+        g_assert_cmphex(o.worst, ==, SECCOMP_RET_ERRNO | 2);
+        g_assert_cmphex(o.best, ==, SECCOMP_RET_ERRNO | 2);
+}
+
 /* ---- chain precedence ---- */
 
 typedef struct RetProg {
@@ -880,6 +961,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/eval/loads", test_loads);
         g_test_add_func("/eval/jumps", test_jumps);
         g_test_add_func("/eval/faults", test_faults);
+        g_test_add_func("/eval/unknown", test_unknown);
         g_test_add_func("/eval/chain/precedence", test_precedence);
         g_test_add_func("/eval/data-from-syscall", test_data_from_syscall);
         g_test_add_func("/eval/kernel/chains", test_kernel);

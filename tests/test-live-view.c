@@ -293,49 +293,6 @@ static void test_listener_meaning(void) {
 
 /* ---- the real daemon on a private bus ---- */
 
-/* What a daemon started between daemon_log_begin() and daemon_log_started() writes on its stderr:
- * a file the test reads, copied to the test's stderr by daemon_log_end(). */
-typedef struct DaemonLog {
-        int saved_fd;
-        char *path;
-} DaemonLog;
-
-static void daemon_log_begin(DaemonLog *l) {
-        g_autoptr(GError) error = NULL;
-        int fd = g_file_open_tmp("sectree-live-view-XXXXXX.log", &l->path, &error);
-        if (fd < 0)
-                g_error("daemon log: %s", error->message);
-        l->saved_fd = dup(STDERR_FILENO);
-        g_assert_cmpint(l->saved_fd, >=, 0);
-        g_assert_cmpint(dup2(fd, STDERR_FILENO), ==, STDERR_FILENO);
-        close(fd);
-}
-
-static void daemon_log_started(DaemonLog *l) {
-        g_assert_cmpint(dup2(l->saved_fd, STDERR_FILENO), ==, STDERR_FILENO);
-        close(l->saved_fd);
-        l->saved_fd = -1;
-}
-
-/* Lines of the log that contain what. */
-static unsigned daemon_log_count(const DaemonLog *l, const char *what) {
-        g_autofree char *text = NULL;
-        unsigned n = 0;
-        if (!g_file_get_contents(l->path, &text, NULL, NULL))
-                return 0;
-        for (const char *at = text; (at = strstr(at, what)); at += strlen(what))
-                n++;
-        return n;
-}
-
-static void daemon_log_end(DaemonLog *l) {
-        g_autofree char *text = NULL;
-        if (g_file_get_contents(l->path, &text, NULL, NULL))
-                fputs(text, stderr);
-        unlink(l->path);
-        g_free(l->path);
-}
-
 /* The daemon with its stderr in l; false (l ended) when the test cannot run here. */
 static bool daemon_start(BusFixture *b, DaemonLog *l) {
         char *env[] = { (char *) "SECTREE_REFRESH_USEC=600000000", NULL };

@@ -614,103 +614,125 @@ static void test_instruction_pointer_unknown(void) {
         check_hist(&h, NULL);
 }
 
-/* no_new_privs is per thread: two threads set it (one installs a filter) while the leader does
- * not. Restored as root or not, exactly those threads get it (verified thread by thread): the
- * leader installs nothing, so it needs none. */
-static void test_thread_no_new_privs(void) {
+/* ---- a per-task state the snapshot records, restored and verified ----
+ *
+ * Each case: a history, what its snapshot records of the state, what the plan does about it
+ * (restored as root and not: assert_restores_with() verifies the restored tree thread by
+ * thread), and a restored tree without the state, which plan_verify() names as a difference. */
+typedef struct StateCase {
+        void (*build)(Hist *h);
+        void (*check_snapshot)(const Forest *s);
+        void (*check_plan)(const Plan *p);
+        void (*unset)(Forest *restored);
+        const char *difference; /* in plan_verify()'s first difference */
+} StateCase;
+
+/* The first process of s with n_threads threads (0: with an exited leader). */
+static const Process *find_process(const Forest *s, size_t n_threads) {
+        for (size_t i = 0; i < s->n_processes; i++)
+                if (n_threads ? s->processes[i]->n_threads == n_threads : s->processes[i]->has_exited_leader)
+                        return s->processes[i];
+        g_error("no process with %zu threads%s", n_threads, n_threads ? "" : " (an exited leader)");
+}
+
+/* plan_verify() of restored against s, each task mapped to itself: differs, naming difference. */
+static void assert_verify_differs(const Forest *s, const Forest *restored, const char *difference) {
+        PlanMapping map = {};
+        for (size_t i = 0; i < s->n_processes; i++) {
+                g_assert_cmpint(plan_mapping_add_process(&map, s->processes[i]->pid, s->processes[i]->pid), ==, 0);
+                for (size_t j = 0; j < s->processes[i]->n_threads; j++)
+                        g_assert_cmpint(plan_mapping_add_thread(&map, s->processes[i]->threads[j].tid,
+                                                                s->processes[i]->threads[j].tid), ==, 0);
+        }
+        g_auto(GStrv) diffs = NULL;
+        bool ok = true;
+        g_assert_cmpint(plan_verify(s, restored, &map, NULL, &ok, &diffs), ==, 0);
+        g_assert_false(ok);
+        g_assert_nonnull(strstr(diffs[0], difference));
+        plan_mapping_done(&map);
+}
+
+static void test_state(gconstpointer data) {
+        const StateCase *c = data;
         Hist h;
         hist_init(&h);
-        size_t a = h_fork(&h, h.root);
-        size_t t1 = h_thread(&h, a);
-        g_assert_cmpint(kmodel_set_nnp(&h.km, t1), ==, 0);
-        h_install(&h, t1, 0, 0);
-        h_thread(&h, t1);
+        c->build(&h);
         g_autoptr(Forest) s = hist_snapshot(&h);
-        const Process *sp = NULL;
-        for (size_t i = 0; i < s->n_processes; i++)
-                if (s->processes[i]->n_threads == 3)
-                        sp = s->processes[i];
-        g_assert_nonnull(sp);
+        c->check_snapshot(s);
+        for (int unprivileged = 0; unprivileged < 2; unprivileged++) {
+                Plan *p = assert_restores_with(s, unprivileged);
+                c->check_plan(p);
+                plan_free(p);
+        }
+        g_autoptr(Forest) restored = hist_snapshot(&h);
+        c->unset(restored);
+        assert_verify_differs(s, restored, c->difference);
+        kmodel_deinit(&h.km);
+}
+
+/* no_new_privs is per thread: two threads set it (one installs a filter) while the leader does
+ * not. Restored as root or not, exactly those threads get it (verified thread by thread): the
+ * leader installs nothing, so it needs none. A restored tree whose threads lack it differs, named
+ * per thread (a reader that does not know a thread's own bit leaves it to the /proc check). */
+static void nnp_build(Hist *h) {
+        size_t a = h_fork(h, h->root);
+        size_t t1 = h_thread(h, a);
+        g_assert_cmpint(kmodel_set_nnp(&h->km, t1), ==, 0);
+        h_install(h, t1, 0, 0);
+        h_thread(h, t1);
+}
+
+static void nnp_check_snapshot(const Forest *s) {
+        const Process *sp = find_process(s, 3);
         g_assert_false(sp->no_new_privs);
         g_assert_false(task_no_new_privs(sp, &sp->threads[0]));
         g_assert_true(task_no_new_privs(sp, &sp->threads[1]));
         g_assert_true(task_no_new_privs(sp, &sp->threads[2]));
+}
 
-        Plan *p = assert_restores_with(s, false);
+static void nnp_check_plan(const Plan *p) {
         g_assert_cmpuint(p->n_nnp_added, ==, 0);
-        plan_free(p);
-        p = assert_restores_with(s, true);
-        g_assert_cmpuint(p->n_nnp_added, ==, 0);
-        plan_free(p);
+}
 
-        /* a restored tree whose threads lack it: a difference, named per thread (a reader that
-         * does not know a thread's own bit leaves it to the /proc check) */
-        g_autoptr(Forest) flat = hist_snapshot(&h);
-        for (size_t i = 0; i < flat->n_processes; i++)
-                for (size_t j = 0; j < flat->processes[i]->n_threads; j++)
-                        task_set_no_new_privs(&flat->processes[i]->threads[j], false);
-        PlanMapping map = {};
-        for (size_t i = 0; i < s->n_processes; i++) {
-                g_assert_cmpint(plan_mapping_add_process(&map, s->processes[i]->pid, s->processes[i]->pid), ==, 0);
-                for (size_t j = 0; j < s->processes[i]->n_threads; j++)
-                        g_assert_cmpint(plan_mapping_add_thread(&map, s->processes[i]->threads[j].tid,
-                                                                s->processes[i]->threads[j].tid), ==, 0);
-        }
-        g_auto(GStrv) diffs = NULL;
-        bool ok = true;
-        g_assert_cmpint(plan_verify(s, flat, &map, NULL, &ok, &diffs), ==, 0);
-        g_assert_false(ok);
-        g_assert_nonnull(strstr(diffs[0], "no_new_privs unset, expected set"));
-        plan_mapping_done(&map);
-        kmodel_deinit(&h.km);
+static void nnp_unset(Forest *restored) {
+        for (size_t i = 0; i < restored->n_processes; i++)
+                for (size_t j = 0; j < restored->processes[i]->n_threads; j++)
+                        task_set_no_new_privs(&restored->processes[i]->threads[j], false);
 }
 
 /* A leader installs a filter, starts a thread, installs a second filter and exits: /proc/PID/status
  * keeps showing mode filter with 2 filters. The snapshot records that; the restored (helper) leader
- * ends the same way: allow-all filters on top of what it inherits, then exit. */
-static void test_exited_leader_state(void) {
-        Hist h;
-        hist_init(&h);
-        size_t a = h_fork(&h, h.root);
-        h_install(&h, a, 0, 0);
-        h_thread(&h, a);
-        h_install(&h, a, 1, 0);
-        g_assert_cmpint(kmodel_exit_thread(&h.km, a), ==, 0);
-        g_autoptr(Forest) s = hist_snapshot(&h);
-        const Process *sp = NULL;
-        for (size_t i = 0; i < s->n_processes; i++)
-                if (s->processes[i]->has_exited_leader)
-                        sp = s->processes[i];
-        g_assert_nonnull(sp);
+ * ends the same way: allow-all filters on top of what it inherits, then exit. A restored tree
+ * whose exited leader shows another count differs. */
+static void exited_build(Hist *h) {
+        size_t a = h_fork(h, h->root);
+        h_install(h, a, 0, 0);
+        h_thread(h, a);
+        h_install(h, a, 1, 0);
+        g_assert_cmpint(kmodel_exit_thread(&h->km, a), ==, 0);
+}
+
+static void exited_check_snapshot(const Forest *s) {
+        const Process *sp = find_process(s, 0);
         g_assert_cmpint(sp->exited_leader.mode, ==, TASK_MODE_FILTER);
         g_assert_cmpuint(sp->exited_leader.filter_count, ==, 2);
-
-        for (int unprivileged = 0; unprivileged < 2; unprivileged++) {
-                Plan *p = assert_restores_with(s, unprivileged);
-                g_assert_cmpuint(plan_count(p, PLAN_OP_FILL), >=, 1); /* what it does not inherit */
-                plan_free(p);
-        }
-
-        /* a restored tree whose exited leader shows another count is a difference */
-        g_autoptr(Forest) other = hist_snapshot(&h);
-        for (size_t i = 0; i < other->n_processes; i++)
-                if (other->processes[i]->has_exited_leader)
-                        other->processes[i]->exited_leader.filter_count = 1;
-        PlanMapping map = {};
-        for (size_t i = 0; i < s->n_processes; i++) {
-                g_assert_cmpint(plan_mapping_add_process(&map, s->processes[i]->pid, s->processes[i]->pid), ==, 0);
-                for (size_t j = 0; j < s->processes[i]->n_threads; j++)
-                        g_assert_cmpint(plan_mapping_add_thread(&map, s->processes[i]->threads[j].tid,
-                                                                s->processes[i]->threads[j].tid), ==, 0);
-        }
-        g_auto(GStrv) diffs = NULL;
-        bool ok = true;
-        g_assert_cmpint(plan_verify(s, other, &map, NULL, &ok, &diffs), ==, 0);
-        g_assert_false(ok);
-        g_assert_nonnull(strstr(diffs[0], "exited leader shows mode filter with 1 filters, expected filter with 2"));
-        plan_mapping_done(&map);
-        kmodel_deinit(&h.km);
 }
+
+static void exited_check_plan(const Plan *p) {
+        g_assert_cmpuint(plan_count(p, PLAN_OP_FILL), >=, 1); /* what it does not inherit */
+}
+
+static void exited_unset(Forest *restored) {
+        for (size_t i = 0; i < restored->n_processes; i++)
+                if (restored->processes[i]->has_exited_leader)
+                        restored->processes[i]->exited_leader.filter_count = 1;
+}
+
+static const StateCase state_cases[] = {
+        { nnp_build, nnp_check_snapshot, nnp_check_plan, nnp_unset, "no_new_privs unset, expected set" },
+        { exited_build, exited_check_snapshot, exited_check_plan, exited_unset,
+          "exited leader shows mode filter with 1 filters, expected filter with 2" },
+};
 
 /* With the snapshot's uids (root restores, "uids original"), a task becomes its process's uid and
  * gid before a filter that stops it (sshd's [net] child: setuid, no_new_privs, filter), and what it
@@ -1253,8 +1275,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/no-new-privs-before-prctl-filter", test_no_new_privs_before_prctl_filter);
         g_test_add_func("/plan/calls-after-last-install", test_calls_after_last_install);
         g_test_add_func("/plan/instruction-pointer-unknown", test_instruction_pointer_unknown);
-        g_test_add_func("/plan/thread-no-new-privs", test_thread_no_new_privs);
-        g_test_add_func("/plan/exited-leader-state", test_exited_leader_state);
+        g_test_add_data_func("/plan/thread-no-new-privs", &state_cases[0], test_state);
+        g_test_add_data_func("/plan/exited-leader-state", &state_cases[1], test_state);
         g_test_add_func("/plan/creds-before-filter", test_creds_before_filter);
         g_test_add_func("/plan/exec", test_exec_planned);
         g_test_add_func("/plan/sectreectl-plan", test_sectreectl_plan);

@@ -1,6 +1,7 @@
 /* test-ptrace-daemon.c: the real sectreed with the ptrace backend on a private dbus-daemon, where
  * the ptrace backend differs from the bpf one: snapshots refused to unprivileged callers, listeners
- * held by processes they may not see, and tasks another tracer holds */
+ * held by processes they may not see, and tasks another tracer holds; and each failure of a ptrace
+ * scan logged once */
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -82,13 +83,29 @@ static void refused_part(void *userdata) {
         sd_bus_flush_close_unref(bus);
 }
 
+/* The lines of text that contain one of a and b. */
+static unsigned count_lines_with(const char *text, const char *a, const char *b) {
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+        unsigned n = 0;
+        for (char **l = lines; *l; l++)
+                n += strstr(*l, a) || strstr(*l, b);
+        return n;
+}
+
 /* A non-root caller's snapshot of a subtree holding a process it may not stop is refused by the
  * ptrace scan before anything is stopped; the refusal closes no fd of the daemon's (it once closed
  * fd 0, and later the eventfd of the transfer lane that landed there: the lane was stuck). */
 static void test_refused_snapshot(void) {
         BusFixture b;
-        if (!bus_fixture_start_all(&b, ptrace_args, NULL))
+        DaemonLog dl;
+        char *args[] = { (char *) "--backend=ptrace", (char *) "--log-level=debug", NULL };
+        daemon_log_begin(&dl);
+        bool started = bus_fixture_start_all(&b, args, NULL);
+        daemon_log_started(&dl);
+        if (!started) {
+                daemon_log_end(&dl);
                 return;
+        }
         RefusedCase c;
         c.refused_root = spawn_nobody_with_hidden_child(&c.hidden);
         c.mine = tests_spawn_nobody("ptrace-mine", true); /* after them: above them in /proc */
@@ -100,11 +117,16 @@ static void test_refused_snapshot(void) {
         g_autofree char *target = g_file_read_link(fd0, NULL);
         g_assert_nonnull(target);
         g_assert_null(strstr(target, "eventfd"));
+        /* each refusal logged once, even at debug level: the scan's reason, not a second line */
+        g_autofree char *log = daemon_log_text(&dl);
+        g_autofree char *hidden = g_strdup_printf("process %d may not be stopped", (int) c.hidden);
+        g_assert_cmpuint(count_lines_with(log, hidden, "ptrace scan failed"), ==, 4);
         kill(c.refused_root, SIGKILL);
         kill(c.mine, SIGKILL);
         waitpid(c.refused_root, NULL, 0);
         waitpid(c.mine, NULL, 0);
         bus_fixture_finish(&b);
+        daemon_log_end(&dl);
 }
 
 /* ---- a listener held by a process the caller may not see ---- */
@@ -458,6 +480,43 @@ static void tracer_with(bool flap) {
         bus_fixture_finish(&b);
 }
 
+/* ---- a scan that fails is logged once ---- */
+
+/* The child of g_spawn: under an allow-all filter, which the ptrace backend cannot run under. */
+static void under_seccomp(gpointer userdata) {
+        struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        struct sock_fprog prog = { .len = 1, .filter = &allow };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(126);
+        tests_die_with_parent(NULL);
+}
+
+/* sectreed with args under seccomp: it fails (exit status 1), and says why in one line. */
+static void assert_fails_once(BusFixture *b, char **args) {
+        g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREED"), (const char *const *) args);
+        g_auto(GStrv) envp = g_environ_setenv(g_get_environ(), "DBUS_SYSTEM_BUS_ADDRESS", b->address, true);
+        g_autofree char *out = NULL, *err = NULL;
+        g_autoptr(GError) error = NULL;
+        int status;
+        if (!g_spawn_sync(NULL, (char **) argv->pdata, envp, 0, under_seccomp, NULL, &out, &err, &status, &error))
+                g_error("running sectreed: %s", error->message);
+        g_assert_cmpint(WIFEXITED(status) ? WEXITSTATUS(status) : -1, ==, 1);
+        g_assert_cmpuint(count_lines_with(err, "ptrace", "seccomp"), ==, 1);
+        g_assert_nonnull(strstr(err, "ptrace scan failed: The ptrace backend cannot run under seccomp"));
+}
+
+static void test_failure_logged_once(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        bus_fixture_start_bus(&b);
+        g_autofree char *state = g_strdup_printf("--state-dir=%s", b.state_dir);
+        /* the one-shot scan, and the service's first pass */
+        assert_fails_once(&b, (char *[]) { (char *) "--backend=ptrace", (char *) "scan", NULL });
+        assert_fails_once(&b, (char *[]) { (char *) "--backend=ptrace", state, NULL });
+        bus_fixture_stop(&b);
+}
+
 static void test_tracer_holds(void) {
         tracer_with(false);
 }
@@ -473,5 +532,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/ptrace-daemon/held-listener/bpf", test_held_listener_bpf);
         g_test_add_func("/ptrace-daemon/tracer/holds", test_tracer_holds);
         g_test_add_func("/ptrace-daemon/tracer/flaps", test_tracer_flaps);
+        g_test_add_func("/ptrace-daemon/failure-logged-once", test_failure_logged_once);
         return g_test_run();
 }

@@ -51,6 +51,7 @@ typedef struct Scan {
         ScanProcess *procs; /* sorted by pid */
         size_t n_procs;
         uint64_t last_filter_id;
+        ScanError error; /* why the pass failed: logged once, by ptrace_scan()'s caller */
 } Scan;
 
 static inline TaskMode ptrace_task_mode(int mode) {

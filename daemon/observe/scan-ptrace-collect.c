@@ -55,10 +55,10 @@ static int scan_collect_processes(Scan *s) {
 
         r = proc_list_pids(&pids, &n);
         if (r < 0)
-                return log_error_errno(r, "Failed to list /proc: %m");
+                return scan_error_set(&s->error, LOG_LEVEL_ERR, r, "Failed to list /proc");
         s->procs = calloc(n ? n : 1, sizeof(ScanProcess));
         if (!s->procs)
-                return log_oom();
+                return -ENOMEM;
 
         /* proc_list_pids() sorts, so s->procs is sorted by pid. A process that vanishes is dropped. */
         for (size_t i = 0; i < n; i++) {
@@ -200,11 +200,12 @@ static int scan_select_holders(Scan *s) {
                         continue;
                 r = proc_list_listener_fds(p->pid, &fds, &n);
                 if (r == -ENOMEM)
-                        return log_oom();
+                        return r;
                 if (r < 0 || n == 0)
                         continue; /* gone, or no listener */
                 if (!p->tasks && (r = scan_collect_threads(p)) < 0)
-                        return log_error_errno(r, "Failed to read the threads of process %d: %m", (int) p->pid);
+                        return scan_error_set(&s->error, LOG_LEVEL_ERR, r, "Failed to read the threads of process %d",
+                                              (int) p->pid);
                 if (p->n_tasks == 0)
                         continue;
                 scan_read_start_times(p);
@@ -225,7 +226,8 @@ static int scan_select(Scan *s) {
 
         /* Not an error to log here: the daemon rescans processes that may have just exited. */
         if (s->opts.root > 0 && !ptrace_scan_find_process(s, s->opts.root))
-                return log_debug_errno(-ESRCH, "Process %d does not exist.", (int) s->opts.root);
+                return scan_error_set(&s->error, LOG_LEVEL_DEBUG, -ESRCH, "Process %d does not exist",
+                                      (int) s->opts.root);
 
         for (size_t i = 0; i < s->n_procs; i++) {
                 ScanProcess *p = &s->procs[i];
@@ -234,7 +236,8 @@ static int scan_select(Scan *s) {
                         continue;
                 r = scan_collect_threads(p);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to read the threads of process %d: %m", (int) p->pid);
+                        return scan_error_set(&s->error, LOG_LEVEL_ERR, r, "Failed to read the threads of process %d",
+                                              (int) p->pid);
                 if (p->n_tasks == 0 || !(s->opts.root > 0 || scan_process_has_seccomp(p)))
                         continue;
                 scan_read_start_times(p);

@@ -184,16 +184,16 @@ static void *dump_worker(void *userdata) {
         return NULL;
 }
 
-static int dump_all(DumpQueue *q) {
+static int dump_all(DumpQueue *q, ScanError *e) {
         while (q->next < q->n) {
                 pthread_t thread;
                 q->n_workers++;
                 int r = pthread_create(&thread, NULL, dump_worker, q);
                 if (r != 0)
-                        return log_error_errno(-r, "Failed to start the ptrace thread: %m");
+                        return scan_error_set(e, LOG_LEVEL_ERR, -r, "Failed to start the ptrace thread");
                 r = pthread_join(thread, NULL);
                 if (r != 0)
-                        return log_error_errno(-r, "Failed to join the ptrace thread: %m");
+                        return scan_error_set(e, LOG_LEVEL_ERR, -r, "Failed to join the ptrace thread");
         }
         return 0;
 }
@@ -209,7 +209,7 @@ int ptrace_scan_dump(Scan *s, ScanProcess **order, size_t n_order) {
                         if (t->mode != TASK_MODE_FILTER)
                                 continue; /* strict and disabled tasks have no filters to read */
                         if (GROW(tasks, allocated, n + 1) < 0)
-                                return log_oom();
+                                return -ENOMEM;
                         tasks[n++] = t;
                 }
         if (n == 0)
@@ -217,11 +217,11 @@ int ptrace_scan_dump(Scan *s, ScanProcess **order, size_t n_order) {
 
         buf = malloc(PROG_MAX_INSNS * sizeof(struct sock_filter));
         if (!buf)
-                return log_oom();
+                return -ENOMEM;
 
         DumpQueue q = { .tasks = tasks, .n = n, .buf = buf };
         uint64_t start = now_usec(CLOCK_MONOTONIC);
-        int r = dump_all(&q);
+        int r = dump_all(&q, &s->error);
         uint64_t elapsed = now_usec(CLOCK_MONOTONIC) - start;
         log_debug("ptrace: dumped %zu tasks in %" PRIu64 " us (%" PRIu64 " us per task, %" PRIu64
                   " us stopped per task), %u tracer thread(s)",

@@ -192,7 +192,6 @@ int ptrace_collect_unreadable(const Scan *s, UnreadableTask **ret, size_t *ret_n
                         const ScanTask *t = &s->procs[i].tasks[j];
                         if (!s->procs[i].selected || t->error >= 0)
                                 continue;
-                        log_debug_errno(t->error, "Thread %d: filters not readable: %m", (int) t->tid);
                         if (GROW(list, allocated, n + 1) < 0)
                                 return -ENOMEM;
                         list[n++] = (UnreadableTask) { .tid = t->tid, .error = t->error };
@@ -220,13 +219,13 @@ int ptrace_forest_new(const ScanOptions *opts, Forest **ret) {
 }
 
 /* PTRACE_SECCOMP_GET_FILTER refuses a tracer that runs under seccomp itself. */
-int ptrace_check_tracer(void) {
+int ptrace_check_tracer(ScanError *e) {
         ProcStatus st;
         int r = proc_read_status(gettid(), &st);
         if (r < 0)
-                return log_error_errno(r, "Failed to read our own status: %m");
+                return scan_error_set(e, LOG_LEVEL_ERR, r, "Failed to read our own status");
         if (st.seccomp_mode != SECCOMP_MODE_DISABLED)
-                return log_error_errno(-EPERM, "The ptrace backend cannot run under seccomp.");
+                return scan_error_set(e, LOG_LEVEL_ERR, -EPERM, "The ptrace backend cannot run under seccomp");
         return 0;
 }
 
@@ -238,12 +237,13 @@ int ptrace_scan_emit(Scan *s, Forest *f) {
                 if (s->procs[i].selected) {
                         r = emit_process(f, &s->procs[i], &s->opts);
                         if (r < 0)
-                                return log_error_errno(r, "Failed to add process %d: %m", (int) s->procs[i].pid);
+                                return scan_error_set(&s->error, LOG_LEVEL_ERR, r, "Failed to add process %d",
+                                                      (int) s->procs[i].pid);
                 }
 
         r = forest_link(f, &error);
         if (r < 0) {
-                log_error_errno(r, "ptrace scan produced an inconsistent forest: %s", error ? error : "?");
+                scan_error_set(&s->error, LOG_LEVEL_ERR, r, "The forest is inconsistent (%s)", error ? error : "?");
                 free(error);
                 return r;
         }
@@ -261,10 +261,10 @@ static bool scan_subtree_member(const Process *p, void *userdata) {
  * subtree is the one the scan selected, not the one the forest's ppid links give: the forest
  * lacks the processes it could not read (the subtree's root, say), and would lose their
  * descendants. */
-int ptrace_scan_restrict_holders(const Scan *s, Forest *f) {
+int ptrace_scan_restrict_holders(Scan *s, Forest *f) {
         if (!ptrace_scan_has_holders(s))
                 return 0;
         int r = s->opts.root > 0 ? forest_restrict_to_members(f, s->opts.root, scan_subtree_member, (void *) s)
                                  : forest_restrict_to_subtree(f, 0);
-        return r < 0 ? log_error_errno(r, "Failed to restrict the forest to the report: %m") : 0;
+        return r < 0 ? scan_error_set(&s->error, LOG_LEVEL_ERR, r, "Failed to restrict the forest to the report") : 0;
 }

@@ -27,7 +27,9 @@
  * takes), and a task that could not be stopped in time (attached, not stopped) is released when
  * the thread exits; no path leaves a task stopped or traced. A task that could not be stopped
  * (traced by someone else, unstoppable) makes the snapshot's consistency "none" rather than
- * "frozen", and is unreadable if it runs under filters. */
+ * "frozen", and is unreadable if it runs under filters. Nothing is logged while any task is
+ * stopped (a stopped journald would not read it, and the writer would wait for it): why the pass
+ * failed is kept in Scan.error, and a failed detach in the Freezer, for after the thaw. */
 
 #define FREEZE_MAX_ROUNDS 32
 
@@ -43,6 +45,9 @@ typedef struct Freezer {
         FrozenTask *tasks;
         size_t n, allocated;
         Hashmap by_tid; /* tid -> index + 1, for the tasks that are (or could not be) frozen */
+        pid_t detach_failed; /* the first task whose detach failed, logged after the thaw */
+        int detach_error;
+        size_t n_detach_failed;
 } Freezer;
 
 static void freezer_done(Freezer *fz) {
@@ -101,11 +106,14 @@ static void frozen_seize(FrozenTask *x, int proc_fd) {
                 x->error = -errno; /* the same */
 }
 
-static void frozen_detach(FrozenTask *x) {
+static void frozen_detach(Freezer *fz, FrozenTask *x) {
         if (!x->stopped)
                 return;
-        if (ptrace(PTRACE_DETACH, x->tid, NULL, (void *) (long) x->sig) < 0 && errno != ESRCH)
-                log_warning_errno(-errno, "Failed to detach from thread %d: %m", (int) x->tid);
+        if (ptrace(PTRACE_DETACH, x->tid, NULL, (void *) (long) x->sig) < 0 && errno != ESRCH &&
+            fz->n_detach_failed++ == 0) {
+                fz->detach_failed = x->tid;
+                fz->detach_error = -errno;
+        }
         x->stopped = false;
 }
 
@@ -136,7 +144,7 @@ static bool freezer_knows_all(const Freezer *fz, const ScanProcess *p) {
  * tasks to freeze (-1 where there is none to freeze, or it is gone), and may_stop's answer for it.
  * A process of the subtree that may not be stopped ends the pass: -EACCES, with the rest of
  * proc_fds left as new_proc_fds() made it (-1). */
-static int freezer_check(const Freezer *fz, const Scan *s, int *proc_fds) {
+static int freezer_check(const Freezer *fz, Scan *s, int *proc_fds) {
         for (size_t i = 0; i < s->n_procs; i++) {
                 const ScanProcess *p = &s->procs[i];
                 if (!p->selected || freezer_knows_all(fz, p))
@@ -147,8 +155,8 @@ static int freezer_check(const Freezer *fz, const Scan *s, int *proc_fds) {
                 int r = s->opts.may_stop(fd, p->pid, p->start_time, s->opts.userdata);
                 if (r == 0 && !p->holder) {
                         close(fd);
-                        return log_debug_errno(-EACCES, "ptrace: process %d may not be stopped for this caller.",
-                                               (int) p->pid);
+                        return scan_error_set(&s->error, LOG_LEVEL_DEBUG, -EACCES,
+                                              "process %d may not be stopped for this caller", (int) p->pid);
                 }
                 if (r <= 0) {
                         close(fd);
@@ -178,7 +186,7 @@ static void close_proc_fds(int *proc_fds, size_t n) {
 /* Freeze every task of the report that is not frozen yet, once every process it belongs to has
  * been found one that may be stopped. Returns how many tasks are new: stopped now, or known now to
  * be impossible (or not allowed) to stop (they might still fork). */
-static int freezer_round(Freezer *fz, const Scan *s) {
+static int freezer_round(Freezer *fz, Scan *s) {
         _cleanup_free_ int *proc_fds = new_proc_fds(s->n_procs);
         size_t first = fz->n;
         int n_new = 0, r;
@@ -224,27 +232,25 @@ static int freezer_freeze(Freezer *fz, Scan *s) {
                 if (r < 0)
                         return r;
                 r = freezer_round(fz, s);
-                if (r == -EACCES)
-                        return r; /* said by freezer_check() */
                 if (r < 0)
-                        return log_error_errno(r, "Failed to freeze the tasks: %m");
+                        return scan_error_set(&s->error, LOG_LEVEL_ERR, r, "Failed to freeze the tasks");
                 if (r == 0)
                         return 0;
         }
-        return log_error_errno(-EBUSY, "Tasks kept appearing while the report was being frozen (%d rounds).",
-                               FREEZE_MAX_ROUNDS);
+        return scan_error_set(&s->error, LOG_LEVEL_ERR, -EBUSY,
+                              "Tasks kept appearing while the report was being frozen (%d rounds)", FREEZE_MAX_ROUNDS);
 }
 
 static void freezer_thaw(Freezer *fz) {
         for (size_t i = 0; i < fz->n; i++)
-                frozen_detach(&fz->tasks[i]);
+                frozen_detach(fz, &fz->tasks[i]);
 }
 
 /* Every filter task's chain, read from the stopped task. */
 static int scan_dump_frozen(Freezer *fz, ScanProcess **order, size_t n_order) {
         _cleanup_free_ struct sock_filter *buf = malloc(PROG_MAX_INSNS * sizeof(struct sock_filter));
         if (!buf)
-                return log_oom();
+                return -ENOMEM;
         for (size_t i = 0; i < n_order; i++)
                 for (size_t j = 0; j < order[i]->n_tasks; j++) {
                         ScanTask *t = &order[i]->tasks[j];
@@ -370,15 +376,16 @@ static const ScanProcess *find_refused_holder(const Scan *s, const Freezer *fz, 
         return maybe;
 }
 
-static int scan_check_refused_holders(const Scan *s, const Freezer *fz, const Forest *f) {
+static int scan_check_refused_holders(Scan *s, const Freezer *fz, const Forest *f) {
         const ScanProcess *p = find_refused_holder(s, fz, f, forest_has_unclaimed_notifier(f));
         if (!p)
                 return 0;
         _cleanup_close_ int fd = procfd_open(p->pid);
         if (fd >= 0 && s->opts.may_stop)
                 (void) s->opts.may_stop(fd, p->pid, p->start_time, s->opts.userdata);
-        return log_debug_errno(-EACCES, "ptrace: process %d, which may hold a listener of the report, may not be "
-                               "stopped for this caller.", (int) p->pid);
+        return scan_error_set(&s->error, LOG_LEVEL_DEBUG, -EACCES,
+                              "process %d, which may hold a listener of the report, may not be stopped for this caller",
+                              (int) p->pid);
 }
 
 typedef struct FreezeJob {
@@ -430,6 +437,9 @@ static void *freeze_worker(void *userdata) {
         j->r = scan_frozen(j, &fz);
         freezer_thaw(&fz); /* on every path; what is left attached goes with this thread */
         /* Messages only now: a frozen journald would not read them. */
+        if (fz.n_detach_failed > 0)
+                log_warning_errno(fz.detach_error, "Failed to detach from %zu thread(s), thread %d first: %m",
+                                  fz.n_detach_failed, (int) fz.detach_failed);
         if (j->r >= 0 && j->forest->snapshot.consistency != SNAPSHOT_CONSISTENCY_FROZEN)
                 log_warning("ptrace: not every task of the report could be stopped: the snapshot is not frozen.");
         log_debug("ptrace: %zu tasks frozen in %" PRIu64 " us, stopped for %" PRIu64 " us in all", fz.n,
@@ -444,9 +454,9 @@ int ptrace_scan_run_frozen(Scan *s, Forest *f) {
 
         int r = pthread_create(&thread, NULL, freeze_worker, &j);
         if (r != 0)
-                return log_error_errno(-r, "Failed to start the ptrace thread: %m");
+                return scan_error_set(&s->error, LOG_LEVEL_ERR, -r, "Failed to start the ptrace thread");
         r = pthread_join(thread, NULL);
         if (r != 0)
-                return log_error_errno(-r, "Failed to join the ptrace thread: %m");
+                return scan_error_set(&s->error, LOG_LEVEL_ERR, -r, "Failed to join the ptrace thread");
         return j.r;
 }

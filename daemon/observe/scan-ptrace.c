@@ -83,24 +83,24 @@ static int scan_run(Scan *s, Forest *f) {
         return 0;
 }
 
-int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unreadable, size_t *ret_n_unreadable) {
+/* The pass; why it failed in s->error (nothing logged). */
+static int scan_pass(Scan *s, Forest **ret, UnreadableTask **ret_unreadable, size_t *ret_n_unreadable) {
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_free_ UnreadableTask *unreadable = NULL;
         size_t n_unreadable = 0;
-        _cleanup_(ptrace_scan_done) Scan s = { .opts = opts ? *opts : SCAN_OPTIONS_DEFAULT };
         int r;
 
-        r = ptrace_check_tracer();
+        r = ptrace_check_tracer(&s->error);
         if (r < 0)
                 return r;
-        r = ptrace_forest_new(&s.opts, &f);
+        r = ptrace_forest_new(&s->opts, &f);
         if (r < 0)
-                return log_error_errno(r, "Failed to create the forest: %m");
+                return scan_error_set(&s->error, LOG_LEVEL_ERR, r, "Failed to create the forest");
 
-        r = s.opts.freeze ? ptrace_scan_run_frozen(&s, f) : scan_run(&s, f);
+        r = s->opts.freeze ? ptrace_scan_run_frozen(s, f) : scan_run(s, f);
         if (r < 0)
                 return r;
-        r = ptrace_collect_unreadable(&s, &unreadable, &n_unreadable);
+        r = ptrace_collect_unreadable(s, &unreadable, &n_unreadable);
         if (r < 0)
                 return r;
 
@@ -110,4 +110,18 @@ int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unre
                 *ret_n_unreadable = n_unreadable;
         }
         return 0;
+}
+
+int ptrace_scan_explained(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unreadable,
+                          size_t *ret_n_unreadable, ScanError *ret_error) {
+        _cleanup_(ptrace_scan_done) Scan s = { .opts = opts ? *opts : SCAN_OPTIONS_DEFAULT };
+        int r = scan_pass(&s, ret, ret_unreadable, ret_n_unreadable);
+        *ret_error = s.error;
+        return r;
+}
+
+int ptrace_scan(const ScanOptions *opts, Forest **ret, UnreadableTask **ret_unreadable, size_t *ret_n_unreadable) {
+        ScanError e = {};
+        int r = ptrace_scan_explained(opts, ret, ret_unreadable, ret_n_unreadable, &e);
+        return r < 0 ? scan_error_log(&e, r, "ptrace scan failed") : r;
 }

@@ -88,7 +88,7 @@ static int ptrace_scan_locked(Source *s, const ScanOptions *opts, Forest **ret, 
         size_t n_bad = 0;
         int r = ptrace_scan(opts, ret, &bad, &n_bad);
         if (r < 0)
-                return log_error_errno(r, "ptrace scan failed: %m");
+                return r; /* logged by the scan, once its tasks run again */
         if (!s->oneshot) {
                 for (size_t i = 0; i < n_bad; i++)
                         log_debug_errno(bad[i].error, "Could not read the filters of thread %d: %m", bad[i].tid);
@@ -466,8 +466,9 @@ static int pending_roots(PtraceSource *p, pid_t **ret, size_t *ret_n) {
 
 /* ---- the rescan ---- */
 
-/* One subtree read and handed on as one batch (unless read already, inside another). */
-static int rescan_subtree(PtraceSource *p, pid_t root, Hashmap *covered) {
+/* One subtree read and handed on as one batch (unless read already, inside another); why its scan
+ * failed in *e (not logged: the caller does, once). */
+static int rescan_subtree(PtraceSource *p, pid_t root, Hashmap *covered, ScanError *e) {
         ScanOptions opts = { .root = root, .include_argv = false, .include_exe = true };
         _cleanup_(forest_freep) Forest *scan = NULL;
         _cleanup_free_ UnreadableTask *bad = NULL;
@@ -479,9 +480,11 @@ static int rescan_subtree(PtraceSource *p, pid_t root, Hashmap *covered) {
                 return 0;
         if (proc_read_status(root, &st) < 0 || st.state == 'Z' || st.state == 'X')
                 return 0; /* gone: its exit events say the rest */
-        int r = ptrace_scan(&opts, &scan, &bad, &n_bad);
-        if (r == -ESRCH)
+        int r = ptrace_scan_explained(&opts, &scan, &bad, &n_bad, e);
+        if (r == -ESRCH) {
+                *e = (ScanError) {}; /* gone meanwhile: nothing failed */
                 return 0;
+        }
         if (r < 0)
                 return r;
         for (size_t i = 0; i < scan->n_processes; i++)
@@ -503,6 +506,7 @@ static int flush_rescans_locked(PtraceSource *p) {
         _cleanup_(hashmap_deinit) Hashmap covered = {};
         _cleanup_free_ pid_t *roots = NULL;
         size_t n_roots = 0;
+        ScanError e = {};
         int r = 0;
 
         if (!p->pending_burst)
@@ -516,12 +520,13 @@ static int flush_rescans_locked(PtraceSource *p) {
         }
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         for (size_t i = 0; r >= 0 && i < n_roots; i++)
-                r = rescan_subtree(p, roots[i], &covered);
+                r = rescan_subtree(p, roots[i], &covered, &e);
         p->rescan_end_mono = now_usec(CLOCK_MONOTONIC);
         p->rescan_cost_usec = p->rescan_end_mono - start;
         log_debug("Rescanned %zu subtree(s) in %" PRIu64 " us.", n_roots, p->rescan_cost_usec);
         if (r < 0) {
-                log_warning_errno(r, "Rescanning after events failed (%m), resynchronising.");
+                log_warning_errno(r, "Rescanning after events failed (%s%s%m), resynchronising.", e.message,
+                                  e.message[0] ? ": " : "");
                 p->source.sink.resync(p->source.sink.userdata, "inconsistent");
         }
         return 0;

@@ -14,29 +14,60 @@
  * this can happen to a program prog_validate() accepts, except division by X == 0. */
 #define RUN_FAULT SECCOMP_RET_KILL_PROCESS
 
+/* A register or memory word, and whether it is computed from a word of the data that is unknown. */
+typedef struct Word {
+        uint32_t v;
+        bool unknown;
+} Word;
+
 typedef struct Machine {
-        uint32_t a, x;
-        uint32_t mem[BPF_MEMWORDS];
-        const struct seccomp_data *data;
+        size_t pc;
+        Word a, x;
+        Word mem[BPF_MEMWORDS];
 } Machine;
 
+/* One program's run, all of its paths. */
+typedef struct Run {
+        const struct sock_filter *insns;
+        size_t n;
+        const struct seccomp_data *data;
+        uint32_t unknown_words;
+        size_t n_paths, max_paths;
+        bool any; /* some path returned */
+        ProgOutcomes *o;
+} Run;
+
+static void run_returns(Run *r, uint32_t ret) {
+        ProgOutcomes *o = r->o;
+        if (!r->any) {
+                o->worst = o->best = ret;
+                r->any = true;
+                return;
+        }
+        if (action_outranks(ret, o->worst))
+                o->worst = ret;
+        if (action_outranks(o->best, ret))
+                o->best = ret;
+}
+
 /* Returns false on a load the kernel would have refused to install. */
-static bool load_data_word(const Machine *m, uint32_t k, uint32_t *ret) {
+static bool load_data_word(const Run *r, uint32_t k, Word *ret) {
         if (k >= sizeof(struct seccomp_data) || (k & 3))
                 return false;
-        memcpy(ret, (const uint8_t *) m->data + k, sizeof(*ret));
+        memcpy(&ret->v, (const uint8_t *) r->data + k, sizeof(ret->v));
+        ret->unknown = (r->unknown_words >> (k / 4)) & 1;
         return true;
 }
 
-static bool exec_ld(Machine *m, const struct sock_filter *f, uint32_t *dst) {
+static bool exec_ld(const Run *r, const Machine *m, const struct sock_filter *f, Word *dst) {
         if (BPF_SIZE(f->code) != BPF_W)
                 return false;
         switch (BPF_MODE(f->code)) {
         case BPF_IMM:
-                *dst = f->k;
+                *dst = (Word) { f->k };
                 return true;
         case BPF_LEN: /* seccomp_check_filter() rewrites this to an immediate */
-                *dst = sizeof(struct seccomp_data);
+                *dst = (Word) { sizeof(struct seccomp_data) };
                 return true;
         case BPF_MEM:
                 if (f->k >= BPF_MEMWORDS)
@@ -44,7 +75,7 @@ static bool exec_ld(Machine *m, const struct sock_filter *f, uint32_t *dst) {
                 *dst = m->mem[f->k];
                 return true;
         case BPF_ABS:
-                return BPF_CLASS(f->code) == BPF_LD && load_data_word(m, f->k, dst);
+                return BPF_CLASS(f->code) == BPF_LD && load_data_word(r, f->k, dst);
         }
         return false;
 }
@@ -53,62 +84,44 @@ static bool exec_ld(Machine *m, const struct sock_filter *f, uint32_t *dst) {
  * program return 0 there, which *ret_early reports. Shifts by X use the low 5 bits, as the
  * 32-bit shifts of the BPF interpreter and of the x86 JIT do. */
 static bool exec_alu(Machine *m, const struct sock_filter *f, bool *ret_early) {
-        uint32_t v = BPF_SRC(f->code) == BPF_X ? m->x : f->k;
+        Word v = BPF_SRC(f->code) == BPF_X ? m->x : (Word) { f->k };
 
         if (f->code == (BPF_ALU | BPF_NEG | BPF_X))
                 return false;
+        m->a.unknown = m->a.unknown || v.unknown;
         switch (BPF_OP(f->code)) {
-        case BPF_ADD: m->a += v; return true;
-        case BPF_SUB: m->a -= v; return true;
-        case BPF_MUL: m->a *= v; return true;
-        case BPF_AND: m->a &= v; return true;
-        case BPF_OR: m->a |= v; return true;
-        case BPF_XOR: m->a ^= v; return true;
-        case BPF_LSH: m->a <<= v & 31; return true;
-        case BPF_RSH: m->a >>= v & 31; return true;
-        case BPF_NEG: m->a = -m->a; return true;
+        case BPF_ADD: m->a.v += v.v; return true;
+        case BPF_SUB: m->a.v -= v.v; return true;
+        case BPF_MUL: m->a.v *= v.v; return true;
+        case BPF_AND: m->a.v &= v.v; return true;
+        case BPF_OR: m->a.v |= v.v; return true;
+        case BPF_XOR: m->a.v ^= v.v; return true;
+        case BPF_LSH: m->a.v <<= v.v & 31; return true;
+        case BPF_RSH: m->a.v >>= v.v & 31; return true;
+        case BPF_NEG: m->a.v = -m->a.v; return true;
         case BPF_DIV:
-                if (v == 0) {
+                if (v.v == 0) {
                         *ret_early = BPF_SRC(f->code) == BPF_X;
                         return *ret_early;
                 }
-                m->a /= v;
+                m->a.v /= v.v;
                 return true;
         }
         return false; /* MOD and anything unknown: seccomp refuses those */
 }
 
 static bool jump_taken(const Machine *m, const struct sock_filter *f, bool *ok) {
-        uint32_t v = BPF_SRC(f->code) == BPF_X ? m->x : f->k;
+        uint32_t v = BPF_SRC(f->code) == BPF_X ? m->x.v : f->k;
 
         *ok = true;
         switch (BPF_OP(f->code)) {
-        case BPF_JEQ: return m->a == v;
-        case BPF_JGT: return m->a > v;
-        case BPF_JGE: return m->a >= v;
-        case BPF_JSET: return (m->a & v) != 0;
+        case BPF_JEQ: return m->a.v == v;
+        case BPF_JGT: return m->a.v > v;
+        case BPF_JGE: return m->a.v >= v;
+        case BPF_JSET: return (m->a.v & v) != 0;
         }
         *ok = false;
         return false;
-}
-
-/* Moves *pc on; false if the jump is one the kernel would not have installed. */
-static bool exec_jmp(const Machine *m, const struct sock_filter *f, size_t n, size_t *pc) {
-        uint64_t next;
-        bool ok;
-
-        if (BPF_OP(f->code) == BPF_JA)
-                next = (uint64_t) *pc + 1 + f->k;
-        else {
-                bool taken = jump_taken(m, f, &ok);
-                if (!ok)
-                        return false;
-                next = (uint64_t) *pc + 1 + (taken ? f->jt : f->jf);
-        }
-        if (next >= n)
-                return false;
-        *pc = next;
-        return true;
 }
 
 static bool exec_store(Machine *m, const struct sock_filter *f) {
@@ -127,12 +140,12 @@ static bool exec_misc(Machine *m, const struct sock_filter *f) {
 }
 
 /* Executes the non-jump, non-return instruction at f; false on a fault. */
-static bool exec_simple(Machine *m, const struct sock_filter *f, bool *ret_zero) {
+static bool exec_simple(const Run *r, Machine *m, const struct sock_filter *f, bool *ret_zero) {
         switch (BPF_CLASS(f->code)) {
         case BPF_LD:
-                return exec_ld(m, f, &m->a);
+                return exec_ld(r, m, f, &m->a);
         case BPF_LDX:
-                return exec_ld(m, f, &m->x);
+                return exec_ld(r, m, f, &m->x);
         case BPF_ST:
         case BPF_STX:
                 return exec_store(m, f);
@@ -144,31 +157,111 @@ static bool exec_simple(Machine *m, const struct sock_filter *f, bool *ret_zero)
         return false;
 }
 
-uint32_t prog_run(const struct sock_filter *insns, size_t n, const struct seccomp_data *data) {
-        Machine m = { .data = data }; /* the kernel clears A and X; M[] is only read after a store */
-        size_t pc = 0;
+/* The value a RET returns; an unknown A may be any value at all (both ends are returned). */
+static void exec_ret(Run *r, const Machine *m, const struct sock_filter *f) {
+        if (f->code == (BPF_RET | BPF_A) && m->a.unknown) {
+                run_returns(r, SECCOMP_RET_KILL_PROCESS);
+                run_returns(r, SECCOMP_RET_ALLOW);
+        } else if (f->code == (BPF_RET | BPF_A))
+                run_returns(r, m->a.v);
+        else
+                run_returns(r, f->code == (BPF_RET | BPF_K) ? f->k : RUN_FAULT);
+}
 
-        while (pc < n) {
-                const struct sock_filter *f = insns + pc;
+static void run_path(Run *r, Machine m);
+
+/* Moves m->pc to pc + 1 + off; false if that is past the end (the kernel would not have installed
+ * the jump). */
+static bool go(const Run *r, Machine *m, uint64_t off) {
+        uint64_t next = (uint64_t) m->pc + 1 + off;
+        if (next >= r->n)
+                return false;
+        m->pc = (size_t) next;
+        return true;
+}
+
+/* Moves m on; false on a fault. A jump that depends on an unknown word goes both ways: the taken
+ * one as a path of its own, counted (Run.max_paths). */
+static bool exec_jmp(Run *r, Machine *m, const struct sock_filter *f) {
+        bool ok;
+
+        if (BPF_OP(f->code) == BPF_JA)
+                return go(r, m, f->k);
+        bool taken = jump_taken(m, f, &ok);
+        if (!ok)
+                return false;
+        if (m->a.unknown || (BPF_SRC(f->code) == BPF_X && m->x.unknown)) {
+                Machine other = *m;
+                if (++r->n_paths > r->max_paths) {
+                        r->o->overflow = true;
+                        return true;
+                }
+                if (go(r, &other, f->jt))
+                        run_path(r, other);
+                else
+                        run_returns(r, RUN_FAULT);
+                return go(r, m, f->jf);
+        }
+        return go(r, m, taken ? f->jt : f->jf);
+}
+
+/* An unknown X may be 0: a division by it returns 0 there, and A is unknown where it is not. */
+static bool div_by_unknown(Run *r, Machine *m, const struct sock_filter *f) {
+        if (f->code != (BPF_ALU | BPF_DIV | BPF_X) || !m->x.unknown || m->x.v == 0)
+                return false;
+        run_returns(r, 0);
+        m->a.unknown = true;
+        return true;
+}
+
+static void run_path(Run *r, Machine m) {
+        while (m.pc < r->n && !r->o->overflow) {
+                const struct sock_filter *f = r->insns + m.pc;
                 bool ret_zero = false;
 
                 switch (BPF_CLASS(f->code)) {
                 case BPF_RET:
-                        if (f->code == (BPF_RET | BPF_A))
-                                return m.a;
-                        return f->code == (BPF_RET | BPF_K) ? f->k : RUN_FAULT;
+                        exec_ret(r, &m, f);
+                        return;
                 case BPF_JMP:
-                        if (!exec_jmp(&m, f, n, &pc))
-                                return RUN_FAULT;
+                        if (!exec_jmp(r, &m, f)) {
+                                run_returns(r, RUN_FAULT);
+                                return;
+                        }
                         continue;
                 }
-                if (!exec_simple(&m, f, &ret_zero))
-                        return RUN_FAULT;
-                if (ret_zero)
-                        return 0;
-                pc++;
+                (void) div_by_unknown(r, &m, f);
+                if (!exec_simple(r, &m, f, &ret_zero)) {
+                        run_returns(r, RUN_FAULT);
+                        return;
+                }
+                if (ret_zero) {
+                        run_returns(r, 0);
+                        return;
+                }
+                m.pc++;
         }
-        return RUN_FAULT; /* ran off the end: the kernel requires a final RET */
+        if (!r->o->overflow)
+                run_returns(r, RUN_FAULT); /* ran off the end: the kernel requires a final RET */
+}
+
+void prog_run_unknown(const struct sock_filter *insns, size_t n, const struct seccomp_data *data,
+                      uint32_t unknown_words, size_t max_paths, ProgOutcomes *ret) {
+        /* the kernel clears A and X; M[] is only read after a store */
+        Run r = { .insns = insns, .n = n, .data = data, .unknown_words = unknown_words, .n_paths = 1,
+                  .max_paths = max_paths, .o = ret };
+        *ret = (ProgOutcomes) {};
+        run_path(&r, (Machine) {});
+        if (ret->overflow) {
+                ret->worst = SECCOMP_RET_KILL_PROCESS;
+                ret->best = SECCOMP_RET_ALLOW;
+        }
+}
+
+uint32_t prog_run(const struct sock_filter *insns, size_t n, const struct seccomp_data *data) {
+        ProgOutcomes o;
+        prog_run_unknown(insns, n, data, 0, 1, &o);
+        return o.worst; /* one path: worst and best are its value */
 }
 
 /* seccomp_run_filters(): ACTION_ONLY() compares the action bits as a signed 32-bit number, the

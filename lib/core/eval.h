@@ -14,6 +14,19 @@
  * shifts by X use X & 31, and "ld #len" / "ldx #len" give sizeof(struct seccomp_data). */
 uint32_t prog_run(const struct sock_filter *insns, size_t n, const struct seccomp_data *data);
 
+/* What a program can return when some words of the data are unknown (could be anything): a value
+ * computed from one is unknown too, a jump that depends on one goes both ways, a RET of an unknown
+ * A can return anything, and a division by an unknown X can return 0. */
+typedef struct ProgOutcomes {
+        uint32_t worst, best; /* the most and the least restrictive value some run returns
+                               * (action_outranks()); KILL_PROCESS and ALLOW on overflow */
+        bool overflow;        /* more than max_paths ways through it: anything is possible */
+} ProgOutcomes;
+/* unknown_words: bit i set when the 32-bit word at offset 4 * i of the data is unknown. prog_run()
+ * is this with none unknown (one way through). */
+void prog_run_unknown(const struct sock_filter *insns, size_t n, const struct seccomp_data *data,
+                      uint32_t unknown_words, size_t max_paths, ProgOutcomes *ret);
+
 typedef struct ChainProgram {
         const struct sock_filter *insns;
         size_t len;

@@ -8,8 +8,10 @@ typedef struct TreeGlyphs {
         const char *branch, *last, *pipe, *space;
 } TreeGlyphs;
 
-static const TreeGlyphs glyphs_unicode = { "├─ ", "└─ ", "│  ", "   " };
-static const TreeGlyphs glyphs_ascii = { "|- ", "`- ", "|  ", "   " };
+/* As libsmartcols draws its trees (sectreectl prints them with it): two columns a level, then a
+ * space before the line's text. */
+static const TreeGlyphs glyphs_unicode = { "├─ ", "└─ ", "│ ", "  " };
+static const TreeGlyphs glyphs_ascii = { "|- ", "`- ", "| ", "  " };
 
 /* One entry under a filter: a child filter, or a process with the threads that run under it. */
 typedef struct TreeEntry {
@@ -178,7 +180,7 @@ static void print_filter_line(const Filter *x, size_t chain_tasks, FILE *out) {
                 fputs("  listener", out);
         if (x->identity == IDENTITY_INFERRED)
                 fputs("  (inferred)", out);
-        fprintf(out, "  [head of %zu, in the chains of %zu task%s]\n", x->n_tasks, chain_tasks,
+        fprintf(out, "  [head of %zu, in the chains of %zu task%s]", x->n_tasks, chain_tasks,
                 chain_tasks == 1 ? "" : "s");
 }
 
@@ -194,7 +196,6 @@ static void print_listener_holders(const Forest *f, const Listener *l, FILE *out
         }
         if (l->n_holders == 0)
                 fputs(" nobody", out);
-        fputc('\n', out);
 }
 
 /* "comm[pid]" and, when not every thread of the process is in this slot or there are several,
@@ -222,49 +223,72 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, F
                         fputs(" (stale)", out);
                         break;
                 }
-        fputc('\n', out);
 }
 
-typedef struct TreePrinter {
+typedef struct TreeWalker {
         const Forest *f;
         const TreeIndex *ix;
-        const TreeGlyphs *g;
         bool collapse;
-        FILE *out;
-        char *prefix;
-        size_t prefix_len, prefix_allocated;
-} TreePrinter;
+        ForestTreeLineFn fn;
+        void *userdata;
+        unsigned depth;
+} TreeWalker;
 
-static int print_slot(TreePrinter *tp, size_t slot);
+static int walk_slot(TreeWalker *w, size_t slot);
 
-/* The filter's line, then the holders of its listener on a line of their own under it (the
- * prefix is already the one of the filter's entries). */
-static void print_filter(TreePrinter *tp, const Filter *x) {
-        print_filter_line(x, tp->ix->chain_tasks[x->index], tp->out);
-        const Listener *l = x->listener_id ? forest_find_listener(tp->f, x->listener_id) : NULL;
-        if (!l)
-                return;
-        bool more = tp->ix->start[x->index + 1] > tp->ix->start[x->index];
-        fprintf(tp->out, "%.*s%s", (int) tp->prefix_len, tp->prefix, more ? tp->g->pipe : tp->g->space);
-        print_listener_holders(tp->f, l, tp->out);
+/* Hand one line to the walker's function: its text is what write() puts in a memory stream. */
+typedef void (*LineWriter)(const TreeWalker *w, const void *what, size_t slot, FILE *out);
+
+static int emit(TreeWalker *w, ForestTreeLineKind kind, bool last, bool has_children, LineWriter write,
+                const void *what, size_t slot) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&text, &size);
+        if (!out)
+                return -ENOMEM;
+        write(w, what, slot, out);
+        if (fclose(out) != 0)
+                return -ENOMEM;
+        ForestTreeLine l = { .kind = kind, .depth = w->depth, .last = last, .has_children = has_children, .text = text };
+        return w->fn(&l, w->userdata);
 }
 
-static int print_entry(TreePrinter *tp, const TreeEntry *e, size_t slot, bool last) {
-        fprintf(tp->out, "%.*s%s", (int) tp->prefix_len, tp->prefix, last ? tp->g->last : tp->g->branch);
-        if (e->process) {
-                print_process_line(tp->f, e->process, slot, tp->out);
-                return 0;
-        }
-        const char *extend = last ? tp->g->space : tp->g->pipe;
-        size_t saved = tp->prefix_len, l = strlen(extend);
-        if (GROW(tp->prefix, tp->prefix_allocated, tp->prefix_len + l + 1) < 0)
-                return -ENOMEM;
-        memcpy(tp->prefix + tp->prefix_len, extend, l);
-        tp->prefix_len += l;
-        print_filter(tp, e->filter);
-        int r = print_slot(tp, e->filter->index);
-        tp->prefix_len = saved;
+static void write_filter(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+        const Filter *x = what;
+        print_filter_line(x, w->ix->chain_tasks[x->index], out);
+}
+
+static void write_listener(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+        print_listener_holders(w->f, what, out);
+}
+
+static void write_process(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+        print_process_line(w->f, what, slot, out);
+}
+
+static bool slot_has_entries(const TreeIndex *ix, size_t slot) {
+        return ix->start[slot + 1] > ix->start[slot];
+}
+
+/* The filter's line, then the holders of its listener on a line of their own that continues it. */
+static int walk_filter(TreeWalker *w, const Filter *x, bool last) {
+        bool more = slot_has_entries(w->ix, x->index);
+        int r = emit(w, FOREST_TREE_FILTER, last, more, write_filter, x, 0);
+        const Listener *l = x->listener_id ? forest_find_listener(w->f, x->listener_id) : NULL;
+        if (r >= 0 && l)
+                r = emit(w, FOREST_TREE_LISTENER, last, more, write_listener, l, 0);
+        if (r < 0)
+                return r;
+        w->depth++;
+        r = walk_slot(w, x->index);
+        w->depth--;
         return r;
+}
+
+static int walk_entry(TreeWalker *w, const TreeEntry *e, size_t slot, bool last) {
+        if (e->process)
+                return emit(w, FOREST_TREE_PROCESS, last, false, write_process, e->process, slot);
+        return walk_filter(w, e->filter, last);
 }
 
 /* A process whose line would say nothing but "comm[pid]" in this slot: one thread, not stale, not
@@ -274,19 +298,19 @@ static bool process_is_plain(const Forest *f, const Process *p, size_t slot) {
                !(slot == f->n_filters + 1 && p->threads[0].mode == TASK_MODE_STRICT);
 }
 
-static bool entries_alike(const TreePrinter *tp, const TreeEntry *a, const TreeEntry *b, size_t slot) {
-        return a->process && b->process && process_is_plain(tp->f, a->process, slot) &&
-               process_is_plain(tp->f, b->process, slot) && streq(a->process->comm, b->process->comm);
+static bool entries_alike(const TreeWalker *w, const TreeEntry *a, const TreeEntry *b, size_t slot) {
+        return a->process && b->process && process_is_plain(w->f, a->process, slot) &&
+               process_is_plain(w->f, b->process, slot) && streq(a->process->comm, b->process->comm);
 }
 
 /* How many entries of [a, b) are alike e (e among them), and whether one before e is. */
-static size_t count_alike(const TreePrinter *tp, size_t slot, size_t a, size_t b, const TreeEntry *e,
+static size_t count_alike(const TreeWalker *w, size_t slot, size_t a, size_t b, const TreeEntry *e,
                           bool *ret_seen_before) {
         size_t n = 0;
         *ret_seen_before = false;
         for (size_t i = a; i < b; i++) {
-                const TreeEntry *x = &tp->ix->entries[i];
-                if (x != e && !entries_alike(tp, x, e, slot))
+                const TreeEntry *x = &w->ix->entries[i];
+                if (x != e && !entries_alike(w, x, e, slot))
                         continue;
                 n++;
                 if (x < e)
@@ -296,54 +320,95 @@ static size_t count_alike(const TreePrinter *tp, size_t slot, size_t a, size_t b
 }
 
 /* The number of lines the entries of [a, b) take: alike processes share one when collapsing. */
-static size_t count_lines(const TreePrinter *tp, size_t slot, size_t a, size_t b) {
+static size_t count_lines(const TreeWalker *w, size_t slot, size_t a, size_t b) {
         size_t n = 0;
         for (size_t i = a; i < b; i++) {
                 bool before = false;
-                if (tp->collapse && tp->ix->entries[i].process)
-                        count_alike(tp, slot, a, b, &tp->ix->entries[i], &before);
+                if (w->collapse && w->ix->entries[i].process)
+                        count_alike(w, slot, a, b, &w->ix->entries[i], &before);
                 n += !before; /* the first of alike siblings takes their line */
         }
         return n;
 }
 
+typedef struct Collapsed {
+        const Process *p;
+        size_t n;
+} Collapsed;
+
 /* "200*[sleep]" */
-static void print_collapsed(const TreePrinter *tp, const Process *p, size_t n, bool last) {
-        fprintf(tp->out, "%.*s%s%zu*[", (int) tp->prefix_len, tp->prefix, last ? tp->g->last : tp->g->branch, n);
-        fputs_escaped(p->comm, tp->out);
-        fputs("]\n", tp->out);
+static void write_collapsed(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+        const Collapsed *c = what;
+        fprintf(out, "%zu*[", c->n);
+        fputs_escaped(c->p->comm, out);
+        fputc(']', out);
 }
 
-/* Collapsing: print e as the first of its alike siblings, or skip it (*ret_done). */
-static void print_alike(TreePrinter *tp, size_t slot, const TreeEntry *e, size_t *n_printed, size_t n, bool *ret_done) {
-        size_t a = tp->ix->start[slot], b = tp->ix->start[slot + 1];
+/* Collapsing: e as the first of its alike siblings, or skipped (*ret_done). */
+static int walk_alike(TreeWalker *w, size_t slot, const TreeEntry *e, size_t *n_printed, size_t n, bool *ret_done) {
+        size_t a = w->ix->start[slot], b = w->ix->start[slot + 1];
         bool before;
-        size_t alike = count_alike(tp, slot, a, b, e, &before);
-        *ret_done = alike > 1;
-        if (alike <= 1 || before)
-                return;
-        print_collapsed(tp, e->process, alike, ++*n_printed == n);
+        Collapsed c = { .p = e->process, .n = count_alike(w, slot, a, b, e, &before) };
+        *ret_done = c.n > 1;
+        if (c.n <= 1 || before)
+                return 0;
+        return emit(w, FOREST_TREE_PROCESS, ++*n_printed == n, false, write_collapsed, &c, slot);
 }
 
 /* The entries of one filter: its processes first, then its child filters. */
-static int print_slot(TreePrinter *tp, size_t slot) {
-        size_t a = tp->ix->start[slot], b = tp->ix->start[slot + 1];
-        size_t n_printed = 0, n = count_lines(tp, slot, a, b);
+static int walk_slot(TreeWalker *w, size_t slot) {
+        size_t a = w->ix->start[slot], b = w->ix->start[slot + 1];
+        size_t n_printed = 0, n = count_lines(w, slot, a, b);
         for (int pass = 0; pass < 2; pass++)
                 for (size_t i = a; i < b; i++) {
-                        const TreeEntry *e = &tp->ix->entries[i];
+                        const TreeEntry *e = &w->ix->entries[i];
                         bool done = false;
+                        int r = 0;
                         if ((pass == 0) != (e->process != NULL))
                                 continue;
-                        if (tp->collapse && e->process)
-                                print_alike(tp, slot, e, &n_printed, n, &done);
-                        if (done)
-                                continue;
-                        int r = print_entry(tp, e, slot, ++n_printed == n);
+                        if (w->collapse && e->process)
+                                r = walk_alike(w, slot, e, &n_printed, n, &done);
+                        if (r >= 0 && !done)
+                                r = walk_entry(w, e, slot, ++n_printed == n);
                         if (r < 0)
                                 return r;
                 }
         return 0;
+}
+
+static void write_unfiltered_title(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+        fputs("without a filter:", out);
+}
+
+/* The processes without a filter, under a title line of their own. */
+static int walk_unfiltered(TreeWalker *w) {
+        size_t slot = w->f->n_filters + 1;
+        if (!slot_has_entries(w->ix, slot))
+                return 0;
+        w->depth = 0;
+        int r = emit(w, FOREST_TREE_UNFILTERED, true, true, write_unfiltered_title, NULL, slot);
+        if (r < 0)
+                return r;
+        w->depth = 1;
+        return walk_slot(w, slot);
+}
+
+int forest_tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn fn, void *userdata) {
+        _cleanup_(tree_index_free) TreeIndex ix = {};
+        int r = tree_index_build_linked(f, &ix);
+        if (r < 0)
+                return r;
+        TreeWalker w = { .f = f, .ix = &ix, .collapse = flags & FOREST_PRINT_COLLAPSE, .fn = fn, .userdata = userdata };
+        size_t a = ix.start[f->n_filters], b = ix.start[f->n_filters + 1];
+        bool unfiltered = slot_has_entries(&ix, f->n_filters + 1);
+        /* Root filters are top-level lines, their subtrees indented below them. */
+        for (size_t i = a; i < b; i++) {
+                w.depth = 0;
+                r = walk_filter(&w, ix.entries[i].filter, i + 1 == b && !unfiltered);
+                if (r < 0)
+                        return r;
+        }
+        return walk_unfiltered(&w);
 }
 
 /* Known listener objects, plus the filters that have one the forest holds no object for (a
@@ -355,7 +420,7 @@ static size_t count_listeners(const Forest *f) {
         return n;
 }
 
-static void print_header(const Forest *f, FILE *out) {
+void forest_print_header(const Forest *f, FILE *out) {
         size_t n_threads = 0, n_listeners = count_listeners(f);
         for (size_t i = 0; i < f->n_processes; i++)
                 n_threads += f->processes[i]->n_threads;
@@ -373,39 +438,45 @@ static void print_header(const Forest *f, FILE *out) {
                 n_threads == 1 ? "" : "s", n_listeners, n_listeners == 1 ? "" : "s");
 }
 
-/* After a blank line, unless it is the first thing printed. */
-static void print_unfiltered(TreePrinter *tp, bool first) {
-        size_t slot = tp->f->n_filters + 1;
-        if (tp->ix->start[slot] == tp->ix->start[slot + 1])
-                return;
-        fputs(first ? "without a filter:\n" : "\nwithout a filter:\n", tp->out);
-        tp->prefix_len = 0;
-        (void) print_slot(tp, slot); /* processes only: nothing to allocate */
+/* The text tree: each line after the glyphs of its ancestors (a bar where one has siblings below
+ * it); top-level lines after a blank line, unless one is the first thing printed. The same lines
+ * as sectreectl's libsmartcols tree (client/tree-table.c). */
+typedef struct TextTree {
+        const TreeGlyphs *g;
+        FILE *out;
+        bool blank_before_top;
+        bool *last; /* by depth: was the last line at that depth the last of its siblings? */
+        size_t n_last;
+} TextTree;
+
+static int text_tree_line(const ForestTreeLine *l, void *userdata) {
+        TextTree *t = userdata;
+        /* a listener's holders: the first line under its filter */
+        unsigned depth = l->depth + (l->kind == FOREST_TREE_LISTENER);
+        bool last = l->kind == FOREST_TREE_LISTENER ? !l->has_children : l->last;
+        if (GROW(t->last, t->n_last, depth + 1) < 0)
+                return -ENOMEM;
+        t->last[depth] = last;
+        if (depth == 0) {
+                if (t->blank_before_top)
+                        fputc('\n', t->out);
+                t->blank_before_top = true;
+        }
+        for (unsigned i = 1; i < depth; i++)
+                fputs(t->last[i] ? t->g->space : t->g->pipe, t->out);
+        if (depth > 0)
+                fputs(last ? t->g->last : t->g->branch, t->out);
+        fputs(l->text, t->out);
+        fputc('\n', t->out);
+        return 0;
 }
 
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
-        _cleanup_(tree_index_free) TreeIndex ix = {};
-        int r = tree_index_build_linked(f, &ix);
-        if (r < 0)
-                return r;
-        TreePrinter tp = { .f = f, .ix = &ix, .out = out,
-                           .g = (flags & FOREST_PRINT_UNICODE) ? &glyphs_unicode : &glyphs_ascii,
-                           .collapse = flags & FOREST_PRINT_COLLAPSE };
+        TextTree t = { .g = (flags & FOREST_PRINT_UNICODE) ? &glyphs_unicode : &glyphs_ascii, .out = out,
+                       .blank_before_top = !(flags & FOREST_PRINT_NO_HEADER) };
         if (!(flags & FOREST_PRINT_NO_HEADER))
-                print_header(f, out);
-        /* Root filters are top-level lines, their subtrees indented below them. */
-        for (size_t i = ix.start[f->n_filters]; i < ix.start[f->n_filters + 1]; i++) {
-                const Filter *root = ix.entries[i].filter;
-                if (!(flags & FOREST_PRINT_NO_HEADER) || i > ix.start[f->n_filters])
-                        fputc('\n', out);
-                tp.prefix_len = 0;
-                print_filter(&tp, root);
-                r = print_slot(&tp, root->index);
-                if (r < 0)
-                        break;
-        }
-        if (r >= 0)
-                print_unfiltered(&tp, (flags & FOREST_PRINT_NO_HEADER) && ix.start[f->n_filters] == ix.start[f->n_filters + 1]);
-        free(tp.prefix);
+                forest_print_header(f, out);
+        int r = forest_tree_walk(f, flags, text_tree_line, &t);
+        free(t.last);
         return fflush(out) == 0 ? r : -EIO;
 }

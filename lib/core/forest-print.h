@@ -11,10 +11,38 @@ typedef enum ForestPrintFlags {
         FOREST_PRINT_COLLAPSE = 1 << 2,  /* identical sibling processes on one line, "200*[sleep]", as pstree */
 } ForestPrintFlags;
 
-/* The tree, as `sectreectl tree` and `sectreed scan` print it: a header (host, subtree, kernel,
- * backend, identity; counts) unless FOREST_PRINT_NO_HEADER, then each root filter with what was stacked on it and the processes
- * whose threads run under each filter ("head of N, in the chains of M tasks"), the holders of each
- * listener, and the processes without a filter. Strings of the forest are escaped (escape.h). */
+/* One line of the tree, as forest_tree_walk() hands it on. */
+typedef enum ForestTreeLineKind {
+        FOREST_TREE_FILTER,     /* "filter 4  12 insns  sha256:...  [head of 1, in the chains of 3 tasks]" */
+        FOREST_TREE_LISTENER,   /* "listener 1 held by worker[101] fd 5": continues the filter line before it */
+        FOREST_TREE_PROCESS,    /* "sleep[100]", "200*[sleep]" when collapsed */
+        FOREST_TREE_UNFILTERED, /* "without a filter:", over the processes without one */
+} ForestTreeLineKind;
+
+typedef struct ForestTreeLine {
+        ForestTreeLineKind kind;
+        unsigned depth;    /* 0: a root filter or the title of the unfiltered processes; a listener
+                            * line has its filter's */
+        bool last;         /* the last of its siblings (a listener line: its filter's) */
+        bool has_children; /* lines below it (a listener line: its filter's) */
+        const char *text;  /* without a newline; the forest's strings escaped (escape.h) */
+} ForestTreeLine;
+
+typedef int (*ForestTreeLineFn)(const ForestTreeLine *line, void *userdata);
+
+/* The tree's lines in order, each after its parent (depth first): each root filter, what was
+ * stacked on it and the processes whose threads run under each filter (processes first, then
+ * filters), the holders of each listener, then the processes without a filter; identical plain
+ * siblings on one line with FOREST_PRINT_COLLAPSE. A negative return of fn ends the walk with it.
+ * -EINVAL for a forest that is not linked, -ENOMEM. */
+int forest_tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn fn, void *userdata);
+
+/* The two header lines: host, subtree, kernel, backend, identity; then the counts. */
+void forest_print_header(const Forest *f, FILE *out);
+
+/* The tree as text, as `sectreed scan` prints it: the header unless FOREST_PRINT_NO_HEADER, then
+ * forest_tree_walk()'s lines, each root filter and the processes without a filter after a blank
+ * line, drawn as libsmartcols draws trees (sectreectl prints them with it): two columns a level. */
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags);
 
 /* For each filter (by Filter.index), the threads whose chain holds it: its own head tasks and

@@ -1,0 +1,236 @@
+/* test-ctl-subtree.c: the processes of a subtree, filtered or not, from the daemon
+ * (ListSubtreeProcesses) and in `sectreectl tree PID`: each with its parent and name, and only
+ * those the caller may see, as ListTasks shows them */
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "bus-client.h"
+#include "ctl-run.h"
+#include "tests-util.h"
+
+/* nobody's subtree: top (unfiltered) -> hidden (not dumpable: nobody may not trace it) -> below
+ * (dumpable again), and top -> filtered (a filter of its own). */
+typedef struct Subtree {
+        pid_t top, hidden, below, filtered;
+} Subtree;
+
+typedef struct Fixture {
+        BusFixture b;
+        bool ok;
+        int fds[2]; /* the subtree's processes write "tag pid" here once they are ready */
+        Subtree s;
+} Fixture;
+
+typedef struct Ready {
+        char tag;
+        pid_t pid;
+} Ready;
+
+static void ready(int fd, char tag) {
+        Ready r = { .tag = tag, .pid = getpid() };
+        if (write(fd, &r, sizeof(r)) != sizeof(r))
+                _exit(98);
+}
+
+static _Noreturn void pause_forever(void) {
+        for (;;)
+                pause();
+}
+
+/* A child of the caller that dies with it, named comm. */
+static pid_t fork_named(const char *comm) {
+        pid_t pid = fork();
+        if (pid < 0)
+                _exit(97);
+        if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NAME, comm) < 0))
+                _exit(96);
+        return pid;
+}
+
+static void run_hidden(int fd) {
+        if (prctl(PR_SET_DUMPABLE, 0) < 0)
+                _exit(95);
+        if (fork_named("st-below") == 0) {
+                if (prctl(PR_SET_DUMPABLE, 1) < 0) /* visible again, below a hidden parent */
+                        _exit(95);
+                ready(fd, 'c');
+                pause_forever();
+        }
+        ready(fd, 'b');
+        pause_forever();
+}
+
+static void run_filtered(int fd) {
+        struct sock_fprog prog = { .len = ELEMENTSOF(tests_prog_allow), .filter = (struct sock_filter *) tests_prog_allow };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                _exit(94);
+        ready(fd, 'e');
+        pause_forever();
+}
+
+static void run_top(void *userdata) {
+        int fd = *(int *) userdata;
+        if (prctl(PR_SET_NAME, "st-top") < 0 || prctl(PR_SET_DUMPABLE, 1) < 0) /* the uid change cleared it */
+                _exit(96);
+        if (fork_named("st-hidden") == 0)
+                run_hidden(fd);
+        if (fork_named("st-filtered") == 0)
+                run_filtered(fd);
+        pause_forever();
+}
+
+static void subtree_start(Fixture *fx) {
+        g_assert_cmpint(pipe2(fx->fds, O_CLOEXEC), ==, 0);
+        fx->s.top = tests_as_nobody_start(run_top, &fx->fds[1]);
+        for (int i = 0; i < 3; i++) {
+                Ready r;
+                g_assert_cmpint(read(fx->fds[0], &r, sizeof(r)), ==, sizeof(r));
+                *(r.tag == 'b' ? &fx->s.hidden : r.tag == 'c' ? &fx->s.below : &fx->s.filtered) = r.pid;
+        }
+}
+
+static void fixture_setup(Fixture *fx, gconstpointer data) {
+        *fx = (Fixture) { .fds = { -1, -1 } };
+        if (!bus_fixture_start_all(&fx->b, NULL, NULL))
+                return;
+        subtree_start(fx);
+        fx->ok = true;
+}
+
+static void fixture_teardown(Fixture *fx, gconstpointer data) {
+        if (fx->s.top > 0) {
+                (void) kill(fx->s.top, SIGKILL); /* its children die with it */
+                (void) tests_wait_status(fx->s.top);
+        }
+        for (int i = 0; i < 2; i++)
+                if (fx->fds[i] >= 0)
+                        close(fx->fds[i]);
+        if (fx->ok)
+                bus_fixture_finish(&fx->b);
+}
+
+/* ListSubtreeProcesses(pid) as pid -> "ppid comm". */
+static GHashTable *list_subtree_processes(pid_t root, sd_bus_error *error) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        if (bus_client_call(bus, "ListSubtreeProcesses", error, &reply, "u", (uint32_t) root) < 0)
+                return NULL;
+        GHashTable *h = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        uint32_t pid, ppid;
+        const char *comm;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uus)"), >, 0);
+        int r;
+        while ((r = sd_bus_message_read(reply, "(uus)", &pid, &ppid, &comm)) > 0) {
+                g_assert_false(g_hash_table_contains(h, GUINT_TO_POINTER(pid)));
+                g_hash_table_insert(h, GUINT_TO_POINTER(pid), g_strdup_printf("%u %s", ppid, comm));
+        }
+        g_assert_cmpint(r, ==, 0);
+        return h;
+}
+
+static void assert_listed(GHashTable *h, pid_t pid, pid_t ppid, const char *comm) {
+        g_autofree char *want = g_strdup_printf("%d %s", ppid, comm);
+        g_assert_cmpstr(g_hash_table_lookup(h, GINT_TO_POINTER(pid)), ==, want);
+}
+
+static void test_method_root(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GHashTable) h = list_subtree_processes(fx->s.top, &error);
+        g_assert_nonnull(h);
+        g_assert_cmpuint(g_hash_table_size(h), ==, 4);
+        assert_listed(h, fx->s.top, getpid(), "st-top");
+        assert_listed(h, fx->s.hidden, fx->s.top, "st-hidden");
+        assert_listed(h, fx->s.below, fx->s.hidden, "st-below");
+        assert_listed(h, fx->s.filtered, fx->s.top, "st-filtered");
+        /* a thread id stands for its process; a leaf is a subtree of one */
+        g_autoptr(GHashTable) leaf = list_subtree_processes(fx->s.below, &error);
+        g_assert_cmpuint(g_hash_table_size(leaf), ==, 1);
+        g_assert_null(list_subtree_processes(0, &error));
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        g_assert_null(list_subtree_processes(4194000, &error));
+        bus_client_assert_error(&error, "org.sectree1.Error.NoSuchTask");
+}
+
+/* nobody: its own processes, not the one it may not trace (whose child it sees); root's refused. */
+static void method_as_nobody(void *userdata) {
+        const Fixture *fx = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        g_autoptr(GHashTable) h = list_subtree_processes(fx->s.top, &error);
+        g_assert_nonnull(h);
+        g_assert_cmpuint(g_hash_table_size(h), ==, 3);
+        assert_listed(h, fx->s.top, getppid(), "st-top");
+        assert_listed(h, fx->s.below, fx->s.hidden, "st-below");
+        assert_listed(h, fx->s.filtered, fx->s.top, "st-filtered");
+        g_assert_null(list_subtree_processes(getppid(), &error));
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+}
+
+static void test_method_nobody(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_assert_cmpint(tests_as_nobody(method_as_nobody, fx), ==, 0);
+}
+
+typedef struct TreeWait {
+        Fixture *fx;
+        char *out;
+} TreeWait;
+
+/* The daemon has the filtered process: it is printed under a filter, not without one. */
+static bool tree_has_filtered(void *userdata) {
+        TreeWait *w = userdata;
+        g_autofree char *root = g_strdup_printf("%d", w->fx->s.top);
+        g_autofree char *line = g_strdup_printf("st-filtered[%d]", w->fx->s.filtered);
+        g_clear_pointer(&w->out, g_free);
+        if (ctl_run(&w->fx->b, false, CTL_ARGS("tree", root), &w->out, NULL) != 0)
+                return false;
+        const char *at = strstr(w->out, line), *unfiltered = strstr(w->out, "without a filter:");
+        return at && unfiltered && at < unfiltered;
+}
+
+static char *tree_as(Fixture *fx, bool as_nobody) {
+        g_autofree char *root = g_strdup_printf("%d", fx->s.top), *err = NULL;
+        char *out = NULL;
+        int status = ctl_run(&fx->b, as_nobody, CTL_ARGS("tree", root), &out, &err);
+        if (status != 0)
+                g_error("tree %s%s: exit %d, stderr: %s", root, as_nobody ? " as nobody" : "", status, err);
+        g_assert_cmpstr(err, ==, "");
+        return out;
+}
+
+static void assert_line(const char *out, const char *comm, pid_t pid, bool present) {
+        g_autofree char *line = g_strdup_printf(" %s[%d]\n", comm, pid);
+        if ((strstr(out, line) != NULL) != present)
+                g_error("tree: '%s' %s expected in:\n%s", line, present ? "is" : "is not", out);
+}
+
+/* `tree PID` lists the unfiltered processes the daemon lists, as the caller may see them. */
+static void test_tree(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        TreeWait w = { .fx = fx };
+        g_assert_true(tests_wait_for(tree_has_filtered, &w, TESTS_PATIENCE_MS));
+        g_free(w.out);
+        g_autofree char *mine = tree_as(fx, false), *nobody = tree_as(fx, true);
+        assert_line(mine, "st-top", fx->s.top, true);
+        assert_line(mine, "st-hidden", fx->s.hidden, true);
+        assert_line(mine, "st-below", fx->s.below, true);
+        assert_line(mine, "st-filtered", fx->s.filtered, true);
+        assert_line(nobody, "st-top", fx->s.top, true);
+        assert_line(nobody, "st-hidden", fx->s.hidden, false);
+        assert_line(nobody, "st-below", fx->s.below, true);
+        assert_line(nobody, "st-filtered", fx->s.filtered, true);
+}
+
+int main(int argc, char *argv[]) {
+        tests_init(&argc, &argv);
+        g_test_add("/ctl-subtree/method/root", Fixture, NULL, fixture_setup, test_method_root, fixture_teardown);
+        g_test_add("/ctl-subtree/method/nobody", Fixture, NULL, fixture_setup, test_method_nobody, fixture_teardown);
+        g_test_add("/ctl-subtree/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
+        return g_test_run();
+}
