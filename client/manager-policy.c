@@ -344,3 +344,92 @@ int manager_who_can(sd_bus *bus, const char *syscall, const uint64_t *args, size
         *ret = TAKE_PTR(w);
         return 0;
 }
+
+/* ---- Audit ---- */
+
+void task_audit_reply_done(TaskAuditReply *r) {
+        audit_findings_done(&r->findings);
+        arena_done(&r->arena);
+        *r = (TaskAuditReply) {};
+}
+
+static int read_finding(sd_bus_message *m, TaskAuditReply *ret) {
+        const char *rule, *severity, *arch, *syscall, *message;
+        const void *args;
+        size_t size;
+        uint32_t warch, nr, action;
+        int has;
+        int r = sd_bus_message_enter_container(m, 'r', "sssssbuuatu");
+        if (r <= 0)
+                return r;
+        r = sd_bus_message_read(m, "sssssbuu", &rule, &severity, &arch, &syscall, &message, &has, &warch, &nr);
+        if (r >= 0)
+                r = sd_bus_message_read_array(m, 't', &args, &size);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "u", &action);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        if (size != 6 * sizeof(uint64_t) || audit_rule_from_string(rule) < 0 || audit_severity_from_string(severity) < 0)
+                return -EBADMSG;
+        if (GROW(ret->findings.items, ret->findings.allocated, ret->findings.n + 1) < 0)
+                return -ENOMEM;
+        AuditFinding *f = &ret->findings.items[ret->findings.n];
+        *f = (AuditFinding) { .rule = audit_rule_from_string(rule), .severity = audit_severity_from_string(severity),
+                              .arch = copy_string(&ret->arena, arch, true), .syscall = copy_string(&ret->arena, syscall, true),
+                              .message = strdup(message), .has_witness = has, .action = action,
+                              .witness = { .arch = warch, .nr = (int) nr } };
+        for (size_t i = 0; i < 6; i++)
+                f->witness.args[i] = ((const uint64_t *) args)[i];
+        if (!f->message || (*arch && !f->arch) || (*syscall && !f->syscall)) {
+                free(f->message);
+                return -ENOMEM;
+        }
+        ret->findings.n++;
+        return 1;
+}
+
+static int read_audit(sd_bus_message *m, TaskAuditReply *ret) {
+        const char *mode;
+        const void *ids;
+        size_t size;
+        int r = sd_bus_message_read(m, "s", &mode);
+        if (r >= 0 && (ret->mode = task_mode_from_string(mode)) < 0)
+                return -EBADMSG;
+        if (r >= 0)
+                r = sd_bus_message_read_array(m, 't', &ids, &size);
+        if (r < 0)
+                return r;
+        ret->head = size >= sizeof(uint64_t) ? ((const uint64_t *) ids)[0] : 0;
+        r = sd_bus_message_enter_container(m, 'a', "(sssssbuuatu)");
+        while (r >= 0 && (r = read_finding(m, ret)) > 0)
+                ;
+        return r < 0 ? r : sd_bus_message_exit_container(m);
+}
+
+int manager_audit(sd_bus *bus, uint32_t tid, const char *baseline, TaskAuditReply *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        _cleanup_(task_audit_reply_done) TaskAuditReply a = {};
+        int r = sd_bus_message_new_method_call(bus, &call, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH,
+                                               SECTREE_MANAGER_INTERFACE, "Audit");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "u", tid);
+        if (r >= 0)
+                r = baseline ? sd_bus_message_append(call, "a{sv}", 1, "baseline", "s", baseline)
+                             : sd_bus_message_append(call, "a{sv}", 0);
+        if (r < 0)
+                return ctl_error_errno(r, "Failed to make the Audit call: %m");
+        r = sd_bus_call(bus, call, 0, &error, &reply);
+        if (r < 0 && sd_bus_error_has_name(&error, "org.sectree1.Error.NoSuchTask"))
+                return -ESRCH; /* gone since it was listed (or never visible): the caller decides */
+        if (r < 0)
+                return bus_log_error(r, &error, "call Audit");
+        r = read_audit(reply, &a);
+        if (r < 0)
+                return bus_log_parse_error(r, "Audit");
+        *ret = a;
+        a = (TaskAuditReply) {};
+        return 0;
+}

@@ -69,6 +69,46 @@ int manager_list_units(sd_bus *bus, UnitList *ret) {
         return 0;
 }
 
+/* The user slice's owner of a unit the snapshot names: user@UID.service runs under user-UID.slice;
+ * of other units the snapshot does not say. */
+static uint32_t owner_of_unit(const char *unit) {
+        static const char prefix[] = "user@", suffix[] = ".service";
+        uint64_t uid;
+        size_t l = unit ? strlen(unit) : 0, p = strlen(prefix), q = strlen(suffix);
+        if (l <= p + q || strncmp(unit, prefix, p) != 0 || strcmp(unit + l - q, suffix) != 0)
+                return UNIT_OWNER_NONE;
+        char digits[16];
+        if (l - p - q >= sizeof(digits))
+                return UNIT_OWNER_NONE;
+        memcpy(digits, unit + p, l - p - q);
+        digits[l - p - q] = 0;
+        return safe_atou64(digits, &uid) >= 0 && uid < UNIT_OWNER_NONE ? (uint32_t) uid : UNIT_OWNER_NONE;
+}
+
+static int strdup_or_null(const char *s, char **ret) {
+        return dup_or_null(s ?: "", ret);
+}
+
+int unit_list_from_forest(const Forest *f, UnitList *ret) {
+        _cleanup_(unit_list_done) UnitList l = {};
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                if (!p->unit && !p->user_unit && !p->machine)
+                        continue;
+                if (GROW(l.items, l.allocated, l.n + 1) < 0)
+                        return -ENOMEM;
+                UnitRecord *u = &l.items[l.n++];
+                *u = (UnitRecord) { .pid = (uint32_t) p->pid, .owner = owner_of_unit(p->unit) };
+                if (strdup_or_null(p->unit, &u->unit) < 0 || strdup_or_null(p->user_unit, &u->user_unit) < 0 ||
+                    strdup_or_null(p->machine, &u->machine) < 0)
+                        return -ENOMEM;
+        }
+        qsort_safe(l.items, l.n, sizeof(UnitRecord), unit_record_cmp);
+        *ret = l;
+        l = (UnitList) {};
+        return 0;
+}
+
 const UnitRecord *unit_list_find(const UnitList *l, uint32_t pid) {
         UnitRecord key = { .pid = pid };
         return l->n ? bsearch(&key, l->items, l->n, sizeof(UnitRecord), unit_record_cmp) : NULL;

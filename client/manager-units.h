@@ -5,6 +5,7 @@
 #include <systemd/sd-bus.h>
 
 #include "context.h"
+#include "core/forest.h"
 #include "core/util.h"
 
 #define UNIT_OWNER_NONE UINT32_MAX
@@ -24,6 +25,10 @@ void unit_list_done(UnitList *l);
 
 /* ListProcessUnits. A daemon without the method gives an empty list (not an error). Logs. */
 int manager_list_units(sd_bus *bus, UnitList *ret);
+
+/* The units a snapshot records of its processes (format version 2), as ListProcessUnits has them;
+ * the slice owner only where the unit says it (user@UID.service). */
+int unit_list_from_forest(const Forest *f, UnitList *ret);
 
 /* The record of process pid, or NULL. */
 const UnitRecord *unit_list_find(const UnitList *l, uint32_t pid);

@@ -172,7 +172,7 @@ static const Verb verbs[] = {
                   "     --approximate        With --format=oci: give the profile even where it\n"
                   "                          cannot be exact (what is not is said on stderr)\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
-        { "who-can", 1, 1 + 6, 1, VERB_FILE | VERB_ARCH | VERB_ACTION, .run = verb_who_can, .complete = "syscalls",
+        { "who-can", 1, 1 + 6, 1, VERB_FILE | VERB_ARCH | VERB_ACTION | VERB_UNITS, .run = verb_who_can, .complete = "syscalls",
           .group = VERB_GROUP_LIVE,
           .usage = "SYSCALL [ARG...]\n--file=FILE SYSCALL [ARG...]",
           .summary = "The tasks whose chain lets a system call run",
@@ -185,10 +185,12 @@ static const Verb verbs[] = {
                   "                          ERRNO(1)) instead of those whose call runs\n"
                   "                          (ALLOW, LOG)\n"
                   "     --arch=ARCH          The call's architecture; default: the native one\n"
+                  "     --unit=GLOB          Only the tasks of the units the glob matches (also\n"
+                  "                          --machine=GLOB, --user=USER)\n"
                   "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
-        { "audit", 0, 1, 0, VERB_FILE | VERB_AUDIT, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_audit,
+        { "audit", 0, 1, 0, VERB_FILE | VERB_AUDIT | VERB_UNITS, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_audit,
           .complete = "tids", .group = VERB_GROUP_LIVE,
-          .usage = "[TID]\n--file=FILE [TID]",
+          .usage = "[TID | --unit=GLOB]\n--file=FILE [TID | --unit=GLOB]",
           .summary = "What is weakly confined, and why, chain by chain",
           .help = "Each distinct chain (or TID's) is decided once and its weaknesses listed, each\n"
                   "proven from the chain with an input that shows it: ABI bypasses and a missing\n"
@@ -202,6 +204,8 @@ static const Verb verbs[] = {
                   "                          medium (default), high\n"
                   "     --baseline=FILE      An OCI seccomp profile to compare with; default:\n"
                   "                          containers-common's, where installed\n"
+                  "     --unit=GLOB          Only the chains of the units the glob matches (also\n"
+                  "                          --machine=GLOB, --user=USER)\n"
                   "     --file=FILE          The tasks of the snapshot in FILE (- for stdin)\n" },
         { "policy-diff", 2, 2, 0, VERB_ARCH, .failure_status = DIFF_EXIT_TROUBLE, .run = verb_policy_diff,
           .complete = "tids tids",

@@ -9,6 +9,7 @@
 #include "output.h"
 #include "snapshot-load.h"
 #include "snapshot/snapshot-diff.h"
+#include "snapshot/snapshot-units.h"
 
 /* diff's exit status, as diff(1): 0 same, 1 different (2, trouble, is the verb's failure status). */
 #define DIFF_EXIT_DIFFERENT 1
@@ -60,6 +61,84 @@ static void print_root(const Forest *f) {
                 printf("       Root: process %d\n", f->root);
 }
 
+/* The distinct (unit, user unit, machine) of the snapshot's processes (format version 2), each with
+ * its first process and the number of processes in it, sorted by unit. */
+typedef struct UnitGroup {
+        const Process *p;
+        size_t n;
+} UnitGroup;
+
+static int cmp_or_null(const char *a, const char *b) {
+        return a && b ? strcmp(a, b) : (a != NULL) - (b != NULL);
+}
+
+static int process_units_cmp(const void *a, const void *b) {
+        const Process *x = *(const Process *const *) a, *y = *(const Process *const *) b;
+        int c = cmp_or_null(x->unit, y->unit);
+        if (c == 0)
+                c = cmp_or_null(x->user_unit, y->user_unit);
+        return c ?: cmp_or_null(x->machine, y->machine);
+}
+
+static int unit_groups(const Forest *f, UnitGroup **ret, size_t *ret_n) {
+        _cleanup_free_ const Process **ps = calloc(f->n_processes + 1, sizeof(Process *));
+        _cleanup_free_ UnitGroup *g = calloc(f->n_processes + 1, sizeof(UnitGroup));
+        size_t n = 0, k = 0;
+        if (!ps || !g)
+                return log_oom();
+        for (size_t i = 0; i < f->n_processes; i++)
+                if (f->processes[i]->unit || f->processes[i]->user_unit || f->processes[i]->machine)
+                        ps[n++] = f->processes[i];
+        qsort_safe(ps, n, sizeof(Process *), process_units_cmp);
+        for (size_t i = 0; i < n; i++) {
+                if (k == 0 || process_units_cmp(&ps[i], &g[k - 1].p) != 0)
+                        g[k++] = (UnitGroup) { .p = ps[i] };
+                g[k - 1].n++;
+        }
+        *ret = TAKE_PTR(g);
+        *ret_n = k;
+        return 0;
+}
+
+/* "sshd.service", "user@1000.service/app.service", "machine-bar.scope (machine bar)", escaped. */
+static void print_unit_group(const UnitGroup *g) {
+        _cleanup_free_ char *unit = str_escape(g->p->unit ?: ""), *user = str_escape(g->p->user_unit ?: ""),
+                            *machine = str_escape(g->p->machine ?: "");
+        if (!unit || !user || !machine)
+                return (void) log_oom();
+        printf("             %s%s%s", unit, *unit && *user ? "/" : "", user);
+        if (*machine)
+                printf("%smachine %s%s", *unit || *user ? " (" : "", machine, *unit || *user ? ")" : "");
+        printf(": %zu process%s\n", g->n, g->n == 1 ? "" : "es");
+}
+
+static int units_print(const Forest *f) {
+        _cleanup_free_ UnitGroup *g = NULL;
+        size_t n;
+        int r = unit_groups(f, &g, &n);
+        if (r < 0)
+                return r;
+        if (n > 0) /* none recorded (a version 1 snapshot, or no process in a unit): no line */
+                printf("      Units: %zu\n", n);
+        for (size_t i = 0; i < n; i++)
+                print_unit_group(&g[i]);
+        return 0;
+}
+
+static json_t *units_json(const Forest *f) {
+        _cleanup_free_ UnitGroup *g = NULL;
+        size_t n;
+        json_t *a = json_array();
+        if (!a || unit_groups(f, &g, &n) < 0)
+                return json_decref(a), NULL;
+        for (size_t i = 0; i < n; i++)
+                if (json_array_append_new(a, json_pack("{s:s?, s:s?, s:s?, s:I}", "unit", g[i].p->unit, "user_unit",
+                                                       g[i].p->user_unit, "machine", g[i].p->machine, "processes",
+                                                       (json_int_t) g[i].n)) < 0)
+                        return json_decref(a), NULL;
+        return a;
+}
+
 static int metadata_print(const char *path, const Forest *f, const SnapshotFileInfo *info) {
         char ts[TIMESTAMP_MAX], rel[TIMESTAMP_MAX];
         SnapshotCounts n = snapshot_counts(f);
@@ -84,14 +163,14 @@ static int metadata_print(const char *path, const Forest *f, const SnapshotFileI
         printf("    Threads: %zu\n", n.threads);
         printf("    Filters: %zu\n", n.filters);
         printf("  Listeners: %zu (%zu holder%s)\n", n.listeners, n.holders, n.holders == 1 ? "" : "s");
-        return 0;
+        return units_print(f);
 }
 
 static json_t *metadata_json(const char *path, const Forest *f, const SnapshotFileInfo *info) {
         char ts[TIMESTAMP_MAX];
         SnapshotCounts n = snapshot_counts(f);
         return json_pack("{s:s, s:s, s:I, s:s?, s:s, s:I, s:I, s:{s:s?, s:s?, s:s?}, s:s?, s:s, s:s?, s:i, "
-                         "s:I, s:I, s:I, s:I, s:I}",
+                         "s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                          "file", input_name(path), "format", snapshot_format_to_string(info->format),
                          "size", (json_int_t) info->size, "name", f->snapshot.name,
                          "created", format_timestamp_rfc3339(f->created_at_usec, ts, sizeof(ts)),
@@ -102,7 +181,8 @@ static json_t *metadata_json(const char *path, const Forest *f, const SnapshotFi
                          "consistency", snapshot_consistency_to_string(f->snapshot.consistency),
                          "root", (int) f->root, "processes", (json_int_t) n.processes,
                          "threads", (json_int_t) n.threads, "filters", (json_int_t) n.filters,
-                         "listeners", (json_int_t) n.listeners, "holders", (json_int_t) n.holders);
+                         "listeners", (json_int_t) n.listeners, "holders", (json_int_t) n.holders,
+                         "version", (json_int_t) snapshot_format_version_of(f), "units", units_json(f));
 }
 
 int show_snapshot_file(Context *c) {

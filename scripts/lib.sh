@@ -9,7 +9,7 @@ SECTREE_PACKAGES=(
         meson ninja-build pkg-config gcc clang llvm bpftool
         libbpf-dev libsystemd-dev libsqlite3-dev sqlite3 libseccomp-dev libssl-dev libjansson-dev
         libglib2.0-dev libdbus-1-dev libsmartcols-dev dbus util-linux procps
-        systemd golang-github-containers-common firejail bubblewrap
+        systemd golang-github-containers-common firejail bubblewrap crun
         openssh-server tor chrony vsftpd
         graphviz bash-completion zsh scdoc man-db
 )

@@ -4,6 +4,8 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 
+#include "snapshot/snapshot-units.h"
+
 static const struct sock_filter prog_allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
 static const struct sock_filter prog_deny_getpid[] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
@@ -278,4 +280,12 @@ Forest *sample_forest_many_filters(size_t n_filters) {
 Forest *sample_forest_long_argv(size_t n_processes, size_t argv_bytes) {
         Forest *f = forest_new();
         return f ? finish(f, build_long_argv(f, n_processes, argv_bytes)) : NULL;
+}
+
+Forest *sample_forest_with_units(void) {
+        Forest *f = sample_forest(SAMPLE_BASIC);
+        if (!f || f->n_processes < 3 || process_set_units(f->processes[0], "sshd.service", NULL, "") < 0 ||
+            process_set_units(f->processes[1], "machine-web.scope", "app.service", "web") < 0)
+                return forest_free(f);
+        return f;
 }

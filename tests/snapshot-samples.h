@@ -36,3 +36,7 @@ Forest *sample_forest_variant(unsigned variants);
  * (about 226 bytes of JSON per filter); n_processes processes with argv_bytes of argv each. */
 Forest *sample_forest_many_filters(size_t n_filters);
 Forest *sample_forest_long_argv(size_t n_processes, size_t argv_bytes);
+
+/* SAMPLE_BASIC with the units of format version 2: its first process in sshd.service, its second
+ * a user unit inside a container (machine-web.scope, app.service, machine web), the third none. */
+Forest *sample_forest_with_units(void);

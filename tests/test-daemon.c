@@ -496,8 +496,11 @@ static void test_overflow_resync(void) {
                 size_t n = scenario_filter_errno(f, SYS_acct, 1 + i, 500);
                 g_assert_cmpint(scenario_install(s, scenario_root(s), f, n, 0), >=, 0);
         }
-        if (!bus_signal_log_wait(&log, bus, "Resynced lost-events", TESTS_PATIENCE_MS))
-                g_error("no Resynced lost-events signal after overflowing the event ring buffer");
+        if (!bus_signal_log_wait(&log, bus, "Resynced lost-events", TESTS_PATIENCE_MS)) {
+                g_ptr_array_add(log.lines, NULL);
+                g_autofree char *seen = g_strjoinv(", ", (char **) log.lines->pdata);
+                g_error("no Resynced lost-events signal after overflowing the event ring buffer; signals: %s", seen);
+        }
         assert_converges(bus, scenario_root_pid(s), TESTS_PATIENCE_MS);
         g_ptr_array_unref(log.lines);
         scenario_free(s);

@@ -9,11 +9,13 @@
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <systemd/sd-bus.h>
 
 #include "bus-client.h"
 #include "bus-fixture.h"
 #include "ctl-run.h"
+#include "policy/policy-baseline.h"
 #include "policy-check.h"
 #include "policy-filters.h"
 #include "policy/policy-format.h"
@@ -474,7 +476,7 @@ static void test_audit(Fixture *fx, gconstpointer data) {
         uint32_t warch, wnr, action;
         bool no_arch = false, bypass = false;
         g_assert_cmpint(sd_bus_call_method(fx->bus, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE, "Audit", &error,
-                                           &reply, "u", (uint32_t) tid_of(fx, fx->twin1)), >=, 0);
+                                           &reply, "ua{sv}", (uint32_t) tid_of(fx, fx->twin1), 0), >=, 0);
         g_assert_cmpint(sd_bus_message_read(reply, "s", &mode), >=, 0);
         g_assert_cmpstr(mode, ==, "filter");
         g_assert_cmpint(sd_bus_message_read_array(reply, 't', &filters, &n_filters), >=, 0);
@@ -505,6 +507,250 @@ static void test_audit(Fixture *fx, gconstpointer data) {
         doc = tests_json_loads_u64(all);
         g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), >=, 6);
         json_decref(doc);
+}
+
+/* Audit(tid, options) over the bus: its findings' rules and calls, or the error's name and message. */
+static char **audit_call(Fixture *fx, uint32_t tid, const char *baseline, const char *option, char **ret_error) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
+        g_assert_cmpint(sd_bus_message_new_method_call(fx->bus, &call, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                       "Audit"), >=, 0);
+        g_assert_cmpint(sd_bus_message_append(call, "u", tid), >=, 0);
+        if (option)
+                g_assert_cmpint(sd_bus_message_append(call, "a{sv}", 1, option, "b", 1), >=, 0);
+        else if (baseline)
+                g_assert_cmpint(sd_bus_message_append(call, "a{sv}", 1, "baseline", "s", baseline), >=, 0);
+        else
+                g_assert_cmpint(sd_bus_message_append(call, "a{sv}", 0), >=, 0);
+        if (sd_bus_call(fx->bus, call, 0, &error, &reply) < 0) {
+                *ret_error = g_strdup_printf("%s: %s", error.name, error.message);
+                return NULL;
+        }
+        GPtrArray *found = g_ptr_array_new();
+        const char *mode, *rule, *sev, *arch, *sys, *message;
+        const void *filters, *args;
+        size_t n_filters, n_args;
+        int has;
+        uint32_t warch, wnr, action;
+        g_assert_cmpint(sd_bus_message_read(reply, "s", &mode), >=, 0);
+        g_assert_cmpint(sd_bus_message_read_array(reply, 't', &filters, &n_filters), >=, 0);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(sssssbuuatu)"), >, 0);
+        while (sd_bus_message_enter_container(reply, 'r', "sssssbuuatu") > 0) {
+                g_assert_cmpint(sd_bus_message_read(reply, "sssssbuu", &rule, &sev, &arch, &sys, &message, &has, &warch,
+                                                    &wnr), >=, 0);
+                g_assert_cmpint(sd_bus_message_read_array(reply, 't', &args, &n_args), >=, 0);
+                g_assert_cmpint(sd_bus_message_read(reply, "u", &action), >=, 0);
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+                g_ptr_array_add(found, g_strdup_printf("%s %s: %s", rule, sys, message));
+        }
+        g_ptr_array_add(found, NULL);
+        *ret_error = NULL;
+        return (char **) g_ptr_array_free(found, FALSE);
+}
+
+/* Audit() takes a baseline profile's text: the calls it denies that the chain allows are findings;
+ * a text that is no profile is InvalidArgs saying what is wrong. The client passes --baseline so,
+ * and a task that is not there is an error, not a silent nothing (the client asks the daemon, it
+ * does not look into /proc). */
+static void test_audit_bus(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        static const char profile[] = "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": [\"SCMP_ARCH_X86_64\"], "
+                                      "\"syscalls\": [{\"names\": [\"mount\"], \"action\": \"SCMP_ACT_ERRNO\"}]}";
+        uint32_t tid = (uint32_t) tid_of(fx, fx->twin1);
+        g_autofree char *error = NULL;
+        g_auto(GStrv) plain = audit_call(fx, tid, NULL, NULL, &error);
+        g_assert_null(error);
+        for (char **f = plain; *f; f++)
+                g_assert_false(g_str_has_prefix(*f, "baseline "));
+        g_auto(GStrv) with = audit_call(fx, tid, profile, NULL, &error);
+        g_assert_null(error);
+        bool mount = false;
+        for (char **f = with; *f; f++)
+                mount = mount || (g_str_has_prefix(*f, "baseline ") && strstr(*f, "mount"));
+        if (!mount) {
+                g_autofree char *all = g_strjoinv("; ", with);
+                g_error("no baseline finding for mount: %s", all);
+        }
+
+        static const struct {
+                const char *text, *option, *expect;
+        } bad[] = {
+                { "not json", NULL, "Invalid baseline profile: " },
+                { "{\"defaultAction\": \"SCMP_ACT_NOPE\"}", NULL, "Invalid baseline profile: " },
+                { "[]", NULL, "Invalid baseline profile: " },
+                { NULL, "frobnicate", "frobnicate" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+                g_auto(GStrv) none = audit_call(fx, tid, bad[i].text, bad[i].option, &error);
+                g_assert_null(none);
+                g_assert_true(g_str_has_prefix(error, "org.freedesktop.DBus.Error.InvalidArgs: "));
+                if (!strstr(error, bad[i].expect))
+                        g_error("%s: \"%s\" lacks \"%s\"", bad[i].text ?: bad[i].option, error, bad[i].expect);
+                g_clear_pointer(&error, g_free);
+        }
+        g_autofree char *huge = g_strnfill(POLICY_BASELINE_MAX_BYTES + 1, ' ');
+        g_auto(GStrv) none = audit_call(fx, tid, huge, NULL, &error);
+        g_assert_null(none);
+        g_assert_nonnull(strstr(error, "Invalid baseline profile: 1048577 bytes, more than the limit of 1048576"));
+        g_clear_pointer(&error, g_free);
+
+        /* the client sends --baseline=FILE's text */
+        g_autofree char *dir = g_dir_make_tmp("sectree-audit-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "profile.json", NULL), *arg = g_strdup_printf("--baseline=%s", path);
+        g_assert_true(g_file_set_contents(path, profile, -1, NULL));
+        g_autofree char *out = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", "--severity=info", arg, fx->pid[T_TWIN1]), &out,
+                                NULL), ==, 1);
+        json_t *doc = tests_json_loads_u64(out);
+        const json_t *finding = audit_finding(json_array_get(json_object_get(doc, "chains"), 0), "baseline", NULL);
+        g_assert_nonnull(finding);
+        g_assert_nonnull(strstr(json_string_value(json_object_get(finding, "message")), "mount"));
+        json_decref(doc);
+        unlink(path);
+        rmdir(dir);
+
+        /* a task that is not there */
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: No task 4194303", CTL_ARGS("audit", "4194303")));
+}
+
+/* ---- the containers-common profile through crun ---- */
+
+/* The cgroup layout crun 1.8 refuses: a cgroup2 hierarchy beside v1 ones (hybrid) with a controller
+ * in it ("cgroups in hybrid mode not supported, drop all controllers from cgroupv2"). The
+ * container needs no cgroup (--cgroup-manager=disabled, no resources): crun runs in a mount
+ * namespace of its own where that hierarchy is unmounted, so it sees a v1 machine. */
+#define CRUN_UNIFIED "/sys/fs/cgroup/unified"
+
+/* config.json of a container running sleep from the host's read-only /usr, under profile (an
+ * OCI linux.seccomp object), with no cgroup and no resources. */
+static void crun_bundle(const char *dir, const char *profile) {
+        static const char *const dirs[] = { "usr", "bin", "lib", "lib64", "sbin", "etc", "proc", "dev", "tmp" };
+        g_autofree char *rootfs = g_build_filename(dir, "rootfs", NULL), *config = g_build_filename(dir, "config.json", NULL);
+        for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
+                g_autofree char *d = g_build_filename(rootfs, dirs[i], NULL);
+                g_assert_cmpint(g_mkdir_with_parents(d, 0755), ==, 0);
+        }
+        json_error_t e;
+        json_t *seccomp = json_loads(profile, 0, &e);
+        if (!seccomp)
+                g_error("policy --format=oci: %s", e.text);
+        json_t *mounts = json_pack("[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s, s, s]}]", "destination", "/proc", "type", "proc",
+                                   "source", "proc", "destination", "/dev", "type", "tmpfs", "source", "tmpfs", "options",
+                                   "nosuid", "strictatime", "mode=755");
+        for (size_t i = 0; i < 6; i++) {
+                g_autofree char *dest = g_strdup_printf("/%s", dirs[i]);
+                json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s, s]}", "destination", dest, "type", "bind",
+                                                        "source", dest, "options", "rbind", "ro"));
+        }
+        json_t *doc = json_pack("{s:s, s:{s:b, s:{s:i, s:i}, s:[s, s], s:s, s:[s], s:b}, s:{s:s, s:b}, s:s, s:o, "
+                                "s:{s:[{s:s}, {s:s}, {s:s}, {s:s}], s:o}}",
+                                "ociVersion", "1.0.2",
+                                "process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", "/bin/sleep", "600",
+                                "cwd", "/", "env", "PATH=/usr/bin:/bin", "noNewPrivileges", 1,
+                                "root", "path", "rootfs", "readonly", 1,
+                                "hostname", "sectree-crun",
+                                "mounts", mounts,
+                                "linux", "namespaces", "type", "pid", "type", "mount", "type", "ipc", "type", "uts",
+                                "seccomp", seccomp);
+        g_assert_nonnull(doc);
+        g_assert_cmpint(json_dump_file(doc, config, JSON_INDENT(1)), ==, 0);
+        json_decref(doc);
+}
+
+/* Run argv; its exit status, its output in *out. */
+static int run_argv(const char *const *argv, char **out, char **err) {
+        int status;
+        g_autoptr(GError) error = NULL;
+        if (!g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, out, err, &status, &error))
+                g_error("%s: %s", argv[0], error->message);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+typedef struct CrunTask {
+        Fixture *fx;
+        const char *tid;
+} CrunTask;
+
+static bool crun_task_listed(void *userdata) {
+        CrunTask *t = userdata;
+        g_autofree char *out = NULL;
+        if (ctl_run(&t->fx->b, false, CTL_ARGS("--no-legend", "ps", t->tid), &out, NULL) != 0)
+                return false;
+        return strstr(out, "filter") != NULL;
+}
+
+static gint strcmp_ptr(gconstpointer a, gconstpointer b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* The findings of audit --json as "rule syscall arch" lines, sorted. */
+static char *audit_lines(Fixture *fx, const char *tid) {
+        g_autofree char *out = NULL;
+        g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", "audit", "--severity=info", tid), &out, NULL), ==, 1);
+        json_t *doc = tests_json_loads_u64(out), *f;
+        GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+        size_t i;
+        json_array_foreach(json_object_get(json_array_get(json_object_get(doc, "chains"), 0), "findings"), i, f)
+                g_ptr_array_add(lines, g_strdup_printf("%s %s %s", json_string_value(json_object_get(f, "rule")),
+                                                       json_string_value(json_object_get(f, "syscall")) ?: "-",
+                                                       json_string_value(json_object_get(f, "architecture")) ?: "-"));
+        json_decref(doc);
+        g_ptr_array_sort(lines, strcmp_ptr);
+        g_ptr_array_add(lines, NULL);
+        char *joined = g_strjoinv("\n", (char **) lines->pdata);
+        g_ptr_array_free(lines, TRUE);
+        return joined;
+}
+
+/* containers-common's profile, as sectree exports it (policy --format=oci), run by crun: the
+ * container's task has a chain that decides every call as the original (policy-diff finds
+ * nothing) and audit says the same of both. */
+static void test_crun(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *crun = g_find_program_in_path("crun");
+        if (!crun) {
+                g_test_skip("crun is not installed (Debian package crun)");
+                return;
+        }
+        g_autofree char *profile = ctl_run_ok(&fx->b, CTL_ARGS("policy", "--format=oci", fx->pid[T_CONTAINER]));
+        g_autofree char *bundle = g_build_filename(fx->b.dir, "bundle", NULL), *state = g_build_filename(fx->b.dir, "crun", NULL);
+        g_autofree char *name = g_strdup_printf("sectree-test-%d", (int) getpid());
+        crun_bundle(bundle, profile);
+        /* the container keeps its stdio: not the test's pipes, or reading them never ends */
+        g_autofree char *log = g_build_filename(fx->b.dir, "crun.log", NULL);
+        g_autofree char *script = g_strdup_printf("if grep -qs ' %s cgroup2 ' /proc/self/mounts; then umount %s || exit 1; fi; "
+                                                  "exec %s --root=%s --cgroup-manager=disabled run -d --bundle=%s %s "
+                                                  "</dev/null >/dev/null 2>%s",
+                                                  CRUN_UNIFIED, CRUN_UNIFIED, crun, state, bundle, name, log);
+        const char *const run[] = { "unshare", "--mount", "--propagation=private", "sh", "-c", script, NULL };
+        if (run_argv(run, NULL, NULL) != 0) {
+                g_autofree char *why = NULL;
+                (void) g_file_get_contents(log, &why, NULL, NULL);
+                g_error("crun run: %s", why ? why : "?");
+        }
+        const char *const state_argv[] = { crun, "--root", state, "state", name, NULL };
+        g_autofree char *st = NULL;
+        g_assert_cmpint(run_argv(state_argv, &st, NULL), ==, 0);
+        json_t *sj = json_loads(st, 0, NULL);
+        g_autofree char *tid = g_strdup_printf("%d", (int) json_integer_value(json_object_get(sj, "pid")));
+        json_decref(sj);
+        CrunTask t = { fx, tid };
+        bool listed = tests_wait_for(crun_task_listed, &t, WAIT_MS);
+
+        if (listed) {
+                g_autofree char *same = NULL;
+                int diff = ctl_run(&fx->b, false, CTL_ARGS("policy-diff", fx->pid[T_CONTAINER], tid), &same, NULL);
+                g_autofree char *a = audit_lines(fx, fx->pid[T_CONTAINER]), *b = audit_lines(fx, tid);
+                if (diff != 0)
+                        g_error("policy-diff of the profile and crun's container (exit %d):\n%s", diff, same);
+                g_assert_cmpstr(a, ==, b);
+        }
+        const char *const del[] = { crun, "--root", state, "delete", "--force", name, NULL };
+        g_assert_cmpint(run_argv(del, NULL, NULL), ==, 0);
+        if (!listed)
+                g_error("the daemon does not list crun's container task %s with a filter", tid);
 }
 
 /* ---- errors, and who sees what ---- */
@@ -816,6 +1062,8 @@ int main(int argc, char **argv) {
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);
         g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
         g_test_add("/sectreectl-policy/audit", Fixture, NULL, fixture_setup, test_audit, fixture_teardown);
+        g_test_add("/sectreectl-policy/audit-bus", Fixture, NULL, fixture_setup, test_audit_bus, fixture_teardown);
+        g_test_add("/sectreectl-policy/crun", Fixture, NULL, fixture_setup, test_crun, fixture_teardown);
         g_test_add("/sectreectl-policy/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
         g_test_add("/sectreectl-policy/methods", Fixture, NULL, fixture_setup, test_methods, fixture_teardown);
         g_test_add("/sectreectl-policy/methods-nobody", Fixture, NULL, fixture_setup, test_methods_nobody,

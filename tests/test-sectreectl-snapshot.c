@@ -244,7 +244,7 @@ static void break_format(json_t *doc) {
         json_object_set_new(doc, "format", json_string("not-a-snapshot"));
 }
 static void break_version(json_t *doc) {
-        json_object_set_new(doc, "version", json_integer(2));
+        json_object_set_new(doc, "version", json_integer(3));
 }
 static void break_parent(json_t *doc) {
         json_object_set_new(jpath(doc, "filters", 2), "parent", json_integer(99));
@@ -389,8 +389,11 @@ static void assert_metadata_json(const char *path, const Forest *ref, SnapshotFo
         json_auto_t *doc = CTL_JSON("show", "--file", path);
         Counts n = counts_of(ref);
         ASSERT_KEYS(doc, "file", "format", "size", "name", "created", "created_usec", "taken_by_uid", "host", "backend",
-                    "identity", "consistency", "root", "processes", "threads", "filters", "listeners", "holders");
+                    "identity", "consistency", "root", "processes", "threads", "filters", "listeners", "holders",
+                    "version", "units");
         g_assert_cmpstr(jstr(doc, "format"), ==, format_names[fmt]);
+        g_assert_cmpint(jint(doc, "version"), ==, 1); /* no units recorded: format version 1 */
+        g_assert_cmpuint(json_array_size(jget(doc, "units")), ==, 0);
         if (ref->snapshot.name)
                 g_assert_cmpstr(jstr(doc, "name"), ==, ref->snapshot.name);
         else

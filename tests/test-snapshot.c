@@ -204,7 +204,7 @@ static void test_sqlite_file_header(void) {
                                            "(SELECT journal_mode FROM pragma_journal_mode)", -1, &s, NULL), ==, SQLITE_OK);
         g_assert_cmpint(sqlite3_step(s), ==, SQLITE_ROW);
         g_assert_cmpint(sqlite3_column_int(s, 0), ==, SNAPSHOT_SQLITE_APPLICATION_ID);
-        g_assert_cmpint(sqlite3_column_int(s, 1), ==, SNAPSHOT_FORMAT_VERSION);
+        g_assert_cmpint(sqlite3_column_int(s, 1), ==, SNAPSHOT_FORMAT_VERSION_1); /* nothing of version 2 in it */
         g_assert_cmpstr((const char *) sqlite3_column_text(s, 2), ==, "delete");
         sqlite3_finalize(s);
         sqlite3_close(db);
@@ -387,10 +387,12 @@ static const RejectCase reject_cases[] = {
         { "format", { { "format", "\"other\"" } }, NULL, "UPDATE meta SET format = 'other'",
           "format: expected \"sectree-snapshot\"" },
         { "format-missing", { { "format", NULL } }, NULL, NULL, "format: expected \"sectree-snapshot\"" },
-        { "version", { { "version", "2" } }, NULL, "UPDATE meta SET version = 2", "version: 2 is not supported" },
+        { "version", { { "version", "3" } }, NULL, "UPDATE meta SET version = 3", "version: 3 is not supported",
+          "meta.version: 3 is not the file's user_version 1" },
         { "version-type", { { "version", "\"1\"" } }, NULL, "UPDATE meta SET version = 'one'",
           "version: expected an integer" },
-        { "user-version", {}, NULL, "PRAGMA user_version = 2", NULL, "user_version 2 is not a format version" },
+        { "user-version", {}, NULL, "PRAGMA user_version = 3", NULL, "user_version 3 is not a format version" },
+        { "user-version-2", {}, NULL, "PRAGMA user_version = 2", NULL, "SQLite schema: missing table \"units\"" },
         { "application-id", {}, NULL, "PRAGMA application_id = 42",
           NULL, "application_id is 0x0000002a, not 0x53454353" },
         /* snapshot metadata */

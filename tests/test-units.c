@@ -14,6 +14,7 @@
 
 #include "bus-client.h"
 #include "service/units.h"
+#include "snapshot/snapshot.h"
 #include "ctl-run.h"
 #include "tests-json.h"
 #include "tests-util.h"
@@ -324,6 +325,140 @@ static void test_scope_names(void) {
         }
 }
 
+/* Take a snapshot of child i, export it in format, read it back. */
+static Forest *snapshot_of(Fixture *fx, size_t i, const char *format, char **ret_path) {
+        g_autofree char *p = pid_str(fx, i), *dir = g_dir_make_tmp("sectree-units-XXXXXX", NULL);
+        g_autofree char *out = ctl_run_ok(&fx->b, CTL_ARGS("snapshot", p));
+        g_strstrip(out);
+        g_autofree char *path = g_strdup_printf("%s/snap.%s", dir, format), *format_arg = g_strdup_printf("--format=%s", format);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", out, path, format_arg)));
+        Forest *f = NULL;
+        g_autofree char *error = NULL;
+        if (snapshot_read_path(path, &f, &error) < 0)
+                g_error("reading the %s export: %s", format, error ? error : "?");
+        *ret_path = g_steal_pointer(&path);
+        return f;
+}
+
+static void remove_export(char *path) {
+        g_autofree char *dir = g_path_get_dirname(path);
+        unlink(path);
+        rmdir(dir);
+        g_free(path);
+}
+
+/* A snapshot records each process's unit, user unit and machine, in both formats (version 2), and
+ * show --file lists them. */
+static void test_snapshot(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        static const char *const formats[] = { "json", "sqlite" };
+        for (size_t k = 0; k < G_N_ELEMENTS(formats); k++) {
+                for (size_t i = 0; i < 3; i++) {
+                        char *path = NULL;
+                        _cleanup_(forest_freep) Forest *f = snapshot_of(fx, i, formats[k], &path);
+                        const Process *p = forest_find_process(f, fx->children[i].pid);
+                        g_assert_nonnull(p);
+                        if (i == 0) {
+                                g_assert_cmpstr(p->unit, ==, fx->unit);
+                                g_assert_null(p->user_unit);
+                                g_assert_null(p->machine);
+                                g_autofree char *file_arg = g_strdup_printf("--file=%s", path);
+                                g_autofree char *show = ctl_run_ok(&fx->b, CTL_ARGS("show", file_arg));
+                                g_autofree char *line = g_strdup_printf("             %s: 1 process\n", fx->unit);
+                                if (!strstr(show, "      Units: 1\n") || !strstr(show, line))
+                                        g_error("show %s lacks the unit:\n%s", file_arg, show);
+                        } else if (i == 1) {
+                                g_assert_cmpstr(p->unit, ==, "user@4242.service");
+                                g_assert_cmpstr(p->user_unit, ==, fx->user_unit);
+                                g_assert_null(p->machine);
+                        } else {
+                                g_assert_cmpstr(p->unit, ==, fx->machine_scope);
+                                g_assert_cmpstr(p->machine, ==, fx->machine);
+                                /* imported back, stored and exported again: the units stay */
+                                g_autofree char *id = ctl_run_ok(&fx->b, CTL_ARGS("import", path));
+                                g_strstrip(id);
+                                g_autofree char *again = g_strdup_printf("%s.again.json", path);
+                                g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", id, again)));
+                                _cleanup_(forest_freep) Forest *g = NULL;
+                                g_assert_cmpint(snapshot_read_path(again, &g, NULL), ==, 0);
+                                const Process *q = forest_find_process(g, fx->children[i].pid);
+                                g_assert_nonnull(q);
+                                g_assert_cmpstr(q->unit, ==, fx->machine_scope);
+                                g_assert_cmpstr(q->machine, ==, fx->machine);
+                                unlink(again);
+                        }
+                        remove_export(path);
+                }
+        }
+}
+
+/* The tasks of who-can's JSON chains, each checked to be process only's with that unit. */
+static size_t who_tasks(json_t *doc, pid_t only, const char *unit) {
+        size_t n = 0, i, j;
+        json_t *ch, *t;
+        json_array_foreach(json_object_get(doc, "chains"), i, ch)
+                json_array_foreach(json_object_get(ch, "tasks"), j, t) {
+                        g_assert_cmpint(json_integer_value(json_object_get(t, "pid")), ==, only);
+                        g_assert_cmpstr(json_string_value(json_object_get(t, "unit")), ==, unit);
+                        n++;
+                }
+        return n;
+}
+
+/* who-can shows each task's unit and keeps those of --unit; audit --unit audits the unit's chains
+ * and names their units; both live and on a whole-machine snapshot's file. */
+static void test_who_can_audit(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *unit_arg = g_strdup_printf("--unit=%s", fx->unit);
+        g_autofree char *id = ctl_run_ok(&fx->b, CTL_ARGS("snapshot"));
+        g_strstrip(id);
+        g_autofree char *path = g_build_filename(fx->b.dir, "machine.json", NULL), *file_arg = g_strdup_printf("--file=%s", path);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", id, path)));
+
+        for (int file = 0; file < 2; file++) {
+                const char *src = file ? file_arg : "--no-pager";
+                /* mount: the unit's task may (its filter denies ptrace and bpf), with its unit */
+                json_t *doc = ctl_run_json(&fx->b, CTL_ARGS("--json", src, unit_arg, "who-can", "mount"));
+                g_assert_cmpuint(who_tasks(doc, fx->children[0].pid, fx->unit), ==, 1);
+                json_decref(doc);
+                /* ptrace: nobody of the unit; without --unit the user unit's task may, with its units */
+                doc = ctl_run_json(&fx->b, CTL_ARGS("--json", src, unit_arg, "who-can", "ptrace"));
+                g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), ==, 0);
+                json_decref(doc);
+                g_autofree char *user_arg = g_strdup_printf("--unit=%s", fx->user_unit);
+                doc = ctl_run_json(&fx->b, CTL_ARGS("--json", src, user_arg, "who-can", "ptrace"));
+                g_assert_cmpuint(who_tasks(doc, fx->children[1].pid, "user@4242.service"), ==, 1);
+                json_decref(doc);
+                g_autofree char *text = ctl_run_ok(&fx->b, CTL_ARGS(src, unit_arg, "who-can", "mount"));
+                if (!strstr(text, "UNIT") || !strstr(text, fx->unit))
+                        g_error("who-can %s %s lacks the unit:\n%s", src, unit_arg, text);
+
+                /* audit: the unit's one chain, its task and unit */
+                g_autofree char *out = NULL;
+                g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", src, unit_arg, "audit", "--severity=info"), &out,
+                                        NULL), ==, 1);
+                doc = json_loads(out, 0, NULL);
+                json_t *chains = json_object_get(doc, "chains");
+                g_assert_cmpuint(json_array_size(chains), ==, 1);
+                json_t *ch = json_array_get(chains, 0);
+                g_assert_cmpuint(json_array_size(json_object_get(ch, "tasks")), ==, 1);
+                g_assert_cmpint(json_integer_value(json_array_get(json_object_get(ch, "tasks"), 0)), ==, fx->children[0].pid);
+                g_assert_cmpuint(json_array_size(json_object_get(ch, "units")), ==, 1);
+                g_assert_cmpstr(json_string_value(json_array_get(json_object_get(ch, "units"), 0)), ==, fx->unit);
+                g_assert_cmpuint(json_array_size(json_object_get(ch, "findings")), >, 0);
+                json_decref(doc);
+                g_autofree char *audit_text = NULL;
+                g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS(src, unit_arg, "audit", "--severity=info"), &audit_text,
+                                        NULL), ==, 1);
+                g_autofree char *tail = g_strdup_printf(", task %d; unit %s:\n", fx->children[0].pid, fx->unit);
+                if (!strstr(audit_text, tail))
+                        g_error("audit %s %s:\n%s", src, unit_arg, audit_text);
+        }
+        unlink(path);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/units/scope-names", test_scope_names);
@@ -331,5 +466,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/units/ps", Fixture, NULL, fixture_setup, test_ps, fixture_teardown);
         g_test_add("/units/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         g_test_add("/units/units", Fixture, NULL, fixture_setup, test_units, fixture_teardown);
+        g_test_add("/units/snapshot", Fixture, NULL, fixture_setup, test_snapshot, fixture_teardown);
+        g_test_add("/units/who-can-audit", Fixture, NULL, fixture_setup, test_who_can_audit, fixture_teardown);
         return g_test_run();
 }

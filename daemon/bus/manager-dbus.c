@@ -484,7 +484,7 @@ static const sd_bus_vtable manager_vtable[] = {
                                               "a" WHO_CAN_OTHER_TYPE, others,
                                               "a" WHO_CAN_UNDECIDED_TYPE, undecided, "as", undecided_why),
                                 method_who_can, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Audit", SD_BUS_ARGS("u", tid),
+        SD_BUS_METHOD_WITH_ARGS("Audit", SD_BUS_ARGS("u", tid, "a{sv}", options),
                                 SD_BUS_RESULT("s", mode, "at", filters, "a" AUDIT_FINDING_TYPE, findings),
                                 method_audit, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("FilterAttached",

@@ -37,6 +37,14 @@ typedef enum PolicyJobKind {
         POLICY_JOB_AUDIT, /* GetPolicy's question, answered with policy_audit() */
 } PolicyJobKind;
 
+/* Audit's baseline profile: its JSON text as the caller sent it, built (policy_baseline_build())
+ * and decided in the worker; what is wrong with a text that is no profile. */
+typedef struct PolicyBaseline {
+        char *text; /* NULL: none */
+        char *error; /* set by the worker when the text is refused (the job's r is then -EINVAL) */
+} PolicyBaseline;
+void policy_baseline_done(PolicyBaseline *b);
+
 typedef struct PolicyJob PolicyJob;
 /* On the loop, when the worker is done: j->r and the answer; j is freed after it returns. */
 typedef void (*PolicyJobDone)(PolicyJob *j, void *userdata);
@@ -59,6 +67,7 @@ struct PolicyJob {
         uint64_t *filter_ids;
         size_t n_filter_ids;
         bool *listeners; /* GetPolicy, Audit: whether each filter of chain has a listener */
+        PolicyBaseline baseline; /* Audit: the calls its profile denies are reported where allowed */
         WhoCanPlan *plan; /* WhoCan */
         WhoCanQuery query;
         Caller caller;   /* WhoCan: the worker counts the threads it may see */

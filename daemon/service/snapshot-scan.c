@@ -2,10 +2,14 @@
  * made a snapshot the caller may see all of */
 #include "service/snapshot-scan.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "observe/procinfo.h"
 #include "service/snapshots.h"
+#include "service/units.h"
+#include "snapshot/snapshot-units.h"
 #include "snapshot/snapshot-validate.h"
 
 #define SNAPSHOT_SCAN_ATTEMPTS 3
@@ -132,6 +136,114 @@ static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata)
         return r;
 }
 
+/* Units, read as ListProcessUnits reads them (libsystemd, some 100 us a process: four reads of
+ * its cgroup file and machined's records), made names a snapshot takes. Processes in one cgroup
+ * are in the same units, and a machine's processes share a few cgroups: the answer is kept by the
+ * text of /proc/PID/cgroup (one read), so that a 10,000-process snapshot asks libsystemd once per
+ * cgroup, not per process. */
+
+#define CGROUP_TEXT_MAX 4096
+
+typedef struct UnitsOfCgroup {
+        char *cgroup; /* /proc/PID/cgroup's text */
+        char *unit, *user_unit, *machine;
+} UnitsOfCgroup;
+
+typedef struct UnitCache {
+        Hashmap by_hash; /* hash of cgroup -> index + 1 */
+        UnitsOfCgroup *items;
+        size_t n, allocated;
+} UnitCache;
+
+static void units_of_cgroup_done(UnitsOfCgroup *u) {
+        free(u->cgroup);
+        free(u->unit);
+        free(u->user_unit);
+        free(u->machine);
+        *u = (UnitsOfCgroup) {};
+}
+
+static void unit_cache_done(UnitCache *c) {
+        for (size_t i = 0; i < c->n; i++)
+                units_of_cgroup_done(&c->items[i]);
+        free(c->items);
+        hashmap_deinit(&c->by_hash);
+}
+
+static uint64_t text_hash(const char *s) {
+        uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+        for (; *s; s++)
+                h = (h ^ (unsigned char) *s) * 0x100000001b3ULL;
+        return h ?: 1;
+}
+
+/* pid's /proc/PID/cgroup into buf; -ESRCH when gone, -E2BIG when longer than buf. */
+static int read_cgroup_text(pid_t pid, char *buf, size_t size) {
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        ssize_t n = read(fd, buf, size);
+        if (n < 0)
+                return errno == ESRCH ? -ESRCH : -errno;
+        if ((size_t) n >= size)
+                return -E2BIG;
+        buf[n] = 0;
+        return 0;
+}
+
+/* libsystemd's answer for pid, its names made acceptable (snapshot_unit_name_clean()). */
+static int units_read(pid_t pid, UnitsOfCgroup *ret) {
+        _cleanup_(process_unit_done) ProcessUnit u = { .owner = UNIT_OWNER_NONE };
+        int r = process_unit_read(pid, &u);
+        if (r < 0 || (r = snapshot_unit_name_clean(u.unit, &ret->unit)) < 0 ||
+            (r = snapshot_unit_name_clean(u.user_unit, &ret->user_unit)) < 0 ||
+            (r = snapshot_unit_name_clean(u.machine, &ret->machine)) < 0)
+                return r;
+        return 0;
+}
+
+/* Keep u (taken) for cgroup, unless the process moved while libsystemd read it. */
+static int unit_cache_add(UnitCache *c, pid_t pid, const char *cgroup, UnitsOfCgroup *u) {
+        char again[CGROUP_TEXT_MAX];
+        if (read_cgroup_text(pid, again, sizeof(again)) < 0 || !streq(again, cgroup) ||
+            GROW(c->items, c->allocated, c->n + 1) < 0 || !(u->cgroup = strdup(cgroup)))
+                return 0; /* not kept: asked again next time */
+        c->items[c->n] = *u;
+        *u = (UnitsOfCgroup) {};
+        int r = hashmap_put(&c->by_hash, text_hash(cgroup), (void *) (uintptr_t) (c->n + 1));
+        c->n++;
+        return r == -EEXIST ? 0 : r; /* a hash shared by two texts: the first keeps it */
+}
+
+static const UnitsOfCgroup *unit_cache_find(const UnitCache *c, const char *cgroup) {
+        uintptr_t i = (uintptr_t) hashmap_get(&c->by_hash, text_hash(cgroup));
+        return i > 0 && streq(c->items[i - 1].cgroup, cgroup) ? &c->items[i - 1] : NULL;
+}
+
+/* The units of p as its cgroup says now (ListProcessUnits' answer). A process gone since the scan
+ * keeps none. */
+static int record_units(UnitCache *c, Process *p) {
+        _cleanup_(units_of_cgroup_done) UnitsOfCgroup u = {};
+        char cgroup[CGROUP_TEXT_MAX];
+        int r = read_cgroup_text(p->pid, cgroup, sizeof(cgroup));
+        if (r == -ESRCH)
+                return 0;
+        bool cacheable = r >= 0; /* else (too long to keep) asked every time */
+        const UnitsOfCgroup *known = cacheable ? unit_cache_find(c, cgroup) : NULL;
+        if (known)
+                return process_set_units(p, known->unit, known->user_unit, known->machine);
+        r = units_read(p->pid, &u);
+        if (r == -ESRCH)
+                return 0;
+        if (r >= 0)
+                r = process_set_units(p, u.unit, u.user_unit, u.machine);
+        if (r >= 0 && cacheable)
+                r = unit_cache_add(c, p->pid, cgroup, &u);
+        return r;
+}
+
 /* In the worker: scan, check that the caller may see all of it, and make it a snapshot. */
 int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) {
         _cleanup_(forest_freep) Forest *f = NULL;
@@ -159,6 +271,10 @@ int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) 
                 snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", hidden, root);
                 return -EACCES;
         }
+        _cleanup_(unit_cache_done) UnitCache units = {};
+        for (size_t i = 0; i < f->n_processes; i++)
+                if ((r = record_units(&units, f->processes[i])) < 0)
+                        return r;
         r = snapshot_info_set_name(&f->snapshot, j->name);
         if (r < 0)
                 return r;

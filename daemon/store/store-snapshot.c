@@ -7,6 +7,7 @@
 
 #include "core/sqlite-util.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/snapshot-units.h"
 #include "store/store-argv.h"
 #include "store/store-snapshot.h"
 
@@ -34,8 +35,8 @@ static const char *const write_sql[_SS_WRITE_MAX] = {
                 "listener, identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         [SS_INSERT_PROCESS] =
                 "INSERT INTO snapshot_processes (snapshot, pid, ppid, start_time, comm, exe, argv, uid, gid, "
-                "no_new_privs, exited_leader_mode, exited_leader_filters) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-                "?10, ?11, ?12)",
+                "no_new_privs, exited_leader_mode, exited_leader_filters, unit, user_unit, machine) VALUES (?1, ?2, ?3, "
+                "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         [SS_INSERT_THREAD] = "INSERT INTO snapshot_threads (snapshot, tid, pid, mode, filter, no_new_privs) "
                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         [SS_INSERT_LISTENER] = "INSERT INTO snapshot_listeners (snapshot, id, filter) VALUES (?1, ?2, ?3)",
@@ -140,7 +141,8 @@ uint64_t store_snapshot_bytes(const Forest *f) {
                      strlen_or_0(f->host.arch) + strlen_or_0(f->host.hostname);
         for (size_t i = 0; i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
-                n += strnlen(p->comm, sizeof(p->comm)) + strlen_or_0(p->exe) + argv_bytes(p->argv);
+                n += strnlen(p->comm, sizeof(p->comm)) + strlen_or_0(p->exe) + argv_bytes(p->argv) + strlen_or_0(p->unit) +
+                     strlen_or_0(p->user_unit) + strlen_or_0(p->machine);
         }
         for (size_t i = 0; i < f->n_listeners; i++)
                 rows += f->listeners[i]->n_holders;
@@ -250,6 +252,9 @@ static int put_process(Statements *s, uint64_t id, const Process *p) {
                 sqlite3_bind_null(st, 11);
                 sqlite3_bind_null(st, 12);
         }
+        bind_text_or_null(st, 13, p->unit); /* UTF-8 already: snapshot_validate() checked them */
+        bind_text_or_null(st, 14, p->user_unit);
+        bind_text_or_null(st, 15, p->machine);
         int r = run(s->store, st, "store a snapshot's process");
         sqlite3_clear_bindings(st); /* before the strings are freed */
         return r;
@@ -705,6 +710,10 @@ static int load_process(sqlite3_stmt *st, Forest *f) {
                 if (r < 0)
                         return r;
         }
+        r = process_set_units(p, (const char *) sqlite3_column_text(st, 11), (const char *) sqlite3_column_text(st, 12),
+                              (const char *) sqlite3_column_text(st, 13));
+        if (r < 0)
+                return r;
         return store_argv_from_json(p, (const char *) sqlite3_column_text(st, 5));
 }
 
@@ -712,7 +721,8 @@ static int load_processes(Db *s, uint64_t id, Forest *f) {
         _cleanup_finalize_ sqlite3_stmt *st = NULL;
         int r = db_prepare(s,
                         "SELECT pid, ppid, start_time, comm, exe, argv, uid, gid, no_new_privs, exited_leader_mode, "
-                        "exited_leader_filters FROM snapshot_processes WHERE snapshot = ?1 ORDER BY pid",
+                        "exited_leader_filters, unit, user_unit, machine FROM snapshot_processes WHERE snapshot = ?1 "
+                        "ORDER BY pid",
                         &st), rc;
         if (r < 0)
                 return r;

@@ -53,6 +53,9 @@ Process *process_free(Process *p) {
                 return NULL;
         free(p->exe);
         strv_free(p->argv);
+        free(p->unit);
+        free(p->user_unit);
+        free(p->machine);
         free(p->threads);
         free(p);
         return NULL;

@@ -114,6 +114,10 @@ typedef struct Process {
          * reader does not know). */
         bool has_exited_leader;
         Task exited_leader;
+        /* Its systemd unit ("sshd.service"), user unit ("app.service" under user@1000.service) and
+         * machine (container) name, read from its cgroup when a snapshot is taken; NULL: none or not
+         * recorded. Set with process_set_units() (lib/snapshot/snapshot-units.h). */
+        char *unit, *user_unit, *machine;
 } Process;
 
 typedef struct ListenerHolder {

@@ -8,7 +8,11 @@
 #include "core/util.h"
 
 #define SNAPSHOT_FORMAT_NAME "sectree-snapshot"
-#define SNAPSHOT_FORMAT_VERSION 1
+/* Version 1; version 2 adds what version 1 cannot hold, each process's units (written only when
+ * some process has one: snapshot_format_version_of()). Readers take both. */
+#define SNAPSHOT_FORMAT_VERSION_1 1
+#define SNAPSHOT_FORMAT_VERSION_UNITS 2
+#define SNAPSHOT_FORMAT_VERSION SNAPSHOT_FORMAT_VERSION_UNITS /* the newest this reads and writes */
 
 /* Limits on what an imported snapshot may hold. A file beyond any of them is refused before it
  * is built into a forest (the file size before it is even parsed). */

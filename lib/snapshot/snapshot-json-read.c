@@ -1,4 +1,4 @@
-/* snapshot-json-read.c: the snapshot JSON format, version 1, read: every document treated as
+/* snapshot-json-read.c: the snapshot JSON format, versions 1 and 2, read: every document treated as
  * hostile, parsed within a memory limit of its own */
 #include "snapshot/snapshot-json-read.h"
 
@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "snapshot/snapshot-units.h"
 #include "snapshot/snapshot-validate.h"
 
 /* Reading. Every object is first checked against a table of its fields: each must be present
@@ -58,7 +59,9 @@ static const FieldSpec process_fields[] = {
         INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("ppid", 0, SNAPSHOT_MAX_PID), INTEGER("start_time", 0, INT64_MAX),
         STRING("comm"), STRING_OR_NULL("exe"), ARRAY("argv"), INTEGER("uid", 0, UINT32_MAX),
         INTEGER("gid", 0, UINT32_MAX), BOOLEAN("no_new_privs"), ARRAY("threads"), OPTIONAL_OBJECT("exited_leader"),
+        OPTIONAL_OBJECT("units"), /* version 2 */
 };
+static const FieldSpec units_fields[] = { STRING_OR_NULL("unit"), STRING_OR_NULL("user_unit"), STRING_OR_NULL("machine") };
 static const FieldSpec exited_leader_fields[] = { STRING("mode"), INTEGER("filters", 0, SNAPSHOT_MAX_PATH_INSNS) };
 static const FieldSpec thread_fields[] = {
         INTEGER("tid", 1, SNAPSHOT_MAX_PID), STRING("mode"), ID_OR_NULL("filter"), OPTIONAL_BOOLEAN("no_new_privs"),
@@ -183,7 +186,7 @@ static int check_array_size(const char *what, const json_t *a, size_t max, char 
 
 /* Format and version first, so that another document or version says so rather than what else
  * it lacks. */
-static int read_format(const json_t *doc, char **error) {
+static int read_format(const json_t *doc, unsigned *ret_version, char **error) {
         if (!json_is_object(doc))
                 return snapshot_error(error, "snapshot: expected an object, got %s", json_type_name(doc));
         const json_t *format = json_object_get(doc, "format"), *version = json_object_get(doc, "version");
@@ -192,9 +195,11 @@ static int read_format(const json_t *doc, char **error) {
         if (!json_is_integer(version))
                 return snapshot_error(error, "version: expected an integer, got %s",
                                       version ? json_type_name(version) : "nothing");
-        if (json_integer_value(version) != SNAPSHOT_FORMAT_VERSION)
+        if (json_integer_value(version) < SNAPSHOT_FORMAT_VERSION_1 || json_integer_value(version) > SNAPSHOT_FORMAT_VERSION)
                 return snapshot_error(error, "version: %" JSON_INTEGER_FORMAT " is not supported (this reader knows "
-                                      "version %d)", json_integer_value(version), SNAPSHOT_FORMAT_VERSION);
+                                      "versions %d to %d)", json_integer_value(version), SNAPSHOT_FORMAT_VERSION_1,
+                                      SNAPSHOT_FORMAT_VERSION);
+        *ret_version = (unsigned) json_integer_value(version);
         return 0;
 }
 
@@ -343,6 +348,27 @@ static int read_exited_leader(Process *p, const char *where, const json_t *obj, 
         return 0;
 }
 
+/* processes[i].units: names, each checked before it is taken (snapshot_unit_name_valid()). */
+static int read_units(Process *p, const char *where, const json_t *obj, unsigned version, char **error) {
+        static const char *const keys[] = { "unit", "user_unit", "machine" };
+        char at[80];
+        int r;
+
+        snprintf(at, sizeof(at), "%s.units", where);
+        if (version < SNAPSHOT_FORMAT_VERSION_UNITS)
+                return snapshot_error(error, "%s: not a field of format version %u (units came with version %d)", at,
+                                      version, SNAPSHOT_FORMAT_VERSION_UNITS);
+        if ((r = CHECK_OBJECT(at, obj, units_fields, error)) < 0)
+                return r;
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                const char *s = get_string(obj, keys[k]);
+                if (!snapshot_unit_name_valid(s))
+                        return snapshot_error(error, "%s.%s: not a name (1 to %d bytes of UTF-8 without control "
+                                              "characters)", at, keys[k], SNAPSHOT_MAX_UNIT);
+        }
+        return process_set_units(p, get_string(obj, "unit"), get_string(obj, "user_unit"), get_string(obj, "machine"));
+}
+
 static int read_process(SnapshotBuilder *b, size_t i, const json_t *obj, size_t *n_tasks, char **error) {
         char where[64];
         Process *p;
@@ -362,9 +388,11 @@ static int read_process(SnapshotBuilder *b, size_t i, const json_t *obj, size_t 
             (r = read_argv(p, where, json_object_get(obj, "argv"), error)) < 0)
                 return r;
         r = read_threads(b, p, i, json_object_get(obj, "threads"), n_tasks, error);
-        if (r < 0 || !json_object_get(obj, "exited_leader"))
-                return r;
-        return read_exited_leader(p, where, json_object_get(obj, "exited_leader"), error);
+        if (r >= 0 && json_object_get(obj, "exited_leader"))
+                r = read_exited_leader(p, where, json_object_get(obj, "exited_leader"), error);
+        if (r >= 0 && json_object_get(obj, "units"))
+                r = read_units(p, where, json_object_get(obj, "units"), b->version, error);
+        return r;
 }
 
 static int read_listener(SnapshotBuilder *b, size_t i, const json_t *obj, size_t *n_holders, char **error) {
@@ -397,7 +425,7 @@ static int read_document(SnapshotBuilder *b, const json_t *doc, char **error) {
         size_t n_tasks = 0, n_holders = 0;
         int r;
 
-        if ((r = read_format(doc, error)) < 0 || (r = read_meta(b->forest, doc, error)) < 0 ||
+        if ((r = read_format(doc, &b->version, error)) < 0 || (r = read_meta(b->forest, doc, error)) < 0 ||
             (r = check_array_size("filters", filters, SNAPSHOT_MAX_FILTERS, error)) < 0 ||
             (r = check_array_size("processes", processes, SNAPSHOT_MAX_PROCESSES, error)) < 0 ||
             (r = check_array_size("listeners", listeners, SNAPSHOT_MAX_LISTENERS, error)) < 0)

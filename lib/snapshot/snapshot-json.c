@@ -1,9 +1,11 @@
-/* snapshot-json.c: the snapshot JSON format, version 1: the writer (the reader is
+/* snapshot-json.c: the snapshot JSON format, versions 1 and 2: the writer (the reader is
  * snapshot-json-read.c) */
 #include "snapshot/snapshot-json.h"
 
 #include <jansson.h>
 #include <stddef.h>
+
+#include "snapshot/snapshot-units.h"
 
 /* Writing
  *
@@ -121,6 +123,14 @@ static json_t *exited_leader_to_json(const Task *t) {
         return object_or_null(o, ok);
 }
 
+/* {"unit": ..., "user_unit": ..., "machine": ...} (version 2), each a name or null. */
+static json_t *units_to_json(const Process *p) {
+        json_t *o = json_object();
+        bool ok = set(o, "unit", json_text(p->unit)) && set(o, "user_unit", json_text(p->user_unit)) &&
+                  set(o, "machine", json_text(p->machine));
+        return object_or_null(o, ok);
+}
+
 static json_t *process_to_json(const Process *p) {
         json_t *o = json_object();
         bool ok = set(o, "pid", json_integer(p->pid)) && set(o, "ppid", json_integer(p->ppid)) &&
@@ -130,6 +140,8 @@ static json_t *process_to_json(const Process *p) {
                   set(o, "no_new_privs", json_boolean(p->no_new_privs)) && set(o, "threads", threads_to_json(p));
         if (ok && p->has_exited_leader)
                 ok = set(o, "exited_leader", exited_leader_to_json(&p->exited_leader));
+        if (ok && process_has_units(p))
+                ok = set(o, "units", units_to_json(p));
         return object_or_null(o, ok);
 }
 
@@ -187,7 +199,7 @@ static json_t *head_to_json(const Forest *f) {
                 return NULL;
         json_t *o = json_object();
         bool ok = set(o, "format", json_ascii(SNAPSHOT_FORMAT_NAME)) &&
-                  set(o, "version", json_integer(SNAPSHOT_FORMAT_VERSION)) && set(o, "created_at", json_ascii(created)) &&
+                  set(o, "version", json_integer(snapshot_format_version_of(f))) && set(o, "created_at", json_ascii(created)) &&
                   set(o, "snapshot", snapshot_info_to_json(&f->snapshot)) && set(o, "host", host_to_json(&f->host)) &&
                   set(o, "source", source_to_json(f)) && set(o, "root", json_integer(f->root));
         return object_or_null(o, ok);

@@ -16,3 +16,8 @@
         "ALTER TABLE processes ADD COLUMN exited_leader_mode TEXT; "                             \
         "ALTER TABLE processes ADD COLUMN exited_leader_filters INTEGER"
 #define SNAPSHOT_SQLITE_EXITED_LEADER_COLUMNS { "exited_leader_mode TEXT", "exited_leader_filters INTEGER" }
+/* Format version 2: a table of the processes' units, one row for each process that records any
+ * (processes[process].units in JSON; NULL: none). A file without it is version 1. */
+#define SNAPSHOT_SQLITE_ADD_UNITS                                                                  \
+        "CREATE TABLE units (process INTEGER PRIMARY KEY REFERENCES processes (position), "        \
+        "unit TEXT, user_unit TEXT, machine TEXT); PRAGMA user_version = 2"

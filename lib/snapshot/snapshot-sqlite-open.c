@@ -70,7 +70,7 @@ static int check_pages(const uint8_t *d, size_t size, char **error) {
         return 0;
 }
 
-static int check_header(const uint8_t *d, size_t size, char **error) {
+static int check_header(const uint8_t *d, size_t size, unsigned *ret_version, char **error) {
         int r;
 
         if (size < sizeof(SNAPSHOT_SQLITE_MAGIC) || memcmp(d, SNAPSHOT_SQLITE_MAGIC, sizeof(SNAPSHOT_SQLITE_MAGIC)) != 0)
@@ -81,9 +81,10 @@ static int check_header(const uint8_t *d, size_t size, char **error) {
         if (be32(d + 68) != SNAPSHOT_SQLITE_APPLICATION_ID)
                 return snapshot_error(error, "SQLite: application_id is 0x%08x, not 0x%08x (\"SECS\"): not a sectree "
                                       "snapshot file", be32(d + 68), SNAPSHOT_SQLITE_APPLICATION_ID);
-        if (be32(d + 60) != SNAPSHOT_FORMAT_VERSION)
-                return snapshot_error(error, "SQLite: user_version %u is not a format version this reader knows (%d)",
-                                      be32(d + 60), SNAPSHOT_FORMAT_VERSION);
+        if (be32(d + 60) < SNAPSHOT_FORMAT_VERSION_1 || be32(d + 60) > SNAPSHOT_FORMAT_VERSION)
+                return snapshot_error(error, "SQLite: user_version %u is not a format version this reader knows (%d to %d)",
+                                      be32(d + 60), SNAPSHOT_FORMAT_VERSION_1, SNAPSHOT_FORMAT_VERSION);
+        *ret_version = be32(d + 60);
         if ((r = check_pages(d, size, error)) < 0)
                 return r;
         if (d[18] != 1 || d[19] != 1)
@@ -178,7 +179,8 @@ static int quick_check(sqlite3 *db, char **error) {
 }
 
 /* The schema: exactly the objects (tables and their automatic indexes) and columns that
- * schema/snapshot-v1-sqlite.sql creates, compared with a database made from it. */
+ * schema/snapshot-v1-sqlite.sql creates (with version 2's units table when the header says 2),
+ * compared with a database made from it. */
 
 #define MAX_SCHEMA_OBJECTS 32
 
@@ -216,11 +218,14 @@ static int schema_add(Schema *s, sqlite3_stmt *st) {
         return o->type && o->name && o->tbl_name ? 0 : -ENOMEM;
 }
 
-static int schema_load_reference(Schema *s) {
+/* The schema of the file's version: version 1's, and version 2's units table. */
+static int schema_load_reference(Schema *s, unsigned version) {
         _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
         int rc = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
         if (rc == SQLITE_OK)
                 rc = sqlite3_exec(s->db, snapshot_sqlite_schema, NULL, NULL, NULL);
+        if (rc == SQLITE_OK && version >= SNAPSHOT_FORMAT_VERSION_UNITS)
+                rc = sqlite3_exec(s->db, SNAPSHOT_SQLITE_ADD_UNITS, NULL, NULL, NULL);
         if (rc == SQLITE_OK)
                 rc = sqlite3_prepare_v2(s->db, list_objects_sql, -1, &st, NULL);
         while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -361,7 +366,7 @@ static int check_columns(sqlite3 *db, Schema *ref, const char *table, SnapshotSq
 
 static int check_schema(sqlite3 *db, SnapshotSqliteOptional *ret_optional, char **error) {
         _cleanup_(schema_deinit) Schema ref = {};
-        int r = schema_load_reference(&ref);
+        int r = schema_load_reference(&ref, ret_optional->version);
         if (r < 0)
                 return r;
         if ((r = check_objects(db, &ref, error)) < 0)
@@ -377,7 +382,8 @@ static int check_schema(sqlite3 *db, SnapshotSqliteOptional *ret_optional, char 
 
 int snapshot_sqlite_open(const void *data, size_t size, sqlite3 **ret_db, SnapshotSqliteOptional *ret_optional,
                          char **error) {
-        int r = check_header(data, size, error);
+        *ret_optional = (SnapshotSqliteOptional) {};
+        int r = check_header(data, size, &ret_optional->version, error);
         if (r < 0)
                 return r;
         r = open_memory(data, size, ret_db, error);

@@ -9,6 +9,7 @@
 typedef struct SnapshotSqliteOptional {
         bool thread_nnp;    /* threads.no_new_privs */
         bool exited_leader; /* processes.exited_leader_mode, exited_leader_filters */
+        unsigned version;   /* the header's user_version: 1, or 2 with the units table */
 } SnapshotSqliteOptional;
 
 /* Check the bytes (size, whole pages, the header's page count, UTF-8, not WAL, application_id,

@@ -9,6 +9,7 @@
 #include "core/sqlite-util.h"
 #include "snapshot/snapshot-fd.h"
 #include "snapshot/snapshot-sqlite-open.h"
+#include "snapshot/snapshot-units.h"
 #include "snapshot/snapshot-validate.h"
 
 static const char *value_type_name(int type) {
@@ -180,9 +181,9 @@ static int read_meta_row(Reader *rd, const Row *row) {
                 return snapshot_error(rd->error, "meta.format: expected \"%s\": not a sectree snapshot", SNAPSHOT_FORMAT_NAME);
         if ((r = col_int(row, 1, INT64_MIN, INT64_MAX, false, &version)) < 0)
                 return r;
-        if (version != SNAPSHOT_FORMAT_VERSION)
-                return snapshot_error(rd->error, "meta.version: %" PRId64 " is not supported (this reader knows version %d)",
-                                      version, SNAPSHOT_FORMAT_VERSION);
+        if (version != (int64_t) rd->optional.version)
+                return snapshot_error(rd->error, "meta.version: %" PRId64 " is not the file's user_version %u", version,
+                                      rd->optional.version);
         if ((r = col_text(row, 2, SNAPSHOT_TIME_MAX + 8, false, &created)) < 0 ||
             (r = col_text(row, 3, SNAPSHOT_MAX_HOST_STRING, true, &kernel)) < 0 ||
             (r = col_text(row, 4, SNAPSHOT_MAX_HOST_STRING, true, &arch)) < 0 ||
@@ -489,6 +490,45 @@ static int read_holders(Reader *rd) {
         return r;
 }
 
+/* units (version 2): rows by process position, each a position of processes, once. */
+static int read_units_row(Reader *rd, const Row *row, int64_t *last) {
+        const char *unit, *user_unit, *machine;
+        int64_t position;
+        int r;
+
+        if ((r = col_int(row, 0, 0, (int64_t) rd->n_processes - 1, false, &position)) < 0)
+                return r;
+        if (position <= *last)
+                return snapshot_error(rd->error, "units: process %" PRId64 " twice", position);
+        *last = position;
+        char where[48];
+        snprintf(where, sizeof(where), "processes[%" PRId64 "].units", position);
+        Row named = { row->st, where, rd->error };
+        if ((r = col_text(&named, 1, SNAPSHOT_MAX_UNIT, true, &unit)) < 0 ||
+            (r = col_text(&named, 2, SNAPSHOT_MAX_UNIT, true, &user_unit)) < 0 ||
+            (r = col_text(&named, 3, SNAPSHOT_MAX_UNIT, true, &machine)) < 0)
+                return r;
+        if (!snapshot_unit_name_valid(unit) || !snapshot_unit_name_valid(user_unit) || !snapshot_unit_name_valid(machine))
+                return snapshot_error(rd->error, "%s: not a name (1 to %d bytes of UTF-8 without control characters)",
+                                      where, SNAPSHOT_MAX_UNIT);
+        return process_set_units(rd->processes[position], unit, user_unit, machine);
+}
+
+static int read_units(Reader *rd) {
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+        int64_t last = -1;
+        if (rd->optional.version < SNAPSHOT_FORMAT_VERSION_UNITS)
+                return 0;
+        int r = prepare(rd, "SELECT process, unit, user_unit, machine FROM units ORDER BY process", &st);
+        while (r >= 0 && (r = step(rd, st, "units")) > 0) {
+                Row row = { st, "units", rd->error };
+                if (rd->n_processes == 0)
+                        return snapshot_error(rd->error, "units: a row, and no processes");
+                r = read_units_row(rd, &row, &last);
+        }
+        return r;
+}
+
 static int read_tables(Reader *rd) {
         size_t counts[ELEMENTSOF(count_queries)];
         int r;
@@ -503,7 +543,8 @@ static int read_tables(Reader *rd) {
         if (!rd->processes || !rd->listeners)
                 return -ENOMEM;
         if ((r = read_filters(rd)) < 0 || (r = read_processes(rd)) < 0 ||
-            (r = read_threads(rd)) < 0 || (r = read_listeners(rd)) < 0 || (r = read_holders(rd)) < 0)
+            (r = read_threads(rd)) < 0 || (r = read_listeners(rd)) < 0 || (r = read_holders(rd)) < 0 ||
+            (r = read_units(rd)) < 0)
                 return r;
         return 0;
 }

@@ -1,4 +1,4 @@
-/* snapshot-sqlite.c: writes the SQLite snapshot file, format version 1: built in memory, then
+/* snapshot-sqlite.c: writes the SQLite snapshot file, format versions 1 and 2: built in memory, then
  * copied into a fresh file with VACUUM INTO and renamed into place */
 #include "snapshot/snapshot-sqlite.h"
 
@@ -8,7 +8,9 @@
 #include <sys/random.h>
 
 #include "core/sqlite-util.h"
+#include "snapshot/snapshot-sqlite-format.h"
 #include "snapshot/snapshot-sqlite-schema.h"
+#include "snapshot/snapshot-units.h"
 
 typedef enum InsertStatement {
         INSERT_META,
@@ -19,6 +21,7 @@ typedef enum InsertStatement {
         INSERT_THREAD_NNP,
         INSERT_LISTENER,
         INSERT_HOLDER,
+        INSERT_UNITS,
         _INSERT_MAX,
 } InsertStatement;
 
@@ -38,6 +41,7 @@ static const char *const insert_sql[_INSERT_MAX] = {
                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         [INSERT_LISTENER] = "INSERT INTO listeners (position, id, filter) VALUES (?1, ?2, ?3)",
         [INSERT_HOLDER] = "INSERT INTO holders (listener, position, pid, fd) VALUES (?1, ?2, ?3, ?4)",
+        [INSERT_UNITS] = "INSERT INTO units (process, unit, user_unit, machine) VALUES (?1, ?2, ?3, ?4)",
 };
 
 typedef struct Writer {
@@ -85,7 +89,7 @@ static int insert_meta(Writer *w, const Forest *f) {
         if (snapshot_format_time(f->created_at_usec, created, sizeof(created)) < 0)
                 return SQLITE_RANGE;
         BIND(rc, sqlite3_bind_text(st, 1, SNAPSHOT_FORMAT_NAME, -1, SQLITE_STATIC));
-        BIND(rc, sqlite3_bind_int(st, 2, SNAPSHOT_FORMAT_VERSION));
+        BIND(rc, sqlite3_bind_int(st, 2, (int) snapshot_format_version_of(f)));
         BIND(rc, sqlite3_bind_text(st, 3, created, -1, SQLITE_TRANSIENT));
         BIND(rc, bind_text(st, 4, f->host.kernel));
         BIND(rc, bind_text(st, 5, f->host.arch));
@@ -162,6 +166,16 @@ static int insert_threads(Writer *w, const Process *p, size_t position) {
         return rc;
 }
 
+static int insert_units(Writer *w, const Process *p, size_t position) {
+        sqlite3_stmt *st = w->insert[INSERT_UNITS];
+        int rc = SQLITE_OK;
+        BIND(rc, sqlite3_bind_int64(st, 1, (sqlite3_int64) position));
+        BIND(rc, bind_text(st, 2, p->unit));
+        BIND(rc, bind_text(st, 3, p->user_unit));
+        BIND(rc, bind_text(st, 4, p->machine));
+        return rc == SQLITE_OK ? run(st) : rc;
+}
+
 static int insert_process(Writer *w, const Process *p, size_t position) {
         sqlite3_stmt *st = w->insert[w->insert[INSERT_PROCESS_EXITED_LEADER] ? INSERT_PROCESS_EXITED_LEADER : INSERT_PROCESS];
         _cleanup_free_ uint8_t *argv = NULL;
@@ -187,6 +201,8 @@ static int insert_process(Writer *w, const Process *p, size_t position) {
         }
         if (rc == SQLITE_OK)
                 rc = run(st);
+        if (rc == SQLITE_OK && process_has_units(p))
+                rc = insert_units(w, p, position);
         return rc == SQLITE_OK ? insert_threads(w, p, position) : rc;
 }
 
@@ -249,9 +265,12 @@ static int writer_build(Writer *w, const Forest *f) {
                 rc = sqlite3_exec(w->db, SNAPSHOT_SQLITE_ADD_THREAD_NNP, NULL, NULL, NULL);
         if (rc == SQLITE_OK && some_exited_leader(f))
                 rc = sqlite3_exec(w->db, SNAPSHOT_SQLITE_ADD_EXITED_LEADER, NULL, NULL, NULL);
+        if (rc == SQLITE_OK && forest_has_units(f))
+                rc = sqlite3_exec(w->db, SNAPSHOT_SQLITE_ADD_UNITS, NULL, NULL, NULL);
         for (size_t i = 0; rc == SQLITE_OK && i < _INSERT_MAX; i++)
                 if ((i != INSERT_THREAD_NNP || some_thread_nnp_differs(f)) &&
-                    (i != INSERT_PROCESS_EXITED_LEADER || some_exited_leader(f)))
+                    (i != INSERT_PROCESS_EXITED_LEADER || some_exited_leader(f)) &&
+                    (i != INSERT_UNITS || forest_has_units(f)))
                         rc = sqlite3_prepare_v2(w->db, insert_sql[i], -1, &w->insert[i], NULL);
         if (rc == SQLITE_OK)
                 rc = sqlite3_exec(w->db, "BEGIN", NULL, NULL, NULL);

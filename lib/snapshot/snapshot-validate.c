@@ -1,6 +1,8 @@
 /* snapshot-validate.c: the one validator every imported snapshot goes through */
 #include "snapshot/snapshot-validate.h"
 
+#include "snapshot/snapshot-units.h"
+
 #include <stdarg.h>
 
 #define NONE SIZE_MAX
@@ -315,6 +317,16 @@ static int validate_process_string(const Process *p, size_t i, const char *field
         return string_error(where, s, max, problem, error);
 }
 
+static int validate_process_units(const Process *p, size_t i, char **error) {
+        const char *const names[] = { p->unit, p->user_unit, p->machine };
+        static const char *const keys[] = { "unit", "user_unit", "machine" };
+        for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                if (!snapshot_unit_name_valid(names[k]))
+                        return snapshot_error(error, "processes[%zu] (pid %d).units.%s: not a name (1 to %d bytes of "
+                                              "UTF-8 without control characters)", i, p->pid, keys[k], SNAPSHOT_MAX_UNIT);
+        return 0;
+}
+
 static int validate_process_fields(const Process *p, size_t i, char **error) {
         int r;
 
@@ -334,7 +346,7 @@ static int validate_process_fields(const Process *p, size_t i, char **error) {
         for (size_t j = 0; p->argv && p->argv[j]; j++)
                 if ((r = validate_process_string(p, i, "argv", (ssize_t) j, p->argv[j], SIZE_MAX, error)) < 0)
                         return r;
-        return 0;
+        return validate_process_units(p, i, error);
 }
 
 static int validate_thread(const Forest *f, const Indexes *x, const Process *p, size_t i, size_t j, char **error) {

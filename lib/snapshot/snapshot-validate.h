@@ -53,6 +53,7 @@ typedef struct SnapshotBuilder {
         Hashmap listeners; /* id -> position + 1 */
         Hashmap tids;      /* tid -> (process << 32 | thread) + 1 */
         Hashmap holders;   /* pid << 32 | fd -> (listener << 32 | holder) + 1 */
+        unsigned version;  /* the file's format version, once the reader has read it */
 } SnapshotBuilder;
 
 int snapshot_builder_init(SnapshotBuilder *b);

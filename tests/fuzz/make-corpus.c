@@ -1,6 +1,6 @@
 /* make-corpus.c: writes the fuzz seed corpus: every sample snapshot as compact and pretty JSON
  * into DIR/corpus-json/ and as an SQLite file with 512-byte pages (small seeds) into
- * DIR/corpus-sqlite/. Usage: make-corpus DIR (tests/fuzz to regenerate the committed seeds). */
+ * DIR/corpus-sqlite/ (and the sample with units, format version 2, as "units"). Usage: make-corpus DIR (tests/fuzz to regenerate the committed seeds). */
 #include <sqlite3.h>
 #include <sys/stat.h>
 
@@ -31,10 +31,9 @@ static int write_sqlite_small(const Forest *f, const char *path) {
         return rc == SQLITE_OK ? 0 : -EIO;
 }
 
-static int write_sample(SampleKind k, const char *dir) {
-        _cleanup_(forest_freep) Forest *f = sample_forest(k);
+/* One sample as compact and pretty JSON and as a small SQLite file, named name. */
+static int write_sample(Forest *f, const char *name, const char *dir) {
         _cleanup_free_ char *compact = NULL, *pretty = NULL, *db = NULL;
-        const char *name = sample_kind_to_string(k);
         int r;
 
         if (!f)
@@ -61,8 +60,11 @@ int main(int argc, char **argv) {
                 if (mkdir(d, 0755) < 0 && errno != EEXIST)
                         return log_error_errno(-errno, "Failed to create %s: %m", d), 1;
         }
-        for (SampleKind k = 0; k < _SAMPLE_MAX; k++)
-                if (write_sample(k, argv[1]) < 0)
+        for (SampleKind k = 0; k < _SAMPLE_MAX; k++) {
+                _cleanup_(forest_freep) Forest *f = sample_forest(k);
+                if (write_sample(f, sample_kind_to_string(k), argv[1]) < 0)
                         return 1;
-        return 0;
+        }
+        _cleanup_(forest_freep) Forest *units = sample_forest_with_units(); /* format version 2 */
+        return write_sample(units, "units", argv[1]) < 0;
 }
