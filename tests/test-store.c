@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <time.h>
 
+#include "core/sqlite-util.h"
 #include "store/state-migrations.h"
 #include "store/store-checkpoint.h"
 #include "store/store.h"
@@ -784,6 +785,40 @@ static void test_write_changes(Fixture *fx, gconstpointer data) {
 }
 
 
+/* Filters retired by events go to history, and the batches prune it too, a slice at a time: it never
+ * holds more than its limit and a slice, however long no full pass comes (before, only passes
+ * pruned it, all at once). */
+#define RETIRING_BATCHES (3 * STORE_PRUNE_SLICE)
+static void test_history_pruned_by_batches(Fixture *fx, gconstpointer data) {
+        Store *s = fx->store;
+        sqlite3 *db = fx->db;
+        _cleanup_(live_freep) Live *l = NULL;
+        LiveChanges c = {};
+        int64_t most = 0;
+
+        store_set_history_limit(s, 10);
+        g_assert_cmpint(live_new(forest_a(), &l), ==, 0);
+        g_assert_cmpint(store_replace_all(s, live_forest(l), 1000), ==, 0);
+        for (unsigned i = 0; i < RETIRING_BATCHES; i++) {
+                pid_t tid = 1000 + (pid_t) i;
+                LiveEvent batch[] = {
+                        event_of(LIVE_EVENT_TASK, tid, tid, 1),
+                        filter_event(tid, tid, 100 + i, 1, PROG(tests_prog_errno)),
+                        event_of(LIVE_EVENT_EXIT, tid, tid, 0), /* its filter is retired with it */
+                };
+                g_assert_cmpint(live_apply(l, batch, ELEMENTSOF(batch), &c), ==, 0);
+                g_assert_cmpint(store_write_changes(s, live_forest(l), &c, 2000 + i), ==, 0);
+                live_changes_clear(&c);
+                most = MAX(most, raw_int(db, "SELECT count(*) FROM history"));
+        }
+        live_changes_done(&c);
+        g_test_message("history held at most %" PRId64 " rows over %u retired filters", most, RETIRING_BATCHES);
+        g_assert_cmpint(most, <=, 10 + STORE_PRUNE_SLICE);
+        g_assert_cmpint(most, >, 10); /* in slices, not one by one */
+        g_autofree char *sql = g_strdup_printf("SELECT max_filter_id >= %u FROM meta", 100 + RETIRING_BATCHES - 1);
+        assert_rows(db, sql, "1"); /* the ids pruned are remembered as used */
+}
+
 /* What the store logs while fn(s, arg) runs, at warning level and above. */
 static char *store_log_of(Store *s, void (*fn)(Store *s, void *arg), void *arg) {
         g_autofree char *path = g_build_filename(g_get_tmp_dir(), "test-store-log-XXXXXX", NULL);
@@ -1150,14 +1185,17 @@ static void test_checkpoint_thread(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(store_replace_all(s, a, 1000), ==, 0);
         g_assert_cmpint(store_checkpointer_new(s, &c), ==, 0);
         off_t asked = (off_t) STORE_CHECKPOINT_PAGES * (4096 + 24); /* the page size, and a frame's header */
+        off_t largest = 0;
         for (unsigned i = 0; store_checkpointer_pages_copied(c) == 0; i++) {
                 g_assert_cmpuint(i, <, 100000);
                 put_one_thread(s, ++tid);
+                largest = MAX(largest, wal_size(fx));
                 if (wal_size(fx) >= asked)
                         g_usleep(1000);
         }
-        /* Nothing copied it before the thread was asked to. */
-        g_assert_cmpint(wal_size(fx), >=, asked);
+        /* Nothing copied it before the thread was asked to: the log grew to the checkpoint size (once
+         * the thread has copied all of it, it starts the log again and cuts its file back). */
+        g_assert_cmpint(largest, >=, asked);
         g_assert_true(in_database_file(fx, 200001));
 
         c = store_checkpointer_free(c);
@@ -1196,6 +1234,35 @@ static void test_checkpoint_wal_bounded(Fixture *fx, gconstpointer data) {
         }
 }
 
+/* Commits back to back, as the event path makes them under churn (a few pages every fraction of a
+ * millisecond, for longer than a checkpoint takes): the checkpoints catch up with them, the log
+ * starts again from its start, and its file stays near the checkpoint size instead of growing with
+ * every commit. */
+#define BUSY_COMMITS 8000
+static void test_checkpoint_wal_bounded_busy(Fixture *fx, gconstpointer data) {
+        _cleanup_(store_freep) Store *s = open_ok(fx);
+        _cleanup_(store_checkpointer_freep) StoreCheckpointer *c = NULL;
+        _cleanup_(sqlite3_finalizep) sqlite3_stmt *insert = NULL;
+        off_t largest = 0;
+
+        g_assert_cmpint(store_checkpointer_new(s, &c), ==, 0);
+        sqlite3 *db = store_database(s);
+        g_assert_cmpint(sqlite3_exec(db, "CREATE TABLE junk(b)", NULL, NULL, NULL), ==, SQLITE_OK);
+        g_assert_cmpint(sqlite3_prepare_v2(db, "INSERT INTO junk VALUES (randomblob(6000))", -1, &insert, NULL), ==,
+                        SQLITE_OK);
+        for (unsigned i = 0; i < BUSY_COMMITS; i++) {
+                g_assert_cmpint(sqlite3_step(insert), ==, SQLITE_DONE); /* one commit of about 3 pages */
+                g_assert_cmpint(sqlite3_reset(insert), ==, SQLITE_OK);
+                if (i >= BUSY_COMMITS / 4)
+                        largest = MAX(largest, wal_size(fx));
+                g_usleep(200);
+        }
+        g_test_message("largest log after the first quarter: %.1f MiB (limit %.1f MiB), %" PRIu64 " pages copied",
+                       (double) largest / (1 << 20), (double) STORE_WAL_LIMIT_BYTES / (1 << 20),
+                       store_checkpointer_pages_copied(c));
+        g_assert_cmpint(largest, <=, (off_t) (STORE_WAL_LIMIT_BYTES * 3 / 2));
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         log_set_max_level(g_test_verbose() ? LOG_LEVEL_DEBUG : LOG_LEVEL_ERR);
@@ -1213,6 +1280,7 @@ int main(int argc, char **argv) {
         TEST_OPEN("/store/pass-revives-retired", test_pass_revives_retired);
         TEST_OPEN("/store/replace-all/refusals", test_replace_all_refusals);
         TEST_OPEN("/store/history-limit", test_history_limit);
+        TEST_OPEN("/store/history/pruned-by-batches", test_history_pruned_by_batches);
         TEST_OPEN("/store/incremental", test_incremental);
         TEST_OPEN("/store/write-changes", test_write_changes);
         TEST_OPEN("/store/write-changes/caller-logs", test_write_changes_caller_logs);
@@ -1221,6 +1289,7 @@ int main(int argc, char **argv) {
         TEST_OPEN("/store/views", test_views);
         TEST("/store/checkpoint-thread", test_checkpoint_thread);
         TEST("/store/checkpoint/wal-bounded", test_checkpoint_wal_bounded);
+        TEST("/store/checkpoint/wal-bounded-busy", test_checkpoint_wal_bounded_busy);
         TEST("/store/perf", test_perf);
         return g_test_run();
 }

@@ -14,6 +14,7 @@ typedef struct SourceVTable {
         int (*scan_programs)(Source *s, const ScanOptions *opts, Forest **ret); /* NULL: source_scan_programs_oneshot() */
         int (*start)(Source *s);
         int (*full_pass)(Source *s, const char *reason, bool split);
+        int (*full_pass_background)(Source *s, const char *reason); /* NULL: full_pass(split) */
         bool (*pass_waiting)(const Source *s);
         bool (*events_pending)(Source *s);
         uint64_t (*lost)(Source *s);
@@ -32,6 +33,8 @@ struct Source {
         SourceSink sink;
         void (*after_scan_hook)(void *userdata);
         void *after_scan_userdata;
+        void (*scan_thread_hook)(void *userdata);
+        void *scan_thread_userdata;
 };
 
 /* A full pass's scan made ready for the live state: the test hook run, unfiltered processes dropped,

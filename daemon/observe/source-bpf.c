@@ -7,8 +7,17 @@
  * used. At start, the first full pass keeps the stored id of every filter that a still living
  * thread (tid and start time) held at the same depth (lib/core/infer.c): those kernel ids are then
  * translated, in every pass and every event, to the stored ones. Filters that are new keep the
- * kernel's id, which is above any stored one: ids are never reused. */
+ * kernel's id, which is above any stored one: ids are never reused.
+ *
+ * Passes in the background (the refresh, resyncs): the scan runs in a thread of its own while the
+ * loop goes on reading events, applying them to the live state, storing and announcing them; the
+ * sink hears when the scan begins (scan_begins), so that it keeps the batches it applies from then
+ * on and applies them again on top of the scan when it is handed on: the events that came during
+ * the scan, and after it until the loop took it, end on top of it, in their order. */
 #include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "core/infer.h"
@@ -31,6 +40,9 @@
  * loop dispatches again within COALESCE_IDLE_USEC and nothing waits. $SECTREE_COALESCE_USEC
  * replaces COALESCE_USEC (0: never wait), $SECTREE_COALESCE_IDLE_USEC COALESCE_IDLE_USEC (tests: 0,
  * so that the other events of a busy machine do not keep the source from ever waiting). */
+/* The background scan's thread yields to the loop, the bus and the processes it watches: the
+ * kernel gives it about a tenth of a busy CPU beside them, all of an idle one. */
+#define SCAN_THREAD_NICE 10
 #define COALESCE_USEC (3 * 1000ULL)
 #define COALESCE_IDLE_USEC (5 * 1000ULL)
 
@@ -54,6 +66,20 @@ typedef struct BpfSource {
         Forest *waiting;
         const char *waiting_reason;
         uint64_t waiting_lost;
+        /* A pass scanned in the background (background_*()): */
+        struct {
+                pthread_t thread;
+                bool running;        /* started, not joined yet */
+                bool done;           /* joined: forest and error hold its result, not yet handed on */
+                int efd;             /* the thread writes it when its scan is done */
+                sd_event_source *done_source;
+                ScanOptions opts;
+                Hashmap dropped;     /* public ids the live forest kept without their program, at the start */
+                Forest *forest;
+                int error;
+                const char *reason;
+                uint64_t lost;       /* bpf_watch_lost() before the scan started */
+        } bg;
         /* Snapshots' scanner (scan_detached, in their worker threads): one-shot, loaded by the
          * first snapshot and kept, since loading it costs more than a pass; one pass at a time. */
         pthread_mutex_t detached_lock;
@@ -146,7 +172,7 @@ static void installer_read_exe(const WatchTask *t, char **ret) {
 /* One watch event, with what it needs from /proc, into the batch. */
 static int on_watch_event(const WatchEvent *w, void *userdata) {
         BpfSource *b = userdata;
-        LiveEvent e = { .task = task_from_watch(b, &w->task) };
+        LiveEvent e = { .task = task_from_watch(b, &w->task), .mono_nsec = w->ktime_ns };
         _cleanup_free_ char *exe = NULL;
         bool known = forest_find_process(live_now(b), w->task.tgid);
         int r;
@@ -316,13 +342,22 @@ static bool detached_no_listeners(void *userdata) {
         return bpf_scanner_listener_mark_holds(b->scanner, &m);
 }
 
-static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
+/* The live scanner's pass, on the loop (its callers') or in the background thread. */
+static int live_scanner_scan(Source *s, const ScanOptions *opts, Forest **ret) {
         int r = bpf_scanner_scan(bpf_source(s)->scanner, opts, ret); /* logs its failures */
         listener_mark_publish(bpf_source(s));
         if (r < 0)
                 return r;
         (*ret)->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR;
         return 0;
+}
+
+static void background_join(BpfSource *b);
+
+/* On the loop: a scan in the background has the scanner until it ends. */
+static int bpf_scan(Source *s, const ScanOptions *opts, Forest **ret) {
+        background_join(bpf_source(s));
+        return live_scanner_scan(s, opts, ret);
 }
 
 /* The scan of bpf_scan_detached(), its lock held. */
@@ -382,7 +417,7 @@ static int pass_scan(BpfSource *b, Forest **ret, uint64_t *ret_lost) {
         _cleanup_(forest_freep) Forest *f = NULL;
 
         *ret_lost = bpf_watch_lost(b->watch);
-        int r = bpf_scan(&b->source, &opts, &f);
+        int r = live_scanner_scan(&b->source, &opts, &f);
         if (r < 0)
                 return r;
         r = source_pass_prepare(&b->source, f);
@@ -459,11 +494,170 @@ static int pass_split(BpfSource *b, const char *reason) {
         return 0;
 }
 
+
+/* ---- passes in the background ---- */
+
+/* In the scan's thread: whether the live forest kept the filter of that kernel id without its
+ * program, as it was when the pass started. public_ids is only written on the loop by a pass
+ * handed on, never while a scan runs in the background. */
+static bool background_dropped(uint64_t kernel_id, void *userdata) {
+        BpfSource *b = userdata;
+        return hashmap_get(&b->bg.dropped, public_id(b, kernel_id)) != NULL;
+}
+
+/* On the loop, at the start: the filters the live forest keeps without their program. */
+static int background_collect_dropped(BpfSource *b) {
+        const Live *live = b->source.sink.live(b->source.sink.userdata);
+        const Forest *f = live_forest(live);
+
+        hashmap_clear(&b->bg.dropped);
+        if (live_counts(live).over_budget == 0)
+                return 0;
+        for (size_t i = 0; i < f->n_filters; i++)
+                if (f->filters[i]->over_budget && hashmap_replace(&b->bg.dropped, f->filters[i]->id, (void *) 1) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+static void sink_scan_begins(BpfSource *b) {
+        if (b->source.sink.scan_begins)
+                b->source.sink.scan_begins(b->source.sink.userdata);
+}
+
+static void sink_scan_dropped(BpfSource *b, int error) {
+        if (b->source.sink.scan_dropped)
+                b->source.sink.scan_dropped(b->source.sink.userdata, error);
+}
+
+static void *background_thread(void *userdata) {
+        BpfSource *b = userdata;
+        Forest *f = NULL;
+        if (setpriority(PRIO_PROCESS, (id_t) gettid(), SCAN_THREAD_NICE) < 0)
+                log_debug_errno(-errno, "Could not lower the scan thread's priority: %m");
+        int r = live_scanner_scan(&b->source, &b->bg.opts, &f);
+        if (r >= 0) {
+                _cleanup_free_ char *error = NULL;
+                forest_drop_unfiltered_processes(f);
+                r = forest_link(f, &error);
+                if (r < 0)
+                        log_error_errno(r, "Scanned forest is inconsistent (%s): %m", error ?: "?");
+        }
+        if (r < 0)
+                f = forest_free(f);
+        if (b->source.scan_thread_hook)
+                b->source.scan_thread_hook(b->source.scan_thread_userdata);
+        b->bg.forest = f;
+        b->bg.error = r;
+        (void) eventfd_write(b->bg.efd, 1);
+        return NULL;
+}
+
+/* Wait for the thread (the loop needs the scanner, or a pass at once replaces this one): its
+ * result stays for on_background_done(), unless the caller drops it. */
+static void background_join(BpfSource *b) {
+        if (!b->bg.running)
+                return;
+        (void) pthread_join(b->bg.thread, NULL);
+        b->bg.running = false;
+        b->bg.done = true;
+}
+
+static bool background_busy(const BpfSource *b) {
+        return b->bg.running || b->bg.done;
+}
+
+/* A pass at once replaces the one in the background: the sink keeps nothing for it any more. */
+static void background_drop(BpfSource *b) {
+        if (!background_busy(b))
+                return;
+        background_join(b);
+        b->bg.forest = forest_free(b->bg.forest);
+        b->bg.done = false;
+        eventfd_t v;
+        (void) eventfd_read(b->bg.efd, &v);
+        sink_scan_dropped(b, 0);
+}
+
+/* The scan as pass_scan() makes it ready, on the loop: the test hook, the ids made public. */
+static int background_finish(BpfSource *b, Forest *f) {
+        if (b->source.after_scan_hook)
+                b->source.after_scan_hook(b->source.after_scan_userdata);
+        int r = pass_make_ids_public(b, f);
+        if (r < 0)
+                return r;
+        return pass_listener_ids(f);
+}
+
+static int on_background_done(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        BpfSource *b = userdata;
+        eventfd_t v;
+
+        (void) eventfd_read(fd, &v);
+        background_join(b);
+        if (!b->bg.done)
+                return 0; /* dropped meanwhile */
+        b->bg.done = false;
+        _cleanup_(forest_freep) Forest *f = TAKE_PTR(b->bg.forest);
+        int r = b->bg.error;
+        if (r >= 0)
+                r = background_finish(b, f);
+        if (r < 0) {
+                sink_scan_dropped(b, r);
+                check_lost(b);
+                return 0;
+        }
+        (void) pass_hand_on(b, TAKE_PTR(f), b->bg.reason, b->bg.lost); /* failures: the manager retries */
+        return 0;
+}
+
+/* With every signal blocked, as the store's checkpoint thread: the loop reads SIGTERM and SIGINT
+ * from a signalfd, and a signal the thread took would get its default action. */
+static int background_spawn(BpfSource *b) {
+        sigset_t all, old;
+        (void) sigfillset(&all);
+        int r = -pthread_sigmask(SIG_SETMASK, &all, &old);
+        if (r < 0)
+                return r;
+        r = -pthread_create(&b->bg.thread, NULL, background_thread, b);
+        (void) pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
+}
+
+static int background_start(BpfSource *b, const char *reason) {
+        if (b->waiting || background_busy(b))
+                return 0; /* one is under way */
+        b->bg.opts = (ScanOptions) {
+                .root = 0, .include_argv = false, .include_exe = true, .allow_dropped = true,
+                .dropped = background_dropped, .dropped_userdata = b,
+                .budget_insns_per_uid = live_budget_insns(b->source.sink.live(b->source.sink.userdata)),
+        };
+        int r = background_collect_dropped(b);
+        if (r < 0)
+                return log_oom();
+        b->bg.reason = reason;
+        b->bg.error = 0;
+        b->bg.lost = bpf_watch_lost(b->watch);
+        /* From here on, what the loop applies is applied again on top of the scan. */
+        sink_scan_begins(b);
+        r = background_spawn(b);
+        if (r < 0) {
+                sink_scan_dropped(b, r);
+                return log_error_errno(r, "Failed to start the scan's thread: %m");
+        }
+        b->bg.running = true;
+        return 0;
+}
+
+static int bpf_full_pass_background(Source *s, const char *reason) {
+        return background_start(bpf_source(s), reason);
+}
+
 static int bpf_full_pass(Source *s, const char *reason, bool split) {
         BpfSource *b = bpf_source(s);
         if (split)
-                return pass_split(b, reason);
+                return background_busy(b) ? 0 : pass_split(b, reason);
         pass_cancel(b);
+        background_drop(b);
         Forest *f;
         uint64_t lost;
         int r = pass_scan(b, &f, &lost);
@@ -515,13 +709,20 @@ static int bpf_start(Source *s) {
         r = sd_event_source_set_enabled(b->store_timer, SD_EVENT_OFF);
         if (r < 0)
                 return log_error_errno(r, "Failed to create the pass timer: %m");
+        b->bg.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (b->bg.efd < 0)
+                return log_error_errno(-errno, "Failed to make the scan thread's eventfd: %m");
+        r = sd_event_add_io(s->event, &b->bg.done_source, b->bg.efd, EPOLLIN, on_background_done, b);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the scan thread's eventfd: %m");
         b->lost_seen = bpf_watch_lost(b->watch);
         bpf_watch_losses(b->watch, &b->losses_logged);
         return 0;
 }
 
 static bool bpf_pass_waiting(const Source *s) {
-        return ((const BpfSource *) s)->waiting;
+        const BpfSource *b = (const BpfSource *) s;
+        return b->waiting || background_busy(b);
 }
 
 static bool bpf_events_pending(Source *s) {
@@ -534,6 +735,11 @@ static uint64_t bpf_lost(Source *s) {
 
 static void bpf_free(Source *s) {
         BpfSource *b = bpf_source(s);
+        background_join(b);
+        forest_free(b->bg.forest);
+        hashmap_deinit(&b->bg.dropped);
+        sd_event_source_disable_unref(b->bg.done_source);
+        closep(&b->bg.efd);
         sd_event_source_disable_unref(b->io);
         sd_event_source_disable_unref(b->lost_timer);
         sd_event_source_disable_unref(b->store_timer);
@@ -556,6 +762,7 @@ static const SourceVTable bpf_vtable = {
         .scan_programs = bpf_scan_detached,
         .start = bpf_start,
         .full_pass = bpf_full_pass,
+        .full_pass_background = bpf_full_pass_background,
         .pass_waiting = bpf_pass_waiting,
         .events_pending = bpf_events_pending,
         .lost = bpf_lost,
@@ -570,6 +777,7 @@ int source_bpf_new(const SourceOptions *o, Source **ret) {
                 return log_oom();
         (void) pthread_mutex_init(&b->detached_lock, NULL);
         (void) pthread_mutex_init(&b->mark_lock, NULL);
+        b->bg.efd = -1;
         b->source = (Source) { .vtable = &bpf_vtable, .backend = BACKEND_BPF, .oneshot = o->oneshot, .first_id = o->first_id };
         BpfScannerOptions so = { .first_id = o->first_id, .oneshot = o->oneshot, .no_argv = o->no_argv };
         int r = bpf_scanner_new_with_options(&so, &b->scanner);

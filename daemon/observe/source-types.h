@@ -20,6 +20,12 @@ typedef struct SourceSink {
         /* The live state may be wrong (events lost, a rescan failed): a full pass is due, as soon
          * as the rules allow (reason as for replace). */
         void (*resync)(void *userdata, const char *reason);
+        /* A pass's scan begins in the background (source_full_pass_background()): the batches
+         * applied from now until replace() or scan_dropped() are to be applied again on top of the
+         * scan when replace() hands it on: they came during or after it. */
+        void (*scan_begins)(void *userdata);
+        /* That scan will not be handed on: it failed (error < 0), or a pass at once replaced it (0). */
+        void (*scan_dropped)(void *userdata, int error);
         /* The live forest, to read: what an observer needs to know what to read from /proc. */
         const Live *(*live)(void *userdata);
         void *userdata;

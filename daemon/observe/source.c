@@ -53,6 +53,14 @@ int source_full_pass(Source *s, const char *reason, bool split) {
         return s->vtable->full_pass(s, reason, split);
 }
 
+int source_full_pass_background(Source *s, const char *reason) {
+        if (!s->event)
+                return -ENOTCONN;
+        if (!s->vtable->full_pass_background)
+                return s->vtable->full_pass(s, reason, true);
+        return s->vtable->full_pass_background(s, reason);
+}
+
 bool source_pass_waiting(const Source *s) {
         return s->vtable->pass_waiting(s);
 }
@@ -72,4 +80,9 @@ bool source_task_stale(const Source *s, pid_t tid) {
 void source_set_after_scan_hook(Source *s, void (*hook)(void *userdata), void *userdata) {
         s->after_scan_hook = hook;
         s->after_scan_userdata = userdata;
+}
+
+void source_set_scan_thread_hook(Source *s, void (*hook)(void *userdata), void *userdata) {
+        s->scan_thread_hook = hook;
+        s->scan_thread_userdata = userdata;
 }

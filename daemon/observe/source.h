@@ -50,6 +50,11 @@ int source_start(Source *s, sd_event *e, const SourceSink *sink);
  * the loop has answered what waited), holding its events back meanwhile; the others pass at once.
  * A pass at once while a split one waits replaces it. */
 int source_full_pass(Source *s, const char *reason, bool split);
+/* The same with the scan in a thread (bpf; the others: as split): the loop goes on with events
+ * meanwhile. The source calls sink->scan_begins() when the scan begins, then hands the pass to
+ * sink->replace() on the loop, or says sink->scan_dropped() (the scan failed, or a pass at once
+ * replaced it). Asking while a pass is under way (split or in the background) changes nothing. */
+int source_full_pass_background(Source *s, const char *reason);
 
 /* For tests: a split pass's scan waits to be stored; events wait in the kernel's buffer; events
  * lost so far; a hook that runs between a full pass's scan and its replace. */
@@ -62,3 +67,6 @@ uint64_t source_lost(Source *s);
  * time). Such a thread keeps its place and its filter ids until a pass reads it again. */
 bool source_task_stale(const Source *s, pid_t tid);
 void source_set_after_scan_hook(Source *s, void (*hook)(void *userdata), void *userdata);
+/* For tests: a hook that runs in the thread of a background pass's scan, after the scan and before
+ * the loop hears of it (it may wait: the loop goes on meanwhile). */
+void source_set_scan_thread_hook(Source *s, void (*hook)(void *userdata), void *userdata);

@@ -51,6 +51,7 @@ Manager *manager_free(Manager *m) {
         parents_free(m->parents);
         source_free(m->source);
         live_changes_done(&m->changes);
+        live_batch_done(&m->replay.events);
         live_free(m->live);
         store_checkpointer_free(m->checkpointer);
         store_free(m->store);
@@ -109,8 +110,9 @@ static void live_reload(Manager *m) {
         manager_resync(m, "inconsistent");
 }
 
-/* Store what changed and commit; only then announce it. When storing fails, undo it. */
-static int manager_commit(Manager *m, const char *reason) {
+/* Store what changed and commit; only then announce it, its first n_announced changes (the others
+ * were announced when they first applied: a replay). When storing fails, undo it. */
+static int manager_commit(Manager *m, const char *reason, size_t n_announced) {
         int r = store_write_changes(m->store, live_forest(m->live), &m->changes, now_usec(CLOCK_REALTIME));
         if (r < 0) {
                 if (live_rollback(m->live, &m->changes) < 0)
@@ -120,8 +122,11 @@ static int manager_commit(Manager *m, const char *reason) {
         for (size_t i = 0; !m->changes.replaced && i < m->changes.n; i++)
                 m->stats.filters_stored += m->changes.changes[i].type == LIVE_FILTER_ATTACHED &&
                                            m->changes.changes[i].new_filter;
-        if (m->listener.changes)
-                m->listener.changes(m->listener.userdata, &m->changes, reason);
+        if (m->listener.changes) {
+                LiveChanges told = m->changes;
+                told.n = n_announced < told.n ? n_announced : told.n;
+                m->listener.changes(m->listener.userdata, &told, reason);
+        }
         if (m->parents)
                 parents_follow(m->parents, &m->changes);
         live_changes_clear(&m->changes);
@@ -156,11 +161,127 @@ static void warn_skipped(Manager *m, const LiveSkipped *k) {
                                   "%m), repairing with a full pass.%s", k->n, k->tid, more);
 }
 
+/* ---- replays: the batches applied while a pass scans in the background ---- */
+
+#define REPLAY_MAX_EVENTS 65536
+
+static void replay_reset(Manager *m) {
+        m->replay.recording = false;
+        m->replay.incomplete = false;
+        live_batch_clear(&m->replay.events);
+}
+
+/* Kept whatever became of it (applied, left out, rolled back), unless the kernel stamped it before
+ * the scan began: the scan has what it did (an event that waited in the ring buffer meanwhile
+ * may name what was gone by then, such as the parent of a filter whose holders all exited). Past
+ * REPLAY_MAX_EVENTS (a scan held up for long on a busy machine) nothing more is kept, and
+ * a pass after this one repairs what was not. */
+static void replay_keep(Manager *m, const LiveBatch *batch) {
+        if (!m->replay.recording || m->replay.incomplete)
+                return;
+        if (m->replay.events.n + batch->n > REPLAY_MAX_EVENTS) {
+                m->replay.incomplete = true;
+                live_batch_clear(&m->replay.events);
+                return;
+        }
+        for (size_t i = 0; i < batch->n; i++)
+                if (batch->events[i].mono_nsec < m->replay.begun_nsec && batch->events[i].mono_nsec > 0)
+                        continue;
+                else if (live_batch_add(&m->replay.events, &batch->events[i]) < 0) {
+                        m->replay.incomplete = true;
+                        live_batch_clear(&m->replay.events);
+                        return;
+                }
+}
+
+/* The store's page cache is let go first: what the pass allocates takes its place in the heap,
+ * instead of adding to it (a full cache and a pass at once were the daemon's peak). */
+static void sink_scan_begins(void *userdata) {
+        Manager *m = userdata;
+        replay_reset(m);
+        m->replay.recording = true;
+        m->replay.begun_nsec = now_usec(CLOCK_MONOTONIC) * 1000;
+        if (m->store)
+                store_release_memory(m->store);
+}
+
+static void sink_scan_dropped(void *userdata, int error) {
+        Manager *m = userdata;
+        replay_reset(m);
+        if (error < 0)
+                pass_ended(m, false); /* the scan failed: it never got to be stored */
+}
+
+/* A filter a kept event names that the scan lacks while the state it replaces has it: the scan
+ * missed every holder (they exited before the iterator came to them, or were made behind it), but
+ * the event says the filter lived after the scan began, and its id names that one kernel object.
+ * It is taken over from the old state with its parents, for the replay to apply to (and retire,
+ * when the events leave nothing holding it). */
+static int replay_import_filter(Forest *pass, const Forest *old, uint64_t id) {
+        while (id && !forest_find_filter(pass, id)) {
+                const Filter *x = forest_find_filter(old, id);
+                Filter *copy;
+                if (!x)
+                        return 0;
+                int r = forest_add_filter_with_digest(pass, x->id, x->parent_id, x->insns, x->len, x->digest, &copy);
+                if (r < 0)
+                        return r;
+                copy->log = x->log;
+                copy->wait_killable_recv = x->wait_killable_recv;
+                copy->has_listener = x->has_listener;
+                copy->identity = x->identity;
+                copy->refs = x->refs;
+                copy->users = x->users;
+                copy->budget_uid = x->budget_uid;
+                copy->over_budget = x->over_budget;
+                id = x->parent_id;
+        }
+        return 0;
+}
+
+static int replay_import_filters(Manager *m, Forest *pass) {
+        const Forest *old = live_forest(m->live);
+        size_t before = pass->n_filters;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < m->replay.events.n; i++) {
+                const LiveEvent *e = &m->replay.events.events[i];
+                r = replay_import_filter(pass, old, e->task.filter_id);
+                if (r >= 0 && e->type == LIVE_EVENT_FILTER)
+                        r = replay_import_filter(pass, old, e->filter.parent_id);
+                if (r >= 0 && e->type == LIVE_EVENT_LISTENER_CLOSED)
+                        r = replay_import_filter(pass, old, e->filter.id);
+        }
+        if (r < 0 || pass->n_filters == before)
+                return r;
+        pass->linked = false;
+        return forest_link(pass, NULL);
+}
+
+/* The batches kept since the scan began, on top of it (just replaced): what does not fit is left
+ * out, and *ret_repair says that a pass must repair it (after this one ends, which would cover a
+ * resync asked for before). */
+static int replay_apply(Manager *m, bool *ret_repair) {
+        LiveSkipped skipped;
+        *ret_repair = m->replay.incomplete;
+        if (m->replay.events.n == 0)
+                return 0;
+        const Forest *linked;
+        int r = live_apply_fitting(m->live, m->replay.events.events, m->replay.events.n, &m->changes, &skipped);
+        if (r < 0)
+                return r;
+        if (skipped.n > 0) {
+                m->stats.events_skipped += skipped.n;
+                warn_skipped(m, &skipped);
+                *ret_repair = true;
+        }
+        return live_linked(m->live, &linked, NULL); /* a pass is stored linked */
+}
+
 /* A batch of events from the source: one transaction. Events that do not fit are left out (and a
  * full pass repairs what they would have said): the others are applied, stored and announced, so
  * that one missed event does not fail every batch until the repair. */
-static int sink_apply(void *userdata, const LiveBatch *batch) {
-        Manager *m = userdata;
+static int apply_batch(Manager *m, const LiveBatch *batch) {
         LiveSkipped skipped;
         WarnMore more;
         int r = live_apply_fitting(m->live, batch->events, batch->n, &m->changes, &skipped);
@@ -177,7 +298,7 @@ static int sink_apply(void *userdata, const LiveBatch *batch) {
                 warn_skipped(m, &skipped);
                 manager_resync(m, "inconsistent");
         }
-        r = manager_commit(m, NULL);
+        r = manager_commit(m, NULL, SIZE_MAX);
         if (r < 0) {
                 if (warn_now(&m->warn.store, more))
                         log_warning_errno(r, "Storing events failed (%m): nothing of them is announced, "
@@ -188,27 +309,49 @@ static int sink_apply(void *userdata, const LiveBatch *batch) {
         return r;
 }
 
-/* A full pass from the source: the whole live state replaced and stored. */
+static int sink_apply(void *userdata, const LiveBatch *batch) {
+        Manager *m = userdata;
+        int r = apply_batch(m, batch);
+        replay_keep(m, batch);
+        return r;
+}
+
+/* A full pass from the source: the whole live state replaced, what came since its scan began
+ * applied on top of it (announced already), and stored. */
 static int sink_replace(void *userdata, Forest *pass, const char *reason) {
         Manager *m = userdata;
         uint64_t now = now_usec(CLOCK_REALTIME), start = now_usec(CLOCK_MONOTONIC), replaced = 0;
-        int r = live_replace(m->live, pass, reason && source_announces_passes(m->source), &m->changes);
+        bool repair = false;
+        int r = m->replay.recording ? replay_import_filters(m, pass) : 0;
+        if (r < 0) {
+                forest_free(pass);
+                pass_ended(m, false);
+                replay_reset(m);
+                return log_error_errno(r, "Failed to store the full pass: %m");
+        }
+        r = live_replace(m->live, pass, reason && source_announces_passes(m->source), &m->changes);
+        size_t announced = m->changes.n;
+        if (r >= 0 && m->replay.recording)
+                r = replay_apply(m, &repair);
+        replay_reset(m);
         if (r >= 0) {
                 uint64_t previous = m->last_scan_usec;
                 m->last_scan_usec = now; /* announced with the pass */
                 replaced = now_usec(CLOCK_MONOTONIC);
-                r = manager_commit(m, reason);
+                r = manager_commit(m, reason, announced);
                 if (r < 0)
                         m->last_scan_usec = previous;
         } else if (live_rollback(m->live, &m->changes) < 0)
                 live_reload(m);
         pass_ended(m, r >= 0);
+        if (repair)
+                manager_resync(m, "inconsistent");
         if (r < 0)
                 return log_error_errno(r, "Failed to store the full pass: %m");
         LiveCounts n = live_counts(m->live);
         (void) sd_notifyf(false, "STATUS=Watching %zu filters, %zu tasks (%s backend)", n.filters, n.tasks,
                           backend_to_string(source_backend(m->source)));
-        log_debug("Full pass (%s): %zu tasks, %zu filters; replaced in %" PRIu64 " us, stored and announced in %" PRIu64
+        log_info("Full pass (%s): %zu tasks, %zu filters; replaced in %" PRIu64 " us, stored and announced in %" PRIu64
                   " us.", reason ?: "start", n.tasks, n.filters, replaced - start, now_usec(CLOCK_MONOTONIC) - replaced);
         return 0;
 }
@@ -224,21 +367,32 @@ static const Live *sink_live(void *userdata) {
 
 /* ---- full passes ---- */
 
-static int full_pass(Manager *m, const char *reason, bool split) {
+typedef enum PassMode {
+        PASS_AT_ONCE,
+        PASS_SPLIT,
+        PASS_BACKGROUND,
+} PassMode;
+
+static int full_pass(Manager *m, const char *reason, PassMode mode) {
         unsigned before = m->stats.full_passes + m->stats.failed_passes;
         (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ?: "start");
-        int r = source_full_pass(m->source, reason, split);
+        int r = mode == PASS_BACKGROUND ? source_full_pass_background(m->source, reason)
+                                        : source_full_pass(m->source, reason, mode == PASS_SPLIT);
         if (r < 0 && m->stats.full_passes + m->stats.failed_passes == before)
                 pass_ended(m, false); /* the scan failed: it never got to be stored */
         return r;
 }
 
 int manager_full_pass(Manager *m, const char *reason) {
-        return full_pass(m, reason, false);
+        return full_pass(m, reason, PASS_AT_ONCE);
 }
 
 int manager_full_pass_split(Manager *m, const char *reason) {
-        return full_pass(m, reason, true);
+        return full_pass(m, reason, PASS_SPLIT);
+}
+
+int manager_full_pass_background(Manager *m, const char *reason) {
+        return full_pass(m, reason, PASS_BACKGROUND);
 }
 
 void manager_set_listener(Manager *m, const ManagerListener *l) {
@@ -273,7 +427,7 @@ bool manager_task_stale(const Manager *m, pid_t tid) {
 }
 
 static void on_pacing(void *userdata, const char *reason) {
-        (void) manager_full_pass_split(userdata, reason); /* a failure asks for the next one itself */
+        (void) manager_full_pass_background(userdata, reason); /* a failure asks for the next one itself */
 }
 
 /* ---- start and stop ---- */
@@ -341,7 +495,8 @@ int manager_open(Manager *m) {
                 return r;
         /* Watching starts before the first pass, so that nothing that happens during it is missed. */
         SourceSink sink = {
-                .apply = sink_apply, .replace = sink_replace, .resync = sink_resync, .live = sink_live, .userdata = m,
+                .apply = sink_apply, .replace = sink_replace, .resync = sink_resync, .live = sink_live,
+                .scan_begins = sink_scan_begins, .scan_dropped = sink_scan_dropped, .userdata = m,
         };
         r = source_start(m->source, m->event, &sink);
         if (r >= 0)

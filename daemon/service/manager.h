@@ -47,6 +47,14 @@ typedef struct ManagerWarnings {
         WarnLimit skipped, apply, store;
 } ManagerWarnings;
 
+/* The batches applied while a pass scans in the background, to apply again on top of its scan. */
+typedef struct ManagerReplay {
+        bool recording;   /* a scan runs in the background */
+        uint64_t begun_nsec; /* CLOCK_MONOTONIC when it began */
+        bool incomplete;  /* a batch could not be kept (no memory): the pass cannot be exact */
+        LiveBatch events; /* in the order they were applied */
+} ManagerReplay;
+
 /* The event path and its state; written by manager.c alone (the layers above read it). */
 typedef struct Manager {
         sd_event *event;
@@ -63,6 +71,7 @@ typedef struct Manager {
         ManagerStats stats;
         ManagerListener listener;
         ManagerWarnings warn;
+        ManagerReplay replay;
 } Manager;
 
 int manager_new(const ManagerOptions *opts, Manager **ret);
@@ -92,6 +101,10 @@ int manager_run(Manager *m);
 int manager_full_pass(Manager *m, const char *reason);
 /* The same in two loop iterations where the backend can (bpf): see source_full_pass(). */
 int manager_full_pass_split(Manager *m, const char *reason);
+/* The same with the scan off the loop where the backend can (bpf; the others: split): events go on
+ * being applied, stored and announced meanwhile, and are applied again on top of the scan when it
+ * replaces the live state (source_full_pass_background()). The refresh and resyncs pass so. */
+int manager_full_pass_background(Manager *m, const char *reason);
 
 /* Hear of what is stored from now on (one listener: it replaces the previous one). */
 void manager_set_listener(Manager *m, const ManagerListener *l);

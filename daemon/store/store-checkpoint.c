@@ -5,9 +5,11 @@
  * arrive meanwhile wait for it (10-15 ms on the project's machines). Here the store's connection
  * only says after each commit how long the log is; past STORE_CHECKPOINT_PAGES a thread makes a
  * PASSIVE checkpoint on its own connection, which never takes the write lock: commits go on while
- * it runs, and the first one after a complete checkpoint starts the log again from its start. */
+ * it runs. Once a checkpoint has copied all of the log, the thread starts the log again from its
+ * start (checkpoint_restart()). */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 
 #include "core/sqlite-util.h"
@@ -25,7 +27,8 @@ struct StoreCheckpointer {
         uint64_t pages_copied;      /* under lock */
 };
 
-static void checkpoint_once(StoreCheckpointer *c) {
+/* One PASSIVE checkpoint: whether it copied the whole log (*ret_complete), -1 when it failed. */
+static int checkpoint_round(StoreCheckpointer *c, bool *ret_complete, int *ret_copied) {
         int log_pages = 0, copied = 0;
         uint64_t start = now_usec(CLOCK_MONOTONIC);
         int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_pages, &copied);
@@ -34,14 +37,68 @@ static void checkpoint_once(StoreCheckpointer *c) {
                         log_warning("Checkpoint of %s failed, the log grows until one succeeds: %s",
                                     store_path(c->store), sqlite3_errmsg(c->db));
                 c->failing = true;
-                return;
+                return -1;
         }
         c->failing = false;
         log_debug("Checkpoint: %d of %d log pages copied in %" PRIu64 " us.", copied, log_pages,
                   now_usec(CLOCK_MONOTONIC) - start);
+        *ret_complete = rc == SQLITE_OK && copied >= log_pages;
+        *ret_copied = copied;
+        return 0;
+}
+
+/* Once all of the log is in the database, start it again from its start: a RESTART checkpoint,
+ * which takes the write lock only to reset the log's header (nothing is left to copy; a commit
+ * that came meanwhile adds a few pages), so that commits overwrite the file from its start
+ * instead of growing it. A file larger than WAL_CUT_BYTES (after a large transaction: commits made
+ * during a checkpoint take it only a little past STORE_WAL_LIMIT_BYTES) is cut back to nothing
+ * with a TRUNCATE checkpoint instead, which holds the lock for the truncation
+ * (7-10 ms here). The store's connection waits for either with its busy timeout; this connection
+ * has none: while a commit holds the lock, it tries again a little later, RESTART_TRIES times. */
+#define RESTART_TRIES 20
+#define RESTART_RETRY_USEC 500
+#define WAL_CUT_BYTES (STORE_WAL_LIMIT_BYTES * 3 / 2)
+static bool wal_file_large(StoreCheckpointer *c) {
+        _cleanup_free_ char *wal = NULL;
+        struct stat st;
+        if (asprintf(&wal, "%s-wal", store_path(c->store)) < 0)
+                return false;
+        return stat(wal, &st) >= 0 && (uint64_t) st.st_size > WAL_CUT_BYTES;
+}
+
+static void checkpoint_restart(StoreCheckpointer *c) {
+        int mode = wal_file_large(c) ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_RESTART;
+        for (unsigned i = 0; i < RESTART_TRIES; i++) {
+                int log_pages = 0, copied = 0;
+                int rc = sqlite3_wal_checkpoint_v2(c->db, NULL, mode, &log_pages, &copied);
+                if (rc == SQLITE_OK) {
+                        log_debug("Checkpoint: the log started again (%d pages copied last).", copied);
+                        return;
+                }
+                if (rc != SQLITE_BUSY)
+                        return;
+                (void) usleep(RESTART_RETRY_USEC);
+        }
+}
+
+/* A commit can start the log again too, the first after a checkpoint that copied all of it. Commits go on while one runs, so that under steady commits a single checkpoint is never
+ * complete, and the log would grow with every commit: round after round copies what came during
+ * the one before (less each time), until one finds nothing new (or CHECKPOINT_ROUNDS, or a round
+ * that cannot copy more: a reader holds the rest). */
+#define CHECKPOINT_ROUNDS 32
+static void checkpoint_once(StoreCheckpointer *c) {
+        bool complete = false;
+        int copied = 0, before = -1;
+        for (unsigned i = 0; i < CHECKPOINT_ROUNDS && !complete && copied != before; i++) {
+                before = copied;
+                if (checkpoint_round(c, &complete, &copied) < 0)
+                        return;
+        }
         (void) pthread_mutex_lock(&c->lock);
         c->pages_copied += copied > 0 ? (uint64_t) copied : 0;
         (void) pthread_mutex_unlock(&c->lock);
+        if (complete)
+                checkpoint_restart(c);
 }
 
 uint64_t store_checkpointer_pages_copied(StoreCheckpointer *c) {

@@ -103,7 +103,7 @@ static const char *const statement_sql[_STMT_MAX] = {
         [STMT_DELETE_PROCESS] = "DELETE FROM processes WHERE pid = ?1",
         [STMT_PRUNE_HISTORY] =
                 "DELETE FROM history WHERE id IN (SELECT id FROM history ORDER BY gone_usec, id "
-                "LIMIT max(0, (SELECT count(*) FROM history) - ?1))",
+                "LIMIT min(?2, max(0, (SELECT count(*) FROM history) - ?1)))",
 };
 
 int store_error(Store *s, int rc, const char *what) {

@@ -162,20 +162,24 @@ static int store_check_foreign_keys(Store *s) {
         return r;
 }
 
-/* Keep the newest history_limit rows of history. */
+/* Keep the newest history_limit rows of history, a slice at a time: at most
+ * STORE_PRUNE_MAX_ROWS rows go in one transaction, so that none grows with what piled up (the
+ * pages a transaction dirties stay in memory until its commit, and the loop waits for it). What
+ * is left over is pruned by the next transactions. */
 static int store_prune_history(Store *s) {
         int r = store_run_plain(s, STMT_REMEMBER_HISTORY_IDS, "remember the ids in history");
         if (r < 0)
                 return r;
         sqlite3_stmt *st = store_statement(s, STMT_PRUNE_HISTORY);
         bind_u64(st, 1, s->history_limit);
+        bind_u64(st, 2, STORE_PRUNE_MAX_ROWS);
         r = store_run(s, st, "prune history");
         if (r < 0)
                 return r;
         int n = sqlite3_changes(s->db);
         if (n > 0)
                 log_debug("Pruned %d filters from history (it keeps %" PRIu64 ").", n, s->history_limit);
-        s->archived = 0;
+        s->archived = (uint64_t) n >= STORE_PRUNE_MAX_ROWS ? STORE_PRUNE_SLICE : 0; /* more next time */
         return 0;
 }
 
@@ -394,6 +398,11 @@ static int store_write_batch(Store *s, const Forest *live, const LiveChanges *c,
                         if (r < 0)
                                 return r;
                 }
+        /* Filters retired by events go to history too: it is pruned every STORE_PRUNE_SLICE of
+         * them, not only by full passes (between two, it would grow by all a minute retired, and
+         * the pass prune all of that in one transaction). */
+        if (s->archived >= STORE_PRUNE_SLICE)
+                return store_prune_history(s);
         return 0;
 }
 

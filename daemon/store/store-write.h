@@ -17,6 +17,11 @@ int store_replace_all(Store *s, const Forest *f, uint64_t now_usec);
 /* history keeps the filters that are gone, newest first, up to a limit: every full pass
  * (store_replace_all) drops the oldest rows beyond it. Ids stay unused after their rows go. */
 #define STORE_HISTORY_LIMIT_DEFAULT 50000U /* about 30 MB at ~600 bytes per row */
+/* History is pruned by the batch that brings the filters moved to it since the last prune to
+ * STORE_PRUNE_SLICE, and by every full pass that moved some; one prune deletes at most
+ * STORE_PRUNE_MAX_ROWS rows. */
+#define STORE_PRUNE_SLICE 256U
+#define STORE_PRUNE_MAX_ROWS (4 * STORE_PRUNE_SLICE)
 void store_set_history_limit(Store *s, uint64_t rows);
 
 /* Store what a live batch changed (lib/core/live.h), in one transaction: the filters attached, the

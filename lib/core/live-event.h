@@ -56,6 +56,7 @@ typedef struct LiveEvent {
         LiveEventType type;
         LiveTask task;
         LiveFilter filter; /* LIVE_EVENT_FILTER */
+        uint64_t mono_nsec; /* CLOCK_MONOTONIC when it happened, as the kernel stamped it (0: not known) */
 } LiveEvent;
 
 /* Events that own what they point to (the observer's buffers are gone by the time they apply). */
