@@ -31,8 +31,8 @@
  *
  * Then how long a full pass holds the daemon's loop at the workload's size: Rescan() (one full
  * pass inside the method handler, scan and store together) timed by the client; and, on a daemon
- * of its own that refreshes every 250 ms (passes split over two loop iterations, see
- * manager_full_pass_split()), the longest round trip of property reads made back to back.
+ * of its own that refreshes every 250 ms (passes whose scan runs in a thread, see
+ * manager_full_pass_background()), the longest round trip of property reads made back to back.
  */
 
 #define TARGET_RATE_LATENCY 1000 /* p99 target stated at this rate */
@@ -548,7 +548,7 @@ static int measure_rescan(WatchBench *b) {
 }
 
 /* How long the periodic full passes hold the loop, as the bus sees it: a daemon of its own that
- * refreshes every REFRESH_USEC (a pass split over two iterations: scan, then store), asked for a
+ * refreshes every REFRESH_USEC (the scan in a thread, then the store on the loop), asked for a
  * property back to back for HOLD_SECONDS; the longest round trip is the longest hold. */
 #define REFRESH_ENV "SECTREE_REFRESH_USEC=250000"
 #define HOLD_SECONDS 2.5

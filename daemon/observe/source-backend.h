@@ -13,8 +13,8 @@ typedef struct SourceVTable {
         int (*scan_detached)(Source *s, const ScanOptions *opts, Forest **ret);
         int (*scan_programs)(Source *s, const ScanOptions *opts, Forest **ret); /* NULL: source_scan_programs_oneshot() */
         int (*start)(Source *s);
-        int (*full_pass)(Source *s, const char *reason, bool split);
-        int (*full_pass_background)(Source *s, const char *reason); /* NULL: full_pass(split) */
+        int (*full_pass)(Source *s, const char *reason);
+        int (*full_pass_background)(Source *s, const char *reason); /* NULL: full_pass() */
         bool (*pass_waiting)(const Source *s);
         bool (*events_pending)(Source *s);
         uint64_t (*lost)(Source *s);

@@ -1,6 +1,6 @@
 /* source-bpf.c: the bpf backend as a source: it owns the scanner (BPF task iterators), the watch
  * (tracepoints into a ring buffer read as an sd-event io source), the lost-event check and the
- * split pass
+ * full passes, at once or in the background
  *
  * Filter ids. The scanner numbers filters inside the kernel (a BPF map from a filter's address to
  * an id that user space never sees the address of), from the first id the state database has not
@@ -30,10 +30,6 @@
 
 #define LOST_CHECK_USEC (200 * 1000ULL) /* events that could not even be queued wake nobody: poll */
 #define REFRESH_USEC (60 * 1000000ULL)  /* listeners and their holders are only seen by full passes */
-/* A split pass stores its scan this long after the scan: what the bus asked meanwhile is answered
- * first (a timer that is due is served before sources that became ready after it, so a busy bus
- * cannot put the store off). */
-#define PASS_STORE_DELAY_USEC (2 * 1000ULL)
 /* Coalescing at low rates: the first event after the ring buffer was quiet for COALESCE_IDLE_USEC
  * waits COALESCE_USEC for the events that follow it (a child's filter, then its exit), so that
  * they make one batch, one transaction and one wake-up rather than one each. At higher rates the
@@ -50,7 +46,7 @@ typedef struct BpfSource {
         Source source;
         BpfScanner *scanner;
         BpfWatch *watch;     /* the scanner's tracepoints: their events are the source's */
-        sd_event_source *io, *lost_timer, *store_timer, *coalesce_timer;
+        sd_event_source *io, *lost_timer, *coalesce_timer;
         uint64_t coalesce_usec;  /* COALESCE_USEC or $SECTREE_COALESCE_USEC */
         uint64_t coalesce_idle_usec; /* COALESCE_IDLE_USEC or $SECTREE_COALESCE_IDLE_USEC */
         uint64_t last_dispatch;  /* CLOCK_MONOTONIC µs at the end of the last dispatch */
@@ -62,10 +58,6 @@ typedef struct BpfSource {
         bool ids_kept;       /* the stored ids were matched (first pass) */
         LiveBatch batch;     /* the events of one dispatch */
         int batch_error;
-        /* A split pass's scan, waiting to be stored: */
-        Forest *waiting;
-        const char *waiting_reason;
-        uint64_t waiting_lost;
         /* A pass scanned in the background (background_*()): */
         struct {
                 pthread_t thread;
@@ -310,13 +302,10 @@ static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-/* The events that came meanwhile, in one batch; unless a split pass waits to be stored, which
- * turns events on again itself once it is. */
+/* The events that came meanwhile, in one batch. */
 static int on_coalesce_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         BpfSource *b = userdata;
         b->coalescing = false;
-        if (b->waiting)
-                return 0;
         (void) sd_event_source_set_enabled(b->io, SD_EVENT_ON);
         watch_dispatch(b);
         return 0;
@@ -445,55 +434,6 @@ static int pass_hand_on(BpfSource *b, Forest *f, const char *reason, uint64_t lo
         check_lost(b);
         return r;
 }
-
-static void pass_cancel(BpfSource *b) {
-        if (!b->waiting)
-                return;
-        b->waiting = forest_free(b->waiting);
-        (void) sd_event_source_set_enabled(b->store_timer, SD_EVENT_OFF);
-        (void) sd_event_source_set_enabled(b->io, SD_EVENT_ON);
-}
-
-static int on_store_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        BpfSource *b = userdata;
-        Forest *f = TAKE_PTR(b->waiting);
-        (void) sd_event_source_set_enabled(b->io, SD_EVENT_ON);
-        if (f)
-                (void) pass_hand_on(b, f, b->waiting_reason, b->waiting_lost); /* failures: the manager retries */
-        return 0;
-}
-
-/* The scan now; storing it a loop iteration later. Until then events wait in the ring buffer
- * (applied to the state the scan replaces they would be lost with it) and the bus sees the
- * previous state. */
-/* Events wait while the pass waits for its store timer. */
-static int pass_arm_store(BpfSource *b) {
-        int r = sd_event_source_set_enabled(b->io, SD_EVENT_OFF);
-        if (r < 0)
-                return r;
-        r = sd_event_source_set_time_relative(b->store_timer, PASS_STORE_DELAY_USEC);
-        if (r < 0)
-                return r;
-        return sd_event_source_set_enabled(b->store_timer, SD_EVENT_ONESHOT);
-}
-
-static int pass_split(BpfSource *b, const char *reason) {
-        if (b->waiting)
-                return 0; /* one is under way */
-        uint64_t lost;
-        int r = pass_scan(b, &b->waiting, &lost);
-        if (r < 0)
-                return r;
-        b->waiting_reason = reason;
-        b->waiting_lost = lost;
-        r = pass_arm_store(b);
-        if (r < 0) {
-                pass_cancel(b);
-                return log_error_errno(r, "Failed to arm the pass timer: %m");
-        }
-        return 0;
-}
-
 
 /* ---- passes in the background ---- */
 
@@ -624,7 +564,7 @@ static int background_spawn(BpfSource *b) {
 }
 
 static int background_start(BpfSource *b, const char *reason) {
-        if (b->waiting || background_busy(b))
+        if (background_busy(b))
                 return 0; /* one is under way */
         b->bg.opts = (ScanOptions) {
                 .root = 0, .include_argv = false, .include_exe = true, .allow_dropped = true,
@@ -652,11 +592,8 @@ static int bpf_full_pass_background(Source *s, const char *reason) {
         return background_start(bpf_source(s), reason);
 }
 
-static int bpf_full_pass(Source *s, const char *reason, bool split) {
+static int bpf_full_pass(Source *s, const char *reason) {
         BpfSource *b = bpf_source(s);
-        if (split)
-                return background_busy(b) ? 0 : pass_split(b, reason);
-        pass_cancel(b);
         background_drop(b);
         Forest *f;
         uint64_t lost;
@@ -703,12 +640,6 @@ static int bpf_start(Source *s) {
                 return log_error_errno(r, "Failed to create the coalescing timer: %m");
         b->coalesce_usec = usec_from_env("SECTREE_COALESCE_USEC", COALESCE_USEC);
         b->coalesce_idle_usec = usec_from_env("SECTREE_COALESCE_IDLE_USEC", COALESCE_IDLE_USEC);
-        r = sd_event_add_time(s->event, &b->store_timer, CLOCK_MONOTONIC, 0, 1, on_store_timer, b);
-        if (r < 0)
-                return log_error_errno(r, "Failed to create the pass timer: %m");
-        r = sd_event_source_set_enabled(b->store_timer, SD_EVENT_OFF);
-        if (r < 0)
-                return log_error_errno(r, "Failed to create the pass timer: %m");
         b->bg.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (b->bg.efd < 0)
                 return log_error_errno(-errno, "Failed to make the scan thread's eventfd: %m");
@@ -722,7 +653,7 @@ static int bpf_start(Source *s) {
 
 static bool bpf_pass_waiting(const Source *s) {
         const BpfSource *b = (const BpfSource *) s;
-        return b->waiting || background_busy(b);
+        return background_busy(b);
 }
 
 static bool bpf_events_pending(Source *s) {
@@ -742,9 +673,7 @@ static void bpf_free(Source *s) {
         closep(&b->bg.efd);
         sd_event_source_disable_unref(b->io);
         sd_event_source_disable_unref(b->lost_timer);
-        sd_event_source_disable_unref(b->store_timer);
         sd_event_source_disable_unref(b->coalesce_timer);
-        forest_free(b->waiting);
         live_batch_done(&b->batch);
         hashmap_deinit(&b->public_ids);
         bpf_scanner_free(b->scanner);

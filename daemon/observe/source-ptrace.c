@@ -320,8 +320,8 @@ static int keep_unreadable(PtraceSource *p, Forest *f, const UnreadableTask *bad
         return 0;
 }
 
-/* Split or not, a pass that meets a snapshot's scan is queued: the loop never waits for the lock. */
-static int ptrace_full_pass(Source *s, const char *reason, bool split) {
+/* A pass that meets a snapshot's scan is queued: the loop never waits for the lock. */
+static int ptrace_full_pass(Source *s, const char *reason) {
         PtraceSource *p = ptrace_source(s);
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_free_ UnreadableTask *bad = NULL;
@@ -359,7 +359,7 @@ static int on_wake(sd_event_source *e, int fd, uint32_t revents, void *userdata)
         if (!atomic_load(&p->pass_queued))
                 return 0;
         const char *reason = p->queued_reason;
-        if (ptrace_full_pass(&p->source, reason, false) < 0)
+        if (ptrace_full_pass(&p->source, reason) < 0)
                 p->source.sink.resync(p->source.sink.userdata, "inconsistent"); /* another pass, paced */
         return 0;
 }

@@ -47,17 +47,17 @@ int source_start(Source *s, sd_event *e, const SourceSink *sink) {
         return s->vtable->start(s);
 }
 
-int source_full_pass(Source *s, const char *reason, bool split) {
+int source_full_pass(Source *s, const char *reason) {
         if (!s->event)
                 return -ENOTCONN;
-        return s->vtable->full_pass(s, reason, split);
+        return s->vtable->full_pass(s, reason);
 }
 
 int source_full_pass_background(Source *s, const char *reason) {
         if (!s->event)
                 return -ENOTCONN;
         if (!s->vtable->full_pass_background)
-                return s->vtable->full_pass(s, reason, true);
+                return s->vtable->full_pass(s, reason);
         return s->vtable->full_pass_background(s, reason);
 }
 

@@ -45,18 +45,16 @@ int source_scan_programs(Source *s, const ScanOptions *opts, Forest **ret);
  * events go to sink->apply(), losses to sink->resync(). */
 int source_start(Source *s, sd_event *e, const SourceSink *sink);
 
-/* A full pass of the whole machine for the live state: scanned, given the live forest's ids and
- * handed to sink->replace(). With split, the bpf source stores the scan a little later (once
- * the loop has answered what waited), holding its events back meanwhile; the others pass at once.
- * A pass at once while a split one waits replaces it. */
-int source_full_pass(Source *s, const char *reason, bool split);
-/* The same with the scan in a thread (bpf; the others: as split): the loop goes on with events
+/* A full pass of the whole machine for the live state, at once: scanned, given the live forest's
+ * ids and handed to sink->replace(). It replaces a background pass under way. */
+int source_full_pass(Source *s, const char *reason);
+/* The same with the scan in a thread (bpf; the others pass at once): the loop goes on with events
  * meanwhile. The source calls sink->scan_begins() when the scan begins, then hands the pass to
  * sink->replace() on the loop, or says sink->scan_dropped() (the scan failed, or a pass at once
- * replaced it). Asking while a pass is under way (split or in the background) changes nothing. */
+ * replaced it). Asking while a pass is under way changes nothing. */
 int source_full_pass_background(Source *s, const char *reason);
 
-/* For tests: a split pass's scan waits to be stored; events wait in the kernel's buffer; events
+/* For tests: a background pass is under way (or a ptrace pass is queued); events wait in the kernel's buffer; events
  * lost so far; a hook that runs between a full pass's scan and its replace. */
 bool source_pass_waiting(const Source *s);
 bool source_events_pending(Source *s);

@@ -367,32 +367,21 @@ static const Live *sink_live(void *userdata) {
 
 /* ---- full passes ---- */
 
-typedef enum PassMode {
-        PASS_AT_ONCE,
-        PASS_SPLIT,
-        PASS_BACKGROUND,
-} PassMode;
-
-static int full_pass(Manager *m, const char *reason, PassMode mode) {
+static int full_pass(Manager *m, const char *reason, bool background) {
         unsigned before = m->stats.full_passes + m->stats.failed_passes;
         (void) sd_notifyf(false, "STATUS=Scanning (%s)...", reason ?: "start");
-        int r = mode == PASS_BACKGROUND ? source_full_pass_background(m->source, reason)
-                                        : source_full_pass(m->source, reason, mode == PASS_SPLIT);
+        int r = background ? source_full_pass_background(m->source, reason) : source_full_pass(m->source, reason);
         if (r < 0 && m->stats.full_passes + m->stats.failed_passes == before)
                 pass_ended(m, false); /* the scan failed: it never got to be stored */
         return r;
 }
 
 int manager_full_pass(Manager *m, const char *reason) {
-        return full_pass(m, reason, PASS_AT_ONCE);
-}
-
-int manager_full_pass_split(Manager *m, const char *reason) {
-        return full_pass(m, reason, PASS_SPLIT);
+        return full_pass(m, reason, false);
 }
 
 int manager_full_pass_background(Manager *m, const char *reason) {
-        return full_pass(m, reason, PASS_BACKGROUND);
+        return full_pass(m, reason, true);
 }
 
 void manager_set_listener(Manager *m, const ManagerListener *l) {

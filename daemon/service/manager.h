@@ -99,9 +99,7 @@ int manager_run(Manager *m);
 /* A full pass now: scan, replace the live forest and the stored state. reason goes into the
  * Resynced signal ("lost-events", "rescan", "refresh", "inconsistent", "burst"); NULL sends none. */
 int manager_full_pass(Manager *m, const char *reason);
-/* The same in two loop iterations where the backend can (bpf): see source_full_pass(). */
-int manager_full_pass_split(Manager *m, const char *reason);
-/* The same with the scan off the loop where the backend can (bpf; the others: split): events go on
+/* The same with the scan off the loop where the backend can (bpf; the others pass at once): events go on
  * being applied, stored and announced meanwhile, and are applied again on top of the scan when it
  * replaces the live state (source_full_pass_background()). The refresh and resyncs pass so. */
 int manager_full_pass_background(Manager *m, const char *reason);
