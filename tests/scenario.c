@@ -30,6 +30,7 @@ enum {
         OP_RECV_FD,
         OP_EXEC_SLEEP, /* the path to execute is in insns, NUL-terminated */
         OP_EXEC_ARGV,
+        OP_RENAME, /* the new name is in insns, NUL-terminated */
 };
 
 typedef struct Command {
@@ -189,6 +190,9 @@ static void agent_loop(int sock) {
                         break;
                 case OP_NO_NEW_PRIVS:
                         r = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? -errno : 0;
+                        break;
+                case OP_RENAME:
+                        r = prctl(PR_SET_NAME, (const char *) c.insns, 0, 0, 0) < 0 ? -errno : 0;
                         break;
                 case OP_STRICT: {
                         /* gettid/getpid are not allowed in strict mode: make the reply first */
@@ -438,6 +442,15 @@ int scenario_strict(Scenario *s, ScenarioTask t) {
 
 int scenario_no_new_privs(Scenario *s, ScenarioTask t) {
         return simple_call(s, t, OP_NO_NEW_PRIVS);
+}
+
+int scenario_rename(Scenario *s, ScenarioTask t, const char *name) {
+        Command c = { .op = OP_RENAME };
+        size_t len = strlen(name) + 1;
+        if (len > sizeof(c.insns))
+                return -ENAMETOOLONG;
+        memcpy(c.insns, name, len);
+        return call_agent(s, t, &c, offsetof(Command, insns) + len, -1, NULL);
 }
 
 static void mark_gone(Scenario *s, ScenarioTask t, bool whole_process) {

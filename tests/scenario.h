@@ -58,6 +58,8 @@ int scenario_install_prctl(Scenario *s, ScenarioTask t, const struct sock_filter
 int scenario_strict(Scenario *s, ScenarioTask t);
 /* t sets no_new_privs. */
 int scenario_no_new_privs(Scenario *s, ScenarioTask t);
+/* The task renames itself (PR_SET_NAME; the kernel keeps the first 15 bytes). */
+int scenario_rename(Scenario *s, ScenarioTask t, const char *name);
 /* A thread exits (SYS_exit) or a process exits with all its threads (exit_group); its children
  * are reparented to the root agent. */
 int scenario_exit(Scenario *s, ScenarioTask t);

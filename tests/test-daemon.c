@@ -336,6 +336,9 @@ static void test_live_updates(void) {
         ScenarioTask root = scenario_root(s);
         g_assert_cmpint(scenario_install(s, root, a, na, 0), >=, 0);
         bus_signal_log_assert(&log, bus, "FilterAttached %d", scenario_task(s, root)->tid);
+        /* a rename is signalled at once, not found by the next pass */
+        g_assert_cmpint(scenario_rename(s, root, "renamed-root"), ==, 0);
+        bus_signal_log_assert(&log, bus, "ProcessRenamed %d renamed-root", scenario_task(s, root)->tid);
         ScenarioTask c = scenario_fork(s, root);
         bus_signal_log_assert(&log, bus, "TaskAdded %d", scenario_task(s, c)->tid);
         ScenarioTask t1 = scenario_thread(s, c), t2 = scenario_thread(s, c);

@@ -114,6 +114,7 @@ static const char *type_name(WatchEventType t) {
                 [WATCH_TASK_TSYNC] = "TASK_TSYNC",
                 [WATCH_LISTENER_CLOSED] = "LISTENER_CLOSED",
                 [WATCH_TASK_ESCAPED] = "TASK_ESCAPED",
+                [WATCH_TASK_COMM] = "TASK_COMM",
         };
         return names[t];
 }

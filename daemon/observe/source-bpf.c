@@ -181,6 +181,9 @@ static int on_watch_event(const WatchEvent *w, void *userdata) {
         case WATCH_TASK_ESCAPED:
                 e.type = LIVE_EVENT_TASK;
                 break;
+        case WATCH_TASK_COMM:
+                e.type = LIVE_EVENT_COMM;
+                break;
         case WATCH_TASK_EXEC:
                 e.type = LIVE_EVENT_EXEC;
                 (void) proc_read_exe(w->task.tgid, &exe);

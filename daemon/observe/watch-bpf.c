@@ -54,6 +54,7 @@ static int watch_configure(struct watch_bpf *skel, const BpfIdMaps *maps) {
         /* Attached by bpf_watch_start(): until then nobody reads their events. */
         bpf_program__set_autoattach(skel->progs.watch_fork, false);
         bpf_program__set_autoattach(skel->progs.watch_exec, false);
+        bpf_program__set_autoattach(skel->progs.watch_rename, false);
         bpf_program__set_autoattach(skel->progs.watch_exit, false);
         bpf_program__set_autoattach(skel->progs.close_enter, false);
         return 0;
@@ -177,6 +178,9 @@ static int watch_type_from_rec(uint32_t type, WatchEventType *ret) {
         case WATCH_REC_TASK_ESCAPED:
                 *ret = WATCH_TASK_ESCAPED;
                 return 0;
+        case WATCH_REC_TASK_COMM:
+                *ret = WATCH_TASK_COMM;
+                return 0;
         default:
                 return -EBADMSG;
         }
@@ -235,9 +239,11 @@ static int on_event(void *userdata, void *data, size_t size) {
 static void watch_links_destroy(struct watch_bpf *skel) {
         bpf_link__destroy(skel->links.watch_fork);
         bpf_link__destroy(skel->links.watch_exec);
+        bpf_link__destroy(skel->links.watch_rename);
         bpf_link__destroy(skel->links.watch_exit);
         bpf_link__destroy(skel->links.close_enter);
-        skel->links.watch_fork = skel->links.watch_exec = skel->links.watch_exit = skel->links.close_enter = NULL;
+        skel->links.watch_fork = skel->links.watch_exec = skel->links.watch_rename = NULL;
+        skel->links.watch_exit = skel->links.close_enter = NULL;
 }
 
 static int watch_attach(struct bpf_program *prog, struct bpf_link **ret) {
@@ -255,6 +261,9 @@ static int watch_attach_all(struct watch_bpf *skel) {
         if (r < 0)
                 return r;
         r = watch_attach(skel->progs.watch_exec, &skel->links.watch_exec);
+        if (r < 0)
+                return r;
+        r = watch_attach(skel->progs.watch_rename, &skel->links.watch_rename);
         if (r < 0)
                 return r;
         r = watch_attach(skel->progs.watch_fork, &skel->links.watch_fork);

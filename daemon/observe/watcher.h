@@ -17,6 +17,7 @@ typedef enum WatchEventType {
         WATCH_TASK_TSYNC,      /* after a TSYNC FILTER_ATTACHED: a thread it reached (see below) */
         WATCH_LISTENER_CLOSED, /* close(2) of a listener fd: see below */
         WATCH_TASK_ESCAPED,    /* after a process's first FILTER_ATTACHED without TSYNC: see below */
+        WATCH_TASK_COMM,       /* a process's main thread was renamed: comm is the new name */
         _WATCH_EVENT_MAX,
 } WatchEventType;
 

@@ -236,6 +236,11 @@ struct trace_event_raw_sched_process_exit {
         _Bool group_dead; /* not in older kernels: then signal->live tells */
 } __kernel_struct;
 
+struct trace_event_raw_task_rename {
+        int pid;
+        char newcomm[16];
+} __kernel_struct;
+
 /* The state of an open-coded number iterator (bpf_iter_num_new/next/destroy, 6.4+). */
 struct bpf_iter_num {
         __u64 __opaque[1];

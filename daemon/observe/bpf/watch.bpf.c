@@ -210,6 +210,33 @@ int watch_exec(void *ctx) {
         return 0;
 }
 
+/* A rename, in the context of whoever renames (the task itself with PR_SET_NAME, another through
+ * /proc/PID/comm, exec): the name is not changed yet, the new one is the tracepoint's. Only a
+ * process's main thread: its name is the process's in the daemon's model. */
+SEC("tracepoint/task/task_rename")
+int watch_rename(struct trace_event_raw_task_rename *ctx) {
+        struct seccomp_filter *head;
+        struct task_struct *t;
+        struct watch_rec r = {};
+        bool reported;
+
+        t = bpf_task_from_pid(ctx->pid);
+        if (!t) {
+                watch_lose(WATCH_LOSS_TASK_GONE);
+                return 0;
+        }
+        reported = task_reported(task_plain(t)) && task_plain(t)->pid == task_plain(t)->tgid;
+        head = task_fill(&r.task, task_plain(t));
+        bpf_task_release(t);
+        if (!reported)
+                return 0;
+        /* not a plain load: the field's relocated offset would make a modified ctx pointer */
+        if (bpf_probe_read_kernel(r.task.comm, sizeof(r.task.comm), ctx->newcomm) < 0)
+                return 0;
+        task_event_send(&r, WATCH_REC_TASK_COMM, head);
+        return 0;
+}
+
 static __always_inline bool exit_group_dead(struct trace_event_raw_sched_process_exit *ctx, struct task_struct *t) {
         if (bpf_core_field_exists(ctx->group_dead))
                 return ctx->group_dead;

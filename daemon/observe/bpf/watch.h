@@ -22,6 +22,8 @@ enum watch_rec_type {
         WATCH_REC_LISTENER_CLOSE = 7, /* close(2) of a listener fd: struct watch_rec_listener */
         WATCH_REC_TASK_ESCAPED = 8, /* after the first FILTER record of a process, without TSYNC: one of
                                      * its other threads, in disabled mode: it escaped the filter */
+        WATCH_REC_TASK_COMM = 9, /* a process's main thread was renamed (PR_SET_NAME, a write to
+                                  * /proc/PID/comm, an exec): its state, task.comm the new name */
 };
 
 /* watch_rec_task.flags */
