@@ -9,43 +9,8 @@
 
 #include "observe/source.h"
 #include "service/manager.h"
+#include "inproc.h"
 #include "tests-util.h"
-
-typedef struct InProc {
-        char *dir;
-        Manager *m;
-} InProc;
-
-static bool inproc_start(InProc *ip, const char *refresh_usec) {
-        if (!tests_require_root())
-                return false;
-        tests_ensure_tracefs();
-        g_assert_cmpint(setenv("SECTREE_REFRESH_USEC", refresh_usec, 1), ==, 0);
-        ip->dir = g_dir_make_tmp("sectree-background-XXXXXX", NULL);
-        g_assert_nonnull(ip->dir);
-        ManagerOptions o = { .backend = BACKEND_BPF, .state_dir = ip->dir };
-        g_assert_cmpint(manager_new(&o, &ip->m), ==, 0);
-        g_assert_cmpint(manager_open(ip->m), ==, 0);
-        return true;
-}
-
-static void inproc_stop(InProc *ip) {
-        manager_free(ip->m);
-        tests_remove_dir(ip->dir);
-        g_free(ip->dir);
-        (void) unsetenv("SECTREE_REFRESH_USEC");
-}
-
-/* Run the manager's loop until stop says so, or timeout_ms. */
-static bool inproc_run(InProc *ip, bool (*stop)(InProc *ip, void *userdata), void *userdata, unsigned timeout_ms) {
-        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
-        while (g_get_monotonic_time() < end) {
-                if (stop && stop(ip, userdata))
-                        return true;
-                g_assert_cmpint(sd_event_run(ip->m->event, 20000), >=, 0);
-        }
-        return stop && stop(ip, userdata);
-}
 
 /* The depth of tid's chain in the live forest (0: untracked or none). */
 static unsigned live_depth(const Manager *m, pid_t tid) {
@@ -101,7 +66,7 @@ static char *stored_filter_of(const InProc *ip, pid_t tid) {
 static void test_events_during_scan(void) {
         InProc ip;
         TestFilters x;
-        if (!inproc_start(&ip, "600000000"))
+        if (!inproc_start(&ip, NULL, "600000000"))
                 return;
         Scenario *s = tests_scenario_with_filters(&x);
         ScenarioTask p = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
@@ -153,7 +118,7 @@ static void test_events_during_scan(void) {
 static void test_at_once_replaces(void) {
         InProc ip;
         TestFilters x;
-        if (!inproc_start(&ip, "600000000"))
+        if (!inproc_start(&ip, NULL, "600000000"))
                 return;
         Scenario *s = tests_scenario_with_filters(&x);
         Depths d = { .a = scenario_root_pid(s), .b = scenario_root_pid(s) };
@@ -206,7 +171,7 @@ static bool all_reached(InProc *ip, void *userdata) {
 static void test_refreshes_among_events(void) {
         InProc ip;
         TestFilters x;
-        if (!inproc_start(&ip, "5000"))
+        if (!inproc_start(&ip, NULL, "5000"))
                 return;
         g_assert_cmpint(pacing_start_refresh(ip.m->pacing), ==, 0);
         Scenario *s = tests_scenario_with_filters(&x);

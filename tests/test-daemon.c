@@ -20,6 +20,7 @@
 #include "bus-fixture.h"
 #include "observe/source.h"
 #include "service/manager.h"
+#include "inproc.h"
 #include "tests-util.h"
 
 #define DEST "org.sectree1"
@@ -1896,62 +1897,13 @@ static void test_ptrace_restart_keeps_ids_churn(void) {
 
 /* ---- the Manager in this process, without a bus: the test drives its loop ---- */
 
-typedef struct InProc {
-        char *dir;
-        Manager *m;
-} InProc;
-
-static bool inproc_start(InProc *ip, const char *events_size) {
-        if (!tests_require_root())
-                return false;
-        tests_ensure_tracefs();
-        if (events_size)
-                g_assert_cmpint(setenv("SECTREE_BPF_EVENTS_SIZE", events_size, 1), ==, 0);
-        else
-                g_assert_cmpint(unsetenv("SECTREE_BPF_EVENTS_SIZE"), ==, 0);
-        g_assert_cmpint(setenv("SECTREE_REFRESH_USEC", "600000000", 1), ==, 0);
-        ip->dir = g_dir_make_tmp("sectree-inproc-XXXXXX", NULL);
-        g_assert_nonnull(ip->dir);
-        ManagerOptions o = { .backend = BACKEND_BPF, .state_dir = ip->dir };
-        g_assert_cmpint(manager_new(&o, &ip->m), ==, 0);
-        g_assert_cmpint(manager_open(ip->m), ==, 0);
-        return true;
-}
-
-static bool watch_drained(InProc *ip, void *userdata);
-static bool inproc_run(InProc *ip, bool (*stop)(InProc *ip, void *userdata), void *userdata, unsigned timeout_ms);
-
 /* inproc_start() with a scenario whose creation the daemon has seen already. */
 static Scenario *inproc_start_scenario(InProc *ip, const char *events_size) {
-        if (!inproc_start(ip, events_size))
+        if (!inproc_start(ip, events_size, NULL))
                 return NULL;
         Scenario *s = tests_scenario_new();
-        inproc_run(ip, watch_drained, NULL, 2000);
+        inproc_run(ip, inproc_watch_drained, NULL, 2000);
         return s;
-}
-
-static void inproc_stop(InProc *ip) {
-        manager_free(ip->m);
-        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", ip->dir);
-        g_assert_cmpint(system(cmd), ==, 0);
-        g_free(ip->dir);
-        (void) unsetenv("SECTREE_BPF_EVENTS_SIZE");
-        (void) unsetenv("SECTREE_REFRESH_USEC");
-}
-
-/* Run the manager's loop for timeout_ms, or until stop (if not NULL) says so. */
-static bool inproc_run(InProc *ip, bool (*stop)(InProc *ip, void *userdata), void *userdata, unsigned timeout_ms) {
-        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
-        while (g_get_monotonic_time() < end) {
-                if (stop && stop(ip, userdata))
-                        return true;
-                g_assert_cmpint(sd_event_run(ip->m->event, 20000), >=, 0);
-        }
-        return stop && stop(ip, userdata);
-}
-
-static bool watch_drained(InProc *ip, void *userdata) {
-        return !source_events_pending(ip->m->source);
 }
 
 static bool passes_above(InProc *ip, void *userdata) {
@@ -1984,11 +1936,11 @@ static void install_after_scan(void *userdata) {
  * pass must follow, and the state must end with the filter. */
 static void test_lost_during_pass(void) {
         InProc ip;
-        if (!inproc_start(&ip, "4096"))
+        if (!inproc_start(&ip, "4096", NULL))
                 return;
         g_assert_cmpint(scenario_new(&hook_scenario), ==, 0);
         pid_t root = scenario_task(hook_scenario, scenario_root(hook_scenario))->tid;
-        inproc_run(&ip, watch_drained, NULL, 2000);
+        inproc_run(&ip, inproc_watch_drained, NULL, 2000);
         unsigned passes = ip.m->stats.full_passes;
         source_set_after_scan_hook(ip.m->source, install_after_scan, ip.m);
         g_assert_cmpint(manager_full_pass(ip.m, "test"), ==, 0);
@@ -2013,7 +1965,7 @@ static bool before_resync_allowed(InProc *ip, void *userdata) {
 static void test_resync_rate_limit(void) {
         InProc ip;
         Scenario *s;
-        if (!inproc_start(&ip, "4096"))
+        if (!inproc_start(&ip, "4096", NULL))
                 return;
         g_assert_cmpint(scenario_new(&s), ==, 0);
         ScenarioTask c = scenario_fork(s, scenario_root(s));
@@ -2048,9 +2000,9 @@ static void test_resync_rate_limit(void) {
  * waited for and its result let go, so that one pass is stored, not two. */
 static void test_pass_replaces_background(void) {
         InProc ip;
-        if (!inproc_start(&ip, NULL))
+        if (!inproc_start(&ip, NULL, NULL))
                 return;
-        inproc_run(&ip, watch_drained, NULL, 2000);
+        inproc_run(&ip, inproc_watch_drained, NULL, 2000);
         unsigned passes = ip.m->stats.full_passes;
         g_assert_cmpint(manager_full_pass_background(ip.m, "test"), ==, 0);
         g_assert_true(source_pass_waiting(ip.m->source));
@@ -2064,7 +2016,7 @@ static void test_pass_replaces_background(void) {
 
 /* Once the events are in: nothing unreachable is left, and nothing reachable went. */
 static void assert_retired_exactly(InProc *ip, Scenario *s, const char *after) {
-        inproc_run(ip, watch_drained, NULL, 2000);
+        inproc_run(ip, inproc_watch_drained, NULL, 2000);
         inproc_run(ip, NULL, NULL, 50);
         const Forest *live;
         g_assert_cmpint(manager_live(ip->m, &live), ==, 0);
@@ -2099,7 +2051,7 @@ static void test_retire_incremental(void) {
         struct sock_filter a[16], b[16], c[16];
         size_t na = scenario_filter_errno(a, SYS_acct, 1, 0), nb = scenario_filter_errno(b, SYS_syslog, 2, 1),
                nc = scenario_filter_errno(c, SYS_getpriority, 3, 2);
-        if (!inproc_start(&ip, NULL))
+        if (!inproc_start(&ip, NULL, NULL))
                 return;
         g_assert_cmpint(scenario_new(&s), ==, 0);
         ScenarioTask root = scenario_root(s);
@@ -2107,9 +2059,9 @@ static void test_retire_incremental(void) {
         /* A first exit makes the daemon count the uses after its pass; from then on, events keep
          * the counts. */
         ScenarioTask p0 = scenario_fork(s, root);
-        inproc_run(&ip, watch_drained, NULL, 2000);
+        inproc_run(&ip, inproc_watch_drained, NULL, 2000);
         g_assert_cmpint(scenario_exit(s, p0), ==, 0);
-        inproc_run(&ip, watch_drained, NULL, 2000);
+        inproc_run(&ip, inproc_watch_drained, NULL, 2000);
         inproc_run(&ip, NULL, NULL, 50);
         g_assert_cmpuint(live_uses_rebuilds(ip.m->live), ==, 1);
         ScenarioTask p1 = scenario_fork(s, root), p2 = scenario_fork(s, root);
@@ -2119,14 +2071,14 @@ static void test_retire_incremental(void) {
         g_assert_cmpint(scenario_install(s, t1, b, nb, SECCOMP_FILTER_FLAG_TSYNC), >=, 0);
         g_assert_cmpint(scenario_install(s, t2, c, nc, 0), >=, 0);
         ScenarioTask p4 = tests_fork_install(s, p3, a, na, 0);
-        inproc_run(&ip, watch_drained, NULL, 2000);
+        inproc_run(&ip, inproc_watch_drained, NULL, 2000);
         inproc_run(&ip, NULL, NULL, 100);
         g_autoptr(GHashTable) before = scenario_live_filters(ip.m, s);
 
         /* exec ends the other threads of a process without their exits */
         ScenarioTask p5 = scenario_fork(s, root), t5 = scenario_thread(s, p5);
         g_assert_cmpint(scenario_install(s, t5, c, nc, 0), >=, 0);
-        inproc_run(&ip, watch_drained, NULL, 2000);
+        inproc_run(&ip, inproc_watch_drained, NULL, 2000);
         g_assert_cmpint(scenario_exec_sleep(s, t5), ==, 0); /* a thread: it takes the leader's tid */
         assert_retired_exactly(&ip, s, "exec");
 
@@ -2172,7 +2124,7 @@ static void test_store_busy_drains(void) {
         struct sock_filter f[16];
         size_t n = scenario_filter_errno(f, SYS_acct, 4, 0);
         ScenarioTask c = tests_fork_install(s, scenario_root(s), f, n, 0);
-        g_assert_true(inproc_run(&ip, watch_drained, NULL, TESTS_PATIENCE_MS));
+        g_assert_true(inproc_run(&ip, inproc_watch_drained, NULL, TESTS_PATIENCE_MS));
         g_assert_cmpuint(ip.m->stats.failed_batches, >, failed);
         g_assert_cmpuint(live_depth(ip.m, scenario_task(s, c)->tid), ==, 0); /* rolled back */
 
@@ -2221,7 +2173,7 @@ static void test_filter_hashed_once(void) {
                 struct sock_filter f[16];
                 size_t n = scenario_filter_errno(f, SYS_acct, 10 + attempt, 0);
                 g_assert_cmpint(scenario_install(s, scenario_root(s), f, n, 0), >=, 0);
-                inproc_run(&ip, watch_drained, NULL, 2000);
+                inproc_run(&ip, inproc_watch_drained, NULL, 2000);
                 inproc_run(&ip, NULL, NULL, 50);
                 if (ip.m->stats.full_passes != passes && attempt < 5)
                         continue; /* a pass digests what it met: measure again */
@@ -2247,7 +2199,7 @@ static void test_ready_line(void) {
                 return;
         if (g_test_subprocess()) {
                 InProc ip;
-                g_assert_true(inproc_start(&ip, NULL));
+                g_assert_true(inproc_start(&ip, NULL, NULL));
                 manager_ready(ip.m);
                 inproc_stop(&ip);
                 return;

@@ -18,52 +18,12 @@
 #include "observe/source.h"
 #include "observe/watcher.h"
 #include "service/manager.h"
+#include "inproc.h"
 #include "tests-util.h"
 
 #define DEST "org.sectree1"
 #define PATH "/org/sectree1"
 #define IFACE "org.sectree1.Manager"
-
-typedef struct InProc {
-        char *dir;
-        Manager *m;
-} InProc;
-
-static bool inproc_start(InProc *ip) {
-        if (!tests_require_root())
-                return false;
-        tests_ensure_tracefs();
-        g_assert_cmpint(unsetenv("SECTREE_BPF_EVENTS_SIZE"), ==, 0);
-        g_assert_cmpint(setenv("SECTREE_REFRESH_USEC", "600000000", 1), ==, 0);
-        ip->dir = g_dir_make_tmp("sectree-live-view-XXXXXX", NULL);
-        g_assert_nonnull(ip->dir);
-        ManagerOptions o = { .backend = BACKEND_BPF, .state_dir = ip->dir };
-        g_assert_cmpint(manager_new(&o, &ip->m), ==, 0);
-        g_assert_cmpint(manager_open(ip->m), ==, 0);
-        return true;
-}
-
-static void inproc_stop(InProc *ip) {
-        manager_free(ip->m);
-        tests_remove_dir(ip->dir);
-        g_free(ip->dir);
-        (void) unsetenv("SECTREE_REFRESH_USEC");
-}
-
-/* Run the manager's loop for timeout_ms, or until stop (if not NULL) says so. */
-static bool inproc_run(InProc *ip, bool (*stop)(InProc *ip), unsigned timeout_ms) {
-        gint64 end = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
-        while (g_get_monotonic_time() < end) {
-                if (stop && stop(ip))
-                        return true;
-                g_assert_cmpint(sd_event_run(ip->m->event, 20000), >=, 0);
-        }
-        return stop && stop(ip);
-}
-
-static bool watch_drained(InProc *ip) {
-        return !source_events_pending(ip->m->source);
-}
 
 /* The head of tid in the live forest, 0 if untracked. */
 static uint64_t live_head(const Manager *m, pid_t tid) {
@@ -78,11 +38,11 @@ static uint64_t live_head(const Manager *m, pid_t tid) {
  * the leader has F, C inherits it, and nothing needs repairing. */
 static void test_tsync_while_stopped(void) {
         InProc ip;
-        if (!inproc_start(&ip))
+        if (!inproc_start(&ip, NULL, NULL))
                 return;
         Scenario *s = tests_scenario_new();
-        inproc_run(&ip, watch_drained, 2000);
-        inproc_run(&ip, NULL, 100);
+        inproc_run(&ip, inproc_watch_drained, NULL, 2000);
+        inproc_run(&ip, NULL, NULL, 100);
         unsigned passes = ip.m->stats.full_passes, inconsistent = ip.m->stats.inconsistent;
 
         /* The daemon is stopped from here on: nothing reads its events. */
@@ -103,8 +63,8 @@ static void test_tsync_while_stopped(void) {
         g_assert_cmpint(scenario_exit(s, p), ==, 0);
 
         /* The daemon goes on. */
-        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
-        inproc_run(&ip, NULL, 1500); /* a resync, had one been asked for, would run by now */
+        g_assert_true(inproc_run(&ip, inproc_watch_drained, NULL, TESTS_PATIENCE_MS));
+        inproc_run(&ip, NULL, NULL, 1500); /* a resync, had one been asked for, would run by now */
         uint64_t head = live_head(ip.m, c_tid);
         if (head == 0)
                 g_error("child %d, made under the TSYNC'ed filter while the daemon was stopped, is not in the live view",
@@ -218,8 +178,8 @@ static char *listener_view(const Manager *m, pid_t pid) {
 
 /* The view after the events, then after a Rescan of the unchanged machine: the same. */
 static void assert_view(InProc *ip, pid_t pid, const char *want) {
-        g_assert_true(inproc_run(ip, watch_drained, TESTS_PATIENCE_MS));
-        inproc_run(ip, NULL, 50);
+        g_assert_true(inproc_run(ip, inproc_watch_drained, NULL, TESTS_PATIENCE_MS));
+        inproc_run(ip, NULL, NULL, 50);
         g_autofree char *events = listener_view(ip->m, pid);
         g_assert_cmpstr(events, ==, want);
         g_assert_cmpint(manager_full_pass(ip->m, "rescan"), ==, 0);
@@ -234,9 +194,9 @@ static void assert_view(InProc *ip, pid_t pid, const char *want) {
  * nothing of it. */
 static void test_listener_meaning(void) {
         InProc ip;
-        if (!inproc_start(&ip))
+        if (!inproc_start(&ip, NULL, NULL))
                 return;
-        inproc_run(&ip, watch_drained, 2000);
+        inproc_run(&ip, inproc_watch_drained, NULL, 2000);
 
         ListenerChild c = listener_child_start();
         g_autofree char *held = g_strdup_printf("flag 1 listener = filter = holders 0:%d", c.fd);
@@ -256,11 +216,11 @@ static void test_listener_meaning(void) {
         /* closing a descriptor whose file is held elsewhere (a dup no event told of) leaves the
          * listener, without a holder known until a pass finds it */
         ListenerChild e = listener_child_start();
-        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
+        g_assert_true(inproc_run(&ip, inproc_watch_drained, NULL, TESTS_PATIENCE_MS));
         listener_child_do(&e, 'd');
         listener_child_do(&e, 'c');
-        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
-        inproc_run(&ip, NULL, 50);
+        g_assert_true(inproc_run(&ip, inproc_watch_drained, NULL, TESTS_PATIENCE_MS));
+        inproc_run(&ip, NULL, NULL, 50);
         g_autofree char *unknown = listener_view(ip.m, e.pid);
         g_assert_cmpstr(unknown, ==, "flag 1 listener = filter = holders");
         g_autofree char *found = g_strdup_printf("flag 1 listener = filter = holders 0:%d", e.dup_fd);
@@ -277,15 +237,15 @@ static void test_listener_meaning(void) {
         assert_view(&ip, d.pid, forked);
         uint64_t id = live_head(ip.m, d.pid);
         listener_child_do(&d, 'x');
-        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
-        inproc_run(&ip, NULL, 50);
+        g_assert_true(inproc_run(&ip, inproc_watch_drained, NULL, TESTS_PATIENCE_MS));
+        inproc_run(&ip, NULL, NULL, 50);
         g_autofree char *left = g_strdup_printf("flag 1 listener = filter = holders 0:%d", d.fd); /* as seen from it */
         assert_view(&ip, d.grandchild, left);
         g_assert_cmpint(kill(d.grandchild, SIGKILL), ==, 0);
         (void) waitpid(d.grandchild, NULL, 0); /* ours if this process is a subreaper, else init's */
-        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
-        inproc_run(&ip, NULL, 200);
-        g_assert_true(inproc_run(&ip, watch_drained, TESTS_PATIENCE_MS));
+        g_assert_true(inproc_run(&ip, inproc_watch_drained, NULL, TESTS_PATIENCE_MS));
+        inproc_run(&ip, NULL, NULL, 200);
+        g_assert_true(inproc_run(&ip, inproc_watch_drained, NULL, TESTS_PATIENCE_MS));
         g_assert_null(forest_find_listener(live_forest(ip.m->live), id));
         view_grandchild = 0;
         inproc_stop(&ip);
