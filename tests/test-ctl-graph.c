@@ -48,40 +48,24 @@ static void ready(int fd) {
                 _exit(98);
 }
 
-static _Noreturn void pause_forever(void) {
-        for (;;)
-                pause();
-}
-
-/* A process named comm that dies with its parent; 0 in the child. */
-static pid_t fork_named(const char *comm) {
-        pid_t pid = fork();
-        if (pid < 0)
-                _exit(97);
-        if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NAME, comm) < 0))
-                _exit(96);
-        return pid;
-}
-
 /* st-gparent installs a filter and forks N_WORKERS workers under it that exec sleep: they share
- * its head filter, and the daemon learns their name from the exec (a name set by prctl() is only
- * read at its next full pass). */
+ * its head filter, and the daemon learns their name from the exec. */
 static void run_parent(int fd) {
         install_filter();
         for (int i = 0; i < N_WORKERS; i++)
-                if (fork_named("st-gw") == 0) {
+                if (tests_fork_named("st-gw") == 0) {
                         ready(fd);
                         execl("/bin/sleep", "sleep", "600", (char *) NULL);
                         _exit(93);
                 }
         ready(fd);
-        pause_forever();
+        tests_pause_forever();
 }
 
 static pid_t start(const char *comm, void (*run)(int fd), pid_t *more, size_t n_more) {
         int p[2];
         g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
-        pid_t pid = fork_named(comm);
+        pid_t pid = tests_fork_named(comm);
         g_assert_cmpint(pid, >=, 0);
         if (pid == 0)
                 run(p[1]);
@@ -99,7 +83,7 @@ static pid_t start(const char *comm, void (*run)(int fd), pid_t *more, size_t n_
 static void run_outsider(int fd) {
         install_filter();
         ready(fd);
-        pause_forever();
+        tests_pause_forever();
 }
 
 static void move_into(const char *dir, pid_t pid) {

@@ -35,32 +35,17 @@ static void ready(int fd, char tag) {
                 _exit(98);
 }
 
-static _Noreturn void pause_forever(void) {
-        for (;;)
-                pause();
-}
-
-/* A child of the caller that dies with it, named comm. */
-static pid_t fork_named(const char *comm) {
-        pid_t pid = fork();
-        if (pid < 0)
-                _exit(97);
-        if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NAME, comm) < 0))
-                _exit(96);
-        return pid;
-}
-
 static void run_hidden(int fd) {
         if (prctl(PR_SET_DUMPABLE, 0) < 0)
                 _exit(95);
-        if (fork_named("st-below") == 0) {
+        if (tests_fork_named("st-below") == 0) {
                 if (prctl(PR_SET_DUMPABLE, 1) < 0) /* visible again, below a hidden parent */
                         _exit(95);
                 ready(fd, 'c');
-                pause_forever();
+                tests_pause_forever();
         }
         ready(fd, 'b');
-        pause_forever();
+        tests_pause_forever();
 }
 
 static void run_filtered(int fd) {
@@ -68,18 +53,18 @@ static void run_filtered(int fd) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
                 _exit(94);
         ready(fd, 'e');
-        pause_forever();
+        tests_pause_forever();
 }
 
 static void run_top(void *userdata) {
         int fd = *(int *) userdata;
         if (prctl(PR_SET_NAME, "st-top") < 0 || prctl(PR_SET_DUMPABLE, 1) < 0) /* the uid change cleared it */
                 _exit(96);
-        if (fork_named("st-hidden") == 0)
+        if (tests_fork_named("st-hidden") == 0)
                 run_hidden(fd);
-        if (fork_named("st-filtered") == 0)
+        if (tests_fork_named("st-filtered") == 0)
                 run_filtered(fd);
-        pause_forever();
+        tests_pause_forever();
 }
 
 static void subtree_start(Fixture *fx) {

@@ -264,6 +264,20 @@ pid_t tests_spawn_nobody_with(const TestsNobodyOptions *o) {
         return pid;
 }
 
+pid_t tests_fork_named(const char *comm) {
+        pid_t pid = fork();
+        if (pid < 0)
+                _exit(97);
+        if (pid == 0 && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NAME, comm) < 0))
+                _exit(96);
+        return pid;
+}
+
+_Noreturn void tests_pause_forever(void) {
+        for (;;)
+                pause();
+}
+
 pid_t tests_spawn_nobody(const char *comm, bool with_child) {
         return tests_spawn_nobody_with(&(TestsNobodyOptions) { .comm = comm, .with_child = with_child });
 }

@@ -71,6 +71,10 @@ char *tests_read_line(int fd, GString *buf, gint64 deadline);
  * pauses if with_child, and pauses. Returns its pid once all of that is done; fails the test if any
  * step failed. */
 pid_t tests_spawn_nobody(const char *comm, bool with_child);
+/* fork(): the child dies with the caller and is named comm (it _exit()s if it cannot be); 0 in the
+ * child. */
+pid_t tests_fork_named(const char *comm);
+_Noreturn void tests_pause_forever(void);
 /* The same with credentials a caller of uid 65534 may not see (or may, for new_userns): */
 typedef struct TestsNobodyOptions {
         const char *comm;
