@@ -21,8 +21,7 @@
 static pid_t guard_pid;
 static char *guard_cgroup;
 
-/* The mount point of the cgroup2 hierarchy: unified, or the v2 half of a hybrid one. */
-static const char *cgroup2_root(void) {
+const char *tests_cgroup2_root(void) {
         if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0)
                 return "/sys/fs/cgroup";
         if (access("/sys/fs/cgroup/unified/cgroup.controllers", F_OK) == 0)
@@ -32,7 +31,7 @@ static const char *cgroup2_root(void) {
 
 /* The directory of this process's cgroup in the cgroup2 hierarchy, NULL if there is none. */
 static char *own_cgroup_dir(void) {
-        const char *root = cgroup2_root();
+        const char *root = tests_cgroup2_root();
         g_autofree char *text = NULL;
         if (!root || !g_file_get_contents("/proc/self/cgroup", &text, NULL, NULL))
                 return NULL;

@@ -13,6 +13,9 @@
 void tests_guard_start(void);
 /* The guard's pid (a child of the test program that lives as long as it), 0 if none was started. */
 pid_t tests_guard_pid(void);
+/* The mount point of the cgroup2 hierarchy: /sys/fs/cgroup (unified), or /sys/fs/cgroup/unified
+ * (the v2 half of a hybrid one); NULL if there is none. */
+const char *tests_cgroup2_root(void);
 /* The directory of the cgroup the test program runs in, NULL if the guard uses its process group. */
 const char *tests_guard_cgroup(void);
 

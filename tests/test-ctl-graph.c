@@ -2,15 +2,14 @@
  * systemd unit (a cgroup made by hand as systemd names it) in a cluster labelled with the unit,
  * alike processes (name, head filter, unit) as one node "N*[name]" */
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "ctl-run.h"
+#include "guard.h"
 #include "tests-util.h"
 
 #define UNIT "sectree-test-graph.service"
@@ -24,17 +23,6 @@ typedef struct Fixture {
         char *root; /* the cgroup2 hierarchy */
         pid_t parent, workers[N_WORKERS], outsider;
 } Fixture;
-
-/* The unified (cgroup2) hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system. */
-static char *cgroup2_root(void) {
-        static const char *const candidates[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
-        for (size_t i = 0; i < G_N_ELEMENTS(candidates); i++) {
-                struct statfs s;
-                if (statfs(candidates[i], &s) == 0 && s.f_type == CGROUP2_SUPER_MAGIC)
-                        return g_strdup(candidates[i]);
-        }
-        return NULL;
-}
 
 static void install_filter(void) {
         struct sock_fprog prog = { .len = ELEMENTSOF(tests_prog_allow), .filter = (struct sock_filter *) tests_prog_allow };
@@ -95,7 +83,7 @@ static void move_into(const char *dir, pid_t pid) {
 
 static void fixture_setup(Fixture *fx, gconstpointer data) {
         *fx = (Fixture) {};
-        fx->root = cgroup2_root();
+        fx->root = g_strdup(tests_cgroup2_root());
         if (!tests_require(fx->root != NULL, "no cgroup2 hierarchy: libsystemd reads units from it") ||
             !bus_fixture_start_all(&fx->b, NULL, NULL))
                 return;

@@ -2,12 +2,10 @@
  * as systemd names them, a filtered process moved into each; ListProcessUnits, ps's UNIT column,
  * --unit, --machine and --user, tree restricted to a unit, and `units` with its verdicts */
 #include <linux/filter.h>
-#include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
@@ -17,6 +15,7 @@
 #include "snapshot/snapshot.h"
 #include "ctl-run.h"
 #include "tests-json.h"
+#include "guard.h"
 #include "tests-util.h"
 
 #define USER_UID 4242
@@ -36,17 +35,6 @@ typedef struct Fixture {
         char *cgroups[3];
         Child children[3];
 } Fixture;
-
-/* The unified (cgroup2) hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid system. */
-static char *cgroup2_root(void) {
-        static const char *const candidates[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
-        for (size_t i = 0; i < G_N_ELEMENTS(candidates); i++) {
-                struct statfs s;
-                if (statfs(candidates[i], &s) == 0 && s.f_type == CGROUP2_SUPER_MAGIC)
-                        return g_strdup(candidates[i]);
-        }
-        return NULL;
-}
 
 static void child_run(const int *denied, int ready_fd) {
         struct sock_filter insns[8];
@@ -124,7 +112,7 @@ static void cgroups_remove(const Fixture *fx) {
 
 static void fixture_setup(Fixture *fx, gconstpointer data) {
         *fx = (Fixture) {};
-        fx->root = cgroup2_root();
+        fx->root = g_strdup(tests_cgroup2_root());
         if (!fx->root) {
                 g_test_skip("no cgroup2 hierarchy: libsystemd reads units from it");
                 return;
