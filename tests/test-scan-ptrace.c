@@ -624,7 +624,7 @@ static void test_listeners(void) {
         g_assert_true(filter_at(f, tid_of(s, a), 1)->has_listener);
 
         /* a second collection finds nothing new */
-        g_assert_cmpint(listeners_collect(f), ==, 0);
+        g_assert_cmpint(listeners_collect(f, &(ScanError) {}), ==, 0);
         g_assert_cmpuint(f->n_listeners, ==, 2);
         g_assert_cmpuint(la->n_holders, ==, 2);
 }
@@ -722,7 +722,7 @@ static void test_listeners_exact(void) {
         g_assert_cmpint(listener_add_holder(l, pa, scenario_node(s, na)->listener_fd), ==, 0);
         g_assert_cmpint(forest_link(f, NULL), ==, 0);
 
-        g_assert_cmpint(listeners_collect(f), ==, 0);
+        g_assert_cmpint(listeners_collect(f, &(ScanError) {}), ==, 0);
         g_assert_true(f->linked);
         g_assert_cmpuint(f->n_listeners, ==, 2);
         const Listener *la = tests_listener_held_by(f, pa, scenario_node(s, na)->listener_fd);

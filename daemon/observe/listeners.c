@@ -110,7 +110,7 @@ static int groups_add_fd(Groups *gs, const Forest *f, pid_t pid, int fd) {
         return group_add_found(&gs->groups[gs->n - 1], pid, fd);
 }
 
-static int groups_scan_processes(Groups *gs, const Forest *f) {
+static int groups_scan_processes(Groups *gs, const Forest *f, ScanError *e) {
         for (size_t i = 0; i < f->n_processes; i++) {
                 _cleanup_free_ int *fds = NULL;
                 size_t n = 0;
@@ -124,7 +124,7 @@ static int groups_scan_processes(Groups *gs, const Forest *f) {
                         continue;
                 }
                 if (r < 0)
-                        return log_error_errno(r, "Failed to list the fds of process %d: %m", (int) pid);
+                        return scan_error_set(e, LOG_LEVEL_ERR, r, "Failed to list the fds of process %d", (int) pid);
                 for (size_t j = 0; j < n; j++) {
                         r = groups_add_fd(gs, f, pid, fds[j]);
                         if (r < 0)
@@ -217,17 +217,15 @@ static int group_commit(Forest *f, Group *g, uint64_t *last_id) {
         return listener_add_found(l, g);
 }
 
-static int link_or_log(Forest *f) {
-        char *error = NULL;
+static int link_or_keep(Forest *f, ScanError *e) {
+        _cleanup_free_ char *error = NULL;
         int r = forest_link(f, &error);
-        if (r < 0) {
-                log_error_errno(r, "Inconsistent forest: %s", error ? error : "?");
-                free(error);
-        }
+        if (r < 0)
+                scan_error_set(e, LOG_LEVEL_ERR, r, "Inconsistent forest: %s", error ? error : "?");
         return r;
 }
 
-int listeners_collect(Forest *f) {
+int listeners_collect(Forest *f, ScanError *e) {
         Groups gs = {};
         uint64_t last_id = 0;
         int r;
@@ -235,7 +233,7 @@ int listeners_collect(Forest *f) {
         /* Chains are walked through Filter.parent, and Filter.listener_id tells which filters
          * are taken: both are set by forest_link(). */
         if (!f->linked) {
-                r = link_or_log(f);
+                r = link_or_keep(f, e);
                 if (r < 0)
                         return r;
         }
@@ -243,19 +241,19 @@ int listeners_collect(Forest *f) {
         for (size_t i = 0; i < f->n_listeners; i++) {
                 if (GROW(gs.groups, gs.allocated, gs.n + 1) < 0) {
                         groups_done(&gs);
-                        return log_oom();
+                        return scan_error_set(e, LOG_LEVEL_ERR, -ENOMEM, "Failed to collect seccomp listeners");
                 }
                 gs.groups[gs.n++] = (Group) { .listener = f->listeners[i] };
                 if (f->listeners[i]->id > last_id)
                         last_id = f->listeners[i]->id;
         }
 
-        r = groups_scan_processes(&gs, f);
+        r = groups_scan_processes(&gs, f, e);
         for (size_t i = 0; r >= 0 && i < gs.n; i++)
                 r = group_commit(f, &gs.groups[i], &last_id);
         groups_done(&gs);
-        if (r < 0)
-                return log_error_errno(r, "Failed to collect seccomp listeners: %m");
+        if (r < 0) /* kept already where the fds could not be listed */
+                return scan_error_set(e, LOG_LEVEL_ERR, r, "Failed to collect seccomp listeners");
 
-        return link_or_log(f);
+        return link_or_keep(f, e);
 }
