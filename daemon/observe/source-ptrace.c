@@ -211,20 +211,11 @@ static int pass_scan_locked(PtraceSource *p, Forest **ret, UnreadableTask **ret_
  * nor comes back with new ids, and two ptrace observers do not make each other's views flap. A
  * thread that is gone, or whose tid now names another task (start time), is not kept. */
 
+/* Its listener, if any, comes with the next full read. */
 static int keep_filter(Forest *f, const Filter *x) {
-        Filter *copy;
         if (forest_find_filter(f, x->id))
                 return 0; /* the pass has it: the same object (ids are the live forest's by now) */
-        int r = forest_add_filter_with_digest(f, x->id, x->parent_id, x->insns, x->len, x->digest, &copy);
-        if (r < 0)
-                return r;
-        copy->log = x->log;
-        copy->wait_killable_recv = x->wait_killable_recv;
-        copy->has_listener = x->has_listener; /* its listener, if any, comes with the next full read */
-        copy->identity = x->identity;
-        copy->budget_uid = x->budget_uid;
-        copy->over_budget = x->over_budget;
-        return 0;
+        return forest_add_filter_copy(f, x, NULL);
 }
 
 static int keep_process(Forest *f, const Process *lp, Process **ret) {

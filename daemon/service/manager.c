@@ -220,20 +220,11 @@ static void sink_scan_dropped(void *userdata, int error) {
 static int replay_import_filter(Forest *pass, const Forest *old, uint64_t id) {
         while (id && !forest_find_filter(pass, id)) {
                 const Filter *x = forest_find_filter(old, id);
-                Filter *copy;
                 if (!x)
                         return 0;
-                int r = forest_add_filter_with_digest(pass, x->id, x->parent_id, x->insns, x->len, x->digest, &copy);
+                int r = forest_add_filter_copy(pass, x, NULL);
                 if (r < 0)
                         return r;
-                copy->log = x->log;
-                copy->wait_killable_recv = x->wait_killable_recv;
-                copy->has_listener = x->has_listener;
-                copy->identity = x->identity;
-                copy->refs = x->refs;
-                copy->users = x->users;
-                copy->budget_uid = x->budget_uid;
-                copy->over_budget = x->over_budget;
                 id = x->parent_id;
         }
         return 0;

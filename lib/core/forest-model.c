@@ -181,6 +181,24 @@ int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, co
         return 0;
 }
 
+int forest_add_filter_copy(Forest *f, const Filter *x, Filter **ret) {
+        Filter *copy;
+        int r = forest_add_filter_with_digest(f, x->id, x->parent_id, x->insns, x->len, x->digest, &copy);
+        if (r < 0)
+                return r;
+        copy->log = x->log;
+        copy->wait_killable_recv = x->wait_killable_recv;
+        copy->has_listener = x->has_listener;
+        copy->identity = x->identity;
+        copy->refs = x->refs;
+        copy->users = x->users;
+        copy->budget_uid = x->budget_uid;
+        copy->over_budget = x->over_budget;
+        if (ret)
+                *ret = copy;
+        return 0;
+}
+
 int forest_put_filter(Forest *f, Filter *flt) {
         if (flt->id == 0)
                 return -EINVAL;
