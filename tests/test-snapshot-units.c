@@ -225,22 +225,7 @@ static const SqlCase sql_cases[] = {
 
 static void *units_image_mutate(const char *sql, size_t *ret_size) {
         g_autoptr(Forest) f = forest_with_units();
-        g_autofree char *dir = g_dir_make_tmp("test-snapshot-units-XXXXXX", NULL);
-        g_autofree char *path = g_build_filename(dir, "s.db", NULL);
-        sqlite3 *db;
-        char *err = NULL;
-        gchar *data;
-        gsize size;
-        g_assert_cmpint(snapshot_sqlite_write(f, path), ==, 0);
-        g_assert_cmpint(sqlite3_open(path, &db), ==, SQLITE_OK);
-        if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
-                g_error("test SQL failed: %s: %s", sql, err);
-        g_assert_cmpint(sqlite3_close(db), ==, SQLITE_OK);
-        g_assert_true(g_file_get_contents(path, &data, &size, NULL));
-        unlink(path);
-        rmdir(dir);
-        *ret_size = size;
-        return data;
+        return tests_snapshot_sqlite_mutated(f, sql, ret_size);
 }
 
 static void test_reject_sqlite(const void *data) {

@@ -665,23 +665,8 @@ static void test_reject_json(const void *data) {
 
 /* A valid snapshot file, changed with SQL as a hostile writer could, and read back as bytes. */
 static void *sqlite_mutate(const char *sql, size_t *ret_size) {
-        g_autofree char *dir = tmp_dir();
-        g_autofree char *path = g_build_filename(dir, "s.db", NULL);
         g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
-        sqlite3 *db;
-        char *err = NULL;
-        gchar *data;
-        gsize size;
-
-        g_assert_cmpint(snapshot_sqlite_write(f, path), ==, 0);
-        g_assert_cmpint(sqlite3_open(path, &db), ==, SQLITE_OK);
-        if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
-                g_error("test SQL failed: %s: %s", sql, err);
-        g_assert_cmpint(sqlite3_close(db), ==, SQLITE_OK);
-        g_assert_true(g_file_get_contents(path, &data, &size, NULL));
-        rm_rf(dir);
-        *ret_size = size;
-        return data;
+        return tests_snapshot_sqlite_mutated(f, sql, ret_size);
 }
 
 static void test_reject_sqlite(const void *data) {

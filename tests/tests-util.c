@@ -8,6 +8,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
+#include <sqlite3.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/mount.h>
@@ -431,4 +432,24 @@ bool tests_wait_for(bool (*cond)(void *userdata), void *userdata, unsigned timeo
                 g_usleep(5000);
         } while (g_get_monotonic_time() < end);
         return cond(userdata);
+}
+
+void *tests_snapshot_sqlite_mutated(const Forest *f, const char *sql, size_t *ret_size) {
+        g_autofree char *dir = g_dir_make_tmp("sectree-snapshot-XXXXXX", NULL);
+        g_assert_nonnull(dir);
+        g_autofree char *path = g_build_filename(dir, "s.db", NULL);
+        sqlite3 *db;
+        char *err = NULL;
+        gchar *data;
+        gsize size;
+
+        g_assert_cmpint(snapshot_sqlite_write(f, path), ==, 0);
+        g_assert_cmpint(sqlite3_open(path, &db), ==, SQLITE_OK);
+        if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK)
+                g_error("test SQL failed: %s: %s", sql, err);
+        g_assert_cmpint(sqlite3_close(db), ==, SQLITE_OK);
+        g_assert_true(g_file_get_contents(path, &data, &size, NULL));
+        tests_remove_dir(dir);
+        *ret_size = size;
+        return data;
 }

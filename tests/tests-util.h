@@ -56,6 +56,9 @@ char *tests_sqlite_query(const char *db, const char *sql);
 
 /* Remove dir and the files in it (not below: it has no subdirectories). NULL is nothing. */
 void tests_remove_dir(const char *dir);
+/* f written as a snapshot file, changed with sql as a hostile writer could, and read back as bytes
+ * (*ret_size of them; g_free() them). */
+void *tests_snapshot_sqlite_mutated(const Forest *f, const char *sql, size_t *ret_size);
 
 /* A GSpawnChildSetupFunc: the child gets SIGKILL when the test process dies. */
 void tests_die_with_parent(gpointer userdata);
