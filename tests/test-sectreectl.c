@@ -1966,6 +1966,17 @@ static void test_monitor_filters(Fixture *fx, gconstpointer data) {
         monitor_stop(&by_subtree);
 }
 
+/* A child of the scenario's root with a filter of its own (getpriority gets EBADF). */
+static ScenarioTask fork_with_filter(Fixture *fx) {
+        ScenarioTask x = scenario_fork(fx->s, fx->root);
+        g_assert_cmpint(x, >=, 0);
+        struct sock_filter f[16];
+        const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
+        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
+        g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
+        return x;
+}
+
 /* --comm matches the name after an exec, as the daemon's ProcessRenamed tells it (not /proc, which
  * the monitor may read after x is gone): read late, the monitor still names x's exit "sleep". The
  * FilterAttached before the exec names x as it was: --comm=sleep leaves it out, --comm=COMM keeps
@@ -1976,13 +1987,8 @@ static void test_monitor_comm_after_exec(Fixture *fx, gconstpointer data) {
         Monitor m = monitor_start_args((const char *const[]) { "monitor", "--comm=sleep", NULL });
         Monitor was = monitor_start_args((const char *const[]) { "monitor", "--comm=" COMM, NULL });
         g_assert_cmpint(kill(m.pid, SIGSTOP), ==, 0);
-        ScenarioTask x = scenario_fork(fx->s, fx->root);
-        g_assert_cmpint(x, >=, 0);
+        ScenarioTask x = fork_with_filter(fx);
         g_autofree char *xpid = g_strdup_printf("%d", tid_of(fx, x));
-        struct sock_filter f[16];
-        const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
-        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
-        g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
         g_assert_cmpint(scenario_exec_sleep(fx->s, x), ==, 0);
         g_autofree char *attached = g_strdup_printf("parent=none tid=%s pid=%s comm=" COMM, xpid, xpid);
         g_autofree char *renamed = g_strdup_printf("ProcessRenamed pid=%s comm=sleep", xpid);
@@ -2007,13 +2013,8 @@ static void test_monitor_installer_gone(Fixture *fx, gconstpointer data) {
                 return;
         Monitor m = monitor_start_args((const char *const[]) { "monitor", NULL });
         g_assert_cmpint(kill(m.pid, SIGSTOP), ==, 0);
-        ScenarioTask x = scenario_fork(fx->s, fx->root);
-        g_assert_cmpint(x, >=, 0);
+        ScenarioTask x = fork_with_filter(fx);
         g_autofree char *xpid = g_strdup_printf("%d", tid_of(fx, x));
-        struct sock_filter f[16];
-        const Rule r[] = { { SYS_getpriority, ERRNO(9) } };
-        size_t n = build_filter(f, r, G_N_ELEMENTS(r));
-        g_assert_cmpint(scenario_install(fx->s, x, f, n, 0), >=, 0);
         g_assert_cmpint(scenario_exit(fx->s, x), ==, 0);
         g_autofree char *rescan = CTL_OK(fx, "rescan"); /* the exit is stored: ListTasks no longer lists x */
         g_assert_cmpint(kill(m.pid, SIGCONT), ==, 0);
