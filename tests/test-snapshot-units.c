@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include "snapshot-samples.h"
+#include "snapshot/snapshot-diff.h"
 #include "snapshot/snapshot-json.h"
 #include "snapshot/snapshot-sqlite-read.h"
 #include "snapshot/snapshot-sqlite.h"
@@ -253,12 +254,56 @@ static void test_validate(void) {
         g_assert_nonnull(strstr(error, ".units.user_unit: not a name"));
 }
 
+static char *diff_text(const Forest *a, const Forest *b) {
+        _cleanup_(snapshot_diff_freep) SnapshotDiff *d = NULL;
+        g_assert_cmpint(snapshot_diff(a, b, &d), ==, 0);
+        char *text = NULL;
+        size_t size = 0;
+        FILE *out = open_memstream(&text, &size);
+        g_assert_nonnull(out);
+        g_assert_cmpint(snapshot_diff_print(d, out), ==, 0);
+        fclose(out);
+        return text;
+}
+
+/* A process that moved to another unit is a difference (text and JSON, its name escaped in the
+ * text); between a snapshot that records units and one that does not (version 1), it is not. */
+static void test_diff(void) {
+        g_autoptr(Forest) a = forest_with_units();
+        g_autoptr(Forest) b = forest_with_units();
+        g_autofree char *same = diff_text(a, b);
+        g_assert_cmpstr(same, ==, "no differences\n");
+
+        g_assert_cmpint(process_set_units(b->processes[0], "other\e.service", NULL, "box"), ==, 0);
+        g_autofree char *text = diff_text(a, b);
+        g_autofree char *line = g_strdup_printf("  ~ process %d (start time %" PRIu64 ", comm \"%s\"): unit sshd.service -> "
+                                                "unit other\\e.service machine box\n",
+                                                (int) a->processes[0]->pid, a->processes[0]->start_time, a->processes[0]->comm);
+        if (!strstr(text, "processes: 0 added, 0 removed, 1 in other units\n") || !strstr(text, line))
+                g_error("diff of a process in another unit:\n%s\nwanted the line:\n%s", text, line);
+        _cleanup_(snapshot_diff_freep) SnapshotDiff *d = NULL;
+        g_autofree char *json = NULL;
+        g_assert_cmpint(snapshot_diff(a, b, &d), ==, 0);
+        g_assert_cmpint(snapshot_diff_format_json(d, &json), ==, 0);
+        g_assert_nonnull(strstr(json, "\"change\":\"changed\""));
+        g_assert_nonnull(strstr(json, "\"units\":{\"a\":{\"unit\":\"sshd.service\",\"user_unit\":null,\"machine\":null},"
+                                      "\"b\":{\"unit\":\"other\\u001B.service\",\"user_unit\":null,\"machine\":\"box\"}}"));
+
+        g_autoptr(Forest) old = forest_with_units();
+        for (size_t i = 0; i < old->n_processes; i++)
+                g_assert_cmpint(process_set_units(old->processes[i], NULL, NULL, NULL), ==, 0);
+        g_assert_false(forest_has_units(old));
+        g_autofree char *versions = diff_text(old, a);
+        g_assert_cmpstr(versions, ==, "no differences\n");
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/snapshot-units/round-trip", test_round_trip);
         g_test_add_func("/snapshot-units/old-format", test_old_format);
         g_test_add_func("/snapshot-units/clean", test_clean);
         g_test_add_func("/snapshot-units/validate", test_validate);
+        g_test_add_func("/snapshot-units/diff", test_diff);
         g_test_add_func("/snapshot-units/reject/json-long", test_reject_long_json);
         for (size_t i = 0; i < G_N_ELEMENTS(json_cases); i++) {
                 g_autofree char *name = g_strdup_printf("/snapshot-units/reject/json/%s", json_cases[i].name);

@@ -6,6 +6,7 @@
 
 #include "core/escape.h"
 #include "snapshot/snapshot-text.h"
+#include "snapshot/snapshot-units.h"
 
 static const char *const diff_kind_table[_DIFF_KIND_MAX] = {
         [DIFF_ADDED] = "added",
@@ -286,10 +287,18 @@ static int diff_threads(SnapshotDiff *d, Growing *g, const Process *pa, const Pr
         return r;
 }
 
+/* The same process in both, in another unit, user unit or machine. Only when both snapshots record
+ * units (format version 2): a snapshot that does not is not one of a process without a unit. */
+static bool units_differ(const Process *a, const Process *b) {
+        return !streq_ptr(a->unit, b->unit) || !streq_ptr(a->user_unit, b->user_unit) ||
+               !streq_ptr(a->machine, b->machine);
+}
+
 /* Processes merged by pid (linked: sorted); the same pid with another start time is another
  * process. */
 static int diff_processes(SnapshotDiff *d) {
         const Forest *fa = d->a, *fb = d->b;
+        bool units = forest_has_units(fa) && forest_has_units(fb);
         Growing g = {};
         size_t i = 0, j = 0;
         int r = chain_signatures(fa, &g.sig_a);
@@ -311,7 +320,10 @@ static int diff_processes(SnapshotDiff *d) {
                                 r = add_process_diff(d, &g, DIFF_ADDED, NULL, b);
                         i++, j++;
                 } else {
-                        r = diff_threads(d, &g, a, b);
+                        if (units && units_differ(a, b))
+                                r = add_process_diff(d, &g, DIFF_CHANGED, a, b);
+                        if (r >= 0)
+                                r = diff_threads(d, &g, a, b);
                         i++, j++;
                 }
         }
@@ -399,6 +411,23 @@ static void print_process(const Process *p, FILE *out) {
         fputs("\")", out);
 }
 
+static void print_unit_name(const char *what, const char *name, FILE *out) {
+        if (!name)
+                return;
+        fprintf(out, " %s ", what);
+        (void) fputs_escaped(name, out);
+}
+
+static void print_units(const Process *p, FILE *out) {
+        if (!process_has_units(p)) {
+                fputs(" (none)", out);
+                return;
+        }
+        print_unit_name("unit", p->unit, out);
+        print_unit_name("user-unit", p->user_unit, out);
+        print_unit_name("machine", p->machine, out);
+}
+
 static void print_task_state(const Task *t, FILE *out) {
         char buf[SHORT_DIGEST + 1];
         if (!t) {
@@ -430,18 +459,28 @@ static void print_tasks(const SnapshotDiff *d, FILE *out) {
 }
 
 int snapshot_diff_print(const SnapshotDiff *d, FILE *out) {
-        size_t added = 0;
+        size_t n[_DIFF_KIND_MAX] = {};
         for (size_t i = 0; i < d->n_processes; i++)
-                added += d->processes[i].kind == DIFF_ADDED;
+                n[d->processes[i].kind]++;
 
         if (snapshot_diff_is_empty(d))
                 fputs("no differences\n", out);
         else {
                 print_filters(d, out);
-                fprintf(out, "processes: %zu added, %zu removed\n", added, d->n_processes - added);
+                fprintf(out, "processes: %zu added, %zu removed", n[DIFF_ADDED], n[DIFF_REMOVED]);
+                if (n[DIFF_CHANGED] > 0)
+                        fprintf(out, ", %zu in other units", n[DIFF_CHANGED]);
+                fputc('\n', out);
                 for (size_t i = 0; i < d->n_processes; i++) {
-                        fputs(d->processes[i].kind == DIFF_ADDED ? "  + " : "  - ", out);
-                        print_process(d->processes[i].a ? d->processes[i].a : d->processes[i].b, out);
+                        const ProcessDiff *x = &d->processes[i];
+                        fputs(x->kind == DIFF_ADDED ? "  + " : x->kind == DIFF_REMOVED ? "  - " : "  ~ ", out);
+                        print_process(x->a ? x->a : x->b, out);
+                        if (x->kind == DIFF_CHANGED) {
+                                fputc(':', out);
+                                print_units(x->a, out);
+                                fputs(" ->", out);
+                                print_units(x->b, out);
+                        }
                         fputc('\n', out);
                 }
                 print_tasks(d, out);
@@ -494,10 +533,22 @@ static json_t *filter_diff_json(const FilterDiff *x) {
                          filter_json(x->b), "what", what);
 }
 
+static json_t *json_name(const char *s) {
+        return s ? json_text(s) : json_null();
+}
+
+static json_t *units_json(const Process *p) {
+        return json_pack("{s:o, s:o, s:o}", "unit", json_name(p->unit), "user_unit", json_name(p->user_unit), "machine",
+                         json_name(p->machine));
+}
+
 static json_t *process_diff_json(const ProcessDiff *x) {
         const Process *p = x->a ? x->a : x->b;
-        return json_pack("{s:s, s:i, s:I, s:o}", "change", diff_kind_to_string(x->kind), "pid", (int) p->pid,
-                         "start_time", (json_int_t) p->start_time, "comm", json_text(p->comm));
+        json_t *o = json_pack("{s:s, s:i, s:I, s:o}", "change", diff_kind_to_string(x->kind), "pid", (int) p->pid,
+                              "start_time", (json_int_t) p->start_time, "comm", json_text(p->comm));
+        if (o && x->kind == DIFF_CHANGED)
+                json_object_set_new(o, "units", json_pack("{s:o, s:o}", "a", units_json(x->a), "b", units_json(x->b)));
+        return o;
 }
 
 static json_t *task_state_json(const Task *t) {

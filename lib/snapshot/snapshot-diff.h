@@ -41,7 +41,8 @@ typedef struct FilterDiff {
 } FilterDiff;
 
 typedef struct ProcessDiff {
-        DiffKind kind; /* added or removed: a process is its (pid, start_time) */
+        DiffKind kind; /* added or removed: a process is its (pid, start_time); changed: its unit,
+                        * user unit or machine differ (when both snapshots record units) */
         const Process *a, *b;
 } ProcessDiff;
 
