@@ -624,7 +624,7 @@ static void test_listeners(void) {
         g_assert_true(filter_at(f, tid_of(s, a), 1)->has_listener);
 
         /* a second collection finds nothing new */
-        g_assert_cmpint(listeners_collect(f, &(ScanError) {}), ==, 0);
+        g_assert_cmpint(listeners_collect(f, &(ScanError) {}, NULL), ==, 0);
         g_assert_cmpuint(f->n_listeners, ==, 2);
         g_assert_cmpuint(la->n_holders, ==, 2);
 }
@@ -722,7 +722,7 @@ static void test_listeners_exact(void) {
         g_assert_cmpint(listener_add_holder(l, pa, scenario_node(s, na)->listener_fd), ==, 0);
         g_assert_cmpint(forest_link(f, NULL), ==, 0);
 
-        g_assert_cmpint(listeners_collect(f, &(ScanError) {}), ==, 0);
+        g_assert_cmpint(listeners_collect(f, &(ScanError) {}, NULL), ==, 0);
         g_assert_true(f->linked);
         g_assert_cmpuint(f->n_listeners, ==, 2);
         const Listener *la = tests_listener_held_by(f, pa, scenario_node(s, na)->listener_fd);
@@ -736,6 +736,23 @@ static void test_listeners_exact(void) {
         g_assert_cmpuint(lc->id, ==, 4);
         g_assert_cmpuint(lc->filter_id, ==, 8);
         g_assert_cmpint(lc->identity, ==, IDENTITY_INFERRED);
+
+        /* A given holder that is another file is noted (to be logged after a pass's thaw), not logged
+         * while the pass may hold tasks stopped. */
+        _cleanup_(forest_freep) Forest *g = forest_new();
+        g_assert_cmpint(forest_add_filter(g, 7, 0, insns, n, &fa), ==, 0);
+        fa->has_listener = true;
+        add_process_with_thread(g, pa, 7);
+        add_process_with_thread(g, pc, 0);
+        g_assert_cmpint(forest_add_listener(g, 3, 7, &l), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, pa, scenario_node(s, na)->listener_fd), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, pc, scenario_node(s, nc)->listener_fd), ==, 0);
+        g_assert_cmpint(forest_link(g, NULL), ==, 0);
+        ListenerNotes notes;
+        g_assert_cmpint(listeners_collect(g, &(ScanError) {}, &notes), ==, 0);
+        g_assert_cmpuint(notes.mismatched, ==, 1);
+        g_assert_cmpuint(notes.mismatched_listener, ==, 3);
+        g_assert_cmpuint(notes.left_out, ==, 0);
 }
 
 static bool forest_has_pid(const Forest *f, pid_t pid) {

@@ -14,9 +14,9 @@
  * is not used here: it would only be needed to act on a listener (e.g. to read its notifications).
  *
  * Filter of a listener:
- *   - exact (bpf): the backend has already created the listener with its filter and holders from
- *     the kernel (iter/task_file). Holders found here that kcmp says are the same file join it; a
- *     kernel-known holder that kcmp says is a different file is reported with a warning.
+ *   - given: the forest has the listener already, with its filter and holders. Holders found here
+ *     that kcmp says are the same file join it; a given holder that kcmp says is a different file
+ *     is noted.
  *   - inferred (ptrace, or an fd the backend did not report): a listener belongs to a filter in the
  *     chain of some task that installed it, and that filter can return SECCOMP_RET_USER_NOTIF (one of
  *     its RET instructions says so, or returns the accumulator). The installer usually keeps its
@@ -37,6 +37,7 @@ typedef struct Group {
 typedef struct Groups {
         Group *groups;
         size_t n, allocated;
+        ListenerNotes notes;
 } Groups;
 
 static void groups_done(Groups *g) {
@@ -82,21 +83,20 @@ static Listener *find_holder(const Forest *f, pid_t pid, int fd, size_t *ret_ind
         return NULL;
 }
 
-/* A holder the backend reported: check that it is the same file as the listener's first holder. */
-static void verify_holder(const Listener *l, size_t index) {
+/* A holder the forest gave: check that it is the same file as the listener's first holder. */
+static void verify_holder(Groups *gs, const Listener *l, size_t index) {
         const ListenerHolder *h = &l->holders[index], *first = &l->holders[0];
-        if (index == 0)
+        if (index == 0 || kcmp_file(first->pid, first->fd, h->pid, h->fd) <= 0)
                 return;
-        if (kcmp_file(first->pid, first->fd, h->pid, h->fd) > 0)
-                log_warning("Listener %" PRIu64 ": fd %d of process %d is not the file of fd %d of process %d.",
-                            l->id, h->fd, (int) h->pid, first->fd, (int) first->pid);
+        if (gs->notes.mismatched++ == 0)
+                gs->notes.mismatched_listener = l->id;
 }
 
 static int groups_add_fd(Groups *gs, const Forest *f, pid_t pid, int fd) {
         size_t index;
         const Listener *known = find_holder(f, pid, fd, &index);
         if (known) {
-                verify_holder(known, index);
+                verify_holder(gs, known, index);
                 return 0;
         }
 
@@ -120,7 +120,8 @@ static int groups_scan_processes(Groups *gs, const Forest *f, ScanError *e) {
                         continue; /* exited since the scan */
                 if (r == -EACCES || r == -EPERM) {
                         /* an unprivileged scan (sectreed scan as a user): not its to see */
-                        log_debug_errno(r, "Cannot list the fds of process %d, skipping its listeners: %m", (int) pid);
+                        if (gs->notes.unlisted++ == 0)
+                                gs->notes.unlisted_pid = pid;
                         continue;
                 }
                 if (r < 0)
@@ -196,14 +197,16 @@ static int listener_add_found(Listener *l, const Group *g) {
         return 0;
 }
 
-static int group_commit(Forest *f, Group *g, uint64_t *last_id) {
+static int group_commit(Forest *f, Group *g, uint64_t *last_id, ListenerNotes *notes) {
         if (g->listener)
                 return listener_add_found(g->listener, g);
 
         Filter *flt = group_infer_filter(f, g);
         if (!flt) {
-                log_debug("Listener fd %d of process %d: no filter of the forest can be its own, left out.",
-                          g->found[0].fd, (int) g->found[0].pid);
+                if (notes->left_out++ == 0) {
+                        notes->left_out_pid = g->found[0].pid;
+                        notes->left_out_fd = g->found[0].fd;
+                }
                 return 0;
         }
 
@@ -225,7 +228,20 @@ static int link_or_keep(Forest *f, ScanError *e) {
         return r;
 }
 
-int listeners_collect(Forest *f, ScanError *e) {
+void listener_notes_log(const ListenerNotes *n) {
+        if (n->unlisted > 0)
+                log_debug("Cannot list the fds of %zu process(es), process %d first: their listeners are left out.",
+                          n->unlisted, (int) n->unlisted_pid);
+        if (n->left_out > 0)
+                log_debug("%zu listener(s) left out, fd %d of process %d first: no filter of the forest can be theirs.",
+                          n->left_out, n->left_out_fd, (int) n->left_out_pid);
+        if (n->mismatched > 0)
+                log_warning("%zu holder(s) of listeners are not the file of the listener's first holder, of listener %" PRIu64
+                            " first.",
+                            n->mismatched, n->mismatched_listener);
+}
+
+int listeners_collect(Forest *f, ScanError *e, ListenerNotes *notes) {
         Groups gs = {};
         uint64_t last_id = 0;
         int r;
@@ -250,7 +266,9 @@ int listeners_collect(Forest *f, ScanError *e) {
 
         r = groups_scan_processes(&gs, f, e);
         for (size_t i = 0; r >= 0 && i < gs.n; i++)
-                r = group_commit(f, &gs.groups[i], &last_id);
+                r = group_commit(f, &gs.groups[i], &last_id, &gs.notes);
+        if (notes)
+                *notes = gs.notes;
         groups_done(&gs);
         if (r < 0) /* kept already where the fds could not be listed */
                 return scan_error_set(e, LOG_LEVEL_ERR, r, "Failed to collect seccomp listeners");

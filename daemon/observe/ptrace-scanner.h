@@ -52,6 +52,7 @@ typedef struct Scan {
         size_t n_procs;
         uint64_t last_filter_id;
         ScanError error; /* why the pass failed: logged once, by ptrace_scan()'s caller */
+        ListenerNotes listener_notes; /* what the listener collection passed over: logged after it */
 } Scan;
 
 static inline TaskMode ptrace_task_mode(int mode) {

@@ -247,7 +247,7 @@ int ptrace_scan_emit(Scan *s, Forest *f) {
                 free(error);
                 return r;
         }
-        return listeners_collect(f, &s->error);
+        return listeners_collect(f, &s->error, &s->listener_notes);
 }
 
 /* Every process of the report but those selected for their listener fds alone: the subtree's,

@@ -440,6 +440,7 @@ static void *freeze_worker(void *userdata) {
         if (fz.n_detach_failed > 0)
                 log_warning_errno(fz.detach_error, "Failed to detach from %zu thread(s), thread %d first: %m",
                                   fz.n_detach_failed, (int) fz.detach_failed);
+        listener_notes_log(&j->scan->listener_notes);
         if (j->r >= 0 && j->forest->snapshot.consistency != SNAPSHOT_CONSISTENCY_FROZEN)
                 log_warning("ptrace: not every task of the report could be stopped: the snapshot is not frozen.");
         log_debug("ptrace: %zu tasks frozen in %" PRIu64 " us, stopped for %" PRIu64 " us in all", fz.n,

@@ -78,6 +78,7 @@ static int scan_run(Scan *s, Forest *f) {
         r = ptrace_scan_restrict_holders(s, f);
         if (r < 0)
                 return r;
+        listener_notes_log(&s->listener_notes);
         log_debug("ptrace scan: /proc %" PRIu64 " us, dump %" PRIu64 " us, place and emit %" PRIu64 " us",
                   t1 - t0, t2 - t1, now_usec(CLOCK_MONOTONIC) - t2);
         return 0;
