@@ -297,7 +297,9 @@ static void test_held_listener(void) {
 /* ---- another tracer ---- */
 
 /* A process of root's under two filters of its own, pausing (no fork, no exec: no event). */
-static pid_t spawn_two_filters(void) {
+/* go: -1, or a pipe's read end: the child installs its filters once a byte comes (before, it runs
+ * without any, and only a full pass can see them come). */
+static pid_t spawn_two_filters_after(int go) {
         int ready[2];
         char c;
         g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
@@ -306,6 +308,8 @@ static pid_t spawn_two_filters(void) {
         if (pid == 0) {
                 struct sock_filter a[16], b[16];
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (go >= 0 && read(go, &c, 1) != 1)
+                        _exit(2);
                 install(a, scenario_filter_errno(a, SYS_acct, 1, 0));
                 install(b, scenario_filter_errno(b, SYS_swapon, 2, 0));
                 (void) !write(ready[1], "x", 1);
@@ -313,9 +317,14 @@ static pid_t spawn_two_filters(void) {
                         pause();
         }
         close(ready[1]);
-        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        if (go < 0)
+                g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
         close(ready[0]);
         return pid;
+}
+
+static pid_t spawn_two_filters(void) {
+        return spawn_two_filters_after(-1);
 }
 
 /* GetTaskChain(tid) as "id,id" (newest first), or the error's name. */
@@ -449,10 +458,26 @@ static void tracer_with(bool flap) {
         BusSignalLog log;
         bus_signal_log_start(&log, bus, format_attached);
 
+        int go[2];
+        g_assert_cmpint(pipe2(go, O_CLOEXEC), ==, 0);
+        pid_t twin = flap ? 0 : spawn_two_filters_after(go[0]);
+        close(go[0]);
         pid_t tracer = start_tracer(tracee, flap);
         if (!flap) { /* held: no pass can read it, and it is shown as stale */
                 g_assert_true(tests_wait_for(stale_is, &(StaleIs) { bus, tracee, true }, TESTS_PATIENCE_MS));
                 ctl_shows_stale(&b, tracee, true);
+                /* A process installs the same two filters (bytes and all) now, which only a full pass
+                 * sees: its filters are its own, not the held task's (which it once took, by their
+                 * bytes, at the pass that found them). */
+                g_assert_cmpint(write(go[1], "x", 1), ==, 1);
+                g_assert_true(tests_wait_for(chain_has_depth, &(ChainIs) { bus, twin, 2 }, TESTS_PATIENCE_MS));
+                g_autofree char *twin_chain = task_chain(bus, twin);
+                g_auto(GStrv) ours = g_strsplit(chain, ",", -1), theirs = g_strsplit(twin_chain, ",", -1);
+                for (char **a = ours; *a; a++)
+                        for (char **t = theirs; *t; t++)
+                                if (streq(*a, *t))
+                                        g_error("the new process %d (chain %s) took filter %s of the held task %d (chain %s)",
+                                                (int) twin, twin_chain, *a, (int) tracee, chain);
         }
         for (int i = 0; i < 20; i++) { /* 2 s: about ten passes */
                 g_usleep(100 * 1000);
@@ -475,8 +500,13 @@ static void tracer_with(bool flap) {
                 if (streq(g_ptr_array_index(log.lines, i), tid))
                         g_error("FilterAttached for %d, whose chain did not change", (int) tracee);
         g_ptr_array_unref(log.lines);
+        close(go[1]);
         kill(tracee, SIGKILL);
         waitpid(tracee, NULL, 0);
+        if (twin > 0) {
+                kill(twin, SIGKILL);
+                waitpid(twin, NULL, 0);
+        }
         bus_fixture_finish(&b);
 }
 

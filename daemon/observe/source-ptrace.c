@@ -239,14 +239,22 @@ static int keep_process(Forest *f, const Process *lp, Process **ret) {
         return 0;
 }
 
-/* The live state of thread tid into f; 1 if it was kept, 0 if there is nothing to keep. */
+/* The live thread tid, if the pass f did not read it and it is still the same task. */
+static const Task *keepable_thread(const Forest *live, const Forest *f, pid_t tid, Process **ret_process) {
+        const Task *lt = forest_find_task(live, tid, ret_process);
+        uint64_t start_time;
+        if (!lt || process_find_thread(forest_find_process(f, (*ret_process)->pid), tid) ||
+            proc_read_start_time(tid, &start_time) < 0 || start_time != lt->start_time)
+                return NULL;
+        return lt;
+}
+
+/* The live thread tid into f; 1 if it was kept, 0 if there is nothing to keep. */
 static int keep_thread(const Forest *live, Forest *f, pid_t tid) {
         Process *lp, *fp;
-        const Task *lt = forest_find_task(live, tid, &lp);
-        uint64_t start_time;
+        const Task *lt = keepable_thread(live, f, tid, &lp);
         Task *t;
-        if (!lt || process_find_thread(forest_find_process(f, lp->pid), tid) ||
-            proc_read_start_time(tid, &start_time) < 0 || start_time != lt->start_time)
+        if (!lt)
                 return 0;
         int r = keep_process(f, lp, &fp);
         if (r < 0)
@@ -279,6 +287,25 @@ static void mark_stale(PtraceSource *p, pid_t tid, int error, bool stale) {
                 hashmap_remove(&p->stale, (uint64_t) tid);
                 log_debug("Thread %d is read again.", tid);
         }
+}
+
+/* The ids of the chains keep_unreadable() will keep, before the pass adopts ids: a new filter of
+ * the pass with the same bytes (a process that installed the same profile since) must not take
+ * them, or the kept thread would share it, and the two come apart with new ids when the thread is
+ * read again. */
+static int reserve_unreadable(PtraceSource *p, const Forest *f, const UnreadableTask *bad, size_t n_bad,
+                              Hashmap *ret) {
+        const Forest *live = live_now(p);
+        for (size_t i = 0; live && i < n_bad; i++) {
+                Process *lp;
+                const Task *lt = bad[i].error == -ESRCH ? NULL : keepable_thread(live, f, bad[i].tid, &lp);
+                for (const Filter *x = lt ? lt->filter : NULL; x; x = x->parent) {
+                        int r = hashmap_replace(ret, x->id, (void *) 1);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
 }
 
 /* f: a pass with the live forest's ids. The unreadable threads the live forest knows are kept; the
@@ -329,7 +356,10 @@ static int ptrace_full_pass(Source *s, const char *reason) {
                 return r;
         /* The first pass after start takes over the stored ids exactly (by thread): a filter of a task
          * that died while the daemon was down is not given to another by its bytes. */
-        r = infer_adopt_ids(live_now(p), f, p->passed, &p->last_id, NULL);
+        _cleanup_(hashmap_deinit) Hashmap reserved = {};
+        r = reserve_unreadable(p, f, bad, n_bad, &reserved);
+        if (r >= 0)
+                r = infer_adopt_ids_reserving(live_now(p), f, p->passed, &p->last_id, NULL, &reserved);
         if (r < 0)
                 return log_error_errno(r, "Full pass failed: %m");
         r = keep_unreadable(p, f, bad, n_bad);

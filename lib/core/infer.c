@@ -175,7 +175,26 @@ static uint64_t adopted_id(const Claims *c, const KeyedFilter *idx, size_t n_idx
         return old ? old->id : next_id ? ++*next_id : x->id;
 }
 
+/* Reserved ids no claim took: used, by no filter of f. */
+static const char reserved_mark;
+
+static int reserve_unclaimed(const Hashmap *reserved, Hashmap *used) {
+        uint64_t id;
+        void *v;
+        for (size_t i = 0; reserved && hashmap_next(reserved, &i, &id, &v);) {
+                int r = hashmap_get(used, id) ? 0 : hashmap_put(used, id, (void *) &reserved_mark);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int infer_adopt_ids(const Forest *prev, Forest *f, bool content, uint64_t *next_id, Hashmap *ret_renamed) {
+        return infer_adopt_ids_reserving(prev, f, content, next_id, ret_renamed, NULL);
+}
+
+int infer_adopt_ids_reserving(const Forest *prev, Forest *f, bool content, uint64_t *next_id, Hashmap *ret_renamed,
+                              const Hashmap *reserved) {
         _cleanup_free_ KeyedFilter *idx = NULL;
         _cleanup_(claims_done) Claims claims = {};
         _cleanup_free_ uint64_t *ids = calloc(f->n_filters + 1, sizeof(uint64_t));
@@ -187,7 +206,8 @@ int infer_adopt_ids(const Forest *prev, Forest *f, bool content, uint64_t *next_
                 return -EINVAL;
         if (!ids || (content && index_by_content(prev, &idx, &n_idx) < 0))
                 return -ENOMEM;
-        if ((r = claims_collect(&claims, prev, f)) < 0 || (r = claims_reserve(&claims, f, &used)) < 0)
+        if ((r = claims_collect(&claims, prev, f)) < 0 || (r = claims_reserve(&claims, f, &used)) < 0 ||
+            (r = reserve_unclaimed(reserved, &used)) < 0)
                 return r;
         /* Parents come first, so a parent's new id is known when its children are matched. */
         for (size_t i = 0; i < f->n_filters; i++) {

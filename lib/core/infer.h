@@ -22,6 +22,12 @@
  * to its new id ((void *) (uintptr_t) id values). f is linked again. About one step per thread
  * and filter. */
 int infer_adopt_ids(const Forest *prev, Forest *f, bool by_content, uint64_t *next_id, Hashmap *ret_renamed);
+/* The same, where the ids in reserved (keys) stay with the prev filters that have them unless a
+ * thread of f claims them: by_content gives them to no other filter. The ptrace backend reserves
+ * the chains of the threads a pass could not read, which keep their live state: a new filter with
+ * the same bytes must not take their ids. */
+int infer_adopt_ids_reserving(const Forest *prev, Forest *f, bool by_content, uint64_t *next_id, Hashmap *ret_renamed,
+                              const Hashmap *reserved);
 
 /* The events that make the live forest hold a subtree rescan: scan (linked, as ptrace_scan() made
  * it) replaces the live state of each of its processes, ancestors first, and a thread that the scan
