@@ -161,3 +161,9 @@ int context_list_units(Context *c, UnitList *ret) {
         int r = context_bus(c, &bus);
         return r < 0 ? r : manager_list_units(bus, ret);
 }
+
+int context_units_of(Context *c, const Forest *f, UnitList *ret) {
+        if (!c->file)
+                return context_list_units(c, ret);
+        return unit_list_from_forest(f, ret) < 0 ? log_oom() : 0;
+}

@@ -45,3 +45,6 @@ bool unit_filter_matches(const Context *c, const UnitRecord *u);
 /* The units when a filter is given or a table shows them (fetched once per run); a daemon without
  * ListProcessUnits leaves the list empty. Logs. */
 int context_list_units(Context *c, UnitList *ret);
+/* The units of f's processes: those the snapshot file of --file records (none before format
+ * version 2), or the daemon's. Logs its failure. */
+int context_units_of(Context *c, const Forest *f, UnitList *ret);

@@ -287,8 +287,8 @@ int verb_graph(Context *c, char **args, size_t n_args) {
                 return r;
         if (c->json)
                 return print_forest_json(f);
-        /* the daemon's units (a snapshot file does not record them) */
-        if (!c->file && !c->graph_counts && (r = context_list_units(c, &units)) < 0)
+        /* the daemon's units, or those the snapshot file records */
+        if (!c->graph_counts && (r = context_units_of(c, f, &units)) < 0)
                 return r;
         /* a whole machine is read at a glance: alike processes as one node; a subtree, in detail */
         return graph_print(f, &units, c->graph_counts, f->root == 0 && !c->all, stdout);

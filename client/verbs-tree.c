@@ -83,15 +83,12 @@ static bool process_in_units(const Process *p, void *userdata) {
 }
 
 /* --unit, --machine, --user: only the processes of those units, and the filters they reach. The
- * units are the daemon's (a snapshot file does not record them). */
+ * units are the daemon's, or those the snapshot file records. */
 static int restrict_to_units(Context *c, Forest *f) {
         _cleanup_(unit_list_done) UnitList units = {};
         if (!unit_filter_given(c))
                 return 0;
-        if (c->file)
-                return ctl_error_errno(-EINVAL, "--unit, --machine and --user need the daemon: a snapshot file "
-                                                "does not record units");
-        int r = context_list_units(c, &units);
+        int r = context_units_of(c, f, &units);
         if (r < 0)
                 return r;
         r = forest_restrict_to_processes(f, process_in_units, &(UnitMembers) { c, &units });

@@ -356,6 +356,18 @@ static void test_snapshot(Fixture *fx, gconstpointer data) {
                                 g_autofree char *line = g_strdup_printf("             %s: 1 process\n", fx->unit);
                                 if (!strstr(show, "      Units: 1\n") || !strstr(show, line))
                                         g_error("show %s lacks the unit:\n%s", file_arg, show);
+                                /* tree and graph of the file by the units it records */
+                                g_autofree char *unit_arg = g_strdup_printf("--unit=%s", fx->unit);
+                                g_autofree char *pid = g_strdup_printf("[%d]", (int) fx->children[i].pid);
+                                g_autofree char *tree = ctl_run_ok(&fx->b, CTL_ARGS("tree", file_arg, unit_arg));
+                                g_autofree char *other = ctl_run_ok(&fx->b, CTL_ARGS("tree", file_arg, "--unit=none-such.service"));
+                                if (!strstr(tree, pid) || strstr(other, pid))
+                                        g_error("tree %s %s should list %s, and not for another unit:\n%s\n--\n%s", file_arg,
+                                                unit_arg, pid, tree, other);
+                                g_autofree char *graph = ctl_run_ok(&fx->b, CTL_ARGS("graph", file_arg));
+                                g_autofree char *label = g_strdup_printf("label=\"%s\"", fx->unit);
+                                if (!strstr(graph, label))
+                                        g_error("graph %s draws no cluster of %s:\n%s", file_arg, fx->unit, graph);
                         } else if (i == 1) {
                                 g_assert_cmpstr(p->unit, ==, "user@4242.service");
                                 g_assert_cmpstr(p->user_unit, ==, fx->user_unit);
