@@ -239,8 +239,32 @@ static void graph_all_processes(const GraphProcesses *g, FILE *out) {
         }
 }
 
-/* A snapshot knows who holds each listener: a node for the listener, a dashed edge to its filter,
- * and one from each holder, labelled with its fd. */
+/* Whether the holder at (listener i, holder j) is the first mention of its pid among the holders. */
+static bool holder_first(const Forest *f, size_t i, size_t j) {
+        pid_t pid = f->listeners[i]->holders[j].pid;
+        for (size_t a = 0; a <= i; a++)
+                for (size_t b = 0; b < (a < i ? f->listeners[a]->n_holders : j); b++)
+                        if (f->listeners[a]->holders[b].pid == pid)
+                                return false;
+        return true;
+}
+
+/* The listeners' holders that are not processes of the forest (a supervisor without filters),
+ * each a node of its own, by the name the listener gives. */
+static void graph_outside_holders(const Forest *f, FILE *out) {
+        for (size_t i = 0; i < f->n_listeners; i++)
+                for (size_t j = 0; j < f->listeners[i]->n_holders; j++) {
+                        const ListenerHolder *h = &f->listeners[i]->holders[j];
+                        if (forest_find_process(f, h->pid) || !holder_first(f, i, j))
+                                continue;
+                        fprintf(out, "        p%d [shape=ellipse, label=\"", h->pid);
+                        dot_escape(h->comm, out);
+                        fprintf(out, "[%d]\"];\n", h->pid);
+                }
+}
+
+/* A node for each listener, a dashed edge to its filter, and one from each holder, labelled with
+ * its fd. */
 static void graph_listener(const Listener *l, FILE *out) {
         fprintf(out, "        l%" PRIu64 " [shape=diamond, label=\"listener %" PRIu64 "\"];\n", l->id, l->id);
         fprintf(out, "        l%" PRIu64 " -> f%" PRIu64 " [style=dashed];\n", l->id, l->filter_id);
@@ -271,8 +295,10 @@ static int graph_print(const Forest *f, const UnitList *units, bool counts, bool
         /* in the tree's order, so that the drawing does not depend on the order of the ids */
         for (size_t i = 0; i < f->n_filters; i++)
                 graph_filter(order[i], groups[order[i]->index], counts, out);
-        if (!counts)
+        if (!counts) {
                 graph_all_processes(&g, out);
+                graph_outside_holders(f, out);
+        }
         for (size_t i = 0; !counts && i < f->n_listeners; i++)
                 graph_listener(f->listeners[i], out);
         fputs("}\n", out);

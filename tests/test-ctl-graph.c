@@ -1,6 +1,7 @@
 /* test-ctl-graph.c: `sectreectl graph` of the whole machine made readable: the processes of a
  * systemd unit (a cgroup made by hand as systemd names it) in a cluster labelled with the unit,
- * alike processes (name, head filter, unit) as one node "N*[name]" */
+ * alike processes (name, head filter, unit) as one node "N*[name]"; a listener's holder that runs
+ * without filters is drawn too */
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -178,8 +179,57 @@ static void test_clusters(Fixture *fx, gconstpointer data) {
         g_assert_nonnull(strstr(dot, outsider_node));
 }
 
+/* st-gnotify installs a filter with a listener and says the listener's fd. */
+static void run_notifier(int fd) {
+        struct sock_filter insns[64];
+        struct sock_fprog prog = { .len = (unsigned short) tests_filter_notify(insns, SYS_uname), .filter = insns };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                _exit(94);
+        int listener = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+        if (listener < 0 || write(fd, &listener, sizeof(listener)) != sizeof(listener))
+                _exit(95);
+        ready(fd);
+        tests_pause_forever();
+}
+
+/* A supervisor without filters (this test) holds a copy of a listener: it is not a process of the
+ * forest, yet the graph draws it as the listener's holder, as a node of its own. */
+static void test_listener_holder_outside(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        int p[2], child_fd;
+        pid_t got;
+        g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+        pid_t notifier = tests_fork_named("st-gnotify");
+        g_assert_cmpint(notifier, >=, 0);
+        if (notifier == 0)
+                run_notifier(p[1]);
+        close(p[1]);
+        g_assert_cmpint(read(p[0], &child_fd, sizeof(child_fd)), ==, sizeof(child_fd));
+        g_assert_cmpint(read(p[0], &got, sizeof(got)), ==, sizeof(got));
+        close(p[0]);
+        int pidfd = (int) syscall(SYS_pidfd_open, notifier, 0);
+        g_assert_cmpint(pidfd, >=, 0);
+        int copy = (int) syscall(SYS_pidfd_getfd, pidfd, child_fd, 0);
+        g_assert_cmpint(copy, >=, 0);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("rescan"))); /* a copy made so is seen by a full pass */
+
+        g_autofree char *out = ctl_run_ok(&fx->b, CTL_ARGS("graph"));
+        g_autofree char *edge = g_strdup_printf("p%d -> l", (int) getpid());
+        g_autofree char *node = g_strdup_printf("p%d [shape=ellipse, label=\"", (int) getpid());
+        if (!strstr(out, edge) || !strstr(out, node))
+                g_error("graph: this process (%d) holds a listener: it wants the edge '%s...' and the node '%s...':\n%s",
+                        (int) getpid(), edge, node, out);
+        close(copy);
+        close(pidfd);
+        kill(notifier, SIGKILL);
+        waitpid(notifier, NULL, 0);
+}
+
 int main(int argc, char *argv[]) {
         tests_init(&argc, &argv);
         g_test_add("/ctl-graph/clusters", Fixture, NULL, fixture_setup, test_clusters, fixture_teardown);
+        g_test_add("/ctl-graph/listener-holder-outside", Fixture, NULL, fixture_setup, test_listener_holder_outside,
+                   fixture_teardown);
         return g_test_run();
 }
