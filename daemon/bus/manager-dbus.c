@@ -6,7 +6,6 @@
 #include "bus/policy-dbus.h"
 #include "bus/snapshots-dbus.h"
 #include "config.h"
-#include "observe/procinfo.h"
 #include "service/access.h"
 #include "service/log-event.h"
 #include "service/snapshot-transfers.h"
@@ -288,56 +287,8 @@ static int subtree_root(sd_bus_message *msg, Caller *c, uint32_t pid, pid_t *ret
 
 static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         ManagerBus *b = userdata;
-        Manager *m = b->manager;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(hashmap_deinit) Hashmap memo = {};
-        const Forest *f;
-        uint32_t pid;
-        pid_t root;
-        int r = sd_bus_message_read(msg, "u", &pid);
-        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0 ||
-            (r = subtree_root(msg, &c, pid, &root, error)) < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "u");
-        for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
-                const Process *p = f->processes[i];
-                bool in;
-                if (!caller_may_see(&c, p))
-                        continue;
-                r = proc_descends_from(p->pid, root, &memo, &in);
-                if (r >= 0 && in)
-                        r = sd_bus_message_append(reply, "u", (uint32_t) p->pid);
-        }
-        return bus_list_end(reply, r);
-}
-
-/* One process of a subtree, if the caller may see it, as ListTasks would show it (a tracked
- * process by the scan's name and start time); its parent as /proc says now, which the subtree was
- * walked by. A process gone meanwhile is left out. */
-static int append_subtree_process(sd_bus_message *reply, Caller *c, const Forest *f, pid_t pid) {
-        const Process *p = forest_find_process(f, pid);
-        ProcStatus st;
-        char comm[16] = "";
-        if (!(p ? caller_may_see(c, p) : caller_may_see_process(c, pid)))
-                return 0;
-        if (proc_read_status(pid, &st) < 0 || st.tgid != pid || (!p && proc_read_comm(pid, comm) < 0))
-                return 0;
-        _cleanup_free_ char *name = snapshot_utf8_sanitize(p ? p->comm : comm); /* D-Bus strings are UTF-8 */
-        if (!name)
-                return -ENOMEM;
-        return sd_bus_message_append(reply, "(uus)", (uint32_t) pid, (uint32_t) st.ppid, name);
-}
-
-/* Every process of the subtree, filtered or not, as snapshots take them: the walk of ListSubtree
- * over every pid /proc lists rather than over the tracked ones only. */
-static int method_list_subtree_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
-        CALLER_CLEANUP Caller c = {};
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(hashmap_deinit) Hashmap memo = {};
         _cleanup_free_ pid_t *pids = NULL;
         size_t n = 0;
         const Forest *f;
@@ -345,17 +296,43 @@ static int method_list_subtree_processes(sd_bus_message *msg, void *userdata, sd
         pid_t root;
         int r = sd_bus_message_read(msg, "u", &pid);
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(b->manager, &f, error)) < 0 ||
-            (r = subtree_root(msg, &c, pid, &root, error)) < 0 || (r = proc_list_pids(&pids, &n)) < 0)
+            (r = subtree_root(msg, &c, pid, &root, error)) < 0 || (r = caller_subtree_tracked(&c, f, root, &pids, &n)) < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "u");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "u", (uint32_t) pids[i]);
+        return bus_list_end(reply, r);
+}
+
+static int append_visible_process(sd_bus_message *reply, const VisibleProcess *p) {
+        _cleanup_free_ char *name = snapshot_utf8_sanitize(p->comm); /* D-Bus strings are UTF-8 */
+        if (!name)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(uus)", (uint32_t) p->pid, (uint32_t) p->ppid, name);
+}
+
+/* Every process of the subtree, filtered or not, as snapshots take them. */
+static int method_list_subtree_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        ManagerBus *b = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ VisibleProcess *list = NULL;
+        size_t n = 0;
+        const Forest *f;
+        uint32_t pid;
+        pid_t root;
+        int r = sd_bus_message_read(msg, "u", &pid);
+        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(b->manager, &f, error)) < 0 ||
+            (r = subtree_root(msg, &c, pid, &root, error)) < 0 ||
+            (r = caller_subtree_processes(&c, f, root, &list, &n)) < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'a', "(uus)");
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                bool in;
-                r = proc_descends_from(pids[i], root, &memo, &in);
-                if (r >= 0 && in)
-                        r = append_subtree_process(reply, &c, f, pids[i]);
-        }
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = append_visible_process(reply, &list[i]);
         return bus_list_end(reply, r);
 }
 

@@ -60,6 +60,68 @@ pid_t proc_process_of(uint32_t tid) {
         return st.tgid;
 }
 
+int caller_subtree_tracked(Caller *c, const Forest *f, pid_t root, pid_t **ret, size_t *ret_n) {
+        _cleanup_(hashmap_deinit) Hashmap memo = {};
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0, allocated = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                bool in;
+                if (!caller_may_see(c, p))
+                        continue;
+                int r = proc_descends_from(p->pid, root, &memo, &in);
+                if (r < 0)
+                        return r;
+                if (!in)
+                        continue;
+                if (GROW(pids, allocated, n + 1) < 0)
+                        return -ENOMEM;
+                pids[n++] = p->pid;
+        }
+        *ret = TAKE_PTR(pids);
+        *ret_n = n;
+        return 0;
+}
+
+/* pid as ListTasks would show it to the caller; 0 if it may not see it or it is gone. */
+static int visible_process(Caller *c, const Forest *f, pid_t pid, VisibleProcess *ret) {
+        const Process *p = forest_find_process(f, pid);
+        ProcStatus st;
+        *ret = (VisibleProcess) { .pid = pid };
+        if (!(p ? caller_may_see(c, p) : caller_may_see_process(c, pid)))
+                return 0;
+        if (proc_read_status(pid, &st) < 0 || st.tgid != pid || (!p && proc_read_comm(pid, ret->comm) < 0))
+                return 0;
+        if (p)
+                memcpy(ret->comm, p->comm, sizeof(ret->comm));
+        ret->ppid = st.ppid;
+        return 1;
+}
+
+int caller_subtree_processes(Caller *c, const Forest *f, pid_t root, VisibleProcess **ret, size_t *ret_n) {
+        _cleanup_(hashmap_deinit) Hashmap memo = {};
+        _cleanup_free_ pid_t *pids = NULL;
+        _cleanup_free_ VisibleProcess *list = NULL;
+        size_t n_pids = 0, n = 0;
+        int r = proc_list_pids(&pids, &n_pids);
+        if (r < 0)
+                return r;
+        list = calloc(n_pids + 1, sizeof(VisibleProcess));
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_pids; i++) {
+                bool in;
+                r = proc_descends_from(pids[i], root, &memo, &in);
+                if (r < 0)
+                        return r;
+                if (in && visible_process(c, f, pids[i], &list[n]) > 0)
+                        n++;
+        }
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        return 0;
+}
+
 void holder_comm(const Forest *f, pid_t pid, char comm[16]) {
         const Process *p = forest_find_process(f, pid);
         memset(comm, 0, 16);

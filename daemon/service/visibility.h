@@ -24,6 +24,22 @@ pid_t proc_process_of(uint32_t tid);
  * found (pid -> 1 in, 2 out), so every process is read once per call. */
 int proc_descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret);
 
+/* The tracked processes of root's subtree (by the parents /proc shows now) that the caller may
+ * see, in the forest's order. */
+int caller_subtree_tracked(Caller *c, const Forest *f, pid_t root, pid_t **ret, size_t *ret_n);
+
+/* A process of a subtree as ListTasks would show it: a tracked process by the scan's name, any
+ * other by /proc's; its parent as /proc says now. */
+typedef struct VisibleProcess {
+        pid_t pid, ppid;
+        char comm[16];
+} VisibleProcess;
+
+/* Every process of root's subtree that the caller may see, filtered or not, as snapshots take
+ * them: the walk over every pid /proc lists, not over the tracked ones only. A process gone
+ * meanwhile is left out. */
+int caller_subtree_processes(Caller *c, const Forest *f, pid_t root, VisibleProcess **ret, size_t *ret_n);
+
 /* The name of a listener's holder: as the forest has the process, or /proc now ("" when it is
  * gone). */
 void holder_comm(const Forest *f, pid_t pid, char comm[16]);
