@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 
 #include "core/util.h"
+#include "runtime-image.h"
 
 static inline void closedirp(DIR **d) {
         if (*d)
@@ -50,13 +51,55 @@ static int *new_fd_array(size_t n) {
         return v;
 }
 
-int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec) {
+/* The memory shared with the tasks (their slots), then the image of the plan they read, in one
+ * memfd; mapped here read-write. */
+static int make_memory(Controller *c, char *const *exec_paths, bool stdio, int *ret_memfd) {
+        const Plan *p = c->plan;
+        long page = sysconf(_SC_PAGESIZE);
+        size_t image_size, slots = sizeof(RuntimeShared) + p->n_tasks * sizeof(RuntimeSlot);
+        _cleanup_close_ int memfd = -1;
+        int r = runtime_image_size(p, exec_paths, &image_size);
+
+        if (r < 0)
+                return log_error_errno(r, "The plan is too large for the runtime's image: %m");
+        c->shared_size = (slots + (size_t) page - 1) / (size_t) page * (size_t) page;
+        c->memory_size = c->shared_size + image_size;
+        memfd = memfd_create("sectree-restore", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (memfd < 0 || ftruncate(memfd, (off_t) c->memory_size) < 0 ||
+            fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+                return log_error_errno(-errno, "Failed to make the memory shared with the tasks: %m");
+        c->shared = mmap(NULL, c->memory_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+        if (c->shared == MAP_FAILED) {
+                c->shared = NULL;
+                return log_error_errno(-errno, "Failed to map the memory shared with the tasks: %m");
+        }
+        c->shared->n_slots = (uint32_t) p->n_tasks;
+        runtime_image_write(p, exec_paths, stdio, (uint8_t *) c->shared + c->shared_size, image_size);
+        *ret_memfd = TAKE_FD(memfd);
+        return 0;
+}
+
+/* Take over the root: its pid and pidfd as process 0's, the executor's ends of its descriptors. */
+static void take_root(Controller *c, RestoreRoot *root) {
+        c->pids[0] = root->pid;
+        c->tids[c->plan->processes[0].leader] = root->pid;
+        c->pidfds[0] = TAKE_FD(root->pidfd);
+        c->report_fd = TAKE_FD(root->report_fd);
+        c->control_w = TAKE_FD(root->control_w);
+        c->handoff_e = TAKE_FD(root->handoff_e);
+        root->pid = 0;
+}
+
+int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec, RestoreRoot *root,
+                    char *const *exec_paths, const int stdio[3]) {
         const Plan *p = plan;
-        int pair[2], pipefd[2];
+        _cleanup_close_ int memfd = -1;
+        int r;
 
         *c = (Controller) { .plan = plan, .step_timeout_usec = step_timeout_usec, .report_fd = -1, .control_w = -1,
-                            .control_r = -1, .handoff_e = -1, .handoff_t = -1, .stdio = { -1, -1, -1 },
-                            .failed_step = SIZE_MAX };
+                            .handoff_e = -1, .stdio = { -1, -1, -1 }, .failed_step = SIZE_MAX };
+        if (stdio && stdio[0] >= 0)
+                memcpy(c->stdio, stdio, sizeof(c->stdio));
         c->pids = calloc(p->n_processes, sizeof(pid_t));
         c->gone = calloc(p->n_processes, sizeof(bool));
         c->tids = calloc(p->n_tasks, sizeof(pid_t));
@@ -67,32 +110,13 @@ int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec)
         if (!c->pids || !c->gone || !c->tids || !c->pidfds || !c->install_fd || !c->listener_fds ||
             !c->filter_listener_fds)
                 return log_oom();
-
-        c->shared_size = sizeof(RuntimeShared) + p->n_tasks * sizeof(RuntimeSlot);
-        c->shared = mmap(NULL, c->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (c->shared == MAP_FAILED) {
-                c->shared = NULL;
-                return log_error_errno(-errno, "Failed to map the memory shared with the tasks: %m");
-        }
-        c->shared->n_slots = (uint32_t) p->n_tasks;
-        c->stacks_size = p->n_tasks * RUNTIME_STACK_SIZE;
-        c->stacks = mmap(NULL, c->stacks_size, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-        if (c->stacks == MAP_FAILED) {
-                c->stacks = NULL;
-                return log_error_errno(-errno, "Failed to map %zu thread stacks: %m", p->n_tasks);
-        }
-        c->report_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->report_fd < 0)
-                return log_error_errno(-errno, "Failed to create the report eventfd: %m");
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return log_error_errno(-errno, "Failed to create the control pipe: %m");
-        c->control_r = pipefd[0];
-        c->control_w = pipefd[1];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-                return log_error_errno(-errno, "Failed to create the handoff socket: %m");
-        c->handoff_e = pair[0];
-        c->handoff_t = pair[1];
+        r = make_memory(c, exec_paths, c->stdio[0] >= 0, &memfd);
+        if (r < 0)
+                return r;
+        r = restore_root_hand(root, memfd, c->shared_size, c->memory_size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to hand the restore root its memory: %m");
+        take_root(c, root);
         return 0;
 }
 
@@ -107,13 +131,9 @@ void controller_done(Controller *c) {
                 close_fd(&c->filter_listener_fds[i]);
         close_fd(&c->report_fd);
         close_fd(&c->control_w);
-        close_fd(&c->control_r);
         close_fd(&c->handoff_e);
-        close_fd(&c->handoff_t);
         if (c->shared)
-                munmap(c->shared, c->shared_size);
-        if (c->stacks)
-                munmap(c->stacks, c->stacks_size);
+                munmap(c->shared, c->memory_size);
         free(c->pids);
         free(c->gone);
         free(c->tids);
@@ -123,7 +143,6 @@ void controller_done(Controller *c) {
         free(c->filter_listener_fds);
         free(c->failure);
         c->shared = NULL;
-        c->stacks = NULL;
 }
 
 void controller_heartbeat(Controller *c) {
@@ -142,61 +161,6 @@ _printf_(4, 5) static int fail(Controller *c, size_t step, int error, const char
                 c->failure = NULL;
         va_end(ap);
         return error < 0 ? error : -error;
-}
-
-/* ---- the restore root ---- */
-
-/* In the restore root, before any step: a clean signal state, stdin /dev/null, the runtime's fds at
- * their fixed numbers and nothing else above stderr, its own session, a subreaper, the executor's
- * original limit of open files. */
-static void root_setup(Controller *c) {
-        int base = c->plan->runtime_fd, null, tmp[PLAN_RUNTIME_N_FDS];
-        int src[PLAN_RUNTIME_N_FDS] = { c->report_fd, c->control_r, c->handoff_t };
-        sigset_t none;
-
-        sigemptyset(&none);
-        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-                _exit(EXIT_FAILURE);
-        for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        (void) signal(sig, SIG_DFL);
-        null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null < 0 || dup2(null, STDIN_FILENO) < 0)
-                _exit(EXIT_FAILURE);
-        for (int i = 0; i < PLAN_RUNTIME_N_FDS; i++)
-                if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, base + PLAN_RUNTIME_N_FDS)) < 0)
-                        _exit(EXIT_FAILURE);
-        for (int i = 0; i < PLAN_RUNTIME_N_FDS; i++)
-                if (dup3(tmp[i], base + i, O_CLOEXEC) < 0)
-                        _exit(EXIT_FAILURE);
-        if (close_range(3, (unsigned) base - 1, 0) < 0 || close_range((unsigned) base + PLAN_RUNTIME_N_FDS, ~0U, 0) < 0)
-                _exit(EXIT_FAILURE);
-        if (setsid() < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-                _exit(EXIT_FAILURE);
-        if (controller_nofile_saved && setrlimit(RLIMIT_NOFILE, &controller_nofile) < 0)
-                _exit(EXIT_FAILURE);
-}
-
-static int fork_root(Controller *c) {
-        pid_t pid;
-
-        fflush(NULL);
-        /* the next child, the restore root, is init of a new pid namespace */
-        if (c->plan->options.pid_namespace && unshare(CLONE_NEWPID) < 0)
-                return fail(c, SIZE_MAX, -errno, "unshare(CLONE_NEWPID) for the restore's pid namespace failed");
-        pid = fork();
-        if (pid < 0)
-                return fail(c, SIZE_MAX, -errno, "forking the restore root failed");
-        if (pid == 0) {
-                root_setup(c);
-                runtime_task_main((void *) (uintptr_t) c->plan->processes[0].leader);
-        }
-        c->pids[0] = pid;
-        c->tids[c->plan->processes[0].leader] = pid;
-        c->pidfds[0] = pidfd_open(pid, 0);
-        if (c->pidfds[0] < 0)
-                return fail(c, SIZE_MAX, -errno, "pidfd_open() of the restore root failed");
-        return 0;
 }
 
 /* ---- one step ---- */
@@ -648,36 +612,13 @@ static int run_steps(Controller *c, size_t end) {
         return 0;
 }
 
-/* The restore root, then the steps before the start; the ends of the pipes that only the root
- * uses are closed here once it has them. */
-static int fork_and_run(Controller *c, size_t end) {
-        int r = fork_root(c);
-
-        close_fd(&c->control_r);
-        close_fd(&c->handoff_t);
-        if (r < 0)
-                return r;
-        return run_steps(c, end);
-}
-
 int controller_run(Controller *c) {
         size_t end = 0;
         int r;
 
-        runtime = (Runtime) {
-                .plan = c->plan,
-                .shared = c->shared,
-                .stacks = c->stacks,
-                .fd_report = c->plan->runtime_fd + PLAN_RUNTIME_FD_REPORT,
-                .fd_control = c->plan->runtime_fd + PLAN_RUNTIME_FD_CONTROL,
-                .fd_handoff = c->plan->runtime_fd + PLAN_RUNTIME_FD_HANDOFF,
-                .exec_path = runtime.exec_path,
-                .envp = runtime.envp,
-                .stdio = c->stdio[0] >= 0,
-        };
         while (end < c->plan->n_steps && !c->plan->steps[end].after_start)
                 end++;
-        r = fork_and_run(c, end);
+        r = run_steps(c, end);
         if (r < 0)
                 controller_kill_all(c);
         return r;

@@ -54,14 +54,14 @@ typedef struct RuntimeShared {
         RuntimeSlot slots[];
 } RuntimeShared;
 
-/* Set up by the executor before it forks the restore root, read-only afterwards (every task has
- * its own copy of it, made by fork). */
+/* Set up in the restore root before its first step, read-only afterwards (every task has its own
+ * copy of it, made by fork). */
 typedef struct Runtime {
-        const Plan *plan;
+        const struct RuntimeImage *image; /* the plan as the tasks read it (runtime-image.h) */
         RuntimeShared *shared;
         uint8_t *stacks;    /* a stack per task, RUNTIME_STACK_SIZE each */
         int fd_report, fd_control, fd_handoff;
-        char **exec_path;   /* per plan process: what execve() gets as its path, NULL if it parks */
+        const PlanExec *exec; /* the request's commands (the root's own copy of the executor's) */
         char **envp;
         bool stdio;         /* an exec step first receives stdin, stdout and stderr on fd_handoff */
 } Runtime;
