@@ -56,7 +56,7 @@ static int *new_fd_array(size_t n) {
 static int make_memory(Controller *c, char *const *exec_paths, bool stdio, int *ret_memfd) {
         const Plan *p = c->plan;
         long page = sysconf(_SC_PAGESIZE);
-        size_t image_size, slots = sizeof(RuntimeShared) + p->n_tasks * sizeof(RuntimeSlot);
+        size_t image_size, slots = runtime_shared_size(p->n_tasks, p->n_steps);
         _cleanup_close_ int memfd = -1;
         int r = runtime_image_size(p, exec_paths, &image_size);
 
@@ -74,6 +74,7 @@ static int make_memory(Controller *c, char *const *exec_paths, bool stdio, int *
                 return log_error_errno(-errno, "Failed to map the memory shared with the tasks: %m");
         }
         c->shared->n_slots = (uint32_t) p->n_tasks;
+        c->shared->n_steps = (uint32_t) p->n_steps;
         runtime_image_write(p, exec_paths, stdio, (uint8_t *) c->shared + c->shared_size, image_size);
         *ret_memfd = TAKE_FD(memfd);
         return 0;
@@ -215,8 +216,12 @@ static int task_died(Controller *c, size_t i) {
                     how ?: "ended");
 }
 
-static bool step_done(const RuntimeSlot *s, uint32_t seq) {
-        return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) == seq;
+static RuntimeStepState *state_of(Controller *c, size_t i) {
+        return &runtime_shared_steps(c->shared)[i];
+}
+
+static bool step_done(Controller *c, size_t i) {
+        return __atomic_load_n(&state_of(c, i)->done, __ATOMIC_ACQUIRE) == 1;
 }
 
 /* Hand the listener copy over the handoff socket, for the receive step that follows. */
@@ -242,7 +247,7 @@ static int send_listener(Controller *c, size_t i) {
 
 static int before_step(Controller *c, size_t i) {
         const PlanStep *st = &c->plan->steps[i];
-        RuntimeSlot *s = &c->shared->slots[st->task];
+        RuntimeStepState *s = state_of(c, i);
 
         switch (st->op) {
         case PLAN_OP_KEEP_LISTENER:
@@ -396,7 +401,7 @@ static int after_thread_exit(Controller *c, size_t i) {
 
 static int after_step(Controller *c, size_t i) {
         const PlanStep *st = &c->plan->steps[i];
-        const RuntimeSlot *s = &c->shared->slots[st->task];
+        const RuntimeStepState *s = state_of(c, i);
         const PlanProcess *proc = &c->plan->processes[c->plan->tasks[st->task].process];
 
         switch (st->op) {
@@ -419,19 +424,16 @@ static int after_step(Controller *c, size_t i) {
         }
 }
 
-/* Start step i in its task. */
-static uint32_t issue(Controller *c, size_t i) {
+/* Let step i run in its task (the task's steps are issued in the plan's order). */
+static void issue(Controller *c, size_t i) {
         RuntimeSlot *s = &c->shared->slots[c->plan->steps[i].task];
-        uint32_t seq = __atomic_load_n(&s->go, __ATOMIC_RELAXED) + 1;
 
-        s->step = (uint32_t) i;
-        __atomic_store_n(&s->go, seq, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->go, (uint32_t) i + 1, __ATOMIC_RELEASE);
         (void) syscall(SYS_futex, &s->go, FUTEX_WAKE, 1, NULL, NULL, 0);
-        return seq;
 }
 
 static int step_failed(Controller *c, size_t i) {
-        const RuntimeSlot *s = &c->shared->slots[c->plan->steps[i].task];
+        const RuntimeStepState *s = state_of(c, i);
         _cleanup_free_ char *what = plan_step_describe(c->plan, i);
 
         c->failed_call = s->call;
@@ -445,17 +447,20 @@ static int step_failed(Controller *c, size_t i) {
  * reparenting (subreaper bits, helper processes and their reaping) and the handoff socket. The
  * scheduler runs the steps of one process in the plan's order, a task's first step after the step
  * that made it, and a barrier step alone, after every step before it. */
-#define MAX_IN_FLIGHT 128
-#define WINDOW 1024
+/* A task may run this many of its steps ahead of the executor (a restore root forking thousands
+ * of processes should not wait for the executor when it is slow to be scheduled). */
+#define MAX_IN_FLIGHT 1024
+#define WINDOW 4096
 
 typedef struct Schedule {
         size_t *prev;     /* per step: the step before it in the same process, SIZE_MAX */
         size_t *made_by;  /* per task: the step that creates it, SIZE_MAX for the restore root's */
         bool *issued, *done;
-        uint32_t *seq;    /* per step: its sequence number in its task's slot */
+        size_t *next;     /* per step: the next step of the same task, SIZE_MAX */
         uint64_t *started; /* per step: when it was issued (CLOCK_MONOTONIC µs) */
         size_t in_flight[MAX_IN_FLIGHT];
         size_t n_in_flight;
+        size_t finished[MAX_IN_FLIGHT]; /* collect(): the steps that finished, in the plan's order */
         size_t lo;        /* every step before it is done */
 } Schedule;
 
@@ -464,7 +469,7 @@ static void schedule_done(Schedule *sc) {
         free(sc->made_by);
         free(sc->issued);
         free(sc->done);
-        free(sc->seq);
+        free(sc->next);
         free(sc->started);
 }
 
@@ -484,18 +489,22 @@ static int schedule_init(Schedule *sc, const Plan *p) {
         sc->made_by = calloc(p->n_tasks ?: 1, sizeof(size_t));
         sc->issued = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->done = calloc(p->n_steps ?: 1, sizeof(bool));
-        sc->seq = calloc(p->n_steps ?: 1, sizeof(uint32_t));
+        sc->next = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->started = calloc(p->n_steps ?: 1, sizeof(uint64_t));
-        if (!last || !sc->prev || !sc->made_by || !sc->issued || !sc->done || !sc->seq || !sc->started)
+        if (!last || !sc->prev || !sc->made_by || !sc->issued || !sc->done || !sc->next || !sc->started)
                 return log_oom();
         for (size_t i = 0; i < p->n_processes; i++)
                 last[i] = SIZE_MAX;
         for (size_t t = 0; t < p->n_tasks; t++)
                 sc->made_by[t] = SIZE_MAX;
+        for (size_t i = 0; i < p->n_steps; i++)
+                sc->next[i] = SIZE_MAX;
         for (size_t i = 0; i < p->n_steps; i++) {
                 const PlanStep *st = &p->steps[i];
                 size_t pp = p->tasks[st->task].process;
                 sc->prev[i] = last[pp];
+                if (last[pp] != SIZE_MAX && p->steps[last[pp]].task == st->task)
+                        sc->next[last[pp]] = i;
                 last[pp] = i;
                 if (st->op == PLAN_OP_SPAWN_THREAD || st->op == PLAN_OP_SPAWN_PROCESS)
                         sc->made_by[st->target] = i;
@@ -505,6 +514,28 @@ static int schedule_init(Schedule *sc, const Plan *p) {
 
 static bool dep_done(const Schedule *sc, size_t dep) {
         return dep == SIZE_MAX || sc->done[dep];
+}
+
+/* Steps whose issue or completion the executor acts on (before_step(), after_step()). */
+static bool executor_acts_before(const PlanStep *st) {
+        return st->op == PLAN_OP_KEEP_LISTENER || st->op == PLAN_OP_REAP || st->op == PLAN_OP_RECEIVE_LISTENER;
+}
+
+static bool executor_acts_after(const PlanStep *st) {
+        return (st->op == PLAN_OP_INSTALL && (st->flags & PLAN_INSTALL_NEW_LISTENER)) || st->op == PLAN_OP_EXIT ||
+               st->op == PLAN_OP_REAP;
+}
+
+/* May step i be issued while the step before it in its process is still in flight? When that
+ * step is the same task's, the task runs both in order without waiting for the executor in
+ * between (a task that forks a thousand processes forks them back to back), unless the executor
+ * must act between the two, or either is a barrier. */
+static bool may_run_ahead(const Plan *p, const Schedule *sc, size_t i) {
+        size_t prev = sc->prev[i];
+        const PlanStep *st = &p->steps[i], *before = prev == SIZE_MAX ? NULL : &p->steps[prev];
+
+        return before && sc->issued[prev] && before->task == st->task && !executor_acts_before(st) &&
+               !executor_acts_after(before) && !is_barrier(p, before);
 }
 
 /* Issue every step that may run now, in the plan's order, up to a barrier that may not. */
@@ -521,13 +552,14 @@ static int issue_ready(Controller *c, Schedule *sc, size_t end) {
                 barrier = is_barrier(p, st);
                 if (barrier && (i != sc->lo || sc->n_in_flight > 0))
                         return 0; /* it runs alone, after everything before it */
-                if (!dep_done(sc, sc->prev[i]) || !dep_done(sc, sc->made_by[st->task]))
+                if (!dep_done(sc, sc->made_by[st->task]) ||
+                    (!dep_done(sc, sc->prev[i]) && !may_run_ahead(p, sc, i)))
                         continue;
                 r = before_step(c, i);
                 if (r < 0)
                         return r;
                 sc->issued[i] = true;
-                sc->seq[i] = issue(c, i);
+                issue(c, i);
                 sc->started[i] = now_usec(CLOCK_MONOTONIC);
                 sc->in_flight[sc->n_in_flight++] = i;
                 if (barrier)
@@ -543,7 +575,7 @@ static int check_stalled(Controller *c, Schedule *sc, size_t i) {
         struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
         char state;
 
-        if (step_done(&c->shared->slots[t], sc->seq[i]))
+        if (step_done(c, i))
                 return 0;
         if (pidfd >= 0 && poll(&pfd, 1, 0) > 0)
                 return task_died(c, i);
@@ -561,25 +593,42 @@ static int check_stalled(Controller *c, Schedule *sc, size_t i) {
         return 0;
 }
 
-/* Take in the steps that finished; -errno on a failure. */
+static int cmp_index(const void *a, const void *b) {
+        size_t x = *(const size_t *) a, y = *(const size_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* Take in the steps that finished, in the plan's order (a task that ran ahead finishes several,
+ * and the executor's part of each must follow theirs: a listener fd recorded at an install, say,
+ * is not overwritten by the install before it); -errno on a failure. */
 static int collect(Controller *c, Schedule *sc, bool check) {
+        size_t *finished = sc->finished, n = 0;
+        int r;
+
         for (size_t k = 0; k < sc->n_in_flight;) {
                 size_t i = sc->in_flight[k];
-                int r;
 
-                if (!step_done(&c->shared->slots[c->plan->steps[i].task], sc->seq[i])) {
+                if (!step_done(c, i)) {
                         if (check && (r = check_stalled(c, sc, i)) < 0)
                                 return r;
                         k++;
                         continue;
                 }
                 sc->in_flight[k] = sc->in_flight[--sc->n_in_flight];
-                if (c->shared->slots[c->plan->steps[i].task].result < 0)
+                finished[n++] = i;
+        }
+        qsort(finished, n, sizeof(size_t), cmp_index);
+        for (size_t k = 0; k < n; k++) {
+                size_t i = finished[k];
+
+                if (state_of(c, i)->result < 0)
                         return step_failed(c, i);
                 r = after_step(c, i);
                 if (r < 0)
                         return r;
                 sc->done[i] = true;
+                if (sc->next[i] != SIZE_MAX && sc->issued[sc->next[i]]) /* its time starts now */
+                        sc->started[sc->next[i]] = now_usec(CLOCK_MONOTONIC);
         }
         while (sc->lo < c->plan->n_steps && sc->done[sc->lo])
                 sc->lo++;
@@ -633,7 +682,7 @@ static bool same_file(const char *a, const char *b) {
 
 /* The exec step ran when the process's executable is no longer the executor's, or when the task
  * said it was about to exec and no failure came back for a while. */
-static int wait_exec(Controller *c, size_t i, uint32_t seq) {
+static int wait_exec(Controller *c, size_t i) {
         const PlanStep *st = &c->plan->steps[i];
         RuntimeSlot *s = &c->shared->slots[st->task];
         pid_t pid = c->pids[c->plan->tasks[st->task].process];
@@ -644,7 +693,7 @@ static int wait_exec(Controller *c, size_t i, uint32_t seq) {
         for (;;) {
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
 
-                if (step_done(s, seq))
+                if (step_done(c, i))
                         return step_failed(c, i);
                 if (__atomic_load_n(&s->execing, __ATOMIC_ACQUIRE) && !execing_since)
                         execing_since = now;
@@ -680,8 +729,8 @@ int controller_start(Controller *c) {
                 int r = c->stdio[0] >= 0 ? send_stdio(c, i) : 0;
                 if (r < 0)
                         return r;
-                uint32_t seq = issue(c, i);
-                r = wait_exec(c, i, seq);
+                issue(c, i);
+                r = wait_exec(c, i);
                 if (r < 0)
                         return r;
         }

@@ -75,8 +75,8 @@ static void map_memory(int channel, const PlanExec *exec, int *ret_base) {
         if (shared == MAP_FAILED || image == MAP_FAILED || !runtime_image_valid(image, h.size - h.shared_size))
                 _exit(EXIT_FAILURE);
         const RuntimeImage *m = image;
-        if (((RuntimeShared *) shared)->n_slots != m->n_tasks ||
-            sizeof(RuntimeShared) + m->n_tasks * sizeof(RuntimeSlot) > h.shared_size)
+        if (((RuntimeShared *) shared)->n_slots != m->n_tasks || ((RuntimeShared *) shared)->n_steps != m->n_steps ||
+            runtime_shared_size(m->n_tasks, m->n_steps) > h.shared_size)
                 _exit(EXIT_FAILURE);
         stacks = mmap(NULL, (size_t) m->n_tasks * RUNTIME_STACK_SIZE, PROT_READ | PROT_WRITE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);

@@ -80,8 +80,15 @@ void runtime_image_write(const Plan *p, char *const *exec_paths, bool stdio, voi
                 .pid_namespace = p->options.pid_namespace,
                 .stdio = stdio,
         };
+        for (size_t t = 0; t < p->n_tasks; t++)
+                ((RuntimeImageTask *) (base + l.tasks))[t] = (RuntimeImageTask) {
+                        .process = (uint32_t) p->tasks[t].process,
+                        .first_step = RUNTIME_IMAGE_NONE,
+                        .ns_tid = p->tasks[t].ns_tid,
+                        .wait_first = (uint8_t) p->tasks[t].wait_first,
+                };
         at = l.insns;
-        for (size_t i = 0; i < p->n_steps; i++) {
+        for (size_t i = p->n_steps; i-- > 0;) { /* backwards: each task's next step is known */
                 const PlanStep *st = &p->steps[i];
                 RuntimeImageStep *x = (RuntimeImageStep *) (base + l.steps) + i;
                 const Filter *f = st->op == PLAN_OP_INSTALL ? st->filter : NULL;
@@ -91,6 +98,9 @@ void runtime_image_write(const Plan *p, char *const *exec_paths, bool stdio, voi
                         .wait = (uint8_t) st->wait, .exit = (uint8_t) st->exit, .flags = st->flags,
                         .task = index32(st->task), .target = index32(st->target), .arg = st->arg, .fd = st->fd,
                 };
+                RuntimeImageTask *task = (RuntimeImageTask *) (base + l.tasks) + st->task;
+                x->next = task->first_step;
+                task->first_step = (uint32_t) i;
                 if (!f)
                         continue;
                 if (!program[f->index]) {
@@ -101,12 +111,6 @@ void runtime_image_write(const Plan *p, char *const *exec_paths, bool stdio, voi
                 x->insns = program[f->index];
                 x->n_insns = (uint32_t) f->len;
         }
-        for (size_t t = 0; t < p->n_tasks; t++)
-                ((RuntimeImageTask *) (base + l.tasks))[t] = (RuntimeImageTask) {
-                        .process = (uint32_t) p->tasks[t].process,
-                        .ns_tid = p->tasks[t].ns_tid,
-                        .wait_first = (uint8_t) p->tasks[t].wait_first,
-                };
         at = l.paths;
         for (size_t pp = 0; pp < p->n_processes; pp++) {
                 const PlanProcess *x = &p->processes[pp];
@@ -144,12 +148,15 @@ bool runtime_image_valid(const void *buf, size_t size) {
                 const RuntimeImageStep *s = runtime_image_step(m, i);
                 bool spawn = s->op == PLAN_OP_SPAWN_THREAD || s->op == PLAN_OP_SPAWN_PROCESS;
                 if (s->task >= m->n_tasks || (spawn && s->target >= m->n_tasks) ||
+                    (s->next != RUNTIME_IMAGE_NONE && (s->next <= i || s->next >= m->n_steps)) ||
                     (s->n_insns && !array_inside(size, s->insns, s->n_insns, sizeof(struct sock_filter))))
                         return false;
         }
-        for (size_t t = 0; t < m->n_tasks; t++)
-                if (runtime_image_task(m, t)->process >= m->n_processes)
+        for (size_t t = 0; t < m->n_tasks; t++) {
+                const RuntimeImageTask *x = runtime_image_task(m, t);
+                if (x->process >= m->n_processes || (x->first_step != RUNTIME_IMAGE_NONE && x->first_step >= m->n_steps))
                         return false;
+        }
         for (size_t pp = 0; pp < m->n_processes; pp++) {
                 uint32_t path = runtime_image_process(m, pp)->exec_path;
                 if (path != RUNTIME_IMAGE_NONE && (path >= size || !memchr((const uint8_t *) buf + path, 0, size - path)))

@@ -19,10 +19,12 @@ typedef struct RuntimeImageStep {
         int32_t arg, fd;
         uint32_t insns;   /* INSTALL: offset of the filter's program */
         uint32_t n_insns;
+        uint32_t next;    /* the task's next step (a larger index), RUNTIME_IMAGE_NONE */
 } RuntimeImageStep;
 
 typedef struct RuntimeImageTask {
         uint32_t process;
+        uint32_t first_step; /* RUNTIME_IMAGE_NONE: it has none */
         int32_t ns_tid;
         uint8_t wait_first; /* PlanSyscall */
 } RuntimeImageTask;

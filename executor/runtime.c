@@ -89,6 +89,9 @@ static long nap(PlanSyscall how, long nsec) {
 
 #define NAP_NSEC 1000000L          /* waiting for a step without futex(2): 1 ms */
 #define PARK_NAP_NSEC 100000000L   /* parked without read(2): 100 ms */
+/* How often a task waiting on the futex checks the heartbeat: thousands of waiting tasks each
+ * waking every second cost the restore time of its own. */
+#define WAIT_PERIOD_SEC 5L
 
 /* Has the executor's heartbeat stood still for RUNTIME_ORPHAN_SECONDS? idle counts the checks
  * made every period_nsec without a change. */
@@ -103,35 +106,37 @@ static bool orphaned(uint32_t *beat, unsigned *idle, long period_nsec) {
         return ++*idle >= (unsigned) (RUNTIME_ORPHAN_SECONDS * (1000000000L / period_nsec));
 }
 
-static void wait_for_go(RuntimeSlot *s, uint32_t seen, PlanSyscall how) {
-        uint32_t beat = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED);
+/* Wait until the executor lets the task run step i (RUNTIME_IMAGE_NONE: never; the task waits
+ * until it is killed, or gives up when the executor is gone). */
+static void wait_for_go(RuntimeSlot *s, uint32_t i, PlanSyscall how) {
+        uint32_t beat = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED), seen;
         unsigned idle = 0;
 
-        while (__atomic_load_n(&s->go, __ATOMIC_ACQUIRE) == seen) {
+        while ((seen = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE)) <= i) {
                 if (how != PLAN_SYSCALL_DEFAULT) {
                         (void) nap(how, NAP_NSEC);
                         if (orphaned(&beat, &idle, NAP_NSEC))
                                 die(EXIT_FAILURE);
                         continue;
                 }
-                struct timespec ts = { .tv_sec = 1 };
+                struct timespec ts = { .tv_sec = WAIT_PERIOD_SEC };
                 long r = raw_syscall4(SYS_futex, &s->go, FUTEX_WAIT, seen, &ts);
-                if (r == -ETIMEDOUT && orphaned(&beat, &idle, 1000000000L))
+                if (r == -ETIMEDOUT && orphaned(&beat, &idle, WAIT_PERIOD_SEC * 1000000000L))
                         die(EXIT_FAILURE); /* the executor is gone */
                 else if (r != -ETIMEDOUT)
-                        (void) orphaned(&beat, &idle, 1000000000L);
+                        (void) orphaned(&beat, &idle, WAIT_PERIOD_SEC * 1000000000L);
         }
 }
 
 /* The step is done: the slot says so (the executor watches it), and unless the task's chain stops
  * write(2), so does the report eventfd (which wakes the executor at once). */
-static void report(RuntimeSlot *s, uint32_t seq, const Outcome *o, const RuntimeImageStep *st) {
+static void report(RuntimeStepState *s, const Outcome *o, const RuntimeImageStep *st) {
         uint64_t one = 1;
 
         s->result = (int32_t) o->result;
         s->value = (int32_t) o->value;
         s->call = o->call;
-        __atomic_store_n(&s->done, seq, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
         if (st->report != PLAN_SYSCALL_NONE)
                 raw_syscall3(SYS_write, runtime.fd_report, &one, sizeof(one));
 }
@@ -273,7 +278,7 @@ static Outcome do_spawn_process(const RuntimeImageStep *st) {
         return check(r, call);
 }
 
-static Outcome do_reap(const RuntimeSlot *s, const RuntimeImageStep *st) {
+static Outcome do_reap(const RuntimeStepState *s, const RuntimeImageStep *st) {
         int status;
         siginfo_t info;
 
@@ -361,7 +366,7 @@ static Outcome do_set_creds(size_t t) {
         return check(raw_syscall5(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), RUNTIME_CALL_PRCTL);
 }
 
-static Outcome run_step(RuntimeSlot *s, size_t t, const RuntimeImageStep *st) {
+static Outcome run_step(RuntimeSlot *slot, RuntimeStepState *s, size_t t, const RuntimeImageStep *st) {
         switch (st->op) {
         case PLAN_OP_SET_COMM:
                 return check(raw_syscall5(SYS_prctl, PR_SET_NAME, process_of_task(t)->comm, 0, 0, 0),
@@ -391,7 +396,7 @@ static Outcome run_step(RuntimeSlot *s, size_t t, const RuntimeImageStep *st) {
         case PLAN_OP_STRICT:
                 return check(raw_syscall2(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_STRICT), RUNTIME_CALL_PRCTL);
         case PLAN_OP_EXEC:
-                return do_exec(s, t);
+                return do_exec(slot, t);
         case PLAN_OP_EXIT:
         case PLAN_OP_PARK:
         default:
@@ -424,21 +429,23 @@ static void end_task(const RuntimeImageStep *st, const Outcome *o) {
 void runtime_task_main(void *index) {
         size_t t = (size_t) (uintptr_t) index;
         RuntimeSlot *s = slot_of(t);
+        RuntimeStepState *states = runtime_shared_steps(runtime.shared);
         PlanSyscall wait = runtime_image_task(runtime.image, t)->wait_first;
-        uint32_t seen = 0;
+        uint32_t i = runtime_image_task(runtime.image, t)->first_step;
 
         for (;;) {
                 const RuntimeImageStep *st;
                 Outcome o;
 
-                wait_for_go(s, seen, wait);
-                seen = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE);
-                if (s->step >= runtime.image->n_steps)
+                wait_for_go(s, i, wait);
+                if (i >= runtime.image->n_steps)
                         die(EXIT_FAILURE);
-                st = runtime_image_step(runtime.image, s->step);
-                o = run_step(s, t, st);
-                report(s, seen, &o, st);
+                st = runtime_image_step(runtime.image, i);
+                o = run_step(s, &states[i], t, st);
+                report(&states[i], &o, st);
                 end_task(st, &o);
                 wait = st->wait;
+                /* after a failure, nothing more: the executor ends the restore */
+                i = o.result < 0 ? RUNTIME_IMAGE_NONE : st->next;
         }
 }

@@ -92,8 +92,8 @@ static void restore_release(Run *r) {
         g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* A field of /proc/PID/status in kB. */
-static unsigned long status_kib(pid_t pid, const char *field) {
+/* A number of /proc/PID/status (kB for sizes). */
+static unsigned long status_number(pid_t pid, const char *field) {
         g_autofree char *path = g_strdup_printf("/proc/%d/status", pid), *text = NULL;
         const char *at;
 
@@ -117,21 +117,41 @@ static void test_small_root(void) {
         restore_start(f, &r);
         root = (pid_t) json_integer_value(json_object_get(r.ready, "restore_root"));
         g_assert_cmpint(root, >, 0);
-        g_test_message("restore root %d: RssAnon %lu kB, executor %d: RssAnon %lu kB", root, status_kib(root, "RssAnon:"),
-                       r.executor, status_kib(r.executor, "RssAnon:"));
-        g_assert_cmpuint(status_kib(r.executor, "RssAnon:"), >, 16 * KIB); /* the executor does hold it */
-        g_assert_cmpuint(status_kib(root, "RssAnon:"), <, 8 * KIB);
+        g_test_message("restore root %d: RssAnon %lu kB, executor %d: RssAnon %lu kB", root, status_number(root, "RssAnon:"),
+                       r.executor, status_number(r.executor, "RssAnon:"));
+        g_assert_cmpuint(status_number(r.executor, "RssAnon:"), >, 16 * KIB); /* the executor does hold it */
+        g_assert_cmpuint(status_number(root, "RssAnon:"), <, 8 * KIB);
         g_assert_cmpuint(json_array_size(json_object_get(r.ready, "processes")), ==, 16);
         json_array_foreach(json_object_get(r.ready, "processes"), i, x) {
                 pid_t pid = (pid_t) json_integer_value(json_object_get(x, "pid"));
-                g_assert_cmpuint(status_kib(pid, "RssAnon:"), <, 8 * KIB);
+                g_assert_cmpuint(status_number(pid, "RssAnon:"), <, 8 * KIB);
         }
         restore_release(&r);
         g_assert_cmpint(kill(root, 0), <, 0);
 }
 
+/* The restore root forks 300 processes: it runs its steps back to back as the executor lets it,
+ * without waiting for the executor between two (each wait a round trip through the scheduler:
+ * 300 of them, one per fork, before). */
+static void test_root_runs_ahead(void) {
+        _cleanup_(forest_freep) Forest *f = sample_forest_long_argv(300, 64);
+        unsigned long waits;
+        pid_t root;
+        Run r;
+
+        g_assert_nonnull(f);
+        restore_start(f, &r);
+        root = (pid_t) json_integer_value(json_object_get(r.ready, "restore_root"));
+        g_assert_cmpuint(json_array_size(json_object_get(r.ready, "processes")), ==, 300);
+        waits = status_number(root, "voluntary_ctxt_switches:");
+        g_test_message("restore root %d: %lu voluntary context switches for 300 forks", root, waits);
+        g_assert_cmpuint(waits, <, 100);
+        restore_release(&r);
+}
+
 int main(int argc, char *argv[]) {
         tests_init(&argc, &argv);
         g_test_add_func("/restore-scale/small-root", test_small_root);
+        g_test_add_func("/restore-scale/root-runs-ahead", test_root_runs_ahead);
         return g_test_run();
 }
