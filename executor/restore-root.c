@@ -159,6 +159,11 @@ static int make_fds(RestoreRoot *root, int *ret_channel) {
         return 0;
 }
 
+/* *error says what failed with r; returns r (-ENOMEM when it cannot be said). */
+static int failed(char **error, int r, const char *what) {
+        return asprintf(error, "%s failed: %s", what, strerror(-r)) < 0 ? -ENOMEM : r;
+}
+
 int restore_root_fork(RestoreRoot *root, bool pid_namespace, const PlanExec *exec, char **error) {
         _cleanup_close_ int theirs = -1;
         int r;
@@ -166,16 +171,14 @@ int restore_root_fork(RestoreRoot *root, bool pid_namespace, const PlanExec *exe
         *root = RESTORE_ROOT_NULL;
         r = make_fds(root, &theirs);
         if (r < 0)
-                return asprintf(error, "creating the runtime's descriptors failed: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+                return failed(error, r, "creating the runtime's descriptors");
         fflush(NULL);
         /* the next child, the restore root, is init of a new pid namespace */
         if (pid_namespace && unshare(CLONE_NEWPID) < 0)
-                return r = -errno,
-                       asprintf(error, "unshare(CLONE_NEWPID) for the restore's pid namespace failed: %s", strerror(-r)) < 0
-                               ? -ENOMEM : r;
+                return failed(error, -errno, "unshare(CLONE_NEWPID) for the restore's pid namespace");
         root->pid = fork();
         if (root->pid < 0)
-                return r = -errno, asprintf(error, "forking the restore root failed: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+                return failed(error, -errno, "forking the restore root");
         if (root->pid == 0) {
                 close(root->channel);
                 root_main(root, theirs, exec);
@@ -184,7 +187,7 @@ int restore_root_fork(RestoreRoot *root, bool pid_namespace, const PlanExec *exe
         close_fd(&root->handoff_t);
         root->pidfd = pidfd_open(root->pid, 0);
         if (root->pidfd < 0)
-                return r = -errno, asprintf(error, "pidfd_open() of the restore root failed: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+                return failed(error, -errno, "pidfd_open() of the restore root");
         return 0;
 }
 
