@@ -448,9 +448,11 @@ static int step_failed(Controller *c, size_t i) {
  * scheduler runs the steps of one process in the plan's order, a task's first step after the step
  * that made it, and a barrier step alone, after every step before it. */
 /* A task may run this many of its steps ahead of the executor (a restore root forking thousands
- * of processes should not wait for the executor when it is slow to be scheduled). */
+ * of processes should not wait for the executor when it is slow to be scheduled). Each wake-up of
+ * the executor looks at the steps of the window that are not issued yet: a window that grew with
+ * the plan made that cost grow with N per step. */
 #define MAX_IN_FLIGHT 1024
-#define WINDOW 4096
+#define WINDOW 1024
 
 typedef struct Schedule {
         size_t *prev;     /* per step: the step before it in the same process, SIZE_MAX */
@@ -462,6 +464,7 @@ typedef struct Schedule {
         size_t n_in_flight;
         size_t finished[MAX_IN_FLIGHT]; /* collect(): the steps that finished, in the plan's order */
         size_t lo;        /* every step before it is done */
+        size_t unissued;  /* every step before it is issued (>= lo) */
 } Schedule;
 
 static void schedule_done(Schedule *sc) {
@@ -542,7 +545,11 @@ static bool may_run_ahead(const Plan *p, const Schedule *sc, size_t i) {
 static int issue_ready(Controller *c, Schedule *sc, size_t end) {
         const Plan *p = c->plan;
 
-        for (size_t i = sc->lo; i < end && i < sc->lo + WINDOW && sc->n_in_flight < MAX_IN_FLIGHT; i++) {
+        if (sc->unissued < sc->lo)
+                sc->unissued = sc->lo;
+        while (sc->unissued < end && sc->issued[sc->unissued])
+                sc->unissued++;
+        for (size_t i = sc->unissued; i < end && i < sc->lo + WINDOW && sc->n_in_flight < MAX_IN_FLIGHT; i++) {
                 const PlanStep *st = &p->steps[i];
                 bool barrier;
                 int r;
