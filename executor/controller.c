@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 
 #include "core/util.h"
+#include "runtime-image.h"
 
 static inline void closedirp(DIR **d) {
         if (*d)
@@ -50,13 +51,56 @@ static int *new_fd_array(size_t n) {
         return v;
 }
 
-int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec) {
+/* The memory shared with the tasks (their slots), then the image of the plan they read, in one
+ * memfd; mapped here read-write. */
+static int make_memory(Controller *c, char *const *exec_paths, bool stdio, int *ret_memfd) {
+        const Plan *p = c->plan;
+        long page = sysconf(_SC_PAGESIZE);
+        size_t image_size, slots = runtime_shared_size(p->n_tasks, p->n_steps);
+        _cleanup_close_ int memfd = -1;
+        int r = runtime_image_size(p, exec_paths, &image_size);
+
+        if (r < 0)
+                return log_error_errno(r, "The plan is too large for the runtime's image: %m");
+        c->shared_size = (slots + (size_t) page - 1) / (size_t) page * (size_t) page;
+        c->memory_size = c->shared_size + image_size;
+        memfd = memfd_create("sectree-restore", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (memfd < 0 || ftruncate(memfd, (off_t) c->memory_size) < 0 ||
+            fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+                return log_error_errno(-errno, "Failed to make the memory shared with the tasks: %m");
+        c->shared = mmap(NULL, c->memory_size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+        if (c->shared == MAP_FAILED) {
+                c->shared = NULL;
+                return log_error_errno(-errno, "Failed to map the memory shared with the tasks: %m");
+        }
+        c->shared->n_slots = (uint32_t) p->n_tasks;
+        c->shared->n_steps = (uint32_t) p->n_steps;
+        runtime_image_write(p, exec_paths, stdio, (uint8_t *) c->shared + c->shared_size, image_size);
+        *ret_memfd = TAKE_FD(memfd);
+        return 0;
+}
+
+/* Take over the root: its pid and pidfd as process 0's, the executor's ends of its descriptors. */
+static void take_root(Controller *c, RestoreRoot *root) {
+        c->pids[0] = root->pid;
+        c->tids[c->plan->processes[0].leader] = root->pid;
+        c->pidfds[0] = TAKE_FD(root->pidfd);
+        c->report_fd = TAKE_FD(root->report_fd);
+        c->control_w = TAKE_FD(root->control_w);
+        c->handoff_e = TAKE_FD(root->handoff_e);
+        root->pid = 0;
+}
+
+int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec, RestoreRoot *root,
+                    char *const *exec_paths, const int stdio[3]) {
         const Plan *p = plan;
-        int pair[2], pipefd[2];
+        _cleanup_close_ int memfd = -1;
+        int r;
 
         *c = (Controller) { .plan = plan, .step_timeout_usec = step_timeout_usec, .report_fd = -1, .control_w = -1,
-                            .control_r = -1, .handoff_e = -1, .handoff_t = -1, .stdio = { -1, -1, -1 },
-                            .failed_step = SIZE_MAX };
+                            .handoff_e = -1, .stdio = { -1, -1, -1 }, .failed_step = SIZE_MAX };
+        if (stdio && stdio[0] >= 0)
+                memcpy(c->stdio, stdio, sizeof(c->stdio));
         c->pids = calloc(p->n_processes, sizeof(pid_t));
         c->gone = calloc(p->n_processes, sizeof(bool));
         c->tids = calloc(p->n_tasks, sizeof(pid_t));
@@ -67,32 +111,13 @@ int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec)
         if (!c->pids || !c->gone || !c->tids || !c->pidfds || !c->install_fd || !c->listener_fds ||
             !c->filter_listener_fds)
                 return log_oom();
-
-        c->shared_size = sizeof(RuntimeShared) + p->n_tasks * sizeof(RuntimeSlot);
-        c->shared = mmap(NULL, c->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (c->shared == MAP_FAILED) {
-                c->shared = NULL;
-                return log_error_errno(-errno, "Failed to map the memory shared with the tasks: %m");
-        }
-        c->shared->n_slots = (uint32_t) p->n_tasks;
-        c->stacks_size = p->n_tasks * RUNTIME_STACK_SIZE;
-        c->stacks = mmap(NULL, c->stacks_size, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-        if (c->stacks == MAP_FAILED) {
-                c->stacks = NULL;
-                return log_error_errno(-errno, "Failed to map %zu thread stacks: %m", p->n_tasks);
-        }
-        c->report_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->report_fd < 0)
-                return log_error_errno(-errno, "Failed to create the report eventfd: %m");
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return log_error_errno(-errno, "Failed to create the control pipe: %m");
-        c->control_r = pipefd[0];
-        c->control_w = pipefd[1];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-                return log_error_errno(-errno, "Failed to create the handoff socket: %m");
-        c->handoff_e = pair[0];
-        c->handoff_t = pair[1];
+        r = make_memory(c, exec_paths, c->stdio[0] >= 0, &memfd);
+        if (r < 0)
+                return r;
+        r = restore_root_hand(root, memfd, c->shared_size, c->memory_size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to hand the restore root its memory: %m");
+        take_root(c, root);
         return 0;
 }
 
@@ -107,13 +132,9 @@ void controller_done(Controller *c) {
                 close_fd(&c->filter_listener_fds[i]);
         close_fd(&c->report_fd);
         close_fd(&c->control_w);
-        close_fd(&c->control_r);
         close_fd(&c->handoff_e);
-        close_fd(&c->handoff_t);
         if (c->shared)
-                munmap(c->shared, c->shared_size);
-        if (c->stacks)
-                munmap(c->stacks, c->stacks_size);
+                munmap(c->shared, c->memory_size);
         free(c->pids);
         free(c->gone);
         free(c->tids);
@@ -123,7 +144,6 @@ void controller_done(Controller *c) {
         free(c->filter_listener_fds);
         free(c->failure);
         c->shared = NULL;
-        c->stacks = NULL;
 }
 
 void controller_heartbeat(Controller *c) {
@@ -142,61 +162,6 @@ _printf_(4, 5) static int fail(Controller *c, size_t step, int error, const char
                 c->failure = NULL;
         va_end(ap);
         return error < 0 ? error : -error;
-}
-
-/* ---- the restore root ---- */
-
-/* In the restore root, before any step: a clean signal state, stdin /dev/null, the runtime's fds at
- * their fixed numbers and nothing else above stderr, its own session, a subreaper, the executor's
- * original limit of open files. */
-static void root_setup(Controller *c) {
-        int base = c->plan->runtime_fd, null, tmp[PLAN_RUNTIME_N_FDS];
-        int src[PLAN_RUNTIME_N_FDS] = { c->report_fd, c->control_r, c->handoff_t };
-        sigset_t none;
-
-        sigemptyset(&none);
-        if (sigprocmask(SIG_SETMASK, &none, NULL) < 0)
-                _exit(EXIT_FAILURE);
-        for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        (void) signal(sig, SIG_DFL);
-        null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null < 0 || dup2(null, STDIN_FILENO) < 0)
-                _exit(EXIT_FAILURE);
-        for (int i = 0; i < PLAN_RUNTIME_N_FDS; i++)
-                if ((tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, base + PLAN_RUNTIME_N_FDS)) < 0)
-                        _exit(EXIT_FAILURE);
-        for (int i = 0; i < PLAN_RUNTIME_N_FDS; i++)
-                if (dup3(tmp[i], base + i, O_CLOEXEC) < 0)
-                        _exit(EXIT_FAILURE);
-        if (close_range(3, (unsigned) base - 1, 0) < 0 || close_range((unsigned) base + PLAN_RUNTIME_N_FDS, ~0U, 0) < 0)
-                _exit(EXIT_FAILURE);
-        if (setsid() < 0 || prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-                _exit(EXIT_FAILURE);
-        if (controller_nofile_saved && setrlimit(RLIMIT_NOFILE, &controller_nofile) < 0)
-                _exit(EXIT_FAILURE);
-}
-
-static int fork_root(Controller *c) {
-        pid_t pid;
-
-        fflush(NULL);
-        /* the next child, the restore root, is init of a new pid namespace */
-        if (c->plan->options.pid_namespace && unshare(CLONE_NEWPID) < 0)
-                return fail(c, SIZE_MAX, -errno, "unshare(CLONE_NEWPID) for the restore's pid namespace failed");
-        pid = fork();
-        if (pid < 0)
-                return fail(c, SIZE_MAX, -errno, "forking the restore root failed");
-        if (pid == 0) {
-                root_setup(c);
-                runtime_task_main((void *) (uintptr_t) c->plan->processes[0].leader);
-        }
-        c->pids[0] = pid;
-        c->tids[c->plan->processes[0].leader] = pid;
-        c->pidfds[0] = pidfd_open(pid, 0);
-        if (c->pidfds[0] < 0)
-                return fail(c, SIZE_MAX, -errno, "pidfd_open() of the restore root failed");
-        return 0;
 }
 
 /* ---- one step ---- */
@@ -251,8 +216,12 @@ static int task_died(Controller *c, size_t i) {
                     how ?: "ended");
 }
 
-static bool step_done(const RuntimeSlot *s, uint32_t seq) {
-        return __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) == seq;
+static RuntimeStepState *state_of(Controller *c, size_t i) {
+        return &runtime_shared_steps(c->shared)[i];
+}
+
+static bool step_done(Controller *c, size_t i) {
+        return __atomic_load_n(&state_of(c, i)->done, __ATOMIC_ACQUIRE) == 1;
 }
 
 /* Hand the listener copy over the handoff socket, for the receive step that follows. */
@@ -278,7 +247,7 @@ static int send_listener(Controller *c, size_t i) {
 
 static int before_step(Controller *c, size_t i) {
         const PlanStep *st = &c->plan->steps[i];
-        RuntimeSlot *s = &c->shared->slots[st->task];
+        RuntimeStepState *s = state_of(c, i);
 
         switch (st->op) {
         case PLAN_OP_KEEP_LISTENER:
@@ -432,7 +401,7 @@ static int after_thread_exit(Controller *c, size_t i) {
 
 static int after_step(Controller *c, size_t i) {
         const PlanStep *st = &c->plan->steps[i];
-        const RuntimeSlot *s = &c->shared->slots[st->task];
+        const RuntimeStepState *s = state_of(c, i);
         const PlanProcess *proc = &c->plan->processes[c->plan->tasks[st->task].process];
 
         switch (st->op) {
@@ -455,19 +424,16 @@ static int after_step(Controller *c, size_t i) {
         }
 }
 
-/* Start step i in its task. */
-static uint32_t issue(Controller *c, size_t i) {
+/* Let step i run in its task (the task's steps are issued in the plan's order). */
+static void issue(Controller *c, size_t i) {
         RuntimeSlot *s = &c->shared->slots[c->plan->steps[i].task];
-        uint32_t seq = __atomic_load_n(&s->go, __ATOMIC_RELAXED) + 1;
 
-        s->step = (uint32_t) i;
-        __atomic_store_n(&s->go, seq, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->go, (uint32_t) i + 1, __ATOMIC_RELEASE);
         (void) syscall(SYS_futex, &s->go, FUTEX_WAKE, 1, NULL, NULL, 0);
-        return seq;
 }
 
 static int step_failed(Controller *c, size_t i) {
-        const RuntimeSlot *s = &c->shared->slots[c->plan->steps[i].task];
+        const RuntimeStepState *s = state_of(c, i);
         _cleanup_free_ char *what = plan_step_describe(c->plan, i);
 
         c->failed_call = s->call;
@@ -481,18 +447,24 @@ static int step_failed(Controller *c, size_t i) {
  * reparenting (subreaper bits, helper processes and their reaping) and the handoff socket. The
  * scheduler runs the steps of one process in the plan's order, a task's first step after the step
  * that made it, and a barrier step alone, after every step before it. */
-#define MAX_IN_FLIGHT 128
+/* A task may run this many of its steps ahead of the executor (a restore root forking thousands
+ * of processes should not wait for the executor when it is slow to be scheduled). Each wake-up of
+ * the executor looks at the steps of the window that are not issued yet: a window that grew with
+ * the plan made that cost grow with N per step. */
+#define MAX_IN_FLIGHT 1024
 #define WINDOW 1024
 
 typedef struct Schedule {
         size_t *prev;     /* per step: the step before it in the same process, SIZE_MAX */
         size_t *made_by;  /* per task: the step that creates it, SIZE_MAX for the restore root's */
         bool *issued, *done;
-        uint32_t *seq;    /* per step: its sequence number in its task's slot */
+        size_t *next;     /* per step: the next step of the same task, SIZE_MAX */
         uint64_t *started; /* per step: when it was issued (CLOCK_MONOTONIC µs) */
         size_t in_flight[MAX_IN_FLIGHT];
         size_t n_in_flight;
+        size_t finished[MAX_IN_FLIGHT]; /* collect(): the steps that finished, in the plan's order */
         size_t lo;        /* every step before it is done */
+        size_t unissued;  /* every step before it is issued (>= lo) */
 } Schedule;
 
 static void schedule_done(Schedule *sc) {
@@ -500,7 +472,7 @@ static void schedule_done(Schedule *sc) {
         free(sc->made_by);
         free(sc->issued);
         free(sc->done);
-        free(sc->seq);
+        free(sc->next);
         free(sc->started);
 }
 
@@ -520,18 +492,22 @@ static int schedule_init(Schedule *sc, const Plan *p) {
         sc->made_by = calloc(p->n_tasks ?: 1, sizeof(size_t));
         sc->issued = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->done = calloc(p->n_steps ?: 1, sizeof(bool));
-        sc->seq = calloc(p->n_steps ?: 1, sizeof(uint32_t));
+        sc->next = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->started = calloc(p->n_steps ?: 1, sizeof(uint64_t));
-        if (!last || !sc->prev || !sc->made_by || !sc->issued || !sc->done || !sc->seq || !sc->started)
+        if (!last || !sc->prev || !sc->made_by || !sc->issued || !sc->done || !sc->next || !sc->started)
                 return log_oom();
         for (size_t i = 0; i < p->n_processes; i++)
                 last[i] = SIZE_MAX;
         for (size_t t = 0; t < p->n_tasks; t++)
                 sc->made_by[t] = SIZE_MAX;
+        for (size_t i = 0; i < p->n_steps; i++)
+                sc->next[i] = SIZE_MAX;
         for (size_t i = 0; i < p->n_steps; i++) {
                 const PlanStep *st = &p->steps[i];
                 size_t pp = p->tasks[st->task].process;
                 sc->prev[i] = last[pp];
+                if (last[pp] != SIZE_MAX && p->steps[last[pp]].task == st->task)
+                        sc->next[last[pp]] = i;
                 last[pp] = i;
                 if (st->op == PLAN_OP_SPAWN_THREAD || st->op == PLAN_OP_SPAWN_PROCESS)
                         sc->made_by[st->target] = i;
@@ -543,11 +519,37 @@ static bool dep_done(const Schedule *sc, size_t dep) {
         return dep == SIZE_MAX || sc->done[dep];
 }
 
+/* Steps whose issue or completion the executor acts on (before_step(), after_step()). */
+static bool executor_acts_before(const PlanStep *st) {
+        return st->op == PLAN_OP_KEEP_LISTENER || st->op == PLAN_OP_REAP || st->op == PLAN_OP_RECEIVE_LISTENER;
+}
+
+static bool executor_acts_after(const PlanStep *st) {
+        return (st->op == PLAN_OP_INSTALL && (st->flags & PLAN_INSTALL_NEW_LISTENER)) || st->op == PLAN_OP_EXIT ||
+               st->op == PLAN_OP_REAP;
+}
+
+/* May step i be issued while the step before it in its process is still in flight? When that
+ * step is the same task's, the task runs both in order without waiting for the executor in
+ * between (a task that forks a thousand processes forks them back to back), unless the executor
+ * must act between the two, or either is a barrier. */
+static bool may_run_ahead(const Plan *p, const Schedule *sc, size_t i) {
+        size_t prev = sc->prev[i];
+        const PlanStep *st = &p->steps[i], *before = prev == SIZE_MAX ? NULL : &p->steps[prev];
+
+        return before && sc->issued[prev] && before->task == st->task && !executor_acts_before(st) &&
+               !executor_acts_after(before) && !is_barrier(p, before);
+}
+
 /* Issue every step that may run now, in the plan's order, up to a barrier that may not. */
 static int issue_ready(Controller *c, Schedule *sc, size_t end) {
         const Plan *p = c->plan;
 
-        for (size_t i = sc->lo; i < end && i < sc->lo + WINDOW && sc->n_in_flight < MAX_IN_FLIGHT; i++) {
+        if (sc->unissued < sc->lo)
+                sc->unissued = sc->lo;
+        while (sc->unissued < end && sc->issued[sc->unissued])
+                sc->unissued++;
+        for (size_t i = sc->unissued; i < end && i < sc->lo + WINDOW && sc->n_in_flight < MAX_IN_FLIGHT; i++) {
                 const PlanStep *st = &p->steps[i];
                 bool barrier;
                 int r;
@@ -557,13 +559,14 @@ static int issue_ready(Controller *c, Schedule *sc, size_t end) {
                 barrier = is_barrier(p, st);
                 if (barrier && (i != sc->lo || sc->n_in_flight > 0))
                         return 0; /* it runs alone, after everything before it */
-                if (!dep_done(sc, sc->prev[i]) || !dep_done(sc, sc->made_by[st->task]))
+                if (!dep_done(sc, sc->made_by[st->task]) ||
+                    (!dep_done(sc, sc->prev[i]) && !may_run_ahead(p, sc, i)))
                         continue;
                 r = before_step(c, i);
                 if (r < 0)
                         return r;
                 sc->issued[i] = true;
-                sc->seq[i] = issue(c, i);
+                issue(c, i);
                 sc->started[i] = now_usec(CLOCK_MONOTONIC);
                 sc->in_flight[sc->n_in_flight++] = i;
                 if (barrier)
@@ -579,7 +582,7 @@ static int check_stalled(Controller *c, Schedule *sc, size_t i) {
         struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
         char state;
 
-        if (step_done(&c->shared->slots[t], sc->seq[i]))
+        if (step_done(c, i))
                 return 0;
         if (pidfd >= 0 && poll(&pfd, 1, 0) > 0)
                 return task_died(c, i);
@@ -597,25 +600,42 @@ static int check_stalled(Controller *c, Schedule *sc, size_t i) {
         return 0;
 }
 
-/* Take in the steps that finished; -errno on a failure. */
+static int cmp_index(const void *a, const void *b) {
+        size_t x = *(const size_t *) a, y = *(const size_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* Take in the steps that finished, in the plan's order (a task that ran ahead finishes several,
+ * and the executor's part of each must follow theirs: a listener fd recorded at an install, say,
+ * is not overwritten by the install before it); -errno on a failure. */
 static int collect(Controller *c, Schedule *sc, bool check) {
+        size_t *finished = sc->finished, n = 0;
+        int r;
+
         for (size_t k = 0; k < sc->n_in_flight;) {
                 size_t i = sc->in_flight[k];
-                int r;
 
-                if (!step_done(&c->shared->slots[c->plan->steps[i].task], sc->seq[i])) {
+                if (!step_done(c, i)) {
                         if (check && (r = check_stalled(c, sc, i)) < 0)
                                 return r;
                         k++;
                         continue;
                 }
                 sc->in_flight[k] = sc->in_flight[--sc->n_in_flight];
-                if (c->shared->slots[c->plan->steps[i].task].result < 0)
+                finished[n++] = i;
+        }
+        qsort(finished, n, sizeof(size_t), cmp_index);
+        for (size_t k = 0; k < n; k++) {
+                size_t i = finished[k];
+
+                if (state_of(c, i)->result < 0)
                         return step_failed(c, i);
                 r = after_step(c, i);
                 if (r < 0)
                         return r;
                 sc->done[i] = true;
+                if (sc->next[i] != SIZE_MAX && sc->issued[sc->next[i]]) /* its time starts now */
+                        sc->started[sc->next[i]] = now_usec(CLOCK_MONOTONIC);
         }
         while (sc->lo < c->plan->n_steps && sc->done[sc->lo])
                 sc->lo++;
@@ -648,36 +668,13 @@ static int run_steps(Controller *c, size_t end) {
         return 0;
 }
 
-/* The restore root, then the steps before the start; the ends of the pipes that only the root
- * uses are closed here once it has them. */
-static int fork_and_run(Controller *c, size_t end) {
-        int r = fork_root(c);
-
-        close_fd(&c->control_r);
-        close_fd(&c->handoff_t);
-        if (r < 0)
-                return r;
-        return run_steps(c, end);
-}
-
 int controller_run(Controller *c) {
         size_t end = 0;
         int r;
 
-        runtime = (Runtime) {
-                .plan = c->plan,
-                .shared = c->shared,
-                .stacks = c->stacks,
-                .fd_report = c->plan->runtime_fd + PLAN_RUNTIME_FD_REPORT,
-                .fd_control = c->plan->runtime_fd + PLAN_RUNTIME_FD_CONTROL,
-                .fd_handoff = c->plan->runtime_fd + PLAN_RUNTIME_FD_HANDOFF,
-                .exec_path = runtime.exec_path,
-                .envp = runtime.envp,
-                .stdio = c->stdio[0] >= 0,
-        };
         while (end < c->plan->n_steps && !c->plan->steps[end].after_start)
                 end++;
-        r = fork_and_run(c, end);
+        r = run_steps(c, end);
         if (r < 0)
                 controller_kill_all(c);
         return r;
@@ -692,7 +689,7 @@ static bool same_file(const char *a, const char *b) {
 
 /* The exec step ran when the process's executable is no longer the executor's, or when the task
  * said it was about to exec and no failure came back for a while. */
-static int wait_exec(Controller *c, size_t i, uint32_t seq) {
+static int wait_exec(Controller *c, size_t i) {
         const PlanStep *st = &c->plan->steps[i];
         RuntimeSlot *s = &c->shared->slots[st->task];
         pid_t pid = c->pids[c->plan->tasks[st->task].process];
@@ -703,7 +700,7 @@ static int wait_exec(Controller *c, size_t i, uint32_t seq) {
         for (;;) {
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
 
-                if (step_done(s, seq))
+                if (step_done(c, i))
                         return step_failed(c, i);
                 if (__atomic_load_n(&s->execing, __ATOMIC_ACQUIRE) && !execing_since)
                         execing_since = now;
@@ -739,8 +736,8 @@ int controller_start(Controller *c) {
                 int r = c->stdio[0] >= 0 ? send_stdio(c, i) : 0;
                 if (r < 0)
                         return r;
-                uint32_t seq = issue(c, i);
-                r = wait_exec(c, i, seq);
+                issue(c, i);
+                r = wait_exec(c, i);
                 if (r < 0)
                         return r;
         }

@@ -8,19 +8,19 @@
 #include <sys/resource.h>
 
 #include "plan/plan.h"
+#include "restore-root.h"
 #include "runtime.h"
 
 typedef struct Controller {
         const Plan *plan;
         uint64_t step_timeout_usec;
 
-        RuntimeShared *shared;
-        size_t shared_size;
-        uint8_t *stacks;
-        size_t stacks_size;
+        RuntimeShared *shared; /* the slots, then the image of the plan (one memfd) */
+        size_t shared_size;    /* the slots' part, in whole pages */
+        size_t memory_size;
         int report_fd;       /* eventfd the tasks write after each step */
-        int control_w, control_r; /* parked tasks block reading control_r; closing control_w ends them */
-        int handoff_e, handoff_t; /* listener fds go in at handoff_e, tasks receive at handoff_t */
+        int control_w;       /* parked tasks block reading the other end; closing it ends them */
+        int handoff_e;       /* listener fds go in here, tasks receive them at the other end */
         int stdio[3];        /* borrowed: what exec'd processes get as stdin, stdout, stderr (-1: theirs) */
 
         pid_t *pids;         /* per plan process, 0 until forked */
@@ -43,10 +43,15 @@ typedef struct Controller {
 extern struct rlimit controller_nofile;
 extern bool controller_nofile_saved;
 
-int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec);
+/* Set up for plan, with root (restore_root_fork()) as its restore root: the memory shared with the
+ * tasks is made and handed to the root, which the controller then holds (root is left empty). On
+ * failure root is left as it was, for restore_root_done(). stdio: what exec'd processes get (NULL
+ * or -1: theirs); exec_paths: per plan process, what it execs (NULL: it parks). */
+int controller_init(Controller *c, const Plan *plan, uint64_t step_timeout_usec, RestoreRoot *root,
+                    char *const *exec_paths, const int stdio[3]);
 void controller_done(Controller *c);
 
-/* Fork the restore root and run every step up to the ones that wait for the start. On failure
+/* Run every step up to the ones that wait for the start. On failure
  * (c->failure says what) every task is killed and reaped before it returns. */
 int controller_run(Controller *c);
 /* Run the exec steps. */

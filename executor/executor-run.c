@@ -163,14 +163,21 @@ static int serve(Controller *c, int sfd) {
         }
 }
 
-/* The controller set up for plan, and the plan run up to its start. */
-static int controller_start_plan(Controller *c, const Plan *plan, const ExecutorRequest *req) {
-        int r = controller_init(c, plan, req->step_timeout_usec);
+static void free_paths(char **paths, size_t n) {
+        for (size_t i = 0; paths && i < n; i++)
+                free(paths[i]);
+        free(paths);
+}
 
+/* The controller set up for plan with root as its restore root, and the plan run up to its
+ * start. */
+static int controller_start_plan(Controller *c, const Plan *plan, const ExecutorRequest *req, RestoreRoot *root,
+                                 char **exec_paths) {
+        int r = controller_init(c, plan, req->step_timeout_usec, root, exec_paths, req->stdio);
+
+        free_paths(exec_paths, plan->n_processes);
         if (r < 0)
                 return r;
-        if (req->stdio[0] >= 0)
-                memcpy(c->stdio, req->stdio, sizeof(c->stdio));
         return controller_run(c);
 }
 
@@ -183,11 +190,19 @@ static int answer(Controller *c, bool unprivileged, int sfd) {
         return serve(c, sfd);
 }
 
-static int run_restore(const Forest *snapshot, ExecutorRequest *req, int sfd) {
+/* An ERROR reply once the root that waits is gone (an ERROR says every task is). */
+static int refuse(RestoreRoot *root, const char *stage, const char *error, int r) {
+        restore_root_done(root);
+        executor_reply_error(stage, error ?: strerror(-r), NULL);
+        return r;
+}
+
+static int run_restore(const Forest *snapshot, ExecutorRequest *req, RestoreRoot *root, int sfd) {
         _cleanup_(plan_freep) Plan *plan = NULL;
         _cleanup_free_ char *error = NULL;
         Controller c = {};
         PlanOptions o = PLAN_OPTIONS_DEFAULT;
+        char **exec_paths = NULL;
         int r;
 
         o.unprivileged = !have_cap_sys_admin();
@@ -200,13 +215,13 @@ static int run_restore(const Forest *snapshot, ExecutorRequest *req, int sfd) {
                 o.max_fds = controller_nofile.rlim_cur; /* what the restore root puts back */
         r = plan_build(snapshot, &o, &plan, &error);
         if (r < 0)
-                return executor_reply_error("plan", error ?: strerror(-r), NULL), r;
-        r = resolve_exec_paths(plan, &runtime.exec_path, &error);
+                return refuse(root, "plan", error, r);
+        r = resolve_exec_paths(plan, &exec_paths, &error);
         if (r < 0)
-                return executor_reply_error("plan", error ?: strerror(-r), NULL), r;
-        runtime.envp = environ;
-        r = controller_start_plan(&c, plan, req);
+                return refuse(root, "plan", error, r);
+        r = controller_start_plan(&c, plan, req, root, exec_paths);
         if (r < 0) {
+                restore_root_done(root); /* a root the controller did not take yet */
                 executor_reply_error("execute", c.failure ?: strerror(-r), &c);
                 controller_done(&c);
                 return r;
@@ -253,6 +268,7 @@ static void raise_nofile(void) {
 int executor_run(void) {
         _cleanup_(forest_freep) Forest *snapshot = NULL;
         _cleanup_(executor_request_done) ExecutorRequest req = { .snapshot_fd = -1, .stdio = { -1, -1, -1 } };
+        _cleanup_(restore_root_done) RestoreRoot root = RESTORE_ROOT_NULL;
         _cleanup_free_ char *error = NULL;
         _cleanup_close_ int sfd = -1;
         RestoreFrame f = {};
@@ -278,11 +294,15 @@ int executor_run(void) {
         r = check_clean(&error);
         if (r < 0)
                 return executor_reply_error("executor", error ?: strerror(-r), NULL), r;
+        /* The root before the snapshot is read and planned: what it forks copies its memory. */
+        r = restore_root_fork(&root, req.pid_namespace, req.exec, &error);
+        if (r < 0)
+                return refuse(&root, "execute", error, r);
         r = snapshot_read_any(req.snapshot_fd, &snapshot, &error);
         if (r < 0)
-                return executor_reply_error("snapshot", error ?: strerror(-r), NULL), r;
+                return refuse(&root, "snapshot", error, r);
         r = check_arch(snapshot, &error);
         if (r < 0)
-                return executor_reply_error("plan", error ?: strerror(-r), NULL), r;
-        return run_restore(snapshot, &req, sfd);
+                return refuse(&root, "plan", error, r);
+        return run_restore(snapshot, &req, &root, sfd);
 }

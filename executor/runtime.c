@@ -16,6 +16,7 @@
 
 #include "raw.h"
 #include "runtime-clone.h"
+#include "runtime-image.h"
 
 
 Runtime runtime;
@@ -88,6 +89,9 @@ static long nap(PlanSyscall how, long nsec) {
 
 #define NAP_NSEC 1000000L          /* waiting for a step without futex(2): 1 ms */
 #define PARK_NAP_NSEC 100000000L   /* parked without read(2): 100 ms */
+/* How often a task waiting on the futex checks the heartbeat: thousands of waiting tasks each
+ * waking every second cost the restore time of its own. */
+#define WAIT_PERIOD_SEC 5L
 
 /* Has the executor's heartbeat stood still for RUNTIME_ORPHAN_SECONDS? idle counts the checks
  * made every period_nsec without a change. */
@@ -102,35 +106,37 @@ static bool orphaned(uint32_t *beat, unsigned *idle, long period_nsec) {
         return ++*idle >= (unsigned) (RUNTIME_ORPHAN_SECONDS * (1000000000L / period_nsec));
 }
 
-static void wait_for_go(RuntimeSlot *s, uint32_t seen, PlanSyscall how) {
-        uint32_t beat = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED);
+/* Wait until the executor lets the task run step i (RUNTIME_IMAGE_NONE: never; the task waits
+ * until it is killed, or gives up when the executor is gone). */
+static void wait_for_go(RuntimeSlot *s, uint32_t i, PlanSyscall how) {
+        uint32_t beat = __atomic_load_n(&runtime.shared->heartbeat, __ATOMIC_RELAXED), seen;
         unsigned idle = 0;
 
-        while (__atomic_load_n(&s->go, __ATOMIC_ACQUIRE) == seen) {
+        while ((seen = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE)) <= i) {
                 if (how != PLAN_SYSCALL_DEFAULT) {
                         (void) nap(how, NAP_NSEC);
                         if (orphaned(&beat, &idle, NAP_NSEC))
                                 die(EXIT_FAILURE);
                         continue;
                 }
-                struct timespec ts = { .tv_sec = 1 };
+                struct timespec ts = { .tv_sec = WAIT_PERIOD_SEC };
                 long r = raw_syscall4(SYS_futex, &s->go, FUTEX_WAIT, seen, &ts);
-                if (r == -ETIMEDOUT && orphaned(&beat, &idle, 1000000000L))
+                if (r == -ETIMEDOUT && orphaned(&beat, &idle, WAIT_PERIOD_SEC * 1000000000L))
                         die(EXIT_FAILURE); /* the executor is gone */
                 else if (r != -ETIMEDOUT)
-                        (void) orphaned(&beat, &idle, 1000000000L);
+                        (void) orphaned(&beat, &idle, WAIT_PERIOD_SEC * 1000000000L);
         }
 }
 
 /* The step is done: the slot says so (the executor watches it), and unless the task's chain stops
  * write(2), so does the report eventfd (which wakes the executor at once). */
-static void report(RuntimeSlot *s, uint32_t seq, const Outcome *o, const PlanStep *st) {
+static void report(RuntimeStepState *s, const Outcome *o, const RuntimeImageStep *st) {
         uint64_t one = 1;
 
         s->result = (int32_t) o->result;
         s->value = (int32_t) o->value;
         s->call = o->call;
-        __atomic_store_n(&s->done, seq, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
         if (st->report != PLAN_SYSCALL_NONE)
                 raw_syscall3(SYS_write, runtime.fd_report, &one, sizeof(one));
 }
@@ -169,12 +175,13 @@ static __attribute__((noreturn)) void park(PlanSyscall how, PlanSyscall exit_how
 
 /* ---- steps ---- */
 
-static const PlanProcess *process_of_task(size_t t) {
-        return &runtime.plan->processes[runtime.plan->tasks[t].process];
+static const RuntimeImageProcess *process_of_task(size_t t) {
+        return runtime_image_process(runtime.image, runtime_image_task(runtime.image, t)->process);
 }
 
-static Outcome do_install(const PlanStep *st) {
-        struct sock_fprog prog = { .len = (unsigned short) st->filter->len, .filter = st->filter->insns };
+static Outcome do_install(const RuntimeImageStep *st) {
+        struct sock_fprog prog = { .len = (unsigned short) st->n_insns,
+                                   .filter = (struct sock_filter *) runtime_image_at(runtime.image, st->insns) };
 
         if (st->syscall == PLAN_SYSCALL_PRCTL)
                 return check(raw_syscall5(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0), RUNTIME_CALL_PRCTL);
@@ -182,7 +189,7 @@ static Outcome do_install(const PlanStep *st) {
 }
 
 /* An allow-all filter: the count of an exited leader's filters (see PLAN_OP_FILL). */
-static Outcome do_fill(const PlanStep *st) {
+static Outcome do_fill(const RuntimeImageStep *st) {
         struct sock_fprog prog = { .len = 1, .filter = (struct sock_filter *) plan_fill_insns };
 
         if (st->syscall == PLAN_SYSCALL_PRCTL)
@@ -206,12 +213,12 @@ static Outcome move_fd(int from, int to) {
 }
 
 /* In a new pid namespace every task is made with clone3(2), at the tid the plan gives it there. */
-static bool use_clone3(const PlanStep *st) {
-        return st->syscall == PLAN_SYSCALL_CLONE3 || runtime.plan->options.pid_namespace;
+static bool use_clone3(const RuntimeImageStep *st) {
+        return st->syscall == PLAN_SYSCALL_CLONE3 || runtime.image->pid_namespace;
 }
 
-static void set_tid_of(CloneArgs *a, const PlanStep *st) {
-        const PlanTask *t = &runtime.plan->tasks[st->target];
+static void set_tid_of(CloneArgs *a, const RuntimeImageStep *st) {
+        const RuntimeImageTask *t = runtime_image_task(runtime.image, st->target);
 
         if (t->ns_tid > 0) {
                 a->set_tid = (uintptr_t) &t->ns_tid;
@@ -219,7 +226,7 @@ static void set_tid_of(CloneArgs *a, const PlanStep *st) {
         }
 }
 
-static Outcome do_spawn_thread(const PlanStep *st) {
+static Outcome do_spawn_thread(const RuntimeImageStep *st) {
         RuntimeSlot *target = slot_of(st->target);
         uint8_t *stack = runtime.stacks + st->target * RUNTIME_STACK_SIZE;
         void *arg = (void *) (uintptr_t) st->target;
@@ -244,7 +251,7 @@ static Outcome do_spawn_thread(const PlanStep *st) {
 }
 
 /* The child goes on here as the new process's first task. */
-static Outcome do_spawn_process(const PlanStep *st) {
+static Outcome do_spawn_process(const RuntimeImageStep *st) {
         RuntimeSlot *target = slot_of(st->target);
         unsigned long flags = PLAN_CLONE_PROCESS_FLAGS | (st->arg ? PLAN_CLONE_PARENT : 0);
         RuntimeCall call;
@@ -271,7 +278,7 @@ static Outcome do_spawn_process(const PlanStep *st) {
         return check(r, call);
 }
 
-static Outcome do_reap(const RuntimeSlot *s, const PlanStep *st) {
+static Outcome do_reap(const RuntimeStepState *s, const RuntimeImageStep *st) {
         int status;
         siginfo_t info;
 
@@ -281,7 +288,7 @@ static Outcome do_reap(const RuntimeSlot *s, const PlanStep *st) {
 }
 
 /* One fd arrives on the handoff socket (the executor sent it just before this step). */
-static Outcome do_receive(const PlanStep *st) {
+static Outcome do_receive(const RuntimeImageStep *st) {
         char control[CMSG_SPACE(sizeof(int))] __attribute__((aligned(8))) = {};
         char byte;
         struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
@@ -326,16 +333,18 @@ static Outcome receive_stdio(void) {
 }
 
 static Outcome do_exec(RuntimeSlot *s, size_t t) {
-        const PlanProcess *p = process_of_task(t);
+        const RuntimeImageProcess *p = process_of_task(t);
 
+        if (p->exec == RUNTIME_IMAGE_NONE || p->exec_path == RUNTIME_IMAGE_NONE)
+                return (Outcome) { .result = -ENOEXEC, .call = RUNTIME_CALL_EXECVE };
         if (runtime.stdio) {
                 Outcome o = receive_stdio();
                 if (o.result < 0)
                         return o;
         }
         __atomic_store_n(&s->execing, 1, __ATOMIC_RELEASE);
-        return check(raw_syscall3(SYS_execve, runtime.exec_path[runtime.plan->tasks[t].process],
-                                  runtime.plan->options.exec[p->exec].argv, runtime.envp),
+        return check(raw_syscall3(SYS_execve, runtime_image_at(runtime.image, p->exec_path), runtime.exec[p->exec].argv,
+                                  runtime.envp),
                      RUNTIME_CALL_EXECVE);
 }
 
@@ -343,7 +352,7 @@ static Outcome do_exec(RuntimeSlot *s, size_t t) {
  * while the task may still change the others. A change of uid makes the process undumpable:
  * the original was not, so that is undone. */
 static Outcome do_set_creds(size_t t) {
-        const Process *sp = process_of_task(t)->snapshot;
+        const RuntimeImageProcess *sp = process_of_task(t);
         long r = raw_syscall2(SYS_setgroups, 0, 0);
 
         if (r < 0)
@@ -357,10 +366,10 @@ static Outcome do_set_creds(size_t t) {
         return check(raw_syscall5(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), RUNTIME_CALL_PRCTL);
 }
 
-static Outcome run_step(RuntimeSlot *s, size_t t, const PlanStep *st) {
+static Outcome run_step(RuntimeSlot *slot, RuntimeStepState *s, size_t t, const RuntimeImageStep *st) {
         switch (st->op) {
         case PLAN_OP_SET_COMM:
-                return check(raw_syscall5(SYS_prctl, PR_SET_NAME, process_of_task(t)->snapshot->comm, 0, 0, 0),
+                return check(raw_syscall5(SYS_prctl, PR_SET_NAME, process_of_task(t)->comm, 0, 0, 0),
                              RUNTIME_CALL_PRCTL);
         case PLAN_OP_CLOSE_FD:
                 return check(raw_syscall1(SYS_close, st->fd), RUNTIME_CALL_CLOSE);
@@ -387,7 +396,7 @@ static Outcome run_step(RuntimeSlot *s, size_t t, const PlanStep *st) {
         case PLAN_OP_STRICT:
                 return check(raw_syscall2(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_STRICT), RUNTIME_CALL_PRCTL);
         case PLAN_OP_EXEC:
-                return do_exec(s, t);
+                return do_exec(slot, t);
         case PLAN_OP_EXIT:
         case PLAN_OP_PARK:
         default:
@@ -396,7 +405,7 @@ static Outcome run_step(RuntimeSlot *s, size_t t, const PlanStep *st) {
 }
 
 /* After reporting a step that ends the task. */
-static void end_task(const PlanStep *st, const Outcome *o) {
+static void end_task(const RuntimeImageStep *st, const Outcome *o) {
         switch (st->op) {
         case PLAN_OP_EXIT:
                 if (st->syscall == PLAN_SYSCALL_EXIT_GROUP)
@@ -420,19 +429,23 @@ static void end_task(const PlanStep *st, const Outcome *o) {
 void runtime_task_main(void *index) {
         size_t t = (size_t) (uintptr_t) index;
         RuntimeSlot *s = slot_of(t);
-        PlanSyscall wait = runtime.plan->tasks[t].wait_first;
-        uint32_t seen = 0;
+        RuntimeStepState *states = runtime_shared_steps(runtime.shared);
+        PlanSyscall wait = runtime_image_task(runtime.image, t)->wait_first;
+        uint32_t i = runtime_image_task(runtime.image, t)->first_step;
 
         for (;;) {
-                const PlanStep *st;
+                const RuntimeImageStep *st;
                 Outcome o;
 
-                wait_for_go(s, seen, wait);
-                seen = __atomic_load_n(&s->go, __ATOMIC_ACQUIRE);
-                st = &runtime.plan->steps[s->step];
-                o = run_step(s, t, st);
-                report(s, seen, &o, st);
+                wait_for_go(s, i, wait);
+                if (i >= runtime.image->n_steps)
+                        die(EXIT_FAILURE);
+                st = runtime_image_step(runtime.image, i);
+                o = run_step(s, &states[i], t, st);
+                report(&states[i], &o, st);
                 end_task(st, &o);
                 wait = st->wait;
+                /* after a failure, nothing more: the executor ends the restore */
+                i = o.result < 0 ? RUNTIME_IMAGE_NONE : st->next;
         }
 }

@@ -34,34 +34,49 @@ typedef enum RuntimeCall {
 } RuntimeCall;
 const char *runtime_call_to_string(RuntimeCall c);
 
+/* Per task. */
 typedef struct RuntimeSlot {
-        uint32_t go;     /* futex: the executor bumps it once step and arg are set */
-        uint32_t done;   /* the task copies go here when the step has run */
-        uint32_t step;
-        int32_t arg;     /* from the executor: the fd to move (keep-listener), the pid to reap */
-        int32_t result;  /* >= 0, or -errno of the call that failed */
-        int32_t value;   /* spawn: the new tid; install: the listener fd */
-        uint32_t call;   /* RuntimeCall that failed */
+        uint32_t go;     /* futex: 1 + the last of its steps the executor let it run (a task runs its
+                          * steps in the plan's order, each as soon as it may, without waiting for
+                          * the executor in between) */
         int32_t tid;     /* written by the kernel: CLONE_PARENT_SETTID / CLONE_CHILD_SETTID */
         int32_t ctid;    /* threads: CLONE_CHILD_CLEARTID, 0 once the thread is gone */
         uint32_t execing; /* set just before execve() */
 } RuntimeSlot;
 
+/* Per step. */
+typedef struct RuntimeStepState {
+        uint32_t done;   /* 1 once the step ran (and the fields below are set) */
+        int32_t arg;     /* from the executor: the fd to move (keep-listener), the pid to reap */
+        int32_t result;  /* >= 0, or -errno of the call that failed */
+        int32_t value;   /* spawn: the new tid; install: the listener fd */
+        uint32_t call;   /* RuntimeCall that failed */
+} RuntimeStepState;
+
 typedef struct RuntimeShared {
         uint32_t heartbeat; /* bumped by the executor at least every 200 ms while tasks wait */
         uint32_t released;  /* set by the executor at the release: tasks parked in a sleep loop end */
         uint32_t n_slots;
-        RuntimeSlot slots[];
+        uint32_t n_steps;
+        RuntimeSlot slots[]; /* n_slots, then n_steps RuntimeStepState */
 } RuntimeShared;
 
-/* Set up by the executor before it forks the restore root, read-only afterwards (every task has
- * its own copy of it, made by fork). */
+static inline size_t runtime_shared_size(size_t n_slots, size_t n_steps) {
+        return sizeof(RuntimeShared) + n_slots * sizeof(RuntimeSlot) + n_steps * sizeof(RuntimeStepState);
+}
+
+static inline RuntimeStepState *runtime_shared_steps(RuntimeShared *s) {
+        return (RuntimeStepState *) (s->slots + s->n_slots);
+}
+
+/* Set up in the restore root before its first step, read-only afterwards (every task has its own
+ * copy of it, made by fork). */
 typedef struct Runtime {
-        const Plan *plan;
+        const struct RuntimeImage *image; /* the plan as the tasks read it (runtime-image.h) */
         RuntimeShared *shared;
         uint8_t *stacks;    /* a stack per task, RUNTIME_STACK_SIZE each */
         int fd_report, fd_control, fd_handoff;
-        char **exec_path;   /* per plan process: what execve() gets as its path, NULL if it parks */
+        const PlanExec *exec; /* the request's commands (the root's own copy of the executor's) */
         char **envp;
         bool stdio;         /* an exec step first receives stdin, stdout and stderr on fd_handoff */
 } Runtime;
