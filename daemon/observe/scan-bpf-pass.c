@@ -184,13 +184,13 @@ static int consume(BpfScanner *s) {
 /* Run one iterator to its end. Its program never writes to the iterator's file: read() returns 0
  * at the end, or -EAGAIN when the ring buffer is full — then drain it, and the same object is
  * tried again. */
-static int iter_run(BpfScanner *s, struct bpf_link *link, const char *name) {
+static int iter_run(BpfScanner *s, int link_fd, const char *name) {
         _cleanup_close_ int fd = -1;
         unsigned stalls = 0;
         char buf[64];
         int n;
 
-        fd = bpf_iter_create(bpf_link__fd(link));
+        fd = bpf_iter_create(link_fd);
         if (fd < 0)
                 return bpf_scanner_fail_errno(s, -errno, "Failed to start the %s iterator: %m", name);
 
@@ -220,10 +220,10 @@ typedef struct StatsMark {
 } StatsMark;
 
 static StatsMark stats_mark(BpfScanner *s) {
-        const volatile struct scan_stats *k = &s->skel->bss->stats;
+        const volatile struct scan_stats *k = &s->unit.bss->stats;
 
         return (StatsMark) {
-                .map_full = s->skel->data_ids->ids_stats.map_full,
+                .map_full = s->unit.data_ids->ids_stats.map_full,
                 .chain_too_long = k->chain_too_long,
                 .retries = k->retries,
                 .insns_sent = k->insns_sent,
@@ -246,24 +246,24 @@ static bool files_pass_needed(BpfScanner *s) {
 /* Whether the pass should end with a sweep of the kernel's id map. Its entries (stored minus
  * swept) beyond the filters the last pass met belong to gone filters. */
 static bool sweep_due(BpfScanner *s) {
-        uint64_t entries = s->skel->data_ids->ids_stats.ids_stored - s->skel->bss->stats.ids_swept;
+        uint64_t entries = s->unit.data_ids->ids_stats.ids_stored - s->unit.bss->stats.ids_swept;
         uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
 
         if (s->force_sweep || s->oneshot)
                 return true; /* a one-shot scanner forgets every id at the end of each pass */
         if (stale == 0)
                 return false;
-        return stale >= bpf_map__max_entries(s->skel->maps.filter_ids) / SWEEP_STALE_SHARE ||
+        return stale >= s->unit.filter_ids_entries / SWEEP_STALE_SHARE ||
                s->pass - s->last_sweep_pass >= SWEEP_INTERVAL;
 }
 
 static int files_run(BpfScanner *s) {
         int r;
 
-        s->files.created_mark = s->skel->data_ids->listeners_created;
+        s->files.created_mark = s->unit.data_ids->listeners_created;
         s->files.install_misses = bpf_watch_install_misses(&s->watch);
         s->files.ran = false; /* until this run has found them all */
-        r = iter_run(s, s->skel->links.scan_files, "task_file");
+        r = iter_run(s, s->unit.files_link_fd, "task_file");
         if (r < 0)
                 return r;
         s->files.ran = true;
@@ -273,7 +273,7 @@ static int files_run(BpfScanner *s) {
 
 /* The kernel thinks this scanner has instructions it does not have: ask for all of them again. */
 static void insns_epoch_next(BpfScanner *s) {
-        s->skel->data->insns_epoch++;
+        s->unit.data->insns_epoch++;
         log_debug("Pass %" PRIu64 ": instructions of a filter were left out but are not known here; asking for all "
                   "of them again.", s->pass);
 }
@@ -324,16 +324,16 @@ int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         int r;
 
         pass_records_reset(&s->records);
-        s->skel->data_ids->pass = ++s->pass;
-        s->skel->bss->emit_all_tasks = all_tasks;
-        s->skel->bss->want_exe = want_exe;
+        s->unit.data_ids->pass = ++s->pass;
+        s->unit.bss->emit_all_tasks = all_tasks;
+        s->unit.bss->want_exe = want_exe;
         files = files_pass_needed(s);
         sweep = sweep_due(s);
-        s->skel->bss->files_planned = files;
-        s->skel->bss->sweep_wanted = sweep;
+        s->unit.bss->files_planned = files;
+        s->unit.bss->sweep_wanted = sweep;
         before = stats_mark(s);
 
-        r = iter_run(s, s->skel->links.scan_tasks, "task");
+        r = iter_run(s, s->unit.tasks_link_fd, "task");
         if (r < 0)
                 return r;
         tasks_done = now_usec(CLOCK_MONOTONIC);
@@ -390,7 +390,7 @@ int bpf_scanner_argv_pass(BpfScanner *s, const ProcSpan *spans, size_t n) {
         int k;
 
         argv_want_mark(s, spans, n, true);
-        k = iter_run(s, s->skel->links.scan_argv, "argv");
+        k = iter_run(s, s->unit.argv_link_fd, "argv");
         argv_want_mark(s, spans, n, false);
         if (k < 0)
                 return k;
@@ -408,6 +408,6 @@ BpfListenerMark bpf_scanner_listener_mark(const BpfScanner *s) {
 }
 
 bool bpf_scanner_listener_mark_holds(BpfScanner *s, const BpfListenerMark *m) {
-        return m->none && s->skel->data_ids->listeners_created == m->created &&
+        return m->none && s->unit.data_ids->listeners_created == m->created &&
                bpf_watch_install_misses(&s->watch) == m->install_misses;
 }

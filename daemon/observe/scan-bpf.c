@@ -83,8 +83,8 @@ int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
 }
 
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
-        const volatile struct scan_stats *k = &s->skel->bss->stats;
-        const volatile struct ids_stats *ids = &s->skel->data_ids->ids_stats;
+        const volatile struct scan_stats *k = &s->unit.bss->stats;
+        const volatile struct ids_stats *ids = &s->unit.data_ids->ids_stats;
 
         *ret = (BpfScannerStats) {
                 .passes = s->pass,
@@ -193,8 +193,8 @@ void bpf_scanner_set_no_listeners(BpfScanner *s, bool (*no_listeners)(void *user
 }
 
 bool bpf_scanner_reusable(const BpfScanner *s) {
-        return s->oneshot && s->skel &&
-               s->skel->data_ids->ids_stats.ids_stored == s->skel->bss->stats.ids_swept;
+        return s->oneshot && s->unit.bss &&
+               s->unit.data_ids->ids_stats.ids_stored == s->unit.bss->stats.ids_swept;
 }
 
 BpfWatch *bpf_scanner_watch(BpfScanner *s) {

@@ -589,6 +589,7 @@ int scan_files(struct bpf_iter__task_file *ctx) {
         return 0;
 }
 
+#ifndef SCAN_NO_ARGV /* the one-shot's light skeleton without it (meson.build) */
 /* The command lines user space asks for (argv_want), read from the processes' memory as
  * /proc/PID/cmdline does. Sleepable, to read another process's memory; a pass of its own, after
  * the task iterator's has said which processes are reported. */
@@ -637,3 +638,4 @@ int scan_argv(struct bpf_iter__task *ctx) {
                 return retry_object();
         return 0;
 }
+#endif
