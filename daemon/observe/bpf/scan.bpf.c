@@ -39,8 +39,10 @@ bool want_exe;       /* send the executable of each thread group leader reported
 __u64 insns_epoch SEC(".data") = 1;
 
 struct scan_stats stats;
-/* The iterators' own state (one pass runs at a time); user space leaves it alone. */
+/* The iterators' own state (one pass runs at a time, its task and task_file iterators one after
+ * the other or side by side); user space leaves it alone. */
 __u64 iter_ended_pass;
+__u64 tasks_ended_pass, files_ended_pass;
 __u64 iter_marked_pass; /* the process last marked in seccomp_procs, to mark each once a pass */
 __u64 iter_marked_start;
 __u32 iter_marked_tgid;
@@ -300,9 +302,11 @@ static __always_inline void pass_end(void) {
                 .pass = pass,
         };
 
-        if (iter_ended_pass == pass)
+        __u64 ended = iter_ended_pass;
+
+        /* once, even when both iterators end at the same time on two CPUs */
+        if (ended == pass || __sync_val_compare_and_swap(&iter_ended_pass, ended, pass) != ended)
                 return;
-        iter_ended_pass = pass;
         if (sweep_wanted) {
                 bpf_for_each_map_elem(&filter_ids, sweep_one, &s, 0);
                 __sync_fetch_and_add(&stats.ids_swept, s.swept);
@@ -311,6 +315,18 @@ static __always_inline void pass_end(void) {
 
         end.swept = s.swept;
         bpf_ringbuf_output(&records, &end, sizeof(end), BPF_RB_NO_WAKEUP);
+}
+
+/* An iterator of the pass met its end: the pass ends with the last of them (the task_file
+ * iterator runs when files_planned, before, after or beside the task iterator). */
+static __always_inline void iter_end(bool files) {
+        /* Exchanges, not stores: of two iterators ending side by side, the second sees the first. */
+        if (files)
+                __sync_lock_test_and_set(&files_ended_pass, pass);
+        else
+                __sync_lock_test_and_set(&tasks_ended_pass, pass);
+        if (tasks_ended_pass == pass && (!files_planned || files_ended_pass == pass))
+                pass_end();
 }
 
 /* Executables. */
@@ -477,8 +493,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         int mode, r;
 
         if (!t) {
-                if (!files_planned)
-                        pass_end();
+                iter_end(false);
                 return 0;
         }
 
@@ -561,7 +576,7 @@ int scan_files(struct bpf_iter__task_file *ctx) {
         int r;
 
         if (!t || !file) {
-                pass_end();
+                iter_end(true);
                 return 0;
         }
         pidns_learn();

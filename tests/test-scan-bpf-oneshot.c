@@ -1,0 +1,121 @@
+/* test-scan-bpf-oneshot.c: one-shot bpf scanners (`sectreed scan`): their scan unit loads through a
+ * light skeleton, the kernel resolving its CO-RE relocations, so that the process reads none of
+ * the kernel's BTF; and their passes, which run the task_file iterator beside the task iterator,
+ * report what a live scanner's do, listeners and a ring buffer far smaller than a pass included */
+#include <linux/seccomp.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "observe/scanner.h"
+#include "tests-util.h"
+
+/* What this process has read so far (rchar of /proc/self/io). */
+static uint64_t bytes_read(void) {
+        g_autofree char *text = NULL;
+        g_assert_true(g_file_get_contents("/proc/self/io", &text, NULL, NULL));
+        const char *p = strstr(text, "rchar: ");
+        g_assert_nonnull(p);
+        return g_ascii_strtoull(p + strlen("rchar: "), NULL, 10);
+}
+
+static BpfScanner *oneshot_new(bool no_argv) {
+        BpfScanner *s = NULL;
+        g_assert_cmpint(bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = no_argv }, &s),
+                        ==, 0);
+        return s;
+}
+
+static Forest *oneshot_scan(BpfScanner *b, pid_t root) {
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        Forest *f = NULL;
+
+        opts.root = root;
+        g_assert_cmpint(bpf_scanner_scan(b, &opts, &f), ==, 0);
+        g_assert_nonnull(f);
+        g_assert_cmpint(f->identity, ==, IDENTITY_EXACT);
+        return f;
+}
+
+/* Loading a one-shot scanner, with the command-line iterator and without, reads far less than the
+ * kernel's BTF (libbpf's skeleton reads all of /sys/kernel/btf/vmlinux, megabytes); its scans
+ * still see the scenario as it is. */
+static void test_no_btf_read(void) {
+        if (!tests_require_root())
+                return;
+        struct stat st;
+        g_assert_cmpint(stat("/sys/kernel/btf/vmlinux", &st), ==, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+
+        for (int no_argv = 0; no_argv <= 1; no_argv++) {
+                uint64_t before = bytes_read();
+                BpfScanner *b = oneshot_new(no_argv);
+                uint64_t read = bytes_read() - before;
+                g_assert_cmpuint(read, <, (uint64_t) st.st_size / 4);
+
+                Forest *f = oneshot_scan(b, scenario_root_pid(s));
+                tests_assert_forest_matches(f, s, true);
+                forest_free(f);
+                bpf_scanner_free(b);
+        }
+        scenario_free(s);
+}
+
+/* A listener whose filter no task holds any more: only the task_file iterator, run beside the task
+ * iterator, finds it; through a ring buffer far smaller than the pass, so that both iterators wait
+ * for drains, and again with the scanner kept. */
+static void test_listener_beside_small_ring(void) {
+        if (!tests_require_root())
+                return;
+        static struct sock_filter big[PROG_MAX_INSNS];
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF;
+        ScenarioTask other = scenario_fork(s, scenario_root(s));
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        ScenarioTask parent = scenario_fork(s, scenario_root(s));
+
+        for (int i = 0; i < 30; i++) {
+                ScenarioTask c = scenario_fork(s, parent);
+                size_t n = scenario_filter_errno(big, SYS_getpriority, 100 + i, 2000 + i);
+                g_assert_cmpint(scenario_install(s, c, big, n, 0), >=, 0);
+        }
+        int n0 = scenario_install(s, a, x.b, x.nb, 0);
+        int n1 = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(n1, >, n0);
+        int fd = scenario_share_listener(s, n1, other);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(scenario_exit(s, a), ==, 0);
+        usleep(100 * 1000);
+
+        g_assert_cmpint(setenv("SECTREE_BPF_RINGBUF_SIZE", "65536", 1), ==, 0);
+        BpfScanner *b = oneshot_new(true);
+        g_assert_cmpint(unsetenv("SECTREE_BPF_RINGBUF_SIZE"), ==, 0);
+        for (int pass = 0; pass < 2; pass++) {
+                Forest *f = oneshot_scan(b, scenario_root_pid(s));
+                g_assert_cmpuint(f->n_filters, ==, 32);
+                g_assert_cmpuint(f->n_listeners, ==, 1);
+                const Listener *l = f->listeners[0];
+                g_assert_true(tests_listener_has_holder(l, scenario_task(s, other)->tgid, fd));
+                const Filter *flt = forest_find_filter(f, l->filter_id);
+                g_assert_nonnull(flt);
+                g_assert_true(flt->has_listener);
+                g_assert_cmpuint(flt->n_tasks, ==, 0);
+                g_assert_cmpuint(flt->depth, ==, 2);
+                g_assert_cmpmem(flt->insns, flt->len * sizeof(struct sock_filter), x.a,
+                                x.na * sizeof(struct sock_filter));
+                forest_free(f);
+        }
+        bpf_scanner_free(b);
+        scenario_free(s);
+}
+
+int main(int argc, char **argv) {
+        tests_init(&argc, &argv);
+        g_test_add_func("/scan-bpf-oneshot/no-btf-read", test_no_btf_read);
+        g_test_add_func("/scan-bpf-oneshot/listener-beside-small-ring", test_listener_beside_small_ring);
+        return g_test_run();
+}
