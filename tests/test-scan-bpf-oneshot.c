@@ -113,9 +113,75 @@ static void test_listener_beside_small_ring(void) {
         scenario_free(s);
 }
 
+static int cmp_digest(const void *a, const void *b) {
+        return memcmp(a, b, PROG_DIGEST_SIZE);
+}
+
+/* The digests of f's programs, sorted, in one array of f->n_filters * PROG_DIGEST_SIZE bytes. */
+static uint8_t *sorted_digests(const Forest *f) {
+        uint8_t *d = g_malloc0(f->n_filters * PROG_DIGEST_SIZE + 1);
+        for (size_t i = 0; i < f->n_filters; i++)
+                memcpy(d + i * PROG_DIGEST_SIZE, f->filters[i]->digest, PROG_DIGEST_SIZE);
+        qsort(d, f->n_filters, PROG_DIGEST_SIZE, cmp_digest);
+        return d;
+}
+
+/* Many long programs behind listeners no task holds (sent by the task_file iterator) and many held
+ * by tasks (sent by the task iterator), so that both iterators put records with instructions
+ * together at the same time: each pass reports every program as a live scanner (which runs them
+ * one after the other) does. */
+static void test_programs_beside(void) {
+        if (!tests_require_root())
+                return;
+        static struct sock_filter big[PROG_MAX_INSNS];
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask other = scenario_fork(s, scenario_root(s));
+        ScenarioTask parent = scenario_fork(s, scenario_root(s));
+
+        for (int i = 0; i < 40; i++) {
+                ScenarioTask c = scenario_fork(s, parent);
+                size_t n = scenario_filter_errno(big, SYS_getpriority, 100 + i, 3000 + i);
+                g_assert_cmpint(scenario_install(s, c, big, n, 0), >=, 0);
+        }
+        for (int i = 0; i < 40; i++) {
+                ScenarioTask a = scenario_fork(s, scenario_root(s));
+                size_t n = scenario_filter_errno(big, SYS_getpriority, 200 + i, 3000 + i);
+                big[n - 3].k = SECCOMP_RET_USER_NOTIF;
+                int node = scenario_install(s, a, big, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+                g_assert_cmpint(node, >=, 0);
+                g_assert_cmpint(scenario_share_listener(s, node, other), >=, 0);
+                g_assert_cmpint(scenario_exit(s, a), ==, 0);
+        }
+        usleep(100 * 1000);
+
+        BpfScanner *live = NULL;
+        g_assert_cmpint(bpf_scanner_new(&live), ==, 0);
+        Forest *want = oneshot_scan(live, scenario_root_pid(s));
+        g_assert_cmpuint(want->n_filters, ==, 80);
+        g_assert_cmpuint(want->n_listeners, ==, 40);
+        g_autofree uint8_t *want_digests = sorted_digests(want);
+
+        BpfScanner *b = oneshot_new(true);
+        for (int pass = 0; pass < 5; pass++) {
+                Forest *f = oneshot_scan(b, scenario_root_pid(s));
+                g_assert_cmpuint(f->n_filters, ==, want->n_filters);
+                g_assert_cmpuint(f->n_listeners, ==, want->n_listeners);
+                g_autofree uint8_t *digests = sorted_digests(f);
+                g_assert_cmpmem(digests, f->n_filters * PROG_DIGEST_SIZE, want_digests,
+                                want->n_filters * PROG_DIGEST_SIZE);
+                forest_free(f);
+        }
+        bpf_scanner_free(b);
+        forest_free(want);
+        bpf_scanner_free(live);
+        scenario_free(s);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/scan-bpf-oneshot/no-btf-read", test_no_btf_read);
         g_test_add_func("/scan-bpf-oneshot/listener-beside-small-ring", test_listener_beside_small_ring);
+        g_test_add_func("/scan-bpf-oneshot/programs-beside", test_programs_beside);
         return g_test_run();
 }

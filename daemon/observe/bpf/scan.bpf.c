@@ -53,14 +53,21 @@ struct {
 } records SEC(".maps");
 
 /* Where FILTER records with instructions are put together before they are copied into the ring
- * buffer. */
+ * buffer: one buffer for each iterator that walks chains, since a one-shot pass runs them side by
+ * side (a per-CPU buffer would not do: an iterator's program may be preempted on its CPU). */
 struct filter_buf {
         __u8 data[sizeof(struct scan_rec_filter) + SCAN_MAX_INSNS * sizeof(struct sock_filter)];
 };
 
+enum {
+        SCRATCH_TASKS,
+        SCRATCH_FILES,
+        _SCRATCH_MAX,
+};
+
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
-        __uint(max_entries, 1);
+        __uint(max_entries, _SCRATCH_MAX);
         __type(key, __u32);
         __type(value, struct filter_buf);
 } scratch SEC(".maps");
@@ -133,14 +140,15 @@ struct {
         __type(value, struct argv_buf);
 } argv_scratch SEC(".maps");
 
-/* The record of f, e when its instructions go along: put together in the scratch buffer. */
-static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, const struct scan_rec_filter *hdr) {
+/* The record of f, e when its instructions go along: put together in scratch buffer slot. */
+static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, const struct scan_rec_filter *hdr,
+                             __u32 slot) {
         struct sock_fprog_kern *orig = f->prog->orig_prog;
         struct scan_rec_filter *r;
         struct sock_filter *insns;
-        __u32 zero = 0, len;
+        __u32 len;
 
-        r = bpf_map_lookup_elem(&scratch, &zero);
+        r = bpf_map_lookup_elem(&scratch, &slot);
         if (!r)
                 return -ENOMEM;
         *r = *hdr;
@@ -163,7 +171,7 @@ static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, con
 
 /* Send f's record unless this pass did already; its instructions only if this epoch has not.
  * 0, -ENOSPC (ring buffer full: retry the object) or -ENOMEM. */
-static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 parent_id) {
+static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 parent_id, __u32 slot) {
         struct scan_rec_filter r = {
                 .type = SCAN_REC_FILTER,
                 .id = e->id,
@@ -181,7 +189,7 @@ static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 par
         r.has_listener = f->notif != NULL;
 
         if (e->insns_epoch != insns_epoch) {
-                k = filter_send_insns(f, e, &r);
+                k = filter_send_insns(f, e, &r, slot);
                 if (k < 0)
                         return k;
         } else if (bpf_ringbuf_output(&records, &r, sizeof(r), BPF_RB_NO_WAKEUP) < 0)
@@ -217,7 +225,7 @@ static __always_inline void chain_mark_complete(struct seccomp_filter *head, str
  * the root and stopping early at a filter whose whole chain was sent in this pass. Most tasks
  * take the first return: their head was completed by another task. 0, -ENOSPC (ring buffer full:
  * retry the object), or another negative errno (counted in stats). */
-static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_head_id) {
+static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_head_id, __u32 slot) {
         struct seccomp_filter *f, *prev, *stop = NULL;
         struct filter_ent *he, *e, *pe;
         struct bpf_iter_num it;
@@ -246,7 +254,7 @@ static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_he
                 }
                 prev = f->prev;
                 if (!prev) {
-                        r = filter_send(f, e, 0);
+                        r = filter_send(f, e, 0, slot);
                         done = r == 0;
                         break;
                 }
@@ -255,7 +263,7 @@ static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_he
                         r = -ENOMEM;
                         break;
                 }
-                r = filter_send(f, e, pe->id);
+                r = filter_send(f, e, pe->id, slot);
                 if (r < 0)
                         break;
                 f = prev;
@@ -508,7 +516,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
 
-        r = chain_walk(t->seccomp.filter, &head_id);
+        r = chain_walk(t->seccomp.filter, &head_id, SCRATCH_TASKS);
         if (r == -ENOSPC)
                 return retry_object();
         if (want_exe && t->pid == t->tgid && exe_send(t) < 0)
@@ -592,7 +600,7 @@ int scan_files(struct bpf_iter__task_file *ctx) {
         filter = bpf_rdonly_cast(file->private_data, bpf_core_type_id_kernel(struct seccomp_filter));
         if (!filter)
                 return 0;
-        r = chain_walk(filter, &filter_id);
+        r = chain_walk(filter, &filter_id, SCRATCH_FILES);
         if (r == -ENOSPC)
                 return retry_object();
 
