@@ -38,13 +38,14 @@ typedef enum OneshotKind {
         ONESHOT_FLOOR,
         ONESHOT_BPF,
         ONESHOT_PTRACE,
+        ONESHOT_BEFORE, /* only with $SECTREED_BEFORE */
         _ONESHOT_KIND_MAX,
 } OneshotKind;
 
 typedef struct OneshotBench {
         const BenchOptions *opts;
         Report *report;
-        const char *sectreed, *floor;
+        const char *sectreed, *floor, *before;
 } OneshotBench;
 
 /* Run argv to its end with stdout into out_fd (-1: /dev/null); the time from spawn to exit. */
@@ -85,9 +86,15 @@ static int run_kind(OneshotBench *b, OneshotKind kind, double *ret_msec) {
         char *bpf[] = { (char *) b->sectreed, (char *) "scan", (char *) "--no-argv", NULL };
         char *ptrace[] = { (char *) b->sectreed, (char *) "scan", (char *) "--backend=ptrace", (char *) "--no-argv",
                            NULL };
-        char *const *table[_ONESHOT_KIND_MAX] = { [ONESHOT_FLOOR] = floor, [ONESHOT_BPF] = bpf, [ONESHOT_PTRACE] = ptrace };
+        char *before[] = { (char *) b->before, (char *) "scan", (char *) "--no-argv", NULL };
+        char *const *table[_ONESHOT_KIND_MAX] = { [ONESHOT_FLOOR] = floor, [ONESHOT_BPF] = bpf, [ONESHOT_PTRACE] = ptrace,
+                                                  [ONESHOT_BEFORE] = before };
 
         return run_process(table[kind], -1, ret_msec);
+}
+
+static bool kind_runs(const OneshotBench *b, OneshotKind kind) {
+        return kind != ONESHOT_BEFORE || b->before;
 }
 
 #define CHECK_ATTEMPTS 3
@@ -153,14 +160,14 @@ static int measure(OneshotBench *b, Workload *w, OneshotTimes *ret) {
                         return r;
         }
         for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
-                if ((r = run_kind(b, k, &msec)) < 0)
+                if (kind_runs(b, k) && (r = run_kind(b, k, &msec)) < 0)
                         return r;
         for (unsigned i = 0; i < n; i++)
                 for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
-                        if ((r = run_kind(b, k, &samples[k][i])) < 0)
+                        if (kind_runs(b, k) && (r = run_kind(b, k, &samples[k][i])) < 0)
                                 return r;
         for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
-                ret->msec[k] = median(samples[k], n);
+                ret->msec[k] = kind_runs(b, k) ? median(samples[k], n) : 0;
         return 0;
 }
 
@@ -186,6 +193,9 @@ static int report_times(OneshotBench *b, size_t tasks, const char *shape, const 
                 r = report_add_ms(b->report, tasks, "sectreed scan --no-argv (bpf)", bpf, bpf / floor, "floor",
                                   busy ? "≤ 3× floor (20000 processes)" : "≤ 1.5× floor (idle machine)",
                                   verdict(judge_floor, bpf / floor <= limit), NULL);
+        if (r >= 0 && b->before)
+                r = report_add_ms(b->report, tasks, "before: sectreed scan --no-argv (bpf)", t->msec[ONESHOT_BEFORE],
+                                  t->msec[ONESHOT_BEFORE] / floor, "floor", NULL, VERDICT_NONE, "$SECTREED_BEFORE");
         if (r >= 0)
                 /* The iterator process is the floor of a BPF scanner: not of a ptrace one, which loads no
                  * program and, on an idle machine, can end before it. */
@@ -246,6 +256,7 @@ int figure_oneshot_run(const BenchOptions *o, Report *report) {
                 .report = report,
                 .sectreed = getenv("SECTREED") ?: SECTREED_PATH,
                 .floor = getenv("SECTREE_ITER_FLOOR") ?: ITER_FLOOR_PATH,
+                .before = getenv("SECTREED_BEFORE"),
         };
         size_t single = o->smoke ? o->sizes[0] : ONESHOT_PROCESSES;
         OneshotTimes t;
@@ -254,6 +265,8 @@ int figure_oneshot_run(const BenchOptions *o, Report *report) {
         if (access(b.sectreed, X_OK) < 0 || access(b.floor, X_OK) < 0)
                 return log_error_errno(-errno, "Cannot run %s or %s (build them: ninja -C build): %m", b.sectreed,
                                        b.floor);
+        if (b.before && access(b.before, X_OK) < 0)
+                return log_error_errno(-errno, "Cannot run $SECTREED_BEFORE (%s): %m", b.before);
         r = report_floor_load(&b);
         if (r >= 0)
                 r = measure(&b, NULL, &t);

@@ -65,8 +65,10 @@ void bpf_scanner_unload(BpfScanner *s) {
  * both units' BTF and the first pass reuse those pages. */
 #define HEAP_KEEP_SLACK (4U << 20)
 #define HEAP_MMAP_THRESHOLD (32U << 20) /* glibc's largest: blocks below it come from the heap */
+#define HEAP_LIGHT_KEEP (16U << 20)
+#define HEAP_BYTES_PER_TASK 768U
 
-static size_t heap_keep; /* 0 until heap_prepare() set the heap up */
+static size_t heap_keep; /* 0 until heap_setup() set the heap up */
 
 /* The next `bytes` of the heap populated in one call, and left free for what comes next. */
 static void heap_populate(size_t bytes) {
@@ -78,21 +80,38 @@ static void heap_populate(size_t bytes) {
         free(p);
 }
 
-static void heap_prepare(void) {
-        struct stat st;
-        size_t keep;
-
-        if (stat("/sys/kernel/btf/vmlinux", &st) < 0 || st.st_size <= 0)
-                return;
-        keep = 2 * (size_t) st.st_size + HEAP_KEEP_SLACK;
-        if (keep >= HEAP_MMAP_THRESHOLD || mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD) != 1 ||
+/* Blocks up to HEAP_MMAP_THRESHOLD from the heap, which keeps what is freed below 2 * keep. */
+static void heap_setup(size_t keep) {
+        if (heap_keep > 0 || keep >= HEAP_MMAP_THRESHOLD || mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD) != 1 ||
             mallopt(M_TRIM_THRESHOLD, (int) (2 * keep)) != 1)
                 return;
         heap_keep = keep;
-        heap_populate(keep);
 }
 
-static pthread_once_t process_prepared = PTHREAD_ONCE_INIT, heap_prepared = PTHREAD_ONCE_INIT;
+/* Before libbpf reads the kernel's BTF: twice its size and some populated. */
+static void heap_prepare(void) {
+        struct stat st;
+
+        if (stat("/sys/kernel/btf/vmlinux", &st) < 0 || st.st_size <= 0)
+                return;
+        heap_setup(2 * (size_t) st.st_size + HEAP_KEEP_SLACK);
+        if (heap_keep > 0)
+                heap_populate(heap_keep);
+}
+
+/* Before a light skeleton's load, which reads no BTF: the heap set up the same way, and what a
+ * pass over the machine's tasks will take of it populated (its records, the filters it keeps and
+ * the forest: HEAP_BYTES_PER_TASK each; a few KiB on an idle machine). */
+static void heap_prepare_light(void) {
+        struct sysinfo si;
+
+        heap_setup(HEAP_LIGHT_KEEP);
+        if (heap_keep > 0 && sysinfo(&si) == 0)
+                heap_populate(MIN((size_t) si.procs * HEAP_BYTES_PER_TASK, heap_keep));
+}
+
+static pthread_once_t process_prepared = PTHREAD_ONCE_INIT, heap_prepared = PTHREAD_ONCE_INIT,
+                      heap_prepared_light = PTHREAD_ONCE_INIT;
 /* libbpf caches what it probed of the kernel in globals as it loads: one load at a time */
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -190,6 +209,7 @@ static int oneshot_load(BpfScanner *s, uint64_t last_id) {
         int r = bpf_ring_size_env("SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE, &ring_size);
         if (r < 0)
                 return r;
+        (void) pthread_once(&heap_prepared_light, heap_prepare_light);
         r = bpf_scan_light_load(s, last_id, ring_size);
         if (r >= 0)
                 return 0;
