@@ -22,6 +22,7 @@ static BpfScanner *oneshot_new(bool no_argv) {
         BpfScanner *s = NULL;
         g_assert_cmpint(bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = no_argv }, &s),
                         ==, 0);
+        bpf_scanner_set_beside_min_tasks(s, 0); /* whatever the tasks of the machine */
         return s;
 }
 

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/seccomp.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -308,10 +309,15 @@ static int files_run(BpfScanner *s) {
 }
 
 /* Whether the task_file iterator runs beside the task iterator: in a one-shot pass that needs it
- * from the start, with a second CPU to run it on. (A live scanner's passes run it rarely, and
- * while the machine's other work goes on.) */
+ * from the start, with a second CPU to run it on, on a machine with tasks enough
+ * (s->beside_min_tasks) that the walks take longer than a thread costs to start and to meet (some
+ * hundreds of microseconds: an idle machine's walks take less). A live scanner's passes run it
+ * rarely, and while the machine's other work goes on. */
 static bool files_beside(BpfScanner *s, bool files) {
-        return files && s->oneshot && sysconf(_SC_NPROCESSORS_ONLN) > 1;
+        struct sysinfo si;
+
+        return files && s->oneshot && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+               (s->beside_min_tasks == 0 || (sysinfo(&si) == 0 && si.procs >= s->beside_min_tasks));
 }
 
 /* The task iterator, and the task_file one beside it: the records of both drained here. */

@@ -44,6 +44,7 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
                 return -ENOMEM; /* the caller logs it */
         s->oneshot = o->oneshot;
         s->no_argv = o->no_argv;
+        s->beside_min_tasks = BPF_BESIDE_MIN_TASKS;
         s->id_map_size = bpf_scanner_id_map_size(o->oneshot);
         s->ticks_per_sec = bpf_clock_ticks_per_sec();
 
@@ -190,6 +191,10 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
 void bpf_scanner_set_no_listeners(BpfScanner *s, bool (*no_listeners)(void *userdata), void *userdata) {
         s->no_listeners = no_listeners;
         s->no_listeners_userdata = userdata;
+}
+
+void bpf_scanner_set_beside_min_tasks(BpfScanner *s, unsigned long min_tasks) {
+        s->beside_min_tasks = min_tasks;
 }
 
 bool bpf_scanner_reusable(const BpfScanner *s) {
