@@ -325,6 +325,23 @@ static __always_inline void pass_end(void) {
         bpf_ringbuf_output(&records, &end, sizeof(end), BPF_RB_NO_WAKEUP);
 }
 
+/* bpf/pidns.bpf.h's helpers, once in each program that calls them rather than inlined at each
+ * call: the kernel resolves each CO-RE relocation of a light skeleton's programs (one-shot
+ * scanners) by walking its BTF for the type named, unless the type is in its small cache of
+ * candidates, where pid, upid and pid_namespace evict each other; one copy relocates them once. */
+static __noinline int scan_pidns_learn(void) {
+        pidns_learn();
+        return 0;
+}
+
+static __noinline bool scan_task_ids(struct task_struct *t, __u32 *tid, __u32 *tgid, __u32 *ppid) {
+        return pidns_task_ids(t, tid, tgid, ppid);
+}
+
+static __noinline __u32 scan_tgid(struct task_struct *t) {
+        return pidns_tgid(t);
+}
+
 /* An iterator of the pass met its end: the pass ends with the last of them (the task_file
  * iterator runs when files_planned, before, after or beside the task iterator). */
 static __always_inline void iter_end(bool files) {
@@ -443,7 +460,7 @@ static __always_inline int exe_send(struct task_struct *t) {
                 return 0; /* user space reads /proc */
         rec = (struct scan_rec_exe *) x->out;
         rec->type = SCAN_REC_EXE;
-        rec->tgid = pidns_tgid(t);
+        rec->tgid = scan_tgid(t);
         rec->len = 0;
         rec->same_tgid = 0;
         mm = t->mm;
@@ -506,12 +523,12 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         }
 
         /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
-        pidns_learn();
+        scan_pidns_learn();
         t = task_plain(t);
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
                 return 0;
-        if (!pidns_task_ids(t, &tid, &tgid, &ppid))
+        if (!scan_task_ids(t, &tid, &tgid, &ppid))
                 return 0; /* outside the daemon's pid namespace */
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
@@ -587,12 +604,12 @@ int scan_files(struct bpf_iter__task_file *ctx) {
                 iter_end(true);
                 return 0;
         }
-        pidns_learn();
+        scan_pidns_learn();
         t = task_plain(t);
         file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
         if (!file_is_listener(file))
                 return 0;
-        rec.tgid = pidns_tgid(t);
+        rec.tgid = scan_tgid(t);
         if (!rec.tgid)
                 return 0;
 
@@ -627,8 +644,8 @@ int scan_argv(struct bpf_iter__task *ctx) {
 
         if (!t || t->pid != t->tgid)
                 return 0;
-        pidns_learn();
-        tgid = pidns_tgid(t);
+        scan_pidns_learn();
+        tgid = scan_tgid(t);
         if (!tgid)
                 return 0;
         idx = tgid / 64;
