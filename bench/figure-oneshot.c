@@ -48,8 +48,9 @@ typedef struct OneshotBench {
         const char *sectreed, *floor, *before;
 } OneshotBench;
 
-/* Run argv to its end with stdout into out_fd (-1: /dev/null); the time from spawn to exit. */
-static int run_process(char *const argv[], int out_fd, double *ret_msec) {
+/* Run argv to its end with stdout into out_fd and stderr into err_fd (-1: /dev/null); the time
+ * from spawn to exit. */
+static int run_process_err(char *const argv[], int out_fd, int err_fd, double *ret_msec) {
         posix_spawn_file_actions_t fa;
         int status, r;
         pid_t pid;
@@ -61,7 +62,9 @@ static int run_process(char *const argv[], int out_fd, double *ret_msec) {
                 r = posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
         else
                 r = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-        if (r == 0)
+        if (r == 0 && err_fd >= 0)
+                r = posix_spawn_file_actions_adddup2(&fa, err_fd, STDERR_FILENO);
+        else if (r == 0)
                 r = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
         if (r != 0) {
                 posix_spawn_file_actions_destroy(&fa);
@@ -79,6 +82,63 @@ static int run_process(char *const argv[], int out_fd, double *ret_msec) {
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return log_error_errno(-EPROTO, "%s %s failed (status 0x%x).", argv[0], argv[1] ?: "", status);
         return 0;
+}
+
+static int run_process(char *const argv[], int out_fd, double *ret_msec) {
+        return run_process_err(argv, out_fd, -1, ret_msec);
+}
+
+/* Where one `sectreed --log-level=debug scan --no-argv` of this build spent its time, as it logs
+ * it (daemon/sectreed.c's verb_scan, observe/scan-bpf-load.c): ms. */
+typedef struct OneshotSplit {
+        double process, load, source, scan, numbering, output;
+} OneshotSplit;
+
+static int measure_split(OneshotBench *b, OneshotSplit *ret) {
+        _cleanup_close_ int fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        char *argv[] = { (char *) b->sectreed, (char *) "--log-level=debug", (char *) "scan", (char *) "--no-argv",
+                         NULL };
+        unsigned long load = 0, source, scan, numbering, output;
+        char text[16384];
+        const char *p;
+        ssize_t n;
+        int r;
+
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to create a temporary file: %m");
+        r = run_process_err(argv, -1, fd, &ret->process);
+        if (r < 0)
+                return r;
+        n = pread(fd, text, sizeof(text) - 1, 0);
+        if (n < 0)
+                return -errno;
+        text[n] = 0;
+        if ((p = strstr(text, "Scan BPF programs loaded in ")))
+                (void) sscanf(p, "Scan BPF programs loaded in %lu us", &load);
+        p = strstr(text, "scan: source made in ");
+        if (!p || sscanf(p, "scan: source made in %lu us, scan %lu us, numbering %lu us, output %lu us", &source, &scan,
+                         &numbering, &output) != 4)
+                return log_debug_errno(-EBADMSG, "%s did not log its phases.", b->sectreed);
+        ret->load = load / 1000.0;
+        ret->source = source / 1000.0;
+        ret->scan = scan / 1000.0;
+        ret->numbering = numbering / 1000.0;
+        ret->output = output / 1000.0;
+        return 0;
+}
+
+static int report_split(OneshotBench *b, size_t tasks) {
+        OneshotSplit t;
+        char note[160];
+        int r = measure_split(b, &t);
+        if (r == -EBADMSG)
+                return 0; /* another build's ($SECTREED), which does not log them: no row */
+        if (r < 0)
+                return r;
+        snprintf(note, sizeof(note), "one run of %.1f ms: load %.1f (source %.1f), pass and forest %.1f, numbering %.1f, "
+                 "output %.1f ms", t.process, t.load, t.source, t.scan, t.numbering, t.output);
+        return report_add_ms(b->report, tasks, "sectreed scan: its phases (-v)", t.source + t.scan + t.numbering + t.output,
+                             0, NULL, NULL, VERDICT_NONE, note);
 }
 
 static int run_kind(OneshotBench *b, OneshotKind kind, double *ret_msec) {
@@ -193,6 +253,8 @@ static int report_times(OneshotBench *b, size_t tasks, const char *shape, const 
                 r = report_add_ms(b->report, tasks, "sectreed scan --no-argv (bpf)", bpf, bpf / floor, "floor",
                                   busy ? "≤ 3× floor (20000 processes)" : "≤ 1.5× floor (idle machine)",
                                   verdict(judge_floor, bpf / floor <= limit), NULL);
+        if (r >= 0)
+                r = report_split(b, tasks);
         if (r >= 0 && b->before)
                 r = report_add_ms(b->report, tasks, "before: sectreed scan --no-argv (bpf)", t->msec[ONESHOT_BEFORE],
                                   t->msec[ONESHOT_BEFORE] / floor, "floor", NULL, VERDICT_NONE, "$SECTREED_BEFORE");
