@@ -70,13 +70,18 @@ void bpf_scanner_unload(BpfScanner *s) {
 
 static size_t heap_keep; /* 0 until heap_setup() set the heap up */
 
+/* The whole pages of [p, p + bytes) populated in one call. */
+static void populate_range(void *p, size_t bytes) {
+        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
+        (void) madvise((void *) start, ((uintptr_t) p + bytes - start) & ~(page - 1), MADV_POPULATE_WRITE);
+}
+
 /* The next `bytes` of the heap populated in one call, and left free for what comes next. */
 static void heap_populate(size_t bytes) {
         char *p = malloc(bytes);
         if (!p)
                 return;
-        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
-        (void) madvise((void *) start, ((uintptr_t) p + bytes - start) & ~(page - 1), MADV_POPULATE_WRITE);
+        populate_range(p, bytes);
         free(p);
 }
 
@@ -99,15 +104,10 @@ static void heap_prepare(void) {
                 heap_populate(heap_keep);
 }
 
-/* Before a light skeleton's load, which reads no BTF: the heap set up the same way, and what a
- * pass over the machine's tasks will take of it populated (its records, the filters it keeps and
- * the forest: HEAP_BYTES_PER_TASK each; a few KiB on an idle machine). */
+/* Before a light skeleton's load, which reads no BTF: the heap set up the same way (populated
+ * beside the load, load_beside_start()). */
 static void heap_prepare_light(void) {
-        struct sysinfo si;
-
         heap_setup(HEAP_LIGHT_KEEP);
-        if (heap_keep > 0 && sysinfo(&si) == 0)
-                heap_populate(MIN((size_t) si.procs * HEAP_BYTES_PER_TASK, heap_keep));
 }
 
 static pthread_once_t process_prepared = PTHREAD_ONCE_INIT, heap_prepared = PTHREAD_ONCE_INIT,
@@ -202,15 +202,62 @@ static int skel_load(BpfScanner *s, uint64_t last_id) {
         return 0;
 }
 
+/* The heap a one-shot scanner's pass will take (its records, the filters it keeps and the forest:
+ * HEAP_BYTES_PER_TASK for each task of the machine), populated in one call. On a busy machine
+ * (megabytes of it) that is done on a second thread while this one waits in bpf(2) for the kernel
+ * to run the light skeleton's loader (~20 ms); the block is allocated here, so that it is the
+ * heap this thread allocates from, and freed after the load to the top of the heap, which keeps
+ * it. On an idle one (some KiB) a thread would cost more than it saves. */
+#define POPULATE_BESIDE_MIN (1U << 20)
+
+typedef struct LoadBeside {
+        pthread_t thread;
+        bool started;
+        void *heap;
+        size_t bytes;
+} LoadBeside;
+
+static void *load_beside_main(void *userdata) {
+        LoadBeside *b = userdata;
+
+        populate_range(b->heap, b->bytes);
+        return NULL;
+}
+
+static void load_beside_start(LoadBeside *b) {
+        struct sysinfo si;
+
+        *b = (LoadBeside) {};
+        if (heap_keep == 0 || sysinfo(&si) < 0)
+                return;
+        b->bytes = MIN((size_t) si.procs * HEAP_BYTES_PER_TASK, heap_keep);
+        b->heap = malloc(b->bytes);
+        if (!b->heap)
+                return;
+        if (b->bytes >= POPULATE_BESIDE_MIN)
+                b->started = pthread_create(&b->thread, NULL, load_beside_main, b) == 0;
+        if (!b->started)
+                (void) load_beside_main(b);
+}
+
+static void load_beside_end(LoadBeside *b) {
+        if (b->started)
+                (void) pthread_join(b->thread, NULL);
+        free(b->heap);
+}
+
 /* A one-shot scanner's unit through a light skeleton (scan-bpf-light.c); where the kernel cannot
  * run its loader (no BPF_PROG_TYPE_SYSCALL, no CO-RE in the kernel), libbpf's. */
 static int oneshot_load(BpfScanner *s, uint64_t last_id) {
+        LoadBeside beside;
         uint32_t ring_size;
         int r = bpf_ring_size_env("SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE, &ring_size);
         if (r < 0)
                 return r;
         (void) pthread_once(&heap_prepared_light, heap_prepare_light);
+        load_beside_start(&beside);
         r = bpf_scan_light_load(s, last_id, ring_size);
+        load_beside_end(&beside);
         if (r >= 0)
                 return 0;
         log_debug_errno(r, "Failed to load the scan BPF programs through the light skeleton: %m; loading them "
