@@ -38,17 +38,19 @@ typedef enum OneshotKind {
         ONESHOT_FLOOR,
         ONESHOT_BPF,
         ONESHOT_PTRACE,
+        ONESHOT_BEFORE, /* only with $SECTREED_BEFORE */
         _ONESHOT_KIND_MAX,
 } OneshotKind;
 
 typedef struct OneshotBench {
         const BenchOptions *opts;
         Report *report;
-        const char *sectreed, *floor;
+        const char *sectreed, *floor, *before;
 } OneshotBench;
 
-/* Run argv to its end with stdout into out_fd (-1: /dev/null); the time from spawn to exit. */
-static int run_process(char *const argv[], int out_fd, double *ret_msec) {
+/* Run argv to its end with stdout into out_fd and stderr into err_fd (-1: /dev/null); the time
+ * from spawn to exit. */
+static int run_process_err(char *const argv[], int out_fd, int err_fd, double *ret_msec) {
         posix_spawn_file_actions_t fa;
         int status, r;
         pid_t pid;
@@ -60,7 +62,9 @@ static int run_process(char *const argv[], int out_fd, double *ret_msec) {
                 r = posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
         else
                 r = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-        if (r == 0)
+        if (r == 0 && err_fd >= 0)
+                r = posix_spawn_file_actions_adddup2(&fa, err_fd, STDERR_FILENO);
+        else if (r == 0)
                 r = posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
         if (r != 0) {
                 posix_spawn_file_actions_destroy(&fa);
@@ -80,14 +84,77 @@ static int run_process(char *const argv[], int out_fd, double *ret_msec) {
         return 0;
 }
 
+static int run_process(char *const argv[], int out_fd, double *ret_msec) {
+        return run_process_err(argv, out_fd, -1, ret_msec);
+}
+
+/* Where one `sectreed --log-level=debug scan --no-argv` of this build spent its time, as it logs
+ * it (daemon/sectreed.c's verb_scan, observe/scan-bpf-load.c): ms. */
+typedef struct OneshotSplit {
+        double process, load, source, scan, numbering, output;
+} OneshotSplit;
+
+static int measure_split(OneshotBench *b, OneshotSplit *ret) {
+        _cleanup_close_ int fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        char *argv[] = { (char *) b->sectreed, (char *) "--log-level=debug", (char *) "scan", (char *) "--no-argv",
+                         NULL };
+        unsigned long load = 0, source, scan, numbering, output;
+        char text[16384];
+        const char *p;
+        ssize_t n;
+        int r;
+
+        if (fd < 0)
+                return log_error_errno(-errno, "Failed to create a temporary file: %m");
+        r = run_process_err(argv, -1, fd, &ret->process);
+        if (r < 0)
+                return r;
+        n = pread(fd, text, sizeof(text) - 1, 0);
+        if (n < 0)
+                return -errno;
+        text[n] = 0;
+        if ((p = strstr(text, "Scan BPF programs loaded in ")))
+                (void) sscanf(p, "Scan BPF programs loaded in %lu us", &load);
+        p = strstr(text, "scan: source made in ");
+        if (!p || sscanf(p, "scan: source made in %lu us, scan %lu us, numbering %lu us, output %lu us", &source, &scan,
+                         &numbering, &output) != 4)
+                return log_debug_errno(-EBADMSG, "%s did not log its phases.", b->sectreed);
+        ret->load = load / 1000.0;
+        ret->source = source / 1000.0;
+        ret->scan = scan / 1000.0;
+        ret->numbering = numbering / 1000.0;
+        ret->output = output / 1000.0;
+        return 0;
+}
+
+static int report_split(OneshotBench *b, size_t tasks) {
+        OneshotSplit t;
+        char note[160];
+        int r = measure_split(b, &t);
+        if (r == -EBADMSG)
+                return 0; /* another build's ($SECTREED), which does not log them: no row */
+        if (r < 0)
+                return r;
+        snprintf(note, sizeof(note), "one run of %.1f ms: load %.1f (source %.1f), pass and forest %.1f, numbering %.1f, "
+                 "output %.1f ms", t.process, t.load, t.source, t.scan, t.numbering, t.output);
+        return report_add_ms(b->report, tasks, "sectreed scan: its phases (-v)", t.source + t.scan + t.numbering + t.output,
+                             0, NULL, NULL, VERDICT_NONE, note);
+}
+
 static int run_kind(OneshotBench *b, OneshotKind kind, double *ret_msec) {
         char *floor[] = { (char *) b->floor, NULL };
         char *bpf[] = { (char *) b->sectreed, (char *) "scan", (char *) "--no-argv", NULL };
         char *ptrace[] = { (char *) b->sectreed, (char *) "scan", (char *) "--backend=ptrace", (char *) "--no-argv",
                            NULL };
-        char *const *table[_ONESHOT_KIND_MAX] = { [ONESHOT_FLOOR] = floor, [ONESHOT_BPF] = bpf, [ONESHOT_PTRACE] = ptrace };
+        char *before[] = { (char *) b->before, (char *) "scan", (char *) "--no-argv", NULL };
+        char *const *table[_ONESHOT_KIND_MAX] = { [ONESHOT_FLOOR] = floor, [ONESHOT_BPF] = bpf, [ONESHOT_PTRACE] = ptrace,
+                                                  [ONESHOT_BEFORE] = before };
 
         return run_process(table[kind], -1, ret_msec);
+}
+
+static bool kind_runs(const OneshotBench *b, OneshotKind kind) {
+        return kind != ONESHOT_BEFORE || b->before;
 }
 
 #define CHECK_ATTEMPTS 3
@@ -153,14 +220,14 @@ static int measure(OneshotBench *b, Workload *w, OneshotTimes *ret) {
                         return r;
         }
         for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
-                if ((r = run_kind(b, k, &msec)) < 0)
+                if (kind_runs(b, k) && (r = run_kind(b, k, &msec)) < 0)
                         return r;
         for (unsigned i = 0; i < n; i++)
                 for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
-                        if ((r = run_kind(b, k, &samples[k][i])) < 0)
+                        if (kind_runs(b, k) && (r = run_kind(b, k, &samples[k][i])) < 0)
                                 return r;
         for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
-                ret->msec[k] = median(samples[k], n);
+                ret->msec[k] = kind_runs(b, k) ? median(samples[k], n) : 0;
         return 0;
 }
 
@@ -186,6 +253,11 @@ static int report_times(OneshotBench *b, size_t tasks, const char *shape, const 
                 r = report_add_ms(b->report, tasks, "sectreed scan --no-argv (bpf)", bpf, bpf / floor, "floor",
                                   busy ? "≤ 3× floor (20000 processes)" : "≤ 1.5× floor (idle machine)",
                                   verdict(judge_floor, bpf / floor <= limit), NULL);
+        if (r >= 0)
+                r = report_split(b, tasks);
+        if (r >= 0 && b->before)
+                r = report_add_ms(b->report, tasks, "before: sectreed scan --no-argv (bpf)", t->msec[ONESHOT_BEFORE],
+                                  t->msec[ONESHOT_BEFORE] / floor, "floor", NULL, VERDICT_NONE, "$SECTREED_BEFORE");
         if (r >= 0)
                 /* The iterator process is the floor of a BPF scanner: not of a ptrace one, which loads no
                  * program and, on an idle machine, can end before it. */
@@ -246,6 +318,7 @@ int figure_oneshot_run(const BenchOptions *o, Report *report) {
                 .report = report,
                 .sectreed = getenv("SECTREED") ?: SECTREED_PATH,
                 .floor = getenv("SECTREE_ITER_FLOOR") ?: ITER_FLOOR_PATH,
+                .before = getenv("SECTREED_BEFORE"),
         };
         size_t single = o->smoke ? o->sizes[0] : ONESHOT_PROCESSES;
         OneshotTimes t;
@@ -254,6 +327,8 @@ int figure_oneshot_run(const BenchOptions *o, Report *report) {
         if (access(b.sectreed, X_OK) < 0 || access(b.floor, X_OK) < 0)
                 return log_error_errno(-errno, "Cannot run %s or %s (build them: ninja -C build): %m", b.sectreed,
                                        b.floor);
+        if (b.before && access(b.before, X_OK) < 0)
+                return log_error_errno(-errno, "Cannot run $SECTREED_BEFORE (%s): %m", b.before);
         r = report_floor_load(&b);
         if (r >= 0)
                 r = measure(&b, NULL, &t);

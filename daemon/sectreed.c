@@ -172,15 +172,19 @@ static int parse_args(int argc, char *argv[], Args *a) {
 static int verb_scan(const Args *a) {
         _cleanup_(source_freep) Source *s = NULL;
         _cleanup_(forest_freep) Forest *f = NULL;
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1, t2, t3;
         int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true, .no_argv = !a->scan.include_argv },
                            &s);
+        t1 = now_usec(CLOCK_MONOTONIC);
         if (r >= 0)
                 r = source_scan(s, &a->scan, &f);
         if (r < 0)
                 return r;
+        t2 = now_usec(CLOCK_MONOTONIC);
         r = forest_renumber(f);
         if (r < 0)
                 return log_error_errno(r, "Failed to number the forest: %m");
+        t3 = now_usec(CLOCK_MONOTONIC);
         f->snapshot.taken_by_uid = (uint32_t) getuid();
         /* one write per 64 KiB, not one per line of a tree of tens of thousands of processes */
         static char obuf[64 << 10];
@@ -189,8 +193,12 @@ static int verb_scan(const Args *a) {
                 r = snapshot_json_write(f, stdout, isatty(STDOUT_FILENO) ? SNAPSHOT_JSON_PRETTY : 0);
         else
                 r = forest_print_tree(f, stdout, isatty(STDOUT_FILENO) ? FOREST_PRINT_UNICODE : 0);
+        if (r >= 0 && fflush(stdout) != 0)
+                r = -errno;
         if (r < 0)
                 return log_error_errno(r, "Failed to write the output: %m");
+        log_debug("scan: source made in %" PRIu64 " us, scan %" PRIu64 " us, numbering %" PRIu64 " us, output %" PRIu64
+                  " us.", t1 - t0, t2 - t1, t3 - t2, now_usec(CLOCK_MONOTONIC) - t3);
         return 0;
 }
 

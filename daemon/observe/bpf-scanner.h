@@ -16,7 +16,26 @@
 
 struct bpf_map;
 struct scan_bpf;
+struct scan_bpf__bss;
+struct scan_bpf__data;
+struct scan_bpf__data_ids;
 struct ring_buffer;
+
+/* The loaded scan unit (bpf/scan.bpf.c) as the scanner uses it, whichever skeleton loaded it:
+ * libbpf's (scan.skel.h: live scanners, and any scanner where the light one cannot load) or a
+ * light one (scan*.lskel.h: one-shot scanners, scan-bpf-light.c), whose global sections have the
+ * same layout. The sections are mapped; fds are -1 where nothing was loaded. */
+typedef struct BpfScanUnit {
+        struct scan_bpf *skel;            /* libbpf's skeleton, or NULL */
+        void *light;                      /* a light skeleton, or NULL */
+        void (*light_destroy)(void *light);
+        struct scan_bpf__bss *bss;
+        struct scan_bpf__data *data;
+        struct scan_bpf__data_ids *data_ids;
+        int records_fd, filter_ids_fd, seccomp_procs_fd, data_ids_fd, argv_want_fd;
+        int tasks_link_fd, files_link_fd, argv_link_fd;
+        uint32_t filter_ids_entries;      /* the id map's size as loaded */
+} BpfScanUnit;
 
 /* A filter this scanner was told about. The kernel sends a filter's instructions only the first
  * time it sends its id (filters are immutable, ids never reused): what never changes is kept
@@ -87,7 +106,7 @@ typedef struct BpfFilesState {
 } BpfFilesState;
 
 struct BpfScanner {
-        struct scan_bpf *skel;
+        BpfScanUnit unit; /* loaded while unit.bss is set */
         struct ring_buffer *rb; /* the scan's records */
         bool oneshot;
         uint32_t id_map_size; /* entries of the kernel's id map */
@@ -110,6 +129,7 @@ struct BpfScanner {
         uint64_t argv_passes;
         uint64_t *argv_want;     /* the argv_want map, mapped; NULL without the argv iterator */
         bool no_argv;            /* the argv iterator is not loaded */
+        unsigned long beside_min_tasks; /* one-shot: task_file beside task from this many tasks on */
         long ticks_per_sec;
         bool failure_logged;     /* the current attempt failed where its cause is known, and logged it */
         BpfWatch watch;

@@ -13,6 +13,8 @@ struct bpf_map;
 /* $name (bytes, a power of two, at least min_size), when set, replaces the size of ring before
  * load. */
 int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_size);
+/* The same size read into *ret (0: $name is not set), for a ring a light skeleton creates. */
+int bpf_ring_size_env(const char *name, uint64_t min_size, uint32_t *ret);
 
 /* The daemon's pid namespace as far as user space can tell it (struct pidns_self of bpf/ids.h):
  * the initial one, or not known (inum 0: the iterators learn it, bpf/pidns.bpf.h). */

@@ -1,6 +1,7 @@
 /* scan-bpf-load.c: the bpf scanner's iterator unit (bpf/scan.bpf.c) opened, sized and loaded with
  * its ring buffer reader, the tracepoint unit loaded on its id maps, and the process made ready
- * for loads once: libbpf's log, and a heap that keeps the pages the kernel's BTF took */
+ * for loads once: libbpf's log, and a heap that keeps the pages the kernel's BTF took. One-shot
+ * scanners load it through a light skeleton (scan-bpf-light.c) */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <limits.h>
@@ -15,6 +16,7 @@
 
 #include "observe/scan-bpf-cache.h"
 #include "observe/scan-bpf-load.h"
+#include "observe/scan-bpf-light.h"
 #include "observe/scan-bpf-pass.h"
 #include "observe/bpf/scan.skel.h" /* after the records it names (bpf/scan.h) */
 
@@ -47,8 +49,10 @@ void bpf_scanner_unload(BpfScanner *s) {
         s->argv_want = NULL;
         ring_buffer__free(s->rb);
         s->rb = NULL;
-        scan_bpf__destroy(s->skel);
-        s->skel = NULL;
+        scan_bpf__destroy(s->unit.skel);
+        if (s->unit.light)
+                s->unit.light_destroy(s->unit.light);
+        s->unit = (BpfScanUnit) {};
 }
 
 /* Loading a BPF unit makes libbpf read the kernel's BTF (/sys/kernel/btf/vmlinux, about 5 MiB)
@@ -61,40 +65,58 @@ void bpf_scanner_unload(BpfScanner *s) {
  * both units' BTF and the first pass reuse those pages. */
 #define HEAP_KEEP_SLACK (4U << 20)
 #define HEAP_MMAP_THRESHOLD (32U << 20) /* glibc's largest: blocks below it come from the heap */
+#define HEAP_LIGHT_KEEP (16U << 20)
+#define HEAP_BYTES_PER_TASK 768U
 
-static size_t heap_keep; /* 0 until heap_prepare() set the heap up */
+static size_t heap_keep; /* 0 until heap_setup() set the heap up */
+
+/* The whole pages of [p, p + bytes) populated in one call. */
+static void populate_range(void *p, size_t bytes) {
+        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
+        (void) madvise((void *) start, ((uintptr_t) p + bytes - start) & ~(page - 1), MADV_POPULATE_WRITE);
+}
 
 /* The next `bytes` of the heap populated in one call, and left free for what comes next. */
 static void heap_populate(size_t bytes) {
         char *p = malloc(bytes);
         if (!p)
                 return;
-        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
-        (void) madvise((void *) start, ((uintptr_t) p + bytes - start) & ~(page - 1), MADV_POPULATE_WRITE);
+        populate_range(p, bytes);
         free(p);
 }
 
-static void heap_prepare(void) {
-        struct stat st;
-        size_t keep;
-
-        if (stat("/sys/kernel/btf/vmlinux", &st) < 0 || st.st_size <= 0)
-                return;
-        keep = 2 * (size_t) st.st_size + HEAP_KEEP_SLACK;
-        if (keep >= HEAP_MMAP_THRESHOLD || mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD) != 1 ||
+/* Blocks up to HEAP_MMAP_THRESHOLD from the heap, which keeps what is freed below 2 * keep. */
+static void heap_setup(size_t keep) {
+        if (heap_keep > 0 || keep >= HEAP_MMAP_THRESHOLD || mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD) != 1 ||
             mallopt(M_TRIM_THRESHOLD, (int) (2 * keep)) != 1)
                 return;
         heap_keep = keep;
-        heap_populate(keep);
 }
 
-static pthread_once_t process_prepared = PTHREAD_ONCE_INIT;
+/* Before libbpf reads the kernel's BTF: twice its size and some populated. */
+static void heap_prepare(void) {
+        struct stat st;
+
+        if (stat("/sys/kernel/btf/vmlinux", &st) < 0 || st.st_size <= 0)
+                return;
+        heap_setup(2 * (size_t) st.st_size + HEAP_KEEP_SLACK);
+        if (heap_keep > 0)
+                heap_populate(heap_keep);
+}
+
+/* Before a light skeleton's load, which reads no BTF: the heap set up the same way (populated
+ * beside the load, load_beside_start()). */
+static void heap_prepare_light(void) {
+        heap_setup(HEAP_LIGHT_KEEP);
+}
+
+static pthread_once_t process_prepared = PTHREAD_ONCE_INIT, heap_prepared = PTHREAD_ONCE_INIT,
+                      heap_prepared_light = PTHREAD_ONCE_INIT;
 /* libbpf caches what it probed of the kernel in globals as it loads: one load at a time */
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void process_prepare(void) {
         libbpf_set_print(libbpf_log);
-        heap_prepare();
 }
 
 void bpf_scanner_process_prepare(void) {
@@ -121,45 +143,142 @@ uint32_t bpf_scanner_id_map_size(bool oneshot) {
         return size;
 }
 
-/* Open, size and load the scan unit into s->skel (and its ring buffer reader), continuing the ids
- * after last_id. */
-static int scanner_load_locked(BpfScanner *s, uint64_t last_id) {
+DEFINE_CLEANUP(struct scan_bpf *, scan_bpf__destroy);
+
+/* The unit's maps and sections as libbpf's skeleton has them. */
+static void unit_from_skel(BpfScanUnit *u, struct scan_bpf *skel) {
+        *u = (BpfScanUnit) {
+                .skel = skel,
+                .bss = skel->bss,
+                .data = skel->data,
+                .data_ids = skel->data_ids,
+                .records_fd = bpf_map__fd(skel->maps.records),
+                .filter_ids_fd = bpf_map__fd(skel->maps.filter_ids),
+                .seccomp_procs_fd = bpf_map__fd(skel->maps.seccomp_procs),
+                .data_ids_fd = bpf_map__fd(skel->maps.data_ids),
+                .argv_want_fd = bpf_map__fd(skel->maps.argv_want),
+                .tasks_link_fd = bpf_link__fd(skel->links.scan_tasks),
+                .files_link_fd = bpf_link__fd(skel->links.scan_files),
+                .argv_link_fd = skel->links.scan_argv ? bpf_link__fd(skel->links.scan_argv) : -1,
+                .filter_ids_entries = bpf_map__max_entries(skel->maps.filter_ids),
+        };
+}
+
+/* Open, size and load the scan unit with libbpf's skeleton, continuing the ids after last_id. */
+static int skel_load(BpfScanner *s, uint64_t last_id) {
+        _cleanup_(scan_bpf__destroyp) struct scan_bpf *skel = NULL;
         int r;
 
-        s->skel = scan_bpf__open();
-        if (!s->skel)
+        /* libbpf reads the kernel's BTF into this process */
+        (void) pthread_once(&heap_prepared, heap_prepare);
+        skel = scan_bpf__open();
+        if (!skel)
                 return log_debug_errno(-errno, "Failed to open the scan BPF programs: %m");
-        s->skel->data_ids->last_id = last_id;
-        bpf_pidns_self(&s->skel->data_ids->pidns_self.level, &s->skel->data_ids->pidns_self.inum);
-        s->skel->rodata->mark_procs = !s->oneshot;
-        s->skel->rodata->forget_after_pass = s->oneshot;
-        r = bpf_map__set_max_entries(s->skel->maps.filter_ids, s->id_map_size);
+        skel->data_ids->last_id = last_id;
+        bpf_pidns_self(&skel->data_ids->pidns_self.level, &skel->data_ids->pidns_self.inum);
+        skel->rodata->mark_procs = !s->oneshot;
+        skel->rodata->forget_after_pass = s->oneshot;
+        r = bpf_map__set_max_entries(skel->maps.filter_ids, s->id_map_size);
         if (r >= 0 && s->oneshot) /* nothing reads the marks */
-                r = bpf_map__set_max_entries(s->skel->maps.seccomp_procs, 1);
+                r = bpf_map__set_max_entries(skel->maps.seccomp_procs, 1);
         if (r >= 0 && s->no_argv) {
-                bpf_program__set_autoload(s->skel->progs.scan_argv, false);
-                r = bpf_map__set_max_entries(s->skel->maps.argv_want, 1);
+                bpf_program__set_autoload(skel->progs.scan_argv, false);
+                r = bpf_map__set_max_entries(skel->maps.argv_want, 1);
         }
         if (r < 0)
                 return log_debug_errno(r, "Failed to size the scan's maps: %m");
         /* Tests make it small, so that passes overflow it and objects are retried. */
-        r = bpf_ring_size_from_env(s->skel->maps.records, "SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE);
+        r = bpf_ring_size_from_env(skel->maps.records, "SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE);
         if (r < 0)
                 return r;
 
-        r = scan_bpf__load(s->skel);
+        r = scan_bpf__load(skel);
         if (r < 0)
                 return log_debug_errno(r, "Failed to load the scan BPF programs: %m");
-        r = scan_bpf__attach(s->skel);
+        r = scan_bpf__attach(skel);
         if (r < 0)
                 return log_debug_errno(r, "Failed to attach the scan BPF programs: %m");
+        unit_from_skel(&s->unit, TAKE_PTR(skel));
+        return 0;
+}
 
-        s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.records), bpf_scanner_on_record, s, NULL);
+/* The heap a one-shot scanner's pass will take (its records, the filters it keeps and the forest:
+ * HEAP_BYTES_PER_TASK for each task of the machine), populated in one call. On a busy machine
+ * (megabytes of it) that is done on a second thread while this one waits in bpf(2) for the kernel
+ * to run the light skeleton's loader (~20 ms); the block is allocated here, so that it is the
+ * heap this thread allocates from, and freed after the load to the top of the heap, which keeps
+ * it. On an idle one (some KiB) a thread would cost more than it saves. */
+#define POPULATE_BESIDE_MIN (1U << 20)
+
+typedef struct LoadBeside {
+        pthread_t thread;
+        bool started;
+        void *heap;
+        size_t bytes;
+} LoadBeside;
+
+static void *load_beside_main(void *userdata) {
+        LoadBeside *b = userdata;
+
+        populate_range(b->heap, b->bytes);
+        return NULL;
+}
+
+static void load_beside_start(LoadBeside *b) {
+        struct sysinfo si;
+
+        *b = (LoadBeside) {};
+        if (heap_keep == 0 || sysinfo(&si) < 0)
+                return;
+        b->bytes = MIN((size_t) si.procs * HEAP_BYTES_PER_TASK, heap_keep);
+        b->heap = malloc(b->bytes);
+        if (!b->heap)
+                return;
+        if (b->bytes >= POPULATE_BESIDE_MIN)
+                b->started = pthread_create(&b->thread, NULL, load_beside_main, b) == 0;
+        if (!b->started)
+                (void) load_beside_main(b);
+}
+
+static void load_beside_end(LoadBeside *b) {
+        if (b->started)
+                (void) pthread_join(b->thread, NULL);
+        free(b->heap);
+}
+
+/* A one-shot scanner's unit through a light skeleton (scan-bpf-light.c); where the kernel cannot
+ * run its loader (no BPF_PROG_TYPE_SYSCALL, no CO-RE in the kernel), libbpf's. */
+static int oneshot_load(BpfScanner *s, uint64_t last_id) {
+        LoadBeside beside;
+        uint32_t ring_size;
+        int r = bpf_ring_size_env("SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE, &ring_size);
+        if (r < 0)
+                return r;
+        (void) pthread_once(&heap_prepared_light, heap_prepare_light);
+        load_beside_start(&beside);
+        r = bpf_scan_light_load(s, last_id, ring_size);
+        load_beside_end(&beside);
+        if (r >= 0)
+                return 0;
+        log_debug_errno(r, "Failed to load the scan BPF programs through the light skeleton: %m; loading them "
+                        "with libbpf's.");
+        return skel_load(s, last_id);
+}
+
+/* Load the scan unit into s->unit (and its ring buffer reader), continuing the ids after last_id. */
+static int scanner_load_locked(BpfScanner *s, uint64_t last_id) {
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        int r = s->oneshot ? oneshot_load(s, last_id) : skel_load(s, last_id);
+        if (r < 0)
+                return r;
+        log_debug("Scan BPF programs loaded in %" PRIu64 " us (%s skeleton).", now_usec(CLOCK_MONOTONIC) - start,
+                  s->unit.light ? "light" : "libbpf's");
+
+        s->rb = ring_buffer__new(s->unit.records_fd, bpf_scanner_on_record, s, NULL);
         if (!s->rb)
                 return log_debug_errno(-errno, "Failed to set up the scan ring buffer: %m");
         if (!s->no_argv) {
-                void *p = mmap(NULL, ARGV_WANT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
-                               bpf_map__fd(s->skel->maps.argv_want), 0);
+                void *p = mmap(NULL, ARGV_WANT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, s->unit.argv_want_fd, 0);
                 if (p == MAP_FAILED)
                         return log_debug_errno(-errno, "Failed to map the argv_want map: %m");
                 s->argv_want = p;
@@ -177,7 +296,7 @@ int bpf_scanner_load(BpfScanner *s, uint64_t last_id) {
 /* A one-shot scanner whose id map was too small: load it again with one four times as large.
  * Nothing of the old map is kept (ids continue above its last one). */
 int bpf_scanner_grow_oneshot(BpfScanner *s) {
-        uint64_t last_id = s->skel->data_ids->last_id;
+        uint64_t last_id = s->unit.data_ids->last_id;
 
         if (s->id_map_size >= MAX_FILTER_IDS)
                 return -ENOBUFS;
@@ -191,9 +310,9 @@ int bpf_scanner_grow_oneshot(BpfScanner *s) {
 
 int bpf_scanner_load_watch(BpfScanner *s) {
         BpfIdMaps maps = {
-                .filter_ids = bpf_map__fd(s->skel->maps.filter_ids),
-                .seccomp_procs = bpf_map__fd(s->skel->maps.seccomp_procs),
-                .data_ids = bpf_map__fd(s->skel->maps.data_ids),
+                .filter_ids = s->unit.filter_ids_fd,
+                .seccomp_procs = s->unit.seccomp_procs_fd,
+                .data_ids = s->unit.data_ids_fd,
         };
 
         return bpf_watch_load(&s->watch, &maps);

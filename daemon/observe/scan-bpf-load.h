@@ -3,14 +3,14 @@
 
 #include "observe/bpf-scanner.h"
 
-/* Once per process, in any thread: libbpf's log, and the heap set up to keep the pages the BTF
- * takes (populated in one call). */
+/* Once per process, in any thread: libbpf's log. (The heap is set up to keep the pages the BTF
+ * takes, populated in one call, before the first load with libbpf's skeleton.) */
 void bpf_scanner_process_prepare(void);
 /* Populate the next `bytes` of the heap (at most what the heap keeps) in one call. */
 void bpf_heap_populate_kept(size_t bytes);
 /* The entries of the kernel's id map for a live or a one-shot scanner. */
 uint32_t bpf_scanner_id_map_size(bool oneshot);
-/* Open, size and load the iterator unit into s->skel (and its ring buffer reader), continuing the
+/* Open, size and load the iterator unit into s->unit (and its ring buffer reader), continuing the
  * ids after last_id; one load at a time in the process. */
 int bpf_scanner_load(BpfScanner *s, uint64_t last_id);
 void bpf_scanner_unload(BpfScanner *s);

@@ -3,10 +3,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/seccomp.h>
+#include <sys/sysinfo.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "observe/scan-bpf-cache.h"
 #include "observe/scan-bpf-pass.h"
+#include "observe/scan-bpf-side.h"
 #include "observe/bpf/scan.skel.h" /* after the records it names (bpf/scan.h) */
 
 #define MAX_READ_STALLS 1000  /* -EAGAIN reads in a row that made no room in the ring buffer */
@@ -183,14 +186,14 @@ static int consume(BpfScanner *s) {
 
 /* Run one iterator to its end. Its program never writes to the iterator's file: read() returns 0
  * at the end, or -EAGAIN when the ring buffer is full — then drain it, and the same object is
- * tried again. */
-static int iter_run(BpfScanner *s, struct bpf_link *link, const char *name) {
+ * tried again. side: an iterator read beside it into the same ring buffer, told of each drain. */
+static int iter_run_beside(BpfScanner *s, int link_fd, const char *name, BpfSideRun *side) {
         _cleanup_close_ int fd = -1;
         unsigned stalls = 0;
         char buf[64];
         int n;
 
-        fd = bpf_iter_create(bpf_link__fd(link));
+        fd = bpf_iter_create(link_fd);
         if (fd < 0)
                 return bpf_scanner_fail_errno(s, -errno, "Failed to start the %s iterator: %m", name);
 
@@ -199,6 +202,8 @@ static int iter_run(BpfScanner *s, struct bpf_link *link, const char *name) {
                 int saved = errno;
 
                 n = consume(s);
+                if (side)
+                        bpf_side_drained(side);
                 if (n < 0)
                         return n;
                 if (k == 0)
@@ -215,15 +220,39 @@ static int iter_run(BpfScanner *s, struct bpf_link *link, const char *name) {
         }
 }
 
+static int iter_run(BpfScanner *s, int link_fd, const char *name) {
+        return iter_run_beside(s, link_fd, name, NULL);
+}
+
+/* Drain the ring buffer for side until it has ended; its result, or this thread's first error r. */
+static int side_finish(BpfScanner *s, BpfSideRun *side, int r) {
+        bool done;
+        int k;
+
+        do {
+                bpf_side_wait(side, &done);
+                k = consume(s);
+                bpf_side_drained(side);
+                if (r >= 0 && k < 0)
+                        r = k;
+        } while (!done);
+        k = bpf_side_join(side);
+        if (r >= 0 && k == -EBADMSG)
+                return bpf_scanner_fail_errno(s, k, "The task_file iterator wrote text, expected none.");
+        if (r >= 0 && k < 0)
+                return bpf_scanner_fail_errno(s, k, "Failed to run the task_file iterator: %m");
+        return r;
+}
+
 typedef struct StatsMark {
         uint64_t map_full, chain_too_long, retries, insns_sent;
 } StatsMark;
 
 static StatsMark stats_mark(BpfScanner *s) {
-        const volatile struct scan_stats *k = &s->skel->bss->stats;
+        const volatile struct scan_stats *k = &s->unit.bss->stats;
 
         return (StatsMark) {
-                .map_full = s->skel->data_ids->ids_stats.map_full,
+                .map_full = s->unit.data_ids->ids_stats.map_full,
                 .chain_too_long = k->chain_too_long,
                 .retries = k->retries,
                 .insns_sent = k->insns_sent,
@@ -246,34 +275,71 @@ static bool files_pass_needed(BpfScanner *s) {
 /* Whether the pass should end with a sweep of the kernel's id map. Its entries (stored minus
  * swept) beyond the filters the last pass met belong to gone filters. */
 static bool sweep_due(BpfScanner *s) {
-        uint64_t entries = s->skel->data_ids->ids_stats.ids_stored - s->skel->bss->stats.ids_swept;
+        uint64_t entries = s->unit.data_ids->ids_stats.ids_stored - s->unit.bss->stats.ids_swept;
         uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
 
         if (s->force_sweep || s->oneshot)
                 return true; /* a one-shot scanner forgets every id at the end of each pass */
         if (stale == 0)
                 return false;
-        return stale >= bpf_map__max_entries(s->skel->maps.filter_ids) / SWEEP_STALE_SHARE ||
+        return stale >= s->unit.filter_ids_entries / SWEEP_STALE_SHARE ||
                s->pass - s->last_sweep_pass >= SWEEP_INTERVAL;
+}
+
+static void files_start(BpfScanner *s) {
+        s->files.created_mark = s->unit.data_ids->listeners_created;
+        s->files.install_misses = bpf_watch_install_misses(&s->watch);
+        s->files.ran = false; /* until this run has found them all */
+}
+
+static void files_done(BpfScanner *s) {
+        s->files.ran = true;
+        s->files.n_listeners = s->records.n_listeners;
 }
 
 static int files_run(BpfScanner *s) {
         int r;
 
-        s->files.created_mark = s->skel->data_ids->listeners_created;
-        s->files.install_misses = bpf_watch_install_misses(&s->watch);
-        s->files.ran = false; /* until this run has found them all */
-        r = iter_run(s, s->skel->links.scan_files, "task_file");
+        files_start(s);
+        r = iter_run(s, s->unit.files_link_fd, "task_file");
         if (r < 0)
                 return r;
-        s->files.ran = true;
-        s->files.n_listeners = s->records.n_listeners;
+        files_done(s);
+        return 0;
+}
+
+/* Whether the task_file iterator runs beside the task iterator: in a one-shot pass that needs it
+ * from the start, with a second CPU to run it on, on a machine with tasks enough
+ * (s->beside_min_tasks) that the walks take longer than a thread costs to start and to meet (some
+ * hundreds of microseconds: an idle machine's walks take less). A live scanner's passes run it
+ * rarely, and while the machine's other work goes on. */
+static bool files_beside(BpfScanner *s, bool files) {
+        struct sysinfo si;
+
+        return files && s->oneshot && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+               (s->beside_min_tasks == 0 || (sysinfo(&si) == 0 && si.procs >= s->beside_min_tasks));
+}
+
+/* The task iterator, and the task_file one beside it: the records of both drained here. */
+static int tasks_and_files_run(BpfScanner *s) {
+        BpfSideRun side;
+        int r;
+
+        files_start(s);
+        r = bpf_side_start(&side, s->unit.files_link_fd);
+        if (r < 0)
+                return bpf_scanner_fail_errno(s, r, "Failed to start the task_file iterator: %m");
+        r = iter_run_beside(s, s->unit.tasks_link_fd, "task", &side);
+        r = side_finish(s, &side, r);
+        if (r < 0)
+                return r;
+        files_done(s);
         return 0;
 }
 
 /* The kernel thinks this scanner has instructions it does not have: ask for all of them again. */
 static void insns_epoch_next(BpfScanner *s) {
-        s->skel->data->insns_epoch++;
+        s->unit.data->insns_epoch++;
         log_debug("Pass %" PRIu64 ": instructions of a filter were left out but are not known here; asking for all "
                   "of them again.", s->pass);
 }
@@ -318,34 +384,35 @@ const ProcRec *bpf_proc_rec_find(const ProcRec *recs, size_t n, pid_t tgid) {
 }
 
 int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
-        uint64_t start = now_usec(CLOCK_MONOTONIC), tasks_done, files_done;
+        uint64_t start = now_usec(CLOCK_MONOTONIC), tasks_done, files_end;
         StatsMark before, after;
-        bool files, sweep;
+        bool files, sweep, beside;
         int r;
 
         pass_records_reset(&s->records);
-        s->skel->data_ids->pass = ++s->pass;
-        s->skel->bss->emit_all_tasks = all_tasks;
-        s->skel->bss->want_exe = want_exe;
+        s->unit.data_ids->pass = ++s->pass;
+        s->unit.bss->emit_all_tasks = all_tasks;
+        s->unit.bss->want_exe = want_exe;
         files = files_pass_needed(s);
         sweep = sweep_due(s);
-        s->skel->bss->files_planned = files;
-        s->skel->bss->sweep_wanted = sweep;
+        s->unit.bss->files_planned = files;
+        s->unit.bss->sweep_wanted = sweep;
         before = stats_mark(s);
 
-        r = iter_run(s, s->skel->links.scan_tasks, "task");
+        beside = files_beside(s, files);
+        r = beside ? tasks_and_files_run(s) : iter_run(s, s->unit.tasks_link_fd, "task");
         if (r < 0)
                 return r;
         tasks_done = now_usec(CLOCK_MONOTONIC);
         /* A filter with a listener that no pass knew of: its fds may be anywhere. */
         if (!files && s->records.any_listener)
                 files = true;
-        if (files) {
+        if (files && !beside) {
                 r = files_run(s);
                 if (r < 0)
                         return r;
         }
-        files_done = now_usec(CLOCK_MONOTONIC);
+        files_end = now_usec(CLOCK_MONOTONIC);
 
         r = pass_check(s, &before);
         if (r < 0)
@@ -364,10 +431,10 @@ int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         if (!s->records.end_seen || s->records.end_pass != s->pass)
                 log_debug("Pass %" PRIu64 ": no end record (ring buffer full at the end).", s->pass);
         log_debug("Pass %" PRIu64 ": %zu task, %zu filter (%" PRIu64 " with instructions), %zu listener records, "
-                  "%" PRIu64 " objects retried; tasks %" PRIu64 " us%s, files %s%" PRIu64 " us.",
+                  "%" PRIu64 " objects retried; tasks %s%" PRIu64 " us%s, files %s%" PRIu64 " us.",
                   s->pass, s->records.n_tasks, s->records.n_filters, after.insns_sent - before.insns_sent,
-                  s->records.n_listeners, after.retries - before.retries, tasks_done - start,
-                  sweep ? " (with a sweep)" : "", files ? "" : "skipped, ", files_done - tasks_done);
+                  s->records.n_listeners, after.retries - before.retries, beside ? "and files side by side " : "",
+                  tasks_done - start, sweep ? " (with a sweep)" : "", files ? "" : "skipped, ", files_end - tasks_done);
         return 0;
 }
 
@@ -390,7 +457,7 @@ int bpf_scanner_argv_pass(BpfScanner *s, const ProcSpan *spans, size_t n) {
         int k;
 
         argv_want_mark(s, spans, n, true);
-        k = iter_run(s, s->skel->links.scan_argv, "argv");
+        k = iter_run(s, s->unit.argv_link_fd, "argv");
         argv_want_mark(s, spans, n, false);
         if (k < 0)
                 return k;
@@ -408,6 +475,6 @@ BpfListenerMark bpf_scanner_listener_mark(const BpfScanner *s) {
 }
 
 bool bpf_scanner_listener_mark_holds(BpfScanner *s, const BpfListenerMark *m) {
-        return m->none && s->skel->data_ids->listeners_created == m->created &&
+        return m->none && s->unit.data_ids->listeners_created == m->created &&
                bpf_watch_install_misses(&s->watch) == m->install_misses;
 }

@@ -44,6 +44,7 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
                 return -ENOMEM; /* the caller logs it */
         s->oneshot = o->oneshot;
         s->no_argv = o->no_argv;
+        s->beside_min_tasks = BPF_BESIDE_MIN_TASKS;
         s->id_map_size = bpf_scanner_id_map_size(o->oneshot);
         s->ticks_per_sec = bpf_clock_ticks_per_sec();
 
@@ -83,8 +84,8 @@ int bpf_scanner_new_with_first_id(BpfScanner **ret, uint64_t first_id) {
 }
 
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
-        const volatile struct scan_stats *k = &s->skel->bss->stats;
-        const volatile struct ids_stats *ids = &s->skel->data_ids->ids_stats;
+        const volatile struct scan_stats *k = &s->unit.bss->stats;
+        const volatile struct ids_stats *ids = &s->unit.data_ids->ids_stats;
 
         *ret = (BpfScannerStats) {
                 .passes = s->pass,
@@ -192,9 +193,13 @@ void bpf_scanner_set_no_listeners(BpfScanner *s, bool (*no_listeners)(void *user
         s->no_listeners_userdata = userdata;
 }
 
+void bpf_scanner_set_beside_min_tasks(BpfScanner *s, unsigned long min_tasks) {
+        s->beside_min_tasks = min_tasks;
+}
+
 bool bpf_scanner_reusable(const BpfScanner *s) {
-        return s->oneshot && s->skel &&
-               s->skel->data_ids->ids_stats.ids_stored == s->skel->bss->stats.ids_swept;
+        return s->oneshot && s->unit.bss &&
+               s->unit.data_ids->ids_stats.ids_stored == s->unit.bss->stats.ids_swept;
 }
 
 BpfWatch *bpf_scanner_watch(BpfScanner *s) {

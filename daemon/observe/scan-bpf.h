@@ -47,6 +47,10 @@ bool bpf_scanner_listener_mark_holds(BpfScanner *live, const BpfListenerMark *m)
 /* A one-shot scanner runs its task_file iterator (a walk of every open file of every task, for
  * listener fds) only when no_listeners(userdata) cannot tell that none exists. */
 void bpf_scanner_set_no_listeners(BpfScanner *oneshot, bool (*no_listeners)(void *userdata), void *userdata);
+/* A one-shot scanner runs its task_file iterator beside the task iterator on machines of at least
+ * min_tasks tasks (default BPF_BESIDE_MIN_TASKS; 0: always, as tests do). */
+#define BPF_BESIDE_MIN_TASKS 1000
+void bpf_scanner_set_beside_min_tasks(BpfScanner *oneshot, unsigned long min_tasks);
 /* Let go of the program of every filter id the scanner keeps for which drop(id, userdata) says so
  * (the live forest keeps it over budget): only its length and digest stay. A pass that does not
  * allow that (ScanOptions.allow_dropped) asks the kernel for the program again. -ENOMEM: some

@@ -39,8 +39,10 @@ bool want_exe;       /* send the executable of each thread group leader reported
 __u64 insns_epoch SEC(".data") = 1;
 
 struct scan_stats stats;
-/* The iterators' own state (one pass runs at a time); user space leaves it alone. */
+/* The iterators' own state (one pass runs at a time, its task and task_file iterators one after
+ * the other or side by side); user space leaves it alone. */
 __u64 iter_ended_pass;
+__u64 tasks_ended_pass, files_ended_pass;
 __u64 iter_marked_pass; /* the process last marked in seccomp_procs, to mark each once a pass */
 __u64 iter_marked_start;
 __u32 iter_marked_tgid;
@@ -51,14 +53,21 @@ struct {
 } records SEC(".maps");
 
 /* Where FILTER records with instructions are put together before they are copied into the ring
- * buffer. */
+ * buffer: one buffer for each iterator that walks chains, since a one-shot pass runs them side by
+ * side (a per-CPU buffer would not do: an iterator's program may be preempted on its CPU). */
 struct filter_buf {
         __u8 data[sizeof(struct scan_rec_filter) + SCAN_MAX_INSNS * sizeof(struct sock_filter)];
 };
 
+enum {
+        SCRATCH_TASKS,
+        SCRATCH_FILES,
+        _SCRATCH_MAX,
+};
+
 struct {
         __uint(type, BPF_MAP_TYPE_ARRAY);
-        __uint(max_entries, 1);
+        __uint(max_entries, _SCRATCH_MAX);
         __type(key, __u32);
         __type(value, struct filter_buf);
 } scratch SEC(".maps");
@@ -131,14 +140,15 @@ struct {
         __type(value, struct argv_buf);
 } argv_scratch SEC(".maps");
 
-/* The record of f, e when its instructions go along: put together in the scratch buffer. */
-static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, const struct scan_rec_filter *hdr) {
+/* The record of f, e when its instructions go along: put together in scratch buffer slot. */
+static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, const struct scan_rec_filter *hdr,
+                             __u32 slot) {
         struct sock_fprog_kern *orig = f->prog->orig_prog;
         struct scan_rec_filter *r;
         struct sock_filter *insns;
-        __u32 zero = 0, len;
+        __u32 len;
 
-        r = bpf_map_lookup_elem(&scratch, &zero);
+        r = bpf_map_lookup_elem(&scratch, &slot);
         if (!r)
                 return -ENOMEM;
         *r = *hdr;
@@ -161,7 +171,7 @@ static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, con
 
 /* Send f's record unless this pass did already; its instructions only if this epoch has not.
  * 0, -ENOSPC (ring buffer full: retry the object) or -ENOMEM. */
-static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 parent_id) {
+static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 parent_id, __u32 slot) {
         struct scan_rec_filter r = {
                 .type = SCAN_REC_FILTER,
                 .id = e->id,
@@ -179,7 +189,7 @@ static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 par
         r.has_listener = f->notif != NULL;
 
         if (e->insns_epoch != insns_epoch) {
-                k = filter_send_insns(f, e, &r);
+                k = filter_send_insns(f, e, &r, slot);
                 if (k < 0)
                         return k;
         } else if (bpf_ringbuf_output(&records, &r, sizeof(r), BPF_RB_NO_WAKEUP) < 0)
@@ -215,7 +225,7 @@ static __always_inline void chain_mark_complete(struct seccomp_filter *head, str
  * the root and stopping early at a filter whose whole chain was sent in this pass. Most tasks
  * take the first return: their head was completed by another task. 0, -ENOSPC (ring buffer full:
  * retry the object), or another negative errno (counted in stats). */
-static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_head_id) {
+static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_head_id, __u32 slot) {
         struct seccomp_filter *f, *prev, *stop = NULL;
         struct filter_ent *he, *e, *pe;
         struct bpf_iter_num it;
@@ -244,7 +254,7 @@ static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_he
                 }
                 prev = f->prev;
                 if (!prev) {
-                        r = filter_send(f, e, 0);
+                        r = filter_send(f, e, 0, slot);
                         done = r == 0;
                         break;
                 }
@@ -253,7 +263,7 @@ static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_he
                         r = -ENOMEM;
                         break;
                 }
-                r = filter_send(f, e, pe->id);
+                r = filter_send(f, e, pe->id, slot);
                 if (r < 0)
                         break;
                 f = prev;
@@ -300,9 +310,11 @@ static __always_inline void pass_end(void) {
                 .pass = pass,
         };
 
-        if (iter_ended_pass == pass)
+        __u64 ended = iter_ended_pass;
+
+        /* once, even when both iterators end at the same time on two CPUs */
+        if (ended == pass || __sync_val_compare_and_swap(&iter_ended_pass, ended, pass) != ended)
                 return;
-        iter_ended_pass = pass;
         if (sweep_wanted) {
                 bpf_for_each_map_elem(&filter_ids, sweep_one, &s, 0);
                 __sync_fetch_and_add(&stats.ids_swept, s.swept);
@@ -311,6 +323,35 @@ static __always_inline void pass_end(void) {
 
         end.swept = s.swept;
         bpf_ringbuf_output(&records, &end, sizeof(end), BPF_RB_NO_WAKEUP);
+}
+
+/* bpf/pidns.bpf.h's helpers, once in each program that calls them rather than inlined at each
+ * call: the kernel resolves each CO-RE relocation of a light skeleton's programs (one-shot
+ * scanners) by walking its BTF for the type named, unless the type is in its small cache of
+ * candidates, where pid, upid and pid_namespace evict each other; one copy relocates them once. */
+static __noinline int scan_pidns_learn(void) {
+        pidns_learn();
+        return 0;
+}
+
+static __noinline bool scan_task_ids(struct task_struct *t, __u32 *tid, __u32 *tgid, __u32 *ppid) {
+        return pidns_task_ids(t, tid, tgid, ppid);
+}
+
+static __noinline __u32 scan_tgid(struct task_struct *t) {
+        return pidns_tgid(t);
+}
+
+/* An iterator of the pass met its end: the pass ends with the last of them (the task_file
+ * iterator runs when files_planned, before, after or beside the task iterator). */
+static __always_inline void iter_end(bool files) {
+        /* Exchanges, not stores: of two iterators ending side by side, the second sees the first. */
+        if (files)
+                __sync_lock_test_and_set(&files_ended_pass, pass);
+        else
+                __sync_lock_test_and_set(&tasks_ended_pass, pass);
+        if (tasks_ended_pass == pass && (!files_planned || files_ended_pass == pass))
+                pass_end();
 }
 
 /* Executables. */
@@ -419,7 +460,7 @@ static __always_inline int exe_send(struct task_struct *t) {
                 return 0; /* user space reads /proc */
         rec = (struct scan_rec_exe *) x->out;
         rec->type = SCAN_REC_EXE;
-        rec->tgid = pidns_tgid(t);
+        rec->tgid = scan_tgid(t);
         rec->len = 0;
         rec->same_tgid = 0;
         mm = t->mm;
@@ -477,23 +518,22 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         int mode, r;
 
         if (!t) {
-                if (!files_planned)
-                        pass_end();
+                iter_end(false);
                 return 0;
         }
 
         /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
-        pidns_learn();
+        scan_pidns_learn();
         t = task_plain(t);
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
                 return 0;
-        if (!pidns_task_ids(t, &tid, &tgid, &ppid))
+        if (!scan_task_ids(t, &tid, &tgid, &ppid))
                 return 0; /* outside the daemon's pid namespace */
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
 
-        r = chain_walk(t->seccomp.filter, &head_id);
+        r = chain_walk(t->seccomp.filter, &head_id, SCRATCH_TASKS);
         if (r == -ENOSPC)
                 return retry_object();
         if (want_exe && t->pid == t->tgid && exe_send(t) < 0)
@@ -561,15 +601,15 @@ int scan_files(struct bpf_iter__task_file *ctx) {
         int r;
 
         if (!t || !file) {
-                pass_end();
+                iter_end(true);
                 return 0;
         }
-        pidns_learn();
+        scan_pidns_learn();
         t = task_plain(t);
         file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
         if (!file_is_listener(file))
                 return 0;
-        rec.tgid = pidns_tgid(t);
+        rec.tgid = scan_tgid(t);
         if (!rec.tgid)
                 return 0;
 
@@ -577,7 +617,7 @@ int scan_files(struct bpf_iter__task_file *ctx) {
         filter = bpf_rdonly_cast(file->private_data, bpf_core_type_id_kernel(struct seccomp_filter));
         if (!filter)
                 return 0;
-        r = chain_walk(filter, &filter_id);
+        r = chain_walk(filter, &filter_id, SCRATCH_FILES);
         if (r == -ENOSPC)
                 return retry_object();
 
@@ -589,6 +629,7 @@ int scan_files(struct bpf_iter__task_file *ctx) {
         return 0;
 }
 
+#ifndef SCAN_NO_ARGV /* the one-shot's light skeleton without it (meson.build) */
 /* The command lines user space asks for (argv_want), read from the processes' memory as
  * /proc/PID/cmdline does. Sleepable, to read another process's memory; a pass of its own, after
  * the task iterator's has said which processes are reported. */
@@ -603,8 +644,8 @@ int scan_argv(struct bpf_iter__task *ctx) {
 
         if (!t || t->pid != t->tgid)
                 return 0;
-        pidns_learn();
-        tgid = pidns_tgid(t);
+        scan_pidns_learn();
+        tgid = scan_tgid(t);
         if (!tgid)
                 return 0;
         idx = tgid / 64;
@@ -637,3 +678,4 @@ int scan_argv(struct bpf_iter__task *ctx) {
                 return retry_object();
         return 0;
 }
+#endif

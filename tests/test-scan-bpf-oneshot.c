@@ -1,0 +1,188 @@
+/* test-scan-bpf-oneshot.c: one-shot bpf scanners (`sectreed scan`): their scan unit loads through a
+ * light skeleton, the kernel resolving its CO-RE relocations, so that the process reads none of
+ * the kernel's BTF; and their passes, which run the task_file iterator beside the task iterator,
+ * report what a live scanner's do, listeners and a ring buffer far smaller than a pass included */
+#include <linux/seccomp.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "observe/scanner.h"
+#include "tests-util.h"
+
+/* What this process has read so far (rchar of /proc/self/io). */
+static uint64_t bytes_read(void) {
+        g_autofree char *text = NULL;
+        g_assert_true(g_file_get_contents("/proc/self/io", &text, NULL, NULL));
+        const char *p = strstr(text, "rchar: ");
+        g_assert_nonnull(p);
+        return g_ascii_strtoull(p + strlen("rchar: "), NULL, 10);
+}
+
+static BpfScanner *oneshot_new(bool no_argv) {
+        BpfScanner *s = NULL;
+        g_assert_cmpint(bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = no_argv }, &s),
+                        ==, 0);
+        bpf_scanner_set_beside_min_tasks(s, 0); /* whatever the tasks of the machine */
+        return s;
+}
+
+static Forest *oneshot_scan(BpfScanner *b, pid_t root) {
+        ScanOptions opts = SCAN_OPTIONS_DEFAULT;
+        Forest *f = NULL;
+
+        opts.root = root;
+        g_assert_cmpint(bpf_scanner_scan(b, &opts, &f), ==, 0);
+        g_assert_nonnull(f);
+        g_assert_cmpint(f->identity, ==, IDENTITY_EXACT);
+        return f;
+}
+
+/* Loading a one-shot scanner, with the command-line iterator and without, reads far less than the
+ * kernel's BTF (libbpf's skeleton reads all of /sys/kernel/btf/vmlinux, megabytes); its scans
+ * still see the scenario as it is. */
+static void test_no_btf_read(void) {
+        if (!tests_require_root())
+                return;
+        struct stat st;
+        g_assert_cmpint(stat("/sys/kernel/btf/vmlinux", &st), ==, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+
+        for (int no_argv = 0; no_argv <= 1; no_argv++) {
+                uint64_t before = bytes_read();
+                BpfScanner *b = oneshot_new(no_argv);
+                uint64_t read = bytes_read() - before;
+                g_assert_cmpuint(read, <, (uint64_t) st.st_size / 4);
+
+                Forest *f = oneshot_scan(b, scenario_root_pid(s));
+                tests_assert_forest_matches(f, s, true);
+                forest_free(f);
+                bpf_scanner_free(b);
+        }
+        scenario_free(s);
+}
+
+/* A listener whose filter no task holds any more: only the task_file iterator, run beside the task
+ * iterator, finds it; through a ring buffer far smaller than the pass, so that both iterators wait
+ * for drains, and again with the scanner kept. */
+static void test_listener_beside_small_ring(void) {
+        if (!tests_require_root())
+                return;
+        static struct sock_filter big[PROG_MAX_INSNS];
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF;
+        ScenarioTask other = scenario_fork(s, scenario_root(s));
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        ScenarioTask parent = scenario_fork(s, scenario_root(s));
+
+        for (int i = 0; i < 30; i++) {
+                ScenarioTask c = scenario_fork(s, parent);
+                size_t n = scenario_filter_errno(big, SYS_getpriority, 100 + i, 2000 + i);
+                g_assert_cmpint(scenario_install(s, c, big, n, 0), >=, 0);
+        }
+        int n0 = scenario_install(s, a, x.b, x.nb, 0);
+        int n1 = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(n1, >, n0);
+        int fd = scenario_share_listener(s, n1, other);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(scenario_exit(s, a), ==, 0);
+        usleep(100 * 1000);
+
+        g_assert_cmpint(setenv("SECTREE_BPF_RINGBUF_SIZE", "65536", 1), ==, 0);
+        BpfScanner *b = oneshot_new(true);
+        g_assert_cmpint(unsetenv("SECTREE_BPF_RINGBUF_SIZE"), ==, 0);
+        for (int pass = 0; pass < 2; pass++) {
+                Forest *f = oneshot_scan(b, scenario_root_pid(s));
+                g_assert_cmpuint(f->n_filters, ==, 32);
+                g_assert_cmpuint(f->n_listeners, ==, 1);
+                const Listener *l = f->listeners[0];
+                g_assert_true(tests_listener_has_holder(l, scenario_task(s, other)->tgid, fd));
+                const Filter *flt = forest_find_filter(f, l->filter_id);
+                g_assert_nonnull(flt);
+                g_assert_true(flt->has_listener);
+                g_assert_cmpuint(flt->n_tasks, ==, 0);
+                g_assert_cmpuint(flt->depth, ==, 2);
+                g_assert_cmpmem(flt->insns, flt->len * sizeof(struct sock_filter), x.a,
+                                x.na * sizeof(struct sock_filter));
+                forest_free(f);
+        }
+        bpf_scanner_free(b);
+        scenario_free(s);
+}
+
+static int cmp_digest(const void *a, const void *b) {
+        return memcmp(a, b, PROG_DIGEST_SIZE);
+}
+
+/* The digests of f's programs, sorted, in one array of f->n_filters * PROG_DIGEST_SIZE bytes. */
+static uint8_t *sorted_digests(const Forest *f) {
+        uint8_t *d = g_malloc0(f->n_filters * PROG_DIGEST_SIZE + 1);
+        for (size_t i = 0; i < f->n_filters; i++)
+                memcpy(d + i * PROG_DIGEST_SIZE, f->filters[i]->digest, PROG_DIGEST_SIZE);
+        qsort(d, f->n_filters, PROG_DIGEST_SIZE, cmp_digest);
+        return d;
+}
+
+/* Many long programs behind listeners no task holds (sent by the task_file iterator) and many held
+ * by tasks (sent by the task iterator), so that both iterators put records with instructions
+ * together at the same time: each pass reports every program as a live scanner (which runs them
+ * one after the other) does. */
+static void test_programs_beside(void) {
+        if (!tests_require_root())
+                return;
+        static struct sock_filter big[PROG_MAX_INSNS];
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask other = scenario_fork(s, scenario_root(s));
+        ScenarioTask parent = scenario_fork(s, scenario_root(s));
+
+        for (int i = 0; i < 40; i++) {
+                ScenarioTask c = scenario_fork(s, parent);
+                size_t n = scenario_filter_errno(big, SYS_getpriority, 100 + i, 3000 + i);
+                g_assert_cmpint(scenario_install(s, c, big, n, 0), >=, 0);
+        }
+        for (int i = 0; i < 40; i++) {
+                ScenarioTask a = scenario_fork(s, scenario_root(s));
+                size_t n = scenario_filter_errno(big, SYS_getpriority, 200 + i, 3000 + i);
+                big[n - 3].k = SECCOMP_RET_USER_NOTIF;
+                int node = scenario_install(s, a, big, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+                g_assert_cmpint(node, >=, 0);
+                g_assert_cmpint(scenario_share_listener(s, node, other), >=, 0);
+                g_assert_cmpint(scenario_exit(s, a), ==, 0);
+        }
+        usleep(100 * 1000);
+
+        BpfScanner *live = NULL;
+        g_assert_cmpint(bpf_scanner_new(&live), ==, 0);
+        Forest *want = oneshot_scan(live, scenario_root_pid(s));
+        g_assert_cmpuint(want->n_filters, ==, 80);
+        g_assert_cmpuint(want->n_listeners, ==, 40);
+        g_autofree uint8_t *want_digests = sorted_digests(want);
+
+        BpfScanner *b = oneshot_new(true);
+        for (int pass = 0; pass < 5; pass++) {
+                Forest *f = oneshot_scan(b, scenario_root_pid(s));
+                g_assert_cmpuint(f->n_filters, ==, want->n_filters);
+                g_assert_cmpuint(f->n_listeners, ==, want->n_listeners);
+                g_autofree uint8_t *digests = sorted_digests(f);
+                g_assert_cmpmem(digests, f->n_filters * PROG_DIGEST_SIZE, want_digests,
+                                want->n_filters * PROG_DIGEST_SIZE);
+                forest_free(f);
+        }
+        bpf_scanner_free(b);
+        forest_free(want);
+        bpf_scanner_free(live);
+        scenario_free(s);
+}
+
+int main(int argc, char **argv) {
+        tests_init(&argc, &argv);
+        g_test_add_func("/scan-bpf-oneshot/no-btf-read", test_no_btf_read);
+        g_test_add_func("/scan-bpf-oneshot/listener-beside-small-ring", test_listener_beside_small_ring);
+        g_test_add_func("/scan-bpf-oneshot/programs-beside", test_programs_beside);
+        return g_test_run();
+}
