@@ -30,7 +30,7 @@ static __always_inline void pidns_learn(void) {
 
 /* p's number in the daemon's namespace, or 0 when p is not in it (a task of a namespace above it,
  * or of a sibling one). Two reads of kernel memory, only outside the initial namespace. */
-static __always_inline __u32 pidns_nr(struct pid *p) {
+static __noinline __u32 pidns_nr(struct pid *p) {
         __u32 level = pidns_self.level;
         struct upid u = {};
         __u64 at;
