@@ -59,11 +59,6 @@ typedef struct TaskArgs {
         size_t index;
 } TaskArgs;
 
-static void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-
 static bool task_has_private_filter(size_t index) {
         return index % 2 == 1;
 }

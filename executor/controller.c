@@ -24,11 +24,6 @@
 #include "core/util.h"
 #include "runtime-image.h"
 
-static inline void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-
 struct rlimit controller_nofile;
 bool controller_nofile_saved;
 

@@ -393,6 +393,91 @@ static void test_snapshot(Fixture *fx, gconstpointer data) {
         }
 }
 
+#define MANY 300 /* over the number of processes from which a snapshot walks the cgroups at once */
+
+/* The leader of MANY processes: in the fixture's unit once it is told to go on, it forks MANY - 1
+ * children, which inherit its cgroup and pause without filters (a snapshot of a subtree has its
+ * processes without filters too), then installs a filter. */
+static pid_t many_start(Fixture *fx, pid_t *children) {
+        int ready[2], go[2];
+        g_assert_cmpint(pipe(ready), ==, 0);
+        g_assert_cmpint(pipe(go), ==, 0);
+        pid_t leader = fork();
+        g_assert_cmpint(leader, >=, 0);
+        if (leader == 0) {
+                char c;
+                close(ready[0]);
+                close(go[1]);
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || read(go[0], &c, 1) != 1)
+                        _exit(1);
+                static const int none[] = { __NR_acct, -1 };
+                for (int i = 1; i < MANY; i++) {
+                        pid_t pid = fork();
+                        if (pid == 0) {
+                                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                                        _exit(1);
+                                for (;;)
+                                        pause();
+                        }
+                        if (pid < 0 || write(ready[1], &pid, sizeof(pid)) != sizeof(pid))
+                                _exit(1);
+                }
+                child_run(none, ready[1]); /* the leader's filter, and ready */
+        }
+        close(ready[1]);
+        close(go[0]);
+        move_into(fx, fx->cgroups[0], leader);
+        g_assert_cmpint(write(go[1], "x", 1), ==, 1);
+        close(go[1]);
+        for (int i = 1; i < MANY; i++)
+                g_assert_cmpint(read(ready[0], &children[i - 1], sizeof(pid_t)), ==, sizeof(pid_t));
+        char c;
+        g_assert_cmpint(read(ready[0], &c, 1), ==, 1);
+        close(ready[0]);
+        return leader;
+}
+
+/* A snapshot of that many processes takes their cgroups from one walk of the hierarchy: each is in
+ * its unit, and the one moved to the container's scope in that. */
+static void test_snapshot_many(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        pid_t children[MANY - 1];
+        pid_t leader = many_start(fx, children);
+        pid_t moved = children[MANY / 2];
+        move_into(fx, fx->cgroups[2], moved);
+        g_autofree char *root = g_strdup_printf("%d", leader), *dir = g_dir_make_tmp("sectree-units-XXXXXX", NULL);
+        g_autofree char *id = ctl_run_ok(&fx->b, CTL_ARGS("snapshot", root));
+        g_strstrip(id);
+        g_autofree char *path = g_strdup_printf("%s/many.json", dir);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", id, path)));
+        _cleanup_(forest_freep) Forest *f = NULL;
+        g_assert_cmpint(snapshot_read_path(path, &f, NULL), ==, 0);
+        g_assert_cmpuint(f->n_processes, >=, MANY);
+        size_t in_unit = 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                if (p->pid == moved) {
+                        g_assert_cmpstr(p->unit, ==, fx->machine_scope);
+                        g_assert_cmpstr(p->machine, ==, fx->machine);
+                } else if (!streq_ptr(p->unit, fx->unit))
+                        g_error("process %d of the snapshot: unit %s, not %s", (int) p->pid, p->unit ?: "(none)", fx->unit);
+                else
+                        in_unit++;
+        }
+        g_assert_cmpuint(in_unit, ==, f->n_processes - 1);
+        unlink(path);
+        rmdir(dir);
+        g_autofree char *root_procs = g_build_filename(fx->root, "cgroup.procs", NULL);
+        g_autofree char *text = g_strdup_printf("%d\n", moved);
+        (void) g_file_set_contents(root_procs, text, -1, NULL);
+        kill(leader, SIGKILL); /* its children die with it */
+        waitpid(leader, NULL, 0);
+        for (int i = 0; i < MANY - 1; i++)
+                while (kill(children[i], 0) == 0)
+                        g_usleep(1000);
+}
+
 /* The tasks of who-can's JSON chains, each checked to be process only's with that unit. */
 static size_t who_tasks(json_t *doc, pid_t only, const char *unit) {
         size_t n = 0, i, j;
@@ -467,6 +552,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/units/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         g_test_add("/units/units", Fixture, NULL, fixture_setup, test_units, fixture_teardown);
         g_test_add("/units/snapshot", Fixture, NULL, fixture_setup, test_snapshot, fixture_teardown);
+        g_test_add("/units/snapshot-many", Fixture, NULL, fixture_setup, test_snapshot_many, fixture_teardown);
         g_test_add("/units/who-can-audit", Fixture, NULL, fixture_setup, test_who_can_audit, fixture_teardown);
         return g_test_run();
 }

@@ -13,12 +13,6 @@
 
 #define LISTENER_LINK "anon_inode:seccomp notify"
 
-static void closedirp(DIR **d) {
-        if (*d)
-                closedir(*d);
-}
-#define _cleanup_closedir_ _cleanup_(closedirp)
-
 /* A task that is gone shows up as ENOENT on open and ESRCH on read: report both as -ESRCH. */
 static int errno_gone(int e) {
         return e == ENOENT ? -ESRCH : -e;

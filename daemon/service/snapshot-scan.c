@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "observe/procinfo.h"
+#include "service/cgroup-members.h"
 #include "service/snapshots.h"
 #include "service/units.h"
 #include "snapshot/snapshot-units.h"
@@ -138,14 +139,18 @@ static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata)
 
 /* Units, read as ListProcessUnits reads them (libsystemd, some 100 us a process: four reads of
  * its cgroup file and machined's records), made names a snapshot takes. Processes in one cgroup
- * are in the same units, and a machine's processes share a few cgroups: the answer is kept by the
- * text of /proc/PID/cgroup (one read), so that a 10,000-process snapshot asks libsystemd once per
- * cgroup, not per process. */
+ * are in the same units, and a machine's processes share a few cgroups: the answer is kept by
+ * cgroup (its path on the cgroup2 hierarchy, the "0::" line of /proc/PID/cgroup, which is what
+ * libsystemd reads the units from; the whole text where there is no such line), so that a
+ * 10,000-process snapshot asks libsystemd once per cgroup. Where it has that many processes, the
+ * cgroup of each comes from one walk of the hierarchy's cgroup.procs files, not from a read of
+ * /proc/PID/cgroup each (half of such a snapshot's time). */
 
 #define CGROUP_TEXT_MAX 4096
+#define CGROUP_WALK_MIN 256 /* processes from which one walk costs less than a read each */
 
 typedef struct UnitsOfCgroup {
-        char *cgroup; /* /proc/PID/cgroup's text */
+        char *cgroup; /* the key: the cgroup's path, or /proc/PID/cgroup's text */
         char *unit, *user_unit, *machine;
 } UnitsOfCgroup;
 
@@ -153,6 +158,8 @@ typedef struct UnitCache {
         Hashmap by_hash; /* hash of cgroup -> index + 1 */
         UnitsOfCgroup *items;
         size_t n, allocated;
+        CgroupMembers members; /* every pid's cgroup, when walk */
+        bool walked;
 } UnitCache;
 
 static void units_of_cgroup_done(UnitsOfCgroup *u) {
@@ -168,6 +175,7 @@ static void unit_cache_done(UnitCache *c) {
                 units_of_cgroup_done(&c->items[i]);
         free(c->items);
         hashmap_deinit(&c->by_hash);
+        cgroup_members_done(&c->members);
 }
 
 static uint64_t text_hash(const char *s) {
@@ -177,8 +185,9 @@ static uint64_t text_hash(const char *s) {
         return h ?: 1;
 }
 
-/* pid's /proc/PID/cgroup into buf; -ESRCH when gone, -E2BIG when longer than buf. */
-static int read_cgroup_text(pid_t pid, char *buf, size_t size) {
+/* pid's cgroup key into buf: the path of its "0::" line, or the text of /proc/PID/cgroup; -ESRCH
+ * when gone, -E2BIG when longer than buf. */
+static int read_cgroup_key(pid_t pid, char *buf, size_t size) {
         char path[32];
         snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -190,6 +199,21 @@ static int read_cgroup_text(pid_t pid, char *buf, size_t size) {
         if ((size_t) n >= size)
                 return -E2BIG;
         buf[n] = 0;
+        char *line = strncmp(buf, "0::", 3) == 0 ? buf : strstr(buf, "\n0::");
+        if (line) {
+                line += line == buf ? 3 : 4;
+                memmove(buf, line, strcspn(line, "\n"));
+                buf[strcspn(line, "\n")] = 0;
+        }
+        return 0;
+}
+
+/* pid's cgroup key: from the walk, or read. */
+static int cgroup_key(const UnitCache *c, pid_t pid, char *buf, size_t size) {
+        const char *path = c->walked ? cgroup_members_path(&c->members, pid) : NULL;
+        if (!path || strlen(path) >= size)
+                return read_cgroup_key(pid, buf, size);
+        strcpy(buf, path);
         return 0;
 }
 
@@ -207,7 +231,7 @@ static int units_read(pid_t pid, UnitsOfCgroup *ret) {
 /* Keep u (taken) for cgroup, unless the process moved while libsystemd read it. */
 static int unit_cache_add(UnitCache *c, pid_t pid, const char *cgroup, UnitsOfCgroup *u) {
         char again[CGROUP_TEXT_MAX];
-        if (read_cgroup_text(pid, again, sizeof(again)) < 0 || !streq(again, cgroup) ||
+        if (read_cgroup_key(pid, again, sizeof(again)) < 0 || !streq(again, cgroup) ||
             GROW(c->items, c->allocated, c->n + 1) < 0 || !(u->cgroup = strdup(cgroup)))
                 return 0; /* not kept: asked again next time */
         c->items[c->n] = *u;
@@ -227,7 +251,7 @@ static const UnitsOfCgroup *unit_cache_find(const UnitCache *c, const char *cgro
 static int record_units(UnitCache *c, Process *p) {
         _cleanup_(units_of_cgroup_done) UnitsOfCgroup u = {};
         char cgroup[CGROUP_TEXT_MAX];
-        int r = read_cgroup_text(p->pid, cgroup, sizeof(cgroup));
+        int r = cgroup_key(c, p->pid, cgroup, sizeof(cgroup));
         if (r == -ESRCH)
                 return 0;
         bool cacheable = r >= 0; /* else (too long to keep) asked every time */
@@ -242,6 +266,18 @@ static int record_units(UnitCache *c, Process *p) {
         if (r >= 0 && cacheable)
                 r = unit_cache_add(c, p->pid, cgroup, &u);
         return r;
+}
+
+static int record_all_units(Forest *f) {
+        _cleanup_(unit_cache_done) UnitCache units = {};
+        /* without a cgroup2 hierarchy (or if the walk fails) each process's is read */
+        units.walked = f->n_processes >= CGROUP_WALK_MIN && cgroup_members_read(&units.members) >= 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                int r = record_units(&units, f->processes[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* In the worker: scan, check that the caller may see all of it, and make it a snapshot. */
@@ -271,10 +307,9 @@ int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) 
                 snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", hidden, root);
                 return -EACCES;
         }
-        _cleanup_(unit_cache_done) UnitCache units = {};
-        for (size_t i = 0; i < f->n_processes; i++)
-                if ((r = record_units(&units, f->processes[i])) < 0)
-                        return r;
+        r = record_all_units(f);
+        if (r < 0)
+                return r;
         r = snapshot_info_set_name(&f->snapshot, j->name);
         if (r < 0)
                 return r;

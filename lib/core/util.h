@@ -1,6 +1,7 @@
 /* util.h: cleanup helpers, logging and small macros shared by every part of sectree */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -33,12 +34,17 @@ static inline void fclosep(FILE **f) {
         if (*f)
                 fclose(*f);
 }
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
 static inline void strv_freep(char ***p);
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 
 /* DEFINE_CLEANUP(Forest*, forest_free) defines forest_freep() for _cleanup_(forest_freep). */

@@ -1,0 +1,23 @@
+/* cgroup-members.h: the cgroup of every process at once, from the cgroup2 hierarchy's cgroup.procs
+ * files (cgroup-members.c) */
+#pragma once
+
+#include <sys/types.h>
+
+#include "core/hashmap.h"
+
+/* Each process's cgroup as /proc/PID/cgroup's "0::" line names it, for all processes of the
+ * machine: one read per cgroup instead of one per process. */
+typedef struct CgroupMembers {
+        Hashmap by_pid; /* pid -> index + 1 into paths */
+        char **paths;   /* "/system.slice/sshd.service" ("/" for the root) */
+        size_t n_paths, allocated;
+} CgroupMembers;
+
+/* Read the hierarchy mounted at /sys/fs/cgroup (unified) or /sys/fs/cgroup/unified (hybrid).
+ * -ENOENT when neither is cgroup2. A process that moves or starts meanwhile may be missing or
+ * name its former cgroup: a caller that needs it exact checks /proc/PID/cgroup. */
+int cgroup_members_read(CgroupMembers *ret);
+/* pid's cgroup path, NULL if the walk did not meet it. */
+const char *cgroup_members_path(const CgroupMembers *m, pid_t pid);
+void cgroup_members_done(CgroupMembers *m);
