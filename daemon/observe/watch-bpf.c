@@ -357,10 +357,9 @@ uint64_t bpf_watch_install_misses(const BpfWatch *w) {
         return w->skel ? prog_misses(w->skel->progs.seccomp_exit) : 0;
 }
 
-void bpf_watch_losses(BpfWatch *w, WatchLosses *ret) {
+/* The runs every program of the unit missed, counted now. */
+static void count_skipped_runs(BpfWatch *w) {
         struct watch_bpf *skel = w->skel;
-
-        *ret = (WatchLosses) {};
         if (!skel)
                 return;
         const struct bpf_program *progs[] = {
@@ -368,19 +367,35 @@ void bpf_watch_losses(BpfWatch *w, WatchLosses *ret) {
                 skel->progs.prctl_exit,    skel->progs.watch_fork,   skel->progs.watch_exec,
                 skel->progs.watch_exit,    skel->progs.close_enter,
         };
+        uint64_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(progs); i++)
+                n += prog_misses(progs[i]);
+        w->skipped_runs = n;
+}
+
+void bpf_watch_losses(BpfWatch *w, WatchLosses *ret) {
+        struct watch_bpf *skel = w->skel;
+
+        *ret = (WatchLosses) {};
+        if (!skel)
+                return;
         const volatile __u64 *lost = skel->bss->watch_lost;
         ret->ring_full = lost[WATCH_LOSS_RING_FULL];
         ret->no_id = lost[WATCH_LOSS_NO_ID];
         ret->task_gone = lost[WATCH_LOSS_TASK_GONE];
         ret->marks_lost = skel->data_ids->ids_stats.marks_lost;
-        for (size_t i = 0; i < ELEMENTSOF(progs); i++)
-                ret->skipped_runs += prog_misses(progs[i]);
+        ret->skipped_runs = w->skipped_runs;
 }
 
-uint64_t bpf_watch_lost(BpfWatch *w) {
+uint64_t bpf_watch_lost_cached(BpfWatch *w) {
         WatchLosses l;
         bpf_watch_losses(w, &l);
         return watch_losses_total(&l);
+}
+
+uint64_t bpf_watch_lost(BpfWatch *w) {
+        count_skipped_runs(w);
+        return bpf_watch_lost_cached(w);
 }
 
 uint64_t watch_losses_total(const WatchLosses *l) {

@@ -33,6 +33,7 @@ typedef struct BpfWatch {
         int n_handled;
         int error;    /* the handler's, or a malformed record */
         bool stopped; /* at its bounds */
+        uint64_t skipped_runs; /* the programs' recursion_misses summed, as last counted */
 } BpfWatch;
 
 /* Load the watch unit on the scan unit's id maps and attach the seccomp(2)/prctl(2) tracepoints
@@ -69,6 +70,11 @@ void bpf_watch_set_dispatch_limits(BpfWatch *w, unsigned max_events, unsigned ma
 /* Whether events are waiting in the ring buffer (sent, or being sent, and not consumed yet). */
 bool bpf_watch_pending(BpfWatch *w);
 /* Events the kernel side could not send since the watch was loaded (all causes of WatchLosses
- * summed). When this grows, the stored state may be wrong: resynchronise with a full pass. */
+ * summed). When this grows, the stored state may be wrong: resynchronise with a full pass. The
+ * skipped runs are counted anew (a system call for each program). */
 uint64_t bpf_watch_lost(BpfWatch *w);
+/* The same with the skipped runs as last counted: no system call, for after every batch (the
+ * runs the kernel skipped are counted by bpf_watch_lost(), on a timer). */
+uint64_t bpf_watch_lost_cached(BpfWatch *w);
+/* The losses by cause, the skipped runs as last counted. */
 void bpf_watch_losses(BpfWatch *w, WatchLosses *ret);
