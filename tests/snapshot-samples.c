@@ -4,6 +4,7 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 
+#include "snapshot/snapshot-diff.h"
 #include "snapshot/snapshot-units.h"
 
 static const struct sock_filter prog_allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
@@ -288,4 +289,22 @@ Forest *sample_forest_with_units(void) {
             process_set_units(f->processes[1], "machine-web.scope", "app.service", "web") < 0)
                 return forest_free(f);
         return f;
+}
+
+char *sample_diff_text(const Forest *a, const Forest *b) {
+        _cleanup_(snapshot_diff_freep) SnapshotDiff *d = NULL;
+        char *buf = NULL;
+        size_t size = 0;
+        if (snapshot_diff(a, b, &d) < 0)
+                return NULL;
+        FILE *out = open_memstream(&buf, &size);
+        if (!out)
+                return NULL;
+        int r = snapshot_diff_print(d, out);
+        fclose(out);
+        if (r < 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
 }

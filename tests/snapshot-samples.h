@@ -40,3 +40,6 @@ Forest *sample_forest_long_argv(size_t n_processes, size_t argv_bytes);
 /* SAMPLE_BASIC with the units of format version 2: its first process in sshd.service, its second
  * a user unit inside a container (machine-web.scope, app.service, machine web), the third none. */
 Forest *sample_forest_with_units(void);
+
+/* snapshot_diff_print()'s text of a against b (linked forests); NULL if either fails. */
+char *sample_diff_text(const Forest *a, const Forest *b);
