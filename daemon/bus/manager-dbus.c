@@ -285,18 +285,26 @@ static int subtree_root(sd_bus_message *msg, Caller *c, uint32_t pid, pid_t *ret
         return 0;
 }
 
+/* The arguments of ListSubtree and ListSubtreeProcesses (u pid): the caller, the live forest and
+ * the subtree's root process, or an error reply set (negative return). */
+static int subtree_request(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest **ret_live, pid_t *ret_root,
+                           sd_bus_error *error) {
+        uint32_t pid;
+        int r = sd_bus_message_read(msg, "u", &pid);
+        if (r < 0 || (r = caller_from_message(msg, c)) < 0 || (r = live_or_fail(b->manager, ret_live, error)) < 0)
+                return r;
+        return subtree_root(msg, c, pid, ret_root, error);
+}
+
 static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ pid_t *pids = NULL;
         size_t n = 0;
         const Forest *f;
-        uint32_t pid;
         pid_t root;
-        int r = sd_bus_message_read(msg, "u", &pid);
-        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(b->manager, &f, error)) < 0 ||
-            (r = subtree_root(msg, &c, pid, &root, error)) < 0 || (r = caller_subtree_tracked(&c, f, root, &pids, &n)) < 0)
+        int r = subtree_request(msg, userdata, &c, &f, &root, error);
+        if (r < 0 || (r = caller_subtree_tracked(&c, f, root, &pids, &n)) < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -315,18 +323,14 @@ static int append_visible_process(sd_bus_message *reply, const VisibleProcess *p
 
 /* Every process of the subtree, filtered or not, as snapshots take them. */
 static int method_list_subtree_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ VisibleProcess *list = NULL;
         size_t n = 0;
         const Forest *f;
-        uint32_t pid;
         pid_t root;
-        int r = sd_bus_message_read(msg, "u", &pid);
-        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(b->manager, &f, error)) < 0 ||
-            (r = subtree_root(msg, &c, pid, &root, error)) < 0 ||
-            (r = caller_subtree_processes(&c, f, root, &list, &n)) < 0)
+        int r = subtree_request(msg, userdata, &c, &f, &root, error);
+        if (r < 0 || (r = caller_subtree_processes(&c, f, root, &list, &n)) < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
