@@ -65,13 +65,23 @@ static void test_no_btf_read(void) {
         scenario_free(s);
 }
 
+/* n children of parent, each under a long filter of its own: getpriority gets ERRNO(100 + i), and
+ * the program is padded to pad + i instructions. */
+static void fork_long_filters(Scenario *s, ScenarioTask parent, int n, size_t pad) {
+        static struct sock_filter big[PROG_MAX_INSNS];
+        for (int i = 0; i < n; i++) {
+                ScenarioTask c = scenario_fork(s, parent);
+                size_t len = scenario_filter_errno(big, SYS_getpriority, 100 + i, pad + i);
+                g_assert_cmpint(scenario_install(s, c, big, len, 0), >=, 0);
+        }
+}
+
 /* A listener whose filter no task holds any more: only the task_file iterator, run beside the task
  * iterator, finds it; through a ring buffer far smaller than the pass, so that both iterators wait
  * for drains, and again with the scanner kept. */
 static void test_listener_beside_small_ring(void) {
         if (!tests_require_root())
                 return;
-        static struct sock_filter big[PROG_MAX_INSNS];
         TestFilters x;
         Scenario *s = tests_scenario_with_filters(&x);
         x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF;
@@ -79,11 +89,7 @@ static void test_listener_beside_small_ring(void) {
         ScenarioTask a = scenario_fork(s, scenario_root(s));
         ScenarioTask parent = scenario_fork(s, scenario_root(s));
 
-        for (int i = 0; i < 30; i++) {
-                ScenarioTask c = scenario_fork(s, parent);
-                size_t n = scenario_filter_errno(big, SYS_getpriority, 100 + i, 2000 + i);
-                g_assert_cmpint(scenario_install(s, c, big, n, 0), >=, 0);
-        }
+        fork_long_filters(s, parent, 30, 2000);
         int n0 = scenario_install(s, a, x.b, x.nb, 0);
         int n1 = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
         g_assert_cmpint(n1, >, n0);
@@ -140,11 +146,7 @@ static void test_programs_beside(void) {
         ScenarioTask other = scenario_fork(s, scenario_root(s));
         ScenarioTask parent = scenario_fork(s, scenario_root(s));
 
-        for (int i = 0; i < 40; i++) {
-                ScenarioTask c = scenario_fork(s, parent);
-                size_t n = scenario_filter_errno(big, SYS_getpriority, 100 + i, 3000 + i);
-                g_assert_cmpint(scenario_install(s, c, big, n, 0), >=, 0);
-        }
+        fork_long_filters(s, parent, 40, 3000);
         for (int i = 0; i < 40; i++) {
                 ScenarioTask a = scenario_fork(s, scenario_root(s));
                 size_t n = scenario_filter_errno(big, SYS_getpriority, 200 + i, 3000 + i);
