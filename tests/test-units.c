@@ -11,6 +11,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-client.h"
+#include "service/cgroup-members.h"
 #include "service/units.h"
 #include "snapshot/snapshot.h"
 #include "ctl-run.h"
@@ -393,6 +394,25 @@ static void test_snapshot(Fixture *fx, gconstpointer data) {
         }
 }
 
+/* The key a snapshot keeps units by: the path of /proc/PID/cgroup's "0::" line, first or last,
+ * as the walk of the hierarchy names the cgroup; a text without one stays whole. */
+static void test_cgroup_text_key(void) {
+        static const struct {
+                const char *text, *key;
+        } cases[] = {
+                { "0::/system.slice/sshd.service\n", "/system.slice/sshd.service" },
+                { "0::/\n", "/" },
+                { "9:name=systemd:/user.slice\n1:cpu:/\n0::/user.slice/user-1000.slice/session-2.scope\n",
+                  "/user.slice/user-1000.slice/session-2.scope" },
+                { "2:pids:/\n1:name=systemd:/\n", "2:pids:/\n1:name=systemd:/\n" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autofree char *text = g_strdup(cases[i].text);
+                cgroup_text_key(text);
+                g_assert_cmpstr(text, ==, cases[i].key);
+        }
+}
+
 #define MANY 300 /* over the number of processes from which a snapshot walks the cgroups at once */
 
 /* The leader of MANY processes: in the fixture's unit once it is told to go on, it forks MANY - 1
@@ -547,6 +567,7 @@ static void test_who_can_audit(Fixture *fx, gconstpointer data) {
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/units/scope-names", test_scope_names);
+        g_test_add_func("/units/cgroup-text-key", test_cgroup_text_key);
         g_test_add("/units/list-process-units", Fixture, NULL, fixture_setup, test_list_process_units, fixture_teardown);
         g_test_add("/units/ps", Fixture, NULL, fixture_setup, test_ps, fixture_teardown);
         g_test_add("/units/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);

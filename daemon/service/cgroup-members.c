@@ -103,3 +103,13 @@ int cgroup_members_read(CgroupMembers *ret) {
         *ret = m;
         return 0;
 }
+
+void cgroup_text_key(char *text) {
+        char *line = strncmp(text, "0::", 3) == 0 ? text : strstr(text, "\n0::");
+        if (!line)
+                return;
+        line += line == text ? 3 : 4;
+        size_t len = strcspn(line, "\n"); /* before the move: line is inside text */
+        memmove(text, line, len);
+        text[len] = 0;
+}

@@ -21,3 +21,7 @@ int cgroup_members_read(CgroupMembers *ret);
 /* pid's cgroup path, NULL if the walk did not meet it. */
 const char *cgroup_members_path(const CgroupMembers *m, pid_t pid);
 void cgroup_members_done(CgroupMembers *m);
+
+/* text, /proc/PID/cgroup's, made the path of its "0::" line in place (what cgroup_members_path()
+ * gives for the process); left as it is when it has no such line (cgroup v1 only). */
+void cgroup_text_key(char *text);

@@ -199,12 +199,7 @@ static int read_cgroup_key(pid_t pid, char *buf, size_t size) {
         if ((size_t) n >= size)
                 return -E2BIG;
         buf[n] = 0;
-        char *line = strncmp(buf, "0::", 3) == 0 ? buf : strstr(buf, "\n0::");
-        if (line) {
-                line += line == buf ? 3 : 4;
-                memmove(buf, line, strcspn(line, "\n"));
-                buf[strcspn(line, "\n")] = 0;
-        }
+        cgroup_text_key(buf);
         return 0;
 }
 
