@@ -47,10 +47,11 @@ typedef struct BpfSource {
         BpfScanner *scanner;
         BpfWatch *watch;     /* the scanner's tracepoints: their events are the source's */
         sd_event_source *io, *lost_timer, *coalesce_timer;
+        sd_event_source *more;   /* a dispatch left events in the ring buffer: read on */
         uint64_t coalesce_usec;  /* COALESCE_USEC or $SECTREE_COALESCE_USEC */
         uint64_t coalesce_idle_usec; /* COALESCE_IDLE_USEC or $SECTREE_COALESCE_IDLE_USEC */
         uint64_t last_dispatch;  /* CLOCK_MONOTONIC µs at the end of the last dispatch */
-        bool coalescing;         /* the coalesce timer is armed, io is off until it fires */
+        bool coalescing;         /* the coalesce timer is armed: it reads what came meanwhile */
         uint64_t lost_seen;  /* bpf_watch_lost() as of the scan of the last stored pass */
         WatchLosses losses_logged; /* the losses as of the last time the log said so */
         WarnLimit warn_lost; /* that warning, at most once per WARN_LIMIT_INTERVAL_USEC */
@@ -284,15 +285,20 @@ static void watch_dispatch(BpfSource *b) {
         live_batch_clear(&b->batch);
         check_lost(b, false);
         b->last_dispatch = now_usec(CLOCK_MONOTONIC);
+        /* The ring buffer wakes its reader for the first record after it caught up only: what a
+         * bounded dispatch left is read on in the next iteration, not announced again. */
+        if (bpf_watch_pending(b->watch))
+                (void) sd_event_source_set_enabled(b->more, SD_EVENT_ONESHOT);
 }
 
-/* Wait a little for what follows the first event after a quiet time: events off until then. */
+/* Wait a little for what follows the first event after a quiet time. The io source is
+ * edge-triggered and the ring buffer wakes its reader only for the first record after it caught up,
+ * so nothing wakes the loop meanwhile, without turning the source off and on (two system calls a
+ * batch, which at low rates are a batch's share of the wake-up). */
 static int coalesce_arm(BpfSource *b) {
         int r = sd_event_source_set_time_relative(b->coalesce_timer, b->coalesce_usec);
         if (r >= 0)
                 r = sd_event_source_set_enabled(b->coalesce_timer, SD_EVENT_ONESHOT);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(b->io, SD_EVENT_OFF);
         if (r < 0)
                 return r;
         b->coalescing = true;
@@ -301,8 +307,10 @@ static int coalesce_arm(BpfSource *b) {
 
 static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         BpfSource *b = userdata;
-        if (b->coalesce_usec > 0 && !b->coalescing &&
-            now_usec(CLOCK_MONOTONIC) - b->last_dispatch >= b->coalesce_idle_usec && coalesce_arm(b) >= 0)
+        if (b->coalescing)
+                return 0; /* the timer reads it */
+        if (b->coalesce_usec > 0 && now_usec(CLOCK_MONOTONIC) - b->last_dispatch >= b->coalesce_idle_usec &&
+            coalesce_arm(b) >= 0)
                 return 0;
         watch_dispatch(b);
         return 0;
@@ -312,8 +320,14 @@ static int on_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userd
 static int on_coalesce_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         BpfSource *b = userdata;
         b->coalescing = false;
-        (void) sd_event_source_set_enabled(b->io, SD_EVENT_ON);
         watch_dispatch(b);
+        return 0;
+}
+
+static int on_more(sd_event_source *s, void *userdata) {
+        BpfSource *b = userdata;
+        if (!b->coalescing)
+                watch_dispatch(b);
         return 0;
 }
 
@@ -633,9 +647,14 @@ static int bpf_start(Source *s) {
         int r = bpf_watch_start(b->watch, on_watch_event, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to start watching: %m");
-        r = sd_event_add_io(s->event, &b->io, bpf_watch_fd(b->watch), EPOLLIN, on_watch_io, b);
+        r = sd_event_add_io(s->event, &b->io, bpf_watch_fd(b->watch), EPOLLIN | EPOLLET, on_watch_io, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch the event ring buffer: %m");
+        r = sd_event_add_defer(s->event, &b->more, on_more, b);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(b->more, SD_EVENT_OFF);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the ring buffer's read-on source: %m");
         r = sd_event_add_time_relative(s->event, &b->lost_timer, CLOCK_MONOTONIC, LOST_CHECK_USEC, 0, on_lost_timer, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the lost-events timer: %m");
@@ -678,6 +697,7 @@ static void bpf_free(Source *s) {
         sd_event_source_disable_unref(b->bg.done_source);
         closep(&b->bg.efd);
         sd_event_source_disable_unref(b->io);
+        sd_event_source_disable_unref(b->more);
         sd_event_source_disable_unref(b->lost_timer);
         sd_event_source_disable_unref(b->coalesce_timer);
         live_batch_done(&b->batch);
