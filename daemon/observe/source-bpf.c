@@ -658,7 +658,9 @@ static int bpf_start(Source *s) {
         r = sd_event_add_time_relative(s->event, &b->lost_timer, CLOCK_MONOTONIC, LOST_CHECK_USEC, 0, on_lost_timer, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the lost-events timer: %m");
-        r = sd_event_add_time(s->event, &b->coalesce_timer, CLOCK_MONOTONIC, 0, 1, on_coalesce_timer, b);
+        /* On a clock of its own (sd-event keeps a timer fd per clock): the lost-events timer's fd is
+         * not set again around every batch, and once it fired and is off, its own is not either. */
+        r = sd_event_add_time(s->event, &b->coalesce_timer, CLOCK_BOOTTIME, 0, 1, on_coalesce_timer, b);
         if (r >= 0)
                 r = sd_event_source_set_enabled(b->coalesce_timer, SD_EVENT_OFF);
         if (r < 0)
