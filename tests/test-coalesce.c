@@ -77,6 +77,20 @@ static void run_for(sd_event *e, uint64_t usec) {
                 g_assert_cmpint(sd_event_run(e, end - now), >=, 0);
 }
 
+/* A bpf source on a loop of its own, its batches into k, once it was quiet for a while. Every
+ * wake-up waits: the other events of a shared machine must not make the source busy. */
+static void sink_source_start(Sink *k, Source **ret_src, sd_event **ret_e) {
+        tests_ensure_tracefs();
+        g_assert_cmpint(setenv("SECTREE_COALESCE_IDLE_USEC", "0", 1), ==, 0);
+        g_assert_cmpint(live_new(NULL, &k->live), ==, 0);
+        g_assert_cmpint(source_new(&(SourceOptions) { .backend = BACKEND_BPF }, ret_src), ==, 0);
+        g_assert_cmpint(sd_event_new(ret_e), >=, 0);
+        SourceSink sink = { .apply = sink_apply, .replace = sink_replace, .resync = sink_resync, .live = sink_live,
+                            .userdata = k };
+        g_assert_cmpint(source_start(*ret_src, *ret_e, &sink), ==, 0);
+        run_for(*ret_e, QUIET_USEC);
+}
+
 /* A child's filter and its exit, a millisecond apart, come in one batch. */
 static void test_low_rate_one_batch(void) {
         _cleanup_(source_freep) Source *src = NULL;
@@ -86,16 +100,7 @@ static void test_low_rate_one_batch(void) {
 
         if (!tests_require_root())
                 return;
-        tests_ensure_tracefs();
-        /* Every wake-up waits: the other events of a shared machine must not make the source busy. */
-        g_assert_cmpint(setenv("SECTREE_COALESCE_IDLE_USEC", "0", 1), ==, 0);
-        g_assert_cmpint(live_new(NULL, &k.live), ==, 0);
-        g_assert_cmpint(source_new(&(SourceOptions) { .backend = BACKEND_BPF }, &src), ==, 0);
-        g_assert_cmpint(sd_event_new(&e), >=, 0);
-        SourceSink sink = { .apply = sink_apply, .replace = sink_replace, .resync = sink_resync, .live = sink_live,
-                            .userdata = &k };
-        g_assert_cmpint(source_start(src, e, &sink), ==, 0);
-        run_for(e, QUIET_USEC);
+        sink_source_start(&k, &src, &e);
 
         for (unsigned i = 0; i < CHILDREN; i++) {
                 int status;
@@ -147,15 +152,7 @@ static void test_burst_read_on(void) {
 
         if (!tests_require_root())
                 return;
-        tests_ensure_tracefs();
-        g_assert_cmpint(setenv("SECTREE_COALESCE_IDLE_USEC", "0", 1), ==, 0);
-        g_assert_cmpint(live_new(NULL, &k.live), ==, 0);
-        g_assert_cmpint(source_new(&(SourceOptions) { .backend = BACKEND_BPF }, &src), ==, 0);
-        g_assert_cmpint(sd_event_new(&e), >=, 0);
-        SourceSink sink = { .apply = sink_apply, .replace = sink_replace, .resync = sink_resync, .live = sink_live,
-                            .userdata = &k };
-        g_assert_cmpint(source_start(src, e, &sink), ==, 0);
-        run_for(e, QUIET_USEC);
+        sink_source_start(&k, &src, &e);
         k.burst_filters = 0;
 
         g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
