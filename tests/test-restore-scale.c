@@ -68,6 +68,49 @@ static void test_root_runs_ahead(void) {
         restore_release(&r);
 }
 
+/* The libraries of /proc/PID/maps other than libc and the loader, one per mapping, and the number
+ * of mappings in *ret_n. */
+static GString *other_libraries(pid_t pid, size_t *ret_n) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/maps", pid), *text = NULL;
+        g_auto(GStrv) lines = NULL;
+        GString *other = g_string_new(NULL);
+
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        lines = g_strsplit(text, "\n", -1);
+        *ret_n = 0;
+        for (size_t i = 0; lines[i] && lines[i][0]; i++) {
+                const char *file = strchr(lines[i], '/');
+                (*ret_n)++;
+                if (file && strstr(file, ".so") && !strstr(file, "/libc.so") && !strstr(file, "/ld-linux"))
+                        g_string_append_printf(other, "%s\n", file);
+        }
+        return other;
+}
+
+/* A restored process maps what the runtime runs and nothing else of the executor: its libraries
+ * for JSON, SQLite, crypto, seccomp and maths were a third of its 54 mappings, copied by every fork
+ * and torn down by every exit. */
+static void test_no_executor_libraries(void) {
+        _cleanup_(forest_freep) Forest *f = sample_forest_long_argv(4, 64);
+        size_t i, n;
+        json_t *x;
+        RestoreRun r;
+
+        g_assert_nonnull(f);
+        restore_start(f, 0, NULL, &r);
+        json_array_foreach(json_object_get(r.ready, "processes"), i, x) {
+                pid_t pid = (pid_t) json_integer_value(json_object_get(x, "pid"));
+                g_autoptr(GString) other = other_libraries(pid, &n);
+                g_test_message("process %d: %zu mappings", pid, n);
+                if (other->len > 0)
+                        g_error("restored process %d maps libraries of the executor:\n%s", pid, other->str);
+                g_assert_cmpuint(n, <, 40);
+        }
+        g_autoptr(GString) root_other = other_libraries(r.root_pid, &n);
+        g_assert_cmpstr(root_other->str, ==, "");
+        restore_release(&r);
+}
+
 /* The workload's shape: process 100 under a filter forks n children with no_new_privs, every other
  * one with a filter of its own on top. */
 static Forest *fan_forest(size_t n) {
@@ -132,5 +175,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/restore-scale/small-root", test_small_root);
         g_test_add_func("/restore-scale/root-runs-ahead", test_root_runs_ahead);
         g_test_add_func("/restore-scale/children-run-ahead", test_children_run_ahead);
+        g_test_add_func("/restore-scale/no-executor-libraries", test_no_executor_libraries);
         return g_test_run();
 }
