@@ -443,8 +443,9 @@ static int step_failed(Controller *c, size_t i) {
  * scheduler runs the steps of one process in the plan's order, a task's first step after the step
  * that made it (or with it: runs_before_known()), and a barrier step alone, after every step before
  * it. */
-/* A task may run this many of its steps ahead of the executor (a restore root forking thousands
- * of processes should not wait for the executor when it is slow to be scheduled). Each wake-up of
+/* A task may run this many of its steps ahead of the executor, as the window issues them (a restore
+ * root forking thousands of processes should not wait for the executor when it is slow to be
+ * scheduled). Each wake-up of
  * the executor looks at the steps of the window that are not issued yet: a window that grew with
  * the plan made that cost grow with N per step. */
 #define MAX_IN_FLIGHT 1024
@@ -467,6 +468,8 @@ typedef struct Schedule {
         uint64_t *started; /* per step: when it was issued (CLOCK_MONOTONIC µs) */
         size_t in_flight[MAX_ALL_IN_FLIGHT];
         size_t n_in_flight;
+        bool *by_window;  /* per step: issued by the window (else chained) */
+        size_t n_window_in_flight; /* of those in flight: at most MAX_IN_FLIGHT */
         size_t finished[MAX_ALL_IN_FLIGHT]; /* collect(): the steps that finished, in the plan's order */
         size_t lo;        /* every step before it is done */
         size_t unissued;  /* every step before it is issued (>= lo) */
@@ -478,6 +481,7 @@ static void schedule_done(Schedule *sc) {
         free(sc->first);
         free(sc->barriers);
         free(sc->chained);
+        free(sc->by_window);
         free(sc->issued);
         free(sc->done);
         free(sc->next);
@@ -501,11 +505,12 @@ static int schedule_init(Schedule *sc, const Plan *p) {
         sc->first = calloc(p->n_tasks ?: 1, sizeof(size_t));
         sc->barriers = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->chained = calloc(MAX_CHAINED, sizeof(size_t));
+        sc->by_window = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->issued = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->done = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->next = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->started = calloc(p->n_steps ?: 1, sizeof(uint64_t));
-        if (!last || !sc->prev || !sc->made_by || !sc->first || !sc->barriers || !sc->chained || !sc->issued ||
+        if (!last || !sc->prev || !sc->made_by || !sc->first || !sc->barriers || !sc->chained || !sc->by_window || !sc->issued ||
             !sc->done || !sc->next || !sc->started)
                 return log_oom();
         for (size_t i = 0; i < p->n_processes; i++)
@@ -557,9 +562,11 @@ static bool may_run_ahead(const Plan *p, const Schedule *sc, size_t i) {
                !executor_acts_after(before) && !is_barrier(p, before);
 }
 
-/* Step i now, with the steps it lets run. */
-static void issue_step(Controller *c, Schedule *sc, size_t i) {
+/* Step i now. */
+static void issue_step(Controller *c, Schedule *sc, size_t i, bool by_window) {
         sc->issued[i] = true;
+        sc->by_window[i] = by_window;
+        sc->n_window_in_flight += by_window;
         issue(c, i);
         sc->started[i] = now_usec(CLOCK_MONOTONIC);
         sc->in_flight[sc->n_in_flight++] = i;
@@ -619,7 +626,7 @@ static void issue_chained(Controller *c, Schedule *sc, size_t end) {
 
                 if (!may_issue_chained(c->plan, sc, i, end))
                         continue;
-                issue_step(c, sc, i);
+                issue_step(c, sc, i, false);
                 chain(sc, sc->next[i]);
                 if (c->plan->steps[i].op == PLAN_OP_SPAWN_PROCESS)
                         chain(sc, sc->first[c->plan->steps[i].target]);
@@ -636,7 +643,9 @@ static int issue_window(Controller *c, Schedule *sc, size_t end) {
                 sc->unissued = sc->lo;
         while (sc->unissued < end && sc->issued[sc->unissued])
                 sc->unissued++;
-        for (size_t i = sc->unissued; i < end && i < sc->lo + WINDOW && sc->n_in_flight < MAX_IN_FLIGHT; i++) {
+        for (size_t i = sc->unissued; i < end && i < sc->lo + WINDOW && sc->n_window_in_flight < MAX_IN_FLIGHT &&
+                                      sc->n_in_flight < MAX_ALL_IN_FLIGHT;
+             i++) {
                 const PlanStep *st = &p->steps[i];
                 bool barrier;
                 int r;
@@ -652,7 +661,7 @@ static int issue_window(Controller *c, Schedule *sc, size_t end) {
                 r = before_step(c, i);
                 if (r < 0)
                         return r;
-                issue_step(c, sc, i);
+                issue_step(c, sc, i, true);
                 if (barrier)
                         return 0;
                 chain(sc, sc->next[i]);
@@ -732,6 +741,7 @@ static int collect(Controller *c, Schedule *sc, bool check) {
                         continue;
                 }
                 sc->in_flight[k] = sc->in_flight[--sc->n_in_flight];
+                sc->n_window_in_flight -= sc->by_window[i];
                 finished[n++] = i;
         }
         qsort(finished, n, sizeof(size_t), cmp_index);
