@@ -170,11 +170,46 @@ static void test_children_run_ahead(void) {
         restore_release(&r);
 }
 
+/* A line's number of /proc/PID/io. */
+static unsigned long io_number(pid_t pid, const char *field) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/io", pid), *text = NULL;
+        const char *at;
+
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        at = strstr(text, field);
+        g_assert_nonnull(at);
+        return strtoul(at + strlen(field) + 1, NULL, 10);
+}
+
+/* A child that runs its filter, no_new_privs and park in one go wakes the executor once, after
+ * the last (the executor issued them together and has nothing to do between them): one write(2)
+ * to the report eventfd per child, where each step wrote one before (2.5 each). */
+static void test_one_report_per_child(void) {
+        _cleanup_(forest_freep) Forest *f = fan_forest(1000);
+        unsigned long writes = 0;
+        size_t n = 0, i;
+        json_t *x;
+        RestoreRun r;
+
+        restore_start(f, 0, NULL, &r);
+        json_array_foreach(json_object_get(r.ready, "processes"), i, x) {
+                if (json_integer_value(json_object_get(x, "snapshot_pid")) == 100)
+                        continue;
+                writes += io_number((pid_t) json_integer_value(json_object_get(x, "pid")), "syscw:");
+                n++;
+        }
+        g_assert_cmpuint(n, ==, 1000);
+        g_test_message("1000 children: %lu write(2) calls (%.2f each)", writes, (double) writes / (double) n);
+        g_assert_cmpuint(writes, <, 3 * n / 2);
+        restore_release(&r);
+}
+
 int main(int argc, char *argv[]) {
         tests_init(&argc, &argv);
         g_test_add_func("/restore-scale/small-root", test_small_root);
         g_test_add_func("/restore-scale/root-runs-ahead", test_root_runs_ahead);
         g_test_add_func("/restore-scale/children-run-ahead", test_children_run_ahead);
         g_test_add_func("/restore-scale/no-executor-libraries", test_no_executor_libraries);
+        g_test_add_func("/restore-scale/one-report-per-child", test_one_report_per_child);
         return g_test_run();
 }
