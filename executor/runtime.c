@@ -129,12 +129,13 @@ static void wait_for_go(RuntimeSlot *s, uint32_t i, PlanSyscall how) {
 }
 
 /* Does the executor need waking for a step that went well? Not when the task's next step is
- * issued already: the executor lets a task run on only where it has nothing to do in between, and
- * the task reports again at the end of what it runs on (a child's filter, no_new_privs and park:
- * one wake-up, not three). A spawn always wakes it: it takes the new task in (its pid, its pidfd)
- * and lets the window move on. */
+ * issued already and will report: the executor lets a task run on only where it has nothing to do
+ * in between, and the task reports again at the end of what it runs on (a child's filter,
+ * no_new_privs and park: one wake-up, not three). A spawn always wakes it: it takes the new task
+ * in (its pid, its pidfd) and lets the window move on. */
 static bool executor_waits_for(const RuntimeSlot *slot, const RuntimeImageStep *st) {
-        if (st->op == PLAN_OP_SPAWN_PROCESS || st->op == PLAN_OP_SPAWN_THREAD || st->next == RUNTIME_IMAGE_NONE)
+        if (st->op == PLAN_OP_SPAWN_PROCESS || st->op == PLAN_OP_SPAWN_THREAD || st->next == RUNTIME_IMAGE_NONE ||
+            runtime_image_step(runtime.image, st->next)->report == PLAN_SYSCALL_NONE)
                 return true;
         return __atomic_load_n(&slot->go, __ATOMIC_ACQUIRE) <= st->next;
 }
