@@ -28,6 +28,7 @@ struct rlimit controller_nofile;
 bool controller_nofile_saved;
 
 #define POLL_MSEC 100
+#define GAP_POLL_MSEC 1 /* a task is between claiming its entry in the log and writing it */
 #define EXEC_SETTLE_USEC (200 * 1000)
 #define RELEASE_GRACE_USEC (2 * 1000 * 1000)
 #define REAP_DEADLINE_USEC (10 * 1000 * 1000)
@@ -468,6 +469,9 @@ typedef struct Schedule {
         uint64_t *started; /* per step: when it was issued (CLOCK_MONOTONIC µs) */
         size_t in_flight[MAX_ALL_IN_FLIGHT];
         size_t n_in_flight;
+        size_t *at;       /* per step: its position in in_flight, SIZE_MAX when not there */
+        size_t log_read;  /* the entries of the shared log of finished steps taken in */
+        bool log_gap;     /* the reading stopped at an entry claimed but not written yet */
         bool *by_window;  /* per step: issued by the window (else chained) */
         size_t n_window_in_flight; /* of those in flight: at most MAX_IN_FLIGHT */
         size_t finished[MAX_ALL_IN_FLIGHT]; /* collect(): the steps that finished, in the plan's order */
@@ -482,6 +486,7 @@ static void schedule_done(Schedule *sc) {
         free(sc->barriers);
         free(sc->chained);
         free(sc->by_window);
+        free(sc->at);
         free(sc->issued);
         free(sc->done);
         free(sc->next);
@@ -506,11 +511,12 @@ static int schedule_init(Schedule *sc, const Plan *p) {
         sc->barriers = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->chained = calloc(MAX_CHAINED, sizeof(size_t));
         sc->by_window = calloc(p->n_steps ?: 1, sizeof(bool));
+        sc->at = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->issued = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->done = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->next = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->started = calloc(p->n_steps ?: 1, sizeof(uint64_t));
-        if (!last || !sc->prev || !sc->made_by || !sc->first || !sc->barriers || !sc->chained || !sc->by_window || !sc->issued ||
+        if (!last || !sc->prev || !sc->made_by || !sc->first || !sc->barriers || !sc->chained || !sc->by_window || !sc->at || !sc->issued ||
             !sc->done || !sc->next || !sc->started)
                 return log_oom();
         for (size_t i = 0; i < p->n_processes; i++)
@@ -518,7 +524,7 @@ static int schedule_init(Schedule *sc, const Plan *p) {
         for (size_t t = 0; t < p->n_tasks; t++)
                 sc->made_by[t] = sc->first[t] = SIZE_MAX;
         for (size_t i = 0; i < p->n_steps; i++)
-                sc->next[i] = SIZE_MAX;
+                sc->next[i] = sc->at[i] = SIZE_MAX;
         for (size_t i = 0; i < p->n_steps; i++) {
                 const PlanStep *st = &p->steps[i];
                 size_t pp = p->tasks[st->task].process;
@@ -569,6 +575,7 @@ static void issue_step(Controller *c, Schedule *sc, size_t i, bool by_window) {
         sc->n_window_in_flight += by_window;
         issue(c, i);
         sc->started[i] = now_usec(CLOCK_MONOTONIC);
+        sc->at[i] = sc->n_in_flight;
         sc->in_flight[sc->n_in_flight++] = i;
 }
 
@@ -724,26 +731,68 @@ static int cmp_index(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-/* Take in the steps that finished, in the plan's order (a task that ran ahead finishes several,
- * and the executor's part of each must follow theirs: a listener fd recorded at an install, say,
- * is not overwritten by the install before it); -errno on a failure. */
-static int collect(Controller *c, Schedule *sc, bool check) {
-        size_t *finished = sc->finished, n = 0;
+/* Step i leaves in_flight for finished[]. */
+static void take_finished(Schedule *sc, size_t i, size_t *n) {
+        size_t k = sc->at[i], last = sc->in_flight[--sc->n_in_flight];
+
+        sc->in_flight[k] = last;
+        sc->at[last] = k;
+        sc->at[i] = SIZE_MAX;
+        sc->n_window_in_flight -= sc->by_window[i];
+        sc->finished[(*n)++] = i;
+}
+
+/* The steps in flight that finished, from the shared log the tasks append to: the cost of a
+ * wake-up is what finished, not what is in flight. An entry claimed and not written yet ends
+ * the reading until the next wake-up, which comes soon (GAP_POLL_MSEC). */
+static void read_log(Controller *c, Schedule *sc, size_t *n) {
+        const uint32_t *log = runtime_shared_log(c->shared);
+
+        sc->log_gap = false;
+        while (sc->log_read < c->plan->n_steps) {
+                uint32_t v = __atomic_load_n(&log[sc->log_read], __ATOMIC_ACQUIRE);
+                size_t i = (size_t) v - 1;
+
+                if (v == 0) {
+                        sc->log_gap = sc->log_read < __atomic_load_n(&c->shared->n_finished, __ATOMIC_ACQUIRE);
+                        break;
+                }
+                sc->log_read++;
+                if (i < c->plan->n_steps && sc->at[i] != SIZE_MAX && step_done(c, i))
+                        take_finished(sc, i, n);
+        }
+}
+
+/* Every step in flight looked at: finished, or stalled (check). */
+static int scan_in_flight(Controller *c, Schedule *sc, bool check, size_t *n) {
         int r;
 
         for (size_t k = 0; k < sc->n_in_flight;) {
                 size_t i = sc->in_flight[k];
 
-                if (!step_done(c, i)) {
-                        if (check && (r = check_stalled(c, sc, i)) < 0)
-                                return r;
-                        k++;
+                if (step_done(c, i)) {
+                        take_finished(sc, i, n);
                         continue;
                 }
-                sc->in_flight[k] = sc->in_flight[--sc->n_in_flight];
-                sc->n_window_in_flight -= sc->by_window[i];
-                finished[n++] = i;
+                if (check && (r = check_stalled(c, sc, i)) < 0)
+                        return r;
+                k++;
         }
+        return 0;
+}
+
+/* Take in the steps that finished, in the plan's order (a task that ran ahead finishes several,
+ * and the executor's part of each must follow theirs: a listener fd recorded at an install, say,
+ * is not overwritten by the install before it); -errno on a failure. With check (the poll timed
+ * out), every step in flight is looked at: finished ones the log has not shown yet (a task whose
+ * chain stops write(2)), and stalled ones. */
+static int collect(Controller *c, Schedule *sc, bool check) {
+        size_t *finished = sc->finished, n = 0;
+        int r;
+
+        read_log(c, sc, &n);
+        if (check && (r = scan_in_flight(c, sc, true, &n)) < 0)
+                return r;
         qsort(finished, n, sizeof(size_t), cmp_index);
         for (size_t k = 0; k < n; k++) {
                 size_t i = finished[k];
@@ -778,18 +827,20 @@ static int run_steps(Controller *c, size_t end) {
 
         while (r >= 0 && sc.lo < end) {
                 struct pollfd pfd = { .fd = c->report_fd, .events = POLLIN };
+                bool gap;
                 uint64_t v;
                 int n;
 
                 r = issue_ready(c, &sc, end);
                 if (r < 0)
                         break;
-                n = poll(&pfd, 1, POLL_MSEC);
+                gap = sc.log_gap;
+                n = poll(&pfd, 1, gap ? GAP_POLL_MSEC : POLL_MSEC);
                 if (n < 0 && errno != EINTR)
                         return fail(c, SIZE_MAX, -errno, "poll() failed");
                 (void) !read(c->report_fd, &v, sizeof(v));
                 controller_heartbeat(c);
-                r = collect(c, &sc, n == 0);
+                r = collect(c, &sc, n == 0 && !gap); /* quiet for POLL_MSEC: look at every step */
         }
         if (r < 0) /* let what is in flight end before the caller kills everything */
                 return r;

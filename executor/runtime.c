@@ -143,13 +143,18 @@ static bool executor_waits_for(const RuntimeSlot *slot, const RuntimeImageStep *
 /* The step is done: the slot says so (the executor watches it), and unless the task's chain stops
  * write(2), or the executor does not wait for it, so does the report eventfd (which wakes the
  * executor at once). */
-static void report(const RuntimeSlot *slot, RuntimeStepState *s, const Outcome *o, const RuntimeImageStep *st) {
+static void report(const RuntimeSlot *slot, uint32_t i, RuntimeStepState *s, const Outcome *o,
+                   const RuntimeImageStep *st) {
+        uint32_t k;
         uint64_t one = 1;
 
         s->result = (int32_t) o->result;
         s->value = (int32_t) o->value;
         s->call = o->call;
         __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+        k = __atomic_fetch_add(&runtime.shared->n_finished, 1, __ATOMIC_ACQ_REL);
+        if (k < runtime.shared->n_steps)
+                __atomic_store_n(&runtime_shared_log(runtime.shared)[k], i + 1, __ATOMIC_RELEASE);
         if (st->report != PLAN_SYSCALL_NONE && (o->result < 0 || executor_waits_for(slot, st)))
                 raw_syscall3(SYS_write, runtime.fd_report, &one, sizeof(one));
 }
@@ -455,7 +460,7 @@ void runtime_task_main(void *index) {
                         die(EXIT_FAILURE);
                 st = runtime_image_step(runtime.image, i);
                 o = run_step(s, &states[i], t, st);
-                report(s, &states[i], &o, st);
+                report(s, i, &states[i], &o, st);
                 end_task(st, &o);
                 wait = st->wait;
                 /* after a failure, nothing more: the executor ends the restore */
