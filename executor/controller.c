@@ -781,16 +781,27 @@ static int scan_in_flight(Controller *c, Schedule *sc, bool check, size_t *n) {
         return 0;
 }
 
+/* An entry still claimed and not written after GAP_POLL_MSEC (its task may have been killed in
+ * between): its step finished before it was claimed, so a look at every step in flight takes it
+ * in, and the reading goes on past it. */
+static void skip_gap(Controller *c, Schedule *sc, size_t *n) {
+        (void) scan_in_flight(c, sc, false, n);
+        sc->log_read++;
+        read_log(c, sc, n);
+}
+
 /* Take in the steps that finished, in the plan's order (a task that ran ahead finishes several,
  * and the executor's part of each must follow theirs: a listener fd recorded at an install, say,
- * is not overwritten by the install before it); -errno on a failure. With check (the poll timed
- * out), every step in flight is looked at: finished ones the log has not shown yet (a task whose
- * chain stops write(2)), and stalled ones. */
-static int collect(Controller *c, Schedule *sc, bool check) {
+ * is not overwritten by the install before it); -errno on a failure. With check (nothing came for
+ * POLL_MSEC), every step in flight is looked at: finished ones the log has not shown yet, and
+ * stalled ones; with gap_passed, past an entry that stayed claimed. */
+static int collect(Controller *c, Schedule *sc, bool check, bool gap_passed) {
         size_t *finished = sc->finished, n = 0;
         int r;
 
         read_log(c, sc, &n);
+        if (gap_passed && sc->log_gap)
+                skip_gap(c, sc, &n);
         if (check && (r = scan_in_flight(c, sc, true, &n)) < 0)
                 return r;
         qsort(finished, n, sizeof(size_t), cmp_index);
@@ -840,7 +851,7 @@ static int run_steps(Controller *c, size_t end) {
                         return fail(c, SIZE_MAX, -errno, "poll() failed");
                 (void) !read(c->report_fd, &v, sizeof(v));
                 controller_heartbeat(c);
-                r = collect(c, &sc, n == 0 && !gap); /* quiet for POLL_MSEC: look at every step */
+                r = collect(c, &sc, n == 0 && !gap, n == 0 && gap); /* quiet for POLL_MSEC: look at every step */
         }
         if (r < 0) /* let what is in flight end before the caller kills everything */
                 return r;
