@@ -132,10 +132,12 @@ static void wait_for_go(RuntimeSlot *s, uint32_t i, PlanSyscall how) {
  * issued already and will report: the executor lets a task run on only where it has nothing to do
  * in between, and the task reports again at the end of what it runs on (a child's filter,
  * no_new_privs and park: one wake-up, not three). A spawn always wakes it: it takes the new task
- * in (its pid, its pidfd) and lets the window move on. */
+ * in (its pid, its pidfd) and lets the window move on. And so does every step of a plan whose
+ * system calls were not checked: a report's write(2) the filters kill must come before the task's
+ * last step counts as done, so that the executor sees the task gone. */
 static bool executor_waits_for(const RuntimeSlot *slot, const RuntimeImageStep *st) {
-        if (st->op == PLAN_OP_SPAWN_PROCESS || st->op == PLAN_OP_SPAWN_THREAD || st->next == RUNTIME_IMAGE_NONE ||
-            runtime_image_step(runtime.image, st->next)->report == PLAN_SYSCALL_NONE)
+        if (!runtime.image->calls_checked || st->op == PLAN_OP_SPAWN_PROCESS || st->op == PLAN_OP_SPAWN_THREAD ||
+            st->next == RUNTIME_IMAGE_NONE || runtime_image_step(runtime.image, st->next)->report == PLAN_SYSCALL_NONE)
                 return true;
         return __atomic_load_n(&slot->go, __ATOMIC_ACQUIRE) <= st->next;
 }
