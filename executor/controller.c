@@ -28,6 +28,7 @@ struct rlimit controller_nofile;
 bool controller_nofile_saved;
 
 #define POLL_MSEC 100
+#define GAP_POLL_MSEC 1 /* a task is between claiming its entry in the log and writing it */
 #define EXEC_SETTLE_USEC (200 * 1000)
 #define RELEASE_GRACE_USEC (2 * 1000 * 1000)
 #define REAP_DEADLINE_USEC (10 * 1000 * 1000)
@@ -441,23 +442,39 @@ static int step_failed(Controller *c, size_t i) {
 /* Steps of different processes commute, except those that change or use what processes share:
  * reparenting (subreaper bits, helper processes and their reaping) and the handoff socket. The
  * scheduler runs the steps of one process in the plan's order, a task's first step after the step
- * that made it, and a barrier step alone, after every step before it. */
-/* A task may run this many of its steps ahead of the executor (a restore root forking thousands
- * of processes should not wait for the executor when it is slow to be scheduled). Each wake-up of
+ * that made it (or with it: runs_before_known()), and a barrier step alone, after every step before
+ * it. */
+/* A task may run this many of its steps ahead of the executor, as the window issues them (a restore
+ * root forking thousands of processes should not wait for the executor when it is slow to be
+ * scheduled). Each wake-up of
  * the executor looks at the steps of the window that are not issued yet: a window that grew with
  * the plan made that cost grow with N per step. */
 #define MAX_IN_FLIGHT 1024
+/* ... and the steps chained beyond it (issue_chained()): the first steps of the processes those
+ * forks make, issued with them. */
+#define MAX_CHAINED 4096
+#define MAX_ALL_IN_FLIGHT (MAX_IN_FLIGHT + MAX_CHAINED)
 #define WINDOW 1024
 
 typedef struct Schedule {
         size_t *prev;     /* per step: the step before it in the same process, SIZE_MAX */
         size_t *made_by;  /* per task: the step that creates it, SIZE_MAX for the restore root's */
+        size_t *first;    /* per task: its first step, SIZE_MAX */
         bool *issued, *done;
         size_t *next;     /* per step: the next step of the same task, SIZE_MAX */
+        size_t *barriers; /* the barrier steps, in order */
+        size_t n_barriers, barrier; /* barriers[barrier]: the first one not done */
+        size_t *chained;  /* steps to look at beyond the window (issue_chained()) */
+        size_t n_chained;
         uint64_t *started; /* per step: when it was issued (CLOCK_MONOTONIC µs) */
-        size_t in_flight[MAX_IN_FLIGHT];
+        size_t in_flight[MAX_ALL_IN_FLIGHT];
         size_t n_in_flight;
-        size_t finished[MAX_IN_FLIGHT]; /* collect(): the steps that finished, in the plan's order */
+        size_t *at;       /* per step: its position in in_flight, SIZE_MAX when not there */
+        size_t log_read;  /* the entries of the shared log of finished steps taken in */
+        bool log_gap;     /* the reading stopped at an entry claimed but not written yet */
+        bool *by_window;  /* per step: issued by the window (else chained) */
+        size_t n_window_in_flight; /* of those in flight: at most MAX_IN_FLIGHT */
+        size_t finished[MAX_ALL_IN_FLIGHT]; /* collect(): the steps that finished, in the plan's order */
         size_t lo;        /* every step before it is done */
         size_t unissued;  /* every step before it is issued (>= lo) */
 } Schedule;
@@ -465,6 +482,11 @@ typedef struct Schedule {
 static void schedule_done(Schedule *sc) {
         free(sc->prev);
         free(sc->made_by);
+        free(sc->first);
+        free(sc->barriers);
+        free(sc->chained);
+        free(sc->by_window);
+        free(sc->at);
         free(sc->issued);
         free(sc->done);
         free(sc->next);
@@ -485,18 +507,24 @@ static int schedule_init(Schedule *sc, const Plan *p) {
         *sc = (Schedule) {};
         sc->prev = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->made_by = calloc(p->n_tasks ?: 1, sizeof(size_t));
+        sc->first = calloc(p->n_tasks ?: 1, sizeof(size_t));
+        sc->barriers = calloc(p->n_steps ?: 1, sizeof(size_t));
+        sc->chained = calloc(MAX_CHAINED, sizeof(size_t));
+        sc->by_window = calloc(p->n_steps ?: 1, sizeof(bool));
+        sc->at = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->issued = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->done = calloc(p->n_steps ?: 1, sizeof(bool));
         sc->next = calloc(p->n_steps ?: 1, sizeof(size_t));
         sc->started = calloc(p->n_steps ?: 1, sizeof(uint64_t));
-        if (!last || !sc->prev || !sc->made_by || !sc->issued || !sc->done || !sc->next || !sc->started)
+        if (!last || !sc->prev || !sc->made_by || !sc->first || !sc->barriers || !sc->chained || !sc->by_window || !sc->at || !sc->issued ||
+            !sc->done || !sc->next || !sc->started)
                 return log_oom();
         for (size_t i = 0; i < p->n_processes; i++)
                 last[i] = SIZE_MAX;
         for (size_t t = 0; t < p->n_tasks; t++)
-                sc->made_by[t] = SIZE_MAX;
+                sc->made_by[t] = sc->first[t] = SIZE_MAX;
         for (size_t i = 0; i < p->n_steps; i++)
-                sc->next[i] = SIZE_MAX;
+                sc->next[i] = sc->at[i] = SIZE_MAX;
         for (size_t i = 0; i < p->n_steps; i++) {
                 const PlanStep *st = &p->steps[i];
                 size_t pp = p->tasks[st->task].process;
@@ -506,6 +534,10 @@ static int schedule_init(Schedule *sc, const Plan *p) {
                 last[pp] = i;
                 if (st->op == PLAN_OP_SPAWN_THREAD || st->op == PLAN_OP_SPAWN_PROCESS)
                         sc->made_by[st->target] = i;
+                if (sc->first[st->task] == SIZE_MAX)
+                        sc->first[st->task] = i;
+                if (is_barrier(p, st))
+                        sc->barriers[sc->n_barriers++] = i;
         }
         return 0;
 }
@@ -536,15 +568,91 @@ static bool may_run_ahead(const Plan *p, const Schedule *sc, size_t i) {
                !executor_acts_after(before) && !is_barrier(p, before);
 }
 
-/* Issue every step that may run now, in the plan's order, up to a barrier that may not. */
-static int issue_ready(Controller *c, Schedule *sc, size_t end) {
+/* Step i now. */
+static void issue_step(Controller *c, Schedule *sc, size_t i, bool by_window) {
+        sc->issued[i] = true;
+        sc->by_window[i] = by_window;
+        sc->n_window_in_flight += by_window;
+        issue(c, i);
+        sc->started[i] = now_usec(CLOCK_MONOTONIC);
+        sc->at[i] = sc->n_in_flight;
+        sc->in_flight[sc->n_in_flight++] = i;
+}
+
+/* Look at step i beyond the window, once the step before it in its task is issued or done, or
+ * the step that makes its task is done. */
+static void chain(Schedule *sc, size_t i) {
+        if (i != SIZE_MAX && !sc->issued[i] && sc->n_chained < MAX_CHAINED)
+                sc->chained[sc->n_chained++] = i; /* else the window takes it when it gets there */
+}
+
+/* Steps a new process may run before the executor has taken in the fork that made it (its pid,
+ * its pidfd): after them the executor does nothing that needs either (after_step()). */
+static bool runs_before_known(const PlanStep *st) {
+        switch (st->op) {
+        case PLAN_OP_SET_COMM:
+        case PLAN_OP_SET_NO_NEW_PRIVS:
+        case PLAN_OP_FILL:
+        case PLAN_OP_PARK:
+                return true;
+        case PLAN_OP_INSTALL:
+                return !(st->flags & PLAN_INSTALL_NEW_LISTENER);
+        default:
+                return false;
+        }
+}
+
+/* Is step i's task there to run it? Made, or being made by a fork already issued, for the first
+ * steps of a process that need nothing of the executor: the child runs them as soon as it is
+ * there, without waiting to be woken once the executor has taken in the fork. */
+static bool task_made(const Plan *p, const Schedule *sc, size_t i) {
+        size_t m = sc->made_by[p->steps[i].task];
+
+        return dep_done(sc, m) ||
+               (sc->issued[m] && p->steps[m].op == PLAN_OP_SPAWN_PROCESS && runs_before_known(&p->steps[i]));
+}
+
+/* May step i, outside the window, be issued now? As in the window (its process's order, its
+ * task made), and before every barrier not done yet; a step the executor acts on before it is
+ * left to the window. */
+static bool may_issue_chained(const Plan *p, const Schedule *sc, size_t i, size_t end) {
+        const PlanStep *st = &p->steps[i];
+
+        return !sc->issued[i] && i < end && (sc->barrier >= sc->n_barriers || i < sc->barriers[sc->barrier]) &&
+               !is_barrier(p, st) && !executor_acts_before(st) && task_made(p, sc, i) &&
+               (dep_done(sc, sc->prev[i]) || may_run_ahead(p, sc, i));
+}
+
+/* The window is the next WINDOW steps of the plan; a task whose next steps lie further on (a
+ * process forked early whose own steps the plan lists after those of every other) would wait for
+ * the window to reach them, and be woken once more for each. The steps chained to an issued or
+ * finished step are issued at once when they may run, wherever they are. */
+static void issue_chained(Controller *c, Schedule *sc, size_t end) {
+        while (sc->n_chained > 0 && sc->n_in_flight < MAX_ALL_IN_FLIGHT) {
+                size_t i = sc->chained[--sc->n_chained];
+
+                if (!may_issue_chained(c->plan, sc, i, end))
+                        continue;
+                issue_step(c, sc, i, false);
+                chain(sc, sc->next[i]);
+                if (c->plan->steps[i].op == PLAN_OP_SPAWN_PROCESS)
+                        chain(sc, sc->first[c->plan->steps[i].target]);
+        }
+        sc->n_chained = 0;
+}
+
+/* Issue every step of the window that may run now, in the plan's order, up to a barrier that may
+ * not. */
+static int issue_window(Controller *c, Schedule *sc, size_t end) {
         const Plan *p = c->plan;
 
         if (sc->unissued < sc->lo)
                 sc->unissued = sc->lo;
         while (sc->unissued < end && sc->issued[sc->unissued])
                 sc->unissued++;
-        for (size_t i = sc->unissued; i < end && i < sc->lo + WINDOW && sc->n_in_flight < MAX_IN_FLIGHT; i++) {
+        for (size_t i = sc->unissued; i < end && i < sc->lo + WINDOW && sc->n_window_in_flight < MAX_IN_FLIGHT &&
+                                      sc->n_in_flight < MAX_ALL_IN_FLIGHT;
+             i++) {
                 const PlanStep *st = &p->steps[i];
                 bool barrier;
                 int r;
@@ -560,25 +668,32 @@ static int issue_ready(Controller *c, Schedule *sc, size_t end) {
                 r = before_step(c, i);
                 if (r < 0)
                         return r;
-                sc->issued[i] = true;
-                issue(c, i);
-                sc->started[i] = now_usec(CLOCK_MONOTONIC);
-                sc->in_flight[sc->n_in_flight++] = i;
+                issue_step(c, sc, i, true);
                 if (barrier)
                         return 0;
+                chain(sc, sc->next[i]);
+                if (st->op == PLAN_OP_SPAWN_PROCESS)
+                        chain(sc, sc->first[st->target]);
         }
         return 0;
 }
 
-/* A step in flight that has not finished: did its process or its thread die, or its time run out? */
-static int check_stalled(Controller *c, Schedule *sc, size_t i) {
+/* Issue every step that may run now. */
+static int issue_ready(Controller *c, Schedule *sc, size_t end) {
+        int r = issue_window(c, sc, end);
+
+        if (r >= 0)
+                issue_chained(c, sc, end);
+        return r;
+}
+
+/* Did the process or the thread of step i, in flight, die? */
+static int check_task_gone(Controller *c, size_t i) {
         size_t t = c->plan->steps[i].task, pp = c->plan->tasks[t].process;
         int pidfd = c->pidfds[pp];
         struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
         char state;
 
-        if (step_done(c, i))
-                return 0;
         if (pidfd >= 0 && poll(&pfd, 1, 0) > 0)
                 return task_died(c, i);
         state = thread_state(c->pids[pp], c->tids[t]);
@@ -587,6 +702,18 @@ static int check_stalled(Controller *c, Schedule *sc, size_t i) {
                 return fail(c, i, -ESRCH, "step %zu (%s): its thread %d ended (a filter's KILL_THREAD action?)", i,
                             what ?: "?", c->tids[t]);
         }
+        return 0;
+}
+
+/* A step in flight that has not finished: did its process or its thread die, or its time run out?
+ * A step issued with the fork that makes its process, not taken in yet, has only its time. */
+static int check_stalled(Controller *c, Schedule *sc, size_t i) {
+        int r;
+
+        if (step_done(c, i))
+                return 0;
+        if (dep_done(sc, sc->made_by[c->plan->steps[i].task]) && (r = check_task_gone(c, i)) < 0)
+                return r;
         if (now_usec(CLOCK_MONOTONIC) - sc->started[i] > c->step_timeout_usec) {
                 _cleanup_free_ char *what = plan_step_describe(c->plan, i);
                 return fail(c, i, -ETIMEDOUT, "step %zu (%s) did not finish within %" PRIu64 " ms", i, what ?: "?",
@@ -595,30 +722,88 @@ static int check_stalled(Controller *c, Schedule *sc, size_t i) {
         return 0;
 }
 
+static bool st_spawns(const Plan *p, size_t i) {
+        return p->steps[i].op == PLAN_OP_SPAWN_PROCESS || p->steps[i].op == PLAN_OP_SPAWN_THREAD;
+}
+
 static int cmp_index(const void *a, const void *b) {
         size_t x = *(const size_t *) a, y = *(const size_t *) b;
         return x < y ? -1 : x > y;
 }
 
-/* Take in the steps that finished, in the plan's order (a task that ran ahead finishes several,
- * and the executor's part of each must follow theirs: a listener fd recorded at an install, say,
- * is not overwritten by the install before it); -errno on a failure. */
-static int collect(Controller *c, Schedule *sc, bool check) {
-        size_t *finished = sc->finished, n = 0;
+/* Step i leaves in_flight for finished[]. */
+static void take_finished(Schedule *sc, size_t i, size_t *n) {
+        size_t k = sc->at[i], last = sc->in_flight[--sc->n_in_flight];
+
+        sc->in_flight[k] = last;
+        sc->at[last] = k;
+        sc->at[i] = SIZE_MAX;
+        sc->n_window_in_flight -= sc->by_window[i];
+        sc->finished[(*n)++] = i;
+}
+
+/* The steps in flight that finished, from the shared log the tasks append to: the cost of a
+ * wake-up is what finished, not what is in flight. An entry claimed and not written yet ends
+ * the reading until the next wake-up, which comes soon (GAP_POLL_MSEC). */
+static void read_log(Controller *c, Schedule *sc, size_t *n) {
+        const uint32_t *log = runtime_shared_log(c->shared);
+
+        sc->log_gap = false;
+        while (sc->log_read < c->plan->n_steps) {
+                uint32_t v = __atomic_load_n(&log[sc->log_read], __ATOMIC_ACQUIRE);
+                size_t i = (size_t) v - 1;
+
+                if (v == 0) {
+                        sc->log_gap = sc->log_read < __atomic_load_n(&c->shared->n_finished, __ATOMIC_ACQUIRE);
+                        break;
+                }
+                sc->log_read++;
+                if (i < c->plan->n_steps && sc->at[i] != SIZE_MAX && step_done(c, i))
+                        take_finished(sc, i, n);
+        }
+}
+
+/* Every step in flight looked at: finished, or stalled (check). */
+static int scan_in_flight(Controller *c, Schedule *sc, bool check, size_t *n) {
         int r;
 
         for (size_t k = 0; k < sc->n_in_flight;) {
                 size_t i = sc->in_flight[k];
 
-                if (!step_done(c, i)) {
-                        if (check && (r = check_stalled(c, sc, i)) < 0)
-                                return r;
-                        k++;
+                if (step_done(c, i)) {
+                        take_finished(sc, i, n);
                         continue;
                 }
-                sc->in_flight[k] = sc->in_flight[--sc->n_in_flight];
-                finished[n++] = i;
+                if (check && (r = check_stalled(c, sc, i)) < 0)
+                        return r;
+                k++;
         }
+        return 0;
+}
+
+/* An entry still claimed and not written after GAP_POLL_MSEC (its task may have been killed in
+ * between): its step finished before it was claimed, so a look at every step in flight takes it
+ * in, and the reading goes on past it. */
+static void skip_gap(Controller *c, Schedule *sc, size_t *n) {
+        (void) scan_in_flight(c, sc, false, n);
+        sc->log_read++;
+        read_log(c, sc, n);
+}
+
+/* Take in the steps that finished, in the plan's order (a task that ran ahead finishes several,
+ * and the executor's part of each must follow theirs: a listener fd recorded at an install, say,
+ * is not overwritten by the install before it); -errno on a failure. With check (nothing came for
+ * POLL_MSEC), every step in flight is looked at: finished ones the log has not shown yet, and
+ * stalled ones; with gap_passed, past an entry that stayed claimed. */
+static int collect(Controller *c, Schedule *sc, bool check, bool gap_passed) {
+        size_t *finished = sc->finished, n = 0;
+        int r;
+
+        read_log(c, sc, &n);
+        if (gap_passed && sc->log_gap)
+                skip_gap(c, sc, &n);
+        if (check && (r = scan_in_flight(c, sc, true, &n)) < 0)
+                return r;
         qsort(finished, n, sizeof(size_t), cmp_index);
         for (size_t k = 0; k < n; k++) {
                 size_t i = finished[k];
@@ -631,9 +816,18 @@ static int collect(Controller *c, Schedule *sc, bool check) {
                 sc->done[i] = true;
                 if (sc->next[i] != SIZE_MAX && sc->issued[sc->next[i]]) /* its time starts now */
                         sc->started[sc->next[i]] = now_usec(CLOCK_MONOTONIC);
+                chain(sc, sc->next[i]);
+                if (st_spawns(c->plan, i)) {
+                        size_t first = sc->first[c->plan->steps[i].target];
+                        if (first != SIZE_MAX && sc->issued[first] && !sc->done[first]) /* issued with the fork */
+                                sc->started[first] = now_usec(CLOCK_MONOTONIC);
+                        chain(sc, first);
+                }
         }
         while (sc->lo < c->plan->n_steps && sc->done[sc->lo])
                 sc->lo++;
+        while (sc->barrier < sc->n_barriers && sc->done[sc->barriers[sc->barrier]])
+                sc->barrier++;
         return 0;
 }
 
@@ -644,18 +838,20 @@ static int run_steps(Controller *c, size_t end) {
 
         while (r >= 0 && sc.lo < end) {
                 struct pollfd pfd = { .fd = c->report_fd, .events = POLLIN };
+                bool gap;
                 uint64_t v;
                 int n;
 
                 r = issue_ready(c, &sc, end);
                 if (r < 0)
                         break;
-                n = poll(&pfd, 1, POLL_MSEC);
+                gap = sc.log_gap;
+                n = poll(&pfd, 1, gap ? GAP_POLL_MSEC : POLL_MSEC);
                 if (n < 0 && errno != EINTR)
                         return fail(c, SIZE_MAX, -errno, "poll() failed");
                 (void) !read(c->report_fd, &v, sizeof(v));
                 controller_heartbeat(c);
-                r = collect(c, &sc, n == 0);
+                r = collect(c, &sc, n == 0 && !gap, n == 0 && gap); /* quiet for POLL_MSEC: look at every step */
         }
         if (r < 0) /* let what is in flight end before the caller kills everything */
                 return r;

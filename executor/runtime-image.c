@@ -79,6 +79,7 @@ void runtime_image_write(const Plan *p, char *const *exec_paths, bool stdio, voi
                 .runtime_fd = p->runtime_fd,
                 .pid_namespace = p->options.pid_namespace,
                 .stdio = stdio,
+                .calls_checked = p->options.check_syscalls,
         };
         for (size_t t = 0; t < p->n_tasks; t++)
                 ((RuntimeImageTask *) (base + l.tasks))[t] = (RuntimeImageTask) {

@@ -43,6 +43,9 @@ typedef struct RuntimeImage {
         uint32_t root_task;               /* the restore root's first task */
         int32_t runtime_fd;
         uint8_t pid_namespace, stdio;
+        uint8_t calls_checked; /* the planner checked every system call the tasks make, the reports'
+                                * write(2) among them: a task may leave out the reports nobody
+                                * waits for (runtime.c) */
 } RuntimeImage;
 
 static inline const void *runtime_image_at(const RuntimeImage *m, uint32_t offset) {

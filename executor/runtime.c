@@ -128,16 +128,36 @@ static void wait_for_go(RuntimeSlot *s, uint32_t i, PlanSyscall how) {
         }
 }
 
+/* Does the executor need waking for a step that went well? Not when the task's next step is
+ * issued already and will report: the executor lets a task run on only where it has nothing to do
+ * in between, and the task reports again at the end of what it runs on (a child's filter,
+ * no_new_privs and park: one wake-up, not three). A spawn always wakes it: it takes the new task
+ * in (its pid, its pidfd) and lets the window move on. And so does every step of a plan whose
+ * system calls were not checked: a report's write(2) the filters kill must come before the task's
+ * last step counts as done, so that the executor sees the task gone. */
+static bool executor_waits_for(const RuntimeSlot *slot, const RuntimeImageStep *st) {
+        if (!runtime.image->calls_checked || st->op == PLAN_OP_SPAWN_PROCESS || st->op == PLAN_OP_SPAWN_THREAD ||
+            st->next == RUNTIME_IMAGE_NONE || runtime_image_step(runtime.image, st->next)->report == PLAN_SYSCALL_NONE)
+                return true;
+        return __atomic_load_n(&slot->go, __ATOMIC_ACQUIRE) <= st->next;
+}
+
 /* The step is done: the slot says so (the executor watches it), and unless the task's chain stops
- * write(2), so does the report eventfd (which wakes the executor at once). */
-static void report(RuntimeStepState *s, const Outcome *o, const RuntimeImageStep *st) {
+ * write(2), or the executor does not wait for it, so does the report eventfd (which wakes the
+ * executor at once). */
+static void report(const RuntimeSlot *slot, uint32_t i, RuntimeStepState *s, const Outcome *o,
+                   const RuntimeImageStep *st) {
+        uint32_t k;
         uint64_t one = 1;
 
         s->result = (int32_t) o->result;
         s->value = (int32_t) o->value;
         s->call = o->call;
         __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
-        if (st->report != PLAN_SYSCALL_NONE)
+        k = __atomic_fetch_add(&runtime.shared->n_finished, 1, __ATOMIC_ACQ_REL);
+        if (k < runtime.shared->n_steps)
+                __atomic_store_n(&runtime_shared_log(runtime.shared)[k], i + 1, __ATOMIC_RELEASE);
+        if (st->report != PLAN_SYSCALL_NONE && (o->result < 0 || executor_waits_for(slot, st)))
                 raw_syscall3(SYS_write, runtime.fd_report, &one, sizeof(one));
 }
 
@@ -442,7 +462,7 @@ void runtime_task_main(void *index) {
                         die(EXIT_FAILURE);
                 st = runtime_image_step(runtime.image, i);
                 o = run_step(s, &states[i], t, st);
-                report(&states[i], &o, st);
+                report(s, i, &states[i], &o, st);
                 end_task(st, &o);
                 wait = st->wait;
                 /* after a failure, nothing more: the executor ends the restore */

@@ -58,15 +58,25 @@ typedef struct RuntimeShared {
         uint32_t released;  /* set by the executor at the release: tasks parked in a sleep loop end */
         uint32_t n_slots;
         uint32_t n_steps;
-        RuntimeSlot slots[]; /* n_slots, then n_steps RuntimeStepState */
+        uint32_t n_finished; /* entries claimed in the log of finished steps */
+        uint32_t reserved;
+        RuntimeSlot slots[]; /* n_slots, then n_steps RuntimeStepState, then the log: n_steps uint32_t,
+                              * 1 + the index of each step as it finished, 0 until written (the
+                              * executor reads what finished there instead of looking at every
+                              * step in flight) */
 } RuntimeShared;
 
 static inline size_t runtime_shared_size(size_t n_slots, size_t n_steps) {
-        return sizeof(RuntimeShared) + n_slots * sizeof(RuntimeSlot) + n_steps * sizeof(RuntimeStepState);
+        return sizeof(RuntimeShared) + n_slots * sizeof(RuntimeSlot) + n_steps * sizeof(RuntimeStepState) +
+               n_steps * sizeof(uint32_t);
 }
 
 static inline RuntimeStepState *runtime_shared_steps(RuntimeShared *s) {
         return (RuntimeStepState *) (s->slots + s->n_slots);
+}
+
+static inline uint32_t *runtime_shared_log(RuntimeShared *s) {
+        return (uint32_t *) (runtime_shared_steps(s) + s->n_steps);
 }
 
 /* Set up in the restore root before its first step, read-only afterwards (every task has its own

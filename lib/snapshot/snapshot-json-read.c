@@ -6,68 +6,14 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "snapshot/snapshot-json-fast.h"
+#include "snapshot/snapshot-json-fields.h"
 #include "snapshot/snapshot-units.h"
 #include "snapshot/snapshot-validate.h"
 
-/* Reading. Every object is first checked against a table of its fields: each must be present
- * with its type (null only where allowed) and integers in range, and nothing else may be there.
- * Then the values are taken without further type checks. */
-
-typedef enum FieldKind {
-        FIELD_INTEGER,
-        FIELD_BOOLEAN,
-        FIELD_STRING,
-        FIELD_ARRAY,
-        FIELD_OBJECT,
-} FieldKind;
-
-typedef struct FieldSpec {
-        const char *name;
-        FieldKind kind;
-        bool nullable;
-        bool optional; /* may be absent */
-        int64_t min, max; /* integers */
-} FieldSpec;
-
-#define INTEGER(n, lo, hi) { .name = (n), .kind = FIELD_INTEGER, .min = (lo), .max = (hi) }
-#define ID_OR_NULL(n) { .name = (n), .kind = FIELD_INTEGER, .nullable = true, .min = 1, .max = INT64_MAX }
-#define BOOLEAN(n) { .name = (n), .kind = FIELD_BOOLEAN }
-#define OPTIONAL_BOOLEAN(n) { .name = (n), .kind = FIELD_BOOLEAN, .optional = true }
-#define STRING(n) { .name = (n), .kind = FIELD_STRING }
-#define STRING_OR_NULL(n) { .name = (n), .kind = FIELD_STRING, .nullable = true }
-#define ARRAY(n) { .name = (n), .kind = FIELD_ARRAY }
-#define OBJECT(n) { .name = (n), .kind = FIELD_OBJECT }
-#define OPTIONAL_OBJECT(n) { .name = (n), .kind = FIELD_OBJECT, .optional = true }
-
-static const FieldSpec top_fields[] = {
-        STRING("format"), INTEGER("version", INT64_MIN, INT64_MAX), STRING("created_at"), OBJECT("snapshot"),
-        OBJECT("host"), OBJECT("source"), INTEGER("root", 0, SNAPSHOT_MAX_PID), ARRAY("filters"), ARRAY("processes"),
-        ARRAY("listeners"),
-};
-static const FieldSpec host_fields[] = {
-        STRING_OR_NULL("kernel"), STRING_OR_NULL("arch"), STRING_OR_NULL("hostname"),
-};
-static const FieldSpec source_fields[] = { STRING("backend"), STRING("identity") };
-static const FieldSpec snapshot_fields[] = {
-        STRING_OR_NULL("name"), INTEGER("taken_by_uid", 0, SNAPSHOT_MAX_UID), STRING("consistency"),
-};
-static const FieldSpec filter_fields[] = {
-        INTEGER("id", 1, INT64_MAX), ID_OR_NULL("parent"), INTEGER("length", 0, INT64_MAX), ARRAY("program"),
-        STRING("digest"), BOOLEAN("log"), BOOLEAN("wait_killable_recv"), ID_OR_NULL("listener"), STRING("identity"),
-};
-static const FieldSpec process_fields[] = {
-        INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("ppid", 0, SNAPSHOT_MAX_PID), INTEGER("start_time", 0, INT64_MAX),
-        STRING("comm"), STRING_OR_NULL("exe"), ARRAY("argv"), INTEGER("uid", 0, UINT32_MAX),
-        INTEGER("gid", 0, UINT32_MAX), BOOLEAN("no_new_privs"), ARRAY("threads"), OPTIONAL_OBJECT("exited_leader"),
-        OPTIONAL_OBJECT("units"), /* version 2 */
-};
-static const FieldSpec units_fields[] = { STRING_OR_NULL("unit"), STRING_OR_NULL("user_unit"), STRING_OR_NULL("machine") };
-static const FieldSpec exited_leader_fields[] = { STRING("mode"), INTEGER("filters", 0, SNAPSHOT_MAX_PATH_INSNS) };
-static const FieldSpec thread_fields[] = {
-        INTEGER("tid", 1, SNAPSHOT_MAX_PID), STRING("mode"), ID_OR_NULL("filter"), OPTIONAL_BOOLEAN("no_new_privs"),
-};
-static const FieldSpec listener_fields[] = { INTEGER("id", 1, INT64_MAX), INTEGER("filter", 1, INT64_MAX), ARRAY("holders") };
-static const FieldSpec holder_fields[] = { INTEGER("pid", 1, SNAPSHOT_MAX_PID), INTEGER("fd", 0, INT32_MAX) };
+/* Reading. Every object is first checked against a table of its fields (snapshot-json-fields.h):
+ * each must be present with its type (null only where allowed) and integers in range, and nothing
+ * else may be there. Then the values are taken without further type checks. */
 
 static const char *json_type_name(const json_t *v) {
         switch (json_typeof(v)) {
@@ -604,7 +550,7 @@ static int parse(const char *data, size_t size, json_t **ret, char **error) {
         return snapshot_error(error, "JSON: line %d, column %d: %s", e.line, e.column, json_error_what(&e));
 }
 
-int snapshot_json_read(const char *data, size_t size, Forest **ret, char **error) {
+int snapshot_json_read_tree(const char *data, size_t size, Forest **ret, char **error) {
         _cleanup_(snapshot_builder_deinit) SnapshotBuilder b = {};
         json_t *doc = NULL;
         int r;
@@ -619,4 +565,18 @@ int snapshot_json_read(const char *data, size_t size, Forest **ret, char **error
         if (r < 0)
                 return r;
         return snapshot_builder_finish(&b, ret, error);
+}
+
+/* The fast reader first, for a document whose jansson tree would fit the budget (a smaller
+ * budget makes it leave larger documents to jansson, whose limit then speaks); jansson's reader
+ * for what the fast one leaves, and for the message of every refusal. */
+int snapshot_json_read(const char *data, size_t size, Forest **ret, char **error) {
+        if (error)
+                *error = NULL;
+        if (size <= max_memory / SNAPSHOT_JSON_FAST_MAX_GROWTH) {
+                int r = snapshot_json_read_fast(data, size, parse_budget.cancel, ret);
+                if (r != SNAPSHOT_JSON_FAST_OTHER)
+                        return r;
+        }
+        return snapshot_json_read_tree(data, size, ret, error);
 }

@@ -14,6 +14,11 @@
  * "processes[0].threads[2].mode: expected one of disabled, strict, filter"; -ENOMEM. */
 int snapshot_json_read(const char *data, size_t size, Forest **ret, char **error);
 
+/* The same through jansson's tree, for every document (snapshot_json_read() takes the documents
+ * it can in one pass, snapshot-json-fast.h, and gives the others to this): the reference the
+ * fast reader is tested against. */
+int snapshot_json_read_tree(const char *data, size_t size, Forest **ret, char **error);
+
 /* What parsing one document may allocate (jansson holds all of it, at up to 80 times the size of
  * the text): SNAPSHOT_MAX_JSON_MEMORY unless set (0 restores it). Beyond, the document is
  * refused with -EINVAL. For all threads; set it before reading. */
