@@ -29,10 +29,11 @@
  *     plan_verify(): what a verified restore costs the daemon; the restore is released after (not
  *     timed), and a pass that does not verify is a failed check;
  *   - release: closing the socket until the executor has ended every task and exited;
- *   - the floors: sectree-fork-floor (bench/fork-floor.c), a tiny process that forks the same
- *     number of processes of the same number of tasks, every task blocking, timed from its spawn
- *     until every task is there: plainly, and with each child installing one filter of the
- *     workload's length. A floor forked from this large process would pay for copying its page
+ *   - the floors: sectree-fork-floor (bench/fork-floor.c), a tiny process that is the root of the
+ *     same tree (the same processes of the same tasks, every task blocking), timed from its spawn
+ *     until every task is there: plainly, and with the workload's filters (the shared one
+ *     installed once by the root, a private one by every task of an odd index: the installs a
+ *     restore of it makes). A floor forked from this large process would pay for copying its page
  *     tables each fork and not be a floor.
  * Then the same for 1,000 and 4,000 single-thread processes (not with --smoke).
  * Targets: execute + verify <= 2x the fork+filter floor (and <= 1 s at 1,000 tasks), and its time
@@ -59,20 +60,21 @@ static const char *fork_floor_path(void) {
         return e && *e ? e : FORK_FLOOR_PATH;
 }
 
-/* sectree-fork-floor (bench/fork-floor.c) forking n_processes of per_process tasks, each with one
- * filter of filter_len instructions (0: none): ms from its spawn to its "ready" line; and in
- * *ret_end_msec the ms it took to end and reap them, as it says. */
-static int floor_fork_tree(size_t n_processes, size_t per_process, size_t filter_len, double *ret_msec,
+/* sectree-fork-floor (bench/fork-floor.c) as the root of the workload's tree of n_tasks tasks in
+ * processes of per_process, with the workload's filters of filter_len instructions (0: none): ms
+ * from its spawn to its "ready" line; and in *ret_end_msec the ms it took to end and reap them, as
+ * it says. */
+static int floor_fork_tree(size_t n_tasks, size_t per_process, size_t filter_len, double *ret_msec,
                            double *ret_end_msec) {
-        char procs[32], threads[32], len[32], line[16], rest[64] = {};
-        char *argv[] = { (char *) fork_floor_path(), procs, threads, len, NULL };
+        char tasks[32], threads[32], len[32], line[16], rest[64] = {};
+        char *argv[] = { (char *) fork_floor_path(), tasks, threads, len, NULL };
         posix_spawn_file_actions_t fa;
         int p[2], status, r;
         uint64_t start;
         ssize_t k;
         pid_t pid;
 
-        snprintf(procs, sizeof(procs), "%zu", n_processes);
+        snprintf(tasks, sizeof(tasks), "%zu", n_tasks);
         snprintf(threads, sizeof(threads), "%zu", per_process);
         snprintf(len, sizeof(len), "%zu", filter_len);
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -107,7 +109,7 @@ static int floor_fork_tree(size_t n_processes, size_t per_process, size_t filter
                         return -errno;
         if (k != 6 || memcmp(line, "ready\n", 6) != 0 || sscanf(rest, "ended %lf", ret_end_msec) != 1 ||
             !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return log_error_errno(-EIO, "%s %s %s %s failed (status 0x%x).", argv[0], procs, threads, len,
+                return log_error_errno(-EIO, "%s %s %s %s failed (status 0x%x).", argv[0], tasks, threads, len,
                                        status);
         return 0;
 }
@@ -328,9 +330,9 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
                 if (r < 0)
                         return log_error_errno(r, "The restore of %zu tasks failed: %m", n_tasks);
                 all_verified = all_verified && verified;
-                r = floor_fork_tree(n_processes, per, 0, &f0_ms, &e0_ms);
+                r = floor_fork_tree(n_tasks, per, 0, &f0_ms, &e0_ms);
                 if (r >= 0)
-                        r = floor_fork_tree(n_processes, per, o->filter_len, &f1_ms, &e1_ms);
+                        r = floor_fork_tree(n_tasks, per, o->filter_len, &f1_ms, &e1_ms);
                 if (r < 0)
                         return log_error_errno(r, "The floor tree of %zu tasks failed: %m", n_tasks);
                 if (pass > 0) {

@@ -1,6 +1,6 @@
-/* fork-floor.c: sectree-fork-floor, the floor of a restore: a tiny process that forks a flat tree of
- * processes of the restore's shape, with no filter or with one filter each, until every task is
- * there; what any restorer forked from a small process pays for the same tree */
+/* fork-floor.c: sectree-fork-floor, the floor of a restore: a tiny process that forks the tree of
+ * the restore's shape, with no filter or with the workload's filters, until every task is there;
+ * what any restorer forked from a small process pays for the same tree */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,40 +11,59 @@
 #include "workload.h"
 
 /*
- * sectree-fork-floor PROCESSES THREADS FILTER_LEN: fork PROCESSES children of THREADS tasks each
- * (leader included; threads on 64 KiB stacks, as the restore's), each child installing one filter
- * of FILTER_LEN instructions first (0: none), then saying so on a pipe and blocking. When every
- * child has said so, "ready" is written to stdout: that is the moment the caller times. Then the
- * children are ended and reaped, "ended MSEC" (how long that took) is written, and the process
- * exits.
+ * sectree-fork-floor TASKS THREADS FILTER_LEN: the workload's tree (bench/workload.h) of TASKS
+ * tasks, this process its root (task 0): it forks the processes of THREADS tasks each (leader
+ * included; threads on 64 KiB stacks, as the restore's) that hold tasks 1 to TASKS - 1. With a
+ * FILTER_LEN (0: none), the filters are the workload's, the same work a restore of it does: the
+ * root installs the shared filter before it forks (the processes inherit it), and every task of
+ * an odd index installs a private one of its own. Each task says it is there on a pipe, then
+ * blocks. When every task has, "ready" is written to stdout: that is the moment the caller times.
+ * Then the processes are ended and reaped, "ended MSEC" (how long that took) is written, and the
+ * process exits.
  */
 
 #define THREAD_STACK_SIZE (64U << 10)
 #define MAX_THREADS 4096
-#define MAX_PROCESSES 100000
+#define MAX_TASKS 1000000
 
-static void *floor_thread(void *arg) {
+typedef struct FloorTask {
+        size_t index, filter_len;
+        int fd;
+} FloorTask;
+
+/* Task a->index: its private filter if the workload gives it one, then "here", then block. */
+static void task_run(const FloorTask *a) {
+        if (a->filter_len > 0 && workload_task_has_private_filter(a->index) &&
+            workload_install_filter(a->filter_len, (uint32_t) a->index) < 0)
+                _exit(1);
+        if (write(a->fd, "x", 1) != 1)
+                _exit(1);
         for (;;)
                 pause();
+}
+
+static void *floor_thread(void *arg) {
+        task_run(arg);
         return NULL;
 }
 
-_Noreturn static void child_main(size_t threads, size_t filter_len, uint32_t salt, int fd) {
+/* A process of tasks first .. first + n - 1: its threads first (so that they inherit only the
+ * shared filter), then the leader becomes task first. */
+_Noreturn static void child_main(size_t first, size_t n, size_t filter_len, int fd) {
+        static FloorTask tasks[MAX_THREADS];
         pthread_attr_t attr;
         pthread_t t;
 
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (filter_len > 0 && workload_install_filter(filter_len, salt) < 0)
-                _exit(1);
         if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE) != 0)
                 _exit(1);
-        for (size_t i = 1; i < threads; i++)
-                if (pthread_create(&t, &attr, floor_thread, NULL) != 0)
+        for (size_t i = 0; i < n; i++)
+                tasks[i] = (FloorTask) { .index = first + i, .filter_len = filter_len, .fd = fd };
+        for (size_t i = 1; i < n; i++)
+                if (pthread_create(&t, &attr, floor_thread, &tasks[i]) != 0)
                         _exit(1);
-        if (write(fd, "x", 1) != 1)
-                _exit(1);
-        for (;;)
-                pause();
+        task_run(&tasks[0]);
+        _exit(1);
 }
 
 static int parse_count(const char *s, size_t min, size_t max, size_t *ret) {
@@ -59,28 +78,30 @@ static int parse_count(const char *s, size_t min, size_t max, size_t *ret) {
         return 0;
 }
 
-/* Fork every child; wait until each has said it is there. */
-static int fork_all(size_t processes, size_t threads, size_t filter_len) {
+/* The shared filter, then every process; wait until each task has said it is there. */
+static int fork_all(size_t n_tasks, size_t threads, size_t filter_len) {
         size_t got = 0;
         char buf[512];
         int p[2];
 
+        if (filter_len > 0 && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || workload_install_filter(filter_len, 0) < 0))
+                return log_error_errno(-errno, "Failed to install the shared filter: %m");
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        for (size_t i = 0; i < processes; i++) {
+        for (size_t first = 1; first < n_tasks; first += threads) {
                 pid_t c = fork();
                 if (c < 0)
-                        return log_error_errno(-errno, "Failed to fork child %zu: %m", i);
+                        return log_error_errno(-errno, "Failed to fork the process of task %zu: %m", first);
                 if (c == 0)
-                        child_main(threads, filter_len, (uint32_t) i, p[1]);
+                        child_main(first, MIN(threads, n_tasks - first), filter_len, p[1]);
         }
         close(p[1]);
-        while (got < processes) {
+        while (got < n_tasks - 1) {
                 ssize_t k = read(p[0], buf, sizeof(buf));
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k <= 0)
-                        return log_error_errno(-EIO, "Only %zu of %zu children came up.", got, processes);
+                        return log_error_errno(-EIO, "Only %zu of %zu tasks came up.", got, n_tasks - 1);
                 got += (size_t) k;
         }
         close(p[0]);
@@ -88,20 +109,21 @@ static int fork_all(size_t processes, size_t threads, size_t filter_len) {
 }
 
 int main(int argc, char *argv[]) {
-        size_t processes, threads, filter_len;
+        size_t n_tasks, threads, filter_len;
         int r;
 
-        if (argc != 4 || parse_count(argv[1], 1, MAX_PROCESSES, &processes) < 0 ||
+        if (argc != 4 || parse_count(argv[1], 2, MAX_TASKS, &n_tasks) < 0 ||
             parse_count(argv[2], 1, MAX_THREADS, &threads) < 0 || parse_count(argv[3], 0, 261, &filter_len) < 0 ||
             (filter_len > 0 && filter_len < 8)) {
-                fprintf(stderr, "Usage: %s PROCESSES THREADS FILTER_LEN\n\nFork PROCESSES children of THREADS "
-                        "tasks each, each installing one filter of FILTER_LEN (0: none, else 8-261) instructions; "
-                        "print \"ready\" when all are there, then end them.\n", argv[0]);
+                fprintf(stderr, "Usage: %s TASKS THREADS FILTER_LEN\n\nBe the root of the benchmark workload's "
+                        "tree of TASKS tasks (2 or more) in processes of THREADS tasks, with its filters of "
+                        "FILTER_LEN (0: none, else 8-261) instructions; print \"ready\" when all are there, "
+                        "then end them.\n", argv[0]);
                 return argc == 2 && streq(argv[1], "--help") ? EXIT_SUCCESS : 2;
         }
         if (setpgid(0, 0) < 0)
                 return log_error_errno(-errno, "Failed to get a process group of its own: %m"), EXIT_FAILURE;
-        r = fork_all(processes, threads, filter_len);
+        r = fork_all(n_tasks, threads, filter_len);
         if (r >= 0 && (write(STDOUT_FILENO, "ready\n", 6) != 6))
                 r = -EIO;
         /* The children, all of this process group: SIGTERM's default ends them, this process ignores it.

@@ -59,7 +59,7 @@ typedef struct TaskArgs {
         size_t index;
 } TaskArgs;
 
-static bool task_has_private_filter(size_t index) {
+bool workload_task_has_private_filter(size_t index) {
         return index % 2 == 1;
 }
 
@@ -103,7 +103,7 @@ _Noreturn static void task_main(const TaskArgs *a, bool leader) {
 
         t->tid = gettid();
         t->tgid = getpid();
-        t->private_filter = task_has_private_filter(a->index);
+        t->private_filter = workload_task_has_private_filter(a->index);
         if (t->private_filter) {
                 /* salt 0 is the shared filter's */
                 uint32_t salt = a->opts->private_kinds ? 1 + (uint32_t) (a->index / 2 % a->opts->private_kinds)

@@ -55,6 +55,8 @@ bool workload_matches_forest(const Workload *w, const Forest *f, char *why, size
 /* Install a filter of len instructions (8..261) on the calling thread; filters of different salts
  * differ in their bytes, salt 0 is the workload's shared one. Needs no_new_privs or CAP_SYS_ADMIN. */
 int workload_install_filter(size_t len, uint32_t salt);
+/* Whether task index (0: the root) of a workload installs a private filter of its own. */
+bool workload_task_has_private_filter(size_t index);
 
 /* Tasks the kernel can still create next to the ones that exist now: the smallest of pid_max,
  * threads-max and RLIMIT_NPROC (raised to its hard limit), minus the tasks alive. */
