@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 
 #include "core/util.h"
+#include "ns-find.h"
 #include "runtime-image.h"
 
 struct rlimit controller_nofile;
@@ -30,14 +31,6 @@ bool controller_nofile_saved;
 #define POLL_MSEC 100
 #define GAP_POLL_MSEC 1 /* a task is between claiming its entry in the log and writing it */
 #define EXEC_SETTLE_USEC (200 * 1000)
-#define RELEASE_GRACE_USEC (2 * 1000 * 1000)
-#define REAP_DEADLINE_USEC (10 * 1000 * 1000)
-
-static void close_fd(int *fd) {
-        if (*fd >= 0)
-                close(*fd);
-        *fd = -1;
-}
 
 static int *new_fd_array(size_t n) {
         int *v = calloc(n ?: 1, sizeof(int));
@@ -262,64 +255,6 @@ static int before_step(Controller *c, size_t i) {
 
 /* ---- the restore's own pid namespace ---- */
 
-/* The last number of the NSpid: line of a /proc status file: the tid in the innermost namespace. */
-static pid_t innermost_tid(const char *status_path) {
-        _cleanup_fclose_ FILE *f = fopen(status_path, "re");
-        char line[256];
-
-        while (f && fgets(line, sizeof(line), f))
-                if (strncmp(line, "NSpid:", 6) == 0) {
-                        char *last = strrchr(line, '\t');
-                        return last ? (pid_t) atoi(last + 1) : 0;
-                }
-        return 0;
-}
-
-/* The thread of process pid whose tid in the restore's namespace is ns_tid, as the executor
- * names it; 0 if none. */
-static pid_t find_thread(pid_t pid, pid_t ns_tid) {
-        char path[64];
-        _cleanup_(closedirp) DIR *d = NULL;
-
-        snprintf(path, sizeof(path), "/proc/%d/task", pid);
-        d = opendir(path);
-        for (struct dirent *e = d ? readdir(d) : NULL; e; e = readdir(d)) {
-                char status[320];
-                if (e->d_name[0] == '.')
-                        continue;
-                snprintf(status, sizeof(status), "/proc/%d/task/%s/status", pid, e->d_name);
-                if (innermost_tid(status) == ns_tid)
-                        return (pid_t) atoi(e->d_name);
-        }
-        return 0;
-}
-
-/* The child of process pid (of any of its threads) whose pid in the restore's namespace is
- * ns_pid; 0 if none. */
-static pid_t find_child(pid_t pid, pid_t ns_pid) {
-        char path[64];
-        _cleanup_(closedirp) DIR *d = NULL;
-
-        snprintf(path, sizeof(path), "/proc/%d/task", pid);
-        d = opendir(path);
-        for (struct dirent *e = d ? readdir(d) : NULL; e; e = readdir(d)) {
-                char children[320];
-                _cleanup_fclose_ FILE *f = NULL;
-                int child;
-                if (e->d_name[0] == '.')
-                        continue;
-                snprintf(children, sizeof(children), "/proc/%d/task/%s/children", pid, e->d_name);
-                f = fopen(children, "re");
-                while (f && fscanf(f, "%d", &child) == 1) {
-                        char status[64];
-                        snprintf(status, sizeof(status), "/proc/%d/status", child);
-                        if (innermost_tid(status) == ns_pid)
-                                return child;
-                }
-        }
-        return 0;
-}
-
 /* What a spawn step made, as the executor names it: in the restore's pid namespace the task
  * reports the new task's tid there, and the executor finds it by its NSpid. */
 static int spawned_tid(Controller *c, size_t i, pid_t value, pid_t *ret) {
@@ -332,11 +267,11 @@ static int spawned_tid(Controller *c, size_t i, pid_t value, pid_t *ret) {
                 return 0;
         }
         if (st->op == PLAN_OP_SPAWN_THREAD)
-                tid = find_thread(c->pids[spawner], value);
+                tid = ns_find_thread(c->pids[spawner], value);
         else {
                 if (st->arg) /* CLONE_PARENT: a child of the spawner's parent */
                         parent = c->plan->processes[spawner].parent;
-                tid = parent == PLAN_NONE ? 0 : find_child(c->pids[parent], value);
+                tid = parent == PLAN_NONE ? 0 : ns_find_child(c->pids[parent], value);
         }
         if (tid <= 0)
                 return fail(c, i, -ESRCH, "step %zu: the new task with tid %d in the restore's pid namespace was not found",
@@ -933,129 +868,4 @@ int controller_start(Controller *c) {
                         return r;
         }
         return 0;
-}
-
-/* ---- the end ---- */
-
-/* Kill every child of this process (they are the restore's: it is a subreaper) and reap them,
- * until there are none. */
-static void kill_and_reap_children(void) {
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + REAP_DEADLINE_USEC;
-        char path[64];
-
-        snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int) gettid());
-        while (now_usec(CLOCK_MONOTONIC) < deadline) {
-                _cleanup_fclose_ FILE *f = fopen(path, "re");
-                int pid;
-
-                while (f && fscanf(f, "%d", &pid) == 1)
-                        (void) kill(pid, SIGKILL);
-                while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
-                        ;
-                if (waitpid(-1, NULL, WNOHANG | __WALL) < 0 && errno == ECHILD)
-                        return;
-                usleep(1000);
-        }
-        log_warning("Some processes of the restore could not be reaped.");
-}
-
-void controller_kill_all(Controller *c) {
-        for (size_t pp = 0; pp < c->plan->n_processes; pp++)
-                if (c->pidfds[pp] >= 0 && !c->gone[pp])
-                        (void) pidfd_send_signal(c->pidfds[pp], SIGKILL, NULL, 0);
-        kill_and_reap_children();
-        for (size_t pp = 0; pp < c->plan->n_processes; pp++) {
-                c->gone[pp] = true;
-                close_fd(&c->pidfds[pp]);
-        }
-}
-
-static bool execed(const Controller *c, size_t pp) {
-        const PlanProcess *x = &c->plan->processes[pp];
-        return x->exec != PLAN_NONE && c->next_step >= c->plan->n_steps;
-}
-
-static bool stub_waited(const Controller *c, size_t pp) {
-        return c->pidfds[pp] >= 0 && !c->gone[pp] && !execed(c, pp);
-}
-
-static void kill_stubs_left(Controller *c) {
-        for (size_t pp = 0; pp < c->plan->n_processes; pp++)
-                if (stub_waited(c, pp))
-                        (void) pidfd_send_signal(c->pidfds[pp], SIGKILL, NULL, 0);
-}
-
-/* Every stub's pidfd in one epoll set: each wake-up names the stubs that ended, so that waiting
- * for N stubs costs O(N) and not a poll of every one left each time (O(N²) as N stubs end one
- * after another). Returns the set, or -errno; *ret_left: how many stubs it waits for. */
-static int stubs_epoll(Controller *c, size_t *ret_left) {
-        _cleanup_close_ int epfd = epoll_create1(EPOLL_CLOEXEC);
-        size_t left = 0;
-
-        if (epfd < 0)
-                return -errno;
-        for (size_t pp = 0; pp < c->plan->n_processes; pp++) {
-                struct epoll_event ev = { .events = EPOLLIN, .data.u64 = pp };
-                if (!stub_waited(c, pp))
-                        continue;
-                if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->pidfds[pp], &ev) < 0)
-                        return -errno;
-                left++;
-        }
-        *ret_left = left;
-        return TAKE_FD(epfd);
-}
-
-/* Wait until every stub is dead (its pidfd says so), killing what is left after a grace time. */
-static void wait_stubs(Controller *c) {
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + RELEASE_GRACE_USEC;
-        struct epoll_event events[256];
-        bool killed = false;
-        size_t left = 0;
-        _cleanup_close_ int epfd = stubs_epoll(c, &left);
-
-        if (epfd < 0) {
-                log_warning_errno(epfd, "Cannot wait for the stubs of the restore: %m; killing them.");
-                kill_stubs_left(c);
-                return;
-        }
-        while (left > 0) {
-                uint64_t now = now_usec(CLOCK_MONOTONIC);
-                int n;
-
-                if (now > deadline) {
-                        if (killed) {
-                                log_warning("Some parked tasks of the restore did not end.");
-                                return;
-                        }
-                        kill_stubs_left(c);
-                        killed = true;
-                        deadline = now + REAP_DEADLINE_USEC;
-                        continue;
-                }
-                n = epoll_wait(epfd, events, (int) ELEMENTSOF(events), (int) ((deadline - now) / 1000) + 1);
-                if (n < 0 && errno != EINTR) {
-                        log_warning_errno(-errno, "Cannot wait for the stubs of the restore: %m");
-                        return;
-                }
-                for (int k = 0; k < n; k++) {
-                        size_t pp = (size_t) events[k].data.u64;
-                        if (c->gone[pp])
-                                continue;
-                        c->gone[pp] = true;
-                        (void) epoll_ctl(epfd, EPOLL_CTL_DEL, c->pidfds[pp], NULL);
-                        left--;
-                }
-        }
-}
-
-void controller_release(Controller *c) {
-        if (c->shared) /* tasks parked in a sleep loop watch this, the others the control fd */
-                __atomic_store_n(&c->shared->released, 1, __ATOMIC_RELEASE);
-        close_fd(&c->control_w);
-        wait_stubs(c);
-        while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
-                ;
-        for (size_t pp = 0; pp < c->plan->n_processes; pp++)
-                close_fd(&c->pidfds[pp]);
 }

@@ -31,12 +31,6 @@ typedef struct RootHandoff {
         uint64_t shared_size, size;
 } RootHandoff;
 
-static void close_fd(int *fd) {
-        if (*fd >= 0)
-                close(*fd);
-        *fd = -1;
-}
-
 /* ---- in the root ---- */
 
 /* The memfd and its sizes from the executor; exits when the executor closed its end instead. */

@@ -34,6 +34,12 @@ static inline void fclosep(FILE **f) {
         if (*f)
                 fclose(*f);
 }
+/* Close *fd if it is open, and mark it closed: for an fd kept in a structure. */
+static inline void close_fd(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
 static inline void closedirp(DIR **d) {
         if (*d)
                 closedir(*d);
