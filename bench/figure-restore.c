@@ -378,7 +378,7 @@ static int measure(const BenchOptions *o, Report *report, BpfScanner *bpf, const
                 r = report_add_ms(report, n_tasks, "floor: tiny process forks the tree", ret->floor_plain, 0, NULL,
                                   NULL, VERDICT_NONE, NULL);
         if (r >= 0)
-                r = report_add_ms(report, n_tasks, "floor: ... each child installing one filter", fl,
+                r = report_add_ms(report, n_tasks, "floor: ... with the workload's filters", fl,
                                   ret->floor_plain > 0 ? fl / ret->floor_plain : 0, "plain fork floor", NULL,
                                   VERDICT_NONE, NULL);
         if (r >= 0)
