@@ -278,8 +278,9 @@ static bool sweep_due(BpfScanner *s) {
         uint64_t entries = s->unit.data_ids->ids_stats.ids_stored - s->unit.bss->stats.ids_swept;
         uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
 
-        if (s->force_sweep || s->oneshot)
-                return true; /* a one-shot scanner forgets every id at the end of each pass */
+        if (s->force_sweep)
+                return true; /* a one-shot scanner's next pass renews every id it meets (scan.bpf.c,
+                              * scan_ent_get()): its sweeps only make room */
         if (stale == 0)
                 return false;
         return stale >= s->unit.filter_ids_entries / SWEEP_STALE_SHARE ||
@@ -320,8 +321,9 @@ static bool cpu_idle_now(void) {
                running < (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-/* Whether the file tables are walked beside the tasks, in a second thread: in a one-shot pass that
- * needs them from the start, while a second CPU is idle, on a machine with tasks enough
+/* Whether the file tables are walked beside the tasks, in a second thread: in a one-shot's first
+ * pass (the later ones renew ids of earlier passes, one walker at a time) if it needs them from
+ * the start, while a second CPU is idle, on a machine with tasks enough
  * (s->beside_min_tasks) that the walks take longer than a thread costs to start and to meet (some
  * hundreds of microseconds: an idle machine's walks take less). Else the task walk reads each
  * task's table as it goes, which costs less in all than a second walk (that one visits every task
@@ -330,7 +332,7 @@ static bool cpu_idle_now(void) {
 static bool files_beside(BpfScanner *s, bool files) {
         struct sysinfo si;
 
-        return files && s->oneshot && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+        return files && s->oneshot && s->pass == 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
                (s->beside_min_tasks == 0 || (sysinfo(&si) == 0 && si.procs >= s->beside_min_tasks)) &&
                (s->beside_min_tasks == 0 || cpu_idle_now());
 }

@@ -1,5 +1,17 @@
 /* scan.bpf.c: task and file iterators that send the seccomp filter forest as records named by
  * in-kernel ids (ids.bpf.h: the id map, shared with the watch unit's tracepoints) */
+#include <stdbool.h>
+#include <linux/types.h>
+
+/* Set by user space before load: a one-shot scanner's ids hold within a pass (nothing tells it of
+ * filters freed before the next). An entry made before this pass is stale (FILTER_ENT_STALE, for
+ * ids.bpf.h): the filter gets a new id when a pass meets it, as if a sweep had forgotten it at the
+ * end of the pass before, so that a pass need not end with one (a sweep visits and deletes every
+ * entry: 5% of a one-shot at 20,000 processes); a sweep forgets every id. A one-shot's passes after
+ * the first run one walker at a time (scan-bpf-pass.c), so that no two renew one entry at once. */
+const volatile bool forget_after_pass = false;
+#define FILTER_ENT_STALE(e) (forget_after_pass && (e)->created_pass != pass)
+
 #include "observe/bpf/ids.bpf.h"
 #include "observe/bpf/pidns.bpf.h"
 
@@ -25,9 +37,6 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 
 /* Set by user space before load: a one-shot scanner has no watch, and nobody reads the marks. */
 const volatile bool mark_procs = true;
-/* Set by user space before load: a one-shot scanner's sweeps forget every id (its ids hold within a
- * pass; nothing tells it of filters freed before the next). */
-const volatile bool forget_after_pass = false;
 
 /* Set by user space before each pass (and pass, in ids.bpf.h). */
 bool emit_all_tasks; /* also tasks without seccomp in single-threaded processes */
