@@ -418,6 +418,15 @@ const ProcRec *bpf_proc_rec_find(const ProcRec *recs, size_t n, pid_t tgid) {
         return lo > 0 && recs[lo - 1].tgid == tgid ? &recs[lo - 1] : NULL;
 }
 
+/* Before a scanner's first pass: room for a task record per task of the machine, and some, taken
+ * at once, rather than grown by doubling, each time copied (20,000 processes: 12 copies). */
+static void records_presize(BpfScanner *s) {
+        struct sysinfo si;
+
+        if (s->records.n_tasks_allocated == 0 && sysinfo(&si) == 0)
+                (void) GROW(s->records.tasks, s->records.n_tasks_allocated, (size_t) si.procs + si.procs / 8 + 64);
+}
+
 int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         uint64_t start = now_usec(CLOCK_MONOTONIC), tasks_done, files_end;
         StatsMark before, after;
@@ -425,6 +434,7 @@ int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         int r;
 
         pass_records_reset(&s->records);
+        records_presize(s);
         s->unit.data_ids->pass = ++s->pass;
         s->unit.bss->emit_all_tasks = all_tasks;
         s->unit.bss->want_exe = want_exe;
