@@ -607,7 +607,7 @@ static __always_inline int listener_send(struct task_struct *t, __u32 fd, __u64 
  * full: the task is retried, and its listeners sent again). */
 __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
         struct task_struct *t = bpf_rdonly_cast((void *) task_addr, bpf_core_type_id_kernel(struct task_struct));
-        struct files_struct *files = ((struct task_struct___files *) t)->files;
+        struct files_struct *files;
         struct bpf_iter_num words_it;
         unsigned long *open_fds;
         struct fdtable *fdt;
@@ -618,6 +618,7 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
 
         if (!t)
                 return 0;
+        files = ((struct task_struct___files *) t)->files;
         if (!files || (t->flags & PF_EXITING) || (t->pid != t->tgid && files == ((struct task_struct___files *) t->group_leader)->files))
                 return 0;
         fdt = files->fdt;
