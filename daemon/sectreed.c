@@ -169,15 +169,27 @@ static int parse_args(int argc, char *argv[], Args *a) {
         return 1;
 }
 
+/* What the output shows: the tree names each process by its comm and pid, so that neither its
+ * executable nor its command line is read for it (the JSON snapshot has both). */
+static ScanOptions verb_scan_options(const Args *a) {
+        ScanOptions o = a->scan;
+
+        if (a->format == OUTPUT_TREE) {
+                o.include_exe = false;
+                o.include_argv = false;
+        }
+        return o;
+}
+
 static int verb_scan(const Args *a) {
         _cleanup_(source_freep) Source *s = NULL;
         _cleanup_(forest_freep) Forest *f = NULL;
+        ScanOptions opts = verb_scan_options(a);
         uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1, t2, t3;
-        int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true, .no_argv = !a->scan.include_argv },
-                           &s);
+        int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true, .no_argv = !opts.include_argv }, &s);
         t1 = now_usec(CLOCK_MONOTONIC);
         if (r >= 0)
-                r = source_scan(s, &a->scan, &f);
+                r = source_scan(s, &opts, &f);
         if (r < 0)
                 return r;
         t2 = now_usec(CLOCK_MONOTONIC);

@@ -1,12 +1,13 @@
 /* test-scan-bpf-oneshot.c: one-shot bpf scanners (`sectreed scan`): their scan unit loads through a
  * light skeleton, the kernel resolving its CO-RE relocations, so that the process reads none of
- * the kernel's BTF; and their passes, which run the task_file iterator beside the task iterator,
+ * the kernel's BTF; and their passes, which walk the file tables beside the task walk or in it,
  * report what a live scanner's do, listeners and a ring buffer far smaller than a pass included */
 #include <linux/seccomp.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "observe/scanner.h"
+#include "listener-holder.h"
 #include "tests-util.h"
 
 /* What this process has read so far (rchar of /proc/self/io). */
@@ -181,10 +182,69 @@ static void test_programs_beside(void) {
         scenario_free(s);
 }
 
+/* A one-shot scanner's passes end without a sweep of its id map: each renews the ids of earlier
+ * passes it meets. Processes come and go between passes, each with a filter of its own bytes (the
+ * freed filters' memory taken again by the next): every pass reports each chain with its own
+ * program, and one id per filter. */
+static void test_passes_renew_ids(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        BpfScanner *b = oneshot_new(true);
+        for (int pass = 0; pass < 6; pass++) {
+                struct sock_filter insns[32];
+                memcpy(insns, pass % 2 ? x.a : x.b, sizeof(insns));
+                size_t n = pass % 2 ? x.na : x.nb;
+                ScenarioTask kept = tests_fork_install(s, scenario_root(s), insns, n, 0);
+                ScenarioTask gone = tests_fork_install(s, scenario_root(s), x.c, x.nc, 0);
+                g_assert_cmpint(scenario_exit(s, gone), ==, 0);
+
+                Forest *f = oneshot_scan(b, scenario_root_pid(s));
+                const Task *t = forest_find_task(f, scenario_task(s, kept)->tid, NULL);
+                g_assert_nonnull(t);
+                g_assert_nonnull(t->filter);
+                g_assert_cmpmem(t->filter->insns, t->filter->len * sizeof(struct sock_filter), insns,
+                                n * sizeof(struct sock_filter));
+                for (size_t i = 0; i < f->n_filters; i++)
+                        for (size_t j = i + 1; j < f->n_filters; j++)
+                                g_assert_cmpuint(f->filters[i]->id, !=, f->filters[j]->id);
+                tests_assert_valid_snapshot(f);
+                forest_free(f);
+                g_assert_cmpint(scenario_exit(s, kept), ==, 0);
+        }
+        bpf_scanner_free(b);
+        scenario_free(s);
+}
+
+/* Listeners held among many fds by a process under no filter, their installers gone: found by a
+ * one-shot pass that reads the file tables beside the task walk, and by one that reads them in it
+ * (beside only on machines of more tasks than this one has). */
+static void test_listeners_many_fds(void) {
+        if (!tests_require_root())
+                return;
+        pid_t holder = listener_holder_start(LISTENER_HOLDER_FDS, G_N_ELEMENTS(LISTENER_HOLDER_FDS));
+        for (int beside = 0; beside < 2; beside++) {
+                BpfScanner *b = oneshot_new(true);
+                if (!beside)
+                        bpf_scanner_set_beside_min_tasks(b, ULONG_MAX);
+                Forest *f = oneshot_scan(b, holder);
+                listener_holder_assert(f, holder, LISTENER_HOLDER_FDS, G_N_ELEMENTS(LISTENER_HOLDER_FDS), false);
+                forest_free(f);
+                f = oneshot_scan(b, 0);
+                listener_holder_assert(f, holder, LISTENER_HOLDER_FDS, G_N_ELEMENTS(LISTENER_HOLDER_FDS), true);
+                forest_free(f);
+                bpf_scanner_free(b);
+        }
+        listener_holder_stop(holder);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/scan-bpf-oneshot/no-btf-read", test_no_btf_read);
         g_test_add_func("/scan-bpf-oneshot/listener-beside-small-ring", test_listener_beside_small_ring);
         g_test_add_func("/scan-bpf-oneshot/programs-beside", test_programs_beside);
+        g_test_add_func("/scan-bpf-oneshot/listeners-many-fds", test_listeners_many_fds);
+        g_test_add_func("/scan-bpf-oneshot/passes-renew-ids", test_passes_renew_ids);
         return g_test_run();
 }

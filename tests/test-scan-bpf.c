@@ -11,6 +11,7 @@
 #include "observe/source.h"
 #include "observe/scanner.h"
 #include "snapshot/snapshot.h"
+#include "listener-holder.h"
 #include "tests-util.h"
 
 #ifndef PTRACE_SECCOMP_GET_FILTER
@@ -476,6 +477,19 @@ static void test_listener_orphaned_early(void) {
         scenario_free(s);
 }
 
+/* Listeners held among many fds (a bitmap of several words, with gaps, one fd above 1024) by a
+ * process under no filter, their installers gone: the pass finds every one, with its filter,
+ * which no task holds. */
+static void test_listeners_many_fds(void) {
+        if (!tests_require_root())
+                return;
+        pid_t holder = listener_holder_start(LISTENER_HOLDER_FDS, G_N_ELEMENTS(LISTENER_HOLDER_FDS));
+        Forest *f = scan(holder);
+        listener_holder_assert(f, holder, LISTENER_HOLDER_FDS, G_N_ELEMENTS(LISTENER_HOLDER_FDS), false);
+        forest_free(f);
+        listener_holder_stop(holder);
+}
+
 /* TestFilters are immutable: a pass sends a filter's instructions the first time the scanner meets
  * it, later passes take them from what the scanner kept, and they are still the kernel's. The
  * scanner walks the whole machine, where other programs install filters between two passes: each
@@ -864,6 +878,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf/listener", test_listener);
         g_test_add_func("/scan-bpf/listener-orphaned-early", test_listener_orphaned_early);
         g_test_add_func("/scan-bpf/listener-holder-outside", test_listener_holder_outside);
+        g_test_add_func("/scan-bpf/listeners-many-fds", test_listeners_many_fds);
         g_test_add_func("/scan-bpf/insns-once", test_insns_once);
         g_test_add_func("/scan-bpf/strict", test_strict);
         g_test_add_func("/scan-bpf/reparent", test_reparent);

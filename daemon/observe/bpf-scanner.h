@@ -33,7 +33,7 @@ typedef struct BpfScanUnit {
         struct scan_bpf__data *data;
         struct scan_bpf__data_ids *data_ids;
         int records_fd, filter_ids_fd, seccomp_procs_fd, data_ids_fd, argv_want_fd;
-        int tasks_link_fd, files_link_fd, argv_link_fd;
+        int tasks_link_fd, argv_link_fd; /* the task iterator walks the file tables too (files_mode) */
         uint32_t filter_ids_entries;      /* the id map's size as loaded */
 } BpfScanUnit;
 

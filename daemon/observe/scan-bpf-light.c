@@ -58,7 +58,6 @@ ASSERT_SAME_LAYOUT(scan_noargv_lskel);
                                 .data_ids_fd = (l)->maps.data_ids.map_fd,                              \
                                 .argv_want_fd = (l)->maps.argv_want.map_fd,                            \
                                 .tasks_link_fd = (l)->links.scan_tasks_fd,                             \
-                                .files_link_fd = (l)->links.scan_files_fd,                             \
                                 .argv_link_fd = -1,                                                    \
                                 .filter_ids_entries = (s)->id_map_size,                                \
                         };                                                                             \

@@ -158,7 +158,6 @@ static void unit_from_skel(BpfScanUnit *u, struct scan_bpf *skel) {
                 .data_ids_fd = bpf_map__fd(skel->maps.data_ids),
                 .argv_want_fd = bpf_map__fd(skel->maps.argv_want),
                 .tasks_link_fd = bpf_link__fd(skel->links.scan_tasks),
-                .files_link_fd = bpf_link__fd(skel->links.scan_files),
                 .argv_link_fd = skel->links.scan_argv ? bpf_link__fd(skel->links.scan_argv) : -1,
                 .filter_ids_entries = bpf_map__max_entries(skel->maps.filter_ids),
         };

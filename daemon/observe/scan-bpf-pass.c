@@ -278,8 +278,9 @@ static bool sweep_due(BpfScanner *s) {
         uint64_t entries = s->unit.data_ids->ids_stats.ids_stored - s->unit.bss->stats.ids_swept;
         uint64_t stale = entries > s->live_filters ? entries - s->live_filters : 0;
 
-        if (s->force_sweep || s->oneshot)
-                return true; /* a one-shot scanner forgets every id at the end of each pass */
+        if (s->force_sweep)
+                return true; /* a one-shot scanner's next pass renews every id it meets (scan.bpf.c,
+                              * scan_ent_get()): its sweeps only make room */
         if (stale == 0)
                 return false;
         return stale >= s->unit.filter_ids_entries / SWEEP_STALE_SHARE ||
@@ -297,43 +298,77 @@ static void files_done(BpfScanner *s) {
         s->files.n_listeners = s->records.n_listeners;
 }
 
+/* The file tables alone, after the tasks. */
 static int files_run(BpfScanner *s) {
         int r;
 
         files_start(s);
-        r = iter_run(s, s->unit.files_link_fd, "task_file");
+        s->unit.bss->files_mode = SCAN_FILES_ONLY;
+        r = iter_run(s, s->unit.tasks_link_fd, "files");
         if (r < 0)
                 return r;
         files_done(s);
         return 0;
 }
 
-/* Whether the task_file iterator runs beside the task iterator: in a one-shot pass that needs it
- * from the start, with a second CPU to run it on, on a machine with tasks enough
+/* Whether a second CPU is idle now: the tasks running (this thread among them) are fewer than
+ * the CPUs. */
+static bool cpu_idle_now(void) {
+        _cleanup_fclose_ FILE *f = fopen("/proc/loadavg", "re");
+        unsigned running = 0, total = 0;
+
+        return f && fscanf(f, "%*s %*s %*s %u/%u", &running, &total) == 2 &&
+               running < (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* Whether the file tables are walked beside the tasks, in a second thread: in a one-shot's first
+ * pass (the later ones renew ids of earlier passes, one walker at a time) if it needs them from
+ * the start, while a second CPU is idle, on a machine with tasks enough
  * (s->beside_min_tasks) that the walks take longer than a thread costs to start and to meet (some
- * hundreds of microseconds: an idle machine's walks take less). A live scanner's passes run it
+ * hundreds of microseconds: an idle machine's walks take less). Else the task walk reads each
+ * task's table as it goes, which costs less in all than a second walk (that one visits every task
+ * again) but takes longer than two walks on two CPUs. A live scanner's passes read the tables
  * rarely, and while the machine's other work goes on. */
 static bool files_beside(BpfScanner *s, bool files) {
         struct sysinfo si;
 
-        return files && s->oneshot && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-               (s->beside_min_tasks == 0 || (sysinfo(&si) == 0 && si.procs >= s->beside_min_tasks));
+        return files && s->oneshot && s->pass == 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
+               (s->beside_min_tasks == 0 || (sysinfo(&si) == 0 && si.procs >= s->beside_min_tasks)) &&
+               (s->beside_min_tasks == 0 || cpu_idle_now());
 }
 
-/* The task iterator, and the task_file one beside it: the records of both drained here. */
+/* The tasks, and the file tables beside them in a second run of the task iterator: the records of
+ * both drained here. */
 static int tasks_and_files_run(BpfScanner *s) {
         BpfSideRun side;
         int r;
 
         files_start(s);
-        r = bpf_side_start(&side, s->unit.files_link_fd);
+        s->unit.bss->files_walker_tid = 0;
+        s->unit.bss->files_mode = SCAN_FILES_BESIDE;
+        r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->files_walker_tid);
         if (r < 0)
-                return bpf_scanner_fail_errno(s, r, "Failed to start the task_file iterator: %m");
+                return bpf_scanner_fail_errno(s, r, "Failed to start the files walk: %m");
         r = iter_run_beside(s, s->unit.tasks_link_fd, "task", &side);
         r = side_finish(s, &side, r);
         if (r < 0)
                 return r;
         files_done(s);
+        return 0;
+}
+
+/* The tasks, and each task's file table when files. */
+static int tasks_run(BpfScanner *s, bool files) {
+        int r;
+
+        if (files)
+                files_start(s);
+        s->unit.bss->files_mode = files ? SCAN_FILES_IN_TASKS : SCAN_FILES_NONE;
+        r = iter_run(s, s->unit.tasks_link_fd, "task");
+        if (r < 0)
+                return r;
+        if (files)
+                files_done(s);
         return 0;
 }
 
@@ -383,31 +418,40 @@ const ProcRec *bpf_proc_rec_find(const ProcRec *recs, size_t n, pid_t tgid) {
         return lo > 0 && recs[lo - 1].tgid == tgid ? &recs[lo - 1] : NULL;
 }
 
+/* Before a scanner's first pass: room for a task record per task of the machine, and some, taken
+ * at once, rather than grown by doubling, each time copied (20,000 processes: 12 copies). */
+static void records_presize(BpfScanner *s) {
+        struct sysinfo si;
+
+        if (s->records.n_tasks_allocated == 0 && sysinfo(&si) == 0)
+                (void) GROW(s->records.tasks, s->records.n_tasks_allocated, (size_t) si.procs + si.procs / 8 + 64);
+}
+
 int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         uint64_t start = now_usec(CLOCK_MONOTONIC), tasks_done, files_end;
         StatsMark before, after;
-        bool files, sweep, beside;
+        bool files, sweep, beside, late;
         int r;
 
         pass_records_reset(&s->records);
+        records_presize(s);
         s->unit.data_ids->pass = ++s->pass;
         s->unit.bss->emit_all_tasks = all_tasks;
         s->unit.bss->want_exe = want_exe;
         files = files_pass_needed(s);
         sweep = sweep_due(s);
-        s->unit.bss->files_planned = files;
+        beside = files_beside(s, files);
+        s->unit.bss->files_planned = beside;
         s->unit.bss->sweep_wanted = sweep;
         before = stats_mark(s);
 
-        beside = files_beside(s, files);
-        r = beside ? tasks_and_files_run(s) : iter_run(s, s->unit.tasks_link_fd, "task");
+        r = beside ? tasks_and_files_run(s) : tasks_run(s, files);
         if (r < 0)
                 return r;
         tasks_done = now_usec(CLOCK_MONOTONIC);
         /* A filter with a listener that no pass knew of: its fds may be anywhere. */
-        if (!files && s->records.any_listener)
-                files = true;
-        if (files && !beside) {
+        late = !files && s->records.any_listener;
+        if (late) {
                 r = files_run(s);
                 if (r < 0)
                         return r;
@@ -433,8 +477,9 @@ int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         log_debug("Pass %" PRIu64 ": %zu task, %zu filter (%" PRIu64 " with instructions), %zu listener records, "
                   "%" PRIu64 " objects retried; tasks %s%" PRIu64 " us%s, files %s%" PRIu64 " us.",
                   s->pass, s->records.n_tasks, s->records.n_filters, after.insns_sent - before.insns_sent,
-                  s->records.n_listeners, after.retries - before.retries, beside ? "and files side by side " : "",
-                  tasks_done - start, sweep ? " (with a sweep)" : "", files ? "" : "skipped, ", files_end - tasks_done);
+                  s->records.n_listeners, after.retries - before.retries,
+                  beside ? "and files side by side " : files ? "and files in one walk " : "", tasks_done - start,
+                  sweep ? " (with a sweep)" : "", late ? "" : "skipped, ", files_end - tasks_done);
         return 0;
 }
 

@@ -33,6 +33,8 @@ static void *side_main(void *userdata) {
         BpfSideRun *r = userdata;
         char buf[64];
 
+        if (r->tid)
+                *r->tid = (uint32_t) gettid();
         for (;;) {
                 (void) pthread_mutex_lock(&r->lock);
                 uint64_t seen = r->drains; /* before the read: a drain during it counts */
@@ -53,10 +55,10 @@ static void *side_main(void *userdata) {
         }
 }
 
-int bpf_side_start(BpfSideRun *r, int link_fd) {
+int bpf_side_start(BpfSideRun *r, int link_fd, volatile uint32_t *tid) {
         int k;
 
-        *r = (BpfSideRun) { .fd = bpf_iter_create(link_fd) };
+        *r = (BpfSideRun) { .fd = bpf_iter_create(link_fd), .tid = tid };
         if (r->fd < 0)
                 return -errno;
         (void) pthread_mutex_init(&r->lock, NULL);

@@ -16,10 +16,12 @@ typedef struct BpfSideRun {
         bool done;       /* the side ended: error says how */
         int error;       /* 0: the iterator ran to its end; else a negative errno */
         bool wrote;      /* the program wrote text into the iterator's file */
+        volatile uint32_t *tid; /* where the side puts its thread id before it reads, or NULL */
 } BpfSideRun;
 
-/* Start reading iterator link link_fd in a thread. */
-int bpf_side_start(BpfSideRun *r, int link_fd);
+/* Start reading iterator link link_fd in a thread; it puts its thread id in *tid (unless NULL)
+ * before its first read, so that the program can tell its runs from this thread's. */
+int bpf_side_start(BpfSideRun *r, int link_fd, volatile uint32_t *tid);
 /* The ring buffer was drained: a side waiting for room goes on. */
 void bpf_side_drained(BpfSideRun *r);
 /* Wait until the side waits for room or has ended; *ret_done tells which. */

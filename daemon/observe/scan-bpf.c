@@ -198,8 +198,7 @@ void bpf_scanner_set_beside_min_tasks(BpfScanner *s, unsigned long min_tasks) {
 }
 
 bool bpf_scanner_reusable(const BpfScanner *s) {
-        return s->oneshot && s->unit.bss &&
-               s->unit.data_ids->ids_stats.ids_stored == s->unit.bss->stats.ids_swept;
+        return s->oneshot && s->unit.bss;
 }
 
 BpfWatch *bpf_scanner_watch(BpfScanner *s) {

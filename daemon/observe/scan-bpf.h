@@ -30,9 +30,10 @@ DEFINE_CLEANUP(BpfScanner *, bpf_scanner_free);
 typedef struct BpfWatch BpfWatch;
 BpfWatch *bpf_scanner_watch(BpfScanner *s);
 int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret);
-/* A one-shot scanner forgets every filter id at the end of each pass (no tracepoint would tell it
- * that an address freed since holds another filter): it may serve another call once its id map is
- * empty again, which this says. */
+/* A one-shot scanner trusts no filter id of an earlier pass (no tracepoint would tell it that an
+ * address freed since holds another filter: its next pass gives each filter it meets a new id,
+ * FILTER_ENT_STALE in scan.bpf.c), so it may serve another call whatever its id map holds: this
+ * says it is one that loaded. */
 bool bpf_scanner_reusable(const BpfScanner *s);
 /* What a live scanner knows of seccomp listener fds, for a one-shot scanner beside it: whether its
  * last task_file pass found none, and the counters of listeners made as that pass started. Taken

@@ -228,8 +228,7 @@ Filter *forest_take_filter(Forest *f, uint64_t id) {
 int forest_add_process(Forest *f, pid_t pid, Process **ret) {
         if (pid <= 0)
                 return -EINVAL;
-        if (forest_find_process(f, pid))
-                return -EEXIST;
+        /* no lookup first: forest_put_process() refuses a pid it has (one probe of the map, not two) */
         Process *p = calloc(1, sizeof(Process));
         if (!p)
                 return -ENOMEM;

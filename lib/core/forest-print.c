@@ -232,6 +232,9 @@ typedef struct TreeWalker {
         ForestTreeLineFn fn;
         void *userdata;
         unsigned depth;
+        FILE *line; /* a memory stream over text, rewound for each line: one for the whole walk */
+        char *text;
+        size_t size;
 } TreeWalker;
 
 static int walk_slot(TreeWalker *w, size_t slot);
@@ -241,15 +244,12 @@ typedef void (*LineWriter)(const TreeWalker *w, const void *what, size_t slot, F
 
 static int emit(TreeWalker *w, ForestTreeLineKind kind, bool last, bool has_children, LineWriter write,
                 const void *what, size_t slot) {
-        _cleanup_free_ char *text = NULL;
-        size_t size = 0;
-        FILE *out = open_memstream(&text, &size);
-        if (!out)
+        rewind(w->line);
+        write(w, what, slot, w->line);
+        fputc('\0', w->line); /* a longer line before left its bytes after this one's */
+        if (fflush(w->line) != 0 || ferror(w->line))
                 return -ENOMEM;
-        write(w, what, slot, out);
-        if (fclose(out) != 0)
-                return -ENOMEM;
-        ForestTreeLine l = { .kind = kind, .depth = w->depth, .last = last, .has_children = has_children, .text = text };
+        ForestTreeLine l = { .kind = kind, .depth = w->depth, .last = last, .has_children = has_children, .text = w->text };
         return w->fn(&l, w->userdata);
 }
 
@@ -393,22 +393,37 @@ static int walk_unfiltered(TreeWalker *w) {
         return walk_slot(w, slot);
 }
 
+/* Every line of the tree, root filters first. */
+static int tree_walk_lines(TreeWalker *w) {
+        const Forest *f = w->f;
+        const TreeIndex *ix = w->ix;
+        int r;
+        size_t a = ix->start[f->n_filters], b = ix->start[f->n_filters + 1];
+        bool unfiltered = slot_has_entries(ix, f->n_filters + 1);
+        /* Root filters are top-level lines, their subtrees indented below them. */
+        for (size_t i = a; i < b; i++) {
+                w->depth = 0;
+                r = walk_filter(w, ix->entries[i].filter, i + 1 == b && !unfiltered);
+                if (r < 0)
+                        return r;
+        }
+        return walk_unfiltered(w);
+}
+
 int forest_tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn fn, void *userdata) {
         _cleanup_(tree_index_free) TreeIndex ix = {};
         int r = tree_index_build_linked(f, &ix);
         if (r < 0)
                 return r;
         TreeWalker w = { .f = f, .ix = &ix, .collapse = flags & FOREST_PRINT_COLLAPSE, .fn = fn, .userdata = userdata };
-        size_t a = ix.start[f->n_filters], b = ix.start[f->n_filters + 1];
-        bool unfiltered = slot_has_entries(&ix, f->n_filters + 1);
-        /* Root filters are top-level lines, their subtrees indented below them. */
-        for (size_t i = a; i < b; i++) {
-                w.depth = 0;
-                r = walk_filter(&w, ix.entries[i].filter, i + 1 == b && !unfiltered);
-                if (r < 0)
-                        return r;
-        }
-        return walk_unfiltered(&w);
+        w.line = open_memstream(&w.text, &w.size);
+        if (!w.line)
+                return -ENOMEM;
+        r = tree_walk_lines(&w);
+        if (fclose(w.line) != 0 && r >= 0)
+                r = -ENOMEM;
+        free(w.text);
+        return r;
 }
 
 /* Known listener objects, plus the filters that have one the forest holds no object for (a

@@ -25,7 +25,8 @@ typedef struct ForestTreeLine {
                             * line has its filter's */
         bool last;         /* the last of its siblings (a listener line: its filter's) */
         bool has_children; /* lines below it (a listener line: its filter's) */
-        const char *text;  /* without a newline; the forest's strings escaped (escape.h) */
+        const char *text;  /* without a newline; the forest's strings escaped (escape.h); valid
+                            * during the call only */
 } ForestTreeLine;
 
 typedef int (*ForestTreeLineFn)(const ForestTreeLine *line, void *userdata);

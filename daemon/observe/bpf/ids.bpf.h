@@ -135,7 +135,14 @@ static __always_inline __u64 filter_id_new(struct seccomp_filter *f, const struc
         return e.id;
 }
 
-/* The entry of filter f, with a new id if it has none yet. NULL if the id map is full. */
+/* Whether entry e is no longer to be trusted, whatever its check says: a unit may say so before it
+ * includes this file (scan.bpf.c: a one-shot scanner's entries of earlier passes). */
+#ifndef FILTER_ENT_STALE
+#define FILTER_ENT_STALE(e) false
+#endif
+
+/* The entry of filter f, with a new id if it has none yet (or a stale one). NULL if the id map is
+ * full. */
 static struct filter_ent *filter_ent_get(struct seccomp_filter *f) {
         __u64 key = (__u64) f;
         struct filter_check c;
@@ -144,7 +151,7 @@ static struct filter_ent *filter_ent_get(struct seccomp_filter *f) {
 
         filter_check_read(f, &c);
         e = bpf_map_lookup_elem(&filter_ids, &key);
-        if (e && filter_ent_matches(e, &c))
+        if (e && filter_ent_matches(e, &c) && !FILTER_ENT_STALE(e))
                 return e;
 
         if (filter_id_new(f, &c, e != NULL, &r) > 0 || r == -EEXIST) {

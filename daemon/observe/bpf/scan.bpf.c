@@ -1,5 +1,17 @@
 /* scan.bpf.c: task and file iterators that send the seccomp filter forest as records named by
  * in-kernel ids (ids.bpf.h: the id map, shared with the watch unit's tracepoints) */
+#include <stdbool.h>
+#include <linux/types.h>
+
+/* Set by user space before load: a one-shot scanner's ids hold within a pass (nothing tells it of
+ * filters freed before the next). An entry made before this pass is stale (FILTER_ENT_STALE, for
+ * ids.bpf.h): the filter gets a new id when a pass meets it, as if a sweep had forgotten it at the
+ * end of the pass before, so that a pass need not end with one (a sweep visits and deletes every
+ * entry: 5% of a one-shot at 20,000 processes); a sweep forgets every id. A one-shot's passes after
+ * the first run one walker at a time (scan-bpf-pass.c), so that no two renew one entry at once. */
+const volatile bool forget_after_pass = false;
+#define FILTER_ENT_STALE(e) (forget_after_pass && (e)->created_pass != pass)
+
 #include "observe/bpf/ids.bpf.h"
 #include "observe/bpf/pidns.bpf.h"
 
@@ -25,13 +37,13 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 
 /* Set by user space before load: a one-shot scanner has no watch, and nobody reads the marks. */
 const volatile bool mark_procs = true;
-/* Set by user space before load: a one-shot scanner's sweeps forget every id (its ids hold within a
- * pass; nothing tells it of filters freed before the next). */
-const volatile bool forget_after_pass = false;
 
 /* Set by user space before each pass (and pass, in ids.bpf.h). */
 bool emit_all_tasks; /* also tasks without seccomp in single-threaded processes */
-bool files_planned;  /* the task_file iterator follows the task iterator: the pass ends there */
+bool files_planned;  /* a files walk runs after or beside the tasks walk: the pass ends with both */
+__u32 files_mode;    /* what a run of the task iterator does: enum scan_files_mode (scan.h) */
+__u32 files_walker_tid; /* SCAN_FILES_BESIDE: the thread (in the daemon's pid namespace) whose
+                         * reads walk the file tables, while the others' walk the tasks */
 bool sweep_wanted;   /* end this pass with a sweep of the id map (it visits every bucket) */
 bool want_exe;       /* send the executable of each thread group leader reported */
 /* A filter's instructions are sent once per id and epoch. User space starts a new epoch when it
@@ -39,7 +51,7 @@ bool want_exe;       /* send the executable of each thread group leader reported
 __u64 insns_epoch SEC(".data") = 1;
 
 struct scan_stats stats;
-/* The iterators' own state (one pass runs at a time, its task and task_file iterators one after
+/* The iterators' own state (one pass runs at a time, its task and files iterators one after
  * the other or side by side); user space leaves it alone. */
 __u64 iter_ended_pass;
 __u64 tasks_ended_pass, files_ended_pass;
@@ -282,6 +294,19 @@ static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_he
         return 0;
 }
 
+/* chain_walk() as a global subprogram: the verifier checks a global function once, whatever calls
+ * it, where a static one is checked again at each call (the task program walks chains twice: its
+ * task's and a listener's). head_addr is the chain's head (0: none). The head's id (0: none), or a
+ * negative errno as chain_walk() returns it. */
+__noinline __s64 chain_send(__u64 head_addr, __u32 slot) {
+        struct seccomp_filter *head = bpf_rdonly_cast((void *) head_addr, bpf_core_type_id_kernel(struct seccomp_filter));
+        __u64 id = 0;
+        int r;
+
+        r = chain_walk(head, &id, slot);
+        return r < 0 ? r : (__s64) id;
+}
+
 static __always_inline int retry_object(void) {
         __sync_fetch_and_add(&stats.retries, 1);
         return 1; /* the iterator calls us again with the same object on the next read() */
@@ -342,7 +367,7 @@ static __noinline __u32 scan_tgid(struct task_struct *t) {
         return pidns_tgid(t);
 }
 
-/* An iterator of the pass met its end: the pass ends with the last of them (the task_file
+/* An iterator of the pass met its end: the pass ends with the last of them (the files
  * iterator runs when files_planned, before, after or beside the task iterator). */
 static __always_inline void iter_end(bool files) {
         /* Exchanges, not stores: of two iterators ending side by side, the second sees the first. */
@@ -502,6 +527,155 @@ static __always_inline void scan_proc_mark(struct task_struct *t) {
         iter_marked_start = start;
 }
 
+static __always_inline bool file_is_listener(struct file *file) {
+        static const char name[] = SECCOMP_NOTIFY_NAME;
+        char buf[sizeof(name)] = {};
+        const unsigned char *p;
+
+        /* Plain loads. */
+        if (file->f_inode->i_sb->s_magic != ANON_INODE_FS_MAGIC)
+                return false;
+        if (file->f_path.dentry->d_name.len != sizeof(name) - 1)
+                return false;
+        p = file->f_path.dentry->d_name.name;
+        if (bpf_probe_read_kernel(buf, sizeof(name) - 1, p) < 0)
+                return false;
+        for (unsigned i = 0; i < sizeof(name) - 1; i++)
+                if (buf[i] != name[i])
+                        return false;
+        return true;
+}
+
+/* A file table: fd[i] is open when bit i of open_fds is set (fd[i] may still be NULL while an
+ * open is being installed). Declared here, not in kernel.h: watch.bpf.c declares its own. */
+struct fdtable {
+        unsigned int max_fds;
+        struct file **fd;
+        unsigned long *open_fds;
+} __kernel_struct;
+
+struct files_struct {
+        struct fdtable *fdt;
+} __kernel_struct;
+
+struct task_struct___files {
+        struct files_struct *files;
+} __kernel_struct;
+
+/* The bound of a file table walk, in words of its open_fds bitmap: the most an open-coded loop may
+ * run (BPF_MAX_LOOPS), 512 Mi fds; a table that large would hold 4 GiB of pointers. */
+#define FD_WORDS_MAX (8U << 20)
+
+/* The id of the filter of the seccomp listener at file_addr, its chain sent first; -ENOENT when
+ * the file is not a listener, -ENOSPC when the ring buffer is full (retry the task). A global
+ * function: checked once, not at each call. */
+__noinline __s64 listener_filter(__u64 file_addr, __u32 slot) {
+        struct file *file = bpf_rdonly_cast((void *) file_addr, bpf_core_type_id_kernel(struct file));
+        __u64 filter;
+
+        if (!file || !file_is_listener(file))
+                return -ENOENT;
+        /* A seccomp listener's private_data is its filter. */
+        if (bpf_probe_read_kernel(&filter, sizeof(filter), &file->private_data) < 0 || !filter)
+                return -ENOENT;
+        return chain_send(filter, slot);
+}
+
+/* The record of fd of t's process, a listener of filter_id. 0, or -ENOSPC. */
+static __always_inline int listener_send(struct task_struct *t, __u32 fd, __u64 filter_id) {
+        struct scan_rec_listener rec = {
+                .type = SCAN_REC_LISTENER,
+                .tgid = scan_tgid(t),
+                .fd = fd,
+                .filter_id = filter_id,
+        };
+
+        if (!rec.tgid)
+                return 0;
+        if (bpf_ringbuf_output(&records, &rec, sizeof(rec), BPF_RB_NO_WAKEUP) < 0)
+                return -ENOSPC;
+        return 0;
+}
+
+/* The listener fds of t's file table, as the kernel's task_file iterator finds them, without its
+ * cost per file (a lock, a reference taken and dropped, a program run): each table once, with the
+ * thread group leader, or with a thread that has a table of its own (that iterator skips a thread
+ * whose table is its leader's). The open_fds bitmap says which slots to read; the table is read
+ * with plain loads and probe reads, no reference taken, so a task that is exiting is left out (its
+ * table goes away under us; a read of a freed one does not fault, only reads nonsense).
+ * A global function, checked once (task_addr: the task as a number). 0, or -ENOSPC (ring buffer
+ * full: the task is retried, and its listeners sent again). */
+__noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
+        struct task_struct *t = bpf_rdonly_cast((void *) task_addr, bpf_core_type_id_kernel(struct task_struct));
+        struct files_struct *files;
+        struct bpf_iter_num words_it;
+        unsigned long *open_fds;
+        struct fdtable *fdt;
+        struct file **fds;
+        __u32 max_fds, words;
+        int *w, *bit, r = 0;
+        __s64 id;
+
+        if (!t)
+                return 0;
+        files = ((struct task_struct___files *) t)->files;
+        if (!files || (t->flags & PF_EXITING) || (t->pid != t->tgid && files == ((struct task_struct___files *) t->group_leader)->files))
+                return 0;
+        fdt = files->fdt;
+        if (!fdt)
+                return 0;
+        max_fds = fdt->max_fds;
+        fds = fdt->fd;
+        open_fds = fdt->open_fds;
+        words = max_fds / 64 + (max_fds % 64 != 0);
+        if (words > FD_WORDS_MAX)
+                words = FD_WORDS_MAX;
+
+        bpf_iter_num_new(&words_it, 0, words);
+        while ((w = bpf_iter_num_next(&words_it))) {
+                struct bpf_iter_num bits_it;
+                __u64 bits;
+                __u32 base = (__u32) *w * 64;
+
+                if (bpf_probe_read_kernel(&bits, sizeof(bits), &open_fds[*w]) < 0)
+                        break;
+                /* bit by bit, up to the highest set: a table's fds are mostly its lowest */
+                bpf_iter_num_new(&bits_it, 0, 64);
+                while ((bit = bpf_iter_num_next(&bits_it))) {
+                        __u32 fd = base + (*bit & 63);
+                        __u64 file = 0;
+
+                        if (!(bits >> (*bit & 63)))
+                                break;
+                        if (!(bits & (1ULL << (*bit & 63))))
+                                continue;
+                        if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) < 0 || !file)
+                                continue;
+                        id = listener_filter(file, slot);
+                        if (id == -ENOENT)
+                                continue;
+                        r = id == -ENOSPC ? -ENOSPC : listener_send(t, fd, id < 0 ? 0 : (__u64) id);
+                        if (r < 0)
+                                break;
+                }
+                bpf_iter_num_destroy(&bits_it);
+                if (r < 0)
+                        break;
+        }
+        bpf_iter_num_destroy(&words_it);
+        return r;
+}
+
+/* Whether the thread running the program is files_walker_tid. */
+static __noinline bool walker_is_current(void) {
+        struct task_struct *t = task_plain(bpf_get_current_task_btf());
+
+        pidns_learn();
+        if (!pidns_self.inum)
+                return false;
+        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t->thread_pid)) == files_walker_tid;
+}
+
 /* Every task the kernel lets BPF see. On the project's machines that is every task but those of
  * pid 1 (the VM's init agent): its whole thread group is missing from iter/task, from a
  * task-specific iterator (bpf_iter_link_info.task.pid, .tid or .pid_fd = pidfd_open(1)) and from
@@ -513,17 +687,32 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         struct task_struct *t = ctx->task, *leader;
         const struct cred *cred;
         struct scan_rec_task *rec;
-        __u64 head_id;
+        __u64 head_id, head;
+        __s64 id;
         __u32 flags = 0, tid, tgid, ppid;
-        int mode, r;
+        bool files_walk;
+        int mode;
 
+        /* The walk of the file tables (listeners) runs in the same program as the walk of the
+         * tasks: in the same run, alone, or in a second run beside (the reading thread says which). */
+        files_walk = files_mode == SCAN_FILES_ONLY || (files_mode == SCAN_FILES_BESIDE && walker_is_current());
         if (!t) {
-                iter_end(false);
+                iter_end(files_walk);
                 return 0;
         }
 
         /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
         scan_pidns_learn();
+        if (files_walk || files_mode == SCAN_FILES_IN_TASKS) {
+                __u64 addr = 0;
+
+                if (bpf_probe_read_kernel(&addr, sizeof(addr), &ctx->task) < 0)
+                        addr = 0;
+                if (task_listeners_send(addr, files_walk ? SCRATCH_FILES : SCRATCH_TASKS) < 0)
+                        return retry_object();
+                if (files_walk)
+                        return 0;
+        }
         t = task_plain(t);
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
@@ -533,9 +722,13 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
 
-        r = chain_walk(t->seccomp.filter, &head_id, SCRATCH_TASKS);
-        if (r == -ENOSPC)
+        /* the head as a number: a global function takes no kernel pointer */
+        if (bpf_probe_read_kernel(&head, sizeof(head), &t->seccomp.filter) < 0)
+                head = 0;
+        id = chain_send(head, SCRATCH_TASKS);
+        if (id == -ENOSPC)
                 return retry_object();
+        head_id = id < 0 ? 0 : (__u64) id;
         if (want_exe && t->pid == t->tgid && exe_send(t) < 0)
                 return retry_object();
 
@@ -569,63 +762,6 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         __builtin_memcpy(rec->comm, t->comm, sizeof(rec->comm));
         __builtin_memcpy(rec->leader_comm, leader->comm, sizeof(rec->leader_comm));
         bpf_ringbuf_submit(rec, BPF_RB_NO_WAKEUP);
-        return 0;
-}
-
-static __always_inline bool file_is_listener(struct file *file) {
-        static const char name[] = SECCOMP_NOTIFY_NAME;
-        char buf[sizeof(name)] = {};
-        const unsigned char *p;
-
-        /* Plain loads. */
-        if (file->f_inode->i_sb->s_magic != ANON_INODE_FS_MAGIC)
-                return false;
-        if (file->f_path.dentry->d_name.len != sizeof(name) - 1)
-                return false;
-        p = file->f_path.dentry->d_name.name;
-        if (bpf_probe_read_kernel(buf, sizeof(name) - 1, p) < 0)
-                return false;
-        for (unsigned i = 0; i < sizeof(name) - 1; i++)
-                if (buf[i] != name[i])
-                        return false;
-        return true;
-}
-
-SEC("iter/task_file")
-int scan_files(struct bpf_iter__task_file *ctx) {
-        struct task_struct *t = ctx->task;
-        struct file *file = ctx->file;
-        struct scan_rec_listener rec = {};
-        struct seccomp_filter *filter;
-        __u64 filter_id;
-        int r;
-
-        if (!t || !file) {
-                iter_end(true);
-                return 0;
-        }
-        scan_pidns_learn();
-        t = task_plain(t);
-        file = bpf_rdonly_cast(file, bpf_core_type_id_kernel(struct file));
-        if (!file_is_listener(file))
-                return 0;
-        rec.tgid = scan_tgid(t);
-        if (!rec.tgid)
-                return 0;
-
-        /* A seccomp listener's private_data is its filter. */
-        filter = bpf_rdonly_cast(file->private_data, bpf_core_type_id_kernel(struct seccomp_filter));
-        if (!filter)
-                return 0;
-        r = chain_walk(filter, &filter_id, SCRATCH_FILES);
-        if (r == -ENOSPC)
-                return retry_object();
-
-        rec.type = SCAN_REC_LISTENER;
-        rec.fd = ctx->fd;
-        rec.filter_id = filter_id;
-        if (bpf_ringbuf_output(&records, &rec, sizeof(rec), BPF_RB_NO_WAKEUP) < 0)
-                return retry_object();
         return 0;
 }
 

@@ -128,6 +128,16 @@ struct scan_rec_end {
         __u64 swept; /* ids dropped at the end of this pass */
 };
 
+/* What a run of the task iterator does (files_mode, a global of scan.bpf.c): the listener fds are
+ * found by reading every file table, in the same walk as the tasks or in a walk of its own. */
+enum scan_files_mode {
+        SCAN_FILES_NONE = 0,     /* the tasks only */
+        SCAN_FILES_IN_TASKS = 1, /* the tasks, and each one's file table */
+        SCAN_FILES_ONLY = 2,     /* the file tables only */
+        SCAN_FILES_BESIDE = 3,   /* the file tables in the reads of thread files_walker_tid, the
+                                  * tasks in every other thread's */
+};
+
 /* Counters of the iterators in their .bss, read by user space (never addresses); those of the id
  * map itself are struct ids_stats (ids.h). */
 struct scan_stats {
