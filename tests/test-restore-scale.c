@@ -145,31 +145,6 @@ static Forest *fan_forest(size_t n) {
         return f;
 }
 
-/* Each child of a process that forks a thousand runs its steps (its filter, no_new_privs, park) as
- * soon as it is made, in one go: issued with the fork that makes it, it does not wait for the
- * executor to take the fork in, nor for the window of steps the executor looks at to reach its
- * last steps, which the plan lists after every fork (2.4-2.7 waits each before, one now: its
- * park). */
-static void test_children_run_ahead(void) {
-        _cleanup_(forest_freep) Forest *f = fan_forest(1000);
-        unsigned long waits = 0;
-        size_t n = 0, i;
-        json_t *x;
-        RestoreRun r;
-
-        restore_start(f, 0, NULL, &r);
-        json_array_foreach(json_object_get(r.ready, "processes"), i, x) {
-                if (json_integer_value(json_object_get(x, "snapshot_pid")) == 100)
-                        continue;
-                waits += status_number((pid_t) json_integer_value(json_object_get(x, "pid")), "voluntary_ctxt_switches:");
-                n++;
-        }
-        g_assert_cmpuint(n, ==, 1000);
-        g_test_message("1000 children: %lu voluntary context switches (%.2f each)", waits, (double) waits / (double) n);
-        g_assert_cmpuint(waits, <, 3 * n / 2); /* one each: its park */
-        restore_release(&r);
-}
-
 /* A line's number of /proc/PID/io. */
 static unsigned long io_number(pid_t pid, const char *field) {
         g_autofree char *path = g_strdup_printf("/proc/%d/io", pid), *text = NULL;
@@ -181,24 +156,51 @@ static unsigned long io_number(pid_t pid, const char *field) {
         return strtoul(at + strlen(field) + 1, NULL, 10);
 }
 
+/* The sum of what number() reads as field for each restored child of the fan's root (snapshot
+ * pid 100), of which there must be n. */
+static unsigned long children_sum(const RestoreRun *r, unsigned long (*number)(pid_t, const char *),
+                                  const char *field, size_t n) {
+        unsigned long sum = 0;
+        size_t got = 0, i;
+        json_t *x;
+
+        json_array_foreach(json_object_get(r->ready, "processes"), i, x) {
+                if (json_integer_value(json_object_get(x, "snapshot_pid")) == 100)
+                        continue;
+                sum += number((pid_t) json_integer_value(json_object_get(x, "pid")), field);
+                got++;
+        }
+        g_assert_cmpuint(got, ==, n);
+        return sum;
+}
+
+/* Each child of a process that forks a thousand runs its steps (its filter, no_new_privs, park) as
+ * soon as it is made, in one go: issued with the fork that makes it, it does not wait for the
+ * executor to take the fork in, nor for the window of steps the executor looks at to reach its
+ * last steps, which the plan lists after every fork (2.4-2.7 waits each before, one now: its
+ * park). */
+static void test_children_run_ahead(void) {
+        _cleanup_(forest_freep) Forest *f = fan_forest(1000);
+        size_t n = 1000;
+        RestoreRun r;
+
+        restore_start(f, 0, NULL, &r);
+        unsigned long waits = children_sum(&r, status_number, "voluntary_ctxt_switches:", n);
+        g_test_message("1000 children: %lu voluntary context switches (%.2f each)", waits, (double) waits / (double) n);
+        g_assert_cmpuint(waits, <, 3 * n / 2); /* one each: its park */
+        restore_release(&r);
+}
+
 /* A child that runs its filter, no_new_privs and park in one go wakes the executor once, after
  * the last (the executor issued them together and has nothing to do between them): one write(2)
  * to the report eventfd per child, where each step wrote one before (2.5 each). */
 static void test_one_report_per_child(void) {
         _cleanup_(forest_freep) Forest *f = fan_forest(1000);
-        unsigned long writes = 0;
-        size_t n = 0, i;
-        json_t *x;
+        size_t n = 1000;
         RestoreRun r;
 
         restore_start(f, 0, NULL, &r);
-        json_array_foreach(json_object_get(r.ready, "processes"), i, x) {
-                if (json_integer_value(json_object_get(x, "snapshot_pid")) == 100)
-                        continue;
-                writes += io_number((pid_t) json_integer_value(json_object_get(x, "pid")), "syscw:");
-                n++;
-        }
-        g_assert_cmpuint(n, ==, 1000);
+        unsigned long writes = children_sum(&r, io_number, "syscw:", n);
         g_test_message("1000 children: %lu write(2) calls (%.2f each)", writes, (double) writes / (double) n);
         g_assert_cmpuint(writes, <, 3 * n / 2);
         restore_release(&r);
