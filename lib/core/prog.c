@@ -347,16 +347,6 @@ char *prog_digest_to_string(const uint8_t digest[PROG_DIGEST_SIZE], char *buf) {
         return buf;
 }
 
-static int unhex_char(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -EINVAL;
-}
-
 int prog_digest_from_string(const char *s, uint8_t out[PROG_DIGEST_SIZE]) {
         uint8_t d[PROG_DIGEST_SIZE];
 

@@ -34,6 +34,17 @@ static inline void fclosep(FILE **f) {
         if (*f)
                 fclose(*f);
 }
+/* The value of a hexadecimal digit (either case), or -EINVAL. */
+static inline int unhex_char(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -EINVAL;
+}
+
 /* Close *fd if it is open, and mark it closed: for an fd kept in a structure. */
 static inline void close_fd(int *fd) {
         if (*fd >= 0)

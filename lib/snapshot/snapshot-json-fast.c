@@ -175,16 +175,6 @@ static size_t utf8_sequence(const unsigned char *s, size_t avail) {
         return n;
 }
 
-static int hex_digit(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* The 4 hex digits of \uXXXX at p (6 bytes there), or -1. */
 static int32_t hex4(const char *p) {
         int32_t v = 0;
@@ -192,7 +182,7 @@ static int32_t hex4(const char *p) {
         if (p[0] != '\\' || p[1] != 'u')
                 return -1;
         for (int i = 2; i < 6; i++) {
-                int d = hex_digit(p[i]);
+                int d = unhex_char(p[i]);
                 if (d < 0)
                         return -1;
                 v = v << 4 | d;

@@ -241,6 +241,23 @@ struct trace_event_raw_task_rename {
         char newcomm[16];
 } __kernel_struct;
 
+/* A file table: fd[i] is open when bit i of open_fds is set (fd[i] may still be NULL while an
+ * open is being installed). Reached through task_struct___files: struct task_struct above leaves
+ * files out. */
+struct fdtable {
+        unsigned int max_fds;
+        struct file **fd;
+        unsigned long *open_fds;
+} __kernel_struct;
+
+struct files_struct {
+        struct fdtable *fdt;
+} __kernel_struct;
+
+struct task_struct___files {
+        struct files_struct *files;
+} __kernel_struct;
+
 /* The state of an open-coded number iterator (bpf_iter_num_new/next/destroy, 6.4+). */
 struct bpf_iter_num {
         __u64 __opaque[1];

@@ -546,22 +546,6 @@ static __always_inline bool file_is_listener(struct file *file) {
         return true;
 }
 
-/* A file table: fd[i] is open when bit i of open_fds is set (fd[i] may still be NULL while an
- * open is being installed). Declared here, not in kernel.h: watch.bpf.c declares its own. */
-struct fdtable {
-        unsigned int max_fds;
-        struct file **fd;
-        unsigned long *open_fds;
-} __kernel_struct;
-
-struct files_struct {
-        struct fdtable *fdt;
-} __kernel_struct;
-
-struct task_struct___files {
-        struct files_struct *files;
-} __kernel_struct;
-
 /* The bound of a file table walk, in words of its open_fds bitmap: the most an open-coded loop may
  * run (BPF_MAX_LOOPS), 512 Mi fds; a table that large would hold 4 GiB of pointers. */
 #define FD_WORDS_MAX (8U << 20)

@@ -26,23 +26,9 @@ extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
 extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
 extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
 #define BPF_TASK_ITER_PROC_THREADS 2
-#define PF_EXITING 0x00000004
 
-/* What close(2) of a listener fd reads: the fd table, and the file's reference count (file_ref_t
- * since 6.13, counting from 0 for one reference; f_count, from 1, before). */
-struct fdtable {
-        unsigned int max_fds;
-        struct file **fd;
-} __kernel_struct;
-
-struct files_struct {
-        struct fdtable *fdt;
-} __kernel_struct;
-
-struct task_struct___files {
-        struct files_struct *files;
-} __kernel_struct;
-
+/* What close(2) of a listener fd reads: the fd table (kernel.h), and the file's reference count
+ * (file_ref_t since 6.13, counting from 0 for one reference; f_count, from 1, before). */
 struct atomic_long___w {
         long counter;
 };
