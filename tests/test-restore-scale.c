@@ -12,9 +12,9 @@
 #define KIB 1024UL
 #define MIB (1024UL * 1024)
 
-/* A number of /proc/PID/status (kB for sizes). */
-static unsigned long status_number(pid_t pid, const char *field) {
-        g_autofree char *path = g_strdup_printf("/proc/%d/status", pid), *text = NULL;
+/* The number after field in /proc/PID/file (status: kB for sizes; io: counts). */
+static unsigned long proc_number(pid_t pid, const char *file, const char *field) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/%s", pid, file), *text = NULL;
         const char *at;
 
         g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
@@ -37,14 +37,14 @@ static void test_small_root(void) {
         restore_start(f, 0, NULL, &r);
         root = r.root_pid;
         g_assert_cmpint(root, >, 0);
-        g_test_message("restore root %d: RssAnon %lu kB, executor %d: RssAnon %lu kB", root, status_number(root, "RssAnon:"),
-                       r.executor, status_number(r.executor, "RssAnon:"));
-        g_assert_cmpuint(status_number(r.executor, "RssAnon:"), >, 16 * KIB); /* the executor does hold it */
-        g_assert_cmpuint(status_number(root, "RssAnon:"), <, 8 * KIB);
+        g_test_message("restore root %d: RssAnon %lu kB, executor %d: RssAnon %lu kB", root, proc_number(root, "status", "RssAnon:"),
+                       r.executor, proc_number(r.executor, "status", "RssAnon:"));
+        g_assert_cmpuint(proc_number(r.executor, "status", "RssAnon:"), >, 16 * KIB); /* the executor does hold it */
+        g_assert_cmpuint(proc_number(root, "status", "RssAnon:"), <, 8 * KIB);
         g_assert_cmpuint(json_array_size(json_object_get(r.ready, "processes")), ==, 16);
         json_array_foreach(json_object_get(r.ready, "processes"), i, x) {
                 pid_t pid = (pid_t) json_integer_value(json_object_get(x, "pid"));
-                g_assert_cmpuint(status_number(pid, "RssAnon:"), <, 8 * KIB);
+                g_assert_cmpuint(proc_number(pid, "status", "RssAnon:"), <, 8 * KIB);
         }
         restore_release(&r); /* its root is gone too */
 }
@@ -62,7 +62,7 @@ static void test_root_runs_ahead(void) {
         restore_start(f, 0, NULL, &r);
         root = r.root_pid;
         g_assert_cmpuint(json_array_size(json_object_get(r.ready, "processes")), ==, 300);
-        waits = status_number(root, "voluntary_ctxt_switches:");
+        waits = proc_number(root, "status", "voluntary_ctxt_switches:");
         g_test_message("restore root %d: %lu voluntary context switches for 300 forks", root, waits);
         g_assert_cmpuint(waits, <, 100);
         restore_release(&r);
@@ -145,21 +145,9 @@ static Forest *fan_forest(size_t n) {
         return f;
 }
 
-/* A line's number of /proc/PID/io. */
-static unsigned long io_number(pid_t pid, const char *field) {
-        g_autofree char *path = g_strdup_printf("/proc/%d/io", pid), *text = NULL;
-        const char *at;
-
-        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-        at = strstr(text, field);
-        g_assert_nonnull(at);
-        return strtoul(at + strlen(field) + 1, NULL, 10);
-}
-
-/* The sum of what number() reads as field for each restored child of the fan's root (snapshot
+/* The sum of field in /proc/PID/file for each restored child of the fan's root (snapshot
  * pid 100), of which there must be n. */
-static unsigned long children_sum(const RestoreRun *r, unsigned long (*number)(pid_t, const char *),
-                                  const char *field, size_t n) {
+static unsigned long children_sum(const RestoreRun *r, const char *file, const char *field, size_t n) {
         unsigned long sum = 0;
         size_t got = 0, i;
         json_t *x;
@@ -167,7 +155,7 @@ static unsigned long children_sum(const RestoreRun *r, unsigned long (*number)(p
         json_array_foreach(json_object_get(r->ready, "processes"), i, x) {
                 if (json_integer_value(json_object_get(x, "snapshot_pid")) == 100)
                         continue;
-                sum += number((pid_t) json_integer_value(json_object_get(x, "pid")), field);
+                sum += proc_number((pid_t) json_integer_value(json_object_get(x, "pid")), file, field);
                 got++;
         }
         g_assert_cmpuint(got, ==, n);
@@ -185,7 +173,7 @@ static void test_children_run_ahead(void) {
         RestoreRun r;
 
         restore_start(f, 0, NULL, &r);
-        unsigned long waits = children_sum(&r, status_number, "voluntary_ctxt_switches:", n);
+        unsigned long waits = children_sum(&r, "status", "voluntary_ctxt_switches:", n);
         g_test_message("1000 children: %lu voluntary context switches (%.2f each)", waits, (double) waits / (double) n);
         g_assert_cmpuint(waits, <, 3 * n / 2); /* one each: its park */
         restore_release(&r);
@@ -200,7 +188,7 @@ static void test_one_report_per_child(void) {
         RestoreRun r;
 
         restore_start(f, 0, NULL, &r);
-        unsigned long writes = children_sum(&r, io_number, "syscw:", n);
+        unsigned long writes = children_sum(&r, "io", "syscw:", n);
         g_test_message("1000 children: %lu write(2) calls (%.2f each)", writes, (double) writes / (double) n);
         g_assert_cmpuint(writes, <, 3 * n / 2);
         restore_release(&r);
