@@ -37,8 +37,8 @@ static void test_small_root(void) {
         restore_start(f, 0, NULL, &r);
         root = r.root_pid;
         g_assert_cmpint(root, >, 0);
-        g_test_message("restore root %d: RssAnon %lu kB, executor %d: RssAnon %lu kB", root, proc_number(root, "status", "RssAnon:"),
-                       r.executor, proc_number(r.executor, "status", "RssAnon:"));
+        g_test_message("restore root %d: RssAnon %lu kB, executor %d: RssAnon %lu kB", root,
+                       proc_number(root, "status", "RssAnon:"), r.executor, proc_number(r.executor, "status", "RssAnon:"));
         g_assert_cmpuint(proc_number(r.executor, "status", "RssAnon:"), >, 16 * KIB); /* the executor does hold it */
         g_assert_cmpuint(proc_number(root, "status", "RssAnon:"), <, 8 * KIB);
         g_assert_cmpuint(json_array_size(json_object_get(r.ready, "processes")), ==, 16);
