@@ -19,12 +19,17 @@ static uint64_t bytes_read(void) {
         return g_ascii_strtoull(p + strlen("rchar: "), NULL, 10);
 }
 
-static BpfScanner *oneshot_new(bool no_argv) {
+static BpfScanner *oneshot_new_with(bool no_argv, bool no_exe) {
         BpfScanner *s = NULL;
-        g_assert_cmpint(bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = no_argv }, &s),
+        g_assert_cmpint(bpf_scanner_new_with_options(
+                                &(BpfScannerOptions) { .oneshot = true, .no_argv = no_argv, .no_exe = no_exe }, &s),
                         ==, 0);
         bpf_scanner_set_beside_min_tasks(s, 0); /* whatever the tasks of the machine */
         return s;
+}
+
+static BpfScanner *oneshot_new(bool no_argv) {
+        return oneshot_new_with(no_argv, false);
 }
 
 static Forest *oneshot_scan(BpfScanner *b, pid_t root) {
@@ -38,9 +43,10 @@ static Forest *oneshot_scan(BpfScanner *b, pid_t root) {
         return f;
 }
 
-/* Loading a one-shot scanner, with the command-line iterator and without, reads far less than the
- * kernel's BTF (libbpf's skeleton reads all of /sys/kernel/btf/vmlinux, megabytes); its scans
- * still see the scenario as it is. */
+/* Loading a one-shot scanner, with the command-line iterator, without, and without the
+ * executables' code too (the tree's), reads far less than the kernel's BTF (libbpf's skeleton
+ * reads all of /sys/kernel/btf/vmlinux, megabytes); its scans still see the scenario as it is, the
+ * executables from the pass where the scanner has the code for them, else from /proc. */
 static void test_no_btf_read(void) {
         if (!tests_require_root())
                 return;
@@ -52,14 +58,24 @@ static void test_no_btf_read(void) {
         g_assert_cmpint(scenario_install(s, a, x.b, x.nb, 0), >=, 0);
         g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
 
-        for (int no_argv = 0; no_argv <= 1; no_argv++) {
+        for (int variant = 0; variant <= 2; variant++) {
+                bool no_exe = variant == 2;
                 uint64_t before = bytes_read();
-                BpfScanner *b = oneshot_new(no_argv);
+                BpfScanner *b = oneshot_new_with(variant >= 1, no_exe);
                 uint64_t read = bytes_read() - before;
                 g_assert_cmpuint(read, <, (uint64_t) st.st_size / 4);
 
+                BpfScannerStats stats;
                 Forest *f = oneshot_scan(b, scenario_root_pid(s));
                 tests_assert_forest_matches(f, s, true);
+                g_assert_cmpint(bpf_scanner_get_stats(b, &stats), ==, 0);
+                if (no_exe)
+                        g_assert_cmpuint(stats.exe_proc_reads, >=, f->n_processes);
+                else
+                        g_assert_cmpuint(stats.exe_proc_reads, ==, 0);
+                g_assert_cmpuint(f->n_processes, >=, 2);
+                for (size_t i = 0; i < f->n_processes; i++)
+                        g_assert_nonnull(f->processes[i]->exe);
                 forest_free(f);
                 bpf_scanner_free(b);
         }

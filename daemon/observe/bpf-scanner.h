@@ -129,6 +129,7 @@ struct BpfScanner {
         uint64_t argv_passes;
         uint64_t *argv_want;     /* the argv_want map, mapped; NULL without the argv iterator */
         bool no_argv;            /* the argv iterator is not loaded */
+        bool no_exe;             /* nor the executables' code (a one-shot's light skeleton, with no_argv) */
         unsigned long beside_min_tasks; /* one-shot: task_file beside task from this many tasks on */
         long ticks_per_sec;
         bool failure_logged;     /* the current attempt failed where its cause is known, and logged it */

@@ -3,8 +3,9 @@
  * process, parses it and matches each type the programs name against all of its ~125,000 types,
  * once per type, on every load: most of what a one-shot scan costs at idle (bench/README.md,
  * figure 7). A light skeleton hands the kernel a loader program instead; the kernel applies the
- * CO-RE relocations from the BTF it already holds parsed. Two are built: with the command-line
- * iterator and without it (--no-argv), so that a one-shot loads only what it runs. */
+ * CO-RE relocations from the BTF it already holds parsed. Three are built: with the command-line
+ * iterator, without it (--no-argv), and without it or the executables' code (the tree output), so
+ * that a one-shot loads only what it runs. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,9 @@
 #include "observe/bpf/scan.skel.h"        /* the layout the scanner reads the sections with */
 #include "observe/bpf/scan.lskel.h"
 #include "observe/bpf/scan-noargv.lskel.h"
+#include "observe/bpf/scan-tree.lskel.h"
 
-/* Both light skeletons come from scan.bpf.c: the sections have libbpf's skeleton's layout. */
+/* The light skeletons come from scan.bpf.c: the sections have libbpf's skeleton's layout. */
 #define ASSERT_SAME_LAYOUT(L)                                                                          \
         _Static_assert(sizeof(*((struct L *) 0)->bss) == sizeof(*((struct scan_bpf *) 0)->bss), "bss");    \
         _Static_assert(sizeof(*((struct L *) 0)->data) == sizeof(*((struct scan_bpf *) 0)->data), "data"); \
@@ -24,6 +26,7 @@
         _Static_assert(sizeof(*((struct L *) 0)->rodata) == sizeof(*((struct scan_bpf *) 0)->rodata), "rodata")
 ASSERT_SAME_LAYOUT(scan_lskel);
 ASSERT_SAME_LAYOUT(scan_noargv_lskel);
+ASSERT_SAME_LAYOUT(scan_tree_lskel);
 
 /* Open light skeleton l of type L, size, load and attach it, and describe it in u: everything but
  * the command-line iterator, which only one of them has. */
@@ -74,11 +77,18 @@ static void scan_noargv_lskel_destroy_void(void *l) {
         scan_noargv_lskel__destroy(l);
 }
 
+static void scan_tree_lskel_destroy_void(void *l) {
+        scan_tree_lskel__destroy(l);
+}
+
 int bpf_scan_light_load(BpfScanner *s, uint64_t last_id, uint32_t ring_size) {
         BpfScanUnit u;
         int r;
 
-        if (s->no_argv) {
+        if (s->no_exe) {
+                struct scan_tree_lskel *l;
+                r = LIGHT_LOAD(scan_tree_lskel, l, s, last_id, ring_size, &u);
+        } else if (s->no_argv) {
                 struct scan_noargv_lskel *l;
                 r = LIGHT_LOAD(scan_noargv_lskel, l, s, last_id, ring_size, &u);
         } else {

@@ -44,6 +44,7 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
                 return -ENOMEM; /* the caller logs it */
         s->oneshot = o->oneshot;
         s->no_argv = o->no_argv;
+        s->no_exe = o->no_exe && o->no_argv;
         s->beside_min_tasks = BPF_BESIDE_MIN_TASKS;
         s->id_map_size = bpf_scanner_id_map_size(o->oneshot);
         s->ticks_per_sec = bpf_clock_ticks_per_sec();

@@ -21,6 +21,9 @@ typedef struct BpfScannerOptions {
         /* Scans will not ask for argv (ScanOptions.include_argv): the iterator that reads command
          * lines is not loaded (one that asks anyway reads /proc/PID/cmdline). */
         bool no_argv;
+        /* Nor for executables (ScanOptions.include_exe), with no_argv: a one-shot scanner loads no
+         * code that reads them (one that asks anyway reads /proc/PID/exe). */
+        bool no_exe;
 } BpfScannerOptions;
 int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
