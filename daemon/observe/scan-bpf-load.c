@@ -70,10 +70,18 @@ void bpf_scanner_unload(BpfScanner *s) {
 
 static size_t heap_keep; /* 0 until heap_setup() set the heap up */
 
-/* The whole pages of [p, p + bytes) populated in one call. */
+/* A call populates this much at most: it holds the process's mmap lock for reading throughout, and
+ * a thread that maps or unmaps meanwhile (the light skeleton maps its sections at the end of its
+ * load) waits for the call to end. */
+#define POPULATE_CHUNK (256U << 10)
+
+/* The whole pages of [p, p + bytes) populated, a chunk a call. */
 static void populate_range(void *p, size_t bytes) {
         uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
-        (void) madvise((void *) start, ((uintptr_t) p + bytes - start) & ~(page - 1), MADV_POPULATE_WRITE);
+        uintptr_t end = ((uintptr_t) p + bytes) & ~(page - 1);
+
+        for (uintptr_t at = start; at < end; at += POPULATE_CHUNK)
+                (void) madvise((void *) at, MIN(end - at, (uintptr_t) POPULATE_CHUNK), MADV_POPULATE_WRITE);
 }
 
 /* The next `bytes` of the heap populated in one call, and left free for what comes next. */

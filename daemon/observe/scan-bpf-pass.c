@@ -311,30 +311,21 @@ static int files_run(BpfScanner *s) {
         return 0;
 }
 
-/* Whether a second CPU is idle now: the tasks running (this thread among them) are fewer than
- * the CPUs. */
-static bool cpu_idle_now(void) {
-        _cleanup_fclose_ FILE *f = fopen("/proc/loadavg", "re");
-        unsigned running = 0, total = 0;
-
-        return f && fscanf(f, "%*s %*s %*s %u/%u", &running, &total) == 2 &&
-               running < (unsigned) sysconf(_SC_NPROCESSORS_ONLN);
-}
-
 /* Whether the file tables are walked beside the tasks, in a second thread: in a one-shot's first
  * pass (the later ones renew ids of earlier passes, one walker at a time) if it needs them from
- * the start, while a second CPU is idle, on a machine with tasks enough
- * (s->beside_min_tasks) that the walks take longer than a thread costs to start and to meet (some
- * hundreds of microseconds: an idle machine's walks take less). Else the task walk reads each
- * task's table as it goes, which costs less in all than a second walk (that one visits every task
- * again) but takes longer than two walks on two CPUs. A live scanner's passes read the tables
- * rarely, and while the machine's other work goes on. */
+ * the start, on a machine of two CPUs or more with tasks enough (s->beside_min_tasks) that the
+ * walks take longer than a thread costs to start and to meet (some hundreds of microseconds: an
+ * idle machine's walks take less). Else the task walk reads each task's table as it goes, which
+ * costs less in all than a second walk (that one visits every task again) but takes longer than
+ * two walks on two CPUs. Whether a second CPU is free is left to the scheduler: a count of the
+ * tasks running at the moment of asking (/proc/loadavg) said no in most runs on an otherwise quiet
+ * machine, kernel workers finishing the last process's teardown among them. A live scanner's passes
+ * read the tables rarely, and while the machine's other work goes on. */
 static bool files_beside(BpfScanner *s, bool files) {
         struct sysinfo si;
 
         return files && s->oneshot && s->pass == 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-               (s->beside_min_tasks == 0 || (sysinfo(&si) == 0 && si.procs >= s->beside_min_tasks)) &&
-               (s->beside_min_tasks == 0 || cpu_idle_now());
+               (s->beside_min_tasks == 0 || (sysinfo(&si) == 0 && si.procs >= s->beside_min_tasks));
 }
 
 /* The tasks, and the file tables beside them in a second run of the task iterator: the records of
