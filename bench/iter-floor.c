@@ -4,17 +4,17 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "floor.skel.h"
+#include "floor.lskel.h"
 
 struct IterFloor {
-        struct floor_bpf *skel;
+        struct floor_lskel *skel;
         double load_msec; /* open, load (the verifier) and attach */
 };
 
 IterFloor *iter_floor_free(IterFloor *f) {
         if (!f)
                 return NULL;
-        floor_bpf__destroy(f->skel);
+        floor_lskel__destroy(f->skel);
         free(f);
         return NULL;
 }
@@ -28,10 +28,10 @@ int iter_floor_new(IterFloor **ret) {
         if (!f)
                 return log_oom();
         (void) clock_gettime(CLOCK_MONOTONIC, &t0);
-        f->skel = floor_bpf__open_and_load();
+        f->skel = floor_lskel__open_and_load();
         if (!f->skel)
                 return log_error_errno(-errno, "Failed to load the iterator floor program: %m");
-        r = floor_bpf__attach(f->skel);
+        r = floor_lskel__attach(f->skel);
         if (r < 0)
                 return log_error_errno(r, "Failed to attach the iterator floor program: %m");
         (void) clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -46,7 +46,7 @@ int iter_floor_run(IterFloor *f, struct floor_counts *ret) {
         ssize_t n;
 
         f->skel->bss->counts = (struct floor_counts) {};
-        fd = bpf_iter_create(bpf_link__fd(f->skel->links.floor_tasks));
+        fd = bpf_iter_create(f->skel->links.floor_tasks_fd);
         if (fd < 0)
                 return log_error_errno(-errno, "Failed to start the iterator floor: %m");
         /* The program writes nothing: the first read() runs the whole pass and returns 0. */

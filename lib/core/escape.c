@@ -50,19 +50,27 @@ static const char *escape_byte(unsigned char c, char buf[static ESCAPE_MAX]) {
         return buf;
 }
 
+/* The length of the piece at p printed as it is (a printable ASCII byte, or a printable UTF-8
+ * sequence), or 0 when it is escaped (or the end). */
+static size_t plain_length(const unsigned char *p) {
+        if (*p >= 0x20 && *p < 0x7f && *p != '\\')
+                return 1;
+        return *p >= 0x80 ? utf8_printable_length(p) : 0;
+}
+
 /* Walk s: call emit for each piece, a run of bytes copied as they are or one escape. Stops
  * early when emit returns false. */
 static void escape_walk(const char *s, bool (*emit)(const char *p, size_t n, void *userdata), void *userdata) {
         const unsigned char *p = (const unsigned char *) s;
         char buf[ESCAPE_MAX];
         while (*p) {
-                size_t n = *p < 0x80 ? (escape_byte(*p, buf) ? 0 : 1) : utf8_printable_length(p);
-                if (n > 0) {
-                        if (!emit((const char *) p, n, userdata))
-                                return;
+                const unsigned char *run = p;
+                for (size_t n; (n = plain_length(p)) > 0;)
                         p += n;
-                        continue;
-                }
+                if (p > run && !emit((const char *) run, (size_t) (p - run), userdata))
+                        return;
+                if (!*p)
+                        return;
                 const char *e = escape_byte(*p, buf);
                 if (!emit(e, strlen(e), userdata))
                         return;
@@ -94,11 +102,20 @@ typedef struct BufSink {
 
 static bool emit_buf(const char *p, size_t n, void *userdata) {
         BufSink *b = userdata;
-        if (b->len + n >= b->size)
-                return false;
-        memcpy(b->buf + b->len, p, n);
-        b->len += n;
-        return true;
+        if (b->len + n < b->size) {
+                memcpy(b->buf + b->len, p, n);
+                b->len += n;
+                return true;
+        }
+        /* What fits of a run of bytes printed as they are, cut between two of its characters; an
+         * escape (it starts with a backslash, which a run never has) is never cut. */
+        for (size_t m; p[0] != '\\' && n > 0 && (m = plain_length((const unsigned char *) p)) > 0 &&
+                       b->len + m < b->size;
+             p += m, n -= m) {
+                memcpy(b->buf + b->len, p, m);
+                b->len += m;
+        }
+        return false;
 }
 
 char *str_escape_buf(const char *s, char *buf, size_t size) {

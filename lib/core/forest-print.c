@@ -198,6 +198,21 @@ static void print_listener_holders(const Forest *f, const Listener *l, FILE *out
                 fputs(" nobody", out);
 }
 
+/* "[pid]": the line of most processes is this and their comm, tens of thousands of times. */
+static void put_pid(pid_t pid, FILE *out) {
+        char buf[16], *q = buf + sizeof(buf);
+        unsigned v = pid < 0 ? 0U - (unsigned) pid : (unsigned) pid;
+
+        *--q = ']';
+        do
+                *--q = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        if (pid < 0)
+                *--q = '-';
+        *--q = '[';
+        fwrite(q, 1, (size_t) (buf + sizeof(buf) - q), out);
+}
+
 /* "comm[pid]" and, when not every thread of the process is in this slot or there are several,
  * the tids that are. */
 static void print_process_line(const Forest *f, const Process *p, size_t slot, FILE *out) {
@@ -205,7 +220,7 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, F
         for (size_t j = 0; j < p->n_threads; j++)
                 in_slot += process_slot(f, p, j) == slot;
         fputs_escaped(p->comm, out);
-        fprintf(out, "[%d]", p->pid);
+        put_pid(p->pid, out);
         if (p->n_threads > 1) {
                 fprintf(out, " %zu/%zu threads:", in_slot, p->n_threads);
                 for (size_t j = 0; j < p->n_threads; j++)

@@ -188,6 +188,14 @@ static __always_inline void seccomp_proc_unmark(struct task_struct *t) {
                 bpf_map_delete_elem(&seccomp_procs, &tgid);
 }
 
+/* Whether t is the only thread of its process: alone in its signal struct's list of threads. The
+ * list, not signal->nr_threads (both change together, under the process's siglock), so that the
+ * scan unit reads no struct signal_struct: the kernel's cache of CO-RE candidates keeps it in the
+ * slot of struct files_struct, which the file-table walk reads (pidns.bpf.h says why it matters). */
+static __always_inline bool task_alone(struct task_struct *t) {
+        return t->thread_node.next == t->thread_node.prev;
+}
+
 /* Only a multi-threaded process needs the mark: a single thread in strict or filter mode is
  * reported for its mode alone, and every thread it goes on to create inherits that mode. */
 static __always_inline void seccomp_proc_mark(struct task_struct *t) {
@@ -195,7 +203,7 @@ static __always_inline void seccomp_proc_mark(struct task_struct *t) {
         __u64 start = t->group_leader->start_boottime;
         __u64 *old;
 
-        if (t->signal->nr_threads <= 1)
+        if (task_alone(t))
                 return;
         old = bpf_map_lookup_elem(&seccomp_procs, &tgid);
         if (old && *old == start)

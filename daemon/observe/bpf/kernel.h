@@ -102,6 +102,10 @@ struct pid {
         struct upid numbers[];
 } __kernel_struct;
 
+struct list_head {
+        struct list_head *next, *prev;
+};
+
 struct task_struct {
         unsigned int flags;
         int exit_state;
@@ -116,6 +120,7 @@ struct task_struct {
         struct mm_struct *mm;
         char comm[16];
         struct signal_struct *signal;
+        struct list_head thread_node; /* in signal->thread_head (Linux 3.15) */
         struct fs_struct *fs;
         struct seccomp seccomp;
 } __kernel_struct;

@@ -7,42 +7,61 @@
 
 #include "observe/bpf/ids.bpf.h"
 
-/* The iterators run in the reader's context: current is the daemon. Once is enough (a process
- * never changes its pid namespace). */
-static __always_inline void pidns_learn(void) {
-        struct task_struct *me;
-        struct pid *p;
-        struct upid u = {};
-        __u32 level;
+/* A pid's number at one level of namespaces, and that namespace (its inode number). */
+struct pid_number {
+        __u32 nr, level, inum;
+};
 
-        if (pidns_self.inum)
-                return;
-        me = task_plain(bpf_get_current_task_btf());
-        p = me->thread_pid;
-        level = p->level;
-        if (level > 32 || bpf_probe_read_kernel(&u, sizeof(u), (const void *) ((__u64) p +
-                                                bpf_core_field_offset(struct pid, numbers) +
-                                                (__u64) level * sizeof(struct upid))) < 0 || !u.ns)
-                return;
-        pidns_self.level = level;
-        pidns_self.inum = BPF_CORE_READ(u.ns, ns.inum);
-}
-
-/* p's number in the daemon's namespace, or 0 when p is not in it (a task of a namespace above it,
- * or of a sibling one). Two reads of kernel memory, only outside the initial namespace. */
-static __noinline __u32 pidns_nr(struct pid *p) {
-        __u32 level = pidns_self.level;
+/* p's number at level (its own, the deepest, when own), in *ret; all 0 when it has none there.
+ * Every read of struct pid and struct pid_namespace is here, once: the kernel resolves a light
+ * skeleton's CO-RE relocations through a cache of 31 candidate lists by a hash of the type's
+ * name, where these two share a slot, and each alternation between them walks all of its types
+ * again. Two reads of kernel memory. */
+static __noinline int pid_number_at(struct pid *p, __u32 level, bool own, struct pid_number *ret) {
+        struct pid_namespace *ns;
         struct upid u = {};
+        __u32 deepest;
         __u64 at;
 
-        if (!p || p->level < level || level > 32)
+        ret->nr = ret->level = ret->inum = 0;
+        if (!p)
+                return 0;
+        deepest = p->level;
+        if (own)
+                level = deepest;
+        if (deepest < level || level > 32)
                 return 0;
         at = (__u64) p + bpf_core_field_offset(struct pid, numbers) + (__u64) level * sizeof(struct upid);
         if (bpf_probe_read_kernel(&u, sizeof(u), (const void *) at) < 0 || !u.ns)
                 return 0;
-        if (BPF_CORE_READ(u.ns, ns.inum) != pidns_self.inum)
-                return 0;
-        return (__u32) u.nr;
+        ns = u.ns; /* a plain struct upid: its layout has not changed since it was made */
+        ret->nr = (__u32) u.nr;
+        ret->level = level;
+        ret->inum = BPF_CORE_READ(ns, ns.inum);
+        return 0;
+}
+
+/* The iterators run in the reader's context: current is the daemon. Once is enough (a process
+ * never changes its pid namespace). */
+static __always_inline void pidns_learn(void) {
+        struct pid_number n;
+
+        if (pidns_self.inum)
+                return;
+        pid_number_at(task_plain(bpf_get_current_task_btf())->thread_pid, 0, true, &n);
+        if (!n.inum)
+                return;
+        pidns_self.level = n.level;
+        pidns_self.inum = n.inum;
+}
+
+/* p's number in the daemon's namespace, or 0 when p is not in it (a task of a namespace above it,
+ * or of a sibling one). */
+static __noinline __u32 pidns_nr(struct pid *p) {
+        struct pid_number n;
+
+        pid_number_at(p, pidns_self.level, false, &n);
+        return n.inum && n.inum == pidns_self.inum ? n.nr : 0;
 }
 
 /* t's tid, its process's tgid and its parent process's tgid in the daemon's namespace. Returns

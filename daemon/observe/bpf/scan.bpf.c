@@ -526,7 +526,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         }
         t = task_plain(t);
         mode = t->seccomp.mode;
-        if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && t->signal->nr_threads <= 1)
+        if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && task_alone(t))
                 return 0;
         if (!scan_task_ids(t, &tid, &tgid, &ppid))
                 return 0; /* outside the daemon's pid namespace */
