@@ -10,6 +10,8 @@
 #include "observe/procinfo.h"
 #include "observe/source.h"
 #include "observe/scanner.h"
+#include "observe/scan-bpf-pass.h"
+#include "observe/scan-bpf-select.h"
 #include "snapshot/snapshot.h"
 #include "listener-holder.h"
 #include "tests-util.h"
@@ -862,10 +864,69 @@ static void test_failure_logged_once(void) {
         g_assert_cmpstr(text, ==, want);
 }
 
+static int cmp_rec_tgid_tid(const void *a, const void *b) {
+        const struct scan_rec_task *x = a, *y = b;
+        if (x->tgid != y->tgid)
+                return x->tgid < y->tgid ? -1 : 1;
+        return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* The pass's task records come in tid order; spans need them by process and thread. Nearly
+ * sorted input (a process's later threads after other processes, pids wrapped around at the
+ * end), and shuffled input, come out as a full sort puts them, each record whole. */
+static void test_spans_order(void) {
+        GRand *rand = g_rand_new_with_seed(23);
+        for (int trial = 0; trial < 300; trial++) {
+                PassRecords r = {};
+                size_t n = 1 + (size_t) g_rand_int_range(rand, 0, 400);
+                g_assert_cmpint(GROW(r.tasks, r.n_tasks_allocated, n), ==, 0);
+                uint32_t next = 300 + (uint32_t) g_rand_int_range(rand, 0, 1000);
+                for (size_t i = 0; i < n; i++) {
+                        struct scan_rec_task *t = &r.tasks[i];
+                        *t = (struct scan_rec_task) { .type = SCAN_REC_TASK };
+                        int kind = trial % 3 == 2 ? 3 : g_rand_int_range(rand, 0, 10);
+                        t->tid = next++;
+                        if (kind == 0 && i > 0) /* a thread of an earlier process */
+                                t->tgid = r.tasks[g_rand_int_range(rand, 0, (int32_t) i)].tgid;
+                        else if (kind == 1 && i > n / 2) /* pids wrapped around */
+                                t->tid = t->tgid = (uint32_t) g_rand_int_range(rand, 2, 300);
+                        else if (kind == 3) /* shuffled */
+                                t->tid = t->tgid = (uint32_t) g_rand_int_range(rand, 2, 5000);
+                        else
+                                t->tgid = t->tid;
+                        t->ppid = t->tgid + 7; /* a mark of the record, checked below */
+                }
+                r.n_tasks = n;
+                g_autofree struct scan_rec_task *want = g_memdup2(r.tasks, n * sizeof(*want));
+                qsort(want, n, sizeof(*want), cmp_rec_tgid_tid);
+
+                ProcSpan *spans = NULL;
+                size_t n_spans = 0, covered = 0;
+                g_assert_cmpint(bpf_spans_build(&r, &spans, &n_spans), ==, 0);
+                g_assert_cmpuint(r.n_tasks, ==, n);
+                for (size_t i = 0; i < n; i++) {
+                        g_assert_cmpuint(r.tasks[i].tgid, ==, want[i].tgid);
+                        g_assert_cmpuint(r.tasks[i].tid, ==, want[i].tid);
+                        g_assert_cmpuint(r.tasks[i].ppid, ==, r.tasks[i].tgid + 7);
+                }
+                for (size_t i = 0; i < n_spans; i++) {
+                        g_assert_true(i == 0 || spans[i - 1].pid < spans[i].pid);
+                        for (size_t j = spans[i].first; j < spans[i].first + spans[i].n; j++)
+                                g_assert_cmpint((pid_t) r.tasks[j].tgid, ==, spans[i].pid);
+                        covered += spans[i].n;
+                }
+                g_assert_cmpuint(covered, ==, n);
+                free(spans);
+                bpf_pass_records_free(&r);
+        }
+        g_rand_free(rand);
+}
+
 int main(int argc, char **argv) {
         int r;
 
         tests_init(&argc, &argv);
+        g_test_add_func("/scan-bpf/spans-order", test_spans_order);
         g_test_add_func("/scan-bpf/single", test_single);
         g_test_add_func("/scan-bpf/chain", test_chain);
         g_test_add_func("/scan-bpf/fork-shares", test_fork_shares);

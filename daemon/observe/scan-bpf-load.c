@@ -136,6 +136,23 @@ void bpf_heap_populate_kept(size_t bytes) {
                 heap_populate(MIN(bytes, heap_keep));
 }
 
+BpfHeapBlock bpf_heap_block_new(size_t tasks) {
+        size_t bytes = MIN(tasks * HEAP_BYTES_PER_TASK, heap_keep);
+        void *p = bytes > 0 ? malloc(bytes) : NULL;
+
+        return (BpfHeapBlock) { .p = p, .bytes = p ? bytes : 0 };
+}
+
+void bpf_heap_block_populate(const BpfHeapBlock *b) {
+        if (b->p)
+                populate_range(b->p, b->bytes);
+}
+
+void bpf_heap_block_free(BpfHeapBlock *b) {
+        free(b->p);
+        *b = (BpfHeapBlock) {};
+}
+
 /* The id map of a scanner: a live one's is the largest; a one-shot one's has room for twice the
  * tasks that exist (a filter is held by at least one task, or a listener fd), within
  * [ONESHOT_MIN_IDS, MAX_FILTER_IDS]. */

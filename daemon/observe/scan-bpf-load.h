@@ -8,6 +8,17 @@
 void bpf_scanner_process_prepare(void);
 /* Populate the next `bytes` of the heap (at most what the heap keeps) in one call. */
 void bpf_heap_populate_kept(size_t bytes);
+/* A block of this thread's heap for what it will build next (the forest), held while another
+ * thread populates it (bpf_heap_block_populate(), any thread) and freed with bpf_heap_block_free()
+ * (this thread) before it builds: its allocations then take pages already there. Nothing is held
+ * where the heap keeps nothing. */
+typedef struct BpfHeapBlock {
+        void *p;
+        size_t bytes;
+} BpfHeapBlock;
+BpfHeapBlock bpf_heap_block_new(size_t tasks);
+void bpf_heap_block_populate(const BpfHeapBlock *b);
+void bpf_heap_block_free(BpfHeapBlock *b);
 /* The entries of the kernel's id map for a live or a one-shot scanner. */
 uint32_t bpf_scanner_id_map_size(bool oneshot);
 /* Open, size and load the iterator unit into s->unit (and its ring buffer reader), continuing the

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "observe/scan-bpf-cache.h"
+#include "observe/scan-bpf-load.h"
 #include "observe/scan-bpf-pass.h"
 #include "observe/scan-bpf-side.h"
 #include "observe/bpf/scan.skel.h" /* after the records it names (bpf/scan.h) */
@@ -328,20 +329,31 @@ static bool files_beside(BpfScanner *s, bool files) {
                (s->beside_min_tasks == 0 || (sysinfo(&si) == 0 && si.procs >= s->beside_min_tasks));
 }
 
+static void populate_then(void *userdata) {
+        bpf_heap_block_populate(userdata);
+}
+
 /* The tasks, and the file tables beside them in a second run of the task iterator: the records of
- * both drained here. */
+ * both drained here. The file tables take less time than the tasks and their records: the side
+ * then populates the heap the forest will take (forest_prepare() would, after the pass). */
 static int tasks_and_files_run(BpfScanner *s) {
+        BpfHeapBlock forest_heap;
+        struct sysinfo si;
         BpfSideRun side;
         int r;
 
         files_start(s);
         s->unit.bss->files_walker_tid = 0;
         s->unit.bss->files_mode = SCAN_FILES_BESIDE;
-        r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->files_walker_tid);
-        if (r < 0)
+        forest_heap = bpf_heap_block_new(sysinfo(&si) == 0 ? (size_t) si.procs : 0);
+        r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->files_walker_tid, populate_then, &forest_heap);
+        if (r < 0) {
+                bpf_heap_block_free(&forest_heap);
                 return bpf_scanner_fail_errno(s, r, "Failed to start the files walk: %m");
+        }
         r = iter_run_beside(s, s->unit.tasks_link_fd, "task", &side);
         r = side_finish(s, &side, r);
+        bpf_heap_block_free(&forest_heap);
         if (r < 0)
                 return r;
         files_done(s);

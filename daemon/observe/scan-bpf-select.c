@@ -89,6 +89,26 @@ static int cmp_task_key(const void *a, const void *b) {
         return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/* Sort keys[0..n). They come in the iterator's tid order, which is theirs for most: a process's
+ * later threads and whatever pids have wrapped around to are out of it, and few. Those are taken
+ * aside, sorted and merged back from the end: n steps and the sort of a few, not n log n steps. */
+static int keys_sort(TaskKey *keys, size_t n) {
+        _cleanup_free_ TaskKey *late = malloc(n * sizeof(TaskKey));
+        size_t m = 0, k = 0, w = n;
+
+        if (!late)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (m == 0 || cmp_task_key(&keys[m - 1], &keys[i]) <= 0)
+                        keys[m++] = keys[i];
+                else
+                        late[k++] = keys[i];
+        qsort_safe(late, k, sizeof(TaskKey), cmp_task_key);
+        while (k > 0)
+                keys[--w] = m > 0 && cmp_task_key(&keys[m - 1], &late[k - 1]) > 0 ? keys[--m] : late[--k];
+        return 0;
+}
+
 /* Sort the task records by process and thread. Once pids have wrapped around (on any machine that
  * has run long enough) the iterator's tid order is not that: small keys are sorted, and each
  * record (over 100 bytes) moved once, into the spare array that then takes the records' place. */
@@ -104,7 +124,8 @@ static int task_recs_sort(PassRecords *r) {
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 keys[i] = (TaskKey) { .tgid = r->tasks[i].tgid, .tid = r->tasks[i].tid, .index = (uint32_t) i };
-        qsort(keys, n, sizeof(TaskKey), cmp_task_key);
+        if (keys_sort(keys, n) < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 r->tasks_spare[i] = r->tasks[keys[i].index];
         t = r->tasks, r->tasks = r->tasks_spare, r->tasks_spare = t;

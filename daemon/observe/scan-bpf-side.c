@@ -43,6 +43,8 @@ static void *side_main(void *userdata) {
                 ssize_t k = read(r->fd, buf, sizeof(buf));
                 if (k >= 0) {
                         side_end(r, k == 0 ? 0 : -EBADMSG);
+                        if (r->then)
+                                r->then(r->then_userdata);
                         return NULL;
                 }
                 if (errno == EINTR)
@@ -55,10 +57,11 @@ static void *side_main(void *userdata) {
         }
 }
 
-int bpf_side_start(BpfSideRun *r, int link_fd, volatile uint32_t *tid) {
+int bpf_side_start(BpfSideRun *r, int link_fd, volatile uint32_t *tid, void (*then)(void *userdata),
+                   void *then_userdata) {
         int k;
 
-        *r = (BpfSideRun) { .fd = bpf_iter_create(link_fd), .tid = tid };
+        *r = (BpfSideRun) { .fd = bpf_iter_create(link_fd), .tid = tid, .then = then, .then_userdata = then_userdata };
         if (r->fd < 0)
                 return -errno;
         (void) pthread_mutex_init(&r->lock, NULL);

@@ -17,11 +17,16 @@ typedef struct BpfSideRun {
         int error;       /* 0: the iterator ran to its end; else a negative errno */
         bool wrote;      /* the program wrote text into the iterator's file */
         volatile uint32_t *tid; /* where the side puts its thread id before it reads, or NULL */
+        void (*then)(void *userdata); /* what the side does once its iterator ended, or NULL */
+        void *then_userdata;
 } BpfSideRun;
 
 /* Start reading iterator link link_fd in a thread; it puts its thread id in *tid (unless NULL)
- * before its first read, so that the program can tell its runs from this thread's. */
-int bpf_side_start(BpfSideRun *r, int link_fd, volatile uint32_t *tid);
+ * before its first read, so that the program can tell its runs from this thread's. After its
+ * iterator ended, the side calls then(then_userdata) unless NULL: work for a free CPU while this
+ * thread's iterator goes on. */
+int bpf_side_start(BpfSideRun *r, int link_fd, volatile uint32_t *tid, void (*then)(void *userdata),
+                   void *then_userdata);
 /* The ring buffer was drained: a side waiting for room goes on. */
 void bpf_side_drained(BpfSideRun *r);
 /* Wait until the side waits for room or has ended; *ret_done tells which. */
