@@ -1,4 +1,5 @@
-/* iter-floor.h: loads and runs the pointer-only iterator floor (bpf/floor.bpf.c) */
+/* iter-floor.h: loads (through a light skeleton) and runs the pointer-only iterator floor
+ * (bpf/floor.bpf.c) */
 #pragma once
 
 #include "bpf/floor.h"

@@ -166,10 +166,26 @@ int forest_display_order(const Forest *f, const Filter **ret) {
         return 0;
 }
 
+/* v in decimal: the tree's lines are mostly numbers, tens of thousands of them, and fprintf()
+ * parses its format each time. */
+static void put_u64(uint64_t v, FILE *out) {
+        char buf[20], *q = buf + sizeof(buf);
+
+        do
+                *--q = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        fwrite(q, 1, (size_t) (buf + sizeof(buf) - q), out);
+}
+
 static void print_filter_line(const Filter *x, size_t chain_tasks, FILE *out) {
         char digest[PROG_DIGEST_STRING_MAX];
         prog_digest_to_string(x->digest, digest);
-        fprintf(out, "filter %" PRIu64 "  %zu insns  %.19s", x->id, x->len, digest);
+        fputs("filter ", out);
+        put_u64(x->id, out);
+        fputs("  ", out);
+        put_u64(x->len, out);
+        fputs(" insns  ", out);
+        fwrite(digest, 1, strnlen(digest, 19), out);
         if (x->log)
                 fputs("  log", out);
         if (x->wait_killable_recv)
@@ -180,8 +196,11 @@ static void print_filter_line(const Filter *x, size_t chain_tasks, FILE *out) {
                 fputs("  listener", out);
         if (x->identity == IDENTITY_INFERRED)
                 fputs("  (inferred)", out);
-        fprintf(out, "  [head of %zu, in the chains of %zu task%s]", x->n_tasks, chain_tasks,
-                chain_tasks == 1 ? "" : "s");
+        fputs("  [head of ", out);
+        put_u64(x->n_tasks, out);
+        fputs(", in the chains of ", out);
+        put_u64(chain_tasks, out);
+        fputs(chain_tasks == 1 ? " task]" : " tasks]", out);
 }
 
 /* "listener 1 held by supervisor[812] fd 5, worker[700] fd 3" */
@@ -200,17 +219,11 @@ static void print_listener_holders(const Forest *f, const Listener *l, FILE *out
 
 /* "[pid]": the line of most processes is this and their comm, tens of thousands of times. */
 static void put_pid(pid_t pid, FILE *out) {
-        char buf[16], *q = buf + sizeof(buf);
-        unsigned v = pid < 0 ? 0U - (unsigned) pid : (unsigned) pid;
-
-        *--q = ']';
-        do
-                *--q = (char) ('0' + v % 10);
-        while ((v /= 10) > 0);
+        fputc('[', out);
         if (pid < 0)
-                *--q = '-';
-        *--q = '[';
-        fwrite(q, 1, (size_t) (buf + sizeof(buf) - q), out);
+                fputc('-', out);
+        put_u64(pid < 0 ? 0U - (unsigned) pid : (unsigned) pid, out);
+        fputc(']', out);
 }
 
 /* "comm[pid]" and, when not every thread of the process is in this slot or there are several,
