@@ -863,6 +863,34 @@ static void test_refuse_listener_below_listener(void) {
         kmodel_deinit(&h.km);
 }
 
+/* Hand-made, as a hostile snapshot can be: a process without a single thread holds a listener fd.
+ * The planner refuses it, naming the process (it chose a task of that process to receive the fd
+ * and read past its arrays: the JSON snapshot fuzzer found it). */
+static void test_refuse_holder_without_tasks(void) {
+        g_autoptr(Forest) f = forest_new();
+        Filter *x;
+        Listener *l;
+        Process *p;
+        Task *t;
+
+        g_assert_cmpint(forest_add_filter(f, 1, 0, progs[0], prog_len[0], &x), ==, 0);
+        x->has_listener = true;
+        x->listener_id = 1;
+        g_assert_cmpint(forest_add_process(f, 100, &p), ==, 0);
+        strcpy(p->comm, "p");
+        g_assert_cmpint(process_add_thread(p, 100, &t), ==, 0);
+        t->mode = TASK_MODE_FILTER;
+        t->filter_id = 1;
+        g_assert_cmpint(forest_add_process(f, 101, &p), ==, 0);
+        p->ppid = 100;
+        strcpy(p->comm, "empty");
+        g_assert_cmpint(forest_add_listener(f, 1, 1, &l), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 101, 5), ==, 0);
+        g_assert_cmpint(listener_add_holder(l, 100, 9), ==, 0);
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        assert_refused(f, "holds fd 5 but has no task left to receive it");
+}
+
 /* A filter that stops clone, installed before the children that share it are forked: the
  * original forked them through a call the planner's executor does not make; refused, naming it. */
 static void test_refuse_clone_stopped(void) {
@@ -1284,6 +1312,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/refuse/cousins", test_refuse_cousins);
         g_test_add_func("/plan/refuse/listener-below-listener", test_refuse_listener_below_listener);
         g_test_add_func("/plan/refuse/clone-stopped", test_refuse_clone_stopped);
+        g_test_add_func("/plan/refuse/holder-without-tasks", test_refuse_holder_without_tasks);
         g_test_add_func("/plan/refuse/exec-stopped", test_refuse_exec_stopped);
         g_test_add_func("/plan/sectreectl-escapes", test_sectreectl_plan_escapes);
         g_test_add_func("/plan/random", test_random);

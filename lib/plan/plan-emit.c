@@ -571,7 +571,7 @@ static int run_jobs(Planner *p, JobStack *jobs) {
 /* ---- the end of every task ---- */
 
 /* The task of plan process pp to receive a listener fd: the first whose chain lets it (or, when
- * none does, the first, whose step then says why). */
+ * none does, the first, whose step then says why); PLAN_NONE when it has no task alive. */
 static size_t receiver_of(Planner *p, size_t pp, size_t li, int fd) {
         const KProcess *kp = &p->km.processes[pp];
 
@@ -600,6 +600,9 @@ static int emit_receives(Planner *p) {
                         if (kmodel_fd_listener(&p->km, pp, l->holders[j].fd) == p->sim.listener_object[li])
                                 continue;
                         task = receiver_of(p, pp, li, l->holders[j].fd);
+                        if (task == PLAN_NONE) /* a snapshot can say so; a process without a task holds no fd */
+                                return plan_refuse(p, "listener %" PRIu64 ": %s holds fd %d but has no task left to "
+                                                   "receive it", l->id, PROCESS_NAME(p, x - 1), l->holders[j].fd);
                         r = emit(p, STEP(.op = PLAN_OP_RECEIVE_LISTENER, .task = task, .listener = li,
                                          .fd = l->holders[j].fd));
                         if (r < 0)
