@@ -12,17 +12,22 @@ struct pid_number {
         __u32 nr, level, inum;
 };
 
-/* p's number at level (its own, the deepest, when own), in *ret; all 0 when it has none there.
- * Every read of struct pid and struct pid_namespace is here, once: the kernel resolves a light
- * skeleton's CO-RE relocations through a cache of 31 candidate lists by a hash of the type's
- * name, where these two share a slot, and each alternation between them walks all of its types
- * again. Two reads of kernel memory. */
-static __noinline int pid_number_at(struct pid *p, __u32 level, bool own, struct pid_number *ret) {
+/* The number of the struct pid at pid_addr at level (its own, the deepest, when own), in *ret;
+ * all 0 when it has none there. Every read of struct pid and struct pid_namespace is here, once:
+ * the kernel resolves a light skeleton's CO-RE relocations through a cache of 31 candidate lists by
+ * a hash of the type's name, where these two share a slot, and each alternation between them walks
+ * all of its types again. A global function, which the verifier checks once rather than at each
+ * of the calls (half of the task program's verification was these lines, six times over); it
+ * takes the pid as a number (pidns_pid_of()). Two reads of kernel memory. */
+__noinline int pid_number_at(__u64 pid_addr, __u32 level, __u32 own, struct pid_number *ret) {
+        struct pid *p = bpf_rdonly_cast((void *) pid_addr, bpf_core_type_id_kernel(struct pid));
         struct pid_namespace *ns;
         struct upid u = {};
         __u32 deepest;
         __u64 at;
 
+        if (!ret)
+                return 0;
         ret->nr = ret->level = ret->inum = 0;
         if (!p)
                 return 0;
@@ -41,26 +46,35 @@ static __noinline int pid_number_at(struct pid *p, __u32 level, bool own, struct
         return 0;
 }
 
+/* t's struct pid as a number, for pid_number_at() (a global function takes no kernel pointer). */
+static __always_inline __u64 pidns_pid_of(struct task_struct *t) {
+        __u64 addr = 0;
+
+        if (bpf_probe_read_kernel(&addr, sizeof(addr), &t->thread_pid) < 0)
+                return 0;
+        return addr;
+}
+
 /* The iterators run in the reader's context: current is the daemon. Once is enough (a process
  * never changes its pid namespace). */
 static __always_inline void pidns_learn(void) {
-        struct pid_number n;
+        struct pid_number n = {};
 
         if (pidns_self.inum)
                 return;
-        pid_number_at(task_plain(bpf_get_current_task_btf())->thread_pid, 0, true, &n);
+        pid_number_at(pidns_pid_of(task_plain(bpf_get_current_task_btf())), 0, 1, &n);
         if (!n.inum)
                 return;
         pidns_self.level = n.level;
         pidns_self.inum = n.inum;
 }
 
-/* p's number in the daemon's namespace, or 0 when p is not in it (a task of a namespace above it,
+/* t's number in the daemon's namespace, or 0 when t is not in it (a task of a namespace above it,
  * or of a sibling one). */
-static __noinline __u32 pidns_nr(struct pid *p) {
-        struct pid_number n;
+static __always_inline __u32 pidns_nr(struct task_struct *t) {
+        struct pid_number n = {};
 
-        pid_number_at(p, pidns_self.level, false, &n);
+        pid_number_at(pidns_pid_of(t), pidns_self.level, 0, &n);
         return n.inum && n.inum == pidns_self.inum ? n.nr : 0;
 }
 
@@ -79,9 +93,9 @@ static __always_inline bool pidns_task_ids(struct task_struct *t, __u32 *tid, __
                 *ppid = leader->real_parent->tgid;
                 return true;
         }
-        *tid = pidns_nr(t->thread_pid);
-        *tgid = pidns_nr(leader->thread_pid);
-        *ppid = pidns_nr(leader->real_parent->group_leader->thread_pid);
+        *tid = pidns_nr(t);
+        *tgid = pidns_nr(leader);
+        *ppid = pidns_nr(leader->real_parent->group_leader);
         return *tid != 0 && *tgid != 0;
 }
 
@@ -91,5 +105,5 @@ static __always_inline __u32 pidns_tgid(struct task_struct *t) {
                 return 0;
         if (pidns_self.level == 0)
                 return t->tgid;
-        return pidns_nr(t->group_leader->thread_pid);
+        return pidns_nr(t->group_leader);
 }

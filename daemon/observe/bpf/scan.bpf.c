@@ -158,76 +158,109 @@ static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 par
         return 0;
 }
 
-/* Mark the chain from head (entry he) up to stop, exclusive, as complete: everything on it was
- * sent in this pass. */
-static __always_inline void chain_mark_complete(struct seccomp_filter *head, struct filter_ent *he,
-                                                struct seccomp_filter *stop) {
+/* Mark the chain from head up to stop, exclusive, as complete: everything on it was sent in this
+ * pass. */
+static __always_inline void chain_mark_complete(struct seccomp_filter *head, __u64 stop) {
         struct seccomp_filter *f = head;
-        struct filter_ent *e = he;
+        struct filter_ent *e;
         struct bpf_iter_num it;
         __u64 key;
 
         bpf_iter_num_new(&it, 0, MAX_CHAIN_WALK);
         while (bpf_iter_num_next(&it)) {
-                e->complete_pass = pass;
-                f = f->prev;
-                if (!f || f == stop)
-                        break;
                 key = (__u64) f;
+                if (!f || key == stop)
+                        break;
                 e = bpf_map_lookup_elem(&filter_ids, &key);
                 if (!e || e->complete_pass == pass)
                         break;
+                e->complete_pass = pass;
+                f = f->prev;
         }
         bpf_iter_num_destroy(&it);
 }
 
+/* What chain_step() did with one filter of a chain. */
+enum {
+        CHAIN_STEP_COMPLETE, /* its whole chain was sent in this pass already: nothing sent */
+        CHAIN_STEP_ROOT,     /* sent (unless this pass had), and it is the root */
+        CHAIN_STEP_NEXT,     /* sent (unless this pass had): its parent, step->next, comes next */
+};
+
+struct chain_step {
+        __u64 id;   /* the filter's */
+        __u64 next; /* CHAIN_STEP_NEXT: the parent's address */
+};
+
+/* One filter of a chain, at f_addr: its entry (an id given if it has none), and its record sent
+ * unless this pass sent it. A global function, which the verifier checks once, where the body of
+ * the chain walk's loop was checked again until its states converged (chain_send() was a third of
+ * the scan unit's verification). A CHAIN_STEP_*, or -ENOSPC (ring buffer full: retry the object),
+ * -ENOMEM (the id map is full, counted in stats), -EINVAL. */
+__noinline int chain_step(__u64 f_addr, __u32 slot, struct chain_step *step) {
+        struct seccomp_filter *f = bpf_rdonly_cast((void *) f_addr, bpf_core_type_id_kernel(struct seccomp_filter));
+        struct filter_ent *e, *pe;
+        __u64 prev = 0, parent_id = 0;
+        int r;
+
+        if (!step || !f)
+                return -EINVAL;
+        step->id = step->next = 0;
+        e = filter_ent_get(f);
+        if (!e)
+                return -ENOMEM;
+        step->id = e->id;
+        if (e->complete_pass == pass)
+                return CHAIN_STEP_COMPLETE;
+        /* the parent as a number: a global function takes no kernel pointer */
+        if (bpf_probe_read_kernel(&prev, sizeof(prev), &f->prev) < 0)
+                return -EINVAL;
+        if (prev) {
+                pe = filter_ent_get(bpf_rdonly_cast((void *) prev, bpf_core_type_id_kernel(struct seccomp_filter)));
+                if (!pe)
+                        return -ENOMEM;
+                parent_id = pe->id;
+        }
+        r = filter_send(f, e, parent_id, slot); /* one call: the verifier checks it at each */
+        if (r < 0)
+                return r;
+        step->next = prev;
+        return prev ? CHAIN_STEP_NEXT : CHAIN_STEP_ROOT;
+}
+
 /* Send every filter of the chain at head not sent in this pass yet, walking from the head towards
  * the root and stopping early at a filter whose whole chain was sent in this pass. Most tasks
- * take the first return: their head was completed by another task. 0, -ENOSPC (ring buffer full:
- * retry the object), or another negative errno (counted in stats). */
-static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_head_id, __u32 slot) {
-        struct seccomp_filter *f, *prev, *stop = NULL;
-        struct filter_ent *he, *e, *pe;
+ * take the first step's return: their head was completed by another task. The head's id (0: no
+ * head), or -ENOSPC (ring buffer full: retry the object), or another negative errno (counted in
+ * stats). A global function: checked once, whatever calls it (the task program walks chains
+ * twice: its task's and a listener's). */
+__noinline __s64 chain_send(__u64 head_addr, __u32 slot) {
+        struct seccomp_filter *head = bpf_rdonly_cast((void *) head_addr, bpf_core_type_id_kernel(struct seccomp_filter));
+        struct chain_step step = {};
+        __u64 f = head_addr, stop = 0, head_id = 0;
         struct bpf_iter_num it;
         bool done = false;
         int r = 0;
 
-        *ret_head_id = 0;
         if (!head)
                 return 0;
-        he = filter_ent_get(head);
-        if (!he)
-                return -ENOMEM;
-        if (he->complete_pass == pass) {
-                *ret_head_id = he->id;
-                return 0;
-        }
-
-        f = head;
-        e = he;
         bpf_iter_num_new(&it, 0, MAX_CHAIN_WALK);
         while (bpf_iter_num_next(&it)) {
-                if (e->complete_pass == pass) {
+                r = chain_step(f, slot, &step);
+                if (r < 0)
+                        break;
+                if (f == head_addr)
+                        head_id = step.id;
+                if (r == CHAIN_STEP_COMPLETE) {
                         stop = f;
                         done = true;
                         break;
                 }
-                prev = f->prev;
-                if (!prev) {
-                        r = filter_send(f, e, 0, slot);
-                        done = r == 0;
+                if (r == CHAIN_STEP_ROOT) {
+                        done = true;
                         break;
                 }
-                pe = filter_ent_get(prev);
-                if (!pe) {
-                        r = -ENOMEM;
-                        break;
-                }
-                r = filter_send(f, e, pe->id, slot);
-                if (r < 0)
-                        break;
-                f = prev;
-                e = pe;
+                f = step.next;
         }
         bpf_iter_num_destroy(&it);
 
@@ -237,22 +270,9 @@ static __always_inline int chain_walk(struct seccomp_filter *head, __u64 *ret_he
                 __sync_fetch_and_add(&stats.chain_too_long, 1);
                 return -E2BIG;
         }
-        chain_mark_complete(head, he, stop);
-        *ret_head_id = he->id;
-        return 0;
-}
-
-/* chain_walk() as a global subprogram: the verifier checks a global function once, whatever calls
- * it, where a static one is checked again at each call (the task program walks chains twice: its
- * task's and a listener's). head_addr is the chain's head (0: none). The head's id (0: none), or a
- * negative errno as chain_walk() returns it. */
-__noinline __s64 chain_send(__u64 head_addr, __u32 slot) {
-        struct seccomp_filter *head = bpf_rdonly_cast((void *) head_addr, bpf_core_type_id_kernel(struct seccomp_filter));
-        __u64 id = 0;
-        int r;
-
-        r = chain_walk(head, &id, slot);
-        return r < 0 ? r : (__s64) id;
+        if (stop != head_addr)
+                chain_mark_complete(head, stop);
+        return (__s64) head_id;
 }
 
 static __always_inline int retry_object(void) {
@@ -484,7 +504,7 @@ static __noinline bool walker_is_current(void) {
         scan_pidns_learn();
         if (!pidns_self.inum)
                 return false;
-        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t->thread_pid)) == files_walker_tid;
+        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t)) == files_walker_tid;
 }
 
 /* Every task the kernel lets BPF see. On the project's machines that is every task but those of
