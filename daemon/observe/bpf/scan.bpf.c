@@ -318,36 +318,21 @@ static __always_inline void pass_end(void) {
         bpf_ringbuf_output(&records, &end, sizeof(end), BPF_RB_NO_WAKEUP);
 }
 
-/* bpf/pidns.bpf.h's helpers as global functions, which the verifier checks once, not at each
- * call, and the kernel relocates once (its cache of CO-RE candidates keeps pid and pid_namespace
- * in one slot). They take the task as a number: a global function takes no kernel pointer. */
-__noinline int scan_pidns_learn(void) {
+/* bpf/pidns.bpf.h's helpers, once in each program that calls them rather than inlined at each
+ * call: the kernel resolves each CO-RE relocation of a light skeleton's programs (one-shot
+ * scanners) by walking its BTF for the type named, unless the type is in its small cache of
+ * candidates, where pid, upid and pid_namespace evict each other; one copy relocates them once. */
+static __noinline int scan_pidns_learn(void) {
         pidns_learn();
         return 0;
 }
 
-struct scan_ids {
-        __u32 tid, tgid, ppid;
-};
-
-/* 1 with t's ids in the daemon's pid namespace, 0 when t is not in it. */
-__noinline int scan_task_ids(__u64 task_addr, struct scan_ids *ids) {
-        if (!ids || !task_addr)
-                return 0;
-        return pidns_task_ids(task_plain((struct task_struct *) task_addr), &ids->tid, &ids->tgid, &ids->ppid);
+static __noinline bool scan_task_ids(struct task_struct *t, __u32 *tid, __u32 *tgid, __u32 *ppid) {
+        return pidns_task_ids(t, tid, tgid, ppid);
 }
 
-__noinline __u32 scan_tgid(__u64 task_addr) {
-        return task_addr ? pidns_tgid(task_plain((struct task_struct *) task_addr)) : 0;
-}
-
-/* The task at ctx_task (a trusted pointer) as a number. */
-static __always_inline __u64 task_addr_of(struct task_struct **ctx_task) {
-        __u64 addr = 0;
-
-        if (bpf_probe_read_kernel(&addr, sizeof(addr), ctx_task) < 0)
-                return 0;
-        return addr;
+static __noinline __u32 scan_tgid(struct task_struct *t) {
+        return pidns_tgid(t);
 }
 
 /* An iterator of the pass met its end: the pass ends with the last of them (the files
@@ -429,12 +414,11 @@ __noinline __s64 listener_filter(__u64 file_addr, __u32 slot) {
         return chain_send(filter, slot);
 }
 
-/* The record of fd of the process of the task at task_addr, a listener of filter_id. 0, or
- * -ENOSPC. */
-static __always_inline int listener_send(__u64 task_addr, __u32 fd, __u64 filter_id) {
+/* The record of fd of t's process, a listener of filter_id. 0, or -ENOSPC. */
+static __always_inline int listener_send(struct task_struct *t, __u32 fd, __u64 filter_id) {
         struct scan_rec_listener rec = {
                 .type = SCAN_REC_LISTENER,
-                .tgid = scan_tgid(task_addr),
+                .tgid = scan_tgid(t),
                 .fd = fd,
                 .filter_id = filter_id,
         };
@@ -501,7 +485,7 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
                         id = listener_filter(file, slot);
                         if (id == -ENOENT)
                                 continue;
-                        r = id == -ENOSPC ? -ENOSPC : listener_send(task_addr, fd, id < 0 ? 0 : (__u64) id);
+                        r = id == -ENOSPC ? -ENOSPC : listener_send(t, fd, id < 0 ? 0 : (__u64) id);
                         if (r < 0)
                                 break;
                 }
@@ -513,8 +497,8 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
         return r;
 }
 
-/* Whether the thread running the program is files_walker_tid. A global function: checked once. */
-__noinline int walker_is_current(void) {
+/* Whether the thread running the program is files_walker_tid. */
+static __noinline bool walker_is_current(void) {
         struct task_struct *t = task_plain(bpf_get_current_task_btf());
 
         scan_pidns_learn();
@@ -532,12 +516,11 @@ __noinline int walker_is_current(void) {
 SEC("iter/task")
 int scan_tasks(struct bpf_iter__task *ctx) {
         struct task_struct *t = ctx->task, *leader;
-        struct scan_ids ids = {};
         const struct cred *cred;
         struct scan_rec_task *rec;
-        __u64 head_id, head, addr;
+        __u64 head_id, head;
         __s64 id;
-        __u32 flags = 0;
+        __u32 flags = 0, tid, tgid, ppid;
         bool files_walk;
         int mode;
 
@@ -551,8 +534,11 @@ int scan_tasks(struct bpf_iter__task *ctx) {
 
         /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
         scan_pidns_learn();
-        addr = task_addr_of(&ctx->task);
         if (files_walk || files_mode == SCAN_FILES_IN_TASKS) {
+                __u64 addr = 0;
+
+                if (bpf_probe_read_kernel(&addr, sizeof(addr), &ctx->task) < 0)
+                        addr = 0;
                 if (task_listeners_send(addr, files_walk ? SCRATCH_FILES : SCRATCH_TASKS) < 0)
                         return retry_object();
                 if (files_walk)
@@ -562,7 +548,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && task_alone(t))
                 return 0;
-        if (!scan_task_ids(addr, &ids))
+        if (!scan_task_ids(t, &tid, &tgid, &ppid))
                 return 0; /* outside the daemon's pid namespace */
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
@@ -575,7 +561,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 return retry_object();
         head_id = id < 0 ? 0 : (__u64) id;
 #ifndef SCAN_NO_EXE
-        if (want_exe && t->pid == t->tgid && exe_send(t, addr) < 0)
+        if (want_exe && t->pid == t->tgid && exe_send(t) < 0)
                 return retry_object();
 #endif
 
@@ -594,9 +580,9 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 return retry_object();
         cred = leader->real_cred;
         rec->type = SCAN_REC_TASK;
-        rec->tid = ids.tid;
-        rec->tgid = ids.tgid;
-        rec->ppid = ids.ppid;
+        rec->tid = tid;
+        rec->tgid = tgid;
+        rec->ppid = ppid;
         rec->mode = mode;
         rec->flags = flags;
         rec->uid = cred->uid.val;
@@ -628,7 +614,7 @@ int scan_argv(struct bpf_iter__task *ctx) {
         if (!t || t->pid != t->tgid)
                 return 0;
         scan_pidns_learn();
-        tgid = scan_tgid(task_addr_of(&ctx->task));
+        tgid = scan_tgid(t);
         if (!tgid)
                 return 0;
         idx = tgid / 64;
