@@ -318,21 +318,37 @@ static __always_inline void pass_end(void) {
         bpf_ringbuf_output(&records, &end, sizeof(end), BPF_RB_NO_WAKEUP);
 }
 
-/* bpf/pidns.bpf.h's helpers, once in each program that calls them rather than inlined at each
- * call: the kernel resolves each CO-RE relocation of a light skeleton's programs (one-shot
- * scanners) by walking its BTF for the type named, unless the type is in its small cache of
- * candidates, where pid, upid and pid_namespace evict each other; one copy relocates them once. */
-static __noinline int scan_pidns_learn(void) {
+/* bpf/pidns.bpf.h's helpers, inlined: they read struct pid and pid_namespace only through the
+ * global pid_number_at() (relocated and verified once), and each call and return of BPF code costs
+ * on the tasks' path (on the project's machines the kernel returns through a thunk: "Safe RET", in
+ * /sys/devices/system/cpu/vulnerabilities/spec_rstack_overflow). */
+static __always_inline void scan_pidns_learn(void) {
         pidns_learn();
-        return 0;
 }
 
-static __noinline bool scan_task_ids(struct task_struct *t, __u32 *tid, __u32 *tgid, __u32 *ppid) {
+static __always_inline bool scan_task_ids(struct task_struct *t, __u32 *tid, __u32 *tgid, __u32 *ppid) {
         return pidns_task_ids(t, tid, tgid, ppid);
 }
 
-static __noinline __u32 scan_tgid(struct task_struct *t) {
+static __always_inline __u32 scan_tgid(struct task_struct *t) {
         return pidns_tgid(t);
+}
+
+/* The id of head when its whole chain was sent in this pass already, as for most tasks (threads
+ * and sibling processes share chains): one lookup, and no call of chain_send() with its loop and
+ * the calls below it. 0 otherwise: chain_send() then walks the chain. */
+static __always_inline __u64 head_id_if_complete(struct seccomp_filter *head) {
+        __u64 key = (__u64) head;
+        struct filter_check c;
+        struct filter_ent *e;
+
+        if (!head)
+                return 0;
+        e = bpf_map_lookup_elem(&filter_ids, &key);
+        if (!e || e->complete_pass != pass || FILTER_ENT_STALE(e))
+                return 0;
+        filter_check_read(head, &c);
+        return filter_ent_matches(e, &c) ? e->id : 0;
 }
 
 /* An iterator of the pass met its end: the pass ends with the last of them (the files
@@ -381,6 +397,15 @@ static __always_inline bool file_is_listener(struct file *file) {
                 if (buf[i] != name[i])
                         return false;
         return true;
+}
+
+/* Whether the file at file_addr is of the anonymous inode file system, as a seccomp listener is:
+ * the test that turns nearly every file away, inline, before the call of listener_filter() (each
+ * call and return of BPF code costs, once per open file of the machine here). */
+static __always_inline bool file_is_anon(__u64 file_addr) {
+        struct file *file = bpf_rdonly_cast((void *) file_addr, bpf_core_type_id_kernel(struct file));
+
+        return file && file->f_inode->i_sb->s_magic == ANON_INODE_FS_MAGIC;
 }
 
 /* The index of the lowest bit set in bits (not 0), without a branch (the verifier would follow
@@ -480,7 +505,8 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
                         __u64 file = 0;
 
                         bits &= bits - 1;
-                        if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) < 0 || !file)
+                        if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) < 0 || !file ||
+                            !file_is_anon(file))
                                 continue;
                         id = listener_filter(file, slot);
                         if (id == -ENOENT)
@@ -498,7 +524,7 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
 }
 
 /* Whether the thread running the program is files_walker_tid. */
-static __noinline bool walker_is_current(void) {
+static __always_inline bool walker_is_current(void) {
         struct task_struct *t = task_plain(bpf_get_current_task_btf());
 
         scan_pidns_learn();
@@ -553,13 +579,16 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
 
-        /* the head as a number: a global function takes no kernel pointer */
-        if (bpf_probe_read_kernel(&head, sizeof(head), &t->seccomp.filter) < 0)
-                head = 0;
-        id = chain_send(head, SCRATCH_TASKS);
-        if (id == -ENOSPC)
-                return retry_object();
-        head_id = id < 0 ? 0 : (__u64) id;
+        head_id = head_id_if_complete(t->seccomp.filter);
+        if (!head_id) {
+                /* the head as a number: a global function takes no kernel pointer */
+                if (bpf_probe_read_kernel(&head, sizeof(head), &t->seccomp.filter) < 0)
+                        head = 0;
+                id = head ? chain_send(head, SCRATCH_TASKS) : 0;
+                if (id == -ENOSPC)
+                        return retry_object();
+                head_id = id < 0 ? 0 : (__u64) id;
+        }
 #ifndef SCAN_NO_EXE
         if (want_exe && t->pid == t->tgid && exe_send(t) < 0)
                 return retry_object();
@@ -572,8 +601,6 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 flags |= SCAN_TASK_LEADER_NO_NEW_PRIVS;
         if ((t->flags & PF_EXITING) || t->exit_state)
                 flags |= SCAN_TASK_EXITING;
-        if (task_dumpable(t))
-                flags |= SCAN_TASK_DUMPABLE;
 
         rec = bpf_ringbuf_reserve(&records, sizeof(*rec), 0);
         if (!rec)

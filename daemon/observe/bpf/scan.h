@@ -24,7 +24,6 @@ enum {
         SCAN_TASK_NO_NEW_PRIVS = 1U << 0,        /* the thread's own no_new_privs */
         SCAN_TASK_LEADER_NO_NEW_PRIVS = 1U << 1, /* the thread group leader's */
         SCAN_TASK_EXITING = 1U << 2,             /* PF_EXITING or a zombie: not reported */
-        SCAN_TASK_DUMPABLE = 1U << 3,            /* the mm's dumpable setting is SUID_DUMP_USER */
 };
 
 /* One thread. The leader_* fields, ppid, uid, euid and gid describe its process (thread group
