@@ -2,7 +2,6 @@
 #include "iter-floor.h"
 
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 
 #include "floor.lskel.h"
 

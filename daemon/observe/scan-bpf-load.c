@@ -237,14 +237,13 @@ static int skel_load(BpfScanner *s, uint64_t last_id) {
 typedef struct LoadBeside {
         pthread_t thread;
         bool started;
-        void *heap;
-        size_t bytes;
+        BpfHeapBlock heap;
 } LoadBeside;
 
 static void *load_beside_main(void *userdata) {
         LoadBeside *b = userdata;
 
-        populate_range(b->heap, b->bytes);
+        bpf_heap_block_populate(&b->heap);
         return NULL;
 }
 
@@ -252,13 +251,12 @@ static void load_beside_start(LoadBeside *b) {
         struct sysinfo si;
 
         *b = (LoadBeside) {};
-        if (heap_keep == 0 || sysinfo(&si) < 0)
+        if (sysinfo(&si) < 0)
                 return;
-        b->bytes = MIN((size_t) si.procs * HEAP_BYTES_PER_TASK, heap_keep);
-        b->heap = malloc(b->bytes);
-        if (!b->heap)
+        b->heap = bpf_heap_block_new(si.procs);
+        if (!b->heap.p)
                 return;
-        if (b->bytes >= POPULATE_BESIDE_MIN)
+        if (b->heap.bytes >= POPULATE_BESIDE_MIN)
                 b->started = pthread_create(&b->thread, NULL, load_beside_main, b) == 0;
         if (!b->started)
                 (void) load_beside_main(b);
@@ -267,7 +265,7 @@ static void load_beside_start(LoadBeside *b) {
 static void load_beside_end(LoadBeside *b) {
         if (b->started)
                 (void) pthread_join(b->thread, NULL);
-        free(b->heap);
+        bpf_heap_block_free(&b->heap);
 }
 
 /* A one-shot scanner's unit through a light skeleton (scan-bpf-light.c); where the kernel cannot

@@ -15,14 +15,6 @@ static int cmp_task_rec(const void *a, const void *b) {
         return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-/* The iterator goes by tid, so the records are in order whenever threads were made right after
- * their process. */
-static bool task_recs_sorted(const PassRecords *r) {
-        for (size_t i = 1; i < r->n_tasks; i++)
-                if (cmp_task_rec(&r->tasks[i - 1], &r->tasks[i]) > 0)
-                        return false;
-        return true;
-}
 
 static int cmp_span_pid(const void *key, const void *elem) {
         pid_t pid = *(const pid_t *) key, other = ((const ProcSpan *) elem)->pid;
@@ -117,7 +109,8 @@ static int task_recs_sort(PassRecords *r) {
         struct scan_rec_task *t;
         size_t n = r->n_tasks, a;
 
-        if (task_recs_sorted(r))
+        /* the iterator goes by tid: in order whenever threads were made right after their process */
+        if (is_sorted(r->tasks, n, sizeof(struct scan_rec_task), cmp_task_rec))
                 return 0;
         keys = malloc(n * sizeof(TaskKey));
         if (!keys || GROW(r->tasks_spare, r->n_tasks_spare_allocated, n) < 0)

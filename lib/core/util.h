@@ -165,7 +165,6 @@ int error_messagev(char **ret, const char *format, va_list ap);
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atoi32(const char *s, int32_t *ret);
 
-/* qsort() and bsearch() that accept an empty (possibly NULL) array. */
 /* Whether base[0..n) is in cmp's order already: n - 1 comparisons at most, against qsort()'s
  * n log n whatever the input. */
 static inline bool is_sorted(const void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
@@ -174,7 +173,8 @@ static inline bool is_sorted(const void *base, size_t n, size_t size, int (*cmp)
                         return false;
         return true;
 }
-/* qsort(), unless the array is empty or sorted already (arrays built in pid or id order often are). */
+/* qsort() and bsearch() that accept an empty (possibly NULL) array; qsort_safe() leaves one sorted
+ * already as it is (arrays built in pid or id order often are). */
 static inline void qsort_safe(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
         if (n > 1 && !is_sorted(base, n, size, cmp))
                 qsort(base, n, size, cmp);
