@@ -186,8 +186,8 @@ static int verb_scan(const Args *a) {
         _cleanup_(forest_freep) Forest *f = NULL;
         ScanOptions opts = verb_scan_options(a);
         uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1, t2, t3;
-        int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true, .no_argv = !opts.include_argv,
-                                              .no_exe = !opts.include_exe }, &s);
+        int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true, .once = true,
+                                              .no_argv = !opts.include_argv, .no_exe = !opts.include_exe }, &s);
         t1 = now_usec(CLOCK_MONOTONIC);
         if (r >= 0)
                 r = source_scan(s, &opts, &f);

@@ -198,6 +198,60 @@ static void test_programs_beside(void) {
         scenario_free(s);
 }
 
+/* The chain of filters of the task tid in f (head first) as programs. */
+static void assert_same_chains(const Forest *f, const Forest *want, pid_t tid) {
+        const Task *t = forest_find_task(f, tid, NULL), *w = forest_find_task(want, tid, NULL);
+        g_assert_nonnull(t);
+        g_assert_nonnull(w);
+        const Filter *x = t->filter, *y = w->filter;
+        for (; x && y; x = x->parent, y = y->parent) {
+                uint8_t digest[PROG_DIGEST_SIZE];
+                g_assert_nonnull(x->insns);
+                g_assert_cmpmem(x->insns, x->len * sizeof(struct sock_filter), y->insns, y->len * sizeof(struct sock_filter));
+                prog_digest(x->insns, x->len, digest);
+                g_assert_cmpmem(x->digest, PROG_DIGEST_SIZE, digest, PROG_DIGEST_SIZE);
+                g_assert_cmpmem(x->digest, PROG_DIGEST_SIZE, y->digest, PROG_DIGEST_SIZE);
+        }
+        g_assert_null(x);
+        g_assert_null(y);
+}
+
+/* A scanner that scans once (`sectreed scan`) hands its programs to the forest rather than copying
+ * them, and keeps none by their bytes: its forest owns them once the scanner is gone, each with
+ * the digest of its bytes, as a live scanner's forest has them (two filters of the same bytes
+ * included). */
+static void test_once_hands_programs(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        ScenarioTask b = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
+        ScenarioTask c = tests_fork_install(s, scenario_root(s), x.c, x.nc, 0);
+
+        BpfScanner *live = NULL;
+        g_assert_cmpint(bpf_scanner_new(&live), ==, 0);
+        Forest *want = oneshot_scan(live, scenario_root_pid(s));
+        BpfScanner *once = NULL;
+        g_assert_cmpint(bpf_scanner_new_with_options(
+                                &(BpfScannerOptions) { .oneshot = true, .once = true, .no_argv = true, .no_exe = true }, &once),
+                        ==, 0);
+        Forest *f = oneshot_scan(once, scenario_root_pid(s));
+        bpf_scanner_free(once); /* what the forest holds is its own */
+
+        g_assert_cmpuint(f->n_filters, ==, want->n_filters);
+        g_assert_cmpuint(f->n_filters, >=, 4);
+        assert_same_chains(f, want, scenario_task(s, a)->tid);
+        assert_same_chains(f, want, scenario_task(s, b)->tid);
+        assert_same_chains(f, want, scenario_task(s, c)->tid);
+        tests_assert_forest_matches(f, s, true);
+        forest_free(f);
+        forest_free(want);
+        bpf_scanner_free(live);
+        scenario_free(s);
+}
+
 /* A one-shot scanner's passes end without a sweep of its id map: each renews the ids of earlier
  * passes it meets. Processes come and go between passes, each with a filter of its own bytes (the
  * freed filters' memory taken again by the next): every pass reports each chain with its own
@@ -262,5 +316,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf-oneshot/programs-beside", test_programs_beside);
         g_test_add_func("/scan-bpf-oneshot/listeners-many-fds", test_listeners_many_fds);
         g_test_add_func("/scan-bpf-oneshot/passes-renew-ids", test_passes_renew_ids);
+        g_test_add_func("/scan-bpf-oneshot/once-hands-programs", test_once_hands_programs);
         return g_test_run();
 }

@@ -48,10 +48,12 @@ typedef struct BpfFilter {
         bool log, wait_killable_recv;
         bool has_listener; /* as of seen_pass */
         bool keep;         /* reported by the current pass */
-        bool dropped;      /* insns dropped (bpf_scanner_drop_programs()): only len and digest */
+        bool dropped;      /* insns dropped (bpf_scanner_drop_programs()), or handed to the forest of a
+                            * scanner that scans once: only len and digest */
         uint8_t digest[PROG_DIGEST_SIZE];
         size_t len;
-        struct sock_filter insns[];
+        struct sock_filter *insns; /* an allocation of their own, which a forest can take; NULL when
+                                    * dropped or len is 0 */
 } BpfFilter;
 
 /* A program a one-shot scanner met, by its bytes: each pass names every filter anew (its ids hold
@@ -109,6 +111,7 @@ struct BpfScanner {
         BpfScanUnit unit; /* loaded while unit.bss is set */
         struct ring_buffer *rb; /* the scan's records */
         bool oneshot;
+        bool once; /* one-shot, and freed after its one forest (BpfScannerOptions.once) */
         uint32_t id_map_size; /* entries of the kernel's id map */
         uint64_t pass;
         const ScanOptions *opts; /* of the current pass */

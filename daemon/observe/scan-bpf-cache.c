@@ -10,21 +10,24 @@
  * filter's instructions once more (a new epoch). More than the kernel's SWEEP_AFTER_PASSES. */
 #define BPF_FILTER_KEEP_PASSES 8
 
-/* f without its instructions, in place of f (freed) where ref points, and in the map if in_map. */
-static int filter_drop_insns(BpfScanner *s, BpfFilter **ref, bool in_map) {
-        BpfFilter *f = *ref, *small = malloc(sizeof(BpfFilter));
-        if (!small)
-                return -ENOMEM;
-        *small = *f;
-        small->dropped = true;
-        int k = in_map ? hashmap_replace(&s->filters, f->id, small) : 0;
-        if (k < 0) {
-                free(small);
-                return k;
-        }
+static void bpf_filter_free(BpfFilter *f) {
+        if (f)
+                free(f->insns);
         free(f);
-        *ref = small;
-        return 0;
+}
+
+/* f without its instructions: only len and digest. */
+static void filter_drop_insns(BpfFilter *f) {
+        free(f->insns);
+        f->insns = NULL;
+        f->dropped = true;
+}
+
+struct sock_filter *bpf_filter_take_insns(BpfFilter *f) {
+        struct sock_filter *insns = TAKE_PTR(f->insns);
+
+        f->dropped = true;
+        return insns;
 }
 
 /* A one-shot scanner keeps the programs met by this many of its last passes (see BpfProgram), and
@@ -70,7 +73,7 @@ static void program_keep(BpfScanner *s, uint64_t key, const struct sock_filter *
  * bytes (compared in full: the digest is a function of the bytes alone, so it is exact), and keeps
  * the programs it had to hash. */
 static void program_digest(BpfScanner *s, const struct sock_filter *insns, size_t len, uint8_t out[PROG_DIGEST_SIZE]) {
-        if (!s->oneshot) {
+        if (!s->oneshot || s->once) { /* once: no next pass would meet the program kept */
                 prog_digest(insns, len, out);
                 return;
         }
@@ -94,20 +97,36 @@ static void programs_forget(BpfScanner *s, uint64_t key) {
 }
 
 static BpfFilter *bpf_filter_new(BpfScanner *s, const struct scan_rec_filter *rec) {
-        BpfFilter *f = malloc(offsetof(BpfFilter, insns) + rec->len * sizeof(struct sock_filter));
+        _cleanup_free_ BpfFilter *f = malloc(sizeof(BpfFilter));
+        _cleanup_free_ struct sock_filter *insns = NULL;
 
         if (!f)
                 return NULL;
+        if (rec->len > 0) {
+                insns = malloc(rec->len * sizeof(struct sock_filter));
+                if (!insns)
+                        return NULL;
+                memcpy(insns, rec->insns, rec->len * sizeof(struct sock_filter));
+        }
         *f = (BpfFilter) {
                 .id = rec->id,
                 .parent_id = rec->parent_id,
                 .log = rec->log,
                 .wait_killable_recv = rec->wait_killable_recv,
                 .len = rec->len,
+                .insns = TAKE_PTR(insns),
         };
-        memcpy(f->insns, rec->insns, rec->len * sizeof(struct sock_filter));
-        program_digest(s, f->insns, f->len, f->digest);
-        return f;
+        program_digest(s, rec->insns, f->len, f->digest);
+        return TAKE_PTR(f);
+}
+
+void bpf_filters_clear(Hashmap *filters) {
+        uint64_t id;
+        void *v;
+
+        for (size_t i = 0; hashmap_next(filters, &i, &id, &v);)
+                bpf_filter_free(v);
+        hashmap_deinit(filters);
 }
 
 void bpf_cache_clear(Hashmap *cache) {
@@ -128,7 +147,7 @@ static uint64_t program_seen(const void *v) {
 }
 
 static void filters_forget(BpfScanner *s, uint64_t id) {
-        free(hashmap_remove(&s->filters, id));
+        bpf_filter_free(hashmap_remove(&s->filters, id));
 }
 
 /* Forget the entries of a cache that no pass has met for keep_passes passes (seen(): the last pass
@@ -153,6 +172,8 @@ static int cache_evict(BpfScanner *s, Hashmap *cache, uint64_t (*seen)(const voi
 }
 
 int bpf_scanner_evict(BpfScanner *s) {
+        if (s->once)
+                return 0; /* no next pass: the scanner is freed with everything it has */
         int k = cache_evict(s, &s->filters, filter_seen, BPF_FILTER_KEEP_PASSES, filters_forget);
         if (k >= 0 && s->oneshot)
                 k = cache_evict(s, &s->programs, program_seen, BPF_PROGRAM_KEEP_PASSES, programs_forget);
@@ -188,7 +209,7 @@ int bpf_scanner_filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_r
                 *ret = usable ? f : NULL;
                 return 0;
         }
-        if (usable && !f->dropped && memcmp(f->insns, rec->insns, rec->len * sizeof(struct sock_filter)) == 0) {
+        if (usable && !f->dropped && (f->len == 0 || memcmp(f->insns, rec->insns, rec->len * sizeof(struct sock_filter)) == 0)) {
                 *ret = f;
                 return 0;
         }
@@ -205,16 +226,14 @@ int bpf_scanner_filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_r
         fresh = bpf_filter_new(s, rec);
         if (!fresh)
                 return -ENOMEM;
-        if (allow_dropped && filter_unwanted(s->opts, fresh) && (k = filter_drop_insns(s, &fresh, false)) < 0) {
-                free(fresh);
-                return k;
-        }
+        if (allow_dropped && filter_unwanted(s->opts, fresh))
+                filter_drop_insns(fresh);
         k = hashmap_replace(&s->filters, rec->id, fresh);
         if (k < 0) {
-                free(fresh);
+                bpf_filter_free(fresh);
                 return k;
         }
-        free(f);
+        bpf_filter_free(f);
         *ret = fresh;
         return 0;
 }
@@ -222,31 +241,11 @@ int bpf_scanner_filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_r
 int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata) {
         uint64_t id;
         void *v;
-        int k;
 
-        /* The last pass's records point at what they met: those first, through the records. */
-        for (size_t i = 0; i < s->records.n_filters; i++) {
-                BpfFilter **ref = &s->records.filters[i];
-                if (!(*ref)->dropped && (*ref)->len > 0 && drop((*ref)->id, userdata) &&
-                    (k = filter_drop_insns(s, ref, true)) < 0)
-                        return k;
-        }
-        /* Then the others the scanner keeps (the map may grow while a value is replaced: not
-         * while it is walked). */
-        _cleanup_free_ uint64_t *ids = NULL;
-        size_t n = 0, allocated = 0;
         for (size_t i = 0; hashmap_next(&s->filters, &i, &id, &v);) {
-                const BpfFilter *f = v;
-                if (f->dropped || f->len == 0 || f->seen_pass == s->pass || !drop(id, userdata))
-                        continue;
-                if (GROW(ids, allocated, n + 1) < 0)
-                        return -ENOMEM;
-                ids[n++] = id;
-        }
-        for (size_t i = 0; i < n; i++) {
-                BpfFilter *f = hashmap_get(&s->filters, ids[i]);
-                if ((k = filter_drop_insns(s, &f, true)) < 0)
-                        return k;
+                BpfFilter *f = v;
+                if (!f->dropped && f->len > 0 && drop(id, userdata))
+                        filter_drop_insns(f);
         }
         return 0;
 }

@@ -4,8 +4,12 @@
 
 #include "observe/bpf-scanner.h"
 
-/* Free every entry of a cache (s->filters or s->programs) and the map. */
+/* Free every entry of a cache of programs (s->programs) and the map. */
 void bpf_cache_clear(Hashmap *cache);
+/* Free every filter of s->filters and the map. */
+void bpf_filters_clear(Hashmap *filters);
+/* f's instructions, for a forest to own: f keeps only len and digest (dropped). */
+struct sock_filter *bpf_filter_take_insns(BpfFilter *f);
 /* Forget the filters (and a one-shot scanner's programs) no pass has met for a while. */
 int bpf_scanner_evict(BpfScanner *s);
 /* A filter of the current pass, NULL if the pass did not meet it. */

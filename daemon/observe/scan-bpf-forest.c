@@ -12,21 +12,29 @@
 #include "observe/scan-bpf-load.h"
 #include "observe/scan-bpf-pass.h"
 
-/* programs: each filter's (else none yet: forest_fill_programs() adds those within budget). */
-static int forest_add_filters(Forest *f, const PassRecords *r, bool programs) {
+/* programs: each filter's (else none yet: forest_fill_programs() adds those within budget); a
+ * scanner that scans once hands them over rather than copying them. */
+static int forest_add_filters(Forest *f, const BpfScanner *s, bool programs) {
+        const PassRecords *r = &s->records;
         int k;
 
         for (size_t i = 0; i < r->n_filters; i++) {
-                const BpfFilter *bf = r->filters[i];
+                BpfFilter *bf = r->filters[i];
+                bool over_budget = bf->dropped;
                 Filter *flt;
 
                 if (!bf->keep)
                         continue;
-                k = forest_add_filter_with_digest(f, bf->id, bf->parent_id, bf->dropped || !programs ? NULL : bf->insns,
-                                                  bf->len, bf->digest, &flt);
+                if (s->once && programs && !bf->dropped && bf->len > 0) {
+                        _cleanup_free_ struct sock_filter *insns = bpf_filter_take_insns(bf);
+                        k = forest_add_filter_taking(f, bf->id, bf->parent_id, &insns, bf->len, bf->digest, &flt);
+                } else
+                        k = forest_add_filter_with_digest(f, bf->id, bf->parent_id,
+                                                          bf->dropped || !programs ? NULL : bf->insns, bf->len,
+                                                          bf->digest, &flt);
                 if (k < 0)
                         return k;
-                flt->over_budget = bf->dropped;
+                flt->over_budget = over_budget;
                 flt->log = bf->log;
                 flt->wait_killable_recv = bf->wait_killable_recv;
                 flt->has_listener = bf->has_listener;
@@ -221,8 +229,8 @@ static size_t forest_heap_bytes(const BpfScanner *s, const ProcSpan *spans, size
         size_t bytes = 0, processes = 0;
 
         for (size_t i = 0; i < r->n_filters; i++)
-                if (r->filters[i]->keep)
-                        bytes += sizeof(Filter) + r->filters[i]->len * sizeof(struct sock_filter);
+                if (r->filters[i]->keep) /* a scanner that scans once hands the programs over */
+                        bytes += sizeof(Filter) + (s->once ? 0 : r->filters[i]->len * sizeof(struct sock_filter));
         for (size_t i = 0; i < n; i++)
                 if (spans[i].member) {
                         processes++;
@@ -264,7 +272,7 @@ int bpf_scanner_forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *s
         if (k < 0)
                 return k;
         bool budget = opts->allow_dropped && opts->budget_insns_per_uid > 0;
-        k = forest_add_filters(f, &s->records, !budget);
+        k = forest_add_filters(f, s, !budget);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < n; i++)

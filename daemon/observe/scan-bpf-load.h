@@ -16,7 +16,12 @@ typedef struct BpfHeapBlock {
         void *p;
         size_t bytes;
 } BpfHeapBlock;
-BpfHeapBlock bpf_heap_block_new(size_t tasks);
+BpfHeapBlock bpf_heap_block_new(size_t tasks, size_t bytes_per_task);
+/* What a one-shot scanner that scans once takes for each task of the machine (20,000 processes of
+ * one thread, half of them with a filter of 50 instructions of their own): its pass's records and
+ * filters (8.8 MiB there), then the forest (13 MiB). Blocks sized by these are populated ahead. */
+#define BPF_HEAP_PASS_BYTES_PER_TASK 448U
+#define BPF_HEAP_FOREST_BYTES_PER_TASK 672U
 void bpf_heap_block_populate(const BpfHeapBlock *b);
 void bpf_heap_block_free(BpfHeapBlock *b);
 /* The entries of the kernel's id map for a live or a one-shot scanner. */

@@ -345,7 +345,7 @@ static int tasks_and_files_run(BpfScanner *s) {
         files_start(s);
         s->unit.bss->files_walker_tid = 0;
         s->unit.bss->files_mode = SCAN_FILES_BESIDE;
-        forest_heap = bpf_heap_block_new(sysinfo(&si) == 0 ? (size_t) si.procs : 0);
+        forest_heap = bpf_heap_block_new(sysinfo(&si) == 0 ? (size_t) si.procs : 0, BPF_HEAP_FOREST_BYTES_PER_TASK);
         r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->files_walker_tid, populate_then, &forest_heap);
         if (r < 0) {
                 bpf_heap_block_free(&forest_heap);

@@ -21,7 +21,7 @@ BpfScanner *bpf_scanner_free(BpfScanner *s) {
         bpf_watch_deinit(&s->watch);
         bpf_scanner_unload(s);
         bpf_pass_records_free(&s->records);
-        bpf_cache_clear(&s->filters);
+        bpf_filters_clear(&s->filters);
         bpf_cache_clear(&s->programs);
         free(s);
         return NULL;
@@ -43,6 +43,7 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
         if (!s)
                 return -ENOMEM; /* the caller logs it */
         s->oneshot = o->oneshot;
+        s->once = o->oneshot && o->once;
         s->no_argv = o->no_argv;
         s->no_exe = o->no_exe && o->no_argv;
         s->beside_min_tasks = BPF_BESIDE_MIN_TASKS;
@@ -150,7 +151,7 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
 /* A one-shot scanner's filters are in the forest now, and their ids will not come back (the next
  * pass names every filter anew): only the programs are kept. */
 static void oneshot_forget_filters(BpfScanner *s) {
-        bpf_cache_clear(&s->filters);
+        bpf_filters_clear(&s->filters);
         s->records.n_filters = 0;
 }
 

@@ -403,7 +403,7 @@ static int bpf_scan_detached(Source *s, const ScanOptions *opts, Forest **ret) {
 
 int source_scan_programs_oneshot(const ScanOptions *opts, Forest **ret) {
         _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
-        int r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = true }, &s);
+        int r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .no_argv = true, .once = true }, &s);
         if (r < 0)
                 return r; /* the loader logged why, at debug level: the caller decides what it means */
         return bpf_scanner_scan(s, opts, ret); /* logs its failures */
@@ -737,7 +737,7 @@ int source_bpf_new(const SourceOptions *o, Source **ret) {
         b->bg.efd = -1;
         b->source = (Source) { .vtable = &bpf_vtable, .backend = BACKEND_BPF, .oneshot = o->oneshot, .first_id = o->first_id };
         BpfScannerOptions so = { .first_id = o->first_id, .oneshot = o->oneshot, .no_argv = o->no_argv,
-                                .no_exe = o->no_exe };
+                                .no_exe = o->no_exe, .once = o->once };
         int r = bpf_scanner_new_with_options(&so, &b->scanner);
         if (r < 0) {
                 bpf_free(&b->source);

@@ -153,6 +153,19 @@ int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct s
 
 int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns,
                                   size_t len, const uint8_t digest[PROG_DIGEST_SIZE], Filter **ret) {
+        _cleanup_free_ struct sock_filter *copy = NULL;
+
+        if (len > 0 && insns) { /* NULL: its instructions are not kept (over budget) */
+                copy = malloc(len * sizeof(struct sock_filter));
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, insns, len * sizeof(struct sock_filter));
+        }
+        return forest_add_filter_taking(f, id, parent_id, &copy, len, digest, ret);
+}
+
+int forest_add_filter_taking(Forest *f, uint64_t id, uint64_t parent_id, struct sock_filter **insns, size_t len,
+                             const uint8_t digest[PROG_DIGEST_SIZE], Filter **ret) {
         if (id == 0 || id == parent_id)
                 return -EINVAL;
         if (forest_find_filter(f, id))
@@ -161,12 +174,7 @@ int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, co
         _cleanup_(filter_freep) Filter *flt = calloc(1, sizeof(Filter));
         if (!flt)
                 return -ENOMEM;
-        if (len > 0 && insns) { /* NULL: its instructions are not kept (over budget) */
-                flt->insns = malloc(len * sizeof(struct sock_filter));
-                if (!flt->insns)
-                        return -ENOMEM;
-                memcpy(flt->insns, insns, len * sizeof(struct sock_filter));
-        }
+        flt->insns = len > 0 ? TAKE_PTR(*insns) : NULL;
         flt->id = id;
         flt->parent_id = parent_id;
         flt->len = len;

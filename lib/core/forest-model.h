@@ -193,6 +193,10 @@ int forest_add_filter(Forest *f, uint64_t id, uint64_t parent_id, const struct s
  * len > 0: a filter whose instructions are not kept, only their number and digest. */
 int forest_add_filter_with_digest(Forest *f, uint64_t id, uint64_t parent_id, const struct sock_filter *insns,
                                   size_t len, const uint8_t digest[PROG_DIGEST_SIZE], Filter **ret);
+/* The same, taking *insns (malloc()ed, len of them) rather than a copy: the forest owns them once
+ * the call succeeds (*insns is then NULL); on failure they stay the caller's. */
+int forest_add_filter_taking(Forest *f, uint64_t id, uint64_t parent_id, struct sock_filter **insns, size_t len,
+                             const uint8_t digest[PROG_DIGEST_SIZE], Filter **ret);
 /* A copy of x (of another forest) with its id, parent id, program and own fields, the links left to
  * forest_link(). The listener it may have is not copied. */
 int forest_add_filter_copy(Forest *f, const Filter *x, Filter **ret);

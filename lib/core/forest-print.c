@@ -447,7 +447,11 @@ int forest_tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn f
         w.line = open_memstream(&w.text, &w.size);
         if (!w.line)
                 return -ENOMEM;
+        /* Held for the walk: each of the lines' many small writes then takes the stream's lock
+         * without an atomic operation (in a process that has had a second thread). */
+        flockfile(w.line);
         r = tree_walk_lines(&w);
+        funlockfile(w.line);
         if (fclose(w.line) != 0 && r >= 0)
                 r = -ENOMEM;
         free(w.text);
@@ -517,9 +521,11 @@ static int text_tree_line(const ForestTreeLine *l, void *userdata) {
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
         TextTree t = { .g = (flags & FOREST_PRINT_UNICODE) ? &glyphs_unicode : &glyphs_ascii, .out = out,
                        .blank_before_top = !(flags & FOREST_PRINT_NO_HEADER) };
+        flockfile(out); /* as in forest_tree_walk() */
         if (!(flags & FOREST_PRINT_NO_HEADER))
                 forest_print_header(f, out);
         int r = forest_tree_walk(f, flags, text_tree_line, &t);
+        funlockfile(out);
         free(t.last);
         return fflush(out) == 0 ? r : -EIO;
 }
