@@ -41,9 +41,9 @@ long bpf_clock_ticks_per_sec(void) {
         return t > 0 ? t : 100;
 }
 
-void bpf_pidns_self(uint32_t *ret_level, uint32_t *ret_inum) {
+void bpf_pidns_self(struct pidns_self *ret) {
         struct stat st;
-        bool initial = stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == PIDNS_INIT_INUM;
-        *ret_level = 0;
-        *ret_inum = initial ? PIDNS_INIT_INUM : 0;
+        uint32_t own = stat("/proc/self/ns/pid", &st) == 0 && st.st_ino <= UINT32_MAX ? (uint32_t) st.st_ino : 0;
+
+        *ret = (struct pidns_self) { .inum = own == PIDNS_INIT_INUM ? own : 0, .own_inum = own };
 }

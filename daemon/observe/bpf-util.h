@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/forest.h"
+#include "observe/bpf/ids.h"
 
 struct bpf_map;
 
@@ -17,8 +18,9 @@ int bpf_ring_size_from_env(struct bpf_map *ring, const char *name, uint64_t min_
 int bpf_ring_size_env(const char *name, uint64_t min_size, uint32_t *ret);
 
 /* The daemon's pid namespace as far as user space can tell it (struct pidns_self of bpf/ids.h):
- * the initial one, or not known (inum 0: the iterators learn it, bpf/pidns.bpf.h). */
-void bpf_pidns_self(uint32_t *ret_level, uint32_t *ret_inum);
+ * the initial one, or not known (inum 0: the iterators learn its level, bpf/pidns.bpf.h), with the
+ * inode number of /proc/self/ns/pid in own_inum. */
+void bpf_pidns_self(struct pidns_self *ret);
 
 /* Clock ticks per second (sysconf(_SC_CLK_TCK), 100 when it fails). */
 long bpf_clock_ticks_per_sec(void);

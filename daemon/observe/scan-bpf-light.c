@@ -36,7 +36,7 @@ ASSERT_SAME_LAYOUT(scan_tree_lskel);
                 (l) = L##__open();                                                                     \
                 if (l) {                                                                               \
                         (l)->data_ids->last_id = (last_id);                                            \
-                        bpf_pidns_self(&(l)->data_ids->pidns_self.level, &(l)->data_ids->pidns_self.inum); \
+                        bpf_pidns_self(&(l)->data_ids->pidns_self);                                    \
                         (l)->rodata->mark_procs = false; /* nothing reads the marks */                 \
                         (l)->rodata->forget_after_pass = true;                                         \
                         (l)->maps.filter_ids.max_entries = (s)->id_map_size;                            \

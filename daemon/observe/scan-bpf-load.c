@@ -210,7 +210,7 @@ static int skel_load(BpfScanner *s, uint64_t last_id) {
         if (!skel)
                 return log_debug_errno(-errno, "Failed to open the scan BPF programs: %m");
         skel->data_ids->last_id = last_id;
-        bpf_pidns_self(&skel->data_ids->pidns_self.level, &skel->data_ids->pidns_self.inum);
+        bpf_pidns_self(&skel->data_ids->pidns_self);
         skel->rodata->mark_procs = !s->oneshot;
         skel->rodata->forget_after_pass = s->oneshot;
         r = bpf_map__set_max_entries(skel->maps.filter_ids, s->id_map_size);

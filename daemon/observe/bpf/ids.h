@@ -12,11 +12,13 @@ struct ids_stats {
         __u64 marks_lost;       /* a process could not be marked in seccomp_procs: its events may be missed */
 };
 
-/* The daemon's pid namespace (bpf/pidns.bpf.h), in .data.ids: learnt by the scan's iterators from
- * the task that reads them (the daemon), or set by user space in the initial namespace. inum 0:
- * not known yet. */
+/* The daemon's pid namespace (bpf/pidns.bpf.h), in .data.ids: set by user space in the initial
+ * namespace, else learnt by the scan's iterators from the task that reads them (the daemon: its
+ * level; the inode number is own_inum). inum 0: not known yet. */
 #define PIDNS_INIT_INUM 0xEFFFFFFCU /* the kernel's PROC_PID_INIT_INO */
 struct pidns_self {
-        __u32 level; /* 0: the initial namespace */
-        __u32 inum;  /* its inode number (/proc/self/ns/pid) */
+        __u32 level;    /* 0: the initial namespace */
+        __u32 inum;     /* its inode number (/proc/self/ns/pid) */
+        __u32 own_inum; /* that number as user space read it, in any namespace (0: unknown) */
+        __u32 _pad;
 };

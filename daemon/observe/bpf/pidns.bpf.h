@@ -7,21 +7,28 @@
 
 #include "observe/bpf/ids.bpf.h"
 
-/* A pid's number at one level of namespaces, and that namespace (its inode number). */
+/* A pid's number at one level of namespaces, and that namespace: its address (which never leaves
+ * the program) and, unless PIDNS_FROM_CURRENT, its inode number. */
 struct pid_number {
         __u32 nr, level, inum;
+        __u64 ns;
 };
 
 /* The number of the struct pid at pid_addr at level (its own, the deepest, when own), in *ret;
- * all 0 when it has none there. Every read of struct pid and struct pid_namespace is here, once:
+ * all 0 when it has none there. Every read of struct pid (and struct pid_namespace) is here, once:
  * the kernel resolves a light skeleton's CO-RE relocations through a cache of 31 candidate lists by
  * a hash of the type's name, where these two share a slot, and each alternation between them walks
  * all of its types again. A global function, which the verifier checks once rather than at each
  * of the calls (half of the task program's verification was these lines, six times over); it
- * takes the pid as a number (pidns_pid_of()). Two reads of kernel memory. */
+ * takes the pid as a number (pidns_pid_of()). Two reads of kernel memory (three with the inode
+ * number).
+ *
+ * The scan unit defines PIDNS_FROM_CURRENT: its iterators run in the daemon's own context, so the
+ * daemon's namespace is the one current is in, told apart from others by its address, and the
+ * unit reads no struct pid_namespace at all (no candidate list of that name to find each load).
+ * The watch unit's tracepoints run in any task's: it compares inode numbers. */
 __noinline int pid_number_at(__u64 pid_addr, __u32 level, __u32 own, struct pid_number *ret) {
         struct pid *p = bpf_rdonly_cast((void *) pid_addr, bpf_core_type_id_kernel(struct pid));
-        struct pid_namespace *ns;
         struct upid u = {};
         __u32 deepest;
         __u64 at;
@@ -29,6 +36,7 @@ __noinline int pid_number_at(__u64 pid_addr, __u32 level, __u32 own, struct pid_
         if (!ret)
                 return 0;
         ret->nr = ret->level = ret->inum = 0;
+        ret->ns = 0;
         if (!p)
                 return 0;
         deepest = p->level;
@@ -39,10 +47,13 @@ __noinline int pid_number_at(__u64 pid_addr, __u32 level, __u32 own, struct pid_
         at = (__u64) p + bpf_core_field_offset(struct pid, numbers) + (__u64) level * sizeof(struct upid);
         if (bpf_probe_read_kernel(&u, sizeof(u), (const void *) at) < 0 || !u.ns)
                 return 0;
-        ns = u.ns; /* a plain struct upid: its layout has not changed since it was made */
+        /* a plain struct upid: its layout has not changed since it was made */
         ret->nr = (__u32) u.nr;
         ret->level = level;
-        ret->inum = BPF_CORE_READ(ns, ns.inum);
+        ret->ns = (__u64) u.ns;
+#ifndef PIDNS_FROM_CURRENT
+        ret->inum = BPF_CORE_READ(u.ns, ns.inum);
+#endif
         return 0;
 }
 
@@ -55,27 +66,45 @@ static __always_inline __u64 pidns_pid_of(struct task_struct *t) {
         return addr;
 }
 
-/* The iterators run in the reader's context: current is the daemon. Once is enough (a process
- * never changes its pid namespace). */
+#ifdef PIDNS_FROM_CURRENT
+/* The iterators run in the reader's context: current is the daemon. Its level, once (a process
+ * never changes its pid namespace); the namespace's inode number is the one user space read. */
 static __always_inline void pidns_learn(void) {
         struct pid_number n = {};
 
-        if (pidns_self.inum)
+        if (pidns_self.inum || !pidns_self.own_inum)
                 return;
         pid_number_at(pidns_pid_of(task_plain(bpf_get_current_task_btf())), 0, 1, &n);
-        if (!n.inum)
+        if (!n.ns)
                 return;
         pidns_self.level = n.level;
-        pidns_self.inum = n.inum;
+        pidns_self.inum = pidns_self.own_inum;
 }
 
-/* t's number in the daemon's namespace, or 0 when t is not in it (a task of a namespace above it,
- * or of a sibling one). */
-static __always_inline __u32 pidns_nr(struct task_struct *t) {
+/* The daemon's namespace, as pid_number_at() has it in ->ns: the one current is in. */
+static __always_inline __u64 pidns_self_ns(void) {
+        struct pid_number n = {};
+
+        pid_number_at(pidns_pid_of(task_plain(bpf_get_current_task_btf())), pidns_self.level, 0, &n);
+        return n.ns;
+}
+#else
+static __always_inline __u64 pidns_self_ns(void) {
+        return 0; /* told by the inode number */
+}
+#endif
+
+/* t's number in the daemon's namespace (self_ns: pidns_self_ns()), or 0 when t is not in it (a
+ * task of a namespace above it, or of a sibling one). */
+static __always_inline __u32 pidns_nr(struct task_struct *t, __u64 self_ns) {
         struct pid_number n = {};
 
         pid_number_at(pidns_pid_of(t), pidns_self.level, 0, &n);
+#ifdef PIDNS_FROM_CURRENT
+        return n.ns && n.ns == self_ns ? n.nr : 0;
+#else
         return n.inum && n.inum == pidns_self.inum ? n.nr : 0;
+#endif
 }
 
 /* t's tid, its process's tgid and its parent process's tgid in the daemon's namespace. Returns
@@ -84,6 +113,7 @@ static __always_inline __u32 pidns_nr(struct task_struct *t) {
  * a plain (task_plain()) pointer. */
 static __always_inline bool pidns_task_ids(struct task_struct *t, __u32 *tid, __u32 *tgid, __u32 *ppid) {
         struct task_struct *leader = t->group_leader;
+        __u64 self_ns;
 
         if (!pidns_self.inum)
                 return false;
@@ -93,9 +123,10 @@ static __always_inline bool pidns_task_ids(struct task_struct *t, __u32 *tid, __
                 *ppid = leader->real_parent->tgid;
                 return true;
         }
-        *tid = pidns_nr(t);
-        *tgid = pidns_nr(leader);
-        *ppid = pidns_nr(leader->real_parent->group_leader);
+        self_ns = pidns_self_ns();
+        *tid = pidns_nr(t, self_ns);
+        *tgid = pidns_nr(leader, self_ns);
+        *ppid = pidns_nr(leader->real_parent->group_leader, self_ns);
         return *tid != 0 && *tgid != 0;
 }
 
@@ -105,5 +136,5 @@ static __always_inline __u32 pidns_tgid(struct task_struct *t) {
                 return 0;
         if (pidns_self.level == 0)
                 return t->tgid;
-        return pidns_nr(t->group_leader);
+        return pidns_nr(t->group_leader, pidns_self_ns());
 }

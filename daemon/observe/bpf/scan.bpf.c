@@ -13,6 +13,7 @@ const volatile bool forget_after_pass = false;
 #define FILTER_ENT_STALE(e) (forget_after_pass && (e)->created_pass != pass)
 
 #include "observe/bpf/ids.bpf.h"
+#define PIDNS_FROM_CURRENT /* the iterators run in the reader's context (pidns.bpf.h) */
 #include "observe/bpf/pidns.bpf.h"
 
 #include "observe/bpf/scan.h"
@@ -530,7 +531,7 @@ static __always_inline bool walker_is_current(void) {
         scan_pidns_learn();
         if (!pidns_self.inum)
                 return false;
-        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t)) == files_walker_tid;
+        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t, pidns_self_ns())) == files_walker_tid;
 }
 
 /* Every task the kernel lets BPF see. On the project's machines that is every task but those of
