@@ -7,7 +7,7 @@ SECTREE_BUILD=${SECTREE_BUILD:-$SECTREE_SRC/build}
 # Everything the build, the daemon and the tests need, as Debian 12 package names.
 SECTREE_PACKAGES=(
         meson ninja-build pkg-config gcc clang llvm bpftool
-        libbpf-dev libsystemd-dev libsqlite3-dev sqlite3 libseccomp-dev libssl-dev libjansson-dev
+        libbpf-dev libsystemd-dev libsqlite3-dev sqlite3 libseccomp-dev libgcrypt20-dev libjansson-dev
         libglib2.0-dev libdbus-1-dev libsmartcols-dev dbus util-linux procps
         systemd golang-github-containers-common firejail bubblewrap crun
         openssh-server tor chrony vsftpd

@@ -6,10 +6,9 @@
 #include "core/prog.h"
 
 #include <linux/seccomp.h>
-#include <openssl/evp.h>
-#include <pthread.h>
 #include <stdarg.h>
 
+#include "core/sha256.h"
 #include "core/util.h"
 
 /* The kernel checks a seccomp filter in two passes, and so do we, in the same order:
@@ -290,76 +289,28 @@ void prog_from_wire(const uint8_t *wire, size_t n, struct sock_filter *out) {
                 };
 }
 
-/* EVP only fails on allocation failure; the digest of a filter is not optional anywhere it is
- * used, so that is treated like any other out-of-memory abort. */
+_Static_assert(PROG_DIGEST_SIZE == SHA256_SIZE, "a program's digest is its SHA-256");
+
 static _Atomic uint64_t n_digests;
 
 uint64_t prog_digest_count(void) {
         return n_digests;
 }
 
-/* OpenSSL 3 looks the algorithm up in its provider tables on every EVP_DigestInit_ex() with
- * EVP_sha256(); fetched once, a 50-instruction digest costs a fifth of that. */
-static EVP_MD *sha256;
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-
-static void sha256_fetch(void) {
-        sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
-        if (!sha256)
-                abort();
-}
-
-/* One context per thread, kept: a new one for each digest costs an allocation and the provider's
- * set-up, a fifth of a 50-instruction digest. */
-static _Thread_local EVP_MD_CTX *thread_ctx;
-
-static void thread_ctx_free(void *ctx) {
-        EVP_MD_CTX_free(ctx);
-}
-
-static pthread_key_t thread_ctx_key;
-static pthread_once_t thread_ctx_once = PTHREAD_ONCE_INIT;
-
-static void thread_ctx_key_make(void) {
-        if (pthread_key_create(&thread_ctx_key, thread_ctx_free) != 0)
-                abort();
-}
-
-static EVP_MD_CTX *digest_ctx(void) {
-        if (thread_ctx)
-                return thread_ctx;
-        (void) pthread_once(&thread_ctx_once, thread_ctx_key_make);
-        thread_ctx = EVP_MD_CTX_new();
-        if (!thread_ctx || pthread_setspecific(thread_ctx_key, thread_ctx) != 0)
-                abort();
-        return thread_ctx;
-}
-
 void prog_digest(const struct sock_filter *insns, size_t n, uint8_t out[PROG_DIGEST_SIZE]) {
-        EVP_MD_CTX *ctx = digest_ctx();
-        unsigned len = 0;
-
         n_digests++;
-        (void) pthread_once(&sha256_once, sha256_fetch);
-        if (EVP_DigestInit_ex(ctx, sha256, NULL) != 1)
-                abort();
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         /* The wire form is the instructions' own little-endian layout. */
         _Static_assert(sizeof(struct sock_filter) == PROG_INSN_WIRE_SIZE, "struct sock_filter has no padding");
-        if (EVP_DigestUpdate(ctx, insns, n * sizeof(struct sock_filter)) != 1)
-                abort();
+        sha256_parts(&(Sha256Part) { insns, n * sizeof(struct sock_filter) }, 1, out);
 #else
-        uint8_t chunk[64 * PROG_INSN_WIRE_SIZE];
-        for (size_t i = 0; i < n;) {
-                size_t m = 0;
-                for (; i < n && m < sizeof(chunk); i++, m += PROG_INSN_WIRE_SIZE)
-                        insn_to_wire(insns + i, chunk + m);
-                if (EVP_DigestUpdate(ctx, chunk, m) != 1)
-                        abort();
-        }
+        _cleanup_free_ uint8_t *wire = malloc(n * PROG_INSN_WIRE_SIZE + 1);
+        if (!wire)
+                abort(); /* as sha256_parts() does: a digest is not optional */
+        for (size_t i = 0; i < n; i++)
+                insn_to_wire(insns + i, wire + i * PROG_INSN_WIRE_SIZE);
+        sha256_parts(&(Sha256Part) { wire, n * PROG_INSN_WIRE_SIZE }, 1, out);
 #endif
-        if (EVP_DigestFinal_ex(ctx, out, &len) != 1 || len != PROG_DIGEST_SIZE)
-                abort();
 }
 
 #define DIGEST_PREFIX "sha256:"

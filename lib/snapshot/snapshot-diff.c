@@ -2,9 +2,9 @@
 #include "snapshot/snapshot-diff.h"
 
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "core/escape.h"
+#include "core/sha256.h"
 #include "snapshot/snapshot-text.h"
 #include "snapshot/snapshot-units.h"
 
@@ -220,24 +220,23 @@ typedef uint8_t ChainSignature[PROG_DIGEST_SIZE];
 
 static int chain_signatures(const Forest *f, ChainSignature **ret) {
         _cleanup_free_ ChainSignature *sig = malloc((f->n_filters + 1) * sizeof(ChainSignature));
-        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-        int r = sig && ctx ? 0 : -ENOMEM;
+        static const ChainSignature none = {};
+        _Static_assert(sizeof(ChainSignature) == SHA256_SIZE, "a signature is a SHA-256");
 
-        for (size_t i = 0; r == 0 && i < f->n_filters; i++) {
+        if (!sig)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_filters; i++) {
                 const Filter *flt = f->filters[i];
-                static const ChainSignature none = {};
                 uint8_t flags = flt->log | flt->wait_killable_recv << 1 | filter_has_listener(flt) << 2;
-                unsigned len;
-                if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
-                    EVP_DigestUpdate(ctx, flt->parent ? sig[flt->parent->index] : none, sizeof(ChainSignature)) != 1 ||
-                    EVP_DigestUpdate(ctx, flt->digest, sizeof(flt->digest)) != 1 || EVP_DigestUpdate(ctx, &flags, 1) != 1 ||
-                    EVP_DigestFinal_ex(ctx, sig[i], &len) != 1)
-                        r = -ENOMEM;
+                const Sha256Part parts[] = {
+                        { flt->parent ? sig[flt->parent->index] : none, sizeof(ChainSignature) },
+                        { flt->digest, sizeof(flt->digest) },
+                        { &flags, 1 },
+                };
+                sha256_parts(parts, ELEMENTSOF(parts), sig[i]);
         }
-        EVP_MD_CTX_free(ctx);
-        if (r == 0)
-                *ret = TAKE_PTR(sig);
-        return r;
+        *ret = TAKE_PTR(sig);
+        return 0;
 }
 
 typedef struct Growing {
