@@ -127,6 +127,10 @@ static void heap_prepare(void) {
  * beside the load, load_beside_start()). */
 static void heap_prepare_light(void) {
         heap_huge = heap_setup(HEAP_LIGHT_KEEP);
+        /* One arena for every thread: the records the pass's drainer takes in (scan-bpf-side.c) go
+         * to the heap populated for them, not to fresh pages of an arena of its own. */
+        if (heap_huge)
+                (void) mallopt(M_ARENA_MAX, 1);
 }
 
 static pthread_once_t process_prepared = PTHREAD_ONCE_INIT, heap_prepared = PTHREAD_ONCE_INIT,

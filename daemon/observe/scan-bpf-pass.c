@@ -202,9 +202,7 @@ static int iter_run_beside(BpfScanner *s, int link_fd, const char *name, BpfSide
                 ssize_t k = read(fd, buf, sizeof(buf));
                 int saved = errno;
 
-                n = consume(s);
-                if (side)
-                        bpf_side_drained(side);
+                n = side ? bpf_side_drain(side) : consume(s);
                 if (n < 0)
                         return n;
                 if (k == 0)
@@ -228,16 +226,19 @@ static int iter_run(BpfScanner *s, int link_fd, const char *name) {
 /* Drain the ring buffer for side until it has ended; its result, or this thread's first error r. */
 static int side_finish(BpfScanner *s, BpfSideRun *side, int r) {
         bool done;
-        int k;
+        int k, n;
 
         do {
                 bpf_side_wait(side, &done);
-                k = consume(s);
-                bpf_side_drained(side);
+                k = bpf_side_drain(side);
                 if (r >= 0 && k < 0)
                         r = k;
         } while (!done);
         k = bpf_side_join(side);
+        if (r >= 0 && side->drain_error < 0)
+                r = side->drain_error; /* consume() said why */
+        if (r >= 0 && k >= 0 && (n = consume(s)) < 0) /* after the drainer's last drain: nothing, or an error */
+                r = n;
         if (r >= 0 && k == -EBADMSG)
                 return bpf_scanner_fail_errno(s, k, "The task_file iterator wrote text, expected none.");
         if (r >= 0 && k < 0)
@@ -333,9 +334,14 @@ static void populate_then(void *userdata) {
         bpf_heap_block_populate(userdata);
 }
 
+static int drain(void *userdata) {
+        return consume(userdata);
+}
+
 /* The tasks, and the file tables beside them in a second run of the task iterator: the records of
- * both drained here. The file tables take less time than the tasks and their records: the side
- * then populates the heap the forest will take (forest_prepare() would, after the pass). */
+ * both taken in by a third thread while they walk (and here when the ring buffer is full). The
+ * file tables take less time than the tasks: the side then populates the heap the forest will
+ * take (forest_prepare() would, after the pass). */
 static int tasks_and_files_run(BpfScanner *s) {
         BpfHeapBlock forest_heap;
         struct sysinfo si;
@@ -346,7 +352,8 @@ static int tasks_and_files_run(BpfScanner *s) {
         s->unit.bss->files_walker_tid = 0;
         s->unit.bss->files_mode = SCAN_FILES_BESIDE;
         forest_heap = bpf_heap_block_new(sysinfo(&si) == 0 ? (size_t) si.procs : 0, BPF_HEAP_FOREST_BYTES_PER_TASK);
-        r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->files_walker_tid, populate_then, &forest_heap);
+        r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->files_walker_tid, populate_then, &forest_heap,
+                           drain, s, true);
         if (r < 0) {
                 bpf_heap_block_free(&forest_heap);
                 return bpf_scanner_fail_errno(s, r, "Failed to start the files walk: %m");

@@ -176,7 +176,7 @@ int bpf_scanner_scan(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
                         break;
                 attempt++;
         }
-        if (s->oneshot)
+        if (s->oneshot && !s->once) /* once: freed whole, or with the process (sectreed scan) */
                 oneshot_forget_filters(s);
         if (k == -ENOENT || k == -EINVAL) /* -EAGAIN to callers: the machine changed, the scanner is fine */
                 return log_error_errno(-EAGAIN, "Failed to get a consistent pass in %d attempts: tasks and filters "
