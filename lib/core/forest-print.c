@@ -253,6 +253,8 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, F
                 }
 }
 
+typedef struct TextTree TextTree;
+
 typedef struct TreeWalker {
         const Forest *f;
         const TreeIndex *ix;
@@ -263,7 +265,11 @@ typedef struct TreeWalker {
         FILE *line; /* a memory stream over text, rewound for each line: one for the whole walk */
         char *text;
         size_t size;
+        TextTree *direct; /* instead of fn: each line written at once where the text tree goes */
 } TreeWalker;
+
+static int text_tree_prefix(TextTree *t, const ForestTreeLine *l);
+static FILE *text_tree_out(const TextTree *t);
 
 static int walk_slot(TreeWalker *w, size_t slot);
 
@@ -272,6 +278,16 @@ typedef void (*LineWriter)(const TreeWalker *w, const void *what, size_t slot, F
 
 static int emit(TreeWalker *w, ForestTreeLineKind kind, bool last, bool has_children, LineWriter write,
                 const void *what, size_t slot) {
+        if (w->direct) { /* the text tree's glyphs, then the line itself, with no copy between */
+                ForestTreeLine l = { .kind = kind, .depth = w->depth, .last = last, .has_children = has_children };
+                FILE *out = text_tree_out(w->direct);
+                int r = text_tree_prefix(w->direct, &l);
+                if (r < 0)
+                        return r;
+                write(w, what, slot, out);
+                fputc('\n', out);
+                return 0;
+        }
         rewind(w->line);
         write(w, what, slot, w->line);
         fputc('\0', w->line); /* a longer line before left its bytes after this one's */
@@ -438,12 +454,16 @@ static int tree_walk_lines(TreeWalker *w) {
         return walk_unfiltered(w);
 }
 
-int forest_tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn fn, void *userdata) {
+/* The walk, each line handed to fn, or written where direct goes. */
+static int tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn fn, void *userdata, TextTree *direct) {
         _cleanup_(tree_index_free) TreeIndex ix = {};
         int r = tree_index_build_linked(f, &ix);
         if (r < 0)
                 return r;
-        TreeWalker w = { .f = f, .ix = &ix, .collapse = flags & FOREST_PRINT_COLLAPSE, .fn = fn, .userdata = userdata };
+        TreeWalker w = { .f = f, .ix = &ix, .collapse = flags & FOREST_PRINT_COLLAPSE, .fn = fn, .userdata = userdata,
+                         .direct = direct };
+        if (direct)
+                return tree_walk_lines(&w);
         w.line = open_memstream(&w.text, &w.size);
         if (!w.line)
                 return -ENOMEM;
@@ -456,6 +476,10 @@ int forest_tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn f
                 r = -ENOMEM;
         free(w.text);
         return r;
+}
+
+int forest_tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn fn, void *userdata) {
+        return tree_walk(f, flags, fn, userdata, NULL);
 }
 
 /* Known listener objects, plus the filters that have one the forest holds no object for (a
@@ -488,16 +512,20 @@ void forest_print_header(const Forest *f, FILE *out) {
 /* The text tree: each line after the glyphs of its ancestors (a bar where one has siblings below
  * it); top-level lines after a blank line, unless one is the first thing printed. The same lines
  * as sectreectl's libsmartcols tree (client/tree-table.c). */
-typedef struct TextTree {
+struct TextTree {
         const TreeGlyphs *g;
         FILE *out;
         bool blank_before_top;
         bool *last; /* by depth: was the last line at that depth the last of its siblings? */
         size_t n_last;
-} TextTree;
+};
 
-static int text_tree_line(const ForestTreeLine *l, void *userdata) {
-        TextTree *t = userdata;
+static FILE *text_tree_out(const TextTree *t) {
+        return t->out;
+}
+
+/* What comes before the text of line l. */
+static int text_tree_prefix(TextTree *t, const ForestTreeLine *l) {
         /* a listener's holders: the first line under its filter */
         unsigned depth = l->depth + (l->kind == FOREST_TREE_LISTENER);
         bool last = l->kind == FOREST_TREE_LISTENER ? !l->has_children : l->last;
@@ -513,8 +541,6 @@ static int text_tree_line(const ForestTreeLine *l, void *userdata) {
                 fputs(t->last[i] ? t->g->space : t->g->pipe, t->out);
         if (depth > 0)
                 fputs(last ? t->g->last : t->g->branch, t->out);
-        fputs(l->text, t->out);
-        fputc('\n', t->out);
         return 0;
 }
 
@@ -524,7 +550,7 @@ int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
         flockfile(out); /* as in forest_tree_walk() */
         if (!(flags & FOREST_PRINT_NO_HEADER))
                 forest_print_header(f, out);
-        int r = forest_tree_walk(f, flags, text_tree_line, &t);
+        int r = tree_walk(f, flags, NULL, NULL, &t); /* each line written as it is walked */
         funlockfile(out);
         free(t.last);
         return fflush(out) == 0 ? r : -EIO;
