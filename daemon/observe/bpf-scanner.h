@@ -86,6 +86,11 @@ typedef struct PassRecords {
         size_t n_listeners, n_listeners_allocated;
         BpfFilter **filters; /* met in this pass, each once */
         size_t n_filters, n_filters_allocated;
+        /* The same by id once the pass has ended, where their ids are close together (a pass
+         * hands out new ones in a row): by_id[id - by_id_base], NULL for an id it did not meet. */
+        BpfFilter **by_id;
+        size_t n_by_id, n_by_id_allocated;
+        uint64_t by_id_base;
         ProcRec *exes; /* sorted by tgid once the pass is done */
         size_t n_exes, n_exes_allocated;
         ProcRec *argvs; /* sorted by tgid once the argv pass is done */

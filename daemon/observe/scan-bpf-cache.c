@@ -182,7 +182,13 @@ int bpf_scanner_evict(BpfScanner *s) {
 
 /* A filter of the current pass, NULL if the pass did not meet it. */
 BpfFilter *bpf_scanner_pass_filter(const BpfScanner *s, uint64_t id) {
-        BpfFilter *f = id == 0 ? NULL : hashmap_get(&s->filters, id);
+        const PassRecords *r = &s->records;
+        BpfFilter *f;
+
+        if (id >= r->by_id_base && id - r->by_id_base < r->n_by_id)
+                f = r->by_id[id - r->by_id_base];
+        else
+                f = id == 0 ? NULL : hashmap_get(&s->filters, id);
 
         return f && f->seen_pass == s->pass ? f : NULL;
 }
