@@ -120,22 +120,26 @@ static BpfFilter *bpf_filter_new(BpfScanner *s, const struct scan_rec_filter *re
         return TAKE_PTR(f);
 }
 
-void bpf_filters_clear(Hashmap *filters) {
-        uint64_t id;
-        void *v;
-
-        for (size_t i = 0; hashmap_next(filters, &i, &id, &v);)
-                bpf_filter_free(v);
-        hashmap_deinit(filters);
-}
-
-void bpf_cache_clear(Hashmap *cache) {
+/* Every entry of cache freed with free_value(), and the map. */
+static void cache_clear(Hashmap *cache, void (*free_value)(void *)) {
         uint64_t key;
         void *v;
 
         for (size_t i = 0; hashmap_next(cache, &i, &key, &v);)
-                free(v);
+                free_value(v);
         hashmap_deinit(cache);
+}
+
+static void filter_free_value(void *v) {
+        bpf_filter_free(v);
+}
+
+void bpf_filters_clear(Hashmap *filters) {
+        cache_clear(filters, filter_free_value);
+}
+
+void bpf_cache_clear(Hashmap *cache) {
+        cache_clear(cache, free);
 }
 
 static uint64_t filter_seen(const void *v) {
