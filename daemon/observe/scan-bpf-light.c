@@ -17,13 +17,30 @@
 #include "observe/bpf/scan-noargv.lskel.h"
 #include "observe/bpf/scan-tree.lskel.h"
 
-/* The light skeletons come from scan.bpf.c: the sections have libbpf's skeleton's layout. */
+/* The light skeletons come from scan.bpf.c, and the scanner reads and writes their sections
+ * through libbpf's skeleton's layout: each field it touches must sit where that layout has it (the
+ * compiler orders a section's globals its own way in each variant of the unit: equal sizes do not
+ * make equal layouts). */
+#define SAME_FIELD(L, sec, field)                                                                      \
+        _Static_assert(__builtin_offsetof(__typeof__(*((struct L *) 0)->sec), field) ==                 \
+                                       __builtin_offsetof(__typeof__(*((struct scan_bpf *) 0)->sec), field), \
+                       #L ": " #sec "." #field " is not where scan.skel.h has it")
 #define ASSERT_SAME_LAYOUT(L)                                                                          \
         _Static_assert(sizeof(*((struct L *) 0)->bss) == sizeof(*((struct scan_bpf *) 0)->bss), "bss");    \
         _Static_assert(sizeof(*((struct L *) 0)->data) == sizeof(*((struct scan_bpf *) 0)->data), "data"); \
         _Static_assert(sizeof(*((struct L *) 0)->data_ids) == sizeof(*((struct scan_bpf *) 0)->data_ids), \
                       "data_ids");                                                                     \
-        _Static_assert(sizeof(*((struct L *) 0)->rodata) == sizeof(*((struct scan_bpf *) 0)->rodata), "rodata")
+        _Static_assert(sizeof(*((struct L *) 0)->rodata) == sizeof(*((struct scan_bpf *) 0)->rodata), "rodata"); \
+        SAME_FIELD(L, bss, stats);                                                                     \
+        SAME_FIELD(L, bss, run);                                                                       \
+        SAME_FIELD(L, data, insns_epoch);                                                              \
+        SAME_FIELD(L, data_ids, pass);                                                                 \
+        SAME_FIELD(L, data_ids, last_id);                                                              \
+        SAME_FIELD(L, data_ids, listeners_created);                                                    \
+        SAME_FIELD(L, data_ids, ids_stats);                                                            \
+        SAME_FIELD(L, data_ids, pidns_self);                                                           \
+        SAME_FIELD(L, rodata, mark_procs);                                                             \
+        SAME_FIELD(L, rodata, forget_after_pass)
 ASSERT_SAME_LAYOUT(scan_lskel);
 ASSERT_SAME_LAYOUT(scan_noargv_lskel);
 ASSERT_SAME_LAYOUT(scan_tree_lskel);

@@ -308,7 +308,7 @@ static int files_run(BpfScanner *s) {
         int r;
 
         files_start(s);
-        s->unit.bss->files_mode = SCAN_FILES_ONLY;
+        s->unit.bss->run.files_mode = SCAN_FILES_ONLY;
         r = iter_run(s, s->unit.tasks_link_fd, "files");
         if (r < 0)
                 return r;
@@ -352,10 +352,10 @@ static int tasks_and_files_run(BpfScanner *s) {
         int r;
 
         files_start(s);
-        s->unit.bss->files_walker_tid = 0;
-        s->unit.bss->files_mode = SCAN_FILES_BESIDE;
+        s->unit.bss->run.files_walker_tid = 0;
+        s->unit.bss->run.files_mode = SCAN_FILES_BESIDE;
         forest_heap = bpf_heap_block_new(sysinfo(&si) == 0 ? (size_t) si.procs : 0, BPF_HEAP_FOREST_BYTES_PER_TASK);
-        r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->files_walker_tid, populate_then, &forest_heap,
+        r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->run.files_walker_tid, populate_then, &forest_heap,
                            drain, s, true);
         if (r < 0) {
                 bpf_heap_block_free(&forest_heap);
@@ -376,7 +376,7 @@ static int tasks_run(BpfScanner *s, bool files) {
 
         if (files)
                 files_start(s);
-        s->unit.bss->files_mode = files ? SCAN_FILES_IN_TASKS : SCAN_FILES_NONE;
+        s->unit.bss->run.files_mode = files ? SCAN_FILES_IN_TASKS : SCAN_FILES_NONE;
         r = iter_run(s, s->unit.tasks_link_fd, "task");
         if (r < 0)
                 return r;
@@ -470,13 +470,13 @@ int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         pass_records_reset(&s->records);
         records_presize(s);
         s->unit.data_ids->pass = ++s->pass;
-        s->unit.bss->emit_all_tasks = all_tasks;
-        s->unit.bss->want_exe = want_exe;
+        s->unit.bss->run.emit_all_tasks = all_tasks;
+        s->unit.bss->run.want_exe = want_exe;
         files = files_pass_needed(s);
         sweep = sweep_due(s);
         beside = files_beside(s, files);
-        s->unit.bss->files_planned = beside;
-        s->unit.bss->sweep_wanted = sweep;
+        s->unit.bss->run.files_planned = beside;
+        s->unit.bss->run.sweep_wanted = sweep;
         before = stats_mark(s);
 
         r = beside ? tasks_and_files_run(s) : tasks_run(s, files);

@@ -34,14 +34,9 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 /* Set by user space before load: a one-shot scanner has no watch, and nobody reads the marks. */
 const volatile bool mark_procs = true;
 
-/* Set by user space before each pass (and pass, in ids.bpf.h). */
-bool emit_all_tasks; /* also tasks without seccomp in single-threaded processes */
-bool files_planned;  /* a files walk runs after or beside the tasks walk: the pass ends with both */
-__u32 files_mode;    /* what a run of the task iterator does: enum scan_files_mode (scan.h) */
-__u32 files_walker_tid; /* SCAN_FILES_BESIDE: the thread (in the daemon's pid namespace) whose
-                         * reads walk the file tables, while the others' walk the tasks */
-bool sweep_wanted;   /* end this pass with a sweep of the id map (it visits every bucket) */
-bool want_exe;       /* send the executable of each thread group leader reported */
+/* Set by user space before each pass (and pass, in ids.bpf.h): struct scan_pass_settings
+ * (scan.h), one struct so that every variant of the unit lays it out the same way. */
+struct scan_pass_settings run;
 /* A filter's instructions are sent once per id and epoch. User space starts a new epoch when it
  * no longer has instructions the kernel thinks it sent. */
 __u64 insns_epoch SEC(".data") = 1;
@@ -309,7 +304,7 @@ static __always_inline void pass_end(void) {
         /* once, even when both iterators end at the same time on two CPUs */
         if (ended == pass || __sync_val_compare_and_swap(&iter_ended_pass, ended, pass) != ended)
                 return;
-        if (sweep_wanted) {
+        if (run.sweep_wanted) {
                 bpf_for_each_map_elem(&filter_ids, sweep_one, &s, 0);
                 __sync_fetch_and_add(&stats.ids_swept, s.swept);
                 __sync_fetch_and_add(&stats.sweeps, 1);
@@ -353,14 +348,14 @@ static __always_inline __u64 head_id_if_complete(struct seccomp_filter *head) {
 }
 
 /* An iterator of the pass met its end: the pass ends with the last of them (the files
- * iterator runs when files_planned, before, after or beside the task iterator). */
+ * iterator runs when run.files_planned, before, after or beside the task iterator). */
 static __always_inline void iter_end(bool files) {
         /* Exchanges, not stores: of two iterators ending side by side, the second sees the first. */
         if (files)
                 __sync_lock_test_and_set(&files_ended_pass, pass);
         else
                 __sync_lock_test_and_set(&tasks_ended_pass, pass);
-        if (tasks_ended_pass == pass && (!files_planned || files_ended_pass == pass))
+        if (tasks_ended_pass == pass && (!run.files_planned || files_ended_pass == pass))
                 pass_end();
 }
 
@@ -524,14 +519,14 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
         return r;
 }
 
-/* Whether the thread running the program is files_walker_tid. */
+/* Whether the thread running the program is run.files_walker_tid. */
 static __always_inline bool walker_is_current(void) {
         struct task_struct *t = task_plain(bpf_get_current_task_btf());
 
         scan_pidns_learn();
         if (!pidns_self.inum)
                 return false;
-        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t, pidns_self_ns())) == files_walker_tid;
+        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t, pidns_self_ns())) == run.files_walker_tid;
 }
 
 /* Every task the kernel lets BPF see. On the project's machines that is every task but those of
@@ -553,7 +548,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
 
         /* The walk of the file tables (listeners) runs in the same program as the walk of the
          * tasks: in the same run, alone, or in a second run beside (the reading thread says which). */
-        files_walk = files_mode == SCAN_FILES_ONLY || (files_mode == SCAN_FILES_BESIDE && walker_is_current());
+        files_walk = run.files_mode == SCAN_FILES_ONLY || (run.files_mode == SCAN_FILES_BESIDE && walker_is_current());
         if (!t) {
                 iter_end(files_walk);
                 return 0;
@@ -561,7 +556,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
 
         /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
         scan_pidns_learn();
-        if (files_walk || files_mode == SCAN_FILES_IN_TASKS) {
+        if (files_walk || run.files_mode == SCAN_FILES_IN_TASKS) {
                 __u64 addr = 0;
 
                 if (bpf_probe_read_kernel(&addr, sizeof(addr), &ctx->task) < 0)
@@ -573,7 +568,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         }
         t = task_plain(t);
         mode = t->seccomp.mode;
-        if (mode == SECCOMP_MODE_DISABLED && !emit_all_tasks && task_alone(t))
+        if (mode == SECCOMP_MODE_DISABLED && !run.emit_all_tasks && task_alone(t))
                 return 0;
         if (!scan_task_ids(t, &tid, &tgid, &ppid))
                 return 0; /* outside the daemon's pid namespace */
@@ -591,7 +586,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 head_id = id < 0 ? 0 : (__u64) id;
         }
 #ifndef SCAN_NO_EXE
-        if (want_exe && t->pid == t->tgid && exe_send(t) < 0)
+        if (run.want_exe && t->pid == t->tgid && exe_send(t) < 0)
                 return retry_object();
 #endif
 

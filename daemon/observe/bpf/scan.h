@@ -137,6 +137,23 @@ enum scan_files_mode {
                                   * tasks in every other thread's */
 };
 
+/* What user space sets before each pass of the task iterator (the global `run` of scan.bpf.c). One
+ * struct, not six globals: the compiler orders a section's globals as it likes, and did so
+ * differently in the variants of the unit (the tree's light skeleton had want_exe where the
+ * others have files_planned), while user space writes them through one skeleton's layout. */
+struct scan_pass_settings {
+        __u32 files_mode;       /* what a run of the task iterator does: enum scan_files_mode */
+        __u32 files_walker_tid; /* SCAN_FILES_BESIDE: the thread (in the daemon's pid namespace)
+                                 * whose reads walk the file tables, while the others' walk the
+                                 * tasks */
+        __u8 emit_all_tasks;    /* also tasks without seccomp in single-threaded processes */
+        __u8 files_planned;     /* a files walk runs after or beside the tasks walk: the pass ends
+                                 * with both */
+        __u8 sweep_wanted;      /* end this pass with a sweep of the id map (it visits every
+                                 * bucket) */
+        __u8 want_exe;          /* send the executable of each thread group leader reported */
+};
+
 /* Counters of the iterators in their .bss, read by user space (never addresses); those of the id
  * map itself are struct ids_stats (ids.h). */
 struct scan_stats {
