@@ -19,6 +19,22 @@
 #include "observe/scan-bpf-light.h"
 #include "observe/scan-bpf-pass.h"
 #include "observe/bpf/scan.skel.h" /* after the records it names (bpf/scan.h) */
+#include "observe/bpf/watch.skel.h" /* its layout of .data.ids, checked below */
+
+/* The watch unit is loaded on the scan unit's .data.ids map (bpf_scanner_load_watch()): both
+ * units' programs must find each of its globals at the same offset, and the compiler orders a
+ * section's globals its own way in each object. */
+#define SAME_IDS_FIELD(field)                                                                          \
+        _Static_assert(__builtin_offsetof(__typeof__(*((struct scan_bpf *) 0)->data_ids), field) ==     \
+                               __builtin_offsetof(__typeof__(*((struct watch_bpf *) 0)->data_ids), field), \
+                       "the watch unit's .data.ids." #field " is not where the scan unit has it")
+_Static_assert(sizeof(*((struct scan_bpf *) 0)->data_ids) == sizeof(*((struct watch_bpf *) 0)->data_ids),
+               "the units' .data.ids differ in size");
+SAME_IDS_FIELD(pass);
+SAME_IDS_FIELD(last_id);
+SAME_IDS_FIELD(listeners_created);
+SAME_IDS_FIELD(ids_stats);
+SAME_IDS_FIELD(pidns_self);
 
 #define MIN_RINGBUF_SIZE (64U << 10) /* holds the largest record: a FILTER of 4096 instructions */
 #define MAX_FILTER_IDS (1U << 18)    /* as in bpf/ids.bpf.h */
