@@ -248,7 +248,7 @@ int bpf_scanner_filter_from_rec(BpfScanner *s, BpfFilter *f, const struct scan_r
         return 0;
 }
 
-int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata) {
+void bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata) {
         uint64_t id;
         void *v;
 
@@ -257,5 +257,4 @@ int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *use
                 if (!f->dropped && f->len > 0 && drop(id, userdata))
                         filter_drop_insns(f);
         }
-        return 0;
 }

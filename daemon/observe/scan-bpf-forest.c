@@ -213,7 +213,8 @@ static int forest_fill_programs(BpfScanner *s, Forest *f, uint64_t insns_per_uid
                         return -ENOMEM;
                 memcpy(x->insns, bf->insns, x->len * sizeof(struct sock_filter));
         }
-        return bpf_scanner_drop_programs(s, forest_over_budget, f);
+        bpf_scanner_drop_programs(s, forest_over_budget, f);
+        return 0;
 }
 
 /* Where the daemon gave its free memory back (after every full pass and snapshot), building a

@@ -356,7 +356,7 @@ static int tasks_and_files_run(BpfScanner *s) {
         s->unit.bss->run.files_mode = SCAN_FILES_BESIDE;
         forest_heap = bpf_heap_block_new(sysinfo(&si) == 0 ? (size_t) si.procs : 0, BPF_HEAP_FOREST_BYTES_PER_TASK);
         r = bpf_side_start(&side, s->unit.tasks_link_fd, &s->unit.bss->run.files_walker_tid, populate_then, &forest_heap,
-                           drain, s, true);
+                           drain, s);
         if (r < 0) {
                 bpf_heap_block_free(&forest_heap);
                 return bpf_scanner_fail_errno(s, r, "Failed to start the files walk: %m");

@@ -15,7 +15,6 @@ static int cmp_task_rec(const void *a, const void *b) {
         return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-
 static int cmp_span_pid(const void *key, const void *elem) {
         pid_t pid = *(const pid_t *) key, other = ((const ProcSpan *) elem)->pid;
         return pid < other ? -1 : pid > other;

@@ -63,7 +63,7 @@ static void *side_main(void *userdata) {
 static void *drainer_main(void *userdata);
 
 int bpf_side_start(BpfSideRun *r, int link_fd, volatile uint32_t *tid, void (*then)(void *userdata),
-                   void *then_userdata, int (*drain)(void *userdata), void *drain_userdata, bool drainer) {
+                   void *then_userdata, int (*drain)(void *userdata), void *drain_userdata) {
         int k;
 
         *r = (BpfSideRun) { .fd = bpf_iter_create(link_fd), .tid = tid, .then = then, .then_userdata = then_userdata,
@@ -82,7 +82,7 @@ int bpf_side_start(BpfSideRun *r, int link_fd, volatile uint32_t *tid, void (*th
                 return -k;
         }
         /* without one, this thread drains alone */
-        r->drainer_started = drainer && pthread_create(&r->drainer, NULL, drainer_main, r) == 0;
+        r->drainer_started = pthread_create(&r->drainer, NULL, drainer_main, r) == 0;
         return 0;
 }
 

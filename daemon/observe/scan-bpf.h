@@ -61,9 +61,8 @@ void bpf_scanner_set_no_listeners(BpfScanner *oneshot, bool (*no_listeners)(void
 void bpf_scanner_set_beside_min_tasks(BpfScanner *oneshot, unsigned long min_tasks);
 /* Let go of the program of every filter id the scanner keeps for which drop(id, userdata) says so
  * (the live forest keeps it over budget): only its length and digest stay. A pass that does not
- * allow that (ScanOptions.allow_dropped) asks the kernel for the program again. -ENOMEM: some
- * were kept. */
-int bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata);
+ * allow that (ScanOptions.allow_dropped) asks the kernel for the program again. */
+void bpf_scanner_drop_programs(BpfScanner *s, bool (*drop)(uint64_t id, void *userdata), void *userdata);
 
 typedef struct BpfScannerStats {
         uint64_t passes;

@@ -447,9 +447,7 @@ static int pass_hand_on(BpfSource *b, Forest *f, const char *reason, uint64_t lo
         if (r >= 0) {
                 b->lost_seen = lost; /* what was lost before the scan is in it */
                 /* The scanner keeps no program the live forest does not (its uid is over budget). */
-                int k = bpf_scanner_drop_programs(b->scanner, live_dropped, b);
-                if (k < 0)
-                        log_debug_errno(k, "Could not drop the programs of filters over budget: %m");
+                bpf_scanner_drop_programs(b->scanner, live_dropped, b);
         }
         check_lost(b, true);
         return r;

@@ -253,7 +253,16 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, F
                 }
 }
 
-typedef struct TextTree TextTree;
+/* The text tree: each line after the glyphs of its ancestors (a bar where one has siblings below
+ * it); top-level lines after a blank line, unless one is the first thing printed. The same lines
+ * as sectreectl's libsmartcols tree (client/tree-table.c). */
+typedef struct TextTree {
+        const TreeGlyphs *g;
+        FILE *out;
+        bool blank_before_top;
+        bool *last; /* by depth: was the last line at that depth the last of its siblings? */
+        size_t n_last;
+} TextTree;
 
 typedef struct TreeWalker {
         const Forest *f;
@@ -269,7 +278,6 @@ typedef struct TreeWalker {
 } TreeWalker;
 
 static int text_tree_prefix(TextTree *t, const ForestTreeLine *l);
-static FILE *text_tree_out(const TextTree *t);
 
 static int walk_slot(TreeWalker *w, size_t slot);
 
@@ -280,7 +288,7 @@ static int emit(TreeWalker *w, ForestTreeLineKind kind, bool last, bool has_chil
                 const void *what, size_t slot) {
         if (w->direct) { /* the text tree's glyphs, then the line itself, with no copy between */
                 ForestTreeLine l = { .kind = kind, .depth = w->depth, .last = last, .has_children = has_children };
-                FILE *out = text_tree_out(w->direct);
+                FILE *out = w->direct->out;
                 int r = text_tree_prefix(w->direct, &l);
                 if (r < 0)
                         return r;
@@ -507,21 +515,6 @@ void forest_print_header(const Forest *f, FILE *out) {
         fprintf(out, "%zu filter%s, %zu process%s, %zu thread%s, %zu listener%s\n", f->n_filters,
                 f->n_filters == 1 ? "" : "s", f->n_processes, f->n_processes == 1 ? "" : "es", n_threads,
                 n_threads == 1 ? "" : "s", n_listeners, n_listeners == 1 ? "" : "s");
-}
-
-/* The text tree: each line after the glyphs of its ancestors (a bar where one has siblings below
- * it); top-level lines after a blank line, unless one is the first thing printed. The same lines
- * as sectreectl's libsmartcols tree (client/tree-table.c). */
-struct TextTree {
-        const TreeGlyphs *g;
-        FILE *out;
-        bool blank_before_top;
-        bool *last; /* by depth: was the last line at that depth the last of its siblings? */
-        size_t n_last;
-};
-
-static FILE *text_tree_out(const TextTree *t) {
-        return t->out;
 }
 
 /* What comes before the text of line l. */

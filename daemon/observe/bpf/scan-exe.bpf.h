@@ -162,7 +162,7 @@ static __always_inline int exe_send(struct task_struct *t) {
                 return 0; /* user space reads /proc */
         rec = (struct scan_rec_exe *) x->out;
         rec->type = SCAN_REC_EXE;
-        rec->tgid = scan_tgid(t);
+        rec->tgid = pidns_tgid(t);
         rec->len = 0;
         rec->same_tgid = 0;
         mm = t->mm;

@@ -314,22 +314,6 @@ static __always_inline void pass_end(void) {
         bpf_ringbuf_output(&records, &end, sizeof(end), BPF_RB_NO_WAKEUP);
 }
 
-/* bpf/pidns.bpf.h's helpers, inlined: they read struct pid and pid_namespace only through the
- * global pid_number_at() (relocated and verified once), and each call and return of BPF code costs
- * on the tasks' path (on the project's machines the kernel returns through a thunk: "Safe RET", in
- * /sys/devices/system/cpu/vulnerabilities/spec_rstack_overflow). */
-static __always_inline void scan_pidns_learn(void) {
-        pidns_learn();
-}
-
-static __always_inline bool scan_task_ids(struct task_struct *t, __u32 *tid, __u32 *tgid, __u32 *ppid) {
-        return pidns_task_ids(t, tid, tgid, ppid);
-}
-
-static __always_inline __u32 scan_tgid(struct task_struct *t) {
-        return pidns_tgid(t);
-}
-
 /* The id of head when its whole chain was sent in this pass already, as for most tasks (threads
  * and sibling processes share chains): one lookup, and no call of chain_send() with its loop and
  * the calls below it. 0 otherwise: chain_send() then walks the chain. */
@@ -439,7 +423,7 @@ __noinline __s64 listener_filter(__u64 file_addr, __u32 slot) {
 static __always_inline int listener_send(struct task_struct *t, __u32 fd, __u64 filter_id) {
         struct scan_rec_listener rec = {
                 .type = SCAN_REC_LISTENER,
-                .tgid = scan_tgid(t),
+                .tgid = pidns_tgid(t),
                 .fd = fd,
                 .filter_id = filter_id,
         };
@@ -523,7 +507,7 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
 static __always_inline bool walker_is_current(void) {
         struct task_struct *t = task_plain(bpf_get_current_task_btf());
 
-        scan_pidns_learn();
+        pidns_learn();
         if (!pidns_self.inum)
                 return false;
         return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t, pidns_self_ns())) == run.files_walker_tid;
@@ -555,7 +539,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         }
 
         /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
-        scan_pidns_learn();
+        pidns_learn();
         if (files_walk || run.files_mode == SCAN_FILES_IN_TASKS) {
                 __u64 addr = 0;
 
@@ -570,7 +554,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !run.emit_all_tasks && task_alone(t))
                 return 0;
-        if (!scan_task_ids(t, &tid, &tgid, &ppid))
+        if (!pidns_task_ids(t, &tid, &tgid, &ppid))
                 return 0; /* outside the daemon's pid namespace */
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
@@ -636,8 +620,8 @@ int scan_argv(struct bpf_iter__task *ctx) {
 
         if (!t || t->pid != t->tgid)
                 return 0;
-        scan_pidns_learn();
-        tgid = scan_tgid(t);
+        pidns_learn();
+        tgid = pidns_tgid(t);
         if (!tgid)
                 return 0;
         idx = tgid / 64;
