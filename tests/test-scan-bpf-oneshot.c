@@ -252,6 +252,50 @@ static void test_once_hands_programs(void) {
         scenario_free(s);
 }
 
+/* A one-shot scanner's id map, its entries allocated when it is made, is sized for the tasks of the
+ * machine; where filters outnumber its room (here a chain of 24 filters against a map of 8
+ * entries), the pass finds it full and the scanner loads one four times as large, until the pass
+ * fits: the forest is whole, and the same as a live scanner's. */
+static void test_id_map_grows(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = tests_fork_install(s, scenario_root(s), x.a, x.na, 0);
+        for (int i = 1; i < 24; i++)
+                g_assert_cmpint(scenario_install(s, a, i % 2 ? x.b : x.c, i % 2 ? x.nb : x.nc, 0), >=, 0);
+
+        BpfScanner *live = NULL;
+        g_assert_cmpint(bpf_scanner_new(&live), ==, 0);
+        Forest *want = oneshot_scan(live, scenario_root_pid(s));
+        BpfScanner *once = NULL;
+        g_assert_cmpint(bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .once = true,
+                                                                            .no_argv = true, .no_exe = true,
+                                                                            .id_map_entries = 8 },
+                                                     &once),
+                        ==, 0);
+        bpf_scanner_set_beside_min_tasks(once, 0);
+        BpfScannerStats stats;
+        g_assert_cmpint(bpf_scanner_get_stats(once, &stats), ==, 0);
+        g_assert_cmpuint(stats.id_map_entries, ==, 8);
+        Forest *f = oneshot_scan(once, scenario_root_pid(s));
+        g_assert_cmpint(bpf_scanner_get_stats(once, &stats), ==, 0);
+        g_assert_cmpuint(stats.id_map_entries, >=, 32);
+        bpf_scanner_free(once);
+
+        g_assert_cmpuint(f->n_filters, ==, want->n_filters);
+        g_assert_cmpuint(f->n_filters, >=, 24);
+        const Task *t = forest_find_task(f, scenario_task(s, a)->tid, NULL);
+        g_assert_nonnull(t);
+        g_assert_cmpuint(t->filter_count, ==, 24);
+        assert_same_chains(f, want, scenario_task(s, a)->tid);
+        tests_assert_forest_matches(f, s, true);
+        forest_free(f);
+        forest_free(want);
+        bpf_scanner_free(live);
+        scenario_free(s);
+}
+
 /* A one-shot scanner's passes end without a sweep of its id map: each renews the ids of earlier
  * passes it meets. Processes come and go between passes, each with a filter of its own bytes (the
  * freed filters' memory taken again by the next): every pass reports each chain with its own
@@ -317,5 +361,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf-oneshot/listeners-many-fds", test_listeners_many_fds);
         g_test_add_func("/scan-bpf-oneshot/passes-renew-ids", test_passes_renew_ids);
         g_test_add_func("/scan-bpf-oneshot/once-hands-programs", test_once_hands_programs);
+        g_test_add_func("/scan-bpf-oneshot/id-map-grows", test_id_map_grows);
         return g_test_run();
 }

@@ -38,7 +38,7 @@ SAME_IDS_FIELD(pidns_self);
 
 #define MIN_RINGBUF_SIZE (64U << 10) /* holds the largest record: a FILTER of 4096 instructions */
 #define MAX_FILTER_IDS (1U << 18)    /* as in bpf/ids.bpf.h */
-#define ONESHOT_MIN_IDS 4096U
+#define ONESHOT_MIN_IDS 2048U /* a map of its entries is made in ~0.07 ms */
 
 static int libbpf_log(enum libbpf_print_level level, const char *format, va_list ap) {
         char buf[LINE_MAX];
@@ -184,19 +184,21 @@ void bpf_heap_block_free(BpfHeapBlock *b) {
         *b = (BpfHeapBlock) {};
 }
 
-/* The id map of a scanner: a live one's is the largest; a one-shot one's has room for twice the
- * tasks that exist (a filter is held by at least one task, or a listener fd), within
- * [ONESHOT_MIN_IDS, MAX_FILTER_IDS]. */
+/* The id map of a scanner: a live one's is the largest; a one-shot one's, whose entries are all
+ * allocated when it is made (bpf/ids.bpf.h), has room for one and a half times the tasks that
+ * exist and ONESHOT_MIN_IDS more, at most MAX_FILTER_IDS. A filter is held by a task, a listener fd
+ * or a filter stacked on it: most tasks share their filters with others, and where filters
+ * outnumber the tasks that far, the map is made again, four times as large
+ * (bpf_scanner_grow_oneshot()). */
 uint32_t bpf_scanner_id_map_size(bool oneshot) {
         struct sysinfo si;
-        uint32_t size = ONESHOT_MIN_IDS;
+        uint64_t size = ONESHOT_MIN_IDS;
 
         if (!oneshot)
                 return MAX_FILTER_IDS;
         if (sysinfo(&si) == 0)
-                while (size < MAX_FILTER_IDS && size < 2U * si.procs)
-                        size <<= 1;
-        return size;
+                size += (uint64_t) si.procs + si.procs / 2;
+        return size < MAX_FILTER_IDS ? (uint32_t) size : MAX_FILTER_IDS;
 }
 
 DEFINE_CLEANUP(struct scan_bpf *, scan_bpf__destroy);
@@ -234,6 +236,9 @@ static int skel_load(BpfScanner *s, uint64_t last_id) {
         skel->rodata->mark_procs = !s->oneshot;
         skel->rodata->forget_after_pass = s->oneshot;
         r = bpf_map__set_max_entries(skel->maps.filter_ids, s->id_map_size);
+        if (r >= 0 && s->oneshot) /* its entries allocated up front, as in a light skeleton (bpf/ids.bpf.h) */
+                r = bpf_map__set_map_flags(skel->maps.filter_ids,
+                                           bpf_map__map_flags(skel->maps.filter_ids) & ~BPF_F_NO_PREALLOC);
         if (r >= 0 && s->oneshot) /* nothing reads the marks */
                 r = bpf_map__set_max_entries(skel->maps.seccomp_procs, 1);
         if (r >= 0 && s->no_argv) {

@@ -47,7 +47,7 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
         s->no_argv = o->no_argv;
         s->no_exe = o->no_exe && o->no_argv;
         s->beside_min_tasks = BPF_BESIDE_MIN_TASKS;
-        s->id_map_size = bpf_scanner_id_map_size(o->oneshot);
+        s->id_map_size = o->oneshot && o->id_map_entries > 0 ? o->id_map_entries : bpf_scanner_id_map_size(o->oneshot);
         s->ticks_per_sec = bpf_clock_ticks_per_sec();
 
         /* once per process: scanners may be made in worker threads too (snapshots, analyses) */
@@ -99,6 +99,7 @@ int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret) {
                 .exe_proc_reads = s->exe_proc_reads,
                 .argv_passes = s->argv_passes,
                 .argv_proc_reads = s->argv_proc_reads,
+                .id_map_entries = s->id_map_size,
         };
         return 0;
 }

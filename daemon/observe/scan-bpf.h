@@ -28,6 +28,9 @@ typedef struct BpfScannerOptions {
          * program by its bytes for a next pass, and hands each program to the forest rather than
          * copying it: at 20,000 processes those copies were 8 MiB of fresh pages. */
         bool once;
+        /* With oneshot: the entries of its first id map (tests make it small); 0: sized for the
+         * machine (bpf_scanner_id_map_size()). */
+        uint32_t id_map_entries;
 } BpfScannerOptions;
 int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret);
 BpfScanner *bpf_scanner_free(BpfScanner *s);
@@ -74,5 +77,6 @@ typedef struct BpfScannerStats {
         uint64_t exe_proc_reads;   /* executables read from /proc/PID/exe: the pass could not say */
         uint64_t argv_passes;      /* passes of the argv iterator (scans that asked for argv) */
         uint64_t argv_proc_reads;  /* command lines read from /proc/PID/cmdline: the iterator could not */
+        uint64_t id_map_entries;   /* of the kernel's id map now (a one-shot scanner's grows when full) */
 } BpfScannerStats;
 int bpf_scanner_get_stats(BpfScanner *s, BpfScannerStats *ret);

@@ -17,7 +17,11 @@
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 /* One id per filter object: at most this many filters (the map allocates its buckets up front but
- * its entries on demand, BPF_F_NO_PREALLOC). A one-shot scanner sizes it for the machine instead. */
+ * its entries on demand, BPF_F_NO_PREALLOC). A one-shot scanner sizes it for the machine instead,
+ * and its variants of the scan unit (FILTER_IDS_PREALLOC, meson.build) allocate every entry when
+ * the map is made: an insert then takes an entry from a list, where one allocated on demand cost
+ * about 0.4 us more (a one-shot at 20,000 processes inserts 10,000 ids: 4 ms of its pass, against
+ * 0.4 ms more to make the map). */
 #define MAX_FILTER_IDS (1U << 18)
 #define MAX_SECCOMP_PROCS (1U << 18)
 
@@ -48,7 +52,11 @@ struct filter_ent {
 struct {
         __uint(type, BPF_MAP_TYPE_HASH);
         __uint(max_entries, MAX_FILTER_IDS);
+#ifdef FILTER_IDS_PREALLOC
+        __uint(map_flags, BPF_F_WRONLY);
+#else
         __uint(map_flags, BPF_F_WRONLY | BPF_F_NO_PREALLOC);
+#endif
         __type(key, __u64);
         __type(value, struct filter_ent);
 } filter_ids SEC(".maps");
