@@ -96,8 +96,8 @@ static bool heap_huge;
  * load) waits for the call to end. */
 #define POPULATE_CHUNK (256U << 10)
 
-/* The whole pages of [p, p + bytes) populated, a chunk a call. */
-static void populate_range(void *p, size_t bytes) {
+/* The whole pages of [p, p + bytes) populated, a chunk a call, until *stop (if stop) is set. */
+static void populate_range(void *p, size_t bytes, const bool *stop) {
         uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), start = ((uintptr_t) p + page - 1) & ~(page - 1);
         uintptr_t end = ((uintptr_t) p + bytes) & ~(page - 1);
         uintptr_t huge_start = ((uintptr_t) p + HUGE_PAGE - 1) & ~((uintptr_t) HUGE_PAGE - 1);
@@ -105,7 +105,7 @@ static void populate_range(void *p, size_t bytes) {
 
         if (heap_huge && huge_end > huge_start)
                 (void) madvise((void *) huge_start, huge_end - huge_start, MADV_HUGEPAGE); /* else pages */
-        for (uintptr_t at = start; at < end; at += POPULATE_CHUNK)
+        for (uintptr_t at = start; at < end && !(stop && __atomic_load_n(stop, __ATOMIC_RELAXED)); at += POPULATE_CHUNK)
                 (void) madvise((void *) at, MIN(end - at, (uintptr_t) POPULATE_CHUNK), MADV_POPULATE_WRITE);
 }
 
@@ -114,7 +114,7 @@ static void heap_populate(size_t bytes) {
         char *p = malloc(bytes);
         if (!p)
                 return;
-        populate_range(p, bytes);
+        populate_range(p, bytes, NULL);
         free(p);
 }
 
@@ -176,7 +176,11 @@ BpfHeapBlock bpf_heap_block_new(size_t tasks, size_t bytes_per_task) {
 
 void bpf_heap_block_populate(const BpfHeapBlock *b) {
         if (b->p)
-                populate_range(b->p, b->bytes);
+                populate_range(b->p, b->bytes, &b->stop);
+}
+
+void bpf_heap_block_stop(BpfHeapBlock *b) {
+        __atomic_store_n(&b->stop, true, __ATOMIC_RELAXED);
 }
 
 void bpf_heap_block_free(BpfHeapBlock *b) {
@@ -299,6 +303,7 @@ static void load_beside_start(LoadBeside *b) {
 }
 
 static void load_beside_end(LoadBeside *b) {
+        bpf_heap_block_stop(&b->heap);
         if (b->started)
                 (void) pthread_join(b->thread, NULL);
         bpf_heap_block_free(&b->heap);

@@ -15,6 +15,7 @@ void bpf_heap_populate_kept(size_t bytes);
 typedef struct BpfHeapBlock {
         void *p;
         size_t bytes;
+        bool stop; /* bpf_heap_block_stop() */
 } BpfHeapBlock;
 BpfHeapBlock bpf_heap_block_new(size_t tasks, size_t bytes_per_task);
 /* What a one-shot scanner that scans once takes for each task of the machine (20,000 processes of
@@ -23,6 +24,10 @@ BpfHeapBlock bpf_heap_block_new(size_t tasks, size_t bytes_per_task);
 #define BPF_HEAP_PASS_BYTES_PER_TASK 448U
 #define BPF_HEAP_FOREST_BYTES_PER_TASK 672U
 void bpf_heap_block_populate(const BpfHeapBlock *b);
+/* A populate of b still running ends at its next step (256 KiB, or a huge page): where the memory
+ * was slow to come (a huge page the hypervisor had taken back, ~4 ms each while the walks run
+ * beside it), the thread that waits for it rather faults in the rest as it goes. */
+void bpf_heap_block_stop(BpfHeapBlock *b);
 void bpf_heap_block_free(BpfHeapBlock *b);
 /* The entries of the kernel's id map for a live or a one-shot scanner. */
 uint32_t bpf_scanner_id_map_size(bool oneshot);

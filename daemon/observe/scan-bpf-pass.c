@@ -362,6 +362,7 @@ static int tasks_and_files_run(BpfScanner *s) {
                 return bpf_scanner_fail_errno(s, r, "Failed to start the files walk: %m");
         }
         r = iter_run_beside(s, s->unit.tasks_link_fd, "task", &side);
+        bpf_heap_block_stop(&forest_heap); /* the forest is built next, whatever the side populated */
         r = side_finish(s, &side, r);
         bpf_heap_block_free(&forest_heap);
         if (r < 0)
