@@ -269,9 +269,10 @@ static int skel_load(BpfScanner *s, uint64_t last_id) {
 /* The heap a one-shot scanner's pass will take (its records and the filters it keeps:
  * BPF_HEAP_PASS_BYTES_PER_TASK for each task of the machine), populated in one call. On a busy machine
  * (megabytes of it) that is done on a second thread while this one waits in bpf(2) for the kernel
- * to run the light skeleton's loader (~20 ms); the block is allocated here, so that it is the
- * heap this thread allocates from, and freed after the load to the top of the heap, which keeps
- * it. On an idle one (some KiB) a thread would cost more than it saves. */
+ * to run the light skeleton's loader (6-8 ms), and what is left when the load ends is left to be
+ * faulted in (bpf_heap_block_stop()); the block is allocated here, so that it is the heap this
+ * thread allocates from, and freed after the load to the top of the heap, which keeps it. On an
+ * idle one (some KiB) a thread would cost more than it saves. */
 #define POPULATE_BESIDE_MIN (1U << 20)
 
 typedef struct LoadBeside {
