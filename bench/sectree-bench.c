@@ -3,6 +3,7 @@
 #include <getopt.h>
 
 #include "figures.h"
+#include "workload.h"
 
 /* Sizes the targets are stated for, and those a full run measures. */
 #define TARGET_TASKS 10000
@@ -288,6 +289,7 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         setvbuf(stdout, NULL, _IOLBF, 0);
+        workload_set_root_executable(WORKLOAD_ROOT_PATH);
 
         print_command(argc, argv);
         machine_facts_print(stdout);

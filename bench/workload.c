@@ -35,11 +35,11 @@
 #define READY_TIMEOUT_USEC (120ULL * 1000 * 1000)
 #define REAP_TIMEOUT_USEC (30ULL * 1000 * 1000)
 
-/* What the tasks share with the benchmark: one MAP_SHARED mapping made before the root forks. */
+/* What the tasks share with the benchmark: one MAP_SHARED mapping of a memfd, made before the root
+ * forks and mapped again by the root once it has executed the benchmark afresh. */
 typedef struct Shared {
         atomic_uint ready; /* tasks holding their filters, about to block */
         atomic_int error;  /* the first negative errno a task met, 0 if none */
-        uint32_t block;    /* the futex word threads wait on; it never changes */
         WorkloadTask tasks[];
 } Shared;
 
@@ -57,7 +57,16 @@ typedef struct TaskArgs {
         Shared *shared;
         const WorkloadOptions *opts;
         size_t index;
+        size_t threads; /* a leader's: the other threads its process started */
 } TaskArgs;
+
+/* Once a task has said it is ready it has nothing more to do with the shared area, and its process
+ * unmaps it: a page mapped into 20,000 processes made this machine's memory monitor (kdamond.0,
+ * DAMON over physical memory, which follows every mapping of a page it checks) take 42% of a CPU
+ * where it took 3% (a 256 KiB area, 10 s each). The threads of a process count themselves out here
+ * and block on a word of their own process. */
+static atomic_size_t threads_done;
+static uint32_t process_block; /* the futex word threads wait on; it never changes */
 
 bool workload_task_has_private_filter(size_t index) {
         return index % 2 == 1;
@@ -114,12 +123,17 @@ _Noreturn static void task_main(const TaskArgs *a, bool leader) {
         }
         atomic_fetch_add(&s->ready, 1);
 
-        for (;;) {
-                if (leader)
-                        pause();
-                else
-                        syscall(SYS_futex, &s->block, FUTEX_WAIT, 0, NULL, NULL, 0);
+        if (!leader) {
+                atomic_fetch_add(&threads_done, 1);
+                for (;;)
+                        syscall(SYS_futex, &process_block, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
         }
+        struct timespec tick = { .tv_nsec = 100 * 1000 };
+        while (atomic_load(&threads_done) < a->threads)
+                nanosleep(&tick, NULL);
+        (void) munmap(s, sizeof(Shared) + a->opts->n_tasks * sizeof(WorkloadTask));
+        for (;;)
+                pause();
 }
 
 static void *thread_main(void *userdata) {
@@ -138,6 +152,7 @@ _Noreturn static void process_main(Shared *s, const WorkloadOptions *o, pid_t pa
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        size_t started = 0;
         for (size_t i = 1; i < n; i++) {
                 pthread_t thread;
                 args[i] = (TaskArgs) { .shared = s, .opts = o, .index = first + i };
@@ -146,8 +161,9 @@ _Noreturn static void process_main(Shared *s, const WorkloadOptions *o, pid_t pa
                         shared_fail(s, -r);
                         break;
                 }
+                started++;
         }
-        args[0] = (TaskArgs) { .shared = s, .opts = o, .index = first };
+        args[0] = (TaskArgs) { .shared = s, .opts = o, .index = first, .threads = started };
         task_main(&args[0], true);
 }
 
@@ -270,7 +286,56 @@ static int workload_wait_ready(Workload *w) {
         }
 }
 
+/* Where a workload's root is executed afresh before it forks the tasks (workload_root_main()), so
+ * that they share none of the caller's memory: each page the benchmark had written when it forked
+ * a root of 20,000 processes was mapped into all of them, and this machine's memory monitor
+ * (kdamond.0, DAMON over physical memory, which follows every mapping of a page it checks) then took
+ * a whole CPU for as long as the workload lived. NULL: the root runs in the forked copy. */
+static const char *root_executable;
+
+void workload_set_root_executable(const char *path) {
+        root_executable = path;
+}
+
+/* The root's arguments: the memfd of the shared area, the options and the caller's pid. */
+_Noreturn static void root_exec(int fd, const WorkloadOptions *o, pid_t bench) {
+        char args[6][32];
+        snprintf(args[0], sizeof(args[0]), "%d", fd);
+        snprintf(args[1], sizeof(args[1]), "%zu", o->n_tasks);
+        snprintf(args[2], sizeof(args[2]), "%zu", o->threads_per_process);
+        snprintf(args[3], sizeof(args[3]), "%zu", o->filter_len);
+        snprintf(args[4], sizeof(args[4]), "%zu", o->private_kinds);
+        snprintf(args[5], sizeof(args[5]), "%d", (int) bench);
+        char *argv[] = { (char *) root_executable, args[0], args[1], args[2], args[3], args[4], args[5], NULL };
+
+        (void) execv(root_executable, argv);
+        _exit(EXIT_FAILURE); /* the caller sees its root die while starting */
+}
+
+int workload_root_main(int argc, char *argv[]) {
+        static WorkloadOptions o;
+        uint64_t v[6];
+        Shared *s;
+
+        if (argc != 7) {
+                fprintf(stderr, "%s: the root of a benchmark's workload, started by the benchmark only.\n", argv[0]);
+                return EXIT_FAILURE;
+        }
+        for (int i = 0; i < 6; i++)
+                if (safe_atou64(argv[1 + i], &v[i]) < 0)
+                        return EXIT_FAILURE;
+        o = (WorkloadOptions) { .n_tasks = v[1], .threads_per_process = v[2], .filter_len = v[3], .private_kinds = v[4] };
+        if (options_check(&o) < 0)
+                return EXIT_FAILURE;
+        s = mmap(NULL, sizeof(Shared) + o.n_tasks * sizeof(WorkloadTask), PROT_READ | PROT_WRITE, MAP_SHARED, (int) v[0],
+                 0);
+        if (s == MAP_FAILED)
+                return EXIT_FAILURE;
+        root_main(s, &o, (pid_t) v[5]); /* it closes the memfd with every other fd */
+}
+
 int workload_new(const WorkloadOptions *o, Workload **ret) {
+        _cleanup_close_ int fd = -1;
         Workload *w;
         size_t room;
         int r;
@@ -294,7 +359,12 @@ int workload_new(const WorkloadOptions *o, Workload **ret) {
         w->opts = *o;
         w->root = -1;
         w->shared_size = sizeof(Shared) + o->n_tasks * sizeof(WorkloadTask);
-        w->shared = mmap(NULL, w->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        fd = memfd_create("sectree-workload", 0); /* no MFD_CLOEXEC: the root maps it after exec */
+        if (fd < 0 || ftruncate(fd, (off_t) w->shared_size) < 0) {
+                workload_free(w);
+                return log_error_errno(-errno, "Failed to make the workload's shared area: %m");
+        }
+        w->shared = mmap(NULL, w->shared_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (w->shared == MAP_FAILED) {
                 w->shared = NULL;
                 workload_free(w);
@@ -309,8 +379,12 @@ int workload_new(const WorkloadOptions *o, Workload **ret) {
                 workload_free(w);
                 return r;
         }
-        if (w->root == 0)
+        if (w->root == 0) {
+                if (root_executable)
+                        root_exec(fd, &w->opts, bench);
                 root_main(w->shared, &w->opts, bench);
+        }
+        close_fd(&fd);
         (void) setpgid(w->root, w->root); /* also done by the child: whichever runs first */
 
         r = workload_wait_ready(w);

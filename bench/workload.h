@@ -33,6 +33,12 @@ typedef struct WorkloadTask {
 
 typedef struct Workload Workload;
 
+/* The executable a workload's root runs as (sectree-workload-root, whose main() is
+ * workload_root_main(): it returns only when its arguments are wrong), so that the tasks share
+ * none of the caller's memory. Unset, the root runs in the forked copy of the caller. */
+void workload_set_root_executable(const char *path);
+int workload_root_main(int argc, char *argv[]);
+
 /* Build the tree and wait until every task holds its filters and blocks. */
 int workload_new(const WorkloadOptions *o, Workload **ret);
 /* Kill the whole tree (SIGKILL to its process group), reap it, and warn if any task remains.
