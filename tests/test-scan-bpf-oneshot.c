@@ -216,6 +216,28 @@ static void assert_same_chains(const Forest *f, const Forest *want, pid_t tid) {
         g_assert_null(y);
 }
 
+/* The forest of root's subtree as a live scanner sees it. */
+static Forest *live_scan(pid_t root) {
+        BpfScanner *live = NULL;
+        g_assert_cmpint(bpf_scanner_new(&live), ==, 0);
+        Forest *f = oneshot_scan(live, root);
+        bpf_scanner_free(live); /* the forest copied what it holds */
+        return f;
+}
+
+/* A scanner that scans once, as `sectreed scan`'s tree output makes it; its first id map of
+ * id_map_entries entries (0: sized for the machine). */
+static BpfScanner *once_new(uint32_t id_map_entries) {
+        BpfScanner *once = NULL;
+        g_assert_cmpint(bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .once = true,
+                                                                            .no_argv = true, .no_exe = true,
+                                                                            .id_map_entries = id_map_entries },
+                                                     &once),
+                        ==, 0);
+        bpf_scanner_set_beside_min_tasks(once, 0);
+        return once;
+}
+
 /* A scanner that scans once (`sectreed scan`) hands its programs to the forest rather than copying
  * them, and keeps none by their bytes: its forest owns them once the scanner is gone, each with
  * the digest of its bytes, as a live scanner's forest has them (two filters of the same bytes
@@ -230,13 +252,8 @@ static void test_once_hands_programs(void) {
         g_assert_cmpint(scenario_install(s, b, x.b, x.nb, 0), >=, 0);
         ScenarioTask c = tests_fork_install(s, scenario_root(s), x.c, x.nc, 0);
 
-        BpfScanner *live = NULL;
-        g_assert_cmpint(bpf_scanner_new(&live), ==, 0);
-        Forest *want = oneshot_scan(live, scenario_root_pid(s));
-        BpfScanner *once = NULL;
-        g_assert_cmpint(bpf_scanner_new_with_options(
-                                &(BpfScannerOptions) { .oneshot = true, .once = true, .no_argv = true, .no_exe = true }, &once),
-                        ==, 0);
+        Forest *want = live_scan(scenario_root_pid(s));
+        BpfScanner *once = once_new(0);
         Forest *f = oneshot_scan(once, scenario_root_pid(s));
         bpf_scanner_free(once); /* what the forest holds is its own */
 
@@ -248,7 +265,6 @@ static void test_once_hands_programs(void) {
         tests_assert_forest_matches(f, s, true);
         forest_free(f);
         forest_free(want);
-        bpf_scanner_free(live);
         scenario_free(s);
 }
 
@@ -265,16 +281,8 @@ static void test_id_map_grows(void) {
         for (int i = 1; i < 24; i++)
                 g_assert_cmpint(scenario_install(s, a, i % 2 ? x.b : x.c, i % 2 ? x.nb : x.nc, 0), >=, 0);
 
-        BpfScanner *live = NULL;
-        g_assert_cmpint(bpf_scanner_new(&live), ==, 0);
-        Forest *want = oneshot_scan(live, scenario_root_pid(s));
-        BpfScanner *once = NULL;
-        g_assert_cmpint(bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .once = true,
-                                                                            .no_argv = true, .no_exe = true,
-                                                                            .id_map_entries = 8 },
-                                                     &once),
-                        ==, 0);
-        bpf_scanner_set_beside_min_tasks(once, 0);
+        Forest *want = live_scan(scenario_root_pid(s));
+        BpfScanner *once = once_new(8);
         BpfScannerStats stats;
         g_assert_cmpint(bpf_scanner_get_stats(once, &stats), ==, 0);
         g_assert_cmpuint(stats.id_map_entries, ==, 8);
@@ -292,7 +300,6 @@ static void test_id_map_grows(void) {
         tests_assert_forest_matches(f, s, true);
         forest_free(f);
         forest_free(want);
-        bpf_scanner_free(live);
         scenario_free(s);
 }
 
