@@ -19,13 +19,16 @@ static uint64_t bytes_read(void) {
         return g_ascii_strtoull(p + strlen("rchar: "), NULL, 10);
 }
 
-static BpfScanner *oneshot_new_with(bool no_argv, bool no_exe) {
+static BpfScanner *oneshot_new_from(BpfScannerOptions o) {
         BpfScanner *s = NULL;
-        g_assert_cmpint(bpf_scanner_new_with_options(
-                                &(BpfScannerOptions) { .oneshot = true, .no_argv = no_argv, .no_exe = no_exe }, &s),
-                        ==, 0);
+        o.oneshot = true;
+        g_assert_cmpint(bpf_scanner_new_with_options(&o, &s), ==, 0);
         bpf_scanner_set_beside_min_tasks(s, 0); /* whatever the tasks of the machine */
         return s;
+}
+
+static BpfScanner *oneshot_new_with(bool no_argv, bool no_exe) {
+        return oneshot_new_from((BpfScannerOptions) { .no_argv = no_argv, .no_exe = no_exe });
 }
 
 static BpfScanner *oneshot_new(bool no_argv) {
@@ -228,14 +231,8 @@ static Forest *live_scan(pid_t root) {
 /* A scanner that scans once, as `sectreed scan`'s tree output makes it; its first id map of
  * id_map_entries entries (0: sized for the machine). */
 static BpfScanner *once_new(uint32_t id_map_entries) {
-        BpfScanner *once = NULL;
-        g_assert_cmpint(bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .once = true,
-                                                                            .no_argv = true, .no_exe = true,
-                                                                            .id_map_entries = id_map_entries },
-                                                     &once),
-                        ==, 0);
-        bpf_scanner_set_beside_min_tasks(once, 0);
-        return once;
+        return oneshot_new_from((BpfScannerOptions) { .once = true, .no_argv = true, .no_exe = true,
+                                                      .id_map_entries = id_map_entries });
 }
 
 /* A scanner that scans once (`sectreed scan`) hands its programs to the forest rather than copying
