@@ -166,89 +166,152 @@ int forest_display_order(const Forest *f, const Filter **ret) {
         return 0;
 }
 
-/* v in decimal: the tree's lines are mostly numbers, tens of thousands of them, and fprintf()
- * parses its format each time. */
-static void put_u64(uint64_t v, FILE *out) {
+/* The text of the tree's lines as they are made, in one buffer for the whole walk: tens of
+ * thousands of lines, each a few numbers and a name, took stdio a call per piece. */
+typedef struct LineBuf {
+        char *text;
+        size_t len, size;
+        bool oom; /* an append failed: the walk ends with -ENOMEM */
+} LineBuf;
+
+/* Room for n more bytes and a NUL after them. */
+static bool lb_reserve(LineBuf *b, size_t n) {
+        if (b->oom)
+                return false;
+        if (b->len + n < b->size)
+                return true;
+        size_t size = MAX(MAX(b->size * 2, b->len + n + 1), (size_t) 4096);
+        char *text = realloc(b->text, size);
+        if (!text) {
+                b->oom = true;
+                return false;
+        }
+        b->text = text;
+        b->size = size;
+        return true;
+}
+
+static void lb_put(LineBuf *b, const char *s, size_t n) {
+        if (!lb_reserve(b, n))
+                return;
+        memcpy(b->text + b->len, s, n);
+        b->len += n;
+}
+
+static void lb_puts(LineBuf *b, const char *s) {
+        lb_put(b, s, strlen(s));
+}
+
+static void lb_putc(LineBuf *b, char c) {
+        lb_put(b, &c, 1);
+}
+
+/* v in decimal (most of the tree's text is numbers). */
+static void lb_u64(LineBuf *b, uint64_t v) {
         char buf[20], *q = buf + sizeof(buf);
 
         do
                 *--q = (char) ('0' + v % 10);
         while ((v /= 10) > 0);
-        fwrite(q, 1, (size_t) (buf + sizeof(buf) - q), out);
+        lb_put(b, q, (size_t) (buf + sizeof(buf) - q));
 }
 
-static void print_filter_line(const Filter *x, size_t chain_tasks, FILE *out) {
+static void lb_int(LineBuf *b, int v) {
+        if (v < 0)
+                lb_putc(b, '-');
+        lb_u64(b, v < 0 ? 0U - (unsigned) v : (unsigned) v);
+}
+
+/* s escaped (escape.h), written in place: an escape is at most four bytes for one. */
+static void lb_escaped(LineBuf *b, const char *s) {
+        size_t room = strlen(s) * 4 + 1;
+        if (!lb_reserve(b, room))
+                return;
+        str_escape_buf(s, b->text + b->len, room);
+        b->len += strlen(b->text + b->len);
+}
+
+static void print_filter_line(const Filter *x, size_t chain_tasks, LineBuf *out) {
         char digest[PROG_DIGEST_STRING_MAX];
         prog_digest_to_string(x->digest, digest);
-        fputs("filter ", out);
-        put_u64(x->id, out);
-        fputs("  ", out);
-        put_u64(x->len, out);
-        fputs(" insns  ", out);
-        fwrite(digest, 1, strnlen(digest, 19), out);
+        lb_puts(out, "filter ");
+        lb_u64(out, x->id);
+        lb_puts(out, "  ");
+        lb_u64(out, x->len);
+        lb_puts(out, " insns  ");
+        lb_put(out, digest, strnlen(digest, 19));
         if (x->log)
-                fputs("  log", out);
+                lb_puts(out, "  log");
         if (x->wait_killable_recv)
-                fputs("  wait_killable_recv", out);
-        if (x->listener_id)
-                fprintf(out, "  listener %" PRIu64, x->listener_id);
-        else if (x->has_listener)
-                fputs("  listener", out);
+                lb_puts(out, "  wait_killable_recv");
+        if (x->listener_id) {
+                lb_puts(out, "  listener ");
+                lb_u64(out, x->listener_id);
+        } else if (x->has_listener)
+                lb_puts(out, "  listener");
         if (x->identity == IDENTITY_INFERRED)
-                fputs("  (inferred)", out);
-        fputs("  [head of ", out);
-        put_u64(x->n_tasks, out);
-        fputs(", in the chains of ", out);
-        put_u64(chain_tasks, out);
-        fputs(chain_tasks == 1 ? " task]" : " tasks]", out);
-}
-
-/* "listener 1 held by supervisor[812] fd 5, worker[700] fd 3" */
-static void print_listener_holders(const Forest *f, const Listener *l, FILE *out) {
-        fprintf(out, "listener %" PRIu64 " held by", l->id);
-        for (size_t i = 0; i < l->n_holders; i++) {
-                const Process *p = forest_find_process(f, l->holders[i].pid);
-                fputs(i ? ", " : " ", out);
-                if (p || l->holders[i].comm[0])
-                        fputs_escaped(p ? p->comm : l->holders[i].comm, out);
-                fprintf(out, "[%d] fd %d", l->holders[i].pid, l->holders[i].fd);
-        }
-        if (l->n_holders == 0)
-                fputs(" nobody", out);
+                lb_puts(out, "  (inferred)");
+        lb_puts(out, "  [head of ");
+        lb_u64(out, x->n_tasks);
+        lb_puts(out, ", in the chains of ");
+        lb_u64(out, chain_tasks);
+        lb_puts(out, chain_tasks == 1 ? " task]" : " tasks]");
 }
 
 /* "[pid]": the line of most processes is this and their comm, tens of thousands of times. */
-static void put_pid(pid_t pid, FILE *out) {
-        fputc('[', out);
-        if (pid < 0)
-                fputc('-', out);
-        put_u64(pid < 0 ? 0U - (unsigned) pid : (unsigned) pid, out);
-        fputc(']', out);
+static void put_pid(pid_t pid, LineBuf *out) {
+        lb_putc(out, '[');
+        lb_int(out, pid);
+        lb_putc(out, ']');
+}
+
+/* "listener 1 held by supervisor[812] fd 5, worker[700] fd 3" */
+static void print_listener_holders(const Forest *f, const Listener *l, LineBuf *out) {
+        lb_puts(out, "listener ");
+        lb_u64(out, l->id);
+        lb_puts(out, " held by");
+        for (size_t i = 0; i < l->n_holders; i++) {
+                const Process *p = forest_find_process(f, l->holders[i].pid);
+                lb_puts(out, i ? ", " : " ");
+                if (p || l->holders[i].comm[0])
+                        lb_escaped(out, p ? p->comm : l->holders[i].comm);
+                put_pid(l->holders[i].pid, out);
+                lb_puts(out, " fd ");
+                lb_int(out, l->holders[i].fd);
+        }
+        if (l->n_holders == 0)
+                lb_puts(out, " nobody");
 }
 
 /* "comm[pid]" and, when not every thread of the process is in this slot or there are several,
  * the tids that are. */
-static void print_process_line(const Forest *f, const Process *p, size_t slot, FILE *out) {
+static void print_process_line(const Forest *f, const Process *p, size_t slot, LineBuf *out) {
         size_t in_slot = 0;
         for (size_t j = 0; j < p->n_threads; j++)
                 in_slot += process_slot(f, p, j) == slot;
-        fputs_escaped(p->comm, out);
+        lb_escaped(out, p->comm);
         put_pid(p->pid, out);
         if (p->n_threads > 1) {
-                fprintf(out, " %zu/%zu threads:", in_slot, p->n_threads);
+                lb_putc(out, ' ');
+                lb_u64(out, in_slot);
+                lb_putc(out, '/');
+                lb_u64(out, p->n_threads);
+                lb_puts(out, " threads:");
                 for (size_t j = 0; j < p->n_threads; j++)
-                        if (process_slot(f, p, j) == slot)
-                                fprintf(out, " %d", p->threads[j].tid);
+                        if (process_slot(f, p, j) == slot) {
+                                lb_putc(out, ' ');
+                                lb_int(out, p->threads[j].tid);
+                        }
         }
         if (slot == f->n_filters + 1)
                 for (size_t j = 0; j < p->n_threads; j++)
                         if (p->threads[j].mode == TASK_MODE_STRICT) {
-                                fputs(" (strict)", out);
+                                lb_puts(out, " (strict)");
                                 break;
                         }
         for (size_t j = 0; j < p->n_threads; j++)
                 if (process_slot(f, p, j) == slot && p->threads[j].stale) {
-                        fputs(" (stale)", out);
+                        lb_puts(out, " (stale)");
                         break;
                 }
 }
@@ -259,6 +322,7 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, F
 typedef struct TextTree {
         const TreeGlyphs *g;
         FILE *out;
+        LineBuf text; /* lines not yet written to out */
         bool blank_before_top;
         bool *last; /* by depth: was the last line at that depth the last of its siblings? */
         size_t n_last;
@@ -271,9 +335,7 @@ typedef struct TreeWalker {
         ForestTreeLineFn fn;
         void *userdata;
         unsigned depth;
-        FILE *line; /* a memory stream over text, rewound for each line: one for the whole walk */
-        char *text;
-        size_t size;
+        LineBuf line; /* the line handed to fn, made again for each */
         TextTree *direct; /* instead of fn: each line written at once where the text tree goes */
 } TreeWalker;
 
@@ -281,40 +343,53 @@ static int text_tree_prefix(TextTree *t, const ForestTreeLine *l);
 
 static int walk_slot(TreeWalker *w, size_t slot);
 
-/* Hand one line to the walker's function: its text is what write() puts in a memory stream. */
-typedef void (*LineWriter)(const TreeWalker *w, const void *what, size_t slot, FILE *out);
+/* Hand one line to the walker's function: its text is what write() puts in a LineBuf. */
+typedef void (*LineWriter)(const TreeWalker *w, const void *what, size_t slot, LineBuf *out);
+
+/* The text tree's lines go to its FILE a few dozen KiB at a time. */
+#define TEXT_TREE_FLUSH_BYTES (64U << 10)
+
+static int text_tree_flush(TextTree *t) {
+        if (t->text.len > 0 && fwrite(t->text.text, 1, t->text.len, t->out) != t->text.len)
+                return -EIO;
+        t->text.len = 0;
+        return 0;
+}
 
 static int emit(TreeWalker *w, ForestTreeLineKind kind, bool last, bool has_children, LineWriter write,
                 const void *what, size_t slot) {
         if (w->direct) { /* the text tree's glyphs, then the line itself, with no copy between */
                 ForestTreeLine l = { .kind = kind, .depth = w->depth, .last = last, .has_children = has_children };
-                FILE *out = w->direct->out;
-                int r = text_tree_prefix(w->direct, &l);
+                TextTree *t = w->direct;
+                int r = text_tree_prefix(t, &l);
                 if (r < 0)
                         return r;
-                write(w, what, slot, out);
-                fputc('\n', out);
-                return 0;
+                write(w, what, slot, &t->text);
+                lb_putc(&t->text, '\n');
+                if (t->text.oom)
+                        return -ENOMEM;
+                return t->text.len >= TEXT_TREE_FLUSH_BYTES ? text_tree_flush(t) : 0;
         }
-        rewind(w->line);
-        write(w, what, slot, w->line);
-        fputc('\0', w->line); /* a longer line before left its bytes after this one's */
-        if (fflush(w->line) != 0 || ferror(w->line))
+        w->line.len = 0;
+        write(w, what, slot, &w->line);
+        if (!lb_reserve(&w->line, 0))
                 return -ENOMEM;
-        ForestTreeLine l = { .kind = kind, .depth = w->depth, .last = last, .has_children = has_children, .text = w->text };
+        w->line.text[w->line.len] = 0;
+        ForestTreeLine l = { .kind = kind, .depth = w->depth, .last = last, .has_children = has_children,
+                             .text = w->line.text };
         return w->fn(&l, w->userdata);
 }
 
-static void write_filter(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+static void write_filter(const TreeWalker *w, const void *what, size_t slot, LineBuf *out) {
         const Filter *x = what;
         print_filter_line(x, w->ix->chain_tasks[x->index], out);
 }
 
-static void write_listener(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+static void write_listener(const TreeWalker *w, const void *what, size_t slot, LineBuf *out) {
         print_listener_holders(w->f, what, out);
 }
 
-static void write_process(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+static void write_process(const TreeWalker *w, const void *what, size_t slot, LineBuf *out) {
         print_process_line(w->f, what, slot, out);
 }
 
@@ -389,11 +464,12 @@ typedef struct Collapsed {
 } Collapsed;
 
 /* "200*[sleep]" */
-static void write_collapsed(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
+static void write_collapsed(const TreeWalker *w, const void *what, size_t slot, LineBuf *out) {
         const Collapsed *c = what;
-        fprintf(out, "%zu*[", c->n);
-        fputs_escaped(c->p->comm, out);
-        fputc(']', out);
+        lb_u64(out, c->n);
+        lb_puts(out, "*[");
+        lb_escaped(out, c->p->comm);
+        lb_putc(out, ']');
 }
 
 /* Collapsing: e as the first of its alike siblings, or skipped (*ret_done). */
@@ -428,8 +504,8 @@ static int walk_slot(TreeWalker *w, size_t slot) {
         return 0;
 }
 
-static void write_unfiltered_title(const TreeWalker *w, const void *what, size_t slot, FILE *out) {
-        fputs("without a filter:", out);
+static void write_unfiltered_title(const TreeWalker *w, const void *what, size_t slot, LineBuf *out) {
+        lb_puts(out, "without a filter:");
 }
 
 /* The processes without a filter, under a title line of their own. */
@@ -470,19 +546,8 @@ static int tree_walk(const Forest *f, ForestPrintFlags flags, ForestTreeLineFn f
                 return r;
         TreeWalker w = { .f = f, .ix = &ix, .collapse = flags & FOREST_PRINT_COLLAPSE, .fn = fn, .userdata = userdata,
                          .direct = direct };
-        if (direct)
-                return tree_walk_lines(&w);
-        w.line = open_memstream(&w.text, &w.size);
-        if (!w.line)
-                return -ENOMEM;
-        /* Held for the walk: each of the lines' many small writes then takes the stream's lock
-         * without an atomic operation (in a process that has had a second thread). */
-        flockfile(w.line);
         r = tree_walk_lines(&w);
-        funlockfile(w.line);
-        if (fclose(w.line) != 0 && r >= 0)
-                r = -ENOMEM;
-        free(w.text);
+        free(w.line.text);
         return r;
 }
 
@@ -527,24 +592,25 @@ static int text_tree_prefix(TextTree *t, const ForestTreeLine *l) {
         t->last[depth] = last;
         if (depth == 0) {
                 if (t->blank_before_top)
-                        fputc('\n', t->out);
+                        lb_putc(&t->text, '\n');
                 t->blank_before_top = true;
         }
         for (unsigned i = 1; i < depth; i++)
-                fputs(t->last[i] ? t->g->space : t->g->pipe, t->out);
+                lb_puts(&t->text, t->last[i] ? t->g->space : t->g->pipe);
         if (depth > 0)
-                fputs(last ? t->g->last : t->g->branch, t->out);
+                lb_puts(&t->text, last ? t->g->last : t->g->branch);
         return 0;
 }
 
 int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
         TextTree t = { .g = (flags & FOREST_PRINT_UNICODE) ? &glyphs_unicode : &glyphs_ascii, .out = out,
                        .blank_before_top = !(flags & FOREST_PRINT_NO_HEADER) };
-        flockfile(out); /* as in forest_tree_walk() */
         if (!(flags & FOREST_PRINT_NO_HEADER))
                 forest_print_header(f, out);
-        int r = tree_walk(f, flags, NULL, NULL, &t); /* each line written as it is walked */
-        funlockfile(out);
+        int r = tree_walk(f, flags, NULL, NULL, &t); /* the lines written as they are walked */
+        if (r >= 0)
+                r = text_tree_flush(&t);
+        free(t.text.text);
         free(t.last);
         return fflush(out) == 0 ? r : -EIO;
 }
