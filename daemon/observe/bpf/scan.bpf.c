@@ -20,10 +20,6 @@ const volatile bool forget_after_pass = false;
 
 char LICENSE[] SEC("license") = "GPL";
 
-extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
-extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
-extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
-
 /* The kernel caps the instructions of a chain at 32768 with a penalty of 4 per filter, so no
  * chain is deeper than 32768 / 5 filters. */
 #define MAX_CHAIN_WALK 8192
@@ -42,6 +38,8 @@ struct scan_pass_settings run;
 __u64 insns_epoch SEC(".data") = 1;
 
 struct scan_stats stats;
+#define LOOP_ZERO stats.zero /* for bounded_for() */
+#include "observe/bpf/loop.bpf.h"
 /* The iterators' own state (one pass runs at a time, its task and files iterators one after
  * the other or side by side); user space leaves it alone. */
 __u64 iter_ended_pass;
@@ -159,11 +157,9 @@ static int filter_send(struct seccomp_filter *f, struct filter_ent *e, __u64 par
 static __always_inline void chain_mark_complete(struct seccomp_filter *head, __u64 stop) {
         struct seccomp_filter *f = head;
         struct filter_ent *e;
-        struct bpf_iter_num it;
-        __u64 key;
+        __u64 key, i;
 
-        bpf_iter_num_new(&it, 0, MAX_CHAIN_WALK);
-        while (bpf_iter_num_next(&it)) {
+        bounded_for(i, MAX_CHAIN_WALK) {
                 key = (__u64) f;
                 if (!f || key == stop)
                         break;
@@ -173,7 +169,6 @@ static __always_inline void chain_mark_complete(struct seccomp_filter *head, __u
                 e->complete_pass = pass;
                 f = f->prev;
         }
-        bpf_iter_num_destroy(&it);
 }
 
 /* What chain_step() did with one filter of a chain. */
@@ -234,14 +229,13 @@ __noinline __s64 chain_send(__u64 head_addr, __u32 slot) {
         struct seccomp_filter *head = bpf_rdonly_cast((void *) head_addr, bpf_core_type_id_kernel(struct seccomp_filter));
         struct chain_step step = {};
         __u64 f = head_addr, stop = 0, head_id = 0;
-        struct bpf_iter_num it;
         bool done = false;
         int r = 0;
+        __u64 i;
 
         if (!head)
                 return 0;
-        bpf_iter_num_new(&it, 0, MAX_CHAIN_WALK);
-        while (bpf_iter_num_next(&it)) {
+        bounded_for(i, MAX_CHAIN_WALK) {
                 r = chain_step(f, slot, &step);
                 if (r < 0)
                         break;
@@ -258,7 +252,6 @@ __noinline __s64 chain_send(__u64 head_addr, __u32 slot) {
                 }
                 f = step.next;
         }
-        bpf_iter_num_destroy(&it);
 
         if (r < 0)
                 return r; /* -ENOSPC, or -ENOMEM counted in stats.map_full */
@@ -446,12 +439,12 @@ static __always_inline int listener_send(struct task_struct *t, __u32 fd, __u64 
 __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
         struct task_struct *t = bpf_rdonly_cast((void *) task_addr, bpf_core_type_id_kernel(struct task_struct));
         struct files_struct *files;
-        struct bpf_iter_num words_it;
         unsigned long *open_fds;
         struct fdtable *fdt;
         struct file **fds;
         __u32 max_fds, words;
-        int *w, r = 0;
+        __u64 w;
+        int r = 0;
         __s64 id;
 
         if (!t)
@@ -469,18 +462,15 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
         if (words > FD_WORDS_MAX)
                 words = FD_WORDS_MAX;
 
-        bpf_iter_num_new(&words_it, 0, words);
-        while ((w = bpf_iter_num_next(&words_it))) {
-                struct bpf_iter_num bits_it;
+        bounded_for(w, words) {
                 __u64 bits;
-                __u32 base = (__u32) *w * 64;
+                __u32 base = w * 64;
 
-                if (bpf_probe_read_kernel(&bits, sizeof(bits), &open_fds[*w]) < 0)
+                if (bpf_probe_read_kernel(&bits, sizeof(bits), &open_fds[w]) < 0)
                         break;
                 /* the bits set, lowest first, each found at once: a table's open fds can be
                  * far apart (0-2 and 255) */
-                bpf_iter_num_new(&bits_it, 0, 64);
-                while (bits && bpf_iter_num_next(&bits_it)) {
+                bounded_while(bits, 64) {
                         __u32 fd = base + lowest_bit(bits);
                         __u64 file = 0;
 
@@ -495,11 +485,9 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
                         if (r < 0)
                                 break;
                 }
-                bpf_iter_num_destroy(&bits_it);
                 if (r < 0)
                         break;
         }
-        bpf_iter_num_destroy(&words_it);
         return r;
 }
 

@@ -162,4 +162,5 @@ struct scan_stats {
         __u64 retries;        /* objects retried because the ring buffer was full */
         __u64 sweeps;         /* passes that ended with a sweep of the id map */
         __u64 insns_sent;     /* FILTER records that carried instructions */
+        __u64 zero;           /* always 0: a number the verifier cannot know (bpf/loop.bpf.h) */
 };
