@@ -42,6 +42,7 @@ int bpf_scanner_new_with_options(const BpfScannerOptions *o, BpfScanner **ret) {
         s = calloc(1, sizeof(BpfScanner));
         if (!s)
                 return -ENOMEM; /* the caller logs it */
+        hashmap_set_dense_keys(&s->filters); /* the ids its program numbers filters with, in runs */
         s->oneshot = o->oneshot;
         s->once = o->oneshot && o->once;
         s->no_argv = o->no_argv;

@@ -17,7 +17,17 @@ static uint64_t hash64(uint64_t x) {
 
 void hashmap_deinit(Hashmap *h) {
         free(h->slots);
-        *h = (Hashmap) {};
+        *h = (Hashmap) { .dense_keys = h->dense_keys };
+}
+
+void hashmap_set_dense_keys(Hashmap *h) {
+        if (h->n_items == 0)
+                h->dense_keys = true;
+}
+
+/* Where key's probe run starts. */
+static size_t home(const Hashmap *h, uint64_t key) {
+        return (h->dense_keys ? key : hash64(key)) & (h->n_slots - 1);
 }
 
 void hashmap_clear(Hashmap *h) {
@@ -27,7 +37,7 @@ void hashmap_clear(Hashmap *h) {
 }
 
 static size_t find_slot(const Hashmap *h, uint64_t key) {
-        size_t mask = h->n_slots - 1, i = hash64(key) & mask;
+        size_t mask = h->n_slots - 1, i = home(h, key);
         while (h->slots[i].value && h->slots[i].key != key)
                 i = (i + 1) & mask;
         return i;
@@ -98,9 +108,9 @@ void *hashmap_get(const Hashmap *h, uint64_t key) {
 static void close_hole(Hashmap *h, size_t hole) {
         size_t mask = h->n_slots - 1;
         for (size_t j = (hole + 1) & mask; h->slots[j].value; j = (j + 1) & mask) {
-                size_t home = hash64(h->slots[j].key) & mask;
+                size_t at = home(h, h->slots[j].key);
                 /* j may move to hole if its home is not in the cyclic range (hole, j]. */
-                bool in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+                bool in_range = hole <= j ? (at > hole && at <= j) : (at > hole || at <= j);
                 if (in_range)
                         continue;
                 h->slots[hole] = h->slots[j];

@@ -14,10 +14,17 @@ typedef struct Hashmap {
         HashmapSlot *slots;
         size_t n_slots; /* a power of two, or 0 */
         size_t n_items;
+        bool dense_keys; /* hashmap_set_dense_keys() */
 } Hashmap;
 
-/* Hashmaps are embedded: zero-initialised is empty. */
+/* Hashmaps are embedded: zero-initialised is empty. Deinit empties one (its kind of keys stays). */
 void hashmap_deinit(Hashmap *h);
+/* For keys handed out in runs by this program itself (the ids a scanner's BPF program numbers
+ * filters with): a key's slot is the key itself, modulo the table, so that a run of keys fills
+ * neighbouring slots without a collision, where a hash puts each far from the one before (a cache
+ * miss each). Never for keys that come from outside (snapshot files, the bus, pids): keys that are
+ * multiples of a power of two would pile up in a few slots. On an empty map only. */
+void hashmap_set_dense_keys(Hashmap *h);
 void hashmap_clear(Hashmap *h);
 /* -EEXIST if key is present (the map is unchanged), -ENOMEM, or 0. value must not be NULL. */
 int hashmap_put(Hashmap *h, uint64_t key, void *value);
