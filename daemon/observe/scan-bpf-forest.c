@@ -258,6 +258,7 @@ int bpf_scanner_forest_build(BpfScanner *s, const ScanOptions *opts, ProcSpan *s
         f = forest_new();
         if (!f)
                 return -ENOMEM;
+        forest_set_dense_keys(f); /* ids from the scan program, pids from the kernel */
         f->identity = IDENTITY_EXACT;
         f->root = opts->root;
         f->snapshot.consistency = SNAPSHOT_CONSISTENCY_ITERATOR; /* one pass of the task iterator */

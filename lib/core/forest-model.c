@@ -287,6 +287,11 @@ int forest_reserve(Forest *f, size_t n_filters, size_t n_processes) {
         return r < 0 ? r : hashmap_reserve(&f->processes_by_pid, n_processes);
 }
 
+void forest_set_dense_keys(Forest *f) {
+        hashmap_set_dense_keys(&f->filters_by_id);
+        hashmap_set_dense_keys(&f->processes_by_pid);
+}
+
 int process_reserve_threads(Process *p, size_t n) {
         if (n <= p->n_threads_allocated)
                 return 0;

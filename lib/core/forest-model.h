@@ -218,6 +218,10 @@ int listener_append_holder(Listener *l, pid_t pid, int fd);
 /* Room for n_filters and n_processes more, allocated at once, for a caller that knows how many it
  * will add (a scan, a reader): no array or index grows on the way. -ENOMEM, or 0. */
 int forest_reserve(Forest *f, size_t n_filters, size_t n_processes);
+/* For an empty forest whose filter ids and pids come in runs from the kernel and this program (a
+ * scanner's): its indexes place them by value, neighbours in neighbouring slots
+ * (hashmap_set_dense_keys()). Never for a forest read from a file or the bus. */
+void forest_set_dense_keys(Forest *f);
 /* Room for n threads in all (exactly n where p has none yet: a process of one thread takes one
  * Task, not the eight a first append allocates). */
 int process_reserve_threads(Process *p, size_t n);
