@@ -118,11 +118,16 @@ static bool emit_buf(const char *p, size_t n, void *userdata) {
         return false;
 }
 
-char *str_escape_buf(const char *s, char *buf, size_t size) {
+size_t str_escape_into(const char *s, char *buf, size_t size) {
         BufSink b = { .buf = buf, .size = size };
         if (s)
                 escape_walk(s, emit_buf, &b);
         buf[b.len] = 0;
+        return b.len;
+}
+
+char *str_escape_buf(const char *s, char *buf, size_t size) {
+        (void) str_escape_into(s, buf, size);
         return buf;
 }
 

@@ -19,6 +19,8 @@ char *str_escape(const char *s);
 
 /* s escaped into buf (size > 0), cut short at a whole escape when it does not fit. Returns buf. */
 char *str_escape_buf(const char *s, char *buf, size_t size);
+/* The same, returning the length written (without the NUL). */
+size_t str_escape_into(const char *s, char *buf, size_t size);
 
 /* Write s escaped to out. Returns 0, or -EIO if out has an error. */
 int fputs_escaped(const char *s, FILE *out);

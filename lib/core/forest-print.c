@@ -4,14 +4,21 @@
 
 #include "core/escape.h"
 
+typedef struct Glyph {
+        const char *text;
+        size_t len;
+} Glyph;
+
 typedef struct TreeGlyphs {
-        const char *branch, *last, *pipe, *space;
+        Glyph branch, last, pipe, space;
 } TreeGlyphs;
+
+#define GLYPH(s) { s, sizeof(s) - 1 }
 
 /* As libsmartcols draws its trees (sectreectl prints them with it): two columns a level, then a
  * space before the line's text. */
-static const TreeGlyphs glyphs_unicode = { "├─ ", "└─ ", "│ ", "  " };
-static const TreeGlyphs glyphs_ascii = { "|- ", "`- ", "| ", "  " };
+static const TreeGlyphs glyphs_unicode = { GLYPH("├─ "), GLYPH("└─ "), GLYPH("│ "), GLYPH("  ") };
+static const TreeGlyphs glyphs_ascii = { GLYPH("|- "), GLYPH("`- "), GLYPH("| "), GLYPH("  ") };
 
 /* One entry under a filter: a child filter, or a process with the threads that run under it. */
 typedef struct TreeEntry {
@@ -208,8 +215,11 @@ static void lb_put(LineBuf *b, const char *s, size_t n) {
         b->len += n;
 }
 
-static void lb_puts(LineBuf *b, const char *s) {
-        lb_put(b, s, strlen(s));
+/* A string literal, its length known when compiled. */
+#define lb_lit(b, s) lb_put((b), "" s, sizeof(s) - 1)
+
+static void lb_glyph(LineBuf *b, const Glyph *g) {
+        lb_put(b, g->text, g->len);
 }
 
 static void lb_putc(LineBuf *b, char c) {
@@ -235,37 +245,49 @@ static void lb_int(LineBuf *b, int v) {
 /* s escaped (escape.h), written in place: an escape is at most four bytes for one. */
 static void lb_escaped(LineBuf *b, const char *s) {
         size_t room = strlen(s) * 4 + 1;
-        if (!lb_reserve(b, room))
-                return;
-        str_escape_buf(s, b->text + b->len, room);
-        b->len += strlen(b->text + b->len);
+        if (lb_reserve(b, room))
+                b->len += str_escape_into(s, b->text + b->len, room);
+}
+
+/* "sha256:" and the first 12 hex digits of the digest, as sectreectl shows it. */
+static void lb_digest_short(LineBuf *b, const uint8_t digest[PROG_DIGEST_SIZE]) {
+        static const char hex[] = "0123456789abcdef";
+        char text[6 * 2];
+
+        for (size_t i = 0; i < 6; i++) {
+                text[2 * i] = hex[digest[i] >> 4];
+                text[2 * i + 1] = hex[digest[i] & 0xf];
+        }
+        lb_lit(b, "sha256:");
+        lb_put(b, text, sizeof(text));
 }
 
 static void print_filter_line(const Filter *x, size_t chain_tasks, LineBuf *out) {
-        char digest[PROG_DIGEST_STRING_MAX];
-        prog_digest_to_string(x->digest, digest);
-        lb_puts(out, "filter ");
+        lb_lit(out, "filter ");
         lb_u64(out, x->id);
-        lb_puts(out, "  ");
+        lb_lit(out, "  ");
         lb_u64(out, x->len);
-        lb_puts(out, " insns  ");
-        lb_put(out, digest, strnlen(digest, 19));
+        lb_lit(out, " insns  ");
+        lb_digest_short(out, x->digest);
         if (x->log)
-                lb_puts(out, "  log");
+                lb_lit(out, "  log");
         if (x->wait_killable_recv)
-                lb_puts(out, "  wait_killable_recv");
+                lb_lit(out, "  wait_killable_recv");
         if (x->listener_id) {
-                lb_puts(out, "  listener ");
+                lb_lit(out, "  listener ");
                 lb_u64(out, x->listener_id);
         } else if (x->has_listener)
-                lb_puts(out, "  listener");
+                lb_lit(out, "  listener");
         if (x->identity == IDENTITY_INFERRED)
-                lb_puts(out, "  (inferred)");
-        lb_puts(out, "  [head of ");
+                lb_lit(out, "  (inferred)");
+        lb_lit(out, "  [head of ");
         lb_u64(out, x->n_tasks);
-        lb_puts(out, ", in the chains of ");
+        lb_lit(out, ", in the chains of ");
         lb_u64(out, chain_tasks);
-        lb_puts(out, chain_tasks == 1 ? " task]" : " tasks]");
+        if (chain_tasks == 1)
+                lb_lit(out, " task]");
+        else
+                lb_lit(out, " tasks]");
 }
 
 /* "[pid]": the line of most processes is this and their comm, tens of thousands of times. */
@@ -277,20 +299,23 @@ static void put_pid(pid_t pid, LineBuf *out) {
 
 /* "listener 1 held by supervisor[812] fd 5, worker[700] fd 3" */
 static void print_listener_holders(const Forest *f, const Listener *l, LineBuf *out) {
-        lb_puts(out, "listener ");
+        lb_lit(out, "listener ");
         lb_u64(out, l->id);
-        lb_puts(out, " held by");
+        lb_lit(out, " held by");
         for (size_t i = 0; i < l->n_holders; i++) {
                 const Process *p = forest_find_process(f, l->holders[i].pid);
-                lb_puts(out, i ? ", " : " ");
+                if (i)
+                        lb_lit(out, ", ");
+                else
+                        lb_lit(out, " ");
                 if (p || l->holders[i].comm[0])
                         lb_escaped(out, p ? p->comm : l->holders[i].comm);
                 put_pid(l->holders[i].pid, out);
-                lb_puts(out, " fd ");
+                lb_lit(out, " fd ");
                 lb_int(out, l->holders[i].fd);
         }
         if (l->n_holders == 0)
-                lb_puts(out, " nobody");
+                lb_lit(out, " nobody");
 }
 
 /* "comm[pid]" and, when not every thread of the process is in this slot or there are several,
@@ -306,7 +331,7 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, L
                 lb_u64(out, in_slot);
                 lb_putc(out, '/');
                 lb_u64(out, p->n_threads);
-                lb_puts(out, " threads:");
+                lb_lit(out, " threads:");
                 for (size_t j = 0; j < p->n_threads; j++)
                         if (process_slot(f, p, j) == slot) {
                                 lb_putc(out, ' ');
@@ -316,12 +341,12 @@ static void print_process_line(const Forest *f, const Process *p, size_t slot, L
         if (slot == f->n_filters + 1)
                 for (size_t j = 0; j < p->n_threads; j++)
                         if (p->threads[j].mode == TASK_MODE_STRICT) {
-                                lb_puts(out, " (strict)");
+                                lb_lit(out, " (strict)");
                                 break;
                         }
         for (size_t j = 0; j < p->n_threads; j++)
                 if (process_slot(f, p, j) == slot && p->threads[j].stale) {
-                        lb_puts(out, " (stale)");
+                        lb_lit(out, " (stale)");
                         break;
                 }
 }
@@ -477,7 +502,7 @@ typedef struct Collapsed {
 static void write_collapsed(const TreeWalker *w, const void *what, size_t slot, LineBuf *out) {
         const Collapsed *c = what;
         lb_u64(out, c->n);
-        lb_puts(out, "*[");
+        lb_lit(out, "*[");
         lb_escaped(out, c->p->comm);
         lb_putc(out, ']');
 }
@@ -515,7 +540,7 @@ static int walk_slot(TreeWalker *w, size_t slot) {
 }
 
 static void write_unfiltered_title(const TreeWalker *w, const void *what, size_t slot, LineBuf *out) {
-        lb_puts(out, "without a filter:");
+        lb_lit(out, "without a filter:");
 }
 
 /* The processes without a filter, under a title line of their own. */
@@ -606,9 +631,9 @@ static int text_tree_prefix(TextTree *t, const ForestTreeLine *l) {
                 t->blank_before_top = true;
         }
         for (unsigned i = 1; i < depth; i++)
-                lb_puts(&t->text, t->last[i] ? t->g->space : t->g->pipe);
+                lb_glyph(&t->text, t->last[i] ? &t->g->space : &t->g->pipe);
         if (depth > 0)
-                lb_puts(&t->text, last ? t->g->last : t->g->branch);
+                lb_glyph(&t->text, last ? &t->g->last : &t->g->branch);
         return 0;
 }
 
