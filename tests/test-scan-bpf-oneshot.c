@@ -357,6 +357,38 @@ static void test_listeners_many_fds(void) {
         listener_holder_stop(holder);
 }
 
+/* On a kernel without may_goto (before 6.9) the light skeleton does not load and a one-shot
+ * scanner loads libbpf's, whose loops are the number iterator: that scanner reads the kernel's BTF,
+ * and finds the scenario and the listeners among many fds as the light one does. */
+static void test_libbpf_fallback(void) {
+        if (!tests_require_root())
+                return;
+        struct stat st;
+        g_assert_cmpint(stat("/sys/kernel/btf/vmlinux", &st), ==, 0);
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        pid_t holder = listener_holder_start(LISTENER_HOLDER_FDS, G_N_ELEMENTS(LISTENER_HOLDER_FDS));
+
+        g_assert_true(g_setenv("SECTREE_TEST_BPF_NO_LIGHT", "1", true));
+        uint64_t before = bytes_read();
+        BpfScanner *b = oneshot_new(true);
+        g_assert_cmpuint(bytes_read() - before, >=, (uint64_t) st.st_size); /* libbpf's: it read the BTF */
+        g_unsetenv("SECTREE_TEST_BPF_NO_LIGHT");
+
+        Forest *f = oneshot_scan(b, scenario_root_pid(s));
+        tests_assert_forest_matches(f, s, true);
+        forest_free(f);
+        f = oneshot_scan(b, 0);
+        listener_holder_assert(f, holder, LISTENER_HOLDER_FDS, G_N_ELEMENTS(LISTENER_HOLDER_FDS), true);
+        forest_free(f);
+        bpf_scanner_free(b);
+        listener_holder_stop(holder);
+        scenario_free(s);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/scan-bpf-oneshot/no-btf-read", test_no_btf_read);
@@ -366,5 +398,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf-oneshot/passes-renew-ids", test_passes_renew_ids);
         g_test_add_func("/scan-bpf-oneshot/once-hands-programs", test_once_hands_programs);
         g_test_add_func("/scan-bpf-oneshot/id-map-grows", test_id_map_grows);
+        g_test_add_func("/scan-bpf-oneshot/libbpf-fallback", test_libbpf_fallback);
         return g_test_run();
 }

@@ -311,13 +311,17 @@ static void load_beside_end(LoadBeside *b) {
 }
 
 /* A one-shot scanner's unit through a light skeleton (scan-bpf-light.c); where the kernel cannot
- * run its loader (no BPF_PROG_TYPE_SYSCALL, no CO-RE in the kernel), libbpf's. */
+ * run its loader (no BPF_PROG_TYPE_SYSCALL, no CO-RE in the kernel) or its loops (no may_goto
+ * before Linux 6.9, bpf/loop.bpf.h), libbpf's. $SECTREE_TEST_BPF_NO_LIGHT makes it libbpf's
+ * at once, as on such a kernel (the tests). */
 static int oneshot_load(BpfScanner *s, uint64_t last_id) {
         LoadBeside beside;
         uint32_t ring_size;
         int r = bpf_ring_size_env("SECTREE_BPF_RINGBUF_SIZE", MIN_RINGBUF_SIZE, &ring_size);
         if (r < 0)
                 return r;
+        if (secure_getenv("SECTREE_TEST_BPF_NO_LIGHT"))
+                return skel_load(s, last_id);
         (void) pthread_once(&heap_prepared_light, heap_prepare_light);
         load_beside_start(&beside);
         r = bpf_scan_light_load(s, last_id, ring_size);
