@@ -1,24 +1,19 @@
-/* sectreed.c: the daemon binary: its verbs and their options, and the Daemon that owns the manager,
- * the services above it and the bus */
+/* sectreed.c: the daemon binary: its verbs and their options; `scan` here, the service from the
+ * module it loads for it (sectreed-service.h), so that a scan maps none of the service's libraries */
+#include <dlfcn.h>
 #include <getopt.h>
 #include <signal.h>
 #include <sys/stat.h>
 
-#include "bus/manager-dbus.h"
-#include "bus/restores-dbus.h"
-#include "bus/units-dbus.h"
 #include "config.h"
 #include "core/budget.h"
 #include "core/forest-print.h"
+#include "observe/backends.h"
 #include "observe/privileges.h"
 #include "observe/scanner.h"
-#include "observe/source.h"
-#include "service/manager.h"
-#include "service/policy-jobs.h"
-#include "service/restores.h"
-#include "service/snapshot-transfers.h"
+#include "sectreed-service.h"
+#include "service/manager.h" /* MANAGER_DEFAULT_STATE_DIR */
 #include "snapshot/snapshot-json.h"
-#include "store/state-lock.h"
 
 typedef enum OutputFormat {
         OUTPUT_TREE,
@@ -38,10 +33,10 @@ typedef struct Args {
         ScanOptions scan;
         const char *state_dir;
         uint64_t budget_insns;
-        RestoreExecutor restore_executor;
+        const char *restore_executor; /* checked by the service */
 } Args;
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE SECTREED_EXIT_USAGE
 
 static void help(void) {
         printf("Usage: sectreed [OPTIONS] [VERB [ARGS...]]\n"
@@ -150,10 +145,7 @@ static int parse_args(int argc, char *argv[], Args *a) {
                                                        "instructions (0: no limit).", optarg);
                         break;
                 case ARG_RESTORE_EXECUTOR:
-                        a->restore_executor = restore_executor_from_string(optarg);
-                        if (a->restore_executor < 0)
-                                return log_error_errno(-EINVAL, "Unknown --restore-executor=%s: expected auto, unit "
-                                                       "or fork.", optarg);
+                        a->restore_executor = optarg;
                         break;
                 case ARG_LOG_LEVEL: {
                         LogLevel l = log_level_from_string(optarg);
@@ -181,16 +173,36 @@ static ScanOptions verb_scan_options(const Args *a) {
         return o;
 }
 
+/* The ptrace backend's scan: what it could not read reported, and a scan that read nothing it was
+ * asked to is an error. */
+static int scan_ptrace(const ScanOptions *opts, Forest **ret) {
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        int r = ptrace_scan(opts, ret, &bad, &n_bad);
+        if (r < 0)
+                return r; /* logged by the scan, once its tasks run again */
+        unreadable_report(bad, n_bad);
+        if (n_bad > 0 && (*ret)->n_filters == 0)
+                return -EPERM;
+        return 0;
+}
+
 static int verb_scan(const Args *a) {
-        _cleanup_(source_freep) Source *s = NULL;
+        _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
         _cleanup_(forest_freep) Forest *f = NULL;
         ScanOptions opts = verb_scan_options(a);
         uint64_t t0 = now_usec(CLOCK_MONOTONIC), t1, t2, t3;
-        int r = source_new(&(SourceOptions) { .backend = a->backend, .oneshot = true, .once = true,
-                                              .no_argv = !opts.include_argv, .no_exe = !opts.include_exe }, &s);
+        int r = 0;
+        if (a->backend == BACKEND_BPF) {
+                r = bpf_scanner_new_with_options(&(BpfScannerOptions) { .oneshot = true, .once = true,
+                                                                        .no_argv = !opts.include_argv,
+                                                                        .no_exe = !opts.include_exe }, &s);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to load the BPF programs: %m (--backend=ptrace works without "
+                                               "BPF)");
+        }
         t1 = now_usec(CLOCK_MONOTONIC);
-        if (r >= 0)
-                r = source_scan(s, &opts, &f);
+        r = s ? bpf_scanner_scan(s, &opts, &f) : scan_ptrace(&opts, &f); /* each logs its failures */
         if (r < 0)
                 return r;
         t2 = now_usec(CLOCK_MONOTONIC);
@@ -220,89 +232,52 @@ static int verb_scan(const Args *a) {
         return 0;
 }
 
-/* The daemon: the manager (the event path) and the services above it, and the bus object that
- * serves them. It owns them all and frees them in order: the restores (their stubs end), the bus
- * (flushed: what was answered leaves), the transfers and analyses (cancelled when the loop exited),
- * the manager last. */
-typedef struct Daemon {
-        int lock_fd; /* the state directory's lock: one daemon per database */
-        Manager *manager;
-        SnapshotTransfers *transfers;
-        PolicyJobs *policy_jobs;
-        Restores *restores;
-        ManagerBus *bus;
-} Daemon;
+/* Where the service module is: beside this executable when this one is the build's (the file is
+ * owned by the executable's owner and writable by nobody else), else where it is installed. */
+static int service_module_path(char **ret) {
+        _cleanup_free_ char *exe = NULL, *beside = NULL;
+        struct stat exe_st, mod_st;
+        char *slash;
 
-static void daemon_done(Daemon *d) {
-        d->restores = restores_free(d->restores);
-        d->bus = manager_bus_free(d->bus);
-        d->transfers = snapshot_transfers_free(d->transfers);
-        d->policy_jobs = policy_jobs_free(d->policy_jobs);
-        d->manager = manager_free(d->manager);
-        closep(&d->lock_fd);
-        d->lock_fd = -EBADF;
-}
-
-/* The bus connection is gone (dbus-daemon closed it, or stopped): a daemon off the bus serves
- * nobody, so it stops with an error and systemd (Restart=on-failure) starts it again. */
-static int on_bus_disconnected(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        log_error("Lost the connection to the system bus, exiting.");
-        return sd_event_exit(m->event, -ENOTCONN);
-}
-
-static int watch_bus(Daemon *d) {
-        int r = sd_bus_match_signal(d->bus->bus, NULL, NULL, "/org/freedesktop/DBus/Local", "org.freedesktop.DBus.Local",
-                                    "Disconnected", on_bus_disconnected, d->manager);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch the bus connection: %m");
-        return 0;
-}
-
-/* The state directory's lock, before the database opens; the services, made before the manager
- * starts; the bus, once it has. */
-static int daemon_start(Daemon *d, const Args *a) {
-        d->lock_fd = state_lock_take(a->state_dir ?: MANAGER_DEFAULT_STATE_DIR);
-        if (d->lock_fd < 0)
-                return d->lock_fd;
-        ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns };
-        int r = manager_new(&opts, &d->manager);
-        if (r < 0)
-                return r;
-        r = restores_new(d->manager, a->restore_executor, &d->restores);
-        if (r < 0)
-                return r;
-        r = snapshot_transfers_new(d->manager, &d->transfers);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up snapshot transfers: %m");
-        r = policy_jobs_new(d->manager->event, &d->policy_jobs);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up policy analyses: %m");
-        r = manager_startup(d->manager);
-        if (r < 0)
-                return r;
-        r = manager_bus_new(&(ManagerBus) { .manager = d->manager, .transfers = d->transfers,
-                                            .policy_jobs = d->policy_jobs }, &d->bus);
-        if (r < 0)
-                return r;
-        r = restores_bus_connect(d->restores, d->bus->bus);
-        if (r < 0)
-                return r;
-        r = units_bus_connect(d->manager, d->bus->bus);
-        if (r < 0)
-                return r;
-        return watch_bus(d);
-}
-
-static int run_service(const Args *a) {
-        Daemon d = { .lock_fd = -EBADF };
-        int r = daemon_start(&d, a);
-        if (r >= 0) {
-                manager_ready(d.manager);
-                r = manager_run(d.manager);
+        exe = realpath("/proc/self/exe", NULL);
+        if (exe && (slash = strrchr(exe, '/')) && stat(exe, &exe_st) >= 0) {
+                *slash = 0;
+                if (asprintf(&beside, "%s/%s", exe, SECTREED_SERVICE_MODULE) < 0)
+                        return log_oom();
+                if (stat(beside, &mod_st) >= 0 && S_ISREG(mod_st.st_mode) && mod_st.st_uid == exe_st.st_uid &&
+                    !(mod_st.st_mode & (S_IWGRP | S_IWOTH))) {
+                        *ret = TAKE_PTR(beside);
+                        return 0;
+                }
         }
-        daemon_done(&d);
-        return r;
+        *ret = strdup(SECTREED_SERVICE_DIR "/" SECTREED_SERVICE_MODULE);
+        return *ret ? 0 : log_oom();
+}
+
+/* Load the service module and run the service: the status to exit with. */
+static int run_service(const Args *a) {
+        _cleanup_free_ char *path = NULL;
+        if (service_module_path(&path) < 0)
+                return EXIT_FAILURE;
+        void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!module) {
+                log_error("Failed to load the service module %s: %s", path, dlerror());
+                return EXIT_FAILURE;
+        }
+        SectreedServiceRun run = (SectreedServiceRun) dlsym(module, SECTREED_SERVICE_RUN);
+        if (!run) {
+                log_error("The service module %s has no %s().", path, SECTREED_SERVICE_RUN);
+                return EXIT_FAILURE;
+        }
+        return run(&(ServiceArgs) {
+                .abi = SECTREED_SERVICE_ABI,
+                .version = PACKAGE_VERSION,
+                .backend = a->backend,
+                .state_dir = a->state_dir,
+                .budget_insns = a->budget_insns,
+                .restore_executor = a->restore_executor,
+                .log_level = log_get_max_level(),
+        }); /* the module stays loaded until the process exits */
 }
 
 int main(int argc, char *argv[]) {
@@ -317,7 +292,7 @@ int main(int argc, char *argv[]) {
         if (privileges_check(a.backend, source_capabilities(a.backend)) < 0)
                 return EXIT_FAILURE;
         if (optind >= argc)
-                return run_service(&a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+                return run_service(&a);
         const char *verb = argv[optind];
         if (!streq(verb, "scan")) {
                 log_error("Unknown verb '%s' (try --help).", verb);

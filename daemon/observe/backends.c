@@ -1,10 +1,8 @@
-/* backends.c: the backends a source can be: what each needs of the process's capabilities, and
- * source_new() that picks one */
+/* backends.c: the backends a source can be, and what each needs of the process's capabilities
+ * (source_new(), which picks one, is in source.c: `sectreed scan` links this file and no source) */
 #include <linux/capability.h>
 
 #include "observe/backends.h"
-#include "observe/source-bpf.h"
-#include "observe/source-ptrace.h"
 
 #define CAP(c) (UINT64_C(1) << (c))
 
@@ -29,15 +27,4 @@ static const SourceCapabilities capabilities[_BACKEND_MAX] = {
 
 const SourceCapabilities *source_capabilities(Backend b) {
         return b >= 0 && b < _BACKEND_MAX && capabilities[b].needed_for ? &capabilities[b] : NULL;
-}
-
-int source_new(const SourceOptions *o, Source **ret) {
-        switch (o->backend) {
-        case BACKEND_BPF:
-                return source_bpf_new(o, ret);
-        case BACKEND_PTRACE:
-                return source_ptrace_new(o, ret);
-        default:
-                return -EINVAL;
-        }
 }

@@ -1,7 +1,20 @@
 /* source.c: the one interface of the kernel readers, over each backend's source */
+#include "observe/backends.h"
 #include "observe/source-backend.h"
 #include "observe/source-bpf.h"
+#include "observe/source-ptrace.h"
 #include "observe/source.h"
+
+int source_new(const SourceOptions *o, Source **ret) {
+        switch (o->backend) {
+        case BACKEND_BPF:
+                return source_bpf_new(o, ret);
+        case BACKEND_PTRACE:
+                return source_ptrace_new(o, ret);
+        default:
+                return -EINVAL;
+        }
+}
 
 Source *source_free(Source *s) {
         if (s)
