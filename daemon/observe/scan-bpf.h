@@ -22,7 +22,9 @@ typedef struct BpfScannerOptions {
          * lines is not loaded (one that asks anyway reads /proc/PID/cmdline). */
         bool no_argv;
         /* Nor for executables (ScanOptions.include_exe), with no_argv: a one-shot scanner loads no
-         * code that reads them (one that asks anyway reads /proc/PID/exe). */
+         * code that reads them (one that asks anyway reads /proc/PID/exe). Such a one-shot scanner
+         * is the text tree's (`sectreed scan`), which shows no credentials and no start times: it
+         * reads none, and its forest's processes and threads have uid, gid and start_time 0. */
         bool no_exe;
         /* With oneshot: the scanner makes one forest and is freed (`sectreed scan`). It keeps no
          * program by its bytes for a next pass, and hands each program to the forest rather than
