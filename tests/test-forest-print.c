@@ -76,9 +76,48 @@ static void test_no_header(void) {
         g_assert_true(g_str_has_suffix(with, without)); /* the rest is the same */
 }
 
+/* A root filter with many entries, as a machine of sandboxes has: 3,000 processes and 2,000
+ * filters stacked on it, one process under each, added in order (the index then finds the slot
+ * sorted and does not sort it). The text is every line in order, with its glyphs. */
+static void test_large_slot(void) {
+        _cleanup_(forest_freep) Forest *f = forest_new();
+        g_assert_nonnull(f);
+        g_assert_cmpint(forest_add_filter(f, 1, 0, tests_prog_allow, ELEMENTSOF(tests_prog_allow), NULL), ==, 0);
+        for (pid_t i = 0; i < 3000; i++)
+                add_process(f, 1000 + i, "p", 1, 1);
+        for (uint64_t k = 2; k <= 2001; k++) {
+                g_assert_cmpint(forest_add_filter(f, k, 1, tests_prog_errno, ELEMENTSOF(tests_prog_errno), NULL), ==, 0);
+                add_process(f, 10000 + (pid_t) k, "q", k, 1);
+        }
+        _cleanup_free_ char *error = NULL;
+        g_assert_cmpint(forest_link(f, &error), ==, 0);
+
+        g_autofree char *text = print_tree(f, FOREST_PRINT_NO_HEADER);
+        g_autoptr(GString) want = g_string_new(NULL);
+        char digest1[PROG_DIGEST_STRING_MAX], digest2[PROG_DIGEST_STRING_MAX];
+        prog_digest_to_string(forest_find_filter(f, 1)->digest, digest1);
+        prog_digest_to_string(forest_find_filter(f, 2)->digest, digest2);
+        g_string_append_printf(want, "filter 1  1 insns  %.19s  [head of 3000, in the chains of 5000 tasks]\n", digest1);
+        for (pid_t i = 0; i < 3000; i++)
+                g_string_append_printf(want, "|- p[%d]\n", 1000 + i);
+        for (uint64_t k = 2; k <= 2001; k++) {
+                bool last = k == 2001;
+                g_string_append_printf(want, "%s filter %" PRIu64 "  1 insns  %.19s  [head of 1, in the chains of 1 task]\n",
+                                       last ? "`-" : "|-", k, digest2);
+                g_string_append_printf(want, "%s `- q[%d]\n", last ? " " : "|", 10000 + (int) k);
+        }
+        size_t at = 0; /* the first byte that differs, and the line around it */
+        while (text[at] && text[at] == want->str[at])
+                at++;
+        if (text[at] || want->str[at])
+                g_error("the tree differs at byte %zu: \"%.60s\" where \"%.60s\" was wanted", at, text + at,
+                        want->str + at);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/forest-print/collapse", test_collapse);
         g_test_add_func("/forest-print/no-header", test_no_header);
+        g_test_add_func("/forest-print/large-slot", test_large_slot);
         return g_test_run();
 }
