@@ -173,20 +173,6 @@ static ScanOptions verb_scan_options(const Args *a) {
         return o;
 }
 
-/* The ptrace backend's scan: what it could not read reported, and a scan that read nothing it was
- * asked to is an error. */
-static int scan_ptrace(const ScanOptions *opts, Forest **ret) {
-        _cleanup_free_ UnreadableTask *bad = NULL;
-        size_t n_bad = 0;
-        int r = ptrace_scan(opts, ret, &bad, &n_bad);
-        if (r < 0)
-                return r; /* logged by the scan, once its tasks run again */
-        unreadable_report(bad, n_bad);
-        if (n_bad > 0 && (*ret)->n_filters == 0)
-                return -EPERM;
-        return 0;
-}
-
 static int verb_scan(const Args *a) {
         _cleanup_(bpf_scanner_freep) BpfScanner *s = NULL;
         _cleanup_(forest_freep) Forest *f = NULL;
@@ -202,7 +188,7 @@ static int verb_scan(const Args *a) {
                                                "BPF)");
         }
         t1 = now_usec(CLOCK_MONOTONIC);
-        r = s ? bpf_scanner_scan(s, &opts, &f) : scan_ptrace(&opts, &f); /* each logs its failures */
+        r = s ? bpf_scanner_scan(s, &opts, &f) : ptrace_scan_reported(&opts, &f); /* each logs its failures */
         if (r < 0)
                 return r;
         t2 = now_usec(CLOCK_MONOTONIC);

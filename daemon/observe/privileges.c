@@ -70,6 +70,18 @@ int privileges_check(Backend backend, const SourceCapabilities *c) {
         return 0;
 }
 
+int ptrace_scan_reported(const ScanOptions *opts, Forest **ret) {
+        _cleanup_free_ UnreadableTask *bad = NULL;
+        size_t n_bad = 0;
+        int r = ptrace_scan(opts, ret, &bad, &n_bad);
+        if (r < 0)
+                return r; /* logged by the scan, once its tasks run again */
+        unreadable_report(bad, n_bad);
+        if (n_bad > 0 && (*ret)->n_filters == 0)
+                return -EPERM; /* it read nothing it was asked to */
+        return 0;
+}
+
 void unreadable_report(const UnreadableTask *bad, size_t n_bad) {
         /* the reasons, counted in order of first appearance */
         int reasons[8];

@@ -14,3 +14,6 @@ int privileges_check(Backend backend, const SourceCapabilities *c);
 /* One line about the threads a ptrace scan could not read, by reason (each thread at debug
  * level); nothing when there are none. */
 void unreadable_report(const UnreadableTask *bad, size_t n_bad);
+/* A ptrace scan that reads once (`sectreed scan`): the threads it could not read reported
+ * (unreadable_report()), and -EPERM when it read nothing it was asked to. */
+int ptrace_scan_reported(const ScanOptions *opts, Forest **ret);

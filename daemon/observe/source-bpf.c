@@ -734,8 +734,7 @@ int source_bpf_new(const SourceOptions *o, Source **ret) {
         (void) pthread_mutex_init(&b->mark_lock, NULL);
         b->bg.efd = -1;
         b->source = (Source) { .vtable = &bpf_vtable, .backend = BACKEND_BPF, .oneshot = o->oneshot, .first_id = o->first_id };
-        BpfScannerOptions so = { .first_id = o->first_id, .oneshot = o->oneshot, .no_argv = o->no_argv,
-                                .no_exe = o->no_exe, .once = o->once };
+        BpfScannerOptions so = { .first_id = o->first_id, .oneshot = o->oneshot };
         int r = bpf_scanner_new_with_options(&so, &b->scanner);
         if (r < 0) {
                 bpf_free(&b->source);

@@ -86,21 +86,17 @@ static int ptrace_scan_locked(Source *s, const ScanOptions *opts, Forest **ret, 
                               size_t *ret_n_bad) {
         _cleanup_free_ UnreadableTask *bad = NULL;
         size_t n_bad = 0;
+        if (s->oneshot)
+                return ptrace_scan_reported(opts, ret);
         int r = ptrace_scan(opts, ret, &bad, &n_bad);
         if (r < 0)
                 return r; /* logged by the scan, once its tasks run again */
-        if (!s->oneshot) {
-                for (size_t i = 0; i < n_bad; i++)
-                        log_debug_errno(bad[i].error, "Could not read the filters of thread %d: %m", bad[i].tid);
-                if (ret_bad) {
-                        *ret_bad = TAKE_PTR(bad);
-                        *ret_n_bad = n_bad;
-                }
-                return 0;
+        for (size_t i = 0; i < n_bad; i++)
+                log_debug_errno(bad[i].error, "Could not read the filters of thread %d: %m", bad[i].tid);
+        if (ret_bad) {
+                *ret_bad = TAKE_PTR(bad);
+                *ret_n_bad = n_bad;
         }
-        unreadable_report(bad, n_bad);
-        if (n_bad > 0 && (*ret)->n_filters == 0)
-                return -EPERM; /* it read nothing it was asked to */
         return 0;
 }
 

@@ -33,11 +33,8 @@ typedef struct SourceSink {
 
 typedef struct SourceOptions {
         Backend backend;
-        bool oneshot;      /* scans only, never watching: `sectreed scan` (what cannot be read is a warning) */
+        bool oneshot;      /* scans only, never watching (what cannot be read is a warning) */
         uint64_t first_id; /* filter ids handed out start here: above any the state database used */
-        bool no_argv;      /* no scan will ask for command lines: what reads them is not loaded */
-        bool no_exe;       /* nor for executables (with no_argv) */
-        bool once;         /* with oneshot: one scan, then the source is freed (BpfScannerOptions.once) */
 } SourceOptions;
 
 /* What a backend needs of the effective capabilities, known before it loads (privileges.c says
