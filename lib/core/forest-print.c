@@ -249,17 +249,10 @@ static void lb_escaped(LineBuf *b, const char *s) {
                 b->len += str_escape_into(s, b->text + b->len, room);
 }
 
-/* "sha256:" and the first 12 hex digits of the digest, as sectreectl shows it. */
+/* The digest as the text views show it, "sha256:1a2b3c4d5e6f". */
 static void lb_digest_short(LineBuf *b, const uint8_t digest[PROG_DIGEST_SIZE]) {
-        static const char hex[] = "0123456789abcdef";
-        char text[6 * 2];
-
-        for (size_t i = 0; i < 6; i++) {
-                text[2 * i] = hex[digest[i] >> 4];
-                text[2 * i + 1] = hex[digest[i] & 0xf];
-        }
-        lb_lit(b, "sha256:");
-        lb_put(b, text, sizeof(text));
+        char text[PROG_DIGEST_SHORT_STRING_MAX];
+        lb_put(b, prog_digest_to_short_string(digest, text), sizeof(text) - 1);
 }
 
 static void print_filter_line(const Filter *x, size_t chain_tasks, LineBuf *out) {

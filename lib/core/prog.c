@@ -315,16 +315,25 @@ void prog_digest(const struct sock_filter *insns, size_t n, uint8_t out[PROG_DIG
 
 #define DIGEST_PREFIX "sha256:"
 
-char *prog_digest_to_string(const uint8_t digest[PROG_DIGEST_SIZE], char *buf) {
+/* The prefix and the first n bytes of digest in hex. */
+static char *digest_to_string(const uint8_t *digest, size_t n, char *buf) {
         static const char hex[] = "0123456789abcdef";
         char *p = stpcpy(buf, DIGEST_PREFIX);
 
-        for (size_t i = 0; i < PROG_DIGEST_SIZE; i++) {
+        for (size_t i = 0; i < n; i++) {
                 *p++ = hex[digest[i] >> 4];
                 *p++ = hex[digest[i] & 0xf];
         }
         *p = 0;
         return buf;
+}
+
+char *prog_digest_to_string(const uint8_t digest[PROG_DIGEST_SIZE], char *buf) {
+        return digest_to_string(digest, PROG_DIGEST_SIZE, buf);
+}
+
+char *prog_digest_to_short_string(const uint8_t digest[PROG_DIGEST_SIZE], char *buf) {
+        return digest_to_string(digest, PROG_DIGEST_SHORT_BYTES, buf);
 }
 
 int prog_digest_from_string(const char *s, uint8_t out[PROG_DIGEST_SIZE]) {

@@ -35,6 +35,11 @@ uint64_t prog_digest_count(void);
 
 /* "sha256:<64 lowercase hex>" into buf (at least PROG_DIGEST_STRING_MAX bytes); returns buf. */
 char *prog_digest_to_string(const uint8_t digest[PROG_DIGEST_SIZE], char *buf);
+/* The same cut to its first 12 hex digits, as the text views show a digest: "sha256:1a2b3c4d5e6f"
+ * (PROG_DIGEST_SHORT_STRING_MAX bytes with its NUL); returns buf. */
+#define PROG_DIGEST_SHORT_BYTES 6
+#define PROG_DIGEST_SHORT_STRING_MAX (sizeof("sha256:") + 2 * PROG_DIGEST_SHORT_BYTES)
+char *prog_digest_to_short_string(const uint8_t digest[PROG_DIGEST_SIZE], char *buf);
 
 /* Parse "sha256:<hex>"; -EINVAL if malformed. */
 int prog_digest_from_string(const char *s, uint8_t out[PROG_DIGEST_SIZE]);

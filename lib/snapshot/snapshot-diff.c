@@ -350,13 +350,12 @@ int snapshot_diff(const Forest *a, const Forest *b, SnapshotDiff **ret) {
 
 /* Text */
 
-#define SHORT_DIGEST 12 /* hex digits shown in text */
+#define SHORT_DIGEST (2 * PROG_DIGEST_SHORT_BYTES) /* hex digits shown in text */
 
 static const char *short_digest(const Filter *f, char buf[static SHORT_DIGEST + 1]) {
-        char full[PROG_DIGEST_STRING_MAX];
-        prog_digest_to_string(f->digest, full);
-        memcpy(buf, full + strlen("sha256:"), SHORT_DIGEST);
-        buf[SHORT_DIGEST] = 0;
+        char prefixed[PROG_DIGEST_SHORT_STRING_MAX];
+        prog_digest_to_short_string(f->digest, prefixed);
+        memcpy(buf, prefixed + strlen("sha256:"), SHORT_DIGEST + 1);
         return buf;
 }
 
