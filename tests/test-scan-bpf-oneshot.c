@@ -19,6 +19,23 @@ static uint64_t bytes_read(void) {
         return g_ascii_strtoull(p + strlen("rchar: "), NULL, 10);
 }
 
+/* The size of the kernel's BTF, which libbpf's skeleton reads whole and a light one does not. */
+static uint64_t kernel_btf_size(void) {
+        struct stat st;
+        g_assert_cmpint(stat("/sys/kernel/btf/vmlinux", &st), ==, 0);
+        return (uint64_t) st.st_size;
+}
+
+/* A scenario whose root has a child under two filters stacked. */
+static Scenario *scenario_child_two_filters(void) {
+        TestFilters x;
+        Scenario *s = tests_scenario_with_filters(&x);
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        g_assert_cmpint(scenario_install(s, a, x.b, x.nb, 0), >=, 0);
+        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        return s;
+}
+
 static BpfScanner *oneshot_new_from(BpfScannerOptions o) {
         BpfScanner *s = NULL;
         o.oneshot = true;
@@ -53,20 +70,15 @@ static Forest *oneshot_scan(BpfScanner *b, pid_t root) {
 static void test_no_btf_read(void) {
         if (!tests_require_root())
                 return;
-        struct stat st;
-        g_assert_cmpint(stat("/sys/kernel/btf/vmlinux", &st), ==, 0);
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.b, x.nb, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        uint64_t btf_size = kernel_btf_size();
+        Scenario *s = scenario_child_two_filters();
 
         for (int variant = 0; variant <= 2; variant++) {
                 bool no_exe = variant == 2;
                 uint64_t before = bytes_read();
                 BpfScanner *b = oneshot_new_with(variant >= 1, no_exe);
                 uint64_t read = bytes_read() - before;
-                g_assert_cmpuint(read, <, (uint64_t) st.st_size / 4);
+                g_assert_cmpuint(read, <, btf_size / 4);
 
                 BpfScannerStats stats;
                 Forest *f = oneshot_scan(b, scenario_root_pid(s));
@@ -363,19 +375,14 @@ static void test_listeners_many_fds(void) {
 static void test_libbpf_fallback(void) {
         if (!tests_require_root())
                 return;
-        struct stat st;
-        g_assert_cmpint(stat("/sys/kernel/btf/vmlinux", &st), ==, 0);
-        TestFilters x;
-        Scenario *s = tests_scenario_with_filters(&x);
-        ScenarioTask a = scenario_fork(s, scenario_root(s));
-        g_assert_cmpint(scenario_install(s, a, x.b, x.nb, 0), >=, 0);
-        g_assert_cmpint(scenario_install(s, a, x.a, x.na, 0), >=, 0);
+        uint64_t btf_size = kernel_btf_size();
+        Scenario *s = scenario_child_two_filters();
         pid_t holder = listener_holder_start(LISTENER_HOLDER_FDS, G_N_ELEMENTS(LISTENER_HOLDER_FDS));
 
         g_assert_true(g_setenv("SECTREE_TEST_BPF_NO_LIGHT", "1", true));
         uint64_t before = bytes_read();
         BpfScanner *b = oneshot_new(true);
-        g_assert_cmpuint(bytes_read() - before, >=, (uint64_t) st.st_size); /* libbpf's: it read the BTF */
+        g_assert_cmpuint(bytes_read() - before, >=, btf_size); /* libbpf's: it read the BTF */
         g_unsetenv("SECTREE_TEST_BPF_NO_LIGHT");
 
         Forest *f = oneshot_scan(b, scenario_root_pid(s));
