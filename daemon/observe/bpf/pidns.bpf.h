@@ -69,16 +69,20 @@ static __always_inline __u64 pidns_pid_of(struct task_struct *t) {
 #ifdef PIDNS_FROM_CURRENT
 /* The iterators run in the reader's context: current is the daemon. Its level, once (a process
  * never changes its pid namespace); the namespace's inode number is the one user space read. */
-static __always_inline void pidns_learn(void) {
+__noinline int pidns_learn_once(void) {
         struct pid_number n = {};
 
-        if (pidns_self.inum || !pidns_self.own_inum)
-                return;
         pid_number_at(pidns_pid_of(task_plain(bpf_get_current_task_btf())), 0, 1, &n);
         if (!n.ns)
-                return;
+                return 0;
         pidns_self.level = n.level;
         pidns_self.inum = pidns_self.own_inum;
+        return 0;
+}
+
+static __always_inline void pidns_learn(void) {
+        if (!pidns_self.inum && pidns_self.own_inum)
+                pidns_learn_once();
 }
 
 /* The daemon's namespace, as pid_number_at() has it in ->ns: the one current is in. */
@@ -107,34 +111,81 @@ static __always_inline __u32 pidns_nr(struct task_struct *t, __u64 self_ns) {
 #endif
 }
 
-/* t's tid, its process's tgid and its parent process's tgid in the daemon's namespace. Returns
- * false when t is not in it, or the namespace is not known yet (the caller skips t: the first
- * pass will report it); a parent outside it is ppid 0, as /proc says of a namespace's init. t is
- * a plain (task_plain()) pointer. */
-static __always_inline bool pidns_task_ids(struct task_struct *t, __u32 *tid, __u32 *tgid, __u32 *ppid) {
-        struct task_struct *leader = t->group_leader;
-        __u64 self_ns;
+/* Which task pidns_nr_which() numbers, from the one it is given. */
+enum {
+        PIDNS_OF_TASK,
+        PIDNS_OF_LEADER, /* its thread group leader: its process's tgid */
+        PIDNS_OF_PARENT, /* its parent process's leader: its ppid */
+};
 
+#ifdef PIDNS_FROM_CURRENT
+/* pidns_nr_which() in a global function, which the verifier checks once where each inline use
+ * was checked again (a quarter of the task program's verification); it takes the task as a
+ * number. */
+__noinline __u32 pidns_nr_of(__u64 task_addr, __u32 which) {
+        struct task_struct *t = bpf_rdonly_cast((void *) task_addr, bpf_core_type_id_kernel(struct task_struct));
+
+        if (!t)
+                return 0;
+        if (which != PIDNS_OF_TASK)
+                t = t->group_leader;
+        if (which == PIDNS_OF_PARENT)
+                t = t->real_parent->group_leader;
+        return pidns_nr(t, pidns_self_ns());
+}
+#endif
+
+/* The number in the daemon's namespace of t (the task at task_addr: the scan unit's iterators
+ * know it as a number), of its leader or of its parent process (which: PIDNS_OF_*); 0 when that
+ * task is not in it. */
+static __always_inline __u32 pidns_nr_which(struct task_struct *t, __u64 task_addr, __u32 which) {
+#ifdef PIDNS_FROM_CURRENT
+        return pidns_nr_of(task_addr, which);
+#else
+        if (which != PIDNS_OF_TASK)
+                t = t->group_leader;
+        if (which == PIDNS_OF_PARENT)
+                t = t->real_parent->group_leader;
+        return pidns_nr(t, pidns_self_ns());
+#endif
+}
+
+/* The address of the task a field points at, as a number (for a global function, which takes no
+ * kernel pointer); 0 if unreadable. */
+static __always_inline __u64 task_addr_of(struct task_struct *const *field) {
+        __u64 addr = 0;
+
+        if (bpf_probe_read_kernel(&addr, sizeof(addr), field) < 0)
+                return 0;
+        return addr;
+}
+
+/* The tid, the process's tgid and its parent process's tgid in the daemon's namespace of t, the
+ * task at task_addr (0 in the watch unit, which reads t). Returns false when t is not in it, or
+ * the namespace is not known yet (the caller skips t: the first pass will report it); a parent
+ * outside it is ppid 0, as /proc says of a namespace's init. t is a plain (task_plain()) pointer. */
+static __always_inline bool pidns_task_ids(struct task_struct *t, __u64 task_addr, __u32 *tid, __u32 *tgid,
+                                           __u32 *ppid) {
         if (!pidns_self.inum)
                 return false;
         if (pidns_self.level == 0) {
                 *tid = t->pid;
                 *tgid = t->tgid;
-                *ppid = leader->real_parent->tgid;
+                *ppid = t->group_leader->real_parent->tgid;
                 return true;
         }
-        self_ns = pidns_self_ns();
-        *tid = pidns_nr(t, self_ns);
-        *tgid = pidns_nr(leader, self_ns);
-        *ppid = pidns_nr(leader->real_parent->group_leader, self_ns);
+        *tid = pidns_nr_which(t, task_addr, PIDNS_OF_TASK);
+        *tgid = pidns_nr_which(t, task_addr, PIDNS_OF_LEADER);
+        *ppid = pidns_nr_which(t, task_addr, PIDNS_OF_PARENT);
         return *tid != 0 && *tgid != 0;
 }
 
-/* The tgid alone (listeners, executables, command lines); 0: not in the daemon's namespace. */
-static __always_inline __u32 pidns_tgid(struct task_struct *t) {
+/* The tgid alone (listeners, executables, command lines) of t, the task at task_addr; 0: not in
+ * the daemon's namespace. */
+static __always_inline __u32 pidns_tgid(struct task_struct *t, __u64 task_addr) {
         if (!pidns_self.inum)
                 return 0;
         if (pidns_self.level == 0)
                 return t->tgid;
-        return pidns_nr(t->group_leader, pidns_self_ns());
+        return pidns_nr_which(t, task_addr, PIDNS_OF_LEADER);
 }

@@ -149,8 +149,9 @@ static __always_inline __u32 exe_path(struct exe_scratch *x, struct scan_rec_exe
         return flags;
 }
 
-/* The executable of t's process (t is its leader). 0, or -ENOSPC (ring buffer full: retry). */
-static __always_inline int exe_send(struct task_struct *t) {
+/* The executable of t's process (t is its leader, at task_addr: pidns_tgid()). 0, or -ENOSPC (ring
+ * buffer full: retry). */
+static __always_inline int exe_send(struct task_struct *t, __u64 task_addr) {
         struct scan_rec_exe *rec;
         struct exe_scratch *x;
         struct mm_struct *mm;
@@ -162,7 +163,7 @@ static __always_inline int exe_send(struct task_struct *t) {
                 return 0; /* user space reads /proc */
         rec = (struct scan_rec_exe *) x->out;
         rec->type = SCAN_REC_EXE;
-        rec->tgid = pidns_tgid(t);
+        rec->tgid = pidns_tgid(t, task_addr);
         rec->len = 0;
         rec->same_tgid = 0;
         mm = t->mm;

@@ -373,7 +373,7 @@ static __always_inline bool file_is_listener(struct file *file) {
 }
 
 /* Whether the file at file_addr is of the anonymous inode file system, as a seccomp listener is:
- * the test that turns nearly every file away, inline, before the call of listener_filter() (each
+ * the test that turns nearly every file away, inline, before the call of listener_file_send() (each
  * call and return of BPF code costs, once per open file of the machine here). */
 static __always_inline bool file_is_anon(__u64 file_addr) {
         struct file *file = bpf_rdonly_cast((void *) file_addr, bpf_core_type_id_kernel(struct file));
@@ -397,35 +397,43 @@ static __always_inline __u32 lowest_bit(__u64 bits) {
  * run (BPF_MAX_LOOPS), 512 Mi fds; a table that large would hold 4 GiB of pointers. */
 #define FD_WORDS_MAX (8U << 20)
 
-/* The id of the filter of the seccomp listener at file_addr, its chain sent first; -ENOENT when
- * the file is not a listener, -ENOSPC when the ring buffer is full (retry the task). A global
- * function: checked once, not at each call. */
-__noinline __s64 listener_filter(__u64 file_addr, __u32 slot) {
-        struct file *file = bpf_rdonly_cast((void *) file_addr, bpf_core_type_id_kernel(struct file));
-        __u64 filter;
-
-        if (!file || !file_is_listener(file))
-                return -ENOENT;
-        /* A seccomp listener's private_data is its filter. */
-        if (bpf_probe_read_kernel(&filter, sizeof(filter), &file->private_data) < 0 || !filter)
-                return -ENOENT;
-        return chain_send(filter, slot);
-}
-
-/* The record of fd of t's process, a listener of filter_id. 0, or -ENOSPC. */
-static __always_inline int listener_send(struct task_struct *t, __u32 fd, __u64 filter_id) {
+/* The record of fd of the process of the task at task_addr, a listener of filter_id. 0, or
+ * -ENOSPC. */
+static __always_inline int listener_send(__u64 task_addr, __u32 fd, __u64 filter_id) {
+        struct task_struct *t = bpf_rdonly_cast((void *) task_addr, bpf_core_type_id_kernel(struct task_struct));
         struct scan_rec_listener rec = {
                 .type = SCAN_REC_LISTENER,
-                .tgid = pidns_tgid(t),
                 .fd = fd,
                 .filter_id = filter_id,
         };
 
+        if (!t)
+                return 0;
+        rec.tgid = pidns_tgid(t, task_addr);
         if (!rec.tgid)
                 return 0;
         if (bpf_ringbuf_output(&records, &rec, sizeof(rec), BPF_RB_NO_WAKEUP) < 0)
                 return -ENOSPC;
         return 0;
+}
+
+/* When the file at file_addr, fd of the task at task_addr, is a seccomp listener: its filter's
+ * chain, then its record. 0 (a listener sent, or not a listener), or -ENOSPC when the ring buffer
+ * is full (retry the task). A global function: checked once, not at each call. */
+__noinline int listener_file_send(__u64 file_addr, __u64 task_addr, __u32 fd, __u32 slot) {
+        struct file *file = bpf_rdonly_cast((void *) file_addr, bpf_core_type_id_kernel(struct file));
+        __u64 filter;
+        __s64 id;
+
+        if (!file || !file_is_listener(file))
+                return 0;
+        /* A seccomp listener's private_data is its filter. */
+        if (bpf_probe_read_kernel(&filter, sizeof(filter), &file->private_data) < 0 || !filter)
+                return 0;
+        id = chain_send(filter, slot);
+        if (id == -ENOSPC)
+                return -ENOSPC;
+        return listener_send(task_addr, fd, id < 0 ? 0 : (__u64) id);
 }
 
 /* The listener fds of t's file table, as the kernel's task_file iterator finds them, without its
@@ -445,7 +453,6 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
         __u32 max_fds, words;
         __u64 w;
         int r = 0;
-        __s64 id;
 
         if (!t)
                 return 0;
@@ -478,10 +485,7 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
                         if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) < 0 || !file ||
                             !file_is_anon(file))
                                 continue;
-                        id = listener_filter(file, slot);
-                        if (id == -ENOENT)
-                                continue;
-                        r = id == -ENOSPC ? -ENOSPC : listener_send(t, fd, id < 0 ? 0 : (__u64) id);
+                        r = listener_file_send(file, task_addr, fd, slot);
                         if (r < 0)
                                 break;
                 }
@@ -498,7 +502,8 @@ static __always_inline bool walker_is_current(void) {
         pidns_learn();
         if (!pidns_self.inum)
                 return false;
-        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr(t, pidns_self_ns())) == run.files_walker_tid;
+        return (pidns_self.level == 0 ? (__u32) t->pid : pidns_nr_which(t, bpf_get_current_task(), PIDNS_OF_TASK)) ==
+               run.files_walker_tid;
 }
 
 /* Every task the kernel lets BPF see. On the project's machines that is every task but those of
@@ -514,7 +519,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         const struct cred *cred;
 #endif
         struct scan_rec_task *rec;
-        __u64 head_id, head;
+        __u64 head_id, head, addr;
         __s64 id;
         __u32 flags = 0, tid, tgid, ppid;
         bool files_walk;
@@ -528,13 +533,11 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 return 0;
         }
 
-        /* Plain loads (relocated by CO-RE) are the fast way to read the task. */
+        /* Plain loads (relocated by CO-RE) are the fast way to read the task; its address as a
+         * number only for the global functions that take it (a helper call). */
         pidns_learn();
+        addr = files_walk || run.files_mode == SCAN_FILES_IN_TASKS || pidns_self.level ? task_addr_of(&ctx->task) : 0;
         if (files_walk || run.files_mode == SCAN_FILES_IN_TASKS) {
-                __u64 addr = 0;
-
-                if (bpf_probe_read_kernel(&addr, sizeof(addr), &ctx->task) < 0)
-                        addr = 0;
                 if (task_listeners_send(addr, files_walk ? SCRATCH_FILES : SCRATCH_TASKS) < 0)
                         return retry_object();
                 if (files_walk)
@@ -544,7 +547,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         mode = t->seccomp.mode;
         if (mode == SECCOMP_MODE_DISABLED && !run.emit_all_tasks && task_alone(t))
                 return 0;
-        if (!pidns_task_ids(t, &tid, &tgid, &ppid))
+        if (!pidns_task_ids(t, addr, &tid, &tgid, &ppid))
                 return 0; /* outside the daemon's pid namespace */
         if (mark_procs && mode != SECCOMP_MODE_DISABLED)
                 scan_proc_mark(t);
@@ -560,7 +563,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
                 head_id = id < 0 ? 0 : (__u64) id;
         }
 #ifndef SCAN_NO_EXE
-        if (run.want_exe && t->pid == t->tgid && exe_send(t) < 0)
+        if (run.want_exe && t->pid == t->tgid && exe_send(t, addr) < 0)
                 return retry_object();
 #endif
 
@@ -619,7 +622,7 @@ int scan_argv(struct bpf_iter__task *ctx) {
         if (!t || t->pid != t->tgid)
                 return 0;
         pidns_learn();
-        tgid = pidns_tgid(t);
+        tgid = pidns_tgid(t, pidns_self.level ? task_addr_of(&ctx->task) : 0);
         if (!tgid)
                 return 0;
         idx = tgid / 64;

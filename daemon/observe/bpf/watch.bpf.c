@@ -116,7 +116,7 @@ static __always_inline struct seccomp_filter *task_fill(struct watch_rec_task *r
         struct task_struct *leader = t->group_leader;
         const struct cred *cred = leader->real_cred;
 
-        if (!pidns_task_ids(t, &r->tid, &r->tgid, &r->ppid))
+        if (!pidns_task_ids(t, 0, &r->tid, &r->tgid, &r->ppid))
                 r->tid = 0;
         r->mode = t->seccomp.mode;
         r->uid = cred->uid.val;
