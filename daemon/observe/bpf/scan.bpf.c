@@ -436,6 +436,39 @@ __noinline int listener_file_send(__u64 file_addr, __u64 task_addr, __u32 fd, __
         return listener_send(task_addr, fd, id < 0 ? 0 : (__u64) id);
 }
 
+/* The listeners among fds base .. base + 63 of the file table of the task at task_addr: those of
+ * the set bits of bits, lowest first, each found at once (a table's open fds can be far apart: 0-2
+ * and 255). The table is read again here, and no fd past its end: it may have been replaced since
+ * the caller read its bitmap. A global function, checked once: as the inner loop of the table
+ * walk it was checked for each state of both loops. 0, or -ENOSPC. */
+__noinline int fds_word_send(__u64 task_addr, __u32 base, __u64 bits, __u32 slot) {
+        struct task_struct *t = bpf_rdonly_cast((void *) task_addr, bpf_core_type_id_kernel(struct task_struct));
+        struct fdtable *fdt;
+        struct file **fds;
+        __u32 max_fds;
+        int r;
+
+        if (!t)
+                return 0;
+        fdt = ((struct task_struct___files *) t)->files->fdt;
+        fds = fdt->fd;
+        max_fds = fdt->max_fds;
+
+        bounded_while(bits, 64) {
+                __u32 fd = base + lowest_bit(bits);
+                __u64 file = 0;
+
+                bits &= bits - 1;
+                if (fd >= max_fds || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) < 0 || !file ||
+                    !file_is_anon(file))
+                        continue;
+                r = listener_file_send(file, task_addr, fd, slot);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* The listener fds of t's file table, as the kernel's task_file iterator finds them, without its
  * cost per file (a lock, a reference taken and dropped, a program run): each table once, with the
  * thread group leader, or with a thread that has a table of its own (that iterator skips a thread
@@ -449,10 +482,8 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
         struct files_struct *files;
         unsigned long *open_fds;
         struct fdtable *fdt;
-        struct file **fds;
         __u32 max_fds, words;
         __u64 w;
-        int r = 0;
 
         if (!t)
                 return 0;
@@ -463,7 +494,6 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
         if (!fdt)
                 return 0;
         max_fds = fdt->max_fds;
-        fds = fdt->fd;
         open_fds = fdt->open_fds;
         words = max_fds / 64 + (max_fds % 64 != 0);
         if (words > FD_WORDS_MAX)
@@ -471,28 +501,13 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
 
         bounded_for(w, words) {
                 __u64 bits;
-                __u32 base = w * 64;
 
                 if (bpf_probe_read_kernel(&bits, sizeof(bits), &open_fds[w]) < 0)
                         break;
-                /* the bits set, lowest first, each found at once: a table's open fds can be
-                 * far apart (0-2 and 255) */
-                bounded_while(bits, 64) {
-                        __u32 fd = base + lowest_bit(bits);
-                        __u64 file = 0;
-
-                        bits &= bits - 1;
-                        if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) < 0 || !file ||
-                            !file_is_anon(file))
-                                continue;
-                        r = listener_file_send(file, task_addr, fd, slot);
-                        if (r < 0)
-                                break;
-                }
-                if (r < 0)
-                        break;
+                if (bits && fds_word_send(task_addr, w * 64, bits, slot) < 0)
+                        return -ENOSPC;
         }
-        return r;
+        return 0;
 }
 
 /* Whether the thread running the program is run.files_walker_tid. */
