@@ -46,7 +46,7 @@ ASSERT_SAME_LAYOUT(scan_noargv_lskel);
 ASSERT_SAME_LAYOUT(scan_tree_lskel);
 
 /* Open light skeleton l of type L, size, load and attach it, and describe it in u: everything but
- * the command-line iterator, which only one of them has. */
+ * the command-line iterator and its map, which only one of them has. */
 #define LIGHT_LOAD(L, l, s, last_id, ring_size, u)                                                     \
         ({                                                                                             \
                 int _r = -ENOMEM;                                                                      \
@@ -58,8 +58,6 @@ ASSERT_SAME_LAYOUT(scan_tree_lskel);
                         (l)->rodata->forget_after_pass = true;                                         \
                         (l)->maps.filter_ids.max_entries = (s)->id_map_size;                            \
                         (l)->maps.seccomp_procs.max_entries = 1;                                       \
-                        if ((s)->no_argv)                                                              \
-                                (l)->maps.argv_want.max_entries = 1;                                   \
                         (l)->maps.records.max_entries = (ring_size); /* 0: as built */                 \
                         _r = L##__load(l);                                                             \
                         if (_r >= 0 && L##__attach(l) < 0)                                             \
@@ -76,7 +74,7 @@ ASSERT_SAME_LAYOUT(scan_tree_lskel);
                                 .filter_ids_fd = (l)->maps.filter_ids.map_fd,                          \
                                 .seccomp_procs_fd = (l)->maps.seccomp_procs.map_fd,                    \
                                 .data_ids_fd = (l)->maps.data_ids.map_fd,                              \
-                                .argv_want_fd = (l)->maps.argv_want.map_fd,                            \
+                                .argv_want_fd = -1,                                                    \
                                 .tasks_link_fd = (l)->links.scan_tasks_fd,                             \
                                 .argv_link_fd = -1,                                                    \
                                 .filter_ids_entries = (s)->id_map_size,                                \
@@ -111,8 +109,10 @@ int bpf_scan_light_load(BpfScanner *s, uint64_t last_id, uint32_t ring_size) {
         } else {
                 struct scan_lskel *l;
                 r = LIGHT_LOAD(scan_lskel, l, s, last_id, ring_size, &u);
-                if (r >= 0)
+                if (r >= 0) {
+                        u.argv_want_fd = l->maps.argv_want.map_fd;
                         u.argv_link_fd = l->links.scan_argv_fd;
+                }
         }
         if (r < 0)
                 return r;

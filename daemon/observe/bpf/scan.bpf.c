@@ -73,6 +73,7 @@ struct {
         __type(value, struct filter_buf);
 } scratch SEC(".maps");
 
+#ifndef SCAN_NO_ARGV /* the units without the command-line iterator have no use for its maps */
 /* One bit per pid (PID_MAX_LIMIT of them): the processes the argv iterator reads the command line
  * of. Set and cleared by user space, through its mapping of the map. */
 struct {
@@ -93,6 +94,7 @@ struct {
         __type(key, __u32);
         __type(value, struct argv_buf);
 } argv_scratch SEC(".maps");
+#endif
 
 /* The record of f, e when its instructions go along: put together in scratch buffer slot. */
 static int filter_send_insns(struct seccomp_filter *f, struct filter_ent *e, const struct scan_rec_filter *hdr,
