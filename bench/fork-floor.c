@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -54,13 +55,22 @@ _Noreturn static void child_main(size_t first, size_t n, size_t filter_len, int 
         pthread_attr_t attr;
         pthread_t t;
 
+        /* The threads' stacks in one mapping, as a restore's threads have theirs: a stack of its own
+         * mapping (and a guard page) for each was two more mappings that the process's end tore
+         * down per thread. */
+        uint8_t *stacks = NULL;
+
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, THREAD_STACK_SIZE) != 0)
+        if (n > 1 && (stacks = mmap(NULL, (n - 1) * THREAD_STACK_SIZE, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0)) == MAP_FAILED)
+                _exit(1);
+        if (pthread_attr_init(&attr) != 0)
                 _exit(1);
         for (size_t i = 0; i < n; i++)
                 tasks[i] = (FloorTask) { .index = first + i, .filter_len = filter_len, .fd = fd };
         for (size_t i = 1; i < n; i++)
-                if (pthread_create(&t, &attr, floor_thread, &tasks[i]) != 0)
+                if (pthread_attr_setstack(&attr, stacks + (i - 1) * THREAD_STACK_SIZE, THREAD_STACK_SIZE) != 0 ||
+                    pthread_create(&t, &attr, floor_thread, &tasks[i]) != 0)
                         _exit(1);
         task_run(&tasks[0]);
         _exit(1);

@@ -488,27 +488,3 @@ size_t workload_n_filters(const Workload *w) {
 size_t workload_n_chain_filters(const Workload *w) {
         return w->opts.n_tasks + w->n_private;
 }
-
-bool workload_matches_forest(const Workload *w, const Forest *f, char *why, size_t size) {
-        size_t missing = 0, wrong = 0;
-
-        for (size_t i = 0; i < w->opts.n_tasks; i++) {
-                Task *t = forest_find_task(f, w->tasks[i].tid, NULL);
-                unsigned depth = w->tasks[i].private_filter ? 2 : 1;
-                if (!t)
-                        missing++;
-                else if (!t->filter || t->filter->depth != depth)
-                        wrong++;
-        }
-        if (missing > 0 || wrong > 0) {
-                snprintf(why, size, "%zu of %zu tasks missing, %zu with a wrong chain", missing, w->opts.n_tasks,
-                         wrong);
-                return false;
-        }
-        if (f->n_tasks != w->opts.n_tasks || f->n_filters != workload_n_filters(w)) {
-                snprintf(why, size, "%zu tasks and %zu filters, expected %zu and %zu", f->n_tasks, f->n_filters,
-                         w->opts.n_tasks, workload_n_filters(w));
-                return false;
-        }
-        return true;
-}
