@@ -8,7 +8,6 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -18,7 +17,6 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/auxv.h>
 #include <sys/wait.h>
 
 #include "controller.h"
@@ -124,66 +122,12 @@ static void root_setup(const RestoreRoot *root, int base) {
                 _exit(EXIT_FAILURE);
 }
 
-/* The libraries the root and the tasks forked from it never run: every library of the executor
- * but libc and the dynamic loader (the runtime makes its system calls itself, and libc's memcpy
- * and memset are all it calls). Mapped, each of their segments was one more mapping that every
- * fork of a restored process copied and every exit tore down (a restored process had 54 mappings,
- * 25 of them the executor's JSON, SQLite, crypto, seccomp and math libraries). The executor is
- * linked with -z now: no lazy binding looks them up once they are gone. */
-#define MAX_DROPPED 64
-
-typedef struct Dropped {
-        uintptr_t keep[3]; /* an address in libc, in the loader, in the vDSO */
-        uintptr_t start[MAX_DROPPED], end[MAX_DROPPED];
-        size_t n;
-} Dropped;
-
-static bool object_holds(const struct dl_phdr_info *info, uintptr_t address) {
-        for (size_t i = 0; i < info->dlpi_phnum; i++) {
-                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-                uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-                if (ph->p_type == PT_LOAD && address >= start && address < start + ph->p_memsz)
-                        return true;
-        }
-        return false;
-}
-
-static int collect_unused(struct dl_phdr_info *info, size_t size, void *userdata) {
-        Dropped *d = userdata;
-        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE);
-
-        if (!info->dlpi_name || !info->dlpi_name[0]) /* the executor itself */
-                return 0;
-        for (size_t k = 0; k < ELEMENTSOF(d->keep); k++)
-                if (d->keep[k] && object_holds(info, d->keep[k]))
-                        return 0;
-        for (size_t i = 0; i < info->dlpi_phnum && d->n < MAX_DROPPED; i++) {
-                const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-                uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-                if (ph->p_type != PT_LOAD)
-                        continue;
-                d->start[d->n] = start & ~(page - 1);
-                d->end[d->n++] = (start + ph->p_memsz + page - 1) & ~(page - 1);
-        }
-        return 0;
-}
-
-static void drop_unused_libraries(void) {
-        Dropped d = { .keep = { (uintptr_t) &close, getauxval(AT_BASE), getauxval(AT_SYSINFO_EHDR) } };
-
-        /* collected first: the program headers read while iterating are in the first segment */
-        (void) dl_iterate_phdr(collect_unused, &d);
-        for (size_t i = 0; i < d.n; i++)
-                (void) munmap((void *) d.start[i], d.end[i] - d.start[i]);
-}
-
 _Noreturn static void root_main(RestoreRoot *root, int channel, const PlanExec *exec) {
         int base;
 
         map_memory(channel, exec, &base);
         close(channel);
         root_setup(root, base);
-        drop_unused_libraries();
         runtime_task_main((void *) (uintptr_t) runtime.image->root_task);
 }
 
