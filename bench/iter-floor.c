@@ -1,7 +1,9 @@
 /* iter-floor.c: loads and runs the pointer-only iterator floor (bpf/floor.bpf.c) */
 #include "iter-floor.h"
 
-#include <bpf/bpf.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "floor.lskel.h"
 
@@ -39,13 +41,24 @@ int iter_floor_new(IterFloor **ret) {
         return 0;
 }
 
+/* BPF_ITER_CREATE on the iterator's link, as libbpf's bpf_iter_create() makes it: with the light
+ * skeleton's own system calls, the floor process needs no library but libc, and is linked
+ * statically (bench/meson.build). */
+static int iter_create(int link_fd) {
+        union bpf_attr attr;
+
+        memset(&attr, 0, sizeof(attr));
+        attr.iter_create.link_fd = (uint32_t) link_fd;
+        return (int) syscall(__NR_bpf, BPF_ITER_CREATE, &attr, sizeof(attr));
+}
+
 int iter_floor_run(IterFloor *f, struct floor_counts *ret) {
         _cleanup_close_ int fd = -1;
         char buf[64];
         ssize_t n;
 
         f->skel->bss->counts = (struct floor_counts) {};
-        fd = bpf_iter_create(f->skel->links.floor_tasks_fd);
+        fd = iter_create(f->skel->links.floor_tasks_fd);
         if (fd < 0)
                 return log_error_errno(-errno, "Failed to start the iterator floor: %m");
         /* The program writes nothing: the first read() runs the whole pass and returns 0. */
