@@ -118,6 +118,15 @@ enum {
         PIDNS_OF_PARENT, /* its parent process's leader: its ppid */
 };
 
+/* t, its thread group leader or its parent process's leader (which: PIDNS_OF_*). */
+static __always_inline struct task_struct *pidns_task_which(struct task_struct *t, __u32 which) {
+        if (which != PIDNS_OF_TASK)
+                t = t->group_leader;
+        if (which == PIDNS_OF_PARENT)
+                t = t->real_parent->group_leader;
+        return t;
+}
+
 #ifdef PIDNS_FROM_CURRENT
 /* pidns_nr_which() in a global function, which the verifier checks once where each inline use
  * was checked again (a quarter of the task program's verification); it takes the task as a
@@ -125,13 +134,7 @@ enum {
 __noinline __u32 pidns_nr_of(__u64 task_addr, __u32 which) {
         struct task_struct *t = bpf_rdonly_cast((void *) task_addr, bpf_core_type_id_kernel(struct task_struct));
 
-        if (!t)
-                return 0;
-        if (which != PIDNS_OF_TASK)
-                t = t->group_leader;
-        if (which == PIDNS_OF_PARENT)
-                t = t->real_parent->group_leader;
-        return pidns_nr(t, pidns_self_ns());
+        return t ? pidns_nr(pidns_task_which(t, which), pidns_self_ns()) : 0;
 }
 #endif
 
@@ -142,11 +145,7 @@ static __always_inline __u32 pidns_nr_which(struct task_struct *t, __u64 task_ad
 #ifdef PIDNS_FROM_CURRENT
         return pidns_nr_of(task_addr, which);
 #else
-        if (which != PIDNS_OF_TASK)
-                t = t->group_leader;
-        if (which == PIDNS_OF_PARENT)
-                t = t->real_parent->group_leader;
-        return pidns_nr(t, pidns_self_ns());
+        return pidns_nr(pidns_task_which(t, which), pidns_self_ns());
 #endif
 }
 
