@@ -2,7 +2,7 @@
  * the restore's shape, with no filter or with the workload's filters, until every task is there;
  * what any restorer forked from a small process pays for the same tree */
 #include <fcntl.h>
-#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -43,34 +43,30 @@ static void task_run(const FloorTask *a) {
                 pause();
 }
 
-static void *floor_thread(void *arg) {
+static int floor_thread(void *arg) {
         task_run(arg);
-        return NULL;
+        return 0;
 }
 
 /* A process of tasks first .. first + n - 1: its threads first (so that they inherit only the
- * shared filter), then the leader becomes task first. */
+ * shared filter), then the leader becomes task first. The threads are raw clones, as a restore's
+ * are: no robust list, rseq area or tid for the kernel to clear at their end, which glibc's threads
+ * register; they call nothing of libc that keeps state (system call wrappers, errno only on an
+ * error, which ends the process). Their stacks are carved from one mapping: a mapping of its own
+ * (and a guard page) for each was two more mappings that the process's end tore down per thread. */
 _Noreturn static void child_main(size_t first, size_t n, size_t filter_len, int fd) {
         static FloorTask tasks[MAX_THREADS];
-        pthread_attr_t attr;
-        pthread_t t;
-
-        /* The threads' stacks in one mapping, as a restore's threads have theirs: a stack of its own
-         * mapping (and a guard page) for each was two more mappings that the process's end tore
-         * down per thread. */
+        const int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
         uint8_t *stacks = NULL;
 
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (n > 1 && (stacks = mmap(NULL, (n - 1) * THREAD_STACK_SIZE, PROT_READ | PROT_WRITE,
                                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0)) == MAP_FAILED)
                 _exit(1);
-        if (pthread_attr_init(&attr) != 0)
-                _exit(1);
         for (size_t i = 0; i < n; i++)
                 tasks[i] = (FloorTask) { .index = first + i, .filter_len = filter_len, .fd = fd };
-        for (size_t i = 1; i < n; i++)
-                if (pthread_attr_setstack(&attr, stacks + (i - 1) * THREAD_STACK_SIZE, THREAD_STACK_SIZE) != 0 ||
-                    pthread_create(&t, &attr, floor_thread, &tasks[i]) != 0)
+        for (size_t i = 1; i < n; i++) /* stack i - 1, from its top */
+                if (clone(floor_thread, stacks + i * THREAD_STACK_SIZE, flags, &tasks[i]) < 0)
                         _exit(1);
         task_run(&tasks[0]);
         _exit(1);
