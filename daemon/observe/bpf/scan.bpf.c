@@ -539,7 +539,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         __u64 head_id, head, addr;
         __s64 id;
         __u32 flags = 0, tid, tgid, ppid;
-        bool files_walk;
+        bool files_walk, tables;
         int mode;
 
         /* The walk of the file tables (listeners) runs in the same program as the walk of the
@@ -553,8 +553,9 @@ int scan_tasks(struct bpf_iter__task *ctx) {
         /* Plain loads (relocated by CO-RE) are the fast way to read the task; its address as a
          * number only for the global functions that take it (a helper call). */
         pidns_learn();
-        addr = files_walk || run.files_mode == SCAN_FILES_IN_TASKS || pidns_self.level ? task_addr_of(&ctx->task) : 0;
-        if (files_walk || run.files_mode == SCAN_FILES_IN_TASKS) {
+        tables = files_walk || run.files_mode == SCAN_FILES_IN_TASKS; /* this run reads t's file table */
+        addr = tables || pidns_self.level ? task_addr_of(&ctx->task) : 0;
+        if (tables) {
                 if (task_listeners_send(addr, files_walk ? SCRATCH_FILES : SCRATCH_TASKS) < 0)
                         return retry_object();
                 if (files_walk)
