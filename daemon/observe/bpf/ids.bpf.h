@@ -82,6 +82,15 @@ static __always_inline struct task_struct *task_plain(struct task_struct *t) {
         return bpf_rdonly_cast(t, bpf_core_type_id_kernel(struct task_struct));
 }
 
+/* The word at kernel address p, read with one exception-handled load (0 where nothing can be
+ * read): bpf_rdonly_cast() to no type (0) makes read-only memory of any address, readable at any
+ * offset, and what it reads is a number, where a load through a typed pointer gives a pointer. For
+ * what must be a number (an argument of a global function, a key) or is indexed (a file table's
+ * slots and bitmap). A bpf_probe_read_kernel() call did the same for several times the cost. */
+static __always_inline __u64 kernel_word(const void *p) {
+        return *(const __u64 *) bpf_rdonly_cast(p, 0);
+}
+
 /* Every struct seccomp_filter * here is a BTF pointer (from a trusted task, a field of one, or
  * bpf_rdonly_cast()), read with plain loads: the verifier turns them into exception-handled loads,
  * far cheaper than bpf_probe_read_kernel() calls. */

@@ -29,9 +29,9 @@ struct pid_number {
  * The watch unit's tracepoints run in any task's: it compares inode numbers. */
 __noinline int pid_number_at(__u64 pid_addr, __u32 level, __u32 own, struct pid_number *ret) {
         struct pid *p = bpf_rdonly_cast((void *) pid_addr, bpf_core_type_id_kernel(struct pid));
-        struct upid u = {};
+        const struct upid *u;
         __u32 deepest;
-        __u64 at;
+        __u64 at, ns;
 
         if (!ret)
                 return 0;
@@ -45,25 +45,23 @@ __noinline int pid_number_at(__u64 pid_addr, __u32 level, __u32 own, struct pid_
         if (deepest < level || level > 32)
                 return 0;
         at = (__u64) p + bpf_core_field_offset(struct pid, numbers) + (__u64) level * sizeof(struct upid);
-        if (bpf_probe_read_kernel(&u, sizeof(u), (const void *) at) < 0 || !u.ns)
+        /* read as memory: p->numbers[level] with a level the verifier cannot bound */
+        u = bpf_rdonly_cast((void *) at, 0);
+        ns = (__u64) u->ns;
+        if (!ns)
                 return 0;
-        /* a plain struct upid: its layout has not changed since it was made */
-        ret->nr = (__u32) u.nr;
+        ret->nr = (__u32) u->nr;
         ret->level = level;
-        ret->ns = (__u64) u.ns;
+        ret->ns = ns;
 #ifndef PIDNS_FROM_CURRENT
-        ret->inum = BPF_CORE_READ(u.ns, ns.inum);
+        ret->inum = BPF_CORE_READ((struct pid_namespace *) ns, ns.inum);
 #endif
         return 0;
 }
 
 /* t's struct pid as a number, for pid_number_at() (a global function takes no kernel pointer). */
 static __always_inline __u64 pidns_pid_of(struct task_struct *t) {
-        __u64 addr = 0;
-
-        if (bpf_probe_read_kernel(&addr, sizeof(addr), &t->thread_pid) < 0)
-                return 0;
-        return addr;
+        return kernel_word(&t->thread_pid);
 }
 
 #ifdef PIDNS_FROM_CURRENT
@@ -152,11 +150,7 @@ static __always_inline __u32 pidns_nr_which(struct task_struct *t, __u64 task_ad
 /* The address of the task a field points at, as a number (for a global function, which takes no
  * kernel pointer); 0 if unreadable. */
 static __always_inline __u64 task_addr_of(struct task_struct *const *field) {
-        __u64 addr = 0;
-
-        if (bpf_probe_read_kernel(&addr, sizeof(addr), field) < 0)
-                return 0;
-        return addr;
+        return kernel_word(field);
 }
 
 /* The tid, the process's tgid and its parent process's tgid in the daemon's namespace of t, the

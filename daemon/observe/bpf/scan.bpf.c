@@ -176,7 +176,8 @@ static __always_inline void chain_mark_complete(struct seccomp_filter *head, __u
 /* What chain_step() did with one filter of a chain. */
 enum {
         CHAIN_STEP_COMPLETE, /* its whole chain was sent in this pass already: nothing sent */
-        CHAIN_STEP_ROOT,     /* sent (unless this pass had), and it is the root */
+        CHAIN_STEP_DONE,     /* sent (unless this pass had), and complete now: the root, or its
+                              * parent's chain was complete */
         CHAIN_STEP_NEXT,     /* sent (unless this pass had): its parent, step->next, comes next */
 };
 
@@ -194,6 +195,7 @@ __noinline int chain_step(__u64 f_addr, __u32 slot, struct chain_step *step) {
         struct seccomp_filter *f = bpf_rdonly_cast((void *) f_addr, bpf_core_type_id_kernel(struct seccomp_filter));
         struct filter_ent *e, *pe;
         __u64 prev = 0, parent_id = 0;
+        bool parent_complete = false;
         int r;
 
         if (!step || !f)
@@ -206,24 +208,32 @@ __noinline int chain_step(__u64 f_addr, __u32 slot, struct chain_step *step) {
         if (e->complete_pass == pass)
                 return CHAIN_STEP_COMPLETE;
         /* the parent as a number: a global function takes no kernel pointer */
-        if (bpf_probe_read_kernel(&prev, sizeof(prev), &f->prev) < 0)
-                return -EINVAL;
+        prev = kernel_word(&f->prev);
         if (prev) {
                 pe = filter_ent_get(bpf_rdonly_cast((void *) prev, bpf_core_type_id_kernel(struct seccomp_filter)));
                 if (!pe)
                         return -ENOMEM;
                 parent_id = pe->id;
+                parent_complete = pe->complete_pass == pass;
         }
         r = filter_send(f, e, parent_id, slot); /* one call: the verifier checks it at each */
         if (r < 0)
                 return r;
+        if (!prev || parent_complete) {
+                /* Its ancestors' records are in the ring buffer, and now its own: the walk ends
+                 * here, without a step to the parent to find it complete, nor one back to mark
+                 * this one (the common chain: one new filter on an inherited one). */
+                e->complete_pass = pass;
+                return CHAIN_STEP_DONE;
+        }
         step->next = prev;
-        return prev ? CHAIN_STEP_NEXT : CHAIN_STEP_ROOT;
+        return CHAIN_STEP_NEXT;
 }
 
 /* Send every filter of the chain at head not sent in this pass yet, walking from the head towards
- * the root and stopping early at a filter whose whole chain was sent in this pass. Most tasks
- * take the first step's return: their head was completed by another task. The head's id (0: no
+ * the root and stopping early at a filter whose whole chain was sent in this pass, or that
+ * completes one (its parent's was). Most tasks take the first step's return: their head was
+ * completed by another task, or is a new filter on a complete chain. The head's id (0: no
  * head), or -ENOSPC (ring buffer full: retry the object), or another negative errno (counted in
  * stats). A global function: checked once, whatever calls it (the task program walks chains
  * twice: its task's and a listener's). */
@@ -243,12 +253,8 @@ __noinline __s64 chain_send(__u64 head_addr, __u32 slot) {
                         break;
                 if (f == head_addr)
                         head_id = step.id;
-                if (r == CHAIN_STEP_COMPLETE) {
+                if (r != CHAIN_STEP_NEXT) { /* f is complete: those before it are now */
                         stop = f;
-                        done = true;
-                        break;
-                }
-                if (r == CHAIN_STEP_ROOT) {
                         done = true;
                         break;
                 }
@@ -430,7 +436,8 @@ __noinline int listener_file_send(__u64 file_addr, __u64 task_addr, __u32 fd, __
         if (!file || !file_is_listener(file))
                 return 0;
         /* A seccomp listener's private_data is its filter. */
-        if (bpf_probe_read_kernel(&filter, sizeof(filter), &file->private_data) < 0 || !filter)
+        filter = kernel_word(&file->private_data);
+        if (!filter)
                 return 0;
         id = chain_send(filter, slot);
         if (id == -ENOSPC)
@@ -461,8 +468,10 @@ __noinline int fds_word_send(__u64 task_addr, __u32 base, __u64 bits, __u32 slot
                 __u64 file = 0;
 
                 bits &= bits - 1;
-                if (fd >= max_fds || bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]) < 0 || !file ||
-                    !file_is_anon(file))
+                if (fd >= max_fds)
+                        continue;
+                file = kernel_word(&fds[fd]);
+                if (!file || !file_is_anon(file))
                         continue;
                 r = listener_file_send(file, task_addr, fd, slot);
                 if (r < 0)
@@ -502,10 +511,8 @@ __noinline int task_listeners_send(__u64 task_addr, __u32 slot) {
                 words = FD_WORDS_MAX;
 
         bounded_for(w, words) {
-                __u64 bits;
+                __u64 bits = kernel_word(&open_fds[w]); /* 0 also where unreadable */
 
-                if (bpf_probe_read_kernel(&bits, sizeof(bits), &open_fds[w]) < 0)
-                        break;
                 if (bits && fds_word_send(task_addr, w * 64, bits, slot) < 0)
                         return -ENOSPC;
         }
@@ -572,9 +579,7 @@ int scan_tasks(struct bpf_iter__task *ctx) {
 
         head_id = head_id_if_complete(t->seccomp.filter);
         if (!head_id) {
-                /* the head as a number: a global function takes no kernel pointer */
-                if (bpf_probe_read_kernel(&head, sizeof(head), &t->seccomp.filter) < 0)
-                        head = 0;
+                head = kernel_word(&t->seccomp.filter); /* a global function takes a number */
                 id = head ? chain_send(head, SCRATCH_TASKS) : 0;
                 if (id == -ENOSPC)
                         return retry_object();
