@@ -9,17 +9,19 @@
 #include "service/policy-jobs.h"
 #include "service/restores.h"
 #include "service/snapshot-transfers.h"
+#include "service/subtree-jobs.h"
 #include "store/state-lock.h"
 
 /* The daemon: the manager (the event path) and the services above it, and the bus object that
  * serves them. It owns them all and frees them in order: the restores (their stubs end), the bus
- * (flushed: what was answered leaves), the transfers and analyses (cancelled when the loop exited),
+ * (flushed: what was answered leaves), the transfers, analyses and walks (cancelled when the loop exited),
  * the manager last. */
 typedef struct Daemon {
         int lock_fd; /* the state directory's lock: one daemon per database */
         Manager *manager;
         SnapshotTransfers *transfers;
         PolicyJobs *policy_jobs;
+        SubtreeJobs *subtree_jobs;
         Restores *restores;
         ManagerBus *bus;
 } Daemon;
@@ -29,6 +31,7 @@ static void daemon_done(Daemon *d) {
         d->bus = manager_bus_free(d->bus);
         d->transfers = snapshot_transfers_free(d->transfers);
         d->policy_jobs = policy_jobs_free(d->policy_jobs);
+        d->subtree_jobs = subtree_jobs_free(d->subtree_jobs);
         d->manager = manager_free(d->manager);
         closep(&d->lock_fd);
         d->lock_fd = -EBADF;
@@ -69,11 +72,15 @@ static int daemon_start(Daemon *d, const ServiceArgs *a, RestoreExecutor executo
         r = policy_jobs_new(d->manager->event, &d->policy_jobs);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up policy analyses: %m");
+        r = subtree_jobs_new(d->manager->event, &d->subtree_jobs);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up walks of subtrees: %m");
         r = manager_startup(d->manager);
         if (r < 0)
                 return r;
         r = manager_bus_new(&(ManagerBus) { .manager = d->manager, .transfers = d->transfers,
-                                            .policy_jobs = d->policy_jobs }, &d->bus);
+                                            .policy_jobs = d->policy_jobs, .subtree_jobs = d->subtree_jobs },
+                             &d->bus);
         if (r < 0)
                 return r;
         r = restores_bus_connect(d->restores, d->bus->bus);

@@ -22,6 +22,7 @@ typedef struct Fixture {
         bool ok;
         int fds[2]; /* the subtree's processes write "tag pid" here once they are ready */
         Subtree s;
+        char *gate_dir, *gate; /* with a gate: the daemon's walks wait for the file gate */
 } Fixture;
 
 typedef struct Ready {
@@ -85,6 +86,20 @@ static void fixture_setup(Fixture *fx, gconstpointer data) {
         fx->ok = true;
 }
 
+/* The same with the daemon's walks of subtrees held until the file fx->gate exists
+ * ($SECTREE_TEST_SUBTREE_GATE). */
+static void fixture_setup_gated(Fixture *fx, gconstpointer data) {
+        *fx = (Fixture) { .fds = { -1, -1 }, .gate_dir = g_dir_make_tmp("sectree-subtree-XXXXXX", NULL) };
+        g_assert_nonnull(fx->gate_dir);
+        fx->gate = g_build_filename(fx->gate_dir, "go", NULL);
+        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_SUBTREE_GATE=", fx->gate, NULL);
+        char *env[] = { gate_env, NULL };
+        if (!bus_fixture_start_all(&fx->b, NULL, env))
+                return;
+        subtree_start(fx);
+        fx->ok = true;
+}
+
 static void fixture_teardown(Fixture *fx, gconstpointer data) {
         if (fx->s.top > 0) {
                 (void) kill(fx->s.top, SIGKILL); /* its children die with it */
@@ -95,14 +110,16 @@ static void fixture_teardown(Fixture *fx, gconstpointer data) {
                         close(fx->fds[i]);
         if (fx->ok)
                 bus_fixture_finish(&fx->b);
+        if (fx->gate) {
+                (void) unlink(fx->gate);
+                (void) rmdir(fx->gate_dir);
+        }
+        g_free(fx->gate);
+        g_free(fx->gate_dir);
 }
 
-/* ListSubtreeProcesses(pid) as pid -> "ppid comm". */
-static GHashTable *list_subtree_processes(pid_t root, sd_bus_error *error) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        if (bus_client_call(bus, "ListSubtreeProcesses", error, &reply, "u", (uint32_t) root) < 0)
-                return NULL;
+/* A reply of ListSubtreeProcesses as pid -> "ppid comm". */
+static GHashTable *subtree_reply_read(sd_bus_message *reply) {
         GHashTable *h = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
         uint32_t pid, ppid;
         const char *comm;
@@ -114,6 +131,15 @@ static GHashTable *list_subtree_processes(pid_t root, sd_bus_error *error) {
         }
         g_assert_cmpint(r, ==, 0);
         return h;
+}
+
+/* ListSubtreeProcesses(pid) as pid -> "ppid comm". */
+static GHashTable *list_subtree_processes(pid_t root, sd_bus_error *error) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        if (bus_client_call(bus, "ListSubtreeProcesses", error, &reply, "u", (uint32_t) root) < 0)
+                return NULL;
+        return subtree_reply_read(reply);
 }
 
 static void assert_listed(GHashTable *h, pid_t pid, pid_t ppid, const char *comm) {
@@ -153,6 +179,61 @@ static void method_as_nobody(void *userdata) {
         assert_listed(h, fx->s.filtered, fx->s.top, "st-filtered");
         g_assert_null(list_subtree_processes(getppid(), &error));
         bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+}
+
+/* A call whose reply is kept. */
+typedef struct HeldCall {
+        BusPending p;
+        sd_bus_message *reply;
+} HeldCall;
+
+static int on_held_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        HeldCall *h = userdata;
+        h->reply = sd_bus_message_ref(m);
+        return bus_client_on_reply(m, &h->p, ret_error);
+}
+
+/* The walks of /proc run in a worker, not on the loop: while they are held at their gate, a
+ * ListTasks sent after a ListSubtreeProcesses and a ListSubtree is answered and the walks are not;
+ * with the gate open, both answer: every process of the subtree, and the tracked ones of it. */
+static void test_method_off_loop(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        HeldCall processes = {}, tracked = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "ListSubtreeProcesses", on_held_reply, &processes, "u",
+                                                 (uint32_t) fx->s.top), >=, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "ListSubtree", on_held_reply, &tracked, "u", (uint32_t) fx->s.top),
+                        >=, 0);
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "ListTasks", &error, NULL, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        while (sd_bus_process(bus, NULL) > 0)
+                ;
+        g_assert_false(processes.p.done);
+        g_assert_false(tracked.p.done);
+
+        g_assert_true(g_file_set_contents(fx->gate, "", 0, NULL));
+        bus_client_wait(bus, &processes.p, TESTS_PATIENCE_MS, "ListSubtreeProcesses");
+        bus_client_wait(bus, &tracked.p, TESTS_PATIENCE_MS, "ListSubtree");
+        g_assert_false(sd_bus_error_is_set(&processes.p.error));
+        g_assert_false(sd_bus_error_is_set(&tracked.p.error));
+        g_autoptr(GHashTable) h = subtree_reply_read(processes.reply);
+        g_assert_cmpuint(g_hash_table_size(h), ==, 4);
+        assert_listed(h, fx->s.top, getpid(), "st-top");
+        assert_listed(h, fx->s.below, fx->s.hidden, "st-below");
+        assert_listed(h, fx->s.filtered, fx->s.top, "st-filtered");
+        /* ListSubtree: the tracked processes, the filtered one alone (once the daemon has it) */
+        uint32_t pid;
+        g_assert_cmpint(sd_bus_message_enter_container(tracked.reply, 'a', "u"), >, 0);
+        while (sd_bus_message_read(tracked.reply, "u", &pid) > 0)
+                g_assert_cmpuint(pid, ==, (uint32_t) fx->s.filtered);
+        sd_bus_message_unref(processes.reply);
+        sd_bus_message_unref(tracked.reply);
+        sd_bus_error_free(&processes.p.error);
+        sd_bus_error_free(&tracked.p.error);
 }
 
 static void test_method_nobody(Fixture *fx, gconstpointer data) {
@@ -216,6 +297,8 @@ int main(int argc, char *argv[]) {
         tests_init(&argc, &argv);
         g_test_add("/ctl-subtree/method/root", Fixture, NULL, fixture_setup, test_method_root, fixture_teardown);
         g_test_add("/ctl-subtree/method/nobody", Fixture, NULL, fixture_setup, test_method_nobody, fixture_teardown);
+        g_test_add("/ctl-subtree/method/off-loop", Fixture, NULL, fixture_setup_gated, test_method_off_loop,
+                   fixture_teardown);
         g_test_add("/ctl-subtree/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         return g_test_run();
 }

@@ -8,6 +8,7 @@
 #include "service/manager.h"
 #include "service/policy-jobs.h"
 #include "service/snapshot-transfers.h"
+#include "service/subtree-jobs.h"
 
 #define MANAGER_BUS_NAME "org.sectree1"
 #define MANAGER_OBJECT_PATH "/org/sectree1"
@@ -27,6 +28,7 @@ typedef struct ManagerBus {
         Manager *manager;
         SnapshotTransfers *transfers;
         PolicyJobs *policy_jobs;
+        SubtreeJobs *subtree_jobs;
         ManagerCounts announced;  /* what PropertiesChanged said last */
         sd_bus_message **rescans; /* Rescan() calls whose pass waits for a snapshot's scan (ptrace) */
         size_t n_rescans, n_rescans_allocated;

@@ -296,24 +296,6 @@ static int subtree_request(sd_bus_message *msg, ManagerBus *b, Caller *c, const 
         return subtree_root(msg, c, pid, ret_root, error);
 }
 
-static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        CALLER_CLEANUP Caller c = {};
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_free_ pid_t *pids = NULL;
-        size_t n = 0;
-        const Forest *f;
-        pid_t root;
-        int r = subtree_request(msg, userdata, &c, &f, &root, error);
-        if (r < 0 || (r = caller_subtree_tracked(&c, f, root, &pids, &n)) < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "u");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = sd_bus_message_append(reply, "u", (uint32_t) pids[i]);
-        return bus_list_end(reply, r);
-}
-
 static int append_visible_process(sd_bus_message *reply, const VisibleProcess *p) {
         _cleanup_free_ char *name = snapshot_utf8_sanitize(p->comm); /* D-Bus strings are UTF-8 */
         if (!name)
@@ -321,23 +303,69 @@ static int append_visible_process(sd_bus_message *reply, const VisibleProcess *p
         return sd_bus_message_append(reply, "(uus)", (uint32_t) p->pid, (uint32_t) p->ppid, name);
 }
 
+/* The worker's list as the method's reply: ListSubtree's pids, ListSubtreeProcesses' processes. */
+static int subtree_reply(SubtreeJob *j, sd_bus_message *msg, sd_bus_message **ret) {
+        bool tracked = j->kind == SUBTREE_JOB_TRACKED;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', tracked ? "u" : "(uus)");
+        for (size_t i = 0; r >= 0 && i < j->n; i++)
+                r = tracked ? sd_bus_message_append(reply, "u", (uint32_t) j->pids[i])
+                            : append_visible_process(reply, &j->list[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                *ret = TAKE_PTR(reply);
+        return r;
+}
+
+/* The worker walked the subtree: the list, or the error. */
+static void on_subtree_done(SubtreeJob *j, void *userdata) {
+        sd_bus_message *msg = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = j->r;
+        if (r >= 0)
+                r = subtree_reply(j, msg, &reply);
+        if (r < 0)
+                r = sd_bus_message_new_method_errno(msg, &reply, r, NULL);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Could not answer a call for a subtree: %m");
+}
+
+static void msg_unref(void *userdata) {
+        sd_bus_message_unref(userdata);
+}
+
+/* ListSubtree and ListSubtreeProcesses: the request checked here, the walk of /proc in a worker
+ * lane (subtree-jobs.h), answered when it is done. */
+static int subtree_call(sd_bus_message *msg, ManagerBus *b, SubtreeJobKind kind, sd_bus_error *error) {
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(subtree_job_freep) SubtreeJob *j = NULL;
+        uint64_t cpu = thread_cpu_usec();
+        const Forest *f;
+        pid_t root = 0;
+        int r = subtree_request(msg, b, &c, &f, &root, error);
+        if (r < 0 || (r = subtree_job_new(f, &c, kind, root, &j)) < 0)
+                return r;
+        j->userdata = sd_bus_message_ref(msg);
+        j->userdata_free = msg_unref;
+        r = subtree_jobs_submit(b->subtree_jobs, TAKE_PTR(j), thread_cpu_usec() - cpu, on_subtree_done);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Too many walks of subtrees are waiting; try again later.");
+        return r < 0 ? r : 1; /* answered when done */
+}
+
+static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return subtree_call(msg, userdata, SUBTREE_JOB_TRACKED, error);
+}
+
 /* Every process of the subtree, filtered or not, as snapshots take them. */
 static int method_list_subtree_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        CALLER_CLEANUP Caller c = {};
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_free_ VisibleProcess *list = NULL;
-        size_t n = 0;
-        const Forest *f;
-        pid_t root;
-        int r = subtree_request(msg, userdata, &c, &f, &root, error);
-        if (r < 0 || (r = caller_subtree_processes(&c, f, root, &list, &n)) < 0)
-                return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(uus)");
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = append_visible_process(reply, &list[i]);
-        return bus_list_end(reply, r);
+        return subtree_call(msg, userdata, SUBTREE_JOB_PROCESSES, error);
 }
 
 /* A Rescan() whose pass is queued behind a snapshot's scan (the loop does not wait for it) is
@@ -589,6 +617,7 @@ static int on_event_exit(sd_event_source *s, void *userdata) {
         rescans_answer(b, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
         snapshot_transfers_cancel(b->transfers);
         policy_jobs_cancel(b->policy_jobs);
+        subtree_jobs_cancel(b->subtree_jobs);
         return 0;
 }
 
@@ -620,7 +649,7 @@ int manager_bus_new(const ManagerBus *services, ManagerBus **ret) {
         if (!b)
                 return log_oom();
         *b = (ManagerBus) { .manager = services->manager, .transfers = services->transfers,
-                            .policy_jobs = services->policy_jobs };
+                            .policy_jobs = services->policy_jobs, .subtree_jobs = services->subtree_jobs };
         int r = sd_bus_default_system(&b->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");

@@ -189,6 +189,10 @@ bool caller_may_see(Caller *c, const Process *p) {
         return may_see(c, p->pid, p->start_time);
 }
 
+bool caller_may_see_started(Caller *c, pid_t tgid, uint64_t start_time) {
+        return may_see(c, tgid, start_time);
+}
+
 int caller_visible_filters(Caller *c, const Forest *f, Hashmap *ret) {
         *ret = (Hashmap) {};
         for (size_t i = 0; i < f->n_processes; i++) {

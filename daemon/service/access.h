@@ -37,6 +37,9 @@ bool caller_may_see_process(Caller *c, pid_t tgid);
 /* The same for a process of a forest: also false if the pid now names another process than the
  * one that was scanned (its start time differs). */
 bool caller_may_see(Caller *c, const Process *p);
+/* The same for process tgid that started at start_time (0: any), off the loop too (c is the
+ * thread's own). */
+bool caller_may_see_started(Caller *c, pid_t tgid, uint64_t start_time);
 /* The same for the process whose /proc/PID directory is proc_fd, if it started at start_time (0:
  * any): 1 yes, 0 no, -ESRCH it is gone (or is not that process). Not memoised. */
 int caller_check_proc(Caller *c, int proc_fd, uint64_t start_time);

@@ -313,9 +313,7 @@ static void job_failed(void *userdata, int r) {
 
 int policy_jobs_submit(PolicyJobs *js, PolicyJob *j, uint64_t loop_cpu_usec, PolicyJobDone done) {
         _cleanup_(policy_job_freep) PolicyJob *job = j;
-        bool privileged = j->worker.privileged;
-        if (worker_lanes_count(js->lanes, privileged) >= (privileged ? POLICY_JOBS_MAX_ROOT : POLICY_JOBS_MAX_USERS) ||
-            (!privileged && worker_lanes_count_uid(js->lanes, j->worker.uid) >= POLICY_JOBS_MAX_PER_UID))
+        if (worker_lanes_full(js->lanes, &j->worker, POLICY_JOBS_MAX_ROOT, POLICY_JOBS_MAX_USERS, POLICY_JOBS_MAX_PER_UID))
                 return -EBUSY;
         j->worker.loop_cpu_usec = loop_cpu_usec;
         j->done = done;

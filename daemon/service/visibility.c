@@ -60,14 +60,32 @@ pid_t proc_process_of(uint32_t tid) {
         return st.tgid;
 }
 
-int caller_subtree_tracked(Caller *c, const Forest *f, pid_t root, pid_t **ret, size_t *ret_n) {
+int tracked_processes_copy(const Forest *f, TrackedProcesses *ret) {
+        *ret = (TrackedProcesses) { .p = calloc(f->n_processes + 1, sizeof(TrackedProcess)) };
+        if (!ret->p)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                TrackedProcess *t = &ret->p[ret->n++];
+                *t = (TrackedProcess) { .pid = p->pid, .start_time = p->start_time };
+                memcpy(t->comm, p->comm, sizeof(t->comm));
+        }
+        return 0;
+}
+
+void tracked_processes_done(TrackedProcesses *t) {
+        free(t->p);
+        *t = (TrackedProcesses) {};
+}
+
+int caller_subtree_tracked(Caller *c, const TrackedProcesses *t, pid_t root, pid_t **ret, size_t *ret_n) {
         _cleanup_(hashmap_deinit) Hashmap memo = {};
         _cleanup_free_ pid_t *pids = NULL;
         size_t n = 0, allocated = 0;
-        for (size_t i = 0; i < f->n_processes; i++) {
-                const Process *p = f->processes[i];
+        for (size_t i = 0; i < t->n; i++) {
+                const TrackedProcess *p = &t->p[i];
                 bool in;
-                if (!caller_may_see(c, p))
+                if (!caller_may_see_started(c, p->pid, p->start_time))
                         continue;
                 int r = proc_descends_from(p->pid, root, &memo, &in);
                 if (r < 0)
@@ -83,12 +101,12 @@ int caller_subtree_tracked(Caller *c, const Forest *f, pid_t root, pid_t **ret, 
         return 0;
 }
 
-/* pid as ListTasks would show it to the caller; 0 if it may not see it or it is gone. */
-static int visible_process(Caller *c, const Forest *f, pid_t pid, VisibleProcess *ret) {
-        const Process *p = forest_find_process(f, pid);
+/* pid as ListTasks would show it to the caller (p: its tracked process, or NULL); 0 if it may not
+ * see it or it is gone. */
+static int visible_process(Caller *c, const TrackedProcess *p, pid_t pid, VisibleProcess *ret) {
         ProcStatus st;
         *ret = (VisibleProcess) { .pid = pid };
-        if (!(p ? caller_may_see(c, p) : caller_may_see_process(c, pid)))
+        if (!caller_may_see_started(c, pid, p ? p->start_time : 0))
                 return 0;
         if (proc_read_status(pid, &st) < 0 || st.tgid != pid || (!p && proc_read_comm(pid, ret->comm) < 0))
                 return 0;
@@ -98,8 +116,8 @@ static int visible_process(Caller *c, const Forest *f, pid_t pid, VisibleProcess
         return 1;
 }
 
-int caller_subtree_processes(Caller *c, const Forest *f, pid_t root, VisibleProcess **ret, size_t *ret_n) {
-        _cleanup_(hashmap_deinit) Hashmap memo = {};
+int caller_subtree_processes(Caller *c, const TrackedProcesses *t, pid_t root, VisibleProcess **ret, size_t *ret_n) {
+        _cleanup_(hashmap_deinit) Hashmap memo = {}, tracked = {};
         _cleanup_free_ pid_t *pids = NULL;
         _cleanup_free_ VisibleProcess *list = NULL;
         size_t n_pids = 0, n = 0;
@@ -109,12 +127,15 @@ int caller_subtree_processes(Caller *c, const Forest *f, pid_t root, VisibleProc
         list = calloc(n_pids + 1, sizeof(VisibleProcess));
         if (!list)
                 return -ENOMEM;
+        for (size_t i = 0; i < t->n; i++)
+                if (hashmap_put(&tracked, (uint64_t) t->p[i].pid, (void *) &t->p[i]) < 0)
+                        return -ENOMEM;
         for (size_t i = 0; i < n_pids; i++) {
                 bool in;
                 r = proc_descends_from(pids[i], root, &memo, &in);
                 if (r < 0)
                         return r;
-                if (in && visible_process(c, f, pids[i], &list[n]) > 0)
+                if (in && visible_process(c, hashmap_get(&tracked, (uint64_t) pids[i]), pids[i], &list[n]) > 0)
                         n++;
         }
         *ret = TAKE_PTR(list);

@@ -24,9 +24,26 @@ pid_t proc_process_of(uint32_t tid);
  * found (pid -> 1 in, 2 out), so every process is read once per call. */
 int proc_descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret);
 
+/* The live forest's processes as a walk of a subtree needs them, copied on the loop so that the
+ * walk (a read of /proc for every process of the machine) can run in a worker: pid, start time
+ * and name, in the forest's order. */
+typedef struct TrackedProcess {
+        pid_t pid;
+        uint64_t start_time;
+        char comm[16];
+} TrackedProcess;
+
+typedef struct TrackedProcesses {
+        TrackedProcess *p;
+        size_t n;
+} TrackedProcesses;
+
+int tracked_processes_copy(const Forest *f, TrackedProcesses *ret);
+void tracked_processes_done(TrackedProcesses *t);
+
 /* The tracked processes of root's subtree (by the parents /proc shows now) that the caller may
  * see, in the forest's order. */
-int caller_subtree_tracked(Caller *c, const Forest *f, pid_t root, pid_t **ret, size_t *ret_n);
+int caller_subtree_tracked(Caller *c, const TrackedProcesses *t, pid_t root, pid_t **ret, size_t *ret_n);
 
 /* A process of a subtree as ListTasks would show it: a tracked process by the scan's name, any
  * other by /proc's; its parent as /proc says now. */
@@ -38,7 +55,7 @@ typedef struct VisibleProcess {
 /* Every process of root's subtree that the caller may see, filtered or not, as snapshots take
  * them: the walk over every pid /proc lists, not over the tracked ones only. A process gone
  * meanwhile is left out. */
-int caller_subtree_processes(Caller *c, const Forest *f, pid_t root, VisibleProcess **ret, size_t *ret_n);
+int caller_subtree_processes(Caller *c, const TrackedProcesses *t, pid_t root, VisibleProcess **ret, size_t *ret_n);
 
 /* The name of a listener's holder: as the forest has the process, or /proc now ("" when it is
  * gone). */

@@ -235,6 +235,13 @@ unsigned worker_lanes_count_uid(const WorkerLanes *l, uid_t uid) {
         return n;
 }
 
+bool worker_lanes_full(const WorkerLanes *l, const WorkerItem *w, unsigned max_root, unsigned max_users,
+                       unsigned max_per_uid) {
+        if (worker_lanes_count(l, w->privileged) >= (w->privileged ? max_root : max_users))
+                return true;
+        return !w->privileged && worker_lanes_count_uid(l, w->uid) >= max_per_uid;
+}
+
 void *worker_lanes_first(const WorkerLanes *l) {
         return l->items ? l->items->owner : NULL;
 }

@@ -81,3 +81,7 @@ void *worker_lanes_first(const WorkerLanes *l);
 /* Items pending or running: of a lane, and of one uid in everyone else's lane. */
 unsigned worker_lanes_count(const WorkerLanes *l, bool privileged);
 unsigned worker_lanes_count_uid(const WorkerLanes *l, uid_t uid);
+/* Whether w's lane already holds max_root (root's) or max_users items, or w's uid max_per_uid of
+ * everyone else's: what an owner refuses with -EBUSY rather than queue. */
+bool worker_lanes_full(const WorkerLanes *l, const WorkerItem *w, unsigned max_root, unsigned max_users,
+                       unsigned max_per_uid);
