@@ -2,7 +2,9 @@
  * exit, with both backends, against a process that only loads and runs the pointer-only iterator */
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "figures.h"
 #include "iter-floor.h"
@@ -10,8 +12,9 @@
 #include "workload.h"
 
 /*
- * Each measurement is a process, timed from posix_spawn() to its exit status, stdout and stderr
- * to /dev/null:
+ * Each measurement is a process, timed from posix_spawn() to its exit status (with the CPU time it
+ * took, user and system: the scan's over the machine's CPUs is the least wall time it could have),
+ * stdout and stderr to /dev/null:
  *   - floor: sectree-iter-floor (bench/floor-oneshot.c), which loads bpf/floor.bpf.c, runs one
  *     pass of it over every task and exits: what any one-shot BPF scanner pays to exist at all
  *     (exec, libraries, loading a program, one pass, exit). It loads through a light skeleton, as
@@ -53,8 +56,10 @@ typedef struct OneshotBench {
 } OneshotBench;
 
 /* Run argv to its end with stdout into out_fd and stderr into err_fd (-1: /dev/null); the time
- * from spawn to exit. */
-static int run_process_err(char *const argv[], int out_fd, int err_fd, double *ret_msec) {
+ * from spawn to exit, and the CPU time it took (user and system, its threads' all; ret_cpu_msec
+ * may be NULL). */
+static int run_process_err(char *const argv[], int out_fd, int err_fd, double *ret_msec, double *ret_cpu_msec) {
+        struct rusage ru;
         posix_spawn_file_actions_t fa;
         int status, r;
         pid_t pid;
@@ -79,17 +84,20 @@ static int run_process_err(char *const argv[], int out_fd, int err_fd, double *r
         posix_spawn_file_actions_destroy(&fa);
         if (r != 0)
                 return log_error_errno(-r, "Failed to start %s: %m", argv[0]);
-        while (waitpid(pid, &status, 0) < 0)
+        while (wait4(pid, &status, 0, &ru) < 0)
                 if (errno != EINTR)
                         return log_error_errno(-errno, "Failed to wait for %s: %m", argv[0]);
         *ret_msec = msec_since(start);
+        if (ret_cpu_msec)
+                *ret_cpu_msec = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                                (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return log_error_errno(-EPROTO, "%s %s failed (status 0x%x).", argv[0], argv[1] ?: "", status);
         return 0;
 }
 
 static int run_process(char *const argv[], int out_fd, double *ret_msec) {
-        return run_process_err(argv, out_fd, -1, ret_msec);
+        return run_process_err(argv, out_fd, -1, ret_msec, NULL);
 }
 
 /* Where one `sectreed --log-level=debug scan --no-argv` of this build spent its time, as it logs
@@ -110,7 +118,7 @@ static int measure_split(OneshotBench *b, OneshotSplit *ret) {
 
         if (fd < 0)
                 return log_error_errno(-errno, "Failed to create a temporary file: %m");
-        r = run_process_err(argv, -1, fd, &ret->process);
+        r = run_process_err(argv, -1, fd, &ret->process, NULL);
         if (r < 0)
                 return r;
         n = pread(fd, text, sizeof(text) - 1, 0);
@@ -145,7 +153,7 @@ static int report_split(OneshotBench *b, size_t tasks) {
                              0, NULL, NULL, VERDICT_NONE, note);
 }
 
-static int run_kind(OneshotBench *b, OneshotKind kind, double *ret_msec) {
+static int run_kind(OneshotBench *b, OneshotKind kind, double *ret_msec, double *ret_cpu_msec) {
         char *floor[] = { (char *) b->floor, NULL };
         char *bpf[] = { (char *) b->sectreed, (char *) "scan", (char *) "--no-argv", NULL };
         char *ptrace[] = { (char *) b->sectreed, (char *) "scan", (char *) "--backend=ptrace", (char *) "--no-argv",
@@ -154,7 +162,7 @@ static int run_kind(OneshotBench *b, OneshotKind kind, double *ret_msec) {
         char *const *table[_ONESHOT_KIND_MAX] = { [ONESHOT_FLOOR] = floor, [ONESHOT_BPF] = bpf, [ONESHOT_PTRACE] = ptrace,
                                                   [ONESHOT_BEFORE] = before };
 
-        return run_process(table[kind], -1, ret_msec);
+        return run_process_err(table[kind], -1, -1, ret_msec, ret_cpu_msec);
 }
 
 static bool kind_runs(const OneshotBench *b, OneshotKind kind) {
@@ -208,6 +216,7 @@ static int check_backend(OneshotBench *b, Workload *w, const char *backend) {
 
 typedef struct OneshotTimes {
         double msec[_ONESHOT_KIND_MAX];
+        double cpu_msec[_ONESHOT_KIND_MAX]; /* user and system, medians */
 } OneshotTimes;
 
 /* The kinds measured side by side, in rounds; the ptrace scan after them, in rounds of its own:
@@ -218,47 +227,64 @@ typedef struct OneshotTimes {
 static const OneshotKind side_by_side[] = { ONESHOT_FLOOR, ONESHOT_BPF, ONESHOT_BEFORE };
 
 static int measure_kinds(OneshotBench *b, const OneshotKind *kinds, size_t n_kinds,
-                         double samples[][BENCH_MAX_PASSES]) {
+                         double samples[][BENCH_MAX_PASSES], double cpu_samples[][BENCH_MAX_PASSES]) {
         unsigned n = b->opts->passes;
-        double msec;
+        double msec, cpu;
         int r;
 
         for (size_t j = 0; j < n_kinds; j++) /* a warm-up run of each */
-                if (kind_runs(b, kinds[j]) && (r = run_kind(b, kinds[j], &msec)) < 0)
+                if (kind_runs(b, kinds[j]) && (r = run_kind(b, kinds[j], &msec, &cpu)) < 0)
                         return r;
         /* Each round starts one kind later, so that no kind always runs right after the same
          * other. */
         for (unsigned i = 0; i < n; i++)
                 for (size_t j = 0; j < n_kinds; j++) {
                         OneshotKind k = kinds[(i + j) % n_kinds];
-                        if (kind_runs(b, k) && (r = run_kind(b, k, &samples[k][i])) < 0)
+                        if (kind_runs(b, k) && (r = run_kind(b, k, &samples[k][i], &cpu_samples[k][i])) < 0)
                                 return r;
                 }
         return 0;
 }
 
 static int measure(OneshotBench *b, Workload *w, OneshotTimes *ret) {
-        static double samples[_ONESHOT_KIND_MAX][BENCH_MAX_PASSES];
+        static double samples[_ONESHOT_KIND_MAX][BENCH_MAX_PASSES], cpu_samples[_ONESHOT_KIND_MAX][BENCH_MAX_PASSES];
         const OneshotKind ptrace = ONESHOT_PTRACE;
         int r;
 
         r = w ? check_backend(b, w, "bpf") : 0;
         if (r >= 0)
-                r = measure_kinds(b, side_by_side, ELEMENTSOF(side_by_side), samples);
+                r = measure_kinds(b, side_by_side, ELEMENTSOF(side_by_side), samples, cpu_samples);
         if (r >= 0 && w)
                 r = check_backend(b, w, "ptrace");
         if (r >= 0)
-                r = measure_kinds(b, &ptrace, 1, samples);
+                r = measure_kinds(b, &ptrace, 1, samples, cpu_samples);
         if (r < 0)
                 return r;
-        for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++)
+        for (OneshotKind k = 0; k < _ONESHOT_KIND_MAX; k++) {
                 ret->msec[k] = kind_runs(b, k) ? median(samples[k], b->opts->passes) : 0;
+                ret->cpu_msec[k] = kind_runs(b, k) ? median(cpu_samples[k], b->opts->passes) : 0;
+        }
         return 0;
 }
 
 static Verdict verdict(bool judged, bool pass) {
         Verdict v = pass ? VERDICT_PASS : VERDICT_MISS;
         return judged ? v : verdict_info(v);
+}
+
+/* What the scan's CPU time allows at best: spread over every CPU of the machine, with none idle
+ * from exec to exit, the process could not end sooner than its CPU time over the CPUs. Against
+ * the floor process's wall time: when that is already above a target's ratio, no parallelism
+ * reaches the target and only less work can. */
+static int report_cpu(OneshotBench *b, size_t tasks, const OneshotTimes *t) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        double least = t->cpu_msec[ONESHOT_BPF] / (double) (cpus > 0 ? cpus : 1);
+        char note[128];
+
+        snprintf(note, sizeof(note), "CPU %.1f ms (user + system) over %ld CPUs; the floor's CPU %.1f ms",
+                 t->cpu_msec[ONESHOT_BPF], cpus, t->cpu_msec[ONESHOT_FLOOR]);
+        return report_add_ms(b->report, tasks, "sectreed scan: its CPU over the CPUs (the least wall time)", least,
+                             least / t->msec[ONESHOT_FLOOR], "floor", NULL, VERDICT_NONE, note);
 }
 
 /* Rows of one workload: tasks (0: none), shape names it; judge_floor / judge_ptrace: the target
@@ -278,6 +304,8 @@ static int report_times(OneshotBench *b, size_t tasks, const char *shape, const 
                 r = report_add_ms(b->report, tasks, "sectreed scan --no-argv (bpf)", bpf, bpf / floor, "floor",
                                   busy ? "≤ 3× floor (20000 processes)" : "≤ 1.5× floor (idle machine)",
                                   verdict(judge_floor, bpf / floor <= limit), NULL);
+        if (r >= 0)
+                r = report_cpu(b, tasks, t);
         if (r >= 0)
                 r = report_split(b, tasks);
         if (r >= 0 && b->before)
