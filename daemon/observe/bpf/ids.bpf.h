@@ -82,13 +82,29 @@ static __always_inline struct task_struct *task_plain(struct task_struct *t) {
         return bpf_rdonly_cast(t, bpf_core_type_id_kernel(struct task_struct));
 }
 
-/* The word at kernel address p, read with one exception-handled load (0 where nothing can be
- * read): bpf_rdonly_cast() to no type (0) makes read-only memory of any address, readable at any
- * offset, and what it reads is a number, where a load through a typed pointer gives a pointer. For
- * what must be a number (an argument of a global function, a key) or is indexed (a file table's
- * slots and bitmap). A bpf_probe_read_kernel() call did the same for several times the cost. */
+/* The word at kernel address p (0 where nothing can be read), for what must be a number (an
+ * argument of a global function, a key) or is indexed (a file table's slots and bitmap): where
+ * the kernel can (Linux 6.17 and later), one exception-handled load, bpf_rdonly_cast() to no type
+ * making read-only memory of any address, readable at any offset, whose words are numbers where a
+ * load through a typed pointer gives a pointer; before, a bpf_probe_read_kernel() call, several
+ * times the cost. The test is a CO-RE relocation: the verifier walks only the branch it leaves. */
+#define KERNEL_READ_AS(type, p)                                                                    \
+        ({                                                                                         \
+                type v_ = 0;                                                                       \
+                if (bpf_core_enum_value_exists(enum bpf_features, BPF_FEAT_RDONLY_CAST_TO_VOID))   \
+                        v_ = *(const type *) bpf_rdonly_cast((p), 0);                              \
+                else if (bpf_probe_read_kernel(&v_, sizeof(v_), (p)) < 0)                          \
+                        v_ = 0;                                                                    \
+                v_;                                                                                \
+        })
+
 static __always_inline __u64 kernel_word(const void *p) {
-        return *(const __u64 *) bpf_rdonly_cast(p, 0);
+        return KERNEL_READ_AS(__u64, p);
+}
+
+/* The same for a 32-bit number. */
+static __always_inline __u32 kernel_u32(const void *p) {
+        return KERNEL_READ_AS(__u32, p);
 }
 
 /* Every struct seccomp_filter * here is a BTF pointer (from a trusted task, a field of one, or

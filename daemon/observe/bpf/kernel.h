@@ -91,6 +91,13 @@ struct pid_namespace {
         struct ns_common ns;
 } __kernel_struct;
 
+/* What the running kernel's verifier says it can do, in its BTF (Linux 6.17 and later), tested
+ * with bpf_core_enum_value_exists(): BPF_FEAT_RDONLY_CAST_TO_VOID, bpf_rdonly_cast() to no type
+ * (kernel_word(), ids.bpf.h). */
+enum bpf_features {
+        BPF_FEAT_RDONLY_CAST_TO_VOID = 0,
+};
+
 struct upid {
         int nr;
         struct pid_namespace *ns;

@@ -29,7 +29,6 @@ struct pid_number {
  * The watch unit's tracepoints run in any task's: it compares inode numbers. */
 __noinline int pid_number_at(__u64 pid_addr, __u32 level, __u32 own, struct pid_number *ret) {
         struct pid *p = bpf_rdonly_cast((void *) pid_addr, bpf_core_type_id_kernel(struct pid));
-        const struct upid *u;
         __u32 deepest;
         __u64 at, ns;
 
@@ -45,12 +44,12 @@ __noinline int pid_number_at(__u64 pid_addr, __u32 level, __u32 own, struct pid_
         if (deepest < level || level > 32)
                 return 0;
         at = (__u64) p + bpf_core_field_offset(struct pid, numbers) + (__u64) level * sizeof(struct upid);
-        /* read as memory: p->numbers[level] with a level the verifier cannot bound */
-        u = bpf_rdonly_cast((void *) at, 0);
-        ns = (__u64) u->ns;
+        /* p->numbers[level], a plain struct upid (its layout has not changed since it was made),
+         * read as words: the verifier cannot bound level */
+        ns = kernel_word((const void *) (at + __builtin_offsetof(struct upid, ns)));
         if (!ns)
                 return 0;
-        ret->nr = (__u32) u->nr;
+        ret->nr = kernel_u32((const void *) (at + __builtin_offsetof(struct upid, nr)));
         ret->level = level;
         ret->ns = ns;
 #ifndef PIDNS_FROM_CURRENT
