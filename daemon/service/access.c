@@ -169,10 +169,26 @@ int caller_check_proc(Caller *c, int dfd, uint64_t start_time) {
         return caller_owns_userns(c, dfd);
 }
 
+/* caller_check_proc()'s first test, by path: one stat(2) where opening the directory, its fstat(2)
+ * and the close are three calls, for each of the tens of thousands of processes a non-root
+ * caller's listing turns away. Only ever a "no": whatever process has the pid now is not the
+ * caller's, and if it is not the one asked about, that one is gone. */
+static bool proc_dir_may_be_callers(const Caller *c, pid_t tgid) {
+        char path[32];
+        struct stat st;
+
+        if (!c->known)
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d", (int) tgid);
+        return stat(path, &st) < 0 || st.st_uid == c->uid; /* a failure: let the full check say */
+}
+
 static bool may_see(Caller *c, pid_t tgid, uint64_t start_time) {
         if (c->privileged)
                 return true;
         uintptr_t v = (uintptr_t) hashmap_get(&c->seen, (uint64_t) tgid);
+        if (v == 0 && !proc_dir_may_be_callers(c, tgid))
+                v = 2;
         if (v == 0) {
                 _cleanup_close_ int dfd = procfd_open(tgid);
                 v = dfd >= 0 && caller_check_proc(c, dfd, start_time) > 0 ? 1 : 2;
