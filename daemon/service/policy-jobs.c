@@ -56,14 +56,13 @@ PolicyJob *policy_job_free(PolicyJob *j) {
         return NULL;
 }
 
+static void job_free_owner(void *owner) {
+        policy_job_free(owner);
+}
+
 void policy_jobs_cancel(PolicyJobs *js) {
-        if (!js)
-                return;
-        worker_lanes_stop(js->lanes);
-        /* the lanes hold only their items: each job is its item's container */
-        PolicyJob *j;
-        while ((j = worker_lanes_first(js->lanes)))
-                policy_job_free(j);
+        if (js) /* the lanes hold only their items: each job is its item's container */
+                worker_lanes_cancel(js->lanes, job_free_owner);
 }
 
 PolicyJobs *policy_jobs_free(PolicyJobs *js) {

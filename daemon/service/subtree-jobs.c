@@ -39,14 +39,13 @@ SubtreeJob *subtree_job_free(SubtreeJob *j) {
         return NULL;
 }
 
+static void job_free_owner(void *owner) {
+        subtree_job_free(owner);
+}
+
 void subtree_jobs_cancel(SubtreeJobs *js) {
-        if (!js)
-                return;
-        worker_lanes_stop(js->lanes);
-        /* the lanes hold only their items: each job is its item's container */
-        SubtreeJob *j;
-        while ((j = worker_lanes_first(js->lanes)))
-                subtree_job_free(j);
+        if (js) /* the lanes hold only their items: each job is its item's container */
+                worker_lanes_cancel(js->lanes, job_free_owner);
 }
 
 SubtreeJobs *subtree_jobs_free(SubtreeJobs *js) {

@@ -221,6 +221,14 @@ void worker_lanes_stop(WorkerLanes *l) {
                         atomic_store(&w->cancelled, true);
 }
 
+void worker_lanes_cancel(WorkerLanes *l, void (*free_owner)(void *owner)) {
+        void *owner;
+
+        worker_lanes_stop(l);
+        while ((owner = worker_lanes_first(l)))
+                free_owner(owner);
+}
+
 unsigned worker_lanes_count(const WorkerLanes *l, bool privileged) {
         unsigned n = 0;
         for (WorkerItem *w = l->items; w; w = w->next)

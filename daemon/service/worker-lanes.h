@@ -75,6 +75,10 @@ int worker_lanes_submit(WorkerLanes *l, WorkerItem *w);
 void worker_item_cancel(WorkerItem *w);
 /* Start no more workers, and tell the running ones to stop (sectreed is stopping). */
 void worker_lanes_stop(WorkerLanes *l);
+/* worker_lanes_stop(), then free the owner of every item left with free_owner, which takes its
+ * item out of the lanes (worker_item_cancel(): a running worker is waited for). Their calls get no
+ * answer. */
+void worker_lanes_cancel(WorkerLanes *l, void (*free_owner)(void *owner));
 
 /* The owner of the newest item pending or running, NULL if none. */
 void *worker_lanes_first(const WorkerLanes *l);
