@@ -73,6 +73,10 @@ int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller
         return sd_bus_message_open_container(*reply, 'a', contents);
 }
 
+void bus_message_unref_userdata(void *userdata) {
+        sd_bus_message_unref(userdata);
+}
+
 int bus_list_end(sd_bus_message *reply, int r) {
         if (r < 0)
                 return r;

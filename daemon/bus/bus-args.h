@@ -44,6 +44,8 @@ int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller
 
 /* Its end: unless r (what filling it returned) failed, the array closed and the reply sent. */
 int bus_list_end(sd_bus_message *reply, int r);
+/* sd_bus_message_unref() as a job's userdata_free: the call it answers when done. */
+void bus_message_unref_userdata(void *userdata);
 
 /* Refuse the call with AccessDenied and the message, and log the operator's access-denied event
  * (the method, the caller's uid and pid, the message). */

@@ -335,10 +335,6 @@ static void on_subtree_done(SubtreeJob *j, void *userdata) {
                 log_debug_errno(r, "Could not answer a call for a subtree: %m");
 }
 
-static void msg_unref(void *userdata) {
-        sd_bus_message_unref(userdata);
-}
-
 /* ListSubtree and ListSubtreeProcesses: the request checked here, the walk of /proc in a worker
  * lane (subtree-jobs.h), answered when it is done. */
 static int subtree_call(sd_bus_message *msg, ManagerBus *b, SubtreeJobKind kind, sd_bus_error *error) {
@@ -351,7 +347,7 @@ static int subtree_call(sd_bus_message *msg, ManagerBus *b, SubtreeJobKind kind,
         if (r < 0 || (r = subtree_job_new(f, &c, kind, root, &j)) < 0)
                 return r;
         j->userdata = sd_bus_message_ref(msg);
-        j->userdata_free = msg_unref;
+        j->userdata_free = bus_message_unref_userdata;
         r = subtree_jobs_submit(b->subtree_jobs, TAKE_PTR(j), thread_cpu_usec() - cpu, on_subtree_done);
         if (r == -EBUSY)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,

@@ -28,10 +28,6 @@ static int analysis_error(sd_bus_error *error, int r, const char *what) {
         return bus_error_set_errno(error, BUS_ERROR_ANALYSIS, r);
 }
 
-static void msg_unref(void *userdata) {
-        sd_bus_message_unref(userdata);
-}
-
 static int reply_get_policy(PolicyJob *j, sd_bus_message **ret);
 static int reply_who_can(PolicyJob *j, sd_bus_message **ret);
 static int reply_audit(PolicyJob *j, sd_bus_message **ret);
@@ -76,7 +72,7 @@ static PolicyJob *job_new(ManagerBus *b, sd_bus_message *msg, const Caller *c, P
         if (!j)
                 return NULL;
         j->userdata = sd_bus_message_ref(msg);
-        j->userdata_free = msg_unref;
+        j->userdata_free = bus_message_unref_userdata;
         return j;
 }
 

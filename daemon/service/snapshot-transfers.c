@@ -142,11 +142,9 @@ static int check_transfer_limits(const SnapshotTransfers *ts, const Caller *c, c
 /* The worker threads */
 
 /* For the tests only: with $SECTREE_TEST_SNAPSHOT_GATE set to a path, a worker waits until that
- * file exists (at most 30 s) or its transfer is cancelled before it starts, so that a test can
- * hold a transfer in its worker for as long as it likes. */
+ * file exists before it starts (worker_item_gate()). */
 static void worker_gate(SnapshotTransfer *t) {
-        for (unsigned i = 0; t->gate && i < 3000 && !atomic_load(&t->worker.cancelled) && access(t->gate, F_OK) < 0; i++)
-                (void) usleep(10 * 1000);
+        worker_item_gate(&t->worker, t->gate);
 }
 
 static void transfer_finish_errno(SnapshotTransfer *t, int r);

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 struct SubtreeJobs {
         WorkerLanes *lanes;
@@ -76,17 +75,9 @@ int subtree_job_new(const Forest *f, Caller *c, SubtreeJobKind kind, pid_t root,
         return 0;
 }
 
-/* For the tests only: with $SECTREE_TEST_SUBTREE_GATE set to a path, a worker waits until that
- * file exists (at most 30 s) or its job is cancelled, so that a test can hold a walk in its
- * worker while it calls the daemon. */
-static void worker_gate(SubtreeJob *j) {
-        for (unsigned i = 0; j->gate && i < 3000 && !atomic_load(&j->worker.cancelled) && access(j->gate, F_OK) < 0; i++)
-                (void) usleep(10 * 1000);
-}
-
 static void job_run(void *userdata) {
         SubtreeJob *j = userdata;
-        worker_gate(j);
+        worker_item_gate(&j->worker, j->gate); /* for the tests: $SECTREE_TEST_SUBTREE_GATE */
         switch (j->kind) {
         case SUBTREE_JOB_TRACKED:
                 j->r = caller_subtree_tracked(&j->caller, &j->tracked, j->root, &j->pids, &j->n);

@@ -221,6 +221,11 @@ void worker_lanes_stop(WorkerLanes *l) {
                         atomic_store(&w->cancelled, true);
 }
 
+void worker_item_gate(WorkerItem *w, const char *gate) {
+        for (unsigned i = 0; gate && i < 3000 && !atomic_load(&w->cancelled) && access(gate, F_OK) < 0; i++)
+                (void) usleep(10 * 1000);
+}
+
 void worker_lanes_cancel(WorkerLanes *l, void (*free_owner)(void *owner)) {
         void *owner;
 

@@ -75,6 +75,10 @@ int worker_lanes_submit(WorkerLanes *l, WorkerItem *w);
 void worker_item_cancel(WorkerItem *w);
 /* Start no more workers, and tell the running ones to stop (sectreed is stopping). */
 void worker_lanes_stop(WorkerLanes *l);
+/* For the tests only: in w's worker, wait until the file gate exists (at most 30 s) or w is
+ * cancelled; nothing when gate is NULL (the test variable that names it is not set). So that a test
+ * can hold an item in its worker while it calls the daemon. */
+void worker_item_gate(WorkerItem *w, const char *gate);
 /* worker_lanes_stop(), then free the owner of every item left with free_owner, which takes its
  * item out of the lanes (worker_item_cancel(): a running worker is waited for). Their calls get no
  * answer. */
