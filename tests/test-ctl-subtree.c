@@ -236,6 +236,140 @@ static void test_method_off_loop(Fixture *fx, gconstpointer data) {
         sd_bus_error_free(&tracked.p.error);
 }
 
+/* A held call's reply as nobody's listing: ListTasks' tids, or ListFilters' "id tasks" entries. */
+static GHashTable *listing_read(sd_bus_message *reply, bool filters) {
+        GHashTable *h = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', filters ? "(ttusuas)" : "(uuusstu)"), >, 0);
+        int r;
+        while ((r = sd_bus_message_enter_container(reply, 'r', filters ? "ttusuas" : "uuusstu")) > 0) {
+                uint64_t id, parent, head;
+                uint32_t tid, pid, ppid, len, tasks, depth;
+                const char *comm, *mode, *digest;
+                if (filters) {
+                        g_assert_cmpint(sd_bus_message_read(reply, "ttusu", &id, &parent, &len, &digest, &tasks), >, 0);
+                        g_assert_cmpint(sd_bus_message_skip(reply, "as"), >=, 0);
+                        g_hash_table_insert(h, GUINT_TO_POINTER((guint) id), g_strdup_printf("%u", tasks));
+                } else {
+                        g_assert_cmpint(sd_bus_message_read(reply, "uuusstu", &tid, &pid, &ppid, &comm, &mode, &head,
+                                                            &depth), >, 0);
+                        g_hash_table_insert(h, GUINT_TO_POINTER(tid), g_strdup(comm));
+                }
+                g_assert_cmpint(sd_bus_message_exit_container(reply), >=, 0);
+        }
+        g_assert_cmpint(r, ==, 0);
+        return h;
+}
+
+typedef struct ListingsHeld {
+        const Fixture *fx;
+        pid_t other;         /* root's filtered process */
+        uint64_t other_head; /* and its filter */
+        int held[2], go[2];  /* nobody says its listings are held; the test says it opened the gate */
+} ListingsHeld;
+
+/* As nobody, with the daemon's walks held at their gate: ListTasks and ListFilters wait, and a call
+ * the loop answers itself (nobody's GetTaskChain) is answered meanwhile. With the gate open, both
+ * list nobody's filtered process, and its filter with one task, and nothing of root's. */
+static void listings_as_nobody(void *userdata) {
+        ListingsHeld *l = userdata;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *chain = NULL;
+        HeldCall tasks = {}, filters = {};
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "ListTasks", on_held_reply, &tasks, ""), >=, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "ListFilters", on_held_reply, &filters, ""), >=, 0);
+        if (bus_client_call(bus, "GetTaskChain", &error, &chain, "u", (uint32_t) l->fx->s.filtered) < 0)
+                g_error("GetTaskChain: %s", error.message);
+        uint64_t head = 0;
+        g_assert_cmpint(sd_bus_message_read(chain, "at", 1, &head), >, 0);
+        /* answered at once on the loop (a few ms for nobody's few processes); held here */
+        for (gint64 end = g_get_monotonic_time() + G_USEC_PER_SEC; g_get_monotonic_time() < end;)
+                bus_client_pump(bus, -1, 0);
+        g_assert_false(tasks.p.done);
+        g_assert_false(filters.p.done);
+        g_assert_cmpint(write(l->held[1], "h", 1), ==, 1);
+        char c;
+        g_assert_cmpint(read(l->go[0], &c, 1), ==, 1);
+
+        bus_client_wait(bus, &tasks.p, TESTS_PATIENCE_MS, "ListTasks");
+        bus_client_wait(bus, &filters.p, TESTS_PATIENCE_MS, "ListFilters");
+        g_assert_false(sd_bus_error_is_set(&tasks.p.error));
+        g_assert_false(sd_bus_error_is_set(&filters.p.error));
+        g_autoptr(GHashTable) t = listing_read(tasks.reply, false), f = listing_read(filters.reply, true);
+        g_assert_cmpstr(g_hash_table_lookup(t, GUINT_TO_POINTER(l->fx->s.filtered)), ==, "st-filtered");
+        g_assert_false(g_hash_table_contains(t, GUINT_TO_POINTER(l->other)));
+        g_assert_false(g_hash_table_contains(t, GUINT_TO_POINTER(getppid())));
+        g_assert_cmpstr(g_hash_table_lookup(f, GUINT_TO_POINTER((guint) head)), ==, "1");
+        g_assert_false(g_hash_table_contains(f, GUINT_TO_POINTER((guint) l->other_head)));
+        sd_bus_message_unref(tasks.reply);
+        sd_bus_message_unref(filters.reply);
+        sd_bus_error_free(&tasks.p.error);
+        sd_bus_error_free(&filters.p.error);
+}
+
+/* The head filter of pid as GetTaskChain (as root) says: 0 while the daemon does not have it. */
+static uint64_t head_of(pid_t pid) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const uint64_t *ids;
+        size_t bytes = 0;
+        if (bus_client_call(bus, "GetTaskChain", &error, &reply, "u", (uint32_t) pid) < 0 ||
+            sd_bus_message_read_array(reply, 't', (const void **) &ids, &bytes) < 0 || bytes == 0)
+                return 0;
+        return ids[0];
+}
+
+static bool tracked_filtered(void *userdata) {
+        return head_of(*(const pid_t *) userdata) != 0;
+}
+
+/* Root's filtered process, which nobody's listings must leave out. */
+static void run_root_filtered(void *userdata) {
+        int fd = *(int *) userdata;
+        run_filtered(fd);
+}
+
+/* A caller other than root has its listings' access checks made in a worker (a stat(2) or more
+ * per tracked process would hold the loop): held at the gate, they wait while the loop answers;
+ * then they list what the caller may see and nothing else. */
+static void test_listings_off_loop(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        int fds[2];
+        g_assert_cmpint(pipe2(fds, O_CLOEXEC), ==, 0);
+        pid_t other = fork(); /* root's, filtered too */
+        g_assert_cmpint(other, >=, 0);
+        if (other == 0)
+                run_root_filtered(&fds[1]);
+        Ready r;
+        g_assert_cmpint(read(fds[0], &r, sizeof(r)), ==, sizeof(r));
+        close(fds[0]);
+        close(fds[1]);
+        /* both filtered processes tracked: root's listing (answered on the loop) has them */
+        g_assert_true(tests_wait_for(tracked_filtered, &fx->s.filtered, TESTS_PATIENCE_MS));
+        g_assert_true(tests_wait_for(tracked_filtered, &other, TESTS_PATIENCE_MS));
+
+        ListingsHeld l = { .fx = fx, .other = other, .other_head = head_of(other) };
+        g_assert_cmpuint(l.other_head, !=, 0);
+        g_assert_cmpint(pipe2(l.held, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(l.go, O_CLOEXEC), ==, 0);
+        pid_t nobody = tests_as_nobody_start(listings_as_nobody, &l);
+        close(l.held[1]); /* a nobody that fails is an end of file here */
+        close(l.go[0]);
+        char c;
+        g_assert_cmpint(read(l.held[0], &c, 1), ==, 1);
+        g_assert_true(g_file_set_contents(fx->gate, "", 0, NULL));
+        g_assert_cmpint(write(l.go[1], "g", 1), ==, 1);
+        g_assert_cmpint(tests_wait_status(nobody), ==, 0);
+        (void) kill(other, SIGKILL);
+        (void) tests_wait_status(other);
+        close(l.held[0]);
+        close(l.go[1]);
+}
+
 static void test_method_nobody(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
@@ -298,6 +432,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/ctl-subtree/method/root", Fixture, NULL, fixture_setup, test_method_root, fixture_teardown);
         g_test_add("/ctl-subtree/method/nobody", Fixture, NULL, fixture_setup, test_method_nobody, fixture_teardown);
         g_test_add("/ctl-subtree/method/off-loop", Fixture, NULL, fixture_setup_gated, test_method_off_loop,
+                   fixture_teardown);
+        g_test_add("/ctl-subtree/listings/off-loop", Fixture, NULL, fixture_setup_gated, test_listings_off_loop,
                    fixture_teardown);
         g_test_add("/ctl-subtree/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         return g_test_run();

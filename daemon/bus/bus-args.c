@@ -67,7 +67,11 @@ int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller
         r = live_or_fail(m, f, error);
         if (r < 0)
                 return r;
-        r = sd_bus_message_new_method_return(msg, reply);
+        return bus_list_reply_begin(msg, contents, reply);
+}
+
+int bus_list_reply_begin(sd_bus_message *msg, const char *contents, sd_bus_message **reply) {
+        int r = sd_bus_message_new_method_return(msg, reply);
         if (r < 0)
                 return r;
         return sd_bus_message_open_container(*reply, 'a', contents);

@@ -41,6 +41,8 @@ int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);
  * ScanFailed), and the reply with its array of contents opened. */
 int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
                    sd_bus_message **reply, sd_bus_error *error);
+/* Its last step alone: the reply with its array of contents opened. */
+int bus_list_reply_begin(sd_bus_message *msg, const char *contents, sd_bus_message **reply);
 
 /* Its end: unless r (what filling it returned) failed, the array closed and the reply sent. */
 int bus_list_end(sd_bus_message *reply, int r);

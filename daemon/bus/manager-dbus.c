@@ -23,16 +23,16 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
-        Manager *m = b->manager;
-        CALLER_CLEANUP Caller c = {};
+/* A listing's reply, built and sent for a caller whose access checks can be made (or are made:
+ * c->seen, listing_call()). */
+typedef int (*ListingReply)(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f);
+
+static int list_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const Forest *f;
-        int r = bus_list_begin(msg, m, "(uuusstu)", &c, &f, &reply, error);
+        int r = bus_list_reply_begin(msg, "(uuusstu)", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
-                if (!caller_may_see(&c, p))
+                if (!caller_may_see(c, p))
                         continue;
                 /* comm is whatever bytes the task set (PR_SET_NAME); D-Bus strings must be UTF-8 */
                 _cleanup_free_ char *comm = snapshot_utf8_sanitize(p->comm);
@@ -48,16 +48,12 @@ static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *
         return bus_list_end(reply, r);
 }
 
-static int method_list_stale_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
-        Manager *m = b->manager;
-        CALLER_CLEANUP Caller c = {};
+static int list_stale_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        const Forest *f;
-        int r = bus_list_begin(msg, m, "u", &c, &f, &reply, error);
+        int r = bus_list_reply_begin(msg, "u", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
-                for (size_t j = 0; r >= 0 && caller_may_see(&c, p) && j < p->n_threads; j++)
+                for (size_t j = 0; r >= 0 && caller_may_see(c, p) && j < p->n_threads; j++)
                         if (manager_task_stale(m, p->threads[j].tid))
                                 r = sd_bus_message_append(reply, "u", (uint32_t) p->threads[j].tid);
         }
@@ -79,25 +75,17 @@ static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t 
         return sd_bus_message_close_container(reply);
 }
 
-/* The start of a reply that lists what the caller may see: the caller, the live forest, the ids
- * of the filters it may see, and the reply with its array (of contents) opened. */
-static int visible_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
-                              Hashmap *visible, sd_bus_message **reply, sd_bus_error *error) {
-        int r = bus_list_begin(msg, m, contents, c, f, reply, error);
-        if (r < 0)
-                return r;
-        return caller_visible_filters(c, *f, visible);
-}
-
-static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        CALLER_CLEANUP Caller c = {};
+static int list_filters_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(hashmap_deinit) Hashmap visible = {};
-        const Forest *f;
-        int r = visible_list_begin(msg, ((ManagerBus *) userdata)->manager, "(ttusuas)", &c, &f, &visible, &reply, error);
+        _cleanup_(hashmap_deinit) Hashmap visible = {}, counts = {};
+        int r = caller_visible_filters(c, f, &visible);
+        if (r >= 0)
+                r = caller_visible_task_counts(c, f, &counts);
+        if (r >= 0)
+                r = bus_list_reply_begin(msg, "(ttusuas)", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
                 if (hashmap_get(&visible, f->filters[i]->id))
-                        r = append_filter_entry(reply, f->filters[i], caller_visible_task_count(&c, f, f->filters[i]));
+                        r = append_filter_entry(reply, f->filters[i], visible_task_count(c, &counts, f->filters[i]));
         return bus_list_end(reply, r);
 }
 
@@ -133,19 +121,98 @@ static int append_listener(sd_bus_message *reply, Caller *c, const Forest *f, co
 
 /* Every listener of a filter the caller may see, with the holders the caller may see: who holds
  * a file descriptor of it, and which, and the holder's name. */
-static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        CALLER_CLEANUP Caller c = {};
+static int list_listeners_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
-        const Forest *f;
-        int r = visible_list_begin(msg, ((ManagerBus *) userdata)->manager, "(tta(uis))", &c, &f, &visible, &reply, error);
+        int r = caller_visible_filters(c, f, &visible);
+        if (r >= 0)
+                r = bus_list_reply_begin(msg, "(tta(uis))", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_listeners; i++) {
                 const Listener *l = f->listeners[i];
-                if (!hashmap_get(&visible, l->filter_id))
-                        continue;
-                r = append_listener(reply, &c, f, l);
+                if (hashmap_get(&visible, l->filter_id))
+                        r = append_listener(reply, c, f, l);
         }
         return bus_list_end(reply, r);
+}
+
+/* A listing waiting for its access checks. */
+typedef struct Listing {
+        sd_bus_message *msg;
+        ManagerBus *bus;
+        ListingReply reply;
+} Listing;
+
+static void listing_free(void *userdata) {
+        Listing *l = userdata;
+        sd_bus_message_unref(l->msg);
+        free(l);
+}
+
+/* The worker checked every tracked process against the caller: the listing answered from the live
+ * forest as it is now. */
+static void on_listing_checked(SubtreeJob *j, void *userdata) {
+        Listing *l = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const Forest *f = NULL;
+        int r = j->r;
+        if (r >= 0)
+                r = live_or_fail(l->bus->manager, &f, &error);
+        if (r >= 0)
+                r = caller_seen_rebase(&j->caller, &j->tracked, f);
+        if (r >= 0)
+                r = l->reply(l->msg, l->bus->manager, &j->caller, f);
+        if (r < 0)
+                r = sd_bus_error_is_set(&error) ? sd_bus_reply_method_error(l->msg, &error)
+                                                : sd_bus_reply_method_errno(l->msg, r, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Could not answer a listing: %m");
+}
+
+/* ListTasks, ListStaleTasks, ListFilters and ListListeners. Root's answered at once; anyone else's
+ * access checks, one or more calls into /proc per tracked process, are made in a worker lane
+ * (subtree-jobs.h), and the listing answered when they are done. */
+static int listing_call(sd_bus_message *msg, ManagerBus *b, ListingReply reply, sd_bus_error *error) {
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(subtree_job_freep) SubtreeJob *j = NULL;
+        uint64_t cpu = thread_cpu_usec();
+        const Forest *f;
+        int r = caller_from_message(msg, &c);
+        if (r < 0 || (r = live_or_fail(b->manager, &f, error)) < 0)
+                return r;
+        if (c.privileged)
+                return reply(msg, b->manager, &c, f);
+        Listing *l = calloc(1, sizeof(Listing));
+        if (!l)
+                return -ENOMEM;
+        *l = (Listing) { .msg = sd_bus_message_ref(msg), .bus = b, .reply = reply };
+        r = subtree_job_new(f, &c, SUBTREE_JOB_VISIBLE, 0, &j);
+        if (r < 0) {
+                listing_free(l);
+                return r;
+        }
+        j->userdata = l;
+        j->userdata_free = listing_free;
+        r = subtree_jobs_submit(b->subtree_jobs, TAKE_PTR(j), thread_cpu_usec() - cpu, on_listing_checked);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Too many calls of yours are waiting; try again later.");
+        return r < 0 ? r : 1; /* answered when done */
+}
+
+static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return listing_call(msg, userdata, list_tasks_reply, error);
+}
+
+static int method_list_stale_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return listing_call(msg, userdata, list_stale_tasks_reply, error);
+}
+
+static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return listing_call(msg, userdata, list_filters_reply, error);
+}
+
+static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return listing_call(msg, userdata, list_listeners_reply, error);
 }
 
 /* Empty for a filter over budget: its flags say so. */

@@ -306,6 +306,16 @@ int proc_list_pids(pid_t **ret, size_t *ret_n) {
         return list_numeric_dir("/proc", (int **) ret, ret_n);
 }
 
+bool proc_fd_is_listener(pid_t pid, int fd) {
+        char link[64], target[sizeof(LISTENER_LINK) + 1];
+        snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int) pid, fd);
+        ssize_t len = readlink(link, target, sizeof(target) - 1);
+        if (len < 0)
+                return false; /* closed meanwhile, or gone */
+        target[len] = 0;
+        return streq(target, LISTENER_LINK);
+}
+
 int proc_list_listener_fds(pid_t pid, int **ret, size_t *ret_n) {
         _cleanup_free_ int *fds = NULL, *listeners = NULL;
         size_t n_fds = 0, n = 0;
@@ -323,16 +333,9 @@ int proc_list_listener_fds(pid_t pid, int **ret, size_t *ret_n) {
         if (!listeners)
                 return -ENOMEM;
 
-        for (size_t i = 0; i < n_fds; i++) {
-                char link[64], target[sizeof(LISTENER_LINK) + 1];
-                snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int) pid, fds[i]);
-                ssize_t len = readlink(link, target, sizeof(target) - 1);
-                if (len < 0)
-                        continue; /* closed meanwhile */
-                target[len] = 0;
-                if (streq(target, LISTENER_LINK))
+        for (size_t i = 0; i < n_fds; i++)
+                if (proc_fd_is_listener(pid, fds[i]))
                         listeners[n++] = fds[i];
-        }
 
         *ret = TAKE_PTR(listeners);
         *ret_n = n;

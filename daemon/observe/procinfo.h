@@ -33,5 +33,8 @@ int argv_parse(const char *buf, size_t len, char ***ret);
 int proc_list_threads(pid_t pid, pid_t **ret, size_t *ret_n);
 /* All pids (/proc), malloc'ed array. */
 int proc_list_pids(pid_t **ret, size_t *ret_n);
-/* fds of pid whose link is "anon_inode:seccomp notify". */
+/* Whether fd of process pid is a seccomp user-notification listener now (its link is
+ * "anon_inode:seccomp notify"). */
+bool proc_fd_is_listener(pid_t pid, int fd);
+/* The fds of pid that are. */
 int proc_list_listener_fds(pid_t pid, int **ret, size_t *ret_n);

@@ -187,11 +187,14 @@ static bool may_see(Caller *c, pid_t tgid, uint64_t start_time) {
         if (c->privileged)
                 return true;
         uintptr_t v = (uintptr_t) hashmap_get(&c->seen, (uint64_t) tgid);
-        if (v == 0 && !proc_dir_may_be_callers(c, tgid))
-                v = 2;
         if (v == 0) {
-                _cleanup_close_ int dfd = procfd_open(tgid);
-                v = dfd >= 0 && caller_check_proc(c, dfd, start_time) > 0 ? 1 : 2;
+                if (!proc_dir_may_be_callers(c, tgid))
+                        v = 2;
+                else {
+                        _cleanup_close_ int dfd = procfd_open(tgid);
+                        v = dfd >= 0 && caller_check_proc(c, dfd, start_time) > 0 ? 1 : 2;
+                }
+                /* every answer, a worker's for the loop too (caller_seen_rebase()) */
                 (void) hashmap_put(&c->seen, (uint64_t) tgid, (void *) v);
         }
         return v == 1;

@@ -1,5 +1,4 @@
-/* subtree-jobs.c: ListSubtree's and ListSubtreeProcesses' walks of /proc in worker lanes (see
- * subtree-jobs.h) */
+/* subtree-jobs.c: the walks of /proc of a caller's call in worker lanes (see subtree-jobs.h) */
 #include "service/subtree-jobs.h"
 
 #include <errno.h>
@@ -85,6 +84,9 @@ static void job_run(void *userdata) {
         case SUBTREE_JOB_PROCESSES:
                 j->r = caller_subtree_processes(&j->caller, &j->tracked, j->root, &j->list, &j->n);
                 return;
+        case SUBTREE_JOB_VISIBLE:
+                j->r = caller_check_tracked(&j->caller, &j->tracked);
+                return;
         }
         j->r = -EINVAL;
 }
@@ -97,7 +99,7 @@ static void job_done(void *userdata) {
 
 static void job_failed(void *userdata, int r) {
         SubtreeJob *j = userdata;
-        log_warning_errno(r, "Could not start a walk of a subtree: %m");
+        log_warning_errno(r, "Could not start a walk of /proc for a call: %m");
         j->r = r;
         j->done(j, j->userdata);
         subtree_job_free(j);
@@ -112,7 +114,7 @@ int subtree_jobs_submit(SubtreeJobs *js, SubtreeJob *j, uint64_t loop_cpu_usec, 
         j->done = done;
         int r = worker_lanes_submit(js->lanes, &j->worker);
         if (r < 0)
-                return log_warning_errno(r, "Could not start a walk of a subtree: %m");
+                return log_warning_errno(r, "Could not start a walk of /proc for a call: %m");
         TAKE_PTR(job);
         return 0;
 }

@@ -1,5 +1,6 @@
-/* subtree-jobs.h: ListSubtree's and ListSubtreeProcesses' walks of a subtree, answered in worker
- * lanes (worker-lanes.h) */
+/* subtree-jobs.h: the walks of /proc a caller's call needs, answered in worker lanes
+ * (worker-lanes.h): ListSubtree's and ListSubtreeProcesses' walks of a subtree, and a non-root
+ * caller's access checks for the listings (ListTasks, ListFilters, ListListeners, ListStaleTasks) */
 #pragma once
 
 #include <stdbool.h>
@@ -12,7 +13,10 @@
 /*
  * A subtree is walked through /proc as it is now: every process of the machine is read once
  * (ListSubtreeProcesses), or every tracked one and its ancestors (ListSubtree), a third of a second
- * at 20,000 processes, which the loop must not spend on one caller's call. The live forest's
+ * at 20,000 processes, which the loop must not spend on one caller's call. A listing for a caller
+ * other than root checks each tracked process against the caller (a stat(2) of another uid's, six
+ * calls into /proc of the caller's own: 35 ms at 20,000 processes, 0.1 s for a user who runs
+ * 4,000), which the loop must not spend either. The live forest's
  * processes are copied on the loop (pids, start times and names), the caller's identity handed
  * over, and the walk runs in one of two lanes of one worker each, root's calls and everyone
  * else's, the latter shared by uid (uid-share.h). At most SUBTREE_JOBS_MAX_* calls of a lane wait
@@ -28,6 +32,8 @@
 typedef enum SubtreeJobKind {
         SUBTREE_JOB_TRACKED,   /* ListSubtree: the tracked processes of the subtree */
         SUBTREE_JOB_PROCESSES, /* ListSubtreeProcesses: every process of it */
+        SUBTREE_JOB_VISIBLE,   /* a listing's: which tracked processes the caller may see (no root);
+                                * the answers are caller.seen, for caller_seen_rebase() */
 } SubtreeJobKind;
 
 typedef struct SubtreeJob SubtreeJob;

@@ -23,6 +23,31 @@ size_t caller_visible_task_count(Caller *c, const Forest *f, const Filter *flt) 
         return n;
 }
 
+int caller_visible_task_counts(Caller *c, const Forest *f, Hashmap *ret) {
+        *ret = (Hashmap) {};
+        if (c->privileged)
+                return 0;
+        for (size_t i = 0; i < f->n_processes; i++) {
+                const Process *p = f->processes[i];
+                if (!caller_may_see(c, p))
+                        continue;
+                for (size_t j = 0; j < p->n_threads; j++) {
+                        const Filter *head = p->threads[j].filter;
+                        if (!head)
+                                continue;
+                        uintptr_t n = (uintptr_t) hashmap_get(ret, head->id);
+                        int r = hashmap_replace(ret, head->id, (void *) (n + 1));
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+size_t visible_task_count(const Caller *c, const Hashmap *counts, const Filter *flt) {
+        return c->privileged ? flt->n_tasks : (size_t) (uintptr_t) hashmap_get(counts, flt->id);
+}
+
 /* Whether tgid descends from root, by the parents /proc shows now; memo holds what earlier walks
  * found (pid -> 1 in, 2 out), so every process is read once per call. */
 int proc_descends_from(pid_t tgid, pid_t root, Hashmap *memo, bool *ret) {
@@ -98,6 +123,29 @@ int caller_subtree_tracked(Caller *c, const TrackedProcesses *t, pid_t root, pid
         }
         *ret = TAKE_PTR(pids);
         *ret_n = n;
+        return 0;
+}
+
+int caller_check_tracked(Caller *c, const TrackedProcesses *t) {
+        for (size_t i = 0; i < t->n; i++)
+                (void) caller_may_see_started(c, t->p[i].pid, t->p[i].start_time);
+        return 0;
+}
+
+int caller_seen_rebase(Caller *c, const TrackedProcesses *t, const Forest *f) {
+        _cleanup_(hashmap_deinit) Hashmap seen = {};
+        int r = hashmap_reserve(&seen, t->n);
+        for (size_t i = 0; r >= 0 && i < t->n; i++) {
+                void *v = hashmap_get(&c->seen, (uint64_t) t->p[i].pid);
+                const Process *p = v ? forest_find_process(f, t->p[i].pid) : NULL;
+                if (p && p->start_time == t->p[i].start_time)
+                        r = hashmap_replace(&seen, (uint64_t) p->pid, v);
+        }
+        if (r < 0)
+                return r;
+        hashmap_deinit(&c->seen);
+        c->seen = seen;
+        seen = (Hashmap) {};
         return 0;
 }
 

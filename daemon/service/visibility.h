@@ -11,6 +11,11 @@
 
 /* Tasks whose head is flt that the caller may see. */
 size_t caller_visible_task_count(Caller *c, const Forest *f, const Filter *flt);
+/* The same for every filter in one walk of the processes (a caller's listing: one walk, not one per
+ * filter): head filter id -> count as a pointer, empty for a privileged caller, who sees them all.
+ * visible_task_count() reads it. */
+int caller_visible_task_counts(Caller *c, const Forest *f, Hashmap *ret);
+size_t visible_task_count(const Caller *c, const Hashmap *counts, const Filter *flt);
 
 /* A live task the daemon does not track (it runs without filters): 0 if the caller may see it,
  * -ESRCH when there is no such task, -EACCES when the caller may not. */
@@ -44,6 +49,13 @@ void tracked_processes_done(TrackedProcesses *t);
 /* The tracked processes of root's subtree (by the parents /proc shows now) that the caller may
  * see, in the forest's order. */
 int caller_subtree_tracked(Caller *c, const TrackedProcesses *t, pid_t root, pid_t **ret, size_t *ret_n);
+
+/* A listing's access checks, made off the loop: whether the caller may see each of t (its answers
+ * memoised in c->seen). Then, on the loop, caller_seen_rebase() keeps the answers about the
+ * processes f still has as they were (the same start time): a pid reused meanwhile is checked
+ * again when the listing asks. */
+int caller_check_tracked(Caller *c, const TrackedProcesses *t);
+int caller_seen_rebase(Caller *c, const TrackedProcesses *t, const Forest *f);
 
 /* A process of a subtree as ListTasks would show it: a tracked process by the scan's name, any
  * other by /proc's; its parent as /proc says now. */
