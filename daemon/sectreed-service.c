@@ -86,7 +86,7 @@ static int daemon_start(Daemon *d, const ServiceArgs *a, RestoreExecutor executo
         r = restores_bus_connect(d->restores, d->bus->bus);
         if (r < 0)
                 return r;
-        r = units_bus_connect(d->manager, d->bus->bus);
+        r = units_bus_connect(d->bus);
         if (r < 0)
                 return r;
         return watch_bus(d);

@@ -92,6 +92,31 @@ uint64_t bus_client_create_ok(sd_bus *bus, pid_t root, const char *name) {
         return id;
 }
 
+GHashTable *bus_client_listed_tgids(sd_bus *bus) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "ListTasks", &error, &reply, "") < 0)
+                g_error("ListTasks: %s", error.message);
+        GHashTable *set = g_hash_table_new(NULL, NULL);
+        uint32_t tid, tgid, ppid, depth;
+        const char *comm, *mode;
+        uint64_t filter;
+        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
+        while (sd_bus_message_read(reply, "(uuusstu)", &tid, &tgid, &ppid, &comm, &mode, &filter, &depth) > 0)
+                g_hash_table_add(set, GUINT_TO_POINTER(tgid));
+        return set;
+}
+
+static bool listed(void *userdata) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_autoptr(GHashTable) set = bus_client_listed_tgids(bus);
+        return g_hash_table_contains(set, GUINT_TO_POINTER(*(const pid_t *) userdata));
+}
+
+bool bus_client_wait_listed(pid_t tgid, unsigned timeout_ms) {
+        return tests_wait_for(listed, &tgid, timeout_ms);
+}
+
 void bus_client_assert_error(sd_bus_error *error, const char *name) {
         if (!sd_bus_error_is_set(error))
                 g_error("expected %s, got success", name);

@@ -40,6 +40,10 @@ int bus_client_call(sd_bus *bus, const char *member, sd_bus_error *error, sd_bus
 uint64_t bus_client_create_snapshot(sd_bus *bus, pid_t root, const char *name, sd_bus_error *error);
 /* The same, failing the test on an error. */
 uint64_t bus_client_create_ok(sd_bus *bus, pid_t root, const char *name);
+/* The processes ListTasks lists (tgids, as pointers); fails the test if the call fails. */
+GHashTable *bus_client_listed_tgids(sd_bus *bus);
+/* Whether ListTasks lists tgid within timeout_ms (asked on a connection of its own each time). */
+bool bus_client_wait_listed(pid_t tgid, unsigned timeout_ms);
 /* error is set and named name (the test fails otherwise); frees it. */
 void bus_client_assert_error(sd_bus_error *error, const char *name);
 

@@ -38,24 +38,9 @@ static Case cases[] = {
 };
 
 /* The tgids ListTasks lists to the bus's caller. */
-static GHashTable *listed_tgids(sd_bus *bus) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        if (bus_client_call(bus, "ListTasks", &error, &reply, "") < 0)
-                g_error("ListTasks: %s", error.message);
-        GHashTable *set = g_hash_table_new(NULL, NULL);
-        uint32_t tid, tgid, ppid, depth;
-        const char *comm, *mode;
-        uint64_t filter;
-        g_assert_cmpint(sd_bus_message_enter_container(reply, 'a', "(uuusstu)"), >, 0);
-        while (sd_bus_message_read(reply, "(uuusstu)", &tid, &tgid, &ppid, &comm, &mode, &filter, &depth) > 0)
-                g_hash_table_add(set, GUINT_TO_POINTER(tgid));
-        return set;
-}
-
 static bool all_listed(void *userdata) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        g_autoptr(GHashTable) set = listed_tgids(bus);
+        g_autoptr(GHashTable) set = bus_client_listed_tgids(bus);
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++)
                 if (!g_hash_table_contains(set, GUINT_TO_POINTER(cases[i].pid)))
                         return false;
@@ -65,7 +50,7 @@ static bool all_listed(void *userdata) {
 /* As nobody: each case is listed, readable and snapshottable exactly when it is visible. */
 static void nobody_sees_cases(void *userdata) {
         sd_bus *bus = bus_client_open();
-        g_autoptr(GHashTable) set = listed_tgids(bus);
+        g_autoptr(GHashTable) set = bus_client_listed_tgids(bus);
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
                 const Case *c = &cases[i];
                 sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -111,7 +96,7 @@ static void test_rule(void) {
  * snapshottable, and the snapshot its own to delete. */
 static void unknown_uid_snapshots_itself(pid_t self) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        g_autoptr(GHashTable) set = listed_tgids(bus);
+        g_autoptr(GHashTable) set = bus_client_listed_tgids(bus);
         sd_bus_error error = SD_BUS_ERROR_NULL;
 
         if (!g_hash_table_contains(set, GUINT_TO_POINTER(self)))
@@ -146,12 +131,6 @@ static pid_t spawn_unknown_caller(int ready[2]) {
         _exit(0);
 }
 
-static bool pid_listed(void *userdata) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        g_autoptr(GHashTable) set = listed_tgids(bus);
-        return g_hash_table_contains(set, GUINT_TO_POINTER(*(const pid_t *) userdata));
-}
-
 /* dbus-daemon refuses to connect a uid it cannot look up (it reads the uid's groups from the user
  * database for its policy), so the bus alone is given a passwd entry for it: sectreed, in the
  * test's mount namespace, has none and must serve the caller all the same. */
@@ -168,7 +147,7 @@ static void test_uid_without_passwd_entry(void) {
         g_assert_cmpint(pipe2(ready, O_CLOEXEC), ==, 0);
         pid_t pid = spawn_unknown_caller(ready);
         close(ready[0]);
-        if (!tests_wait_for(pid_listed, &pid, WAIT_MS))
+        if (!bus_client_wait_listed(pid, WAIT_MS))
                 g_error("root's ListTasks does not list the process of uid %d within %d ms", NO_PASSWD_UID, WAIT_MS);
         close(ready[1]);
         g_assert_cmpint(tests_wait_status(pid), ==, 0);

@@ -262,39 +262,60 @@ static GHashTable *listing_read(sd_bus_message *reply, bool filters) {
 
 typedef struct ListingsHeld {
         const Fixture *fx;
+        uint64_t head;       /* the filter of nobody's filtered process */
         pid_t other;         /* root's filtered process */
         uint64_t other_head; /* and its filter */
         int held[2], go[2];  /* nobody says its listings are held; the test says it opened the gate */
 } ListingsHeld;
 
-/* As nobody, with the daemon's walks held at their gate: ListTasks and ListFilters wait, and a call
- * the loop answers itself (nobody's GetTaskChain) is answered meanwhile. With the gate open, both
- * list nobody's filtered process, and its filter with one task, and nothing of root's. */
+/* As nobody, with the daemon's walks held at their gate: ListTasks, ListFilters and GetFilter wait,
+ * and a call the loop answers itself (nobody's GetTaskChain) is answered meanwhile. With the gate
+ * open, the listings have nobody's filtered process, and its filter with one task, and nothing of
+ * root's; GetFilter gives nobody's filter and refuses root's. */
 static void listings_as_nobody(void *userdata) {
         ListingsHeld *l = userdata;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *chain = NULL;
-        HeldCall tasks = {}, filters = {};
+        HeldCall tasks = {}, filters = {}, mine = {}, roots = {};
         g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
                                                  "ListTasks", on_held_reply, &tasks, ""), >=, 0);
         g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
                                                  "ListFilters", on_held_reply, &filters, ""), >=, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "GetFilter", on_held_reply, &mine, "t", l->head), >=, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "GetFilter", on_held_reply, &roots, "t", l->other_head), >=, 0);
         if (bus_client_call(bus, "GetTaskChain", &error, &chain, "u", (uint32_t) l->fx->s.filtered) < 0)
                 g_error("GetTaskChain: %s", error.message);
         uint64_t head = 0;
         g_assert_cmpint(sd_bus_message_read(chain, "at", 1, &head), >, 0);
+        g_assert_cmpuint(head, ==, l->head);
         /* answered at once on the loop (a few ms for nobody's few processes); held here */
         for (gint64 end = g_get_monotonic_time() + G_USEC_PER_SEC; g_get_monotonic_time() < end;)
                 bus_client_pump(bus, -1, 0);
         g_assert_false(tasks.p.done);
         g_assert_false(filters.p.done);
+        g_assert_false(mine.p.done);
+        g_assert_false(roots.p.done);
         g_assert_cmpint(write(l->held[1], "h", 1), ==, 1);
         char c;
         g_assert_cmpint(read(l->go[0], &c, 1), ==, 1);
 
         bus_client_wait(bus, &tasks.p, TESTS_PATIENCE_MS, "ListTasks");
         bus_client_wait(bus, &filters.p, TESTS_PATIENCE_MS, "ListFilters");
+        bus_client_wait(bus, &mine.p, TESTS_PATIENCE_MS, "GetFilter");
+        bus_client_wait(bus, &roots.p, TESTS_PATIENCE_MS, "GetFilter of root's");
+        g_assert_false(sd_bus_error_is_set(&mine.p.error));
+        bus_client_assert_error(&roots.p.error, SD_BUS_ERROR_ACCESS_DENIED);
+        uint64_t parent;
+        uint32_t len, n_tasks;
+        const char *digest, *identity;
+        g_assert_cmpint(sd_bus_message_read(mine.reply, "tus", &parent, &len, &digest), >, 0);
+        g_assert_cmpint(sd_bus_message_skip(mine.reply, "as"), >=, 0);
+        g_assert_cmpint(sd_bus_message_read(mine.reply, "us", &n_tasks, &identity), >, 0);
+        g_assert_cmpuint(len, ==, ELEMENTSOF(tests_prog_allow));
+        g_assert_cmpuint(n_tasks, ==, 1);
         g_assert_false(sd_bus_error_is_set(&tasks.p.error));
         g_assert_false(sd_bus_error_is_set(&filters.p.error));
         g_autoptr(GHashTable) t = listing_read(tasks.reply, false), f = listing_read(filters.reply, true);
@@ -305,8 +326,11 @@ static void listings_as_nobody(void *userdata) {
         g_assert_false(g_hash_table_contains(f, GUINT_TO_POINTER((guint) l->other_head)));
         sd_bus_message_unref(tasks.reply);
         sd_bus_message_unref(filters.reply);
+        sd_bus_message_unref(mine.reply);
+        sd_bus_message_unref(roots.reply);
         sd_bus_error_free(&tasks.p.error);
         sd_bus_error_free(&filters.p.error);
+        sd_bus_error_free(&mine.p.error);
 }
 
 /* The head filter of pid as GetTaskChain (as root) says: 0 while the daemon does not have it. */
@@ -352,7 +376,8 @@ static void test_listings_off_loop(Fixture *fx, gconstpointer data) {
         g_assert_true(tests_wait_for(tracked_filtered, &fx->s.filtered, TESTS_PATIENCE_MS));
         g_assert_true(tests_wait_for(tracked_filtered, &other, TESTS_PATIENCE_MS));
 
-        ListingsHeld l = { .fx = fx, .other = other, .other_head = head_of(other) };
+        ListingsHeld l = { .fx = fx, .head = head_of(fx->s.filtered), .other = other, .other_head = head_of(other) };
+        g_assert_cmpuint(l.head, !=, 0);
         g_assert_cmpuint(l.other_head, !=, 0);
         g_assert_cmpint(pipe2(l.held, O_CLOEXEC), ==, 0);
         g_assert_cmpint(pipe2(l.go, O_CLOEXEC), ==, 0);

@@ -1128,6 +1128,7 @@ static void test_sectreectl(Fixture *fx, gconstpointer data) {
         struct sock_filter no_nice[4];
         size_t nn2 = restore_filter_for_calls(no_nice, nice_calls, 1, SECCOMP_RET_ERRNO | EPERM);
         ScenarioTask like = tests_fork_install(s, a, no_nice, nn2, 0);
+        g_assert_true(bus_client_wait_listed(scenario_task(s, like)->tgid, TESTS_PATIENCE_MS)); /* under load: later */
         g_autofree char *like_arg = g_strdup_printf("--like=%d", scenario_task(s, like)->tid);
         g_autofree char *pipeline = g_strdup_printf(
                 "echo hello | \"$0\" run %s -- /bin/sh -c 'grep Seccomp_filters: /proc/self/status; "

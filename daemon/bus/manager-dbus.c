@@ -23,11 +23,11 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-/* A listing's reply, built and sent for a caller whose access checks can be made (or are made:
- * c->seen, listing_call()). */
-typedef int (*ListingReply)(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f);
+/* A listing's reply (or GetFilter's), built and sent for a caller whose access checks can be made
+ * (or are made: c->seen, listing_call()); a named error is set in error. */
+typedef int (*ListingReply)(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error);
 
-static int list_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f) {
+static int list_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = bus_list_reply_begin(msg, "(uuusstu)", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
@@ -48,7 +48,7 @@ static int list_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Fo
         return bus_list_end(reply, r);
 }
 
-static int list_stale_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f) {
+static int list_stale_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = bus_list_reply_begin(msg, "u", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
@@ -75,7 +75,7 @@ static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t 
         return sd_bus_message_close_container(reply);
 }
 
-static int list_filters_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f) {
+static int list_filters_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {}, counts = {};
         int r = caller_visible_filters(c, f, &visible);
@@ -121,7 +121,7 @@ static int append_listener(sd_bus_message *reply, Caller *c, const Forest *f, co
 
 /* Every listener of a filter the caller may see, with the holders the caller may see: who holds
  * a file descriptor of it, and which, and the holder's name. */
-static int list_listeners_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f) {
+static int list_listeners_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
         int r = caller_visible_filters(c, f, &visible);
@@ -160,7 +160,7 @@ static void on_listing_checked(SubtreeJob *j, void *userdata) {
         if (r >= 0)
                 r = caller_seen_rebase(&j->caller, &j->tracked, f);
         if (r >= 0)
-                r = l->reply(l->msg, l->bus->manager, &j->caller, f);
+                r = l->reply(l->msg, l->bus->manager, &j->caller, f, &error);
         if (r < 0)
                 r = sd_bus_error_is_set(&error) ? sd_bus_reply_method_error(l->msg, &error)
                                                 : sd_bus_reply_method_errno(l->msg, r, NULL);
@@ -168,9 +168,9 @@ static void on_listing_checked(SubtreeJob *j, void *userdata) {
                 log_debug_errno(r, "Could not answer a listing: %m");
 }
 
-/* ListTasks, ListStaleTasks, ListFilters and ListListeners. Root's answered at once; anyone else's
- * access checks, one or more calls into /proc per tracked process, are made in a worker lane
- * (subtree-jobs.h), and the listing answered when they are done. */
+/* ListTasks, ListStaleTasks, ListFilters, ListListeners and GetFilter. Root's answered at once;
+ * anyone else's access checks, one or more calls into /proc per tracked process, are made in a
+ * worker lane (subtree-jobs.h), and the call answered when they are done. */
 static int listing_call(sd_bus_message *msg, ManagerBus *b, ListingReply reply, sd_bus_error *error) {
         CALLER_CLEANUP Caller c = {};
         _cleanup_(subtree_job_freep) SubtreeJob *j = NULL;
@@ -180,7 +180,7 @@ static int listing_call(sd_bus_message *msg, ManagerBus *b, ListingReply reply, 
         if (r < 0 || (r = live_or_fail(b->manager, &f, error)) < 0)
                 return r;
         if (c.privileged)
-                return reply(msg, b->manager, &c, f);
+                return reply(msg, b->manager, &c, f, error);
         Listing *l = calloc(1, sizeof(Listing));
         if (!l)
                 return -ENOMEM;
@@ -213,6 +213,12 @@ static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error
 
 static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         return listing_call(msg, userdata, list_listeners_reply, error);
+}
+
+static int get_filter_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error);
+
+static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return listing_call(msg, userdata, get_filter_reply, error);
 }
 
 /* Empty for a filter over budget: its flags say so. */
@@ -262,18 +268,19 @@ static int append_installer(sd_bus_message *reply, Store *store, Caller *c, uint
         return r;
 }
 
-static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
-        Manager *m = b->manager;
-        CALLER_CLEANUP Caller c = {};
+/* GetFilter(t id): its argument read again from the start (a call answered after the checks). */
+static int get_filter_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(hashmap_deinit) Hashmap counts = {};
         const Filter *flt = NULL;
-        const Forest *f;
         uint64_t id;
         char digest[PROG_DIGEST_STRING_MAX];
-        int r = sd_bus_message_read(msg, "t", &id);
-        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0 ||
-            (r = find_visible_filter(msg, &c, f, id, &flt, error)) < 0)
+        int r = sd_bus_message_rewind(msg, true);
+        if (r < 0 || (r = sd_bus_message_read(msg, "t", &id)) < 0 ||
+            (r = find_visible_filter(msg, c, f, id, &flt, error)) < 0)
+                return r;
+        r = caller_visible_task_counts(c, f, &counts);
+        if (r < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
@@ -285,14 +292,14 @@ static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *
         r = append_filter_flags(reply, flt);
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(reply, "us", (uint32_t) caller_visible_task_count(&c, f, flt),
+        r = sd_bus_message_append(reply, "us", (uint32_t) visible_task_count(c, &counts, flt),
                                   identity_kind_to_string(flt->identity));
         if (r < 0)
                 return r;
         r = append_program(reply, flt);
         if (r < 0)
                 return r;
-        r = append_installer(reply, m->store, &c, flt->id);
+        r = append_installer(reply, m->store, c, flt->id);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);

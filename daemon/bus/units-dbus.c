@@ -1,39 +1,62 @@
 /* units-dbus.c: ListProcessUnits(): the systemd unit, user unit and machine of each process of the
- * live forest the caller may see, read from the process's cgroup at the call */
+ * live forest the caller may see, read from the process's cgroup at the call, in a worker lane */
 #include "bus/units-dbus.h"
 
 #include "bus/bus-args.h"
 #include "service/access.h"
+#include "service/subtree-jobs.h"
 #include "service/units.h"
 #include "snapshot/snapshot-text.h"
 
 /* One entry: pid, unit, user unit, machine ("" for none, sanitized: D-Bus strings are UTF-8) and
- * the owner of the user slice (UNIT_OWNER_NONE). A process that is gone by now is left out. */
-static int append_process_unit(sd_bus_message *reply, pid_t pid) {
-        _cleanup_(process_unit_done) ProcessUnit u = { .owner = UNIT_OWNER_NONE };
-        int r = process_unit_read(pid, &u);
-        if (r == -ESRCH)
-                return 0;
-        if (r < 0)
-                return r;
-        _cleanup_free_ char *unit = snapshot_utf8_sanitize(u.unit ?: ""),
-                            *user_unit = snapshot_utf8_sanitize(u.user_unit ?: ""),
-                            *machine = snapshot_utf8_sanitize(u.machine ?: "");
+ * the owner of the user slice (UNIT_OWNER_NONE). */
+static int append_process_unit(sd_bus_message *reply, const PidUnit *p) {
+        const ProcessUnit *u = &p->unit;
+        _cleanup_free_ char *unit = snapshot_utf8_sanitize(u->unit ?: ""),
+                            *user_unit = snapshot_utf8_sanitize(u->user_unit ?: ""),
+                            *machine = snapshot_utf8_sanitize(u->machine ?: "");
         if (!unit || !user_unit || !machine)
                 return -ENOMEM;
-        return sd_bus_message_append(reply, "(usssu)", (uint32_t) pid, unit, user_unit, machine, u.owner);
+        return sd_bus_message_append(reply, "(usssu)", (uint32_t) p->pid, unit, user_unit, machine, u->owner);
 }
 
-static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        CALLER_CLEANUP Caller c = {};
+/* The worker read the units: the reply, or the error. */
+static void on_units_read(SubtreeJob *j, void *userdata) {
+        sd_bus_message *msg = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = j->r;
+        if (r >= 0)
+                r = bus_list_reply_begin(msg, "(usssu)", &reply);
+        for (size_t i = 0; r >= 0 && i < j->n; i++)
+                r = append_process_unit(reply, &j->units[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        else
+                r = sd_bus_reply_method_errno(msg, r, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Could not answer ListProcessUnits: %m");
+}
+
+/* Four reads of each process's cgroup, root's calls too: in a worker lane (subtree-jobs.h). */
+static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        ManagerBus *b = userdata;
+        CALLER_CLEANUP Caller c = {};
+        _cleanup_(subtree_job_freep) SubtreeJob *j = NULL;
+        uint64_t cpu = thread_cpu_usec();
         const Forest *f;
-        int r = bus_list_begin(msg, m, "(usssu)", &c, &f, &reply, error);
-        for (size_t i = 0; r >= 0 && i < f->n_processes; i++)
-                if (caller_may_see(&c, f->processes[i]))
-                        r = append_process_unit(reply, f->processes[i]->pid);
-        return bus_list_end(reply, r);
+        int r = caller_from_message(msg, &c);
+        if (r < 0 || (r = live_or_fail(b->manager, &f, error)) < 0 ||
+            (r = subtree_job_new(f, &c, SUBTREE_JOB_UNITS, 0, &j)) < 0)
+                return r;
+        j->userdata = sd_bus_message_ref(msg);
+        j->userdata_free = bus_message_unref_userdata;
+        r = subtree_jobs_submit(b->subtree_jobs, TAKE_PTR(j), thread_cpu_usec() - cpu, on_units_read);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Too many calls of yours are waiting; try again later.");
+        return r < 0 ? r : 1; /* answered when done */
 }
 
 static const sd_bus_vtable units_vtable[] = {
@@ -43,8 +66,8 @@ static const sd_bus_vtable units_vtable[] = {
         SD_BUS_VTABLE_END
 };
 
-int units_bus_connect(Manager *m, sd_bus *bus) {
-        int r = sd_bus_add_object_vtable(bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, units_vtable, m);
+int units_bus_connect(ManagerBus *b) {
+        int r = sd_bus_add_object_vtable(b->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, units_vtable, b);
         if (r < 0)
                 return log_error_errno(r, "Failed to add ListProcessUnits to the bus: %m");
         return 0;

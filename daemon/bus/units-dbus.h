@@ -4,7 +4,7 @@
 
 #include <systemd/sd-bus.h>
 
-#include "service/manager.h"
+#include "bus/bus-args.h"
 
-/* Export ListProcessUnits() on bus; the manager is its userdata. */
-int units_bus_connect(Manager *m, sd_bus *bus);
+/* Export ListProcessUnits() on the manager's bus; b is its userdata. */
+int units_bus_connect(ManagerBus *b);

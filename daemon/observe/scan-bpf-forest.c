@@ -179,11 +179,6 @@ static int forest_add_listeners(Forest *f, BpfScanner *s, ProcSpan *spans, size_
                 const ProcSpan *h = bpf_span_find(spans, n, (pid_t) rec->tgid);
                 if (!h || !h->member)
                         continue;
-                /* The table walk reads file tables without a reference (scan.bpf.c): one that a
-                 * thread's unshare(CLONE_FILES) or exit freed under it may have been reused by
-                 * another process's, and name that one's listener. /proc says what the fd is. */
-                if (!proc_fd_is_listener((pid_t) rec->tgid, (int) rec->fd))
-                        continue;
                 k = listener_add_holder(l, rec->tgid, rec->fd);
                 if (k < 0 && k != -EEXIST)
                         return k;

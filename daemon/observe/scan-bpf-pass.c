@@ -9,6 +9,7 @@
 
 #include "observe/scan-bpf-cache.h"
 #include "observe/scan-bpf-load.h"
+#include "observe/procinfo.h"
 #include "observe/scan-bpf-pass.h"
 #include "observe/scan-bpf-side.h"
 #include "observe/bpf/scan.skel.h" /* after the records it names (bpf/scan.h) */
@@ -460,6 +461,14 @@ static void records_presize(BpfScanner *s) {
 
         if (s->records.n_tasks_allocated == 0 && sysinfo(&si) == 0)
                 (void) GROW(s->records.tasks, s->records.n_tasks_allocated, (size_t) si.procs + si.procs / 8 + 64);
+}
+
+void bpf_records_check_listeners(PassRecords *r) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->n_listeners; i++)
+                if (proc_fd_is_listener((pid_t) r->listeners[i].tgid, (int) r->listeners[i].fd))
+                        r->listeners[n++] = r->listeners[i];
+        r->n_listeners = n;
 }
 
 int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {

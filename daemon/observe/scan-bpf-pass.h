@@ -11,6 +11,12 @@ int bpf_scanner_on_record(void *userdata, void *data, size_t size);
  * pass is to be run again (the kernel was asked for every program once more; the id map is swept
  * first); -ELOOP: a chain deeper than the walk bound. */
 int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe);
+/* The listener records whose fd /proc says is a seccomp listener now, the others dropped: the table
+ * walk reads file tables without a reference (scan.bpf.c), and one that a thread's
+ * unshare(CLONE_FILES) or exit freed under it may have been reused by another process's and name
+ * that one's listener; a holder that closed the fd or exited since is not one either. Before
+ * anything selects holders by them. */
+void bpf_records_check_listeners(PassRecords *r);
 /* The command lines of the member processes, by the argv iterator. */
 int bpf_scanner_argv_pass(BpfScanner *s, const ProcSpan *spans, size_t n);
 /* The last record of tgid in recs (sorted by the pass), or NULL. */

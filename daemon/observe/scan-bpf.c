@@ -117,6 +117,7 @@ static int scan_once(BpfScanner *s, const ScanOptions *opts, Forest **ret) {
         if (k < 0)
                 return k;
         built = now_usec(CLOCK_MONOTONIC);
+        bpf_records_check_listeners(&s->records);
         if (opts->root > 0 && !bpf_records_have_process(&s->records, opts->root)) {
                 k = bpf_scanner_add_unvisited_root(s, opts->root);
                 if (k < 0)

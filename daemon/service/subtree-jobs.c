@@ -33,6 +33,7 @@ SubtreeJob *subtree_job_free(SubtreeJob *j) {
         caller_deinit(&j->caller);
         free(j->pids);
         free(j->list);
+        pid_units_free(j->units, j->kind == SUBTREE_JOB_UNITS ? j->n : 0);
         free(j);
         return NULL;
 }
@@ -86,6 +87,9 @@ static void job_run(void *userdata) {
                 return;
         case SUBTREE_JOB_VISIBLE:
                 j->r = caller_check_tracked(&j->caller, &j->tracked);
+                return;
+        case SUBTREE_JOB_UNITS:
+                j->r = caller_process_units(&j->caller, &j->tracked, &j->units, &j->n);
                 return;
         }
         j->r = -EINVAL;

@@ -1,6 +1,7 @@
 /* subtree-jobs.h: the walks of /proc a caller's call needs, answered in worker lanes
- * (worker-lanes.h): ListSubtree's and ListSubtreeProcesses' walks of a subtree, and a non-root
- * caller's access checks for the listings (ListTasks, ListFilters, ListListeners, ListStaleTasks) */
+ * (worker-lanes.h): ListSubtree's and ListSubtreeProcesses' walks of a subtree, ListProcessUnits'
+ * reads of each process's cgroup, and a non-root caller's access checks for the listings
+ * (ListTasks, ListFilters, ListListeners, ListStaleTasks) and GetFilter */
 #pragma once
 
 #include <stdbool.h>
@@ -16,7 +17,8 @@
  * at 20,000 processes, which the loop must not spend on one caller's call. A listing for a caller
  * other than root checks each tracked process against the caller (a stat(2) of another uid's, six
  * calls into /proc of the caller's own: 35 ms at 20,000 processes, 0.1 s for a user who runs
- * 4,000), which the loop must not spend either. The live forest's
+ * 4,000), which the loop must not spend either, nor ListProcessUnits' four reads of each
+ * process's cgroup (root's too). The live forest's
  * processes are copied on the loop (pids, start times and names), the caller's identity handed
  * over, and the walk runs in one of two lanes of one worker each, root's calls and everyone
  * else's, the latter shared by uid (uid-share.h). At most SUBTREE_JOBS_MAX_* calls of a lane wait
@@ -34,6 +36,8 @@ typedef enum SubtreeJobKind {
         SUBTREE_JOB_PROCESSES, /* ListSubtreeProcesses: every process of it */
         SUBTREE_JOB_VISIBLE,   /* a listing's: which tracked processes the caller may see (no root);
                                 * the answers are caller.seen, for caller_seen_rebase() */
+        SUBTREE_JOB_UNITS,     /* ListProcessUnits: the units of each tracked process the caller may
+                                * see, read from its cgroup (no root) */
 } SubtreeJobKind;
 
 typedef struct SubtreeJob SubtreeJob;
@@ -55,6 +59,7 @@ struct SubtreeJob {
         int r;
         pid_t *pids;          /* SUBTREE_JOB_TRACKED */
         VisibleProcess *list; /* SUBTREE_JOB_PROCESSES */
+        PidUnit *units;       /* SUBTREE_JOB_UNITS */
         size_t n;
 };
 

@@ -62,6 +62,13 @@ static int read_optional(int r, char **value) {
         return 0;
 }
 
+PidUnit *pid_units_free(PidUnit *l, size_t n) {
+        for (size_t i = 0; l && i < n; i++)
+                process_unit_done(&l[i].unit);
+        free(l);
+        return NULL;
+}
+
 int process_unit_read(pid_t pid, ProcessUnit *ret) {
         _cleanup_(process_unit_done) ProcessUnit u = { .owner = UNIT_OWNER_NONE };
         uid_t owner;

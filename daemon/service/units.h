@@ -17,6 +17,14 @@ typedef struct ProcessUnit {
 
 void process_unit_done(ProcessUnit *u);
 
+/* A process's units, as ListProcessUnits lists them. */
+typedef struct PidUnit {
+        pid_t pid;
+        ProcessUnit unit;
+} PidUnit;
+
+PidUnit *pid_units_free(PidUnit *l, size_t n);
+
 /* What libsystemd reads from pid's cgroup (no systemd needed at run time). A machine's name comes
  * from systemd-machined's records when it runs, else from the scope's name as machined names it
  * (machine-NAME.scope, NAME unescaped). A process without any of these gives all NULL: that is not

@@ -9,20 +9,6 @@
 #include "observe/procinfo.h"
 #include "snapshot/snapshot.h"
 
-/* Tasks whose head is flt that the caller may see. */
-size_t caller_visible_task_count(Caller *c, const Forest *f, const Filter *flt) {
-        if (c->privileged)
-                return flt->n_tasks;
-        size_t n = 0;
-        for (size_t i = 0; i < f->n_processes; i++) {
-                const Process *p = f->processes[i];
-                for (size_t j = 0; j < p->n_threads; j++)
-                        if (p->threads[j].filter == flt && caller_may_see(c, p))
-                                n++;
-        }
-        return n;
-}
-
 int caller_visible_task_counts(Caller *c, const Forest *f, Hashmap *ret) {
         *ret = (Hashmap) {};
         if (c->privileged)
@@ -129,6 +115,28 @@ int caller_subtree_tracked(Caller *c, const TrackedProcesses *t, pid_t root, pid
 int caller_check_tracked(Caller *c, const TrackedProcesses *t) {
         for (size_t i = 0; i < t->n; i++)
                 (void) caller_may_see_started(c, t->p[i].pid, t->p[i].start_time);
+        return 0;
+}
+
+int caller_process_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, size_t *ret_n) {
+        PidUnit *l = calloc(t->n + 1, sizeof(PidUnit));
+        size_t n = 0;
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < t->n; i++) {
+                if (!caller_may_see_started(c, t->p[i].pid, t->p[i].start_time))
+                        continue;
+                int r = process_unit_read(t->p[i].pid, &l[n].unit);
+                if (r == -ESRCH)
+                        continue;
+                if (r < 0) {
+                        pid_units_free(l, n);
+                        return r;
+                }
+                l[n++].pid = t->p[i].pid;
+        }
+        *ret = l;
+        *ret_n = n;
         return 0;
 }
 

@@ -8,12 +8,11 @@
 #include "core/forest.h"
 #include "core/hashmap.h"
 #include "service/access.h"
+#include "service/units.h"
 
-/* Tasks whose head is flt that the caller may see. */
-size_t caller_visible_task_count(Caller *c, const Forest *f, const Filter *flt);
-/* The same for every filter in one walk of the processes (a caller's listing: one walk, not one per
- * filter): head filter id -> count as a pointer, empty for a privileged caller, who sees them all.
- * visible_task_count() reads it. */
+/* For each filter, the tasks whose head it is that the caller may see, in one walk of the
+ * processes: head filter id -> count as a pointer, empty for a privileged caller, who sees them
+ * all. visible_task_count() reads it. */
 int caller_visible_task_counts(Caller *c, const Forest *f, Hashmap *ret);
 size_t visible_task_count(const Caller *c, const Hashmap *counts, const Filter *flt);
 
@@ -55,6 +54,9 @@ int caller_subtree_tracked(Caller *c, const TrackedProcesses *t, pid_t root, pid
  * processes f still has as they were (the same start time): a pid reused meanwhile is checked
  * again when the listing asks. */
 int caller_check_tracked(Caller *c, const TrackedProcesses *t);
+/* ListProcessUnits's walk: each of t the caller may see, with its units read from its cgroup now
+ * (a process gone meanwhile left out). */
+int caller_process_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, size_t *ret_n);
 int caller_seen_rebase(Caller *c, const TrackedProcesses *t, const Forest *f);
 
 /* A process of a subtree as ListTasks would show it: a tracked process by the scan's name, any
