@@ -81,6 +81,25 @@ void bus_message_unref_userdata(void *userdata) {
         sd_bus_message_unref(userdata);
 }
 
+int bus_subtree_job_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, Caller *c, SubtreeJobKind kind,
+                          pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, SubtreeJobDone done,
+                          sd_bus_error *error) {
+        SubtreeJob *j = NULL;
+        int r = subtree_job_new(f, c, kind, root, &j);
+        if (r < 0) {
+                if (l)
+                        l_free(l);
+                return r;
+        }
+        j->userdata = l ?: sd_bus_message_ref(msg);
+        j->userdata_free = l ? l_free : bus_message_unref_userdata;
+        r = subtree_jobs_submit(b->subtree_jobs, j, thread_cpu_usec() - cpu, done);
+        if (r == -EBUSY)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+                                         "Too many calls like this one are waiting; try again later.");
+        return r < 0 ? r : 1; /* answered when done */
+}
+
 int bus_list_end(sd_bus_message *reply, int r) {
         if (r < 0)
                 return r;

@@ -49,6 +49,14 @@ int bus_list_end(sd_bus_message *reply, int r);
 /* sd_bus_message_unref() as a job's userdata_free: the call it answers when done. */
 void bus_message_unref_userdata(void *userdata);
 
+/* A walk of /proc for msg's call (subtree-jobs.h) started: the caller (taken: the worker's now) over
+ * the live forest f; its userdata is l (freed by l_free), or msg itself where l is NULL, and
+ * done() answers the call. cpu: thread_cpu_usec() when the handler began. 1 (answered when done),
+ * LimitsExceeded set in error when its lane is full, or a negative errno. */
+int bus_subtree_job_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, Caller *c, SubtreeJobKind kind,
+                          pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, SubtreeJobDone done,
+                          sd_bus_error *error);
+
 /* Refuse the call with AccessDenied and the message, and log the operator's access-denied event
  * (the method, the caller's uid and pid, the message). */
 int bus_access_denied(sd_bus_message *msg, const Caller *c, sd_bus_error *error, const char *format, ...)

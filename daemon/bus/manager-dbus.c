@@ -173,7 +173,6 @@ static void on_listing_checked(SubtreeJob *j, void *userdata) {
  * worker lane (subtree-jobs.h), and the call answered when they are done. */
 static int listing_call(sd_bus_message *msg, ManagerBus *b, ListingReply reply, sd_bus_error *error) {
         CALLER_CLEANUP Caller c = {};
-        _cleanup_(subtree_job_freep) SubtreeJob *j = NULL;
         uint64_t cpu = thread_cpu_usec();
         const Forest *f;
         int r = caller_from_message(msg, &c);
@@ -185,18 +184,8 @@ static int listing_call(sd_bus_message *msg, ManagerBus *b, ListingReply reply, 
         if (!l)
                 return -ENOMEM;
         *l = (Listing) { .msg = sd_bus_message_ref(msg), .bus = b, .reply = reply };
-        r = subtree_job_new(f, &c, SUBTREE_JOB_VISIBLE, 0, &j);
-        if (r < 0) {
-                listing_free(l);
-                return r;
-        }
-        j->userdata = l;
-        j->userdata_free = listing_free;
-        r = subtree_jobs_submit(b->subtree_jobs, TAKE_PTR(j), thread_cpu_usec() - cpu, on_listing_checked);
-        if (r == -EBUSY)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Too many calls of yours are waiting; try again later.");
-        return r < 0 ? r : 1; /* answered when done */
+        return bus_subtree_job_start(b, msg, f, &c, SUBTREE_JOB_VISIBLE, 0, l, listing_free, cpu, on_listing_checked,
+                                     error);
 }
 
 static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -413,20 +402,13 @@ static void on_subtree_done(SubtreeJob *j, void *userdata) {
  * lane (subtree-jobs.h), answered when it is done. */
 static int subtree_call(sd_bus_message *msg, ManagerBus *b, SubtreeJobKind kind, sd_bus_error *error) {
         CALLER_CLEANUP Caller c = {};
-        _cleanup_(subtree_job_freep) SubtreeJob *j = NULL;
         uint64_t cpu = thread_cpu_usec();
         const Forest *f;
         pid_t root = 0;
         int r = subtree_request(msg, b, &c, &f, &root, error);
-        if (r < 0 || (r = subtree_job_new(f, &c, kind, root, &j)) < 0)
+        if (r < 0)
                 return r;
-        j->userdata = sd_bus_message_ref(msg);
-        j->userdata_free = bus_message_unref_userdata;
-        r = subtree_jobs_submit(b->subtree_jobs, TAKE_PTR(j), thread_cpu_usec() - cpu, on_subtree_done);
-        if (r == -EBUSY)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Too many walks of subtrees are waiting; try again later.");
-        return r < 0 ? r : 1; /* answered when done */
+        return bus_subtree_job_start(b, msg, f, &c, kind, root, NULL, NULL, cpu, on_subtree_done, error);
 }
 
 static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {

@@ -43,20 +43,12 @@ static void on_units_read(SubtreeJob *j, void *userdata) {
 static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
-        _cleanup_(subtree_job_freep) SubtreeJob *j = NULL;
         uint64_t cpu = thread_cpu_usec();
         const Forest *f;
         int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(b->manager, &f, error)) < 0 ||
-            (r = subtree_job_new(f, &c, SUBTREE_JOB_UNITS, 0, &j)) < 0)
+        if (r < 0 || (r = live_or_fail(b->manager, &f, error)) < 0)
                 return r;
-        j->userdata = sd_bus_message_ref(msg);
-        j->userdata_free = bus_message_unref_userdata;
-        r = subtree_jobs_submit(b->subtree_jobs, TAKE_PTR(j), thread_cpu_usec() - cpu, on_units_read);
-        if (r == -EBUSY)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                         "Too many calls of yours are waiting; try again later.");
-        return r < 0 ? r : 1; /* answered when done */
+        return bus_subtree_job_start(b, msg, f, &c, SUBTREE_JOB_UNITS, 0, NULL, NULL, cpu, on_units_read, error);
 }
 
 static const sd_bus_vtable units_vtable[] = {
