@@ -59,15 +59,24 @@ int bus_access_denied(sd_bus_message *msg, const Caller *c, sd_bus_error *error,
         return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED, what);
 }
 
+int bus_call_begin(sd_bus_message *msg, Manager *m, Caller *c, const Forest **f, sd_bus_error *error) {
+        int r = caller_from_message(msg, c);
+        return r < 0 ? r : live_or_fail(m, f, error);
+}
+
+void bus_answer(sd_bus_message *msg, sd_bus_message *reply, int r, const char *what) {
+        if (r >= 0)
+                r = sd_bus_send(NULL, reply, NULL);
+        else
+                r = sd_bus_reply_method_errno(msg, r, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Could not answer %s: %m", what);
+}
+
 int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
                    sd_bus_message **reply, sd_bus_error *error) {
-        int r = caller_from_message(msg, c);
-        if (r < 0)
-                return r;
-        r = live_or_fail(m, f, error);
-        if (r < 0)
-                return r;
-        return bus_list_reply_begin(msg, contents, reply);
+        int r = bus_call_begin(msg, m, c, f, error);
+        return r < 0 ? r : bus_list_reply_begin(msg, contents, reply);
 }
 
 int bus_list_reply_begin(sd_bus_message *msg, const char *contents, sd_bus_message **reply) {

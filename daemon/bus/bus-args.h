@@ -37,6 +37,12 @@ typedef struct ManagerBus {
 /* The live forest for a method (manager_live()), or ScanFailed set in error. */
 int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);
 
+/* The caller read and the live forest (or ScanFailed set in error). */
+int bus_call_begin(sd_bus_message *msg, Manager *m, Caller *c, const Forest **f, sd_bus_error *error);
+/* Answer msg with reply, or with the error r where r < 0; a failure to answer is logged (debug) as
+ * one to answer what. */
+void bus_answer(sd_bus_message *msg, sd_bus_message *reply, int r, const char *what);
+
 /* The start of a reply that lists what the caller may see: the caller read, the live forest (or
  * ScanFailed), and the reply with its array of contents opened. */
 int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,

@@ -175,8 +175,8 @@ static int listing_call(sd_bus_message *msg, ManagerBus *b, ListingReply reply, 
         CALLER_CLEANUP Caller c = {};
         uint64_t cpu = thread_cpu_usec();
         const Forest *f;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(b->manager, &f, error)) < 0)
+        int r = bus_call_begin(msg, b->manager, &c, &f, error);
+        if (r < 0)
                 return r;
         if (c.privileged)
                 return reply(msg, b->manager, &c, f, error);
@@ -390,12 +390,7 @@ static void on_subtree_done(SubtreeJob *j, void *userdata) {
         int r = j->r;
         if (r >= 0)
                 r = subtree_reply(j, msg, &reply);
-        if (r < 0)
-                r = sd_bus_message_new_method_errno(msg, &reply, r, NULL);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        if (r < 0)
-                log_debug_errno(r, "Could not answer a call for a subtree: %m");
+        bus_answer(msg, reply, r, "a call for a subtree");
 }
 
 /* ListSubtree and ListSubtreeProcesses: the request checked here, the walk of /proc in a worker

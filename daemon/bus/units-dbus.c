@@ -31,12 +31,7 @@ static void on_units_read(SubtreeJob *j, void *userdata) {
                 r = append_process_unit(reply, &j->units[i]);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_send(NULL, reply, NULL);
-        else
-                r = sd_bus_reply_method_errno(msg, r, NULL);
-        if (r < 0)
-                log_debug_errno(r, "Could not answer ListProcessUnits: %m");
+        bus_answer(msg, reply, r, "ListProcessUnits");
 }
 
 /* Four reads of each process's cgroup, root's calls too: in a worker lane (subtree-jobs.h). */
@@ -45,8 +40,8 @@ static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus
         CALLER_CLEANUP Caller c = {};
         uint64_t cpu = thread_cpu_usec();
         const Forest *f;
-        int r = caller_from_message(msg, &c);
-        if (r < 0 || (r = live_or_fail(b->manager, &f, error)) < 0)
+        int r = bus_call_begin(msg, b->manager, &c, &f, error);
+        if (r < 0)
                 return r;
         return bus_subtree_job_start(b, msg, f, &c, SUBTREE_JOB_UNITS, 0, NULL, NULL, cpu, on_units_read, error);
 }
