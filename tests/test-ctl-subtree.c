@@ -268,7 +268,8 @@ typedef struct ListingsHeld {
         int held[2], go[2];  /* nobody says its listings are held; the test says it opened the gate */
 } ListingsHeld;
 
-/* As nobody, with the daemon's walks held at their gate: ListTasks, ListFilters and GetFilter wait,
+/* As nobody, with the daemon's walks held at their gate: ListTasks, ListFilters, GetFilter and
+ * WhoCan (whose question is planned once its checks are made) wait,
  * and a call the loop answers itself (nobody's GetTaskChain) is answered meanwhile. With the gate
  * open, the listings have nobody's filtered process, and its filter with one task, and nothing of
  * root's; GetFilter gives nobody's filter and refuses root's. */
@@ -277,7 +278,7 @@ static void listings_as_nobody(void *userdata) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *chain = NULL;
-        HeldCall tasks = {}, filters = {}, mine = {}, roots = {};
+        HeldCall tasks = {}, filters = {}, mine = {}, roots = {}, who = {};
         g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
                                                  "ListTasks", on_held_reply, &tasks, ""), >=, 0);
         g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
@@ -286,6 +287,8 @@ static void listings_as_nobody(void *userdata) {
                                                  "GetFilter", on_held_reply, &mine, "t", l->head), >=, 0);
         g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
                                                  "GetFilter", on_held_reply, &roots, "t", l->other_head), >=, 0);
+        g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                 "WhoCan", on_held_reply, &who, "sata{sv}", "getpid", 0, 0), >=, 0);
         if (bus_client_call(bus, "GetTaskChain", &error, &chain, "u", (uint32_t) l->fx->s.filtered) < 0)
                 g_error("GetTaskChain: %s", error.message);
         uint64_t head = 0;
@@ -298,6 +301,7 @@ static void listings_as_nobody(void *userdata) {
         g_assert_false(filters.p.done);
         g_assert_false(mine.p.done);
         g_assert_false(roots.p.done);
+        g_assert_false(who.p.done);
         g_assert_cmpint(write(l->held[1], "h", 1), ==, 1);
         char c;
         g_assert_cmpint(read(l->go[0], &c, 1), ==, 1);
@@ -306,6 +310,9 @@ static void listings_as_nobody(void *userdata) {
         bus_client_wait(bus, &filters.p, TESTS_PATIENCE_MS, "ListFilters");
         bus_client_wait(bus, &mine.p, TESTS_PATIENCE_MS, "GetFilter");
         bus_client_wait(bus, &roots.p, TESTS_PATIENCE_MS, "GetFilter of root's");
+        bus_client_wait(bus, &who.p, TESTS_PATIENCE_MS, "WhoCan");
+        if (sd_bus_error_is_set(&who.p.error))
+                g_error("WhoCan: %s", who.p.error.message);
         g_assert_false(sd_bus_error_is_set(&mine.p.error));
         bus_client_assert_error(&roots.p.error, SD_BUS_ERROR_ACCESS_DENIED);
         uint64_t parent;
@@ -328,6 +335,7 @@ static void listings_as_nobody(void *userdata) {
         sd_bus_message_unref(filters.reply);
         sd_bus_message_unref(mine.reply);
         sd_bus_message_unref(roots.reply);
+        sd_bus_message_unref(who.reply);
         sd_bus_error_free(&tasks.p.error);
         sd_bus_error_free(&filters.p.error);
         sd_bus_error_free(&mine.p.error);

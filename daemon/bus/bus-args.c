@@ -117,3 +117,52 @@ int bus_list_end(sd_bus_message *reply, int r) {
                 return r;
         return sd_bus_send(NULL, reply, NULL);
 }
+
+/* A call waiting for its access checks. */
+typedef struct CheckedCall {
+        sd_bus_message *msg;
+        ManagerBus *bus;
+        BusCheckedReply reply;
+} CheckedCall;
+
+static void checked_call_free(void *userdata) {
+        CheckedCall *l = userdata;
+        sd_bus_message_unref(l->msg);
+        free(l);
+}
+
+/* The worker checked every tracked process against the caller: the call answered from the live
+ * forest as it is now. */
+static void on_checked(SubtreeJob *j, void *userdata) {
+        CheckedCall *l = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const Forest *f = NULL;
+        int r = j->r;
+        if (r >= 0)
+                r = live_or_fail(l->bus->manager, &f, &error);
+        if (r >= 0)
+                r = caller_seen_rebase(&j->caller, &j->tracked, f);
+        if (r >= 0)
+                r = l->reply(l->msg, l->bus, &j->caller, f, &error);
+        if (r < 0)
+                r = sd_bus_error_is_set(&error) ? sd_bus_reply_method_error(l->msg, &error)
+                                                : sd_bus_reply_method_errno(l->msg, r, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Could not answer %s(): %m", sd_bus_message_get_member(l->msg));
+}
+
+int bus_checked_call(sd_bus_message *msg, ManagerBus *b, BusCheckedReply reply, sd_bus_error *error) {
+        CALLER_CLEANUP Caller c = {};
+        uint64_t cpu = thread_cpu_usec();
+        const Forest *f;
+        int r = bus_call_begin(msg, b->manager, &c, &f, error);
+        if (r < 0)
+                return r;
+        if (c.privileged)
+                return reply(msg, b, &c, f, error);
+        CheckedCall *l = calloc(1, sizeof(CheckedCall));
+        if (!l)
+                return -ENOMEM;
+        *l = (CheckedCall) { .msg = sd_bus_message_ref(msg), .bus = b, .reply = reply };
+        return bus_subtree_job_start(b, msg, f, &c, SUBTREE_JOB_VISIBLE, 0, l, checked_call_free, cpu, on_checked, error);
+}

@@ -55,6 +55,16 @@ int bus_list_end(sd_bus_message *reply, int r);
 /* sd_bus_message_unref() as a job's userdata_free: the call it answers when done. */
 void bus_message_unref_userdata(void *userdata);
 
+/* A call's reply, built and sent for a caller whose access checks can be made (or are made: c->seen,
+ * bus_checked_call()); r < 0 with a named error set in error, or not. A reply that starts more work
+ * (a policy analysis) returns 1, and that work answers the call. */
+typedef int (*BusCheckedReply)(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error);
+/* A call that checks each tracked process against the caller (a listing, GetFilter, WhoCan): root's
+ * answered at once; anyone else's checks, one or more calls into /proc per process, made in a
+ * worker lane (subtree-jobs.h), and reply() called on the loop when they are done, with the live
+ * forest as it is then and the answers kept for the processes still there (caller_seen_rebase()). */
+int bus_checked_call(sd_bus_message *msg, ManagerBus *b, BusCheckedReply reply, sd_bus_error *error);
+
 /* A walk of /proc for msg's call (subtree-jobs.h) started: the caller (taken: the worker's now) over
  * the live forest f; its userdata is l (freed by l_free), or msg itself where l is NULL, and
  * done() answers the call. cpu: thread_cpu_usec() when the handler began. 1 (answered when done),

@@ -23,11 +23,7 @@ static int append_filter_flags(sd_bus_message *reply, const Filter *flt) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-/* A listing's reply (or GetFilter's), built and sent for a caller whose access checks can be made
- * (or are made: c->seen, listing_call()); a named error is set in error. */
-typedef int (*ListingReply)(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error);
-
-static int list_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
+static int list_tasks_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = bus_list_reply_begin(msg, "(uuusstu)", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
@@ -48,13 +44,13 @@ static int list_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Fo
         return bus_list_end(reply, r);
 }
 
-static int list_stale_tasks_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
+static int list_stale_tasks_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = bus_list_reply_begin(msg, "u", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
                 for (size_t j = 0; r >= 0 && caller_may_see(c, p) && j < p->n_threads; j++)
-                        if (manager_task_stale(m, p->threads[j].tid))
+                        if (manager_task_stale(b->manager, p->threads[j].tid))
                                 r = sd_bus_message_append(reply, "u", (uint32_t) p->threads[j].tid);
         }
         return bus_list_end(reply, r);
@@ -75,7 +71,7 @@ static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t 
         return sd_bus_message_close_container(reply);
 }
 
-static int list_filters_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
+static int list_filters_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {}, counts = {};
         int r = caller_visible_filters(c, f, &visible);
@@ -121,7 +117,7 @@ static int append_listener(sd_bus_message *reply, Caller *c, const Forest *f, co
 
 /* Every listener of a filter the caller may see, with the holders the caller may see: who holds
  * a file descriptor of it, and which, and the holder's name. */
-static int list_listeners_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
+static int list_listeners_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
         int r = caller_visible_filters(c, f, &visible);
@@ -135,79 +131,26 @@ static int list_listeners_reply(sd_bus_message *msg, Manager *m, Caller *c, cons
         return bus_list_end(reply, r);
 }
 
-/* A listing waiting for its access checks. */
-typedef struct Listing {
-        sd_bus_message *msg;
-        ManagerBus *bus;
-        ListingReply reply;
-} Listing;
-
-static void listing_free(void *userdata) {
-        Listing *l = userdata;
-        sd_bus_message_unref(l->msg);
-        free(l);
-}
-
-/* The worker checked every tracked process against the caller: the listing answered from the live
- * forest as it is now. */
-static void on_listing_checked(SubtreeJob *j, void *userdata) {
-        Listing *l = userdata;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        const Forest *f = NULL;
-        int r = j->r;
-        if (r >= 0)
-                r = live_or_fail(l->bus->manager, &f, &error);
-        if (r >= 0)
-                r = caller_seen_rebase(&j->caller, &j->tracked, f);
-        if (r >= 0)
-                r = l->reply(l->msg, l->bus->manager, &j->caller, f, &error);
-        if (r < 0)
-                r = sd_bus_error_is_set(&error) ? sd_bus_reply_method_error(l->msg, &error)
-                                                : sd_bus_reply_method_errno(l->msg, r, NULL);
-        if (r < 0)
-                log_debug_errno(r, "Could not answer a listing: %m");
-}
-
-/* ListTasks, ListStaleTasks, ListFilters, ListListeners and GetFilter. Root's answered at once;
- * anyone else's access checks, one or more calls into /proc per tracked process, are made in a
- * worker lane (subtree-jobs.h), and the call answered when they are done. */
-static int listing_call(sd_bus_message *msg, ManagerBus *b, ListingReply reply, sd_bus_error *error) {
-        CALLER_CLEANUP Caller c = {};
-        uint64_t cpu = thread_cpu_usec();
-        const Forest *f;
-        int r = bus_call_begin(msg, b->manager, &c, &f, error);
-        if (r < 0)
-                return r;
-        if (c.privileged)
-                return reply(msg, b->manager, &c, f, error);
-        Listing *l = calloc(1, sizeof(Listing));
-        if (!l)
-                return -ENOMEM;
-        *l = (Listing) { .msg = sd_bus_message_ref(msg), .bus = b, .reply = reply };
-        return bus_subtree_job_start(b, msg, f, &c, SUBTREE_JOB_VISIBLE, 0, l, listing_free, cpu, on_listing_checked,
-                                     error);
-}
-
 static int method_list_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return listing_call(msg, userdata, list_tasks_reply, error);
+        return bus_checked_call(msg, userdata, list_tasks_reply, error);
 }
 
 static int method_list_stale_tasks(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return listing_call(msg, userdata, list_stale_tasks_reply, error);
+        return bus_checked_call(msg, userdata, list_stale_tasks_reply, error);
 }
 
 static int method_list_filters(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return listing_call(msg, userdata, list_filters_reply, error);
+        return bus_checked_call(msg, userdata, list_filters_reply, error);
 }
 
 static int method_list_listeners(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return listing_call(msg, userdata, list_listeners_reply, error);
+        return bus_checked_call(msg, userdata, list_listeners_reply, error);
 }
 
-static int get_filter_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error);
+static int get_filter_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error);
 
 static int method_get_filter(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return listing_call(msg, userdata, get_filter_reply, error);
+        return bus_checked_call(msg, userdata, get_filter_reply, error);
 }
 
 /* Empty for a filter over budget: its flags say so. */
@@ -258,7 +201,7 @@ static int append_installer(sd_bus_message *reply, Store *store, Caller *c, uint
 }
 
 /* GetFilter(t id): its argument read again from the start (a call answered after the checks). */
-static int get_filter_reply(sd_bus_message *msg, Manager *m, Caller *c, const Forest *f, sd_bus_error *error) {
+static int get_filter_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap counts = {};
         const Filter *flt = NULL;
@@ -288,7 +231,7 @@ static int get_filter_reply(sd_bus_message *msg, Manager *m, Caller *c, const Fo
         r = append_program(reply, flt);
         if (r < 0)
                 return r;
-        r = append_installer(reply, m->store, c, flt->id);
+        r = append_installer(reply, b->manager->store, c, flt->id);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);

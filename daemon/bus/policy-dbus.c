@@ -399,33 +399,39 @@ static int append_who_can(sd_bus_message *reply, const WhoCanQuery *q, const Who
         return append_undecided_why(reply, w);
 }
 
-int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
-        Manager *m = b->manager;
-        CALLER_CLEANUP Caller c = {};
+/* WhoCan's arguments read (from the start of msg) into a question; InvalidArgs set in error for a
+ * question that names no call. */
+static int who_can_read(sd_bus_message *msg, WhoCanQuery *q, sd_bus_error *error) {
         _cleanup_free_ char *why = NULL;
-        uint64_t cpu = thread_cpu_usec();
         WhoCanOptions o = {};
-        WhoCanQuery q;
         const char *syscall;
         const void *args;
         size_t size;
-        const Forest *f;
-        int r = sd_bus_message_read(msg, "s", &syscall);
+        int r = sd_bus_message_rewind(msg, true);
+        if (r >= 0)
+                r = sd_bus_message_read(msg, "s", &syscall);
         if (r >= 0)
                 r = sd_bus_message_read_array(msg, 't', &args, &size);
         if (r < 0 || (r = bus_read_options(msg, read_who_can_option, &o, error)) < 0)
                 return r;
-        r = who_can_query_parse(o.arch, syscall, args, size / sizeof(uint64_t), o.action, &q, &why);
+        r = who_can_query_parse(o.arch, syscall, args, size / sizeof(uint64_t), o.action, q, &why);
         if (r == -EINVAL)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s.", why);
-        if (r < 0 || (r = caller_from_message(msg, &c)) < 0 || (r = live_or_fail(m, &f, error)) < 0)
-                return r;
+        return r;
+}
 
-        PolicyJob *j = job_new(b, msg, &c, POLICY_JOB_WHO_CAN, "the chains");
+/* The question planned over the live forest for the caller (its access checks made, or to be made
+ * here for root: none) and handed to the analysis worker, which answers the call. */
+static int who_can_start(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error) {
+        uint64_t cpu = thread_cpu_usec();
+        WhoCanQuery q;
+        int r = who_can_read(msg, &q, error);
+        if (r < 0)
+                return r;
+        PolicyJob *j = job_new(b, msg, c, POLICY_JOB_WHO_CAN, "the chains");
         if (!j)
                 return -ENOMEM;
-        r = policy_job_set_who_can(j, f, &q, &c);
+        r = policy_job_set_who_can(j, f, &q, c);
         if (r < 0) {
                 policy_job_free(j);
                 if (r == -ENOMEM)
@@ -435,6 +441,16 @@ int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
                                          strerror(-r));
         }
         return job_submit(b, j, cpu, error);
+}
+
+/* The question checked first (InvalidArgs at once); a non-root caller's access checks to every
+ * tracked process in a worker lane before it is planned (bus_checked_call()). */
+int method_who_can(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        WhoCanQuery q;
+        int r = who_can_read(msg, &q, error);
+        if (r < 0)
+                return r;
+        return bus_checked_call(msg, userdata, who_can_start, error);
 }
 
 static int reply_who_can(PolicyJob *j, sd_bus_message **ret) {
