@@ -9,7 +9,7 @@
 #include "service/policy-jobs.h"
 #include "service/restores.h"
 #include "service/snapshot-transfers.h"
-#include "service/subtree-jobs.h"
+#include "service/proc-walks.h"
 #include "store/state-lock.h"
 
 /* The daemon: the manager (the event path) and the services above it, and the bus object that
@@ -21,7 +21,7 @@ typedef struct Daemon {
         Manager *manager;
         SnapshotTransfers *transfers;
         PolicyJobs *policy_jobs;
-        SubtreeJobs *subtree_jobs;
+        ProcWalks *proc_walks;
         Restores *restores;
         ManagerBus *bus;
 } Daemon;
@@ -31,7 +31,7 @@ static void daemon_done(Daemon *d) {
         d->bus = manager_bus_free(d->bus);
         d->transfers = snapshot_transfers_free(d->transfers);
         d->policy_jobs = policy_jobs_free(d->policy_jobs);
-        d->subtree_jobs = subtree_jobs_free(d->subtree_jobs);
+        d->proc_walks = proc_walks_free(d->proc_walks);
         d->manager = manager_free(d->manager);
         closep(&d->lock_fd);
         d->lock_fd = -EBADF;
@@ -72,14 +72,14 @@ static int daemon_start(Daemon *d, const ServiceArgs *a, RestoreExecutor executo
         r = policy_jobs_new(d->manager->event, &d->policy_jobs);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up policy analyses: %m");
-        r = subtree_jobs_new(d->manager->event, &d->subtree_jobs);
+        r = proc_walks_new(d->manager->event, &d->proc_walks);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up walks of subtrees: %m");
+                return log_error_errno(r, "Failed to set up the walks of /proc for calls: %m");
         r = manager_startup(d->manager);
         if (r < 0)
                 return r;
         r = manager_bus_new(&(ManagerBus) { .manager = d->manager, .transfers = d->transfers,
-                                            .policy_jobs = d->policy_jobs, .subtree_jobs = d->subtree_jobs },
+                                            .policy_jobs = d->policy_jobs, .proc_walks = d->proc_walks },
                              &d->bus);
         if (r < 0)
                 return r;

@@ -87,12 +87,12 @@ static void fixture_setup(Fixture *fx, gconstpointer data) {
 }
 
 /* The same with the daemon's walks of subtrees held until the file fx->gate exists
- * ($SECTREE_TEST_SUBTREE_GATE). */
+ * ($SECTREE_TEST_PROC_WALK_GATE). */
 static void fixture_setup_gated(Fixture *fx, gconstpointer data) {
         *fx = (Fixture) { .fds = { -1, -1 }, .gate_dir = g_dir_make_tmp("sectree-subtree-XXXXXX", NULL) };
         g_assert_nonnull(fx->gate_dir);
         fx->gate = g_build_filename(fx->gate_dir, "go", NULL);
-        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_SUBTREE_GATE=", fx->gate, NULL);
+        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_PROC_WALK_GATE=", fx->gate, NULL);
         char *env[] = { gate_env, NULL };
         if (!bus_fixture_start_all(&fx->b, NULL, env))
                 return;

@@ -90,11 +90,11 @@ void bus_message_unref_userdata(void *userdata) {
         sd_bus_message_unref(userdata);
 }
 
-int bus_subtree_job_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, Caller *c, SubtreeJobKind kind,
-                          pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, SubtreeJobDone done,
+int bus_proc_walk_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, Caller *c, ProcWalkKind kind,
+                          pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, ProcWalkDone done,
                           sd_bus_error *error) {
-        SubtreeJob *j = NULL;
-        int r = subtree_job_new(f, c, kind, root, &j);
+        ProcWalk *j = NULL;
+        int r = proc_walk_new(f, c, kind, root, &j);
         if (r < 0) {
                 if (l)
                         l_free(l);
@@ -102,7 +102,7 @@ int bus_subtree_job_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, C
         }
         j->userdata = l ?: sd_bus_message_ref(msg);
         j->userdata_free = l ? l_free : bus_message_unref_userdata;
-        r = subtree_jobs_submit(b->subtree_jobs, j, thread_cpu_usec() - cpu, done);
+        r = proc_walks_submit(b->proc_walks, j, thread_cpu_usec() - cpu, done);
         if (r == -EBUSY)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
                                          "Too many calls like this one are waiting; try again later.");
@@ -133,7 +133,7 @@ static void checked_call_free(void *userdata) {
 
 /* The worker checked every tracked process against the caller: the call answered from the live
  * forest as it is now. */
-static void on_checked(SubtreeJob *j, void *userdata) {
+static void on_checked(ProcWalk *j, void *userdata) {
         CheckedCall *l = userdata;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         const Forest *f = NULL;
@@ -164,5 +164,5 @@ int bus_checked_call(sd_bus_message *msg, ManagerBus *b, BusCheckedReply reply, 
         if (!l)
                 return -ENOMEM;
         *l = (CheckedCall) { .msg = sd_bus_message_ref(msg), .bus = b, .reply = reply };
-        return bus_subtree_job_start(b, msg, f, &c, SUBTREE_JOB_VISIBLE, 0, l, checked_call_free, cpu, on_checked, error);
+        return bus_proc_walk_start(b, msg, f, &c, PROC_WALK_VISIBLE, 0, l, checked_call_free, cpu, on_checked, error);
 }

@@ -8,7 +8,7 @@
 #include "service/manager.h"
 #include "service/policy-jobs.h"
 #include "service/snapshot-transfers.h"
-#include "service/subtree-jobs.h"
+#include "service/proc-walks.h"
 
 #define MANAGER_BUS_NAME "org.sectree1"
 #define MANAGER_OBJECT_PATH "/org/sectree1"
@@ -28,7 +28,7 @@ typedef struct ManagerBus {
         Manager *manager;
         SnapshotTransfers *transfers;
         PolicyJobs *policy_jobs;
-        SubtreeJobs *subtree_jobs;
+        ProcWalks *proc_walks;
         ManagerCounts announced;  /* what PropertiesChanged said last */
         sd_bus_message **rescans; /* Rescan() calls whose pass waits for a snapshot's scan (ptrace) */
         size_t n_rescans, n_rescans_allocated;
@@ -61,16 +61,16 @@ void bus_message_unref_userdata(void *userdata);
 typedef int (*BusCheckedReply)(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error);
 /* A call that checks each tracked process against the caller (a listing, GetFilter, WhoCan): root's
  * answered at once; anyone else's checks, one or more calls into /proc per process, made in a
- * worker lane (subtree-jobs.h), and reply() called on the loop when they are done, with the live
+ * worker lane (proc-walks.h), and reply() called on the loop when they are done, with the live
  * forest as it is then and the answers kept for the processes still there (caller_seen_rebase()). */
 int bus_checked_call(sd_bus_message *msg, ManagerBus *b, BusCheckedReply reply, sd_bus_error *error);
 
-/* A walk of /proc for msg's call (subtree-jobs.h) started: the caller (taken: the worker's now) over
+/* A walk of /proc for msg's call (proc-walks.h) started: the caller (taken: the worker's now) over
  * the live forest f; its userdata is l (freed by l_free), or msg itself where l is NULL, and
  * done() answers the call. cpu: thread_cpu_usec() when the handler began. 1 (answered when done),
  * LimitsExceeded set in error when its lane is full, or a negative errno. */
-int bus_subtree_job_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, Caller *c, SubtreeJobKind kind,
-                          pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, SubtreeJobDone done,
+int bus_proc_walk_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, Caller *c, ProcWalkKind kind,
+                          pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, ProcWalkDone done,
                           sd_bus_error *error);
 
 /* Refuse the call with AccessDenied and the message, and log the operator's access-denied event

@@ -310,8 +310,8 @@ static int append_visible_process(sd_bus_message *reply, const VisibleProcess *p
 }
 
 /* The worker's list as the method's reply: ListSubtree's pids, ListSubtreeProcesses' processes. */
-static int subtree_reply(SubtreeJob *j, sd_bus_message *msg, sd_bus_message **ret) {
-        bool tracked = j->kind == SUBTREE_JOB_TRACKED;
+static int subtree_reply(ProcWalk *j, sd_bus_message *msg, sd_bus_message **ret) {
+        bool tracked = j->kind == PROC_WALK_TRACKED;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
@@ -327,7 +327,7 @@ static int subtree_reply(SubtreeJob *j, sd_bus_message *msg, sd_bus_message **re
 }
 
 /* The worker walked the subtree: the list, or the error. */
-static void on_subtree_done(SubtreeJob *j, void *userdata) {
+static void on_subtree_done(ProcWalk *j, void *userdata) {
         sd_bus_message *msg = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = j->r;
@@ -337,8 +337,8 @@ static void on_subtree_done(SubtreeJob *j, void *userdata) {
 }
 
 /* ListSubtree and ListSubtreeProcesses: the request checked here, the walk of /proc in a worker
- * lane (subtree-jobs.h), answered when it is done. */
-static int subtree_call(sd_bus_message *msg, ManagerBus *b, SubtreeJobKind kind, sd_bus_error *error) {
+ * lane (proc-walks.h), answered when it is done. */
+static int subtree_call(sd_bus_message *msg, ManagerBus *b, ProcWalkKind kind, sd_bus_error *error) {
         CALLER_CLEANUP Caller c = {};
         uint64_t cpu = thread_cpu_usec();
         const Forest *f;
@@ -346,16 +346,16 @@ static int subtree_call(sd_bus_message *msg, ManagerBus *b, SubtreeJobKind kind,
         int r = subtree_request(msg, b, &c, &f, &root, error);
         if (r < 0)
                 return r;
-        return bus_subtree_job_start(b, msg, f, &c, kind, root, NULL, NULL, cpu, on_subtree_done, error);
+        return bus_proc_walk_start(b, msg, f, &c, kind, root, NULL, NULL, cpu, on_subtree_done, error);
 }
 
 static int method_list_subtree(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return subtree_call(msg, userdata, SUBTREE_JOB_TRACKED, error);
+        return subtree_call(msg, userdata, PROC_WALK_TRACKED, error);
 }
 
 /* Every process of the subtree, filtered or not, as snapshots take them. */
 static int method_list_subtree_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        return subtree_call(msg, userdata, SUBTREE_JOB_PROCESSES, error);
+        return subtree_call(msg, userdata, PROC_WALK_PROCESSES, error);
 }
 
 /* A Rescan() whose pass is queued behind a snapshot's scan (the loop does not wait for it) is
@@ -607,7 +607,7 @@ static int on_event_exit(sd_event_source *s, void *userdata) {
         rescans_answer(b, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
         snapshot_transfers_cancel(b->transfers);
         policy_jobs_cancel(b->policy_jobs);
-        subtree_jobs_cancel(b->subtree_jobs);
+        proc_walks_cancel(b->proc_walks);
         return 0;
 }
 
@@ -639,7 +639,7 @@ int manager_bus_new(const ManagerBus *services, ManagerBus **ret) {
         if (!b)
                 return log_oom();
         *b = (ManagerBus) { .manager = services->manager, .transfers = services->transfers,
-                            .policy_jobs = services->policy_jobs, .subtree_jobs = services->subtree_jobs };
+                            .policy_jobs = services->policy_jobs, .proc_walks = services->proc_walks };
         int r = sd_bus_default_system(&b->bus);
         if (r < 0)
                 return log_error_errno(r, "Failed to connect to the system bus: %m");

@@ -4,7 +4,7 @@
 
 #include "bus/bus-args.h"
 #include "service/access.h"
-#include "service/subtree-jobs.h"
+#include "service/proc-walks.h"
 #include "service/units.h"
 #include "snapshot/snapshot-text.h"
 
@@ -21,7 +21,7 @@ static int append_process_unit(sd_bus_message *reply, const PidUnit *p) {
 }
 
 /* The worker read the units: the reply, or the error. */
-static void on_units_read(SubtreeJob *j, void *userdata) {
+static void on_units_read(ProcWalk *j, void *userdata) {
         sd_bus_message *msg = userdata;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = j->r;
@@ -34,7 +34,7 @@ static void on_units_read(SubtreeJob *j, void *userdata) {
         bus_answer(msg, reply, r, "ListProcessUnits");
 }
 
-/* Four reads of each process's cgroup, root's calls too: in a worker lane (subtree-jobs.h). */
+/* Four reads of each process's cgroup, root's calls too: in a worker lane (proc-walks.h). */
 static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         ManagerBus *b = userdata;
         CALLER_CLEANUP Caller c = {};
@@ -43,7 +43,7 @@ static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus
         int r = bus_call_begin(msg, b->manager, &c, &f, error);
         if (r < 0)
                 return r;
-        return bus_subtree_job_start(b, msg, f, &c, SUBTREE_JOB_UNITS, 0, NULL, NULL, cpu, on_units_read, error);
+        return bus_proc_walk_start(b, msg, f, &c, PROC_WALK_UNITS, 0, NULL, NULL, cpu, on_units_read, error);
 }
 
 static const sd_bus_vtable units_vtable[] = {

@@ -1,4 +1,4 @@
-/* subtree-jobs.h: the walks of /proc a caller's call needs, answered in worker lanes
+/* proc-walks.h: the walks of /proc a caller's call needs, answered in worker lanes
  * (worker-lanes.h): ListSubtree's and ListSubtreeProcesses' walks of a subtree, ListProcessUnits'
  * reads of each process's cgroup, and a non-root caller's access checks for the listings
  * (ListTasks, ListFilters, ListListeners, ListStaleTasks) and GetFilter */
@@ -21,63 +21,63 @@
  * process's cgroup (root's too). The live forest's
  * processes are copied on the loop (pids, start times and names), the caller's identity handed
  * over, and the walk runs in one of two lanes of one worker each, root's calls and everyone
- * else's, the latter shared by uid (uid-share.h). At most SUBTREE_JOBS_MAX_* calls of a lane wait
- * at once, and SUBTREE_JOBS_MAX_PER_UID of one uid (-EBUSY beyond). When sectreed stops, the
+ * else's, the latter shared by uid (uid-share.h). At most PROC_WALKS_MAX_* calls of a lane wait
+ * at once, and PROC_WALKS_MAX_PER_UID of one uid (-EBUSY beyond). When sectreed stops, the
  * workers are stopped and waited for, and their calls get no answer.
  */
-#define SUBTREE_JOBS_MAX_ROOT 64
-#define SUBTREE_JOBS_MAX_USERS 16
-#define SUBTREE_JOBS_MAX_PER_UID 8
-#define SUBTREE_UID_BURST_USEC (2 * 1000 * 1000ULL)
-#define SUBTREE_UID_SHARE_PERCENT 50
+#define PROC_WALKS_MAX_ROOT 64
+#define PROC_WALKS_MAX_USERS 16
+#define PROC_WALKS_MAX_PER_UID 8
+#define PROC_WALK_UID_BURST_USEC (2 * 1000 * 1000ULL)
+#define PROC_WALK_UID_SHARE_PERCENT 50
 
-typedef enum SubtreeJobKind {
-        SUBTREE_JOB_TRACKED,   /* ListSubtree: the tracked processes of the subtree */
-        SUBTREE_JOB_PROCESSES, /* ListSubtreeProcesses: every process of it */
-        SUBTREE_JOB_VISIBLE,   /* a listing's: which tracked processes the caller may see (no root);
+typedef enum ProcWalkKind {
+        PROC_WALK_TRACKED,   /* ListSubtree: the tracked processes of the subtree */
+        PROC_WALK_PROCESSES, /* ListSubtreeProcesses: every process of it */
+        PROC_WALK_VISIBLE,   /* a listing's: which tracked processes the caller may see (no root);
                                 * the answers are caller.seen, for caller_seen_rebase() */
-        SUBTREE_JOB_UNITS,     /* ListProcessUnits: the units of each tracked process the caller may
+        PROC_WALK_UNITS,     /* ListProcessUnits: the units of each tracked process the caller may
                                 * see, read from its cgroup (no root) */
-} SubtreeJobKind;
+} ProcWalkKind;
 
-typedef struct SubtreeJob SubtreeJob;
+typedef struct ProcWalk ProcWalk;
 /* On the loop, when the worker is done: j->r and the answer; j is freed after it returns. */
-typedef void (*SubtreeJobDone)(SubtreeJob *j, void *userdata);
+typedef void (*ProcWalkDone)(ProcWalk *j, void *userdata);
 
-struct SubtreeJob {
+struct ProcWalk {
         WorkerItem worker;
-        SubtreeJobKind kind;
+        ProcWalkKind kind;
         pid_t root;
         Caller caller;            /* the worker's */
         TrackedProcesses tracked; /* the live forest's processes at the call */
-        const char *gate;         /* $SECTREE_TEST_SUBTREE_GATE, see subtree-jobs.c */
-        SubtreeJobDone done;
+        const char *gate;         /* $SECTREE_TEST_PROC_WALK_GATE, see proc-walks.c */
+        ProcWalkDone done;
         void *userdata; /* the call's (freed with the job by userdata_free) */
         void (*userdata_free)(void *userdata);
 
         /* the answer, written by the worker */
         int r;
-        pid_t *pids;          /* SUBTREE_JOB_TRACKED */
-        VisibleProcess *list; /* SUBTREE_JOB_PROCESSES */
-        PidUnit *units;       /* SUBTREE_JOB_UNITS */
+        pid_t *pids;          /* PROC_WALK_TRACKED */
+        VisibleProcess *list; /* PROC_WALK_PROCESSES */
+        PidUnit *units;       /* PROC_WALK_UNITS */
         size_t n;
 };
 
-typedef struct SubtreeJobs SubtreeJobs;
+typedef struct ProcWalks ProcWalks;
 
-int subtree_jobs_new(sd_event *event, SubtreeJobs **ret);
+int proc_walks_new(sd_event *event, ProcWalks **ret);
 /* Stop the workers, wait for them, and drop their calls (no done()): sectreed is stopping. */
-void subtree_jobs_cancel(SubtreeJobs *js);
-/* subtree_jobs_cancel(), then free. */
-SubtreeJobs *subtree_jobs_free(SubtreeJobs *js);
-DEFINE_CLEANUP(SubtreeJobs *, subtree_jobs_free);
+void proc_walks_cancel(ProcWalks *js);
+/* proc_walks_cancel(), then free. */
+ProcWalks *proc_walks_free(ProcWalks *js);
+DEFINE_CLEANUP(ProcWalks *, proc_walks_free);
 
 /* A walk of root's subtree in f for the caller (taken: the worker's now). */
-int subtree_job_new(const Forest *f, Caller *c, SubtreeJobKind kind, pid_t root, SubtreeJob **ret);
-SubtreeJob *subtree_job_free(SubtreeJob *j);
-DEFINE_CLEANUP(SubtreeJob *, subtree_job_free);
+int proc_walk_new(const Forest *f, Caller *c, ProcWalkKind kind, pid_t root, ProcWalk **ret);
+ProcWalk *proc_walk_free(ProcWalk *j);
+DEFINE_CLEANUP(ProcWalk *, proc_walk_free);
 
 /* Queue j (taken) in its lane; loop_cpu_usec: what the loop spent preparing it. -EBUSY when its
  * lane (or its uid's part of it) is full; another negative errno when it could not start; else
  * done() is called when it is answered. */
-int subtree_jobs_submit(SubtreeJobs *js, SubtreeJob *j, uint64_t loop_cpu_usec, SubtreeJobDone done);
+int proc_walks_submit(ProcWalks *js, ProcWalk *j, uint64_t loop_cpu_usec, ProcWalkDone done);
