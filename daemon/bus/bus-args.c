@@ -73,12 +73,6 @@ void bus_answer(sd_bus_message *msg, sd_bus_message *reply, int r, const char *w
                 log_debug_errno(r, "Could not answer %s: %m", what);
 }
 
-int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
-                   sd_bus_message **reply, sd_bus_error *error) {
-        int r = bus_call_begin(msg, m, c, f, error);
-        return r < 0 ? r : bus_list_reply_begin(msg, contents, reply);
-}
-
 int bus_list_reply_begin(sd_bus_message *msg, const char *contents, sd_bus_message **reply) {
         int r = sd_bus_message_new_method_return(msg, reply);
         if (r < 0)
@@ -91,8 +85,8 @@ void bus_message_unref_userdata(void *userdata) {
 }
 
 int bus_proc_walk_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, Caller *c, ProcWalkKind kind,
-                          pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, ProcWalkDone done,
-                          sd_bus_error *error) {
+                        pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, ProcWalkDone done,
+                        sd_bus_error *error) {
         ProcWalk *j = NULL;
         int r = proc_walk_new(f, c, kind, root, &j);
         if (r < 0) {

@@ -43,11 +43,8 @@ int bus_call_begin(sd_bus_message *msg, Manager *m, Caller *c, const Forest **f,
  * one to answer what. */
 void bus_answer(sd_bus_message *msg, sd_bus_message *reply, int r, const char *what);
 
-/* The start of a reply that lists what the caller may see: the caller read, the live forest (or
- * ScanFailed), and the reply with its array of contents opened. */
-int bus_list_begin(sd_bus_message *msg, Manager *m, const char *contents, Caller *c, const Forest **f,
-                   sd_bus_message **reply, sd_bus_error *error);
-/* Its last step alone: the reply with its array of contents opened. */
+/* The start of a reply that lists what the caller may see: the reply with its array of contents
+ * opened. */
 int bus_list_reply_begin(sd_bus_message *msg, const char *contents, sd_bus_message **reply);
 
 /* Its end: unless r (what filling it returned) failed, the array closed and the reply sent. */
@@ -70,8 +67,8 @@ int bus_checked_call(sd_bus_message *msg, ManagerBus *b, BusCheckedReply reply, 
  * done() answers the call. cpu: thread_cpu_usec() when the handler began. 1 (answered when done),
  * LimitsExceeded set in error when its lane is full, or a negative errno. */
 int bus_proc_walk_start(ManagerBus *b, sd_bus_message *msg, const Forest *f, Caller *c, ProcWalkKind kind,
-                          pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, ProcWalkDone done,
-                          sd_bus_error *error);
+                        pid_t root, void *l, void (*l_free)(void *l), uint64_t cpu, ProcWalkDone done,
+                        sd_bus_error *error);
 
 /* Refuse the call with AccessDenied and the message, and log the operator's access-denied event
  * (the method, the caller's uid and pid, the message). */

@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "observe/procinfo.h"
 #include "observe/scan-bpf-cache.h"
 #include "observe/scan-bpf-load.h"
-#include "observe/procinfo.h"
 #include "observe/scan-bpf-pass.h"
 #include "observe/scan-bpf-side.h"
 #include "observe/bpf/scan.skel.h" /* after the records it names (bpf/scan.h) */

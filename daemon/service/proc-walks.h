@@ -1,7 +1,7 @@
 /* proc-walks.h: the walks of /proc a caller's call needs, answered in worker lanes
  * (worker-lanes.h): ListSubtree's and ListSubtreeProcesses' walks of a subtree, ListProcessUnits'
  * reads of each process's cgroup, and a non-root caller's access checks for the listings
- * (ListTasks, ListFilters, ListListeners, ListStaleTasks) and GetFilter */
+ * (ListTasks, ListStaleTasks, ListFilters, ListListeners), GetFilter and WhoCan */
 #pragma once
 
 #include <stdbool.h>
@@ -18,12 +18,12 @@
  * other than root checks each tracked process against the caller (a stat(2) of another uid's, six
  * calls into /proc of the caller's own: 35 ms at 20,000 processes, 0.1 s for a user who runs
  * 4,000), which the loop must not spend either, nor ListProcessUnits' four reads of each
- * process's cgroup (root's too). The live forest's
- * processes are copied on the loop (pids, start times and names), the caller's identity handed
- * over, and the walk runs in one of two lanes of one worker each, root's calls and everyone
- * else's, the latter shared by uid (uid-share.h). At most PROC_WALKS_MAX_* calls of a lane wait
- * at once, and PROC_WALKS_MAX_PER_UID of one uid (-EBUSY beyond). When sectreed stops, the
- * workers are stopped and waited for, and their calls get no answer.
+ * process's cgroup (root's calls too). The live forest's processes are copied on the loop (pids,
+ * start times and names), the caller's identity handed over, and the walk runs in one of two
+ * lanes of one worker each, root's calls and everyone else's, the latter shared by uid
+ * (uid-share.h). At most PROC_WALKS_MAX_* calls of a lane wait at once, and PROC_WALKS_MAX_PER_UID
+ * of one uid (-EBUSY beyond). When sectreed stops, the workers are stopped and waited for, and
+ * their calls get no answer.
  */
 #define PROC_WALKS_MAX_ROOT 64
 #define PROC_WALKS_MAX_USERS 16
@@ -34,10 +34,10 @@
 typedef enum ProcWalkKind {
         PROC_WALK_TRACKED,   /* ListSubtree: the tracked processes of the subtree */
         PROC_WALK_PROCESSES, /* ListSubtreeProcesses: every process of it */
-        PROC_WALK_VISIBLE,   /* a listing's: which tracked processes the caller may see (no root);
-                                * the answers are caller.seen, for caller_seen_rebase() */
+        PROC_WALK_VISIBLE,   /* a checked call's: which tracked processes the caller (not root)
+                              * may see; the answers are caller.seen, for caller_seen_rebase() */
         PROC_WALK_UNITS,     /* ListProcessUnits: the units of each tracked process the caller may
-                                * see, read from its cgroup (no root) */
+                              * see, read from its cgroup */
 } ProcWalkKind;
 
 typedef struct ProcWalk ProcWalk;
