@@ -74,9 +74,7 @@ static int append_filter_entry(sd_bus_message *reply, const Filter *flt, size_t 
 static int list_filters_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {}, counts = {};
-        int r = caller_visible_filters(c, f, &visible);
-        if (r >= 0)
-                r = caller_visible_task_counts(c, f, &counts);
+        int r = caller_visible_filters(c, f, &visible, &counts);
         if (r >= 0)
                 r = bus_list_reply_begin(msg, "(ttusuas)", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_filters; i++)
@@ -120,7 +118,7 @@ static int append_listener(sd_bus_message *reply, Caller *c, const Forest *f, co
 static int list_listeners_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const Forest *f, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(hashmap_deinit) Hashmap visible = {};
-        int r = caller_visible_filters(c, f, &visible);
+        int r = caller_visible_filters(c, f, &visible, NULL);
         if (r >= 0)
                 r = bus_list_reply_begin(msg, "(tta(uis))", &reply);
         for (size_t i = 0; r >= 0 && i < f->n_listeners; i++) {
@@ -163,15 +161,16 @@ static int append_program(sd_bus_message *reply, const Filter *flt) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-/* The filter with that id if the caller may see it; otherwise a named error. */
+/* The filter with that id if the caller may see it, and the counts of caller_visible_filters() (left
+ * empty for a privileged caller); otherwise a named error. */
 static int find_visible_filter(sd_bus_message *msg, Caller *c, const Forest *f, uint64_t id, const Filter **ret,
-                               sd_bus_error *error) {
+                               Hashmap *ret_counts, sd_bus_error *error) {
         const Filter *flt = forest_find_filter(f, id);
         if (!flt)
                 return sd_bus_error_setf(error, ERROR_NO_SUCH_FILTER, "No filter with id %" PRIu64 ".", id);
         if (!c->privileged) {
                 _cleanup_(hashmap_deinit) Hashmap visible = {};
-                int r = caller_visible_filters(c, f, &visible);
+                int r = caller_visible_filters(c, f, &visible, ret_counts);
                 if (r < 0)
                         return r;
                 if (!hashmap_get(&visible, id))
@@ -209,10 +208,7 @@ static int get_filter_reply(sd_bus_message *msg, ManagerBus *b, Caller *c, const
         char digest[PROG_DIGEST_STRING_MAX];
         int r = sd_bus_message_rewind(msg, true);
         if (r < 0 || (r = sd_bus_message_read(msg, "t", &id)) < 0 ||
-            (r = find_visible_filter(msg, c, f, id, &flt, error)) < 0)
-                return r;
-        r = caller_visible_task_counts(c, f, &counts);
-        if (r < 0)
+            (r = find_visible_filter(msg, c, f, id, &flt, &counts, error)) < 0)
                 return r;
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)

@@ -212,13 +212,28 @@ bool caller_may_see_started(Caller *c, pid_t tgid, uint64_t start_time) {
         return may_see(c, tgid, start_time);
 }
 
-int caller_visible_filters(Caller *c, const Forest *f, Hashmap *ret) {
+/* One more visible task whose head is head (none: 0). */
+static int count_head(Hashmap *counts, const Filter *head) {
+        if (!head)
+                return 0;
+        uintptr_t n = (uintptr_t) hashmap_get(counts, head->id);
+        return hashmap_replace(counts, head->id, (void *) (n + 1));
+}
+
+int caller_visible_filters(Caller *c, const Forest *f, Hashmap *ret, Hashmap *ret_counts) {
         *ret = (Hashmap) {};
+        if (ret_counts)
+                *ret_counts = (Hashmap) {};
         for (size_t i = 0; i < f->n_processes; i++) {
                 const Process *p = f->processes[i];
                 if (!caller_may_see(c, p))
                         continue;
-                for (size_t j = 0; j < p->n_threads; j++)
+                for (size_t j = 0; j < p->n_threads; j++) {
+                        if (ret_counts && !c->privileged) {
+                                int r = count_head(ret_counts, p->threads[j].filter);
+                                if (r < 0)
+                                        return r;
+                        }
                         for (Filter *x = p->threads[j].filter; x; x = x->parent) {
                                 int r = hashmap_put(ret, x->id, x);
                                 if (r == -EEXIST)
@@ -226,6 +241,7 @@ int caller_visible_filters(Caller *c, const Forest *f, Hashmap *ret) {
                                 if (r < 0)
                                         return r;
                         }
+                }
         }
         if (c->privileged)
                 for (size_t i = 0; i < f->n_filters; i++)

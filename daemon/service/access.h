@@ -45,7 +45,9 @@ bool caller_may_see_started(Caller *c, pid_t tgid, uint64_t start_time);
 int caller_check_proc(Caller *c, int proc_fd, uint64_t start_time);
 
 /* Filters reachable from the chains of the threads the caller may see: a hashmap of id -> filter.
- * For a privileged caller every filter. */
-int caller_visible_filters(Caller *c, const Forest *f, Hashmap *ret);
+ * For a privileged caller every filter. In the same walk, unless ret_counts is NULL, the tasks the
+ * caller may see whose head each filter is: head filter id -> count as a pointer, left empty for a
+ * privileged caller, who sees them all (visible_task_count() reads it). */
+int caller_visible_filters(Caller *c, const Forest *f, Hashmap *ret, Hashmap *ret_counts);
 
 #define CALLER_CLEANUP _cleanup_(caller_deinit)

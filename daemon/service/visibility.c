@@ -9,27 +9,6 @@
 #include "observe/procinfo.h"
 #include "snapshot/snapshot.h"
 
-int caller_visible_task_counts(Caller *c, const Forest *f, Hashmap *ret) {
-        *ret = (Hashmap) {};
-        if (c->privileged)
-                return 0;
-        for (size_t i = 0; i < f->n_processes; i++) {
-                const Process *p = f->processes[i];
-                if (!caller_may_see(c, p))
-                        continue;
-                for (size_t j = 0; j < p->n_threads; j++) {
-                        const Filter *head = p->threads[j].filter;
-                        if (!head)
-                                continue;
-                        uintptr_t n = (uintptr_t) hashmap_get(ret, head->id);
-                        int r = hashmap_replace(ret, head->id, (void *) (n + 1));
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
-}
-
 size_t visible_task_count(const Caller *c, const Hashmap *counts, const Filter *flt) {
         return c->privileged ? flt->n_tasks : (size_t) (uintptr_t) hashmap_get(counts, flt->id);
 }

@@ -10,10 +10,7 @@
 #include "service/access.h"
 #include "service/units.h"
 
-/* For each filter, the tasks whose head it is that the caller may see, in one walk of the
- * processes: head filter id -> count as a pointer, empty for a privileged caller, who sees them
- * all. visible_task_count() reads it. */
-int caller_visible_task_counts(Caller *c, const Forest *f, Hashmap *ret);
+/* The tasks the caller may see whose head flt is, from caller_visible_filters()'s counts. */
 size_t visible_task_count(const Caller *c, const Hashmap *counts, const Filter *flt);
 
 /* A live task the daemon does not track (it runs without filters): 0 if the caller may see it,
