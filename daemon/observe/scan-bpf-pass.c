@@ -251,7 +251,7 @@ static int side_finish(BpfScanner *s, BpfSideRun *side, int r) {
 }
 
 typedef struct StatsMark {
-        uint64_t map_full, chain_too_long, retries, insns_sent;
+        uint64_t map_full, chain_too_long, retries, insns_sent, anon_unknown;
 } StatsMark;
 
 static StatsMark stats_mark(BpfScanner *s) {
@@ -262,6 +262,7 @@ static StatsMark stats_mark(BpfScanner *s) {
                 .chain_too_long = k->chain_too_long,
                 .retries = k->retries,
                 .insns_sent = k->insns_sent,
+                .anon_unknown = k->anon_unknown,
         };
 }
 
@@ -405,6 +406,10 @@ static int pass_check(BpfScanner *s, const StatsMark *before) {
                 s->force_sweep = true; /* and the pass is tried again */
                 return log_debug_errno(-ENOBUFS, "Pass %" PRIu64 ": the filter id map is full.", s->pass);
         }
+        if (after.anon_unknown != before->anon_unknown)
+                return bpf_scanner_fail_errno(s, -EBADF,
+                                              "The file tables could not be read: the scan's own ring buffer fd "
+                                              "was not found open in its thread.");
         if (after.chain_too_long != before->chain_too_long)
                 return bpf_scanner_fail_errno(s, -ELOOP,
                                               "A filter chain is deeper than the walk bound: pass incomplete.");
@@ -482,6 +487,7 @@ int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         s->unit.data_ids->pass = ++s->pass;
         s->unit.bss->run.emit_all_tasks = all_tasks;
         s->unit.bss->run.want_exe = want_exe;
+        s->unit.bss->run.anon_fd = (uint32_t) s->unit.records_fd; /* how the file walks tell an anonymous file */
         files = files_pass_needed(s);
         sweep = sweep_due(s);
         beside = files_beside(s, files);

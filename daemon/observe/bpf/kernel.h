@@ -137,9 +137,8 @@ struct qstr {
         const unsigned char *name;
 } __kernel_struct;
 
-struct super_block {
-        unsigned long s_magic;
-} __kernel_struct;
+/* Only its address is read (scan.bpf.c, anon_sb_of_current()). */
+struct super_block;
 
 struct hlist_bl_node {
         struct hlist_bl_node *next, **pprev;
@@ -281,5 +280,4 @@ struct bpf_iter_num {
 #define MMF_DUMPABLE_MASK 3UL /* the low bits of mm->flags */
 #define SUID_DUMP_USER 1
 #define PFA_NO_NEW_PRIVS 0
-#define ANON_INODE_FS_MAGIC 0x09041934
 #define SECCOMP_NOTIFY_NAME "seccomp notify"

@@ -152,6 +152,9 @@ struct scan_pass_settings {
         __u8 sweep_wanted;      /* end this pass with a sweep of the id map (it visits every
                                  * bucket) */
         __u8 want_exe;          /* send the executable of each thread group leader reported */
+        __u32 anon_fd;          /* an fd of the reading process on the anonymous inode file system
+                                 * (the ring buffer's), to tell that file system's files by */
+        __u32 _pad;
 };
 
 /* Counters of the iterators in their .bss, read by user space (never addresses); those of the id
@@ -163,4 +166,5 @@ struct scan_stats {
         __u64 sweeps;         /* passes that ended with a sweep of the id map */
         __u64 insns_sent;     /* FILTER records that carried instructions */
         __u64 zero;           /* always 0: a number the verifier cannot know (bpf/loop.bpf.h) */
+        __u64 anon_unknown;   /* file tables not read: run.anon_fd was not found open */
 };
