@@ -20,8 +20,8 @@ typedef struct Daemon {
         int lock_fd; /* the state directory's lock: one daemon per database */
         Manager *manager;
         SnapshotTransfers *transfers;
-        PolicyJobs *policy_jobs;
-        ProcWalks *proc_walks;
+        WorkerLanes *policy_jobs;
+        WorkerLanes *proc_walks;
         Restores *restores;
         ManagerBus *bus;
 } Daemon;
@@ -30,8 +30,8 @@ static void daemon_done(Daemon *d) {
         d->restores = restores_free(d->restores);
         d->bus = manager_bus_free(d->bus);
         d->transfers = snapshot_transfers_free(d->transfers);
-        d->policy_jobs = policy_jobs_free(d->policy_jobs);
-        d->proc_walks = proc_walks_free(d->proc_walks);
+        d->policy_jobs = worker_lanes_free(d->policy_jobs);
+        d->proc_walks = worker_lanes_free(d->proc_walks);
         d->manager = manager_free(d->manager);
         closep(&d->lock_fd);
         d->lock_fd = -EBADF;

@@ -403,6 +403,67 @@ static void test_listings_off_loop(Fixture *fx, gconstpointer data) {
         close(l.go[1]);
 }
 
+/* As many of one uid's calls as its part of the users' lane holds (PROC_WALKS_MAX_PER_UID, 8 in
+ * proc-walks.h), held at the gate: nobody's next one is refused at once, root's listing is
+ * answered meanwhile; with the gate open, the eight are answered. */
+#define LANE_PER_UID 8
+
+typedef struct LimitsHeld {
+        const Fixture *fx;
+        int held[2], go[2];
+} LimitsHeld;
+
+static void limits_as_nobody(void *userdata) {
+        LimitsHeld *l = userdata;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        HeldCall calls[LANE_PER_UID] = {};
+        for (size_t i = 0; i < LANE_PER_UID; i++)
+                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "ListTasks", on_held_reply, &calls[i], ""), >=, 0);
+        /* the ninth: refused, not queued (the calls above were sent first, on one connection) */
+        g_assert_cmpint(bus_client_call(bus, "ListTasks", &error, NULL, ""), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        for (size_t i = 0; i < LANE_PER_UID; i++)
+                g_assert_false(calls[i].p.done);
+        g_assert_cmpint(write(l->held[1], "h", 1), ==, 1);
+        char c;
+        g_assert_cmpint(read(l->go[0], &c, 1), ==, 1);
+        for (size_t i = 0; i < LANE_PER_UID; i++) {
+                bus_client_wait(bus, &calls[i].p, TESTS_PATIENCE_MS, "ListTasks");
+                if (sd_bus_error_is_set(&calls[i].p.error))
+                        g_error("ListTasks %zu: %s", i, calls[i].p.error.message);
+                g_autoptr(GHashTable) t = listing_read(calls[i].reply, false);
+                g_assert_cmpstr(g_hash_table_lookup(t, GUINT_TO_POINTER(l->fx->s.filtered)), ==, "st-filtered");
+                sd_bus_message_unref(calls[i].reply);
+                sd_bus_error_free(&calls[i].p.error);
+        }
+}
+
+static void test_listings_limits(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_assert_true(tests_wait_for(tracked_filtered, &fx->s.filtered, TESTS_PATIENCE_MS));
+        LimitsHeld l = { .fx = fx };
+        g_assert_cmpint(pipe2(l.held, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(l.go, O_CLOEXEC), ==, 0);
+        pid_t nobody = tests_as_nobody_start(limits_as_nobody, &l);
+        close(l.held[1]); /* a nobody that fails is an end of file here */
+        close(l.go[0]);
+        char c;
+        g_assert_cmpint(read(l.held[0], &c, 1), ==, 1);
+        /* root's calls are no part of nobody's lane */
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        if (bus_client_call(bus, "ListTasks", &error, NULL, "") < 0)
+                g_error("root's ListTasks: %s", error.message);
+        g_assert_true(g_file_set_contents(fx->gate, "", 0, NULL));
+        g_assert_cmpint(write(l.go[1], "g", 1), ==, 1);
+        g_assert_cmpint(tests_wait_status(nobody), ==, 0);
+        close(l.held[0]);
+        close(l.go[1]);
+}
+
 static void test_method_nobody(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
@@ -467,6 +528,8 @@ int main(int argc, char *argv[]) {
         g_test_add("/ctl-subtree/method/off-loop", Fixture, NULL, fixture_setup_gated, test_method_off_loop,
                    fixture_teardown);
         g_test_add("/ctl-subtree/listings/off-loop", Fixture, NULL, fixture_setup_gated, test_listings_off_loop,
+                   fixture_teardown);
+        g_test_add("/ctl-subtree/listings/limits", Fixture, NULL, fixture_setup_gated, test_listings_limits,
                    fixture_teardown);
         g_test_add("/ctl-subtree/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         return g_test_run();

@@ -386,6 +386,86 @@ static void test_analyses_fair(void) {
         bus_fixture_finish(&b);
 }
 
+/* ---- the bound of a uid's analyses waiting ---- */
+
+#define ANALYSES_PER_UID 8 /* POLICY_JOBS_MAX_PER_UID (policy-jobs.h) */
+
+typedef struct BoundedCase {
+        pid_t tid;   /* nobody's filtered process */
+        int held[2]; /* nobody says its calls are held */
+        int go[2];   /* the test says it opened the gate */
+} BoundedCase;
+
+/* As nobody, the analyses held at their gate: ANALYSES_PER_UID GetPolicy calls wait, the next is
+ * refused at once (LimitsExceeded); with the gate open, every one of them is answered. */
+static void bounded_part(void *userdata) {
+        BoundedCase *c = userdata;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        BusPending p[ANALYSES_PER_UID] = {};
+        for (size_t i = 0; i < ANALYSES_PER_UID; i++)
+                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "GetPolicy", bus_client_on_reply, &p[i], "u", (uint32_t) c->tid),
+                                >=, 0);
+        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &error, NULL, "u", (uint32_t) c->tid), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        for (size_t i = 0; i < ANALYSES_PER_UID; i++)
+                g_assert_false(p[i].done);
+        (void) !write(c->held[1], "h", 1);
+        char x;
+        g_assert_cmpint(read(c->go[0], &x, 1), ==, 1);
+        for (size_t i = 0; i < ANALYSES_PER_UID; i++) {
+                bus_client_wait(bus, &p[i], TESTS_PATIENCE_MS, "GetPolicy");
+                if (sd_bus_error_is_set(&p[i].error))
+                        g_error("GetPolicy %zu: %s", i, p[i].error.message);
+                sd_bus_error_free(&p[i].error);
+        }
+}
+
+/* The daemon tracks the filtered process (GetTaskChain answers with its filter): answered on the
+ * loop, where WhoCan would wait at the gate. */
+static bool chain_known(void *userdata) {
+        WhoCanWait *w = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const void *ids;
+        size_t bytes = 0;
+        return bus_client_call(w->bus, "GetTaskChain", &error, &reply, "u", (uint32_t) w->tid) >= 0 &&
+               sd_bus_message_read_array(reply, 't', &ids, &bytes) >= 0 && bytes > 0;
+}
+
+static void test_analyses_bounded(void) {
+        BusFixture b;
+        struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+        if (!tests_require_root())
+                return;
+        g_autofree char *dir = g_dir_make_tmp("sectree-lanes-XXXXXX", NULL);
+        g_assert_nonnull(dir);
+        g_autofree char *gate = g_build_filename(dir, "go", NULL);
+        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_POLICY_GATE=", gate, NULL);
+        char *env[] = { gate_env, NULL };
+        g_assert_true(bus_fixture_start_all(&b, NULL, env));
+        BoundedCase c = { .tid = spawn_filtered(NOBODY, allow, ELEMENTSOF(allow)) };
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_assert_true(tests_wait_for(chain_known, &(WhoCanWait) { bus, c.tid }, TESTS_PATIENCE_MS));
+        g_assert_cmpint(pipe2(c.held, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(c.go, O_CLOEXEC), ==, 0);
+        pid_t part = tests_as_uid_start(NOBODY, bounded_part, &c);
+        close(c.held[1]); /* a part that fails is an end of file here */
+        close(c.go[0]);
+        char x;
+        g_assert_cmpint(read(c.held[0], &x, 1), ==, 1);
+        g_assert_true(g_file_set_contents(gate, "", 0, NULL));
+        g_assert_cmpint(write(c.go[1], "g", 1), ==, 1);
+        g_assert_cmpint(tests_wait_status(part), ==, 0);
+        close(c.held[0]);
+        close(c.go[1]);
+        stop_process(c.tid);
+        bus_fixture_finish(&b);
+        (void) unlink(gate);
+        (void) rmdir(dir);
+}
+
 /* ---- transfers: a few users cannot lock the others out ---- */
 
 #define HOLDERS 3       /* uids holding import pipes they never write into nor close */
@@ -488,6 +568,7 @@ int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/fair-lanes/chain-over-budget", test_chain_over_budget);
         g_test_add_func("/fair-lanes/analyses", test_analyses_fair);
+        g_test_add_func("/fair-lanes/analyses-bounded", test_analyses_bounded);
         g_test_add_func("/fair-lanes/transfers", test_transfers_fair);
         return g_test_run();
 }

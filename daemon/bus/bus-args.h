@@ -27,8 +27,8 @@ typedef struct ManagerBus {
         sd_bus *bus;
         Manager *manager;
         SnapshotTransfers *transfers;
-        PolicyJobs *policy_jobs;
-        ProcWalks *proc_walks;
+        WorkerLanes *policy_jobs; /* policy-jobs.h */
+        WorkerLanes *proc_walks;  /* proc-walks.h */
         ManagerCounts announced;  /* what PropertiesChanged said last */
         sd_bus_message **rescans; /* Rescan() calls whose pass waits for a snapshot's scan (ptrace) */
         size_t n_rescans, n_rescans_allocated;

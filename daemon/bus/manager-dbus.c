@@ -602,8 +602,10 @@ static int on_event_exit(sd_event_source *s, void *userdata) {
         ManagerBus *b = userdata;
         rescans_answer(b, ERROR_SCAN_FAILED, "The daemon stopped before the full pass.");
         snapshot_transfers_cancel(b->transfers);
-        policy_jobs_cancel(b->policy_jobs);
-        proc_walks_cancel(b->proc_walks);
+        if (b->policy_jobs)
+                worker_lanes_cancel(b->policy_jobs);
+        if (b->proc_walks)
+                worker_lanes_cancel(b->proc_walks);
         return 0;
 }
 

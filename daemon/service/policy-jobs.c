@@ -10,23 +10,14 @@
 #include "policy/policy-baseline.h"
 #include "service/program-fetch.h"
 
-struct PolicyJobs {
-        WorkerLanes *lanes;
-};
+static void job_free_owner(void *owner);
 
-int policy_jobs_new(sd_event *event, PolicyJobs **ret) {
-        PolicyJobs *js = calloc(1, sizeof(PolicyJobs));
-        if (!js)
-                return -ENOMEM;
+int policy_jobs_new(sd_event *event, WorkerLanes **ret) {
         WorkerLanesOptions o = { .burst_usec = POLICY_UID_BURST_USEC, .percent = POLICY_UID_SHARE_PERCENT,
-                                 .wait_for_share = true };
-        int r = worker_lanes_new(event, &o, &js->lanes);
-        if (r < 0) {
-                free(js);
-                return r;
-        }
-        *ret = js;
-        return 0;
+                                 .wait_for_share = true, .max_root = POLICY_JOBS_MAX_ROOT,
+                                 .max_users = POLICY_JOBS_MAX_USERS, .max_per_uid = POLICY_JOBS_MAX_PER_UID,
+                                 .free_owner = job_free_owner };
+        return worker_lanes_new(event, &o, ret);
 }
 
 void policy_baseline_done(PolicyBaseline *b) {
@@ -57,21 +48,7 @@ PolicyJob *policy_job_free(PolicyJob *j) {
 }
 
 static void job_free_owner(void *owner) {
-        policy_job_free(owner);
-}
-
-void policy_jobs_cancel(PolicyJobs *js) {
-        if (js) /* the lanes hold only their items: each job is its item's container */
-                worker_lanes_cancel(js->lanes, job_free_owner);
-}
-
-PolicyJobs *policy_jobs_free(PolicyJobs *js) {
-        if (!js)
-                return NULL;
-        policy_jobs_cancel(js);
-        worker_lanes_free(js->lanes);
-        free(js);
-        return NULL;
+        policy_job_free(owner); /* each job is its item's container */
 }
 
 static void job_run(void *userdata);
@@ -82,7 +59,7 @@ PolicyJob *policy_job_new(Source *source, const Caller *c, PolicyJobKind kind, c
         PolicyJob *j = calloc(1, sizeof(PolicyJob));
         if (!j)
                 return NULL;
-        *j = (PolicyJob) { .source = source, .kind = kind };
+        *j = (PolicyJob) { .source = source, .kind = kind, .gate = secure_getenv("SECTREE_TEST_POLICY_GATE") };
         worker_item_init(&j->worker, j, c->privileged, c->uid, job_run, job_done, job_failed);
         snprintf(j->what, sizeof(j->what), "%s", what);
         return j;
@@ -279,6 +256,7 @@ static int who_can_run(PolicyJob *j, PolicyStop *stop) {
 static void job_run(void *userdata) {
         PolicyJob *j = userdata;
         PolicyStop stop = { .check = job_stop, .userdata = j };
+        worker_item_gate(&j->worker, j->gate);
         switch (j->kind) {
         case POLICY_JOB_GET_POLICY:
                 j->r = get_policy_run(j, &stop);
@@ -310,13 +288,13 @@ static void job_failed(void *userdata, int r) {
         policy_job_free(j);
 }
 
-int policy_jobs_submit(PolicyJobs *js, PolicyJob *j, uint64_t loop_cpu_usec, PolicyJobDone done) {
+int policy_jobs_submit(WorkerLanes *lanes, PolicyJob *j, uint64_t loop_cpu_usec, PolicyJobDone done) {
         _cleanup_(policy_job_freep) PolicyJob *job = j;
-        if (worker_lanes_full(js->lanes, &j->worker, POLICY_JOBS_MAX_ROOT, POLICY_JOBS_MAX_USERS, POLICY_JOBS_MAX_PER_UID))
-                return -EBUSY;
         j->worker.loop_cpu_usec = loop_cpu_usec;
         j->done = done;
-        int r = worker_lanes_submit(js->lanes, &j->worker);
+        int r = worker_lanes_submit(lanes, &j->worker);
+        if (r == -EBUSY)
+                return r;
         if (r < 0)
                 return log_warning_errno(r, "Could not start a policy analysis: %m");
         TAKE_PTR(job);

@@ -54,6 +54,7 @@ struct PolicyJob {
         Source *source; /* the worker's: programs over budget are read again through it */
         PolicyJobKind kind;
         char what[64]; /* for errors: "the chain of task 4711" */
+        const char *gate; /* $SECTREE_TEST_POLICY_GATE: for the tests, the worker waits for this file */
         PolicyJobDone done;
         void *userdata;                    /* the call's (freed with the job by userdata_free) */
         void (*userdata_free)(void *userdata);
@@ -82,14 +83,9 @@ struct PolicyJob {
         size_t all;           /* WhoCan: every visible thread of the machine */
 };
 
-typedef struct PolicyJobs PolicyJobs;
-
-int policy_jobs_new(sd_event *event, PolicyJobs **ret);
-/* Stop the workers, wait for them, and drop their calls (no done()): sectreed is stopping. */
-void policy_jobs_cancel(PolicyJobs *js);
-/* policy_jobs_cancel(), then free. */
-PolicyJobs *policy_jobs_free(PolicyJobs *js);
-DEFINE_CLEANUP(PolicyJobs *, policy_jobs_free);
+/* The lanes of the analyses, bounded as above; worker_lanes_cancel() drops the calls left (no
+ * done()) when sectreed is stopping, worker_lanes_free() frees the lanes and them. */
+int policy_jobs_new(sd_event *event, WorkerLanes **ret);
 
 /* A job of the caller's; what: its subject, for errors ("the chain of task 4711"). */
 PolicyJob *policy_job_new(Source *source, const Caller *c, PolicyJobKind kind, const char *what);
@@ -108,4 +104,4 @@ int policy_job_set_who_can(PolicyJob *j, const Forest *f, const WhoCanQuery *q, 
 /* Queue j (taken) in its lane; loop_cpu_usec: what the loop spent preparing it. -EBUSY when its
  * lane (or its uid's part of it) is full; another negative errno when it could not start; else
  * done() is called when it is answered. */
-int policy_jobs_submit(PolicyJobs *js, PolicyJob *j, uint64_t loop_cpu_usec, PolicyJobDone done);
+int policy_jobs_submit(WorkerLanes *lanes, PolicyJob *j, uint64_t loop_cpu_usec, PolicyJobDone done);

@@ -4,23 +4,14 @@
 #include <errno.h>
 #include <stdlib.h>
 
-struct ProcWalks {
-        WorkerLanes *lanes;
-};
+static void job_free_owner(void *owner);
 
-int proc_walks_new(sd_event *event, ProcWalks **ret) {
-        ProcWalks *js = calloc(1, sizeof(ProcWalks));
-        if (!js)
-                return -ENOMEM;
+int proc_walks_new(sd_event *event, WorkerLanes **ret) {
         WorkerLanesOptions o = { .burst_usec = PROC_WALK_UID_BURST_USEC, .percent = PROC_WALK_UID_SHARE_PERCENT,
-                                 .wait_for_share = true };
-        int r = worker_lanes_new(event, &o, &js->lanes);
-        if (r < 0) {
-                free(js);
-                return r;
-        }
-        *ret = js;
-        return 0;
+                                 .wait_for_share = true, .max_root = PROC_WALKS_MAX_ROOT,
+                                 .max_users = PROC_WALKS_MAX_USERS, .max_per_uid = PROC_WALKS_MAX_PER_UID,
+                                 .free_owner = job_free_owner };
+        return worker_lanes_new(event, &o, ret);
 }
 
 ProcWalk *proc_walk_free(ProcWalk *j) {
@@ -39,21 +30,7 @@ ProcWalk *proc_walk_free(ProcWalk *j) {
 }
 
 static void job_free_owner(void *owner) {
-        proc_walk_free(owner);
-}
-
-void proc_walks_cancel(ProcWalks *js) {
-        if (js) /* the lanes hold only their items: each job is its item's container */
-                worker_lanes_cancel(js->lanes, job_free_owner);
-}
-
-ProcWalks *proc_walks_free(ProcWalks *js) {
-        if (!js)
-                return NULL;
-        proc_walks_cancel(js);
-        worker_lanes_free(js->lanes);
-        free(js);
-        return NULL;
+        proc_walk_free(owner); /* each job is its item's container */
 }
 
 static void job_run(void *userdata);
@@ -109,14 +86,13 @@ static void job_failed(void *userdata, int r) {
         proc_walk_free(j);
 }
 
-int proc_walks_submit(ProcWalks *js, ProcWalk *j, uint64_t loop_cpu_usec, ProcWalkDone done) {
+int proc_walks_submit(WorkerLanes *lanes, ProcWalk *j, uint64_t loop_cpu_usec, ProcWalkDone done) {
         _cleanup_(proc_walk_freep) ProcWalk *job = j;
-        if (worker_lanes_full(js->lanes, &j->worker, PROC_WALKS_MAX_ROOT, PROC_WALKS_MAX_USERS,
-                              PROC_WALKS_MAX_PER_UID))
-                return -EBUSY;
         j->worker.loop_cpu_usec = loop_cpu_usec;
         j->done = done;
-        int r = worker_lanes_submit(js->lanes, &j->worker);
+        int r = worker_lanes_submit(lanes, &j->worker);
+        if (r == -EBUSY)
+                return r;
         if (r < 0)
                 return log_warning_errno(r, "Could not start a walk of /proc for a call: %m");
         TAKE_PTR(job);

@@ -63,14 +63,9 @@ struct ProcWalk {
         size_t n;
 };
 
-typedef struct ProcWalks ProcWalks;
-
-int proc_walks_new(sd_event *event, ProcWalks **ret);
-/* Stop the workers, wait for them, and drop their calls (no done()): sectreed is stopping. */
-void proc_walks_cancel(ProcWalks *js);
-/* proc_walks_cancel(), then free. */
-ProcWalks *proc_walks_free(ProcWalks *js);
-DEFINE_CLEANUP(ProcWalks *, proc_walks_free);
+/* The lanes of the walks, bounded as above; worker_lanes_cancel() drops the calls left (no done())
+ * when sectreed is stopping, worker_lanes_free() frees the lanes and them. */
+int proc_walks_new(sd_event *event, WorkerLanes **ret);
 
 /* A walk of root's subtree in f for the caller (taken: the worker's now). */
 int proc_walk_new(const Forest *f, Caller *c, ProcWalkKind kind, pid_t root, ProcWalk **ret);
@@ -80,4 +75,4 @@ DEFINE_CLEANUP(ProcWalk *, proc_walk_free);
 /* Queue j (taken) in its lane; loop_cpu_usec: what the loop spent preparing it. -EBUSY when its
  * lane (or its uid's part of it) is full; another negative errno when it could not start; else
  * done() is called when it is answered. */
-int proc_walks_submit(ProcWalks *js, ProcWalk *j, uint64_t loop_cpu_usec, ProcWalkDone done);
+int proc_walks_submit(WorkerLanes *lanes, ProcWalk *j, uint64_t loop_cpu_usec, ProcWalkDone done);

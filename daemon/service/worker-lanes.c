@@ -13,6 +13,8 @@ struct WorkerLanes {
         WorkerItem *items; /* pending or running, newest first */
         UidShare share;    /* everyone else's lane, by uid */
         bool wait_for_share;
+        unsigned max_root, max_users, max_per_uid; /* 0: no bound */
+        void (*free_owner)(void *owner);
         bool stopped;
         sd_event_source *timer; /* when a uid that took its share may go on */
 };
@@ -25,6 +27,10 @@ int worker_lanes_new(sd_event *event, const WorkerLanesOptions *o, WorkerLanes *
                 return -ENOMEM;
         l->event = sd_event_ref(event);
         l->wait_for_share = o->wait_for_share;
+        l->max_root = o->max_root;
+        l->max_users = o->max_users;
+        l->max_per_uid = o->max_per_uid;
+        l->free_owner = o->free_owner;
         uid_share_init(&l->share, o->burst_usec, o->percent);
         *ret = l;
         return 0;
@@ -70,8 +76,8 @@ void worker_item_cancel(WorkerItem *w) {
 WorkerLanes *worker_lanes_free(WorkerLanes *l) {
         if (!l)
                 return NULL;
-        worker_lanes_stop(l);
-        while (l->items)
+        worker_lanes_cancel(l);
+        while (l->items) /* without free_owner */
                 worker_item_cancel(l->items);
         uid_share_deinit(&l->share);
         sd_event_unref(l->event);
@@ -201,10 +207,23 @@ static void lanes_schedule(WorkerLanes *l, WorkerItem *submitted, int *ret_submi
         }
 }
 
+static bool over(unsigned n, unsigned max) {
+        return max > 0 && n >= max;
+}
+
+/* Whether w's lane, or its uid's part of everyone else's, holds as many items as it may. */
+static bool lanes_full(const WorkerLanes *l, const WorkerItem *w) {
+        if (over(worker_lanes_count(l, w->privileged), w->privileged ? l->max_root : l->max_users))
+                return true;
+        return !w->privileged && over(worker_lanes_count_uid(l, w->uid), l->max_per_uid);
+}
+
 int worker_lanes_submit(WorkerLanes *l, WorkerItem *w) {
         int r = 0;
         if (l->stopped)
                 return -ECANCELED;
+        if (lanes_full(l, w))
+                return -EBUSY;
         w->lanes = l;
         w->pending = true;
         w->next = l->items;
@@ -226,12 +245,12 @@ void worker_item_gate(WorkerItem *w, const char *gate) {
                 (void) usleep(10 * 1000);
 }
 
-void worker_lanes_cancel(WorkerLanes *l, void (*free_owner)(void *owner)) {
+void worker_lanes_cancel(WorkerLanes *l) {
         void *owner;
 
         worker_lanes_stop(l);
-        while ((owner = worker_lanes_first(l)))
-                free_owner(owner);
+        while (l->free_owner && (owner = worker_lanes_first(l)))
+                l->free_owner(owner);
 }
 
 unsigned worker_lanes_count(const WorkerLanes *l, bool privileged) {
@@ -246,13 +265,6 @@ unsigned worker_lanes_count_uid(const WorkerLanes *l, uid_t uid) {
         for (WorkerItem *w = l->items; w; w = w->next)
                 n += !w->privileged && w->uid == uid;
         return n;
-}
-
-bool worker_lanes_full(const WorkerLanes *l, const WorkerItem *w, unsigned max_root, unsigned max_users,
-                       unsigned max_per_uid) {
-        if (worker_lanes_count(l, w->privileged) >= (w->privileged ? max_root : max_users))
-                return true;
-        return !w->privileged && worker_lanes_count_uid(l, w->uid) >= max_per_uid;
 }
 
 void *worker_lanes_first(const WorkerLanes *l) {

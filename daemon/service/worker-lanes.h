@@ -58,17 +58,25 @@ typedef struct WorkerLanesOptions {
         uint64_t burst_usec; /* of a uid's share (uid-share.h) */
         unsigned percent;    /* of one CPU */
         bool wait_for_share; /* a uid that took its share waits for it to refill */
+        /* What worker_lanes_submit() refuses with -EBUSY rather than queue: root's lane holding
+         * max_root items, everyone else's max_users, or one uid max_per_uid of them (0: no bound). */
+        unsigned max_root, max_users, max_per_uid;
+        /* Frees an item's owner, taking the item out of the lanes (worker_item_cancel()); with it,
+         * worker_lanes_cancel() and worker_lanes_free() free the owners of the items left. */
+        void (*free_owner)(void *owner);
 } WorkerLanesOptions;
 
 int worker_lanes_new(sd_event *event, const WorkerLanesOptions *o, WorkerLanes **ret);
-/* Cancel and wait for every item left (none gets done() or failed()), free the lanes. */
+/* Cancel and wait for every item left (none gets done() or failed()), free their owners when the
+ * lanes have free_owner, free the lanes. */
 WorkerLanes *worker_lanes_free(WorkerLanes *l);
 DEFINE_CLEANUP(WorkerLanes *, worker_lanes_free);
 
 void worker_item_init(WorkerItem *w, void *owner, bool privileged, uid_t uid, WorkerRun run, WorkerDone done, WorkerFailed failed);
 /* Queue w in its lane; its worker starts when the lane is free (and, with wait_for_share, its uid
  * has some share left). A negative errno when w's own worker could not start: w is then out of
- * the lanes, and failed() is not called for it. -ECANCELED once the lanes are stopped. */
+ * the lanes, and failed() is not called for it. -EBUSY when its lane is full (the options' bounds),
+ * -ECANCELED once the lanes are stopped: w was not queued. */
 int worker_lanes_submit(WorkerLanes *l, WorkerItem *w);
 /* Take w out of its lanes (if it is in them); a running worker is told to stop and waited for,
  * and the next item of its lane starts. */
@@ -79,17 +87,12 @@ void worker_lanes_stop(WorkerLanes *l);
  * cancelled; nothing when gate is NULL (the test variable that names it is not set). So that a test
  * can hold an item in its worker while it calls the daemon. */
 void worker_item_gate(WorkerItem *w, const char *gate);
-/* worker_lanes_stop(), then free the owner of every item left with free_owner, which takes its
- * item out of the lanes (worker_item_cancel(): a running worker is waited for). Their calls get no
- * answer. */
-void worker_lanes_cancel(WorkerLanes *l, void (*free_owner)(void *owner));
+/* worker_lanes_stop(), then free the owner of every item left with the lanes' free_owner (a
+ * running worker is waited for). Their calls get no answer. */
+void worker_lanes_cancel(WorkerLanes *l);
 
 /* The owner of the newest item pending or running, NULL if none. */
 void *worker_lanes_first(const WorkerLanes *l);
 /* Items pending or running: of a lane, and of one uid in everyone else's lane. */
 unsigned worker_lanes_count(const WorkerLanes *l, bool privileged);
 unsigned worker_lanes_count_uid(const WorkerLanes *l, uid_t uid);
-/* Whether w's lane already holds max_root (root's) or max_users items, or w's uid max_per_uid of
- * everyone else's: what an owner refuses with -EBUSY rather than queue. */
-bool worker_lanes_full(const WorkerLanes *l, const WorkerItem *w, unsigned max_root, unsigned max_users,
-                       unsigned max_per_uid);
