@@ -243,7 +243,7 @@ int figure_scan_run(const BenchOptions *o, Report *report) {
         r = bpf_scanner_new(&bpf);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the bpf scanner: %m");
-        r = iter_floor_new(&floor);
+        r = iter_floor_new(false, &floor);
         if (r < 0)
                 return r;
 

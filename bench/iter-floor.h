@@ -1,5 +1,5 @@
-/* iter-floor.h: loads (through a light skeleton) and runs the pointer-only iterator floor
- * (bpf/floor.bpf.c) */
+/* iter-floor.h: loads (through a light skeleton) and runs the pointer-only iterator floor: the task
+ * iterator's walk (bpf/floor.bpf.c), or the open-coded task iterator's (bpf/floor-oc.bpf.c) */
 #pragma once
 
 #include "bpf/floor.h"
@@ -7,7 +7,7 @@
 
 typedef struct IterFloor IterFloor;
 
-int iter_floor_new(IterFloor **ret);
+int iter_floor_new(bool open_coded, IterFloor **ret);
 IterFloor *iter_floor_free(IterFloor *f);
 DEFINE_CLEANUP(IterFloor *, iter_floor_free);
 
