@@ -8,19 +8,9 @@
  * the floor. It can do this because it sends nothing: a walk that fills a ring buffer could not
  * stop and go on where it stopped, as the task iterator's read() does. */
 #include "floor-walk.bpf.h"
+#include "observe/bpf/task-iter.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* As the kernel declares them (kernel/bpf/task_iter.c). */
-struct bpf_iter_task {
-        __u64 __opaque[3];
-} __attribute__((aligned(8)));
-
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
-
-#define BPF_TASK_ITER_ALL_THREADS 1
 
 struct floor_counts counts;
 

@@ -5,6 +5,7 @@
  * go to a ring buffer of their own. */
 #include "observe/bpf/ids.bpf.h"
 #include "observe/bpf/pidns.bpf.h"
+#include "observe/bpf/task-iter.bpf.h" /* over the threads of one process */
 
 #include <linux/prctl.h>
 
@@ -17,15 +18,6 @@ char LICENSE[] SEC("license") = "GPL";
 
 extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
-
-/* The open-coded task iterator (kernel/bpf/task_iter.c), over the threads of one process. */
-struct bpf_iter_task {
-        __u64 __opaque[3];
-} __attribute__((aligned(8)));
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
-#define BPF_TASK_ITER_PROC_THREADS 2
 
 /* What close(2) of a listener fd reads: the fd table (kernel.h), and the file's reference count
  * (file_ref_t since 6.13, counting from 0 for one reference; f_count, from 1, before). */
