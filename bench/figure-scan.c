@@ -11,7 +11,10 @@
  * the measured passes (taken in rounds of one pass of each):
  *   - the bpf backend: bpf_scanner_scan() into the in-memory Forest (freeing it is not timed);
  *   - the ptrace backend: ptrace_scan(), seize/interrupt/dump every index/detach per task;
- *   - the pointer-only iterator floor: an iter/task pass that follows every chain's pointers;
+ *   - the pointer-only iterator floor: an iter/task pass that follows every chain's pointers, and
+ *     the same in its open-coded form (one run of the program walks every thread itself, without
+ *     the task iterator's lookup and reference of each task; bench/bpf/floor-oc.bpf.c): the
+ *     cheaper of the two is the floor the bpf backend's ratio is taken to;
  *   - the /proc floor: open, read and close /proc/TID/status, find Seccomp_filters:.
  * Both backends scan the workload's subtree (ScanOptions.root), without argv or exe. The bpf
  * backend and the iterator floor walk every task of the machine either way. Values are per
@@ -24,7 +27,7 @@ typedef struct ScanBench {
         const BenchOptions *opts;
         Report *report;
         BpfScanner *bpf;
-        IterFloor *floor;
+        IterFloor *floor, *floor_oc;
         Workload *w;
         ScanOptions scan;
 } ScanBench;
@@ -40,10 +43,10 @@ static void forest_check(ScanBench *b, const Forest *f, const char *backend) {
                 report_check_failed(b->report, "%s backend, %zu tasks: %s.", backend, workload_n_tasks(b->w), why);
 }
 
-static int pass_iter_floor(ScanBench *b, bool check, uint64_t *ret_nsec) {
+static int pass_floor(ScanBench *b, IterFloor *floor, bool check, uint64_t *ret_nsec) {
         struct floor_counts c;
         uint64_t start = now_nsec();
-        int r = iter_floor_run(b->floor, &c);
+        int r = iter_floor_run(floor, &c);
 
         *ret_nsec = now_nsec() - start;
         if (r < 0)
@@ -55,6 +58,14 @@ static int pass_iter_floor(ScanBench *b, bool check, uint64_t *ret_nsec) {
                                     (unsigned long long) c.filters, (unsigned long long) c.truncated,
                                     workload_n_tasks(b->w), workload_n_chain_filters(b->w));
         return 0;
+}
+
+static int pass_iter_floor(ScanBench *b, bool check, uint64_t *ret_nsec) {
+        return pass_floor(b, b->floor, check, ret_nsec);
+}
+
+static int pass_iter_floor_oc(ScanBench *b, bool check, uint64_t *ret_nsec) {
+        return pass_floor(b, b->floor_oc, check, ret_nsec);
 }
 
 /* Seccomp_filters: of one task, or negative errno. */
@@ -131,6 +142,7 @@ static int pass_ptrace(ScanBench *b, bool check, uint64_t *ret_nsec) {
 /* What is measured, in the order of a round: ptrace last, since it stops and restarts every task. */
 typedef enum ScanFigure {
         SCAN_ITER_FLOOR,
+        SCAN_ITER_FLOOR_OC,
         SCAN_BPF,
         SCAN_PROC_FLOOR,
         SCAN_PTRACE,
@@ -139,6 +151,7 @@ typedef enum ScanFigure {
 
 static const PassFunc pass_table[_SCAN_FIGURE_MAX] = {
         [SCAN_ITER_FLOOR] = pass_iter_floor,
+        [SCAN_ITER_FLOOR_OC] = pass_iter_floor_oc,
         [SCAN_BPF] = pass_bpf,
         [SCAN_PROC_FLOOR] = pass_proc_floor,
         [SCAN_PTRACE] = pass_ptrace,
@@ -186,16 +199,21 @@ static int add_row(ScanBench *b, size_t tasks, const char *figure, const Timing 
 }
 
 static int report_size(ScanBench *b, size_t n, const Timing t[_SCAN_FIGURE_MAX]) {
-        double bpf_floor = t[SCAN_BPF].median / t[SCAN_ITER_FLOOR].median;
+        double floor = MIN(t[SCAN_ITER_FLOOR].median, t[SCAN_ITER_FLOOR_OC].median);
+        double bpf_floor = t[SCAN_BPF].median / floor;
         double ptrace_bpf = t[SCAN_PTRACE].median / t[SCAN_BPF].median;
         double ptrace_proc = t[SCAN_PTRACE].median / t[SCAN_PROC_FLOOR].median;
         int r;
 
         r = add_row(b, n, "floor: pointer-only iterator", &t[SCAN_ITER_FLOOR], 0, NULL, NULL, VERDICT_NONE);
         if (r >= 0)
+                r = add_row(b, n, "floor: the same, open-coded task walk", &t[SCAN_ITER_FLOOR_OC],
+                            t[SCAN_ITER_FLOOR_OC].median / t[SCAN_ITER_FLOOR].median, "iterator floor", NULL,
+                            VERDICT_NONE);
+        if (r >= 0)
                 r = add_row(b, n, "floor: /proc/TID/status", &t[SCAN_PROC_FLOOR], 0, NULL, NULL, VERDICT_NONE);
         if (r >= 0)
-                r = add_row(b, n, "bpf backend", &t[SCAN_BPF], bpf_floor, "iterator floor", "bpf ≤ 3× floor",
+                r = add_row(b, n, "bpf backend", &t[SCAN_BPF], bpf_floor, "the cheaper floor", "bpf ≤ 3× floor",
                             verdict_for(b->opts, n, bpf_floor, 3, false));
         if (r >= 0)
                 r = add_row(b, n, "ptrace backend", &t[SCAN_PTRACE], ptrace_proc, "/proc floor", NULL, VERDICT_NONE);
@@ -236,7 +254,7 @@ static int scan_size(ScanBench *b, size_t n) {
 
 int figure_scan_run(const BenchOptions *o, Report *report) {
         _cleanup_(bpf_scanner_freep) BpfScanner *bpf = NULL;
-        _cleanup_(iter_floor_freep) IterFloor *floor = NULL;
+        _cleanup_(iter_floor_freep) IterFloor *floor = NULL, *floor_oc = NULL;
         int r;
 
         /* Before any workload: the scanner's tracepoints must see every filter being made. */
@@ -244,10 +262,12 @@ int figure_scan_run(const BenchOptions *o, Report *report) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the bpf scanner: %m");
         r = iter_floor_new(false, &floor);
+        if (r >= 0)
+                r = iter_floor_new(true, &floor_oc);
         if (r < 0)
                 return r;
 
-        ScanBench b = { .opts = o, .report = report, .bpf = bpf, .floor = floor };
+        ScanBench b = { .opts = o, .report = report, .bpf = bpf, .floor = floor, .floor_oc = floor_oc };
         for (size_t i = 0; i < o->n_sizes; i++) {
                 r = scan_size(&b, o->sizes[i]);
                 if (r < 0)
