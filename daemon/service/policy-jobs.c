@@ -273,10 +273,10 @@ static void job_run(void *userdata) {
 
 /* ---- the lanes ---- */
 
+/* The lanes free the job after these (job_free_owner()). */
 static void job_done(void *userdata) {
         PolicyJob *j = userdata;
         j->done(j, j->userdata);
-        policy_job_free(j);
 }
 
 static void job_failed(void *userdata, int r) {
@@ -285,18 +285,13 @@ static void job_failed(void *userdata, int r) {
         j->r = r;
         j->not_started = true;
         j->done(j, j->userdata);
-        policy_job_free(j);
 }
 
 int policy_jobs_submit(WorkerLanes *lanes, PolicyJob *j, uint64_t loop_cpu_usec, PolicyJobDone done) {
-        _cleanup_(policy_job_freep) PolicyJob *job = j;
         j->worker.loop_cpu_usec = loop_cpu_usec;
         j->done = done;
-        int r = worker_lanes_submit(lanes, &j->worker);
-        if (r == -EBUSY)
-                return r;
-        if (r < 0)
-                return log_warning_errno(r, "Could not start a policy analysis: %m");
-        TAKE_PTR(job);
-        return 0;
+        int r = worker_lanes_submit(lanes, &j->worker); /* j is the lanes' now, or freed */
+        if (r < 0 && r != -EBUSY)
+                log_warning_errno(r, "Could not start a policy analysis: %m");
+        return r;
 }

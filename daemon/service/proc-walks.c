@@ -72,10 +72,10 @@ static void job_run(void *userdata) {
         j->r = -EINVAL;
 }
 
+/* The lanes free the job after these (job_free_owner()). */
 static void job_done(void *userdata) {
         ProcWalk *j = userdata;
         j->done(j, j->userdata);
-        proc_walk_free(j);
 }
 
 static void job_failed(void *userdata, int r) {
@@ -83,18 +83,13 @@ static void job_failed(void *userdata, int r) {
         log_warning_errno(r, "Could not start a walk of /proc for a call: %m");
         j->r = r;
         j->done(j, j->userdata);
-        proc_walk_free(j);
 }
 
 int proc_walks_submit(WorkerLanes *lanes, ProcWalk *j, uint64_t loop_cpu_usec, ProcWalkDone done) {
-        _cleanup_(proc_walk_freep) ProcWalk *job = j;
         j->worker.loop_cpu_usec = loop_cpu_usec;
         j->done = done;
-        int r = worker_lanes_submit(lanes, &j->worker);
-        if (r == -EBUSY)
-                return r;
-        if (r < 0)
-                return log_warning_errno(r, "Could not start a walk of /proc for a call: %m");
-        TAKE_PTR(job);
-        return 0;
+        int r = worker_lanes_submit(lanes, &j->worker); /* j is the lanes' now, or freed */
+        if (r < 0 && r != -EBUSY)
+                log_warning_errno(r, "Could not start a walk of /proc for a call: %m");
+        return r;
 }

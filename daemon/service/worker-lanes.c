@@ -113,6 +113,8 @@ static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *us
             uid_share_charge(&l->share, w->uid, w->loop_cpu_usec + w->worker_cpu_usec, now_usec(CLOCK_MONOTONIC)) < 0)
                 log_oom();
         w->done(w->owner); /* w may be gone */
+        if (l->free_owner)
+                l->free_owner(w->owner);
         lanes_schedule(l, NULL, NULL);
         return 0;
 }
@@ -201,8 +203,11 @@ static void lanes_schedule(WorkerLanes *l, WorkerItem *submitted, int *ret_submi
                 lanes_unlink(l, next);
                 if (next == submitted)
                         *ret_submitted = r;
-                else
+                else {
                         next->failed(next->owner, r);
+                        if (l->free_owner)
+                                l->free_owner(next->owner);
+                }
                 lane--; /* the next one of this lane, then */
         }
 }
@@ -218,7 +223,7 @@ static bool lanes_full(const WorkerLanes *l, const WorkerItem *w) {
         return !w->privileged && over(worker_lanes_count_uid(l, w->uid), l->max_per_uid);
 }
 
-int worker_lanes_submit(WorkerLanes *l, WorkerItem *w) {
+static int lanes_queue(WorkerLanes *l, WorkerItem *w) {
         int r = 0;
         if (l->stopped)
                 return -ECANCELED;
@@ -229,6 +234,13 @@ int worker_lanes_submit(WorkerLanes *l, WorkerItem *w) {
         w->next = l->items;
         l->items = w;
         lanes_schedule(l, w, &r);
+        return r;
+}
+
+int worker_lanes_submit(WorkerLanes *l, WorkerItem *w) {
+        int r = lanes_queue(l, w);
+        if (r < 0 && l->free_owner)
+                l->free_owner(w->owner); /* out of the lanes already */
         return r;
 }
 

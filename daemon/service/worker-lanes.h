@@ -28,9 +28,10 @@ typedef struct WorkerItem WorkerItem;
 /* In the worker thread: the item's work. While it runs it alone touches what its owner gave it. */
 typedef void (*WorkerRun)(void *owner);
 /* On the loop, the thread joined and its time charged; the item is out of the lanes (done may
- * free it). */
+ * free it, unless the lanes have free_owner: they free the owner after done() returns). */
 typedef void (*WorkerDone)(void *owner);
-/* On the loop: a pending item's worker could not be started (r); the item is out of the lanes. */
+/* On the loop: a pending item's worker could not be started (r); the item is out of the lanes (as
+ * for done(), the lanes with free_owner free the owner after it). */
 typedef void (*WorkerFailed)(void *owner, int r);
 
 struct WorkerItem {
@@ -62,7 +63,8 @@ typedef struct WorkerLanesOptions {
          * max_root items, everyone else's max_users, or one uid max_per_uid of them (0: no bound). */
         unsigned max_root, max_users, max_per_uid;
         /* Frees an item's owner, taking the item out of the lanes (worker_item_cancel()); with it,
-         * worker_lanes_cancel() and worker_lanes_free() free the owners of the items left. */
+         * the lanes own the owners they hold: freed after done() or failed(), by
+         * worker_lanes_cancel() and worker_lanes_free(), and by worker_lanes_submit() when it fails. */
         void (*free_owner)(void *owner);
 } WorkerLanesOptions;
 
@@ -76,7 +78,8 @@ void worker_item_init(WorkerItem *w, void *owner, bool privileged, uid_t uid, Wo
 /* Queue w in its lane; its worker starts when the lane is free (and, with wait_for_share, its uid
  * has some share left). A negative errno when w's own worker could not start: w is then out of
  * the lanes, and failed() is not called for it. -EBUSY when its lane is full (the options' bounds),
- * -ECANCELED once the lanes are stopped: w was not queued. */
+ * -ECANCELED once the lanes are stopped: w was not queued. On any error, lanes with free_owner
+ * have freed w's owner. */
 int worker_lanes_submit(WorkerLanes *l, WorkerItem *w);
 /* Take w out of its lanes (if it is in them); a running worker is told to stop and waited for,
  * and the next item of its lane starts. */
