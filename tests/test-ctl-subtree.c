@@ -265,7 +265,7 @@ typedef struct ListingsHeld {
         uint64_t head;       /* the filter of nobody's filtered process */
         pid_t other;         /* root's filtered process */
         uint64_t other_head; /* and its filter */
-        int held[2], go[2];  /* nobody says its listings are held; the test says it opened the gate */
+        TestsHandshake h;    /* nobody's listings are held; the test opened the gate */
 } ListingsHeld;
 
 /* As nobody, with the daemon's walks held at their gate: ListTasks, ListFilters, GetFilter and
@@ -302,9 +302,7 @@ static void listings_as_nobody(void *userdata) {
         g_assert_false(mine.p.done);
         g_assert_false(roots.p.done);
         g_assert_false(who.p.done);
-        g_assert_cmpint(write(l->held[1], "h", 1), ==, 1);
-        char c;
-        g_assert_cmpint(read(l->go[0], &c, 1), ==, 1);
+        tests_handshake_hold(&l->h);
 
         bus_client_wait(bus, &tasks.p, TESTS_PATIENCE_MS, "ListTasks");
         bus_client_wait(bus, &filters.p, TESTS_PATIENCE_MS, "ListFilters");
@@ -387,20 +385,14 @@ static void test_listings_off_loop(Fixture *fx, gconstpointer data) {
         ListingsHeld l = { .fx = fx, .head = head_of(fx->s.filtered), .other = other, .other_head = head_of(other) };
         g_assert_cmpuint(l.head, !=, 0);
         g_assert_cmpuint(l.other_head, !=, 0);
-        g_assert_cmpint(pipe2(l.held, O_CLOEXEC), ==, 0);
-        g_assert_cmpint(pipe2(l.go, O_CLOEXEC), ==, 0);
+        tests_handshake_open(&l.h);
         pid_t nobody = tests_as_nobody_start(listings_as_nobody, &l);
-        close(l.held[1]); /* a nobody that fails is an end of file here */
-        close(l.go[0]);
-        char c;
-        g_assert_cmpint(read(l.held[0], &c, 1), ==, 1);
+        tests_handshake_wait_held(&l.h);
         g_assert_true(g_file_set_contents(fx->gate, "", 0, NULL));
-        g_assert_cmpint(write(l.go[1], "g", 1), ==, 1);
+        tests_handshake_go(&l.h);
         g_assert_cmpint(tests_wait_status(nobody), ==, 0);
         (void) kill(other, SIGKILL);
         (void) tests_wait_status(other);
-        close(l.held[0]);
-        close(l.go[1]);
 }
 
 /* As many of one uid's calls as its part of the users' lane holds (PROC_WALKS_MAX_PER_UID, 8 in
@@ -410,7 +402,7 @@ static void test_listings_off_loop(Fixture *fx, gconstpointer data) {
 
 typedef struct LimitsHeld {
         const Fixture *fx;
-        int held[2], go[2];
+        TestsHandshake h; /* nobody's calls are held; the test opened the gate */
 } LimitsHeld;
 
 static void limits_as_nobody(void *userdata) {
@@ -426,9 +418,7 @@ static void limits_as_nobody(void *userdata) {
         bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
         for (size_t i = 0; i < LANE_PER_UID; i++)
                 g_assert_false(calls[i].p.done);
-        g_assert_cmpint(write(l->held[1], "h", 1), ==, 1);
-        char c;
-        g_assert_cmpint(read(l->go[0], &c, 1), ==, 1);
+        tests_handshake_hold(&l->h);
         for (size_t i = 0; i < LANE_PER_UID; i++) {
                 bus_client_wait(bus, &calls[i].p, TESTS_PATIENCE_MS, "ListTasks");
                 if (sd_bus_error_is_set(&calls[i].p.error))
@@ -445,23 +435,17 @@ static void test_listings_limits(Fixture *fx, gconstpointer data) {
                 return;
         g_assert_true(tests_wait_for(tracked_filtered, &fx->s.filtered, TESTS_PATIENCE_MS));
         LimitsHeld l = { .fx = fx };
-        g_assert_cmpint(pipe2(l.held, O_CLOEXEC), ==, 0);
-        g_assert_cmpint(pipe2(l.go, O_CLOEXEC), ==, 0);
+        tests_handshake_open(&l.h);
         pid_t nobody = tests_as_nobody_start(limits_as_nobody, &l);
-        close(l.held[1]); /* a nobody that fails is an end of file here */
-        close(l.go[0]);
-        char c;
-        g_assert_cmpint(read(l.held[0], &c, 1), ==, 1);
+        tests_handshake_wait_held(&l.h);
         /* root's calls are no part of nobody's lane */
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         if (bus_client_call(bus, "ListTasks", &error, NULL, "") < 0)
                 g_error("root's ListTasks: %s", error.message);
         g_assert_true(g_file_set_contents(fx->gate, "", 0, NULL));
-        g_assert_cmpint(write(l.go[1], "g", 1), ==, 1);
+        tests_handshake_go(&l.h);
         g_assert_cmpint(tests_wait_status(nobody), ==, 0);
-        close(l.held[0]);
-        close(l.go[1]);
 }
 
 static void test_method_nobody(Fixture *fx, gconstpointer data) {

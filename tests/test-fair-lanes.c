@@ -391,9 +391,8 @@ static void test_analyses_fair(void) {
 #define ANALYSES_PER_UID 8 /* POLICY_JOBS_MAX_PER_UID (policy-jobs.h) */
 
 typedef struct BoundedCase {
-        pid_t tid;   /* nobody's filtered process */
-        int held[2]; /* nobody says its calls are held */
-        int go[2];   /* the test says it opened the gate */
+        pid_t tid;        /* nobody's filtered process */
+        TestsHandshake h; /* nobody's calls are held; the test opened the gate */
 } BoundedCase;
 
 /* As nobody, the analyses held at their gate: ANALYSES_PER_UID GetPolicy calls wait, the next is
@@ -411,9 +410,7 @@ static void bounded_part(void *userdata) {
         bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
         for (size_t i = 0; i < ANALYSES_PER_UID; i++)
                 g_assert_false(p[i].done);
-        (void) !write(c->held[1], "h", 1);
-        char x;
-        g_assert_cmpint(read(c->go[0], &x, 1), ==, 1);
+        tests_handshake_hold(&c->h);
         for (size_t i = 0; i < ANALYSES_PER_UID; i++) {
                 bus_client_wait(bus, &p[i], TESTS_PATIENCE_MS, "GetPolicy");
                 if (sd_bus_error_is_set(&p[i].error))
@@ -448,18 +445,12 @@ static void test_analyses_bounded(void) {
         BoundedCase c = { .tid = spawn_filtered(NOBODY, allow, ELEMENTSOF(allow)) };
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         g_assert_true(tests_wait_for(chain_known, &(WhoCanWait) { bus, c.tid }, TESTS_PATIENCE_MS));
-        g_assert_cmpint(pipe2(c.held, O_CLOEXEC), ==, 0);
-        g_assert_cmpint(pipe2(c.go, O_CLOEXEC), ==, 0);
+        tests_handshake_open(&c.h);
         pid_t part = tests_as_uid_start(NOBODY, bounded_part, &c);
-        close(c.held[1]); /* a part that fails is an end of file here */
-        close(c.go[0]);
-        char x;
-        g_assert_cmpint(read(c.held[0], &x, 1), ==, 1);
+        tests_handshake_wait_held(&c.h);
         g_assert_true(g_file_set_contents(gate, "", 0, NULL));
-        g_assert_cmpint(write(c.go[1], "g", 1), ==, 1);
+        tests_handshake_go(&c.h);
         g_assert_cmpint(tests_wait_status(part), ==, 0);
-        close(c.held[0]);
-        close(c.go[1]);
         stop_process(c.tid);
         bus_fixture_finish(&b);
         (void) unlink(gate);

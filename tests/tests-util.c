@@ -315,6 +315,30 @@ int tests_as_nobody(void (*fn)(void *userdata), void *userdata) {
         return tests_wait_status(tests_as_nobody_start(fn, userdata));
 }
 
+void tests_handshake_open(TestsHandshake *h) {
+        g_assert_cmpint(pipe2(h->held, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(h->go, O_CLOEXEC), ==, 0);
+}
+
+void tests_handshake_hold(TestsHandshake *h) {
+        char c;
+        g_assert_cmpint(write(h->held[1], "h", 1), ==, 1);
+        g_assert_cmpint(read(h->go[0], &c, 1), ==, 1);
+}
+
+void tests_handshake_wait_held(TestsHandshake *h) {
+        char c;
+        close(h->held[1]);
+        close(h->go[0]);
+        g_assert_cmpint(read(h->held[0], &c, 1), ==, 1);
+}
+
+void tests_handshake_go(TestsHandshake *h) {
+        g_assert_cmpint(write(h->go[1], "g", 1), ==, 1);
+        close(h->held[0]);
+        close(h->go[1]);
+}
+
 size_t tests_filter_notify(struct sock_filter *insns, int nr) {
         size_t n = 0;
         insns[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));

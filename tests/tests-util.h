@@ -104,6 +104,18 @@ pid_t tests_as_uid_start(uid_t uid, void (*fn)(void *userdata), void *userdata);
 /* waitpid() for pid: its exit status as tests_as_nobody() gives it. */
 int tests_wait_status(pid_t pid);
 
+/* A forked child's handshake with the test: the child says it got to a point (its calls sent and
+ * held, say) and waits until the test lets it go on. Opened before the fork; the test calls
+ * tests_handshake_wait_held() after it (it closes the child's ends, so that a child that fails
+ * before is an end of file: an assertion), then tests_handshake_go(), which closes its own. */
+typedef struct TestsHandshake {
+        int held[2], go[2];
+} TestsHandshake;
+void tests_handshake_open(TestsHandshake *h);
+void tests_handshake_hold(TestsHandshake *h); /* in the child */
+void tests_handshake_wait_held(TestsHandshake *h);
+void tests_handshake_go(TestsHandshake *h);
+
 /* A filter that hands syscall nr on x86-64 to its listener (SECCOMP_RET_USER_NOTIF) and allows the
  * rest; insns must hold 7 entries. Returns the length. Give it a syscall nobody calls: nothing
  * answers the notification. */
