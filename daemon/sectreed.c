@@ -197,6 +197,9 @@ static int verb_scan(const Args *a) {
                 return log_error_errno(r, "Failed to number the forest: %m");
         t3 = now_usec(CLOCK_MONOTONIC);
         f->snapshot.taken_by_uid = (uint32_t) getuid();
+        /* A reader that goes away (`sectreed scan | head`) ends the process as it ends any filter
+         * of a pipeline, quietly, where the write would have failed with EPIPE and said so. */
+        signal(SIGPIPE, SIG_DFL);
         /* one write per 64 KiB, not one per line of a tree of tens of thousands of processes */
         static char obuf[64 << 10];
         (void) setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));

@@ -1,7 +1,8 @@
 /* test-sectreed-cli.c: what sectreed says to whoever runs it without what it needs: one line
  * naming the capabilities, no libbpf noise, one summary of the threads a ptrace scan could not
  * read (and exit 1 when it read nothing); --log-level and SYSTEMD_LOG_LEVEL; tracefs mounted by
- * the daemon itself is said */
+ * the daemon itself is said; a scan whose output cannot be written says why, or ends quietly
+ * when its reader went away */
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -284,10 +285,62 @@ static void test_tracefs_said(void) {
         tests_remove_dir(dir);
 }
 
+/* Run argv with stdout_fd as its standard output: its stderr and how it ended. */
+static Run run_to_fd(const char *const *argv, int stdout_fd) {
+        g_autoptr(GError) error = NULL;
+        GPid pid;
+        int err_fd, status;
+        if (!g_spawn_async_with_pipes_and_fds(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, stdout_fd, -1,
+                                              NULL, NULL, 0, &pid, NULL, NULL, &err_fd, &error))
+                g_error("running %s: %s", argv[0], error->message);
+        g_autoptr(GIOChannel) ch = g_io_channel_unix_new(err_fd);
+        g_io_channel_set_close_on_unref(ch, true);
+        Run r = {};
+        gsize len;
+        g_assert_cmpint(g_io_channel_read_to_end(ch, &r.err, &len, &error), ==, G_IO_STATUS_NORMAL);
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return r;
+}
+
+/* The output of a one-shot scan cannot be written: a full device is named as such (not as an
+ * input/output error), and a pipe nobody reads any more ends it by SIGPIPE, as it ends any filter
+ * of a pipeline, without a word. */
+static void test_output_errors(void) {
+        if (!tests_require_root())
+                return;
+        g_autofree char *root = g_strdup_printf("--root=%d", (int) getpid());
+        const char *tree[] = { g_getenv("SECTREED"), "scan", "--no-argv", root, NULL };
+        const char *json[] = { g_getenv("SECTREED"), "scan", "--no-argv", "--format=json", root, NULL };
+        const char *const *cases[] = { tree, json };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+                g_assert_cmpint(full, >=, 0);
+                Run r = run_to_fd(cases[i], full);
+                close(full);
+                g_test_message("to /dev/full: exit %d, stderr: %s", r.status, r.err);
+                g_assert_cmpint(r.status, ==, 1);
+                g_assert_cmpstr(r.err, ==, "Failed to write the output: No space left on device\n");
+                run_done(&r);
+
+                int p[2];
+                g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+                close(p[0]); /* the reader that went away */
+                r = run_to_fd(cases[i], p[1]);
+                close(p[1]);
+                g_test_message("to a pipe without a reader: exit %d, stderr: %s", r.status, r.err);
+                g_assert_cmpint(r.status, ==, 128 + SIGPIPE);
+                g_assert_cmpstr(r.err, ==, "");
+                run_done(&r);
+        }
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/sectreed-cli/not-root", test_not_root);
         g_test_add_func("/sectreed-cli/log-level", test_log_level);
         g_test_add_func("/sectreed-cli/tracefs-said", test_tracefs_said);
+        g_test_add_func("/sectreed-cli/output-errors", test_output_errors);
         return g_test_run();
 }

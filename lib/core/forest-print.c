@@ -379,7 +379,7 @@ typedef void (*LineWriter)(const TreeWalker *w, const void *what, size_t slot, L
 
 static int text_tree_flush(TextTree *t) {
         if (t->text.len > 0 && fwrite(t->text.text, 1, t->text.len, t->out) != t->text.len)
-                return -EIO;
+                return stdio_errno();
         t->text.len = 0;
         return 0;
 }
@@ -640,5 +640,5 @@ int forest_print_tree(const Forest *f, FILE *out, ForestPrintFlags flags) {
                 r = text_tree_flush(&t);
         free(t.text.text);
         free(t.last);
-        return fflush(out) == 0 ? r : -EIO;
+        return fflush(out) == 0 ? r : stdio_errno();
 }

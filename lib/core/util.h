@@ -30,6 +30,11 @@ static inline void closep(int *fd) {
                 errno = saved;
         }
 }
+/* The error of the stdio call that just failed on a stream, as a negative errno: what write(2)
+ * said (ENOSPC, EPIPE...), or -EIO where it left none. */
+static inline int stdio_errno(void) {
+        return errno > 0 ? -errno : -EIO;
+}
 static inline void fclosep(FILE **f) {
         if (*f)
                 fclose(*f);

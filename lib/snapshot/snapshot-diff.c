@@ -483,7 +483,9 @@ int snapshot_diff_print(const SnapshotDiff *d, FILE *out) {
                 }
                 print_tasks(d, out);
         }
-        return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
+        if (fflush(out) != 0)
+                return stdio_errno();
+        return ferror(out) ? -EIO : 0;
 }
 
 /* JSON */

@@ -405,6 +405,6 @@ int snapshot_json_write(const Forest *f, FILE *out, SnapshotJsonFlags flags) {
         if (r < 0)
                 return r;
         if (fwrite(s, 1, size, out) != size || fputc('\n', out) < 0 || fflush(out) != 0)
-                return -EIO;
+                return stdio_errno();
         return 0;
 }
