@@ -27,8 +27,9 @@ void json_output_set_mode(JsonMode m) {
 static int json_print(json_t *doc, size_t flags) {
         if (!doc)
                 return log_oom();
+        errno = 0; /* what a failed write says, below */
         if (json_dumpf(doc, stdout, flags) < 0 || fputc('\n', stdout) == EOF)
-                return ctl_error_errno(-EIO, "Failed to write the JSON output: %m");
+                return ctl_error_errno(stdio_errno(), "Failed to write the JSON output: %m");
         return output_flush();
 }
 

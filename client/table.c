@@ -9,6 +9,7 @@
 #include <wchar.h>
 
 #include "core/escape.h"
+#include "ctl-log.h"
 
 struct Table {
         size_t n_columns;
@@ -194,10 +195,10 @@ int table_print(const Table *t, FILE *out, bool legend) {
         __attribute__((cleanup(scols_unref_tablep))) struct libscols_table *tb = scols_new_table();
         size_t n = 0;
         if (!order || !tb)
-                return -ENOMEM;
+                return log_oom();
         int r = table_columns(t, order, &n);
         if (r < 0)
-                return r;
+                return r; /* said which column */
         unsigned width = table_width(out);
         scols_table_set_stream(tb, out);
         scols_table_enable_noheadings(tb, !legend);
@@ -210,10 +211,10 @@ int table_print(const Table *t, FILE *out, bool legend) {
         if (r >= 0)
                 r = table_add_scols_lines(t, tb, order, n);
         if (r < 0)
-                return r;
+                return log_oom();
         if (t->n_cells > t->n_columns)
                 scols_print_table(tb);
         else if (legend) /* libsmartcols prints nothing for a table without lines */
                 table_print_headers(t, order, n, out);
-        return ferror(out) ? -EIO : 0;
+        return 0; /* a failed write is left to the stream: output_flush() says it, once */
 }

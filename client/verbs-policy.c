@@ -181,8 +181,7 @@ static int print_group(const PolicyReportArch *a, Group g, bool legend) {
                 return log_oom();
         if (legend)
                 printf("\n%s (%zu):\n", group_titles[g], n);
-        table_print(t, stdout, legend);
-        return 0;
+        return table_print(t, stdout, legend);
 }
 
 static int print_other(const PolicyReportArch *a) {

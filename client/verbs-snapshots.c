@@ -79,7 +79,9 @@ static int snapshots_print_table(const SnapshotList *l, bool legend) {
         for (size_t i = 0; i < l->n; i++)
                 if (snapshots_add_row(t, &l->items[i]) < 0)
                         return log_oom();
-        table_print(t, stdout, legend);
+        int r = table_print(t, stdout, legend);
+        if (r < 0)
+                return r;
         if (legend)
                 printf("\n%zu snapshot%s listed.\n", l->n, l->n == 1 ? "" : "s");
         return output_flush();

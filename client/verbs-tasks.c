@@ -136,7 +136,9 @@ static int chain_print_table(const Chain *ch, bool legend) {
                 if (table_add_row(t, cells) < 0)
                         return log_oom();
         }
-        table_print(t, stdout, legend);
+        int r = table_print(t, stdout, legend);
+        if (r < 0)
+                return r;
         if (legend)
                 printf("\n%zu filter%s, newest first.\n", ch->n, ch->n == 1 ? "" : "s");
         return output_flush();

@@ -1,7 +1,8 @@
 /* test-ctl-display.c: how sectreectl's text meets a terminal, on snapshot files (no daemon): the
  * pager as systemctl's (only on a terminal, $SYSTEMD_PAGER before $PAGER, LESS=FRSXMK), identical
  * processes collapsed on a terminal and all listed into a pipe, --no-legend without tree headers,
- * the tree laid out by libsmartcols (its glyphs, cut to the width in display cells) */
+ * the tree laid out by libsmartcols (its glyphs, cut to the width in display cells); output that
+ * cannot be written named by its cause */
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <pty.h>
@@ -230,6 +231,46 @@ static void test_who_can_pager(Fixture *fx, gconstpointer data) {
         g_assert_nonnull(strstr(direct, "read (x86_64 0)"));
 }
 
+/* Output to a full device: exit 1 and one line naming the device's error, not an input/output
+ * error, nor silence (a table larger than stdout's buffer used to fail without a word), for the
+ * tree, JSON and tables. */
+static void test_full_device(Fixture *fx, gconstpointer data) {
+        g_autofree char *many = g_build_filename(fx->dir, "many.json", NULL);
+        g_autoptr(Forest) f = sample_forest_long_argv(400, 8);
+        g_assert_nonnull(f);
+        write_snapshot(f, many);
+        const char *const *cases[] = {
+                (const char *const[]) { "who-can", "--file", many, "getpid", NULL },
+                (const char *const[]) { "tree", "--file", fx->file, NULL },
+                (const char *const[]) { "tree", "--json", "--file", fx->file, NULL },
+                (const char *const[]) { "chain", "--file", fx->file, "100", NULL },
+                (const char *const[]) { "chain", "--json", "--file", fx->file, "100", NULL },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), cases[i]);
+                g_autofree char *err = NULL;
+                g_autoptr(GError) error = NULL;
+                int full = open("/dev/full", O_WRONLY | O_CLOEXEC), status;
+                g_assert_cmpint(full, >=, 0);
+                GPid pid;
+                int err_fd;
+                g_assert_true(g_spawn_async_with_pipes_and_fds(NULL, (const char *const *) argv->pdata, NULL,
+                                                               G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, full, -1,
+                                                               NULL, NULL, 0, &pid, NULL, NULL, &err_fd, &error));
+                close(full);
+                g_autoptr(GIOChannel) ch = g_io_channel_unix_new(err_fd);
+                g_io_channel_set_close_on_unref(ch, true);
+                gsize len;
+                g_assert_cmpint(g_io_channel_read_to_end(ch, &err, &len, &error), ==, G_IO_STATUS_NORMAL);
+                g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+                g_test_message("%s %s: status %d, stderr: %s", cases[i][0], cases[i][1], status, err);
+                g_assert_true(WIFEXITED(status));
+                g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+                g_assert_true(g_str_has_suffix(err, ": No space left on device\n"));
+                g_assert_cmpuint(strchr(err, '\n') - err + 1, ==, len); /* one line */
+        }
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/ctl-display/pager", Fixture, NULL, fixture_setup, test_pager, fixture_teardown);
@@ -239,5 +280,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/ctl-display/tree-layout", Fixture, NULL, fixture_setup, test_tree_layout, fixture_teardown);
         g_test_add("/ctl-display/tree-width", Fixture, NULL, fixture_setup, test_tree_width, fixture_teardown);
         g_test_add("/ctl-display/who-can-pager", Fixture, NULL, fixture_setup, test_who_can_pager, fixture_teardown);
+        g_test_add("/ctl-display/full-device", Fixture, NULL, fixture_setup, test_full_device, fixture_teardown);
         return g_test_run();
 }
