@@ -26,6 +26,7 @@
 #include "proc-check.h"
 #include "service/restore-proc-check.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/snapshot-format.h"
 #include "tests-util.h"
 
 #define NOBODY 65534
@@ -513,6 +514,27 @@ static void test_failures(Fixture *fx, gconstpointer data) {
         const uint32_t pids[] = { 1 };
         g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", (size_t) 1, pids, argvs, NULL), <, 0);
         bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        /* a process named twice, not one after the other */
+        const uint32_t twice[] = { 5, 1, 5 };
+        char **argvs3[] = { argv, argv, argv };
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", (size_t) 3, twice, argvs3, NULL), <, 0);
+        g_assert_cmpstr(error.message, ==, "Option \"exec\" names process 5 twice.");
+        sd_bus_error_free(&error);
+        /* The entries are read on the daemon's event loop: no more than a snapshot's processes
+         * (their duplicates were looked for among all before, in time that grows with their
+         * square: 160,000 entries held the loop 14 s). */
+        size_t many = SNAPSHOT_MAX_PROCESSES + 1;
+        g_autofree uint32_t *many_pids = g_new(uint32_t, many);
+        g_autofree char ***many_argvs = g_new(char **, many);
+        for (size_t i = 0; i < many; i++) {
+                many_pids[i] = (uint32_t) i + 1;
+                many_argvs[i] = argv;
+        }
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", many, many_pids, many_argvs, NULL), <, 0);
+        g_autofree char *want = g_strdup_printf("Option \"exec\" names more than %u processes, the most a snapshot has.",
+                                                SNAPSHOT_MAX_PROCESSES);
+        g_assert_cmpstr(error.message, ==, want);
+        sd_bus_error_free(&error);
 }
 
 /* --restore-executor=unit on a bus without systemd: StartTransientUnit has nobody to answer it.

@@ -8,6 +8,7 @@
 #include "bus/bus-errors.h"
 #include "service/access.h"
 #include "service/restores.h"
+#include "snapshot/snapshot-format.h"
 
 /* The named error for what Restore() returned (message: what the call said, may be NULL). */
 static int restore_error(sd_bus_error *error, int r, const char *message) {
@@ -37,8 +38,15 @@ static int exit_containers(sd_bus_message *msg, int r, int n) {
         return r;
 }
 
-/* exec: a{uas}, snapshot pid -> argv */
+static int cmp_exec_pid(const void *a, const void *b) {
+        const RestoreExec *x = a, *y = b;
+        return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* exec: a{uas}, snapshot pid -> argv. Read on the event loop, so in time linear in the entries,
+ * which are no more than a snapshot's processes. */
 static int read_exec_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error *error) {
+        size_t allocated = 0;
         int r = sd_bus_message_enter_container(msg, 'v', "a{uas}");
         if (r == -ENXIO)
                 return invalid(error, "Option \"%s\" takes a map of snapshot pids to command lines (a{uas}).", "exec");
@@ -48,6 +56,10 @@ static int read_exec_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error
         while (r >= 0 && (r = sd_bus_message_enter_container(msg, 'e', "uas")) > 0) {
                 uint32_t pid;
                 char **argv = NULL;
+                if (o->n_exec >= SNAPSHOT_MAX_PROCESSES)
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Option \"exec\" names more than %u processes, the most a snapshot has.",
+                                                 SNAPSHOT_MAX_PROCESSES);
                 r = sd_bus_message_read(msg, "u", &pid);
                 if (r >= 0)
                         r = sd_bus_message_read_strv(msg, &argv);
@@ -56,24 +68,20 @@ static int read_exec_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error
                         return invalid(error, "Option \"%s\": every entry needs a snapshot pid and a non-empty command.",
                                        "exec");
                 }
-                for (size_t i = 0; r >= 0 && i < o->n_exec; i++)
-                        if (o->exec[i].pid == (pid_t) pid) {
-                                strv_free(argv);
-                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                         "Option \"exec\" names process %u twice.", pid);
-                        }
-                if (r >= 0) {
-                        RestoreExec *n = realloc(o->exec, (o->n_exec + 1) * sizeof(RestoreExec));
-                        if (!n)
-                                r = -ENOMEM;
-                        else {
-                                o->exec = n;
-                                o->exec[o->n_exec++] = (RestoreExec) { .pid = (pid_t) pid, .argv = TAKE_PTR(argv) };
-                        }
-                }
+                if (r >= 0 && GROW(o->exec, allocated, o->n_exec + 1) < 0)
+                        r = -ENOMEM;
+                if (r >= 0)
+                        o->exec[o->n_exec++] = (RestoreExec) { .pid = (pid_t) pid, .argv = TAKE_PTR(argv) };
                 strv_free(argv);
                 if (r >= 0)
                         r = sd_bus_message_exit_container(msg);
+        }
+        if (r >= 0 && o->n_exec > 1) {
+                qsort(o->exec, o->n_exec, sizeof(RestoreExec), cmp_exec_pid);
+                for (size_t i = 1; i < o->n_exec; i++)
+                        if (o->exec[i].pid == o->exec[i - 1].pid)
+                                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                         "Option \"exec\" names process %d twice.", (int) o->exec[i].pid);
         }
         return exit_containers(msg, r, 2);
 }
