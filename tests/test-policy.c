@@ -510,6 +510,57 @@ static void assert_profile_refused(const char *text, const char *want) {
         json_decref(j);
 }
 
+/* A profile that libseccomp would take seconds or hours over is refused before it gets it: more
+ * than 2,048 rule x system call pairs, or more than 256 argument comparisons (each per system
+ * call named); at the limits it is built (containers-common's own: /policy/real/container-profile). */
+static json_t *profile_of_rules(size_t rules, size_t names, size_t args) {
+        json_t *list = json_array();
+        for (size_t i = 0; i < rules; i++) {
+                json_t *n = json_array(), *a = json_array();
+                for (size_t k = 0; k < names; k++)
+                        json_array_append_new(n, json_string(k % 2 ? "getpid" : "read"));
+                for (size_t k = 0; k < args; k++)
+                        json_array_append_new(a, json_pack("{s:I, s:I, s:I, s:s}", "index", (json_int_t) k, "value",
+                                                           (json_int_t) (i * 7 + k), "valueTwo", (json_int_t) (i * 13 | 1),
+                                                           "op", "SCMP_CMP_MASKED_EQ"));
+                json_array_append_new(list, json_pack("{s:o, s:s, s:o}", "names", n, "action", "SCMP_ACT_ALLOW", "args", a));
+        }
+        return json_pack("{s:s, s:o}", "defaultAction", "SCMP_ACT_ERRNO", "syscalls", list);
+}
+
+static void test_profile_bounded(void) {
+        const struct {
+                size_t rules, names, args;
+                const char *error; /* NULL: built */
+        } cases[] = {
+                { 4, 512, 0, NULL },
+                { 1, 2049, 0, "syscalls[0]: the rules name more than 2048 system calls in all, the limit" },
+                { 5, 410, 0, "syscalls[4]: the rules name more than 2048 system calls in all, the limit" },
+                { 42, 1, 6, NULL },
+                { 43, 1, 6, "syscalls[42]: the rules compare more than 256 arguments in all (each once per system "
+                            "call named), the limit" },
+                { 1, 129, 2, "syscalls[0]: the rules compare more than 256 arguments in all (each once per system "
+                             "call named), the limit" },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                _cleanup_free_ char *error = NULL;
+                _cleanup_free_ struct sock_filter *insns = NULL;
+                json_t *j = profile_of_rules(cases[i].rules, cases[i].names, cases[i].args);
+                size_t n = 0;
+                int r = policy_profile_build(j, NULL, &insns, &n, &error);
+                g_test_message("%zu rules of %zu names, %zu args: %d, %zu instructions, %s", cases[i].rules,
+                               cases[i].names, cases[i].args, r, n, error ?: "-");
+                if (cases[i].error) {
+                        g_assert_cmpint(r, ==, -EINVAL);
+                        g_assert_cmpstr(error, ==, cases[i].error);
+                } else {
+                        g_assert_cmpint(r, ==, 0);
+                        g_assert_cmpuint(n, >, 0);
+                }
+                json_decref(j);
+        }
+}
+
 static void test_profile_parse(void) {
         /* 64-bit values beyond INT64_MAX, as OCI profiles may have them */
         const char *text = "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"architectures\": [\"SCMP_ARCH_X86_64\"],"
@@ -1026,5 +1077,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/policy/who-can/parse", test_who_can_query_parse);
         g_test_add_func("/policy/who-can/missing", test_who_can_missing);
         g_test_add_func("/policy/profile/parse", test_profile_parse);
+        g_test_add_func("/policy/profile/bounded", test_profile_bounded);
         return g_test_run();
 }

@@ -594,6 +594,22 @@ static void test_audit_bus(Fixture *fx, gconstpointer data) {
         g_assert_null(none);
         g_assert_nonnull(strstr(error, "Invalid baseline profile: 1048577 bytes, more than the limit of 1048576"));
         g_clear_pointer(&error, g_free);
+        /* 1,900 rules comparing 6 arguments each, under 1 MiB: libseccomp would take hours over it,
+         * and nothing stops it once started; refused before */
+        g_autoptr(GString) heavy = g_string_new("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [");
+        for (int i = 0; i < 1900; i++) {
+                g_string_append_printf(heavy, "%s{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\", \"args\": [", i ? ", " : "");
+                for (int k = 0; k < 6; k++)
+                        g_string_append_printf(heavy, "%s{\"index\": %d, \"value\": %d, \"valueTwo\": %d, \"op\": \"SCMP_CMP_MASKED_EQ\"}",
+                                               k ? ", " : "", k, i * 7 + k, i * 13 | 1);
+                g_string_append(heavy, "]}");
+        }
+        g_string_append(heavy, "]}");
+        g_assert_cmpuint(heavy->len, <, POLICY_BASELINE_MAX_BYTES);
+        none = audit_call(fx, tid, heavy->str, NULL, &error);
+        g_assert_null(none);
+        g_assert_nonnull(strstr(error, "Invalid baseline profile: syscalls[42]: the rules compare more than 256 arguments"));
+        g_clear_pointer(&error, g_free);
 
         /* the client sends --baseline=FILE's text */
         g_autofree char *dir = g_dir_make_tmp("sectree-audit-XXXXXX", NULL);

@@ -21,6 +21,8 @@ int policy_profile_parse(const char *text, json_t **ret, char **ret_error);
  * includes and excludes match the native architecture and caps (capability names,
  * NULL-terminated; NULL: none), errnoRet defaulting to EPERM; names libseccomp does not know
  * are skipped. The program (malloc'ed) into *ret. -EINVAL with *ret_error naming the element
- * for a profile that is not one (or a rule libseccomp refuses); -ENOMEM. */
+ * for a profile that is not one (or a rule libseccomp refuses), or whose rules that apply name
+ * more than 2,048 system calls or compare more than 256 arguments in all (libseccomp's time grows
+ * faster than they do, and cannot be stopped); -ENOMEM. */
 int policy_profile_build(const json_t *profile, const char *const *caps, struct sock_filter **ret, size_t *ret_n,
                          char **ret_error);
