@@ -122,6 +122,25 @@ static void test_event_plain(void) {
                         "Resynchronised the forest with a full pass (lost).\n");
 }
 
+/* Refusals are logged at most once per uid every 10 s, the next one saying how many were left
+ * out: a caller asking again and again would otherwise fill the journal. */
+static void test_event_access_denied_limited(void) {
+        const uint64_t t = 1000 * 1000 * 1000ULL, s = 1000 * 1000ULL;
+        Capture c;
+        capture_start(&c, false);
+        for (int i = 0; i < 5; i++)
+                log_event_access_denied_at(t + (uint64_t) i * s, "GetTaskChain", 65534, 40, "task 1");
+        log_event_access_denied_at(t + 5 * s, "GetTaskChain", 1000, 41, "task 1"); /* another uid: its own */
+        log_event_access_denied_at(t + 10 * s, "GetTaskChain", 65534, 40, "task 2");
+        log_event_access_denied_at(t + 11 * s, "GetTaskChain", 65534, 40, "task 3");
+        g_autofree char *text = capture_end(&c);
+        g_assert_cmpstr(text, ==,
+                        "Access denied to uid 65534 (pid 40) calling GetTaskChain: task 1\n"
+                        "Access denied to uid 1000 (pid 41) calling GetTaskChain: task 1\n"
+                        "Access denied to uid 65534 (pid 40) calling GetTaskChain: task 2 (and 4 more refusals of "
+                        "uid 65534 since the last one logged)\n");
+}
+
 static void test_event_ids(void) {
         for (LogEvent e = 0; e < _LOG_EVENT_MAX; e++) {
                 const char *id = log_event_message_id(e);
@@ -281,6 +300,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/log-journal/prefix-sectreed", test_prefix_sectreed);
         g_test_add_func("/log-journal/event-plain", test_event_plain);
         g_test_add_func("/log-journal/event-ids", test_event_ids);
+        g_test_add_func("/log-journal/access-denied-limited", test_event_access_denied_limited);
         g_test_add_func("/log-journal/event-journal", test_event_journal);
         g_test_add_func("/log-journal/event-fallback", test_event_fallback);
         return g_test_run();

@@ -13,6 +13,7 @@
 #include <systemd/sd-journal.h>
 
 #include "core/escape.h"
+#include "core/warn-limit.h"
 
 static const char *const log_event_table[_LOG_EVENT_MAX] = {
         [LOG_EVENT_FILTER_ATTACHED] = "filter-attached",
@@ -162,13 +163,51 @@ void log_event_restore_failed(uint64_t restore_id, uint64_t snapshot_id, uid_t u
                   (unsigned) uid, error ?: "");
 }
 
-void log_event_access_denied(const char *method, uid_t uid, pid_t pid, const char *what) {
-        Num u = num(uid), p = num((uint64_t) pid);
+/* The uids whose refusals were logged last, each logged at most once per WARN_LIMIT_INTERVAL_USEC:
+ * a caller that asks again and again for what it is refused (12,000 times in 5 s) would
+ * otherwise fill the journal, and journald's rate limit would then drop the daemon's other
+ * messages too. A uid not among them takes the place of the one logged longest ago. Used from the
+ * event loop's thread only. */
+#define ACCESS_DENIED_UIDS 64
+
+typedef struct DeniedUid {
+        uid_t uid;
+        WarnLimit limit;
+} DeniedUid;
+
+static DeniedUid denied_uids[ACCESS_DENIED_UIDS];
+
+static WarnLimit *denied_limit(uid_t uid) {
+        DeniedUid *oldest = &denied_uids[0];
+        for (size_t i = 0; i < ACCESS_DENIED_UIDS; i++) {
+                DeniedUid *d = &denied_uids[i];
+                if (d->limit.last_usec != 0 && d->uid == uid)
+                        return &d->limit;
+                if (d->limit.last_usec < oldest->limit.last_usec)
+                        oldest = d;
+        }
+        *oldest = (DeniedUid) { .uid = uid };
+        return &oldest->limit;
+}
+
+void log_event_access_denied_at(uint64_t now, const char *method, uid_t uid, pid_t pid, const char *what) {
+        unsigned more;
+        if (!warn_limit_pass(denied_limit(uid), now, &more))
+                return;
+        Num u = num(uid), p = num((uint64_t) pid), m = num(more);
         const LogField f[] = {
-                { "SECTREE_METHOD", method }, { "SECTREE_UID", u.s },
-                { "SECTREE_DENIED", what },   { "OBJECT_PID", p.s },
+                { "SECTREE_METHOD", method }, { "SECTREE_UID", u.s },         { "SECTREE_DENIED", what },
+                { "SECTREE_LEFT_OUT", m.s },  { "OBJECT_PID", p.s },
         };
+        char also[96] = "";
+        if (more > 0)
+                snprintf(also, sizeof(also), " (and %u more refusals of uid %u since the last one logged)", more,
+                         (unsigned) uid);
         log_event(LOG_EVENT_ACCESS_DENIED, LOG_LEVEL_NOTICE, f, with_object_pid(ELEMENTSOF(f), pid),
-                  "Access denied to uid %u (pid %d) calling %s: %s", (unsigned) uid, (int) pid, method ?: "",
-                  what ?: "");
+                  "Access denied to uid %u (pid %d) calling %s: %s%s", (unsigned) uid, (int) pid, method ?: "",
+                  what ?: "", also);
+}
+
+void log_event_access_denied(const char *method, uid_t uid, pid_t pid, const char *what) {
+        log_event_access_denied_at(now_usec(CLOCK_MONOTONIC), method, uid, pid, what);
 }

@@ -53,5 +53,9 @@ void log_event_resynced(const char *reason);
 void log_event_restore_started(uint64_t restore_id, uint64_t snapshot_id, uid_t uid, pid_t caller_pid);
 void log_event_restore_finished(uint64_t restore_id, uint64_t snapshot_id, uid_t uid, const char *reason);
 void log_event_restore_failed(uint64_t restore_id, uint64_t snapshot_id, uid_t uid, const char *error);
-/* A caller refused: the bus method, the caller's uid and pid, and what it was refused. */
+/* A caller refused: the bus method, the caller's uid and pid, and what it was refused. At most
+ * one per uid every WARN_LIMIT_INTERVAL_USEC (10 s), with how many were left out before it
+ * (SECTREE_LEFT_OUT). */
 void log_event_access_denied(const char *method, uid_t uid, pid_t pid, const char *what);
+/* The same at now (CLOCK_MONOTONIC, us). */
+void log_event_access_denied_at(uint64_t now, const char *method, uid_t uid, pid_t pid, const char *what);
