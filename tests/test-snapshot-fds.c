@@ -2,7 +2,8 @@
  * daemon's credentials, so they take only regular files, pipes and stream sockets: a file of /proc
  * (checked against the reader when read), a datagram socket (SO_PASSCRED would say uid 0), a
  * terminal, a device, a directory or an eventfd is refused naming what was given, before a byte
- * moves; and no message quotes what a file holds. The caller is nobody. */
+ * moves, as is an fd not open for reading (import) or writing (export); and no message quotes
+ * what a file holds. The caller is nobody. */
 #include <fcntl.h>
 #include <pty.h>
 #include <signal.h>
@@ -21,17 +22,20 @@ typedef struct Fds {
         pid_t roots;  /* root's */
 } Fds;
 
-static void assert_refused(sd_bus *bus, const char *member, int fd, const char *kind) {
+static void assert_refused_saying(sd_bus *bus, const char *member, int fd, const char *want) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         int r = streq(member, "ImportSnapshot") ? bus_client_call(bus, member, &error, NULL, "h", fd)
                                                 : bus_client_call(bus, member, &error, NULL, "ths", (uint64_t) 1, fd,
                                                                   "json");
+        if (r >= 0 || !streq_ptr(error.message, want))
+                g_error("%s: expected InvalidArgs \"%s\", got %s: %s", member, want, error.name, error.message);
+        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+}
+
+static void assert_refused(sd_bus *bus, const char *member, int fd, const char *kind) {
         g_autofree char *want = g_strdup_printf("%s needs a regular file, a pipe or a stream socket, not %s.", member,
                                                 kind);
-        if (r >= 0 || !streq_ptr(error.message, want))
-                g_error("%s into %s: expected InvalidArgs \"%s\", got %s: %s", member, kind, want, error.name,
-                        error.message);
-        bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        assert_refused_saying(bus, member, fd, want);
 }
 
 static void nobody_part(void *userdata) {
@@ -83,6 +87,33 @@ static void nobody_part(void *userdata) {
         fd = eventfd(0, EFD_CLOEXEC);
         assert_refused(bus, "ExportSnapshot", fd, "an fd that is no file (an eventfd, a pidfd or another anonymous inode)");
         close(fd);
+
+        /* the wrong end of a pipe, a file open the wrong way, an O_PATH fd: refused at once, not
+         * after the transfer's timeout or with EBADF */
+        int p[2];
+        g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+        assert_refused_saying(bus, "ImportSnapshot", p[1],
+                              "ImportSnapshot needs an fd open for reading; this one is open for writing only.");
+        assert_refused_saying(bus, "ExportSnapshot", p[0],
+                              "ExportSnapshot needs an fd open for writing; this one is open for reading only.");
+        close(p[0]);
+        close(p[1]);
+        g_autofree char *path = g_strdup_printf("/tmp/sectree-fds-%d", (int) getpid());
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        assert_refused_saying(bus, "ImportSnapshot", fd,
+                              "ImportSnapshot needs an fd open for reading; this one is open for writing only.");
+        close(fd);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        assert_refused_saying(bus, "ExportSnapshot", fd,
+                              "ExportSnapshot needs an fd open for writing; this one is open for reading only.");
+        close(fd);
+        fd = open(path, O_PATH | O_CLOEXEC);
+        g_assert_cmpint(fd, >=, 0);
+        assert_refused_saying(bus, "ImportSnapshot", fd, "ImportSnapshot needs an fd open for reading; this one is an O_PATH fd.");
+        close(fd);
+        g_assert_cmpint(unlink(path), ==, 0);
 
         /* a stream socket is fine */
         g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);

@@ -626,6 +626,20 @@ static const char *unfit_kind(int fd, const struct stat *st) {
 static int transfer_watch(SnapshotTransfer *t, char **ret_message) {
         const char *verb = t->import ? "ImportSnapshot" : "ExportSnapshot";
         struct stat st;
+        int flags = fcntl(t->fd, F_GETFL);
+        if (flags < 0)
+                return -errno;
+        /* An fd that cannot be read (written) would fail only later, or for a pipe's wrong end
+         * wait for the timeout holding one of the caller's transfers. */
+        int mode = flags & O_ACCMODE;
+        if ((flags & O_PATH) || mode == (t->import ? O_WRONLY : O_RDONLY)) {
+                snapshot_set_message(ret_message, "%s needs an fd open for %s; this one is %s.", verb,
+                                     t->import ? "reading" : "writing",
+                                     flags & O_PATH ? "an O_PATH fd"
+                                     : t->import    ? "open for writing only"
+                                                    : "open for reading only");
+                return -EOPNOTSUPP;
+        }
         if (fstat(t->fd, &st) < 0)
                 return -errno;
         if (S_ISREG(st.st_mode)) {
@@ -637,9 +651,6 @@ static int transfer_watch(SnapshotTransfer *t, char **ret_message) {
                 snapshot_set_message(ret_message, "%s needs a regular file, a pipe or a stream socket, not %s.", verb, unfit);
                 return -EOPNOTSUPP;
         }
-        int flags = fcntl(t->fd, F_GETFL);
-        if (flags < 0)
-                return -errno;
         int r = sd_event_add_io(t->manager->event, &t->io, t->fd, t->import ? EPOLLIN : EPOLLOUT, on_transfer_io, t);
         if (r < 0)
                 return r;
