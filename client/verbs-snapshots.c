@@ -141,10 +141,13 @@ static int export_format(const Context *c, const char *file, SnapshotFormat *ret
 
 /* A file being written next to its final name, invisible under that name until it is complete. */
 typedef struct ExportFile {
-        const char *path;  /* the final name */
+        const char *path;  /* the name given */
+        char *target;      /* the final name: path, or the file a symlink at path leads to */
         char *dir;         /* its directory */
         char *temp;        /* the temporary name, for files not made with O_TMPFILE */
         int fd;
+        bool replaces;     /* a file is there: the export takes its mode and owner */
+        struct stat old;
 } ExportFile;
 
 static void export_file_done(ExportFile *x) {
@@ -154,12 +157,51 @@ static void export_file_done(ExportFile *x) {
                 (void) unlink(x->temp); /* still set: not renamed, the export failed */
         free(x->temp);
         free(x->dir);
+        free(x->target);
+}
+
+/* Where the export goes. A regular file there is replaced whole, keeping its mode (and its owner,
+ * where the caller may give it), and a symlink to one stays a symlink; anything else there (a
+ * device, a FIFO, a directory, a symlink that leads nowhere) is refused, never replaced. */
+static int export_file_target(ExportFile *x) {
+        struct stat st;
+        if (lstat(x->path, &st) < 0) {
+                if (errno != ENOENT)
+                        return ctl_error_errno(-errno, "Failed to look at %s: %m", x->path);
+                x->target = strdup(x->path);
+                return x->target ? 0 : log_oom();
+        }
+        if (stat(x->path, &x->old) < 0)
+                return ctl_error_errno(-errno, "%s is a symlink that leads nowhere: %m", x->path);
+        if (!S_ISREG(x->old.st_mode))
+                return ctl_error_errno(-EEXIST, "%s exists and is not a regular file; an export writes regular files "
+                                                "(- writes to standard output).", x->path);
+        x->target = realpath(x->path, NULL);
+        if (!x->target)
+                return ctl_error_errno(-errno, "Failed to resolve %s: %m", x->path);
+        x->replaces = true;
+        return 0;
+}
+
+/* The new file gets the mode and owner of the one it replaces. */
+static int export_file_keep_old(ExportFile *x) {
+        if (!x->replaces)
+                return 0;
+        if ((x->old.st_uid != geteuid() || x->old.st_gid != getegid()) && fchown(x->fd, x->old.st_uid, x->old.st_gid) < 0 &&
+            errno != EPERM)
+                return ctl_error_errno(-errno, "Failed to give the export the owner of %s: %m", x->target);
+        if (fchmod(x->fd, x->old.st_mode & 07777) < 0)
+                return ctl_error_errno(-errno, "Failed to give the export the mode of %s: %m", x->target);
+        return 0;
 }
 
 /* An unnamed file in the directory (O_TMPFILE), or a hidden ".NAME.XXXXXX" next to it where the
  * file system has no O_TMPFILE. Mode 0666 & ~umask, as any new file. */
 static int export_file_open(ExportFile *x) {
-        _cleanup_free_ char *copy = strdup(x->path), *base_copy = strdup(x->path);
+        int r = export_file_target(x);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *copy = strdup(x->target), *base_copy = strdup(x->target);
         if (!copy || !base_copy)
                 return log_oom();
         x->dir = strdup(dirname(copy));
@@ -167,7 +209,7 @@ static int export_file_open(ExportFile *x) {
                 return log_oom();
         x->fd = open(x->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
         if (x->fd >= 0)
-                return 0;
+                return export_file_keep_old(x);
         if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
                 return ctl_error_errno(-errno, "Failed to create a file in %s: %m", x->dir);
         if (asprintf(&x->temp, "%s/.%s.XXXXXX", x->dir, basename(base_copy)) < 0) {
@@ -178,13 +220,13 @@ static int export_file_open(ExportFile *x) {
         umask(mask);
         x->fd = mkostemp(x->temp, O_CLOEXEC);
         if (x->fd < 0) {
-                int r = ctl_error_errno(-errno, "Failed to create %s: %m", x->temp);
+                r = ctl_error_errno(-errno, "Failed to create %s: %m", x->temp);
                 x->temp = (free(x->temp), NULL);
                 return r;
         }
         if (fchmod(x->fd, 0666 & ~mask) < 0)
                 return ctl_error_errno(-errno, "Failed to set the mode of %s: %m", x->temp);
-        return 0;
+        return export_file_keep_old(x);
 }
 
 /* Check what the daemon wrote before it gets the final name: it must be a valid snapshot of the
@@ -227,8 +269,8 @@ static int export_file_commit(ExportFile *x) {
                                 return ctl_error_errno(r, "Failed to link the export into %s: %m", x->dir);
                 }
         }
-        if (rename(x->temp, x->path) < 0)
-                return ctl_error_errno(-errno, "Failed to rename %s to %s: %m", x->temp, x->path);
+        if (rename(x->temp, x->target) < 0)
+                return ctl_error_errno(-errno, "Failed to rename %s to %s: %m", x->temp, x->target);
         x->temp = (free(x->temp), NULL);
         return 0;
 }
@@ -255,6 +297,8 @@ int verb_export(Context *c, char **args, size_t n_args) {
         int r = parse_snapshot_id_arg(args[0], &id);
         if (r < 0)
                 return r;
+        if (!*file)
+                return usage_error("export: FILE is empty (- writes to standard output)");
         r = export_format(c, file, &format);
         if (r < 0)
                 return r;

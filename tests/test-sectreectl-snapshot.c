@@ -1088,6 +1088,41 @@ static void test_export_import(Fixture *fx, gconstpointer data) {
         g_assert_true(g_file_get_contents(old, &replaced, NULL, NULL));
         g_assert_cmpstr(replaced, ==, file_json);
         g_assert_cmpint(unlink(old), ==, 0);
+        /* A file it replaces keeps its mode and owner, and a symlink to it stays a symlink. */
+        g_autofree char *secret = write_text(&fx->t, "secret.json", "old", 3);
+        g_assert_cmpint(chmod(secret, 0600), ==, 0);
+        g_assert_cmpint(chown(secret, 65534, 65534), ==, 0);
+        g_autofree char *link = g_build_filename(fx->t.path, "link.json", NULL);
+        g_assert_cmpint(symlink("secret.json", link), ==, 0);
+        g_autofree char *o7 = CTL_OK("export", ids, link);
+        g_assert_cmpint(lstat(link, &st), ==, 0);
+        g_assert_true(S_ISLNK(st.st_mode));
+        g_assert_cmpint(stat(secret, &st), ==, 0);
+        g_assert_cmpint(st.st_mode & 07777, ==, 0600);
+        g_assert_cmpint(st.st_uid, ==, 65534);
+        g_autofree char *through = NULL;
+        g_assert_true(g_file_get_contents(secret, &through, NULL, NULL));
+        g_assert_cmpstr(through, ==, file_json);
+        g_assert_cmpint(unlink(link), ==, 0);
+        g_assert_cmpint(unlink(secret), ==, 0);
+        /* What is not a regular file is never replaced: a FIFO, a device, a symlink to nowhere. */
+        g_autofree char *fifo = g_build_filename(fx->t.path, "fifo", NULL);
+        g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+        g_autofree char *l8 = CTL_FAILS(1, "", "export", ids, fifo);
+        g_assert_nonnull(strstr(l8, "fifo exists and is not a regular file; an export writes regular files (- writes "
+                                    "to standard output)."));
+        g_assert_cmpint(lstat(fifo, &st), ==, 0);
+        g_assert_true(S_ISFIFO(st.st_mode));
+        g_assert_cmpint(unlink(fifo), ==, 0);
+        g_autofree char *l9 = CTL_FAILS(1, "", "export", ids, "/dev/null");
+        g_assert_cmpint(stat("/dev/null", &st), ==, 0);
+        g_assert_true(S_ISCHR(st.st_mode));
+        g_autofree char *nowhere = g_build_filename(fx->t.path, "nowhere.json", NULL);
+        g_assert_cmpint(symlink("missing.json", nowhere), ==, 0);
+        g_autofree char *l10 = CTL_FAILS(1, "", "export", ids, nowhere);
+        g_assert_nonnull(strstr(l10, "is a symlink that leads nowhere"));
+        g_assert_cmpint(unlink(nowhere), ==, 0);
+        g_autofree char *l11 = CTL_FAILS(2, "export: FILE is empty", "export", ids, "");
         g_autofree char *listing2 = temp_dir_list(&fx->t);
         g_assert_cmpstr(listing2, ==, "forced.json piped.sqlite s.db s.json s.sqlite");
 
