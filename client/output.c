@@ -17,7 +17,7 @@ bool output_is_tty(void) {
         return tty;
 }
 
-static bool locale_is_utf8(void) {
+bool locale_is_utf8(void) {
         const char *set = nl_langinfo(CODESET);
         return set && streq(set, "UTF-8");
 }

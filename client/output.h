@@ -8,6 +8,8 @@
 /* stdout is a terminal (as it was at the first call: a pager may take its place), and the locale's
  * charset is UTF-8 (box drawing may be used). */
 bool output_is_tty(void);
+/* Whether the locale's character set is UTF-8. */
+bool locale_is_utf8(void);
 bool output_use_unicode(void);
 
 /* "—" in a UTF-8 locale, "-" otherwise (text that is not drawing may go to a pipe). */

@@ -4,6 +4,8 @@
 #include <locale.h>
 
 #include "config.h"
+#include "core/escape.h"
+#include "output.h"
 #include "ctl-args.h"
 #include "help.h"
 #include "json-out.h"
@@ -741,6 +743,7 @@ int main(int argc, char *argv[]) {
         Args a = {};
         const Verb *v = NULL;
         setlocale(LC_ALL, "");
+        escape_set_ascii_only(!locale_is_utf8());
 
         int r = parse_args(argc, argv, &c, &a);
         if (r < 0)

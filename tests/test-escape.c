@@ -31,6 +31,9 @@ static void test_escape_strings(void) {
                 { "\xe2\x94", "\\xe2\\x94" },                                /* cut UTF-8 */
                 { "\xc0\xaf", "\\xc0\\xaf" },                                /* overlong */
                 { "\xed\xa0\x80", "\\xed\\xa0\\x80" },                       /* a surrogate */
+                { "a\xe2\x80\xae" "b", "a\\xe2\\x80\\xaeb" },                  /* U+202E RIGHT-TO-LEFT OVERRIDE */
+                { "\xe2\x81\xa6x\xe2\x81\xa9", "\\xe2\\x81\\xa6x\\xe2\\x81\\xa9" }, /* U+2066 .. U+2069 */
+                { "\xe2\x80\xa9", "\xe2\x80\xa9" },                             /* U+2029: no control of order */
         };
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
                 g_autofree char *e = str_escape(cases[i].in);
@@ -38,6 +41,12 @@ static void test_escape_strings(void) {
                 g_assert_cmpint(str_needs_escape(cases[i].in), ==, !streq(cases[i].in, cases[i].out));
         }
         g_assert_null(str_escape(NULL));
+
+        /* in a locale that is not UTF-8, every byte above 0x7f */
+        escape_set_ascii_only(true);
+        g_autofree char *ascii = str_escape("h\xc3\xa9llo \xe2\x94\x9c");
+        escape_set_ascii_only(false);
+        g_assert_cmpstr(ascii, ==, "h\\xc3\\xa9llo \\xe2\\x94\\x9c");
 
         /* a short buffer cuts at a whole escape, never inside one */
         char buf[8];
@@ -58,14 +67,16 @@ static void test_escape_strings(void) {
 
 /* ---- sectreectl on a hostile snapshot file ---- */
 
-/* Nothing a terminal acts on: valid UTF-8 without a C0 control but newline, DEL or a C1 control. */
+/* Nothing a terminal acts on: valid UTF-8 without a C0 control but newline, DEL, a C1 control or
+ * a bidirectional control. */
 static void assert_terminal_safe(const char *out, const char *what) {
         const char *end;
         if (!g_utf8_validate(out, -1, &end))
                 g_error("%s: not UTF-8 at offset %td:\n%s", what, end - out, out);
         for (const char *p = out; *p; p = g_utf8_next_char(p)) {
                 gunichar c = g_utf8_get_char(p);
-                if ((c < 0x20 && c != '\n') || (c >= 0x7f && c < 0xa0))
+                if ((c < 0x20 && c != '\n') || (c >= 0x7f && c < 0xa0) || (c >= 0x202a && c <= 0x202e) ||
+                    (c >= 0x2066 && c <= 0x2069))
                         g_error("%s: U+%04X at offset %td reaches the terminal:\n%s", what, c, p - out, out);
         }
 }
@@ -161,9 +172,48 @@ static void test_snapshot_file_views(void) {
         tests_remove_dir(dir);
 }
 
+/* In the C locale (cron, a bare service, LANG unset) names beyond ASCII are escaped byte by byte,
+ * and the tables of libsmartcols, which looped forever measuring them there, end. */
+static void test_c_locale(void) {
+        g_autofree char *dir = g_dir_make_tmp("sectree-escape-XXXXXX", NULL);
+        g_autoptr(Forest) f = make_hostile(sample_forest(SAMPLE_SUBTREE), "\xc3\xbcn\xc3\xaf" "code\xe5\x90\x8d");
+        g_autofree char *path = write_forest(dir, "u.json", f, SNAPSHOT_FORMAT_JSON);
+        char tid[16];
+        snprintf(tid, sizeof(tid), "%d", f->processes[0]->threads[0].tid);
+        const char *const *cases[] = {
+                (const char *const[]) { "tree", "--file", path, NULL },
+                (const char *const[]) { "chain", "--file", path, tid, NULL },
+                (const char *const[]) { "who-can", "--file", path, "getpid", NULL },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autoptr(GPtrArray) argv = g_ptr_array_new();
+                g_ptr_array_add(argv, (char *) "timeout");
+                g_ptr_array_add(argv, (char *) "30");
+                g_ptr_array_add(argv, (char *) g_getenv("SECTREECTL"));
+                for (const char *const *a = cases[i]; *a; a++)
+                        g_ptr_array_add(argv, (char *) *a);
+                g_ptr_array_add(argv, NULL);
+                g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "LC_ALL", "C", true);
+                g_autofree char *out = NULL, *err = NULL;
+                g_autoptr(GError) error = NULL;
+                int status;
+                g_assert_true(g_spawn_sync(NULL, (char **) argv->pdata, env, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                                           &status, &error));
+                g_test_message("%s: status %d, stderr %s", cases[i][0], status, err);
+                g_assert_true(WIFEXITED(status));
+                g_assert_cmpint(WEXITSTATUS(status), ==, 0); /* timeout(1) says 124 */
+                for (const char *p = out; *p; p++)
+                        g_assert_cmpint((unsigned char) *p, <, 0x80);
+                if (i == 0)
+                        g_assert_nonnull(strstr(out, "\\xc3\\xbcn\\xc3\\xafcode\\xe5\\x90\\x8d["));
+        }
+        tests_remove_dir(dir);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/escape/strings", test_escape_strings);
         g_test_add_func("/escape/snapshot-file-views", test_snapshot_file_views);
+        g_test_add_func("/escape/c-locale", test_c_locale);
         return g_test_run();
 }

@@ -27,7 +27,15 @@ static size_t utf8_printable_length(const unsigned char *s) {
         }
         if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0xa0)
                 return 0;
+        if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+                return 0; /* a bidirectional control: it reorders the rest of the terminal's line */
         return n;
+}
+
+static bool ascii_only;
+
+void escape_set_ascii_only(bool on) {
+        ascii_only = on;
 }
 
 /* The escape of the byte c, or NULL (into buf) when it is printed as it is. */
@@ -55,7 +63,7 @@ static const char *escape_byte(unsigned char c, char buf[static ESCAPE_MAX]) {
 static size_t plain_length(const unsigned char *p) {
         if (*p >= 0x20 && *p < 0x7f && *p != '\\')
                 return 1;
-        return *p >= 0x80 ? utf8_printable_length(p) : 0;
+        return *p >= 0x80 && !ascii_only ? utf8_printable_length(p) : 0;
 }
 
 /* Walk s: call emit for each piece, a run of bytes copied as they are or one escape. Stops

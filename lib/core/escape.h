@@ -7,9 +7,15 @@
 
 /* Text output escapes what a terminal would act on, as systemd and ps do: ESC is "\e", newline,
  * carriage return and tab are "\n", "\r" and "\t", a backslash is "\\" (so that the escapes
- * stay unambiguous), and every other C0 or C1 control character, DEL, and each byte that is not
- * part of valid UTF-8 is "\xNN". Everything else (printable ASCII, valid UTF-8) is copied.
- * JSON output never goes through this: it carries the exact strings. */
+ * stay unambiguous), and every other C0 or C1 control character, DEL, each byte of a Unicode
+ * bidirectional control (U+202A..U+202E, U+2066..U+2069: they reorder what follows on the line)
+ * and each byte that is not part of valid UTF-8 is "\xNN". Everything else (printable ASCII, valid
+ * UTF-8) is copied. JSON output never goes through this: it carries the exact strings. */
+
+/* For a locale that is not UTF-8: every byte above 0x7f is escaped too (the terminal would show
+ * UTF-8 as garbage, and libsmartcols, measuring it, loops forever in such a locale). Process-wide,
+ * as the locale is. */
+void escape_set_ascii_only(bool on);
 
 /* Does s hold anything str_escape() would change? */
 bool str_needs_escape(const char *s);
