@@ -1,4 +1,5 @@
-/* pager.c: long output through a pager on a terminal, as systemctl: $SYSTEMD_PAGER, $PAGER or less */
+/* pager.c: long output through a pager on a terminal, as systemctl: $SYSTEMD_PAGER, $PAGER or less,
+ * and cat when that fails */
 #include "pager.h"
 
 #include <fcntl.h>
@@ -49,7 +50,10 @@ static _Noreturn void pager_exec(int fd, const char *command) {
                 close(fd);
         setenv("LESS", "FRSXMK", false);
         setenv("LESSCHARSET", "utf-8", false);
-        execl("/bin/sh", "sh", "-c", command, (char *) NULL);
+        /* A pager that cannot run (not installed, a typo in $PAGER, false) fails before it reads:
+         * cat then shows what it would have, rather than the output being lost. The shell has
+         * said why the pager failed. */
+        execl("/bin/sh", "sh", "-c", "eval \"$0\" || exec cat", command, (char *) NULL);
         _exit(EXIT_FAILURE);
 }
 

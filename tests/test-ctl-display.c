@@ -107,6 +107,12 @@ static void test_pager(Fixture *fx, gconstpointer data) {
         g_assert_nonnull(strstr(direct, "20*[argv]"));
         g_autofree char *direct_cat = ctl_tty("cat", pager, (const char *const[]) { "tree", "--file", fx->file, NULL });
         g_assert_nonnull(strstr(direct_cat, "20*[argv]"));
+        /* a pager that cannot run: the output is not lost, and the shell says why */
+        g_autofree char *missing = ctl_tty("/nonexistent/pager", pager, (const char *const[]) { "tree", "--file", fx->file, NULL });
+        g_assert_nonnull(strstr(missing, "/nonexistent/pager: not found"));
+        g_assert_nonnull(strstr(missing, "20*[argv]"));
+        g_autofree char *failing = ctl_tty("false", pager, (const char *const[]) { "tree", "--file", fx->file, NULL });
+        g_assert_nonnull(strstr(failing, "20*[argv]"));
 }
 
 /* Into a pipe: no pager, and every process on its own line (a script reads the pids). */
