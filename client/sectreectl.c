@@ -300,7 +300,8 @@ static const Verb verbs[] = {
           .usage = "ID",
           .summary = "End a restore's parked tasks",
           .help = "Returns once every parked task of restore ID is gone; processes that exec'd a\n"
-                  "command are left alone.\n" },
+                  "command are left alone, but in a pid namespace (restore --pid-namespace) whose\n"
+                  "init, the restore root, was parked: the kernel ends them all with it.\n" },
         { "run", 1, VERB_ARGS_ANY, 0, VERB_LIKE, .run = verb_run, .group = VERB_GROUP_SNAPSHOT,
           .complete = "commands files...",
           .usage = "--like=TID -- COMMAND [ARGS]...",
