@@ -9,6 +9,7 @@
 #include <wchar.h>
 
 #include "core/escape.h"
+#include "ctl-args.h"
 #include "ctl-log.h"
 
 struct Table {
@@ -71,8 +72,7 @@ static int table_unknown_column(const Table *t, const char *name, size_t len) {
         for (size_t i = 0, k = 0; i < t->n_columns; i++)
                 k += snprintf(known + k, k < sizeof(known) ? sizeof(known) - k : 0, "%s%s", i ? "," : "",
                               t->cells[i]);
-        log_error("sectreectl: Unknown column '%.*s' in --output; this table has %s", (int) len, name, known);
-        return -EINVAL;
+        return usage_error_full("Unknown column '%.*s' in --output; this table has %s", (int) len, name, known);
 }
 
 /* The columns to print, in order: those of --output, or all of them. */

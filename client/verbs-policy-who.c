@@ -158,7 +158,7 @@ static size_t undecided_tasks(const WhoCan *w) {
 }
 
 /* Chains not decided for one reason: their tasks are named, never left out. */
-static void print_undecided_why(const WhoCanRequest *req, const WhoCan *w, WhoCanUndecided why, bool legend) {
+static int print_undecided_why(const WhoCanRequest *req, const WhoCan *w, WhoCanUndecided why, bool legend) {
         size_t n_chains = 0, n = 0;
         for (size_t i = 0; i < w->n_undecided; i++)
                 if (w->undecided[i].why == why) {
@@ -166,7 +166,7 @@ static void print_undecided_why(const WhoCanRequest *req, const WhoCan *w, WhoCa
                         n += w->undecided[i].n_tasks;
                 }
         if (n_chains == 0)
-                return;
+                return 0;
         printf("\nnot decided (%s): %zu task%s under %zu chain%s\n", who_can_undecided_to_string(why), n,
                n == 1 ? "" : "s", n_chains, n_chains == 1 ? "" : "s");
         for (size_t i = 0; i < w->n_undecided; i++) {
@@ -174,13 +174,20 @@ static void print_undecided_why(const WhoCanRequest *req, const WhoCan *w, WhoCa
                 if (ch->why != why)
                         continue;
                 printf("filter %" PRIu64 " (chain of %zu):\n", ch->head, ch->depth);
-                print_tasks(req, ch->tasks, ch->n_tasks, legend);
+                int r = print_tasks(req, ch->tasks, ch->n_tasks, legend);
+                if (r < 0)
+                        return r;
         }
+        return 0;
 }
 
-static void print_undecided(const WhoCanRequest *req, const WhoCan *w, bool legend) {
-        for (WhoCanUndecided why = WHO_CAN_PROGRAM_MISSING; why < _WHO_CAN_UNDECIDED_MAX; why++)
-                print_undecided_why(req, w, why, legend);
+static int print_undecided(const WhoCanRequest *req, const WhoCan *w, bool legend) {
+        for (WhoCanUndecided why = WHO_CAN_PROGRAM_MISSING; why < _WHO_CAN_UNDECIDED_MAX; why++) {
+                int r = print_undecided_why(req, w, why, legend);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static void print_header(const WhoCanRequest *req, const WhoCan *w) {
@@ -220,13 +227,17 @@ static int who_can_print(const Context *c, const WhoCanRequest *req, const WhoCa
                         printf("\nfilter %" PRIu64 " (chain of %zu): %s\n", ch->head, ch->depth, cond);
                 else
                         printf("\nstrict mode: %s\n", cond);
-                print_tasks(req, ch->tasks, ch->n_tasks, c->legend);
+                int r = print_tasks(req, ch->tasks, ch->n_tasks, c->legend);
+                if (r < 0)
+                        return r;
         }
-        print_undecided(req, w, c->legend);
+        int r = print_undecided(req, w, c->legend);
+        if (r < 0)
+                return r;
         if (req->query.allowed && w->n_unfiltered > 0) {
                 printf("\nunfiltered (may call anything): %zu task%s\n", w->n_unfiltered, w->n_unfiltered == 1 ? "" : "s");
-                if (w->plan) /* a snapshot lists them; the daemon counts them */
-                        print_tasks(req, w->unfiltered, w->n_unfiltered, c->legend);
+                if (w->plan && (r = print_tasks(req, w->unfiltered, w->n_unfiltered, c->legend)) < 0)
+                        return r; /* a snapshot lists them; the daemon counts them */
         }
         if (c->legend && (w->n_others > 0 || (!req->query.allowed && w->n_unfiltered > 0))) {
                 printf("\nThe others:\n");

@@ -277,6 +277,24 @@ static void test_full_device(Fixture *fx, gconstpointer data) {
         }
 }
 
+/* A column --output names that the table lacks is bad usage: exit status 2 and one line naming
+ * the table's columns, also where a verb prints several tables. */
+static void test_output_unknown(Fixture *fx, gconstpointer data) {
+        const char *const *cases[] = {
+                (const char *const[]) { "chain", "--file", fx->file, "100", "--output=bogus", NULL },
+                (const char *const[]) { "who-can", "--file", fx->file, "getpid", "--output=bogus", NULL },
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+                g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), cases[i]);
+                g_autofree char *out = NULL, *err = NULL;
+                int status = tests_run_capture((char **) argv->pdata, &out, &err);
+                g_test_message("%s: status %d, stderr %s", cases[i][0], status, err);
+                g_assert_cmpint(status, ==, 2);
+                g_assert_true(g_str_has_prefix(err, "sectreectl: Unknown column 'bogus' in --output; this table has "));
+                g_assert_cmpuint(strchr(err, '\n') - err + 1, ==, strlen(err));
+        }
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add("/ctl-display/pager", Fixture, NULL, fixture_setup, test_pager, fixture_teardown);
@@ -287,5 +305,6 @@ int main(int argc, char *argv[]) {
         g_test_add("/ctl-display/tree-width", Fixture, NULL, fixture_setup, test_tree_width, fixture_teardown);
         g_test_add("/ctl-display/who-can-pager", Fixture, NULL, fixture_setup, test_who_can_pager, fixture_teardown);
         g_test_add("/ctl-display/full-device", Fixture, NULL, fixture_setup, test_full_device, fixture_teardown);
+        g_test_add("/ctl-display/output-unknown", Fixture, NULL, fixture_setup, test_output_unknown, fixture_teardown);
         return g_test_run();
 }

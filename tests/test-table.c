@@ -3,6 +3,7 @@
 #include <locale.h>
 #include <wchar.h>
 
+#include "ctl-args.h"
 #include "table.h"
 #include "tests-util.h"
 
@@ -92,10 +93,10 @@ static void test_output_columns(void) {
         g_assert_null(strstr(out, "filter"));
         g_assert_nonnull(strstr(lines[2], "sshd"));
         g_assert_true(g_str_has_suffix(lines[2], "22"));
-        /* a name the table lacks is an error, and nothing is printed */
+        /* a name the table lacks is a usage error (exit status 2), and nothing is printed */
         table_set_output("comm,nosuch");
         g_autofree char *bad = print_table(t, "80", true, &r);
-        g_assert_cmpint(r, ==, -EINVAL);
+        g_assert_cmpint(r, ==, ERR_USAGE);
         g_assert_cmpstr(bad, ==, "");
         table_set_output(NULL);
 }
