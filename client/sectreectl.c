@@ -328,7 +328,7 @@ static const VerbTable verb_table = { verbs, ELEMENTSOF(verbs) };
 static int verb_help(Context *c, char **args, size_t n_args) {
         if (n_args == 0) {
                 help_print_overview(&verb_table, stdout);
-                return 0;
+                return output_flush();
         }
         const Verb *v = verb_table_find(&verb_table, args[0]);
         if (!v) {
@@ -338,7 +338,7 @@ static int verb_help(Context *c, char **args, size_t n_args) {
                 return usage_error("Unknown verb '%s'", args[0]);
         }
         help_print_verb(v, stdout);
-        return 0;
+        return output_flush();
 }
 
 /* ---- options ---- */
@@ -677,10 +677,12 @@ static int parse_args(int argc, char *argv[], Context *c, Args *a) {
         opterr = 0;
         while ((o = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 if (o == '?' || o == ':') {
-                        const char *bad = find_unknown_option(argc, argv);
+                        const char *bad = find_unknown_option(argc, argv), *given = argv[optind - 1];
                         if (bad)
                                 return unknown_option(bad);
-                        return usage_error("Option '%s' needs an argument", argv[optind - 1]);
+                        if (strncmp(given, "--", 2) == 0 && strchr(given, '='))
+                                return usage_error("Option '%.*s' takes no value", (int) strcspn(given, "="), given);
+                        return usage_error("Option '%s' needs an argument", given);
                 }
                 int r = parse_option(o, optarg, c, a);
                 if (r < 0)
@@ -721,7 +723,7 @@ static int dispatch(Context *c, const Args *a, char **args, size_t n, const Verb
                         help_print_verb(v, stdout);
                 else
                         help_print_overview(&verb_table, stdout);
-                return 0;
+                return output_flush();
         }
         if (v)
                 args++, n--;
@@ -751,7 +753,7 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         if (a.version) {
                 printf("sectreectl %s\n", PACKAGE_VERSION);
-                return EXIT_SUCCESS;
+                return output_flush() < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
         r = dispatch(&c, &a, argv + optind, (size_t) (argc - optind), &v);
         if (r == ERR_USAGE)

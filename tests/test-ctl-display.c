@@ -251,6 +251,9 @@ static void test_full_device(Fixture *fx, gconstpointer data) {
                 (const char *const[]) { "tree", "--json", "--file", fx->file, NULL },
                 (const char *const[]) { "chain", "--file", fx->file, "100", NULL },
                 (const char *const[]) { "chain", "--json", "--file", fx->file, "100", NULL },
+                (const char *const[]) { "--version", NULL, NULL },
+                (const char *const[]) { "--help", NULL, NULL },
+                (const char *const[]) { "help", "ps", NULL },
         };
         for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
                 g_autoptr(GPtrArray) argv = tests_argv_new(g_getenv("SECTREECTL"), cases[i]);
