@@ -2,6 +2,7 @@
  * exit codes */
 #include <getopt.h>
 #include <locale.h>
+#include <pwd.h>
 
 #include "config.h"
 #include "core/escape.h"
@@ -606,9 +607,16 @@ static int parse_option(int o, const char *arg, Context *c, Args *a) {
         case ARG_MACHINE:
                 c->machine = arg;
                 return 0;
-        case ARG_USER:
+        case ARG_USER: {
+                struct passwd pw, *found = NULL;
+                char scratch[1024];
+                uint64_t uid;
+                if (safe_atou64(arg, &uid) < 0 &&
+                    (getpwnam_r(arg, &pw, scratch, sizeof(scratch), &found) != 0 || !found))
+                        return usage_error("Unknown user '%s' in --user (a uid matches any)", arg);
                 c->user = arg;
                 return 0;
+        }
         case ARG_SUBTREE:
                 return parse_pid_arg("process id", arg, &c->subtree);
         case ARG_COUNTS:

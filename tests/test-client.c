@@ -172,6 +172,7 @@ static void test_usage(void) {
                 { { "--json=auto", "status", NULL }, "Invalid --json=auto" },
                 { { "export", "1", "--format", NULL }, "Option '--format' needs an argument" },
                 { { "ps", "--no-pager=yes", NULL }, "Option '--no-pager' takes no value" },
+                { { "ps", "--user=no-such-user-here", NULL }, "Unknown user 'no-such-user-here' in --user" },
                 { { "check", "1", "0xg", NULL }, "Invalid system call number '0xg'" },
                 { { "check", "1", "0x80000000", NULL }, "Invalid system call number '0x80000000'" },
                 { { "check", "--arch=vax", "1", "read", NULL }, "Unknown architecture 'vax'" },
