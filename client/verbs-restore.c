@@ -482,11 +482,18 @@ int verb_restores(Context *c, char **args, size_t n_args) {
                         return log_oom();
         if (r < 0)
                 return bus_log_parse_error(r, "ListRestores");
-        if (c->json)
-                return json_print_document(list);
+        if (c->json) {
+                json_auto_t *doc = json_pack("{s:O}", "restores", list);
+                return json_print_document(doc);
+        }
+        size_t n = json_array_size(list);
         pager_open(c->no_pager);
         r = table_print(t, stdout, c->legend);
-        return r < 0 ? r : output_flush();
+        if (r < 0)
+                return r;
+        if (c->legend)
+                printf("\n%zu restore%s listed.\n", n, n == 1 ? "" : "s");
+        return output_flush();
 }
 
 /* ---- release ID ---- */

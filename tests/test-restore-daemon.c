@@ -27,6 +27,7 @@
 #include "service/restore-proc-check.h"
 #include "snapshot/snapshot.h"
 #include "snapshot/snapshot-format.h"
+#include "tests-json.h"
 #include "tests-util.h"
 
 #define NOBODY 65534
@@ -1089,6 +1090,14 @@ static void test_sectreectl(Fixture *fx, gconstpointer data) {
 
         g_assert_cmpint(ctl(b, false, &out, &err, ARGS("restores")), ==, 0);
         g_assert_nonnull(strstr(out, "ready"));
+        g_assert_true(g_str_has_suffix(out, "\n1 restore listed.\n"));
+        g_clear_pointer(&out, g_free);
+        g_assert_cmpint(ctl(b, false, &out, &err, ARGS("--json", "restores")), ==, 0);
+        json_t *doc_listed = tests_json_parse_document(out, "restores --json");
+        g_assert_cmpuint(json_array_size(json_object_get(doc_listed, "restores")), ==, 1);
+        g_assert_cmpint(json_integer_value(json_object_get(json_array_get(json_object_get(doc_listed, "restores"), 0), "id")),
+                        ==, (json_int_t) rid);
+        json_decref(doc_listed);
         g_clear_pointer(&out, g_free);
         g_autofree char *rids = g_strdup_printf("%" PRIu64, rid);
         g_assert_cmpint(ctl(b, false, NULL, NULL, ARGS("release", rids)), ==, 0);
