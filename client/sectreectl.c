@@ -56,7 +56,13 @@ static const Verb verbs[] = {
                   "subtree that run under no filter.\n"
                   "\n"
                   "Options:\n"
-                  "     --file=FILE          The forest of the snapshot in FILE (- for stdin)\n" },
+                  "     --file=FILE          The forest of the snapshot in FILE (- for stdin)\n"
+                  "     --all                Every process on its own line (on a terminal, alike\n"
+                  "                          processes under one filter share one: 20*[sleep])\n"
+                  "     --unit=GLOB          Only the processes of units (or user units) matching\n"
+                  "                          GLOB\n"
+                  "     --machine=GLOB       Only those of machines (containers) matching GLOB\n"
+                  "     --user=USER          Only those of USER's user slice (a name or a uid)\n" },
         { "units", 0, 0, .options = VERB_UNITS, .run = verb_units, .group = VERB_GROUP_LIVE,
           .usage = "",
           .summary = "Each unit or container: its tasks, chains, a verdict",
@@ -79,7 +85,12 @@ static const Verb verbs[] = {
                   "chain (the newest filter, the first one evaluated), - for none; DEPTH the\n"
                   "chain's length. Arguments choose the tasks shown: a number is a process (all of\n"
                   "its listed threads) or a thread, anything else a shell glob on the task's name\n"
-                  "(sectreectl ps 'chrom*' 4711); a task is shown when it matches any of them.\n" },
+                  "(sectreectl ps 'chrom*' 4711); a task is shown when it matches any of them.\n"
+                  "\n"
+                  "Options:\n"
+                  "     --unit=GLOB          Only the tasks of units (or user units) matching GLOB\n"
+                  "     --machine=GLOB       Only those of machines (containers) matching GLOB\n"
+                  "     --user=USER          Only those of USER's user slice (a name or a uid)\n" },
         { "show", 0, 1, 0, VERB_FILE | VERB_PID | VERB_RAW, .run = verb_show, .group = VERB_GROUP_LIVE,
           .complete = "filters",
           .usage = "FILTER\n--pid=TID\n--file=FILE [FILTER | --pid=TID]",
@@ -116,9 +127,8 @@ static const Verb verbs[] = {
                   "\n"
                   "Options:\n"
                   "     --arch=ARCH          The call's architecture, as libseccomp names it\n"
-                  "                          (x86_64,\n"
-                  "                          x86 or i386, x32, aarch64, ...); default: the native\n"
-                  "                          one\n"
+                  "                          (x86_64, x86 or i386, x32, aarch64, ...); default:\n"
+                  "                          the native one\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
         { "monitor", 0, 0, 0, VERB_PID | VERB_COMM | VERB_SUBTREE, .run = verb_monitor, .group = VERB_GROUP_LIVE,
           .usage = "[--pid=PID] [--comm=NAME]",
@@ -243,8 +253,7 @@ static const Verb verbs[] = {
                   "\n"
                   "Options:\n"
                   "     --format=FORMAT      sqlite or json (default: json for a FILE ending in\n"
-                  "                          .json,\n"
-                  "                          sqlite otherwise)\n" },
+                  "                          .json, sqlite otherwise)\n" },
         { "import", 1, 1, .run = verb_import, .complete = "files", .group = VERB_GROUP_SNAPSHOT,
           .usage = "FILE",
           .summary = "Store the snapshot in FILE; prints its id",
