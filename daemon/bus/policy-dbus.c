@@ -19,7 +19,7 @@ static int analysis_error(sd_bus_error *error, int r, const char *what) {
                                          POLICY_JOB_DEADLINE_USEC / 1000000ULL);
         if (r == -E2BIG)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-                                         "A chain of %s has too many paths to analyse.", what);
+                                         "Too many paths to analyse in %s.", what);
         if (r == -ENODATA)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED,
                                          "A program of %s is not available: its filter is kept without it (over its "

@@ -49,6 +49,20 @@ static pid_t first_hidden_process(Caller *c, const Forest *f) {
         return 0;
 }
 
+/* Whether pid is root or below it, by the parents the forest knows (a process the snapshot holds
+ * outside the subtree holds one of its listeners). */
+static bool in_subtree(const Forest *f, pid_t pid, pid_t root) {
+        for (size_t depth = 0; pid > 0 && depth <= f->n_processes; depth++) {
+                if (pid == root)
+                        return true;
+                const Process *p = forest_find_process(f, pid);
+                if (!p)
+                        return false;
+                pid = p->ppid;
+        }
+        return false;
+}
+
 int snapshot_check_root(Caller *c, pid_t root, char **ret_message) {
         ProcStatus st;
         if (root == 0) {
@@ -299,7 +313,12 @@ int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) 
         }
         pid_t hidden = first_hidden_process(c, f);
         if (hidden > 0) {
-                snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.", hidden, root);
+                if (in_subtree(f, hidden, root))
+                        snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.",
+                                             hidden, root);
+                else /* a member for the listener it holds */
+                        snapshot_set_message(ret_message, "Process %d, which holds a listener of the subtree of %d, is "
+                                                          "not one you could trace.", hidden, root);
                 return -EACCES;
         }
         r = record_all_units(f);

@@ -129,7 +129,7 @@ static int check_transfer_limits(const SnapshotTransfers *ts, const Caller *c, c
         }
         if (all >= SNAPSHOT_TRANSFERS_MAX || (!c->privileged && !user_may_start(users, mine))) {
                 snapshot_set_message(ret_message,
-                                     "Too many snapshot exports and imports in progress (at most %d; %d for all "
+                                     "Too many snapshots being taken, exported and imported (at most %d; %d for all "
                                      "users but root together, %d per user, and a user's second only while fewer "
                                      "than %d of all users' are).",
                                      SNAPSHOT_TRANSFERS_MAX, SNAPSHOT_TRANSFERS_MAX_USERS,
