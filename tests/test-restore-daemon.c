@@ -515,6 +515,17 @@ static void test_failures(Fixture *fx, gconstpointer data) {
         const uint32_t pids[] = { 1 };
         g_assert_cmpint(call_restore(bus, id, &r, &error, "exec", (size_t) 1, pids, argvs, NULL), <, 0);
         bus_client_assert_error(&error, SD_BUS_ERROR_INVALID_ARGS);
+        /* a caller's long string comes back in the error cut short, where a character ends */
+        g_autofree char *longs = g_strnfill(100 * 1024, 'x');
+        memcpy(longs + 79, "\xc3\xa9", 2); /* 'é' across the cut at 80 bytes: cut before it */
+        g_assert_cmpint(call_restore(bus, id, &r, &error, "uids", longs, NULL), <, 0);
+        g_autofree char *cut = g_strdup_printf("Option \"uids\" is \"caller\" or \"original\", not \"%.*s...\".", 79, longs);
+        g_assert_cmpstr(error.message, ==, cut);
+        sd_bus_error_free(&error);
+        g_assert_cmpint(call_restore(bus, id, &r, &error, longs, true, NULL), <, 0);
+        g_autofree char *cut_key = g_strdup_printf("Unknown option \"%.*s...\".", 79, longs);
+        g_assert_cmpstr(error.message, ==, cut_key);
+        sd_bus_error_free(&error);
         /* a process named twice, not one after the other */
         const uint32_t twice[] = { 5, 1, 5 };
         char **argvs3[] = { argv, argv, argv };

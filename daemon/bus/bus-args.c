@@ -20,14 +20,30 @@ int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void
         int r = sd_bus_message_peek_type(msg, NULL, &contents);
         if (r < 0)
                 return r;
-        if (!streq(contents, want))
+        if (!streq(contents, want)) {
+                char q[BUS_QUOTE_MAX + 4], t[BUS_QUOTE_MAX + 4];
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Option \"%s\" takes a value of type '%s', not '%s'.", key, want, contents);
+                                         "Option \"%s\" takes a value of type '%s', not '%s'.", bus_quote(key, q), want,
+                                         bus_quote(contents, t));
+        }
         return sd_bus_message_read(msg, "v", want, ret);
 }
 
+const char *bus_quote(const char *s, char buf[static BUS_QUOTE_MAX + 4]) {
+        size_t n = strnlen(s, BUS_QUOTE_MAX + 1);
+        if (n <= BUS_QUOTE_MAX)
+                return s;
+        n = BUS_QUOTE_MAX;
+        while (n > 0 && ((unsigned char) s[n] & 0xc0) == 0x80)
+                n--; /* s[n] continues a character: cut before that character (the bus checked s is UTF-8) */
+        memcpy(buf, s, n);
+        strcpy(buf + n, "...");
+        return buf;
+}
+
 int bus_unknown_option(sd_bus_error *error, const char *key) {
-        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", key);
+        char q[BUS_QUOTE_MAX + 4];
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option \"%s\".", bus_quote(key, q));
 }
 
 int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, sd_bus_error *error) {

@@ -82,3 +82,9 @@ typedef int (*BusOptionReader)(sd_bus_message *msg, const char *key, void *userd
 int bus_read_options(sd_bus_message *msg, BusOptionReader one, void *userdata, sd_bus_error *error);
 int bus_read_option(sd_bus_message *msg, const char *key, const char *want, void *ret, sd_bus_error *error);
 int bus_unknown_option(sd_bus_error *error, const char *key);
+
+/* A caller's string as an error message quotes it: its first BUS_QUOTE_MAX bytes, cut where a
+ * character ends, and "..." when there was more (a 100 KB argument would otherwise come back
+ * whole in the error). Into buf. */
+#define BUS_QUOTE_MAX 80
+const char *bus_quote(const char *s, char buf[static BUS_QUOTE_MAX + 4]);

@@ -414,6 +414,15 @@ static int who_can_read(sd_bus_message *msg, WhoCanQuery *q, sd_bus_error *error
                 r = sd_bus_message_read_array(msg, 't', &args, &size);
         if (r < 0 || (r = bus_read_options(msg, read_who_can_option, &o, error)) < 0)
                 return r;
+        /* what the parser's messages quote, bounded: no name of a call, an architecture or an
+         * action is longer */
+        const char *given[] = { syscall, o.arch, o.action };
+        for (size_t i = 0; i < ELEMENTSOF(given); i++)
+                if (given[i] && strlen(given[i]) > BUS_QUOTE_MAX) {
+                        char q_given[BUS_QUOTE_MAX + 4];
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No system call, architecture or "
+                                                 "action is named \"%s\".", bus_quote(given[i], q_given));
+                }
         r = who_can_query_parse(o.arch, syscall, args, size / sizeof(uint64_t), o.action, q, &why);
         if (r == -EINVAL)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s.", why);

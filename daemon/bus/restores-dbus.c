@@ -93,9 +93,11 @@ static int read_uids_option(sd_bus_message *msg, RestoreOptions *o, sd_bus_error
                 return invalid(error, "Option \"%s\" takes a string (s): \"caller\" or \"original\".", "uids");
         if (r < 0)
                 return r;
-        if (!streq(v, "caller") && !streq(v, "original"))
+        if (!streq(v, "caller") && !streq(v, "original")) {
+                char q[BUS_QUOTE_MAX + 4];
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Option \"uids\" is \"caller\" or \"original\", not \"%s\".", v);
+                                         "Option \"uids\" is \"caller\" or \"original\", not \"%s\".", bus_quote(v, q));
+        }
         o->original_uids = streq(v, "original");
         return 0;
 }

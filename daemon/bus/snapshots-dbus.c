@@ -138,9 +138,12 @@ int method_export_snapshot(sd_bus_message *msg, void *userdata, sd_bus_error *er
         if (r < 0 || (r = caller_from_message(msg, &c)) < 0)
                 return r;
         SnapshotFormat format = snapshot_format_from_string(format_name);
-        if (format < 0)
+        if (format < 0) {
+                char q[BUS_QUOTE_MAX + 4];
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "Unknown snapshot format \"%s\" (expected \"sqlite\" or \"json\").", format_name);
+                                         "Unknown snapshot format \"%s\" (expected \"sqlite\" or \"json\").",
+                                         bus_quote(format_name, q));
+        }
         r = snapshot_transfers_export(b->transfers, &c, id, fd, format, on_transfer_done, sd_bus_message_ref(msg), &message);
         if (r < 0) {
                 sd_bus_message_unref(msg);
