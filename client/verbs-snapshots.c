@@ -21,12 +21,17 @@
 
 /* The new id alone on stdout (scripts capture it), or {"id": N}. */
 static int print_new_id(Context *c, uint64_t id) {
+        int r;
         if (c->json) {
                 json_auto_t *doc = json_pack("{s:I}", "id", (json_int_t) id);
-                return json_print_document(doc);
+                r = json_print_document(doc);
+        } else {
+                printf("%" PRIu64 "\n", id);
+                r = output_flush();
         }
-        printf("%" PRIu64 "\n", id);
-        return output_flush();
+        if (r < 0) /* what failed is said: not that the snapshot is there */
+                log_error("sectreectl: Snapshot %" PRIu64 " is stored all the same.", id);
+        return r;
 }
 
 /* ---- snapshot [PID] ---- */
