@@ -370,8 +370,9 @@ static void print_path(const Filter *f, FILE *out) {
 }
 
 static void print_filter(const Filter *f, FILE *out) {
-        fprintf(out, "filter %" PRIu64 " (%zu instructions%s%s%s) at ", f->id, f->len, f->log ? ", log" : "",
-                f->wait_killable_recv ? ", wait_killable_recv" : "", filter_has_listener(f) ? ", listener" : "");
+        fprintf(out, "filter %" PRIu64 " (%zu instruction%s%s%s%s) at ", f->id, f->len, f->len == 1 ? "" : "s",
+                f->log ? ", log" : "", f->wait_killable_recv ? ", wait_killable_recv" : "",
+                filter_has_listener(f) ? ", listener" : "");
         print_path(f, out);
 }
 
