@@ -286,16 +286,17 @@ static void spawn_holder(pid_t from, int fd, Observed *o) {
         observe(o, pid, counter);
 }
 
-static void assert_denied_naming(sd_bus_error *error, pid_t pid) {
-        g_autofree char *want = g_strdup_printf("Process %d ", pid);
+static void assert_denied_naming(sd_bus_error *error, pid_t pid, const char *why) {
+        g_autofree char *want = g_strdup_printf("Process %d %s", pid, why);
         if (!sd_bus_error_is_set(error) || !strstr(error->message, want))
-                g_error("expected AccessDenied naming process %d, got %s: %s", pid, error->name, error->message);
+                g_error("expected AccessDenied saying \"%s\", got %s: %s", want, error->name, error->message);
         bus_client_assert_error(error, SD_BUS_ERROR_ACCESS_DENIED);
 }
 
 typedef struct Attempt {
         pid_t root;
         pid_t named; /* the process the refusal names; 0: the snapshot is taken */
+        const char *why; /* what the refusal says of it */
 } Attempt;
 
 /* As nobody: CreateSnapshot(root), refused naming the process, or taken. */
@@ -308,13 +309,13 @@ static void nobody_snapshot(void *userdata) {
                 g_error("CreateSnapshot(%d) as nobody: %s", a->root, error.message);
         if (a->named != 0) {
                 g_assert_cmpuint(id, ==, 0);
-                assert_denied_naming(&error, a->named);
+                assert_denied_naming(&error, a->named, a->why);
         }
         sd_bus_flush_close_unref(bus);
 }
 
-static void attempt_as_nobody(pid_t root, pid_t named) {
-        Attempt a = { .root = root, .named = named };
+static void attempt_as_nobody(pid_t root, pid_t named, const char *why) {
+        Attempt a = { .root = root, .named = named, .why = why };
         g_assert_cmpint(tests_as_nobody(nobody_snapshot, &a), ==, 0);
 }
 
@@ -346,11 +347,11 @@ static void test_ptrace_stops_nothing_hidden(void) {
         char *args[] = { (char *) "--backend=ptrace", NULL };
         g_assert_true(bus_fixture_start_all(&b, args, NULL));
 
-        attempt_as_nobody(with_held_listener, holder.pid);
+        attempt_as_nobody(with_held_listener, holder.pid, "holds a listener of the subtree of");
         g_assert_cmpuint(interruptions(&holder), ==, 0);
-        attempt_as_nobody(plain, 0);
+        attempt_as_nobody(plain, 0, NULL);
         g_assert_cmpuint(interruptions(&unrelated), ==, 0);
-        attempt_as_nobody(parent_of_hidden, hidden.pid);
+        attempt_as_nobody(parent_of_hidden, hidden.pid, "of the subtree of");
         g_assert_cmpuint(interruptions(&hidden), ==, 0);
 
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();

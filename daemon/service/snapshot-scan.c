@@ -317,8 +317,8 @@ int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) 
                         snapshot_set_message(ret_message, "Process %d of the subtree of %d is not one you could trace.",
                                              hidden, root);
                 else /* a member for the listener it holds */
-                        snapshot_set_message(ret_message, "Process %d, which holds a listener of the subtree of %d, is "
-                                                          "not one you could trace.", hidden, root);
+                        snapshot_set_message(ret_message, "Process %d holds a listener of the subtree of %d and is not "
+                                                          "one you could trace.", hidden, root);
                 return -EACCES;
         }
         r = record_all_units(f);
