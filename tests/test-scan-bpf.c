@@ -128,11 +128,24 @@ static const Filter *node_filter(const Forest *f, const Scenario *s, int node) {
         g_assert_not_reached();
 }
 
+/* Each filter's digest is that of its own program (filters with the same program take the digest
+ * of the first such filter of the pass rather than hash it again). */
+static void assert_digests(const Forest *f) {
+        for (size_t i = 0; i < f->n_filters; i++) {
+                const Filter *x = f->filters[i];
+                uint8_t d[PROG_DIGEST_SIZE];
+                g_assert_nonnull(x->insns);
+                prog_digest(x->insns, x->len, d);
+                g_assert_cmpmem(d, sizeof(d), x->digest, sizeof(d));
+        }
+}
+
 /* Scan the scenario's subtree and hold it against the ground truth and the kernel's own views. */
 static Forest *scan_and_check(const Scenario *s) {
         Forest *f = scan(scenario_root_pid(s));
 
         tests_assert_forest_matches(f, s, true);
+        assert_digests(f);
         assert_ids_opaque(f);
         assert_kernel_agrees(f);
 

@@ -123,6 +123,10 @@ struct BpfScanner {
         PassRecords records;
         Hashmap filters; /* id -> BpfFilter*, the filters of the last passes */
         Hashmap programs; /* one-shot: program_key() -> BpfProgram*, the programs of the last passes */
+        /* The others: program_key() -> a filter that came with its instructions in this pass, whose
+         * digest another filter with the same bytes takes (sandboxes of one kind install the same
+         * program, each a filter of its own). Emptied as a pass starts. */
+        Hashmap pass_programs;
         size_t programs_insns; /* their instructions, together */
         /* One-shot: whether no listener fd exists now (a live scanner beside it knows), so that the
          * task_file iterator need not run; NULL: it always runs. */

@@ -69,14 +69,26 @@ static void program_keep(BpfScanner *s, uint64_t key, const struct sock_filter *
                 s->programs_insns += len;
 }
 
-/* The digest of a program. A one-shot scanner takes it from the program it kept with the same
- * bytes (compared in full: the digest is a function of the bytes alone, so it is exact), and keeps
- * the programs it had to hash. */
-static void program_digest(BpfScanner *s, const struct sock_filter *insns, size_t len, uint8_t out[PROG_DIGEST_SIZE]) {
-        if (!s->oneshot || s->once) { /* once: no next pass would meet the program kept */
-                prog_digest(insns, len, out);
+/* The digest of f's program: that of a filter this pass met before with the same bytes (compared
+ * in full: the digest is a function of the bytes alone, so it is exact), else hashed. f came with
+ * its instructions in this pass and stays until it ends (a filter a pass created is not replaced
+ * in it: a record met again is skipped). */
+static void pass_program_digest(BpfScanner *s, BpfFilter *f) {
+        uint64_t key = program_key(f->insns, f->len);
+        const BpfFilter *same = hashmap_get(&s->pass_programs, key);
+        if (same && same->len == f->len && same->insns &&
+            memcmp(same->insns, f->insns, f->len * sizeof(struct sock_filter)) == 0) {
+                memcpy(f->digest, same->digest, PROG_DIGEST_SIZE);
                 return;
         }
+        prog_digest(f->insns, f->len, f->digest);
+        if (!same)
+                (void) hashmap_put(&s->pass_programs, key, f); /* else another program has that key */
+}
+
+/* The digest of a program, for a one-shot scanner that scans again: taken from the program it
+ * kept with the same bytes, and the programs it had to hash kept. */
+static void program_digest(BpfScanner *s, const struct sock_filter *insns, size_t len, uint8_t out[PROG_DIGEST_SIZE]) {
         uint64_t key = program_key(insns, len);
         BpfProgram *p = hashmap_get(&s->programs, key);
         if (p && p->len == len && memcmp(p->insns, insns, len * sizeof(struct sock_filter)) == 0) {
@@ -116,7 +128,12 @@ static BpfFilter *bpf_filter_new(BpfScanner *s, const struct scan_rec_filter *re
                 .len = rec->len,
                 .insns = TAKE_PTR(insns),
         };
-        program_digest(s, rec->insns, f->len, f->digest);
+        if (s->oneshot && !s->once)
+                program_digest(s, rec->insns, f->len, f->digest);
+        else if (f->len > 0) /* a live scanner is sent a program once per filter; once: no next pass */
+                pass_program_digest(s, f);
+        else
+                prog_digest(rec->insns, 0, f->digest);
         return TAKE_PTR(f);
 }
 

@@ -483,6 +483,7 @@ int bpf_scanner_pass_run(BpfScanner *s, bool all_tasks, bool want_exe) {
         int r;
 
         pass_records_reset(&s->records);
+        hashmap_clear(&s->pass_programs);
         records_presize(s);
         s->unit.data_ids->pass = ++s->pass;
         s->unit.bss->run.emit_all_tasks = all_tasks;

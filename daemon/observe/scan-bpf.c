@@ -23,6 +23,7 @@ BpfScanner *bpf_scanner_free(BpfScanner *s) {
         bpf_pass_records_free(&s->records);
         bpf_filters_clear(&s->filters);
         bpf_cache_clear(&s->programs);
+        hashmap_deinit(&s->pass_programs);
         free(s);
         return NULL;
 }
