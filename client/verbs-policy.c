@@ -192,14 +192,16 @@ static int print_other(const PolicyReportArch *a) {
         return 0;
 }
 
-static int print_arch(const PolicyReportArch *a, bool legend) {
+/* first: the first architecture printed (--arch may leave out the native one); the others follow a
+ * blank line. */
+static int print_arch(const PolicyReportArch *a, bool first, bool legend) {
         char action[ACTION_STRING_MAX];
         if (a->uniform) {
-                printf("%sArchitecture %s%s: %s for every system call.\n", a->native ? "" : "\n", a->name,
+                printf("%sArchitecture %s%s: %s for every system call.\n", first ? "" : "\n", a->name,
                        a->native ? " (native)" : "", action_to_string(a->uniform_ret, action, sizeof(action)));
                 return 0;
         }
-        printf("%sArchitecture %s%s:\n", a->native ? "" : "\n", a->name, a->native ? " (native)" : "");
+        printf("%sArchitecture %s%s:\n", first ? "" : "\n", a->name, a->native ? " (native)" : "");
         for (Group g = 0; g < _GROUP_MAX; g++) {
                 int r = print_group(a, g, legend);
                 if (r < 0)
@@ -227,7 +229,7 @@ static int policy_print_table(const PolicyView *p, bool legend) {
         if (legend)
                 print_task_line(p);
         for (size_t i = 0; i < p->report->n_arches; i++) {
-                int r = print_arch(&p->report->arches[i], legend);
+                int r = print_arch(&p->report->arches[i], i == 0, legend);
                 if (r < 0)
                         return r;
         }
