@@ -117,8 +117,10 @@ static int manager_commit(Manager *m, const char *reason, size_t n_announced) {
         if (r < 0) {
                 if (live_rollback(m->live, &m->changes) < 0)
                         live_reload(m);
+                m->store_error = r;
                 return r;
         }
+        m->store_error = 0;
         for (size_t i = 0; !m->changes.replaced && i < m->changes.n; i++)
                 m->stats.filters_stored += m->changes.changes[i].type == LIVE_FILTER_ATTACHED &&
                                            m->changes.changes[i].new_filter;
