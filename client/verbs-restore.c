@@ -5,7 +5,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -591,15 +594,80 @@ static int run_exit_code(int pidfd) {
         return WEXITSTATUS(status);
 }
 
+/* The listener copies the reply carries: nobody here answers what the command's chain passes to
+ * them, and with a copy open a call passed on would wait for ever. Closed, the kernel fails such
+ * calls with ENOSYS (unless the command itself holds the listener, as the task's process did). */
+static void run_drop_listeners(RestoreReply *reply, uint32_t like) {
+        if (reply->n_listeners == 0)
+                return;
+        log_warning("sectreectl: The chain of task %" PRIu32 " passes calls to a user-notification listener, which "
+                    "nothing answers here: they fail with ENOSYS, or wait if the command holds the listener itself.",
+                    like);
+        for (size_t i = 0; i < reply->n_listeners; i++)
+                close(reply->listener_fds[i]);
+        reply->n_listeners = 0;
+}
+
+/* Wait for the command (pidfd) to end, handing it the signals that would have ended sectreectl:
+ * it runs in the executor's session, which a terminal's ^C does not reach. */
+static int run_wait(int pidfd, const sigset_t *forwarded) {
+        _cleanup_close_ int sfd = signalfd(-1, forwarded, SFD_CLOEXEC);
+        struct pollfd pfd[2] = { { .fd = pidfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+        if (sfd < 0)
+                return ctl_error_errno(-errno, "Failed to watch for signals: %m");
+        for (;;) {
+                if (poll(pfd, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return ctl_error_errno(-errno, "Failed to wait for the command: %m");
+                }
+                if (pfd[0].revents)
+                        return 0;
+                struct signalfd_siginfo si;
+                if (pfd[1].revents && read(sfd, &si, sizeof(si)) == sizeof(si) &&
+                    syscall(SYS_pidfd_send_signal, pidfd, (int) si.ssi_signo, NULL, 0) < 0 && errno != ESRCH)
+                        log_warning("sectreectl: Failed to pass signal %u on to the command: %m", si.ssi_signo);
+        }
+}
+
+/* COMMAND as given, or, with a slash but not absolute, from the caller's directory: the command
+ * runs in the executor's, not here. */
+static int run_command_path(char **args, char **ret_path) {
+        *ret_path = NULL;
+        if (args[0][0] == '/' || !strchr(args[0], '/'))
+                return 0;
+        _cleanup_free_ char *cwd = getcwd(NULL, 0);
+        if (!cwd)
+                return ctl_error_errno(-errno, "Failed to get the current directory: %m");
+        if (asprintf(ret_path, "%s/%s", cwd, args[0]) < 0) {
+                *ret_path = NULL;
+                return log_oom();
+        }
+        args[0] = *ret_path;
+        return 0;
+}
+
 int verb_run(Context *c, char **args, size_t n_args) {
         _cleanup_(restore_reply_done) RestoreReply reply = {};
+        _cleanup_free_ char *path = NULL;
         uint32_t tgid = 0;
         uint64_t snapshot;
         sd_bus *bus;
+        sigset_t forwarded;
         int r;
 
         if (c->like == 0)
                 return usage_error("run needs --like=TID: the task whose chain the command runs under");
+        r = run_command_path(args, &path);
+        if (r < 0)
+                return r;
+        /* from now on, for the command: as sectreectl it would have ended on them */
+        sigemptyset(&forwarded);
+        sigaddset(&forwarded, SIGINT);
+        sigaddset(&forwarded, SIGTERM);
+        sigaddset(&forwarded, SIGHUP);
+        sigaddset(&forwarded, SIGQUIT);
+        (void) sigprocmask(SIG_BLOCK, &forwarded, NULL);
         r = context_bus(c, &bus);
         if (r < 0)
                 return r;
@@ -623,9 +691,10 @@ int verb_run(Context *c, char **args, size_t n_args) {
         log_info("Running %s as pid %" PRIu32 " under a verified copy of the chain of task %" PRIu32 " (restore %" PRIu64
                  ").",
                  args[0], reply.processes[0].b, c->like, reply.id);
-        struct pollfd pfd = { .fd = reply.pidfds[0], .events = POLLIN };
-        while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
-                ;
+        run_drop_listeners(&reply, c->like);
+        r = run_wait(reply.pidfds[0], &forwarded);
+        if (r < 0)
+                return r;
         r = bus_call_manager(bus, "ReleaseRestore", NULL, "t", reply.id);
         if (r < 0)
                 return r;

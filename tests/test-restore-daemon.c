@@ -1192,6 +1192,40 @@ static void test_sectreectl(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(ctl(b, false, NULL, &err, ARGS("run", "--", "true")), ==, 2);
         g_clear_pointer(&err, g_free);
 
+        /* a command named with a slash is found from the caller's directory (it runs in the
+         * executor's) */
+        g_autofree char *script = g_build_filename(dir, "probe.sh", NULL);
+        g_assert_true(g_file_set_contents(script, "#!/bin/sh\necho probe ran\n", -1, NULL));
+        g_assert_cmpint(chmod(script, 0755), ==, 0);
+        g_autofree char *in_dir = g_strdup_printf("cd '%s' && exec \"$0\" run %s -- ./probe.sh", dir, like_arg);
+        char *in_dir_argv[] = { (char *) "/bin/sh", (char *) "-c", in_dir, (char *) g_getenv("SECTREECTL"), NULL };
+        g_autofree char *probed = NULL;
+        g_assert_cmpint(bus_fixture_run(b, false, in_dir_argv, &probed, &err), ==, 0);
+        g_assert_cmpstr(probed, ==, "probe ran\n");
+        g_clear_pointer(&err, g_free);
+        (void) unlink(script);
+
+        /* SIGTERM (or a terminal's ^C) to sectreectl reaches the command, which is in the
+         * executor's session, and the restore goes */
+        GPid run_pid;
+        const char *run_argv[] = { g_getenv("SECTREECTL"), "run", like_arg, "--", "sleep", "1000", NULL };
+        g_assert_true(g_spawn_async(NULL, (char **) run_argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
+                                    G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &run_pid, NULL));
+        for (int i = 0; i < TESTS_PATIENCE_MS / 10; i++) {
+                g_autoptr(GArray) running = list_restores(bus);
+                if (running->len > 0)
+                        break;
+                g_usleep(10 * 1000);
+        }
+        g_usleep(100 * 1000); /* past the restore's reply: sectreectl waits for the command */
+        g_assert_cmpint(kill(run_pid, SIGTERM), ==, 0);
+        int run_status;
+        g_assert_cmpint(waitpid(run_pid, &run_status, 0), ==, run_pid);
+        g_assert_true(WIFEXITED(run_status));
+        g_assert_cmpint(WEXITSTATUS(run_status), ==, 128 + SIGTERM); /* the command's end, by SIGTERM */
+        g_autoptr(GArray) after_term = list_restores(bus);
+        g_assert_cmpuint(after_term->len, ==, 0);
+
         (void) unlink(file);
         (void) rmdir(dir);
 }
