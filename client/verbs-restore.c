@@ -545,6 +545,16 @@ static int store_one_task_snapshot(sd_bus *bus, uint32_t tid, uint32_t tgid, uin
         r = plan_snapshot_keep_task(f, (pid_t) tid, &error);
         if (r < 0)
                 return ctl_error_errno(r, "Cannot copy the chain of task %" PRIu32 ": %s", tid, error ?: strerror(-r));
+        /* A call the chain passes to a listener waits for an answer: the copy's listener is kept by
+         * the restore, and nothing here answers it. Said before the command starts. */
+        for (size_t i = 0; i < f->n_filters; i++)
+                if (f->filters[i]->has_listener || f->filters[i]->listener_id != 0) {
+                        log_warning("sectreectl: The chain of task %" PRIu32 " passes calls to a user-notification "
+                                    "listener (filter %" PRIu64 "), which nothing answers here: such a call waits "
+                                    "until the command gets a signal (^C or SIGTERM to sectreectl passes it on).",
+                                    tid, f->filters[i]->id);
+                        break;
+                }
         memfd = memfd_create("sectree-run-like", MFD_CLOEXEC);
         if (memfd < 0)
                 return ctl_error_errno(-errno, "Failed to create a memfd: %m");
@@ -592,20 +602,6 @@ static int run_exit_code(int pidfd) {
         if (WIFSIGNALED(status))
                 return 128 + WTERMSIG(status);
         return WEXITSTATUS(status);
-}
-
-/* The listener copies the reply carries: nobody here answers what the command's chain passes to
- * them, and with a copy open a call passed on would wait for ever. Closed, the kernel fails such
- * calls with ENOSYS (unless the command itself holds the listener, as the task's process did). */
-static void run_drop_listeners(RestoreReply *reply, uint32_t like) {
-        if (reply->n_listeners == 0)
-                return;
-        log_warning("sectreectl: The chain of task %" PRIu32 " passes calls to a user-notification listener, which "
-                    "nothing answers here: they fail with ENOSYS, or wait if the command holds the listener itself.",
-                    like);
-        for (size_t i = 0; i < reply->n_listeners; i++)
-                close(reply->listener_fds[i]);
-        reply->n_listeners = 0;
 }
 
 /* Wait for the command (pidfd) to end, handing it the signals that would have ended sectreectl:
@@ -691,7 +687,6 @@ int verb_run(Context *c, char **args, size_t n_args) {
         log_info("Running %s as pid %" PRIu32 " under a verified copy of the chain of task %" PRIu32 " (restore %" PRIu64
                  ").",
                  args[0], reply.processes[0].b, c->like, reply.id);
-        run_drop_listeners(&reply, c->like);
         r = run_wait(reply.pidfds[0], &forwarded);
         if (r < 0)
                 return r;

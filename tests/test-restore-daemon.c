@@ -35,6 +35,49 @@
 
 static BpfScanner *scanner;
 
+/* A child whose filter passes uname(2) to a user-notification listener, and gives the listener
+ * to this process (a supervisor that never answers). Its pid; *ret_listener the fd held here. */
+static pid_t start_notified_child(int *ret_listener) {
+        int sv[2];
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                struct sock_filter f[] = {
+                        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_uname, 0, 1),
+                        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+                        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                };
+                struct sock_fprog prog = { .len = G_N_ELEMENTS(f), .filter = f };
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                        _exit(1);
+                int fd = (int) syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+                char c = 0, control[CMSG_SPACE(sizeof(int))] = {};
+                struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+                struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                                    .msg_controllen = sizeof(control) };
+                struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+                *h = (struct cmsghdr) { .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS, .cmsg_len = CMSG_LEN(sizeof(int)) };
+                memcpy(CMSG_DATA(h), &fd, sizeof(fd));
+                if (fd < 0 || sendmsg(sv[1], &m, 0) != 1)
+                        _exit(1);
+                close(fd);
+                for (;;)
+                        pause();
+        }
+        char c, control[CMSG_SPACE(sizeof(int))] = {};
+        struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control) };
+        g_assert_cmpint(recvmsg(sv[0], &m, MSG_CMSG_CLOEXEC), ==, 1);
+        memcpy(ret_listener, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+        close(sv[0]);
+        close(sv[1]);
+        return pid;
+}
+
+
 static Forest *scan(pid_t root) {
         ScanOptions opts = SCAN_OPTIONS_DEFAULT;
         Forest *f = NULL;
@@ -1225,6 +1268,30 @@ static void test_sectreectl(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(WEXITSTATUS(run_status), ==, 128 + SIGTERM); /* the command's end, by SIGTERM */
         g_autoptr(GArray) after_term = list_restores(bus);
         g_assert_cmpuint(after_term->len, ==, 0);
+
+        /* a chain that passes uname(2) to a listener its supervisor holds: nothing answers the
+         * copy's listener, which run says before it starts; the call waits until SIGTERM to
+         * sectreectl reaches the command (it used to wait for ever, past sectreectl's end) */
+        int listener;
+        pid_t notified = start_notified_child(&listener);
+        g_assert_true(bus_client_wait_listed(notified, TESTS_PATIENCE_MS));
+        g_autofree char *notified_like = g_strdup_printf("--like=%d", (int) notified);
+        g_autofree char *uname_run = g_strdup_printf("\"$0\" run %s -- uname & p=$!; sleep 2; kill -TERM $p; wait $p",
+                                                     notified_like);
+        char *uname_argv[] = { (char *) "/bin/sh", (char *) "-c", uname_run, (char *) g_getenv("SECTREECTL"), NULL };
+        status = bus_fixture_run(b, false, uname_argv, NULL, &err);
+        g_test_message("run --like a notified task: status %d, %s", status, err ?: "");
+        g_assert_cmpint(status, ==, 128 + SIGTERM); /* uname's end, by the SIGTERM passed on */
+        g_autofree char *warned = g_strdup_printf("sectreectl: The chain of task %d passes calls to a "
+                                                  "user-notification listener (filter ", (int) notified);
+        g_assert_true(g_str_has_prefix(err, warned));
+        g_assert_nonnull(strstr(err, "which nothing answers here"));
+        g_autoptr(GArray) after_notified = list_restores(bus);
+        g_assert_cmpuint(after_notified->len, ==, 0);
+        g_clear_pointer(&err, g_free);
+        kill(notified, SIGKILL);
+        (void) waitpid(notified, NULL, 0);
+        close(listener);
 
         (void) unlink(file);
         (void) rmdir(dir);
