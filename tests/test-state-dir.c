@@ -10,6 +10,7 @@
 #include "bus-client.h"
 #include "bus-fixture.h"
 #include "store/state-dir.h"
+#include "store/store-db.h"
 #include "store/store.h"
 #include "tests-util.h"
 
@@ -170,8 +171,32 @@ static void test_refused(void) {
         g_assert_cmpint(system(cmd), ==, 0);
 }
 
+/* A state directory reached through a symlink (itself, or a parent) is the administrator's to
+ * make: the database opens, at the directory's real path (SQLite is told not to follow links in
+ * it), and nothing is left behind in the link's place. It used to fail ("unable to open database
+ * file") and leave an empty state.db. */
+static void test_through_symlink(void) {
+        g_autofree char *dir = g_dir_make_tmp("sectree-state-XXXXXX", NULL);
+        g_autofree char *real = g_build_filename(dir, "real", NULL), *link = g_build_filename(dir, "link", NULL);
+        g_autofree char *under = g_build_filename(link, "state", NULL), *db = g_build_filename(real, "state", "state.db", NULL);
+        g_assert_cmpint(mkdir(real, 0700), ==, 0);
+        g_assert_cmpint(symlink("real", link), ==, 0);
+        Store *s = NULL;
+        g_assert_cmpint(store_open(link, &s), ==, 0); /* the directory a link */
+        g_autofree char *at = g_build_filename(real, "state.db", NULL);
+        g_assert_cmpstr(store_path(s), ==, at);
+        s = store_free(s);
+        g_assert_cmpint(store_open(under, &s), ==, 0); /* a parent a link, the directory made */
+        g_assert_cmpstr(store_path(s), ==, db);
+        s = store_free(s);
+        g_assert_cmpint(mode_of(real, "state"), ==, 0700);
+        g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+        g_assert_cmpint(system(cmd), ==, 0);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
+        g_test_add_func("/state-dir/through-symlink", test_through_symlink);
         g_test_add_func("/state-dir/created-private", test_created_private);
         g_test_add_func("/state-dir/repaired", test_repaired);
         g_test_add_func("/state-dir/refused", test_refused);

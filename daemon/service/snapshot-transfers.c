@@ -697,10 +697,9 @@ int snapshot_transfers_export(SnapshotTransfers *ts, Caller *c, uint64_t id, int
                 return r;
         t->id = id;
         t->format = format;
-        if (asprintf(&t->db_path, "%s/%s", m->opts.state_dir, STORE_FILE_NAME) < 0) {
-                t->db_path = NULL;
+        t->db_path = strdup(store_path(m->store)); /* the state directory's real path */
+        if (!t->db_path)
                 return -ENOMEM;
-        }
         r = transfer_start(t, done, userdata, ret_message);
         if (r < 0)
                 return r;

@@ -90,7 +90,14 @@ int store_open(const char *state_dir, Store **ret) {
         if (!s)
                 return log_oom();
         s->history_limit = STORE_HISTORY_LIMIT_DEFAULT;
-        if (asprintf(&s->path, "%s/%s", state_dir, STORE_FILE_NAME) < 0) {
+        /* SQLite opens the database without following a symlink anywhere in its path
+         * (SQLITE_OPEN_NOFOLLOW): the directory by its real path, which may be reached through
+         * one (a symlinked /var/lib/sectree is the administrator's to make; the database file and
+         * its companions themselves may not be symlinks, state_dir_secure() checked). */
+        _cleanup_free_ char *real = realpath(state_dir, NULL);
+        if (!real)
+                return log_error_errno(-errno, "Failed to resolve the state directory %s: %m", state_dir);
+        if (asprintf(&s->path, "%s/%s", real, STORE_FILE_NAME) < 0) {
                 s->path = NULL;
                 return log_oom();
         }
