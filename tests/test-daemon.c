@@ -533,6 +533,33 @@ static void test_overflow_resync(void) {
         bus_fixture_stop(&b);
 }
 
+/* SIGTERM while the daemon starts (it loads its BPF units and opens the database before its
+ * event loop runs): it still ends as sectreed(8) says, exit 0, not killed by the signal. */
+static void test_term_while_starting(void) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        tests_ensure_tracefs();
+        bus_fixture_start_bus(&b);
+        g_autofree char *state = g_dir_make_tmp("sectree-term-XXXXXX", NULL), *arg = g_strdup_printf("--state-dir=%s", state);
+        const char *argv[] = { g_getenv("SECTREED"), arg, NULL };
+        for (int delay_ms = 5; delay_ms <= 45; delay_ms += 20) {
+                GPid pid;
+                g_assert_true(g_spawn_async(NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL,
+                                            NULL, NULL, &pid, NULL));
+                g_usleep((gulong) delay_ms * 1000);
+                g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+                int status;
+                g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+                g_test_message("SIGTERM after %d ms: %s %d", delay_ms, WIFEXITED(status) ? "exit" : "signal",
+                               WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+                g_assert_true(WIFEXITED(status));
+                g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+        }
+        tests_remove_dir(state);
+        bus_fixture_stop(&b);
+}
+
 static void test_restart(void) {
         BusFixture b;
         Scenario *s = bus_fixture_start_with_scenario(&b, small_scenario, NULL, NULL);
@@ -2234,6 +2261,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/store-fails-mid-batch", test_store_fails_mid_batch);
         g_test_add_func("/daemon/overflow-resync", test_overflow_resync);
         g_test_add_func("/daemon/restart", test_restart);
+        g_test_add_func("/daemon/term-while-starting", test_term_while_starting);
         g_test_add_func("/daemon/escaped-threads", test_escaped_threads);
         g_test_add_func("/daemon/client-data", test_client_data);
         g_test_add_func("/daemon/installer-private", test_installer_private);
