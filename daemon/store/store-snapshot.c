@@ -476,7 +476,8 @@ int store_snapshot_discard_incomplete(Store *s) {
                 return store_sqlite_error(s, rc, "delete incomplete snapshots");
         int n = sqlite3_changes(store_database(s));
         if (n > 0)
-                log_info("Deleted %d snapshots whose import had not finished when sectreed stopped.", n);
+                log_info("Deleted %d unfinished snapshots: snapshots being taken or imported when sectreed "
+                         "stopped, or whose failed write could not be undone then.", n);
         return 0;
 }
 
