@@ -13,6 +13,7 @@
 #include "snapshot/snapshot-sqlite-read.h"
 #include "snapshot/snapshot-sqlite.h"
 #include "snapshot/snapshot-validate.h"
+#include "plan/plan-like.h"
 #include "snapshot/snapshot.h"
 #include "tests-util.h"
 
@@ -136,6 +137,46 @@ static void test_thread_no_new_privs(void) {
         g_assert_cmpint(snapshot_sqlite_read_data(plain_image, plain_size, &k, NULL), ==, 0);
         g_autofree char *plain_again = format_json(k);
         g_assert_cmpstr(plain, ==, plain_again);
+}
+
+/* run --like a thread of a process whose leader exited: the one-task snapshot makes the thread its
+ * leader, and keeps no exited leader beside it (it used to, and such a snapshot was refused:
+ * "exited_leader: its leader N is one of its threads"). */
+static void test_keep_task_of_exited_leader(void) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        Process *p = f->processes[0];
+        pid_t pid = p->pid;
+        g_autofree char *error = NULL;
+        const Task *kept = NULL;
+        for (size_t i = 0; i < p->n_threads && !kept; i++)
+                if (p->threads[i].mode == TASK_MODE_FILTER && p->threads[i].tid != pid)
+                        kept = &p->threads[i];
+        if (!kept) { /* a filtered thread besides the leader */
+                g_assert_cmpint(process_add_thread(p, pid + 5000, NULL), ==, 0);
+                Task *t = &p->threads[p->n_threads - 1];
+                const Task *leader = process_find_thread(p, pid);
+                g_assert_nonnull(leader);
+                t->mode = leader->mode;
+                t->filter_id = leader->filter_id;
+                t->filter_count = leader->filter_count;
+                kept = t;
+        }
+        pid_t tid = kept->tid;
+        g_assert_cmpint(kept->mode, ==, TASK_MODE_FILTER);
+        if (process_find_thread(p, pid))
+                g_assert_cmpint(forest_remove_thread(f, pid, pid), ==, 0);
+        g_assert_cmpint(forest_link(f, NULL), ==, 0);
+        process_set_exited_leader(p, TASK_MODE_FILTER, 1);
+        if (plan_snapshot_keep_task(f, tid, &error) < 0)
+                g_error("keep task %d: %s", tid, error);
+        g_assert_false(p->has_exited_leader);
+        g_assert_cmpuint(p->n_threads, ==, 1);
+        if (snapshot_validate(f, &error) < 0)
+                g_error("the one-task snapshot: %s", error);
+        g_autofree char *json = format_json(f);
+        g_autoptr(Forest) g = NULL;
+        if (snapshot_json_read(json, strlen(json), &g, &error) < 0)
+                g_error("read back: %s", error);
 }
 
 /* A leader that exited while its threads live on: its mode and number of filters (what
@@ -1306,6 +1347,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot/sqlite/file-header", test_sqlite_file_header);
         g_test_add_func("/snapshot/thread-no-new-privs", test_thread_no_new_privs);
         g_test_add_func("/snapshot/exited-leader", test_exited_leader);
+        g_test_add_func("/snapshot/keep-task-of-exited-leader", test_keep_task_of_exited_leader);
         g_test_add_func("/snapshot/info", test_snapshot_info);
         g_test_add_func("/snapshot/json/compact", test_json_compact);
         g_test_add_func("/snapshot/json/cancel", test_json_cancel);

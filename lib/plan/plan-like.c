@@ -72,8 +72,11 @@ int plan_snapshot_keep_task(Forest *f, pid_t tid, char **error) {
         for (size_t i = p->n_threads; i > 0; i--)
                 if (p->threads[i - 1].tid != tid && (r = forest_remove_thread(f, pid, p->threads[i - 1].tid)) < 0)
                         return r;
-        /* its only thread is its leader, and it is a top process of the restore */
+        /* its only thread is its leader, and it is a top process of the restore: no exited leader
+         * stands beside it any more (its record would name a thread as its leader) */
         p->threads[0].tid = pid;
+        p->has_exited_leader = false;
+        p->exited_leader = (Task) {};
         p->ppid = 0;
         f->root = pid;
         r = forest_link(f, error);
