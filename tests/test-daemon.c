@@ -456,6 +456,11 @@ static void test_store_fails_mid_batch(void) {
                                                    (uint32_t) tid_t), <, 0);
                 g_assert_cmpstr(error.name, ==, "org.sectree1.Error.ScanFailed");
                 g_assert_true(g_str_has_prefix(error.message, "The state database cannot be written ("));
+                /* nor are the counts it would give (sectreectl status) */
+                uint32_t tasks;
+                sd_bus_error_free(&error);
+                g_assert_cmpint(sd_bus_get_property_trivial(bus, DEST, PATH, IFACE, "Tasks", &error, 'u', &tasks), <, 0);
+                g_assert_cmpstr(error.name, ==, "org.sectree1.Error.ScanFailed");
         }
         /* every filter announced is stored (live, or gone into history) */
         sd_bus_process(bus, NULL);

@@ -7,14 +7,21 @@
 #include "bus/bus-errors.h"
 #include "service/log-event.h"
 
+int bus_store_failed(const Manager *m, sd_bus_error *error) {
+        if (m->store_error >= 0)
+                return 0;
+        return sd_bus_error_setf(error, ERROR_SCAN_FAILED,
+                                 "The state database cannot be written (%s): the daemon's view is its last stored "
+                                 "state, which what changed since has not reached. It answers again once a write "
+                                 "succeeds (the next change, or the next full pass).",
+                                 strerror(-m->store_error));
+}
+
 int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error) {
-        if (m->store_error < 0) /* the view is the last stored state: it would answer wrongly */
-                return sd_bus_error_setf(error, ERROR_SCAN_FAILED,
-                                         "The state database cannot be written (%s): the daemon's view is its last "
-                                         "stored state, which what changed since has not reached. It answers again "
-                                         "once a write succeeds (the next change, or the next full pass).",
-                                         strerror(-m->store_error));
-        int r = manager_live(m, ret);
+        int r = bus_store_failed(m, error); /* the view is the last stored state: it would answer wrongly */
+        if (r < 0)
+                return r;
+        r = manager_live(m, ret);
         if (r < 0)
                 return sd_bus_error_setf(error, ERROR_SCAN_FAILED, "The live state could not be rebuilt: %s",
                                          strerror(-r));

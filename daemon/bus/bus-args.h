@@ -36,6 +36,9 @@ typedef struct ManagerBus {
 
 /* The live forest for a method (manager_live()), or ScanFailed set in error. */
 int live_or_fail(Manager *m, const Forest **ret, sd_bus_error *error);
+/* ScanFailed set in error, naming why, while the state database cannot be written (the live view
+ * is then only the last stored state); else 0. */
+int bus_store_failed(const Manager *m, sd_bus_error *error);
 
 /* The caller read and the live forest (or ScanFailed set in error). */
 int bus_call_begin(sd_bus_message *msg, Manager *m, Caller *c, const Forest **f, sd_bus_error *error);

@@ -419,6 +419,9 @@ static ManagerCounts current_counts(const Manager *m) {
 
 static int property_get_count(sd_bus *bus, const char *path, const char *interface, const char *property,
                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        int r = bus_store_failed(((ManagerBus *) userdata)->manager, error); /* stale counts otherwise */
+        if (r < 0)
+                return r;
         ManagerCounts c = current_counts(((ManagerBus *) userdata)->manager);
         uint32_t v = streq(property, "Tasks") ? c.tasks : streq(property, "Filters") ? c.filters : c.listeners;
         return sd_bus_message_append(reply, "u", v);
