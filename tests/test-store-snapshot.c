@@ -240,6 +240,26 @@ static void test_steps(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(query_int(fx, "SELECT count(*) FROM snapshots"), ==, 1);
 }
 
+/* A writer that fails when the database also refuses its row's deletion (a full disk) leaves the
+ * row: the next writer deletes it before it counts its owner's quota (it used to count until the
+ * daemon restarted, and showed nowhere). */
+static void test_unfinished_left(Fixture *fx, gconstpointer data) {
+        g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
+        StoreSnapshotQuota one = { .snapshots = 1 };
+        StoreSnapshotWriter *w = NULL;
+        sqlite3 *db = store_database(fx->store);
+        g_assert_cmpint(store_snapshot_writer_new(fx->store, f, 7, false, &one, 1000, &w), ==, 0);
+        g_assert_cmpint(store_snapshot_writer_step(w, 1), ==, 0);
+        g_assert_cmpint(sqlite3_exec(db, "CREATE TRIGGER keep BEFORE DELETE ON snapshots BEGIN SELECT RAISE(ABORT, "
+                                         "'refused by the test'); END", NULL, NULL, NULL), ==, SQLITE_OK);
+        store_snapshot_writer_free(w); /* abandoned; its row stays */
+        g_assert_cmpint(query_int(fx, "SELECT count(*) FROM snapshots WHERE NOT complete"), ==, 1);
+        g_assert_cmpint(sqlite3_exec(db, "DROP TRIGGER keep", NULL, NULL, NULL), ==, SQLITE_OK);
+        uint64_t id = put(fx, f, 7, &one, 0); /* the quota of one has room again */
+        g_assert_cmpuint(id, !=, 0);
+        g_assert_cmpint(query_int(fx, "SELECT count(*) FROM snapshots"), ==, 1);
+}
+
 /* What a daemon that stopped half-way left is deleted at the next start, with all its rows. */
 static void test_discard_incomplete(Fixture *fx, gconstpointer data) {
         g_autoptr(Forest) f = sample_forest(SAMPLE_BASIC);
@@ -369,6 +389,7 @@ int main(int argc, char **argv) {
         TEST("/store-snapshot/argv-json", test_argv_json);
         TEST("/store-snapshot/steps", test_steps);
         TEST("/store-snapshot/discard-incomplete", test_discard_incomplete);
+        TEST("/store-snapshot/unfinished-left", test_unfinished_left);
         TEST("/store-snapshot/load-path", test_load_path);
         TEST("/store-snapshot/bytes", test_bytes);
         TEST("/store-snapshot/thread-no-new-privs", test_thread_no_new_privs);

@@ -107,6 +107,10 @@ struct Store {
         StoreCommitHook commit_hook;
         void *commit_hook_userdata;
         unsigned caller_logs; /* > 0 while an entry point runs whose callers log its failures */
+        /* Snapshot rows left unfinished by a writer whose failure (a full disk) also kept their
+         * deletion from going through: deleted before the next writer checks its owner's quota. */
+        uint64_t *unfinished;
+        size_t n_unfinished, n_unfinished_allocated;
 };
 
 /* The store's own failures are logged at their level, except while an entry point runs whose every

@@ -217,6 +217,23 @@ const char *store_path(const Store *s) {
         return s->path;
 }
 
+void store_unfinished_remember(Store *s, uint64_t id) {
+        if (GROW(s->unfinished, s->n_unfinished_allocated, s->n_unfinished + 1) >= 0)
+                s->unfinished[s->n_unfinished++] = id; /* else the next start deletes it */
+}
+
+void store_unfinished_retry(Store *s) {
+        size_t kept = 0;
+        for (size_t i = 0; i < s->n_unfinished; i++) {
+                char sql[96];
+                snprintf(sql, sizeof(sql), "DELETE FROM snapshots WHERE id = %" PRIu64 " AND NOT complete",
+                         s->unfinished[i]);
+                if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+                        s->unfinished[kept++] = s->unfinished[i];
+        }
+        s->n_unfinished = kept;
+}
+
 static int on_wal_commit(void *userdata, sqlite3 *db, const char *name, int log_pages) {
         Store *s = userdata;
         s->commit_hook(s->commit_hook_userdata, log_pages > 0 ? (unsigned) log_pages : 0);

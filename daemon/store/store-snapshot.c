@@ -356,7 +356,8 @@ StoreSnapshotWriter *store_snapshot_writer_free(StoreSnapshotWriter *w) {
         if (!w->finished && w->id != 0) {
                 sqlite3_stmt *st = w->s.st[SS_DELETE];
                 bind_u64(st, 1, w->id);
-                (void) run(w->s.store, st, "delete an unfinished snapshot");
+                if (run(w->s.store, st, "delete an unfinished snapshot") < 0)
+                        store_unfinished_remember(w->s.store, w->id);
         }
         statements_done(&w->s);
         free(w);
@@ -387,6 +388,7 @@ int store_snapshot_writer_new(Store *store, const Forest *f, uid_t owner, bool i
         if (!w)
                 return -ENOMEM;
         *w = (StoreSnapshotWriter) { .s = { .store = store }, .forest = f };
+        store_unfinished_retry(store); /* a failed writer's row, before the quota counts it */
         int r = statements_prepare(&w->s);
         if (r < 0)
                 return r;

@@ -137,6 +137,7 @@ Store *store_free(Store *s) {
                         (void) store_error(s, rc, "close the database");
         }
         free(s->path);
+        free(s->unfinished);
         free(s);
         return NULL;
 }
