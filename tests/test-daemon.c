@@ -565,6 +565,27 @@ static void test_term_while_starting(void) {
         bus_fixture_stop(&b);
 }
 
+/* A second daemon on the same bus (another state directory) says who holds the name, and exits 1. */
+static void test_name_taken(void) {
+        BusFixture b;
+        if (!bus_fixture_start_all(&b, NULL, NULL))
+                return;
+        g_autofree char *state = g_dir_make_tmp("sectree-second-XXXXXX", NULL), *arg = g_strdup_printf("--state-dir=%s", state);
+        const char *argv[] = { g_getenv("SECTREED"), arg, NULL };
+        g_autofree char *err = NULL;
+        int status;
+        g_assert_true(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status,
+                                   NULL));
+        g_test_message("second daemon: %d, %s", status, err);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+        g_autofree char *want = g_strdup_printf("The bus name org.sectree1 is taken, by process %d: is another sectreed "
+                                                "running on this bus?", (int) b.daemon_pid);
+        g_assert_nonnull(strstr(err, want));
+        tests_remove_dir(state);
+        bus_fixture_finish(&b);
+}
+
 static void test_restart(void) {
         BusFixture b;
         Scenario *s = bus_fixture_start_with_scenario(&b, small_scenario, NULL, NULL);
@@ -2267,6 +2288,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/daemon/overflow-resync", test_overflow_resync);
         g_test_add_func("/daemon/restart", test_restart);
         g_test_add_func("/daemon/term-while-starting", test_term_while_starting);
+        g_test_add_func("/daemon/name-taken", test_name_taken);
         g_test_add_func("/daemon/escaped-threads", test_escaped_threads);
         g_test_add_func("/daemon/client-data", test_client_data);
         g_test_add_func("/daemon/installer-private", test_installer_private);

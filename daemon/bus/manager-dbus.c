@@ -648,6 +648,17 @@ int manager_bus_new(const ManagerBus *services, ManagerBus **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add the object: %m");
         r = sd_bus_request_name(b->bus, MANAGER_BUS_NAME, 0);
+        if (r == -EEXIST) { /* its owner, to name it */
+                _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *owner = NULL;
+                pid_t pid = 0;
+                if (sd_bus_get_name_creds(b->bus, MANAGER_BUS_NAME, SD_BUS_CREDS_PID, &owner) >= 0)
+                        (void) sd_bus_creds_get_pid(owner, &pid);
+                if (pid > 0)
+                        return log_error_errno(r, "The bus name %s is taken, by process %d: is another sectreed "
+                                                  "running on this bus?", MANAGER_BUS_NAME, (int) pid);
+                return log_error_errno(r, "The bus name %s is taken: is another sectreed running on this bus?",
+                                       MANAGER_BUS_NAME);
+        }
         if (r < 0)
                 return log_error_errno(r, "Failed to acquire the bus name %s: %m", MANAGER_BUS_NAME);
         r = sd_bus_attach_event(b->bus, b->manager->event, 0);
