@@ -105,9 +105,6 @@ char *format_user(uint32_t uid, char *buf, size_t len) {
 }
 
 int output_flush(void) {
-        if (fflush(stdout) != 0)
-                return ctl_error_errno(stdio_errno(), "Failed to write the output: %m");
-        if (ferror(stdout))
-                return ctl_error_errno(-EIO, "Failed to write the output: %m");
-        return 0;
+        int r = fflush_errno(stdout);
+        return r < 0 ? ctl_error_errno(r, "Failed to write the output: %m") : 0;
 }

@@ -86,7 +86,5 @@ int tree_table_print(const Forest *f, FILE *out, const TreeTableOptions *o) {
                 r = scols_print_table(t.tb) < 0 ? -EIO : 0;
         scols_unref_table(t.tb);
         free(t.parents);
-        if (r >= 0 && fflush(out) != 0)
-                return stdio_errno();
-        return r >= 0 && ferror(out) ? -EIO : r;
+        return r >= 0 ? fflush_errno(out) : r;
 }

@@ -35,6 +35,13 @@ static inline void closep(int *fd) {
 static inline int stdio_errno(void) {
         return errno > 0 ? -errno : -EIO;
 }
+/* Flush f: 0, or what the failed write said (stdio_errno()), or -EIO for an error an earlier call
+ * left on the stream. */
+static inline int fflush_errno(FILE *f) {
+        if (fflush(f) != 0)
+                return stdio_errno();
+        return ferror(f) ? -EIO : 0;
+}
 static inline void fclosep(FILE **f) {
         if (*f)
                 fclose(*f);

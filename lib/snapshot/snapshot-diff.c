@@ -484,9 +484,7 @@ int snapshot_diff_print(const SnapshotDiff *d, FILE *out) {
                 }
                 print_tasks(d, out);
         }
-        if (fflush(out) != 0)
-                return stdio_errno();
-        return ferror(out) ? -EIO : 0;
+        return fflush_errno(out);
 }
 
 /* JSON */
