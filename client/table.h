@@ -23,7 +23,7 @@ int table_add_row(Table *t, const char *const *cells);
 
 /* Print with two spaces between columns; the header line when legend is set. The last column
  * is not padded. Widths are display cells (中 takes two); the text columns are cut to fit
- * table_width(). -EINVAL (logged) when --output names a column this table lacks, -ENOMEM (logged);
+ * table_width(). ERR_USAGE (said) when --output names a column this table lacks, -ENOMEM (logged);
  * a write that fails is left to the stream, for output_flush() to say. */
 int table_print(const Table *t, FILE *out, bool legend);
 
