@@ -222,16 +222,11 @@ void store_unfinished_remember(Store *s, uint64_t id) {
                 s->unfinished[s->n_unfinished++] = id; /* else the next start deletes it */
 }
 
-void store_unfinished_retry(Store *s) {
-        size_t kept = 0;
-        for (size_t i = 0; i < s->n_unfinished; i++) {
-                char sql[96];
-                snprintf(sql, sizeof(sql), "DELETE FROM snapshots WHERE id = %" PRIu64 " AND NOT complete",
-                         s->unfinished[i]);
-                if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-                        s->unfinished[kept++] = s->unfinished[i];
-        }
-        s->n_unfinished = kept;
+bool store_unfinished_take(Store *s, uint64_t *ret) {
+        if (s->n_unfinished == 0)
+                return false;
+        *ret = s->unfinished[--s->n_unfinished];
+        return true;
 }
 
 static int on_wal_commit(void *userdata, sqlite3 *db, const char *name, int log_pages) {

@@ -2,6 +2,9 @@
  * connection itself for the other tables' code */
 #pragma once
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct sqlite3;
 typedef struct Store Store;
 
@@ -16,11 +19,11 @@ void store_release_memory(Store *s);
 /* The database file's path. */
 const char *store_path(const Store *s);
 
-/* A snapshot row its writer could not delete when it failed: store_unfinished_retry() deletes it
- * later (it would count against its owner's quota, and show nowhere, until a restart). */
+/* A snapshot row its writer could not delete when it failed, for the next writer to delete (it
+ * would count against its owner's quota, and show nowhere, until a restart). */
 void store_unfinished_remember(Store *s, uint64_t id);
-/* Delete the rows remembered, those that go; the others stay remembered. */
-void store_unfinished_retry(Store *s);
+/* One of them, forgotten: false when there is none. */
+bool store_unfinished_take(Store *s, uint64_t *ret);
 
 /* Called after every commit with the number of pages the write-ahead log holds; while one is set,
  * the connection makes no checkpoint itself (store-checkpoint.c makes them). NULL: SQLite's

@@ -388,10 +388,18 @@ int store_snapshot_writer_new(Store *store, const Forest *f, uid_t owner, bool i
         if (!w)
                 return -ENOMEM;
         *w = (StoreSnapshotWriter) { .s = { .store = store }, .forest = f };
-        store_unfinished_retry(store); /* a failed writer's row, before the quota counts it */
         int r = statements_prepare(&w->s);
         if (r < 0)
                 return r;
+        /* the rows failed writers left, before the quota counts them (remembered again, and the
+         * others kept, when the database still refuses) */
+        for (uint64_t id; store_unfinished_take(store, &id);) {
+                bind_u64(w->s.st[SS_DELETE], 1, id);
+                if (run(store, w->s.st[SS_DELETE], "delete an unfinished snapshot") < 0) {
+                        store_unfinished_remember(store, id);
+                        break;
+                }
+        }
         r = store_begin(store);
         if (r < 0)
                 return r;
