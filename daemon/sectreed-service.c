@@ -1,7 +1,5 @@
 /* sectreed-service.c: the service, loaded by sectreed as sectreed-service.so (sectreed-service.h):
  * the Daemon that owns the manager, the services above it and the bus, and the order of start-up */
-#include <signal.h>
-
 #include "bus/manager-dbus.h"
 #include "bus/restores-dbus.h"
 #include "bus/units-dbus.h"
@@ -59,19 +57,15 @@ static int watch_bus(Daemon *d) {
  * starts; the bus, once it has. */
 static int daemon_start(Daemon *d, const ServiceArgs *a, RestoreExecutor executor) {
         /* SIGTERM and SIGINT end the service through its event loop (exit 0), also when they come
-         * while it starts: blocked before any thread exists (a thread with them unblocked would
-         * take one and die of it), they wait for the loop's signal sources. */
-        sigset_t stop;
-        sigemptyset(&stop);
-        sigaddset(&stop, SIGTERM);
-        sigaddset(&stop, SIGINT);
-        if (sigprocmask(SIG_BLOCK, &stop, NULL) < 0)
-                return log_error_errno(-errno, "Failed to block SIGTERM and SIGINT: %m");
+         * while it starts */
+        int r = manager_block_signals();
+        if (r < 0)
+                return log_error_errno(r, "Failed to block SIGTERM and SIGINT: %m");
         d->lock_fd = state_lock_take(a->state_dir ?: MANAGER_DEFAULT_STATE_DIR);
         if (d->lock_fd < 0)
                 return d->lock_fd;
         ManagerOptions opts = { .backend = a->backend, .state_dir = a->state_dir, .budget_insns = a->budget_insns };
-        int r = manager_new(&opts, &d->manager);
+        r = manager_new(&opts, &d->manager);
         if (r < 0)
                 return r;
         r = restores_new(d->manager, executor, &d->restores);

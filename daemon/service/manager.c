@@ -421,14 +421,19 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
-static int setup_signals(Manager *m) {
+int manager_block_signals(void) {
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return -errno;
-        int r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
+        return sigprocmask(SIG_BLOCK, &mask, NULL) < 0 ? -errno : 0;
+}
+
+static int setup_signals(Manager *m) {
+        int r = manager_block_signals();
+        if (r < 0)
+                return r;
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_signal, m);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGINT, on_signal, m);
         return r;

@@ -95,6 +95,10 @@ DEFINE_CLEANUP(Manager *, manager_free);
 int manager_open(Manager *m);
 /* manager_open(), then signals, the refresh timer and the watchdog. */
 int manager_startup(Manager *m);
+/* Block SIGTERM and SIGINT, which manager_startup() hands to the event loop: a service calls it
+ * before it makes any thread (a thread with them unblocked would take one and die of it), so that
+ * one sent while it starts waits for the loop. -errno. */
+int manager_block_signals(void);
 /* Tell systemd READY=1 (the bus is connected), and log how long it took. */
 void manager_ready(Manager *m);
 /* Run the event loop until SIGTERM/SIGINT; returns 0 on a clean exit. */
