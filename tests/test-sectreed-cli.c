@@ -287,19 +287,8 @@ static void test_tracefs_said(void) {
 
 /* Run argv with stdout_fd as its standard output: its stderr and how it ended. */
 static Run run_to_fd(const char *const *argv, int stdout_fd) {
-        g_autoptr(GError) error = NULL;
-        GPid pid;
-        int err_fd, status;
-        if (!g_spawn_async_with_pipes_and_fds(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, -1, stdout_fd, -1,
-                                              NULL, NULL, 0, &pid, NULL, NULL, &err_fd, &error))
-                g_error("running %s: %s", argv[0], error->message);
-        g_autoptr(GIOChannel) ch = g_io_channel_unix_new(err_fd);
-        g_io_channel_set_close_on_unref(ch, true);
         Run r = {};
-        gsize len;
-        g_assert_cmpint(g_io_channel_read_to_end(ch, &r.err, &len, &error), ==, G_IO_STATUS_NORMAL);
-        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
-        r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        r.status = tests_run_to_fd(argv, stdout_fd, &r.err);
         return r;
 }
 

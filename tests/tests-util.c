@@ -150,6 +150,21 @@ int tests_run_capture(char **argv, char **ret_out, char **ret_err) {
         return 128 + WTERMSIG(status);
 }
 
+int tests_run_to_fd(const char *const *argv, int stdout_fd, char **ret_err) {
+        g_autoptr(GError) error = NULL;
+        GPid pid;
+        int err_fd, status;
+        if (!g_spawn_async_with_pipes_and_fds(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH, NULL,
+                                              NULL, -1, stdout_fd, -1, NULL, NULL, 0, &pid, NULL, NULL, &err_fd, &error))
+                g_error("spawning %s: %s", argv[0], error->message);
+        g_autoptr(GIOChannel) ch = g_io_channel_unix_new(err_fd);
+        g_io_channel_set_close_on_unref(ch, true);
+        gsize len;
+        g_assert_cmpint(g_io_channel_read_to_end(ch, ret_err, &len, &error), ==, G_IO_STATUS_NORMAL);
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 GPtrArray *tests_argv_new(const char *program, const char *const *args) {
         GPtrArray *argv = g_ptr_array_new();
         g_ptr_array_add(argv, (char *) program);

@@ -46,6 +46,9 @@ void tests_assert_forest_matches(const Forest *f, const Scenario *s, bool exact)
 
 /* Run argv, capture stdout (and stderr if ret_err), return exit status (or -1 on spawn failure). */
 int tests_run_capture(char **argv, char **ret_out, char **ret_err);
+/* Run argv with stdout_fd as its standard output: its exit status (128 + the signal that ended
+ * it), and *ret_err what it wrote on stderr. */
+int tests_run_to_fd(const char *const *argv, int stdout_fd, char **ret_err);
 
 /* A NULL-terminated argv: program, then args (NULL-terminated); the strings are not copied. */
 GPtrArray *tests_argv_new(const char *program, const char *const *args);
