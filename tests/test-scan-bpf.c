@@ -397,6 +397,34 @@ static void test_listener(void) {
         scenario_free(s);
 }
 
+/* A listener fd in a process whose leader has exited while a thread lives on: the leader's file
+ * table went with it, and the fd is found in the thread's (and kcmp() asked of the thread). */
+static void test_listener_exited_leader(void) {
+        if (!tests_require_root())
+                return;
+        TestFilters x;
+        tests_filters_init(&x);
+        x.a[x.na - 3].k = SECCOMP_RET_USER_NOTIF;
+        Scenario *s = tests_scenario_new();
+        ScenarioTask a = scenario_fork(s, scenario_root(s));
+        int node = scenario_install(s, a, x.a, x.na, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(node, >=, 0);
+        ScenarioTask t = scenario_thread(s, a);
+        g_assert_cmpint(t, >=, 0);
+        g_assert_cmpint(scenario_exit_leader(s, a), ==, 0);
+
+        Forest *f = scan_and_check(s);
+        pid_t pid = scenario_task(s, a)->tgid;
+        g_assert_cmpuint(f->n_listeners, ==, 1);
+        const Listener *l = f->listeners[0];
+        g_assert_cmpuint(l->n_holders, ==, 1);
+        g_assert_true(tests_listener_has_holder(l, pid, scenario_node(s, node)->listener_fd));
+        g_assert_cmpuint(l->filter_id, ==, node_filter(f, s, node)->id);
+        g_assert_cmpint(l->identity, ==, IDENTITY_EXACT);
+        forest_free(f);
+        scenario_free(s);
+}
+
 /* A supervisor without filters, outside the subtree, holds the listener fd of a filter inside it:
  * the subtree's scan includes the supervisor with all of its threads, and so does a scan of the
  * whole machine, where a single-threaded process without filters is no member otherwise. */
@@ -950,6 +978,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-bpf/disabled-leader", test_disabled_leader);
         g_test_add_func("/scan-bpf/log-flag", test_log_flag);
         g_test_add_func("/scan-bpf/listener", test_listener);
+        g_test_add_func("/scan-bpf/listener-exited-leader", test_listener_exited_leader);
         g_test_add_func("/scan-bpf/listener-orphaned-early", test_listener_orphaned_early);
         g_test_add_func("/scan-bpf/listener-holder-outside", test_listener_holder_outside);
         g_test_add_func("/scan-bpf/listeners-many-fds", test_listeners_many_fds);

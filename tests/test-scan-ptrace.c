@@ -629,6 +629,32 @@ static void test_listeners(void) {
         g_assert_cmpuint(la->n_holders, ==, 2);
 }
 
+/* A listener fd in a process whose leader has exited while a thread lives on: the leader's file
+ * table went with it (/proc/PID/fd is empty), and the fd is found in the thread's. */
+static void test_listener_exited_leader(void) {
+        if (!tests_require_root())
+                return;
+        _cleanup_scenario_ Scenario *s = tests_scenario_new();
+        struct sock_filter insns[MAX_FILTER];
+        size_t n = tests_filter_notify(insns, __NR_uname);
+
+        ScenarioTask a = fork_task(s, scenario_root(s));
+        int node = scenario_install(s, a, insns, n, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+        g_assert_cmpint(node, >=, 0);
+        thread_task(s, a);
+        g_assert_cmpint(scenario_exit_leader(s, a), ==, 0);
+
+        _cleanup_(forest_freep) Forest *f = scan_scenario(s, NULL, NULL);
+        assert_scan_matches(f, s);
+        pid_t pid = scenario_task(s, a)->tgid;
+        g_assert_cmpuint(f->n_listeners, ==, 1);
+        const Listener *l = tests_listener_held_by(f, pid, scenario_node(s, node)->listener_fd);
+        g_assert_nonnull(l);
+        g_assert_cmpuint(l->n_holders, ==, 1);
+        g_assert_nonnull(forest_find_filter(f, l->filter_id));
+        g_assert_true(forest_find_filter(f, l->filter_id)->has_listener);
+}
+
 /* A supervisor without filters outside the subtree holds the listener fd of a filter inside it:
  * the subtree's scan includes it with all of its threads, as the whole machine's does. */
 static void test_listener_holder_outside(void) {
@@ -1103,6 +1129,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/scan-ptrace/unstoppable", test_unstoppable);
         g_test_add_func("/scan-ptrace/zombie-leader", test_zombie_leader);
         g_test_add_func("/scan-ptrace/listeners", test_listeners);
+        g_test_add_func("/scan-ptrace/listener-exited-leader", test_listener_exited_leader);
         g_test_add_func("/scan-ptrace/listeners-exact", test_listeners_exact);
         g_test_add_func("/scan-ptrace/listener-holder-outside", test_listener_holder_outside);
         g_test_add_func("/scan-ptrace/freeze", test_freeze);

@@ -306,21 +306,58 @@ int proc_list_pids(pid_t **ret, size_t *ret_n) {
         return list_numeric_dir("/proc", (int **) ret, ret_n);
 }
 
-bool proc_fd_is_listener(pid_t pid, int fd) {
+/* A thread of pid other than its leader, or 0. */
+static pid_t other_thread(pid_t pid) {
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0;
+
+        if (proc_list_threads(pid, &tids, &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++)
+                if (tids[i] != pid)
+                        return tids[i];
+        return 0;
+}
+
+pid_t proc_files_task(pid_t pid) {
+        ProcStatus st;
+        pid_t tid;
+
+        if (proc_read_status(pid, &st) < 0 || st.state != 'Z' || st.threads < 2)
+                return pid;
+        tid = other_thread(pid);
+        return tid > 0 ? tid : pid;
+}
+
+static bool fd_is_listener(pid_t tid, int fd, int *ret_errno) {
         char link[64], target[sizeof(LISTENER_LINK) + 1];
-        snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int) pid, fd);
+        snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int) tid, fd);
         ssize_t len = readlink(link, target, sizeof(target) - 1);
-        if (len < 0)
+        if (len < 0) {
+                *ret_errno = errno;
                 return false; /* closed meanwhile, or gone */
+        }
         target[len] = 0;
         return streq(target, LISTENER_LINK);
+}
+
+bool proc_fd_is_listener(pid_t pid, int fd) {
+        int e = 0;
+        pid_t tid;
+
+        if (fd_is_listener(pid, fd, &e))
+                return true;
+        if (e != ENOENT || (tid = proc_files_task(pid)) == pid)
+                return false;
+        return fd_is_listener(tid, fd, &e);
 }
 
 int proc_list_listener_fds(pid_t pid, int **ret, size_t *ret_n) {
         _cleanup_free_ int *fds = NULL, *listeners = NULL;
         size_t n_fds = 0, n = 0;
+        pid_t tid = pid;
         char path[64];
-        int r;
+        int r, e;
 
         r = pid_path(path, sizeof(path), pid, "fd");
         if (r < 0)
@@ -328,13 +365,23 @@ int proc_list_listener_fds(pid_t pid, int **ret, size_t *ret_n) {
         r = list_numeric_dir(path, &fds, &n_fds);
         if (r < 0)
                 return r;
+        if (n_fds == 0 && (tid = proc_files_task(pid)) != pid) { /* the leader's table went with it */
+                r = pid_path(path, sizeof(path), tid, "fd");
+                if (r < 0)
+                        return r;
+                free(fds); /* NULL: there were none */
+                fds = NULL;
+                r = list_numeric_dir(path, &fds, &n_fds);
+                if (r < 0)
+                        return r;
+        }
 
         listeners = calloc(n_fds ? n_fds : 1, sizeof(int));
         if (!listeners)
                 return -ENOMEM;
 
         for (size_t i = 0; i < n_fds; i++)
-                if (proc_fd_is_listener(pid, fds[i]))
+                if (fd_is_listener(tid, fds[i], &e))
                         listeners[n++] = fds[i];
 
         *ret = TAKE_PTR(listeners);

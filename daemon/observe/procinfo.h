@@ -33,6 +33,10 @@ int argv_parse(const char *buf, size_t len, char ***ret);
 int proc_list_threads(pid_t pid, pid_t **ret, size_t *ret_n);
 /* All pids (/proc), malloc'ed array. */
 int proc_list_pids(pid_t **ret, size_t *ret_n);
+/* The task whose file table is process pid's: pid, or a live thread where the leader has exited
+ * while threads live on (the leader's table went with it: /proc/PID/fd is empty, and kcmp() of
+ * the leader's fds fails). */
+pid_t proc_files_task(pid_t pid);
 /* Whether fd of process pid is a seccomp user-notification listener now (its link is
  * "anon_inode:seccomp notify"). */
 bool proc_fd_is_listener(pid_t pid, int fd);
