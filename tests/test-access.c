@@ -35,6 +35,7 @@ static Case cases[] = {
         { "saved gid differs", { .comm = "acc-sgid", .saved_gid = 1 }, false },
         { "capabilities nobody lacks", { .comm = "acc-caps", .keep_caps = true }, false },
         { "in a user namespace nobody owns", { .comm = "acc-userns", .new_userns = true }, true },
+        { "with its leader exited", { .comm = "acc-noleader", .leader_exits = true }, true },
 };
 
 /* The tgids ListTasks lists to the bus's caller. */

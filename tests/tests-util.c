@@ -7,6 +7,7 @@
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sqlite3.h>
 #include <signal.h>
@@ -223,6 +224,23 @@ char *tests_read_line(int fd, GString *buf, gint64 deadline) {
 
 /* The child of tests_spawn_nobody_with(): exits 1 if it cannot become nobody as asked, 2 if the
  * filter is refused, 3 if it cannot enter a user namespace. */
+/* The thread left when the leader exits: ready once the leader is a zombie. */
+static void *exited_leader_thread(void *userdata) {
+        for (int i = 0; i < 10000; i++) {
+                char buf[512];
+                _cleanup_fclose_ FILE *f = fopen("/proc/self/stat", "re"); /* the leader's */
+                const char *p = f && fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+                if (p && p[1] == ' ' && p[2] == 'Z')
+                        break;
+                usleep(1000);
+        }
+        (void) !write(3, "x", 1);
+        close(3);
+        for (;;)
+                pause();
+        return NULL;
+}
+
 static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock_filter *insns, size_t n,
                                    const TestsNobodyOptions *o) {
         struct sock_fprog prog = { .len = (unsigned short) n, .filter = (struct sock_filter *) insns };
@@ -250,6 +268,12 @@ static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 pause();
                 _exit(0);
+        }
+        if (o->leader_exits) {
+                pthread_t thread;
+                if (pthread_create(&thread, NULL, exited_leader_thread, NULL) != 0)
+                        _exit(4);
+                syscall(SYS_exit, 0); /* the leader alone */
         }
         (void) !write(3, "x", 1);
         close(3);

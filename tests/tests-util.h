@@ -90,6 +90,7 @@ typedef struct TestsNobodyOptions {
         bool keep_caps;    /* keep root's permitted capabilities (PR_SET_KEEPCAPS) */
         bool not_dumpable; /* PR_SET_DUMPABLE 0 */
         bool new_userns;   /* enter a user namespace of its own (owned by 65534) before the filter */
+        bool leader_exits; /* its leader exits, a thread living on (ready once the leader is a zombie) */
 } TestsNobodyOptions;
 pid_t tests_spawn_nobody_with(const TestsNobodyOptions *o);
 

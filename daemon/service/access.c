@@ -8,7 +8,8 @@
  *   - dumpable: the kernel owns every file of /proc/PID (but the directory itself, which keeps the
  *     euid for ps) to the task's euid only while the task is dumpable (SUID_DUMP_USER); otherwise
  *     to the uid that root of the task's memory's user namespace maps to, root for the initial
- *     one (and root for a task without memory). So the owner of /proc/PID/stat is the caller's
+ *     one (and root for a task without memory: a leader that exited while its threads live on,
+ *     whose live threads are asked instead). So the owner of /proc/PID/stat is the caller's
  *     uid exactly when the kernel's dumpable test passes for that caller: the task is dumpable, or
  *     the caller is root of the user namespace its memory belongs to. prctl(PR_GET_DUMPABLE)
  *     answers only for the calling task and /proc/PID/status does not say it; this is the one
@@ -28,6 +29,7 @@
  * compared by start time, so a pid reused since the scan is not taken for the scanned process. */
 #include "service/access.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
 #include <stdio.h>
@@ -134,6 +136,49 @@ static bool ids_are(const uint32_t ids[3], uint32_t id) {
         return ids[0] == id && ids[1] == id && ids[2] == id;
 }
 
+/* The state letter of the stat file name under dfd ("stat", "task/TID/stat"); 0 if unreadable. */
+static char stat_state(int dfd, const char *name) {
+        _cleanup_free_ char *buf = NULL;
+        const char *p;
+
+        if (procfd_read(dfd, name, &buf) < 0 || !(p = strrchr(buf, ')')) || p[1] != ' ')
+                return 0;
+        return p[2];
+}
+
+/* When the process of dfd is a leader that exited while its threads live on: an fd of a live
+ * thread's /proc/PID/task/TID directory, which speaks for the process (the leader's files are
+ * root's, for it has no memory left, and say nothing of its threads'); else -1. */
+static int live_thread_of_exited_leader(int dfd) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        char name[sizeof(de->d_name) + 16];
+        int fd;
+
+        if (stat_state(dfd, "stat") != 'Z')
+                return -1;
+        fd = openat(dfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -1;
+        }
+        while ((de = readdir(d))) {
+                char state;
+                if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                        continue;
+                snprintf(name, sizeof(name), "task/%s/stat", de->d_name);
+                state = stat_state(dfd, name);
+                if (state == 0 || state == 'Z' || state == 'X')
+                        continue;
+                snprintf(name, sizeof(name), "task/%s", de->d_name);
+                return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        }
+        return -1;
+}
+
 int caller_check_proc(Caller *c, int dfd, uint64_t start_time) {
         struct stat dir, st, ns;
         ProcCreds pc;
@@ -162,8 +207,12 @@ int caller_check_proc(Caller *c, int dfd, uint64_t start_time) {
                 return r;
         if (!ids_are(pc.uid, c->uid) || !ids_are(pc.gid, c->gid))
                 return 0;
-        if (st.st_uid != c->uid)
-                return 0; /* not dumpable, and the caller is not root of its memory's namespace */
+        if (st.st_uid != c->uid) {
+                /* not dumpable, and the caller is not root of its memory's namespace; or a leader
+                 * that exited, whose live threads then decide (start time checked above) */
+                _cleanup_close_ int tfd = live_thread_of_exited_leader(dfd);
+                return tfd >= 0 ? caller_check_proc(c, tfd, 0) : 0;
+        }
         if (ns.st_dev == c->userns_dev && ns.st_ino == c->userns_ino)
                 return (pc.cap_permitted & ~c->cap_permitted) == 0;
         return caller_owns_userns(c, dfd);
