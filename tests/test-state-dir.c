@@ -3,6 +3,7 @@
  * refuses a directory that is not its own; nobody cannot read a byte of them */
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <systemd/sd-bus.h>
@@ -194,9 +195,82 @@ static void test_through_symlink(void) {
         g_assert_cmpint(system(cmd), ==, 0);
 }
 
+/* sectreed started on state_dir fails before it needs a bus: its exit status, and its stderr. */
+static int run_daemon_on(const char *state_dir, char **ret_err) {
+        g_autofree char *arg = g_strdup_printf("--state-dir=%s", state_dir);
+        const char *argv[] = { g_getenv("SECTREED"), arg, NULL };
+        int status;
+        g_assert_true(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, ret_err,
+                                   &status, NULL));
+        g_test_message("sectreed --state-dir=%s: %d, %s", state_dir, status, *ret_err);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A database whose pages are damaged: sectreed says so, and how to start afresh, and leaves the
+ * file as it is (it used to say only "Bad message" and "database disk image is malformed"). */
+static void test_damaged(void) {
+        if (!tests_require_root())
+                return;
+        g_autofree char *dir = g_dir_make_tmp("sectree-state-XXXXXX", NULL);
+        g_autofree char *db = g_build_filename(dir, "state.db", NULL);
+        g_autofree char *before = NULL, *after = NULL, *err = NULL;
+        gsize len = 0, len_after = 0;
+        Store *s = NULL;
+
+        g_assert_cmpint(store_open(dir, &s), ==, 0);
+        s = store_free(s);
+        g_assert_true(g_file_get_contents(db, &before, &len, NULL));
+        g_assert_cmpuint(len, >, 8192);
+        memset(before + 4096, 0xde, len - 4096); /* every page but the first, with the schema */
+        g_assert_true(g_file_set_contents(db, before, (gssize) len, NULL));
+        g_assert_cmpint(chmod(db, 0600), ==, 0);
+
+        g_assert_cmpint(run_daemon_on(dir, &err), ==, 1);
+        g_assert_nonnull(strstr(err, db));
+        g_assert_nonnull(strstr(err, "The file is damaged, and sectreed leaves it as it is: to start afresh, stop "
+                                     "sectreed and move the file aside"));
+        g_assert_null(strstr(err, "Bad message"));
+        g_assert_true(g_file_get_contents(db, &after, &len_after, NULL));
+        g_assert_cmpuint(len_after, ==, len);
+        g_assert_cmpint(memcmp(before, after, len), ==, 0);
+        tests_remove_dir(dir);
+}
+
+/* A full file system under the state directory: sectreed names it, where SQLite says "disk I/O
+ * error". */
+static void test_full(void) {
+        if (!tests_require_root())
+                return;
+        g_autofree char *dir = g_dir_make_tmp("sectree-state-XXXXXX", NULL);
+        g_autofree char *fill = g_build_filename(dir, "fill", NULL), *err = NULL;
+        Store *s = NULL;
+
+        g_assert_cmpint(mount("sectree-test", dir, "tmpfs", 0, "size=512k,mode=0700"), ==, 0);
+        g_assert_cmpint(store_open(dir, &s), ==, 0);
+        s = store_free(s);
+        /* the lock file, with room for a pid: the database is what must fail */
+        g_autofree char *lock = g_build_filename(dir, "sectreed.lock", NULL);
+        g_assert_true(g_file_set_contents(lock, "4194304\n", -1, NULL));
+        int fd = open(fill, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        g_assert_cmpint(fd, >=, 0);
+        static const char block[4096];
+        while (write(fd, block, sizeof(block)) > 0)
+                ;
+        g_assert_cmpint(errno, ==, ENOSPC);
+        close(fd);
+
+        g_assert_cmpint(run_daemon_on(dir, &err), ==, 1);
+        g_assert_nonnull(strstr(err, "No space left on device"));
+        g_assert_nonnull(strstr(err, "state.db"));
+        g_assert_cmpint(umount(dir), ==, 0);
+        g_assert_cmpint(rmdir(dir), ==, 0);
+}
+
 int main(int argc, char **argv) {
         tests_init(&argc, &argv);
         g_test_add_func("/state-dir/through-symlink", test_through_symlink);
+        g_test_add_func("/state-dir/damaged", test_damaged);
+        g_test_add_func("/state-dir/full", test_full);
         g_test_add_func("/state-dir/created-private", test_created_private);
         g_test_add_func("/state-dir/repaired", test_repaired);
         g_test_add_func("/state-dir/refused", test_refused);

@@ -445,7 +445,12 @@ static int open_live(Manager *m) {
         _cleanup_(forest_freep) Forest *stored = NULL;
         int r = store_load_live(m->store, &stored);
         if (r < 0) {
-                log_warning_errno(r, "Not keeping the stored filter ids: %m");
+                if (r == -EBADMSG)
+                        log_warning("Not keeping the stored filter ids: the stored live forest is damaged; the "
+                                    "first pass gives every filter a new id.");
+                else
+                        log_warning_errno(r, "Not keeping the stored filter ids: the stored live forest cannot be "
+                                             "read (%m); the first pass gives every filter a new id.");
                 stored = NULL;
         }
         r = live_new(TAKE_PTR(stored), &m->live);

@@ -116,6 +116,16 @@ int store_error(Store *s, int rc, const char *what) {
         if ((rc & 0xff) == SQLITE_CONSTRAINT)
                 return store_log_errno(s, LOG_LEVEL_WARNING, r, "Failed to %s in %s: %s", what, s->path,
                                        sqlite3_errmsg(s->db));
+        if ((rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB)
+                return store_log_errno(s, LOG_LEVEL_ERR, r,
+                                       "Failed to %s in %s: %s. The file is damaged, and sectreed leaves it as it "
+                                       "is: to start afresh, stop sectreed and move the file aside (the snapshots "
+                                       "stored in it go with it).",
+                                       what, s->path, sqlite3_errmsg(s->db));
+        if (((rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_CANTOPEN) && r != -EIO)
+                /* SQLite says "disk I/O error" for a full disk too: the system's errno says which */
+                return store_log_errno(s, LOG_LEVEL_ERR, r, "Failed to %s in %s: %m (%s)", what, s->path,
+                                       sqlite3_errmsg(s->db));
         return store_log_errno(s, LOG_LEVEL_ERR, r, "Failed to %s in %s: %s", what, s->path, sqlite3_errmsg(s->db));
 }
 
