@@ -1,5 +1,5 @@
 /* test-fair-lanes.c: the real sectreed on a private dbus-daemon stays up for everyone: one user's
- * filters cannot fail another's WhoCan, one user's analyses cannot starve another's, and a few
+ * filters cannot fail another's WhoCan, one user's analyses cannot starve another's nor outlive their caller, and a few
  * users' transfers cannot lock the others out */
 #include <fcntl.h>
 #include <linux/filter.h>
@@ -457,6 +457,92 @@ static void test_analyses_bounded(void) {
         (void) rmdir(dir);
 }
 
+/* ---- the analyses of a caller that has left ---- */
+
+/* As nobody: ANALYSES_PER_UID analyses held at their gate (the next refused: they are all
+ * queued), then gone, connection closed, without waiting for their answers. */
+static void leaving_part(void *userdata) {
+        const BoundedCase *c = userdata;
+        sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        for (size_t i = 0; i < ANALYSES_PER_UID; i++)
+                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "GetPolicy", NULL, NULL, "u", (uint32_t) c->tid),
+                                >=, 0);
+        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &error, NULL, "u", (uint32_t) c->tid), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        sd_bus_flush_close_unref(bus);
+}
+
+/* As nobody again, on a connection of its own: once the daemon has seen the first caller leave,
+ * nobody's places are free again: ANALYSES_PER_UID analyses wait at the gate (the next refused),
+ * and are answered once it opens. Before, the analyses of the caller that had left held them, each
+ * waiting its turn and then running for nobody. */
+static void returning_part(void *userdata) {
+        BoundedCase *c = userdata;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        BusPending p[ANALYSES_PER_UID] = {};
+        int64_t end = g_get_monotonic_time() + (int64_t) TESTS_PATIENCE_MS * 1000;
+
+        for (;;) { /* the first call is refused until the daemon has dropped the others */
+                p[0] = (BusPending) {};
+                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "GetPolicy", bus_client_on_reply, &p[0], "u",
+                                                         (uint32_t) c->tid),
+                                >=, 0);
+                for (int i = 0; i < 10 && !p[0].done; i++)
+                        bus_client_pump(bus, -1, 0);
+                if (!p[0].done)
+                        break; /* waiting at the gate: taken */
+                bus_client_assert_error(&p[0].error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+                sd_bus_error_free(&p[0].error);
+                if (g_get_monotonic_time() > end)
+                        g_error("the analyses of a caller that left the bus still hold nobody's places");
+                g_usleep(100 * 1000);
+        }
+        for (size_t i = 1; i < ANALYSES_PER_UID; i++)
+                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
+                                                         "GetPolicy", bus_client_on_reply, &p[i], "u", (uint32_t) c->tid),
+                                >=, 0);
+        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &error, NULL, "u", (uint32_t) c->tid), <, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        tests_handshake_hold(&c->h);
+        for (size_t i = 0; i < ANALYSES_PER_UID; i++) {
+                bus_client_wait(bus, &p[i], TESTS_PATIENCE_MS, "GetPolicy");
+                if (sd_bus_error_is_set(&p[i].error))
+                        g_error("GetPolicy %zu: %s", i, p[i].error.message);
+                sd_bus_error_free(&p[i].error);
+        }
+}
+
+static void test_analyses_caller_gone(void) {
+        BusFixture b;
+        struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+        if (!tests_require_root())
+                return;
+        g_autofree char *dir = g_dir_make_tmp("sectree-lanes-XXXXXX", NULL);
+        g_assert_nonnull(dir);
+        g_autofree char *gate = g_build_filename(dir, "go", NULL);
+        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_POLICY_GATE=", gate, NULL);
+        char *env[] = { gate_env, NULL };
+        g_assert_true(bus_fixture_start_all(&b, NULL, env));
+        BoundedCase c = { .tid = spawn_filtered(NOBODY, allow, ELEMENTSOF(allow)) };
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_assert_true(tests_wait_for(chain_known, &(WhoCanWait) { bus, c.tid }, TESTS_PATIENCE_MS));
+        g_assert_cmpint(tests_as_nobody(leaving_part, &c), ==, 0);
+        tests_handshake_open(&c.h);
+        pid_t part = tests_as_uid_start(NOBODY, returning_part, &c);
+        tests_handshake_wait_held(&c.h);
+        g_assert_true(g_file_set_contents(gate, "", 0, NULL));
+        tests_handshake_go(&c.h);
+        g_assert_cmpint(tests_wait_status(part), ==, 0);
+        stop_process(c.tid);
+        bus_fixture_finish(&b);
+        (void) unlink(gate);
+        (void) rmdir(dir);
+}
+
 /* ---- transfers: a few users cannot lock the others out ---- */
 
 #define HOLDERS 3       /* uids holding import pipes they never write into nor close */
@@ -560,6 +646,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/fair-lanes/chain-over-budget", test_chain_over_budget);
         g_test_add_func("/fair-lanes/analyses", test_analyses_fair);
         g_test_add_func("/fair-lanes/analyses-bounded", test_analyses_bounded);
+        g_test_add_func("/fair-lanes/analyses-caller-gone", test_analyses_caller_gone);
         g_test_add_func("/fair-lanes/transfers", test_transfers_fair);
         return g_test_run();
 }

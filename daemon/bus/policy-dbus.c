@@ -44,9 +44,35 @@ static int reply_of(PolicyJob *j, sd_bus_message **ret) {
         return -EINVAL;
 }
 
+/* What a job keeps of its call: the message to answer, and its caller followed on the bus, so
+ * that the analysis of a caller that has left (its connection closed: a client given up, killed)
+ * is dropped, waiting or running, rather than run for nobody while it holds the caller's lane. */
+typedef struct JobCall {
+        sd_bus_message *msg;
+        sd_bus_track *track;
+} JobCall;
+
+static void job_call_free(void *userdata) {
+        JobCall *call = userdata;
+        sd_bus_track_unref(call->track);
+        sd_bus_message_unref(call->msg);
+        free(call);
+}
+
+static sd_bus_message *job_msg(const PolicyJob *j) {
+        return ((const JobCall *) j->userdata)->msg;
+}
+
+static int on_caller_gone(sd_bus_track *track, void *userdata) {
+        PolicyJob *j = userdata;
+        log_debug("The caller of the analysis of %s has left the bus: the analysis is dropped.", j->what);
+        policy_job_free(j); /* out of its lane, its worker stopped; the track with it */
+        return 0;
+}
+
 /* The worker is done: its answer, or the error named. */
 static void on_job_done(PolicyJob *j, void *userdata) {
-        sd_bus_message *msg = userdata;
+        sd_bus_message *msg = job_msg(j);
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r = j->r;
@@ -71,8 +97,17 @@ static PolicyJob *job_new(ManagerBus *b, sd_bus_message *msg, const Caller *c, P
         PolicyJob *j = policy_job_new(b->manager->source, c, kind, what);
         if (!j)
                 return NULL;
-        j->userdata = sd_bus_message_ref(msg);
-        j->userdata_free = bus_message_unref_userdata;
+        JobCall *call = calloc(1, sizeof(JobCall));
+        if (!call)
+                return policy_job_free(j);
+        call->msg = sd_bus_message_ref(msg);
+        j->userdata = call;
+        j->userdata_free = job_call_free;
+        int r = sd_bus_track_new(sd_bus_message_get_bus(msg), &call->track, on_caller_gone, j);
+        if (r >= 0)
+                r = sd_bus_track_add_sender(call->track, msg);
+        if (r < 0) /* answered all the same, only not dropped if its caller leaves */
+                log_debug_errno(r, "Could not follow the caller of the analysis of %s: %m", j->what);
         return j;
 }
 
@@ -248,7 +283,7 @@ static int append_finding(sd_bus_message *reply, const AuditFinding *f) {
 /* The start GetPolicy's and Audit's replies share: the task's mode and its filters, newest first. */
 static int reply_chain_begin(PolicyJob *j, sd_bus_message **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r = sd_bus_message_new_method_return(j->userdata, &reply);
+        int r = sd_bus_message_new_method_return(job_msg(j), &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(reply, "s", task_mode_to_string(j->mode));
@@ -469,7 +504,7 @@ static int reply_who_can(PolicyJob *j, sd_bus_message **ret) {
         size_t unfiltered = j->all > j->filtered ? j->all - j->filtered : 0;
         w->n_tasks += unfiltered > w->n_unfiltered ? unfiltered - w->n_unfiltered : 0;
         w->n_unfiltered = MAX(unfiltered, w->n_unfiltered);
-        int r = sd_bus_message_new_method_return(j->userdata, &reply);
+        int r = sd_bus_message_new_method_return(job_msg(j), &reply);
         if (r >= 0)
                 r = append_who_can(reply, &j->query, w);
         if (r < 0)
