@@ -1,6 +1,6 @@
 /* test-fair-lanes.c: the real sectreed on a private dbus-daemon stays up for everyone: one user's
- * filters cannot fail another's WhoCan, one user's analyses cannot starve another's nor outlive their caller, and a few
- * users' transfers cannot lock the others out */
+ * filters cannot fail another's WhoCan, one user's analyses cannot starve another's nor outlive
+ * their caller, and a few users' transfers cannot lock the others out */
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <pwd.h>
