@@ -395,22 +395,22 @@ typedef struct BoundedCase {
         TestsHandshake h; /* nobody's calls are held; the test opened the gate */
 } BoundedCase;
 
-/* As nobody, the analyses held at their gate: ANALYSES_PER_UID GetPolicy calls wait, the next is
- * refused at once (LimitsExceeded); with the gate open, every one of them is answered. */
-static void bounded_part(void *userdata) {
-        BoundedCase *c = userdata;
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+/* GetPolicy of tid into p[from..ANALYSES_PER_UID), asynchronously; then one call more, which is
+ * refused at once (LimitsExceeded): they are all queued. */
+static void queue_analyses(sd_bus *bus, pid_t tid, BusPending *p, size_t from) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        BusPending p[ANALYSES_PER_UID] = {};
-        for (size_t i = 0; i < ANALYSES_PER_UID; i++)
+        for (size_t i = from; i < ANALYSES_PER_UID; i++)
                 g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
-                                                         "GetPolicy", bus_client_on_reply, &p[i], "u", (uint32_t) c->tid),
+                                                         "GetPolicy", p ? bus_client_on_reply : NULL, p ? &p[i] : NULL,
+                                                         "u", (uint32_t) tid),
                                 >=, 0);
-        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &error, NULL, "u", (uint32_t) c->tid), <, 0);
+        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &error, NULL, "u", (uint32_t) tid), <, 0);
         bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
-        for (size_t i = 0; i < ANALYSES_PER_UID; i++)
-                g_assert_false(p[i].done);
-        tests_handshake_hold(&c->h);
+}
+
+/* Held until the test opens the gate; then every one of p answered. */
+static void analyses_answered(sd_bus *bus, BusPending *p, TestsHandshake *h) {
+        tests_handshake_hold(h);
         for (size_t i = 0; i < ANALYSES_PER_UID; i++) {
                 bus_client_wait(bus, &p[i], TESTS_PATIENCE_MS, "GetPolicy");
                 if (sd_bus_error_is_set(&p[i].error))
@@ -419,58 +419,24 @@ static void bounded_part(void *userdata) {
         }
 }
 
-/* The daemon tracks the filtered process (GetTaskChain answers with its filter): answered on the
- * loop, where WhoCan would wait at the gate. */
-static bool chain_known(void *userdata) {
-        WhoCanWait *w = userdata;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        const void *ids;
-        size_t bytes = 0;
-        return bus_client_call(w->bus, "GetTaskChain", &error, &reply, "u", (uint32_t) w->tid) >= 0 &&
-               sd_bus_message_read_array(reply, 't', &ids, &bytes) >= 0 && bytes > 0;
-}
-
-static void test_analyses_bounded(void) {
-        BusFixture b;
-        struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
-        if (!tests_require_root())
-                return;
-        g_autofree char *dir = g_dir_make_tmp("sectree-lanes-XXXXXX", NULL);
-        g_assert_nonnull(dir);
-        g_autofree char *gate = g_build_filename(dir, "go", NULL);
-        g_autofree char *gate_env = g_strconcat("SECTREE_TEST_POLICY_GATE=", gate, NULL);
-        char *env[] = { gate_env, NULL };
-        g_assert_true(bus_fixture_start_all(&b, NULL, env));
-        BoundedCase c = { .tid = spawn_filtered(NOBODY, allow, ELEMENTSOF(allow)) };
+/* As nobody, the analyses held at their gate: ANALYSES_PER_UID GetPolicy calls wait, the next is
+ * refused at once (LimitsExceeded); with the gate open, every one of them is answered. */
+static void bounded_part(void *userdata) {
+        BoundedCase *c = userdata;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        g_assert_true(tests_wait_for(chain_known, &(WhoCanWait) { bus, c.tid }, TESTS_PATIENCE_MS));
-        tests_handshake_open(&c.h);
-        pid_t part = tests_as_uid_start(NOBODY, bounded_part, &c);
-        tests_handshake_wait_held(&c.h);
-        g_assert_true(g_file_set_contents(gate, "", 0, NULL));
-        tests_handshake_go(&c.h);
-        g_assert_cmpint(tests_wait_status(part), ==, 0);
-        stop_process(c.tid);
-        bus_fixture_finish(&b);
-        (void) unlink(gate);
-        (void) rmdir(dir);
+        BusPending p[ANALYSES_PER_UID] = {};
+        queue_analyses(bus, c->tid, p, 0);
+        for (size_t i = 0; i < ANALYSES_PER_UID; i++)
+                g_assert_false(p[i].done);
+        analyses_answered(bus, p, &c->h);
 }
 
-/* ---- the analyses of a caller that has left ---- */
-
-/* As nobody: ANALYSES_PER_UID analyses held at their gate (the next refused: they are all
- * queued), then gone, connection closed, without waiting for their answers. */
+/* As nobody: ANALYSES_PER_UID analyses held at their gate, then gone, connection closed, without
+ * waiting for their answers. */
 static void leaving_part(void *userdata) {
         const BoundedCase *c = userdata;
         sd_bus *bus = bus_client_open();
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        for (size_t i = 0; i < ANALYSES_PER_UID; i++)
-                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
-                                                         "GetPolicy", NULL, NULL, "u", (uint32_t) c->tid),
-                                >=, 0);
-        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &error, NULL, "u", (uint32_t) c->tid), <, 0);
-        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
+        queue_analyses(bus, c->tid, NULL, 0);
         sd_bus_flush_close_unref(bus);
 }
 
@@ -481,7 +447,6 @@ static void leaving_part(void *userdata) {
 static void returning_part(void *userdata) {
         BoundedCase *c = userdata;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         BusPending p[ANALYSES_PER_UID] = {};
         int64_t end = g_get_monotonic_time() + (int64_t) TESTS_PATIENCE_MS * 1000;
 
@@ -501,22 +466,25 @@ static void returning_part(void *userdata) {
                         g_error("the analyses of a caller that left the bus still hold nobody's places");
                 g_usleep(100 * 1000);
         }
-        for (size_t i = 1; i < ANALYSES_PER_UID; i++)
-                g_assert_cmpint(sd_bus_call_method_async(bus, NULL, BUS_CLIENT_DEST, BUS_CLIENT_PATH, BUS_CLIENT_IFACE,
-                                                         "GetPolicy", bus_client_on_reply, &p[i], "u", (uint32_t) c->tid),
-                                >=, 0);
-        g_assert_cmpint(bus_client_call(bus, "GetPolicy", &error, NULL, "u", (uint32_t) c->tid), <, 0);
-        bus_client_assert_error(&error, SD_BUS_ERROR_LIMITS_EXCEEDED);
-        tests_handshake_hold(&c->h);
-        for (size_t i = 0; i < ANALYSES_PER_UID; i++) {
-                bus_client_wait(bus, &p[i], TESTS_PATIENCE_MS, "GetPolicy");
-                if (sd_bus_error_is_set(&p[i].error))
-                        g_error("GetPolicy %zu: %s", i, p[i].error.message);
-                sd_bus_error_free(&p[i].error);
-        }
+        queue_analyses(bus, c->tid, p, 1);
+        analyses_answered(bus, p, &c->h);
 }
 
-static void test_analyses_caller_gone(void) {
+/* The daemon tracks the filtered process (GetTaskChain answers with its filter): answered on the
+ * loop, where WhoCan would wait at the gate. */
+static bool chain_known(void *userdata) {
+        WhoCanWait *w = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const void *ids;
+        size_t bytes = 0;
+        return bus_client_call(w->bus, "GetTaskChain", &error, &reply, "u", (uint32_t) w->tid) >= 0 &&
+               sd_bus_message_read_array(reply, 't', &ids, &bytes) >= 0 && bytes > 0;
+}
+
+/* The daemon with its analyses held at a gate, nobody's filtered process known to it, before()
+ * run as nobody; then part run as nobody, the gate opened once part holds. */
+static void run_gated(void (*before)(void *userdata), void (*part)(void *userdata)) {
         BusFixture b;
         struct sock_filter allow[] = { BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
         if (!tests_require_root())
@@ -530,17 +498,26 @@ static void test_analyses_caller_gone(void) {
         BoundedCase c = { .tid = spawn_filtered(NOBODY, allow, ELEMENTSOF(allow)) };
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
         g_assert_true(tests_wait_for(chain_known, &(WhoCanWait) { bus, c.tid }, TESTS_PATIENCE_MS));
-        g_assert_cmpint(tests_as_nobody(leaving_part, &c), ==, 0);
+        if (before)
+                g_assert_cmpint(tests_as_nobody(before, &c), ==, 0);
         tests_handshake_open(&c.h);
-        pid_t part = tests_as_uid_start(NOBODY, returning_part, &c);
+        pid_t pid = tests_as_uid_start(NOBODY, part, &c);
         tests_handshake_wait_held(&c.h);
         g_assert_true(g_file_set_contents(gate, "", 0, NULL));
         tests_handshake_go(&c.h);
-        g_assert_cmpint(tests_wait_status(part), ==, 0);
+        g_assert_cmpint(tests_wait_status(pid), ==, 0);
         stop_process(c.tid);
         bus_fixture_finish(&b);
         (void) unlink(gate);
         (void) rmdir(dir);
+}
+
+static void test_analyses_bounded(void) {
+        run_gated(NULL, bounded_part);
+}
+
+static void test_analyses_caller_gone(void) {
+        run_gated(leaving_part, returning_part);
 }
 
 /* ---- transfers: a few users cannot lock the others out ---- */
