@@ -141,6 +141,40 @@ static void test_event_access_denied_limited(void) {
                         "uid 65534 since the last one logged)\n");
 }
 
+/* The routine passes (the minute's refresh, Rescan) are no resync event: an operator alerts on
+ * those that repaired the state. */
+static void test_event_resynced_routine(void) {
+        Capture c;
+        capture_start(&c, false);
+        log_event_resynced("refresh");
+        log_event_resynced("rescan");
+        log_event_resynced("inconsistent");
+        g_autofree char *text = capture_end(&c);
+        g_assert_cmpstr(text, ==, "Resynchronised the forest with a full pass (inconsistent).\n");
+}
+
+/* Filters attached: at most 500 logged every 10 s, the first one after says how many were left
+ * out (a machine making thousands would fill the journal, and journald's rate limit would then
+ * drop the daemon's other messages). */
+static void test_event_filter_attached_limited(void) {
+        const uint64_t t = 1000 * 1000 * 1000ULL, s = 1000 * 1000ULL;
+        Capture c;
+        capture_start(&c, false);
+        log_set_max_level(LOG_LEVEL_DEBUG); /* a plain stderr has them at debug */
+        for (unsigned i = 0; i < 600; i++)
+                log_event_filter_attached_at(t + i * 1000ULL, 100 + i, 0, 4711, 4711, "churn");
+        log_event_filter_attached_at(t + 10 * s, 9999, 0, 4712, 4712, "later");
+        log_event_filter_attached_at(t + 10 * s + 1, 10000, 0, 4712, 4712, "later");
+        g_autofree char *text = capture_end(&c);
+        g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+        g_assert_cmpuint(g_strv_length(lines), ==, 500 + 2 + 1); /* and the empty end */
+        g_assert_cmpstr(lines[0], ==, "Filter 100 (parent 0) attached to thread 4711 of process 4711 (churn).");
+        g_assert_cmpstr(lines[499], ==, "Filter 599 (parent 0) attached to thread 4711 of process 4711 (churn).");
+        g_assert_cmpstr(lines[500], ==, "Filter 9999 (parent 0) attached to thread 4712 of process 4712 (later). (and "
+                                        "100 more filters attached since the last one logged)");
+        g_assert_cmpstr(lines[501], ==, "Filter 10000 (parent 0) attached to thread 4712 of process 4712 (later).");
+}
+
 static void test_event_ids(void) {
         for (LogEvent e = 0; e < _LOG_EVENT_MAX; e++) {
                 const char *id = log_event_message_id(e);
@@ -301,6 +335,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/log-journal/event-plain", test_event_plain);
         g_test_add_func("/log-journal/event-ids", test_event_ids);
         g_test_add_func("/log-journal/access-denied-limited", test_event_access_denied_limited);
+        g_test_add_func("/log-journal/resynced-routine", test_event_resynced_routine);
+        g_test_add_func("/log-journal/filter-attached-limited", test_event_filter_attached_limited);
         g_test_add_func("/log-journal/event-journal", test_event_journal);
         g_test_add_func("/log-journal/event-fallback", test_event_fallback);
         return g_test_run();

@@ -110,22 +110,59 @@ static size_t with_object_pid(size_t n, pid_t pid) {
         return pid > 0 ? n : n - 1;
 }
 
-void log_event_filter_attached(uint64_t filter_id, uint64_t parent_id, pid_t tid, pid_t pid, const char *comm) {
-        Num id = num(filter_id), parent = num(parent_id), t = num((uint64_t) tid), p = num((uint64_t) pid);
-        const LogField f[] = {
-                { "SECTREE_FILTER_ID", id.s }, { "SECTREE_PARENT_ID", parent.s }, { "SECTREE_TID", t.s },
-                { "SECTREE_PID", p.s },        { "SECTREE_COMM", comm },          { "OBJECT_PID", p.s },
-        };
+/* Filters attached are logged at most FILTER_ATTACHED_BURST per FILTER_ATTACHED_INTERVAL_USEC: a
+ * machine making filters by the thousand (a test suite, a fork bomb under a sandbox) would fill
+ * the journal, and journald's rate limit (10,000 entries in 30 s by default) would then drop the
+ * daemon's other messages too. The first one logged after some were left out says how many. */
+#define FILTER_ATTACHED_BURST 500
+#define FILTER_ATTACHED_INTERVAL_USEC WARN_LIMIT_INTERVAL_USEC
+
+static struct {
+        uint64_t start_usec; /* of the current interval */
+        unsigned logged, left_out;
+} attached;
+
+void log_event_filter_attached_at(uint64_t now, uint64_t filter_id, uint64_t parent_id, pid_t tid, pid_t pid,
+                                  const char *comm) {
         /* one per filter installed: an entry in the journal, where it can be searched by unit, but
          * only a debug line on a plain stderr, which it would flood */
         LogLevel level = log_stderr_is_journal() ? LOG_LEVEL_INFO : LOG_LEVEL_DEBUG;
+        if (level > log_get_max_level())
+                return;
+        if (attached.start_usec == 0 || now - attached.start_usec >= FILTER_ATTACHED_INTERVAL_USEC)
+                attached.start_usec = now, attached.logged = 0;
+        if (attached.logged >= FILTER_ATTACHED_BURST) {
+                attached.left_out++;
+                return;
+        }
+        attached.logged++;
+        Num id = num(filter_id), parent = num(parent_id), t = num((uint64_t) tid), p = num((uint64_t) pid),
+            more = num(attached.left_out);
+        const LogField f[] = {
+                { "SECTREE_FILTER_ID", id.s }, { "SECTREE_PARENT_ID", parent.s }, { "SECTREE_TID", t.s },
+                { "SECTREE_PID", p.s },        { "SECTREE_COMM", comm },          { "SECTREE_LEFT_OUT", more.s },
+                { "OBJECT_PID", p.s },
+        };
+        char also[96] = "";
+        if (attached.left_out > 0)
+                snprintf(also, sizeof(also), " (and %u more filters attached since the last one logged)",
+                         attached.left_out);
+        attached.left_out = 0;
         log_event(LOG_EVENT_FILTER_ATTACHED, level, f, with_object_pid(ELEMENTSOF(f), pid),
-                  "Filter %" PRIu64 " (parent %" PRIu64 ") attached to thread %d of process %d (%s).", filter_id,
-                  parent_id, (int) tid, (int) pid, comm ?: "");
+                  "Filter %" PRIu64 " (parent %" PRIu64 ") attached to thread %d of process %d (%s).%s", filter_id,
+                  parent_id, (int) tid, (int) pid, comm ?: "", also);
+}
+
+void log_event_filter_attached(uint64_t filter_id, uint64_t parent_id, pid_t tid, pid_t pid, const char *comm) {
+        log_event_filter_attached_at(now_usec(CLOCK_MONOTONIC), filter_id, parent_id, tid, pid, comm);
 }
 
 void log_event_resynced(const char *reason) {
         const LogField f[] = { { "SECTREE_REASON", reason } };
+        /* The periodic refresh and Rescan are routine: what an operator alerts on is a pass that
+         * repairs (events lost, or that did not fit). */
+        if (streq_ptr(reason, "refresh") || streq_ptr(reason, "rescan"))
+                return;
         log_event(LOG_EVENT_RESYNCED, LOG_LEVEL_NOTICE, f, ELEMENTSOF(f),
                   "Resynchronised the forest with a full pass (%s).", reason ?: "");
 }

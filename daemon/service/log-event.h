@@ -48,7 +48,12 @@ void log_event(LogEvent e, LogLevel level, const LogField *fields, size_t n_fiel
  * thread's in the daemon's pid namespace; OBJECT_PID= (the process concerned) makes journald add
  * that process's OBJECT_SYSTEMD_UNIT=, OBJECT_COMM= and the rest, so that `journalctl
  * OBJECT_SYSTEMD_UNIT=sshd.service MESSAGE_ID=...` finds a unit's events. */
+/* At most 500 every 10 s, the next one saying how many were left out (SECTREE_LEFT_OUT). */
 void log_event_filter_attached(uint64_t filter_id, uint64_t parent_id, pid_t tid, pid_t pid, const char *comm);
+/* The same at now (CLOCK_MONOTONIC, us). */
+void log_event_filter_attached_at(uint64_t now, uint64_t filter_id, uint64_t parent_id, pid_t tid, pid_t pid,
+                                  const char *comm);
+/* A pass that repaired the state (events lost, or inconsistent); nothing for "refresh" and "rescan". */
 void log_event_resynced(const char *reason);
 void log_event_restore_started(uint64_t restore_id, uint64_t snapshot_id, uid_t uid, pid_t caller_pid);
 void log_event_restore_finished(uint64_t restore_id, uint64_t snapshot_id, uid_t uid, const char *reason);

@@ -344,8 +344,11 @@ static int sink_replace(void *userdata, Forest *pass, const char *reason) {
         LiveCounts n = live_counts(m->live);
         (void) sd_notifyf(false, "STATUS=Watching %zu filters, %zu tasks (%s backend)", n.filters, n.tasks,
                           backend_to_string(source_backend(m->source)));
-        log_info("Full pass (%s): %zu tasks, %zu filters; replaced in %" PRIu64 " us, stored and announced in %" PRIu64
-                  " us.", reason ?: "start", n.tasks, n.filters, replaced - start, now_usec(CLOCK_MONOTONIC) - replaced);
+        /* the refresh's, every minute, is routine: not a line of the journal at the default level */
+        (void) log_internal(streq_ptr(reason, "refresh") ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO, 0,
+                            "Full pass (%s): %zu tasks, %zu filters; replaced in %" PRIu64 " us, stored and announced "
+                            "in %" PRIu64 " us.", reason ?: "start", n.tasks, n.filters, replaced - start,
+                            now_usec(CLOCK_MONOTONIC) - replaced);
         return 0;
 }
 
