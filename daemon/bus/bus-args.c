@@ -12,8 +12,8 @@ int bus_store_failed(const Manager *m, sd_bus_error *error) {
                 return 0;
         return sd_bus_error_setf(error, ERROR_SCAN_FAILED,
                                  "The state database cannot be written (%s): the daemon's view is its last stored "
-                                 "state, which what changed since has not reached. It answers again once a write "
-                                 "succeeds (the next change, or the next full pass).",
+                                 "state, which what changed since has not reached. It answers again once a full "
+                                 "pass is stored.",
                                  strerror(-m->store_error));
 }
 

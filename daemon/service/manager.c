@@ -120,7 +120,8 @@ static int manager_commit(Manager *m, const char *reason, size_t n_announced) {
                 m->store_error = r;
                 return r;
         }
-        m->store_error = 0;
+        if (m->changes.replaced) /* a batch stored on top of an undone one leaves the view stale */
+                m->store_error = 0;
         for (size_t i = 0; !m->changes.replaced && i < m->changes.n; i++)
                 m->stats.filters_stored += m->changes.changes[i].type == LIVE_FILTER_ATTACHED &&
                                            m->changes.changes[i].new_filter;
@@ -309,6 +310,16 @@ static int sink_apply(void *userdata, const LiveBatch *batch) {
         return r;
 }
 
+/* A full pass that could not be stored, said with what the error means for the state database. */
+static int log_pass_not_stored(Manager *m, int r) {
+        if (r == -EBADMSG)
+                return log_error_errno(r, "Failed to store the full pass: the state database %s is damaged, and "
+                                          "sectreed leaves it as it is: to start afresh, stop sectreed and move the "
+                                          "file aside (the snapshots stored in it go with it).",
+                                       store_path(m->store));
+        return log_error_errno(r, "Failed to store the full pass: %m");
+}
+
 /* A full pass from the source: the whole live state replaced, what came since its scan began
  * applied on top of it (announced already), and stored. */
 static int sink_replace(void *userdata, Forest *pass, const char *reason) {
@@ -320,7 +331,7 @@ static int sink_replace(void *userdata, Forest *pass, const char *reason) {
                 forest_free(pass);
                 pass_ended(m, false);
                 replay_reset(m);
-                return log_error_errno(r, "Failed to store the full pass: %m");
+                return log_pass_not_stored(m, r);
         }
         r = live_replace(m->live, pass, reason && source_announces_passes(m->source), &m->changes);
         size_t announced = m->changes.n;
@@ -340,7 +351,7 @@ static int sink_replace(void *userdata, Forest *pass, const char *reason) {
         if (repair)
                 manager_resync(m, "inconsistent");
         if (r < 0)
-                return log_error_errno(r, "Failed to store the full pass: %m");
+                return log_pass_not_stored(m, r);
         LiveCounts n = live_counts(m->live);
         (void) sd_notifyf(false, "STATUS=Watching %zu filters, %zu tasks (%s backend)", n.filters, n.tasks,
                           backend_to_string(source_backend(m->source)));

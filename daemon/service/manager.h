@@ -67,9 +67,10 @@ typedef struct Manager {
         LiveChanges changes; /* of the batch being stored (kept for its memory) */
         Pacing *pacing;      /* when full passes run (pacing.c); once opened */
         uint64_t last_scan_usec; /* CLOCK_REALTIME of the last stored full pass */
-        /* The last write of the state database failed with this (a negative errno; 0 once one
-         * succeeds): what changed since was undone in the live view, which is then only the last
-         * stored state, and is not answered from (live_or_fail()). */
+        /* A write of the state database failed with this (a negative errno; 0 once a full pass
+         * is stored after it): what it held was undone in the live view, which misses it until a
+         * full pass, and is not answered from meanwhile (live_or_fail()), however many smaller
+         * writes succeed in between (a nearly full file system takes a batch, not the pass). */
         int store_error;
         uint64_t started_mono;
         ManagerStats stats;
