@@ -81,13 +81,16 @@ static int parse_root(const char *s, pid_t *ret) {
                 log_error("Invalid --root=%s: expected a process id > 0.", s);
                 return -EINVAL;
         }
-        char path[32];
-        snprintf(path, sizeof(path), "/proc/%d", v);
-        if (access(path, F_OK) < 0) {
-                log_error("Invalid --root=%s: no such process.", s);
-                return -ESRCH;
-        }
         *ret = v;
+        return 0;
+}
+
+/* A --root that names no process is a failure, not bad usage: a pid is not known until run. */
+static int check_root(pid_t root) {
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/%d", (int) root);
+        if (root > 0 && access(path, F_OK) < 0)
+                return log_error_errno(-ESRCH, "No process %d (--root=%d).", (int) root, (int) root);
         return 0;
 }
 
@@ -109,8 +112,18 @@ static int parse_args(int argc, char *argv[], Args *a) {
                 {}
         };
         int c;
-        while ((c = getopt_long(argc, argv, "hb:r:f:", options, NULL)) >= 0)
+        opterr = 0; /* said here, with the hint getopt's own message lacks */
+        while ((c = getopt_long(argc, argv, ":hb:r:f:", options, NULL)) >= 0)
                 switch (c) {
+                case ':':
+                        return log_error_errno(-EINVAL, "Option '%s' needs a value (try --help).", argv[optind - 1]);
+                case '?':
+                        if (optopt >= ARG_VERSION) /* a long option of ours, given a value */
+                                return log_error_errno(-EINVAL, "Option '%.*s' takes no value (try --help).",
+                                                       (int) strcspn(argv[optind - 1], "="), argv[optind - 1]);
+                        if (optopt > 0)
+                                return log_error_errno(-EINVAL, "Unknown option '-%c' (try --help).", optopt);
+                        return log_error_errno(-EINVAL, "Unknown option '%s' (try --help).", argv[optind - 1]);
                 case 'h':
                         help();
                         return 0;
@@ -291,5 +304,7 @@ int main(int argc, char *argv[]) {
                 log_error("Unexpected argument '%s' (try --help).", argv[optind + 1]);
                 return EXIT_USAGE;
         }
+        if (check_root(a.scan.root) < 0)
+                return EXIT_FAILURE;
         return verb_scan(&a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -293,7 +293,11 @@ static void test_usage(void) {
         assert_usage_error((char *[]) { "scan", "--backend=kcmp", NULL }, 2, "Unknown --backend=kcmp");
         assert_usage_error((char *[]) { "scan", "--format=xml", NULL }, 2, "Unknown --format=xml");
         assert_usage_error((char *[]) { "scan", "--root=abc", NULL }, 2, "Invalid --root=abc");
-        assert_usage_error((char *[]) { "scan", "--root=999999999", NULL }, 2, "no such process");
+        assert_usage_error((char *[]) { "scan", "--root=999999999", NULL }, 1, "No process 999999999 (--root=999999999).");
+        assert_usage_error((char *[]) { "--bogus", NULL }, 2, "Unknown option '--bogus' (try --help).");
+        assert_usage_error((char *[]) { "-x", NULL }, 2, "Unknown option '-x' (try --help).");
+        assert_usage_error((char *[]) { "scan", "--format", NULL }, 2, "Option '--format' needs a value (try --help).");
+        assert_usage_error((char *[]) { "scan", "--no-argv=1", NULL }, 2, "Option '--no-argv' takes no value (try --help).");
         assert_usage_error((char *[]) { "frobnicate", NULL }, 2, "Unknown verb 'frobnicate'");
         assert_usage_error((char *[]) { "--state-dir=relative", NULL }, 2, "expected an absolute path");
         g_autofree char *out = NULL;

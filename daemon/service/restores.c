@@ -463,8 +463,9 @@ static int on_fds_frame(Restore *r, RestoreFrame *f) {
 static void ready_reply(Restore *r) {
         r->state = RESTORE_READY;
         r->timer = sd_event_source_disable_unref(r->timer);
-        log_info("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: %zu processes, %zu threads, %s.", r->id,
-                 r->snapshot_id, r->owner, r->map.n_processes, r->map.n_threads,
+        log_info("Restore %" PRIu64 " of snapshot %" PRIu64 " for uid %u: %zu %s, %zu %s, %s.", r->id,
+                 r->snapshot_id, r->owner, r->map.n_processes, r->map.n_processes == 1 ? "process" : "processes",
+                 r->map.n_threads, r->map.n_threads == 1 ? "thread" : "threads",
                  !r->o.verify ? "not verified" : r->verified ? "verified" : "NOT verified");
         call_done(r, 0, NULL);
 }
