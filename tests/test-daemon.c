@@ -500,6 +500,8 @@ static void test_store_fails_mid_batch(void) {
                 daemon_log_end(&daemon_log);
                 g_error("no full pass was stored within %d ms of the trigger's drop", TESTS_PATIENCE_MS);
         }
+        /* and says so, where it had said the writes failed */
+        g_assert_cmpuint(daemon_log_count(&daemon_log, "The state database can be written again"), ==, 1);
         Converge conv = { .bus = bus, .root = scenario_root_pid(s), .scenario = s, .sharing = true };
         assert_converges_with(&conv, TESTS_PATIENCE_MS);
         /* only a full pass, after the refusals, could store the filter */

@@ -22,6 +22,11 @@ static int bus_snapshot_error(sd_bus_error *error, int r, const char *message, u
                 return k;
         if (message)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "%s", message);
+        if (r == -ENOSPC)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR,
+                                         "The file system of the state database is full (%s): every change of it, "
+                                         "a deletion too, needs room to be written first. Free some space there, "
+                                         "then try again.", strerror(-r));
         return sd_bus_error_setf(error, SD_BUS_ERROR_IO_ERROR, "Snapshot operation failed: %s", strerror(-r));
 }
 

@@ -120,8 +120,11 @@ static int manager_commit(Manager *m, const char *reason, size_t n_announced) {
                 m->store_error = r;
                 return r;
         }
-        if (m->changes.replaced) /* a batch stored on top of an undone one leaves the view stale */
+        if (m->changes.replaced && m->store_error < 0) { /* a batch on top of an undone one leaves it stale */
+                log_notice("The state database can be written again: a full pass is stored, and the live view "
+                           "answers again.");
                 m->store_error = 0;
+        }
         for (size_t i = 0; !m->changes.replaced && i < m->changes.n; i++)
                 m->stats.filters_stored += m->changes.changes[i].type == LIVE_FILTER_ATTACHED &&
                                            m->changes.changes[i].new_filter;

@@ -164,6 +164,7 @@ int log_internal(LogLevel level, int error, const char *format, ...) _printf_(3,
 #define log_debug_errno(e, ...) log_internal(LOG_LEVEL_DEBUG, (e), __VA_ARGS__)
 #define log_error(...) (void) log_internal(LOG_LEVEL_ERR, 0, __VA_ARGS__)
 #define log_warning(...) (void) log_internal(LOG_LEVEL_WARNING, 0, __VA_ARGS__)
+#define log_notice(...) (void) log_internal(LOG_LEVEL_NOTICE, 0, __VA_ARGS__)
 #define log_info(...) (void) log_internal(LOG_LEVEL_INFO, 0, __VA_ARGS__)
 #define log_debug(...) (void) log_internal(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)
 #define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
