@@ -118,8 +118,9 @@ start_daemon() {
         SECTREE_RESTORE="$SECTREE_BUILD/executor/sectree-restore" setsid "$SECTREED" --state-dir="$STATE_DIR" \
                 </dev/null >>"$RUN_DIR/sectreed.log" 2>&1 &
         echo $! >"$RUN_DIR/sectreed.pid"
-        # the build it runs: a newer build restarts it
+        # the build it runs: a newer build restarts it; and its state directory: another restarts it
         touch -r "$SECTREED" "$RUN_DIR/sectreed.stamp"
+        printf '%s\n' "$STATE_DIR" >"$RUN_DIR/sectreed.state-dir"
         wait_for_daemon
 }
 
@@ -133,7 +134,12 @@ Both keep running for the next call; ./scripts/run.sh --stop stops them. To use 
     export DBUS_SYSTEM_BUS_ADDRESS=$DBUS_SYSTEM_BUS_ADDRESS
 EOF
         fi
+        local ran_on
+        ran_on=$(cat "$RUN_DIR/sectreed.state-dir" 2>/dev/null || true)
         if ! running "$RUN_DIR/sectreed.pid" "$SECTREED" || [ "$SECTREED" -nt "$RUN_DIR/sectreed.stamp" ]; then
+                start_daemon
+        elif [ "$ran_on" != "$STATE_DIR" ]; then
+                echo "Restarting sectreed on the state directory $STATE_DIR (it ran on ${ran_on:-another})." >&2
                 start_daemon
         fi
         exec "$SECTREECTL" "$@"

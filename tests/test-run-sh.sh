@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/test-run-sh.sh: scripts/run.sh keeps one private bus and daemon between calls, restarts
-# the daemon for a newer build, and --stop stops both; a clone pointed at a state directory another
+# the daemon for a newer build or another state directory, and --stop stops both; a clone pointed at a state directory another
 # clone's daemon holds is refused, naming that daemon, and by default each build directory has a
 # state directory of its own. TAP. Needs root (it runs the daemon).
 set -uo pipefail
@@ -25,7 +25,7 @@ cleanup() {
         rm -rf "$tmp"
 }
 trap cleanup EXIT
-echo "1..11"
+echo "1..12"
 
 out=$("$SRC/scripts/run.sh" status 2>"$tmp/err")
 check "the first call starts a bus and a daemon and runs the verb" '[[ $out == *"Backend: bpf"* ]]'
@@ -65,6 +65,15 @@ touch "$SECTREE_BUILD/daemon/sectreed"
 new=$(cat "$SECTREE_RUN_DIR/sectreed.pid")
 check "a newer build restarts the daemon, and only it" \
         '[ "$new" != "$pid" ] && ! kill -0 "$pid" 2>/dev/null && kill -0 "$new" && [ "$(cat "$SECTREE_RUN_DIR/dbus-daemon.pid")" = "$bus" ]'
+# another state directory with the same bus: the daemon is restarted on it, and it says so (it
+# kept using the first one without a word)
+SECTREE_STATE_DIR=$tmp/state2 "$SRC/scripts/run.sh" status >/dev/null 2>"$tmp/err4"
+moved=$(cat "$SECTREE_RUN_DIR/sectreed.pid")
+moved_state=$(tr '\0' '\n' <"/proc/$moved/cmdline" 2>/dev/null | sed -n 's/^--state-dir=//p')
+check "another SECTREE_STATE_DIR restarts the daemon on it, and says so" \
+        '[ "$moved" != "$new" ] && [ "$moved_state" = "$tmp/state2" ] && grep -q "Restarting sectreed on the state directory $tmp/state2" "$tmp/err4"' ||
+        sed 's/^/# err: /' "$tmp/err4"
+new=$moved
 "$SRC/scripts/run.sh" --stop 2>"$tmp/err3"
 check "--stop stops both and removes the directory" \
         '! kill -0 "$new" 2>/dev/null && ! kill -0 "$bus" 2>/dev/null && [ ! -e "$SECTREE_RUN_DIR" ]'
