@@ -81,11 +81,12 @@ static const Verb verbs[] = {
         { "ps", 0, VERB_ARGS_ANY, .options = VERB_UNITS, .run = verb_ps, .complete = "pids...", .group = VERB_GROUP_LIVE,
           .usage = "[PID|COMM...]",
           .summary = "The tasks under filters: tid, comm, mode, head filter",
-          .help = "Columns: TID TGID PPID COMM MODE DEPTH FILTER. FILTER is the head of the task's\n"
-                  "chain (the newest filter, the first one evaluated), - for none; DEPTH the\n"
-                  "chain's length. Arguments choose the tasks shown: a number is a process (all of\n"
-                  "its listed threads) or a thread, anything else a shell glob on the task's name\n"
-                  "(sectreectl ps 'chrom*' 4711); a task is shown when it matches any of them.\n"
+          .help = "Columns: TID TGID PPID COMM MODE DEPTH FILTER UNIT. FILTER is the head of the\n"
+                  "task's chain (the newest filter, the first one evaluated), - for none; DEPTH the\n"
+                  "chain's length; UNIT the process's systemd unit, - for none. Arguments choose\n"
+                  "the tasks shown: a number is a process (all of its listed threads) or a thread,\n"
+                  "anything else a shell glob on the task's name (sectreectl ps 'chrom*' 4711); a\n"
+                  "task is shown when it matches any of them.\n"
                   "\n"
                   "Options:\n"
                   "     --unit=GLOB          Only the tasks of units (or user units) matching GLOB\n"
@@ -131,7 +132,7 @@ static const Verb verbs[] = {
                   "                          the native one\n"
                   "     --file=FILE          A thread of the snapshot in FILE (- for stdin)\n" },
         { "monitor", 0, 0, 0, VERB_PID | VERB_COMM | VERB_SUBTREE, .run = verb_monitor, .group = VERB_GROUP_LIVE,
-          .usage = "[--pid=PID] [--comm=NAME]",
+          .usage = "[--pid=PID] [--comm=NAME] [--subtree=PID]",
           .summary = "The daemon's signals as they come",
           .help = "One line per signal, with a local timestamp: FilterAttached, TaskAdded,\n"
                   "TaskExited, ProcessRenamed (after an exec or a rename), Resynced,\n"
@@ -149,7 +150,10 @@ static const Verb verbs[] = {
                   "     --comm=NAME          Only the events of tasks whose name matches NAME, a\n"
                   "                          shell glob, as the signal names them or as they\n"
                   "                          are named since (ProcessRenamed); with --pid,\n"
-                  "                          both must match\n" },
+                  "                          both must match\n"
+                  "     --subtree=PID        Only the events of the processes in PID's subtree\n"
+                  "                          (as the daemon says at a process's first event),\n"
+                  "                          and Resynced, DaemonAppeared, DaemonVanished\n" },
         { "graph", 0, 1, 0, VERB_FILE | VERB_COUNTS | VERB_ALL, .run = verb_graph, .complete = "pids", .group = VERB_GROUP_LIVE,
           .usage = "[PID]\n--file=FILE [PID]",
           .summary = "The forest as a Graphviz graph (| dot -Tsvg)",

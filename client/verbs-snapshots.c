@@ -201,7 +201,8 @@ static int export_file_keep_old(ExportFile *x) {
 }
 
 /* An unnamed file in the directory (O_TMPFILE), or a hidden ".NAME.XXXXXX" next to it where the
- * file system has no O_TMPFILE. Mode 0666 & ~umask, as any new file. */
+ * file system has no O_TMPFILE. Mode 0600 & ~umask: a snapshot holds command lines and executable
+ * paths, which the kernel shows only to the process's owner (state.db is 0600 for that). */
 static int export_file_open(ExportFile *x) {
         int r = export_file_target(x);
         if (r < 0)
@@ -212,7 +213,7 @@ static int export_file_open(ExportFile *x) {
         x->dir = strdup(dirname(copy));
         if (!x->dir)
                 return log_oom();
-        x->fd = open(x->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+        x->fd = open(x->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (x->fd >= 0)
                 return export_file_keep_old(x);
         if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
@@ -229,7 +230,7 @@ static int export_file_open(ExportFile *x) {
                 x->temp = (free(x->temp), NULL);
                 return r;
         }
-        if (fchmod(x->fd, 0666 & ~mask) < 0)
+        if (fchmod(x->fd, 0600 & ~mask) < 0)
                 return ctl_error_errno(-errno, "Failed to set the mode of %s: %m", x->temp);
         return export_file_keep_old(x);
 }

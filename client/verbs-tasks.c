@@ -53,10 +53,27 @@ static int ps_print_table(const TaskList *l, const UnitList *units, bool legend)
         return output_flush();
 }
 
-static json_t *ps_json(const TaskList *l) {
+/* A string, or null for none. */
+static json_t *json_string_or_null(const char *s) {
+        return s ? json_string(s) : json_null();
+}
+
+/* The table's row as JSON, with the process's units as units --json names them. */
+static json_t *ps_json_task(const TaskRecord *x, const UnitList *units) {
+        const UnitRecord *u = unit_list_find(units, x->tgid);
+        json_t *o = json_task_record(x);
+        if (o && (json_set(o, "unit", json_string_or_null(u ? u->unit : NULL)) < 0 ||
+                  json_set(o, "user_unit", json_string_or_null(u ? u->user_unit : NULL)) < 0)) {
+                json_decref(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_t *ps_json(const TaskList *l, const UnitList *units) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < l->n; i++)
-                if (json_array_append_new(a, json_task_record(&l->items[i])) < 0) {
+                if (json_array_append_new(a, ps_json_task(&l->items[i], units)) < 0) {
                         json_decref(a);
                         return NULL;
                 }
@@ -98,14 +115,12 @@ int verb_ps(Context *c, char **args, size_t n_args) {
         int r = context_list_tasks(c, &l);
         if (r < 0)
                 return r;
-        if (!c->json || unit_filter_given(c)) {
-                r = context_list_units(c, &units);
-                if (r < 0)
-                        return r;
-        }
+        r = context_list_units(c, &units);
+        if (r < 0)
+                return r;
         task_list_filter(&l, args, n_args, c, &units);
         if (c->json) {
-                json_auto_t *doc = ps_json(&l);
+                json_auto_t *doc = ps_json(&l, &units);
                 return json_print_document(doc);
         }
         pager_open(c->no_pager);

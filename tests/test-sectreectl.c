@@ -618,7 +618,7 @@ static void test_ps(Fixture *fx, gconstpointer data) {
         json_int_t last_tgid = 0, last_tid = 0;
         g_autoptr(GHashTable) seen = g_hash_table_new(g_direct_hash, g_direct_equal);
         json_array_foreach(tasks, k, t) {
-                ASSERT_KEYS(t, "tid", "tgid", "ppid", "comm", "mode", "filter", "depth", "stale");
+                ASSERT_KEYS(t, "tid", "tgid", "ppid", "comm", "mode", "filter", "depth", "stale", "unit", "user_unit");
                 g_assert_false(json_boolean_value(json_object_get(t, "stale"))); /* bpf reads every task */
                 json_int_t tid = jint(t, "tid"), tgid = jint(t, "tgid");
                 g_assert_true(tgid > last_tgid || (tgid == last_tgid && tid > last_tid)); /* by tgid, then tid */
@@ -641,6 +641,15 @@ static void test_ps(Fixture *fx, gconstpointer data) {
                 g_assert_cmpstr(jstr(o, "mode"), ==, expected_mode(fx, x));
                 g_assert_cmpint(jint(o, "depth"), ==, i->head < 0 ? 0 : scenario_node_depth(fx->s, i->head));
                 g_assert_cmpuint(jid(o, "filter"), ==, i->head < 0 ? 0 : fx->id[i->head]);
+                /* the table's UNIT as two keys, null for none (it was left out of the JSON) */
+                g_autofree char *unit = NULL, *user_unit = NULL;
+                if (sd_pid_get_unit(i->tgid, &unit) < 0)
+                        g_clear_pointer(&unit, g_free);
+                if (sd_pid_get_user_unit(i->tgid, &user_unit) < 0)
+                        g_clear_pointer(&user_unit, g_free);
+                json_t *ju = json_object_get(o, "unit"), *juu = json_object_get(o, "user_unit");
+                g_assert_cmpstr(json_is_null(ju) ? NULL : json_string_value(ju), ==, unit);
+                g_assert_cmpstr(json_is_null(juu) ? NULL : json_string_value(juu), ==, user_unit);
         }
         json_decref(doc);
         assert_ps_filters(fx);
