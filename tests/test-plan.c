@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "plan/plan-kmodel.h"
+#include "plan/plan-like.h"
 #include "plan/plan-sim.h"
 #include "plan/plan-verify.h"
 #include "plan/plan.h"
@@ -439,6 +440,64 @@ static void test_no_new_privs(void) {
         g_assert_cmpuint(p->n_nnp_added, ==, 1);
         g_assert_cmpint(p->nnp_added[0], ==, s->processes[1]->pid);
         plan_free(p);
+        kmodel_deinit(&h.km);
+}
+
+/* The snapshot sectreectl run --like restores: s cut down to thread tid (made its process's leader),
+ * checked valid and restored, privileged or not. Returns the process. */
+static const Process *assert_keep_task_restores(Forest *s, pid_t tid) {
+        g_autofree char *error = NULL;
+
+        if (plan_snapshot_keep_task(s, tid, &error) < 0)
+                g_error("keep task %d: %s", tid, error);
+        if (snapshot_validate(s, &error) < 0)
+                g_error("the one-task snapshot: %s", error);
+        g_assert_cmpuint(s->n_processes, ==, 1);
+        const Process *sp = s->processes[0];
+        g_assert_cmpuint(sp->n_threads, ==, 1);
+        g_assert_cmpint(sp->threads[0].tid, ==, sp->pid);
+        for (int unprivileged = 0; unprivileged < 2; unprivileged++)
+                plan_free(assert_restores_with(s, unprivileged));
+        return sp;
+}
+
+/* run --like a thread that set no_new_privs itself, its leader not: the one-task snapshot's
+ * process (whose leader that thread becomes) has it, as /proc will show of the restored one. It
+ * used to keep the old leader's "unset", and every restore of it failed its verification
+ * ("no_new_privs set, expected unset"). And the other way round: a thread that started before its
+ * leader set it, and installed its filter with privilege, runs without. */
+static void test_keep_task_no_new_privs(void) {
+        Hist h;
+        hist_init(&h);
+        size_t a = h_fork(&h, h.root);
+        size_t t1 = h_thread(&h, a);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, t1), ==, 0);
+        h_install(&h, t1, 0, 0);
+        g_autoptr(Forest) s = hist_snapshot(&h);
+        pid_t pid = h.km.tasks[a].tid, tid = h.km.tasks[t1].tid;
+        const Process *sp = forest_find_process(s, pid);
+        g_assert_false(sp->no_new_privs);
+        g_assert_true(task_no_new_privs(sp, process_find_thread(sp, tid)));
+        sp = assert_keep_task_restores(s, tid);
+        g_assert_true(sp->no_new_privs);
+        g_assert_true(task_no_new_privs(sp, &sp->threads[0]));
+        kmodel_deinit(&h.km);
+
+        hist_init(&h);
+        a = h_fork(&h, h.root);
+        t1 = h_thread(&h, a);
+        g_assert_cmpint(kmodel_set_nnp(&h.km, a), ==, 0);
+        h_install(&h, a, 0, 0);
+        h_install(&h, t1, 1, 0); /* with privilege */
+        g_autoptr(Forest) s2 = hist_snapshot(&h);
+        pid = h.km.tasks[a].tid;
+        tid = h.km.tasks[t1].tid;
+        sp = forest_find_process(s2, pid);
+        g_assert_true(sp->no_new_privs);
+        g_assert_false(task_no_new_privs(sp, process_find_thread(sp, tid)));
+        sp = assert_keep_task_restores(s2, tid);
+        g_assert_false(sp->no_new_privs);
+        g_assert_false(task_no_new_privs(sp, &sp->threads[0]));
         kmodel_deinit(&h.km);
 }
 
@@ -1300,6 +1359,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/plan/leader-exited", test_leader_exited);
         g_test_add_func("/plan/shared-by-orphans", test_shared_by_orphans);
         g_test_add_func("/plan/no-new-privs", test_no_new_privs);
+        g_test_add_func("/plan/keep-task-no-new-privs", test_keep_task_no_new_privs);
         g_test_add_func("/plan/no-new-privs-before-prctl-filter", test_no_new_privs_before_prctl_filter);
         g_test_add_func("/plan/calls-after-last-install", test_calls_after_last_install);
         g_test_add_func("/plan/instruction-pointer-unknown", test_instruction_pointer_unknown);

@@ -1235,6 +1235,28 @@ static void test_sectreectl(Fixture *fx, gconstpointer data) {
         g_assert_cmpint(ctl(b, false, NULL, &err, ARGS("run", "--", "true")), ==, 2);
         g_clear_pointer(&err, g_free);
 
+        /* run --like a second thread that set no_new_privs itself, its leader not: the copy is
+         * that thread as a leader, with no_new_privs (it used to fail its verification: "no_new_privs
+         * set, expected unset") */
+        ScenarioTask leader = scenario_fork(s, scenario_root(s));
+        ScenarioTask second = scenario_thread(s, leader);
+        g_assert_cmpint(second, >=, 0);
+        g_assert_cmpint(scenario_no_new_privs(s, second), ==, 0);
+        g_assert_cmpint(scenario_install(s, second, no_nice, nn2, 0), >=, 0);
+        g_assert_true(bus_client_wait_listed(scenario_task(s, second)->tgid, TESTS_PATIENCE_MS));
+        g_autofree char *leader_status = g_strdup_printf("/proc/%d/status", scenario_task(s, leader)->tgid), *st = NULL;
+        g_assert_true(g_file_get_contents(leader_status, &st, NULL, NULL));
+        g_assert_nonnull(strstr(st, "\nNoNewPrivs:\t0\n"));
+        g_autofree char *second_arg = g_strdup_printf("--like=%d", scenario_task(s, second)->tid), *nnp_ran = NULL;
+        status = ctl(b, false, &nnp_ran, &err, ARGS("run", second_arg, "--", "/bin/sh", "-c",
+                                                  "grep NoNewPrivs: /proc/self/status; nice -n 1 true 2>/dev/null; "
+                                                  "echo nice $?"));
+        g_test_message("run --like a thread with its own no_new_privs: status %d, %s%s", status, nnp_ran ?: "",
+                       err ?: "");
+        g_assert_cmpint(status, ==, 0);
+        g_assert_cmpstr(nnp_ran, ==, "NoNewPrivs:\t1\nnice 125\n");
+        g_clear_pointer(&err, g_free);
+
         /* a command named with a slash is found from the caller's directory (it runs in the
          * executor's) */
         g_autofree char *script = g_build_filename(dir, "probe.sh", NULL);

@@ -49,6 +49,7 @@ int plan_snapshot_keep_task(Forest *f, pid_t tid, char **error) {
         Process *p = NULL;
         Task *t;
         const Filter *head;
+        bool nnp;
         pid_t pid;
         int r;
 
@@ -64,6 +65,7 @@ int plan_snapshot_keep_task(Forest *f, pid_t tid, char **error) {
                               task_mode_to_string(t->mode));
         pid = p->pid;
         head = t->filter;
+        nnp = task_no_new_privs(p, t);
         keep_chain_listeners(f, head, pid);
         /* every other process, then every other thread of this one */
         for (size_t i = f->n_processes; i > 0; i--)
@@ -73,8 +75,12 @@ int plan_snapshot_keep_task(Forest *f, pid_t tid, char **error) {
                 if (p->threads[i - 1].tid != tid && (r = forest_remove_thread(f, pid, p->threads[i - 1].tid)) < 0)
                         return r;
         /* its only thread is its leader, and it is a top process of the restore: no exited leader
-         * stands beside it any more (its record would name a thread as its leader) */
+         * stands beside it any more (its record would name a thread as its leader), and the
+         * process's no_new_privs (the leader's, which /proc shows and the restore is checked
+         * against) is the thread's own, which may differ from the old leader's */
         p->threads[0].tid = pid;
+        p->threads[0].nnp = TASK_NNP_PROCESS;
+        p->no_new_privs = nnp;
         p->has_exited_leader = false;
         p->exited_leader = (Task) {};
         p->ppid = 0;
