@@ -60,6 +60,8 @@ static int append_options(sd_bus_message *m, const SnapshotOptions *o) {
                         return r;
         }
         r = sd_bus_message_append(m, "{sv}", "include_argv", "b", (int) o->include_argv);
+        if (r >= 0 && o->alone)
+                r = sd_bus_message_append(m, "{sv}", "descendants", "b", 0);
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(m);

@@ -27,6 +27,7 @@ typedef struct SnapshotOptions {
         uint32_t root_pid; /* 0: the whole machine */
         const char *name;  /* NULL: none */
         bool include_argv;
+        bool alone;        /* root_pid's process without its descendants */
 } SnapshotOptions;
 
 /* Each call logs its failure once (D-Bus errors as "NAME: message") and returns negative errno. */

@@ -533,7 +533,8 @@ static int store_one_task_snapshot(sd_bus *bus, uint32_t tid, uint32_t tgid, uin
         _cleanup_(forest_freep) Forest *f = NULL;
         _cleanup_free_ char *error = NULL;
         _cleanup_close_ int memfd = -1;
-        SnapshotOptions o = { .root_pid = tgid, .include_argv = false };
+        /* the process alone: a child the caller cannot trace has nothing to do with the chain */
+        SnapshotOptions o = { .root_pid = tgid, .include_argv = false, .alone = true };
         uint64_t whole;
         int r = manager_create_snapshot(bus, &o, &whole);
         if (r < 0)

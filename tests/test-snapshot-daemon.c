@@ -782,6 +782,59 @@ static void test_access(void) {
         bus_fixture_stop(&b);
 }
 
+/* ---- a process without its descendants ---- */
+
+typedef struct AloneCase {
+        pid_t mine; /* nobody's, with a child nobody cannot trace */
+} AloneCase;
+
+/* As nobody: its process's subtree is refused (the child is not one it could trace); the process
+ * alone ("descendants": false, as run --like asks for it) is its snapshot, without the child. */
+static void alone_part(void *userdata) {
+        const AloneCase *c = userdata;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        uint64_t id = 0;
+
+        g_assert_cmpuint(bus_client_create_snapshot(bus, c->mine, NULL, &error), ==, 0);
+        bus_client_assert_error(&error, SD_BUS_ERROR_ACCESS_DENIED);
+        sd_bus_error_free(&error);
+        if (bus_client_call(bus, "CreateSnapshot", &error, &reply, "ua{sv}", (uint32_t) c->mine, 1, "descendants", "b",
+                            0) < 0)
+                g_error("CreateSnapshot(%d, descendants false) as nobody: %s: %s", (int) c->mine, error.name,
+                        error.message);
+        g_assert_cmpint(sd_bus_message_read(reply, "t", &id), >, 0);
+        g_autoptr(GBytes) json = export_pipe_ok(bus, id, "json");
+        g_autoptr(Forest) f = read_snapshot(json);
+        g_assert_cmpuint(f->n_processes, ==, 1);
+        g_assert_cmpint(f->processes[0]->pid, ==, c->mine);
+        g_assert_nonnull(f->processes[0]->threads[0].filter);
+        g_assert_cmpint(f->root, ==, c->mine);
+}
+
+static void alone_with(char **args) {
+        BusFixture b;
+        if (!tests_require_root())
+                return;
+        AloneCase c = { .mine = tests_spawn_nobody_with(&(TestsNobodyOptions) { .comm = NOBODY_COMM, .with_child = true,
+                                                                                 .child_not_dumpable = true }) };
+        if (!bus_fixture_start_all(&b, args, NULL))
+                return;
+        g_assert_cmpint(tests_as_nobody(alone_part, &c), ==, 0);
+        kill(c.mine, SIGKILL);
+        waitpid(c.mine, NULL, 0);
+        bus_fixture_stop(&b);
+}
+
+static void test_alone(void) {
+        alone_with(NULL);
+}
+
+static void test_ptrace_alone(void) {
+        alone_with((char *[]) { (char *) "--backend=ptrace", NULL });
+}
+
 /* ---- consistency under churn ---- */
 
 /* A process with a filter whose children install one more and fork and exit as fast as they can. */
@@ -1185,6 +1238,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/snapshot-daemon/ptrace/rescan-during-snapshot", test_ptrace_rescan_during_snapshot);
         g_test_add_func("/snapshot-daemon/bad-comm", test_bad_comm);
         g_test_add_func("/snapshot-daemon/access", test_access);
+        g_test_add_func("/snapshot-daemon/alone", test_alone);
+        g_test_add_func("/snapshot-daemon/ptrace/alone", test_ptrace_alone);
         g_test_add_func("/snapshot-daemon/churn", test_churn);
         g_test_add_func("/snapshot-daemon/ptrace/churn", test_ptrace_churn);
         g_test_add_func("/snapshot-daemon/ptrace/round-trip", test_ptrace_round_trip);

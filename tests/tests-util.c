@@ -266,6 +266,8 @@ static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock
                 _exit(2);
         if (o->with_child && fork() == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (o->child_not_dumpable)
+                        prctl(PR_SET_DUMPABLE, 0);
                 pause();
                 _exit(0);
         }

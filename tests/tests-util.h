@@ -85,6 +85,7 @@ _Noreturn void tests_pause_forever(void);
 typedef struct TestsNobodyOptions {
         const char *comm;
         bool with_child;
+        bool child_not_dumpable; /* with_child: the child calls PR_SET_DUMPABLE 0 (nobody cannot trace it) */
         uid_t saved_uid;   /* 0: 65534 */
         gid_t saved_gid;   /* 0: 65534 */
         bool keep_caps;    /* keep root's permitted capabilities (PR_SET_KEEPCAPS) */

@@ -46,11 +46,17 @@ static int read_create_option(sd_bus_message *msg, const char *key, void *userda
                         o->include_argv = b;
                 return r;
         }
+        if (streq(key, "descendants")) {
+                r = bus_read_option(msg, key, "b", &b, error);
+                if (r >= 0)
+                        o->descendants = b;
+                return r;
+        }
         return bus_unknown_option(error, key);
 }
 
 static int read_create_options(sd_bus_message *msg, SnapshotCreateOptions *o, sd_bus_error *error) {
-        *o = (SnapshotCreateOptions) { .include_argv = true };
+        *o = (SnapshotCreateOptions) { .include_argv = true, .descendants = true };
         int r = bus_read_options(msg, read_create_option, o, error);
         if (o->name && !*o->name)
                 o->name = NULL;

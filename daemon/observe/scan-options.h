@@ -9,6 +9,8 @@
 
 typedef struct ScanOptions {
         pid_t root;        /* 0 = whole machine, else this process and its descendants */
+        bool root_alone;   /* with root: that process without its descendants (the holders of its
+                            * filters' listeners all the same) */
         bool include_argv; /* each process's command line (as /proc/PID/cmdline has it) */
         bool include_exe;  /* each process's executable (as readlink of /proc/PID/exe says) */
         bool freeze;       /* ptrace: stop every task of the report before reading any, and say so

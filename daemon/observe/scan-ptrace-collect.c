@@ -231,7 +231,9 @@ static int scan_select(Scan *s) {
 
         for (size_t i = 0; i < s->n_procs; i++) {
                 ScanProcess *p = &s->procs[i];
-                bool candidate = s->opts.root > 0 ? process_in_subtree(s, p, s->opts.root) : !is_kernel_thread(p);
+                bool candidate = s->opts.root > 0 ? (s->opts.root_alone ? p->pid == s->opts.root
+                                                                         : process_in_subtree(s, p, s->opts.root))
+                                                  : !is_kernel_thread(p);
                 if (!candidate)
                         continue;
                 r = scan_collect_threads(p);

@@ -26,6 +26,7 @@ struct SnapshotScanJob {
         pid_t root;
         char *name;
         bool include_argv;
+        bool alone; /* the root's process without its descendants */
 };
 
 SnapshotScanJob *snapshot_scan_job_free(SnapshotScanJob *j) {
@@ -82,6 +83,11 @@ int snapshot_check_root(Caller *c, pid_t root, char **ret_message) {
         return 0;
 }
 
+/* The root's process alone (forest_restrict_to_members() adds its listeners' holders). */
+static bool is_root(const Process *p, void *userdata) {
+        return p->pid == ((const ScanOptions *) userdata)->root;
+}
+
 /* One scan, linked and cut to the subtree (a process whose parent exited during the pass cannot be
  * placed in it), then made snapshot-local and checked with the validator every import goes through.
  * -EAGAIN (with *ret_error) when the result is not consistent: the caller scans again. */
@@ -94,7 +100,8 @@ static int scan_once(Source *s, const ScanOptions *opts, Forest **ret, char **re
         if (r == -EINVAL)
                 return -EAGAIN;
         if (r >= 0 && opts->root > 0)
-                r = forest_restrict_to_subtree(f, opts->root);
+                r = opts->root_alone ? forest_restrict_to_members(f, opts->root, is_root, (void *) opts)
+                                     : forest_restrict_to_subtree(f, opts->root);
         if (r >= 0)
                 r = forest_renumber(f);
         if (r >= 0 && !f->host.kernel)
@@ -296,7 +303,8 @@ int snapshot_scan_job_run(SnapshotScanJob *j, Forest **ret, char **ret_message) 
         pid_t root = j->root;
         StopCheck check = { .caller = c };
         ScanOptions opts = {
-                .root = root, .include_argv = j->include_argv, .include_exe = true, .freeze = true,
+                .root = root, .root_alone = j->alone, .include_argv = j->include_argv, .include_exe = true,
+                .freeze = true,
                 .may_stop = c->privileged ? NULL : may_stop, .userdata = &check,
         };
         int r = scan_consistent(j->source, &opts, &f, ret_message);
@@ -338,7 +346,8 @@ int snapshot_scan_job_new(Source *source, Caller *c, pid_t root, const SnapshotC
         SnapshotScanJob *j = calloc(1, sizeof(SnapshotScanJob));
         if (!j)
                 return -ENOMEM;
-        *j = (SnapshotScanJob) { .source = source, .root = root, .include_argv = o->include_argv };
+        *j = (SnapshotScanJob) { .source = source, .root = root, .include_argv = o->include_argv,
+                                 .alone = root > 0 && !o->descendants };
         if (o->name && !(j->name = strdup(o->name))) {
                 free(j);
                 return -ENOMEM;

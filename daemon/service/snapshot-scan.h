@@ -12,6 +12,7 @@
 typedef struct SnapshotCreateOptions {
         const char *name; /* NULL = none */
         bool include_argv;
+        bool descendants; /* the root's subtree; false: the root's process alone */
 } SnapshotCreateOptions;
 
 /* Whether the caller may snapshot the subtree of root (0: the whole machine, root only): -EACCES,
