@@ -257,18 +257,32 @@ static int read_filter_detail(sd_bus_message *m, FilterDetail *d) {
         return x->comm && x->exe ? 0 : -ENOMEM;
 }
 
-int manager_get_filter(sd_bus *bus, uint64_t id, FilterDetail *ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r = bus_call_manager(bus, "GetFilter", &reply, "t", id);
-        if (r < 0)
-                return r;
+static int filter_detail_from_reply(sd_bus_message *reply, uint64_t id, FilterDetail *ret) {
         _cleanup_(filter_detail_done) FilterDetail d = { .meta.id = id };
-        r = read_filter_detail(reply, &d);
+        int r = read_filter_detail(reply, &d);
         if (r < 0)
                 return bus_log_parse_error(r, "GetFilter");
         *ret = d;
         d = (FilterDetail) {};
         return 0;
+}
+
+int manager_get_filter(sd_bus *bus, uint64_t id, FilterDetail *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = bus_call_manager(bus, "GetFilter", &reply, "t", id);
+        return r < 0 ? r : filter_detail_from_reply(reply, id, ret);
+}
+
+int manager_get_filter_if_there(sd_bus *bus, uint64_t id, FilterDetail *ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = sd_bus_call_method(bus, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE, "GetFilter",
+                                   &error, &reply, "t", id);
+        if (r < 0 && sd_bus_error_has_name(&error, "org.sectree1.Error.NoSuchFilter"))
+                return -ESRCH;
+        if (r < 0)
+                return bus_log_error(r, &error, "call GetFilter");
+        return filter_detail_from_reply(reply, id, ret);
 }
 
 static int read_listener(sd_bus_message *m, ListenerRecord *x) {

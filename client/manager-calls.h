@@ -82,6 +82,9 @@ bool filter_detail_lacks_program(const FilterDetail *d);
 int manager_list_tasks(sd_bus *bus, TaskList *ret);
 int manager_list_filters(sd_bus *bus, FilterList *ret);
 int manager_get_filter(sd_bus *bus, uint64_t id, FilterDetail *ret);
+/* The same, but -ESRCH, not logged, when the daemon has no such filter (any more: its last task
+ * exited since the caller learnt its id). */
+int manager_get_filter_if_there(sd_bus *bus, uint64_t id, FilterDetail *ret);
 int manager_get_task_chain(sd_bus *bus, uint32_t tid, uint64_t **ret, size_t *ret_n);
 /* The listed processes in pid's subtree (through unlisted processes too), pid included. */
 int manager_list_subtree(sd_bus *bus, uint32_t pid, uint32_t **ret, size_t *ret_n);

@@ -15,13 +15,20 @@
 
 #define VERDICT_MAX 256
 
+/* One distinct chain of a unit's tasks: its head, and the tasks under it (any one of them tells
+ * the chain). */
+typedef struct GroupChain {
+        uint64_t head;
+        uint32_t *tids;
+        size_t n_tids, allocated;
+} GroupChain;
+
 /* The tasks of one unit (or user unit, or machine; or of none). */
 typedef struct UnitGroup {
         const UnitRecord *unit; /* the first process met of it; NULL: processes without a unit */
         size_t tasks, unconfined, strict;
-        uint64_t *heads;        /* the distinct heads of its tasks' chains */
-        uint32_t *head_tids;    /* a task of each, to fetch its chain */
-        size_t n_heads, heads_allocated;
+        GroupChain *chains;     /* the distinct chains of its tasks */
+        size_t n_chains, chains_allocated;
         uint64_t *filters;      /* the distinct filters of those chains */
         size_t n_filters, filters_allocated;
         unsigned denied;        /* the calls every chain denies */
@@ -33,24 +40,30 @@ typedef struct UnitGroups {
         size_t n, allocated;
 } UnitGroups;
 
+static void unit_group_done(UnitGroup *g) {
+        for (size_t i = 0; i < g->n_chains; i++)
+                free(g->chains[i].tids);
+        free(g->chains);
+        free(g->filters);
+}
+
 static void unit_groups_done(UnitGroups *g) {
-        for (size_t i = 0; i < g->n; i++) {
-                free(g->items[i].heads);
-                free(g->items[i].head_tids);
-                free(g->items[i].filters);
-        }
+        for (size_t i = 0; i < g->n; i++)
+                unit_group_done(&g->items[i]);
         free(g->items);
 }
 
-static bool same_string(const char *a, const char *b) {
-        return a == b || (a && b && streq(a, b));
+static bool unit_is_none(const UnitRecord *u) {
+        return !u || (!u->unit && !u->user_unit && !u->machine);
 }
 
+/* A process the cgroup names no unit of and one ListProcessUnits did not list are both of none:
+ * one "(no unit)" group. */
 static bool same_unit(const UnitRecord *a, const UnitRecord *b) {
-        if (!a || !b)
-                return a == b;
-        return same_string(a->unit, b->unit) && same_string(a->user_unit, b->user_unit) &&
-               same_string(a->machine, b->machine);
+        if (unit_is_none(a) || unit_is_none(b))
+                return unit_is_none(a) && unit_is_none(b);
+        return streq_ptr(a->unit, b->unit) && streq_ptr(a->user_unit, b->user_unit) &&
+               streq_ptr(a->machine, b->machine);
 }
 
 static UnitGroup *unit_group_get(UnitGroups *g, const UnitRecord *u) {
@@ -59,7 +72,7 @@ static UnitGroup *unit_group_get(UnitGroups *g, const UnitRecord *u) {
                         return &g->items[i];
         if (GROW(g->items, g->allocated, g->n + 1) < 0)
                 return NULL;
-        g->items[g->n] = (UnitGroup) { .unit = u };
+        g->items[g->n] = (UnitGroup) { .unit = unit_is_none(u) ? NULL : u };
         return &g->items[g->n++];
 }
 
@@ -76,31 +89,34 @@ static int add_u64_once(uint64_t **a, size_t *n, size_t *allocated, uint64_t v, 
 }
 
 static int unit_group_add_task(UnitGroup *g, const TaskRecord *t) {
-        bool added;
-        size_t allocated = g->heads_allocated;
+        size_t i = 0;
         g->tasks++;
         if (!t->head) {
                 g->strict += streq(t->mode, "strict");
                 g->unconfined += !streq(t->mode, "strict");
                 return 0;
         }
-        if (add_u64_once(&g->heads, &g->n_heads, &g->heads_allocated, t->head, &added) < 0)
+        while (i < g->n_chains && g->chains[i].head != t->head)
+                i++;
+        if (i == g->n_chains) {
+                if (GROW(g->chains, g->chains_allocated, g->n_chains + 1) < 0)
+                        return -ENOMEM;
+                g->chains[g->n_chains++] = (GroupChain) { .head = t->head };
+        }
+        GroupChain *ch = &g->chains[i];
+        if (GROW(ch->tids, ch->allocated, ch->n_tids + 1) < 0)
                 return -ENOMEM;
-        if (!added)
-                return 0;
-        uint32_t *tids = realloc(g->head_tids, g->heads_allocated * sizeof(uint32_t));
-        if (!tids && g->heads_allocated > allocated)
-                return -ENOMEM;
-        g->head_tids = tids ?: g->head_tids;
-        g->head_tids[g->n_heads - 1] = t->tid;
+        ch->tids[ch->n_tids++] = t->tid;
         return 0;
 }
 
-/* The tasks grouped by unit, keeping those --unit, --machine and --user name. */
+/* The tasks grouped by unit, keeping those --unit, --machine and --user name. A process that
+ * ListProcessUnits left out exited between the two calls: its tasks are dropped (a daemon without
+ * that method lists none, and then every task is of no unit). */
 static int unit_groups_build(const Context *c, const TaskList *tasks, const UnitList *units, UnitGroups *g) {
         for (size_t i = 0; i < tasks->n; i++) {
                 const UnitRecord *u = unit_list_find(units, tasks->items[i].tgid);
-                if (!unit_filter_matches(c, u))
+                if ((!u && units->n > 0) || !unit_filter_matches(c, u))
                         continue;
                 UnitGroup *x = unit_group_get(g, u);
                 if (!x || unit_group_add_task(x, &tasks->items[i]) < 0)
@@ -109,9 +125,11 @@ static int unit_groups_build(const Context *c, const TaskList *tasks, const Unit
         return 0;
 }
 
-/* The chain of task tid with its programs; -ESRCH, not logged, when the task exited since ListTasks
- * (a busy machine). Other failures are logged. */
-static int chain_fetch_live(sd_bus *bus, uint32_t tid, Chain *ret) {
+/* The chain of task tid, headed by filter head, with its programs; -ESRCH, not logged, when the
+ * task exited since ListTasks (a busy machine): the daemon no longer lists it, gives another chain
+ * (the tid reused) or none, or a filter of the chain went with it before it was read. Other
+ * failures are logged. */
+static int chain_fetch_live(sd_bus *bus, uint32_t tid, uint64_t head, Chain *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         const uint64_t *ids;
@@ -125,29 +143,51 @@ static int chain_fetch_live(sd_bus *bus, uint32_t tid, Chain *ret) {
         r = sd_bus_message_read_array(reply, 't', (const void **) &ids, &size);
         if (r < 0)
                 return bus_log_parse_error(r, "GetTaskChain");
+        if (size < sizeof(uint64_t) || ids[0] != head)
+                return -ESRCH;
         ret->tid = tid;
         ret->filters = calloc(size / sizeof(uint64_t) + 1, sizeof(FilterDetail));
         if (!ret->filters)
                 return log_oom();
         for (; ret->n < size / sizeof(uint64_t); ret->n++) {
-                r = manager_get_filter(bus, ids[ret->n], &ret->filters[ret->n]);
+                r = manager_get_filter_if_there(bus, ids[ret->n], &ret->filters[ret->n]);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-/* Read each distinct chain of the group: its filters, and the calls every one denies. */
+/* The chain of ch, from the first of its tasks still there; the tasks that exited since ListTasks
+ * are dropped from it and from the group's count. -ESRCH when none is left. */
+static int group_chain_fetch(sd_bus *bus, UnitGroup *g, GroupChain *ch, Chain *ret) {
+        int r = -ESRCH;
+        while (ch->n_tids > 0) {
+                r = chain_fetch_live(bus, ch->tids[0], ch->head, ret);
+                if (r != -ESRCH)
+                        return r;
+                chain_done(ret);
+                *ret = (Chain) {};
+                memmove(ch->tids, ch->tids + 1, (--ch->n_tids) * sizeof(uint32_t));
+                g->tasks--;
+        }
+        return r;
+}
+
+/* Read each distinct chain of the group: its filters, and the calls every one denies. Chains
+ * whose tasks all exited meanwhile say nothing of the unit any more: they are dropped. */
 static int unit_group_judge(sd_bus *bus, UnitGroup *g) {
-        size_t judged = 0;
+        size_t judged = 0, kept = 0;
         g->denied = (1u << UNIT_VERDICT_N_CALLS) - 1;
-        for (size_t i = 0; i < g->n_heads; i++) {
+        for (size_t i = 0; i < g->n_chains; i++) {
                 _cleanup_(chain_done) Chain ch = {};
                 unsigned denied = 0;
                 bool added;
-                int r = chain_fetch_live(bus, g->head_tids[i], &ch);
-                if (r == -ESRCH)
-                        continue; /* it exited: its chain says nothing of the unit any more */
+                int r = group_chain_fetch(bus, g, &g->chains[i], &ch);
+                if (r == -ESRCH) {
+                        free(g->chains[i].tids);
+                        continue;
+                }
+                g->chains[kept++] = g->chains[i];
                 if (r < 0 || chain_denied_calls(&ch, &denied) < 0) {
                         g->unreadable = true; /* logged */
                         continue;
@@ -159,8 +199,25 @@ static int unit_group_judge(sd_bus *bus, UnitGroup *g) {
                                          &added) < 0)
                                 return log_oom();
         }
+        g->n_chains = kept;
         if (judged == 0)
                 g->denied = 0;
+        return 0;
+}
+
+/* Judge each group; a group whose tasks all exited meanwhile is dropped. */
+static int unit_groups_judge(sd_bus *bus, UnitGroups *g) {
+        size_t kept = 0;
+        for (size_t i = 0; i < g->n; i++) {
+                int r = unit_group_judge(bus, &g->items[i]);
+                if (r < 0)
+                        return r;
+                if (g->items[i].tasks > 0)
+                        g->items[kept++] = g->items[i];
+                else
+                        unit_group_done(&g->items[i]);
+        }
+        g->n = kept;
         return 0;
 }
 
@@ -171,7 +228,8 @@ static const char *unit_group_label(const UnitGroup *g, char *buf, size_t len) {
 static void unit_group_verdict(const UnitGroup *g, char *buf, size_t len) {
         unit_verdict_format(g->n_filters, g->denied, g->tasks, g->unconfined, g->strict, buf, len);
         if (g->unreadable)
-                snprintf(buf + strlen(buf), len - strlen(buf), " (some chains could not be read)");
+                snprintf(buf + strlen(buf), len - strlen(buf), "%s", buf[0] ? " (some chains could not be read)"
+                                                                           : "its chains could not be read");
 }
 
 static int unit_group_cmp(const void *a, const void *b) {
@@ -191,7 +249,7 @@ static int units_print_table(const UnitGroups *g, bool legend) {
                 const UnitGroup *x = &g->items[i];
                 char label[512], tasks[24], chains[24], verdict[VERDICT_MAX];
                 snprintf(tasks, sizeof(tasks), "%zu", x->tasks);
-                snprintf(chains, sizeof(chains), "%zu", x->n_heads);
+                snprintf(chains, sizeof(chains), "%zu", x->n_chains);
                 unit_group_verdict(x, verdict, sizeof(verdict));
                 const char *cells[] = { unit_group_label(x, label, sizeof(label)),
                                         x->unit && x->unit->machine ? x->unit->machine : "-", tasks, chains, verdict };
@@ -210,10 +268,10 @@ static json_t *string_or_null(const char *s) {
         return s ? json_string(s) : json_null();
 }
 
-static json_t *u64_array(const uint64_t *v, size_t n) {
+static json_t *heads_array(const GroupChain *chains, size_t n) {
         json_t *a = json_array();
         for (size_t i = 0; a && i < n; i++)
-                if (json_array_append_new(a, json_integer((json_int_t) v[i])) < 0)
+                if (json_array_append_new(a, json_integer((json_int_t) chains[i].head)) < 0)
                         return json_decref(a), NULL;
         return a;
 }
@@ -235,7 +293,7 @@ static json_t *unit_group_json(const UnitGroup *g) {
                          "machine", string_or_null(u ? u->machine : NULL), "owner_uid",
                          u && u->owner != UNIT_OWNER_NONE ? json_integer(u->owner) : json_null(), "tasks",
                          (json_int_t) g->tasks, "unconfined_tasks", (json_int_t) g->unconfined, "strict_tasks",
-                         (json_int_t) g->strict, "chains", u64_array(g->heads, g->n_heads), "filters",
+                         (json_int_t) g->strict, "chains", heads_array(g->chains, g->n_chains), "filters",
                          (json_int_t) g->n_filters, "denies", denied_array(g->denied), "verdict", verdict);
 }
 
@@ -260,8 +318,8 @@ int verb_units(Context *c, char **args, size_t n_args) {
                 r = unit_groups_build(c, &tasks, &units, &g);
         if (r >= 0)
                 r = context_bus(c, &bus);
-        for (size_t i = 0; r >= 0 && i < g.n; i++)
-                r = unit_group_judge(bus, &g.items[i]);
+        if (r >= 0)
+                r = unit_groups_judge(bus, &g);
         if (r < 0)
                 return r;
         qsort(g.items, g.n, sizeof(UnitGroup), unit_group_cmp);

@@ -11,6 +11,7 @@
 #include <systemd/sd-bus.h>
 
 #include "bus-client.h"
+#include "churn.h"
 #include "service/cgroup-members.h"
 #include "service/units.h"
 #include "snapshot/snapshot.h"
@@ -290,6 +291,42 @@ static void test_units(Fixture *fx, gconstpointer data) {
         g_assert_cmpstr(json_string_value(json_array_get(denies, 0)), ==, "ptrace");
         g_assert_cmpstr(json_string_value(json_array_get(denies, 1)), ==, "bpf");
         g_assert_cmpstr(json_string_value(json_object_get(u, "verdict")), ==, "1 filter, denies ptrace, bpf");
+}
+
+/* units while processes come and go: a process listed by ListTasks that exits before
+ * ListProcessUnits, or before its chain is read, is dropped; never a second "(no unit)" row, nor
+ * a row with an empty verdict. */
+static void test_units_churn(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        Churn *churn = NULL;
+        g_autofree char *bad = NULL;
+        g_assert_cmpint(churn_start(&(ChurnOptions) { .workers = 4 }, &churn), ==, 0);
+        for (int run = 0; run < 60 && !bad; run++) {
+                g_autofree char *out = NULL, *err = NULL;
+                int status = ctl_run(&fx->b, false, CTL_ARGS("--json", "units"), &out, &err);
+                json_auto_t *doc = json_loads(out ?: "", 0, NULL);
+                json_t *units = json_object_get(doc, "units"), *u, *v;
+                size_t i, j;
+                if (status != 0 || (err && *err) || !json_is_array(units)) {
+                        bad = g_strdup_printf("run %d: exit %d, stderr: %s", run, status, err ?: "");
+                        break;
+                }
+                json_array_foreach(units, i, u) {
+                        const char *verdict = json_string_value(json_object_get(u, "verdict"));
+                        g_autofree char *row = json_dumps(u, JSON_COMPACT);
+                        if (!bad && (!verdict || !*verdict || json_integer_value(json_object_get(u, "tasks")) <= 0))
+                                bad = g_strdup_printf("run %d: a row without tasks or verdict: %s", run, row);
+                        json_array_foreach(units, j, v)
+                                if (!bad && j > i && json_equal(json_object_get(u, "unit"), json_object_get(v, "unit")) &&
+                                    json_equal(json_object_get(u, "user_unit"), json_object_get(v, "user_unit")) &&
+                                    json_equal(json_object_get(u, "machine"), json_object_get(v, "machine")))
+                                        bad = g_strdup_printf("run %d: the same unit twice: %s", run, row);
+                }
+        }
+        churn_free(churn); /* before failing: its workers would outlive the test */
+        if (bad)
+                g_error("%s", bad);
 }
 
 /* Where machined does not run, the machine's name is the scope's, unescaped as systemd escapes. */
@@ -572,6 +609,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/units/ps", Fixture, NULL, fixture_setup, test_ps, fixture_teardown);
         g_test_add("/units/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         g_test_add("/units/units", Fixture, NULL, fixture_setup, test_units, fixture_teardown);
+        g_test_add("/units/units-churn", Fixture, NULL, fixture_setup, test_units_churn, fixture_teardown);
         g_test_add("/units/snapshot", Fixture, NULL, fixture_setup, test_snapshot, fixture_teardown);
         g_test_add("/units/snapshot-many", Fixture, NULL, fixture_setup, test_snapshot_many, fixture_teardown);
         g_test_add("/units/who-can-audit", Fixture, NULL, fixture_setup, test_who_can_audit, fixture_teardown);
