@@ -27,6 +27,7 @@ typedef struct WhoCanRequest {
         UnitList units;   /* each task's units: ListProcessUnits, or the snapshot's records */
         bool by_unit;     /* --unit, --machine or --user: only their tasks are kept */
         bool live;        /* the daemon counts tasks without filters, by unit it cannot */
+        size_t unit_tasks; /* by_unit: the units' tasks (live, those under filters or in strict mode) */
 } WhoCanRequest;
 
 static void who_can_request_done(WhoCanRequest *req) {
@@ -66,15 +67,37 @@ static size_t keep_chains(const Context *c, const WhoCanRequest *req, WhoCanChai
 
 /* --unit and its kin: the chains (decided or not) of the units' tasks, with those tasks only. The
  * others are counted by the daemon as a whole, and the tasks without filters too where it runs:
- * neither can be said by unit, so they are left out; a snapshot lists its tasks without filters,
- * and those of the units stay. */
+ * neither can be said by unit, so they are left out, and the units' tasks are counted apart
+ * (req->unit_tasks); a snapshot lists its tasks without filters, and those of the units stay. */
 static void who_can_keep_units(const Context *c, const WhoCanRequest *req, WhoCan *w) {
         size_t n = 0;
         w->n_chains = keep_chains(c, req, w->chains, w->n_chains, &n);
         w->n_undecided = keep_chains(c, req, w->undecided, w->n_undecided, &n);
         w->n_others = 0;
         w->n_unfiltered = req->live ? 0 : keep_tasks(c, req, w->unfiltered, w->n_unfiltered);
-        w->n_tasks = n + w->n_unfiltered;
+        w->n_tasks = MAX(req->unit_tasks, n + w->n_unfiltered); /* tasks that came since the count */
+}
+
+/* Live: the tasks of the units under filters or in strict mode, as ListTasks has them. */
+static int count_unit_tasks_live(Context *c, WhoCanRequest *req) {
+        _cleanup_(task_list_done) TaskList l = {};
+        int r = context_list_tasks(c, &l);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < l.n; i++) {
+                const TaskRecord *t = &l.items[i];
+                if ((t->head != 0 || streq(t->mode, "strict")) &&
+                    unit_filter_matches(c, unit_list_find(&req->units, t->tgid)))
+                        req->unit_tasks++;
+        }
+        return 0;
+}
+
+/* A snapshot: every thread of the units' processes, with filters or without. */
+static void count_unit_tasks_file(const Context *c, const Forest *f, WhoCanRequest *req) {
+        for (size_t i = 0; i < f->n_processes; i++)
+                if (unit_filter_matches(c, unit_list_find(&req->units, (uint32_t) f->processes[i]->pid)))
+                        req->unit_tasks += f->processes[i]->n_threads;
 }
 
 static int who_can_parse(Context *c, char **args, size_t n_args, WhoCanRequest *req) {
@@ -332,6 +355,8 @@ static int who_can_file(Context *c, WhoCanRequest *req, WhoCan **ret) {
                 return r;
         if (unit_list_from_forest(f, &req->units) < 0)
                 return log_oom();
+        if (req->by_unit)
+                count_unit_tasks_file(c, f, req);
         r = policy_who_can(f, &req->query, ret);
         if (r >= 0)
                 r = who_can_report(*ret);
@@ -352,8 +377,9 @@ int verb_who_can(Context *c, char **args, size_t n_args) {
         if (c->file)
                 r = who_can_file(c, &req, &w);
         else if ((r = context_bus(c, &bus)) >= 0 &&
-                 (r = manager_who_can(bus, args[0], req.query.args, req.query.n_args, c->arch, c->action, &w)) >= 0)
-                r = context_list_units(c, &req.units);
+                 (r = manager_who_can(bus, args[0], req.query.args, req.query.n_args, c->arch, c->action, &w)) >= 0 &&
+                 (r = context_list_units(c, &req.units)) >= 0 && req.by_unit)
+                r = count_unit_tasks_live(c, &req);
         if (r < 0)
                 return r;
         if (req.by_unit)

@@ -293,6 +293,71 @@ static void test_units(Fixture *fx, gconstpointer data) {
         g_assert_cmpstr(json_string_value(json_object_get(u, "verdict")), ==, "1 filter, denies ptrace, bpf");
 }
 
+/* A process without filters, paused until killed. */
+static pid_t bare_start(void) {
+        pid_t pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                        _exit(1);
+                for (;;)
+                        pause();
+        }
+        return pid;
+}
+
+static void bare_stop(const Fixture *fx, pid_t pid) {
+        g_autofree char *root_procs = g_build_filename(fx->root, "cgroup.procs", NULL);
+        g_autofree char *text = g_strdup_printf("%d\n", pid);
+        (void) g_file_set_contents(root_procs, text, -1, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+}
+
+/* The verdict of units' one row for --unit=unit (NULL: no row), its tasks into *ret_tasks. */
+static char *units_verdict(Fixture *fx, const char *unit, json_int_t *ret_tasks) {
+        g_autofree char *unit_arg = g_strdup_printf("--unit=%s", unit);
+        json_auto_t *doc = ctl_run_json(&fx->b, CTL_ARGS(unit_arg, "units"));
+        json_t *units = json_object_get(doc, "units");
+        g_assert_cmpuint(json_array_size(units), <=, 1);
+        if (json_array_size(units) == 0)
+                return NULL;
+        *ret_tasks = json_integer_value(json_object_get(json_array_get(units, 0), "tasks"));
+        return g_strdup(json_string_value(json_object_get(json_array_get(units, 0), "verdict")));
+}
+
+/* who-can --unit: the total is the unit's tasks under filters (live) or all its tasks (a snapshot),
+ * not only those of the chains that let the call run: two tasks of the unit, both denied ptrace,
+ * are "0 of their 2". */
+static void test_who_can_unit_total(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        static const int denied[] = { __NR_ptrace, __NR_bpf, -1 };
+        pid_t second = child_start(denied);
+        move_into(fx, fx->cgroups[0], second);
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = bus_client_open();
+        g_assert_cmpint(bus_client_call(bus, "Rescan", NULL, NULL, ""), >=, 0);
+        g_autofree char *unit_arg = g_strdup_printf("--unit=%s", fx->unit);
+        g_autofree char *path = g_build_filename(fx->b.dir, "who-total.json", NULL), *file_arg = g_strdup_printf("--file=%s", path);
+        g_autofree char *id = ctl_run_ok(&fx->b, CTL_ARGS("snapshot"));
+        g_strstrip(id);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", id, path)));
+        json_auto_t *live = ctl_run_json(&fx->b, CTL_ARGS(unit_arg, "who-can", "ptrace"));
+        json_auto_t *file = ctl_run_json(&fx->b, CTL_ARGS(file_arg, unit_arg, "who-can", "ptrace"));
+        json_auto_t *errno_live = ctl_run_json(&fx->b, CTL_ARGS(unit_arg, "who-can", "--action=ERRNO", "ptrace"));
+        g_autofree char *text = ctl_run_ok(&fx->b, CTL_ARGS(unit_arg, "who-can", "ptrace"));
+        bare_stop(fx, second);
+        unlink(path);
+
+        g_assert_cmpuint(json_array_size(json_object_get(live, "chains")), ==, 0);
+        g_assert_cmpint(json_integer_value(json_object_get(live, "tasks")), ==, 2);
+        g_assert_cmpuint(json_array_size(json_object_get(file, "chains")), ==, 0);
+        g_assert_cmpint(json_integer_value(json_object_get(file, "tasks")), ==, 2);
+        g_assert_cmpint(json_integer_value(json_object_get(errno_live, "tasks")), ==, 2);
+        if (!strstr(text, "0 of their 2 tasks under filters may make it"))
+                g_error("who-can %s ptrace:\n%s", unit_arg, text);
+}
+
 /* units while processes come and go: a process listed by ListTasks that exits before
  * ListProcessUnits, or before its chain is read, is dropped; never a second "(no unit)" row, nor
  * a row with an empty verdict. */
@@ -609,6 +674,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/units/ps", Fixture, NULL, fixture_setup, test_ps, fixture_teardown);
         g_test_add("/units/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         g_test_add("/units/units", Fixture, NULL, fixture_setup, test_units, fixture_teardown);
+        g_test_add("/units/who-can-unit-total", Fixture, NULL, fixture_setup, test_who_can_unit_total, fixture_teardown);
         g_test_add("/units/units-churn", Fixture, NULL, fixture_setup, test_units_churn, fixture_teardown);
         g_test_add("/units/snapshot", Fixture, NULL, fixture_setup, test_snapshot, fixture_teardown);
         g_test_add("/units/snapshot-many", Fixture, NULL, fixture_setup, test_snapshot_many, fixture_teardown);
