@@ -31,7 +31,8 @@ typedef struct AuditChain {
         char **units; /* distinct labels ("sshd.service", "machine bar"), in the order met */
         size_t n_units, units_allocated;
         AuditFindings findings;
-        Arena arena; /* the strings of findings the daemon sent */
+        Arena arena;     /* the strings of findings the daemon sent */
+        bool unconfined; /* a TID asked for that runs under no filter (nor in strict mode) */
 } AuditChain;
 
 typedef struct AuditRun {
@@ -221,6 +222,7 @@ static int audit_file_chain(Context *c, AuditRun *a, AuditChain *ch) {
                 return r;
         if (ch->head == 0 && tp.chain.n > 0) /* a task named by its tid: its chain's head */
                 ch->head = tp.chain.filters[0].meta.id;
+        ch->unconfined = tp.mode == TASK_MODE_DISABLED;
         listeners = calloc(tp.chain.n + 1, sizeof(bool));
         if (!listeners)
                 return log_oom();
@@ -254,6 +256,7 @@ static int audit_live_chain(Context *c, AuditRun *a, AuditChain *ch, bool asked)
                 return r == -ESRCH ? 0 : r;
         if (ch->head == 0)
                 ch->head = reply.head;
+        ch->unconfined = reply.mode == TASK_MODE_DISABLED;
         ch->findings = reply.findings;
         ch->arena = reply.arena;
         reply.findings = (AuditFindings) {};
@@ -277,8 +280,23 @@ static void print_witness(const AuditFinding *f) {
         printf(": %s\n", action_to_string(f->action, action, sizeof(action)));
 }
 
+static void print_units(const AuditChain *ch) {
+        if (ch->n_units > 0)
+                printf("; unit%s", ch->n_units == 1 ? "" : "s");
+        for (size_t i = 0; i < ch->n_units; i++) {
+                _cleanup_free_ char *u = str_escape(ch->units[i]);
+                printf("%s %s", i ? "," : "", u ?: "?");
+        }
+}
+
 static void print_chain(const AuditChain *ch, AuditSeverity threshold) {
         size_t shown = 0;
+        if (ch->unconfined) {
+                printf("Task %" PRIu32, ch->tids[0]);
+                print_units(ch);
+                printf(": runs under no filter, not confined.\n\n");
+                return;
+        }
         for (size_t i = 0; i < ch->findings.n; i++)
                 shown += ch->findings.items[i].severity >= threshold;
         if (shown == 0)
@@ -286,12 +304,7 @@ static void print_chain(const AuditChain *ch, AuditSeverity threshold) {
         printf("Chain of filter %" PRIu64 ", task%s", ch->head, ch->n_tids == 1 ? "" : "s");
         for (size_t i = 0; i < ch->n_tids; i++)
                 printf("%s %" PRIu32, i ? "," : "", ch->tids[i]);
-        if (ch->n_units > 0)
-                printf("; unit%s", ch->n_units == 1 ? "" : "s");
-        for (size_t i = 0; i < ch->n_units; i++) {
-                _cleanup_free_ char *u = str_escape(ch->units[i]);
-                printf("%s %s", i ? "," : "", u ?: "?");
-        }
+        print_units(ch);
         printf(":\n");
         for (size_t i = 0; i < ch->findings.n; i++) {
                 const AuditFinding *f = &ch->findings.items[i];
@@ -340,8 +353,8 @@ static json_t *chain_json(const AuditChain *ch, AuditSeverity threshold) {
                 if (ch->findings.items[i].severity >= threshold &&
                     json_array_append_new(findings, finding_json(&ch->findings.items[i])) < 0)
                         goto fail;
-        return json_pack("{s:I, s:o, s:o, s:o}", "head", (json_int_t) ch->head, "tasks", tids, "units", units,
-                         "findings", findings);
+        return json_pack("{s:o, s:b, s:o, s:o, s:o}", "head", json_id_or_null(ch->head), "unconfined",
+                         ch->unconfined, "tasks", tids, "units", units, "findings", findings);
 fail:
         json_decref(tids);
         json_decref(findings);
@@ -360,7 +373,17 @@ static json_t *run_json(const AuditRun *a) {
                          audit_severity_to_string(a->threshold), "chains", chains);
 }
 
+static size_t run_unconfined(const AuditRun *a) {
+        size_t n = 0;
+        for (size_t i = 0; i < a->n; i++)
+                n += a->chains[i].unconfined;
+        return n;
+}
+
+/* A finding at or above the severity, or a task that runs under no filter (worse than any). */
 static bool run_found(const AuditRun *a) {
+        if (run_unconfined(a) > 0)
+                return true;
         for (size_t i = 0; i < a->n; i++)
                 for (size_t j = 0; j < a->chains[i].findings.n; j++)
                         if (a->chains[i].findings.items[j].severity >= a->threshold)
@@ -390,8 +413,11 @@ int verb_audit(Context *c, char **args, size_t n_args) {
         } else {
                 for (size_t i = 0; i < a.n; i++)
                         print_chain(&a.chains[i], a.threshold);
-                if (c->legend)
-                        printf("%zu chain%s audited%s%s; %s at or above %s.\n", a.n, a.n == 1 ? "" : "s",
+                size_t n_chains = a.n - run_unconfined(&a);
+                if (c->legend && n_chains < a.n)
+                        printf("No chain audited: the task runs under no filter.\n");
+                else if (c->legend)
+                        printf("%zu chain%s audited%s%s; %s at or above %s.\n", n_chains, n_chains == 1 ? "" : "s",
                                a.baseline_path ? ", baseline " : "", a.baseline_path ?: "",
                                run_found(&a) ? "weaknesses found" : "nothing found", audit_severity_to_string(a.threshold));
                 r = output_flush();

@@ -427,6 +427,38 @@ static json_t *audit_json(Fixture *fx, const char *tid, const char *severity, in
         return doc;
 }
 
+/* A task that runs under no filter is not confined at all: audit says so and exits 1 (as for a
+ * finding), with "unconfined" in JSON, live and in a snapshot file; a task in strict mode is
+ * confined, with nothing found. */
+static void test_audit_unconfined(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        g_autofree char *root = g_strdup_printf("%d", (int) tid_of(fx, scenario_root(fx->s)));
+        g_autofree char *dir = g_dir_make_tmp("sectree-audit-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "root.json", NULL), *file_arg = g_strdup_printf("--file=%s", path);
+        g_autofree char *id = ctl_run_ok(&fx->b, CTL_ARGS("snapshot", root));
+        g_strstrip(id);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", id, path)));
+        const char *const sources[] = { "--no-pager", file_arg };
+        for (size_t k = 0; k < G_N_ELEMENTS(sources); k++) {
+                g_autofree char *text = NULL, *out = NULL;
+                g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS(sources[k], "audit", root), &text, NULL), ==, 1);
+                g_autofree char *line = g_strdup_printf("Task %s: runs under no filter, not confined.\n", root);
+                if (!strstr(text, line) || strstr(text, "nothing found"))
+                        g_error("audit %s %s:\n%s", sources[k], root, text);
+                g_assert_cmpint(ctl_run(&fx->b, false, CTL_ARGS("--json", sources[k], "audit", root), &out, NULL), ==, 1);
+                json_auto_t *doc = tests_json_loads_u64(out);
+                json_t *chain = json_array_get(json_object_get(doc, "chains"), 0);
+                g_assert_cmpuint(json_array_size(json_object_get(doc, "chains")), ==, 1);
+                g_assert_true(json_is_true(json_object_get(chain, "unconfined")));
+                g_assert_true(json_is_null(json_object_get(chain, "head")));
+        }
+        json_auto_t *strict = audit_json(fx, fx->pid[T_STRICT], "info", 0);
+        g_assert_true(json_is_false(json_object_get(json_array_get(json_object_get(strict, "chains"), 0), "unconfined")));
+        unlink(path);
+        rmdir(dir);
+}
+
 static void test_audit(Fixture *fx, gconstpointer data) {
         if (!fx->ok)
                 return;
@@ -1078,6 +1110,7 @@ int main(int argc, char **argv) {
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);
         g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
         g_test_add("/sectreectl-policy/audit", Fixture, NULL, fixture_setup, test_audit, fixture_teardown);
+        g_test_add("/sectreectl-policy/audit-unconfined", Fixture, NULL, fixture_setup, test_audit_unconfined, fixture_teardown);
         g_test_add("/sectreectl-policy/audit-bus", Fixture, NULL, fixture_setup, test_audit_bus, fixture_teardown);
         g_test_add("/sectreectl-policy/crun", Fixture, NULL, fixture_setup, test_crun, fixture_teardown);
         g_test_add("/sectreectl-policy/errors", Fixture, NULL, fixture_setup, test_errors, fixture_teardown);
