@@ -35,6 +35,20 @@ int parse_pid_arg(const char *what, const char *s, uint32_t *ret) {
         return 0;
 }
 
+int parse_task_operand(const char *arg, char **ret_file, uint32_t *ret_tid) {
+        const char *colon = strrchr(arg, ':');
+        *ret_file = NULL;
+        if (!colon)
+                return parse_pid_arg("task id", arg, ret_tid);
+        if (colon == arg)
+                return usage_error("Missing snapshot file in '%s' (FILE:TID)", arg);
+        int r = parse_pid_arg("task id", colon + 1, ret_tid);
+        if (r < 0)
+                return r;
+        *ret_file = strndup(arg, (size_t) (colon - arg));
+        return *ret_file ? 0 : log_oom();
+}
+
 /* A syscall argument: decimal, hex with 0x, or negative decimal (taken as a 64-bit two's complement). */
 int parse_syscall_arg(const char *s, uint64_t *ret) {
         bool neg = s[0] == '-', hex = !neg && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');

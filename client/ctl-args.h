@@ -16,6 +16,9 @@ int usage_error_full(const char *format, ...) _printf_(1, 2);
 
 /* Command line values: a tid or pid (> 0, fits pid_t) and a filter id (> 0). Usage errors. */
 int parse_pid_arg(const char *what, const char *s, uint32_t *ret);
+/* A task operand: "4711" (live: *ret_file NULL) or "FILE:4711", a task of a snapshot file (*ret_file
+ * the file's name, malloc'ed). Usage errors; logs -ENOMEM. */
+int parse_task_operand(const char *arg, char **ret_file, uint32_t *ret_tid);
 int parse_filter_id_arg(const char *s, uint64_t *ret);
 int parse_snapshot_id_arg(const char *s, uint64_t *ret);
 /* A system call argument: decimal, hex with 0x, or negative decimal (a 64-bit two's complement). */

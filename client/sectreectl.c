@@ -174,13 +174,13 @@ static const Verb verbs[] = {
         { "policy", 1, 1, 1, VERB_FILE | VERB_FORMAT | VERB_ARCH | VERB_APPROXIMATE, .run = verb_policy,
           .complete = "tids",
           .group = VERB_GROUP_LIVE,
-          .usage = "TID\n--file=FILE TID\n--format=oci [--approximate] TID",
+          .usage = "TID\n--file=FILE TID\nFILE:TID\n--format=oci [--approximate] TID",
           .summary = "Everything a task's chain decides, for all arguments",
           .help = "For every system call of every architecture the chain tells apart: always\n"
                   "allowed, always denied (with the action), or conditional, with the condition on\n"
                   "the arguments under which each action is taken. Exact for all arguments: a\n"
                   "condition that cannot be said in that form is named (\"depends on arg2 through\n"
-                  "...\").\n"
+                  "...\"). FILE:TID is the task of a snapshot file, as --file=FILE TID.\n"
                   "\n"
                   "Options:\n"
                   "     --arch=ARCH          Only this architecture (x86_64, x86 or i386, x32)\n"

@@ -15,6 +15,7 @@
 #include "json-out.h"
 #include "output.h"
 #include "policy/policy-arch.h"
+#include "policy/policy-who.h"
 #include "snapshot-load.h"
 #include "verbs-policy.h"
 
@@ -55,16 +56,36 @@ static int parse_number(const char *s, uint64_t *ret) {
         return 0;
 }
 
+/* A number beyond INT32_MAX: one of the architecture's as who-can takes them (x32's and x86's run
+ * to 0xffffffff), as the signed decimal the evaluator reads. */
+static int parse_syscall_high(const PolicyArch *arch, const char *s, CheckRequest *req) {
+        _cleanup_free_ char *why = NULL;
+        WhoCanQuery q;
+        int r = who_can_query_parse(arch ? arch->name : NULL, s, NULL, 0, NULL, &q, &why);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return usage_error("Invalid system call number '%s'%s%s", s, why ? ": " : "", why ?: "");
+        snprintf(req->syscall_number, sizeof(req->syscall_number), "%" PRId32, q.nr);
+        return 0;
+}
+
 /* The syscall: a name, or a number in decimal or 0x hex. */
-static int parse_syscall(const char *s, CheckRequest *req) {
+static int parse_syscall(const PolicyArch *arch, const char *s, CheckRequest *req) {
+        bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+        uint64_t nr;
         req->given = req->syscall = s;
-        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-                uint64_t nr;
-                if (parse_number(s, &nr) < 0 || nr > INT32_MAX)
-                        return usage_error("Invalid system call number '%s'", s);
+        if (!hex && !isdigit((unsigned char) s[0]))
+                return 0; /* a name (or a negative number, which the evaluator reads as it is) */
+        if (parse_number(s, &nr) < 0)
+                return usage_error("Invalid system call number '%s'", s);
+        if (nr > INT32_MAX) {
+                int r = parse_syscall_high(arch, s, req);
+                if (r < 0)
+                        return r;
+        } else
                 snprintf(req->syscall_number, sizeof(req->syscall_number), "%" PRIu64, nr);
-                req->syscall = req->syscall_number;
-        }
+        req->syscall = req->syscall_number;
         return 0;
 }
 
@@ -77,7 +98,7 @@ static int check_parse(Context *c, char **args, size_t n_args, CheckRequest *req
         if (r < 0)
                 return r;
         req->arch = arch ? arch->arch : 0;
-        r = parse_syscall(args[1], req);
+        r = parse_syscall(arch, args[1], req);
         if (r < 0)
                 return r;
         req->n_args = n_args - 2;

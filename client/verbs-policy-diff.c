@@ -27,21 +27,6 @@ static bool chains_identical(const TaskPolicy *a, const TaskPolicy *b) {
         return true;
 }
 
-/* "4711" (live) or "FILE:4711"; file is a pointer into the (copied) argument. */
-static int parse_operand(const char *arg, char **ret_file, uint32_t *ret_tid) {
-        const char *colon = strrchr(arg, ':');
-        *ret_file = NULL;
-        if (!colon)
-                return parse_pid_arg("task id", arg, ret_tid);
-        if (colon == arg)
-                return usage_error("Missing snapshot file in '%s' (FILE:TID)", arg);
-        int r = parse_pid_arg("task id", colon + 1, ret_tid);
-        if (r < 0)
-                return r;
-        *ret_file = strndup(arg, (size_t) (colon - arg));
-        return *ret_file ? 0 : log_oom();
-}
-
 typedef struct Difference {
         const PolicyArch *arch;
         const char *name; /* NULL: the numbers libseccomp does not name */
@@ -191,10 +176,10 @@ int verb_policy_diff(Context *c, char **args, size_t n_args) {
         Differences d = { .pa = &pa, .pb = &pb };
         Arena arena = {};
 
-        int r = parse_operand(args[0], &fa, &ta);
+        int r = parse_task_operand(args[0], &fa, &ta);
         if (r < 0)
                 return r;
-        r = parse_operand(args[1], &fb, &tb);
+        r = parse_task_operand(args[1], &fb, &tb);
         if (r < 0)
                 return r;
         r = policy_arch_option(c, &only);

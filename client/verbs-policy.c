@@ -349,17 +349,13 @@ static int policy_view_local(Context *c, uint32_t tid, const PolicyArch *only, T
         return r == -ENOMEM ? log_oom() : r;
 }
 
-int verb_policy(Context *c, char **args, size_t n_args) {
+static int policy_run(Context *c, uint32_t tid) {
         _cleanup_(task_policy_done) TaskPolicy p = {};
         _cleanup_(task_policy_reply_done) TaskPolicyReply reply = {};
         const PolicyArch *only;
-        uint32_t tid;
         bool oci = c->format && streq(c->format, "oci");
 
-        int r = parse_pid_arg("task id", args[0], &tid);
-        if (r < 0)
-                return r;
-        r = policy_arch_option(c, &only);
+        int r = policy_arch_option(c, &only);
         if (r < 0)
                 return r;
         if (c->format && !oci)
@@ -383,4 +379,19 @@ int verb_policy(Context *c, char **args, size_t n_args) {
                 return json_print_document(doc);
         }
         return policy_print_table(&v, c->legend);
+}
+
+int verb_policy(Context *c, char **args, size_t n_args) {
+        _cleanup_free_ char *file = NULL;
+        const char *given = c->file;
+        uint32_t tid;
+        int r = parse_task_operand(args[0], &file, &tid);
+        if (r < 0)
+                return r;
+        if (file && given)
+                return usage_error("Give --file=FILE or FILE:TID, not both");
+        c->file = file ?: given; /* FILE:TID is --file=FILE TID, as policy-diff takes it */
+        r = policy_run(c, tid);
+        c->file = given;
+        return r;
 }

@@ -175,6 +175,9 @@ static void test_usage(void) {
                 { { "ps", "--user=no-such-user-here", NULL }, "Unknown user 'no-such-user-here' in --user" },
                 { { "check", "1", "0xg", NULL }, "Invalid system call number '0xg'" },
                 { { "check", "1", "0x80000000", NULL }, "Invalid system call number '0x80000000'" },
+                { { "check", "--arch=x32", "1", "0x100000000", NULL }, "Invalid system call number '0x100000000'" },
+                { { "policy", "--file=a.json", "b.json:1", NULL }, "Give --file=FILE or FILE:TID, not both" },
+                { { "policy", ":1", NULL }, "Missing snapshot file in ':1'" },
                 { { "check", "--arch=vax", "1", "read", NULL }, "Unknown architecture 'vax'" },
                 { { "check", "--arch=x86", "1", "openat2x", NULL }, "Unknown system call 'openat2x' on x86" },
                 { { "tree", "--arch=x86", NULL }, "'tree' does not take --arch" },
@@ -204,6 +207,7 @@ static void test_no_bus(void) {
                 { "show", "18446744073709551615" }, { "show", "--pid=1" }, { "show", "--raw", "1" }, { "chain", "2147483647" }, { "monitor" },
                 { "check", "1", "257" }, { "check", "1", "openat", "--", "-100", "0x10", "18446744073709551615" },
                 { "check", "1", "0x101" }, { "check", "--arch=i386", "1", "socketcall" },
+                { "check", "--arch=x32", "1", "0xffffffff" }, { "check", "--arch=x86", "1", "4294967295" },
                 { "--json", "rescan" },
         };
         g_setenv("DBUS_SYSTEM_BUS_ADDRESS", NO_BUS_ADDRESS, true);

@@ -427,6 +427,38 @@ static json_t *audit_json(Fixture *fx, const char *tid, const char *severity, in
         return doc;
 }
 
+/* check takes the numbers who-can takes (x32's and x86's up to 0xffffffff) and decides them as
+ * policy does; policy takes FILE:TID as policy-diff does, the same as --file=FILE TID. */
+static void test_operands(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        const char *tid = fx->pid[T_ALLOW];
+        json_auto_t *who = ctl_run_json(&fx->b, CTL_ARGS("who-can", "--arch=x32", "0xffffffff"));
+        g_assert_cmpint(json_integer_value(json_object_get(who, "nr")), ==, 0xffffffff);
+        json_auto_t *chk = ctl_run_json(&fx->b, CTL_ARGS("check", "--arch=x32", tid, "0xffffffff"));
+        g_assert_cmpint((uint32_t) json_integer_value(json_object_get(chk, "nr")), ==, 0xffffffffu);
+        g_assert_cmpint(json_integer_value(json_object_get(chk, "arch")), ==, AUDIT_ARCH_X86_64);
+        g_assert_cmpstr(json_string_value(json_object_get(chk, "action")), ==, "ALLOW");
+        json_auto_t *x86 = ctl_run_json(&fx->b, CTL_ARGS("check", "--arch=x86", tid, "4294967295"));
+        g_assert_cmpint(json_integer_value(json_object_get(x86, "arch")), ==, AUDIT_ARCH_I386);
+
+        g_autofree char *dir = g_dir_make_tmp("sectree-operand-XXXXXX", NULL);
+        g_autofree char *path = g_build_filename(dir, "root.json", NULL), *file_arg = g_strdup_printf("--file=%s", path);
+        g_autofree char *root = g_strdup_printf("%d", (int) tid_of(fx, scenario_root(fx->s)));
+        g_autofree char *id = ctl_run_ok(&fx->b, CTL_ARGS("snapshot", root));
+        g_strstrip(id);
+        g_free(ctl_run_ok(&fx->b, CTL_ARGS("export", id, path)));
+        g_autofree char *operand = g_strdup_printf("%s:%s", path, fx->pid[T_TRACEME]);
+        g_autofree char *by_operand = ctl_run_ok(&fx->b, CTL_ARGS("policy", "--arch=x86_64", operand));
+        g_autofree char *by_option = ctl_run_ok(&fx->b, CTL_ARGS("policy", "--arch=x86_64", file_arg, fx->pid[T_TRACEME]));
+        g_assert_cmpstr(by_operand, ==, by_option);
+        g_assert_nonnull(strstr(by_operand, "ptrace"));
+        g_free(ctl_run_fails(&fx->b, 2, "sectreectl: Give --file=FILE or FILE:TID, not both",
+                             CTL_ARGS("policy", file_arg, operand)));
+        unlink(path);
+        rmdir(dir);
+}
+
 /* A task that runs under no filter is not confined at all: audit says so and exits 1 (as for a
  * finding), with "unconfined" in JSON, live and in a snapshot file; a task in strict mode is
  * confined, with nothing found. */
@@ -1110,6 +1142,7 @@ int main(int argc, char **argv) {
         g_test_add("/sectreectl-policy/who-can", Fixture, NULL, fixture_setup, test_who_can, fixture_teardown);
         g_test_add("/sectreectl-policy/files", Fixture, NULL, fixture_setup, test_files_and_diff, fixture_teardown);
         g_test_add("/sectreectl-policy/audit", Fixture, NULL, fixture_setup, test_audit, fixture_teardown);
+        g_test_add("/sectreectl-policy/operands", Fixture, NULL, fixture_setup, test_operands, fixture_teardown);
         g_test_add("/sectreectl-policy/audit-unconfined", Fixture, NULL, fixture_setup, test_audit_unconfined, fixture_teardown);
         g_test_add("/sectreectl-policy/audit-bus", Fixture, NULL, fixture_setup, test_audit_bus, fixture_teardown);
         g_test_add("/sectreectl-policy/crun", Fixture, NULL, fixture_setup, test_crun, fixture_teardown);
