@@ -24,6 +24,7 @@ static const struct {
         { "ListSubtree", "list the subtree" },
         { "ListSubtreeProcesses", "list the subtree's processes" },
         { "ListProcessUnits", "list the processes' units" },
+        { "ListUnfilteredProcesses", "list the processes without filters" },
         { "GetFilter", "get the filter" },
         { "GetTaskChain", "get the task's chain" },
         { "GetPolicy", "get the task's policy" },

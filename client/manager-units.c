@@ -30,17 +30,20 @@ static int unit_record_cmp(const void *a, const void *b) {
         return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-static int read_unit_list(sd_bus_message *reply, UnitList *l) {
+/* ListProcessUnits' (usssu) entries, or with_threads ListUnfilteredProcesses' (uusssu). */
+static int read_unit_list(sd_bus_message *reply, bool with_threads, UnitList *l) {
         const char *unit, *user_unit, *machine;
-        uint32_t pid, owner;
-        int r = sd_bus_message_enter_container(reply, 'a', "(usssu)");
+        uint32_t pid, owner, threads = 0;
+        int r = sd_bus_message_enter_container(reply, 'a', with_threads ? "(uusssu)" : "(usssu)");
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_read(reply, "(usssu)", &pid, &unit, &user_unit, &machine, &owner)) > 0) {
+        while ((r = with_threads ? sd_bus_message_read(reply, "(uusssu)", &pid, &threads, &unit, &user_unit, &machine,
+                                                       &owner)
+                                 : sd_bus_message_read(reply, "(usssu)", &pid, &unit, &user_unit, &machine, &owner)) > 0) {
                 if (GROW(l->items, l->allocated, l->n + 1) < 0)
                         return -ENOMEM;
                 UnitRecord *u = &l->items[l->n++];
-                *u = (UnitRecord) { .pid = pid, .owner = owner };
+                *u = (UnitRecord) { .pid = pid, .owner = owner, .threads = threads };
                 if (dup_or_null(unit, &u->unit) < 0 || dup_or_null(user_unit, &u->user_unit) < 0 ||
                     dup_or_null(machine, &u->machine) < 0)
                         return -ENOMEM;
@@ -51,22 +54,34 @@ static int read_unit_list(sd_bus_message *reply, UnitList *l) {
         return sd_bus_message_exit_container(reply);
 }
 
-int manager_list_units(sd_bus *bus, UnitList *ret) {
+static int list_units_of(sd_bus *bus, const char *method, bool with_threads, UnitList *ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(unit_list_done) UnitList l = {};
-        int r = sd_bus_call_method(bus, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE,
-                                   "ListProcessUnits", &error, &reply, "");
+        _cleanup_free_ char *what = NULL;
+        int r = sd_bus_call_method(bus, SECTREE_BUS_NAME, SECTREE_OBJECT_PATH, SECTREE_MANAGER_INTERFACE, method,
+                                   &error, &reply, "");
         if (r < 0 && sd_bus_error_has_names(&error, SD_BUS_ERROR_UNKNOWN_METHOD))
                 return *ret = (UnitList) {}, 0; /* a daemon older than this client */
+        if (r < 0) {
+                if (asprintf(&what, "call %s", method) < 0)
+                        return log_oom();
+                return bus_log_error(r, &error, what);
+        }
+        r = read_unit_list(reply, with_threads, &l);
         if (r < 0)
-                return bus_log_error(r, &error, "call ListProcessUnits");
-        r = read_unit_list(reply, &l);
-        if (r < 0)
-                return bus_log_parse_error(r, "ListProcessUnits");
+                return bus_log_parse_error(r, method);
         *ret = l;
         l = (UnitList) {};
         return 0;
+}
+
+int manager_list_units(sd_bus *bus, UnitList *ret) {
+        return list_units_of(bus, "ListProcessUnits", false, ret);
+}
+
+int manager_list_unfiltered(sd_bus *bus, UnitList *ret) {
+        return list_units_of(bus, "ListUnfilteredProcesses", true, ret);
 }
 
 /* The user slice's owner of a unit the snapshot names: user@UID.service runs under user-UID.slice;
@@ -160,6 +175,12 @@ int context_list_units(Context *c, UnitList *ret) {
         sd_bus *bus;
         int r = context_bus(c, &bus);
         return r < 0 ? r : manager_list_units(bus, ret);
+}
+
+int context_list_unfiltered(Context *c, UnitList *ret) {
+        sd_bus *bus;
+        int r = context_bus(c, &bus);
+        return r < 0 ? r : manager_list_unfiltered(bus, ret);
 }
 
 int context_units_of(Context *c, const Forest *f, UnitList *ret) {

@@ -14,6 +14,7 @@ typedef struct UnitRecord {
         uint32_t pid;
         char *unit, *user_unit, *machine; /* NULL: none */
         uint32_t owner;                   /* the uid of the user slice; UNIT_OWNER_NONE */
+        uint32_t threads;                 /* ListUnfilteredProcesses: the process's threads */
 } UnitRecord;
 
 typedef struct UnitList {
@@ -25,6 +26,9 @@ void unit_list_done(UnitList *l);
 
 /* ListProcessUnits. A daemon without the method gives an empty list (not an error). Logs. */
 int manager_list_units(sd_bus *bus, UnitList *ret);
+/* ListUnfilteredProcesses: the processes under no filter the caller may see, with their threads
+ * and units. A daemon without the method gives an empty list. Logs. */
+int manager_list_unfiltered(sd_bus *bus, UnitList *ret);
 
 /* The units a snapshot records of its processes (format version 2), as ListProcessUnits has them;
  * the slice owner only where the unit says it (user@UID.service). */
@@ -45,6 +49,8 @@ bool unit_filter_matches(const Context *c, const UnitRecord *u);
 /* The units when a filter is given or a table shows them (fetched once per run); a daemon without
  * ListProcessUnits leaves the list empty. Logs. */
 int context_list_units(Context *c, UnitList *ret);
+/* manager_list_unfiltered() on the context's bus. */
+int context_list_unfiltered(Context *c, UnitList *ret);
 /* The units of f's processes: those the snapshot file of --file records (none before format
  * version 2), or the daemon's. Logs its failure. */
 int context_units_of(Context *c, const Forest *f, UnitList *ret);

@@ -66,10 +66,17 @@ static bool same_unit(const UnitRecord *a, const UnitRecord *b) {
                streq_ptr(a->machine, b->machine);
 }
 
-static UnitGroup *unit_group_get(UnitGroups *g, const UnitRecord *u) {
+static UnitGroup *unit_group_find(UnitGroups *g, const UnitRecord *u) {
         for (size_t i = 0; i < g->n; i++)
                 if (same_unit(g->items[i].unit, u))
                         return &g->items[i];
+        return NULL;
+}
+
+static UnitGroup *unit_group_get(UnitGroups *g, const UnitRecord *u) {
+        UnitGroup *x = unit_group_find(g, u);
+        if (x)
+                return x;
         if (GROW(g->items, g->allocated, g->n + 1) < 0)
                 return NULL;
         g->items[g->n] = (UnitGroup) { .unit = unit_is_none(u) ? NULL : u };
@@ -121,6 +128,24 @@ static int unit_groups_build(const Context *c, const TaskList *tasks, const Unit
                 UnitGroup *x = unit_group_get(g, u);
                 if (!x || unit_group_add_task(x, &tasks->items[i]) < 0)
                         return log_oom();
+        }
+        return 0;
+}
+
+/* The processes the daemon does not list (ListUnfilteredProcesses) of the units shown: their threads
+ * are unconfined. The units asked for by --unit, --machine or --user are
+ * shown even when none of their processes has a filter; without those options, only the units with
+ * a process the daemon lists. */
+static int unit_groups_add_unlisted(const Context *c, const UnitList *unlisted, UnitGroups *g) {
+        for (size_t i = 0; i < unlisted->n; i++) {
+                const UnitRecord *u = &unlisted->items[i];
+                if (!unit_filter_matches(c, u) || (!unit_filter_given(c) && !unit_group_find(g, u)))
+                        continue;
+                UnitGroup *x = unit_group_get(g, u);
+                if (!x)
+                        return log_oom();
+                x->tasks += u->threads;
+                x->unconfined += u->threads;
         }
         return 0;
 }
@@ -308,7 +333,7 @@ static int units_print_json(const UnitGroups *g) {
 
 int verb_units(Context *c, char **args, size_t n_args) {
         _cleanup_(task_list_done) TaskList tasks = {};
-        _cleanup_(unit_list_done) UnitList units = {};
+        _cleanup_(unit_list_done) UnitList units = {}, unlisted = {};
         _cleanup_(unit_groups_done) UnitGroups g = {};
         sd_bus *bus;
         int r = context_list_tasks(c, &tasks);
@@ -316,6 +341,10 @@ int verb_units(Context *c, char **args, size_t n_args) {
                 r = context_list_units(c, &units);
         if (r >= 0)
                 r = unit_groups_build(c, &tasks, &units, &g);
+        if (r >= 0 && (units.n > 0 || tasks.n == 0)) /* a daemon without ListProcessUnits: no units known */
+                r = context_list_unfiltered(c, &unlisted);
+        if (r >= 0)
+                r = unit_groups_add_unlisted(c, &unlisted, &g);
         if (r >= 0)
                 r = context_bus(c, &bus);
         if (r >= 0)

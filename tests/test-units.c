@@ -358,6 +358,36 @@ static void test_who_can_unit_total(Fixture *fx, gconstpointer data) {
                 g_error("who-can %s ptrace:\n%s", unit_arg, text);
 }
 
+/* units counts a unit's processes without filters (the daemon does not list them): unconfined
+ * beside the filtered one, and a unit asked for whose processes all run without filters is
+ * listed as unconfined; without --unit, such a unit is left out. */
+static void test_units_unconfined(Fixture *fx, gconstpointer data) {
+        if (!fx->ok)
+                return;
+        static const char bare_unit[] = "sectree-test-bare.service";
+        g_autofree char *bare_cgroup = g_strdup_printf("system.slice/%s", bare_unit);
+        pid_t mixed = bare_start(), bare = bare_start();
+        move_into(fx, fx->cgroups[0], mixed);
+        move_into(fx, bare_cgroup, bare);
+        json_int_t tasks = 0;
+        g_autofree char *verdict = units_verdict(fx, fx->unit, &tasks);
+        g_autofree char *bare_verdict = NULL;
+        json_int_t bare_tasks = 0;
+        bare_verdict = units_verdict(fx, bare_unit, &bare_tasks);
+        g_autofree char *all = ctl_run_ok(&fx->b, CTL_ARGS("units"));
+        bare_stop(fx, mixed);
+        bare_stop(fx, bare);
+        g_autofree char *dir = g_build_filename(fx->root, bare_cgroup, NULL);
+        rmdir(dir);
+
+        g_assert_cmpstr(verdict, ==, "1 filter, denies ptrace, bpf; 1 task unconfined");
+        g_assert_cmpint(tasks, ==, 2);
+        g_assert_cmpstr(bare_verdict, ==, "unconfined");
+        g_assert_cmpint(bare_tasks, ==, 1);
+        if (strstr(all, bare_unit))
+                g_error("units lists %s, which has no process the daemon lists:\n%s", bare_unit, all);
+}
+
 /* units while processes come and go: a process listed by ListTasks that exits before
  * ListProcessUnits, or before its chain is read, is dropped; never a second "(no unit)" row, nor
  * a row with an empty verdict. */
@@ -675,6 +705,7 @@ int main(int argc, char *argv[]) {
         g_test_add("/units/tree", Fixture, NULL, fixture_setup, test_tree, fixture_teardown);
         g_test_add("/units/units", Fixture, NULL, fixture_setup, test_units, fixture_teardown);
         g_test_add("/units/who-can-unit-total", Fixture, NULL, fixture_setup, test_who_can_unit_total, fixture_teardown);
+        g_test_add("/units/units-unconfined", Fixture, NULL, fixture_setup, test_units_unconfined, fixture_teardown);
         g_test_add("/units/units-churn", Fixture, NULL, fixture_setup, test_units_churn, fixture_teardown);
         g_test_add("/units/snapshot", Fixture, NULL, fixture_setup, test_snapshot, fixture_teardown);
         g_test_add("/units/snapshot-many", Fixture, NULL, fixture_setup, test_snapshot_many, fixture_teardown);

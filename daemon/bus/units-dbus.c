@@ -1,5 +1,6 @@
 /* units-dbus.c: ListProcessUnits(): the systemd unit, user unit and machine of each process of the
- * live forest the caller may see, read from the process's cgroup at the call, in a worker lane */
+ * live forest the caller may see, read from the process's cgroup at the call, in a worker lane; and
+ * ListUnfilteredProcesses(): the same, with thread counts, of the processes it does not hold */
 #include "bus/units-dbus.h"
 
 #include "bus/bus-args.h"
@@ -18,6 +19,31 @@ static int append_process_unit(sd_bus_message *reply, const PidUnit *p) {
         if (!unit || !user_unit || !machine)
                 return -ENOMEM;
         return sd_bus_message_append(reply, "(usssu)", (uint32_t) p->pid, unit, user_unit, machine, u->owner);
+}
+
+/* The same with the process's thread count after its pid. */
+static int append_unfiltered(sd_bus_message *reply, const PidUnit *p) {
+        const ProcessUnit *u = &p->unit;
+        _cleanup_free_ char *unit = snapshot_utf8_sanitize(u->unit ?: ""),
+                            *user_unit = snapshot_utf8_sanitize(u->user_unit ?: ""),
+                            *machine = snapshot_utf8_sanitize(u->machine ?: "");
+        if (!unit || !user_unit || !machine)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(uusssu)", (uint32_t) p->pid, p->threads, unit, user_unit, machine,
+                                     u->owner);
+}
+
+static void on_unfiltered_read(ProcWalk *j, void *userdata) {
+        sd_bus_message *msg = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r = j->r;
+        if (r >= 0)
+                r = bus_list_reply_begin(msg, "(uusssu)", &reply);
+        for (size_t i = 0; r >= 0 && i < j->n; i++)
+                r = append_unfiltered(reply, &j->units[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        bus_answer(msg, reply, r, "ListUnfilteredProcesses");
 }
 
 /* The worker read the units: the reply, or the error. */
@@ -46,16 +72,30 @@ static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus
         return bus_proc_walk_start(b, msg, f, &c, PROC_WALK_UNITS, 0, NULL, NULL, cpu, on_units_read, error);
 }
 
+/* A walk of every pid of /proc, and four reads of each unfiltered process's cgroup: in a lane too. */
+static int method_list_unfiltered_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        ManagerBus *b = userdata;
+        CALLER_CLEANUP Caller c = {};
+        uint64_t cpu = thread_cpu_usec();
+        const Forest *f;
+        int r = bus_call_begin(msg, b->manager, &c, &f, error);
+        if (r < 0)
+                return r;
+        return bus_proc_walk_start(b, msg, f, &c, PROC_WALK_UNFILTERED, 0, NULL, NULL, cpu, on_unfiltered_read, error);
+}
+
 static const sd_bus_vtable units_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("ListProcessUnits", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(usssu)", processes),
                                 method_list_process_units, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListUnfilteredProcesses", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(uusssu)", processes),
+                                method_list_unfiltered_processes, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END
 };
 
 int units_bus_connect(ManagerBus *b) {
         int r = sd_bus_add_object_vtable(b->bus, NULL, MANAGER_OBJECT_PATH, MANAGER_INTERFACE, units_vtable, b);
         if (r < 0)
-                return log_error_errno(r, "Failed to add ListProcessUnits to the bus: %m");
+                return log_error_errno(r, "Failed to add ListProcessUnits and ListUnfilteredProcesses to the bus: %m");
         return 0;
 }

@@ -24,7 +24,7 @@ ProcWalk *proc_walk_free(ProcWalk *j) {
         caller_deinit(&j->caller);
         free(j->pids);
         free(j->list);
-        pid_units_free(j->units, j->kind == PROC_WALK_UNITS ? j->n : 0);
+        pid_units_free(j->units, j->kind == PROC_WALK_UNITS || j->kind == PROC_WALK_UNFILTERED ? j->n : 0);
         free(j);
         return NULL;
 }
@@ -67,6 +67,9 @@ static void job_run(void *userdata) {
                 return;
         case PROC_WALK_UNITS:
                 j->r = caller_process_units(&j->caller, &j->tracked, &j->units, &j->n);
+                return;
+        case PROC_WALK_UNFILTERED:
+                j->r = caller_unfiltered_units(&j->caller, &j->tracked, &j->units, &j->n);
                 return;
         }
         j->r = -EINVAL;

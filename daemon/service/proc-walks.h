@@ -38,6 +38,8 @@ typedef enum ProcWalkKind {
                               * may see; the answers are caller.seen, for caller_seen_rebase() */
         PROC_WALK_UNITS,     /* ListProcessUnits: the units of each tracked process the caller may
                               * see, read from its cgroup */
+        PROC_WALK_UNFILTERED, /* ListUnfilteredProcesses: the processes the caller may see that
+                               * are not tracked, with their thread counts and units */
 } ProcWalkKind;
 
 typedef struct ProcWalk ProcWalk;
@@ -59,7 +61,7 @@ struct ProcWalk {
         int r;
         pid_t *pids;          /* PROC_WALK_TRACKED */
         VisibleProcess *list; /* PROC_WALK_PROCESSES */
-        PidUnit *units;       /* PROC_WALK_UNITS */
+        PidUnit *units;       /* PROC_WALK_UNITS, PROC_WALK_UNFILTERED */
         size_t n;
 };
 

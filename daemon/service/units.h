@@ -20,6 +20,7 @@ void process_unit_done(ProcessUnit *u);
 /* A process's units, as ListProcessUnits lists them. */
 typedef struct PidUnit {
         pid_t pid;
+        uint32_t threads; /* ListUnfilteredProcesses: the process's threads; else 0 */
         ProcessUnit unit;
 } PidUnit;
 

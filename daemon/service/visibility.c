@@ -119,6 +119,42 @@ int caller_process_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, si
         return 0;
 }
 
+int caller_unfiltered_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, size_t *ret_n) {
+        _cleanup_(hashmap_deinit) Hashmap tracked = {};
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n_pids = 0, n = 0;
+        PidUnit *l;
+        int r = proc_list_pids(&pids, &n_pids);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < t->n; i++)
+                if (hashmap_put(&tracked, (uint64_t) t->p[i].pid, (void *) &t->p[i]) < 0)
+                        return -ENOMEM;
+        l = calloc(n_pids + 1, sizeof(PidUnit));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_pids; i++) {
+                ProcStatus st;
+                pid_t pid = pids[i];
+                if (hashmap_get(&tracked, (uint64_t) pid) || proc_read_status(pid, &st) < 0 ||
+                    pid == 2 || st.ppid == 2 || /* kthreadd and its kernel threads */
+                    st.seccomp_mode != 0 || !caller_may_see_started(c, pid, 0))
+                        continue;
+                r = process_unit_read(pid, &l[n].unit);
+                if (r == -ESRCH)
+                        continue;
+                if (r < 0) {
+                        pid_units_free(l, n);
+                        return r;
+                }
+                l[n].pid = pid;
+                l[n++].threads = st.threads;
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
 int caller_seen_rebase(Caller *c, const TrackedProcesses *t, const Forest *f) {
         _cleanup_(hashmap_deinit) Hashmap seen = {};
         int r = hashmap_reserve(&seen, t->n);

@@ -54,6 +54,10 @@ int caller_check_tracked(Caller *c, const TrackedProcesses *t);
 /* ListProcessUnits's walk: each of t the caller may see, with its units read from its cgroup now
  * (a process gone meanwhile left out). */
 int caller_process_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, size_t *ret_n);
+/* Every process of the machine that t does not hold (none of its threads under a filter or in
+ * strict mode) and the caller may see, kernel threads left out, with its thread count and its
+ * units (ListUnfilteredProcesses), by pid. A process that exits meanwhile is left out. */
+int caller_unfiltered_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, size_t *ret_n);
 int caller_seen_rebase(Caller *c, const TrackedProcesses *t, const Forest *f);
 
 /* A process of a subtree as ListTasks would show it: a tracked process by the scan's name, any
