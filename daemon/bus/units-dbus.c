@@ -9,79 +9,59 @@
 #include "service/units.h"
 #include "snapshot/snapshot-text.h"
 
-/* One entry: pid, unit, user unit, machine ("" for none, sanitized: D-Bus strings are UTF-8) and
- * the owner of the user slice (UNIT_OWNER_NONE). */
-static int append_process_unit(sd_bus_message *reply, const PidUnit *p) {
+/* One entry: pid, (the process's threads, for ListUnfilteredProcesses,) unit, user unit, machine
+ * ("" for none, sanitized: D-Bus strings are UTF-8) and the owner of the user slice
+ * (UNIT_OWNER_NONE). */
+static int append_process_unit(sd_bus_message *reply, const PidUnit *p, bool with_threads) {
         const ProcessUnit *u = &p->unit;
         _cleanup_free_ char *unit = snapshot_utf8_sanitize(u->unit ?: ""),
                             *user_unit = snapshot_utf8_sanitize(u->user_unit ?: ""),
                             *machine = snapshot_utf8_sanitize(u->machine ?: "");
         if (!unit || !user_unit || !machine)
                 return -ENOMEM;
+        if (with_threads)
+                return sd_bus_message_append(reply, "(uusssu)", (uint32_t) p->pid, p->threads, unit, user_unit,
+                                             machine, u->owner);
         return sd_bus_message_append(reply, "(usssu)", (uint32_t) p->pid, unit, user_unit, machine, u->owner);
 }
 
-/* The same with the process's thread count after its pid. */
-static int append_unfiltered(sd_bus_message *reply, const PidUnit *p) {
-        const ProcessUnit *u = &p->unit;
-        _cleanup_free_ char *unit = snapshot_utf8_sanitize(u->unit ?: ""),
-                            *user_unit = snapshot_utf8_sanitize(u->user_unit ?: ""),
-                            *machine = snapshot_utf8_sanitize(u->machine ?: "");
-        if (!unit || !user_unit || !machine)
-                return -ENOMEM;
-        return sd_bus_message_append(reply, "(uusssu)", (uint32_t) p->pid, p->threads, unit, user_unit, machine,
-                                     u->owner);
-}
-
-static void on_unfiltered_read(ProcWalk *j, void *userdata) {
-        sd_bus_message *msg = userdata;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        int r = j->r;
-        if (r >= 0)
-                r = bus_list_reply_begin(msg, "(uusssu)", &reply);
-        for (size_t i = 0; r >= 0 && i < j->n; i++)
-                r = append_unfiltered(reply, &j->units[i]);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        bus_answer(msg, reply, r, "ListUnfilteredProcesses");
-}
-
 /* The worker read the units: the reply, or the error. */
-static void on_units_read(ProcWalk *j, void *userdata) {
-        sd_bus_message *msg = userdata;
+static void answer_units(ProcWalk *j, sd_bus_message *msg) {
+        bool with_threads = j->kind == PROC_WALK_UNFILTERED;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         int r = j->r;
         if (r >= 0)
-                r = bus_list_reply_begin(msg, "(usssu)", &reply);
+                r = bus_list_reply_begin(msg, with_threads ? "(uusssu)" : "(usssu)", &reply);
         for (size_t i = 0; r >= 0 && i < j->n; i++)
-                r = append_process_unit(reply, &j->units[i]);
+                r = append_process_unit(reply, &j->units[i], with_threads);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
-        bus_answer(msg, reply, r, "ListProcessUnits");
+        bus_answer(msg, reply, r, with_threads ? "ListUnfilteredProcesses" : "ListProcessUnits");
 }
 
-/* Four reads of each process's cgroup, root's calls too: in a worker lane (proc-walks.h). */
+static void on_units_read(ProcWalk *j, void *userdata) {
+        answer_units(j, userdata);
+}
+
+/* Four reads of each process's cgroup (ListProcessUnits: of each tracked one; ListUnfilteredProcesses:
+ * of each other one, after a walk of every pid of /proc), root's calls too: in a worker lane
+ * (proc-walks.h). */
+static int start_units_walk(sd_bus_message *msg, ManagerBus *b, ProcWalkKind kind, sd_bus_error *error) {
+        CALLER_CLEANUP Caller c = {};
+        uint64_t cpu = thread_cpu_usec();
+        const Forest *f;
+        int r = bus_call_begin(msg, b->manager, &c, &f, error);
+        if (r < 0)
+                return r;
+        return bus_proc_walk_start(b, msg, f, &c, kind, 0, NULL, NULL, cpu, on_units_read, error);
+}
+
 static int method_list_process_units(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
-        CALLER_CLEANUP Caller c = {};
-        uint64_t cpu = thread_cpu_usec();
-        const Forest *f;
-        int r = bus_call_begin(msg, b->manager, &c, &f, error);
-        if (r < 0)
-                return r;
-        return bus_proc_walk_start(b, msg, f, &c, PROC_WALK_UNITS, 0, NULL, NULL, cpu, on_units_read, error);
+        return start_units_walk(msg, userdata, PROC_WALK_UNITS, error);
 }
 
-/* A walk of every pid of /proc, and four reads of each unfiltered process's cgroup: in a lane too. */
 static int method_list_unfiltered_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        ManagerBus *b = userdata;
-        CALLER_CLEANUP Caller c = {};
-        uint64_t cpu = thread_cpu_usec();
-        const Forest *f;
-        int r = bus_call_begin(msg, b->manager, &c, &f, error);
-        if (r < 0)
-                return r;
-        return bus_proc_walk_start(b, msg, f, &c, PROC_WALK_UNFILTERED, 0, NULL, NULL, cpu, on_unfiltered_read, error);
+        return start_units_walk(msg, userdata, PROC_WALK_UNFILTERED, error);
 }
 
 static const sd_bus_vtable units_vtable[] = {
