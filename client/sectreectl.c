@@ -84,11 +84,11 @@ static const Verb verbs[] = {
           .usage = "[PID|COMM...]",
           .summary = "The tasks under filters: tid, comm, mode, head filter",
           .help = "Columns: TID TGID PPID COMM MODE DEPTH FILTER UNIT. FILTER is the head of the\n"
-                  "task's chain (the newest filter, the first one evaluated), - for none; DEPTH the\n"
-                  "chain's length; UNIT the process's systemd unit, - for none. Arguments choose\n"
-                  "the tasks shown: a number is a process (all of its listed threads) or a thread,\n"
-                  "anything else a shell glob on the task's name (sectreectl ps 'chrom*' 4711); a\n"
-                  "task is shown when it matches any of them.\n"
+                  "task's chain (the newest filter, the first one evaluated), - for none; DEPTH\n"
+                  "the chain's length; UNIT the process's systemd unit, - for none. Arguments\n"
+                  "choose the tasks shown: a number is a process (all of its listed threads) or a\n"
+                  "thread, anything else a shell glob on the task's name (sectreectl ps 'chrom*'\n"
+                  "4711); a task is shown when it matches any of them.\n"
                   "\n"
                   "Options:\n"
                   "     --unit=GLOB          Only the tasks of units (or user units) matching GLOB\n"
