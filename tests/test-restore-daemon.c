@@ -1194,7 +1194,7 @@ static void test_sectreectl(Fixture *fx, gconstpointer data) {
 
         /* nobody: not root's snapshot, no original uids */
         g_assert_cmpint(ctl(b, true, NULL, &err, ARGS("restore", ids)), ==, 1);
-        g_autofree char *no_snapshot = g_strdup_printf("sectreectl: Failed to restore the snapshot: No snapshot %s.\n", ids);
+        g_autofree char *no_snapshot = g_strdup_printf("sectreectl: Failed to restore the snapshot: No snapshot with id %s.\n", ids);
         g_assert_cmpstr(err, ==, no_snapshot);
         g_clear_pointer(&err, g_free);
         g_autofree char *mine_before = NULL, *mine_after = NULL;

@@ -342,7 +342,7 @@ static int restore_call_start(sd_bus_message *msg, Restores *rs, Caller *c, cons
         if (r < 0) {
                 sd_bus_message_unref(msg);
                 if (r == -ENOENT && !message)
-                        return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot %" PRIu64 ".", id);
+                        return sd_bus_error_setf(error, ERROR_NO_SUCH_SNAPSHOT, "No snapshot with id %" PRIu64 ".", id);
                 return restore_error(error, r, message);
         }
         if (!keep && watch_caller(msg, restore) < 0)

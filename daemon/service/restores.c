@@ -694,7 +694,7 @@ int restores_start(Restores *rs, Caller *c, const RestoreCreds *creds, uint64_t 
                 *ret_message = NULL;
         k = snapshot_find(m, c, snapshot_id, &row);
         if (k == -ENOENT)
-                snapshot_set_message(ret_message, "No snapshot %" PRIu64 ".", snapshot_id);
+                snapshot_set_message(ret_message, "No snapshot with id %" PRIu64 ".", snapshot_id);
         if (k < 0)
                 return k;
         stored_snapshot_done(&row);
