@@ -201,8 +201,8 @@ static int export_file_keep_old(ExportFile *x) {
 }
 
 /* An unnamed file in the directory (O_TMPFILE), or a hidden ".NAME.XXXXXX" next to it where the
- * file system has no O_TMPFILE. Mode 0600 & ~umask: a snapshot holds command lines and executable
- * paths, which the kernel shows only to the process's owner (state.db is 0600 for that). */
+ * file system has no O_TMPFILE. Mode 0600 & ~umask: a snapshot holds executable paths, which the
+ * kernel shows only to whoever may trace the process, and command lines (state.db is 0600 too). */
 static int export_file_open(ExportFile *x) {
         int r = export_file_target(x);
         if (r < 0)

@@ -117,13 +117,15 @@ static int parse_args(int argc, char *argv[], Args *a) {
                 switch (c) {
                 case ':':
                         return log_error_errno(-EINVAL, "Option '%s' needs a value (try --help).", argv[optind - 1]);
-                case '?':
-                        if (optopt >= ARG_VERSION) /* a long option of ours, given a value */
+                case '?': {
+                        const char *arg = argv[optind - 1];
+                        if (strncmp(arg, "--", 2) == 0 && optopt != 0) /* a long option of ours, given a value */
                                 return log_error_errno(-EINVAL, "Option '%.*s' takes no value (try --help).",
-                                                       (int) strcspn(argv[optind - 1], "="), argv[optind - 1]);
-                        if (optopt > 0)
+                                                       (int) strcspn(arg, "="), arg);
+                        if (strncmp(arg, "--", 2) != 0 && optopt > 0)
                                 return log_error_errno(-EINVAL, "Unknown option '-%c' (try --help).", optopt);
-                        return log_error_errno(-EINVAL, "Unknown option '%s' (try --help).", argv[optind - 1]);
+                        return log_error_errno(-EINVAL, "Unknown option '%s' (try --help).", arg);
+                }
                 case 'h':
                         help();
                         return 0;

@@ -298,6 +298,7 @@ static void test_usage(void) {
         assert_usage_error((char *[]) { "-x", NULL }, 2, "Unknown option '-x' (try --help).");
         assert_usage_error((char *[]) { "scan", "--format", NULL }, 2, "Option '--format' needs a value (try --help).");
         assert_usage_error((char *[]) { "scan", "--no-argv=1", NULL }, 2, "Option '--no-argv' takes no value (try --help).");
+        assert_usage_error((char *[]) { "--help=x", NULL }, 2, "Option '--help' takes no value (try --help).");
         assert_usage_error((char *[]) { "frobnicate", NULL }, 2, "Unknown verb 'frobnicate'");
         assert_usage_error((char *[]) { "--state-dir=relative", NULL }, 2, "expected an absolute path");
         g_autofree char *out = NULL;

@@ -222,8 +222,6 @@ char *tests_read_line(int fd, GString *buf, gint64 deadline) {
         }
 }
 
-/* The child of tests_spawn_nobody_with(): exits 1 if it cannot become nobody as asked, 2 if the
- * filter is refused, 3 if it cannot enter a user namespace. */
 /* The thread left when the leader exits: ready once the leader is a zombie. */
 static void *exited_leader_thread(void *userdata) {
         for (int i = 0; i < 10000; i++) {
@@ -241,6 +239,8 @@ static void *exited_leader_thread(void *userdata) {
         return NULL;
 }
 
+/* The child of tests_spawn_nobody_with(): exits 1 if it cannot become nobody as asked, 2 if the
+ * filter is refused, 3 if it cannot enter a user namespace, 4 if its thread cannot start. */
 static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock_filter *insns, size_t n,
                                    const TestsNobodyOptions *o) {
         struct sock_fprog prog = { .len = (unsigned short) n, .filter = (struct sock_filter *) insns };

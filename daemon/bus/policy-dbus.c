@@ -63,10 +63,18 @@ static sd_bus_message *job_msg(const PolicyJob *j) {
         return ((const JobCall *) j->userdata)->msg;
 }
 
+/* A waiting analysis leaves its lane; a running one is told to stop, and ends as any does (its
+ * worker is not waited for here, on the loop; its time is charged to its uid; its answer goes
+ * nowhere). */
 static int on_caller_gone(sd_bus_track *track, void *userdata) {
         PolicyJob *j = userdata;
+        JobCall *call = j->userdata;
         log_debug("The caller of the analysis of %s has left the bus: the analysis is dropped.", j->what);
-        policy_job_free(j); /* out of its lane, its worker stopped; the track with it */
+        call->track = sd_bus_track_unref(call->track); /* once: an empty track would be dispatched again */
+        if (worker_item_running(&j->worker))
+                atomic_store(&j->worker.cancelled, true);
+        else
+                policy_job_free(j); /* out of its lane */
         return 0;
 }
 
@@ -103,11 +111,15 @@ static PolicyJob *job_new(ManagerBus *b, sd_bus_message *msg, const Caller *c, P
         call->msg = sd_bus_message_ref(msg);
         j->userdata = call;
         j->userdata_free = job_call_free;
+        /* (adding the sender asks the bus whether it is still there: one round trip to dbus-daemon
+         * per analysis, on the loop, against the analysis's own milliseconds) */
         int r = sd_bus_track_new(sd_bus_message_get_bus(msg), &call->track, on_caller_gone, j);
         if (r >= 0)
                 r = sd_bus_track_add_sender(call->track, msg);
-        if (r < 0) /* answered all the same, only not dropped if its caller leaves */
+        if (r < 0) { /* answered all the same, only not dropped if its caller leaves */
+                call->track = sd_bus_track_unref(call->track); /* a failed add queues the empty track */
                 log_debug_errno(r, "Could not follow the caller of the analysis of %s: %m", j->what);
+        }
         return j;
 }
 

@@ -46,7 +46,7 @@ static void groups_done(Groups *g) {
         free(g->groups);
 }
 
-static int kcmp_file(pid_t pid1, int fd1, pid_t pid2, int fd2) {
+int kcmp_file(pid_t pid1, int fd1, pid_t pid2, int fd2) {
         long r = syscall(SYS_kcmp, pid1, pid2, KCMP_FILE, fd1, fd2);
         if (r < 0 && errno == EBADF) { /* a leader that exited has no table: its threads' */
                 pid_t t1 = proc_files_task(pid1), t2 = proc_files_task(pid2);

@@ -23,3 +23,7 @@ typedef struct ListenerNotes {
 int listeners_collect(Forest *f, ScanError *e, ListenerNotes *notes);
 /* Log notes (one line for each kind that occurred). */
 void listener_notes_log(const ListenerNotes *notes);
+
+/* kcmp(KCMP_FILE) of fd1 of process pid1 and fd2 of process pid2 (0: the same file, 1 or 2: not,
+ * -errno), asked of a live thread where a process's leader has exited (proc_files_task()). */
+int kcmp_file(pid_t pid1, int fd1, pid_t pid2, int fd2);

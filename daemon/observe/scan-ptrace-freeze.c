@@ -1,7 +1,6 @@
 /* scan-ptrace-freeze.c: a ptrace pass with ScanOptions.freeze: every task of the report stopped
  * before any is read and kept stopped until the forest is built, in one tracer thread; and the
  * holders the caller may not see */
-#include <linux/kcmp.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +9,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "observe/listeners.h"
 #include "observe/procfd.h"
 #include "observe/scan-ptrace-collect.h"
 #include "observe/scan-ptrace-dump.h"
@@ -336,7 +336,7 @@ static bool is_report_listener(const Forest *f, pid_t pid, int fd) {
         for (size_t i = 0; i < f->n_listeners; i++)
                 for (size_t j = 0; j < f->listeners[i]->n_holders; j++) {
                         const ListenerHolder *h = &f->listeners[i]->holders[j];
-                        if (syscall(SYS_kcmp, h->pid, pid, KCMP_FILE, h->fd, fd) == 0)
+                        if (kcmp_file(h->pid, h->fd, pid, fd) == 0) /* a leader that exited: its threads' */
                                 return true;
                 }
         return false;

@@ -146,24 +146,25 @@ static char stat_state(int dfd, const char *name) {
         return p[2];
 }
 
-/* When the process of dfd is a leader that exited while its threads live on: an fd of a live
- * thread's /proc/PID/task/TID directory, which speaks for the process (the leader's files are
- * root's, for it has no memory left, and say nothing of its threads'); else -1. */
-static int live_thread_of_exited_leader(int dfd) {
+/* When the process of dfd is a leader that exited while its threads live on (its files are root's,
+ * for it has no memory left, and say nothing of its threads'): 1 if the caller passes the check
+ * for every live thread of it (its /proc/PID/task/TID), 0 if not for one of them, or if there is
+ * none; -1 when dfd's process is not such a leader. */
+static int exited_leader_threads_pass(Caller *c, int dfd) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         char name[sizeof(de->d_name) + 16];
-        int fd;
+        int fd, passed = 0;
 
         if (stat_state(dfd, "stat") != 'Z')
                 return -1;
         fd = openat(dfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0)
-                return -1;
+                return 0;
         d = fdopendir(fd);
         if (!d) {
                 close(fd);
-                return -1;
+                return 0;
         }
         while ((de = readdir(d))) {
                 char state;
@@ -172,11 +173,16 @@ static int live_thread_of_exited_leader(int dfd) {
                 snprintf(name, sizeof(name), "task/%s/stat", de->d_name);
                 state = stat_state(dfd, name);
                 if (state == 0 || state == 'Z' || state == 'X')
-                        continue;
+                        continue; /* the leader, or a thread gone meanwhile */
                 snprintf(name, sizeof(name), "task/%s", de->d_name);
-                return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                _cleanup_close_ int tfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (tfd < 0)
+                        continue; /* gone meanwhile */
+                if (caller_check_proc(c, tfd, 0) <= 0) /* no task/ under it: no recursion past one */
+                        return 0;
+                passed++;
         }
-        return -1;
+        return passed > 0;
 }
 
 int caller_check_proc(Caller *c, int dfd, uint64_t start_time) {
@@ -207,12 +213,11 @@ int caller_check_proc(Caller *c, int dfd, uint64_t start_time) {
                 return r;
         if (!ids_are(pc.uid, c->uid) || !ids_are(pc.gid, c->gid))
                 return 0;
-        if (st.st_uid != c->uid) {
-                /* not dumpable, and the caller is not root of its memory's namespace; or a leader
-                 * that exited, whose live threads then decide (start time checked above) */
-                _cleanup_close_ int tfd = live_thread_of_exited_leader(dfd);
-                return tfd >= 0 ? caller_check_proc(c, tfd, 0) : 0;
-        }
+        /* Not dumpable, and the caller is not root of its memory's namespace; or a leader that
+         * exited, which has no memory: then each of its live threads must pass, and the leader's
+         * own credentials below too, as the kernel checks them of a task without memory. */
+        if (st.st_uid != c->uid && exited_leader_threads_pass(c, dfd) <= 0)
+                return 0;
         if (ns.st_dev == c->userns_dev && ns.st_ino == c->userns_ino)
                 return (pc.cap_permitted & ~c->cap_permitted) == 0;
         return caller_owns_userns(c, dfd);

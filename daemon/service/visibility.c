@@ -136,9 +136,10 @@ int caller_unfiltered_units(Caller *c, const TrackedProcesses *t, PidUnit **ret,
         for (size_t i = 0; i < n_pids; i++) {
                 ProcStatus st;
                 pid_t pid = pids[i];
-                if (hashmap_get(&tracked, (uint64_t) pid) || proc_read_status(pid, &st) < 0 ||
-                    pid == 2 || st.ppid == 2 || /* kthreadd and its kernel threads */
-                    st.seccomp_mode != 0 || !caller_may_see_started(c, pid, 0))
+                /* who may see it first: for another user's process one stat(2), not a read of it */
+                if (hashmap_get(&tracked, (uint64_t) pid) || !caller_may_see_started(c, pid, 0) ||
+                    proc_read_status(pid, &st) < 0 || pid == 2 || st.ppid == 2 || /* kthreadd, kernel threads */
+                    st.seccomp_mode != 0)
                         continue;
                 r = process_unit_read(pid, &l[n].unit);
                 if (r == -ESRCH)

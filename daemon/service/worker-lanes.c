@@ -60,6 +60,13 @@ static void item_join(WorkerItem *w) {
                 close(TAKE_FD(w->event_fd));
 }
 
+/* What a worker took, and the loop before it, off its uid's share (root's lane has none). */
+static void item_charge(WorkerLanes *l, const WorkerItem *w) {
+        if (!w->privileged &&
+            uid_share_charge(&l->share, w->uid, w->loop_cpu_usec + w->worker_cpu_usec, now_usec(CLOCK_MONOTONIC)) < 0)
+                log_oom();
+}
+
 void worker_item_cancel(WorkerItem *w) {
         WorkerLanes *l = w->lanes;
         bool was_running = w->running;
@@ -69,8 +76,14 @@ void worker_item_cancel(WorkerItem *w) {
         if (!l)
                 return;
         lanes_unlink(l, w);
-        if (was_running)
+        if (was_running) {
+                item_charge(l, w); /* a cancelled worker's time counts too: else cancelling dodged the share */
                 lanes_schedule(l, NULL, NULL); /* its lane is free */
+        }
+}
+
+bool worker_item_running(const WorkerItem *w) {
+        return w->running;
 }
 
 WorkerLanes *worker_lanes_free(WorkerLanes *l) {
@@ -109,9 +122,7 @@ static int on_worker_done(sd_event_source *s, int fd, uint32_t revents, void *us
         WorkerLanes *l = w->lanes;
         item_join(w);
         lanes_unlink(l, w);
-        if (!w->privileged &&
-            uid_share_charge(&l->share, w->uid, w->loop_cpu_usec + w->worker_cpu_usec, now_usec(CLOCK_MONOTONIC)) < 0)
-                log_oom();
+        item_charge(l, w);
         w->done(w->owner); /* w may be gone */
         if (l->free_owner)
                 l->free_owner(w->owner);

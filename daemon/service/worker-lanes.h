@@ -84,6 +84,8 @@ int worker_lanes_submit(WorkerLanes *l, WorkerItem *w);
 /* Take w out of its lanes (if it is in them); a running worker is told to stop and waited for,
  * and the next item of its lane starts. */
 void worker_item_cancel(WorkerItem *w);
+/* Whether w's worker thread has started (and w not been joined since). */
+bool worker_item_running(const WorkerItem *w);
 /* Start no more workers, and tell the running ones to stop (sectreed is stopping). */
 void worker_lanes_stop(WorkerLanes *l);
 /* For the tests only: in w's worker, wait until the file gate exists (at most 30 s) or w is
