@@ -36,6 +36,10 @@ static Case cases[] = {
         { "capabilities nobody lacks", { .comm = "acc-caps", .keep_caps = true }, false },
         { "in a user namespace nobody owns", { .comm = "acc-userns", .new_userns = true }, true },
         { "with its leader exited", { .comm = "acc-noleader", .leader_exits = true }, true },
+        /* the kernel checks a task without memory against its own credentials: a leader that
+         * exited with capabilities nobody lacks hides its process, whatever its threads hold */
+        { "with its leader exited holding capabilities", { .comm = "acc-capleader", .keep_caps = true,
+                                                           .leader_exits = true, .thread_drops_caps = true }, false },
 };
 
 /* The tgids ListTasks lists to the bus's caller. */

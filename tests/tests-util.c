@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -222,8 +223,15 @@ char *tests_read_line(int fd, GString *buf, gint64 deadline) {
         }
 }
 
-/* The thread left when the leader exits: ready once the leader is a zombie. */
+/* The thread left when the leader exits (userdata non-NULL: it drops its capabilities, the
+ * leader's stay as they were): ready once the leader is a zombie. */
 static void *exited_leader_thread(void *userdata) {
+        if (userdata) {
+                struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+                struct __user_cap_data_struct d[2] = {};
+                if (syscall(SYS_capset, &h, d) < 0)
+                        _exit(5);
+        }
         for (int i = 0; i < 10000; i++) {
                 char buf[512];
                 _cleanup_fclose_ FILE *f = fopen("/proc/self/stat", "re"); /* the leader's */
@@ -240,7 +248,8 @@ static void *exited_leader_thread(void *userdata) {
 }
 
 /* The child of tests_spawn_nobody_with(): exits 1 if it cannot become nobody as asked, 2 if the
- * filter is refused, 3 if it cannot enter a user namespace, 4 if its thread cannot start. */
+ * filter is refused, 3 if it cannot enter a user namespace, 4 if its thread cannot start, 5 if
+ * that thread cannot drop its capabilities. */
 static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock_filter *insns, size_t n,
                                    const TestsNobodyOptions *o) {
         struct sock_fprog prog = { .len = (unsigned short) n, .filter = (struct sock_filter *) insns };
@@ -273,7 +282,7 @@ static _Noreturn void nobody_child(int ready_fd, pid_t parent, const struct sock
         }
         if (o->leader_exits) {
                 pthread_t thread;
-                if (pthread_create(&thread, NULL, exited_leader_thread, NULL) != 0)
+                if (pthread_create(&thread, NULL, exited_leader_thread, o->thread_drops_caps ? (void *) o : NULL) != 0)
                         _exit(4);
                 syscall(SYS_exit, 0); /* the leader alone */
         }

@@ -92,6 +92,7 @@ typedef struct TestsNobodyOptions {
         bool not_dumpable; /* PR_SET_DUMPABLE 0 */
         bool new_userns;   /* enter a user namespace of its own (owned by 65534) before the filter */
         bool leader_exits; /* its leader exits, a thread living on (ready once the leader is a zombie) */
+        bool thread_drops_caps; /* with leader_exits: that thread drops every capability it has */
 } TestsNobodyOptions;
 pid_t tests_spawn_nobody_with(const TestsNobodyOptions *o);
 
