@@ -113,3 +113,26 @@ void cgroup_text_key(char *text) {
         memmove(text, line, len);
         text[len] = 0;
 }
+
+int cgroup_key_read(pid_t pid, char *buf, size_t size) {
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        ssize_t n = read(fd, buf, size);
+        if (n < 0)
+                return errno == ESRCH ? -ESRCH : -errno;
+        if ((size_t) n >= size)
+                return -E2BIG;
+        buf[n] = 0;
+        cgroup_text_key(buf);
+        return 0;
+}
+
+uint64_t cgroup_key_hash(const char *key) {
+        uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+        for (; *key; key++)
+                h = (h ^ (unsigned char) *key) * 0x100000001b3ULL;
+        return h ?: 1;
+}

@@ -25,3 +25,11 @@ void cgroup_members_done(CgroupMembers *m);
 /* text, /proc/PID/cgroup's, made the path of its "0::" line in place (what cgroup_members_path()
  * gives for the process); left as it is when it has no such line (cgroup v1 only). */
 void cgroup_text_key(char *text);
+
+/* The longest cgroup key kept (a path, or /proc/PID/cgroup's text). */
+#define CGROUP_KEY_MAX 4096
+/* pid's cgroup key into buf: the path of its "0::" line, or the text of /proc/PID/cgroup; -ESRCH
+ * when gone, -E2BIG when longer than buf. */
+int cgroup_key_read(pid_t pid, char *buf, size_t size);
+/* A hash of a key for a Hashmap (never 0). */
+uint64_t cgroup_key_hash(const char *key);

@@ -167,7 +167,6 @@ static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata)
  * cgroup of each comes from one walk of the hierarchy's cgroup.procs files, not from a read of
  * /proc/PID/cgroup each (half of such a snapshot's time). */
 
-#define CGROUP_TEXT_MAX 4096
 #define CGROUP_WALK_MIN 256 /* processes from which one walk costs less than a read each */
 
 typedef struct UnitsOfCgroup {
@@ -199,36 +198,11 @@ static void unit_cache_done(UnitCache *c) {
         cgroup_members_done(&c->members);
 }
 
-static uint64_t text_hash(const char *s) {
-        uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-        for (; *s; s++)
-                h = (h ^ (unsigned char) *s) * 0x100000001b3ULL;
-        return h ?: 1;
-}
-
-/* pid's cgroup key into buf: the path of its "0::" line, or the text of /proc/PID/cgroup; -ESRCH
- * when gone, -E2BIG when longer than buf. */
-static int read_cgroup_key(pid_t pid, char *buf, size_t size) {
-        char path[32];
-        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int) pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? -ESRCH : -errno;
-        ssize_t n = read(fd, buf, size);
-        if (n < 0)
-                return errno == ESRCH ? -ESRCH : -errno;
-        if ((size_t) n >= size)
-                return -E2BIG;
-        buf[n] = 0;
-        cgroup_text_key(buf);
-        return 0;
-}
-
 /* pid's cgroup key: from the walk, or read. */
 static int cgroup_key(const UnitCache *c, pid_t pid, char *buf, size_t size) {
         const char *path = c->walked ? cgroup_members_path(&c->members, pid) : NULL;
         if (!path || strlen(path) >= size)
-                return read_cgroup_key(pid, buf, size);
+                return cgroup_key_read(pid, buf, size);
         strcpy(buf, path);
         return 0;
 }
@@ -246,19 +220,19 @@ static int units_read(pid_t pid, UnitsOfCgroup *ret) {
 
 /* Keep u (taken) for cgroup, unless the process moved while libsystemd read it. */
 static int unit_cache_add(UnitCache *c, pid_t pid, const char *cgroup, UnitsOfCgroup *u) {
-        char again[CGROUP_TEXT_MAX];
-        if (read_cgroup_key(pid, again, sizeof(again)) < 0 || !streq(again, cgroup) ||
+        char again[CGROUP_KEY_MAX];
+        if (cgroup_key_read(pid, again, sizeof(again)) < 0 || !streq(again, cgroup) ||
             GROW(c->items, c->allocated, c->n + 1) < 0 || !(u->cgroup = strdup(cgroup)))
                 return 0; /* not kept: asked again next time */
         c->items[c->n] = *u;
         *u = (UnitsOfCgroup) {};
-        int r = hashmap_put(&c->by_hash, text_hash(cgroup), (void *) (uintptr_t) (c->n + 1));
+        int r = hashmap_put(&c->by_hash, cgroup_key_hash(cgroup), (void *) (uintptr_t) (c->n + 1));
         c->n++;
         return r == -EEXIST ? 0 : r; /* a hash shared by two texts: the first keeps it */
 }
 
 static const UnitsOfCgroup *unit_cache_find(const UnitCache *c, const char *cgroup) {
-        uintptr_t i = (uintptr_t) hashmap_get(&c->by_hash, text_hash(cgroup));
+        uintptr_t i = (uintptr_t) hashmap_get(&c->by_hash, cgroup_key_hash(cgroup));
         return i > 0 && streq(c->items[i - 1].cgroup, cgroup) ? &c->items[i - 1] : NULL;
 }
 
@@ -266,7 +240,7 @@ static const UnitsOfCgroup *unit_cache_find(const UnitCache *c, const char *cgro
  * keeps none. */
 static int record_units(UnitCache *c, Process *p) {
         _cleanup_(units_of_cgroup_done) UnitsOfCgroup u = {};
-        char cgroup[CGROUP_TEXT_MAX];
+        char cgroup[CGROUP_KEY_MAX];
         int r = cgroup_key(c, p->pid, cgroup, sizeof(cgroup));
         if (r == -ESRCH)
                 return 0;

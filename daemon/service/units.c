@@ -3,6 +3,8 @@
 
 #include <systemd/sd-login.h>
 
+#include "service/cgroup-members.h"
+
 void process_unit_done(ProcessUnit *u) {
         free(u->unit);
         free(u->user_unit);
@@ -85,5 +87,52 @@ int process_unit_read(pid_t pid, ProcessUnit *ret) {
                 u.owner = (uint32_t) owner;
         *ret = u;
         u = (ProcessUnit) { .owner = UNIT_OWNER_NONE };
+        return 0;
+}
+
+void process_unit_cache_done(ProcessUnitCache *c) {
+        for (size_t i = 0; i < c->n; i++) {
+                free(c->items[i].cgroup);
+                process_unit_done(&c->items[i].unit);
+        }
+        free(c->items);
+        hashmap_deinit(&c->by_hash);
+        *c = (ProcessUnitCache) {};
+}
+
+static int process_unit_copy(const ProcessUnit *u, ProcessUnit *ret) {
+        _cleanup_(process_unit_done) ProcessUnit v = { .owner = u->owner };
+        if ((u->unit && !(v.unit = strdup(u->unit))) || (u->user_unit && !(v.user_unit = strdup(u->user_unit))) ||
+            (u->machine && !(v.machine = strdup(u->machine))))
+                return -ENOMEM;
+        *ret = v;
+        v = (ProcessUnit) { .owner = UNIT_OWNER_NONE };
+        return 0;
+}
+
+int process_unit_read_cached(ProcessUnitCache *c, pid_t pid, ProcessUnit *ret) {
+        char key[CGROUP_KEY_MAX], again[CGROUP_KEY_MAX];
+        if (cgroup_key_read(pid, key, sizeof(key)) < 0)
+                return process_unit_read(pid, ret); /* gone (it says so), or a key too long to keep */
+        uint64_t h = cgroup_key_hash(key);
+        uintptr_t i = (uintptr_t) hashmap_get(&c->by_hash, h);
+        if (i > 0 && streq(c->items[i - 1].cgroup, key))
+                return process_unit_copy(&c->items[i - 1].unit, ret);
+        int r = process_unit_read(pid, ret);
+        if (r < 0 || i > 0) /* (a hash already taken by another cgroup: not kept) */
+                return r;
+        /* kept only if the process did not move while libsystemd read it */
+        if (cgroup_key_read(pid, again, sizeof(again)) < 0 || !streq(again, key) ||
+            GROW(c->items, c->allocated, c->n + 1) < 0)
+                return 0;
+        struct CachedUnit *x = &c->items[c->n];
+        *x = (struct CachedUnit) { .cgroup = strdup(key) };
+        if (!x->cgroup || process_unit_copy(ret, &x->unit) < 0 ||
+            hashmap_put(&c->by_hash, h, (void *) (uintptr_t) (c->n + 1)) < 0) {
+                free(x->cgroup);
+                process_unit_done(&x->unit);
+                return 0; /* not kept: read again next time */
+        }
+        c->n++;
         return 0;
 }

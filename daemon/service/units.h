@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "core/hashmap.h"
 #include "core/util.h"
 
 #define UNIT_OWNER_NONE UINT32_MAX
@@ -31,6 +32,22 @@ PidUnit *pid_units_free(PidUnit *l, size_t n);
  * (machine-NAME.scope, NAME unescaped). A process without any of these gives all NULL: that is not
  * an error. -ESRCH when the process is gone, -ENOMEM. */
 int process_unit_read(pid_t pid, ProcessUnit *ret);
+
+/* process_unit_read() answered once per cgroup, for a walk over many processes: libsystemd reads
+ * a process's cgroup four times, 120 us a process, where the key is one small read. */
+typedef struct ProcessUnitCache {
+        Hashmap by_hash; /* cgroup_key_hash() -> index + 1 */
+        struct CachedUnit {
+                char *cgroup;
+                ProcessUnit unit;
+        } *items;
+        size_t n, allocated;
+} ProcessUnitCache;
+
+void process_unit_cache_done(ProcessUnitCache *c);
+/* process_unit_read() of pid, from the cache when a process of the same cgroup was read (kept only
+ * when pid was still there after libsystemd read it). */
+int process_unit_read_cached(ProcessUnitCache *c, pid_t pid, ProcessUnit *ret);
 
 /* "bar" for "machine-bar.scope" (systemd's escaping undone: "\x2d" is "-"); NULL (not an error)
  * for any other name. -ENOMEM. */

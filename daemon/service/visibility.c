@@ -120,6 +120,7 @@ int caller_process_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, si
 }
 
 int caller_unfiltered_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, size_t *ret_n) {
+        _cleanup_(process_unit_cache_done) ProcessUnitCache units = {};
         _cleanup_(hashmap_deinit) Hashmap tracked = {};
         _cleanup_free_ pid_t *pids = NULL;
         size_t n_pids = 0, n = 0;
@@ -141,7 +142,7 @@ int caller_unfiltered_units(Caller *c, const TrackedProcesses *t, PidUnit **ret,
                     proc_read_status(pid, &st) < 0 || pid == 2 || st.ppid == 2 || /* kthreadd, kernel threads */
                     st.seccomp_mode != 0)
                         continue;
-                r = process_unit_read(pid, &l[n].unit);
+                r = process_unit_read_cached(&units, pid, &l[n].unit);
                 if (r == -ESRCH)
                         continue;
                 if (r < 0) {
