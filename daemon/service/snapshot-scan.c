@@ -2,12 +2,9 @@
  * made a snapshot the caller may see all of */
 #include "service/snapshot-scan.h"
 
-#include <fcntl.h>
 #include <stdio.h>
-#include <unistd.h>
 
 #include "observe/procinfo.h"
-#include "service/cgroup-members.h"
 #include "service/snapshots.h"
 #include "service/units.h"
 #include "snapshot/snapshot-units.h"
@@ -158,112 +155,36 @@ static int may_stop(int proc_fd, pid_t pid, uint64_t start_time, void *userdata)
         return r;
 }
 
-/* Units, read as ListProcessUnits reads them (libsystemd, some 100 us a process: four reads of
- * its cgroup file and machined's records), made names a snapshot takes. Processes in one cgroup
- * are in the same units, and a machine's processes share a few cgroups: the answer is kept by
- * cgroup (its path on the cgroup2 hierarchy, the "0::" line of /proc/PID/cgroup, which is what
- * libsystemd reads the units from; the whole text where there is no such line), so that a
- * 10,000-process snapshot asks libsystemd once per cgroup. Where it has that many processes, the
- * cgroup of each comes from one walk of the hierarchy's cgroup.procs files, not from a read of
- * /proc/PID/cgroup each (half of such a snapshot's time). */
-
-#define CGROUP_WALK_MIN 256 /* processes from which one walk costs less than a read each */
-
-typedef struct UnitsOfCgroup {
-        char *cgroup; /* the key: the cgroup's path, or /proc/PID/cgroup's text */
-        char *unit, *user_unit, *machine;
-} UnitsOfCgroup;
-
-typedef struct UnitCache {
-        Hashmap by_hash; /* hash of cgroup -> index + 1 */
-        UnitsOfCgroup *items;
-        size_t n, allocated;
-        CgroupMembers members; /* every pid's cgroup, when walk */
-        bool walked;
-} UnitCache;
-
-static void units_of_cgroup_done(UnitsOfCgroup *u) {
-        free(u->cgroup);
-        free(u->unit);
-        free(u->user_unit);
-        free(u->machine);
-        *u = (UnitsOfCgroup) {};
-}
-
-static void unit_cache_done(UnitCache *c) {
-        for (size_t i = 0; i < c->n; i++)
-                units_of_cgroup_done(&c->items[i]);
-        free(c->items);
-        hashmap_deinit(&c->by_hash);
-        cgroup_members_done(&c->members);
-}
-
-/* pid's cgroup key: from the walk, or read. */
-static int cgroup_key(const UnitCache *c, pid_t pid, char *buf, size_t size) {
-        const char *path = c->walked ? cgroup_members_path(&c->members, pid) : NULL;
-        if (!path || strlen(path) >= size)
-                return cgroup_key_read(pid, buf, size);
-        strcpy(buf, path);
+/* A snapshot's unit names (snapshot_unit_name_clean()), as ProcessUnitCache's clean(). */
+static int clean_units(ProcessUnit *u) {
+        char **names[] = { &u->unit, &u->user_unit, &u->machine };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char *clean = NULL;
+                int r = snapshot_unit_name_clean(*names[i], &clean);
+                if (r < 0)
+                        return r;
+                free(*names[i]);
+                *names[i] = clean;
+        }
         return 0;
 }
 
-/* libsystemd's answer for pid, its names made acceptable (snapshot_unit_name_clean()). */
-static int units_read(pid_t pid, UnitsOfCgroup *ret) {
-        _cleanup_(process_unit_done) ProcessUnit u = { .owner = UNIT_OWNER_NONE };
-        int r = process_unit_read(pid, &u);
-        if (r < 0 || (r = snapshot_unit_name_clean(u.unit, &ret->unit)) < 0 ||
-            (r = snapshot_unit_name_clean(u.user_unit, &ret->user_unit)) < 0 ||
-            (r = snapshot_unit_name_clean(u.machine, &ret->machine)) < 0)
-                return r;
-        return 0;
-}
-
-/* Keep u (taken) for cgroup, unless the process moved while libsystemd read it. */
-static int unit_cache_add(UnitCache *c, pid_t pid, const char *cgroup, UnitsOfCgroup *u) {
-        char again[CGROUP_KEY_MAX];
-        if (cgroup_key_read(pid, again, sizeof(again)) < 0 || !streq(again, cgroup) ||
-            GROW(c->items, c->allocated, c->n + 1) < 0 || !(u->cgroup = strdup(cgroup)))
-                return 0; /* not kept: asked again next time */
-        c->items[c->n] = *u;
-        *u = (UnitsOfCgroup) {};
-        int r = hashmap_put(&c->by_hash, cgroup_key_hash(cgroup), (void *) (uintptr_t) (c->n + 1));
-        c->n++;
-        return r == -EEXIST ? 0 : r; /* a hash shared by two texts: the first keeps it */
-}
-
-static const UnitsOfCgroup *unit_cache_find(const UnitCache *c, const char *cgroup) {
-        uintptr_t i = (uintptr_t) hashmap_get(&c->by_hash, cgroup_key_hash(cgroup));
-        return i > 0 && streq(c->items[i - 1].cgroup, cgroup) ? &c->items[i - 1] : NULL;
-}
-
-/* The units of p as its cgroup says now (ListProcessUnits' answer). A process gone since the scan
- * keeps none. */
-static int record_units(UnitCache *c, Process *p) {
-        _cleanup_(units_of_cgroup_done) UnitsOfCgroup u = {};
-        char cgroup[CGROUP_KEY_MAX];
-        int r = cgroup_key(c, p->pid, cgroup, sizeof(cgroup));
-        if (r == -ESRCH)
-                return 0;
-        bool cacheable = r >= 0; /* else (too long to keep) asked every time */
-        const UnitsOfCgroup *known = cacheable ? unit_cache_find(c, cgroup) : NULL;
-        if (known)
-                return process_set_units(p, known->unit, known->user_unit, known->machine);
-        r = units_read(p->pid, &u);
-        if (r == -ESRCH)
-                return 0;
-        if (r >= 0)
-                r = process_set_units(p, u.unit, u.user_unit, u.machine);
-        if (r >= 0 && cacheable)
-                r = unit_cache_add(c, p->pid, cgroup, &u);
-        return r;
-}
-
+/* Each process's units, read as ListProcessUnits reads them, made names a snapshot takes: once per
+ * cgroup (ProcessUnitCache), the cgroups of a large snapshot from one walk of the hierarchy (half
+ * of such a snapshot's time was reading /proc/PID/cgroup). A process gone since the scan keeps
+ * none. */
 static int record_all_units(Forest *f) {
-        _cleanup_(unit_cache_done) UnitCache units = {};
-        /* without a cgroup2 hierarchy (or if the walk fails) each process's is read */
-        units.walked = f->n_processes >= CGROUP_WALK_MIN && cgroup_members_read(&units.members) >= 0;
+        _cleanup_(process_unit_cache_done) ProcessUnitCache units = { .clean = clean_units };
+        process_unit_cache_walk(&units, f->n_processes);
         for (size_t i = 0; i < f->n_processes; i++) {
-                int r = record_units(&units, f->processes[i]);
+                _cleanup_(process_unit_done) ProcessUnit scratch = { .owner = UNIT_OWNER_NONE };
+                const ProcessUnit *u;
+                Process *p = f->processes[i];
+                int r = process_unit_cache_get(&units, p->pid, &scratch, &u);
+                if (r == -ESRCH)
+                        continue;
+                if (r >= 0)
+                        r = process_set_units(p, u->unit, u->user_unit, u->machine);
                 if (r < 0)
                         return r;
         }

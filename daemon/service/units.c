@@ -90,6 +90,10 @@ int process_unit_read(pid_t pid, ProcessUnit *ret) {
         return 0;
 }
 
+void process_unit_cache_walk(ProcessUnitCache *c, size_t n_processes) {
+        c->walked = n_processes >= PROCESS_UNIT_WALK_MIN && cgroup_members_read(&c->members) >= 0;
+}
+
 void process_unit_cache_done(ProcessUnitCache *c) {
         for (size_t i = 0; i < c->n; i++) {
                 free(c->items[i].cgroup);
@@ -97,6 +101,7 @@ void process_unit_cache_done(ProcessUnitCache *c) {
         }
         free(c->items);
         hashmap_deinit(&c->by_hash);
+        cgroup_members_done(&c->members);
         *c = (ProcessUnitCache) {};
 }
 
@@ -110,29 +115,60 @@ static int process_unit_copy(const ProcessUnit *u, ProcessUnit *ret) {
         return 0;
 }
 
-int process_unit_read_cached(ProcessUnitCache *c, pid_t pid, ProcessUnit *ret) {
-        char key[CGROUP_KEY_MAX], again[CGROUP_KEY_MAX];
-        if (cgroup_key_read(pid, key, sizeof(key)) < 0)
-                return process_unit_read(pid, ret); /* gone (it says so), or a key too long to keep */
-        uint64_t h = cgroup_key_hash(key);
-        uintptr_t i = (uintptr_t) hashmap_get(&c->by_hash, h);
-        if (i > 0 && streq(c->items[i - 1].cgroup, key))
-                return process_unit_copy(&c->items[i - 1].unit, ret);
-        int r = process_unit_read(pid, ret);
-        if (r < 0 || i > 0) /* (a hash already taken by another cgroup: not kept) */
-                return r;
-        /* kept only if the process did not move while libsystemd read it */
-        if (cgroup_key_read(pid, again, sizeof(again)) < 0 || !streq(again, key) ||
+/* pid's cgroup key: from the walk, or read. */
+static int cache_key(const ProcessUnitCache *c, pid_t pid, char *buf, size_t size) {
+        const char *path = c->walked ? cgroup_members_path(&c->members, pid) : NULL;
+        if (!path || strlen(path) >= size)
+                return cgroup_key_read(pid, buf, size);
+        strcpy(buf, path);
+        return 0;
+}
+
+/* Keep *u (taken) for key, unless pid moved while libsystemd read it, or another cgroup has the
+ * key's hash: 1 when kept (*ret then points at it), 0 when not (*u left as it was). */
+static int cache_keep(ProcessUnitCache *c, pid_t pid, const char *key, uint64_t h, ProcessUnit *u,
+                      const ProcessUnit **ret) {
+        char again[CGROUP_KEY_MAX];
+        if (hashmap_get(&c->by_hash, h) || cgroup_key_read(pid, again, sizeof(again)) < 0 || !streq(again, key) ||
             GROW(c->items, c->allocated, c->n + 1) < 0)
                 return 0;
         struct CachedUnit *x = &c->items[c->n];
         *x = (struct CachedUnit) { .cgroup = strdup(key) };
-        if (!x->cgroup || process_unit_copy(ret, &x->unit) < 0 ||
-            hashmap_put(&c->by_hash, h, (void *) (uintptr_t) (c->n + 1)) < 0) {
+        if (!x->cgroup || hashmap_put(&c->by_hash, h, (void *) (uintptr_t) (c->n + 1)) < 0) {
                 free(x->cgroup);
-                process_unit_done(&x->unit);
-                return 0; /* not kept: read again next time */
+                return 0;
         }
-        c->n++;
+        x->unit = *u;
+        *u = (ProcessUnit) { .owner = UNIT_OWNER_NONE };
+        *ret = &c->items[c->n++].unit;
+        return 1;
+}
+
+int process_unit_cache_get(ProcessUnitCache *c, pid_t pid, ProcessUnit *scratch, const ProcessUnit **ret) {
+        char key[CGROUP_KEY_MAX];
+        int k = cache_key(c, pid, key, sizeof(key));
+        if (k == -ESRCH)
+                return k;
+        bool cacheable = k >= 0; /* else (too long to keep) asked every time */
+        uint64_t h = cacheable ? cgroup_key_hash(key) : 0;
+        uintptr_t i = cacheable ? (uintptr_t) hashmap_get(&c->by_hash, h) : 0;
+        if (i > 0 && streq(c->items[i - 1].cgroup, key)) {
+                *ret = &c->items[i - 1].unit;
+                return 0;
+        }
+        int r = process_unit_read(pid, scratch);
+        if (r >= 0 && c->clean)
+                r = c->clean(scratch);
+        if (r < 0)
+                return r;
+        if (!cacheable || cache_keep(c, pid, key, h, scratch, ret) == 0)
+                *ret = scratch;
         return 0;
+}
+
+int process_unit_read_cached(ProcessUnitCache *c, pid_t pid, ProcessUnit *ret) {
+        _cleanup_(process_unit_done) ProcessUnit scratch = { .owner = UNIT_OWNER_NONE };
+        const ProcessUnit *u;
+        int r = process_unit_cache_get(c, pid, &scratch, &u);
+        return r < 0 ? r : process_unit_copy(u, ret);
 }

@@ -6,6 +6,7 @@
 
 #include "core/hashmap.h"
 #include "core/util.h"
+#include "service/cgroup-members.h"
 
 #define UNIT_OWNER_NONE UINT32_MAX
 
@@ -33,8 +34,13 @@ PidUnit *pid_units_free(PidUnit *l, size_t n);
  * an error. -ESRCH when the process is gone, -ENOMEM. */
 int process_unit_read(pid_t pid, ProcessUnit *ret);
 
-/* process_unit_read() answered once per cgroup, for a walk over many processes: libsystemd reads
- * a process's cgroup four times, 120 us a process, where the key is one small read. */
+/* process_unit_read() answered once per cgroup, for the units of many processes (a snapshot's,
+ * ListUnfilteredProcesses'): libsystemd reads a process's cgroup four times and machined's
+ * records, some 100 us a process, where the cgroup (the path of the "0::" line of
+ * /proc/PID/cgroup, which is what libsystemd reads the units from; the whole text where there is
+ * no such line) is one small read, or comes from one walk of the hierarchy's cgroup.procs files
+ * (process_unit_cache_walk()). An answer is kept only when its process was still in that cgroup
+ * after libsystemd read it. */
 typedef struct ProcessUnitCache {
         Hashmap by_hash; /* cgroup_key_hash() -> index + 1 */
         struct CachedUnit {
@@ -42,11 +48,23 @@ typedef struct ProcessUnitCache {
                 ProcessUnit unit;
         } *items;
         size_t n, allocated;
+        CgroupMembers members; /* every pid's cgroup, once walked */
+        bool walked;
+        /* What is kept and given is made so first (a snapshot's names: snapshot_unit_name_clean());
+         * NULL: as libsystemd said. -ENOMEM. */
+        int (*clean)(ProcessUnit *u);
 } ProcessUnitCache;
 
+/* The processes from which one walk of the hierarchy costs less than a read of each one's cgroup. */
+#define PROCESS_UNIT_WALK_MIN 256
+/* For n_processes of them or more, the cgroups from one walk (without a cgroup2 hierarchy, or if the
+ * walk fails, each process's is read). */
+void process_unit_cache_walk(ProcessUnitCache *c, size_t n_processes);
 void process_unit_cache_done(ProcessUnitCache *c);
-/* process_unit_read() of pid, from the cache when a process of the same cgroup was read (kept only
- * when pid was still there after libsystemd read it). */
+/* pid's units: *ret points into the cache, or at *scratch (freed by the caller with
+ * process_unit_done()) where they are not kept. -ESRCH when pid is gone, -ENOMEM. */
+int process_unit_cache_get(ProcessUnitCache *c, pid_t pid, ProcessUnit *scratch, const ProcessUnit **ret);
+/* The same, copied into *ret. */
 int process_unit_read_cached(ProcessUnitCache *c, pid_t pid, ProcessUnit *ret);
 
 /* "bar" for "machine-bar.scope" (systemd's escaping undone: "\x2d" is "-"); NULL (not an error)

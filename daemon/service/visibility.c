@@ -119,6 +119,14 @@ int caller_process_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, si
         return 0;
 }
 
+/* t's processes by pid, into *ret (pid -> its TrackedProcess). -ENOMEM. */
+static int tracked_by_pid(const TrackedProcesses *t, Hashmap *ret) {
+        for (size_t i = 0; i < t->n; i++)
+                if (hashmap_put(ret, (uint64_t) t->p[i].pid, (void *) &t->p[i]) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 int caller_unfiltered_units(Caller *c, const TrackedProcesses *t, PidUnit **ret, size_t *ret_n) {
         _cleanup_(process_unit_cache_done) ProcessUnitCache units = {};
         _cleanup_(hashmap_deinit) Hashmap tracked = {};
@@ -128,9 +136,8 @@ int caller_unfiltered_units(Caller *c, const TrackedProcesses *t, PidUnit **ret,
         int r = proc_list_pids(&pids, &n_pids);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < t->n; i++)
-                if (hashmap_put(&tracked, (uint64_t) t->p[i].pid, (void *) &t->p[i]) < 0)
-                        return -ENOMEM;
+        if (tracked_by_pid(t, &tracked) < 0)
+                return -ENOMEM;
         l = calloc(n_pids + 1, sizeof(PidUnit));
         if (!l)
                 return -ENOMEM;
@@ -200,9 +207,8 @@ int caller_subtree_processes(Caller *c, const TrackedProcesses *t, pid_t root, V
         list = calloc(n_pids + 1, sizeof(VisibleProcess));
         if (!list)
                 return -ENOMEM;
-        for (size_t i = 0; i < t->n; i++)
-                if (hashmap_put(&tracked, (uint64_t) t->p[i].pid, (void *) &t->p[i]) < 0)
-                        return -ENOMEM;
+        if (tracked_by_pid(t, &tracked) < 0)
+                return -ENOMEM;
         for (size_t i = 0; i < n_pids; i++) {
                 bool in;
                 r = proc_descends_from(pids[i], root, &memo, &in);
